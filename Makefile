@@ -1,0 +1,30 @@
+# Front door: bootstraps dependencies when needed, configures and builds with CMake, runs the main job or tests.
+BUILD ?= build
+JOBS ?= $(shell nproc)
+STAMP := third_party/.bootstrap-v1
+
+.PHONY: all build run test clean bootstrap asan
+all: build
+
+$(STAMP): scripts/bootstrap.sh
+	bash scripts/bootstrap.sh
+
+bootstrap: $(STAMP)
+
+$(BUILD)/CMakeCache.txt: $(STAMP) CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+
+build: $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./scripts/run_main.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j 2
+
+asan: $(STAMP)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWGLLM_ASAN=ON && cmake --build build-asan -j $(JOBS)
+
+clean:
+	rm -rf $(BUILD) build-asan

@@ -1,0 +1,44 @@
+// Dense GEMV for decode (few rows of x): y[m, n] = sum_k x[m, k] * W[n, k] (+ bias[n]).
+// W is [N, K] row-major, f32 or f16 (f16 read as packed pairs, so it needs no shader-f16).
+// A workgroup computes 8 outputs n for one m: 8 groups of 32 threads stride over K, then reduce.
+//! variant f32: WF16=0
+//! variant f16: WF16=1
+struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+#if WF16
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+fn wload(e: u32) -> f32 { return unpack2x16float(w[e >> 1u])[e & 1u]; }
+#else
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+fn wload(e: u32) -> f32 { return w[e]; }
+#endif
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+
+var<workgroup> red: array<f32, 256>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
+  let lane = lid.x % 32u;
+  let r = lid.x / 32u;
+  let n = wid.x * 8u + r;
+  let m = wid.y;
+  var s = 0.0;
+  if (n < p.N) {
+    let wb = n * p.K;
+    let xb = m * p.K;
+    for (var k = lane; k < p.K; k += 32u) { s += x[xb + k] * wload(wb + k); }
+  }
+  red[lid.x] = s;
+  workgroupBarrier();
+  for (var o = 16u; o > 0u; o >>= 1u) {
+    if (lane < o) { red[lid.x] += red[lid.x + o]; }
+    workgroupBarrier();
+  }
+  if (lane == 0u && n < p.N) {
+    var v = red[lid.x];
+    if (p.has_bias != 0u) { v += bias[n]; }
+    y[m * p.N + n] = v;
+  }
+}

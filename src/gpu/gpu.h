@@ -1,0 +1,149 @@
+/* GPU platform layer: Dawn instance/adapter/device, features and limits, error capture, buffers and the
+   buffer pool (with recording quarantine), the pipeline cache over the generated kernel registry, and the
+   recorder: a list of dispatch records that runs once or is kept and replayed. Everything above src/gpu
+   talks to WebGPU only through this header. */
+#ifndef WGLLM_GPU_H
+#define WGLLM_GPU_H
+#include <stddef.h>
+#include <stdint.h>
+#include <webgpu/webgpu.h>
+#include "wgllm.h"
+
+#define GPU_ERR_LEN 1024
+
+/* ---------- context ---------- */
+typedef struct gpu_options {
+  const char *adapter_name; /* substring of the adapter name to prefer; NULL: WGLLM_ADAPTER env or best */
+  int disable_f16;          /* do not request shader-f16 even if offered (simulates a device without it) */
+  int disable_subgroups;
+  int disable_timestamps;
+} gpu_options;
+
+typedef struct gpu_pipeline_cache gpu_pipeline_cache;
+typedef struct gpu_pool gpu_pool;
+
+typedef struct gpu_context {
+  WGPUInstance instance;
+  WGPUAdapter adapter;
+  WGPUDevice device;
+  WGPUQueue queue;
+  char adapter_name[256];
+  char adapter_vendor[128];
+  char adapter_description[256];
+  const char *backend;      /* "Vulkan", ... */
+  const char *adapter_type; /* "discrete GPU", "integrated GPU", "CPU" */
+  uint32_t subgroup_min, subgroup_max;
+  int has_f16, has_subgroups, has_timestamps; /* features granted on the device */
+  char notices[512];                          /* features offered-not-requested or not offered */
+  WGPULimits limits;                          /* limits the device got */
+  char err[GPU_ERR_LEN];                      /* first uncaptured error / loss message */
+  int error_pending;
+  int lost;
+  gpu_pipeline_cache *pipes;
+  gpu_pool *pool;
+  uint64_t bytes_live, bytes_peak; /* device bytes in buffers created through this layer */
+} gpu_context;
+
+wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, size_t errlen);
+void gpu_destroy(gpu_context *ctx);
+/* Returns and clears a pending uncaptured error (message copied to err); WGLLM_ERR_DEVICE_LOST if lost. */
+wgllm_status gpu_check(gpu_context *ctx, char *err, size_t errlen);
+/* Blocks until all submitted work has finished. */
+wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen);
+const char *gpu_feature_list(const gpu_context *ctx, char *buf, size_t len);
+
+/* ---------- buffers ---------- */
+typedef struct gpu_buffer {
+  WGPUBuffer handle;
+  uint64_t size;
+  int pins;     /* live recordings that reference it */
+  int released; /* owner released it while pinned: goes back to the pool when the last pin drops */
+  int pooled;   /* came from the pool */
+  char label[48];
+} gpu_buffer;
+
+/* A bound range of a buffer. size 0 means "to the end". */
+typedef struct gpu_view {
+  gpu_buffer *buf;
+  uint64_t offset;
+  uint64_t size;
+} gpu_view;
+
+static inline gpu_view gpu_whole(gpu_buffer *b) {
+  gpu_view v = {b, 0, b ? b->size : 0};
+  return v;
+}
+
+/* Storage | CopySrc | CopyDst | Indirect buffer of at least `size` bytes (rounded up to 16). */
+wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out,
+                               char *err, size_t errlen);
+void gpu_buffer_destroy(gpu_context *ctx, gpu_buffer *b);
+wgllm_status gpu_write(gpu_context *ctx, gpu_buffer *b, uint64_t offset, const void *src, uint64_t bytes);
+wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *dst, uint64_t bytes, char *err,
+                      size_t errlen);
+
+/* Pool: reuse freed buffers of a matching size class. Releasing a buffer that a live recording pins
+   quarantines it until that recording is freed. */
+wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
+                              size_t errlen);
+void gpu_pool_release(gpu_context *ctx, gpu_buffer *b);
+size_t gpu_pool_free_count(const gpu_context *ctx);
+
+/* ---------- kernels and pipelines ---------- */
+enum { GPU_REQ_F16 = 1, GPU_REQ_SUBGROUPS = 2 };
+typedef struct gpu_kernel_source {
+  const char *kernel;  /* template name, e.g. "rms_norm" */
+  const char *variant; /* e.g. "f32", "f16" */
+  const char *source;  /* generated WGSL */
+  unsigned requires;   /* GPU_REQ_* */
+} gpu_kernel_source;
+extern const gpu_kernel_source gpu_kernel_sources[];
+extern const size_t gpu_kernel_source_count;
+const gpu_kernel_source *gpu_kernel_find(const char *kernel, const char *variant);
+
+typedef struct gpu_constant {
+  const char *name;
+  double value;
+} gpu_constant;
+
+/* Pipeline for kernel/variant with override constants, created once and cached. */
+wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant,
+                              const gpu_constant *consts, int n_consts, WGPUComputePipeline *out, char *err,
+                              size_t errlen);
+
+/* ---------- recorder ---------- */
+#define GPU_MAX_BINDINGS 12
+typedef struct gpu_recorder gpu_recorder;
+
+typedef struct gpu_dispatch_desc {
+  const char *kernel, *variant;
+  const gpu_constant *consts;
+  int n_consts;
+  const void *params; /* uniform block bound at @binding(0) when params_size > 0 */
+  uint32_t params_size;
+  gpu_view bind[GPU_MAX_BINDINGS]; /* storage buffers at @binding(1..n) (or 0..n-1 without params) */
+  int n_bind;
+  uint32_t grid[3];     /* workgroups; ignored when indirect.buf is set */
+  gpu_view indirect;    /* 3 x u32 written on the GPU */
+} gpu_dispatch_desc;
+
+/* keep = 1: the recording is kept for replay; its buffers are pinned (quarantined) until freed. */
+gpu_recorder *gpu_recorder_create(gpu_context *ctx, int keep);
+wgllm_status gpu_record(gpu_recorder *rec, const gpu_dispatch_desc *d);
+/* Encodes every record into one compute pass and submits. A kept recording can be run again (replay):
+   this creates no pipeline, bind group or buffer. */
+wgllm_status gpu_recorder_run(gpu_recorder *rec);
+/* Encodes records into a command encoder the caller owns (e.g. to append a copy before submitting). */
+wgllm_status gpu_recorder_encode(gpu_recorder *rec, WGPUCommandEncoder enc);
+size_t gpu_recorder_count(const gpu_recorder *rec);
+const char *gpu_recorder_error(const gpu_recorder *rec);
+gpu_context *gpu_recorder_context(const gpu_recorder *rec);
+/* Marks the recording failed (sticky) with a message; returns s. Ops use it for shape refusals. */
+wgllm_status gpu_recorder_fail(gpu_recorder *rec, wgllm_status s, const char *msg);
+void gpu_recorder_free(gpu_recorder *rec);
+/* Per-record GPU time in nanoseconds (one pass per record with timestamp writes); needs timestamp-query.
+   out_ns has gpu_recorder_count() entries. */
+wgllm_status gpu_recorder_profile(gpu_recorder *rec, double *out_ns);
+const char *gpu_recorder_record_name(const gpu_recorder *rec, size_t i);
+
+#endif

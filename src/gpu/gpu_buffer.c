@@ -1,0 +1,237 @@
+/* Device buffers: creation under an error scope (so a refused allocation is a status, not an abort),
+   upload, readback, and the pool that reuses freed buffers by size class. A buffer a live recording pins
+   is quarantined on release and only returns to the pool when the last pin drops. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu.h"
+#include "gpu_internal.h"
+
+typedef struct scope_res {
+  int done;
+  WGPUErrorType type;
+  char msg[GPU_ERR_LEN - 128];
+} scope_res;
+
+static void on_pop(WGPUPopErrorScopeStatus s, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {
+  (void)u2;
+  scope_res *r = u1;
+  r->done = 1;
+  r->type = s == WGPUPopErrorScopeStatus_Success ? t : WGPUErrorType_Unknown;
+  size_t n = m.data ? (m.length == WGPU_STRLEN ? strlen(m.data) : m.length) : 0;
+  if (n >= sizeof r->msg) n = sizeof r->msg - 1;
+  if (n) memcpy(r->msg, m.data, n);
+  r->msg[n] = 0;
+}
+
+void gpu_scope_push(gpu_context *ctx) {
+  wgpuDevicePushErrorScope(ctx->device, WGPUErrorFilter_OutOfMemory);
+  wgpuDevicePushErrorScope(ctx->device, WGPUErrorFilter_Validation);
+}
+
+wgllm_status gpu_scope_pop(gpu_context *ctx, char *err, size_t errlen) {
+  scope_res r[2];
+  memset(r, 0, sizeof r);
+  for (int i = 0; i < 2; i++) {
+    WGPUPopErrorScopeCallbackInfo ci = {0};
+    ci.mode = WGPUCallbackMode_WaitAnyOnly;
+    ci.callback = on_pop;
+    ci.userdata1 = &r[i];
+    gpu_wait_future(ctx, wgpuDevicePopErrorScope(ctx->device, ci));
+  }
+  for (int i = 0; i < 2; i++) {
+    if (r[i].type != WGPUErrorType_NoError) {
+      if (err) snprintf(err, errlen, "%s", r[i].msg[0] ? r[i].msg : "unknown WebGPU error");
+      return r[i].type == WGPUErrorType_OutOfMemory ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
+    }
+  }
+  if (ctx->lost) {
+    if (err) snprintf(err, errlen, "%s", ctx->err);
+    return WGLLM_ERR_DEVICE_LOST;
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
+                               size_t errlen) {
+  *out = NULL;
+  if (size == 0) size = 16;
+  size = (size + 15) & ~(uint64_t)15;
+  if (size > ctx->limits.maxBufferSize) {
+    snprintf(err, errlen, "buffer \"%s\" of %llu bytes exceeds the device's maxBufferSize %llu", label ? label : "",
+             (unsigned long long)size, (unsigned long long)ctx->limits.maxBufferSize);
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  gpu_buffer *b = calloc(1, sizeof *b);
+  if (!b) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  snprintf(b->label, sizeof b->label, "%s", label ? label : "");
+  WGPUBufferDescriptor bd = {0};
+  bd.size = size;
+  bd.usage = WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst | WGPUBufferUsage_Indirect;
+  bd.label.data = b->label;
+  bd.label.length = strlen(b->label);
+  gpu_scope_push(ctx);
+  b->handle = wgpuDeviceCreateBuffer(ctx->device, &bd);
+  char e2[GPU_ERR_LEN];
+  wgllm_status s = gpu_scope_pop(ctx, e2, sizeof e2);
+  if (s || !b->handle) {
+    snprintf(err, errlen, "allocating buffer \"%s\" of %llu bytes failed: %s", b->label, (unsigned long long)size,
+             s ? e2 : "null handle");
+    if (b->handle) wgpuBufferRelease(b->handle);
+    free(b);
+    return s ? s : WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  b->size = size;
+  ctx->bytes_live += size;
+  if (ctx->bytes_live > ctx->bytes_peak) ctx->bytes_peak = ctx->bytes_live;
+  *out = b;
+  return WGLLM_OK;
+}
+
+void gpu_buffer_destroy(gpu_context *ctx, gpu_buffer *b) {
+  if (!b) return;
+  if (b->pins > 0) { /* a live recording still uses it: defer */
+    b->released = 2;
+    return;
+  }
+  ctx->bytes_live -= b->size;
+  wgpuBufferDestroy(b->handle);
+  wgpuBufferRelease(b->handle);
+  free(b);
+}
+
+wgllm_status gpu_write(gpu_context *ctx, gpu_buffer *b, uint64_t offset, const void *src, uint64_t bytes) {
+  if (offset + bytes > b->size || (offset & 3) || (bytes & 3)) return WGLLM_ERR_INVALID_ARG;
+  if (bytes) wgpuQueueWriteBuffer(ctx->queue, b->handle, offset, src, bytes);
+  return WGLLM_OK;
+}
+
+typedef struct map_res {
+  int status;
+  char msg[256];
+} map_res;
+
+static void on_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2) {
+  (void)u2;
+  map_res *r = u1;
+  r->status = s == WGPUMapAsyncStatus_Success ? 1 : -1;
+  size_t n = m.data ? (m.length == WGPU_STRLEN ? strlen(m.data) : m.length) : 0;
+  if (n >= sizeof r->msg) n = sizeof r->msg - 1;
+  if (n) memcpy(r->msg, m.data, n);
+  r->msg[n] = 0;
+}
+
+wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *dst, uint64_t bytes, char *err,
+                      size_t errlen) {
+  if (offset + bytes > b->size || (offset & 3)) {
+    snprintf(err, errlen, "read of %llu bytes at %llu past buffer \"%s\" (%llu bytes)", (unsigned long long)bytes,
+             (unsigned long long)offset, b->label, (unsigned long long)b->size);
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  if (!bytes) return WGLLM_OK;
+  uint64_t padded = (bytes + 3) & ~(uint64_t)3;
+  if (offset + padded > b->size) padded = b->size - offset;
+  WGPUBufferDescriptor bd = {0};
+  bd.size = (padded + 3) & ~(uint64_t)3;
+  bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+  gpu_scope_push(ctx);
+  WGPUBuffer st = wgpuDeviceCreateBuffer(ctx->device, &bd);
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
+  wgpuCommandEncoderCopyBufferToBuffer(enc, b->handle, offset, st, 0, (padded + 3) & ~(uint64_t)3);
+  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+  wgpuQueueSubmit(ctx->queue, 1, &cb);
+  wgpuCommandBufferRelease(cb);
+  wgpuCommandEncoderRelease(enc);
+  wgllm_status s = gpu_scope_pop(ctx, err, errlen);
+  if (s) { wgpuBufferRelease(st); return s; }
+  map_res r = {0};
+  WGPUBufferMapCallbackInfo mi = {0};
+  mi.mode = WGPUCallbackMode_WaitAnyOnly;
+  mi.callback = on_map;
+  mi.userdata1 = &r;
+  gpu_wait_future(ctx, wgpuBufferMapAsync(st, WGPUMapMode_Read, 0, bd.size, mi));
+  if (r.status != 1) {
+    snprintf(err, errlen, "mapping readback of \"%s\" failed: %s", b->label, r.msg);
+    wgpuBufferRelease(st);
+    s = gpu_check(ctx, NULL, 0);
+    return s ? s : WGLLM_ERR_GPU;
+  }
+  const void *p = wgpuBufferGetConstMappedRange(st, 0, bd.size);
+  memcpy(dst, p, bytes);
+  wgpuBufferUnmap(st);
+  wgpuBufferDestroy(st);
+  wgpuBufferRelease(st);
+  return gpu_check(ctx, err, errlen);
+}
+
+/* ---------- pool ---------- */
+struct gpu_pool {
+  gpu_buffer **free_list;
+  size_t n, cap;
+};
+
+gpu_pool *gpu_pool_create(void) { return calloc(1, sizeof(gpu_pool)); }
+
+void gpu_pool_destroy(gpu_context *ctx, gpu_pool *p) {
+  for (size_t i = 0; i < p->n; i++) gpu_buffer_destroy(ctx, p->free_list[i]);
+  free(p->free_list);
+  free(p);
+}
+
+/* size classes: multiples of 256 up to 64 KiB, then quarter-powers of two, so reuse wastes < 25% */
+static uint64_t size_class(uint64_t size) {
+  if (size <= 65536) return (size + 255) & ~(uint64_t)255;
+  uint64_t p = 65536;
+  while (p < size) p <<= 1;
+  uint64_t q = p >> 2;
+  return ((size + q - 1) / q) * q;
+}
+
+wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
+                              size_t errlen) {
+  gpu_pool *p = ctx->pool;
+  uint64_t cls = size_class(size ? size : 16);
+  for (size_t i = 0; i < p->n; i++) {
+    if (p->free_list[i]->size == cls) {
+      gpu_buffer *b = p->free_list[i];
+      p->free_list[i] = p->free_list[--p->n];
+      b->released = 0;
+      if (label) snprintf(b->label, sizeof b->label, "%s", label);
+      *out = b;
+      return WGLLM_OK;
+    }
+  }
+  wgllm_status s = gpu_buffer_create(ctx, cls, label, out, err, errlen);
+  if (s == WGLLM_OK) (*out)->pooled = 1;
+  return s;
+}
+
+static void pool_put(gpu_context *ctx, gpu_buffer *b) {
+  gpu_pool *p = ctx->pool;
+  if (p->n == p->cap) {
+    size_t nc = p->cap ? p->cap * 2 : 32;
+    gpu_buffer **nl = realloc(p->free_list, nc * sizeof *nl);
+    if (!nl) { gpu_buffer_destroy(ctx, b); return; }
+    p->free_list = nl;
+    p->cap = nc;
+  }
+  b->released = 0;
+  p->free_list[p->n++] = b;
+}
+
+void gpu_pool_release(gpu_context *ctx, gpu_buffer *b) {
+  if (!b) return;
+  if (b->pins > 0) { /* quarantined while a recording lives */
+    b->released = 1;
+    return;
+  }
+  pool_put(ctx, b);
+}
+
+void gpu_buffer_unpin(gpu_context *ctx, gpu_buffer *b) {
+  if (--b->pins > 0) return;
+  if (b->released == 1) pool_put(ctx, b);
+  else if (b->released == 2) gpu_buffer_destroy(ctx, b);
+}
+
+size_t gpu_pool_free_count(const gpu_context *ctx) { return ctx->pool->n; }

@@ -1,0 +1,292 @@
+/* Dawn instance, adapter choice, device creation with features and limits, and conversion of Dawn's
+   uncaptured errors and device loss into status codes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu.h"
+#include "gpu_internal.h"
+
+static void sv_copy(char *dst, size_t len, WGPUStringView s) {
+  size_t n = 0;
+  if (s.data) n = (s.length == WGPU_STRLEN) ? strlen(s.data) : s.length;
+  if (n >= len) n = len - 1;
+  if (n) memcpy(dst, s.data, n);
+  dst[n] = 0;
+}
+
+typedef struct adapter_list {
+  WGPUAdapter a[16];
+  int n;
+} adapter_list;
+
+static void on_adapter(WGPURequestAdapterStatus s, WGPUAdapter a, WGPUStringView m, void *u1, void *u2) {
+  (void)m; (void)u2;
+  adapter_list *l = u1;
+  if (s == WGPURequestAdapterStatus_Success && a && l->n < 16) l->a[l->n++] = a;
+}
+
+typedef struct device_req {
+  WGPUDevice dev;
+  char msg[GPU_ERR_LEN];
+} device_req;
+
+static void on_device(WGPURequestDeviceStatus s, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
+  (void)u2;
+  device_req *r = u1;
+  if (s == WGPURequestDeviceStatus_Success) r->dev = d;
+  else sv_copy(r->msg, sizeof r->msg, m);
+}
+
+static void on_uncaptured(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {
+  (void)d; (void)u2;
+  gpu_context *ctx = u1;
+  if (ctx->error_pending) return; /* keep the first: later ones are usually consequences */
+  const char *kind = t == WGPUErrorType_Validation ? "validation" : t == WGPUErrorType_OutOfMemory ? "out of memory"
+                   : t == WGPUErrorType_Internal ? "internal" : "unknown";
+  char m2[GPU_ERR_LEN - 64];
+  sv_copy(m2, sizeof m2, m);
+  snprintf(ctx->err, sizeof ctx->err, "WebGPU %s error: %s", kind, m2);
+  ctx->error_pending = t == WGPUErrorType_OutOfMemory ? 2 : 1;
+}
+
+static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView m, void *u1, void *u2) {
+  (void)d; (void)u2;
+  gpu_context *ctx = u1;
+  if (!ctx || r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled) return;
+  char m2[GPU_ERR_LEN - 64];
+  sv_copy(m2, sizeof m2, m);
+  snprintf(ctx->err, sizeof ctx->err, "WebGPU device lost (reason %d): %s", (int)r, m2);
+  ctx->lost = 1;
+}
+
+void gpu_wait_future(gpu_context *ctx, WGPUFuture f) {
+  WGPUFutureWaitInfo wi = {f, 0};
+  wgpuInstanceWaitAny(ctx->instance, 1, &wi, UINT64_MAX);
+}
+
+static const char *backend_name(WGPUBackendType b) {
+  switch (b) {
+  case WGPUBackendType_Vulkan: return "Vulkan";
+  case WGPUBackendType_Metal: return "Metal";
+  case WGPUBackendType_D3D12: return "D3D12";
+  case WGPUBackendType_OpenGL: return "OpenGL";
+  case WGPUBackendType_Null: return "Null";
+  default: return "other";
+  }
+}
+
+static const char *adapter_type_name(WGPUAdapterType t) {
+  switch (t) {
+  case WGPUAdapterType_DiscreteGPU: return "discrete GPU";
+  case WGPUAdapterType_IntegratedGPU: return "integrated GPU";
+  case WGPUAdapterType_CPU: return "CPU";
+  default: return "unknown";
+  }
+}
+
+static int type_rank(WGPUAdapterType t) {
+  return t == WGPUAdapterType_DiscreteGPU ? 3 : t == WGPUAdapterType_IntegratedGPU ? 2 : t == WGPUAdapterType_CPU ? 1 : 0;
+}
+
+static int contains_ci(const char *hay, const char *needle) {
+  size_t n = strlen(needle);
+  for (const char *p = hay; *p; p++) {
+    size_t i = 0;
+    while (i < n && p[i] && ((p[i] | 32) == (needle[i] | 32))) i++;
+    if (i == n) return 1;
+  }
+  return n == 0;
+}
+
+wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, size_t errlen) {
+  gpu_options o = {0};
+  if (opt) o = *opt;
+  if (!o.adapter_name) o.adapter_name = getenv("WGLLM_ADAPTER");
+  *out = NULL;
+  gpu_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+
+  WGPUInstanceDescriptor idesc = {0};
+  WGPUInstanceFeatureName ifeat[] = {WGPUInstanceFeatureName_TimedWaitAny};
+  idesc.requiredFeatureCount = 1;
+  idesc.requiredFeatures = ifeat;
+  ctx->instance = wgpuCreateInstance(&idesc);
+  if (!ctx->instance) { snprintf(err, errlen, "wgpuCreateInstance failed"); free(ctx); return WGLLM_ERR_NO_ADAPTER; }
+
+  /* Ask for each power preference (and the CPU fallback) and pick the best match among the answers. */
+  adapter_list list = {0};
+  WGPUPowerPreference prefs[] = {WGPUPowerPreference_HighPerformance, WGPUPowerPreference_LowPower};
+  for (int i = 0; i < 3; i++) {
+    WGPURequestAdapterOptions ao = {0};
+    ao.backendType = WGPUBackendType_Vulkan;
+    if (i < 2) ao.powerPreference = prefs[i];
+    else ao.forceFallbackAdapter = 1;
+    WGPURequestAdapterCallbackInfo ci = {0};
+    ci.mode = WGPUCallbackMode_WaitAnyOnly;
+    ci.callback = on_adapter;
+    ci.userdata1 = &list;
+    gpu_wait_future(ctx, wgpuInstanceRequestAdapter(ctx->instance, &ao, ci));
+  }
+  int best = -1, best_score = -1;
+  char names[1024] = "";
+  for (int i = 0; i < list.n; i++) {
+    WGPUAdapterInfo info = {0};
+    wgpuAdapterGetInfo(list.a[i], &info);
+    char name[256];
+    sv_copy(name, sizeof name, info.device);
+    if (!strstr(names, name) && strlen(names) + strlen(name) + 4 < sizeof names) {
+      if (names[0]) strcat(names, ", ");
+      strcat(names, name);
+    }
+    int score = type_rank(info.adapterType);
+    if (o.adapter_name && o.adapter_name[0]) score = contains_ci(name, o.adapter_name) ? 100 + score : -1;
+    if (score > best_score) { best_score = score; best = i; }
+    wgpuAdapterInfoFreeMembers(info);
+  }
+  if (best < 0) {
+    if (o.adapter_name && o.adapter_name[0] && list.n)
+      snprintf(err, errlen, "no WebGPU adapter matches \"%s\" (found: %s)", o.adapter_name, names);
+    else
+      snprintf(err, errlen, "no WebGPU adapter found (Vulkan backend; is a Vulkan driver such as Mesa lavapipe installed?)");
+    for (int i = 0; i < list.n; i++) wgpuAdapterRelease(list.a[i]);
+    wgpuInstanceRelease(ctx->instance);
+    free(ctx);
+    return WGLLM_ERR_NO_ADAPTER;
+  }
+  for (int i = 0; i < list.n; i++) if (i != best) wgpuAdapterRelease(list.a[i]);
+  ctx->adapter = list.a[best];
+
+  WGPUAdapterInfo info = {0};
+  wgpuAdapterGetInfo(ctx->adapter, &info);
+  sv_copy(ctx->adapter_name, sizeof ctx->adapter_name, info.device);
+  sv_copy(ctx->adapter_vendor, sizeof ctx->adapter_vendor, info.vendor);
+  sv_copy(ctx->adapter_description, sizeof ctx->adapter_description, info.description);
+  ctx->backend = backend_name(info.backendType);
+  ctx->adapter_type = adapter_type_name(info.adapterType);
+  ctx->subgroup_min = info.subgroupMinSize;
+  ctx->subgroup_max = info.subgroupMaxSize;
+  wgpuAdapterInfoFreeMembers(info);
+
+  /* Features: request what we use when offered; note what is missing. */
+  WGPUFeatureName feats[4];
+  int nf = 0;
+  struct { WGPUFeatureName f; int disabled; const char *name; int *flag; } want[] = {
+      {WGPUFeatureName_ShaderF16, o.disable_f16, "shader-f16", &ctx->has_f16},
+      {WGPUFeatureName_Subgroups, o.disable_subgroups, "subgroups", &ctx->has_subgroups},
+      {WGPUFeatureName_TimestampQuery, o.disable_timestamps, "timestamp-query", &ctx->has_timestamps},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    int offered = wgpuAdapterHasFeature(ctx->adapter, want[i].f);
+    if (offered && !want[i].disabled) feats[nf++] = want[i].f;
+    else {
+      size_t l = strlen(ctx->notices);
+      snprintf(ctx->notices + l, sizeof ctx->notices - l, "%s%s %s", l ? "; " : "", want[i].name,
+               offered ? "offered but not requested" : "not offered by the adapter");
+    }
+  }
+
+  /* Limits: ask for everything the adapter offers (the defaults cap storage bindings at 128 MiB). */
+  WGPULimits al = WGPU_LIMITS_INIT;
+  if (wgpuAdapterGetLimits(ctx->adapter, &al) != WGPUStatus_Success) {
+    snprintf(err, errlen, "wgpuAdapterGetLimits failed on %s", ctx->adapter_name);
+    gpu_destroy(ctx);
+    return WGLLM_ERR_NO_ADAPTER;
+  }
+  WGPUDeviceDescriptor dd = {0};
+  dd.requiredFeatureCount = (size_t)nf;
+  dd.requiredFeatures = feats;
+  dd.requiredLimits = &al;
+  dd.uncapturedErrorCallbackInfo.callback = on_uncaptured;
+  dd.uncapturedErrorCallbackInfo.userdata1 = ctx;
+  dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  dd.deviceLostCallbackInfo.callback = on_lost;
+  dd.deviceLostCallbackInfo.userdata1 = ctx;
+  device_req req = {0};
+  WGPURequestDeviceCallbackInfo dci = {0};
+  dci.mode = WGPUCallbackMode_WaitAnyOnly;
+  dci.callback = on_device;
+  dci.userdata1 = &req;
+  gpu_wait_future(ctx, wgpuAdapterRequestDevice(ctx->adapter, &dd, dci));
+  if (!req.dev) {
+    snprintf(err, errlen, "device request on %s failed: %s", ctx->adapter_name, req.msg);
+    gpu_destroy(ctx);
+    return WGLLM_ERR_NO_ADAPTER;
+  }
+  ctx->device = req.dev;
+  ctx->queue = wgpuDeviceGetQueue(ctx->device);
+  ctx->has_f16 = !o.disable_f16 && wgpuDeviceHasFeature(ctx->device, WGPUFeatureName_ShaderF16);
+  ctx->has_subgroups = !o.disable_subgroups && wgpuDeviceHasFeature(ctx->device, WGPUFeatureName_Subgroups);
+  ctx->has_timestamps = !o.disable_timestamps && wgpuDeviceHasFeature(ctx->device, WGPUFeatureName_TimestampQuery);
+  WGPULimits dl = WGPU_LIMITS_INIT;
+  wgpuDeviceGetLimits(ctx->device, &dl);
+  ctx->limits = dl;
+  ctx->pipes = gpu_pipeline_cache_create();
+  ctx->pool = gpu_pool_create();
+  if (!ctx->pipes || !ctx->pool) {
+    snprintf(err, errlen, "out of host memory");
+    gpu_destroy(ctx);
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  *out = ctx;
+  return WGLLM_OK;
+}
+
+void gpu_destroy(gpu_context *ctx) {
+  if (!ctx) return;
+  if (ctx->pool) gpu_pool_destroy(ctx, ctx->pool);
+  if (ctx->pipes) gpu_pipeline_cache_destroy(ctx->pipes);
+  if (ctx->queue) wgpuQueueRelease(ctx->queue);
+  if (ctx->device) {
+    wgpuDeviceDestroy(ctx->device);
+    wgpuDeviceRelease(ctx->device);
+  }
+  if (ctx->adapter) wgpuAdapterRelease(ctx->adapter);
+  if (ctx->instance) {
+    wgpuInstanceProcessEvents(ctx->instance);
+    wgpuInstanceRelease(ctx->instance);
+  }
+  free(ctx);
+}
+
+wgllm_status gpu_check(gpu_context *ctx, char *err, size_t errlen) {
+  wgpuInstanceProcessEvents(ctx->instance);
+  if (ctx->lost) {
+    if (err) snprintf(err, errlen, "%s", ctx->err);
+    return WGLLM_ERR_DEVICE_LOST;
+  }
+  if (ctx->error_pending) {
+    wgllm_status s = ctx->error_pending == 2 ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
+    if (err) snprintf(err, errlen, "%s", ctx->err);
+    ctx->error_pending = 0;
+    ctx->err[0] = 0;
+    return s;
+  }
+  return WGLLM_OK;
+}
+
+static void on_done(WGPUQueueWorkDoneStatus s, WGPUStringView m, void *u1, void *u2) {
+  (void)m; (void)u2;
+  *(int *)u1 = s == WGPUQueueWorkDoneStatus_Success ? 1 : -1;
+}
+
+wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen) {
+  int done = 0;
+  WGPUQueueWorkDoneCallbackInfo ci = {0};
+  ci.mode = WGPUCallbackMode_WaitAnyOnly;
+  ci.callback = on_done;
+  ci.userdata1 = &done;
+  gpu_wait_future(ctx, wgpuQueueOnSubmittedWorkDone(ctx->queue, ci));
+  wgllm_status s = gpu_check(ctx, err, errlen);
+  if (s) return s;
+  if (done != 1) {
+    snprintf(err, errlen, "queue work did not complete");
+    return WGLLM_ERR_GPU;
+  }
+  return WGLLM_OK;
+}
+
+const char *gpu_feature_list(const gpu_context *ctx, char *buf, size_t len) {
+  snprintf(buf, len, "%s%s%s", ctx->has_f16 ? "shader-f16 " : "", ctx->has_subgroups ? "subgroups " : "",
+           ctx->has_timestamps ? "timestamp-query" : "");
+  return buf;
+}

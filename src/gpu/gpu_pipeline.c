@@ -1,0 +1,142 @@
+/* Pipeline cache: one shader module per generated kernel variant, one compute pipeline per
+   (kernel, variant, override constants), created on first use and kept for the context's life. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu.h"
+#include "gpu_internal.h"
+
+typedef struct pipe_entry {
+  char *key;
+  WGPUComputePipeline pipe;
+} pipe_entry;
+
+typedef struct module_entry {
+  const gpu_kernel_source *src;
+  WGPUShaderModule module;
+} module_entry;
+
+struct gpu_pipeline_cache {
+  pipe_entry *pipes;
+  size_t n_pipes, cap_pipes;
+  module_entry *mods;
+  size_t n_mods, cap_mods;
+};
+
+gpu_pipeline_cache *gpu_pipeline_cache_create(void) { return calloc(1, sizeof(gpu_pipeline_cache)); }
+
+void gpu_pipeline_cache_destroy(gpu_pipeline_cache *c) {
+  for (size_t i = 0; i < c->n_pipes; i++) {
+    wgpuComputePipelineRelease(c->pipes[i].pipe);
+    free(c->pipes[i].key);
+  }
+  for (size_t i = 0; i < c->n_mods; i++) wgpuShaderModuleRelease(c->mods[i].module);
+  free(c->pipes);
+  free(c->mods);
+  free(c);
+}
+
+const gpu_kernel_source *gpu_kernel_find(const char *kernel, const char *variant) {
+  for (size_t i = 0; i < gpu_kernel_source_count; i++)
+    if (!strcmp(gpu_kernel_sources[i].kernel, kernel) && !strcmp(gpu_kernel_sources[i].variant, variant))
+      return &gpu_kernel_sources[i];
+  return NULL;
+}
+
+static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, WGPUShaderModule *out, char *err,
+                               size_t errlen) {
+  gpu_pipeline_cache *c = ctx->pipes;
+  for (size_t i = 0; i < c->n_mods; i++)
+    if (c->mods[i].src == src) { *out = c->mods[i].module; return WGLLM_OK; }
+  WGPUShaderSourceWGSL w = {0};
+  w.chain.sType = WGPUSType_ShaderSourceWGSL;
+  w.code.data = src->source;
+  w.code.length = strlen(src->source);
+  WGPUShaderModuleDescriptor md = {0};
+  md.nextInChain = &w.chain;
+  gpu_scope_push(ctx);
+  WGPUShaderModule m = wgpuDeviceCreateShaderModule(ctx->device, &md);
+  char e2[GPU_ERR_LEN];
+  wgllm_status s = gpu_scope_pop(ctx, e2, sizeof e2);
+  if (s || !m) {
+    snprintf(err, errlen, "compiling kernel %s/%s failed: %s", src->kernel, src->variant, s ? e2 : "null module");
+    if (m) wgpuShaderModuleRelease(m);
+    return s ? s : WGLLM_ERR_GPU;
+  }
+  if (c->n_mods == c->cap_mods) {
+    size_t nc = c->cap_mods ? c->cap_mods * 2 : 32;
+    module_entry *nm = realloc(c->mods, nc * sizeof *nm);
+    if (!nm) { wgpuShaderModuleRelease(m); return WGLLM_ERR_OUT_OF_MEMORY; }
+    c->mods = nm;
+    c->cap_mods = nc;
+  }
+  c->mods[c->n_mods].src = src;
+  c->mods[c->n_mods++].module = m;
+  *out = m;
+  return WGLLM_OK;
+}
+
+wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant,
+                              const gpu_constant *consts, int n_consts, WGPUComputePipeline *out, char *err,
+                              size_t errlen) {
+  char key[512];
+  int k = snprintf(key, sizeof key, "%s/%s", kernel, variant);
+  for (int i = 0; i < n_consts && k < (int)sizeof key; i++)
+    k += snprintf(key + k, sizeof key - k, "|%s=%.17g", consts[i].name, consts[i].value);
+  gpu_pipeline_cache *c = ctx->pipes;
+  for (size_t i = 0; i < c->n_pipes; i++)
+    if (!strcmp(c->pipes[i].key, key)) { *out = c->pipes[i].pipe; return WGLLM_OK; }
+
+  const gpu_kernel_source *src = gpu_kernel_find(kernel, variant);
+  if (!src) {
+    snprintf(err, errlen, "no kernel %s with variant %s in the kernel registry", kernel, variant);
+    return WGLLM_ERR_INTERNAL;
+  }
+  if ((src->requires & GPU_REQ_F16) && !ctx->has_f16) {
+    snprintf(err, errlen, "kernel %s/%s needs shader-f16, which the device did not grant", kernel, variant);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  if ((src->requires & GPU_REQ_SUBGROUPS) && !ctx->has_subgroups) {
+    snprintf(err, errlen, "kernel %s/%s needs subgroups, which the device did not grant", kernel, variant);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  WGPUShaderModule m;
+  wgllm_status s = get_module(ctx, src, &m, err, errlen);
+  if (s) return s;
+  WGPUConstantEntry ce[16];
+  if (n_consts > 16) { snprintf(err, errlen, "too many override constants for %s", kernel); return WGLLM_ERR_INTERNAL; }
+  for (int i = 0; i < n_consts; i++) {
+    memset(&ce[i], 0, sizeof ce[i]);
+    ce[i].key.data = consts[i].name;
+    ce[i].key.length = strlen(consts[i].name);
+    ce[i].value = consts[i].value;
+  }
+  WGPUComputePipelineDescriptor pd = {0};
+  pd.label.data = key;
+  pd.label.length = strlen(key);
+  pd.compute.module = m;
+  pd.compute.entryPoint.data = "main";
+  pd.compute.entryPoint.length = 4;
+  pd.compute.constantCount = (size_t)n_consts;
+  pd.compute.constants = ce;
+  gpu_scope_push(ctx);
+  WGPUComputePipeline p = wgpuDeviceCreateComputePipeline(ctx->device, &pd);
+  char e2[GPU_ERR_LEN];
+  s = gpu_scope_pop(ctx, e2, sizeof e2);
+  if (s || !p) {
+    snprintf(err, errlen, "creating pipeline %s failed: %s", key, s ? e2 : "null pipeline");
+    if (p) wgpuComputePipelineRelease(p);
+    return s ? s : WGLLM_ERR_GPU;
+  }
+  if (c->n_pipes == c->cap_pipes) {
+    size_t nc = c->cap_pipes ? c->cap_pipes * 2 : 64;
+    pipe_entry *np = realloc(c->pipes, nc * sizeof *np);
+    if (!np) { wgpuComputePipelineRelease(p); return WGLLM_ERR_OUT_OF_MEMORY; }
+    c->pipes = np;
+    c->cap_pipes = nc;
+  }
+  c->pipes[c->n_pipes].key = strdup(key);
+  c->pipes[c->n_pipes++].pipe = p;
+  *out = p;
+  return WGLLM_OK;
+}

@@ -1,0 +1,326 @@
+/* The recorder: ops append dispatch records (pipeline, bindings, uniform params, grid or indirect buffer).
+   On first run the uniform arena is uploaded and bind groups are created; a kept recording then replays
+   by re-encoding the same records, creating no pipeline, bind group or buffer. Every buffer a recording
+   binds is pinned (quarantined from pool reuse) until the recording is freed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gpu.h"
+#include "gpu_internal.h"
+
+typedef struct record {
+  WGPUComputePipeline pipe;
+  WGPUBindGroup bg; /* created at finalize */
+  gpu_view bind[GPU_MAX_BINDINGS];
+  int n_bind;
+  int64_t params_off; /* -1: no uniform block */
+  uint32_t params_size;
+  uint32_t grid[3];
+  gpu_view indirect;
+  char name[48];
+} record;
+
+struct gpu_recorder {
+  gpu_context *ctx;
+  int keep;
+  int finalized;
+  int runs;
+  record *recs;
+  size_t n, cap;
+  uint8_t *arena; /* host copy of all uniform blocks */
+  size_t arena_size, arena_cap;
+  WGPUBuffer uniforms;
+  gpu_buffer **pinned;
+  size_t n_pinned, cap_pinned;
+  char err[GPU_ERR_LEN];
+  wgllm_status failed; /* sticky: a failed record poisons the recording */
+};
+
+gpu_recorder *gpu_recorder_create(gpu_context *ctx, int keep) {
+  gpu_recorder *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->ctx = ctx;
+  r->keep = keep;
+  return r;
+}
+
+const char *gpu_recorder_error(const gpu_recorder *rec) { return rec->err; }
+gpu_context *gpu_recorder_context(const gpu_recorder *rec) { return rec->ctx; }
+size_t gpu_recorder_count(const gpu_recorder *rec) { return rec->n; }
+const char *gpu_recorder_record_name(const gpu_recorder *rec, size_t i) { return i < rec->n ? rec->recs[i].name : ""; }
+
+static int pin(gpu_recorder *r, gpu_buffer *b) {
+  for (size_t i = 0; i < r->n_pinned; i++) if (r->pinned[i] == b) return 1;
+  if (r->n_pinned == r->cap_pinned) {
+    size_t nc = r->cap_pinned ? r->cap_pinned * 2 : 64;
+    gpu_buffer **np = realloc(r->pinned, nc * sizeof *np);
+    if (!np) return 0;
+    r->pinned = np;
+    r->cap_pinned = nc;
+  }
+  r->pinned[r->n_pinned++] = b;
+  b->pins++;
+  return 1;
+}
+
+static wgllm_status fail(gpu_recorder *r, wgllm_status s, const char *msg) {
+  if (!r->failed) {
+    r->failed = s;
+    snprintf(r->err, sizeof r->err, "%s", msg);
+  }
+  return r->failed;
+}
+
+wgllm_status gpu_recorder_fail(gpu_recorder *r, wgllm_status s, const char *msg) { return fail(r, s, msg); }
+
+wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
+  if (r->failed) return r->failed;
+  if (r->finalized) return fail(r, WGLLM_ERR_INTERNAL, "gpu_record on a recording that already ran");
+  char e[GPU_ERR_LEN];
+  if (d->n_bind > GPU_MAX_BINDINGS) return fail(r, WGLLM_ERR_INTERNAL, "too many bindings");
+  if (!d->indirect.buf && (d->grid[0] == 0 || d->grid[1] == 0 || d->grid[2] == 0)) {
+    snprintf(e, sizeof e, "kernel %s: zero-sized grid %ux%ux%u", d->kernel, d->grid[0], d->grid[1], d->grid[2]);
+    return fail(r, WGLLM_ERR_INTERNAL, e);
+  }
+  uint32_t maxg = r->ctx->limits.maxComputeWorkgroupsPerDimension;
+  if (!d->indirect.buf && (d->grid[0] > maxg || d->grid[1] > maxg || d->grid[2] > maxg)) {
+    snprintf(e, sizeof e, "kernel %s: grid %ux%ux%u exceeds the device limit %u per dimension", d->kernel,
+             d->grid[0], d->grid[1], d->grid[2], maxg);
+    return fail(r, WGLLM_ERR_UNSUPPORTED, e);
+  }
+  record rc;
+  memset(&rc, 0, sizeof rc);
+  wgllm_status s = gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, e, sizeof e);
+  if (s) return fail(r, s, e);
+  snprintf(rc.name, sizeof rc.name, "%s/%s", d->kernel, d->variant);
+  rc.params_off = -1;
+  if (d->params_size) {
+    size_t align = r->ctx->limits.minUniformBufferOffsetAlignment ? r->ctx->limits.minUniformBufferOffsetAlignment : 256;
+    size_t off = (r->arena_size + align - 1) / align * align;
+    size_t sz = (d->params_size + 15) & ~(size_t)15;
+    if (off + sz > r->arena_cap) {
+      size_t nc = r->arena_cap ? r->arena_cap * 2 : 4096;
+      while (nc < off + sz) nc *= 2;
+      uint8_t *na = realloc(r->arena, nc);
+      if (!na) return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+      r->arena = na;
+      r->arena_cap = nc;
+    }
+    memset(r->arena + off, 0, sz);
+    memcpy(r->arena + off, d->params, d->params_size);
+    rc.params_off = (int64_t)off;
+    rc.params_size = (uint32_t)sz;
+    r->arena_size = off + sz;
+  }
+  uint64_t maxbind = r->ctx->limits.maxStorageBufferBindingSize;
+  for (int i = 0; i < d->n_bind; i++) {
+    gpu_view v = d->bind[i];
+    if (!v.buf) {
+      snprintf(e, sizeof e, "kernel %s: binding %d is null", d->kernel, i);
+      return fail(r, WGLLM_ERR_INTERNAL, e);
+    }
+    if (v.size == 0) v.size = v.buf->size - v.offset;
+    if (v.offset + v.size > v.buf->size || (v.offset % r->ctx->limits.minStorageBufferOffsetAlignment)) {
+      snprintf(e, sizeof e, "kernel %s: binding %d range [%llu,+%llu) invalid for buffer \"%s\" of %llu bytes",
+               d->kernel, i, (unsigned long long)v.offset, (unsigned long long)v.size, v.buf->label,
+               (unsigned long long)v.buf->size);
+      return fail(r, WGLLM_ERR_INTERNAL, e);
+    }
+    if (v.size > maxbind) {
+      snprintf(e, sizeof e, "kernel %s: binding %d is %llu bytes, over the device's storage binding limit %llu",
+               d->kernel, i, (unsigned long long)v.size, (unsigned long long)maxbind);
+      return fail(r, WGLLM_ERR_UNSUPPORTED, e);
+    }
+    rc.bind[i] = v;
+    if (!pin(r, v.buf)) return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  rc.n_bind = d->n_bind;
+  memcpy(rc.grid, d->grid, sizeof rc.grid);
+  rc.indirect = d->indirect;
+  if (rc.indirect.buf && !pin(r, rc.indirect.buf)) return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (r->n == r->cap) {
+    size_t nc = r->cap ? r->cap * 2 : 64;
+    record *nr = realloc(r->recs, nc * sizeof *nr);
+    if (!nr) return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    r->recs = nr;
+    r->cap = nc;
+  }
+  r->recs[r->n++] = rc;
+  return WGLLM_OK;
+}
+
+static wgllm_status finalize(gpu_recorder *r) {
+  if (r->finalized) return WGLLM_OK;
+  gpu_context *ctx = r->ctx;
+  char e[GPU_ERR_LEN];
+  gpu_scope_push(ctx);
+  if (r->arena_size) {
+    WGPUBufferDescriptor bd = {0};
+    bd.size = (r->arena_size + 15) & ~(size_t)15;
+    bd.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+    r->uniforms = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    wgpuQueueWriteBuffer(ctx->queue, r->uniforms, 0, r->arena, r->arena_size); /* arena_size is a multiple of 16 */
+  }
+  for (size_t i = 0; i < r->n; i++) {
+    record *rc = &r->recs[i];
+    WGPUBindGroupEntry ent[GPU_MAX_BINDINGS + 1];
+    int ne = 0, base = 0;
+    memset(ent, 0, sizeof ent);
+    if (rc->params_off >= 0) {
+      ent[0].binding = 0;
+      ent[0].buffer = r->uniforms;
+      ent[0].offset = (uint64_t)rc->params_off;
+      ent[0].size = rc->params_size;
+      ne = 1;
+      base = 1;
+    }
+    for (int b = 0; b < rc->n_bind; b++) {
+      ent[ne].binding = (uint32_t)(base + b);
+      ent[ne].buffer = rc->bind[b].buf->handle;
+      ent[ne].offset = rc->bind[b].offset;
+      ent[ne].size = rc->bind[b].size;
+      ne++;
+    }
+    WGPUBindGroupLayout layout = wgpuComputePipelineGetBindGroupLayout(rc->pipe, 0);
+    WGPUBindGroupDescriptor bgd = {0};
+    bgd.layout = layout;
+    bgd.entryCount = (size_t)ne;
+    bgd.entries = ent;
+    rc->bg = wgpuDeviceCreateBindGroup(ctx->device, &bgd);
+    wgpuBindGroupLayoutRelease(layout);
+  }
+  wgllm_status s = gpu_scope_pop(ctx, e, sizeof e);
+  if (s) {
+    char e2[GPU_ERR_LEN];
+    snprintf(e2, sizeof e2, "creating bind groups failed: %.900s", e);
+    return fail(r, s, e2);
+  }
+  r->finalized = 1;
+  return WGLLM_OK;
+}
+
+static void encode_one(WGPUComputePassEncoder cp, const record *rc) {
+  wgpuComputePassEncoderSetPipeline(cp, rc->pipe);
+  wgpuComputePassEncoderSetBindGroup(cp, 0, rc->bg, 0, NULL);
+  if (rc->indirect.buf)
+    wgpuComputePassEncoderDispatchWorkgroupsIndirect(cp, rc->indirect.buf->handle, rc->indirect.offset);
+  else
+    wgpuComputePassEncoderDispatchWorkgroups(cp, rc->grid[0], rc->grid[1], rc->grid[2]);
+}
+
+wgllm_status gpu_recorder_encode(gpu_recorder *r, WGPUCommandEncoder enc) {
+  if (r->failed) return r->failed;
+  if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
+  r->runs++;
+  wgllm_status s = finalize(r);
+  if (s) return s;
+  if (!r->n) return WGLLM_OK;
+  WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
+  for (size_t i = 0; i < r->n; i++) encode_one(cp, &r->recs[i]);
+  wgpuComputePassEncoderEnd(cp);
+  wgpuComputePassEncoderRelease(cp);
+  return WGLLM_OK;
+}
+
+wgllm_status gpu_recorder_run(gpu_recorder *r) {
+  gpu_context *ctx = r->ctx;
+  if (r->failed) return r->failed;
+  if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
+  r->runs++;
+  wgllm_status s = finalize(r);
+  if (s) return s;
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
+  if (r->n) {
+    WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
+    for (size_t i = 0; i < r->n; i++) encode_one(cp, &r->recs[i]);
+    wgpuComputePassEncoderEnd(cp);
+    wgpuComputePassEncoderRelease(cp);
+  }
+  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+  wgpuQueueSubmit(ctx->queue, 1, &cb);
+  wgpuCommandBufferRelease(cb);
+  wgpuCommandEncoderRelease(enc);
+  char e[GPU_ERR_LEN];
+  s = gpu_check(ctx, e, sizeof e);
+  if (s) return fail(r, s, e);
+  return WGLLM_OK;
+}
+
+typedef struct ts_map {
+  int st;
+} ts_map;
+static void on_ts_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2) {
+  (void)m; (void)u2;
+  ((ts_map *)u1)->st = s == WGPUMapAsyncStatus_Success ? 1 : -1;
+}
+
+wgllm_status gpu_recorder_profile(gpu_recorder *r, double *out_ns) {
+  gpu_context *ctx = r->ctx;
+  if (!ctx->has_timestamps) return fail(r, WGLLM_ERR_UNSUPPORTED, "profiling needs timestamp-query, not granted");
+  wgllm_status s = finalize(r);
+  if (s) return s;
+  const size_t chunk = 1024; /* records per query set (2 queries each) */
+  for (size_t base = 0; base < r->n; base += chunk) {
+    size_t cnt = r->n - base < chunk ? r->n - base : chunk;
+    WGPUQuerySetDescriptor qd = {0};
+    qd.type = WGPUQueryType_Timestamp;
+    qd.count = (uint32_t)(2 * cnt);
+    WGPUQuerySet qs = wgpuDeviceCreateQuerySet(ctx->device, &qd);
+    WGPUBufferDescriptor bd = {0};
+    bd.size = 16 * cnt;
+    bd.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
+    WGPUBuffer res = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+    WGPUBuffer rb = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
+    for (size_t i = 0; i < cnt; i++) {
+      WGPUPassTimestampWrites tw = {0};
+      tw.querySet = qs;
+      tw.beginningOfPassWriteIndex = (uint32_t)(2 * i);
+      tw.endOfPassWriteIndex = (uint32_t)(2 * i + 1);
+      WGPUComputePassDescriptor pd = {0};
+      pd.timestampWrites = &tw;
+      WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, &pd);
+      encode_one(cp, &r->recs[base + i]);
+      wgpuComputePassEncoderEnd(cp);
+      wgpuComputePassEncoderRelease(cp);
+    }
+    wgpuCommandEncoderResolveQuerySet(enc, qs, 0, (uint32_t)(2 * cnt), res, 0);
+    wgpuCommandEncoderCopyBufferToBuffer(enc, res, 0, rb, 0, bd.size);
+    WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+    wgpuQueueSubmit(ctx->queue, 1, &cb);
+    wgpuCommandBufferRelease(cb);
+    wgpuCommandEncoderRelease(enc);
+    ts_map m = {0};
+    WGPUBufferMapCallbackInfo mi = {0};
+    mi.mode = WGPUCallbackMode_WaitAnyOnly;
+    mi.callback = on_ts_map;
+    mi.userdata1 = &m;
+    gpu_wait_future(ctx, wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, bd.size, mi));
+    if (m.st == 1) {
+      const uint64_t *t = wgpuBufferGetConstMappedRange(rb, 0, bd.size);
+      for (size_t i = 0; i < cnt; i++) out_ns[base + i] = t[2 * i + 1] > t[2 * i] ? (double)(t[2 * i + 1] - t[2 * i]) : 0.0;
+      wgpuBufferUnmap(rb);
+    }
+    wgpuBufferRelease(rb);
+    wgpuBufferRelease(res);
+    wgpuQuerySetRelease(qs);
+    if (m.st != 1) return fail(r, WGLLM_ERR_GPU, "mapping timestamp results failed");
+  }
+  char e[GPU_ERR_LEN];
+  s = gpu_check(ctx, e, sizeof e);
+  if (s) return fail(r, s, e);
+  return WGLLM_OK;
+}
+
+void gpu_recorder_free(gpu_recorder *r) {
+  if (!r) return;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->recs[i].bg) wgpuBindGroupRelease(r->recs[i].bg);
+  if (r->uniforms) wgpuBufferRelease(r->uniforms);
+  for (size_t i = 0; i < r->n_pinned; i++) gpu_buffer_unpin(r->ctx, r->pinned[i]);
+  free(r->pinned);
+  free(r->recs);
+  free(r->arena);
+  free(r);
+}

@@ -1,0 +1,63 @@
+/* Read-only mmap of a model file (see mapped_file.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "mapped_file.h"
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen) {
+  *out = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return WGLLM_ERR_IO;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+    close(fd);
+    return WGLLM_ERR_IO;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "%s: not a regular file", path);
+    close(fd);
+    return WGLLM_ERR_IO;
+  }
+  mapped_file *f = calloc(1, sizeof *f);
+  char *p = strdup(path);
+  if (!f || !p) {
+    free(f);
+    free(p);
+    close(fd);
+    snprintf(err, errlen, "%s: out of host memory", path);
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  f->path = p;
+  f->size = (uint64_t)st.st_size;
+  if (f->size > 0) { /* mmap refuses length 0; an empty file simply has no data */
+    void *m = mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) {
+      snprintf(err, errlen, "%s: cannot mmap %llu bytes: %s", path, (unsigned long long)f->size, strerror(errno));
+      close(fd);
+      free(p);
+      free(f);
+      return WGLLM_ERR_IO;
+    }
+    f->data = m;
+  }
+  close(fd); /* the mapping keeps the file alive */
+  *out = f;
+  return WGLLM_OK;
+}
+
+void mf_close(mapped_file *f) {
+  if (!f) return;
+  if (f->data) munmap((void *)f->data, (size_t)f->size);
+  free(f->path);
+  free(f);
+}

@@ -1,0 +1,21 @@
+/* Read-only memory mapping of a whole model file. Loaders point tensors straight into the mapping, so weights
+   are never copied or read twice; the mapping lives as long as the wt_store that owns it. */
+#ifndef WGLLM_MAPPED_FILE_H
+#define WGLLM_MAPPED_FILE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "wgllm.h"
+
+typedef struct mapped_file {
+  char *path;          /* as given to mf_open, owned */
+  const uint8_t *data; /* [size] bytes; NULL when size == 0 */
+  uint64_t size;
+} mapped_file;
+
+/* Maps `path` read-only. On failure returns WGLLM_ERR_IO (open/stat/mmap, or not a regular file) or
+   WGLLM_ERR_OUT_OF_MEMORY, with a message naming the path in err. */
+wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen);
+/* Unmaps and frees; NULL is a no-op. */
+void mf_close(mapped_file *f);
+
+#endif

@@ -1,0 +1,58 @@
+/* The common in-memory description of a model file's tensors, whatever the format (safetensors, GGUF):
+   names, dtypes, shapes (outermost first, PyTorch order) and pointers into the memory-mapped files the store
+   owns, plus the format's metadata (config.json for safetensors, key/values for GGUF). */
+#ifndef WGLLM_TENSOR_STORE_H
+#define WGLLM_TENSOR_STORE_H
+#include <stddef.h>
+#include <stdint.h>
+#include <cjson/cJSON.h>
+#include "wgllm.h"
+#include "mapped_file.h"
+
+typedef enum wt_dtype { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0 } wt_dtype;
+
+/* Quantized dtypes come in blocks of WT_QBLOCK elements along the innermost dimension:
+   Q8_0 block = f16 d + 32 x int8 (34 bytes), Q4_0 block = f16 d + 16 bytes of nibbles (18 bytes). */
+#define WT_QBLOCK 32
+
+typedef struct wt_tensor {
+  char *name;         /* owned by the store */
+  wt_dtype dtype;
+  int n_dims;         /* 0..4; 0 is a scalar */
+  int64_t shape[4];   /* [n_dims], outermost first (PyTorch order): a Linear weight is [out, in]; unused = 1 */
+  const void *data;   /* [nbytes] inside the mapped file; not necessarily aligned beyond 1 byte */
+  uint64_t nbytes;
+  const char *file;   /* path of the file holding the data (owned by the store) */
+  uint64_t file_offset; /* absolute byte offset of data in that file */
+} wt_tensor;
+
+typedef enum wt_format { WT_FORMAT_SAFETENSORS, WT_FORMAT_GGUF } wt_format;
+
+typedef struct wt_store wt_store;
+
+/* ---- reading ---- */
+const wt_tensor *wt_find(const wt_store *s, const char *name); /* NULL if absent */
+size_t wt_count(const wt_store *s);
+const wt_tensor *wt_at(const wt_store *s, size_t i); /* in file order; NULL if i >= count */
+int64_t wt_numel(const wt_tensor *t);
+wt_format wt_store_format(const wt_store *s);
+/* config.json of a safetensors directory; NULL for GGUF */
+const cJSON *wt_config(const wt_store *s);
+void wt_store_free(wt_store *s); /* NULL is a no-op */
+
+const char *wt_dtype_name(wt_dtype d); /* "F32", "F16", "BF16", "Q8_0", "Q4_0" */
+/* Bytes of n elements; for Q8_0/Q4_0 n must be a multiple of 32 (returns 0 otherwise, and for n < 0). */
+uint64_t wt_nbytes(wt_dtype d, int64_t n_elements);
+
+/* ---- building (used by the format loaders) ---- */
+wt_store *wt_store_create(wt_format fmt); /* NULL when out of memory */
+/* Takes ownership of f (also on failure); f->path stays valid for tensors' `file` while the store lives. */
+wgllm_status wt_store_add_file(wt_store *s, mapped_file *f, char *err, size_t errlen);
+/* Copies t (and its name). A name already present is WGLLM_ERR_FORMAT naming both files. */
+wgllm_status wt_store_add(wt_store *s, const wt_tensor *t, char *err, size_t errlen);
+void wt_store_set_config(wt_store *s, cJSON *config); /* takes ownership */
+/* Format-private metadata (GGUF key/values), freed with free_fn when the store is freed. */
+void wt_store_set_meta(wt_store *s, void *meta, void (*free_fn)(void *));
+void *wt_store_meta(const wt_store *s);
+
+#endif

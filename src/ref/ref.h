@@ -1,0 +1,25 @@
+/* CPU references of every GPU op: plain loops in f32/f64, used only by the tests. */
+#ifndef WGLLM_REF_H
+#define WGLLM_REF_H
+#include <stddef.h>
+#include <stdint.h>
+
+float ref_f16_to_f32(uint16_t h);
+uint16_t ref_f32_to_f16(float f); /* round to nearest even */
+
+void ref_add(const float *a, const float *b, float *out, size_t n, size_t nb);
+void ref_mul(const float *a, const float *b, float *out, size_t n, size_t nb);
+void ref_rms_norm(const float *x, const float *w, float *out, size_t n, size_t rows, size_t in_stride,
+                  size_t out_stride, float eps, float w_offset);
+/* x: [n_tokens][token_stride]; cs: [max_pos][rot/2][2] */
+void ref_rope(float *x, const uint32_t *pos, const float *cs, size_t n_tokens, size_t n_heads, size_t head_dim,
+              size_t rot_dim, size_t token_stride, int mode, size_t max_pos);
+/* rope computed directly from frequencies in double (independent of the table) */
+void ref_rope_direct(float *x, const uint32_t *pos, const float *inv_freq, size_t n_tokens, size_t n_heads,
+                     size_t head_dim, size_t rot_dim, size_t token_stride, int mode);
+void ref_softmax(const float *x, float *out, size_t n, size_t rows, float scale);
+void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows);
+/* y[M][N] = x[M][K] . w[N][K]^T + bias (bias may be NULL); accumulates in double */
+void ref_linear(const float *x, const float *w, const float *bias, float *y, size_t M, size_t N, size_t K);
+void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n_tokens, size_t D, float scale);
+#endif

@@ -1,0 +1,119 @@
+/* CPU reference implementations (see ref.h). Deliberately plain: loops, double accumulation. */
+#include <math.h>
+#include <string.h>
+#include "ref.h"
+
+float ref_f16_to_f32(uint16_t h) {
+  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
+  if (e == 0) {
+    if (m == 0) bits = s;
+    else { /* subnormal */
+      float f = ldexpf((float)m, -24);
+      memcpy(&bits, &f, 4);
+      bits |= s;
+    }
+  } else if (e == 31) bits = s | 0x7f800000u | (m << 13);
+  else bits = s | ((e + 112) << 23) | (m << 13);
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t ref_f32_to_f16(float f) {
+  uint32_t x;
+  memcpy(&x, &f, 4);
+  uint32_t s = (x >> 16) & 0x8000, e = (x >> 23) & 255, m = x & 0x7fffff;
+  if (e == 255) return (uint16_t)(s | 0x7c00 | (m ? 0x200 : 0));
+  int ee = (int)e - 127 + 15;
+  if (ee >= 31) return (uint16_t)(s | 0x7c00);
+  if (ee <= 0) {
+    if (ee < -10) return (uint16_t)s;
+    m |= 0x800000;
+    int shift = 14 - ee;
+    uint32_t hm = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (hm & 1))) hm++;
+    return (uint16_t)(s | hm);
+  }
+  uint32_t hm = m >> 13, rem = m & 0x1fff;
+  uint32_t h = s | ((uint32_t)ee << 10) | hm;
+  if (rem > 0x1000 || (rem == 0x1000 && (hm & 1))) h++;
+  return (uint16_t)h;
+}
+
+void ref_add(const float *a, const float *b, float *out, size_t n, size_t nb) {
+  for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i % nb];
+}
+void ref_mul(const float *a, const float *b, float *out, size_t n, size_t nb) {
+  for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i % nb];
+}
+
+void ref_rms_norm(const float *x, const float *w, float *out, size_t n, size_t rows, size_t in_stride,
+                  size_t out_stride, float eps, float w_offset) {
+  for (size_t r = 0; r < rows; r++) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)x[r * in_stride + i] * x[r * in_stride + i];
+    double inv = 1.0 / sqrt(s / (double)n + eps);
+    for (size_t i = 0; i < n; i++) out[r * out_stride + i] = (float)(x[r * in_stride + i] * inv * ((double)w[i] + w_offset));
+  }
+}
+
+static void rotate(float *x, size_t base, size_t i, size_t half, int mode, double c, double s) {
+  size_t i0 = base + i, i1 = base + i + half;
+  if (mode == 1) { i0 = base + 2 * i; i1 = i0 + 1; }
+  double a = x[i0], b = x[i1];
+  x[i0] = (float)(a * c - b * s);
+  x[i1] = (float)(b * c + a * s);
+}
+
+void ref_rope(float *x, const uint32_t *pos, const float *cs, size_t n_tokens, size_t n_heads, size_t head_dim,
+              size_t rot_dim, size_t token_stride, int mode, size_t max_pos) {
+  size_t half = rot_dim / 2;
+  for (size_t t = 0; t < n_tokens; t++) {
+    size_t p = pos[t] < max_pos ? pos[t] : max_pos - 1;
+    for (size_t h = 0; h < n_heads; h++)
+      for (size_t i = 0; i < half; i++)
+        rotate(x, t * token_stride + h * head_dim, i, half, mode, cs[(p * half + i) * 2], cs[(p * half + i) * 2 + 1]);
+  }
+}
+
+void ref_rope_direct(float *x, const uint32_t *pos, const float *inv_freq, size_t n_tokens, size_t n_heads,
+                     size_t head_dim, size_t rot_dim, size_t token_stride, int mode) {
+  size_t half = rot_dim / 2;
+  for (size_t t = 0; t < n_tokens; t++)
+    for (size_t h = 0; h < n_heads; h++)
+      for (size_t i = 0; i < half; i++) {
+        double ang = (double)pos[t] * inv_freq[i];
+        rotate(x, t * token_stride + h * head_dim, i, half, mode, cos(ang), sin(ang));
+      }
+}
+
+void ref_softmax(const float *x, float *out, size_t n, size_t rows, float scale) {
+  for (size_t r = 0; r < rows; r++) {
+    double m = -INFINITY, s = 0;
+    for (size_t i = 0; i < n; i++) m = fmax(m, (double)scale * x[r * n + i]);
+    for (size_t i = 0; i < n; i++) s += exp((double)scale * x[r * n + i] - m);
+    for (size_t i = 0; i < n; i++) out[r * n + i] = (float)(exp((double)scale * x[r * n + i] - m) / s);
+  }
+}
+
+void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows) {
+  for (size_t r = 0; r < rows; r++) {
+    size_t b = 0;
+    for (size_t i = 1; i < n; i++) if (x[r * n + i] > x[r * n + b]) b = i;
+    out[r] = (uint32_t)b;
+  }
+}
+
+void ref_linear(const float *x, const float *w, const float *bias, float *y, size_t M, size_t N, size_t K) {
+  for (size_t m = 0; m < M; m++)
+    for (size_t n = 0; n < N; n++) {
+      double s = bias ? bias[n] : 0.0;
+      for (size_t k = 0; k < K; k++) s += (double)x[m * K + k] * w[n * K + k];
+      y[m * N + n] = (float)s;
+    }
+}
+
+void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n_tokens, size_t D, float scale) {
+  for (size_t t = 0; t < n_tokens; t++)
+    for (size_t i = 0; i < D; i++) out[t * D + i] = table[ids[t] * D + i] * scale;
+}

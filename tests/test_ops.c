@@ -1,0 +1,275 @@
+/* Op conformance suite: every GPU kernel against its CPU reference (src/ref) on seeded random inputs,
+   odd and prime sizes as well as LLM-like ones. Outputs are poisoned (NaN) before each run, so an
+   unwritten element fails; each op has its own tolerance. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "ops.h"
+#include "ref.h"
+
+static th_rng rng = {12345};
+
+static float *rnd(size_t n, float lo, float hi) {
+  float *x = malloc(n * sizeof *x + 4);
+  th_fill(&rng, x, n, lo, hi);
+  return x;
+}
+
+static gpu_recorder *rec_new(void) { return gpu_recorder_create(th_gpu(), 0); }
+
+static void test_fill(void) {
+  size_t sizes[] = {1, 7, 1000, 65537};
+  float values[] = {3.25f, 0.0f, -1e-3f};
+  for (size_t si = 0; si < 4; si++)
+    for (size_t vi = 0; vi < 3; vi++) {
+      size_t n = sizes[si];
+      gpu_buffer *o = th_poisoned(n * 4 + 8); /* 2 guard elements past n must stay poisoned */
+      gpu_recorder *r = rec_new();
+      op_fill_f32(r, gpu_whole(o), (uint32_t)n, values[vi]);
+      th_run(r);
+      float *got = malloc(n * 4 + 8), *want = malloc(n * 4);
+      th_download(o, got, n * 4 + 8);
+      for (size_t i = 0; i < n; i++) want[i] = values[vi];
+      char what[64];
+      snprintf(what, sizeof what, "fill n=%zu v=%g", n, values[vi]);
+      th_compare(what, got, want, n, 0, 0);
+      CHECK(isnan(got[n]) && isnan(got[n + 1]), "%s wrote past n", what);
+      gpu_recorder_free(r);
+      gpu_buffer_destroy(th_gpu(), o);
+      free(got); free(want);
+    }
+}
+
+static void test_binary(void) {
+  size_t cases[][2] = {{1, 1}, {13, 13}, {1031, 1031}, {12288, 4096}, {70, 7}};
+  for (int op = 0; op < 2; op++)
+    for (size_t c = 0; c < 5; c++) {
+      size_t n = cases[c][0], nb = cases[c][1];
+      float *a = rnd(n, -2, 2), *b = rnd(nb, -2, 2), *want = malloc(n * 4), *got = malloc(n * 4);
+      gpu_buffer *ga = th_upload(a, n * 4), *gb = th_upload(b, nb * 4), *go = th_poisoned(n * 4);
+      gpu_recorder *r = rec_new();
+      if (op == 0) { op_add(r, gpu_whole(ga), gpu_whole(gb), gpu_whole(go), (uint32_t)n, (uint32_t)nb); ref_add(a, b, want, n, nb); }
+      else { op_mul(r, gpu_whole(ga), gpu_whole(gb), gpu_whole(go), (uint32_t)n, (uint32_t)nb); ref_mul(a, b, want, n, nb); }
+      th_run(r);
+      th_download(go, got, n * 4);
+      char what[64];
+      snprintf(what, sizeof what, "%s n=%zu nb=%zu", op ? "mul" : "add", n, nb);
+      th_compare(what, got, want, n, 0, 1e-7);
+      gpu_recorder_free(r);
+      gpu_buffer_destroy(th_gpu(), ga); gpu_buffer_destroy(th_gpu(), gb); gpu_buffer_destroy(th_gpu(), go);
+      free(a); free(b); free(want); free(got);
+    }
+}
+
+static void test_rms_norm(void) {
+  size_t cases[][4] = {{1, 1, 1, 1}, {7, 3, 9, 7}, {257, 5, 257, 260}, {2048, 4, 2048, 2048}, {128, 24, 128, 128}, {4099, 2, 4099, 4099}};
+  for (int off = 0; off < 2; off++)
+    for (size_t c = 0; c < 6; c++) {
+      size_t n = cases[c][0], rows = cases[c][1], is = cases[c][2], os = cases[c][3];
+      float *x = rnd(rows * is, -3, 3), *w = rnd(n, -1.5f, 1.5f), *want = malloc(rows * os * 4), *got = malloc(rows * os * 4);
+      gpu_buffer *gx = th_upload(x, rows * is * 4), *gw = th_upload(w, n * 4), *go = th_poisoned(rows * os * 4);
+      gpu_recorder *r = rec_new();
+      op_rms_norm(r, gpu_whole(gx), gpu_whole(gw), gpu_whole(go), (uint32_t)n, (uint32_t)rows, (uint32_t)is, (uint32_t)os, 1e-6f, (float)off);
+      th_run(r);
+      th_download(go, got, rows * os * 4);
+      for (size_t i = 0; i < rows * os; i++) want[i] = got[i]; /* padding columns: compare only the row bodies */
+      ref_rms_norm(x, w, want, n, rows, is, os, 1e-6f, (float)off);
+      char what[80];
+      snprintf(what, sizeof what, "rms_norm n=%zu rows=%zu off=%d", n, rows, off);
+      float *gb = malloc(rows * n * 4), *wb = malloc(rows * n * 4);
+      for (size_t rr = 0; rr < rows; rr++) { memcpy(gb + rr * n, got + rr * os, n * 4); memcpy(wb + rr * n, want + rr * os, n * 4); }
+      th_compare(what, gb, wb, rows * n, 1e-6, 2e-6);
+      gpu_recorder_free(r);
+      gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gw); gpu_buffer_destroy(th_gpu(), go);
+      free(x); free(w); free(want); free(got); free(gb); free(wb);
+    }
+}
+
+static void test_rope(void) {
+  /* tokens, heads, head_dim, rot_dim, token_stride, mode */
+  size_t cases[][6] = {{1, 1, 2, 2, 2, 0}, {5, 3, 8, 8, 24, 0}, {5, 3, 8, 8, 24, 1}, {7, 6, 64, 64, 640, 0},
+                       {7, 6, 64, 64, 640, 1}, {3, 2, 128, 32, 300, 0}, {3, 2, 128, 32, 300, 1}, {33, 4, 256, 256, 1024, 0}};
+  size_t max_pos = 4096;
+  for (size_t c = 0; c < 8; c++) {
+    size_t T = cases[c][0], H = cases[c][1], D = cases[c][2], R = cases[c][3], S = cases[c][4];
+    int mode = (int)cases[c][5];
+    float *inv = malloc(R / 2 * 4);
+    for (size_t i = 0; i < R / 2; i++) inv[i] = (float)pow(10000.0, -2.0 * i / R) / (i % 3 == 0 ? 8.0f : 1.0f); /* per-pair factors */
+    float *cs = malloc(max_pos * R / 2 * 8);
+    op_rope_table(cs, inv, (uint32_t)R, (uint32_t)max_pos, 1.0f);
+    uint32_t *pos = malloc(T * 4);
+    for (size_t t = 0; t < T; t++) pos[t] = th_u32(&rng) % max_pos;
+    float *x = rnd(T * S, -2, 2), *want = malloc(T * S * 4), *got = malloc(T * S * 4);
+    memcpy(want, x, T * S * 4);
+    ref_rope(want, pos, cs, T, H, D, R, S, mode, max_pos);
+    gpu_buffer *gx = th_upload(x, T * S * 4), *gp = th_upload(pos, T * 4), *gc = th_upload(cs, max_pos * R / 2 * 8);
+    gpu_recorder *r = rec_new();
+    op_rope(r, gpu_whole(gx), gpu_whole(gp), gpu_whole(gc), (uint32_t)T, (uint32_t)H, (uint32_t)D, (uint32_t)R, (uint32_t)S,
+            (op_rope_mode)mode, (uint32_t)max_pos);
+    th_run(r);
+    th_download(gx, got, T * S * 4);
+    char what[80];
+    snprintf(what, sizeof what, "rope T=%zu H=%zu D=%zu R=%zu mode=%d", T, H, D, R, mode);
+    th_compare(what, got, want, T * S, 1e-6, 1e-6); /* includes untouched elements: they must be unchanged */
+    /* table against angles computed in double for small positions (f32 angle error grows with pos) */
+    float *direct = malloc(T * S * 4);
+    memcpy(direct, x, T * S * 4);
+    for (size_t t = 0; t < T; t++) pos[t] = pos[t] % 64;
+    ref_rope_direct(direct, pos, inv, T, H, D, R, S, mode);
+    memcpy(want, x, T * S * 4);
+    ref_rope(want, pos, cs, T, H, D, R, S, mode, max_pos);
+    snprintf(what, sizeof what, "rope table vs direct R=%zu", R);
+    th_compare(what, want, direct, T * S, 2e-5, 2e-5);
+    gpu_recorder_free(r);
+    gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gp); gpu_buffer_destroy(th_gpu(), gc);
+    free(inv); free(cs); free(pos); free(x); free(want); free(got); free(direct);
+  }
+}
+
+static void test_softmax(void) {
+  size_t cases[][2] = {{1, 1}, {5, 3}, {1000, 7}, {32003, 2}};
+  float scales[] = {1.0f, 0.125f};
+  for (size_t c = 0; c < 4; c++)
+    for (int si = 0; si < 2; si++) {
+      size_t n = cases[c][0], rows = cases[c][1];
+      float *x = rnd(n * rows, -8, 8), *want = malloc(n * rows * 4), *got = malloc(n * rows * 4);
+      gpu_buffer *gx = th_upload(x, n * rows * 4), *go = th_poisoned(n * rows * 4);
+      gpu_recorder *r = rec_new();
+      op_softmax(r, gpu_whole(gx), gpu_whole(go), (uint32_t)n, (uint32_t)rows, scales[si]);
+      th_run(r);
+      th_download(go, got, n * rows * 4);
+      ref_softmax(x, want, n, rows, scales[si]);
+      char what[64];
+      snprintf(what, sizeof what, "softmax n=%zu rows=%zu s=%g", n, rows, scales[si]);
+      th_compare(what, got, want, n * rows, 1e-8, 2e-5);
+      gpu_recorder_free(r);
+      gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), go);
+      free(x); free(want); free(got);
+    }
+}
+
+static void test_argmax(void) {
+  size_t cases[][2] = {{1, 1}, {2, 3}, {257, 5}, {128256, 2}, {151936, 1}};
+  for (size_t c = 0; c < 5; c++) {
+    size_t n = cases[c][0], rows = cases[c][1];
+    float *x = rnd(n * rows, -10, 10);
+    if (n > 2) { /* a tie: the lowest index wins */
+      size_t a = th_u32(&rng) % (n / 2), b = n / 2 + th_u32(&rng) % (n / 2);
+      x[a] = x[b] = 11.0f;
+    }
+    uint32_t *want = malloc(rows * 4), *got = malloc(rows * 4);
+    gpu_buffer *gx = th_upload(x, n * rows * 4), *go = th_poisoned(rows * 4);
+    gpu_recorder *r = rec_new();
+    op_argmax(r, gpu_whole(gx), gpu_whole(go), (uint32_t)n, (uint32_t)rows);
+    th_run(r);
+    th_download(go, got, rows * 4);
+    ref_argmax(x, want, n, rows);
+    for (size_t i = 0; i < rows; i++) CHECK(got[i] == want[i], "argmax n=%zu row %zu: got %u want %u", n, i, got[i], want[i]);
+    gpu_recorder_free(r);
+    gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), go);
+    free(x); free(want); free(got);
+  }
+}
+
+/* tolerance for a dot product of length K: relative to sum |x w| */
+static void compare_linear(const char *what, const float *got, const float *want, const float *x, const float *w,
+                           size_t M, size_t N, size_t K) {
+  float *tol_want = malloc(M * N * 4);
+  size_t bad = 0;
+  for (size_t m = 0; m < M; m++)
+    for (size_t n = 0; n < N; n++) {
+      double s = 0;
+      for (size_t k = 0; k < K; k++) s += fabs((double)x[m * K + k] * w[n * K + k]);
+      double tol = 1e-6 + 4e-6 * s;
+      double d = fabs((double)got[m * N + n] - want[m * N + n]);
+      if (!(d <= tol) || !isfinite(got[m * N + n])) {
+        if (bad < 4) fprintf(stderr, "  %s[%zu,%zu] got %.9g want %.9g\n", what, m, n, got[m * N + n], want[m * N + n]);
+        bad++;
+      }
+    }
+  CHECK(bad == 0, "%s: %zu of %zu outputs out of tolerance", what, bad, M * N);
+  free(tol_want);
+}
+
+static void test_linear(void) {
+  /* M, N, K */
+  size_t cases[][3] = {{1, 1, 1}, {1, 7, 13}, {3, 31, 67}, {4, 64, 2048}, {1, 1000, 256}, {5, 17, 33},
+                       {67, 129, 257}, {128, 256, 512}, {2, 3, 4097}, {64, 64, 64}};
+  for (int wt = 0; wt < 2; wt++)
+    for (int route = 0; route < 2; route++)
+      for (size_t c = 0; c < 10; c++)
+        for (int has_bias = 0; has_bias < 2; has_bias++) {
+          size_t M = cases[c][0], N = cases[c][1], K = cases[c][2];
+          if (route == 0 && M > 8) continue; /* the GEMV route is for a few rows */
+          float *x = rnd(M * K, -1, 1), *w = rnd(N * K, -1, 1), *b = rnd(N, -1, 1);
+          float *want = malloc(M * N * 4), *got = malloc(M * N * 4);
+          gpu_buffer *gw;
+          if (wt == OP_W_F16) {
+            uint16_t *h = malloc(N * K * 2 + 2);
+            for (size_t i = 0; i < N * K; i++) { h[i] = ref_f32_to_f16(w[i]); w[i] = ref_f16_to_f32(h[i]); }
+            gw = th_upload(h, N * K * 2);
+            free(h);
+          } else gw = th_upload(w, N * K * 4);
+          gpu_buffer *gx = th_upload(x, M * K * 4), *gb = th_upload(b, N * 4), *go = th_poisoned(M * N * 4);
+          gpu_view bias = has_bias ? gpu_whole(gb) : (gpu_view){0};
+          gpu_recorder *r = rec_new();
+          if (route == 0) op_matvec(r, gpu_whole(gx), gpu_whole(gw), (op_wtype)wt, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
+          else op_matmul(r, gpu_whole(gx), gpu_whole(gw), (op_wtype)wt, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
+          th_run(r);
+          th_download(go, got, M * N * 4);
+          ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
+          char what[96];
+          snprintf(what, sizeof what, "%s %s M=%zu N=%zu K=%zu bias=%d", route ? "matmul" : "matvec", wt ? "f16" : "f32", M, N, K, has_bias);
+          compare_linear(what, got, want, x, w, M, N, K);
+          gpu_recorder_free(r);
+          gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gw); gpu_buffer_destroy(th_gpu(), gb); gpu_buffer_destroy(th_gpu(), go);
+          free(x); free(w); free(b); free(want); free(got);
+        }
+}
+
+static void test_embedding(void) {
+  size_t cases[][3] = {{1, 1, 1}, {3, 7, 11}, {5, 2048, 1000}, {17, 96, 257}};
+  for (int wt = 0; wt < 2; wt++)
+    for (size_t c = 0; c < 4; c++) {
+      size_t T = cases[c][0], D = cases[c][1], V = cases[c][2];
+      float scale = c % 2 ? sqrtf((float)D) : 1.0f;
+      float *table = rnd(V * D, -1, 1);
+      uint32_t *ids = malloc(T * 4);
+      for (size_t t = 0; t < T; t++) ids[t] = t == 0 ? (uint32_t)(V - 1) : th_u32(&rng) % V;
+      gpu_buffer *gt;
+      if (wt) {
+        uint16_t *h = malloc(V * D * 2 + 2);
+        for (size_t i = 0; i < V * D; i++) { h[i] = ref_f32_to_f16(table[i]); table[i] = ref_f16_to_f32(h[i]); }
+        gt = th_upload(h, V * D * 2);
+        free(h);
+      } else gt = th_upload(table, V * D * 4);
+      float *want = malloc(T * D * 4), *got = malloc(T * D * 4);
+      gpu_buffer *gi = th_upload(ids, T * 4), *go = th_poisoned(T * D * 4);
+      gpu_recorder *r = rec_new();
+      op_embedding(r, gpu_whole(gi), gpu_whole(gt), (op_wtype)wt, gpu_whole(go), (uint32_t)T, (uint32_t)D, (uint32_t)V, scale);
+      th_run(r);
+      th_download(go, got, T * D * 4);
+      ref_embedding(ids, table, want, T, D, scale);
+      char what[64];
+      snprintf(what, sizeof what, "embedding %s T=%zu D=%zu V=%zu", wt ? "f16" : "f32", T, D, V);
+      th_compare(what, got, want, T * D, 0, 1e-7);
+      gpu_recorder_free(r);
+      gpu_buffer_destroy(th_gpu(), gt); gpu_buffer_destroy(th_gpu(), gi); gpu_buffer_destroy(th_gpu(), go);
+      free(table); free(ids); free(want); free(got);
+    }
+}
+
+int main(void) {
+  th_gpu();
+  test_fill();
+  test_binary();
+  test_rms_norm();
+  test_rope();
+  test_softmax();
+  test_argmax();
+  test_linear();
+  test_embedding();
+  th_gpu_done();
+  return th_finish("test_ops");
+}

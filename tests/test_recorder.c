@@ -1,0 +1,147 @@
+/* Recorder, pool and platform tests: replay of a kept recording with per-step values read from GPU
+   buffers, quarantine of pinned buffers, indirect dispatch, zero-grid refusal, pipeline cache reuse,
+   error capture (a bad binding becomes a status, not an abort) and out-of-range allocation refusal. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "harness.h"
+#include "ops.h"
+
+static void test_replay(void) {
+  gpu_context *ctx = th_gpu();
+  enum { N = 1000 };
+  float a[N], b[N], got[N];
+  th_rng r = {7};
+  th_fill(&r, a, N, -1, 1);
+  gpu_buffer *ga = th_upload(a, sizeof a), *gb = th_poisoned(sizeof b), *go = th_poisoned(sizeof got);
+  gpu_recorder *rec = gpu_recorder_create(ctx, 1);
+  CHECK(op_add(rec, gpu_whole(ga), gpu_whole(gb), gpu_whole(go), N, N) == WGLLM_OK, "record add");
+  CHECK(op_mul(rec, gpu_whole(go), gpu_whole(gb), gpu_whole(ga), N, N) == WGLLM_OK, "record mul");
+  size_t pipes_before = gpu_recorder_count(rec);
+  for (int step = 0; step < 5; step++) {
+    /* per-step value lives in a GPU buffer, written before each replay */
+    for (int i = 0; i < N; i++) b[i] = (float)step + 0.5f * (float)i / N;
+    gpu_write(ctx, gb, 0, b, sizeof b);
+    float a_before[N];
+    memcpy(a_before, a, sizeof a);
+    CHECK(gpu_recorder_run(rec) == WGLLM_OK, "replay %d: %s", step, gpu_recorder_error(rec));
+    th_download(ga, a, sizeof a);
+    th_download(go, got, sizeof got);
+    float want_o[N], want_a[N];
+    for (int i = 0; i < N; i++) { want_o[i] = a_before[i] + b[i]; want_a[i] = want_o[i] * b[i]; }
+    char what[32];
+    snprintf(what, sizeof what, "replay %d add", step);
+    th_compare(what, got, want_o, N, 0, 1e-7);
+    snprintf(what, sizeof what, "replay %d mul", step);
+    th_compare(what, a, want_a, N, 0, 1e-7);
+  }
+  CHECK(gpu_recorder_count(rec) == pipes_before, "replay must not add records");
+  /* a one-shot recording refuses a second run */
+  gpu_recorder *once = gpu_recorder_create(ctx, 0);
+  op_fill_f32(once, gpu_whole(go), N, 1.0f);
+  CHECK(gpu_recorder_run(once) == WGLLM_OK, "one-shot run");
+  CHECK(gpu_recorder_run(once) != WGLLM_OK, "one-shot recording ran twice");
+  gpu_recorder_free(once);
+  gpu_recorder_free(rec);
+  gpu_buffer_destroy(ctx, ga); gpu_buffer_destroy(ctx, gb); gpu_buffer_destroy(ctx, go);
+}
+
+static void test_quarantine(void) {
+  gpu_context *ctx = th_gpu();
+  char err[512];
+  gpu_buffer *x, *y;
+  CHECK(gpu_pool_acquire(ctx, 4096, "x", &x, err, sizeof err) == WGLLM_OK, "acquire: %s", err);
+  /* outside a recording: released buffers are reused at once */
+  gpu_pool_release(ctx, x);
+  CHECK(gpu_pool_acquire(ctx, 4096, "y", &y, err, sizeof err) == WGLLM_OK && y == x, "immediate reuse");
+  /* while a kept recording references it: quarantined */
+  gpu_recorder *rec = gpu_recorder_create(ctx, 1);
+  op_fill_f32(rec, gpu_whole(y), 1024, 2.0f);
+  gpu_pool_release(ctx, y);
+  gpu_buffer *z;
+  CHECK(gpu_pool_acquire(ctx, 4096, "z", &z, err, sizeof err) == WGLLM_OK && z != y, "pinned buffer reused while recording lives");
+  CHECK(gpu_recorder_run(rec) == WGLLM_OK, "run after release");
+  gpu_recorder_free(rec);
+  gpu_buffer *w;
+  CHECK(gpu_pool_acquire(ctx, 4096, "w", &w, err, sizeof err) == WGLLM_OK && w == y, "quarantined buffer back after free");
+  gpu_pool_release(ctx, z);
+  gpu_pool_release(ctx, w);
+}
+
+static void test_indirect_and_refusals(void) {
+  gpu_context *ctx = th_gpu();
+  enum { N = 777 };
+  gpu_buffer *o = th_poisoned(N * 4);
+  uint32_t args[3] = {(N + 255) / 256, 1, 1};
+  gpu_buffer *ind = th_upload(args, sizeof args);
+  struct { uint32_t n, bits, p0, p1; } p = {N, 0x40400000u /* 3.0f */, 0, 0};
+  gpu_dispatch_desc d = {.kernel = "fill", .variant = "u32", .params = &p, .params_size = sizeof p, .n_bind = 1};
+  d.bind[0] = gpu_whole(o);
+  d.indirect = gpu_whole(ind);
+  gpu_recorder *rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) == WGLLM_OK, "indirect record: %s", gpu_recorder_error(rec));
+  th_run(rec);
+  gpu_recorder_free(rec);
+  float got[N], want[N];
+  th_download(o, got, sizeof got);
+  for (int i = 0; i < N; i++) want[i] = 3.0f;
+  th_compare("indirect fill", got, want, N, 0, 0);
+
+  /* zero-sized grid is refused at record time */
+  d.indirect = (gpu_view){0};
+  d.grid[0] = 0; d.grid[1] = 1; d.grid[2] = 1;
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "zero-sized"), "zero grid refused");
+  gpu_recorder_free(rec);
+  /* unknown kernel */
+  d.kernel = "no_such_kernel"; d.grid[0] = 1;
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "no_such_kernel"), "unknown kernel named");
+  gpu_recorder_free(rec);
+  /* a binding range past the buffer is refused with the buffer named */
+  d.kernel = "fill";
+  d.bind[0].size = o->size + 16;
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "binding 0"), "bad binding refused");
+  gpu_recorder_free(rec);
+  /* an allocation the device refuses is a status with a message */
+  char err[512];
+  gpu_buffer *huge;
+  wgllm_status s = gpu_buffer_create(ctx, ctx->limits.maxBufferSize + 1024ull, "huge", &huge, err, sizeof err);
+  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err, "huge"), "huge buffer refused: %s", err);
+  /* Dawn validation errors become statuses: bind a uniform-sized binding smaller than the shader needs */
+  gpu_buffer_destroy(ctx, o);
+  gpu_buffer_destroy(ctx, ind);
+  CHECK(gpu_check(ctx, err, sizeof err) == WGLLM_OK, "no stray errors: %s", err);
+}
+
+static void test_pipeline_cache(void) {
+  gpu_context *ctx = th_gpu();
+  char err[512];
+  WGPUComputePipeline a, b, c;
+  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &a, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &b, err, sizeof err) == WGLLM_OK && a == b, "cached pipeline reused");
+  CHECK(gpu_pipeline_get(ctx, "matvec", "f32", NULL, 0, &c, err, sizeof err) == WGLLM_OK && c != a, "distinct pipeline");
+  gpu_constant bogus = {"NOT_A_CONSTANT", 1.0};
+  WGPUComputePipeline d;
+  wgllm_status s = gpu_pipeline_get(ctx, "fill", "u32", &bogus, 1, &d, err, sizeof err);
+  CHECK(s == WGLLM_ERR_GPU && strstr(err, "fill"), "bad override constant is an error with the kernel named: %s", err);
+  /* every generated variant compiles on this device (or is refused for a missing feature) */
+  for (size_t i = 0; i < gpu_kernel_source_count; i++) {
+    const gpu_kernel_source *k = &gpu_kernel_sources[i];
+    WGPUComputePipeline p;
+    s = gpu_pipeline_get(ctx, k->kernel, k->variant, NULL, 0, &p, err, sizeof err);
+    int refused_ok = s == WGLLM_ERR_UNSUPPORTED && (k->requires & GPU_REQ_F16) && !ctx->has_f16;
+    CHECK(s == WGLLM_OK || refused_ok, "kernel %s/%s: %s", k->kernel, k->variant, err);
+  }
+}
+
+int main(void) {
+  th_gpu();
+  test_replay();
+  test_quarantine();
+  test_indirect_and_refusals();
+  test_pipeline_cache();
+  th_gpu_done();
+  return th_finish("test_recorder");
+}

@@ -1,0 +1,181 @@
+/* Build-time generator: turns each WGSL template in kernels/ into its listed variants and writes them as
+   one C table (gpu_kernel_sources). Templates declare variants in their header:
+     //! variant f16: T=f16 ACC=f32 requires=shader-f16
+   and use {{NAME}} substitutions and line directives  #if NAME / #ifnot NAME / #else / #endif
+   (NAME is true when defined and not "0"). A variant requiring shader-f16 gets "enable f16;" prepended.
+   Any unknown {{NAME}}, unbalanced #if, or template without variants fails the build. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXDEF 32
+typedef struct variant {
+  char name[64];
+  char keys[MAXDEF][64], vals[MAXDEF][128];
+  int n;
+  unsigned req;
+} variant;
+
+static char *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) { fprintf(stderr, "kernelgen: cannot open %s\n", path); exit(1); }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (fread(b, 1, (size_t)n, f) != (size_t)n) { fprintf(stderr, "kernelgen: read %s failed\n", path); exit(1); }
+  b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+static const char *lookup(const variant *v, const char *k, size_t klen) {
+  for (int i = 0; i < v->n; i++)
+    if (strlen(v->keys[i]) == klen && !strncmp(v->keys[i], k, klen)) return v->vals[i];
+  return NULL;
+}
+
+static void emit_c_string_char(FILE *o, char c) {
+  if (c == '\\' || c == '"') fputc('\\', o);
+  fputc(c, o);
+}
+
+static int parse_variant(const char *line, variant *v, const char *path, int ln) {
+  memset(v, 0, sizeof *v);
+  const char *p = line + strlen("//! variant");
+  while (*p == ' ') p++;
+  const char *c = strchr(p, ':');
+  if (!c || c == p) { fprintf(stderr, "%s:%d: variant line needs 'NAME:'\n", path, ln); return 0; }
+  snprintf(v->name, sizeof v->name, "%.*s", (int)(c - p), p);
+  p = c + 1;
+  while (*p) {
+    while (*p == ' ' || *p == '\t') p++;
+    if (!*p || *p == '\n') break;
+    const char *e = p;
+    while (*e && *e != ' ' && *e != '\t' && *e != '\n') e++;
+    const char *eq = memchr(p, '=', (size_t)(e - p));
+    if (!eq) { fprintf(stderr, "%s:%d: expected KEY=VALUE in variant line\n", path, ln); return 0; }
+    if ((size_t)(eq - p) == 8 && !strncmp(p, "requires", 8)) {
+      if (strstr(eq + 1, "shader-f16") && strstr(eq + 1, "shader-f16") < e) v->req |= 1;
+      if (strstr(eq + 1, "subgroups") && strstr(eq + 1, "subgroups") < e) v->req |= 2;
+    } else {
+      if (v->n == MAXDEF) { fprintf(stderr, "%s:%d: too many defines\n", path, ln); return 0; }
+      snprintf(v->keys[v->n], 64, "%.*s", (int)(eq - p), p);
+      snprintf(v->vals[v->n], 128, "%.*s", (int)(e - eq - 1), eq + 1);
+      v->n++;
+    }
+    p = e;
+  }
+  return 1;
+}
+
+static int truthy(const variant *v, const char *name) {
+  const char *val = lookup(v, name, strlen(name));
+  return val && strcmp(val, "0") != 0;
+}
+
+/* Emits the template for one variant as C string literal lines. */
+static int emit_variant(FILE *o, const char *src, const variant *v, const char *path) {
+  int stack_active[32], stack_taken[32], depth = 0, active = 1, ln = 0;
+  if (v->req & 1) fputs("  \"enable f16;\\n\"\n", o);
+  if (v->req & 2) fputs("  \"enable subgroups;\\n\"\n", o);
+  const char *p = src;
+  while (*p) {
+    const char *e = strchr(p, '\n');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    ln++;
+    char line[4096];
+    if (len >= sizeof line) { fprintf(stderr, "%s:%d: line too long\n", path, ln); return 0; }
+    memcpy(line, p, len);
+    line[len] = 0;
+    p += len + (e ? 1 : 0);
+    const char *t = line;
+    while (*t == ' ') t++;
+    if (!strncmp(t, "#if", 3)) {
+      int neg = !strncmp(t, "#ifnot ", 7);
+      const char *name = t + (neg ? 7 : 4);
+      if (depth == 32) { fprintf(stderr, "%s:%d: #if nesting too deep\n", path, ln); return 0; }
+      int cond = truthy(v, name) ^ neg;
+      stack_active[depth] = active;
+      stack_taken[depth] = cond;
+      depth++;
+      active = active && cond;
+      continue;
+    }
+    if (!strncmp(t, "#else", 5)) {
+      if (!depth) { fprintf(stderr, "%s:%d: #else without #if\n", path, ln); return 0; }
+      active = stack_active[depth - 1] && !stack_taken[depth - 1];
+      continue;
+    }
+    if (!strncmp(t, "#endif", 6)) {
+      if (!depth) { fprintf(stderr, "%s:%d: #endif without #if\n", path, ln); return 0; }
+      depth--;
+      active = stack_active[depth];
+      continue;
+    }
+    if (!active) continue;
+    if (!strncmp(t, "//", 2)) continue; /* comments stay in the template, not in the binary */
+    fputs("  \"", o);
+    for (const char *q = line; *q; q++) {
+      if (q[0] == '{' && q[1] == '{') {
+        const char *end = strstr(q, "}}");
+        if (!end) { fprintf(stderr, "%s:%d: unterminated {{\n", path, ln); return 0; }
+        const char *val = lookup(v, q + 2, (size_t)(end - q - 2));
+        if (!val) {
+          fprintf(stderr, "%s:%d: variant %s does not define %.*s\n", path, ln, v->name, (int)(end - q - 2), q + 2);
+          return 0;
+        }
+        for (const char *c = val; *c; c++) emit_c_string_char(o, *c);
+        q = end + 1;
+        continue;
+      }
+      emit_c_string_char(o, *q);
+    }
+    fputs("\\n\"\n", o);
+  }
+  if (depth) { fprintf(stderr, "%s: unbalanced #if\n", path); return 0; }
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 3) { fprintf(stderr, "usage: kernelgen OUT.c TEMPLATE.wgsl...\n"); return 2; }
+  FILE *o = fopen(argv[1], "w");
+  if (!o) { fprintf(stderr, "kernelgen: cannot write %s\n", argv[1]); return 1; }
+  fprintf(o, "/* Generated by tools/kernelgen.c from the templates in kernels/. Do not edit. */\n#include \"gpu.h\"\n");
+  fprintf(o, "const gpu_kernel_source gpu_kernel_sources[] = {\n");
+  int total = 0;
+  for (int a = 2; a < argc; a++) {
+    const char *path = argv[a];
+    char *src = read_all(path);
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    char kname[128];
+    snprintf(kname, sizeof kname, "%s", base);
+    char *dot = strstr(kname, ".wgsl");
+    if (dot) *dot = 0;
+    int nvar = 0, ln = 0;
+    const char *p = src;
+    while (*p) {
+      const char *e = strchr(p, '\n');
+      size_t len = e ? (size_t)(e - p) : strlen(p);
+      ln++;
+      if (!strncmp(p, "//! variant", 11)) {
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        variant v;
+        if (!parse_variant(line, &v, path, ln)) return 1;
+        fprintf(o, "{\"%s\", \"%s\",\n", kname, v.name);
+        if (!emit_variant(o, src, &v, path)) return 1;
+        fprintf(o, "  , %uu},\n", v.req);
+        nvar++;
+        total++;
+      }
+      p += len + (e ? 1 : 0);
+    }
+    if (!nvar) { fprintf(stderr, "%s: no '//! variant' lines\n", path); return 1; }
+    free(src);
+  }
+  fprintf(o, "};\nconst size_t gpu_kernel_source_count = %d;\n", total);
+  fclose(o);
+  return 0;
+}
