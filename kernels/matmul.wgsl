@@ -1,17 +1,41 @@
 // Dense tiled GEMM for prefill: Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n]); X [M, K] f32, W [N, K]
-// f32 or f16 (packed pairs), Y [M, N] f32. 64x64 output tile per workgroup, 16-wide K steps through
+// f32, f16 (packed pairs), q4gsw or q8 (see matvec.wgsl), Y [M, N] f32. 64x64 output tile per workgroup, 16-wide K steps through
 // workgroup memory, 4x4 outputs per thread. Any M, N, K (edges are bounds-checked).
-//! variant f32: WF16=0
-//! variant f16: WF16=1
+//! variant f32: WF32=1 WF16=0 WQ4=0 WQ8=0
+//! variant f16: WF32=0 WF16=1 WQ4=0 WQ8=0
+//! variant q4: WF32=0 WF16=0 WQ4=1 WQ8=0
+//! variant q8: WF32=0 WF16=0 WQ4=0 WQ8=1
 struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
+#if WF32
+@group(0) @binding(2) var<storage, read> w: array<f32>;
+fn wload(e: u32) -> f32 { return w[e]; }
+#endif
 #if WF16
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 fn wload(e: u32) -> f32 { return unpack2x16float(w[e >> 1u])[e & 1u]; }
-#else
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-fn wload(e: u32) -> f32 { return w[e]; }
+#endif
+#if WQ4
+// q4gsw: nibble q of element e at bits 4*(e%8) of word e/8, value (q - 8) * scale[e / G]
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(5) var<storage, read> wscale: array<u32>;
+override G: u32 = 32u;
+fn wload(e: u32) -> f32 {
+  let q = (w[e >> 3u] >> (4u * (e & 7u))) & 15u;
+  let g = e / G;
+  return (f32(q) - 8.0) * unpack2x16float(wscale[g >> 1u])[g & 1u];
+}
+#endif
+#if WQ8
+// q8: int8 of element e in byte e%4 of word e/4, value q * scale[e / 32]
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(5) var<storage, read> wscale: array<u32>;
+fn wload(e: u32) -> f32 {
+  let q = i32(w[e >> 2u] << (24u - 8u * (e & 3u))) >> 24u;
+  let g = e >> 5u;
+  return f32(q) * unpack2x16float(wscale[g >> 1u])[g & 1u];
+}
 #endif
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;

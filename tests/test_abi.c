@@ -21,11 +21,61 @@ static int guard_intact(const unsigned char *g, size_t n) {
   return 1;
 }
 
+enum { PROBE_F16, PROBE_SUBGROUPS, PROBE_TIMESTAMP };
+static WGPUDevice g_probe_dev;
+static int g_probe_err;
+static void on_probe_dev(WGPURequestDeviceStatus s, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
+  g_probe_dev = s == WGPURequestDeviceStatus_Success ? d : NULL;
+}
+static void on_probe_pop(WGPUPopErrorScopeStatus s, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {
+  g_probe_err = s != WGPUPopErrorScopeStatus_Success || t != WGPUErrorType_NoError;
+}
+
+/* Creates a device with only feature f and checks that the capability it should bring works. */
+static int feature_enables(gpu_context *ctx, WGPUFeatureName f, int what) {
+  WGPUDeviceDescriptor dd = {0};
+  dd.requiredFeatureCount = 1;
+  dd.requiredFeatures = &f;
+  WGPURequestDeviceCallbackInfo ci = {0};
+  ci.mode = WGPUCallbackMode_WaitAnyOnly;
+  ci.callback = on_probe_dev;
+  WGPUFutureWaitInfo wi = {wgpuAdapterRequestDevice(ctx->adapter, &dd, ci), 0};
+  wgpuInstanceWaitAny(ctx->instance, 1, &wi, UINT64_MAX);
+  if (!g_probe_dev) return 0;
+  WGPUDevice dev = g_probe_dev;
+  wgpuDevicePushErrorScope(dev, WGPUErrorFilter_Validation);
+  if (what == PROBE_TIMESTAMP) {
+    WGPUQuerySetDescriptor qd = {0};
+    qd.type = WGPUQueryType_Timestamp;
+    qd.count = 2;
+    WGPUQuerySet qs = wgpuDeviceCreateQuerySet(dev, &qd);
+    if (qs) wgpuQuerySetRelease(qs);
+  } else {
+    const char *src = what == PROBE_F16
+        ? "enable f16;\n@group(0) @binding(0) var<storage,read_write> a: array<f16>;\n"
+          "@compute @workgroup_size(1) fn main() { a[0] = a[0] + f16(1.0); }"
+        : "enable subgroups;\n@group(0) @binding(0) var<storage,read_write> a: array<u32>;\n"
+          "@compute @workgroup_size(32) fn main(@builtin(subgroup_size) s: u32) { a[0] = subgroupAdd(s); }";
+    WGPUShaderSourceWGSL w = {0};
+    w.chain.sType = WGPUSType_ShaderSourceWGSL;
+    w.code.data = src;
+    w.code.length = strlen(src);
+    WGPUShaderModuleDescriptor md = {0};
+    md.nextInChain = &w.chain;
+    WGPUShaderModule m = wgpuDeviceCreateShaderModule(dev, &md);
+    if (m) wgpuShaderModuleRelease(m);
+  }
+  WGPUPopErrorScopeCallbackInfo pci = {0};
+  pci.mode = WGPUCallbackMode_WaitAnyOnly;
+  pci.callback = on_probe_pop;
+  wi.future = wgpuDevicePopErrorScope(dev, pci);
+  wgpuInstanceWaitAny(ctx->instance, 1, &wi, UINT64_MAX);
+  wgpuDeviceDestroy(dev);
+  wgpuDeviceRelease(dev);
+  return !g_probe_err;
+}
+
 int main(void) {
-  /* enum values the platform layer and kernels rely on (from the WebGPU standard header) */
-  CHECK(WGPUFeatureName_ShaderF16 == 0x0B, "ShaderF16 enum %x", (unsigned)WGPUFeatureName_ShaderF16);
-  CHECK(WGPUFeatureName_Subgroups == 0x12, "Subgroups enum %x", (unsigned)WGPUFeatureName_Subgroups);
-  CHECK(WGPUFeatureName_TimestampQuery == 0x09, "TimestampQuery enum %x", (unsigned)WGPUFeatureName_TimestampQuery);
   CHECK(WGPURequestAdapterStatus_Success == 1, "adapter Success must be 1");
   CHECK(WGPUBufferUsage_Storage == 0x80 && WGPUBufferUsage_Indirect == 0x100 && WGPUBufferUsage_Uniform == 0x40,
         "buffer usage bits");
@@ -40,12 +90,26 @@ int main(void) {
     listed_sg |= sf.features[i] == WGPUFeatureName_Subgroups;
     listed_ts |= sf.features[i] == WGPUFeatureName_TimestampQuery;
   }
-  CHECK(listed_f16 == (int)wgpuAdapterHasFeature(ctx->adapter, WGPUFeatureName_ShaderF16), "f16 list vs HasFeature");
-  CHECK(listed_sg == (int)wgpuAdapterHasFeature(ctx->adapter, WGPUFeatureName_Subgroups), "subgroups list vs HasFeature");
-  CHECK(listed_ts == (int)wgpuAdapterHasFeature(ctx->adapter, WGPUFeatureName_TimestampQuery), "timestamps list vs HasFeature");
+  CHECK(listed_f16 == (int)wgpuAdapterHasFeature(ctx->adapter, GPU_FEATURE_SHADER_F16), "f16 list vs HasFeature");
+  CHECK(listed_sg == (int)wgpuAdapterHasFeature(ctx->adapter, GPU_FEATURE_SUBGROUPS), "subgroups list vs HasFeature");
+  CHECK(listed_ts == (int)wgpuAdapterHasFeature(ctx->adapter, GPU_FEATURE_TIMESTAMP_QUERY), "timestamps list vs HasFeature");
   CHECK(sf.featureCount > 0 && sf.featureCount < 256, "feature count %zu plausible", sf.featureCount);
   wgpuSupportedFeaturesFreeMembers(sf);
-  if (ctx->has_f16) CHECK(wgpuDeviceHasFeature(ctx->device, WGPUFeatureName_ShaderF16), "device has f16 as granted");
+  if (ctx->has_f16) CHECK(wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SHADER_F16), "device has f16 as granted");
+  /* the feature values we use really enable what they name, and the header's values do not (if this
+     starts failing because they now agree, the library was updated: drop the GPU_FEATURE_* overrides) */
+  if (listed_f16) {
+    CHECK(feature_enables(ctx, GPU_FEATURE_SHADER_F16, PROBE_F16), "GPU_FEATURE_SHADER_F16 does not enable f16");
+    CHECK(!feature_enables(ctx, WGPUFeatureName_ShaderF16, PROBE_F16), "header ShaderF16 now enables f16: library updated?");
+  }
+  if (listed_sg) CHECK(feature_enables(ctx, GPU_FEATURE_SUBGROUPS, PROBE_SUBGROUPS), "GPU_FEATURE_SUBGROUPS does not enable subgroups");
+  if (listed_ts) CHECK(feature_enables(ctx, GPU_FEATURE_TIMESTAMP_QUERY, PROBE_TIMESTAMP), "GPU_FEATURE_TIMESTAMP_QUERY does not enable timestamps");
+  /* the context's own device really compiles f16 WGSL when it says it has f16 */
+  if (ctx->has_f16) {
+    WGPUComputePipeline p16;
+    char e16[512];
+    CHECK(gpu_pipeline_get(ctx, "kv_write", "f16", NULL, 0, &p16, e16, sizeof e16) == WGLLM_OK, "f16 kernel: %s", e16);
+  }
 
   /* WGPULimits: the library writes no further than our struct, and the values are sane */
   guarded_limits gl;

@@ -192,72 +192,242 @@ static void compare_linear(const char *what, const float *got, const float *want
   free(tol_want);
 }
 
+/* Builds a random weight of the given storage type for [N][K]; deq receives the exact values the kernel
+   must use (f16-rounded, or dequantized q4gsw / q8). Buffers go to *bufs (2 entries) for cleanup. */
+static op_weight make_weight(op_wtype type, size_t N, size_t K, uint32_t group, float *deq, gpu_buffer **bufs) {
+  op_weight w = {0};
+  w.type = type;
+  w.group = group;
+  bufs[0] = bufs[1] = NULL;
+  if (type == OP_W_F32) {
+    th_fill(&rng, deq, N * K, -1, 1);
+    bufs[0] = th_upload(deq, N * K * 4);
+  } else if (type == OP_W_F16) {
+    uint16_t *h = malloc(N * K * 2 + 4);
+    for (size_t i = 0; i < N * K; i++) { h[i] = ref_f32_to_f16(th_uniform(&rng, -1, 1)); deq[i] = ref_f16_to_f32(h[i]); }
+    bufs[0] = th_upload(h, N * K * 2);
+    free(h);
+  } else if (type == OP_W_Q4) {
+    size_t ng = N * K / group;
+    uint32_t *q = calloc(N * K / 8 + 1, 4);
+    uint16_t *sc = malloc(ng * 2 + 4);
+    for (size_t g = 0; g < ng; g++) sc[g] = ref_f32_to_f16(th_uniform(&rng, -0.2f, 0.2f));
+    for (size_t e = 0; e < N * K; e++) {
+      uint32_t nib = th_u32(&rng) & 15;
+      q[e / 8] |= nib << (4 * (e % 8));
+      deq[e] = ((float)nib - 8.0f) * ref_f16_to_f32(sc[e / group]);
+    }
+    bufs[0] = th_upload(q, N * K / 2);
+    bufs[1] = th_upload(sc, ng * 2);
+    free(q); free(sc);
+  } else {
+    size_t ng = N * K / 32;
+    int8_t *q = malloc(N * K + 4);
+    uint16_t *sc = malloc(ng * 2 + 4);
+    for (size_t g = 0; g < ng; g++) sc[g] = ref_f32_to_f16(th_uniform(&rng, -0.02f, 0.02f));
+    for (size_t e = 0; e < N * K; e++) {
+      q[e] = (int8_t)((int)(th_u32(&rng) % 255) - 127);
+      deq[e] = (float)q[e] * ref_f16_to_f32(sc[e / 32]);
+    }
+    bufs[0] = th_upload(q, N * K);
+    bufs[1] = th_upload(sc, ng * 2);
+    free(q); free(sc);
+  }
+  w.data = gpu_whole(bufs[0]);
+  if (bufs[1]) w.scales = gpu_whole(bufs[1]);
+  return w;
+}
+
+static void free_weight(gpu_buffer **bufs) {
+  gpu_buffer_destroy(th_gpu(), bufs[0]);
+  gpu_buffer_destroy(th_gpu(), bufs[1]);
+}
+
 static void test_linear(void) {
-  /* M, N, K */
-  size_t cases[][3] = {{1, 1, 1}, {1, 7, 13}, {3, 31, 67}, {4, 64, 2048}, {1, 1000, 256}, {5, 17, 33},
+  /* M, N, K: odd/prime shapes for dense weights; quantized ones need K % group == 0 */
+  size_t dense[][3] = {{1, 1, 1}, {1, 7, 13}, {3, 31, 67}, {4, 64, 2048}, {1, 1000, 256}, {5, 17, 33},
                        {67, 129, 257}, {128, 256, 512}, {2, 3, 4097}, {64, 64, 64}};
-  for (int wt = 0; wt < 2; wt++)
+  size_t quant[][3] = {{1, 1, 128}, {1, 7, 256}, {3, 31, 384}, {4, 96, 2048}, {1, 1003, 512}, {5, 17, 128},
+                       {67, 129, 256}, {128, 256, 512}, {2, 3, 4096}, {64, 64, 128}};
+  uint32_t groups[] = {32, 64, 128};
+  for (int wt = 0; wt < 4; wt++)
     for (int route = 0; route < 2; route++)
       for (size_t c = 0; c < 10; c++)
         for (int has_bias = 0; has_bias < 2; has_bias++) {
-          size_t M = cases[c][0], N = cases[c][1], K = cases[c][2];
+          size_t M = wt < 2 ? dense[c][0] : quant[c][0], N = wt < 2 ? dense[c][1] : quant[c][1], K = wt < 2 ? dense[c][2] : quant[c][2];
+          uint32_t group = wt == OP_W_Q4 ? groups[c % 3] : 32;
           if (route == 0 && M > 8) continue; /* the GEMV route is for a few rows */
-          float *x = rnd(M * K, -1, 1), *w = rnd(N * K, -1, 1), *b = rnd(N, -1, 1);
+          float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1);
           float *want = malloc(M * N * 4), *got = malloc(M * N * 4);
-          gpu_buffer *gw;
-          if (wt == OP_W_F16) {
-            uint16_t *h = malloc(N * K * 2 + 2);
-            for (size_t i = 0; i < N * K; i++) { h[i] = ref_f32_to_f16(w[i]); w[i] = ref_f16_to_f32(h[i]); }
-            gw = th_upload(h, N * K * 2);
-            free(h);
-          } else gw = th_upload(w, N * K * 4);
+          gpu_buffer *wb[2];
+          op_weight ow = make_weight((op_wtype)wt, N, K, group, w, wb);
           gpu_buffer *gx = th_upload(x, M * K * 4), *gb = th_upload(b, N * 4), *go = th_poisoned(M * N * 4);
           gpu_view bias = has_bias ? gpu_whole(gb) : (gpu_view){0};
           gpu_recorder *r = rec_new();
-          if (route == 0) op_matvec(r, gpu_whole(gx), gpu_whole(gw), (op_wtype)wt, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
-          else op_matmul(r, gpu_whole(gx), gpu_whole(gw), (op_wtype)wt, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
+          if (route == 0) op_matvec(r, gpu_whole(gx), &ow, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
+          else op_matmul(r, gpu_whole(gx), &ow, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
           th_run(r);
           th_download(go, got, M * N * 4);
           ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
-          char what[96];
-          snprintf(what, sizeof what, "%s %s M=%zu N=%zu K=%zu bias=%d", route ? "matmul" : "matvec", wt ? "f16" : "f32", M, N, K, has_bias);
+          char what[112];
+          snprintf(what, sizeof what, "%s %s g%u M=%zu N=%zu K=%zu bias=%d", route ? "matmul" : "matvec",
+                   op_wtype_name((op_wtype)wt), group, M, N, K, has_bias);
           compare_linear(what, got, want, x, w, M, N, K);
           gpu_recorder_free(r);
-          gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gw); gpu_buffer_destroy(th_gpu(), gb); gpu_buffer_destroy(th_gpu(), go);
+          gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gb); gpu_buffer_destroy(th_gpu(), go);
+          free_weight(wb);
           free(x); free(w); free(b); free(want); free(got);
         }
+  /* refusals: q4 with K not a multiple of the group, unsupported group */
+  gpu_buffer *wb[2];
+  float *deq = malloc(64 * 4);
+  op_weight ow = make_weight(OP_W_Q4, 1, 64, 32, deq, wb);
+  gpu_recorder *r = rec_new();
+  ow.group = 64;
+  CHECK(op_matvec(r, ow.data, &ow, (gpu_view){0}, ow.data, 1, 1, 96) == WGLLM_ERR_UNSUPPORTED, "q4 K %% group refused");
+  gpu_recorder_free(r);
+  r = rec_new();
+  ow.group = 16;
+  CHECK(op_matvec(r, ow.data, &ow, (gpu_view){0}, ow.data, 1, 1, 64) == WGLLM_ERR_UNSUPPORTED &&
+        strstr(gpu_recorder_error(r), "group"), "q4 group 16 refused: %s", gpu_recorder_error(r));
+  gpu_recorder_free(r);
+  free_weight(wb);
+  free(deq);
 }
 
 static void test_embedding(void) {
-  size_t cases[][3] = {{1, 1, 1}, {3, 7, 11}, {5, 2048, 1000}, {17, 96, 257}};
-  for (int wt = 0; wt < 2; wt++)
-    for (size_t c = 0; c < 4; c++) {
+  size_t cases[][3] = {{1, 32, 1}, {3, 64, 11}, {5, 2048, 1000}, {17, 96, 257}, {1, 7, 3}};
+  for (int wt = 0; wt < 4; wt++)
+    for (size_t c = 0; c < 5; c++) {
       size_t T = cases[c][0], D = cases[c][1], V = cases[c][2];
+      if (wt >= 2 && D % 32) continue;
       float scale = c % 2 ? sqrtf((float)D) : 1.0f;
-      float *table = rnd(V * D, -1, 1);
+      float *table = malloc(V * D * 4 + 4);
+      gpu_buffer *tb[2];
+      op_weight ow = make_weight((op_wtype)wt, V, D, 32, table, tb);
       uint32_t *ids = malloc(T * 4);
       for (size_t t = 0; t < T; t++) ids[t] = t == 0 ? (uint32_t)(V - 1) : th_u32(&rng) % V;
-      gpu_buffer *gt;
-      if (wt) {
-        uint16_t *h = malloc(V * D * 2 + 2);
-        for (size_t i = 0; i < V * D; i++) { h[i] = ref_f32_to_f16(table[i]); table[i] = ref_f16_to_f32(h[i]); }
-        gt = th_upload(h, V * D * 2);
-        free(h);
-      } else gt = th_upload(table, V * D * 4);
       float *want = malloc(T * D * 4), *got = malloc(T * D * 4);
       gpu_buffer *gi = th_upload(ids, T * 4), *go = th_poisoned(T * D * 4);
       gpu_recorder *r = rec_new();
-      op_embedding(r, gpu_whole(gi), gpu_whole(gt), (op_wtype)wt, gpu_whole(go), (uint32_t)T, (uint32_t)D, (uint32_t)V, scale);
+      op_embedding(r, gpu_whole(gi), &ow, gpu_whole(go), (uint32_t)T, (uint32_t)D, (uint32_t)V, scale);
       th_run(r);
       th_download(go, got, T * D * 4);
       ref_embedding(ids, table, want, T, D, scale);
       char what[64];
-      snprintf(what, sizeof what, "embedding %s T=%zu D=%zu V=%zu", wt ? "f16" : "f32", T, D, V);
-      th_compare(what, got, want, T * D, 0, 1e-7);
+      snprintf(what, sizeof what, "embedding %s T=%zu D=%zu V=%zu", op_wtype_name((op_wtype)wt), T, D, V);
+      th_compare(what, got, want, T * D, 0, 1e-6);
       gpu_recorder_free(r);
-      gpu_buffer_destroy(th_gpu(), gt); gpu_buffer_destroy(th_gpu(), gi); gpu_buffer_destroy(th_gpu(), go);
+      free_weight(tb);
+      gpu_buffer_destroy(th_gpu(), gi); gpu_buffer_destroy(th_gpu(), go);
       free(table); free(ids); free(want); free(got);
     }
+}
+
+static void test_glu(void) {
+  size_t cases[][2] = {{1, 1}, {7, 3}, {192, 24}, {8192, 2}};
+  for (int act = 0; act < 2; act++)
+    for (size_t c = 0; c < 4; c++)
+      for (int fused = 0; fused < 2; fused++) {
+        size_t n = cases[c][0], rows = cases[c][1];
+        size_t stride = fused ? 2 * n + 3 : n; /* fused: gate at 0, up at n + 3 in one row */
+        float *x = rnd(rows * stride, -6, 6), *u = rnd(rows * stride, -2, 2);
+        float *want = malloc(rows * n * 4), *got = malloc(rows * n * 4);
+        gpu_buffer *gx = th_upload(x, rows * stride * 4), *gu = th_upload(u, rows * stride * 4), *go = th_poisoned(rows * n * 4);
+        gpu_recorder *r = rec_new();
+        uint32_t uoff = fused ? (uint32_t)n + 3 : 0;
+        op_glu(r, gpu_whole(gx), fused ? gpu_whole(gx) : gpu_whole(gu), gpu_whole(go), (uint32_t)n, (uint32_t)rows,
+               (uint32_t)stride, 0, uoff, (op_act)act);
+        th_run(r);
+        th_download(go, got, rows * n * 4);
+        ref_glu(x, fused ? x : u, want, n, rows, stride, 0, uoff, act);
+        char what[64];
+        snprintf(what, sizeof what, "glu act=%d n=%zu rows=%zu fused=%d", act, n, rows, fused);
+        th_compare(what, got, want, rows * n, 1e-6, 1e-5);
+        gpu_recorder_free(r);
+        gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gu); gpu_buffer_destroy(th_gpu(), go);
+        free(x); free(u); free(want); free(got);
+      }
+  /* in-place residual add */
+  size_t n = 3003; /* 7 * 429 */
+  float *a = rnd(n, -1, 1), *b = rnd(7, -1, 1), *want = malloc(n * 4), *got = malloc(n * 4);
+  ref_add(a, b, want, n, 7);
+  gpu_buffer *ga = th_upload(a, n * 4), *gb = th_upload(b, 28);
+  gpu_recorder *r = rec_new();
+  op_add_inplace(r, gpu_whole(ga), gpu_whole(gb), (uint32_t)n, 7);
+  th_run(r);
+  th_download(ga, got, n * 4);
+  th_compare("add_inplace", got, want, n, 0, 1e-7);
+  gpu_recorder_free(r);
+  gpu_buffer_destroy(th_gpu(), ga); gpu_buffer_destroy(th_gpu(), gb);
+  free(a); free(b); free(want); free(got);
+}
+
+/* KV append then attention, against the CPU reference; f32 and (where granted) f16 storage. */
+static void test_attention(void) {
+  /* T new tokens, past tokens already in cache, n_head, n_kv_head, head_dim, window, softcap*10 */
+  size_t cases[][7] = {{1, 0, 1, 1, 4, 0, 0},   {5, 0, 6, 2, 16, 0, 0},   {1, 23, 6, 2, 16, 0, 0},
+                       {7, 130, 4, 4, 24, 0, 0}, {3, 300, 8, 2, 64, 0, 0}, {9, 20, 4, 1, 32, 8, 0},
+                       {1, 40, 4, 2, 32, 8, 300}, {4, 5, 2, 1, 512, 0, 0}, {2, 257, 4, 2, 128, 100, 500}};
+  for (int f16 = 0; f16 < 2; f16++) {
+    if (f16 && !th_gpu()->has_f16) { printf("f16 KV not granted: f16 attention cases skipped\n"); continue; }
+    for (size_t c = 0; c < 9; c++) {
+      size_t T = cases[c][0], past = cases[c][1], H = cases[c][2], KVH = cases[c][3], D = cases[c][4];
+      uint32_t window = (uint32_t)cases[c][5];
+      float softcap = (float)cases[c][6] / 10.0f;
+      size_t ctx = past + T + 3;
+      op_kv_layout kv = {(uint32_t)KVH, (uint32_t)D, (uint32_t)ctx, f16};
+      /* cache prefilled with the past; new K/V rows come from a fused [T][q|k|v] buffer */
+      size_t qkv = (H + 2 * KVH) * D;
+      float *kc = rnd(KVH * ctx * D, -1, 1), *vc = rnd(KVH * ctx * D, -1, 1), *x = rnd(T * qkv, -1, 1);
+      if (f16) for (size_t i = 0; i < KVH * ctx * D; i++) { kc[i] = ref_f16_to_f32(ref_f32_to_f16(kc[i])); vc[i] = ref_f16_to_f32(ref_f32_to_f16(vc[i])); }
+      uint32_t *pos = malloc(T * 4);
+      for (size_t t = 0; t < T; t++) pos[t] = (uint32_t)(past + t);
+      gpu_buffer *gk, *gv;
+      if (f16) {
+        uint16_t *hk = malloc(KVH * ctx * D * 2), *hv = malloc(KVH * ctx * D * 2);
+        for (size_t i = 0; i < KVH * ctx * D; i++) { hk[i] = ref_f32_to_f16(kc[i]); hv[i] = ref_f32_to_f16(vc[i]); }
+        gk = th_upload(hk, KVH * ctx * D * 2); gv = th_upload(hv, KVH * ctx * D * 2);
+        free(hk); free(hv);
+      } else { gk = th_upload(kc, KVH * ctx * D * 4); gv = th_upload(vc, KVH * ctx * D * 4); }
+      gpu_buffer *gx = th_upload(x, T * qkv * 4), *gp = th_upload(pos, T * 4), *go = th_poisoned(T * H * D * 4);
+      gpu_recorder *r = rec_new();
+      op_kv_write(r, &kv, gpu_whole(gx), (uint32_t)qkv, (uint32_t)(H * D), gpu_whole(gx), (uint32_t)qkv,
+                  (uint32_t)((H + KVH) * D), gpu_whole(gp), gpu_whole(gk), gpu_whole(gv), (uint32_t)T);
+      op_attn_params ap = {(uint32_t)T, (uint32_t)H, (uint32_t)qkv, 0, (uint32_t)(H * D), window, 1.0f / sqrtf((float)D), softcap};
+      op_attention(r, &kv, &ap, gpu_whole(gx), gpu_whole(gk), gpu_whole(gv), gpu_whole(gp), gpu_whole(go));
+      th_run(r);
+      /* reference: write the new rows (rounded like the cache stores them), then attend */
+      for (size_t t = 0; t < T; t++)
+        for (size_t i = 0; i < KVH * D; i++) {
+          size_t h = i / D, d = i % D, dst = (h * ctx + pos[t]) * D + d;
+          float kv_k = x[t * qkv + H * D + i], kv_v = x[t * qkv + (H + KVH) * D + i];
+          kc[dst] = f16 ? ref_f16_to_f32(ref_f32_to_f16(kv_k)) : kv_k;
+          vc[dst] = f16 ? ref_f16_to_f32(ref_f32_to_f16(kv_v)) : kv_v;
+        }
+      float *want = malloc(T * H * D * 4), *got = malloc(T * H * D * 4);
+      ref_attention(x, qkv, 0, kc, vc, pos, want, H * D, T, H, KVH, D, ctx, window, 1.0f / sqrtf((float)D), softcap);
+      th_download(go, got, T * H * D * 4);
+      char what[96];
+      snprintf(what, sizeof what, "attention %s T=%zu past=%zu H=%zu/%zu D=%zu win=%u cap=%g", f16 ? "f16kv" : "f32kv",
+               T, past, H, KVH, D, window, softcap);
+      th_compare(what, got, want, T * H * D, 2e-6, 2e-5);
+      /* the cache rows written on the GPU match */
+      float *kgot = malloc(KVH * ctx * D * 4);
+      if (f16) {
+        uint16_t *hk = malloc(KVH * ctx * D * 2);
+        th_download(gk, hk, KVH * ctx * D * 2);
+        for (size_t i = 0; i < KVH * ctx * D; i++) kgot[i] = ref_f16_to_f32(hk[i]);
+        free(hk);
+      } else th_download(gk, kgot, KVH * ctx * D * 4);
+      snprintf(what, sizeof what, "kv_write %s T=%zu past=%zu", f16 ? "f16" : "f32", T, past);
+      th_compare(what, kgot, kc, KVH * ctx * D, 0, 0);
+      gpu_recorder_free(r);
+      gpu_buffer_destroy(th_gpu(), gk); gpu_buffer_destroy(th_gpu(), gv); gpu_buffer_destroy(th_gpu(), gx);
+      gpu_buffer_destroy(th_gpu(), gp); gpu_buffer_destroy(th_gpu(), go);
+      free(kc); free(vc); free(x); free(pos); free(want); free(got); free(kgot);
+    }
+  }
 }
 
 int main(void) {
@@ -270,6 +440,8 @@ int main(void) {
   test_argmax();
   test_linear();
   test_embedding();
+  test_glu();
+  test_attention();
   th_gpu_done();
   return th_finish("test_ops");
 }

@@ -11,6 +11,15 @@
 
 #define GPU_ERR_LEN 1024
 
+/* Feature values of the library we link (Dawn in bun-webgpu 0.1.7). Its webgpu.h predates the header we
+   compile against (react-native-webgpu 0.10.2), whose enum was renumbered: the header's ShaderF16 (0x0B)
+   and Subgroups (0x12) name other features in this library. Measured by requesting each feature alone and
+   compiling `enable f16;` / `enable subgroups;` / creating a timestamp query set; tests/test_abi.c keeps
+   checking it. */
+#define GPU_FEATURE_TIMESTAMP_QUERY ((WGPUFeatureName)0x03)
+#define GPU_FEATURE_SHADER_F16 ((WGPUFeatureName)0x0A)
+#define GPU_FEATURE_SUBGROUPS ((WGPUFeatureName)0x11)
+
 /* ---------- context ---------- */
 typedef struct gpu_options {
   const char *adapter_name; /* substring of the adapter name to prefer; NULL: WGLLM_ADAPTER env or best */

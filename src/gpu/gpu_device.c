@@ -171,9 +171,9 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   WGPUFeatureName feats[4];
   int nf = 0;
   struct { WGPUFeatureName f; int disabled; const char *name; int *flag; } want[] = {
-      {WGPUFeatureName_ShaderF16, o.disable_f16, "shader-f16", &ctx->has_f16},
-      {WGPUFeatureName_Subgroups, o.disable_subgroups, "subgroups", &ctx->has_subgroups},
-      {WGPUFeatureName_TimestampQuery, o.disable_timestamps, "timestamp-query", &ctx->has_timestamps},
+      {GPU_FEATURE_SHADER_F16, o.disable_f16, "shader-f16", &ctx->has_f16},
+      {GPU_FEATURE_SUBGROUPS, o.disable_subgroups, "subgroups", &ctx->has_subgroups},
+      {GPU_FEATURE_TIMESTAMP_QUERY, o.disable_timestamps, "timestamp-query", &ctx->has_timestamps},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     int offered = wgpuAdapterHasFeature(ctx->adapter, want[i].f);
@@ -214,9 +214,9 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   }
   ctx->device = req.dev;
   ctx->queue = wgpuDeviceGetQueue(ctx->device);
-  ctx->has_f16 = !o.disable_f16 && wgpuDeviceHasFeature(ctx->device, WGPUFeatureName_ShaderF16);
-  ctx->has_subgroups = !o.disable_subgroups && wgpuDeviceHasFeature(ctx->device, WGPUFeatureName_Subgroups);
-  ctx->has_timestamps = !o.disable_timestamps && wgpuDeviceHasFeature(ctx->device, WGPUFeatureName_TimestampQuery);
+  ctx->has_f16 = !o.disable_f16 && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SHADER_F16);
+  ctx->has_subgroups = !o.disable_subgroups && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SUBGROUPS);
+  ctx->has_timestamps = !o.disable_timestamps && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_TIMESTAMP_QUERY);
   WGPULimits dl = WGPU_LIMITS_INIT;
   wgpuDeviceGetLimits(ctx->device, &dl);
   ctx->limits = dl;

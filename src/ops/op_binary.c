@@ -18,6 +18,16 @@ static wgllm_status binary(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view o
 wgllm_status op_add(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb) {
   return binary(rec, a, b, out, n, nb, 0);
 }
+wgllm_status op_add_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb) {
+  if (nb == 0 || n % nb) return op_fail(rec, WGLLM_ERR_INTERNAL, "add_inplace: nb=%u does not divide n=%u", nb, n);
+  binary_params p = {n, nb, 0, 0};
+  gpu_dispatch_desc d = {.kernel = "binary", .variant = "inplace", .params = &p, .params_size = sizeof p, .n_bind = 2};
+  d.bind[0] = a;
+  d.bind[1] = b;
+  op_grid_1d(rec, (n + 255) / 256, d.grid);
+  return gpu_record(rec, &d);
+}
+
 wgllm_status op_mul(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb) {
   return binary(rec, a, b, out, n, nb, 1);
 }

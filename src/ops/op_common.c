@@ -5,7 +5,23 @@
 
 gpu_context *op_ctx(const gpu_recorder *rec) { return gpu_recorder_context(rec); }
 
-const char *op_wtype_variant(op_wtype t) { return t == OP_W_F16 ? "f16" : "f32"; }
+const char *op_wtype_variant(op_wtype t) {
+  switch (t) {
+  case OP_W_F16: return "f16";
+  case OP_W_Q4: return "q4";
+  case OP_W_Q8: return "q8";
+  default: return "f32";
+  }
+}
+
+const char *op_wtype_name(op_wtype t) {
+  switch (t) {
+  case OP_W_F16: return "f16";
+  case OP_W_Q4: return "q4gsw";
+  case OP_W_Q8: return "q8";
+  default: return "f32";
+  }
+}
 
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]) {
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;

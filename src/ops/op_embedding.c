@@ -1,18 +1,24 @@
-/* Embedding row gather (kernels/embedding.wgsl). */
+/* Embedding row gather (kernels/embedding.wgsl), for any weight storage. */
 #include "ops.h"
 
+wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K);
 typedef struct embedding_params { uint32_t n_tokens, D, V; float scale; } embedding_params;
 
-wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, gpu_view table, op_wtype wt, gpu_view out,
-                          uint32_t n_tokens, uint32_t D, uint32_t V, float scale) {
+wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
+                          uint32_t D, uint32_t V, float scale) {
   if (!n_tokens || !D || !V) return op_fail(rec, WGLLM_ERR_INTERNAL, "embedding: empty shape");
+  wgllm_status s = op_check_weight(rec, "embedding", table, V, D);
+  if (s) return s;
   if (n_tokens > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "embedding: %u tokens exceed the grid limit", n_tokens);
   embedding_params p = {n_tokens, D, V, scale};
-  gpu_dispatch_desc d = {.kernel = "embedding", .variant = op_wtype_variant(wt), .params = &p, .params_size = sizeof p, .n_bind = 3};
+  gpu_constant c = {"G", (double)table->group};
+  gpu_dispatch_desc d = {.kernel = "embedding", .variant = op_wtype_variant(table->type), .params = &p, .params_size = sizeof p, .n_bind = 3};
+  if (table->type == OP_W_Q4) { d.consts = &c; d.n_consts = 1; }
   d.bind[0] = ids;
-  d.bind[1] = table;
+  d.bind[1] = table->data;
   d.bind[2] = out;
+  if (table->type == OP_W_Q4 || table->type == OP_W_Q8) { d.bind[3] = table->scales; d.n_bind = 4; }
   d.grid[0] = (D + 255) / 256;
   d.grid[1] = n_tokens;
   d.grid[2] = 1;

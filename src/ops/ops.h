@@ -5,8 +5,19 @@
 #define WGLLM_OPS_H
 #include "gpu.h"
 
-typedef enum op_wtype { OP_W_F32 = 0, OP_W_F16 = 1 } op_wtype;
+/* Weight storage of a [N][K] matrix (or an embedding table [V][D]):
+   F32/F16: data [N][K] (f16 as packed pairs);
+   Q4 (q4gsw): data u32 [N][K/8] nibbles q at bits 4*(k%8), value (q-8)*scale; scales f16 [N][K/group];
+   Q8: data int8 [N][K] (4 per u32), value q*scale; scales f16 [N][K/32]. */
+typedef enum op_wtype { OP_W_F32 = 0, OP_W_F16 = 1, OP_W_Q4 = 2, OP_W_Q8 = 3 } op_wtype;
+typedef struct op_weight {
+  op_wtype type;
+  gpu_view data;
+  gpu_view scales; /* Q4 / Q8 only */
+  uint32_t group;  /* Q4: 32, 64 or 128 */
+} op_weight;
 const char *op_wtype_variant(op_wtype t);
+const char *op_wtype_name(op_wtype t);
 
 /* Splits a 1-D count of workgroups into a grid that fits the device's per-dimension limit. */
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]);
@@ -19,6 +30,8 @@ wgllm_status op_fill_f32(gpu_recorder *rec, gpu_view out, uint32_t n, float valu
 
 /* out = a + b / a * b with b broadcast when nb divides n.   a, out: [n]; b: [nb] */
 wgllm_status op_add(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb);
+/* a += b (the residual stream).   a: [n], b: [nb] */
+wgllm_status op_add_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb);
 wgllm_status op_mul(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb);
 
 /* RMSNorm. x: [rows][in_stride] (first n used), w: [n], out: [rows][out_stride]. */
@@ -41,17 +54,42 @@ wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n,
 /* Row argmax. x: [rows][n] f32, out: [rows] u32 */
 wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows);
 
-/* Dense linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */
-wgllm_status op_linear(gpu_recorder *rec, gpu_view x, gpu_view w, op_wtype wt, gpu_view bias, gpu_view y,
-                       uint32_t M, uint32_t N, uint32_t K);
+/* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */
+wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                       uint32_t N, uint32_t K);
 /* The two routes, callable directly (tests check both on the same shapes). */
-wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, gpu_view w, op_wtype wt, gpu_view bias, gpu_view y,
-                       uint32_t M, uint32_t N, uint32_t K);
-wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, gpu_view w, op_wtype wt, gpu_view bias, gpu_view y,
-                       uint32_t M, uint32_t N, uint32_t K);
+wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                       uint32_t N, uint32_t K);
+wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                       uint32_t N, uint32_t K);
 
-/* Embedding gather. ids: [n_tokens] u32, table: [V][D] f32/f16, out: [n_tokens][D] */
-wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, gpu_view table, op_wtype wt, gpu_view out,
-                          uint32_t n_tokens, uint32_t D, uint32_t V, float scale);
+/* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
+wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
+                          uint32_t D, uint32_t V, float scale);
+
+/* Gated MLP activation: out[r][i] = act(x[r*in_stride + g_off + i]) * u[r*in_stride + u_off + i].
+   out: [rows][n]. act 0 SiLU, 1 GELU-tanh. */
+typedef enum op_act { OP_ACT_SILU = 0, OP_ACT_GELU_TANH = 1 } op_act;
+wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
+                    uint32_t in_stride, uint32_t g_off, uint32_t u_off, op_act act);
+
+/* KV cache: f32 or f16 storage of one layer: [n_kv_head][ctx][head_dim]. */
+typedef struct op_kv_layout {
+  uint32_t n_kv_head, head_dim, ctx;
+  int f16; /* storage f16 (needs shader-f16), math f32 */
+} op_kv_layout;
+/* Appends K and V of n_tokens new tokens at positions pos[t]. k/v rows: k[t*k_stride + k_off + i]. */
+wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, uint32_t k_stride, uint32_t k_off,
+                         gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache,
+                         gpu_view vcache, uint32_t n_tokens);
+/* Causal GQA attention of n_tokens queries at positions pos[t] over the cache.
+   q: [n_tokens][q_stride] heads at q_off + h*head_dim; out: [n_tokens][out_stride].
+   window 0 = full; softcap 0 = none. */
+typedef struct op_attn_params {
+  uint32_t n_tokens, n_head, q_stride, q_off, out_stride, window;
+  float scale, softcap;
+} op_attn_params;
+wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
+                          gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
 
 #endif

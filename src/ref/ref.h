@@ -22,4 +22,11 @@ void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows);
 /* y[M][N] = x[M][K] . w[N][K]^T + bias (bias may be NULL); accumulates in double */
 void ref_linear(const float *x, const float *w, const float *bias, float *y, size_t M, size_t N, size_t K);
 void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n_tokens, size_t D, float scale);
+/* out[r][i] = act(x[r*stride + g_off + i]) * u[r*stride + u_off + i]; act 0 SiLU, 1 GELU-tanh */
+void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
+             size_t u_off, int act);
+/* Attention over caches [n_kv][ctx][D] of queries q[t*q_stride + q_off + h*D] at positions pos[t]. */
+void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc,
+                   const uint32_t *pos, float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D,
+                   size_t ctx, uint32_t window, float scale, float softcap);
 #endif

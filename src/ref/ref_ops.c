@@ -1,5 +1,6 @@
 /* CPU reference implementations (see ref.h). Deliberately plain: loops, double accumulation. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "ref.h"
 
@@ -116,4 +117,43 @@ void ref_linear(const float *x, const float *w, const float *bias, float *y, siz
 void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n_tokens, size_t D, float scale) {
   for (size_t t = 0; t < n_tokens; t++)
     for (size_t i = 0; i < D; i++) out[t * D + i] = table[ids[t] * D + i] * scale;
+}
+
+void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
+             size_t u_off, int act) {
+  for (size_t r = 0; r < rows; r++)
+    for (size_t i = 0; i < n; i++) {
+      double g = x[r * stride + g_off + i], a;
+      if (act == 0) a = g / (1.0 + exp(-g));
+      else a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+      out[r * n + i] = (float)(a * u[r * stride + u_off + i]);
+    }
+}
+
+void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc,
+                   const uint32_t *pos, float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D,
+                   size_t ctx, uint32_t window, float scale, float softcap) {
+  double *s = malloc(ctx * sizeof *s);
+  for (size_t t = 0; t < T; t++)
+    for (size_t h = 0; h < H; h++) {
+      size_t kvh = h / (H / KVH), last = pos[t], first = 0;
+      if (window && last + 1 > window) first = last + 1 - window;
+      const float *qh = q + t * q_stride + q_off + h * D;
+      double m = -INFINITY, sum = 0;
+      for (size_t j = first; j <= last; j++) {
+        double dot = 0;
+        for (size_t d = 0; d < D; d++) dot += (double)qh[d] * kc[(kvh * ctx + j) * D + d];
+        dot *= scale;
+        if (softcap > 0) dot = softcap * tanh(dot / softcap);
+        s[j] = dot;
+        if (dot > m) m = dot;
+      }
+      for (size_t j = first; j <= last; j++) { s[j] = exp(s[j] - m); sum += s[j]; }
+      for (size_t d = 0; d < D; d++) {
+        double a = 0;
+        for (size_t j = first; j <= last; j++) a += s[j] * vc[(kvh * ctx + j) * D + d];
+        out[t * out_stride + h * D + d] = (float)(a / sum);
+      }
+    }
+  free(s);
 }

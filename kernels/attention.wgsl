@@ -1,0 +1,91 @@
+// Causal multi-head attention over the KV cache with GQA, optional sliding window and logit soft-capping.
+// One workgroup per (query token, head): keys are streamed in blocks of 128 with an online softmax, so no
+// T x T scores are kept. Query t sits at position pos[t] and sees keys max(0, pos-window+1)..pos.
+// q: [n_tokens][q_stride] (head h at q_off + h*head_dim); caches: [n_kv_head][ctx][head_dim];
+// out: [n_tokens][out_stride] (head h at h*head_dim). head_dim <= 512.
+//! variant f32: KV_F16=0
+//! variant f16: KV_F16=1 requires=shader-f16
+struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
+                q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
+                window: u32, scale: f32, softcap: f32, _p: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+#if KV_F16
+@group(0) @binding(2) var<storage, read> kc: array<f16>;
+@group(0) @binding(3) var<storage, read> vc: array<f16>;
+#else
+@group(0) @binding(2) var<storage, read> kc: array<f32>;
+@group(0) @binding(3) var<storage, read> vc: array<f32>;
+#endif
+@group(0) @binding(4) var<storage, read> pos: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+const B = 128u;
+var<workgroup> qs: array<f32, 512>;
+var<workgroup> ps: array<f32, 128>;
+var<workgroup> red: array<f32, 128>;
+
+@compute @workgroup_size(128)
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
+  let h = wid.x;
+  let t = wid.y;
+  let l = lid.x;
+  let hd = p.head_dim;
+  let kvh = h / (p.n_head / p.n_kv_head);
+  let qb = t * p.q_stride + p.q_off + h * hd;
+  for (var d = l; d < hd; d += B) { qs[d] = q[qb + d]; }
+  let last = min(pos[t], p.ctx - 1u);
+  var first = 0u;
+  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let kvbase = kvh * p.ctx * hd;
+  var m = -3.0e38;
+  var lsum = 0.0;
+  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+  workgroupBarrier();
+  for (var j0 = first; j0 <= last; j0 += B) {
+    let j = j0 + l;
+    var s = -3.0e38;
+    if (j <= last) {
+      var dot = 0.0;
+      let kb = kvbase + j * hd;
+      for (var d = 0u; d < hd; d++) { dot += qs[d] * f32(kc[kb + d]); }
+      s = dot * p.scale;
+      if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
+    }
+    red[l] = s;
+    workgroupBarrier();
+    for (var k = B / 2u; k > 0u; k >>= 1u) {
+      if (l < k) { red[l] = max(red[l], red[l + k]); }
+      workgroupBarrier();
+    }
+    let m_new = max(m, red[0]);
+    workgroupBarrier();
+    var pj = 0.0;
+    if (j <= last) { pj = exp(s - m_new); }
+    ps[l] = pj;
+    red[l] = pj;
+    workgroupBarrier();
+    for (var k = B / 2u; k > 0u; k >>= 1u) {
+      if (l < k) { red[l] += red[l + k]; }
+      workgroupBarrier();
+    }
+    let alpha = exp(m - m_new);
+    lsum = lsum * alpha + red[0];
+    m = m_new;
+    let nj = min(B, last + 1u - j0);
+    for (var c = 0u; c < 4u; c++) {
+      let d = l + c * B;
+      if (d < hd) {
+        var a = acc[c] * alpha;
+        for (var jj = 0u; jj < nj; jj++) { a += ps[jj] * f32(vc[kvbase + (j0 + jj) * hd + d]); }
+        acc[c] = a;
+      }
+    }
+    workgroupBarrier();
+  }
+  let ob = t * p.out_stride + h * hd;
+  for (var c = 0u; c < 4u; c++) {
+    let d = l + c * B;
+    if (d < hd) { out[ob + d] = acc[c] / lsum; }
+  }
+}

@@ -1,0 +1,20 @@
+/* Gated MLP activation (kernels/glu.wgsl): SiLU for Llama/Qwen, GELU-tanh for Gemma. */
+#include "ops.h"
+
+typedef struct glu_params { uint32_t n, rows, in_stride, g_off, u_off, act, _p0, _p1; } glu_params;
+
+wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
+                    uint32_t in_stride, uint32_t g_off, uint32_t u_off, op_act act) {
+  if (!n || !rows) return op_fail(rec, WGLLM_ERR_INTERNAL, "glu: empty shape");
+  if (rows > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "glu: %u rows exceed the grid limit", rows);
+  glu_params p = {n, rows, in_stride, g_off, u_off, (uint32_t)act, 0, 0};
+  gpu_dispatch_desc d = {.kernel = "glu", .variant = "f32", .params = &p, .params_size = sizeof p, .n_bind = 3};
+  d.bind[0] = x;
+  d.bind[1] = u;
+  d.bind[2] = out;
+  d.grid[0] = (n + 255) / 256;
+  d.grid[1] = rows;
+  d.grid[2] = 1;
+  return gpu_record(rec, &d);
+}
