@@ -84,6 +84,20 @@ static void test_rms_norm(void) {
       gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gw); gpu_buffer_destroy(th_gpu(), go);
       free(x); free(w); free(want); free(got); free(gb); free(wb);
     }
+  /* first row at an element offset (the last rows of a prefill) */
+  size_t n = 96, rows = 3, skip = 5;
+  float *x = rnd((rows + skip) * n, -3, 3), *w = rnd(n, -1, 1), *want = malloc(rows * n * 4), *got = malloc(rows * n * 4);
+  gpu_buffer *gx = th_upload(x, (rows + skip) * n * 4), *gw = th_upload(w, n * 4), *go = th_poisoned(rows * n * 4);
+  gpu_recorder *r = rec_new();
+  op_rms_norm_from(r, gpu_whole(gx), (uint32_t)(skip * n), gpu_whole(gw), gpu_whole(go), (uint32_t)n, (uint32_t)rows,
+                   (uint32_t)n, (uint32_t)n, 1e-5f, 0.0f);
+  th_run(r);
+  th_download(go, got, rows * n * 4);
+  ref_rms_norm(x + skip * n, w, want, n, rows, n, n, 1e-5f, 0.0f);
+  th_compare("rms_norm in_off", got, want, rows * n, 1e-6, 2e-6);
+  gpu_recorder_free(r);
+  gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gw); gpu_buffer_destroy(th_gpu(), go);
+  free(x); free(w); free(want); free(got);
 }
 
 static void test_rope(void) {

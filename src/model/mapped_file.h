@@ -2,9 +2,9 @@
    are never copied or read twice; the mapping lives as long as the wt_store that owns it. */
 #ifndef WGLLM_MAPPED_FILE_H
 #define WGLLM_MAPPED_FILE_H
+#include "wgllm.h"
 #include <stddef.h>
 #include <stdint.h>
-#include "wgllm.h"
 
 typedef struct mapped_file {
   char *path;          /* as given to mf_open, owned */

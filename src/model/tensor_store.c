@@ -9,8 +9,8 @@ struct wt_store {
   wt_format format;
   wt_tensor *tensors; /* [n_tensors] in insertion (file) order */
   size_t n_tensors, cap_tensors;
-  uint32_t *slots;    /* [n_slots] open-addressing table: index + 1 into tensors, 0 = empty */
-  size_t n_slots;     /* power of two, kept at least twice n_tensors */
+  uint32_t *slots;     /* [n_slots] open-addressing table: index + 1 into tensors, 0 = empty */
+  size_t n_slots;      /* power of two, kept at least twice n_tensors */
   mapped_file **files; /* [n_files] */
   size_t n_files;
   cJSON *config;
@@ -20,14 +20,16 @@ struct wt_store {
 
 static uint64_t hash_name(const char *s) { /* FNV-1a */
   uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  for (; *s; s++)
+    h = (h ^ (uint8_t)*s) * 1099511628211ull;
   return h;
 }
 
 /* Slot holding `name`, or the empty slot where it would go. */
 static size_t find_slot(const wt_store *s, const char *name) {
   size_t mask = s->n_slots - 1, i = (size_t)hash_name(name) & mask;
-  while (s->slots[i] && strcmp(s->tensors[s->slots[i] - 1].name, name) != 0) i = (i + 1) & mask;
+  while (s->slots[i] && strcmp(s->tensors[s->slots[i] - 1].name, name) != 0)
+    i = (i + 1) & mask;
   return i;
 }
 
@@ -37,7 +39,8 @@ static int rehash(wt_store *s, size_t n_slots) {
   free(s->slots);
   s->slots = slots;
   s->n_slots = n_slots;
-  for (size_t t = 0; t < s->n_tensors; t++) s->slots[find_slot(s, s->tensors[t].name)] = (uint32_t)(t + 1);
+  for (size_t t = 0; t < s->n_tensors; t++)
+    s->slots[find_slot(s, s->tensors[t].name)] = (uint32_t)(t + 1);
   return 1;
 }
 
@@ -54,10 +57,12 @@ wt_store *wt_store_create(wt_format fmt) {
 
 void wt_store_free(wt_store *s) {
   if (!s) return;
-  for (size_t i = 0; i < s->n_tensors; i++) free(s->tensors[i].name);
+  for (size_t i = 0; i < s->n_tensors; i++)
+    free(s->tensors[i].name);
   free(s->tensors);
   free(s->slots);
-  for (size_t i = 0; i < s->n_files; i++) mf_close(s->files[i]);
+  for (size_t i = 0; i < s->n_files; i++)
+    mf_close(s->files[i]);
   free(s->files);
   cJSON_Delete(s->config);
   if (s->meta_free) s->meta_free(s->meta);
@@ -124,7 +129,8 @@ const wt_tensor *wt_at(const wt_store *s, size_t i) { return s && i < s->n_tenso
 
 int64_t wt_numel(const wt_tensor *t) {
   int64_t n = 1;
-  for (int i = 0; i < t->n_dims; i++) n *= t->shape[i];
+  for (int i = 0; i < t->n_dims; i++)
+    n *= t->shape[i];
   return n;
 }
 
@@ -147,11 +153,16 @@ void *wt_store_meta(const wt_store *s) { return s ? s->meta : NULL; }
 
 const char *wt_dtype_name(wt_dtype d) {
   switch (d) {
-  case WT_F32: return "F32";
-  case WT_F16: return "F16";
-  case WT_BF16: return "BF16";
-  case WT_Q8_0: return "Q8_0";
-  case WT_Q4_0: return "Q4_0";
+  case WT_F32:
+    return "F32";
+  case WT_F16:
+    return "F16";
+  case WT_BF16:
+    return "BF16";
+  case WT_Q8_0:
+    return "Q8_0";
+  case WT_Q4_0:
+    return "Q4_0";
   }
   return "?";
 }
@@ -160,11 +171,15 @@ uint64_t wt_nbytes(wt_dtype d, int64_t n) {
   if (n < 0) return 0;
   uint64_t u = (uint64_t)n;
   switch (d) {
-  case WT_F32: return u * 4;
+  case WT_F32:
+    return u * 4;
   case WT_F16:
-  case WT_BF16: return u * 2;
-  case WT_Q8_0: return u % WT_QBLOCK ? 0 : u / WT_QBLOCK * 34;
-  case WT_Q4_0: return u % WT_QBLOCK ? 0 : u / WT_QBLOCK * 18;
+  case WT_BF16:
+    return u * 2;
+  case WT_Q8_0:
+    return u % WT_QBLOCK ? 0 : u / WT_QBLOCK * 34;
+  case WT_Q4_0:
+    return u % WT_QBLOCK ? 0 : u / WT_QBLOCK * 18;
   }
   return 0;
 }

@@ -3,11 +3,11 @@
    owns, plus the format's metadata (config.json for safetensors, key/values for GGUF). */
 #ifndef WGLLM_TENSOR_STORE_H
 #define WGLLM_TENSOR_STORE_H
+#include "mapped_file.h"
+#include "wgllm.h"
+#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <cjson/cJSON.h>
-#include "wgllm.h"
-#include "mapped_file.h"
 
 typedef enum wt_dtype { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0 } wt_dtype;
 
@@ -16,13 +16,13 @@ typedef enum wt_dtype { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0 } wt_dtype;
 #define WT_QBLOCK 32
 
 typedef struct wt_tensor {
-  char *name;         /* owned by the store */
+  char *name; /* owned by the store */
   wt_dtype dtype;
-  int n_dims;         /* 0..4; 0 is a scalar */
-  int64_t shape[4];   /* [n_dims], outermost first (PyTorch order): a Linear weight is [out, in]; unused = 1 */
-  const void *data;   /* [nbytes] inside the mapped file; not necessarily aligned beyond 1 byte */
+  int n_dims;       /* 0..4; 0 is a scalar */
+  int64_t shape[4]; /* [n_dims], outermost first (PyTorch order): a Linear weight is [out, in]; unused = 1 */
+  const void *data; /* [nbytes] inside the mapped file; not necessarily aligned beyond 1 byte */
   uint64_t nbytes;
-  const char *file;   /* path of the file holding the data (owned by the store) */
+  const char *file;     /* path of the file holding the data (owned by the store) */
   uint64_t file_offset; /* absolute byte offset of data in that file */
 } wt_tensor;
 

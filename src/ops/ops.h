@@ -37,6 +37,9 @@ wgllm_status op_mul(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uin
 /* RMSNorm. x: [rows][in_stride] (first n used), w: [n], out: [rows][out_stride]. */
 wgllm_status op_rms_norm(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, uint32_t n, uint32_t rows,
                          uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
+/* The same with the first input row at element in_off of x (e.g. only the last rows of a prefill). */
+wgllm_status op_rms_norm_from(gpu_recorder *rec, gpu_view x, uint32_t in_off, gpu_view w, gpu_view out, uint32_t n,
+                              uint32_t rows, uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
 
 /* RoPE in place. x: [n_tokens][token_stride] holding n_heads heads of head_dim; pos: [n_tokens] u32;
    cs: [max_pos][rot_dim/2] (cos, sin) pairs. mode 0 half-split, 1 adjacent pairs. */

@@ -1,5 +1,26 @@
-/* Subcommands of the wgllm CLI, one file each. Each takes argv starting at the subcommand name. */
+/* Subcommands of the wgllm CLI, one file each, and the helpers they share. */
 #ifndef WGLLM_CLI_H
 #define WGLLM_CLI_H
+#include <stdint.h>
+#include "gpu.h"
+#include "model.h"
+#include "session.h"
+
+typedef struct cli_common {
+  const char *model;   /* -m PATH */
+  const char *weights; /* --weights native|q4[:G] */
+  const char *adapter; /* --adapter NAME */
+  int kv_f16;          /* --kv f16 */
+  int no_f16;          /* --no-f16: do not request shader-f16 */
+  uint32_t ctx;        /* --ctx N */
+} cli_common;
+
 int cli_info(int argc, char **argv);
+int cli_logits(int argc, char **argv);
+
+int cli_parse_ids(const char *s, int32_t **out, uint32_t *n);
+int cli_common_arg(cli_common *c, int argc, char **argv, int *i);
+int cli_open_gpu(const cli_common *c, gpu_context **gpu);
+/* GPU + model (+ session when s != NULL); prints the error and returns non-zero on failure */
+int cli_load(const cli_common *c, gpu_context **gpu, llm_model **m, llm_session **s);
 #endif

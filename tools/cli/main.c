@@ -9,6 +9,7 @@ static void usage(FILE *f) {
           "usage: wgllm <command> [options]\n"
           "commands:\n"
           "  info     adapter, features and limits (--gpu), or a model file's contents (-m PATH)\n"
+          "  logits   logits of prompt and decode ids, for conformance checks\n"
           "  version  print the version\n"
           "Run 'wgllm <command> --help' for a command's options.\n");
 }
@@ -19,6 +20,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("wgllm %s\n", wgllm_version()); return 0; }
   if (!strcmp(cmd, "info")) return cli_info(argc - 1, argv + 1);
+  if (!strcmp(cmd, "logits")) return cli_logits(argc - 1, argv + 1);
   fprintf(stderr, "wgllm: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

@@ -1,0 +1,96 @@
+/* Forward pass of the Llama family as ops (see arch_llama.h). Per layer: RMSNorm, Q/K/V projections
+   (+ biases), optional per-head q/k RMSNorm, RoPE, KV append, causal GQA attention, output projection,
+   residual add, RMSNorm, gate/up projections, SiLU-GLU, down projection, residual add. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "arch_llama.h"
+
+wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
+                                 llm_scratch *s, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  s->cap = cap;
+  s->logit_rows = logit_rows;
+  uint64_t T = cap, q = (uint64_t)hp->n_head * hp->head_dim, kv = (uint64_t)hp->n_head_kv * hp->head_dim;
+  struct { gpu_buffer **b; uint64_t bytes; const char *name; } want[] = {
+      {&s->ids, T * 4, "ids"},          {&s->pos, T * 4, "pos"},         {&s->x, T * hp->n_embd * 4, "x"},
+      {&s->xn, T * hp->n_embd * 4, "xn"}, {&s->q, T * q * 4, "q"},         {&s->q2, T * q * 4, "q2"},
+      {&s->k, T * kv * 4, "k"},         {&s->k2, T * kv * 4, "k2"},      {&s->v, T * kv * 4, "v"},
+      {&s->attn, T * q * 4, "attn"},    {&s->proj, T * hp->n_embd * 4, "proj"},
+      {&s->gate, T * hp->n_ff * 4, "gate"}, {&s->up, T * hp->n_ff * 4, "up"}, {&s->h, T * hp->n_ff * 4, "h"},
+      {&s->logits, (uint64_t)logit_rows * hp->n_vocab * 4, "logits"},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err, errlen);
+    if (st) { llm_scratch_release(gpu, s); return st; }
+  }
+  return WGLLM_OK;
+}
+
+void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
+  gpu_buffer **all[] = {&s->ids, &s->pos, &s->x, &s->xn, &s->q, &s->q2, &s->k, &s->k2, &s->v,
+                        &s->attn, &s->proj, &s->gate, &s->up, &s->h, &s->logits};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    if (*all[i]) gpu_pool_release(gpu, *all[i]);
+    *all[i] = NULL;
+  }
+}
+
+wgllm_status llm_rope_table(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, gpu_buffer **out, char *err,
+                            size_t errlen) {
+  uint64_t n = (uint64_t)max_pos * (hp->rot_dim / 2) * 2;
+  float *cs = malloc(n * sizeof *cs);
+  if (!cs) { snprintf(err, errlen, "out of host memory for the RoPE table"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  op_rope_table(cs, hp->inv_freq, hp->rot_dim, max_pos, 1.0f);
+  wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err, errlen);
+  if (!s) gpu_write(gpu, *out, 0, cs, n * 4);
+  free(cs);
+  return s;
+}
+
+static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
+
+wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv, gpu_buffer *rope_cs,
+                                const llm_scratch *s, uint32_t T, uint32_t n_logits) {
+  const llm_hparams *hp = &m->hp;
+  uint32_t D = hp->n_embd, hd = hp->head_dim, nq = hp->n_head * hd, nkv = hp->n_head_kv * hd, F = hp->n_ff;
+  uint32_t max_pos = kv->layout.ctx;
+  if (T == 0 || T > s->cap || n_logits == 0 || n_logits > T || n_logits > s->logit_rows)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "forward: T=%u n_logits=%u over scratch %u/%u", T, n_logits, s->cap, s->logit_rows);
+  gpu_view none = {0};
+  wgllm_status st = op_embedding(rec, V(s->ids), &m->tok_embd, V(s->x), T, D, hp->n_vocab, 1.0f);
+  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
+    const llm_layer *ly = &m->layers[l];
+    /* attention block */
+    st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
+    if (!st) st = op_linear(rec, V(s->xn), &ly->wq, hp->qkv_bias ? ly->bq : none, V(s->q), T, nq, D);
+    if (!st) st = op_linear(rec, V(s->xn), &ly->wk, hp->qkv_bias ? ly->bk : none, V(s->k), T, nkv, D);
+    if (!st) st = op_linear(rec, V(s->xn), &ly->wv, hp->qkv_bias ? ly->bv : none, V(s->v), T, nkv, D);
+    gpu_buffer *q = s->q, *k = s->k;
+    if (!st && hp->qk_norm) { /* per-head RMSNorm: rows = tokens x heads */
+      st = op_rms_norm(rec, V(s->q), ly->q_norm, V(s->q2), hd, T * hp->n_head, hd, hd, hp->norm_eps, 0.0f);
+      if (!st) st = op_rms_norm(rec, V(s->k), ly->k_norm, V(s->k2), hd, T * hp->n_head_kv, hd, hd, hp->norm_eps, 0.0f);
+      q = s->q2;
+      k = s->k2;
+    }
+    if (!st) st = op_rope(rec, V(q), V(s->pos), V(rope_cs), T, hp->n_head, hd, hp->rot_dim, nq, hp->rope_mode, max_pos);
+    if (!st) st = op_rope(rec, V(k), V(s->pos), V(rope_cs), T, hp->n_head_kv, hd, hp->rot_dim, nkv, hp->rope_mode, max_pos);
+    if (!st) st = op_kv_write(rec, &kv->layout, V(k), nkv, 0, V(s->v), nkv, 0, V(s->pos), V(kv->k[l]), V(kv->v[l]), T);
+    op_attn_params ap = {T, hp->n_head, nq, 0, nq, 0, 1.0f / sqrtf((float)hd), 0.0f};
+    if (!st) st = op_attention(rec, &kv->layout, &ap, V(q), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn));
+    if (!st) st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
+    if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+    /* MLP block */
+    if (!st) st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
+    if (!st) st = op_linear(rec, V(s->xn), &ly->w_gate, none, V(s->gate), T, F, D);
+    if (!st) st = op_linear(rec, V(s->xn), &ly->w_up, none, V(s->up), T, F, D);
+    if (!st) st = op_glu(rec, V(s->gate), V(s->up), V(s->h), F, T, F, 0, 0, OP_ACT_SILU);
+    if (!st) st = op_linear(rec, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+    if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+  }
+  /* final norm of the last n_logits rows, then the LM head */
+  if (!st) st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps, 0.0f);
+  if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+  return st;
+}

@@ -1,0 +1,43 @@
+/* The Llama family's forward pass (Llama 2/3.x, Qwen2 with q/k/v biases, Qwen3 with per-head q/k norms)
+   as ops appended to a recorder. Used for prefill (T tokens) and for the recorded decode step (T = 1). */
+#ifndef WGLLM_ARCH_LLAMA_H
+#define WGLLM_ARCH_LLAMA_H
+#include "model.h"
+
+/* Activation buffers for up to cap tokens (from the pool, released by llm_scratch_release). */
+typedef struct llm_scratch {
+  uint32_t cap;        /* tokens */
+  uint32_t logit_rows; /* rows of logits it can hold */
+  gpu_buffer *ids;     /* [cap] u32 token ids (input) */
+  gpu_buffer *pos;     /* [cap] u32 positions (input) */
+  gpu_buffer *x;       /* [cap][n_embd] residual stream */
+  gpu_buffer *xn;      /* [cap][n_embd] normed */
+  gpu_buffer *q, *q2;  /* [cap][n_head*hd] */
+  gpu_buffer *k, *k2, *v; /* [cap][n_kv*hd] */
+  gpu_buffer *attn;    /* [cap][n_head*hd] */
+  gpu_buffer *proj;    /* [cap][n_embd] */
+  gpu_buffer *gate, *up, *h; /* [cap][n_ff] */
+  gpu_buffer *logits;  /* [logit_rows][n_vocab] */
+} llm_scratch;
+
+wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
+                                 llm_scratch *s, char *err, size_t errlen);
+void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
+
+/* KV cache: per layer K and V [n_kv][ctx][hd], f32 or f16. */
+typedef struct llm_kv_cache {
+  op_kv_layout layout;
+  gpu_buffer **k, **v; /* [n_layer] */
+  uint32_t n_layer;
+  uint64_t bytes;
+} llm_kv_cache;
+
+/* RoPE table for positions < max_pos, built from hp->inv_freq. */
+wgllm_status llm_rope_table(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, gpu_buffer **out, char *err,
+                            size_t errlen);
+
+/* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the
+   logits of the last n_logits tokens into scratch->logits. */
+wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv, gpu_buffer *rope_cs,
+                                const llm_scratch *s, uint32_t T, uint32_t n_logits);
+#endif

@@ -1,0 +1,48 @@
+/* Loader for llama.cpp GGUF files (v2 and v3, little-endian): key/value metadata of every GGUF value type,
+   tensor infos, and tensors pointing into the memory-mapped data section. Shapes are reported outermost
+   first like PyTorch (GGUF's ne[] is innermost first), so blk.0.attn_q.weight is [n_out, n_in]. */
+#ifndef WGLLM_GGUF_H
+#define WGLLM_GGUF_H
+#include "tensor_store.h"
+#include "wgllm.h"
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum gguf_type {
+  GGUF_TYPE_UINT8 = 0,
+  GGUF_TYPE_INT8 = 1,
+  GGUF_TYPE_UINT16 = 2,
+  GGUF_TYPE_INT16 = 3,
+  GGUF_TYPE_UINT32 = 4,
+  GGUF_TYPE_INT32 = 5,
+  GGUF_TYPE_FLOAT32 = 6,
+  GGUF_TYPE_BOOL = 7,
+  GGUF_TYPE_STRING = 8,
+  GGUF_TYPE_ARRAY = 9,
+  GGUF_TYPE_UINT64 = 10,
+  GGUF_TYPE_INT64 = 11,
+  GGUF_TYPE_FLOAT64 = 12
+} gguf_type;
+
+/* Opens and validates `path`. Tensor types F32, F16, Q4_0, Q8_0, BF16; any other is WGLLM_ERR_UNSUPPORTED
+   naming the tensor and the ggml type number. A truncated or corrupt file is WGLLM_ERR_FORMAT with the
+   byte offset in err; every count, length and offset is checked against the file size before use. */
+wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen);
+
+/* Metadata. Each returns 1 when `key` exists with a fitting type, else 0 (and for a non-GGUF store). */
+int gguf_get_u64(const wt_store *s, const char *key, uint64_t *out); /* any integer type, if >= 0 */
+int gguf_get_f64(const wt_store *s, const char *key, double *out);   /* float or integer types */
+const char *gguf_get_str(const wt_store *s, const char *key);        /* NUL-terminated; NULL if absent */
+/* Arrays: elem_type is a gguf_type. data points to n packed, aligned elements for fixed-size types;
+   it is NULL for string arrays (use gguf_arr_str) and for arrays of arrays (validated, not exposed). */
+int gguf_get_arr(const wt_store *s, const char *key, int *elem_type, uint64_t *n, const void **data);
+/* Element i of a string array: *len bytes, not NUL-terminated. O(1) (indexed at load). NULL if absent. */
+const char *gguf_arr_str(const wt_store *s, const char *key, uint64_t i, size_t *len);
+
+/* Enumeration, for dumps and tests. */
+uint32_t gguf_version(const wt_store *s);
+uint64_t gguf_kv_count(const wt_store *s);
+const char *gguf_kv_key(const wt_store *s, uint64_t i); /* NULL if out of range */
+int gguf_kv_type(const wt_store *s, uint64_t i);        /* gguf_type, -1 if out of range */
+
+#endif

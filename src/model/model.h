@@ -1,0 +1,71 @@
+/* A loaded model: hyperparameters read from config.json or GGUF metadata, and its weights on the GPU in the
+   kernels' layouts (converted or packed once at load). Architecture code (arch_*.c) turns it into ops. */
+#ifndef WGLLM_MODEL_H
+#define WGLLM_MODEL_H
+#include <stdint.h>
+#include "gpu.h"
+#include "ops.h"
+#include "tensor_store.h"
+
+typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3 } llm_arch;
+
+typedef struct llm_hparams {
+  llm_arch arch;
+  char arch_name[32];  /* "llama", "qwen2", "qwen3" */
+  uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
+  float norm_eps;
+  int tied_embeddings; /* lm head reads the embedding table */
+  int qkv_bias;        /* Qwen2 */
+  int qk_norm;         /* Qwen3: per-head RMSNorm of q and k */
+  op_rope_mode rope_mode;
+  uint32_t rot_dim;    /* rotated dims per head (partial rotary < head_dim) */
+  float *inv_freq;     /* [rot_dim/2], scaling and per-pair factors applied */
+  char rope_desc[96];  /* e.g. "llama3 factor 32" */
+  uint32_t train_ctx;  /* max_position_embeddings / context_length */
+  int32_t bos, eos;    /* -1 if unknown */
+} llm_hparams;
+
+/* How to store linear weights on the GPU. */
+typedef struct llm_weight_policy {
+  int q4;          /* quantize f32/f16/bf16 linear weights to q4gsw on load */
+  uint32_t group;  /* q4gsw group: 32, 64 or 128 */
+} llm_weight_policy;
+
+typedef struct llm_layer {
+  gpu_view attn_norm, ffn_norm;   /* [n_embd] f32 */
+  gpu_view q_norm, k_norm;        /* [head_dim] f32, Qwen3 */
+  op_weight wq, wk, wv, wo;       /* [n_head*hd][n_embd], [n_kv*hd][n_embd] x2, [n_embd][n_head*hd] */
+  gpu_view bq, bk, bv;            /* Qwen2 biases */
+  op_weight w_gate, w_up, w_down; /* [n_ff][n_embd] x2, [n_embd][n_ff] */
+} llm_layer;
+
+typedef struct llm_model {
+  gpu_context *gpu;
+  llm_hparams hp;
+  op_weight tok_embd;  /* [n_vocab][n_embd] */
+  op_weight output;    /* [n_vocab][n_embd]; the embedding table when tied */
+  gpu_view output_norm;
+  llm_layer *layers;   /* [n_layer] */
+  gpu_buffer **owned;  /* every buffer the model created */
+  size_t n_owned, cap_owned;
+  uint64_t weight_bytes;
+  char weights_desc[64]; /* "native", "q4gsw g32", ... */
+  char source[512];      /* path */
+} llm_model;
+
+typedef struct llm_load_options {
+  llm_weight_policy weights;
+} llm_load_options;
+
+/* Opens a Hugging Face directory or a .gguf file. PATH errors name the file, tensor and byte offset. */
+wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen);
+/* Reads hyperparameters (from config.json or GGUF metadata) and checks tensor shapes against them. */
+wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen);
+void llm_hparams_free(llm_hparams *hp);
+/* Loads weights to the GPU. On failure nothing stays allocated. */
+wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,
+                            char *err, size_t errlen);
+void llm_model_free(llm_model *m);
+/* Parses "native", "q4", "q4:64" into a policy. */
+wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *err, size_t errlen);
+#endif

@@ -1,0 +1,344 @@
+/* Hyperparameters of the Llama family (Llama 2/3.x, Qwen2, Qwen3) from a Hugging Face config.json or GGUF
+   metadata, the RoPE inverse frequencies (default, linear, llama3 scaling, GGUF rope_freqs factors), and
+   the check of every expected tensor's shape against them. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "gguf.h"
+#include "model.h"
+#include "safetensors.h"
+
+wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen) {
+  size_t n = strlen(path);
+  if (n > 5 && !strcmp(path + n - 5, ".gguf")) return gguf_open(path, out, err, errlen);
+  return st_open_dir(path, out, err, errlen);
+}
+
+void llm_hparams_free(llm_hparams *hp) {
+  free(hp->inv_freq);
+  hp->inv_freq = NULL;
+}
+
+static int json_num(const cJSON *o, const char *key, double *out) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsNumber(v)) return 0;
+  *out = v->valuedouble;
+  return 1;
+}
+
+static int json_u32(const cJSON *o, const char *key, uint32_t *out) {
+  double d;
+  if (!json_num(o, key, &d) || d < 0 || d > 4294967295.0 || d != floor(d)) return 0;
+  *out = (uint32_t)d;
+  return 1;
+}
+
+static int32_t json_token(const cJSON *o, const char *key) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
+  return cJSON_IsNumber(v) ? (int32_t)v->valuedouble : -1;
+}
+
+/* inv_freq[i] = theta^(-2i/dim) (f32, as transformers computes it) */
+static float *default_inv_freq(double theta, uint32_t dim) {
+  float *f = malloc(dim / 2 * sizeof *f);
+  if (!f) return NULL;
+  for (uint32_t i = 0; i < dim / 2; i++) f[i] = (float)(1.0 / pow(theta, (double)(2 * i) / dim));
+  return f;
+}
+
+/* transformers' _compute_llama3_parameters */
+static void llama3_scale(float *inv, uint32_t half, double factor, double lo, double hi, double old_ctx) {
+  double low_wl = old_ctx / lo, high_wl = old_ctx / hi;
+  for (uint32_t i = 0; i < half; i++) {
+    double f = inv[i], wl = 2 * M_PI / f, r = f;
+    if (wl > low_wl) r = f / factor;
+    if (!(wl < high_wl) && !(wl > low_wl)) {
+      double smooth = (old_ctx / wl - lo) / (hi - lo);
+      r = (1 - smooth) * f / factor + smooth * f;
+    }
+    inv[i] = (float)r;
+  }
+}
+
+static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+  /* transformers 5 keeps everything in rope_parameters; older configs use rope_theta + rope_scaling */
+  const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
+  const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
+  double theta = 10000.0, partial = 1.0;
+  if (!json_num(rp, "rope_theta", &theta)) json_num(cfg, "rope_theta", &theta);
+  if (!json_num(rp, "partial_rotary_factor", &partial)) json_num(cfg, "partial_rotary_factor", &partial);
+  const cJSON *sc = cJSON_IsObject(rp) ? rp : rs;
+  const char *type = "default";
+  if (cJSON_IsObject(sc)) {
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(sc, "rope_type");
+    if (!cJSON_IsString(t)) t = cJSON_GetObjectItemCaseSensitive(sc, "type");
+    if (cJSON_IsString(t)) type = t->valuestring;
+  }
+  hp->rot_dim = (uint32_t)(hp->head_dim * partial);
+  hp->rot_dim &= ~1u;
+  if (hp->rot_dim == 0) { snprintf(err, errlen, "config.json: rotary dimension is 0"); return WGLLM_ERR_FORMAT; }
+  hp->inv_freq = default_inv_freq(theta, hp->rot_dim);
+  if (!hp->inv_freq) return WGLLM_ERR_OUT_OF_MEMORY;
+  if (!strcmp(type, "default")) {
+    snprintf(hp->rope_desc, sizeof hp->rope_desc, "default theta %g", theta);
+  } else if (!strcmp(type, "linear")) {
+    double factor = 1;
+    json_num(sc, "factor", &factor);
+    for (uint32_t i = 0; i < hp->rot_dim / 2; i++) hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
+    snprintf(hp->rope_desc, sizeof hp->rope_desc, "linear theta %g factor %g", theta, factor);
+  } else if (!strcmp(type, "llama3")) {
+    double factor, lo, hi, old;
+    if (!json_num(sc, "factor", &factor) || !json_num(sc, "low_freq_factor", &lo) ||
+        !json_num(sc, "high_freq_factor", &hi) || !json_num(sc, "original_max_position_embeddings", &old)) {
+      snprintf(err, errlen, "config.json: llama3 rope scaling needs factor, low_freq_factor, high_freq_factor, "
+                            "original_max_position_embeddings");
+      return WGLLM_ERR_FORMAT;
+    }
+    llama3_scale(hp->inv_freq, hp->rot_dim / 2, factor, lo, hi, old);
+    snprintf(hp->rope_desc, sizeof hp->rope_desc, "llama3 theta %g factor %g", theta, factor);
+  } else {
+    snprintf(err, errlen, "config.json: rope type \"%s\" is not supported (default, linear, llama3)", type);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  hp->rope_mode = OP_ROPE_HALF; /* transformers' rotate_half layout */
+  return WGLLM_OK;
+}
+
+static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+  const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
+  if (!cJSON_IsString(mt)) { snprintf(err, errlen, "config.json: no model_type"); return WGLLM_ERR_FORMAT; }
+  const char *t = mt->valuestring;
+  if (!strcmp(t, "llama") || !strcmp(t, "mistral")) hp->arch = LLM_ARCH_LLAMA;
+  else if (!strcmp(t, "qwen2")) hp->arch = LLM_ARCH_QWEN2;
+  else if (!strcmp(t, "qwen3")) hp->arch = LLM_ARCH_QWEN3;
+  else {
+    snprintf(err, errlen, "config.json: architecture \"%s\" is not supported (llama, mistral, qwen2, qwen3)", t);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  snprintf(hp->arch_name, sizeof hp->arch_name, "%s", t);
+  const char *missing = NULL;
+  if (!json_u32(cfg, "vocab_size", &hp->n_vocab)) missing = "vocab_size";
+  else if (!json_u32(cfg, "hidden_size", &hp->n_embd)) missing = "hidden_size";
+  else if (!json_u32(cfg, "num_hidden_layers", &hp->n_layer)) missing = "num_hidden_layers";
+  else if (!json_u32(cfg, "num_attention_heads", &hp->n_head)) missing = "num_attention_heads";
+  else if (!json_u32(cfg, "intermediate_size", &hp->n_ff)) missing = "intermediate_size";
+  if (missing) { snprintf(err, errlen, "config.json: missing or invalid \"%s\"", missing); return WGLLM_ERR_FORMAT; }
+  if (!json_u32(cfg, "num_key_value_heads", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
+  if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
+    snprintf(err, errlen, "config.json: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (!json_u32(cfg, "head_dim", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
+  double eps = 1e-6;
+  json_num(cfg, "rms_norm_eps", &eps);
+  hp->norm_eps = (float)eps;
+  const cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
+  hp->tied_embeddings = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : 0;
+  const cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "attention_bias");
+  hp->qkv_bias = hp->arch == LLM_ARCH_QWEN2 || (cJSON_IsBool(ab) && cJSON_IsTrue(ab));
+  hp->qk_norm = hp->arch == LLM_ARCH_QWEN3;
+  const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
+  if (cJSON_IsString(act) && strcmp(act->valuestring, "silu")) {
+    snprintf(err, errlen, "config.json: hidden_act \"%s\" is not supported for %s (silu)", act->valuestring, t);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  if (!json_u32(cfg, "max_position_embeddings", &hp->train_ctx)) hp->train_ctx = 4096;
+  hp->bos = json_token(cfg, "bos_token_id");
+  hp->eos = json_token(cfg, "eos_token_id");
+  return hf_rope(cfg, hp, err, errlen);
+}
+
+static int gguf_u32(const wt_store *st, const char *arch, const char *key, uint32_t *out) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", arch, key);
+  uint64_t v;
+  if (!gguf_get_u64(st, k, &v) || v > 0xffffffffu) return 0;
+  *out = (uint32_t)v;
+  return 1;
+}
+
+static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
+  const char *a = gguf_get_str(st, "general.architecture");
+  if (!a) { snprintf(err, errlen, "GGUF: no general.architecture"); return WGLLM_ERR_FORMAT; }
+  if (!strcmp(a, "llama")) hp->arch = LLM_ARCH_LLAMA;
+  else if (!strcmp(a, "qwen2")) hp->arch = LLM_ARCH_QWEN2;
+  else if (!strcmp(a, "qwen3")) hp->arch = LLM_ARCH_QWEN3;
+  else {
+    snprintf(err, errlen, "GGUF: architecture \"%s\" is not supported (llama, qwen2, qwen3)", a);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  snprintf(hp->arch_name, sizeof hp->arch_name, "%s", a);
+  const char *missing = NULL;
+  if (!gguf_u32(st, a, "embedding_length", &hp->n_embd)) missing = "embedding_length";
+  else if (!gguf_u32(st, a, "block_count", &hp->n_layer)) missing = "block_count";
+  else if (!gguf_u32(st, a, "attention.head_count", &hp->n_head)) missing = "attention.head_count";
+  else if (!gguf_u32(st, a, "feed_forward_length", &hp->n_ff)) missing = "feed_forward_length";
+  if (missing) { snprintf(err, errlen, "GGUF: missing or invalid %s.%s", a, missing); return WGLLM_ERR_FORMAT; }
+  if (!gguf_u32(st, a, "attention.head_count_kv", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
+  if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
+    snprintf(err, errlen, "GGUF: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (!gguf_u32(st, a, "attention.key_length", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
+  const wt_tensor *emb = wt_find(st, "token_embd.weight");
+  if (!emb || emb->n_dims != 2) { snprintf(err, errlen, "GGUF: missing tensor token_embd.weight"); return WGLLM_ERR_FORMAT; }
+  hp->n_vocab = (uint32_t)emb->shape[0];
+  char k[128];
+  double eps = 1e-5, theta = 10000.0;
+  snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
+  gguf_get_f64(st, k, &eps);
+  hp->norm_eps = (float)eps;
+  snprintf(k, sizeof k, "%s.rope.freq_base", a);
+  gguf_get_f64(st, k, &theta);
+  if (!gguf_u32(st, a, "rope.dimension_count", &hp->rot_dim)) hp->rot_dim = hp->head_dim;
+  if (!gguf_u32(st, a, "context_length", &hp->train_ctx)) hp->train_ctx = 4096;
+  hp->tied_embeddings = wt_find(st, "output.weight") == NULL;
+  hp->qkv_bias = wt_find(st, "blk.0.attn_q.bias") != NULL;
+  hp->qk_norm = hp->arch == LLM_ARCH_QWEN3;
+  /* llama.cpp permutes Llama's q/k rows for adjacent-pair RoPE; Qwen keeps the NeoX (half-split) layout */
+  hp->rope_mode = hp->arch == LLM_ARCH_LLAMA ? OP_ROPE_ADJACENT : OP_ROPE_HALF;
+  uint64_t v;
+  hp->bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
+  hp->eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (int32_t)v : -1;
+  if (hp->rot_dim == 0 || hp->rot_dim > hp->head_dim || hp->rot_dim % 2) {
+    snprintf(err, errlen, "GGUF: rope.dimension_count %u invalid for head_dim %u", hp->rot_dim, hp->head_dim);
+    return WGLLM_ERR_FORMAT;
+  }
+  hp->inv_freq = default_inv_freq(theta, hp->rot_dim);
+  if (!hp->inv_freq) return WGLLM_ERR_OUT_OF_MEMORY;
+  snprintf(hp->rope_desc, sizeof hp->rope_desc, "theta %g", theta);
+  const wt_tensor *rf = wt_find(st, "rope_freqs.weight");
+  if (rf) { /* per-pair frequency factors (llama3 scaling as llama.cpp stores it) */
+    if (rf->dtype != WT_F32 || wt_numel(rf) != hp->rot_dim / 2) {
+      snprintf(err, errlen, "GGUF: rope_freqs.weight must be F32 [%u] (is %s with %lld elements)", hp->rot_dim / 2,
+               wt_dtype_name(rf->dtype), (long long)wt_numel(rf));
+      return WGLLM_ERR_FORMAT;
+    }
+    for (uint32_t i = 0; i < hp->rot_dim / 2; i++) {
+      float f;
+      memcpy(&f, (const char *)rf->data + 4 * i, 4);
+      if (!(f > 0)) { snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not positive", i, f); return WGLLM_ERR_FORMAT; }
+      hp->inv_freq[i] /= f;
+    }
+    strncat(hp->rope_desc, ", rope_freqs factors", sizeof hp->rope_desc - strlen(hp->rope_desc) - 1);
+  }
+  return WGLLM_OK;
+}
+
+/* Expected tensors and their shapes, in each format's names. */
+typedef struct expect {
+  char name[96];
+  int64_t d0, d1; /* d1 = 0: a vector */
+} expect;
+
+static wgllm_status check_one(const wt_store *st, const expect *e, char *err, size_t errlen) {
+  const wt_tensor *t = wt_find(st, e->name);
+  if (!t) { snprintf(err, errlen, "missing tensor %s", e->name); return WGLLM_ERR_FORMAT; }
+  int dims = e->d1 ? 2 : 1;
+  if (t->n_dims != dims || t->shape[0] != e->d0 || (dims == 2 && t->shape[1] != e->d1)) {
+    char got[64] = "";
+    for (int i = 0; i < t->n_dims; i++)
+      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    if (dims == 2)
+      snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld, %lld]", e->name, t->file, got,
+               (long long)e->d0, (long long)e->d1);
+    else
+      snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld]", e->name, t->file, got, (long long)e->d0);
+    return WGLLM_ERR_FORMAT;
+  }
+  return WGLLM_OK;
+}
+
+/* Names of the per-layer tensors in HF and GGUF conventions. */
+const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len);
+
+static wgllm_status check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen) {
+  int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
+  int64_t D = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
+  char nb[96];
+  expect g[] = {{"", hp->n_vocab, D}, {"", D, 0}};
+  snprintf(g[0].name, sizeof g[0].name, "%s", llm_tensor_name(gguf, "embed", -1, nb, sizeof nb));
+  snprintf(g[1].name, sizeof g[1].name, "%s", llm_tensor_name(gguf, "norm", -1, nb, sizeof nb));
+  for (int i = 0; i < 2; i++) {
+    wgllm_status s = check_one(st, &g[i], err, errlen);
+    if (s) return s;
+  }
+  if (!hp->tied_embeddings) {
+    expect o = {"", hp->n_vocab, D};
+    snprintf(o.name, sizeof o.name, "%s", llm_tensor_name(gguf, "output", -1, nb, sizeof nb));
+    wgllm_status s = check_one(st, &o, err, errlen);
+    if (s) return s;
+  }
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    struct { const char *role; int64_t d0, d1; int when; } r[] = {
+        {"attn_norm", D, 0, 1}, {"ffn_norm", D, 0, 1},   {"wq", q, D, 1},     {"wk", kv, D, 1},
+        {"wv", kv, D, 1},       {"wo", D, q, 1},         {"gate", hp->n_ff, D, 1}, {"up", hp->n_ff, D, 1},
+        {"down", D, hp->n_ff, 1}, {"bq", q, 0, hp->qkv_bias}, {"bk", kv, 0, hp->qkv_bias}, {"bv", kv, 0, hp->qkv_bias},
+        {"q_norm", hp->head_dim, 0, hp->qk_norm}, {"k_norm", hp->head_dim, 0, hp->qk_norm}};
+    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
+      if (!r[i].when) continue;
+      expect e = {"", r[i].d0, r[i].d1};
+      snprintf(e.name, sizeof e.name, "%s", llm_tensor_name(gguf, r[i].role, (int)l, nb, sizeof nb));
+      wgllm_status s = check_one(st, &e, err, errlen);
+      if (s) return s;
+    }
+  }
+  return WGLLM_OK;
+}
+
+const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len) {
+  static const struct { const char *role, *hf, *gg; } map[] = {
+      {"embed", "model.embed_tokens.weight", "token_embd.weight"},
+      {"norm", "model.norm.weight", "output_norm.weight"},
+      {"output", "lm_head.weight", "output.weight"},
+      {"attn_norm", "input_layernorm.weight", "attn_norm.weight"},
+      {"ffn_norm", "post_attention_layernorm.weight", "ffn_norm.weight"},
+      {"wq", "self_attn.q_proj.weight", "attn_q.weight"},
+      {"wk", "self_attn.k_proj.weight", "attn_k.weight"},
+      {"wv", "self_attn.v_proj.weight", "attn_v.weight"},
+      {"wo", "self_attn.o_proj.weight", "attn_output.weight"},
+      {"bq", "self_attn.q_proj.bias", "attn_q.bias"},
+      {"bk", "self_attn.k_proj.bias", "attn_k.bias"},
+      {"bv", "self_attn.v_proj.bias", "attn_v.bias"},
+      {"q_norm", "self_attn.q_norm.weight", "attn_q_norm.weight"},
+      {"k_norm", "self_attn.k_norm.weight", "attn_k_norm.weight"},
+      {"gate", "mlp.gate_proj.weight", "ffn_gate.weight"},
+      {"up", "mlp.up_proj.weight", "ffn_up.weight"},
+      {"down", "mlp.down_proj.weight", "ffn_down.weight"},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
+    if (strcmp(map[i].role, role)) continue;
+    const char *n = gguf ? map[i].gg : map[i].hf;
+    if (layer < 0) snprintf(buf, len, "%s", n);
+    else if (gguf) snprintf(buf, len, "blk.%d.%s", layer, n);
+    else snprintf(buf, len, "model.layers.%d.%s", layer, n);
+    return buf;
+  }
+  snprintf(buf, len, "?%s", role);
+  return buf;
+}
+
+wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
+  memset(hp, 0, sizeof *hp);
+  wgllm_status s;
+  if (wt_store_format(st) == WT_FORMAT_GGUF) s = gguf_hparams(st, hp, err, errlen);
+  else {
+    const cJSON *cfg = wt_config(st);
+    if (!cfg) { snprintf(err, errlen, "no config.json"); return WGLLM_ERR_FORMAT; }
+    s = hf_hparams(cfg, hp, err, errlen);
+  }
+  if (!s && (!hp->n_vocab || !hp->n_embd || !hp->n_layer || !hp->head_dim || !hp->n_ff)) {
+    snprintf(err, errlen, "hyperparameters incomplete (vocab %u, hidden %u, layers %u, head_dim %u, ffn %u)",
+             hp->n_vocab, hp->n_embd, hp->n_layer, hp->head_dim, hp->n_ff);
+    s = WGLLM_ERR_FORMAT;
+  }
+  if (!s && hp->head_dim > 512) {
+    snprintf(err, errlen, "head_dim %u is over the attention kernel's 512", hp->head_dim);
+    s = WGLLM_ERR_UNSUPPORTED;
+  }
+  if (!s) s = check_shapes(st, hp, err, errlen);
+  if (s) llm_hparams_free(hp);
+  return s;
+}

@@ -1,0 +1,120 @@
+/* Small helpers shared by CLI subcommands: id-list parsing and GPU/model setup with readable errors. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+
+int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
+  *out = NULL;
+  *n = 0;
+  size_t cap = 16, cnt = 0;
+  int32_t *v = malloc(cap * sizeof *v);
+  if (!v) return -1;
+  const char *p = s;
+  while (*p) {
+    char *end;
+    errno = 0;
+    long x = strtol(p, &end, 10);
+    if (end == p || errno || x < 0 || x > 0x7fffffff || (*end && *end != ',')) { free(v); return -1; }
+    if (cnt == cap) {
+      cap *= 2;
+      int32_t *nv = realloc(v, cap * sizeof *nv);
+      if (!nv) { free(v); return -1; }
+      v = nv;
+    }
+    v[cnt++] = (int32_t)x;
+    p = *end ? end + 1 : end;
+  }
+  *out = v;
+  *n = (uint32_t)cnt;
+  return 0;
+}
+
+int cli_open_gpu(const cli_common *c, gpu_context **gpu) {
+  char err[1024];
+  gpu_options o = {0};
+  o.adapter_name = c->adapter;
+  o.disable_f16 = c->no_f16;
+  wgllm_status s = gpu_create(&o, gpu, err, sizeof err);
+  if (s) { fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(s)); return 1; }
+  return 0;
+}
+
+/* Parses an option shared by the model commands; returns 1 if consumed (advancing *i), 0 if not, -1 on error. */
+int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
+  const char *a = argv[*i];
+  int has_val = *i + 1 < argc;
+  if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
+    if (!has_val) goto missing;
+    c->model = argv[++*i];
+    return 1;
+  }
+  if (!strcmp(a, "--weights")) {
+    if (!has_val) goto missing;
+    c->weights = argv[++*i];
+    return 1;
+  }
+  if (!strcmp(a, "--kv")) {
+    if (!has_val) goto missing;
+    const char *v = argv[++*i];
+    if (!strcmp(v, "f16")) c->kv_f16 = 1;
+    else if (!strcmp(v, "f32")) c->kv_f16 = 0;
+    else { fprintf(stderr, "wgllm: --kv %s: expected f32 or f16\n", v); return -1; }
+    return 1;
+  }
+  if (!strcmp(a, "--ctx")) {
+    if (!has_val) goto missing;
+    long v = strtol(argv[++*i], NULL, 10);
+    if (v <= 0 || v > (1 << 24)) { fprintf(stderr, "wgllm: --ctx %s: expected a positive token count\n", argv[*i]); return -1; }
+    c->ctx = (uint32_t)v;
+    return 1;
+  }
+  if (!strcmp(a, "--adapter")) {
+    if (!has_val) goto missing;
+    c->adapter = argv[++*i];
+    return 1;
+  }
+  if (!strcmp(a, "--no-f16")) {
+    c->no_f16 = 1;
+    return 1;
+  }
+  return 0;
+missing:
+  fprintf(stderr, "wgllm: %s needs a value\n", a);
+  return -1;
+}
+
+int cli_load(const cli_common *c, gpu_context **gpu, llm_model **m, llm_session **s) {
+  char err[1024];
+  *gpu = NULL;
+  *m = NULL;
+  if (s) *s = NULL;
+  if (!c->model) { fprintf(stderr, "wgllm: -m PATH is required\n"); return 2; }
+  llm_load_options lo = {0};
+  wgllm_status st = llm_parse_weight_policy(c->weights, &lo.weights, err, sizeof err);
+  if (st) { fprintf(stderr, "wgllm: %s\n", err); return 2; }
+  if (cli_open_gpu(c, gpu)) return 1;
+  st = llm_model_load(*gpu, c->model, &lo, m, err, sizeof err);
+  if (st) {
+    fprintf(stderr, "wgllm: %s: %s (%s)\n", c->model, err, wgllm_status_name(st));
+    gpu_destroy(*gpu);
+    *gpu = NULL;
+    return 1;
+  }
+  if (!s) return 0;
+  llm_session_options so = {0};
+  so.ctx = c->ctx;
+  so.kv_f16 = c->kv_f16;
+  st = llm_session_create(*m, &so, s, err, sizeof err);
+  if (st) {
+    fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(st));
+    llm_model_free(*m);
+    gpu_destroy(*gpu);
+    *m = NULL;
+    *gpu = NULL;
+    return 1;
+  }
+  if ((*s)->notice[0]) fprintf(stderr, "%s\n", (*s)->notice);
+  return 0;
+}
