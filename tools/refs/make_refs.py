@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Reference fixtures for conformance tests: tiny random-weight decoder models plus the logits that
+Hugging Face transformers computes for them (float32, CPU).
+
+Runs where torch and transformers are installed (the GPU device machine has both):
+    python3 make_refs.py OUT_DIR [--seed N] [--scale small|medium] [--only NAME,NAME]
+
+Each model lands in OUT_DIR/<name>/ with:
+    config.json + model.safetensors   (Hugging Face layout; or model.gguf for the *_gguf cases)
+    ref.json                          prompt_ids, greedy_ids, logits_shape, notes
+    logits.f32                        little-endian float32, shape [T+N, vocab]:
+                                      rows 0..T-1   = logits of a full prefill over prompt_ids (no cache)
+                                      rows T..T+N-1 = logits of decode steps fed greedy_ids[0..N-1] one by one
+                                                      on top of the prompt's KV cache (teacher forcing)
+greedy_ids[i] is the argmax of row T-1+i, so an engine's greedy run can be compared too (watch the near ties:
+ref.json gives the smallest top-1 margin).
+"""
+import argparse, json, math, os, struct
+import numpy as np, torch, transformers
+
+ap = argparse.ArgumentParser()
+ap.add_argument("out"); ap.add_argument("--seed", type=int, default=11)
+ap.add_argument("--scale", choices=["small", "medium"], default="small"); ap.add_argument("--only", default="")
+A = ap.parse_args()
+torch.manual_seed(A.seed); np.random.seed(A.seed)
+S = {"small": dict(V=320, H=96, I=192, T=24, N=8), "medium": dict(V=512, H=256, I=512, T=40, N=12)}[A.scale]
+V, H, I, T, N = S["V"], S["H"], S["I"], S["T"], S["N"]
+
+def perturb(model, std=0.08, gemma_norm=False):
+    """Random weights with spread, so wrong math shows: norms near 1 (or near 0 for Gemma's (1+w)), small biases."""
+    g = torch.Generator().manual_seed(A.seed * 7919)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if p.numel() == 1: continue
+            if p.dim() == 1 and "norm" in n: p.copy_((0.0 if gemma_norm else 1.0) + 0.2 * torch.randn(p.shape, generator=g))
+            elif p.dim() == 1: p.copy_(0.1 * torch.randn(p.shape, generator=g))
+            else: p.copy_(std * torch.randn(p.shape, generator=g))
+
+def write_ref(d, name, model, note):
+    m32 = model.float().eval()
+    g = torch.Generator().manual_seed(A.seed + 17)
+    prompt = torch.randint(3, V, (1, T), generator=g)
+    with torch.no_grad():
+        rows = list(m32(prompt, use_cache=False).logits[0].float())
+        out = m32(prompt, use_cache=True); past = out.past_key_values; last = out.logits[0, -1]; gen = []
+        for _ in range(N):
+            nxt = int(torch.argmax(last)); gen.append(nxt)
+            out = m32(torch.tensor([[nxt]]), past_key_values=past, use_cache=True); past = out.past_key_values
+            last = out.logits[0, -1].float(); rows.append(last)
+    L = torch.stack(rows)
+    L.numpy().astype("<f4").tofile(os.path.join(d, "logits.f32"))
+    top2 = L.topk(2).values
+    ref = {"name": name, "arch": type(model).__name__, "prompt_ids": prompt[0].tolist(), "greedy_ids": gen,
+           "logits_file": "logits.f32", "logits_shape": [T + N, V], "min_top1_margin": float((top2[:, 0] - top2[:, 1]).min()),
+           "transformers": transformers.__version__, "seed": A.seed, "note": note}
+    json.dump(ref, open(os.path.join(d, "ref.json"), "w"), indent=1)
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} params, greedy {gen}")
+
+def hf_case(name, model, note, dtype=torch.float32):
+    d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
+    model = model.to(dtype); model.save_pretrained(d, safe_serialization=True)
+    for f in ("generation_config.json",):
+        if os.path.exists(os.path.join(d, f)): os.remove(os.path.join(d, f))
+    # wgllm fix: model.to(bf16) also rounds non-persistent float buffers (RoPE inv_freq) to bf16, and
+    # .float() does not restore them. Reload from disk in float32 so buffers are computed as a user's load would.
+    model = type(model).from_pretrained(d, dtype=torch.float32)
+    write_ref(d, name, model, note + f"; weights stored as {str(dtype).replace('torch.', '')}")
+
+# ---------------- GGUF writer (llama.cpp conventions) ----------------
+GT = {"u32": 4, "i32": 5, "f32": 6, "bool": 7, "str": 8, "arr": 9, "u64": 10}
+def gguf_write(path, kv, tensors, align=32):
+    def s_(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
+    def val(t, v): return s_(v) if t == "str" else struct.pack({"u32": "<I", "i32": "<i", "f32": "<f", "bool": "<?", "u64": "<Q"}[t], v)
+    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)))
+    for k, (t, v) in kv.items():
+        out += s_(k)
+        if isinstance(t, tuple):
+            out += struct.pack("<II", GT["arr"], GT[t[1]]) + struct.pack("<Q", len(v)) + b"".join(val(t[1], x) for x in v)
+        else:
+            out += struct.pack("<I", GT[t]) + val(t, v)
+    offs, blobs = 0, []
+    for name, ggml_type, ne, data in tensors:   # ne: dims innermost first (ne[0] = row length)
+        out += s_(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", x) for x in ne) + struct.pack("<IQ", ggml_type, offs)
+        blobs.append((offs, data)); offs = (offs + len(data) + align - 1) // align * align
+    out += b"\0" * ((-len(out)) % align); base = len(out)
+    for o, data in blobs: out += b"\0" * (base + o - len(out)) + data
+    open(path, "wb").write(out)
+
+def q4_0(w):   # ggml quantize_row_q4_0_ref: blocks of 32, d = signed max / -8, low nibbles = weights 0..15
+    r, c = w.shape; b = w.reshape(r, c // 32, 32).astype(np.float32)
+    mx = np.take_along_axis(b, np.abs(b).argmax(-1)[..., None], -1)[..., 0]; d = mx / -8.0
+    inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0)
+    q = np.minimum(15, (b * inv[..., None] + 8.5).astype(np.int8)).astype(np.uint8); d16 = d.astype(np.float16)
+    blob = np.concatenate([d16.view(np.uint8).reshape(r, c // 32, 2), (q[..., :16] | (q[..., 16:] << 4)).astype(np.uint8)], -1).tobytes()
+    return blob, ((q.astype(np.float32) - 8.0) * d16.astype(np.float32)[..., None]).reshape(r, c)
+
+def q8_0(w):
+    r, c = w.shape; b = w.reshape(r, c // 32, 32).astype(np.float32)
+    d = np.abs(b).max(-1) / 127.0; inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0)
+    q = np.round(b * inv[..., None]).astype(np.int8); d16 = d.astype(np.float16)
+    blob = np.concatenate([d16.view(np.uint8).reshape(r, c // 32, 2), q.view(np.uint8)], -1).tobytes()
+    return blob, (q.astype(np.float32) * d16.astype(np.float32)[..., None]).reshape(r, c)
+
+def llama_gguf_case(name, heads, kv_heads, layers, tied, rope_scaling):
+    hd = H // heads
+    c = transformers.LlamaConfig(vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, max_position_embeddings=4096, rope_theta=500000.0, tie_word_embeddings=tied,
+        rope_scaling=rope_scaling, rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
+    m = transformers.LlamaForCausalLM(c); perturb(m); m.eval()
+    d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
+    sd = {k: v.detach().float().numpy() for k, v in m.state_dict().items()}; deq = {}
+    def permute(w, n): return w.reshape(n, 2, w.shape[0] // n // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    ts = []
+    blob, deq["model.embed_tokens.weight"] = q8_0(sd["model.embed_tokens.weight"]); ts.append(("token_embd.weight", 8, [H, V], blob))
+    ts.append(("output_norm.weight", 0, [H], sd["model.norm.weight"].astype("<f4").tobytes()))
+    if not tied:
+        blob, deq["lm_head.weight"] = q8_0(sd["lm_head.weight"]); ts.append(("output.weight", 8, [H, V], blob))
+    if rope_scaling:
+        f, lo, hi, old = rope_scaling["factor"], rope_scaling["low_freq_factor"], rope_scaling["high_freq_factor"], rope_scaling["original_max_position_embeddings"]
+        rf = []
+        for fr in 1.0 / (500000.0 ** (np.arange(0, hd, 2, dtype=np.float32) / hd)):
+            wl = 2 * math.pi / fr
+            if wl < old / hi: rf.append(1.0)
+            elif wl > old / lo: rf.append(f)
+            else: sm = (old / wl - lo) / (hi - lo); rf.append(1 / ((1 - sm) / f + sm))
+        ts.append(("rope_freqs.weight", 0, [hd // 2], np.array(rf, dtype="<f4").tobytes()))
+    names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        ts.append((f"blk.{i}.attn_norm.weight", 0, [H], sd[p + "input_layernorm.weight"].astype("<f4").tobytes()))
+        ts.append((f"blk.{i}.ffn_norm.weight", 0, [H], sd[p + "post_attention_layernorm.weight"].astype("<f4").tobytes()))
+        for hf, gg in names.items():
+            w = sd[p + hf + ".weight"]
+            wp = permute(w, heads) if gg == "attn_q" else permute(w, kv_heads) if gg == "attn_k" else w
+            blob, _ = q4_0(wp); _, deq[p + hf + ".weight"] = q4_0(w)   # rows quantize independently
+            ts.append((f"blk.{i}.{gg}.weight", 2, [w.shape[1], w.shape[0]], blob))
+    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)]
+    kv = {"general.architecture": ("str", "llama"), "general.name": ("str", name), "general.alignment": ("u32", 32), "general.file_type": ("u32", 2),
+          "llama.context_length": ("u32", 4096), "llama.embedding_length": ("u32", H), "llama.block_count": ("u32", layers),
+          "llama.feed_forward_length": ("u32", I), "llama.rope.dimension_count": ("u32", hd), "llama.attention.head_count": ("u32", heads),
+          "llama.attention.head_count_kv": ("u32", kv_heads), "llama.attention.layer_norm_rms_epsilon": ("f32", 1e-5),
+          "llama.rope.freq_base": ("f32", 500000.0), "llama.vocab_size": ("u32", V),
+          "tokenizer.ggml.model": ("str", "llama"), "tokenizer.ggml.tokens": (("arr", "str"), toks),
+          "tokenizer.ggml.scores": (("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
+          "tokenizer.ggml.token_type": (("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
+          "tokenizer.ggml.bos_token_id": ("u32", 1), "tokenizer.ggml.eos_token_id": ("u32", 2), "tokenizer.ggml.unknown_token_id": ("u32", 0)}
+    gguf_write(os.path.join(d, "model.gguf"), kv, ts)
+    with torch.no_grad():
+        msd = m.state_dict()
+        for k, v in deq.items(): msd[k].copy_(torch.from_numpy(v))
+    write_ref(d, name, m, "GGUF v3 in llama.cpp layout: Q4_0 linears (attn_q/attn_k rows permuted for adjacent-pair RoPE), "
+              "Q8_0 embedding/output, F32 norms" + (", rope_freqs (llama3 scaling)" if rope_scaling else "") +
+              "; reference = the same model with every quantized tensor dequantized")
+
+L3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
+CASES = {
+    "llama_gqa": lambda: hf_case("llama_gqa", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=3, num_attention_heads=6, num_key_value_heads=2, head_dim=H // 6,
+        max_position_embeddings=4096, rope_theta=500000.0, rope_scaling=L3, tie_word_embeddings=True, rms_norm_eps=1e-5))),
+        "Llama 3 style: GQA 6/2, llama3 RoPE scaling, tied embeddings"),
+    "llama_mha_bf16": lambda: hf_case("llama_mha_bf16", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+        max_position_embeddings=2048, rope_theta=10000.0, tie_word_embeddings=False, rms_norm_eps=1e-6))),
+        "Llama 2 style: MHA, untied lm_head", torch.bfloat16),
+    "qwen2": lambda: hf_case("qwen2", (lambda m: (perturb(m), m)[1])(transformers.Qwen2ForCausalLM(transformers.Qwen2Config(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=2, num_attention_heads=6, num_key_value_heads=3,
+        max_position_embeddings=4096, rope_theta=1000000.0, tie_word_embeddings=False, rms_norm_eps=1e-6))), "Qwen2: q/k/v biases"),
+    "qwen3": lambda: hf_case("qwen3", (lambda m: (perturb(m), m)[1])(transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        max_position_embeddings=4096, rope_theta=1000000.0, tie_word_embeddings=True, rms_norm_eps=1e-6))), "Qwen3: per-head q/k RMSNorm, head_dim independent of hidden"),
+    "gemma3": lambda: hf_case("gemma3", (lambda m: (perturb(m, gemma_norm=True), m)[1])(transformers.Gemma3ForCausalLM(transformers.Gemma3TextConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        sliding_window=8, max_position_embeddings=4096, query_pre_attn_scalar=32,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"]))),
+        "Gemma 3 text: sliding window 8 (shorter than the sequence), local/global RoPE bases, (1+w) RMSNorm, sandwich norms, GeGLU", torch.bfloat16),
+    "gemma4_kv_shared": lambda: hf_case("gemma4_kv_shared", (lambda m: (perturb(m, gemma_norm=False), m)[1])(transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=1, head_dim=32,
+        sliding_window=8, max_position_embeddings=4096, vocab_size_per_layer_input=V, hidden_size_per_layer_input=16,
+        layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2, num_kv_shared_layers=3, final_logit_softcapping=30.0))),
+        "Gemma 4 text: last 3 layers reuse K/V of earlier layers (KV sharing), per-layer inputs, sliding window 8, proportional RoPE on full layers, softcap 30", torch.bfloat16),
+    "llama_q4_0_gguf": lambda: llama_gguf_case("llama_q4_0_gguf", 6, 2, 2, False, L3),
+}
+for n in (A.only.split(",") if A.only else CASES):
+    CASES[n]()
