@@ -95,4 +95,15 @@ typedef struct op_attn_params {
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
 
+
+/* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
+   tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets
+   the token. temperature <= 0 is greedy. top_k 0 = off, top_p 1 = off, min_p 0 = off, rep_penalty 1 = off. */
+#define OP_SAMPLE_RING_MAX 256
+typedef struct op_sample_params {
+  float temperature, top_p, min_p, rep_penalty;
+  uint32_t top_k, ring_cap, seed;
+} op_sample_params;
+wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view logits, gpu_view state, gpu_view out,
+                       uint32_t V);
 #endif
