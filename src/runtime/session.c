@@ -19,12 +19,24 @@ void llm_session_free(llm_session *s) {
   if (!s) return;
   gpu_recorder_free(s->step);
   llm_scratch_release(s->gpu, &s->step_scratch);
+  gpu_buffer_destroy(s->gpu, s->sampler_state);
   kv_free(s->gpu, &s->kv);
   gpu_buffer_destroy(s->gpu, s->rope_cs);
+  free(s->fed);
   free(s);
 }
 
 void llm_session_reset(llm_session *s) { s->n_past = 0; }
+
+void llm_session_rewind(llm_session *s, uint32_t n) {
+  if (n < s->n_past) s->n_past = n;
+}
+
+uint32_t llm_session_common_prefix(const llm_session *s, const int32_t *ids, uint32_t n) {
+  uint32_t i = 0;
+  while (i < n && i < s->n_past && s->fed[i] == ids[i]) i++;
+  return i;
+}
 
 wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, char *err,
                                 size_t errlen) {
@@ -54,9 +66,10 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   kv->layout.ctx = s->opt.ctx;
   kv->layout.f16 = f16;
   kv->n_layer = hp->n_layer;
+  s->fed = malloc(s->opt.ctx * sizeof *s->fed);
   kv->k = calloc(hp->n_layer, sizeof *kv->k);
   kv->v = calloc(hp->n_layer, sizeof *kv->v);
-  wgllm_status st = (!kv->k || !kv->v) ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_OK;
+  wgllm_status st = (!kv->k || !kv->v || !s->fed) ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_OK;
   if (st) snprintf(err, errlen, "out of host memory");
   uint64_t per = (uint64_t)hp->n_head_kv * s->opt.ctx * hp->head_dim * (f16 ? 2 : 4);
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
@@ -85,7 +98,15 @@ static wgllm_status check_ids(llm_session *s, const int32_t *ids, uint32_t T) {
   return WGLLM_OK;
 }
 
+static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows, int sample);
+
 wgllm_status llm_session_prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows) {
+  return prefill(s, ids, T, logits, all_rows, 0);
+}
+
+static wgllm_status ensure_step(llm_session *s);
+
+static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows, int sample) {
   s->err[0] = 0;
   if (T == 0) { snprintf(s->err, sizeof s->err, "empty prompt: nothing to prefill"); return WGLLM_ERR_INVALID_ARG; }
   wgllm_status st = check_ids(s, ids, T);
@@ -107,6 +128,9 @@ wgllm_status llm_session_prefill(llm_session *s, const int32_t *ids, uint32_t T,
     gpu_recorder *rec = gpu_recorder_create(s->gpu, 0);
     if (!rec) { st = WGLLM_ERR_OUT_OF_MEMORY; snprintf(s->err, sizeof s->err, "out of host memory"); break; }
     st = llm_encode_forward(rec, s->m, &s->kv, s->rope_cs, &sc, n, n_logits);
+    if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
+      st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state), gpu_whole(s->step_scratch.ids),
+                     hp->n_vocab);
     if (!st) st = gpu_recorder_run(rec);
     if (st) snprintf(s->err, sizeof s->err, "prefill: %s", gpu_recorder_error(rec));
     gpu_recorder_free(rec);
@@ -114,7 +138,10 @@ wgllm_status llm_session_prefill(llm_session *s, const int32_t *ids, uint32_t T,
       float *dst = all_rows ? logits + (uint64_t)done * hp->n_vocab : logits;
       st = gpu_read(s->gpu, sc.logits, 0, dst, (uint64_t)n_logits * hp->n_vocab * 4, s->err, sizeof s->err);
     }
-    if (!st) s->n_past += n;
+    if (!st) {
+      memcpy(s->fed + s->n_past, ids + done, (size_t)n * sizeof *ids);
+      s->n_past += n;
+    }
   }
   free(pos);
   llm_scratch_release(s->gpu, &sc);
@@ -126,25 +153,116 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
   wgllm_status st = check_ids(s, &id, 1);
   if (st) return st;
   const llm_hparams *hp = &s->m->hp;
-  if (!s->step) { /* record the step once; afterwards only the token id and position change */
-    st = llm_scratch_acquire(s->gpu, hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
-    if (st) return st;
-    s->step = gpu_recorder_create(s->gpu, 1);
-    if (!s->step) { snprintf(s->err, sizeof s->err, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
-    st = llm_encode_forward(s->step, s->m, &s->kv, s->rope_cs, &s->step_scratch, 1, 1);
-    if (st) {
-      snprintf(s->err, sizeof s->err, "recording the decode step: %s", gpu_recorder_error(s->step));
-      gpu_recorder_free(s->step);
-      s->step = NULL;
-      return st;
-    }
+  if (s->has_sampler) {
+    snprintf(s->err, sizeof s->err, "llm_session_decode: a sampler is set; use llm_session_step_sample");
+    return WGLLM_ERR_INVALID_ARG;
   }
+  st = ensure_step(s);
+  if (st) return st;
   uint32_t u = (uint32_t)id, p = s->n_past;
   gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
   gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4);
   st = gpu_recorder_run(s->step);
   if (st) { snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step)); return st; }
   if (logits) st = gpu_read(s->gpu, s->step_scratch.logits, 0, logits, (uint64_t)hp->n_vocab * 4, s->err, sizeof s->err);
-  if (!st) s->n_past++;
+  if (!st) s->fed[s->n_past++] = id;
+  return st;
+}
+
+/* Records the decode step once (forward + optional sampler); afterwards only GPU-side values change. */
+static wgllm_status ensure_step(llm_session *s) {
+  if (s->step) return WGLLM_OK;
+  const llm_hparams *hp = &s->m->hp;
+  wgllm_status st;
+  if (!s->step_scratch.ids) {
+    st = llm_scratch_acquire(s->gpu, hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
+    if (st) return st;
+  }
+  s->step = gpu_recorder_create(s->gpu, 1);
+  if (!s->step) { snprintf(s->err, sizeof s->err, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  st = llm_encode_forward(s->step, s->m, &s->kv, s->rope_cs, &s->step_scratch, 1, 1);
+  if (!st && s->has_sampler)
+    st = op_sample(s->step, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
+                   gpu_whole(s->step_scratch.ids), hp->n_vocab);
+  if (st) {
+    snprintf(s->err, sizeof s->err, "recording the decode step: %s", gpu_recorder_error(s->step));
+    gpu_recorder_free(s->step);
+    s->step = NULL;
+  }
+  return st;
+}
+
+wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp, const int32_t *recent,
+                                     uint32_t n_recent) {
+  s->err[0] = 0;
+  wgllm_status st;
+  if (!s->sampler_state) {
+    st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, s->err, sizeof s->err);
+    if (st) return st;
+  }
+  if (!s->step_scratch.ids) {
+    st = llm_scratch_acquire(s->gpu, &s->m->hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
+    if (st) return st;
+  }
+  op_sample_params p = *sp;
+  if (p.ring_cap > OP_SAMPLE_RING_MAX) p.ring_cap = OP_SAMPLE_RING_MAX;
+  if (p.rep_penalty == 1.0f) p.ring_cap = 0;
+  uint32_t state[4 + OP_SAMPLE_RING_MAX] = {0};
+  uint32_t n = n_recent < p.ring_cap ? n_recent : p.ring_cap;
+  for (uint32_t i = 0; i < n; i++) state[4 + i] = (uint32_t)recent[n_recent - n + i];
+  state[1] = n;
+  state[2] = p.ring_cap ? n % p.ring_cap : 0;
+  gpu_write(s->gpu, s->sampler_state, 0, state, sizeof state);
+  /* the step bakes the sampler's parameters in: re-record it when they change */
+  if (s->step && (!s->has_sampler || memcmp(&p, &s->sampler, sizeof p))) {
+    gpu_recorder_free(s->step);
+    s->step = NULL;
+  }
+  s->sampler = p;
+  s->has_sampler = 1;
+  return ensure_step(s);
+}
+
+static wgllm_status read_token(llm_session *s, int32_t *token) {
+  uint32_t t;
+  wgllm_status st = gpu_read(s->gpu, s->step_scratch.ids, 0, &t, 4, s->err, sizeof s->err);
+  if (!st && t >= s->m->hp.n_vocab) {
+    snprintf(s->err, sizeof s->err, "sampler returned token %u outside the vocabulary of %u", t, s->m->hp.n_vocab);
+    st = WGLLM_ERR_INTERNAL;
+  }
+  if (!st) *token = (int32_t)t;
+  return st;
+}
+
+wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint32_t T, int32_t *token) {
+  if (!s->has_sampler) {
+    snprintf(s->err, sizeof s->err, "llm_session_prefill_sample: no sampler set");
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  wgllm_status st = prefill(s, ids, T, NULL, 0, 1);
+  if (!st) st = read_token(s, token);
+  if (!st) s->last_sampled = *token;
+  return st;
+}
+
+wgllm_status llm_session_step_sample(llm_session *s, int32_t *token) {
+  s->err[0] = 0;
+  if (!s->has_sampler || !s->step) {
+    snprintf(s->err, sizeof s->err, "llm_session_step_sample: no sampler set");
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  if (s->n_past + 1 > s->opt.ctx) {
+    snprintf(s->err, sizeof s->err, "the context of %u tokens is full", s->opt.ctx);
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  uint32_t p = s->n_past;
+  gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4);
+  wgllm_status st = gpu_recorder_run(s->step);
+  if (st) { snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step)); return st; }
+  st = read_token(s, token);
+  if (!st) {
+    s->fed[s->n_past++] = s->last_sampled;
+    s->last_sampled = *token;
+  }
   return st;
 }

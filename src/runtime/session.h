@@ -18,9 +18,14 @@ typedef struct llm_session {
   llm_kv_cache kv;
   gpu_buffer *rope_cs; /* [ctx][rot/2] cos/sin */
   uint32_t n_past;
-  gpu_recorder *step;  /* the recorded decode step (kept) */
+  int32_t *fed;        /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
+  int32_t last_sampled; /* sitting in the step's input id, not yet fed */
+  gpu_recorder *step;  /* the recorded decode step (kept): forward, then the sampler when one is set */
   llm_scratch step_scratch;
-  char notice[256];    /* e.g. the f16 KV fallback */
+  gpu_buffer *sampler_state; /* u32 [4 + OP_SAMPLE_RING_MAX] (see op_sample) */
+  int has_sampler;
+  op_sample_params sampler;
+  char notice[512];    /* e.g. the f16 KV fallback */
   char err[1024];
 } llm_session;
 
@@ -29,8 +34,22 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
 void llm_session_free(llm_session *s);
 /* Clears the cache position (the next prefill starts at 0). */
 void llm_session_reset(llm_session *s);
+/* Keeps only the first n cached tokens (n <= n_past). */
+void llm_session_rewind(llm_session *s, uint32_t n);
+/* How many leading ids equal the tokens already in the cache. */
+uint32_t llm_session_common_prefix(const llm_session *s, const int32_t *ids, uint32_t n);
 /* Feeds T prompt tokens. logits: [T][n_vocab] when all_rows, else [n_vocab] for the last token; may be NULL. */
 wgllm_status llm_session_prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows);
-/* Feeds one token through the recorded step; logits [n_vocab] (may be NULL). */
+/* Feeds one token through the recorded step; logits [n_vocab] (may be NULL). Not with a sampler set. */
 wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits);
+
+/* Sampling on the GPU: the step is re-recorded with the sampler appended, so a generation step feeds the token
+   the previous step sampled without it passing through the CPU (only its id is read back). recent: the last
+   tokens for the repetition-penalty window (the prompt tail). */
+wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp, const int32_t *recent,
+                                     uint32_t n_recent);
+/* Prefills the prompt and samples the first token. */
+wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint32_t T, int32_t *token);
+/* Feeds the last sampled token and samples the next. */
+wgllm_status llm_session_step_sample(llm_session *s, int32_t *token);
 #endif
