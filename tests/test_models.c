@@ -12,7 +12,7 @@
 static char g_bin[512], g_tmp[256];
 
 typedef struct fixture {
-  char dir[256], model[300];
+  char dir[256], model[400];
   char *prompt, *decode; /* comma lists */
   int T, N, V;
   float *ref;            /* [T+N][V] */

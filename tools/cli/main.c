@@ -8,6 +8,9 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: wgllm <command> [options]\n"
           "commands:\n"
+          "  run      continue a prompt, streaming the text\n"
+          "  chat     interactive chat with the model's template\n"
+          "  tokenize text to token ids, or ids to text (--decode)\n"
           "  info     adapter, features and limits (--gpu), or a model file's contents (-m PATH)\n"
           "  logits   logits of prompt and decode ids, for conformance checks\n"
           "  version  print the version\n"
@@ -21,6 +24,9 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("wgllm %s\n", wgllm_version()); return 0; }
   if (!strcmp(cmd, "info")) return cli_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "logits")) return cli_logits(argc - 1, argv + 1);
+  if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
+  if (!strcmp(cmd, "chat")) return cli_chat(argc - 1, argv + 1);
+  if (!strcmp(cmd, "tokenize")) return cli_tokenize(argc - 1, argv + 1);
   fprintf(stderr, "wgllm: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

@@ -1,0 +1,287 @@
+/* The public C API (include/wgllm.h) over the internal layers: a model handle owns the GPU context, the
+   weights, the tokenizer and the chat template; a session handle owns the KV cache and sampler state. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "chat.h"
+#include "generate.h"
+#include "gpu.h"
+#include "model.h"
+#include "model_tokenizer.h"
+#include "session.h"
+#include "wgllm.h"
+
+struct wgllm_model {
+  gpu_context *gpu;
+  llm_model *m;
+  tokenizer *tok;
+  chat_template chat;
+  char err[1024];
+};
+
+struct wgllm_session {
+  wgllm_model *model;
+  llm_session *s;
+  char err[1024];
+};
+
+static _Thread_local char g_last_error[1024];
+
+const char *wgllm_last_error(void) { return g_last_error; }
+const char *wgllm_model_error(const wgllm_model *m) { return m ? m->err : ""; }
+const char *wgllm_session_error(const wgllm_session *s) { return s ? s->err : ""; }
+const char *wgllm_session_notice(const wgllm_session *s) { return s && s->s ? s->s->notice : ""; }
+void wgllm_free(void *p) { free(p); }
+
+static wgllm_status fail(char *err, wgllm_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, 1024, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+wgllm_model_params wgllm_model_default_params(void) {
+  wgllm_model_params p = {"native", NULL, NULL, 0};
+  return p;
+}
+
+wgllm_session_params wgllm_session_default_params(void) {
+  wgllm_session_params p = {4096, 0};
+  return p;
+}
+
+wgllm_generate_params wgllm_generate_default_params(void) {
+  wgllm_generate_params p;
+  memset(&p, 0, sizeof p);
+  p.max_tokens = 256;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.min_p = 0.05f;
+  p.repeat_penalty = 1.1f;
+  p.repeat_last_n = 64;
+  p.seed = 1;
+  return p;
+}
+
+void wgllm_model_free(wgllm_model *m) {
+  if (!m) return;
+  llm_model_free(m->m);
+  tok_free(m->tok);
+  gpu_destroy(m->gpu);
+  free(m);
+}
+
+wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *params, wgllm_model **out) {
+  g_last_error[0] = 0;
+  if (!out) return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_model_create: out is NULL");
+  *out = NULL;
+  if (!path) return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_model_create: path is NULL");
+  wgllm_model_params p = params ? *params : wgllm_model_default_params();
+  llm_load_options lo = {0};
+  char err[1024];
+  wgllm_status st = llm_parse_weight_policy(p.weights, &lo.weights, err, sizeof err);
+  if (st) return fail(g_last_error, st, "%s", err);
+  int forced = -1;
+  if (p.chat_template) {
+    forced = chat_template_from_name(p.chat_template);
+    if (forced < 0)
+      return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)",
+                  p.chat_template);
+  }
+  wgllm_model *m = calloc(1, sizeof *m);
+  if (!m) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  char *jinja = NULL;
+  st = llm_load_tokenizer(path, &m->tok, &jinja, err, sizeof err);
+  if (st) {
+    wgllm_model_free(m);
+    return fail(g_last_error, st, "%s: tokenizer: %s", path, err);
+  }
+  m->chat = forced >= 0 ? (chat_template)forced : chat_template_detect(jinja, m->tok);
+  free(jinja);
+  gpu_options go = {0};
+  go.adapter_name = p.adapter;
+  go.disable_f16 = p.disable_f16;
+  st = gpu_create(&go, &m->gpu, err, sizeof err);
+  if (!st) st = llm_model_load(m->gpu, path, &lo, &m->m, err, sizeof err);
+  if (st) {
+    wgllm_model_free(m);
+    return fail(g_last_error, st, "%s: %s", path, err);
+  }
+  if (tok_vocab_size(m->tok) > m->m->hp.n_vocab) {
+    st = fail(g_last_error, WGLLM_ERR_FORMAT, "%s: the tokenizer has %zu tokens but the model's vocabulary is %u", path,
+              tok_vocab_size(m->tok), m->m->hp.n_vocab);
+    wgllm_model_free(m);
+    return st;
+  }
+  *out = m;
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info) {
+  if (!m || !info) return WGLLM_ERR_INVALID_ARG;
+  const llm_hparams *hp = &m->m->hp;
+  info->architecture = hp->arch_name;
+  info->n_vocab = hp->n_vocab;
+  info->n_embd = hp->n_embd;
+  info->n_layer = hp->n_layer;
+  info->n_head = hp->n_head;
+  info->n_head_kv = hp->n_head_kv;
+  info->head_dim = hp->head_dim;
+  info->n_ff = hp->n_ff;
+  info->train_context = hp->train_ctx;
+  info->weight_bytes = m->m->weight_bytes;
+  info->weights = m->m->weights_desc;
+  info->adapter = m->gpu->adapter_name;
+  info->chat_template = chat_template_name(m->chat);
+  info->bos = tok_bos(m->tok);
+  info->eos = tok_eos(m->tok);
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids, size_t cap,
+                            size_t *n_ids) {
+  if (!m || !text || !n_ids || (cap && !ids)) return WGLLM_ERR_INVALID_ARG;
+  int32_t *v = NULL;
+  size_t n = 0;
+  wgllm_status st = tok_encode(m->tok, text, len, add_special, 1, &v, &n, m->err, sizeof m->err);
+  if (st) return st;
+  memcpy(ids, v, (n < cap ? n : cap) * sizeof *v);
+  *n_ids = n;
+  free(v);
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char **text) {
+  if (!m || !text || (n && !ids)) return WGLLM_ERR_INVALID_ARG;
+  size_t len;
+  return tok_decode(m->tok, ids, n, 0, text, &len, m->err, sizeof m->err);
+}
+
+wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out) {
+  g_last_error[0] = 0;
+  if (!m || !out) return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_session_create: model or out is NULL");
+  *out = NULL;
+  wgllm_session_params p = params ? *params : wgllm_session_default_params();
+  wgllm_session *s = calloc(1, sizeof *s);
+  if (!s) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  s->model = m;
+  llm_session_options so = {0};
+  so.ctx = p.context;
+  so.kv_f16 = p.kv_f16;
+  char err[1024];
+  wgllm_status st = llm_session_create(m->m, &so, &s->s, err, sizeof err);
+  if (st) {
+    free(s);
+    return fail(g_last_error, st, "%s", err);
+  }
+  *out = s;
+  return WGLLM_OK;
+}
+
+void wgllm_session_free(wgllm_session *s) {
+  if (!s) return;
+  llm_session_free(s->s);
+  free(s);
+}
+
+void wgllm_session_reset(wgllm_session *s) {
+  if (s) llm_session_reset(s->s);
+}
+
+static wgllm_status to_gen_params(wgllm_session *s, const wgllm_generate_params *p, llm_gen_params *gp) {
+  memset(gp, 0, sizeof *gp);
+  if (p->top_p < 0 || p->top_p > 1 || p->min_p < 0 || p->min_p > 1 || p->repeat_penalty <= 0 || p->temperature < 0)
+    return fail(s->err, WGLLM_ERR_INVALID_ARG,
+                "sampling: temperature >= 0, top_p and min_p in [0, 1] and repeat_penalty > 0 (got %g, %g, %g, %g)",
+                p->temperature, p->top_p, p->min_p, p->repeat_penalty);
+  gp->max_tokens = p->max_tokens;
+  gp->sampling.temperature = p->temperature;
+  gp->sampling.top_k = p->top_k;
+  gp->sampling.top_p = p->top_p;
+  gp->sampling.min_p = p->min_p;
+  gp->sampling.rep_penalty = p->repeat_penalty;
+  gp->sampling.ring_cap = p->repeat_last_n > OP_SAMPLE_RING_MAX ? OP_SAMPLE_RING_MAX : p->repeat_last_n;
+  gp->sampling.seed = p->seed;
+  gp->stop = p->stop;
+  gp->n_stop = p->n_stop;
+  gp->on_text = p->on_text;
+  gp->user = p->user;
+  return WGLLM_OK;
+}
+
+/* Generates from ids, reusing the cached prefix. */
+static wgllm_status run_ids(wgllm_session *s, const int32_t *ids, size_t n, const wgllm_generate_params *params,
+                            char **reply, wgllm_generate_stats *stats) {
+  wgllm_generate_params p = params ? *params : wgllm_generate_default_params();
+  llm_gen_params gp;
+  wgllm_status st = to_gen_params(s, &p, &gp);
+  if (st) return st;
+  if (n == 0) return fail(s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: nothing to continue from");
+  if (n >= s->s->opt.ctx)
+    return fail(s->err, WGLLM_ERR_INVALID_ARG, "the prompt is %zu tokens, the context only %u", n, s->s->opt.ctx);
+  /* keep the cached prefix, but always recompute at least the last prompt token (its logits are needed) */
+  uint32_t keep = llm_session_common_prefix(s->s, ids, (uint32_t)n);
+  if (keep >= n) keep = (uint32_t)n - 1;
+  llm_session_rewind(s->s, keep);
+  llm_gen_result r;
+  st = llm_generate(s->s, s->model->tok, ids + keep, (uint32_t)(n - keep), &gp, &r);
+  if (st) fail(s->err, st, "%s", s->s->err);
+  if (stats) {
+    stats->prompt_tokens = (uint32_t)n;
+    stats->cached_tokens = keep;
+    stats->generated_tokens = r.n_generated;
+    stats->prefill_seconds = r.prefill_s;
+    stats->decode_seconds = r.decode_s;
+    stats->stop_reason = llm_stop_reason_name(r.stop);
+  }
+  if (reply && !st) {
+    *reply = r.text;
+    r.text = NULL;
+  }
+  llm_gen_result_free(&r);
+  return st;
+}
+
+wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_generate_params *params,
+                            wgllm_generate_stats *stats) {
+  if (!s || !prompt) return WGLLM_ERR_INVALID_ARG;
+  s->err[0] = 0;
+  if (!prompt[0]) return fail(s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: give some text to continue");
+  int32_t *ids = NULL;
+  size_t n = 0;
+  wgllm_status st = tok_encode(s->model->tok, prompt, strlen(prompt), 1, 1, &ids, &n, s->err, sizeof s->err);
+  if (!st) st = run_ids(s, ids, n, params, NULL, stats);
+  free(ids);
+  return st;
+}
+
+wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n, const wgllm_generate_params *params,
+                        char **reply, wgllm_generate_stats *stats) {
+  if (!s || !messages || !n) return WGLLM_ERR_INVALID_ARG;
+  s->err[0] = 0;
+  chat_msg *msgs = malloc(n * sizeof *msgs);
+  if (!msgs) return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  for (size_t i = 0; i < n; i++) {
+    if (!messages[i].role || !messages[i].content) {
+      free(msgs);
+      return fail(s->err, WGLLM_ERR_INVALID_ARG, "message %zu has no role or content", i);
+    }
+    msgs[i].role = messages[i].role;
+    msgs[i].content = messages[i].content;
+  }
+  chat_template t = s->model->chat;
+  char *text = chat_format(t, msgs, n, 1);
+  free(msgs);
+  if (!text) return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  int32_t *ids = NULL;
+  size_t nid = 0;
+  /* templates spell BOS out as text; without a template the tokenizer adds it */
+  wgllm_status st = tok_encode(s->model->tok, text, strlen(text), t == CHAT_NONE, 1, &ids, &nid, s->err, sizeof s->err);
+  free(text);
+  if (!st) st = run_ids(s, ids, nid, params, reply, stats);
+  free(ids);
+  return st;
+}

@@ -1,0 +1,149 @@
+/* Tokenizer loading for model files (see model_tokenizer.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cjson/cJSON.h>
+#include "gguf.h"
+#include "model_tokenizer.h"
+
+static int is_file(const char *p) {
+  struct stat st;
+  return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b) b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+/* chat_template in tokenizer_config.json: a string, or a list of {name, template} (take "default") */
+static char *config_chat_template(const char *config_path) {
+  char *js = read_text(config_path);
+  if (!js) return NULL;
+  cJSON *j = cJSON_Parse(js);
+  free(js);
+  char *out = NULL;
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
+  if (cJSON_IsString(t)) out = strdup(t->valuestring);
+  else if (cJSON_IsArray(t)) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, t) {
+      const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name"), *tt = cJSON_GetObjectItemCaseSensitive(it, "template");
+      if (cJSON_IsString(tt) && (!out || (cJSON_IsString(n) && !strcmp(n->valuestring, "default")))) {
+        free(out);
+        out = strdup(tt->valuestring);
+      }
+    }
+  }
+  cJSON_Delete(j);
+  return out;
+}
+
+static wgllm_status load_gguf(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen) {
+  wt_store *st;
+  wgllm_status s = gguf_open(path, &st, err, errlen);
+  if (s) return s;
+  const char *model = gguf_get_str(st, "tokenizer.ggml.model");
+  const char *pre = gguf_get_str(st, "tokenizer.ggml.pre");
+  int et;
+  uint64_t n = 0, n_scores = 0, n_types = 0, n_merges = 0;
+  const void *data;
+  if (!model || !gguf_get_arr(st, "tokenizer.ggml.tokens", &et, &n, &data) || n == 0) {
+    snprintf(err, errlen, "%s: no tokenizer (tokenizer.ggml.model / tokenizer.ggml.tokens missing)", path);
+    wt_store_free(st);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (strcmp(model, "llama") && strcmp(model, "gpt2")) {
+    snprintf(err, errlen, "%s: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2)", path, model);
+    wt_store_free(st);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  const char **tokens = malloc(n * sizeof *tokens);
+  size_t *lens = malloc(n * sizeof *lens);
+  const float *scores = NULL;
+  const int32_t *types = NULL;
+  const void *sd = NULL, *td = NULL;
+  s = (!tokens || !lens) ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_OK;
+  for (uint64_t i = 0; !s && i < n; i++) tokens[i] = gguf_arr_str(st, "tokenizer.ggml.tokens", i, &lens[i]);
+  if (!s && gguf_get_arr(st, "tokenizer.ggml.scores", &et, &n_scores, &sd) && et == GGUF_TYPE_FLOAT32 && n_scores == n) scores = sd;
+  if (!s && gguf_get_arr(st, "tokenizer.ggml.token_type", &et, &n_types, &td) && et == GGUF_TYPE_INT32 && n_types == n) types = td;
+  const char **merges = NULL;
+  const void *md;
+  if (!s && gguf_get_arr(st, "tokenizer.ggml.merges", &et, &n_merges, &md) && n_merges) {
+    merges = malloc(n_merges * sizeof *merges);
+    char *pool = NULL;
+    size_t total = 0;
+    for (uint64_t i = 0; i < n_merges; i++) {
+      size_t l;
+      gguf_arr_str(st, "tokenizer.ggml.merges", i, &l);
+      total += l + 1;
+    }
+    pool = malloc(total ? total : 1);
+    if (!merges || !pool) s = WGLLM_ERR_OUT_OF_MEMORY;
+    size_t off = 0;
+    for (uint64_t i = 0; !s && i < n_merges; i++) { /* GGUF strings are not NUL-terminated */
+      size_t l;
+      const char *m = gguf_arr_str(st, "tokenizer.ggml.merges", i, &l);
+      memcpy(pool + off, m, l);
+      pool[off + l] = 0;
+      merges[i] = pool + off;
+      off += l + 1;
+    }
+    if (s) free(pool);
+  }
+  uint64_t v;
+  int32_t bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
+  int32_t eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (int32_t)v : -1;
+  int add_bos = gguf_get_u64(st, "tokenizer.ggml.add_bos_token", &v) ? (int)v : !strcmp(model, "llama");
+  int add_eos = gguf_get_u64(st, "tokenizer.ggml.add_eos_token", &v) ? (int)v : 0;
+  if (!s)
+    s = tok_create(model, pre ? pre : "default", n, tokens, lens, scores, types, n_merges, merges, bos, eos, add_bos,
+                   add_eos, out, err, errlen);
+  if (!s && gguf_get_u64(st, "tokenizer.ggml.add_space_prefix", &v)) tok_set_add_space_prefix(*out, (int)v);
+  if (s == WGLLM_ERR_OUT_OF_MEMORY && !err[0]) snprintf(err, errlen, "out of host memory");
+  if (!s && chat_template) {
+    const char *ct = gguf_get_str(st, "tokenizer.chat_template");
+    *chat_template = ct ? strdup(ct) : NULL;
+  }
+  if (merges) free((void *)merges[0]);
+  free(merges);
+  free(tokens);
+  free(lens);
+  wt_store_free(st);
+  return s;
+}
+
+wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen) {
+  *out = NULL;
+  if (chat_template) *chat_template = NULL;
+  err[0] = 0;
+  size_t n = strlen(path);
+  if (n > 5 && !strcmp(path + n - 5, ".gguf")) return load_gguf(path, out, chat_template, err, errlen);
+  char tj[1024], tc[1024];
+  if (n > 5 && !strcmp(path + n - 5, ".json")) {
+    snprintf(tj, sizeof tj, "%s", path);
+    const char *slash = strrchr(path, '/');
+    int dl = slash ? (int)(slash - path) : 1;
+    snprintf(tc, sizeof tc, "%.*s/tokenizer_config.json", dl, slash ? path : ".");
+  } else {
+    snprintf(tj, sizeof tj, "%s/tokenizer.json", path);
+    snprintf(tc, sizeof tc, "%s/tokenizer_config.json", path);
+  }
+  if (!is_file(tj)) {
+    snprintf(err, errlen, "%s: no tokenizer.json", path);
+    return WGLLM_ERR_IO;
+  }
+  const char *cfg = is_file(tc) ? tc : NULL;
+  wgllm_status s = tok_load_hf(tj, cfg, out, err, errlen);
+  if (!s && chat_template && cfg) *chat_template = config_chat_template(cfg);
+  return s;
+}

@@ -1,0 +1,10 @@
+/* Loading a model's tokenizer from where the model keeps it: tokenizer.json (+ tokenizer_config.json) in a
+   Hugging Face directory, the tokenizer.ggml.* arrays of a GGUF file, or a tokenizer.json given directly.
+   Also returns the chat template text the files carry (for template detection). */
+#ifndef WGLLM_MODEL_TOKENIZER_H
+#define WGLLM_MODEL_TOKENIZER_H
+#include "tokenizer.h"
+
+/* *chat_template: malloc'd Jinja text or NULL when the files carry none (may pass NULL to skip). */
+wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen);
+#endif

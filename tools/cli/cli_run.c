@@ -1,0 +1,202 @@
+/* `wgllm run` (continue a prompt, streaming) and `wgllm chat` (interactive chat with history), both through the
+   public C API. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cli.h"
+#include "wgllm.h"
+
+typedef struct gen_opts {
+  const char *model, *weights, *adapter, *prompt, *template_name, *system;
+  const char *stop[8];
+  size_t n_stop;
+  wgllm_generate_params gp;
+  wgllm_session_params sp;
+  int no_f16, stats;
+} gen_opts;
+
+static int parse_float(const char *s, float *out) {
+  char *end;
+  *out = strtof(s, &end);
+  return *s && !*end;
+}
+
+static int parse_u32(const char *s, uint32_t *out) {
+  char *end;
+  unsigned long v = strtoul(s, &end, 10);
+  if (!*s || *end || v > 0xffffffffu || s[0] == '-') return 0;
+  *out = (uint32_t)v;
+  return 1;
+}
+
+/* returns 0 ok, 1 handled (help), 2 error */
+static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FILE *)) {
+  memset(o, 0, sizeof *o);
+  o->gp = wgllm_generate_default_params();
+  o->sp = wgllm_session_default_params();
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
+    if (!strcmp(a, "--no-f16")) { o->no_f16 = 1; continue; }
+    if (!strcmp(a, "--stats")) { o->stats = 1; continue; }
+    if (i + 1 >= argc) { fprintf(stderr, "wgllm: %s needs a value (see --help)\n", a); return 2; }
+    const char *v = argv[++i];
+    int ok = 1;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
+    else if (!chat && (!strcmp(a, "-p") || !strcmp(a, "--prompt"))) o->prompt = v;
+    else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) ok = parse_u32(v, &o->gp.max_tokens) && o->gp.max_tokens > 0;
+    else if (!strcmp(a, "--temp")) ok = parse_float(v, &o->gp.temperature) && o->gp.temperature >= 0;
+    else if (!strcmp(a, "--top-k")) ok = parse_u32(v, &o->gp.top_k);
+    else if (!strcmp(a, "--top-p")) ok = parse_float(v, &o->gp.top_p) && o->gp.top_p >= 0 && o->gp.top_p <= 1;
+    else if (!strcmp(a, "--min-p")) ok = parse_float(v, &o->gp.min_p) && o->gp.min_p >= 0 && o->gp.min_p <= 1;
+    else if (!strcmp(a, "--repeat-penalty")) ok = parse_float(v, &o->gp.repeat_penalty) && o->gp.repeat_penalty > 0;
+    else if (!strcmp(a, "--repeat-last-n")) ok = parse_u32(v, &o->gp.repeat_last_n) && o->gp.repeat_last_n <= 256;
+    else if (!strcmp(a, "--seed")) ok = parse_u32(v, &o->gp.seed);
+    else if (!strcmp(a, "--ctx")) ok = parse_u32(v, &o->sp.context) && o->sp.context > 0;
+    else if (!strcmp(a, "--kv")) {
+      if (!strcmp(v, "f16")) o->sp.kv_f16 = 1;
+      else if (strcmp(v, "f32")) ok = 0;
+    } else if (!strcmp(a, "--weights")) o->weights = v;
+    else if (!strcmp(a, "--adapter")) o->adapter = v;
+    else if (!strcmp(a, "--stop")) {
+      if (o->n_stop < 8) o->stop[o->n_stop++] = v;
+    } else if (chat && !strcmp(a, "--template")) o->template_name = v;
+    else if (chat && !strcmp(a, "--system")) o->system = v;
+    else { fprintf(stderr, "wgllm: unknown option '%s' (see --help)\n", a); return 2; }
+    if (!ok) { fprintf(stderr, "wgllm: invalid value '%s' for %s\n", v, a); return 2; }
+  }
+  if (!o->model) { fprintf(stderr, "wgllm: -m PATH is required (see --help)\n"); return 2; }
+  o->gp.stop = o->stop;
+  o->gp.n_stop = o->n_stop;
+  return 0;
+}
+
+static int stream_out(const char *text, size_t len, void *user) {
+  (void)user;
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  return 0;
+}
+
+static int open_model(const gen_opts *o, wgllm_model **m, wgllm_session **s) {
+  wgllm_model_params mp = wgllm_model_default_params();
+  if (o->weights) mp.weights = o->weights;
+  mp.adapter = o->adapter;
+  mp.chat_template = o->template_name;
+  mp.disable_f16 = o->no_f16;
+  wgllm_status st = wgllm_model_create(o->model, &mp, m);
+  if (st) { fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st)); return 1; }
+  st = wgllm_session_create(*m, &o->sp, s);
+  if (st) {
+    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
+    wgllm_model_free(*m);
+    return 1;
+  }
+  if (wgllm_session_notice(*s)[0]) fprintf(stderr, "%s\n", wgllm_session_notice(*s));
+  return 0;
+}
+
+static void print_stats(const wgllm_generate_stats *st) {
+  fprintf(stderr, "[%u prompt tokens (%u cached) in %.3f s, %u generated in %.3f s (%.1f tok/s), stop: %s]\n",
+          st->prompt_tokens, st->cached_tokens, st->prefill_seconds, st->generated_tokens, st->decode_seconds,
+          st->decode_seconds > 0 ? st->generated_tokens / st->decode_seconds : 0.0, st->stop_reason);
+}
+
+static void common_help(FILE *f) {
+  fprintf(f, "  -n, --max-tokens N   tokens to generate (default 256)\n"
+             "  --temp T             temperature, 0 = greedy (default 0.8)\n"
+             "  --top-k K            (default 40, 0 = off)   --top-p P (default 0.95)   --min-p P (default 0.05)\n"
+             "  --repeat-penalty R   (default 1.1)   --repeat-last-n N (default 64)\n"
+             "  --seed S             same seed, same output (default 1)\n"
+             "  --stop TEXT          stop when TEXT appears (repeatable, up to 8)\n"
+             "  --ctx N              context length (default 4096)   --kv f32|f16   KV cache storage\n"
+             "  --weights native|q4[:GROUP]   --adapter NAME   --no-f16   --stats (timings to stderr)\n");
+}
+
+static void run_usage(FILE *f) {
+  fprintf(f, "usage: wgllm run -m PATH -p TEXT [options]\n  continues TEXT and streams the result\n");
+  common_help(f);
+}
+
+int cli_run(int argc, char **argv) {
+  gen_opts o;
+  int rc = parse(argc, argv, &o, 0, run_usage);
+  if (rc) return rc == 1 ? 0 : 2;
+  if (!o.prompt) { fprintf(stderr, "wgllm run: -p TEXT is required\n"); return 2; }
+  if (!o.prompt[0]) { fprintf(stderr, "wgllm run: the prompt is empty\n"); return 2; }
+  wgllm_model *m;
+  wgllm_session *s;
+  if (open_model(&o, &m, &s)) return 1;
+  o.gp.on_text = stream_out;
+  wgllm_generate_stats st;
+  fputs(o.prompt, stdout);
+  wgllm_status r = wgllm_generate(s, o.prompt, &o.gp, &st);
+  fputc('\n', stdout);
+  if (r) fprintf(stderr, "wgllm run: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
+  else if (o.stats) print_stats(&st);
+  wgllm_session_free(s);
+  wgllm_model_free(m);
+  return r ? 1 : 0;
+}
+
+static void chat_usage(FILE *f) {
+  fprintf(f, "usage: wgllm chat -m PATH [--system TEXT] [--template llama3|chatml|gemma|llama2|none] [options]\n"
+             "  interactive chat; one message per line, /reset clears the history, /quit or end of input leaves\n");
+  common_help(f);
+}
+
+int cli_chat(int argc, char **argv) {
+  gen_opts o;
+  int rc = parse(argc, argv, &o, 1, chat_usage);
+  if (rc) return rc == 1 ? 0 : 2;
+  wgllm_model *m;
+  wgllm_session *s;
+  if (open_model(&o, &m, &s)) return 1;
+  wgllm_model_info info;
+  wgllm_model_get_info(m, &info);
+  fprintf(stderr, "wgllm chat: %s on %s, template %s. /reset clears the history, /quit leaves.\n", info.architecture,
+          info.adapter, info.chat_template);
+  size_t cap = 16, n = 0;
+  wgllm_message *msgs = malloc(cap * sizeof *msgs);
+  if (o.system) msgs[n++] = (wgllm_message){"system", strdup(o.system)};
+  size_t n_fixed = n;
+  o.gp.on_text = stream_out;
+  char line[8192];
+  int status = 0;
+  for (;;) {
+    fputs("> ", stdout);
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin)) break;
+    line[strcspn(line, "\r\n")] = 0;
+    if (!strcmp(line, "/quit")) break;
+    if (!strcmp(line, "/reset")) {
+      while (n > n_fixed) free((void *)msgs[--n].content);
+      wgllm_session_reset(s);
+      continue;
+    }
+    if (!line[0]) continue;
+    if (n + 2 > cap) {
+      cap *= 2;
+      msgs = realloc(msgs, cap * sizeof *msgs);
+    }
+    msgs[n++] = (wgllm_message){"user", strdup(line)};
+    char *reply = NULL;
+    wgllm_generate_stats st;
+    wgllm_status r = wgllm_chat(s, msgs, n, &o.gp, &reply, &st);
+    fputc('\n', stdout);
+    if (r) {
+      fprintf(stderr, "wgllm chat: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
+      free((void *)msgs[--n].content);
+      status = 1;
+      if (r != WGLLM_ERR_INVALID_ARG) break;
+      continue;
+    }
+    if (o.stats) print_stats(&st);
+    msgs[n++] = (wgllm_message){"assistant", reply};
+  }
+  for (size_t i = 0; i < n; i++) free((void *)msgs[i].content);
+  free(msgs);
+  wgllm_session_free(s);
+  wgllm_model_free(m);
+  return status;
+}
