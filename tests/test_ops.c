@@ -264,13 +264,16 @@ static void test_linear(void) {
   size_t quant[][3] = {{1, 1, 128}, {1, 7, 256}, {3, 31, 384}, {4, 96, 2048}, {1, 1003, 512}, {5, 17, 128},
                        {67, 129, 256}, {128, 256, 512}, {2, 3, 4096}, {64, 64, 128}};
   uint32_t groups[] = {32, 64, 128};
+  /* route 0: GEMV (q4 weights take the tuned gemv_q4 kernel), 1: tiled GEMM, 2: q4 through the generic GEMV */
   for (int wt = 0; wt < 4; wt++)
-    for (int route = 0; route < 2; route++)
+    for (int route = 0; route < 3; route++)
       for (size_t c = 0; c < 10; c++)
         for (int has_bias = 0; has_bias < 2; has_bias++) {
           size_t M = wt < 2 ? dense[c][0] : quant[c][0], N = wt < 2 ? dense[c][1] : quant[c][1], K = wt < 2 ? dense[c][2] : quant[c][2];
           uint32_t group = wt == OP_W_Q4 ? groups[c % 3] : 32;
-          if (route == 0 && M > 8) continue; /* the GEMV route is for a few rows */
+          if (route != 1 && M > 8) continue; /* the GEMV route is for a few rows */
+          if (route == 2 && wt != OP_W_Q4) continue;
+          if (route == 2) setenv("WGLLM_NO_GEMV_Q4", "1", 1);
           float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1);
           float *want = malloc(M * N * 4), *got = malloc(M * N * 4);
           gpu_buffer *wb[2];
@@ -278,13 +281,14 @@ static void test_linear(void) {
           gpu_buffer *gx = th_upload(x, M * K * 4), *gb = th_upload(b, N * 4), *go = th_poisoned(M * N * 4);
           gpu_view bias = has_bias ? gpu_whole(gb) : (gpu_view){0};
           gpu_recorder *r = rec_new();
-          if (route == 0) op_matvec(r, gpu_whole(gx), &ow, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
+          if (route != 1) op_matvec(r, gpu_whole(gx), &ow, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
           else op_matmul(r, gpu_whole(gx), &ow, bias, gpu_whole(go), (uint32_t)M, (uint32_t)N, (uint32_t)K);
           th_run(r);
+          unsetenv("WGLLM_NO_GEMV_Q4");
           th_download(go, got, M * N * 4);
           ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
           char what[112];
-          snprintf(what, sizeof what, "%s %s g%u M=%zu N=%zu K=%zu bias=%d", route ? "matmul" : "matvec",
+          snprintf(what, sizeof what, "%s %s g%u M=%zu N=%zu K=%zu bias=%d", route == 1 ? "matmul" : route ? "matvec-generic" : "matvec",
                    op_wtype_name((op_wtype)wt), group, M, N, K, has_bias);
           compare_linear(what, got, want, x, w, M, N, K);
           gpu_recorder_free(r);

@@ -145,6 +145,8 @@ wgllm_status gpu_recorder_run(gpu_recorder *rec);
 /* Encodes records into a command encoder the caller owns (e.g. to append a copy before submitting). */
 wgllm_status gpu_recorder_encode(gpu_recorder *rec, WGPUCommandEncoder enc);
 size_t gpu_recorder_count(const gpu_recorder *rec);
+/* CPU microseconds the last gpu_recorder_run spent encoding and submitting. */
+double gpu_recorder_last_encode_us(const gpu_recorder *rec);
 const char *gpu_recorder_error(const gpu_recorder *rec);
 gpu_context *gpu_recorder_context(const gpu_recorder *rec);
 /* Marks the recording failed (sticky) with a message; returns s. Ops use it for shape refusals. */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "gpu.h"
 #include "gpu_internal.h"
 
@@ -34,7 +35,16 @@ struct gpu_recorder {
   size_t n_pinned, cap_pinned;
   char err[GPU_ERR_LEN];
   wgllm_status failed; /* sticky: a failed record poisons the recording */
+  double last_encode_us; /* CPU time of the last run's encode + submit */
 };
+
+static double now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+double gpu_recorder_last_encode_us(const gpu_recorder *rec) { return rec->last_encode_us; }
 
 gpu_recorder *gpu_recorder_create(gpu_context *ctx, int keep) {
   gpu_recorder *r = calloc(1, sizeof *r);
@@ -229,6 +239,7 @@ wgllm_status gpu_recorder_run(gpu_recorder *r) {
   r->runs++;
   wgllm_status s = finalize(r);
   if (s) return s;
+  double t0 = now_us();
   WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
   if (r->n) {
     WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
@@ -240,6 +251,7 @@ wgllm_status gpu_recorder_run(gpu_recorder *r) {
   wgpuQueueSubmit(ctx->queue, 1, &cb);
   wgpuCommandBufferRelease(cb);
   wgpuCommandEncoderRelease(enc);
+  r->last_encode_us = now_us() - t0;
   char e[GPU_ERR_LEN];
   s = gpu_check(ctx, e, sizeof e);
   if (s) return fail(r, s, e);

@@ -1,5 +1,6 @@
 /* Linear layers: the GEMV route (kernels/matvec.wgsl) for decode and the tiled GEMM route
    (kernels/matmul.wgsl) for prefill, each with f32, f16, q4gsw and q8 weight variants. */
+#include <stdlib.h>
 #include "ops.h"
 
 typedef struct linear_params { uint32_t M, N, K, has_bias; } linear_params;
@@ -43,8 +44,32 @@ static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, co
   return gpu_record(rec, &d);
 }
 
+/* The bandwidth-tuned q4gsw GEMV accepts exactly: q4gsw weights, M <= 4, K % 32 == 0, x bound at a 16-byte
+   multiple; its subgroup variant additionally needs subgroups granted with exactly 32 lanes. */
+int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
+  if (w->type != OP_W_Q4 || M == 0 || M > 4 || K % 32) return 0;
+  *use_subgroups = ctx->has_subgroups && ctx->subgroup_min == 32 && ctx->subgroup_max == 32;
+  return 1;
+}
+
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
+  int sg;
+  if (op_gemv_q4_supports(op_ctx(rec), w, M, K, &sg) && !getenv("WGLLM_NO_GEMV_Q4")) {
+    wgllm_status s = op_check_weight(rec, "gemv_q4", w, N, K);
+    if (s) return s;
+    linear_params p = {M, N, K, bias.buf ? 1u : 0u};
+    gpu_constant c = {"G", (double)w->group};
+    gpu_dispatch_desc d = {.kernel = "gemv_q4", .variant = sg ? "sg" : "wg", .params = &p, .params_size = sizeof p,
+                           .n_bind = 5, .consts = &c, .n_consts = 1};
+    d.bind[0] = x;
+    d.bind[1] = w->data;
+    d.bind[2] = bias.buf ? bias : x;
+    d.bind[3] = y;
+    d.bind[4] = w->scales;
+    op_grid_1d(rec, (N + 7) / 8, d.grid);
+    return gpu_record(rec, &d);
+  }
   return linear(rec, "matvec", x, w, bias, y, M, N, K, (N + 7) / 8, M);
 }
 

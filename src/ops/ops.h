@@ -57,6 +57,9 @@ wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n,
 /* Row argmax. x: [rows][n] f32, out: [rows] u32 */
 wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows);
 
+/* Predicate of the bandwidth-tuned q4gsw GEMV (kernels/gemv_q4.wgsl); op_matvec takes it when it holds
+   (WGLLM_NO_GEMV_Q4=1 forces the generic kernel, for comparisons). */
+int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
 /* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);

@@ -20,6 +20,7 @@ int cli_logits(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n);
 int cli_common_arg(cli_common *c, int argc, char **argv, int *i);

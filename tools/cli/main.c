@@ -13,6 +13,7 @@ static void usage(FILE *f) {
           "  tokenize text to token ids, or ids to text (--decode)\n"
           "  info     adapter, features and limits (--gpu), or a model file's contents (-m PATH)\n"
           "  logits   logits of prompt and decode ids, for conformance checks\n"
+          "  bench    prefill and decode speed (a model file or a synthetic model), --json, --profile\n"
           "  version  print the version\n"
           "Run 'wgllm <command> --help' for a command's options.\n");
 }
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);
   if (!strcmp(cmd, "chat")) return cli_chat(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize")) return cli_tokenize(argc - 1, argv + 1);
+  if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1);
   fprintf(stderr, "wgllm: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;

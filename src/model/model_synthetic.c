@@ -1,0 +1,245 @@
+/* Synthetic models (see model_synthetic.h). Every q4gsw tensor comes from one generator keyed by the tensor's
+   index, so the GPU model and the GGUF file hold the same numbers. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model_synthetic.h"
+#include "weight_convert.h"
+
+wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err, size_t errlen) {
+  memset(hp, 0, sizeof *hp);
+  hp->arch = LLM_ARCH_LLAMA;
+  snprintf(hp->arch_name, sizeof hp->arch_name, "llama");
+  double theta = 500000.0;
+  if (!strcmp(name, "llama-1b")) { /* Llama-3.2-1B */
+    hp->n_vocab = 128256; hp->n_embd = 2048; hp->n_layer = 16; hp->n_head = 32; hp->n_head_kv = 8; hp->head_dim = 64;
+    hp->n_ff = 8192; hp->tied_embeddings = 1;
+  } else if (!strcmp(name, "llama-8b")) { /* Llama-3.1-8B */
+    hp->n_vocab = 128256; hp->n_embd = 4096; hp->n_layer = 32; hp->n_head = 32; hp->n_head_kv = 8; hp->head_dim = 128;
+    hp->n_ff = 14336; hp->tied_embeddings = 0;
+  } else if (!strcmp(name, "tiny")) {
+    hp->n_vocab = 512; hp->n_embd = 128; hp->n_layer = 2; hp->n_head = 4; hp->n_head_kv = 2; hp->head_dim = 32;
+    hp->n_ff = 256; hp->tied_embeddings = 0;
+  } else {
+    snprintf(err, errlen, "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny)", name);
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  hp->norm_eps = 1e-5f;
+  /* the layout and frequencies a GGUF of it gets when loaded (adjacent pairs, plain theta), so the file and
+     the in-memory model compute the same logits; llama3 frequency scaling does not change speed */
+  hp->rope_mode = OP_ROPE_ADJACENT;
+  hp->rot_dim = hp->head_dim;
+  hp->train_ctx = 131072;
+  hp->bos = hp->eos = -1;
+  hp->inv_freq = malloc(hp->rot_dim / 2 * sizeof *hp->inv_freq);
+  if (!hp->inv_freq) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  for (uint32_t i = 0; i < hp->rot_dim / 2; i++) hp->inv_freq[i] = (float)(1.0 / pow(theta, (double)(2 * i) / hp->rot_dim));
+  snprintf(hp->rope_desc, sizeof hp->rope_desc, "theta %g", theta);
+  return WGLLM_OK;
+}
+
+/* xorshift64* stream per tensor */
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+  return x;
+}
+
+/* q4gsw data of tensor `id` [N][K]: random nibbles, scales in [0.004, 0.02) (keeps activations bounded) */
+static void gen_q4(uint64_t id, uint64_t N, uint64_t K, uint32_t G, uint32_t *qs, uint16_t *scales) {
+  uint64_t s = mix(id + 1);
+  for (uint64_t i = 0; i < N * K / 8; i++) {
+    s ^= s >> 12; s ^= s << 25; s ^= s >> 27;
+    qs[i] = (uint32_t)((s * 0x2545F4914F6CDD1Dull) >> 32);
+  }
+  for (uint64_t i = 0; i < N * K / G; i++) {
+    s ^= s >> 12; s ^= s << 25; s ^= s >> 27;
+    float v = 0.004f + 0.016f * (float)((s * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0f;
+    scales[i] = wc_f32_to_f16(v);
+  }
+}
+
+typedef struct synth_tensor {
+  char name[64];
+  uint64_t N, K; /* K = 0: a norm vector of N */
+  op_weight *w;
+  gpu_view *v;
+} synth_tensor;
+
+static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_tensor *t) {
+  size_t n = 0;
+  uint64_t D = hp->n_embd, q = (uint64_t)hp->n_head * hp->head_dim, kv = (uint64_t)hp->n_head_kv * hp->head_dim;
+#define ADD(nm, n_, k_, wp, vp) do { snprintf(t[n].name, 64, "%s", nm); t[n].N = n_; t[n].K = k_; t[n].w = wp; t[n].v = vp; n++; } while (0)
+  ADD("token_embd.weight", hp->n_vocab, D, m ? &m->tok_embd : NULL, NULL);
+  ADD("output_norm.weight", D, 0, NULL, m ? &m->output_norm : NULL);
+  if (!hp->tied_embeddings) ADD("output.weight", hp->n_vocab, D, m ? &m->output : NULL, NULL);
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    llm_layer *ly = m ? &m->layers[l] : NULL;
+    char nm[64];
+#define L(suffix, n_, k_, field, isvec)                                                         \
+  snprintf(nm, sizeof nm, "blk.%u." suffix, l);                                                 \
+  ADD(nm, n_, k_, (!isvec && ly) ? (op_weight *)&ly->field : NULL, (isvec && ly) ? (gpu_view *)&ly->field : NULL)
+    L("attn_norm.weight", D, 0, attn_norm, 1);
+    L("attn_q.weight", q, D, wq, 0);
+    L("attn_k.weight", kv, D, wk, 0);
+    L("attn_v.weight", kv, D, wv, 0);
+    L("attn_output.weight", D, q, wo, 0);
+    L("ffn_norm.weight", D, 0, ffn_norm, 1);
+    L("ffn_gate.weight", hp->n_ff, D, w_gate, 0);
+    L("ffn_up.weight", hp->n_ff, D, w_up, 0);
+    L("ffn_down.weight", D, hp->n_ff, w_down, 0);
+#undef L
+  }
+#undef ADD
+  return n;
+}
+
+static wgllm_status own(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err, size_t errlen) {
+  if (m->n_owned == m->cap_owned) {
+    size_t nc = m->cap_owned ? m->cap_owned * 2 : 64;
+    gpu_buffer **no = realloc(m->owned, nc * sizeof *no);
+    if (!no) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+    m->owned = no;
+    m->cap_owned = nc;
+  }
+  wgllm_status s = gpu_buffer_create(m->gpu, bytes, label, b, err, errlen);
+  if (s) return s;
+  m->owned[m->n_owned++] = *b;
+  m->weight_bytes += (*b)->size;
+  return WGLLM_OK;
+}
+
+wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, char *err,
+                                 size_t errlen) {
+  *out = NULL;
+  if (group != 32 && group != 64 && group != 128) {
+    snprintf(err, errlen, "q4gsw group %u (32, 64 or 128)", group);
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  llm_model *m = calloc(1, sizeof *m);
+  if (!m) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  m->gpu = gpu;
+  wgllm_status s = llm_synthetic_hparams(name, &m->hp, err, errlen);
+  if (s) { free(m); return s; }
+  snprintf(m->source, sizeof m->source, "synthetic:%s", name);
+  snprintf(m->weights_desc, sizeof m->weights_desc, "q4gsw g%u", group);
+  m->layers = calloc(m->hp.n_layer, sizeof *m->layers);
+  size_t cap = 3 + 9 * (size_t)m->hp.n_layer;
+  synth_tensor *t = calloc(cap, sizeof *t);
+  if (!m->layers || !t) { free(t); llm_model_free(m); snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  size_t nt = list_tensors(&m->hp, m, t);
+  for (size_t i = 0; !s && i < nt; i++) {
+    if (!t[i].K) {
+      float *ones = malloc(t[i].N * sizeof *ones);
+      if (!ones) { s = WGLLM_ERR_OUT_OF_MEMORY; break; }
+      for (uint64_t j = 0; j < t[i].N; j++) ones[j] = 1.0f;
+      gpu_buffer *b;
+      s = own(m, t[i].N * 4, t[i].name, &b, err, errlen);
+      if (!s) { gpu_write(gpu, b, 0, ones, t[i].N * 4); *t[i].v = gpu_whole(b); }
+      free(ones);
+      continue;
+    }
+    uint64_t N = t[i].N, K = t[i].K;
+    uint32_t *qs = malloc(N * K / 2);
+    uint16_t *sc = malloc(N * K / group * 2);
+    if (!qs || !sc) { free(qs); free(sc); s = WGLLM_ERR_OUT_OF_MEMORY; snprintf(err, errlen, "out of host memory"); break; }
+    gen_q4(i, N, K, group, qs, sc);
+    gpu_buffer *bq, *bs;
+    s = own(m, N * K / 2, t[i].name, &bq, err, errlen);
+    if (!s) s = own(m, N * K / group * 2, t[i].name, &bs, err, errlen);
+    if (!s) {
+      gpu_write(gpu, bq, 0, qs, N * K / 2);
+      gpu_write(gpu, bs, 0, sc, (N * K / group * 2 + 3) & ~3ull);
+      op_weight *w = t[i].w;
+      w->type = OP_W_Q4;
+      w->group = group;
+      w->data = gpu_whole(bq);
+      w->scales = gpu_whole(bs);
+      s = gpu_wait_idle(gpu, err, errlen); /* bounds host staging memory to one tensor */
+    }
+    free(qs);
+    free(sc);
+  }
+  if (!s && m->hp.tied_embeddings) m->output = m->tok_embd;
+  free(t);
+  if (s) { llm_model_free(m); return s; }
+  *out = m;
+  return WGLLM_OK;
+}
+
+/* ---- GGUF writer for the synthetic model ---- */
+static int w_u32(FILE *f, uint32_t v) { return fwrite(&v, 4, 1, f) == 1; }
+static int w_u64(FILE *f, uint64_t v) { return fwrite(&v, 8, 1, f) == 1; }
+static int w_str(FILE *f, const char *s) { uint64_t n = strlen(s); return w_u64(f, n) && fwrite(s, 1, n, f) == n; }
+static int kv_str(FILE *f, const char *k, const char *v) { return w_str(f, k) && w_u32(f, 8) && w_str(f, v); }
+static int kv_u32(FILE *f, const char *k, uint32_t v) { return w_str(f, k) && w_u32(f, 4) && w_u32(f, v); }
+static int kv_f32(FILE *f, const char *k, float v) { return w_str(f, k) && w_u32(f, 6) && fwrite(&v, 4, 1, f) == 1; }
+
+wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *err, size_t errlen) {
+  llm_hparams hp;
+  wgllm_status s = llm_synthetic_hparams(name, &hp, err, errlen);
+  if (s) return s;
+  size_t cap = 3 + 9 * (size_t)hp.n_layer;
+  synth_tensor *t = calloc(cap, sizeof *t);
+  FILE *f = fopen(path, "wb");
+  if (!t || !f) {
+    snprintf(err, errlen, "cannot write %s", path);
+    free(t);
+    if (f) fclose(f);
+    llm_hparams_free(&hp);
+    return WGLLM_ERR_IO;
+  }
+  size_t nt = list_tensors(&hp, NULL, t);
+  int ok = fwrite("GGUF", 1, 4, f) == 4 && w_u32(f, 3) && w_u64(f, nt) && w_u64(f, 13);
+  ok = ok && kv_str(f, "general.architecture", "llama") && kv_str(f, "general.name", name) &&
+       kv_u32(f, "general.alignment", 32) && kv_u32(f, "llama.context_length", hp.train_ctx) &&
+       kv_u32(f, "llama.embedding_length", hp.n_embd) && kv_u32(f, "llama.block_count", hp.n_layer) &&
+       kv_u32(f, "llama.feed_forward_length", hp.n_ff) && kv_u32(f, "llama.rope.dimension_count", hp.rot_dim) &&
+       kv_u32(f, "llama.attention.head_count", hp.n_head) && kv_u32(f, "llama.attention.head_count_kv", hp.n_head_kv) &&
+       kv_f32(f, "llama.attention.layer_norm_rms_epsilon", hp.norm_eps) && kv_f32(f, "llama.rope.freq_base", 500000.0f) &&
+       kv_u32(f, "llama.vocab_size", hp.n_vocab);
+  uint64_t off = 0;
+  for (size_t i = 0; ok && i < nt; i++) {
+    uint64_t bytes = t[i].K ? t[i].N * t[i].K / 32 * 18 : t[i].N * 4;
+    ok = w_str(f, t[i].name) && w_u32(f, t[i].K ? 2 : 1);
+    if (t[i].K) ok = ok && w_u64(f, t[i].K) && w_u64(f, t[i].N) && w_u32(f, 2);
+    else ok = ok && w_u64(f, t[i].N) && w_u32(f, 0);
+    ok = ok && w_u64(f, off);
+    off += (bytes + 31) & ~31ull;
+  }
+  long pos = ftell(f);
+  for (long p = pos; ok && p % 32; p++) ok = fputc(0, f) != EOF;
+  for (size_t i = 0; ok && i < nt; i++) {
+    uint64_t N = t[i].N, K = t[i].K, bytes;
+    if (!K) {
+      for (uint64_t j = 0; ok && j < N; j++) { float one = 1.0f; ok = fwrite(&one, 4, 1, f) == 1; }
+      bytes = N * 4;
+    } else { /* q4gsw g32 -> Q4_0 blocks: d, then bytes j holding elements j (low) and j+16 (high) */
+      uint32_t *qs = malloc(N * K / 2);
+      uint16_t *sc = malloc(N * K / 32 * 2);
+      uint8_t *blk = malloc(K / 32 * 18);
+      if (!qs || !sc || !blk) ok = 0;
+      if (ok) gen_q4(i, N, K, 32, qs, sc);
+      for (uint64_t r = 0; ok && r < N; r++) {
+        for (uint64_t b = 0; b < K / 32; b++) {
+          uint8_t *o = blk + b * 18;
+          memcpy(o, &sc[r * (K / 32) + b], 2);
+          const uint32_t *w = qs + (r * K + b * 32) / 8;
+          for (int j = 0; j < 16; j++) {
+            uint32_t lo = (w[j / 8] >> (4 * (j % 8))) & 15, hi = (w[(j + 16) / 8] >> (4 * ((j + 16) % 8))) & 15;
+            o[2 + j] = (uint8_t)(lo | (hi << 4));
+          }
+        }
+        ok = fwrite(blk, 1, K / 32 * 18, f) == K / 32 * 18;
+      }
+      free(qs); free(sc); free(blk);
+      bytes = N * K / 32 * 18;
+    }
+    for (uint64_t p = bytes; ok && p % 32; p++) ok = fputc(0, f) != EOF;
+  }
+  if (fclose(f)) ok = 0;
+  free(t);
+  llm_hparams_free(&hp);
+  if (!ok) { snprintf(err, errlen, "writing %s failed", path); return WGLLM_ERR_IO; }
+  return WGLLM_OK;
+}

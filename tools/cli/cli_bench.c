@@ -1,0 +1,164 @@
+/* `wgllm bench`: prefill and decode speed of a model file or a synthetic model of a real shape, after a
+   warm-up, as the median of several runs; dispatches and CPU encode time per token; memory; per-kernel GPU
+   time with --profile; JSON with --json. --write-gguf writes the synthetic model as a GGUF file. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "cli.h"
+#include "model_synthetic.h"
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_d);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: wgllm bench (-m PATH | --synthetic llama-1b|llama-8b) [--prompt P] [--gen G] [--runs R]\n"
+             "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
+             "       wgllm bench --synthetic NAME --write-gguf OUT.gguf\n"
+             "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
+             "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
+}
+
+typedef struct prof_row {
+  char name[48];
+  double ns;
+  int count;
+} prof_row;
+
+int cli_bench(int argc, char **argv) {
+  cli_common c = {0};
+  const char *synthetic = NULL, *write_gguf = NULL;
+  uint32_t P = 128, G = 64, runs = 5, group = 32;
+  int json = 0, profile = 0;
+  for (int i = 1; i < argc; i++) {
+    int r = cli_common_arg(&c, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r) continue;
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+    if (!strcmp(a, "--json")) { json = 1; continue; }
+    if (!strcmp(a, "--profile")) { profile = 1; continue; }
+    if (i + 1 >= argc) { fprintf(stderr, "wgllm bench: %s needs a value\n", a); return 2; }
+    const char *v = argv[++i];
+    if (!strcmp(a, "--synthetic")) synthetic = v;
+    else if (!strcmp(a, "--write-gguf")) write_gguf = v;
+    else if (!strcmp(a, "--prompt")) P = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--gen")) G = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--runs")) runs = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--group")) group = (uint32_t)strtoul(v, NULL, 10);
+    else { fprintf(stderr, "wgllm bench: unknown option '%s'\n", a); usage(stderr); return 2; }
+  }
+  char err[1024];
+  if (write_gguf) {
+    if (!synthetic) { fprintf(stderr, "wgllm bench: --write-gguf needs --synthetic NAME\n"); return 2; }
+    wgllm_status s = llm_synthetic_write_gguf(synthetic, write_gguf, err, sizeof err);
+    if (s) { fprintf(stderr, "wgllm bench: %s\n", err); return 1; }
+    printf("wrote %s\n", write_gguf);
+    return 0;
+  }
+  if (!!synthetic == !!c.model) { fprintf(stderr, "wgllm bench: give either -m PATH or --synthetic NAME\n"); return 2; }
+  if (!P || !G || !runs) { fprintf(stderr, "wgllm bench: --prompt, --gen and --runs must be positive\n"); return 2; }
+  gpu_context *gpu;
+  llm_model *m;
+  wgllm_status st;
+  if (synthetic) {
+    if (cli_open_gpu(&c, &gpu)) return 1;
+    st = llm_model_synthetic(gpu, synthetic, group, &m, err, sizeof err);
+    if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(st)); gpu_destroy(gpu); return 1; }
+  } else if (cli_load(&c, &gpu, &m, NULL)) return 1;
+  llm_session_options so = {0};
+  so.ctx = c.ctx ? c.ctx : P + G + 8;
+  so.kv_f16 = c.kv_f16;
+  llm_session *s;
+  st = llm_session_create(m, &so, &s, err, sizeof err);
+  if (st) { fprintf(stderr, "wgllm bench: %s\n", err); llm_model_free(m); gpu_destroy(gpu); return 1; }
+  if (s->notice[0]) fprintf(stderr, "%s\n", s->notice);
+  if (P + G + 1 > so.ctx) { fprintf(stderr, "wgllm bench: --ctx %u is too small for %u + %u tokens\n", so.ctx, P, G); return 2; }
+  int32_t *ids = malloc(P * sizeof *ids);
+  for (uint32_t i = 0; i < P; i++) ids[i] = (int32_t)((i * 2654435761u) % m->hp.n_vocab);
+  op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
+  st = llm_session_set_sampler(s, &greedy, NULL, 0);
+  double *pre = calloc(runs, sizeof *pre), *dec = calloc(runs, sizeof *dec), *enc = calloc(runs, sizeof *enc);
+  int32_t tok;
+  for (uint32_t r = 0; !st && r <= runs; r++) { /* run 0 is the warm-up */
+    llm_session_reset(s);
+    double t0 = now_s();
+    st = llm_session_prefill_sample(s, ids, P, &tok);
+    double t1 = now_s(), enc_sum = 0;
+    for (uint32_t g = 0; !st && g < G; g++) {
+      st = llm_session_step_sample(s, &tok);
+      enc_sum += gpu_recorder_last_encode_us(s->step);
+    }
+    double t2 = now_s();
+    if (r > 0) {
+      pre[r - 1] = t1 - t0;
+      dec[r - 1] = (t2 - t1) / G;
+      enc[r - 1] = enc_sum / G;
+    }
+  }
+  if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", s->err, wgllm_status_name(st)); return 1; }
+  double pre_s = median(pre, (int)runs), dec_s = median(dec, (int)runs), enc_us = median(enc, (int)runs);
+  size_t dispatches = gpu_recorder_count(s->step);
+  const char *model_name = synthetic ? synthetic : c.model;
+  if (json) {
+    printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
+           "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
+           "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, "
+           "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
+           gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs, P / pre_s,
+           1.0 / dec_s, dec_s * 1e3, dispatches, enc_us, (unsigned long long)s->kv.bytes,
+           (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak);
+  } else {
+    printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
+           s->kv.layout.f16 ? "f16" : "f32", P);
+    printf("prefill %u tokens: %.3f s (%.1f tok/s)\n", P, pre_s, P / pre_s);
+    printf("decode: %.3f ms/token (%.2f tok/s), %zu dispatches/token, CPU encode %.1f us/token\n", dec_s * 1e3,
+           1.0 / dec_s, dispatches, enc_us);
+    printf("memory: weights %.1f MB, KV %.1f MB, GPU peak %.1f MB\n", m->weight_bytes / 1e6, s->kv.bytes / 1e6,
+           gpu->bytes_peak / 1e6);
+  }
+  if (profile) {
+    size_t n = gpu_recorder_count(s->step);
+    double *ns = calloc(n, sizeof *ns);
+    prof_row *rows = calloc(n, sizeof *rows);
+    size_t nr = 0;
+    double total = 0;
+    st = gpu_recorder_profile(s->step, ns);
+    if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(s->step));
+    for (size_t i = 0; !st && i < n; i++) {
+      const char *name = gpu_recorder_record_name(s->step, i);
+      size_t j = 0;
+      while (j < nr && strcmp(rows[j].name, name)) j++;
+      if (j == nr) snprintf(rows[nr++].name, sizeof rows[0].name, "%s", name);
+      rows[j].ns += ns[i];
+      rows[j].count++;
+      total += ns[i];
+    }
+    if (!st) {
+      fprintf(json ? stderr : stdout, "per-kernel GPU time of one decode step (each dispatch in its own pass): %.3f ms\n", total / 1e6);
+      for (size_t j = 0; j < nr; j++)
+        fprintf(json ? stderr : stdout, "  %-24s %4d x  %9.1f us  %5.1f%%\n", rows[j].name, rows[j].count, rows[j].ns / 1e3,
+                100 * rows[j].ns / total);
+    }
+    free(ns);
+    free(rows);
+  }
+  free(ids); free(pre); free(dec); free(enc);
+  llm_session_free(s);
+  llm_model_free(m);
+  gpu_destroy(gpu);
+  return st ? 1 : 0;
+}
