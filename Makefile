@@ -1,12 +1,12 @@
 # Front door: bootstraps dependencies when needed, configures and builds with CMake, runs the main job or tests.
 BUILD ?= build
 JOBS ?= $(shell nproc)
-STAMP := third_party/.bootstrap-v1
+STAMP := third_party/.bootstrap-v2
 
 .PHONY: all build run test clean bootstrap asan
 all: build
 
-$(STAMP): scripts/bootstrap.sh
+$(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh
 	bash scripts/bootstrap.sh
 
 bootstrap: $(STAMP)

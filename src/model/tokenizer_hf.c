@@ -781,6 +781,7 @@ typedef struct hf_ctx {
   const char *path;
   char *err;
   size_t errlen;
+  bool cfg_bos, cfg_eos; /* the config has bos_token / eos_token keys (a null value means none) */
 } hf_ctx;
 
 #define UNSUP(...) (tok_set_err(h->err, h->errlen, __VA_ARGS__), WGLLM_ERR_UNSUPPORTED)
@@ -909,13 +910,12 @@ static wgllm_status add_pre(hf_ctx *h, const cJSON *o, size_t *cap) {
   } else if (!strcmp(ty, "Metaspace")) {
     const char *r = jstr(o, "replacement");
     if (!r) r = "\xe2\x96\x81";
-    size_t adv, rl = strlen(r);
+    size_t rl = strlen(r);
     if (rl == 0 || rl > 4 || tok_utf8_valid_prefix(r, rl, 0) != rl)
       return BAD("%s: Metaspace replacement must be one character", h->path);
     p.kind = TOK_PRE_METASPACE;
     memcpy(p.rep, r, rl);
     p.rep_len = rl;
-    (void)tok_utf8_decode(r, &adv);
     p.prepend_scheme = prepend_scheme(o);
     p.split = jbool(o, "split", true);
     if (p.split) {
@@ -1154,6 +1154,8 @@ static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   free(text);
   wgllm_status st = WGLLM_OK;
   const char *bos = token_name(cfg, "bos_token"), *eos = token_name(cfg, "eos_token");
+  h->cfg_bos = cJSON_GetObjectItemCaseSensitive(cfg, "bos_token") != NULL;
+  h->cfg_eos = cJSON_GetObjectItemCaseSensitive(cfg, "eos_token") != NULL;
   if (bos && (t->bos = tok_find(t, bos)) < 0) {
     st = WGLLM_ERR_FORMAT;
     tok_set_err(h->err, h->errlen, "%s: bos_token \"%s\" is not in the vocabulary of %s", cfg_path, bos, h->path);
@@ -1210,23 +1212,32 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
   }
   free(text);
   tokenizer *t = tok_alloc();
-  hf_ctx hc = {t, tokenizer_json, err, errlen}, *h = &hc;
+  hf_ctx hc = {t, tokenizer_json, err, errlen, false, false}, *h = &hc;
   wgllm_status st = WGLLM_OK;
   size_t cap_norm = 0, cap_pre = 0, cap_dec = 0;
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   if (!t) { st = WGLLM_ERR_OUT_OF_MEMORY; tok_set_err(err, errlen, "%s: out of memory", tokenizer_json); goto done; }
   if (!cJSON_IsObject(model)) { st = BAD("%s: no \"model\" object", tokenizer_json); goto done; }
   if ((st = load_model(h, model))) goto done;
+  /* HF re-derives added-token ids rather than trusting "id" (AddedVocabulary::add_tokens): a content already
+     in the model vocabulary keeps that id, any other takes the next id after max(vocab entries, highest
+     added id); a repeated content is skipped. For well-formed files this is the "id" written there. */
   const cJSON *it;
+  int64_t next_base = (int64_t)t->vocab.count, max_added = -1;
   cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(root, "added_tokens")) {
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+    const cJSON *idj = cJSON_GetObjectItemCaseSensitive(it, "id");
     const char *content = jstr(it, "content");
-    if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble >= 2147483647.0 || !content) {
+    if (!cJSON_IsNumber(idj) || !content) {
       st = BAD("%s: added token without a valid id/content", tokenizer_json);
       goto done;
     }
-    if (!tok_add_added(t, content, strlen(content), (int32_t)id->valuedouble, jbool(it, "special", false),
-                       jbool(it, "lstrip", false), jbool(it, "rstrip", false), jbool(it, "single_word", false),
+    size_t cl = strlen(content);
+    if (!cl || tok_smap_get(&t->added_map, t->arena.p, content, cl) >= 0) continue;
+    int32_t id = tok_vocab_lookup(t, content, cl);
+    if (id < 0) id = (int32_t)(max_added >= next_base ? max_added + 1 : next_base);
+    if (id > max_added) max_added = id;
+    if (!tok_add_added(t, content, cl, id, jbool(it, "special", false), jbool(it, "lstrip", false),
+                       jbool(it, "rstrip", false), jbool(it, "single_word", false),
                        jbool(it, "normalized", !jbool(it, "special", false)))) {
       st = NOMEM("added tokens");
       goto done;
@@ -1241,11 +1252,12 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
   if (tokenizer_config_json) {
     if ((st = load_config(h, tokenizer_config_json))) goto done;
   }
-  if (t->bos < 0) { /* no config: the template's first token, else a well-known name */
+  /* without a config (or one that does not name them): the template's tokens, else well-known names */
+  if (t->bos < 0 && !h->cfg_bos) {
     static const char *const names[] = {"<|begin_of_text|>", "<bos>", "<s>", "<|startoftext|>"};
     t->bos = t->n_prefix ? t->prefix[0] : find_special(t, names, sizeof names / sizeof *names);
   }
-  if (t->eos < 0) {
+  if (t->eos < 0 && !h->cfg_eos) {
     static const char *const names[] = {"<|end_of_text|>", "<|endoftext|>", "<eos>", "</s>"};
     t->eos = t->n_suffix ? t->suffix[t->n_suffix - 1] : find_special(t, names, sizeof names / sizeof *names);
   }

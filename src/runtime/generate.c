@@ -108,7 +108,11 @@ wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *p
     res->tokens[res->n_generated++] = token;
     if (ts) {
       size_t n = tok_stream_push(ts, token, piece, sizeof piece);
-      if (n && !text_append(&text, piece, n)) { st = WGLLM_ERR_OUT_OF_MEMORY; break; }
+      while (n) { /* a long token comes out in several pieces */
+        if (!text_append(&text, piece, n)) { st = WGLLM_ERR_OUT_OF_MEMORY; break; }
+        n = tok_stream_push(ts, -1, piece, sizeof piece);
+      }
+      if (st) break;
       size_t safe;
       long at = find_stop(&text, gp, &safe);
       if (at >= 0) {
@@ -132,8 +136,8 @@ wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *p
      which the next turn's prompt prefix re-feeds if the caller wants it (chat appends the turn text) */
   res->decode_s = now_s() - t1;
   if (ts && !st && res->stop != LLM_STOP_STRING) {
-    size_t n = tok_stream_flush(ts, piece, sizeof piece);
-    if (n) text_append(&text, piece, n);
+    size_t n;
+    while ((n = tok_stream_flush(ts, piece, sizeof piece)) > 0) text_append(&text, piece, n);
     if (text.len > text.emitted && gp->on_text) gp->on_text(text.buf + text.emitted, text.len - text.emitted, gp->user);
     text.emitted = text.len;
   }
