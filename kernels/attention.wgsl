@@ -2,20 +2,25 @@
 // One workgroup per (query token, head): keys are streamed in blocks of 128 with an online softmax, so no
 // T x T scores are kept. Query t sits at position pos[t] and sees keys max(0, pos-window+1)..pos.
 // q: [n_tokens][q_stride] (head h at q_off + h*head_dim); caches: [n_kv_head][ctx][head_dim];
-// out: [n_tokens][out_stride] (head h at h*head_dim). head_dim <= 512.
+// out: [n_tokens][out_stride] (head h at h*head_dim). head_dim <= 512, head_dim % 4 == 0. f16 caches are
+// packed pairs in u32 (see kv_write.wgsl).
 //! variant f32: KV_F16=0
-//! variant f16: KV_F16=1 requires=shader-f16
+//! variant f16: KV_F16=1
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
                 window: u32, scale: f32, softcap: f32, _p: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #if KV_F16
-@group(0) @binding(2) var<storage, read> kc: array<f16>;
-@group(0) @binding(3) var<storage, read> vc: array<f16>;
+@group(0) @binding(2) var<storage, read> kc: array<vec2<u32>>;
+@group(0) @binding(3) var<storage, read> vc: array<vec2<u32>>;
+fn kload4(e: u32) -> vec4<f32> { let w = kc[e / 4u]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
+fn vload4(e: u32) -> vec4<f32> { let w = vc[e / 4u]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
 #else
-@group(0) @binding(2) var<storage, read> kc: array<f32>;
-@group(0) @binding(3) var<storage, read> vc: array<f32>;
+@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;
+fn kload4(e: u32) -> vec4<f32> { return kc[e / 4u]; }
+fn vload4(e: u32) -> vec4<f32> { return vc[e / 4u]; }
 #endif
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
@@ -24,6 +29,8 @@ const B = 128u;
 var<workgroup> qs: array<f32, 512>;
 var<workgroup> ps: array<f32, 128>;
 var<workgroup> red: array<f32, 128>;
+
+fn dot4(a: vec4<f32>, b: vec4<f32>) -> f32 { return dot(a, b); }
 
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
@@ -40,7 +47,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let kvbase = kvh * p.ctx * hd;
   var m = -3.0e38;
   var lsum = 0.0;
-  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
+  var acc4 = vec4<f32>(0.0);
   workgroupBarrier();
   for (var j0 = first; j0 <= last; j0 += B) {
     let j = j0 + l;
@@ -48,7 +55,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     if (j <= last) {
       var dot = 0.0;
       let kb = kvbase + j * hd;
-      for (var d = 0u; d < hd; d++) { dot += qs[d] * f32(kc[kb + d]); }
+      for (var d = 0u; d < hd; d += 4u) { dot += dot4(vec4<f32>(qs[d], qs[d + 1u], qs[d + 2u], qs[d + 3u]), kload4(kb + d)); }
       s = dot * p.scale;
       if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
     }
@@ -73,19 +80,20 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     lsum = lsum * alpha + red[0];
     m = m_new;
     let nj = min(B, last + 1u - j0);
-    for (var c = 0u; c < 4u; c++) {
-      let d = l + c * B;
-      if (d < hd) {
-        var a = acc[c] * alpha;
-        for (var jj = 0u; jj < nj; jj++) { a += ps[jj] * f32(vc[kvbase + (j0 + jj) * hd + d]); }
-        acc[c] = a;
-      }
+    // thread l owns dims 4l..4l+3 (head_dim <= 512)
+    if (4u * l < hd) {
+      var a = acc4 * alpha;
+      for (var jj = 0u; jj < nj; jj++) { a += ps[jj] * vload4(kvbase + (j0 + jj) * hd + 4u * l); }
+      acc4 = a;
     }
     workgroupBarrier();
   }
-  let ob = t * p.out_stride + h * hd;
-  for (var c = 0u; c < 4u; c++) {
-    let d = l + c * B;
-    if (d < hd) { out[ob + d] = acc[c] / lsum; }
+  let ob = t * p.out_stride + h * hd + 4u * l;
+  if (4u * l < hd) {
+    let r = acc4 / lsum;
+    out[ob] = r.x;
+    out[ob + 1u] = r.y;
+    out[ob + 2u] = r.z;
+    out[ob + 3u] = r.w;
   }
 }

@@ -240,10 +240,22 @@ int main(void) {
   conformance("llama_gqa", "--weights q4", 0.7);
   conformance("qwen3", "--weights q4:32", 0.7);
   conformance("llama_mha_bf16", "--weights q4:32", 0.7);
+  /* f16 KV is stored packed in u32 words, so it needs no shader-f16: --no-f16 (a device without it) must give
+     the same f16 cache, not a fallback */
   printf("f16 KV cache:\n");
   conformance("llama_gqa", "--kv f16", 1e-2);
+  conformance("llama_mha_bf16", "--kv f16", 1e-2);
   conformance("qwen2", "--kv f16", 1e-2);
+  conformance("qwen3", "--kv f16", 1e-2);
   conformance("llama_q4_0_gguf", "--kv f16", 1e-2);
+  conformance("llama_gqa", "--kv f16 --no-f16", 1e-2);
+  printf("flash-decoding grid sizing:\n");
+  setenv("WGLLM_ATTN_GRID", "indirect", 1);
+  conformance("llama_gqa", "", 1e-3);
+  conformance("qwen3", "--kv f16", 1e-2);
+  setenv("WGLLM_ATTN_GRID", "worst", 1);
+  conformance("llama_gqa", "", 1e-3);
+  unsetenv("WGLLM_ATTN_GRID");
   printf("bad inputs:\n");
   bad_inputs();
   char cmd[300];

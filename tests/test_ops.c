@@ -388,7 +388,6 @@ static void test_attention(void) {
                        {7, 130, 4, 4, 24, 0, 0}, {3, 300, 8, 2, 64, 0, 0}, {9, 20, 4, 1, 32, 8, 0},
                        {1, 40, 4, 2, 32, 8, 300}, {4, 5, 2, 1, 512, 0, 0}, {2, 257, 4, 2, 128, 100, 500}};
   for (int f16 = 0; f16 < 2; f16++) {
-    if (f16 && !th_gpu()->has_f16) { printf("f16 KV not granted: f16 attention cases skipped\n"); continue; }
     for (size_t c = 0; c < 9; c++) {
       size_t T = cases[c][0], past = cases[c][1], H = cases[c][2], KVH = cases[c][3], D = cases[c][4];
       uint32_t window = (uint32_t)cases[c][5];
@@ -448,6 +447,65 @@ static void test_attention(void) {
   }
 }
 
+/* Flash-decoding (split + reduce, indirect and worst-case grids) against the straightforward kernel and the
+   CPU reference, at lengths around the 128-key chunk and with windows and soft-capping. */
+static void test_attention_decode(void) {
+  uint32_t lens[] = {1, 2, 127, 128, 129, 300, 1000};
+  struct { uint32_t H, KVH, D, window; float cap; } shapes[] = {{8, 2, 64, 0, 0}, {4, 4, 32, 0, 0}, {8, 1, 128, 100, 0},
+                                                               {6, 2, 16, 0, 30.0f}, {16, 1, 256, 0, 0}};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t si = 0; si < 5; si++)
+      for (size_t li = 0; li < 7; li++) {
+        uint32_t H = shapes[si].H, KVH = shapes[si].KVH, D = shapes[si].D, L = lens[li], ctx = 1030;
+        op_kv_layout kv = {KVH, D, ctx, f16};
+        size_t n = (size_t)KVH * ctx * D;
+        float *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *q = rnd(H * D, -1, 1);
+        gpu_buffer *gk, *gv;
+        if (f16) {
+          uint16_t *hk = malloc(n * 2), *hv = malloc(n * 2);
+          for (size_t i = 0; i < n; i++) {
+            hk[i] = ref_f32_to_f16(kc[i]); kc[i] = ref_f16_to_f32(hk[i]);
+            hv[i] = ref_f32_to_f16(vc[i]); vc[i] = ref_f16_to_f32(hv[i]);
+          }
+          gk = th_upload(hk, n * 2); gv = th_upload(hv, n * 2);
+          free(hk); free(hv);
+        } else { gk = th_upload(kc, n * 4); gv = th_upload(vc, n * 4); }
+        uint32_t pos = L - 1;
+        gpu_buffer *gq = th_upload(q, H * D * 4), *gp = th_upload(&pos, 4), *gpart = th_poisoned(op_attn_partial_bytes(&kv, H));
+        gpu_buffer *gind = th_poisoned(16);
+        float *want = malloc(H * D * 4), *got = malloc(H * D * 4), *plain = malloc(H * D * 4);
+        ref_attention(q, H * D, 0, kc, vc, &pos, want, H * D, 1, H, KVH, D, ctx, shapes[si].window, 1.0f / sqrtf((float)D), shapes[si].cap);
+        op_attn_params ap = {1, H, H * D, 0, H * D, shapes[si].window, 1.0f / sqrtf((float)D), shapes[si].cap};
+        gpu_buffer *go2 = th_poisoned(H * D * 4);
+        gpu_recorder *r = rec_new();
+        op_attention(r, &kv, &ap, gpu_whole(gq), gpu_whole(gk), gpu_whole(gv), gpu_whole(gp), gpu_whole(go2));
+        th_run(r);
+        gpu_recorder_free(r);
+        th_download(go2, plain, H * D * 4);
+        for (int mode = 0; mode < 2; mode++) {
+          gpu_buffer *go = th_poisoned(H * D * 4);
+          gpu_view ind = gpu_whole(gind);
+          r = rec_new();
+          CHECK(op_attention_decode(r, &kv, &ap, gpu_whole(gq), gpu_whole(gk), gpu_whole(gv), gpu_whole(gp),
+                                    gpu_whole(gpart), mode ? &ind : NULL, gpu_whole(go)) == WGLLM_OK, "record: %s", gpu_recorder_error(r));
+          th_run(r);
+          gpu_recorder_free(r);
+          th_download(go, got, H * D * 4);
+          char what[128];
+          snprintf(what, sizeof what, "flash-decode %s %s L=%u H=%u/%u D=%u win=%u cap=%g vs reference", mode ? "indirect" : "worst-grid",
+                   f16 ? "f16kv" : "f32kv", L, H, KVH, D, shapes[si].window, shapes[si].cap);
+          th_compare(what, got, want, H * D, 2e-6, 2e-5);
+          snprintf(what, sizeof what, "flash-decode %s L=%u vs straightforward kernel", mode ? "indirect" : "worst-grid", L);
+          th_compare(what, got, plain, H * D, 1e-6, 1e-5);
+          gpu_buffer_destroy(th_gpu(), go);
+        }
+        gpu_buffer_destroy(th_gpu(), gk); gpu_buffer_destroy(th_gpu(), gv); gpu_buffer_destroy(th_gpu(), gq);
+        gpu_buffer_destroy(th_gpu(), gp); gpu_buffer_destroy(th_gpu(), gpart); gpu_buffer_destroy(th_gpu(), gind);
+        gpu_buffer_destroy(th_gpu(), go2);
+        free(kc); free(vc); free(q); free(want); free(got); free(plain);
+      }
+}
+
 int main(void) {
   th_gpu();
   test_fill();
@@ -460,6 +518,7 @@ int main(void) {
   test_embedding();
   test_glu();
   test_attention();
+  test_attention_decode();
   th_gpu_done();
   return th_finish("test_ops");
 }

@@ -28,9 +28,24 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
   return WGLLM_OK;
 }
 
+wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const op_kv_layout *kv, llm_scratch *s,
+                                    char *err, size_t errlen) {
+  wgllm_status st = WGLLM_OK;
+  if (!s->attn_partial) st = gpu_pool_acquire(gpu, op_attn_partial_bytes(kv, hp->n_head), "attn_partial", &s->attn_partial, err, errlen);
+  if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err, errlen);
+  return st;
+}
+
+llm_attn_grid llm_attn_grid_mode(void) {
+  const char *e = getenv("WGLLM_ATTN_GRID");
+  if (e && !strcmp(e, "indirect")) return LLM_ATTN_GRID_INDIRECT;
+  if (e && !strcmp(e, "worst")) return LLM_ATTN_GRID_WORST;
+  return LLM_ATTN_GRID_DEFAULT;
+}
+
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   gpu_buffer **all[] = {&s->ids, &s->pos, &s->x, &s->xn, &s->q, &s->q2, &s->k, &s->k2, &s->v,
-                        &s->attn, &s->proj, &s->gate, &s->up, &s->h, &s->logits};
+                        &s->attn, &s->proj, &s->gate, &s->up, &s->h, &s->logits, &s->attn_partial, &s->attn_args};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;
@@ -78,7 +93,13 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     if (!st) st = op_rope(rec, V(k), V(s->pos), V(rope_cs), T, hp->n_head_kv, hd, hp->rot_dim, nkv, hp->rope_mode, max_pos);
     if (!st) st = op_kv_write(rec, &kv->layout, V(k), nkv, 0, V(s->v), nkv, 0, V(s->pos), V(kv->k[l]), V(kv->v[l]), T);
     op_attn_params ap = {T, hp->n_head, nq, 0, nq, 0, 1.0f / sqrtf((float)hd), 0.0f};
-    if (!st) st = op_attention(rec, &kv->layout, &ap, V(q), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn));
+    if (!st && T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head)) {
+      gpu_view args = V(s->attn_args);
+      int indirect = llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT; /* default: worst-case grid (measured faster) */
+      st = op_attention_decode(rec, &kv->layout, &ap, V(q), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn_partial),
+                               indirect ? &args : NULL, V(s->attn));
+    } else if (!st)
+      st = op_attention(rec, &kv->layout, &ap, V(q), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn));
     if (!st) st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
     if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
     /* MLP block */

@@ -18,10 +18,20 @@ typedef struct llm_scratch {
   gpu_buffer *proj;    /* [cap][n_embd] */
   gpu_buffer *gate, *up, *h; /* [cap][n_ff] */
   gpu_buffer *logits;  /* [logit_rows][n_vocab] */
+  gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
+  gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
 } llm_scratch;
+
+/* How flash-decoding sizes its chunk grid: GPU-written indirect arguments, or the worst case for the context
+   with early exit. WGLLM_ATTN_GRID=indirect|worst overrides the default. */
+typedef enum llm_attn_grid { LLM_ATTN_GRID_DEFAULT = 0, LLM_ATTN_GRID_INDIRECT, LLM_ATTN_GRID_WORST } llm_attn_grid;
+llm_attn_grid llm_attn_grid_mode(void);
 
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen);
+/* Adds the flash-decoding buffers for a cache layout (decode scratch). */
+wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const op_kv_layout *kv, llm_scratch *s,
+                                    char *err, size_t errlen);
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
 
 /* KV cache: per layer K and V [n_kv][ctx][hd], f32 or f16. */

@@ -10,10 +10,8 @@ typedef struct attn_gpu_params {
 
 static wgllm_status check_kv(gpu_recorder *rec, const op_kv_layout *kv) {
   if (!kv->n_kv_head || !kv->head_dim || !kv->ctx) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv: empty layout");
-  if (kv->f16 && !op_ctx(rec)->has_f16)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "f16 KV cache needs shader-f16, which the device did not grant");
-  if (kv->f16 && kv->head_dim % 4)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "f16 KV cache needs head_dim %% 4 == 0 (head_dim %u)", kv->head_dim);
+  if (kv->head_dim % 4)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "the attention kernels need head_dim %% 4 == 0 (head_dim %u)", kv->head_dim);
   return WGLLM_OK;
 }
 
@@ -30,7 +28,7 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, 
   d.bind[2] = pos;
   d.bind[3] = kcache;
   d.bind[4] = vcache;
-  d.grid[0] = (kv->n_kv_head * kv->head_dim + 63) / 64;
+  d.grid[0] = (kv->n_kv_head * kv->head_dim / 4 + 63) / 64;
   d.grid[1] = n_tokens;
   d.grid[2] = 1;
   return gpu_record(rec, &d);
@@ -55,4 +53,75 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
   d.grid[1] = a->n_tokens;
   d.grid[2] = 1;
   return gpu_record(rec, &d);
+}
+
+typedef struct attn_split_params {
+  uint32_t n_head, n_kv_head, head_dim, ctx, q_stride, q_off, window, max_chunks;
+  float scale, softcap;
+  uint32_t _p0, _p1;
+} attn_split_params;
+typedef struct attn_reduce_params { uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p; } attn_reduce_params;
+typedef struct attn_grid_params { uint32_t n_kv_head, ctx, window, _p; } attn_grid_params;
+
+static uint32_t max_chunks(const op_kv_layout *kv) { return kv->ctx / 128 + 2; }
+
+int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head) {
+  if (!kv->n_kv_head || n_head % kv->n_kv_head || kv->head_dim % 4) return 0;
+  uint32_t n_rep = n_head / kv->n_kv_head;
+  return n_rep <= 16 && n_rep * kv->head_dim <= 4096;
+}
+
+uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head) {
+  return (uint64_t)max_chunks(kv) * n_head * (kv->head_dim + 2) * 4;
+}
+
+wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
+                                 gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
+                                 const gpu_view *indirect, gpu_view out) {
+  wgllm_status s = check_kv(rec, kv);
+  if (s) return s;
+  if (a->n_tokens != 1) return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u tokens (one expected)", a->n_tokens);
+  if (!op_attention_decode_supports(kv, a->n_head))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
+                   a->n_head, kv->n_kv_head, kv->head_dim);
+  uint32_t mc = max_chunks(kv);
+  if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: context %u too long for the grid", kv->ctx);
+  const char *var = kv->f16 ? "f16" : "f32";
+  if (indirect) {
+    attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, 0};
+    gpu_dispatch_desc g = {.kernel = "attn_grid", .variant = "u32", .params = &gp, .params_size = sizeof gp, .n_bind = 2};
+    g.bind[0] = pos;
+    g.bind[1] = *indirect;
+    g.grid[0] = g.grid[1] = g.grid[2] = 1;
+    s = gpu_record(rec, &g);
+    if (s) return s;
+  }
+  attn_split_params sp = {a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->q_stride, a->q_off, a->window, mc,
+                          a->scale, a->softcap, 0, 0};
+  gpu_dispatch_desc d = {.kernel = "attn_split", .variant = var, .params = &sp, .params_size = sizeof sp, .n_bind = 5};
+  d.bind[0] = q;
+  d.bind[1] = kcache;
+  d.bind[2] = vcache;
+  d.bind[3] = pos;
+  d.bind[4] = partial;
+  if (indirect) d.indirect = *indirect;
+  else {
+    /* worst case: with a window only ceil(window/128)+1 chunks can hold keys */
+    uint32_t n = mc;
+    if (a->window && a->window / 128 + 2 < n) n = a->window / 128 + 2;
+    d.grid[0] = kv->n_kv_head;
+    d.grid[1] = n;
+    d.grid[2] = 1;
+  }
+  s = gpu_record(rec, &d);
+  if (s) return s;
+  attn_reduce_params rp = {a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->window, mc, a->out_stride, 0};
+  gpu_dispatch_desc r = {.kernel = "attn_reduce", .variant = "f32", .params = &rp, .params_size = sizeof rp, .n_bind = 3};
+  r.bind[0] = partial;
+  r.bind[1] = pos;
+  r.bind[2] = out;
+  r.grid[0] = a->n_head;
+  r.grid[1] = r.grid[2] = 1;
+  return gpu_record(rec, &r);
 }

@@ -98,6 +98,17 @@ typedef struct op_attn_params {
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
 
+/* Flash-decoding for one new token (a->n_tokens == 1): the cached sequence is split into 128-key chunks across
+   workgroups (kernels/attn_split.wgsl), then reduced (attn_reduce.wgsl). The chunk grid depends on the length
+   on the GPU: with indirect != NULL a one-thread kernel writes it into *indirect (3 x u32), else the grid is the
+   worst case for the context and extra workgroups exit at once. partial: op_attn_partial_bytes().
+   Accepts: head_dim % 4 == 0, n_rep = n_head / n_kv_head <= 16, n_rep * head_dim <= 4096. */
+int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head);
+uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head);
+wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
+                                 gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
+                                 const gpu_view *indirect, gpu_view out);
+
 
 /* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
    tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets

@@ -50,16 +50,13 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   if (!s->opt.prefill_chunk) s->opt.prefill_chunk = 256;
   const llm_hparams *hp = &m->hp;
   int f16 = s->opt.kv_f16;
-  if (f16 && hp->head_dim % 4) {
-    snprintf(err, errlen, "--kv f16 needs head_dim %% 4 == 0; this model's head_dim is %u", hp->head_dim);
+  if (hp->head_dim % 4) { /* the attention kernels read K/V four elements at a time */
+    snprintf(err, errlen, "head_dim %u is not a multiple of 4, which the attention kernels need", hp->head_dim);
     free(s);
     return WGLLM_ERR_UNSUPPORTED;
   }
-  if (f16 && !s->gpu->has_f16) {
-    snprintf(s->notice, sizeof s->notice, "notice: f16 KV cache needs shader-f16, which %s did not grant: using f32",
-             s->gpu->adapter_name);
-    f16 = 0;
-  }
+  /* f16 KV is stored as packed pairs in u32 words and widened with unpack2x16float: it needs no shader-f16,
+     so it is available on every device (the H200 through this Dawn does not grant shader-f16) */
   llm_kv_cache *kv = &s->kv;
   kv->layout.n_kv_head = hp->n_head_kv;
   kv->layout.head_dim = hp->head_dim;
@@ -178,6 +175,8 @@ static wgllm_status ensure_step(llm_session *s) {
     st = llm_scratch_acquire(s->gpu, hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
     if (st) return st;
   }
+  st = llm_scratch_add_decode(s->gpu, hp, &s->kv.layout, &s->step_scratch, s->err, sizeof s->err);
+  if (st) return st;
   s->step = gpu_recorder_create(s->gpu, 1);
   if (!s->step) { snprintf(s->err, sizeof s->err, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
   st = llm_encode_forward(s->step, s->m, &s->kv, s->rope_cs, &s->step_scratch, 1, 1);

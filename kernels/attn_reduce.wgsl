@@ -1,0 +1,42 @@
+// Flash-decoding, pass 2: combines the chunks of attn_split for each query head h:
+// out[h*hd + d] = sum_c e^(m_c - M) acc_c[d] / sum_c e^(m_c - M) l_c, M = max_c m_c, over the chunks that hold
+// keys (derived from pos[0], like pass 1).
+//! variant f32: X=0
+struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
+                window: u32, max_chunks: u32, out_stride: u32, _p: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> partial: array<f32>;
+@group(0) @binding(2) var<storage, read> pos: array<u32>;
+@group(0) @binding(3) var<storage, read_write> out: array<f32>;
+
+const B = 128u;
+
+@compute @workgroup_size(128)
+fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
+  let h = wid.x;
+  let hd = p.head_dim;
+  let n_rep = p.n_head / p.n_kv_head;
+  let kvh = h / n_rep;
+  let r = h % n_rep;
+  let last = min(pos[0], p.ctx - 1u);
+  var first = 0u;
+  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let n_chunks = (last - (first / B) * B) / B + 1u;
+  var M = -3.0e38;
+  for (var c = 0u; c < n_chunks; c++) {
+    M = max(M, partial[((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u) + hd]);
+  }
+  var den = 0.0;
+  for (var c = 0u; c < n_chunks; c++) {
+    let b = ((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
+    den += exp(partial[b + hd] - M) * partial[b + hd + 1u];
+  }
+  for (var d = lid.x; d < hd; d += B) {
+    var num = 0.0;
+    for (var c = 0u; c < n_chunks; c++) {
+      let b = ((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
+      num += exp(partial[b + hd] - M) * partial[b + d];
+    }
+    out[h * hd + d] = num / den;
+  }
+}
