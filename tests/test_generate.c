@@ -95,6 +95,12 @@ int main(void) {
   greedy_case("llama_gqa", "data/models/llama_gqa");
   greedy_case("qwen2", "data/models/qwen2");
   greedy_case("llama_q4_0_gguf", "data/models/llama_q4_0_gguf/model.gguf");
+  /* the same results with no pipelining and with the deepest queue */
+  setenv("WGLLM_PIPELINE", "1", 1);
+  greedy_case("llama_gqa", "data/models/llama_gqa");
+  setenv("WGLLM_PIPELINE", "3", 1);
+  greedy_case("qwen2", "data/models/qwen2");
+  unsetenv("WGLLM_PIPELINE");
   th_gpu_done();
   return th_finish("test_generate");
 }

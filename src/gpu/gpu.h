@@ -152,6 +152,16 @@ gpu_context *gpu_recorder_context(const gpu_recorder *rec);
 /* Marks the recording failed (sticky) with a message; returns s. Ops use it for shape refusals. */
 wgllm_status gpu_recorder_fail(gpu_recorder *rec, wgllm_status s, const char *msg);
 void gpu_recorder_free(gpu_recorder *rec);
+/* Readback ring: small mappable buffers so a step's result (a token id) can be copied out in the step's own
+   command buffer and collected later, while the next step is already queued. */
+typedef struct gpu_readback gpu_readback;
+gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots);
+void gpu_readback_free(gpu_readback *rb);
+/* Runs the recording, then copies bytes of src into the next slot and starts mapping it. *slot: its index. */
+wgllm_status gpu_recorder_run_readback(gpu_recorder *rec, gpu_readback *rb, gpu_view src, int *slot);
+/* Waits for slot's mapping, copies its bytes to dst and frees the slot. */
+wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, char *err, size_t errlen);
+
 /* Per-record GPU time in nanoseconds (one pass per record with timestamp writes); needs timestamp-query.
    out_ns has gpu_recorder_count() entries. */
 wgllm_status gpu_recorder_profile(gpu_recorder *rec, double *out_ns);

@@ -336,3 +336,104 @@ void gpu_recorder_free(gpu_recorder *r) {
   free(r->arena);
   free(r);
 }
+
+/* ---------- readback ring ---------- */
+typedef struct rb_slot {
+  WGPUBuffer buf;
+  WGPUFuture future;
+  int busy;
+  int status; /* 1 mapped, -1 failed */
+} rb_slot;
+
+struct gpu_readback {
+  gpu_context *ctx;
+  uint32_t bytes;
+  int n, next;
+  rb_slot *slots;
+};
+
+static void on_rb_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2) {
+  (void)m; (void)u2;
+  ((rb_slot *)u1)->status = s == WGPUMapAsyncStatus_Success ? 1 : -1;
+}
+
+gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots) {
+  gpu_readback *rb = calloc(1, sizeof *rb);
+  if (!rb) return NULL;
+  rb->ctx = ctx;
+  rb->bytes = (bytes + 3) & ~3u;
+  rb->n = slots;
+  rb->slots = calloc((size_t)slots, sizeof *rb->slots);
+  if (!rb->slots) { free(rb); return NULL; }
+  for (int i = 0; i < slots; i++) {
+    WGPUBufferDescriptor bd = {0};
+    bd.size = rb->bytes;
+    bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+    rb->slots[i].buf = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    if (!rb->slots[i].buf) { gpu_readback_free(rb); return NULL; }
+  }
+  return rb;
+}
+
+void gpu_readback_free(gpu_readback *rb) {
+  if (!rb) return;
+  for (int i = 0; i < rb->n; i++) {
+    if (rb->slots[i].busy) gpu_wait_future(rb->ctx, rb->slots[i].future);
+    if (rb->slots[i].buf) wgpuBufferRelease(rb->slots[i].buf);
+  }
+  free(rb->slots);
+  free(rb);
+}
+
+wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_view src, int *slot) {
+  gpu_context *ctx = r->ctx;
+  rb_slot *sl = &rb->slots[rb->next];
+  if (sl->busy) return fail(r, WGLLM_ERR_INTERNAL, "readback ring full: collect results before queueing more");
+  if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
+  r->runs++;
+  wgllm_status s = finalize(r);
+  if (s) return s;
+  double t0 = now_us();
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
+  if (r->n) {
+    WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
+    for (size_t i = 0; i < r->n; i++) encode_one(cp, &r->recs[i]);
+    wgpuComputePassEncoderEnd(cp);
+    wgpuComputePassEncoderRelease(cp);
+  }
+  wgpuCommandEncoderCopyBufferToBuffer(enc, src.buf->handle, src.offset, sl->buf, 0, rb->bytes);
+  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+  wgpuQueueSubmit(ctx->queue, 1, &cb);
+  wgpuCommandBufferRelease(cb);
+  wgpuCommandEncoderRelease(enc);
+  WGPUBufferMapCallbackInfo mi = {0};
+  mi.mode = WGPUCallbackMode_WaitAnyOnly;
+  mi.callback = on_rb_map;
+  mi.userdata1 = sl;
+  sl->status = 0;
+  sl->future = wgpuBufferMapAsync(sl->buf, WGPUMapMode_Read, 0, rb->bytes, mi);
+  sl->busy = 1;
+  r->last_encode_us = now_us() - t0;
+  *slot = rb->next;
+  rb->next = (rb->next + 1) % rb->n;
+  char e[GPU_ERR_LEN];
+  s = gpu_check(ctx, e, sizeof e);
+  if (s) return fail(r, s, e);
+  return WGLLM_OK;
+}
+
+wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, char *err, size_t errlen) {
+  rb_slot *sl = &rb->slots[slot];
+  if (!sl->busy) { snprintf(err, errlen, "readback slot %d has nothing queued", slot); return WGLLM_ERR_INTERNAL; }
+  gpu_wait_future(rb->ctx, sl->future);
+  sl->busy = 0;
+  if (sl->status != 1) {
+    wgllm_status s = gpu_check(rb->ctx, err, errlen);
+    if (!s) snprintf(err, errlen, "mapping a readback slot failed");
+    return s ? s : WGLLM_ERR_GPU;
+  }
+  const void *p = wgpuBufferGetConstMappedRange(sl->buf, 0, rb->bytes);
+  if (dst && p) memcpy(dst, p, rb->bytes);
+  wgpuBufferUnmap(sl->buf);
+  return gpu_check(rb->ctx, err, errlen);
+}

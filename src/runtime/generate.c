@@ -103,6 +103,12 @@ wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *p
   res->prefill_s = now_s() - t0;
   double t1 = now_s();
   char piece[256];
+  /* keep `depth` steps queued: the GPU feeds each sampled id to the next step itself, so the CPU only collects
+     ids (and encodes the next step while the GPU runs the queued ones) */
+  int depth = getenv("WGLLM_PIPELINE") ? atoi(getenv("WGLLM_PIPELINE")) : 2;
+  if (depth < 1) depth = 1;
+  if (depth > LLM_MAX_IN_FLIGHT) depth = LLM_MAX_IN_FLIGHT;
+  uint32_t queued = 0; /* steps queued so far (each yields one more token) */
   while (!st) {
     if (tok && !gp->ignore_eog && tok_is_eog(tok, token)) { res->stop = LLM_STOP_EOG; break; }
     res->tokens[res->n_generated++] = token;
@@ -130,7 +136,17 @@ wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *p
     }
     if (res->n_generated >= max_tokens) { res->stop = LLM_STOP_MAX_TOKENS; break; }
     if (s->n_past + 1 >= s->opt.ctx) { res->stop = LLM_STOP_CONTEXT; break; }
-    st = llm_session_step_sample(s, &token);
+    /* queue steps up to the pipeline depth, never past the token limit or the context */
+    while (!st && s->in_flight < depth && queued + 1 < max_tokens &&
+           s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx) {
+      st = llm_session_step_submit(s);
+      queued++;
+    }
+    if (!st) st = llm_session_step_collect(s, &token);
+  }
+  if (s->in_flight) {
+    wgllm_status d = llm_session_step_drain(s);
+    if (!st) st = d;
   }
   /* the last sampled token was not fed: the cache holds the prompt and all generated tokens but the last,
      which the next turn's prompt prefix re-feeds if the caller wants it (chat appends the turn text) */

@@ -17,6 +17,8 @@ static void kv_free(gpu_context *gpu, llm_kv_cache *kv) {
 
 void llm_session_free(llm_session *s) {
   if (!s) return;
+  if (s->in_flight) llm_session_step_drain(s);
+  gpu_readback_free(s->readback);
   gpu_recorder_free(s->step);
   llm_scratch_release(s->gpu, &s->step_scratch);
   gpu_buffer_destroy(s->gpu, s->sampler_state);
@@ -244,24 +246,68 @@ wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint
   return st;
 }
 
-wgllm_status llm_session_step_sample(llm_session *s, int32_t *token) {
+wgllm_status llm_session_step_submit(llm_session *s) {
   s->err[0] = 0;
   if (!s->has_sampler || !s->step) {
-    snprintf(s->err, sizeof s->err, "llm_session_step_sample: no sampler set");
+    snprintf(s->err, sizeof s->err, "llm_session_step_submit: no sampler set");
     return WGLLM_ERR_INVALID_ARG;
   }
-  if (s->n_past + 1 > s->opt.ctx) {
+  if (s->in_flight >= LLM_MAX_IN_FLIGHT) {
+    snprintf(s->err, sizeof s->err, "llm_session_step_submit: %d steps already queued", s->in_flight);
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  uint32_t p = s->n_past + (uint32_t)s->in_flight;
+  if (p + 1 > s->opt.ctx) {
     snprintf(s->err, sizeof s->err, "the context of %u tokens is full", s->opt.ctx);
     return WGLLM_ERR_INVALID_ARG;
   }
-  uint32_t p = s->n_past;
-  gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4);
-  wgllm_status st = gpu_recorder_run(s->step);
-  if (st) { snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step)); return st; }
-  st = read_token(s, token);
-  if (!st) {
-    s->fed[s->n_past++] = s->last_sampled;
-    s->last_sampled = *token;
+  if (!s->readback) {
+    s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1);
+    if (!s->readback) { snprintf(s->err, sizeof s->err, "creating the readback ring failed"); return WGLLM_ERR_GPU; }
   }
+  gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
+  int slot;
+  wgllm_status st = gpu_recorder_run_readback(s->step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
+  if (st) { snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step)); return st; }
+  s->slots[s->in_flight++] = slot;
+  return WGLLM_OK;
+}
+
+wgllm_status llm_session_step_collect(llm_session *s, int32_t *token) {
+  if (!s->in_flight) {
+    snprintf(s->err, sizeof s->err, "llm_session_step_collect: nothing queued");
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  uint32_t t = 0;
+  wgllm_status st = gpu_readback_wait(s->readback, s->slots[0], &t, s->err, sizeof s->err);
+  memmove(s->slots, s->slots + 1, (size_t)(--s->in_flight) * sizeof s->slots[0]);
+  if (!st && t >= s->m->hp.n_vocab) {
+    snprintf(s->err, sizeof s->err, "sampler returned token %u outside the vocabulary of %u", t, s->m->hp.n_vocab);
+    st = WGLLM_ERR_INTERNAL;
+  }
+  if (st) return st;
+  s->fed[s->n_past++] = s->last_sampled; /* the step fed the previous token */
+  s->last_sampled = (int32_t)t;
+  *token = (int32_t)t;
+  return WGLLM_OK;
+}
+
+wgllm_status llm_session_step_drain(llm_session *s) {
+  wgllm_status st = WGLLM_OK;
+  while (s->in_flight) {
+    uint32_t t;
+    wgllm_status w = gpu_readback_wait(s->readback, s->slots[0], &t, s->err, sizeof s->err);
+    if (w && !st) st = w;
+    memmove(s->slots, s->slots + 1, (size_t)(--s->in_flight) * sizeof s->slots[0]);
+  }
+  /* the dropped steps advanced the GPU-side input id: put back the last collected token */
+  uint32_t u = (uint32_t)s->last_sampled;
+  if (s->step_scratch.ids) gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
+  return st;
+}
+
+wgllm_status llm_session_step_sample(llm_session *s, int32_t *token) {
+  wgllm_status st = llm_session_step_submit(s);
+  if (!st) st = llm_session_step_collect(s, token);
   return st;
 }

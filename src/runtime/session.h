@@ -25,6 +25,9 @@ typedef struct llm_session {
   gpu_buffer *sampler_state; /* u32 [4 + OP_SAMPLE_RING_MAX] (see op_sample) */
   int has_sampler;
   op_sample_params sampler;
+  gpu_readback *readback; /* token ids of queued steps */
+  int in_flight;          /* steps queued but not collected */
+  int slots[4];           /* their readback slots, oldest first */
   char notice[512];    /* e.g. the f16 KV fallback */
   char err[1024];
 } llm_session;
@@ -50,6 +53,13 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
                                      uint32_t n_recent);
 /* Prefills the prompt and samples the first token. */
 wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint32_t T, int32_t *token);
-/* Feeds the last sampled token and samples the next. */
+/* Feeds the last sampled token and samples the next (queue one step and collect it). */
 wgllm_status llm_session_step_sample(llm_session *s, int32_t *token);
+/* Pipelined decoding: queue a step without waiting (the sampled id feeds the next step on the GPU, so up to
+   LLM_MAX_IN_FLIGHT steps can be queued), then collect the oldest's token. A step queued past a stop is
+   dropped by llm_session_step_drain, which also restores the input id. */
+#define LLM_MAX_IN_FLIGHT 3
+wgllm_status llm_session_step_submit(llm_session *s);
+wgllm_status llm_session_step_collect(llm_session *s, int32_t *token);
+wgllm_status llm_session_step_drain(llm_session *s);
 #endif

@@ -27,6 +27,7 @@ static double median(double *v, int n) {
 static void usage(FILE *f) {
   fprintf(f, "usage: wgllm bench (-m PATH | --synthetic llama-1b|llama-8b) [--prompt P] [--gen G] [--runs R]\n"
              "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
+             "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
              "       wgllm bench --synthetic NAME --write-gguf OUT.gguf\n"
              "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
              "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
@@ -42,6 +43,7 @@ int cli_bench(int argc, char **argv) {
   cli_common c = {0};
   const char *synthetic = NULL, *write_gguf = NULL;
   uint32_t P = 128, G = 64, runs = 5, group = 32;
+  int depth = 2;
   int json = 0, profile = 0;
   for (int i = 1; i < argc; i++) {
     int r = cli_common_arg(&c, argc, argv, &i);
@@ -59,6 +61,7 @@ int cli_bench(int argc, char **argv) {
     else if (!strcmp(a, "--gen")) G = (uint32_t)strtoul(v, NULL, 10);
     else if (!strcmp(a, "--runs")) runs = (uint32_t)strtoul(v, NULL, 10);
     else if (!strcmp(a, "--group")) group = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--pipeline")) depth = atoi(v);
     else { fprintf(stderr, "wgllm bench: unknown option '%s'\n", a); usage(stderr); return 2; }
   }
   char err[1024];
@@ -70,6 +73,7 @@ int cli_bench(int argc, char **argv) {
     return 0;
   }
   if (!!synthetic == !!c.model) { fprintf(stderr, "wgllm bench: give either -m PATH or --synthetic NAME\n"); return 2; }
+  if (depth < 1 || depth > LLM_MAX_IN_FLIGHT) { fprintf(stderr, "wgllm bench: --pipeline 1..%d\n", LLM_MAX_IN_FLIGHT); return 2; }
   if (!P || !G || !runs) { fprintf(stderr, "wgllm bench: --prompt, --gen and --runs must be positive\n"); return 2; }
   gpu_context *gpu;
   llm_model *m;
@@ -98,9 +102,14 @@ int cli_bench(int argc, char **argv) {
     double t0 = now_s();
     st = llm_session_prefill_sample(s, ids, P, &tok);
     double t1 = now_s(), enc_sum = 0;
-    for (uint32_t g = 0; !st && g < G; g++) {
-      st = llm_session_step_sample(s, &tok);
-      enc_sum += gpu_recorder_last_encode_us(s->step);
+    uint32_t queued = 0;
+    for (uint32_t g = 0; !st && g < G; g++) { /* as the generation loop does: `depth` steps in flight */
+      while (!st && s->in_flight < depth && queued < G) {
+        st = llm_session_step_submit(s);
+        enc_sum += gpu_recorder_last_encode_us(s->step);
+        queued++;
+      }
+      if (!st) st = llm_session_step_collect(s, &tok);
     }
     double t2 = now_s();
     if (r > 0) {
@@ -116,10 +125,10 @@ int cli_bench(int argc, char **argv) {
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
            "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
-           "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, "
+           "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, \"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs, P / pre_s,
-           1.0 / dec_s, dec_s * 1e3, dispatches, enc_us, (unsigned long long)s->kv.bytes,
+           1.0 / dec_s, dec_s * 1e3, dispatches, enc_us, depth, (unsigned long long)s->kv.bytes,
            (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak);
   } else {
     printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
