@@ -1,70 +1,131 @@
-// Decode GEMV for q4gsw weights, tuned for bandwidth: y[m, n] = sum_k x[m, k] * W[n, k] (+ bias), M <= 4.
-// One row n per group of 32 threads (8 rows per workgroup); each thread streams 16-byte chunks (32 nibbles
-// = one group of 32 along K) so neighbouring threads read neighbouring bytes, and dots them with 8 vec4 of x.
-// Needs K % 32 == 0. Variant "sg" reduces with subgroupAdd (needs subgroups of exactly 32 lanes, checked by the
-// op's predicate); "wg" reduces through workgroup memory on any device.
+// Decode GEMV for q4gsw weights (one token), tuned for bandwidth and fused with its neighbours:
+//   y[n] (+)= s * sum_k W[n, k] * x'[k] (+ bias[n]),  x' = x * (norm_w + w_offset), s = 1/rms(x) when has_norm
+// so the RMSNorm before a projection, the residual add after it (accumulate) and the gated activation of the
+// MLP (glu_half > 0: rows n and n + glu_half are gate and up, y[n] = act(gate) * up) need no dispatch of their
+// own. A workgroup of 128 threads owns R rows (override ROWS); each thread takes 16-byte chunks of K (32
+// nibbles = one group of 32), loads its slice of x once and reuses it for all R rows, so x is read R times
+// less than the weights. Needs K % 32 == 0. Variant "sg" reduces with subgroupAdd (32-lane subgroups, checked
+// by the op's predicate); "wg" through workgroup memory.
 //! variant wg: SG=0
 //! variant sg: SG=1 requires=subgroups
-struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
+struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
+                has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
+                act: u32, _p0: u32, _p1: u32, _p2: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> wscale: array<u32>;
+@group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;
 override G: u32 = 32u;
+override ROWS: u32 = 16u;
 
-#ifnot SG
-var<workgroup> red: array<f32, 256>;
+const WG = 128u;
+const MAXR = 33u; // 2 * 16 accumulators + the sum of squares
+#if SG
+var<workgroup> red: array<f32, 132>; // [4 subgroups][MAXR]
+#else
+var<workgroup> red: array<f32, 4224>; // [MAXR][WG]
 #endif
 
 fn nib(wd: u32, i: u32) -> f32 { return f32((wd >> (4u * i)) & 15u) - 8.0; }
 
-fn chunk_dot(c: vec4<u32>, xb: u32) -> f32 {
-  var s = 0.0;
-  for (var j = 0u; j < 4u; j++) {
-    let wd = c[j];
-    let x0 = x[xb + 2u * j];
-    let x1 = x[xb + 2u * j + 1u];
-    s += dot(vec4<f32>(nib(wd, 0u), nib(wd, 1u), nib(wd, 2u), nib(wd, 3u)), x0);
-    s += dot(vec4<f32>(nib(wd, 4u), nib(wd, 5u), nib(wd, 6u), nib(wd, 7u)), x1);
-  }
-  return s;
+fn act_fn(g: f32) -> f32 {
+  if (p.act == 0u) { return g / (1.0 + exp(-g)); }
+  let z = 0.7978845608028654 * (g + 0.044715 * g * g * g);
+  return g / (1.0 + exp(-2.0 * z));
 }
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u,
         @builtin(num_workgroups) nwg: vec3u) {
-  let lane = lid.x % 32u;
-  let n = (wid.x + wid.y * nwg.x) * 8u + lid.x / 32u;
-  let chunks = p.K / 32u;          // 16-byte chunks per row
-  let gpc = p.K / G;               // scale groups per row
-  var acc = array<f32, 4>(0.0, 0.0, 0.0, 0.0);
-  if (n < p.N) {
-    for (var c = lane; c < chunks; c += 32u) {
+  let l = lid.x;
+  let n0 = (wid.x + wid.y * nwg.x) * ROWS;
+  let glu = p.glu_half > 0u;
+  let n_out = select(p.N, p.glu_half, glu);
+  let rr = select(ROWS, 2u * ROWS, glu); // accumulators: rows, or gate rows then up rows
+  let chunks = p.K / 32u;
+  let gpc = p.K / G;
+  var acc: array<f32, 32>;
+  for (var r = 0u; r < 32u; r++) { acc[r] = 0.0; }
+  var ss = 0.0;
+  for (var c = l; c < chunks; c += WG) {
+    var xs: array<vec4<f32>, 8>;
+    for (var j = 0u; j < 8u; j++) {
+      var v = x[c * 8u + j];
+      ss += dot(v, v);
+      if (p.has_norm != 0u) { v = v * (norm_w[c * 8u + j] + vec4<f32>(p.w_offset)); }
+      xs[j] = v;
+    }
+    for (var r = 0u; r < rr; r++) {
+      var n = n0 + r;
+      if (glu) { n = n0 + (r % ROWS) + select(0u, p.glu_half, r >= ROWS); }
+      if (n0 + (r % ROWS) >= n_out) { continue; }
       let q = w[n * chunks + c];
       let g = n * gpc + (c * 32u) / G;
       let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
-      for (var m = 0u; m < p.M; m++) { acc[m] += sc * chunk_dot(q, m * (p.K / 4u) + c * 8u); }
+      var s = 0.0;
+      for (var j = 0u; j < 4u; j++) {
+        let wd = q[j];
+        s += dot(vec4<f32>(nib(wd, 0u), nib(wd, 1u), nib(wd, 2u), nib(wd, 3u)), xs[2u * j]);
+        s += dot(vec4<f32>(nib(wd, 4u), nib(wd, 5u), nib(wd, 6u), nib(wd, 7u)), xs[2u * j + 1u]);
+      }
+      acc[r] += sc * s;
     }
   }
-  for (var m = 0u; m < p.M; m++) {
+  // reduce the rr accumulators and ss over the workgroup
 #if SG
-    let t = subgroupAdd(acc[m]);
+  let sg = l / 32u;
+  for (var r = 0u; r < rr; r++) {
+    let t = subgroupAdd(acc[r]);
+    if (l % 32u == 0u) { red[sg * MAXR + r] = t; }
+  }
+  let ts = subgroupAdd(ss);
+  if (l % 32u == 0u) { red[sg * MAXR + 32u] = ts; }
+  workgroupBarrier();
+  var tot_ss = 0.0;
+  for (var s4 = 0u; s4 < 4u; s4++) { tot_ss += red[s4 * MAXR + 32u]; }
+  var mine = 0.0;
+  var mine_up = 0.0;
+  if (l < ROWS) {
+    for (var s4 = 0u; s4 < 4u; s4++) {
+      mine += red[s4 * MAXR + l];
+      if (glu) { mine_up += red[s4 * MAXR + ROWS + l]; }
+    }
+  }
 #else
-    red[lid.x] = acc[m];
-    workgroupBarrier();
-    for (var o = 16u; o > 0u; o >>= 1u) {
-      if (lane < o) { red[lid.x] += red[lid.x + o]; }
-      workgroupBarrier();
+  for (var r = 0u; r < rr; r++) { red[r * WG + l] = acc[r]; }
+  red[32u * WG + l] = ss;
+  workgroupBarrier();
+  for (var k = WG / 2u; k > 0u; k >>= 1u) {
+    if (l < k) {
+      for (var r = 0u; r < rr; r++) { red[r * WG + l] += red[r * WG + l + k]; }
+      red[32u * WG + l] += red[32u * WG + l + k];
     }
-    let t = red[lid.x - lane];
     workgroupBarrier();
+  }
+  let tot_ss = red[32u * WG];
+  var mine = 0.0;
+  var mine_up = 0.0;
+  if (l < ROWS) {
+    mine = red[l * WG];
+    if (glu) { mine_up = red[(ROWS + l) * WG]; }
+  }
 #endif
-    if (lane == 0u && n < p.N) {
-      var v = t;
-      if (p.has_bias != 0u) { v += bias[n]; }
-      y[m * p.N + n] = v;
+  let n = n0 + l;
+  if (l < ROWS && n < n_out) {
+    var sc = 1.0;
+    if (p.has_norm != 0u) { sc = inverseSqrt(tot_ss / f32(p.K) + p.eps); }
+    var v = mine * sc;
+    if (glu) {
+      var u = mine_up * sc;
+      if (p.has_bias != 0u) { v += bias[n]; u += bias[n + p.glu_half]; }
+      v = act_fn(v) * u;
+    } else if (p.has_bias != 0u) {
+      v += bias[n];
     }
+    if (p.accumulate != 0u) { v += y[n]; }
+    y[n] = v;
   }
 }

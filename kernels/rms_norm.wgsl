@@ -1,8 +1,11 @@
 // RMSNorm over the last dimension: out[r, i] = x[r, i] / sqrt(mean(x[r]^2) + eps) * (w[i] + w_offset).
-// w_offset is 1 for Gemma's (1 + w) convention. One workgroup per row; rows may be strided (in_stride,
-// out_stride in elements; the first row at element in_off) so per-head norms (Qwen3 q/k norm) run on [T, H, D] views in one dispatch.
+// w_offset is 1 for Gemma's (1 + w) convention. One workgroup per row. Input row r starts at
+// in_off + r * in_stride, or with group > 0 at in_off + (r / group) * in_gstride + (r % group) * in_stride, so
+// per-head norms (Qwen3 q/k norm) run over the heads of every token of a fused QKV row in one dispatch;
+// output row r at out_off + r * out_stride, or grouped the same way with out_gstride.
 //! variant f32: X=0
-struct Params { n: u32, rows: u32, in_stride: u32, out_stride: u32, eps: f32, w_offset: f32, in_off: u32, _p1: u32 };
+struct Params { n: u32, rows: u32, in_stride: u32, out_stride: u32, eps: f32, w_offset: f32, in_off: u32, group: u32,
+                in_gstride: u32, out_off: u32, out_gstride: u32, _p: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
@@ -15,8 +18,10 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
         @builtin(num_workgroups) nwg: vec3u) {
   let row = wid.x + wid.y * nwg.x;
   if (row >= p.rows) { return; }
-  let xb = p.in_off + row * p.in_stride;
-  let ob = row * p.out_stride;
+  var xb = p.in_off + row * p.in_stride;
+  if (p.group > 0u) { xb = p.in_off + (row / p.group) * p.in_gstride + (row % p.group) * p.in_stride; }
+  var ob = p.out_off + row * p.out_stride;
+  if (p.group > 0u) { ob = p.out_off + (row / p.group) * p.out_gstride + (row % p.group) * p.out_stride; }
   var s = 0.0;
   for (var i = lid.x; i < p.n; i += 256u) {
     let v = x[xb + i];

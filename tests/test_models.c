@@ -249,6 +249,11 @@ int main(void) {
   conformance("qwen3", "--kv f16", 1e-2);
   conformance("llama_q4_0_gguf", "--kv f16", 1e-2);
   conformance("llama_gqa", "--kv f16 --no-f16", 1e-2);
+  printf("unfused decode path (WGLLM_NO_FUSION):\n");
+  setenv("WGLLM_NO_FUSION", "1", 1);
+  conformance("llama_q4_0_gguf", "", 2e-3);
+  conformance("qwen2", "--weights q4", 0.7);
+  unsetenv("WGLLM_NO_FUSION");
   printf("flash-decoding grid sizing:\n");
   setenv("WGLLM_ATTN_GRID", "indirect", 1);
   conformance("llama_gqa", "", 1e-3);

@@ -447,6 +447,137 @@ static void test_attention(void) {
   }
 }
 
+/* RoPE + KV append in one dispatch against ref_rope and a plain copy into the cache: both layouts, partial
+   rotary, f32 and packed-f16 caches, V from the same fused row or from another buffer; plus grouped per-head
+   RMSNorm writing into a fused q|k row. */
+static void test_rope_kv(void) {
+  struct { uint32_t T, H, KVH, D, R; int mode, vsep; } cs_[] = {{1, 4, 2, 16, 16, 0, 0}, {5, 6, 2, 32, 32, 1, 0},
+      {3, 4, 4, 64, 32, 0, 1}, {7, 8, 2, 128, 128, 1, 1}, {2, 2, 1, 8, 4, 0, 0}};
+  uint32_t max_pos = 512, ctx = 64;
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t c = 0; c < 5; c++) {
+      uint32_t T = cs_[c].T, H = cs_[c].H, KVH = cs_[c].KVH, D = cs_[c].D, R = cs_[c].R, S = (H + 2 * KVH) * D;
+      op_kv_layout kv = {KVH, D, ctx, f16};
+      float *inv = malloc(R / 2 * 4);
+      for (uint32_t i = 0; i < R / 2; i++) inv[i] = (float)pow(10000.0, -2.0 * i / R);
+      float *tab = malloc((size_t)max_pos * R / 2 * 8);
+      op_rope_table(tab, inv, R, max_pos, 1.0f);
+      float *x = rnd((size_t)T * S, -1, 1), *vs = rnd((size_t)T * S, -1, 1);
+      uint32_t *pos = malloc(T * 4);
+      for (uint32_t t = 0; t < T; t++) pos[t] = 3 + 7 * t;
+      size_t n = (size_t)KVH * ctx * D;
+      gpu_buffer *gx = th_upload(x, (size_t)T * S * 4), *gv = th_upload(vs, (size_t)T * S * 4), *gp = th_upload(pos, T * 4);
+      gpu_buffer *gc = th_upload(tab, (size_t)max_pos * R / 2 * 8), *gk = th_poisoned(n * (f16 ? 2 : 4)), *gvc = th_poisoned(n * (f16 ? 2 : 4));
+      op_rope_kv_params rp = {T, H, R, max_pos, (op_rope_mode)cs_[c].mode, 0, S, H * D, S, (H + KVH) * D, S};
+      gpu_recorder *r = rec_new();
+      CHECK(op_rope_kv(r, &kv, &rp, gpu_whole(gx), cs_[c].vsep ? gpu_whole(gv) : (gpu_view){0}, gpu_whole(gp), gpu_whole(gc),
+                       gpu_whole(gk), gpu_whole(gvc)) == WGLLM_OK, "record: %s", gpu_recorder_error(r));
+      th_run(r);
+      gpu_recorder_free(r);
+      float *want = malloc((size_t)T * S * 4), *got = malloc((size_t)T * S * 4);
+      memcpy(want, x, (size_t)T * S * 4);
+      ref_rope(want, pos, tab, T, H + KVH, D, R, S, cs_[c].mode, max_pos); /* q heads then k heads are contiguous */
+      th_download(gx, got, (size_t)T * S * 4);
+      float *gq = malloc((size_t)T * H * D * 4), *wq = malloc((size_t)T * H * D * 4);
+      for (uint32_t t = 0; t < T; t++) {
+        memcpy(gq + (size_t)t * H * D, got + (size_t)t * S, H * D * 4);
+        memcpy(wq + (size_t)t * H * D, want + (size_t)t * S, H * D * 4);
+      }
+      char what[96];
+      snprintf(what, sizeof what, "rope_kv q T=%u H=%u D=%u R=%u mode=%d", T, H, D, R, cs_[c].mode);
+      th_compare(what, gq, wq, (size_t)T * H * D, 1e-6, 1e-6);
+      /* cache rows at the positions: rotated k, copied v (rounded to f16 when packed) */
+      float *kg = malloc(n * 4), *vg = malloc(n * 4);
+      if (f16) {
+        uint16_t *h = malloc(n * 2);
+        th_download(gk, h, n * 2);
+        for (size_t i = 0; i < n; i++) kg[i] = ref_f16_to_f32(h[i]);
+        th_download(gvc, h, n * 2);
+        for (size_t i = 0; i < n; i++) vg[i] = ref_f16_to_f32(h[i]);
+        free(h);
+      } else { th_download(gk, kg, n * 4); th_download(gvc, vg, n * 4); }
+      size_t bad = 0;
+      for (uint32_t t = 0; t < T; t++)
+        for (uint32_t h = 0; h < KVH; h++)
+          for (uint32_t d = 0; d < D; d++) {
+            float wk = want[(size_t)t * S + (H + h) * D + d];
+            float wv = (cs_[c].vsep ? vs : x)[(size_t)t * S + (H + KVH + h) * D + d];
+            if (f16) { wk = ref_f16_to_f32(ref_f32_to_f16(wk)); wv = ref_f16_to_f32(ref_f32_to_f16(wv)); }
+            size_t e = ((size_t)h * ctx + pos[t]) * D + d;
+            /* f32 rounding of the rotation may move a value across an f16 rounding boundary: one f16 step */
+            float tol = f16 ? 1e-6f + 1e-3f * fabsf(wk) : 1e-6f + 1e-6f * fabsf(wk);
+            if (!(fabsf(kg[e] - wk) <= tol)) bad++;
+            if (vg[e] != wv) bad++;
+          }
+      CHECK(bad == 0, "rope_kv cache %s T=%u D=%u R=%u mode=%d: %zu wrong", f16 ? "f16" : "f32", T, D, R, cs_[c].mode, bad);
+      gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gv); gpu_buffer_destroy(th_gpu(), gp);
+      gpu_buffer_destroy(th_gpu(), gc); gpu_buffer_destroy(th_gpu(), gk); gpu_buffer_destroy(th_gpu(), gvc);
+      free(inv); free(tab); free(x); free(vs); free(pos); free(want); free(got); free(gq); free(wq); free(kg); free(vg);
+    }
+  /* grouped per-head norm: heads of 3 tokens inside rows of 100, into rows of 70 at offset 6 */
+  uint32_t T = 3, Hh = 4, D = 16, IS = 100, OS = 70;
+  float *x = rnd(T * IS, -2, 2), *w = rnd(D, -1, 1);
+  gpu_buffer *gx = th_upload(x, T * IS * 4), *gw = th_upload(w, D * 4), *go = th_poisoned(T * OS * 4);
+  gpu_recorder *r = rec_new();
+  op_rms_norm_heads(r, gpu_whole(gx), 5, Hh, IS, gpu_whole(gw), gpu_whole(go), 6, OS, D, T * Hh, D, D, 1e-6f, 0.0f);
+  th_run(r);
+  gpu_recorder_free(r);
+  float *got = malloc(T * OS * 4);
+  th_download(go, got, T * OS * 4);
+  size_t bad = 0;
+  for (uint32_t t = 0; t < T; t++)
+    for (uint32_t h = 0; h < Hh; h++) {
+      float want[16];
+      ref_rms_norm(x + t * IS + 5 + h * D, w, want, D, 1, D, D, 1e-6f, 0.0f);
+      for (uint32_t d = 0; d < D; d++)
+        if (!(fabsf(got[t * OS + 6 + h * D + d] - want[d]) <= 1e-5f)) bad++;
+    }
+  CHECK(bad == 0, "rms_norm_heads: %zu wrong", bad);
+  gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gw); gpu_buffer_destroy(th_gpu(), go);
+  free(x); free(w); free(got);
+}
+
+/* The fused q4 decode GEMV: pre-norm (w and 1+w), residual accumulate, GLU (SiLU, GELU) and bias, row counts
+   that do not divide the workgroup's rows, against norm -> linear -> activation on the CPU. */
+static void test_gemv_fused(void) {
+  size_t shapes[][2] = {{1, 32}, {37, 96}, {512, 2048}, {1003, 128}, {3000, 256}};
+  for (size_t si = 0; si < 5; si++)
+    for (int mode = 0; mode < 5; mode++) { /* 0 plain, 1 norm, 2 norm(1+w)+bias+accumulate, 3 norm+glu silu, 4 glu gelu+bias */
+      size_t N = shapes[si][0], K = shapes[si][1];
+      int glu = mode >= 3;
+      size_t rows = glu ? 2 * N : N;
+      float *w = malloc(rows * K * 4), *x = rnd(K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1), *y0 = rnd(N, -1, 1);
+      gpu_buffer *wb[2];
+      op_weight ow = make_weight(OP_W_Q4, rows, K, 32, w, wb);
+      op_gemv_opts o = {0};
+      int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4;
+      float off = mode == 2 ? 1.0f : 0.0f;
+      gpu_buffer *gx = th_upload(x, K * 4), *gg = th_upload(g, K * 4), *gb = th_upload(b, rows * 4), *gy = th_upload(y0, N * 4);
+      if (has_norm) { o.norm_w = gpu_whole(gg); o.eps = 1e-5f; o.norm_offset = off; }
+      o.accumulate = mode == 2;
+      if (glu) { o.glu_half = (uint32_t)N; o.act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH; }
+      if (!o.accumulate) { gpu_buffer_destroy(th_gpu(), gy); gy = th_poisoned(N * 4); }
+      gpu_recorder *r = rec_new();
+      CHECK(op_gemv_q4(r, gpu_whole(gx), &ow, has_bias ? gpu_whole(gb) : (gpu_view){0}, gpu_whole(gy), (uint32_t)rows,
+                       (uint32_t)K, &o) == WGLLM_OK, "record: %s", gpu_recorder_error(r));
+      th_run(r);
+      float *got = malloc(N * 4), *xn = malloc(K * 4), *lin = malloc(rows * 4), *want = malloc(N * 4);
+      th_download(gy, got, N * 4);
+      if (has_norm) ref_rms_norm(x, g, xn, K, 1, K, K, 1e-5f, off);
+      else memcpy(xn, x, K * 4);
+      ref_linear(xn, w, has_bias ? b : NULL, lin, 1, rows, K);
+      if (glu) ref_glu(lin, lin, want, N, 1, rows, 0, N, mode == 3 ? 0 : 1);
+      else for (size_t i = 0; i < N; i++) want[i] = lin[i] + (o.accumulate ? y0[i] : 0.0f);
+      char what[96];
+      snprintf(what, sizeof what, "gemv_q4 fused mode %d N=%zu K=%zu", mode, N, K);
+      th_compare(what, got, want, N, 2e-5 * sqrt((double)K), 1e-4);
+      gpu_recorder_free(r);
+      free_weight(wb);
+      gpu_buffer_destroy(th_gpu(), gx); gpu_buffer_destroy(th_gpu(), gg); gpu_buffer_destroy(th_gpu(), gb); gpu_buffer_destroy(th_gpu(), gy);
+      free(w); free(x); free(g); free(b); free(y0); free(got); free(xn); free(lin); free(want);
+    }
+}
+
 /* Flash-decoding (split + reduce, indirect and worst-case grids) against the straightforward kernel and the
    CPU reference, at lengths around the 128-key chunk and with windows and soft-capping. */
 static void test_attention_decode(void) {
@@ -519,6 +650,8 @@ int main(void) {
   test_glu();
   test_attention();
   test_attention_decode();
+  test_gemv_fused();
+  test_rope_kv();
   th_gpu_done();
   return th_finish("test_ops");
 }

@@ -1,6 +1,9 @@
-/* Forward pass of the Llama family as ops (see arch_llama.h). Per layer: RMSNorm, Q/K/V projections
+/* Forward pass of the Llama family as ops (see arch_llama.h). Per layer: RMSNorm, fused Q/K/V projection
    (+ biases), optional per-head q/k RMSNorm, RoPE, KV append, causal GQA attention, output projection,
-   residual add, RMSNorm, gate/up projections, SiLU-GLU, down projection, residual add. */
+   residual add, RMSNorm, fused gate/up projection, SiLU-GLU, down projection, residual add.
+   For one token with q4gsw weights the decode path fuses further (kernels/gemv_q4.wgsl): the norms ride in
+   the projections, the residual adds in the output and down projections, the GLU in the gate/up projection,
+   and attention is flash-decoding: 8 dispatches a layer instead of 13. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +18,9 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
   uint64_t T = cap, q = (uint64_t)hp->n_head * hp->head_dim, kv = (uint64_t)hp->n_head_kv * hp->head_dim;
   struct { gpu_buffer **b; uint64_t bytes; const char *name; } want[] = {
       {&s->ids, T * 4, "ids"},          {&s->pos, T * 4, "pos"},         {&s->x, T * hp->n_embd * 4, "x"},
-      {&s->xn, T * hp->n_embd * 4, "xn"}, {&s->q, T * q * 4, "q"},         {&s->q2, T * q * 4, "q2"},
-      {&s->k, T * kv * 4, "k"},         {&s->k2, T * kv * 4, "k2"},      {&s->v, T * kv * 4, "v"},
-      {&s->attn, T * q * 4, "attn"},    {&s->proj, T * hp->n_embd * 4, "proj"},
-      {&s->gate, T * hp->n_ff * 4, "gate"}, {&s->up, T * hp->n_ff * 4, "up"}, {&s->h, T * hp->n_ff * 4, "h"},
+      {&s->xn, T * hp->n_embd * 4, "xn"}, {&s->qkv, T * (q + 2 * kv) * 4, "qkv"},
+      {&s->qk2, T * (q + kv) * 4, "qk2"}, {&s->attn, T * q * 4, "attn"},  {&s->proj, T * hp->n_embd * 4, "proj"},
+      {&s->gu, T * 2 * hp->n_ff * 4, "gu"}, {&s->h, T * hp->n_ff * 4, "h"},
       {&s->logits, (uint64_t)logit_rows * hp->n_vocab * 4, "logits"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
@@ -44,8 +46,8 @@ llm_attn_grid llm_attn_grid_mode(void) {
 }
 
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
-  gpu_buffer **all[] = {&s->ids, &s->pos, &s->x, &s->xn, &s->q, &s->q2, &s->k, &s->k2, &s->v,
-                        &s->attn, &s->proj, &s->gate, &s->up, &s->h, &s->logits, &s->attn_partial, &s->attn_args};
+  gpu_buffer **all[] = {&s->ids, &s->pos, &s->x, &s->xn, &s->qkv, &s->qk2, &s->attn,
+                        &s->proj, &s->gu, &s->h, &s->logits, &s->attn_partial, &s->attn_args};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;
@@ -70,48 +72,88 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
                                 const llm_scratch *s, uint32_t T, uint32_t n_logits) {
   const llm_hparams *hp = &m->hp;
   uint32_t D = hp->n_embd, hd = hp->head_dim, nq = hp->n_head * hd, nkv = hp->n_head_kv * hd, F = hp->n_ff;
+  uint32_t S = nq + 2 * nkv; /* fused QKV row: q | k | v */
   uint32_t max_pos = kv->layout.ctx;
   if (T == 0 || T > s->cap || n_logits == 0 || n_logits > T || n_logits > s->logit_rows)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "forward: T=%u n_logits=%u over scratch %u/%u", T, n_logits, s->cap, s->logit_rows);
   gpu_view none = {0};
+  int sg;
+  /* the fused decode path: one token, every projection in q4gsw */
+  int fused = T == 1 && !getenv("WGLLM_NO_FUSION");
+  for (uint32_t l = 0; fused && l < hp->n_layer; l++) {
+    const llm_layer *ly = &m->layers[l];
+    fused = op_gemv_q4_supports(op_ctx(rec), &ly->wqkv, 1, D, &sg) && op_gemv_q4_supports(op_ctx(rec), &ly->wo, 1, nq, &sg) &&
+            op_gemv_q4_supports(op_ctx(rec), &ly->w_gate_up, 1, D, &sg) && op_gemv_q4_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
+  }
   wgllm_status st = op_embedding(rec, V(s->ids), &m->tok_embd, V(s->x), T, D, hp->n_vocab, 1.0f);
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     const llm_layer *ly = &m->layers[l];
-    /* attention block */
-    st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
-    if (!st) st = op_linear(rec, V(s->xn), &ly->wq, hp->qkv_bias ? ly->bq : none, V(s->q), T, nq, D);
-    if (!st) st = op_linear(rec, V(s->xn), &ly->wk, hp->qkv_bias ? ly->bk : none, V(s->k), T, nkv, D);
-    if (!st) st = op_linear(rec, V(s->xn), &ly->wv, hp->qkv_bias ? ly->bv : none, V(s->v), T, nkv, D);
-    gpu_buffer *q = s->q, *k = s->k;
-    if (!st && hp->qk_norm) { /* per-head RMSNorm: rows = tokens x heads */
-      st = op_rms_norm(rec, V(s->q), ly->q_norm, V(s->q2), hd, T * hp->n_head, hd, hd, hp->norm_eps, 0.0f);
-      if (!st) st = op_rms_norm(rec, V(s->k), ly->k_norm, V(s->k2), hd, T * hp->n_head_kv, hd, hd, hp->norm_eps, 0.0f);
-      q = s->q2;
-      k = s->k2;
+    gpu_view bqkv = hp->qkv_bias ? ly->bqkv : none;
+    /* attention block: x -> qkv */
+    if (fused) {
+      op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps};
+      st = op_gemv_q4(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
+    } else {
+      st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
+      if (!st) st = op_linear(rec, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
     }
-    if (!st) st = op_rope(rec, V(q), V(s->pos), V(rope_cs), T, hp->n_head, hd, hp->rot_dim, nq, hp->rope_mode, max_pos);
-    if (!st) st = op_rope(rec, V(k), V(s->pos), V(rope_cs), T, hp->n_head_kv, hd, hp->rot_dim, nkv, hp->rope_mode, max_pos);
-    if (!st) st = op_kv_write(rec, &kv->layout, V(k), nkv, 0, V(s->v), nkv, 0, V(s->pos), V(kv->k[l]), V(kv->v[l]), T);
-    op_attn_params ap = {T, hp->n_head, nq, 0, nq, 0, 1.0f / sqrtf((float)hd), 0.0f};
-    if (!st && T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head)) {
+    /* q and k: where they live after the optional per-head norm (buffer, element offsets, token stride) */
+    gpu_buffer *qk = s->qkv;
+    uint32_t q_off = 0, k_off = nq, qk_stride = S;
+    if (!st && hp->qk_norm) {
+      uint32_t S2 = nq + nkv;
+      st = op_rms_norm_heads(rec, V(s->qkv), 0, hp->n_head, S, ly->q_norm, V(s->qk2), 0, S2, hd, T * hp->n_head, hd, hd,
+                             hp->norm_eps, 0.0f);
+      if (!st)
+        st = op_rms_norm_heads(rec, V(s->qkv), nq, hp->n_head_kv, S, ly->k_norm, V(s->qk2), nq, S2, hd,
+                               T * hp->n_head_kv, hd, hd, hp->norm_eps, 0.0f);
+      qk = s->qk2;
+      qk_stride = S2;
+    }
+    if (!st && hp->rot_dim % 4 == 0) { /* one dispatch for RoPE of q and k and the cache append */
+      op_rope_kv_params rp = {T, hp->n_head, hp->rot_dim, max_pos, hp->rope_mode, q_off, qk_stride, k_off, qk_stride,
+                              nq + nkv, S};
+      st = op_rope_kv(rec, &kv->layout, &rp, V(qk), qk == s->qkv ? none : V(s->qkv), V(s->pos), V(rope_cs), V(kv->k[l]),
+                      V(kv->v[l]));
+    } else if (!st) {
+      st = op_rope_at(rec, V(qk), q_off, V(s->pos), V(rope_cs), T, hp->n_head, hd, hp->rot_dim, qk_stride, hp->rope_mode, max_pos);
+      if (!st) st = op_rope_at(rec, V(qk), k_off, V(s->pos), V(rope_cs), T, hp->n_head_kv, hd, hp->rot_dim, qk_stride, hp->rope_mode, max_pos);
+      if (!st) st = op_kv_write(rec, &kv->layout, V(qk), qk_stride, k_off, V(s->qkv), S, nq + nkv, V(s->pos), V(kv->k[l]), V(kv->v[l]), T);
+    }
+    gpu_buffer *qb = qk;
+    uint32_t q_stride = qk_stride;
+    op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, 0, 1.0f / sqrtf((float)hd), 0.0f};
+    if (!st && T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0) {
       gpu_view args = V(s->attn_args);
-      int indirect = llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT; /* default: worst-case grid (measured faster) */
-      st = op_attention_decode(rec, &kv->layout, &ap, V(q), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn_partial),
+      int indirect = llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT; /* default: worst-case grid */
+      st = op_attention_decode(rec, &kv->layout, &ap, V(qb), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn_partial),
                                indirect ? &args : NULL, V(s->attn));
     } else if (!st)
-      st = op_attention(rec, &kv->layout, &ap, V(q), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn));
-    if (!st) st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
-    if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
-    /* MLP block */
-    if (!st) st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
-    if (!st) st = op_linear(rec, V(s->xn), &ly->w_gate, none, V(s->gate), T, F, D);
-    if (!st) st = op_linear(rec, V(s->xn), &ly->w_up, none, V(s->up), T, F, D);
-    if (!st) st = op_glu(rec, V(s->gate), V(s->up), V(s->h), F, T, F, 0, 0, OP_ACT_SILU);
-    if (!st) st = op_linear(rec, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
-    if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+      st = op_attention(rec, &kv->layout, &ap, V(qb), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn));
+    /* output projection + residual, then the MLP */
+    if (fused) {
+      op_gemv_opts oo = {.accumulate = 1};
+      if (!st) st = op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
+      op_gemv_opts og = {.norm_w = ly->ffn_norm, .eps = hp->norm_eps, .glu_half = F, .act = OP_ACT_SILU};
+      if (!st) st = op_gemv_q4(rec, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
+      if (!st) st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
+    } else {
+      if (!st) st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
+      if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+      if (!st) st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
+      if (!st) st = op_linear(rec, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
+      if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, OP_ACT_SILU);
+      if (!st) st = op_linear(rec, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+      if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+    }
   }
   /* final norm of the last n_logits rows, then the LM head */
-  if (!st) st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps, 0.0f);
-  if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+  if (!st && fused && n_logits == 1 && op_gemv_q4_supports(op_ctx(rec), &m->output, 1, D, &sg)) {
+    op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps};
+    st = op_gemv_q4(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
+  } else {
+    if (!st) st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps, 0.0f);
+    if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+  }
   return st;
 }

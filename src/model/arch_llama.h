@@ -12,11 +12,12 @@ typedef struct llm_scratch {
   gpu_buffer *pos;     /* [cap] u32 positions (input) */
   gpu_buffer *x;       /* [cap][n_embd] residual stream */
   gpu_buffer *xn;      /* [cap][n_embd] normed */
-  gpu_buffer *q, *q2;  /* [cap][n_head*hd] */
-  gpu_buffer *k, *k2, *v; /* [cap][n_kv*hd] */
+  gpu_buffer *qkv;     /* [cap][n_head*hd + 2*n_kv*hd] fused projection output */
+  gpu_buffer *qk2;     /* [cap][n_head*hd + n_kv*hd]: q | k after the per-head norm (Qwen3) */
   gpu_buffer *attn;    /* [cap][n_head*hd] */
   gpu_buffer *proj;    /* [cap][n_embd] */
-  gpu_buffer *gate, *up, *h; /* [cap][n_ff] */
+  gpu_buffer *gu;      /* [cap][2*n_ff] gate and up */
+  gpu_buffer *h;       /* [cap][n_ff] */
   gpu_buffer *logits;  /* [logit_rows][n_vocab] */
   gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */

@@ -495,6 +495,7 @@ int gguf_get_u64(const wt_store *s, const char *key, uint64_t *out) {
   const gguf_kv *kv = find_kv(s, key);
   if (!kv) return 0;
   switch (kv->type) {
+  case GGUF_TYPE_BOOL: /* llama.cpp writes flags such as tokenizer.ggml.add_bos_token as bool */
   case GGUF_TYPE_UINT8:
   case GGUF_TYPE_UINT16:
   case GGUF_TYPE_UINT32:

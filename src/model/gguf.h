@@ -30,7 +30,7 @@ typedef enum gguf_type {
 wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen);
 
 /* Metadata. Each returns 1 when `key` exists with a fitting type, else 0 (and for a non-GGUF store). */
-int gguf_get_u64(const wt_store *s, const char *key, uint64_t *out); /* any integer type, if >= 0 */
+int gguf_get_u64(const wt_store *s, const char *key, uint64_t *out); /* any integer type (>= 0) or bool */
 int gguf_get_f64(const wt_store *s, const char *key, double *out);   /* float or integer types */
 const char *gguf_get_str(const wt_store *s, const char *key);        /* NUL-terminated; NULL if absent */
 /* Arrays: elem_type is a gguf_type. data points to n packed, aligned elements for fixed-size types;

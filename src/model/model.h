@@ -32,11 +32,13 @@ typedef struct llm_weight_policy {
 } llm_weight_policy;
 
 typedef struct llm_layer {
-  gpu_view attn_norm, ffn_norm;   /* [n_embd] f32 */
-  gpu_view q_norm, k_norm;        /* [head_dim] f32, Qwen3 */
-  op_weight wq, wk, wv, wo;       /* [n_head*hd][n_embd], [n_kv*hd][n_embd] x2, [n_embd][n_head*hd] */
-  gpu_view bq, bk, bv;            /* Qwen2 biases */
-  op_weight w_gate, w_up, w_down; /* [n_ff][n_embd] x2, [n_embd][n_ff] */
+  gpu_view attn_norm, ffn_norm; /* [n_embd] f32 */
+  gpu_view q_norm, k_norm;      /* [head_dim] f32, Qwen3 */
+  op_weight wqkv;               /* [n_head*hd + 2*n_kv*hd][n_embd]: Q, K, V rows concatenated at load */
+  gpu_view bqkv;                /* [n_head*hd + 2*n_kv*hd] Qwen2 biases, concatenated likewise */
+  op_weight wo;                 /* [n_embd][n_head*hd] */
+  op_weight w_gate_up;          /* [2*n_ff][n_embd]: gate rows, then up rows */
+  op_weight w_down;             /* [n_embd][n_ff] */
 } llm_layer;
 
 typedef struct llm_model {
@@ -66,6 +68,12 @@ void llm_hparams_free(llm_hparams *hp);
 wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,
                             char *err, size_t errlen);
 void llm_model_free(llm_model *m);
+/* Concatenates weights of the same storage along rows (N) into one new buffer pair (GPU copies), releasing
+   the parts. Used to fuse Q/K/V and gate/up into single projections. */
+wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,
+                             char *err, size_t errlen);
+wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, char *err,
+                             size_t errlen);
 /* Parses "native", "q4", "q4:64" into a policy. */
 wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *err, size_t errlen);
 #endif

@@ -154,6 +154,105 @@ static wgllm_status load_linear(loader *L, const char *role, int layer, int quan
   return load_matrix(L, t, quantize, w);
 }
 
+/* Bytes of a [N][K] weight's data and scales in the kernels' layouts. */
+static void weight_bytes(const op_weight *w, uint64_t N, uint64_t K, uint64_t *data, uint64_t *scales) {
+  switch (w->type) {
+  case OP_W_F32: *data = N * K * 4; *scales = 0; break;
+  case OP_W_F16: *data = N * K * 2; *scales = 0; break;
+  case OP_W_Q4: *data = N * K / 2; *scales = N * K / w->group * 2; break;
+  default: *data = N * K; *scales = N * K / 32 * 2; break;
+  }
+}
+
+static void release_owned(llm_model *m, gpu_buffer *b) {
+  for (size_t i = 0; i < m->n_owned; i++)
+    if (m->owned[i] == b) {
+      m->weight_bytes -= b->size;
+      gpu_buffer_destroy(m->gpu, b);
+      m->owned[i] = m->owned[--m->n_owned];
+      return;
+    }
+}
+
+static wgllm_status own_new(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err, size_t errlen) {
+  if (m->n_owned == m->cap_owned) {
+    size_t nc = m->cap_owned ? m->cap_owned * 2 : 64;
+    gpu_buffer **no = realloc(m->owned, nc * sizeof *no);
+    if (!no) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+    m->owned = no;
+    m->cap_owned = nc;
+  }
+  wgllm_status s = gpu_buffer_create(m->gpu, bytes, label, b, err, errlen);
+  if (s) return s;
+  m->owned[m->n_owned++] = *b;
+  m->weight_bytes += (*b)->size;
+  return WGLLM_OK;
+}
+
+/* copies [bytes] of each part back to back into dst (copy sizes and offsets must be multiples of 4) */
+static void copy_parts(llm_model *m, gpu_buffer *dst, gpu_view *src, const uint64_t *bytes, int n) {
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(m->gpu->device, NULL);
+  uint64_t off = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t nb = (bytes[i] + 3) & ~3ull;
+    wgpuCommandEncoderCopyBufferToBuffer(enc, src[i].buf->handle, src[i].offset, dst->handle, off, nb);
+    off += bytes[i];
+  }
+  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+  wgpuQueueSubmit(m->gpu->queue, 1, &cb);
+  wgpuCommandBufferRelease(cb);
+  wgpuCommandEncoderRelease(enc);
+}
+
+wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,
+                             char *err, size_t errlen) {
+  uint64_t db[4], sb[4], dtot = 0, stot = 0;
+  gpu_view dv[4], sv[4];
+  if (n > 4) { snprintf(err, errlen, "llm_concat_rows: %d parts", n); return WGLLM_ERR_INTERNAL; }
+  for (int i = 0; i < n; i++) {
+    if (parts[i].type != parts[0].type || parts[i].group != parts[0].group) {
+      snprintf(err, errlen, "cannot fuse projections stored as %s and %s", op_wtype_name(parts[0].type), op_wtype_name(parts[i].type));
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+    weight_bytes(&parts[i], rows[i], K, &db[i], &sb[i]);
+    if (i + 1 < n && ((db[i] & 3) || (sb[i] & 3))) {
+      snprintf(err, errlen, "cannot fuse projections: a part of %llu bytes is not a whole number of words", (unsigned long long)db[i]);
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+    dv[i] = parts[i].data;
+    sv[i] = parts[i].scales;
+    dtot += db[i];
+    stot += sb[i];
+  }
+  *out = parts[0];
+  gpu_buffer *d, *sc = NULL;
+  wgllm_status s = own_new(m, dtot, "fused", &d, err, errlen);
+  if (!s && stot) s = own_new(m, stot, "fused_scales", &sc, err, errlen);
+  if (s) return s;
+  copy_parts(m, d, dv, db, n);
+  if (sc) copy_parts(m, sc, sv, sb, n);
+  out->data = gpu_whole(d);
+  out->scales = sc ? gpu_whole(sc) : (gpu_view){0};
+  for (int i = 0; i < n; i++) { /* a tied embedding may be shared: parts here never are */
+    release_owned(m, parts[i].data.buf);
+    if (parts[i].scales.buf) release_owned(m, parts[i].scales.buf);
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, char *err,
+                             size_t errlen) {
+  uint64_t b[4] = {0}, tot = 0;
+  for (int i = 0; i < n; i++) { b[i] = (uint64_t)lens[i] * 4; tot += b[i]; }
+  gpu_buffer *d;
+  wgllm_status s = own_new(m, tot, "fused_bias", &d, err, errlen);
+  if (s) return s;
+  copy_parts(m, d, parts, b, n);
+  for (int i = 0; i < n; i++) release_owned(m, parts[i].buf);
+  *out = gpu_whole(d);
+  return WGLLM_OK;
+}
+
 wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
   if (!s || !strcmp(s, "native")) return WGLLM_OK;
@@ -218,17 +317,24 @@ wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_o
     int li = (int)l;
     s = load_vec(&L, "attn_norm", li, &ly->attn_norm);
     if (!s) s = load_vec(&L, "ffn_norm", li, &ly->ffn_norm);
-    if (!s) s = load_linear(&L, "wq", li, qz, &ly->wq);
-    if (!s) s = load_linear(&L, "wk", li, qz, &ly->wk);
-    if (!s) s = load_linear(&L, "wv", li, qz, &ly->wv);
+    op_weight qkv[3], gu[2];
+    uint32_t nq = hp->n_head * hp->head_dim, nkv = hp->n_head_kv * hp->head_dim;
+    uint32_t qkv_rows[3] = {nq, nkv, nkv}, gu_rows[2] = {hp->n_ff, hp->n_ff};
+    if (!s) s = load_linear(&L, "wq", li, qz, &qkv[0]);
+    if (!s) s = load_linear(&L, "wk", li, qz, &qkv[1]);
+    if (!s) s = load_linear(&L, "wv", li, qz, &qkv[2]);
+    if (!s) s = llm_concat_rows(m, qkv, qkv_rows, 3, hp->n_embd, &ly->wqkv, err, errlen);
     if (!s) s = load_linear(&L, "wo", li, qz, &ly->wo);
-    if (!s) s = load_linear(&L, "gate", li, qz, &ly->w_gate);
-    if (!s) s = load_linear(&L, "up", li, qz, &ly->w_up);
+    if (!s) s = load_linear(&L, "gate", li, qz, &gu[0]);
+    if (!s) s = load_linear(&L, "up", li, qz, &gu[1]);
+    if (!s) s = llm_concat_rows(m, gu, gu_rows, 2, hp->n_embd, &ly->w_gate_up, err, errlen);
     if (!s) s = load_linear(&L, "down", li, qz, &ly->w_down);
     if (!s && hp->qkv_bias) {
-      s = load_vec(&L, "bq", li, &ly->bq);
-      if (!s) s = load_vec(&L, "bk", li, &ly->bk);
-      if (!s) s = load_vec(&L, "bv", li, &ly->bv);
+      gpu_view b[3];
+      s = load_vec(&L, "bq", li, &b[0]);
+      if (!s) s = load_vec(&L, "bk", li, &b[1]);
+      if (!s) s = load_vec(&L, "bv", li, &b[2]);
+      if (!s) s = llm_concat_vecs(m, b, qkv_rows, 3, &ly->bqkv, err, errlen);
     }
     if (!s && hp->qk_norm) {
       s = load_vec(&L, "q_norm", li, &ly->q_norm);

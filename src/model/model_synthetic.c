@@ -66,7 +66,12 @@ typedef struct synth_tensor {
   gpu_view *v;
 } synth_tensor;
 
-static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_tensor *t) {
+/* the separate projections before they are fused (as a file stores them) */
+typedef struct synth_parts {
+  op_weight wq, wk, wv, w_gate, w_up;
+} synth_parts;
+
+static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_parts *parts, synth_tensor *t) {
   size_t n = 0;
   uint64_t D = hp->n_embd, q = (uint64_t)hp->n_head * hp->head_dim, kv = (uint64_t)hp->n_head_kv * hp->head_dim;
 #define ADD(nm, n_, k_, wp, vp) do { snprintf(t[n].name, 64, "%s", nm); t[n].N = n_; t[n].K = k_; t[n].w = wp; t[n].v = vp; n++; } while (0)
@@ -75,19 +80,18 @@ static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_tensor *t)
   if (!hp->tied_embeddings) ADD("output.weight", hp->n_vocab, D, m ? &m->output : NULL, NULL);
   for (uint32_t l = 0; l < hp->n_layer; l++) {
     llm_layer *ly = m ? &m->layers[l] : NULL;
+    synth_parts *pt = parts ? &parts[l] : NULL;
     char nm[64];
-#define L(suffix, n_, k_, field, isvec)                                                         \
-  snprintf(nm, sizeof nm, "blk.%u." suffix, l);                                                 \
-  ADD(nm, n_, k_, (!isvec && ly) ? (op_weight *)&ly->field : NULL, (isvec && ly) ? (gpu_view *)&ly->field : NULL)
-    L("attn_norm.weight", D, 0, attn_norm, 1);
-    L("attn_q.weight", q, D, wq, 0);
-    L("attn_k.weight", kv, D, wk, 0);
-    L("attn_v.weight", kv, D, wv, 0);
-    L("attn_output.weight", D, q, wo, 0);
-    L("ffn_norm.weight", D, 0, ffn_norm, 1);
-    L("ffn_gate.weight", hp->n_ff, D, w_gate, 0);
-    L("ffn_up.weight", hp->n_ff, D, w_up, 0);
-    L("ffn_down.weight", D, hp->n_ff, w_down, 0);
+#define L(suffix, n_, k_, wp, vp) snprintf(nm, sizeof nm, "blk.%u." suffix, l); ADD(nm, n_, k_, wp, vp)
+    L("attn_norm.weight", D, 0, NULL, ly ? &ly->attn_norm : NULL);
+    L("attn_q.weight", q, D, pt ? &pt->wq : NULL, NULL);
+    L("attn_k.weight", kv, D, pt ? &pt->wk : NULL, NULL);
+    L("attn_v.weight", kv, D, pt ? &pt->wv : NULL, NULL);
+    L("attn_output.weight", D, q, ly ? &ly->wo : NULL, NULL);
+    L("ffn_norm.weight", D, 0, NULL, ly ? &ly->ffn_norm : NULL);
+    L("ffn_gate.weight", hp->n_ff, D, pt ? &pt->w_gate : NULL, NULL);
+    L("ffn_up.weight", hp->n_ff, D, pt ? &pt->w_up : NULL, NULL);
+    L("ffn_down.weight", D, hp->n_ff, ly ? &ly->w_down : NULL, NULL);
 #undef L
   }
 #undef ADD
@@ -126,8 +130,15 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
   m->layers = calloc(m->hp.n_layer, sizeof *m->layers);
   size_t cap = 3 + 9 * (size_t)m->hp.n_layer;
   synth_tensor *t = calloc(cap, sizeof *t);
-  if (!m->layers || !t) { free(t); llm_model_free(m); snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
-  size_t nt = list_tensors(&m->hp, m, t);
+  synth_parts *parts = calloc(m->hp.n_layer, sizeof *parts);
+  if (!m->layers || !t || !parts) {
+    free(t);
+    free(parts);
+    llm_model_free(m);
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  size_t nt = list_tensors(&m->hp, m, parts, t);
   for (size_t i = 0; !s && i < nt; i++) {
     if (!t[i].K) {
       float *ones = malloc(t[i].N * sizeof *ones);
@@ -160,8 +171,17 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     free(qs);
     free(sc);
   }
+  const llm_hparams *hp = &m->hp;
+  uint32_t nq = hp->n_head * hp->head_dim, nkv = hp->n_head_kv * hp->head_dim;
+  uint32_t qkv_rows[3] = {nq, nkv, nkv}, gu_rows[2] = {hp->n_ff, hp->n_ff};
+  for (uint32_t l = 0; !s && l < hp->n_layer; l++) {
+    op_weight qkv[3] = {parts[l].wq, parts[l].wk, parts[l].wv}, gu[2] = {parts[l].w_gate, parts[l].w_up};
+    s = llm_concat_rows(m, qkv, qkv_rows, 3, hp->n_embd, &m->layers[l].wqkv, err, errlen);
+    if (!s) s = llm_concat_rows(m, gu, gu_rows, 2, hp->n_embd, &m->layers[l].w_gate_up, err, errlen);
+  }
   if (!s && m->hp.tied_embeddings) m->output = m->tok_embd;
   free(t);
+  free(parts);
   if (s) { llm_model_free(m); return s; }
   *out = m;
   return WGLLM_OK;
@@ -189,7 +209,7 @@ wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *
     llm_hparams_free(&hp);
     return WGLLM_ERR_IO;
   }
-  size_t nt = list_tensors(&hp, NULL, t);
+  size_t nt = list_tensors(&hp, NULL, NULL, t);
   int ok = fwrite("GGUF", 1, 4, f) == 4 && w_u32(f, 3) && w_u64(f, nt) && w_u64(f, 13);
   ok = ok && kv_str(f, "general.architecture", "llama") && kv_str(f, "general.name", name) &&
        kv_u32(f, "general.alignment", 32) && kv_u32(f, "llama.context_length", hp.train_ctx) &&

@@ -44,32 +44,53 @@ static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, co
   return gpu_record(rec, &d);
 }
 
-/* The bandwidth-tuned q4gsw GEMV accepts exactly: q4gsw weights, M <= 4, K % 32 == 0, x bound at a 16-byte
-   multiple; its subgroup variant additionally needs subgroups granted with exactly 32 lanes. */
 int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
-  if (w->type != OP_W_Q4 || M == 0 || M > 4 || K % 32) return 0;
+  if (w->type != OP_W_Q4 || M != 1 || K % 32) return 0;
   *use_subgroups = ctx->has_subgroups && ctx->subgroup_min == 32 && ctx->subgroup_max == 32;
   return 1;
+}
+
+typedef struct gemv_params {
+  uint32_t N, K, has_bias, accumulate, has_norm;
+  float eps, w_offset;
+  uint32_t glu_half, act, _p0, _p1, _p2;
+} gemv_params;
+
+wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                        uint32_t K, const op_gemv_opts *o) {
+  int sg;
+  op_gemv_opts none = {0};
+  if (!o) o = &none;
+  if (!op_gemv_q4_supports(op_ctx(rec), w, 1, K, &sg))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q4: needs q4gsw weights and K %% 32 == 0 (K=%u)", K);
+  wgllm_status s = op_check_weight(rec, "gemv_q4", w, N, K);
+  if (s) return s;
+  if (o->glu_half && N != 2 * o->glu_half)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q4: GLU over %u rows with %u gate rows", N, o->glu_half);
+  uint32_t out_rows = o->glu_half ? o->glu_half : N;
+  /* rows per workgroup: enough workgroups to fill the GPU, at most 16 (GLU keeps 2 x 16 accumulators) */
+  uint32_t rows = 16;
+  while (rows > 2 && (out_rows + rows - 1) / rows < 512) rows /= 2;
+  gemv_params p = {N, K, bias.buf ? 1u : 0u, o->accumulate ? 1u : 0u, o->norm_w.buf ? 1u : 0u, o->eps,
+                   o->norm_offset, o->glu_half, (uint32_t)o->act, 0, 0, 0};
+  gpu_constant c[2] = {{"G", (double)w->group}, {"ROWS", (double)rows}};
+  gpu_dispatch_desc d = {.kernel = "gemv_q4", .variant = sg ? "sg" : "wg", .params = &p, .params_size = sizeof p,
+                         .n_bind = 6, .consts = c, .n_consts = 2};
+  d.bind[0] = x;
+  d.bind[1] = w->data;
+  d.bind[2] = bias.buf ? bias : x;
+  d.bind[3] = y;
+  d.bind[4] = w->scales;
+  d.bind[5] = o->norm_w.buf ? o->norm_w : x;
+  op_grid_1d(rec, (out_rows + rows - 1) / rows, d.grid);
+  return gpu_record(rec, &d);
 }
 
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
   int sg;
-  if (op_gemv_q4_supports(op_ctx(rec), w, M, K, &sg) && !getenv("WGLLM_NO_GEMV_Q4")) {
-    wgllm_status s = op_check_weight(rec, "gemv_q4", w, N, K);
-    if (s) return s;
-    linear_params p = {M, N, K, bias.buf ? 1u : 0u};
-    gpu_constant c = {"G", (double)w->group};
-    gpu_dispatch_desc d = {.kernel = "gemv_q4", .variant = sg ? "sg" : "wg", .params = &p, .params_size = sizeof p,
-                           .n_bind = 5, .consts = &c, .n_consts = 1};
-    d.bind[0] = x;
-    d.bind[1] = w->data;
-    d.bind[2] = bias.buf ? bias : x;
-    d.bind[3] = y;
-    d.bind[4] = w->scales;
-    op_grid_1d(rec, (N + 7) / 8, d.grid);
-    return gpu_record(rec, &d);
-  }
+  if (op_gemv_q4_supports(op_ctx(rec), w, M, K, &sg) && !getenv("WGLLM_NO_GEMV_Q4"))
+    return op_gemv_q4(rec, x, w, bias, y, N, K, NULL);
   return linear(rec, "matvec", x, w, bias, y, M, N, K, (N + 7) / 8, M);
 }
 

@@ -9,6 +9,7 @@
    F32/F16: data [N][K] (f16 as packed pairs);
    Q4 (q4gsw): data u32 [N][K/8] nibbles q at bits 4*(k%8), value (q-8)*scale; scales f16 [N][K/group];
    Q8: data int8 [N][K] (4 per u32), value q*scale; scales f16 [N][K/32]. */
+typedef enum op_act { OP_ACT_SILU = 0, OP_ACT_GELU_TANH = 1 } op_act;
 typedef enum op_wtype { OP_W_F32 = 0, OP_W_F16 = 1, OP_W_Q4 = 2, OP_W_Q8 = 3 } op_wtype;
 typedef struct op_weight {
   op_wtype type;
@@ -40,6 +41,11 @@ wgllm_status op_rms_norm(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out
 /* The same with the first input row at element in_off of x (e.g. only the last rows of a prefill). */
 wgllm_status op_rms_norm_from(gpu_recorder *rec, gpu_view x, uint32_t in_off, gpu_view w, gpu_view out, uint32_t n,
                               uint32_t rows, uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
+/* Per-head norms over fused rows: input row r at in_off + (r/group)*in_gstride + (r%group)*in_stride, output
+   row r at out_off + (r/group)*out_gstride + (r%group)*out_stride. */
+wgllm_status op_rms_norm_heads(gpu_recorder *rec, gpu_view x, uint32_t in_off, uint32_t group, uint32_t in_gstride,
+                               gpu_view w, gpu_view out, uint32_t out_off, uint32_t out_gstride, uint32_t n,
+                               uint32_t rows, uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
 
 /* RoPE in place. x: [n_tokens][token_stride] holding n_heads heads of head_dim; pos: [n_tokens] u32;
    cs: [max_pos][rot_dim/2] (cos, sin) pairs. mode 0 half-split, 1 adjacent pairs. */
@@ -47,6 +53,10 @@ typedef enum op_rope_mode { OP_ROPE_HALF = 0, OP_ROPE_ADJACENT = 1 } op_rope_mod
 wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens,
                      uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride,
                      op_rope_mode mode, uint32_t max_pos);
+/* The same with the heads of token t starting at x_off + t * token_stride (e.g. K inside a fused QKV row). */
+wgllm_status op_rope_at(gpu_recorder *rec, gpu_view x, uint32_t x_off, gpu_view pos, gpu_view cs, uint32_t n_tokens,
+                        uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride,
+                        op_rope_mode mode, uint32_t max_pos);
 /* CPU side of RoPE: fills cs [max_pos][rot_dim/2][2] from inverse frequencies inv_freq [rot_dim/2]
    (angle = f32(pos) * inv_freq in f32, as transformers does; cos/sin in double). */
 void op_rope_table(float *cs, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos, float attn_scale);
@@ -57,9 +67,22 @@ wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n,
 /* Row argmax. x: [rows][n] f32, out: [rows] u32 */
 wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows);
 
-/* Predicate of the bandwidth-tuned q4gsw GEMV (kernels/gemv_q4.wgsl); op_matvec takes it when it holds
-   (WGLLM_NO_GEMV_Q4=1 forces the generic kernel, for comparisons). */
+/* The fused q4gsw decode GEMV (kernels/gemv_q4.wgsl), for one token:
+   y[n] (+)= s * W[n] . (x * (norm_w + norm_offset)) (+ bias), s = 1/rms(x) when norm_w is set;
+   glu_half > 0: W holds gate rows then up rows (glu_half each), y[n] = act(gate_n) * up_n for n < glu_half.
+   Predicate: q4gsw weights, K % 32 == 0, x and norm_w bound at 16-byte multiples; the subgroup variant needs
+   subgroups of exactly 32 lanes. op_matvec takes it for plain M = 1 products (WGLLM_NO_GEMV_Q4=1 forces the
+   generic kernel, for comparisons). */
+typedef struct op_gemv_opts {
+  gpu_view norm_w;   /* [K] f32 or none */
+  float eps, norm_offset;
+  int accumulate;    /* y += result (residual) */
+  uint32_t glu_half; /* 0 or the number of gate rows */
+  op_act act;
+} op_gemv_opts;
 int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
+wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                        uint32_t K, const op_gemv_opts *o);
 /* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);
@@ -75,7 +98,6 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
 
 /* Gated MLP activation: out[r][i] = act(x[r*in_stride + g_off + i]) * u[r*in_stride + u_off + i].
    out: [rows][n]. act 0 SiLU, 1 GELU-tanh. */
-typedef enum op_act { OP_ACT_SILU = 0, OP_ACT_GELU_TANH = 1 } op_act;
 wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
                     uint32_t in_stride, uint32_t g_off, uint32_t u_off, op_act act);
 
@@ -88,6 +110,18 @@ typedef struct op_kv_layout {
 wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, uint32_t k_stride, uint32_t k_off,
                          gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache,
                          gpu_view vcache, uint32_t n_tokens);
+/* RoPE of Q and K and the KV append in one dispatch (kernels/rope_kv.wgsl). Q heads of token t at
+   x[q_off + t*q_stride + h*head_dim] are rotated in place; K heads at k_off/k_stride are rotated and written to
+   the caches with the V heads (from x when vsrc.buf is NULL, else from vsrc), at positions pos[t].
+   Needs head_dim % 4 == 0 and rot_dim % 4 == 0. */
+typedef struct op_rope_kv_params {
+  uint32_t n_tokens, n_head, rot_dim, max_pos;
+  op_rope_mode mode;
+  uint32_t q_off, q_stride, k_off, k_stride, v_off, v_stride;
+} op_rope_kv_params;
+wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope_kv_params *rp, gpu_view x,
+                        gpu_view vsrc, gpu_view pos, gpu_view cs, gpu_view kcache, gpu_view vcache);
+
 /* Causal GQA attention of n_tokens queries at positions pos[t] over the cache.
    q: [n_tokens][q_stride] heads at q_off + h*head_dim; out: [n_tokens][out_stride].
    window 0 = full; softcap 0 = none. */
