@@ -27,6 +27,8 @@ static char *join_ids(const cJSON *arr) {
   return s;
 }
 
+static const char *g_model_override; /* a model stored outside the fixture directory (the default model) */
+
 static int load_fixture(const char *name, fixture *f) {
   memset(f, 0, sizeof *f);
   snprintf(f->dir, sizeof f->dir, "data/models/%s", name);
@@ -45,7 +47,8 @@ static int load_fixture(const char *name, fixture *f) {
   f->decode = join_ids(gr);
   cJSON_Delete(j);
   snprintf(p, sizeof p, "%s/model.gguf", f->dir);
-  if (access(p, R_OK) == 0) snprintf(f->model, sizeof f->model, "%s", p);
+  if (g_model_override) snprintf(f->model, sizeof f->model, "%s", g_model_override);
+  else if (access(p, R_OK) == 0) snprintf(f->model, sizeof f->model, "%s", p);
   else snprintf(f->model, sizeof f->model, "%s", f->dir);
   snprintf(p, sizeof p, "%s/logits.f32", f->dir);
   size_t len;
@@ -236,6 +239,13 @@ int main(void) {
      llama_mha_bf16, g32), while logits unrelated to the reference sit near sqrt(2) = 1.4: the bound catches a
      broken quantizer or packing. The exact q4gsw kernels are checked by llama_q4_0_gguf above (Q4_0 maps
      onto q4gsw g32 without requantizing) and by the op suite. */
+  printf("the bundled default model (HF f16 and GGUF Q8_0):\n");
+  g_model_override = "../models/default";
+  conformance("default_hf", "", 1e-3);
+  conformance("default_hf", "--kv f16", 1e-2);
+  g_model_override = "../models/default.gguf";
+  conformance("default_gguf", "", 2e-3);
+  g_model_override = NULL;
   printf("q4gsw quantized on load:\n");
   conformance("llama_gqa", "--weights q4", 0.7);
   conformance("qwen3", "--weights q4:32", 0.7);

@@ -201,6 +201,15 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   dd.deviceLostCallbackInfo.callback = on_lost;
   dd.deviceLostCallbackInfo.userdata1 = ctx;
+  /* Dawn quantizes timestamps (to ~65 us here) unless told not to: per-kernel profiles need the real values.
+     The descriptor's sType is the same number in this library (checked: profiles stop being multiples of
+     65.536 us). */
+  static const char *disabled[] = {"timestamp_quantization"};
+  WGPUDawnTogglesDescriptor toggles = {0};
+  toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
+  toggles.disabledToggleCount = 1;
+  toggles.disabledToggles = disabled;
+  dd.nextInChain = &toggles.chain;
   device_req req = {0};
   WGPURequestDeviceCallbackInfo dci = {0};
   dci.mode = WGPUCallbackMode_WaitAnyOnly;

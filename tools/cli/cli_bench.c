@@ -28,6 +28,8 @@ static void usage(FILE *f) {
   fprintf(f, "usage: wgllm bench (-m PATH | --synthetic llama-1b|llama-8b) [--prompt P] [--gen G] [--runs R]\n"
              "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
              "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
+             "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
+             "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
              "       wgllm bench --synthetic NAME --write-gguf OUT.gguf\n"
              "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
              "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
@@ -39,56 +41,17 @@ typedef struct prof_row {
   int count;
 } prof_row;
 
-int cli_bench(int argc, char **argv) {
-  cli_common c = {0};
-  const char *synthetic = NULL, *write_gguf = NULL;
-  uint32_t P = 128, G = 64, runs = 5, group = 32;
-  int depth = 2;
-  int json = 0, profile = 0;
-  for (int i = 1; i < argc; i++) {
-    int r = cli_common_arg(&c, argc, argv, &i);
-    if (r < 0) return 2;
-    if (r) continue;
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-    if (!strcmp(a, "--json")) { json = 1; continue; }
-    if (!strcmp(a, "--profile")) { profile = 1; continue; }
-    if (i + 1 >= argc) { fprintf(stderr, "wgllm bench: %s needs a value\n", a); return 2; }
-    const char *v = argv[++i];
-    if (!strcmp(a, "--synthetic")) synthetic = v;
-    else if (!strcmp(a, "--write-gguf")) write_gguf = v;
-    else if (!strcmp(a, "--prompt")) P = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--gen")) G = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--runs")) runs = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--group")) group = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--pipeline")) depth = atoi(v);
-    else { fprintf(stderr, "wgllm bench: unknown option '%s'\n", a); usage(stderr); return 2; }
-  }
+/* One measurement: a session of P + G tokens, prefill and decode timings, optional per-kernel profile. */
+static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P, uint32_t G,
+                     uint32_t runs, uint32_t prefill_runs, int depth, int kv_f16, int json, int profile) {
   char err[1024];
-  if (write_gguf) {
-    if (!synthetic) { fprintf(stderr, "wgllm bench: --write-gguf needs --synthetic NAME\n"); return 2; }
-    wgllm_status s = llm_synthetic_write_gguf(synthetic, write_gguf, err, sizeof err);
-    if (s) { fprintf(stderr, "wgllm bench: %s\n", err); return 1; }
-    printf("wrote %s\n", write_gguf);
-    return 0;
-  }
-  if (!!synthetic == !!c.model) { fprintf(stderr, "wgllm bench: give either -m PATH or --synthetic NAME\n"); return 2; }
-  if (depth < 1 || depth > LLM_MAX_IN_FLIGHT) { fprintf(stderr, "wgllm bench: --pipeline 1..%d\n", LLM_MAX_IN_FLIGHT); return 2; }
-  if (!P || !G || !runs) { fprintf(stderr, "wgllm bench: --prompt, --gen and --runs must be positive\n"); return 2; }
-  gpu_context *gpu;
-  llm_model *m;
   wgllm_status st;
-  if (synthetic) {
-    if (cli_open_gpu(&c, &gpu)) return 1;
-    st = llm_model_synthetic(gpu, synthetic, group, &m, err, sizeof err);
-    if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(st)); gpu_destroy(gpu); return 1; }
-  } else if (cli_load(&c, &gpu, &m, NULL)) return 1;
   llm_session_options so = {0};
-  so.ctx = c.ctx ? c.ctx : P + G + 8;
-  so.kv_f16 = c.kv_f16;
+  so.ctx = c->ctx ? c->ctx : P + G + 8;
+  so.kv_f16 = kv_f16;
   llm_session *s;
   st = llm_session_create(m, &so, &s, err, sizeof err);
-  if (st) { fprintf(stderr, "wgllm bench: %s\n", err); llm_model_free(m); gpu_destroy(gpu); return 1; }
+  if (st) { fprintf(stderr, "wgllm bench: %s\n", err); return 1; }
   if (s->notice[0]) fprintf(stderr, "%s\n", s->notice);
   if (P + G + 1 > so.ctx) { fprintf(stderr, "wgllm bench: --ctx %u is too small for %u + %u tokens\n", so.ctx, P, G); return 2; }
   int32_t *ids = malloc(P * sizeof *ids);
@@ -97,10 +60,17 @@ int cli_bench(int argc, char **argv) {
   st = llm_session_set_sampler(s, &greedy, NULL, 0);
   double *pre = calloc(runs, sizeof *pre), *dec = calloc(runs, sizeof *dec), *enc = calloc(runs, sizeof *enc);
   int32_t tok;
-  for (uint32_t r = 0; !st && r <= runs; r++) { /* run 0 is the warm-up */
+  /* prefill: a warm-up, then timed runs (at most 3: long prompts are slow to redo); decode: every run rewinds to
+     the prompt and decodes G tokens at context P */
+  uint32_t pre_runs = prefill_runs;
+  for (uint32_t r = 0; !st && r <= pre_runs; r++) { /* the warm-up prefill is short: it only compiles pipelines */
     llm_session_reset(s);
     double t0 = now_s();
-    st = llm_session_prefill_sample(s, ids, P, &tok);
+    st = llm_session_prefill_sample(s, ids, r ? P : (P < 256 ? P : 256), &tok);
+    if (r > 0) pre[r - 1] = now_s() - t0;
+  }
+  for (uint32_t r = 0; !st && r <= runs; r++) { /* run 0 is the warm-up */
+    llm_session_rewind(s, P);
     double t1 = now_s(), enc_sum = 0;
     uint32_t queued = 0;
     for (uint32_t g = 0; !st && g < G; g++) { /* as the generation loop does: `depth` steps in flight */
@@ -113,21 +83,21 @@ int cli_bench(int argc, char **argv) {
     }
     double t2 = now_s();
     if (r > 0) {
-      pre[r - 1] = t1 - t0;
       dec[r - 1] = (t2 - t1) / G;
       enc[r - 1] = enc_sum / G;
     }
   }
-  if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", s->err, wgllm_status_name(st)); return 1; }
-  double pre_s = median(pre, (int)runs), dec_s = median(dec, (int)runs), enc_us = median(enc, (int)runs);
+  if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", s->err, wgllm_status_name(st)); llm_session_free(s); return 1; }
+  double pre_s = median(pre, (int)pre_runs), dec_s = median(dec, (int)runs), enc_us = median(enc, (int)runs);
   size_t dispatches = gpu_recorder_count(s->step);
-  const char *model_name = synthetic ? synthetic : c.model;
+  const char *model_name = synthetic ? synthetic : c->model;
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
-           "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
+           "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
            "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, \"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
-           gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs, P / pre_s,
+           gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs,
+           llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case", P / pre_s,
            1.0 / dec_s, dec_s * 1e3, dispatches, enc_us, depth, (unsigned long long)s->kv.bytes,
            (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak);
   } else {
@@ -167,7 +137,76 @@ int cli_bench(int argc, char **argv) {
   }
   free(ids); free(pre); free(dec); free(enc);
   llm_session_free(s);
+  return st ? 1 : 0;
+}
+
+int cli_bench(int argc, char **argv) {
+  cli_common c = {0};
+  const char *synthetic = NULL, *write_gguf = NULL;
+  uint32_t Ps[8] = {128}, nP = 1, G = 64, runs = 5, group = 32;
+  int kvs[2] = {0}, nkv = 0;
+  uint32_t prefill_runs = 0;
+  int depth = 2;
+  int json = 0, profile = 0;
+  for (int i = 1; i < argc; i++) {
+    int r = cli_common_arg(&c, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r) continue;
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+    if (!strcmp(a, "--json")) { json = 1; continue; }
+    if (!strcmp(a, "--profile")) { profile = 1; continue; }
+    if (i + 1 >= argc) { fprintf(stderr, "wgllm bench: %s needs a value\n", a); return 2; }
+    const char *v = argv[++i];
+    if (!strcmp(a, "--synthetic")) synthetic = v;
+    else if (!strcmp(a, "--write-gguf")) write_gguf = v;
+    else if (!strcmp(a, "--prompt")) { /* one length or a comma list: one result per length */
+      nP = 0;
+      for (char *q = (char *)v; *q && nP < 8;) {
+        Ps[nP++] = (uint32_t)strtoul(q, &q, 10);
+        if (*q == ',') q++;
+        else if (*q) { fprintf(stderr, "wgllm bench: --prompt %s: expected N or N,N,...\n", v); return 2; }
+      }
+    } else if (!strcmp(a, "--kv-list")) {
+      nkv = 0;
+      if (strstr(v, "f32")) kvs[nkv++] = 0;
+      if (strstr(v, "f16")) kvs[nkv++] = 1;
+    }
+    else if (!strcmp(a, "--gen")) G = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--runs")) runs = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--group")) group = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--pipeline")) depth = atoi(v);
+    else if (!strcmp(a, "--prefill-runs")) prefill_runs = (uint32_t)strtoul(v, NULL, 10);
+    else { fprintf(stderr, "wgllm bench: unknown option '%s'\n", a); usage(stderr); return 2; }
+  }
+  char err[1024];
+  if (write_gguf) {
+    if (!synthetic) { fprintf(stderr, "wgllm bench: --write-gguf needs --synthetic NAME\n"); return 2; }
+    wgllm_status s = llm_synthetic_write_gguf(synthetic, write_gguf, err, sizeof err);
+    if (s) { fprintf(stderr, "wgllm bench: %s\n", err); return 1; }
+    printf("wrote %s\n", write_gguf);
+    return 0;
+  }
+  if (!!synthetic == !!c.model) { fprintf(stderr, "wgllm bench: give either -m PATH or --synthetic NAME\n"); return 2; }
+  if (depth < 1 || depth > LLM_MAX_IN_FLIGHT) { fprintf(stderr, "wgllm bench: --pipeline 1..%d\n", LLM_MAX_IN_FLIGHT); return 2; }
+  for (uint32_t i = 0; i < nP; i++)
+    if (!Ps[i]) { fprintf(stderr, "wgllm bench: prompt lengths must be positive\n"); return 2; }
+  if (!G || !runs) { fprintf(stderr, "wgllm bench: --prompt, --gen and --runs must be positive\n"); return 2; }
+  gpu_context *gpu;
+  llm_model *m;
+  wgllm_status st;
+  if (synthetic) {
+    if (cli_open_gpu(&c, &gpu)) return 1;
+    st = llm_model_synthetic(gpu, synthetic, group, &m, err, sizeof err);
+    if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(st)); gpu_destroy(gpu); return 1; }
+  } else if (cli_load(&c, &gpu, &m, NULL)) return 1;
+  if (!nkv) { kvs[0] = c.kv_f16; nkv = 1; }
+  int rc = 0;
+  for (int ki = 0; !rc && ki < nkv; ki++)
+    for (uint32_t pi = 0; !rc && pi < nP; pi++)
+      rc = bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs, prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth,
+                     kvs[ki], json, profile);
   llm_model_free(m);
   gpu_destroy(gpu);
-  return st ? 1 : 0;
+  return rc;
 }

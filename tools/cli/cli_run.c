@@ -132,6 +132,7 @@ int cli_run(int argc, char **argv) {
   fputs(o.prompt, stdout);
   wgllm_status r = wgllm_generate(s, o.prompt, &o.gp, &st);
   fputc('\n', stdout);
+  fflush(stdout);
   if (r) fprintf(stderr, "wgllm run: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
   else if (o.stats) print_stats(&st);
   wgllm_session_free(s);
@@ -184,6 +185,7 @@ int cli_chat(int argc, char **argv) {
     wgllm_generate_stats st;
     wgllm_status r = wgllm_chat(s, msgs, n, &o.gp, &reply, &st);
     fputc('\n', stdout);
+    fflush(stdout);
     if (r) {
       fprintf(stderr, "wgllm chat: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
       free((void *)msgs[--n].content);

@@ -113,9 +113,23 @@ if rc == 0:
     cases = os.path.join(A.outdir, "tokenizer_check.json")
     for model in (hf, gguf):
         rc, out = run([tok_check, model, cases])
-        print("\n".join(ln for ln in out.splitlines() if not ln.startswith("ok")))
+        lines = out.strip().splitlines()
+        fails = [i for i, ln in enumerate(lines) if ln.startswith("FAIL")]
+        shown = lines[:fails[3]] + ["      ..."] if len(fails) > 3 else lines[:-1]
+        print("\n".join(shown))
         check(f"tokenizer from {os.path.basename(model)}: all tokenizer_check.json cases", rc == 0,
-              out.strip().splitlines()[-1] if out.strip() else rc)
+              lines[-1] if lines else rc)
+        if rc != 0:   # tell a missing bos apart from other differences
+            d = json.load(open(cases))
+            bos = cfg["bos_token_id"]
+            for c in d["cases"]:
+                c["ids"] = c["ids"][1:] if c["ids"][:1] == [bos] else c["ids"]
+            nobos = os.path.join(tmpd, "nobos.json")
+            json.dump(d, open(nobos, "w"))
+            rc2, out2 = run([tok_check, model, nobos])
+            print(f"      expecting no bos: {out2.strip().splitlines()[-1] if out2.strip() else rc2}" +
+                  ("  -> only the bos is missing (for a GGUF: tokenizer.ggml.add_bos_token, a GGUF bool, was not "
+                   "honoured)" if rc2 == 0 else ""))
 
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
