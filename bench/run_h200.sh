@@ -20,5 +20,9 @@ for d in 1 2 3; do
   timeout 100 "$B" bench --synthetic llama-1b --prompt 128 --gen 64 --runs 5 --prefill-runs 1 --pipeline $d --json \
     >> "$OUT/pipeline.jsonl" 2>> "$OUT/errors.log"
 done
+for m in llama-1b llama-8b; do
+  timeout 150 "$B" bench --synthetic $m --prompt 2048 --kv f16 --gen 64 --runs 5 --prefill-runs 1 --sampled --json \
+    >> "$OUT/sampled.jsonl" 2>> "$OUT/errors.log"
+done
 timeout 100 "$B" bench --synthetic llama-1b --prompt 128 --gen 16 --runs 2 --prefill-runs 1 --profile > "$OUT/profile.txt" 2>&1
 timeout 200 "$B" bench --synthetic llama-8b --prompt 2048 --kv f16 --gen 16 --runs 2 --prefill-runs 1 --profile >> "$OUT/profile.txt" 2>&1

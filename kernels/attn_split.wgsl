@@ -30,6 +30,7 @@ const B = 128u;
 var<workgroup> qs: array<vec4<f32>, 1024>; // [n_rep][head_dim / 4]
 var<workgroup> ps: array<f32, 2048>;       // [n_rep][B] probabilities (<= 16 heads)
 var<workgroup> red: array<f32, 128>;
+var<workgroup> red4: array<vec4<f32>, 128>;
 
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
@@ -68,8 +69,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   workgroupBarrier();
   let nj = min(B, last + 1u - j0);
   let out_base = ((kvh * p.max_chunks + c) * n_rep) * (hd + 2u);
+  // softmax pieces per head: chunk max m and sum l (probabilities overwrite the scores in ps)
   for (var r = 0u; r < n_rep; r++) {
-    // chunk max
     red[l] = ps[r * B + l];
     workgroupBarrier();
     for (var k = B / 2u; k > 0u; k >>= 1u) {
@@ -87,20 +88,36 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       if (l < k) { red[l] += red[l + k]; }
       workgroupBarrier();
     }
-    let lsum = red[0];
-    // unnormalised output: thread l owns dims 4l..4l+3
-    let ob = out_base + r * (hd + 2u);
-    if (4u * l < hd) {
-      var a = vec4<f32>(0.0);
-      for (var jj = 0u; jj < nj; jj++) { a += ps[r * B + jj] * vload4((kvh * p.ctx + j0 + jj) * hd + 4u * l); }
-      partial[ob + 4u * l] = a.x;
-      partial[ob + 4u * l + 1u] = a.y;
-      partial[ob + 4u * l + 2u] = a.z;
-      partial[ob + 4u * l + 3u] = a.w;
-    }
     if (l == 0u) {
-      partial[ob + hd] = m;
-      partial[ob + hd + 1u] = lsum;
+      partial[out_base + r * (hd + 2u) + hd] = m;
+      partial[out_base + r * (hd + 2u) + hd + 1u] = red[0];
+    }
+    workgroupBarrier();
+  }
+  // unnormalised outputs: all 128 threads work, as (key group g, 4-dim slice d4) pairs; each V slice is loaded
+  // once and used for every head of the group
+  let groups = B / hd4;
+  let d4 = l % hd4;
+  let g = l / hd4;
+  var acc: array<vec4<f32>, 16>;
+  for (var r = 0u; r < n_rep; r++) { acc[r] = vec4<f32>(0.0); }
+  if (g < groups) {
+    for (var jj = g; jj < nj; jj += groups) {
+      let vv = vload4((kvh * p.ctx + j0 + jj) * hd + 4u * d4);
+      for (var r = 0u; r < n_rep; r++) { acc[r] += ps[r * B + jj] * vv; }
+    }
+  }
+  for (var r = 0u; r < n_rep; r++) {
+    red4[l] = acc[r];
+    workgroupBarrier();
+    if (l < hd4) {
+      var a = vec4<f32>(0.0);
+      for (var gg = 0u; gg < groups; gg++) { a += red4[gg * hd4 + l]; }
+      let ob = out_base + r * (hd + 2u) + 4u * l;
+      partial[ob] = a.x;
+      partial[ob + 1u] = a.y;
+      partial[ob + 2u] = a.z;
+      partial[ob + 3u] = a.w;
     }
     workgroupBarrier();
   }

@@ -1,21 +1,35 @@
-// Token sampling on the GPU, one workgroup: repetition penalty over a GPU-side ring of recent tokens,
-// temperature, then top-k, top-p and min-p as thresholds on the logits' order keys (found exactly by
-// bisection over the 32-bit key space), then one draw from a counter-based RNG. Only the token id leaves the
-// GPU: it is written to out[0] (the next step's input id) and state[3]. temp <= 0 is greedy (argmax, lowest
-// index on ties). Order follows transformers: penalty, temperature, top-k, top-p, min-p.
+// Token sampling on the GPU, the draw (one workgroup; sample_prep.wgsl has applied the repetition penalty,
+// found each block's maximum and collected the candidates): temperature, then top-k, top-p and min-p as
+// thresholds on the order keys of the candidates (found exactly by bisection over the 32-bit key space), then
+// one draw from a counter-based RNG over the candidates in token order. Only the token id leaves the GPU: it is
+// written to out[0] (the next step's input id) and state[3], and appended to the penalty ring. temp <= 0 is
+// greedy (argmax, lowest index on ties) from the block maxima alone. Order follows transformers: penalty,
+// temperature, top-k, top-p, min-p. Should the candidates overflow the list, the whole vocabulary is used.
 // state: [0] draw counter, [1] tokens in the ring, [2] ring write index, [3] last token, [4..4+ring_cap) ring.
 //! variant f32: X=0
 struct Params { V: u32, top_k: u32, ring_cap: u32, seed: u32,
-                temp: f32, top_p: f32, min_p: f32, rep_penalty: f32 };
+                temp: f32, top_p: f32, min_p: f32, n_blocks: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read_write> logits: array<f32>;
+@group(0) @binding(1) var<storage, read> logits: array<f32>;
 @group(0) @binding(2) var<storage, read_write> state: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<u32>;
+@group(0) @binding(4) var<storage, read> work: array<u32>;
 
 const WG = 256u;
 var<workgroup> rf: array<f32, 256>;
 var<workgroup> ru: array<u32, 256>;
 var<workgroup> bcast: atomic<u32>;
+const CAND_BASE = 514u;
+const CAP = 2048u;
+var<workgroup> ck: array<u32, 2048>; // candidate keys, sorted by token
+var<workgroup> ci: array<u32, 2048>; // candidate tokens
+
+// items: the candidates (sorted by token) or, after an overflow, the whole vocabulary
+fn item_scaled(i: u32, use_cand: bool) -> f32 {
+  if (use_cand) { return bitcast<f32>(select(~ck[i], ck[i] & 0x7fffffffu, (ck[i] & 0x80000000u) != 0u)); }
+  return logits[i] / p.temp;
+}
+fn item_tok(i: u32, use_cand: bool) -> u32 { return select(i, ci[i], use_cand); }
 
 fn key_of(f: f32) -> u32 {
   let u = bitcast<u32>(f);
@@ -58,35 +72,18 @@ fn pcg(v: u32) -> u32 {
   return (w >> 22u) ^ w;
 }
 
-fn scaled(i: u32) -> f32 { return logits[i] / p.temp; }
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_id) lid: vec3u) {
   let l = lid.x;
-  let V = p.V;
-  let n_ring = min(state[1], p.ring_cap);
-  // 1. repetition penalty, once per distinct recent token (one thread: the ring is short)
-  if (l == 0u && p.rep_penalty != 1.0) {
-    for (var i = 0u; i < n_ring; i++) {
-      let t = state[4u + i];
-      var dup = false;
-      for (var j = 0u; j < i; j++) { if (state[4u + j] == t) { dup = true; } }
-      if (!dup && t < V) {
-        let x = logits[t];
-        logits[t] = select(x * p.rep_penalty, x / p.rep_penalty, x > 0.0);
-      }
-    }
-  }
-  storageBarrier();
-  workgroupBarrier();
   var chosen = 0u;
   if (p.temp <= 0.0) {
-    // greedy: the largest key, then the lowest index holding it
+    // greedy: the largest block maximum, then the lowest index holding it
     var best = 0u;
-    for (var i = l; i < V; i += WG) { best = max(best, key_of(logits[i])); }
+    for (var b = l; b < p.n_blocks; b += WG) { best = max(best, work[2u + 2u * b]); }
     let kmax = max_u(l, best);
     var idx = 0xffffffffu;
-    for (var i = l; i < V; i += WG) { if (key_of(logits[i]) == kmax) { idx = min(idx, i); } }
+    for (var b = l; b < p.n_blocks; b += WG) { if (work[2u + 2u * b] == kmax) { idx = min(idx, work[3u + 2u * b]); } }
     ru[l] = idx;
     workgroupBarrier();
     for (var k = WG / 2u; k > 0u; k >>= 1u) {
@@ -96,20 +93,48 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
     chosen = ru[0];
     workgroupBarrier();
   } else {
+    // the candidates, sorted by token (bitonic sort in workgroup memory), so the draw walks them in token order
+    let count = work[0];
+    let use_cand = count <= CAP;
+    let n_items = select(p.V, count, use_cand);
+    if (use_cand) {
+      var n2 = 1u;
+      while (n2 < count) { n2 <<= 1u; }
+      for (var i = l; i < n2; i += WG) {
+        if (i < count) { ck[i] = work[CAND_BASE + 2u * i]; ci[i] = work[CAND_BASE + 2u * i + 1u]; }
+        else { ck[i] = 0u; ci[i] = 0xffffffffu; }
+      }
+      workgroupBarrier();
+      for (var k = 2u; k <= n2; k <<= 1u) {
+        for (var j = k >> 1u; j > 0u; j >>= 1u) {
+          for (var i = l; i < n2; i += WG) {
+            let o = i ^ j;
+            if (o > i) {
+              let up = (i & k) == 0u;
+              if ((ci[i] > ci[o]) == up) {
+                let tk = ck[i]; ck[i] = ck[o]; ck[o] = tk;
+                let ti = ci[i]; ci[i] = ci[o]; ci[o] = ti;
+              }
+            }
+          }
+          workgroupBarrier();
+        }
+      }
+    }
     var kmaxl = 0u;
-    for (var i = l; i < V; i += WG) { kmaxl = max(kmaxl, key_of(scaled(i))); }
+    for (var i = l; i < n_items; i += WG) { kmaxl = max(kmaxl, key_of(item_scaled(i, use_cand))); }
     let kmax = max_u(l, kmaxl);
     let mbits = select(~kmax, kmax & 0x7fffffffu, (kmax & 0x80000000u) != 0u);
     let m = bitcast<f32>(mbits);
     var thr = 0u; // keep tokens whose key >= thr
     // 2. top-k: the largest key t with count(key >= t) >= k
-    if (p.top_k > 0u && p.top_k < V) {
+    if (p.top_k > 0u && p.top_k < n_items) {
       var lo = 0u;
       var hi = 0xffffffffu;
       for (var it = 0u; it < 32u; it++) {
         let mid = lo + ((hi - lo) >> 1u) + ((hi - lo) & 1u);
         var c = 0u;
-        for (var i = l; i < V; i += WG) { c += select(0u, 1u, key_of(scaled(i)) >= mid); }
+        for (var i = l; i < n_items; i += WG) { c += select(0u, 1u, key_of(item_scaled(i, use_cand)) >= mid); }
         let cnt = sum_u(l, c);
         if (cnt >= p.top_k) { lo = mid; } else { hi = mid - 1u; }
         if (lo == hi) { break; }
@@ -119,8 +144,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
     // 3. top-p: the largest key t with mass(key >= max(t, thr)) >= top_p * mass(key >= thr)
     if (p.top_p > 0.0 && p.top_p < 1.0) {
       var z = 0.0;
-      for (var i = l; i < V; i += WG) {
-        let s = scaled(i);
+      for (var i = l; i < n_items; i += WG) {
+        let s = item_scaled(i, use_cand);
         if (key_of(s) >= thr) { z += exp(s - m); }
       }
       let goal = p.top_p * sum_f(l, z);
@@ -130,8 +155,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
         if (lo >= hi) { break; }
         let mid = lo + ((hi - lo) >> 1u) + ((hi - lo) & 1u);
         var a = 0.0;
-        for (var i = l; i < V; i += WG) {
-          let s = scaled(i);
+        for (var i = l; i < n_items; i += WG) {
+          let s = item_scaled(i, use_cand);
           if (key_of(s) >= mid) { a += exp(s - m); }
         }
         if (sum_f(l, a) >= goal) { lo = mid; } else { hi = mid - 1u; }
@@ -141,13 +166,13 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
     // 4. min-p: p(x) >= min_p * p(max)  <=>  s >= m + log(min_p)
     if (p.min_p > 0.0) { thr = max(thr, min(kmax, key_of(m + log(p.min_p)))); }
     // 5. draw: u in [0, Z), then find the token by a prefix sum over contiguous chunks
-    let chunk = (V + WG - 1u) / WG;
-    let c0 = min(l * chunk, V);
-    let c1 = min(c0 + chunk, V);
+    let chunk = (n_items + WG - 1u) / WG;
+    let c0 = min(l * chunk, n_items);
+    let c1 = min(c0 + chunk, n_items);
     var part = 0.0;
     var last_kept = 0xffffffffu;
     for (var i = c0; i < c1; i++) {
-      let s = scaled(i);
+      let s = item_scaled(i, use_cand);
       if (key_of(s) >= thr) { part += exp(s - m); last_kept = i; }
     }
     rf[l] = part;
@@ -172,7 +197,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
       var acc = before;
       var pick = last_kept;
       for (var i = c0; i < c1; i++) {
-        let s = scaled(i);
+        let s = item_scaled(i, use_cand);
         if (key_of(s) >= thr) {
           acc += exp(s - m);
           if (u < acc) { pick = i; break; }
@@ -181,7 +206,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
       atomicMin(&bcast, pick);
     }
     workgroupBarrier();
-    chosen = atomicLoad(&bcast);
+    chosen = item_tok(atomicLoad(&bcast), use_cand);
   }
   if (l == 0u) {
     out[0] = chosen;

@@ -38,8 +38,7 @@ static void greedy_case(const char *name, const char *model_path) {
   int same = r.n_generated == N && !memcmp(r.tokens, greedy, N * sizeof *greedy);
   CHECK(same, "%s: GPU greedy ids differ from the reference", name);
   printf("  %-16s greedy on the GPU: %s\n", name, same ? "matches the reference ids" : "DIFFERS");
-  size_t records = gpu_recorder_count(s->step);
-  gpu_recorder *step_before = s->step;
+  uint32_t recordings = s->step_recordings;
   llm_gen_result_free(&r);
 
   /* sampled: the same seed gives the same tokens; the step is re-recorded only when the sampler changes */
@@ -54,11 +53,12 @@ static void greedy_case(const char *name, const char *model_path) {
     else CHECK(nfirst == r.n_generated && !memcmp(first, r.tokens, nfirst * 4), "%s: same seed, different tokens", name);
     llm_gen_result_free(&r);
   }
-  CHECK(s->step != step_before || records == gpu_recorder_count(s->step), "step bookkeeping");
-  gpu_recorder *kept = s->step;
+  CHECK(s->step_recordings == recordings + 1, "%s: a new sampler records the step once (%u -> %u)", name, recordings,
+        s->step_recordings);
+  recordings = s->step_recordings;
   llm_session_reset(s);
   llm_generate(s, NULL, prompt, T, &sp, &r);
-  CHECK(s->step == kept, "%s: the same sampler must replay the recorded step, not record a new one", name);
+  CHECK(s->step_recordings == recordings, "%s: the same sampler must replay the recorded step, not record a new one", name);
   llm_gen_result_free(&r);
 
   /* context: generation stops when the cache is full */

@@ -12,7 +12,7 @@
 static th_rng rng = {99};
 
 typedef struct sampler_rig {
-  gpu_buffer *logits, *state, *out;
+  gpu_buffer *logits, *state, *out, *work;
   gpu_recorder *rec;
   uint32_t V;
 } sampler_rig;
@@ -28,8 +28,9 @@ static void rig_init(sampler_rig *r, const float *logits, uint32_t V, const op_s
   for (uint32_t i = 0; i < n_ring; i++) st[4 + i] = ring[i];
   r->state = th_upload(st, sizeof st);
   r->out = th_poisoned(4);
+  r->work = th_poisoned(op_sample_work_bytes());
   r->rec = gpu_recorder_create(th_gpu(), 1);
-  CHECK(op_sample(r->rec, sp, gpu_whole(r->logits), gpu_whole(r->state), gpu_whole(r->out), V) == WGLLM_OK, "record: %s",
+  CHECK(op_sample(r->rec, sp, gpu_whole(r->logits), gpu_whole(r->state), gpu_whole(r->out), gpu_whole(r->work), V) == WGLLM_OK, "record: %s",
         gpu_recorder_error(r->rec));
 }
 
@@ -45,6 +46,7 @@ static void rig_free(sampler_rig *r) {
   gpu_buffer_destroy(th_gpu(), r->logits);
   gpu_buffer_destroy(th_gpu(), r->state);
   gpu_buffer_destroy(th_gpu(), r->out);
+  gpu_buffer_destroy(th_gpu(), r->work);
 }
 
 /* draws n times from one recording (the counter advances on the GPU) and checks each against the reference */
@@ -95,6 +97,32 @@ int main(void) {
                cases[c].top_p, cases[c].min_p);
       check_draws(what, x, V, &cases[c], n);
     }
+    free(x);
+  }
+
+  /* LLM-like logits over a large vocabulary: a few hundred plausible tokens, the rest far below, so the draw
+     runs over the collected candidates (sorted by token) instead of the whole vocabulary */
+  {
+    uint32_t V = 128256;
+    float *x = malloc(V * 4);
+    for (uint32_t i = 0; i < V; i++) x[i] = (th_u32(&rng) % 300 == 0) ? th_uniform(&rng, -4, 6) : th_uniform(&rng, -60, -40);
+    op_sample_params cs2[] = {{1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 31}, {0.8f, 0.9f, 0.0f, 1.0f, 40, 0, 32}, {1.2f, 1.0f, 0.05f, 1.0f, 0, 0, 33}};
+    for (int c = 0; c < 3; c++) {
+      char what[96];
+      snprintf(what, sizeof what, "LLM-like V=%u t=%.2g k=%u p=%.2g minp=%.2g", V, cs2[c].temperature, cs2[c].top_k,
+               cs2[c].top_p, cs2[c].min_p);
+      check_draws(what, x, V, &cs2[c], 40);
+    }
+    free(x);
+  }
+
+  /* a flat distribution: more than 2048 candidates within 30 nats, so the draw falls back to the whole vocabulary */
+  {
+    uint32_t V = 5000;
+    float *x = malloc(V * 4);
+    for (uint32_t i = 0; i < V; i++) x[i] = th_uniform(&rng, -1, 1);
+    op_sample_params sp = {1.0f, 0.9f, 0.0f, 1.0f, 100, 0, 21};
+    check_draws("flat V=5000 (candidate overflow) k=100 p=0.9", x, V, &sp, 30);
     free(x);
   }
 

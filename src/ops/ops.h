@@ -146,12 +146,15 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
 
 /* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
    tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets
-   the token. temperature <= 0 is greedy. top_k 0 = off, top_p 1 = off, min_p 0 = off, rep_penalty 1 = off. */
+   the token. temperature <= 0 is greedy. top_k 0 = off, top_p 1 = off, min_p 0 = off, rep_penalty 1 = off.
+   Tokens more than 30 nats (scaled) below the best are not candidates: they carry < 1e-8 of the probability. */
 #define OP_SAMPLE_RING_MAX 256
 typedef struct op_sample_params {
   float temperature, top_p, min_p, rep_penalty;
   uint32_t top_k, ring_cap, seed;
 } op_sample_params;
+/* work: op_sample_work_bytes() of scratch (block maxima and candidates). Vocabularies up to 524288. */
+uint64_t op_sample_work_bytes(void);
 wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view logits, gpu_view state, gpu_view out,
-                       uint32_t V);
+                       gpu_view work, uint32_t V);
 #endif

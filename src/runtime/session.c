@@ -22,6 +22,7 @@ void llm_session_free(llm_session *s) {
   gpu_recorder_free(s->step);
   llm_scratch_release(s->gpu, &s->step_scratch);
   gpu_buffer_destroy(s->gpu, s->sampler_state);
+  gpu_buffer_destroy(s->gpu, s->sampler_work);
   kv_free(s->gpu, &s->kv);
   gpu_buffer_destroy(s->gpu, s->rope_cs);
   free(s->fed);
@@ -129,7 +130,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
     st = llm_encode_forward(rec, s->m, &s->kv, s->rope_cs, &sc, n, n_logits);
     if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
       st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state), gpu_whole(s->step_scratch.ids),
-                     hp->n_vocab);
+                     gpu_whole(s->sampler_work), hp->n_vocab);
     if (!st) st = gpu_recorder_run(rec);
     if (st) snprintf(s->err, sizeof s->err, "prefill: %s", gpu_recorder_error(rec));
     gpu_recorder_free(rec);
@@ -181,10 +182,11 @@ static wgllm_status ensure_step(llm_session *s) {
   if (st) return st;
   s->step = gpu_recorder_create(s->gpu, 1);
   if (!s->step) { snprintf(s->err, sizeof s->err, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  s->step_recordings++;
   st = llm_encode_forward(s->step, s->m, &s->kv, s->rope_cs, &s->step_scratch, 1, 1);
   if (!st && s->has_sampler)
     st = op_sample(s->step, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
-                   gpu_whole(s->step_scratch.ids), hp->n_vocab);
+                   gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
   if (st) {
     snprintf(s->err, sizeof s->err, "recording the decode step: %s", gpu_recorder_error(s->step));
     gpu_recorder_free(s->step);
@@ -199,6 +201,7 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   wgllm_status st;
   if (!s->sampler_state) {
     st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, s->err, sizeof s->err);
+    if (!st) st = gpu_buffer_create(s->gpu, op_sample_work_bytes(), "sampler_work", &s->sampler_work, s->err, sizeof s->err);
     if (st) return st;
   }
   if (!s->step_scratch.ids) {

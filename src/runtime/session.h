@@ -23,8 +23,10 @@ typedef struct llm_session {
   gpu_recorder *step;  /* the recorded decode step (kept): forward, then the sampler when one is set */
   llm_scratch step_scratch;
   gpu_buffer *sampler_state; /* u32 [4 + OP_SAMPLE_RING_MAX] (see op_sample) */
+  gpu_buffer *sampler_work;  /* block maxima and candidates (op_sample_work_bytes) */
   int has_sampler;
   op_sample_params sampler;
+  uint32_t step_recordings; /* how many times the step was recorded (replays create nothing) */
   gpu_readback *readback; /* token ids of queued steps */
   int in_flight;          /* steps queued but not collected */
   int slots[4];           /* their readback slots, oldest first */

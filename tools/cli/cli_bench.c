@@ -14,6 +14,8 @@ static double now_s(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+static int g_sampled; /* --sampling default: temperature, top-k, top-p, min-p and penalty instead of greedy */
+
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -30,6 +32,7 @@ static void usage(FILE *f) {
              "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
              "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
              "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
+             "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
              "       wgllm bench --synthetic NAME --write-gguf OUT.gguf\n"
              "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
              "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
@@ -57,7 +60,8 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   int32_t *ids = malloc(P * sizeof *ids);
   for (uint32_t i = 0; i < P; i++) ids[i] = (int32_t)((i * 2654435761u) % m->hp.n_vocab);
   op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
-  st = llm_session_set_sampler(s, &greedy, NULL, 0);
+  op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1}; /* the CLI's defaults */
+  st = llm_session_set_sampler(s, g_sampled ? &sampled : &greedy, ids, P);
   double *pre = calloc(runs, sizeof *pre), *dec = calloc(runs, sizeof *dec), *enc = calloc(runs, sizeof *enc);
   int32_t tok;
   /* prefill: a warm-up, then timed runs (at most 3: long prompts are slow to redo); decode: every run rewinds to
@@ -93,11 +97,11 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   const char *model_name = synthetic ? synthetic : c->model;
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
-           "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
+           "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"sampling\": \"%s\", \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
            "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, \"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs,
-           llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case", P / pre_s,
+           llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case", g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s,
            1.0 / dec_s, dec_s * 1e3, dispatches, enc_us, depth, (unsigned long long)s->kv.bytes,
            (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak);
   } else {
@@ -156,6 +160,7 @@ int cli_bench(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
     if (!strcmp(a, "--json")) { json = 1; continue; }
     if (!strcmp(a, "--profile")) { profile = 1; continue; }
+    if (!strcmp(a, "--sampled")) { g_sampled = 1; continue; }
     if (i + 1 >= argc) { fprintf(stderr, "wgllm bench: %s needs a value\n", a); return 2; }
     const char *v = argv[++i];
     if (!strcmp(a, "--synthetic")) synthetic = v;
