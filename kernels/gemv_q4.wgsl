@@ -58,33 +58,20 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       if (p.has_norm != 0u) { v = v * (norm_w[c * 8u + j] + vec4<f32>(p.w_offset)); }
       xs[j] = v;
     }
-    // rows in batches of 8: issue the 8 weight and scale loads, then the arithmetic, so loads overlap
-    for (var r0 = 0u; r0 < rr; r0 += 8u) {
-      var qv: array<vec4<u32>, 8>;
-      var sv: array<f32, 8>;
-      for (var i = 0u; i < 8u; i++) {
-        let r = r0 + i;
-        sv[i] = 0.0;
-        if (r < rr && n0 + (r % ROWS) < n_out) {
-          var n = n0 + r;
-          if (glu) { n = n0 + (r % ROWS) + select(0u, p.glu_half, r >= ROWS); }
-          qv[i] = w[n * chunks + c];
-          let g = n * gpc + (c * 32u) / G;
-          sv[i] = unpack2x16float(wscale[g >> 1u])[g & 1u];
-        }
+    for (var r = 0u; r < rr; r++) {
+      var n = n0 + r;
+      if (glu) { n = n0 + (r % ROWS) + select(0u, p.glu_half, r >= ROWS); }
+      if (n0 + (r % ROWS) >= n_out) { continue; }
+      let q = w[n * chunks + c];
+      let g = n * gpc + (c * 32u) / G;
+      let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
+      var s = 0.0;
+      for (var j = 0u; j < 4u; j++) {
+        let wd = q[j];
+        s += dot(vec4<f32>(nib(wd, 0u), nib(wd, 1u), nib(wd, 2u), nib(wd, 3u)), xs[2u * j]);
+        s += dot(vec4<f32>(nib(wd, 4u), nib(wd, 5u), nib(wd, 6u), nib(wd, 7u)), xs[2u * j + 1u]);
       }
-      for (var i = 0u; i < 8u; i++) {
-        let r = r0 + i;
-        if (r < rr && sv[i] != 0.0) {
-          var s = 0.0;
-          for (var j = 0u; j < 4u; j++) {
-            let wd = qv[i][j];
-            s += dot(vec4<f32>(nib(wd, 0u), nib(wd, 1u), nib(wd, 2u), nib(wd, 3u)), xs[2u * j]);
-            s += dot(vec4<f32>(nib(wd, 4u), nib(wd, 5u), nib(wd, 6u), nib(wd, 7u)), xs[2u * j + 1u]);
-          }
-          acc[r] += sv[i] * s;
-        }
-      }
+      acc[r] += sc * s;
     }
   }
   // reduce the rr accumulators and ss over the workgroup
