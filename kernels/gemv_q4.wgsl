@@ -20,6 +20,10 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
 @group(0) @binding(6) var<storage, read> norm_w: array<vec4<f32>>;
 override G: u32 = 32u;
 override ROWS: u32 = 16u;
+// GLU and the row count are pipeline constants, so every loop over the accumulators has a constant trip count
+// and the compiler keeps them in registers (a loop bound read from the uniform block made them local memory)
+override GLU: bool = false;
+override RR: u32 = select(ROWS, 2u * ROWS, GLU);
 
 const WG = 128u;
 const MAXR = 33u; // 2 * 16 accumulators + the sum of squares
@@ -42,13 +46,12 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
         @builtin(num_workgroups) nwg: vec3u) {
   let l = lid.x;
   let n0 = (wid.x + wid.y * nwg.x) * ROWS;
-  let glu = p.glu_half > 0u;
+  let glu = GLU;
   let n_out = select(p.N, p.glu_half, glu);
-  let rr = select(ROWS, 2u * ROWS, glu); // accumulators: rows, or gate rows then up rows
   let chunks = p.K / 32u;
   let gpc = p.K / G;
   var acc: array<f32, 32>;
-  for (var r = 0u; r < 32u; r++) { acc[r] = 0.0; }
+  for (var r = 0u; r < RR; r++) { acc[r] = 0.0; }
   var ss = 0.0;
   for (var c = l; c < chunks; c += WG) {
     var xs: array<vec4<f32>, 8>;
@@ -58,26 +61,27 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       if (p.has_norm != 0u) { v = v * (norm_w[c * 8u + j] + vec4<f32>(p.w_offset)); }
       xs[j] = v;
     }
-    for (var r = 0u; r < rr; r++) {
-      var n = n0 + r;
-      if (glu) { n = n0 + (r % ROWS) + select(0u, p.glu_half, r >= ROWS); }
-      if (n0 + (r % ROWS) >= n_out) { continue; }
-      let q = w[n * chunks + c];
-      let g = n * gpc + (c * 32u) / G;
-      let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
-      var s = 0.0;
-      for (var j = 0u; j < 4u; j++) {
-        let wd = q[j];
-        s += dot(vec4<f32>(nib(wd, 0u), nib(wd, 1u), nib(wd, 2u), nib(wd, 3u)), xs[2u * j]);
-        s += dot(vec4<f32>(nib(wd, 4u), nib(wd, 5u), nib(wd, 6u), nib(wd, 7u)), xs[2u * j + 1u]);
+    for (var r = 0u; r < RR; r++) {
+      if (n0 + (r % ROWS) < n_out) {
+        var n = n0 + r;
+        if (glu) { n = n0 + (r % ROWS) + select(0u, p.glu_half, r >= ROWS); }
+        let q = w[n * chunks + c];
+        let g = n * gpc + (c * 32u) / G;
+        let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
+        var s = 0.0;
+        for (var j = 0u; j < 4u; j++) {
+          let wd = q[j];
+          s += dot(vec4<f32>(nib(wd, 0u), nib(wd, 1u), nib(wd, 2u), nib(wd, 3u)), xs[2u * j]);
+          s += dot(vec4<f32>(nib(wd, 4u), nib(wd, 5u), nib(wd, 6u), nib(wd, 7u)), xs[2u * j + 1u]);
+        }
+        acc[r] += sc * s;
       }
-      acc[r] += sc * s;
     }
   }
-  // reduce the rr accumulators and ss over the workgroup
+  // reduce the RR accumulators and ss over the workgroup
 #if SG
   let sg = l / 32u;
-  for (var r = 0u; r < rr; r++) {
+  for (var r = 0u; r < RR; r++) {
     let t = subgroupAdd(acc[r]);
     if (l % 32u == 0u) { red[sg * MAXR + r] = t; }
   }
@@ -95,12 +99,12 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     }
   }
 #else
-  for (var r = 0u; r < rr; r++) { red[r * WG + l] = acc[r]; }
+  for (var r = 0u; r < RR; r++) { red[r * WG + l] = acc[r]; }
   red[32u * WG + l] = ss;
   workgroupBarrier();
   for (var k = WG / 2u; k > 0u; k >>= 1u) {
     if (l < k) {
-      for (var r = 0u; r < rr; r++) { red[r * WG + l] += red[r * WG + l + k]; }
+      for (var r = 0u; r < RR; r++) { red[r * WG + l] += red[r * WG + l + k]; }
       red[32u * WG + l] += red[32u * WG + l + k];
     }
     workgroupBarrier();

@@ -73,9 +73,9 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
   while (rows > 2 && (out_rows + rows - 1) / rows < 512) rows /= 2;
   gemv_params p = {N, K, bias.buf ? 1u : 0u, o->accumulate ? 1u : 0u, o->norm_w.buf ? 1u : 0u, o->eps,
                    o->norm_offset, o->glu_half, (uint32_t)o->act, 0, 0, 0};
-  gpu_constant c[2] = {{"G", (double)w->group}, {"ROWS", (double)rows}};
+  gpu_constant c[3] = {{"G", (double)w->group}, {"ROWS", (double)rows}, {"GLU", o->glu_half ? 1.0 : 0.0}};
   gpu_dispatch_desc d = {.kernel = "gemv_q4", .variant = sg ? "sg" : "wg", .params = &p, .params_size = sizeof p,
-                         .n_bind = 6, .consts = c, .n_consts = 2};
+                         .n_bind = 6, .consts = c, .n_consts = 3};
   d.bind[0] = x;
   d.bind[1] = w->data;
   d.bind[2] = bias.buf ? bias : x;
