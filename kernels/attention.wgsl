@@ -11,17 +11,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 window: u32, scale: f32, softcap: f32, _p: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
-#if KV_F16
-@group(0) @binding(2) var<storage, read> kc: array<vec2<u32>>;
-@group(0) @binding(3) var<storage, read> vc: array<vec2<u32>>;
-fn kload4(e: u32) -> vec4<f32> { let w = kc[e / 4u]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
-fn vload4(e: u32) -> vec4<f32> { let w = vc[e / 4u]; return vec4<f32>(unpack2x16float(w.x), unpack2x16float(w.y)); }
-#else
-@group(0) @binding(2) var<storage, read> kc: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> vc: array<vec4<f32>>;
-fn kload4(e: u32) -> vec4<f32> { return kc[e / 4u]; }
-fn vload4(e: u32) -> vec4<f32> { return vc[e / 4u]; }
-#endif
+#include "lib/kv_load.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 

@@ -9,35 +9,9 @@
 struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
-#if WF32
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-fn wload(e: u32) -> f32 { return w[e]; }
-#endif
-#if WF16
-@group(0) @binding(2) var<storage, read> w: array<u32>;
-fn wload(e: u32) -> f32 { return unpack2x16float(w[e >> 1u])[e & 1u]; }
-#endif
-#if WQ4
-// q4gsw: nibble q of element e at bits 4*(e%8) of word e/8, value (q - 8) * scale[e / G]
-@group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(5) var<storage, read> wscale: array<u32>;
-override G: u32 = 32u;
-fn wload(e: u32) -> f32 {
-  let q = (w[e >> 3u] >> (4u * (e & 7u))) & 15u;
-  let g = e / G;
-  return (f32(q) - 8.0) * unpack2x16float(wscale[g >> 1u])[g & 1u];
-}
-#endif
-#if WQ8
-// q8: int8 of element e in byte e%4 of word e/4, value q * scale[e / 32]
-@group(0) @binding(2) var<storage, read> w: array<u32>;
-@group(0) @binding(5) var<storage, read> wscale: array<u32>;
-fn wload(e: u32) -> f32 {
-  let q = i32(w[e >> 2u] << (24u - 8u * (e & 3u))) >> 24u;
-  let g = e >> 5u;
-  return f32(q) * unpack2x16float(wscale[g >> 1u])[g & 1u];
-}
-#endif
+#define WBIND 2
+#define SBIND 5
+#include "lib/weight_load.wgsli"
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 

@@ -2,8 +2,10 @@
    one C table (gpu_kernel_sources). Templates declare variants in their header:
      //! variant f16: T=f16 ACC=f32 requires=shader-f16
    and use {{NAME}} substitutions and line directives  #if NAME / #ifnot NAME / #else / #endif
-   (NAME is true when defined and not "0"). A variant requiring shader-f16 gets "enable f16;" prepended.
-   Any unknown {{NAME}}, unbalanced #if, or template without variants fails the build. */
+   (NAME is true when defined and not "0"), #define NAME VALUE (for the rest of the file, every variant) and
+   #include "lib/x.wgsli" (a shared snippet, relative to the template, processed the same way). A variant
+   requiring shader-f16 gets "enable f16;" prepended. Any unknown {{NAME}}, unbalanced #if, missing include or
+   template without variants fails the build. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,11 +76,9 @@ static int truthy(const variant *v, const char *name) {
   return val && strcmp(val, "0") != 0;
 }
 
-/* Emits the template for one variant as C string literal lines. */
-static int emit_variant(FILE *o, const char *src, const variant *v, const char *path) {
+/* Emits the template (or an included snippet) for one variant as C string literal lines. v may gain #defines. */
+static int emit_lines(FILE *o, const char *src, variant *v, const char *path, int level) {
   int stack_active[32], stack_taken[32], depth = 0, active = 1, ln = 0;
-  if (v->req & 1) fputs("  \"enable f16;\\n\"\n", o);
-  if (v->req & 2) fputs("  \"enable subgroups;\\n\"\n", o);
   const char *p = src;
   while (*p) {
     const char *e = strchr(p, '\n');
@@ -114,6 +114,29 @@ static int emit_variant(FILE *o, const char *src, const variant *v, const char *
       continue;
     }
     if (!active) continue;
+    if (!strncmp(t, "#define ", 8)) {
+      char k[64], val[128];
+      if (sscanf(t + 8, "%63s %127s", k, val) != 2 || v->n == MAXDEF) {
+        fprintf(stderr, "%s:%d: bad #define\n", path, ln);
+        return 0;
+      }
+      snprintf(v->keys[v->n], 64, "%s", k);
+      snprintf(v->vals[v->n], 128, "%s", val);
+      v->n++;
+      continue;
+    }
+    if (!strncmp(t, "#include \"", 10)) {
+      const char *q = t + 10, *e = strchr(q, '"');
+      if (!e || level > 4) { fprintf(stderr, "%s:%d: bad #include\n", path, ln); return 0; }
+      char inc[1024];
+      const char *slash = strrchr(path, '/');
+      snprintf(inc, sizeof inc, "%.*s%.*s", slash ? (int)(slash - path + 1) : 0, path, (int)(e - q), q);
+      char *isrc = read_all(inc);
+      int ok = emit_lines(o, isrc, v, inc, level + 1);
+      free(isrc);
+      if (!ok) return 0;
+      continue;
+    }
     if (!strncmp(t, "//", 2)) continue; /* comments stay in the template, not in the binary */
     fputs("  \"", o);
     for (const char *q = line; *q; q++) {
@@ -135,6 +158,13 @@ static int emit_variant(FILE *o, const char *src, const variant *v, const char *
   }
   if (depth) { fprintf(stderr, "%s: unbalanced #if\n", path); return 0; }
   return 1;
+}
+
+static int emit_variant(FILE *o, const char *src, const variant *v0, const char *path) {
+  variant v = *v0; /* #defines add to a copy */
+  if (v.req & 1) fputs("  \"enable f16;\\n\"\n", o);
+  if (v.req & 2) fputs("  \"enable subgroups;\\n\"\n", o);
+  return emit_lines(o, src, &v, path, 0);
 }
 
 int main(int argc, char **argv) {

@@ -232,21 +232,17 @@ wgllm_status gpu_recorder_encode(gpu_recorder *r, WGPUCommandEncoder enc) {
   return WGLLM_OK;
 }
 
-wgllm_status gpu_recorder_run(gpu_recorder *r) {
+/* Encodes the records (and optionally a copy of src into dst), submits, and times the CPU side. */
+static wgllm_status submit(gpu_recorder *r, gpu_view src, WGPUBuffer dst, uint64_t bytes) {
   gpu_context *ctx = r->ctx;
-  if (r->failed) return r->failed;
-  if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
-  r->runs++;
-  wgllm_status s = finalize(r);
-  if (s) return s;
   double t0 = now_us();
   WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
-  if (r->n) {
-    WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
-    for (size_t i = 0; i < r->n; i++) encode_one(cp, &r->recs[i]);
-    wgpuComputePassEncoderEnd(cp);
-    wgpuComputePassEncoderRelease(cp);
+  wgllm_status s = gpu_recorder_encode(r, enc);
+  if (s) {
+    wgpuCommandEncoderRelease(enc);
+    return s;
   }
+  if (dst) wgpuCommandEncoderCopyBufferToBuffer(enc, src.buf->handle, src.offset, dst, 0, bytes);
   WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
   wgpuQueueSubmit(ctx->queue, 1, &cb);
   wgpuCommandBufferRelease(cb);
@@ -257,6 +253,8 @@ wgllm_status gpu_recorder_run(gpu_recorder *r) {
   if (s) return fail(r, s, e);
   return WGLLM_OK;
 }
+
+wgllm_status gpu_recorder_run(gpu_recorder *r) { return submit(r, (gpu_view){0}, NULL, 0); }
 
 typedef struct ts_map {
   int st;
@@ -386,26 +384,10 @@ void gpu_readback_free(gpu_readback *rb) {
 }
 
 wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_view src, int *slot) {
-  gpu_context *ctx = r->ctx;
   rb_slot *sl = &rb->slots[rb->next];
   if (sl->busy) return fail(r, WGLLM_ERR_INTERNAL, "readback ring full: collect results before queueing more");
-  if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
-  r->runs++;
-  wgllm_status s = finalize(r);
+  wgllm_status s = submit(r, src, sl->buf, rb->bytes);
   if (s) return s;
-  double t0 = now_us();
-  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
-  if (r->n) {
-    WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
-    for (size_t i = 0; i < r->n; i++) encode_one(cp, &r->recs[i]);
-    wgpuComputePassEncoderEnd(cp);
-    wgpuComputePassEncoderRelease(cp);
-  }
-  wgpuCommandEncoderCopyBufferToBuffer(enc, src.buf->handle, src.offset, sl->buf, 0, rb->bytes);
-  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
-  wgpuQueueSubmit(ctx->queue, 1, &cb);
-  wgpuCommandBufferRelease(cb);
-  wgpuCommandEncoderRelease(enc);
   WGPUBufferMapCallbackInfo mi = {0};
   mi.mode = WGPUCallbackMode_WaitAnyOnly;
   mi.callback = on_rb_map;
@@ -413,12 +395,8 @@ wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_vi
   sl->status = 0;
   sl->future = wgpuBufferMapAsync(sl->buf, WGPUMapMode_Read, 0, rb->bytes, mi);
   sl->busy = 1;
-  r->last_encode_us = now_us() - t0;
   *slot = rb->next;
   rb->next = (rb->next + 1) % rb->n;
-  char e[GPU_ERR_LEN];
-  s = gpu_check(ctx, e, sizeof e);
-  if (s) return fail(r, s, e);
   return WGLLM_OK;
 }
 

@@ -68,6 +68,9 @@ void llm_hparams_free(llm_hparams *hp);
 wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,
                             char *err, size_t errlen);
 void llm_model_free(llm_model *m);
+/* Creates a device buffer the model owns (freed with it) and counts it in weight_bytes. */
+wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err,
+                                  size_t errlen);
 /* Concatenates weights of the same storage along rows (N) into one new buffer pair (GPU copies), releasing
    the parts. Used to fuse Q/K/V and gate/up into single projections. */
 wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,

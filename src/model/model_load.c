@@ -19,18 +19,10 @@ typedef struct loader {
 
 static wgllm_status upload(loader *L, const void *data, uint64_t bytes, const char *label, gpu_view *out) {
   llm_model *m = L->m;
-  if (m->n_owned == m->cap_owned) {
-    size_t nc = m->cap_owned ? m->cap_owned * 2 : 64;
-    gpu_buffer **no = realloc(m->owned, nc * sizeof *no);
-    if (!no) { snprintf(L->err, L->errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
-    m->owned = no;
-    m->cap_owned = nc;
-  }
   uint64_t padded = (bytes + 3) & ~(uint64_t)3;
   gpu_buffer *b;
-  wgllm_status s = gpu_buffer_create(m->gpu, padded, label, &b, L->err, L->errlen);
+  wgllm_status s = llm_model_own_buffer(m, padded, label, &b, L->err, L->errlen);
   if (s) return s;
-  m->owned[m->n_owned++] = b;
   if (padded != bytes) { /* the GPU wants whole words */
     uint8_t *tmp = calloc(1, padded);
     if (!tmp) { snprintf(L->err, L->errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
@@ -40,7 +32,6 @@ static wgllm_status upload(loader *L, const void *data, uint64_t bytes, const ch
   } else {
     gpu_write(m->gpu, b, 0, data, bytes);
   }
-  m->weight_bytes += padded;
   *out = gpu_whole(b);
   return WGLLM_OK;
 }
@@ -174,7 +165,8 @@ static void release_owned(llm_model *m, gpu_buffer *b) {
     }
 }
 
-static wgllm_status own_new(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err, size_t errlen) {
+wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err,
+                                  size_t errlen) {
   if (m->n_owned == m->cap_owned) {
     size_t nc = m->cap_owned ? m->cap_owned * 2 : 64;
     gpu_buffer **no = realloc(m->owned, nc * sizeof *no);
@@ -226,8 +218,8 @@ wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *row
   }
   *out = parts[0];
   gpu_buffer *d, *sc = NULL;
-  wgllm_status s = own_new(m, dtot, "fused", &d, err, errlen);
-  if (!s && stot) s = own_new(m, stot, "fused_scales", &sc, err, errlen);
+  wgllm_status s = llm_model_own_buffer(m, dtot, "fused", &d, err, errlen);
+  if (!s && stot) s = llm_model_own_buffer(m, stot, "fused_scales", &sc, err, errlen);
   if (s) return s;
   copy_parts(m, d, dv, db, n);
   if (sc) copy_parts(m, sc, sv, sb, n);
@@ -245,7 +237,7 @@ wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens
   uint64_t b[4] = {0}, tot = 0;
   for (int i = 0; i < n; i++) { b[i] = (uint64_t)lens[i] * 4; tot += b[i]; }
   gpu_buffer *d;
-  wgllm_status s = own_new(m, tot, "fused_bias", &d, err, errlen);
+  wgllm_status s = llm_model_own_buffer(m, tot, "fused_bias", &d, err, errlen);
   if (s) return s;
   copy_parts(m, d, parts, b, n);
   for (int i = 0; i < n; i++) release_owned(m, parts[i].buf);

@@ -98,21 +98,6 @@ static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_parts *par
   return n;
 }
 
-static wgllm_status own(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err, size_t errlen) {
-  if (m->n_owned == m->cap_owned) {
-    size_t nc = m->cap_owned ? m->cap_owned * 2 : 64;
-    gpu_buffer **no = realloc(m->owned, nc * sizeof *no);
-    if (!no) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
-    m->owned = no;
-    m->cap_owned = nc;
-  }
-  wgllm_status s = gpu_buffer_create(m->gpu, bytes, label, b, err, errlen);
-  if (s) return s;
-  m->owned[m->n_owned++] = *b;
-  m->weight_bytes += (*b)->size;
-  return WGLLM_OK;
-}
-
 wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, char *err,
                                  size_t errlen) {
   *out = NULL;
@@ -145,7 +130,7 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
       if (!ones) { s = WGLLM_ERR_OUT_OF_MEMORY; break; }
       for (uint64_t j = 0; j < t[i].N; j++) ones[j] = 1.0f;
       gpu_buffer *b;
-      s = own(m, t[i].N * 4, t[i].name, &b, err, errlen);
+      s = llm_model_own_buffer(m, t[i].N * 4, t[i].name, &b, err, errlen);
       if (!s) { gpu_write(gpu, b, 0, ones, t[i].N * 4); *t[i].v = gpu_whole(b); }
       free(ones);
       continue;
@@ -156,8 +141,8 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     if (!qs || !sc) { free(qs); free(sc); s = WGLLM_ERR_OUT_OF_MEMORY; snprintf(err, errlen, "out of host memory"); break; }
     gen_q4(i, N, K, group, qs, sc);
     gpu_buffer *bq, *bs;
-    s = own(m, N * K / 2, t[i].name, &bq, err, errlen);
-    if (!s) s = own(m, N * K / group * 2, t[i].name, &bs, err, errlen);
+    s = llm_model_own_buffer(m, N * K / 2, t[i].name, &bq, err, errlen);
+    if (!s) s = llm_model_own_buffer(m, N * K / group * 2, t[i].name, &bs, err, errlen);
     if (!s) {
       gpu_write(gpu, bq, 0, qs, N * K / 2);
       gpu_write(gpu, bs, 0, sc, (N * K / group * 2 + 3) & ~3ull);
