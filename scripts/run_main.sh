@@ -4,6 +4,6 @@
 set -euo pipefail
 BUILD="${1:-build}"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-"$BUILD/wgllm" info --gpu | head -5
+"$BUILD/wgllm" info --gpu | sed -n 1,5p
 echo
 "$BUILD/wgllm" run -m "$ROOT/models/default" -p "In the beginning" -n 120 --seed 1 --stats
