@@ -113,6 +113,13 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
   if (st) return st;
   const llm_hparams *hp = &s->m->hp;
   uint32_t chunk = s->opt.prefill_chunk < T ? s->opt.prefill_chunk : T;
+  /* every row's logits must fit one storage binding (128 MiB on many devices): fewer rows a pass if not */
+  uint64_t max_bind = s->gpu->limits.maxStorageBufferBindingSize;
+  if (all_rows && (uint64_t)chunk * hp->n_vocab * 4 > max_bind) chunk = (uint32_t)(max_bind / ((uint64_t)hp->n_vocab * 4));
+  if (chunk == 0) {
+    snprintf(s->err, sizeof s->err, "one row of %u logits does not fit the device's storage binding limit", hp->n_vocab);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
   llm_scratch sc;
   st = llm_scratch_acquire(s->gpu, hp, chunk, all_rows ? chunk : 1, &sc, s->err, sizeof s->err);
   if (st) return st;
