@@ -2,8 +2,10 @@
 // w_offset is 1 for Gemma's (1 + w) convention. One workgroup per row. Input row r starts at
 // in_off + r * in_stride, or with group > 0 at in_off + (r / group) * in_gstride + (r % group) * in_stride, so
 // per-head norms (Qwen3 q/k norm) run over the heads of every token of a fused QKV row in one dispatch;
-// output row r at out_off + r * out_stride, or grouped the same way with out_gstride.
-//! variant f32: X=0
+// output row r at out_off + r * out_stride, or grouped the same way with out_gstride. Variant "add" adds the
+// result to out (Gemma's norms after attention and the MLP, before the residual add).
+//! variant f32: ACC=0
+//! variant add: ACC=1
 struct Params { n: u32, rows: u32, in_stride: u32, out_stride: u32, eps: f32, w_offset: f32, in_off: u32, group: u32,
                 in_gstride: u32, out_off: u32, out_gstride: u32, _p: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
@@ -35,6 +37,10 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   }
   let inv = inverseSqrt(partial[0] / f32(p.n) + p.eps);
   for (var i = lid.x; i < p.n; i += 256u) {
+#if ACC
+    out[ob + i] = out[ob + i] + x[xb + i] * inv * (w[i] + p.w_offset);
+#else
     out[ob + i] = x[xb + i] * inv * (w[i] + p.w_offset);
+#endif
   }
 }

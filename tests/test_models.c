@@ -117,6 +117,38 @@ static double run_case(const fixture *f, const char *extra, int *top1_bad) {
   return worst;
 }
 
+/* Runs a case twice, the second time with env=1 set, and returns the worst row difference between the two
+   outputs (e.g. the fused decode path against the unfused one on the same q4 weights: must agree closely). */
+static double path_difference(const char *name, const char *extra, const char *env) {
+  fixture f;
+  if (!load_fixture(name, &f)) return INFINITY;
+  int tb;
+  char out[300], keep[300];
+  snprintf(out, sizeof out, "%s/out.f32", g_tmp);
+  snprintf(keep, sizeof keep, "%s/first.f32", g_tmp);
+  run_case(&f, extra, &tb);
+  rename(out, keep);
+  setenv(env, "1", 1);
+  run_case(&f, extra, &tb);
+  unsetenv(env);
+  size_t la, lb;
+  float *a = th_read_file(keep, &la), *b = th_read_file(out, &lb);
+  double worst = (a && b && la == lb) ? 0 : INFINITY;
+  for (int r = 0; worst < INFINITY && r < f.T + f.N; r++) {
+    double num = 0, den = 0;
+    for (int i = 0; i < f.V; i++) {
+      double d = (double)a[(size_t)r * f.V + i] - b[(size_t)r * f.V + i];
+      num += d * d;
+      den += (double)a[(size_t)r * f.V + i] * a[(size_t)r * f.V + i];
+    }
+    if (sqrt(num / den) > worst) worst = sqrt(num / den);
+  }
+  free(a);
+  free(b);
+  free_fixture(&f);
+  return worst;
+}
+
 static void conformance(const char *name, const char *extra, double bound) {
   fixture f;
   if (!load_fixture(name, &f)) return;
@@ -235,6 +267,8 @@ int main(void) {
   conformance("qwen2", "", 1e-3);
   conformance("qwen3", "", 1e-3);
   conformance("llama_q4_0_gguf", "", 2e-3);
+  /* Gemma 3: sliding window 8 on local layers with their own RoPE base, (1+w) and sandwich norms, GeGLU */
+  conformance("gemma3", "", 1e-3);
   /* made on the H200 with tools/refs/make_refs.py --seed 12 --scale medium: hidden 256, 40 prompt tokens */
   conformance("qwen3_medium", "", 1e-3);
   conformance("llama_mha_bf16_medium", "", 1e-3);
@@ -255,6 +289,7 @@ int main(void) {
   conformance("qwen3", "--weights q4:32", 0.9);
   conformance("llama_mha_bf16", "--weights q4:32", 0.9);
   conformance("qwen3_medium", "--weights q4:64", 0.9);
+  conformance("gemma3", "--weights q4", 0.9); /* the fused decode path with Gemma's norms */
   conformance("llama_mha_bf16_medium", "--weights q4:128", 0.9);
   /* f16 KV is stored packed in u32 words, so it needs no shader-f16: --no-f16 (a device without it) must give
      the same f16 cache, not a fallback */
@@ -265,6 +300,14 @@ int main(void) {
   conformance("qwen3", "--kv f16", 1e-2);
   conformance("llama_q4_0_gguf", "--kv f16", 1e-2);
   conformance("llama_gqa", "--kv f16 --no-f16", 1e-2);
+  conformance("gemma3", "--kv f16", 1e-2);
+  printf("fused vs unfused decode on the same q4 weights:\n");
+  const char *fused_cases[] = {"llama_gqa", "qwen3", "gemma3"};
+  for (int i = 0; i < 3; i++) {
+    double d = path_difference(fused_cases[i], "--weights q4", "WGLLM_NO_FUSION");
+    printf("  %-18s worst row difference %.3g\n", fused_cases[i], d);
+    CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", fused_cases[i], d);
+  }
   printf("unfused decode path (WGLLM_NO_FUSION):\n");
   setenv("WGLLM_NO_FUSION", "1", 1);
   conformance("llama_q4_0_gguf", "", 2e-3);

@@ -54,22 +54,37 @@ void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   }
 }
 
-wgllm_status llm_rope_table(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, gpu_buffer **out, char *err,
-                            size_t errlen) {
-  uint64_t n = (uint64_t)max_pos * (hp->rot_dim / 2) * 2;
+static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos,
+                               gpu_buffer **out, char *err, size_t errlen) {
+  uint64_t n = (uint64_t)max_pos * (rot_dim / 2) * 2;
   float *cs = malloc(n * sizeof *cs);
   if (!cs) { snprintf(err, errlen, "out of host memory for the RoPE table"); return WGLLM_ERR_OUT_OF_MEMORY; }
-  op_rope_table(cs, hp->inv_freq, hp->rot_dim, max_pos, 1.0f);
+  op_rope_table(cs, inv_freq, rot_dim, max_pos, 1.0f);
   wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err, errlen);
   if (!s) gpu_write(gpu, *out, 0, cs, n * 4);
   free(cs);
   return s;
 }
 
+wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
+                                   char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  wgllm_status s = rope_table(gpu, hp->inv_freq, hp->rot_dim, max_pos, &out->global, err, errlen);
+  if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, hp->rot_dim, max_pos, &out->local, err, errlen);
+  if (s) llm_rope_tables_free(gpu, out);
+  return s;
+}
+
+void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t) {
+  gpu_buffer_destroy(gpu, t->global);
+  gpu_buffer_destroy(gpu, t->local);
+  t->global = t->local = NULL;
+}
+
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
-wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv, gpu_buffer *rope_cs,
-                                const llm_scratch *s, uint32_t T, uint32_t n_logits) {
+wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
+                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits) {
   const llm_hparams *hp = &m->hp;
   uint32_t D = hp->n_embd, hd = hp->head_dim, nq = hp->n_head * hd, nkv = hp->n_head_kv * hd, F = hp->n_ff;
   uint32_t S = nq + 2 * nkv; /* fused QKV row: q | k | v */
@@ -85,16 +100,19 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     fused = op_gemv_q4_supports(op_ctx(rec), &ly->wqkv, 1, D, &sg) && op_gemv_q4_supports(op_ctx(rec), &ly->wo, 1, nq, &sg) &&
             op_gemv_q4_supports(op_ctx(rec), &ly->w_gate_up, 1, D, &sg) && op_gemv_q4_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
   }
-  wgllm_status st = op_embedding(rec, V(s->ids), &m->tok_embd, V(s->x), T, D, hp->n_vocab, 1.0f);
+  const float no = hp->norm_offset; /* 1 for Gemma's (1 + w) norms */
+  wgllm_status st = op_embedding(rec, V(s->ids), &m->tok_embd, V(s->x), T, D, hp->n_vocab, hp->embed_scale);
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     const llm_layer *ly = &m->layers[l];
     gpu_view bqkv = hp->qkv_bias ? ly->bqkv : none;
+    int local = hp->layer_local && hp->layer_local[l];
+    gpu_buffer *rope_cs = local && rope->local ? rope->local : rope->global;
     /* attention block: x -> qkv */
     if (fused) {
-      op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps};
+      op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no};
       st = op_gemv_q4(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
     } else {
-      st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
+      st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
       if (!st) st = op_linear(rec, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
     }
     /* q and k: where they live after the optional per-head norm (buffer, element offsets, token stride) */
@@ -103,10 +121,10 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     if (!st && hp->qk_norm) {
       uint32_t S2 = nq + nkv;
       st = op_rms_norm_heads(rec, V(s->qkv), 0, hp->n_head, S, ly->q_norm, V(s->qk2), 0, S2, hd, T * hp->n_head, hd, hd,
-                             hp->norm_eps, 0.0f);
+                             hp->norm_eps, no);
       if (!st)
         st = op_rms_norm_heads(rec, V(s->qkv), nq, hp->n_head_kv, S, ly->k_norm, V(s->qk2), nq, S2, hd,
-                               T * hp->n_head_kv, hd, hd, hp->norm_eps, 0.0f);
+                               T * hp->n_head_kv, hd, hd, hp->norm_eps, no);
       qk = s->qk2;
       qk_stride = S2;
     }
@@ -122,7 +140,7 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     }
     gpu_buffer *qb = qk;
     uint32_t q_stride = qk_stride;
-    op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, 0, 1.0f / sqrtf((float)hd), 0.0f};
+    op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, local ? hp->window : 0, hp->attn_scale, 0.0f};
     if (!st && T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0) {
       gpu_view args = V(s->attn_args);
       int indirect = llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT; /* default: worst-case grid */
@@ -130,29 +148,39 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
                                indirect ? &args : NULL, V(s->attn));
     } else if (!st)
       st = op_attention(rec, &kv->layout, &ap, V(qb), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn));
-    /* output projection + residual, then the MLP */
+    /* output projection + residual (through Gemma's post-attention norm), then the MLP likewise */
     if (fused) {
       op_gemv_opts oo = {.accumulate = 1};
-      if (!st) st = op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
-      op_gemv_opts og = {.norm_w = ly->ffn_norm, .eps = hp->norm_eps, .glu_half = F, .act = OP_ACT_SILU};
+      if (!st && hp->sandwich_norms) {
+        st = op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->proj), D, nq, NULL);
+        if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, 1, hp->norm_eps, no);
+      } else if (!st)
+        st = op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
+      op_gemv_opts og = {.norm_w = ly->ffn_norm, .eps = hp->norm_eps, .norm_offset = no, .glu_half = F, .act = hp->act};
       if (!st) st = op_gemv_q4(rec, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
-      if (!st) st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
+      if (!st && hp->sandwich_norms) {
+        st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->proj), D, F, NULL);
+        if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, 1, hp->norm_eps, no);
+      } else if (!st)
+        st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
     } else {
       if (!st) st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
-      if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
-      if (!st) st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, 0.0f);
+      if (!st && hp->sandwich_norms) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
+      else if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+      if (!st) st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
       if (!st) st = op_linear(rec, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
-      if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, OP_ACT_SILU);
+      if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
       if (!st) st = op_linear(rec, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
-      if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+      if (!st && hp->sandwich_norms) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
+      else if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
     }
   }
   /* final norm of the last n_logits rows, then the LM head */
   if (!st && fused && n_logits == 1 && op_gemv_q4_supports(op_ctx(rec), &m->output, 1, D, &sg)) {
-    op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps};
+    op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no};
     st = op_gemv_q4(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
   } else {
-    if (!st) st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps, 0.0f);
+    if (!st) st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps, no);
     if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
   }
   return st;

@@ -1,5 +1,7 @@
-/* The Llama family's forward pass (Llama 2/3.x, Qwen2 with q/k/v biases, Qwen3 with per-head q/k norms)
-   as ops appended to a recorder. Used for prefill (T tokens) and for the recorded decode step (T = 1). */
+/* The forward pass of the Llama family (Llama 2/3.x, Qwen2 with q/k/v biases, Qwen3 with per-head q/k norms)
+   and of Gemma 3 (the same decoder with flags: (1+w) norms, sandwich norms, GeGLU, scaled embeddings, sliding
+   window on local layers with their own RoPE base) as ops appended to a recorder. Used for prefill (T tokens)
+   and for the recorded decode step (T = 1). */
 #ifndef WGLLM_ARCH_LLAMA_H
 #define WGLLM_ARCH_LLAMA_H
 #include "model.h"
@@ -43,12 +45,17 @@ typedef struct llm_kv_cache {
   uint64_t bytes;
 } llm_kv_cache;
 
-/* RoPE table for positions < max_pos, built from hp->inv_freq. */
-wgllm_status llm_rope_table(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, gpu_buffer **out, char *err,
-                            size_t errlen);
+/* RoPE tables for positions < max_pos: [0] from hp->inv_freq, [1] from hp->inv_freq_local (local layers) or
+   NULL when they share the first. */
+typedef struct llm_rope_tables {
+  gpu_buffer *global, *local;
+} llm_rope_tables;
+wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
+                                   char *err, size_t errlen);
+void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
 
 /* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the
    logits of the last n_logits tokens into scratch->logits. */
-wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv, gpu_buffer *rope_cs,
-                                const llm_scratch *s, uint32_t T, uint32_t n_logits);
+wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
+                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits);
 #endif

@@ -7,11 +7,13 @@
 #include "ops.h"
 #include "tensor_store.h"
 
-typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3 } llm_arch;
+typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_ARCH_GEMMA3 } llm_arch;
+
+#define LLM_MAX_LAYERS 512
 
 typedef struct llm_hparams {
   llm_arch arch;
-  char arch_name[32];  /* "llama", "qwen2", "qwen3" */
+  char arch_name[32];  /* "llama", "qwen2", "qwen3", "gemma3_text" */
   uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
   float norm_eps;
   int tied_embeddings; /* lm head reads the embedding table */
@@ -23,6 +25,15 @@ typedef struct llm_hparams {
   char rope_desc[96];  /* e.g. "llama3 factor 32" */
   uint32_t train_ctx;  /* max_position_embeddings / context_length */
   int32_t bos, eos;    /* -1 if unknown */
+  /* Gemma 3 */
+  float norm_offset;   /* RMSNorm weight offset: 1 for Gemma's (1 + w), else 0 */
+  float embed_scale;   /* embeddings multiplied by this (sqrt(hidden) for Gemma), else 1 */
+  float attn_scale;    /* query scale (1/sqrt(head_dim), or 1/sqrt(query_pre_attn_scalar)) */
+  op_act act;          /* MLP activation: SiLU, or GELU-tanh for Gemma */
+  int sandwich_norms;  /* norms after attention and after the MLP, before the residual adds */
+  uint32_t window;     /* sliding window of the local layers (0: none) */
+  uint8_t *layer_local;/* [n_layer] 1 for sliding-window layers; NULL when all are global */
+  float *inv_freq_local; /* [rot_dim/2] RoPE of the local layers when its base differs; else NULL */
 } llm_hparams;
 
 /* How to store linear weights on the GPU. */
@@ -33,6 +44,7 @@ typedef struct llm_weight_policy {
 
 typedef struct llm_layer {
   gpu_view attn_norm, ffn_norm; /* [n_embd] f32 */
+  gpu_view post_attn_norm, post_ffn_norm; /* [n_embd] f32, Gemma's sandwich norms */
   gpu_view q_norm, k_norm;      /* [head_dim] f32, Qwen3 */
   op_weight wqkv;               /* [n_head*hd + 2*n_kv*hd][n_embd]: Q, K, V rows concatenated at load */
   gpu_view bqkv;                /* [n_head*hd + 2*n_kv*hd] Qwen2 biases, concatenated likewise */

@@ -17,7 +17,10 @@ wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t 
 
 void llm_hparams_free(llm_hparams *hp) {
   free(hp->inv_freq);
-  hp->inv_freq = NULL;
+  free(hp->inv_freq_local);
+  free(hp->layer_local);
+  hp->inv_freq = hp->inv_freq_local = NULL;
+  hp->layer_local = NULL;
 }
 
 static int json_num(const cJSON *o, const char *key, double *out) {
@@ -62,9 +65,32 @@ static void llama3_scale(float *inv, uint32_t half, double factor, double lo, do
   }
 }
 
+static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, char *err, size_t errlen);
+
 static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
-  /* transformers 5 keeps everything in rope_parameters; older configs use rope_theta + rope_scaling */
   const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
+  const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+  if (!cJSON_IsObject(full)) return hf_rope_params(cfg, rp, hp, err, errlen);
+  /* per layer type (Gemma 3): the global layers' set is the main one, the sliding layers' the local one */
+  const cJSON *local = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+  if (cJSON_IsObject(local)) {
+    wgllm_status s = hf_rope_params(cfg, local, hp, err, errlen);
+    if (s) return s;
+    hp->inv_freq_local = hp->inv_freq;
+    hp->inv_freq = NULL;
+  }
+  char local_desc[96];
+  snprintf(local_desc, sizeof local_desc, "%s", hp->rope_desc);
+  wgllm_status s = hf_rope_params(cfg, full, hp, err, errlen);
+  if (!s && hp->inv_freq_local) {
+    size_t l = strlen(hp->rope_desc);
+    snprintf(hp->rope_desc + l, sizeof hp->rope_desc - l, "; local: %s", local_desc);
+  }
+  return s;
+}
+
+static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, char *err, size_t errlen) {
+  /* transformers 5 keeps everything in rope_parameters; older configs use rope_theta + rope_scaling */
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
   double theta = 10000.0, partial = 1.0;
   if (!json_num(rp, "rope_theta", &theta)) json_num(cfg, "rope_theta", &theta);
@@ -113,8 +139,10 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   if (!strcmp(t, "llama") || !strcmp(t, "mistral")) hp->arch = LLM_ARCH_LLAMA;
   else if (!strcmp(t, "qwen2")) hp->arch = LLM_ARCH_QWEN2;
   else if (!strcmp(t, "qwen3")) hp->arch = LLM_ARCH_QWEN3;
+  else if (!strcmp(t, "gemma3_text")) hp->arch = LLM_ARCH_GEMMA3;
   else {
-    snprintf(err, errlen, "config.json: architecture \"%s\" is not supported (llama, mistral, qwen2, qwen3)", t);
+    snprintf(err, errlen,
+             "config.json: architecture \"%s\" is not supported (llama, mistral, qwen2, qwen3, gemma3_text)", t);
     return WGLLM_ERR_UNSUPPORTED;
   }
   snprintf(hp->arch_name, sizeof hp->arch_name, "%s", t);
@@ -131,6 +159,10 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     return WGLLM_ERR_FORMAT;
   }
   if (!json_u32(cfg, "head_dim", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
+  if (hp->n_layer > LLM_MAX_LAYERS) { snprintf(err, errlen, "config.json: %u layers", hp->n_layer); return WGLLM_ERR_FORMAT; }
+  double qs;
+  hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
+  if (json_num(cfg, "query_pre_attn_scalar", &qs) && qs > 0) hp->attn_scale = (float)(1.0 / sqrt(qs));
   double eps = 1e-6;
   json_num(cfg, "rms_norm_eps", &eps);
   hp->norm_eps = (float)eps;
@@ -138,11 +170,46 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   hp->tied_embeddings = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : 0;
   const cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "attention_bias");
   hp->qkv_bias = hp->arch == LLM_ARCH_QWEN2 || (cJSON_IsBool(ab) && cJSON_IsTrue(ab));
-  hp->qk_norm = hp->arch == LLM_ARCH_QWEN3;
+  hp->qk_norm = hp->arch == LLM_ARCH_QWEN3 || hp->arch == LLM_ARCH_GEMMA3;
+  hp->embed_scale = 1.0f;
+  hp->act = OP_ACT_SILU;
   const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
-  if (cJSON_IsString(act) && strcmp(act->valuestring, "silu")) {
-    snprintf(err, errlen, "config.json: hidden_act \"%s\" is not supported for %s (silu)", act->valuestring, t);
-    return WGLLM_ERR_UNSUPPORTED;
+  if (!cJSON_IsString(act)) act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_activation");
+  if (cJSON_IsString(act)) {
+    if (!strcmp(act->valuestring, "gelu_pytorch_tanh")) hp->act = OP_ACT_GELU_TANH;
+    else if (strcmp(act->valuestring, "silu")) {
+      snprintf(err, errlen, "config.json: activation \"%s\" is not supported (silu, gelu_pytorch_tanh)", act->valuestring);
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+  }
+  if (hp->arch == LLM_ARCH_GEMMA3) {
+    hp->norm_offset = 1.0f;
+    hp->embed_scale = sqrtf((float)hp->n_embd);
+    hp->sandwich_norms = 1;
+    double v;
+    const char *capped = json_num(cfg, "final_logit_softcapping", &v) ? "final_logit_softcapping"
+                         : json_num(cfg, "attn_logit_softcapping", &v) ? "attn_logit_softcapping" : NULL;
+    if (capped) {
+      snprintf(err, errlen, "config.json: %s is not supported yet", capped);
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+    if (json_u32(cfg, "sliding_window", &hp->window) && hp->window) {
+      const cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+      if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != (int)hp->n_layer) {
+        snprintf(err, errlen, "config.json: layer_types must list the %u layers", hp->n_layer);
+        return WGLLM_ERR_FORMAT;
+      }
+      hp->layer_local = calloc(hp->n_layer, 1);
+      if (!hp->layer_local) return WGLLM_ERR_OUT_OF_MEMORY;
+      for (uint32_t l = 0; l < hp->n_layer; l++) {
+        const cJSON *e = cJSON_GetArrayItem(lt, (int)l);
+        if (!cJSON_IsString(e) || (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention"))) {
+          snprintf(err, errlen, "config.json: layer_types[%u] is not sliding_attention or full_attention", l);
+          return WGLLM_ERR_FORMAT;
+        }
+        hp->layer_local[l] = !strcmp(e->valuestring, "sliding_attention");
+      }
+    }
   }
   if (!json_u32(cfg, "max_position_embeddings", &hp->train_ctx)) hp->train_ctx = 4096;
   hp->bos = json_token(cfg, "bos_token_id");
@@ -197,6 +264,9 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   hp->tied_embeddings = wt_find(st, "output.weight") == NULL;
   hp->qkv_bias = wt_find(st, "blk.0.attn_q.bias") != NULL;
   hp->qk_norm = hp->arch == LLM_ARCH_QWEN3;
+  hp->embed_scale = 1.0f;
+  hp->act = OP_ACT_SILU;
+  hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   /* llama.cpp permutes Llama's q/k rows for adjacent-pair RoPE; Qwen keeps the NeoX (half-split) layout */
   hp->rope_mode = hp->arch == LLM_ARCH_LLAMA ? OP_ROPE_ADJACENT : OP_ROPE_HALF;
   uint64_t v;
@@ -273,7 +343,8 @@ static wgllm_status check_shapes(const wt_store *st, const llm_hparams *hp, char
   }
   for (uint32_t l = 0; l < hp->n_layer; l++) {
     struct { const char *role; int64_t d0, d1; int when; } r[] = {
-        {"attn_norm", D, 0, 1}, {"ffn_norm", D, 0, 1},   {"wq", q, D, 1},     {"wk", kv, D, 1},
+        {"attn_norm", D, 0, 1}, {hp->sandwich_norms ? "pre_ffn_norm" : "ffn_norm", D, 0, 1}, {"wq", q, D, 1},
+        {"wk", kv, D, 1}, {"post_attn_norm", D, 0, hp->sandwich_norms}, {"post_ffn_norm", D, 0, hp->sandwich_norms},
         {"wv", kv, D, 1},       {"wo", D, q, 1},         {"gate", hp->n_ff, D, 1}, {"up", hp->n_ff, D, 1},
         {"down", D, hp->n_ff, 1}, {"bq", q, 0, hp->qkv_bias}, {"bk", kv, 0, hp->qkv_bias}, {"bv", kv, 0, hp->qkv_bias},
         {"q_norm", hp->head_dim, 0, hp->qk_norm}, {"k_norm", hp->head_dim, 0, hp->qk_norm}};
@@ -295,6 +366,10 @@ const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, si
       {"output", "lm_head.weight", "output.weight"},
       {"attn_norm", "input_layernorm.weight", "attn_norm.weight"},
       {"ffn_norm", "post_attention_layernorm.weight", "ffn_norm.weight"},
+      /* Gemma's sandwich norms: its post_attention_layernorm follows attention, pre_feedforward precedes the MLP */
+      {"pre_ffn_norm", "pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+      {"post_attn_norm", "post_attention_layernorm.weight", "post_attention_norm.weight"},
+      {"post_ffn_norm", "post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
       {"wq", "self_attn.q_proj.weight", "attn_q.weight"},
       {"wk", "self_attn.k_proj.weight", "attn_k.weight"},
       {"wv", "self_attn.v_proj.weight", "attn_v.weight"},

@@ -308,7 +308,11 @@ wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_o
     llm_layer *ly = &m->layers[l];
     int li = (int)l;
     s = load_vec(&L, "attn_norm", li, &ly->attn_norm);
-    if (!s) s = load_vec(&L, "ffn_norm", li, &ly->ffn_norm);
+    if (!s) s = load_vec(&L, hp->sandwich_norms ? "pre_ffn_norm" : "ffn_norm", li, &ly->ffn_norm);
+    if (!s && hp->sandwich_norms) {
+      s = load_vec(&L, "post_attn_norm", li, &ly->post_attn_norm);
+      if (!s) s = load_vec(&L, "post_ffn_norm", li, &ly->post_ffn_norm);
+    }
     op_weight qkv[3], gu[2];
     uint32_t nq = hp->n_head * hp->head_dim, nkv = hp->n_head_kv * hp->head_dim;
     uint32_t qkv_rows[3] = {nq, nkv, nkv}, gu_rows[2] = {hp->n_ff, hp->n_ff};

@@ -26,6 +26,9 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err,
     return WGLLM_ERR_INVALID_ARG;
   }
   hp->norm_eps = 1e-5f;
+  hp->embed_scale = 1.0f;
+  hp->act = OP_ACT_SILU;
+  hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   /* the layout and frequencies a GGUF of it gets when loaded (adjacent pairs, plain theta), so the file and
      the in-memory model compute the same logits; llama3 frequency scaling does not change speed */
   hp->rope_mode = OP_ROPE_ADJACENT;

@@ -41,6 +41,10 @@ wgllm_status op_rms_norm(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out
 /* The same with the first input row at element in_off of x (e.g. only the last rows of a prefill). */
 wgllm_status op_rms_norm_from(gpu_recorder *rec, gpu_view x, uint32_t in_off, gpu_view w, gpu_view out, uint32_t n,
                               uint32_t rows, uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
+/* out[r] += RMSNorm(x[r]) * (w + w_offset): a norm applied to a branch before the residual add (Gemma).
+   x, out: [rows][n] */
+wgllm_status op_rms_norm_add(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, uint32_t n, uint32_t rows,
+                             float eps, float w_offset);
 /* Per-head norms over fused rows: input row r at in_off + (r/group)*in_gstride + (r%group)*in_stride, output
    row r at out_off + (r/group)*out_gstride + (r%group)*out_stride. */
 wgllm_status op_rms_norm_heads(gpu_recorder *rec, gpu_view x, uint32_t in_off, uint32_t group, uint32_t in_gstride,

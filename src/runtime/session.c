@@ -24,7 +24,7 @@ void llm_session_free(llm_session *s) {
   gpu_buffer_destroy(s->gpu, s->sampler_state);
   gpu_buffer_destroy(s->gpu, s->sampler_work);
   kv_free(s->gpu, &s->kv);
-  gpu_buffer_destroy(s->gpu, s->rope_cs);
+  llm_rope_tables_free(s->gpu, &s->rope);
   free(s->fed);
   free(s);
 }
@@ -77,7 +77,7 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
     if (!st) st = gpu_buffer_create(s->gpu, per, "kv_v", &kv->v[l], err, errlen);
     kv->bytes += 2 * per;
   }
-  if (!st) st = llm_rope_table(s->gpu, hp, s->opt.ctx, &s->rope_cs, err, errlen);
+  if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err, errlen);
   if (st) { llm_session_free(s); return st; }
   *out = s;
   return WGLLM_OK;
@@ -134,7 +134,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
     uint32_t n_logits = all_rows ? n : 1;
     gpu_recorder *rec = gpu_recorder_create(s->gpu, 0);
     if (!rec) { st = WGLLM_ERR_OUT_OF_MEMORY; snprintf(s->err, sizeof s->err, "out of host memory"); break; }
-    st = llm_encode_forward(rec, s->m, &s->kv, s->rope_cs, &sc, n, n_logits);
+    st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits);
     if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
       st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state), gpu_whole(s->step_scratch.ids),
                      gpu_whole(s->sampler_work), hp->n_vocab);
@@ -190,7 +190,7 @@ static wgllm_status ensure_step(llm_session *s) {
   s->step = gpu_recorder_create(s->gpu, 1);
   if (!s->step) { snprintf(s->err, sizeof s->err, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
   s->step_recordings++;
-  st = llm_encode_forward(s->step, s->m, &s->kv, s->rope_cs, &s->step_scratch, 1, 1);
+  st = llm_encode_forward(s->step, s->m, &s->kv, &s->rope, &s->step_scratch, 1, 1);
   if (!st && s->has_sampler)
     st = op_sample(s->step, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
                    gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);

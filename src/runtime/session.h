@@ -16,7 +16,7 @@ typedef struct llm_session {
   gpu_context *gpu;
   llm_session_options opt;
   llm_kv_cache kv;
-  gpu_buffer *rope_cs; /* [ctx][rot/2] cos/sin */
+  llm_rope_tables rope; /* [ctx][rot/2] cos/sin (global layers, and local ones when their base differs) */
   uint32_t n_past;
   int32_t *fed;        /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
   int32_t last_sampled; /* sitting in the step's input id, not yet fed */

@@ -57,6 +57,12 @@ static int info_model(const char *path) {
            hp.rope_mode == OP_ROPE_HALF ? "half-split" : "adjacent pairs", hp.rot_dim, hp.train_ctx);
     printf("tied embeddings %s, qkv bias %s, qk norm %s, bos %d, eos %d\n", hp.tied_embeddings ? "yes" : "no",
            hp.qkv_bias ? "yes" : "no", hp.qk_norm ? "yes" : "no", hp.bos, hp.eos);
+    if (hp.arch == LLM_ARCH_GEMMA3) {
+      uint32_t n_local = 0;
+      for (uint32_t l = 0; hp.layer_local && l < hp.n_layer; l++) n_local += hp.layer_local[l];
+      printf("gemma: (1+w) norms, sandwich norms, GELU-tanh GLU, embeddings x %g, attention scale %g, "
+             "sliding window %u on %u of %u layers\n", hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
+    }
     llm_hparams_free(&hp);
   }
   uint64_t bytes[5] = {0}, count[5] = {0}, total = 0;
