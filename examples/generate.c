@@ -1,9 +1,9 @@
 /* Minimal use of the public API: load a model, stream a continuation of a prompt, print the stats.
    Build: cc examples/generate.c -Iinclude -Lbuild -lwgllm -o generate
    Usage: generate MODEL_PATH "prompt" [max_tokens] */
+#include "wgllm.h"
 #include <stdio.h>
 #include <stdlib.h>
-#include "wgllm.h"
 
 static int on_text(const char *text, size_t len, void *user) {
   (void)user;

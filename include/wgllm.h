@@ -14,22 +14,21 @@ extern "C" {
 
 typedef enum wgllm_status {
   WGLLM_OK = 0,
-  WGLLM_ERR_INVALID_ARG = 1,  /* a caller-supplied value is out of range or malformed */
-  WGLLM_ERR_IO = 2,           /* a file could not be opened, read or mapped */
-  WGLLM_ERR_FORMAT = 3,       /* a file is corrupt, truncated or inconsistent */
-  WGLLM_ERR_UNSUPPORTED = 4,  /* valid input the engine does not handle (architecture, dtype, shape) */
-  WGLLM_ERR_OUT_OF_MEMORY = 5,/* host or device memory was refused */
-  WGLLM_ERR_NO_ADAPTER = 6,   /* no WebGPU adapter / device could be created */
-  WGLLM_ERR_GPU = 7,          /* a WebGPU validation or internal error */
-  WGLLM_ERR_DEVICE_LOST = 8,  /* the device was lost; the handle must be recreated */
-  WGLLM_ERR_INTERNAL = 9      /* a bug in wgllm */
+  WGLLM_ERR_INVALID_ARG = 1,   /* a caller-supplied value is out of range or malformed */
+  WGLLM_ERR_IO = 2,            /* a file could not be opened, read or mapped */
+  WGLLM_ERR_FORMAT = 3,        /* a file is corrupt, truncated or inconsistent */
+  WGLLM_ERR_UNSUPPORTED = 4,   /* valid input the engine does not handle (architecture, dtype, shape) */
+  WGLLM_ERR_OUT_OF_MEMORY = 5, /* host or device memory was refused */
+  WGLLM_ERR_NO_ADAPTER = 6,    /* no WebGPU adapter / device could be created */
+  WGLLM_ERR_GPU = 7,           /* a WebGPU validation or internal error */
+  WGLLM_ERR_DEVICE_LOST = 8,   /* the device was lost; the handle must be recreated */
+  WGLLM_ERR_INTERNAL = 9       /* a bug in wgllm */
 } wgllm_status;
 
 /* "0.1.0" */
 const char *wgllm_version(void);
 /* Short constant name of a status ("WGLLM_ERR_FORMAT"). */
 const char *wgllm_status_name(wgllm_status s);
-
 
 /* ---------- models ---------- */
 typedef struct wgllm_model wgllm_model;
@@ -55,9 +54,9 @@ const char *wgllm_model_error(const wgllm_model *m);
 typedef struct wgllm_model_info {
   const char *architecture; /* "llama", "qwen2", "qwen3" */
   uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, train_context;
-  uint64_t weight_bytes;    /* on the GPU */
-  const char *weights;      /* "native", "q4gsw g32", ... */
-  const char *adapter;      /* the GPU it runs on */
+  uint64_t weight_bytes; /* on the GPU */
+  const char *weights;   /* "native", "q4gsw g32", ... */
+  const char *adapter;   /* the GPU it runs on */
   const char *chat_template;
   int32_t bos, eos;
 } wgllm_model_info;
@@ -88,14 +87,14 @@ void wgllm_session_reset(wgllm_session *s);
 typedef int (*wgllm_stream_fn)(const char *text, size_t len, void *user);
 
 typedef struct wgllm_generate_params {
-  uint32_t max_tokens;   /* default 256 */
-  float temperature;     /* 0: greedy (default 0.8) */
-  uint32_t top_k;        /* 0: off (default 40) */
-  float top_p;           /* 1: off (default 0.95) */
-  float min_p;           /* 0: off (default 0.05) */
-  float repeat_penalty;  /* 1: off (default 1.1) */
-  uint32_t repeat_last_n;/* window of the penalty (default 64, at most 256) */
-  uint32_t seed;         /* same seed, same text */
+  uint32_t max_tokens;     /* default 256 */
+  float temperature;       /* 0: greedy (default 0.8) */
+  uint32_t top_k;          /* 0: off (default 40) */
+  float top_p;             /* 1: off (default 0.95) */
+  float min_p;             /* 0: off (default 0.05) */
+  float repeat_penalty;    /* 1: off (default 1.1) */
+  uint32_t repeat_last_n;  /* window of the penalty (default 64, at most 256) */
+  uint32_t seed;           /* same seed, same text */
   const char *const *stop; /* stop strings (not part of the output) */
   size_t n_stop;
   wgllm_stream_fn on_text;

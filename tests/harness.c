@@ -16,10 +16,13 @@ uint32_t th_u32(th_rng *r) { /* splitmix64 */
   return (uint32_t)((z ^ (z >> 31)) >> 32);
 }
 
-float th_uniform(th_rng *r, float lo, float hi) { return lo + (hi - lo) * (float)((th_u32(r) >> 8) * (1.0 / 16777216.0)); }
+float th_uniform(th_rng *r, float lo, float hi) {
+  return lo + (hi - lo) * (float)((th_u32(r) >> 8) * (1.0 / 16777216.0));
+}
 
 void th_fill(th_rng *r, float *x, size_t n, float lo, float hi) {
-  for (size_t i = 0; i < n; i++) x[i] = th_uniform(r, lo, hi);
+  for (size_t i = 0; i < n; i++)
+    x[i] = th_uniform(r, lo, hi);
 }
 
 void *th_read_file(const char *path, size_t *len) {
@@ -29,7 +32,10 @@ void *th_read_file(const char *path, size_t *len) {
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
   if (b) b[n] = 0;
   fclose(f);
   if (len) *len = (size_t)n;
@@ -80,7 +86,8 @@ gpu_buffer *th_upload(const void *data, size_t bytes) {
 gpu_buffer *th_poisoned(size_t bytes) {
   size_t n = (bytes + 3) / 4;
   uint32_t *p = malloc(n * 4 + 4);
-  for (size_t i = 0; i < n; i++) p[i] = 0x7fc00000u;
+  for (size_t i = 0; i < n; i++)
+    p[i] = 0x7fc00000u;
   gpu_buffer *b = th_upload(p, n * 4);
   free(p);
   return b;

@@ -1,20 +1,20 @@
 /* Minimal test harness: CHECK macros that count failures, seeded random data, and helpers shared by tests. */
 #ifndef WGLLM_TEST_HARNESS_H
 #define WGLLM_TEST_HARNESS_H
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stddef.h>
 
 extern int th_failures, th_checks;
-#define CHECK(cond, ...)                                                    \
-  do {                                                                      \
-    th_checks++;                                                            \
-    if (!(cond)) {                                                          \
-      th_failures++;                                                        \
-      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);       \
-      fprintf(stderr, __VA_ARGS__);                                         \
-      fprintf(stderr, "\n");                                                \
-    }                                                                       \
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    th_checks++;                                                                                                       \
+    if (!(cond)) {                                                                                                     \
+      th_failures++;                                                                                                   \
+      fprintf(stderr, "FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);                                                  \
+      fprintf(stderr, __VA_ARGS__);                                                                                    \
+      fprintf(stderr, "\n");                                                                                           \
+    }                                                                                                                  \
   } while (0)
 /* prints the summary and returns the exit code */
 int th_finish(const char *name);

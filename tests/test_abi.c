@@ -2,9 +2,9 @@
    (bun-webgpu 0.1.7). This test fails loudly if they disagree on what the engine relies on: enum values
    of features and statuses, struct sizes the library writes into (guard bytes must stay untouched),
    and the behaviour of the calls the platform layer makes. */
+#include "harness.h"
 #include <stdlib.h>
 #include <string.h>
-#include "harness.h"
 
 typedef struct guarded_limits {
   WGPULimits l;
@@ -17,7 +17,8 @@ typedef struct guarded_info {
 } guarded_info;
 
 static int guard_intact(const unsigned char *g, size_t n) {
-  for (size_t i = 0; i < n; i++) if (g[i] != 0xA5) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (g[i] != 0xA5) return 0;
   return 1;
 }
 
@@ -51,11 +52,12 @@ static int feature_enables(gpu_context *ctx, WGPUFeatureName f, int what) {
     WGPUQuerySet qs = wgpuDeviceCreateQuerySet(dev, &qd);
     if (qs) wgpuQuerySetRelease(qs);
   } else {
-    const char *src = what == PROBE_F16
-        ? "enable f16;\n@group(0) @binding(0) var<storage,read_write> a: array<f16>;\n"
-          "@compute @workgroup_size(1) fn main() { a[0] = a[0] + f16(1.0); }"
-        : "enable subgroups;\n@group(0) @binding(0) var<storage,read_write> a: array<u32>;\n"
-          "@compute @workgroup_size(32) fn main(@builtin(subgroup_size) s: u32) { a[0] = subgroupAdd(s); }";
+    const char *src =
+        what == PROBE_F16
+            ? "enable f16;\n@group(0) @binding(0) var<storage,read_write> a: array<f16>;\n"
+              "@compute @workgroup_size(1) fn main() { a[0] = a[0] + f16(1.0); }"
+            : "enable subgroups;\n@group(0) @binding(0) var<storage,read_write> a: array<u32>;\n"
+              "@compute @workgroup_size(32) fn main(@builtin(subgroup_size) s: u32) { a[0] = subgroupAdd(s); }";
     WGPUShaderSourceWGSL w = {0};
     w.chain.sType = WGPUSType_ShaderSourceWGSL;
     w.code.data = src;
@@ -93,7 +95,8 @@ int main(void) {
   /* On the H200 this library lists 0x0A in wgpuAdapterGetFeatures but answers HasFeature(0x0A) = false and
      refuses a device with it (measured 2026-11-30): the engine trusts HasFeature plus a working probe. */
   printf("adapter feature list:");
-  for (size_t i = 0; i < sf.featureCount; i++) printf(" 0x%x", (unsigned)sf.features[i]);
+  for (size_t i = 0; i < sf.featureCount; i++)
+    printf(" 0x%x", (unsigned)sf.features[i]);
   printf("\n");
   int has_f16 = wgpuAdapterHasFeature(ctx->adapter, GPU_FEATURE_SHADER_F16);
   int has_sg = wgpuAdapterHasFeature(ctx->adapter, GPU_FEATURE_SUBGROUPS);
@@ -106,11 +109,18 @@ int main(void) {
   if (ctx->has_f16) CHECK(wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SHADER_F16), "device has f16 as granted");
   /* the feature values we use really enable what they name, and the header's values do not (if this
      starts failing because they now agree, the library was updated: drop the GPU_FEATURE_* overrides) */
-  if (has_f16) CHECK(feature_enables(ctx, GPU_FEATURE_SHADER_F16, PROBE_F16), "GPU_FEATURE_SHADER_F16 does not enable f16");
-  CHECK(!feature_enables(ctx, WGPUFeatureName_ShaderF16, PROBE_F16), "header ShaderF16 now enables f16: library updated?");
-  if (has_sg) CHECK(feature_enables(ctx, GPU_FEATURE_SUBGROUPS, PROBE_SUBGROUPS), "GPU_FEATURE_SUBGROUPS does not enable subgroups");
-  if (has_ts) CHECK(feature_enables(ctx, GPU_FEATURE_TIMESTAMP_QUERY, PROBE_TIMESTAMP), "GPU_FEATURE_TIMESTAMP_QUERY does not enable timestamps");
-  CHECK(ctx->has_f16 == (has_f16 && !getenv("WGLLM_TEST_NO_F16")) && ctx->has_subgroups == has_sg && ctx->has_timestamps == has_ts,
+  if (has_f16)
+    CHECK(feature_enables(ctx, GPU_FEATURE_SHADER_F16, PROBE_F16), "GPU_FEATURE_SHADER_F16 does not enable f16");
+  CHECK(!feature_enables(ctx, WGPUFeatureName_ShaderF16, PROBE_F16),
+        "header ShaderF16 now enables f16: library updated?");
+  if (has_sg)
+    CHECK(feature_enables(ctx, GPU_FEATURE_SUBGROUPS, PROBE_SUBGROUPS),
+          "GPU_FEATURE_SUBGROUPS does not enable subgroups");
+  if (has_ts)
+    CHECK(feature_enables(ctx, GPU_FEATURE_TIMESTAMP_QUERY, PROBE_TIMESTAMP),
+          "GPU_FEATURE_TIMESTAMP_QUERY does not enable timestamps");
+  CHECK(ctx->has_f16 == (has_f16 && !getenv("WGLLM_TEST_NO_F16")) && ctx->has_subgroups == has_sg &&
+            ctx->has_timestamps == has_ts,
         "the context's features differ from the adapter's");
   /* the context's own device really compiles f16 WGSL when it says it has f16 */
   if (ctx->has_f16) {
@@ -128,11 +138,14 @@ int main(void) {
   CHECK(gl.l.maxStorageBufferBindingSize >= (128ull << 20), "maxStorageBufferBindingSize %llu",
         (unsigned long long)gl.l.maxStorageBufferBindingSize);
   CHECK(gl.l.maxComputeWorkgroupSizeX >= 256 && gl.l.maxComputeInvocationsPerWorkgroup >= 256, "workgroup limits");
-  CHECK(gl.l.maxComputeWorkgroupsPerDimension >= 65535, "workgroups per dimension %u", gl.l.maxComputeWorkgroupsPerDimension);
+  CHECK(gl.l.maxComputeWorkgroupsPerDimension >= 65535, "workgroups per dimension %u",
+        gl.l.maxComputeWorkgroupsPerDimension);
   CHECK(gl.l.minStorageBufferOffsetAlignment >= 4 && gl.l.minStorageBufferOffsetAlignment <= 256, "storage alignment");
-  CHECK(gl.l.maxStorageBuffersPerShaderStage >= 8, "storage buffers per stage %u", gl.l.maxStorageBuffersPerShaderStage);
+  CHECK(gl.l.maxStorageBuffersPerShaderStage >= 8, "storage buffers per stage %u",
+        gl.l.maxStorageBuffersPerShaderStage);
   /* the device got the adapter's storage binding limit, not the 128 MiB default */
-  CHECK(ctx->limits.maxStorageBufferBindingSize == gl.l.maxStorageBufferBindingSize, "device got adapter's binding limit");
+  CHECK(ctx->limits.maxStorageBufferBindingSize == gl.l.maxStorageBufferBindingSize,
+        "device got adapter's binding limit");
 
   guarded_info gi;
   memset(&gi, 0xA5, sizeof gi);

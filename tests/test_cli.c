@@ -1,10 +1,10 @@
 /* The CLI and the example program end to end: run (greedy determinism, seeded sampling), chat over stdin,
    tokenize round trip, --help of every command, and the errors a user can cause (each a message and a
    non-zero exit, never a crash). */
+#include "harness.h"
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "harness.h"
 
 static char g_bin[512], g_tmp[256];
 static const char *GGUF = "data/models/llama_q4_0_gguf/model.gguf";
@@ -16,8 +16,14 @@ static int sh(const char *cmdline, char **out, char **err) {
   snprintf(pe, sizeof pe, "%s/err.txt", g_tmp);
   snprintf(cmd, sizeof cmd, "%s >%s 2>%s", cmdline, po, pe);
   int rc = system(cmd);
-  if (out) { *out = th_read_file(po, NULL); if (!*out) *out = calloc(1, 1); }
-  if (err) { *err = th_read_file(pe, NULL); if (!*err) *err = calloc(1, 1); }
+  if (out) {
+    *out = th_read_file(po, NULL);
+    if (!*out) *out = calloc(1, 1);
+  }
+  if (err) {
+    *err = th_read_file(pe, NULL);
+    if (!*err) *err = calloc(1, 1);
+  }
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
@@ -48,26 +54,37 @@ int main(void) {
   free(e);
   CHECK(sh(cmd, &o2, &e) == 0 && !strcmp(o1, o2), "greedy run differs between runs");
   CHECK(strncmp(o1, "a b", 3) == 0 && strlen(o1) > 4, "run echoes the prompt and continues: '%s'", o1);
-  free(o1); free(o2); free(e);
-  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p 'a b' -n 16 --seed 5 --temp 1.0 --top-k 0 --top-p 1 --min-p 0", g_bin, GGUF);
-  sh(cmd, &o1, &e); free(e);
-  sh(cmd, &o2, &e); free(e);
+  free(o1);
+  free(o2);
+  free(e);
+  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p 'a b' -n 16 --seed 5 --temp 1.0 --top-k 0 --top-p 1 --min-p 0",
+           g_bin, GGUF);
+  sh(cmd, &o1, &e);
+  free(e);
+  sh(cmd, &o2, &e);
+  free(e);
   CHECK(!strcmp(o1, o2), "same seed, different text");
   free(o2);
-  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p 'a b' -n 16 --seed 6 --temp 1.0 --top-k 0 --top-p 1 --min-p 0", g_bin, GGUF);
-  sh(cmd, &o2, &e); free(e);
+  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p 'a b' -n 16 --seed 6 --temp 1.0 --top-k 0 --top-p 1 --min-p 0",
+           g_bin, GGUF);
+  sh(cmd, &o2, &e);
+  free(e);
   CHECK(strcmp(o1, o2), "another seed gives the same text");
-  free(o1); free(o2);
+  free(o1);
+  free(o2);
 
   /* chat over stdin: two turns, /reset, end of input */
-  snprintf(cmd, sizeof cmd, "printf 'hello\\nmore\\n/reset\\nagain\\n' | %s/wgllm chat -m %s -n 8 --stats", g_bin, GGUF);
+  snprintf(cmd, sizeof cmd, "printf 'hello\\nmore\\n/reset\\nagain\\n' | %s/wgllm chat -m %s -n 8 --stats", g_bin,
+           GGUF);
   int rc = sh(cmd, &o1, &e);
   CHECK(rc == 0, "chat exit %d: %s", rc, e);
   int turns = 0;
-  for (const char *p = e; (p = strstr(p, "generated")); p++) turns++;
+  for (const char *p = e; (p = strstr(p, "generated")); p++)
+    turns++;
   CHECK(turns == 3, "chat answered %d of 3 turns: %s", turns, e);
   CHECK(strstr(e, "cached") != NULL, "chat stats: %s", e);
-  free(o1); free(e);
+  free(o1);
+  free(e);
 
   /* tokenize round trip */
   snprintf(cmd, sizeof cmd, "%s/wgllm tokenize -m %s 'aa bb cc'", g_bin, GGUF);
@@ -76,14 +93,17 @@ int main(void) {
   o1[strcspn(o1, "\n")] = 0;
   snprintf(cmd, sizeof cmd, "%s/wgllm tokenize -m %s --decode %s", g_bin, GGUF, o1);
   CHECK(sh(cmd, &o2, &e) == 0 && strstr(o2, "aa bb cc"), "decode(encode(x)): '%s' -> '%s'", o1, o2);
-  free(o1); free(o2); free(e);
+  free(o1);
+  free(o2);
+  free(e);
 
   /* --help everywhere */
   const char *cmds[] = {"run", "chat", "tokenize", "logits", "info"};
   for (int i = 0; i < 5; i++) {
     snprintf(cmd, sizeof cmd, "%s/wgllm %s --help", g_bin, cmds[i]);
     CHECK(sh(cmd, &o1, &e) == 0 && strstr(o1, "usage"), "%s --help", cmds[i]);
-    free(o1); free(e);
+    free(o1);
+    free(e);
   }
 
   /* user errors */
@@ -109,13 +129,16 @@ int main(void) {
   snprintf(cmd, sizeof cmd, "%s/example_generate %s 'a b' 8", g_bin, GGUF);
   rc = sh(cmd, &o1, &e);
   CHECK(rc == 0 && strstr(e, "8 generated"), "example_generate exit %d: %s", rc, e);
-  free(o1); free(e);
+  free(o1);
+  free(e);
   snprintf(cmd, sizeof cmd, "%s/example_generate /nonexistent 'a'", g_bin);
   rc = sh(cmd, &o1, &e);
   CHECK(rc == 1 && strstr(e, "/nonexistent"), "example with a bad path: exit %d: %s", rc, e);
-  free(o1); free(e);
+  free(o1);
+  free(e);
 
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
-  if (system(cmd)) {}
+  if (system(cmd)) {
+  }
   return th_finish("test_cli");
 }

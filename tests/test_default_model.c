@@ -2,12 +2,12 @@
    tokenizer, loaded from the HF directory and from the GGUF, gives the ids Hugging Face tokenizers gives on
    every text of the training run's check list; greedy generation through the public API continues a prompt
    with the text transformers' generate produced; and `make run`'s command prints readable text. */
-#include <cjson/cJSON.h>
-#include <stdlib.h>
-#include <string.h>
 #include "harness.h"
 #include "model_tokenizer.h"
 #include "wgllm.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
 
 static void tokenizer_cases(const char *path) {
   char err[1024];
@@ -27,7 +27,8 @@ static void tokenizer_cases(const char *path) {
     size_t ng;
     st = tok_encode(tok, text, strlen(text), 1, 1, &got, &ng, err, sizeof err);
     int same = !st && ng == (size_t)cJSON_GetArraySize(ids);
-    for (size_t i = 0; same && i < ng; i++) same = got[i] == (int32_t)cJSON_GetArrayItem(ids, (int)i)->valuedouble;
+    for (size_t i = 0; same && i < ng; i++)
+      same = got[i] == (int32_t)cJSON_GetArrayItem(ids, (int)i)->valuedouble;
     if (!same && bad++ < 3) fprintf(stderr, "  %s: ids differ for \"%.60s\"\n", path, text);
     if (!st) free(got);
     n++;
@@ -67,7 +68,8 @@ static void greedy_text(const char *path) {
   gp.on_text = collect;
   gp.user = &out;
   /* transformers' greedy continuation of this prompt (tools/train_default samples.txt) */
-  const char *want = " I shall not want.\nHe maketh me to lie down in green pastures: he leadeth me beside the still waters.";
+  const char *want =
+      " I shall not want.\nHe maketh me to lie down in green pastures: he leadeth me beside the still waters.";
   st = wgllm_generate(s, "The LORD is my shepherd;", &gp, NULL);
   CHECK(st == WGLLM_OK, "generate: %s", wgllm_session_error(s));
   CHECK(strncmp(out.buf, want, strlen(want)) == 0, "%s greedy text:\n%s", path, out.buf);

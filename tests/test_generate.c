@@ -1,16 +1,17 @@
 /* Generation loop on the transformers fixtures (ids only, no tokenizer): greedy sampling on the GPU reproduces
    the reference's greedy ids, a seed reproduces a sampled run, token limits and a full context stop the loop,
    the recorded step is replayed (not re-recorded) across tokens, and cached prefixes are reused. */
+#include "generate.h"
+#include "harness.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
-#include "generate.h"
-#include "harness.h"
 
 static int32_t *ids_from(const cJSON *arr, uint32_t *n) {
   *n = (uint32_t)cJSON_GetArraySize(arr);
   int32_t *v = malloc(*n * sizeof *v + 4);
-  for (uint32_t i = 0; i < *n; i++) v[i] = (int32_t)cJSON_GetArrayItem(arr, (int)i)->valuedouble;
+  for (uint32_t i = 0; i < *n; i++)
+    v[i] = (int32_t)cJSON_GetArrayItem(arr, (int)i)->valuedouble;
   return v;
 }
 
@@ -21,7 +22,8 @@ static void greedy_case(const char *name, const char *model_path) {
   cJSON *j = cJSON_Parse(js);
   free(js);
   uint32_t T, N;
-  int32_t *prompt = ids_from(cJSON_GetObjectItem(j, "prompt_ids"), &T), *greedy = ids_from(cJSON_GetObjectItem(j, "greedy_ids"), &N);
+  int32_t *prompt = ids_from(cJSON_GetObjectItem(j, "prompt_ids"), &T),
+          *greedy = ids_from(cJSON_GetObjectItem(j, "greedy_ids"), &N);
   cJSON_Delete(j);
   llm_model *m;
   wgllm_status st = llm_model_load(th_gpu(), model_path, NULL, &m, err, sizeof err);
@@ -34,7 +36,8 @@ static void greedy_case(const char *name, const char *model_path) {
   llm_gen_result r;
   st = llm_generate(s, NULL, prompt, T, &gp, &r);
   CHECK(st == WGLLM_OK, "%s generate: %s", name, s->err);
-  CHECK(r.n_generated == N && r.stop == LLM_STOP_MAX_TOKENS, "%s: %u tokens, stop %s", name, r.n_generated, llm_stop_reason_name(r.stop));
+  CHECK(r.n_generated == N && r.stop == LLM_STOP_MAX_TOKENS, "%s: %u tokens, stop %s", name, r.n_generated,
+        llm_stop_reason_name(r.stop));
   int same = r.n_generated == N && !memcmp(r.tokens, greedy, N * sizeof *greedy);
   CHECK(same, "%s: GPU greedy ids differ from the reference", name);
   printf("  %-16s greedy on the GPU: %s\n", name, same ? "matches the reference ids" : "DIFFERS");
@@ -42,15 +45,20 @@ static void greedy_case(const char *name, const char *model_path) {
   llm_gen_result_free(&r);
 
   /* sampled: the same seed gives the same tokens; the step is re-recorded only when the sampler changes */
-  llm_gen_params sp = {.max_tokens = 12, .sampling = {.temperature = 0.9f, .top_p = 0.95f, .top_k = 50, .rep_penalty = 1.1f, .ring_cap = 64, .seed = 42}};
+  llm_gen_params sp = {
+      .max_tokens = 12,
+      .sampling = {.temperature = 0.9f, .top_p = 0.95f, .top_k = 50, .rep_penalty = 1.1f, .ring_cap = 64, .seed = 42}};
   int32_t first[12];
   uint32_t nfirst = 0;
   for (int pass = 0; pass < 2; pass++) {
     llm_session_reset(s);
     st = llm_generate(s, NULL, prompt, T, &sp, &r);
     CHECK(st == WGLLM_OK && r.n_generated == 12, "%s sampled generate: %s", name, s->err);
-    if (pass == 0) { memcpy(first, r.tokens, r.n_generated * 4); nfirst = r.n_generated; }
-    else CHECK(nfirst == r.n_generated && !memcmp(first, r.tokens, nfirst * 4), "%s: same seed, different tokens", name);
+    if (pass == 0) {
+      memcpy(first, r.tokens, r.n_generated * 4);
+      nfirst = r.n_generated;
+    } else
+      CHECK(nfirst == r.n_generated && !memcmp(first, r.tokens, nfirst * 4), "%s: same seed, different tokens", name);
     llm_gen_result_free(&r);
   }
   CHECK(s->step_recordings == recordings + 1, "%s: a new sampler records the step once (%u -> %u)", name, recordings,
@@ -58,7 +66,8 @@ static void greedy_case(const char *name, const char *model_path) {
   recordings = s->step_recordings;
   llm_session_reset(s);
   llm_generate(s, NULL, prompt, T, &sp, &r);
-  CHECK(s->step_recordings == recordings, "%s: the same sampler must replay the recorded step, not record a new one", name);
+  CHECK(s->step_recordings == recordings, "%s: the same sampler must replay the recorded step, not record a new one",
+        name);
   llm_gen_result_free(&r);
 
   /* context: generation stops when the cache is full */
@@ -96,7 +105,8 @@ static void chunked_prefill(void) {
   llm_model *m;
   CHECK(llm_model_load(th_gpu(), "data/models/qwen3", NULL, &m, err, sizeof err) == WGLLM_OK, "%s", err);
   int32_t ids[24];
-  for (int i = 0; i < 24; i++) ids[i] = (i * 37 + 5) % 320;
+  for (int i = 0; i < 24; i++)
+    ids[i] = (i * 37 + 5) % 320;
   float *a = malloc(24 * 320 * 4), *b = malloc(24 * 320 * 4);
   for (int pass = 0; pass < 2; pass++) {
     llm_session *s;

@@ -1,13 +1,13 @@
 /* Model conformance: `wgllm logits` on the tiny Hugging Face / GGUF fixtures in tests/data/models against
    the logits transformers computed (per row relative L2 error, top-1 agreement where the reference margin is
    at least 0.05), for native weights, --weights q4 and --kv f16; and bad model inputs, each a clear error. */
+#include "harness.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include "harness.h"
 
 static char g_bin[512], g_tmp[256];
 
@@ -15,7 +15,7 @@ typedef struct fixture {
   char dir[256], model[400];
   char *prompt, *decode; /* comma lists */
   int T, N, V;
-  float *ref;            /* [T+N][V] */
+  float *ref; /* [T+N][V] */
 } fixture;
 
 static char *join_ids(const cJSON *arr) {
@@ -37,7 +37,10 @@ static int load_fixture(const char *name, fixture *f) {
   char *js = th_read_file(p, NULL);
   cJSON *j = js ? cJSON_Parse(js) : NULL;
   free(js);
-  if (!j) { CHECK(0, "cannot read %s", p); return 0; }
+  if (!j) {
+    CHECK(0, "cannot read %s", p);
+    return 0;
+  }
   const cJSON *pr = cJSON_GetObjectItem(j, "prompt_ids"), *gr = cJSON_GetObjectItem(j, "greedy_ids"),
               *sh = cJSON_GetObjectItem(j, "logits_shape");
   f->T = cJSON_GetArraySize(pr);
@@ -47,13 +50,19 @@ static int load_fixture(const char *name, fixture *f) {
   f->decode = join_ids(gr);
   cJSON_Delete(j);
   snprintf(p, sizeof p, "%s/model.gguf", f->dir);
-  if (g_model_override) snprintf(f->model, sizeof f->model, "%s", g_model_override);
-  else if (access(p, R_OK) == 0) snprintf(f->model, sizeof f->model, "%s", p);
-  else snprintf(f->model, sizeof f->model, "%s", f->dir);
+  if (g_model_override)
+    snprintf(f->model, sizeof f->model, "%s", g_model_override);
+  else if (access(p, R_OK) == 0)
+    snprintf(f->model, sizeof f->model, "%s", p);
+  else
+    snprintf(f->model, sizeof f->model, "%s", f->dir);
   snprintf(p, sizeof p, "%s/logits.f32", f->dir);
   size_t len;
   f->ref = th_read_file(p, &len);
-  if (!f->ref || len != (size_t)(f->T + f->N) * f->V * 4) { CHECK(0, "bad %s", p); return 0; }
+  if (!f->ref || len != (size_t)(f->T + f->N) * f->V * 4) {
+    CHECK(0, "bad %s", p);
+    return 0;
+  }
   return 1;
 }
 
@@ -94,7 +103,10 @@ static double run_case(const fixture *f, const char *extra, int *top1_bad) {
   }
   size_t len;
   float *got = th_read_file(out, &len);
-  if (!got || len != (size_t)(f->T + f->N) * f->V * 4) { free(got); return INFINITY; }
+  if (!got || len != (size_t)(f->T + f->N) * f->V * 4) {
+    free(got);
+    return INFINITY;
+  }
   double worst = 0;
   *top1_bad = 0;
   for (int r = 0; r < f->T + f->N; r++) {
@@ -108,7 +120,8 @@ static double run_case(const fixture *f, const char *extra, int *top1_bad) {
       if (a[i] > a[ia]) ia = i;
       if (b[i] > b[ib]) ib = i;
     }
-    for (int i = 0; i < f->V; i++) if (i != ia && (second < 0 || a[i] > a[second])) second = i;
+    for (int i = 0; i < f->V; i++)
+      if (i != ia && (second < 0 || a[i] > a[second])) second = i;
     double e = sqrt(num / den);
     if (!(e <= worst)) worst = e;
     if (a[ia] - a[second] >= 0.05 && ia != ib) (*top1_bad)++;
@@ -163,7 +176,10 @@ static void conformance(const char *name, const char *extra, double bound) {
 /* ---- bad inputs: each must fail with a clear message, never crash ---- */
 static void write_file(const char *path, const void *data, size_t n) {
   FILE *f = fopen(path, "wb");
-  if (f) { fwrite(data, 1, n, f); fclose(f); }
+  if (f) {
+    fwrite(data, 1, n, f);
+    fclose(f);
+  }
 }
 
 static void copy_dir_with_config(const char *src, const char *dst, const char *config_text) {
@@ -253,7 +269,8 @@ static void bad_inputs(void) {
   free(e);
   expect_error("bad --weights", "data/models/llama_gqa", "--weights q3", "q3");
   expect_error("bad q4 group", "data/models/llama_gqa", "--weights q4:48", "group");
-  expect_error("q4 group not dividing K", "data/models/qwen3", "--weights q4:64", "not a multiple of the q4gsw group 64");
+  expect_error("q4 group not dividing K", "data/models/qwen3", "--weights q4:64",
+               "not a multiple of the q4gsw group 64");
 }
 
 int main(void) {
@@ -324,6 +341,7 @@ int main(void) {
   bad_inputs();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
-  if (system(cmd)) {}
+  if (system(cmd)) {
+  }
   return th_finish("test_models");
 }

@@ -1,11 +1,11 @@
 /* Recorder, pool and platform tests: replay of a kept recording with per-step values read from GPU
    buffers, quarantine of pinned buffers, indirect dispatch, zero-grid refusal, pipeline cache reuse,
    error capture (a bad binding becomes a status, not an abort) and out-of-range allocation refusal. */
+#include "harness.h"
+#include "ops.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "harness.h"
-#include "ops.h"
 
 static void test_replay(void) {
   gpu_context *ctx = th_gpu();
@@ -20,7 +20,8 @@ static void test_replay(void) {
   size_t pipes_before = gpu_recorder_count(rec);
   for (int step = 0; step < 5; step++) {
     /* per-step value lives in a GPU buffer, written before each replay */
-    for (int i = 0; i < N; i++) b[i] = (float)step + 0.5f * (float)i / N;
+    for (int i = 0; i < N; i++)
+      b[i] = (float)step + 0.5f * (float)i / N;
     gpu_write(ctx, gb, 0, b, sizeof b);
     float a_before[N];
     memcpy(a_before, a, sizeof a);
@@ -28,7 +29,10 @@ static void test_replay(void) {
     th_download(ga, a, sizeof a);
     th_download(go, got, sizeof got);
     float want_o[N], want_a[N];
-    for (int i = 0; i < N; i++) { want_o[i] = a_before[i] + b[i]; want_a[i] = want_o[i] * b[i]; }
+    for (int i = 0; i < N; i++) {
+      want_o[i] = a_before[i] + b[i];
+      want_a[i] = want_o[i] * b[i];
+    }
     char what[32];
     snprintf(what, sizeof what, "replay %d add", step);
     th_compare(what, got, want_o, N, 0, 1e-7);
@@ -43,7 +47,9 @@ static void test_replay(void) {
   CHECK(gpu_recorder_run(once) != WGLLM_OK, "one-shot recording ran twice");
   gpu_recorder_free(once);
   gpu_recorder_free(rec);
-  gpu_buffer_destroy(ctx, ga); gpu_buffer_destroy(ctx, gb); gpu_buffer_destroy(ctx, go);
+  gpu_buffer_destroy(ctx, ga);
+  gpu_buffer_destroy(ctx, gb);
+  gpu_buffer_destroy(ctx, go);
 }
 
 static void test_quarantine(void) {
@@ -59,11 +65,13 @@ static void test_quarantine(void) {
   op_fill_f32(rec, gpu_whole(y), 1024, 2.0f);
   gpu_pool_release(ctx, y);
   gpu_buffer *z;
-  CHECK(gpu_pool_acquire(ctx, 4096, "z", &z, err, sizeof err) == WGLLM_OK && z != y, "pinned buffer reused while recording lives");
+  CHECK(gpu_pool_acquire(ctx, 4096, "z", &z, err, sizeof err) == WGLLM_OK && z != y,
+        "pinned buffer reused while recording lives");
   CHECK(gpu_recorder_run(rec) == WGLLM_OK, "run after release");
   gpu_recorder_free(rec);
   gpu_buffer *w;
-  CHECK(gpu_pool_acquire(ctx, 4096, "w", &w, err, sizeof err) == WGLLM_OK && w == y, "quarantined buffer back after free");
+  CHECK(gpu_pool_acquire(ctx, 4096, "w", &w, err, sizeof err) == WGLLM_OK && w == y,
+        "quarantined buffer back after free");
   gpu_pool_release(ctx, z);
   gpu_pool_release(ctx, w);
 }
@@ -74,7 +82,9 @@ static void test_indirect_and_refusals(void) {
   gpu_buffer *o = th_poisoned(N * 4);
   uint32_t args[3] = {(N + 255) / 256, 1, 1};
   gpu_buffer *ind = th_upload(args, sizeof args);
-  struct { uint32_t n, bits, p0, p1; } p = {N, 0x40400000u /* 3.0f */, 0, 0};
+  struct {
+    uint32_t n, bits, p0, p1;
+  } p = {N, 0x40400000u /* 3.0f */, 0, 0};
   gpu_dispatch_desc d = {.kernel = "fill", .variant = "u32", .params = &p, .params_size = sizeof p, .n_bind = 1};
   d.bind[0] = gpu_whole(o);
   d.indirect = gpu_whole(ind);
@@ -84,17 +94,21 @@ static void test_indirect_and_refusals(void) {
   gpu_recorder_free(rec);
   float got[N], want[N];
   th_download(o, got, sizeof got);
-  for (int i = 0; i < N; i++) want[i] = 3.0f;
+  for (int i = 0; i < N; i++)
+    want[i] = 3.0f;
   th_compare("indirect fill", got, want, N, 0, 0);
 
   /* zero-sized grid is refused at record time */
   d.indirect = (gpu_view){0};
-  d.grid[0] = 0; d.grid[1] = 1; d.grid[2] = 1;
+  d.grid[0] = 0;
+  d.grid[1] = 1;
+  d.grid[2] = 1;
   rec = gpu_recorder_create(ctx, 0);
   CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "zero-sized"), "zero grid refused");
   gpu_recorder_free(rec);
   /* unknown kernel */
-  d.kernel = "no_such_kernel"; d.grid[0] = 1;
+  d.kernel = "no_such_kernel";
+  d.grid[0] = 1;
   rec = gpu_recorder_create(ctx, 0);
   CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "no_such_kernel"), "unknown kernel named");
   gpu_recorder_free(rec);
@@ -120,8 +134,10 @@ static void test_pipeline_cache(void) {
   char err[512];
   WGPUComputePipeline a, b, c;
   CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &a, err, sizeof err) == WGLLM_OK, "%s", err);
-  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &b, err, sizeof err) == WGLLM_OK && a == b, "cached pipeline reused");
-  CHECK(gpu_pipeline_get(ctx, "matvec", "f32", NULL, 0, &c, err, sizeof err) == WGLLM_OK && c != a, "distinct pipeline");
+  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &b, err, sizeof err) == WGLLM_OK && a == b,
+        "cached pipeline reused");
+  CHECK(gpu_pipeline_get(ctx, "matvec", "f32", NULL, 0, &c, err, sizeof err) == WGLLM_OK && c != a,
+        "distinct pipeline");
   gpu_constant bogus = {"NOT_A_CONSTANT", 1.0};
   WGPUComputePipeline d;
   wgllm_status s = gpu_pipeline_get(ctx, "fill", "u32", &bogus, 1, &d, err, sizeof err);

@@ -2,12 +2,12 @@
    temperature, top-k, top-p, min-p and repetition penalty on several vocabulary sizes; every GPU draw must lie
    in the reference's allowed set, nearly all must equal the reference's draw (sums differ in rounding only at
    boundaries), the empirical distribution must match the softmax, and a seed must reproduce its sequence. */
-#include <math.h>
-#include <stdlib.h>
-#include <string.h>
 #include "harness.h"
 #include "ops.h"
 #include "ref.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 static th_rng rng = {99};
 
@@ -25,13 +25,15 @@ static void rig_init(sampler_rig *r, const float *logits, uint32_t V, const op_s
   st[0] = counter;
   st[1] = n_ring;
   st[2] = sp->ring_cap ? n_ring % sp->ring_cap : 0;
-  for (uint32_t i = 0; i < n_ring; i++) st[4 + i] = ring[i];
+  for (uint32_t i = 0; i < n_ring; i++)
+    st[4 + i] = ring[i];
   r->state = th_upload(st, sizeof st);
   r->out = th_poisoned(4);
   r->work = th_poisoned(op_sample_work_bytes());
   r->rec = gpu_recorder_create(th_gpu(), 1);
-  CHECK(op_sample(r->rec, sp, gpu_whole(r->logits), gpu_whole(r->state), gpu_whole(r->out), gpu_whole(r->work), V) == WGLLM_OK, "record: %s",
-        gpu_recorder_error(r->rec));
+  CHECK(op_sample(r->rec, sp, gpu_whole(r->logits), gpu_whole(r->state), gpu_whole(r->out), gpu_whole(r->work), V) ==
+            WGLLM_OK,
+        "record: %s", gpu_recorder_error(r->rec));
 }
 
 static uint32_t rig_draw(sampler_rig *r) {
@@ -79,7 +81,8 @@ int main(void) {
   for (int si = 0; si < 6; si++) {
     uint32_t V = sizes[si];
     float *x = malloc(V * 4);
-    for (uint32_t i = 0; i < V; i++) x[i] = th_uniform(&rng, -6, 6) + (th_u32(&rng) % 50 == 0 ? 6.0f : 0.0f);
+    for (uint32_t i = 0; i < V; i++)
+      x[i] = th_uniform(&rng, -6, 6) + (th_u32(&rng) % 50 == 0 ? 6.0f : 0.0f);
     if (V > 3) x[V / 3] = x[V / 2] = 14.0f; /* a tie at the top: greedy takes the lower index */
     int n = V > 30000 ? 12 : 60;
     char what[96];
@@ -89,9 +92,9 @@ int main(void) {
     uint32_t got = rig_draw(&r), want = ref_sample(x, V, 0, 0, 1, 0, 1, NULL, 0, 7, 0, NULL);
     CHECK(got == want, "greedy V=%u: got %u want %u", V, got, want);
     rig_free(&r);
-    op_sample_params cases[] = {
-        {1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 11},   {0.7f, 1.0f, 0.0f, 1.0f, 40, 0, 12},  {1.0f, 0.9f, 0.0f, 1.0f, 0, 0, 13},
-        {1.3f, 1.0f, 0.05f, 1.0f, 0, 0, 14},  {0.8f, 0.95f, 0.02f, 1.0f, 50, 0, 15}, {1.0f, 1.0f, 0.0f, 1.0f, 1, 0, 16}};
+    op_sample_params cases[] = {{1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 11},    {0.7f, 1.0f, 0.0f, 1.0f, 40, 0, 12},
+                                {1.0f, 0.9f, 0.0f, 1.0f, 0, 0, 13},    {1.3f, 1.0f, 0.05f, 1.0f, 0, 0, 14},
+                                {0.8f, 0.95f, 0.02f, 1.0f, 50, 0, 15}, {1.0f, 1.0f, 0.0f, 1.0f, 1, 0, 16}};
     for (int c = 0; c < 6; c++) {
       snprintf(what, sizeof what, "V=%u t=%.2g k=%u p=%.2g minp=%.2g", V, cases[c].temperature, cases[c].top_k,
                cases[c].top_p, cases[c].min_p);
@@ -105,8 +108,10 @@ int main(void) {
   {
     uint32_t V = 128256;
     float *x = malloc(V * 4);
-    for (uint32_t i = 0; i < V; i++) x[i] = (th_u32(&rng) % 300 == 0) ? th_uniform(&rng, -4, 6) : th_uniform(&rng, -60, -40);
-    op_sample_params cs2[] = {{1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 31}, {0.8f, 0.9f, 0.0f, 1.0f, 40, 0, 32}, {1.2f, 1.0f, 0.05f, 1.0f, 0, 0, 33}};
+    for (uint32_t i = 0; i < V; i++)
+      x[i] = (th_u32(&rng) % 300 == 0) ? th_uniform(&rng, -4, 6) : th_uniform(&rng, -60, -40);
+    op_sample_params cs2[] = {
+        {1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 31}, {0.8f, 0.9f, 0.0f, 1.0f, 40, 0, 32}, {1.2f, 1.0f, 0.05f, 1.0f, 0, 0, 33}};
     for (int c = 0; c < 3; c++) {
       char what[96];
       snprintf(what, sizeof what, "LLM-like V=%u t=%.2g k=%u p=%.2g minp=%.2g", V, cs2[c].temperature, cs2[c].top_k,
@@ -120,7 +125,8 @@ int main(void) {
   {
     uint32_t V = 5000;
     float *x = malloc(V * 4);
-    for (uint32_t i = 0; i < V; i++) x[i] = th_uniform(&rng, -1, 1);
+    for (uint32_t i = 0; i < V; i++)
+      x[i] = th_uniform(&rng, -1, 1);
     op_sample_params sp = {1.0f, 0.9f, 0.0f, 1.0f, 100, 0, 21};
     check_draws("flat V=5000 (candidate overflow) k=100 p=0.9", x, V, &sp, 30);
     free(x);
@@ -130,8 +136,11 @@ int main(void) {
   {
     uint32_t V = 1000;
     float *x = malloc(V * 4), *w = malloc(V * 4);
-    for (uint32_t i = 0; i < V; i++) x[i] = th_uniform(&rng, -3, 3);
-    x[10] = 5.0f; x[20] = 4.9f; x[30] = -0.5f;
+    for (uint32_t i = 0; i < V; i++)
+      x[i] = th_uniform(&rng, -3, 3);
+    x[10] = 5.0f;
+    x[20] = 4.9f;
+    x[30] = -0.5f;
     uint32_t ring[] = {10, 30, 10, 77};
     op_sample_params sp = {0.0f, 1.0f, 0.0f, 1.5f, 0, 64, 3};
     sampler_rig r;
@@ -142,20 +151,25 @@ int main(void) {
     CHECK(got == want && got == 20, "penalty + greedy: got %u want %u (20)", got, want);
     float pen[1000];
     th_download(r.logits, pen, sizeof pen);
-    CHECK(fabsf(pen[10] - 5.0f / 1.5f) < 1e-6f && fabsf(pen[30] - (-0.75f)) < 1e-6f, "penalised once per distinct token: %g %g", pen[10], pen[30]);
+    CHECK(fabsf(pen[10] - 5.0f / 1.5f) < 1e-6f && fabsf(pen[30] - (-0.75f)) < 1e-6f,
+          "penalised once per distinct token: %g %g", pen[10], pen[30]);
     uint32_t st[12];
     th_download(r.state, st, sizeof st);
-    CHECK(st[0] == 1 && st[1] == 5 && st[3] == 20 && st[4 + 4] == 20, "state after a draw: counter %u fill %u last %u ring[4] %u", st[0], st[1], st[3], st[8]);
+    CHECK(st[0] == 1 && st[1] == 5 && st[3] == 20 && st[4 + 4] == 20,
+          "state after a draw: counter %u fill %u last %u ring[4] %u", st[0], st[1], st[3], st[8]);
     rig_free(&r);
-    free(x); free(w);
+    free(x);
+    free(w);
   }
 
   /* distribution: 5 tokens, temperature 1, many draws */
   {
     float x[5] = {1.0f, 0.5f, 0.0f, -1.0f, 2.0f};
     double z = 0, pr[5];
-    for (int i = 0; i < 5; i++) z += exp(x[i]);
-    for (int i = 0; i < 5; i++) pr[i] = exp(x[i]) / z;
+    for (int i = 0; i < 5; i++)
+      z += exp(x[i]);
+    for (int i = 0; i < 5; i++)
+      pr[i] = exp(x[i]) / z;
     op_sample_params sp = {1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 2024};
     sampler_rig r;
     rig_init(&r, x, 5, &sp, NULL, 0, 0);
@@ -165,9 +179,11 @@ int main(void) {
       if (t < 5) cnt[t]++;
     }
     for (int i = 0; i < 5; i++)
-      CHECK(fabs(cnt[i] / (double)N - pr[i]) < 0.035, "token %d drawn %.3f, softmax %.3f", i, cnt[i] / (double)N, pr[i]);
+      CHECK(fabs(cnt[i] / (double)N - pr[i]) < 0.035, "token %d drawn %.3f, softmax %.3f", i, cnt[i] / (double)N,
+            pr[i]);
     printf("  distribution over 5 tokens: %.3f %.3f %.3f %.3f %.3f vs %.3f %.3f %.3f %.3f %.3f\n", cnt[0] / (double)N,
-           cnt[1] / (double)N, cnt[2] / (double)N, cnt[3] / (double)N, cnt[4] / (double)N, pr[0], pr[1], pr[2], pr[3], pr[4]);
+           cnt[1] / (double)N, cnt[2] / (double)N, cnt[3] / (double)N, cnt[4] / (double)N, pr[0], pr[1], pr[2], pr[3],
+           pr[4]);
     rig_free(&r);
     /* the same seed and counter reproduce the sequence; another seed does not */
     uint32_t a[20], b[20], c[20];
@@ -175,7 +191,8 @@ int main(void) {
       op_sample_params s2 = sp;
       if (pass == 2) s2.seed = 2025;
       rig_init(&r, x, 5, &s2, NULL, 0, 0);
-      for (int i = 0; i < 20; i++) (pass == 0 ? a : pass == 1 ? b : c)[i] = rig_draw(&r);
+      for (int i = 0; i < 20; i++)
+        (pass == 0 ? a : pass == 1 ? b : c)[i] = rig_draw(&r);
       rig_free(&r);
     }
     CHECK(!memcmp(a, b, sizeof a), "same seed reproduces");

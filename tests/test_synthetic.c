@@ -1,19 +1,22 @@
 /* Synthetic benchmark models: the in-memory q4gsw model and the GGUF file written from the same generator
    compute the same logits (so other engines can be measured on identical weights), and `wgllm bench` runs and
    reports every JSON field. */
+#include "harness.h"
+#include "model_synthetic.h"
+#include "session.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "harness.h"
-#include "model_synthetic.h"
-#include "session.h"
 
 static float *logits_of(llm_model *m, const int32_t *ids, uint32_t n) {
   char err[1024];
   llm_session *s;
   llm_session_options so = {.ctx = 64};
-  if (llm_session_create(m, &so, &s, err, sizeof err)) { CHECK(0, "%s", err); return NULL; }
+  if (llm_session_create(m, &so, &s, err, sizeof err)) {
+    CHECK(0, "%s", err);
+    return NULL;
+  }
   float *l = malloc((size_t)n * m->hp.n_vocab * 4);
   CHECK(llm_session_prefill(s, ids, n - 1, l, 1) == WGLLM_OK, "prefill: %s", s->err);
   CHECK(llm_session_decode(s, ids[n - 1], l + (size_t)(n - 1) * m->hp.n_vocab) == WGLLM_OK, "decode: %s", s->err);
@@ -39,8 +42,10 @@ int main(void) {
   }
   CHECK(den > 0 && sqrt(num / den) < 1e-6, "synthetic vs its GGUF: rel L2 %.3g", sqrt(num / den));
   printf("synthetic tiny vs its GGUF: relative L2 %.3g\n", sqrt(num / den));
-  CHECK(llm_model_synthetic(gpu, "nope", 32, &b, err, sizeof err) == WGLLM_ERR_INVALID_ARG && strstr(err, "nope"), "unknown name: %s", err);
-  free(la); free(lb);
+  CHECK(llm_model_synthetic(gpu, "nope", 32, &b, err, sizeof err) == WGLLM_ERR_INVALID_ARG && strstr(err, "nope"),
+        "unknown name: %s", err);
+  free(la);
+  free(lb);
   llm_model_free(a);
   llm_model_free(b);
   unlink(path);
@@ -49,14 +54,25 @@ int main(void) {
   /* the bench command and its JSON fields */
   const char *bin = getenv("WGLLM_BIN");
   char cmd[1024];
-  snprintf(cmd, sizeof cmd, "%s/wgllm bench --synthetic tiny --prompt 16 --gen 8 --runs 2 --json > /tmp/wgllm-bench-%d.json",
+  snprintf(cmd, sizeof cmd,
+           "%s/wgllm bench --synthetic tiny --prompt 16 --gen 8 --runs 2 --json > /tmp/wgllm-bench-%d.json",
            bin ? bin : "../build", (int)getpid());
   CHECK(system(cmd) == 0, "bench failed");
   snprintf(path, sizeof path, "/tmp/wgllm-bench-%d.json", (int)getpid());
   char *js = th_read_file(path, NULL);
-  const char *fields[] = {"adapter", "model", "weights", "kv_dtype", "context", "prefill_tok_s", "decode_tok_s",
-                          "decode_ms_per_token", "dispatches_per_token", "cpu_encode_us_per_token", "kv_bytes",
-                          "weight_bytes", "gpu_bytes_peak"};
+  const char *fields[] = {"adapter",
+                          "model",
+                          "weights",
+                          "kv_dtype",
+                          "context",
+                          "prefill_tok_s",
+                          "decode_tok_s",
+                          "decode_ms_per_token",
+                          "dispatches_per_token",
+                          "cpu_encode_us_per_token",
+                          "kv_bytes",
+                          "weight_bytes",
+                          "gpu_bytes_peak"};
   for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
     char k[64];
     snprintf(k, sizeof k, "\"%s\":", fields[i]);

@@ -4,12 +4,12 @@
    special tokens), decode back to the expected text, round-trip, and stream-decode to the whole decode.
    Also: error paths (invalid UTF-8, unknown ids, unsupported tokenizer.json types), parse_special=0,
    EOG/BOS/EOS, tiny synthetic tok_create tokenizers of both types, and load/encode timings. */
+#include "harness.h"
+#include "tokenizer.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "harness.h"
-#include "tokenizer.h"
 
 #define TOK_DIR "../third_party/tokenizers"
 #if defined(__SANITIZE_ADDRESS__)
@@ -33,18 +33,18 @@ static double cpu_s(void) {
 
 /* while checking a string the provisional JS expectations are known to get wrong, mismatches are notes */
 static int g_soft, g_soft_diffs;
-#define GCHECK(cond, ...)                                                   \
-  do {                                                                      \
-    if (g_soft) {                                                           \
-      if (!(cond)) {                                                        \
-        g_soft_diffs++;                                                     \
-        printf("    note: ");                                               \
-        printf(__VA_ARGS__);                                                \
-        printf("\n");                                                       \
-      }                                                                     \
-    } else {                                                                \
-      CHECK(cond, __VA_ARGS__);                                             \
-    }                                                                       \
+#define GCHECK(cond, ...)                                                                                              \
+  do {                                                                                                                 \
+    if (g_soft) {                                                                                                      \
+      if (!(cond)) {                                                                                                   \
+        g_soft_diffs++;                                                                                                \
+        printf("    note: ");                                                                                          \
+        printf(__VA_ARGS__);                                                                                           \
+        printf("\n");                                                                                                  \
+      }                                                                                                                \
+    } else {                                                                                                           \
+      CHECK(cond, __VA_ARGS__);                                                                                        \
+    }                                                                                                                  \
   } while (0)
 
 static const cJSON *jget(const cJSON *o, const char *key) {
@@ -58,23 +58,27 @@ static int ids_from_json(const cJSON *a, int32_t **out, size_t *n) {
   *out = NULL;
   if (!a || a->type != cJSON_Array) return 0;
   size_t cnt = 0;
-  for (const cJSON *c = a->child; c; c = c->next) cnt++;
+  for (const cJSON *c = a->child; c; c = c->next)
+    cnt++;
   *out = malloc((cnt ? cnt : 1) * sizeof **out);
-  for (const cJSON *c = a->child; c; c = c->next) (*out)[(*n)++] = (int32_t)c->valuedouble;
+  for (const cJSON *c = a->child; c; c = c->next)
+    (*out)[(*n)++] = (int32_t)c->valuedouble;
   return 1;
 }
 
 static void fmt_ids(char *buf, size_t cap, const int32_t *ids, size_t n) {
   size_t o = 0;
   buf[0] = 0;
-  for (size_t i = 0; i < n && o + 16 < cap; i++) o += (size_t)snprintf(buf + o, cap - o, "%s%d", i ? "," : "", ids[i]);
+  for (size_t i = 0; i < n && o + 16 < cap; i++)
+    o += (size_t)snprintf(buf + o, cap - o, "%s%d", i ? "," : "", ids[i]);
   if (n && o + 16 >= cap) snprintf(buf + o, cap - o, ",...");
 }
 
 /* first differing position of two id lists, for the failure message */
 static size_t first_diff(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
   size_t i = 0;
-  while (i < na && i < nb && a[i] == b[i]) i++;
+  while (i < na && i < nb && a[i] == b[i])
+    i++;
   return i;
 }
 
@@ -93,7 +97,7 @@ static int check_ids(const char *tname, const char *sname, const char *what, con
     fmt_ids(a, sizeof a, got + d, ng - d);
     fmt_ids(b, sizeof b, want + d, nw - d);
     GCHECK(same, "%s/%s %s: differ from id #%zu: got [%s] (%zu ids), want [%s] (%zu ids)", tname, sname, what, d, a, ng,
-          b, nw);
+           b, nw);
   } else {
     GCHECK(same, "%s", "");
   }
@@ -114,7 +118,7 @@ static void check_text(const char *tname, const char *sname, const char *what, c
   const char *want = exp->valuestring;
   int same = got && glen == strlen(want) && memcmp(got, want, glen) == 0;
   GCHECK(same, "%s/%s %s: got \"%.*s\" want \"%s\"", tname, sname, what, got ? (int)glen : 6, got ? got : "(null)",
-        want);
+         want);
 }
 
 /* streaming decode of ids equals the whole decode; a 4-byte buffer exercises the queue-and-drain path */
@@ -130,7 +134,10 @@ static void check_stream(const tokenizer *t, const char *tname, const char *snam
     for (size_t i = 0; i <= n && ok; i++) {
       size_t r = i < n ? tok_stream_push(s, ids[i], buf, cap) : tok_stream_flush(s, buf, cap);
       for (;;) {
-        if (r > cap || al + r > wl + 32) { ok = 0; break; }
+        if (r > cap || al + r > wl + 32) {
+          ok = 0;
+          break;
+        }
         memcpy(acc + al, buf, r);
         al += r;
         if (!tiny || r == 0) break;
@@ -225,14 +232,17 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
       n_ok++;
     }
   }
-  if (js) printf("%-7s %d/%d strings match (%d known JS-port disagreements skipped)\n", tname, n_ok, n_str, n_skip);
-  else printf("%-7s %d/%d strings match\n", tname, n_ok, n_str);
+  if (js)
+    printf("%-7s %d/%d strings match (%d known JS-port disagreements skipped)\n", tname, n_ok, n_str, n_skip);
+  else
+    printf("%-7s %d/%d strings match\n", tname, n_ok, n_str);
 
   /* throughput on a long mixed text */
   {
     size_t big_len = 0;
     char *big = malloc(1 << 20);
-    for (const cJSON *s = jget(strings, "strings")->child; s && big_len < 400000; s = s->next ? s->next : jget(strings, "strings")->child) {
+    for (const cJSON *s = jget(strings, "strings")->child; s && big_len < 400000;
+         s = s->next ? s->next : jget(strings, "strings")->child) {
       const char *x = jget(s, "text")->valuestring;
       size_t xl = strlen(x);
       memcpy(big + big_len, x, xl);
@@ -277,7 +287,10 @@ static void special_behaviour(void) {
   tokenizer *q = load("qwen3"), *l3 = load("llama3"), *g = load("gemma3"), *l2 = load("llama2");
   if (!q || !l3 || !g || !l2) {
     CHECK(0, "reference tokenizers missing: run scripts/fetch_tokenizers.sh");
-    tok_free(q); tok_free(l3); tok_free(g); tok_free(l2);
+    tok_free(q);
+    tok_free(l3);
+    tok_free(g);
+    tok_free(l2);
     return;
   }
   int32_t *ids;
@@ -289,7 +302,8 @@ static void special_behaviour(void) {
   CHECK(n >= 2 && ids[0] == im_start && ids[n - 1] == think, "qwen3 parse_special=1");
   free(ids);
   enc(q, "<|im_start|>user<think>", 0, 0, &ids, &n);
-  CHECK(!contains(ids, n, im_start) && n > 2 && ids[n - 1] == think, "qwen3 parse_special=0 keeps <think> (non-special)");
+  CHECK(!contains(ids, n, im_start) && n > 2 && ids[n - 1] == think,
+        "qwen3 parse_special=0 keeps <think> (non-special)");
   {
     size_t l;
     char *d = decode_str(q, ids, n, 0, &l);
@@ -314,7 +328,8 @@ static void special_behaviour(void) {
     const char *p = tok_piece(l3, 128009, &pl);
     CHECK(p && pl == 10 && !memcmp(p, "<|eot_id|>", 10), "tok_piece");
     CHECK(tok_piece(l3, -1, &pl) == NULL && tok_piece(l3, 1 << 30, &pl) == NULL, "tok_piece bad id");
-    CHECK(tok_find(l3, "Hello") == 9906 && tok_find(l3, "no-such-piece-xyz") == -1, "tok_find %d", tok_find(l3, "Hello"));
+    CHECK(tok_find(l3, "Hello") == 9906 && tok_find(l3, "no-such-piece-xyz") == -1, "tok_find %d",
+          tok_find(l3, "Hello"));
   }
   /* errors: invalid UTF-8 input, unknown ids */
   const char *bad[] = {"abc\xff", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80"};
@@ -382,17 +397,47 @@ static void synthetic(void) {
     char bytes[256][8];
     size_t n = 0;
     const char *base[] = {"<unk>", "<s>", "</s>"};
-    for (int i = 0; i < 3; i++) { tok[n] = base[i]; score[n] = 0; type[n] = i == 0 ? 2 : 3; n++; }
+    for (int i = 0; i < 3; i++) {
+      tok[n] = base[i];
+      score[n] = 0;
+      type[n] = i == 0 ? 2 : 3;
+      n++;
+    }
     for (int b = 0; b < 256; b++) {
       snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
-      tok[n] = bytes[b]; score[n] = 0; type[n] = 6; n++;
+      tok[n] = bytes[b];
+      score[n] = 0;
+      type[n] = 6;
+      n++;
     }
-    const char *pieces[] = {"\xe2\x96\x81", "h", "e", "l", "o", "w", "r", "d", "\xe2\x96\x81h", "he", "ll", "llo",
-                            "\xe2\x96\x81he", "\xe2\x96\x81hello", "\xe2\x96\x81w", "or", "\xe2\x96\x81wor", "ld",
-                            "\xe2\x96\x81world", "hell"};
+    const char *pieces[] = {"\xe2\x96\x81",
+                            "h",
+                            "e",
+                            "l",
+                            "o",
+                            "w",
+                            "r",
+                            "d",
+                            "\xe2\x96\x81h",
+                            "he",
+                            "ll",
+                            "llo",
+                            "\xe2\x96\x81he",
+                            "\xe2\x96\x81hello",
+                            "\xe2\x96\x81w",
+                            "or",
+                            "\xe2\x96\x81wor",
+                            "ld",
+                            "\xe2\x96\x81world",
+                            "hell"};
     const float sc[] = {-1, -2, -2, -2, -2, -2, -2, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -20};
     size_t first = n;
-    for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) { tok[n] = pieces[i]; score[n] = sc[i]; type[n] = 1; n++; }
+    for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
+      tok[n] = pieces[i];
+      score[n] = sc[i];
+      type[n] = 1;
+      n++;
+    }
     tokenizer *t = NULL;
     wgllm_status st = tok_create("llama", NULL, n, tok, NULL, score, type, 0, NULL, 1, 2, 1, 0, &t, err, sizeof err);
     CHECK(st == WGLLM_OK, "tok_create llama: %s", err);
@@ -432,22 +477,41 @@ static void synthetic(void) {
     int32_t type[300];
     for (int b = 0; b < 256; b++) {
       uint32_t cp;
-      if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE) cp = (uint32_t)b;
-      else if (b <= 0x20) cp = 256u + (uint32_t)b;
-      else if (b <= 0xA0) cp = 256u + 33 + (uint32_t)(b - 0x7F);
-      else cp = 256u + 67;
-      if (cp < 0x80) { chars[b][0] = (char)cp; chars[b][1] = 0; }
-      else { chars[b][0] = (char)(0xC0 | (cp >> 6)); chars[b][1] = (char)(0x80 | (cp & 0x3F)); chars[b][2] = 0; }
-      tok[n] = chars[b]; type[n] = 1; n++;
+      if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)
+        cp = (uint32_t)b;
+      else if (b <= 0x20)
+        cp = 256u + (uint32_t)b;
+      else if (b <= 0xA0)
+        cp = 256u + 33 + (uint32_t)(b - 0x7F);
+      else
+        cp = 256u + 67;
+      if (cp < 0x80) {
+        chars[b][0] = (char)cp;
+        chars[b][1] = 0;
+      } else {
+        chars[b][0] = (char)(0xC0 | (cp >> 6));
+        chars[b][1] = (char)(0x80 | (cp & 0x3F));
+        chars[b][2] = 0;
+      }
+      tok[n] = chars[b];
+      type[n] = 1;
+      n++;
     }
     const char *pieces[] = {"he", "ll", "hell", "hello", "\xc4\xa0w", "or", "\xc4\xa0wor", "ld", "\xc4\xa0world"};
-    const char *merges[] = {"h e", "l l", "he ll", "hell o", "\xc4\xa0 w", "o r", "\xc4\xa0w or", "l d", "\xc4\xa0wor ld"};
+    const char *merges[] = {"h e", "l l",          "he ll", "hell o",        "\xc4\xa0 w",
+                            "o r", "\xc4\xa0w or", "l d",   "\xc4\xa0wor ld"};
     size_t first = n;
-    for (size_t i = 0; i < 9; i++) { tok[n] = pieces[i]; type[n] = 1; n++; }
-    tok[n] = "<|endoftext|>"; type[n] = 3; n++;
+    for (size_t i = 0; i < 9; i++) {
+      tok[n] = pieces[i];
+      type[n] = 1;
+      n++;
+    }
+    tok[n] = "<|endoftext|>";
+    type[n] = 3;
+    n++;
     tokenizer *t = NULL;
-    wgllm_status st = tok_create("gpt2", "gpt-2", n, tok, NULL, NULL, type, 9, merges, -1, (int32_t)n - 1, 0, 0, &t,
-                                 err, sizeof err);
+    wgllm_status st =
+        tok_create("gpt2", "gpt-2", n, tok, NULL, NULL, type, 9, merges, -1, (int32_t)n - 1, 0, 0, &t, err, sizeof err);
     CHECK(st == WGLLM_OK, "tok_create gpt2: %s", err);
     if (t) {
       int32_t *ids;
@@ -517,7 +581,8 @@ static void gguf_equivalence(const char *tname, const char *type, const char *pr
   if (unk >= 0) types[unk] = 2;
   size_t n_merges = 0;
   const cJSON *mj = jget(model, "merges");
-  for (const cJSON *m = mj->child; m; m = m->next) n_merges++;
+  for (const cJSON *m = mj->child; m; m = m->next)
+    n_merges++;
   char **merges = calloc(n_merges ? n_merges : 1, sizeof *merges);
   size_t k = 0;
   for (const cJSON *m = mj->child; m; m = m->next, k++) {
@@ -566,11 +631,12 @@ static void gguf_equivalence(const char *tname, const char *type, const char *pr
       ok += check_ids(tname, sname, what, ids, m, jget(c, "ids_special"));
       free(ids);
     }
-    printf("%-7s as tok_create(\"%s\", %s%s): built in %.3f s, %d/%d strings match HF\n", tname, type,
-           pre ? pre : "-", spm ? ", scores from merge ranks" : "", dt, ok, total);
+    printf("%-7s as tok_create(\"%s\", %s%s): built in %.3f s, %d/%d strings match HF\n", tname, type, pre ? pre : "-",
+           spm ? ", scores from merge ranks" : "", dt, ok, total);
     tok_free(t);
   }
-  for (size_t i = 0; i < n_merges; i++) free(merges[i]);
+  for (size_t i = 0; i < n_merges; i++)
+    free(merges[i]);
   free(merges);
   free(toks);
   free(types);
@@ -596,7 +662,8 @@ int main(void) {
     printf("expected ids generated by: %s%s\n", gen && gen->type == cJSON_String ? gen->valuestring : "(unknown)",
            js ? " (provisional JavaScript port; HF tokenizers is the authority)" : "");
     const char *names[] = {"llama2", "llama3", "qwen3", "gemma3"};
-    for (int i = 0; i < 4; i++) golden(names[i], strings, expected, js);
+    for (int i = 0; i < 4; i++)
+      golden(names[i], strings, expected, js);
   }
   if (strings && expected) {
     gguf_equivalence("llama3", "gpt2", "llama-bpe", 1, strings, expected);

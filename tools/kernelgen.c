@@ -20,12 +20,18 @@ typedef struct variant {
 
 static char *read_all(const char *path) {
   FILE *f = fopen(path, "rb");
-  if (!f) { fprintf(stderr, "kernelgen: cannot open %s\n", path); exit(1); }
+  if (!f) {
+    fprintf(stderr, "kernelgen: cannot open %s\n", path);
+    exit(1);
+  }
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   char *b = malloc((size_t)n + 1);
-  if (fread(b, 1, (size_t)n, f) != (size_t)n) { fprintf(stderr, "kernelgen: read %s failed\n", path); exit(1); }
+  if (fread(b, 1, (size_t)n, f) != (size_t)n) {
+    fprintf(stderr, "kernelgen: read %s failed\n", path);
+    exit(1);
+  }
   b[n] = 0;
   fclose(f);
   return b;
@@ -45,23 +51,35 @@ static void emit_c_string_char(FILE *o, char c) {
 static int parse_variant(const char *line, variant *v, const char *path, int ln) {
   memset(v, 0, sizeof *v);
   const char *p = line + strlen("//! variant");
-  while (*p == ' ') p++;
+  while (*p == ' ')
+    p++;
   const char *c = strchr(p, ':');
-  if (!c || c == p) { fprintf(stderr, "%s:%d: variant line needs 'NAME:'\n", path, ln); return 0; }
+  if (!c || c == p) {
+    fprintf(stderr, "%s:%d: variant line needs 'NAME:'\n", path, ln);
+    return 0;
+  }
   snprintf(v->name, sizeof v->name, "%.*s", (int)(c - p), p);
   p = c + 1;
   while (*p) {
-    while (*p == ' ' || *p == '\t') p++;
+    while (*p == ' ' || *p == '\t')
+      p++;
     if (!*p || *p == '\n') break;
     const char *e = p;
-    while (*e && *e != ' ' && *e != '\t' && *e != '\n') e++;
+    while (*e && *e != ' ' && *e != '\t' && *e != '\n')
+      e++;
     const char *eq = memchr(p, '=', (size_t)(e - p));
-    if (!eq) { fprintf(stderr, "%s:%d: expected KEY=VALUE in variant line\n", path, ln); return 0; }
+    if (!eq) {
+      fprintf(stderr, "%s:%d: expected KEY=VALUE in variant line\n", path, ln);
+      return 0;
+    }
     if ((size_t)(eq - p) == 8 && !strncmp(p, "requires", 8)) {
       if (strstr(eq + 1, "shader-f16") && strstr(eq + 1, "shader-f16") < e) v->req |= 1;
       if (strstr(eq + 1, "subgroups") && strstr(eq + 1, "subgroups") < e) v->req |= 2;
     } else {
-      if (v->n == MAXDEF) { fprintf(stderr, "%s:%d: too many defines\n", path, ln); return 0; }
+      if (v->n == MAXDEF) {
+        fprintf(stderr, "%s:%d: too many defines\n", path, ln);
+        return 0;
+      }
       snprintf(v->keys[v->n], 64, "%.*s", (int)(eq - p), p);
       snprintf(v->vals[v->n], 128, "%.*s", (int)(e - eq - 1), eq + 1);
       v->n++;
@@ -85,16 +103,23 @@ static int emit_lines(FILE *o, const char *src, variant *v, const char *path, in
     size_t len = e ? (size_t)(e - p) : strlen(p);
     ln++;
     char line[4096];
-    if (len >= sizeof line) { fprintf(stderr, "%s:%d: line too long\n", path, ln); return 0; }
+    if (len >= sizeof line) {
+      fprintf(stderr, "%s:%d: line too long\n", path, ln);
+      return 0;
+    }
     memcpy(line, p, len);
     line[len] = 0;
     p += len + (e ? 1 : 0);
     const char *t = line;
-    while (*t == ' ') t++;
+    while (*t == ' ')
+      t++;
     if (!strncmp(t, "#if", 3)) {
       int neg = !strncmp(t, "#ifnot ", 7);
       const char *name = t + (neg ? 7 : 4);
-      if (depth == 32) { fprintf(stderr, "%s:%d: #if nesting too deep\n", path, ln); return 0; }
+      if (depth == 32) {
+        fprintf(stderr, "%s:%d: #if nesting too deep\n", path, ln);
+        return 0;
+      }
       int cond = truthy(v, name) ^ neg;
       stack_active[depth] = active;
       stack_taken[depth] = cond;
@@ -103,12 +128,18 @@ static int emit_lines(FILE *o, const char *src, variant *v, const char *path, in
       continue;
     }
     if (!strncmp(t, "#else", 5)) {
-      if (!depth) { fprintf(stderr, "%s:%d: #else without #if\n", path, ln); return 0; }
+      if (!depth) {
+        fprintf(stderr, "%s:%d: #else without #if\n", path, ln);
+        return 0;
+      }
       active = stack_active[depth - 1] && !stack_taken[depth - 1];
       continue;
     }
     if (!strncmp(t, "#endif", 6)) {
-      if (!depth) { fprintf(stderr, "%s:%d: #endif without #if\n", path, ln); return 0; }
+      if (!depth) {
+        fprintf(stderr, "%s:%d: #endif without #if\n", path, ln);
+        return 0;
+      }
       depth--;
       active = stack_active[depth];
       continue;
@@ -127,7 +158,10 @@ static int emit_lines(FILE *o, const char *src, variant *v, const char *path, in
     }
     if (!strncmp(t, "#include \"", 10)) {
       const char *q = t + 10, *e = strchr(q, '"');
-      if (!e || level > 4) { fprintf(stderr, "%s:%d: bad #include\n", path, ln); return 0; }
+      if (!e || level > 4) {
+        fprintf(stderr, "%s:%d: bad #include\n", path, ln);
+        return 0;
+      }
       char inc[1024];
       const char *slash = strrchr(path, '/');
       snprintf(inc, sizeof inc, "%.*s%.*s", slash ? (int)(slash - path + 1) : 0, path, (int)(e - q), q);
@@ -142,13 +176,17 @@ static int emit_lines(FILE *o, const char *src, variant *v, const char *path, in
     for (const char *q = line; *q; q++) {
       if (q[0] == '{' && q[1] == '{') {
         const char *end = strstr(q, "}}");
-        if (!end) { fprintf(stderr, "%s:%d: unterminated {{\n", path, ln); return 0; }
+        if (!end) {
+          fprintf(stderr, "%s:%d: unterminated {{\n", path, ln);
+          return 0;
+        }
         const char *val = lookup(v, q + 2, (size_t)(end - q - 2));
         if (!val) {
           fprintf(stderr, "%s:%d: variant %s does not define %.*s\n", path, ln, v->name, (int)(end - q - 2), q + 2);
           return 0;
         }
-        for (const char *c = val; *c; c++) emit_c_string_char(o, *c);
+        for (const char *c = val; *c; c++)
+          emit_c_string_char(o, *c);
         q = end + 1;
         continue;
       }
@@ -156,7 +194,10 @@ static int emit_lines(FILE *o, const char *src, variant *v, const char *path, in
     }
     fputs("\\n\"\n", o);
   }
-  if (depth) { fprintf(stderr, "%s: unbalanced #if\n", path); return 0; }
+  if (depth) {
+    fprintf(stderr, "%s: unbalanced #if\n", path);
+    return 0;
+  }
   return 1;
 }
 
@@ -168,9 +209,15 @@ static int emit_variant(FILE *o, const char *src, const variant *v0, const char 
 }
 
 int main(int argc, char **argv) {
-  if (argc < 3) { fprintf(stderr, "usage: kernelgen OUT.c TEMPLATE.wgsl...\n"); return 2; }
+  if (argc < 3) {
+    fprintf(stderr, "usage: kernelgen OUT.c TEMPLATE.wgsl...\n");
+    return 2;
+  }
   FILE *o = fopen(argv[1], "w");
-  if (!o) { fprintf(stderr, "kernelgen: cannot write %s\n", argv[1]); return 1; }
+  if (!o) {
+    fprintf(stderr, "kernelgen: cannot write %s\n", argv[1]);
+    return 1;
+  }
   fprintf(o, "/* Generated by tools/kernelgen.c from the templates in kernels/. Do not edit. */\n#include \"gpu.h\"\n");
   fprintf(o, "const gpu_kernel_source gpu_kernel_sources[] = {\n");
   int total = 0;
@@ -202,7 +249,10 @@ int main(int argc, char **argv) {
       }
       p += len + (e ? 1 : 0);
     }
-    if (!nvar) { fprintf(stderr, "%s: no '//! variant' lines\n", path); return 1; }
+    if (!nvar) {
+      fprintf(stderr, "%s: no '//! variant' lines\n", path);
+      return 1;
+    }
     free(src);
   }
   fprintf(o, "};\nconst size_t gpu_kernel_source_count = %d;\n", total);

@@ -1,9 +1,5 @@
 /* The public C API (include/wgllm.h) over the internal layers: a model handle owns the GPU context, the
    weights, the tokenizer and the chat template; a session handle owns the KV cache and sampler state. */
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include "chat.h"
 #include "generate.h"
 #include "gpu.h"
@@ -11,6 +7,10 @@
 #include "model_tokenizer.h"
 #include "session.h"
 #include "wgllm.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 struct wgllm_model {
   gpu_context *gpu;
@@ -88,8 +88,8 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   if (p.chat_template) {
     forced = chat_template_from_name(p.chat_template);
     if (forced < 0)
-      return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)",
-                  p.chat_template);
+      return fail(g_last_error, WGLLM_ERR_INVALID_ARG,
+                  "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", p.chat_template);
   }
   wgllm_model *m = calloc(1, sizeof *m);
   if (!m) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");

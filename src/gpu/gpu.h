@@ -4,10 +4,10 @@
    talks to WebGPU only through this header. */
 #ifndef WGLLM_GPU_H
 #define WGLLM_GPU_H
+#include "wgllm.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <webgpu/webgpu.h>
-#include "wgllm.h"
 
 #define GPU_ERR_LEN 1024
 
@@ -84,8 +84,8 @@ static inline gpu_view gpu_whole(gpu_buffer *b) {
 }
 
 /* Storage | CopySrc | CopyDst | Indirect buffer of at least `size` bytes (rounded up to 16). */
-wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out,
-                               char *err, size_t errlen);
+wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
+                               size_t errlen);
 void gpu_buffer_destroy(gpu_context *ctx, gpu_buffer *b);
 wgllm_status gpu_write(gpu_context *ctx, gpu_buffer *b, uint64_t offset, const void *src, uint64_t bytes);
 wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *dst, uint64_t bytes, char *err,
@@ -116,9 +116,8 @@ typedef struct gpu_constant {
 } gpu_constant;
 
 /* Pipeline for kernel/variant with override constants, created once and cached. */
-wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant,
-                              const gpu_constant *consts, int n_consts, WGPUComputePipeline *out, char *err,
-                              size_t errlen);
+wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant, const gpu_constant *consts,
+                              int n_consts, WGPUComputePipeline *out, char *err, size_t errlen);
 
 /* ---------- recorder ---------- */
 #define GPU_MAX_BINDINGS 12
@@ -132,8 +131,8 @@ typedef struct gpu_dispatch_desc {
   uint32_t params_size;
   gpu_view bind[GPU_MAX_BINDINGS]; /* storage buffers at @binding(1..n) (or 0..n-1 without params) */
   int n_bind;
-  uint32_t grid[3];     /* workgroups; ignored when indirect.buf is set */
-  gpu_view indirect;    /* 3 x u32 written on the GPU */
+  uint32_t grid[3];  /* workgroups; ignored when indirect.buf is set */
+  gpu_view indirect; /* 3 x u32 written on the GPU */
 } gpu_dispatch_desc;
 
 /* keep = 1: the recording is kept for replay; its buffers are pinned (quarantined) until freed. */

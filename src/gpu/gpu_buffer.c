@@ -1,11 +1,11 @@
 /* Device buffers: creation under an error scope (so a refused allocation is a status, not an abort),
    upload, readback, and the pool that reuses freed buffers by size class. A buffer a live recording pins
    is quarantined on release and only returns to the pool when the last pin drops. */
+#include "gpu.h"
+#include "gpu_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpu.h"
-#include "gpu_internal.h"
 
 typedef struct scope_res {
   int done;
@@ -63,7 +63,10 @@ wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *labe
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
   gpu_buffer *b = calloc(1, sizeof *b);
-  if (!b) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!b) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   snprintf(b->label, sizeof b->label, "%s", label ? label : "");
   WGPUBufferDescriptor bd = {0};
   bd.size = size;
@@ -143,7 +146,10 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
   wgpuCommandBufferRelease(cb);
   wgpuCommandEncoderRelease(enc);
   wgllm_status s = gpu_scope_pop(ctx, err, errlen);
-  if (s) { wgpuBufferRelease(st); return s; }
+  if (s) {
+    wgpuBufferRelease(st);
+    return s;
+  }
   map_res r = {0};
   WGPUBufferMapCallbackInfo mi = {0};
   mi.mode = WGPUCallbackMode_WaitAnyOnly;
@@ -173,7 +179,8 @@ struct gpu_pool {
 gpu_pool *gpu_pool_create(void) { return calloc(1, sizeof(gpu_pool)); }
 
 void gpu_pool_destroy(gpu_context *ctx, gpu_pool *p) {
-  for (size_t i = 0; i < p->n; i++) gpu_buffer_destroy(ctx, p->free_list[i]);
+  for (size_t i = 0; i < p->n; i++)
+    gpu_buffer_destroy(ctx, p->free_list[i]);
   free(p->free_list);
   free(p);
 }
@@ -182,7 +189,8 @@ void gpu_pool_destroy(gpu_context *ctx, gpu_pool *p) {
 static uint64_t size_class(uint64_t size) {
   if (size <= 65536) return (size + 255) & ~(uint64_t)255;
   uint64_t p = 65536;
-  while (p < size) p <<= 1;
+  while (p < size)
+    p <<= 1;
   uint64_t q = p >> 2;
   return ((size + q - 1) / q) * q;
 }
@@ -211,7 +219,10 @@ static void pool_put(gpu_context *ctx, gpu_buffer *b) {
   if (p->n == p->cap) {
     size_t nc = p->cap ? p->cap * 2 : 32;
     gpu_buffer **nl = realloc(p->free_list, nc * sizeof *nl);
-    if (!nl) { gpu_buffer_destroy(ctx, b); return; }
+    if (!nl) {
+      gpu_buffer_destroy(ctx, b);
+      return;
+    }
     p->free_list = nl;
     p->cap = nc;
   }
@@ -230,8 +241,10 @@ void gpu_pool_release(gpu_context *ctx, gpu_buffer *b) {
 
 void gpu_buffer_unpin(gpu_context *ctx, gpu_buffer *b) {
   if (--b->pins > 0) return;
-  if (b->released == 1) pool_put(ctx, b);
-  else if (b->released == 2) gpu_buffer_destroy(ctx, b);
+  if (b->released == 1)
+    pool_put(ctx, b);
+  else if (b->released == 2)
+    gpu_buffer_destroy(ctx, b);
 }
 
 size_t gpu_pool_free_count(const gpu_context *ctx) { return ctx->pool->n; }

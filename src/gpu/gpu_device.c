@@ -1,10 +1,10 @@
 /* Dawn instance, adapter choice, device creation with features and limits, and conversion of Dawn's
    uncaptured errors and device loss into status codes. */
+#include "gpu.h"
+#include "gpu_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpu.h"
-#include "gpu_internal.h"
 
 static void sv_copy(char *dst, size_t len, WGPUStringView s) {
   size_t n = 0;
@@ -20,7 +20,8 @@ typedef struct adapter_list {
 } adapter_list;
 
 static void on_adapter(WGPURequestAdapterStatus s, WGPUAdapter a, WGPUStringView m, void *u1, void *u2) {
-  (void)m; (void)u2;
+  (void)m;
+  (void)u2;
   adapter_list *l = u1;
   if (s == WGPURequestAdapterStatus_Success && a && l->n < 16) l->a[l->n++] = a;
 }
@@ -33,16 +34,21 @@ typedef struct device_req {
 static void on_device(WGPURequestDeviceStatus s, WGPUDevice d, WGPUStringView m, void *u1, void *u2) {
   (void)u2;
   device_req *r = u1;
-  if (s == WGPURequestDeviceStatus_Success) r->dev = d;
-  else sv_copy(r->msg, sizeof r->msg, m);
+  if (s == WGPURequestDeviceStatus_Success)
+    r->dev = d;
+  else
+    sv_copy(r->msg, sizeof r->msg, m);
 }
 
 static void on_uncaptured(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m, void *u1, void *u2) {
-  (void)d; (void)u2;
+  (void)d;
+  (void)u2;
   gpu_context *ctx = u1;
   if (ctx->error_pending) return; /* keep the first: later ones are usually consequences */
-  const char *kind = t == WGPUErrorType_Validation ? "validation" : t == WGPUErrorType_OutOfMemory ? "out of memory"
-                   : t == WGPUErrorType_Internal ? "internal" : "unknown";
+  const char *kind = t == WGPUErrorType_Validation    ? "validation"
+                     : t == WGPUErrorType_OutOfMemory ? "out of memory"
+                     : t == WGPUErrorType_Internal    ? "internal"
+                                                      : "unknown";
   char m2[GPU_ERR_LEN - 64];
   sv_copy(m2, sizeof m2, m);
   snprintf(ctx->err, sizeof ctx->err, "WebGPU %s error: %s", kind, m2);
@@ -50,7 +56,8 @@ static void on_uncaptured(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m
 }
 
 static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView m, void *u1, void *u2) {
-  (void)d; (void)u2;
+  (void)d;
+  (void)u2;
   gpu_context *ctx = u1;
   if (!ctx || r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled) return;
   char m2[GPU_ERR_LEN - 64];
@@ -66,33 +73,47 @@ void gpu_wait_future(gpu_context *ctx, WGPUFuture f) {
 
 static const char *backend_name(WGPUBackendType b) {
   switch (b) {
-  case WGPUBackendType_Vulkan: return "Vulkan";
-  case WGPUBackendType_Metal: return "Metal";
-  case WGPUBackendType_D3D12: return "D3D12";
-  case WGPUBackendType_OpenGL: return "OpenGL";
-  case WGPUBackendType_Null: return "Null";
-  default: return "other";
+  case WGPUBackendType_Vulkan:
+    return "Vulkan";
+  case WGPUBackendType_Metal:
+    return "Metal";
+  case WGPUBackendType_D3D12:
+    return "D3D12";
+  case WGPUBackendType_OpenGL:
+    return "OpenGL";
+  case WGPUBackendType_Null:
+    return "Null";
+  default:
+    return "other";
   }
 }
 
 static const char *adapter_type_name(WGPUAdapterType t) {
   switch (t) {
-  case WGPUAdapterType_DiscreteGPU: return "discrete GPU";
-  case WGPUAdapterType_IntegratedGPU: return "integrated GPU";
-  case WGPUAdapterType_CPU: return "CPU";
-  default: return "unknown";
+  case WGPUAdapterType_DiscreteGPU:
+    return "discrete GPU";
+  case WGPUAdapterType_IntegratedGPU:
+    return "integrated GPU";
+  case WGPUAdapterType_CPU:
+    return "CPU";
+  default:
+    return "unknown";
   }
 }
 
 static int type_rank(WGPUAdapterType t) {
-  return t == WGPUAdapterType_DiscreteGPU ? 3 : t == WGPUAdapterType_IntegratedGPU ? 2 : t == WGPUAdapterType_CPU ? 1 : 0;
+  return t == WGPUAdapterType_DiscreteGPU     ? 3
+         : t == WGPUAdapterType_IntegratedGPU ? 2
+         : t == WGPUAdapterType_CPU           ? 1
+                                              : 0;
 }
 
 static int contains_ci(const char *hay, const char *needle) {
   size_t n = strlen(needle);
   for (const char *p = hay; *p; p++) {
     size_t i = 0;
-    while (i < n && p[i] && ((p[i] | 32) == (needle[i] | 32))) i++;
+    while (i < n && p[i] && ((p[i] | 32) == (needle[i] | 32)))
+      i++;
     if (i == n) return 1;
   }
   return n == 0;
@@ -104,14 +125,21 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   if (!o.adapter_name) o.adapter_name = getenv("WGLLM_ADAPTER");
   *out = NULL;
   gpu_context *ctx = calloc(1, sizeof *ctx);
-  if (!ctx) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!ctx) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
 
   WGPUInstanceDescriptor idesc = {0};
   WGPUInstanceFeatureName ifeat[] = {WGPUInstanceFeatureName_TimedWaitAny};
   idesc.requiredFeatureCount = 1;
   idesc.requiredFeatures = ifeat;
   ctx->instance = wgpuCreateInstance(&idesc);
-  if (!ctx->instance) { snprintf(err, errlen, "wgpuCreateInstance failed"); free(ctx); return WGLLM_ERR_NO_ADAPTER; }
+  if (!ctx->instance) {
+    snprintf(err, errlen, "wgpuCreateInstance failed");
+    free(ctx);
+    return WGLLM_ERR_NO_ADAPTER;
+  }
 
   /* Ask for each power preference (and the CPU fallback) and pick the best match among the answers. */
   adapter_list list = {0};
@@ -119,8 +147,10 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   for (int i = 0; i < 3; i++) {
     WGPURequestAdapterOptions ao = {0};
     ao.backendType = WGPUBackendType_Vulkan;
-    if (i < 2) ao.powerPreference = prefs[i];
-    else ao.forceFallbackAdapter = 1;
+    if (i < 2)
+      ao.powerPreference = prefs[i];
+    else
+      ao.forceFallbackAdapter = 1;
     WGPURequestAdapterCallbackInfo ci = {0};
     ci.mode = WGPUCallbackMode_WaitAnyOnly;
     ci.callback = on_adapter;
@@ -140,20 +170,26 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
     }
     int score = type_rank(info.adapterType);
     if (o.adapter_name && o.adapter_name[0]) score = contains_ci(name, o.adapter_name) ? 100 + score : -1;
-    if (score > best_score) { best_score = score; best = i; }
+    if (score > best_score) {
+      best_score = score;
+      best = i;
+    }
     wgpuAdapterInfoFreeMembers(info);
   }
   if (best < 0) {
     if (o.adapter_name && o.adapter_name[0] && list.n)
       snprintf(err, errlen, "no WebGPU adapter matches \"%s\" (found: %s)", o.adapter_name, names);
     else
-      snprintf(err, errlen, "no WebGPU adapter found (Vulkan backend; is a Vulkan driver such as Mesa lavapipe installed?)");
-    for (int i = 0; i < list.n; i++) wgpuAdapterRelease(list.a[i]);
+      snprintf(err, errlen,
+               "no WebGPU adapter found (Vulkan backend; is a Vulkan driver such as Mesa lavapipe installed?)");
+    for (int i = 0; i < list.n; i++)
+      wgpuAdapterRelease(list.a[i]);
     wgpuInstanceRelease(ctx->instance);
     free(ctx);
     return WGLLM_ERR_NO_ADAPTER;
   }
-  for (int i = 0; i < list.n; i++) if (i != best) wgpuAdapterRelease(list.a[i]);
+  for (int i = 0; i < list.n; i++)
+    if (i != best) wgpuAdapterRelease(list.a[i]);
   ctx->adapter = list.a[best];
 
   WGPUAdapterInfo info = {0};
@@ -170,14 +206,20 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   /* Features: request what we use when offered; note what is missing. */
   WGPUFeatureName feats[4];
   int nf = 0;
-  struct { WGPUFeatureName f; int disabled; const char *name; int *flag; } want[] = {
+  struct {
+    WGPUFeatureName f;
+    int disabled;
+    const char *name;
+    int *flag;
+  } want[] = {
       {GPU_FEATURE_SHADER_F16, o.disable_f16, "shader-f16", &ctx->has_f16},
       {GPU_FEATURE_SUBGROUPS, o.disable_subgroups, "subgroups", &ctx->has_subgroups},
       {GPU_FEATURE_TIMESTAMP_QUERY, o.disable_timestamps, "timestamp-query", &ctx->has_timestamps},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     int offered = wgpuAdapterHasFeature(ctx->adapter, want[i].f);
-    if (offered && !want[i].disabled) feats[nf++] = want[i].f;
+    if (offered && !want[i].disabled)
+      feats[nf++] = want[i].f;
     else {
       size_t l = strlen(ctx->notices);
       snprintf(ctx->notices + l, sizeof ctx->notices - l, "%s%s %s", l ? "; " : "", want[i].name,
@@ -274,7 +316,8 @@ wgllm_status gpu_check(gpu_context *ctx, char *err, size_t errlen) {
 }
 
 static void on_done(WGPUQueueWorkDoneStatus s, WGPUStringView m, void *u1, void *u2) {
-  (void)m; (void)u2;
+  (void)m;
+  (void)u2;
   *(int *)u1 = s == WGPUQueueWorkDoneStatus_Success ? 1 : -1;
 }
 

@@ -1,10 +1,10 @@
 /* Pipeline cache: one shader module per generated kernel variant, one compute pipeline per
    (kernel, variant, override constants), created on first use and kept for the context's life. */
+#include "gpu.h"
+#include "gpu_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gpu.h"
-#include "gpu_internal.h"
 
 typedef struct pipe_entry {
   char *key;
@@ -30,7 +30,8 @@ void gpu_pipeline_cache_destroy(gpu_pipeline_cache *c) {
     wgpuComputePipelineRelease(c->pipes[i].pipe);
     free(c->pipes[i].key);
   }
-  for (size_t i = 0; i < c->n_mods; i++) wgpuShaderModuleRelease(c->mods[i].module);
+  for (size_t i = 0; i < c->n_mods; i++)
+    wgpuShaderModuleRelease(c->mods[i].module);
   free(c->pipes);
   free(c->mods);
   free(c);
@@ -47,7 +48,10 @@ static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, W
                                size_t errlen) {
   gpu_pipeline_cache *c = ctx->pipes;
   for (size_t i = 0; i < c->n_mods; i++)
-    if (c->mods[i].src == src) { *out = c->mods[i].module; return WGLLM_OK; }
+    if (c->mods[i].src == src) {
+      *out = c->mods[i].module;
+      return WGLLM_OK;
+    }
   WGPUShaderSourceWGSL w = {0};
   w.chain.sType = WGPUSType_ShaderSourceWGSL;
   w.code.data = src->source;
@@ -66,7 +70,10 @@ static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, W
   if (c->n_mods == c->cap_mods) {
     size_t nc = c->cap_mods ? c->cap_mods * 2 : 32;
     module_entry *nm = realloc(c->mods, nc * sizeof *nm);
-    if (!nm) { wgpuShaderModuleRelease(m); return WGLLM_ERR_OUT_OF_MEMORY; }
+    if (!nm) {
+      wgpuShaderModuleRelease(m);
+      return WGLLM_ERR_OUT_OF_MEMORY;
+    }
     c->mods = nm;
     c->cap_mods = nc;
   }
@@ -76,16 +83,18 @@ static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, W
   return WGLLM_OK;
 }
 
-wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant,
-                              const gpu_constant *consts, int n_consts, WGPUComputePipeline *out, char *err,
-                              size_t errlen) {
+wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant, const gpu_constant *consts,
+                              int n_consts, WGPUComputePipeline *out, char *err, size_t errlen) {
   char key[512];
   int k = snprintf(key, sizeof key, "%s/%s", kernel, variant);
   for (int i = 0; i < n_consts && k < (int)sizeof key; i++)
     k += snprintf(key + k, sizeof key - k, "|%s=%.17g", consts[i].name, consts[i].value);
   gpu_pipeline_cache *c = ctx->pipes;
   for (size_t i = 0; i < c->n_pipes; i++)
-    if (!strcmp(c->pipes[i].key, key)) { *out = c->pipes[i].pipe; return WGLLM_OK; }
+    if (!strcmp(c->pipes[i].key, key)) {
+      *out = c->pipes[i].pipe;
+      return WGLLM_OK;
+    }
 
   const gpu_kernel_source *src = gpu_kernel_find(kernel, variant);
   if (!src) {
@@ -104,7 +113,10 @@ wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *
   wgllm_status s = get_module(ctx, src, &m, err, errlen);
   if (s) return s;
   WGPUConstantEntry ce[16];
-  if (n_consts > 16) { snprintf(err, errlen, "too many override constants for %s", kernel); return WGLLM_ERR_INTERNAL; }
+  if (n_consts > 16) {
+    snprintf(err, errlen, "too many override constants for %s", kernel);
+    return WGLLM_ERR_INTERNAL;
+  }
   for (int i = 0; i < n_consts; i++) {
     memset(&ce[i], 0, sizeof ce[i]);
     ce[i].key.data = consts[i].name;
@@ -131,7 +143,10 @@ wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *
   if (c->n_pipes == c->cap_pipes) {
     size_t nc = c->cap_pipes ? c->cap_pipes * 2 : 64;
     pipe_entry *np = realloc(c->pipes, nc * sizeof *np);
-    if (!np) { wgpuComputePipelineRelease(p); return WGLLM_ERR_OUT_OF_MEMORY; }
+    if (!np) {
+      wgpuComputePipelineRelease(p);
+      return WGLLM_ERR_OUT_OF_MEMORY;
+    }
     c->pipes = np;
     c->cap_pipes = nc;
   }

@@ -2,12 +2,12 @@
    On first run the uniform arena is uploaded and bind groups are created; a kept recording then replays
    by re-encoding the same records, creating no pipeline, bind group or buffer. Every buffer a recording
    binds is pinned (quarantined from pool reuse) until the recording is freed. */
+#include "gpu.h"
+#include "gpu_internal.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "gpu.h"
-#include "gpu_internal.h"
 
 typedef struct record {
   WGPUComputePipeline pipe;
@@ -34,7 +34,7 @@ struct gpu_recorder {
   gpu_buffer **pinned;
   size_t n_pinned, cap_pinned;
   char err[GPU_ERR_LEN];
-  wgllm_status failed; /* sticky: a failed record poisons the recording */
+  wgllm_status failed;   /* sticky: a failed record poisons the recording */
   double last_encode_us; /* CPU time of the last run's encode + submit */
 };
 
@@ -60,7 +60,8 @@ size_t gpu_recorder_count(const gpu_recorder *rec) { return rec->n; }
 const char *gpu_recorder_record_name(const gpu_recorder *rec, size_t i) { return i < rec->n ? rec->recs[i].name : ""; }
 
 static int pin(gpu_recorder *r, gpu_buffer *b) {
-  for (size_t i = 0; i < r->n_pinned; i++) if (r->pinned[i] == b) return 1;
+  for (size_t i = 0; i < r->n_pinned; i++)
+    if (r->pinned[i] == b) return 1;
   if (r->n_pinned == r->cap_pinned) {
     size_t nc = r->cap_pinned ? r->cap_pinned * 2 : 64;
     gpu_buffer **np = realloc(r->pinned, nc * sizeof *np);
@@ -94,8 +95,8 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
   }
   uint32_t maxg = r->ctx->limits.maxComputeWorkgroupsPerDimension;
   if (!d->indirect.buf && (d->grid[0] > maxg || d->grid[1] > maxg || d->grid[2] > maxg)) {
-    snprintf(e, sizeof e, "kernel %s: grid %ux%ux%u exceeds the device limit %u per dimension", d->kernel,
-             d->grid[0], d->grid[1], d->grid[2], maxg);
+    snprintf(e, sizeof e, "kernel %s: grid %ux%ux%u exceeds the device limit %u per dimension", d->kernel, d->grid[0],
+             d->grid[1], d->grid[2], maxg);
     return fail(r, WGLLM_ERR_UNSUPPORTED, e);
   }
   record rc;
@@ -105,12 +106,14 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
   snprintf(rc.name, sizeof rc.name, "%s/%s", d->kernel, d->variant);
   rc.params_off = -1;
   if (d->params_size) {
-    size_t align = r->ctx->limits.minUniformBufferOffsetAlignment ? r->ctx->limits.minUniformBufferOffsetAlignment : 256;
+    size_t align =
+        r->ctx->limits.minUniformBufferOffsetAlignment ? r->ctx->limits.minUniformBufferOffsetAlignment : 256;
     size_t off = (r->arena_size + align - 1) / align * align;
     size_t sz = (d->params_size + 15) & ~(size_t)15;
     if (off + sz > r->arena_cap) {
       size_t nc = r->arena_cap ? r->arena_cap * 2 : 4096;
-      while (nc < off + sz) nc *= 2;
+      while (nc < off + sz)
+        nc *= 2;
       uint8_t *na = realloc(r->arena, nc);
       if (!na) return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
       r->arena = na;
@@ -226,7 +229,8 @@ wgllm_status gpu_recorder_encode(gpu_recorder *r, WGPUCommandEncoder enc) {
   if (s) return s;
   if (!r->n) return WGLLM_OK;
   WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
-  for (size_t i = 0; i < r->n; i++) encode_one(cp, &r->recs[i]);
+  for (size_t i = 0; i < r->n; i++)
+    encode_one(cp, &r->recs[i]);
   wgpuComputePassEncoderEnd(cp);
   wgpuComputePassEncoderRelease(cp);
   return WGLLM_OK;
@@ -260,7 +264,8 @@ typedef struct ts_map {
   int st;
 } ts_map;
 static void on_ts_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2) {
-  (void)m; (void)u2;
+  (void)m;
+  (void)u2;
   ((ts_map *)u1)->st = s == WGPUMapAsyncStatus_Success ? 1 : -1;
 }
 
@@ -309,7 +314,8 @@ wgllm_status gpu_recorder_profile(gpu_recorder *r, double *out_ns) {
     gpu_wait_future(ctx, wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, bd.size, mi));
     if (m.st == 1) {
       const uint64_t *t = wgpuBufferGetConstMappedRange(rb, 0, bd.size);
-      for (size_t i = 0; i < cnt; i++) out_ns[base + i] = t[2 * i + 1] > t[2 * i] ? (double)(t[2 * i + 1] - t[2 * i]) : 0.0;
+      for (size_t i = 0; i < cnt; i++)
+        out_ns[base + i] = t[2 * i + 1] > t[2 * i] ? (double)(t[2 * i + 1] - t[2 * i]) : 0.0;
       wgpuBufferUnmap(rb);
     }
     wgpuBufferRelease(rb);
@@ -328,7 +334,8 @@ void gpu_recorder_free(gpu_recorder *r) {
   for (size_t i = 0; i < r->n; i++)
     if (r->recs[i].bg) wgpuBindGroupRelease(r->recs[i].bg);
   if (r->uniforms) wgpuBufferRelease(r->uniforms);
-  for (size_t i = 0; i < r->n_pinned; i++) gpu_buffer_unpin(r->ctx, r->pinned[i]);
+  for (size_t i = 0; i < r->n_pinned; i++)
+    gpu_buffer_unpin(r->ctx, r->pinned[i]);
   free(r->pinned);
   free(r->recs);
   free(r->arena);
@@ -351,7 +358,8 @@ struct gpu_readback {
 };
 
 static void on_rb_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2) {
-  (void)m; (void)u2;
+  (void)m;
+  (void)u2;
   ((rb_slot *)u1)->status = s == WGPUMapAsyncStatus_Success ? 1 : -1;
 }
 
@@ -362,13 +370,19 @@ gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots) {
   rb->bytes = (bytes + 3) & ~3u;
   rb->n = slots;
   rb->slots = calloc((size_t)slots, sizeof *rb->slots);
-  if (!rb->slots) { free(rb); return NULL; }
+  if (!rb->slots) {
+    free(rb);
+    return NULL;
+  }
   for (int i = 0; i < slots; i++) {
     WGPUBufferDescriptor bd = {0};
     bd.size = rb->bytes;
     bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
     rb->slots[i].buf = wgpuDeviceCreateBuffer(ctx->device, &bd);
-    if (!rb->slots[i].buf) { gpu_readback_free(rb); return NULL; }
+    if (!rb->slots[i].buf) {
+      gpu_readback_free(rb);
+      return NULL;
+    }
   }
   return rb;
 }
@@ -402,7 +416,10 @@ wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_vi
 
 wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, char *err, size_t errlen) {
   rb_slot *sl = &rb->slots[slot];
-  if (!sl->busy) { snprintf(err, errlen, "readback slot %d has nothing queued", slot); return WGLLM_ERR_INTERNAL; }
+  if (!sl->busy) {
+    snprintf(err, errlen, "readback slot %d has nothing queued", slot);
+    return WGLLM_ERR_INTERNAL;
+  }
   gpu_wait_future(rb->ctx, sl->future);
   sl->busy = 0;
   if (sl->status != 1) {

@@ -4,11 +4,11 @@
    For one token with q4gsw weights the decode path fuses further (kernels/gemv_q4.wgsl): the norms ride in
    the projections, the residual adds in the output and down projections, the GLU in the gate/up projection,
    and attention is flash-decoding: 8 dispatches a layer instead of 13. */
+#include "arch_llama.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "arch_llama.h"
 
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen) {
@@ -16,16 +16,29 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
   s->cap = cap;
   s->logit_rows = logit_rows;
   uint64_t T = cap, q = (uint64_t)hp->n_head * hp->head_dim, kv = (uint64_t)hp->n_head_kv * hp->head_dim;
-  struct { gpu_buffer **b; uint64_t bytes; const char *name; } want[] = {
-      {&s->ids, T * 4, "ids"},          {&s->pos, T * 4, "pos"},         {&s->x, T * hp->n_embd * 4, "x"},
-      {&s->xn, T * hp->n_embd * 4, "xn"}, {&s->qkv, T * (q + 2 * kv) * 4, "qkv"},
-      {&s->qk2, T * (q + kv) * 4, "qk2"}, {&s->attn, T * q * 4, "attn"},  {&s->proj, T * hp->n_embd * 4, "proj"},
-      {&s->gu, T * 2 * hp->n_ff * 4, "gu"}, {&s->h, T * hp->n_ff * 4, "h"},
+  struct {
+    gpu_buffer **b;
+    uint64_t bytes;
+    const char *name;
+  } want[] = {
+      {&s->ids, T * 4, "ids"},
+      {&s->pos, T * 4, "pos"},
+      {&s->x, T * hp->n_embd * 4, "x"},
+      {&s->xn, T * hp->n_embd * 4, "xn"},
+      {&s->qkv, T * (q + 2 * kv) * 4, "qkv"},
+      {&s->qk2, T * (q + kv) * 4, "qk2"},
+      {&s->attn, T * q * 4, "attn"},
+      {&s->proj, T * hp->n_embd * 4, "proj"},
+      {&s->gu, T * 2 * hp->n_ff * 4, "gu"},
+      {&s->h, T * hp->n_ff * 4, "h"},
       {&s->logits, (uint64_t)logit_rows * hp->n_vocab * 4, "logits"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err, errlen);
-    if (st) { llm_scratch_release(gpu, s); return st; }
+    if (st) {
+      llm_scratch_release(gpu, s);
+      return st;
+    }
   }
   return WGLLM_OK;
 }
@@ -33,7 +46,8 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const op_kv_layout *kv, llm_scratch *s,
                                     char *err, size_t errlen) {
   wgllm_status st = WGLLM_OK;
-  if (!s->attn_partial) st = gpu_pool_acquire(gpu, op_attn_partial_bytes(kv, hp->n_head), "attn_partial", &s->attn_partial, err, errlen);
+  if (!s->attn_partial)
+    st = gpu_pool_acquire(gpu, op_attn_partial_bytes(kv, hp->n_head), "attn_partial", &s->attn_partial, err, errlen);
   if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err, errlen);
   return st;
 }
@@ -46,8 +60,8 @@ llm_attn_grid llm_attn_grid_mode(void) {
 }
 
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
-  gpu_buffer **all[] = {&s->ids, &s->pos, &s->x, &s->xn, &s->qkv, &s->qk2, &s->attn,
-                        &s->proj, &s->gu, &s->h, &s->logits, &s->attn_partial, &s->attn_args};
+  gpu_buffer **all[] = {&s->ids,  &s->pos, &s->x, &s->xn,     &s->qkv,          &s->qk2,      &s->attn,
+                        &s->proj, &s->gu,  &s->h, &s->logits, &s->attn_partial, &s->attn_args};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;
@@ -58,7 +72,10 @@ static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t
                                gpu_buffer **out, char *err, size_t errlen) {
   uint64_t n = (uint64_t)max_pos * (rot_dim / 2) * 2;
   float *cs = malloc(n * sizeof *cs);
-  if (!cs) { snprintf(err, errlen, "out of host memory for the RoPE table"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!cs) {
+    snprintf(err, errlen, "out of host memory for the RoPE table");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   op_rope_table(cs, inv_freq, rot_dim, max_pos, 1.0f);
   wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err, errlen);
   if (!s) gpu_write(gpu, *out, 0, cs, n * 4);
@@ -67,7 +84,7 @@ static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t
 }
 
 wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
-                                   char *err, size_t errlen) {
+                                    char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   wgllm_status s = rope_table(gpu, hp->inv_freq, hp->rot_dim, max_pos, &out->global, err, errlen);
   if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, hp->rot_dim, max_pos, &out->local, err, errlen);
@@ -90,15 +107,18 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
   uint32_t S = nq + 2 * nkv; /* fused QKV row: q | k | v */
   uint32_t max_pos = kv->layout.ctx;
   if (T == 0 || T > s->cap || n_logits == 0 || n_logits > T || n_logits > s->logit_rows)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "forward: T=%u n_logits=%u over scratch %u/%u", T, n_logits, s->cap, s->logit_rows);
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "forward: T=%u n_logits=%u over scratch %u/%u", T, n_logits, s->cap,
+                   s->logit_rows);
   gpu_view none = {0};
   int sg;
   /* the fused decode path: one token, every projection in q4gsw */
   int fused = T == 1 && !getenv("WGLLM_NO_FUSION");
   for (uint32_t l = 0; fused && l < hp->n_layer; l++) {
     const llm_layer *ly = &m->layers[l];
-    fused = op_gemv_q4_supports(op_ctx(rec), &ly->wqkv, 1, D, &sg) && op_gemv_q4_supports(op_ctx(rec), &ly->wo, 1, nq, &sg) &&
-            op_gemv_q4_supports(op_ctx(rec), &ly->w_gate_up, 1, D, &sg) && op_gemv_q4_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
+    fused = op_gemv_q4_supports(op_ctx(rec), &ly->wqkv, 1, D, &sg) &&
+            op_gemv_q4_supports(op_ctx(rec), &ly->wo, 1, nq, &sg) &&
+            op_gemv_q4_supports(op_ctx(rec), &ly->w_gate_up, 1, D, &sg) &&
+            op_gemv_q4_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
   }
   const float no = hp->norm_offset; /* 1 for Gemma's (1 + w) norms */
   wgllm_status st = op_embedding(rec, V(s->ids), &m->tok_embd, V(s->x), T, D, hp->n_vocab, hp->embed_scale);
@@ -129,14 +149,19 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
       qk_stride = S2;
     }
     if (!st && hp->rot_dim % 4 == 0) { /* one dispatch for RoPE of q and k and the cache append */
-      op_rope_kv_params rp = {T, hp->n_head, hp->rot_dim, max_pos, hp->rope_mode, q_off, qk_stride, k_off, qk_stride,
-                              nq + nkv, S};
+      op_rope_kv_params rp = {T,     hp->n_head, hp->rot_dim, max_pos, hp->rope_mode, q_off, qk_stride,
+                              k_off, qk_stride,  nq + nkv,    S};
       st = op_rope_kv(rec, &kv->layout, &rp, V(qk), qk == s->qkv ? none : V(s->qkv), V(s->pos), V(rope_cs), V(kv->k[l]),
                       V(kv->v[l]));
     } else if (!st) {
-      st = op_rope_at(rec, V(qk), q_off, V(s->pos), V(rope_cs), T, hp->n_head, hd, hp->rot_dim, qk_stride, hp->rope_mode, max_pos);
-      if (!st) st = op_rope_at(rec, V(qk), k_off, V(s->pos), V(rope_cs), T, hp->n_head_kv, hd, hp->rot_dim, qk_stride, hp->rope_mode, max_pos);
-      if (!st) st = op_kv_write(rec, &kv->layout, V(qk), qk_stride, k_off, V(s->qkv), S, nq + nkv, V(s->pos), V(kv->k[l]), V(kv->v[l]), T);
+      st = op_rope_at(rec, V(qk), q_off, V(s->pos), V(rope_cs), T, hp->n_head, hd, hp->rot_dim, qk_stride,
+                      hp->rope_mode, max_pos);
+      if (!st)
+        st = op_rope_at(rec, V(qk), k_off, V(s->pos), V(rope_cs), T, hp->n_head_kv, hd, hp->rot_dim, qk_stride,
+                        hp->rope_mode, max_pos);
+      if (!st)
+        st = op_kv_write(rec, &kv->layout, V(qk), qk_stride, k_off, V(s->qkv), S, nq + nkv, V(s->pos), V(kv->k[l]),
+                         V(kv->v[l]), T);
     }
     gpu_buffer *qb = qk;
     uint32_t q_stride = qk_stride;
@@ -165,14 +190,18 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
         st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
     } else {
       if (!st) st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
-      if (!st && hp->sandwich_norms) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
-      else if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+      if (!st && hp->sandwich_norms)
+        st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
+      else if (!st)
+        st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
       if (!st) st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
       if (!st) st = op_linear(rec, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
       if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
       if (!st) st = op_linear(rec, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
-      if (!st && hp->sandwich_norms) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
-      else if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+      if (!st && hp->sandwich_norms)
+        st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
+      else if (!st)
+        st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
     }
   }
   /* final norm of the last n_logits rows, then the LM head */
@@ -180,7 +209,9 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no};
     st = op_gemv_q4(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
   } else {
-    if (!st) st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps, no);
+    if (!st)
+      st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps,
+                            no);
     if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
   }
   return st;

@@ -8,19 +8,19 @@
 
 /* Activation buffers for up to cap tokens (from the pool, released by llm_scratch_release). */
 typedef struct llm_scratch {
-  uint32_t cap;        /* tokens */
-  uint32_t logit_rows; /* rows of logits it can hold */
-  gpu_buffer *ids;     /* [cap] u32 token ids (input) */
-  gpu_buffer *pos;     /* [cap] u32 positions (input) */
-  gpu_buffer *x;       /* [cap][n_embd] residual stream */
-  gpu_buffer *xn;      /* [cap][n_embd] normed */
-  gpu_buffer *qkv;     /* [cap][n_head*hd + 2*n_kv*hd] fused projection output */
-  gpu_buffer *qk2;     /* [cap][n_head*hd + n_kv*hd]: q | k after the per-head norm (Qwen3) */
-  gpu_buffer *attn;    /* [cap][n_head*hd] */
-  gpu_buffer *proj;    /* [cap][n_embd] */
-  gpu_buffer *gu;      /* [cap][2*n_ff] gate and up */
-  gpu_buffer *h;       /* [cap][n_ff] */
-  gpu_buffer *logits;  /* [logit_rows][n_vocab] */
+  uint32_t cap;             /* tokens */
+  uint32_t logit_rows;      /* rows of logits it can hold */
+  gpu_buffer *ids;          /* [cap] u32 token ids (input) */
+  gpu_buffer *pos;          /* [cap] u32 positions (input) */
+  gpu_buffer *x;            /* [cap][n_embd] residual stream */
+  gpu_buffer *xn;           /* [cap][n_embd] normed */
+  gpu_buffer *qkv;          /* [cap][n_head*hd + 2*n_kv*hd] fused projection output */
+  gpu_buffer *qk2;          /* [cap][n_head*hd + n_kv*hd]: q | k after the per-head norm (Qwen3) */
+  gpu_buffer *attn;         /* [cap][n_head*hd] */
+  gpu_buffer *proj;         /* [cap][n_embd] */
+  gpu_buffer *gu;           /* [cap][2*n_ff] gate and up */
+  gpu_buffer *h;            /* [cap][n_ff] */
+  gpu_buffer *logits;       /* [logit_rows][n_vocab] */
   gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
 } llm_scratch;
@@ -51,7 +51,7 @@ typedef struct llm_rope_tables {
   gpu_buffer *global, *local;
 } llm_rope_tables;
 wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
-                                   char *err, size_t errlen);
+                                    char *err, size_t errlen);
 void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
 
 /* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the

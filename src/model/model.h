@@ -2,10 +2,10 @@
    kernels' layouts (converted or packed once at load). Architecture code (arch_*.c) turns it into ops. */
 #ifndef WGLLM_MODEL_H
 #define WGLLM_MODEL_H
-#include <stdint.h>
 #include "gpu.h"
 #include "ops.h"
 #include "tensor_store.h"
+#include <stdint.h>
 
 typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_ARCH_GEMMA3 } llm_arch;
 
@@ -13,54 +13,54 @@ typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_
 
 typedef struct llm_hparams {
   llm_arch arch;
-  char arch_name[32];  /* "llama", "qwen2", "qwen3", "gemma3_text" */
+  char arch_name[32]; /* "llama", "qwen2", "qwen3", "gemma3_text" */
   uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
   float norm_eps;
   int tied_embeddings; /* lm head reads the embedding table */
   int qkv_bias;        /* Qwen2 */
   int qk_norm;         /* Qwen3: per-head RMSNorm of q and k */
   op_rope_mode rope_mode;
-  uint32_t rot_dim;    /* rotated dims per head (partial rotary < head_dim) */
-  float *inv_freq;     /* [rot_dim/2], scaling and per-pair factors applied */
-  char rope_desc[96];  /* e.g. "llama3 factor 32" */
-  uint32_t train_ctx;  /* max_position_embeddings / context_length */
-  int32_t bos, eos;    /* -1 if unknown */
+  uint32_t rot_dim;   /* rotated dims per head (partial rotary < head_dim) */
+  float *inv_freq;    /* [rot_dim/2], scaling and per-pair factors applied */
+  char rope_desc[96]; /* e.g. "llama3 factor 32" */
+  uint32_t train_ctx; /* max_position_embeddings / context_length */
+  int32_t bos, eos;   /* -1 if unknown */
   /* Gemma 3 */
-  float norm_offset;   /* RMSNorm weight offset: 1 for Gemma's (1 + w), else 0 */
-  float embed_scale;   /* embeddings multiplied by this (sqrt(hidden) for Gemma), else 1 */
-  float attn_scale;    /* query scale (1/sqrt(head_dim), or 1/sqrt(query_pre_attn_scalar)) */
-  op_act act;          /* MLP activation: SiLU, or GELU-tanh for Gemma */
-  int sandwich_norms;  /* norms after attention and after the MLP, before the residual adds */
-  uint32_t window;     /* sliding window of the local layers (0: none) */
-  uint8_t *layer_local;/* [n_layer] 1 for sliding-window layers; NULL when all are global */
+  float norm_offset;     /* RMSNorm weight offset: 1 for Gemma's (1 + w), else 0 */
+  float embed_scale;     /* embeddings multiplied by this (sqrt(hidden) for Gemma), else 1 */
+  float attn_scale;      /* query scale (1/sqrt(head_dim), or 1/sqrt(query_pre_attn_scalar)) */
+  op_act act;            /* MLP activation: SiLU, or GELU-tanh for Gemma */
+  int sandwich_norms;    /* norms after attention and after the MLP, before the residual adds */
+  uint32_t window;       /* sliding window of the local layers (0: none) */
+  uint8_t *layer_local;  /* [n_layer] 1 for sliding-window layers; NULL when all are global */
   float *inv_freq_local; /* [rot_dim/2] RoPE of the local layers when its base differs; else NULL */
 } llm_hparams;
 
 /* How to store linear weights on the GPU. */
 typedef struct llm_weight_policy {
-  int q4;          /* quantize f32/f16/bf16 linear weights to q4gsw on load */
-  uint32_t group;  /* q4gsw group: 32, 64 or 128 */
+  int q4;         /* quantize f32/f16/bf16 linear weights to q4gsw on load */
+  uint32_t group; /* q4gsw group: 32, 64 or 128 */
 } llm_weight_policy;
 
 typedef struct llm_layer {
-  gpu_view attn_norm, ffn_norm; /* [n_embd] f32 */
+  gpu_view attn_norm, ffn_norm;           /* [n_embd] f32 */
   gpu_view post_attn_norm, post_ffn_norm; /* [n_embd] f32, Gemma's sandwich norms */
-  gpu_view q_norm, k_norm;      /* [head_dim] f32, Qwen3 */
-  op_weight wqkv;               /* [n_head*hd + 2*n_kv*hd][n_embd]: Q, K, V rows concatenated at load */
-  gpu_view bqkv;                /* [n_head*hd + 2*n_kv*hd] Qwen2 biases, concatenated likewise */
-  op_weight wo;                 /* [n_embd][n_head*hd] */
-  op_weight w_gate_up;          /* [2*n_ff][n_embd]: gate rows, then up rows */
-  op_weight w_down;             /* [n_embd][n_ff] */
+  gpu_view q_norm, k_norm;                /* [head_dim] f32, Qwen3 */
+  op_weight wqkv;                         /* [n_head*hd + 2*n_kv*hd][n_embd]: Q, K, V rows concatenated at load */
+  gpu_view bqkv;                          /* [n_head*hd + 2*n_kv*hd] Qwen2 biases, concatenated likewise */
+  op_weight wo;                           /* [n_embd][n_head*hd] */
+  op_weight w_gate_up;                    /* [2*n_ff][n_embd]: gate rows, then up rows */
+  op_weight w_down;                       /* [n_embd][n_ff] */
 } llm_layer;
 
 typedef struct llm_model {
   gpu_context *gpu;
   llm_hparams hp;
-  op_weight tok_embd;  /* [n_vocab][n_embd] */
-  op_weight output;    /* [n_vocab][n_embd]; the embedding table when tied */
+  op_weight tok_embd; /* [n_vocab][n_embd] */
+  op_weight output;   /* [n_vocab][n_embd]; the embedding table when tied */
   gpu_view output_norm;
-  llm_layer *layers;   /* [n_layer] */
-  gpu_buffer **owned;  /* every buffer the model created */
+  llm_layer *layers;  /* [n_layer] */
+  gpu_buffer **owned; /* every buffer the model created */
   size_t n_owned, cap_owned;
   uint64_t weight_bytes;
   char weights_desc[64]; /* "native", "q4gsw g32", ... */
@@ -77,8 +77,8 @@ wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t 
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen);
 void llm_hparams_free(llm_hparams *hp);
 /* Loads weights to the GPU. On failure nothing stays allocated. */
-wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,
-                            char *err, size_t errlen);
+wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,
+                            size_t errlen);
 void llm_model_free(llm_model *m);
 /* Creates a device buffer the model owns (freed with it) and counts it in weight_bytes. */
 wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err,

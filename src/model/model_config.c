@@ -1,13 +1,13 @@
 /* Hyperparameters of the Llama family (Llama 2/3.x, Qwen2, Qwen3) from a Hugging Face config.json or GGUF
    metadata, the RoPE inverse frequencies (default, linear, llama3 scaling, GGUF rope_freqs factors), and
    the check of every expected tensor's shape against them. */
+#include "gguf.h"
+#include "model.h"
+#include "safetensors.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gguf.h"
-#include "model.h"
-#include "safetensors.h"
 
 wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen) {
   size_t n = strlen(path);
@@ -47,7 +47,8 @@ static int32_t json_token(const cJSON *o, const char *key) {
 static float *default_inv_freq(double theta, uint32_t dim) {
   float *f = malloc(dim / 2 * sizeof *f);
   if (!f) return NULL;
-  for (uint32_t i = 0; i < dim / 2; i++) f[i] = (float)(1.0 / pow(theta, (double)(2 * i) / dim));
+  for (uint32_t i = 0; i < dim / 2; i++)
+    f[i] = (float)(1.0 / pow(theta, (double)(2 * i) / dim));
   return f;
 }
 
@@ -104,7 +105,10 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   }
   hp->rot_dim = (uint32_t)(hp->head_dim * partial);
   hp->rot_dim &= ~1u;
-  if (hp->rot_dim == 0) { snprintf(err, errlen, "config.json: rotary dimension is 0"); return WGLLM_ERR_FORMAT; }
+  if (hp->rot_dim == 0) {
+    snprintf(err, errlen, "config.json: rotary dimension is 0");
+    return WGLLM_ERR_FORMAT;
+  }
   hp->inv_freq = default_inv_freq(theta, hp->rot_dim);
   if (!hp->inv_freq) return WGLLM_ERR_OUT_OF_MEMORY;
   if (!strcmp(type, "default")) {
@@ -112,14 +116,16 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   } else if (!strcmp(type, "linear")) {
     double factor = 1;
     json_num(sc, "factor", &factor);
-    for (uint32_t i = 0; i < hp->rot_dim / 2; i++) hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
+    for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
+      hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "linear theta %g factor %g", theta, factor);
   } else if (!strcmp(type, "llama3")) {
     double factor, lo, hi, old;
     if (!json_num(sc, "factor", &factor) || !json_num(sc, "low_freq_factor", &lo) ||
         !json_num(sc, "high_freq_factor", &hi) || !json_num(sc, "original_max_position_embeddings", &old)) {
-      snprintf(err, errlen, "config.json: llama3 rope scaling needs factor, low_freq_factor, high_freq_factor, "
-                            "original_max_position_embeddings");
+      snprintf(err, errlen,
+               "config.json: llama3 rope scaling needs factor, low_freq_factor, high_freq_factor, "
+               "original_max_position_embeddings");
       return WGLLM_ERR_FORMAT;
     }
     llama3_scale(hp->inv_freq, hp->rot_dim / 2, factor, lo, hi, old);
@@ -134,12 +140,19 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
 
 static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
   const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
-  if (!cJSON_IsString(mt)) { snprintf(err, errlen, "config.json: no model_type"); return WGLLM_ERR_FORMAT; }
+  if (!cJSON_IsString(mt)) {
+    snprintf(err, errlen, "config.json: no model_type");
+    return WGLLM_ERR_FORMAT;
+  }
   const char *t = mt->valuestring;
-  if (!strcmp(t, "llama") || !strcmp(t, "mistral")) hp->arch = LLM_ARCH_LLAMA;
-  else if (!strcmp(t, "qwen2")) hp->arch = LLM_ARCH_QWEN2;
-  else if (!strcmp(t, "qwen3")) hp->arch = LLM_ARCH_QWEN3;
-  else if (!strcmp(t, "gemma3_text")) hp->arch = LLM_ARCH_GEMMA3;
+  if (!strcmp(t, "llama") || !strcmp(t, "mistral"))
+    hp->arch = LLM_ARCH_LLAMA;
+  else if (!strcmp(t, "qwen2"))
+    hp->arch = LLM_ARCH_QWEN2;
+  else if (!strcmp(t, "qwen3"))
+    hp->arch = LLM_ARCH_QWEN3;
+  else if (!strcmp(t, "gemma3_text"))
+    hp->arch = LLM_ARCH_GEMMA3;
   else {
     snprintf(err, errlen,
              "config.json: architecture \"%s\" is not supported (llama, mistral, qwen2, qwen3, gemma3_text)", t);
@@ -147,19 +160,30 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   }
   snprintf(hp->arch_name, sizeof hp->arch_name, "%s", t);
   const char *missing = NULL;
-  if (!json_u32(cfg, "vocab_size", &hp->n_vocab)) missing = "vocab_size";
-  else if (!json_u32(cfg, "hidden_size", &hp->n_embd)) missing = "hidden_size";
-  else if (!json_u32(cfg, "num_hidden_layers", &hp->n_layer)) missing = "num_hidden_layers";
-  else if (!json_u32(cfg, "num_attention_heads", &hp->n_head)) missing = "num_attention_heads";
-  else if (!json_u32(cfg, "intermediate_size", &hp->n_ff)) missing = "intermediate_size";
-  if (missing) { snprintf(err, errlen, "config.json: missing or invalid \"%s\"", missing); return WGLLM_ERR_FORMAT; }
+  if (!json_u32(cfg, "vocab_size", &hp->n_vocab))
+    missing = "vocab_size";
+  else if (!json_u32(cfg, "hidden_size", &hp->n_embd))
+    missing = "hidden_size";
+  else if (!json_u32(cfg, "num_hidden_layers", &hp->n_layer))
+    missing = "num_hidden_layers";
+  else if (!json_u32(cfg, "num_attention_heads", &hp->n_head))
+    missing = "num_attention_heads";
+  else if (!json_u32(cfg, "intermediate_size", &hp->n_ff))
+    missing = "intermediate_size";
+  if (missing) {
+    snprintf(err, errlen, "config.json: missing or invalid \"%s\"", missing);
+    return WGLLM_ERR_FORMAT;
+  }
   if (!json_u32(cfg, "num_key_value_heads", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
   if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
     snprintf(err, errlen, "config.json: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
     return WGLLM_ERR_FORMAT;
   }
   if (!json_u32(cfg, "head_dim", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
-  if (hp->n_layer > LLM_MAX_LAYERS) { snprintf(err, errlen, "config.json: %u layers", hp->n_layer); return WGLLM_ERR_FORMAT; }
+  if (hp->n_layer > LLM_MAX_LAYERS) {
+    snprintf(err, errlen, "config.json: %u layers", hp->n_layer);
+    return WGLLM_ERR_FORMAT;
+  }
   double qs;
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   if (json_num(cfg, "query_pre_attn_scalar", &qs) && qs > 0) hp->attn_scale = (float)(1.0 / sqrt(qs));
@@ -176,9 +200,11 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
   if (!cJSON_IsString(act)) act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_activation");
   if (cJSON_IsString(act)) {
-    if (!strcmp(act->valuestring, "gelu_pytorch_tanh")) hp->act = OP_ACT_GELU_TANH;
+    if (!strcmp(act->valuestring, "gelu_pytorch_tanh"))
+      hp->act = OP_ACT_GELU_TANH;
     else if (strcmp(act->valuestring, "silu")) {
-      snprintf(err, errlen, "config.json: activation \"%s\" is not supported (silu, gelu_pytorch_tanh)", act->valuestring);
+      snprintf(err, errlen, "config.json: activation \"%s\" is not supported (silu, gelu_pytorch_tanh)",
+               act->valuestring);
       return WGLLM_ERR_UNSUPPORTED;
     }
   }
@@ -187,8 +213,9 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     hp->embed_scale = sqrtf((float)hp->n_embd);
     hp->sandwich_norms = 1;
     double v;
-    const char *capped = json_num(cfg, "final_logit_softcapping", &v) ? "final_logit_softcapping"
-                         : json_num(cfg, "attn_logit_softcapping", &v) ? "attn_logit_softcapping" : NULL;
+    const char *capped = json_num(cfg, "final_logit_softcapping", &v)  ? "final_logit_softcapping"
+                         : json_num(cfg, "attn_logit_softcapping", &v) ? "attn_logit_softcapping"
+                                                                       : NULL;
     if (capped) {
       snprintf(err, errlen, "config.json: %s is not supported yet", capped);
       return WGLLM_ERR_UNSUPPORTED;
@@ -203,7 +230,8 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
       if (!hp->layer_local) return WGLLM_ERR_OUT_OF_MEMORY;
       for (uint32_t l = 0; l < hp->n_layer; l++) {
         const cJSON *e = cJSON_GetArrayItem(lt, (int)l);
-        if (!cJSON_IsString(e) || (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention"))) {
+        if (!cJSON_IsString(e) ||
+            (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention"))) {
           snprintf(err, errlen, "config.json: layer_types[%u] is not sliding_attention or full_attention", l);
           return WGLLM_ERR_FORMAT;
         }
@@ -228,21 +256,34 @@ static int gguf_u32(const wt_store *st, const char *arch, const char *key, uint3
 
 static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
   const char *a = gguf_get_str(st, "general.architecture");
-  if (!a) { snprintf(err, errlen, "GGUF: no general.architecture"); return WGLLM_ERR_FORMAT; }
-  if (!strcmp(a, "llama")) hp->arch = LLM_ARCH_LLAMA;
-  else if (!strcmp(a, "qwen2")) hp->arch = LLM_ARCH_QWEN2;
-  else if (!strcmp(a, "qwen3")) hp->arch = LLM_ARCH_QWEN3;
+  if (!a) {
+    snprintf(err, errlen, "GGUF: no general.architecture");
+    return WGLLM_ERR_FORMAT;
+  }
+  if (!strcmp(a, "llama"))
+    hp->arch = LLM_ARCH_LLAMA;
+  else if (!strcmp(a, "qwen2"))
+    hp->arch = LLM_ARCH_QWEN2;
+  else if (!strcmp(a, "qwen3"))
+    hp->arch = LLM_ARCH_QWEN3;
   else {
     snprintf(err, errlen, "GGUF: architecture \"%s\" is not supported (llama, qwen2, qwen3)", a);
     return WGLLM_ERR_UNSUPPORTED;
   }
   snprintf(hp->arch_name, sizeof hp->arch_name, "%s", a);
   const char *missing = NULL;
-  if (!gguf_u32(st, a, "embedding_length", &hp->n_embd)) missing = "embedding_length";
-  else if (!gguf_u32(st, a, "block_count", &hp->n_layer)) missing = "block_count";
-  else if (!gguf_u32(st, a, "attention.head_count", &hp->n_head)) missing = "attention.head_count";
-  else if (!gguf_u32(st, a, "feed_forward_length", &hp->n_ff)) missing = "feed_forward_length";
-  if (missing) { snprintf(err, errlen, "GGUF: missing or invalid %s.%s", a, missing); return WGLLM_ERR_FORMAT; }
+  if (!gguf_u32(st, a, "embedding_length", &hp->n_embd))
+    missing = "embedding_length";
+  else if (!gguf_u32(st, a, "block_count", &hp->n_layer))
+    missing = "block_count";
+  else if (!gguf_u32(st, a, "attention.head_count", &hp->n_head))
+    missing = "attention.head_count";
+  else if (!gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
+    missing = "feed_forward_length";
+  if (missing) {
+    snprintf(err, errlen, "GGUF: missing or invalid %s.%s", a, missing);
+    return WGLLM_ERR_FORMAT;
+  }
   if (!gguf_u32(st, a, "attention.head_count_kv", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
   if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
     snprintf(err, errlen, "GGUF: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
@@ -250,7 +291,10 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   }
   if (!gguf_u32(st, a, "attention.key_length", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
   const wt_tensor *emb = wt_find(st, "token_embd.weight");
-  if (!emb || emb->n_dims != 2) { snprintf(err, errlen, "GGUF: missing tensor token_embd.weight"); return WGLLM_ERR_FORMAT; }
+  if (!emb || emb->n_dims != 2) {
+    snprintf(err, errlen, "GGUF: missing tensor token_embd.weight");
+    return WGLLM_ERR_FORMAT;
+  }
   hp->n_vocab = (uint32_t)emb->shape[0];
   char k[128];
   double eps = 1e-5, theta = 10000.0;
@@ -289,7 +333,10 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++) {
       float f;
       memcpy(&f, (const char *)rf->data + 4 * i, 4);
-      if (!(f > 0)) { snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not positive", i, f); return WGLLM_ERR_FORMAT; }
+      if (!(f > 0)) {
+        snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not positive", i, f);
+        return WGLLM_ERR_FORMAT;
+      }
       hp->inv_freq[i] /= f;
     }
     strncat(hp->rope_desc, ", rope_freqs factors", sizeof hp->rope_desc - strlen(hp->rope_desc) - 1);
@@ -305,7 +352,10 @@ typedef struct expect {
 
 static wgllm_status check_one(const wt_store *st, const expect *e, char *err, size_t errlen) {
   const wt_tensor *t = wt_find(st, e->name);
-  if (!t) { snprintf(err, errlen, "missing tensor %s", e->name); return WGLLM_ERR_FORMAT; }
+  if (!t) {
+    snprintf(err, errlen, "missing tensor %s", e->name);
+    return WGLLM_ERR_FORMAT;
+  }
   int dims = e->d1 ? 2 : 1;
   if (t->n_dims != dims || t->shape[0] != e->d0 || (dims == 2 && t->shape[1] != e->d1)) {
     char got[64] = "";
@@ -315,7 +365,8 @@ static wgllm_status check_one(const wt_store *st, const expect *e, char *err, si
       snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld, %lld]", e->name, t->file, got,
                (long long)e->d0, (long long)e->d1);
     else
-      snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld]", e->name, t->file, got, (long long)e->d0);
+      snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld]", e->name, t->file, got,
+               (long long)e->d0);
     return WGLLM_ERR_FORMAT;
   }
   return WGLLM_OK;
@@ -342,12 +393,26 @@ static wgllm_status check_shapes(const wt_store *st, const llm_hparams *hp, char
     if (s) return s;
   }
   for (uint32_t l = 0; l < hp->n_layer; l++) {
-    struct { const char *role; int64_t d0, d1; int when; } r[] = {
-        {"attn_norm", D, 0, 1}, {hp->sandwich_norms ? "pre_ffn_norm" : "ffn_norm", D, 0, 1}, {"wq", q, D, 1},
-        {"wk", kv, D, 1}, {"post_attn_norm", D, 0, hp->sandwich_norms}, {"post_ffn_norm", D, 0, hp->sandwich_norms},
-        {"wv", kv, D, 1},       {"wo", D, q, 1},         {"gate", hp->n_ff, D, 1}, {"up", hp->n_ff, D, 1},
-        {"down", D, hp->n_ff, 1}, {"bq", q, 0, hp->qkv_bias}, {"bk", kv, 0, hp->qkv_bias}, {"bv", kv, 0, hp->qkv_bias},
-        {"q_norm", hp->head_dim, 0, hp->qk_norm}, {"k_norm", hp->head_dim, 0, hp->qk_norm}};
+    struct {
+      const char *role;
+      int64_t d0, d1;
+      int when;
+    } r[] = {{"attn_norm", D, 0, 1},
+             {hp->sandwich_norms ? "pre_ffn_norm" : "ffn_norm", D, 0, 1},
+             {"wq", q, D, 1},
+             {"wk", kv, D, 1},
+             {"post_attn_norm", D, 0, hp->sandwich_norms},
+             {"post_ffn_norm", D, 0, hp->sandwich_norms},
+             {"wv", kv, D, 1},
+             {"wo", D, q, 1},
+             {"gate", hp->n_ff, D, 1},
+             {"up", hp->n_ff, D, 1},
+             {"down", D, hp->n_ff, 1},
+             {"bq", q, 0, hp->qkv_bias},
+             {"bk", kv, 0, hp->qkv_bias},
+             {"bv", kv, 0, hp->qkv_bias},
+             {"q_norm", hp->head_dim, 0, hp->qk_norm},
+             {"k_norm", hp->head_dim, 0, hp->qk_norm}};
     for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
       if (!r[i].when) continue;
       expect e = {"", r[i].d0, r[i].d1};
@@ -360,7 +425,9 @@ static wgllm_status check_shapes(const wt_store *st, const llm_hparams *hp, char
 }
 
 const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len) {
-  static const struct { const char *role, *hf, *gg; } map[] = {
+  static const struct {
+    const char *role, *hf, *gg;
+  } map[] = {
       {"embed", "model.embed_tokens.weight", "token_embd.weight"},
       {"norm", "model.norm.weight", "output_norm.weight"},
       {"output", "lm_head.weight", "output.weight"},
@@ -386,9 +453,12 @@ const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, si
   for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
     if (strcmp(map[i].role, role)) continue;
     const char *n = gguf ? map[i].gg : map[i].hf;
-    if (layer < 0) snprintf(buf, len, "%s", n);
-    else if (gguf) snprintf(buf, len, "blk.%d.%s", layer, n);
-    else snprintf(buf, len, "model.layers.%d.%s", layer, n);
+    if (layer < 0)
+      snprintf(buf, len, "%s", n);
+    else if (gguf)
+      snprintf(buf, len, "blk.%d.%s", layer, n);
+    else
+      snprintf(buf, len, "model.layers.%d.%s", layer, n);
     return buf;
   }
   snprintf(buf, len, "?%s", role);
@@ -398,10 +468,14 @@ const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, si
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
   memset(hp, 0, sizeof *hp);
   wgllm_status s;
-  if (wt_store_format(st) == WT_FORMAT_GGUF) s = gguf_hparams(st, hp, err, errlen);
+  if (wt_store_format(st) == WT_FORMAT_GGUF)
+    s = gguf_hparams(st, hp, err, errlen);
   else {
     const cJSON *cfg = wt_config(st);
-    if (!cfg) { snprintf(err, errlen, "no config.json"); return WGLLM_ERR_FORMAT; }
+    if (!cfg) {
+      snprintf(err, errlen, "no config.json");
+      return WGLLM_ERR_FORMAT;
+    }
     s = hf_hparams(cfg, hp, err, errlen);
   }
   if (!s && (!hp->n_vocab || !hp->n_embd || !hp->n_layer || !hp->head_dim || !hp->n_ff)) {

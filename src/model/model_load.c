@@ -1,11 +1,11 @@
 /* Uploads a model's weights to the GPU in the kernels' layouts: f32/f16 as they are, bf16 widened to f32,
    GGUF Q4_0 repacked to q4gsw g32 and Q8_0 to the q8 layout (no requantization), and with the q4 policy
    every f32/f16/bf16 linear weight quantized to q4gsw on load. On any failure nothing stays allocated. */
+#include "model.h"
+#include "weight_convert.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model.h"
-#include "weight_convert.h"
 
 const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len);
 
@@ -25,7 +25,10 @@ static wgllm_status upload(loader *L, const void *data, uint64_t bytes, const ch
   if (s) return s;
   if (padded != bytes) { /* the GPU wants whole words */
     uint8_t *tmp = calloc(1, padded);
-    if (!tmp) { snprintf(L->err, L->errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+    if (!tmp) {
+      snprintf(L->err, L->errlen, "out of host memory");
+      return WGLLM_ERR_OUT_OF_MEMORY;
+    }
     memcpy(tmp, data, bytes);
     gpu_write(m->gpu, b, 0, tmp, padded);
     free(tmp);
@@ -45,7 +48,10 @@ static const wt_tensor *find(loader *L, const char *role, int layer) {
 static wgllm_status load_f32(loader *L, const wt_tensor *t, gpu_view *out) {
   int64_t n = wt_numel(t);
   float *f = malloc((size_t)n * sizeof *f);
-  if (!f) { snprintf(L->err, L->errlen, "out of host memory for %s", t->name); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!f) {
+    snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   wgllm_status s = wc_tensor_to_f32(t, f, L->err, L->errlen);
   if (!s) s = upload(L, f, (uint64_t)n * 4, t->name, out);
   free(f);
@@ -83,7 +89,12 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     size_t nb = (size_t)(N * K / 32);
     int8_t *q = malloc((size_t)(N * K));
     uint16_t *sc = malloc(nb * 2);
-    if (!q || !sc) { free(q); free(sc); snprintf(L->err, L->errlen, "out of host memory for %s", t->name); return WGLLM_ERR_OUT_OF_MEMORY; }
+    if (!q || !sc) {
+      free(q);
+      free(sc);
+      snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
+      return WGLLM_ERR_OUT_OF_MEMORY;
+    }
     const uint8_t *src = t->data;
     for (size_t b = 0; b < nb; b++) {
       memcpy(&sc[b], src + 34 * b, 2);
@@ -100,7 +111,8 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   if (quantize) { /* q4 policy: quantize = the group size */
     uint32_t G = (uint32_t)quantize;
     if (K % G) {
-      snprintf(L->err, L->errlen, "tensor %s: K=%lld is not a multiple of the q4gsw group %u", t->name, (long long)K, G);
+      snprintf(L->err, L->errlen, "tensor %s: K=%lld is not a multiple of the q4gsw group %u", t->name, (long long)K,
+               G);
       return WGLLM_ERR_UNSUPPORTED;
     }
     float *f = malloc((size_t)(N * K) * sizeof *f);
@@ -148,10 +160,22 @@ static wgllm_status load_linear(loader *L, const char *role, int layer, int quan
 /* Bytes of a [N][K] weight's data and scales in the kernels' layouts. */
 static void weight_bytes(const op_weight *w, uint64_t N, uint64_t K, uint64_t *data, uint64_t *scales) {
   switch (w->type) {
-  case OP_W_F32: *data = N * K * 4; *scales = 0; break;
-  case OP_W_F16: *data = N * K * 2; *scales = 0; break;
-  case OP_W_Q4: *data = N * K / 2; *scales = N * K / w->group * 2; break;
-  default: *data = N * K; *scales = N * K / 32 * 2; break;
+  case OP_W_F32:
+    *data = N * K * 4;
+    *scales = 0;
+    break;
+  case OP_W_F16:
+    *data = N * K * 2;
+    *scales = 0;
+    break;
+  case OP_W_Q4:
+    *data = N * K / 2;
+    *scales = N * K / w->group * 2;
+    break;
+  default:
+    *data = N * K;
+    *scales = N * K / 32 * 2;
+    break;
   }
 }
 
@@ -170,7 +194,10 @@ wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *labe
   if (m->n_owned == m->cap_owned) {
     size_t nc = m->cap_owned ? m->cap_owned * 2 : 64;
     gpu_buffer **no = realloc(m->owned, nc * sizeof *no);
-    if (!no) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+    if (!no) {
+      snprintf(err, errlen, "out of host memory");
+      return WGLLM_ERR_OUT_OF_MEMORY;
+    }
     m->owned = no;
     m->cap_owned = nc;
   }
@@ -200,15 +227,20 @@ wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *row
                              char *err, size_t errlen) {
   uint64_t db[4], sb[4], dtot = 0, stot = 0;
   gpu_view dv[4], sv[4];
-  if (n > 4) { snprintf(err, errlen, "llm_concat_rows: %d parts", n); return WGLLM_ERR_INTERNAL; }
+  if (n > 4) {
+    snprintf(err, errlen, "llm_concat_rows: %d parts", n);
+    return WGLLM_ERR_INTERNAL;
+  }
   for (int i = 0; i < n; i++) {
     if (parts[i].type != parts[0].type || parts[i].group != parts[0].group) {
-      snprintf(err, errlen, "cannot fuse projections stored as %s and %s", op_wtype_name(parts[0].type), op_wtype_name(parts[i].type));
+      snprintf(err, errlen, "cannot fuse projections stored as %s and %s", op_wtype_name(parts[0].type),
+               op_wtype_name(parts[i].type));
       return WGLLM_ERR_UNSUPPORTED;
     }
     weight_bytes(&parts[i], rows[i], K, &db[i], &sb[i]);
     if (i + 1 < n && ((db[i] & 3) || (sb[i] & 3))) {
-      snprintf(err, errlen, "cannot fuse projections: a part of %llu bytes is not a whole number of words", (unsigned long long)db[i]);
+      snprintf(err, errlen, "cannot fuse projections: a part of %llu bytes is not a whole number of words",
+               (unsigned long long)db[i]);
       return WGLLM_ERR_UNSUPPORTED;
     }
     dv[i] = parts[i].data;
@@ -235,12 +267,16 @@ wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *row
 wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, char *err,
                              size_t errlen) {
   uint64_t b[4] = {0}, tot = 0;
-  for (int i = 0; i < n; i++) { b[i] = (uint64_t)lens[i] * 4; tot += b[i]; }
+  for (int i = 0; i < n; i++) {
+    b[i] = (uint64_t)lens[i] * 4;
+    tot += b[i];
+  }
   gpu_buffer *d;
   wgllm_status s = llm_model_own_buffer(m, tot, "fused_bias", &d, err, errlen);
   if (s) return s;
   copy_parts(m, d, parts, b, n);
-  for (int i = 0; i < n; i++) release_owned(m, parts[i].buf);
+  for (int i = 0; i < n; i++)
+    release_owned(m, parts[i].buf);
   *out = gpu_whole(d);
   return WGLLM_OK;
 }
@@ -268,15 +304,16 @@ wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *
 
 void llm_model_free(llm_model *m) {
   if (!m) return;
-  for (size_t i = 0; i < m->n_owned; i++) gpu_buffer_destroy(m->gpu, m->owned[i]);
+  for (size_t i = 0; i < m->n_owned; i++)
+    gpu_buffer_destroy(m->gpu, m->owned[i]);
   free(m->owned);
   free(m->layers);
   llm_hparams_free(&m->hp);
   free(m);
 }
 
-wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,
-                            char *err, size_t errlen) {
+wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,
+                            size_t errlen) {
   *out = NULL;
   err[0] = 0;
   llm_load_options o = {0};
@@ -285,24 +322,39 @@ wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_o
   wgllm_status s = llm_open_store(path, &st, err, errlen);
   if (s) return s;
   llm_model *m = calloc(1, sizeof *m);
-  if (!m) { wt_store_free(st); snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!m) {
+    wt_store_free(st);
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   m->gpu = gpu;
   snprintf(m->source, sizeof m->source, "%s", path);
   s = llm_read_hparams(st, &m->hp, err, errlen);
-  if (s) { wt_store_free(st); free(m); return s; }
+  if (s) {
+    wt_store_free(st);
+    free(m);
+    return s;
+  }
   loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, err, errlen};
   const llm_hparams *hp = &m->hp;
   int qz = o.weights.q4 ? (int)o.weights.group : 0;
-  if (o.weights.q4) snprintf(m->weights_desc, sizeof m->weights_desc, "q4gsw g%u", o.weights.group);
-  else snprintf(m->weights_desc, sizeof m->weights_desc, "native");
+  if (o.weights.q4)
+    snprintf(m->weights_desc, sizeof m->weights_desc, "q4gsw g%u", o.weights.group);
+  else
+    snprintf(m->weights_desc, sizeof m->weights_desc, "native");
   m->layers = calloc(hp->n_layer, sizeof *m->layers);
-  if (!m->layers) { s = WGLLM_ERR_OUT_OF_MEMORY; snprintf(err, errlen, "out of host memory"); }
+  if (!m->layers) {
+    s = WGLLM_ERR_OUT_OF_MEMORY;
+    snprintf(err, errlen, "out of host memory");
+  }
   /* the embedding table keeps its file storage (a gather reads one row a token) */
   if (!s) s = load_linear(&L, "embed", -1, 0, &m->tok_embd);
   if (!s) s = load_vec(&L, "norm", -1, &m->output_norm);
   if (!s) {
-    if (hp->tied_embeddings) m->output = m->tok_embd;
-    else s = load_linear(&L, "output", -1, qz, &m->output);
+    if (hp->tied_embeddings)
+      m->output = m->tok_embd;
+    else
+      s = load_linear(&L, "output", -1, qz, &m->output);
   }
   for (uint32_t l = 0; !s && l < hp->n_layer; l++) {
     llm_layer *ly = &m->layers[l];

@@ -1,11 +1,11 @@
 /* Synthetic models (see model_synthetic.h). Every q4gsw tensor comes from one generator keyed by the tensor's
    index, so the GPU model and the GGUF file hold the same numbers. */
+#include "model_synthetic.h"
+#include "weight_convert.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model_synthetic.h"
-#include "weight_convert.h"
 
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err, size_t errlen) {
   memset(hp, 0, sizeof *hp);
@@ -13,14 +13,32 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err,
   snprintf(hp->arch_name, sizeof hp->arch_name, "llama");
   double theta = 500000.0;
   if (!strcmp(name, "llama-1b")) { /* Llama-3.2-1B */
-    hp->n_vocab = 128256; hp->n_embd = 2048; hp->n_layer = 16; hp->n_head = 32; hp->n_head_kv = 8; hp->head_dim = 64;
-    hp->n_ff = 8192; hp->tied_embeddings = 1;
+    hp->n_vocab = 128256;
+    hp->n_embd = 2048;
+    hp->n_layer = 16;
+    hp->n_head = 32;
+    hp->n_head_kv = 8;
+    hp->head_dim = 64;
+    hp->n_ff = 8192;
+    hp->tied_embeddings = 1;
   } else if (!strcmp(name, "llama-8b")) { /* Llama-3.1-8B */
-    hp->n_vocab = 128256; hp->n_embd = 4096; hp->n_layer = 32; hp->n_head = 32; hp->n_head_kv = 8; hp->head_dim = 128;
-    hp->n_ff = 14336; hp->tied_embeddings = 0;
+    hp->n_vocab = 128256;
+    hp->n_embd = 4096;
+    hp->n_layer = 32;
+    hp->n_head = 32;
+    hp->n_head_kv = 8;
+    hp->head_dim = 128;
+    hp->n_ff = 14336;
+    hp->tied_embeddings = 0;
   } else if (!strcmp(name, "tiny")) {
-    hp->n_vocab = 512; hp->n_embd = 128; hp->n_layer = 2; hp->n_head = 4; hp->n_head_kv = 2; hp->head_dim = 32;
-    hp->n_ff = 256; hp->tied_embeddings = 0;
+    hp->n_vocab = 512;
+    hp->n_embd = 128;
+    hp->n_layer = 2;
+    hp->n_head = 4;
+    hp->n_head_kv = 2;
+    hp->head_dim = 32;
+    hp->n_ff = 256;
+    hp->tied_embeddings = 0;
   } else {
     snprintf(err, errlen, "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny)", name);
     return WGLLM_ERR_INVALID_ARG;
@@ -36,15 +54,23 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err,
   hp->train_ctx = 131072;
   hp->bos = hp->eos = -1;
   hp->inv_freq = malloc(hp->rot_dim / 2 * sizeof *hp->inv_freq);
-  if (!hp->inv_freq) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
-  for (uint32_t i = 0; i < hp->rot_dim / 2; i++) hp->inv_freq[i] = (float)(1.0 / pow(theta, (double)(2 * i) / hp->rot_dim));
+  if (!hp->inv_freq) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
+    hp->inv_freq[i] = (float)(1.0 / pow(theta, (double)(2 * i) / hp->rot_dim));
   snprintf(hp->rope_desc, sizeof hp->rope_desc, "theta %g", theta);
   return WGLLM_OK;
 }
 
 /* xorshift64* stream per tensor */
 static uint64_t mix(uint64_t x) {
-  x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ull; x ^= x >> 33;
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
   return x;
 }
 
@@ -52,11 +78,15 @@ static uint64_t mix(uint64_t x) {
 static void gen_q4(uint64_t id, uint64_t N, uint64_t K, uint32_t G, uint32_t *qs, uint16_t *scales) {
   uint64_t s = mix(id + 1);
   for (uint64_t i = 0; i < N * K / 8; i++) {
-    s ^= s >> 12; s ^= s << 25; s ^= s >> 27;
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
     qs[i] = (uint32_t)((s * 0x2545F4914F6CDD1Dull) >> 32);
   }
   for (uint64_t i = 0; i < N * K / G; i++) {
-    s ^= s >> 12; s ^= s << 25; s ^= s >> 27;
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
     float v = 0.004f + 0.016f * (float)((s * 0x2545F4914F6CDD1Dull) >> 40) / 16777216.0f;
     scales[i] = wc_f32_to_f16(v);
   }
@@ -77,7 +107,15 @@ typedef struct synth_parts {
 static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_parts *parts, synth_tensor *t) {
   size_t n = 0;
   uint64_t D = hp->n_embd, q = (uint64_t)hp->n_head * hp->head_dim, kv = (uint64_t)hp->n_head_kv * hp->head_dim;
-#define ADD(nm, n_, k_, wp, vp) do { snprintf(t[n].name, 64, "%s", nm); t[n].N = n_; t[n].K = k_; t[n].w = wp; t[n].v = vp; n++; } while (0)
+#define ADD(nm, n_, k_, wp, vp)                                                                                        \
+  do {                                                                                                                 \
+    snprintf(t[n].name, 64, "%s", nm);                                                                                 \
+    t[n].N = n_;                                                                                                       \
+    t[n].K = k_;                                                                                                       \
+    t[n].w = wp;                                                                                                       \
+    t[n].v = vp;                                                                                                       \
+    n++;                                                                                                               \
+  } while (0)
   ADD("token_embd.weight", hp->n_vocab, D, m ? &m->tok_embd : NULL, NULL);
   ADD("output_norm.weight", D, 0, NULL, m ? &m->output_norm : NULL);
   if (!hp->tied_embeddings) ADD("output.weight", hp->n_vocab, D, m ? &m->output : NULL, NULL);
@@ -85,7 +123,9 @@ static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_parts *par
     llm_layer *ly = m ? &m->layers[l] : NULL;
     synth_parts *pt = parts ? &parts[l] : NULL;
     char nm[64];
-#define L(suffix, n_, k_, wp, vp) snprintf(nm, sizeof nm, "blk.%u." suffix, l); ADD(nm, n_, k_, wp, vp)
+#define L(suffix, n_, k_, wp, vp)                                                                                      \
+  snprintf(nm, sizeof nm, "blk.%u." suffix, l);                                                                        \
+  ADD(nm, n_, k_, wp, vp)
     L("attn_norm.weight", D, 0, NULL, ly ? &ly->attn_norm : NULL);
     L("attn_q.weight", q, D, pt ? &pt->wq : NULL, NULL);
     L("attn_k.weight", kv, D, pt ? &pt->wk : NULL, NULL);
@@ -109,10 +149,16 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     return WGLLM_ERR_INVALID_ARG;
   }
   llm_model *m = calloc(1, sizeof *m);
-  if (!m) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!m) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   m->gpu = gpu;
   wgllm_status s = llm_synthetic_hparams(name, &m->hp, err, errlen);
-  if (s) { free(m); return s; }
+  if (s) {
+    free(m);
+    return s;
+  }
   snprintf(m->source, sizeof m->source, "synthetic:%s", name);
   snprintf(m->weights_desc, sizeof m->weights_desc, "q4gsw g%u", group);
   m->layers = calloc(m->hp.n_layer, sizeof *m->layers);
@@ -130,18 +176,31 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
   for (size_t i = 0; !s && i < nt; i++) {
     if (!t[i].K) {
       float *ones = malloc(t[i].N * sizeof *ones);
-      if (!ones) { s = WGLLM_ERR_OUT_OF_MEMORY; break; }
-      for (uint64_t j = 0; j < t[i].N; j++) ones[j] = 1.0f;
+      if (!ones) {
+        s = WGLLM_ERR_OUT_OF_MEMORY;
+        break;
+      }
+      for (uint64_t j = 0; j < t[i].N; j++)
+        ones[j] = 1.0f;
       gpu_buffer *b;
       s = llm_model_own_buffer(m, t[i].N * 4, t[i].name, &b, err, errlen);
-      if (!s) { gpu_write(gpu, b, 0, ones, t[i].N * 4); *t[i].v = gpu_whole(b); }
+      if (!s) {
+        gpu_write(gpu, b, 0, ones, t[i].N * 4);
+        *t[i].v = gpu_whole(b);
+      }
       free(ones);
       continue;
     }
     uint64_t N = t[i].N, K = t[i].K;
     uint32_t *qs = malloc(N * K / 2);
     uint16_t *sc = malloc(N * K / group * 2);
-    if (!qs || !sc) { free(qs); free(sc); s = WGLLM_ERR_OUT_OF_MEMORY; snprintf(err, errlen, "out of host memory"); break; }
+    if (!qs || !sc) {
+      free(qs);
+      free(sc);
+      s = WGLLM_ERR_OUT_OF_MEMORY;
+      snprintf(err, errlen, "out of host memory");
+      break;
+    }
     gen_q4(i, N, K, group, qs, sc);
     gpu_buffer *bq, *bs;
     s = llm_model_own_buffer(m, N * K / 2, t[i].name, &bq, err, errlen);
@@ -170,7 +229,10 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
   if (!s && m->hp.tied_embeddings) m->output = m->tok_embd;
   free(t);
   free(parts);
-  if (s) { llm_model_free(m); return s; }
+  if (s) {
+    llm_model_free(m);
+    return s;
+  }
   *out = m;
   return WGLLM_OK;
 }
@@ -178,7 +240,10 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
 /* ---- GGUF writer for the synthetic model ---- */
 static int w_u32(FILE *f, uint32_t v) { return fwrite(&v, 4, 1, f) == 1; }
 static int w_u64(FILE *f, uint64_t v) { return fwrite(&v, 8, 1, f) == 1; }
-static int w_str(FILE *f, const char *s) { uint64_t n = strlen(s); return w_u64(f, n) && fwrite(s, 1, n, f) == n; }
+static int w_str(FILE *f, const char *s) {
+  uint64_t n = strlen(s);
+  return w_u64(f, n) && fwrite(s, 1, n, f) == n;
+}
 static int kv_str(FILE *f, const char *k, const char *v) { return w_str(f, k) && w_u32(f, 8) && w_str(f, v); }
 static int kv_u32(FILE *f, const char *k, uint32_t v) { return w_str(f, k) && w_u32(f, 4) && w_u32(f, v); }
 static int kv_f32(FILE *f, const char *k, float v) { return w_str(f, k) && w_u32(f, 6) && fwrite(&v, 4, 1, f) == 1; }
@@ -204,23 +269,29 @@ wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *
        kv_u32(f, "llama.embedding_length", hp.n_embd) && kv_u32(f, "llama.block_count", hp.n_layer) &&
        kv_u32(f, "llama.feed_forward_length", hp.n_ff) && kv_u32(f, "llama.rope.dimension_count", hp.rot_dim) &&
        kv_u32(f, "llama.attention.head_count", hp.n_head) && kv_u32(f, "llama.attention.head_count_kv", hp.n_head_kv) &&
-       kv_f32(f, "llama.attention.layer_norm_rms_epsilon", hp.norm_eps) && kv_f32(f, "llama.rope.freq_base", 500000.0f) &&
-       kv_u32(f, "llama.vocab_size", hp.n_vocab);
+       kv_f32(f, "llama.attention.layer_norm_rms_epsilon", hp.norm_eps) &&
+       kv_f32(f, "llama.rope.freq_base", 500000.0f) && kv_u32(f, "llama.vocab_size", hp.n_vocab);
   uint64_t off = 0;
   for (size_t i = 0; ok && i < nt; i++) {
     uint64_t bytes = t[i].K ? t[i].N * t[i].K / 32 * 18 : t[i].N * 4;
     ok = w_str(f, t[i].name) && w_u32(f, t[i].K ? 2 : 1);
-    if (t[i].K) ok = ok && w_u64(f, t[i].K) && w_u64(f, t[i].N) && w_u32(f, 2);
-    else ok = ok && w_u64(f, t[i].N) && w_u32(f, 0);
+    if (t[i].K)
+      ok = ok && w_u64(f, t[i].K) && w_u64(f, t[i].N) && w_u32(f, 2);
+    else
+      ok = ok && w_u64(f, t[i].N) && w_u32(f, 0);
     ok = ok && w_u64(f, off);
     off += (bytes + 31) & ~31ull;
   }
   long pos = ftell(f);
-  for (long p = pos; ok && p % 32; p++) ok = fputc(0, f) != EOF;
+  for (long p = pos; ok && p % 32; p++)
+    ok = fputc(0, f) != EOF;
   for (size_t i = 0; ok && i < nt; i++) {
     uint64_t N = t[i].N, K = t[i].K, bytes;
     if (!K) {
-      for (uint64_t j = 0; ok && j < N; j++) { float one = 1.0f; ok = fwrite(&one, 4, 1, f) == 1; }
+      for (uint64_t j = 0; ok && j < N; j++) {
+        float one = 1.0f;
+        ok = fwrite(&one, 4, 1, f) == 1;
+      }
       bytes = N * 4;
     } else { /* q4gsw g32 -> Q4_0 blocks: d, then bytes j holding elements j (low) and j+16 (high) */
       uint32_t *qs = malloc(N * K / 2);
@@ -240,14 +311,20 @@ wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *
         }
         ok = fwrite(blk, 1, K / 32 * 18, f) == K / 32 * 18;
       }
-      free(qs); free(sc); free(blk);
+      free(qs);
+      free(sc);
+      free(blk);
       bytes = N * K / 32 * 18;
     }
-    for (uint64_t p = bytes; ok && p % 32; p++) ok = fputc(0, f) != EOF;
+    for (uint64_t p = bytes; ok && p % 32; p++)
+      ok = fputc(0, f) != EOF;
   }
   if (fclose(f)) ok = 0;
   free(t);
   llm_hparams_free(&hp);
-  if (!ok) { snprintf(err, errlen, "writing %s failed", path); return WGLLM_ERR_IO; }
+  if (!ok) {
+    snprintf(err, errlen, "writing %s failed", path);
+    return WGLLM_ERR_IO;
+  }
   return WGLLM_OK;
 }

@@ -1,11 +1,11 @@
 /* Tokenizer loading for model files (see model_tokenizer.h). */
+#include "model_tokenizer.h"
+#include "gguf.h"
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <cjson/cJSON.h>
-#include "gguf.h"
-#include "model_tokenizer.h"
 
 static int is_file(const char *p) {
   struct stat st;
@@ -19,7 +19,10 @@ static char *read_text(const char *path) {
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
   if (b) b[n] = 0;
   fclose(f);
   return b;
@@ -33,11 +36,13 @@ static char *config_chat_template(const char *config_path) {
   free(js);
   char *out = NULL;
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");
-  if (cJSON_IsString(t)) out = strdup(t->valuestring);
+  if (cJSON_IsString(t))
+    out = strdup(t->valuestring);
   else if (cJSON_IsArray(t)) {
     const cJSON *it;
     cJSON_ArrayForEach(it, t) {
-      const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name"), *tt = cJSON_GetObjectItemCaseSensitive(it, "template");
+      const cJSON *n = cJSON_GetObjectItemCaseSensitive(it, "name"),
+                  *tt = cJSON_GetObjectItemCaseSensitive(it, "template");
       if (cJSON_IsString(tt) && (!out || (cJSON_IsString(n) && !strcmp(n->valuestring, "default")))) {
         free(out);
         out = strdup(tt->valuestring);
@@ -73,9 +78,12 @@ static wgllm_status load_gguf(const char *path, tokenizer **out, char **chat_tem
   const int32_t *types = NULL;
   const void *sd = NULL, *td = NULL;
   s = (!tokens || !lens) ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_OK;
-  for (uint64_t i = 0; !s && i < n; i++) tokens[i] = gguf_arr_str(st, "tokenizer.ggml.tokens", i, &lens[i]);
-  if (!s && gguf_get_arr(st, "tokenizer.ggml.scores", &et, &n_scores, &sd) && et == GGUF_TYPE_FLOAT32 && n_scores == n) scores = sd;
-  if (!s && gguf_get_arr(st, "tokenizer.ggml.token_type", &et, &n_types, &td) && et == GGUF_TYPE_INT32 && n_types == n) types = td;
+  for (uint64_t i = 0; !s && i < n; i++)
+    tokens[i] = gguf_arr_str(st, "tokenizer.ggml.tokens", i, &lens[i]);
+  if (!s && gguf_get_arr(st, "tokenizer.ggml.scores", &et, &n_scores, &sd) && et == GGUF_TYPE_FLOAT32 && n_scores == n)
+    scores = sd;
+  if (!s && gguf_get_arr(st, "tokenizer.ggml.token_type", &et, &n_types, &td) && et == GGUF_TYPE_INT32 && n_types == n)
+    types = td;
   const char **merges = NULL;
   const void *md;
   if (!s && gguf_get_arr(st, "tokenizer.ggml.merges", &et, &n_merges, &md) && n_merges) {

@@ -29,7 +29,8 @@ tokenizer *tok_alloc(void) {
   tokenizer *t = calloc(1, sizeof *t);
   if (!t) return NULL;
   t->unk_id = t->bos = t->eos = -1;
-  for (int i = 0; i < 256; i++) t->byte_id[i] = -1;
+  for (int i = 0; i < 256; i++)
+    t->byte_id[i] = -1;
   t->has_decoder = true;
   return t;
 }
@@ -53,11 +54,18 @@ void tok_free(tokenizer *t) {
   tok_smap_free(&t->added_map);
   trie_free(&t->trie_raw);
   trie_free(&t->trie_norm);
-  for (size_t i = 0; i < t->n_norm; i++) { free(t->norm[i].pat); free(t->norm[i].rep); }
+  for (size_t i = 0; i < t->n_norm; i++) {
+    free(t->norm[i].pat);
+    free(t->norm[i].rep);
+  }
   free(t->norm);
-  for (size_t i = 0; i < t->n_pre; i++) pcre2_code_free(t->pre[i].re);
+  for (size_t i = 0; i < t->n_pre; i++)
+    pcre2_code_free(t->pre[i].re);
   free(t->pre);
-  for (size_t i = 0; i < t->n_dec; i++) { free(t->dec[i].pat); free(t->dec[i].rep); }
+  for (size_t i = 0; i < t->n_dec; i++) {
+    free(t->dec[i].pat);
+    free(t->dec[i].rep);
+  }
   free(t->dec);
   pcre2_code_free(t->word_re);
   free(t->prefix);
@@ -76,16 +84,23 @@ bool tok_add_vocab(tokenizer *t, const char *s, size_t n, int32_t id, bool *dup)
   uint32_t off = tok_arena_put(t, s, n);
   if (off == UINT32_MAX) return false;
   int r = tok_smap_put(&t->vocab, t->arena.p, off, (uint32_t)n, id, NULL);
-  if (r == 0) { t->arena.n = off; *dup = true; return false; }
+  if (r == 0) {
+    t->arena.n = off;
+    *dup = true;
+    return false;
+  }
   if (r < 0) return false;
   if ((size_t)id + 1 > t->n_vocab) t->n_vocab = (size_t)id + 1;
   return true;
 }
 
-int32_t tok_vocab_lookup(const tokenizer *t, const char *s, size_t n) { return tok_smap_get(&t->vocab, t->arena.p, s, n); }
+int32_t tok_vocab_lookup(const tokenizer *t, const char *s, size_t n) {
+  return tok_smap_get(&t->vocab, t->arena.p, s, n);
+}
 
 bool tok_add_merge(tokenizer *t, int32_t a, int32_t b, uint32_t rank, int32_t merged) {
-  return tok_u64_put(&t->merges, ((uint64_t)(uint32_t)a << 32) | (uint32_t)b, ((uint64_t)rank << 32) | (uint32_t)merged);
+  return tok_u64_put(&t->merges, ((uint64_t)(uint32_t)a << 32) | (uint32_t)b,
+                     ((uint64_t)rank << 32) | (uint32_t)merged);
 }
 
 bool tok_add_added(tokenizer *t, const char *s, size_t n, int32_t id, bool special, bool lstrip, bool rstrip,
@@ -123,17 +138,26 @@ void *tok_compile_regex(const char *pattern, size_t len, bool literal, char *err
       char c = pattern[i];
       if (c == '\\' && i + 1 < len) {
         char d = pattern[i + 1];
-        if (d == 's') ok = tok_buf_put(&b, in_class ? WS_CLASS : "[" WS_CLASS "]", strlen(in_class ? WS_CLASS : "[" WS_CLASS "]"));
-        else if (d == 'S' && !in_class) ok = tok_buf_put(&b, "[^" WS_CLASS "]", strlen("[^" WS_CLASS "]"));
-        else ok = tok_buf_put(&b, pattern + i, 2);
+        if (d == 's')
+          ok = tok_buf_put(&b, in_class ? WS_CLASS : "[" WS_CLASS "]", strlen(in_class ? WS_CLASS : "[" WS_CLASS "]"));
+        else if (d == 'S' && !in_class)
+          ok = tok_buf_put(&b, "[^" WS_CLASS "]", strlen("[^" WS_CLASS "]"));
+        else
+          ok = tok_buf_put(&b, pattern + i, 2);
         i++;
         continue;
       }
       if (!in_class && c == '[') {
         in_class = true;
         ok = tok_buf_put(&b, &c, 1);
-        if (i + 1 < len && pattern[i + 1] == '^') { ok = ok && tok_buf_put(&b, "^", 1); i++; }
-        if (i + 1 < len && pattern[i + 1] == ']') { ok = ok && tok_buf_put(&b, "]", 1); i++; }
+        if (i + 1 < len && pattern[i + 1] == '^') {
+          ok = ok && tok_buf_put(&b, "^", 1);
+          i++;
+        }
+        if (i + 1 < len && pattern[i + 1] == ']') {
+          ok = ok && tok_buf_put(&b, "]", 1);
+          i++;
+        }
         continue;
       }
       if (in_class && c == '[' && i + 1 < len && pattern[i + 1] == ':') { /* POSIX class: copy through ":]" */
@@ -146,7 +170,10 @@ void *tok_compile_regex(const char *pattern, size_t len, bool literal, char *err
       if (in_class && c == ']') in_class = false;
       ok = tok_buf_put(&b, &c, 1);
     }
-    if (!ok) { free(b.p); return NULL; }
+    if (!ok) {
+      free(b.p);
+      return NULL;
+    }
   }
   int ec;
   PCRE2_SIZE eo;
@@ -192,9 +219,10 @@ static bool trie_build(tokenizer *t, tok_trie *tr, bool normalized) {
   return true;
 }
 
-static const char *const EOG_NAMES[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<end_of_turn>", "<|end_of_text|>",
-                                        "<|endoftext|>", "<|end|>", "<eos>", "</s>", "<EOT>", "<|EOT|>",
-                                        "<|return|>", "<|call|>", "<|eos|>", "<|end_of_turn|>", "<turn|>"};
+static const char *const EOG_NAMES[] = {"<|eot_id|>",    "<|eom_id|>", "<|im_end|>", "<end_of_turn>", "<|end_of_text|>",
+                                        "<|endoftext|>", "<|end|>",    "<eos>",      "</s>",          "<EOT>",
+                                        "<|EOT|>",       "<|return|>", "<|call|>",   "<|eos|>",       "<|end_of_turn|>",
+                                        "<turn|>"};
 
 wgllm_status tok_finish(tokenizer *t, const char *what, char *err, size_t errlen) {
   size_t n = t->n_vocab;
@@ -333,12 +361,12 @@ typedef struct enc_ctx {
   const tokenizer *t;
   int32_t *ids;
   size_t n_ids, cap_ids;
-  tok_buf na, nb;   /* normalization ping-pong */
-  plist pa, pb;     /* pre-tokenization ping-pong */
+  tok_buf na, nb; /* normalization ping-pong */
+  plist pa, pb;   /* pre-tokenization ping-pong */
   seg_vec segs, sub;
   tok_bpe_scratch bpe;
   pcre2_match_data *md;
-  size_t *mt;       /* matches: triples (start, end, is_match) */
+  size_t *mt; /* matches: triples (start, end, is_match) */
   size_t n_mt, cap_mt;
   char *err;
   size_t errlen;
@@ -358,7 +386,8 @@ static bool ctx_push_id(enc_ctx *c, int32_t id) {
 
 static uint32_t cp_before(const char *s, size_t pos, size_t *start) {
   size_t i = pos - 1;
-  while (i > 0 && ((uint8_t)s[i] & 0xC0) == 0x80) i--;
+  while (i > 0 && ((uint8_t)s[i] & 0xC0) == 0x80)
+    i--;
   size_t adv;
   *start = i;
   return tok_utf8_decode(s + i, &adv);
@@ -382,9 +411,15 @@ static bool split_added(enc_ctx *c, const tok_trie *tr, const char *s, size_t n,
       uint64_t child;
       if (!tok_u64_get(&tr->edge, (node << 8) | (uint8_t)s[k], &child)) break;
       node = child;
-      if (tr->term[node] >= 0) { best = tr->term[node]; best_end = k + 1; }
+      if (tr->term[node] >= 0) {
+        best = tr->term[node];
+        best_end = k + 1;
+      }
     }
-    if (best < 0) { pos++; continue; }
+    if (best < 0) {
+      pos++;
+      continue;
+    }
     const tok_added *a = &t->added[best];
     size_t st = pos, en = best_end;
     pos = best_end;
@@ -430,7 +465,8 @@ static bool replace_all(tok_buf *out, const char *s, size_t n, const char *pat, 
       i += pl;
     } else {
       size_t j = i + 1;
-      while (j < n && !(pl && j + pl <= n && memcmp(s + j, pat, pl) == 0)) j++;
+      while (j < n && !(pl && j + pl <= n && memcmp(s + j, pat, pl) == 0))
+        j++;
       if (!tok_buf_put(out, s + i, j - i)) return false;
       i = j;
     }
@@ -522,12 +558,14 @@ static int split_piece(enc_ctx *c, const pcre2_code *re, int behavior, bool inve
   size_t base = in->off[i];
   size_t *m = c->mt, cnt = c->n_mt / 3;
   if (invert)
-    for (size_t k = 0; k < cnt; k++) m[3 * k + 2] ^= 1;
+    for (size_t k = 0; k < cnt; k++)
+      m[3 * k + 2] ^= 1;
   /* compute (start, end, remove) ranges into the same array, then emit */
   size_t w = 0;
   switch (behavior) {
   case TOK_SPLIT_ISOLATED:
-    for (size_t k = 0; k < cnt; k++) m[3 * k + 2] = 0;
+    for (size_t k = 0; k < cnt; k++)
+      m[3 * k + 2] = 0;
     w = cnt;
     break;
   case TOK_SPLIT_REMOVED:
@@ -537,8 +575,14 @@ static int split_piece(enc_ctx *c, const pcre2_code *re, int behavior, bool inve
     int prev = -1;
     for (size_t k = 0; k < cnt; k++) {
       int im = (int)m[3 * k + 2];
-      if (im == prev && w) m[3 * (w - 1) + 1] = m[3 * k + 1];
-      else { m[3 * w] = m[3 * k]; m[3 * w + 1] = m[3 * k + 1]; m[3 * w + 2] = 0; w++; }
+      if (im == prev && w)
+        m[3 * (w - 1) + 1] = m[3 * k + 1];
+      else {
+        m[3 * w] = m[3 * k];
+        m[3 * w + 1] = m[3 * k + 1];
+        m[3 * w + 2] = 0;
+        w++;
+      }
       prev = im;
     }
     break;
@@ -547,8 +591,14 @@ static int split_piece(enc_ctx *c, const pcre2_code *re, int behavior, bool inve
     bool prev = false;
     for (size_t k = 0; k < cnt; k++) {
       bool im = m[3 * k + 2];
-      if (im && !prev && w) m[3 * (w - 1) + 1] = m[3 * k + 1];
-      else { m[3 * w] = m[3 * k]; m[3 * w + 1] = m[3 * k + 1]; m[3 * w + 2] = 0; w++; }
+      if (im && !prev && w)
+        m[3 * (w - 1) + 1] = m[3 * k + 1];
+      else {
+        m[3 * w] = m[3 * k];
+        m[3 * w + 1] = m[3 * k + 1];
+        m[3 * w + 2] = 0;
+        w++;
+      }
       prev = im;
     }
     break;
@@ -559,8 +609,14 @@ static int split_piece(enc_ctx *c, const pcre2_code *re, int behavior, bool inve
     for (size_t k = cnt; k-- > 0;) {
       bool im = m[3 * k + 2];
       size_t ks = m[3 * k], ke = m[3 * k + 1];
-      if (im && !prev && wr < cnt) m[3 * wr] = ks;
-      else { wr--; m[3 * wr] = ks; m[3 * wr + 1] = ke; m[3 * wr + 2] = 0; }
+      if (im && !prev && wr < cnt)
+        m[3 * wr] = ks;
+      else {
+        wr--;
+        m[3 * wr] = ks;
+        m[3 * wr + 1] = ke;
+        m[3 * wr + 2] = 0;
+      }
       prev = im;
     }
     memmove(m, m + 3 * wr, (cnt - wr) * 3 * sizeof *m);
@@ -602,10 +658,17 @@ static int pre_step(enc_ctx *c, const tok_pre *p, plist *in, plist *out) {
       src = &tmp;
       if (p->use_regex) {
         plist tmp2 = {0};
-        if (!tok_buf_put(&tmp2.buf, tmp.buf.p, tmp.buf.n)) { plist_free(&tmp2); goto oom; }
+        if (!tok_buf_put(&tmp2.buf, tmp.buf.p, tmp.buf.n)) {
+          plist_free(&tmp2);
+          goto oom;
+        }
         for (size_t i = 0; i < tmp.n; i++) {
           int r = split_piece(c, p->re, TOK_SPLIT_ISOLATED, false, &tmp, i, &tmp2);
-          if (r <= 0) { plist_free(&tmp2); plist_free(&tmp); return r; }
+          if (r <= 0) {
+            plist_free(&tmp2);
+            plist_free(&tmp);
+            return r;
+          }
         }
         plist_free(&tmp);
         tmp = tmp2;
@@ -635,24 +698,39 @@ static int pre_step(enc_ctx *c, const tok_pre *p, plist *in, plist *out) {
       size_t n = in->len[i];
       bool pre = false;
       tok_buf r = {0};
-      if (!replace_all(&r, s, n, " ", 1, p->rep, p->rep_len)) { free(r.p); plist_free(&tmp); return 0; }
+      if (!replace_all(&r, s, n, " ", 1, p->rep, p->rep_len)) {
+        free(r.p);
+        plist_free(&tmp);
+        return 0;
+      }
       bool starts = r.n >= p->rep_len && memcmp(r.p, p->rep, p->rep_len) == 0;
-      if (p->prepend_scheme == TOK_PREPEND_ALWAYS) pre = !starts;
-      else if (p->prepend_scheme == TOK_PREPEND_FIRST) pre = !starts && in->first[i];
+      if (p->prepend_scheme == TOK_PREPEND_ALWAYS)
+        pre = !starts;
+      else if (p->prepend_scheme == TOK_PREPEND_FIRST)
+        pre = !starts && in->first[i];
       bool ok = (!pre || tok_buf_put(&tmp.buf, p->rep, p->rep_len)) && tok_buf_put(&tmp.buf, r.p, r.n) &&
                 plist_add(&tmp, off, tmp.buf.n - off, in->first[i]);
       free(r.p);
-      if (!ok) { plist_free(&tmp); return 0; }
+      if (!ok) {
+        plist_free(&tmp);
+        return 0;
+      }
     }
     if (!p->split) {
       plist_free(out);
       *out = tmp;
       return 1;
     }
-    if (!tok_buf_put(&out->buf, tmp.buf.p ? tmp.buf.p : "", tmp.buf.n)) { plist_free(&tmp); return 0; }
+    if (!tok_buf_put(&out->buf, tmp.buf.p ? tmp.buf.p : "", tmp.buf.n)) {
+      plist_free(&tmp);
+      return 0;
+    }
     for (size_t i = 0; i < tmp.n; i++) {
       int r = split_piece(c, p->re, TOK_SPLIT_MERGED_NEXT, false, &tmp, i, out);
-      if (r <= 0) { plist_free(&tmp); return r; }
+      if (r <= 0) {
+        plist_free(&tmp);
+        return r;
+      }
     }
     plist_free(&tmp);
     return 1;
@@ -701,40 +779,70 @@ wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int ad
   c.errlen = errlen;
   wgllm_status st = WGLLM_OK;
   c.md = pcre2_match_data_create(4, NULL);
-  if (!c.md) { st = OOM("match data"); goto done; }
+  if (!c.md) {
+    st = OOM("match data");
+    goto done;
+  }
   if (add_special)
     for (size_t i = 0; i < t->n_prefix; i++)
-      if (!ctx_push_id(&c, t->prefix[i])) { st = OOM("ids"); goto done; }
-  if (!split_added(&c, &t->trie_raw, text, len, parse_special != 0, &c.segs)) { st = OOM("segments"); goto done; }
+      if (!ctx_push_id(&c, t->prefix[i])) {
+        st = OOM("ids");
+        goto done;
+      }
+  if (!split_added(&c, &t->trie_raw, text, len, parse_special != 0, &c.segs)) {
+    st = OOM("segments");
+    goto done;
+  }
   for (size_t k = 0; k < c.segs.n; k++) {
     seg g = c.segs.v[k];
     if (g.added >= 0) {
-      if (!ctx_push_id(&c, t->added[g.added].id)) { st = OOM("ids"); goto done; }
+      if (!ctx_push_id(&c, t->added[g.added].id)) {
+        st = OOM("ids");
+        goto done;
+      }
       continue;
     }
     const char *ns;
     size_t nn;
-    if (!normalize(&c, text + g.start, g.end - g.start, &ns, &nn)) { st = OOM("normalizer"); goto done; }
+    if (!normalize(&c, text + g.start, g.end - g.start, &ns, &nn)) {
+      st = OOM("normalizer");
+      goto done;
+    }
     if (!t->has_norm_added) {
       st = encode_text(&c, ns, nn, g.start == 0);
     } else { /* tokens matched on normalized text (HF split_normalized_trie) */
       char *copy = malloc(nn + 1);
-      if (!copy) { st = OOM("normalized copy"); goto done; }
+      if (!copy) {
+        st = OOM("normalized copy");
+        goto done;
+      }
       memcpy(copy, ns, nn);
-      if (!split_added(&c, &t->trie_norm, copy, nn, parse_special != 0, &c.sub)) { free(copy); st = OOM("segments"); goto done; }
+      if (!split_added(&c, &t->trie_norm, copy, nn, parse_special != 0, &c.sub)) {
+        free(copy);
+        st = OOM("segments");
+        goto done;
+      }
       for (size_t j = 0; j < c.sub.n && st == WGLLM_OK; j++) {
         seg h = c.sub.v[j];
-        if (h.added >= 0) st = ctx_push_id(&c, t->added[h.added].id) ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
-        else st = encode_text(&c, copy + h.start, h.end - h.start, g.start == 0 && h.start == 0);
+        if (h.added >= 0)
+          st = ctx_push_id(&c, t->added[h.added].id) ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
+        else
+          st = encode_text(&c, copy + h.start, h.end - h.start, g.start == 0 && h.start == 0);
       }
       free(copy);
     }
-    if (st == WGLLM_ERR_OUT_OF_MEMORY) { (void)OOM("encode"); goto done; }
+    if (st == WGLLM_ERR_OUT_OF_MEMORY) {
+      (void)OOM("encode");
+      goto done;
+    }
     if (st) goto done;
   }
   if (add_special)
     for (size_t i = 0; i < t->n_suffix; i++)
-      if (!ctx_push_id(&c, t->suffix[i])) { st = OOM("ids"); goto done; }
+      if (!ctx_push_id(&c, t->suffix[i])) {
+        st = OOM("ids");
+        goto done;
+      }
 done:
   if (st == WGLLM_OK) {
     *ids = c.ids ? c.ids : malloc(sizeof(int32_t));
@@ -763,7 +871,10 @@ static bool is_byte_token(const char *s, size_t n, uint8_t *b) {
   int v = 0;
   for (int i = 3; i < 5; i++) {
     char ch = s[i];
-    int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+    int d = ch >= '0' && ch <= '9'   ? ch - '0'
+            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                     : -1;
     if (d < 0) return false;
     v = v * 16 + d;
   }
@@ -778,7 +889,8 @@ static bool put_lossy(tok_buf *o, const char *s, size_t n) {
     size_t l = tok_utf8_valid_prefix(s, n, i);
     if (l) {
       size_t j = i + l;
-      while (j < n && (l = tok_utf8_valid_prefix(s, n, j))) j += l;
+      while (j < n && (l = tok_utf8_valid_prefix(s, n, j)))
+        j += l;
       if (!tok_buf_put(o, s + i, j - i)) return false;
       i = j;
       continue;
@@ -842,7 +954,7 @@ wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int sk
     plist_reset(nxt);
     if (!tok_buf_put(&nxt->buf, "", 0)) goto oom;
 #define EMIT_BEGIN size_t o0 = nxt->buf.n
-#define EMIT_END \
+#define EMIT_END                                                                                                       \
   if (!plist_add_any(nxt, o0, nxt->buf.n - o0, false)) goto oom
     switch (d->kind) {
     case TOK_DEC_REPLACE:
@@ -865,7 +977,10 @@ wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int sk
       for (size_t i = 0; i <= cur->n; i++) {
         uint8_t bv;
         if (i < cur->n && is_byte_token(cur->buf.p + cur->off[i], cur->len[i], &bv)) {
-          if (!tok_buf_put(&bytes, &bv, 1)) { free(bytes.p); goto oom; }
+          if (!tok_buf_put(&bytes, &bv, 1)) {
+            free(bytes.p);
+            goto oom;
+          }
           n_bytes++;
           continue;
         }
@@ -873,12 +988,18 @@ wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int sk
           size_t bad;
           if (tok_utf8_validate(bytes.p, bytes.n, &bad)) {
             EMIT_BEGIN;
-            if (!tok_buf_put(&nxt->buf, bytes.p, bytes.n)) { free(bytes.p); goto oom; }
+            if (!tok_buf_put(&nxt->buf, bytes.p, bytes.n)) {
+              free(bytes.p);
+              goto oom;
+            }
             EMIT_END;
           } else {
             for (size_t q = 0; q < n_bytes; q++) {
               EMIT_BEGIN;
-              if (!tok_buf_put(&nxt->buf, "\xef\xbf\xbd", 3)) { free(bytes.p); goto oom; }
+              if (!tok_buf_put(&nxt->buf, "\xef\xbf\xbd", 3)) {
+                free(bytes.p);
+                goto oom;
+              }
               EMIT_END;
             }
           }
@@ -887,7 +1008,10 @@ wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int sk
         }
         if (i < cur->n) {
           EMIT_BEGIN;
-          if (!tok_buf_put(&nxt->buf, cur->buf.p + cur->off[i], cur->len[i])) { free(bytes.p); goto oom; }
+          if (!tok_buf_put(&nxt->buf, cur->buf.p + cur->off[i], cur->len[i])) {
+            free(bytes.p);
+            goto oom;
+          }
           EMIT_END;
         }
       }
@@ -903,7 +1027,10 @@ wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int sk
       } else {
         tok_buf raw = {0};
         for (size_t i = 0; i < cur->n; i++)
-          if (!put_byte_level(&raw, cur->buf.p + cur->off[i], cur->len[i])) { free(raw.p); goto oom; }
+          if (!put_byte_level(&raw, cur->buf.p + cur->off[i], cur->len[i])) {
+            free(raw.p);
+            goto oom;
+          }
         bool ok = put_lossy(&nxt->buf, raw.p ? raw.p : "", raw.n);
         free(raw.p);
         if (!ok) goto oom;
@@ -958,8 +1085,14 @@ wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int sk
     tok_buf o = {0};
     if (!tok_buf_put(&o, "", 0)) goto oom;
     for (size_t i = 0; i < cur->n; i++) {
-      if (!t->has_decoder && i && !tok_buf_put(&o, " ", 1)) { free(o.p); goto oom; }
-      if (!tok_buf_put(&o, cur->buf.p + cur->off[i], cur->len[i])) { free(o.p); goto oom; }
+      if (!t->has_decoder && i && !tok_buf_put(&o, " ", 1)) {
+        free(o.p);
+        goto oom;
+      }
+      if (!tok_buf_put(&o, cur->buf.p + cur->off[i], cur->len[i])) {
+        free(o.p);
+        goto oom;
+      }
     }
     *text = o.p;
     if (len) *len = o.n;
@@ -981,8 +1114,8 @@ struct tok_stream {
   size_t n_tokens;   /* tokens rendered so far (after skipping) */
   size_t strip_left; /* leading characters a fused Strip may still remove */
   uint32_t strip_cp;
-  tok_buf pending;   /* bytes not yet emitted (an incomplete UTF-8 sequence) */
-  tok_buf ready;     /* emitted bytes that did not fit the caller's buffer */
+  tok_buf pending; /* bytes not yet emitted (an incomplete UTF-8 sequence) */
+  tok_buf ready;   /* emitted bytes that did not fit the caller's buffer */
 };
 
 tok_stream *tok_stream_create(const tokenizer *t) {
@@ -994,7 +1127,10 @@ tok_stream *tok_stream_create(const tokenizer *t) {
   for (size_t k = 0; k < t->n_dec; k++) {
     const tok_dec *d = &t->dec[k];
     if (d->kind == TOK_DEC_FUSE || d->kind == TOK_DEC_BYTE_LEVEL) fused = true;
-    if (d->kind == TOK_DEC_STRIP && fused) { s->strip_left = d->start; s->strip_cp = d->cp; }
+    if (d->kind == TOK_DEC_STRIP && fused) {
+      s->strip_left = d->start;
+      s->strip_cp = d->cp;
+    }
   }
   return s;
 }
@@ -1025,8 +1161,10 @@ static bool stream_token(tok_stream *s, int32_t id, tok_buf *o) {
       break;
     case TOK_DEC_BYTE_FALLBACK: {
       uint8_t bv;
-      if (is_byte_token(a.p, a.n, &bv)) ok = tok_buf_put(&b, &bv, 1);
-      else ok = tok_buf_put(&b, a.p, a.n);
+      if (is_byte_token(a.p, a.n, &bv))
+        ok = tok_buf_put(&b, &bv, 1);
+      else
+        ok = tok_buf_put(&b, a.p, a.n);
       break;
     }
     case TOK_DEC_FUSE:
@@ -1038,7 +1176,10 @@ static bool stream_token(tok_stream *s, int32_t id, tok_buf *o) {
       ok = put_byte_level(&b, a.p, a.n);
       break;
     case TOK_DEC_STRIP:
-      if (fused) { ok = tok_buf_put(&b, a.p, a.n); break; } /* applied to the stream start instead */
+      if (fused) {
+        ok = tok_buf_put(&b, a.p, a.n);
+        break;
+      } /* applied to the stream start instead */
       {
         size_t a0 = 0, b0 = a.n, adv;
         for (size_t q = 0; q < d->start && a0 < a.n; q++) {
@@ -1115,7 +1256,8 @@ static size_t stream_out(tok_stream *s, char *out, size_t cap) {
   size_t n = s->ready.n;
   if (n > cap) {
     n = cap;
-    while (n > 0 && ((uint8_t)s->ready.p[n] & 0xC0) == 0x80) n--;
+    while (n > 0 && ((uint8_t)s->ready.p[n] & 0xC0) == 0x80)
+      n--;
   }
   if (!out) n = 0;
   if (n) {
@@ -1157,8 +1299,14 @@ const char *tok_gpt2_regex(void) { return RE_GPT2; }
 static bool spm_setup(tokenizer *t, bool prefix) {
   /* SentencePiece as HF converts it (legacy Llama): Prepend U+2581, spaces -> U+2581; decoder
      U+2581 -> space, byte fallback, fuse, strip one leading space when a prefix was added */
-  for (size_t i = 0; i < t->n_norm; i++) { free(t->norm[i].pat); free(t->norm[i].rep); }
-  for (size_t i = 0; i < t->n_dec; i++) { free(t->dec[i].pat); free(t->dec[i].rep); }
+  for (size_t i = 0; i < t->n_norm; i++) {
+    free(t->norm[i].pat);
+    free(t->norm[i].rep);
+  }
+  for (size_t i = 0; i < t->n_dec; i++) {
+    free(t->dec[i].pat);
+    free(t->dec[i].rep);
+  }
   t->n_norm = t->n_dec = 0;
   if (!t->norm) t->norm = calloc(2, sizeof *t->norm);
   if (!t->dec) t->dec = calloc(4, sizeof *t->dec);
@@ -1181,8 +1329,8 @@ void tok_set_add_space_prefix(tokenizer *t, int on) {
 
 wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const char *const *tokens,
                         const size_t *token_lens, const float *scores, const int32_t *token_types, size_t n_merges,
-                        const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos,
-                        tokenizer **out, char *err, size_t errlen) {
+                        const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos, tokenizer **out,
+                        char *err, size_t errlen) {
   if (!out || !type || !tokens || !n_vocab || n_vocab > INT32_MAX || (n_merges && !merges)) {
     tok_set_err(err, errlen, "tok_create: missing type, tokens or merges");
     return WGLLM_ERR_INVALID_ARG;
@@ -1209,7 +1357,8 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     else if (!strcmp(p, "qwen2") || !strcmp(p, "deepseek-r1-qwen") || !strcmp(p, "qwen"))
       re = RE_QWEN2, nfc = true;
     else {
-      tok_set_err(err, errlen, "tok_create: pre-tokenizer \"%s\" is not supported (default, gpt-2, llama-bpe, qwen2)", p);
+      tok_set_err(err, errlen, "tok_create: pre-tokenizer \"%s\" is not supported (default, gpt-2, llama-bpe, qwen2)",
+                  p);
       return WGLLM_ERR_UNSUPPORTED;
     }
   }
@@ -1224,7 +1373,10 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
   t->piece_len = calloc(n_vocab, sizeof *t->piece_len);
   t->attr = calloc(n_vocab, 1);
   if (spm) t->scores = malloc(n_vocab * sizeof *t->scores);
-  if (!t->piece_off || !t->piece_len || !t->attr || (spm && !t->scores)) { st = OOM("vocabulary"); goto fail; }
+  if (!t->piece_off || !t->piece_len || !t->attr || (spm && !t->scores)) {
+    st = OOM("vocabulary");
+    goto fail;
+  }
   for (size_t i = 0; i < n_vocab; i++) {
     if (!tokens[i]) {
       tok_set_err(err, errlen, "tok_create: token %zu is NULL", i);
@@ -1237,7 +1389,10 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     if (!token_types && spm && is_byte_token(tokens[i], len, &bv)) ty = 6;
     if (!token_types && spm && len == 5 && !memcmp(tokens[i], "<unk>", 5)) ty = 2;
     uint32_t off = tok_arena_put(t, tokens[i], len);
-    if (off == UINT32_MAX) { st = OOM("vocabulary"); goto fail; }
+    if (off == UINT32_MAX) {
+      st = OOM("vocabulary");
+      goto fail;
+    }
     t->piece_off[i] = off;
     t->piece_len[i] = (uint32_t)len;
     t->attr[i] = TOK_ATTR_PRESENT;
@@ -1249,11 +1404,20 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
       /* fallthrough */
     case 3: /* control */
       t->attr[i] |= TOK_ATTR_SPECIAL;
-      if (len && !tok_add_added(t, tokens[i], len, id, true, false, false, false, false)) { st = OOM("added"); goto fail; }
+      if (len && !tok_add_added(t, tokens[i], len, id, true, false, false, false, false)) {
+        st = OOM("added");
+        goto fail;
+      }
       break;
     case 4: /* user-defined: matched in the text, and (like Gemma's runs of U+2581) reachable by merging */
-      if (len && !tok_add_added(t, tokens[i], len, id, false, false, false, false, false)) { st = OOM("added"); goto fail; }
-      if (tok_smap_put(&t->vocab, t->arena.p, off, (uint32_t)len, id, NULL) < 0) { st = OOM("vocabulary map"); goto fail; }
+      if (len && !tok_add_added(t, tokens[i], len, id, false, false, false, false, false)) {
+        st = OOM("added");
+        goto fail;
+      }
+      if (tok_smap_put(&t->vocab, t->arena.p, off, (uint32_t)len, id, NULL) < 0) {
+        st = OOM("vocabulary map");
+        goto fail;
+      }
       break;
     case 5: /* unused: never produced from text */
       t->attr[i] |= TOK_ATTR_SPECIAL;
@@ -1263,12 +1427,18 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
       break;
     default: {
       int r = tok_smap_put(&t->vocab, t->arena.p, off, (uint32_t)len, id, NULL);
-      if (r < 0) { st = OOM("vocabulary map"); goto fail; }
+      if (r < 0) {
+        st = OOM("vocabulary map");
+        goto fail;
+      }
       /* a duplicate piece keeps its first id (llama.cpp keeps the last; pieces are unique in practice) */
     }
     }
   }
-  if (!tok_u64_reserve(&t->merges, n_merges)) { st = OOM("merges"); goto fail; }
+  if (!tok_u64_reserve(&t->merges, n_merges)) {
+    st = OOM("merges");
+    goto fail;
+  }
   for (size_t r = 0; r < n_merges; r++) {
     const char *m = merges[r];
     const char *sp = m ? strchr(m, ' ') : NULL;
@@ -1280,7 +1450,10 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     size_t ll = (size_t)(sp - m), rl = strlen(sp + 1);
     int32_t a = tok_vocab_lookup(t, m, ll), b = tok_vocab_lookup(t, sp + 1, rl);
     char *cat = malloc(ll + rl + 1);
-    if (!cat) { st = OOM("merges"); goto fail; }
+    if (!cat) {
+      st = OOM("merges");
+      goto fail;
+    }
     memcpy(cat, m, ll);
     memcpy(cat + ll, sp + 1, rl);
     int32_t c = tok_vocab_lookup(t, cat, ll + rl);
@@ -1290,21 +1463,33 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
       st = WGLLM_ERR_FORMAT;
       goto fail;
     }
-    if (!tok_add_merge(t, a, b, (uint32_t)r, c)) { st = OOM("merges"); goto fail; }
+    if (!tok_add_merge(t, a, b, (uint32_t)r, c)) {
+      st = OOM("merges");
+      goto fail;
+    }
   }
   if (spm) {
     t->gguf_spm = 2;
-    if (!spm_setup(t, true)) { st = OOM("normalizer"); goto fail; }
+    if (!spm_setup(t, true)) {
+      st = OOM("normalizer");
+      goto fail;
+    }
   } else {
     t->norm = calloc(1, sizeof *t->norm);
     t->pre = calloc(2, sizeof *t->pre);
     t->dec = calloc(1, sizeof *t->dec);
-    if (!t->norm || !t->pre || !t->dec) { st = OOM("pipeline"); goto fail; }
+    if (!t->norm || !t->pre || !t->dec) {
+      st = OOM("pipeline");
+      goto fail;
+    }
     if (nfc) t->norm[t->n_norm++] = (tok_norm){.kind = TOK_NORM_NFC};
     t->pre[0].kind = TOK_PRE_SPLIT;
     t->pre[0].behavior = TOK_SPLIT_ISOLATED;
     t->pre[0].re = tok_compile_regex(re, strlen(re), false, err, errlen);
-    if (!t->pre[0].re) { st = WGLLM_ERR_INTERNAL; goto fail; }
+    if (!t->pre[0].re) {
+      st = WGLLM_ERR_INTERNAL;
+      goto fail;
+    }
     t->n_pre = 1;
     t->pre[t->n_pre++] = (tok_pre){.kind = TOK_PRE_BYTE_LEVEL};
     t->dec[t->n_dec++] = (tok_dec){.kind = TOK_DEC_BYTE_LEVEL};
@@ -1313,12 +1498,18 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
   t->eos = eos;
   if (add_bos && bos >= 0) {
     t->prefix = malloc(sizeof(int32_t));
-    if (!t->prefix) { st = OOM("template"); goto fail; }
+    if (!t->prefix) {
+      st = OOM("template");
+      goto fail;
+    }
     t->prefix[t->n_prefix++] = bos;
   }
   if (add_eos && eos >= 0) {
     t->suffix = malloc(sizeof(int32_t));
-    if (!t->suffix) { st = OOM("template"); goto fail; }
+    if (!t->suffix) {
+      st = OOM("template");
+      goto fail;
+    }
     t->suffix[t->n_suffix++] = eos;
   }
   st = tok_finish(t, "tok_create", err, errlen);

@@ -7,9 +7,9 @@
    A tokenizer is immutable after loading, so one may be shared by threads; a tok_stream is per caller. */
 #ifndef WGLLM_TOKENIZER_H
 #define WGLLM_TOKENIZER_H
+#include "wgllm.h"
 #include <stddef.h>
 #include <stdint.h>
-#include "wgllm.h"
 
 typedef struct tokenizer tokenizer;
 
@@ -17,8 +17,8 @@ typedef struct tokenizer tokenizer;
    name BOS/EOS and an explicit add_bos_token/add_eos_token overrides the post_processor template (as
    transformers' Llama/Gemma tokenizers do). Unsupported model/normalizer/pre-tokenizer/decoder types give
    WGLLM_ERR_UNSUPPORTED naming the file and the type. */
-wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_config_json, tokenizer **out,
-                         char *err, size_t errlen);
+wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_config_json, tokenizer **out, char *err,
+                         size_t errlen);
 
 /* Builds a tokenizer from GGUF-style arrays (what the GGUF loader reads from tokenizer.ggml.*).
    type: "llama" (SentencePiece BPE: pieces use U+2581 for spaces, merged by score, <0xXX> byte fallback,
@@ -31,8 +31,8 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
    other names are WGLLM_ERR_UNSUPPORTED. bos/eos may be -1. Token strings are copied. */
 wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const char *const *tokens,
                         const size_t *token_lens, const float *scores, const int32_t *token_types, size_t n_merges,
-                        const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos,
-                        tokenizer **out, char *err, size_t errlen);
+                        const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos, tokenizer **out,
+                        char *err, size_t errlen);
 /* GGUF tokenizer.ggml.add_space_prefix for "llama" tokenizers (default 1); Gemma GGUFs set 0. */
 void tok_set_add_space_prefix(tokenizer *t, int on);
 void tok_free(tokenizer *t);
@@ -105,8 +105,14 @@ typedef struct tok_u64map {
   size_t cap, count;
 } tok_u64map;
 
-enum { TOK_ATTR_PRESENT = 1, TOK_ATTR_SPECIAL = 2, TOK_ATTR_ADDED = 4, TOK_ATTR_BYTE = 8, TOK_ATTR_UNKNOWN = 16,
-       TOK_ATTR_EOG = 32 };
+enum {
+  TOK_ATTR_PRESENT = 1,
+  TOK_ATTR_SPECIAL = 2,
+  TOK_ATTR_ADDED = 4,
+  TOK_ATTR_BYTE = 8,
+  TOK_ATTR_UNKNOWN = 16,
+  TOK_ATTR_EOG = 32
+};
 enum { TOK_MODEL_BPE_RANK = 0, TOK_MODEL_BPE_SCORE = 1 };
 enum { TOK_NORM_NFC, TOK_NORM_PREPEND, TOK_NORM_REPLACE };
 enum { TOK_PRE_SPLIT, TOK_PRE_BYTE_LEVEL, TOK_PRE_METASPACE, TOK_PRE_DIGITS };
@@ -122,10 +128,10 @@ typedef struct tok_norm {
 
 typedef struct tok_pre {
   int kind;
-  void *re;          /* pcre2_code*: Split pattern (literal or regex), GPT-2 regex, Metaspace char, \p{N} */
+  void *re; /* pcre2_code*: Split pattern (literal or regex), GPT-2 regex, Metaspace char, \p{N} */
   int behavior, invert;
   int add_prefix_space, use_regex; /* ByteLevel */
-  char rep[8];       /* Metaspace replacement (UTF-8) */
+  char rep[8];                     /* Metaspace replacement (UTF-8) */
   size_t rep_len;
   int prepend_scheme, split; /* Metaspace */
   int individual_digits;
@@ -135,7 +141,7 @@ typedef struct tok_dec {
   int kind;
   char *pat, *rep; /* Replace */
   size_t pat_len, rep_len;
-  uint32_t cp;     /* Strip content / Metaspace replacement code point */
+  uint32_t cp; /* Strip content / Metaspace replacement code point */
   size_t start, stop;
   int prepend_scheme;
 } tok_dec;
@@ -147,33 +153,38 @@ typedef struct tok_added {
 } tok_added;
 
 typedef struct tok_trie { /* byte trie over added-token contents: node 0 is the root */
-  tok_u64map edge;  /* (node << 8 | byte) -> child */
-  int32_t *term;    /* [n_nodes]: added index or -1 */
+  tok_u64map edge;        /* (node << 8 | byte) -> child */
+  int32_t *term;          /* [n_nodes]: added index or -1 */
   size_t n_nodes, cap_nodes;
 } tok_trie;
 
 struct tokenizer {
-  int model;                 /* TOK_MODEL_* */
-  size_t n_vocab;            /* highest id + 1 */
-  tok_buf arena;             /* every string the tokenizer stores */
+  int model;                       /* TOK_MODEL_* */
+  size_t n_vocab;                  /* highest id + 1 */
+  tok_buf arena;                   /* every string the tokenizer stores */
   uint32_t *piece_off, *piece_len; /* [n_vocab]: what decoding renders (added content wins) */
-  uint8_t *attr;             /* [n_vocab] TOK_ATTR_* */
-  float *scores;             /* [n_vocab] for TOK_MODEL_BPE_SCORE */
-  tok_smap vocab;            /* model vocabulary: piece -> id */
-  tok_u64map merges;         /* (left id << 32 | right id) -> (rank << 32 | merged id) */
+  uint8_t *attr;                   /* [n_vocab] TOK_ATTR_* */
+  float *scores;                   /* [n_vocab] for TOK_MODEL_BPE_SCORE */
+  tok_smap vocab;                  /* model vocabulary: piece -> id */
+  tok_u64map merges;               /* (left id << 32 | right id) -> (rank << 32 | merged id) */
   int32_t unk_id;
   bool byte_fallback, fuse_unk, ignore_merges;
-  int32_t byte_id[256];      /* <0xXX> tokens, -1 when absent */
-  tok_added *added; size_t n_added, cap_added;
-  tok_smap added_map;        /* content -> added index */
+  int32_t byte_id[256]; /* <0xXX> tokens, -1 when absent */
+  tok_added *added;
+  size_t n_added, cap_added;
+  tok_smap added_map; /* content -> added index */
   tok_trie trie_raw, trie_norm;
   bool has_norm_added;
-  tok_norm *norm; size_t n_norm;
-  tok_pre *pre; size_t n_pre;
-  tok_dec *dec; size_t n_dec;
-  bool has_decoder;          /* false: tokens are joined with spaces, as HF does without a decoder */
-  int gguf_spm;              /* tok_create("llama"): 1 + add_space_prefix, else 0 */
-  int32_t *prefix, *suffix; size_t n_prefix, n_suffix; /* post-processor template for add_special */
+  tok_norm *norm;
+  size_t n_norm;
+  tok_pre *pre;
+  size_t n_pre;
+  tok_dec *dec;
+  size_t n_dec;
+  bool has_decoder; /* false: tokens are joined with spaces, as HF does without a decoder */
+  int gguf_spm;     /* tok_create("llama"): 1 + add_space_prefix, else 0 */
+  int32_t *prefix, *suffix;
+  size_t n_prefix, n_suffix; /* post-processor template for add_special */
   void *word_re;             /* pcre2_code* for single_word boundaries, when any token needs it */
   int32_t bos, eos;
 };
@@ -193,7 +204,8 @@ void *tok_compile_regex(const char *pattern, size_t len, bool literal, char *err
 wgllm_status tok_finish(tokenizer *t, const char *what, char *err, size_t errlen);
 void tok_set_err(char *err, size_t errlen, const char *fmt, ...);
 /* tokenizer_bpe.c: maps, UTF-8, byte map, BPE */
-int tok_smap_put(tok_smap *m, const char *base, uint32_t off, uint32_t len, int32_t val, int32_t *old); /* 1 new, 0 dup, -1 OOM */
+int tok_smap_put(tok_smap *m, const char *base, uint32_t off, uint32_t len, int32_t val,
+                 int32_t *old);                                                     /* 1 new, 0 dup, -1 OOM */
 int32_t tok_smap_get(const tok_smap *m, const char *base, const char *s, size_t n); /* -1 when absent */
 void tok_smap_free(tok_smap *m);
 bool tok_u64_reserve(tok_u64map *m, size_t n);

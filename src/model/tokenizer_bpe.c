@@ -11,7 +11,8 @@
 bool tok_buf_put(tok_buf *b, const void *s, size_t n) {
   if (b->n + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->n + n + 1) cap *= 2;
+    while (cap < b->n + n + 1)
+      cap *= 2;
     char *p = realloc(b->p, cap);
     if (!p) return false;
     b->p = p;
@@ -27,7 +28,8 @@ bool tok_buf_put(tok_buf *b, const void *s, size_t n) {
 
 static uint64_t hash_bytes(const char *s, size_t n) { /* FNV-1a 64, folded with a final mix */
   uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
   h ^= h >> 29;
   return h;
 }
@@ -44,11 +46,13 @@ static uint64_t mix64(uint64_t x) {
 static bool smap_rehash(tok_smap *m, size_t cap) {
   tok_sslot *n = malloc(cap * sizeof *n);
   if (!n) return false;
-  for (size_t i = 0; i < cap; i++) n[i].val = INT32_MIN;
+  for (size_t i = 0; i < cap; i++)
+    n[i].val = INT32_MIN;
   for (size_t i = 0; i < m->cap; i++) {
     if (m->slot[i].val == INT32_MIN) continue;
     size_t j = m->slot[i].hash & (cap - 1);
-    while (n[j].val != INT32_MIN) j = (j + 1) & (cap - 1);
+    while (n[j].val != INT32_MIN)
+      j = (j + 1) & (cap - 1);
     n[j] = m->slot[i];
   }
   free(m->slot);
@@ -59,7 +63,8 @@ static bool smap_rehash(tok_smap *m, size_t cap) {
 
 bool tok_smap_reserve(tok_smap *m, size_t n) {
   size_t cap = m->cap ? m->cap : 1024;
-  while ((n + 1) * 4 > cap * 3) cap *= 2;
+  while ((n + 1) * 4 > cap * 3)
+    cap *= 2;
   return cap == m->cap || smap_rehash(m, cap);
 }
 
@@ -100,11 +105,13 @@ int32_t tok_smap_get(const tok_smap *m, const char *base, const char *s, size_t 
 static bool u64_rehash(tok_u64map *m, size_t cap) {
   tok_u64slot *n = malloc(cap * sizeof *n);
   if (!n) return false;
-  for (size_t i = 0; i < cap; i++) n[i].key = UINT64_MAX;
+  for (size_t i = 0; i < cap; i++)
+    n[i].key = UINT64_MAX;
   for (size_t i = 0; i < m->cap; i++) {
     if (m->slot[i].key == UINT64_MAX) continue;
     size_t j = mix64(m->slot[i].key) & (cap - 1);
-    while (n[j].key != UINT64_MAX) j = (j + 1) & (cap - 1);
+    while (n[j].key != UINT64_MAX)
+      j = (j + 1) & (cap - 1);
     n[j] = m->slot[i];
   }
   free(m->slot);
@@ -115,7 +122,8 @@ static bool u64_rehash(tok_u64map *m, size_t cap) {
 
 bool tok_u64_reserve(tok_u64map *m, size_t n) {
   size_t cap = m->cap ? m->cap : 1024;
-  while ((n + 1) * 4 > cap * 3) cap *= 2;
+  while ((n + 1) * 4 > cap * 3)
+    cap *= 2;
   return cap == m->cap || u64_rehash(m, cap);
 }
 
@@ -123,7 +131,8 @@ bool tok_u64_put(tok_u64map *m, uint64_t key, uint64_t val) {
   if ((m->count + 1) * 4 > m->cap * 3 && !u64_rehash(m, m->cap ? m->cap * 2 : 1024)) return false;
   size_t j = mix64(key) & (m->cap - 1);
   tok_u64slot *sl = m->slot;
-  while (sl[j].key != UINT64_MAX && sl[j].key != key) j = (j + 1) & (m->cap - 1);
+  while (sl[j].key != UINT64_MAX && sl[j].key != key)
+    j = (j + 1) & (m->cap - 1);
   if (sl[j].key == UINT64_MAX) m->count++;
   sl[j].key = key;
   sl[j].val = val; /* a repeated key overwrites, as a Rust HashMap collect does */
@@ -135,7 +144,10 @@ bool tok_u64_get(const tok_u64map *m, uint64_t key, uint64_t *val) {
   size_t j = mix64(key) & (m->cap - 1);
   const tok_u64slot *sl = m->slot;
   while (sl[j].key != UINT64_MAX) {
-    if (sl[j].key == key) { *val = sl[j].val; return true; }
+    if (sl[j].key == key) {
+      *val = sl[j].val;
+      return true;
+    }
     j = (j + 1) & (m->cap - 1);
   }
   return false;
@@ -158,7 +170,7 @@ size_t tok_utf8_valid_prefix(const char *s, size_t n, size_t i) {
   if (c < 0xE0) return (rem >= 2 && (p[1] & 0xC0) == 0x80) ? 2 : 0;
   if (c < 0xF0) {
     if (rem < 3 || (p[1] & 0xC0) != 0x80 || (p[2] & 0xC0) != 0x80) return 0;
-    if (c == 0xE0 && p[1] < 0xA0) return 0; /* overlong */
+    if (c == 0xE0 && p[1] < 0xA0) return 0;  /* overlong */
     if (c == 0xED && p[1] >= 0xA0) return 0; /* surrogate */
     return 3;
   }
@@ -174,9 +186,15 @@ size_t tok_utf8_valid_prefix(const char *s, size_t n, size_t i) {
 bool tok_utf8_validate(const char *s, size_t n, size_t *bad) {
   size_t i = 0;
   while (i < n) {
-    if ((uint8_t)s[i] < 0x80) { i++; continue; }
+    if ((uint8_t)s[i] < 0x80) {
+      i++;
+      continue;
+    }
     size_t l = tok_utf8_valid_prefix(s, n, i);
-    if (!l) { *bad = i; return false; }
+    if (!l) {
+      *bad = i;
+      return false;
+    }
     i += l;
   }
   return true;
@@ -190,10 +208,18 @@ size_t tok_utf8_partial(const char *s, size_t n, size_t i, bool *may_complete) {
   uint8_t c = p[0];
   uint8_t lo = 0x80, hi = 0xBF;
   *may_complete = false;
-  if (c >= 0xC2 && c < 0xE0) need = 2;
-  else if (c >= 0xE0 && c < 0xF0) { need = 3; if (c == 0xE0) lo = 0xA0; if (c == 0xED) hi = 0x9F; }
-  else if (c >= 0xF0 && c < 0xF5) { need = 4; if (c == 0xF0) lo = 0x90; if (c == 0xF4) hi = 0x8F; }
-  else return 1;
+  if (c >= 0xC2 && c < 0xE0)
+    need = 2;
+  else if (c >= 0xE0 && c < 0xF0) {
+    need = 3;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c < 0xF5) {
+    need = 4;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else
+    return 1;
   size_t k = 1;
   while (k < need && k < rem) {
     uint8_t b = p[k];
@@ -206,8 +232,14 @@ size_t tok_utf8_partial(const char *s, size_t n, size_t i, bool *may_complete) {
 
 uint32_t tok_utf8_decode(const char *s, size_t *adv) {
   const uint8_t *p = (const uint8_t *)s;
-  if (p[0] < 0x80) { *adv = 1; return p[0]; }
-  if (p[0] < 0xE0) { *adv = 2; return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F); }
+  if (p[0] < 0x80) {
+    *adv = 1;
+    return p[0];
+  }
+  if (p[0] < 0xE0) {
+    *adv = 2;
+    return ((uint32_t)(p[0] & 0x1F) << 6) | (p[1] & 0x3F);
+  }
   if (p[0] < 0xF0) {
     *adv = 3;
     return ((uint32_t)(p[0] & 0x0F) << 12) | ((uint32_t)(p[1] & 0x3F) << 6) | (p[2] & 0x3F);
@@ -218,14 +250,25 @@ uint32_t tok_utf8_decode(const char *s, size_t *adv) {
 }
 
 size_t tok_utf8_encode(uint32_t cp, char *o) {
-  if (cp < 0x80) { o[0] = (char)cp; return 1; }
-  if (cp < 0x800) { o[0] = (char)(0xC0 | (cp >> 6)); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+  if (cp < 0x80) {
+    o[0] = (char)cp;
+    return 1;
+  }
+  if (cp < 0x800) {
+    o[0] = (char)(0xC0 | (cp >> 6));
+    o[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+  }
   if (cp < 0x10000) {
-    o[0] = (char)(0xE0 | (cp >> 12)); o[1] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
+    o[0] = (char)(0xE0 | (cp >> 12));
+    o[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
+    o[2] = (char)(0x80 | (cp & 0x3F));
     return 3;
   }
-  o[0] = (char)(0xF0 | (cp >> 18)); o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
+  o[0] = (char)(0xF0 | (cp >> 18));
+  o[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
+  o[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
+  o[3] = (char)(0x80 | (cp & 0x3F));
   return 4;
 }
 
@@ -300,7 +343,10 @@ static bpe_cand heap_pop(tok_bpe_scratch *s) {
   for (;;) {
     size_t l = 2 * i + 1, r = l + 1, m = i;
     const bpe_cand *best = &last;
-    if (l < n && cand_less(&h[l], best)) { m = l; best = &h[l]; }
+    if (l < n && cand_less(&h[l], best)) {
+      m = l;
+      best = &h[l];
+    }
     if (r < n && cand_less(&h[r], best)) m = r;
     if (m == i) break;
     h[i] = h[m];
@@ -392,7 +438,8 @@ bool tok_bpe_word(const tokenizer *t, const char *w, size_t n, tok_bpe_scratch *
     }
     if (t->byte_fallback) {
       bool all = true;
-      for (size_t k = 0; k < cl; k++) all = all && t->byte_id[(uint8_t)w[i + k]] >= 0;
+      for (size_t k = 0; k < cl; k++)
+        all = all && t->byte_id[(uint8_t)w[i + k]] >= 0;
       if (all) { /* like HF, a pending unknown is not flushed before byte tokens */
         for (size_t k = 0; k < cl; k++)
           if (!sym_push(s, t->byte_id[(uint8_t)w[i + k]], (uint32_t)(i + k), 1)) return false;
@@ -401,7 +448,8 @@ bool tok_bpe_word(const tokenizer *t, const char *w, size_t n, tok_bpe_scratch *
       }
     }
     if (t->unk_id >= 0) {
-      if (unk_id >= 0 && t->fuse_unk) unk_len += (uint32_t)cl;
+      if (unk_id >= 0 && t->fuse_unk)
+        unk_len += (uint32_t)cl;
       else {
         if (unk_id >= 0 && !sym_push(s, unk_id, unk_start, unk_len)) return false;
         unk_id = t->unk_id;
@@ -446,7 +494,8 @@ bool tok_bpe_word(const tokenizer *t, const char *w, size_t n, tok_bpe_scratch *
     }
     /* score model: a single character outside the vocabulary -> bytes, else unknown */
     bool all = true;
-    for (uint32_t k = 0; k < y.len; k++) all = all && t->byte_id[(uint8_t)w[y.start + k]] >= 0;
+    for (uint32_t k = 0; k < y.len; k++)
+      all = all && t->byte_id[(uint8_t)w[y.start + k]] >= 0;
     if (all) {
       for (uint32_t k = 0; k < y.len; k++)
         if (!ids_push(ids, n_ids, cap_ids, t->byte_id[(uint8_t)w[y.start + k]])) return false;

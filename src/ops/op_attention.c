@@ -1,7 +1,9 @@
 /* KV-cache append (kernels/kv_write.wgsl) and causal GQA attention over the cache (kernels/attention.wgsl). */
 #include "ops.h"
 
-typedef struct kv_write_params { uint32_t n_tokens, n_kv_head, head_dim, ctx, k_stride, k_off, v_stride, v_off; } kv_write_params;
+typedef struct kv_write_params {
+  uint32_t n_tokens, n_kv_head, head_dim, ctx, k_stride, k_off, v_stride, v_off;
+} kv_write_params;
 typedef struct attn_gpu_params {
   uint32_t n_tokens, n_head, n_kv_head, head_dim, q_stride, q_off, out_stride, ctx, window;
   float scale, softcap;
@@ -11,18 +13,20 @@ typedef struct attn_gpu_params {
 static wgllm_status check_kv(gpu_recorder *rec, const op_kv_layout *kv) {
   if (!kv->n_kv_head || !kv->head_dim || !kv->ctx) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv: empty layout");
   if (kv->head_dim % 4)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "the attention kernels need head_dim %% 4 == 0 (head_dim %u)", kv->head_dim);
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "the attention kernels need head_dim %% 4 == 0 (head_dim %u)",
+                   kv->head_dim);
   return WGLLM_OK;
 }
 
 wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, uint32_t k_stride, uint32_t k_off,
-                         gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache,
-                         gpu_view vcache, uint32_t n_tokens) {
+                         gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache, gpu_view vcache,
+                         uint32_t n_tokens) {
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
   if (!n_tokens) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv_write: no tokens");
   kv_write_params p = {n_tokens, kv->n_kv_head, kv->head_dim, kv->ctx, k_stride, k_off, v_stride, v_off};
-  gpu_dispatch_desc d = {.kernel = "kv_write", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 5};
+  gpu_dispatch_desc d = {
+      .kernel = "kv_write", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 5};
   d.bind[0] = k;
   d.bind[1] = v;
   d.bind[2] = pos;
@@ -39,11 +43,13 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
   if (!a->n_tokens || !a->n_head || a->n_head % kv->n_kv_head)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: %u heads not a multiple of %u KV heads", a->n_head, kv->n_kv_head);
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: %u heads not a multiple of %u KV heads", a->n_head,
+                   kv->n_kv_head);
   if (kv->head_dim > 512) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention: head_dim %u > 512", kv->head_dim);
-  attn_gpu_params p = {a->n_tokens, a->n_head, kv->n_kv_head, kv->head_dim, a->q_stride, a->q_off, a->out_stride,
-                       kv->ctx, a->window, a->scale, a->softcap, 0};
-  gpu_dispatch_desc d = {.kernel = "attention", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 5};
+  attn_gpu_params p = {a->n_tokens,   a->n_head, kv->n_kv_head, kv->head_dim, a->q_stride, a->q_off,
+                       a->out_stride, kv->ctx,   a->window,     a->scale,     a->softcap,  0};
+  gpu_dispatch_desc d = {
+      .kernel = "attention", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 5};
   d.bind[0] = q;
   d.bind[1] = kcache;
   d.bind[2] = vcache;
@@ -60,8 +66,12 @@ typedef struct attn_split_params {
   float scale, softcap;
   uint32_t _p0, _p1;
 } attn_split_params;
-typedef struct attn_reduce_params { uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p; } attn_reduce_params;
-typedef struct attn_grid_params { uint32_t n_kv_head, ctx, window, _p; } attn_grid_params;
+typedef struct attn_reduce_params {
+  uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p;
+} attn_reduce_params;
+typedef struct attn_grid_params {
+  uint32_t n_kv_head, ctx, window, _p;
+} attn_grid_params;
 
 static uint32_t max_chunks(const op_kv_layout *kv) { return kv->ctx / 128 + 2; }
 
@@ -80,7 +90,8 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
                                  const gpu_view *indirect, gpu_view out) {
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
-  if (a->n_tokens != 1) return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u tokens (one expected)", a->n_tokens);
+  if (a->n_tokens != 1)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u tokens (one expected)", a->n_tokens);
   if (!op_attention_decode_supports(kv, a->n_head))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
                    a->n_head, kv->n_kv_head, kv->head_dim);
@@ -90,22 +101,25 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   const char *var = kv->f16 ? "f16" : "f32";
   if (indirect) {
     attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, 0};
-    gpu_dispatch_desc g = {.kernel = "attn_grid", .variant = "u32", .params = &gp, .params_size = sizeof gp, .n_bind = 2};
+    gpu_dispatch_desc g = {
+        .kernel = "attn_grid", .variant = "u32", .params = &gp, .params_size = sizeof gp, .n_bind = 2};
     g.bind[0] = pos;
     g.bind[1] = *indirect;
     g.grid[0] = g.grid[1] = g.grid[2] = 1;
     s = gpu_record(rec, &g);
     if (s) return s;
   }
-  attn_split_params sp = {a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->q_stride, a->q_off, a->window, mc,
-                          a->scale, a->softcap, 0, 0};
+  attn_split_params sp = {
+      a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->q_stride, a->q_off, a->window, mc, a->scale, a->softcap, 0,
+      0};
   gpu_dispatch_desc d = {.kernel = "attn_split", .variant = var, .params = &sp, .params_size = sizeof sp, .n_bind = 5};
   d.bind[0] = q;
   d.bind[1] = kcache;
   d.bind[2] = vcache;
   d.bind[3] = pos;
   d.bind[4] = partial;
-  if (indirect) d.indirect = *indirect;
+  if (indirect)
+    d.indirect = *indirect;
   else {
     /* worst case: with a window only ceil(window/128)+1 chunks can hold keys */
     uint32_t n = mc;
@@ -117,7 +131,8 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   s = gpu_record(rec, &d);
   if (s) return s;
   attn_reduce_params rp = {a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->window, mc, a->out_stride, 0};
-  gpu_dispatch_desc r = {.kernel = "attn_reduce", .variant = "f32", .params = &rp, .params_size = sizeof rp, .n_bind = 3};
+  gpu_dispatch_desc r = {
+      .kernel = "attn_reduce", .variant = "f32", .params = &rp, .params_size = sizeof rp, .n_bind = 3};
   r.bind[0] = partial;
   r.bind[1] = pos;
   r.bind[2] = out;

@@ -1,7 +1,9 @@
 /* Elementwise add / mul (kernels/binary.wgsl). */
 #include "ops.h"
 
-typedef struct binary_params { uint32_t n, nb, op, _p; } binary_params;
+typedef struct binary_params {
+  uint32_t n, nb, op, _p;
+} binary_params;
 
 static wgllm_status binary(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb,
                            uint32_t op) {

@@ -2,7 +2,10 @@
 #include "ops.h"
 
 wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K);
-typedef struct embedding_params { uint32_t n_tokens, D, V; float scale; } embedding_params;
+typedef struct embedding_params {
+  uint32_t n_tokens, D, V;
+  float scale;
+} embedding_params;
 
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
                           uint32_t D, uint32_t V, float scale) {
@@ -13,12 +16,22 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "embedding: %u tokens exceed the grid limit", n_tokens);
   embedding_params p = {n_tokens, D, V, scale};
   gpu_constant c = {"G", (double)table->group};
-  gpu_dispatch_desc d = {.kernel = "embedding", .variant = op_wtype_variant(table->type), .params = &p, .params_size = sizeof p, .n_bind = 3};
-  if (table->type == OP_W_Q4) { d.consts = &c; d.n_consts = 1; }
+  gpu_dispatch_desc d = {.kernel = "embedding",
+                         .variant = op_wtype_variant(table->type),
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 3};
+  if (table->type == OP_W_Q4) {
+    d.consts = &c;
+    d.n_consts = 1;
+  }
   d.bind[0] = ids;
   d.bind[1] = table->data;
   d.bind[2] = out;
-  if (table->type == OP_W_Q4 || table->type == OP_W_Q8) { d.bind[3] = table->scales; d.n_bind = 4; }
+  if (table->type == OP_W_Q4 || table->type == OP_W_Q8) {
+    d.bind[3] = table->scales;
+    d.n_bind = 4;
+  }
   d.grid[0] = (D + 255) / 256;
   d.grid[1] = n_tokens;
   d.grid[2] = 1;

@@ -1,8 +1,10 @@
 /* Constant fill op (kernels/fill.wgsl). */
-#include <string.h>
 #include "ops.h"
+#include <string.h>
 
-typedef struct fill_params { uint32_t n, bits, _p0, _p1; } fill_params;
+typedef struct fill_params {
+  uint32_t n, bits, _p0, _p1;
+} fill_params;
 
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits) {
   if (out.buf && (uint64_t)n * 4 > (out.size ? out.size : out.buf->size - out.offset))

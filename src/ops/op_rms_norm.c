@@ -39,9 +39,11 @@ static wgllm_status rms_norm(gpu_recorder *rec, int add, gpu_view x, uint32_t in
                              uint32_t n, uint32_t rows, uint32_t in_stride, uint32_t out_stride, float eps,
                              float w_offset) {
   if (n == 0 || rows == 0 || (!group && (in_stride < n || out_stride < n)))
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "rms_norm: bad shape n=%u rows=%u strides %u/%u", n, rows, in_stride, out_stride);
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "rms_norm: bad shape n=%u rows=%u strides %u/%u", n, rows, in_stride,
+                   out_stride);
   rms_params p = {n, rows, in_stride, out_stride, eps, w_offset, in_off, group, in_gstride, out_off, out_gstride, 0};
-  gpu_dispatch_desc d = {.kernel = "rms_norm", .variant = add ? "add" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 3};
+  gpu_dispatch_desc d = {
+      .kernel = "rms_norm", .variant = add ? "add" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 3};
   d.bind[0] = x;
   d.bind[1] = w;
   d.bind[2] = out;

@@ -1,18 +1,19 @@
 /* Rotary position embedding (kernels/rope.wgsl) and the CPU-built cos/sin table it reads. */
-#include <math.h>
 #include "ops.h"
+#include <math.h>
 
-typedef struct rope_params { uint32_t n_tokens, n_heads, head_dim, rot_dim, token_stride, mode, max_pos, x_off; } rope_params;
+typedef struct rope_params {
+  uint32_t n_tokens, n_heads, head_dim, rot_dim, token_stride, mode, max_pos, x_off;
+} rope_params;
 
-wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens,
-                     uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride,
-                     op_rope_mode mode, uint32_t max_pos) {
+wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens, uint32_t n_heads,
+                     uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode, uint32_t max_pos) {
   return op_rope_at(rec, x, 0, pos, cs, n_tokens, n_heads, head_dim, rot_dim, token_stride, mode, max_pos);
 }
 
 wgllm_status op_rope_at(gpu_recorder *rec, gpu_view x, uint32_t x_off, gpu_view pos, gpu_view cs, uint32_t n_tokens,
-                        uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride,
-                        op_rope_mode mode, uint32_t max_pos) {
+                        uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode,
+                        uint32_t max_pos) {
   if (rot_dim == 0 || rot_dim % 2 || rot_dim > head_dim || token_stride < n_heads * head_dim || max_pos == 0)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "rope: bad shape rot_dim=%u head_dim=%u heads=%u stride=%u", rot_dim,
                    head_dim, n_heads, token_stride);
@@ -49,10 +50,12 @@ wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope
   if (kv->head_dim % 4 || rp->rot_dim % 4 || rp->rot_dim > kv->head_dim || !rp->n_tokens || rp->n_head % kv->n_kv_head)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "rope_kv: head_dim %u / rot_dim %u must be multiples of 4", kv->head_dim,
                    rp->rot_dim);
-  rope_kv_gpu_params p = {rp->n_tokens, rp->n_head, kv->n_kv_head, kv->head_dim, rp->rot_dim, (uint32_t)rp->mode,
-                          rp->max_pos, kv->ctx, rp->q_off, rp->q_stride, rp->k_off, rp->k_stride, rp->v_off,
-                          rp->v_stride, vsrc.buf ? 0u : 1u, 0};
-  gpu_dispatch_desc d = {.kernel = "rope_kv", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 6};
+  rope_kv_gpu_params p = {rp->n_tokens, rp->n_head,         kv->n_kv_head,      kv->head_dim,
+                          rp->rot_dim,  (uint32_t)rp->mode, rp->max_pos,        kv->ctx,
+                          rp->q_off,    rp->q_stride,       rp->k_off,          rp->k_stride,
+                          rp->v_off,    rp->v_stride,       vsrc.buf ? 0u : 1u, 0};
+  gpu_dispatch_desc d = {
+      .kernel = "rope_kv", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 6};
   d.bind[0] = x;
   d.bind[1] = vsrc.buf ? vsrc : pos; /* unused when V comes from x */
   d.bind[2] = pos;

@@ -20,22 +20,26 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
                        gpu_view work, uint32_t V) {
   if (!V) return op_fail(rec, WGLLM_ERR_INTERNAL, "sample: empty vocabulary");
   if (sp->ring_cap > OP_SAMPLE_RING_MAX)
-    return op_fail(rec, WGLLM_ERR_INVALID_ARG, "sample: repetition window %u over %u", sp->ring_cap, OP_SAMPLE_RING_MAX);
+    return op_fail(rec, WGLLM_ERR_INVALID_ARG, "sample: repetition window %u over %u", sp->ring_cap,
+                   OP_SAMPLE_RING_MAX);
   if (sp->top_p < 0 || sp->top_p > 1 || sp->min_p < 0 || sp->min_p > 1 || sp->rep_penalty <= 0)
     return op_fail(rec, WGLLM_ERR_INVALID_ARG, "sample: top_p/min_p must be in [0, 1] and the penalty positive");
   uint32_t n_blocks = (V + PREP_BLOCK - 1) / PREP_BLOCK;
-  if (n_blocks > 256) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "sample: vocabulary of %u over %u", V, 256 * PREP_BLOCK);
+  if (n_blocks > 256)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "sample: vocabulary of %u over %u", V, 256 * PREP_BLOCK);
   prep_params pp = {V, n_blocks, sp->ring_cap, 0, sp->temperature, sp->rep_penalty, 30.0f, 0};
   wgllm_status s;
   if (sp->rep_penalty != 1.0f && sp->ring_cap) {
-    gpu_dispatch_desc d = {.kernel = "sample_prep", .variant = "penalty", .params = &pp, .params_size = sizeof pp, .n_bind = 2};
+    gpu_dispatch_desc d = {
+        .kernel = "sample_prep", .variant = "penalty", .params = &pp, .params_size = sizeof pp, .n_bind = 2};
     d.bind[0] = logits;
     d.bind[1] = state;
     d.grid[0] = d.grid[1] = d.grid[2] = 1;
     s = gpu_record(rec, &d);
     if (s) return s;
   }
-  gpu_dispatch_desc dm = {.kernel = "sample_prep", .variant = "max", .params = &pp, .params_size = sizeof pp, .n_bind = 2};
+  gpu_dispatch_desc dm = {
+      .kernel = "sample_prep", .variant = "max", .params = &pp, .params_size = sizeof pp, .n_bind = 2};
   dm.bind[0] = logits;
   dm.bind[1] = work;
   dm.grid[0] = n_blocks;

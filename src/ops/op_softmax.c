@@ -1,8 +1,14 @@
 /* Row softmax (kernels/softmax.wgsl) and row argmax (kernels/argmax.wgsl). */
 #include "ops.h"
 
-typedef struct softmax_params { uint32_t n, rows; float scale; uint32_t _p; } softmax_params;
-typedef struct argmax_params { uint32_t n, rows, _p0, _p1; } argmax_params;
+typedef struct softmax_params {
+  uint32_t n, rows;
+  float scale;
+  uint32_t _p;
+} softmax_params;
+typedef struct argmax_params {
+  uint32_t n, rows, _p0, _p1;
+} argmax_params;
 
 wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows, float scale) {
   if (!n || !rows) return op_fail(rec, WGLLM_ERR_INTERNAL, "softmax: empty shape");

@@ -54,13 +54,12 @@ wgllm_status op_rms_norm_heads(gpu_recorder *rec, gpu_view x, uint32_t in_off, u
 /* RoPE in place. x: [n_tokens][token_stride] holding n_heads heads of head_dim; pos: [n_tokens] u32;
    cs: [max_pos][rot_dim/2] (cos, sin) pairs. mode 0 half-split, 1 adjacent pairs. */
 typedef enum op_rope_mode { OP_ROPE_HALF = 0, OP_ROPE_ADJACENT = 1 } op_rope_mode;
-wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens,
-                     uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride,
-                     op_rope_mode mode, uint32_t max_pos);
+wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens, uint32_t n_heads,
+                     uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode, uint32_t max_pos);
 /* The same with the heads of token t starting at x_off + t * token_stride (e.g. K inside a fused QKV row). */
 wgllm_status op_rope_at(gpu_recorder *rec, gpu_view x, uint32_t x_off, gpu_view pos, gpu_view cs, uint32_t n_tokens,
-                        uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride,
-                        op_rope_mode mode, uint32_t max_pos);
+                        uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode,
+                        uint32_t max_pos);
 /* CPU side of RoPE: fills cs [max_pos][rot_dim/2][2] from inverse frequencies inv_freq [rot_dim/2]
    (angle = f32(pos) * inv_freq in f32, as transformers does; cos/sin in double). */
 void op_rope_table(float *cs, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos, float attn_scale);
@@ -78,7 +77,7 @@ wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, 
    subgroups of exactly 32 lanes. op_matvec takes it for plain M = 1 products (WGLLM_NO_GEMV_Q4=1 forces the
    generic kernel, for comparisons). */
 typedef struct op_gemv_opts {
-  gpu_view norm_w;   /* [K] f32 or none */
+  gpu_view norm_w; /* [K] f32 or none */
   float eps, norm_offset;
   int accumulate;    /* y += result (residual) */
   uint32_t glu_half; /* 0 or the number of gate rows */
@@ -112,8 +111,8 @@ typedef struct op_kv_layout {
 } op_kv_layout;
 /* Appends K and V of n_tokens new tokens at positions pos[t]. k/v rows: k[t*k_stride + k_off + i]. */
 wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, uint32_t k_stride, uint32_t k_off,
-                         gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache,
-                         gpu_view vcache, uint32_t n_tokens);
+                         gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache, gpu_view vcache,
+                         uint32_t n_tokens);
 /* RoPE of Q and K and the KV append in one dispatch (kernels/rope_kv.wgsl). Q heads of token t at
    x[q_off + t*q_stride + h*head_dim] are rotated in place; K heads at k_off/k_stride are rotated and written to
    the caches with the V heads (from x when vsrc.buf is NULL, else from vsrc), at positions pos[t].
@@ -146,7 +145,6 @@ uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head);
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                                  gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
                                  const gpu_view *indirect, gpu_view out);
-
 
 /* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
    tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets

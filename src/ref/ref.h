@@ -26,13 +26,13 @@ void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n
 void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
              size_t u_off, int act);
 /* Attention over caches [n_kv][ctx][D] of queries q[t*q_stride + q_off + h*D] at positions pos[t]. */
-void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc,
-                   const uint32_t *pos, float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D,
-                   size_t ctx, uint32_t window, float scale, float softcap);
+void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc, const uint32_t *pos,
+                   float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D, size_t ctx, uint32_t window,
+                   float scale, float softcap);
 /* The sampler's reference: same order and thresholds, double sums. ring: recent tokens (n_ring).
    draw: the counter value used for the RNG. Returns the token. logits are modified like the kernel does. */
-uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p,
-                    float rep_penalty, const uint32_t *ring, uint32_t n_ring, uint32_t seed, uint32_t draw,
+uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p, float rep_penalty,
+                    const uint32_t *ring, uint32_t n_ring, uint32_t seed, uint32_t draw,
                     uint8_t *allowed /* [V] or NULL: 1 where a token may be drawn */);
 uint32_t ref_pcg(uint32_t v);
 #endif

@@ -1,20 +1,23 @@
 /* CPU reference implementations (see ref.h). Deliberately plain: loops, double accumulation. */
+#include "ref.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ref.h"
 
 float ref_f16_to_f32(uint16_t h) {
   uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, bits;
   if (e == 0) {
-    if (m == 0) bits = s;
+    if (m == 0)
+      bits = s;
     else { /* subnormal */
       float f = ldexpf((float)m, -24);
       memcpy(&bits, &f, 4);
       bits |= s;
     }
-  } else if (e == 31) bits = s | 0x7f800000u | (m << 13);
-  else bits = s | ((e + 112) << 23) | (m << 13);
+  } else if (e == 31)
+    bits = s | 0x7f800000u | (m << 13);
+  else
+    bits = s | ((e + 112) << 23) | (m << 13);
   float f;
   memcpy(&f, &bits, 4);
   return f;
@@ -42,25 +45,32 @@ uint16_t ref_f32_to_f16(float f) {
 }
 
 void ref_add(const float *a, const float *b, float *out, size_t n, size_t nb) {
-  for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i % nb];
+  for (size_t i = 0; i < n; i++)
+    out[i] = a[i] + b[i % nb];
 }
 void ref_mul(const float *a, const float *b, float *out, size_t n, size_t nb) {
-  for (size_t i = 0; i < n; i++) out[i] = a[i] * b[i % nb];
+  for (size_t i = 0; i < n; i++)
+    out[i] = a[i] * b[i % nb];
 }
 
 void ref_rms_norm(const float *x, const float *w, float *out, size_t n, size_t rows, size_t in_stride,
                   size_t out_stride, float eps, float w_offset) {
   for (size_t r = 0; r < rows; r++) {
     double s = 0;
-    for (size_t i = 0; i < n; i++) s += (double)x[r * in_stride + i] * x[r * in_stride + i];
+    for (size_t i = 0; i < n; i++)
+      s += (double)x[r * in_stride + i] * x[r * in_stride + i];
     double inv = 1.0 / sqrt(s / (double)n + eps);
-    for (size_t i = 0; i < n; i++) out[r * out_stride + i] = (float)(x[r * in_stride + i] * inv * ((double)w[i] + w_offset));
+    for (size_t i = 0; i < n; i++)
+      out[r * out_stride + i] = (float)(x[r * in_stride + i] * inv * ((double)w[i] + w_offset));
   }
 }
 
 static void rotate(float *x, size_t base, size_t i, size_t half, int mode, double c, double s) {
   size_t i0 = base + i, i1 = base + i + half;
-  if (mode == 1) { i0 = base + 2 * i; i1 = i0 + 1; }
+  if (mode == 1) {
+    i0 = base + 2 * i;
+    i1 = i0 + 1;
+  }
   double a = x[i0], b = x[i1];
   x[i0] = (float)(a * c - b * s);
   x[i1] = (float)(b * c + a * s);
@@ -91,16 +101,20 @@ void ref_rope_direct(float *x, const uint32_t *pos, const float *inv_freq, size_
 void ref_softmax(const float *x, float *out, size_t n, size_t rows, float scale) {
   for (size_t r = 0; r < rows; r++) {
     double m = -INFINITY, s = 0;
-    for (size_t i = 0; i < n; i++) m = fmax(m, (double)scale * x[r * n + i]);
-    for (size_t i = 0; i < n; i++) s += exp((double)scale * x[r * n + i] - m);
-    for (size_t i = 0; i < n; i++) out[r * n + i] = (float)(exp((double)scale * x[r * n + i] - m) / s);
+    for (size_t i = 0; i < n; i++)
+      m = fmax(m, (double)scale * x[r * n + i]);
+    for (size_t i = 0; i < n; i++)
+      s += exp((double)scale * x[r * n + i] - m);
+    for (size_t i = 0; i < n; i++)
+      out[r * n + i] = (float)(exp((double)scale * x[r * n + i] - m) / s);
   }
 }
 
 void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows) {
   for (size_t r = 0; r < rows; r++) {
     size_t b = 0;
-    for (size_t i = 1; i < n; i++) if (x[r * n + i] > x[r * n + b]) b = i;
+    for (size_t i = 1; i < n; i++)
+      if (x[r * n + i] > x[r * n + b]) b = i;
     out[r] = (uint32_t)b;
   }
 }
@@ -109,14 +123,16 @@ void ref_linear(const float *x, const float *w, const float *bias, float *y, siz
   for (size_t m = 0; m < M; m++)
     for (size_t n = 0; n < N; n++) {
       double s = bias ? bias[n] : 0.0;
-      for (size_t k = 0; k < K; k++) s += (double)x[m * K + k] * w[n * K + k];
+      for (size_t k = 0; k < K; k++)
+        s += (double)x[m * K + k] * w[n * K + k];
       y[m * N + n] = (float)s;
     }
 }
 
 void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n_tokens, size_t D, float scale) {
   for (size_t t = 0; t < n_tokens; t++)
-    for (size_t i = 0; i < D; i++) out[t * D + i] = table[ids[t] * D + i] * scale;
+    for (size_t i = 0; i < D; i++)
+      out[t * D + i] = table[ids[t] * D + i] * scale;
 }
 
 void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
@@ -124,15 +140,17 @@ void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, 
   for (size_t r = 0; r < rows; r++)
     for (size_t i = 0; i < n; i++) {
       double g = x[r * stride + g_off + i], a;
-      if (act == 0) a = g / (1.0 + exp(-g));
-      else a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
+      if (act == 0)
+        a = g / (1.0 + exp(-g));
+      else
+        a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
       out[r * n + i] = (float)(a * u[r * stride + u_off + i]);
     }
 }
 
-void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc,
-                   const uint32_t *pos, float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D,
-                   size_t ctx, uint32_t window, float scale, float softcap) {
+void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc, const uint32_t *pos,
+                   float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D, size_t ctx, uint32_t window,
+                   float scale, float softcap) {
   double *s = malloc(ctx * sizeof *s);
   for (size_t t = 0; t < T; t++)
     for (size_t h = 0; h < H; h++) {
@@ -142,16 +160,21 @@ void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *k
       double m = -INFINITY, sum = 0;
       for (size_t j = first; j <= last; j++) {
         double dot = 0;
-        for (size_t d = 0; d < D; d++) dot += (double)qh[d] * kc[(kvh * ctx + j) * D + d];
+        for (size_t d = 0; d < D; d++)
+          dot += (double)qh[d] * kc[(kvh * ctx + j) * D + d];
         dot *= scale;
         if (softcap > 0) dot = softcap * tanh(dot / softcap);
         s[j] = dot;
         if (dot > m) m = dot;
       }
-      for (size_t j = first; j <= last; j++) { s[j] = exp(s[j] - m); sum += s[j]; }
+      for (size_t j = first; j <= last; j++) {
+        s[j] = exp(s[j] - m);
+        sum += s[j];
+      }
       for (size_t d = 0; d < D; d++) {
         double a = 0;
-        for (size_t j = first; j <= last; j++) a += s[j] * vc[(kvh * ctx + j) * D + d];
+        for (size_t j = first; j <= last; j++)
+          a += s[j] * vc[(kvh * ctx + j) * D + d];
         out[t * out_stride + h * D + d] = (float)(a / sum);
       }
     }

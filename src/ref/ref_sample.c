@@ -1,9 +1,9 @@
 /* CPU reference of the sampler (kernels/sample.wgsl): the same order (penalty, temperature, top-k, top-p,
    min-p), the same order keys and RNG, sums in double. */
+#include "ref.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include "ref.h"
 
 uint32_t ref_pcg(uint32_t v) {
   uint32_t s = v * 747796405u + 2891336453u;
@@ -22,13 +22,13 @@ static int cmp_desc(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
-uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p,
-                    float rep_penalty, const uint32_t *ring, uint32_t n_ring, uint32_t seed, uint32_t draw,
-                    uint8_t *allowed) {
+uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p, float rep_penalty,
+                    const uint32_t *ring, uint32_t n_ring, uint32_t seed, uint32_t draw, uint8_t *allowed) {
   if (rep_penalty != 1.0f)
     for (uint32_t i = 0; i < n_ring; i++) {
       int dup = 0;
-      for (uint32_t j = 0; j < i; j++) dup |= ring[j] == ring[i];
+      for (uint32_t j = 0; j < i; j++)
+        dup |= ring[j] == ring[i];
       if (!dup && ring[i] < V) {
         float x = logits[ring[i]];
         logits[ring[i]] = x > 0 ? x / rep_penalty : x * rep_penalty;
@@ -36,8 +36,12 @@ uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float
     }
   if (temp <= 0) {
     uint32_t b = 0;
-    for (uint32_t i = 1; i < V; i++) if (key_of(logits[i]) > key_of(logits[b])) b = i;
-    if (allowed) { memset(allowed, 0, V); allowed[b] = 1; }
+    for (uint32_t i = 1; i < V; i++)
+      if (key_of(logits[i]) > key_of(logits[b])) b = i;
+    if (allowed) {
+      memset(allowed, 0, V);
+      allowed[b] = 1;
+    }
     return b;
   }
   float *s = malloc(V * sizeof *s);
@@ -58,15 +62,21 @@ uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float
   if (top_k > 0 && top_k < V && sorted[top_k - 1] > thr) thr = sorted[top_k - 1];
   if (top_p > 0 && top_p < 1) {
     double z = 0;
-    for (uint32_t i = 0; i < V; i++) if (keys[i] >= thr) z += exp((double)s[i] - m);
+    for (uint32_t i = 0; i < V; i++)
+      if (keys[i] >= thr) z += exp((double)s[i] - m);
     double target = top_p * z, acc = 0;
     /* walk distinct keys from the top: the largest t with mass(key >= t) >= target */
     for (uint32_t r = 0; r < V && sorted[r] >= thr;) {
       uint32_t k = sorted[r];
-      while (r < V && sorted[r] == k) r++;
+      while (r < V && sorted[r] == k)
+        r++;
       acc = 0;
-      for (uint32_t i = 0; i < V; i++) if (keys[i] >= k) acc += exp((double)s[i] - m);
-      if (acc >= target) { if (k > thr) thr = k; break; }
+      for (uint32_t i = 0; i < V; i++)
+        if (keys[i] >= k) acc += exp((double)s[i] - m);
+      if (acc >= target) {
+        if (k > thr) thr = k;
+        break;
+      }
     }
   }
   if (min_p > 0) {
@@ -75,7 +85,8 @@ uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float
     if (k > thr) thr = k;
   }
   double total = 0;
-  for (uint32_t i = 0; i < V; i++) if (keys[i] >= thr) total += exp((double)s[i] - m);
+  for (uint32_t i = 0; i < V; i++)
+    if (keys[i] >= thr) total += exp((double)s[i] - m);
   uint32_t r = ref_pcg(seed ^ ref_pcg(draw + 0x9e3779b9u));
   double u = (double)(r >> 8) * (1.0 / 16777216.0) * total, acc = 0;
   uint32_t pick = V;
@@ -86,7 +97,8 @@ uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float
       if (u < acc) break;
     }
   if (allowed)
-    for (uint32_t i = 0; i < V; i++) allowed[i] = keys[i] >= thr;
+    for (uint32_t i = 0; i < V; i++)
+      allowed[i] = keys[i] >= thr;
   free(s);
   free(keys);
   free(sorted);

@@ -1,15 +1,16 @@
 /* Chat templates (see chat.h). Each follows its family's reference template for the common case:
    system, user and assistant turns, no tools. */
+#include "chat.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "chat.h"
 
 static const char *names[] = {"none", "llama3", "chatml", "gemma", "llama2"};
 
 int chat_template_from_name(const char *name) {
-  for (int i = 0; i < 5; i++) if (!strcmp(name, names[i])) return i;
+  for (int i = 0; i < 5; i++)
+    if (!strcmp(name, names[i])) return i;
   return -1;
 }
 
@@ -44,9 +45,13 @@ static void put(sbuf *b, const char *fmt, ...) {
   if (n < 0 || b->oom) return;
   if (b->len + (size_t)n + 1 > b->cap) {
     size_t nc = b->cap ? b->cap * 2 : 256;
-    while (nc < b->len + (size_t)n + 1) nc *= 2;
+    while (nc < b->len + (size_t)n + 1)
+      nc *= 2;
     char *ns = realloc(b->s, nc);
-    if (!ns) { b->oom = 1; return; }
+    if (!ns) {
+      b->oom = 1;
+      return;
+    }
     b->s = ns;
     b->cap = nc;
   }
@@ -61,7 +66,10 @@ char *chat_format(chat_template t, const chat_msg *msgs, size_t n, int add_gener
   put(&b, "%s", "");
   const char *system = NULL;
   size_t first = 0;
-  if (n && !strcmp(msgs[0].role, "system")) { system = msgs[0].content; first = 1; }
+  if (n && !strcmp(msgs[0].role, "system")) {
+    system = msgs[0].content;
+    first = 1;
+  }
   switch (t) {
   case CHAT_LLAMA3:
     put(&b, "<|begin_of_text|>");
@@ -70,15 +78,18 @@ char *chat_format(chat_template t, const chat_msg *msgs, size_t n, int add_gener
     if (add_generation_prompt) put(&b, "<|start_header_id|>assistant<|end_header_id|>\n\n");
     break;
   case CHAT_CHATML:
-    for (size_t i = 0; i < n; i++) put(&b, "<|im_start|>%s\n%s<|im_end|>\n", msgs[i].role, msgs[i].content);
+    for (size_t i = 0; i < n; i++)
+      put(&b, "<|im_start|>%s\n%s<|im_end|>\n", msgs[i].role, msgs[i].content);
     if (add_generation_prompt) put(&b, "<|im_start|>assistant\n");
     break;
   case CHAT_GEMMA: /* no system role: it is prepended to the first user turn */
     put(&b, "<bos>");
     for (size_t i = first; i < n; i++) {
       const char *role = !strcmp(msgs[i].role, "assistant") ? "model" : msgs[i].role;
-      if (i == first && system) put(&b, "<start_of_turn>%s\n%s\n\n%s<end_of_turn>\n", role, system, msgs[i].content);
-      else put(&b, "<start_of_turn>%s\n%s<end_of_turn>\n", role, msgs[i].content);
+      if (i == first && system)
+        put(&b, "<start_of_turn>%s\n%s\n\n%s<end_of_turn>\n", role, system, msgs[i].content);
+      else
+        put(&b, "<start_of_turn>%s\n%s<end_of_turn>\n", role, msgs[i].content);
     }
     if (add_generation_prompt) put(&b, "<start_of_turn>model\n");
     break;
@@ -88,14 +99,20 @@ char *chat_format(chat_template t, const chat_msg *msgs, size_t n, int add_gener
         put(&b, " %s </s>", msgs[i].content);
         continue;
       }
-      if (i == first && system) put(&b, "<s>[INST] <<SYS>>\n%s\n<</SYS>>\n\n%s [/INST]", system, msgs[i].content);
-      else put(&b, "<s>[INST] %s [/INST]", msgs[i].content);
+      if (i == first && system)
+        put(&b, "<s>[INST] <<SYS>>\n%s\n<</SYS>>\n\n%s [/INST]", system, msgs[i].content);
+      else
+        put(&b, "<s>[INST] %s [/INST]", msgs[i].content);
     }
     break;
   default: /* plain concatenation */
-    for (size_t i = 0; i < n; i++) put(&b, "%s%s", msgs[i].content, i + 1 < n ? "\n" : "");
+    for (size_t i = 0; i < n; i++)
+      put(&b, "%s%s", msgs[i].content, i + 1 < n ? "\n" : "");
     break;
   }
-  if (b.oom) { free(b.s); return NULL; }
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
   return b.s;
 }

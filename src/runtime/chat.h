@@ -3,8 +3,8 @@
    or by name. */
 #ifndef WGLLM_CHAT_H
 #define WGLLM_CHAT_H
-#include <stddef.h>
 #include "tokenizer.h"
+#include <stddef.h>
 
 typedef enum chat_template { CHAT_NONE = 0, CHAT_LLAMA3, CHAT_CHATML, CHAT_GEMMA, CHAT_LLAMA2 } chat_template;
 

@@ -8,11 +8,11 @@
 
 typedef enum llm_stop_reason {
   LLM_STOP_NONE = 0,
-  LLM_STOP_EOG,        /* an end-of-generation token */
-  LLM_STOP_STRING,     /* a stop string appeared in the text */
+  LLM_STOP_EOG,    /* an end-of-generation token */
+  LLM_STOP_STRING, /* a stop string appeared in the text */
   LLM_STOP_MAX_TOKENS,
-  LLM_STOP_CALLBACK,   /* the callback asked to stop */
-  LLM_STOP_CONTEXT     /* the context is full */
+  LLM_STOP_CALLBACK, /* the callback asked to stop */
+  LLM_STOP_CONTEXT   /* the context is full */
 } llm_stop_reason;
 
 typedef struct llm_gen_params {
@@ -20,7 +20,7 @@ typedef struct llm_gen_params {
   op_sample_params sampling; /* temperature <= 0: greedy */
   const char *const *stop;   /* stop strings (not emitted) */
   size_t n_stop;
-  int ignore_eog;            /* keep going past end-of-generation tokens */
+  int ignore_eog; /* keep going past end-of-generation tokens */
   /* receives UTF-8 text as it becomes final; return non-zero to stop */
   int (*on_text)(const char *text, size_t len, void *user);
   void *user;

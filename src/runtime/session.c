@@ -1,9 +1,9 @@
 /* Sessions (see session.h): KV cache allocation, chunked prefill through one-shot recordings, and the decode
    step recorded once and replayed. */
+#include "session.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "session.h"
 
 static void kv_free(gpu_context *gpu, llm_kv_cache *kv) {
   for (uint32_t l = 0; l < kv->n_layer; l++) {
@@ -37,7 +37,8 @@ void llm_session_rewind(llm_session *s, uint32_t n) {
 
 uint32_t llm_session_common_prefix(const llm_session *s, const int32_t *ids, uint32_t n) {
   uint32_t i = 0;
-  while (i < n && i < s->n_past && s->fed[i] == ids[i]) i++;
+  while (i < n && i < s->n_past && s->fed[i] == ids[i])
+    i++;
   return i;
 }
 
@@ -45,7 +46,10 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
                                 size_t errlen) {
   *out = NULL;
   llm_session *s = calloc(1, sizeof *s);
-  if (!s) { snprintf(err, errlen, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!s) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   s->m = m;
   s->gpu = m->gpu;
   if (opt) s->opt = *opt;
@@ -78,7 +82,10 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
     kv->bytes += 2 * per;
   }
   if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err, errlen);
-  if (st) { llm_session_free(s); return st; }
+  if (st) {
+    llm_session_free(s);
+    return st;
+  }
   *out = s;
   return WGLLM_OK;
 }
@@ -108,36 +115,50 @@ static wgllm_status ensure_step(llm_session *s);
 
 static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows, int sample) {
   s->err[0] = 0;
-  if (T == 0) { snprintf(s->err, sizeof s->err, "empty prompt: nothing to prefill"); return WGLLM_ERR_INVALID_ARG; }
+  if (T == 0) {
+    snprintf(s->err, sizeof s->err, "empty prompt: nothing to prefill");
+    return WGLLM_ERR_INVALID_ARG;
+  }
   wgllm_status st = check_ids(s, ids, T);
   if (st) return st;
   const llm_hparams *hp = &s->m->hp;
   uint32_t chunk = s->opt.prefill_chunk < T ? s->opt.prefill_chunk : T;
   /* every row's logits must fit one storage binding (128 MiB on many devices): fewer rows a pass if not */
   uint64_t max_bind = s->gpu->limits.maxStorageBufferBindingSize;
-  if (all_rows && (uint64_t)chunk * hp->n_vocab * 4 > max_bind) chunk = (uint32_t)(max_bind / ((uint64_t)hp->n_vocab * 4));
+  if (all_rows && (uint64_t)chunk * hp->n_vocab * 4 > max_bind)
+    chunk = (uint32_t)(max_bind / ((uint64_t)hp->n_vocab * 4));
   if (chunk == 0) {
-    snprintf(s->err, sizeof s->err, "one row of %u logits does not fit the device's storage binding limit", hp->n_vocab);
+    snprintf(s->err, sizeof s->err, "one row of %u logits does not fit the device's storage binding limit",
+             hp->n_vocab);
     return WGLLM_ERR_UNSUPPORTED;
   }
   llm_scratch sc;
   st = llm_scratch_acquire(s->gpu, hp, chunk, all_rows ? chunk : 1, &sc, s->err, sizeof s->err);
   if (st) return st;
   uint32_t *pos = malloc(chunk * sizeof *pos);
-  if (!pos) { llm_scratch_release(s->gpu, &sc); snprintf(s->err, sizeof s->err, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!pos) {
+    llm_scratch_release(s->gpu, &sc);
+    snprintf(s->err, sizeof s->err, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   for (uint32_t done = 0; !st && done < T; done += chunk) {
     uint32_t n = T - done < chunk ? T - done : chunk;
-    for (uint32_t i = 0; i < n; i++) pos[i] = s->n_past + i;
+    for (uint32_t i = 0; i < n; i++)
+      pos[i] = s->n_past + i;
     gpu_write(s->gpu, sc.ids, 0, ids + done, (uint64_t)n * 4);
     gpu_write(s->gpu, sc.pos, 0, pos, (uint64_t)n * 4);
     int want = logits && (all_rows || done + n == T);
     uint32_t n_logits = all_rows ? n : 1;
     gpu_recorder *rec = gpu_recorder_create(s->gpu, 0);
-    if (!rec) { st = WGLLM_ERR_OUT_OF_MEMORY; snprintf(s->err, sizeof s->err, "out of host memory"); break; }
+    if (!rec) {
+      st = WGLLM_ERR_OUT_OF_MEMORY;
+      snprintf(s->err, sizeof s->err, "out of host memory");
+      break;
+    }
     st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits);
     if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
-      st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state), gpu_whole(s->step_scratch.ids),
-                     gpu_whole(s->sampler_work), hp->n_vocab);
+      st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state),
+                     gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
     if (!st) st = gpu_recorder_run(rec);
     if (st) snprintf(s->err, sizeof s->err, "prefill: %s", gpu_recorder_error(rec));
     gpu_recorder_free(rec);
@@ -170,8 +191,12 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
   gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
   gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4);
   st = gpu_recorder_run(s->step);
-  if (st) { snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step)); return st; }
-  if (logits) st = gpu_read(s->gpu, s->step_scratch.logits, 0, logits, (uint64_t)hp->n_vocab * 4, s->err, sizeof s->err);
+  if (st) {
+    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step));
+    return st;
+  }
+  if (logits)
+    st = gpu_read(s->gpu, s->step_scratch.logits, 0, logits, (uint64_t)hp->n_vocab * 4, s->err, sizeof s->err);
   if (!st) s->fed[s->n_past++] = id;
   return st;
 }
@@ -188,7 +213,10 @@ static wgllm_status ensure_step(llm_session *s) {
   st = llm_scratch_add_decode(s->gpu, hp, &s->kv.layout, &s->step_scratch, s->err, sizeof s->err);
   if (st) return st;
   s->step = gpu_recorder_create(s->gpu, 1);
-  if (!s->step) { snprintf(s->err, sizeof s->err, "out of host memory"); return WGLLM_ERR_OUT_OF_MEMORY; }
+  if (!s->step) {
+    snprintf(s->err, sizeof s->err, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
   s->step_recordings++;
   st = llm_encode_forward(s->step, s->m, &s->kv, &s->rope, &s->step_scratch, 1, 1);
   if (!st && s->has_sampler)
@@ -207,8 +235,10 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   s->err[0] = 0;
   wgllm_status st;
   if (!s->sampler_state) {
-    st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, s->err, sizeof s->err);
-    if (!st) st = gpu_buffer_create(s->gpu, op_sample_work_bytes(), "sampler_work", &s->sampler_work, s->err, sizeof s->err);
+    st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, s->err,
+                           sizeof s->err);
+    if (!st)
+      st = gpu_buffer_create(s->gpu, op_sample_work_bytes(), "sampler_work", &s->sampler_work, s->err, sizeof s->err);
     if (st) return st;
   }
   if (!s->step_scratch.ids) {
@@ -220,7 +250,8 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   if (p.rep_penalty == 1.0f) p.ring_cap = 0;
   uint32_t state[4 + OP_SAMPLE_RING_MAX] = {0};
   uint32_t n = n_recent < p.ring_cap ? n_recent : p.ring_cap;
-  for (uint32_t i = 0; i < n; i++) state[4 + i] = (uint32_t)recent[n_recent - n + i];
+  for (uint32_t i = 0; i < n; i++)
+    state[4 + i] = (uint32_t)recent[n_recent - n + i];
   state[1] = n;
   state[2] = p.ring_cap ? n % p.ring_cap : 0;
   gpu_write(s->gpu, s->sampler_state, 0, state, sizeof state);
@@ -273,12 +304,18 @@ wgllm_status llm_session_step_submit(llm_session *s) {
   }
   if (!s->readback) {
     s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1);
-    if (!s->readback) { snprintf(s->err, sizeof s->err, "creating the readback ring failed"); return WGLLM_ERR_GPU; }
+    if (!s->readback) {
+      snprintf(s->err, sizeof s->err, "creating the readback ring failed");
+      return WGLLM_ERR_GPU;
+    }
   }
   gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
   int slot;
   wgllm_status st = gpu_recorder_run_readback(s->step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
-  if (st) { snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step)); return st; }
+  if (st) {
+    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step));
+    return st;
+  }
   s->slots[s->in_flight++] = slot;
   return WGLLM_OK;
 }

@@ -18,19 +18,19 @@ typedef struct llm_session {
   llm_kv_cache kv;
   llm_rope_tables rope; /* [ctx][rot/2] cos/sin (global layers, and local ones when their base differs) */
   uint32_t n_past;
-  int32_t *fed;        /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
+  int32_t *fed;         /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
   int32_t last_sampled; /* sitting in the step's input id, not yet fed */
-  gpu_recorder *step;  /* the recorded decode step (kept): forward, then the sampler when one is set */
+  gpu_recorder *step;   /* the recorded decode step (kept): forward, then the sampler when one is set */
   llm_scratch step_scratch;
   gpu_buffer *sampler_state; /* u32 [4 + OP_SAMPLE_RING_MAX] (see op_sample) */
   gpu_buffer *sampler_work;  /* block maxima and candidates (op_sample_work_bytes) */
   int has_sampler;
   op_sample_params sampler;
   uint32_t step_recordings; /* how many times the step was recorded (replays create nothing) */
-  gpu_readback *readback; /* token ids of queued steps */
-  int in_flight;          /* steps queued but not collected */
-  int slots[4];           /* their readback slots, oldest first */
-  char notice[512];    /* e.g. the f16 KV fallback */
+  gpu_readback *readback;   /* token ids of queued steps */
+  int in_flight;            /* steps queued but not collected */
+  int slots[4];             /* their readback slots, oldest first */
+  char notice[512];         /* e.g. the f16 KV fallback */
   char err[1024];
 } llm_session;
 

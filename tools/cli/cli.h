@@ -1,10 +1,10 @@
 /* Subcommands of the wgllm CLI, one file each, and the helpers they share. */
 #ifndef WGLLM_CLI_H
 #define WGLLM_CLI_H
-#include <stdint.h>
 #include "gpu.h"
 #include "model.h"
 #include "session.h"
+#include <stdint.h>
 
 typedef struct cli_common {
   const char *model;   /* -m PATH */

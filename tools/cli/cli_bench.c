@@ -1,12 +1,12 @@
 /* `wgllm bench`: prefill and decode speed of a model file or a synthetic model of a real shape, after a
    warm-up, as the median of several runs; dispatches and CPU encode time per token; memory; per-kernel GPU
    time with --profile; JSON with --json. --write-gguf writes the synthetic model as a GGUF file. */
+#include "cli.h"
+#include "model_synthetic.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cli.h"
-#include "model_synthetic.h"
 
 static double now_s(void) {
   struct timespec t;
@@ -27,15 +27,17 @@ static double median(double *v, int n) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: wgllm bench (-m PATH | --synthetic llama-1b|llama-8b) [--prompt P] [--gen G] [--runs R]\n"
-             "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
-             "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
-             "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
-             "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
-             "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
-             "       wgllm bench --synthetic NAME --write-gguf OUT.gguf\n"
-             "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
-             "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
+  fprintf(
+      f,
+      "usage: wgllm bench (-m PATH | --synthetic llama-1b|llama-8b) [--prompt P] [--gen G] [--runs R]\n"
+      "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
+      "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
+      "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
+      "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
+      "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
+      "       wgllm bench --synthetic NAME --write-gguf OUT.gguf\n"
+      "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
+      "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
 }
 
 typedef struct prof_row {
@@ -54,11 +56,18 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   so.kv_f16 = kv_f16;
   llm_session *s;
   st = llm_session_create(m, &so, &s, err, sizeof err);
-  if (st) { fprintf(stderr, "wgllm bench: %s\n", err); return 1; }
+  if (st) {
+    fprintf(stderr, "wgllm bench: %s\n", err);
+    return 1;
+  }
   if (s->notice[0]) fprintf(stderr, "%s\n", s->notice);
-  if (P + G + 1 > so.ctx) { fprintf(stderr, "wgllm bench: --ctx %u is too small for %u + %u tokens\n", so.ctx, P, G); return 2; }
+  if (P + G + 1 > so.ctx) {
+    fprintf(stderr, "wgllm bench: --ctx %u is too small for %u + %u tokens\n", so.ctx, P, G);
+    return 2;
+  }
   int32_t *ids = malloc(P * sizeof *ids);
-  for (uint32_t i = 0; i < P; i++) ids[i] = (int32_t)((i * 2654435761u) % m->hp.n_vocab);
+  for (uint32_t i = 0; i < P; i++)
+    ids[i] = (int32_t)((i * 2654435761u) % m->hp.n_vocab);
   op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
   op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1}; /* the CLI's defaults */
   st = llm_session_set_sampler(s, g_sampled ? &sampled : &greedy, ids, P);
@@ -91,19 +100,26 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
       enc[r - 1] = enc_sum / G;
     }
   }
-  if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", s->err, wgllm_status_name(st)); llm_session_free(s); return 1; }
+  if (st) {
+    fprintf(stderr, "wgllm bench: %s (%s)\n", s->err, wgllm_status_name(st));
+    llm_session_free(s);
+    return 1;
+  }
   double pre_s = median(pre, (int)pre_runs), dec_s = median(dec, (int)runs), enc_us = median(enc, (int)runs);
   size_t dispatches = gpu_recorder_count(s->step);
   const char *model_name = synthetic ? synthetic : c->model;
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
-           "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"sampling\": \"%s\", \"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
-           "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, \"pipeline\": %d, "
+           "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"sampling\": \"%s\", "
+           "\"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
+           "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, "
+           "\"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs,
-           llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case", g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s,
-           1.0 / dec_s, dec_s * 1e3, dispatches, enc_us, depth, (unsigned long long)s->kv.bytes,
-           (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak);
+           llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
+           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, dispatches,
+           enc_us, depth, (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes,
+           (unsigned long long)gpu->bytes_peak);
   } else {
     printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
            s->kv.layout.f16 ? "f16" : "f32", P);
@@ -124,22 +140,27 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     for (size_t i = 0; !st && i < n; i++) {
       const char *name = gpu_recorder_record_name(s->step, i);
       size_t j = 0;
-      while (j < nr && strcmp(rows[j].name, name)) j++;
+      while (j < nr && strcmp(rows[j].name, name))
+        j++;
       if (j == nr) snprintf(rows[nr++].name, sizeof rows[0].name, "%s", name);
       rows[j].ns += ns[i];
       rows[j].count++;
       total += ns[i];
     }
     if (!st) {
-      fprintf(json ? stderr : stdout, "per-kernel GPU time of one decode step (each dispatch in its own pass): %.3f ms\n", total / 1e6);
+      fprintf(json ? stderr : stdout,
+              "per-kernel GPU time of one decode step (each dispatch in its own pass): %.3f ms\n", total / 1e6);
       for (size_t j = 0; j < nr; j++)
-        fprintf(json ? stderr : stdout, "  %-24s %4d x  %9.1f us  %5.1f%%\n", rows[j].name, rows[j].count, rows[j].ns / 1e3,
-                100 * rows[j].ns / total);
+        fprintf(json ? stderr : stdout, "  %-24s %4d x  %9.1f us  %5.1f%%\n", rows[j].name, rows[j].count,
+                rows[j].ns / 1e3, 100 * rows[j].ns / total);
     }
     free(ns);
     free(rows);
   }
-  free(ids); free(pre); free(dec); free(enc);
+  free(ids);
+  free(pre);
+  free(dec);
+  free(enc);
   llm_session_free(s);
   return st ? 1 : 0;
 }
@@ -157,55 +178,110 @@ int cli_bench(int argc, char **argv) {
     if (r < 0) return 2;
     if (r) continue;
     const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
-    if (!strcmp(a, "--json")) { json = 1; continue; }
-    if (!strcmp(a, "--profile")) { profile = 1; continue; }
-    if (!strcmp(a, "--sampled")) { g_sampled = 1; continue; }
-    if (i + 1 >= argc) { fprintf(stderr, "wgllm bench: %s needs a value\n", a); return 2; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(a, "--json")) {
+      json = 1;
+      continue;
+    }
+    if (!strcmp(a, "--profile")) {
+      profile = 1;
+      continue;
+    }
+    if (!strcmp(a, "--sampled")) {
+      g_sampled = 1;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "wgllm bench: %s needs a value\n", a);
+      return 2;
+    }
     const char *v = argv[++i];
-    if (!strcmp(a, "--synthetic")) synthetic = v;
-    else if (!strcmp(a, "--write-gguf")) write_gguf = v;
+    if (!strcmp(a, "--synthetic"))
+      synthetic = v;
+    else if (!strcmp(a, "--write-gguf"))
+      write_gguf = v;
     else if (!strcmp(a, "--prompt")) { /* one length or a comma list: one result per length */
       nP = 0;
       for (char *q = (char *)v; *q && nP < 8;) {
         Ps[nP++] = (uint32_t)strtoul(q, &q, 10);
-        if (*q == ',') q++;
-        else if (*q) { fprintf(stderr, "wgllm bench: --prompt %s: expected N or N,N,...\n", v); return 2; }
+        if (*q == ',')
+          q++;
+        else if (*q) {
+          fprintf(stderr, "wgllm bench: --prompt %s: expected N or N,N,...\n", v);
+          return 2;
+        }
       }
     } else if (!strcmp(a, "--kv-list")) {
       nkv = 0;
       if (strstr(v, "f32")) kvs[nkv++] = 0;
       if (strstr(v, "f16")) kvs[nkv++] = 1;
+    } else if (!strcmp(a, "--gen"))
+      G = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--runs"))
+      runs = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--group"))
+      group = (uint32_t)strtoul(v, NULL, 10);
+    else if (!strcmp(a, "--pipeline"))
+      depth = atoi(v);
+    else if (!strcmp(a, "--prefill-runs"))
+      prefill_runs = (uint32_t)strtoul(v, NULL, 10);
+    else {
+      fprintf(stderr, "wgllm bench: unknown option '%s'\n", a);
+      usage(stderr);
+      return 2;
     }
-    else if (!strcmp(a, "--gen")) G = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--runs")) runs = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--group")) group = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--pipeline")) depth = atoi(v);
-    else if (!strcmp(a, "--prefill-runs")) prefill_runs = (uint32_t)strtoul(v, NULL, 10);
-    else { fprintf(stderr, "wgllm bench: unknown option '%s'\n", a); usage(stderr); return 2; }
   }
   char err[1024];
   if (write_gguf) {
-    if (!synthetic) { fprintf(stderr, "wgllm bench: --write-gguf needs --synthetic NAME\n"); return 2; }
+    if (!synthetic) {
+      fprintf(stderr, "wgllm bench: --write-gguf needs --synthetic NAME\n");
+      return 2;
+    }
     wgllm_status s = llm_synthetic_write_gguf(synthetic, write_gguf, err, sizeof err);
-    if (s) { fprintf(stderr, "wgllm bench: %s\n", err); return 1; }
+    if (s) {
+      fprintf(stderr, "wgllm bench: %s\n", err);
+      return 1;
+    }
     printf("wrote %s\n", write_gguf);
     return 0;
   }
-  if (!!synthetic == !!c.model) { fprintf(stderr, "wgllm bench: give either -m PATH or --synthetic NAME\n"); return 2; }
-  if (depth < 1 || depth > LLM_MAX_IN_FLIGHT) { fprintf(stderr, "wgllm bench: --pipeline 1..%d\n", LLM_MAX_IN_FLIGHT); return 2; }
+  if (!!synthetic == !!c.model) {
+    fprintf(stderr, "wgllm bench: give either -m PATH or --synthetic NAME\n");
+    return 2;
+  }
+  if (depth < 1 || depth > LLM_MAX_IN_FLIGHT) {
+    fprintf(stderr, "wgllm bench: --pipeline 1..%d\n", LLM_MAX_IN_FLIGHT);
+    return 2;
+  }
   for (uint32_t i = 0; i < nP; i++)
-    if (!Ps[i]) { fprintf(stderr, "wgllm bench: prompt lengths must be positive\n"); return 2; }
-  if (!G || !runs) { fprintf(stderr, "wgllm bench: --prompt, --gen and --runs must be positive\n"); return 2; }
+    if (!Ps[i]) {
+      fprintf(stderr, "wgllm bench: prompt lengths must be positive\n");
+      return 2;
+    }
+  if (!G || !runs) {
+    fprintf(stderr, "wgllm bench: --prompt, --gen and --runs must be positive\n");
+    return 2;
+  }
   gpu_context *gpu;
   llm_model *m;
   wgllm_status st;
   if (synthetic) {
     if (cli_open_gpu(&c, &gpu)) return 1;
     st = llm_model_synthetic(gpu, synthetic, group, &m, err, sizeof err);
-    if (st) { fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(st)); gpu_destroy(gpu); return 1; }
-  } else if (cli_load(&c, &gpu, &m, NULL)) return 1;
-  if (!nkv) { kvs[0] = c.kv_f16; nkv = 1; }
+    if (st) {
+      fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(st));
+      gpu_destroy(gpu);
+      return 1;
+    }
+  } else if (cli_load(&c, &gpu, &m, NULL))
+    return 1;
+  if (!nkv) {
+    kvs[0] = c.kv_f16;
+    nkv = 1;
+  }
   int rc = 0;
   for (int ki = 0; !rc && ki < nkv; ki++)
     for (uint32_t pi = 0; !rc && pi < nP; pi++)

@@ -1,9 +1,9 @@
 /* `wgllm info --gpu`: the adapter, backend, features and the limits the engine got. */
-#include <stdio.h>
-#include <string.h>
 #include "cli.h"
 #include "gpu.h"
 #include "model.h"
+#include <stdio.h>
+#include <string.h>
 
 static int info_gpu(int no_f16) {
   char err[1024];
@@ -11,7 +11,10 @@ static int info_gpu(int no_f16) {
   gpu_options o = {0};
   o.disable_f16 = no_f16;
   wgllm_status s = gpu_create(&o, &ctx, err, sizeof err);
-  if (s) { fprintf(stderr, "wgllm info: %s (%s)\n", err, wgllm_status_name(s)); return 1; }
+  if (s) {
+    fprintf(stderr, "wgllm info: %s (%s)\n", err, wgllm_status_name(s));
+    return 1;
+  }
   char feats[128];
   printf("adapter:      %s\n", ctx->adapter_name);
   if (ctx->adapter_description[0]) printf("description:  %s\n", ctx->adapter_description);
@@ -44,11 +47,15 @@ static int info_model(const char *path) {
   char err[1024];
   wt_store *st;
   wgllm_status s = llm_open_store(path, &st, err, sizeof err);
-  if (s) { fprintf(stderr, "wgllm info: %s: %s (%s)\n", path, err, wgllm_status_name(s)); return 1; }
+  if (s) {
+    fprintf(stderr, "wgllm info: %s: %s (%s)\n", path, err, wgllm_status_name(s));
+    return 1;
+  }
   printf("file:         %s (%s)\n", path, wt_store_format(st) == WT_FORMAT_GGUF ? "GGUF" : "safetensors");
   llm_hparams hp;
   s = llm_read_hparams(st, &hp, err, sizeof err);
-  if (s) printf("architecture: not runnable: %s (%s)\n", err, wgllm_status_name(s));
+  if (s)
+    printf("architecture: not runnable: %s (%s)\n", err, wgllm_status_name(s));
   else {
     printf("architecture: %s\n", hp.arch_name);
     printf("vocab %u, hidden %u, layers %u, heads %u, kv heads %u, head_dim %u, ffn %u\n", hp.n_vocab, hp.n_embd,
@@ -59,9 +66,11 @@ static int info_model(const char *path) {
            hp.qkv_bias ? "yes" : "no", hp.qk_norm ? "yes" : "no", hp.bos, hp.eos);
     if (hp.arch == LLM_ARCH_GEMMA3) {
       uint32_t n_local = 0;
-      for (uint32_t l = 0; hp.layer_local && l < hp.n_layer; l++) n_local += hp.layer_local[l];
+      for (uint32_t l = 0; hp.layer_local && l < hp.n_layer; l++)
+        n_local += hp.layer_local[l];
       printf("gemma: (1+w) norms, sandwich norms, GELU-tanh GLU, embeddings x %g, attention scale %g, "
-             "sliding window %u on %u of %u layers\n", hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
+             "sliding window %u on %u of %u layers\n",
+             hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
     }
     llm_hparams_free(&hp);
   }
@@ -74,7 +83,9 @@ static int info_model(const char *path) {
   }
   printf("tensors:      %zu, %.2f MB\n", wt_count(st), total / 1e6);
   for (int d = 0; d < 5; d++)
-    if (count[d]) printf("  %-5s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d], (unsigned long long)bytes[d]);
+    if (count[d])
+      printf("  %-5s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d],
+             (unsigned long long)bytes[d]);
   wt_store_free(st);
   return s ? 1 : 0;
 }
@@ -83,9 +94,12 @@ int cli_info(int argc, char **argv) {
   int gpu = 0, no_f16 = 0;
   const char *model = NULL;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--gpu")) gpu = 1;
-    else if (!strcmp(argv[i], "--no-f16")) no_f16 = 1;
-    else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) model = argv[++i];
+    if (!strcmp(argv[i], "--gpu"))
+      gpu = 1;
+    else if (!strcmp(argv[i], "--no-f16"))
+      no_f16 = 1;
+    else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc)
+      model = argv[++i];
     else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       printf("usage: wgllm info --gpu [--no-f16]\n"
              "       wgllm info -m PATH\n"
@@ -94,7 +108,10 @@ int cli_info(int argc, char **argv) {
              "  --no-f16   do not request shader-f16 (simulates a device without it)\n"
              "  WGLLM_ADAPTER=NAME picks an adapter by (part of) its name\n");
       return 0;
-    } else { fprintf(stderr, "wgllm info: unknown option '%s'\n", argv[i]); return 2; }
+    } else {
+      fprintf(stderr, "wgllm info: unknown option '%s'\n", argv[i]);
+      return 2;
+    }
   }
   if (model) {
     int rc = info_model(model);

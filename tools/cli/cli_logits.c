@@ -1,9 +1,9 @@
 /* `wgllm logits`: the conformance interface. Rows 0..T-1 of the output come from one prefill over the
    prompt ids; row T+i from the decode step that fed decode-ids[i]. Output: little-endian f32 [T+N][vocab]. */
+#include "cli.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: wgllm logits -m PATH --prompt-ids 5,9,2 [--decode-ids 7,3] -o OUT.f32\n"
@@ -19,14 +19,30 @@ int cli_logits(int argc, char **argv) {
     int r = cli_common_arg(&c, argc, argv, &i);
     if (r < 0) return 2;
     if (r) continue;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-    if (i + 1 >= argc) { fprintf(stderr, "wgllm logits: %s needs a value\n", argv[i]); return 2; }
-    if (!strcmp(argv[i], "--prompt-ids")) prompt = argv[++i];
-    else if (!strcmp(argv[i], "--decode-ids")) decode = argv[++i];
-    else if (!strcmp(argv[i], "-o")) out = argv[++i];
-    else { fprintf(stderr, "wgllm logits: unknown option '%s'\n", argv[i]); usage(stderr); return 2; }
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "wgllm logits: %s needs a value\n", argv[i]);
+      return 2;
+    }
+    if (!strcmp(argv[i], "--prompt-ids"))
+      prompt = argv[++i];
+    else if (!strcmp(argv[i], "--decode-ids"))
+      decode = argv[++i];
+    else if (!strcmp(argv[i], "-o"))
+      out = argv[++i];
+    else {
+      fprintf(stderr, "wgllm logits: unknown option '%s'\n", argv[i]);
+      usage(stderr);
+      return 2;
+    }
   }
-  if (!c.model || !prompt || !out) { usage(stderr); return 2; }
+  if (!c.model || !prompt || !out) {
+    usage(stderr);
+    return 2;
+  }
   int32_t *pids = NULL, *dids = NULL;
   uint32_t T = 0, N = 0;
   if (cli_parse_ids(prompt, &pids, &T) || T == 0) {
@@ -43,12 +59,17 @@ int cli_logits(int argc, char **argv) {
   llm_model *m;
   llm_session *s;
   int rc = cli_load(&c, &gpu, &m, &s);
-  if (rc) { free(pids); free(dids); return rc; }
+  if (rc) {
+    free(pids);
+    free(dids);
+    return rc;
+  }
   uint32_t V = m->hp.n_vocab;
   float *logits = malloc((size_t)(T + N) * V * sizeof *logits);
   wgllm_status st = logits ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
   if (!st) st = llm_session_prefill(s, pids, T, logits, 1);
-  for (uint32_t i = 0; !st && i < N; i++) st = llm_session_decode(s, dids[i], logits + (size_t)(T + i) * V);
+  for (uint32_t i = 0; !st && i < N; i++)
+    st = llm_session_decode(s, dids[i], logits + (size_t)(T + i) * V);
   if (st) {
     fprintf(stderr, "wgllm logits: %s (%s)\n", s->err[0] ? s->err : "out of memory", wgllm_status_name(st));
     rc = 1;

@@ -1,10 +1,10 @@
 /* `wgllm run` (continue a prompt, streaming) and `wgllm chat` (interactive chat with history), both through the
    public C API. */
+#include "cli.h"
+#include "wgllm.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
-#include "wgllm.h"
 
 typedef struct gen_opts {
   const char *model, *weights, *adapter, *prompt, *template_name, *system;
@@ -36,36 +36,74 @@ static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FIL
   o->sp = wgllm_session_default_params();
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
-    if (!strcmp(a, "--no-f16")) { o->no_f16 = 1; continue; }
-    if (!strcmp(a, "--stats")) { o->stats = 1; continue; }
-    if (i + 1 >= argc) { fprintf(stderr, "wgllm: %s needs a value (see --help)\n", a); return 2; }
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      usage(stdout);
+      return 1;
+    }
+    if (!strcmp(a, "--no-f16")) {
+      o->no_f16 = 1;
+      continue;
+    }
+    if (!strcmp(a, "--stats")) {
+      o->stats = 1;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "wgllm: %s needs a value (see --help)\n", a);
+      return 2;
+    }
     const char *v = argv[++i];
     int ok = 1;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model")) o->model = v;
-    else if (!chat && (!strcmp(a, "-p") || !strcmp(a, "--prompt"))) o->prompt = v;
-    else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens")) ok = parse_u32(v, &o->gp.max_tokens) && o->gp.max_tokens > 0;
-    else if (!strcmp(a, "--temp")) ok = parse_float(v, &o->gp.temperature) && o->gp.temperature >= 0;
-    else if (!strcmp(a, "--top-k")) ok = parse_u32(v, &o->gp.top_k);
-    else if (!strcmp(a, "--top-p")) ok = parse_float(v, &o->gp.top_p) && o->gp.top_p >= 0 && o->gp.top_p <= 1;
-    else if (!strcmp(a, "--min-p")) ok = parse_float(v, &o->gp.min_p) && o->gp.min_p >= 0 && o->gp.min_p <= 1;
-    else if (!strcmp(a, "--repeat-penalty")) ok = parse_float(v, &o->gp.repeat_penalty) && o->gp.repeat_penalty > 0;
-    else if (!strcmp(a, "--repeat-last-n")) ok = parse_u32(v, &o->gp.repeat_last_n) && o->gp.repeat_last_n <= 256;
-    else if (!strcmp(a, "--seed")) ok = parse_u32(v, &o->gp.seed);
-    else if (!strcmp(a, "--ctx")) ok = parse_u32(v, &o->sp.context) && o->sp.context > 0;
+    if (!strcmp(a, "-m") || !strcmp(a, "--model"))
+      o->model = v;
+    else if (!chat && (!strcmp(a, "-p") || !strcmp(a, "--prompt")))
+      o->prompt = v;
+    else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens"))
+      ok = parse_u32(v, &o->gp.max_tokens) && o->gp.max_tokens > 0;
+    else if (!strcmp(a, "--temp"))
+      ok = parse_float(v, &o->gp.temperature) && o->gp.temperature >= 0;
+    else if (!strcmp(a, "--top-k"))
+      ok = parse_u32(v, &o->gp.top_k);
+    else if (!strcmp(a, "--top-p"))
+      ok = parse_float(v, &o->gp.top_p) && o->gp.top_p >= 0 && o->gp.top_p <= 1;
+    else if (!strcmp(a, "--min-p"))
+      ok = parse_float(v, &o->gp.min_p) && o->gp.min_p >= 0 && o->gp.min_p <= 1;
+    else if (!strcmp(a, "--repeat-penalty"))
+      ok = parse_float(v, &o->gp.repeat_penalty) && o->gp.repeat_penalty > 0;
+    else if (!strcmp(a, "--repeat-last-n"))
+      ok = parse_u32(v, &o->gp.repeat_last_n) && o->gp.repeat_last_n <= 256;
+    else if (!strcmp(a, "--seed"))
+      ok = parse_u32(v, &o->gp.seed);
+    else if (!strcmp(a, "--ctx"))
+      ok = parse_u32(v, &o->sp.context) && o->sp.context > 0;
     else if (!strcmp(a, "--kv")) {
-      if (!strcmp(v, "f16")) o->sp.kv_f16 = 1;
-      else if (strcmp(v, "f32")) ok = 0;
-    } else if (!strcmp(a, "--weights")) o->weights = v;
-    else if (!strcmp(a, "--adapter")) o->adapter = v;
+      if (!strcmp(v, "f16"))
+        o->sp.kv_f16 = 1;
+      else if (strcmp(v, "f32"))
+        ok = 0;
+    } else if (!strcmp(a, "--weights"))
+      o->weights = v;
+    else if (!strcmp(a, "--adapter"))
+      o->adapter = v;
     else if (!strcmp(a, "--stop")) {
       if (o->n_stop < 8) o->stop[o->n_stop++] = v;
-    } else if (chat && !strcmp(a, "--template")) o->template_name = v;
-    else if (chat && !strcmp(a, "--system")) o->system = v;
-    else { fprintf(stderr, "wgllm: unknown option '%s' (see --help)\n", a); return 2; }
-    if (!ok) { fprintf(stderr, "wgllm: invalid value '%s' for %s\n", v, a); return 2; }
+    } else if (chat && !strcmp(a, "--template"))
+      o->template_name = v;
+    else if (chat && !strcmp(a, "--system"))
+      o->system = v;
+    else {
+      fprintf(stderr, "wgllm: unknown option '%s' (see --help)\n", a);
+      return 2;
+    }
+    if (!ok) {
+      fprintf(stderr, "wgllm: invalid value '%s' for %s\n", v, a);
+      return 2;
+    }
   }
-  if (!o->model) { fprintf(stderr, "wgllm: -m PATH is required (see --help)\n"); return 2; }
+  if (!o->model) {
+    fprintf(stderr, "wgllm: -m PATH is required (see --help)\n");
+    return 2;
+  }
   o->gp.stop = o->stop;
   o->gp.n_stop = o->n_stop;
   return 0;
@@ -85,7 +123,10 @@ static int open_model(const gen_opts *o, wgllm_model **m, wgllm_session **s) {
   mp.chat_template = o->template_name;
   mp.disable_f16 = o->no_f16;
   wgllm_status st = wgllm_model_create(o->model, &mp, m);
-  if (st) { fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st)); return 1; }
+  if (st) {
+    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
+    return 1;
+  }
   st = wgllm_session_create(*m, &o->sp, s);
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
@@ -122,8 +163,14 @@ int cli_run(int argc, char **argv) {
   gen_opts o;
   int rc = parse(argc, argv, &o, 0, run_usage);
   if (rc) return rc == 1 ? 0 : 2;
-  if (!o.prompt) { fprintf(stderr, "wgllm run: -p TEXT is required\n"); return 2; }
-  if (!o.prompt[0]) { fprintf(stderr, "wgllm run: the prompt is empty\n"); return 2; }
+  if (!o.prompt) {
+    fprintf(stderr, "wgllm run: -p TEXT is required\n");
+    return 2;
+  }
+  if (!o.prompt[0]) {
+    fprintf(stderr, "wgllm run: the prompt is empty\n");
+    return 2;
+  }
   wgllm_model *m;
   wgllm_session *s;
   if (open_model(&o, &m, &s)) return 1;
@@ -133,8 +180,10 @@ int cli_run(int argc, char **argv) {
   wgllm_status r = wgllm_generate(s, o.prompt, &o.gp, &st);
   fputc('\n', stdout);
   fflush(stdout);
-  if (r) fprintf(stderr, "wgllm run: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
-  else if (o.stats) print_stats(&st);
+  if (r)
+    fprintf(stderr, "wgllm run: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
+  else if (o.stats)
+    print_stats(&st);
   wgllm_session_free(s);
   wgllm_model_free(m);
   return r ? 1 : 0;
@@ -171,7 +220,8 @@ int cli_chat(int argc, char **argv) {
     line[strcspn(line, "\r\n")] = 0;
     if (!strcmp(line, "/quit")) break;
     if (!strcmp(line, "/reset")) {
-      while (n > n_fixed) free((void *)msgs[--n].content);
+      while (n > n_fixed)
+        free((void *)msgs[--n].content);
       wgllm_session_reset(s);
       continue;
     }
@@ -196,7 +246,8 @@ int cli_chat(int argc, char **argv) {
     if (o.stats) print_stats(&st);
     msgs[n++] = (wgllm_message){"assistant", reply};
   }
-  for (size_t i = 0; i < n; i++) free((void *)msgs[i].content);
+  for (size_t i = 0; i < n; i++)
+    free((void *)msgs[i].content);
   free(msgs);
   wgllm_session_free(s);
   wgllm_model_free(m);

@@ -1,10 +1,10 @@
 /* `wgllm tokenize`: text to comma-separated ids, or ids back to text (--decode), with the tokenizer of a model
    directory, a .gguf file or a tokenizer.json. Needs no GPU. */
+#include "cli.h"
+#include "model_tokenizer.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
-#include "model_tokenizer.h"
 
 static void usage(FILE *f) {
   fprintf(f, "usage: wgllm tokenize -m PATH [--no-special] TEXT\n"
@@ -17,19 +17,37 @@ int cli_tokenize(int argc, char **argv) {
   const char *path = NULL, *text = NULL, *decode = NULL;
   int special = 1;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
-    if (!strcmp(argv[i], "--no-special")) special = 0;
-    else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc) path = argv[++i];
-    else if (!strcmp(argv[i], "--decode") && i + 1 < argc) decode = argv[++i];
-    else if (argv[i][0] == '-' && argv[i][1] && !text) { fprintf(stderr, "wgllm tokenize: unknown option '%s'\n", argv[i]); return 2; }
-    else if (!text) text = argv[i];
-    else { fprintf(stderr, "wgllm tokenize: give the text as one argument (quote it)\n"); return 2; }
+    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      usage(stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--no-special"))
+      special = 0;
+    else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc)
+      path = argv[++i];
+    else if (!strcmp(argv[i], "--decode") && i + 1 < argc)
+      decode = argv[++i];
+    else if (argv[i][0] == '-' && argv[i][1] && !text) {
+      fprintf(stderr, "wgllm tokenize: unknown option '%s'\n", argv[i]);
+      return 2;
+    } else if (!text)
+      text = argv[i];
+    else {
+      fprintf(stderr, "wgllm tokenize: give the text as one argument (quote it)\n");
+      return 2;
+    }
   }
-  if (!path || (!text && !decode)) { usage(stderr); return 2; }
+  if (!path || (!text && !decode)) {
+    usage(stderr);
+    return 2;
+  }
   char err[1024];
   tokenizer *tok;
   wgllm_status st = llm_load_tokenizer(path, &tok, NULL, err, sizeof err);
-  if (st) { fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st)); return 1; }
+  if (st) {
+    fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st));
+    return 1;
+  }
   int rc = 0;
   if (decode) {
     int32_t *ids;
@@ -42,8 +60,10 @@ int cli_tokenize(int argc, char **argv) {
     char *out;
     size_t len;
     st = tok_decode(tok, ids, n, 0, &out, &len, err, sizeof err);
-    if (st) { fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st)); rc = 1; }
-    else {
+    if (st) {
+      fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st));
+      rc = 1;
+    } else {
       fwrite(out, 1, len, stdout);
       fputc('\n', stdout);
       free(out);
@@ -53,9 +73,12 @@ int cli_tokenize(int argc, char **argv) {
     int32_t *ids;
     size_t n;
     st = tok_encode(tok, text, strlen(text), special, special, &ids, &n, err, sizeof err);
-    if (st) { fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st)); rc = 1; }
-    else {
-      for (size_t i = 0; i < n; i++) printf("%s%d", i ? "," : "", ids[i]);
+    if (st) {
+      fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st));
+      rc = 1;
+    } else {
+      for (size_t i = 0; i < n; i++)
+        printf("%s%d", i ? "," : "", ids[i]);
       printf("\n");
       free(ids);
     }

@@ -1,9 +1,9 @@
 /* Small helpers shared by CLI subcommands: id-list parsing and GPU/model setup with readable errors. */
+#include "cli.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "cli.h"
 
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   *out = NULL;
@@ -16,11 +16,17 @@ int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
     char *end;
     errno = 0;
     long x = strtol(p, &end, 10);
-    if (end == p || errno || x < 0 || x > 0x7fffffff || (*end && *end != ',')) { free(v); return -1; }
+    if (end == p || errno || x < 0 || x > 0x7fffffff || (*end && *end != ',')) {
+      free(v);
+      return -1;
+    }
     if (cnt == cap) {
       cap *= 2;
       int32_t *nv = realloc(v, cap * sizeof *nv);
-      if (!nv) { free(v); return -1; }
+      if (!nv) {
+        free(v);
+        return -1;
+      }
       v = nv;
     }
     v[cnt++] = (int32_t)x;
@@ -37,7 +43,10 @@ int cli_open_gpu(const cli_common *c, gpu_context **gpu) {
   o.adapter_name = c->adapter;
   o.disable_f16 = c->no_f16;
   wgllm_status s = gpu_create(&o, gpu, err, sizeof err);
-  if (s) { fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(s)); return 1; }
+  if (s) {
+    fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(s));
+    return 1;
+  }
   return 0;
 }
 
@@ -58,15 +67,23 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
   if (!strcmp(a, "--kv")) {
     if (!has_val) goto missing;
     const char *v = argv[++*i];
-    if (!strcmp(v, "f16")) c->kv_f16 = 1;
-    else if (!strcmp(v, "f32")) c->kv_f16 = 0;
-    else { fprintf(stderr, "wgllm: --kv %s: expected f32 or f16\n", v); return -1; }
+    if (!strcmp(v, "f16"))
+      c->kv_f16 = 1;
+    else if (!strcmp(v, "f32"))
+      c->kv_f16 = 0;
+    else {
+      fprintf(stderr, "wgllm: --kv %s: expected f32 or f16\n", v);
+      return -1;
+    }
     return 1;
   }
   if (!strcmp(a, "--ctx")) {
     if (!has_val) goto missing;
     long v = strtol(argv[++*i], NULL, 10);
-    if (v <= 0 || v > (1 << 24)) { fprintf(stderr, "wgllm: --ctx %s: expected a positive token count\n", argv[*i]); return -1; }
+    if (v <= 0 || v > (1 << 24)) {
+      fprintf(stderr, "wgllm: --ctx %s: expected a positive token count\n", argv[*i]);
+      return -1;
+    }
     c->ctx = (uint32_t)v;
     return 1;
   }
@@ -90,10 +107,16 @@ int cli_load(const cli_common *c, gpu_context **gpu, llm_model **m, llm_session 
   *gpu = NULL;
   *m = NULL;
   if (s) *s = NULL;
-  if (!c->model) { fprintf(stderr, "wgllm: -m PATH is required\n"); return 2; }
+  if (!c->model) {
+    fprintf(stderr, "wgllm: -m PATH is required\n");
+    return 2;
+  }
   llm_load_options lo = {0};
   wgllm_status st = llm_parse_weight_policy(c->weights, &lo.weights, err, sizeof err);
-  if (st) { fprintf(stderr, "wgllm: %s\n", err); return 2; }
+  if (st) {
+    fprintf(stderr, "wgllm: %s\n", err);
+    return 2;
+  }
   if (cli_open_gpu(c, gpu)) return 1;
   st = llm_model_load(*gpu, c->model, &lo, m, err, sizeof err);
   if (st) {

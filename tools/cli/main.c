@@ -1,28 +1,36 @@
 /* wgllm command-line tool: dispatches subcommands (info, ...). Errors go to stderr with a non-zero exit. */
-#include <stdio.h>
-#include <string.h>
 #include "cli.h"
 #include "wgllm.h"
+#include <stdio.h>
+#include <string.h>
 
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: wgllm <command> [options]\n"
-          "commands:\n"
-          "  run      continue a prompt, streaming the text\n"
-          "  chat     interactive chat with the model's template\n"
-          "  tokenize text to token ids, or ids to text (--decode)\n"
-          "  info     adapter, features and limits (--gpu), or a model file's contents (-m PATH)\n"
-          "  logits   logits of prompt and decode ids, for conformance checks\n"
-          "  bench    prefill and decode speed (a model file or a synthetic model), --json, --profile\n"
-          "  version  print the version\n"
-          "Run 'wgllm <command> --help' for a command's options.\n");
+  fprintf(f, "usage: wgllm <command> [options]\n"
+             "commands:\n"
+             "  run      continue a prompt, streaming the text\n"
+             "  chat     interactive chat with the model's template\n"
+             "  tokenize text to token ids, or ids to text (--decode)\n"
+             "  info     adapter, features and limits (--gpu), or a model file's contents (-m PATH)\n"
+             "  logits   logits of prompt and decode ids, for conformance checks\n"
+             "  bench    prefill and decode speed (a model file or a synthetic model), --json, --profile\n"
+             "  version  print the version\n"
+             "Run 'wgllm <command> --help' for a command's options.\n");
 }
 
 int main(int argc, char **argv) {
-  if (argc < 2) { usage(stderr); return 2; }
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
   const char *cmd = argv[1];
-  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) { usage(stdout); return 0; }
-  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("wgllm %s\n", wgllm_version()); return 0; }
+  if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("wgllm %s\n", wgllm_version());
+    return 0;
+  }
   if (!strcmp(cmd, "info")) return cli_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "logits")) return cli_logits(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);

@@ -7,11 +7,11 @@
      tok_check MODEL OUTDIR/tokenizer_check.json
 
    Built and run by check_outputs.py (links the engine's libwgllm.so). Ends with "N passed, N failed". */
+#include "model_tokenizer.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "model_tokenizer.h"
 
 static char *slurp(const char *path) {
   FILE *f = fopen(path, "rb");
@@ -20,7 +20,10 @@ static char *slurp(const char *path) {
   long n = ftell(f);
   fseek(f, 0, SEEK_SET);
   char *b = malloc((size_t)n + 1);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) { free(b); b = NULL; }
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+    free(b);
+    b = NULL;
+  }
   if (b) b[n] = 0;
   fclose(f);
   return b;
@@ -28,20 +31,30 @@ static char *slurp(const char *path) {
 
 static void print_ids(const char *label, const int32_t *ids, size_t n) {
   printf("      %s (%zu):", label, n);
-  for (size_t i = 0; i < n && i < 40; i++) printf(" %d", ids[i]);
+  for (size_t i = 0; i < n && i < 40; i++)
+    printf(" %d", ids[i]);
   printf("%s\n", n > 40 ? " ..." : "");
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) { fprintf(stderr, "usage: tok_check MODEL tokenizer_check.json\n"); return 2; }
+  if (argc != 3) {
+    fprintf(stderr, "usage: tok_check MODEL tokenizer_check.json\n");
+    return 2;
+  }
   char err[1024];
   tokenizer *t = NULL;
   wgllm_status s = llm_load_tokenizer(argv[1], &t, NULL, err, sizeof err);
-  if (s) { printf("FAIL  load %s: %s (%s)\n0 passed, 1 failed\n", argv[1], err, wgllm_status_name(s)); return 1; }
+  if (s) {
+    printf("FAIL  load %s: %s (%s)\n0 passed, 1 failed\n", argv[1], err, wgllm_status_name(s));
+    return 1;
+  }
   char *js = slurp(argv[2]);
   cJSON *root = js ? cJSON_Parse(js) : NULL;
   const cJSON *cases = root ? cJSON_GetObjectItemCaseSensitive(root, "cases") : NULL;
-  if (!cJSON_IsArray(cases)) { printf("FAIL  cannot read cases from %s\n0 passed, 1 failed\n", argv[2]); return 1; }
+  if (!cJSON_IsArray(cases)) {
+    printf("FAIL  cannot read cases from %s\n0 passed, 1 failed\n", argv[2]);
+    return 1;
+  }
   int passed = 0, failed = 0;
   printf("%s: vocab %zu, bos %d, eos %d\n", argv[1], tok_vocab_size(t), tok_bos(t), tok_eos(t));
   const cJSON *c;
@@ -66,7 +79,8 @@ int main(int argc, char **argv) {
       s = tok_decode(t, ids, n, 1, &back, &blen, err, sizeof err);
       ok = !s && blen == strlen(text) && !memcmp(back, text, blen);
     }
-    if (ok) passed++;
+    if (ok)
+      passed++;
     else {
       failed++;
       printf("FAIL  %.60s%s\n", text, strlen(text) > 60 ? "..." : "");
