@@ -240,7 +240,6 @@ static void test_argmax(void) {
 /* tolerance for a dot product of length K: relative to sum |x w| */
 static void compare_linear(const char *what, const float *got, const float *want, const float *x, const float *w,
                            size_t M, size_t N, size_t K) {
-  float *tol_want = malloc(M * N * 4);
   size_t bad = 0;
   for (size_t m = 0; m < M; m++)
     for (size_t n = 0; n < N; n++) {
@@ -255,7 +254,6 @@ static void compare_linear(const char *what, const float *got, const float *want
       }
     }
   CHECK(bad == 0, "%s: %zu of %zu outputs out of tolerance", what, bad, M * N);
-  free(tol_want);
 }
 
 /* Builds a random weight of the given storage type for [N][K]; deq receives the exact values the kernel
