@@ -67,11 +67,26 @@ static wgllm_status load_vec(loader *L, const char *role, int layer, gpu_view *o
   return load_f32(L, t, out);
 }
 
-/* A [N][K] matrix in the storage the policy asks for. quantize: apply the q4 policy to float weights. */
+/* The storage load_matrix gives a tensor under a policy (quantize: the q4 group for float weights, or 0). */
+static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_t *group) {
+  *group = 0;
+  if (t->dtype == WT_Q4_0) { *type = OP_W_Q4; *group = 32; }
+  else if (t->dtype == WT_Q8_0) { *type = OP_W_Q8; *group = 32; }
+  else if (quantize) { *type = OP_W_Q4; *group = (uint32_t)quantize; }
+  else *type = t->dtype == WT_F16 ? OP_W_F16 : OP_W_F32;
+}
+
+/* A [N][K] matrix in the storage the policy asks for. quantize: the q4 group to quantize float weights to,
+   0 to keep them, or LOAD_AS_F32 to widen any storage (quantized ones dequantized exactly) to f32. */
+#define LOAD_AS_F32 (-1)
 static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_weight *w) {
   int64_t N = t->shape[0], K = t->shape[1];
   memset(w, 0, sizeof *w);
   wgllm_status s = WGLLM_OK;
+  if (quantize == LOAD_AS_F32) {
+    w->type = OP_W_F32;
+    return load_f32(L, t, &w->data);
+  }
   if (t->dtype == WT_Q4_0) {
     uint32_t *qs = malloc(q4gsw_qs_words(N, K) * 4);
     uint16_t *sc = malloc(q4gsw_scale_count(N, K, 32) * 2);
@@ -155,6 +170,39 @@ static wgllm_status load_linear(loader *L, const char *role, int layer, int quan
     return WGLLM_ERR_FORMAT;
   }
   return load_matrix(L, t, quantize, w);
+}
+
+wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,
+                             char *err, size_t errlen);
+
+/* Loads the n projections that the decoder runs as one (Q/K/V, gate/up) and concatenates their rows. When the
+   file stores them differently (e.g. Q8_0 and Q4_0 side by side), all of them are widened to f32, exactly, so
+   they can still share one projection. */
+static wgllm_status load_fused(loader *L, const char *const *roles, int n, int layer, int quantize,
+                               const uint32_t *rows, uint32_t K, op_weight *out) {
+  const wt_tensor *t[4];
+  char nb[96];
+  int same = 1;
+  op_wtype type0 = OP_W_F32, type;
+  uint32_t g0 = 0, g;
+  for (int i = 0; i < n; i++) {
+    t[i] = find(L, roles[i], layer);
+    if (!t[i]) {
+      snprintf(L->err, L->errlen, "missing tensor %s", llm_tensor_name(L->gguf, roles[i], layer, nb, sizeof nb));
+      return WGLLM_ERR_FORMAT;
+    }
+    storage_of(t[i], quantize, &type, &g);
+    if (i == 0) { type0 = type; g0 = g; }
+    same &= type == type0 && g == g0;
+    /* f16 parts are joined by word copies: an odd element count would split a word */
+    if (type == OP_W_F16 && ((uint64_t)rows[i] * K) % 2) same = 0;
+  }
+  op_weight parts[4];
+  wgllm_status s = WGLLM_OK;
+  int done = 0;
+  for (; !s && done < n; done++) s = load_matrix(L, t[done], same ? quantize : LOAD_AS_F32, &parts[done]);
+  if (!s) return llm_concat_rows(L->m, parts, rows, n, K, out, L->err, L->errlen);
+  return s; /* parts already loaded stay owned by the model and are freed with it */
 }
 
 /* Bytes of a [N][K] weight's data and scales in the kernels' layouts. */
@@ -365,17 +413,12 @@ wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_o
       s = load_vec(&L, "post_attn_norm", li, &ly->post_attn_norm);
       if (!s) s = load_vec(&L, "post_ffn_norm", li, &ly->post_ffn_norm);
     }
-    op_weight qkv[3], gu[2];
     uint32_t nq = hp->n_head * hp->head_dim, nkv = hp->n_head_kv * hp->head_dim;
     uint32_t qkv_rows[3] = {nq, nkv, nkv}, gu_rows[2] = {hp->n_ff, hp->n_ff};
-    if (!s) s = load_linear(&L, "wq", li, qz, &qkv[0]);
-    if (!s) s = load_linear(&L, "wk", li, qz, &qkv[1]);
-    if (!s) s = load_linear(&L, "wv", li, qz, &qkv[2]);
-    if (!s) s = llm_concat_rows(m, qkv, qkv_rows, 3, hp->n_embd, &ly->wqkv, err, errlen);
+    static const char *const qkv_roles[3] = {"wq", "wk", "wv"}, *const gu_roles[2] = {"gate", "up"};
+    if (!s) s = load_fused(&L, qkv_roles, 3, li, qz, qkv_rows, hp->n_embd, &ly->wqkv);
     if (!s) s = load_linear(&L, "wo", li, qz, &ly->wo);
-    if (!s) s = load_linear(&L, "gate", li, qz, &gu[0]);
-    if (!s) s = load_linear(&L, "up", li, qz, &gu[1]);
-    if (!s) s = llm_concat_rows(m, gu, gu_rows, 2, hp->n_embd, &ly->w_gate_up, err, errlen);
+    if (!s) s = load_fused(&L, gu_roles, 2, li, qz, gu_rows, hp->n_embd, &ly->w_gate_up);
     if (!s) s = load_linear(&L, "down", li, qz, &ly->w_down);
     if (!s && hp->qkv_bias) {
       gpu_view b[3];
