@@ -148,7 +148,7 @@ wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int ad
   size_t n = 0;
   wgllm_status st = tok_encode(m->tok, text, len, add_special, 1, &v, &n, m->err, sizeof m->err);
   if (st) return st;
-  memcpy(ids, v, (n < cap ? n : cap) * sizeof *v);
+  if (cap && n) memcpy(ids, v, (n < cap ? n : cap) * sizeof *v);
   *n_ids = n;
   free(v);
   return WGLLM_OK;
