@@ -73,14 +73,12 @@ void wgllm_free(void *p);
 /* ---------- sessions ---------- */
 typedef struct wgllm_session_params {
   uint32_t context; /* tokens (default 4096) */
-  int kv_f16;       /* f16 KV cache (half the memory); f32 with a notice without shader-f16 */
+  int kv_f16;       /* f16 KV cache: half the memory, f32 math; stored as packed u32 pairs, so any device */
 } wgllm_session_params;
 wgllm_session_params wgllm_session_default_params(void);
 wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);
 void wgllm_session_free(wgllm_session *s);
 const char *wgllm_session_error(const wgllm_session *s);
-/* A notice the session wants the user to see (e.g. the f16 KV fallback), or "". */
-const char *wgllm_session_notice(const wgllm_session *s);
 void wgllm_session_reset(wgllm_session *s);
 
 /* Receives generated text as it becomes final (whole UTF-8 characters); return non-zero to stop. */

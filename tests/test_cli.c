@@ -121,6 +121,7 @@ int main(void) {
   expect_fail("unknown option", "run -m x -p hi --bogus 1", "--bogus");
   expect_fail("bad temperature", "run -m x -p hi --temp -1", "--temp");
   expect_fail("unknown command", "frobnicate", "frobnicate");
+  expect_fail("no adapter of that name", "info --gpu --adapter no-such-gpu", "no-such-gpu");
   snprintf(a, sizeof a, "run -m %s -p hi --weights q4:33", GGUF);
   expect_fail("bad weights option", a, "q4:33");
   expect_fail("model path missing", "run -m /nonexistent/model -p hi", "/nonexistent/model");

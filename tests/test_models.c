@@ -409,7 +409,8 @@ int main(void) {
       snprintf(f.model, sizeof f.model, "%s", d);
       int tb = 0;
       double e = run_case(&f, "", &tb);
-      printf("  %-18s %-16s worst row rel L2 %.3g (bound 1e-02: one f16-rounded tensor)\n", "llama_gqa", "v_proj 0 in F16", e);
+      printf("  %-18s %-16s worst row rel L2 %.3g (bound 1e-02: one f16-rounded tensor)\n", "llama_gqa",
+             "v_proj 0 in F16", e);
       CHECK(e < 1e-2 && tb == 0, "mixed-dtype Q/K/V: error %.3g, top-1 differs on %d rows", e, tb);
       free_fixture(&f);
     }

@@ -130,7 +130,8 @@ static void test_indirect_and_refusals(void) {
   float junk[8] = {0};
   wgpuQueueWriteBuffer(ctx->queue, o->handle, o->size, junk, sizeof junk);
   s = gpu_check(ctx, err, sizeof err);
-  CHECK(s == WGLLM_ERR_GPU && strstr(err, "validation"), "uncaptured error as a status: %s (%s)", err, wgllm_status_name(s));
+  CHECK(s == WGLLM_ERR_GPU && strstr(err, "validation"), "uncaptured error as a status: %s (%s)", err,
+        wgllm_status_name(s));
   CHECK(gpu_check(ctx, err, sizeof err) == WGLLM_OK, "the error is reported once: %s", err);
   gpu_buffer_destroy(ctx, o);
 }

@@ -76,7 +76,7 @@ static int check_ids(const char *tname, const char *sname, const char *what, con
     fmt_ids(a, sizeof a, got + d, ng - d);
     fmt_ids(b, sizeof b, want + d, nw - d);
     CHECK(same, "%s/%s %s: differ from id #%zu: got [%s] (%zu ids), want [%s] (%zu ids)", tname, sname, what, d, a, ng,
-           b, nw);
+          b, nw);
   } else {
     CHECK(same, "%s", "");
   }
@@ -98,7 +98,7 @@ static void check_text(const char *tname, const char *sname, const char *what, c
   const char *want = exp->valuestring;
   int same = got && glen == strlen(want) && memcmp(got, want, glen) == 0;
   CHECK(same, "%s/%s %s: got \"%.*s\" want \"%s\"", tname, sname, what, got ? (int)glen : 6, got ? got : "(null)",
-         want);
+        want);
 }
 
 /* streaming decode of ids equals the whole decode; a 4-byte buffer exercises the queue-and-drain path */
@@ -125,7 +125,7 @@ static void check_stream(const tokenizer *t, const char *tname, const char *snam
       }
     }
     CHECK(ok && al == wl && memcmp(acc, whole, wl) == 0, "%s/%s stream%s: got \"%.*s\" want \"%s\"", tname, sname,
-           tiny ? " (4-byte buffer)" : "", (int)al, acc, whole);
+          tiny ? " (4-byte buffer)" : "", (int)al, acc, whole);
     free(acc);
     tok_stream_free(s);
   }

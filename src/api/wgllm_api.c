@@ -31,7 +31,6 @@ static _Thread_local char g_last_error[1024];
 const char *wgllm_last_error(void) { return g_last_error; }
 const char *wgllm_model_error(const wgllm_model *m) { return m ? m->err : ""; }
 const char *wgllm_session_error(const wgllm_session *s) { return s ? s->err : ""; }
-const char *wgllm_session_notice(const wgllm_session *s) { return s && s->s ? s->s->notice : ""; }
 void wgllm_free(void *p) { free(p); }
 
 static wgllm_status fail(char *err, wgllm_status st, const char *fmt, ...) {

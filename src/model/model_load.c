@@ -70,10 +70,17 @@ static wgllm_status load_vec(loader *L, const char *role, int layer, gpu_view *o
 /* The storage load_matrix gives a tensor under a policy (quantize: the q4 group for float weights, or 0). */
 static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_t *group) {
   *group = 0;
-  if (t->dtype == WT_Q4_0) { *type = OP_W_Q4; *group = 32; }
-  else if (t->dtype == WT_Q8_0) { *type = OP_W_Q8; *group = 32; }
-  else if (quantize) { *type = OP_W_Q4; *group = (uint32_t)quantize; }
-  else *type = t->dtype == WT_F16 ? OP_W_F16 : OP_W_F32;
+  if (t->dtype == WT_Q4_0) {
+    *type = OP_W_Q4;
+    *group = 32;
+  } else if (t->dtype == WT_Q8_0) {
+    *type = OP_W_Q8;
+    *group = 32;
+  } else if (quantize) {
+    *type = OP_W_Q4;
+    *group = (uint32_t)quantize;
+  } else
+    *type = t->dtype == WT_F16 ? OP_W_F16 : OP_W_F32;
 }
 
 /* A [N][K] matrix in the storage the policy asks for. quantize: the q4 group to quantize float weights to,
@@ -192,7 +199,10 @@ static wgllm_status load_fused(loader *L, const char *const *roles, int n, int l
       return WGLLM_ERR_FORMAT;
     }
     storage_of(t[i], quantize, &type, &g);
-    if (i == 0) { type0 = type; g0 = g; }
+    if (i == 0) {
+      type0 = type;
+      g0 = g;
+    }
     same &= type == type0 && g == g0;
     /* f16 parts are joined by word copies: an odd element count would split a word */
     if (type == OP_W_F16 && ((uint64_t)rows[i] * K) % 2) same = 0;
@@ -200,7 +210,8 @@ static wgllm_status load_fused(loader *L, const char *const *roles, int n, int l
   op_weight parts[4];
   wgllm_status s = WGLLM_OK;
   int done = 0;
-  for (; !s && done < n; done++) s = load_matrix(L, t[done], same ? quantize : LOAD_AS_F32, &parts[done]);
+  for (; !s && done < n; done++)
+    s = load_matrix(L, t[done], same ? quantize : LOAD_AS_F32, &parts[done]);
   if (!s) return llm_concat_rows(L->m, parts, rows, n, K, out, L->err, L->errlen);
   return s; /* parts already loaded stay owned by the model and are freed with it */
 }

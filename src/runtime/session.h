@@ -7,7 +7,7 @@
 
 typedef struct llm_session_options {
   uint32_t ctx;           /* context length (default 4096) */
-  int kv_f16;             /* request an f16 KV cache (falls back to f32 with a notice without shader-f16) */
+  int kv_f16;             /* f16 KV cache: packed pairs in u32 words, f32 math; needs no shader-f16 */
   uint32_t prefill_chunk; /* tokens per prefill pass (default 256) */
 } llm_session_options;
 
@@ -30,7 +30,6 @@ typedef struct llm_session {
   gpu_readback *readback;   /* token ids of queued steps */
   int in_flight;            /* steps queued but not collected */
   int slots[4];             /* their readback slots, oldest first */
-  char notice[512];         /* e.g. the f16 KV fallback */
   char err[1024];
 } llm_session;
 

@@ -60,7 +60,6 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     fprintf(stderr, "wgllm bench: %s\n", err);
     return 1;
   }
-  if (s->notice[0]) fprintf(stderr, "%s\n", s->notice);
   if (P + G + 1 > so.ctx) {
     fprintf(stderr, "wgllm bench: --ctx %u is too small for %u + %u tokens\n", so.ctx, P, G);
     return 2;

@@ -5,11 +5,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static int info_gpu(int no_f16) {
+static int info_gpu(int no_f16, const char *adapter) {
   char err[1024];
   gpu_context *ctx;
   gpu_options o = {0};
   o.disable_f16 = no_f16;
+  o.adapter_name = adapter;
   wgllm_status s = gpu_create(&o, &ctx, err, sizeof err);
   if (s) {
     fprintf(stderr, "wgllm info: %s (%s)\n", err, wgllm_status_name(s));
@@ -92,7 +93,7 @@ static int info_model(const char *path) {
 
 int cli_info(int argc, char **argv) {
   int gpu = 0, no_f16 = 0;
-  const char *model = NULL;
+  const char *model = NULL, *adapter = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--gpu"))
       gpu = 1;
@@ -100,13 +101,15 @@ int cli_info(int argc, char **argv) {
       no_f16 = 1;
     else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc)
       model = argv[++i];
+    else if (!strcmp(argv[i], "--adapter") && i + 1 < argc)
+      adapter = argv[++i];
     else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("usage: wgllm info --gpu [--no-f16]\n"
+      printf("usage: wgllm info --gpu [--no-f16] [--adapter NAME]\n"
              "       wgllm info -m PATH\n"
              "  -m PATH    architecture, hyperparameters, tensors and bytes by type of a model\n"
              "  --gpu      print the adapter, backend, features and limits the engine gets\n"
              "  --no-f16   do not request shader-f16 (simulates a device without it)\n"
-             "  WGLLM_ADAPTER=NAME picks an adapter by (part of) its name\n");
+             "  --adapter NAME (or WGLLM_ADAPTER=NAME) picks an adapter by (part of) its name\n");
       return 0;
     } else {
       fprintf(stderr, "wgllm info: unknown option '%s'\n", argv[i]);
@@ -117,5 +120,5 @@ int cli_info(int argc, char **argv) {
     int rc = info_model(model);
     if (rc || !gpu) return rc;
   }
-  return info_gpu(no_f16);
+  return info_gpu(no_f16, adapter);
 }

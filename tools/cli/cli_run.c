@@ -133,7 +133,6 @@ static int open_model(const gen_opts *o, wgllm_model **m, wgllm_session **s) {
     wgllm_model_free(*m);
     return 1;
   }
-  if (wgllm_session_notice(*s)[0]) fprintf(stderr, "%s\n", wgllm_session_notice(*s));
   return 0;
 }
 

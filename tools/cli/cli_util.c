@@ -138,6 +138,5 @@ int cli_load(const cli_common *c, gpu_context **gpu, llm_model **m, llm_session 
     *gpu = NULL;
     return 1;
   }
-  if ((*s)->notice[0]) fprintf(stderr, "%s\n", (*s)->notice);
   return 0;
 }
