@@ -688,11 +688,35 @@ static void test_rope_kv(void) {
 /* The fused q4 decode GEMV: pre-norm (w and 1+w), residual accumulate, GLU (SiLU, GELU) and bias, row counts
    that do not divide the workgroup's rows, against norm -> linear -> activation on the CPU. */
 static void test_gemv_fused(void) {
-  size_t shapes[][2] = {{1, 32}, {37, 96}, {512, 2048}, {1003, 128}, {3000, 256}};
-  for (size_t si = 0; si < 5; si++)
+  /* N, K and the plan: {0} is the predicate's choice; the others are thread layouts of both kernels that the
+     predicate picks for other shapes or devices (odd unrolls, partial last workgroups, tiny K splits) */
+  struct {
+    size_t N, K;
+    op_gemv_plan plan;
+  } cases[] = {
+      {1, 32, {0}},
+      {37, 96, {0}},
+      {512, 2048, {0}},
+      {1003, 128, {0}},
+      {3000, 256, {0}},
+      {512, 2048, {0, 128, 1, 8, 4}},
+      {512, 2048, {0, 32, 4, 4, 4}},
+      {512, 2048, {0, 64, 2, 8, 1}},
+      {512, 2048, {1, 32, 8, 2, 4}},
+      {512, 2048, {1, 128, 2, 4, 4}},
+      {512, 2048, {1, 32, 4, 8, 2}},
+      {512, 2048, {1, 32, 4, 4, 3}},
+      {1003, 1024, {1, 32, 4, 8, 2}},
+      {1003, 1024, {1, 32, 8, 2, 4}},
+      {37, 96, {0, 4, 32, 4, 1}},
+  };
+  for (size_t si = 0; si < sizeof cases / sizeof cases[0]; si++)
     for (int mode = 0; mode < 5;
          mode++) { /* 0 plain, 1 norm, 2 norm(1+w)+bias+accumulate, 3 norm+glu silu, 4 glu gelu+bias */
-      size_t N = shapes[si][0], K = shapes[si][1];
+      size_t N = cases[si].N, K = cases[si].K;
+      const op_gemv_plan *plan = cases[si].plan.tk ? &cases[si].plan : NULL;
+      if (plan && plan->tuned && !(th_gpu()->has_subgroups && th_gpu()->subgroup_min == th_gpu()->subgroup_max))
+        continue; /* the subgroup kernel needs a fixed subgroup size */
       int glu = mode >= 3;
       size_t rows = glu ? 2 * N : N;
       float *w = malloc(rows * K * 4), *x = rnd(K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1),
@@ -710,6 +734,7 @@ static void test_gemv_fused(void) {
         o.norm_offset = off;
       }
       o.accumulate = mode == 2;
+      o.plan = plan;
       if (glu) {
         o.glu_half = (uint32_t)N;
         o.act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH;
@@ -736,7 +761,9 @@ static void test_gemv_fused(void) {
         for (size_t i = 0; i < N; i++)
           want[i] = lin[i] + (o.accumulate ? y0[i] : 0.0f);
       char what[96];
-      snprintf(what, sizeof what, "gemv_q4 fused mode %d N=%zu K=%zu", mode, N, K);
+      snprintf(what, sizeof what, "gemv_q4 fused mode %d N=%zu K=%zu plan %s/%u/%u/%u/%u", mode, N, K,
+               plan ? (plan->tuned ? "tuned" : "general") : "default", plan ? plan->tk : 0, plan ? plan->tr : 0,
+               plan ? plan->r : 0, plan ? plan->u : 0);
       th_compare(what, got, want, N, 2e-5 * sqrt((double)K), 1e-4);
       gpu_recorder_free(r);
       free_weight(wb);
@@ -754,6 +781,34 @@ static void test_gemv_fused(void) {
       free(lin);
       free(want);
     }
+}
+
+/* The GEMV predicate on both sides: the specialised kernel for exactly the shapes and devices it names, the
+   general one (whole) for anything else. */
+static void test_gemv_predicate(void) {
+  gpu_context c = *th_gpu();
+  c.has_subgroups = 1;
+  c.subgroup_min = c.subgroup_max = 32;
+  c.limits.maxComputeInvocationsPerWorkgroup = 1024;
+  op_gemv_plan p = op_gemv_q4_plan(&c, 4096, 4096, 32, 0);
+  CHECK(p.tuned && p.tk == 128 && p.tr == 2 && p.r == 4, "8B O projection: tuned 128/2/4 (%d %u/%u/%u)", p.tuned,
+        p.tk, p.tr, p.r);
+  p = op_gemv_q4_plan(&c, 14336, 4096, 32, 1);
+  CHECK(p.tuned && p.tk == 32 && p.tr == 8 && p.r == 2, "8B gate/up: tuned 32/8/2");
+  p = op_gemv_q4_plan(&c, 128256, 2048, 64, 0);
+  CHECK(p.tuned && p.tk == 32 && p.tr == 4 && p.r == 8, "LM head: tuned 32/4/8");
+  CHECK(!op_gemv_q4_plan(&c, 4096, 4096 + 32, 32, 0).tuned, "K not a multiple of 1024: general");
+  CHECK(!op_gemv_q4_plan(&c, 32, 4096, 32, 0).tuned, "32 rows: general");
+  CHECK(!op_gemv_q4_plan(&c, 4096, 4096, 16, 0).tuned, "group 16: general");
+  c.limits.maxComputeInvocationsPerWorkgroup = 128;
+  CHECK(!op_gemv_q4_plan(&c, 4096, 4096, 32, 0).tuned, "128-thread workgroups: general");
+  c.limits.maxComputeInvocationsPerWorkgroup = 1024;
+  c.subgroup_min = 16;
+  CHECK(!op_gemv_q4_plan(&c, 4096, 4096, 32, 0).tuned, "varying subgroup size: general");
+  c.subgroup_min = 32;
+  c.has_subgroups = 0;
+  p = op_gemv_q4_plan(&c, 4096, 4096, 32, 0);
+  CHECK(!p.tuned && p.tk * p.tr <= 128, "no subgroups: general (%u x %u threads)", p.tk, p.tr);
 }
 
 /* Flash-decoding (split + reduce, indirect and worst-case grids) against the straightforward kernel and the
@@ -852,6 +907,7 @@ int main(void) {
   test_attention();
   test_attention_decode();
   test_gemv_fused();
+  test_gemv_predicate();
   test_rope_kv();
   th_gpu_done();
   return th_finish("test_ops");

@@ -26,6 +26,7 @@ typedef struct gpu_options {
   int disable_f16;          /* do not request shader-f16 even if offered (simulates a device without it) */
   int disable_subgroups;
   int disable_timestamps;
+  const char *enable_toggles; /* comma-separated Dawn device toggles to enable (measurements: PERF.md) */
 } gpu_options;
 
 typedef struct gpu_pipeline_cache gpu_pipeline_cache;
@@ -165,5 +166,8 @@ wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, char *err,
    out_ns has gpu_recorder_count() entries. */
 wgllm_status gpu_recorder_profile(gpu_recorder *rec, double *out_ns);
 const char *gpu_recorder_record_name(const gpu_recorder *rec, size_t i);
+/* GPU time of the whole recording run once as one pass (timestamps at its start and end), in nanoseconds:
+   dependent dispatches with their barriers, as a replayed step runs. Needs timestamp-query. */
+wgllm_status gpu_recorder_time(gpu_recorder *rec, double *out_ns);
 
 #endif

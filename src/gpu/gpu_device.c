@@ -251,6 +251,16 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   toggles.chain.sType = WGPUSType_DawnTogglesDescriptor;
   toggles.disabledToggleCount = 1;
   toggles.disabledToggles = disabled;
+  char tog_buf[512];
+  const char *enabled[16];
+  size_t n_enabled = 0;
+  if (o.enable_toggles && o.enable_toggles[0]) {
+    snprintf(tog_buf, sizeof tog_buf, "%s", o.enable_toggles);
+    for (char *t = strtok(tog_buf, ","); t && n_enabled < 16; t = strtok(NULL, ","))
+      enabled[n_enabled++] = t;
+    toggles.enabledToggleCount = n_enabled;
+    toggles.enabledToggles = enabled;
+  }
   dd.nextInChain = &toggles.chain;
   device_req req = {0};
   WGPURequestDeviceCallbackInfo dci = {0};

@@ -329,6 +329,66 @@ wgllm_status gpu_recorder_profile(gpu_recorder *r, double *out_ns) {
   return WGLLM_OK;
 }
 
+/* Maps a 2-entry timestamp readback and returns end - begin (0 when not mapped). */
+static wgllm_status read_span(gpu_recorder *r, WGPUBuffer rb, double *out_ns) {
+  ts_map m = {0};
+  WGPUBufferMapCallbackInfo mi = {0};
+  mi.mode = WGPUCallbackMode_WaitAnyOnly;
+  mi.callback = on_ts_map;
+  mi.userdata1 = &m;
+  gpu_wait_future(r->ctx, wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, 16, mi));
+  if (m.st != 1) return fail(r, WGLLM_ERR_GPU, "mapping timestamp results failed");
+  const uint64_t *t = wgpuBufferGetConstMappedRange(rb, 0, 16);
+  *out_ns = t[1] > t[0] ? (double)(t[1] - t[0]) : 0.0;
+  wgpuBufferUnmap(rb);
+  return WGLLM_OK;
+}
+
+wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
+  gpu_context *ctx = r->ctx;
+  if (!ctx->has_timestamps) return fail(r, WGLLM_ERR_UNSUPPORTED, "timing needs timestamp-query, not granted");
+  if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
+  r->runs++;
+  wgllm_status s = finalize(r);
+  if (s) return s;
+  WGPUQuerySetDescriptor qd = {0};
+  qd.type = WGPUQueryType_Timestamp;
+  qd.count = 2;
+  WGPUQuerySet qs = wgpuDeviceCreateQuerySet(ctx->device, &qd);
+  WGPUBufferDescriptor bd = {0};
+  bd.size = 16;
+  bd.usage = WGPUBufferUsage_QueryResolve | WGPUBufferUsage_CopySrc;
+  WGPUBuffer res = wgpuDeviceCreateBuffer(ctx->device, &bd);
+  bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+  WGPUBuffer rb = wgpuDeviceCreateBuffer(ctx->device, &bd);
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
+  WGPUPassTimestampWrites tw = {0};
+  tw.querySet = qs;
+  tw.beginningOfPassWriteIndex = 0;
+  tw.endOfPassWriteIndex = 1;
+  WGPUComputePassDescriptor pd = {0};
+  pd.timestampWrites = &tw;
+  WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, &pd);
+  for (size_t i = 0; i < r->n; i++)
+    encode_one(cp, &r->recs[i]);
+  wgpuComputePassEncoderEnd(cp);
+  wgpuComputePassEncoderRelease(cp);
+  wgpuCommandEncoderResolveQuerySet(enc, qs, 0, 2, res, 0);
+  wgpuCommandEncoderCopyBufferToBuffer(enc, res, 0, rb, 0, 16);
+  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+  wgpuQueueSubmit(ctx->queue, 1, &cb);
+  wgpuCommandBufferRelease(cb);
+  wgpuCommandEncoderRelease(enc);
+  s = read_span(r, rb, out_ns);
+  wgpuBufferRelease(rb);
+  wgpuBufferRelease(res);
+  wgpuQuerySetRelease(qs);
+  char e[GPU_ERR_LEN];
+  if (!s) s = gpu_check(ctx, e, sizeof e);
+  if (s && !r->failed) fail(r, s, e);
+  return s;
+}
+
 void gpu_recorder_free(gpu_recorder *r) {
   if (!r) return;
   for (size_t i = 0; i < r->n; i++)

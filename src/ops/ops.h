@@ -73,17 +73,28 @@ wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, 
 /* The fused q4gsw decode GEMV (kernels/gemv_q4.wgsl), for one token:
    y[n] (+)= s * W[n] . (x * (norm_w + norm_offset)) (+ bias), s = 1/rms(x) when norm_w is set;
    glu_half > 0: W holds gate rows then up rows (glu_half each), y[n] = act(gate_n) * up_n for n < glu_half.
-   Predicate: q4gsw weights, K % 32 == 0, x and norm_w bound at 16-byte multiples; the subgroup variant needs
-   subgroups of exactly 32 lanes. op_matvec takes it for plain M = 1 products (WGLLM_NO_GEMV_Q4=1 forces the
-   generic kernel, for comparisons). */
+   Needs q4gsw weights and K % 32 == 0 (op_gemv_q4_supports); x and norm_w bound at 16-byte multiples.
+   op_matvec takes it for plain M = 1 products (WGLLM_NO_GEMV_Q4=1 forces the generic kernel, for comparisons). */
+/* How a shape runs: the specialised subgroup kernel (tuned) or the general one, and its thread layout: tk
+   threads split K, tr thread-rows a workgroup, r rows a thread-row (so tr * r rows a workgroup), u steps
+   unrolled (1..4; 0 means 4). */
+typedef struct op_gemv_plan {
+  int tuned;
+  uint32_t tk, tr, r, u;
+} op_gemv_plan;
 typedef struct op_gemv_opts {
   gpu_view norm_w; /* [K] f32 or none */
   float eps, norm_offset;
   int accumulate;    /* y += result (residual) */
   uint32_t glu_half; /* 0 or the number of gate rows */
   op_act act;
+  const op_gemv_plan *plan; /* NULL: op_gemv_q4_plan's choice (tests and the kernel bench set it) */
 } op_gemv_opts;
 int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
+/* The predicate that picks the specialised kernel: it names the shapes (rows, K, group) and the device
+   capabilities (subgroups of one fixed size, workgroup limits) the tuned layout accepts; any other case takes
+   the general kernel as a whole. n_out: output rows (gate rows with GLU). */
+op_gemv_plan op_gemv_q4_plan(const gpu_context *ctx, uint32_t n_out, uint32_t K, uint32_t group, int glu);
 wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                         uint32_t K, const op_gemv_opts *o);
 /* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */

@@ -13,6 +13,7 @@ typedef struct cli_common {
   int kv_f16;          /* --kv f16 */
   int no_f16;          /* --no-f16: do not request shader-f16 */
   uint32_t ctx;        /* --ctx N */
+  const char *toggles; /* --dawn-toggles a,b: Dawn device toggles (for measurements) */
 } cli_common;
 
 int cli_info(int argc, char **argv);

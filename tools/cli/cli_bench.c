@@ -105,26 +105,35 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     return 1;
   }
   double pre_s = median(pre, (int)pre_runs), dec_s = median(dec, (int)runs), enc_us = median(enc, (int)runs);
+  /* GPU time of one replayed step alone (one pass, dispatches back to back): what the step costs the GPU,
+     against the wall time per token above, which adds whatever the GPU waits for */
+  double gpu_ns = 0;
+  if (gpu->has_timestamps) {
+    double t[3];
+    for (int i = 0; !st && i < 3; i++)
+      st = gpu_recorder_time(s->step, &t[i]);
+    if (!st) gpu_ns = median(t, 3);
+  }
   size_t dispatches = gpu_recorder_count(s->step);
   const char *model_name = synthetic ? synthetic : c->model;
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
            "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"sampling\": \"%s\", "
            "\"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
-           "\"decode_ms_per_token\": %.4f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, "
+           "\"decode_ms_per_token\": %.4f, \"gpu_us_per_step\": %.1f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, "
            "\"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs,
            llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
-           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, dispatches,
+           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3, dispatches,
            enc_us, depth, (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes,
            (unsigned long long)gpu->bytes_peak);
   } else {
     printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
            s->kv.layout.f16 ? "f16" : "f32", P);
     printf("prefill %u tokens: %.3f s (%.1f tok/s)\n", P, pre_s, P / pre_s);
-    printf("decode: %.3f ms/token (%.2f tok/s), %zu dispatches/token, CPU encode %.1f us/token\n", dec_s * 1e3,
-           1.0 / dec_s, dispatches, enc_us);
+    printf("decode: %.3f ms/token (%.2f tok/s), GPU %.1f us/step, %zu dispatches/token, CPU encode %.1f us/token\n",
+           dec_s * 1e3, 1.0 / dec_s, gpu_ns / 1e3, dispatches, enc_us);
     printf("memory: weights %.1f MB, KV %.1f MB, GPU peak %.1f MB\n", m->weight_bytes / 1e6, s->kv.bytes / 1e6,
            gpu->bytes_peak / 1e6);
   }

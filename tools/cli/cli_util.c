@@ -42,6 +42,7 @@ int cli_open_gpu(const cli_common *c, gpu_context **gpu) {
   gpu_options o = {0};
   o.adapter_name = c->adapter;
   o.disable_f16 = c->no_f16;
+  o.enable_toggles = c->toggles;
   wgllm_status s = gpu_create(&o, gpu, err, sizeof err);
   if (s) {
     fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(s));
@@ -90,6 +91,11 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
   if (!strcmp(a, "--adapter")) {
     if (!has_val) goto missing;
     c->adapter = argv[++*i];
+    return 1;
+  }
+  if (!strcmp(a, "--dawn-toggles")) {
+    if (!has_val) goto missing;
+    c->toggles = argv[++*i];
     return 1;
   }
   if (!strcmp(a, "--no-f16")) {

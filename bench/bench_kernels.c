@@ -1,0 +1,188 @@
+/* Kernel benchmark (developer tool, not part of the public API): GPU time and achieved bandwidth of the q4gsw
+   decode GEMV on the projections of real model shapes, for the plan the predicate picks and for a sweep of
+   other thread layouts. Each timing is one pass of `reps` dependent dispatches (as a decode step runs them),
+   cycling through enough copies of the weights that they do not sit in the L2 cache.
+   usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--reps N] [--toggles a,b] */
+#include "gpu.h"
+#include "ops.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct shape {
+  const char *model, *name;
+  uint32_t n_out, K;
+  int glu, norm, acc;
+} shape;
+
+static const shape SHAPES[] = {
+    {"1b", "qkv", 3072, 2048, 0, 1, 0},     {"1b", "o", 2048, 2048, 0, 0, 1},
+    {"1b", "gate_up", 8192, 2048, 1, 1, 0}, {"1b", "down", 2048, 8192, 0, 0, 1},
+    {"1b", "lm_head", 128256, 2048, 0, 1, 0}, {"8b", "qkv", 6144, 4096, 0, 1, 0},
+    {"8b", "o", 4096, 4096, 0, 0, 1},       {"8b", "gate_up", 14336, 4096, 1, 1, 0},
+    {"8b", "down", 4096, 14336, 0, 0, 1},   {"8b", "lm_head", 128256, 4096, 0, 1, 0},
+    {"tiny", "qkv", 384, 1024, 0, 1, 0},    {"tiny", "gate_up", 512, 1024, 1, 1, 0},
+};
+
+static const op_gemv_plan SWEEP[] = {
+    {0, 128, 1, 8, 4}, {0, 64, 2, 8, 4},  {0, 32, 4, 4, 4},  {1, 32, 1, 4, 4},  {1, 32, 2, 4, 4},
+    {1, 32, 4, 4, 4},  {1, 32, 8, 4, 4},  {1, 32, 4, 2, 4},  {1, 32, 8, 2, 4},  {1, 32, 4, 8, 4},
+    {1, 32, 2, 8, 4},  {1, 32, 8, 1, 4},  {1, 32, 16, 1, 4}, {1, 32, 4, 4, 2},  {1, 32, 4, 4, 1},
+    {1, 32, 4, 8, 2},  {1, 32, 8, 4, 2},  {1, 32, 8, 2, 2},  {1, 64, 2, 4, 4},  {1, 64, 4, 4, 4},
+    {1, 64, 2, 8, 4},  {1, 128, 1, 4, 4}, {1, 128, 2, 4, 4}, {1, 128, 1, 8, 4}, {1, 32, 4, 16, 1},
+    {1, 32, 2, 16, 1}, {1, 32, 16, 2, 4}, {1, 32, 16, 4, 2},
+};
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t next_u32(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng >> 16);
+}
+
+static gpu_buffer *upload_random(gpu_context *g, uint64_t bytes, int kind) {
+  uint32_t *h = malloc(bytes + 4);
+  for (uint64_t i = 0; i < bytes / 4; i++) {
+    if (kind == 0)
+      h[i] = next_u32(); /* nibbles */
+    else if (kind == 1) {  /* two f16 scales in [-0.03, 0.03) (0x2000..0x27ff magnitudes), random signs */
+      uint32_t a = 0x2000 | (next_u32() & 0x7ff) | ((next_u32() & 1) << 15);
+      uint32_t b = 0x2000 | (next_u32() & 0x7ff) | ((next_u32() & 1) << 15);
+      h[i] = a | b << 16;
+    } else {
+      float f = (float)(next_u32() % 2001) / 1000.0f - 1.0f;
+      memcpy(&h[i], &f, 4);
+    }
+  }
+  gpu_buffer *b = NULL;
+  char err[256];
+  if (gpu_buffer_create(g, bytes, "bench", &b, err, sizeof err) == WGLLM_OK) gpu_write(g, b, 0, h, bytes);
+  free(h);
+  return b;
+}
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median GPU ns per dispatch of `plan` on shape s (NULL plan: the predicate's). Returns < 0 when refused. */
+static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw,
+                        gpu_view y, const op_gemv_plan *plan, int reps) {
+  double t[5];
+  for (int run = 0; run < 5; run++) {
+    gpu_recorder *r = gpu_recorder_create(g, 1);
+    op_gemv_opts o = {0};
+    if (s->norm) {
+      o.norm_w = nw;
+      o.eps = 1e-5f;
+    }
+    o.accumulate = s->acc;
+    o.glu_half = s->glu ? s->n_out : 0;
+    o.plan = plan;
+    wgllm_status st = WGLLM_OK;
+    uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
+    for (int i = 0; !st && i < reps; i++)
+      st = op_gemv_q4(r, x, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o);
+    double ns = 0;
+    if (!st) st = gpu_recorder_time(r, &ns);
+    if (st) {
+      if (run == 0 && plan) fprintf(stderr, "  refused: %s\n", gpu_recorder_error(r));
+      gpu_recorder_free(r);
+      return -1;
+    }
+    gpu_recorder_free(r);
+    t[run] = ns / reps;
+  }
+  qsort(t, 5, sizeof t[0], cmp_d);
+  return t[2];
+}
+
+int main(int argc, char **argv) {
+  const char *models = "1b,8b";
+  int sweep = 0, reps = 64;
+  gpu_options go = {0};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
+      models = argv[++i];
+    else if (!strcmp(argv[i], "--sweep"))
+      sweep = 1;
+    else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+      reps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
+      go.enable_toggles = argv[++i];
+    else {
+      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--reps N] [--toggles a,b]\n");
+      return 2;
+    }
+  }
+  char err[1024];
+  gpu_context *g;
+  if (gpu_create(&go, &g, err, sizeof err)) {
+    fprintf(stderr, "bench_kernels: %s\n", err);
+    return 1;
+  }
+  printf("adapter %s, subgroups %u..%u\n", g->adapter_name, g->subgroup_min, g->subgroup_max);
+  size_t first = (size_t)-1;
+  for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
+    const shape *s = &SHAPES[si];
+    if (!strstr(models, s->model)) continue;
+    if (first == (size_t)-1) first = si;
+    uint32_t N = s->glu ? 2 * s->n_out : s->n_out, G = 32;
+    uint64_t wbytes = (uint64_t)N * s->K / 2, sbytes = (uint64_t)N * (s->K / G) * 2;
+    uint64_t total = wbytes + sbytes;
+    int copies = (int)((256ull << 20) / total) + 1; /* > 5x the 50 MB L2 of an H200 */
+    if (!strcmp(s->model, "tiny")) copies = 1;
+    if (copies > reps) copies = reps;
+    op_weight *ws = calloc((size_t)copies, sizeof *ws);
+    gpu_buffer **bufs = calloc((size_t)copies * 2, sizeof *bufs);
+    for (int c = 0; c < copies; c++) {
+      bufs[2 * c] = upload_random(g, wbytes, 0);
+      bufs[2 * c + 1] = upload_random(g, (sbytes + 3) & ~3ull, 1);
+      ws[c].type = OP_W_Q4;
+      ws[c].group = G;
+      ws[c].data = gpu_whole(bufs[2 * c]);
+      ws[c].scales = gpu_whole(bufs[2 * c + 1]);
+    }
+    gpu_buffer *xb = upload_random(g, (uint64_t)s->K * 4, 2), *nb = upload_random(g, (uint64_t)s->K * 4, 2),
+               *yb = upload_random(g, (uint64_t)s->n_out * 4, 2);
+    /* bytes a dispatch must move: weights, scales, x (+ norm weights), y (read too when accumulating) */
+    double bytes = (double)total + s->K * 4.0 * (s->norm ? 2 : 1) + s->n_out * 4.0 * (s->acc ? 2 : 1);
+    op_gemv_plan def = op_gemv_q4_plan(g, s->n_out, s->K, G, s->glu);
+    /* the GPU's clocks ramp up under sustained load: keep it busy for a while before the first timing */
+    for (int wu = 0; si == first && wu < 40; wu++)
+      time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), NULL, reps);
+    double ns = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), NULL, reps);
+    printf("%-4s %-8s N=%-6u K=%-5u  default %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s  (%d weight copies)\n",
+           s->model, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r, def.u, ns / 1e3,
+           bytes / ns, copies);
+    double best = ns;
+    op_gemv_plan bestp = def;
+    for (size_t pi = 0; sweep && pi < sizeof SWEEP / sizeof SWEEP[0]; pi++) {
+      double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &SWEEP[pi], reps);
+      if (t < 0) continue;
+      printf("     %-8s %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s\n", s->name,
+             SWEEP[pi].tuned ? "tuned" : "general", SWEEP[pi].tk, SWEEP[pi].tr, SWEEP[pi].r, SWEEP[pi].u, t / 1e3,
+             bytes / t);
+      if (t < best) {
+        best = t;
+        bestp = SWEEP[pi];
+      }
+    }
+    if (sweep)
+      printf("BEST %-4s %-8s %-7s tk=%u tr=%u r=%u u=%u  %.2f us  %.1f GB/s\n", s->model, s->name,
+             bestp.tuned ? "tuned" : "general", bestp.tk, bestp.tr, bestp.r, bestp.u, best / 1e3, bytes / best);
+    fflush(stdout);
+    for (int c = 0; c < 2 * copies; c++)
+      gpu_buffer_destroy(g, bufs[c]);
+    gpu_buffer_destroy(g, xb);
+    gpu_buffer_destroy(g, nb);
+    gpu_buffer_destroy(g, yb);
+    free(ws);
+    free(bufs);
+  }
+  gpu_destroy(g);
+  return 0;
+}
