@@ -125,6 +125,26 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("adapter %s, subgroups %u..%u\n", g->adapter_name, g->subgroup_min, g->subgroup_max);
+  /* the fixed cost of a dependent dispatch: a chain of tiny fills of one buffer (GPU) and its encode (CPU) */
+  {
+    gpu_buffer *b = upload_random(g, 256, 2);
+    double t[5], enc[5];
+    for (int run = 0; run < 5; run++) {
+      gpu_recorder *r = gpu_recorder_create(g, 1);
+      for (int i = 0; i < 256; i++)
+        op_fill(r, gpu_whole(b), 64, (uint32_t)i);
+      gpu_recorder_time(r, &t[run]);
+      gpu_recorder_run(r);
+      enc[run] = gpu_recorder_last_encode_us(r);
+      gpu_wait_idle(g, err, sizeof err);
+      gpu_recorder_free(r);
+    }
+    qsort(t, 5, sizeof t[0], cmp_d);
+    qsort(enc, 5, sizeof enc[0], cmp_d);
+    printf("dependent tiny dispatch: %.2f us GPU each, %.2f us CPU encode each (chain of 256)\n", t[2] / 256e3,
+           enc[2] / 256);
+    gpu_buffer_destroy(g, b);
+  }
   size_t first = (size_t)-1;
   for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
     const shape *s = &SHAPES[si];

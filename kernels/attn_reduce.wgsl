@@ -9,7 +9,8 @@ struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
 @group(0) @binding(2) var<storage, read> pos: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 
-const B = 128u;
+override B: u32 = 128u; // chunk length of attn_split
+const WG = 128u;
 
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
@@ -31,7 +32,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let b = ((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
     den += exp(partial[b + hd] - M) * partial[b + hd + 1u];
   }
-  for (var d = lid.x; d < hd; d += B) {
+  for (var d = lid.x; d < hd; d += WG) {
     var num = 0.0;
     for (var c = 0u; c < n_chunks; c++) {
       let b = ((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);

@@ -1,10 +1,14 @@
 // Flash-decoding, pass 1: attention of one new token, split over the cached sequence. Workgroup (kvh, c)
-// takes keys [c*128, c*128+128) of KV head kvh for all n_rep query heads that share it (GQA: K/V are read
-// once for the group), keeping per head the chunk's max m, sum l and unnormalised output acc. Keys run to
-// pos[0] (the token's position), starting at pos-window+1 with a sliding window. With a worst-case grid the
-// chunks past the end exit at once; with an indirect grid (attn_grid.wgsl) they are never launched.
+// takes keys [c*B, c*B+B) of KV head kvh for all n_rep query heads that share it (GQA: K/V are read once for
+// the group), keeping per head the chunk's max m, sum l and unnormalised output acc. Keys run to pos[0] (the
+// token's position), starting at pos-window+1 with a sliding window. Chunks past the end exit at once (the
+// grid is the worst case of the recording's length bucket) or are never launched (indirect grid).
+// The chunk length B (32, 64 or 128) is chosen per bucket so that short contexts still spread over many
+// workgroups. Phases: scores of every (head, key) pair; max and sum per head by NP = 128 / n_rep_pow2 threads
+// each (a few workgroup barriers in all, not a reduction tree per head); outputs with one thread per
+// (head, 4 dims), each running over the chunk's keys (no reduction).
 // partial: [n_kv_head][max_chunks][n_rep][head_dim + 2] (acc..., m, l). head_dim % 4 == 0,
-// n_rep * head_dim <= 4096.
+// n_rep <= 16, n_rep * head_dim <= 4096.
 //! variant f32: KV_F16=0
 //! variant f16: KV_F16=1
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
@@ -16,11 +20,12 @@ struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> partial: array<f32>;
 
-const B = 128u;
+override B: u32 = 128u;
+const WG = 128u;
 var<workgroup> qs: array<vec4<f32>, 1024>; // [n_rep][head_dim / 4]
-var<workgroup> ps: array<f32, 2048>;       // [n_rep][B] probabilities (<= 16 heads)
-var<workgroup> red: array<f32, 128>;
-var<workgroup> red4: array<vec4<f32>, 128>;
+var<workgroup> ps: array<f32, 2048>;       // [n_rep][B] scores, then probabilities (n_rep * B <= 2048)
+var<workgroup> red: array<f32, 128>;       // [n_rep_pow2][NP] partial max / sum
+var<workgroup> mh: array<f32, 16>;         // per head max
 
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
@@ -34,81 +39,80 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   var first = 0u;
   if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
   let j0 = (first / B) * B + c * B; // chunks are aligned to B from the window's first block
-  if (j0 > last) { return; }        // past the end (worst-case grid): nothing to do, never read
-  for (var i = l; i < n_rep * hd4; i += B) {
+  if (j0 > last) { return; }        // past the end: nothing to do, never read
+  let nj = min(B, last + 1u - j0);
+  for (var i = l; i < n_rep * hd4; i += WG) {
     let r = i / hd4;
     let d4 = i % hd4;
     let qb = p.q_off + (kvh * n_rep + r) * hd + 4u * d4;
     qs[i] = vec4<f32>(q[qb], q[qb + 1u], q[qb + 2u], q[qb + 3u]);
   }
   workgroupBarrier();
-  let j = j0 + l;
-  let valid = j >= first && j <= last;
-  let kb = (kvh * p.ctx + j) * hd;
-  // scores of key j for every query head of the group
-  for (var r = 0u; r < n_rep; r++) {
+  // scores of every (head r, key j) pair of the chunk
+  for (var i = l; i < n_rep * B; i += WG) {
+    let r = i / B;
+    let j = j0 + i % B;
     var s = -3.0e38;
-    if (valid) {
+    if (j >= first && j <= last) {
+      let kb = (kvh * p.ctx + j) * hd;
       var dt = 0.0;
       for (var d4 = 0u; d4 < hd4; d4++) { dt += dot(qs[r * hd4 + d4], kload4(kb + 4u * d4)); }
       s = dt * p.scale;
       if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
     }
-    ps[r * B + l] = s;
+    ps[i] = s;
   }
   workgroupBarrier();
-  let nj = min(B, last + 1u - j0);
+  // max and sum per head: NP threads a head, each over B / NP keys, then a tree over the NP
+  var rp = 1u;
+  while (rp < n_rep) { rp *= 2u; }
+  let np = WG / rp;
+  let r = l / np;
+  let t = l % np;
+  var m = -3.0e38;
+  if (r < n_rep) {
+    for (var j = t; j < B; j += np) { m = max(m, ps[r * B + j]); }
+  }
+  red[l] = m;
+  workgroupBarrier();
+  for (var k = np / 2u; k > 0u; k >>= 1u) {
+    if (t < k) { red[l] = max(red[l], red[l + k]); }
+    workgroupBarrier();
+  }
+  if (t == 0u && r < n_rep) { mh[r] = red[l]; }
+  workgroupBarrier();
+  var sm = 0.0;
+  if (r < n_rep) {
+    let mr = mh[r];
+    for (var j = t; j < B; j += np) {
+      var pj = 0.0;
+      if (j < nj && j0 + j >= first) { pj = exp(ps[r * B + j] - mr); }
+      ps[r * B + j] = pj;
+      sm += pj;
+    }
+  }
+  red[l] = sm;
+  workgroupBarrier();
+  for (var k = np / 2u; k > 0u; k >>= 1u) {
+    if (t < k) { red[l] += red[l + k]; }
+    workgroupBarrier();
+  }
   let out_base = ((kvh * p.max_chunks + c) * n_rep) * (hd + 2u);
-  // softmax pieces per head: chunk max m and sum l (probabilities overwrite the scores in ps)
-  for (var r = 0u; r < n_rep; r++) {
-    red[l] = ps[r * B + l];
-    workgroupBarrier();
-    for (var k = B / 2u; k > 0u; k >>= 1u) {
-      if (l < k) { red[l] = max(red[l], red[l + k]); }
-      workgroupBarrier();
-    }
-    let m = red[0];
-    workgroupBarrier();
-    var pj = 0.0;
-    if (valid) { pj = exp(ps[r * B + l] - m); }
-    ps[r * B + l] = pj;
-    red[l] = pj;
-    workgroupBarrier();
-    for (var k = B / 2u; k > 0u; k >>= 1u) {
-      if (l < k) { red[l] += red[l + k]; }
-      workgroupBarrier();
-    }
-    if (l == 0u) {
-      partial[out_base + r * (hd + 2u) + hd] = m;
-      partial[out_base + r * (hd + 2u) + hd + 1u] = red[0];
-    }
-    workgroupBarrier();
+  if (t == 0u && r < n_rep) {
+    partial[out_base + r * (hd + 2u) + hd] = mh[r];
+    partial[out_base + r * (hd + 2u) + hd + 1u] = red[l];
   }
-  // unnormalised outputs: all 128 threads work, as (key group g, 4-dim slice d4) pairs; each V slice is loaded
-  // once and used for every head of the group
-  let groups = B / hd4;
-  let d4 = l % hd4;
-  let g = l / hd4;
-  var acc: array<vec4<f32>, 16>;
-  for (var r = 0u; r < n_rep; r++) { acc[r] = vec4<f32>(0.0); }
-  if (g < groups) {
-    for (var jj = g; jj < nj; jj += groups) {
-      let vv = vload4((kvh * p.ctx + j0 + jj) * hd + 4u * d4);
-      for (var r = 0u; r < n_rep; r++) { acc[r] += ps[r * B + jj] * vv; }
-    }
-  }
-  for (var r = 0u; r < n_rep; r++) {
-    red4[l] = acc[r];
-    workgroupBarrier();
-    if (l < hd4) {
-      var a = vec4<f32>(0.0);
-      for (var gg = 0u; gg < groups; gg++) { a += red4[gg * hd4 + l]; }
-      let ob = out_base + r * (hd + 2u) + 4u * l;
-      partial[ob] = a.x;
-      partial[ob + 1u] = a.y;
-      partial[ob + 2u] = a.z;
-      partial[ob + 3u] = a.w;
-    }
-    workgroupBarrier();
+  // unnormalised outputs: one thread per (head, 4 dims) over the chunk's keys
+  let vb = (kvh * p.ctx + j0) * hd;
+  for (var i = l; i < n_rep * hd4; i += WG) {
+    let rr = i / hd4;
+    let d4 = i % hd4;
+    var a = vec4<f32>(0.0);
+    for (var j = 0u; j < nj; j++) { a += ps[rr * B + j] * vload4(vb + j * hd + 4u * d4); }
+    let ob = out_base + rr * (hd + 2u) + 4u * d4;
+    partial[ob] = a.x;
+    partial[ob + 1u] = a.y;
+    partial[ob + 2u] = a.z;
+    partial[ob + 3u] = a.w;
   }
 }

@@ -818,11 +818,13 @@ static void test_attention_decode(void) {
   struct {
     uint32_t H, KVH, D, window;
     float cap;
-  } shapes[] = {{8, 2, 64, 0, 0}, {4, 4, 32, 0, 0}, {8, 1, 128, 100, 0}, {6, 2, 16, 0, 30.0f}, {16, 1, 256, 0, 0}};
+    uint32_t ctx;
+  } shapes[] = {{8, 2, 64, 0, 0, 1030},     {4, 4, 32, 0, 0, 1030},   {8, 1, 128, 100, 0, 1030},
+                {6, 2, 16, 0, 30.0f, 1030}, {16, 1, 256, 0, 0, 1030}, {32, 8, 32, 0, 0, 2100}};
   for (int f16 = 0; f16 < 2; f16++)
-    for (size_t si = 0; si < 5; si++)
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
       for (size_t li = 0; li < 7; li++) {
-        uint32_t H = shapes[si].H, KVH = shapes[si].KVH, D = shapes[si].D, L = lens[li], ctx = 1030;
+        uint32_t H = shapes[si].H, KVH = shapes[si].KVH, D = shapes[si].D, L = lens[li], ctx = shapes[si].ctx;
         op_kv_layout kv = {KVH, D, ctx, f16};
         size_t n = (size_t)KVH * ctx * D;
         float *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *q = rnd(H * D, -1, 1);
@@ -857,23 +859,29 @@ static void test_attention_decode(void) {
         th_run(r);
         gpu_recorder_free(r);
         th_download(go2, plain, H * D * 4);
-        for (int mode = 0; mode < 2; mode++) {
+        /* modes: worst-case grid and indirect grid over the whole cache, then both for the smallest length
+           bucket (a power of two) that holds position L - 1: other chunk lengths and grids */
+        uint32_t bucket = 1;
+        while (bucket < L)
+          bucket *= 2;
+        for (int mode = 0; mode < 4; mode++) {
           gpu_buffer *go = th_poisoned(H * D * 4);
           gpu_view ind = gpu_whole(gind);
+          ap.max_len = mode >= 2 && bucket < ctx ? bucket : 0;
           r = rec_new();
           CHECK(op_attention_decode(r, &kv, &ap, gpu_whole(gq), gpu_whole(gk), gpu_whole(gv), gpu_whole(gp),
-                                    gpu_whole(gpart), mode ? &ind : NULL, gpu_whole(go)) == WGLLM_OK,
+                                    gpu_whole(gpart), mode % 2 ? &ind : NULL, gpu_whole(go)) == WGLLM_OK,
                 "record: %s", gpu_recorder_error(r));
           th_run(r);
           gpu_recorder_free(r);
           th_download(go, got, H * D * 4);
           char what[128];
-          snprintf(what, sizeof what, "flash-decode %s %s L=%u H=%u/%u D=%u win=%u cap=%g vs reference",
-                   mode ? "indirect" : "worst-grid", f16 ? "f16kv" : "f32kv", L, H, KVH, D, shapes[si].window,
-                   shapes[si].cap);
+          snprintf(what, sizeof what, "flash-decode %s %s L=%u max_len=%u H=%u/%u D=%u win=%u cap=%g vs reference",
+                   mode % 2 ? "indirect" : "worst-grid", f16 ? "f16kv" : "f32kv", L, ap.max_len, H, KVH, D,
+                   shapes[si].window, shapes[si].cap);
           th_compare(what, got, want, H * D, 2e-6, 2e-5);
-          snprintf(what, sizeof what, "flash-decode %s L=%u vs straightforward kernel",
-                   mode ? "indirect" : "worst-grid", L);
+          snprintf(what, sizeof what, "flash-decode %s L=%u max_len=%u vs straightforward kernel",
+                   mode % 2 ? "indirect" : "worst-grid", L, ap.max_len);
           th_compare(what, got, plain, H * D, 1e-6, 1e-5);
           gpu_buffer_destroy(th_gpu(), go);
         }

@@ -101,7 +101,8 @@ void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t) {
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
 wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
-                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits) {
+                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
+                                uint32_t max_len) {
   const llm_hparams *hp = &m->hp;
   uint32_t D = hp->n_embd, hd = hp->head_dim, nq = hp->n_head * hd, nkv = hp->n_head_kv * hd, F = hp->n_ff;
   uint32_t S = nq + 2 * nkv; /* fused QKV row: q | k | v */
@@ -165,7 +166,7 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     }
     gpu_buffer *qb = qk;
     uint32_t q_stride = qk_stride;
-    op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, local ? hp->window : 0, hp->attn_scale, 0.0f};
+    op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, local ? hp->window : 0, hp->attn_scale, 0.0f, max_len};
     if (!st && T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0) {
       gpu_view args = V(s->attn_args);
       int indirect = llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT; /* default: worst-case grid */

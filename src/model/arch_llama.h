@@ -55,7 +55,9 @@ wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uin
 void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
 
 /* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the
-   logits of the last n_logits tokens into scratch->logits. */
+   logits of the last n_logits tokens into scratch->logits. max_len: a decode step (T = 1) serves positions below
+   it (a power of two, or 0 for the whole cache), which sizes its attention grid. */
 wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
-                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits);
+                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
+                                uint32_t max_len);
 #endif

@@ -73,7 +73,18 @@ typedef struct attn_grid_params {
   uint32_t n_kv_head, ctx, window, _p;
 } attn_grid_params;
 
-static uint32_t max_chunks(const op_kv_layout *kv) { return kv->ctx / 128 + 2; }
+/* Chunk length and worst-case chunk count of a decode recording that serves positions < len: chunks of 32 to
+   128 keys, short enough that a short context still gives about 128 workgroups (n_kv_head of them per chunk). */
+static void decode_chunks(const op_kv_layout *kv, uint32_t len, uint32_t window, uint32_t *chunk, uint32_t *n) {
+  if (!len || len > kv->ctx) len = kv->ctx;
+  uint32_t want = (uint32_t)((uint64_t)len * kv->n_kv_head / 128), B = 32;
+  while (B < 128 && B * 2 <= want)
+    B *= 2;
+  uint32_t c = (len + B - 1) / B;
+  if (window && window / B + 2 < c) c = window / B + 2; /* the window's span starts at a chunk boundary */
+  *chunk = B;
+  *n = c;
+}
 
 int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head) {
   if (!kv->n_kv_head || n_head % kv->n_kv_head || kv->head_dim % 4) return 0;
@@ -82,7 +93,15 @@ int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head) {
 }
 
 uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head) {
-  return (uint64_t)max_chunks(kv) * n_head * (kv->head_dim + 2) * 4;
+  /* the most chunks any recording length needs (lengths are powers of two or the whole context) */
+  uint32_t most = 1, B, n;
+  for (uint64_t len = 1; len < 2ull * kv->ctx; len *= 2) {
+    decode_chunks(kv, len > kv->ctx ? kv->ctx : (uint32_t)len, 0, &B, &n);
+    if (n > most) most = n;
+  }
+  decode_chunks(kv, kv->ctx, 0, &B, &n);
+  if (n > most) most = n;
+  return (uint64_t)most * n_head * (kv->head_dim + 2) * 4;
 }
 
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
@@ -95,14 +114,25 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   if (!op_attention_decode_supports(kv, a->n_head))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
                    a->n_head, kv->n_kv_head, kv->head_dim);
-  uint32_t mc = max_chunks(kv);
+  uint32_t B, mc;
+  decode_chunks(kv, a->max_len, a->window, &B, &mc);
+  if (a->max_len && a->max_len < kv->ctx && (a->max_len & (a->max_len - 1)))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: length bucket %u is not a power of two", a->max_len);
   if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: context %u too long for the grid", kv->ctx);
+  if ((uint64_t)mc * a->n_head * (kv->head_dim + 2) * 4 > partial.buf->size - partial.offset)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: partial buffer too small for %u chunks", mc);
   const char *var = kv->f16 ? "f16" : "f32";
+  gpu_constant cb = {"B", (double)B};
   if (indirect) {
     attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, 0};
-    gpu_dispatch_desc g = {
-        .kernel = "attn_grid", .variant = "u32", .params = &gp, .params_size = sizeof gp, .n_bind = 2};
+    gpu_dispatch_desc g = {.kernel = "attn_grid",
+                           .variant = "u32",
+                           .params = &gp,
+                           .params_size = sizeof gp,
+                           .n_bind = 2,
+                           .consts = &cb,
+                           .n_consts = 1};
     g.bind[0] = pos;
     g.bind[1] = *indirect;
     g.grid[0] = g.grid[1] = g.grid[2] = 1;
@@ -112,7 +142,13 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   attn_split_params sp = {
       a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->q_stride, a->q_off, a->window, mc, a->scale, a->softcap, 0,
       0};
-  gpu_dispatch_desc d = {.kernel = "attn_split", .variant = var, .params = &sp, .params_size = sizeof sp, .n_bind = 5};
+  gpu_dispatch_desc d = {.kernel = "attn_split",
+                         .variant = var,
+                         .params = &sp,
+                         .params_size = sizeof sp,
+                         .n_bind = 5,
+                         .consts = &cb,
+                         .n_consts = 1};
   d.bind[0] = q;
   d.bind[1] = kcache;
   d.bind[2] = vcache;
@@ -121,18 +157,20 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   if (indirect)
     d.indirect = *indirect;
   else {
-    /* worst case: with a window only ceil(window/128)+1 chunks can hold keys */
-    uint32_t n = mc;
-    if (a->window && a->window / 128 + 2 < n) n = a->window / 128 + 2;
     d.grid[0] = kv->n_kv_head;
-    d.grid[1] = n;
+    d.grid[1] = mc;
     d.grid[2] = 1;
   }
   s = gpu_record(rec, &d);
   if (s) return s;
   attn_reduce_params rp = {a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->window, mc, a->out_stride, 0};
-  gpu_dispatch_desc r = {
-      .kernel = "attn_reduce", .variant = "f32", .params = &rp, .params_size = sizeof rp, .n_bind = 3};
+  gpu_dispatch_desc r = {.kernel = "attn_reduce",
+                         .variant = "f32",
+                         .params = &rp,
+                         .params_size = sizeof rp,
+                         .n_bind = 3,
+                         .consts = &cb,
+                         .n_consts = 1};
   r.bind[0] = partial;
   r.bind[1] = pos;
   r.bind[2] = out;

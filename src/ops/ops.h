@@ -142,15 +142,18 @@ wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope
 typedef struct op_attn_params {
   uint32_t n_tokens, n_head, q_stride, q_off, out_stride, window;
   float scale, softcap;
+  uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
 } op_attn_params;
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
 
-/* Flash-decoding for one new token (a->n_tokens == 1): the cached sequence is split into 128-key chunks across
-   workgroups (kernels/attn_split.wgsl), then reduced (attn_reduce.wgsl). The chunk grid depends on the length
-   on the GPU: with indirect != NULL a one-thread kernel writes it into *indirect (3 x u32), else the grid is the
-   worst case for the context and extra workgroups exit at once. partial: op_attn_partial_bytes().
-   Accepts: head_dim % 4 == 0, n_rep = n_head / n_kv_head <= 16, n_rep * head_dim <= 4096. */
+/* Flash-decoding for one new token (a->n_tokens == 1): the cached sequence is split into chunks of 32 to 128
+   keys across workgroups (kernels/attn_split.wgsl), then reduced (attn_reduce.wgsl). The chunk length and the
+   grid come from a->max_len (a recording per length bucket, so short contexts launch few, short chunks); within
+   it the grid depends on the position on the GPU: with indirect != NULL a one-thread kernel writes it into
+   *indirect (3 x u32), else it is the worst case for max_len and extra workgroups exit at once.
+   partial: op_attn_partial_bytes(). Accepts: head_dim % 4 == 0, n_rep = n_head / n_kv_head <= 16,
+   n_rep * head_dim <= 4096. */
 int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head);
 uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head);
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,

@@ -19,7 +19,8 @@ void llm_session_free(llm_session *s) {
   if (!s) return;
   if (s->in_flight) llm_session_step_drain(s);
   gpu_readback_free(s->readback);
-  gpu_recorder_free(s->step);
+  for (uint32_t b = 0; b < LLM_MAX_BUCKETS; b++)
+    gpu_recorder_free(s->steps[b]);
   llm_scratch_release(s->gpu, &s->step_scratch);
   gpu_buffer_destroy(s->gpu, s->sampler_state);
   gpu_buffer_destroy(s->gpu, s->sampler_work);
@@ -54,6 +55,9 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   s->gpu = m->gpu;
   if (opt) s->opt = *opt;
   if (!s->opt.ctx) s->opt.ctx = 4096;
+  s->n_buckets = 1;
+  while (s->n_buckets < LLM_MAX_BUCKETS && llm_bucket_len(s, s->n_buckets - 1) < s->opt.ctx)
+    s->n_buckets++;
   if (!s->opt.prefill_chunk) s->opt.prefill_chunk = 256;
   const llm_hparams *hp = &m->hp;
   int f16 = s->opt.kv_f16;
@@ -111,7 +115,24 @@ wgllm_status llm_session_prefill(llm_session *s, const int32_t *ids, uint32_t T,
   return prefill(s, ids, T, logits, all_rows, 0);
 }
 
-static wgllm_status ensure_step(llm_session *s);
+static wgllm_status ensure_step(llm_session *s, uint32_t b);
+
+uint32_t llm_bucket_len(const llm_session *s, uint32_t b) {
+  uint64_t len = (uint64_t)LLM_MIN_BUCKET << b;
+  return b + 1 >= LLM_MAX_BUCKETS || len >= s->opt.ctx ? s->opt.ctx : (uint32_t)len;
+}
+
+uint32_t llm_bucket_of(const llm_session *s, uint32_t pos) {
+  uint32_t b = 0;
+  while (b + 1 < s->n_buckets && llm_bucket_len(s, b) <= pos)
+    b++;
+  return b;
+}
+
+gpu_recorder *llm_session_step(llm_session *s, uint32_t pos) {
+  uint32_t b = llm_bucket_of(s, pos);
+  return ensure_step(s, b) ? NULL : s->steps[b];
+}
 
 static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows, int sample) {
   s->err[0] = 0;
@@ -155,7 +176,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
       snprintf(s->err, sizeof s->err, "out of host memory");
       break;
     }
-    st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits);
+    st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits, 0);
     if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
       st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state),
                      gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
@@ -185,14 +206,15 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
     snprintf(s->err, sizeof s->err, "llm_session_decode: a sampler is set; use llm_session_step_sample");
     return WGLLM_ERR_INVALID_ARG;
   }
-  st = ensure_step(s);
-  if (st) return st;
+  gpu_recorder *step = llm_session_step(s, s->n_past);
+  if (!step) return s->step_status;
   uint32_t u = (uint32_t)id, p = s->n_past;
   gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
   gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4);
-  st = gpu_recorder_run(s->step);
+  s->last_step = step;
+  st = gpu_recorder_run(step);
   if (st) {
-    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step));
+    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(step));
     return st;
   }
   if (logits)
@@ -201,33 +223,44 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
   return st;
 }
 
-/* Records the decode step once (forward + optional sampler); afterwards only GPU-side values change. */
-static wgllm_status ensure_step(llm_session *s) {
-  if (s->step) return WGLLM_OK;
+/* Records bucket b's decode step once (forward + optional sampler); afterwards only GPU-side values change. */
+static wgllm_status ensure_step(llm_session *s, uint32_t b) {
+  s->step_status = WGLLM_OK;
+  if (s->steps[b]) return WGLLM_OK;
   const llm_hparams *hp = &s->m->hp;
   wgllm_status st;
   if (!s->step_scratch.ids) {
     st = llm_scratch_acquire(s->gpu, hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
-    if (st) return st;
+    if (st) return s->step_status = st;
   }
   st = llm_scratch_add_decode(s->gpu, hp, &s->kv.layout, &s->step_scratch, s->err, sizeof s->err);
-  if (st) return st;
-  s->step = gpu_recorder_create(s->gpu, 1);
-  if (!s->step) {
+  if (st) return s->step_status = st;
+  gpu_recorder *rec = gpu_recorder_create(s->gpu, 1);
+  if (!rec) {
     snprintf(s->err, sizeof s->err, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return s->step_status = WGLLM_ERR_OUT_OF_MEMORY;
   }
   s->step_recordings++;
-  st = llm_encode_forward(s->step, s->m, &s->kv, &s->rope, &s->step_scratch, 1, 1);
+  uint32_t len = llm_bucket_len(s, b);
+  st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &s->step_scratch, 1, 1, len >= s->opt.ctx ? 0 : len);
   if (!st && s->has_sampler)
-    st = op_sample(s->step, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
+    st = op_sample(rec, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
                    gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
   if (st) {
-    snprintf(s->err, sizeof s->err, "recording the decode step: %s", gpu_recorder_error(s->step));
-    gpu_recorder_free(s->step);
-    s->step = NULL;
+    snprintf(s->err, sizeof s->err, "recording the decode step: %s", gpu_recorder_error(rec));
+    gpu_recorder_free(rec);
+    return s->step_status = st;
   }
-  return st;
+  s->steps[b] = rec;
+  return WGLLM_OK;
+}
+
+static void free_steps(llm_session *s) {
+  for (uint32_t b = 0; b < LLM_MAX_BUCKETS; b++) {
+    gpu_recorder_free(s->steps[b]);
+    s->steps[b] = NULL;
+  }
+  s->last_step = NULL;
 }
 
 wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp, const int32_t *recent,
@@ -255,14 +288,11 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   state[1] = n;
   state[2] = p.ring_cap ? n % p.ring_cap : 0;
   gpu_write(s->gpu, s->sampler_state, 0, state, sizeof state);
-  /* the step bakes the sampler's parameters in: re-record it when they change */
-  if (s->step && (!s->has_sampler || memcmp(&p, &s->sampler, sizeof p))) {
-    gpu_recorder_free(s->step);
-    s->step = NULL;
-  }
+  /* the steps bake the sampler's parameters in: re-record them when they change */
+  if (!s->has_sampler || memcmp(&p, &s->sampler, sizeof p)) free_steps(s);
   s->sampler = p;
   s->has_sampler = 1;
-  return ensure_step(s);
+  return ensure_step(s, llm_bucket_of(s, s->n_past));
 }
 
 static wgllm_status read_token(llm_session *s, int32_t *token) {
@@ -289,7 +319,7 @@ wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint
 
 wgllm_status llm_session_step_submit(llm_session *s) {
   s->err[0] = 0;
-  if (!s->has_sampler || !s->step) {
+  if (!s->has_sampler) {
     snprintf(s->err, sizeof s->err, "llm_session_step_submit: no sampler set");
     return WGLLM_ERR_INVALID_ARG;
   }
@@ -309,11 +339,14 @@ wgllm_status llm_session_step_submit(llm_session *s) {
       return WGLLM_ERR_GPU;
     }
   }
+  gpu_recorder *step = llm_session_step(s, p);
+  if (!step) return s->step_status;
   gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
   int slot;
-  wgllm_status st = gpu_recorder_run_readback(s->step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
+  s->last_step = step;
+  wgllm_status st = gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
   if (st) {
-    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(s->step));
+    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(step));
     return st;
   }
   s->slots[s->in_flight++] = slot;

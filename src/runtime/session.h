@@ -11,6 +11,9 @@ typedef struct llm_session_options {
   uint32_t prefill_chunk; /* tokens per prefill pass (default 256) */
 } llm_session_options;
 
+#define LLM_MAX_BUCKETS 24
+#define LLM_MIN_BUCKET 256
+
 typedef struct llm_session {
   llm_model *m;
   gpu_context *gpu;
@@ -20,13 +23,19 @@ typedef struct llm_session {
   uint32_t n_past;
   int32_t *fed;         /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
   int32_t last_sampled; /* sitting in the step's input id, not yet fed */
-  gpu_recorder *step;   /* the recorded decode step (kept): forward, then the sampler when one is set */
+  /* the recorded decode step (kept), one per length bucket: steps[b] serves positions < llm_bucket_len(s, b)
+     (256 doubling up to the context), so attention launches a grid sized for the bucket, not the whole cache;
+     each is the forward pass, then the sampler when one is set; recorded on first use */
+  gpu_recorder *steps[LLM_MAX_BUCKETS];
+  uint32_t n_buckets;
+  gpu_recorder *last_step;  /* the recording the last submitted step replayed */
+  wgllm_status step_status; /* why llm_session_step returned NULL */
   llm_scratch step_scratch;
   gpu_buffer *sampler_state; /* u32 [4 + OP_SAMPLE_RING_MAX] (see op_sample) */
   gpu_buffer *sampler_work;  /* block maxima and candidates (op_sample_work_bytes) */
   int has_sampler;
   op_sample_params sampler;
-  uint32_t step_recordings; /* how many times the step was recorded (replays create nothing) */
+  uint32_t step_recordings; /* how many times a step was recorded (replays create nothing) */
   gpu_readback *readback;   /* token ids of queued steps */
   int in_flight;            /* steps queued but not collected */
   int slots[4];             /* their readback slots, oldest first */
@@ -56,6 +65,11 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
 wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint32_t T, int32_t *token);
 /* Feeds the last sampled token and samples the next (queue one step and collect it). */
 wgllm_status llm_session_step_sample(llm_session *s, int32_t *token);
+/* The positions bucket b serves (< this), and the bucket of a position. */
+uint32_t llm_bucket_len(const llm_session *s, uint32_t b);
+uint32_t llm_bucket_of(const llm_session *s, uint32_t pos);
+/* The recorded step that serves a token at position pos (recording it if needed; NULL on failure, s->err). */
+gpu_recorder *llm_session_step(llm_session *s, uint32_t pos);
 /* Pipelined decoding: queue a step without waiting (the sampled id feeds the next step on the GPU, so up to
    LLM_MAX_IN_FLIGHT steps can be queued), then collect the oldest's token. A step queued past a stop is
    dropped by llm_session_step_drain, which also restores the input id. */

@@ -88,7 +88,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     for (uint32_t g = 0; !st && g < G; g++) { /* as the generation loop does: `depth` steps in flight */
       while (!st && s->in_flight < depth && queued < G) {
         st = llm_session_step_submit(s);
-        enc_sum += gpu_recorder_last_encode_us(s->step);
+        enc_sum += gpu_recorder_last_encode_us(s->last_step);
         queued++;
       }
       if (!st) st = llm_session_step_collect(s, &tok);
@@ -108,13 +108,15 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   /* GPU time of one replayed step alone (one pass, dispatches back to back): what the step costs the GPU,
      against the wall time per token above, which adds whatever the GPU waits for */
   double gpu_ns = 0;
-  if (gpu->has_timestamps) {
+  gpu_recorder *step = llm_session_step(s, P); /* the length bucket the timed steps replayed */
+  if (!step) st = s->step_status;
+  if (!st && gpu->has_timestamps) {
     double t[3];
     for (int i = 0; !st && i < 3; i++)
-      st = gpu_recorder_time(s->step, &t[i]);
+      st = gpu_recorder_time(step, &t[i]);
     if (!st) gpu_ns = median(t, 3);
   }
-  size_t dispatches = gpu_recorder_count(s->step);
+  size_t dispatches = st ? 0 : gpu_recorder_count(step);
   const char *model_name = synthetic ? synthetic : c->model;
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
@@ -138,15 +140,15 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
            gpu->bytes_peak / 1e6);
   }
   if (profile) {
-    size_t n = gpu_recorder_count(s->step);
+    size_t n = gpu_recorder_count(step);
     double *ns = calloc(n, sizeof *ns);
     prof_row *rows = calloc(n, sizeof *rows);
     size_t nr = 0;
     double total = 0;
-    st = gpu_recorder_profile(s->step, ns);
-    if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(s->step));
+    st = gpu_recorder_profile(step, ns);
+    if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(step));
     for (size_t i = 0; !st && i < n; i++) {
-      const char *name = gpu_recorder_record_name(s->step, i);
+      const char *name = gpu_recorder_record_name(step, i);
       size_t j = 0;
       while (j < nr && strcmp(rows[j].name, name))
         j++;
