@@ -2,7 +2,9 @@
    decode GEMV on the projections of real model shapes, for the plan the predicate picks and for a sweep of
    other thread layouts. Each timing is one pass of `reps` dependent dispatches (as a decode step runs them),
    cycling through enough copies of the weights that they do not sit in the L2 cache.
-   usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--reps N] [--toggles a,b] */
+   --probe times the default plan with one stage left out (no nibble decode, no x loads, no scale loads), to
+   see which stage limits it.
+   usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--reps N] [--toggles a,b] */
 #include "gpu.h"
 #include "ops.h"
 #include <math.h>
@@ -25,6 +27,7 @@ static const shape SHAPES[] = {
     {"tiny", "qkv", 384, 1024, 0, 1, 0},    {"tiny", "gate_up", 512, 1024, 1, 1, 0},
 };
 
+/* tuned, tk, tr, r, u */
 static const op_gemv_plan SWEEP[] = {
     {0, 128, 1, 8, 4}, {0, 64, 2, 8, 4},  {0, 32, 4, 4, 4},  {1, 32, 1, 4, 4},  {1, 32, 2, 4, 4},
     {1, 32, 4, 4, 4},  {1, 32, 8, 4, 4},  {1, 32, 4, 2, 4},  {1, 32, 8, 2, 4},  {1, 32, 4, 8, 4},
@@ -102,19 +105,21 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
 
 int main(int argc, char **argv) {
   const char *models = "1b,8b";
-  int sweep = 0, reps = 64;
+  int sweep = 0, reps = 64, probe = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
       models = argv[++i];
     else if (!strcmp(argv[i], "--sweep"))
       sweep = 1;
+    else if (!strcmp(argv[i], "--probe"))
+      probe = 1;
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
       go.enable_toggles = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--reps N] [--toggles a,b]\n");
+      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--reps N] [--toggles a,b]\n");
       return 2;
     }
   }
@@ -178,6 +183,13 @@ int main(int argc, char **argv) {
     printf("%-4s %-8s N=%-6u K=%-5u  default %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s  (%d weight copies)\n",
            s->model, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r, def.u, ns / 1e3,
            bytes / ns, copies);
+    static const char *probe_names[] = {"", "no nibble decode", "no x loads", "no scale loads"};
+    for (uint32_t pr = 1; probe && pr <= 3; pr++) {
+      op_gemv_plan pp = def;
+      pp.probe = pr;
+      double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &pp, reps);
+      printf("     %-8s probe: %-17s %8.2f us  %7.1f GB/s\n", s->name, probe_names[pr], t / 1e3, bytes / t);
+    }
     double best = ns;
     op_gemv_plan bestp = def;
     for (size_t pi = 0; sweep && pi < sizeof SWEEP / sizeof SWEEP[0]; pi++) {

@@ -6,11 +6,10 @@
 // Threads: a workgroup of TK * TR threads owns TR * R rows. The TK threads of a thread-row split K into u32
 // words (8 nibbles) that lie side by side in memory: at each step lane kt reads word kt of a run of TK words of
 // every row, so a subgroup reads 128 contiguous bytes of weights and 1 KiB of x with each load instruction.
-// (Giving each lane a whole 16-byte group instead made every x load touch 32 cache lines: measured on the
-// H200, that capped the kernel near 1 TB/s; PERF.md.) Each lane keeps R row sums (2R with GLU: gate and
-// up), so its slice of x is loaded once for R rows, and U steps are unrolled so that U * R loads are in flight.
-// Rows past the end are read clamped to the last row and dropped, so the loads have no branch around them.
-// Needs K % 32 == 0.
+// Each lane keeps R row sums (2R with GLU: gate and up), so its slice of x is loaded once for R rows, and U
+// steps are unrolled so that U * R loads are in flight. Rows past the end are read clamped to the last row and
+// dropped, so the loads have no branch around them. Needs K % 32 == 0. (A lane reading a whole 16-byte group,
+// 4 words, a step measured no faster on the H200; PERF.md.)
 //
 // Nibbles are widened without an int-to-float conversion (a quarter-rate instruction on GPUs, and what
 // limited the previous kernel): q placed in the mantissa of 1.0 reads as 1 + q/16, and
@@ -28,6 +27,7 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
+const W = 1u; // words a lane reads of a row in one step (4, a whole group, measured no faster: PERF.md)
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> wscale: array<u32>;
@@ -38,6 +38,7 @@ override TK: u32 = 128u; // threads along K in a thread-row
 override TR: u32 = 1u;   // thread-rows per workgroup
 override SGS: u32 = 32u; // subgroup size (sg variant)
 override U: u32 = 4u;    // steps unrolled (1..4)
+override PROBE: u32 = 0u; // bench_kernels only: 1 no nibble decode, 2 no x loads, 3 no scale loads
 // GLU and the row count are pipeline constants, so every loop over the sums has a constant trip count and
 // the compiler keeps them in registers
 override GLU: bool = false;
@@ -77,62 +78,72 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let rt = li / TK;
   let n_out = select(p.N, p.glu_half, GLU);
   let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
-  let words = p.K / 8u;
+  let units = p.K / (8u * W); // a unit: the W words a lane reads of a row in one step
   let gpc = p.K / G;
   var acc: array<f32, 32>;
   for (var r = 0u; r < RR; r++) { acc[r] = 0.0; }
   var ss = 0.0;
   var rowb: array<u32, 32>; // the row of each sum
+  var srow: array<u32, 32>; // its first scale
   for (var r = 0u; r < RR; r++) {
     var n = min(nb + (r % R), n_out - 1u);
     if (GLU && r >= R) { n += p.glu_half; }
     rowb[r] = n;
+    srow[r] = n * gpc;
   }
   var i = kt;
   // U steps at a time while they are all inside the row, then single steps
-  for (; i + (U - 1u) * TK < words; i += U * TK) {
-    var xs: array<vec4<f32>, 8>; // [U][2]
+  for (; i + (U - 1u) * TK < units; i += U * TK) {
+    var xs: array<vec4<f32>, 16>; // [U][2W]
     var s15: array<f32, 4>;
+    var gs: array<u32, 4>;
     for (var u = 0u; u < U; u++) {
-      let wi = i + u * TK;
-      var v0 = x[2u * wi];
-      var v1 = x[2u * wi + 1u];
-      ss += dot(v0, v0) + dot(v1, v1);
-      if (p.has_norm != 0u) {
-        v0 = v0 * (norm_w[2u * wi] + vec4<f32>(p.w_offset));
-        v1 = v1 * (norm_w[2u * wi + 1u] + vec4<f32>(p.w_offset));
+      let ui = i + u * TK;
+      var t = vec4<f32>(0.0);
+      for (var e = 0u; e < 2u * W; e++) {
+        var v = x[2u * W * ui + e];
+        if (PROBE == 2u) { v = vec4<f32>(f32(ui)); }
+        ss += dot(v, v);
+        if (p.has_norm != 0u) { v = v * (norm_w[2u * W * ui + e] + vec4<f32>(p.w_offset)); }
+        xs[2u * W * u + e] = v;
+        t += v;
       }
-      xs[2u * u] = v0;
-      xs[2u * u + 1u] = v1;
-      let t = v0 + v1;
       s15[u] = 1.5 * (t.x + t.y + t.z + t.w);
+      gs[u] = (ui * W * 8u) / G;
     }
     for (var r = 0u; r < RR; r++) {
       let n = rowb[r];
       for (var u = 0u; u < U; u++) {
-        let wi = i + u * TK;
-        let wd = w[n * words + wi];
-        let g = n * gpc + (wi * 8u) / G;
-        let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
-        acc[r] += sc * (dot8(wd, xs[2u * u], xs[2u * u + 1u]) - s15[u]);
+        let ui = i + u * TK;
+        let q = w[n * units + ui];
+        let g = srow[r] + gs[u];
+        var sc = 1.0;
+        if (PROBE != 3u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
+        let b = 2u * W * u;
+        var a = dot8(q, xs[b], xs[b + 1u]);
+        if (PROBE == 1u) { a = bitcast<f32>(q & 0x3FFFFFFFu) * xs[b].x; }
+        acc[r] += sc * (a - s15[u]);
       }
     }
   }
-  for (; i < words; i += TK) {
-    var v0 = x[2u * i];
-    var v1 = x[2u * i + 1u];
-    ss += dot(v0, v0) + dot(v1, v1);
-    if (p.has_norm != 0u) {
-      v0 = v0 * (norm_w[2u * i] + vec4<f32>(p.w_offset));
-      v1 = v1 * (norm_w[2u * i + 1u] + vec4<f32>(p.w_offset));
+  for (; i < units; i += TK) {
+    var xs: array<vec4<f32>, 8>; // [2W]
+    var t = vec4<f32>(0.0);
+    for (var e = 0u; e < 2u * W; e++) {
+      var v = x[2u * W * i + e];
+      ss += dot(v, v);
+      if (p.has_norm != 0u) { v = v * (norm_w[2u * W * i + e] + vec4<f32>(p.w_offset)); }
+      xs[e] = v;
+      t += v;
     }
-    let t = v0 + v1;
     let s15 = 1.5 * (t.x + t.y + t.z + t.w);
+    let gsub = (i * W * 8u) / G;
     for (var r = 0u; r < RR; r++) {
-      let n = rowb[r];
-      let g = n * gpc + (i * 8u) / G;
+      let q = w[rowb[r] * units + i];
+      let g = srow[r] + gsub;
       let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
-      acc[r] += sc * (dot8(w[n * words + i], v0, v1) - s15);
+      let a = dot8(q, xs[0], xs[1]);
+      acc[r] += sc * (a - s15);
     }
   }
   // reduce the RR sums and ss over the TK threads of the thread-row; thread kt < R ends with row nb + kt

@@ -131,8 +131,8 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
   if (ok && pl.tuned) ok = sg && pl.tk % ctx->subgroup_min == 0 && wg / ctx->subgroup_min <= 32;
   if (ok && !pl.tuned) ok = wg <= 128;
   if (!ok)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q4: plan %s tk=%u tr=%u r=%u not valid on this device",
-                   pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r);
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q4: plan %s tk=%u tr=%u r=%u u=%u not valid on this device",
+                   pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, u);
   gemv_params p = {N,
                    K,
                    bias.buf ? 1u : 0u,
@@ -145,7 +145,8 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
                    0,
                    0,
                    0};
-  gpu_constant c[7] = {{"G", (double)w->group},
+  gpu_constant c[8] = {{"PROBE", (double)pl.probe},
+                       {"G", (double)w->group},
                        {"R", (double)pl.r},
                        {"TK", (double)pl.tk},
                        {"TR", (double)pl.tr},
@@ -158,7 +159,7 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
                          .params_size = sizeof p,
                          .n_bind = 6,
                          .consts = c,
-                         .n_consts = 7};
+                         .n_consts = 8};
   d.bind[0] = x;
   d.bind[1] = w->data;
   d.bind[2] = bias.buf ? bias : x;

@@ -77,10 +77,11 @@ wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, 
    op_matvec takes it for plain M = 1 products (WGLLM_NO_GEMV_Q4=1 forces the generic kernel, for comparisons). */
 /* How a shape runs: the specialised subgroup kernel (tuned) or the general one, and its thread layout: tk
    threads split K, tr thread-rows a workgroup, r rows a thread-row (so tr * r rows a workgroup), u steps
-   unrolled (1..4; 0 means 4). */
+   unrolled (1..4, 0 means 4). */
 typedef struct op_gemv_plan {
   int tuned;
   uint32_t tk, tr, r, u;
+  uint32_t probe; /* bench_kernels only: leave a stage out (kernels/gemv_q4.wgsl PROBE); 0 in real use */
 } op_gemv_plan;
 typedef struct op_gemv_opts {
   gpu_view norm_w; /* [K] f32 or none */
@@ -163,14 +164,22 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
 /* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
    tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets
    the token. temperature <= 0 is greedy. top_k 0 = off, top_p 1 = off, min_p 0 = off, rep_penalty 1 = off.
-   Tokens more than 30 nats (scaled) below the best are not candidates: they carry < 1e-8 of the probability. */
+   Tokens more than 30 nats (scaled) below the best are not candidates: they carry < 1e-8 of the probability.
+   The thresholds are found exactly over the whole vocabulary by radix selects spread over 2048-token blocks, so
+   the cost does not depend on the distribution (flat logits included); see kernels/sample_prep.wgsl. */
 #define OP_SAMPLE_RING_MAX 256
 typedef struct op_sample_params {
   float temperature, top_p, min_p, rep_penalty;
   uint32_t top_k, ring_cap, seed;
 } op_sample_params;
-/* work: op_sample_work_bytes() of scratch (block maxima and candidates). Vocabularies up to 524288. */
+/* work: op_sample_work_bytes() of scratch (block maxima, threshold histograms, per-block mass prefix sums; about
+   320 KiB). Vocabularies up to 524288. */
 uint64_t op_sample_work_bytes(void);
+/* the number of dispatches op_sample records for these settings: 2 greedy; sampling 3, plus 3 with top-k
+   (0 < top_k < V) and 3 with top-p (0 < top_p < 1) */
+uint32_t op_sample_dispatches(const op_sample_params *sp, uint32_t V);
+/* work word holding the last draw's threshold order key (tokens with key >= it were eligible; tests read it) */
+#define OP_SAMPLE_WORK_THRESHOLD 40
 wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view logits, gpu_view state, gpu_view out,
                        gpu_view work, uint32_t V);
 #endif
