@@ -114,6 +114,7 @@ int main(int argc, char **argv) {
       sweep = 1;
     else if (!strcmp(argv[i], "--probe"))
       probe = 1;
+
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
@@ -178,13 +179,14 @@ int main(int argc, char **argv) {
     op_gemv_plan def = op_gemv_q4_plan(g, s->n_out, s->K, G, s->glu);
     /* the GPU's clocks ramp up under sustained load: keep it busy for a while before the first timing */
     for (int wu = 0; si == first && wu < 40; wu++)
-      time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), NULL, reps);
-    double ns = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), NULL, reps);
+      time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
+    double ns = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
     printf("%-4s %-8s N=%-6u K=%-5u  default %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s  (%d weight copies)\n",
            s->model, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r, def.u, ns / 1e3,
            bytes / ns, copies);
-    static const char *probe_names[] = {"", "no nibble decode", "no x loads", "no scale loads"};
-    for (uint32_t pr = 1; probe && pr <= 3; pr++) {
+    static const char *probe_names[] = {"",           "no nibble decode",      "no x loads",
+                                        "no scale loads", "no decode, no scales", "weight loads alone"};
+    for (uint32_t pr = 1; probe && pr <= 5; pr++) {
       op_gemv_plan pp = def;
       pp.probe = pr;
       double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &pp, reps);
@@ -193,14 +195,15 @@ int main(int argc, char **argv) {
     double best = ns;
     op_gemv_plan bestp = def;
     for (size_t pi = 0; sweep && pi < sizeof SWEEP / sizeof SWEEP[0]; pi++) {
-      double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &SWEEP[pi], reps);
+      op_gemv_plan sp = SWEEP[pi];
+      double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &sp, reps);
       if (t < 0) continue;
       printf("     %-8s %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s\n", s->name,
              SWEEP[pi].tuned ? "tuned" : "general", SWEEP[pi].tk, SWEEP[pi].tr, SWEEP[pi].r, SWEEP[pi].u, t / 1e3,
              bytes / t);
       if (t < best) {
         best = t;
-        bestp = SWEEP[pi];
+        bestp = sp;
       }
     }
     if (sweep)

@@ -38,7 +38,9 @@ override TK: u32 = 128u; // threads along K in a thread-row
 override TR: u32 = 1u;   // thread-rows per workgroup
 override SGS: u32 = 32u; // subgroup size (sg variant)
 override U: u32 = 4u;    // steps unrolled (1..4)
-override PROBE: u32 = 0u; // bench_kernels only: 1 no nibble decode, 2 no x loads, 3 no scale loads
+// bench_kernels only: 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales,
+// 5 the weight loads alone
+override PROBE: u32 = 0u;
 // GLU and the row count are pipeline constants, so every loop over the sums has a constant trip count and
 // the compiler keeps them in registers
 override GLU: bool = false;
@@ -52,7 +54,8 @@ var<workgroup> red: array<f32, 1056>; // [WG / SGS subgroups, at most 32][MAXR]
 var<workgroup> red: array<f32, 4224>; // [MAXR][WG <= 128]
 #endif
 
-// 8 nibbles of one word (bits 4i..4i+3 hold element i) dotted with x[0..7] as x0, x1, each nibble read as 1+q/16
+// 8 nibbles of one word (bits 4i..4i+3 hold element i) dotted with x[0..7] as x0, x1, each nibble read as 1+q/16.
+// (Widening two nibbles at a time through a pair of f16 1.0s and unpack2x16float measured no faster; PERF.md.)
 fn dot8(wd: u32, x0: vec4<f32>, x1: vec4<f32>) -> f32 {
   let m = vec4<u32>(0x00780000u);
   let one = vec4<u32>(0x3F800000u);
@@ -102,7 +105,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       var t = vec4<f32>(0.0);
       for (var e = 0u; e < 2u * W; e++) {
         var v = x[2u * W * ui + e];
-        if (PROBE == 2u) { v = vec4<f32>(f32(ui)); }
+        if (PROBE == 2u || PROBE == 5u) { v = vec4<f32>(f32(ui)); }
         ss += dot(v, v);
         if (p.has_norm != 0u) { v = v * (norm_w[2u * W * ui + e] + vec4<f32>(p.w_offset)); }
         xs[2u * W * u + e] = v;
@@ -118,10 +121,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         let q = w[n * units + ui];
         let g = srow[r] + gs[u];
         var sc = 1.0;
-        if (PROBE != 3u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
+        if (PROBE != 3u && PROBE != 4u && PROBE != 5u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
         let b = 2u * W * u;
         var a = dot8(q, xs[b], xs[b + 1u]);
-        if (PROBE == 1u) { a = bitcast<f32>(q & 0x3FFFFFFFu) * xs[b].x; }
+        if (PROBE == 1u || PROBE == 4u) { a = bitcast<f32>(q & 0x3FFFFFFFu) * xs[b].x; }
+        if (PROBE == 5u) { a = bitcast<f32>(q & 0x3FFFFFFFu); }
         acc[r] += sc * (a - s15[u]);
       }
     }

@@ -710,6 +710,8 @@ static void test_gemv_fused(void) {
       {1003, 1024, {1, 32, 8, 2, 4}},
       {37, 96, {0, 4, 32, 4, 1}},
       {37, 96, {0, 1, 128, 1, 1}},
+      {1003, 1024, {1, 128, 2, 4, 4}},
+      {3000, 256, {0, 32, 4, 4, 2}},
   };
   for (size_t si = 0; si < sizeof cases / sizeof cases[0]; si++)
     for (int mode = 0; mode < 5;
