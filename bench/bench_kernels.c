@@ -4,7 +4,9 @@
    cycling through enough copies of the weights that they do not sit in the L2 cache.
    --probe times the default plan with one stage left out (no nibble decode, no x loads, no scale loads), to
    see which stage limits it.
-   usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--reps N] [--toggles a,b] */
+   --attn times flash-decoding (split + reduce, f16 KV, context 8192) at several positions, for the chunk the op
+   picks and forced ones, with and without the subgroup reductions.
+   usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--attn] [--reps N] [--toggles a,b] */
 #include "gpu.h"
 #include "ops.h"
 #include <math.h>
@@ -103,9 +105,52 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
   return t[2];
 }
 
+/* Flash-decoding of one token at position pos over a KV cache of ctx (f16), for a recording of length bucket
+   max_len, as a chain of reps dependent (split + reduce) pairs. */
+static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t KVH, uint32_t D, int reps) {
+  const uint32_t ctx = 8192;
+  op_kv_layout kv = {KVH, D, ctx, 1};
+  uint64_t cache = (uint64_t)KVH * ctx * D * 2;
+  gpu_buffer *kc = upload_random(g, cache, 1), *vc = upload_random(g, cache, 1),
+             *q = upload_random(g, (uint64_t)H * D * 4, 2), *out = upload_random(g, (uint64_t)H * D * 4, 2),
+             *part = upload_random(g, op_attn_partial_bytes(&kv, H, 16), 2), *posb = upload_random(g, 16, 2);
+  uint32_t positions[] = {150, 1000, 4000, 8000}, chunks[] = {0, 16, 32, 64, 128};
+  for (size_t pi = 0; pi < 4; pi++) {
+    uint32_t pos = positions[pi], bucket = 256;
+    while (bucket <= pos)
+      bucket *= 2;
+    gpu_write(g, posb, 0, &pos, 4);
+    for (size_t ci = 0; ci < 5; ci++)
+      for (int nosg = 0; nosg < 2; nosg++) {
+        double t[5];
+        int ok = 1;
+        for (int run = 0; ok && run < 5; run++) {
+          gpu_recorder *r = gpu_recorder_create(g, 1);
+          op_attn_params ap = {1, H, H * D, 0, H * D, 0, 1.0f / sqrtf((float)D), 0.0f, bucket < ctx ? bucket : 0,
+                               chunks[ci], nosg};
+          for (int i = 0; ok && i < reps; i++)
+            ok = op_attention_decode(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), gpu_whole(posb),
+                                     gpu_whole(part), NULL, gpu_whole(out)) == WGLLM_OK;
+          if (ok) ok = gpu_recorder_time(r, &t[run]) == WGLLM_OK;
+          if (!ok) fprintf(stderr, "  attention refused: %s\n", gpu_recorder_error(r));
+          gpu_recorder_free(r);
+        }
+        if (!ok) continue;
+        qsort(t, 5, sizeof t[0], cmp_d);
+        printf("attn %-3s pos %-5u bucket %-5u chunk %-4s %-13s %7.2f us (split + reduce)\n", model, pos, bucket,
+               chunks[ci] ? (chunks[ci] == 16 ? "16" : chunks[ci] == 32 ? "32" : chunks[ci] == 64 ? "64" : "128")
+                          : "auto",
+               nosg ? "workgroup" : "subgroups?", t[2] / reps / 1e3);
+      }
+  }
+  gpu_buffer *all[] = {kc, vc, q, out, part, posb};
+  for (size_t i = 0; i < 6; i++)
+    gpu_buffer_destroy(g, all[i]);
+}
+
 int main(int argc, char **argv) {
   const char *models = "1b,8b";
-  int sweep = 0, reps = 64, probe = 0;
+  int sweep = 0, reps = 64, probe = 0, attn = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
@@ -114,13 +159,15 @@ int main(int argc, char **argv) {
       sweep = 1;
     else if (!strcmp(argv[i], "--probe"))
       probe = 1;
+    else if (!strcmp(argv[i], "--attn"))
+      attn = 1;
 
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
       go.enable_toggles = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--reps N] [--toggles a,b]\n");
+      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--attn] [--reps N] [--toggles a,b]\n");
       return 2;
     }
   }
@@ -150,6 +197,10 @@ int main(int argc, char **argv) {
     printf("dependent tiny dispatch: %.2f us GPU each, %.2f us CPU encode each (chain of 256)\n", t[2] / 256e3,
            enc[2] / 256);
     gpu_buffer_destroy(g, b);
+  }
+  if (attn) {
+    if (strstr(models, "1b")) bench_attn(g, "1b", 32, 8, 64, reps);
+    if (strstr(models, "8b")) bench_attn(g, "8b", 32, 8, 128, reps);
   }
   size_t first = (size_t)-1;
   for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {

@@ -9,8 +9,12 @@
 // (head, 4 dims), each running over the chunk's keys (no reduction).
 // partial: [n_kv_head][max_chunks][n_rep][head_dim + 2] (acc..., m, l). head_dim % 4 == 0,
 // n_rep <= 16, n_rep * head_dim <= 4096.
-//! variant f32: KV_F16=0
-//! variant f16: KV_F16=1
+// Variants "sg": the max and sum of a head are one subgroupMax / subgroupAdd when a head's NP threads are
+// exactly one subgroup (the op checks it), with no workgroup barriers.
+//! variant f32: KV_F16=0 SG=0
+//! variant f16: KV_F16=1 SG=0
+//! variant f32sg: KV_F16=0 SG=1 requires=subgroups
+//! variant f16sg: KV_F16=1 SG=1 requires=subgroups
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
                 q_stride: u32, q_off: u32, window: u32, max_chunks: u32,
                 scale: f32, softcap: f32, _p0: u32, _p1: u32 };
@@ -25,7 +29,6 @@ const WG = 128u;
 var<workgroup> qs: array<vec4<f32>, 1024>; // [n_rep][head_dim / 4]
 var<workgroup> ps: array<f32, 2048>;       // [n_rep][B] scores, then probabilities (n_rep * B <= 2048)
 var<workgroup> red: array<f32, 128>;       // [n_rep_pow2][NP] partial max / sum
-var<workgroup> mh: array<f32, 16>;         // per head max
 
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
@@ -73,34 +76,43 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   if (r < n_rep) {
     for (var j = t; j < B; j += np) { m = max(m, ps[r * B + j]); }
   }
+#if SG
+  m = subgroupMax(m);
+#else
   red[l] = m;
   workgroupBarrier();
   for (var k = np / 2u; k > 0u; k >>= 1u) {
     if (t < k) { red[l] = max(red[l], red[l + k]); }
     workgroupBarrier();
   }
-  if (t == 0u && r < n_rep) { mh[r] = red[l]; }
+  m = red[l - t];
   workgroupBarrier();
+#endif
   var sm = 0.0;
   if (r < n_rep) {
-    let mr = mh[r];
     for (var j = t; j < B; j += np) {
       var pj = 0.0;
-      if (j < nj && j0 + j >= first) { pj = exp(ps[r * B + j] - mr); }
+      if (j < nj && j0 + j >= first) { pj = exp(ps[r * B + j] - m); }
       ps[r * B + j] = pj;
       sm += pj;
     }
   }
+#if SG
+  sm = subgroupAdd(sm);
+  workgroupBarrier(); // the probabilities in ps are read by other threads below
+#else
   red[l] = sm;
   workgroupBarrier();
   for (var k = np / 2u; k > 0u; k >>= 1u) {
     if (t < k) { red[l] += red[l + k]; }
     workgroupBarrier();
   }
+  sm = red[l - t];
+#endif
   let out_base = ((kvh * p.max_chunks + c) * n_rep) * (hd + 2u);
   if (t == 0u && r < n_rep) {
-    partial[out_base + r * (hd + 2u) + hd] = mh[r];
-    partial[out_base + r * (hd + 2u) + hd + 1u] = red[l];
+    partial[out_base + r * (hd + 2u) + hd] = m;
+    partial[out_base + r * (hd + 2u) + hd + 1u] = sm;
   }
   // unnormalised outputs: one thread per (head, 4 dims) over the chunk's keys
   let vb = (kvh * p.ctx + j0) * hd;

@@ -850,7 +850,7 @@ static void test_attention_decode(void) {
         }
         uint32_t pos = L - 1;
         gpu_buffer *gq = th_upload(q, H * D * 4), *gp = th_upload(&pos, 4),
-                   *gpart = th_poisoned(op_attn_partial_bytes(&kv, H));
+                   *gpart = th_poisoned(op_attn_partial_bytes(&kv, H, 16));
         gpu_buffer *gind = th_poisoned(16);
         float *want = malloc(H * D * 4), *got = malloc(H * D * 4), *plain = malloc(H * D * 4);
         ref_attention(q, H * D, 0, kc, vc, &pos, want, H * D, 1, H, KVH, D, ctx, shapes[si].window,
@@ -863,14 +863,17 @@ static void test_attention_decode(void) {
         gpu_recorder_free(r);
         th_download(go2, plain, H * D * 4);
         /* modes: worst-case grid and indirect grid over the whole cache, then both for the smallest length
-           bucket (a power of two) that holds position L - 1: other chunk lengths and grids */
+           bucket (a power of two) that holds position L - 1 (other chunk lengths and grids), then forced
+           chunks of 16 and 128 keys */
         uint32_t bucket = 1;
         while (bucket < L)
           bucket *= 2;
-        for (int mode = 0; mode < 4; mode++) {
+        for (int mode = 0; mode < 8; mode++) {
           gpu_buffer *go = th_poisoned(H * D * 4);
           gpu_view ind = gpu_whole(gind);
-          ap.max_len = mode >= 2 && bucket < ctx ? bucket : 0;
+          ap.max_len = (mode == 2 || mode == 3) && bucket < ctx ? bucket : 0;
+          ap.chunk = mode == 4 ? 16 : mode == 5 ? 128 : mode == 7 ? 32 : 0;
+          ap.no_subgroups = mode >= 6; /* both sides of the subgroup variant's predicate */
           r = rec_new();
           CHECK(op_attention_decode(r, &kv, &ap, gpu_whole(gq), gpu_whole(gk), gpu_whole(gv), gpu_whole(gp),
                                     gpu_whole(gpart), mode % 2 ? &ind : NULL, gpu_whole(go)) == WGLLM_OK,
@@ -879,9 +882,10 @@ static void test_attention_decode(void) {
           gpu_recorder_free(r);
           th_download(go, got, H * D * 4);
           char what[128];
-          snprintf(what, sizeof what, "flash-decode %s %s L=%u max_len=%u H=%u/%u D=%u win=%u cap=%g vs reference",
-                   mode % 2 ? "indirect" : "worst-grid", f16 ? "f16kv" : "f32kv", L, ap.max_len, H, KVH, D,
-                   shapes[si].window, shapes[si].cap);
+          snprintf(what, sizeof what,
+                   "flash-decode %s %s L=%u max_len=%u chunk=%u%s H=%u/%u D=%u win=%u cap=%g vs reference",
+                   mode % 2 ? "indirect" : "worst-grid", f16 ? "f16kv" : "f32kv", L, ap.max_len, ap.chunk,
+                   ap.no_subgroups ? " no-subgroups" : "", H, KVH, D, shapes[si].window, shapes[si].cap);
           th_compare(what, got, want, H * D, 2e-6, 2e-5);
           snprintf(what, sizeof what, "flash-decode %s L=%u max_len=%u vs straightforward kernel",
                    mode % 2 ? "indirect" : "worst-grid", L, ap.max_len);

@@ -47,7 +47,7 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
                                     char *err, size_t errlen) {
   wgllm_status st = WGLLM_OK;
   if (!s->attn_partial)
-    st = gpu_pool_acquire(gpu, op_attn_partial_bytes(kv, hp->n_head), "attn_partial", &s->attn_partial, err, errlen);
+    st = gpu_pool_acquire(gpu, op_attn_partial_bytes(kv, hp->n_head, 0), "attn_partial", &s->attn_partial, err, errlen);
   if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err, errlen);
   return st;
 }

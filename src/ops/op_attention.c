@@ -75,11 +75,13 @@ typedef struct attn_grid_params {
 
 /* Chunk length and worst-case chunk count of a decode recording that serves positions < len: chunks of 32 to
    128 keys, short enough that a short context still gives about 128 workgroups (n_kv_head of them per chunk). */
-static void decode_chunks(const op_kv_layout *kv, uint32_t len, uint32_t window, uint32_t *chunk, uint32_t *n) {
+static void decode_chunks(const op_kv_layout *kv, uint32_t len, uint32_t window, uint32_t forced, uint32_t *chunk,
+                          uint32_t *n) {
   if (!len || len > kv->ctx) len = kv->ctx;
   uint32_t want = (uint32_t)((uint64_t)len * kv->n_kv_head / 128), B = 32;
   while (B < 128 && B * 2 <= want)
     B *= 2;
+  if (forced) B = forced;
   uint32_t c = (len + B - 1) / B;
   if (window && window / B + 2 < c) c = window / B + 2; /* the window's span starts at a chunk boundary */
   *chunk = B;
@@ -92,14 +94,14 @@ int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head) {
   return n_rep <= 16 && n_rep * kv->head_dim <= 4096;
 }
 
-uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head) {
+uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t chunk) {
   /* the most chunks any recording length needs (lengths are powers of two or the whole context) */
   uint32_t most = 1, B, n;
   for (uint64_t len = 1; len < 2ull * kv->ctx; len *= 2) {
-    decode_chunks(kv, len > kv->ctx ? kv->ctx : (uint32_t)len, 0, &B, &n);
+    decode_chunks(kv, len > kv->ctx ? kv->ctx : (uint32_t)len, 0, chunk, &B, &n);
     if (n > most) most = n;
   }
-  decode_chunks(kv, kv->ctx, 0, &B, &n);
+  decode_chunks(kv, kv->ctx, 0, chunk, &B, &n);
   if (n > most) most = n;
   return (uint64_t)most * n_head * (kv->head_dim + 2) * 4;
 }
@@ -115,14 +117,24 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
                    a->n_head, kv->n_kv_head, kv->head_dim);
   uint32_t B, mc;
-  decode_chunks(kv, a->max_len, a->window, &B, &mc);
+  if (a->chunk && (a->chunk < 16 || a->chunk > 128 || (a->chunk & (a->chunk - 1))))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: chunk of %u keys (16..128, a power of two)", a->chunk);
+  decode_chunks(kv, a->max_len, a->window, a->chunk, &B, &mc);
   if (a->max_len && a->max_len < kv->ctx && (a->max_len & (a->max_len - 1)))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: length bucket %u is not a power of two", a->max_len);
   if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: context %u too long for the grid", kv->ctx);
   if ((uint64_t)mc * a->n_head * (kv->head_dim + 2) * 4 > partial.buf->size - partial.offset)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: partial buffer too small for %u chunks", mc);
-  const char *var = kv->f16 ? "f16" : "f32";
+  /* the subgroup variant when a head's threads in attn_split (128 / n_rep rounded up to a power of two) are
+     exactly one subgroup of a fixed size */
+  const gpu_context *ctx = op_ctx(rec);
+  uint32_t n_rep = a->n_head / kv->n_kv_head, rp2 = 1;
+  while (rp2 < n_rep)
+    rp2 *= 2;
+  int sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max &&
+           ctx->subgroup_min == 128 / rp2;
+  const char *var = kv->f16 ? (sg ? "f16sg" : "f16") : (sg ? "f32sg" : "f32");
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
     attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, 0};

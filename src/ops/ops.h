@@ -144,6 +144,8 @@ typedef struct op_attn_params {
   uint32_t n_tokens, n_head, q_stride, q_off, out_stride, window;
   float scale, softcap;
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
+  uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
+  int no_subgroups; /* decode: take the workgroup-memory reductions even where subgroups fit (tests, bench) */
 } op_attn_params;
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
@@ -156,7 +158,8 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
    partial: op_attn_partial_bytes(). Accepts: head_dim % 4 == 0, n_rep = n_head / n_kv_head <= 16,
    n_rep * head_dim <= 4096. */
 int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head);
-uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head);
+/* Bytes of partial results for any length bucket; chunk: 0 for the chosen chunk lengths, else a forced one. */
+uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t chunk);
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                                  gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
                                  const gpu_view *indirect, gpu_view out);
