@@ -11,18 +11,58 @@
 // n_rep <= 16, n_rep * head_dim <= 4096.
 // Variants "sg": the max and sum of a head are one subgroupMax / subgroupAdd when a head's NP threads are
 // exactly one subgroup (the op checks it), with no workgroup barriers.
-//! variant f32: KV_F16=0 SG=0
-//! variant f16: KV_F16=1 SG=0
-//! variant f32sg: KV_F16=0 SG=1 requires=subgroups
-//! variant f16sg: KV_F16=1 SG=1 requires=subgroups
+// Variants "rope" also do what rope_kv.wgsl did before them, so the decode step needs no dispatch for it: q is
+// rotated as it is loaded (every workgroup rotates its group's heads, which is cheap), and the workgroup whose
+// chunk holds the token's own position rotates the token's K head, writes it and the V head to the caches,
+// and only then reads the chunk. cs: [max_pos][rot/2] (cos, sin); K at k_off, V at v_off of q's buffer, or of
+// vsrc when v_in_q is 0 (after Qwen3's per-head norms q and k live in another buffer than v).
+//! variant f32: KV_F16=0 SG=0 ROPE=0
+//! variant f16: KV_F16=1 SG=0 ROPE=0
+//! variant f32sg: KV_F16=0 SG=1 ROPE=0 requires=subgroups
+//! variant f16sg: KV_F16=1 SG=1 ROPE=0 requires=subgroups
+//! variant f32rope: KV_F16=0 SG=0 ROPE=1 KV_RW=1
+//! variant f16rope: KV_F16=1 SG=0 ROPE=1 KV_RW=1
+//! variant f32sgrope: KV_F16=0 SG=1 ROPE=1 KV_RW=1 requires=subgroups
+//! variant f16sgrope: KV_F16=1 SG=1 ROPE=1 KV_RW=1 requires=subgroups
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
                 q_stride: u32, q_off: u32, window: u32, max_chunks: u32,
-                scale: f32, softcap: f32, _p0: u32, _p1: u32 };
+                scale: f32, softcap: f32, rot_dim: u32, mode: u32,
+                max_pos: u32, k_off: u32, v_off: u32, v_in_q: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> partial: array<f32>;
+#if ROPE
+@group(0) @binding(6) var<storage, read> cs: array<vec2<f32>>;
+@group(0) @binding(7) var<storage, read> vsrc: array<f32>;
+
+// Dims 4*d4 .. 4*d4+3 of the head at q[base], rotated for position at (half-split: pairs i, i + rot/2;
+// adjacent: 2i, 2i+1); dims past rot_dim as they are. The same products as rope_kv.wgsl.
+fn rope4(base: u32, d4: u32, at: u32) -> vec4<f32> {
+  let d = 4u * d4;
+  var v = vec4<f32>(q[base + d], q[base + d + 1u], q[base + d + 2u], q[base + d + 3u]);
+  if (d >= p.rot_dim) { return v; }
+  let half = p.rot_dim / 2u;
+  if (p.mode == 0u) {
+    var o = v;
+    for (var k = 0u; k < 4u; k++) {
+      let dd = d + k;
+      if (dd < half) {
+        let c = cs[at * half + dd];
+        o[k] = v[k] * c.x - q[base + dd + half] * c.y;
+      } else {
+        let c = cs[at * half + dd - half];
+        o[k] = v[k] * c.x + q[base + dd - half] * c.y;
+      }
+    }
+    return o;
+  }
+  let c0 = cs[at * half + d / 2u];
+  let c1 = cs[at * half + d / 2u + 1u];
+  return vec4<f32>(v.x * c0.x - v.y * c0.y, v.y * c0.x + v.x * c0.y, v.z * c1.x - v.w * c1.y, v.w * c1.x + v.z * c1.y);
+}
+#endif
 
 override B: u32 = 128u;
 const WG = 128u;
@@ -44,12 +84,31 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let j0 = (first / B) * B + c * B; // chunks are aligned to B from the window's first block
   if (j0 > last) { return; }        // past the end: nothing to do, never read
   let nj = min(B, last + 1u - j0);
+#if ROPE
+  let rpos = min(pos[0], p.max_pos - 1u);
+  for (var i = l; i < n_rep * hd4; i += WG) {
+    qs[i] = rope4(p.q_off + (kvh * n_rep + i / hd4) * hd, i % hd4, rpos);
+  }
+  // the new token's K and V go into the cache here, by the workgroup that reads that position
+  if (last < j0 + B && pos[0] < p.ctx) {
+    let dst = (kvh * p.ctx + pos[0]) * hd;
+    for (var d4 = l; d4 < hd4; d4 += WG) {
+      kstore4(dst + 4u * d4, rope4(p.k_off + kvh * hd, d4, rpos));
+      let vb = p.v_off + kvh * hd + 4u * d4;
+      var v = vec4<f32>(vsrc[vb], vsrc[vb + 1u], vsrc[vb + 2u], vsrc[vb + 3u]);
+      if (p.v_in_q != 0u) { v = vec4<f32>(q[vb], q[vb + 1u], q[vb + 2u], q[vb + 3u]); }
+      vstore4(dst + 4u * d4, v);
+    }
+  }
+  storageBarrier();
+#else
   for (var i = l; i < n_rep * hd4; i += WG) {
     let r = i / hd4;
     let d4 = i % hd4;
     let qb = p.q_off + (kvh * n_rep + r) * hd + 4u * d4;
     qs[i] = vec4<f32>(q[qb], q[qb + 1u], q[qb + 2u], q[qb + 3u]);
   }
+#endif
   workgroupBarrier();
   // scores of every (head r, key j) pair of the chunk
   for (var i = l; i < n_rep * B; i += WG) {

@@ -786,6 +786,106 @@ static void test_gemv_fused(void) {
     }
 }
 
+/* RoPE and the cache append folded into flash-decoding (op_attn_rope) against the two-dispatch path it
+   replaces (rope_kv, then flash-decoding): the attention output and the cache row of the new token, both rope
+   layouts, partial rotary, V in its own buffer, f32 and f16 caches, a window, positions at chunk edges. */
+static void test_attention_decode_rope(void) {
+  struct {
+    uint32_t H, KVH, D, R, window;
+    int mode, vsep;
+  } cs_[] = {{8, 2, 64, 64, 0, 0, 0}, {6, 2, 32, 16, 0, 1, 1}, {8, 1, 128, 128, 100, 1, 0}, {32, 8, 32, 32, 0, 0, 1},
+             {4, 4, 16, 8, 0, 0, 0}};
+  uint32_t lens[] = {1, 32, 33, 129, 300}, ctx = 400, max_pos = 512;
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t c = 0; c < sizeof cs_ / sizeof cs_[0]; c++)
+      for (size_t li = 0; li < 5; li++) {
+        uint32_t H = cs_[c].H, KVH = cs_[c].KVH, D = cs_[c].D, R = cs_[c].R, S = (H + 2 * KVH) * D, L = lens[li];
+        op_kv_layout kv = {KVH, D, ctx, f16};
+        float *inv = malloc(R / 2 * 4);
+        for (uint32_t i = 0; i < R / 2; i++)
+          inv[i] = (float)pow(10000.0, -2.0 * i / R);
+        float *tab = malloc((size_t)max_pos * R / 2 * 8);
+        op_rope_table(tab, inv, R, max_pos, 1.0f);
+        size_t n = (size_t)KVH * ctx * D, eb = f16 ? 2 : 4;
+        float *x = rnd(S, -1, 1), *vs = rnd(S, -1, 1), *cache = rnd(n, -1, 1);
+        void *cbytes = malloc(n * eb);
+        for (size_t i = 0; i < n; i++) {
+          if (f16)
+            ((uint16_t *)cbytes)[i] = ref_f32_to_f16(cache[i]);
+          else
+            ((float *)cbytes)[i] = cache[i];
+        }
+        uint32_t pos = L - 1;
+        gpu_buffer *gc = th_upload(tab, (size_t)max_pos * R / 2 * 8), *gp = th_upload(&pos, 4),
+                   *gvs = th_upload(vs, S * 4), *gpart = th_poisoned(op_attn_partial_bytes(&kv, H, 16));
+        gpu_buffer *gx[2], *gk[2], *gv[2], *go[2];
+        for (int way = 0; way < 2; way++) { /* 0: rope_kv then decode, 1: folded */
+          gx[way] = th_upload(x, S * 4);
+          gk[way] = th_upload(cbytes, n * eb);
+          gv[way] = th_upload(cbytes, n * eb);
+          go[way] = th_poisoned(H * D * 4);
+          gpu_recorder *r = rec_new();
+          op_attn_params ap = {1, H, S, 0, H * D, cs_[c].window, 1.0f / sqrtf((float)D), 0.0f};
+          op_attn_rope ar = {gpu_whole(gc), cs_[c].vsep ? gpu_whole(gvs) : (gpu_view){0}, R, max_pos, H * D,
+                             (H + KVH) * D, (op_rope_mode)cs_[c].mode};
+          if (way == 0) {
+            op_rope_kv_params rp = {1, H, R, max_pos, (op_rope_mode)cs_[c].mode, 0, S, H * D, S, (H + KVH) * D, S};
+            CHECK(op_rope_kv(r, &kv, &rp, gpu_whole(gx[way]), cs_[c].vsep ? gpu_whole(gvs) : (gpu_view){0},
+                             gpu_whole(gp), gpu_whole(gc), gpu_whole(gk[way]), gpu_whole(gv[way])) == WGLLM_OK,
+                  "record rope_kv: %s", gpu_recorder_error(r));
+          } else
+            ap.rope = &ar;
+          CHECK(op_attention_decode(r, &kv, &ap, gpu_whole(gx[way]), gpu_whole(gk[way]), gpu_whole(gv[way]),
+                                    gpu_whole(gp), gpu_whole(gpart), NULL, gpu_whole(go[way])) == WGLLM_OK,
+                "record decode: %s", gpu_recorder_error(r));
+          th_run(r);
+          gpu_recorder_free(r);
+        }
+        float *o0 = malloc(H * D * 4), *o1 = malloc(H * D * 4), *k0 = malloc(n * 4), *k1 = malloc(n * 4),
+              *v0 = malloc(n * 4), *v1 = malloc(n * 4);
+        th_download(go[0], o0, H * D * 4);
+        th_download(go[1], o1, H * D * 4);
+        gpu_buffer *bufs[4] = {gk[0], gk[1], gv[0], gv[1]};
+        float *dst[4] = {k0, k1, v0, v1};
+        for (int b = 0; b < 4; b++) {
+          th_download(bufs[b], cbytes, n * eb);
+          for (size_t i = 0; i < n; i++)
+            dst[b][i] = f16 ? ref_f16_to_f32(((uint16_t *)cbytes)[i]) : ((float *)cbytes)[i];
+        }
+        char what[160];
+        snprintf(what, sizeof what, "decode with RoPE folded in, %s L=%u H=%u/%u D=%u rot=%u mode=%d win=%u vsep=%d",
+                 f16 ? "f16kv" : "f32kv", L, H, KVH, D, R, cs_[c].mode, cs_[c].window, cs_[c].vsep);
+        th_compare(what, o1, o0, H * D, 1e-6, 1e-5);
+        snprintf(what, sizeof what, "K cache after folded RoPE, %s L=%u D=%u rot=%u mode=%d", f16 ? "f16kv" : "f32kv",
+                 L, D, R, cs_[c].mode);
+        th_compare(what, k1, k0, n, 1e-6, 1e-5);
+        snprintf(what, sizeof what, "V cache after folded append, %s L=%u D=%u", f16 ? "f16kv" : "f32kv", L, D);
+        th_compare(what, v1, v0, n, 0, 0);
+        for (int way = 0; way < 2; way++) {
+          gpu_buffer_destroy(th_gpu(), gx[way]);
+          gpu_buffer_destroy(th_gpu(), gk[way]);
+          gpu_buffer_destroy(th_gpu(), gv[way]);
+          gpu_buffer_destroy(th_gpu(), go[way]);
+        }
+        gpu_buffer_destroy(th_gpu(), gc);
+        gpu_buffer_destroy(th_gpu(), gp);
+        gpu_buffer_destroy(th_gpu(), gvs);
+        gpu_buffer_destroy(th_gpu(), gpart);
+        free(inv);
+        free(tab);
+        free(x);
+        free(vs);
+        free(cache);
+        free(cbytes);
+        free(o0);
+        free(o1);
+        free(k0);
+        free(k1);
+        free(v0);
+        free(v1);
+      }
+}
+
 /* The GEMV predicate on both sides: the specialised kernel for exactly the shapes and devices it names, the
    general one (whole) for anything else. */
 static void test_gemv_predicate(void) {
@@ -923,6 +1023,7 @@ int main(void) {
   test_attention_decode();
   test_gemv_fused();
   test_gemv_predicate();
+  test_attention_decode_rope();
   test_rope_kv();
   th_gpu_done();
   return th_finish("test_ops");

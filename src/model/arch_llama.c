@@ -149,12 +149,17 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
       qk = s->qk2;
       qk_stride = S2;
     }
-    if (!st && hp->rot_dim % 4 == 0) { /* one dispatch for RoPE of q and k and the cache append */
+    /* one token with flash-decoding: RoPE and the cache append ride in the attention's first pass */
+    int decode = T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0;
+    op_attn_rope ar = {V(rope_cs), qk == s->qkv ? none : V(s->qkv), hp->rot_dim, max_pos, k_off, nq + nkv,
+                       hp->rope_mode};
+    int rope_in_attn = decode && hp->rot_dim % 4 == 0 && !getenv("WGLLM_NO_FUSION");
+    if (!st && !rope_in_attn && hp->rot_dim % 4 == 0) { /* one dispatch: RoPE of q and k, the cache append */
       op_rope_kv_params rp = {T,     hp->n_head, hp->rot_dim, max_pos, hp->rope_mode, q_off, qk_stride,
                               k_off, qk_stride,  nq + nkv,    S};
       st = op_rope_kv(rec, &kv->layout, &rp, V(qk), qk == s->qkv ? none : V(s->qkv), V(s->pos), V(rope_cs), V(kv->k[l]),
                       V(kv->v[l]));
-    } else if (!st) {
+    } else if (!st && !rope_in_attn) {
       st = op_rope_at(rec, V(qk), q_off, V(s->pos), V(rope_cs), T, hp->n_head, hd, hp->rot_dim, qk_stride,
                       hp->rope_mode, max_pos);
       if (!st)
@@ -167,7 +172,8 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     gpu_buffer *qb = qk;
     uint32_t q_stride = qk_stride;
     op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, local ? hp->window : 0, hp->attn_scale, 0.0f, max_len};
-    if (!st && T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0) {
+    if (rope_in_attn) ap.rope = &ar;
+    if (!st && decode) {
       gpu_view args = V(s->attn_args);
       int indirect = llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT; /* default: worst-case grid */
       st = op_attention_decode(rec, &kv->layout, &ap, V(qb), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn_partial),

@@ -1,5 +1,6 @@
 /* KV-cache append (kernels/kv_write.wgsl) and causal GQA attention over the cache (kernels/attention.wgsl). */
 #include "ops.h"
+#include <stdio.h>
 
 typedef struct kv_write_params {
   uint32_t n_tokens, n_kv_head, head_dim, ctx, k_stride, k_off, v_stride, v_off;
@@ -64,7 +65,7 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
 typedef struct attn_split_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, q_stride, q_off, window, max_chunks;
   float scale, softcap;
-  uint32_t _p0, _p1;
+  uint32_t rot_dim, mode, max_pos, k_off, v_off, v_in_q;
 } attn_split_params;
 typedef struct attn_reduce_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p;
@@ -134,7 +135,12 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
     rp2 *= 2;
   int sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max &&
            ctx->subgroup_min == 128 / rp2;
-  const char *var = kv->f16 ? (sg ? "f16sg" : "f16") : (sg ? "f32sg" : "f32");
+  const op_attn_rope *ro = a->rope;
+  if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)",
+                   ro->rot_dim, kv->head_dim);
+  char var[16];
+  snprintf(var, sizeof var, "%s%s%s", kv->f16 ? "f16" : "f32", sg ? "sg" : "", ro ? "rope" : "");
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
     attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, 0};
@@ -151,9 +157,22 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
     s = gpu_record(rec, &g);
     if (s) return s;
   }
-  attn_split_params sp = {
-      a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->q_stride, a->q_off, a->window, mc, a->scale, a->softcap, 0,
-      0};
+  attn_split_params sp = {a->n_head,
+                          kv->n_kv_head,
+                          kv->head_dim,
+                          kv->ctx,
+                          a->q_stride,
+                          a->q_off,
+                          a->window,
+                          mc,
+                          a->scale,
+                          a->softcap,
+                          ro ? ro->rot_dim : 0,
+                          ro ? (uint32_t)ro->mode : 0,
+                          ro ? ro->max_pos : 0,
+                          ro ? ro->k_off : 0,
+                          ro ? ro->v_off : 0,
+                          ro && !ro->vsrc.buf};
   gpu_dispatch_desc d = {.kernel = "attn_split",
                          .variant = var,
                          .params = &sp,
@@ -166,6 +185,11 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   d.bind[2] = vcache;
   d.bind[3] = pos;
   d.bind[4] = partial;
+  if (ro) {
+    d.bind[5] = ro->cs;
+    d.bind[6] = ro->vsrc.buf ? ro->vsrc : q;
+    d.n_bind = 7;
+  }
   if (indirect)
     d.indirect = *indirect;
   else {

@@ -146,7 +146,16 @@ typedef struct op_attn_params {
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
   uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
   int no_subgroups; /* decode: take the workgroup-memory reductions even where subgroups fit (tests, bench) */
+  const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
 } op_attn_params;
+/* RoPE of the new token's q and k and its K/V cache append, folded into flash-decoding (what op_rope_kv does,
+   for one token, without a dispatch of its own). q's buffer holds the token's K heads at k_off; V heads at
+   v_off of vsrc, or of q's buffer when vsrc.buf is NULL. Needs rot_dim % 4 == 0. */
+typedef struct op_attn_rope {
+  gpu_view cs, vsrc; /* cs: [max_pos][rot_dim/2] (cos, sin) */
+  uint32_t rot_dim, max_pos, k_off, v_off;
+  op_rope_mode mode;
+} op_attn_rope;
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
 
