@@ -27,7 +27,6 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> w: array<u32>;
-const W = 1u; // words a lane reads of a row in one step (4, a whole group, measured no faster: PERF.md)
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> wscale: array<u32>;
@@ -81,73 +80,67 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let rt = li / TK;
   let n_out = select(p.N, p.glu_half, GLU);
   let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
-  let units = p.K / (8u * W); // a unit: the W words a lane reads of a row in one step
+  let words = p.K / 8u;
   let gpc = p.K / G;
   var acc: array<f32, 32>;
   for (var r = 0u; r < RR; r++) { acc[r] = 0.0; }
   var ss = 0.0;
   var rowb: array<u32, 32>; // the row of each sum
-  var srow: array<u32, 32>; // its first scale
   for (var r = 0u; r < RR; r++) {
     var n = min(nb + (r % R), n_out - 1u);
     if (GLU && r >= R) { n += p.glu_half; }
     rowb[r] = n;
-    srow[r] = n * gpc;
   }
   var i = kt;
   // U steps at a time while they are all inside the row, then single steps
-  for (; i + (U - 1u) * TK < units; i += U * TK) {
-    var xs: array<vec4<f32>, 16>; // [U][2W]
+  for (; i + (U - 1u) * TK < words; i += U * TK) {
+    var xs: array<vec4<f32>, 8>; // [U][2]
     var s15: array<f32, 4>;
-    var gs: array<u32, 4>;
     for (var u = 0u; u < U; u++) {
-      let ui = i + u * TK;
-      var t = vec4<f32>(0.0);
-      for (var e = 0u; e < 2u * W; e++) {
-        var v = x[2u * W * ui + e];
-        if (PROBE == 2u || PROBE == 5u) { v = vec4<f32>(f32(ui)); }
-        ss += dot(v, v);
-        if (p.has_norm != 0u) { v = v * (norm_w[2u * W * ui + e] + vec4<f32>(p.w_offset)); }
-        xs[2u * W * u + e] = v;
-        t += v;
+      let wi = i + u * TK;
+      var v0 = x[2u * wi];
+      var v1 = x[2u * wi + 1u];
+      if (PROBE == 2u || PROBE == 5u) { v0 = vec4<f32>(f32(wi)); v1 = v0; }
+      ss += dot(v0, v0) + dot(v1, v1);
+      if (p.has_norm != 0u) {
+        v0 = v0 * (norm_w[2u * wi] + vec4<f32>(p.w_offset));
+        v1 = v1 * (norm_w[2u * wi + 1u] + vec4<f32>(p.w_offset));
       }
+      xs[2u * u] = v0;
+      xs[2u * u + 1u] = v1;
+      let t = v0 + v1;
       s15[u] = 1.5 * (t.x + t.y + t.z + t.w);
-      gs[u] = (ui * W * 8u) / G;
     }
     for (var r = 0u; r < RR; r++) {
       let n = rowb[r];
       for (var u = 0u; u < U; u++) {
-        let ui = i + u * TK;
-        let q = w[n * units + ui];
-        let g = srow[r] + gs[u];
+        let wi = i + u * TK;
+        let wd = w[n * words + wi];
+        let g = n * gpc + (wi * 8u) / G;
         var sc = 1.0;
         if (PROBE != 3u && PROBE != 4u && PROBE != 5u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
-        let b = 2u * W * u;
-        var a = dot8(q, xs[b], xs[b + 1u]);
-        if (PROBE == 1u || PROBE == 4u) { a = bitcast<f32>(q & 0x3FFFFFFFu) * xs[b].x; }
-        if (PROBE == 5u) { a = bitcast<f32>(q & 0x3FFFFFFFu); }
+        var a = dot8(wd, xs[2u * u], xs[2u * u + 1u]);
+        if (PROBE == 1u || PROBE == 4u) { a = bitcast<f32>(wd & 0x3FFFFFFFu) * xs[2u * u].x; }
+        if (PROBE == 5u) { a = bitcast<f32>(wd & 0x3FFFFFFFu); }
         acc[r] += sc * (a - s15[u]);
       }
     }
   }
-  for (; i < units; i += TK) {
-    var xs: array<vec4<f32>, 8>; // [2W]
-    var t = vec4<f32>(0.0);
-    for (var e = 0u; e < 2u * W; e++) {
-      var v = x[2u * W * i + e];
-      ss += dot(v, v);
-      if (p.has_norm != 0u) { v = v * (norm_w[2u * W * i + e] + vec4<f32>(p.w_offset)); }
-      xs[e] = v;
-      t += v;
+  for (; i < words; i += TK) {
+    var v0 = x[2u * i];
+    var v1 = x[2u * i + 1u];
+    ss += dot(v0, v0) + dot(v1, v1);
+    if (p.has_norm != 0u) {
+      v0 = v0 * (norm_w[2u * i] + vec4<f32>(p.w_offset));
+      v1 = v1 * (norm_w[2u * i + 1u] + vec4<f32>(p.w_offset));
     }
+    let t = v0 + v1;
     let s15 = 1.5 * (t.x + t.y + t.z + t.w);
-    let gsub = (i * W * 8u) / G;
     for (var r = 0u; r < RR; r++) {
-      let q = w[rowb[r] * units + i];
-      let g = srow[r] + gsub;
+      let n = rowb[r];
+      let g = n * gpc + (i * 8u) / G;
       let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
-      let a = dot8(q, xs[0], xs[1]);
-      acc[r] += sc * (a - s15);
+      acc[r] += sc * (dot8(w[n * words + i], v0, v1) - s15);
     }
   }
   // reduce the RR sums and ss over the TK threads of the thread-row; thread kt < R ends with row nb + kt

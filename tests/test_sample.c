@@ -1,7 +1,11 @@
 /* Sampler conformance: the GPU sampler against its CPU reference (same thresholds and RNG) for greedy,
    temperature, top-k, top-p, min-p and repetition penalty on several vocabulary sizes; every GPU draw must lie
    in the reference's allowed set, nearly all must equal the reference's draw (sums differ in rounding only at
-   boundaries), the empirical distribution must match the softmax, and a seed must reproduce its sequence. */
+   boundaries), the GPU's threshold must keep the same tokens as the reference's (exactly, or up to the boundary
+   key's ties with top-p), the empirical distribution must match the softmax, and a seed must reproduce its
+   sequence. Flat logits (all equal, a few distinct values ulps apart, every token within 30 nats of the best)
+   over a Llama-3-sized vocabulary check that the exact multi-workgroup selects need no whole-vocabulary
+   fallback: the recorded passes depend only on the settings. */
 #include "harness.h"
 #include "ops.h"
 #include "ref.h"
@@ -51,10 +55,62 @@ static void rig_free(sampler_rig *r) {
   gpu_buffer_destroy(th_gpu(), r->work);
 }
 
-/* draws n times from one recording (the counter advances on the GPU) and checks each against the reference */
+static uint32_t key_of(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+/* tokens the GPU's last threshold keeps, against the reference's allowed set within the 30-nat cut (the GPU
+   never keeps tokens below it): returns how many tokens differ */
+static uint32_t kept_mismatch(sampler_rig *r, const float *logits, const op_sample_params *sp, const uint8_t *allowed,
+                              uint32_t *n_gpu, uint32_t *n_ref) {
+  uint32_t V = r->V, thr, kmax = 0, bad = 0;
+  gpu_buffer *w = r->work;
+  uint32_t words[OP_SAMPLE_WORK_THRESHOLD + 1];
+  th_download(w, words, sizeof words);
+  thr = words[OP_SAMPLE_WORK_THRESHOLD];
+  for (uint32_t i = 0; i < V; i++) {
+    uint32_t k = key_of(logits[i] / sp->temperature);
+    if (k > kmax) kmax = k;
+  }
+  uint32_t mb = (kmax & 0x80000000u) ? (kmax & 0x7fffffffu) : ~kmax;
+  float m;
+  memcpy(&m, &mb, 4);
+  uint32_t cut = key_of(m - 30.0f);
+  *n_gpu = *n_ref = 0;
+  for (uint32_t i = 0; i < V; i++) {
+    uint32_t k = key_of(logits[i] / sp->temperature);
+    int g = k >= thr, want = allowed[i] && k >= cut;
+    *n_gpu += g;
+    *n_ref += want;
+    bad += g != want;
+  }
+  return bad;
+}
+
+/* at most this many tokens may differ between the GPU's kept set and the reference's: none, except that with
+   top-p a sum rounded differently may move the boundary by a key (the tokens that share it) */
+static uint32_t kept_tolerance(const op_sample_params *sp, uint32_t n_ref) {
+  return sp->top_p > 0 && sp->top_p < 1 ? n_ref / 20 + 2 : 0;
+}
+
+/* draws n times from one recording (the counter advances on the GPU) and checks each against the reference, the
+   recorded passes (only the settings choose them) and the tokens the GPU's threshold keeps */
 static void check_draws(const char *what, const float *logits, uint32_t V, const op_sample_params *sp, int n) {
   sampler_rig r;
   rig_init(&r, logits, V, sp, NULL, 0, 1000);
+  size_t nd = gpu_recorder_count(r.rec);
+  CHECK(nd == op_sample_dispatches(sp, V) && nd <= 9, "%s: %zu dispatches recorded, %u expected", what, nd,
+        op_sample_dispatches(sp, V));
+  for (size_t i = 0; i < nd; i++) {
+    const char *nm = gpu_recorder_record_name(r.rec, i);
+    CHECK(!strcmp(nm, i + 1 == nd   ? "sample/f32"
+                      : i == 0      ? "sample_prep/max"
+                      : i + 2 == nd ? "sample_prep/mass"
+                                    : "sample_prep/level"),
+          "%s: dispatch %zu is %s", what, i, nm);
+  }
   float *work = malloc(V * 4);
   uint8_t *allowed = malloc(V);
   int same = 0, outside = 0;
@@ -69,7 +125,10 @@ static void check_draws(const char *what, const float *logits, uint32_t V, const
   int need = n - (n + 49) / 50; /* >= 98% identical */
   CHECK(outside == 0, "%s: %d draws outside the allowed set", what, outside);
   CHECK(same >= need, "%s: only %d of %d draws equal the reference", what, same, n);
-  printf("  %-44s %d/%d equal to the reference, %d outside\n", what, same, n, outside);
+  uint32_t ng, nr, bad = kept_mismatch(&r, logits, sp, allowed, &ng, &nr);
+  CHECK(bad <= kept_tolerance(sp, nr), "%s: the GPU keeps %u tokens, the reference %u: %u differ", what, ng, nr, bad);
+  printf("  %-52s %d/%d equal to the reference, %d outside, kept %u/%u (%u differ)\n", what, same, n, outside, ng, nr,
+         bad);
   rig_free(&r);
   free(work);
   free(allowed);
@@ -103,8 +162,7 @@ int main(void) {
     free(x);
   }
 
-  /* LLM-like logits over a large vocabulary: a few hundred plausible tokens, the rest far below, so the draw
-     runs over the collected candidates (sorted by token) instead of the whole vocabulary */
+  /* LLM-like logits over a large vocabulary: a few hundred plausible tokens, the rest far below the 30-nat cut */
   {
     uint32_t V = 128256;
     float *x = malloc(V * 4);
@@ -121,15 +179,116 @@ int main(void) {
     free(x);
   }
 
-  /* a flat distribution: more than 2048 candidates within 30 nats, so the draw falls back to the whole vocabulary */
+  /* a flat distribution over a vocabulary that is not a whole number of blocks: 5000 tokens within 30 nats */
   {
     uint32_t V = 5000;
     float *x = malloc(V * 4);
     for (uint32_t i = 0; i < V; i++)
       x[i] = th_uniform(&rng, -1, 1);
     op_sample_params sp = {1.0f, 0.9f, 0.0f, 1.0f, 100, 0, 21};
-    check_draws("flat V=5000 (candidate overflow) k=100 p=0.9", x, V, &sp, 30);
+    check_draws("flat V=5000 k=100 p=0.9", x, V, &sp, 30);
     free(x);
+  }
+
+  /* flat logits over a Llama-3-sized vocabulary, every token within 30 nats of the best (the old sampler fell
+     back to one workgroup over the whole vocabulary here): all equal (one key, ties everywhere), 48 distinct
+     values one ulp apart (thousands of tokens per key; temperatures 1 and 0.5 divide exactly on any GPU, so the
+     keys match the reference's), and continuous draws in [-1, 1] and [-8, 8]. Each setting: top-k only (also
+     k over 2048), min-p only, top-p only, the CLI defaults (with min-p) and none. */
+  {
+    uint32_t V = 128256;
+    float *x = malloc(V * 4);
+    const char *kinds[] = {"equal", "ulps", "[-1,1]", "[-8,8]"};
+    for (int kind = 0; kind < 4; kind++) {
+      for (uint32_t i = 0; i < V; i++) {
+        if (kind == 0)
+          x[i] = 0.37f;
+        else if (kind == 1)
+          x[i] = 1.0f + (float)(th_u32(&rng) % 48) * 0x1p-23f;
+        else
+          x[i] = kind == 2 ? th_uniform(&rng, -1, 1) : th_uniform(&rng, -8, 8);
+      }
+      float t = kind == 1 ? 1.0f : 0.8f, t2 = kind == 1 ? 0.5f : 1.0f;
+      op_sample_params cs[] = {
+          {t, 1.0f, 0.0f, 1.0f, 40, 0, 41},   {t2, 1.0f, 0.0f, 1.0f, 3000, 0, 42},  {t, 1.0f, 0.05f, 1.0f, 0, 0, 43},
+          {t2, 1.0f, 0.5f, 1.0f, 0, 0, 44},   {t, 0.9f, 0.0f, 1.0f, 0, 0, 45},      {t2, 0.5f, 0.0f, 1.0f, 0, 0, 46},
+          {t, 0.95f, 0.05f, 1.0f, 40, 0, 47}, {t2, 0.9f, 0.0f, 1.0f, V - 1, 0, 48}, {t, 1.0f, 0.0f, 1.0f, 0, 0, 49}};
+      for (int c = 0; c < 9; c++) {
+        char what[96];
+        snprintf(what, sizeof what, "flat %s V=%u t=%.2g k=%u p=%.2g minp=%.2g", kinds[kind], V, cs[c].temperature,
+                 cs[c].top_k, cs[c].top_p, cs[c].min_p);
+        check_draws(what, x, V, &cs[c], 10);
+      }
+    }
+    free(x);
+  }
+
+  /* one recording replayed while the distribution changes under it (as decode steps do): flat, peaked, all equal
+     and flat again; then the repetition penalty with sampling on flat logits, against the reference with the
+     same ring. Every draw in the allowed set, the kept set exact (up to the top-p boundary key) */
+  {
+    uint32_t V = 128256;
+    float *x[3], *w = malloc(V * 4);
+    uint8_t *allowed = malloc(V);
+    for (int d = 0; d < 3; d++) {
+      x[d] = malloc(V * 4);
+      for (uint32_t i = 0; i < V; i++)
+        x[d][i] = d == 0   ? th_uniform(&rng, -1, 1)
+                  : d == 1 ? ((th_u32(&rng) % 500 == 0) ? th_uniform(&rng, -2, 7) : th_uniform(&rng, -50, -35))
+                           : -1.25f;
+    }
+    op_sample_params sp = {0.8f, 0.95f, 0.05f, 1.0f, 40, 0, 51};
+    sampler_rig r;
+    rig_init(&r, x[0], V, &sp, NULL, 0, 500);
+    int order[] = {0, 1, 2, 0, 1, 2, 1, 0}, same = 0, outside = 0;
+    uint32_t bad = 0, tol = 0;
+    for (int n = 0; n < 8; n++) {
+      const float *xs = x[order[n]];
+      gpu_write(th_gpu(), r.logits, 0, xs, (uint64_t)V * 4);
+      uint32_t got = rig_draw(&r);
+      memcpy(w, xs, V * 4);
+      uint32_t want = ref_sample(w, V, sp.temperature, sp.top_k, sp.top_p, sp.min_p, 1.0f, NULL, 0, sp.seed,
+                                 500 + (uint32_t)n, allowed);
+      uint32_t ng, nr;
+      bad += kept_mismatch(&r, xs, &sp, allowed, &ng, &nr);
+      tol += kept_tolerance(&sp, nr);
+      outside += got >= V || !allowed[got];
+      same += got == want;
+    }
+    CHECK(outside == 0 && same >= 7 && bad <= tol, "replayed over changing logits: %d outside, %d/8 equal, %u differ",
+          outside, same, bad);
+    printf("  one recording over flat/peaked/equal logits: %d/8 equal to the reference, %d outside, %u kept differ\n",
+           same, outside, bad);
+    rig_free(&r);
+
+    uint32_t ring[64];
+    for (int i = 0; i < 64; i++)
+      ring[i] = i % 5 == 0 ? 17u : th_u32(&rng) % V; /* duplicates: penalised once */
+    same = outside = 0;
+    bad = tol = 0;
+    for (int n = 0; n < 8; n++) {
+      op_sample_params pp = {n % 2 ? 1.0f : 0.8f, n % 3 ? 0.95f : 1.0f, n % 4 ? 0.05f : 0.0f, 1.3f, n % 2 ? 0 : 40, 64,
+                             60 + (uint32_t)n};
+      rig_init(&r, x[0], V, &pp, ring, 64, (uint32_t)n);
+      uint32_t got = rig_draw(&r);
+      memcpy(w, x[0], V * 4);
+      uint32_t want = ref_sample(w, V, pp.temperature, pp.top_k, pp.top_p, pp.min_p, pp.rep_penalty, ring, 64, pp.seed,
+                                 (uint32_t)n, allowed);
+      uint32_t ng, nr;
+      bad += kept_mismatch(&r, w, &pp, allowed, &ng, &nr); /* w: the reference's penalised logits */
+      tol += kept_tolerance(&pp, nr);
+      outside += got >= V || !allowed[got];
+      same += got == want;
+      rig_free(&r);
+    }
+    CHECK(outside == 0 && same >= 7 && bad <= tol, "penalty + sampling: %d outside, %d/8 equal, %u differ", outside,
+          same, bad);
+    printf("  penalty + sampling on flat logits: %d/8 equal to the reference, %d outside, %u kept differ\n", same,
+           outside, bad);
+    for (int d = 0; d < 3; d++)
+      free(x[d]);
+    free(w);
+    free(allowed);
   }
 
   /* repetition penalty over a GPU ring, then greedy: exact */

@@ -1,6 +1,9 @@
-/* Token sampling on the GPU: the passes over the vocabulary spread across workgroups (kernels/sample_prep.wgsl:
-   penalty, block maxima, candidates), then the draw in one workgroup (kernels/sample.wgsl). */
+/* Token sampling on the GPU: passes over the vocabulary spread across 2048-token blocks (kernels/sample_prep.wgsl:
+   penalty and block maxima, the radix-select levels of top-k and top-p, the kept mass per block), then the draw in
+   one workgroup (kernels/sample.wgsl) whose work does not depend on the vocabulary. Which passes are recorded
+   depends only on the settings, never on the logits, so a recorded step replays for any distribution. */
 #include "ops.h"
+#include <math.h>
 
 typedef struct sample_gpu_params {
   uint32_t V, top_k, ring_cap, seed;
@@ -8,13 +11,28 @@ typedef struct sample_gpu_params {
   uint32_t n_blocks;
 } sample_gpu_params;
 typedef struct prep_params {
-  uint32_t V, n_blocks, ring_cap, _p;
-  float temp, rep_penalty, cut, _q;
+  uint32_t V, n_blocks, ring_cap, top_k;
+  float temp, rep_penalty, cut, top_p;
+  float log_min_p;
+  uint32_t stage, flags, _p;
 } prep_params;
 
 #define PREP_BLOCK 2048 /* tokens per workgroup in sample_prep.wgsl */
+#define PREP_MAX_BLOCKS 256
+/* flags, as in sample_prep.wgsl */
+enum { F_PENALTY = 1, F_SAMPLE = 2, F_TOPK = 4, F_TOPP = 8, F_MINP = 16 };
+/* sample_prep.wgsl's W_PRE (the end of the fixed part of work) plus 256 chunk sums for each of 256 blocks */
+#define WORK_WORDS (15936 + PREP_MAX_BLOCKS * 256)
 
-uint64_t op_sample_work_bytes(void) { return (514 + 2 * 2048) * 4; }
+uint64_t op_sample_work_bytes(void) { return (uint64_t)WORK_WORDS * 4; }
+
+uint32_t op_sample_dispatches(const op_sample_params *sp, uint32_t V) {
+  if (sp->temperature <= 0) return 2;
+  uint32_t n = 3;
+  if (sp->top_k > 0 && sp->top_k < V) n += 3;
+  if (sp->top_p > 0 && sp->top_p < 1) n += 3;
+  return n;
+}
 
 wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view logits, gpu_view state, gpu_view out,
                        gpu_view work, uint32_t V) {
@@ -25,39 +43,58 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
   if (sp->top_p < 0 || sp->top_p > 1 || sp->min_p < 0 || sp->min_p > 1 || sp->rep_penalty <= 0)
     return op_fail(rec, WGLLM_ERR_INVALID_ARG, "sample: top_p/min_p must be in [0, 1] and the penalty positive");
   uint32_t n_blocks = (V + PREP_BLOCK - 1) / PREP_BLOCK;
-  if (n_blocks > 256)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "sample: vocabulary of %u over %u", V, 256 * PREP_BLOCK);
-  prep_params pp = {V, n_blocks, sp->ring_cap, 0, sp->temperature, sp->rep_penalty, 30.0f, 0};
-  wgllm_status s;
-  if (sp->rep_penalty != 1.0f && sp->ring_cap) {
-    gpu_dispatch_desc d = {
-        .kernel = "sample_prep", .variant = "penalty", .params = &pp, .params_size = sizeof pp, .n_bind = 2};
-    d.bind[0] = logits;
-    d.bind[1] = state;
-    d.grid[0] = d.grid[1] = d.grid[2] = 1;
+  if (n_blocks > PREP_MAX_BLOCKS)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "sample: vocabulary of %u over %u", V, PREP_MAX_BLOCKS * PREP_BLOCK);
+  if (work.size && work.size < op_sample_work_bytes())
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "sample: work of %llu bytes under %llu", (unsigned long long)work.size,
+                   (unsigned long long)op_sample_work_bytes());
+  int sampling = sp->temperature > 0;
+  uint32_t flags = 0;
+  if (sp->rep_penalty != 1.0f && sp->ring_cap) flags |= F_PENALTY;
+  if (sampling) flags |= F_SAMPLE;
+  if (sampling && sp->top_k > 0 && sp->top_k < V) flags |= F_TOPK; /* k >= V keeps everything */
+  if (sampling && sp->top_p > 0 && sp->top_p < 1) flags |= F_TOPP;
+  if (sampling && sp->min_p > 0) flags |= F_MINP;
+  /* log(min_p) in f32 on the CPU, as the reference computes it, so the threshold key matches it exactly */
+  prep_params pp = {.V = V,
+                    .n_blocks = n_blocks,
+                    .ring_cap = sp->ring_cap,
+                    .top_k = sp->top_k,
+                    .temp = sp->temperature,
+                    .rep_penalty = sp->rep_penalty,
+                    .cut = 30.0f,
+                    .top_p = sp->top_p,
+                    .log_min_p = sp->min_p > 0 ? logf(sp->min_p) : 0.0f,
+                    .flags = flags};
+  gpu_dispatch_desc d = {
+      .kernel = "sample_prep", .variant = "max", .params = &pp, .params_size = sizeof pp, .n_bind = 3};
+  d.bind[0] = logits;
+  d.bind[1] = work;
+  d.bind[2] = state;
+  d.grid[0] = n_blocks;
+  d.grid[1] = d.grid[2] = 1;
+  wgllm_status s = gpu_record(rec, &d);
+  if (s) return s;
+  if (sampling) {
+    /* radix-select levels: stages 0-2 top-k, 3-5 top-p (each level's pass also finishes the previous select) */
+    d.variant = "level";
+    d.n_bind = 2;
+    for (uint32_t st = 0; st < 6; st++) {
+      if (!(flags & (st < 3 ? F_TOPK : F_TOPP))) continue;
+      pp.stage = st;
+      s = gpu_record(rec, &d);
+      if (s) return s;
+    }
+    d.variant = "mass";
     s = gpu_record(rec, &d);
     if (s) return s;
   }
-  gpu_dispatch_desc dm = {
-      .kernel = "sample_prep", .variant = "max", .params = &pp, .params_size = sizeof pp, .n_bind = 2};
-  dm.bind[0] = logits;
-  dm.bind[1] = work;
-  dm.grid[0] = n_blocks;
-  dm.grid[1] = dm.grid[2] = 1;
-  s = gpu_record(rec, &dm);
-  if (s) return s;
-  if (sp->temperature > 0) {
-    gpu_dispatch_desc dc = dm;
-    dc.variant = "collect";
-    s = gpu_record(rec, &dc);
-    if (s) return s;
-  }
   sample_gpu_params p = {V, sp->top_k, sp->ring_cap, sp->seed, sp->temperature, sp->top_p, sp->min_p, n_blocks};
-  gpu_dispatch_desc d = {.kernel = "sample", .variant = "f32", .params = &p, .params_size = sizeof p, .n_bind = 4};
-  d.bind[0] = logits;
-  d.bind[1] = state;
-  d.bind[2] = out;
-  d.bind[3] = work;
-  d.grid[0] = d.grid[1] = d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  gpu_dispatch_desc dd = {.kernel = "sample", .variant = "f32", .params = &p, .params_size = sizeof p, .n_bind = 4};
+  dd.bind[0] = logits;
+  dd.bind[1] = state;
+  dd.bind[2] = out;
+  dd.bind[3] = work;
+  dd.grid[0] = dd.grid[1] = dd.grid[2] = 1;
+  return gpu_record(rec, &dd);
 }

@@ -22,6 +22,16 @@ static int cmp_desc(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
+typedef struct key_mass {
+  uint32_t key;
+  double mass;
+} key_mass;
+
+static int cmp_key_mass_desc(const void *a, const void *b) {
+  uint32_t x = ((const key_mass *)a)->key, y = ((const key_mass *)b)->key;
+  return x < y ? 1 : x > y ? -1 : 0;
+}
+
 uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p, float rep_penalty,
                     const uint32_t *ring, uint32_t n_ring, uint32_t seed, uint32_t draw, uint8_t *allowed) {
   if (rep_penalty != 1.0f)
@@ -65,19 +75,23 @@ uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float
     for (uint32_t i = 0; i < V; i++)
       if (keys[i] >= thr) z += exp((double)s[i] - m);
     double target = top_p * z, acc = 0;
-    /* walk distinct keys from the top: the largest t with mass(key >= t) >= target */
-    for (uint32_t r = 0; r < V && sorted[r] >= thr;) {
-      uint32_t k = sorted[r];
-      while (r < V && sorted[r] == k)
-        r++;
-      acc = 0;
-      for (uint32_t i = 0; i < V; i++)
-        if (keys[i] >= k) acc += exp((double)s[i] - m);
+    /* walk distinct keys from the top: the largest t with mass(key >= t) >= target. The tokens are sorted by key
+       once and the mass accumulated along (a sum over all tokens per distinct key was quadratic on flat logits) */
+    uint32_t n_kept = 0;
+    key_mass *km = malloc(V * sizeof *km);
+    for (uint32_t i = 0; i < V; i++)
+      if (keys[i] >= thr) km[n_kept++] = (key_mass){keys[i], exp((double)s[i] - m)};
+    qsort(km, n_kept, sizeof *km, cmp_key_mass_desc);
+    for (uint32_t r = 0; r < n_kept;) {
+      uint32_t k = km[r].key;
+      while (r < n_kept && km[r].key == k)
+        acc += km[r++].mass;
       if (acc >= target) {
         if (k > thr) thr = k;
         break;
       }
     }
+    free(km);
   }
   if (min_p > 0) {
     uint32_t k = key_of(m + logf(min_p));
