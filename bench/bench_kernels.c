@@ -21,22 +21,21 @@ typedef struct shape {
 } shape;
 
 static const shape SHAPES[] = {
-    {"1b", "qkv", 3072, 2048, 0, 1, 0},     {"1b", "o", 2048, 2048, 0, 0, 1},
-    {"1b", "gate_up", 8192, 2048, 1, 1, 0}, {"1b", "down", 2048, 8192, 0, 0, 1},
+    {"1b", "qkv", 3072, 2048, 0, 1, 0},       {"1b", "o", 2048, 2048, 0, 0, 1},
+    {"1b", "gate_up", 8192, 2048, 1, 1, 0},   {"1b", "down", 2048, 8192, 0, 0, 1},
     {"1b", "lm_head", 128256, 2048, 0, 1, 0}, {"8b", "qkv", 6144, 4096, 0, 1, 0},
-    {"8b", "o", 4096, 4096, 0, 0, 1},       {"8b", "gate_up", 14336, 4096, 1, 1, 0},
-    {"8b", "down", 4096, 14336, 0, 0, 1},   {"8b", "lm_head", 128256, 4096, 0, 1, 0},
-    {"tiny", "qkv", 384, 1024, 0, 1, 0},    {"tiny", "gate_up", 512, 1024, 1, 1, 0},
+    {"8b", "o", 4096, 4096, 0, 0, 1},         {"8b", "gate_up", 14336, 4096, 1, 1, 0},
+    {"8b", "down", 4096, 14336, 0, 0, 1},     {"8b", "lm_head", 128256, 4096, 0, 1, 0},
+    {"tiny", "qkv", 384, 1024, 0, 1, 0},      {"tiny", "gate_up", 512, 1024, 1, 1, 0},
 };
 
 /* tuned, tk, tr, r, u */
 static const op_gemv_plan SWEEP[] = {
-    {0, 128, 1, 8, 4}, {0, 64, 2, 8, 4},  {0, 32, 4, 4, 4},  {1, 32, 1, 4, 4},  {1, 32, 2, 4, 4},
-    {1, 32, 4, 4, 4},  {1, 32, 8, 4, 4},  {1, 32, 4, 2, 4},  {1, 32, 8, 2, 4},  {1, 32, 4, 8, 4},
-    {1, 32, 2, 8, 4},  {1, 32, 8, 1, 4},  {1, 32, 16, 1, 4}, {1, 32, 4, 4, 2},  {1, 32, 4, 4, 1},
-    {1, 32, 4, 8, 2},  {1, 32, 8, 4, 2},  {1, 32, 8, 2, 2},  {1, 64, 2, 4, 4},  {1, 64, 4, 4, 4},
-    {1, 64, 2, 8, 4},  {1, 128, 1, 4, 4}, {1, 128, 2, 4, 4}, {1, 128, 1, 8, 4}, {1, 32, 4, 16, 1},
-    {1, 32, 2, 16, 1}, {1, 32, 16, 2, 4}, {1, 32, 16, 4, 2},
+    {0, 128, 1, 8, 4}, {0, 64, 2, 8, 4},  {0, 32, 4, 4, 4},  {1, 32, 1, 4, 4},  {1, 32, 2, 4, 4},  {1, 32, 4, 4, 4},
+    {1, 32, 8, 4, 4},  {1, 32, 4, 2, 4},  {1, 32, 8, 2, 4},  {1, 32, 4, 8, 4},  {1, 32, 2, 8, 4},  {1, 32, 8, 1, 4},
+    {1, 32, 16, 1, 4}, {1, 32, 4, 4, 2},  {1, 32, 4, 4, 1},  {1, 32, 4, 8, 2},  {1, 32, 8, 4, 2},  {1, 32, 8, 2, 2},
+    {1, 64, 2, 4, 4},  {1, 64, 4, 4, 4},  {1, 64, 2, 8, 4},  {1, 128, 1, 4, 4}, {1, 128, 2, 4, 4}, {1, 128, 1, 8, 4},
+    {1, 32, 4, 16, 1}, {1, 32, 2, 16, 1}, {1, 32, 16, 2, 4}, {1, 32, 16, 4, 2},
 };
 
 static uint64_t rng = 88172645463325252ull;
@@ -51,8 +50,8 @@ static gpu_buffer *upload_random(gpu_context *g, uint64_t bytes, int kind) {
   uint32_t *h = malloc(bytes + 4);
   for (uint64_t i = 0; i < bytes / 4; i++) {
     if (kind == 0)
-      h[i] = next_u32(); /* nibbles */
-    else if (kind == 1) {  /* two f16 scales in [-0.03, 0.03) (0x2000..0x27ff magnitudes), random signs */
+      h[i] = next_u32();  /* nibbles */
+    else if (kind == 1) { /* two f16 scales in [-0.03, 0.03) (0x2000..0x27ff magnitudes), random signs */
       uint32_t a = 0x2000 | (next_u32() & 0x7ff) | ((next_u32() & 1) << 15);
       uint32_t b = 0x2000 | (next_u32() & 0x7ff) | ((next_u32() & 1) << 15);
       h[i] = a | b << 16;
@@ -74,8 +73,8 @@ static int cmp_d(const void *a, const void *b) {
 }
 
 /* Median GPU ns per dispatch of `plan` on shape s (NULL plan: the predicate's). Returns < 0 when refused. */
-static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw,
-                        gpu_view y, const op_gemv_plan *plan, int reps) {
+static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw, gpu_view y,
+                        const op_gemv_plan *plan, int reps) {
   double t[5];
   for (int run = 0; run < 5; run++) {
     gpu_recorder *r = gpu_recorder_create(g, 1);
@@ -126,8 +125,8 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
         int ok = 1;
         for (int run = 0; ok && run < 5; run++) {
           gpu_recorder *r = gpu_recorder_create(g, 1);
-          op_attn_params ap = {1, H, H * D, 0, H * D, 0, 1.0f / sqrtf((float)D), 0.0f, bucket < ctx ? bucket : 0,
-                               chunks[ci], nosg};
+          op_attn_params ap = {
+              1, H, H * D, 0, H * D, 0, 1.0f / sqrtf((float)D), 0.0f, bucket < ctx ? bucket : 0, chunks[ci], nosg};
           for (int i = 0; ok && i < reps; i++)
             ok = op_attention_decode(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), gpu_whole(posb),
                                      gpu_whole(part), NULL, gpu_whole(out)) == WGLLM_OK;
@@ -138,7 +137,10 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
         if (!ok) continue;
         qsort(t, 5, sizeof t[0], cmp_d);
         printf("attn %-3s pos %-5u bucket %-5u chunk %-4s %-13s %7.2f us (split + reduce)\n", model, pos, bucket,
-               chunks[ci] ? (chunks[ci] == 16 ? "16" : chunks[ci] == 32 ? "32" : chunks[ci] == 64 ? "64" : "128")
+               chunks[ci] ? (chunks[ci] == 16   ? "16"
+                             : chunks[ci] == 32 ? "32"
+                             : chunks[ci] == 64 ? "64"
+                                                : "128")
                           : "auto",
                nosg ? "workgroup" : "subgroups?", t[2] / reps / 1e3);
       }
@@ -167,7 +169,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
       go.enable_toggles = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--attn] [--reps N] [--toggles a,b]\n");
+      fprintf(stderr,
+              "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--attn] [--reps N] [--toggles a,b]\n");
       return 2;
     }
   }
@@ -232,11 +235,12 @@ int main(int argc, char **argv) {
     for (int wu = 0; si == first && wu < 40; wu++)
       time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
     double ns = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
-    printf("%-4s %-8s N=%-6u K=%-5u  default %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s  (%d weight copies)\n",
-           s->model, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r, def.u, ns / 1e3,
-           bytes / ns, copies);
-    static const char *probe_names[] = {"",           "no nibble decode",      "no x loads",
-                                        "no scale loads", "no decode, no scales", "weight loads alone"};
+    printf(
+        "%-4s %-8s N=%-6u K=%-5u  default %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s  (%d weight copies)\n",
+        s->model, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r, def.u, ns / 1e3,
+        bytes / ns, copies);
+    static const char *probe_names[] = {
+        "", "no nibble decode", "no x loads", "no scale loads", "no decode, no scales", "weight loads alone"};
     for (uint32_t pr = 1; probe && pr <= 5; pr++) {
       op_gemv_plan pp = def;
       pp.probe = pr;

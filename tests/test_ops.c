@@ -793,7 +793,10 @@ static void test_attention_decode_rope(void) {
   struct {
     uint32_t H, KVH, D, R, window;
     int mode, vsep;
-  } cs_[] = {{8, 2, 64, 64, 0, 0, 0}, {6, 2, 32, 16, 0, 1, 1}, {8, 1, 128, 128, 100, 1, 0}, {32, 8, 32, 32, 0, 0, 1},
+  } cs_[] = {{8, 2, 64, 64, 0, 0, 0},
+             {6, 2, 32, 16, 0, 1, 1},
+             {8, 1, 128, 128, 100, 1, 0},
+             {32, 8, 32, 32, 0, 0, 1},
              {4, 4, 16, 8, 0, 0, 0}};
   uint32_t lens[] = {1, 32, 33, 129, 300}, ctx = 400, max_pos = 512;
   for (int f16 = 0; f16 < 2; f16++)
@@ -826,8 +829,13 @@ static void test_attention_decode_rope(void) {
           go[way] = th_poisoned(H * D * 4);
           gpu_recorder *r = rec_new();
           op_attn_params ap = {1, H, S, 0, H * D, cs_[c].window, 1.0f / sqrtf((float)D), 0.0f};
-          op_attn_rope ar = {gpu_whole(gc), cs_[c].vsep ? gpu_whole(gvs) : (gpu_view){0}, R, max_pos, H * D,
-                             (H + KVH) * D, (op_rope_mode)cs_[c].mode};
+          op_attn_rope ar = {gpu_whole(gc),
+                             cs_[c].vsep ? gpu_whole(gvs) : (gpu_view){0},
+                             R,
+                             max_pos,
+                             H * D,
+                             (H + KVH) * D,
+                             (op_rope_mode)cs_[c].mode};
           if (way == 0) {
             op_rope_kv_params rp = {1, H, R, max_pos, (op_rope_mode)cs_[c].mode, 0, S, H * D, S, (H + KVH) * D, S};
             CHECK(op_rope_kv(r, &kv, &rp, gpu_whole(gx[way]), cs_[c].vsep ? gpu_whole(gvs) : (gpu_view){0},
@@ -894,8 +902,8 @@ static void test_gemv_predicate(void) {
   c.subgroup_min = c.subgroup_max = 32;
   c.limits.maxComputeInvocationsPerWorkgroup = 1024;
   op_gemv_plan p = op_gemv_q4_plan(&c, 4096, 4096, 32, 0);
-  CHECK(p.tuned && p.tk == 128 && p.tr == 2 && p.r == 4, "8B O projection: tuned 128/2/4 (%d %u/%u/%u)", p.tuned,
-        p.tk, p.tr, p.r);
+  CHECK(p.tuned && p.tk == 128 && p.tr == 2 && p.r == 4, "8B O projection: tuned 128/2/4 (%d %u/%u/%u)", p.tuned, p.tk,
+        p.tr, p.r);
   p = op_gemv_q4_plan(&c, 14336, 4096, 32, 1);
   CHECK(p.tuned && p.tk == 32 && p.tr == 8 && p.r == 2, "8B gate/up: tuned 32/8/2");
   p = op_gemv_q4_plan(&c, 128256, 2048, 64, 0);

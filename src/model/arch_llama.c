@@ -3,7 +3,8 @@
    residual add, RMSNorm, fused gate/up projection, SiLU-GLU, down projection, residual add.
    For one token with q4gsw weights the decode path fuses further (kernels/gemv_q4.wgsl): the norms ride in
    the projections, the residual adds in the output and down projections, the GLU in the gate/up projection,
-   and attention is flash-decoding: 8 dispatches a layer instead of 13. */
+   and attention is flash-decoding, whose first pass also applies RoPE and appends to the KV cache:
+   6 dispatches a layer instead of 13. */
 #include "arch_llama.h"
 #include <math.h>
 #include <stdio.h>
@@ -151,7 +152,7 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     }
     /* one token with flash-decoding: RoPE and the cache append ride in the attention's first pass */
     int decode = T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0;
-    op_attn_rope ar = {V(rope_cs), qk == s->qkv ? none : V(s->qkv), hp->rot_dim, max_pos, k_off, nq + nkv,
+    op_attn_rope ar = {V(rope_cs),   qk == s->qkv ? none : V(s->qkv), hp->rot_dim, max_pos, k_off, nq + nkv,
                        hp->rope_mode};
     int rope_in_attn = decode && hp->rot_dim % 4 == 0 && !getenv("WGLLM_NO_FUSION");
     if (!st && !rope_in_attn && hp->rot_dim % 4 == 0) { /* one dispatch: RoPE of q and k, the cache append */

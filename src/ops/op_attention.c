@@ -137,8 +137,8 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
            ctx->subgroup_min == 128 / rp2;
   const op_attn_rope *ro = a->rope;
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)",
-                   ro->rot_dim, kv->head_dim);
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)", ro->rot_dim,
+                   kv->head_dim);
   char var[16];
   snprintf(var, sizeof var, "%s%s%s", kv->f16 ? "f16" : "f32", sg ? "sg" : "", ro ? "rope" : "");
   gpu_constant cb = {"B", (double)B};

@@ -77,8 +77,8 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
 op_gemv_plan op_gemv_q4_plan(const gpu_context *ctx, uint32_t n_out, uint32_t K, uint32_t group, int glu) {
   op_gemv_plan p = {0};
   uint32_t words = K / 8, sgs = ctx->subgroup_min;
-  int fixed_sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 8 && sgs <= 64 &&
-                 (sgs & (sgs - 1)) == 0;
+  int fixed_sg =
+      ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 8 && sgs <= 64 && (sgs & (sgs - 1)) == 0;
   if (fixed_sg && K % 1024 == 0 && (group == 32 || group == 64 || group == 128) && n_out >= 64 &&
       ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
     p.tuned = 1;

@@ -122,13 +122,14 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
            "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"sampling\": \"%s\", "
            "\"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
-           "\"decode_ms_per_token\": %.4f, \"gpu_us_per_step\": %.1f, \"dispatches_per_token\": %zu, \"cpu_encode_us_per_token\": %.1f, "
+           "\"decode_ms_per_token\": %.4f, \"gpu_us_per_step\": %.1f, \"dispatches_per_token\": %zu, "
+           "\"cpu_encode_us_per_token\": %.1f, "
            "\"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs,
            llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
-           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3, dispatches,
-           enc_us, depth, (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes,
+           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3,
+           dispatches, enc_us, depth, (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes,
            (unsigned long long)gpu->bytes_peak);
   } else {
     printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
