@@ -19,7 +19,7 @@ for m in llama-1b llama-8b; do
   bench --synthetic $m --prompt 128 --kv f16 --sampled >> "$OUT/sampled.jsonl" 2>> "$OUT/errors.log"
 done
 # the worst-case grid inside a length bucket against the indirect grid; a cache far larger than the context
-WGLLM_ATTN_GRID=indirect bench --synthetic llama-8b --prompt 128,2048 --kv f16 >> "$OUT/extra.jsonl" 2>> "$OUT/errors.log"
+bench --synthetic llama-8b --prompt 128,2048 --kv f16 --attn-grid indirect >> "$OUT/extra.jsonl" 2>> "$OUT/errors.log"
 bench --synthetic llama-1b --prompt 128 --ctx 8192 --kv f16 >> "$OUT/extra.jsonl" 2>> "$OUT/errors.log"
 bench --synthetic llama-1b --prompt 128 --kv f16 --dawn-toggles disable_robustness >> "$OUT/extra.jsonl" 2>> "$OUT/errors.log"
 for m in llama-1b llama-8b; do

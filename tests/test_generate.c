@@ -15,7 +15,8 @@ static int32_t *ids_from(const cJSON *arr, uint32_t *n) {
   return v;
 }
 
-static void greedy_case(const char *name, const char *model_path) {
+/* pipeline: decode steps kept in flight (0: the default) */
+static void greedy_case(const char *name, const char *model_path, int pipeline) {
   char p[300], err[1024];
   snprintf(p, sizeof p, "data/models/%s/ref.json", name);
   char *js = th_read_file(p, NULL);
@@ -32,7 +33,8 @@ static void greedy_case(const char *name, const char *model_path) {
   llm_session *s;
   llm_session_options so = {.ctx = 64};
   CHECK(llm_session_create(m, &so, &s, err, sizeof err) == WGLLM_OK, "%s", err);
-  llm_gen_params gp = {.max_tokens = N, .sampling = {.temperature = 0, .top_p = 1, .rep_penalty = 1}};
+  llm_gen_params gp = {
+      .max_tokens = N, .sampling = {.temperature = 0, .top_p = 1, .rep_penalty = 1}, .pipeline = pipeline};
   llm_gen_result r;
   st = llm_generate(s, NULL, prompt, T, &gp, &r);
   CHECK(st == WGLLM_OK, "%s generate: %s", name, s->err);
@@ -48,6 +50,7 @@ static void greedy_case(const char *name, const char *model_path) {
   llm_gen_params sp = {
       .max_tokens = 12,
       .sampling = {.temperature = 0.9f, .top_p = 0.95f, .top_k = 50, .rep_penalty = 1.1f, .ring_cap = 64, .seed = 42}};
+  sp.pipeline = pipeline;
   int32_t first[12];
   uint32_t nfirst = 0;
   for (int pass = 0; pass < 2; pass++) {
@@ -124,15 +127,12 @@ static void chunked_prefill(void) {
 int main(void) {
   th_gpu();
   chunked_prefill();
-  greedy_case("llama_gqa", "data/models/llama_gqa");
-  greedy_case("qwen2", "data/models/qwen2");
-  greedy_case("llama_q4_0_gguf", "data/models/llama_q4_0_gguf/model.gguf");
+  greedy_case("llama_gqa", "data/models/llama_gqa", 0);
+  greedy_case("qwen2", "data/models/qwen2", 0);
+  greedy_case("llama_q4_0_gguf", "data/models/llama_q4_0_gguf/model.gguf", 0);
   /* the same results with no pipelining and with the deepest queue */
-  setenv("WGLLM_PIPELINE", "1", 1);
-  greedy_case("llama_gqa", "data/models/llama_gqa");
-  setenv("WGLLM_PIPELINE", "3", 1);
-  greedy_case("qwen2", "data/models/qwen2");
-  unsetenv("WGLLM_PIPELINE");
+  greedy_case("llama_gqa", "data/models/llama_gqa", 1);
+  greedy_case("qwen2", "data/models/qwen2", 3);
   th_gpu_done();
   return th_finish("test_generate");
 }

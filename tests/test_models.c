@@ -133,7 +133,8 @@ static double run_case(const fixture *f, const char *extra, int *top1_bad) {
 
 /* Runs a case twice, the second time with env=1 set, and returns the worst row difference between the two
    outputs (e.g. the fused decode path against the unfused one on the same q4 weights: must agree closely). */
-static double path_difference(const char *name, const char *extra, const char *env) {
+/* Worst row difference between the logits with `extra` and with `extra` plus `other` (another decode path). */
+static double path_difference(const char *name, const char *extra, const char *other) {
   fixture f;
   if (!load_fixture(name, &f)) return INFINITY;
   int tb;
@@ -142,9 +143,9 @@ static double path_difference(const char *name, const char *extra, const char *e
   snprintf(keep, sizeof keep, "%s/first.f32", g_tmp);
   run_case(&f, extra, &tb);
   rename(out, keep);
-  setenv(env, "1", 1);
-  run_case(&f, extra, &tb);
-  unsetenv(env);
+  char both[300];
+  snprintf(both, sizeof both, "%s %s", extra, other);
+  run_case(&f, both, &tb);
   size_t la, lb;
   float *a = th_read_file(keep, &la), *b = th_read_file(out, &lb);
   double worst = (a && b && la == lb) ? 0 : INFINITY;
@@ -383,22 +384,17 @@ int main(void) {
   printf("fused vs unfused decode on the same q4 weights:\n");
   const char *fused_cases[] = {"llama_gqa", "qwen3", "gemma3"};
   for (int i = 0; i < 3; i++) {
-    double d = path_difference(fused_cases[i], "--weights q4", "WGLLM_NO_FUSION");
+    double d = path_difference(fused_cases[i], "--weights q4", "--unfused");
     printf("  %-18s worst row difference %.3g\n", fused_cases[i], d);
     CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", fused_cases[i], d);
   }
-  printf("unfused decode path (WGLLM_NO_FUSION):\n");
-  setenv("WGLLM_NO_FUSION", "1", 1);
-  conformance("llama_q4_0_gguf", "", 2e-3);
-  conformance("qwen2", "--weights q4", 0.9);
-  unsetenv("WGLLM_NO_FUSION");
+  printf("unfused decode path (--unfused):\n");
+  conformance("llama_q4_0_gguf", "--unfused", 2e-3);
+  conformance("qwen2", "--weights q4 --unfused", 0.9);
   printf("flash-decoding grid sizing:\n");
-  setenv("WGLLM_ATTN_GRID", "indirect", 1);
-  conformance("llama_gqa", "", 1e-3);
-  conformance("qwen3", "--kv f16", 1e-2);
-  setenv("WGLLM_ATTN_GRID", "worst", 1);
-  conformance("llama_gqa", "", 1e-3);
-  unsetenv("WGLLM_ATTN_GRID");
+  conformance("llama_gqa", "--attn-grid indirect", 1e-3);
+  conformance("qwen3", "--kv f16 --attn-grid indirect", 1e-2);
+  conformance("llama_gqa", "--attn-grid worst", 1e-3);
   /* Q/K/V stored in different dtypes still run as one fused projection (widened to f32 at load) */
   {
     char d[400];

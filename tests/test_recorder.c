@@ -112,8 +112,18 @@ static void test_indirect_and_refusals(void) {
   rec = gpu_recorder_create(ctx, 0);
   CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "no_such_kernel"), "unknown kernel named");
   gpu_recorder_free(rec);
-  /* a binding range past the buffer is refused with the buffer named */
+  /* a params block that does not mirror the kernel's WGSL Params is refused (sizes from kernelgen) */
   d.kernel = "fill";
+  uint32_t saved = d.params_size;
+  d.params_size = saved + 4;
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "WGSL Params"),
+        "params block of the wrong size refused: %s", gpu_recorder_error(rec));
+  gpu_recorder_free(rec);
+  d.params_size = saved;
+  CHECK(gpu_kernel_find("fill", "u32") && gpu_kernel_find("fill", "u32")->params_bytes == saved,
+        "kernelgen measured the fill Params (%u bytes)", saved);
+  /* a binding range past the buffer is refused with the buffer named */
   d.bind[0].size = o->size + 16;
   rec = gpu_recorder_create(ctx, 0);
   CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "binding 0"), "bad binding refused");

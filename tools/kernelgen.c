@@ -201,6 +201,25 @@ static int emit_lines(FILE *o, const char *src, variant *v, const char *path, in
   return 1;
 }
 
+/* Bytes of the template's `struct Params { ... };` uniform block when every field is a 4-byte scalar (u32, i32,
+   f32), 0 when there is none or it has other types; the recorder checks the C side's block against it. */
+static unsigned params_bytes(const char *src) {
+  const char *s = strstr(src, "struct Params {");
+  if (!s) return 0;
+  const char *e = strstr(s, "};");
+  if (!e) return 0;
+  unsigned n = 0;
+  for (const char *c = strchr(s, '{') + 1; c < e; c++) {
+    if (*c != ':') continue;
+    const char *t = c + 1;
+    while (*t == ' ')
+      t++;
+    if (strncmp(t, "u32", 3) && strncmp(t, "i32", 3) && strncmp(t, "f32", 3)) return 0;
+    n++;
+  }
+  return 4 * n;
+}
+
 static int emit_variant(FILE *o, const char *src, const variant *v0, const char *path) {
   variant v = *v0; /* #defines add to a copy */
   if (v.req & 1) fputs("  \"enable f16;\\n\"\n", o);
@@ -243,7 +262,7 @@ int main(int argc, char **argv) {
         if (!parse_variant(line, &v, path, ln)) return 1;
         fprintf(o, "{\"%s\", \"%s\",\n", kname, v.name);
         if (!emit_variant(o, src, &v, path)) return 1;
-        fprintf(o, "  , %uu},\n", v.req);
+        fprintf(o, "  , %uu, %uu},\n", v.req, params_bytes(src));
         nvar++;
         total++;
       }

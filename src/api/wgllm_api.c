@@ -101,7 +101,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   m->chat = forced >= 0 ? (chat_template)forced : chat_template_detect(jinja, m->tok);
   free(jinja);
   gpu_options go = {0};
-  go.adapter_name = p.adapter;
+  go.adapter_name = p.adapter ? p.adapter : getenv("WGLLM_ADAPTER"); /* the environment is read here, at the door */
   go.disable_f16 = p.disable_f16;
   st = gpu_create(&go, &m->gpu, err, sizeof err);
   if (!st) st = llm_model_load(m->gpu, path, &lo, &m->m, err, sizeof err);

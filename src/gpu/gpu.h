@@ -22,7 +22,7 @@
 
 /* ---------- context ---------- */
 typedef struct gpu_options {
-  const char *adapter_name; /* substring of the adapter name to prefer; NULL: WGLLM_ADAPTER env or best */
+  const char *adapter_name; /* substring of the adapter name to prefer; NULL: the best (the edges read WGLLM_ADAPTER) */
   int disable_f16;          /* do not request shader-f16 even if offered (simulates a device without it) */
   int disable_subgroups;
   int disable_timestamps;
@@ -102,10 +102,11 @@ size_t gpu_pool_free_count(const gpu_context *ctx);
 /* ---------- kernels and pipelines ---------- */
 enum { GPU_REQ_F16 = 1, GPU_REQ_SUBGROUPS = 2 };
 typedef struct gpu_kernel_source {
-  const char *kernel;  /* template name, e.g. "rms_norm" */
-  const char *variant; /* e.g. "f32", "f16" */
-  const char *source;  /* generated WGSL */
-  unsigned requires;   /* GPU_REQ_* */
+  const char *kernel;    /* template name, e.g. "rms_norm" */
+  const char *variant;   /* e.g. "f32", "f16" */
+  const char *source;    /* generated WGSL */
+  unsigned requires;     /* GPU_REQ_* */
+  unsigned params_bytes; /* size of its WGSL `Params` block (all 4-byte scalars), 0 if none: checked at record */
 } gpu_kernel_source;
 extern const gpu_kernel_source gpu_kernel_sources[];
 extern const size_t gpu_kernel_source_count;

@@ -122,7 +122,6 @@ static int contains_ci(const char *hay, const char *needle) {
 wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, size_t errlen) {
   gpu_options o = {0};
   if (opt) o = *opt;
-  if (!o.adapter_name) o.adapter_name = getenv("WGLLM_ADAPTER");
   *out = NULL;
   gpu_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) {

@@ -99,6 +99,13 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
              d->grid[1], d->grid[2], maxg);
     return fail(r, WGLLM_ERR_UNSUPPORTED, e);
   }
+  /* the C params struct must mirror the kernel's WGSL Params block word for word */
+  const gpu_kernel_source *ks = gpu_kernel_find(d->kernel, d->variant);
+  if (ks && ks->params_bytes && d->params_size != ks->params_bytes) {
+    snprintf(e, sizeof e, "kernel %s/%s: a params block of %u bytes, its WGSL Params has %u", d->kernel, d->variant,
+             d->params_size, ks->params_bytes);
+    return fail(r, WGLLM_ERR_INTERNAL, e);
+  }
   record rc;
   memset(&rc, 0, sizeof rc);
   wgllm_status s = gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, e, sizeof e);

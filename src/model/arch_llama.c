@@ -53,13 +53,6 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
   return st;
 }
 
-llm_attn_grid llm_attn_grid_mode(void) {
-  const char *e = getenv("WGLLM_ATTN_GRID");
-  if (e && !strcmp(e, "indirect")) return LLM_ATTN_GRID_INDIRECT;
-  if (e && !strcmp(e, "worst")) return LLM_ATTN_GRID_WORST;
-  return LLM_ATTN_GRID_DEFAULT;
-}
-
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   gpu_buffer **all[] = {&s->ids,  &s->pos, &s->x, &s->xn,     &s->qkv,          &s->qk2,      &s->attn,
                         &s->proj, &s->gu,  &s->h, &s->logits, &s->attn_partial, &s->attn_args};
@@ -103,7 +96,10 @@ static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
 wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
                                 const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
-                                uint32_t max_len) {
+                                const llm_forward_opts *fo) {
+  llm_forward_opts defaults = {0};
+  if (!fo) fo = &defaults;
+  uint32_t max_len = fo->max_len;
   const llm_hparams *hp = &m->hp;
   uint32_t D = hp->n_embd, hd = hp->head_dim, nq = hp->n_head * hd, nkv = hp->n_head_kv * hd, F = hp->n_ff;
   uint32_t S = nq + 2 * nkv; /* fused QKV row: q | k | v */
@@ -114,7 +110,7 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
   gpu_view none = {0};
   int sg;
   /* the fused decode path: one token, every projection in q4gsw */
-  int fused = T == 1 && !getenv("WGLLM_NO_FUSION");
+  int fused = T == 1 && !fo->unfused;
   for (uint32_t l = 0; fused && l < hp->n_layer; l++) {
     const llm_layer *ly = &m->layers[l];
     fused = op_gemv_q4_supports(op_ctx(rec), &ly->wqkv, 1, D, &sg) &&
@@ -154,7 +150,7 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     int decode = T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0;
     op_attn_rope ar = {V(rope_cs),   qk == s->qkv ? none : V(s->qkv), hp->rot_dim, max_pos, k_off, nq + nkv,
                        hp->rope_mode};
-    int rope_in_attn = decode && hp->rot_dim % 4 == 0 && !getenv("WGLLM_NO_FUSION");
+    int rope_in_attn = decode && hp->rot_dim % 4 == 0 && !fo->unfused;
     if (!st && !rope_in_attn && hp->rot_dim % 4 == 0) { /* one dispatch: RoPE of q and k, the cache append */
       op_rope_kv_params rp = {T,     hp->n_head, hp->rot_dim, max_pos, hp->rope_mode, q_off, qk_stride,
                               k_off, qk_stride,  nq + nkv,    S};
@@ -176,7 +172,7 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     if (rope_in_attn) ap.rope = &ar;
     if (!st && decode) {
       gpu_view args = V(s->attn_args);
-      int indirect = llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT; /* default: worst-case grid */
+      int indirect = fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
       st = op_attention_decode(rec, &kv->layout, &ap, V(qb), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn_partial),
                                indirect ? &args : NULL, V(s->attn));
     } else if (!st)

@@ -25,10 +25,16 @@ typedef struct llm_scratch {
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
 } llm_scratch;
 
-/* How flash-decoding sizes its chunk grid: GPU-written indirect arguments, or the worst case for the context
-   with early exit. WGLLM_ATTN_GRID=indirect|worst overrides the default. */
-typedef enum llm_attn_grid { LLM_ATTN_GRID_DEFAULT = 0, LLM_ATTN_GRID_INDIRECT, LLM_ATTN_GRID_WORST } llm_attn_grid;
-llm_attn_grid llm_attn_grid_mode(void);
+/* How flash-decoding sizes its chunk grid: the worst case for the recording's length bucket with early exit
+   (the default: measured faster, PERF.md), or GPU-written indirect arguments. */
+typedef enum llm_attn_grid { LLM_ATTN_GRID_WORST = 0, LLM_ATTN_GRID_INDIRECT } llm_attn_grid;
+
+/* How a forward pass is recorded. */
+typedef struct llm_forward_opts {
+  uint32_t max_len;        /* a decode step (T = 1) serves positions below it: a power of two, or 0 for the cache */
+  int unfused;             /* one token through the plain per-op path, not the fused kernels (comparisons) */
+  llm_attn_grid attn_grid; /* flash-decoding's grid */
+} llm_forward_opts;
 
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen);
@@ -55,9 +61,8 @@ wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uin
 void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
 
 /* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the
-   logits of the last n_logits tokens into scratch->logits. max_len: a decode step (T = 1) serves positions below
-   it (a power of two, or 0 for the whole cache), which sizes its attention grid. */
+   logits of the last n_logits tokens into scratch->logits. fo: NULL for the defaults. */
 wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
                                 const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
-                                uint32_t max_len);
+                                const llm_forward_opts *fo);
 #endif

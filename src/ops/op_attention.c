@@ -5,11 +5,13 @@
 typedef struct kv_write_params {
   uint32_t n_tokens, n_kv_head, head_dim, ctx, k_stride, k_off, v_stride, v_off;
 } kv_write_params;
+_Static_assert(sizeof(kv_write_params) == 32, "kv_write_params mirrors the Params block of kernels/kv_write.wgsl");
 typedef struct attn_gpu_params {
   uint32_t n_tokens, n_head, n_kv_head, head_dim, q_stride, q_off, out_stride, ctx, window;
   float scale, softcap;
   uint32_t _p;
 } attn_gpu_params;
+_Static_assert(sizeof(attn_gpu_params) == 48, "attn_gpu_params mirrors the Params block of kernels/attention.wgsl");
 
 static wgllm_status check_kv(gpu_recorder *rec, const op_kv_layout *kv) {
   if (!kv->n_kv_head || !kv->head_dim || !kv->ctx) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv: empty layout");
@@ -67,12 +69,17 @@ typedef struct attn_split_params {
   float scale, softcap;
   uint32_t rot_dim, mode, max_pos, k_off, v_off, v_in_q;
 } attn_split_params;
+_Static_assert(sizeof(attn_split_params) == 64,
+               "attn_split_params mirrors the Params block of kernels/attn_split.wgsl");
 typedef struct attn_reduce_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p;
 } attn_reduce_params;
+_Static_assert(sizeof(attn_reduce_params) == 32,
+               "attn_reduce_params mirrors the Params block of kernels/attn_reduce.wgsl");
 typedef struct attn_grid_params {
   uint32_t n_kv_head, ctx, window, _p;
 } attn_grid_params;
+_Static_assert(sizeof(attn_grid_params) == 16, "attn_grid_params mirrors the Params block of kernels/attn_grid.wgsl");
 
 /* Chunk length and worst-case chunk count of a decode recording that serves positions < len: chunks of 32 to
    128 keys, short enough that a short context still gives about 128 workgroups (n_kv_head of them per chunk). */

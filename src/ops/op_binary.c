@@ -4,6 +4,7 @@
 typedef struct binary_params {
   uint32_t n, nb, op, _p;
 } binary_params;
+_Static_assert(sizeof(binary_params) == 16, "binary_params mirrors the Params block of kernels/binary.wgsl");
 
 static wgllm_status binary(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb,
                            uint32_t op) {

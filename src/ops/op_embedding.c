@@ -6,6 +6,7 @@ typedef struct embedding_params {
   uint32_t n_tokens, D, V;
   float scale;
 } embedding_params;
+_Static_assert(sizeof(embedding_params) == 16, "embedding_params mirrors the Params block of kernels/embedding.wgsl");
 
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
                           uint32_t D, uint32_t V, float scale) {

@@ -5,6 +5,7 @@
 typedef struct fill_params {
   uint32_t n, bits, _p0, _p1;
 } fill_params;
+_Static_assert(sizeof(fill_params) == 16, "fill_params mirrors the Params block of kernels/fill.wgsl");
 
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits) {
   if (out.buf && (uint64_t)n * 4 > (out.size ? out.size : out.buf->size - out.offset))

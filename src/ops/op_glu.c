@@ -4,6 +4,7 @@
 typedef struct glu_params {
   uint32_t n, rows, in_stride, g_off, u_off, act, _p0, _p1;
 } glu_params;
+_Static_assert(sizeof(glu_params) == 32, "glu_params mirrors the Params block of kernels/glu.wgsl");
 
 wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
                     uint32_t in_stride, uint32_t g_off, uint32_t u_off, op_act act) {

@@ -6,6 +6,8 @@
 typedef struct linear_params {
   uint32_t M, N, K, has_bias;
 } linear_params;
+_Static_assert(sizeof(linear_params) == 16,
+               "linear_params mirrors the Params block of kernels/matvec.wgsl and kernels/matmul.wgsl");
 
 /* Checks a weight's shape constraints; shared by the linear and embedding ops. */
 wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K) {
@@ -109,6 +111,7 @@ typedef struct gemv_params {
   float eps, w_offset;
   uint32_t glu_half, act, _p0, _p1, _p2;
 } gemv_params;
+_Static_assert(sizeof(gemv_params) == 48, "gemv_params mirrors the Params block of kernels/gemv_q4.wgsl");
 
 wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                         uint32_t K, const op_gemv_opts *o) {
@@ -171,12 +174,16 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
   return gpu_record(rec, &d);
 }
 
+wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                               uint32_t N, uint32_t K) {
+  return linear(rec, "matvec", x, w, bias, y, M, N, K, (N + 7) / 8, M);
+}
+
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
   int sg;
-  if (op_gemv_q4_supports(op_ctx(rec), w, M, K, &sg) && !getenv("WGLLM_NO_GEMV_Q4"))
-    return op_gemv_q4(rec, x, w, bias, y, N, K, NULL);
-  return linear(rec, "matvec", x, w, bias, y, M, N, K, (N + 7) / 8, M);
+  if (op_gemv_q4_supports(op_ctx(rec), w, M, K, &sg)) return op_gemv_q4(rec, x, w, bias, y, N, K, NULL);
+  return op_matvec_generic(rec, x, w, bias, y, M, N, K);
 }
 
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,

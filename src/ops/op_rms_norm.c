@@ -6,6 +6,7 @@ typedef struct rms_params {
   float eps, w_offset;
   uint32_t in_off, group, in_gstride, out_off, out_gstride, _p;
 } rms_params;
+_Static_assert(sizeof(rms_params) == 48, "rms_params mirrors the Params block of kernels/rms_norm.wgsl");
 
 static wgllm_status rms_norm(gpu_recorder *rec, int add, gpu_view x, uint32_t in_off, uint32_t group,
                              uint32_t in_gstride, gpu_view w, gpu_view out, uint32_t out_off, uint32_t out_gstride,

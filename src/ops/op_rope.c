@@ -5,6 +5,7 @@
 typedef struct rope_params {
   uint32_t n_tokens, n_heads, head_dim, rot_dim, token_stride, mode, max_pos, x_off;
 } rope_params;
+_Static_assert(sizeof(rope_params) == 32, "rope_params mirrors the Params block of kernels/rope.wgsl");
 
 wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens, uint32_t n_heads,
                      uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode, uint32_t max_pos) {
@@ -44,6 +45,7 @@ typedef struct rope_kv_gpu_params {
   uint32_t n_tokens, n_head, n_kv_head, head_dim, rot_dim, mode, max_pos, ctx;
   uint32_t q_off, q_stride, k_off, k_stride, v_off, v_stride, v_in_x, _p;
 } rope_kv_gpu_params;
+_Static_assert(sizeof(rope_kv_gpu_params) == 64, "rope_kv_gpu_params mirrors the Params block of kernels/rope_kv.wgsl");
 
 wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope_kv_params *rp, gpu_view x,
                         gpu_view vsrc, gpu_view pos, gpu_view cs, gpu_view kcache, gpu_view vcache) {

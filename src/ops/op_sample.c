@@ -10,12 +10,14 @@ typedef struct sample_gpu_params {
   float temp, top_p, min_p;
   uint32_t n_blocks;
 } sample_gpu_params;
+_Static_assert(sizeof(sample_gpu_params) == 32, "sample_gpu_params mirrors the Params block of kernels/sample.wgsl");
 typedef struct prep_params {
   uint32_t V, n_blocks, ring_cap, top_k;
   float temp, rep_penalty, cut, top_p;
   float log_min_p;
   uint32_t stage, flags, _p;
 } prep_params;
+_Static_assert(sizeof(prep_params) == 48, "prep_params mirrors the Params block of kernels/sample_prep.wgsl");
 
 #define PREP_BLOCK 2048 /* tokens per workgroup in sample_prep.wgsl */
 #define PREP_MAX_BLOCKS 256

@@ -6,9 +6,11 @@ typedef struct softmax_params {
   float scale;
   uint32_t _p;
 } softmax_params;
+_Static_assert(sizeof(softmax_params) == 16, "softmax_params mirrors the Params block of kernels/softmax.wgsl");
 typedef struct argmax_params {
   uint32_t n, rows, _p0, _p1;
 } argmax_params;
+_Static_assert(sizeof(argmax_params) == 16, "argmax_params mirrors the Params block of kernels/argmax.wgsl");
 
 wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows, float scale) {
   if (!n || !rows) return op_fail(rec, WGLLM_ERR_INTERNAL, "softmax: empty shape");

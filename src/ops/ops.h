@@ -74,7 +74,7 @@ wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, 
    y[n] (+)= s * W[n] . (x * (norm_w + norm_offset)) (+ bias), s = 1/rms(x) when norm_w is set;
    glu_half > 0: W holds gate rows then up rows (glu_half each), y[n] = act(gate_n) * up_n for n < glu_half.
    Needs q4gsw weights and K % 32 == 0 (op_gemv_q4_supports); x and norm_w bound at 16-byte multiples.
-   op_matvec takes it for plain M = 1 products (WGLLM_NO_GEMV_Q4=1 forces the generic kernel, for comparisons). */
+   op_matvec takes it for plain M = 1 products (op_matvec_generic is the generic kernel, for comparisons). */
 /* How a shape runs: the specialised subgroup kernel (tuned) or the general one, and its thread layout: tk
    threads split K, tr thread-rows a workgroup, r rows a thread-row (so tr * r rows a workgroup), u steps
    unrolled (1..4, 0 means 4). */
@@ -106,6 +106,9 @@ wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
                        uint32_t N, uint32_t K);
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);
+/* The generic GEMV kernel for every weight type (op_matvec without the q4 route). */
+wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                               uint32_t N, uint32_t K);
 
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,

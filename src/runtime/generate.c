@@ -122,7 +122,7 @@ wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *p
   char piece[256];
   /* keep `depth` steps queued: the GPU feeds each sampled id to the next step itself, so the CPU only collects
      ids (and encodes the next step while the GPU runs the queued ones) */
-  int depth = getenv("WGLLM_PIPELINE") ? atoi(getenv("WGLLM_PIPELINE")) : 2;
+  int depth = gp->pipeline ? gp->pipeline : 2;
   if (depth < 1) depth = 1;
   if (depth > LLM_MAX_IN_FLIGHT) depth = LLM_MAX_IN_FLIGHT;
   uint32_t queued = 0; /* steps queued so far (each yields one more token) */

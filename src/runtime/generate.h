@@ -21,6 +21,7 @@ typedef struct llm_gen_params {
   const char *const *stop;   /* stop strings (not emitted) */
   size_t n_stop;
   int ignore_eog; /* keep going past end-of-generation tokens */
+  int pipeline;   /* decode steps kept in flight, 1..LLM_MAX_IN_FLIGHT (0: 2, measured best: PERF.md) */
   /* receives UTF-8 text as it becomes final; return non-zero to stop */
   int (*on_text)(const char *text, size_t len, void *user);
   void *user;

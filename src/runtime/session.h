@@ -6,9 +6,11 @@
 #include "model.h"
 
 typedef struct llm_session_options {
-  uint32_t ctx;           /* context length (default 4096) */
-  int kv_f16;             /* f16 KV cache: packed pairs in u32 words, f32 math; needs no shader-f16 */
-  uint32_t prefill_chunk; /* tokens per prefill pass (default 256) */
+  uint32_t ctx;            /* context length (default 4096) */
+  int kv_f16;              /* f16 KV cache: packed pairs in u32 words, f32 math; needs no shader-f16 */
+  uint32_t prefill_chunk;  /* tokens per prefill pass (default 256) */
+  int unfused;             /* decode through the plain per-op path (comparisons; the fused kernels by default) */
+  llm_attn_grid attn_grid; /* flash-decoding's grid (worst case for the length bucket by default) */
 } llm_session_options;
 
 #define LLM_MAX_BUCKETS 24

@@ -14,6 +14,8 @@ typedef struct cli_common {
   int no_f16;          /* --no-f16: do not request shader-f16 */
   uint32_t ctx;        /* --ctx N */
   const char *toggles; /* --dawn-toggles a,b: Dawn device toggles (for measurements) */
+  int unfused;         /* --unfused: decode through the plain per-op path (comparisons) */
+  int attn_grid;       /* --attn-grid worst|indirect (llm_attn_grid) */
 } cli_common;
 
 int cli_info(int argc, char **argv);

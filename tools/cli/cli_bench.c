@@ -32,6 +32,7 @@ static void usage(FILE *f) {
       "usage: wgllm bench (-m PATH | --synthetic llama-1b|llama-8b) [--prompt P] [--gen G] [--runs R]\n"
       "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
       "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
+      "                   [--unfused] [--attn-grid worst|indirect] [--dawn-toggles a,b]  (comparisons)\n"
       "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
       "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
       "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
@@ -54,6 +55,8 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   llm_session_options so = {0};
   so.ctx = c->ctx ? c->ctx : P + G + 8;
   so.kv_f16 = kv_f16;
+  so.unfused = c->unfused;
+  so.attn_grid = (llm_attn_grid)c->attn_grid;
   llm_session *s;
   st = llm_session_create(m, &so, &s, err, sizeof err);
   if (st) {
@@ -127,7 +130,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
            "\"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs,
-           llm_attn_grid_mode() == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
+           s->opt.attn_grid == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
            g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3,
            dispatches, enc_us, depth, (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes,
            (unsigned long long)gpu->bytes_peak);

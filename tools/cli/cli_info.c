@@ -3,6 +3,7 @@
 #include "gpu.h"
 #include "model.h"
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int info_gpu(int no_f16, const char *adapter) {
@@ -10,7 +11,7 @@ static int info_gpu(int no_f16, const char *adapter) {
   gpu_context *ctx;
   gpu_options o = {0};
   o.disable_f16 = no_f16;
-  o.adapter_name = adapter;
+  o.adapter_name = adapter ? adapter : getenv("WGLLM_ADAPTER");
   wgllm_status s = gpu_create(&o, &ctx, err, sizeof err);
   if (s) {
     fprintf(stderr, "wgllm info: %s (%s)\n", err, wgllm_status_name(s));

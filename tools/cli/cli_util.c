@@ -40,7 +40,7 @@ int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
 int cli_open_gpu(const cli_common *c, gpu_context **gpu) {
   char err[1024];
   gpu_options o = {0};
-  o.adapter_name = c->adapter;
+  o.adapter_name = c->adapter ? c->adapter : getenv("WGLLM_ADAPTER");
   o.disable_f16 = c->no_f16;
   o.enable_toggles = c->toggles;
   wgllm_status s = gpu_create(&o, gpu, err, sizeof err);
@@ -93,6 +93,23 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
     c->adapter = argv[++*i];
     return 1;
   }
+  if (!strcmp(a, "--unfused")) {
+    c->unfused = 1;
+    return 1;
+  }
+  if (!strcmp(a, "--attn-grid")) {
+    if (!has_val) goto missing;
+    const char *v = argv[++*i];
+    if (!strcmp(v, "worst"))
+      c->attn_grid = LLM_ATTN_GRID_WORST;
+    else if (!strcmp(v, "indirect"))
+      c->attn_grid = LLM_ATTN_GRID_INDIRECT;
+    else {
+      fprintf(stderr, "wgllm: --attn-grid %s: expected worst or indirect\n", v);
+      return -1;
+    }
+    return 1;
+  }
   if (!strcmp(a, "--dawn-toggles")) {
     if (!has_val) goto missing;
     c->toggles = argv[++*i];
@@ -135,6 +152,8 @@ int cli_load(const cli_common *c, gpu_context **gpu, llm_model **m, llm_session 
   llm_session_options so = {0};
   so.ctx = c->ctx;
   so.kv_f16 = c->kv_f16;
+  so.unfused = c->unfused;
+  so.attn_grid = (llm_attn_grid)c->attn_grid;
   st = llm_session_create(*m, &so, s, err, sizeof err);
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(st));
