@@ -116,8 +116,9 @@ static void test_rms_norm(void) {
         *got = malloc(rows * n * 4);
   gpu_buffer *gx = th_upload(x, (rows + skip) * n * 4), *gw = th_upload(w, n * 4), *go = th_poisoned(rows * n * 4);
   gpu_recorder *r = rec_new();
-  op_rms_norm_from(r, gpu_whole(gx), (uint32_t)(skip * n), gpu_whole(gw), gpu_whole(go), (uint32_t)n, (uint32_t)rows,
-                   (uint32_t)n, (uint32_t)n, 1e-5f, 0.0f);
+  op_rms_norm_params rq = {
+      (uint32_t)n, (uint32_t)rows, {(uint32_t)(skip * n), (uint32_t)n, 0, 0}, {0, (uint32_t)n, 0, 0}, 1e-5f, 0.0f};
+  op_rms_norm_rows(r, gpu_whole(gx), gpu_whole(gw), gpu_whole(go), &rq);
   th_run(r);
   th_download(go, got, rows * n * 4);
   ref_rms_norm(x + skip * n, w, want, n, rows, n, n, 1e-5f, 0.0f);
@@ -663,7 +664,8 @@ static void test_rope_kv(void) {
   float *x = rnd(T * IS, -2, 2), *w = rnd(D, -1, 1);
   gpu_buffer *gx = th_upload(x, T * IS * 4), *gw = th_upload(w, D * 4), *go = th_poisoned(T * OS * 4);
   gpu_recorder *r = rec_new();
-  op_rms_norm_heads(r, gpu_whole(gx), 5, Hh, IS, gpu_whole(gw), gpu_whole(go), 6, OS, D, T * Hh, D, D, 1e-6f, 0.0f);
+  op_rms_norm_params hq = {D, T * Hh, {5, D, Hh, IS}, {6, D, Hh, OS}, 1e-6f, 0.0f};
+  op_rms_norm_rows(r, gpu_whole(gx), gpu_whole(gw), gpu_whole(go), &hq);
   th_run(r);
   gpu_recorder_free(r);
   float *got = malloc(T * OS * 4);

@@ -138,11 +138,12 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     uint32_t q_off = 0, k_off = nq, qk_stride = S;
     if (!st && hp->qk_norm) {
       uint32_t S2 = nq + nkv;
-      st = op_rms_norm_heads(rec, V(s->qkv), 0, hp->n_head, S, ly->q_norm, V(s->qk2), 0, S2, hd, T * hp->n_head, hd, hd,
-                             hp->norm_eps, no);
-      if (!st)
-        st = op_rms_norm_heads(rec, V(s->qkv), nq, hp->n_head_kv, S, ly->k_norm, V(s->qk2), nq, S2, hd,
-                               T * hp->n_head_kv, hd, hd, hp->norm_eps, no);
+      /* the heads of each token: in the fused QKV row (stride S) and out into q | k rows (stride S2) */
+      op_rms_norm_params qn = {hd, T * hp->n_head, {0, hd, hp->n_head, S}, {0, hd, hp->n_head, S2}, hp->norm_eps, no};
+      op_rms_norm_params kn = {
+          hd, T * hp->n_head_kv, {nq, hd, hp->n_head_kv, S}, {nq, hd, hp->n_head_kv, S2}, hp->norm_eps, no};
+      st = op_rms_norm_rows(rec, V(s->qkv), ly->q_norm, V(s->qk2), &qn);
+      if (!st) st = op_rms_norm_rows(rec, V(s->qkv), ly->k_norm, V(s->qk2), &kn);
       qk = s->qk2;
       qk_stride = S2;
     }
@@ -214,8 +215,9 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     st = op_gemv_q4(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
   } else {
     if (!st)
-      st = op_rms_norm_from(rec, V(s->x), (T - n_logits) * D, m->output_norm, V(s->xn), D, n_logits, D, D, hp->norm_eps,
-                            no);
+      st = op_rms_norm_rows(
+          rec, V(s->x), m->output_norm, V(s->xn),
+          &(op_rms_norm_params){D, n_logits, {(T - n_logits) * D, D, 0, 0}, {0, D, 0, 0}, hp->norm_eps, no});
     if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
   }
   return st;

@@ -38,18 +38,21 @@ wgllm_status op_mul(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uin
 /* RMSNorm. x: [rows][in_stride] (first n used), w: [n], out: [rows][out_stride]. */
 wgllm_status op_rms_norm(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, uint32_t n, uint32_t rows,
                          uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
-/* The same with the first input row at element in_off of x (e.g. only the last rows of a prefill). */
-wgllm_status op_rms_norm_from(gpu_recorder *rec, gpu_view x, uint32_t in_off, gpu_view w, gpu_view out, uint32_t n,
-                              uint32_t rows, uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
-/* out[r] += RMSNorm(x[r]) * (w + w_offset): a norm applied to a branch before the residual add (Gemma).
-   x, out: [rows][n] */
 wgllm_status op_rms_norm_add(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, uint32_t n, uint32_t rows,
                              float eps, float w_offset);
-/* Per-head norms over fused rows: input row r at in_off + (r/group)*in_gstride + (r%group)*in_stride, output
-   row r at out_off + (r/group)*out_gstride + (r%group)*out_stride. */
-wgllm_status op_rms_norm_heads(gpu_recorder *rec, gpu_view x, uint32_t in_off, uint32_t group, uint32_t in_gstride,
-                               gpu_view w, gpu_view out, uint32_t out_off, uint32_t out_gstride, uint32_t n,
-                               uint32_t rows, uint32_t in_stride, uint32_t out_stride, float eps, float w_offset);
+/* Where rows of a tensor lie: row r starts at element off + r * stride, or with group > 0 at
+   off + (r / group) * gstride + (r % group) * stride (e.g. the heads of each token inside a fused QKV row). */
+typedef struct op_rows {
+  uint32_t off, stride, group, gstride;
+} op_rows;
+/* RMSNorm of rows rows of n elements each, read and written where in and out say (per-head q/k norms, the last
+   rows of a prefill). */
+typedef struct op_rms_norm_params {
+  uint32_t n, rows;
+  op_rows in, out;
+  float eps, w_offset;
+} op_rms_norm_params;
+wgllm_status op_rms_norm_rows(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, const op_rms_norm_params *p);
 
 /* RoPE in place. x: [n_tokens][token_stride] holding n_heads heads of head_dim; pos: [n_tokens] u32;
    cs: [max_pos][rot_dim/2] (cos, sin) pairs. mode 0 half-split, 1 adjacent pairs. */
