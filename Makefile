@@ -3,7 +3,9 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 STAMP := third_party/.bootstrap-v2
 
-.PHONY: all build run test clean bootstrap asan
+PREFIX ?= /usr/local
+
+.PHONY: all build run test clean bootstrap asan install
 all: build
 
 $(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh
@@ -22,6 +24,10 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
+
+# the library (versioned soname), include/wgllm.h, the CLI, Dawn beside the library, pkg-config and CMake files
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 asan: $(STAMP)
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWGLLM_ASAN=ON && cmake --build build-asan -j $(JOBS)

@@ -6,7 +6,7 @@ foreach(src ${TEST_SOURCES})
   target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/src/gpu
     ${CMAKE_SOURCE_DIR}/src/ops ${CMAKE_SOURCE_DIR}/src/model ${CMAKE_SOURCE_DIR}/src/runtime
     ${CMAKE_SOURCE_DIR}/src/ref ${CMAKE_SOURCE_DIR}/tests ${CJSON_INCLUDE_DIRS})
-  target_link_libraries(${name} PRIVATE wgllm wgllm_ref ${CJSON_LIBRARIES} m)
+  target_link_libraries(${name} PRIVATE wgllm wgllm_ref dawn ${CJSON_LIBRARIES} m)
   set_target_properties(${name} PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR};${DAWN_DIR}/lib")
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
   set_tests_properties(${name} PROPERTIES TIMEOUT 1800 ENVIRONMENT "WGLLM_BIN=${CMAKE_BINARY_DIR}")

@@ -1,7 +1,13 @@
 /* Version and status names of the public API. */
 #include "wgllm.h"
 
-const char *wgllm_version(void) { return "0.1.0"; }
+#define WGLLM_STR_(x) #x
+#define WGLLM_STR(x) WGLLM_STR_(x)
+
+/* built from the header's macros, so the string cannot drift from them */
+const char *wgllm_version(void) {
+  return WGLLM_STR(WGLLM_VERSION_MAJOR) "." WGLLM_STR(WGLLM_VERSION_MINOR) "." WGLLM_STR(WGLLM_VERSION_PATCH);
+}
 
 const char *wgllm_status_name(wgllm_status s) {
   switch (s) {
