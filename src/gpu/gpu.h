@@ -97,7 +97,6 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
 wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
                               size_t errlen);
 void gpu_pool_release(gpu_context *ctx, gpu_buffer *b);
-size_t gpu_pool_free_count(const gpu_context *ctx);
 
 /* ---------- kernels and pipelines ---------- */
 enum { GPU_REQ_F16 = 1, GPU_REQ_SUBGROUPS = 2 };

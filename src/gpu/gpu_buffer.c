@@ -246,5 +246,3 @@ void gpu_buffer_unpin(gpu_context *ctx, gpu_buffer *b) {
   else if (b->released == 2)
     gpu_buffer_destroy(ctx, b);
 }
-
-size_t gpu_pool_free_count(const gpu_context *ctx) { return ctx->pool->n; }

@@ -13,7 +13,7 @@ typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_
 
 typedef struct llm_hparams {
   llm_arch arch;
-  char arch_name[32]; /* "llama", "qwen2", "qwen3", "gemma3_text" */
+  char arch_name[32]; /* as the file names it: "llama", "mistral", "qwen2", "qwen3", "gemma3_text" */
   uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
   float norm_eps;
   int tied_embeddings; /* lm head reads the embedding table */
@@ -75,6 +75,9 @@ typedef struct llm_load_options {
 wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen);
 /* Reads hyperparameters (from config.json or GGUF metadata) and checks tensor shapes against them. */
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen);
+/* The file's name of a tensor role ("embed", "norm", "output", "attn_norm", ...) of a layer (-1: none), in
+   Hugging Face (gguf 0) or GGUF (gguf 1) naming, written into buf. */
+const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len);
 void llm_hparams_free(llm_hparams *hp);
 /* Loads weights to the GPU. On failure nothing stays allocated. */
 wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,

@@ -373,7 +373,6 @@ static wgllm_status check_one(const wt_store *st, const expect *e, char *err, si
 }
 
 /* Names of the per-layer tensors in HF and GGUF conventions. */
-const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len);
 
 static wgllm_status check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen) {
   int gguf = wt_store_format(st) == WT_FORMAT_GGUF;

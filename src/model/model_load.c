@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len);
-
 typedef struct loader {
   llm_model *m;
   const wt_store *st;

@@ -1,7 +1,6 @@
 /* Embedding row gather (kernels/embedding.wgsl), for any weight storage. */
 #include "ops.h"
 
-wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K);
 typedef struct embedding_params {
   uint32_t n_tokens, D, V;
   float scale;

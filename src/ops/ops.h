@@ -24,6 +24,8 @@ const char *op_wtype_name(op_wtype t);
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]);
 gpu_context *op_ctx(const gpu_recorder *rec);
 wgllm_status op_fail(gpu_recorder *rec, wgllm_status s, const char *fmt, ...);
+/* Checks a [N][K] weight's storage (group, scales) for the op named who; shared by the linear and embedding ops. */
+wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K);
 
 /* out[i] = bits (a raw 32-bit pattern) for i < n.   out: [n] u32/f32 */
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits);
@@ -125,7 +127,7 @@ wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uin
 /* KV cache: f32 or f16 storage of one layer: [n_kv_head][ctx][head_dim]. */
 typedef struct op_kv_layout {
   uint32_t n_kv_head, head_dim, ctx;
-  int f16; /* storage f16 (needs shader-f16), math f32 */
+  int f16; /* storage f16 as packed pairs in u32 (no shader-f16 needed), math f32 */
 } op_kv_layout;
 /* Appends K and V of n_tokens new tokens at positions pos[t]. k/v rows: k[t*k_stride + k_off + i]. */
 wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, uint32_t k_stride, uint32_t k_off,
