@@ -3,7 +3,7 @@
    every text of the training run's check list; greedy generation through the public API continues a prompt
    with the text transformers' generate produced; and `make run`'s command prints readable text. */
 #include "harness.h"
-#include "model_tokenizer.h"
+#include "tokenizer_load.h"
 #include "wgllm.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>

@@ -3,9 +3,8 @@ file(GLOB TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
 foreach(src ${TEST_SOURCES})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src} ${CMAKE_SOURCE_DIR}/tests/harness.c)
-  target_include_directories(${name} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/src/gpu
-    ${CMAKE_SOURCE_DIR}/src/ops ${CMAKE_SOURCE_DIR}/src/model ${CMAKE_SOURCE_DIR}/src/runtime
-    ${CMAKE_SOURCE_DIR}/src/ref ${CMAKE_SOURCE_DIR}/tests ${CJSON_INCLUDE_DIRS})
+  target_include_directories(${name} PRIVATE ${WGLLM_SRC_DIRS} ${CMAKE_SOURCE_DIR}/src/ref ${CMAKE_SOURCE_DIR}/tests
+    ${CJSON_INCLUDE_DIRS})
   target_link_libraries(${name} PRIVATE wgllm wgllm_ref dawn ${CJSON_LIBRARIES} m)
   set_target_properties(${name} PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR};${DAWN_DIR}/lib")
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)

@@ -4,7 +4,7 @@
 #include "generate.h"
 #include "gpu.h"
 #include "model.h"
-#include "model_tokenizer.h"
+#include "tokenizer_load.h"
 #include "session.h"
 #include "wgllm.h"
 #include <stdarg.h>

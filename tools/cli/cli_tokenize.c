@@ -1,7 +1,7 @@
 /* `wgllm tokenize`: text to comma-separated ids, or ids back to text (--decode), with the tokenizer of a model
    directory, a .gguf file or a tokenizer.json. Needs no GPU. */
 #include "cli.h"
-#include "model_tokenizer.h"
+#include "tokenizer_load.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* Loading a model's tokenizer from where the model keeps it: tokenizer.json (+ tokenizer_config.json) in a
    Hugging Face directory, the tokenizer.ggml.* arrays of a GGUF file, or a tokenizer.json given directly.
    Also returns the chat template text the files carry (for template detection). */
-#ifndef WGLLM_MODEL_TOKENIZER_H
-#define WGLLM_MODEL_TOKENIZER_H
+#ifndef WGLLM_TOKENIZER_LOAD_H
+#define WGLLM_TOKENIZER_LOAD_H
 #include "tokenizer.h"
 
 /* *chat_template: malloc'd Jinja text or NULL when the files carry none (may pass NULL to skip). */

@@ -1,5 +1,5 @@
-/* Tokenizer loading for model files (see model_tokenizer.h). */
-#include "model_tokenizer.h"
+/* Tokenizer loading for model files (see tokenizer_load.h). */
+#include "tokenizer_load.h"
 #include "gguf.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
