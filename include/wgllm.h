@@ -1,5 +1,9 @@
-/* wgllm public C API: status codes, version, models, tokenization, sessions, generation and chat.
-   All handles are opaque; every fallible call returns a wgllm_status and leaves a message on its handle. */
+/* wgllm public C API: status codes, version, models, vocabularies, sessions (evaluate tokens, read logits,
+   generate, chat), and descriptions of files and GPUs. All handles are opaque; every fallible call returns a
+   wgllm_status and leaves a message on its handle (or in wgllm_last_error for the create calls).
+   Threads: handles are not thread-safe. Use a model and its sessions from one thread at a time (a model's
+   sessions share its GPU queue); different models may be used from different threads. wgllm_last_error is per
+   thread. The library never prints and never exits. */
 #ifndef WGLLM_H
 #define WGLLM_H
 #include <stddef.h>
@@ -25,7 +29,7 @@ typedef enum wgllm_status {
   WGLLM_ERR_INTERNAL = 9       /* a bug in wgllm */
 } wgllm_status;
 
-/* "0.1.0" */
+/* "MAJOR.MINOR.PATCH", from the macros above */
 const char *wgllm_version(void);
 /* Short constant name of a status ("WGLLM_ERR_FORMAT"). */
 const char *wgllm_status_name(wgllm_status s);
@@ -39,6 +43,7 @@ typedef struct wgllm_model_params {
   const char *adapter;       /* part of the adapter's name to prefer; NULL: WGLLM_ADAPTER or the best GPU */
   const char *chat_template; /* "llama3", "chatml", "gemma", "llama2", "none"; NULL: from the model */
   int disable_f16;           /* do not request shader-f16 (as on a device without it) */
+  int no_tokenizer;          /* weights only (e.g. for logits of given ids): text calls then fail */
 } wgllm_model_params;
 wgllm_model_params wgllm_model_default_params(void);
 
@@ -70,16 +75,61 @@ wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int ad
 wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char **text);
 void wgllm_free(void *p);
 
+/* ---------- vocabularies (no GPU needed) ---------- */
+typedef struct wgllm_vocab wgllm_vocab;
+/* The tokenizer of a model file alone: a Hugging Face directory (tokenizer.json), a .gguf file, or a
+   tokenizer.json path. On failure *out is NULL and wgllm_last_error() says why. */
+wgllm_status wgllm_vocab_load(const char *path, wgllm_vocab **out);
+void wgllm_vocab_free(wgllm_vocab *v); /* NULL is a no-op; not for wgllm_model_vocab's */
+const char *wgllm_vocab_error(const wgllm_vocab *v);
+/* The vocabulary a model uses (owned by the model). */
+const wgllm_vocab *wgllm_model_vocab(const wgllm_model *m);
+size_t wgllm_vocab_n_tokens(const wgllm_vocab *v); /* highest id + 1, added tokens included */
+int32_t wgllm_vocab_bos(const wgllm_vocab *v);     /* -1 when none */
+int32_t wgllm_vocab_eos(const wgllm_vocab *v);     /* -1 when none */
+int wgllm_vocab_is_special(const wgllm_vocab *v, int32_t id);
+/* The token's stored text (its piece as the tokenizer keeps it, e.g. "Ġthe"), *len bytes, not NUL-terminated;
+   NULL for an id outside the vocabulary. */
+const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t *len);
+/* As wgllm_tokenize / wgllm_detokenize, on a vocabulary. parse_special: special-token text becomes its token.
+   Detokenizing: *len (may be NULL) gets the byte count (the text may hold a NUL byte if the ids spell one). */
+wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
+                                  int parse_special, int32_t *ids, size_t cap, size_t *n_ids);
+wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, size_t n, char **text, size_t *len);
+
 /* ---------- sessions ---------- */
+typedef enum wgllm_kv_type {
+  WGLLM_KV_F32 = 0, /* f32 KV cache (default) */
+  WGLLM_KV_F16 = 1  /* half the memory, f32 math; stored as packed u32 pairs, so on any device */
+} wgllm_kv_type;
+/* How a one-token step runs. The fused kernels are the default; the unfused path (one kernel per op, as
+   prefill) is there to compare against. */
+typedef enum wgllm_decode_path { WGLLM_DECODE_FUSED = 0, WGLLM_DECODE_UNFUSED = 1 } wgllm_decode_path;
+/* How flash-decoding sizes its grid: the worst case of the length bucket (default, faster) or GPU-written
+   indirect arguments (for comparison). */
+typedef enum wgllm_attn_grid { WGLLM_ATTN_GRID_WORST = 0, WGLLM_ATTN_GRID_INDIRECT = 1 } wgllm_attn_grid;
 typedef struct wgllm_session_params {
-  uint32_t context; /* tokens (default 4096) */
-  int kv_f16;       /* f16 KV cache: half the memory, f32 math; stored as packed u32 pairs, so any device */
+  uint32_t context;      /* tokens (default 4096) */
+  wgllm_kv_type kv_type; /* WGLLM_KV_F32 (default) or WGLLM_KV_F16 */
+  wgllm_decode_path decode_path;
+  wgllm_attn_grid attn_grid;
 } wgllm_session_params;
 wgllm_session_params wgllm_session_default_params(void);
 wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);
 void wgllm_session_free(wgllm_session *s);
 const char *wgllm_session_error(const wgllm_session *s);
+/* Empties the cache (the next tokens start at position 0). */
 void wgllm_session_reset(wgllm_session *s);
+/* Tokens in the cache, and keeping only the first n of them (n above the count changes nothing). */
+uint32_t wgllm_session_n_past(const wgllm_session *s);
+void wgllm_session_rewind(wgllm_session *s, uint32_t n);
+/* Evaluates n tokens after the cache (a prompt, in chunks on the GPU). logits: [n][n_vocab] floats when
+   all_rows, else [n_vocab] for the last token; may be NULL. Ids out of range or more tokens than the context
+   holds are WGLLM_ERR_INVALID_ARG, with nothing evaluated. */
+wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits, int all_rows);
+/* Evaluates one token through the recorded decode step (what generation replays each token). logits: [n_vocab]
+   or NULL. */
+wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits);
 
 /* Receives generated text as it becomes final (whole UTF-8 characters); return non-zero to stop. */
 typedef int (*wgllm_stream_fn)(const char *text, size_t len, void *user);
@@ -119,6 +169,14 @@ typedef struct wgllm_message {
    params->on_text) and returns it in *reply (malloc'd; free with wgllm_free). */
 wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n, const wgllm_generate_params *params,
                         char **reply, wgllm_generate_stats *stats);
+
+/* ---------- descriptions ---------- */
+/* What a model file holds, as text (malloc'd; free with wgllm_free): format, architecture and hyperparameters
+   (or why it cannot run), tensors and bytes by type. Reads the file; needs no GPU. */
+wgllm_status wgllm_describe_file(const char *path, char **text);
+/* The adapter wgllm would use (adapter: part of its name, NULL: WGLLM_ADAPTER or the best), its backend,
+   features, subgroup sizes, limits and the number of kernel variants, as text (malloc'd; free with wgllm_free). */
+wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **text);
 
 #ifdef __cplusplus
 }

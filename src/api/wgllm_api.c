@@ -1,21 +1,29 @@
 /* The public C API (include/wgllm.h) over the internal layers: a model handle owns the GPU context, the
    weights, the tokenizer and the chat template; a session handle owns the KV cache and sampler state. */
+#include "api_internal.h"
 #include "chat.h"
 #include "generate.h"
 #include "gpu.h"
 #include "model.h"
-#include "tokenizer_load.h"
 #include "session.h"
+#include "tokenizer_load.h"
 #include "wgllm.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+struct wgllm_vocab {
+  tokenizer *tok;
+  int owned; /* loaded by wgllm_vocab_load (a model's vocabulary belongs to the model) */
+  char err[1024];
+};
+
 struct wgllm_model {
   gpu_context *gpu;
   llm_model *m;
   tokenizer *tok;
+  wgllm_vocab vocab; /* over tok, not owned */
   chat_template chat;
   char err[1024];
 };
@@ -29,6 +37,13 @@ struct wgllm_session {
 static _Thread_local char g_last_error[1024];
 
 const char *wgllm_last_error(void) { return g_last_error; }
+
+void api_set_last_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
+  va_end(ap);
+}
 const char *wgllm_model_error(const wgllm_model *m) { return m ? m->err : ""; }
 const char *wgllm_session_error(const wgllm_session *s) { return s ? s->err : ""; }
 void wgllm_free(void *p) { free(p); }
@@ -42,12 +57,12 @@ static wgllm_status fail(char *err, wgllm_status st, const char *fmt, ...) {
 }
 
 wgllm_model_params wgllm_model_default_params(void) {
-  wgllm_model_params p = {"native", NULL, NULL, 0};
+  wgllm_model_params p = {"native", NULL, NULL, 0, 0};
   return p;
 }
 
 wgllm_session_params wgllm_session_default_params(void) {
-  wgllm_session_params p = {4096, 0};
+  wgllm_session_params p = {4096, WGLLM_KV_F32, WGLLM_DECODE_FUSED, WGLLM_ATTN_GRID_WORST};
   return p;
 }
 
@@ -93,11 +108,12 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   wgllm_model *m = calloc(1, sizeof *m);
   if (!m) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   char *jinja = NULL;
-  st = llm_load_tokenizer(path, &m->tok, &jinja, err, sizeof err);
+  st = p.no_tokenizer ? WGLLM_OK : llm_load_tokenizer(path, &m->tok, &jinja, err, sizeof err);
   if (st) {
     wgllm_model_free(m);
     return fail(g_last_error, st, "%s: tokenizer: %s", path, err);
   }
+  m->vocab.tok = m->tok;
   m->chat = forced >= 0 ? (chat_template)forced : chat_template_detect(jinja, m->tok);
   free(jinja);
   gpu_options go = {0};
@@ -140,9 +156,12 @@ wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info) 
   return WGLLM_OK;
 }
 
+static const char no_tok[] = "the model was loaded without its tokenizer (no_tokenizer)";
+
 wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids, size_t cap,
                             size_t *n_ids) {
   if (!m || !text || !n_ids || (cap && !ids)) return WGLLM_ERR_INVALID_ARG;
+  if (!m->tok) return fail(m->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
   int32_t *v = NULL;
   size_t n = 0;
   wgllm_status st = tok_encode(m->tok, text, len, add_special, 1, &v, &n, m->err, sizeof m->err);
@@ -155,6 +174,7 @@ wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int ad
 
 wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char **text) {
   if (!m || !text || (n && !ids)) return WGLLM_ERR_INVALID_ARG;
+  if (!m->tok) return fail(m->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
   size_t len;
   return tok_decode(m->tok, ids, n, 0, text, &len, m->err, sizeof m->err);
 }
@@ -167,9 +187,19 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   wgllm_session *s = calloc(1, sizeof *s);
   if (!s) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   s->model = m;
+  if ((unsigned)p.kv_type > WGLLM_KV_F16 || (unsigned)p.decode_path > WGLLM_DECODE_UNFUSED ||
+      (unsigned)p.attn_grid > WGLLM_ATTN_GRID_INDIRECT) {
+    free(s);
+    return fail(g_last_error, WGLLM_ERR_INVALID_ARG,
+                "wgllm_session_create: kv_type %d, decode_path %d or attn_grid %d "
+                "is not one of the enum's values",
+                (int)p.kv_type, (int)p.decode_path, (int)p.attn_grid);
+  }
   llm_session_options so = {0};
   so.ctx = p.context;
-  so.kv_f16 = p.kv_f16;
+  so.kv_f16 = p.kv_type == WGLLM_KV_F16;
+  so.unfused = p.decode_path == WGLLM_DECODE_UNFUSED;
+  so.attn_grid = p.attn_grid == WGLLM_ATTN_GRID_INDIRECT ? LLM_ATTN_GRID_INDIRECT : LLM_ATTN_GRID_WORST;
   char err[1024];
   wgllm_status st = llm_session_create(m->m, &so, &s->s, err, sizeof err);
   if (st) {
@@ -188,6 +218,34 @@ void wgllm_session_free(wgllm_session *s) {
 
 void wgllm_session_reset(wgllm_session *s) {
   if (s) llm_session_reset(s->s);
+}
+
+uint32_t wgllm_session_n_past(const wgllm_session *s) { return s ? s->s->n_past : 0; }
+
+void wgllm_session_rewind(wgllm_session *s, uint32_t n) {
+  if (s) llm_session_rewind(s->s, n);
+}
+
+wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits, int all_rows) {
+  if (!s) return WGLLM_ERR_INVALID_ARG;
+  s->err[0] = 0;
+  if (!ids || !n || n > UINT32_MAX)
+    return fail(s->err, WGLLM_ERR_INVALID_ARG, "wgllm_session_prefill: %s", ids ? "no tokens" : "ids is NULL");
+  if (s->s->has_sampler) llm_session_step_drain(s->s); /* generation may have left steps queued */
+  wgllm_status st = llm_session_prefill(s->s, ids, (uint32_t)n, logits, all_rows);
+  if (st) fail(s->err, st, "%s", s->s->err);
+  return st;
+}
+
+wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits) {
+  if (!s) return WGLLM_ERR_INVALID_ARG;
+  s->err[0] = 0;
+  if (s->s->has_sampler)
+    return fail(s->err, WGLLM_ERR_INVALID_ARG,
+                "wgllm_session_decode: this session generated text (its step samples); use a new session");
+  wgllm_status st = llm_session_decode(s->s, id, logits);
+  if (st) fail(s->err, st, "%s", s->s->err);
+  return st;
 }
 
 static wgllm_status to_gen_params(wgllm_session *s, const wgllm_generate_params *p, llm_gen_params *gp) {
@@ -249,6 +307,7 @@ wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_ge
   if (!s || !prompt) return WGLLM_ERR_INVALID_ARG;
   s->err[0] = 0;
   if (!prompt[0]) return fail(s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: give some text to continue");
+  if (!s->model->tok) return fail(s->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
   int32_t *ids = NULL;
   size_t n = 0;
   wgllm_status st = tok_encode(s->model->tok, prompt, strlen(prompt), 1, 1, &ids, &n, s->err, sizeof s->err);
@@ -261,6 +320,7 @@ wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t 
                         char **reply, wgllm_generate_stats *stats) {
   if (!s || !messages || !n) return WGLLM_ERR_INVALID_ARG;
   s->err[0] = 0;
+  if (!s->model->tok) return fail(s->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
   chat_msg *msgs = malloc(n * sizeof *msgs);
   if (!msgs) return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   for (size_t i = 0; i < n; i++) {
@@ -282,5 +342,68 @@ wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t 
   free(text);
   if (!st) st = run_ids(s, ids, nid, params, reply, stats);
   free(ids);
+  return st;
+}
+
+/* ---------- vocabularies ---------- */
+wgllm_status wgllm_vocab_load(const char *path, wgllm_vocab **out) {
+  g_last_error[0] = 0;
+  if (!out || !path) return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_vocab_load: path or out is NULL");
+  *out = NULL;
+  wgllm_vocab *v = calloc(1, sizeof *v);
+  if (!v) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  char err[1024];
+  wgllm_status st = llm_load_tokenizer(path, &v->tok, NULL, err, sizeof err);
+  if (st) {
+    free(v);
+    return fail(g_last_error, st, "%s", err);
+  }
+  v->owned = 1;
+  *out = v;
+  return WGLLM_OK;
+}
+
+void wgllm_vocab_free(wgllm_vocab *v) {
+  if (!v || !v->owned) return;
+  tok_free(v->tok);
+  free(v);
+}
+
+const char *wgllm_vocab_error(const wgllm_vocab *v) { return v ? v->err : ""; }
+const wgllm_vocab *wgllm_model_vocab(const wgllm_model *m) { return m ? &m->vocab : NULL; }
+size_t wgllm_vocab_n_tokens(const wgllm_vocab *v) { return v ? tok_vocab_size(v->tok) : 0; }
+int32_t wgllm_vocab_bos(const wgllm_vocab *v) { return v ? tok_bos(v->tok) : -1; }
+int32_t wgllm_vocab_eos(const wgllm_vocab *v) { return v ? tok_eos(v->tok) : -1; }
+int wgllm_vocab_is_special(const wgllm_vocab *v, int32_t id) { return v && tok_is_special(v->tok, id); }
+
+const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t *len) {
+  if (!v || id < 0 || (size_t)id >= tok_vocab_size(v->tok)) return NULL;
+  size_t l = 0;
+  const char *p = tok_piece(v->tok, id, &l);
+  if (len) *len = l;
+  return p;
+}
+
+wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
+                                  int parse_special, int32_t *ids, size_t cap, size_t *n_ids) {
+  if (!v || !text || !n_ids || (cap && !ids)) return WGLLM_ERR_INVALID_ARG;
+  if (!v->tok) return fail(((wgllm_vocab *)v)->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
+  int32_t *t = NULL;
+  size_t n = 0;
+  wgllm_status st =
+      tok_encode(v->tok, text, len, add_special, parse_special, &t, &n, ((wgllm_vocab *)v)->err, sizeof v->err);
+  if (st) return st;
+  if (cap && n) memcpy(ids, t, (n < cap ? n : cap) * sizeof *t);
+  *n_ids = n;
+  free(t);
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, size_t n, char **text, size_t *len) {
+  if (!v || !text || (n && !ids)) return WGLLM_ERR_INVALID_ARG;
+  if (!v->tok) return fail(((wgllm_vocab *)v)->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
+  size_t l = 0;
+  wgllm_status st = tok_decode(v->tok, ids, n, 0, text, &l, ((wgllm_vocab *)v)->err, sizeof v->err);
+  if (len) *len = l;
   return st;
 }

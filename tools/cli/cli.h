@@ -1,9 +1,8 @@
-/* Subcommands of the wgllm CLI, one file each, and the helpers they share. */
+/* Subcommands of the wgllm CLI, one file each, and the helpers they share. The user commands use only the
+   public API (include/wgllm.h); `wgllm bench` runs the separate developer program wgllm-bench (bench/). */
 #ifndef WGLLM_CLI_H
 #define WGLLM_CLI_H
-#include "gpu.h"
-#include "model.h"
-#include "session.h"
+#include "wgllm.h"
 #include <stdint.h>
 
 typedef struct cli_common {
@@ -13,9 +12,9 @@ typedef struct cli_common {
   int kv_f16;          /* --kv f16 */
   int no_f16;          /* --no-f16: do not request shader-f16 */
   uint32_t ctx;        /* --ctx N */
-  const char *toggles; /* --dawn-toggles a,b: Dawn device toggles (for measurements) */
+  const char *toggles; /* --dawn-toggles a,b: Dawn device toggles (for measurements; wgllm-bench) */
   int unfused;         /* --unfused: decode through the plain per-op path (comparisons) */
-  int attn_grid;       /* --attn-grid worst|indirect (llm_attn_grid) */
+  int attn_grid;       /* --attn-grid worst|indirect (1: indirect) */
 } cli_common;
 
 int cli_info(int argc, char **argv);
@@ -23,11 +22,10 @@ int cli_logits(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
-int cli_bench(int argc, char **argv);
 
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n);
 int cli_common_arg(cli_common *c, int argc, char **argv, int *i);
-int cli_open_gpu(const cli_common *c, gpu_context **gpu);
-/* GPU + model (+ session when s != NULL); prints the error and returns non-zero on failure */
-int cli_load(const cli_common *c, gpu_context **gpu, llm_model **m, llm_session **s);
+/* The model (without its tokenizer when no_tokenizer) and a session (when s != NULL) through the public API,
+   with the common options; prints the error and returns non-zero on failure. */
+int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tokenizer);
 #endif

@@ -56,23 +56,25 @@ int cli_logits(int argc, char **argv) {
     free(pids);
     return 2;
   }
-  gpu_context *gpu;
-  llm_model *m;
-  llm_session *s;
-  int rc = cli_load(&c, &gpu, &m, &s);
+  wgllm_model *m;
+  wgllm_session *s;
+  int rc = cli_open(&c, &m, &s, 1);
   if (rc) {
     free(pids);
     free(dids);
     return rc;
   }
-  uint32_t V = m->hp.n_vocab;
+  wgllm_model_info info;
+  wgllm_model_get_info(m, &info);
+  uint32_t V = info.n_vocab;
   float *logits = malloc((size_t)(T + N) * V * sizeof *logits);
   wgllm_status st = logits ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
-  if (!st) st = llm_session_prefill(s, pids, T, logits, 1);
+  if (!st) st = wgllm_session_prefill(s, pids, T, logits, 1);
   for (uint32_t i = 0; !st && i < N; i++)
-    st = llm_session_decode(s, dids[i], logits + (size_t)(T + i) * V);
+    st = wgllm_session_decode(s, dids[i], logits + (size_t)(T + i) * V);
   if (st) {
-    fprintf(stderr, "wgllm logits: %s (%s)\n", s->err[0] ? s->err : "out of memory", wgllm_status_name(st));
+    fprintf(stderr, "wgllm logits: %s (%s)\n", logits ? wgllm_session_error(s) : "out of memory",
+            wgllm_status_name(st));
     rc = 1;
   } else {
     FILE *f = fopen(out, "wb");
@@ -85,8 +87,7 @@ int cli_logits(int argc, char **argv) {
   free(logits);
   free(pids);
   free(dids);
-  llm_session_free(s);
-  llm_model_free(m);
-  gpu_destroy(gpu);
+  wgllm_session_free(s);
+  wgllm_model_free(m);
   return rc;
 }

@@ -78,7 +78,7 @@ static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FIL
       ok = parse_u32(v, &o->sp.context) && o->sp.context > 0;
     else if (!strcmp(a, "--kv")) {
       if (!strcmp(v, "f16"))
-        o->sp.kv_f16 = 1;
+        o->sp.kv_type = WGLLM_KV_F16;
       else if (strcmp(v, "f32"))
         ok = 0;
     } else if (!strcmp(a, "--weights"))

@@ -1,7 +1,6 @@
 /* `wgllm tokenize`: text to comma-separated ids, or ids back to text (--decode), with the tokenizer of a model
    directory, a .gguf file or a tokenizer.json. Needs no GPU. */
 #include "cli.h"
-#include "tokenizer_load.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,11 +40,10 @@ int cli_tokenize(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
-  char err[1024];
-  tokenizer *tok;
-  wgllm_status st = llm_load_tokenizer(path, &tok, NULL, err, sizeof err);
+  wgllm_vocab *v;
+  wgllm_status st = wgllm_vocab_load(path, &v);
   if (st) {
-    fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st));
+    fprintf(stderr, "wgllm tokenize: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
     return 1;
   }
   int rc = 0;
@@ -54,35 +52,38 @@ int cli_tokenize(int argc, char **argv) {
     uint32_t n;
     if (cli_parse_ids(decode, &ids, &n)) {
       fprintf(stderr, "wgllm tokenize: --decode '%s' is not a comma-separated list of token ids\n", decode);
-      tok_free(tok);
+      wgllm_vocab_free(v);
       return 2;
     }
     char *out;
     size_t len;
-    st = tok_decode(tok, ids, n, 0, &out, &len, err, sizeof err);
+    st = wgllm_vocab_detokenize(v, ids, n, &out, &len);
     if (st) {
-      fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st));
+      fprintf(stderr, "wgllm tokenize: %s (%s)\n", wgllm_vocab_error(v), wgllm_status_name(st));
       rc = 1;
     } else {
       fwrite(out, 1, len, stdout);
       fputc('\n', stdout);
-      free(out);
+      wgllm_free(out);
     }
     free(ids);
   } else {
-    int32_t *ids;
-    size_t n;
-    st = tok_encode(tok, text, strlen(text), special, special, &ids, &n, err, sizeof err);
+    size_t n = 0, len = strlen(text);
+    st = wgllm_vocab_tokenize(v, text, len, special, special, NULL, 0, &n);
+    int32_t *ids = st ? NULL : malloc((n ? n : 1) * sizeof *ids);
+    if (!st && !ids) st = WGLLM_ERR_OUT_OF_MEMORY;
+    if (!st) st = wgllm_vocab_tokenize(v, text, len, special, special, ids, n, &n);
     if (st) {
-      fprintf(stderr, "wgllm tokenize: %s (%s)\n", err, wgllm_status_name(st));
+      fprintf(stderr, "wgllm tokenize: %s (%s)\n",
+              ids || st != WGLLM_ERR_OUT_OF_MEMORY ? wgllm_vocab_error(v) : "out of memory", wgllm_status_name(st));
       rc = 1;
     } else {
       for (size_t i = 0; i < n; i++)
         printf("%s%d", i ? "," : "", ids[i]);
       printf("\n");
-      free(ids);
     }
+    free(ids);
   }
-  tok_free(tok);
+  wgllm_vocab_free(v);
   return rc;
 }

@@ -1,4 +1,5 @@
-/* Small helpers shared by CLI subcommands: id-list parsing and GPU/model setup with readable errors. */
+/* Small helpers shared by CLI subcommands: id-list parsing, the common options, and opening a model and a
+   session through the public API with readable errors. */
 #include "cli.h"
 #include <errno.h>
 #include <stdio.h>
@@ -34,20 +35,6 @@ int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   }
   *out = v;
   *n = (uint32_t)cnt;
-  return 0;
-}
-
-int cli_open_gpu(const cli_common *c, gpu_context **gpu) {
-  char err[1024];
-  gpu_options o = {0};
-  o.adapter_name = c->adapter ? c->adapter : getenv("WGLLM_ADAPTER");
-  o.disable_f16 = c->no_f16;
-  o.enable_toggles = c->toggles;
-  wgllm_status s = gpu_create(&o, gpu, err, sizeof err);
-  if (s) {
-    fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(s));
-    return 1;
-  }
   return 0;
 }
 
@@ -101,9 +88,9 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
     if (!has_val) goto missing;
     const char *v = argv[++*i];
     if (!strcmp(v, "worst"))
-      c->attn_grid = LLM_ATTN_GRID_WORST;
+      c->attn_grid = 0;
     else if (!strcmp(v, "indirect"))
-      c->attn_grid = LLM_ATTN_GRID_INDIRECT;
+      c->attn_grid = 1;
     else {
       fprintf(stderr, "wgllm: --attn-grid %s: expected worst or indirect\n", v);
       return -1;
@@ -125,42 +112,34 @@ missing:
   return -1;
 }
 
-int cli_load(const cli_common *c, gpu_context **gpu, llm_model **m, llm_session **s) {
-  char err[1024];
-  *gpu = NULL;
+int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tokenizer) {
   *m = NULL;
   if (s) *s = NULL;
   if (!c->model) {
     fprintf(stderr, "wgllm: -m PATH is required\n");
     return 2;
   }
-  llm_load_options lo = {0};
-  wgllm_status st = llm_parse_weight_policy(c->weights, &lo.weights, err, sizeof err);
+  wgllm_model_params mp = wgllm_model_default_params();
+  if (c->weights) mp.weights = c->weights;
+  mp.adapter = c->adapter;
+  mp.disable_f16 = c->no_f16;
+  mp.no_tokenizer = no_tokenizer;
+  wgllm_status st = wgllm_model_create(c->model, &mp, m);
   if (st) {
-    fprintf(stderr, "wgllm: %s\n", err);
-    return 2;
-  }
-  if (cli_open_gpu(c, gpu)) return 1;
-  st = llm_model_load(*gpu, c->model, &lo, m, err, sizeof err);
-  if (st) {
-    fprintf(stderr, "wgllm: %s: %s (%s)\n", c->model, err, wgllm_status_name(st));
-    gpu_destroy(*gpu);
-    *gpu = NULL;
-    return 1;
+    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
+    return st == WGLLM_ERR_INVALID_ARG ? 2 : 1;
   }
   if (!s) return 0;
-  llm_session_options so = {0};
-  so.ctx = c->ctx;
-  so.kv_f16 = c->kv_f16;
-  so.unfused = c->unfused;
-  so.attn_grid = (llm_attn_grid)c->attn_grid;
-  st = llm_session_create(*m, &so, s, err, sizeof err);
+  wgllm_session_params sp = wgllm_session_default_params();
+  if (c->ctx) sp.context = c->ctx;
+  sp.kv_type = c->kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
+  sp.decode_path = c->unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
+  sp.attn_grid = c->attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
+  st = wgllm_session_create(*m, &sp, s);
   if (st) {
-    fprintf(stderr, "wgllm: %s (%s)\n", err, wgllm_status_name(st));
-    llm_model_free(*m);
-    gpu_destroy(*gpu);
+    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
+    wgllm_model_free(*m);
     *m = NULL;
-    *gpu = NULL;
     return 1;
   }
   return 0;

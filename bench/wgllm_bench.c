@@ -2,7 +2,10 @@
    warm-up, as the median of several runs; dispatches and CPU encode time per token; memory; per-kernel GPU
    time with --profile; JSON with --json. --write-gguf writes the synthetic model as a GGUF file. */
 #include "cli.h"
+#include "gpu.h"
+#include "model.h"
 #include "model_synthetic.h"
+#include "session.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,7 +182,39 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   return st ? 1 : 0;
 }
 
-int cli_bench(int argc, char **argv) {
+static int open_gpu(const cli_common *c, gpu_context **gpu) {
+  char err[1024];
+  gpu_options o = {0};
+  o.adapter_name = c->adapter ? c->adapter : getenv("WGLLM_ADAPTER");
+  o.disable_f16 = c->no_f16;
+  o.enable_toggles = c->toggles;
+  wgllm_status s = gpu_create(&o, gpu, err, sizeof err);
+  if (s) {
+    fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(s));
+    return 1;
+  }
+  return 0;
+}
+
+static int load_model(const cli_common *c, gpu_context **gpu, llm_model **m) {
+  char err[1024];
+  llm_load_options lo = {0};
+  wgllm_status st = llm_parse_weight_policy(c->weights, &lo.weights, err, sizeof err);
+  if (st) {
+    fprintf(stderr, "wgllm bench: %s\n", err);
+    return 2;
+  }
+  if (open_gpu(c, gpu)) return 1;
+  st = llm_model_load(*gpu, c->model, &lo, m, err, sizeof err);
+  if (st) {
+    fprintf(stderr, "wgllm bench: %s: %s (%s)\n", c->model, err, wgllm_status_name(st));
+    gpu_destroy(*gpu);
+    return 1;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
   cli_common c = {0};
   const char *synthetic = NULL, *write_gguf = NULL;
   uint32_t Ps[8] = {128}, nP = 1, G = 64, runs = 5, group = 32;
@@ -283,14 +318,14 @@ int cli_bench(int argc, char **argv) {
   llm_model *m;
   wgllm_status st;
   if (synthetic) {
-    if (cli_open_gpu(&c, &gpu)) return 1;
+    if (open_gpu(&c, &gpu)) return 1;
     st = llm_model_synthetic(gpu, synthetic, group, &m, err, sizeof err);
     if (st) {
       fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(st));
       gpu_destroy(gpu);
       return 1;
     }
-  } else if (cli_load(&c, &gpu, &m, NULL))
+  } else if (load_model(&c, &gpu, &m))
     return 1;
   if (!nkv) {
     kvs[0] = c.kv_f16;

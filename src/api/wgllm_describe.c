@@ -1,0 +1,144 @@
+/* The public descriptions (include/wgllm.h): what a model file holds (read from the file alone) and what the
+   GPU wgllm would use offers, as text for `wgllm info`. */
+#include "api_internal.h"
+#include "gpu.h"
+#include "model.h"
+#include "wgllm.h"
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A growing malloc'd string. */
+typedef struct text {
+  char *p;
+  size_t n, cap;
+  int oom;
+} text;
+
+static void put(text *t, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char line[1024];
+  int k = vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (k < 0 || t->oom) return;
+  size_t len = (size_t)k < sizeof line ? (size_t)k : sizeof line - 1;
+  if (t->n + len + 1 > t->cap) {
+    size_t nc = t->cap ? 2 * t->cap : 1024;
+    while (nc < t->n + len + 1)
+      nc *= 2;
+    char *np = realloc(t->p, nc);
+    if (!np) {
+      t->oom = 1;
+      return;
+    }
+    t->p = np;
+    t->cap = nc;
+  }
+  memcpy(t->p + t->n, line, len);
+  t->n += len;
+  t->p[t->n] = 0;
+}
+
+static wgllm_status finish(text *t, char **out) {
+  if (t->oom || !t->p) {
+    free(t->p);
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  *out = t->p;
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_describe_file(const char *path, char **out) {
+  if (!path || !out) return WGLLM_ERR_INVALID_ARG;
+  *out = NULL;
+  char err[1024];
+  wt_store *st;
+  wgllm_status s = llm_open_store(path, &st, err, sizeof err);
+  if (s) {
+    api_set_last_error("%s: %s", path, err); /* as the create calls: the reason is the thread's last error */
+    return s;
+  }
+  text t = {0};
+  put(&t, "file:         %s (%s)\n", path, wt_store_format(st) == WT_FORMAT_GGUF ? "GGUF" : "safetensors");
+  llm_hparams hp;
+  wgllm_status hs = llm_read_hparams(st, &hp, err, sizeof err);
+  if (hs)
+    put(&t, "architecture: not runnable: %s (%s)\n", err, wgllm_status_name(hs));
+  else {
+    put(&t, "architecture: %s\n", hp.arch_name);
+    put(&t, "vocab %u, hidden %u, layers %u, heads %u, kv heads %u, head_dim %u, ffn %u\n", hp.n_vocab, hp.n_embd,
+        hp.n_layer, hp.n_head, hp.n_head_kv, hp.head_dim, hp.n_ff);
+    put(&t, "rms eps %g, rope %s (%s, %u dims), train context %u\n", hp.norm_eps, hp.rope_desc,
+        hp.rope_mode == OP_ROPE_HALF ? "half-split" : "adjacent pairs", hp.rot_dim, hp.train_ctx);
+    put(&t, "tied embeddings %s, qkv bias %s, qk norm %s, bos %d, eos %d\n", hp.tied_embeddings ? "yes" : "no",
+        hp.qkv_bias ? "yes" : "no", hp.qk_norm ? "yes" : "no", hp.bos, hp.eos);
+    if (hp.arch == LLM_ARCH_GEMMA3) {
+      uint32_t n_local = 0;
+      for (uint32_t l = 0; hp.layer_local && l < hp.n_layer; l++)
+        n_local += hp.layer_local[l];
+      put(&t,
+          "gemma: (1+w) norms, sandwich norms, GELU-tanh GLU, embeddings x %g, attention scale %g, sliding window %u "
+          "on %u of %u layers\n",
+          hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
+    }
+    llm_hparams_free(&hp);
+  }
+  uint64_t bytes[5] = {0}, count[5] = {0}, total = 0;
+  for (size_t i = 0; i < wt_count(st); i++) {
+    const wt_tensor *w = wt_at(st, i);
+    bytes[w->dtype] += w->nbytes;
+    count[w->dtype]++;
+    total += w->nbytes;
+  }
+  put(&t, "tensors:      %zu, %.2f MB\n", wt_count(st), total / 1e6);
+  for (int d = 0; d < 5; d++)
+    if (count[d])
+      put(&t, "  %-5s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d],
+          (unsigned long long)bytes[d]);
+  wt_store_free(st);
+  s = finish(&t, out);
+  return s ? s : hs;
+}
+
+wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **out) {
+  if (!out) return WGLLM_ERR_INVALID_ARG;
+  *out = NULL;
+  char err[1024];
+  gpu_context *ctx;
+  gpu_options o = {0};
+  o.adapter_name = adapter ? adapter : getenv("WGLLM_ADAPTER"); /* the environment is read here, at the door */
+  o.disable_f16 = disable_f16;
+  wgllm_status s = gpu_create(&o, &ctx, err, sizeof err);
+  if (s) {
+    api_set_last_error("%s", err);
+    return s;
+  }
+  text t = {0};
+  put(&t, "adapter:      %s\n", ctx->adapter_name);
+  if (ctx->adapter_description[0]) put(&t, "description:  %s\n", ctx->adapter_description);
+  put(&t, "vendor:       %s\n", ctx->adapter_vendor);
+  put(&t, "backend:      %s\n", ctx->backend);
+  put(&t, "type:         %s\n", ctx->adapter_type);
+  char feats[256];
+  put(&t, "features:     %s\n", gpu_feature_list(ctx, feats, sizeof feats));
+  if (ctx->notices[0]) put(&t, "not granted:  %s\n", ctx->notices);
+  put(&t, "subgroup size: %u..%u\n", ctx->subgroup_min, ctx->subgroup_max);
+  const WGPULimits *l = &ctx->limits;
+  put(&t, "limits:\n");
+  put(&t, "  maxStorageBufferBindingSize       %llu\n", (unsigned long long)l->maxStorageBufferBindingSize);
+  put(&t, "  maxBufferSize                     %llu\n", (unsigned long long)l->maxBufferSize);
+  put(&t, "  maxUniformBufferBindingSize       %llu\n", (unsigned long long)l->maxUniformBufferBindingSize);
+  put(&t, "  maxStorageBuffersPerShaderStage   %u\n", l->maxStorageBuffersPerShaderStage);
+  put(&t, "  maxComputeWorkgroupStorageSize    %u\n", l->maxComputeWorkgroupStorageSize);
+  put(&t, "  maxComputeInvocationsPerWorkgroup %u\n", l->maxComputeInvocationsPerWorkgroup);
+  put(&t, "  maxComputeWorkgroupSize           %u x %u x %u\n", l->maxComputeWorkgroupSizeX,
+      l->maxComputeWorkgroupSizeY, l->maxComputeWorkgroupSizeZ);
+  put(&t, "  maxComputeWorkgroupsPerDimension  %u\n", l->maxComputeWorkgroupsPerDimension);
+  put(&t, "  minStorageBufferOffsetAlignment   %u\n", l->minStorageBufferOffsetAlignment);
+  put(&t, "  minUniformBufferOffsetAlignment   %u\n", l->minUniformBufferOffsetAlignment);
+  put(&t, "kernels:      %zu generated variants\n", gpu_kernel_source_count);
+  gpu_destroy(ctx);
+  return finish(&t, out);
+}
