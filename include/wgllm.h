@@ -12,6 +12,19 @@
 extern "C" {
 #endif
 
+/* Marks the library's exported functions; everything else in libwgllm is hidden. */
+#if defined(_WIN32) && !defined(WGLLM_STATIC)
+#ifdef WGLLM_BUILD
+#define WGLLM_API __declspec(dllexport)
+#else
+#define WGLLM_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) && !defined(WGLLM_STATIC)
+#define WGLLM_API __attribute__((visibility("default")))
+#else
+#define WGLLM_API
+#endif
+
 #define WGLLM_VERSION_MAJOR 0
 #define WGLLM_VERSION_MINOR 1
 #define WGLLM_VERSION_PATCH 0
@@ -30,9 +43,9 @@ typedef enum wgllm_status {
 } wgllm_status;
 
 /* "MAJOR.MINOR.PATCH", from the macros above */
-const char *wgllm_version(void);
+WGLLM_API const char *wgllm_version(void);
 /* Short constant name of a status ("WGLLM_ERR_FORMAT"). */
-const char *wgllm_status_name(wgllm_status s);
+WGLLM_API const char *wgllm_status_name(wgllm_status s);
 
 /* ---------- models ---------- */
 typedef struct wgllm_model wgllm_model;
@@ -45,16 +58,16 @@ typedef struct wgllm_model_params {
   int disable_f16;           /* do not request shader-f16 (as on a device without it) */
   int no_tokenizer;          /* weights only (e.g. for logits of given ids): text calls then fail */
 } wgllm_model_params;
-wgllm_model_params wgllm_model_default_params(void);
+WGLLM_API wgllm_model_params wgllm_model_default_params(void);
 
 /* PATH: a Hugging Face directory (config.json, *.safetensors, tokenizer.json) or a .gguf file.
    On failure *out is NULL and wgllm_last_error() says what and where. */
-wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *params, wgllm_model **out);
-void wgllm_model_free(wgllm_model *m); /* NULL is a no-op */
+WGLLM_API wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *params, wgllm_model **out);
+WGLLM_API void wgllm_model_free(wgllm_model *m); /* NULL is a no-op */
 /* Message of the last failed wgllm_*_create call on this thread ("" if none). */
-const char *wgllm_last_error(void);
+WGLLM_API const char *wgllm_last_error(void);
 /* Message of the last failed call on a handle ("" if none). */
-const char *wgllm_model_error(const wgllm_model *m);
+WGLLM_API const char *wgllm_model_error(const wgllm_model *m);
 
 typedef struct wgllm_model_info {
   const char *architecture; /* the file's own name: "llama", "mistral", "qwen2", "qwen3" or "gemma3_text" */
@@ -65,37 +78,37 @@ typedef struct wgllm_model_info {
   const char *chat_template;
   int32_t bos, eos;
 } wgllm_model_info;
-wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info);
+WGLLM_API wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info);
 
 /* Text to ids. add_special: BOS/EOS as the model's tokenizer adds them; special-token text (e.g.
    "<|eot_id|>") becomes its token. *n_ids gets the count; when it exceeds cap, ids holds the first cap. */
-wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids, size_t cap,
+WGLLM_API wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids, size_t cap,
                             size_t *n_ids);
 /* Ids to text (malloc'd, NUL-terminated; free with wgllm_free). An id outside the vocabulary is an error. */
-wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char **text);
-void wgllm_free(void *p);
+WGLLM_API wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char **text);
+WGLLM_API void wgllm_free(void *p);
 
 /* ---------- vocabularies (no GPU needed) ---------- */
 typedef struct wgllm_vocab wgllm_vocab;
 /* The tokenizer of a model file alone: a Hugging Face directory (tokenizer.json), a .gguf file, or a
    tokenizer.json path. On failure *out is NULL and wgllm_last_error() says why. */
-wgllm_status wgllm_vocab_load(const char *path, wgllm_vocab **out);
-void wgllm_vocab_free(wgllm_vocab *v); /* NULL is a no-op; not for wgllm_model_vocab's */
-const char *wgllm_vocab_error(const wgllm_vocab *v);
+WGLLM_API wgllm_status wgllm_vocab_load(const char *path, wgllm_vocab **out);
+WGLLM_API void wgllm_vocab_free(wgllm_vocab *v); /* NULL is a no-op; not for wgllm_model_vocab's */
+WGLLM_API const char *wgllm_vocab_error(const wgllm_vocab *v);
 /* The vocabulary a model uses (owned by the model). */
-const wgllm_vocab *wgllm_model_vocab(const wgllm_model *m);
-size_t wgllm_vocab_n_tokens(const wgllm_vocab *v); /* highest id + 1, added tokens included */
-int32_t wgllm_vocab_bos(const wgllm_vocab *v);     /* -1 when none */
-int32_t wgllm_vocab_eos(const wgllm_vocab *v);     /* -1 when none */
-int wgllm_vocab_is_special(const wgllm_vocab *v, int32_t id);
+WGLLM_API const wgllm_vocab *wgllm_model_vocab(const wgllm_model *m);
+WGLLM_API size_t wgllm_vocab_n_tokens(const wgllm_vocab *v); /* highest id + 1, added tokens included */
+WGLLM_API int32_t wgllm_vocab_bos(const wgllm_vocab *v);     /* -1 when none */
+WGLLM_API int32_t wgllm_vocab_eos(const wgllm_vocab *v);     /* -1 when none */
+WGLLM_API int wgllm_vocab_is_special(const wgllm_vocab *v, int32_t id);
 /* The token's stored text (its piece as the tokenizer keeps it, e.g. "Ġthe"), *len bytes, not NUL-terminated;
    NULL for an id outside the vocabulary. */
-const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t *len);
+WGLLM_API const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t *len);
 /* As wgllm_tokenize / wgllm_detokenize, on a vocabulary. parse_special: special-token text becomes its token.
    Detokenizing: *len (may be NULL) gets the byte count (the text may hold a NUL byte if the ids spell one). */
-wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
+WGLLM_API wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
                                   int parse_special, int32_t *ids, size_t cap, size_t *n_ids);
-wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, size_t n, char **text, size_t *len);
+WGLLM_API wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, size_t n, char **text, size_t *len);
 
 /* ---------- sessions ---------- */
 typedef enum wgllm_kv_type {
@@ -114,22 +127,22 @@ typedef struct wgllm_session_params {
   wgllm_decode_path decode_path;
   wgllm_attn_grid attn_grid;
 } wgllm_session_params;
-wgllm_session_params wgllm_session_default_params(void);
-wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);
-void wgllm_session_free(wgllm_session *s);
-const char *wgllm_session_error(const wgllm_session *s);
+WGLLM_API wgllm_session_params wgllm_session_default_params(void);
+WGLLM_API wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);
+WGLLM_API void wgllm_session_free(wgllm_session *s);
+WGLLM_API const char *wgllm_session_error(const wgllm_session *s);
 /* Empties the cache (the next tokens start at position 0). */
-void wgllm_session_reset(wgllm_session *s);
+WGLLM_API void wgllm_session_reset(wgllm_session *s);
 /* Tokens in the cache, and keeping only the first n of them (n above the count changes nothing). */
-uint32_t wgllm_session_n_past(const wgllm_session *s);
-void wgllm_session_rewind(wgllm_session *s, uint32_t n);
+WGLLM_API uint32_t wgllm_session_n_past(const wgllm_session *s);
+WGLLM_API void wgllm_session_rewind(wgllm_session *s, uint32_t n);
 /* Evaluates n tokens after the cache (a prompt, in chunks on the GPU). logits: [n][n_vocab] floats when
    all_rows, else [n_vocab] for the last token; may be NULL. Ids out of range or more tokens than the context
    holds are WGLLM_ERR_INVALID_ARG, with nothing evaluated. */
-wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits, int all_rows);
+WGLLM_API wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits, int all_rows);
 /* Evaluates one token through the recorded decode step (what generation replays each token). logits: [n_vocab]
    or NULL. */
-wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits);
+WGLLM_API wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits);
 
 /* Receives generated text as it becomes final (whole UTF-8 characters); return non-zero to stop. */
 typedef int (*wgllm_stream_fn)(const char *text, size_t len, void *user);
@@ -148,7 +161,7 @@ typedef struct wgllm_generate_params {
   wgllm_stream_fn on_text;
   void *user;
 } wgllm_generate_params;
-wgllm_generate_params wgllm_generate_default_params(void);
+WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
 
 typedef struct wgllm_generate_stats {
   uint32_t prompt_tokens, cached_tokens, generated_tokens;
@@ -158,7 +171,7 @@ typedef struct wgllm_generate_stats {
 
 /* Continues the text: the prompt is tokenized with the model's BOS rules; tokens already in the session's cache
    (a common prefix) are not computed again. stats may be NULL. */
-wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_generate_params *params,
+WGLLM_API wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_generate_params *params,
                             wgllm_generate_stats *stats);
 
 typedef struct wgllm_message {
@@ -167,16 +180,16 @@ typedef struct wgllm_message {
 } wgllm_message;
 /* Formats the conversation with the model's chat template, generates the assistant's reply (streamed through
    params->on_text) and returns it in *reply (malloc'd; free with wgllm_free). */
-wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n, const wgllm_generate_params *params,
+WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n, const wgllm_generate_params *params,
                         char **reply, wgllm_generate_stats *stats);
 
 /* ---------- descriptions ---------- */
 /* What a model file holds, as text (malloc'd; free with wgllm_free): format, architecture and hyperparameters
    (or why it cannot run), tensors and bytes by type. Reads the file; needs no GPU. */
-wgllm_status wgllm_describe_file(const char *path, char **text);
+WGLLM_API wgllm_status wgllm_describe_file(const char *path, char **text);
 /* The adapter wgllm would use (adapter: part of its name, NULL: WGLLM_ADAPTER or the best), its backend,
    features, subgroup sizes, limits and the number of kernel variants, as text (malloc'd; free with wgllm_free). */
-wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **text);
+WGLLM_API wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **text);
 
 #ifdef __cplusplus
 }

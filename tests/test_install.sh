@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix (cmake --install), then builds examples/generate.c against the
 # installed copy twice, through pkg-config and through find_package(wgllm), and runs both on the bundled model.
-# Checks that the installed library has a versioned soname and finds Dawn in the prefix, not in the checkout.
+# Checks that the installed library has a versioned soname, exports only wgllm_* symbols and finds Dawn in the
+# prefix, not in the checkout.
 # Usage (from the repository root): tests/test_install.sh BUILD_DIR
 set -u
 build=$(cd "$1" && pwd)
@@ -18,6 +19,9 @@ lib=$(ls "$tmp"/prefix/lib*/libwgllm.so.*.*.* 2>/dev/null | head -1)
 soname=$(readelf -d "$lib" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 [ "$soname" = "libwgllm.so.$(sed -n 's/#define WGLLM_VERSION_MAJOR //p' include/wgllm.h)" ] || fail "soname '$soname'"
 ok "installed $lib, soname $soname"
+others=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^wgllm_')
+[ -z "$others" ] || fail "the library exports symbols outside the API: $(echo $others | cut -c1-200)"
+ok "exports only wgllm_* ($(nm -D --defined-only "$lib" | wc -l) symbols)"
 readelf -d "$lib" | grep -q "$src" && fail "the installed library's RUNPATH points into the checkout"
 dawn=$(LD_LIBRARY_PATH= ldd "$lib" | sed -n 's/.*libwebgpu_wrapper.so => \([^ ]*\).*/\1/p')
 case "$dawn" in "$tmp"/prefix/*) ok "Dawn found at $dawn" ;; *) fail "Dawn resolved to '$dawn', not inside the prefix" ;; esac
