@@ -107,9 +107,17 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   }
   wgllm_model *m = calloc(1, sizeof *m);
   if (!m) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
-  char *jinja = NULL;
-  st = p.no_tokenizer ? WGLLM_OK : llm_load_tokenizer(path, &m->tok, &jinja, err, sizeof err);
+  /* the model file is opened and parsed once, for its tokenizer (GGUF) and its weights */
+  wt_store *store = NULL;
+  st = llm_open_store(path, &store, err, sizeof err);
   if (st) {
+    wgllm_model_free(m);
+    return fail(g_last_error, st, "%s: %s", path, err);
+  }
+  char *jinja = NULL;
+  st = p.no_tokenizer ? WGLLM_OK : llm_load_tokenizer_store(path, store, &m->tok, &jinja, err, sizeof err);
+  if (st) {
+    wt_store_free(store);
     wgllm_model_free(m);
     return fail(g_last_error, st, "%s: tokenizer: %s", path, err);
   }
@@ -120,7 +128,8 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   go.adapter_name = p.adapter ? p.adapter : getenv("WGLLM_ADAPTER"); /* the environment is read here, at the door */
   go.disable_f16 = p.disable_f16;
   st = gpu_create(&go, &m->gpu, err, sizeof err);
-  if (!st) st = llm_model_load(m->gpu, path, &lo, &m->m, err, sizeof err);
+  if (!st) st = llm_model_load_store(m->gpu, path, store, &lo, &m->m, err, sizeof err);
+  wt_store_free(store);
   if (st) {
     wgllm_model_free(m);
     return fail(g_last_error, st, "%s: %s", path, err);

@@ -82,6 +82,9 @@ void llm_hparams_free(llm_hparams *hp);
 /* Loads weights to the GPU. On failure nothing stays allocated. */
 wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,
                             size_t errlen);
+/* The same from a model file already opened (st, borrowed; path only names it in messages). */
+wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_store *st, const llm_load_options *opt,
+                                  llm_model **out, char *err, size_t errlen);
 void llm_model_free(llm_model *m);
 /* Creates a device buffer the model owns (freed with it) and counts it in weight_bytes. */
 wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err,

@@ -372,15 +372,23 @@ void llm_model_free(llm_model *m) {
 wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,
                             size_t errlen) {
   *out = NULL;
-  err[0] = 0;
-  llm_load_options o = {0};
-  if (opt) o = *opt;
   wt_store *st = NULL;
   wgllm_status s = llm_open_store(path, &st, err, errlen);
   if (s) return s;
+  s = llm_model_load_store(gpu, path, st, opt, out, err, errlen);
+  wt_store_free(st);
+  return s;
+}
+
+wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_store *st, const llm_load_options *opt,
+                                  llm_model **out, char *err, size_t errlen) {
+  *out = NULL;
+  err[0] = 0;
+  llm_load_options o = {0};
+  if (opt) o = *opt;
+  wgllm_status s;
   llm_model *m = calloc(1, sizeof *m);
   if (!m) {
-    wt_store_free(st);
     snprintf(err, errlen, "out of host memory");
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
@@ -388,7 +396,6 @@ wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_o
   snprintf(m->source, sizeof m->source, "%s", path);
   s = llm_read_hparams(st, &m->hp, err, errlen);
   if (s) {
-    wt_store_free(st);
     free(m);
     return s;
   }
@@ -442,7 +449,6 @@ wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_o
     }
   }
   if (!s) s = gpu_wait_idle(gpu, err, errlen); /* surfaces any allocation or upload error now */
-  wt_store_free(st);
   if (s) {
     if (!err[0]) snprintf(err, errlen, "loading %s failed (%s)", path, wgllm_status_name(s));
     llm_model_free(m);

@@ -53,10 +53,10 @@ static char *config_chat_template(const char *config_path) {
   return out;
 }
 
-static wgllm_status load_gguf(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen) {
-  wt_store *st;
-  wgllm_status s = gguf_open(path, &st, err, errlen);
-  if (s) return s;
+/* The tokenizer.ggml.* arrays of an opened GGUF file (st is borrowed). */
+static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **out, char **chat_template, char *err,
+                              size_t errlen) {
+  wgllm_status s;
   const char *model = gguf_get_str(st, "tokenizer.ggml.model");
   const char *pre = gguf_get_str(st, "tokenizer.ggml.pre");
   int et;
@@ -64,12 +64,10 @@ static wgllm_status load_gguf(const char *path, tokenizer **out, char **chat_tem
   const void *data;
   if (!model || !gguf_get_arr(st, "tokenizer.ggml.tokens", &et, &n, &data) || n == 0) {
     snprintf(err, errlen, "%s: no tokenizer (tokenizer.ggml.model / tokenizer.ggml.tokens missing)", path);
-    wt_store_free(st);
     return WGLLM_ERR_FORMAT;
   }
   if (strcmp(model, "llama") && strcmp(model, "gpt2")) {
     snprintf(err, errlen, "%s: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2)", path, model);
-    wt_store_free(st);
     return WGLLM_ERR_UNSUPPORTED;
   }
   const char **tokens = malloc(n * sizeof *tokens);
@@ -126,16 +124,31 @@ static wgllm_status load_gguf(const char *path, tokenizer **out, char **chat_tem
   free(merges);
   free(tokens);
   free(lens);
-  wt_store_free(st);
   return s;
 }
 
 wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen) {
+  size_t n = strlen(path);
+  if (n > 5 && !strcmp(path + n - 5, ".gguf")) {
+    *out = NULL;
+    if (chat_template) *chat_template = NULL;
+    wt_store *st;
+    wgllm_status s = gguf_open(path, &st, err, errlen);
+    if (s) return s;
+    s = llm_load_tokenizer_store(path, st, out, chat_template, err, errlen);
+    wt_store_free(st);
+    return s;
+  }
+  return llm_load_tokenizer_store(path, NULL, out, chat_template, err, errlen);
+}
+
+wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, tokenizer **out, char **chat_template,
+                                      char *err, size_t errlen) {
   *out = NULL;
   if (chat_template) *chat_template = NULL;
   err[0] = 0;
   size_t n = strlen(path);
-  if (n > 5 && !strcmp(path + n - 5, ".gguf")) return load_gguf(path, out, chat_template, err, errlen);
+  if (st && wt_store_format(st) == WT_FORMAT_GGUF) return load_gguf(path, st, out, chat_template, err, errlen);
   char tj[1024], tc[1024];
   if (n > 5 && !strcmp(path + n - 5, ".json")) {
     snprintf(tj, sizeof tj, "%s", path);

@@ -3,8 +3,13 @@
    Also returns the chat template text the files carry (for template detection). */
 #ifndef WGLLM_TOKENIZER_LOAD_H
 #define WGLLM_TOKENIZER_LOAD_H
+#include "tensor_store.h"
 #include "tokenizer.h"
 
 /* *chat_template: malloc'd Jinja text or NULL when the files carry none (may pass NULL to skip). */
 wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen);
+/* The same from a model file already opened (st, borrowed): a GGUF store holds its tokenizer; for a safetensors
+   store (or NULL) the tokenizer.json beside path is read. */
+wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, tokenizer **out, char **chat_template,
+                                      char *err, size_t errlen);
 #endif
