@@ -44,6 +44,13 @@ typedef enum wgllm_status {
 
 /* "MAJOR.MINOR.PATCH", from the macros above */
 WGLLM_API const char *wgllm_version(void);
+
+/* Log messages (the library never prints): what a model load chose (the adapter, features it did not get, the
+   weights) and warnings. One callback for the process; NULL (the default) drops them. The callback may be
+   called from any thread that calls into wgllm. */
+typedef enum wgllm_log_level { WGLLM_LOG_INFO = 0, WGLLM_LOG_WARN = 1 } wgllm_log_level;
+typedef void (*wgllm_log_fn)(wgllm_log_level level, const char *msg, void *user);
+WGLLM_API void wgllm_set_log(wgllm_log_fn fn, void *user);
 /* Short constant name of a status ("WGLLM_ERR_FORMAT"). */
 WGLLM_API const char *wgllm_status_name(wgllm_status s);
 
@@ -57,6 +64,9 @@ typedef struct wgllm_model_params {
   const char *chat_template; /* "llama3", "chatml", "gemma", "llama2", "none"; NULL: from the model */
   int disable_f16;           /* do not request shader-f16 (as on a device without it) */
   int no_tokenizer;          /* weights only (e.g. for logits of given ids): text calls then fail */
+  /* called as the weights reach the GPU, with the fraction done (0..1]; return non-zero to cancel the load */
+  int (*progress)(float fraction, void *user);
+  void *progress_user;
 } wgllm_model_params;
 WGLLM_API wgllm_model_params wgllm_model_default_params(void);
 
@@ -82,8 +92,8 @@ WGLLM_API wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_in
 
 /* Text to ids. add_special: BOS/EOS as the model's tokenizer adds them; special-token text (e.g.
    "<|eot_id|>") becomes its token. *n_ids gets the count; when it exceeds cap, ids holds the first cap. */
-WGLLM_API wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids, size_t cap,
-                            size_t *n_ids);
+WGLLM_API wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids,
+                                      size_t cap, size_t *n_ids);
 /* Ids to text (malloc'd, NUL-terminated; free with wgllm_free). An id outside the vocabulary is an error. */
 WGLLM_API wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char **text);
 WGLLM_API void wgllm_free(void *p);
@@ -107,8 +117,9 @@ WGLLM_API const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t
 /* As wgllm_tokenize / wgllm_detokenize, on a vocabulary. parse_special: special-token text becomes its token.
    Detokenizing: *len (may be NULL) gets the byte count (the text may hold a NUL byte if the ids spell one). */
 WGLLM_API wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
-                                  int parse_special, int32_t *ids, size_t cap, size_t *n_ids);
-WGLLM_API wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, size_t n, char **text, size_t *len);
+                                            int parse_special, int32_t *ids, size_t cap, size_t *n_ids);
+WGLLM_API wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, size_t n, char **text,
+                                              size_t *len);
 
 /* ---------- sessions ---------- */
 typedef enum wgllm_kv_type {
@@ -126,6 +137,10 @@ typedef struct wgllm_session_params {
   wgllm_kv_type kv_type; /* WGLLM_KV_F32 (default) or WGLLM_KV_F16 */
   wgllm_decode_path decode_path;
   wgllm_attn_grid attn_grid;
+  /* called after each prefill pass (the GPU works through a prompt in chunks) with the tokens done and the
+     total; NULL for none */
+  void (*on_prefill)(uint32_t done, uint32_t total, void *user);
+  void *prefill_user;
 } wgllm_session_params;
 WGLLM_API wgllm_session_params wgllm_session_default_params(void);
 WGLLM_API wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);
@@ -139,7 +154,8 @@ WGLLM_API void wgllm_session_rewind(wgllm_session *s, uint32_t n);
 /* Evaluates n tokens after the cache (a prompt, in chunks on the GPU). logits: [n][n_vocab] floats when
    all_rows, else [n_vocab] for the last token; may be NULL. Ids out of range or more tokens than the context
    holds are WGLLM_ERR_INVALID_ARG, with nothing evaluated. */
-WGLLM_API wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits, int all_rows);
+WGLLM_API wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits,
+                                             int all_rows);
 /* Evaluates one token through the recorded decode step (what generation replays each token). logits: [n_vocab]
    or NULL. */
 WGLLM_API wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits);
@@ -172,7 +188,7 @@ typedef struct wgllm_generate_stats {
 /* Continues the text: the prompt is tokenized with the model's BOS rules; tokens already in the session's cache
    (a common prefix) are not computed again. stats may be NULL. */
 WGLLM_API wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_generate_params *params,
-                            wgllm_generate_stats *stats);
+                                      wgllm_generate_stats *stats);
 
 typedef struct wgllm_message {
   const char *role; /* "system", "user", "assistant" */
@@ -180,8 +196,8 @@ typedef struct wgllm_message {
 } wgllm_message;
 /* Formats the conversation with the model's chat template, generates the assistant's reply (streamed through
    params->on_text) and returns it in *reply (malloc'd; free with wgllm_free). */
-WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n, const wgllm_generate_params *params,
-                        char **reply, wgllm_generate_stats *stats);
+WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n,
+                                  const wgllm_generate_params *params, char **reply, wgllm_generate_stats *stats);
 
 /* ---------- descriptions ---------- */
 /* What a model file holds, as text (malloc'd; free with wgllm_free): format, architecture and hyperparameters

@@ -1,5 +1,13 @@
 # Every tests/test_*.c is one test program and one ctest entry, run from tests/ (fixtures in tests/data).
 file(GLOB TEST_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/test_*.c)
+list(REMOVE_ITEM TEST_SOURCES ${CMAKE_SOURCE_DIR}/tests/test_api.c)
+# test_api is a user of the public API: the header alone and the shared library
+add_executable(test_api tests/test_api.c)
+target_include_directories(test_api PRIVATE include)
+target_link_libraries(test_api PRIVATE wgllm m)
+set_target_properties(test_api PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR};${DAWN_DIR}/lib")
+add_test(NAME test_api COMMAND test_api WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
+set_tests_properties(test_api PROPERTIES TIMEOUT 900)
 foreach(src ${TEST_SOURCES})
   get_filename_component(name ${src} NAME_WE)
   add_executable(${name} ${src} ${CMAKE_SOURCE_DIR}/tests/harness.c)

@@ -38,6 +38,24 @@ static _Thread_local char g_last_error[1024];
 
 const char *wgllm_last_error(void) { return g_last_error; }
 
+static wgllm_log_fn g_log;
+static void *g_log_user;
+
+void wgllm_set_log(wgllm_log_fn fn, void *user) {
+  g_log = fn;
+  g_log_user = user;
+}
+
+void api_log(wgllm_log_level level, const char *fmt, ...) {
+  if (!g_log) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  g_log(level, msg, g_log_user);
+}
+
 void api_set_last_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -57,12 +75,12 @@ static wgllm_status fail(char *err, wgllm_status st, const char *fmt, ...) {
 }
 
 wgllm_model_params wgllm_model_default_params(void) {
-  wgllm_model_params p = {"native", NULL, NULL, 0, 0};
+  wgllm_model_params p = {"native", NULL, NULL, 0, 0, NULL, NULL};
   return p;
 }
 
 wgllm_session_params wgllm_session_default_params(void) {
-  wgllm_session_params p = {4096, WGLLM_KV_F32, WGLLM_DECODE_FUSED, WGLLM_ATTN_GRID_WORST};
+  wgllm_session_params p = {4096, WGLLM_KV_F32, WGLLM_DECODE_FUSED, WGLLM_ATTN_GRID_WORST, NULL, NULL};
   return p;
 }
 
@@ -95,6 +113,8 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   if (!path) return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_model_create: path is NULL");
   wgllm_model_params p = params ? *params : wgllm_model_default_params();
   llm_load_options lo = {0};
+  lo.progress = p.progress;
+  lo.progress_user = p.progress_user;
   char err[1024];
   wgllm_status st = llm_parse_weight_policy(p.weights, &lo.weights, err, sizeof err);
   if (st) return fail(g_last_error, st, "%s", err);
@@ -140,6 +160,9 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
     wgllm_model_free(m);
     return st;
   }
+  api_log(WGLLM_LOG_INFO, "%s: %s on %s (%s, %s), weights %s, %.1f MB on the GPU", path, m->m->hp.arch_name,
+          m->gpu->adapter_name, m->gpu->backend, m->gpu->adapter_type, m->m->weights_desc, m->m->weight_bytes / 1e6);
+  if (m->gpu->notices[0]) api_log(WGLLM_LOG_INFO, "%s: features: %s", path, m->gpu->notices);
   *out = m;
   return WGLLM_OK;
 }
@@ -209,6 +232,8 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   so.kv_f16 = p.kv_type == WGLLM_KV_F16;
   so.unfused = p.decode_path == WGLLM_DECODE_UNFUSED;
   so.attn_grid = p.attn_grid == WGLLM_ATTN_GRID_INDIRECT ? LLM_ATTN_GRID_INDIRECT : LLM_ATTN_GRID_WORST;
+  so.on_prefill = p.on_prefill;
+  so.prefill_user = p.prefill_user;
   char err[1024];
   wgllm_status st = llm_session_create(m->m, &so, &s->s, err, sizeof err);
   if (st) {

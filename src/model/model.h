@@ -69,6 +69,9 @@ typedef struct llm_model {
 
 typedef struct llm_load_options {
   llm_weight_policy weights;
+  /* called after each layer's weights are uploaded, with the fraction done; non-zero cancels the load */
+  int (*progress)(float fraction, void *user);
+  void *progress_user;
 } llm_load_options;
 
 /* Opens a Hugging Face directory or a .gguf file. PATH errors name the file, tensor and byte offset. */

@@ -447,6 +447,10 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
       s = load_vec(&L, "q_norm", li, &ly->q_norm);
       if (!s) s = load_vec(&L, "k_norm", li, &ly->k_norm);
     }
+    if (!s && o.progress && o.progress((float)(l + 1) / (float)hp->n_layer, o.progress_user)) {
+      snprintf(err, errlen, "loading %s: cancelled by the progress callback after layer %u", path, l);
+      s = WGLLM_ERR_INVALID_ARG;
+    }
   }
   if (!s) s = gpu_wait_idle(gpu, err, errlen); /* surfaces any allocation or upload error now */
   if (s) {

@@ -191,6 +191,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
       memcpy(s->fed + s->n_past, ids + done, (size_t)n * sizeof *ids);
       s->n_past += n;
     }
+    if (!st && s->opt.on_prefill) s->opt.on_prefill(done + n, T, s->opt.prefill_user);
   }
   free(pos);
   llm_scratch_release(s->gpu, &sc);

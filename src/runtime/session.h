@@ -11,6 +11,9 @@ typedef struct llm_session_options {
   uint32_t prefill_chunk;  /* tokens per prefill pass (default 256) */
   int unfused;             /* decode through the plain per-op path (comparisons; the fused kernels by default) */
   llm_attn_grid attn_grid; /* flash-decoding's grid (worst case for the length bucket by default) */
+  /* called after each prefill pass with the tokens done and the total of the call */
+  void (*on_prefill)(uint32_t done, uint32_t total, void *user);
+  void *prefill_user;
 } llm_session_options;
 
 #define LLM_MAX_BUCKETS 24
