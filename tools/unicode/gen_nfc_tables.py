@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Writes src/tokenizer/unicode_nfc.h, the Unicode tables of the NFC normalizer (tokenizer_hf.c), from Python's
+"""Writes src/generated/unicode_nfc.h, the Unicode tables of the NFC normalizer (tokenizer_hf.c), from Python's
 unicodedata. The committed file was made with Python 3.11 (Unicode 14.0.0), the version Hugging Face tokenizers'
 NFC matched on the tokenizers the tests use; run it with the same Python to reproduce it exactly:
-    python3 tools/unicode/gen_nfc_tables.py > src/tokenizer/unicode_nfc.h && clang-format -i src/tokenizer/unicode_nfc.h
+    python3 tools/unicode/gen_nfc_tables.py > src/generated/unicode_nfc.h && clang-format -i src/generated/unicode_nfc.h
 """
 import sys
 import unicodedata
