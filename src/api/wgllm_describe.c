@@ -85,7 +85,7 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
     }
     llm_hparams_free(&hp);
   }
-  uint64_t bytes[5] = {0}, count[5] = {0}, total = 0;
+  uint64_t bytes[WT_DTYPE_COUNT] = {0}, count[WT_DTYPE_COUNT] = {0}, total = 0;
   for (size_t i = 0; i < wt_count(st); i++) {
     const wt_tensor *w = wt_at(st, i);
     bytes[w->dtype] += w->nbytes;
@@ -93,7 +93,7 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
     total += w->nbytes;
   }
   put(&t, "tensors:      %zu, %.2f MB\n", wt_count(st), total / 1e6);
-  for (int d = 0; d < 5; d++)
+  for (int d = 0; d < WT_DTYPE_COUNT; d++)
     if (count[d])
       put(&t, "  %-5s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d],
           (unsigned long long)bytes[d]);

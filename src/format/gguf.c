@@ -283,28 +283,6 @@ static const char *ggml_type_name(uint32_t t) {
   return t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
-static int map_type(uint32_t t, wt_dtype *d) {
-  switch (t) {
-  case 0:
-    *d = WT_F32;
-    return 1;
-  case 1:
-    *d = WT_F16;
-    return 1;
-  case 2:
-    *d = WT_Q4_0;
-    return 1;
-  case 8:
-    *d = WT_Q8_0;
-    return 1;
-  case 30:
-    *d = WT_BF16;
-    return 1;
-  default:
-    return 0;
-  }
-}
-
 /* Reads one tensor info into t (name owned by the caller); data and file_offset are filled in later. */
 static int read_tensor_info(parser *ps, wt_tensor *t, uint64_t *rel_offset) {
   rd *r = &ps->r;
@@ -331,19 +309,23 @@ static int read_tensor_info(parser *ps, wt_tensor *t, uint64_t *rel_offset) {
     numel *= (int64_t)v;
   }
   if (!rd_u32(r, &type, "tensor type") || !rd_uint(r, 8, rel_offset, "tensor offset")) return fail_format(ps);
-  if (!map_type(type, &t->dtype)) {
-    snprintf(r->err, r->errlen,
-             "%s: tensor '%s' (info at byte %llu) has ggml type %u (%s); supported: F32, F16, "
-             "Q4_0, Q8_0, BF16",
-             r->path, t->name, (unsigned long long)at, type, ggml_type_name(type));
+  if (!wt_dtype_from_gguf(type, &t->dtype)) {
+    char list[128] = "";
+    for (int d = 0; d < WT_DTYPE_COUNT; d++)
+      if (wt_traits((wt_dtype)d)->ggml_type >= 0)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
+                 wt_dtype_name((wt_dtype)d));
+    snprintf(r->err, r->errlen, "%s: tensor '%s' (info at byte %llu) has ggml type %u (%s); supported: %s", r->path,
+             t->name, (unsigned long long)at, type, ggml_type_name(type), list);
     ps->st = WGLLM_ERR_UNSUPPORTED;
     return 0;
   }
-  if ((t->dtype == WT_Q4_0 || t->dtype == WT_Q8_0) && ne[0] % WT_QBLOCK) {
+  const wt_dtype_traits *tr = wt_traits(t->dtype);
+  if (ne[0] % tr->block) {
     snprintf(r->err, r->errlen,
              "%s: corrupt at byte %llu: tensor '%s' row length %lld is not a multiple of the "
-             "%s block size %d",
-             r->path, (unsigned long long)at, t->name, (long long)ne[0], wt_dtype_name(t->dtype), WT_QBLOCK);
+             "%s block size %u",
+             r->path, (unsigned long long)at, t->name, (long long)ne[0], tr->name, tr->block);
     return fail_format(ps);
   }
   t->n_dims = (int)nd;

@@ -53,18 +53,6 @@ static int json_u64(const cJSON *v, uint64_t *out) {
   return 1;
 }
 
-static int parse_dtype(const char *s, wt_dtype *d) {
-  if (!strcmp(s, "F32"))
-    *d = WT_F32;
-  else if (!strcmp(s, "F16"))
-    *d = WT_F16;
-  else if (!strcmp(s, "BF16"))
-    *d = WT_BF16;
-  else
-    return 0;
-  return 1;
-}
-
 /* Validates one header entry and adds it to the store. data_start/data_size: the data section in the file. */
 static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e, uint64_t data_start, char *err,
                               size_t errlen) {
@@ -81,7 +69,7 @@ static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e,
     return WGLLM_ERR_FORMAT;
   }
   wt_tensor t = {.name = (char *)name, .file = path, .shape = {1, 1, 1, 1}};
-  if (!parse_dtype(jd->valuestring, &t.dtype)) {
+  if (!wt_dtype_from_safetensors(jd->valuestring, &t.dtype)) {
     snprintf(err, errlen, "%s: tensor '%s' has dtype %s (supported: F32, F16, BF16)", path, name, jd->valuestring);
     return WGLLM_ERR_UNSUPPORTED;
   }

@@ -150,36 +150,3 @@ void wt_store_set_meta(wt_store *s, void *meta, void (*free_fn)(void *)) {
 }
 
 void *wt_store_meta(const wt_store *s) { return s ? s->meta : NULL; }
-
-const char *wt_dtype_name(wt_dtype d) {
-  switch (d) {
-  case WT_F32:
-    return "F32";
-  case WT_F16:
-    return "F16";
-  case WT_BF16:
-    return "BF16";
-  case WT_Q8_0:
-    return "Q8_0";
-  case WT_Q4_0:
-    return "Q4_0";
-  }
-  return "?";
-}
-
-uint64_t wt_nbytes(wt_dtype d, int64_t n) {
-  if (n < 0) return 0;
-  uint64_t u = (uint64_t)n;
-  switch (d) {
-  case WT_F32:
-    return u * 4;
-  case WT_F16:
-  case WT_BF16:
-    return u * 2;
-  case WT_Q8_0:
-    return u % WT_QBLOCK ? 0 : u / WT_QBLOCK * 34;
-  case WT_Q4_0:
-    return u % WT_QBLOCK ? 0 : u / WT_QBLOCK * 18;
-  }
-  return 0;
-}

@@ -9,11 +9,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum wt_dtype { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0 } wt_dtype;
+typedef enum wt_dtype { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0, WT_DTYPE_COUNT } wt_dtype;
 
-/* Quantized dtypes come in blocks of WT_QBLOCK elements along the innermost dimension:
+/* One row per dtype (src/format/dtype.c). Quantized dtypes come in blocks along the innermost dimension:
    Q8_0 block = f16 d + 32 x int8 (34 bytes), Q4_0 block = f16 d + 16 bytes of nibbles (18 bytes). */
-#define WT_QBLOCK 32
+typedef struct wt_dtype_traits {
+  const char *name;     /* "F32", "Q4_0", ...: as GGUF names it */
+  uint32_t block;       /* elements a block (1 for plain types) */
+  uint32_t block_bytes; /* bytes a block */
+  int quantized;
+  int ggml_type;           /* the GGUF tensor type id, -1 when GGUF cannot hold it */
+  const char *safetensors; /* the safetensors dtype string, NULL when safetensors cannot hold it */
+  /* dst[n] floats from n elements (n a multiple of block; otherwise WGLLM_ERR_INVALID_ARG) */
+  wgllm_status (*to_f32)(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+} wt_dtype_traits;
+const wt_dtype_traits *wt_traits(wt_dtype d);            /* NULL for a value outside the enum */
+int wt_dtype_from_gguf(uint32_t ggml_type, wt_dtype *d); /* 1 if GGUF's type is one wgllm reads */
+int wt_dtype_from_safetensors(const char *name, wt_dtype *d);
 
 typedef struct wt_tensor {
   char *name; /* owned by the store */

@@ -101,23 +101,9 @@ wgllm_status wc_q4_0_dequant(const void *src, float *dst, int64_t n, char *err, 
 wgllm_status wc_tensor_to_f32(const wt_tensor *t, float *dst, char *err, size_t errlen) {
   int64_t n = wt_numel(t);
   wgllm_status st = WGLLM_OK;
-  switch (t->dtype) {
-  case WT_F32:
-    memcpy(dst, t->data, (size_t)n * 4);
-    break;
-  case WT_F16:
-    wc_f16_to_f32_n(t->data, dst, (size_t)n);
-    break;
-  case WT_BF16:
-    wc_bf16_to_f32_n(t->data, dst, (size_t)n);
-    break;
-  case WT_Q8_0:
-    st = wc_q8_0_dequant(t->data, dst, n, err, errlen);
-    break;
-  case WT_Q4_0:
-    st = wc_q4_0_dequant(t->data, dst, n, err, errlen);
-    break;
-  }
+  const wt_dtype_traits *tr = wt_traits(t->dtype);
+  if (!tr) return WGLLM_ERR_INTERNAL;
+  st = tr->to_f32(t->data, dst, n, err, errlen);
   if (st) {
     char inner[256];
     snprintf(inner, sizeof inner, "%s", err);

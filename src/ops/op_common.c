@@ -5,30 +5,40 @@
 
 gpu_context *op_ctx(const gpu_recorder *rec) { return gpu_recorder_context(rec); }
 
-const char *op_wtype_variant(op_wtype t) {
-  switch (t) {
-  case OP_W_F16:
-    return "f16";
-  case OP_W_Q4:
-    return "q4";
-  case OP_W_Q8:
-    return "q8";
-  default:
-    return "f32";
-  }
-}
+/* The GPU storages of a weight, one row each (indexed by op_wtype): the kernel variant that reads it, its name,
+   and what a [N][K] weight of it must satisfy. */
+static const struct {
+  const char *variant, *name;
+  uint32_t k_multiple; /* K must be a multiple of it (0: the q4gsw group) */
+  int has_scales;
+} WTYPES[] = {
+    [OP_W_F32] = {"f32", "f32", 1, 0},
+    [OP_W_F16] = {"f16", "f16", 1, 0},
+    [OP_W_Q4] = {"q4", "q4gsw", 0, 1},
+    [OP_W_Q8] = {"q8", "q8", 32, 1},
+};
+_Static_assert(sizeof WTYPES / sizeof WTYPES[0] == OP_W_COUNT, "one row per op_wtype");
 
-const char *op_wtype_name(op_wtype t) {
-  switch (t) {
-  case OP_W_F16:
-    return "f16";
-  case OP_W_Q4:
-    return "q4gsw";
-  case OP_W_Q8:
-    return "q8";
-  default:
-    return "f32";
+const char *op_wtype_variant(op_wtype t) { return (unsigned)t < OP_W_COUNT ? WTYPES[t].variant : "f32"; }
+const char *op_wtype_name(op_wtype t) { return (unsigned)t < OP_W_COUNT ? WTYPES[t].name : "?"; }
+
+wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K) {
+  (void)N;
+  if (!w->data.buf) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: weight has no data", who);
+  if ((unsigned)w->type >= OP_W_COUNT)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: weight storage %d unknown", who, (int)w->type);
+  uint32_t km = WTYPES[w->type].k_multiple;
+  if (!km) { /* q4gsw: the group */
+    if (w->group != 32 && w->group != 64 && w->group != 128)
+      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: q4gsw group %u (32, 64 or 128 supported)", who, w->group);
+    km = w->group;
   }
+  if (K % km)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: K=%u not a multiple of %u for %s", who, K, km,
+                   WTYPES[w->type].name);
+  if (WTYPES[w->type].has_scales && !w->scales.buf)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: %s weight without scales", who, WTYPES[w->type].name);
+  return WGLLM_OK;
 }
 
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]) {

@@ -9,24 +9,6 @@ typedef struct linear_params {
 _Static_assert(sizeof(linear_params) == 16,
                "linear_params mirrors the Params block of kernels/matvec.wgsl and kernels/matmul.wgsl");
 
-/* Checks a weight's shape constraints; shared by the linear and embedding ops. */
-wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K) {
-  if (!w->data.buf) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: weight has no data", who);
-  if (w->type == OP_W_Q4) {
-    if (w->group != 32 && w->group != 64 && w->group != 128)
-      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: q4gsw group %u (32, 64 or 128 supported)", who, w->group);
-    if (K % w->group)
-      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: K=%u not a multiple of the q4gsw group %u", who, K, w->group);
-    if (!w->scales.buf) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: q4gsw weight without scales", who);
-  }
-  if (w->type == OP_W_Q8) {
-    if (K % 32) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: K=%u not a multiple of 32 for q8", who, K);
-    if (!w->scales.buf) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: q8 weight without scales", who);
-  }
-  (void)N;
-  return WGLLM_OK;
-}
-
 static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view bias,
                            gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t gx, uint32_t gy) {
   if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape M=%u N=%u K=%u", kernel, M, N, K);
