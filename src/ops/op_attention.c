@@ -28,8 +28,11 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, 
   if (s) return s;
   if (!n_tokens) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv_write: no tokens");
   kv_write_params p = {n_tokens, kv->n_kv_head, kv->head_dim, kv->ctx, k_stride, k_off, v_stride, v_off};
-  gpu_dispatch_desc d = {
-      .kernel = "kv_write", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 5};
+  gpu_dispatch_desc d = {.kernel = K_KV_WRITE,
+                         .variant = kv->f16 ? V_KV_WRITE_F16 : V_KV_WRITE_F32,
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 5};
   d.bind[0] = k;
   d.bind[1] = v;
   d.bind[2] = pos;
@@ -51,8 +54,11 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
   if (kv->head_dim > 512) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention: head_dim %u > 512", kv->head_dim);
   attn_gpu_params p = {a->n_tokens,   a->n_head, kv->n_kv_head, kv->head_dim, a->q_stride, a->q_off,
                        a->out_stride, kv->ctx,   a->window,     a->scale,     a->softcap,  0};
-  gpu_dispatch_desc d = {
-      .kernel = "attention", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 5};
+  gpu_dispatch_desc d = {.kernel = K_ATTENTION,
+                         .variant = kv->f16 ? V_ATTENTION_F16 : V_ATTENTION_F32,
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 5};
   d.bind[0] = q;
   d.bind[1] = kcache;
   d.bind[2] = vcache;
@@ -146,13 +152,16 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)", ro->rot_dim,
                    kv->head_dim);
-  char var[16];
-  snprintf(var, sizeof var, "%s%s%s", kv->f16 ? "f16" : "f32", sg ? "sg" : "", ro ? "rope" : "");
+  /* [f16][subgroups][rope] */
+  static const char *const variants[2][2][2] = {
+      {{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32ROPE}, {V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGROPE}},
+      {{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16ROPE}, {V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGROPE}}};
+  const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL];
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
     attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, 0};
-    gpu_dispatch_desc g = {.kernel = "attn_grid",
-                           .variant = "u32",
+    gpu_dispatch_desc g = {.kernel = K_ATTN_GRID,
+                           .variant = V_ATTN_GRID_U32,
                            .params = &gp,
                            .params_size = sizeof gp,
                            .n_bind = 2,
@@ -180,7 +189,7 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
                           ro ? ro->k_off : 0,
                           ro ? ro->v_off : 0,
                           ro && !ro->vsrc.buf};
-  gpu_dispatch_desc d = {.kernel = "attn_split",
+  gpu_dispatch_desc d = {.kernel = K_ATTN_SPLIT,
                          .variant = var,
                          .params = &sp,
                          .params_size = sizeof sp,
@@ -207,8 +216,8 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   s = gpu_record(rec, &d);
   if (s) return s;
   attn_reduce_params rp = {a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->window, mc, a->out_stride, 0};
-  gpu_dispatch_desc r = {.kernel = "attn_reduce",
-                         .variant = "f32",
+  gpu_dispatch_desc r = {.kernel = K_ATTN_REDUCE,
+                         .variant = V_ATTN_REDUCE_F32,
                          .params = &rp,
                          .params_size = sizeof rp,
                          .n_bind = 3,

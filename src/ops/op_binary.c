@@ -10,7 +10,8 @@ static wgllm_status binary(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view o
                            uint32_t op) {
   if (nb == 0 || n % nb) return op_fail(rec, WGLLM_ERR_INTERNAL, "binary op: nb=%u does not divide n=%u", nb, n);
   binary_params p = {n, nb, op, 0};
-  gpu_dispatch_desc d = {.kernel = "binary", .variant = "f32", .params = &p, .params_size = sizeof p, .n_bind = 3};
+  gpu_dispatch_desc d = {
+      .kernel = K_BINARY, .variant = V_BINARY_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
   d.bind[0] = a;
   d.bind[1] = b;
   d.bind[2] = out;
@@ -24,7 +25,8 @@ wgllm_status op_add(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uin
 wgllm_status op_add_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb) {
   if (nb == 0 || n % nb) return op_fail(rec, WGLLM_ERR_INTERNAL, "add_inplace: nb=%u does not divide n=%u", nb, n);
   binary_params p = {n, nb, 0, 0};
-  gpu_dispatch_desc d = {.kernel = "binary", .variant = "inplace", .params = &p, .params_size = sizeof p, .n_bind = 2};
+  gpu_dispatch_desc d = {
+      .kernel = K_BINARY, .variant = V_BINARY_INPLACE, .params = &p, .params_size = sizeof p, .n_bind = 2};
   d.bind[0] = a;
   d.bind[1] = b;
   op_grid_1d(rec, (n + 255) / 256, d.grid);

@@ -16,7 +16,7 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "embedding: %u tokens exceed the grid limit", n_tokens);
   embedding_params p = {n_tokens, D, V, scale};
   gpu_constant c = {"G", (double)table->group};
-  gpu_dispatch_desc d = {.kernel = "embedding",
+  gpu_dispatch_desc d = {.kernel = K_EMBEDDING,
                          .variant = op_wtype_variant(table->type),
                          .params = &p,
                          .params_size = sizeof p,

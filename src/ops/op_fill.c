@@ -11,7 +11,7 @@ wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits)
   if (out.buf && (uint64_t)n * 4 > (out.size ? out.size : out.buf->size - out.offset))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "fill: %u elements do not fit the output view", n);
   fill_params p = {n, bits, 0, 0};
-  gpu_dispatch_desc d = {.kernel = "fill", .variant = "u32", .params = &p, .params_size = sizeof p, .n_bind = 1};
+  gpu_dispatch_desc d = {.kernel = K_FILL, .variant = V_FILL_U32, .params = &p, .params_size = sizeof p, .n_bind = 1};
   d.bind[0] = out;
   op_grid_1d(rec, (n + 255) / 256, d.grid);
   return gpu_record(rec, &d);

@@ -12,7 +12,7 @@ wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uin
   if (rows > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "glu: %u rows exceed the grid limit", rows);
   glu_params p = {n, rows, in_stride, g_off, u_off, (uint32_t)act, 0, 0};
-  gpu_dispatch_desc d = {.kernel = "glu", .variant = "f32", .params = &p, .params_size = sizeof p, .n_bind = 3};
+  gpu_dispatch_desc d = {.kernel = K_GLU, .variant = V_GLU_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
   d.bind[0] = x;
   d.bind[1] = u;
   d.bind[2] = out;

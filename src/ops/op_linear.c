@@ -138,8 +138,8 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
                        {"U", (double)u},
                        {"GLU", o->glu_half ? 1.0 : 0.0},
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)}};
-  gpu_dispatch_desc d = {.kernel = "gemv_q4",
-                         .variant = pl.tuned ? "sg" : "wg",
+  gpu_dispatch_desc d = {.kernel = K_GEMV_Q4,
+                         .variant = pl.tuned ? V_GEMV_Q4_SG : V_GEMV_Q4_WG,
                          .params = &p,
                          .params_size = sizeof p,
                          .n_bind = 6,
@@ -158,7 +158,7 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
 
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K) {
-  return linear(rec, "matvec", x, w, bias, y, M, N, K, (N + 7) / 8, M);
+  return linear(rec, K_MATVEC, x, w, bias, y, M, N, K, (N + 7) / 8, M);
 }
 
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -170,7 +170,7 @@ wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
 
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
-  return linear(rec, "matmul", x, w, bias, y, M, N, K, (N + 63) / 64, (M + 63) / 64);
+  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, (N + 63) / 64, (M + 63) / 64);
 }
 
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,

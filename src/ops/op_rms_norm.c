@@ -18,8 +18,11 @@ static wgllm_status rms_norm(gpu_recorder *rec, int add, gpu_view x, gpu_view w,
                    q->out.group);
   rms_params p = {q->n,      q->rows,     q->in.stride,  q->out.stride, q->eps,         q->w_offset,
                   q->in.off, q->in.group, q->in.gstride, q->out.off,    q->out.gstride, 0};
-  gpu_dispatch_desc d = {
-      .kernel = "rms_norm", .variant = add ? "add" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 3};
+  gpu_dispatch_desc d = {.kernel = K_RMS_NORM,
+                         .variant = add ? V_RMS_NORM_ADD : V_RMS_NORM_F32,
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 3};
   d.bind[0] = x;
   d.bind[1] = w;
   d.bind[2] = out;

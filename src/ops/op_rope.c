@@ -19,7 +19,7 @@ wgllm_status op_rope_at(gpu_recorder *rec, gpu_view x, uint32_t x_off, gpu_view 
     return op_fail(rec, WGLLM_ERR_INTERNAL, "rope: bad shape rot_dim=%u head_dim=%u heads=%u stride=%u", rot_dim,
                    head_dim, n_heads, token_stride);
   rope_params p = {n_tokens, n_heads, head_dim, rot_dim, token_stride, (uint32_t)mode, max_pos, x_off};
-  gpu_dispatch_desc d = {.kernel = "rope", .variant = "f32", .params = &p, .params_size = sizeof p, .n_bind = 3};
+  gpu_dispatch_desc d = {.kernel = K_ROPE, .variant = V_ROPE_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
   d.bind[0] = x;
   d.bind[1] = pos;
   d.bind[2] = cs;
@@ -56,8 +56,11 @@ wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope
                           rp->rot_dim,  (uint32_t)rp->mode, rp->max_pos,        kv->ctx,
                           rp->q_off,    rp->q_stride,       rp->k_off,          rp->k_stride,
                           rp->v_off,    rp->v_stride,       vsrc.buf ? 0u : 1u, 0};
-  gpu_dispatch_desc d = {
-      .kernel = "rope_kv", .variant = kv->f16 ? "f16" : "f32", .params = &p, .params_size = sizeof p, .n_bind = 6};
+  gpu_dispatch_desc d = {.kernel = K_ROPE_KV,
+                         .variant = kv->f16 ? V_ROPE_KV_F16 : V_ROPE_KV_F32,
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 6};
   d.bind[0] = x;
   d.bind[1] = vsrc.buf ? vsrc : pos; /* unused when V comes from x */
   d.bind[2] = pos;

@@ -69,7 +69,7 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
                     .log_min_p = sp->min_p > 0 ? logf(sp->min_p) : 0.0f,
                     .flags = flags};
   gpu_dispatch_desc d = {
-      .kernel = "sample_prep", .variant = "max", .params = &pp, .params_size = sizeof pp, .n_bind = 3};
+      .kernel = K_SAMPLE_PREP, .variant = V_SAMPLE_PREP_MAX, .params = &pp, .params_size = sizeof pp, .n_bind = 3};
   d.bind[0] = logits;
   d.bind[1] = work;
   d.bind[2] = state;
@@ -79,7 +79,7 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
   if (s) return s;
   if (sampling) {
     /* radix-select levels: stages 0-2 top-k, 3-5 top-p (each level's pass also finishes the previous select) */
-    d.variant = "level";
+    d.variant = V_SAMPLE_PREP_LEVEL;
     d.n_bind = 2;
     for (uint32_t st = 0; st < 6; st++) {
       if (!(flags & (st < 3 ? F_TOPK : F_TOPP))) continue;
@@ -87,12 +87,13 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
       s = gpu_record(rec, &d);
       if (s) return s;
     }
-    d.variant = "mass";
+    d.variant = V_SAMPLE_PREP_MASS;
     s = gpu_record(rec, &d);
     if (s) return s;
   }
   sample_gpu_params p = {V, sp->top_k, sp->ring_cap, sp->seed, sp->temperature, sp->top_p, sp->min_p, n_blocks};
-  gpu_dispatch_desc dd = {.kernel = "sample", .variant = "f32", .params = &p, .params_size = sizeof p, .n_bind = 4};
+  gpu_dispatch_desc dd = {
+      .kernel = K_SAMPLE, .variant = V_SAMPLE_F32, .params = &p, .params_size = sizeof p, .n_bind = 4};
   dd.bind[0] = logits;
   dd.bind[1] = state;
   dd.bind[2] = out;
