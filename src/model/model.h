@@ -9,6 +9,22 @@
 
 typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_ARCH_GEMMA3 } llm_arch;
 
+/* One architecture family (src/model/families.c): the names files give it and what it computes differently. */
+#define LLM_FAMILY_NAMES 4
+typedef struct llm_family {
+  llm_arch arch;
+  const char *hf[LLM_FAMILY_NAMES];   /* config.json model_type values */
+  const char *gguf[LLM_FAMILY_NAMES]; /* GGUF general.architecture values (none: not read from GGUF yet) */
+  int qkv_bias;                       /* always q/k/v biases (Qwen2) */
+  int qk_norm;                        /* per-head RMSNorm of q and k (Qwen3, Gemma 3) */
+  int gemma;                          /* (1+w) norms, sandwich norms, scaled embeddings, local/global layers */
+  int gguf_rope_adjacent;             /* llama.cpp's converter permuted q/k rows for adjacent-pair RoPE */
+} llm_family;
+const llm_family *llm_family_from_hf(const char *model_type); /* NULL: not a family wgllm runs */
+const llm_family *llm_family_from_gguf(const char *architecture);
+/* The names one format accepts, comma-separated, into buf (for error messages). */
+const char *llm_family_names(int gguf, char *buf, size_t len);
+
 #define LLM_MAX_LAYERS 512
 
 typedef struct llm_hparams {

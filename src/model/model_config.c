@@ -145,19 +145,14 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     return WGLLM_ERR_FORMAT;
   }
   const char *t = mt->valuestring;
-  if (!strcmp(t, "llama") || !strcmp(t, "mistral"))
-    hp->arch = LLM_ARCH_LLAMA;
-  else if (!strcmp(t, "qwen2"))
-    hp->arch = LLM_ARCH_QWEN2;
-  else if (!strcmp(t, "qwen3"))
-    hp->arch = LLM_ARCH_QWEN3;
-  else if (!strcmp(t, "gemma3_text"))
-    hp->arch = LLM_ARCH_GEMMA3;
-  else {
-    snprintf(err, errlen,
-             "config.json: architecture \"%s\" is not supported (llama, mistral, qwen2, qwen3, gemma3_text)", t);
+  const llm_family *fam = llm_family_from_hf(t);
+  if (!fam) {
+    char names[256];
+    snprintf(err, errlen, "config.json: architecture \"%s\" is not supported (%s)", t,
+             llm_family_names(0, names, sizeof names));
     return WGLLM_ERR_UNSUPPORTED;
   }
+  hp->arch = fam->arch;
   snprintf(hp->arch_name, sizeof hp->arch_name, "%s", t);
   const char *missing = NULL;
   if (!json_u32(cfg, "vocab_size", &hp->n_vocab))
@@ -193,8 +188,8 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   const cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
   hp->tied_embeddings = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : 0;
   const cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "attention_bias");
-  hp->qkv_bias = hp->arch == LLM_ARCH_QWEN2 || (cJSON_IsBool(ab) && cJSON_IsTrue(ab));
-  hp->qk_norm = hp->arch == LLM_ARCH_QWEN3 || hp->arch == LLM_ARCH_GEMMA3;
+  hp->qkv_bias = fam->qkv_bias || (cJSON_IsBool(ab) && cJSON_IsTrue(ab));
+  hp->qk_norm = fam->qk_norm;
   hp->embed_scale = 1.0f;
   hp->act = OP_ACT_SILU;
   const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
@@ -208,7 +203,7 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
       return WGLLM_ERR_UNSUPPORTED;
     }
   }
-  if (hp->arch == LLM_ARCH_GEMMA3) {
+  if (fam->gemma) {
     hp->norm_offset = 1.0f;
     hp->embed_scale = sqrtf((float)hp->n_embd);
     hp->sandwich_norms = 1;
@@ -260,16 +255,14 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     snprintf(err, errlen, "GGUF: no general.architecture");
     return WGLLM_ERR_FORMAT;
   }
-  if (!strcmp(a, "llama"))
-    hp->arch = LLM_ARCH_LLAMA;
-  else if (!strcmp(a, "qwen2"))
-    hp->arch = LLM_ARCH_QWEN2;
-  else if (!strcmp(a, "qwen3"))
-    hp->arch = LLM_ARCH_QWEN3;
-  else {
-    snprintf(err, errlen, "GGUF: architecture \"%s\" is not supported (llama, qwen2, qwen3)", a);
+  const llm_family *fam = llm_family_from_gguf(a);
+  if (!fam) {
+    char names[256];
+    snprintf(err, errlen, "GGUF: architecture \"%s\" is not supported (%s)", a,
+             llm_family_names(1, names, sizeof names));
     return WGLLM_ERR_UNSUPPORTED;
   }
+  hp->arch = fam->arch;
   snprintf(hp->arch_name, sizeof hp->arch_name, "%s", a);
   const char *missing = NULL;
   if (!gguf_u32(st, a, "embedding_length", &hp->n_embd))
@@ -307,12 +300,12 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   if (!gguf_u32(st, a, "context_length", &hp->train_ctx)) hp->train_ctx = 4096;
   hp->tied_embeddings = wt_find(st, "output.weight") == NULL;
   hp->qkv_bias = wt_find(st, "blk.0.attn_q.bias") != NULL;
-  hp->qk_norm = hp->arch == LLM_ARCH_QWEN3;
+  hp->qk_norm = fam->qk_norm;
   hp->embed_scale = 1.0f;
   hp->act = OP_ACT_SILU;
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   /* llama.cpp permutes Llama's q/k rows for adjacent-pair RoPE; Qwen keeps the NeoX (half-split) layout */
-  hp->rope_mode = hp->arch == LLM_ARCH_LLAMA ? OP_ROPE_ADJACENT : OP_ROPE_HALF;
+  hp->rope_mode = fam->gguf_rope_adjacent ? OP_ROPE_ADJACENT : OP_ROPE_HALF;
   uint64_t v;
   hp->bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
   hp->eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (int32_t)v : -1;
@@ -372,86 +365,106 @@ static wgllm_status check_one(const wt_store *st, const expect *e, char *err, si
   return WGLLM_OK;
 }
 
-/* Names of the per-layer tensors in HF and GGUF conventions. */
+/* The tensor roles of the Llama-family decoder, one row each, in the order they are checked: the name in each
+   format (per-layer names get the layer prefix), the shape in hyperparameters, and when the tensor is present.
+   The shape check walks this table; llm_tensor_name reads the names from it. */
+typedef enum role_dim { DIM_NONE, DIM_EMBD, DIM_VOCAB, DIM_Q, DIM_KV, DIM_FF, DIM_HEAD } role_dim;
+typedef enum role_when {
+  WHEN_ALWAYS,
+  WHEN_UNTIED,
+  WHEN_PLAIN_NORMS,
+  WHEN_SANDWICH,
+  WHEN_QKV_BIAS,
+  WHEN_QK_NORM
+} role_when;
+static const struct role {
+  const char *role, *hf, *gguf;
+  int per_layer;
+  role_dim d0, d1; /* d1 DIM_NONE: a vector */
+  role_when when;
+} ROLES[] = {
+    {"embed", "model.embed_tokens.weight", "token_embd.weight", 0, DIM_VOCAB, DIM_EMBD, WHEN_ALWAYS},
+    {"norm", "model.norm.weight", "output_norm.weight", 0, DIM_EMBD, DIM_NONE, WHEN_ALWAYS},
+    {"output", "lm_head.weight", "output.weight", 0, DIM_VOCAB, DIM_EMBD, WHEN_UNTIED},
+    {"attn_norm", "input_layernorm.weight", "attn_norm.weight", 1, DIM_EMBD, DIM_NONE, WHEN_ALWAYS},
+    {"ffn_norm", "post_attention_layernorm.weight", "ffn_norm.weight", 1, DIM_EMBD, DIM_NONE, WHEN_PLAIN_NORMS},
+    /* Gemma's sandwich norms: its post_attention_layernorm follows attention, pre_feedforward precedes the MLP */
+    {"pre_ffn_norm", "pre_feedforward_layernorm.weight", "ffn_norm.weight", 1, DIM_EMBD, DIM_NONE, WHEN_SANDWICH},
+    {"wq", "self_attn.q_proj.weight", "attn_q.weight", 1, DIM_Q, DIM_EMBD, WHEN_ALWAYS},
+    {"wk", "self_attn.k_proj.weight", "attn_k.weight", 1, DIM_KV, DIM_EMBD, WHEN_ALWAYS},
+    {"post_attn_norm", "post_attention_layernorm.weight", "post_attention_norm.weight", 1, DIM_EMBD, DIM_NONE,
+     WHEN_SANDWICH},
+    {"post_ffn_norm", "post_feedforward_layernorm.weight", "post_ffw_norm.weight", 1, DIM_EMBD, DIM_NONE,
+     WHEN_SANDWICH},
+    {"wv", "self_attn.v_proj.weight", "attn_v.weight", 1, DIM_KV, DIM_EMBD, WHEN_ALWAYS},
+    {"wo", "self_attn.o_proj.weight", "attn_output.weight", 1, DIM_EMBD, DIM_Q, WHEN_ALWAYS},
+    {"gate", "mlp.gate_proj.weight", "ffn_gate.weight", 1, DIM_FF, DIM_EMBD, WHEN_ALWAYS},
+    {"up", "mlp.up_proj.weight", "ffn_up.weight", 1, DIM_FF, DIM_EMBD, WHEN_ALWAYS},
+    {"down", "mlp.down_proj.weight", "ffn_down.weight", 1, DIM_EMBD, DIM_FF, WHEN_ALWAYS},
+    {"bq", "self_attn.q_proj.bias", "attn_q.bias", 1, DIM_Q, DIM_NONE, WHEN_QKV_BIAS},
+    {"bk", "self_attn.k_proj.bias", "attn_k.bias", 1, DIM_KV, DIM_NONE, WHEN_QKV_BIAS},
+    {"bv", "self_attn.v_proj.bias", "attn_v.bias", 1, DIM_KV, DIM_NONE, WHEN_QKV_BIAS},
+    {"q_norm", "self_attn.q_norm.weight", "attn_q_norm.weight", 1, DIM_HEAD, DIM_NONE, WHEN_QK_NORM},
+    {"k_norm", "self_attn.k_norm.weight", "attn_k_norm.weight", 1, DIM_HEAD, DIM_NONE, WHEN_QK_NORM},
+};
+
+static int64_t role_dim_of(const llm_hparams *hp, role_dim d) {
+  switch (d) {
+  case DIM_EMBD:
+    return hp->n_embd;
+  case DIM_VOCAB:
+    return hp->n_vocab;
+  case DIM_Q:
+    return (int64_t)hp->n_head * hp->head_dim;
+  case DIM_KV:
+    return (int64_t)hp->n_head_kv * hp->head_dim;
+  case DIM_FF:
+    return hp->n_ff;
+  case DIM_HEAD:
+    return hp->head_dim;
+  default:
+    return 0;
+  }
+}
+
+static int role_present(const llm_hparams *hp, role_when w) {
+  switch (w) {
+  case WHEN_UNTIED:
+    return !hp->tied_embeddings;
+  case WHEN_PLAIN_NORMS:
+    return !hp->sandwich_norms;
+  case WHEN_SANDWICH:
+    return hp->sandwich_norms;
+  case WHEN_QKV_BIAS:
+    return hp->qkv_bias;
+  case WHEN_QK_NORM:
+    return hp->qk_norm;
+  default:
+    return 1;
+  }
+}
 
 static wgllm_status check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen) {
   int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
-  int64_t D = hp->n_embd, q = (int64_t)hp->n_head * hp->head_dim, kv = (int64_t)hp->n_head_kv * hp->head_dim;
   char nb[96];
-  expect g[] = {{"", hp->n_vocab, D}, {"", D, 0}};
-  snprintf(g[0].name, sizeof g[0].name, "%s", llm_tensor_name(gguf, "embed", -1, nb, sizeof nb));
-  snprintf(g[1].name, sizeof g[1].name, "%s", llm_tensor_name(gguf, "norm", -1, nb, sizeof nb));
-  for (int i = 0; i < 2; i++) {
-    wgllm_status s = check_one(st, &g[i], err, errlen);
-    if (s) return s;
-  }
-  if (!hp->tied_embeddings) {
-    expect o = {"", hp->n_vocab, D};
-    snprintf(o.name, sizeof o.name, "%s", llm_tensor_name(gguf, "output", -1, nb, sizeof nb));
-    wgllm_status s = check_one(st, &o, err, errlen);
-    if (s) return s;
-  }
-  for (uint32_t l = 0; l < hp->n_layer; l++) {
-    struct {
-      const char *role;
-      int64_t d0, d1;
-      int when;
-    } r[] = {{"attn_norm", D, 0, 1},
-             {hp->sandwich_norms ? "pre_ffn_norm" : "ffn_norm", D, 0, 1},
-             {"wq", q, D, 1},
-             {"wk", kv, D, 1},
-             {"post_attn_norm", D, 0, hp->sandwich_norms},
-             {"post_ffn_norm", D, 0, hp->sandwich_norms},
-             {"wv", kv, D, 1},
-             {"wo", D, q, 1},
-             {"gate", hp->n_ff, D, 1},
-             {"up", hp->n_ff, D, 1},
-             {"down", D, hp->n_ff, 1},
-             {"bq", q, 0, hp->qkv_bias},
-             {"bk", kv, 0, hp->qkv_bias},
-             {"bv", kv, 0, hp->qkv_bias},
-             {"q_norm", hp->head_dim, 0, hp->qk_norm},
-             {"k_norm", hp->head_dim, 0, hp->qk_norm}};
-    for (size_t i = 0; i < sizeof r / sizeof r[0]; i++) {
-      if (!r[i].when) continue;
-      expect e = {"", r[i].d0, r[i].d1};
-      snprintf(e.name, sizeof e.name, "%s", llm_tensor_name(gguf, r[i].role, (int)l, nb, sizeof nb));
-      wgllm_status s = check_one(st, &e, err, errlen);
-      if (s) return s;
-    }
-  }
+  /* the file-level tensors first, then each layer's */
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t l = 0; l < (pass ? hp->n_layer : 1); l++)
+      for (size_t i = 0; i < sizeof ROLES / sizeof ROLES[0]; i++) {
+        const struct role *r = &ROLES[i];
+        if (r->per_layer != pass || !role_present(hp, r->when)) continue;
+        expect e = {"", role_dim_of(hp, r->d0), role_dim_of(hp, r->d1)};
+        snprintf(e.name, sizeof e.name, "%s", llm_tensor_name(gguf, r->role, pass ? (int)l : -1, nb, sizeof nb));
+        wgllm_status s = check_one(st, &e, err, errlen);
+        if (s) return s;
+      }
   return WGLLM_OK;
 }
 
 const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len) {
-  static const struct {
-    const char *role, *hf, *gg;
-  } map[] = {
-      {"embed", "model.embed_tokens.weight", "token_embd.weight"},
-      {"norm", "model.norm.weight", "output_norm.weight"},
-      {"output", "lm_head.weight", "output.weight"},
-      {"attn_norm", "input_layernorm.weight", "attn_norm.weight"},
-      {"ffn_norm", "post_attention_layernorm.weight", "ffn_norm.weight"},
-      /* Gemma's sandwich norms: its post_attention_layernorm follows attention, pre_feedforward precedes the MLP */
-      {"pre_ffn_norm", "pre_feedforward_layernorm.weight", "ffn_norm.weight"},
-      {"post_attn_norm", "post_attention_layernorm.weight", "post_attention_norm.weight"},
-      {"post_ffn_norm", "post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
-      {"wq", "self_attn.q_proj.weight", "attn_q.weight"},
-      {"wk", "self_attn.k_proj.weight", "attn_k.weight"},
-      {"wv", "self_attn.v_proj.weight", "attn_v.weight"},
-      {"wo", "self_attn.o_proj.weight", "attn_output.weight"},
-      {"bq", "self_attn.q_proj.bias", "attn_q.bias"},
-      {"bk", "self_attn.k_proj.bias", "attn_k.bias"},
-      {"bv", "self_attn.v_proj.bias", "attn_v.bias"},
-      {"q_norm", "self_attn.q_norm.weight", "attn_q_norm.weight"},
-      {"k_norm", "self_attn.k_norm.weight", "attn_k_norm.weight"},
-      {"gate", "mlp.gate_proj.weight", "ffn_gate.weight"},
-      {"up", "mlp.up_proj.weight", "ffn_up.weight"},
-      {"down", "mlp.down_proj.weight", "ffn_down.weight"},
-  };
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++) {
-    if (strcmp(map[i].role, role)) continue;
-    const char *n = gguf ? map[i].gg : map[i].hf;
+  for (size_t i = 0; i < sizeof ROLES / sizeof ROLES[0]; i++) {
+    if (strcmp(ROLES[i].role, role)) continue;
+    const char *n = gguf ? ROLES[i].gguf : ROLES[i].hf;
     if (layer < 0)
       snprintf(buf, len, "%s", n);
     else if (gguf)
