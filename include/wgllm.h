@@ -58,8 +58,13 @@ WGLLM_API const char *wgllm_status_name(wgllm_status s);
 typedef struct wgllm_model wgllm_model;
 typedef struct wgllm_session wgllm_session;
 
+/* How linear weights are stored on the GPU: as the file has them (f32/f16, bf16 widened, GGUF Q4_0 and Q8_0
+   repacked), or quantized on load to 4-bit group-symmetric q4gsw (GGUF Q4_0 stays exact). */
+typedef enum wgllm_weight_type { WGLLM_WEIGHTS_NATIVE = 0, WGLLM_WEIGHTS_Q4 = 1 } wgllm_weight_type;
+
 typedef struct wgllm_model_params {
-  const char *weights;       /* "native" (default), "q4" (q4gsw group 32), "q4:64", "q4:128" */
+  wgllm_weight_type weights; /* WGLLM_WEIGHTS_NATIVE (default) or WGLLM_WEIGHTS_Q4 */
+  uint32_t q4_group;         /* q4gsw group: 32 (default), 64 or 128 */
   const char *adapter;       /* part of the adapter's name to prefer; NULL: WGLLM_ADAPTER or the best GPU */
   const char *chat_template; /* "llama3", "chatml", "gemma", "llama2", "none"; NULL: from the model */
   int disable_f16;           /* do not request shader-f16 (as on a device without it) */
@@ -179,10 +184,20 @@ typedef struct wgllm_generate_params {
 } wgllm_generate_params;
 WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
 
+typedef enum wgllm_stop {
+  WGLLM_STOP_NONE = 0,
+  WGLLM_STOP_END_OF_GENERATION, /* the model produced an end-of-generation token */
+  WGLLM_STOP_STRING,            /* a stop string appeared in the text */
+  WGLLM_STOP_MAX_TOKENS,
+  WGLLM_STOP_CALLBACK, /* on_text asked to stop */
+  WGLLM_STOP_CONTEXT   /* the context is full */
+} wgllm_stop;
+
 typedef struct wgllm_generate_stats {
   uint32_t prompt_tokens, cached_tokens, generated_tokens;
   double prefill_seconds, decode_seconds;
-  const char *stop_reason; /* "end of generation", "stop string", "token limit", ... */
+  wgllm_stop stop;
+  const char *stop_reason; /* the same in words: "end of generation", "stop string", "token limit", ... */
 } wgllm_generate_stats;
 
 /* Continues the text: the prompt is tokenized with the model's BOS rules; tokens already in the session's cache

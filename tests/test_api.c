@@ -146,11 +146,27 @@ int main(void) {
   int32_t *many = calloc(200, sizeof *many);
   CHECK(wgllm_session_prefill(s, many, 200, NULL, 0) == WGLLM_ERR_INVALID_ARG, "more tokens than the context");
   free(many);
+  /* generation reports why it stopped, as a value */
+  wgllm_session_reset(s);
+  g_prefill_done = 0;
+  wgllm_generate_params gp = wgllm_generate_default_params();
+  gp.max_tokens = 4;
+  gp.temperature = 0;
+  wgllm_generate_stats gs;
+  CHECK(wgllm_generate(s, "In the beginning", &gp, &gs) == WGLLM_OK && gs.generated_tokens == 4 &&
+            gs.stop == WGLLM_STOP_MAX_TOKENS,
+        "generate: %u tokens, stop %d (%s)", gs.generated_tokens, (int)gs.stop, gs.stop_reason);
   wgllm_session_free(s);
   sp.kv_type = (wgllm_kv_type)7;
   CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_ERR_INVALID_ARG && !s, "a kv_type outside the enum is refused");
   wgllm_model_free(m);
 
+  /* typed weight storage: q4 with a group it does not have is refused before anything loads */
+  mp = wgllm_model_default_params();
+  mp.weights = WGLLM_WEIGHTS_Q4;
+  mp.q4_group = 48;
+  CHECK(wgllm_model_create(MODEL, &mp, &m) == WGLLM_ERR_INVALID_ARG && !m && strstr(wgllm_last_error(), "group"),
+        "q4 group 48 refused: %s", wgllm_last_error());
   /* a weights-only load computes logits but refuses text */
   mp = wgllm_model_default_params();
   mp.no_tokenizer = 1;

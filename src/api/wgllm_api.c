@@ -75,7 +75,7 @@ static wgllm_status fail(char *err, wgllm_status st, const char *fmt, ...) {
 }
 
 wgllm_model_params wgllm_model_default_params(void) {
-  wgllm_model_params p = {"native", NULL, NULL, 0, 0, NULL, NULL};
+  wgllm_model_params p = {WGLLM_WEIGHTS_NATIVE, 32, NULL, NULL, 0, 0, NULL, NULL};
   return p;
 }
 
@@ -116,8 +116,14 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   lo.progress = p.progress;
   lo.progress_user = p.progress_user;
   char err[1024];
-  wgllm_status st = llm_parse_weight_policy(p.weights, &lo.weights, err, sizeof err);
-  if (st) return fail(g_last_error, st, "%s", err);
+  if ((unsigned)p.weights > WGLLM_WEIGHTS_Q4)
+    return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_model_create: weights %d is not a wgllm_weight_type",
+                (int)p.weights);
+  if (p.weights == WGLLM_WEIGHTS_Q4 && p.q4_group != 32 && p.q4_group != 64 && p.q4_group != 128)
+    return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "the q4 group must be 32, 64 or 128 (got %u)", p.q4_group);
+  lo.weights.q4 = p.weights == WGLLM_WEIGHTS_Q4;
+  lo.weights.group = lo.weights.q4 ? p.q4_group : 0;
+  wgllm_status st;
   int forced = -1;
   if (p.chat_template) {
     forced = chat_template_from_name(p.chat_template);
@@ -327,6 +333,11 @@ static wgllm_status run_ids(wgllm_session *s, const int32_t *ids, size_t n, cons
     stats->prefill_seconds = r.prefill_s;
     stats->decode_seconds = r.decode_s;
     stats->stop_reason = llm_stop_reason_name(r.stop);
+    static const wgllm_stop stops[] = {
+        [LLM_STOP_NONE] = WGLLM_STOP_NONE,         [LLM_STOP_EOG] = WGLLM_STOP_END_OF_GENERATION,
+        [LLM_STOP_STRING] = WGLLM_STOP_STRING,     [LLM_STOP_MAX_TOKENS] = WGLLM_STOP_MAX_TOKENS,
+        [LLM_STOP_CALLBACK] = WGLLM_STOP_CALLBACK, [LLM_STOP_CONTEXT] = WGLLM_STOP_CONTEXT};
+    stats->stop = (unsigned)r.stop < sizeof stops / sizeof stops[0] ? stops[r.stop] : WGLLM_STOP_NONE;
   }
   if (reply && !st) {
     *reply = r.text;

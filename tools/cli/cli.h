@@ -24,6 +24,8 @@ int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n);
+/* --weights native|q4[:GROUP] into the model params; prints what is wrong and returns non-zero */
+int cli_parse_weights(const char *s, wgllm_model_params *mp);
 int cli_common_arg(cli_common *c, int argc, char **argv, int *i);
 /* The model (without its tokenizer when no_tokenizer) and a session (when s != NULL) through the public API,
    with the common options; prints the error and returns non-zero on failure. */

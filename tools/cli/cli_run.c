@@ -118,7 +118,7 @@ static int stream_out(const char *text, size_t len, void *user) {
 
 static int open_model(const gen_opts *o, wgllm_model **m, wgllm_session **s) {
   wgllm_model_params mp = wgllm_model_default_params();
-  if (o->weights) mp.weights = o->weights;
+  if (cli_parse_weights(o->weights, &mp)) return 2;
   mp.adapter = o->adapter;
   mp.chat_template = o->template_name;
   mp.disable_f16 = o->no_f16;

@@ -112,6 +112,29 @@ missing:
   return -1;
 }
 
+int cli_parse_weights(const char *s, wgllm_model_params *mp) {
+  if (!s || !strcmp(s, "native")) {
+    mp->weights = WGLLM_WEIGHTS_NATIVE;
+    return 0;
+  }
+  if (!strncmp(s, "q4", 2) && (s[2] == 0 || s[2] == ':')) {
+    mp->weights = WGLLM_WEIGHTS_Q4;
+    mp->q4_group = 32;
+    if (s[2] == ':') {
+      char *end;
+      long g = strtol(s + 3, &end, 10);
+      if (*end || (g != 32 && g != 64 && g != 128)) {
+        fprintf(stderr, "wgllm: --weights %s: the q4 group must be 32, 64 or 128\n", s);
+        return 1;
+      }
+      mp->q4_group = (uint32_t)g;
+    }
+    return 0;
+  }
+  fprintf(stderr, "wgllm: --weights %s: expected native, q4 or q4:GROUP\n", s);
+  return 1;
+}
+
 int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tokenizer) {
   *m = NULL;
   if (s) *s = NULL;
@@ -120,7 +143,7 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
     return 2;
   }
   wgllm_model_params mp = wgllm_model_default_params();
-  if (c->weights) mp.weights = c->weights;
+  if (cli_parse_weights(c->weights, &mp)) return 2;
   mp.adapter = c->adapter;
   mp.disable_f16 = c->no_f16;
   mp.no_tokenizer = no_tokenizer;
