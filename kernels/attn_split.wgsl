@@ -16,14 +16,9 @@
 // chunk holds the token's own position rotates the token's K head, writes it and the V head to the caches,
 // and only then reads the chunk. cs: [max_pos][rot/2] (cos, sin); K at k_off, V at v_off of q's buffer, or of
 // vsrc when v_in_q is 0 (after Qwen3's per-head norms q and k live in another buffer than v).
-//! variant f32: KV_F16=0 SG=0 ROPE=0
-//! variant f16: KV_F16=1 SG=0 ROPE=0
-//! variant f32sg: KV_F16=0 SG=1 ROPE=0 requires=subgroups
-//! variant f16sg: KV_F16=1 SG=1 ROPE=0 requires=subgroups
-//! variant f32rope: KV_F16=0 SG=0 ROPE=1 KV_RW=1
-//! variant f16rope: KV_F16=1 SG=0 ROPE=1 KV_RW=1
-//! variant f32sgrope: KV_F16=0 SG=1 ROPE=1 KV_RW=1 requires=subgroups
-//! variant f16sgrope: KV_F16=1 SG=1 ROPE=1 KV_RW=1 requires=subgroups
+//! axis f32: KV_F16=0 | f16: KV_F16=1
+//! axis -: SG=0 | sg: SG=1 requires=subgroups
+//! axis -: ROPE=0 | rope: ROPE=1 KV_RW=1
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
                 q_stride: u32, q_off: u32, window: u32, max_chunks: u32,
                 scale: f32, softcap: f32, rot_dim: u32, mode: u32,

@@ -1,10 +1,7 @@
 // Embedding row gather: out[t, i] = table[ids[t], i] * scale, table [V, D] f32, f16 (packed pairs),
 // q4gsw or q8 (layouts as in matvec.wgsl).
 // Token ids come from a GPU buffer (validated < V on the CPU before upload; clamped here for safety).
-//! variant f32: WF32=1 WF16=0 WQ4=0 WQ8=0
-//! variant f16: WF32=0 WF16=1 WQ4=0 WQ8=0
-//! variant q4: WF32=0 WF16=0 WQ4=1 WQ8=0
-//! variant q8: WF32=0 WF16=0 WQ4=0 WQ8=1
+//! axis storage
 struct Params { n_tokens: u32, D: u32, V: u32, scale: f32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;

@@ -1,10 +1,7 @@
 // Dense tiled GEMM for prefill: Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n]); X [M, K] f32, W [N, K]
 // f32, f16 (packed pairs), q4gsw or q8 (see matvec.wgsl), Y [M, N] f32. 64x64 output tile per workgroup, 16-wide K steps through
 // workgroup memory, 4x4 outputs per thread. Any M, N, K (edges are bounds-checked).
-//! variant f32: WF32=1 WF16=0 WQ4=0 WQ8=0
-//! variant f16: WF32=0 WF16=1 WQ4=0 WQ8=0
-//! variant q4: WF32=0 WF16=0 WQ4=1 WQ8=0
-//! variant q8: WF32=0 WF16=0 WQ4=0 WQ8=1
+//! axis storage
 struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;

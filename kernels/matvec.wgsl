@@ -2,10 +2,7 @@
 // W is [N, K] row-major: f32, f16 (read as packed pairs, so it needs no shader-f16), q4gsw (4-bit signed,
 // one f16 scale per group of G along K) or q8 (int8, one f16 scale per 32).
 // A workgroup computes 8 outputs n for one m: 8 groups of 32 threads stride over K, then reduce.
-//! variant f32: WF32=1 WF16=0 WQ4=0 WQ8=0
-//! variant f16: WF32=0 WF16=1 WQ4=0 WQ8=0
-//! variant q4: WF32=0 WF16=0 WQ4=1 WQ8=0
-//! variant q8: WF32=0 WF16=0 WQ4=0 WQ8=1
+//! axis storage
 struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;

@@ -1,6 +1,12 @@
-/* Build-time generator: turns each WGSL template in kernels/ into its listed variants and writes them as
+/* Build-time generator: turns each WGSL template in kernels/ into its variants and writes them as
    one C table (gpu_kernel_sources), plus a header of their names (kernel_ids.h: K_<KERNEL> and
    V_<KERNEL>_<VARIANT> string macros, so an op naming a kernel or variant that does not exist fails to build).
+   Variants are listed one a line, or as axes whose every combination is a variant (its name the axis names
+   joined, "-" for none):
+     //! axis f32: KV_F16=0 | f16: KV_F16=1
+     //! axis -: SG=0 | sg: SG=1 requires=subgroups
+   and `//! axis storage` is the weight-storage axis every weight-reading kernel shares (f32, f16, q4, q8 with
+   WF32/WF16/WQ4/WQ8), declared here once.
    Templates declare variants in their header:
      //! variant f16: T=f16 ACC=f32 requires=shader-f16
    and use {{NAME}} substitutions and line directives  #if NAME / #ifnot NAME / #else / #endif
@@ -222,6 +228,42 @@ static unsigned params_bytes(const char *src) {
   return 4 * n;
 }
 
+/* The weight storages a kernel that reads weights is built for (names as op_wtype_variant gives them). */
+static const char STORAGE_AXIS[] = "f32: WF32=1 WF16=0 WQ4=0 WQ8=0 | f16: WF32=0 WF16=1 WQ4=0 WQ8=0 | "
+                                   "q4: WF32=0 WF16=0 WQ4=1 WQ8=0 | q8: WF32=0 WF16=0 WQ4=0 WQ8=1";
+
+#define MAXAXES 8
+#define MAXALT 8
+typedef struct axis {
+  int n;
+  char name[MAXALT][32];
+  char rest[MAXALT][256];
+} axis;
+
+/* "a: K=V ... | b: K=V ..." into an axis; 0 on a malformed line */
+static int parse_axis(const char *s, axis *ax, const char *path, int ln) {
+  memset(ax, 0, sizeof *ax);
+  while (*s) {
+    while (*s == ' ')
+      s++;
+    const char *bar = strchr(s, '|'), *end = bar ? bar : s + strlen(s);
+    const char *c = memchr(s, ':', (size_t)(end - s));
+    if (!c || ax->n == MAXALT) {
+      fprintf(stderr, "%s:%d: axis alternatives are 'NAME: KEY=VALUE ...' separated by '|'\n", path, ln);
+      return 0;
+    }
+    size_t nl = (size_t)(c - s);
+    while (nl && s[nl - 1] == ' ')
+      nl--;
+    snprintf(ax->name[ax->n], 32, "%.*s", (int)nl, s);
+    if (!strcmp(ax->name[ax->n], "-")) ax->name[ax->n][0] = 0;
+    snprintf(ax->rest[ax->n], 256, "%.*s", (int)(end - c - 1), c + 1);
+    ax->n++;
+    s = bar ? bar + 1 : end;
+  }
+  return ax->n > 0;
+}
+
 static int emit_variant(FILE *o, const char *src, const variant *v0, const char *path) {
   variant v = *v0; /* #defines add to a copy */
   if (v.req & 1) fputs("  \"enable f16;\\n\"\n", o);
@@ -258,16 +300,49 @@ int main(int argc, char **argv) {
       up[i] = (char)(kname[i] >= 'a' && kname[i] <= 'z' ? kname[i] - 32 : kname[i]);
     fprintf(ids, "#define K_%s \"%s\"\n", up, kname);
     int nvar = 0, ln = 0;
+    /* the variant lines: as written, then every combination of the axes */
+    static char lines[256][1024];
+    int n_lines = 0, n_axes = 0;
+    static axis axes[MAXAXES];
     const char *p = src;
     while (*p) {
       const char *e = strchr(p, '\n');
       size_t len = e ? (size_t)(e - p) : strlen(p);
       ln++;
-      if (!strncmp(p, "//! variant", 11)) {
+      if (!strncmp(p, "//! variant", 11) && n_lines < 256)
+        snprintf(lines[n_lines++], sizeof lines[0], "%.*s", (int)len, p);
+      if (!strncmp(p, "//! axis", 8)) {
         char line[1024];
-        snprintf(line, sizeof line, "%.*s", (int)len, p);
+        snprintf(line, sizeof line, "%.*s", (int)(len - 8), p + 8);
+        const char *body = line;
+        while (*body == ' ')
+          body++;
+        if (n_axes == MAXAXES || !parse_axis(!strcmp(body, "storage") ? STORAGE_AXIS : body, &axes[n_axes++], path, ln))
+          return 1;
+      }
+      p += len + (e ? 1 : 0);
+    }
+    if (n_axes) {
+      int idx[MAXAXES] = {0};
+      for (;;) {
+        char name[64] = "", rest[1024] = "";
+        for (int a2 = 0; a2 < n_axes; a2++) {
+          strncat(name, axes[a2].name[idx[a2]], sizeof name - strlen(name) - 1);
+          strncat(rest, " ", sizeof rest - strlen(rest) - 1);
+          strncat(rest, axes[a2].rest[idx[a2]], sizeof rest - strlen(rest) - 1);
+        }
+        if (n_lines < 256) snprintf(lines[n_lines++], sizeof lines[0], "//! variant %s:%s", name, rest);
+        int a2 = n_axes - 1;
+        while (a2 >= 0 && ++idx[a2] == axes[a2].n)
+          idx[a2--] = 0;
+        if (a2 < 0) break;
+      }
+    }
+    for (int li = 0; li < n_lines; li++) {
+      {
+        const char *line = lines[li];
         variant v;
-        if (!parse_variant(line, &v, path, ln)) return 1;
+        if (!parse_variant(line, &v, path, li + 1)) return 1;
         fprintf(o, "{\"%s\", \"%s\",\n", kname, v.name);
         char vup[64];
         for (size_t i = 0; i <= strlen(v.name); i++)
@@ -278,10 +353,9 @@ int main(int argc, char **argv) {
         nvar++;
         total++;
       }
-      p += len + (e ? 1 : 0);
     }
     if (!nvar) {
-      fprintf(stderr, "%s: no '//! variant' lines\n", path);
+      fprintf(stderr, "%s: no '//! variant' or '//! axis' lines\n", path);
       return 1;
     }
     free(src);

@@ -5,8 +5,8 @@
 
 gpu_context *op_ctx(const gpu_recorder *rec) { return gpu_recorder_context(rec); }
 
-/* The GPU storages of a weight, one row each (indexed by op_wtype): the kernel variant that reads it, its name,
-   and what a [N][K] weight of it must satisfy. */
+/* The GPU storages of a weight, one row each (indexed by op_wtype): the kernel variant that reads it (the names
+   of kernelgen's `//! axis storage`), its name, and what a [N][K] weight of it must satisfy. */
 static const struct {
   const char *variant, *name;
   uint32_t k_multiple; /* K must be a multiple of it (0: the q4gsw group) */
