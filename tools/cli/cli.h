@@ -6,15 +6,16 @@
 #include <stdint.h>
 
 typedef struct cli_common {
-  const char *model;   /* -m PATH */
-  const char *weights; /* --weights native|q4[:G] */
-  const char *adapter; /* --adapter NAME */
-  int kv_f16;          /* --kv f16 */
-  int no_f16;          /* --no-f16: do not request shader-f16 */
-  uint32_t ctx;        /* --ctx N */
-  const char *toggles; /* --dawn-toggles a,b: Dawn device toggles (for measurements; wgllm-bench) */
-  int unfused;         /* --unfused: decode through the plain per-op path (comparisons) */
-  int attn_grid;       /* --attn-grid worst|indirect (1: indirect) */
+  const char *model;         /* -m PATH */
+  const char *weights;       /* --weights native|q4[:G] */
+  const char *adapter;       /* --adapter NAME */
+  int kv_f16;                /* --kv f16 */
+  int no_f16;                /* --no-f16: do not request shader-f16 */
+  uint32_t ctx;              /* --ctx N */
+  const char *toggles;       /* --dawn-toggles a,b: Dawn device toggles (for measurements; wgllm-bench) */
+  int unfused;               /* --unfused: decode through the plain per-op path (comparisons) */
+  int attn_grid;             /* --attn-grid worst|indirect (1: indirect) */
+  const char *chat_template; /* wgllm chat --template NAME */
 } cli_common;
 
 int cli_info(int argc, char **argv);

@@ -7,12 +7,12 @@
 #include <string.h>
 
 typedef struct gen_opts {
-  const char *model, *weights, *adapter, *prompt, *template_name, *system;
+  cli_common c; /* the model and session options every command shares (cli_common_arg) */
+  const char *prompt, *system;
   const char *stop[8];
   size_t n_stop;
   wgllm_generate_params gp;
-  wgllm_session_params sp;
-  int no_f16, stats;
+  int stats;
 } gen_opts;
 
 static int parse_float(const char *s, float *out) {
@@ -33,17 +33,15 @@ static int parse_u32(const char *s, uint32_t *out) {
 static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FILE *)) {
   memset(o, 0, sizeof *o);
   o->gp = wgllm_generate_default_params();
-  o->sp = wgllm_session_default_params();
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 1;
     }
-    if (!strcmp(a, "--no-f16")) {
-      o->no_f16 = 1;
-      continue;
-    }
+    int r = cli_common_arg(&o->c, argc, argv, &i);
+    if (r < 0) return 2;
+    if (r) continue;
     if (!strcmp(a, "--stats")) {
       o->stats = 1;
       continue;
@@ -54,9 +52,7 @@ static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FIL
     }
     const char *v = argv[++i];
     int ok = 1;
-    if (!strcmp(a, "-m") || !strcmp(a, "--model"))
-      o->model = v;
-    else if (!chat && (!strcmp(a, "-p") || !strcmp(a, "--prompt")))
+    if (!chat && (!strcmp(a, "-p") || !strcmp(a, "--prompt")))
       o->prompt = v;
     else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens"))
       ok = parse_u32(v, &o->gp.max_tokens) && o->gp.max_tokens > 0;
@@ -74,21 +70,10 @@ static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FIL
       ok = parse_u32(v, &o->gp.repeat_last_n) && o->gp.repeat_last_n <= 256;
     else if (!strcmp(a, "--seed"))
       ok = parse_u32(v, &o->gp.seed);
-    else if (!strcmp(a, "--ctx"))
-      ok = parse_u32(v, &o->sp.context) && o->sp.context > 0;
-    else if (!strcmp(a, "--kv")) {
-      if (!strcmp(v, "f16"))
-        o->sp.kv_type = WGLLM_KV_F16;
-      else if (strcmp(v, "f32"))
-        ok = 0;
-    } else if (!strcmp(a, "--weights"))
-      o->weights = v;
-    else if (!strcmp(a, "--adapter"))
-      o->adapter = v;
     else if (!strcmp(a, "--stop")) {
       if (o->n_stop < 8) o->stop[o->n_stop++] = v;
     } else if (chat && !strcmp(a, "--template"))
-      o->template_name = v;
+      o->c.chat_template = v;
     else if (chat && !strcmp(a, "--system"))
       o->system = v;
     else {
@@ -100,7 +85,7 @@ static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FIL
       return 2;
     }
   }
-  if (!o->model) {
+  if (!o->c.model) {
     fprintf(stderr, "wgllm: -m PATH is required (see --help)\n");
     return 2;
   }
@@ -116,25 +101,7 @@ static int stream_out(const char *text, size_t len, void *user) {
   return 0;
 }
 
-static int open_model(const gen_opts *o, wgllm_model **m, wgllm_session **s) {
-  wgllm_model_params mp = wgllm_model_default_params();
-  if (cli_parse_weights(o->weights, &mp)) return 2;
-  mp.adapter = o->adapter;
-  mp.chat_template = o->template_name;
-  mp.disable_f16 = o->no_f16;
-  wgllm_status st = wgllm_model_create(o->model, &mp, m);
-  if (st) {
-    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
-    return 1;
-  }
-  st = wgllm_session_create(*m, &o->sp, s);
-  if (st) {
-    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
-    wgllm_model_free(*m);
-    return 1;
-  }
-  return 0;
-}
+static int open_model(const gen_opts *o, wgllm_model **m, wgllm_session **s) { return cli_open(&o->c, m, s, 0); }
 
 static void print_stats(const wgllm_generate_stats *st) {
   fprintf(stderr, "[%u prompt tokens (%u cached) in %.3f s, %u generated in %.3f s (%.1f tok/s), stop: %s]\n",

@@ -142,11 +142,16 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
     fprintf(stderr, "wgllm: -m PATH is required\n");
     return 2;
   }
+  if (c->toggles) {
+    fprintf(stderr, "wgllm: --dawn-toggles is an option of wgllm bench (measurements), not of this command\n");
+    return 2;
+  }
   wgllm_model_params mp = wgllm_model_default_params();
   if (cli_parse_weights(c->weights, &mp)) return 2;
   mp.adapter = c->adapter;
   mp.disable_f16 = c->no_f16;
   mp.no_tokenizer = no_tokenizer;
+  mp.chat_template = c->chat_template;
   wgllm_status st = wgllm_model_create(c->model, &mp, m);
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
