@@ -155,8 +155,9 @@ static void test_rope(void) {
     ref_rope(want, pos, cs, T, H, D, R, S, mode, max_pos);
     gpu_buffer *gx = th_upload(x, T * S * 4), *gp = th_upload(pos, T * 4), *gc = th_upload(cs, max_pos * R / 2 * 8);
     gpu_recorder *r = rec_new();
-    op_rope(r, gpu_whole(gx), gpu_whole(gp), gpu_whole(gc), (uint32_t)T, (uint32_t)H, (uint32_t)D, (uint32_t)R,
-            (uint32_t)S, (op_rope_mode)mode, (uint32_t)max_pos);
+    op_rope_params rp = {(uint32_t)T, (uint32_t)H, (uint32_t)D,        (uint32_t)R,
+                         0,           (uint32_t)S, (op_rope_mode)mode, (uint32_t)max_pos};
+    op_rope(r, gpu_whole(gx), gpu_whole(gp), gpu_whole(gc), &rp);
     th_run(r);
     th_download(gx, got, T * S * 4);
     char what[80];
@@ -508,8 +509,8 @@ static void test_attention(void) {
       }
       gpu_buffer *gx = th_upload(x, T * qkv * 4), *gp = th_upload(pos, T * 4), *go = th_poisoned(T * H * D * 4);
       gpu_recorder *r = rec_new();
-      op_kv_write(r, &kv, gpu_whole(gx), (uint32_t)qkv, (uint32_t)(H * D), gpu_whole(gx), (uint32_t)qkv,
-                  (uint32_t)((H + KVH) * D), gpu_whole(gp), gpu_whole(gk), gpu_whole(gv), (uint32_t)T);
+      op_kv_write_params wp = {(uint32_t)T, (uint32_t)(H * D), (uint32_t)qkv, (uint32_t)((H + KVH) * D), (uint32_t)qkv};
+      op_kv_write(r, &kv, &wp, gpu_whole(gx), gpu_whole(gx), gpu_whole(gp), gpu_whole(gk), gpu_whole(gv));
       op_attn_params ap = {(uint32_t)T,       (uint32_t)H, (uint32_t)qkv,          0,
                            (uint32_t)(H * D), window,      1.0f / sqrtf((float)D), softcap};
       op_attention(r, &kv, &ap, gpu_whole(gx), gpu_whole(gk), gpu_whole(gv), gpu_whole(gp), gpu_whole(go));

@@ -158,14 +158,12 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
       st = op_rope_kv(rec, &kv->layout, &rp, V(qk), qk == s->qkv ? none : V(s->qkv), V(s->pos), V(rope_cs), V(kv->k[l]),
                       V(kv->v[l]));
     } else if (!st && !rope_in_attn) {
-      st = op_rope_at(rec, V(qk), q_off, V(s->pos), V(rope_cs), T, hp->n_head, hd, hp->rot_dim, qk_stride,
-                      hp->rope_mode, max_pos);
-      if (!st)
-        st = op_rope_at(rec, V(qk), k_off, V(s->pos), V(rope_cs), T, hp->n_head_kv, hd, hp->rot_dim, qk_stride,
-                        hp->rope_mode, max_pos);
-      if (!st)
-        st = op_kv_write(rec, &kv->layout, V(qk), qk_stride, k_off, V(s->qkv), S, nq + nkv, V(s->pos), V(kv->k[l]),
-                         V(kv->v[l]), T);
+      op_rope_params rq = {T, hp->n_head, hd, hp->rot_dim, q_off, qk_stride, hp->rope_mode, max_pos};
+      op_rope_params rk = {T, hp->n_head_kv, hd, hp->rot_dim, k_off, qk_stride, hp->rope_mode, max_pos};
+      op_kv_write_params wp = {T, k_off, qk_stride, nq + nkv, S};
+      st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
+      if (!st) st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rk);
+      if (!st) st = op_kv_write(rec, &kv->layout, &wp, V(qk), V(s->qkv), V(s->pos), V(kv->k[l]), V(kv->v[l]));
     }
     gpu_buffer *qb = qk;
     uint32_t q_stride = qk_stride;

@@ -21,13 +21,13 @@ static wgllm_status check_kv(gpu_recorder *rec, const op_kv_layout *kv) {
   return WGLLM_OK;
 }
 
-wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, uint32_t k_stride, uint32_t k_off,
-                         gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache, gpu_view vcache,
-                         uint32_t n_tokens) {
+wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_write_params *q, gpu_view k, gpu_view v,
+                         gpu_view pos, gpu_view kcache, gpu_view vcache) {
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
+  uint32_t n_tokens = q->n_tokens;
   if (!n_tokens) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv_write: no tokens");
-  kv_write_params p = {n_tokens, kv->n_kv_head, kv->head_dim, kv->ctx, k_stride, k_off, v_stride, v_off};
+  kv_write_params p = {n_tokens, kv->n_kv_head, kv->head_dim, kv->ctx, q->k_stride, q->k_off, q->v_stride, q->v_off};
   gpu_dispatch_desc d = {.kernel = K_KV_WRITE,
                          .variant = kv->f16 ? V_KV_WRITE_F16 : V_KV_WRITE_F32,
                          .params = &p,

@@ -7,23 +7,17 @@ typedef struct rope_params {
 } rope_params;
 _Static_assert(sizeof(rope_params) == 32, "rope_params mirrors the Params block of kernels/rope.wgsl");
 
-wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens, uint32_t n_heads,
-                     uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode, uint32_t max_pos) {
-  return op_rope_at(rec, x, 0, pos, cs, n_tokens, n_heads, head_dim, rot_dim, token_stride, mode, max_pos);
-}
-
-wgllm_status op_rope_at(gpu_recorder *rec, gpu_view x, uint32_t x_off, gpu_view pos, gpu_view cs, uint32_t n_tokens,
-                        uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode,
-                        uint32_t max_pos) {
-  if (rot_dim == 0 || rot_dim % 2 || rot_dim > head_dim || token_stride < n_heads * head_dim || max_pos == 0)
+wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, const op_rope_params *q) {
+  uint32_t rot_dim = q->rot_dim, head_dim = q->head_dim, n_heads = q->n_heads, token_stride = q->token_stride;
+  if (rot_dim == 0 || rot_dim % 2 || rot_dim > head_dim || token_stride < n_heads * head_dim || q->max_pos == 0)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "rope: bad shape rot_dim=%u head_dim=%u heads=%u stride=%u", rot_dim,
                    head_dim, n_heads, token_stride);
-  rope_params p = {n_tokens, n_heads, head_dim, rot_dim, token_stride, (uint32_t)mode, max_pos, x_off};
+  rope_params p = {q->n_tokens, n_heads, head_dim, rot_dim, token_stride, (uint32_t)q->mode, q->max_pos, q->x_off};
   gpu_dispatch_desc d = {.kernel = K_ROPE, .variant = V_ROPE_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
   d.bind[0] = x;
   d.bind[1] = pos;
   d.bind[2] = cs;
-  uint32_t rows = n_tokens * n_heads;
+  uint32_t rows = q->n_tokens * n_heads;
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
   d.grid[0] = (rot_dim / 2 + 63) / 64;
   d.grid[1] = rows < maxg ? rows : maxg;

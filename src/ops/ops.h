@@ -57,15 +57,16 @@ typedef struct op_rms_norm_params {
 } op_rms_norm_params;
 wgllm_status op_rms_norm_rows(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, const op_rms_norm_params *p);
 
-/* RoPE in place. x: [n_tokens][token_stride] holding n_heads heads of head_dim; pos: [n_tokens] u32;
-   cs: [max_pos][rot_dim/2] (cos, sin) pairs. mode 0 half-split, 1 adjacent pairs. */
+/* RoPE in place. x: [n_tokens][token_stride] holding n_heads heads of head_dim (from x_off); pos: [n_tokens]
+   u32; cs: [max_pos][rot_dim/2] (cos, sin) pairs. mode 0 half-split, 1 adjacent pairs. */
 typedef enum op_rope_mode { OP_ROPE_HALF = 0, OP_ROPE_ADJACENT = 1 } op_rope_mode;
-wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, uint32_t n_tokens, uint32_t n_heads,
-                     uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode, uint32_t max_pos);
-/* The same with the heads of token t starting at x_off + t * token_stride (e.g. K inside a fused QKV row). */
-wgllm_status op_rope_at(gpu_recorder *rec, gpu_view x, uint32_t x_off, gpu_view pos, gpu_view cs, uint32_t n_tokens,
-                        uint32_t n_heads, uint32_t head_dim, uint32_t rot_dim, uint32_t token_stride, op_rope_mode mode,
-                        uint32_t max_pos);
+typedef struct op_rope_params {
+  uint32_t n_tokens, n_heads, head_dim, rot_dim;
+  uint32_t x_off, token_stride; /* the heads of token t start at x_off + t * token_stride */
+  op_rope_mode mode;
+  uint32_t max_pos;
+} op_rope_params;
+wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, const op_rope_params *p);
 /* CPU side of RoPE: fills cs [max_pos][rot_dim/2][2] from inverse frequencies inv_freq [rot_dim/2]
    (angle = f32(pos) * inv_freq in f32, as transformers does; cos/sin in double). */
 void op_rope_table(float *cs, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos, float attn_scale);
@@ -130,10 +131,12 @@ typedef struct op_kv_layout {
   uint32_t n_kv_head, head_dim, ctx;
   int f16; /* storage f16 as packed pairs in u32 (no shader-f16 needed), math f32 */
 } op_kv_layout;
-/* Appends K and V of n_tokens new tokens at positions pos[t]. k/v rows: k[t*k_stride + k_off + i]. */
-wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, gpu_view k, uint32_t k_stride, uint32_t k_off,
-                         gpu_view v, uint32_t v_stride, uint32_t v_off, gpu_view pos, gpu_view kcache, gpu_view vcache,
-                         uint32_t n_tokens);
+/* Appends K and V of n_tokens new tokens at positions pos[t]: K of token t at k[t*k_stride + k_off + i], V likewise. */
+typedef struct op_kv_write_params {
+  uint32_t n_tokens, k_off, k_stride, v_off, v_stride;
+} op_kv_write_params;
+wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_write_params *p, gpu_view k, gpu_view v,
+                         gpu_view pos, gpu_view kcache, gpu_view vcache);
 /* RoPE of Q and K and the KV append in one dispatch (kernels/rope_kv.wgsl). Q heads of token t at
    x[q_off + t*q_stride + h*head_dim] are rotated in place; K heads at k_off/k_stride are rotated and written to
    the caches with the V heads (from x when vsrc.buf is NULL, else from vsrc), at positions pos[t].
