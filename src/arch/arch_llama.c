@@ -123,8 +123,11 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     const llm_layer *ly = &m->layers[l];
     gpu_view bqkv = hp->qkv_bias ? ly->bqkv : none;
-    int local = hp->layer_local && hp->layer_local[l];
+    int local = llm_layer_is_local(hp, l);
     gpu_buffer *rope_cs = local && rope->local ? rope->local : rope->global;
+    uint32_t src = llm_layer_kv_source(hp, l); /* the cache this layer's attention reads */
+    uint32_t rot = llm_layer_rot_dim(hp, l);
+    gpu_buffer *kc = kv->k[src], *vc = kv->v[src];
     /* attention block: x -> qkv */
     if (fused) {
       op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no};
@@ -149,33 +152,32 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     }
     /* one token with flash-decoding: RoPE and the cache append ride in the attention's first pass */
     int decode = T == 1 && s->attn_partial && op_attention_decode_supports(&kv->layout, hp->n_head) && q_off == 0;
-    op_attn_rope ar = {V(rope_cs),   qk == s->qkv ? none : V(s->qkv), hp->rot_dim, max_pos, k_off, nq + nkv,
-                       hp->rope_mode};
-    int rope_in_attn = decode && hp->rot_dim % 4 == 0 && !fo->unfused;
-    if (!st && !rope_in_attn && hp->rot_dim % 4 == 0) { /* one dispatch: RoPE of q and k, the cache append */
-      op_rope_kv_params rp = {T,     hp->n_head, hp->rot_dim, max_pos, hp->rope_mode, q_off, qk_stride,
-                              k_off, qk_stride,  nq + nkv,    S};
-      st = op_rope_kv(rec, &kv->layout, &rp, V(qk), qk == s->qkv ? none : V(s->qkv), V(s->pos), V(rope_cs), V(kv->k[l]),
-                      V(kv->v[l]));
+    op_attn_rope ar = {V(rope_cs), qk == s->qkv ? none : V(s->qkv), rot, max_pos, k_off, nq + nkv, hp->rope_mode};
+    int rope_in_attn = decode && rot % 4 == 0 && !fo->unfused;
+    if (!st && !rope_in_attn && rot % 4 == 0) { /* one dispatch: RoPE of q and k, the cache append */
+      op_rope_kv_params rp = {T,     hp->n_head, rot,      max_pos, hp->rope_mode, q_off, qk_stride,
+                              k_off, qk_stride,  nq + nkv, S};
+      st = op_rope_kv(rec, &kv->layout, &rp, V(qk), qk == s->qkv ? none : V(s->qkv), V(s->pos), V(rope_cs), V(kc),
+                      V(vc));
     } else if (!st && !rope_in_attn) {
-      op_rope_params rq = {T, hp->n_head, hd, hp->rot_dim, q_off, qk_stride, hp->rope_mode, max_pos};
-      op_rope_params rk = {T, hp->n_head_kv, hd, hp->rot_dim, k_off, qk_stride, hp->rope_mode, max_pos};
+      op_rope_params rq = {T, hp->n_head, hd, rot, q_off, qk_stride, hp->rope_mode, max_pos};
+      op_rope_params rk = {T, hp->n_head_kv, hd, rot, k_off, qk_stride, hp->rope_mode, max_pos};
       op_kv_write_params wp = {T, k_off, qk_stride, nq + nkv, S};
       st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
       if (!st) st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rk);
-      if (!st) st = op_kv_write(rec, &kv->layout, &wp, V(qk), V(s->qkv), V(s->pos), V(kv->k[l]), V(kv->v[l]));
+      if (!st) st = op_kv_write(rec, &kv->layout, &wp, V(qk), V(s->qkv), V(s->pos), V(kc), V(vc));
     }
     gpu_buffer *qb = qk;
     uint32_t q_stride = qk_stride;
-    op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, local ? hp->window : 0, hp->attn_scale, 0.0f, max_len};
+    op_attn_params ap = {T, hp->n_head, q_stride, q_off, nq, llm_layer_window(hp, l), hp->attn_scale, 0.0f, max_len};
     if (rope_in_attn) ap.rope = &ar;
     if (!st && decode) {
       gpu_view args = V(s->attn_args);
       int indirect = fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
-      st = op_attention_decode(rec, &kv->layout, &ap, V(qb), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn_partial),
+      st = op_attention_decode(rec, &kv->layout, &ap, V(qb), V(kc), V(vc), V(s->pos), V(s->attn_partial),
                                indirect ? &args : NULL, V(s->attn));
     } else if (!st)
-      st = op_attention(rec, &kv->layout, &ap, V(qb), V(kv->k[l]), V(kv->v[l]), V(s->pos), V(s->attn));
+      st = op_attention(rec, &kv->layout, &ap, V(qb), V(kc), V(vc), V(s->pos), V(s->attn));
     /* output projection + residual (through Gemma's post-attention norm), then the MLP likewise */
     if (fused) {
       op_gemv_opts oo = {.accumulate = 1};

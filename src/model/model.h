@@ -52,6 +52,31 @@ typedef struct llm_hparams {
   float *inv_freq_local; /* [rot_dim/2] RoPE of the local layers when its base differs; else NULL */
 } llm_hparams;
 
+/* Per-layer facts, as functions of the layer: the forward pass asks these, never the scalars above, so a family
+   whose layers differ (head_dim, rotary dims, sliding or not, a KV cache shared with an earlier layer) changes
+   the answers here and not the callers. Today every layer has the model's head_dim and rotary dims and its own
+   cache. */
+static inline uint32_t llm_layer_head_dim(const llm_hparams *hp, uint32_t l) {
+  (void)l;
+  return hp->head_dim;
+}
+static inline uint32_t llm_layer_rot_dim(const llm_hparams *hp, uint32_t l) {
+  (void)l;
+  return hp->rot_dim;
+}
+static inline int llm_layer_is_local(const llm_hparams *hp, uint32_t l) {
+  return hp->layer_local && hp->layer_local[l];
+}
+/* the sliding window of layer l's attention, 0 for full attention */
+static inline uint32_t llm_layer_window(const llm_hparams *hp, uint32_t l) {
+  return llm_layer_is_local(hp, l) ? hp->window : 0;
+}
+/* the layer whose KV cache layer l reads (and writes when it is l itself) */
+static inline uint32_t llm_layer_kv_source(const llm_hparams *hp, uint32_t l) {
+  (void)hp;
+  return l;
+}
+
 /* How to store linear weights on the GPU. */
 typedef struct llm_weight_policy {
   int q4;         /* quantize f32/f16/bf16 linear weights to q4gsw on load */
