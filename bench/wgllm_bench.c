@@ -146,7 +146,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     printf("memory: weights %.1f MB, KV %.1f MB, GPU peak %.1f MB\n", m->weight_bytes / 1e6, s->kv.bytes / 1e6,
            gpu->bytes_peak / 1e6);
   }
-  if (profile) {
+  if (!st && profile) {
     size_t n = gpu_recorder_count(step);
     double *ns = calloc(n, sizeof *ns);
     prof_row *rows = calloc(n, sizeof *rows);

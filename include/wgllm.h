@@ -64,12 +64,13 @@ typedef enum wgllm_weight_type { WGLLM_WEIGHTS_NATIVE = 0, WGLLM_WEIGHTS_Q4 = 1 
 
 typedef struct wgllm_model_params {
   wgllm_weight_type weights; /* WGLLM_WEIGHTS_NATIVE (default) or WGLLM_WEIGHTS_Q4 */
-  uint32_t q4_group;         /* q4gsw group: 32 (default), 64 or 128 */
+  uint32_t q4_group;         /* q4gsw group: 32 (default; 0 means 32), 64 or 128 */
   const char *adapter;       /* part of the adapter's name to prefer; NULL: WGLLM_ADAPTER or the best GPU */
   const char *chat_template; /* "llama3", "chatml", "gemma", "llama2", "none"; NULL: from the model */
   int disable_f16;           /* do not request shader-f16 (as on a device without it) */
   int no_tokenizer;          /* weights only (e.g. for logits of given ids): text calls then fail */
-  /* called as the weights reach the GPU, with the fraction done (0..1]; return non-zero to cancel the load */
+  /* called as the weights reach the GPU, with the fraction done (0..1]; return non-zero to cancel the load
+     (wgllm_model_create then returns WGLLM_ERR_INVALID_ARG, "cancelled", with nothing left allocated) */
   int (*progress)(float fraction, void *user);
   void *progress_user;
 } wgllm_model_params;
@@ -162,7 +163,7 @@ WGLLM_API void wgllm_session_rewind(wgllm_session *s, uint32_t n);
 WGLLM_API wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits,
                                              int all_rows);
 /* Evaluates one token through the recorded decode step (what generation replays each token). logits: [n_vocab]
-   or NULL. */
+   or NULL. Not on a session that has generated (its step samples on the GPU): use a new session for that. */
 WGLLM_API wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits);
 
 /* Receives generated text as it becomes final (whole UTF-8 characters); return non-zero to stop. */
@@ -216,7 +217,8 @@ WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *message
 
 /* ---------- descriptions ---------- */
 /* What a model file holds, as text (malloc'd; free with wgllm_free): format, architecture and hyperparameters
-   (or why it cannot run), tensors and bytes by type. Reads the file; needs no GPU. */
+   (or why it cannot run), tensors and bytes by type. Reads the file; needs no GPU. A file that opens but cannot
+   run returns that status with *text set (the reason is in the text): free it in that case too. */
 WGLLM_API wgllm_status wgllm_describe_file(const char *path, char **text);
 /* The adapter wgllm would use (adapter: part of its name, NULL: WGLLM_ADAPTER or the best), its backend,
    features, subgroup sizes, limits and the number of kernel variants, as text (malloc'd; free with wgllm_free). */

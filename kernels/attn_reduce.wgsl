@@ -22,7 +22,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let last = min(pos[0], p.ctx - 1u);
   var first = 0u;
   if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
-  let n_chunks = (last - (first / B) * B) / B + 1u;
+  let n_chunks = min((last - (first / B) * B) / B + 1u, p.max_chunks); // never past the partials written
   var M = -3.0e38;
   for (var c = 0u; c < n_chunks; c++) {
     M = max(M, partial[((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u) + hd]);

@@ -27,7 +27,8 @@ dawn=$(LD_LIBRARY_PATH= ldd "$lib" | sed -n 's/.*libwebgpu_wrapper.so => \([^ ]*
 case "$dawn" in "$tmp"/prefix/*) ok "Dawn found at $dawn" ;; *) fail "Dawn resolved to '$dawn', not inside the prefix" ;; esac
 [ -x "$tmp/prefix/bin/wgllm" ] || fail "no bin/wgllm"
 "$tmp/prefix/bin/wgllm" --help > /dev/null 2>&1 || fail "installed wgllm --help"
-ok "bin/wgllm runs from the prefix"
+LD_LIBRARY_PATH= "$tmp/prefix/bin/wgllm" bench --help > /dev/null 2>&1 || fail "installed wgllm bench (wgllm-bench) --help"
+ok "bin/wgllm and bin/wgllm-bench run from the prefix"
 
 pcdir=$(dirname "$(ls "$tmp"/prefix/lib*/pkgconfig/wgllm.pc)")
 flags=$(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags --libs wgllm) || fail "pkg-config --cflags --libs wgllm"

@@ -119,6 +119,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   if ((unsigned)p.weights > WGLLM_WEIGHTS_Q4)
     return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_model_create: weights %d is not a wgllm_weight_type",
                 (int)p.weights);
+  if (p.weights == WGLLM_WEIGHTS_Q4 && !p.q4_group) p.q4_group = 32;
   if (p.weights == WGLLM_WEIGHTS_Q4 && p.q4_group != 32 && p.q4_group != 64 && p.q4_group != 128)
     return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "the q4 group must be 32, 64 or 128 (got %u)", p.q4_group);
   lo.weights.q4 = p.weights == WGLLM_WEIGHTS_Q4;

@@ -268,6 +268,7 @@ static void free_steps(llm_session *s) {
 wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp, const int32_t *recent,
                                      uint32_t n_recent) {
   s->err[0] = 0;
+  if (s->in_flight) llm_session_step_drain(s); /* queued steps use the recordings freed below */
   wgllm_status st;
   if (!s->sampler_state) {
     st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, s->err,

@@ -83,10 +83,10 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
   if (!s && gguf_get_arr(st, "tokenizer.ggml.token_type", &et, &n_types, &td) && et == GGUF_TYPE_INT32 && n_types == n)
     types = td;
   const char **merges = NULL;
+  char *pool = NULL; /* the merges' NUL-terminated copies */
   const void *md;
   if (!s && gguf_get_arr(st, "tokenizer.ggml.merges", &et, &n_merges, &md) && n_merges) {
     merges = malloc(n_merges * sizeof *merges);
-    char *pool = NULL;
     size_t total = 0;
     for (uint64_t i = 0; i < n_merges; i++) {
       size_t l;
@@ -104,7 +104,6 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
       merges[i] = pool + off;
       off += l + 1;
     }
-    if (s) free(pool);
   }
   uint64_t v;
   int32_t bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
@@ -120,7 +119,7 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
     const char *ct = gguf_get_str(st, "tokenizer.chat_template");
     *chat_template = ct ? strdup(ct) : NULL;
   }
-  if (merges) free((void *)merges[0]);
+  free(pool);
   free(merges);
   free(tokens);
   free(lens);

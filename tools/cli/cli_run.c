@@ -174,7 +174,16 @@ int cli_chat(int argc, char **argv) {
           info.adapter, info.chat_template);
   size_t cap = 16, n = 0;
   wgllm_message *msgs = malloc(cap * sizeof *msgs);
-  if (o.system) msgs[n++] = (wgllm_message){"system", strdup(o.system)};
+  char *sys = o.system ? strdup(o.system) : NULL;
+  if (!msgs || (o.system && !sys)) {
+    fprintf(stderr, "wgllm chat: out of memory\n");
+    free(msgs);
+    free(sys);
+    wgllm_session_free(s);
+    wgllm_model_free(m);
+    return 1;
+  }
+  if (sys) msgs[n++] = (wgllm_message){"system", sys};
   size_t n_fixed = n;
   o.gp.on_text = stream_out;
   char line[8192];
@@ -193,10 +202,22 @@ int cli_chat(int argc, char **argv) {
     }
     if (!line[0]) continue;
     if (n + 2 > cap) {
+      wgllm_message *grown = realloc(msgs, 2 * cap * sizeof *msgs);
+      if (!grown) {
+        fprintf(stderr, "wgllm chat: out of memory\n");
+        status = 1;
+        break;
+      }
+      msgs = grown;
       cap *= 2;
-      msgs = realloc(msgs, cap * sizeof *msgs);
     }
-    msgs[n++] = (wgllm_message){"user", strdup(line)};
+    char *user = strdup(line);
+    if (!user) {
+      fprintf(stderr, "wgllm chat: out of memory\n");
+      status = 1;
+      break;
+    }
+    msgs[n++] = (wgllm_message){"user", user};
     char *reply = NULL;
     wgllm_generate_stats st;
     wgllm_status r = wgllm_chat(s, msgs, n, &o.gp, &reply, &st);
