@@ -48,6 +48,10 @@ static uint32_t next_u32(void) {
 
 static gpu_buffer *upload_random(gpu_context *g, uint64_t bytes, int kind) {
   uint32_t *h = malloc(bytes + 4);
+  if (!h) {
+    fprintf(stderr, "bench_kernels: out of host memory for %llu bytes\n", (unsigned long long)bytes);
+    exit(1);
+  }
   for (uint64_t i = 0; i < bytes / 4; i++) {
     if (kind == 0)
       h[i] = next_u32();  /* nibbles */
@@ -173,6 +177,10 @@ int main(int argc, char **argv) {
               "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--attn] [--reps N] [--toggles a,b]\n");
       return 2;
     }
+  }
+  if (reps < 1) {
+    fprintf(stderr, "bench_kernels: --reps must be at least 1\n");
+    return 2;
   }
   char err[1024];
   gpu_context *g;
