@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int g_checks, g_failed;
 #define CHECK(cond, ...)                                                                                               \
@@ -188,6 +189,23 @@ int main(void) {
   CHECK(wgllm_describe_gpu(NULL, 0, &d) == WGLLM_OK && d && strstr(d, "adapter:"), "describe gpu");
   wgllm_free(d);
   CHECK(wgllm_describe_file("/nonexistent", &d) != WGLLM_OK && !d, "describe a missing file");
+  /* a file that is not GGUF: the error names the file once and says what is wrong, create and describe alike */
+  char badf[64];
+  snprintf(badf, sizeof badf, "/tmp/wgllm-test-api-%d.gguf", (int)getpid());
+  FILE *bf = fopen(badf, "wb");
+  CHECK(bf != NULL, "write %s", badf);
+  if (bf) {
+    fputs("garbage, not a model", bf);
+    fclose(bf);
+    mp = wgllm_model_default_params();
+    CHECK(wgllm_model_create(badf, &mp, &m) == WGLLM_ERR_FORMAT && !m, "garbage file refused");
+    const char *e = wgllm_last_error(), *first = strstr(e, badf);
+    CHECK(first && !strstr(first + 1, badf) && strstr(e, "not a GGUF file"), "garbage file error: %s", e);
+    CHECK(wgllm_describe_file(badf, &d) == WGLLM_ERR_FORMAT && !d, "describe a garbage file");
+    e = wgllm_last_error(), first = strstr(e, badf);
+    CHECK(first && !strstr(first + 1, badf) && strstr(e, "not a GGUF file"), "describe error: %s", e);
+    remove(badf);
+  }
   CHECK(!strcmp(wgllm_version(), "0.1.0") || wgllm_version()[0], "version %s", wgllm_version());
   free(all);
   free(last);

@@ -62,6 +62,13 @@ void api_set_last_error(const char *fmt, ...) {
   vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
   va_end(ap);
 }
+wgllm_status api_fail_at(wgllm_status st, const char *path, const char *reason) {
+  if (!strncmp(reason, path, strlen(path)))
+    api_set_last_error("%s", reason);
+  else
+    api_set_last_error("%s: %s", path, reason);
+  return st;
+}
 const char *wgllm_model_error(const wgllm_model *m) { return m ? m->err : ""; }
 const char *wgllm_session_error(const wgllm_session *s) { return s ? s->err : ""; }
 void wgllm_free(void *p) { free(p); }
@@ -139,7 +146,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   st = llm_open_store(path, &store, err, sizeof err);
   if (st) {
     wgllm_model_free(m);
-    return fail(g_last_error, st, "%s: %s", path, err);
+    return api_fail_at(st, path, err);
   }
   char *jinja = NULL;
   st = p.no_tokenizer ? WGLLM_OK : llm_load_tokenizer_store(path, store, &m->tok, &jinja, err, sizeof err);
@@ -159,7 +166,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   wt_store_free(store);
   if (st) {
     wgllm_model_free(m);
-    return fail(g_last_error, st, "%s: %s", path, err);
+    return api_fail_at(st, path, err);
   }
   if (tok_vocab_size(m->tok) > m->m->hp.n_vocab) {
     st = fail(g_last_error, WGLLM_ERR_FORMAT, "%s: the tokenizer has %zu tokens but the model's vocabulary is %u", path,

@@ -57,8 +57,7 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
   wt_store *st;
   wgllm_status s = llm_open_store(path, &st, err, sizeof err);
   if (s) {
-    api_set_last_error("%s: %s", path, err); /* as the create calls: the reason is the thread's last error */
-    return s;
+    return api_fail_at(s, path, err); /* as the create calls: the reason is the thread's last error */
   }
   text t = {0};
   put(&t, "file:         %s (%s)\n", path, wt_store_format(st) == WT_FORMAT_GGUF ? "GGUF" : "safetensors");
