@@ -282,6 +282,50 @@ static char *edit_config(const char *from, const char *key, const char *value_js
   return out;
 }
 
+/* Mistral's sliding_window applies to every layer: with a window wider than the prompt the logits are
+   llama_gqa's to the bit; with a window of 2 the first two rows still are (their whole past fits), the later
+   rows differ (tokens 0.. fall out of the window). The window mechanism itself is Gemma 3's, checked against
+   transformers by the gemma3 fixture. */
+static void mistral_window(void) {
+  const char *src = "data/models/llama_gqa";
+  char d[400], args[2048], path[3][400];
+  float *rows[3];
+  size_t len[3];
+  const char *windows[3] = {NULL, "4096", "2"};
+  for (int k = 0; k < 3; k++) {
+    const char *m = src;
+    if (windows[k]) {
+      char *c = edit_config(src, "model_type", "\"mistral\"");
+      cJSON *j = cJSON_Parse(c);
+      free(c);
+      cJSON_AddItemToObject(j, "sliding_window", cJSON_Parse(windows[k]));
+      c = cJSON_Print(j);
+      cJSON_Delete(j);
+      snprintf(d, sizeof d, "%s/mistral%d", g_tmp, k);
+      copy_dir_with_config(src, d, c);
+      free(c);
+      m = d;
+    }
+    snprintf(path[k], sizeof path[k], "%s/mistral%d.f32", g_tmp, k);
+    snprintf(args, sizeof args, "logits -m %s --prompt-ids 3,4,5,6,7 -o %s", m, path[k]);
+    CHECK(run_cli(args) == 0, "mistral window %s: logits failed", windows[k] ? windows[k] : "none");
+    rows[k] = th_read_file(path[k], &len[k]);
+  }
+  size_t row = len[0] / 5;
+  CHECK(rows[0] && rows[1] && rows[2] && len[0] == len[1] && len[0] == len[2] && row * 5 == len[0] && row,
+        "mistral window: logits of 5 rows each");
+  if (rows[0] && rows[1] && rows[2] && len[0] == len[1] && len[0] == len[2] && row) {
+    CHECK(!memcmp(rows[0], rows[1], len[0]), "a window wider than the prompt changes nothing");
+    CHECK(!memcmp(rows[0], rows[2], 2 * row), "window 2: rows 0 and 1 see their whole past");
+    CHECK(memcmp((char *)rows[0] + 2 * row, (char *)rows[2] + 2 * row, row) &&
+              memcmp((char *)rows[0] + 4 * row, (char *)rows[2] + 4 * row, row),
+          "window 2: rows 2 and 4 lose token 0 and differ");
+  }
+  for (int k = 0; k < 3; k++)
+    free(rows[k]);
+  printf("  mistral sliding_window (every layer) -> checked\n");
+}
+
 static void bad_inputs(void) {
   char d[400];
   const char *src = "data/models/llama_gqa";
@@ -306,6 +350,17 @@ static void bad_inputs(void) {
   copy_dir_with_config(src, d, c);
   free(c);
   expect_error("config without vocab_size", d, "", "vocab_size");
+  /* config fields that change the math and are not implemented are refused, not ignored */
+  snprintf(d, sizeof d, "%s/mlpbias", g_tmp);
+  c = edit_config(src, "mlp_bias", "true");
+  copy_dir_with_config(src, d, c);
+  free(c);
+  expect_error("mlp_bias", d, "", "mlp_bias");
+  snprintf(d, sizeof d, "%s/qwensw", g_tmp);
+  c = edit_config("data/models/qwen2", "use_sliding_window", "true");
+  copy_dir_with_config("data/models/qwen2", d, c);
+  free(c);
+  expect_error("Qwen's use_sliding_window", d, "", "use_sliding_window");
   /* a truncated GGUF and a safetensors file with a wrong header */
   size_t n;
   char *g = th_read_file("data/models/llama_q4_0_gguf/model.gguf", &n);
@@ -413,6 +468,7 @@ int main(void) {
   }
   printf("bad inputs:\n");
   bad_inputs();
+  mistral_window();
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
   if (system(cmd)) {

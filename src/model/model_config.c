@@ -234,6 +234,27 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
       }
     }
   }
+  const cJSON *mlp_bias = cJSON_GetObjectItemCaseSensitive(cfg, "mlp_bias");
+  if (cJSON_IsTrue(mlp_bias)) {
+    snprintf(err, errlen, "config.json: mlp_bias true (biases on the MLP projections) is not supported");
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  if (!fam->gemma) {
+    /* Qwen2/3 name a sliding_window they apply only with use_sliding_window (and then below max_window_layers);
+       Mistral v0.1 applies its sliding_window to every layer, as Gemma's local layers do */
+    const cJSON *use_sw = cJSON_GetObjectItemCaseSensitive(cfg, "use_sliding_window");
+    uint32_t w = 0;
+    if (cJSON_IsTrue(use_sw)) {
+      snprintf(err, errlen, "config.json: use_sliding_window true (Qwen's per-layer windows) is not supported");
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+    if (!cJSON_IsBool(use_sw) && json_u32(cfg, "sliding_window", &w) && w) {
+      hp->window = w;
+      hp->layer_local = malloc(hp->n_layer + 1u);
+      if (!hp->layer_local) return WGLLM_ERR_OUT_OF_MEMORY;
+      memset(hp->layer_local, 1, hp->n_layer);
+    }
+  }
   if (!json_u32(cfg, "max_position_embeddings", &hp->train_ctx)) hp->train_ctx = 4096;
   hp->bos = json_token(cfg, "bos_token_id");
   hp->eos = json_token(cfg, "eos_token_id");
