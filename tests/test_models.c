@@ -374,6 +374,16 @@ static void bad_inputs(void) {
   free(g);
   snprintf(d, sizeof d, "%s/nofile", g_tmp);
   expect_error("missing model directory", d, "", "nofile");
+  expect_error("a safetensors file for a directory", "data/models/llama_gqa/model.safetensors", "",
+               "pass the directory");
+  /* a GGUF file is recognised by its magic, whatever its name */
+  g = th_read_file("data/models/llama_q4_0_gguf/model.gguf", &n);
+  snprintf(d, sizeof d, "%s/model.bin", g_tmp);
+  write_file(d, g, n);
+  free(g);
+  char bin_args[1200];
+  snprintf(bin_args, sizeof bin_args, "logits -m %s --prompt-ids 3,4,5 -o %s/bin.f32", d, g_tmp);
+  CHECK(run_cli(bin_args) == 0, "a GGUF named model.bin loads");
   char args[600];
   snprintf(args, sizeof args, "logits -m data/models/llama_gqa --prompt-ids 3,999 -o %s/x.f32", g_tmp);
   CHECK(run_cli(args) == 1, "out-of-range id must fail");

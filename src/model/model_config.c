@@ -1,18 +1,31 @@
-/* Hyperparameters of the Llama family (Llama 2/3.x, Qwen2, Qwen3) from a Hugging Face config.json or GGUF
-   metadata, the RoPE inverse frequencies (default, linear, llama3 scaling, GGUF rope_freqs factors), and
-   the check of every expected tensor's shape against them. */
+/* Hyperparameters of the families in families.c (Llama 2/3.x, Mistral, Qwen2, Qwen3, Gemma 3) from a Hugging
+   Face config.json or GGUF metadata, the RoPE inverse frequencies (default, linear, llama3 scaling, GGUF
+   rope_freqs factors), and the check of every expected tensor's shape against them. */
 #include "gguf.h"
 #include "model.h"
 #include "safetensors.h"
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+/* A directory is a Hugging Face model; a file is GGUF whatever its name (the reader checks the magic). */
 wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen) {
+  struct stat sb;
+  *out = NULL;
+  if (stat(path, &sb) != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    return WGLLM_ERR_IO;
+  }
+  if (S_ISDIR(sb.st_mode)) return st_open_dir(path, out, err, errlen);
   size_t n = strlen(path);
-  if (n > 5 && !strcmp(path + n - 5, ".gguf")) return gguf_open(path, out, err, errlen);
-  return st_open_dir(path, out, err, errlen);
+  if (n > 12 && !strcmp(path + n - 12, ".safetensors")) {
+    snprintf(err, errlen, "%s: a safetensors file; pass the directory that holds it with config.json", path);
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  return gguf_open(path, out, err, errlen);
 }
 
 void llm_hparams_free(llm_hparams *hp) {

@@ -126,9 +126,11 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
   return s;
 }
 
+/* PATH is a tokenizer.json, a directory holding one, or a GGUF file whatever its name (as llm_open_store). */
 wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen) {
   size_t n = strlen(path);
-  if (n > 5 && !strcmp(path + n - 5, ".gguf")) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && !(n > 5 && !strcmp(path + n - 5, ".json"))) {
     *out = NULL;
     if (chat_template) *chat_template = NULL;
     wt_store *st;
