@@ -120,6 +120,8 @@ int main(void) {
   expect_fail("missing -m", "run -p hi", "-m PATH");
   expect_fail("unknown option", "run -m x -p hi --bogus 1", "--bogus");
   expect_fail("bad temperature", "run -m x -p hi --temp -1", "--temp");
+  expect_fail("context with trailing junk", "run -m x -p hi --ctx 12abc", "--ctx 12abc");
+  expect_fail("context too large", "run -m x -p hi --ctx 99999999", "1 to 16777216");
   expect_fail("unknown command", "frobnicate", "frobnicate");
   expect_fail("no adapter of that name", "info --gpu --adapter no-such-gpu", "no-such-gpu");
   snprintf(a, sizeof a, "run -m %s -p hi --weights q4:33", GGUF);

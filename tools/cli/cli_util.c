@@ -67,9 +67,10 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
   }
   if (!strcmp(a, "--ctx")) {
     if (!has_val) goto missing;
-    long v = strtol(argv[++*i], NULL, 10);
-    if (v <= 0 || v > (1 << 24)) {
-      fprintf(stderr, "wgllm: --ctx %s: expected a positive token count\n", argv[*i]);
+    char *end;
+    long v = strtol(argv[++*i], &end, 10);
+    if (*end || v <= 0 || v > (1 << 24)) {
+      fprintf(stderr, "wgllm: --ctx %s: expected a token count from 1 to %d\n", argv[*i], 1 << 24);
       return -1;
     }
     c->ctx = (uint32_t)v;
