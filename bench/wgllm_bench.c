@@ -132,14 +132,14 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
            "\"cpu_encode_us_per_token\": %.1f, "
            "\"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
-           gpu->adapter_name, model_name, m->weights_desc, s->kv.layout.f16 ? "f16" : "f32", P, P, G, runs,
+           gpu->adapter_name, model_name, m->weights_desc, s->kv.f16 ? "f16" : "f32", P, P, G, runs,
            s->opt.attn_grid == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
            g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3,
            dispatches, enc_us, depth, (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes,
            (unsigned long long)gpu->bytes_peak);
   } else {
     printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
-           s->kv.layout.f16 ? "f16" : "f32", P);
+           s->kv.f16 ? "f16" : "f32", P);
     printf("prefill %u tokens: %.3f s (%.1f tok/s)\n", P, pre_s, P / pre_s);
     printf("decode: %.3f ms/token (%.2f tok/s), GPU %.1f us/step, %zu dispatches/token, CPU encode %.1f us/token\n",
            dec_s * 1e3, 1.0 / dec_s, gpu_ns / 1e3, dispatches, enc_us);

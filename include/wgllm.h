@@ -156,6 +156,8 @@ WGLLM_API const char *wgllm_session_error(const wgllm_session *s);
 WGLLM_API void wgllm_session_reset(wgllm_session *s);
 /* Tokens in the cache, and keeping only the first n of them (n above the count changes nothing). */
 WGLLM_API uint32_t wgllm_session_n_past(const wgllm_session *s);
+/* Bytes of the session's KV cache on the GPU (layers that read another layer's cache add none). */
+WGLLM_API uint64_t wgllm_session_kv_bytes(const wgllm_session *s);
 WGLLM_API void wgllm_session_rewind(wgllm_session *s, uint32_t n);
 /* Evaluates n tokens after the cache (a prompt, in chunks on the GPU). logits: [n][n_vocab] floats when
    all_rows, else [n_vocab] for the last token; may be NULL. Ids out of range or more tokens than the context

@@ -182,6 +182,36 @@ int main(void) {
   CHECK(wgllm_model_create(MODEL, &mp, &m) != WGLLM_OK && !m && strstr(wgllm_last_error(), "cancelled"),
         "cancelled load: %s", wgllm_last_error());
 
+  /* Gemma 4 with KV sharing: the cache holds only the owning layers (0, 1 sliding with head_dim 32; 2 full with
+     head_dim 512; 3-5 read 1, 1, 2), and the replayed decode step gives what one-token prefills give */
+  mp = wgllm_model_default_params();
+  mp.no_tokenizer = 1;
+  CHECK(wgllm_model_create("data/models/gemma4_kv_shared", &mp, &m) == WGLLM_OK, "gemma4: %s", wgllm_last_error());
+  if (m) {
+    wgllm_session_params gp = wgllm_session_default_params();
+    gp.context = 64;
+    wgllm_session *a = NULL, *b = NULL;
+    CHECK(wgllm_session_create(m, &gp, &a) == WGLLM_OK && wgllm_session_create(m, &gp, &b) == WGLLM_OK,
+          "gemma4 sessions");
+    uint64_t want = 2 * (2ull * 1 * 64 * 32 * 4) + 2ull * 1 * 64 * 512 * 4;
+    CHECK(a && wgllm_session_kv_bytes(a) == want, "gemma4 kv bytes %llu, want %llu (owning layers only)",
+          a ? (unsigned long long)wgllm_session_kv_bytes(a) : 0ull, (unsigned long long)want);
+    int32_t g4[12] = {28, 230, 13, 202, 90, 123, 182, 202, 305, 282, 20, 215};
+    float la[320], lb[320];
+    double worst = 0;
+    int ok = a && b && wgllm_session_prefill(a, g4, 2, NULL, 0) == WGLLM_OK &&
+             wgllm_session_prefill(b, g4, 2, NULL, 0) == WGLLM_OK;
+    for (int i = 2; ok && i < 12; i++) { /* past the sliding window of 8 */
+      ok = wgllm_session_decode(a, g4[i], la) == WGLLM_OK && wgllm_session_prefill(b, &g4[i], 1, lb, 0) == WGLLM_OK;
+      for (int v = 0; ok && v < 320; v++)
+        if (fabs(la[v] - lb[v]) > worst) worst = fabs(la[v] - lb[v]);
+    }
+    CHECK(ok && worst < 1e-4, "gemma4: replayed step vs one-token prefill differ by %g", worst);
+    wgllm_session_free(a);
+    wgllm_session_free(b);
+    wgllm_model_free(m);
+  }
+
   /* descriptions */
   char *d = NULL;
   CHECK(wgllm_describe_file(MODEL, &d) == WGLLM_OK && d && strstr(d, "architecture: llama"), "describe file");

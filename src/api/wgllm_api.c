@@ -270,6 +270,8 @@ void wgllm_session_reset(wgllm_session *s) {
 
 uint32_t wgllm_session_n_past(const wgllm_session *s) { return s ? s->s->n_past : 0; }
 
+uint64_t wgllm_session_kv_bytes(const wgllm_session *s) { return s ? s->s->kv.bytes : 0; }
+
 void wgllm_session_rewind(wgllm_session *s, uint32_t n) {
   if (s) llm_session_rewind(s->s, n);
 }

@@ -75,12 +75,24 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
         hp.qkv_bias ? "yes" : "no", hp.qk_norm ? "yes" : "no", hp.bos, hp.eos);
     if (hp.arch == LLM_ARCH_GEMMA3) {
       uint32_t n_local = 0;
-      for (uint32_t l = 0; hp.layer_local && l < hp.n_layer; l++)
-        n_local += hp.layer_local[l];
+      for (uint32_t l = 0; l < hp.n_layer; l++)
+        n_local += llm_layer_is_local(&hp, l);
       put(&t,
           "gemma: (1+w) norms, sandwich norms, GELU-tanh GLU, embeddings x %g, attention scale %g, sliding window %u "
           "on %u of %u layers\n",
           hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
+    }
+    if (hp.arch == LLM_ARCH_GEMMA4) {
+      uint32_t n_local = 0, n_shared = 0;
+      for (uint32_t l = 0; l < hp.n_layer; l++) {
+        n_local += llm_layer_is_local(&hp, l);
+        n_shared += !llm_layer_owns_kv(&hp, l);
+      }
+      put(&t,
+          "gemma4: sliding window %u on %u of %u layers (head_dim %u; full layers %u), %u layers read an earlier "
+          "layer's KV cache, per-layer inputs %u wide, logit softcap %g\n",
+          hp.window, n_local, hp.n_layer, hp.inv_freq_local ? hp.rot_dim_local : hp.head_dim, hp.head_dim, n_shared,
+          hp.ple_dim, hp.final_softcap);
     }
     llm_hparams_free(&hp);
   }

@@ -7,7 +7,7 @@
 #include "tensor_store.h"
 #include <stdint.h>
 
-typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_ARCH_GEMMA3 } llm_arch;
+typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_ARCH_GEMMA3, LLM_ARCH_GEMMA4 } llm_arch;
 
 /* One architecture family (src/model/families.c): the names files give it and what it computes differently. */
 #define LLM_FAMILY_NAMES 4
@@ -17,7 +17,7 @@ typedef struct llm_family {
   const char *gguf[LLM_FAMILY_NAMES]; /* GGUF general.architecture values (none: not read from GGUF yet) */
   int qkv_bias;                       /* always q/k/v biases (Qwen2) */
   int qk_norm;                        /* per-head RMSNorm of q and k (Qwen3, Gemma 3) */
-  int gemma;                          /* (1+w) norms, sandwich norms, scaled embeddings, local/global layers */
+  int gemma;                          /* Gemma 3: (1+w) norms, sandwich norms, scaled embeddings, local/global */
   int gguf_rope_adjacent;             /* llama.cpp's converter permuted q/k rows for adjacent-pair RoPE */
 } llm_family;
 const llm_family *llm_family_from_hf(const char *model_type); /* NULL: not a family wgllm runs */
@@ -30,52 +30,90 @@ const char *llm_family_names(int gguf, char *buf, size_t len);
 typedef struct llm_hparams {
   llm_arch arch;
   char arch_name[32]; /* as the file names it: "llama", "mistral", "qwen2", "qwen3", "gemma3_text" */
+  char hf_prefix[32]; /* Hugging Face names of the decoder's tensors start with this: "model." or, in a
+                         multimodal checkpoint, "model.language_model." ("" until read) */
   uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff;
   float norm_eps;
   int tied_embeddings; /* lm head reads the embedding table */
   int qkv_bias;        /* Qwen2 */
   int qk_norm;         /* Qwen3: per-head RMSNorm of q and k */
   op_rope_mode rope_mode;
-  uint32_t rot_dim;   /* rotated dims per head (partial rotary < head_dim) */
-  float *inv_freq;    /* [rot_dim/2], scaling and per-pair factors applied */
-  char rope_desc[96]; /* e.g. "llama3 factor 32" */
-  uint32_t train_ctx; /* max_position_embeddings / context_length */
-  int32_t bos, eos;   /* -1 if unknown */
-  /* Gemma 3 */
-  float norm_offset;     /* RMSNorm weight offset: 1 for Gemma's (1 + w), else 0 */
-  float embed_scale;     /* embeddings multiplied by this (sqrt(hidden) for Gemma), else 1 */
-  float attn_scale;      /* query scale (1/sqrt(head_dim), or 1/sqrt(query_pre_attn_scalar)) */
-  op_act act;            /* MLP activation: SiLU, or GELU-tanh for Gemma */
-  int sandwich_norms;    /* norms after attention and after the MLP, before the residual adds */
-  uint32_t window;       /* sliding window of the local layers (0: none) */
-  uint8_t *layer_local;  /* [n_layer] 1 for sliding-window layers; NULL when all are global */
-  float *inv_freq_local; /* [rot_dim/2] RoPE of the local layers when its base differs; else NULL */
+  uint32_t rot_dim;    /* rotated dims per head (partial rotary < head_dim) */
+  float *inv_freq;     /* [rot_dim/2], scaling and per-pair factors applied */
+  char rope_desc[160]; /* e.g. "llama3 factor 32" */
+  uint32_t train_ctx;  /* max_position_embeddings / context_length */
+  int32_t bos, eos;    /* -1 if unknown */
+  /* Gemma 3 and 4 */
+  float norm_offset;      /* RMSNorm weight offset: 1 for Gemma 3's (1 + w), else 0 */
+  float embed_scale;      /* embeddings multiplied by this (sqrt(hidden) for Gemma), else 1 */
+  float attn_scale;       /* query scale (1/sqrt(head_dim), 1/sqrt(query_pre_attn_scalar), 1 for Gemma 4) */
+  op_act act;             /* MLP activation: SiLU, or GELU-tanh for Gemma */
+  int sandwich_norms;     /* norms after attention and after the MLP, before the residual adds */
+  uint32_t window;        /* sliding window of the local layers (0: none) */
+  float *inv_freq_local;  /* [rot_dim_local/2] RoPE of the local layers when it differs; else NULL */
+  uint32_t rot_dim_local; /* rotated dims of the local layers' table (inv_freq_local) */
+  /* Gemma 4 */
+  int v_norm;          /* weightless RMSNorm of each V head */
+  int layer_scalar;    /* each layer's output is multiplied by its layer_scalar tensor */
+  float final_softcap; /* logits = cap * tanh(logits / cap); 0: none */
+  uint32_t ple_dim;    /* per-layer input embeddings: width per layer (hidden_size_per_layer_input), 0: none */
+  uint32_t ple_vocab;  /* rows of the per-layer embedding table (vocab_size_per_layer_input) */
+  /* per-layer facts; NULL when every layer is as the scalars above say (read them through llm_layer_*) */
+  struct llm_layer_hp *lay; /* [n_layer] */
 } llm_hparams;
 
-/* Per-layer facts, as functions of the layer: the forward pass asks these, never the scalars above, so a family
-   whose layers differ (head_dim, rotary dims, sliding or not, a KV cache shared with an earlier layer) changes
-   the answers here and not the callers. Today every layer has the model's head_dim and rotary dims and its own
-   cache. */
+/* What one layer computes where layers differ (Gemma 3/4, Mistral's window): head_dim, KV heads, rotary dims
+   and MLP width per layer, the window, which RoPE table, and whose KV cache it reads. */
+typedef struct llm_layer_hp {
+  uint32_t head_dim, n_head_kv, rot_dim, n_ff;
+  uint32_t window;    /* sliding window of its attention, 0: full */
+  uint32_t kv_source; /* the layer whose cache it reads: itself, or an earlier one (KV sharing, Gemma 4) */
+  uint8_t rope_local; /* RoPE from the local table (inv_freq_local) */
+  uint8_t v_is_k;     /* no V projection: V is the K projection's output (attention_k_eq_v) */
+} llm_layer_hp;
+
+/* Per-layer facts, as functions of the layer: the forward pass, the loader and the session ask these, never the
+   scalars above, so a family whose layers differ changes the answers here and not the callers. */
 static inline uint32_t llm_layer_head_dim(const llm_hparams *hp, uint32_t l) {
-  (void)l;
-  return hp->head_dim;
+  return hp->lay ? hp->lay[l].head_dim : hp->head_dim;
+}
+static inline uint32_t llm_layer_n_head_kv(const llm_hparams *hp, uint32_t l) {
+  return hp->lay ? hp->lay[l].n_head_kv : hp->n_head_kv;
 }
 static inline uint32_t llm_layer_rot_dim(const llm_hparams *hp, uint32_t l) {
-  (void)l;
-  return hp->rot_dim;
+  return hp->lay ? hp->lay[l].rot_dim : hp->rot_dim;
 }
-static inline int llm_layer_is_local(const llm_hparams *hp, uint32_t l) {
-  return hp->layer_local && hp->layer_local[l];
+static inline uint32_t llm_layer_n_ff(const llm_hparams *hp, uint32_t l) {
+  return hp->lay ? hp->lay[l].n_ff : hp->n_ff;
 }
 /* the sliding window of layer l's attention, 0 for full attention */
-static inline uint32_t llm_layer_window(const llm_hparams *hp, uint32_t l) {
-  return llm_layer_is_local(hp, l) ? hp->window : 0;
-}
+static inline uint32_t llm_layer_window(const llm_hparams *hp, uint32_t l) { return hp->lay ? hp->lay[l].window : 0; }
+static inline int llm_layer_is_local(const llm_hparams *hp, uint32_t l) { return llm_layer_window(hp, l) > 0; }
+static inline int llm_layer_rope_local(const llm_hparams *hp, uint32_t l) { return hp->lay && hp->lay[l].rope_local; }
 /* the layer whose KV cache layer l reads (and writes when it is l itself) */
 static inline uint32_t llm_layer_kv_source(const llm_hparams *hp, uint32_t l) {
-  (void)hp;
-  return l;
+  return hp->lay ? hp->lay[l].kv_source : l;
 }
+static inline int llm_layer_owns_kv(const llm_hparams *hp, uint32_t l) { return llm_layer_kv_source(hp, l) == l; }
+static inline int llm_layer_v_is_k(const llm_hparams *hp, uint32_t l) { return hp->lay && hp->lay[l].v_is_k; }
+/* widths of a layer's q, k (= v) and fused q|k|v rows */
+static inline uint32_t llm_layer_q_width(const llm_hparams *hp, uint32_t l) {
+  return hp->n_head * llm_layer_head_dim(hp, l);
+}
+static inline uint32_t llm_layer_kv_width(const llm_hparams *hp, uint32_t l) {
+  return llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l);
+}
+/* rows of a layer's fused projection: q, then k and v where it computes them (v not when it is k) */
+static inline uint32_t llm_layer_qkv_rows(const llm_hparams *hp, uint32_t l) {
+  if (!llm_layer_owns_kv(hp, l)) return llm_layer_q_width(hp, l);
+  return llm_layer_q_width(hp, l) + (llm_layer_v_is_k(hp, l) ? 1u : 2u) * llm_layer_kv_width(hp, l);
+}
+/* The largest of a per-layer width over the layers (scratch sizing). */
+uint32_t llm_max_head_dim(const llm_hparams *hp);
+uint32_t llm_max_qkv_rows(const llm_hparams *hp);
+uint32_t llm_max_n_ff(const llm_hparams *hp);
+/* Fills hp->lay from the scalars (every layer alike, its own cache, no window): families then change rows. */
+wgllm_status llm_hparams_layers_init(llm_hparams *hp, char *err, size_t errlen);
 
 /* How to store linear weights on the GPU. */
 typedef struct llm_weight_policy {
@@ -86,12 +124,17 @@ typedef struct llm_weight_policy {
 typedef struct llm_layer {
   gpu_view attn_norm, ffn_norm;           /* [n_embd] f32 */
   gpu_view post_attn_norm, post_ffn_norm; /* [n_embd] f32, Gemma's sandwich norms */
-  gpu_view q_norm, k_norm;                /* [head_dim] f32, Qwen3 */
-  op_weight wqkv;                         /* [n_head*hd + 2*n_kv*hd][n_embd]: Q, K, V rows concatenated at load */
-  gpu_view bqkv;                          /* [n_head*hd + 2*n_kv*hd] Qwen2 biases, concatenated likewise */
+  gpu_view q_norm, k_norm;                /* [head_dim] f32, Qwen3 and Gemma */
+  op_weight wqkv;                         /* [llm_layer_qkv_rows][n_embd]: Q, K, V rows concatenated at load */
+  gpu_view bqkv;                          /* [llm_layer_qkv_rows] Qwen2 biases, concatenated likewise */
   op_weight wo;                           /* [n_embd][n_head*hd] */
   op_weight w_gate_up;                    /* [2*n_ff][n_embd]: gate rows, then up rows */
   op_weight w_down;                       /* [n_embd][n_ff] */
+  /* Gemma 4 */
+  op_weight ple_gate; /* [ple_dim][n_embd] per_layer_input_gate */
+  op_weight ple_proj; /* [n_embd][ple_dim] per_layer_projection */
+  gpu_view ple_norm;  /* [n_embd] post_per_layer_input_norm */
+  gpu_view scalar;    /* [1] layer_scalar */
 } llm_layer;
 
 typedef struct llm_model {
@@ -100,13 +143,70 @@ typedef struct llm_model {
   op_weight tok_embd; /* [n_vocab][n_embd] */
   op_weight output;   /* [n_vocab][n_embd]; the embedding table when tied */
   gpu_view output_norm;
-  llm_layer *layers;  /* [n_layer] */
-  gpu_buffer **owned; /* every buffer the model created */
+  /* Gemma 4's per-layer inputs */
+  op_weight ple_embd;       /* [ple_vocab][n_layer*ple_dim] embed_tokens_per_layer */
+  op_weight ple_model_proj; /* [n_layer*ple_dim][n_embd] per_layer_model_projection */
+  gpu_view ple_proj_norm;   /* [ple_dim] per_layer_projection_norm */
+  gpu_view ones;            /* [max head_dim] of 1.0: the weight of weightless norms (Gemma 4's v norm) */
+  llm_layer *layers;        /* [n_layer] */
+  gpu_buffer **owned;       /* every buffer the model created */
   size_t n_owned, cap_owned;
   uint64_t weight_bytes;
   char weights_desc[64]; /* "native", "q4gsw g32", ... */
   char source[512];      /* path */
 } llm_model;
+
+/* The tensor roles of a decoder (src/model/model_roles.c), one row each: the name in each format, the shape
+   in (per-layer) hyperparameters, when the tensor is present, and where the loader puts it. The shape check and
+   the loader walk the same table. */
+typedef enum llm_role_dim {
+  LLM_DIM_NONE,
+  LLM_DIM_ONE,
+  LLM_DIM_EMBD,
+  LLM_DIM_VOCAB,
+  LLM_DIM_Q,
+  LLM_DIM_KV,
+  LLM_DIM_FF,
+  LLM_DIM_HEAD,
+  LLM_DIM_PLE,       /* ple_dim */
+  LLM_DIM_PLE_ALL,   /* n_layer * ple_dim */
+  LLM_DIM_PLE_VOCAB, /* ple_vocab */
+} llm_role_dim;
+/* what a role needs to be present (all bits must hold) */
+enum {
+  LLM_NEED_UNTIED = 1 << 0,      /* a separate LM head */
+  LLM_NEED_PLAIN_NORMS = 1 << 1, /* one norm before the MLP (not Gemma's sandwich) */
+  LLM_NEED_SANDWICH = 1 << 2,
+  LLM_NEED_QKV_BIAS = 1 << 3,
+  LLM_NEED_QK_NORM = 1 << 4,
+  LLM_NEED_OWN_KV = 1 << 5, /* the layer computes its own K/V (not a KV-shared layer) */
+  LLM_NEED_OWN_V = 1 << 6,  /* ... and its own V projection (not attention_k_eq_v) */
+  LLM_NEED_PLE = 1 << 7,    /* per-layer inputs */
+  LLM_NEED_SCALAR = 1 << 8, /* layer_scalar */
+};
+typedef enum llm_role_kind {
+  LLM_ROLE_VEC,    /* any float dtype, to f32 (norms, biases, scalars) */
+  LLM_ROLE_TABLE,  /* an embedding table: kept in its file storage (a gather reads a row a token) */
+  LLM_ROLE_LINEAR, /* a projection: stored as the weight policy says */
+} llm_role_kind;
+/* Projections the decoder runs as one: their parts are concatenated by rows into one slot. */
+typedef enum llm_role_group { LLM_GROUP_NONE, LLM_GROUP_QKV, LLM_GROUP_BQKV, LLM_GROUP_GATE_UP } llm_role_group;
+typedef struct llm_role {
+  const char *role, *hf, *gguf; /* per-layer names get the layer prefix; gguf NULL: not read from GGUF */
+  int per_layer;
+  llm_role_dim d0, d1; /* d1 LLM_DIM_NONE: a vector */
+  unsigned need;
+  llm_role_kind kind;
+  size_t slot; /* offsetof into llm_layer (per layer) or llm_model: an op_weight, or a gpu_view for VEC */
+  llm_role_group group;
+} llm_role;
+const llm_role *llm_roles(size_t *n);
+int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t layer);
+int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t layer);
+/* The file's name of a role for a layer (-1: a file-level role) in the store's naming, into buf. */
+const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len);
+/* Checks every present role's tensor exists with its shape. */
+wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen);
 
 typedef struct llm_load_options {
   llm_weight_policy weights;
@@ -119,9 +219,6 @@ typedef struct llm_load_options {
 wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen);
 /* Reads hyperparameters (from config.json or GGUF metadata) and checks tensor shapes against them. */
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen);
-/* The file's name of a tensor role ("embed", "norm", "output", "attn_norm", ...) of a layer (-1: none), in
-   Hugging Face (gguf 0) or GGUF (gguf 1) naming, written into buf. */
-const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len);
 void llm_hparams_free(llm_hparams *hp);
 /* Loads weights to the GPU. On failure nothing stays allocated. */
 wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,

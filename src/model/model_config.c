@@ -1,6 +1,7 @@
 /* Hyperparameters of the families in families.c (Llama 2/3.x, Mistral, Qwen2, Qwen3, Gemma 3) from a Hugging
    Face config.json or GGUF metadata, the RoPE inverse frequencies (default, linear, llama3 scaling, GGUF
    rope_freqs factors), and the check of every expected tensor's shape against them. */
+#include "config_json.h"
 #include "gguf.h"
 #include "model.h"
 #include "safetensors.h"
@@ -31,33 +32,66 @@ wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t 
 void llm_hparams_free(llm_hparams *hp) {
   free(hp->inv_freq);
   free(hp->inv_freq_local);
-  free(hp->layer_local);
+  free(hp->lay);
   hp->inv_freq = hp->inv_freq_local = NULL;
-  hp->layer_local = NULL;
+  hp->lay = NULL;
 }
 
-static int json_num(const cJSON *o, const char *key, double *out) {
+wgllm_status llm_hparams_layers_init(llm_hparams *hp, char *err, size_t errlen) {
+  free(hp->lay);
+  hp->lay = calloc(hp->n_layer ? hp->n_layer : 1, sizeof *hp->lay);
+  if (!hp->lay) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    hp->lay[l] = (llm_layer_hp){hp->head_dim, hp->n_head_kv, hp->rot_dim, hp->n_ff, 0, l, 0, 0};
+  return WGLLM_OK;
+}
+
+uint32_t llm_max_head_dim(const llm_hparams *hp) {
+  uint32_t m = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if (llm_layer_head_dim(hp, l) > m) m = llm_layer_head_dim(hp, l);
+  return m;
+}
+uint32_t llm_max_qkv_rows(const llm_hparams *hp) {
+  uint32_t m = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    uint32_t r = llm_layer_q_width(hp, l) + 2 * llm_layer_kv_width(hp, l); /* room for q | k | v */
+    if (r > m) m = r;
+  }
+  return m;
+}
+uint32_t llm_max_n_ff(const llm_hparams *hp) {
+  uint32_t m = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if (llm_layer_n_ff(hp, l) > m) m = llm_layer_n_ff(hp, l);
+  return m;
+}
+
+int json_num(const cJSON *o, const char *key, double *out) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!cJSON_IsNumber(v)) return 0;
   *out = v->valuedouble;
   return 1;
 }
 
-static int json_u32(const cJSON *o, const char *key, uint32_t *out) {
+int json_u32(const cJSON *o, const char *key, uint32_t *out) {
   double d;
   if (!json_num(o, key, &d) || d < 0 || d > 4294967295.0 || d != floor(d)) return 0;
   *out = (uint32_t)d;
   return 1;
 }
 
-static int32_t json_token(const cJSON *o, const char *key) {
+int32_t json_token(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
   return cJSON_IsNumber(v) ? (int32_t)v->valuedouble : -1;
 }
 
 /* inv_freq[i] = theta^(-2i/dim) (f32, as transformers computes it) */
-static float *default_inv_freq(double theta, uint32_t dim) {
+float *default_inv_freq(double theta, uint32_t dim) {
   float *f = malloc(dim / 2 * sizeof *f);
   if (!f) return NULL;
   for (uint32_t i = 0; i < dim / 2; i++)
@@ -81,22 +115,42 @@ static void llama3_scale(float *inv, uint32_t half, double factor, double lo, do
 
 static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, char *err, size_t errlen);
 
-static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+/* RoPE of the global layers into inv_freq and, for Gemma 3's local layers (local_layers), of the local ones into
+   inv_freq_local: from rope_parameters per layer type (transformers 5), or from rope_theta/rope_scaling (global)
+   and rope_local_base_freq (local, plain RoPE; 10000 when absent, as transformers 4 has it). */
+static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, int local_layers, char *err, size_t errlen) {
   const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
   const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
-  if (!cJSON_IsObject(full)) return hf_rope_params(cfg, rp, hp, err, errlen);
-  /* per layer type (Gemma 3): the global layers' set is the main one, the sliding layers' the local one */
   const cJSON *local = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
-  if (cJSON_IsObject(local)) {
-    wgllm_status s = hf_rope_params(cfg, local, hp, err, errlen);
-    if (s) return s;
-    hp->inv_freq_local = hp->inv_freq;
-    hp->inv_freq = NULL;
+  if (!cJSON_IsObject(full) && !local_layers) return hf_rope_params(cfg, rp, hp, err, errlen);
+  wgllm_status s;
+  if (cJSON_IsObject(full) && !cJSON_IsObject(local)) {
+    snprintf(err, errlen, "config.json: rope_parameters has full_attention but no sliding_attention");
+    return WGLLM_ERR_FORMAT;
   }
-  char local_desc[96];
+  if (cJSON_IsObject(full)) { /* per layer type */
+    s = hf_rope_params(cfg, local, hp, err, errlen);
+  } else { /* the transformers 4 layout */
+    double theta = 10000.0;
+    json_num(cfg, "rope_local_base_freq", &theta);
+    cJSON *plain = cJSON_CreateObject();
+    if (!plain || !cJSON_AddNumberToObject(plain, "rope_theta", theta) ||
+        !cJSON_AddStringToObject(plain, "rope_type", "default")) {
+      cJSON_Delete(plain);
+      return WGLLM_ERR_OUT_OF_MEMORY;
+    }
+    s = hf_rope_params(cfg, plain, hp, err, errlen);
+    cJSON_Delete(plain);
+    full = rp; /* NULL, or a rope_parameters of the old single kind */
+  }
+  if (s) return s;
+  hp->inv_freq_local = hp->inv_freq;
+  hp->rot_dim_local = hp->rot_dim;
+  hp->inv_freq = NULL;
+  char local_desc[160];
   snprintf(local_desc, sizeof local_desc, "%s", hp->rope_desc);
-  wgllm_status s = hf_rope_params(cfg, full, hp, err, errlen);
-  if (!s && hp->inv_freq_local) {
+  s = hf_rope_params(cfg, full, hp, err, errlen);
+  if (!s) {
     size_t l = strlen(hp->rope_desc);
     snprintf(hp->rope_desc + l, sizeof hp->rope_desc - l, "; local: %s", local_desc);
   }
@@ -151,6 +205,41 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   return WGLLM_OK;
 }
 
+wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, char *err, size_t errlen) {
+  const cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
+  uint32_t pattern = 6; /* transformers' default: five sliding layers, then a global one */
+  *local = calloc(n_layer + 1u, 1);
+  if (!*local) return WGLLM_ERR_OUT_OF_MEMORY;
+  if (cJSON_IsArray(lt)) {
+    if (cJSON_GetArraySize(lt) != (int)n_layer) {
+      snprintf(err, errlen, "config.json: layer_types lists %d layers, not %u", cJSON_GetArraySize(lt), n_layer);
+      goto fail;
+    }
+    for (uint32_t l = 0; l < n_layer; l++) {
+      const cJSON *e = cJSON_GetArrayItem(lt, (int)l);
+      if (!cJSON_IsString(e) ||
+          (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention"))) {
+        snprintf(err, errlen, "config.json: layer_types[%u] is not sliding_attention or full_attention", l);
+        goto fail;
+      }
+      (*local)[l] = !strcmp(e->valuestring, "sliding_attention");
+    }
+    return WGLLM_OK;
+  }
+  if (cJSON_GetObjectItemCaseSensitive(cfg, "sliding_window_pattern") &&
+      (!json_u32(cfg, "sliding_window_pattern", &pattern) || pattern == 0)) {
+    snprintf(err, errlen, "config.json: sliding_window_pattern must be a positive integer");
+    goto fail;
+  }
+  for (uint32_t l = 0; l < n_layer; l++)
+    (*local)[l] = (l + 1) % pattern != 0;
+  return WGLLM_OK;
+fail:
+  free(*local);
+  *local = NULL;
+  return WGLLM_ERR_FORMAT;
+}
+
 static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
   const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
   if (!cJSON_IsString(mt)) {
@@ -158,6 +247,23 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     return WGLLM_ERR_FORMAT;
   }
   const char *t = mt->valuestring;
+  const cJSON *text = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
+  if ((!strcmp(t, "gemma3") || !strcmp(t, "gemma4")) && cJSON_IsObject(text)) {
+    /* a multimodal checkpoint: the text decoder's config nests, its tensors are under model.language_model.
+       (the vision and audio towers beside it are not read) */
+    cJSON *inner = cJSON_Duplicate(text, 1);
+    if (!inner) return WGLLM_ERR_OUT_OF_MEMORY;
+    char mtype[32];
+    snprintf(mtype, sizeof mtype, "%s_text", t);
+    if (!cJSON_GetObjectItemCaseSensitive(inner, "model_type")) cJSON_AddStringToObject(inner, "model_type", mtype);
+    const cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
+    if (tie && !cJSON_GetObjectItemCaseSensitive(inner, "tie_word_embeddings"))
+      cJSON_AddItemToObject(inner, "tie_word_embeddings", cJSON_Duplicate(tie, 0));
+    wgllm_status s = hf_hparams(inner, hp, err, errlen);
+    cJSON_Delete(inner);
+    snprintf(hp->hf_prefix, sizeof hp->hf_prefix, "model.language_model.");
+    return s;
+  }
   const llm_family *fam = llm_family_from_hf(t);
   if (!fam) {
     char names[256];
@@ -216,6 +322,17 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
       return WGLLM_ERR_UNSUPPORTED;
     }
   }
+  if (fam->arch == LLM_ARCH_GEMMA4) {
+    if (!cJSON_IsString(act)) hp->act = OP_ACT_GELU_TANH; /* Gemma4TextConfig's default */
+    return llm_gemma4_hparams(cfg, hp, err, errlen);
+  }
+  const cJSON *mlp_bias = cJSON_GetObjectItemCaseSensitive(cfg, "mlp_bias");
+  if (cJSON_IsTrue(mlp_bias)) {
+    snprintf(err, errlen, "config.json: mlp_bias true (biases on the MLP projections) is not supported");
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  uint8_t *local = NULL; /* [n_layer] sliding-window layers */
+  wgllm_status s = WGLLM_OK;
   if (fam->gemma) {
     hp->norm_offset = 1.0f;
     hp->embed_scale = sqrtf((float)hp->n_embd);
@@ -225,34 +342,12 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
                          : json_num(cfg, "attn_logit_softcapping", &v) ? "attn_logit_softcapping"
                                                                        : NULL;
     if (capped) {
-      snprintf(err, errlen, "config.json: %s is not supported yet", capped);
+      snprintf(err, errlen, "config.json: %s is not supported for Gemma 3 yet", capped);
       return WGLLM_ERR_UNSUPPORTED;
     }
-    if (json_u32(cfg, "sliding_window", &hp->window) && hp->window) {
-      const cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
-      if (!cJSON_IsArray(lt) || cJSON_GetArraySize(lt) != (int)hp->n_layer) {
-        snprintf(err, errlen, "config.json: layer_types must list the %u layers", hp->n_layer);
-        return WGLLM_ERR_FORMAT;
-      }
-      hp->layer_local = calloc(hp->n_layer, 1);
-      if (!hp->layer_local) return WGLLM_ERR_OUT_OF_MEMORY;
-      for (uint32_t l = 0; l < hp->n_layer; l++) {
-        const cJSON *e = cJSON_GetArrayItem(lt, (int)l);
-        if (!cJSON_IsString(e) ||
-            (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention"))) {
-          snprintf(err, errlen, "config.json: layer_types[%u] is not sliding_attention or full_attention", l);
-          return WGLLM_ERR_FORMAT;
-        }
-        hp->layer_local[l] = !strcmp(e->valuestring, "sliding_attention");
-      }
-    }
-  }
-  const cJSON *mlp_bias = cJSON_GetObjectItemCaseSensitive(cfg, "mlp_bias");
-  if (cJSON_IsTrue(mlp_bias)) {
-    snprintf(err, errlen, "config.json: mlp_bias true (biases on the MLP projections) is not supported");
-    return WGLLM_ERR_UNSUPPORTED;
-  }
-  if (!fam->gemma) {
+    if (json_u32(cfg, "sliding_window", &hp->window) && hp->window)
+      s = llm_json_layer_types(cfg, hp->n_layer, &local, err, errlen);
+  } else {
     /* Qwen2/3 name a sliding_window they apply only with use_sliding_window (and then below max_window_layers);
        Mistral v0.1 applies its sliding_window to every layer, as Gemma's local layers do */
     const cJSON *use_sw = cJSON_GetObjectItemCaseSensitive(cfg, "use_sliding_window");
@@ -263,15 +358,22 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     }
     if (!cJSON_IsBool(use_sw) && json_u32(cfg, "sliding_window", &w) && w) {
       hp->window = w;
-      hp->layer_local = malloc(hp->n_layer + 1u);
-      if (!hp->layer_local) return WGLLM_ERR_OUT_OF_MEMORY;
-      memset(hp->layer_local, 1, hp->n_layer);
+      local = malloc(hp->n_layer + 1u);
+      if (!local) return WGLLM_ERR_OUT_OF_MEMORY;
+      memset(local, 1, hp->n_layer);
     }
   }
   if (!json_u32(cfg, "max_position_embeddings", &hp->train_ctx)) hp->train_ctx = 4096;
   hp->bos = json_token(cfg, "bos_token_id");
   hp->eos = json_token(cfg, "eos_token_id");
-  return hf_rope(cfg, hp, err, errlen);
+  if (!s) s = hf_rope(cfg, hp, fam->gemma && local, err, errlen);
+  if (!s) s = llm_hparams_layers_init(hp, err, errlen);
+  for (uint32_t l = 0; !s && local && l < hp->n_layer; l++) {
+    hp->lay[l].window = local[l] ? hp->window : 0;
+    hp->lay[l].rope_local = local[l] && hp->inv_freq_local;
+  }
+  free(local);
+  return s;
 }
 
 static int gguf_u32(const wt_store *st, const char *arch, const char *key, uint32_t *out) {
@@ -368,147 +470,7 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     }
     strncat(hp->rope_desc, ", rope_freqs factors", sizeof hp->rope_desc - strlen(hp->rope_desc) - 1);
   }
-  return WGLLM_OK;
-}
-
-/* Expected tensors and their shapes, in each format's names. */
-typedef struct expect {
-  char name[96];
-  int64_t d0, d1; /* d1 = 0: a vector */
-} expect;
-
-static wgllm_status check_one(const wt_store *st, const expect *e, char *err, size_t errlen) {
-  const wt_tensor *t = wt_find(st, e->name);
-  if (!t) {
-    snprintf(err, errlen, "missing tensor %s", e->name);
-    return WGLLM_ERR_FORMAT;
-  }
-  int dims = e->d1 ? 2 : 1;
-  if (t->n_dims != dims || t->shape[0] != e->d0 || (dims == 2 && t->shape[1] != e->d1)) {
-    char got[64] = "";
-    for (int i = 0; i < t->n_dims; i++)
-      snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
-    if (dims == 2)
-      snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld, %lld]", e->name, t->file, got,
-               (long long)e->d0, (long long)e->d1);
-    else
-      snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld]", e->name, t->file, got,
-               (long long)e->d0);
-    return WGLLM_ERR_FORMAT;
-  }
-  return WGLLM_OK;
-}
-
-/* The tensor roles of the Llama-family decoder, one row each, in the order they are checked: the name in each
-   format (per-layer names get the layer prefix), the shape in hyperparameters, and when the tensor is present.
-   The shape check walks this table; llm_tensor_name reads the names from it. */
-typedef enum role_dim { DIM_NONE, DIM_EMBD, DIM_VOCAB, DIM_Q, DIM_KV, DIM_FF, DIM_HEAD } role_dim;
-typedef enum role_when {
-  WHEN_ALWAYS,
-  WHEN_UNTIED,
-  WHEN_PLAIN_NORMS,
-  WHEN_SANDWICH,
-  WHEN_QKV_BIAS,
-  WHEN_QK_NORM
-} role_when;
-static const struct role {
-  const char *role, *hf, *gguf;
-  int per_layer;
-  role_dim d0, d1; /* d1 DIM_NONE: a vector */
-  role_when when;
-} ROLES[] = {
-    {"embed", "model.embed_tokens.weight", "token_embd.weight", 0, DIM_VOCAB, DIM_EMBD, WHEN_ALWAYS},
-    {"norm", "model.norm.weight", "output_norm.weight", 0, DIM_EMBD, DIM_NONE, WHEN_ALWAYS},
-    {"output", "lm_head.weight", "output.weight", 0, DIM_VOCAB, DIM_EMBD, WHEN_UNTIED},
-    {"attn_norm", "input_layernorm.weight", "attn_norm.weight", 1, DIM_EMBD, DIM_NONE, WHEN_ALWAYS},
-    {"ffn_norm", "post_attention_layernorm.weight", "ffn_norm.weight", 1, DIM_EMBD, DIM_NONE, WHEN_PLAIN_NORMS},
-    /* Gemma's sandwich norms: its post_attention_layernorm follows attention, pre_feedforward precedes the MLP */
-    {"pre_ffn_norm", "pre_feedforward_layernorm.weight", "ffn_norm.weight", 1, DIM_EMBD, DIM_NONE, WHEN_SANDWICH},
-    {"wq", "self_attn.q_proj.weight", "attn_q.weight", 1, DIM_Q, DIM_EMBD, WHEN_ALWAYS},
-    {"wk", "self_attn.k_proj.weight", "attn_k.weight", 1, DIM_KV, DIM_EMBD, WHEN_ALWAYS},
-    {"post_attn_norm", "post_attention_layernorm.weight", "post_attention_norm.weight", 1, DIM_EMBD, DIM_NONE,
-     WHEN_SANDWICH},
-    {"post_ffn_norm", "post_feedforward_layernorm.weight", "post_ffw_norm.weight", 1, DIM_EMBD, DIM_NONE,
-     WHEN_SANDWICH},
-    {"wv", "self_attn.v_proj.weight", "attn_v.weight", 1, DIM_KV, DIM_EMBD, WHEN_ALWAYS},
-    {"wo", "self_attn.o_proj.weight", "attn_output.weight", 1, DIM_EMBD, DIM_Q, WHEN_ALWAYS},
-    {"gate", "mlp.gate_proj.weight", "ffn_gate.weight", 1, DIM_FF, DIM_EMBD, WHEN_ALWAYS},
-    {"up", "mlp.up_proj.weight", "ffn_up.weight", 1, DIM_FF, DIM_EMBD, WHEN_ALWAYS},
-    {"down", "mlp.down_proj.weight", "ffn_down.weight", 1, DIM_EMBD, DIM_FF, WHEN_ALWAYS},
-    {"bq", "self_attn.q_proj.bias", "attn_q.bias", 1, DIM_Q, DIM_NONE, WHEN_QKV_BIAS},
-    {"bk", "self_attn.k_proj.bias", "attn_k.bias", 1, DIM_KV, DIM_NONE, WHEN_QKV_BIAS},
-    {"bv", "self_attn.v_proj.bias", "attn_v.bias", 1, DIM_KV, DIM_NONE, WHEN_QKV_BIAS},
-    {"q_norm", "self_attn.q_norm.weight", "attn_q_norm.weight", 1, DIM_HEAD, DIM_NONE, WHEN_QK_NORM},
-    {"k_norm", "self_attn.k_norm.weight", "attn_k_norm.weight", 1, DIM_HEAD, DIM_NONE, WHEN_QK_NORM},
-};
-
-static int64_t role_dim_of(const llm_hparams *hp, role_dim d) {
-  switch (d) {
-  case DIM_EMBD:
-    return hp->n_embd;
-  case DIM_VOCAB:
-    return hp->n_vocab;
-  case DIM_Q:
-    return (int64_t)hp->n_head * hp->head_dim;
-  case DIM_KV:
-    return (int64_t)hp->n_head_kv * hp->head_dim;
-  case DIM_FF:
-    return hp->n_ff;
-  case DIM_HEAD:
-    return hp->head_dim;
-  default:
-    return 0;
-  }
-}
-
-static int role_present(const llm_hparams *hp, role_when w) {
-  switch (w) {
-  case WHEN_UNTIED:
-    return !hp->tied_embeddings;
-  case WHEN_PLAIN_NORMS:
-    return !hp->sandwich_norms;
-  case WHEN_SANDWICH:
-    return hp->sandwich_norms;
-  case WHEN_QKV_BIAS:
-    return hp->qkv_bias;
-  case WHEN_QK_NORM:
-    return hp->qk_norm;
-  default:
-    return 1;
-  }
-}
-
-static wgllm_status check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen) {
-  int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
-  char nb[96];
-  /* the file-level tensors first, then each layer's */
-  for (int pass = 0; pass < 2; pass++)
-    for (uint32_t l = 0; l < (pass ? hp->n_layer : 1); l++)
-      for (size_t i = 0; i < sizeof ROLES / sizeof ROLES[0]; i++) {
-        const struct role *r = &ROLES[i];
-        if (r->per_layer != pass || !role_present(hp, r->when)) continue;
-        expect e = {"", role_dim_of(hp, r->d0), role_dim_of(hp, r->d1)};
-        snprintf(e.name, sizeof e.name, "%s", llm_tensor_name(gguf, r->role, pass ? (int)l : -1, nb, sizeof nb));
-        wgllm_status s = check_one(st, &e, err, errlen);
-        if (s) return s;
-      }
-  return WGLLM_OK;
-}
-
-const char *llm_tensor_name(int gguf, const char *role, int layer, char *buf, size_t len) {
-  for (size_t i = 0; i < sizeof ROLES / sizeof ROLES[0]; i++) {
-    if (strcmp(ROLES[i].role, role)) continue;
-    const char *n = gguf ? ROLES[i].gguf : ROLES[i].hf;
-    if (layer < 0)
-      snprintf(buf, len, "%s", n);
-    else if (gguf)
-      snprintf(buf, len, "blk.%d.%s", layer, n);
-    else
-      snprintf(buf, len, "model.layers.%d.%s", layer, n);
-    return buf;
-  }
-  snprintf(buf, len, "?%s", role);
-  return buf;
+  return llm_hparams_layers_init(hp, err, errlen);
 }
 
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
@@ -533,7 +495,7 @@ wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, si
     snprintf(err, errlen, "head_dim %u is over the attention kernel's 512", hp->head_dim);
     s = WGLLM_ERR_UNSUPPORTED;
   }
-  if (!s) s = check_shapes(st, hp, err, errlen);
+  if (!s) s = llm_check_shapes(st, hp, err, errlen);
   if (s) llm_hparams_free(hp);
   return s;
 }

@@ -11,6 +11,7 @@ typedef struct loader {
   llm_model *m;
   const wt_store *st;
   int gguf;
+  uint32_t kept_native; /* q4 policy: projections whose K is not a multiple of the group */
   char *err;
   size_t errlen;
 } loader;
@@ -37,11 +38,6 @@ static wgllm_status upload(loader *L, const void *data, uint64_t bytes, const ch
   return WGLLM_OK;
 }
 
-static const wt_tensor *find(loader *L, const char *role, int layer) {
-  char nb[96];
-  return wt_find(L->st, llm_tensor_name(L->gguf, role, layer, nb, sizeof nb));
-}
-
 /* Any float tensor as f32 on the GPU (norm weights, biases). */
 static wgllm_status load_f32(loader *L, const wt_tensor *t, gpu_view *out) {
   int64_t n = wt_numel(t);
@@ -56,15 +52,6 @@ static wgllm_status load_f32(loader *L, const wt_tensor *t, gpu_view *out) {
   return s;
 }
 
-static wgllm_status load_vec(loader *L, const char *role, int layer, gpu_view *out) {
-  const wt_tensor *t = find(L, role, layer);
-  if (!t) { /* shapes were checked, so only optional tensors get here */
-    memset(out, 0, sizeof *out);
-    return WGLLM_OK;
-  }
-  return load_f32(L, t, out);
-}
-
 /* The storage load_matrix gives a tensor under a policy (quantize: the q4 group for float weights, or 0). */
 static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_t *group) {
   *group = 0;
@@ -74,7 +61,7 @@ static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_
   } else if (t->dtype == WT_Q8_0) {
     *type = OP_W_Q8;
     *group = 32;
-  } else if (quantize) {
+  } else if (quantize > 0 && t->shape[1] % quantize == 0) {
     *type = OP_W_Q4;
     *group = (uint32_t)quantize;
   } else
@@ -128,13 +115,10 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     w->group = 32;
     return s;
   }
-  if (quantize) { /* q4 policy: quantize = the group size */
+  if (quantize && K % quantize) /* q4 policy, but rows that are not whole groups: kept in the file's storage */
+    L->kept_native++;
+  else if (quantize) { /* q4 policy: quantize = the group size */
     uint32_t G = (uint32_t)quantize;
-    if (K % G) {
-      snprintf(L->err, L->errlen, "tensor %s: K=%lld is not a multiple of the q4gsw group %u", t->name, (long long)K,
-               G);
-      return WGLLM_ERR_UNSUPPORTED;
-    }
     float *f = malloc((size_t)(N * K) * sizeof *f);
     uint32_t *qs = malloc(q4gsw_qs_words(N, K) * 4);
     uint16_t *sc = malloc(q4gsw_scale_count(N, K, (int)G) * 2);
@@ -167,35 +151,16 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   return s;
 }
 
-static wgllm_status load_linear(loader *L, const char *role, int layer, int quantize, op_weight *w) {
-  const wt_tensor *t = find(L, role, layer);
-  char nb[96];
-  if (!t) {
-    snprintf(L->err, L->errlen, "missing tensor %s", llm_tensor_name(L->gguf, role, layer, nb, sizeof nb));
-    return WGLLM_ERR_FORMAT;
-  }
-  return load_matrix(L, t, quantize, w);
-}
-
-wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,
-                             char *err, size_t errlen);
-
-/* Loads the n projections that the decoder runs as one (Q/K/V, gate/up) and concatenates their rows. When the
-   file stores them differently (e.g. Q8_0 and Q4_0 side by side), all of them are widened to f32, exactly, so
-   they can still share one projection. */
-static wgllm_status load_fused(loader *L, const char *const *roles, int n, int layer, int quantize,
-                               const uint32_t *rows, uint32_t K, op_weight *out) {
-  const wt_tensor *t[4];
-  char nb[96];
+/* Loads the parts of a projection the decoder runs as one (Q/K/V, gate/up) and concatenates their rows. When
+   the file stores them differently (e.g. Q8_0 and Q4_0 side by side), all of them are widened to f32, exactly,
+   so they can still share one projection. One part is loaded as it is. */
+static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int quantize, const uint32_t *rows,
+                               uint32_t K, op_weight *out) {
   int same = 1;
   op_wtype type0 = OP_W_F32, type;
   uint32_t g0 = 0, g;
+  if (n == 1) return load_matrix(L, t[0], quantize, out);
   for (int i = 0; i < n; i++) {
-    t[i] = find(L, roles[i], layer);
-    if (!t[i]) {
-      snprintf(L->err, L->errlen, "missing tensor %s", llm_tensor_name(L->gguf, roles[i], layer, nb, sizeof nb));
-      return WGLLM_ERR_FORMAT;
-    }
     storage_of(t[i], quantize, &type, &g);
     if (i == 0) {
       type0 = type;
@@ -207,11 +172,65 @@ static wgllm_status load_fused(loader *L, const char *const *roles, int n, int l
   }
   op_weight parts[4];
   wgllm_status s = WGLLM_OK;
-  int done = 0;
-  for (; !s && done < n; done++)
+  for (int done = 0; !s && done < n; done++)
     s = load_matrix(L, t[done], same ? quantize : LOAD_AS_F32, &parts[done]);
   if (!s) return llm_concat_rows(L->m, parts, rows, n, K, out, L->err, L->errlen);
   return s; /* parts already loaded stay owned by the model and are freed with it */
+}
+
+/* The tensors of one pass over the role table (the file-level roles, or one layer's) into their slots in base
+   (the model or the layer): single tensors as their kind says, groups (Q/K/V, their biases, gate/up) joined. */
+static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
+  const llm_hparams *hp = &L->m->hp;
+  size_t n;
+  const llm_role *roles = llm_roles(&n);
+  struct {
+    const wt_tensor *t[4];
+    uint32_t rows[4];
+    int n;
+    size_t slot;
+    uint32_t K;
+  } groups[4] = {0};
+  uint32_t l = layer < 0 ? 0 : (uint32_t)layer;
+  char name[128];
+  wgllm_status s = WGLLM_OK;
+  for (size_t i = 0; !s && i < n; i++) {
+    const llm_role *r = &roles[i];
+    if (r->per_layer != (layer >= 0) || !llm_role_present(hp, r, l)) continue;
+    const wt_tensor *t = wt_find(L->st, llm_role_name(hp, L->gguf, r, layer, name, sizeof name));
+    if (!t) { /* shapes were checked: only a mistake in the table gets here */
+      snprintf(L->err, L->errlen, "missing tensor %s", name);
+      return WGLLM_ERR_FORMAT;
+    }
+    char *slot = (char *)base + r->slot;
+    if (r->group != LLM_GROUP_NONE) {
+      int g = (int)r->group;
+      if (groups[g].n == 4) return WGLLM_ERR_INTERNAL;
+      groups[g].t[groups[g].n] = t;
+      groups[g].rows[groups[g].n++] = (uint32_t)t->shape[0];
+      groups[g].slot = r->slot;
+      groups[g].K = t->n_dims == 2 ? (uint32_t)t->shape[1] : 0;
+    } else if (r->kind == LLM_ROLE_VEC)
+      s = load_f32(L, t, (gpu_view *)slot);
+    else
+      s = load_matrix(L, t, r->kind == LLM_ROLE_TABLE ? 0 : quantize, (op_weight *)slot);
+  }
+  for (int g = 1; !s && g < 4; g++) {
+    if (!groups[g].n) continue;
+    char *slot = (char *)base + groups[g].slot;
+    if (g == LLM_GROUP_BQKV) {
+      gpu_view parts[4];
+      int done = 0;
+      for (; !s && done < groups[g].n; done++)
+        s = load_f32(L, groups[g].t[done], &parts[done]);
+      if (!s && groups[g].n == 1)
+        *(gpu_view *)slot = parts[0];
+      else if (!s)
+        s = llm_concat_vecs(L->m, parts, groups[g].rows, groups[g].n, (gpu_view *)slot, L->err, L->errlen);
+    } else
+      s = load_fused(L, groups[g].t, groups[g].n, quantize, groups[g].rows, groups[g].K, (op_weight *)slot);
+  }
+  return s;
 }
 
 /* Bytes of a [N][K] weight's data and scales in the kernels' layouts. */
@@ -399,7 +418,7 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     free(m);
     return s;
   }
-  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, err, errlen};
+  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, err, errlen};
   const llm_hparams *hp = &m->hp;
   int qz = o.weights.q4 ? (int)o.weights.group : 0;
   if (o.weights.q4)
@@ -411,46 +430,28 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     s = WGLLM_ERR_OUT_OF_MEMORY;
     snprintf(err, errlen, "out of host memory");
   }
-  /* the embedding table keeps its file storage (a gather reads one row a token) */
-  if (!s) s = load_linear(&L, "embed", -1, 0, &m->tok_embd);
-  if (!s) s = load_vec(&L, "norm", -1, &m->output_norm);
-  if (!s) {
-    if (hp->tied_embeddings)
-      m->output = m->tok_embd;
-    else
-      s = load_linear(&L, "output", -1, qz, &m->output);
+  if (!s) s = load_roles(&L, -1, m, qz);
+  if (!s && hp->tied_embeddings) m->output = m->tok_embd;
+  if (!s && hp->v_norm) { /* the weight of a weightless norm */
+    uint32_t n = llm_max_head_dim(hp);
+    float *ones = malloc(n * sizeof *ones);
+    if (!ones) s = WGLLM_ERR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; !s && i < n; i++)
+      ones[i] = 1.0f;
+    if (!s) s = upload(&L, ones, n * 4ull, "ones", &m->ones);
+    free(ones);
   }
   for (uint32_t l = 0; !s && l < hp->n_layer; l++) {
-    llm_layer *ly = &m->layers[l];
-    int li = (int)l;
-    s = load_vec(&L, "attn_norm", li, &ly->attn_norm);
-    if (!s) s = load_vec(&L, hp->sandwich_norms ? "pre_ffn_norm" : "ffn_norm", li, &ly->ffn_norm);
-    if (!s && hp->sandwich_norms) {
-      s = load_vec(&L, "post_attn_norm", li, &ly->post_attn_norm);
-      if (!s) s = load_vec(&L, "post_ffn_norm", li, &ly->post_ffn_norm);
-    }
-    uint32_t nq = hp->n_head * hp->head_dim, nkv = hp->n_head_kv * hp->head_dim;
-    uint32_t qkv_rows[3] = {nq, nkv, nkv}, gu_rows[2] = {hp->n_ff, hp->n_ff};
-    static const char *const qkv_roles[3] = {"wq", "wk", "wv"}, *const gu_roles[2] = {"gate", "up"};
-    if (!s) s = load_fused(&L, qkv_roles, 3, li, qz, qkv_rows, hp->n_embd, &ly->wqkv);
-    if (!s) s = load_linear(&L, "wo", li, qz, &ly->wo);
-    if (!s) s = load_fused(&L, gu_roles, 2, li, qz, gu_rows, hp->n_embd, &ly->w_gate_up);
-    if (!s) s = load_linear(&L, "down", li, qz, &ly->w_down);
-    if (!s && hp->qkv_bias) {
-      gpu_view b[3];
-      s = load_vec(&L, "bq", li, &b[0]);
-      if (!s) s = load_vec(&L, "bk", li, &b[1]);
-      if (!s) s = load_vec(&L, "bv", li, &b[2]);
-      if (!s) s = llm_concat_vecs(m, b, qkv_rows, 3, &ly->bqkv, err, errlen);
-    }
-    if (!s && hp->qk_norm) {
-      s = load_vec(&L, "q_norm", li, &ly->q_norm);
-      if (!s) s = load_vec(&L, "k_norm", li, &ly->k_norm);
-    }
+    s = load_roles(&L, (int)l, &m->layers[l], qz);
     if (!s && o.progress && o.progress((float)(l + 1) / (float)hp->n_layer, o.progress_user)) {
       snprintf(err, errlen, "loading %s: cancelled by the progress callback after layer %u", path, l);
       s = WGLLM_ERR_INVALID_ARG;
     }
+  }
+  if (!s && L.kept_native) {
+    size_t n = strlen(m->weights_desc);
+    snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u not: K not a multiple of %u)", L.kept_native,
+             o.weights.group);
   }
   if (!s) s = gpu_wait_idle(gpu, err, errlen); /* surfaces any allocation or upload error now */
   if (s) {

@@ -2,16 +2,16 @@
 #include "ops.h"
 
 typedef struct glu_params {
-  uint32_t n, rows, in_stride, g_off, u_off, act, _p0, _p1;
+  uint32_t n, rows, in_stride, g_off, u_off, act, u_stride, _p1;
 } glu_params;
 _Static_assert(sizeof(glu_params) == 32, "glu_params mirrors the Params block of kernels/glu.wgsl");
 
-wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
-                    uint32_t in_stride, uint32_t g_off, uint32_t u_off, op_act act) {
+wgllm_status op_glu_strided(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
+                            uint32_t in_stride, uint32_t g_off, uint32_t u_stride, uint32_t u_off, op_act act) {
   if (!n || !rows) return op_fail(rec, WGLLM_ERR_INTERNAL, "glu: empty shape");
   if (rows > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "glu: %u rows exceed the grid limit", rows);
-  glu_params p = {n, rows, in_stride, g_off, u_off, (uint32_t)act, 0, 0};
+  glu_params p = {n, rows, in_stride, g_off, u_off, (uint32_t)act, u_stride, 0};
   gpu_dispatch_desc d = {.kernel = K_GLU, .variant = V_GLU_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
   d.bind[0] = x;
   d.bind[1] = u;
@@ -20,4 +20,9 @@ wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uin
   d.grid[1] = rows;
   d.grid[2] = 1;
   return gpu_record(rec, &d);
+}
+
+wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
+                    uint32_t in_stride, uint32_t g_off, uint32_t u_off, op_act act) {
+  return op_glu_strided(rec, x, u, out, n, rows, in_stride, g_off, in_stride, u_off, act);
 }

@@ -37,6 +37,11 @@ wgllm_status op_add(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uin
 /* a += b (the residual stream).   a: [n], b: [nb] */
 wgllm_status op_add_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb);
 wgllm_status op_mul(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb);
+/* a = a * b, a = (a + b) * c in place (b broadcast as above) */
+wgllm_status op_mul_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb);
+wgllm_status op_add_scale_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb, float c);
+/* a = cap * tanh(a / cap) in place (final logit soft-capping) */
+wgllm_status op_softcap_inplace(gpu_recorder *rec, gpu_view a, uint32_t n, float cap);
 
 /* RMSNorm. x: [rows][in_stride] (first n used), w: [n], out: [rows][out_stride]. */
 wgllm_status op_rms_norm(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, uint32_t n, uint32_t rows,
@@ -125,6 +130,9 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
    out: [rows][n]. act 0 SiLU, 1 GELU-tanh. */
 wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
                     uint32_t in_stride, uint32_t g_off, uint32_t u_off, op_act act);
+/* The same with u's rows strided by u_stride (Gemma 4's per-layer inputs: one layer's slice of each token). */
+wgllm_status op_glu_strided(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,
+                            uint32_t in_stride, uint32_t g_off, uint32_t u_stride, uint32_t u_off, op_act act);
 
 /* KV cache: f32 or f16 storage of one layer: [n_kv_head][ctx][head_dim]. */
 typedef struct op_kv_layout {

@@ -5,16 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void kv_free(gpu_context *gpu, llm_kv_cache *kv) {
-  for (uint32_t l = 0; l < kv->n_layer; l++) {
-    if (kv->k) gpu_buffer_destroy(gpu, kv->k[l]);
-    if (kv->v) gpu_buffer_destroy(gpu, kv->v[l]);
-  }
-  free(kv->k);
-  free(kv->v);
-  memset(kv, 0, sizeof *kv);
-}
-
 void llm_session_free(llm_session *s) {
   if (!s) return;
   if (s->in_flight) llm_session_step_drain(s);
@@ -24,7 +14,7 @@ void llm_session_free(llm_session *s) {
   llm_scratch_release(s->gpu, &s->step_scratch);
   gpu_buffer_destroy(s->gpu, s->sampler_state);
   gpu_buffer_destroy(s->gpu, s->sampler_work);
-  kv_free(s->gpu, &s->kv);
+  llm_kv_cache_free(s->gpu, &s->kv);
   llm_rope_tables_free(s->gpu, &s->rope);
   free(s->fed);
   free(s);
@@ -60,31 +50,12 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
     s->n_buckets++;
   if (!s->opt.prefill_chunk) s->opt.prefill_chunk = 256;
   const llm_hparams *hp = &m->hp;
-  int f16 = s->opt.kv_f16;
-  if (hp->head_dim % 4) { /* the attention kernels read K/V four elements at a time */
-    snprintf(err, errlen, "head_dim %u is not a multiple of 4, which the attention kernels need", hp->head_dim);
-    free(s);
-    return WGLLM_ERR_UNSUPPORTED;
-  }
   /* f16 KV is stored as packed pairs in u32 words and widened with unpack2x16float: it needs no shader-f16,
      so it is available on every device (the H200 through this Dawn does not grant shader-f16) */
-  llm_kv_cache *kv = &s->kv;
-  kv->layout.n_kv_head = hp->n_head_kv;
-  kv->layout.head_dim = hp->head_dim;
-  kv->layout.ctx = s->opt.ctx;
-  kv->layout.f16 = f16;
-  kv->n_layer = hp->n_layer;
   s->fed = malloc(s->opt.ctx * sizeof *s->fed);
-  kv->k = calloc(hp->n_layer, sizeof *kv->k);
-  kv->v = calloc(hp->n_layer, sizeof *kv->v);
-  wgllm_status st = (!kv->k || !kv->v || !s->fed) ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_OK;
+  wgllm_status st = s->fed ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) snprintf(err, errlen, "out of host memory");
-  uint64_t per = (uint64_t)hp->n_head_kv * s->opt.ctx * hp->head_dim * (f16 ? 2 : 4);
-  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
-    st = gpu_buffer_create(s->gpu, per, "kv_k", &kv->k[l], err, errlen);
-    if (!st) st = gpu_buffer_create(s->gpu, per, "kv_v", &kv->v[l], err, errlen);
-    kv->bytes += 2 * per;
-  }
+  if (!st) st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.kv_f16, &s->kv, err, errlen);
   if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err, errlen);
   if (st) {
     llm_session_free(s);
@@ -234,7 +205,7 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
     st = llm_scratch_acquire(s->gpu, hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
     if (st) return s->step_status = st;
   }
-  st = llm_scratch_add_decode(s->gpu, hp, &s->kv.layout, &s->step_scratch, s->err, sizeof s->err);
+  st = llm_scratch_add_decode(s->gpu, hp, &s->kv, &s->step_scratch, s->err, sizeof s->err);
   if (st) return s->step_status = st;
   gpu_recorder *rec = gpu_recorder_create(s->gpu, 1);
   if (!rec) {

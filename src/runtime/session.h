@@ -2,7 +2,7 @@
    which is recorded once and replayed each token with the token id and position in GPU buffers. */
 #ifndef WGLLM_SESSION_H
 #define WGLLM_SESSION_H
-#include "arch_llama.h"
+#include "decoder.h"
 #include "model.h"
 
 typedef struct llm_session_options {

@@ -1,0 +1,160 @@
+/* The attention and MLP blocks and the LM head the families' forward passes are built from (decoder.h).
+   Attention of layer l: RMSNorm, fused Q/K/V projection (+ biases), optional per-head q/k RMSNorm and
+   weightless v RMSNorm, RoPE, KV append (owning layers only), causal GQA attention over the source layer's
+   cache (its own, or an earlier layer's for KV-shared layers), output projection, residual add (through
+   Gemma's post-attention norm). MLP: RMSNorm, fused gate/up projection, GLU, down projection, residual add.
+   For one token with q4gsw weights the decode path fuses further (kernels/gemv_q4.wgsl): the norms ride in
+   the projections, the residual adds in the output and down projections, the GLU in the gate/up projection,
+   and attention is flash-decoding, whose first pass also applies RoPE and appends to the KV cache. */
+#include "decoder.h"
+
+static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
+
+wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
+  gpu_recorder *rec = f->rec;
+  const llm_model *m = f->m;
+  const llm_hparams *hp = &m->hp;
+  const llm_scratch *s = f->s;
+  const llm_layer *ly = &m->layers[l];
+  uint32_t T = f->T, D = hp->n_embd, hd = llm_layer_head_dim(hp, l), nkv_h = llm_layer_n_head_kv(hp, l);
+  uint32_t nq = llm_layer_q_width(hp, l), nkv = llm_layer_kv_width(hp, l), S = llm_layer_qkv_rows(hp, l);
+  int own = llm_layer_owns_kv(hp, l), v_is_k = llm_layer_v_is_k(hp, l);
+  uint32_t src = llm_layer_kv_source(hp, l), rot = llm_layer_rot_dim(hp, l);
+  const op_kv_layout *layout = &f->kv->layout[src];
+  gpu_buffer *kc = f->kv->k[src], *vc = f->kv->v[src];
+  gpu_buffer *rope_cs = llm_layer_rope_local(hp, l) && f->rope->local ? f->rope->local : f->rope->global;
+  uint32_t max_pos = f->kv->ctx;
+  const float no = hp->norm_offset;
+  gpu_view none = {0}, bqkv = hp->qkv_bias ? ly->bqkv : none;
+  wgllm_status st;
+  /* x -> qkv [T][S]: q | k | v, or q | k when V is K, or q alone in a KV-shared layer */
+  if (f->fused) {
+    op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no};
+    st = op_gemv_q4(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
+  } else {
+    st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
+    if (!st) st = op_linear(rec, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
+  }
+  /* where q, k and v live after the optional per-head norms (buffer, element offsets, token stride) */
+  gpu_buffer *qk = s->qkv, *vb = s->qkv;
+  uint32_t k_off = nq, qk_stride = S, v_off = v_is_k ? nq : nq + nkv, v_stride = S;
+  if (!st && hp->qk_norm) {
+    /* the heads of each token: in the fused QKV row (stride S) and out into q | k | v rows (stride S2) */
+    uint32_t S2 = own ? nq + 2 * nkv : nq;
+    op_rms_norm_params qn = {hd, T * hp->n_head, {0, hd, hp->n_head, S}, {0, hd, hp->n_head, S2}, hp->norm_eps, no};
+    st = op_rms_norm_rows(rec, V(s->qkv), ly->q_norm, V(s->qk2), &qn);
+    if (!st && own) {
+      op_rms_norm_params kn = {hd, T * nkv_h, {nq, hd, nkv_h, S}, {nq, hd, nkv_h, S2}, hp->norm_eps, no};
+      st = op_rms_norm_rows(rec, V(s->qkv), ly->k_norm, V(s->qk2), &kn);
+    }
+    if (!st && own && hp->v_norm) { /* weightless: the weight is ones, offset 0 */
+      op_rms_norm_params vn = {hd, T * nkv_h, {v_off, hd, nkv_h, S}, {nq + nkv, hd, nkv_h, S2}, hp->norm_eps, 0};
+      st = op_rms_norm_rows(rec, V(s->qkv), m->ones, V(s->qk2), &vn);
+      vb = s->qk2;
+      v_off = nq + nkv;
+      v_stride = S2;
+    }
+    qk = s->qk2;
+    qk_stride = S2;
+  }
+  gpu_view vsrc = vb == qk ? none : V(vb); /* V from q's buffer, or from the projection output */
+  /* one token with flash-decoding: RoPE and the cache append ride in the attention's first pass */
+  int decode = T == 1 && s->attn_partial && op_attention_decode_supports(layout, hp->n_head);
+  op_attn_rope ar = {V(rope_cs), vsrc, rot, max_pos, k_off, v_off, hp->rope_mode};
+  int rope_in_attn = own && decode && rot % 4 == 0 && !f->fo->unfused;
+  if (!st && !own) { /* a KV-shared layer: RoPE of q only; the source layer wrote the cache */
+    op_rope_params rq = {T, hp->n_head, hd, rot, 0, qk_stride, hp->rope_mode, max_pos};
+    st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
+  } else if (!st && !rope_in_attn && rot % 4 == 0) { /* one dispatch: RoPE of q and k, the cache append */
+    op_rope_kv_params rp = {T,         hp->n_head, rot,       max_pos, hp->rope_mode, 0,
+                            qk_stride, k_off,      qk_stride, v_off,   v_stride};
+    st = op_rope_kv(rec, layout, &rp, V(qk), vsrc, V(s->pos), V(rope_cs), V(kc), V(vc));
+  } else if (!st && !rope_in_attn) {
+    op_rope_params rq = {T, hp->n_head, hd, rot, 0, qk_stride, hp->rope_mode, max_pos};
+    op_rope_params rk = {T, nkv_h, hd, rot, k_off, qk_stride, hp->rope_mode, max_pos};
+    op_kv_write_params wp = {T, k_off, qk_stride, v_off, v_stride};
+    st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
+    if (!st) st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rk);
+    if (!st) st = op_kv_write(rec, layout, &wp, V(qk), vb == qk ? V(qk) : V(vb), V(s->pos), V(kc), V(vc));
+  }
+  op_attn_params ap = {T, hp->n_head, qk_stride, 0, nq, llm_layer_window(hp, l), hp->attn_scale, 0.0f, f->fo->max_len};
+  if (rope_in_attn) ap.rope = &ar;
+  if (!st && decode) {
+    gpu_view args = V(s->attn_args);
+    int indirect = f->fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
+    st = op_attention_decode(rec, layout, &ap, V(qk), V(kc), V(vc), V(s->pos), V(s->attn_partial),
+                             indirect ? &args : NULL, V(s->attn));
+  } else if (!st)
+    st = op_attention(rec, layout, &ap, V(qk), V(kc), V(vc), V(s->pos), V(s->attn));
+  /* output projection + residual (through Gemma's post-attention norm) */
+  if (st) return st;
+  if (f->fused) {
+    op_gemv_opts oo = {.accumulate = 1};
+    if (hp->sandwich_norms) {
+      st = op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->proj), D, nq, NULL);
+      if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, 1, hp->norm_eps, no);
+      return st;
+    }
+    return op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
+  }
+  st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
+  if (!st && hp->sandwich_norms)
+    return op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
+  if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+  return st;
+}
+
+wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
+  gpu_recorder *rec = f->rec;
+  const llm_hparams *hp = &f->m->hp;
+  const llm_scratch *s = f->s;
+  const llm_layer *ly = &f->m->layers[l];
+  uint32_t T = f->T, D = hp->n_embd, F = llm_layer_n_ff(hp, l);
+  const float no = hp->norm_offset;
+  gpu_view none = {0};
+  wgllm_status st;
+  if (f->fused) {
+    op_gemv_opts og = {.norm_w = ly->ffn_norm, .eps = hp->norm_eps, .norm_offset = no, .glu_half = F, .act = hp->act};
+    op_gemv_opts oo = {.accumulate = 1};
+    st = op_gemv_q4(rec, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
+    if (!st && hp->sandwich_norms) {
+      st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->proj), D, F, NULL);
+      if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, 1, hp->norm_eps, no);
+    } else if (!st)
+      st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
+    return st;
+  }
+  st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
+  if (!st) st = op_linear(rec, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
+  if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
+  if (!st) st = op_linear(rec, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+  if (!st && hp->sandwich_norms)
+    st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
+  else if (!st)
+    st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+  return st;
+}
+
+wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
+  gpu_recorder *rec = f->rec;
+  const llm_model *m = f->m;
+  const llm_hparams *hp = &m->hp;
+  const llm_scratch *s = f->s;
+  uint32_t T = f->T, D = hp->n_embd;
+  const float no = hp->norm_offset;
+  gpu_view none = {0};
+  int sg;
+  wgllm_status st;
+  if (f->fused && n_logits == 1 && op_gemv_q4_supports(op_ctx(rec), &m->output, 1, D, &sg)) {
+    op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no};
+    st = op_gemv_q4(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
+  } else {
+    st = op_rms_norm_rows(
+        rec, V(s->x), m->output_norm, V(s->xn),
+        &(op_rms_norm_params){D, n_logits, {(T - n_logits) * D, D, 0, 0}, {0, D, 0, 0}, hp->norm_eps, no});
+    if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+  }
+  if (!st && hp->final_softcap > 0)
+    st = op_softcap_inplace(rec, V(s->logits), n_logits * hp->n_vocab, hp->final_softcap);
+  return st;
+}

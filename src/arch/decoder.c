@@ -1,0 +1,175 @@
+/* What the decoder forward passes share (see decoder.h): activation scratch sized for the widest layer, the
+   KV cache (per owning layer, in its own layout; KV-shared layers get none), RoPE tables, and the dispatch to
+   the family's forward function. */
+#include "decoder.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
+                                 llm_scratch *s, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  s->cap = cap;
+  s->logit_rows = logit_rows;
+  uint64_t T = cap, qkv = llm_max_qkv_rows(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
+  uint64_t F = llm_max_n_ff(hp), P = hp->ple_dim;
+  struct {
+    gpu_buffer **b;
+    uint64_t bytes;
+    const char *name;
+  } want[] = {
+      {&s->ids, T * 4, "ids"},
+      {&s->pos, T * 4, "pos"},
+      {&s->x, T * hp->n_embd * 4, "x"},
+      {&s->xn, T * hp->n_embd * 4, "xn"},
+      {&s->qkv, T * qkv * 4, "qkv"},
+      {&s->qk2, T * qkv * 4, "qk2"},
+      {&s->attn, T * q * 4, "attn"},
+      {&s->proj, T * hp->n_embd * 4, "proj"},
+      {&s->gu, T * 2 * F * 4, "gu"},
+      {&s->h, T * F * 4, "h"},
+      {&s->logits, (uint64_t)logit_rows * hp->n_vocab * 4, "logits"},
+      {&s->ple, T * hp->n_layer * P * 4, "ple"},
+      {&s->ple_tok, T * hp->n_layer * P * 4, "ple_tok"},
+      {&s->ple_ctx, T * hp->n_layer * P * 4, "ple_ctx"},
+      {&s->ple_h, T * P * 4, "ple_h"},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    if (!want[i].bytes) continue; /* no per-layer inputs */
+    wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err, errlen);
+    if (st) {
+      llm_scratch_release(gpu, s);
+      return st;
+    }
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
+                                    char *err, size_t errlen) {
+  wgllm_status st = WGLLM_OK;
+  uint64_t partial = 0;
+  for (uint32_t l = 0; l < kv->n_layer; l++) {
+    uint64_t b = op_attn_partial_bytes(&kv->layout[l], hp->n_head, 0);
+    if (b > partial) partial = b;
+  }
+  if (!s->attn_partial) st = gpu_pool_acquire(gpu, partial, "attn_partial", &s->attn_partial, err, errlen);
+  if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err, errlen);
+  return st;
+}
+
+void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
+  gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,        &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
+                        &s->proj,   &s->gu,           &s->h,        &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
+                        &s->logits, &s->attn_partial, &s->attn_args};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    if (*all[i]) gpu_pool_release(gpu, *all[i]);
+    *all[i] = NULL;
+  }
+}
+
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, int f16, llm_kv_cache *kv,
+                                 char *err, size_t errlen) {
+  memset(kv, 0, sizeof *kv);
+  kv->n_layer = hp->n_layer;
+  kv->ctx = ctx;
+  kv->f16 = f16;
+  kv->layout = calloc(hp->n_layer, sizeof *kv->layout);
+  kv->k = calloc(hp->n_layer, sizeof *kv->k);
+  kv->v = calloc(hp->n_layer, sizeof *kv->v);
+  if (!kv->layout || !kv->k || !kv->v) {
+    llm_kv_cache_free(gpu, kv);
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  wgllm_status st = WGLLM_OK;
+  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
+    uint32_t hd = llm_layer_head_dim(hp, l), src = llm_layer_kv_source(hp, l);
+    if (hd % 4) { /* the attention kernels read K/V four elements at a time */
+      snprintf(err, errlen, "layer %u: head_dim %u is not a multiple of 4, which the attention kernels need", l, hd);
+      st = WGLLM_ERR_UNSUPPORTED;
+      break;
+    }
+    kv->layout[l] = (op_kv_layout){llm_layer_n_head_kv(hp, l), hd, ctx, f16};
+    if (src != l) { /* a KV-shared layer: its source came earlier */
+      kv->layout[l] = kv->layout[src];
+      continue;
+    }
+    uint64_t per = (uint64_t)kv->layout[l].n_kv_head * ctx * hd * (f16 ? 2 : 4);
+    st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err, errlen);
+    if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err, errlen);
+    kv->bytes += 2 * per;
+  }
+  if (st) llm_kv_cache_free(gpu, kv);
+  return st;
+}
+
+void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv) {
+  for (uint32_t l = 0; l < kv->n_layer; l++) {
+    if (kv->k) gpu_buffer_destroy(gpu, kv->k[l]);
+    if (kv->v) gpu_buffer_destroy(gpu, kv->v[l]);
+  }
+  free(kv->layout);
+  free(kv->k);
+  free(kv->v);
+  memset(kv, 0, sizeof *kv);
+}
+
+static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos,
+                               gpu_buffer **out, char *err, size_t errlen) {
+  uint64_t n = (uint64_t)max_pos * (rot_dim / 2) * 2;
+  float *cs = malloc(n * sizeof *cs);
+  if (!cs) {
+    snprintf(err, errlen, "out of host memory for the RoPE table");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  op_rope_table(cs, inv_freq, rot_dim, max_pos, 1.0f);
+  wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err, errlen);
+  if (!s) gpu_write(gpu, *out, 0, cs, n * 4);
+  free(cs);
+  return s;
+}
+
+wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
+                                    char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  wgllm_status s = rope_table(gpu, hp->inv_freq, hp->rot_dim, max_pos, &out->global, err, errlen);
+  uint32_t rot_local = hp->rot_dim_local ? hp->rot_dim_local : hp->rot_dim;
+  if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, rot_local, max_pos, &out->local, err, errlen);
+  if (s) llm_rope_tables_free(gpu, out);
+  return s;
+}
+
+void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t) {
+  gpu_buffer_destroy(gpu, t->global);
+  gpu_buffer_destroy(gpu, t->local);
+  t->global = t->local = NULL;
+}
+
+int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m) {
+  const llm_hparams *hp = &m->hp;
+  int sg, ok = 1;
+  for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+    const llm_layer *ly = &m->layers[l];
+    uint32_t F = llm_layer_n_ff(hp, l);
+    ok = op_gemv_q4_supports(op_ctx(rec), &ly->wqkv, 1, hp->n_embd, &sg) &&
+         op_gemv_q4_supports(op_ctx(rec), &ly->wo, 1, llm_layer_q_width(hp, l), &sg) &&
+         op_gemv_q4_supports(op_ctx(rec), &ly->w_gate_up, 1, hp->n_embd, &sg) &&
+         op_gemv_q4_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
+  }
+  return ok;
+}
+
+wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
+                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
+                                const llm_forward_opts *fo) {
+  static const llm_forward_opts defaults = {0};
+  if (!fo) fo = &defaults;
+  if (T == 0 || T > s->cap || n_logits == 0 || n_logits > T || n_logits > s->logit_rows)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "forward: T=%u n_logits=%u over scratch %u/%u", T, n_logits, s->cap,
+                   s->logit_rows);
+  llm_fwd f = {rec, m, kv, rope, s, T, fo, 0};
+  f.fused = T == 1 && !fo->unfused && llm_fused_decode_ok(rec, m);
+  if (m->hp.arch == LLM_ARCH_GEMMA4) return llm_forward_gemma4(&f, n_logits);
+  return llm_forward_llama(&f, n_logits);
+}

@@ -1,0 +1,103 @@
+/* The decoder forward passes as ops appended to a recorder, for prefill (T tokens) and for the recorded decode
+   step (T = 1): what every family shares (activation scratch, the KV cache, RoPE tables, the attention and MLP
+   blocks in blocks.c) and one forward function per family (arch_llama.c: Llama 2/3.x, Mistral, Qwen2/3,
+   Gemma 3; arch_gemma4.c: Gemma 4). Every per-layer width comes from the llm_layer_* accessors. */
+#ifndef WGLLM_DECODER_H
+#define WGLLM_DECODER_H
+#include "model.h"
+
+/* Activation buffers for up to cap tokens (from the pool, released by llm_scratch_release). */
+typedef struct llm_scratch {
+  uint32_t cap;             /* tokens */
+  uint32_t logit_rows;      /* rows of logits it can hold */
+  gpu_buffer *ids;          /* [cap] u32 token ids (input) */
+  gpu_buffer *pos;          /* [cap] u32 positions (input) */
+  gpu_buffer *x;            /* [cap][n_embd] residual stream */
+  gpu_buffer *xn;           /* [cap][n_embd] normed */
+  gpu_buffer *qkv;          /* [cap][q + 2*kv] fused projection output (widest layer) */
+  gpu_buffer *qk2;          /* [cap][q + 2*kv]: q | k | v after the per-head norms (Qwen3, Gemma) */
+  gpu_buffer *attn;         /* [cap][q] */
+  gpu_buffer *proj;         /* [cap][n_embd] */
+  gpu_buffer *gu;           /* [cap][2*n_ff] gate and up (widest layer) */
+  gpu_buffer *h;            /* [cap][n_ff] */
+  gpu_buffer *ple;          /* [cap][n_layer*ple_dim] Gemma 4's per-layer inputs (NULL without) */
+  gpu_buffer *ple_tok;      /* [cap][n_layer*ple_dim] their embedding-table part */
+  gpu_buffer *ple_ctx;      /* [cap][n_layer*ple_dim] their projection part */
+  gpu_buffer *ple_h;        /* [cap][ple_dim] a layer's gate */
+  gpu_buffer *logits;       /* [logit_rows][n_vocab] */
+  gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
+  gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
+} llm_scratch;
+
+/* How flash-decoding sizes its chunk grid: the worst case for the recording's length bucket with early exit
+   (the default: measured faster, PERF.md), or GPU-written indirect arguments. */
+typedef enum llm_attn_grid { LLM_ATTN_GRID_WORST = 0, LLM_ATTN_GRID_INDIRECT } llm_attn_grid;
+
+/* How a forward pass is recorded. */
+typedef struct llm_forward_opts {
+  uint32_t max_len;        /* a decode step (T = 1) serves positions below it: a power of two, or 0 for the cache */
+  int unfused;             /* one token through the plain per-op path, not the fused kernels (comparisons) */
+  llm_attn_grid attn_grid; /* flash-decoding's grid */
+} llm_forward_opts;
+
+wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
+                                 llm_scratch *s, char *err, size_t errlen);
+struct llm_kv_cache;
+/* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
+wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const struct llm_kv_cache *kv,
+                                    llm_scratch *s, char *err, size_t errlen);
+void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
+
+/* KV cache: per owning layer K and V [n_kv][ctx][hd] in its own layout, f32 or f16; a KV-shared layer has no
+   buffers of its own (NULL) and reads its source layer's (llm_layer_kv_source). */
+typedef struct llm_kv_cache {
+  op_kv_layout *layout; /* [n_layer]: a shared layer has its source's */
+  gpu_buffer **k, **v;  /* [n_layer] */
+  uint32_t n_layer, ctx;
+  int f16;
+  uint64_t bytes; /* over the owning layers */
+} llm_kv_cache;
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, int f16, llm_kv_cache *kv,
+                                 char *err, size_t errlen);
+void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv);
+
+/* RoPE tables for positions < max_pos: global from hp->inv_freq [rot_dim/2], local from hp->inv_freq_local
+   [rot_dim_local/2] (the layers with rope_local) or NULL when there is none. */
+typedef struct llm_rope_tables {
+  gpu_buffer *global, *local;
+} llm_rope_tables;
+wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
+                                    char *err, size_t errlen);
+void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
+
+/* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the
+   logits of the last n_logits tokens into scratch->logits. fo: NULL for the defaults. */
+wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
+                                const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
+                                const llm_forward_opts *fo);
+
+/* ---- the blocks the families' forward passes are built from (blocks.c) ---- */
+/* One forward pass being recorded: what every block reads. */
+typedef struct llm_fwd {
+  gpu_recorder *rec;
+  const llm_model *m;
+  const llm_kv_cache *kv;
+  const llm_rope_tables *rope;
+  const llm_scratch *s;
+  uint32_t T;
+  const llm_forward_opts *fo;
+  int fused; /* one token with every projection in q4gsw: the fused decode kernels */
+} llm_fwd;
+/* Whether every projection of the model takes the fused q4 decode path (T == 1). */
+int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m);
+/* x += attention(norm(x)) of layer l: projection, per-head norms, RoPE, KV append (owning layers), attention
+   over the source layer's cache, output projection, Gemma's post-attention norm. */
+wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l);
+/* x += MLP(norm(x)) of layer l (gated, SiLU or GELU-tanh), with Gemma's post-MLP norm. */
+wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l);
+/* Final norm of the last n_logits rows and the LM head into s->logits. */
+wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits);
+/* The two families' forward passes (arch_llama.c, arch_gemma4.c). */
+wgllm_status llm_forward_llama(const llm_fwd *f, uint32_t n_logits);
+wgllm_status llm_forward_gemma4(const llm_fwd *f, uint32_t n_logits);
+#endif

@@ -1,0 +1,280 @@
+/* Gemma 4 text (Gemma4TextConfig, transformers 5.17) from config.json: sliding and full layers with their own
+   head_dim, KV heads and RoPE (plain on sliding layers, "proportional" with a partial rotary factor on full
+   ones), KV sharing (the last num_kv_shared_layers layers read the cache of the last earlier layer of their
+   type), per-layer input embeddings, attention_k_eq_v, the double-wide MLP of shared layers and final logit
+   soft-capping. What changes the math and is not implemented (the MoE block, bidirectional attention,
+   attention biases) is refused by name. */
+#include "config_json.h"
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A missing key gets transformers' default; a present one must be valid. */
+static int u32_or(const cJSON *cfg, const char *key, uint32_t def, uint32_t *out) {
+  if (!cJSON_GetObjectItemCaseSensitive(cfg, key) || cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cfg, key))) {
+    *out = def;
+    return 1;
+  }
+  return json_u32(cfg, key, out);
+}
+
+/* Each layer's head_dim and KV heads: from per_layer_config where config.json has it (as transformers 5.17 saves
+   a config: {"<layer>": {"head_dim": ..., "num_key_value_heads": ...}}), else the global values on full layers.
+   All layers of one attention type must agree (one RoPE table per type). */
+static wgllm_status per_layer_config(const cJSON *cfg, llm_hparams *hp, const uint8_t *local, uint32_t *sliding_hd,
+                                     uint32_t sliding_kv, uint32_t *global_hd, uint32_t *global_kv, char *err,
+                                     size_t errlen) {
+  const cJSON *plc = cJSON_GetObjectItemCaseSensitive(cfg, "per_layer_config");
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    hp->lay[l].head_dim = local[l] ? *sliding_hd : *global_hd;
+    hp->lay[l].n_head_kv = local[l] ? sliding_kv : *global_kv;
+  }
+  if (!plc || cJSON_IsNull(plc)) return WGLLM_OK;
+  if (!cJSON_IsObject(plc)) {
+    snprintf(err, errlen, "config.json: per_layer_config is not an object");
+    return WGLLM_ERR_FORMAT;
+  }
+  for (uint32_t l = 0; l < hp->n_layer; l++) { /* unlisted layers keep the base values */
+    hp->lay[l].head_dim = *sliding_hd;
+    hp->lay[l].n_head_kv = sliding_kv;
+  }
+  const cJSON *e;
+  cJSON_ArrayForEach(e, plc) {
+    char *end;
+    long l = strtol(e->string, &end, 10);
+    if (*end || end == e->string || l < 0 || l >= (long)hp->n_layer || !cJSON_IsObject(e)) {
+      snprintf(err, errlen, "config.json: per_layer_config key \"%s\" is not a layer below %u with an object",
+               e->string, hp->n_layer);
+      return WGLLM_ERR_FORMAT;
+    }
+    const cJSON *f;
+    cJSON_ArrayForEach(f, e) {
+      uint32_t v;
+      if (strcmp(f->string, "head_dim") && strcmp(f->string, "num_key_value_heads")) {
+        snprintf(err, errlen, "config.json: per_layer_config.%s.%s is not supported (head_dim, num_key_value_heads)",
+                 e->string, f->string);
+        return WGLLM_ERR_UNSUPPORTED;
+      }
+      if (!json_u32(e, f->string, &v) || v == 0) {
+        snprintf(err, errlen, "config.json: per_layer_config.%s.%s is not a positive integer", e->string, f->string);
+        return WGLLM_ERR_FORMAT;
+      }
+      if (!strcmp(f->string, "head_dim"))
+        hp->lay[l].head_dim = v;
+      else
+        hp->lay[l].n_head_kv = v;
+    }
+  }
+  int seen[2] = {0, 0};
+  uint32_t hd[2] = {0, 0};
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    llm_layer_hp *y = &hp->lay[l];
+    int t = local[l];
+    if (y->head_dim > 512 || y->head_dim % 4 || hp->n_head % y->n_head_kv) {
+      snprintf(err, errlen,
+               "config.json: layer %u: head_dim %u (multiples of 4 up to 512) or %u KV heads for %u "
+               "heads not supported",
+               l, y->head_dim, y->n_head_kv, hp->n_head);
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+    if (seen[t] && hd[t] != y->head_dim) {
+      snprintf(err, errlen, "config.json: %s layers with different head_dim (%u, %u) are not supported",
+               t ? "sliding" : "full", hd[t], y->head_dim);
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+    seen[t] = 1;
+    hd[t] = y->head_dim;
+  }
+  if (seen[0]) *global_hd = hd[0];
+  if (seen[1]) *sliding_hd = hd[1];
+  return WGLLM_OK;
+}
+
+static int is_true(const cJSON *cfg, const char *key) {
+  return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cfg, key));
+}
+
+/* The inverse frequencies of one layer type's rope_parameters for heads of head_dim: rope_type "default" rotates
+   every pair; "proportional" rotates the first partial_rotary_factor * head_dim / 2 pairs at frequencies of
+   head_dim and leaves the rest (frequency 0: cos 1, sin 0), so its table spans the whole head. */
+static wgllm_status rope_of(const cJSON *rp, const char *type_name, uint32_t head_dim, float **inv, char *desc,
+                            size_t desclen, char *err, size_t errlen) {
+  double theta = 10000.0, factor = 1.0, partial = 1.0;
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(rp, "rope_type");
+  const char *type = cJSON_IsString(t) ? t->valuestring : "default";
+  json_num(rp, "rope_theta", &theta);
+  json_num(rp, "factor", &factor);
+  json_num(rp, "partial_rotary_factor", &partial);
+  if (!(theta > 0) || !(factor > 0) || !(partial > 0 && partial <= 1)) {
+    snprintf(err, errlen,
+             "config.json: rope_parameters.%s: rope_theta, factor and partial_rotary_factor must be "
+             "positive (partial at most 1)",
+             type_name);
+    return WGLLM_ERR_FORMAT;
+  }
+  *inv = default_inv_freq(theta, head_dim);
+  if (!*inv) return WGLLM_ERR_OUT_OF_MEMORY;
+  if (!strcmp(type, "default")) {
+    snprintf(desc, desclen, "%s: default theta %g", type_name, theta);
+    return WGLLM_OK;
+  }
+  if (strcmp(type, "proportional")) {
+    snprintf(err, errlen,
+             "config.json: rope_parameters.%s: rope type \"%s\" is not supported for Gemma 4 "
+             "(default, proportional)",
+             type_name, type);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  uint32_t angles = (uint32_t)floor(partial * head_dim / 2); /* int(partial * head_dim // 2) */
+  for (uint32_t i = 0; i < head_dim / 2; i++)
+    (*inv)[i] = i < angles ? (float)((*inv)[i] / factor) : 0.0f;
+  snprintf(desc, desclen, "%s: proportional theta %g, %u of %u pairs", type_name, theta, angles, head_dim / 2);
+  return WGLLM_OK;
+}
+
+wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+  static const char *const refused[] = {"enable_moe_block", "attention_bias"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+    if (is_true(cfg, refused[i])) {
+      snprintf(err, errlen, "config.json: %s true is not supported for Gemma 4", refused[i]);
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+  const cJSON *bidi = cJSON_GetObjectItemCaseSensitive(cfg, "use_bidirectional_attention");
+  if (cJSON_IsString(bidi) && !strcmp(bidi->valuestring, "all")) {
+    snprintf(err, errlen, "config.json: use_bidirectional_attention \"all\" is not supported (causal decoding)");
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  const cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
+  hp->tied_embeddings = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : 1;
+  hp->norm_offset = 0.0f; /* Gemma 4's norms multiply by w, not (1 + w) */
+  hp->embed_scale = sqrtf((float)hp->n_embd);
+  hp->attn_scale = 1.0f;
+  hp->sandwich_norms = 1;
+  hp->qk_norm = 1;
+  hp->v_norm = 1;
+  hp->layer_scalar = 1;
+  hp->rope_mode = OP_ROPE_HALF;
+  uint32_t n_shared, global_hd, global_kv = 0, P, ple_vocab;
+  double cap = 0;
+  const cJSON *capj = cJSON_GetObjectItemCaseSensitive(cfg, "final_logit_softcapping");
+  if (capj && !cJSON_IsNull(capj) && (!json_num(cfg, "final_logit_softcapping", &cap) || !(cap > 0))) {
+    snprintf(err, errlen, "config.json: final_logit_softcapping must be a positive number or null");
+    return WGLLM_ERR_FORMAT;
+  }
+  hp->final_softcap = (float)cap;
+  if (!u32_or(cfg, "num_kv_shared_layers", 0, &n_shared) || !u32_or(cfg, "global_head_dim", 512, &global_hd) ||
+      !u32_or(cfg, "num_global_key_value_heads", 0, &global_kv) ||
+      !u32_or(cfg, "hidden_size_per_layer_input", 256, &P) ||
+      !u32_or(cfg, "vocab_size_per_layer_input", 262144, &ple_vocab) ||
+      !u32_or(cfg, "sliding_window", 512, &hp->window) ||
+      !u32_or(cfg, "max_position_embeddings", 131072, &hp->train_ctx)) {
+    snprintf(err, errlen,
+             "config.json: a Gemma 4 size field (num_kv_shared_layers, global_head_dim, "
+             "num_global_key_value_heads, hidden_size_per_layer_input, vocab_size_per_layer_input, sliding_window, "
+             "max_position_embeddings) is not a non-negative integer");
+    return WGLLM_ERR_FORMAT;
+  }
+  if (n_shared >= hp->n_layer) {
+    snprintf(err, errlen, "config.json: num_kv_shared_layers %u leaves no layer of the %u to own a cache", n_shared,
+             hp->n_layer);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (global_hd == 0 || global_hd > 512 || global_hd % 4 || hp->head_dim > 512) {
+    snprintf(err, errlen,
+             "config.json: head_dim %u / global_head_dim %u: the attention kernels take multiples of 4 "
+             "up to 512",
+             hp->head_dim, global_hd);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  int k_eq_v = is_true(cfg, "attention_k_eq_v");
+  if (!k_eq_v || global_kv == 0) global_kv = hp->n_head_kv;
+  if (hp->n_head % global_kv) {
+    snprintf(err, errlen, "config.json: %u attention heads not a multiple of %u global KV heads", hp->n_head,
+             global_kv);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (P && (uint64_t)P * hp->n_layer > 1u << 24) {
+    snprintf(err, errlen, "config.json: hidden_size_per_layer_input %u x %u layers is too large", P, hp->n_layer);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (P > hp->n_embd || (P && ple_vocab < hp->n_vocab)) {
+    snprintf(err, errlen,
+             "config.json: hidden_size_per_layer_input %u over hidden_size %u, or "
+             "vocab_size_per_layer_input %u under vocab_size %u, is not supported",
+             P, hp->n_embd, ple_vocab, hp->n_vocab);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  hp->ple_dim = P;
+  hp->ple_vocab = P ? ple_vocab : 0;
+  if (P && ple_vocab == 0) {
+    snprintf(err, errlen, "config.json: vocab_size_per_layer_input is 0");
+    return WGLLM_ERR_FORMAT;
+  }
+  hp->bos = json_token(cfg, "bos_token_id");
+  hp->eos = json_token(cfg, "eos_token_id");
+  uint8_t *local = NULL;
+  wgllm_status s = llm_json_layer_types(cfg, hp->n_layer, &local, err, errlen);
+  if (s) return s;
+  local[hp->n_layer - 1] = 0; /* transformers forces the last layer to full attention */
+  /* the layers: sliding ones as the scalars say, full ones with the global head_dim and KV heads */
+  uint32_t sliding_hd = hp->head_dim, sliding_kv = hp->n_head_kv;
+  if (!s) s = llm_hparams_layers_init(hp, err, errlen);
+  if (!s) s = per_layer_config(cfg, hp, local, &sliding_hd, sliding_kv, &global_hd, &global_kv, err, errlen);
+  /* RoPE per layer type */
+  const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
+  const cJSON *rp_full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+  const cJSON *rp_slide = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+  cJSON *defaults = NULL;
+  if (!rp) { /* transformers' defaults */
+    defaults = cJSON_Parse("{\"sliding_attention\":{\"rope_type\":\"default\",\"rope_theta\":10000.0},"
+                           "\"full_attention\":{\"rope_type\":\"proportional\",\"partial_rotary_factor\":0.25,"
+                           "\"rope_theta\":1000000.0}}");
+    if (!defaults) s = WGLLM_ERR_OUT_OF_MEMORY;
+    rp_full = cJSON_GetObjectItemCaseSensitive(defaults, "full_attention");
+    rp_slide = cJSON_GetObjectItemCaseSensitive(defaults, "sliding_attention");
+  }
+  if (!s && (!cJSON_IsObject(rp_full) || !cJSON_IsObject(rp_slide))) {
+    snprintf(err, errlen, "config.json: rope_parameters needs full_attention and sliding_attention");
+    s = WGLLM_ERR_FORMAT;
+  }
+  char d_full[96] = "", d_slide[96] = "";
+  if (!s) s = rope_of(rp_full, "full_attention", global_hd, &hp->inv_freq, d_full, sizeof d_full, err, errlen);
+  if (!s)
+    s = rope_of(rp_slide, "sliding_attention", sliding_hd, &hp->inv_freq_local, d_slide, sizeof d_slide, err, errlen);
+  cJSON_Delete(defaults);
+  hp->rot_dim = global_hd;
+  hp->rot_dim_local = sliding_hd;
+  snprintf(hp->rope_desc, sizeof hp->rope_desc, "%s; %s", d_full, d_slide);
+  uint32_t first_shared = hp->n_layer - n_shared;
+  int wide = is_true(cfg, "use_double_wide_mlp");
+  for (uint32_t l = 0; !s && l < hp->n_layer; l++) {
+    llm_layer_hp *y = &hp->lay[l];
+    y->rot_dim = y->head_dim;
+    y->window = local[l] ? hp->window : 0;
+    y->rope_local = local[l];
+    y->v_is_k = k_eq_v && !local[l];
+    if (l >= first_shared) {
+      /* the last layer before the shared ones with the same attention type */
+      uint32_t src = first_shared;
+      for (uint32_t j = first_shared; j-- > 0;)
+        if (local[j] == local[l]) {
+          src = j;
+          break;
+        }
+      if (src == first_shared) {
+        snprintf(err, errlen, "config.json: KV-shared layer %u (%s) has no earlier %s layer to read", l,
+                 local[l] ? "sliding" : "full", local[l] ? "sliding" : "full");
+        s = WGLLM_ERR_FORMAT;
+        break;
+      }
+      y->kv_source = src;
+      y->v_is_k = hp->lay[src].v_is_k;
+      if (wide) y->n_ff = 2 * hp->n_ff;
+    }
+  }
+  /* the scalars name the widest layer (scratch, describe) */
+  if (!s) hp->head_dim = llm_max_head_dim(hp);
+  free(local);
+  return s;
+}

@@ -1,0 +1,17 @@
+/* Helpers the config.json readers share (model_config.c, config_gemma4.c). */
+#ifndef WGLLM_CONFIG_JSON_H
+#define WGLLM_CONFIG_JSON_H
+#include "model.h"
+#include <cjson/cJSON.h>
+
+int json_num(const cJSON *o, const char *key, double *out);
+int json_u32(const cJSON *o, const char *key, uint32_t *out); /* a non-negative integer below 2^32 */
+int32_t json_token(const cJSON *o, const char *key);          /* a token id, the first of a list; -1 if absent */
+/* inv_freq[i] = theta^(-2i/dim), i < dim/2 (f32, as transformers computes it); NULL when out of memory */
+float *default_inv_freq(double theta, uint32_t dim);
+/* Sliding (1) or full (0) per layer, from layer_types, else sliding_window_pattern (default 6): *local gets
+   [n_layer] flags, freed by the caller. */
+wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, char *err, size_t errlen);
+/* Gemma 4 text (config_gemma4.c): everything after the common fields, per-layer table included. */
+wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen);
+#endif

@@ -1,0 +1,169 @@
+/* The tensor roles of the decoders wgllm runs (Llama family, Qwen2/3, Gemma 3/4), one row each: the name in
+   each format, the shape in per-layer hyperparameters, when the tensor is present and where the loader puts
+   it. The shape check below and the loader (model_load.c) walk this table; a new tensor is one row here. */
+#include "model.h"
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LY(f) offsetof(llm_layer, f)
+#define MD(f) offsetof(llm_model, f)
+static const llm_role ROLES[] = {
+    /* role, Hugging Face name, GGUF name, per layer, shape, needs, kind, slot, group */
+    {"embed", "model.embed_tokens.weight", "token_embd.weight", 0, LLM_DIM_VOCAB, LLM_DIM_EMBD, 0, LLM_ROLE_TABLE,
+     MD(tok_embd), LLM_GROUP_NONE},
+    {"norm", "model.norm.weight", "output_norm.weight", 0, LLM_DIM_EMBD, LLM_DIM_NONE, 0, LLM_ROLE_VEC, MD(output_norm),
+     LLM_GROUP_NONE},
+    {"output", "lm_head.weight", "output.weight", 0, LLM_DIM_VOCAB, LLM_DIM_EMBD, LLM_NEED_UNTIED, LLM_ROLE_LINEAR,
+     MD(output), LLM_GROUP_NONE},
+    {"ple_embed", "model.embed_tokens_per_layer.weight", NULL, 0, LLM_DIM_PLE_VOCAB, LLM_DIM_PLE_ALL, LLM_NEED_PLE,
+     LLM_ROLE_TABLE, MD(ple_embd), LLM_GROUP_NONE},
+    {"ple_model_proj", "model.per_layer_model_projection.weight", NULL, 0, LLM_DIM_PLE_ALL, LLM_DIM_EMBD, LLM_NEED_PLE,
+     LLM_ROLE_LINEAR, MD(ple_model_proj), LLM_GROUP_NONE},
+    {"ple_proj_norm", "model.per_layer_projection_norm.weight", NULL, 0, LLM_DIM_PLE, LLM_DIM_NONE, LLM_NEED_PLE,
+     LLM_ROLE_VEC, MD(ple_proj_norm), LLM_GROUP_NONE},
+    {"attn_norm", "input_layernorm.weight", "attn_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE, 0, LLM_ROLE_VEC,
+     LY(attn_norm), LLM_GROUP_NONE},
+    {"ffn_norm", "post_attention_layernorm.weight", "ffn_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_PLAIN_NORMS, LLM_ROLE_VEC, LY(ffn_norm), LLM_GROUP_NONE},
+    /* Gemma's sandwich norms: its post_attention_layernorm follows attention, pre_feedforward precedes the MLP */
+    {"pre_ffn_norm", "pre_feedforward_layernorm.weight", "ffn_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_SANDWICH, LLM_ROLE_VEC, LY(ffn_norm), LLM_GROUP_NONE},
+    {"wq", "self_attn.q_proj.weight", "attn_q.weight", 1, LLM_DIM_Q, LLM_DIM_EMBD, 0, LLM_ROLE_LINEAR, LY(wqkv),
+     LLM_GROUP_QKV},
+    {"wk", "self_attn.k_proj.weight", "attn_k.weight", 1, LLM_DIM_KV, LLM_DIM_EMBD, LLM_NEED_OWN_KV, LLM_ROLE_LINEAR,
+     LY(wqkv), LLM_GROUP_QKV},
+    {"wv", "self_attn.v_proj.weight", "attn_v.weight", 1, LLM_DIM_KV, LLM_DIM_EMBD, LLM_NEED_OWN_V, LLM_ROLE_LINEAR,
+     LY(wqkv), LLM_GROUP_QKV},
+    {"post_attn_norm", "post_attention_layernorm.weight", "post_attention_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_SANDWICH, LLM_ROLE_VEC, LY(post_attn_norm), LLM_GROUP_NONE},
+    {"post_ffn_norm", "post_feedforward_layernorm.weight", "post_ffw_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_SANDWICH, LLM_ROLE_VEC, LY(post_ffn_norm), LLM_GROUP_NONE},
+    {"wo", "self_attn.o_proj.weight", "attn_output.weight", 1, LLM_DIM_EMBD, LLM_DIM_Q, 0, LLM_ROLE_LINEAR, LY(wo),
+     LLM_GROUP_NONE},
+    {"gate", "mlp.gate_proj.weight", "ffn_gate.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, 0, LLM_ROLE_LINEAR, LY(w_gate_up),
+     LLM_GROUP_GATE_UP},
+    {"up", "mlp.up_proj.weight", "ffn_up.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, 0, LLM_ROLE_LINEAR, LY(w_gate_up),
+     LLM_GROUP_GATE_UP},
+    {"down", "mlp.down_proj.weight", "ffn_down.weight", 1, LLM_DIM_EMBD, LLM_DIM_FF, 0, LLM_ROLE_LINEAR, LY(w_down),
+     LLM_GROUP_NONE},
+    {"bq", "self_attn.q_proj.bias", "attn_q.bias", 1, LLM_DIM_Q, LLM_DIM_NONE, LLM_NEED_QKV_BIAS, LLM_ROLE_VEC,
+     LY(bqkv), LLM_GROUP_BQKV},
+    {"bk", "self_attn.k_proj.bias", "attn_k.bias", 1, LLM_DIM_KV, LLM_DIM_NONE, LLM_NEED_QKV_BIAS | LLM_NEED_OWN_KV,
+     LLM_ROLE_VEC, LY(bqkv), LLM_GROUP_BQKV},
+    {"bv", "self_attn.v_proj.bias", "attn_v.bias", 1, LLM_DIM_KV, LLM_DIM_NONE, LLM_NEED_QKV_BIAS | LLM_NEED_OWN_V,
+     LLM_ROLE_VEC, LY(bqkv), LLM_GROUP_BQKV},
+    {"q_norm", "self_attn.q_norm.weight", "attn_q_norm.weight", 1, LLM_DIM_HEAD, LLM_DIM_NONE, LLM_NEED_QK_NORM,
+     LLM_ROLE_VEC, LY(q_norm), LLM_GROUP_NONE},
+    {"k_norm", "self_attn.k_norm.weight", "attn_k_norm.weight", 1, LLM_DIM_HEAD, LLM_DIM_NONE,
+     LLM_NEED_QK_NORM | LLM_NEED_OWN_KV, LLM_ROLE_VEC, LY(k_norm), LLM_GROUP_NONE},
+    /* Gemma 4: the per-layer input's gate, projection and norm, and the layer's output scale */
+    {"ple_gate", "per_layer_input_gate.weight", NULL, 1, LLM_DIM_PLE, LLM_DIM_EMBD, LLM_NEED_PLE, LLM_ROLE_LINEAR,
+     LY(ple_gate), LLM_GROUP_NONE},
+    {"ple_proj", "per_layer_projection.weight", NULL, 1, LLM_DIM_EMBD, LLM_DIM_PLE, LLM_NEED_PLE, LLM_ROLE_LINEAR,
+     LY(ple_proj), LLM_GROUP_NONE},
+    {"ple_norm", "post_per_layer_input_norm.weight", NULL, 1, LLM_DIM_EMBD, LLM_DIM_NONE, LLM_NEED_PLE, LLM_ROLE_VEC,
+     LY(ple_norm), LLM_GROUP_NONE},
+    {"layer_scalar", "layer_scalar", NULL, 1, LLM_DIM_ONE, LLM_DIM_NONE, LLM_NEED_SCALAR, LLM_ROLE_VEC, LY(scalar),
+     LLM_GROUP_NONE},
+};
+
+const llm_role *llm_roles(size_t *n) {
+  *n = sizeof ROLES / sizeof ROLES[0];
+  return ROLES;
+}
+
+int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t l) {
+  switch (d) {
+  case LLM_DIM_ONE:
+    return 1;
+  case LLM_DIM_EMBD:
+    return hp->n_embd;
+  case LLM_DIM_VOCAB:
+    return hp->n_vocab;
+  case LLM_DIM_Q:
+    return llm_layer_q_width(hp, l);
+  case LLM_DIM_KV:
+    return llm_layer_kv_width(hp, l);
+  case LLM_DIM_FF:
+    return llm_layer_n_ff(hp, l);
+  case LLM_DIM_HEAD:
+    return llm_layer_head_dim(hp, l);
+  case LLM_DIM_PLE:
+    return hp->ple_dim;
+  case LLM_DIM_PLE_ALL:
+    return (int64_t)hp->n_layer * hp->ple_dim;
+  case LLM_DIM_PLE_VOCAB:
+    return hp->ple_vocab;
+  default:
+    return 0;
+  }
+}
+
+int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
+  unsigned n = r->need;
+  int own = !r->per_layer || llm_layer_owns_kv(hp, l);
+  if ((n & LLM_NEED_UNTIED) && hp->tied_embeddings) return 0;
+  if ((n & LLM_NEED_PLAIN_NORMS) && hp->sandwich_norms) return 0;
+  if ((n & LLM_NEED_SANDWICH) && !hp->sandwich_norms) return 0;
+  if ((n & LLM_NEED_QKV_BIAS) && !hp->qkv_bias) return 0;
+  if ((n & LLM_NEED_QK_NORM) && !hp->qk_norm) return 0;
+  if ((n & LLM_NEED_OWN_KV) && !own) return 0;
+  if ((n & LLM_NEED_OWN_V) && (!own || (r->per_layer && llm_layer_v_is_k(hp, l)))) return 0;
+  if ((n & LLM_NEED_PLE) && !hp->ple_dim) return 0;
+  if ((n & LLM_NEED_SCALAR) && !hp->layer_scalar) return 0;
+  return 1;
+}
+
+const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len) {
+  const char *n = gguf ? r->gguf : r->hf;
+  const char *prefix = hp->hf_prefix[0] ? hp->hf_prefix : "model.";
+  if (!n)
+    snprintf(buf, len, "(%s: no GGUF name)", r->role);
+  else if (gguf && layer >= 0)
+    snprintf(buf, len, "blk.%d.%s", layer, n);
+  else if (gguf)
+    snprintf(buf, len, "%s", n);
+  else if (layer >= 0)
+    snprintf(buf, len, "%slayers.%d.%s", prefix, layer, n);
+  else if (!strncmp(n, "model.", 6))
+    snprintf(buf, len, "%s%s", prefix, n + 6);
+  else
+    snprintf(buf, len, "%s", n);
+  return buf;
+}
+
+wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen) {
+  int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
+  char name[128];
+  /* the file-level tensors first, then each layer's */
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t l = 0; l < (pass ? hp->n_layer : 1); l++)
+      for (size_t i = 0; i < sizeof ROLES / sizeof ROLES[0]; i++) {
+        const llm_role *r = &ROLES[i];
+        if (r->per_layer != pass || !llm_role_present(hp, r, l)) continue;
+        llm_role_name(hp, gguf, r, pass ? (int)l : -1, name, sizeof name);
+        const wt_tensor *t = wt_find(st, name);
+        if (!t) {
+          snprintf(err, errlen, "missing tensor %s", name);
+          return WGLLM_ERR_FORMAT;
+        }
+        int64_t d0 = llm_role_size(hp, r->d0, l), d1 = llm_role_size(hp, r->d1, l);
+        int dims = r->d1 != LLM_DIM_NONE ? 2 : 1;
+        /* a scalar may be stored as [1] or with no dimensions */
+        int scalar_ok = r->d0 == LLM_DIM_ONE && t->n_dims == 0;
+        if (!scalar_ok && (t->n_dims != dims || t->shape[0] != d0 || (dims == 2 && t->shape[1] != d1))) {
+          char got[64] = "";
+          for (int k = 0; k < t->n_dims; k++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
+          if (dims == 2)
+            snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld, %lld]", name, t->file, got,
+                     (long long)d0, (long long)d1);
+          else
+            snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld]", name, t->file, got,
+                     (long long)d0);
+          return WGLLM_ERR_FORMAT;
+        }
+      }
+  return WGLLM_OK;
+}
