@@ -9,6 +9,10 @@ uint16_t ref_f32_to_f16(float f); /* round to nearest even */
 
 void ref_add(const float *a, const float *b, float *out, size_t n, size_t nb);
 void ref_mul(const float *a, const float *b, float *out, size_t n, size_t nb);
+/* out[i] = (a[i] + b[i % nb]) * c */
+void ref_add_scale(const float *a, const float *b, float *out, size_t n, size_t nb, float c);
+/* out[i] = cap * tanh(a[i] / cap) */
+void ref_softcap(const float *a, float *out, size_t n, float cap);
 void ref_rms_norm(const float *x, const float *w, float *out, size_t n, size_t rows, size_t in_stride,
                   size_t out_stride, float eps, float w_offset);
 /* x: [n_tokens][token_stride]; cs: [max_pos][rot/2][2] */
@@ -25,6 +29,9 @@ void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n
 /* out[r][i] = act(x[r*stride + g_off + i]) * u[r*stride + u_off + i]; act 0 SiLU, 1 GELU-tanh */
 void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
              size_t u_off, int act);
+/* the same with u's rows strided by u_stride */
+void ref_glu_strided(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
+                     size_t u_stride, size_t u_off, int act);
 /* Attention over caches [n_kv][ctx][D] of queries q[t*q_stride + q_off + h*D] at positions pos[t]. */
 void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc, const uint32_t *pos,
                    float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D, size_t ctx, uint32_t window,

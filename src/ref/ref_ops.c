@@ -52,6 +52,14 @@ void ref_mul(const float *a, const float *b, float *out, size_t n, size_t nb) {
   for (size_t i = 0; i < n; i++)
     out[i] = a[i] * b[i % nb];
 }
+void ref_add_scale(const float *a, const float *b, float *out, size_t n, size_t nb, float c) {
+  for (size_t i = 0; i < n; i++)
+    out[i] = (a[i] + b[i % nb]) * c;
+}
+void ref_softcap(const float *a, float *out, size_t n, float cap) {
+  for (size_t i = 0; i < n; i++)
+    out[i] = (float)(cap * tanh((double)a[i] / cap));
+}
 
 void ref_rms_norm(const float *x, const float *w, float *out, size_t n, size_t rows, size_t in_stride,
                   size_t out_stride, float eps, float w_offset) {
@@ -135,8 +143,8 @@ void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n
       out[t * D + i] = table[ids[t] * D + i] * scale;
 }
 
-void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
-             size_t u_off, int act) {
+void ref_glu_strided(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
+                     size_t u_stride, size_t u_off, int act) {
   for (size_t r = 0; r < rows; r++)
     for (size_t i = 0; i < n; i++) {
       double g = x[r * stride + g_off + i], a;
@@ -144,8 +152,13 @@ void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, 
         a = g / (1.0 + exp(-g));
       else
         a = 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g)));
-      out[r * n + i] = (float)(a * u[r * stride + u_off + i]);
+      out[r * n + i] = (float)(a * u[r * u_stride + u_off + i]);
     }
+}
+
+void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
+             size_t u_off, int act) {
+  ref_glu_strided(x, u, out, n, rows, stride, g_off, stride, u_off, act);
 }
 
 void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc, const uint32_t *pos,
