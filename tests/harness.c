@@ -52,6 +52,7 @@ gpu_context *th_gpu(void) {
   char err[1024];
   gpu_options o = {0};
   o.disable_f16 = getenv("WGLLM_TEST_NO_F16") != NULL;
+  o.disable_subgroups = getenv("WGLLM_TEST_NO_SUBGROUPS") != NULL;
   wgllm_status s = gpu_create(&o, &g_ctx, err, sizeof err);
   if (s) {
     fprintf(stderr, "FAIL: no GPU context: %s\n", err);

@@ -31,7 +31,8 @@ void *th_read_file(const char *path, size_t *len);
 
 /* ---- GPU helpers (tests that touch the GPU) ---- */
 #include "gpu.h"
-/* creates the shared test context (once) or fails the test with the reason; honours WGLLM_TEST_NO_F16 */
+/* creates the shared test context (once) or fails the test with the reason; honours WGLLM_TEST_NO_F16 and
+   WGLLM_TEST_NO_SUBGROUPS (a device without shader-f16 / subgroups) */
 gpu_context *th_gpu(void);
 void th_gpu_done(void);
 /* buffer holding n floats (or just bytes), uploaded */
