@@ -1,6 +1,7 @@
 /* Synthetic models (see model_synthetic.h). Every q4gsw tensor comes from one generator keyed by the tensor's
    index, so the GPU model and the GGUF file hold the same numbers. */
 #include "model_synthetic.h"
+#include "gguf_write.h"
 #include "weight_convert.h"
 #include <math.h>
 #include <stdio.h>
@@ -237,94 +238,79 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
   return WGLLM_OK;
 }
 
-/* ---- GGUF writer for the synthetic model ---- */
-static int w_u32(FILE *f, uint32_t v) { return fwrite(&v, 4, 1, f) == 1; }
-static int w_u64(FILE *f, uint64_t v) { return fwrite(&v, 8, 1, f) == 1; }
-static int w_str(FILE *f, const char *s) {
-  uint64_t n = strlen(s);
-  return w_u64(f, n) && fwrite(s, 1, n, f) == n;
+/* ---- the synthetic model as a GGUF file ---- */
+
+/* Streams tensor i's data: ones for a norm, else its q4gsw g32 numbers as Q4_0 blocks, a row at a time. */
+static wgllm_status fill_tensor(void *user, size_t i, gguf_sink *sink) {
+  const synth_tensor *t = (const synth_tensor *)user + i;
+  uint64_t N = t->N, K = t->K;
+  if (!K) {
+    float ones[256];
+    for (int j = 0; j < 256; j++)
+      ones[j] = 1.0f;
+    wgllm_status s = WGLLM_OK;
+    for (uint64_t j = 0; !s && j < N; j += 256)
+      s = gguf_sink_write(sink, ones, (size_t)(N - j < 256 ? N - j : 256) * 4);
+    return s;
+  }
+  uint32_t *qs = malloc(N * K / 2);
+  uint16_t *sc = malloc(N * K / 32 * 2);
+  uint8_t *blk = malloc(K / 32 * 18);
+  wgllm_status s = qs && sc && blk ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
+  if (!s) gen_q4(i, N, K, 32, qs, sc);
+  for (uint64_t r = 0; !s && r < N; r++) { /* Q4_0 block: d, then bytes j holding elements j (low) and j+16 (high) */
+    for (uint64_t b = 0; b < K / 32; b++) {
+      uint8_t *o = blk + b * 18;
+      memcpy(o, &sc[r * (K / 32) + b], 2);
+      const uint32_t *w = qs + (r * K + b * 32) / 8;
+      for (int j = 0; j < 16; j++) {
+        uint32_t lo = (w[j / 8] >> (4 * (j % 8))) & 15, hi = (w[(j + 16) / 8] >> (4 * ((j + 16) % 8))) & 15;
+        o[2 + j] = (uint8_t)(lo | (hi << 4));
+      }
+    }
+    s = gguf_sink_write(sink, blk, K / 32 * 18);
+  }
+  free(qs);
+  free(sc);
+  free(blk);
+  return s;
 }
-static int kv_str(FILE *f, const char *k, const char *v) { return w_str(f, k) && w_u32(f, 8) && w_str(f, v); }
-static int kv_u32(FILE *f, const char *k, uint32_t v) { return w_str(f, k) && w_u32(f, 4) && w_u32(f, v); }
-static int kv_f32(FILE *f, const char *k, float v) { return w_str(f, k) && w_u32(f, 6) && fwrite(&v, 4, 1, f) == 1; }
 
 wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *err, size_t errlen) {
   llm_hparams hp;
   wgllm_status s = llm_synthetic_hparams(name, &hp, err, errlen);
   if (s) return s;
-  size_t cap = 3 + 9 * (size_t)hp.n_layer;
-  synth_tensor *t = calloc(cap, sizeof *t);
-  FILE *f = fopen(path, "wb");
-  if (!t || !f) {
-    snprintf(err, errlen, "cannot write %s", path);
+  synth_tensor *t = calloc(3 + 9 * (size_t)hp.n_layer, sizeof *t);
+  gguf_writer *w = gguf_writer_begin(3, 32);
+  if (!t || !w) {
+    snprintf(err, errlen, "out of host memory");
     free(t);
-    if (f) fclose(f);
+    gguf_writer_free(w);
     llm_hparams_free(&hp);
-    return WGLLM_ERR_IO;
+    return WGLLM_ERR_OUT_OF_MEMORY;
   }
+  gguf_writer_kv_str(w, "general.architecture", "llama");
+  gguf_writer_kv_str(w, "general.name", name);
+  gguf_writer_kv_u32(w, "general.alignment", 32);
+  gguf_writer_kv_u32(w, "llama.context_length", hp.train_ctx);
+  gguf_writer_kv_u32(w, "llama.embedding_length", hp.n_embd);
+  gguf_writer_kv_u32(w, "llama.block_count", hp.n_layer);
+  gguf_writer_kv_u32(w, "llama.feed_forward_length", hp.n_ff);
+  gguf_writer_kv_u32(w, "llama.rope.dimension_count", hp.rot_dim);
+  gguf_writer_kv_u32(w, "llama.attention.head_count", hp.n_head);
+  gguf_writer_kv_u32(w, "llama.attention.head_count_kv", hp.n_head_kv);
+  gguf_writer_kv_f32(w, "llama.attention.layer_norm_rms_epsilon", hp.norm_eps);
+  gguf_writer_kv_f32(w, "llama.rope.freq_base", 500000.0f);
+  gguf_writer_kv_u32(w, "llama.vocab_size", hp.n_vocab);
   size_t nt = list_tensors(&hp, NULL, NULL, t);
-  int ok = fwrite("GGUF", 1, 4, f) == 4 && w_u32(f, 3) && w_u64(f, nt) && w_u64(f, 13);
-  ok = ok && kv_str(f, "general.architecture", "llama") && kv_str(f, "general.name", name) &&
-       kv_u32(f, "general.alignment", 32) && kv_u32(f, "llama.context_length", hp.train_ctx) &&
-       kv_u32(f, "llama.embedding_length", hp.n_embd) && kv_u32(f, "llama.block_count", hp.n_layer) &&
-       kv_u32(f, "llama.feed_forward_length", hp.n_ff) && kv_u32(f, "llama.rope.dimension_count", hp.rot_dim) &&
-       kv_u32(f, "llama.attention.head_count", hp.n_head) && kv_u32(f, "llama.attention.head_count_kv", hp.n_head_kv) &&
-       kv_f32(f, "llama.attention.layer_norm_rms_epsilon", hp.norm_eps) &&
-       kv_f32(f, "llama.rope.freq_base", 500000.0f) && kv_u32(f, "llama.vocab_size", hp.n_vocab);
-  uint64_t off = 0;
-  for (size_t i = 0; ok && i < nt; i++) {
-    uint64_t bytes = t[i].K ? t[i].N * t[i].K / 32 * 18 : t[i].N * 4;
-    ok = w_str(f, t[i].name) && w_u32(f, t[i].K ? 2 : 1);
-    if (t[i].K)
-      ok = ok && w_u64(f, t[i].K) && w_u64(f, t[i].N) && w_u32(f, 2);
-    else
-      ok = ok && w_u64(f, t[i].N) && w_u32(f, 0);
-    ok = ok && w_u64(f, off);
-    off += (bytes + 31) & ~31ull;
+  for (size_t i = 0; i < nt; i++) {
+    uint64_t ne[2] = {t[i].K ? t[i].K : t[i].N, t[i].N}; /* innermost first: [N][K] is ne = {K, N} */
+    gguf_writer_tensor(w, t[i].name, t[i].K ? WT_Q4_0 : WT_F32, t[i].K ? 2 : 1, ne, NULL);
   }
-  long pos = ftell(f);
-  for (long p = pos; ok && p % 32; p++)
-    ok = fputc(0, f) != EOF;
-  for (size_t i = 0; ok && i < nt; i++) {
-    uint64_t N = t[i].N, K = t[i].K, bytes;
-    if (!K) {
-      for (uint64_t j = 0; ok && j < N; j++) {
-        float one = 1.0f;
-        ok = fwrite(&one, 4, 1, f) == 1;
-      }
-      bytes = N * 4;
-    } else { /* q4gsw g32 -> Q4_0 blocks: d, then bytes j holding elements j (low) and j+16 (high) */
-      uint32_t *qs = malloc(N * K / 2);
-      uint16_t *sc = malloc(N * K / 32 * 2);
-      uint8_t *blk = malloc(K / 32 * 18);
-      if (!qs || !sc || !blk) ok = 0;
-      if (ok) gen_q4(i, N, K, 32, qs, sc);
-      for (uint64_t r = 0; ok && r < N; r++) {
-        for (uint64_t b = 0; b < K / 32; b++) {
-          uint8_t *o = blk + b * 18;
-          memcpy(o, &sc[r * (K / 32) + b], 2);
-          const uint32_t *w = qs + (r * K + b * 32) / 8;
-          for (int j = 0; j < 16; j++) {
-            uint32_t lo = (w[j / 8] >> (4 * (j % 8))) & 15, hi = (w[(j + 16) / 8] >> (4 * ((j + 16) % 8))) & 15;
-            o[2 + j] = (uint8_t)(lo | (hi << 4));
-          }
-        }
-        ok = fwrite(blk, 1, K / 32 * 18, f) == K / 32 * 18;
-      }
-      free(qs);
-      free(sc);
-      free(blk);
-      bytes = N * K / 32 * 18;
-    }
-    for (uint64_t p = bytes; ok && p % 32; p++)
-      ok = fputc(0, f) != EOF;
-  }
-  if (fclose(f)) ok = 0;
+  gguf_writer_set_fill(w, fill_tensor, t);
+  s = gguf_writer_finish_path(w, path, err, errlen);
+  gguf_writer_free(w);
   free(t);
   llm_hparams_free(&hp);
-  if (!ok) {
-    snprintf(err, errlen, "writing %s failed", path);
-    return WGLLM_ERR_IO;
-  }
-  return WGLLM_OK;
+  return s;
 }

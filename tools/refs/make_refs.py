@@ -15,8 +15,11 @@ Each model lands in OUT_DIR/<name>/ with:
 greedy_ids[i] is the argmax of row T-1+i, so an engine's greedy run can be compared too (watch the near ties:
 ref.json gives the smallest top-1 margin).
 """
-import argparse, json, math, os, struct
+import argparse, json, math, os, sys
 import numpy as np, torch, transformers
+# the GGUF writer and its quantizers: the project's one Python GGUF module (tools/gguf/gguf_writer.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gguf"))
+import gguf_writer as gw  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("out"); ap.add_argument("--seed", type=int, default=11)
@@ -66,41 +69,6 @@ def hf_case(name, model, note, dtype=torch.float32):
     model = type(model).from_pretrained(d, dtype=torch.float32)
     write_ref(d, name, model, note + f"; weights stored as {str(dtype).replace('torch.', '')}")
 
-# ---------------- GGUF writer (llama.cpp conventions) ----------------
-GT = {"u32": 4, "i32": 5, "f32": 6, "bool": 7, "str": 8, "arr": 9, "u64": 10}
-def gguf_write(path, kv, tensors, align=32):
-    def s_(x): b = x.encode(); return struct.pack("<Q", len(b)) + b
-    def val(t, v): return s_(v) if t == "str" else struct.pack({"u32": "<I", "i32": "<i", "f32": "<f", "bool": "<?", "u64": "<Q"}[t], v)
-    out = bytearray(b"GGUF" + struct.pack("<IQQ", 3, len(tensors), len(kv)))
-    for k, (t, v) in kv.items():
-        out += s_(k)
-        if isinstance(t, tuple):
-            out += struct.pack("<II", GT["arr"], GT[t[1]]) + struct.pack("<Q", len(v)) + b"".join(val(t[1], x) for x in v)
-        else:
-            out += struct.pack("<I", GT[t]) + val(t, v)
-    offs, blobs = 0, []
-    for name, ggml_type, ne, data in tensors:   # ne: dims innermost first (ne[0] = row length)
-        out += s_(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", x) for x in ne) + struct.pack("<IQ", ggml_type, offs)
-        blobs.append((offs, data)); offs = (offs + len(data) + align - 1) // align * align
-    out += b"\0" * ((-len(out)) % align); base = len(out)
-    for o, data in blobs: out += b"\0" * (base + o - len(out)) + data
-    open(path, "wb").write(out)
-
-def q4_0(w):   # ggml quantize_row_q4_0_ref: blocks of 32, d = signed max / -8, low nibbles = weights 0..15
-    r, c = w.shape; b = w.reshape(r, c // 32, 32).astype(np.float32)
-    mx = np.take_along_axis(b, np.abs(b).argmax(-1)[..., None], -1)[..., 0]; d = mx / -8.0
-    inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0)
-    q = np.minimum(15, (b * inv[..., None] + 8.5).astype(np.int8)).astype(np.uint8); d16 = d.astype(np.float16)
-    blob = np.concatenate([d16.view(np.uint8).reshape(r, c // 32, 2), (q[..., :16] | (q[..., 16:] << 4)).astype(np.uint8)], -1).tobytes()
-    return blob, ((q.astype(np.float32) - 8.0) * d16.astype(np.float32)[..., None]).reshape(r, c)
-
-def q8_0(w):
-    r, c = w.shape; b = w.reshape(r, c // 32, 32).astype(np.float32)
-    d = np.abs(b).max(-1) / 127.0; inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0)
-    q = np.round(b * inv[..., None]).astype(np.int8); d16 = d.astype(np.float16)
-    blob = np.concatenate([d16.view(np.uint8).reshape(r, c // 32, 2), q.view(np.uint8)], -1).tobytes()
-    return blob, (q.astype(np.float32) * d16.astype(np.float32)[..., None]).reshape(r, c)
-
 def llama_gguf_case(name, heads, kv_heads, layers, tied, rope_scaling):
     hd = H // heads
     c = transformers.LlamaConfig(vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=layers, num_attention_heads=heads,
@@ -109,12 +77,12 @@ def llama_gguf_case(name, heads, kv_heads, layers, tied, rope_scaling):
     m = transformers.LlamaForCausalLM(c); perturb(m); m.eval()
     d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
     sd = {k: v.detach().float().numpy() for k, v in m.state_dict().items()}; deq = {}
-    def permute(w, n): return w.reshape(n, 2, w.shape[0] // n // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
     ts = []
-    blob, deq["model.embed_tokens.weight"] = q8_0(sd["model.embed_tokens.weight"]); ts.append(("token_embd.weight", 8, [H, V], blob))
-    ts.append(("output_norm.weight", 0, [H], sd["model.norm.weight"].astype("<f4").tobytes()))
+    # ties_to_even: the committed fixtures' Q8_0 rounding (numpy's round), kept so they regenerate byte for byte
+    blob, deq["model.embed_tokens.weight"] = gw.q8_0(sd["model.embed_tokens.weight"], ties_to_even=True); ts.append(("token_embd.weight", gw.GGML_Q8_0, [H, V], blob))
+    ts.append(("output_norm.weight", gw.GGML_F32, [H], sd["model.norm.weight"].astype("<f4").tobytes()))
     if not tied:
-        blob, deq["lm_head.weight"] = q8_0(sd["lm_head.weight"]); ts.append(("output.weight", 8, [H, V], blob))
+        blob, deq["lm_head.weight"] = gw.q8_0(sd["lm_head.weight"], ties_to_even=True); ts.append(("output.weight", gw.GGML_Q8_0, [H, V], blob))
     if rope_scaling:
         f, lo, hi, old = rope_scaling["factor"], rope_scaling["low_freq_factor"], rope_scaling["high_freq_factor"], rope_scaling["original_max_position_embeddings"]
         rf = []
@@ -123,18 +91,18 @@ def llama_gguf_case(name, heads, kv_heads, layers, tied, rope_scaling):
             if wl < old / hi: rf.append(1.0)
             elif wl > old / lo: rf.append(f)
             else: sm = (old / wl - lo) / (hi - lo); rf.append(1 / ((1 - sm) / f + sm))
-        ts.append(("rope_freqs.weight", 0, [hd // 2], np.array(rf, dtype="<f4").tobytes()))
+        ts.append(("rope_freqs.weight", gw.GGML_F32, [hd // 2], np.array(rf, dtype="<f4").tobytes()))
     names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
              "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
     for i in range(layers):
         p = f"model.layers.{i}."
-        ts.append((f"blk.{i}.attn_norm.weight", 0, [H], sd[p + "input_layernorm.weight"].astype("<f4").tobytes()))
-        ts.append((f"blk.{i}.ffn_norm.weight", 0, [H], sd[p + "post_attention_layernorm.weight"].astype("<f4").tobytes()))
+        ts.append((f"blk.{i}.attn_norm.weight", gw.GGML_F32, [H], sd[p + "input_layernorm.weight"].astype("<f4").tobytes()))
+        ts.append((f"blk.{i}.ffn_norm.weight", gw.GGML_F32, [H], sd[p + "post_attention_layernorm.weight"].astype("<f4").tobytes()))
         for hf, gg in names.items():
             w = sd[p + hf + ".weight"]
-            wp = permute(w, heads) if gg == "attn_q" else permute(w, kv_heads) if gg == "attn_k" else w
-            blob, _ = q4_0(wp); _, deq[p + hf + ".weight"] = q4_0(w)   # rows quantize independently
-            ts.append((f"blk.{i}.{gg}.weight", 2, [w.shape[1], w.shape[0]], blob))
+            wp = gw.permute_rows_np(w, heads) if gg == "attn_q" else gw.permute_rows_np(w, kv_heads) if gg == "attn_k" else w
+            blob, _ = gw.q4_0(wp); _, deq[p + hf + ".weight"] = gw.q4_0(w)   # rows quantize independently
+            ts.append((f"blk.{i}.{gg}.weight", gw.GGML_Q4_0, [w.shape[1], w.shape[0]], blob))
     toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)]
     kv = {"general.architecture": ("str", "llama"), "general.name": ("str", name), "general.alignment": ("u32", 32), "general.file_type": ("u32", 2),
           "llama.context_length": ("u32", 4096), "llama.embedding_length": ("u32", H), "llama.block_count": ("u32", layers),
@@ -145,7 +113,7 @@ def llama_gguf_case(name, heads, kv_heads, layers, tied, rope_scaling):
           "tokenizer.ggml.scores": (("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
           "tokenizer.ggml.token_type": (("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
           "tokenizer.ggml.bos_token_id": ("u32", 1), "tokenizer.ggml.eos_token_id": ("u32", 2), "tokenizer.ggml.unknown_token_id": ("u32", 0)}
-    gguf_write(os.path.join(d, "model.gguf"), kv, ts)
+    gw.write_gguf(os.path.join(d, "model.gguf"), [(k, t, v) for k, (t, v) in kv.items()], ts)
     with torch.no_grad():
         msd = m.state_dict()
         for k, v in deq.items(): msd[k].copy_(torch.from_numpy(v))

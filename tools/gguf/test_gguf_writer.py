@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Checks gguf_writer.py without torch: writes a tiny random Llama (byte-level BPE vocab, tied embeddings,
-GQA) the way train.py does, reads it back with an independent parse, and, when the engine's CLI is built,
-loads it with `wgllm info -m`. With numpy available it also checks that the numpy path (the one train.py
-takes) gives byte-identical Q8_0 blocks and files.
+GQA) the way tools/train_default/train.py does, reads it back with an independent parse, and, when the
+engine's CLI is built, loads it with `wgllm info -m`. With numpy available it also checks that the numpy path
+(the one train.py takes) gives byte-identical Q8_0 blocks and files, checks Q4_0 (the quantizer
+tools/refs/make_refs.py uses) against hand-computed blocks, and writes and reads back a file of every tensor
+type with numpy-array data, as make_refs.py passes it.
 
-    python3 tools/train_default/test_gguf_writer.py [--out /tmp/wgllm_train_default_test.gguf] [--wgllm PATH]
+    python3 tools/gguf/test_gguf_writer.py [--out /tmp/wgllm_gguf_writer_test.gguf] [--wgllm PATH]
 
 PATH defaults to build-train/wgllm (build: cmake -S . -B build-train && cmake --build build-train
 --target wgllm_cli); without it the engine check is skipped (reported). Ends with "N passed, N failed".
@@ -23,7 +25,7 @@ import gguf_writer as gw  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ap = argparse.ArgumentParser()
-ap.add_argument("--out", default="/tmp/wgllm_train_default_test.gguf")
+ap.add_argument("--out", default="/tmp/wgllm_gguf_writer_test.gguf")
 ap.add_argument("--wgllm", default=os.path.join(ROOT, "build-train", "wgllm"))
 A = ap.parse_args()
 
@@ -118,6 +120,10 @@ check("q8_0: q = roundf(x*127)", qs == [int(math.floor(k / 31.0 * 127 + 0.5)) fo
 blob, _ = gw.q8_0(gw.PyMat(1, 32, HALVES))
 qs = list(struct.unpack("<32b", blob[0][2:]))
 check("q8_0: halves round away from zero (C roundf)", qs == [127] + [k - 15 + (1 if k >= 15 else 0) for k in range(31)], qs)
+blob, _ = gw.q8_0(gw.PyMat(1, 32, HALVES), ties_to_even=True)
+qs = list(struct.unpack("<32b", blob[0][2:]))
+check("q8_0 ties_to_even (make_refs.py's fixtures): halves round to even", qs == [127] + [round(k - 14.5) for k in range(31)],
+      qs)
 
 # ---------------------------------------------------------------- permutation semantics
 perm = gw.rope_permutation(NH * HD, NH)
@@ -204,11 +210,49 @@ else:
     b_py, d_py = gw.q8_0(gw.PyMat(48, 96, m.ravel().tolist()))
     check("numpy: Q8_0 bytes == pure Python", b_np.tobytes() == b"".join(b_py))
     check("numpy: Q8_0 dequantized == pure Python", np.array_equal(d_np.ravel(), np.array(d_py.data, np.float32)))
+    m2 = m.copy()
+    m2[3, :32] = HALVES
+    b_np, _ = gw.q8_0(m2, ties_to_even=True)
+    b_py, _ = gw.q8_0(gw.PyMat(48, 96, m2.ravel().tolist()), ties_to_even=True)
+    check("numpy: Q8_0 ties_to_even bytes == pure Python, and differ from roundf's at the halves",
+          b_np.tobytes() == b"".join(b_py) and b_np.tobytes() != gw.q8_0(m2)[0].tobytes())
     sd_np = {k: np.array(v.data, dtype=np.float32).reshape(v.shape) for k, v in sd.items()}
     out_np = A.out + ".np.gguf"
     gw.export_llama_gguf(out_np, HP, sd_np, TOK, "wgllm-test-tiny")
     check("numpy: exported file byte-identical to the pure-Python one", open(out_np, "rb").read() == raw)
     os.remove(out_np)
+
+    # Q4_0 by hand (ggml quantize_row_q4_0_ref): x = (k - 16) / 4, so m = -4, d = 0.5, q = min(15, int(2x + 8.5))
+    blk = (np.arange(32, dtype=np.float32) - 16) / 4
+    b4, d4 = gw.q4_0(np.concatenate([blk, np.zeros(32, np.float32)])[None])
+    q = [min(15, int(k / 2 + 0.5)) for k in range(32)]
+    check("q4_0: scale = f16(m / -8), then nibbles j | j+16 << 4",
+          b4.tobytes()[:18] == struct.pack("<e", 0.5) + bytes(q[j] | q[j + 16] << 4 for j in range(16)), b4[0, :18])
+    check("q4_0: a zero block is d = -0 (0 / -8, as in ggml), every code 8", b4.tobytes()[18:] == b"\0\x80" + b"\x88" * 16,
+          b4.tobytes()[18:])
+    check("q4_0: dequantized = (q - 8) * d", d4[0].tolist() == [(k - 8) * 0.5 for k in q] + [0.0] * 32)
+    m4 = (r.standard_normal((8, 64)) * 0.1).astype(np.float32)
+    b4, d4 = gw.q4_0(m4)
+    step = np.abs(m4.reshape(8, 2, 32)).max(-1, keepdims=True) / 8
+    err4 = (np.abs(d4 - m4).reshape(8, 2, 32) / step).max()
+    check("q4_0: blob [rows, row bytes], error <= 1 step (clamped max side)", b4.shape == (8, 36) and err4 <= 1 + 1e-3,
+          (b4.shape, err4))
+    # a file of every tensor type, data as numpy arrays (the quantizers' blobs) and as bytes
+    out_t = A.out + ".types.gguf"
+    b8, _ = gw.q8_0(m4)
+    bf16 = (m4[0].view(np.uint32) >> 16).astype(np.uint16)
+    tens = [("q4", gw.GGML_Q4_0, [64, 8], b4), ("q8", gw.GGML_Q8_0, [64, 8], b8),
+            ("f16", gw.GGML_F16, [64], m4[0].astype(np.float16)), ("bf16", gw.GGML_BF16, [64], bf16),
+            ("f32", gw.GGML_F32, [64, 8], m4)]
+    gw.write_gguf(out_t, [("general.alignment", "u32", 32), ("k.f64", "f64", -2.5)], tens)
+    kv_t, ts_t = gw.read_gguf(out_t)
+    check("write_gguf: numpy-array data read back as its bytes", kv_t == {"general.alignment": 32, "k.f64": -2.5} and
+          all(ts_t[n] == (gt, ne, d.tobytes()) for n, gt, ne, d in tens))
+    raw_t = open(out_t, "rb").read()
+    gw.write_gguf(out_t, [("general.alignment", "u32", 32), ("k.f64", "f64", -2.5)],
+                  [(n, gt, ne, d.tobytes()) for n, gt, ne, d in tens])
+    check("write_gguf: the same file from bytes", open(out_t, "rb").read() == raw_t)
+    os.remove(out_t)
 
 # ---------------------------------------------------------------- the engine
 if not os.path.exists(A.wgllm):

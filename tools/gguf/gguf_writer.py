@@ -1,9 +1,13 @@
-"""GGUF v3 writer (and a small reader for checks) for Llama models laid out the way llama.cpp's
-convert_hf_to_gguf.py writes them: dims innermost first, attn_q/attn_k rows permuted for adjacent-pair RoPE,
-Q8_0 linear weights and embedding, F32 norms, byte-level BPE ("gpt2") tokenizer metadata.
+"""The project's one GGUF writer in Python: a GGUF v3 writer (and a small reader for checks) in llama.cpp's
+conventions, its quantizers (Q8_0, Q4_0, bit-exact with ggml's reference quantize_row_*_ref), and the Llama
+export that tools/train_default/train.py uses (the layout llama.cpp's convert_hf_to_gguf.py writes: dims
+innermost first, attn_q/attn_k rows permuted for adjacent-pair RoPE, Q8_0 linear weights and embedding, F32
+norms, byte-level BPE ("gpt2") tokenizer metadata). tools/refs/make_refs.py writes its GGUF fixtures with
+write_gguf, q4_0, q8_0 and permute_rows_np. (The C side has one writer too: src/format/gguf_write.h.)
 
 Pure Python + struct; numpy is used when the weights are numpy arrays (the training machine), and a plain
-Python path (PyMat) gives byte-identical output without numpy (tests on machines that lack it).
+Python path (PyMat) gives byte-identical output without numpy (tests on machines that lack it). q4_0 has
+only the numpy path.
 
 File layout (GGUF v3, little-endian):
     "GGUF", u32 version=3, u64 n_tensors, u64 n_kv
@@ -20,9 +24,11 @@ try:
 except ImportError:  # the pure-Python path still works
     np = None
 
-GGML_F32, GGML_F16, GGML_Q8_0 = 0, 1, 8
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_BF16 = 0, 1, 2, 8, 30
 QK8_0 = 32                      # Q8_0 block: f16 scale + 32 int8
 Q8_0_BLOCK_BYTES = 2 + QK8_0
+QK4_0 = 32                      # Q4_0 block: f16 scale + 16 bytes of nibbles
+Q4_0_BLOCK_BYTES = 2 + QK4_0 // 2
 FTYPE_MOSTLY_Q8_0 = 7           # general.file_type
 ALIGNMENT = 32
 
@@ -52,18 +58,28 @@ def tensor_nbytes(ggml_type, ne):
         n *= x
     if ggml_type == GGML_F32:
         return 4 * n
-    if ggml_type == GGML_F16:
+    if ggml_type in (GGML_F16, GGML_BF16):
         return 2 * n
     if ggml_type == GGML_Q8_0:
         assert ne[0] % QK8_0 == 0, f"Q8_0 rows must be a multiple of {QK8_0} (ne[0]={ne[0]})"
         return n // QK8_0 * Q8_0_BLOCK_BYTES
+    if ggml_type == GGML_Q4_0:
+        assert ne[0] % QK4_0 == 0, f"Q4_0 rows must be a multiple of {QK4_0} (ne[0]={ne[0]})"
+        return n // QK4_0 * Q4_0_BLOCK_BYTES
     raise ValueError(f"unsupported ggml type {ggml_type}")
+
+
+def _as_bytes(data):
+    """bytes / bytearray as they are; a numpy array (the quantizers' blobs, float arrays) as its raw bytes."""
+    return data if isinstance(data, (bytes, bytearray)) else data.tobytes()
 
 
 def write_gguf(path, kv, tensors, alignment=ALIGNMENT):
     """kv: list of (key, type, value); type is a scalar type name ("u32", "f32", "str", "bool", ...) or
-    ("arr", elem_type) with a list value. tensors: list of (name, ggml_type, ne, data bytes), ne innermost first.
-    Writes path atomically (a temporary file renamed over it). Returns the file size."""
+    ("arr", elem_type) with a list value. tensors: list of (name, ggml_type, ne, data), ne innermost first, data
+    bytes or a numpy array (its raw bytes). Writes path atomically (a temporary file renamed over it). Returns
+    the file size."""
+    tensors = [(name, gtype, ne, _as_bytes(data)) for name, gtype, ne, data in tensors]
     keys = [k for k, _, _ in kv]
     assert len(set(keys)) == len(keys), "duplicate GGUF keys"
     names = [t[0] for t in tensors]
@@ -193,18 +209,21 @@ def _roundf(x):
 
 # ---------------------------------------------------------------- quantization (ggml quantize_row_q8_0_ref)
 
-def q8_0(w):
+def q8_0(w, ties_to_even=False):
     """Q8_0 of a 2-D [rows, cols] matrix, blocks of 32 along each row: d = max|x| / 127 (stored as f16),
     q = roundf(x / d) computed as x * (1/d) in float32, as ggml's reference quantizer does.
     Returns (row_blobs, dequantized) where row_blobs is a list of per-row bytes (pure path) or a uint8 array
-    [rows, row_bytes] (numpy path), and dequantized = q * f16(d) in the input's representation."""
+    [rows, row_bytes] (numpy path), and dequantized = q * f16(d) in the input's representation.
+    ties_to_even: round exact halves of x * (1/d) to even (numpy's round) instead of away from zero (C
+    roundf). Not ggml's rule; make_refs.py's committed fixtures were quantized that way, so it passes it to
+    regenerate them byte for byte. The two differ only where x * (1/d) is exactly k + 0.5 with k even."""
     if isinstance(w, PyMat):
-        return _q8_0_py(w)
+        return _q8_0_py(w, ties_to_even)
     assert np is not None
-    return _q8_0_np(w)
+    return _q8_0_np(w, ties_to_even)
 
 
-def _q8_0_np(w):
+def _q8_0_np(w, ties_to_even=False):
     assert w.ndim == 2 and w.shape[1] % QK8_0 == 0, w.shape
     r, c = w.shape
     b = np.ascontiguousarray(w, dtype=np.float32).reshape(r, c // QK8_0, QK8_0)
@@ -214,14 +233,14 @@ def _q8_0_np(w):
     nz = d != 0
     inv[nz] = np.float32(1.0) / d[nz]
     x0 = (b * inv[..., None]).astype(np.float32).astype(np.float64)   # the float32 product, held exactly
-    q = (np.sign(x0) * np.floor(np.abs(x0) + 0.5)).astype(np.int8)
+    q = (np.round(x0) if ties_to_even else np.sign(x0) * np.floor(np.abs(x0) + 0.5)).astype(np.int8)
     d16 = d.astype(np.float16)
     blob = np.concatenate([d16.view(np.uint8).reshape(r, c // QK8_0, 2), q.view(np.uint8)], -1)
     deq = (q.astype(np.float32) * d16.astype(np.float32)[..., None]).reshape(r, c)
     return blob.reshape(r, c // QK8_0 * Q8_0_BLOCK_BYTES), deq
 
 
-def _q8_0_py(w):
+def _q8_0_py(w, ties_to_even=False):
     assert w.cols is not None and w.cols % QK8_0 == 0, w.shape
     rows, deq = [], []
     for i in range(w.rows):
@@ -231,7 +250,8 @@ def _q8_0_py(w):
             amax = max(abs(x) for x in blk)
             d = _f32(amax / 127.0)
             inv = _f32(1.0 / d) if d != 0 else 0.0
-            q = [max(-128, min(127, _roundf(_f32(x * inv)))) for x in blk]
+            rnd = round if ties_to_even else _roundf   # Python's round: halves to even
+            q = [max(-128, min(127, rnd(_f32(x * inv)))) for x in blk]
             d16b = struct.pack("<e", d)
             d16 = struct.unpack("<e", d16b)[0]
             row += d16b + struct.pack("<32b", *q)
@@ -252,6 +272,28 @@ def dequantize_q8_0(data, ne):
     return out
 
 
+# ---------------------------------------------------------------- quantization (ggml quantize_row_q4_0_ref)
+
+def q4_0(w):
+    """Q4_0 of a 2-D numpy [rows, cols] matrix, blocks of 32 along each row, as ggml's reference quantizer:
+    m = the element of largest |x| (signed), d = m / -8 (stored as f16), q = min(15, int(x * (1/d) + 8.5))
+    (truncation), byte j of a block holding q[j] (low nibble) and q[j + 16] (high nibble).
+    Returns (blob, dequantized): blob a uint8 array [rows, row_bytes], dequantized = (q - 8) * f16(d)."""
+    assert np is not None, "q4_0 needs numpy"
+    r, c = w.shape
+    assert c % QK4_0 == 0, w.shape
+    b = w.reshape(r, c // QK4_0, QK4_0).astype(np.float32)
+    mx = np.take_along_axis(b, np.abs(b).argmax(-1)[..., None], -1)[..., 0]
+    d = mx / -8.0
+    inv = np.where(d != 0, 1.0 / np.where(d != 0, d, 1), 0)
+    q = np.minimum(15, (b * inv[..., None] + 8.5).astype(np.int8)).astype(np.uint8)
+    d16 = d.astype(np.float16)
+    blob = np.concatenate([d16.view(np.uint8).reshape(r, c // QK4_0, 2),
+                           (q[..., :16] | (q[..., 16:] << 4)).astype(np.uint8)], -1)
+    deq = ((q.astype(np.float32) - 8.0) * d16.astype(np.float32)[..., None]).reshape(r, c)
+    return blob.reshape(r, c // QK4_0 * Q4_0_BLOCK_BYTES), deq
+
+
 # ---------------------------------------------------------------- the Llama q/k permutation
 
 def rope_permutation(rows, n_head):
@@ -264,7 +306,7 @@ def rope_permutation(rows, n_head):
 
 
 def permute_rows_np(w, n_head):
-    """make_refs.py / convert_hf_to_gguf.py form (numpy)."""
+    """convert_hf_to_gguf.py's form (numpy): the same row order as rope_permutation."""
     r = w.shape[0]
     return w.reshape(n_head, 2, r // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
