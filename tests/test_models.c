@@ -468,6 +468,9 @@ int main(void) {
   /* Gemma 4: layers 3-5 read the caches of layers 1, 1, 2 (KV sharing), per-layer inputs, head_dim 32 sliding and
      512 full layers, proportional RoPE, window 8 under a 24-token prompt and 8 decode steps, softcap 30 */
   conformance("gemma4_kv_shared", "", 1e-3);
+  /* Gemma 4 with attention_k_eq_v on the full layers (one global KV head, head_dim 64, no v_proj), the double-wide
+     MLP on the two KV-shared layers, random layer scalars, an untied LM head, proportional RoPE with factor 0.5 */
+  conformance("gemma4_k_eq_v", "", 1e-3);
   /* made on the H200 with tools/refs/make_refs.py --seed 12 --scale medium: hidden 256, 40 prompt tokens */
   conformance("qwen3_medium", "", 1e-3);
   conformance("llama_mha_bf16_medium", "", 1e-3);
@@ -501,11 +504,12 @@ int main(void) {
   conformance("llama_gqa", "--kv f16 --no-f16", 1e-2);
   conformance("gemma3", "--kv f16", 1e-2);
   conformance("gemma4_kv_shared", "--kv f16", 1e-2);
+  conformance("gemma4_k_eq_v", "--kv f16", 1e-2);
   /* q4 on the Gemma 4 fixture: measured worst row 1.06, centred cosine 0.69-0.92 (six layers of q4 noise on random
      weights, more than the 0.9 bound of the others); its fused path is checked against the unfused one below */
   printf("fused vs unfused decode on the same q4 weights:\n");
-  const char *fused_cases[] = {"llama_gqa", "qwen3", "gemma3", "gemma4_kv_shared"};
-  for (int i = 0; i < 4; i++) {
+  const char *fused_cases[] = {"llama_gqa", "qwen3", "gemma3", "gemma4_kv_shared", "gemma4_k_eq_v"};
+  for (int i = 0; i < 5; i++) {
     double d = path_difference(fused_cases[i], "--weights q4", "--unfused");
     printf("  %-18s worst row difference %.3g\n", fused_cases[i], d);
     CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", fused_cases[i], d);
@@ -515,6 +519,7 @@ int main(void) {
   conformance("qwen2", "--weights q4 --unfused", 0.9);
   conformance("gemma4_kv_shared", "--unfused", 1e-3);
   conformance("gemma4_kv_shared", "--attn-grid indirect", 1e-3);
+  conformance("gemma4_k_eq_v", "--unfused", 1e-3);
   printf("flash-decoding grid sizing:\n");
   conformance("llama_gqa", "--attn-grid indirect", 1e-3);
   conformance("qwen3", "--kv f16 --attn-grid indirect", 1e-2);

@@ -59,6 +59,16 @@ def write_ref(d, name, model, note):
     json.dump(ref, open(os.path.join(d, "ref.json"), "w"), indent=1)
     print(f"{name}: {sum(p.numel() for p in model.parameters())} params, greedy {gen}")
 
+def perturb_ret(m):
+    perturb(m); return m
+
+def gemma4_scalars(m):
+    """Gemma 4's layer_scalar is a buffer (perturb leaves it at 1): random values so applying it is checked."""
+    g = torch.Generator().manual_seed(A.seed * 31)
+    with torch.no_grad():
+        for layer in m.model.layers: layer.layer_scalar.copy_(0.5 + torch.rand(1, generator=g))
+    return m
+
 def hf_case(name, model, note, dtype=torch.float32):
     d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
     model = model.to(dtype); model.save_pretrained(d, safe_serialization=True)
@@ -147,6 +157,16 @@ CASES = {
         sliding_window=8, max_position_embeddings=4096, vocab_size_per_layer_input=V, hidden_size_per_layer_input=16,
         layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2, num_kv_shared_layers=3, final_logit_softcapping=30.0))),
         "Gemma 4 text: last 3 layers reuse K/V of earlier layers (KV sharing), per-layer inputs, sliding window 8, proportional RoPE on full layers, softcap 30", torch.bfloat16),
+    "gemma4_k_eq_v": lambda: hf_case("gemma4_k_eq_v", gemma4_scalars(perturb_ret(transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        global_head_dim=64, num_global_key_value_heads=1, attention_k_eq_v=True, use_double_wide_mlp=True, tie_word_embeddings=False,
+        sliding_window=8, max_position_embeddings=4096, vocab_size_per_layer_input=V, hidden_size_per_layer_input=32,
+        rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                         "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 100000.0}},
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        num_kv_shared_layers=2)))),
+        "Gemma 4 text: attention_k_eq_v on full layers (1 global KV head, head_dim 64), double-wide MLP on the 2 KV-shared layers, "
+        "untied lm_head, per-layer inputs 32 wide, random layer scalars, proportional RoPE with factor 0.5, window 8", torch.bfloat16),
     "llama_q4_0_gguf": lambda: llama_gguf_case("llama_q4_0_gguf", 6, 2, 2, False, L3),
 }
 for n in (A.only.split(",") if A.only else CASES):
