@@ -74,6 +74,31 @@ static void test_quarantine(void) {
         "quarantined buffer back after free");
   gpu_pool_release(ctx, z);
   gpu_pool_release(ctx, w);
+  /* released mid-recording and acquired again by the same recording (one-shot and kept): another buffer, and
+     each op's result stands (a = 2, c = a + a, then the new buffer b = 5; c must read 4) */
+  for (int keep = 0; keep < 2; keep++) {
+    gpu_buffer *a, *b, *c;
+    CHECK(gpu_pool_acquire(ctx, 4096, "a", &a, err, sizeof err) == WGLLM_OK, "acquire a: %s", err);
+    CHECK(gpu_pool_acquire(ctx, 4096, "c", &c, err, sizeof err) == WGLLM_OK, "acquire c: %s", err);
+    gpu_recorder *r2 = gpu_recorder_create(ctx, keep);
+    op_fill_f32(r2, gpu_whole(a), 1024, 2.0f);
+    op_add(r2, gpu_whole(a), gpu_whole(a), gpu_whole(c), 1024, 1024);
+    gpu_pool_release(ctx, a);
+    CHECK(gpu_pool_acquire(ctx, 4096, "b", &b, err, sizeof err) == WGLLM_OK && b != a,
+          "a buffer released mid-recording is handed to the same recording (keep %d)", keep);
+    op_fill_f32(r2, gpu_whole(b), 1024, 5.0f);
+    op_add_inplace(r2, gpu_whole(c), gpu_whole(b), 1024, 1024); /* c = 4 + 5 */
+    CHECK(gpu_recorder_run(r2) == WGLLM_OK, "run: %s", gpu_recorder_error(r2));
+    float got[1024];
+    th_download(c, got, sizeof got);
+    int bad = 0;
+    for (int i = 0; i < 1024; i++)
+      bad += got[i] != 9.0f;
+    CHECK(!bad, "mid-recording release (keep %d): %d of 1024 wrong (c[0] = %g, want 9)", keep, bad, got[0]);
+    gpu_recorder_free(r2);
+    gpu_pool_release(ctx, b);
+    gpu_pool_release(ctx, c);
+  }
 }
 
 static void test_indirect_and_refusals(void) {
