@@ -32,14 +32,16 @@ static double median(double *v, int n) {
 static void usage(FILE *f) {
   fprintf(
       f,
-      "usage: wgllm bench (-m PATH | --synthetic llama-1b|llama-8b) [--prompt P] [--gen G] [--runs R]\n"
+      "usage: wgllm bench (-m PATH | --synthetic NAME) [--prompt P] [--gen G] [--runs R]\n"
       "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
       "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
       "                   [--unfused] [--attn-grid worst|indirect] [--dawn-toggles a,b]  (comparisons)\n"
       "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
       "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
       "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
-      "       wgllm bench --synthetic NAME --write-gguf OUT.gguf\n"
+      "       wgllm bench --synthetic NAME --write-gguf OUT.gguf  (the Llama shapes)\n"
+      "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
+      "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), tiny, gemma4-tiny (tests)\n"
       "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
       "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
 }

@@ -1,6 +1,7 @@
 /* Synthetic benchmark models: the in-memory q4gsw model and the GGUF file written from the same generator
-   compute the same logits (so other engines can be measured on identical weights), and `wgllm bench` runs and
-   reports every JSON field. */
+   compute the same logits (so other engines can be measured on identical weights), the small Gemma 4 shape runs
+   (finite logits, decode as prefill, a KV cache of the owning layers only), and `wgllm bench` runs and reports
+   every JSON field. */
 #include "harness.h"
 #include "model_synthetic.h"
 #include "session.h"
@@ -22,6 +23,76 @@ static float *logits_of(llm_model *m, const int32_t *ids, uint32_t n) {
   CHECK(llm_session_decode(s, ids[n - 1], l + (size_t)(n - 1) * m->hp.n_vocab) == WGLLM_OK, "decode: %s", s->err);
   llm_session_free(s);
   return l;
+}
+
+/* The small Gemma 4 shape: it builds and runs through the session (prefill, then decode steps past the sliding
+   window) with finite logits that match a prefill of the same tokens; its KV cache holds the owning layers only;
+   it has no GGUF form. */
+static void gemma4_tiny(gpu_context *gpu) {
+  char err[1024];
+  llm_model *m = NULL;
+  CHECK(llm_model_synthetic(gpu, "gemma4-tiny", 32, &m, err, sizeof err) == WGLLM_OK, "gemma4-tiny: %s", err);
+  if (!m) return;
+  const llm_hparams *hp = &m->hp;
+  CHECK(hp->arch == LLM_ARCH_GEMMA4 && hp->lay && hp->ple_dim && hp->window, "gemma4-tiny is not Gemma 4 shaped");
+  enum { N = 20, DEC = 6, CTX = 64 }; /* N > window: the sliding layers drop early tokens */
+  uint32_t V = hp->n_vocab;
+  int32_t ids[N];
+  for (uint32_t i = 0; i < N; i++)
+    ids[i] = (int32_t)((i * 2654435761u + 7) % V);
+  llm_session *s;
+  llm_session_options so = {.ctx = CTX};
+  CHECK(llm_session_create(m, &so, &s, err, sizeof err) == WGLLM_OK, "gemma4-tiny session: %s", err);
+  float *all = malloc((size_t)N * V * 4), *step = malloc((size_t)V * 4);
+  /* every position's logits from one prefill, then the last DEC positions again as decode steps */
+  CHECK(llm_session_prefill(s, ids, N, all, 1) == WGLLM_OK, "gemma4-tiny prefill: %s", s->err);
+  size_t bad = 0;
+  for (size_t i = 0; i < (size_t)N * V; i++)
+    bad += !isfinite(all[i]);
+  CHECK(bad == 0, "gemma4-tiny prefill: %zu logits not finite", bad);
+  llm_session_reset(s);
+  CHECK(llm_session_prefill(s, ids, N - DEC, step, 0) == WGLLM_OK, "gemma4-tiny prefill: %s", s->err);
+  double worst = 0;
+  for (uint32_t p = N - DEC; p < N; p++) {
+    CHECK(llm_session_decode(s, ids[p], step) == WGLLM_OK, "gemma4-tiny decode at %u: %s", p, s->err);
+    double num = 0, den = 0;
+    size_t nf = 0;
+    for (uint32_t v = 0; v < V; v++) {
+      nf += !isfinite(step[v]);
+      double d = (double)step[v] - all[(size_t)p * V + v];
+      num += d * d;
+      den += (double)all[(size_t)p * V + v] * all[(size_t)p * V + v];
+    }
+    CHECK(nf == 0 && den > 0, "gemma4-tiny decode at %u: %zu logits not finite", p, nf);
+    if (den > 0 && sqrt(num / den) > worst) worst = sqrt(num / den);
+  }
+  CHECK(worst < 1e-3, "gemma4-tiny decode vs prefill logits: rel L2 %.3g", worst);
+  printf("synthetic gemma4-tiny: decode vs prefill relative L2 %.3g (worst of %d steps)\n", worst, DEC);
+  /* f32 KV of the layers that own a cache; every layer's would be more */
+  uint64_t own = 0, every = 0;
+  uint32_t owners = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    uint64_t b = 2ull * llm_layer_n_head_kv(hp, l) * CTX * llm_layer_head_dim(hp, l) * 4;
+    every += b;
+    if (llm_layer_owns_kv(hp, l)) {
+      own += b;
+      owners++;
+    }
+  }
+  CHECK(owners > 0 && owners < hp->n_layer, "gemma4-tiny: %u of %u layers own a cache", owners, hp->n_layer);
+  CHECK(s->kv.bytes == own && own < every, "gemma4-tiny kv bytes %llu, owning layers %llu, all layers %llu",
+        (unsigned long long)s->kv.bytes, (unsigned long long)own, (unsigned long long)every);
+  printf("synthetic gemma4-tiny: kv bytes %llu (%u owning layers; all %u would take %llu)\n",
+         (unsigned long long)s->kv.bytes, owners, hp->n_layer, (unsigned long long)every);
+  free(all);
+  free(step);
+  llm_session_free(s);
+  llm_model_free(m);
+  char path[256];
+  snprintf(path, sizeof path, "/tmp/wgllm-synth-g4-%d.gguf", (int)getpid());
+  CHECK(llm_synthetic_write_gguf("gemma4-tiny", path, err, sizeof err) == WGLLM_ERR_UNSUPPORTED &&
+            strstr(err, "no GGUF form") && access(path, F_OK) != 0,
+        "gemma4-tiny GGUF: %s", err);
 }
 
 int main(void) {
@@ -49,6 +120,7 @@ int main(void) {
   llm_model_free(a);
   llm_model_free(b);
   unlink(path);
+  gemma4_tiny(gpu);
   th_gpu_done();
 
   /* the bench command and its JSON fields */

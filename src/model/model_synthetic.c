@@ -1,5 +1,7 @@
 /* Synthetic models (see model_synthetic.h). Every q4gsw tensor comes from one generator keyed by the tensor's
-   index, so the GPU model and the GGUF file hold the same numbers. */
+   index, so the GPU model and the GGUF file hold the same numbers. The Llama shapes list their tensors by hand
+   (GGUF names, the file's order); the Gemma 4 shapes take theirs from the role table, so they have exactly the
+   tensors a checkpoint of that config would. */
 #include "model_synthetic.h"
 #include "gguf_write.h"
 #include "weight_convert.h"
@@ -8,8 +10,119 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Gemma 4 text shapes (Gemma4TextConfig's fields), made into hyperparameters as config_gemma4.c reads a
+   config.json of them: sliding layers with head_dim and plain RoPE (theta 10000), full ones with global_head_dim
+   and proportional RoPE (partial_rotary_factor 0.25, theta 1e6), the same KV heads on both
+   (attention_k_eq_v false), the last layer full, the last n_shared layers reading the cache of the last earlier
+   layer of their type, per-layer inputs, tied embeddings, no soft-capping, no double-wide MLP. */
+typedef struct gemma4_shape {
+  const char *name;
+  uint32_t vocab, embd, ff, layers, heads, kv_heads, head_dim, global_head_dim, window;
+  uint32_t pattern; /* layer l is sliding iff (l + 1) % pattern != 0 */
+  uint32_t ple, ple_vocab, n_shared;
+} gemma4_shape;
+
+static const gemma4_shape GEMMA4_SHAPES[] = {
+    /* transformers' Gemma4TextConfig defaults, with 10 KV-shared layers */
+    {"gemma4", 262144, 2304, 9216, 30, 8, 4, 256, 512, 512, 6, 256, 262144, 10},
+    /* the same, every layer with its own K/V */
+    {"gemma4-noshare", 262144, 2304, 9216, 30, 8, 4, 256, 512, 512, 6, 256, 262144, 0},
+    /* small, for tests: layers s,s,f,s,s,f; layers 3 and 4 read layer 1's cache, layer 5 layer 2's */
+    {"gemma4-tiny", 512, 128, 512, 6, 4, 2, 32, 64, 8, 3, 32, 512, 3},
+};
+
+/* inv_freq[i] = theta^(-2i/dim) for i < dim/2, the pairs from `angles` on at frequency 0 (as default_inv_freq
+   and config_gemma4.c's rope_of compute them) */
+static float *gemma4_inv_freq(double theta, uint32_t dim, uint32_t angles) {
+  float *f = malloc(dim / 2 * sizeof *f);
+  for (uint32_t i = 0; f && i < dim / 2; i++)
+    f[i] = i < angles ? (float)(1.0 / pow(theta, (double)(2 * i) / dim)) : 0.0f;
+  return f;
+}
+
+static wgllm_status gemma4_hparams(const gemma4_shape *g, llm_hparams *hp, char *err, size_t errlen) {
+  hp->arch = LLM_ARCH_GEMMA4;
+  snprintf(hp->arch_name, sizeof hp->arch_name, "gemma4_text");
+  hp->n_vocab = g->vocab;
+  hp->n_embd = g->embd;
+  hp->n_layer = g->layers;
+  hp->n_head = g->heads;
+  hp->n_head_kv = g->kv_heads;
+  hp->head_dim = g->head_dim;
+  hp->n_ff = g->ff;
+  hp->norm_eps = 1e-6f;
+  hp->tied_embeddings = 1;
+  hp->qk_norm = 1;
+  hp->v_norm = 1;
+  hp->layer_scalar = 1;
+  hp->sandwich_norms = 1;
+  hp->norm_offset = 0.0f;
+  hp->embed_scale = sqrtf((float)hp->n_embd);
+  hp->attn_scale = 1.0f;
+  hp->act = OP_ACT_GELU_TANH;
+  hp->rope_mode = OP_ROPE_HALF;
+  hp->window = g->window;
+  hp->final_softcap = 0.0f;
+  hp->ple_dim = g->ple;
+  hp->ple_vocab = g->ple_vocab;
+  hp->train_ctx = 131072;
+  hp->bos = hp->eos = -1;
+  uint8_t local[LLM_MAX_LAYERS];
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    local[l] = (l + 1) % g->pattern != 0;
+  local[hp->n_layer - 1] = 0; /* transformers forces the last layer to full attention */
+  wgllm_status s = llm_hparams_layers_init(hp, err, errlen);
+  if (s) return s;
+  /* RoPE: full layers proportional over global_head_dim (the first 0.25 * global_head_dim / 2 pairs rotate),
+     sliding layers default over head_dim */
+  uint32_t angles = (uint32_t)floor(0.25 * g->global_head_dim / 2);
+  hp->inv_freq = gemma4_inv_freq(1000000.0, g->global_head_dim, angles);
+  hp->inv_freq_local = gemma4_inv_freq(10000.0, g->head_dim, g->head_dim / 2);
+  if (!hp->inv_freq || !hp->inv_freq_local) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  hp->rot_dim = g->global_head_dim;
+  hp->rot_dim_local = g->head_dim;
+  snprintf(hp->rope_desc, sizeof hp->rope_desc,
+           "full_attention: proportional theta %g, %u of %u pairs; sliding_attention: default theta %g", 1000000.0,
+           angles, g->global_head_dim / 2, 10000.0);
+  uint32_t first_shared = hp->n_layer - g->n_shared;
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    llm_layer_hp *y = &hp->lay[l];
+    y->head_dim = local[l] ? g->head_dim : g->global_head_dim;
+    y->n_head_kv = g->kv_heads;
+    y->rot_dim = y->head_dim;
+    y->window = local[l] ? hp->window : 0;
+    y->rope_local = local[l];
+    y->v_is_k = 0;
+    if (l >= first_shared) { /* the last layer before the shared ones with the same attention type */
+      uint32_t src = first_shared;
+      for (uint32_t j = first_shared; j-- > 0;)
+        if (local[j] == local[l]) {
+          src = j;
+          break;
+        }
+      if (src == first_shared) {
+        snprintf(err, errlen, "synthetic %s: KV-shared layer %u has no earlier layer of its type", g->name, l);
+        return WGLLM_ERR_INTERNAL;
+      }
+      y->kv_source = src;
+      y->v_is_k = hp->lay[src].v_is_k;
+    }
+  }
+  hp->head_dim = llm_max_head_dim(hp); /* the scalars name the widest layer */
+  return WGLLM_OK;
+}
+
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err, size_t errlen) {
   memset(hp, 0, sizeof *hp);
+  for (size_t i = 0; i < sizeof GEMMA4_SHAPES / sizeof GEMMA4_SHAPES[0]; i++)
+    if (!strcmp(name, GEMMA4_SHAPES[i].name)) {
+      wgllm_status s = gemma4_hparams(&GEMMA4_SHAPES[i], hp, err, errlen);
+      if (s) llm_hparams_free(hp);
+      return s;
+    }
   hp->arch = LLM_ARCH_LLAMA;
   snprintf(hp->arch_name, sizeof hp->arch_name, "llama");
   double theta = 500000.0;
@@ -41,7 +154,8 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err,
     hp->n_ff = 256;
     hp->tied_embeddings = 0;
   } else {
-    snprintf(err, errlen, "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny)", name);
+    snprintf(err, errlen,
+             "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny)", name);
     return WGLLM_ERR_INVALID_ARG;
   }
   hp->norm_eps = 1e-5f;
@@ -100,10 +214,23 @@ typedef struct synth_tensor {
   gpu_view *v;
 } synth_tensor;
 
-/* the separate projections before they are fused (as a file stores them) */
+/* the separate projections of a layer before they are fused (as a file stores them), with their rows */
 typedef struct synth_parts {
-  op_weight wq, wk, wv, w_gate, w_up;
+  op_weight qkv[3], gu[2];
+  uint32_t qkv_rows[3], gu_rows[2];
+  int n_qkv, n_gu;
 } synth_parts;
+
+/* the next part of a layer's fused Q/K/V (gu 0) or gate/up (gu 1) projection */
+static op_weight *part(synth_parts *pt, int gu, uint64_t rows) {
+  if (!pt) return NULL;
+  if (gu) {
+    pt->gu_rows[pt->n_gu] = (uint32_t)rows;
+    return &pt->gu[pt->n_gu++];
+  }
+  pt->qkv_rows[pt->n_qkv] = (uint32_t)rows;
+  return &pt->qkv[pt->n_qkv++];
+}
 
 static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_parts *parts, synth_tensor *t) {
   size_t n = 0;
@@ -128,17 +255,56 @@ static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_parts *par
   snprintf(nm, sizeof nm, "blk.%u." suffix, l);                                                                        \
   ADD(nm, n_, k_, wp, vp)
     L("attn_norm.weight", D, 0, NULL, ly ? &ly->attn_norm : NULL);
-    L("attn_q.weight", q, D, pt ? &pt->wq : NULL, NULL);
-    L("attn_k.weight", kv, D, pt ? &pt->wk : NULL, NULL);
-    L("attn_v.weight", kv, D, pt ? &pt->wv : NULL, NULL);
+    L("attn_q.weight", q, D, part(pt, 0, q), NULL);
+    L("attn_k.weight", kv, D, part(pt, 0, kv), NULL);
+    L("attn_v.weight", kv, D, part(pt, 0, kv), NULL);
     L("attn_output.weight", D, q, ly ? &ly->wo : NULL, NULL);
     L("ffn_norm.weight", D, 0, NULL, ly ? &ly->ffn_norm : NULL);
-    L("ffn_gate.weight", hp->n_ff, D, pt ? &pt->w_gate : NULL, NULL);
-    L("ffn_up.weight", hp->n_ff, D, pt ? &pt->w_up : NULL, NULL);
+    L("ffn_gate.weight", hp->n_ff, D, part(pt, 1, hp->n_ff), NULL);
+    L("ffn_up.weight", hp->n_ff, D, part(pt, 1, hp->n_ff), NULL);
     L("ffn_down.weight", D, hp->n_ff, ly ? &ly->w_down : NULL, NULL);
 #undef L
   }
 #undef ADD
+  return n;
+}
+
+/* Gemma 4: the tensors the role table (model_roles.c) says the hyperparameters have, in its order (the file-level
+   ones, then each layer's), under their Hugging Face names, and the weight of the weightless v norm. Vectors
+   (norms, the layer scalars) are ones; linears and embedding tables q4gsw. */
+static size_t list_roles(const llm_hparams *hp, llm_model *m, synth_parts *parts, synth_tensor *t) {
+  size_t n = 0, nr;
+  const llm_role *roles = llm_roles(&nr);
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t l = 0; l < (pass ? hp->n_layer : 1); l++)
+      for (size_t i = 0; i < nr; i++) {
+        const llm_role *r = &roles[i];
+        if (r->per_layer != pass || !llm_role_present(hp, r, l)) continue;
+        synth_tensor *x = &t[n++];
+        llm_role_name(hp, 0, r, pass ? (int)l : -1, x->name, sizeof x->name);
+        x->N = (uint64_t)llm_role_size(hp, r->d0, l);
+        x->K = r->d1 == LLM_DIM_NONE ? 0 : (uint64_t)llm_role_size(hp, r->d1, l);
+        x->w = NULL;
+        x->v = NULL;
+        if (!m) continue;
+        char *base = pass ? (char *)&m->layers[l] : (char *)m;
+        if (r->group == LLM_GROUP_QKV || r->group == LLM_GROUP_GATE_UP)
+          x->w = part(&parts[l], r->group == LLM_GROUP_GATE_UP, x->N);
+        else if (r->group != LLM_GROUP_NONE) /* biases: no Gemma 4 has them (left NULL, refused at build) */
+          continue;
+        else if (r->kind == LLM_ROLE_VEC)
+          x->v = (gpu_view *)(base + r->slot);
+        else
+          x->w = (op_weight *)(base + r->slot);
+      }
+  if (hp->v_norm) {
+    synth_tensor *x = &t[n++];
+    snprintf(x->name, sizeof x->name, "ones");
+    x->N = llm_max_head_dim(hp);
+    x->K = 0;
+    x->w = NULL;
+    x->v = m ? &m->ones : NULL;
+  }
   return n;
 }
 
@@ -163,7 +329,10 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
   snprintf(m->source, sizeof m->source, "synthetic:%s", name);
   snprintf(m->weights_desc, sizeof m->weights_desc, "q4gsw g%u", group);
   m->layers = calloc(m->hp.n_layer, sizeof *m->layers);
-  size_t cap = 3 + 9 * (size_t)m->hp.n_layer;
+  size_t n_roles;
+  llm_roles(&n_roles);
+  int gemma4 = m->hp.arch == LLM_ARCH_GEMMA4;
+  size_t cap = gemma4 ? (n_roles + 1) * ((size_t)m->hp.n_layer + 1) : 3 + 9 * (size_t)m->hp.n_layer;
   synth_tensor *t = calloc(cap, sizeof *t);
   synth_parts *parts = calloc(m->hp.n_layer, sizeof *parts);
   if (!m->layers || !t || !parts) {
@@ -173,8 +342,19 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     snprintf(err, errlen, "out of host memory");
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
-  size_t nt = list_tensors(&m->hp, m, parts, t);
+  size_t nt = gemma4 ? list_roles(&m->hp, m, parts, t) : list_tensors(&m->hp, m, parts, t);
   for (size_t i = 0; !s && i < nt; i++) {
+    if (t[i].K ? !t[i].w : !t[i].v) {
+      snprintf(err, errlen, "synthetic %s: no place for tensor %s", name, t[i].name);
+      s = WGLLM_ERR_INTERNAL;
+      break;
+    }
+    if (t[i].K % group) {
+      snprintf(err, errlen, "synthetic %s: tensor %s has rows of %llu, not a multiple of the q4gsw group %u", name,
+               t[i].name, (unsigned long long)t[i].K, group);
+      s = WGLLM_ERR_INVALID_ARG;
+      break;
+    }
     if (!t[i].K) {
       float *ones = malloc(t[i].N * sizeof *ones);
       if (!ones) {
@@ -220,12 +400,13 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     free(sc);
   }
   const llm_hparams *hp = &m->hp;
-  uint32_t nq = hp->n_head * hp->head_dim, nkv = hp->n_head_kv * hp->head_dim;
-  uint32_t qkv_rows[3] = {nq, nkv, nkv}, gu_rows[2] = {hp->n_ff, hp->n_ff};
-  for (uint32_t l = 0; !s && l < hp->n_layer; l++) {
-    op_weight qkv[3] = {parts[l].wq, parts[l].wk, parts[l].wv}, gu[2] = {parts[l].w_gate, parts[l].w_up};
-    s = llm_concat_rows(m, qkv, qkv_rows, 3, hp->n_embd, &m->layers[l].wqkv, err, errlen);
-    if (!s) s = llm_concat_rows(m, gu, gu_rows, 2, hp->n_embd, &m->layers[l].w_gate_up, err, errlen);
+  for (uint32_t l = 0; !s && l < hp->n_layer; l++) { /* q | k | v (q alone in a KV-shared layer), gate | up */
+    synth_parts *pt = &parts[l];
+    if (pt->n_qkv == 1)
+      m->layers[l].wqkv = pt->qkv[0];
+    else
+      s = llm_concat_rows(m, pt->qkv, pt->qkv_rows, pt->n_qkv, hp->n_embd, &m->layers[l].wqkv, err, errlen);
+    if (!s) s = llm_concat_rows(m, pt->gu, pt->gu_rows, pt->n_gu, hp->n_embd, &m->layers[l].w_gate_up, err, errlen);
   }
   if (!s && m->hp.tied_embeddings) m->output = m->tok_embd;
   free(t);
@@ -280,6 +461,11 @@ wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *
   llm_hparams hp;
   wgllm_status s = llm_synthetic_hparams(name, &hp, err, errlen);
   if (s) return s;
+  if (hp.arch != LLM_ARCH_LLAMA) { /* wgllm reads no Gemma 4 GGUF: a file of it would be a guess */
+    snprintf(err, errlen, "gemma4 synthetic shapes have no GGUF form (\"%s\"; the Llama shapes have)", name);
+    llm_hparams_free(&hp);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
   synth_tensor *t = calloc(3 + 9 * (size_t)hp.n_layer, sizeof *t);
   gguf_writer *w = gguf_writer_begin(3, 32);
   if (!t || !w) {
