@@ -154,11 +154,14 @@ WGLLM_API void wgllm_session_free(wgllm_session *s);
 WGLLM_API const char *wgllm_session_error(const wgllm_session *s);
 /* Empties the cache (the next tokens start at position 0). */
 WGLLM_API void wgllm_session_reset(wgllm_session *s);
-/* Tokens in the cache, and keeping only the first n of them (n above the count changes nothing). */
+/* Tokens in the cache, and keeping only the first n of them (n above the count changes nothing). A model with
+   sliding-window layers keeps only the last window + prefill-chunk keys of those layers (a ring): a rewind
+   further back than that empties the cache (wgllm_session_n_past says 0; the next prefill recomputes). */
 WGLLM_API uint32_t wgllm_session_n_past(const wgllm_session *s);
-/* Bytes of the session's KV cache on the GPU (layers that read another layer's cache add none). */
-WGLLM_API uint64_t wgllm_session_kv_bytes(const wgllm_session *s);
 WGLLM_API void wgllm_session_rewind(wgllm_session *s, uint32_t n);
+/* Bytes of the session's KV cache on the GPU (layers that read another layer's cache add none; window layers
+   count their ring). */
+WGLLM_API uint64_t wgllm_session_kv_bytes(const wgllm_session *s);
 /* Evaluates n tokens after the cache (a prompt, in chunks on the GPU). logits: [n][n_vocab] floats when
    all_rows, else [n_vocab] for the last token; may be NULL. Ids out of range or more tokens than the context
    holds are WGLLM_ERR_INVALID_ARG, with nothing evaluated. */

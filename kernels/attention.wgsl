@@ -1,6 +1,7 @@
 // Causal multi-head attention over the KV cache with GQA, optional sliding window and logit soft-capping.
 // One workgroup per (query token, head): keys are streamed in blocks of 128 with an online softmax, so no
-// T x T scores are kept. Query t sits at position pos[t] and sees keys max(0, pos-window+1)..pos.
+// T x T scores are kept. Query t sits at position pos[t] and sees keys max(0, pos-window+1)..pos; key j is in
+// slot j % ctx (a ring of ctx >= 128 slots holding at least the window, or a linear cache with every j < ctx).
 // q: [n_tokens][q_stride] (head h at q_off + h*head_dim); caches: [n_kv_head][ctx][head_dim];
 // out: [n_tokens][out_stride] (head h at h*head_dim). head_dim <= 512, head_dim % 4 == 0. f16 caches are
 // packed pairs in u32 (see kv_write.wgsl).
@@ -31,7 +32,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let kvh = h / (p.n_head / p.n_kv_head);
   let qb = t * p.q_stride + p.q_off + h * hd;
   for (var d = l; d < hd; d += B) { qs[d] = q[qb + d]; }
-  let last = min(pos[t], p.ctx - 1u);
+  let last = pos[t];
   var first = 0u;
   if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
   let kvbase = kvh * p.ctx * hd;
@@ -41,10 +42,13 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   workgroupBarrier();
   for (var j0 = first; j0 <= last; j0 += B) {
     let j = j0 + l;
+    let s0 = j0 % p.ctx; // the block's first slot; keys of the block wrap at most once
+    var sl = s0 + l;
+    if (sl >= p.ctx) { sl -= p.ctx; }
     var s = -3.0e38;
     if (j <= last) {
       var dot = 0.0;
-      let kb = kvbase + j * hd;
+      let kb = kvbase + sl * hd;
       for (var d = 0u; d < hd; d += 4u) { dot += dot4(vec4<f32>(qs[d], qs[d + 1u], qs[d + 2u], qs[d + 3u]), kload4(kb + d)); }
       s = dot * p.scale;
       if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
@@ -73,7 +77,12 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     // thread l owns dims 4l..4l+3 (head_dim <= 512)
     if (4u * l < hd) {
       var a = acc4 * alpha;
-      for (var jj = 0u; jj < nj; jj++) { a += ps[jj] * vload4(kvbase + (j0 + jj) * hd + 4u * l); }
+      var sv = s0;
+      for (var jj = 0u; jj < nj; jj++) {
+        a += ps[jj] * vload4(kvbase + sv * hd + 4u * l);
+        sv += 1u;
+        if (sv == p.ctx) { sv = 0u; }
+      }
       acc4 = a;
     }
     workgroupBarrier();

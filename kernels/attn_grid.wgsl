@@ -9,7 +9,7 @@ override B: u32 = 128u; // chunk length of attn_split
 
 @compute @workgroup_size(1)
 fn main() {
-  let last = min(pos[0], p.ctx - 1u);
+  let last = pos[0];
   var first = 0u;
   if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
   args[0] = p.n_kv_head;

@@ -19,7 +19,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let n_rep = p.n_head / p.n_kv_head;
   let kvh = h / n_rep;
   let r = h % n_rep;
-  let last = min(pos[0], p.ctx - 1u);
+  let last = pos[0];
   var first = 0u;
   if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
   let n_chunks = min((last - (first / B) * B) / B + 1u, p.max_chunks); // never past the partials written

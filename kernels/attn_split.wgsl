@@ -1,7 +1,8 @@
 // Flash-decoding, pass 1: attention of one new token, split over the cached sequence. Workgroup (kvh, c)
 // takes keys [c*B, c*B+B) of KV head kvh for all n_rep query heads that share it (GQA: K/V are read once for
 // the group), keeping per head the chunk's max m, sum l and unnormalised output acc. Keys run to pos[0] (the
-// token's position), starting at pos-window+1 with a sliding window. Chunks past the end exit at once (the
+// token's position), starting at pos-window+1 with a sliding window; key j is in slot j % ctx (a ring of at
+// least 128 slots holding the window, or a linear cache with every j < ctx). Chunks past the end exit at once (the
 // grid is the worst case of the recording's length bucket) or are never launched (indirect grid).
 // The chunk length B (32, 64 or 128) is chosen per bucket so that short contexts still spread over many
 // workgroups. Phases: scores of every (head, key) pair; max and sum per head by NP = 128 / n_rep_pow2 threads
@@ -73,20 +74,21 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let hd = p.head_dim;
   let hd4 = hd / 4u;
   let n_rep = p.n_head / p.n_kv_head;
-  let last = min(pos[0], p.ctx - 1u);
+  let last = pos[0];
   var first = 0u;
   if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
   let j0 = (first / B) * B + c * B; // chunks are aligned to B from the window's first block
   if (j0 > last) { return; }        // past the end: nothing to do, never read
   let nj = min(B, last + 1u - j0);
+  let s0 = j0 % p.ctx; // the chunk's first slot; its keys wrap at most once
 #if ROPE
   let rpos = min(pos[0], p.max_pos - 1u);
   for (var i = l; i < n_rep * hd4; i += WG) {
     qs[i] = rope4(p.q_off + (kvh * n_rep + i / hd4) * hd, i % hd4, rpos);
   }
   // the new token's K and V go into the cache here, by the workgroup that reads that position
-  if (last < j0 + B && pos[0] < p.ctx) {
-    let dst = (kvh * p.ctx + pos[0]) * hd;
+  if (last < j0 + B) {
+    let dst = (kvh * p.ctx + pos[0] % p.ctx) * hd;
     for (var d4 = l; d4 < hd4; d4 += WG) {
       kstore4(dst + 4u * d4, rope4(p.k_off + kvh * hd, d4, rpos));
       let vb = p.v_off + kvh * hd + 4u * d4;
@@ -111,7 +113,9 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let j = j0 + i % B;
     var s = -3.0e38;
     if (j >= first && j <= last) {
-      let kb = (kvh * p.ctx + j) * hd;
+      var sl = s0 + i % B;
+      if (sl >= p.ctx) { sl -= p.ctx; }
+      let kb = (kvh * p.ctx + sl) * hd;
       var dt = 0.0;
       for (var d4 = 0u; d4 < hd4; d4++) { dt += dot(qs[r * hd4 + d4], kload4(kb + 4u * d4)); }
       s = dt * p.scale;
@@ -169,12 +173,17 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     partial[out_base + r * (hd + 2u) + hd + 1u] = sm;
   }
   // unnormalised outputs: one thread per (head, 4 dims) over the chunk's keys
-  let vb = (kvh * p.ctx + j0) * hd;
+  let vb = kvh * p.ctx * hd;
   for (var i = l; i < n_rep * hd4; i += WG) {
     let rr = i / hd4;
     let d4 = i % hd4;
     var a = vec4<f32>(0.0);
-    for (var j = 0u; j < nj; j++) { a += ps[rr * B + j] * vload4(vb + j * hd + 4u * d4); }
+    var sv = s0;
+    for (var j = 0u; j < nj; j++) {
+      a += ps[rr * B + j] * vload4(vb + sv * hd + 4u * d4);
+      sv += 1u;
+      if (sv == p.ctx) { sv = 0u; }
+    }
     let ob = out_base + rr * (hd + 2u) + 4u * d4;
     partial[ob] = a.x;
     partial[ob + 1u] = a.y;

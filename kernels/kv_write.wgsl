@@ -2,7 +2,8 @@
 // and V at once, four elements per thread (head_dim % 4 == 0). The caches are one layer's
 // [n_kv_head][ctx][head_dim] slice, f32 or f16. f16 is stored as packed pairs in u32 (pack2x16float), so it
 // needs no shader-f16: half the bytes, math stays f32. Positions come from a GPU buffer, so a recorded decode
-// step replays with new positions.
+// step replays with new positions. Position ps lands in slot ps % ctx: a cache of ctx slots is a ring when the
+// layer's window is shorter than the context (the session only makes rings that hold every key a query sees).
 //! variant f32: KV_F16=0
 //! variant f16: KV_F16=1
 struct Params { n_tokens: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
@@ -31,8 +32,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let i = gid.x * 4u; // h * head_dim + d, d % 4 == 0
   let t = gid.y;
   if (i >= p.n_kv_head * p.head_dim || t >= p.n_tokens) { return; }
-  let ps = pos[t];
-  if (ps >= p.ctx) { return; }
+  let ps = pos[t] % p.ctx;
   let h = i / p.head_dim;
   let d = i % p.head_dim;
   let dst = (h * p.ctx + ps) * p.head_dim + d;

@@ -73,8 +73,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
     }
     return;
   }
-  if (pos[t] >= p.ctx) { return; }
-  let dst = (h * p.ctx + pos[t]) * p.head_dim;
+  let dst = (h * p.ctx + pos[t] % p.ctx) * p.head_dim; // slot pos % ctx (a ring, see kv_write.wgsl)
   put2(true, dst + e0, v[0], v[1]);
   put2(true, dst + e2, v[2], v[3]);
   let vb = p.v_off + t * p.v_stride + h * p.head_dim;

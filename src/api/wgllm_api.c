@@ -332,7 +332,7 @@ static wgllm_status run_ids(wgllm_session *s, const int32_t *ids, size_t n, cons
   /* keep the cached prefix, but always recompute at least the last prompt token (its logits are needed) */
   uint32_t keep = llm_session_common_prefix(s->s, ids, (uint32_t)n);
   if (keep >= n) keep = (uint32_t)n - 1;
-  llm_session_rewind(s->s, keep);
+  keep = llm_session_rewind(s->s, keep);
   llm_gen_result r;
   st = llm_generate(s->s, s->model->tok, ids + keep, (uint32_t)(n - keep), &gp, &r);
   if (st) fail(s->err, st, "%s", s->s->err);

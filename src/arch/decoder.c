@@ -68,12 +68,13 @@ void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   }
 }
 
-wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, int f16, llm_kv_cache *kv,
-                                 char *err, size_t errlen) {
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                                 llm_kv_cache *kv, char *err, size_t errlen) {
   memset(kv, 0, sizeof *kv);
   kv->n_layer = hp->n_layer;
   kv->ctx = ctx;
   kv->f16 = f16;
+  kv->ring_slack = UINT32_MAX;
   kv->layout = calloc(hp->n_layer, sizeof *kv->layout);
   kv->k = calloc(hp->n_layer, sizeof *kv->k);
   kv->v = calloc(hp->n_layer, sizeof *kv->v);
@@ -90,12 +91,20 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
       st = WGLLM_ERR_UNSUPPORTED;
       break;
     }
-    kv->layout[l] = (op_kv_layout){llm_layer_n_head_kv(hp, l), hd, ctx, f16};
+    /* a window layer keeps window + chunk slots (at least 128: the kernels' blocks of up to 128 keys wrap at most
+       once) */
+    uint32_t w = llm_layer_window(hp, l), slots = ctx;
+    if (w && (uint64_t)w + chunk < ctx) {
+      slots = w + chunk < 128 ? 128 : w + chunk;
+      if (slots > ctx) slots = ctx;
+    }
+    if (slots < ctx && slots - w < kv->ring_slack) kv->ring_slack = slots - w;
+    kv->layout[l] = (op_kv_layout){llm_layer_n_head_kv(hp, l), hd, slots, f16};
     if (src != l) { /* a KV-shared layer: its source came earlier */
       kv->layout[l] = kv->layout[src];
       continue;
     }
-    uint64_t per = (uint64_t)kv->layout[l].n_kv_head * ctx * hd * (f16 ? 2 : 4);
+    uint64_t per = (uint64_t)kv->layout[l].n_kv_head * slots * hd * (f16 ? 2 : 4);
     st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err, errlen);
     if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err, errlen);
     kv->bytes += 2 * per;

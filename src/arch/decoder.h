@@ -48,17 +48,20 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
                                     llm_scratch *s, char *err, size_t errlen);
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
 
-/* KV cache: per owning layer K and V [n_kv][ctx][hd] in its own layout, f32 or f16; a KV-shared layer has no
-   buffers of its own (NULL) and reads its source layer's (llm_layer_kv_source). */
+/* KV cache: per owning layer K and V [n_kv][slots][hd] in its own layout, f32 or f16; a KV-shared layer has no
+   buffers of its own (NULL) and reads its source layer's (llm_layer_kv_source). A sliding-window layer whose
+   window plus a prefill chunk is shorter than the context keeps only that many slots, as a ring (position p in
+   slot p % slots): at least window + chunk so a chunk's writes never overwrite a key one of its queries reads. */
 typedef struct llm_kv_cache {
-  op_kv_layout *layout; /* [n_layer]: a shared layer has its source's */
-  gpu_buffer **k, **v;  /* [n_layer] */
-  uint32_t n_layer, ctx;
+  op_kv_layout *layout;  /* [n_layer]: layout[l].ctx is its slot count; a shared layer has its source's */
+  gpu_buffer **k, **v;   /* [n_layer] */
+  uint32_t n_layer, ctx; /* ctx: positions the session serves */
   int f16;
-  uint64_t bytes; /* over the owning layers */
+  uint32_t ring_slack; /* how far back a rewind may go and keep every key it needs (UINT32_MAX: no ring) */
+  uint64_t bytes;      /* over the owning layers */
 } llm_kv_cache;
-wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, int f16, llm_kv_cache *kv,
-                                 char *err, size_t errlen);
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                                 llm_kv_cache *kv, char *err, size_t errlen);
 void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv);
 
 /* RoPE tables for positions < max_pos: global from hp->inv_freq [rot_dim/2], local from hp->inv_freq_local

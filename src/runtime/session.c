@@ -20,10 +20,17 @@ void llm_session_free(llm_session *s) {
   free(s);
 }
 
-void llm_session_reset(llm_session *s) { s->n_past = 0; }
+void llm_session_reset(llm_session *s) { s->n_past = s->kv_hi = 0; }
 
-void llm_session_rewind(llm_session *s, uint32_t n) {
-  if (n < s->n_past) s->n_past = n;
+uint32_t llm_session_rewind(llm_session *s, uint32_t n) {
+  if (n >= s->n_past) return s->n_past;
+  if (s->n_past > s->kv_hi) s->kv_hi = s->n_past;
+  /* a sliding-window ring holds the last slots positions written: going back further than its slack would
+     read keys that later tokens overwrote, so the whole cache goes (the next prefill recomputes it) */
+  if (s->kv_hi - n > s->kv.ring_slack) n = 0;
+  s->n_past = n;
+  if (n == 0) s->kv_hi = 0;
+  return n;
 }
 
 uint32_t llm_session_common_prefix(const llm_session *s, const int32_t *ids, uint32_t n) {
@@ -55,7 +62,7 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   s->fed = malloc(s->opt.ctx * sizeof *s->fed);
   wgllm_status st = s->fed ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) snprintf(err, errlen, "out of host memory");
-  if (!st) st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.kv_f16, &s->kv, err, errlen);
+  if (!st) st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, s->opt.kv_f16, &s->kv, err, errlen);
   if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err, errlen);
   if (st) {
     llm_session_free(s);

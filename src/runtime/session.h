@@ -26,6 +26,7 @@ typedef struct llm_session {
   llm_kv_cache kv;
   llm_rope_tables rope; /* [ctx][rot/2] cos/sin (global layers, and local ones when their base differs) */
   uint32_t n_past;
+  uint32_t kv_hi;       /* the most tokens the cache held since the last reset (what a ring's slots hold) */
   int32_t *fed;         /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
   int32_t last_sampled; /* sitting in the step's input id, not yet fed */
   /* the recorded decode step (kept), one per length bucket: steps[b] serves positions < llm_bucket_len(s, b)
@@ -52,8 +53,9 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
 void llm_session_free(llm_session *s);
 /* Clears the cache position (the next prefill starts at 0). */
 void llm_session_reset(llm_session *s);
-/* Keeps only the first n cached tokens (n <= n_past). */
-void llm_session_rewind(llm_session *s, uint32_t n);
+/* Keeps only the first n cached tokens (n <= n_past) and returns how many it kept: 0 when a sliding-window
+   layer's ring no longer holds the keys position n needs (rewound further back than the ring's slack). */
+uint32_t llm_session_rewind(llm_session *s, uint32_t n);
 /* How many leading ids equal the tokens already in the cache. */
 uint32_t llm_session_common_prefix(const llm_session *s, const int32_t *ids, uint32_t n);
 /* Feeds T prompt tokens. logits: [T][n_vocab] when all_rows, else [n_vocab] for the last token; may be NULL. */

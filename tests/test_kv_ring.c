@@ -1,0 +1,110 @@
+/* Sliding-window layers keep only their window (plus a prefill chunk) as a ring of slots: over a sequence that
+   wraps small rings (one of an odd size, so keys wrap inside kernel blocks and decode chunks), prefill rows, decode
+   steps and f16 caches agree with the same model on a ring that never wraps; kv_bytes counts the ring; a rewind within
+   the ring's slack keeps the cache and gives the same logits, one further back empties it. On the gemma4_kv_shared
+   fixture (sliding window 8, KV sharing) and on gemma3 (window 8, local and global RoPE). */
+#include "harness.h"
+#include "session.h"
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* decode positions 270..281 cross slot 276 = 2 x 138 of the odd ring, inside a flash-decoding chunk */
+enum { CTX = 1024, N = 270, DEC = 12 };
+
+static double row_err(const float *a, const float *b, uint32_t V) {
+  double num = 0, den = 0;
+  for (uint32_t i = 0; i < V; i++) {
+    num += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    den += (double)a[i] * a[i];
+  }
+  return sqrt(num / (den > 0 ? den : 1));
+}
+
+/* prefill n ids (all rows) then DEC decode steps; rows [n + DEC][V] */
+static float *run(llm_model *m, const llm_session_options *so, const int32_t *ids, uint64_t *kv_bytes) {
+  char err[1024];
+  llm_session *s = NULL;
+  uint32_t V = m->hp.n_vocab;
+  if (llm_session_create(m, so, &s, err, sizeof err)) {
+    CHECK(0, "session: %s", err);
+    return NULL;
+  }
+  *kv_bytes = s->kv.bytes;
+  float *l = malloc((size_t)(N + DEC) * V * 4);
+  CHECK(llm_session_prefill(s, ids, N, l, 1) == WGLLM_OK, "prefill: %s", s->err);
+  for (int i = 0; i < DEC; i++)
+    CHECK(llm_session_decode(s, ids[N + i], l + (size_t)(N + i) * V) == WGLLM_OK, "decode: %s", s->err);
+  llm_session_free(s);
+  return l;
+}
+
+static void one_model(const char *path) {
+  char err[1024];
+  llm_model *m = NULL;
+  CHECK(llm_model_load(th_gpu(), path, NULL, &m, err, sizeof err) == WGLLM_OK, "%s: %s", path, err);
+  if (!m) return;
+  const llm_hparams *hp = &m->hp;
+  uint32_t V = hp->n_vocab;
+  th_rng rng = {77};
+  int32_t ids[N + DEC];
+  for (int i = 0; i < N + DEC; i++)
+    ids[i] = 3 + (int32_t)(th_u32(&rng) % (V - 3));
+  for (int f16 = 0; f16 < 2; f16++) {
+    /* small: window 8 + chunk 16 -> the 128-slot minimum; odd: 8 + 130 = 138 slots, not a multiple of any chunk
+       length, so keys wrap inside blocks and chunks; big: 8 + 512 slots, never wrapped by 282 positions */
+    llm_session_options small = {.ctx = CTX, .kv_f16 = f16, .prefill_chunk = 16};
+    llm_session_options odd = {.ctx = CTX, .kv_f16 = f16, .prefill_chunk = 130};
+    llm_session_options big = {.ctx = CTX, .kv_f16 = f16, .prefill_chunk = 512};
+    uint64_t kb_small = 0, kb_odd = 0, kb_big = 0;
+    float *a = run(m, &small, ids, &kb_small), *o = run(m, &odd, ids, &kb_odd), *b = run(m, &big, ids, &kb_big);
+    double worst = 0;
+    for (int r = 0; a && o && b && r < N + DEC; r++) {
+      double e = row_err(b + (size_t)r * V, a + (size_t)r * V, V),
+             e2 = row_err(b + (size_t)r * V, o + (size_t)r * V, V);
+      if (!(e <= worst)) worst = e;
+      if (!(e2 <= worst)) worst = e2;
+    }
+    /* other prefill chunkings: the same math in another order */
+    CHECK(a && o && b && worst < 1e-4, "%s f16=%d: a wrapping ring differs from a linear one by %g", path, f16, worst);
+    /* kv_bytes: owning layers, sliding ones at 128, 138 and 520 slots, full ones at CTX */
+    uint64_t want_small = 0, want_odd = 0, want_big = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+      if (!llm_layer_owns_kv(hp, l)) continue;
+      uint64_t per = 2ull * llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+      int w = llm_layer_window(hp, l) > 0;
+      want_small += per * (w ? 128 : CTX);
+      want_odd += per * (w ? 138 : CTX);
+      want_big += per * (w ? 8 + 512 : CTX);
+    }
+    CHECK(kb_small == want_small && kb_odd == want_odd && kb_big == want_big,
+          "%s: kv bytes %llu / %llu / %llu, want %llu / %llu / %llu", path, (unsigned long long)kb_small,
+          (unsigned long long)kb_odd, (unsigned long long)kb_big, (unsigned long long)want_small,
+          (unsigned long long)want_odd, (unsigned long long)want_big);
+    printf("  %-30s f16=%d rings of 128 and 138 vs 520: %.2g; kv bytes %llu / %llu / %llu\n", path, f16, worst,
+           (unsigned long long)kb_small, (unsigned long long)kb_odd, (unsigned long long)kb_big);
+    /* rewinds on the small ring (slack 128 - 8 = 120): back 100 keeps the cache and reproduces the rows */
+    llm_session *s = NULL;
+    if (!llm_session_create(m, &small, &s, err, sizeof err)) {
+      float *l = malloc((size_t)V * 4);
+      CHECK(llm_session_prefill(s, ids, N, NULL, 0) == WGLLM_OK, "prefill: %s", s->err);
+      CHECK(llm_session_rewind(s, N - 100) == N - 100, "a rewind inside the ring's slack keeps the cache");
+      CHECK(llm_session_prefill(s, ids + N - 100, 101, l, 0) == WGLLM_OK, "prefill again: %s", s->err);
+      if (a) CHECK(row_err(a + (size_t)N * V, l, V) < 1e-4, "rewound ring: row %d differs", N);
+      CHECK(llm_session_rewind(s, 10) == 0 && s->n_past == 0, "a rewind past the ring's slack empties the cache");
+      free(l);
+      llm_session_free(s);
+    }
+    free(a);
+    free(o);
+    free(b);
+  }
+  llm_model_free(m);
+}
+
+int main(void) {
+  one_model("data/models/gemma4_kv_shared");
+  one_model("data/models/gemma3");
+  th_gpu_done();
+  return th_finish("test_kv_ring");
+}
