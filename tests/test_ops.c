@@ -290,6 +290,8 @@ struct tcase {
       int f16;
       uint32_t T, past, H, KVH, D, window;
       float softcap;
+      uint32_t slots; /* run_attention_ring: the ring's slot count */
+      int decode;     /* run_attention_ring: flash-decoding (T = 1) instead of the prefill kernel */
     } attn;
     struct {
       int f16;
@@ -1111,6 +1113,96 @@ static void cases_attention(void) {
     }
 }
 
+/* A sliding-window layer's ring cache (position p in slot p % slots): the T new tokens are written by kv_write
+   into their slots, over older positions, then the prefill kernel or flash-decoding attends; the reference is
+   ref_attention over the same keys in a linear cache. Slot counts not a multiple of any chunk length make keys
+   wrap inside kernel blocks and decode chunks. */
+static case_result run_attention_ring(const tcase *c) {
+  int f16 = c->u.attn.f16, decode = c->u.attn.decode;
+  size_t T = c->u.attn.T, past = c->u.attn.past, H = c->u.attn.H, KVH = c->u.attn.KVH, D = c->u.attn.D;
+  size_t S = c->u.attn.slots, L = past + T;
+  uint32_t window = c->u.attn.window;
+  size_t nl = KVH * L * D, nr = KVH * S * D, qkv = (H + 2 * KVH) * D;
+  float *kl = rnd(nl, -1, 1), *vl = rnd(nl, -1, 1), *x = rnd(T * qkv, -1, 1);
+  float *kr = rnd(nr, -1, 1), *vr = rnd(nr, -1, 1); /* slots of positions before the ring's span: noise */
+  for (size_t i = 0; f16 && i < nl; i++) {
+    kl[i] = ref_f16_to_f32(ref_f32_to_f16(kl[i]));
+    vl[i] = ref_f16_to_f32(ref_f32_to_f16(vl[i]));
+  }
+  for (size_t h = 0; h < KVH; h++) /* the ring holds the last S past positions */
+    for (size_t j = past > S ? past - S : 0; j < past; j++)
+      for (size_t d = 0; d < D; d++) {
+        kr[(h * S + j % S) * D + d] = kl[(h * L + j) * D + d];
+        vr[(h * S + j % S) * D + d] = vl[(h * L + j) * D + d];
+      }
+  uint32_t *pos = malloc(T * 4);
+  for (size_t t = 0; t < T; t++)
+    pos[t] = (uint32_t)(past + t);
+  op_kv_layout kv = {(uint32_t)KVH, (uint32_t)D, (uint32_t)S, f16};
+  gbuf gk = cache_upload(kr, nr, f16, 1), gv = cache_upload(vr, nr, f16, 1);
+  gbuf gx = gb_in(x, T * qkv * 4), gp = gb_in(pos, T * 4), go = gb_out(T * H * D * 4);
+  gbuf gpart = gb_out(op_attn_partial_bytes(&kv, (uint32_t)H, 0));
+  traffic(2.0 * KVH * window * D * (f16 ? 2 : 4), 4.0 * H * D * window * T);
+  gpu_recorder *r = rec_new();
+  op_kv_write_params wp = {(uint32_t)T, (uint32_t)(H * D), (uint32_t)qkv, (uint32_t)((H + KVH) * D), (uint32_t)qkv};
+  CHECK(op_kv_write(r, &kv, &wp, gx.v, gx.v, gp.v, gk.v, gv.v) == WGLLM_OK, "%s record kv_write: %s", g_case,
+        gpu_recorder_error(r));
+  op_attn_params ap = {(uint32_t)T,       (uint32_t)H, (uint32_t)qkv,          0,
+                       (uint32_t)(H * D), window,      1.0f / sqrtf((float)D), 0.0f};
+  wgllm_status st = decode ? op_attention_decode(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, gpart.v, NULL, go.v)
+                           : op_attention(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, go.v);
+  CHECK(st == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  for (size_t t = 0; t < T; t++) /* the new rows, rounded as the cache stores them */
+    for (size_t i = 0; i < KVH * D; i++) {
+      size_t h = i / D, d = i % D, dst = (h * L + pos[t]) * D + d;
+      float k = x[t * qkv + H * D + i], v = x[t * qkv + (H + KVH) * D + i];
+      kl[dst] = f16 ? ref_f16_to_f32(ref_f32_to_f16(k)) : k;
+      vl[dst] = f16 ? ref_f16_to_f32(ref_f32_to_f16(v)) : v;
+    }
+  float *want = malloc(T * H * D * 4);
+  ref_attention(x, qkv, 0, kl, vl, pos, want, H * D, T, H, KVH, D, L, window, 1.0f / sqrtf((float)D), 0.0f);
+  cmp("out", gb_fetch(&go), want, T * H * D, 2e-6, 2e-5);
+  gb_guards(&go, "out");
+  gb_guards(&gk, "K cache");
+  gb_guards(&gv, "V cache");
+  gbuf *all[] = {&gk, &gv, &gx, &gp, &go, &gpart};
+  for (size_t i = 0; i < 6; i++)
+    gb_free(all[i]);
+  free(kl);
+  free(vl);
+  free(kr);
+  free(vr);
+  free(x);
+  free(pos);
+  free(want);
+  return verdict();
+}
+
+static void cases_attention_ring(void) {
+  /* T, past, n_head, n_kv_head, head_dim, window, slots, decode */
+  static const uint32_t shapes[][8] = {{5, 300, 4, 2, 32, 8, 128, 0},   {16, 1000, 4, 1, 64, 100, 138, 0},
+                                       {1, 275, 4, 2, 32, 8, 138, 1},   {1, 1000, 8, 2, 64, 100, 138, 1},
+                                       {1, 255, 4, 4, 16, 120, 128, 1}, {3, 140, 6, 2, 16, 130, 138, 0}};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t i = 0; i < 6; i++) {
+      const uint32_t *s = shapes[i];
+      tcase *c =
+          add_case("attention_ring", run_attention_ring, "%s/%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u,slots=%u",
+                   f16 ? "f16kv" : "f32kv", s[7] ? "decode" : "prefill", s[0], s[1], s[2], s[3], s[4], s[5], s[6]);
+      c->u.attn.f16 = f16;
+      c->u.attn.T = s[0];
+      c->u.attn.past = s[1];
+      c->u.attn.H = s[2];
+      c->u.attn.KVH = s[3];
+      c->u.attn.D = s[4];
+      c->u.attn.window = s[5];
+      c->u.attn.slots = s[6];
+      c->u.attn.decode = (int)s[7];
+    }
+}
+
 /* ---------------------------------------------------------------- flash-decoding
 
    Split + reduce, indirect and worst-case grids, against the straightforward kernel and the CPU reference, at
@@ -1650,6 +1742,7 @@ static void build_cases(void) {
   cases_embedding();
   cases_glu();
   cases_attention();
+  cases_attention_ring();
   cases_flash_decode();
   cases_gemv();
   cases_flash_decode_rope();
