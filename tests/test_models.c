@@ -463,6 +463,9 @@ int main(void) {
   conformance("qwen2", "", 1e-3);
   conformance("qwen3", "", 1e-3);
   conformance("llama_q4_0_gguf", "", 2e-3);
+  /* Gemma 3 as llama.cpp writes it: gemma3 architecture, norms stored as 1 + w, Q8_0, every 6th layer global,
+     linear RoPE scaling on the global layer */
+  conformance("gemma3_gguf", "", 2e-3);
   /* Gemma 3: sliding window 8 on local layers with their own RoPE base, (1+w) and sandwich norms, GeGLU */
   conformance("gemma3", "", 1e-3);
   /* Gemma 4: layers 3-5 read the caches of layers 1, 1, 2 (KV sharing), per-layer inputs, head_dim 32 sliding and
@@ -505,6 +508,7 @@ int main(void) {
   conformance("gemma3", "--kv f16", 1e-2);
   conformance("gemma4_kv_shared", "--kv f16", 1e-2);
   conformance("gemma4_k_eq_v", "--kv f16", 1e-2);
+  conformance("gemma3_gguf", "--kv f16", 1e-2);
   /* q4 on the Gemma 4 fixture: measured worst row 1.06, centred cosine 0.69-0.92 (six layers of q4 noise on random
      weights, more than the 0.9 bound of the others); its fused path is checked against the unfused one below */
   printf("fused vs unfused decode on the same q4 weights:\n");

@@ -78,9 +78,9 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
       for (uint32_t l = 0; l < hp.n_layer; l++)
         n_local += llm_layer_is_local(&hp, l);
       put(&t,
-          "gemma: (1+w) norms, sandwich norms, GELU-tanh GLU, embeddings x %g, attention scale %g, sliding window %u "
+          "gemma: %s norms, sandwich norms, GELU-tanh GLU, embeddings x %g, attention scale %g, sliding window %u "
           "on %u of %u layers\n",
-          hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
+          hp.norm_offset ? "(1+w)" : "(1+w stored)", hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
     }
     if (hp.arch == LLM_ARCH_GEMMA4) {
       uint32_t n_local = 0, n_shared = 0;

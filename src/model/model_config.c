@@ -385,6 +385,39 @@ static int gguf_u32(const wt_store *st, const char *arch, const char *key, uint3
   return 1;
 }
 
+/* Gemma 3 as llama.cpp's converter writes it: norm weights stored as 1 + w (so plain RMSNorm), NeoX RoPE, every
+   6th layer global unless the file gives another pattern, local layers at RoPE base 10000 without scaling, the
+   query scale of llama.cpp (1/sqrt(head_dim); the 62-layer 27B model: 1/sqrt(hidden / heads)). */
+static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *hp, char *err, size_t errlen) {
+  char k[128];
+  hp->norm_offset = 0.0f;
+  hp->embed_scale = sqrtf((float)hp->n_embd);
+  hp->sandwich_norms = 1;
+  hp->act = OP_ACT_GELU_TANH;
+  if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
+  uint32_t pattern = 6;
+  if (gguf_u32(st, a, "attention.sliding_window_pattern", &pattern) && pattern == 0) {
+    snprintf(err, errlen, "GGUF: %s.attention.sliding_window_pattern is 0", a);
+    return WGLLM_ERR_FORMAT;
+  }
+  snprintf(k, sizeof k, "%s.attention.sliding_window", a);
+  if (!gguf_u32(st, a, "attention.sliding_window", &hp->window) || !hp->window) {
+    snprintf(err, errlen, "GGUF: missing %s", k);
+    return WGLLM_ERR_FORMAT;
+  }
+  hp->inv_freq_local = default_inv_freq(10000.0, hp->rot_dim);
+  if (!hp->inv_freq_local) return WGLLM_ERR_OUT_OF_MEMORY;
+  hp->rot_dim_local = hp->rot_dim;
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if ((l + 1) % pattern) {
+      hp->lay[l].window = hp->window;
+      hp->lay[l].rope_local = 1;
+    }
+  size_t n = strlen(hp->rope_desc);
+  snprintf(hp->rope_desc + n, sizeof hp->rope_desc - n, "; local: theta 10000");
+  return WGLLM_OK;
+}
+
 static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
   const char *a = gguf_get_str(st, "general.architecture");
   if (!a) {
@@ -470,7 +503,29 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     }
     strncat(hp->rope_desc, ", rope_freqs factors", sizeof hp->rope_desc - strlen(hp->rope_desc) - 1);
   }
-  return llm_hparams_layers_init(hp, err, errlen);
+  /* rope.scaling as llama.cpp's converter writes it: linear divides every frequency (of the global layers only in
+     Gemma 3); any other type changes the math in ways not implemented */
+  snprintf(k, sizeof k, "%s.rope.scaling.type", a);
+  const char *sc_type = gguf_get_str(st, k);
+  if (sc_type && strcmp(sc_type, "none") && strcmp(sc_type, "linear")) {
+    snprintf(err, errlen, "GGUF: %s \"%s\" is not supported (none, linear)", k, sc_type);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  double factor = 1.0;
+  snprintf(k, sizeof k, "%s.rope.scaling.factor", a);
+  if (sc_type && !strcmp(sc_type, "linear")) {
+    if (!gguf_get_f64(st, k, &factor) || !(factor > 0)) {
+      snprintf(err, errlen, "GGUF: %s must be positive with linear rope scaling", k);
+      return WGLLM_ERR_FORMAT;
+    }
+    for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
+      hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
+    size_t n = strlen(hp->rope_desc);
+    snprintf(hp->rope_desc + n, sizeof hp->rope_desc - n, ", linear factor %g", factor);
+  }
+  wgllm_status s = llm_hparams_layers_init(hp, err, errlen);
+  if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err, errlen);
+  return s;
 }
 
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {

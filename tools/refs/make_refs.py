@@ -131,6 +131,54 @@ def llama_gguf_case(name, heads, kv_heads, layers, tied, rope_scaling):
               "Q8_0 embedding/output, F32 norms" + (", rope_freqs (llama3 scaling)" if rope_scaling else "") +
               "; reference = the same model with every quantized tensor dequantized")
 
+def gemma3_gguf_case(name):
+    """Gemma 3 as llama.cpp's converter writes it: norms stored as 1 + w, Q8_0 linears (no row permutation: NeoX
+    RoPE), every 6th layer global, local RoPE base 10000, linear RoPE scaling on the global layers, tied output."""
+    layers, heads, kv_heads, hd = 7, 4, 2, 32
+    types = ["sliding_attention"] * 5 + ["full_attention", "sliding_attention"]
+    c = transformers.Gemma3TextConfig(vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, head_dim=hd, sliding_window=8, max_position_embeddings=4096, query_pre_attn_scalar=hd,
+        layer_types=types, rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+                                            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        bos_token_id=1, eos_token_id=2, tie_word_embeddings=True)
+    m = transformers.Gemma3ForCausalLM(c); perturb(m, gemma_norm=True); m.eval()
+    d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
+    sd = {k: v.detach().float().numpy() for k, v in m.state_dict().items()}; deq = {}
+    ts = []
+    def norm(key): return (sd[key] + 1.0).astype("<f4").tobytes()   # the converter's norm shift
+    blob, deq["model.embed_tokens.weight"] = gw.q8_0(sd["model.embed_tokens.weight"]); ts.append(("token_embd.weight", gw.GGML_Q8_0, [H, V], blob))
+    ts.append(("output_norm.weight", gw.GGML_F32, [H], norm("model.norm.weight")))
+    names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    norms = {"input_layernorm": "attn_norm", "post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+             "post_feedforward_layernorm": "post_ffw_norm", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm"}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        for hf, gg in norms.items():
+            w = sd[p + hf + ".weight"]; ts.append((f"blk.{i}.{gg}.weight", gw.GGML_F32, [w.shape[0]], norm(p + hf + ".weight")))
+        for hf, gg in names.items():
+            w = sd[p + hf + ".weight"]
+            blob, deq[p + hf + ".weight"] = gw.q8_0(w)
+            ts.append((f"blk.{i}.{gg}.weight", gw.GGML_Q8_0, [w.shape[1], w.shape[0]], blob))
+    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)]
+    g = "gemma3."
+    kv = {"general.architecture": ("str", "gemma3"), "general.name": ("str", name), "general.alignment": ("u32", 32), "general.file_type": ("u32", 7),
+          g + "context_length": ("u32", 4096), g + "embedding_length": ("u32", H), g + "block_count": ("u32", layers),
+          g + "feed_forward_length": ("u32", I), g + "attention.head_count": ("u32", heads), g + "attention.head_count_kv": ("u32", kv_heads),
+          g + "attention.key_length": ("u32", hd), g + "attention.value_length": ("u32", hd),
+          g + "attention.layer_norm_rms_epsilon": ("f32", 1e-6), g + "rope.freq_base": ("f32", 1000000.0),
+          g + "attention.sliding_window": ("u32", 8), g + "rope.scaling.type": ("str", "linear"), g + "rope.scaling.factor": ("f32", 8.0),
+          "tokenizer.ggml.model": ("str", "llama"), "tokenizer.ggml.tokens": (("arr", "str"), toks),
+          "tokenizer.ggml.scores": (("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
+          "tokenizer.ggml.token_type": (("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
+          "tokenizer.ggml.bos_token_id": ("u32", 1), "tokenizer.ggml.eos_token_id": ("u32", 2), "tokenizer.ggml.unknown_token_id": ("u32", 0)}
+    gw.write_gguf(os.path.join(d, "model.gguf"), [(k, t, v) for k, (t, v) in kv.items()], ts)
+    with torch.no_grad():
+        msd = m.state_dict()
+        for k, v in deq.items(): msd[k].copy_(torch.from_numpy(v))
+    write_ref(d, name, m, "GGUF gemma3 in llama.cpp's layout: norms as 1 + w, Q8_0 embedding and linears, 7 layers (every 6th global), "
+              "window 8, linear RoPE factor 8 on the global layer; reference = the same model with every quantized tensor dequantized")
+
 L3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
 CASES = {
     "llama_gqa": lambda: hf_case("llama_gqa", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
@@ -167,6 +215,7 @@ CASES = {
         num_kv_shared_layers=2)))),
         "Gemma 4 text: attention_k_eq_v on full layers (1 global KV head, head_dim 64), double-wide MLP on the 2 KV-shared layers, "
         "untied lm_head, per-layer inputs 32 wide, random layer scalars, proportional RoPE with factor 0.5, window 8", torch.bfloat16),
+    "gemma3_gguf": lambda: gemma3_gguf_case("gemma3_gguf"),
     "llama_q4_0_gguf": lambda: llama_gguf_case("llama_q4_0_gguf", 6, 2, 2, False, L3),
 }
 for n in (A.only.split(",") if A.only else CASES):
