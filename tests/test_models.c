@@ -319,6 +319,74 @@ static void gemma3_old_layouts(void) {
   }
 }
 
+/* A multimodal checkpoint as Gemma4ForConditionalGeneration / Gemma3ForConditionalGeneration save it: the text
+   config nested under text_config of a "gemma4" / "gemma3" config, the decoder's tensors under
+   model.language_model. (a vision tower's tensors beside them are not read); the fixture's logits hold. */
+static void multimodal_wrapper(const char *name, const char *outer_type) {
+  char p[600], d[400];
+  snprintf(d, sizeof d, "%s/mm_%s", g_tmp, name);
+  mkdir(d, 0755);
+  snprintf(p, sizeof p, "data/models/%s/config.json", name);
+  char *js = th_read_file(p, NULL);
+  cJSON *inner = cJSON_Parse(js), *outer = cJSON_CreateObject();
+  free(js);
+  cJSON_AddStringToObject(outer, "model_type", outer_type);
+  cJSON *tie = cJSON_DetachItemFromObject(inner, "tie_word_embeddings");
+  if (tie) cJSON_AddItemToObject(outer, "tie_word_embeddings", tie);
+  cJSON_AddItemToObject(outer, "text_config", inner);
+  cJSON_AddItemToObject(outer, "vision_config", cJSON_Parse("{\"model_type\": \"siglip_vision_model\"}"));
+  char *c = cJSON_Print(outer);
+  cJSON_Delete(outer);
+  snprintf(p, sizeof p, "%s/config.json", d);
+  write_file(p, c, strlen(c));
+  free(c);
+  /* the same tensors renamed (data offsets are relative to the data, so only the header changes), plus one vision
+     tensor that must be ignored */
+  size_t n;
+  snprintf(p, sizeof p, "data/models/%s/model.safetensors", name);
+  uint8_t *st = th_read_file(p, &n);
+  uint64_t hl;
+  memcpy(&hl, st, 8);
+  char *hjs = malloc(hl + 1);
+  memcpy(hjs, st + 8, hl);
+  hjs[hl] = 0;
+  cJSON *h = cJSON_Parse(hjs), *nh = cJSON_CreateObject();
+  free(hjs);
+  cJSON *t;
+  cJSON_ArrayForEach(t, h) {
+    char nm[300];
+    if (!strncmp(t->string, "model.", 6))
+      snprintf(nm, sizeof nm, "model.language_model.%s", t->string + 6);
+    else
+      snprintf(nm, sizeof nm, "%s", t->string);
+    cJSON_AddItemToObject(nh, nm, cJSON_Duplicate(t, 1));
+  }
+  cJSON_AddItemToObject(nh, "model.vision_tower.patch_embedding.weight",
+                        cJSON_Parse("{\"dtype\": \"BF16\", \"shape\": [1], \"data_offsets\": [0, 2]}"));
+  cJSON_Delete(h);
+  char *nhs = cJSON_PrintUnformatted(nh);
+  cJSON_Delete(nh);
+  uint64_t nl = strlen(nhs);
+  snprintf(p, sizeof p, "%s/model.safetensors", d);
+  FILE *f = fopen(p, "wb");
+  if (f) {
+    fwrite(&nl, 8, 1, f);
+    fwrite(nhs, 1, nl, f);
+    fwrite(st + 8 + hl, 1, n - 8 - hl, f);
+    fclose(f);
+  }
+  free(nhs);
+  free(st);
+  fixture fx;
+  if (!load_fixture(name, &fx)) return;
+  snprintf(fx.model, sizeof fx.model, "%s", d);
+  int tb = 0;
+  double e = run_case(&fx, "", &tb);
+  printf("  %-18s %-16s worst row rel L2 %.3g (bound 1e-03)\n", name, outer_type, e);
+  CHECK(e <= 1e-3 && tb == 0, "%s as a %s multimodal checkpoint: error %.3g", name, outer_type, e);
+  free_fixture(&fx);
+}
+
 /* Mistral's sliding_window applies to every layer: with a window wider than the prompt the logits are
    llama_gqa's to the bit; with a window of 2 the first two rows still are (their whole past fits), the later
    rows differ (tokens 0.. fall out of the window). The window mechanism itself is Gemma 3's, checked against
@@ -450,6 +518,16 @@ static void bad_inputs(void) {
     free(c);
     expect_error(g4_refused[i][0], d, "", g4_refused[i][2]);
   }
+  snprintf(d, sizeof d, "%s/g3cap", g_tmp);
+  c = edit_config("data/models/gemma3", "final_logit_softcapping", "30.0");
+  copy_dir_with_config("data/models/gemma3", d, c);
+  free(c);
+  expect_error("Gemma 3 logit soft-capping", d, "", "final_logit_softcapping");
+  snprintf(d, sizeof d, "%s/yarn", g_tmp);
+  c = edit_config(src, "rope_parameters", "{\"rope_type\": \"yarn\", \"factor\": 4.0, \"rope_theta\": 500000.0}");
+  copy_dir_with_config(src, d, c);
+  free(c);
+  expect_error("YaRN RoPE", d, "", "yarn");
 }
 
 int main(void) {
@@ -548,6 +626,8 @@ int main(void) {
   bad_inputs();
   mistral_window();
   gemma3_old_layouts();
+  multimodal_wrapper("gemma4_kv_shared", "gemma4");
+  multimodal_wrapper("gemma3", "gemma3");
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
   if (system(cmd)) {
