@@ -127,6 +127,44 @@ static int q4_violations(const float *w, const float *deq, const uint16_t *sc, i
   return bad;
 }
 
+/* ggml's block types against ggml itself: tests/data/quant/<TYPE>.bin holds seeded rows, ggml's reference
+   quantization of them and ggml's dequantization (tools/quant/ggml_golden.c, llama.cpp's libggml-base.so);
+   wgllm's to-f32 of the blocks must give the same floats, bit for bit. */
+static void test_ggml_golden(void) {
+  static const wt_dtype types[] = {WT_Q4_0, WT_Q8_0, WT_Q4_1, WT_Q5_0, WT_Q5_1,   WT_Q2_K,
+                                   WT_Q3_K, WT_Q4_K, WT_Q5_K, WT_Q6_K, WT_IQ4_NL, WT_IQ4_XS};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    const wt_dtype_traits *tr = wt_traits(types[t]);
+    char path[128];
+    snprintf(path, sizeof path, "data/quant/%s.bin", tr->name);
+    size_t len;
+    uint8_t *f = th_read_file(path, &len);
+    CHECK(f != NULL, "%s missing", path);
+    if (!f) continue;
+    uint32_t n, bytes;
+    memcpy(&n, f, 4);
+    memcpy(&bytes, f + 4 + 4 * (size_t)n, 4);
+    const uint8_t *blocks = f + 8 + 4 * (size_t)n;
+    const float *want = (const float *)(blocks + bytes);
+    CHECK(len == 8 + 8 * (size_t)n + bytes && wt_nbytes(types[t], n) == bytes, "%s: %u elements in %u bytes", path, n,
+          bytes);
+    float *got = malloc((size_t)n * 4);
+    char err[256];
+    CHECK(tr->to_f32(blocks, got, n, err, sizeof err) == WGLLM_OK, "%s to_f32: %s", tr->name, err);
+    size_t bad = 0, first = 0;
+    for (uint32_t i = 0; i < n; i++)
+      if (memcmp(&got[i], &want[i], 4) && !bad++) first = i;
+    CHECK(!bad, "%s: %zu of %u elements differ from ggml's (first %zu: %g, ggml %g)", tr->name, bad, n, first,
+          got[first], want[first]);
+    /* a count that is not whole blocks is refused */
+    CHECK(tr->to_f32(blocks, got, (int64_t)tr->block - 1 + (tr->block == 1), err, sizeof err) ==
+              (tr->block == 1 ? WGLLM_OK : WGLLM_ERR_INVALID_ARG),
+          "%s: a partial block", tr->name);
+    free(got);
+    free(f);
+  }
+}
+
 static void test_q4gsw(void) {
   th_rng rng = {42};
   const int64_t N = 7, K = 384;
@@ -228,6 +266,7 @@ static void test_store_misc(void) {
 }
 
 int main(void) {
+  test_ggml_golden();
   verbose = getenv("WGLLM_TEST_VERBOSE") != NULL;
   test_store_misc();
   test_half();

@@ -544,6 +544,9 @@ int main(void) {
   /* Gemma 3 as llama.cpp writes it: gemma3 architecture, norms stored as 1 + w, Q8_0, every 6th layer global,
      linear RoPE scaling on the global layer */
   conformance("gemma3_gguf", "", 2e-3);
+  /* every ggml block type wgllm reads, mixed in one file (random blocks, so the reference weights are exact):
+     Q4_K embedding, Q6_K output, Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/Q4_1/Q5_0/Q5_1/IQ4_NL/IQ4_XS projections */
+  conformance("llama_kquants_gguf", "", 2e-3);
   /* Gemma 3: sliding window 8 on local layers with their own RoPE base, (1+w) and sandwich norms, GeGLU */
   conformance("gemma3", "", 1e-3);
   /* Gemma 4: layers 3-5 read the caches of layers 1, 1, 2 (KV sharing), per-layer inputs, head_dim 32 sliding and
@@ -587,6 +590,8 @@ int main(void) {
   conformance("gemma4_kv_shared", "--kv f16", 1e-2);
   conformance("gemma4_k_eq_v", "--kv f16", 1e-2);
   conformance("gemma3_gguf", "--kv f16", 1e-2);
+  conformance("llama_kquants_gguf", "--kv f16", 1e-2);
+  conformance("llama_kquants_gguf", "--weights q4", 2e-3); /* block types are never requantized */
   /* q4 on the Gemma 4 fixture: measured worst row 1.06, centred cosine 0.69-0.92 (six layers of q4 noise on random
      weights, more than the 0.9 bound of the others); its fused path is checked against the unfused one below */
   printf("fused vs unfused decode on the same q4 weights:\n");

@@ -106,7 +106,7 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
   put(&t, "tensors:      %zu, %.2f MB\n", wt_count(st), total / 1e6);
   for (int d = 0; d < WT_DTYPE_COUNT; d++)
     if (count[d])
-      put(&t, "  %-5s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d],
+      put(&t, "  %-6s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d],
           (unsigned long long)bytes[d]);
   wt_store_free(st);
   s = finish(&t, out);

@@ -30,6 +30,16 @@ static const wt_dtype_traits TRAITS[] = {
     [WT_BF16] = {"BF16", 1, 2, 0, 30, "BF16", bf16_to_f32},
     [WT_Q8_0] = {"Q8_0", 32, 34, 1, 8, NULL, wc_q8_0_dequant},
     [WT_Q4_0] = {"Q4_0", 32, 18, 1, 2, NULL, wc_q4_0_dequant},
+    [WT_Q4_1] = {"Q4_1", 32, 20, 1, 3, NULL, wc_q4_1_dequant},
+    [WT_Q5_0] = {"Q5_0", 32, 22, 1, 6, NULL, wc_q5_0_dequant},
+    [WT_Q5_1] = {"Q5_1", 32, 24, 1, 7, NULL, wc_q5_1_dequant},
+    [WT_Q2_K] = {"Q2_K", 256, 84, 1, 10, NULL, wc_q2_k_dequant},
+    [WT_Q3_K] = {"Q3_K", 256, 110, 1, 11, NULL, wc_q3_k_dequant},
+    [WT_Q4_K] = {"Q4_K", 256, 144, 1, 12, NULL, wc_q4_k_dequant},
+    [WT_Q5_K] = {"Q5_K", 256, 176, 1, 13, NULL, wc_q5_k_dequant},
+    [WT_Q6_K] = {"Q6_K", 256, 210, 1, 14, NULL, wc_q6_k_dequant},
+    [WT_IQ4_NL] = {"IQ4_NL", 32, 18, 1, 20, NULL, wc_iq4_nl_dequant},
+    [WT_IQ4_XS] = {"IQ4_XS", 256, 136, 1, 23, NULL, wc_iq4_xs_dequant},
 };
 _Static_assert(sizeof TRAITS / sizeof TRAITS[0] == WT_DTYPE_COUNT, "one traits row per wt_dtype");
 

@@ -310,7 +310,7 @@ static int read_tensor_info(parser *ps, wt_tensor *t, uint64_t *rel_offset) {
   }
   if (!rd_u32(r, &type, "tensor type") || !rd_uint(r, 8, rel_offset, "tensor offset")) return fail_format(ps);
   if (!wt_dtype_from_gguf(type, &t->dtype)) {
-    char list[128] = "";
+    char list[256] = "";
     for (int d = 0; d < WT_DTYPE_COUNT; d++)
       if (wt_traits((wt_dtype)d)->ggml_type >= 0)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",

@@ -9,10 +9,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum wt_dtype { WT_F32, WT_F16, WT_BF16, WT_Q8_0, WT_Q4_0, WT_DTYPE_COUNT } wt_dtype;
+typedef enum wt_dtype {
+  WT_F32,
+  WT_F16,
+  WT_BF16,
+  WT_Q8_0,
+  WT_Q4_0,
+  /* read and dequantized on the CPU; on the GPU widened to f32 at load until their kernels exist (issue 11) */
+  WT_Q4_1,
+  WT_Q5_0,
+  WT_Q5_1,
+  WT_Q2_K,
+  WT_Q3_K,
+  WT_Q4_K,
+  WT_Q5_K,
+  WT_Q6_K,
+  WT_IQ4_NL,
+  WT_IQ4_XS,
+  WT_DTYPE_COUNT
+} wt_dtype;
 
-/* One row per dtype (src/format/dtype.c). Quantized dtypes come in blocks along the innermost dimension:
-   Q8_0 block = f16 d + 32 x int8 (34 bytes), Q4_0 block = f16 d + 16 bytes of nibbles (18 bytes). */
+/* One row per dtype (src/format/dtype.c). Quantized dtypes come in blocks along the innermost dimension, as ggml
+   defines them: e.g. Q8_0 = f16 d + 32 x int8 (34 bytes), Q4_0 = f16 d + 16 bytes of nibbles (18 bytes), Q6_K =
+   256 elements in 210 bytes (src/format/dequant.c). */
 typedef struct wt_dtype_traits {
   const char *name;     /* "F32", "Q4_0", ...: as GGUF names it */
   uint32_t block;       /* elements a block (1 for plain types) */
@@ -52,8 +71,8 @@ wt_format wt_store_format(const wt_store *s);
 const cJSON *wt_config(const wt_store *s);
 void wt_store_free(wt_store *s); /* NULL is a no-op */
 
-const char *wt_dtype_name(wt_dtype d); /* "F32", "F16", "BF16", "Q8_0", "Q4_0" */
-/* Bytes of n elements; for Q8_0/Q4_0 n must be a multiple of 32 (returns 0 otherwise, and for n < 0). */
+const char *wt_dtype_name(wt_dtype d); /* as GGUF names it: "F32", "Q4_0", "Q6_K", ... */
+/* Bytes of n elements; for block types n must be a multiple of the block (returns 0 otherwise, and for n < 0). */
 uint64_t wt_nbytes(wt_dtype d, int64_t n_elements);
 
 /* ---- building (used by the format loaders) ---- */

@@ -28,6 +28,17 @@ wgllm_status wc_q8_0_dequant(const void *src /* [n/32] 34-byte blocks */, float 
                              size_t errlen);
 wgllm_status wc_q4_0_dequant(const void *src /* [n/32] 18-byte blocks */, float *dst /* [n] */, int64_t n, char *err,
                              size_t errlen);
+/* ggml's other block types (dequant.c): n a multiple of the block (32, or 256 for the K-quants and IQ4_XS) */
+wgllm_status wc_q4_1_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_q5_0_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_q5_1_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_q2_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_q3_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_q4_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_q5_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_q6_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_iq4_nl_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+wgllm_status wc_iq4_xs_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen);
 /* Any store dtype to f32; dst holds wt_numel(t) floats. Messages name the tensor. */
 wgllm_status wc_tensor_to_f32(const wt_tensor *t, float *dst, char *err, size_t errlen);
 

@@ -152,8 +152,8 @@ typedef struct llm_model {
   gpu_buffer **owned;       /* every buffer the model created */
   size_t n_owned, cap_owned;
   uint64_t weight_bytes;
-  char weights_desc[64]; /* "native", "q4gsw g32", ... */
-  char source[512];      /* path */
+  char weights_desc[128]; /* "native", "q4gsw g32", ... */
+  char source[512];       /* path */
 } llm_model;
 
 /* The tensor roles of a decoder (src/model/model_roles.c), one row each: the name in each format, the shape

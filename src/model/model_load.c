@@ -1,6 +1,7 @@
 /* Uploads a model's weights to the GPU in the kernels' layouts: f32/f16 as they are, bf16 widened to f32,
-   GGUF Q4_0 repacked to q4gsw g32 and Q8_0 to the q8 layout (no requantization), and with the q4 policy
-   every f32/f16/bf16 linear weight quantized to q4gsw on load. On any failure nothing stays allocated. */
+   GGUF Q4_0 repacked to q4gsw g32 and Q8_0 to the q8 layout (no requantization), the other ggml block types
+   (Q4_1, Q5_x, K-quants, IQ4) dequantized exactly to f32 until they have kernels of their own, and with the q4
+   policy every f32/f16/bf16 linear weight quantized to q4gsw on load. On any failure nothing stays allocated. */
 #include "model.h"
 #include "weight_convert.h"
 #include <stdio.h>
@@ -11,7 +12,9 @@ typedef struct loader {
   llm_model *m;
   const wt_store *st;
   int gguf;
-  uint32_t kept_native; /* q4 policy: projections whose K is not a multiple of the group */
+  uint32_t kept_native;   /* q4 policy: projections whose K is not a multiple of the group */
+  uint32_t widened;       /* matrices of block types without GPU kernels, widened to f32 */
+  uint32_t widened_types; /* bit per wt_dtype */
   char *err;
   size_t errlen;
 } loader;
@@ -61,7 +64,7 @@ static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_
   } else if (t->dtype == WT_Q8_0) {
     *type = OP_W_Q8;
     *group = 32;
-  } else if (quantize > 0 && t->shape[1] % quantize == 0) {
+  } else if (quantize > 0 && !wt_traits(t->dtype)->quantized && t->shape[1] % quantize == 0) {
     *type = OP_W_Q4;
     *group = (uint32_t)quantize;
   } else
@@ -115,9 +118,16 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     w->group = 32;
     return s;
   }
+  const wt_dtype_traits *tr = wt_traits(t->dtype);
+  if (tr->quantized) { /* the other ggml block types: no GPU kernels yet, widened to f32 exactly (issue 11) */
+    L->widened++;
+    L->widened_types |= 1u << t->dtype;
+    w->type = OP_W_F32;
+    return load_f32(L, t, &w->data);
+  }
   if (quantize && K % quantize) /* q4 policy, but rows that are not whole groups: kept in the file's storage */
     L->kept_native++;
-  else if (quantize) { /* q4 policy: quantize = the group size */
+  else if (quantize) { /* q4 policy: quantize float weights, group = quantize */
     uint32_t G = (uint32_t)quantize;
     float *f = malloc((size_t)(N * K) * sizeof *f);
     uint32_t *qs = malloc(q4gsw_qs_words(N, K) * 4);
@@ -418,7 +428,7 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     free(m);
     return s;
   }
-  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, err, errlen};
+  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, 0, err, errlen};
   const llm_hparams *hp = &m->hp;
   int qz = o.weights.q4 ? (int)o.weights.group : 0;
   if (o.weights.q4)
@@ -447,6 +457,14 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
       snprintf(err, errlen, "loading %s: cancelled by the progress callback after layer %u", path, l);
       s = WGLLM_ERR_INVALID_ARG;
     }
+  }
+  if (!s && L.widened) {
+    char types[96] = "";
+    for (int d = 0; d < WT_DTYPE_COUNT; d++)
+      if (L.widened_types >> d & 1)
+        snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s", types[0] ? "/" : "", wt_dtype_name(d));
+    size_t n = strlen(m->weights_desc);
+    snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u %s as f32)", L.widened, types);
   }
   if (!s && L.kept_native) {
     size_t n = strlen(m->weights_desc);

@@ -29,6 +29,9 @@ QK8_0 = 32                      # Q8_0 block: f16 scale + 32 int8
 Q8_0_BLOCK_BYTES = 2 + QK8_0
 QK4_0 = 32                      # Q4_0 block: f16 scale + 16 bytes of nibbles
 Q4_0_BLOCK_BYTES = 2 + QK4_0 // 2
+# ggml type id: (elements a block, bytes a block) of Q4_1, Q5_0, Q5_1, the K-quants, IQ4_NL and IQ4_XS
+BLOCK_TYPES = {3: (32, 20), 6: (32, 22), 7: (32, 24), 10: (256, 84), 11: (256, 110), 12: (256, 144),
+               13: (256, 176), 14: (256, 210), 20: (32, 18), 23: (256, 136)}
 FTYPE_MOSTLY_Q8_0 = 7           # general.file_type
 ALIGNMENT = 32
 
@@ -66,6 +69,10 @@ def tensor_nbytes(ggml_type, ne):
     if ggml_type == GGML_Q4_0:
         assert ne[0] % QK4_0 == 0, f"Q4_0 rows must be a multiple of {QK4_0} (ne[0]={ne[0]})"
         return n // QK4_0 * Q4_0_BLOCK_BYTES
+    if ggml_type in BLOCK_TYPES:  # the other block types (ggml_blocks.py makes their data)
+        qk, bb = BLOCK_TYPES[ggml_type]
+        assert ne[0] % qk == 0, f"ggml type {ggml_type}: rows must be a multiple of {qk} (ne[0]={ne[0]})"
+        return n // qk * bb
     raise ValueError(f"unsupported ggml type {ggml_type}")
 
 

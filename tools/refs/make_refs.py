@@ -179,6 +179,60 @@ def gemma3_gguf_case(name):
     write_ref(d, name, m, "GGUF gemma3 in llama.cpp's layout: norms as 1 + w, Q8_0 embedding and linears, 7 layers (every 6th global), "
               "window 8, linear RoPE factor 8 on the global layer; reference = the same model with every quantized tensor dequantized")
 
+def llama_kquants_gguf_case(name):
+    """Every ggml block type wgllm reads, mixed in one Llama GGUF as llama.cpp lays it out (q/k rows permuted):
+    random blocks of each type (tools/gguf/ggml_blocks.py), so the weights are exactly their dequantized values
+    and the transformers reference uses those."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gguf"))
+    import ggml_blocks as gb
+    Hk, Ik, heads, kv_heads, layers = 256, 512, 4, 2, 2
+    hd = Hk // heads
+    c = transformers.LlamaConfig(vocab_size=V, hidden_size=Hk, intermediate_size=Ik, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, max_position_embeddings=4096, rope_theta=10000.0, tie_word_embeddings=False,
+        rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
+    m = transformers.LlamaForCausalLM(c); perturb(m); m.eval()
+    d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(A.seed)
+    sd = {k: v.detach().float().numpy() for k, v in m.state_dict().items()}
+    new_w, ts = {}, []
+    def unpermute(w, n): return w.reshape(n, w.shape[0] // n // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    def add(gguf_name, hf_name, tname, perm=None, scale=0.05):
+        rows, cols = sd[hf_name].shape
+        blob, w = gb.random_blocks(tname, rows, cols, rng, scale)
+        new_w[hf_name] = unpermute(w, perm) if perm else w
+        ts.append((gguf_name, gb.TYPES[tname][0], [cols, rows], blob))
+    add("token_embd.weight", "model.embed_tokens.weight", "Q4_K", scale=0.5)
+    add("output.weight", "lm_head.weight", "Q6_K")
+    ts.append(("output_norm.weight", gw.GGML_F32, [Hk], sd["model.norm.weight"].astype("<f4").tobytes()))
+    plan = [{"attn_q": "Q4_K", "attn_k": "Q5_K", "attn_v": "Q6_K", "attn_output": "Q3_K", "ffn_gate": "Q2_K", "ffn_up": "IQ4_XS", "ffn_down": "Q4_1"},
+            {"attn_q": "Q5_0", "attn_k": "Q5_1", "attn_v": "IQ4_NL", "attn_output": "Q4_K", "ffn_gate": "Q4_K", "ffn_up": "Q4_K", "ffn_down": "Q6_K"}]
+    names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
+             "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
+    for i in range(layers):
+        p = f"model.layers.{i}."
+        ts.append((f"blk.{i}.attn_norm.weight", gw.GGML_F32, [Hk], sd[p + "input_layernorm.weight"].astype("<f4").tobytes()))
+        ts.append((f"blk.{i}.ffn_norm.weight", gw.GGML_F32, [Hk], sd[p + "post_attention_layernorm.weight"].astype("<f4").tobytes()))
+        for gg, hf in names.items():
+            perm = heads if gg == "attn_q" else kv_heads if gg == "attn_k" else None
+            add(f"blk.{i}.{gg}.weight", p + hf + ".weight", plan[i][gg], perm)
+    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)]
+    kv = {"general.architecture": ("str", "llama"), "general.name": ("str", name), "general.alignment": ("u32", 32), "general.file_type": ("u32", 15),
+          "llama.context_length": ("u32", 4096), "llama.embedding_length": ("u32", Hk), "llama.block_count": ("u32", layers),
+          "llama.feed_forward_length": ("u32", Ik), "llama.rope.dimension_count": ("u32", hd), "llama.attention.head_count": ("u32", heads),
+          "llama.attention.head_count_kv": ("u32", kv_heads), "llama.attention.layer_norm_rms_epsilon": ("f32", 1e-5),
+          "llama.rope.freq_base": ("f32", 10000.0), "llama.vocab_size": ("u32", V),
+          "tokenizer.ggml.model": ("str", "llama"), "tokenizer.ggml.tokens": (("arr", "str"), toks),
+          "tokenizer.ggml.scores": (("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
+          "tokenizer.ggml.token_type": (("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
+          "tokenizer.ggml.bos_token_id": ("u32", 1), "tokenizer.ggml.eos_token_id": ("u32", 2), "tokenizer.ggml.unknown_token_id": ("u32", 0)}
+    gw.write_gguf(os.path.join(d, "model.gguf"), [(k, t, v) for k, (t, v) in kv.items()], ts)
+    with torch.no_grad():
+        msd = m.state_dict()
+        for k, v in new_w.items(): msd[k].copy_(torch.from_numpy(np.ascontiguousarray(v)))
+    write_ref(d, name, m, "GGUF llama with every block type: Q4_K embedding, Q6_K output, per-projection Q2_K, Q3_K, Q4_K, "
+              "Q5_K, Q6_K, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS (random blocks, weights = their dequantized values); q/k rows "
+              "permuted as llama.cpp writes them")
+
 L3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
 CASES = {
     "llama_gqa": lambda: hf_case("llama_gqa", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
@@ -216,6 +270,7 @@ CASES = {
         "Gemma 4 text: attention_k_eq_v on full layers (1 global KV head, head_dim 64), double-wide MLP on the 2 KV-shared layers, "
         "untied lm_head, per-layer inputs 32 wide, random layer scalars, proportional RoPE with factor 0.5, window 8", torch.bfloat16),
     "gemma3_gguf": lambda: gemma3_gguf_case("gemma3_gguf"),
+    "llama_kquants_gguf": lambda: llama_kquants_gguf_case("llama_kquants_gguf"),
     "llama_q4_0_gguf": lambda: llama_gguf_case("llama_q4_0_gguf", 6, 2, 2, False, L3),
 }
 for n in (A.only.split(",") if A.only else CASES):
