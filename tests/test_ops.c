@@ -732,6 +732,18 @@ static op_weight make_weight(op_wtype type, size_t N, size_t K, uint32_t group, 
     }
     bufs[0] = gb_in(h, N * K * 2);
     free(h);
+  } else if (type == OP_W_BF16) { /* the high 16 bits of random f32s (truncated), read back exactly */
+    uint16_t *h = malloc(N * K * 2 + 4);
+    for (size_t i = 0; i < N * K; i++) {
+      float f = th_uniform(&rng, -1, 1);
+      uint32_t u;
+      memcpy(&u, &f, 4);
+      h[i] = (uint16_t)(u >> 16);
+      u = (uint32_t)h[i] << 16;
+      memcpy(&deq[i], &u, 4);
+    }
+    bufs[0] = gb_in(h, N * K * 2);
+    free(h);
   } else if (type == OP_W_Q4) {
     size_t ng = N * K / group;
     uint32_t *q = calloc(N * K / 8 + 1, 4);
@@ -777,6 +789,7 @@ static double weight_bytes(op_wtype t, double N, double K, uint32_t group) {
   case OP_W_F32:
     return 4 * N * K;
   case OP_W_F16:
+  case OP_W_BF16:
     return 2 * N * K;
   case OP_W_Q4:
     return N * K / 2 + 2 * N * K / group;
@@ -872,11 +885,11 @@ static void cases_linear(void) {
   static const uint32_t groups[] = {32, 64, 128};
   static const char *routes[] = {"matvec", "matmul", "matvec_generic"};
   /* route 0: GEMV (q4 weights take the tuned gemv_q4 kernel), 1: tiled GEMM, 2: q4 through the generic GEMV */
-  for (int wt = 0; wt < 4; wt++)
+  for (int wt = 0; wt < OP_W_COUNT; wt++)
     for (int route = 0; route < 3; route++)
       for (size_t i = 0; i < 10; i++)
         for (int has_bias = 0; has_bias < 2; has_bias++) {
-          const uint32_t *s = wt < 2 ? dense[i] : quant[i];
+          const uint32_t *s = wt == OP_W_Q4 || wt == OP_W_Q8 ? quant[i] : dense[i];
           uint32_t group = wt == OP_W_Q4 ? groups[i % 3] : 32;
           if (route != 1 && s[0] > 8) continue; /* the GEMV route is for a few rows */
           if (route == 2 && wt != OP_W_Q4) continue;
@@ -904,7 +917,8 @@ static case_result run_embedding(const tcase *c) {
   size_t T = c->u.emb.T, D = c->u.emb.D, V = c->u.emb.V;
   op_wtype wt = c->u.emb.wt;
   float scale = c->u.emb.scale;
-  if (wt >= OP_W_Q4 && D % 32) { /* quantized rows hold whole groups of 32: the op must refuse, and says why */
+  if ((wt == OP_W_Q4 || wt == OP_W_Q8) &&
+      D % 32) { /* quantized rows hold whole groups of 32: the op must refuse, and says why */
     gbuf dummy = gb_in(NULL, 64);
     op_weight ow = {wt, dummy.v, dummy.v, 32};
     gpu_recorder *r = rec_new();
@@ -944,7 +958,7 @@ static case_result run_embedding(const tcase *c) {
 
 static void cases_embedding(void) {
   static const uint32_t shapes[][3] = {{1, 32, 1}, {3, 64, 11}, {5, 2048, 1000}, {17, 96, 257}, {1, 7, 3}};
-  for (int wt = 0; wt < 4; wt++)
+  for (int wt = 0; wt < OP_W_COUNT; wt++)
     for (size_t i = 0; i < 5; i++) {
       float scale = i % 2 ? sqrtf((float)shapes[i][1]) : 1.0f;
       tcase *c = add_case("embedding", run_embedding, "%s/T=%u,D=%u,V=%u,scale=%g", op_wtype_name((op_wtype)wt),

@@ -5,8 +5,8 @@
    joined, "-" for none):
      //! axis f32: KV_F16=0 | f16: KV_F16=1
      //! axis -: SG=0 | sg: SG=1 requires=subgroups
-   and `//! axis storage` is the weight-storage axis every weight-reading kernel shares (f32, f16, q4, q8 with
-   WF32/WF16/WQ4/WQ8), declared here once.
+   and `//! axis storage` is the weight-storage axis every weight-reading kernel shares (f32, f16, q4, q8, bf16
+   with WF32/WF16/WQ4/WQ8/WBF16), declared here once.
    Templates declare variants in their header:
      //! variant f16: T=f16 ACC=f32 requires=shader-f16
    and use {{NAME}} substitutions and line directives  #if NAME / #ifnot NAME / #else / #endif
@@ -229,8 +229,9 @@ static unsigned params_bytes(const char *src) {
 }
 
 /* The weight storages a kernel that reads weights is built for (names as op_wtype_variant gives them). */
-static const char STORAGE_AXIS[] = "f32: WF32=1 WF16=0 WQ4=0 WQ8=0 | f16: WF32=0 WF16=1 WQ4=0 WQ8=0 | "
-                                   "q4: WF32=0 WF16=0 WQ4=1 WQ8=0 | q8: WF32=0 WF16=0 WQ4=0 WQ8=1";
+static const char STORAGE_AXIS[] = "f32: WF32=1 WF16=0 WQ4=0 WQ8=0 WBF16=0 | f16: WF32=0 WF16=1 WQ4=0 WQ8=0 WBF16=0 | "
+                                   "q4: WF32=0 WF16=0 WQ4=1 WQ8=0 WBF16=0 | q8: WF32=0 WF16=0 WQ4=0 WQ8=1 WBF16=0 | "
+                                   "bf16: WF32=0 WF16=0 WQ4=0 WQ8=0 WBF16=1";
 
 #define MAXAXES 8
 #define MAXALT 8

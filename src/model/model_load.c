@@ -1,4 +1,4 @@
-/* Uploads a model's weights to the GPU in the kernels' layouts: f32/f16 as they are, bf16 widened to f32,
+/* Uploads a model's weights to the GPU in the kernels' layouts: f32/f16/bf16 as they are,
    GGUF Q4_0 repacked to q4gsw g32 and Q8_0 to the q8 layout (no requantization), the other ggml block types
    (Q4_1, Q5_x, K-quants, IQ4) dequantized exactly to f32 until they have kernels of their own, and with the q4
    policy every f32/f16/bf16 linear weight quantized to q4gsw on load. On any failure nothing stays allocated. */
@@ -68,7 +68,7 @@ static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_
     *type = OP_W_Q4;
     *group = (uint32_t)quantize;
   } else
-    *type = t->dtype == WT_F16 ? OP_W_F16 : OP_W_F32;
+    *type = t->dtype == WT_F16 ? OP_W_F16 : t->dtype == WT_BF16 ? OP_W_BF16 : OP_W_F32;
 }
 
 /* A [N][K] matrix in the storage the policy asks for. quantize: the q4 group to quantize float weights to,
@@ -145,15 +145,15 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     w->group = G;
     return s;
   }
-  if (t->dtype == WT_F16) { /* f16 stays f16: the kernels read packed pairs */
-    w->type = OP_W_F16;
+  if (t->dtype == WT_F16 || t->dtype == WT_BF16) { /* 16-bit stays 16-bit: the kernels read packed pairs */
+    w->type = t->dtype == WT_F16 ? OP_W_F16 : OP_W_BF16;
     return upload(L, t->data, t->nbytes, t->name, &w->data);
   }
   if (t->dtype == WT_F32) {
     w->type = OP_W_F32;
     return upload(L, t->data, t->nbytes, t->name, &w->data);
   }
-  /* bf16: widened to f32, exact */
+  /* any other float storage: widened to f32, exact */
   w->type = OP_W_F32;
   gpu_view v;
   s = load_f32(L, t, &v);
@@ -178,7 +178,7 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
     }
     same &= type == type0 && g == g0;
     /* f16 parts are joined by word copies: an odd element count would split a word */
-    if (type == OP_W_F16 && ((uint64_t)rows[i] * K) % 2) same = 0;
+    if ((type == OP_W_F16 || type == OP_W_BF16) && ((uint64_t)rows[i] * K) % 2) same = 0;
   }
   op_weight parts[4];
   wgllm_status s = WGLLM_OK;
@@ -251,6 +251,7 @@ static void weight_bytes(const op_weight *w, uint64_t N, uint64_t K, uint64_t *d
     *scales = 0;
     break;
   case OP_W_F16:
+  case OP_W_BF16:
     *data = N * K * 2;
     *scales = 0;
     break;

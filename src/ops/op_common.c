@@ -16,6 +16,7 @@ static const struct {
     [OP_W_F16] = {"f16", "f16", 1, 0},
     [OP_W_Q4] = {"q4", "q4gsw", 0, 1},
     [OP_W_Q8] = {"q8", "q8", 32, 1},
+    [OP_W_BF16] = {"bf16", "bf16", 1, 0},
 };
 _Static_assert(sizeof WTYPES / sizeof WTYPES[0] == OP_W_COUNT, "one row per op_wtype");
 
