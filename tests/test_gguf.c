@@ -401,6 +401,24 @@ static void test_gguf_generated(void) {
   EXPECT_ERR(st, WGLLM_ERR_UNSUPPORTED, gp, "big-endian", NULL);
   st = VARIANT(tensor_type, 16); /* a type wgllm does not read */
   EXPECT_ERR(st, WGLLM_ERR_UNSUPPORTED, gp, "'q'", "type 16 (IQ2_XXS)");
+  /* the same file described: gguf_open_any keeps 'q' aside (not in the store) and says what it is */
+  {
+    wt_store *sa = NULL;
+    CHECK(gguf_open_any(gp, &sa, err, sizeof err) == WGLLM_OK, "gguf_open_any: %s", err);
+    uint32_t ty = 0;
+    const char *tn = NULL;
+    uint64_t ub = 0;
+    const char *un = sa ? gguf_unsupported(sa, 0, &ty, &tn, &ub) : NULL;
+    CHECK(sa && gguf_unsupported_count(sa) == 1 && un && !strcmp(un, "q") && ty == 16 && !strcmp(tn, "IQ2_XXS") &&
+              ub > 0 && !wt_find(sa, "q") && gguf_unsupported(sa, 1, &ty, &tn, &ub) == NULL,
+          "the unread tensor is listed aside");
+    wt_store_free(sa);
+    char *text = NULL;
+    CHECK(wgllm_describe_file(gp, &text) == WGLLM_ERR_UNSUPPORTED && text && strstr(text, "IQ2_XXS") &&
+              strstr(text, "not read by wgllm") && strstr(text, "not runnable"),
+          "describe a GGUF with an unread type: %s", text ? text : wgllm_last_error());
+    wgllm_free(text);
+  }
   st = VARIANT(tensor_type, 1000);
   EXPECT_ERR(st, WGLLM_ERR_UNSUPPORTED, gp, "'q'", "type 1000");
   st = VARIANT(bad_value_type, 1);

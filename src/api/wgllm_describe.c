@@ -1,6 +1,7 @@
 /* The public descriptions (include/wgllm.h): what a model file holds (read from the file alone) and what the
    GPU wgllm would use offers, as text for `wgllm info`. */
 #include "api_internal.h"
+#include "gguf.h"
 #include "gpu.h"
 #include "model.h"
 #include "wgllm.h"
@@ -56,13 +57,27 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
   char err[1024];
   wt_store *st;
   wgllm_status s = llm_open_store(path, &st, err, sizeof err);
+  if (s == WGLLM_ERR_UNSUPPORTED && gguf_open_any(path, &st, err, sizeof err) == WGLLM_OK)
+    s = WGLLM_OK; /* a GGUF with tensor types wgllm does not read: described, not runnable */
   if (s) {
     return api_fail_at(s, path, err); /* as the create calls: the reason is the thread's last error */
   }
   text t = {0};
   put(&t, "file:         %s (%s)\n", path, wt_store_format(st) == WT_FORMAT_GGUF ? "GGUF" : "safetensors");
   llm_hparams hp;
-  wgllm_status hs = llm_read_hparams(st, &hp, err, sizeof err);
+  uint64_t n_unsup = gguf_unsupported_count(st);
+  wgllm_status hs = WGLLM_OK;
+  if (n_unsup) {
+    uint32_t ty;
+    const char *tn, *first;
+    uint64_t b;
+    first = gguf_unsupported(st, 0, &ty, &tn, &b);
+    const char *a = gguf_get_str(st, "general.architecture");
+    snprintf(err, sizeof err, "%s: %llu tensors of ggml types wgllm does not read (first: '%s', type %u %s)",
+             a ? a : "?", (unsigned long long)n_unsup, first, ty, tn);
+    hs = WGLLM_ERR_UNSUPPORTED;
+  } else
+    hs = llm_read_hparams(st, &hp, err, sizeof err);
   if (hs)
     put(&t, "architecture: not runnable: %s (%s)\n", err, wgllm_status_name(hs));
   else {
@@ -103,11 +118,29 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
     count[w->dtype]++;
     total += w->nbytes;
   }
-  put(&t, "tensors:      %zu, %.2f MB\n", wt_count(st), total / 1e6);
+  /* the unread types, per ggml type id */
+  uint64_t ubytes[64] = {0}, ucount[64] = {0};
+  const char *uname[64] = {0};
+  for (uint64_t i = 0; i < n_unsup; i++) {
+    uint32_t ty;
+    const char *tn;
+    uint64_t b;
+    gguf_unsupported(st, i, &ty, &tn, &b);
+    ty = ty < 63 ? ty : 63;
+    ubytes[ty] += b;
+    ucount[ty]++;
+    uname[ty] = ty < 63 ? tn : "unknown";
+    total += b;
+  }
+  put(&t, "tensors:      %llu, %.2f MB\n", (unsigned long long)(wt_count(st) + n_unsup), total / 1e6);
   for (int d = 0; d < WT_DTYPE_COUNT; d++)
     if (count[d])
-      put(&t, "  %-6s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d],
+      put(&t, "  %-7s %6llu tensors %12llu bytes\n", wt_dtype_name((wt_dtype)d), (unsigned long long)count[d],
           (unsigned long long)bytes[d]);
+  for (int d = 0; d < 64; d++)
+    if (ucount[d])
+      put(&t, "  %-7s %6llu tensors %12llu bytes  (not read by wgllm)\n", uname[d], (unsigned long long)ucount[d],
+          (unsigned long long)ubytes[d]);
   wt_store_free(st);
   s = finish(&t, out);
   return s ? s : hs;

@@ -28,11 +28,20 @@ typedef struct gguf_kv {
   uint64_t *str_offs; /* ARRAY of STRING: [n] file offsets of each string's u64 length prefix */
 } gguf_kv;
 
+/* A tensor of a ggml type wgllm does not read (gguf_open_any keeps these aside, out of the store). */
+typedef struct gguf_unsup {
+  char *name;
+  uint32_t type;
+  uint64_t offset, bytes; /* in the data section; bytes up to the next tensor (or the end of the file) */
+} gguf_unsup;
+
 typedef struct gguf_meta {
   uint32_t version;
   gguf_kv *kv; /* [n_kv] */
   uint64_t n_kv, cap_kv;
   const uint8_t *base; /* the mapped file (owned by the store) */
+  gguf_unsup *unsup;   /* [n_unsup] */
+  uint64_t n_unsup;
 } gguf_meta;
 
 /* Bounds-checked little-endian reader. On failure it writes err and returns 0. */
@@ -126,6 +135,9 @@ static int type_size(uint32_t t) {
 static void meta_free(void *p) {
   gguf_meta *m = p;
   if (!m) return;
+  for (uint64_t i = 0; i < m->n_unsup; i++)
+    free(m->unsup[i].name);
+  free(m->unsup);
   for (uint64_t i = 0; i < m->n_kv; i++) {
     free(m->kv[i].key);
     free(m->kv[i].str);
@@ -139,6 +151,7 @@ static void meta_free(void *p) {
 typedef struct parser {
   rd r;
   wgllm_status st; /* set with the message when a step fails */
+  int any_type;    /* keep tensors of types wgllm does not read aside instead of refusing the file */
 } parser;
 
 static int fail_format(parser *ps) {
@@ -309,7 +322,12 @@ static int read_tensor_info(parser *ps, wt_tensor *t, uint64_t *rel_offset) {
     numel *= (int64_t)v;
   }
   if (!rd_u32(r, &type, "tensor type") || !rd_uint(r, 8, rel_offset, "tensor offset")) return fail_format(ps);
-  if (!wt_dtype_from_gguf(type, &t->dtype)) {
+  if (!wt_dtype_from_gguf(type, &t->dtype) && ps->any_type) {
+    t->dtype = WT_DTYPE_COUNT; /* kept aside by parse; its type in n_dims' place until then */
+    t->n_dims = (int)type;
+    return 1;
+  }
+  if (t->dtype == WT_DTYPE_COUNT || !wt_dtype_from_gguf(type, &t->dtype)) {
     char list[256] = "";
     for (int d = 0; d < WT_DTYPE_COUNT; d++)
       if (wt_traits((wt_dtype)d)->ggml_type >= 0)
@@ -431,6 +449,20 @@ static wgllm_status parse(parser *ps, wt_store *s, mapped_file *f, gguf_meta *m)
     }
     t->file_offset = data_start + offs[i];
     t->data = f->data + t->file_offset;
+    if (t->dtype == WT_DTYPE_COUNT) { /* an unread type: its bytes run to the next tensor */
+      uint64_t end = r->size - data_start;
+      for (uint64_t j = 0; j < n_tensors; j++)
+        if (offs[j] > offs[i] && offs[j] < end) end = offs[j];
+      gguf_unsup *u = realloc(m->unsup, (size_t)(m->n_unsup + 1) * sizeof *u);
+      if (!u) {
+        fail_oom(ps, "tensor infos");
+        goto done;
+      }
+      m->unsup = u;
+      u[m->n_unsup++] = (gguf_unsup){t->name, (uint32_t)t->n_dims, offs[i], end - offs[i]};
+      t->name = NULL; /* owned by the list now */
+      continue;
+    }
     if ((ps->st = wt_store_add(s, t, r->err, r->errlen))) {
       size_t used = strlen(r->err);
       if (used < r->errlen)
@@ -447,7 +479,7 @@ done:
   return ps->st;
 }
 
-wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen) {
+static wgllm_status open_gguf(const char *path, int any_type, wt_store **out, char *err, size_t errlen) {
   *out = NULL;
   mapped_file *f;
   wgllm_status st = mf_open(path, &f, err, errlen);
@@ -464,13 +496,35 @@ wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errle
   m->base = f->data;
   wt_store_set_meta(s, m, meta_free);
   if ((st = wt_store_add_file(s, f, err, errlen))) goto fail;
-  parser ps = {.r = {.p = f->data, .size = f->size, .path = f->path, .err = err, .errlen = errlen}};
+  parser ps = {.r = {.p = f->data, .size = f->size, .path = f->path, .err = err, .errlen = errlen},
+               .any_type = any_type};
   if ((st = parse(&ps, s, f, m))) goto fail;
   *out = s;
   return WGLLM_OK;
 fail:
   wt_store_free(s);
   return st;
+}
+
+wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen) {
+  return open_gguf(path, 0, out, err, errlen);
+}
+wgllm_status gguf_open_any(const char *path, wt_store **out, char *err, size_t errlen) {
+  return open_gguf(path, 1, out, err, errlen);
+}
+
+uint64_t gguf_unsupported_count(const wt_store *s) {
+  const gguf_meta *m = meta_of(s);
+  return m ? m->n_unsup : 0;
+}
+const char *gguf_unsupported(const wt_store *s, uint64_t i, uint32_t *ggml_type, const char **type_name,
+                             uint64_t *bytes) {
+  const gguf_meta *m = meta_of(s);
+  if (!m || i >= m->n_unsup) return NULL;
+  *ggml_type = m->unsup[i].type;
+  *type_name = ggml_type_name(m->unsup[i].type);
+  *bytes = m->unsup[i].bytes;
+  return m->unsup[i].name;
 }
 
 int gguf_get_u64(const wt_store *s, const char *key, uint64_t *out) {

@@ -28,6 +28,13 @@ typedef enum gguf_type {
    naming the tensor and the ggml type number. A truncated or corrupt file is WGLLM_ERR_FORMAT with the
    byte offset in err; every count, length and offset is checked against the file size before use. */
 wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen);
+/* The same, but tensors of ggml types wgllm does not read are kept aside (not in the store) instead of refusing
+   the file: for describing any GGUF. */
+wgllm_status gguf_open_any(const char *path, wt_store **out, char *err, size_t errlen);
+/* The tensors kept aside: name, ggml type id and name, bytes (to the next tensor's data). NULL past the end. */
+uint64_t gguf_unsupported_count(const wt_store *s);
+const char *gguf_unsupported(const wt_store *s, uint64_t i, uint32_t *ggml_type, const char **type_name,
+                             uint64_t *bytes);
 
 /* Metadata. Each returns 1 when `key` exists with a fitting type, else 0 (and for a non-GGUF store). */
 int gguf_get_u64(const wt_store *s, const char *key, uint64_t *out); /* any integer type (>= 0) or bool */
