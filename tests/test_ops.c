@@ -25,6 +25,7 @@
 #include "harness.h"
 #include "ops.h"
 #include "ref.h"
+#include "tensor_store.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -714,14 +715,58 @@ static void cases_softmax_argmax(void) {
 
 /* ---------------------------------------------------------------- weights, linear */
 
+/* ggml's block types as GPU storages: the file dtype whose CPU dequantizer is the reference, the block, and the
+   byte offsets of its f16 scale fields with the magnitudes random blocks get there (random bytes elsewhere), as
+   tools/gguf/ggml_blocks.py makes them. */
+static const struct {
+  op_wtype wt;
+  wt_dtype dt;
+  uint32_t qk, bytes, f16_at[2];
+  float f16_mag[2]; /* 0: no second field */
+} BLOCK_TYPES[] = {
+    {OP_W_Q4_1, WT_Q4_1, 32, 20, {0, 2}, {0.1f / 8, -0.1f}},
+    {OP_W_Q5_0, WT_Q5_0, 32, 22, {0, 0}, {0.1f / 8, 0}},
+    {OP_W_Q5_1, WT_Q5_1, 32, 24, {0, 2}, {0.1f / 8, -0.2f}},
+    {OP_W_Q2_K, WT_Q2_K, 256, 84, {80, 82}, {0.1f / 20, 0.1f / 30}},
+    {OP_W_Q3_K, WT_Q3_K, 256, 110, {108, 0}, {0.1f / 64, 0}},
+    {OP_W_Q4_K, WT_Q4_K, 256, 144, {0, 2}, {0.1f / 200, 0.1f / 120}},
+    {OP_W_Q5_K, WT_Q5_K, 256, 176, {0, 2}, {0.1f / 200, 0.1f / 120}},
+    {OP_W_Q6_K, WT_Q6_K, 256, 210, {208, 0}, {0.1f / 1000, 0}},
+    {OP_W_IQ4_NL, WT_IQ4_NL, 32, 18, {0, 0}, {0.1f / 64, 0}},
+    {OP_W_IQ4_XS, WT_IQ4_XS, 256, 136, {0, 0}, {0.1f / 1500, 0}},
+};
+static int block_type(op_wtype t) {
+  for (size_t i = 0; i < sizeof BLOCK_TYPES / sizeof BLOCK_TYPES[0]; i++)
+    if (BLOCK_TYPES[i].wt == t) return (int)i;
+  return -1;
+}
+
 /* Builds a random weight of the given storage type for [N][K]; deq receives the exact values the kernel
-   must use (f16-rounded, or dequantized q4gsw / q8). Buffers go to bufs (2 entries) for cleanup. */
+   must use (f16-rounded, dequantized q4gsw / q8, or a block type's CPU dequantization). Buffers go to bufs (2
+   entries) for cleanup. */
 static op_weight make_weight(op_wtype type, size_t N, size_t K, uint32_t group, float *deq, gbuf *bufs) {
   op_weight w = {0};
   w.type = type;
   w.group = group;
   memset(bufs, 0, 2 * sizeof *bufs);
-  if (type == OP_W_F32) {
+  int bt = block_type(type);
+  if (bt >= 0) {
+    size_t nb = N * K / BLOCK_TYPES[bt].qk, bb = BLOCK_TYPES[bt].bytes;
+    uint8_t *blk = malloc(nb * bb + 4);
+    for (size_t i = 0; i < nb * bb; i++)
+      blk[i] = (uint8_t)th_u32(&rng);
+    for (size_t b = 0; b < nb; b++)
+      for (int f = 0; f < 2; f++) {
+        if (!BLOCK_TYPES[bt].f16_mag[f]) continue;
+        uint16_t h = ref_f32_to_f16(BLOCK_TYPES[bt].f16_mag[f] * th_uniform(&rng, 0.5f, 1.5f));
+        memcpy(blk + b * bb + BLOCK_TYPES[bt].f16_at[f], &h, 2);
+      }
+    char err[256];
+    CHECK(wt_traits(BLOCK_TYPES[bt].dt)->to_f32(blk, deq, (int64_t)(N * K), err, sizeof err) == WGLLM_OK, "%s: %s",
+          g_case, err);
+    bufs[0] = gb_in(blk, (nb * bb + 3) & ~(size_t)3);
+    free(blk);
+  } else if (type == OP_W_F32) {
     th_fill(&rng, deq, N * K, -1, 1);
     bufs[0] = gb_in(deq, N * K * 4);
   } else if (type == OP_W_F16) {
@@ -793,7 +838,10 @@ static double weight_bytes(op_wtype t, double N, double K, uint32_t group) {
     return 2 * N * K;
   case OP_W_Q4:
     return N * K / 2 + 2 * N * K / group;
+  case OP_W_Q8:
+    return N * K + 2 * N * K / 32;
   default:
+    if (block_type(t) >= 0) return N * K / BLOCK_TYPES[block_type(t)].qk * BLOCK_TYPES[block_type(t)].bytes;
     return N * K + 2 * N * K / 32;
   }
 }
@@ -882,6 +930,8 @@ static void cases_linear(void) {
                                       {5, 17, 33}, {67, 129, 257}, {128, 256, 512}, {2, 3, 4097},  {64, 64, 64}};
   static const uint32_t quant[][3] = {{1, 1, 128},  {1, 7, 256},    {3, 31, 384},    {4, 96, 2048}, {1, 1003, 512},
                                       {5, 17, 128}, {67, 129, 256}, {128, 256, 512}, {2, 3, 4096},  {64, 64, 128}};
+  static const uint32_t kblk[][3] = {{1, 1, 256},  {1, 7, 512},    {3, 31, 768},    {4, 96, 2048}, {1, 1003, 256},
+                                     {5, 17, 512}, {67, 129, 256}, {128, 256, 512}, {2, 3, 4096},  {64, 64, 256}};
   static const uint32_t groups[] = {32, 64, 128};
   static const char *routes[] = {"matvec", "matmul", "matvec_generic"};
   /* route 0: GEMV (q4 weights take the tuned gemv_q4 kernel), 1: tiled GEMM, 2: q4 through the generic GEMV */
@@ -889,7 +939,9 @@ static void cases_linear(void) {
     for (int route = 0; route < 3; route++)
       for (size_t i = 0; i < 10; i++)
         for (int has_bias = 0; has_bias < 2; has_bias++) {
-          const uint32_t *s = wt == OP_W_Q4 || wt == OP_W_Q8 ? quant[i] : dense[i];
+          const uint32_t *s = block_type((op_wtype)wt) >= 0    ? kblk[i]
+                              : wt == OP_W_Q4 || wt == OP_W_Q8 ? quant[i]
+                                                               : dense[i];
           uint32_t group = wt == OP_W_Q4 ? groups[i % 3] : 32;
           if (route != 1 && s[0] > 8) continue; /* the GEMV route is for a few rows */
           if (route == 2 && wt != OP_W_Q4) continue;
@@ -917,8 +969,9 @@ static case_result run_embedding(const tcase *c) {
   size_t T = c->u.emb.T, D = c->u.emb.D, V = c->u.emb.V;
   op_wtype wt = c->u.emb.wt;
   float scale = c->u.emb.scale;
-  if ((wt == OP_W_Q4 || wt == OP_W_Q8) &&
-      D % 32) { /* quantized rows hold whole groups of 32: the op must refuse, and says why */
+  /* quantized rows hold whole groups or blocks: otherwise the op must refuse, and say why */
+  uint32_t rowq = block_type(wt) >= 0 ? BLOCK_TYPES[block_type(wt)].qk : (wt == OP_W_Q4 || wt == OP_W_Q8) ? 32 : 1;
+  if (D % rowq) {
     gbuf dummy = gb_in(NULL, 64);
     op_weight ow = {wt, dummy.v, dummy.v, 32};
     gpu_recorder *r = rec_new();

@@ -6,7 +6,7 @@
      //! axis f32: KV_F16=0 | f16: KV_F16=1
      //! axis -: SG=0 | sg: SG=1 requires=subgroups
    and `//! axis storage` is the weight-storage axis every weight-reading kernel shares (f32, f16, q4, q8, bf16
-   with WF32/WF16/WQ4/WQ8/WBF16), declared here once.
+   and ggml's block types, one flag each: WF32, WF16, ..., WQ6_K; WBLK for every block type), declared here once.
    Templates declare variants in their header:
      //! variant f16: T=f16 ACC=f32 requires=shader-f16
    and use {{NAME}} substitutions and line directives  #if NAME / #ifnot NAME / #else / #endif
@@ -229,12 +229,13 @@ static unsigned params_bytes(const char *src) {
 }
 
 /* The weight storages a kernel that reads weights is built for (names as op_wtype_variant gives them). */
-static const char STORAGE_AXIS[] = "f32: WF32=1 WF16=0 WQ4=0 WQ8=0 WBF16=0 | f16: WF32=0 WF16=1 WQ4=0 WQ8=0 WBF16=0 | "
-                                   "q4: WF32=0 WF16=0 WQ4=1 WQ8=0 WBF16=0 | q8: WF32=0 WF16=0 WQ4=0 WQ8=1 WBF16=0 | "
-                                   "bf16: WF32=0 WF16=0 WQ4=0 WQ8=0 WBF16=1";
+static const char STORAGE_AXIS[] =
+    "f32: WF32=1 | f16: WF16=1 | q4: WQ4=1 | q8: WQ8=1 | bf16: WBF16=1 | q4_1: WQ4_1=1 WBLK=1 | q5_0: WQ5_0=1 WBLK=1 | "
+    "q5_1: WQ5_1=1 WBLK=1 | q2k: WQ2_K=1 WBLK=1 | q3k: WQ3_K=1 WBLK=1 | q4k: WQ4_K=1 WBLK=1 | q5k: WQ5_K=1 WBLK=1 | "
+    "q6k: WQ6_K=1 WBLK=1 | iq4nl: WIQ4_NL=1 WBLK=1 | iq4xs: WIQ4_XS=1 WBLK=1";
 
 #define MAXAXES 8
-#define MAXALT 8
+#define MAXALT 16
 typedef struct axis {
   int n;
   char name[MAXALT][32];

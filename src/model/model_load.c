@@ -1,7 +1,8 @@
 /* Uploads a model's weights to the GPU in the kernels' layouts: f32/f16/bf16 as they are,
    GGUF Q4_0 repacked to q4gsw g32 and Q8_0 to the q8 layout (no requantization), the other ggml block types
-   (Q4_1, Q5_x, K-quants, IQ4) dequantized exactly to f32 until they have kernels of their own, and with the q4
-   policy every f32/f16/bf16 linear weight quantized to q4gsw on load. On any failure nothing stays allocated. */
+   (Q4_1, Q5_x, K-quants, IQ4) as the file has them, and with the q4 policy every f32/f16/bf16 linear weight
+   quantized to q4gsw on load. Projections run as one (Q/K/V, gate/up) whose parts have different storages are
+   widened to f32, exactly. On any failure nothing stays allocated. */
 #include "model.h"
 #include "weight_convert.h"
 #include <stdio.h>
@@ -12,9 +13,8 @@ typedef struct loader {
   llm_model *m;
   const wt_store *st;
   int gguf;
-  uint32_t kept_native;   /* q4 policy: projections whose K is not a multiple of the group */
-  uint32_t widened;       /* matrices of block types without GPU kernels, widened to f32 */
-  uint32_t widened_types; /* bit per wt_dtype */
+  uint32_t kept_native; /* q4 policy: projections whose K is not a multiple of the group */
+  uint32_t widened;     /* fused projections whose parts have different storages, widened to f32 */
   char *err;
   size_t errlen;
 } loader;
@@ -55,6 +55,34 @@ static wgllm_status load_f32(loader *L, const wt_tensor *t, gpu_view *out) {
   return s;
 }
 
+/* The GPU storage of each of ggml's other block types (kept as the file has them). */
+static op_wtype block_storage(wt_dtype d) {
+  switch (d) {
+  case WT_Q4_1:
+    return OP_W_Q4_1;
+  case WT_Q5_0:
+    return OP_W_Q5_0;
+  case WT_Q5_1:
+    return OP_W_Q5_1;
+  case WT_Q2_K:
+    return OP_W_Q2_K;
+  case WT_Q3_K:
+    return OP_W_Q3_K;
+  case WT_Q4_K:
+    return OP_W_Q4_K;
+  case WT_Q5_K:
+    return OP_W_Q5_K;
+  case WT_Q6_K:
+    return OP_W_Q6_K;
+  case WT_IQ4_NL:
+    return OP_W_IQ4_NL;
+  case WT_IQ4_XS:
+    return OP_W_IQ4_XS;
+  default:
+    return OP_W_COUNT;
+  }
+}
+
 /* The storage load_matrix gives a tensor under a policy (quantize: the q4 group for float weights, or 0). */
 static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_t *group) {
   *group = 0;
@@ -64,6 +92,8 @@ static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_
   } else if (t->dtype == WT_Q8_0) {
     *type = OP_W_Q8;
     *group = 32;
+  } else if (block_storage(t->dtype) != OP_W_COUNT) {
+    *type = block_storage(t->dtype);
   } else if (quantize > 0 && !wt_traits(t->dtype)->quantized && t->shape[1] % quantize == 0) {
     *type = OP_W_Q4;
     *group = (uint32_t)quantize;
@@ -118,12 +148,9 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     w->group = 32;
     return s;
   }
-  const wt_dtype_traits *tr = wt_traits(t->dtype);
-  if (tr->quantized) { /* the other ggml block types: no GPU kernels yet, widened to f32 exactly (issue 11) */
-    L->widened++;
-    L->widened_types |= 1u << t->dtype;
-    w->type = OP_W_F32;
-    return load_f32(L, t, &w->data);
+  if (block_storage(t->dtype) != OP_W_COUNT) { /* ggml's other block types: the kernels read the file's blocks */
+    w->type = block_storage(t->dtype);
+    return upload(L, t->data, t->nbytes, t->name, &w->data);
   }
   if (quantize && K % quantize) /* q4 policy, but rows that are not whole groups: kept in the file's storage */
     L->kept_native++;
@@ -177,11 +204,13 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
       g0 = g;
     }
     same &= type == type0 && g == g0;
-    /* f16 parts are joined by word copies: an odd element count would split a word */
-    if ((type == OP_W_F16 || type == OP_W_BF16) && ((uint64_t)rows[i] * K) % 2) same = 0;
+    /* parts are joined by word copies: a part of bytes that are not whole words (an odd count of 16-bit
+       elements, a block type's odd row bytes) cannot be */
+    if (i + 1 < n && t[i]->nbytes % 4) same = 0;
   }
   op_weight parts[4];
   wgllm_status s = WGLLM_OK;
+  if (!same) L->widened++;
   for (int done = 0; !s && done < n; done++)
     s = load_matrix(L, t[done], same ? quantize : LOAD_AS_F32, &parts[done]);
   if (!s) return llm_concat_rows(L->m, parts, rows, n, K, out, L->err, L->errlen);
@@ -259,9 +288,15 @@ static void weight_bytes(const op_weight *w, uint64_t N, uint64_t K, uint64_t *d
     *data = N * K / 2;
     *scales = N * K / w->group * 2;
     break;
-  default:
+  case OP_W_Q8:
     *data = N * K;
     *scales = N * K / 32 * 2;
+    break;
+  default: /* a block type: the file's blocks */
+    *scales = 0;
+    *data = 0;
+    for (int d = 0; d < WT_DTYPE_COUNT; d++)
+      if (block_storage((wt_dtype)d) == w->type) *data = wt_nbytes((wt_dtype)d, (int64_t)(N * K));
     break;
   }
 }
@@ -429,7 +464,7 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     free(m);
     return s;
   }
-  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, 0, err, errlen};
+  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, err, errlen};
   const llm_hparams *hp = &m->hp;
   int qz = o.weights.q4 ? (int)o.weights.group : 0;
   if (o.weights.q4)
@@ -460,12 +495,9 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     }
   }
   if (!s && L.widened) {
-    char types[96] = "";
-    for (int d = 0; d < WT_DTYPE_COUNT; d++)
-      if (L.widened_types >> d & 1)
-        snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s", types[0] ? "/" : "", wt_dtype_name(d));
     size_t n = strlen(m->weights_desc);
-    snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u %s as f32)", L.widened, types);
+    snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u fused projections of mixed types as f32)",
+             L.widened);
   }
   if (!s && L.kept_native) {
     size_t n = strlen(m->weights_desc);

@@ -12,11 +12,14 @@ static const struct {
   uint32_t k_multiple; /* K must be a multiple of it (0: the q4gsw group) */
   int has_scales;
 } WTYPES[] = {
-    [OP_W_F32] = {"f32", "f32", 1, 0},
-    [OP_W_F16] = {"f16", "f16", 1, 0},
-    [OP_W_Q4] = {"q4", "q4gsw", 0, 1},
-    [OP_W_Q8] = {"q8", "q8", 32, 1},
-    [OP_W_BF16] = {"bf16", "bf16", 1, 0},
+    [OP_W_F32] = {"f32", "f32", 1, 0},           [OP_W_F16] = {"f16", "f16", 1, 0},
+    [OP_W_Q4] = {"q4", "q4gsw", 0, 1},           [OP_W_Q8] = {"q8", "q8", 32, 1},
+    [OP_W_BF16] = {"bf16", "bf16", 1, 0},        [OP_W_Q4_1] = {"q4_1", "Q4_1", 32, 0},
+    [OP_W_Q5_0] = {"q5_0", "Q5_0", 32, 0},       [OP_W_Q5_1] = {"q5_1", "Q5_1", 32, 0},
+    [OP_W_Q2_K] = {"q2k", "Q2_K", 256, 0},       [OP_W_Q3_K] = {"q3k", "Q3_K", 256, 0},
+    [OP_W_Q4_K] = {"q4k", "Q4_K", 256, 0},       [OP_W_Q5_K] = {"q5k", "Q5_K", 256, 0},
+    [OP_W_Q6_K] = {"q6k", "Q6_K", 256, 0},       [OP_W_IQ4_NL] = {"iq4nl", "IQ4_NL", 32, 0},
+    [OP_W_IQ4_XS] = {"iq4xs", "IQ4_XS", 256, 0},
 };
 _Static_assert(sizeof WTYPES / sizeof WTYPES[0] == OP_W_COUNT, "one row per op_wtype");
 

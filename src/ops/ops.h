@@ -11,7 +11,25 @@
    Q4 (q4gsw): data u32 [N][K/8] nibbles q at bits 4*(k%8), value (q-8)*scale; scales f16 [N][K/group];
    Q8: data int8 [N][K] (4 per u32), value q*scale; scales f16 [N][K/32]. */
 typedef enum op_act { OP_ACT_SILU = 0, OP_ACT_GELU_TANH = 1 } op_act;
-typedef enum op_wtype { OP_W_F32 = 0, OP_W_F16 = 1, OP_W_Q4 = 2, OP_W_Q8 = 3, OP_W_BF16 = 4, OP_W_COUNT } op_wtype;
+typedef enum op_wtype {
+  OP_W_F32 = 0,
+  OP_W_F16 = 1,
+  OP_W_Q4 = 2, /* q4gsw: nibbles and f16 group scales in separate buffers */
+  OP_W_Q8 = 3, /* int8 values and f16 scales of 32 in separate buffers */
+  OP_W_BF16 = 4,
+  /* ggml's block types as the file stores them (one buffer), each element decoded in the kernel */
+  OP_W_Q4_1,
+  OP_W_Q5_0,
+  OP_W_Q5_1,
+  OP_W_Q2_K,
+  OP_W_Q3_K,
+  OP_W_Q4_K,
+  OP_W_Q5_K,
+  OP_W_Q6_K,
+  OP_W_IQ4_NL,
+  OP_W_IQ4_XS,
+  OP_W_COUNT
+} op_wtype;
 typedef struct op_weight {
   op_wtype type;
   gpu_view data;
