@@ -73,6 +73,9 @@ typedef struct wgllm_model_params {
      (wgllm_model_create then returns WGLLM_ERR_INVALID_ARG, "cancelled", with nothing left allocated) */
   int (*progress)(float fraction, void *user);
   void *progress_user;
+  /* the largest storage binding one weight may take, in bytes; 0: the device's limit. Weights over it (an
+     embedding table or LM head over a browser's 128 MiB, say) are split by rows and run a dispatch a part */
+  uint64_t max_binding_bytes;
 } wgllm_model_params;
 WGLLM_API wgllm_model_params wgllm_model_default_params(void);
 

@@ -2,7 +2,9 @@
 // q4gsw or q8 (layouts as in matvec.wgsl).
 // Token ids come from a GPU buffer (validated < V on the CPU before upload; clamped here for safety).
 //! axis storage
-struct Params { n_tokens: u32, D: u32, V: u32, scale: f32 };
+// A table split into parts (over the binding limit) runs one dispatch a part: rows v0 .. v0 + rows of the
+// V-row table are in this part's buffer; tokens outside them are written by another part.
+struct Params { n_tokens: u32, D: u32, V: u32, scale: f32, v0: u32, rows: u32, _p0: u32, _p1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
 #define WBIND 2
@@ -16,5 +18,6 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let t = gid.y;
   if (i >= p.D || t >= p.n_tokens) { return; }
   let id = min(ids[t], p.V - 1u);
-  out[t * p.D + i] = wload(id * p.D + i) * p.scale;
+  if (id < p.v0 || id >= p.v0 + p.rows) { return; }
+  out[t * p.D + i] = wload((id - p.v0) * p.D + i) * p.scale;
 }

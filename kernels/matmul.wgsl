@@ -2,7 +2,9 @@
 // f32, f16 (packed pairs), q4gsw or q8 (see matvec.wgsl), Y [M, N] f32. 64x64 output tile per workgroup, 16-wide K steps through
 // workgroup memory, 4x4 outputs per thread. Any M, N, K (edges are bounds-checked).
 //! axis storage
-struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
+// A weight split into parts (over the binding limit) runs one dispatch a part: its N rows land at columns
+// n_off.. of y rows of y_stride (n_off 0, y_stride N when whole); the bias is indexed the same way.
+struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 #define WBIND 2
@@ -56,8 +58,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       let gn = n0 + tx + j * 16u;
       if (gn >= p.N) { continue; }
       var v = acc[i * 4u + j];
-      if (p.has_bias != 0u) { v += bias[gn]; }
-      y[gm * p.N + gn] = v;
+      if (p.has_bias != 0u) { v += bias[p.n_off + gn]; }
+      y[gm * p.y_stride + p.n_off + gn] = v;
     }
   }
 }

@@ -3,7 +3,9 @@
 // one f16 scale per group of G along K) or q8 (int8, one f16 scale per 32).
 // A workgroup computes 8 outputs n for one m: 8 groups of 32 threads stride over K, then reduce.
 //! axis storage
-struct Params { M: u32, N: u32, K: u32, has_bias: u32 };
+// A weight split into parts (over the binding limit) runs one dispatch a part: its N rows land at columns
+// n_off.. of y rows of y_stride (n_off 0, y_stride N when whole); the bias is indexed the same way.
+struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 #define WBIND 2
@@ -34,7 +36,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   }
   if (lane == 0u && n < p.N) {
     var v = red[lid.x];
-    if (p.has_bias != 0u) { v += bias[n]; }
-    y[m * p.N + n] = v;
+    if (p.has_bias != 0u) { v += bias[p.n_off + n]; }
+    y[m * p.y_stride + p.n_off + n] = v;
   }
 }

@@ -627,6 +627,21 @@ int main(void) {
       free_fixture(&f);
     }
   }
+  /* weights over the storage binding limit are split by rows, a dispatch a part (a small device, simulated): the
+     same logits, to the bit where nothing else changes */
+  printf("weights split over small storage bindings (--max-binding):\n");
+  conformance("llama_gqa", "--max-binding 8192", 1e-3);
+  conformance("qwen2", "--max-binding 16384", 1e-3); /* the fused Q/K/V biases indexed by part */
+  conformance("gemma4_kv_shared", "--max-binding 32768", 1e-3);
+  conformance("llama_kquants_gguf", "--max-binding 65536", 2e-3);
+  conformance("llama_q4_0_gguf", "--max-binding 8192 --kv f16", 1e-2);
+  {
+    double d = path_difference("llama_gqa", "--weights q4", "--max-binding 8192");
+    printf("  %-18s split q4 weights vs whole: worst row difference %.3g\n", "llama_gqa", d);
+    CHECK(d < 1e-4, "split q4 weights differ from whole ones by %.3g", d);
+  }
+  expect_error("a weight no binding split can hold", "data/models/llama_gqa", "--max-binding 1024",
+               "does not fit 32 storage bindings");
   printf("bad inputs:\n");
   bad_inputs();
   mistral_window();

@@ -122,6 +122,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   llm_load_options lo = {0};
   lo.progress = p.progress;
   lo.progress_user = p.progress_user;
+  lo.max_binding = p.max_binding_bytes;
   char err[1024];
   if ((unsigned)p.weights > WGLLM_WEIGHTS_Q4)
     return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "wgllm_model_create: weights %d is not a wgllm_weight_type",

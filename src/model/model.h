@@ -213,6 +213,9 @@ typedef struct llm_load_options {
   /* called after each layer's weights are uploaded, with the fraction done; non-zero cancels the load */
   int (*progress)(float fraction, void *user);
   void *progress_user;
+  /* the largest storage binding a weight may take (0: the device's maxStorageBufferBindingSize); larger weights
+     are split by rows into parts (tests set it small to exercise the split path) */
+  uint64_t max_binding;
 } llm_load_options;
 
 /* Opens a Hugging Face directory or a .gguf file. PATH errors name the file, tensor and byte offset. */
@@ -236,6 +239,10 @@ wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *row
                              char *err, size_t errlen);
 wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, char *err,
                              size_t errlen);
+/* Splits a [N][K] weight whose data or scales exceed max_binding bytes into row parts of their own buffers
+   (GPU copies; the whole is released); a weight that fits is left as it is. name: for the error. */
+wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K, uint64_t max_binding,
+                              const char *name, char *err, size_t errlen);
 /* Parses "native", "q4", "q4:64" into a policy. */
 wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *err, size_t errlen);
 #endif

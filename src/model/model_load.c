@@ -15,6 +15,8 @@ typedef struct loader {
   int gguf;
   uint32_t kept_native; /* q4 policy: projections whose K is not a multiple of the group */
   uint32_t widened;     /* fused projections whose parts have different storages, widened to f32 */
+  uint64_t max_binding; /* weights over it are split by rows (split_rows) */
+  uint32_t split;       /* how many were */
   char *err;
   size_t errlen;
 } loader;
@@ -217,6 +219,8 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
   return s; /* parts already loaded stay owned by the model and are freed with it */
 }
 
+static wgllm_status split_rows(loader *L, op_weight *w, uint32_t N, uint32_t K, const char *name);
+
 /* The tensors of one pass over the role table (the file-level roles, or one layer's) into their slots in base
    (the model or the layer): single tensors as their kind says, groups (Q/K/V, their biases, gate/up) joined. */
 static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
@@ -251,8 +255,10 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
       groups[g].K = t->n_dims == 2 ? (uint32_t)t->shape[1] : 0;
     } else if (r->kind == LLM_ROLE_VEC)
       s = load_f32(L, t, (gpu_view *)slot);
-    else
+    else {
       s = load_matrix(L, t, r->kind == LLM_ROLE_TABLE ? 0 : quantize, (op_weight *)slot);
+      if (!s) s = split_rows(L, (op_weight *)slot, (uint32_t)t->shape[0], (uint32_t)t->shape[1], t->name);
+    }
   }
   for (int g = 1; !s && g < 4; g++) {
     if (!groups[g].n) continue;
@@ -266,8 +272,13 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
         *(gpu_view *)slot = parts[0];
       else if (!s)
         s = llm_concat_vecs(L->m, parts, groups[g].rows, groups[g].n, (gpu_view *)slot, L->err, L->errlen);
-    } else
+    } else {
       s = load_fused(L, groups[g].t, groups[g].n, quantize, groups[g].rows, groups[g].K, (op_weight *)slot);
+      uint32_t N = 0;
+      for (int k = 0; k < groups[g].n; k++)
+        N += groups[g].rows[k];
+      if (!s) s = split_rows(L, (op_weight *)slot, N, groups[g].K, groups[g].t[0]->name);
+    }
   }
   return s;
 }
@@ -403,6 +414,60 @@ wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens
   return WGLLM_OK;
 }
 
+/* A [N][K] weight whose data or scales exceed one storage binding: its rows copied (on the GPU) into parts of at
+   most max_binding bytes each, every part its own buffers, the whole released. Rows a part are even, so every
+   copy is whole words. */
+wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K, uint64_t max_binding,
+                              const char *name, char *err, size_t errlen) {
+  uint64_t rd, rs;
+  weight_bytes(w, 2, K, &rd, &rs); /* two rows */
+  if (w->n_parts || (w->data.buf->size <= max_binding && (!w->scales.buf || w->scales.buf->size <= max_binding)))
+    return WGLLM_OK;
+  uint64_t pairs = max_binding / (rd > rs ? rd : rs);
+  if (pairs == 0 || (N + 2 * pairs - 1) / (2 * pairs) > OP_W_MAX_PARTS) {
+    snprintf(err, errlen, "tensor %s: [%u][%u] in %s does not fit %d storage bindings of %llu bytes", name, N, K,
+             op_wtype_name(w->type), OP_W_MAX_PARTS, (unsigned long long)max_binding);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  uint32_t rows = (uint32_t)(2 * pairs), n_parts = (N + rows - 1) / rows;
+  op_weight out = *w;
+  out.n_parts = n_parts;
+  wgllm_status s = WGLLM_OK;
+  for (uint32_t i = 0; !s && i < n_parts; i++) {
+    uint32_t r = i + 1 < n_parts ? rows : N - rows * (n_parts - 1);
+    uint64_t db, sb, off_d, off_s;
+    weight_bytes(w, r, K, &db, &sb);
+    weight_bytes(w, (uint64_t)rows * i, K, &off_d, &off_s);
+    gpu_buffer *bd, *bs = NULL;
+    s = llm_model_own_buffer(m, (db + 3) & ~3ull, "weight_part", &bd, err, errlen);
+    if (!s && sb) s = llm_model_own_buffer(m, (sb + 3) & ~3ull, "weight_part_scales", &bs, err, errlen);
+    if (s) break;
+    gpu_view src = {w->data.buf, w->data.offset + off_d, 0};
+    copy_parts(m, bd, &src, &db, 1);
+    if (bs) {
+      gpu_view ss = {w->scales.buf, w->scales.offset + off_s, 0};
+      copy_parts(m, bs, &ss, &sb, 1);
+    }
+    out.part[i].data = gpu_whole(bd);
+    out.part[i].scales = bs ? gpu_whole(bs) : (gpu_view){0};
+    out.part[i].rows = r;
+  }
+  if (s) return s;
+  release_owned(m, w->data.buf);
+  if (w->scales.buf) release_owned(m, w->scales.buf);
+  out.data = out.part[0].data;
+  out.scales = out.part[0].scales;
+  *w = out;
+  return WGLLM_OK;
+}
+
+static wgllm_status split_rows(loader *L, op_weight *w, uint32_t N, uint32_t K, const char *name) {
+  uint32_t before = w->n_parts;
+  wgllm_status s = llm_split_weight(L->m, w, N, K, L->max_binding, name, L->err, L->errlen);
+  if (!s && w->n_parts != before) L->split++;
+  return s;
+}
+
 wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *err, size_t errlen) {
   memset(p, 0, sizeof *p);
   if (!s || !strcmp(s, "native")) return WGLLM_OK;
@@ -464,7 +529,8 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     free(m);
     return s;
   }
-  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, err, errlen};
+  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, 0, 0, err, errlen};
+  L.max_binding = o.max_binding ? o.max_binding : gpu->limits.maxStorageBufferBindingSize;
   const llm_hparams *hp = &m->hp;
   int qz = o.weights.q4 ? (int)o.weights.group : 0;
   if (o.weights.q4)
@@ -498,6 +564,11 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     size_t n = strlen(m->weights_desc);
     snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u fused projections of mixed types as f32)",
              L.widened);
+  }
+  if (!s && L.split) {
+    size_t n = strlen(m->weights_desc);
+    snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u split over bindings of %llu bytes)", L.split,
+             (unsigned long long)L.max_binding);
   }
   if (!s && L.kept_native) {
     size_t n = strlen(m->weights_desc);

@@ -408,6 +408,20 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
       s = llm_concat_rows(m, pt->qkv, pt->qkv_rows, pt->n_qkv, hp->n_embd, &m->layers[l].wqkv, err, errlen);
     if (!s) s = llm_concat_rows(m, pt->gu, pt->gu_rows, pt->n_gu, hp->n_embd, &m->layers[l].w_gate_up, err, errlen);
   }
+  /* weights over the device's storage binding limit (the LM head of the 8B shape under 128 MiB) are split */
+  uint64_t mb = gpu->limits.maxStorageBufferBindingSize;
+  const llm_hparams *hq = &m->hp;
+  if (!s) s = llm_split_weight(m, &m->tok_embd, hq->n_vocab, hq->n_embd, mb, "token_embd", err, errlen);
+  if (!s && !hq->tied_embeddings)
+    s = llm_split_weight(m, &m->output, hq->n_vocab, hq->n_embd, mb, "output", err, errlen);
+  for (uint32_t l = 0; !s && l < hq->n_layer; l++) {
+    llm_layer *ly = &m->layers[l];
+    uint32_t F = llm_layer_n_ff(hq, l);
+    s = llm_split_weight(m, &ly->wqkv, llm_layer_qkv_rows(hq, l), hq->n_embd, mb, "attn_qkv", err, errlen);
+    if (!s) s = llm_split_weight(m, &ly->wo, hq->n_embd, llm_layer_q_width(hq, l), mb, "attn_output", err, errlen);
+    if (!s) s = llm_split_weight(m, &ly->w_gate_up, 2 * F, hq->n_embd, mb, "ffn_gate_up", err, errlen);
+    if (!s) s = llm_split_weight(m, &ly->w_down, hq->n_embd, F, mb, "ffn_down", err, errlen);
+  }
   if (!s && m->hp.tied_embeddings) m->output = m->tok_embd;
   free(t);
   free(parts);

@@ -4,8 +4,9 @@
 typedef struct embedding_params {
   uint32_t n_tokens, D, V;
   float scale;
+  uint32_t v0, rows, _p0, _p1;
 } embedding_params;
-_Static_assert(sizeof(embedding_params) == 16, "embedding_params mirrors the Params block of kernels/embedding.wgsl");
+_Static_assert(sizeof(embedding_params) == 32, "embedding_params mirrors the Params block of kernels/embedding.wgsl");
 
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
                           uint32_t D, uint32_t V, float scale) {
@@ -14,26 +15,33 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
   if (s) return s;
   if (n_tokens > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "embedding: %u tokens exceed the grid limit", n_tokens);
-  embedding_params p = {n_tokens, D, V, scale};
-  gpu_constant c = {"G", (double)table->group};
-  gpu_dispatch_desc d = {.kernel = K_EMBEDDING,
-                         .variant = op_wtype_variant(table->type),
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 3};
-  if (table->type == OP_W_Q4) {
-    d.consts = &c;
-    d.n_consts = 1;
+  uint32_t n_parts = table->n_parts ? table->n_parts : 1, v0 = 0;
+  for (uint32_t k = 0; !s && k < n_parts; k++) {
+    uint32_t rows = table->n_parts ? table->part[k].rows : V;
+    embedding_params p = {n_tokens, D, V, scale, v0, rows, 0, 0};
+    gpu_constant c = {"G", (double)table->group};
+    gpu_dispatch_desc d = {.kernel = K_EMBEDDING,
+                           .variant = op_wtype_variant(table->type),
+                           .params = &p,
+                           .params_size = sizeof p,
+                           .n_bind = 3};
+    if (table->type == OP_W_Q4) {
+      d.consts = &c;
+      d.n_consts = 1;
+    }
+    d.bind[0] = ids;
+    d.bind[1] = table->n_parts ? table->part[k].data : table->data;
+    d.bind[2] = out;
+    if (table->type == OP_W_Q4 || table->type == OP_W_Q8) {
+      d.bind[3] = table->n_parts ? table->part[k].scales : table->scales;
+      d.n_bind = 4;
+    }
+    d.grid[0] = (D + 255) / 256;
+    d.grid[1] = n_tokens;
+    d.grid[2] = 1;
+    s = gpu_record(rec, &d);
+    v0 += rows;
   }
-  d.bind[0] = ids;
-  d.bind[1] = table->data;
-  d.bind[2] = out;
-  if (table->type == OP_W_Q4 || table->type == OP_W_Q8) {
-    d.bind[3] = table->scales;
-    d.n_bind = 4;
-  }
-  d.grid[0] = (D + 255) / 256;
-  d.grid[1] = n_tokens;
-  d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  if (!s && v0 != V) return op_fail(rec, WGLLM_ERR_INTERNAL, "embedding: parts of %u rows for V=%u", v0, V);
+  return s;
 }

@@ -4,20 +4,19 @@
 #include <stdlib.h>
 
 typedef struct linear_params {
-  uint32_t M, N, K, has_bias;
+  uint32_t M, N, K, has_bias, y_stride, n_off, _p0, _p1;
 } linear_params;
-_Static_assert(sizeof(linear_params) == 16,
+_Static_assert(sizeof(linear_params) == 32,
                "linear_params mirrors the Params block of kernels/matvec.wgsl and kernels/matmul.wgsl");
 
-static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view bias,
-                           gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t gx, uint32_t gy) {
-  if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape M=%u N=%u K=%u", kernel, M, N, K);
-  wgllm_status s = op_check_weight(rec, kernel, w, N, K);
-  if (s) return s;
+/* One dispatch over rows [n_off, n_off + N) of the output (y rows of y_stride), weight data and scales in wd/ws. */
+static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view wd,
+                                 gpu_view ws, gpu_view bias, gpu_view y, uint32_t M, uint32_t N, uint32_t K,
+                                 uint32_t y_stride, uint32_t n_off, uint32_t gx, uint32_t gy) {
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit", kernel, gx, gy);
-  linear_params p = {M, N, K, bias.buf ? 1u : 0u};
+  linear_params p = {M, N, K, bias.buf ? 1u : 0u, y_stride, n_off, 0, 0};
   gpu_constant c = {"G", (double)w->group};
   gpu_dispatch_desc d = {
       .kernel = kernel, .variant = op_wtype_variant(w->type), .params = &p, .params_size = sizeof p, .n_bind = 4};
@@ -26,11 +25,11 @@ static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, co
     d.n_consts = 1;
   }
   d.bind[0] = x;
-  d.bind[1] = w->data;
+  d.bind[1] = wd;
   d.bind[2] = bias.buf ? bias : x; /* unused when has_bias = 0, but the binding must exist */
   d.bind[3] = y;
   if (w->type == OP_W_Q4 || w->type == OP_W_Q8) {
-    d.bind[4] = w->scales;
+    d.bind[4] = ws;
     d.n_bind = 5;
   }
   d.grid[0] = gx;
@@ -39,8 +38,27 @@ static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, co
   return gpu_record(rec, &d);
 }
 
+/* tile: output rows a workgroup covers along N (8 for the GEMV, 64 for the GEMM); gy: the grid along M */
+static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view bias,
+                           gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t tile, uint32_t gy) {
+  if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape M=%u N=%u K=%u", kernel, M, N, K);
+  wgllm_status s = op_check_weight(rec, kernel, w, N, K);
+  if (s) return s;
+  if (!w->n_parts)
+    return linear_piece(rec, kernel, x, w, w->data, w->scales, bias, y, M, N, K, N, 0, (N + tile - 1) / tile, gy);
+  uint32_t n0 = 0;
+  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
+    uint32_t r = w->part[i].rows;
+    s = linear_piece(rec, kernel, x, w, w->part[i].data, w->part[i].scales, bias, y, M, r, K, N, n0,
+                     (r + tile - 1) / tile, gy);
+    n0 += r;
+  }
+  if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u rows for N=%u", kernel, n0, N);
+  return s;
+}
+
 int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
-  if (w->type != OP_W_Q4 || M != 1 || K % 32) return 0;
+  if (w->type != OP_W_Q4 || M != 1 || K % 32 || w->n_parts) return 0; /* split weights take op_linear */
   *use_subgroups = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   return 1;
 }
@@ -158,7 +176,7 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
 
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K) {
-  return linear(rec, K_MATVEC, x, w, bias, y, M, N, K, (N + 7) / 8, M);
+  return linear(rec, K_MATVEC, x, w, bias, y, M, N, K, 8, M);
 }
 
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -170,7 +188,7 @@ wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
 
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
-  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, (N + 63) / 64, (M + 63) / 64);
+  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, 64, (M + 63) / 64);
 }
 
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,

@@ -30,11 +30,19 @@ typedef enum op_wtype {
   OP_W_IQ4_XS,
   OP_W_COUNT
 } op_wtype;
+#define OP_W_MAX_PARTS 32
 typedef struct op_weight {
   op_wtype type;
   gpu_view data;
   gpu_view scales; /* Q4 / Q8 only */
   uint32_t group;  /* Q4: 32, 64 or 128 */
+  /* a weight larger than one storage binding: its rows in parts of their own buffers, each bound alone (the
+     linear and embedding ops run a dispatch per part); n_parts 0: one piece, in data / scales */
+  uint32_t n_parts;
+  struct op_weight_part {
+    gpu_view data, scales;
+    uint32_t rows;
+  } part[OP_W_MAX_PARTS];
 } op_weight;
 const char *op_wtype_variant(op_wtype t);
 const char *op_wtype_name(op_wtype t);

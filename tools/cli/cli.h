@@ -16,6 +16,7 @@ typedef struct cli_common {
   int unfused;               /* --unfused: decode through the plain per-op path (comparisons) */
   int attn_grid;             /* --attn-grid worst|indirect (1: indirect) */
   const char *chat_template; /* wgllm chat --template NAME */
+  uint64_t max_binding;      /* --max-binding BYTES: split weights over it (0: the device's limit) */
 } cli_common;
 
 int cli_info(int argc, char **argv);

@@ -107,6 +107,17 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
     c->no_f16 = 1;
     return 1;
   }
+  if (!strcmp(a, "--max-binding")) {
+    if (!has_val) goto missing;
+    char *end;
+    unsigned long long v = strtoull(argv[++*i], &end, 10);
+    if (*end || v < 1024) {
+      fprintf(stderr, "wgllm: --max-binding %s: expected a byte count of at least 1024\n", argv[*i]);
+      return -1;
+    }
+    c->max_binding = v;
+    return 1;
+  }
   return 0;
 missing:
   fprintf(stderr, "wgllm: %s needs a value\n", a);
@@ -153,6 +164,7 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
   mp.disable_f16 = c->no_f16;
   mp.no_tokenizer = no_tokenizer;
   mp.chat_template = c->chat_template;
+  mp.max_binding_bytes = c->max_binding;
   wgllm_status st = wgllm_model_create(c->model, &mp, m);
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
