@@ -611,7 +611,7 @@ int main(void) {
   conformance("llama_gqa", "--attn-grid indirect", 1e-3);
   conformance("qwen3", "--kv f16 --attn-grid indirect", 1e-2);
   conformance("llama_gqa", "--attn-grid worst", 1e-3);
-  /* Q/K/V stored in different dtypes still run as one fused projection (widened to f32 at load) */
+  /* Q/K/V stored in different dtypes still run as one fused projection (row parts, each in its own storage) */
   {
     char d[400];
     snprintf(d, sizeof d, "%s/mixed", g_tmp);

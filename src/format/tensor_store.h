@@ -15,7 +15,7 @@ typedef enum wt_dtype {
   WT_BF16,
   WT_Q8_0,
   WT_Q4_0,
-  /* read and dequantized on the CPU; on the GPU widened to f32 at load until their kernels exist (issue 11) */
+  /* ggml's other block types: on the GPU in their own layouts (op_wtype), dequantized on the CPU for references */
   WT_Q4_1,
   WT_Q5_0,
   WT_Q5_1,

@@ -1,8 +1,8 @@
 /* Uploads a model's weights to the GPU in the kernels' layouts: f32/f16/bf16 as they are,
    GGUF Q4_0 repacked to q4gsw g32 and Q8_0 to the q8 layout (no requantization), the other ggml block types
    (Q4_1, Q5_x, K-quants, IQ4) as the file has them, and with the q4 policy every f32/f16/bf16 linear weight
-   quantized to q4gsw on load. Projections run as one (Q/K/V, gate/up) whose parts have different storages are
-   widened to f32, exactly. On any failure nothing stays allocated. */
+   quantized to q4gsw on load. Projections run as one (Q/K/V, gate/up) whose parts have different storages stay
+   apart as row parts of one weight, each in its own storage. On any failure nothing stays allocated. */
 #include "model.h"
 #include "weight_convert.h"
 #include <stdio.h>
@@ -14,7 +14,7 @@ typedef struct loader {
   const wt_store *st;
   int gguf;
   uint32_t kept_native; /* q4 policy: projections whose K is not a multiple of the group */
-  uint32_t widened;     /* fused projections whose parts have different storages, widened to f32 */
+  uint32_t mixed;       /* fused projections whose parts have different storages, kept as parts */
   uint64_t max_binding; /* weights over it are split by rows (split_rows) */
   uint32_t split;       /* how many were */
   char *err;
@@ -103,17 +103,12 @@ static void storage_of(const wt_tensor *t, int quantize, op_wtype *type, uint32_
     *type = t->dtype == WT_F16 ? OP_W_F16 : t->dtype == WT_BF16 ? OP_W_BF16 : OP_W_F32;
 }
 
-/* A [N][K] matrix in the storage the policy asks for. quantize: the q4 group to quantize float weights to,
-   0 to keep them, or LOAD_AS_F32 to widen any storage (quantized ones dequantized exactly) to f32. */
-#define LOAD_AS_F32 (-1)
+/* A [N][K] matrix in the storage the policy asks for. quantize: the q4 group to quantize float weights to, or 0
+   to keep them. */
 static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_weight *w) {
   int64_t N = t->shape[0], K = t->shape[1];
   memset(w, 0, sizeof *w);
   wgllm_status s = WGLLM_OK;
-  if (quantize == LOAD_AS_F32) {
-    w->type = OP_W_F32;
-    return load_f32(L, t, &w->data);
-  }
   if (t->dtype == WT_Q4_0) {
     uint32_t *qs = malloc(q4gsw_qs_words(N, K) * 4);
     uint16_t *sc = malloc(q4gsw_scale_count(N, K, 32) * 2);
@@ -190,9 +185,11 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   return s;
 }
 
+static wgllm_status split_rows(loader *L, op_weight *w, uint32_t N, uint32_t K, const char *name);
+
 /* Loads the parts of a projection the decoder runs as one (Q/K/V, gate/up) and concatenates their rows. When
-   the file stores them differently (e.g. Q8_0 and Q4_0 side by side), all of them are widened to f32, exactly,
-   so they can still share one projection. One part is loaded as it is. */
+   the file stores them differently (Q4_K and Q6_K in a Q4_K_M file), they stay apart as row parts of one weight,
+   each read in its own storage. One part is loaded as it is. */
 static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int quantize, const uint32_t *rows,
                                uint32_t K, op_weight *out) {
   int same = 1;
@@ -212,14 +209,38 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
   }
   op_weight parts[4];
   wgllm_status s = WGLLM_OK;
-  if (!same) L->widened++;
-  for (int done = 0; !s && done < n; done++)
-    s = load_matrix(L, t[done], same ? quantize : LOAD_AS_F32, &parts[done]);
-  if (!s) return llm_concat_rows(L->m, parts, rows, n, K, out, L->err, L->errlen);
-  return s; /* parts already loaded stay owned by the model and are freed with it */
+  int done = 0;
+  for (; !s && done < n; done++) {
+    s = load_matrix(L, t[done], quantize, &parts[done]);
+    /* a part kept apart may itself be over the binding limit */
+    if (!s && !same) s = split_rows(L, &parts[done], rows[done], K, t[done]->name);
+  }
+  if (s) return s; /* parts already loaded stay owned by the model and are freed with it */
+  if (same) return llm_concat_rows(L->m, parts, rows, n, K, out, L->err, L->errlen);
+  /* different storages: one weight of row parts, each read in its own storage (no widening) */
+  memset(out, 0, sizeof *out);
+  out->type = parts[0].type;
+  out->group = parts[0].group;
+  for (int i = 0; i < n; i++) {
+    uint32_t np = parts[i].n_parts ? parts[i].n_parts : 1;
+    if (out->n_parts + np > OP_W_MAX_PARTS) {
+      snprintf(L->err, L->errlen, "tensor %s: projections of mixed types need more than %d parts", t[0]->name,
+               OP_W_MAX_PARTS);
+      return WGLLM_ERR_UNSUPPORTED;
+    }
+    for (uint32_t k = 0; k < np; k++) {
+      struct op_weight_part *p = &out->part[out->n_parts++];
+      if (parts[i].n_parts)
+        *p = parts[i].part[k];
+      else
+        *p = (struct op_weight_part){parts[i].data, parts[i].scales, rows[i], parts[i].type, parts[i].group};
+    }
+  }
+  out->data = out->part[0].data;
+  out->scales = out->part[0].scales;
+  L->mixed++;
+  return WGLLM_OK;
 }
-
-static wgllm_status split_rows(loader *L, op_weight *w, uint32_t N, uint32_t K, const char *name);
 
 /* The tensors of one pass over the role table (the file-level roles, or one layer's) into their slots in base
    (the model or the layer): single tensors as their kind says, groups (Q/K/V, their biases, gate/up) joined. */
@@ -451,6 +472,8 @@ wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K
     out.part[i].data = gpu_whole(bd);
     out.part[i].scales = bs ? gpu_whole(bs) : (gpu_view){0};
     out.part[i].rows = r;
+    out.part[i].type = w->type;
+    out.part[i].group = w->group;
   }
   if (s) return s;
   release_owned(m, w->data.buf);
@@ -560,10 +583,10 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
       s = WGLLM_ERR_INVALID_ARG;
     }
   }
-  if (!s && L.widened) {
+  if (!s && L.mixed) {
     size_t n = strlen(m->weights_desc);
-    snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u fused projections of mixed types as f32)",
-             L.widened);
+    snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u fused projections of mixed types in parts)",
+             L.mixed);
   }
   if (!s && L.split) {
     size_t n = strlen(m->weights_desc);

@@ -30,7 +30,7 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
       d.n_consts = 1;
     }
     d.bind[0] = ids;
-    d.bind[1] = table->n_parts ? table->part[k].data : table->data;
+    d.bind[1] = table->n_parts ? table->part[k].data : table->data; /* a table's parts share its storage */
     d.bind[2] = out;
     if (table->type == OP_W_Q4 || table->type == OP_W_Q8) {
       d.bind[3] = table->n_parts ? table->part[k].scales : table->scales;

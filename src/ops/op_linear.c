@@ -42,15 +42,18 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, gpu_view
 static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view bias,
                            gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t tile, uint32_t gy) {
   if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape M=%u N=%u K=%u", kernel, M, N, K);
-  wgllm_status s = op_check_weight(rec, kernel, w, N, K);
+  wgllm_status s = WGLLM_OK;
+  if (!w->n_parts) s = op_check_weight(rec, kernel, w, N, K);
   if (s) return s;
   if (!w->n_parts)
     return linear_piece(rec, kernel, x, w, w->data, w->scales, bias, y, M, N, K, N, 0, (N + tile - 1) / tile, gy);
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
     uint32_t r = w->part[i].rows;
-    s = linear_piece(rec, kernel, x, w, w->part[i].data, w->part[i].scales, bias, y, M, r, K, N, n0,
-                     (r + tile - 1) / tile, gy);
+    op_weight pw = {w->part[i].type, w->part[i].data, w->part[i].scales, w->part[i].group, 0, {{{0}}}};
+    s = op_check_weight(rec, kernel, &pw, r, K);
+    if (!s)
+      s = linear_piece(rec, kernel, x, &pw, pw.data, pw.scales, bias, y, M, r, K, N, n0, (r + tile - 1) / tile, gy);
     n0 += r;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u rows for N=%u", kernel, n0, N);

@@ -36,12 +36,15 @@ typedef struct op_weight {
   gpu_view data;
   gpu_view scales; /* Q4 / Q8 only */
   uint32_t group;  /* Q4: 32, 64 or 128 */
-  /* a weight larger than one storage binding: its rows in parts of their own buffers, each bound alone (the
-     linear and embedding ops run a dispatch per part); n_parts 0: one piece, in data / scales */
+  /* a weight in row parts, each in its own buffers and bound alone (the linear and embedding ops run a dispatch a
+     part): one larger than a storage binding, or projections run as one whose parts have different storages
+     (Q4_K and Q6_K in a Q4_K_M file); n_parts 0: one piece, in data / scales */
   uint32_t n_parts;
   struct op_weight_part {
     gpu_view data, scales;
     uint32_t rows;
+    op_wtype type; /* the part's storage (the weight's own for a split) */
+    uint32_t group;
   } part[OP_W_MAX_PARTS];
 } op_weight;
 const char *op_wtype_variant(op_wtype t);
