@@ -278,6 +278,11 @@ struct tcase {
       int which;
     } refuse;
     struct {
+      op_wtype wt[3];
+      uint32_t rows[3], M, K;
+      int route;
+    } parts;
+    struct {
       op_wtype wt;
       uint32_t T, D, V;
       float scale;
@@ -922,6 +927,74 @@ static case_result run_linear_refuse(const tcase *c) {
   free_weight(wb);
   free(deq);
   return verdict();
+}
+
+/* A weight in row parts (over the binding limit, or projections of different storages run as one): the parts
+   are made like whole weights, the reference multiplies by their rows stacked. Three parts, each of the storage
+   the case names. */
+static case_result run_linear_parts(const tcase *c) {
+  size_t M = c->u.parts.M, K = c->u.parts.K, N = 0;
+  for (int i = 0; i < 3; i++)
+    N += c->u.parts.rows[i];
+  float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1), *want = malloc(M * N * 4);
+  gbuf wb[3][2];
+  op_weight ow = {0};
+  size_t r0 = 0;
+  for (int i = 0; i < 3; i++) {
+    op_weight pw = make_weight(c->u.parts.wt[i], c->u.parts.rows[i], K, 32, w + r0 * K, wb[i]);
+    ow.part[i] = (struct op_weight_part){pw.data, pw.scales, c->u.parts.rows[i], pw.type, pw.group};
+    r0 += c->u.parts.rows[i];
+  }
+  ow.n_parts = 3;
+  ow.type = ow.part[0].type;
+  ow.data = ow.part[0].data;
+  gbuf gx = gb_in(x, M * K * 4), gb = gb_in(b, N * 4), go = gb_out(M * N * 4);
+  traffic(4.0 * (M * K + M * N + N), 2.0 * M * N * K);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = c->u.parts.route ? op_matmul(r, gx.v, &ow, gb.v, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K)
+                                    : op_matvec(r, gx.v, &ow, gb.v, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  ref_linear(x, w, b, want, M, N, K);
+  compare_linear(gb_fetch(&go), want, x, w, M, N, K);
+  gb_guards(&go, "y");
+  gb_free(&gx);
+  gb_free(&gb);
+  gb_free(&go);
+  for (int i = 0; i < 3; i++)
+    free_weight(wb[i]);
+  free(x);
+  free(w);
+  free(b);
+  free(want);
+  return verdict();
+}
+
+static void cases_linear_parts(void) {
+  static const struct {
+    op_wtype wt[3];
+    uint32_t rows[3], K;
+  } P[] = {{{OP_W_F32, OP_W_F32, OP_W_F32}, {5, 64, 7}, 96},
+           {{OP_W_Q4, OP_W_Q4, OP_W_Q4}, {32, 3, 17}, 256},
+           {{OP_W_Q4_K, OP_W_Q4_K, OP_W_Q6_K}, {16, 40, 9}, 512},
+           {{OP_W_F16, OP_W_Q8, OP_W_BF16}, {7, 8, 9}, 64}};
+  static const uint32_t Ms[] = {1, 3, 67};
+  for (size_t i = 0; i < sizeof P / sizeof P[0]; i++)
+    for (size_t mi = 0; mi < 3; mi++)
+      for (int route = 0; route < 2; route++) {
+        if (route == 0 && Ms[mi] > 8) continue; /* the GEMV route is for a few rows */
+        tcase *c = add_case(route ? "matmul" : "matvec", run_linear_parts, "parts/%s+%s+%s/M=%u,rows=%u+%u+%u,K=%u",
+                            op_wtype_name(P[i].wt[0]), op_wtype_name(P[i].wt[1]), op_wtype_name(P[i].wt[2]), Ms[mi],
+                            P[i].rows[0], P[i].rows[1], P[i].rows[2], P[i].K);
+        for (int k = 0; k < 3; k++) {
+          c->u.parts.wt[k] = P[i].wt[k];
+          c->u.parts.rows[k] = P[i].rows[k];
+        }
+        c->u.parts.M = Ms[mi];
+        c->u.parts.K = P[i].K;
+        c->u.parts.route = route;
+      }
 }
 
 static void cases_linear(void) {
@@ -1806,6 +1879,7 @@ static void build_cases(void) {
   cases_rope();
   cases_softmax_argmax();
   cases_linear();
+  cases_linear_parts();
   cases_embedding();
   cases_glu();
   cases_attention();
