@@ -58,8 +58,9 @@ WGLLM_API const char *wgllm_status_name(wgllm_status s);
 typedef struct wgllm_model wgllm_model;
 typedef struct wgllm_session wgllm_session;
 
-/* How linear weights are stored on the GPU: as the file has them (f32/f16, bf16 widened, GGUF Q4_0 and Q8_0
-   repacked), or quantized on load to 4-bit group-symmetric q4gsw (GGUF Q4_0 stays exact). */
+/* How linear weights are stored on the GPU: as the file has them (f32, f16, bf16, GGUF Q4_0 and Q8_0 repacked,
+   the other ggml block types as they are), or float weights quantized on load to 4-bit group-symmetric q4gsw
+   (GGUF Q4_0 stays exact; block types are never requantized). */
 typedef enum wgllm_weight_type { WGLLM_WEIGHTS_NATIVE = 0, WGLLM_WEIGHTS_Q4 = 1 } wgllm_weight_type;
 
 typedef struct wgllm_model_params {

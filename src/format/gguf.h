@@ -24,9 +24,10 @@ typedef enum gguf_type {
   GGUF_TYPE_FLOAT64 = 12
 } gguf_type;
 
-/* Opens and validates `path`. Tensor types F32, F16, Q4_0, Q8_0, BF16; any other is WGLLM_ERR_UNSUPPORTED
-   naming the tensor and the ggml type number. A truncated or corrupt file is WGLLM_ERR_FORMAT with the
-   byte offset in err; every count, length and offset is checked against the file size before use. */
+/* Opens and validates `path`. Tensor types: those of src/format/dtype.c (F32, F16, BF16, Q4_0, Q8_0, Q4_1, Q5_0,
+   Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS); any other is WGLLM_ERR_UNSUPPORTED naming the tensor and the ggml type. A
+   truncated or corrupt file is WGLLM_ERR_FORMAT with the byte offset in err; every count, length and offset is checked
+   against the file size before use. */
 wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen);
 /* The same, but tensors of ggml types wgllm does not read are kept aside (not in the store) instead of refusing
    the file: for describing any GGUF. */
