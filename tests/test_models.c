@@ -506,12 +506,13 @@ static void bad_inputs(void) {
   conformance("qwen3", "--weights q4:64", 0.9);
   /* Gemma 4 fields that change the math and are not implemented are refused by name */
   const char *g4 = "data/models/gemma4_kv_shared";
-  const char *g4_refused[][3] = {{"enable_moe_block", "true", "enable_moe_block"},
-                                 {"attention_bias", "true", "attention_bias"},
-                                 {"use_bidirectional_attention", "\"all\"", "use_bidirectional_attention"},
-                                 {"per_layer_config", "{\"2\": {\"sliding_window\": 4}}", "sliding_window"},
-                                 {"num_kv_shared_layers", "6", "num_kv_shared_layers"}};
-  for (int i = 0; i < 5; i++) {
+  const char *g4_refused[6][3] = {{"enable_moe_block", "true", "enable_moe_block"},
+                                  {"attention_bias", "true", "attention_bias"},
+                                  {"use_bidirectional_attention", "\"all\"", "use_bidirectional_attention"},
+                                  {"per_layer_config", "{\"2\": {\"sliding_window\": 4}}", "sliding_window"},
+                                  {"num_kv_shared_layers", "6", "num_kv_shared_layers"},
+                                  {"num_hidden_layers", "0", "num_hidden_layers is 0"}};
+  for (int i = 0; i < 6; i++) {
     snprintf(d, sizeof d, "%s/g4refuse%d", g_tmp, i);
     c = edit_config(g4, g4_refused[i][0], g4_refused[i][1]);
     copy_dir_with_config(g4, d, c);

@@ -134,6 +134,10 @@ static wgllm_status rope_of(const cJSON *rp, const char *type_name, uint32_t hea
 }
 
 wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+  if (hp->n_layer == 0) {
+    snprintf(err, errlen, "config.json: num_hidden_layers is 0");
+    return WGLLM_ERR_FORMAT;
+  }
   static const char *const refused[] = {"enable_moe_block", "attention_bias"};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (is_true(cfg, refused[i])) {
