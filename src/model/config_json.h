@@ -12,6 +12,8 @@ float *default_inv_freq(double theta, uint32_t dim);
 /* Sliding (1) or full (0) per layer, from layer_types, else sliding_window_pattern (default 6): *local gets
    [n_layer] flags, freed by the caller. */
 wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, char *err, size_t errlen);
+/* Hyperparameters from a config.json object alone (no tensors to check; the synthetic models use it). */
+wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen);
 /* Gemma 4 text (config_gemma4.c): everything after the common fields, per-layer table included. */
 wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen);
 #endif

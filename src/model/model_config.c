@@ -528,6 +528,13 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   return s;
 }
 
+wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+  memset(hp, 0, sizeof *hp);
+  wgllm_status s = hf_hparams(cfg, hp, err, errlen);
+  if (s) llm_hparams_free(hp);
+  return s;
+}
+
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
   memset(hp, 0, sizeof *hp);
   wgllm_status s;

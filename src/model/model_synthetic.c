@@ -3,6 +3,7 @@
    (GGUF names, the file's order); the Gemma 4 shapes take theirs from the role table, so they have exactly the
    tensors a checkpoint of that config would. */
 #include "model_synthetic.h"
+#include "config_json.h"
 #include "gguf_write.h"
 #include "weight_convert.h"
 #include <math.h>
@@ -10,15 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Gemma 4 text shapes (Gemma4TextConfig's fields), made into hyperparameters as config_gemma4.c reads a
-   config.json of them: sliding layers with head_dim and plain RoPE (theta 10000), full ones with global_head_dim
-   and proportional RoPE (partial_rotary_factor 0.25, theta 1e6), the same KV heads on both
-   (attention_k_eq_v false), the last layer full, the last n_shared layers reading the cache of the last earlier
-   layer of their type, per-layer inputs, tied embeddings, no soft-capping, no double-wide MLP. */
+/* Gemma 4 text shapes as Gemma4TextConfig fields; their hyperparameters are what config_gemma4.c reads from a
+   config.json of them (defaults elsewhere: RoPE plain on sliding layers, proportional on full ones, tied
+   embeddings, no soft-capping, no double-wide MLP, attention_k_eq_v false). */
 typedef struct gemma4_shape {
   const char *name;
   uint32_t vocab, embd, ff, layers, heads, kv_heads, head_dim, global_head_dim, window;
-  uint32_t pattern; /* layer l is sliding iff (l + 1) % pattern != 0 */
+  uint32_t pattern; /* sliding_window_pattern: layer l is sliding iff (l + 1) % pattern != 0 (the last is full) */
   uint32_t ple, ple_vocab, n_shared;
 } gemma4_shape;
 
@@ -31,88 +30,24 @@ static const gemma4_shape GEMMA4_SHAPES[] = {
     {"gemma4-tiny", 512, 128, 512, 6, 4, 2, 32, 64, 8, 3, 32, 512, 3},
 };
 
-/* inv_freq[i] = theta^(-2i/dim) for i < dim/2, the pairs from `angles` on at frequency 0 (as default_inv_freq
-   and config_gemma4.c's rope_of compute them) */
-static float *gemma4_inv_freq(double theta, uint32_t dim, uint32_t angles) {
-  float *f = malloc(dim / 2 * sizeof *f);
-  for (uint32_t i = 0; f && i < dim / 2; i++)
-    f[i] = i < angles ? (float)(1.0 / pow(theta, (double)(2 * i) / dim)) : 0.0f;
-  return f;
-}
-
 static wgllm_status gemma4_hparams(const gemma4_shape *g, llm_hparams *hp, char *err, size_t errlen) {
-  hp->arch = LLM_ARCH_GEMMA4;
-  snprintf(hp->arch_name, sizeof hp->arch_name, "gemma4_text");
-  hp->n_vocab = g->vocab;
-  hp->n_embd = g->embd;
-  hp->n_layer = g->layers;
-  hp->n_head = g->heads;
-  hp->n_head_kv = g->kv_heads;
-  hp->head_dim = g->head_dim;
-  hp->n_ff = g->ff;
-  hp->norm_eps = 1e-6f;
-  hp->tied_embeddings = 1;
-  hp->qk_norm = 1;
-  hp->v_norm = 1;
-  hp->layer_scalar = 1;
-  hp->sandwich_norms = 1;
-  hp->norm_offset = 0.0f;
-  hp->embed_scale = sqrtf((float)hp->n_embd);
-  hp->attn_scale = 1.0f;
-  hp->act = OP_ACT_GELU_TANH;
-  hp->rope_mode = OP_ROPE_HALF;
-  hp->window = g->window;
-  hp->final_softcap = 0.0f;
-  hp->ple_dim = g->ple;
-  hp->ple_vocab = g->ple_vocab;
-  hp->train_ctx = 131072;
-  hp->bos = hp->eos = -1;
-  uint8_t local[LLM_MAX_LAYERS];
-  for (uint32_t l = 0; l < hp->n_layer; l++)
-    local[l] = (l + 1) % g->pattern != 0;
-  local[hp->n_layer - 1] = 0; /* transformers forces the last layer to full attention */
-  wgllm_status s = llm_hparams_layers_init(hp, err, errlen);
-  if (s) return s;
-  /* RoPE: full layers proportional over global_head_dim (the first 0.25 * global_head_dim / 2 pairs rotate),
-     sliding layers default over head_dim */
-  uint32_t angles = (uint32_t)floor(0.25 * g->global_head_dim / 2);
-  hp->inv_freq = gemma4_inv_freq(1000000.0, g->global_head_dim, angles);
-  hp->inv_freq_local = gemma4_inv_freq(10000.0, g->head_dim, g->head_dim / 2);
-  if (!hp->inv_freq || !hp->inv_freq_local) {
+  char js[1024];
+  snprintf(js, sizeof js,
+           "{\"model_type\": \"gemma4_text\", \"vocab_size\": %u, \"hidden_size\": %u, \"intermediate_size\": %u, "
+           "\"num_hidden_layers\": %u, \"num_attention_heads\": %u, \"num_key_value_heads\": %u, \"head_dim\": %u, "
+           "\"global_head_dim\": %u, \"sliding_window\": %u, \"sliding_window_pattern\": %u, "
+           "\"hidden_size_per_layer_input\": %u, \"vocab_size_per_layer_input\": %u, \"num_kv_shared_layers\": %u, "
+           "\"rms_norm_eps\": 1e-6, \"max_position_embeddings\": 131072, \"tie_word_embeddings\": true}",
+           g->vocab, g->embd, g->ff, g->layers, g->heads, g->kv_heads, g->head_dim, g->global_head_dim, g->window,
+           g->pattern, g->ple, g->ple_vocab, g->n_shared);
+  cJSON *cfg = cJSON_Parse(js);
+  if (!cfg) {
     snprintf(err, errlen, "out of host memory");
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
-  hp->rot_dim = g->global_head_dim;
-  hp->rot_dim_local = g->head_dim;
-  snprintf(hp->rope_desc, sizeof hp->rope_desc,
-           "full_attention: proportional theta %g, %u of %u pairs; sliding_attention: default theta %g", 1000000.0,
-           angles, g->global_head_dim / 2, 10000.0);
-  uint32_t first_shared = hp->n_layer - g->n_shared;
-  for (uint32_t l = 0; l < hp->n_layer; l++) {
-    llm_layer_hp *y = &hp->lay[l];
-    y->head_dim = local[l] ? g->head_dim : g->global_head_dim;
-    y->n_head_kv = g->kv_heads;
-    y->rot_dim = y->head_dim;
-    y->window = local[l] ? hp->window : 0;
-    y->rope_local = local[l];
-    y->v_is_k = 0;
-    if (l >= first_shared) { /* the last layer before the shared ones with the same attention type */
-      uint32_t src = first_shared;
-      for (uint32_t j = first_shared; j-- > 0;)
-        if (local[j] == local[l]) {
-          src = j;
-          break;
-        }
-      if (src == first_shared) {
-        snprintf(err, errlen, "synthetic %s: KV-shared layer %u has no earlier layer of its type", g->name, l);
-        return WGLLM_ERR_INTERNAL;
-      }
-      y->kv_source = src;
-      y->v_is_k = hp->lay[src].v_is_k;
-    }
-  }
-  hp->head_dim = llm_max_head_dim(hp); /* the scalars name the widest layer */
-  return WGLLM_OK;
+  wgllm_status s = llm_hparams_from_json(cfg, hp, err, errlen);
+  cJSON_Delete(cfg);
+  return s;
 }
 
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err, size_t errlen) {
