@@ -1,12 +1,14 @@
-/* Kernel benchmark (developer tool, not part of the public API): GPU time and achieved bandwidth of the q4gsw
-   decode GEMV on the projections of real model shapes, for the plan the predicate picks and for a sweep of
+/* Kernel benchmark (developer tool, not part of the public API): GPU time and achieved bandwidth of the fused
+   decode GEMV (kernels/gemv.wgsl) in each storage --types names (q4 = q4gsw g32, q8, q4k, q5k, q6k; random
+   bytes) on the projections of real model shapes, for the plan the predicate picks and for a sweep of
    other thread layouts. Each timing is one pass of `reps` dependent dispatches (as a decode step runs them),
    cycling through enough copies of the weights that they do not sit in the L2 cache.
    --probe times the default plan with one stage left out (no nibble decode, no x loads, no scale loads), to
    see which stage limits it.
    --attn times flash-decoding (split + reduce, f16 KV, context 8192) at several positions, for the chunk the op
    picks and forced ones, with and without the subgroup reductions.
-   usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--attn] [--reps N] [--toggles a,b] */
+   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--attn] [--reps N]
+                        [--toggles a,b] */
 #include "gpu.h"
 #include "ops.h"
 #include <math.h>
@@ -31,11 +33,47 @@ static const shape SHAPES[] = {
 
 /* tuned, tk, tr, r, u */
 static const op_gemv_plan SWEEP[] = {
-    {0, 128, 1, 8, 4}, {0, 64, 2, 8, 4},  {0, 32, 4, 4, 4},  {1, 32, 1, 4, 4},  {1, 32, 2, 4, 4},  {1, 32, 4, 4, 4},
-    {1, 32, 8, 4, 4},  {1, 32, 4, 2, 4},  {1, 32, 8, 2, 4},  {1, 32, 4, 8, 4},  {1, 32, 2, 8, 4},  {1, 32, 8, 1, 4},
-    {1, 32, 16, 1, 4}, {1, 32, 4, 4, 2},  {1, 32, 4, 4, 1},  {1, 32, 4, 8, 2},  {1, 32, 8, 4, 2},  {1, 32, 8, 2, 2},
-    {1, 64, 2, 4, 4},  {1, 64, 4, 4, 4},  {1, 64, 2, 8, 4},  {1, 128, 1, 4, 4}, {1, 128, 2, 4, 4}, {1, 128, 1, 8, 4},
-    {1, 32, 4, 16, 1}, {1, 32, 2, 16, 1}, {1, 32, 16, 2, 4}, {1, 32, 16, 4, 2},
+    {0, 128, 1, 8, 4},
+    {0, 64, 2, 8, 4},
+    {0, 32, 4, 4, 4},
+    {1, 32, 1, 4, 4},
+    {1, 32, 2, 4, 4},
+    {1, 32, 4, 4, 4},
+    {1, 32, 8, 4, 4},
+    {1, 32, 4, 2, 4},
+    {1, 32, 8, 2, 4},
+    {1, 32, 4, 8, 4},
+    {1, 32, 2, 8, 4},
+    {1, 32, 8, 1, 4},
+    {1, 32, 16, 1, 4},
+    {1, 32, 4, 4, 2},
+    {1, 32, 4, 4, 1},
+    {1, 32, 4, 8, 2},
+    {1, 32, 8, 4, 2},
+    {1, 32, 8, 2, 2},
+    {1, 64, 2, 4, 4},
+    {1, 64, 4, 4, 4},
+    {1, 64, 2, 8, 4},
+    {1, 128, 1, 4, 4},
+    {1, 128, 2, 4, 4},
+    {1, 128, 1, 8, 4},
+    {1, 32, 4, 16, 1},
+    {1, 32, 2, 16, 1},
+    {1, 32, 16, 2, 4},
+    {1, 32, 16, 4, 2},
+    /* for the block types (at most 2 steps of 32 unrolled) */
+    {1, 32, 8, 2, 2},
+    {1, 32, 8, 2, 1},
+    {1, 32, 8, 4, 1},
+    {1, 32, 4, 4, 1},
+    {1, 32, 4, 8, 1},
+    {1, 64, 4, 4, 1},
+    {1, 64, 2, 4, 2},
+    {1, 128, 2, 4, 1},
+    {1, 128, 2, 4, 2},
+    {1, 128, 1, 8, 1},
+    {1, 32, 16, 2, 2},
+    {1, 32, 8, 1, 2},
 };
 
 static uint64_t rng = 88172645463325252ull;
@@ -93,7 +131,7 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
     wgllm_status st = WGLLM_OK;
     uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
     for (int i = 0; !st && i < reps; i++)
-      st = op_gemv_q4(r, x, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o);
+      st = op_gemv(r, x, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o);
     double ns = 0;
     if (!st) st = gpu_recorder_time(r, &ns);
     if (st) {
@@ -155,7 +193,7 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
 }
 
 int main(int argc, char **argv) {
-  const char *models = "1b,8b";
+  const char *models = "1b,8b", *types = "q4";
   int sweep = 0, reps = 64, probe = 0, attn = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
@@ -167,14 +205,16 @@ int main(int argc, char **argv) {
       probe = 1;
     else if (!strcmp(argv[i], "--attn"))
       attn = 1;
-
+    else if (!strcmp(argv[i], "--types") && i + 1 < argc)
+      types = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
       go.enable_toggles = argv[++i];
     else {
       fprintf(stderr,
-              "usage: bench_kernels [--shapes 1b,8b,tiny] [--sweep] [--probe] [--attn] [--reps N] [--toggles a,b]\n");
+              "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k] [--sweep] [--probe] [--attn] "
+              "[--reps N] [--toggles a,b]\n");
       return 2;
     }
   }
@@ -213,74 +253,91 @@ int main(int argc, char **argv) {
     if (strstr(models, "1b")) bench_attn(g, "1b", 32, 8, 64, reps);
     if (strstr(models, "8b")) bench_attn(g, "8b", 32, 8, 128, reps);
   }
-  size_t first = (size_t)-1;
-  for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
-    const shape *s = &SHAPES[si];
-    if (!strstr(models, s->model)) continue;
-    if (first == (size_t)-1) first = si;
-    uint32_t N = s->glu ? 2 * s->n_out : s->n_out, G = 32;
-    uint64_t wbytes = (uint64_t)N * s->K / 2, sbytes = (uint64_t)N * (s->K / G) * 2;
-    uint64_t total = wbytes + sbytes;
-    int copies = (int)((256ull << 20) / total) + 1; /* > 5x the 50 MB L2 of an H200 */
-    if (!strcmp(s->model, "tiny")) copies = 1;
-    if (copies > reps) copies = reps;
-    op_weight *ws = calloc((size_t)copies, sizeof *ws);
-    gpu_buffer **bufs = calloc((size_t)copies * 2, sizeof *bufs);
-    for (int c = 0; c < copies; c++) {
-      bufs[2 * c] = upload_random(g, wbytes, 0);
-      bufs[2 * c + 1] = upload_random(g, (sbytes + 3) & ~3ull, 1);
-      ws[c].type = OP_W_Q4;
-      ws[c].group = G;
-      ws[c].data = gpu_whole(bufs[2 * c]);
-      ws[c].scales = gpu_whole(bufs[2 * c + 1]);
-    }
-    gpu_buffer *xb = upload_random(g, (uint64_t)s->K * 4, 2), *nb = upload_random(g, (uint64_t)s->K * 4, 2),
-               *yb = upload_random(g, (uint64_t)s->n_out * 4, 2);
-    /* bytes a dispatch must move: weights, scales, x (+ norm weights), y (read too when accumulating) */
-    double bytes = (double)total + s->K * 4.0 * (s->norm ? 2 : 1) + s->n_out * 4.0 * (s->acc ? 2 : 1);
-    op_gemv_plan def = op_gemv_q4_plan(g, s->n_out, s->K, G, s->glu);
-    /* the GPU's clocks ramp up under sustained load: keep it busy for a while before the first timing */
-    for (int wu = 0; si == first && wu < 40; wu++)
-      time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
-    double ns = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
-    printf(
-        "%-4s %-8s N=%-6u K=%-5u  default %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s  (%d weight copies)\n",
-        s->model, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r, def.u, ns / 1e3,
-        bytes / ns, copies);
-    static const char *probe_names[] = {
-        "", "no nibble decode", "no x loads", "no scale loads", "no decode, no scales", "weight loads alone"};
-    for (uint32_t pr = 1; probe && pr <= 5; pr++) {
-      op_gemv_plan pp = def;
-      pp.probe = pr;
-      double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &pp, reps);
-      printf("     %-8s probe: %-17s %8.2f us  %7.1f GB/s\n", s->name, probe_names[pr], t / 1e3, bytes / t);
-    }
-    double best = ns;
-    op_gemv_plan bestp = def;
-    for (size_t pi = 0; sweep && pi < sizeof SWEEP / sizeof SWEEP[0]; pi++) {
-      op_gemv_plan sp = SWEEP[pi];
-      double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &sp, reps);
-      if (t < 0) continue;
-      printf("     %-8s %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s\n", s->name,
-             SWEEP[pi].tuned ? "tuned" : "general", SWEEP[pi].tk, SWEEP[pi].tr, SWEEP[pi].r, SWEEP[pi].u, t / 1e3,
-             bytes / t);
-      if (t < best) {
-        best = t;
-        bestp = sp;
+  static const struct {
+    const char *name;
+    op_wtype t;
+  } TYPES[] = {{"q4", OP_W_Q4}, {"q8", OP_W_Q8}, {"q4k", OP_W_Q4_K}, {"q5k", OP_W_Q5_K}, {"q6k", OP_W_Q6_K}};
+  int warm = 0;
+  for (size_t ti = 0; ti < sizeof TYPES / sizeof TYPES[0]; ti++)
+    for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
+      const shape *s = &SHAPES[si];
+      char tl[64];
+      snprintf(tl, sizeof tl, ",%s,", types);
+      char tn[16];
+      snprintf(tn, sizeof tn, ",%s,", TYPES[ti].name);
+      if (!strstr(models, s->model) || !strstr(tl, tn)) continue;
+      op_wtype wt = TYPES[ti].t;
+      uint32_t N = s->glu ? 2 * s->n_out : s->n_out, G = 32;
+      uint64_t elems = (uint64_t)N * s->K;
+      uint64_t wbytes = wt == OP_W_Q4 ? elems / 2 : wt == OP_W_Q8 ? elems : op_blocks_gpu_bytes(wt, elems);
+      uint64_t sbytes = wt == OP_W_Q4 ? elems / G * 2 : wt == OP_W_Q8 ? elems / 32 * 2 : 0;
+      uint64_t total = wbytes + sbytes;
+      int copies = (int)((256ull << 20) / total) + 1; /* > 5x the 50 MB L2 of an H200 */
+      if (!strcmp(s->model, "tiny")) copies = 1;
+      if (copies > reps) copies = reps;
+      op_weight *ws = calloc((size_t)copies, sizeof *ws);
+      gpu_buffer **bufs = calloc((size_t)copies * 2, sizeof *bufs);
+      for (int c = 0; c < copies; c++) {
+        bufs[2 * c] = upload_random(g, wbytes, 0);
+        if (sbytes) bufs[2 * c + 1] = upload_random(g, (sbytes + 3) & ~3ull, 1);
+        ws[c].type = wt;
+        ws[c].group = G;
+        ws[c].data = gpu_whole(bufs[2 * c]);
+        if (sbytes) ws[c].scales = gpu_whole(bufs[2 * c + 1]);
       }
+      gpu_buffer *xb = upload_random(g, (uint64_t)s->K * 4, 2), *nb = upload_random(g, (uint64_t)s->K * 4, 2),
+                 *yb = upload_random(g, (uint64_t)s->n_out * 4, 2);
+      /* bytes a dispatch must move: weights, scales, x (+ norm weights), y (read too when accumulating) */
+      double bytes = (double)total + s->K * 4.0 * (s->norm ? 2 : 1) + s->n_out * 4.0 * (s->acc ? 2 : 1);
+      op_gemv_plan def = op_gemv_choose_plan(g, wt, s->n_out, s->K, G, s->glu);
+      /* the GPU's clocks ramp up under sustained load: keep it busy for a while before the first timing, and
+         touch every new shape's weights before it is timed (the first passes over fresh buffers are slower) */
+      for (int wu = 0; wu < (warm ? 10 : 40); wu++)
+        time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
+      warm = 1;
+      double ns = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
+      printf("%-4s %-3s %-8s N=%-6u K=%-5u  default %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s  (%d weight "
+             "copies)\n",
+             s->model, TYPES[ti].name, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r,
+             def.u, ns / 1e3, bytes / ns, copies);
+      static const char *probe_names[] = {
+          "", "no nibble decode", "no x loads", "no scale loads", "no decode, no scales", "weight loads alone"};
+      for (uint32_t pr = 1; probe && pr <= 5; pr++) {
+        op_gemv_plan pp = def;
+        pp.probe = pr;
+        double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &pp, reps);
+        printf("     %-8s probe: %-17s %8.2f us  %7.1f GB/s\n", s->name, probe_names[pr], t / 1e3, bytes / t);
+      }
+      double best = ns;
+      op_gemv_plan bestp = def;
+      for (size_t pi = 0; sweep && pi < sizeof SWEEP / sizeof SWEEP[0]; pi++) {
+        op_gemv_plan sp = SWEEP[pi];
+        double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &sp, reps);
+        if (t < 0) continue;
+        printf("     %-8s %-7s tk=%-3u tr=%-2u r=%-2u u=%u  %8.2f us  %7.1f GB/s\n", s->name,
+               SWEEP[pi].tuned ? "tuned" : "general", SWEEP[pi].tk, SWEEP[pi].tr, SWEEP[pi].r, SWEEP[pi].u, t / 1e3,
+               bytes / t);
+        if (t < best) {
+          best = t;
+          bestp = sp;
+        }
+      }
+      if (sweep) { /* the default again after the sweep: how far timings drift within a shape */
+        double again = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);
+        printf("     %-8s default again                %8.2f us  %7.1f GB/s\n", s->name, again / 1e3, bytes / again);
+        printf("BEST %-4s %-3s %-8s %-7s tk=%u tr=%u r=%u u=%u  %.2f us  %.1f GB/s\n", s->model, TYPES[ti].name,
+               s->name, bestp.tuned ? "tuned" : "general", bestp.tk, bestp.tr, bestp.r, bestp.u, best / 1e3,
+               bytes / best);
+      }
+      fflush(stdout);
+      for (int c = 0; c < 2 * copies; c++)
+        if (bufs[c]) gpu_buffer_destroy(g, bufs[c]);
+      gpu_buffer_destroy(g, xb);
+      gpu_buffer_destroy(g, nb);
+      gpu_buffer_destroy(g, yb);
+      free(ws);
+      free(bufs);
     }
-    if (sweep)
-      printf("BEST %-4s %-8s %-7s tk=%u tr=%u r=%u u=%u  %.2f us  %.1f GB/s\n", s->model, s->name,
-             bestp.tuned ? "tuned" : "general", bestp.tk, bestp.tr, bestp.r, bestp.u, best / 1e3, bytes / best);
-    fflush(stdout);
-    for (int c = 0; c < 2 * copies; c++)
-      gpu_buffer_destroy(g, bufs[c]);
-    gpu_buffer_destroy(g, xb);
-    gpu_buffer_destroy(g, nb);
-    gpu_buffer_destroy(g, yb);
-    free(ws);
-    free(bufs);
-  }
   gpu_destroy(g);
   return 0;
 }

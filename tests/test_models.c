@@ -548,6 +548,11 @@ int main(void) {
   /* every ggml block type wgllm reads, mixed in one file (random blocks, so the reference weights are exact):
      Q4_K embedding, Q6_K output, Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/Q4_1/Q5_0/Q5_1/IQ4_NL/IQ4_XS projections */
   conformance("llama_kquants_gguf", "", 2e-3);
+  /* llama.cpp's mixes, decoded through the fused GEMV (kernels/gemv.wgsl): Q4_K_M (Q4_K with Q6_K attn_v, ffn_down
+     and output: Q/K/V in two parts), a Q5_K_M layer whose gate and up differ (the GLU apart), a Q8_0 projection;
+     and the Q4_0 file type with its Q6_K output */
+  conformance("llama_q4km_gguf", "", 2e-3);
+  conformance("llama_q4_0_q6k_gguf", "", 2e-3);
   /* Gemma 3: sliding window 8 on local layers with their own RoPE base, (1+w) and sandwich norms, GeGLU */
   conformance("gemma3", "", 1e-3);
   /* Gemma 4: layers 3-5 read the caches of layers 1, 1, 2 (KV sharing), per-layer inputs, head_dim 32 sliding and
@@ -596,8 +601,8 @@ int main(void) {
   /* q4 on the Gemma 4 fixture: measured worst row 1.06, centred cosine 0.69-0.92 (six layers of q4 noise on random
      weights, more than the 0.9 bound of the others); its fused path is checked against the unfused one below */
   printf("fused vs unfused decode on the same q4 weights:\n");
-  const char *fused_cases[] = {"llama_gqa", "qwen3", "gemma3", "gemma4_kv_shared", "gemma4_k_eq_v"};
-  for (int i = 0; i < 5; i++) {
+  const char *fused_cases[] = {"llama_gqa", "qwen3", "gemma3", "gemma4_kv_shared", "gemma4_k_eq_v", "llama_q4km_gguf"};
+  for (int i = 0; i < 6; i++) {
     double d = path_difference(fused_cases[i], "--weights q4", "--unfused");
     printf("  %-18s worst row difference %.3g\n", fused_cases[i], d);
     CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", fused_cases[i], d);
@@ -635,6 +640,7 @@ int main(void) {
   conformance("qwen2", "--max-binding 16384", 1e-3); /* the fused Q/K/V biases indexed by part */
   conformance("gemma4_kv_shared", "--max-binding 32768", 1e-3);
   conformance("llama_kquants_gguf", "--max-binding 65536", 2e-3);
+  conformance("llama_q4km_gguf", "--max-binding 65536", 2e-3); /* split runs of the mixed parts */
   conformance("llama_q4_0_gguf", "--max-binding 8192 --kv f16", 1e-2);
   {
     double d = path_difference("llama_gqa", "--weights q4", "--max-binding 8192");

@@ -270,7 +270,7 @@ struct tcase {
     } argmax;
     struct {
       op_wtype wt;
-      int route; /* 0 op_matvec (q4: the tuned gemv_q4), 1 op_matmul, 2 op_matvec_generic */
+      int route; /* 0 op_matvec (the fused GEMV's storages: kernels/gemv.wgsl), 1 op_matmul, 2 op_matvec_generic */
       uint32_t M, N, K, group;
       int bias;
     } lin;
@@ -305,6 +305,7 @@ struct tcase {
       int mode;
     } fd;
     struct {
+      op_wtype wt;
       uint32_t N, K;
       op_gemv_plan plan;
       int mode;
@@ -769,7 +770,11 @@ static op_weight make_weight(op_wtype type, size_t N, size_t K, uint32_t group, 
     char err[256];
     CHECK(wt_traits(BLOCK_TYPES[bt].dt)->to_f32(blk, deq, (int64_t)(N * K), err, sizeof err) == WGLLM_OK, "%s: %s",
           g_case, err);
-    bufs[0] = gb_in(blk, (nb * bb + 3) & ~(size_t)3);
+    size_t gbytes = (size_t)op_blocks_gpu_bytes(type, N * K);
+    uint8_t *gpu = malloc(gbytes + 4);
+    op_blocks_to_gpu(type, blk, N * K, gpu);
+    bufs[0] = gb_in(gpu, (gbytes + 3) & ~(size_t)3);
+    free(gpu);
     free(blk);
   } else if (type == OP_W_F32) {
     th_fill(&rng, deq, N * K, -1, 1);
@@ -846,7 +851,7 @@ static double weight_bytes(op_wtype t, double N, double K, uint32_t group) {
   case OP_W_Q8:
     return N * K + 2 * N * K / 32;
   default:
-    if (block_type(t) >= 0) return N * K / BLOCK_TYPES[block_type(t)].qk * BLOCK_TYPES[block_type(t)].bytes;
+    if (block_type(t) >= 0) return (double)op_blocks_gpu_bytes(t, (uint64_t)(N * K));
     return N * K + 2 * N * K / 32;
   }
 }
@@ -1007,7 +1012,8 @@ static void cases_linear(void) {
                                      {5, 17, 512}, {67, 129, 256}, {128, 256, 512}, {2, 3, 4096},  {64, 64, 256}};
   static const uint32_t groups[] = {32, 64, 128};
   static const char *routes[] = {"matvec", "matmul", "matvec_generic"};
-  /* route 0: GEMV (q4 weights take the tuned gemv_q4 kernel), 1: tiled GEMM, 2: q4 through the generic GEMV */
+  /* route 0: GEMV (q4gsw, q8, Q4_K, Q5_K, Q6_K take kernels/gemv.wgsl), 1: tiled GEMM, 2: q4 through the generic
+     GEMV */
   for (int wt = 0; wt < OP_W_COUNT; wt++)
     for (int route = 0; route < 3; route++)
       for (size_t i = 0; i < 10; i++)
@@ -1487,12 +1493,12 @@ static void cases_flash_decode(void) {
         }
 }
 
-/* ---------------------------------------------------------------- the fused q4 decode GEMV
+/* ---------------------------------------------------------------- the fused decode GEMV
 
-   Pre-norm (w and 1+w), residual accumulate, GLU (SiLU, GELU) and bias, row counts that do not divide the
-   workgroup's rows, against norm -> linear -> activation on the CPU. N, K and the plan: {0} is the predicate's
-   choice; the others are thread layouts of both kernels that the predicate picks for other shapes or devices
-   (odd unrolls, partial last workgroups, tiny K splits). */
+   For each storage it reads (q4gsw, q8, Q4_K, Q5_K, Q6_K): pre-norm (w and 1+w), residual accumulate, GLU (SiLU, GELU)
+   and bias, row counts that do not divide the workgroup's rows, against norm -> linear -> activation on the CPU. N, K
+   and the plan: {0} is the predicate's choice; the others are thread layouts of both kernels that the predicate picks
+   for other shapes or devices (odd unrolls, partial last workgroups, tiny K splits). */
 static const char *GEMV_MODES[] = {"plain", "norm", "norm(1+w)+bias+acc", "norm+glu-silu", "glu-gelu+bias"};
 
 static case_result run_gemv(const tcase *c) {
@@ -1507,7 +1513,8 @@ static case_result run_gemv(const tcase *c) {
   size_t rows = glu ? 2 * N : N;
   float *w = malloc(rows * K * 4), *x = rnd(K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1), *y0 = rnd(N, -1, 1);
   gbuf wb[2];
-  op_weight ow = make_weight(OP_W_Q4, rows, K, 32, w, wb);
+  op_wtype wt = c->u.gemv.wt;
+  op_weight ow = make_weight(wt, rows, K, 32, w, wb);
   op_gemv_opts o = {0};
   int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4;
   float off = mode == 2 ? 1.0f : 0.0f;
@@ -1524,10 +1531,9 @@ static case_result run_gemv(const tcase *c) {
     o.act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH;
   }
   gbuf gy = o.accumulate ? gb_io(y0, N * 4) : gb_out(N * 4);
-  traffic(weight_bytes(OP_W_Q4, rows, K, 32) + 4.0 * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
-          2.0 * rows * K);
+  traffic(weight_bytes(wt, rows, K, 32) + 4.0 * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)), 2.0 * rows * K);
   gpu_recorder *r = rec_new();
-  CHECK(op_gemv_q4(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o) == WGLLM_OK,
+  CHECK(op_gemv(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o) == WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -1567,33 +1573,42 @@ static case_result run_gemv_predicate(const tcase *tc) {
   c.has_subgroups = 1;
   c.subgroup_min = c.subgroup_max = 32;
   c.limits.maxComputeInvocationsPerWorkgroup = 1024;
-  op_gemv_plan p = op_gemv_q4_plan(&c, 4096, 4096, 32, 0);
+  op_gemv_plan p = op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096, 32, 0);
   VERIFY(p.tuned && p.tk == 128 && p.tr == 2 && p.r == 4, "8B O projection: tuned 128/2/4 (%d %u/%u/%u)", p.tuned, p.tk,
          p.tr, p.r);
-  p = op_gemv_q4_plan(&c, 14336, 4096, 32, 1);
+  p = op_gemv_choose_plan(&c, OP_W_Q4, 14336, 4096, 32, 1);
   VERIFY(p.tuned && p.tk == 32 && p.tr == 8 && p.r == 2, "8B gate/up: tuned 32/8/2");
-  p = op_gemv_q4_plan(&c, 128256, 2048, 64, 0);
+  p = op_gemv_choose_plan(&c, OP_W_Q4, 128256, 2048, 64, 0);
   VERIFY(p.tuned && p.tk == 32 && p.tr == 4 && p.r == 8, "LM head: tuned 32/4/8");
-  VERIFY(!op_gemv_q4_plan(&c, 4096, 4096 + 32, 32, 0).tuned, "K not a multiple of 1024: general");
-  VERIFY(!op_gemv_q4_plan(&c, 32, 4096, 32, 0).tuned, "32 rows: general");
-  VERIFY(!op_gemv_q4_plan(&c, 4096, 4096, 16, 0).tuned, "group 16: general");
+  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096 + 32, 32, 0).tuned, "K not a multiple of 1024: general");
+  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 32, 4096, 32, 0).tuned, "32 rows: general");
+  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096, 16, 0).tuned, "group 16: general");
   c.limits.maxComputeInvocationsPerWorkgroup = 128;
-  VERIFY(!op_gemv_q4_plan(&c, 4096, 4096, 32, 0).tuned, "128-thread workgroups: general");
+  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096, 32, 0).tuned, "128-thread workgroups: general");
   c.limits.maxComputeInvocationsPerWorkgroup = 1024;
   c.subgroup_min = 16;
-  VERIFY(!op_gemv_q4_plan(&c, 4096, 4096, 32, 0).tuned, "varying subgroup size: general");
+  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096, 32, 0).tuned, "varying subgroup size: general");
   c.subgroup_min = 32;
   c.has_subgroups = 0;
-  p = op_gemv_q4_plan(&c, 4096, 4096, 32, 0);
+  p = op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096, 32, 0);
   VERIFY(!p.tuned && p.tk * p.tr <= 128, "no subgroups: general (%u x %u threads)", p.tk, p.tr);
+  c.has_subgroups = 1;
+  p = op_gemv_choose_plan(&c, OP_W_Q4_K, 14336, 4096, 0, 1);
+  VERIFY(p.tuned && p.u <= 2, "Q4_K gate/up: tuned, at most 2 steps of 32 unrolled (u=%u)", p.u);
+  p = op_gemv_choose_plan(&c, OP_W_Q6_K, 128256, 4096, 0, 0);
+  VERIFY(p.tuned, "Q6_K LM head: tuned");
+  p = op_gemv_choose_plan(&c, OP_W_Q5_K, 4096, 256, 0, 0);
+  VERIFY(!p.tuned && p.tk <= 8 && p.u <= 2, "Q5_K, K of one block: general, no more lanes than steps (tk=%u)", p.tk);
+  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4_1, 4096, 4096, 0, 0).tk, "Q4_1: no plan (not a storage of the kernel)");
   return verdict();
 }
 
 static void cases_gemv(void) {
-  static const struct {
+  typedef struct {
     uint32_t N, K;
     op_gemv_plan plan;
-  } shapes[] = {
+  } gshape;
+  static const gshape q4[] = {
       {1, 32, {0}},
       {37, 96, {0}},
       {512, 2048, {0}},
@@ -1613,22 +1628,48 @@ static void cases_gemv(void) {
       {1003, 1024, {1, 128, 2, 4, 4}},
       {3000, 256, {0, 32, 4, 4, 2}},
   };
-  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-    for (int mode = 0; mode < 5; mode++) {
-      const op_gemv_plan *p = &shapes[i].plan;
-      char plan[64];
-      if (p->tk)
-        snprintf(plan, sizeof plan, "%s:%u/%u/%u/%u", p->tuned ? "tuned" : "general", p->tk, p->tr, p->r, p->u);
-      else
-        snprintf(plan, sizeof plan, "default");
-      tcase *c =
-          add_case("gemv_q4", run_gemv, "N=%u,K=%u/plan=%s/%s", shapes[i].N, shapes[i].K, plan, GEMV_MODES[mode]);
-      c->u.gemv.N = shapes[i].N;
-      c->u.gemv.K = shapes[i].K;
-      c->u.gemv.plan = *p;
-      c->u.gemv.mode = mode;
-    }
-  add_case("gemv_q4_plan", run_gemv_predicate, "predicate");
+  /* the block types: K whole blocks of 256 (q8: of 32 too), unrolls of at most 2 steps for Q4_K / Q5_K */
+  static const gshape blk[] = {
+      {1, 256, {0}},
+      {37, 768, {0}},
+      {512, 2048, {0}},
+      {1003, 1024, {0}},
+      {3000, 256, {0}},
+      {512, 2048, {0, 32, 4, 4, 2}},
+      {512, 2048, {0, 64, 2, 8, 1}},
+      {512, 2048, {1, 32, 8, 2, 2}},
+      {512, 2048, {1, 128, 2, 4, 2}},
+      {512, 2048, {1, 32, 4, 8, 1}},
+      {1003, 1024, {1, 32, 4, 4, 2}},
+      {1003, 1280, {1, 32, 8, 2, 2}},
+      {37, 768, {0, 4, 32, 4, 1}},
+      {37, 768, {0, 1, 128, 1, 1}},
+      {65, 2304, {1, 64, 4, 2, 1}},
+  };
+  static const op_wtype types[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K};
+  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+    const gshape *shapes = types[ti] == OP_W_Q4 ? q4 : blk;
+    size_t n = types[ti] == OP_W_Q4 ? sizeof q4 / sizeof q4[0] : sizeof blk / sizeof blk[0];
+    for (size_t i = 0; i < n; i++)
+      for (int mode = 0; mode < 5; mode++) {
+        /* the epilogue is shared: every mode for q4gsw, three for the other storages (lavapipe's time) */
+        if (types[ti] != OP_W_Q4 && (mode == 1 || mode == 4)) continue;
+        const op_gemv_plan *p = &shapes[i].plan;
+        char plan[64];
+        if (p->tk)
+          snprintf(plan, sizeof plan, "%s:%u/%u/%u/%u", p->tuned ? "tuned" : "general", p->tk, p->tr, p->r, p->u);
+        else
+          snprintf(plan, sizeof plan, "default");
+        tcase *c = add_case("gemv", run_gemv, "%s/N=%u,K=%u/plan=%s/%s", op_wtype_name(types[ti]), shapes[i].N,
+                            shapes[i].K, plan, GEMV_MODES[mode]);
+        c->u.gemv.wt = types[ti];
+        c->u.gemv.N = shapes[i].N;
+        c->u.gemv.K = shapes[i].K;
+        c->u.gemv.plan = *p;
+        c->u.gemv.mode = mode;
+      }
+  }
+  add_case("gemv_plan", run_gemv_predicate, "predicate");
 }
 
 /* ---------------------------------------------------------------- flash-decoding with RoPE folded in

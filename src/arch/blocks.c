@@ -3,9 +3,10 @@
    weightless v RMSNorm, RoPE, KV append (owning layers only), causal GQA attention over the source layer's
    cache (its own, or an earlier layer's for KV-shared layers), output projection, residual add (through
    Gemma's post-attention norm). MLP: RMSNorm, fused gate/up projection, GLU, down projection, residual add.
-   For one token with q4gsw weights the decode path fuses further (kernels/gemv_q4.wgsl): the norms ride in
-   the projections, the residual adds in the output and down projections, the GLU in the gate/up projection,
-   and attention is flash-decoding, whose first pass also applies RoPE and appends to the KV cache. */
+   For one token with weights the fused GEMV reads (q4gsw, q8, Q4_K, Q5_K, Q6_K; kernels/gemv.wgsl) the decode
+   path fuses further: the norms ride in the projections, the residual adds in the output and down
+   projections, the GLU in the gate/up projection (when gate and up are one piece), and attention is
+   flash-decoding, whose first pass also applies RoPE and appends to the KV cache. */
 #include "decoder.h"
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
@@ -30,7 +31,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   /* x -> qkv [T][S]: q | k | v, or q | k when V is K, or q alone in a KV-shared layer */
   if (f->fused) {
     op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no};
-    st = op_gemv_q4(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
+    st = op_gemv(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
   } else {
     st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
     if (!st) st = op_linear(rec, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
@@ -91,11 +92,11 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   if (f->fused) {
     op_gemv_opts oo = {.accumulate = 1};
     if (hp->sandwich_norms) {
-      st = op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->proj), D, nq, NULL);
+      st = op_gemv(rec, V(s->attn), &ly->wo, none, V(s->proj), D, nq, NULL);
       if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, 1, hp->norm_eps, no);
       return st;
     }
-    return op_gemv_q4(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
+    return op_gemv(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
   }
   st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
   if (!st && hp->sandwich_norms)
@@ -116,12 +117,18 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
   if (f->fused) {
     op_gemv_opts og = {.norm_w = ly->ffn_norm, .eps = hp->norm_eps, .norm_offset = no, .glu_half = F, .act = hp->act};
     op_gemv_opts oo = {.accumulate = 1};
-    st = op_gemv_q4(rec, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
+    if (op_gemv_fuses_glu(&ly->w_gate_up)) {
+      st = op_gemv(rec, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
+    } else { /* gate and up in parts of different storages: the norm rides in each, the GLU is its own */
+      og.glu_half = 0;
+      st = op_gemv(rec, V(s->x), &ly->w_gate_up, none, V(s->gu), 2 * F, D, &og);
+      if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, 1, 2 * F, 0, F, hp->act);
+    }
     if (!st && hp->sandwich_norms) {
-      st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->proj), D, F, NULL);
+      st = op_gemv(rec, V(s->h), &ly->w_down, none, V(s->proj), D, F, NULL);
       if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, 1, hp->norm_eps, no);
     } else if (!st)
-      st = op_gemv_q4(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
+      st = op_gemv(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
     return st;
   }
   st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
@@ -145,9 +152,9 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
   gpu_view none = {0};
   int sg;
   wgllm_status st;
-  if (f->fused && n_logits == 1 && op_gemv_q4_supports(op_ctx(rec), &m->output, 1, D, &sg)) {
+  if (f->fused && n_logits == 1 && op_gemv_supports(op_ctx(rec), &m->output, 1, D, &sg)) {
     op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no};
-    st = op_gemv_q4(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
+    st = op_gemv(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
   } else {
     st = op_rms_norm_rows(
         rec, V(s->x), m->output_norm, V(s->xn),

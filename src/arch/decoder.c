@@ -161,10 +161,10 @@ int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m) {
   for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
     const llm_layer *ly = &m->layers[l];
     uint32_t F = llm_layer_n_ff(hp, l);
-    ok = op_gemv_q4_supports(op_ctx(rec), &ly->wqkv, 1, hp->n_embd, &sg) &&
-         op_gemv_q4_supports(op_ctx(rec), &ly->wo, 1, llm_layer_q_width(hp, l), &sg) &&
-         op_gemv_q4_supports(op_ctx(rec), &ly->w_gate_up, 1, hp->n_embd, &sg) &&
-         op_gemv_q4_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
+    ok = op_gemv_supports(op_ctx(rec), &ly->wqkv, 1, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->wo, 1, llm_layer_q_width(hp, l), &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_gate_up, 1, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
   }
   return ok;
 }

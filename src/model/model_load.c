@@ -1,8 +1,9 @@
 /* Uploads a model's weights to the GPU in the kernels' layouts: f32/f16/bf16 as they are,
    GGUF Q4_0 repacked to q4gsw g32 and Q8_0 to the q8 layout (no requantization), the other ggml block types
-   (Q4_1, Q5_x, K-quants, IQ4) as the file has them, and with the q4 policy every f32/f16/bf16 linear weight
-   quantized to q4gsw on load. Projections run as one (Q/K/V, gate/up) whose parts have different storages stay
-   apart as row parts of one weight, each in its own storage. On any failure nothing stays allocated. */
+   (Q4_1, Q5_x, K-quants, IQ4) as the file has them (Q6_K's blocks padded to a word stride), and with the q4
+   policy every f32/f16/bf16 linear weight quantized to q4gsw on load. Projections run as one (Q/K/V, gate/up)
+   whose parts have different storages are joined where consecutive parts share one and otherwise stay apart
+   as row parts of one weight, each in its own storage. On any failure nothing stays allocated. */
 #include "model.h"
 #include "weight_convert.h"
 #include <stdio.h>
@@ -147,7 +148,17 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   }
   if (block_storage(t->dtype) != OP_W_COUNT) { /* ggml's other block types: the kernels read the file's blocks */
     w->type = block_storage(t->dtype);
-    return upload(L, t->data, t->nbytes, t->name, &w->data);
+    uint64_t gb = op_blocks_gpu_bytes(w->type, (uint64_t)(N * K));
+    if (gb == t->nbytes) return upload(L, t->data, t->nbytes, t->name, &w->data);
+    uint8_t *g = malloc(gb);
+    if (!g) {
+      snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
+      return WGLLM_ERR_OUT_OF_MEMORY;
+    }
+    op_blocks_to_gpu(w->type, t->data, (uint64_t)(N * K), g);
+    s = upload(L, g, gb, t->name, &w->data);
+    free(g);
+    return s;
   }
   if (quantize && K % quantize) /* q4 policy, but rows that are not whole groups: kept in the file's storage */
     L->kept_native++;
@@ -188,41 +199,53 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
 static wgllm_status split_rows(loader *L, op_weight *w, uint32_t N, uint32_t K, const char *name);
 
 /* Loads the parts of a projection the decoder runs as one (Q/K/V, gate/up) and concatenates their rows. When
-   the file stores them differently (Q4_K and Q6_K in a Q4_K_M file), they stay apart as row parts of one weight,
-   each read in its own storage. One part is loaded as it is. */
+   the file stores them differently (Q4_K and Q6_K in a Q4_K_M file), each run of consecutive parts in one
+   storage is joined and the runs stay apart as row parts of one weight, each read in its own storage (Q and K
+   one part, V another). One part is loaded as it is. */
 static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int quantize, const uint32_t *rows,
                                uint32_t K, op_weight *out) {
-  int same = 1;
-  op_wtype type0 = OP_W_F32, type;
-  uint32_t g0 = 0, g;
+  op_wtype type[4];
+  uint32_t grp[4];
   if (n == 1) return load_matrix(L, t[0], quantize, out);
-  for (int i = 0; i < n; i++) {
-    storage_of(t[i], quantize, &type, &g);
-    if (i == 0) {
-      type0 = type;
-      g0 = g;
-    }
-    same &= type == type0 && g == g0;
-    /* parts are joined by word copies: a part of bytes that are not whole words (an odd count of 16-bit
-       elements, a block type's odd row bytes) cannot be */
-    if (i + 1 < n && t[i]->nbytes % 4) same = 0;
-  }
+  for (int i = 0; i < n; i++)
+    storage_of(t[i], quantize, &type[i], &grp[i]);
   op_weight parts[4];
   wgllm_status s = WGLLM_OK;
-  int done = 0;
-  for (; !s && done < n; done++) {
-    s = load_matrix(L, t[done], quantize, &parts[done]);
-    /* a part kept apart may itself be over the binding limit */
-    if (!s && !same) s = split_rows(L, &parts[done], rows[done], K, t[done]->name);
-  }
+  for (int i = 0; !s && i < n; i++)
+    s = load_matrix(L, t[i], quantize, &parts[i]);
   if (s) return s; /* parts already loaded stay owned by the model and are freed with it */
-  if (same) return llm_concat_rows(L->m, parts, rows, n, K, out, L->err, L->errlen);
-  /* different storages: one weight of row parts, each read in its own storage (no widening) */
+  /* runs [i, j) of one storage; parts are joined by word copies, so a part of bytes that are not whole words
+     (an odd count of 16-bit elements, a block type's odd row bytes) ends its run */
+  op_weight runs[4] = {{0}};
+  uint32_t run_rows[4];
+  int n_runs = 0;
+  for (int i = 0; !s && i < n;) {
+    int j = i + 1;
+    uint32_t r = rows[i];
+    while (j < n && type[j] == type[i] && grp[j] == grp[i] && t[j - 1]->nbytes % 4 == 0)
+      r += rows[j++];
+    if (j - i == 1)
+      runs[n_runs] = parts[i];
+    else
+      s = llm_concat_rows(L->m, &parts[i], &rows[i], j - i, K, &runs[n_runs], L->err, L->errlen);
+    run_rows[n_runs++] = r;
+    i = j;
+  }
+  if (s) return s;
+  if (n_runs == 1) {
+    *out = runs[0];
+    return WGLLM_OK;
+  }
+  /* different storages: one weight of row parts, each read in its own storage (no widening); a run may itself be
+     over the binding limit */
+  for (int i = 0; !s && i < n_runs; i++)
+    s = split_rows(L, &runs[i], run_rows[i], K, t[0]->name);
+  if (s) return s;
   memset(out, 0, sizeof *out);
-  out->type = parts[0].type;
-  out->group = parts[0].group;
-  for (int i = 0; i < n; i++) {
-    uint32_t np = parts[i].n_parts ? parts[i].n_parts : 1;
+  out->type = runs[0].type;
+  out->group = runs[0].group;
+  for (int i = 0; i < n_runs; i++) {
+    uint32_t np = runs[i].n_parts ? runs[i].n_parts : 1;
     if (out->n_parts + np > OP_W_MAX_PARTS) {
       snprintf(L->err, L->errlen, "tensor %s: projections of mixed types need more than %d parts", t[0]->name,
                OP_W_MAX_PARTS);
@@ -230,10 +253,10 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
     }
     for (uint32_t k = 0; k < np; k++) {
       struct op_weight_part *p = &out->part[out->n_parts++];
-      if (parts[i].n_parts)
-        *p = parts[i].part[k];
+      if (runs[i].n_parts)
+        *p = runs[i].part[k];
       else
-        *p = (struct op_weight_part){parts[i].data, parts[i].scales, rows[i], parts[i].type, parts[i].group};
+        *p = (struct op_weight_part){runs[i].data, runs[i].scales, run_rows[i], runs[i].type, runs[i].group};
     }
   }
   out->data = out->part[0].data;
@@ -324,11 +347,9 @@ static void weight_bytes(const op_weight *w, uint64_t N, uint64_t K, uint64_t *d
     *data = N * K;
     *scales = N * K / 32 * 2;
     break;
-  default: /* a block type: the file's blocks */
+  default: /* a block type: the file's blocks on the GPU's stride */
     *scales = 0;
-    *data = 0;
-    for (int d = 0; d < WT_DTYPE_COUNT; d++)
-      if (block_storage((wt_dtype)d) == w->type) *data = wt_nbytes((wt_dtype)d, (int64_t)(N * K));
+    *data = op_blocks_gpu_bytes(w->type, N * K);
     break;
   }
 }

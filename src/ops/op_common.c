@@ -2,29 +2,61 @@
 #include "ops.h"
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 gpu_context *op_ctx(const gpu_recorder *rec) { return gpu_recorder_context(rec); }
 
 /* The GPU storages of a weight, one row each (indexed by op_wtype): the kernel variant that reads it (the names
-   of kernelgen's `//! axis storage`), its name, and what a [N][K] weight of it must satisfy. */
+   of kernelgen's `//! axis storage`), its name, and what a [N][K] weight of it must satisfy; for ggml's block
+   types the block's elements, its bytes in the file and its stride on the GPU (Q6_K's 210-byte blocks padded
+   to 212, so the kernels read every field as whole words). */
 static const struct {
   const char *variant, *name;
   uint32_t k_multiple; /* K must be a multiple of it (0: the q4gsw group) */
   int has_scales;
+  uint32_t qk, file_bytes, gpu_bytes; /* block types only */
 } WTYPES[] = {
-    [OP_W_F32] = {"f32", "f32", 1, 0},           [OP_W_F16] = {"f16", "f16", 1, 0},
-    [OP_W_Q4] = {"q4", "q4gsw", 0, 1},           [OP_W_Q8] = {"q8", "q8", 32, 1},
-    [OP_W_BF16] = {"bf16", "bf16", 1, 0},        [OP_W_Q4_1] = {"q4_1", "Q4_1", 32, 0},
-    [OP_W_Q5_0] = {"q5_0", "Q5_0", 32, 0},       [OP_W_Q5_1] = {"q5_1", "Q5_1", 32, 0},
-    [OP_W_Q2_K] = {"q2k", "Q2_K", 256, 0},       [OP_W_Q3_K] = {"q3k", "Q3_K", 256, 0},
-    [OP_W_Q4_K] = {"q4k", "Q4_K", 256, 0},       [OP_W_Q5_K] = {"q5k", "Q5_K", 256, 0},
-    [OP_W_Q6_K] = {"q6k", "Q6_K", 256, 0},       [OP_W_IQ4_NL] = {"iq4nl", "IQ4_NL", 32, 0},
-    [OP_W_IQ4_XS] = {"iq4xs", "IQ4_XS", 256, 0},
+    [OP_W_F32] = {"f32", "f32", 1, 0, 0, 0, 0},
+    [OP_W_F16] = {"f16", "f16", 1, 0, 0, 0, 0},
+    [OP_W_Q4] = {"q4", "q4gsw", 0, 1, 0, 0, 0},
+    [OP_W_Q8] = {"q8", "q8", 32, 1, 0, 0, 0},
+    [OP_W_BF16] = {"bf16", "bf16", 1, 0, 0, 0, 0},
+    [OP_W_Q4_1] = {"q4_1", "Q4_1", 32, 0, 32, 20, 20},
+    [OP_W_Q5_0] = {"q5_0", "Q5_0", 32, 0, 32, 22, 22},
+    [OP_W_Q5_1] = {"q5_1", "Q5_1", 32, 0, 32, 24, 24},
+    [OP_W_Q2_K] = {"q2k", "Q2_K", 256, 0, 256, 84, 84},
+    [OP_W_Q3_K] = {"q3k", "Q3_K", 256, 0, 256, 110, 110},
+    [OP_W_Q4_K] = {"q4k", "Q4_K", 256, 0, 256, 144, 144},
+    [OP_W_Q5_K] = {"q5k", "Q5_K", 256, 0, 256, 176, 176},
+    [OP_W_Q6_K] = {"q6k", "Q6_K", 256, 0, 256, 210, 212},
+    [OP_W_IQ4_NL] = {"iq4nl", "IQ4_NL", 32, 0, 32, 18, 18},
+    [OP_W_IQ4_XS] = {"iq4xs", "IQ4_XS", 256, 0, 256, 136, 136},
 };
 _Static_assert(sizeof WTYPES / sizeof WTYPES[0] == OP_W_COUNT, "one row per op_wtype");
 
 const char *op_wtype_variant(op_wtype t) { return (unsigned)t < OP_W_COUNT ? WTYPES[t].variant : "f32"; }
 const char *op_wtype_name(op_wtype t) { return (unsigned)t < OP_W_COUNT ? WTYPES[t].name : "?"; }
+
+int op_wtype_is_block(op_wtype t) { return (unsigned)t < OP_W_COUNT && WTYPES[t].qk; }
+
+uint64_t op_blocks_gpu_bytes(op_wtype t, uint64_t elements) {
+  if (!op_wtype_is_block(t)) return 0;
+  return elements / WTYPES[t].qk * WTYPES[t].gpu_bytes;
+}
+
+void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst) {
+  uint64_t nb = elements / WTYPES[t].qk, fb = WTYPES[t].file_bytes, gb = WTYPES[t].gpu_bytes;
+  const uint8_t *s = src;
+  uint8_t *d = dst;
+  if (fb == gb) {
+    memcpy(d, s, nb * fb);
+    return;
+  }
+  for (uint64_t b = 0; b < nb; b++) {
+    memcpy(d + b * gb, s + b * fb, fb);
+    memset(d + b * gb + fb, 0, gb - fb);
+  }
+}
 
 wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t N, uint32_t K) {
   (void)N;

@@ -1,6 +1,8 @@
-/* Linear layers: the GEMV route (kernels/matvec.wgsl) for decode and the tiled GEMM route
-   (kernels/matmul.wgsl) for prefill, each with f32, f16, q4gsw and q8 weight variants. */
+/* Linear layers: the fused decode GEMV (kernels/gemv.wgsl: q4gsw, q8, Q4_K, Q5_K, Q6_K), the general GEMV
+   (kernels/matvec.wgsl) for the other storages and a few rows, and the tiled GEMM (kernels/matmul.wgsl) for
+   prefill; the last two read every weight storage. */
 #include "ops.h"
+#include <stdio.h>
 #include <stdlib.h>
 
 typedef struct linear_params {
@@ -60,11 +62,38 @@ static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, co
   return s;
 }
 
-int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
-  if (w->type != OP_W_Q4 || M != 1 || K % 32 || w->n_parts) return 0; /* split weights take op_linear */
+/* The storages kernels/gemv.wgsl reads (its variants), with the x vec4s of one lane step (XV; XV * U <= 16) */
+static uint32_t gemv_xv(op_wtype t) {
+  switch (t) {
+  case OP_W_Q4:
+  case OP_W_Q8:
+    return 2;
+  case OP_W_Q4_K:
+  case OP_W_Q5_K:
+    return 8;
+  case OP_W_Q6_K:
+    return 4;
+  default:
+    return 0;
+  }
+}
+
+static int gemv_piece_ok(op_wtype t, uint32_t group, uint32_t K) {
+  if (!gemv_xv(t)) return 0;
+  if (t == OP_W_Q4) return (group == 32 || group == 64 || group == 128) && K % group == 0 && K % 32 == 0;
+  return K % (t == OP_W_Q8 ? 32u : 256u) == 0;
+}
+
+int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
+  if (M != 1) return 0;
+  if (!w->n_parts && !gemv_piece_ok(w->type, w->group, K)) return 0;
+  for (uint32_t i = 0; i < w->n_parts; i++)
+    if (!gemv_piece_ok(w->part[i].type, w->part[i].group, K)) return 0;
   *use_subgroups = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   return 1;
 }
+
+int op_gemv_fuses_glu(const op_weight *w) { return w->n_parts == 0; }
 
 static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
   uint32_t p = 1;
@@ -74,71 +103,85 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
 }
 
 /* The predicate of the specialised kernel: subgroups of one fixed size of 8..64 lanes (a thread-row is whole
-   subgroups), K a multiple of 1024 (32 lanes x 4 unrolled steps x 8 nibbles: no lane idles), a group of 32, 64
-   or 128, at least 64 output rows, and 256-thread workgroups. Everything else takes the general kernel, whole.
-   The layouts are the fastest of bench_kernels --sweep on the H200 (PERF.md): 4 row sums a lane in every case;
-   the MLP's gate/up rows (GLU) and the wide LM head split K over one subgroup with several subgroups a
-   workgroup; the narrower projections split K over 128 lanes. */
-op_gemv_plan op_gemv_q4_plan(const gpu_context *ctx, uint32_t n_out, uint32_t K, uint32_t group, int glu) {
+   subgroups), K a multiple of 1024 (q4gsw: 32 lanes x 4 unrolled steps x 8 nibbles, so no lane idles; the block
+   types: whole blocks), a q4gsw group of 32, 64 or 128, at least 64 output rows, and 256-thread workgroups.
+   Everything else takes the general kernel, whole. The layouts are the fastest of bench_kernels --sweep on the
+   H200 (PERF.md): 4 row sums a lane (2 with GLU, whose lanes keep gate and up); the MLP's gate/up rows and the
+   wide LM head split K over one subgroup with several subgroups a workgroup; the narrower projections split K
+   over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types unroll less. */
+op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
+                                 int glu) {
   op_gemv_plan p = {0};
-  uint32_t words = K / 8, sgs = ctx->subgroup_min;
+  uint32_t xv = gemv_xv(type), step = xv * 4, sgs = ctx->subgroup_min;
+  if (type == OP_W_Q6_K) step = 16;
+  if (!xv) return p;
+  uint32_t steps = K / step;
   int fixed_sg =
       ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 8 && sgs <= 64 && (sgs & (sgs - 1)) == 0;
-  if (fixed_sg && K % 1024 == 0 && (group == 32 || group == 64 || group == 128) && n_out >= 64 &&
-      ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
+  int shape_ok = type == OP_W_Q4 ? (group == 32 || group == 64 || group == 128) : 1;
+  if (fixed_sg && K % 1024 == 0 && shape_ok && n_out >= 64 && ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
     p.tuned = 1;
     uint32_t one = sgs > 32 ? sgs : 32; /* one thread-row = one subgroup (32 lanes, or the subgroup if wider) */
-    if (glu) {
+    if (type == OP_W_Q4_K || type == OP_W_Q5_K) { /* 32-element steps, one unrolled */
+      if (glu)
+        p.tk = one, p.tr = 8, p.r = 2, p.u = 2;
+      else if (n_out >= 32768)
+        p.tk = one, p.tr = 4, p.r = 4, p.u = 1;
+      else
+        p.tk = 2 * one, p.tr = 4, p.r = 4, p.u = 1;
+    } else if (type == OP_W_Q6_K) {
+      if (glu)
+        p.tk = one, p.tr = 8, p.r = 2, p.u = 2;
+      else if (n_out >= 32768)
+        p.tk = one, p.tr = 4, p.r = 4, p.u = 1;
+      else
+        p.tk = 128, p.tr = 2, p.r = 4, p.u = 1;
+    } else if (glu) {
       p.tk = one, p.tr = 8, p.r = 2, p.u = 4;
     } else if (n_out >= 32768) {
-      p.tk = one, p.tr = 4, p.r = 8, p.u = 2;
+      p.tk = one, p.tr = 4, p.r = type == OP_W_Q8 ? 4 : 8, p.u = type == OP_W_Q8 ? 4 : 2;
     } else {
       p.tk = 128, p.tr = 2, p.r = 4, p.u = 4;
     }
     if (p.tk * p.tr > ctx->limits.maxComputeInvocationsPerWorkgroup || p.tk * p.tr / sgs > 32) p.tr = 1;
     return p;
   }
-  /* general: up to 128 threads along K (no more than there are chunks), the rest of 128 as thread-rows, at
+  /* general: up to 128 threads along K (no more than there are steps), the rest of 128 as thread-rows, at
      most 16 rows a thread-row and fewer while there would be under 512 workgroups */
-  p.tk = pow2_at_most(words, 128);
+  p.tk = pow2_at_most(steps, 128);
   p.tr = 128 / p.tk;
   p.r = p.tk < 16 ? p.tk : 16;
+  p.u = 16 / xv < 4 ? 16 / xv : 4;
   while (p.r > 1 && (n_out + p.tr * p.r - 1) / (p.tr * p.r) < 512)
     p.r /= 2;
-  (void)glu;
   return p;
 }
 
 typedef struct gemv_params {
   uint32_t N, K, has_bias, accumulate, has_norm;
   float eps, w_offset;
-  uint32_t glu_half, act, _p0, _p1, _p2;
+  uint32_t glu_half, act, n_off, _p1, _p2;
 } gemv_params;
-_Static_assert(sizeof(gemv_params) == 48, "gemv_params mirrors the Params block of kernels/gemv_q4.wgsl");
+_Static_assert(sizeof(gemv_params) == 48, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
-wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
-                        uint32_t K, const op_gemv_opts *o) {
-  int sg;
-  op_gemv_opts none = {0};
-  if (!o) o = &none;
+/* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off.. */
+static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uint32_t group, gpu_view data,
+                               gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K, uint32_t n_off,
+                               const op_gemv_opts *o) {
   const gpu_context *ctx = op_ctx(rec);
-  if (!op_gemv_q4_supports(ctx, w, 1, K, &sg))
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q4: needs q4gsw weights and K %% 32 == 0 (K=%u)", K);
-  wgllm_status s = op_check_weight(rec, "gemv_q4", w, N, K);
-  if (s) return s;
-  if (o->glu_half && N != 2 * o->glu_half)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q4: GLU over %u rows with %u gate rows", N, o->glu_half);
-  uint32_t out_rows = o->glu_half ? o->glu_half : N;
-  op_gemv_plan pl = o->plan ? *o->plan : op_gemv_q4_plan(ctx, out_rows, K, w->group, o->glu_half != 0);
+  int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
+  uint32_t out_rows = o->glu_half ? o->glu_half : N, xv = gemv_xv(type);
+  op_gemv_plan pl = o->plan ? *o->plan : op_gemv_choose_plan(ctx, type, out_rows, K, group, o->glu_half != 0);
   uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r, u = pl.u ? pl.u : 4;
-  /* the kernel's limits: row sums in registers, one finishing thread per row, its workgroup arrays */
+  /* the kernel's limits: row sums in registers, one finishing thread per row, its workgroup arrays, the x of
+     the unrolled steps in 16 vec4s */
   int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr <= 32 && pl.r <= pl.tk && u <= 4 &&
-           wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
+           xv * u <= 16 && wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
   if (ok && pl.tuned) ok = sg && pl.tk % ctx->subgroup_min == 0 && wg / ctx->subgroup_min <= 32;
   if (ok && !pl.tuned) ok = wg <= 128;
   if (!ok)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q4: plan %s tk=%u tr=%u r=%u u=%u not valid on this device",
-                   pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, u);
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv %s: plan %s tk=%u tr=%u r=%u u=%u not valid on this device",
+                   op_wtype_name(type), pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, u);
   gemv_params p = {N,
                    K,
                    bias.buf ? 1u : 0u,
@@ -148,33 +191,69 @@ wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_v
                    o->norm_offset,
                    o->glu_half,
                    (uint32_t)o->act,
-                   0,
+                   n_off,
                    0,
                    0};
   gpu_constant c[8] = {{"PROBE", (double)pl.probe},
-                       {"G", (double)w->group},
+                       {"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
                        {"TK", (double)pl.tk},
                        {"TR", (double)pl.tr},
                        {"U", (double)u},
                        {"GLU", o->glu_half ? 1.0 : 0.0},
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)}};
-  gpu_dispatch_desc d = {.kernel = K_GEMV_Q4,
-                         .variant = pl.tuned ? V_GEMV_Q4_SG : V_GEMV_Q4_WG,
+  char variant[32];
+  snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "");
+  gpu_dispatch_desc d = {.kernel = K_GEMV,
+                         .variant = variant,
                          .params = &p,
                          .params_size = sizeof p,
-                         .n_bind = 6,
+                         .n_bind = 5,
                          .consts = c,
                          .n_consts = 8};
   d.bind[0] = x;
-  d.bind[1] = w->data;
+  d.bind[1] = data;
   d.bind[2] = bias.buf ? bias : x;
   d.bind[3] = y;
-  d.bind[4] = w->scales;
-  d.bind[5] = o->norm_w.buf ? o->norm_w : x;
+  d.bind[4] = o->norm_w.buf ? o->norm_w : x;
+  if (type == OP_W_Q4 || type == OP_W_Q8) {
+    d.bind[5] = scales;
+    d.n_bind = 6;
+  }
   uint32_t rows_per_wg = pl.tr * pl.r;
   op_grid_1d(rec, (out_rows + rows_per_wg - 1) / rows_per_wg, d.grid);
   return gpu_record(rec, &d);
+}
+
+wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                     uint32_t K, const op_gemv_opts *o) {
+  int sg;
+  op_gemv_opts none = {0};
+  if (!o) o = &none;
+  if (!op_gemv_supports(op_ctx(rec), w, 1, K, &sg))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
+                   "gemv: needs q4gsw, q8, Q4_K, Q5_K or Q6_K weights of whole groups or blocks (%s, K=%u)",
+                   op_wtype_name(w->type), K);
+  if (o->glu_half && N != 2 * o->glu_half)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU over %u rows with %u gate rows", N, o->glu_half);
+  if (o->glu_half && !op_gemv_fuses_glu(w))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU needs the gate and up rows in one piece (%u parts)", w->n_parts);
+  if (!w->n_parts) {
+    wgllm_status s = op_check_weight(rec, "gemv", w, N, K);
+    if (s) return s;
+    return gemv_piece(rec, x, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, o);
+  }
+  uint32_t n0 = 0;
+  wgllm_status s = WGLLM_OK;
+  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
+    const struct op_weight_part *pt = &w->part[i];
+    op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
+    s = op_check_weight(rec, "gemv", &pw, pt->rows, K);
+    if (!s) s = gemv_piece(rec, x, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, o);
+    n0 += pt->rows;
+  }
+  if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: parts of %u rows for N=%u", n0, N);
+  return s;
 }
 
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -185,7 +264,7 @@ wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
   int sg;
-  if (op_gemv_q4_supports(op_ctx(rec), w, M, K, &sg)) return op_gemv_q4(rec, x, w, bias, y, N, K, NULL);
+  if (op_gemv_supports(op_ctx(rec), w, M, K, &sg)) return op_gemv(rec, x, w, bias, y, N, K, NULL);
   return op_matvec_generic(rec, x, w, bias, y, M, N, K);
 }
 

@@ -49,6 +49,12 @@ typedef struct op_weight {
 } op_weight;
 const char *op_wtype_variant(op_wtype t);
 const char *op_wtype_name(op_wtype t);
+/* ggml's block types on the GPU: the blocks as the file has them, on the GPU's block stride (Q6_K padded from
+   210 to 212 bytes, zeros after each block). op_blocks_gpu_bytes: the bytes of `elements` (whole blocks);
+   op_blocks_to_gpu writes them from the file's blocks. */
+int op_wtype_is_block(op_wtype t);
+uint64_t op_blocks_gpu_bytes(op_wtype t, uint64_t elements);
+void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst);
 
 /* Splits a 1-D count of workgroups into a grid that fits the device's per-dimension limit. */
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]);
@@ -111,18 +117,21 @@ wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n,
 /* Row argmax. x: [rows][n] f32, out: [rows] u32 */
 wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows);
 
-/* The fused q4gsw decode GEMV (kernels/gemv_q4.wgsl), for one token:
+/* The fused decode GEMV (kernels/gemv.wgsl), for one token, on q4gsw, q8, Q4_K, Q5_K and Q6_K weights:
    y[n] (+)= s * W[n] . (x * (norm_w + norm_offset)) (+ bias), s = 1/rms(x) when norm_w is set;
    glu_half > 0: W holds gate rows then up rows (glu_half each), y[n] = act(gate_n) * up_n for n < glu_half.
-   Needs q4gsw weights and K % 32 == 0 (op_gemv_q4_supports); x and norm_w bound at 16-byte multiples.
-   op_matvec takes it for plain M = 1 products (op_matvec_generic is the generic kernel, for comparisons). */
+   A weight in row parts (split over the binding limit, or projections of mixed types) runs a dispatch a part,
+   each with the norm, bias and residual; GLU needs one piece (op_gemv_fuses_glu).
+   Needs whole q4gsw groups / 32-element q8 groups / 256-element blocks along K (op_gemv_supports); x and norm_w
+   bound at 16-byte multiples. op_matvec takes it for plain M = 1 products (op_matvec_generic is the general
+   kernel, for comparisons). */
 /* How a shape runs: the specialised subgroup kernel (tuned) or the general one, and its thread layout: tk
    threads split K, tr thread-rows a workgroup, r rows a thread-row (so tr * r rows a workgroup), u steps
-   unrolled (1..4, 0 means 4). */
+   unrolled (1..4, 0 means 4; at most 2 for Q4_K / Q5_K, whose steps are 32 elements). */
 typedef struct op_gemv_plan {
   int tuned;
   uint32_t tk, tr, r, u;
-  uint32_t probe; /* bench_kernels only: leave a stage out (kernels/gemv_q4.wgsl PROBE); 0 in real use */
+  uint32_t probe; /* bench_kernels only: leave a stage out (kernels/gemv.wgsl PROBE, q4gsw); 0 in real use */
 } op_gemv_plan;
 typedef struct op_gemv_opts {
   gpu_view norm_w; /* [K] f32 or none */
@@ -130,15 +139,17 @@ typedef struct op_gemv_opts {
   int accumulate;    /* y += result (residual) */
   uint32_t glu_half; /* 0 or the number of gate rows */
   op_act act;
-  const op_gemv_plan *plan; /* NULL: op_gemv_q4_plan's choice (tests and the kernel bench set it) */
+  const op_gemv_plan *plan; /* NULL: op_gemv_choose_plan's choice (tests and the kernel bench set it) */
 } op_gemv_opts;
-int op_gemv_q4_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
-/* The predicate that picks the specialised kernel: it names the shapes (rows, K, group) and the device
-   capabilities (subgroups of one fixed size, workgroup limits) the tuned layout accepts; any other case takes
-   the general kernel as a whole. n_out: output rows (gate rows with GLU). */
-op_gemv_plan op_gemv_q4_plan(const gpu_context *ctx, uint32_t n_out, uint32_t K, uint32_t group, int glu);
-wgllm_status op_gemv_q4(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
-                        uint32_t K, const op_gemv_opts *o);
+int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
+int op_gemv_fuses_glu(const op_weight *w);
+/* The predicate that picks the specialised kernel: it names the storage, the shapes (rows, K, group) and the
+   device capabilities (subgroups of one fixed size, workgroup limits) the tuned layout accepts; any other case
+   takes the general kernel as a whole. n_out: output rows (gate rows with GLU). */
+op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
+                                 int glu);
+wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                     uint32_t K, const op_gemv_opts *o);
 /* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);

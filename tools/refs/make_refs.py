@@ -179,13 +179,24 @@ def gemma3_gguf_case(name):
     write_ref(d, name, m, "GGUF gemma3 in llama.cpp's layout: norms as 1 + w, Q8_0 embedding and linears, 7 layers (every 6th global), "
               "window 8, linear RoPE factor 8 on the global layer; reference = the same model with every quantized tensor dequantized")
 
-def llama_kquants_gguf_case(name):
-    """Every ggml block type wgllm reads, mixed in one Llama GGUF as llama.cpp lays it out (q/k rows permuted):
-    random blocks of each type (tools/gguf/ggml_blocks.py), so the weights are exactly their dequantized values
-    and the transformers reference uses those."""
+KQ_ALL = [{"attn_q": "Q4_K", "attn_k": "Q5_K", "attn_v": "Q6_K", "attn_output": "Q3_K", "ffn_gate": "Q2_K", "ffn_up": "IQ4_XS", "ffn_down": "Q4_1"},
+          {"attn_q": "Q5_0", "attn_k": "Q5_1", "attn_v": "IQ4_NL", "attn_output": "Q4_K", "ffn_gate": "Q4_K", "ffn_up": "Q4_K", "ffn_down": "Q6_K"}]
+# llama.cpp's Q4_K_M (Q6_K for attn_v / ffn_down on its "more bits" layers, Q6_K output), a Q5_K_M layer whose
+# gate and up differ in type, and a Q8_0 output projection: every storage of the fused decode GEMV, and fused
+# projections in parts
+KQ_M = [{"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q6_K", "attn_output": "Q4_K", "ffn_gate": "Q4_K", "ffn_up": "Q4_K", "ffn_down": "Q6_K"},
+        {"attn_q": "Q5_K", "attn_k": "Q5_K", "attn_v": "Q5_K", "attn_output": "Q5_K", "ffn_gate": "Q5_K", "ffn_up": "Q6_K", "ffn_down": "Q5_K"},
+        {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q4_K", "attn_output": "Q8_0", "ffn_gate": "Q4_K", "ffn_up": "Q4_K", "ffn_down": "Q4_K"}]
+# llama.cpp's Q4_0 file type: Q4_0 everywhere but the output tensor, which its quantizer writes as Q6_K
+Q40_Q6K = [{g: "Q4_0" for g in ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")}] * 2
+
+def llama_kquants_gguf_case(name, plan=KQ_ALL, emb="Q4_K", out="Q6_K", file_type=15, note=None):
+    """ggml block types mixed in one Llama GGUF as llama.cpp lays it out (q/k rows permuted), one type a tensor
+    as `plan` says (a dict a layer): random blocks of each type (tools/gguf/ggml_blocks.py), so the weights are
+    exactly their dequantized values and the transformers reference uses those."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gguf"))
     import ggml_blocks as gb
-    Hk, Ik, heads, kv_heads, layers = 256, 512, 4, 2, 2
+    Hk, Ik, heads, kv_heads, layers = 256, 512, 4, 2, len(plan)
     hd = Hk // heads
     c = transformers.LlamaConfig(vocab_size=V, hidden_size=Hk, intermediate_size=Ik, num_hidden_layers=layers, num_attention_heads=heads,
         num_key_value_heads=kv_heads, max_position_embeddings=4096, rope_theta=10000.0, tie_word_embeddings=False,
@@ -201,11 +212,9 @@ def llama_kquants_gguf_case(name):
         blob, w = gb.random_blocks(tname, rows, cols, rng, scale)
         new_w[hf_name] = unpermute(w, perm) if perm else w
         ts.append((gguf_name, gb.TYPES[tname][0], [cols, rows], blob))
-    add("token_embd.weight", "model.embed_tokens.weight", "Q4_K", scale=0.5)
-    add("output.weight", "lm_head.weight", "Q6_K")
+    add("token_embd.weight", "model.embed_tokens.weight", emb, scale=0.5)
+    add("output.weight", "lm_head.weight", out)
     ts.append(("output_norm.weight", gw.GGML_F32, [Hk], sd["model.norm.weight"].astype("<f4").tobytes()))
-    plan = [{"attn_q": "Q4_K", "attn_k": "Q5_K", "attn_v": "Q6_K", "attn_output": "Q3_K", "ffn_gate": "Q2_K", "ffn_up": "IQ4_XS", "ffn_down": "Q4_1"},
-            {"attn_q": "Q5_0", "attn_k": "Q5_1", "attn_v": "IQ4_NL", "attn_output": "Q4_K", "ffn_gate": "Q4_K", "ffn_up": "Q4_K", "ffn_down": "Q6_K"}]
     names = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj", "attn_output": "self_attn.o_proj",
              "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj", "ffn_down": "mlp.down_proj"}
     for i in range(layers):
@@ -216,7 +225,7 @@ def llama_kquants_gguf_case(name):
             perm = heads if gg == "attn_q" else kv_heads if gg == "attn_k" else None
             add(f"blk.{i}.{gg}.weight", p + hf + ".weight", plan[i][gg], perm)
     toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)]
-    kv = {"general.architecture": ("str", "llama"), "general.name": ("str", name), "general.alignment": ("u32", 32), "general.file_type": ("u32", 15),
+    kv = {"general.architecture": ("str", "llama"), "general.name": ("str", name), "general.alignment": ("u32", 32), "general.file_type": ("u32", file_type),
           "llama.context_length": ("u32", 4096), "llama.embedding_length": ("u32", Hk), "llama.block_count": ("u32", layers),
           "llama.feed_forward_length": ("u32", Ik), "llama.rope.dimension_count": ("u32", hd), "llama.attention.head_count": ("u32", heads),
           "llama.attention.head_count_kv": ("u32", kv_heads), "llama.attention.layer_norm_rms_epsilon": ("f32", 1e-5),
@@ -229,7 +238,7 @@ def llama_kquants_gguf_case(name):
     with torch.no_grad():
         msd = m.state_dict()
         for k, v in new_w.items(): msd[k].copy_(torch.from_numpy(np.ascontiguousarray(v)))
-    write_ref(d, name, m, "GGUF llama with every block type: Q4_K embedding, Q6_K output, per-projection Q2_K, Q3_K, Q4_K, "
+    write_ref(d, name, m, note or "GGUF llama with every block type: Q4_K embedding, Q6_K output, per-projection Q2_K, Q3_K, Q4_K, "
               "Q5_K, Q6_K, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS (random blocks, weights = their dequantized values); q/k rows "
               "permuted as llama.cpp writes them")
 
@@ -271,6 +280,12 @@ CASES = {
         "untied lm_head, per-layer inputs 32 wide, random layer scalars, proportional RoPE with factor 0.5, window 8", torch.bfloat16),
     "gemma3_gguf": lambda: gemma3_gguf_case("gemma3_gguf"),
     "llama_kquants_gguf": lambda: llama_kquants_gguf_case("llama_kquants_gguf"),
+    "llama_q4km_gguf": lambda: llama_kquants_gguf_case("llama_q4km_gguf", KQ_M, "Q4_K", "Q6_K", 15,
+        "GGUF llama mixed as llama.cpp's Q4_K_M (Q4_K, Q6_K attn_v / ffn_down / output), a Q5_K_M layer whose ffn_up is Q6_K, "
+        "a Q8_0 attn_output (random blocks, weights = their dequantized values); q/k rows permuted as llama.cpp writes them"),
+    "llama_q4_0_q6k_gguf": lambda: llama_kquants_gguf_case("llama_q4_0_q6k_gguf", Q40_Q6K, "Q4_0", "Q6_K", 2,
+        "GGUF llama as llama.cpp's Q4_0 file type writes it: Q4_0 embedding and linears, Q6_K output (random blocks, "
+        "weights = their dequantized values); q/k rows permuted as llama.cpp writes them"),
     "llama_q4_0_gguf": lambda: llama_gguf_case("llama_q4_0_gguf", 6, 2, 2, False, L3),
 }
 for n in (A.only.split(",") if A.only else CASES):

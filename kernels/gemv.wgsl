@@ -1,0 +1,352 @@
+// Decode GEMV (one token), tuned for bandwidth and fused with its neighbours, for the weight storages decode
+// streams most: q4gsw, q8 (GGUF Q8_0) and ggml's Q4_K, Q5_K and Q6_K blocks (the K-quant mixes):
+//   y[n_off + n] (+)= s * sum_k W[n, k] * x'[k] (+ bias[n_off + n]),  x' = x * (norm_w + w_offset),
+//   s = 1/rms(x) when has_norm
+// so the RMSNorm before a projection, the residual add after it (accumulate) and the gated activation of the
+// MLP (GLU: rows n and n + glu_half are gate and up, y[n] = act(gate) * up) need no dispatch of their own.
+// n_off places the rows of one part of a weight kept in parts (each part its own dispatch).
+//
+// Threads: a workgroup of TK * TR threads owns TR * R rows. The TK threads of a thread-row split each row into
+// steps that lie side by side in memory (q4gsw: a u32 word, 8 nibbles; q8: 8 bytes; Q4_K / Q5_K: 16 bytes of
+// quants, 32 elements; Q6_K: 16 elements), so a subgroup's loads are contiguous. Each lane keeps R row sums
+// (2R with GLU: gate and up), so its slice of x (XV vec4s a step) is loaded once for R rows, and U steps are
+// unrolled so that U * R loads are in flight. Rows past the end are read clamped to the last row and dropped,
+// so the loads have no branch around them. (A q4gsw lane reading a whole 16-byte group, 4 words, a step
+// measured no faster on the H200; PERF.md.)
+//
+// Quants are widened without an int-to-float conversion (a quarter-rate instruction on GPUs, and what limited
+// an earlier kernel): a b-bit q placed in the top of the mantissa of 1.0 reads as f = 1 + q / 2^b, so
+//   sum_k q_k x_k = 2^b * (sum_k f_k x_k - sum_k x_k),
+// where the sums of x over a step are computed once for all R rows (xa). That is a shift and a mask a weight.
+//
+// Variant "_sg" reduces with subgroupAdd (fixed subgroup size SGS dividing TK, checked by the op's plan); when
+// TK == SGS a thread-row is one subgroup and needs no workgroup memory. The plain variant reduces through
+// workgroup memory (TK a power of two, TK * TR <= 128).
+//! axis q4: WQ4=1 | q8: WQ8=1 | q4k: WQ4_K=1 WKQ=1 | q5k: WQ5_K=1 WKQ=1 | q6k: WQ6_K=1
+//! axis -: SG=0 | _sg: SG=1 requires=subgroups
+struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
+                has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
+                act: u32, n_off: u32, _p1: u32, _p2: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+@group(0) @binding(5) var<storage, read> norm_w: array<vec4<f32>>;
+override G: u32 = 32u;   // q4gsw group size
+override R: u32 = 8u;    // rows per thread-row
+override TK: u32 = 128u; // threads along K in a thread-row
+override TR: u32 = 1u;   // thread-rows per workgroup
+override SGS: u32 = 32u; // subgroup size (sg variant)
+override U: u32 = 4u;    // steps unrolled (1..4; XV * U <= 16)
+// bench_kernels only (q4gsw): 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales,
+// 5 the weight loads alone
+override PROBE: u32 = 0u;
+// GLU and the row count are pipeline constants, so every loop over the sums has a constant trip count and
+// the compiler keeps them in registers
+override GLU: bool = false;
+override RR: u32 = select(R, 2u * R, GLU);
+override WG: u32 = TK * TR;
+
+const MAXR = 33u; // 2 * 16 row sums + the sum of squares
+#if SG
+var<workgroup> red: array<f32, 1056>; // [WG / SGS subgroups, at most 32][MAXR]
+#else
+var<workgroup> red: array<f32, 4224>; // [MAXR][WG <= 128]
+#endif
+
+var<private> xs: array<vec4<f32>, 16>; // [U][XV]: this lane's x (normed) of its unrolled steps
+var<private> xa: array<f32, 16>;       // [U][NA]: sums of x a step's rows share
+
+const ONE = vec4<u32>(0x3F800000u);
+fn hsum(v: vec4<f32>) -> f32 { return v.x + v.y + v.z + v.w; }
+
+#if WQ4
+// q4gsw: data u32 [N][K/8], nibble of element k at bits 4*(k%8) of word k/8, value (q - 8) * scale[k / G];
+// scales f16 [N][K/G]. A step is one word; sum (q - 8) x = 16 * (sum f x - 1.5 * sum x).
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(6) var<storage, read> wscale: array<u32>;
+const STEP = 8u;
+const XV = 2u;
+const MULT = 16.0;
+fn xidx(si: u32, j: u32) -> u32 { return 2u * si + j; }
+fn step_sums(u: u32) { xa[u] = 1.5 * hsum(xs[2u * u] + xs[2u * u + 1u]); }
+// 8 nibbles of one word (bits 4i..4i+3 hold element i) dotted with x[0..7] as x0, x1, each nibble read as 1+q/16.
+// (Widening two nibbles at a time through a pair of f16 1.0s and unpack2x16float measured no faster; PERF.md.)
+fn dot8(wd: u32, x0: vec4<f32>, x1: vec4<f32>) -> f32 {
+  let m = vec4<u32>(0x00780000u);
+  let lo = (vec4<u32>(wd) << vec4<u32>(19u, 15u, 11u, 7u)) & m;
+  let hi = vec4<u32>(wd << 3u, wd >> 1u, wd >> 5u, wd >> 9u) & m;
+  return dot(bitcast<vec4<f32>>(lo | ONE), x0) + dot(bitcast<vec4<f32>>(hi | ONE), x1);
+}
+fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+  let wd = w[n * (p.K / 8u) + si];
+  let g = n * (p.K / G) + (si * 8u) / G;
+  var sc = 1.0;
+  if (PROBE != 3u && PROBE != 4u && PROBE != 5u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
+  var a = dot8(wd, xs[2u * u], xs[2u * u + 1u]);
+  if (PROBE == 1u || PROBE == 4u) { a = bitcast<f32>(wd & 0x3FFFFFFFu) * xs[2u * u].x; }
+  if (PROBE == 5u) { a = bitcast<f32>(wd & 0x3FFFFFFFu); }
+  return sc * (a - xa[u]);
+}
+#endif
+#if WQ8
+// q8 (GGUF Q8_0): int8 [N][K] (4 a word), value q * scale[k / 32]; scales f16 [N][K/32]. A step is 8 bytes;
+// each byte read as u = q + 128 (its top bit flipped), and f - 1.5 = q / 256 exactly, taken before the dot:
+// eight bits a weight leave the kernel far from its arithmetic limit, and the dot then rounds as a plain one.
+@group(0) @binding(2) var<storage, read> w: array<vec2<u32>>;
+@group(0) @binding(6) var<storage, read> wscale: array<u32>;
+const STEP = 8u;
+const XV = 2u;
+const MULT = 256.0;
+fn xidx(si: u32, j: u32) -> u32 { return 2u * si + j; }
+fn step_sums(u: u32) {}
+fn dot4_u8(wd: u32, xv: vec4<f32>) -> f32 {
+  let b = wd ^ 0x80808080u;
+  let f = vec4<u32>(b << 15u, b << 7u, b >> 1u, b >> 9u) & vec4<u32>(0x007F8000u);
+  return dot(bitcast<vec4<f32>>(f | ONE) - vec4<f32>(1.5), xv);
+}
+fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+  let wd = w[n * (p.K / 8u) + si];
+  let g = n * (p.K / 32u) + si / 4u;
+  let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
+  return sc * (dot4_u8(wd.x, xs[2u * u]) + dot4_u8(wd.y, xs[2u * u + 1u]));
+}
+#endif
+#if WKQ
+// Q4_K / Q5_K blocks of 256 elements as ggml stores them, 144 / 176 bytes (9 / 11 vec4s): d, dmin, 12 bytes of
+// 6-bit sub-block scales and mins, (Q5_K: qh[32], bit j of byte l the fifth bit of element l of sub-block j),
+// qs[128]: 4 groups of 32 bytes, low nibbles sub-block 2g, high nibbles sub-block 2g + 1. A step is one vec4 of
+// quants: chunk c = step % 8 of a block, group g = c / 2, bytes l = 16 * (c % 2) + 0..15 of the group, so
+// elements 64g + l (low nibbles, x in xs[0..3]) and 64g + 32 + l (high, xs[4..7]).
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+const STEP = 32u;
+const XV = 8u;
+const MULT = 1.0;
+fn xidx(si: u32, j: u32) -> u32 {
+  let c = si % 8u;
+  return 64u * (si / 8u) + 16u * (c / 2u) + 4u * (c % 2u) + j + 4u * (j / 4u);
+}
+fn step_sums(u: u32) {
+  xa[2u * u] = hsum(xs[8u * u] + xs[8u * u + 1u] + xs[8u * u + 2u] + xs[8u * u + 3u]);
+  xa[2u * u + 1u] = hsum(xs[8u * u + 4u] + xs[8u * u + 5u] + xs[8u * u + 6u] + xs[8u * u + 7u]);
+}
+// d * scale * q - dmin * min of the sub-blocks 2g (low nibbles) and 2g + 1 (high) of the block whose first
+// vec4 is hd, given the dots f of their quants (read as 1 + q / 2^b) with x and the sums of x
+fn ksum(hd: vec4<u32>, g: u32, flo: f32, fhi: f32, u: u32, qmul: f32) -> f32 {
+  // the 6-bit scales and mins of sub-blocks 0..3 (bytes 0..3, 4..7) and 4..7 (packed in bytes 8..11 with the
+  // top bits of the first eight), a byte each, then the two of this group
+  let hi = g >= 2u;
+  let sh = 16u * (g & 1u);
+  let sw = select(hd.y & 0x3F3F3F3Fu, (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2u) & 0x30303030u), hi) >> sh;
+  let mw = select(hd.z & 0x3F3F3F3Fu, ((hd.w >> 4u) & 0x0F0F0F0Fu) | ((hd.z >> 2u) & 0x30303030u), hi) >> sh;
+  let dm = unpack2x16float(hd.x);
+  let sl = xa[2u * u];
+  let sx = xa[2u * u + 1u];
+  return (dm.x * qmul) * (f32(sw & 63u) * (flo - sl) + f32((sw >> 8u) & 63u) * (fhi - sx)) -
+         dm.y * (f32(mw & 63u) * sl + f32((mw >> 8u) & 63u) * sx);
+}
+#endif
+#if WQ4_K
+fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+  let c = si % 8u;
+  let base = (n * (p.K / 256u) + si / 8u) * 9u;
+  let q = w[base + 1u + c];
+  let m = vec4<u32>(0x00780000u);
+  var flo = 0.0;
+  var fhi = 0.0;
+  for (var k = 0u; k < 4u; k++) {
+    let b = q[k];
+    let lo = vec4<u32>(b << 19u, b << 11u, b << 3u, b >> 5u) & m;
+    let hb = vec4<u32>(b << 15u, b << 7u, b >> 1u, b >> 9u) & m;
+    flo += dot(bitcast<vec4<f32>>(lo | ONE), xs[8u * u + k]);
+    fhi += dot(bitcast<vec4<f32>>(hb | ONE), xs[8u * u + 4u + k]);
+  }
+  return ksum(w[base], c / 2u, flo, fhi, u, 16.0);
+}
+#endif
+#if WQ5_K
+fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+  let c = si % 8u;
+  let g = c / 2u;
+  let base = (n * (p.K / 256u) + si / 8u) * 11u;
+  let qh = w[base + 1u + c % 2u];
+  let q = w[base + 3u + c];
+  let m = vec4<u32>(0x007C0000u);
+  var flo = 0.0;
+  var fhi = 0.0;
+  for (var k = 0u; k < 4u; k++) {
+    let l5 = (q[k] & 0x0F0F0F0Fu) | (((qh[k] >> (2u * g)) & 0x01010101u) << 4u);
+    let h5 = ((q[k] >> 4u) & 0x0F0F0F0Fu) | (((qh[k] >> (2u * g + 1u)) & 0x01010101u) << 4u);
+    let lo = vec4<u32>(l5 << 18u, l5 << 10u, l5 << 2u, l5 >> 6u) & m;
+    let hb = vec4<u32>(h5 << 18u, h5 << 10u, h5 << 2u, h5 >> 6u) & m;
+    flo += dot(bitcast<vec4<f32>>(lo | ONE), xs[8u * u + k]);
+    fhi += dot(bitcast<vec4<f32>>(hb | ONE), xs[8u * u + 4u + k]);
+  }
+  return ksum(w[base], g, flo, fhi, u, 32.0);
+}
+#endif
+#if WQ6_K
+// Q6_K blocks of 256 elements, ggml's 210 bytes each (ql[128], qh[64], int8 scales[16], d) on a stride of 212
+// bytes (53 words, so every field is word-aligned; op_blocks_to_gpu pads them). A step is 4 bytes l0..l0+3 of
+// one 128-element half h: the ql words at l0 and 32 + l0 and the qh word at l0 hold elements
+// 128h + l0 + 32k + 0..3 for k = 0..3 (xs[k]), of scale 8h + l0 / 16 + 2k; q - 32 of 6 bits, so
+// sum (q - 32) x = 64 * (sum f x - 1.5 * sum x).
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+const STEP = 16u;
+const XV = 4u;
+const MULT = 64.0;
+fn xidx(si: u32, j: u32) -> u32 {
+  let t = si % 16u;
+  return 64u * (si / 16u) + 32u * (t / 8u) + t % 8u + 8u * j;
+}
+fn step_sums(u: u32) {
+  for (var k = 0u; k < 4u; k++) { xa[4u * u + k] = 1.5 * hsum(xs[4u * u + k]); }
+}
+fn f6(b: u32, xv: vec4<f32>) -> f32 {
+  let f = vec4<u32>(b << 17u, b << 9u, b << 1u, b >> 7u) & vec4<u32>(0x007E0000u);
+  return dot(bitcast<vec4<f32>>(f | ONE), xv);
+}
+fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+  let t = si % 16u;
+  let h = t / 8u;
+  let wl = t % 8u;
+  let base = (n * (p.K / 256u) + si / 16u) * 53u;
+  let qa = w[base + 16u * h + wl];
+  let qb = w[base + 16u * h + 8u + wl];
+  let qh = w[base + 32u + 8u * h + wl];
+  let s0 = w[base + 48u + 2u * h];
+  let s1 = w[base + 49u + 2u * h];
+  let d = unpack2x16float(w[base + 52u]).x;
+  let sh = 24u - 8u * (wl / 4u); // the scale of k = 0 is byte wl / 4 of s0, of k = 1 two bytes up, k = 2, 3 in s1
+  let sc = vec4<f32>(f32(i32(s0 << sh) >> 24u), f32(i32(s0 << (sh - 16u)) >> 24u), f32(i32(s1 << sh) >> 24u),
+                     f32(i32(s1 << (sh - 16u)) >> 24u));
+  let lo = 0x0F0F0F0Fu;
+  let hm = 0x30303030u;
+  let f = vec4<f32>(f6((qa & lo) | ((qh << 4u) & hm), xs[4u * u]) - xa[4u * u],
+                    f6((qb & lo) | ((qh << 2u) & hm), xs[4u * u + 1u]) - xa[4u * u + 1u],
+                    f6(((qa >> 4u) & lo) | (qh & hm), xs[4u * u + 2u]) - xa[4u * u + 2u],
+                    f6(((qb >> 4u) & lo) | ((qh >> 2u) & hm), xs[4u * u + 3u]) - xa[4u * u + 3u]);
+  return d * dot(sc, f);
+}
+#endif
+
+// x of step si into slot u of xs (normed), its sums into xa; returns the step's sum of squares (for the norm)
+fn load_x(u: u32, si: u32) -> f32 {
+  var ss = 0.0;
+  for (var j = 0u; j < XV; j++) {
+    let xi = xidx(si, j);
+    var v = x[xi];
+    if (PROBE == 2u || PROBE == 5u) { v = vec4<f32>(f32(si)); }
+    ss += dot(v, v);
+    if (p.has_norm != 0u) { v = v * (norm_w[xi] + vec4<f32>(p.w_offset)); }
+    xs[u * XV + j] = v;
+  }
+  step_sums(u);
+  return ss;
+}
+
+fn act_fn(g: f32) -> f32 {
+  if (p.act == 0u) { return g / (1.0 + exp(-g)); }
+  let z = 0.7978845608028654 * (g + 0.044715 * g * g * g);
+  return g / (1.0 + exp(-2.0 * z));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u,
+        @builtin(num_workgroups) nwg: vec3u
+#if SG
+        , @builtin(subgroup_invocation_id) lane: u32
+#endif
+        ) {
+  let kt = li % TK;
+  let rt = li / TK;
+  let n_out = select(p.N, p.glu_half, GLU);
+  let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
+  let steps = p.K / STEP;
+  var acc: array<f32, 32>;
+  for (var r = 0u; r < RR; r++) { acc[r] = 0.0; }
+  var ss = 0.0;
+  var rowb: array<u32, 32>; // the row of each sum
+  for (var r = 0u; r < RR; r++) {
+    var n = min(nb + (r % R), n_out - 1u);
+    if (GLU && r >= R) { n += p.glu_half; }
+    rowb[r] = n;
+  }
+  var i = kt;
+  // U steps at a time while they are all inside the row, then single steps
+  for (; i + (U - 1u) * TK < steps; i += U * TK) {
+    for (var u = 0u; u < U; u++) { ss += load_x(u, i + u * TK); }
+    for (var r = 0u; r < RR; r++) {
+      for (var u = 0u; u < U; u++) { acc[r] += row_dot(rowb[r], u, i + u * TK); }
+    }
+  }
+  for (; i < steps; i += TK) {
+    ss += load_x(0u, i);
+    for (var r = 0u; r < RR; r++) { acc[r] += row_dot(rowb[r], 0u, i); }
+  }
+  // reduce the RR sums and ss over the TK threads of the thread-row; thread kt < R ends with row nb + kt
+  var tot_ss = 0.0;
+  var mine = 0.0;
+  var mine_up = 0.0;
+#if SG
+  if (TK == SGS) {
+    for (var r = 0u; r < RR; r++) {
+      let t = subgroupAdd(acc[r]);
+      if (kt == r % R) {
+        if (r < R) { mine = t; } else { mine_up = t; }
+      }
+    }
+    tot_ss = subgroupAdd(ss);
+  } else {
+    let sgid = li / SGS;
+    let spr = TK / SGS; // subgroups per thread-row
+    for (var r = 0u; r < RR; r++) {
+      let t = subgroupAdd(acc[r]);
+      if (lane == 0u) { red[sgid * MAXR + r] = t; }
+    }
+    let ts = subgroupAdd(ss);
+    if (lane == 0u) { red[sgid * MAXR + 32u] = ts; }
+    workgroupBarrier();
+    if (kt < R) {
+      for (var s = 0u; s < spr; s++) {
+        let b = (rt * spr + s) * MAXR;
+        tot_ss += red[b + 32u];
+        mine += red[b + kt];
+        if (GLU) { mine_up += red[b + R + kt]; }
+      }
+    }
+  }
+#else
+  for (var r = 0u; r < RR; r++) { red[r * WG + li] = acc[r]; }
+  red[32u * WG + li] = ss;
+  workgroupBarrier();
+  for (var k = TK / 2u; k > 0u; k >>= 1u) {
+    if (kt < k) {
+      for (var r = 0u; r < RR; r++) { red[r * WG + li] += red[r * WG + li + k]; }
+      red[32u * WG + li] += red[32u * WG + li + k];
+    }
+    workgroupBarrier();
+  }
+  if (kt < R) {
+    tot_ss = red[32u * WG + rt * TK];
+    mine = red[kt * WG + rt * TK];
+    if (GLU) { mine_up = red[(R + kt) * WG + rt * TK]; }
+  }
+#endif
+  let n = nb + kt;
+  if (kt < R && n < n_out) {
+    var sc = MULT;
+    if (p.has_norm != 0u) { sc *= inverseSqrt(tot_ss / f32(p.K) + p.eps); }
+    let o = p.n_off + n;
+    var v = mine * sc;
+    if (GLU) {
+      var u = mine_up * sc;
+      if (p.has_bias != 0u) { v += bias[n]; u += bias[n + p.glu_half]; }
+      v = act_fn(v) * u;
+    } else if (p.has_bias != 0u) {
+      v += bias[o];
+    }
+    if (p.accumulate != 0u) { v += y[o]; }
+    y[o] = v;
+  }
+}
