@@ -2,7 +2,8 @@
    wraps small rings (one of an odd size, so keys wrap inside kernel blocks and decode chunks), prefill rows, decode
    steps and f16 caches agree with the same model on a ring that never wraps; kv_bytes counts the ring; a rewind within
    the ring's slack keeps the cache and gives the same logits, one further back empties it. On the gemma4_kv_shared
-   fixture (sliding window 8, KV sharing) and on gemma3 (window 8, local and global RoPE). */
+   fixture (sliding window 8, KV sharing) and on gemma3 (window 8, local and global RoPE). A cache whose layer
+   would exceed the storage binding limit is refused with the context that fits. */
 #include "harness.h"
 #include "session.h"
 #include <math.h>
@@ -102,7 +103,37 @@ static void one_model(const char *path) {
   llm_model_free(m);
 }
 
+/* A layer's K or V over the storage binding limit is refused when the cache is made, naming the layer, the sizes and
+   the context that fits (a device of 64 KiB bindings, simulated on a copy of the context: the refusal comes before
+   any allocation), and a context that fits is made. */
+static void kv_over_binding(void) {
+  char err[1024];
+  llm_model *m = NULL;
+  CHECK(llm_model_load(th_gpu(), "data/models/gemma3", NULL, &m, err, sizeof err) == WGLLM_OK, "gemma3: %s", err);
+  if (!m) return;
+  gpu_context small = *th_gpu();
+  small.limits.maxStorageBufferBindingSize = 65536;
+  uint64_t per_pos = 0; /* bytes of K a position, the largest layer */
+  for (uint32_t l = 0; l < m->hp.n_layer; l++) {
+    uint64_t b = 4ull * llm_layer_n_head_kv(&m->hp, l) * llm_layer_head_dim(&m->hp, l);
+    if (b > per_pos) per_pos = b;
+  }
+  uint32_t fits = (uint32_t)(65536 / per_pos);
+  llm_kv_cache kv;
+  wgllm_status s = llm_kv_cache_create(&small, &m->hp, fits + 1, 16, 0, &kv, err, sizeof err);
+  char want[64];
+  snprintf(want, sizeof want, "a context of at most %u fits", fits);
+  CHECK(s == WGLLM_ERR_UNSUPPORTED && strstr(err, "over the device's storage binding limit") && strstr(err, want),
+        "a KV cache over the binding limit: %d, %s", (int)s, err);
+  printf("  refused: %s\n", err);
+  s = llm_kv_cache_create(th_gpu(), &m->hp, fits, 16, 0, &kv, err, sizeof err);
+  CHECK(s == WGLLM_OK, "a KV cache of %u positions: %s", fits, err);
+  if (!s) llm_kv_cache_free(th_gpu(), &kv);
+  llm_model_free(m);
+}
+
 int main(void) {
+  kv_over_binding();
   one_model("data/models/gemma4_kv_shared");
   one_model("data/models/gemma3");
   th_gpu_done();

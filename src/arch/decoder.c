@@ -68,6 +68,15 @@ void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   }
 }
 
+/* "488.3 MiB", "64.0 KiB": a size for messages */
+static const char *size_str(uint64_t b, char *buf, size_t n) {
+  if (b >= (1ull << 20))
+    snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
+  else
+    snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+  return buf;
+}
+
 wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
                                  llm_kv_cache *kv, char *err, size_t errlen) {
   memset(kv, 0, sizeof *kv);
@@ -84,6 +93,12 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
   wgllm_status st = WGLLM_OK;
+  /* the context whose every layer's K fits one storage binding (for the message below) */
+  uint64_t max_bind = gpu->limits.maxStorageBufferBindingSize, ctx_fits = UINT64_MAX;
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    uint64_t per_pos = (uint64_t)llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+    if (llm_layer_owns_kv(hp, l) && per_pos && max_bind / per_pos < ctx_fits) ctx_fits = max_bind / per_pos;
+  }
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     uint32_t hd = llm_layer_head_dim(hp, l), src = llm_layer_kv_source(hp, l);
     if (hd % 4) { /* the attention kernels read K/V four elements at a time */
@@ -105,6 +120,19 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
       continue;
     }
     uint64_t per = (uint64_t)kv->layout[l].n_kv_head * slots * hd * (f16 ? 2 : 4);
+    /* a layer's K (and V) is one storage binding in the attention kernels: refused here, with the numbers, rather
+       than when the step is recorded */
+    if (per > max_bind) {
+      char a[32], b[32];
+      snprintf(err, errlen,
+               "KV cache: layer %u keeps %u positions x %u KV heads x %u x %s = %s for K (and as much for V), "
+               "over the device's storage binding limit of %s: a context of at most %llu fits%s",
+               l, slots, kv->layout[l].n_kv_head, hd, f16 ? "f16" : "f32", size_str(per, a, sizeof a),
+               size_str(max_bind, b, sizeof b), (unsigned long long)ctx_fits,
+               f16 ? "" : " (twice that with an f16 cache)");
+      st = WGLLM_ERR_UNSUPPORTED;
+      break;
+    }
     st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err, errlen);
     if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err, errlen);
     kv->bytes += 2 * per;
