@@ -620,6 +620,18 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
              o.weights.group);
   }
   if (!s) s = gpu_wait_idle(gpu, err, errlen); /* surfaces any allocation or upload error now */
+  if (s == WGLLM_ERR_OUT_OF_MEMORY && err[0] && !strstr(err, "host memory") && !strstr(err, "maxBufferSize")) {
+    /* the device refused memory: say how much the model wants and how much it got */
+    uint64_t file = 0;
+    for (size_t i = 0; i < wt_count(st); i++)
+      file += wt_at(st, i)->nbytes;
+    size_t n = strlen(err);
+    snprintf(err + n, errlen - n,
+             "; the GPU ran out of memory loading %s: its tensors are %.1f MiB in the file (about what the weights "
+             "take on the GPU: less with the q4 policy, more where a type is widened to f32), %.1f MiB were "
+             "allocated when the device refused",
+             path, (double)file / (1 << 20), (double)m->weight_bytes / (1 << 20));
+  }
   if (s) {
     if (!err[0]) snprintf(err, errlen, "loading %s failed (%s)", path, wgllm_status_name(s));
     llm_model_free(m);
