@@ -486,6 +486,42 @@ static void synthetic(void) {
     CHECK(st == WGLLM_ERR_UNSUPPORTED && u == NULL && strstr(err, "no-such-pre"), "unknown pre: %s", err);
     st = tok_create("bert", NULL, n, tok, NULL, NULL, type, 0, NULL, -1, -1, 0, 0, &u, err, sizeof err);
     CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err, "bert"), "unknown type: %s", err);
+    /* tokenizer.ggml.pre picks the pre-tokenizer: with a piece "oH" in the vocabulary, Llama 3's (letters in one
+       run, merges ignored when the run is a token) gives one token for "oH 2024", Tekken's (Mistral Nemo: a word
+       is caps then lower case, digits one at a time) splits "o" from "H" and the digits */
+    {
+      size_t n2 = n;
+      tok[n2] = "oH";
+      type[n2] = 1;
+      n2++;
+      const char *oh_merge[] = {"o H"};
+      static const char *P[] = {"llama-bpe", "tekken"};
+      for (int k = 0; k < 2; k++) {
+        tokenizer *tp = NULL;
+        st = tok_create("gpt2", P[k], n2, tok, NULL, NULL, type, 1, oh_merge, -1, -1, 0, 0, &tp, err, sizeof err);
+        CHECK(st == WGLLM_OK, "tok_create pre %s: %s", P[k], err);
+        if (!tp) continue;
+        int32_t *ids;
+        size_t m;
+        enc(tp, "oH 2024", 0, 0, &ids, &m);
+        size_t l;
+        char *d = decode_str(tp, ids, m, 0, &l);
+        CHECK(d && !strcmp(d, "oH 2024"), "pre %s round trip \"%s\"", P[k], d ? d : "");
+        free(d);
+        if (k == 0) /* "oH" one token, then " 2024" in Llama 3's digit groups of up to three */
+          CHECK(m >= 2 && ids[0] == (int32_t)n2 - 1, "pre llama-bpe: \"oH\" is one token (%zu ids, first %d)", m,
+                m ? ids[0] : -1);
+        else {
+          /* "o", "H", " ", "2", "0", "2", "4" */
+          int ok = m == 7;
+          for (size_t i = 0; ok && i < m; i++)
+            ok = ids[i] != (int32_t)n2 - 1;
+          CHECK(ok, "pre tekken: \"o\" and \"H\" apart, digits one a token (%zu ids)", m);
+        }
+        free(ids);
+        tok_free(tp);
+      }
+    }
     const char *bad_merge[] = {"h q"};
     st = tok_create("gpt2", "gpt-2", n, tok, NULL, NULL, type, 1, bad_merge, -1, -1, 0, 0, &u, err, sizeof err);
     CHECK(st == WGLLM_ERR_FORMAT && strstr(err, "merge 0"), "bad merge: %s", err);

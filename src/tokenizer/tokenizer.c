@@ -1291,6 +1291,12 @@ size_t tok_stream_flush(tok_stream *s, char *out, size_t cap) {
 static const char RE_GPT2[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 static const char RE_LLAMA3[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
                                 "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* Mistral's Tekken (tokenizer.json of Mistral Nemo / Small 3; llama.cpp's "tekken"): a word is upper-case letters
+   then lower-case ones (so camel case splits), digits one at a time */
+static const char RE_TEKKEN[] =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"
+    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char RE_QWEN2[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
                                "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
@@ -1356,8 +1362,14 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
       re = RE_LLAMA3, ignore_merges = true;
     else if (!strcmp(p, "qwen2") || !strcmp(p, "deepseek-r1-qwen") || !strcmp(p, "qwen"))
       re = RE_QWEN2, nfc = true;
+    else if (!strcmp(p, "smaug-bpe")) /* Llama 3 fine-tunes (Smaug): Llama 3's regex, merges applied */
+      re = RE_LLAMA3;
+    else if (!strcmp(p, "tekken"))
+      re = RE_TEKKEN, ignore_merges = true;
     else {
-      tok_set_err(err, errlen, "tok_create: pre-tokenizer \"%s\" is not supported (default, gpt-2, llama-bpe, qwen2)",
+      tok_set_err(err, errlen,
+                  "tok_create: pre-tokenizer \"%s\" is not supported (default, gpt-2, llama-bpe, smaug-bpe, qwen2, "
+                  "tekken)",
                   p);
       return WGLLM_ERR_UNSUPPORTED;
     }

@@ -27,8 +27,9 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
    5 unused, 6 byte; control and unknown tokens are special, user-defined ones are added non-special tokens.
    User-defined and normal tokens are what merges may produce. pre: tokenizer.ggml.pre, for "gpt2" only:
    "llama-bpe"/"llama3"/"llama-v3" (Llama 3 regex, ignore_merges), "qwen2"/"qwen"/"deepseek-r1-qwen"
-   (Qwen regex and NFC, as its tokenizer.json has), "gpt-2"/"gpt2"/"default"/"smollm"/"olmo" (GPT-2 regex);
-   other names are WGLLM_ERR_UNSUPPORTED. bos/eos may be -1. Token strings are copied. */
+   (Qwen regex and NFC, as its tokenizer.json has), "tekken" (Mistral Nemo's regex, ignore_merges), "smaug-bpe" (Llama
+   3's regex, merges applied), "gpt-2"/"gpt2"/"default"/"smollm"/"olmo" (GPT-2 regex); other names are
+   WGLLM_ERR_UNSUPPORTED. bos/eos may be -1. Token strings are copied. */
 wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const char *const *tokens,
                         const size_t *token_lens, const float *scores, const int32_t *token_types, size_t n_merges,
                         const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos, tokenizer **out,
