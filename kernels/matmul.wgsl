@@ -1,6 +1,12 @@
-// Dense tiled GEMM for prefill: Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n]); X [M, K] f32, W [N, K]
-// f32, f16 (packed pairs), q4gsw or q8 (see matvec.wgsl), Y [M, N] f32. 64x64 output tile per workgroup, 16-wide K steps through
-// workgroup memory, 4x4 outputs per thread. Any M, N, K (edges are bounds-checked).
+// Dense tiled GEMM for prefill: Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n]); X [M, K] f32, W [N, K] in any
+// weight storage (lib/weight_load.wgsli), Y [M, N] f32. Any M, N, K (edges are bounds-checked).
+//
+// A workgroup of 256 threads (16 x 16) owns a tile of TM = 16 * RM rows (m) by 128 columns (n) and walks K in
+// steps of 16: each step it stages X[TM][16] and W[128][16] (dequantized once, whatever the storage) in
+// workgroup memory, K-major with a vec4 of padding a row, and each thread accumulates RM x 8 outputs in
+// registers: rows ty*4.. (and 64 + ty*4.. when RM = 8), columns tx*4.. and 64 + tx*4.., read as vec4s, so a step
+// costs a thread RM/4 + 2 vec4 loads of workgroup memory for 8 * RM FMAs. RM = 8 (128-row tiles) balances the
+// loads against the FMAs; RM = 4 (64-row tiles) gives twice the workgroups for short prompts.
 //! axis storage
 // A weight split into parts (over the binding limit) runs one dispatch a part: its N rows land at columns
 // n_off.. of y rows of y_stride (n_off 0, y_stride N when whole); the bias is indexed the same way.
@@ -13,53 +19,68 @@ struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
-const TM = 64u;
-const TN = 64u;
+override RM: u32 = 8u; // rows a thread: 4 or 8
+override TM: u32 = 16u * RM;
+const TN = 128u;
 const TK = 16u;
-var<workgroup> xs: array<f32, 1024>; // [TM][TK]
-var<workgroup> ws: array<f32, 1024>; // [TN][TK]
+const ROW4 = 33u; // vec4s a K row of the staged tiles: 128 values + one vec4 of padding (fewer bank conflicts)
+var<workgroup> xs: array<vec4<f32>, 528>; // [TK][ROW4]: X[m0 + 4q + c][k0 + kk] at xs[kk * ROW4 + q][c]
+var<workgroup> ws: array<vec4<f32>, 528>; // [TK][ROW4]: W[n0 + 4q + c][k0 + kk] likewise
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
   let m0 = wid.y * TM;
   let n0 = wid.x * TN;
-  let tx = lid.x % 16u; // n direction
-  let ty = lid.x / 16u; // m direction
-  var acc: array<f32, 16>;
-  for (var i = 0u; i < 16u; i++) { acc[i] = 0.0; }
+  let tx = li % 16u; // n direction
+  let ty = li / 16u; // m direction
+  var acc: array<vec4<f32>, 16>; // [RM][2]: row i, column half jh -> columns jh * 64 + tx * 4 + 0..3
+  for (var i = 0u; i < 16u; i++) { acc[i] = vec4<f32>(0.0); }
   for (var k0 = 0u; k0 < p.K; k0 += TK) {
-    for (var l = lid.x; l < TM * TK; l += 256u) {
+    for (var l = li; l < TM * TK; l += 256u) {
       let mm = l / TK;
       let kk = l % TK;
       let gm = m0 + mm;
       let gk = k0 + kk;
-      xs[l] = select(0.0, x[gm * p.K + gk], gm < p.M && gk < p.K);
-      let gn = n0 + mm;
-      ws[l] = select(0.0, wload(gn * p.K + gk), gn < p.N && gk < p.K);
+      xs[kk * ROW4 + mm / 4u][mm % 4u] = select(0.0, x[gm * p.K + gk], gm < p.M && gk < p.K);
+    }
+    for (var l = li; l < TN * TK; l += 256u) {
+      let nn = l / TK;
+      let kk = l % TK;
+      let gn = n0 + nn;
+      let gk = k0 + kk;
+      ws[kk * ROW4 + nn / 4u][nn % 4u] = select(0.0, wload(gn * p.K + gk), gn < p.N && gk < p.K);
     }
     workgroupBarrier();
     for (var kk = 0u; kk < TK; kk++) {
-      var xv: array<f32, 4>;
-      var wv: array<f32, 4>;
+      let r = kk * ROW4;
+      let b0 = ws[r + tx];
+      let b1 = ws[r + 16u + tx];
+      let a0 = xs[r + ty];
       for (var i = 0u; i < 4u; i++) {
-        xv[i] = xs[(ty * 4u + i) * TK + kk];
-        wv[i] = ws[(tx + i * 16u) * TK + kk];
+        acc[2u * i] += a0[i] * b0;
+        acc[2u * i + 1u] += a0[i] * b1;
       }
-      for (var i = 0u; i < 4u; i++) {
-        for (var j = 0u; j < 4u; j++) { acc[i * 4u + j] += xv[i] * wv[j]; }
+      if (RM == 8u) {
+        let a1 = xs[r + 16u + ty];
+        for (var i = 0u; i < 4u; i++) {
+          acc[8u + 2u * i] += a1[i] * b0;
+          acc[8u + 2u * i + 1u] += a1[i] * b1;
+        }
       }
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 4u; i++) {
-    let gm = m0 + ty * 4u + i;
+  for (var i = 0u; i < RM; i++) {
+    let gm = m0 + select(ty * 4u + i, 64u + ty * 4u + i - 4u, i >= 4u);
     if (gm >= p.M) { continue; }
-    for (var j = 0u; j < 4u; j++) {
-      let gn = n0 + tx + j * 16u;
-      if (gn >= p.N) { continue; }
-      var v = acc[i * 4u + j];
-      if (p.has_bias != 0u) { v += bias[p.n_off + gn]; }
-      y[gm * p.y_stride + p.n_off + gn] = v;
+    for (var jh = 0u; jh < 2u; jh++) {
+      for (var j = 0u; j < 4u; j++) {
+        let gn = n0 + jh * 64u + tx * 4u + j;
+        if (gn >= p.N) { continue; }
+        var v = acc[2u * i + jh][j];
+        if (p.has_bias != 0u) { v += bias[p.n_off + gn]; }
+        y[gm * p.y_stride + p.n_off + gn] = v;
+      }
     }
   }
 }

@@ -1004,19 +1004,23 @@ static void cases_linear_parts(void) {
 
 static void cases_linear(void) {
   /* M, N, K: odd/prime shapes for dense weights; quantized ones need K % group == 0 */
-  static const uint32_t dense[][3] = {{1, 1, 1},   {1, 7, 13},     {3, 31, 67},     {4, 64, 2048}, {1, 1000, 256},
-                                      {5, 17, 33}, {67, 129, 257}, {128, 256, 512}, {2, 3, 4097},  {64, 64, 64}};
-  static const uint32_t quant[][3] = {{1, 1, 128},  {1, 7, 256},    {3, 31, 384},    {4, 96, 2048}, {1, 1003, 512},
-                                      {5, 17, 128}, {67, 129, 256}, {128, 256, 512}, {2, 3, 4096},  {64, 64, 128}};
-  static const uint32_t kblk[][3] = {{1, 1, 256},  {1, 7, 512},    {3, 31, 768},    {4, 96, 2048}, {1, 1003, 256},
-                                     {5, 17, 512}, {67, 129, 256}, {128, 256, 512}, {2, 3, 4096},  {64, 64, 256}};
+  /* the last shape of each list has M >= 256: the GEMM's 128-row tiles, ragged in M and N */
+  static const uint32_t dense[][3] = {{1, 1, 1},      {1, 7, 13},   {3, 31, 67},    {4, 64, 2048},
+                                      {1, 1000, 256}, {5, 17, 33},  {67, 129, 257}, {128, 256, 512},
+                                      {2, 3, 4097},   {64, 64, 64}, {300, 131, 67}};
+  static const uint32_t quant[][3] = {{1, 1, 128},    {1, 7, 256},   {3, 31, 384},   {4, 96, 2048},
+                                      {1, 1003, 512}, {5, 17, 128},  {67, 129, 256}, {128, 256, 512},
+                                      {2, 3, 4096},   {64, 64, 128}, {257, 133, 256}};
+  static const uint32_t kblk[][3] = {{1, 1, 256},    {1, 7, 512},   {3, 31, 768},   {4, 96, 2048},
+                                     {1, 1003, 256}, {5, 17, 512},  {67, 129, 256}, {128, 256, 512},
+                                     {2, 3, 4096},   {64, 64, 256}, {257, 70, 512}};
   static const uint32_t groups[] = {32, 64, 128};
   static const char *routes[] = {"matvec", "matmul", "matvec_generic"};
   /* route 0: GEMV (q4gsw, q8, Q4_K, Q5_K, Q6_K take kernels/gemv.wgsl), 1: tiled GEMM, 2: q4 through the generic
      GEMV */
   for (int wt = 0; wt < OP_W_COUNT; wt++)
     for (int route = 0; route < 3; route++)
-      for (size_t i = 0; i < 10; i++)
+      for (size_t i = 0; i < 11; i++)
         for (int has_bias = 0; has_bias < 2; has_bias++) {
           const uint32_t *s = block_type((op_wtype)wt) >= 0    ? kblk[i]
                               : wt == OP_W_Q4 || wt == OP_W_Q8 ? quant[i]

@@ -14,17 +14,20 @@ _Static_assert(sizeof(linear_params) == 32,
 /* One dispatch over rows [n_off, n_off + N) of the output (y rows of y_stride), weight data and scales in wd/ws. */
 static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view wd,
                                  gpu_view ws, gpu_view bias, gpu_view y, uint32_t M, uint32_t N, uint32_t K,
-                                 uint32_t y_stride, uint32_t n_off, uint32_t gx, uint32_t gy) {
+                                 uint32_t y_stride, uint32_t n_off, uint32_t gx, uint32_t gy, uint32_t rm) {
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit", kernel, gx, gy);
   linear_params p = {M, N, K, bias.buf ? 1u : 0u, y_stride, n_off, 0, 0};
-  gpu_constant c = {"G", (double)w->group};
+  gpu_constant c[2];
+  int nc = 0;
+  if (w->type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)w->group};
+  if (rm) c[nc++] = (gpu_constant){"RM", (double)rm}; /* the GEMM's rows a thread */
   gpu_dispatch_desc d = {
       .kernel = kernel, .variant = op_wtype_variant(w->type), .params = &p, .params_size = sizeof p, .n_bind = 4};
-  if (w->type == OP_W_Q4) {
-    d.consts = &c;
-    d.n_consts = 1;
+  if (nc) {
+    d.consts = c;
+    d.n_consts = nc;
   }
   d.bind[0] = x;
   d.bind[1] = wd;
@@ -40,22 +43,23 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, gpu_view
   return gpu_record(rec, &d);
 }
 
-/* tile: output rows a workgroup covers along N (8 for the GEMV, 64 for the GEMM); gy: the grid along M */
+/* tile: output rows a workgroup covers along N (8 for the GEMV, 128 for the GEMM); gy: the grid along M; rm: the
+   GEMM's rows a thread (0 for the GEMV) */
 static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view bias,
-                           gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t tile, uint32_t gy) {
+                           gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t tile, uint32_t gy, uint32_t rm) {
   if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape M=%u N=%u K=%u", kernel, M, N, K);
   wgllm_status s = WGLLM_OK;
   if (!w->n_parts) s = op_check_weight(rec, kernel, w, N, K);
   if (s) return s;
   if (!w->n_parts)
-    return linear_piece(rec, kernel, x, w, w->data, w->scales, bias, y, M, N, K, N, 0, (N + tile - 1) / tile, gy);
+    return linear_piece(rec, kernel, x, w, w->data, w->scales, bias, y, M, N, K, N, 0, (N + tile - 1) / tile, gy, rm);
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
     uint32_t r = w->part[i].rows;
     op_weight pw = {w->part[i].type, w->part[i].data, w->part[i].scales, w->part[i].group, 0, {{{0}}}};
     s = op_check_weight(rec, kernel, &pw, r, K);
     if (!s)
-      s = linear_piece(rec, kernel, x, &pw, pw.data, pw.scales, bias, y, M, r, K, N, n0, (r + tile - 1) / tile, gy);
+      s = linear_piece(rec, kernel, x, &pw, pw.data, pw.scales, bias, y, M, r, K, N, n0, (r + tile - 1) / tile, gy, rm);
     n0 += r;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u rows for N=%u", kernel, n0, N);
@@ -258,7 +262,7 @@ wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view
 
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K) {
-  return linear(rec, K_MATVEC, x, w, bias, y, M, N, K, 8, M);
+  return linear(rec, K_MATVEC, x, w, bias, y, M, N, K, 8, M, 0);
 }
 
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -270,7 +274,9 @@ wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
 
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
-  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, 64, (M + 63) / 64);
+  /* 128-row tiles (8 rows a thread) when there are enough rows to fill them, 64-row tiles otherwise */
+  uint32_t rm = M >= 256 ? 8 : 4, tm = 16 * rm;
+  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, 128, (M + tm - 1) / tm, rm);
 }
 
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
