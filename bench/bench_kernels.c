@@ -5,6 +5,7 @@
    cycling through enough copies of the weights that they do not sit in the L2 cache.
    --probe times the default plan with one stage left out (no nibble decode, no x loads, no scale loads), to
    see which stage limits it.
+   --gemm times the prefill GEMM instead (op_matmul_rows: 64- and 128-row tiles, M = 128..2048 tokens).
    --attn times flash-decoding (split + reduce, f16 KV, context 8192) at several positions, for the chunk the op
    picks and forced ones, with and without the subgroup reductions.
    usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--attn] [--reps N]
@@ -146,6 +147,62 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
   return t[2];
 }
 
+/* The prefill GEMM (op_matmul_rows) on the projections of a model shape: M tokens against each weight (gate and
+   up as one 2 x n_out product), for 64- and 128-row tiles, in the storages `types` names: GPU time a dispatch and
+   TFLOP/s (2 M N K flops). */
+static void bench_gemm(gpu_context *g, const char *model, const char *types, int reps) {
+  static const uint32_t Ms[] = {128, 256, 512, 2048};
+  static const struct {
+    const char *name;
+    op_wtype t;
+  } GT[] = {{"q4", OP_W_Q4}, {"q4k", OP_W_Q4_K}, {"q6k", OP_W_Q6_K}, {"f16", OP_W_F16}};
+  char tl[64];
+  snprintf(tl, sizeof tl, ",%s,", types);
+  for (size_t ti = 0; ti < sizeof GT / sizeof GT[0]; ti++) {
+    char tn[16];
+    snprintf(tn, sizeof tn, ",%s,", GT[ti].name);
+    if (!strstr(tl, tn)) continue;
+    for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
+      const shape *s = &SHAPES[si];
+      if (strcmp(s->model, model) || !strcmp(s->name, "lm_head")) continue;
+      uint32_t N = s->glu ? 2 * s->n_out : s->n_out, K = s->K;
+      uint64_t el = (uint64_t)N * K;
+      op_weight w = {0};
+      w.type = GT[ti].t;
+      w.group = 32;
+      uint64_t wb = w.type == OP_W_Q4 ? el / 2 : w.type == OP_W_F16 ? el * 2 : op_blocks_gpu_bytes(w.type, el);
+      gpu_buffer *bw = upload_random(g, wb, w.type == OP_W_F16 ? 1 : 0), *bs = NULL;
+      if (w.type == OP_W_Q4) bs = upload_random(g, el / 32 * 2, 1);
+      w.data = gpu_whole(bw);
+      if (bs) w.scales = gpu_whole(bs);
+      gpu_buffer *bx = upload_random(g, (uint64_t)2048 * K * 4, 2), *by = upload_random(g, (uint64_t)2048 * N * 4, 2);
+      for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
+        for (uint32_t rm = 4; rm <= 8; rm += 4) {
+          double t[5];
+          int ok = 1;
+          for (int run = 0; ok && run < 5; run++) {
+            gpu_recorder *r = gpu_recorder_create(g, 1);
+            for (int i = 0; ok && i < reps; i++)
+              ok = op_matmul_rows(r, gpu_whole(bx), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, rm) == WGLLM_OK;
+            if (ok) ok = gpu_recorder_time(r, &t[run]) == WGLLM_OK;
+            if (!ok) fprintf(stderr, "  gemm refused: %s\n", gpu_recorder_error(r));
+            gpu_recorder_free(r);
+          }
+          if (!ok) continue;
+          qsort(t, 5, sizeof t[0], cmp_d);
+          double ns = t[2] / reps;
+          printf("gemm %-3s %-4s %-8s M=%-5u N=%-6u K=%-5u rows/thread %u  %9.2f us  %6.2f TFLOP/s\n", model,
+                 GT[ti].name, s->name, Ms[mi], N, K, rm, ns / 1e3, 2.0 * Ms[mi] * N * K / ns / 1e3);
+          fflush(stdout);
+        }
+      gpu_buffer_destroy(g, bw);
+      if (bs) gpu_buffer_destroy(g, bs);
+      gpu_buffer_destroy(g, bx);
+      gpu_buffer_destroy(g, by);
+    }
+  }
+}
+
 /* Flash-decoding of one token at position pos over a KV cache of ctx (f16), for a recording of length bucket
    max_len, as a chain of reps dependent (split + reduce) pairs. */
 static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t KVH, uint32_t D, int reps) {
@@ -194,7 +251,7 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
 
 int main(int argc, char **argv) {
   const char *models = "1b,8b", *types = "q4";
-  int sweep = 0, reps = 64, probe = 0, attn = 0;
+  int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
@@ -205,6 +262,8 @@ int main(int argc, char **argv) {
       probe = 1;
     else if (!strcmp(argv[i], "--attn"))
       attn = 1;
+    else if (!strcmp(argv[i], "--gemm"))
+      gemm = 1;
     else if (!strcmp(argv[i], "--types") && i + 1 < argc)
       types = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
@@ -212,9 +271,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
       go.enable_toggles = argv[++i];
     else {
-      fprintf(stderr,
-              "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k] [--sweep] [--probe] [--attn] "
-              "[--reps N] [--toggles a,b]\n");
+      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k,f16] [--sweep] [--probe] "
+                      "[--attn] [--gemm] "
+                      "[--reps N] [--toggles a,b]\n");
       return 2;
     }
   }
@@ -248,6 +307,12 @@ int main(int argc, char **argv) {
     printf("dependent tiny dispatch: %.2f us GPU each, %.2f us CPU encode each (chain of 256)\n", t[2] / 256e3,
            enc[2] / 256);
     gpu_buffer_destroy(g, b);
+  }
+  if (gemm) { /* the prefill GEMM alone, then done */
+    if (strstr(models, "1b")) bench_gemm(g, "1b", types, reps);
+    if (strstr(models, "8b")) bench_gemm(g, "8b", types, reps);
+    gpu_destroy(g);
+    return 0;
   }
   if (attn) {
     if (strstr(models, "1b")) bench_attn(g, "1b", 32, 8, 64, reps);

@@ -3,10 +3,12 @@
 //
 // A workgroup of 256 threads (16 x 16) owns a tile of TM = 16 * RM rows (m) by 128 columns (n) and walks K in
 // steps of 16: each step it stages X[TM][16] and W[128][16] (dequantized once, whatever the storage) in
-// workgroup memory, K-major with a vec4 of padding a row, and each thread accumulates RM x 8 outputs in
+// workgroup memory, K-major with a vec4 of padding a row (the next step's values are fetched into registers
+// while a step is multiplied), and each thread accumulates RM x 8 outputs in
 // registers: rows ty*4.. (and 64 + ty*4.. when RM = 8), columns tx*4.. and 64 + tx*4.., read as vec4s, so a step
-// costs a thread RM/4 + 2 vec4 loads of workgroup memory for 8 * RM FMAs. RM = 8 (128-row tiles) balances the
-// loads against the FMAs; RM = 4 (64-row tiles) gives twice the workgroups for short prompts.
+// costs a thread RM/4 + 2 vec4 loads of workgroup memory for 8 * RM FMAs. RM = 4 (64-row tiles) is what the op
+// uses: with the prefetch it measured faster than RM = 8 (fewer loads a FMA, half the workgroups) on every
+// projection of the H200 bench (PERF.md).
 //! axis storage
 // A weight split into parts (over the binding limit) runs one dispatch a part: its N rows land at columns
 // n_off.. of y rows of y_stride (n_off 0, y_stride N when whole); the bias is indexed the same way.
@@ -27,6 +29,18 @@ const ROW4 = 33u; // vec4s a K row of the staged tiles: 128 values + one vec4 of
 var<workgroup> xs: array<vec4<f32>, 528>; // [TK][ROW4]: X[m0 + 4q + c][k0 + kk] at xs[kk * ROW4 + q][c]
 var<workgroup> ws: array<vec4<f32>, 528>; // [TK][ROW4]: W[n0 + 4q + c][k0 + kk] likewise
 
+// element l of the [TM][TK] X tile / [TN][TK] W tile of step k0 (row l / TK, column l % TK), 0 outside the matrix
+fn load_x(m0: u32, k0: u32, l: u32) -> f32 {
+  let gm = m0 + l / TK;
+  let gk = k0 + l % TK;
+  return select(0.0, x[gm * p.K + gk], gm < p.M && gk < p.K);
+}
+fn load_w(n0: u32, k0: u32, l: u32) -> f32 {
+  let gn = n0 + l / TK;
+  let gk = k0 + l % TK;
+  return select(0.0, wload(gn * p.K + gk), gn < p.N && gk < p.K);
+}
+
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
   let m0 = wid.y * TM;
@@ -35,22 +49,25 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let ty = li / 16u; // m direction
   var acc: array<vec4<f32>, 16>; // [RM][2]: row i, column half jh -> columns jh * 64 + tx * 4 + 0..3
   for (var i = 0u; i < 16u; i++) { acc[i] = vec4<f32>(0.0); }
+  // the next step's values are loaded into registers while this step's tiles are multiplied
+  var px: array<f32, 8>; // [RM]: X elements li + 256 i of the tile
+  var pw: array<f32, 8>; // W elements li + 256 i
+  for (var i = 0u; i < RM; i++) { px[i] = load_x(m0, 0u, li + 256u * i); }
+  for (var i = 0u; i < 8u; i++) { pw[i] = load_w(n0, 0u, li + 256u * i); }
   for (var k0 = 0u; k0 < p.K; k0 += TK) {
-    for (var l = li; l < TM * TK; l += 256u) {
-      let mm = l / TK;
-      let kk = l % TK;
-      let gm = m0 + mm;
-      let gk = k0 + kk;
-      xs[kk * ROW4 + mm / 4u][mm % 4u] = select(0.0, x[gm * p.K + gk], gm < p.M && gk < p.K);
+    for (var i = 0u; i < RM; i++) {
+      let l = li + 256u * i;
+      xs[(l % TK) * ROW4 + (l / TK) / 4u][(l / TK) % 4u] = px[i];
     }
-    for (var l = li; l < TN * TK; l += 256u) {
-      let nn = l / TK;
-      let kk = l % TK;
-      let gn = n0 + nn;
-      let gk = k0 + kk;
-      ws[kk * ROW4 + nn / 4u][nn % 4u] = select(0.0, wload(gn * p.K + gk), gn < p.N && gk < p.K);
+    for (var i = 0u; i < 8u; i++) {
+      let l = li + 256u * i;
+      ws[(l % TK) * ROW4 + (l / TK) / 4u][(l / TK) % 4u] = pw[i];
     }
     workgroupBarrier();
+    if (k0 + TK < p.K) {
+      for (var i = 0u; i < RM; i++) { px[i] = load_x(m0, k0 + TK, li + 256u * i); }
+      for (var i = 0u; i < 8u; i++) { pw[i] = load_w(n0, k0 + TK, li + 256u * i); }
+    }
     for (var kk = 0u; kk < TK; kk++) {
       let r = kk * ROW4;
       let b0 = ws[r + tx];

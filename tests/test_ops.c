@@ -270,7 +270,8 @@ struct tcase {
     } argmax;
     struct {
       op_wtype wt;
-      int route; /* 0 op_matvec (the fused GEMV's storages: kernels/gemv.wgsl), 1 op_matmul, 2 op_matvec_generic */
+      int route; /* 0 op_matvec (the fused GEMV's storages: kernels/gemv.wgsl), 1 op_matmul, 2 op_matvec_generic,
+                    3 op_matmul_rows with 128-row tiles */
       uint32_t M, N, K, group;
       int bias;
     } lin;
@@ -893,6 +894,8 @@ static case_result run_linear(const tcase *c) {
     s = op_matvec(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
   else if (route == 2)
     s = op_matvec_generic(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+  else if (route == 3)
+    s = op_matmul_rows(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, 8);
   else
     s = op_matmul(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
@@ -1015,19 +1018,20 @@ static void cases_linear(void) {
                                      {1, 1003, 256}, {5, 17, 512},  {67, 129, 256}, {128, 256, 512},
                                      {2, 3, 4096},   {64, 64, 256}, {257, 70, 512}};
   static const uint32_t groups[] = {32, 64, 128};
-  static const char *routes[] = {"matvec", "matmul", "matvec_generic"};
+  static const char *routes[] = {"matvec", "matmul", "matvec_generic", "matmul_rows8"};
   /* route 0: GEMV (q4gsw, q8, Q4_K, Q5_K, Q6_K take kernels/gemv.wgsl), 1: tiled GEMM, 2: q4 through the generic
      GEMV */
   for (int wt = 0; wt < OP_W_COUNT; wt++)
-    for (int route = 0; route < 3; route++)
+    for (int route = 0; route < 4; route++)
       for (size_t i = 0; i < 11; i++)
         for (int has_bias = 0; has_bias < 2; has_bias++) {
           const uint32_t *s = block_type((op_wtype)wt) >= 0    ? kblk[i]
                               : wt == OP_W_Q4 || wt == OP_W_Q8 ? quant[i]
                                                                : dense[i];
           uint32_t group = wt == OP_W_Q4 ? groups[i % 3] : 32;
-          if (route != 1 && s[0] > 8) continue; /* the GEMV route is for a few rows */
+          if ((route == 0 || route == 2) && s[0] > 8) continue; /* the GEMV route is for a few rows */
           if (route == 2 && wt != OP_W_Q4) continue;
+          if (route == 3 && s[0] < 256) continue; /* the GEMM's 128-row tiles (the bench's alternative) */
           char ty[32];
           if (wt == OP_W_Q4)
             snprintf(ty, sizeof ty, "%s-g%u", op_wtype_name((op_wtype)wt), group);

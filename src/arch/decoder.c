@@ -6,6 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
+  /* the widest activation a token has in the scratch below (the logits row is sized apart) */
+  uint64_t per = 2ull * llm_max_n_ff(hp), qkv = llm_max_qkv_rows(hp), ple = (uint64_t)hp->n_layer * hp->ple_dim;
+  if (qkv > per) per = qkv;
+  if (ple > per) per = ple;
+  if (hp->n_embd > per) per = hp->n_embd;
+  uint32_t chunk = 512;
+  while (chunk > 16 && (uint64_t)chunk * per * 4 > gpu->limits.maxStorageBufferBindingSize)
+    chunk /= 2;
+  return chunk;
+}
+
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen) {
   memset(s, 0, sizeof *s);

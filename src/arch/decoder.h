@@ -40,6 +40,9 @@ typedef struct llm_forward_opts {
   llm_attn_grid attn_grid; /* flash-decoding's grid */
 } llm_forward_opts;
 
+/* Tokens a prefill pass takes by default: 512 (the GEMM's tiles fill the GPU from there; PERF.md), halved while
+   a token's widest activation times the chunk would exceed one storage binding. */
+uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp);
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen);
 struct llm_kv_cache;

@@ -272,11 +272,20 @@ wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
   return op_matvec_generic(rec, x, w, bias, y, M, N, K);
 }
 
+wgllm_status op_matmul_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                            uint32_t N, uint32_t K, uint32_t rm) {
+  /* 64-row tiles (4 rows a thread): with the next step prefetched into registers they were the faster on the H200
+     for every 1B and 8B projection and M from 128 to 2048 (bench_kernels --gemm, PERF.md); 128-row tiles stay
+     selectable for the bench */
+  if (!rm) rm = 4;
+  if (rm != 4 && rm != 8) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul: %u rows a thread (4 or 8)", rm);
+  uint32_t tm = 16 * rm;
+  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, 128, (M + tm - 1) / tm, rm);
+}
+
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
-  /* 128-row tiles (8 rows a thread) when there are enough rows to fill them, 64-row tiles otherwise */
-  uint32_t rm = M >= 256 ? 8 : 4, tm = 16 * rm;
-  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, 128, (M + tm - 1) / tm, rm);
+  return op_matmul_rows(rec, x, w, bias, y, M, N, K, 0);
 }
 
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,

@@ -158,6 +158,10 @@ wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
                        uint32_t N, uint32_t K);
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);
+/* op_matmul with the rows a thread forced (4: 64-row tiles, 8: 128-row tiles; 0: op_matmul's choice), for the
+   kernel bench. */
+wgllm_status op_matmul_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                            uint32_t N, uint32_t K, uint32_t rm);
 /* The generic GEMV kernel for every weight type (op_matvec without the q4 route). */
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K);

@@ -8,7 +8,7 @@
 typedef struct llm_session_options {
   uint32_t ctx;            /* context length (default 4096) */
   int kv_f16;              /* f16 KV cache: packed pairs in u32 words, f32 math; needs no shader-f16 */
-  uint32_t prefill_chunk;  /* tokens per prefill pass (default 256) */
+  uint32_t prefill_chunk;  /* tokens per prefill pass (0: llm_prefill_chunk's, 512 where bindings allow) */
   int unfused;             /* decode through the plain per-op path (comparisons; the fused kernels by default) */
   llm_attn_grid attn_grid; /* flash-decoding's grid (worst case for the length bucket by default) */
   /* called after each prefill pass with the tokens done and the total of the call */
