@@ -1,0 +1,98 @@
+// Causal multi-head attention for prefill (many query tokens) with GQA, sliding window and logit soft-capping,
+// one subgroup a (query token, head): what kernels/attention.wgsl computes, without its workgroup reductions.
+// The lanes take SGS keys at a time, each the whole dot product of its key with q (q in workgroup memory, read
+// as broadcast vec4s); the block's max and sum are one subgroupMax / subgroupAdd (online softmax); then each
+// lane accumulates its own dims of P.V (dims 4 * (lane + SGS * i)), the probabilities broadcast with
+// subgroupShuffle. NSG subgroups a workgroup take consecutive heads of one token, which share K/V rows in the
+// cache when the heads share a KV head (GQA). Key j of query t (position pos[t]) runs over
+// max(0, pos - window + 1)..pos, in slot j % ctx (a ring, or a linear cache). Layouts as attention.wgsl:
+// q [n_tokens][q_stride] (head h at q_off + h * head_dim), caches [n_kv_head][ctx][head_dim], out
+// [n_tokens][out_stride]; head_dim % 4 == 0, head_dim / 4 <= 16 * SGS and <= 128.
+//! variant f32: KV_F16=0 requires=subgroups
+//! variant f16: KV_F16=1 requires=subgroups
+struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
+                q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
+                window: u32, scale: f32, softcap: f32, _p: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> q: array<f32>;
+#include "lib/kv_load.wgsli"
+@group(0) @binding(4) var<storage, read> pos: array<u32>;
+@group(0) @binding(5) var<storage, read_write> out: array<f32>;
+
+override SGS: u32 = 32u; // the device's (fixed) subgroup size
+override NSG: u32 = 4u;  // subgroups (heads) a workgroup
+override NV: u32 = 1u;   // vec4s of P.V a lane: ceil(head_dim / 4 / SGS), at most 16
+
+var<workgroup> qs: array<vec4<f32>, 512>; // [NSG <= 4][head_dim / 4 <= 128]
+var<workgroup> last_pos: u32;
+
+@compute @workgroup_size(SGS * NSG)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u,
+        @builtin(subgroup_invocation_id) lane: u32) {
+  let sg = li / SGS;
+  let t = wid.y;
+  let h = wid.x * NSG + sg;
+  let hh = min(h, p.n_head - 1u); // a subgroup past the last head repeats it and writes nothing
+  let hd = p.head_dim;
+  let nc = hd / 4u;
+  let kvh = hh / (p.n_head / p.n_kv_head);
+  let qb = t * p.q_stride + p.q_off + hh * hd;
+  for (var c = lane; c < nc; c += SGS) {
+    qs[sg * 128u + c] = vec4<f32>(q[qb + 4u * c], q[qb + 4u * c + 1u], q[qb + 4u * c + 2u], q[qb + 4u * c + 3u]);
+  }
+  if (li == 0u) { last_pos = pos[t]; }
+  let last = workgroupUniformLoad(&last_pos); // also the barrier after the q loads
+  var first = 0u;
+  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let kvbase = kvh * p.ctx * hd;
+  var m = -3.0e38;
+  var lsum = 0.0;
+  var acc: array<vec4<f32>, 16>;
+  for (var i = 0u; i < NV; i++) { acc[i] = vec4<f32>(0.0); }
+  for (var j0 = first; j0 <= last; j0 += SGS) {
+    let s0 = j0 % p.ctx; // the block's first slot; its keys wrap at most once (ctx >= 128 >= SGS, or linear)
+    let j = j0 + lane;
+    var s = -3.0e38;
+    if (j <= last) {
+      var sl = s0 + lane;
+      if (sl >= p.ctx) { sl -= p.ctx; }
+      let kb = kvbase + sl * hd;
+      var dt = 0.0;
+      for (var c = 0u; c < nc; c++) { dt += dot(qs[sg * 128u + c], kload4(kb + 4u * c)); }
+      s = dt * p.scale;
+      if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
+    }
+    let m_new = max(m, subgroupMax(s));
+    var pj = 0.0;
+    if (j <= last) { pj = exp(s - m_new); }
+    let alpha = exp(m - m_new);
+    lsum = lsum * alpha + subgroupAdd(pj);
+    m = m_new;
+    for (var i = 0u; i < NV; i++) { acc[i] *= alpha; }
+    let nj = min(SGS, last + 1u - j0);
+    var sv = s0;
+    for (var jj = 0u; jj < nj; jj++) {
+      let pb = subgroupShuffle(pj, jj);
+      let vb = kvbase + sv * hd;
+      for (var i = 0u; i < NV; i++) {
+        let c = lane + SGS * i;
+        if (c < nc) { acc[i] += pb * vload4(vb + 4u * c); }
+      }
+      sv += 1u;
+      if (sv == p.ctx) { sv = 0u; }
+    }
+  }
+  if (h < p.n_head) {
+    let ob = t * p.out_stride + h * hd;
+    for (var i = 0u; i < NV; i++) {
+      let c = lane + SGS * i;
+      if (c < nc) {
+        let r = acc[i] / lsum;
+        out[ob + 4u * c] = r.x;
+        out[ob + 4u * c + 1u] = r.y;
+        out[ob + 4u * c + 2u] = r.z;
+        out[ob + 4u * c + 3u] = r.w;
+      }
+    }
+  }
+}
