@@ -3,7 +3,8 @@
 // The lanes take SGS keys at a time, each the whole dot product of its key with q (q in workgroup memory, read
 // as broadcast vec4s); the block's max and sum are one subgroupMax / subgroupAdd (online softmax); then each
 // lane accumulates its own dims of P.V (dims 4 * (lane + SGS * i)), the probabilities broadcast with
-// subgroupShuffle. NSG subgroups a workgroup take consecutive heads of one token, which share K/V rows in the
+// subgroupShuffle (split over lane groups, each its share of the keys, when a head has fewer vec4s than the
+// subgroup has lanes). NSG subgroups a workgroup take consecutive heads of one token, which share K/V rows in the
 // cache when the heads share a KV head (GQA). Key j of query t (position pos[t]) runs over
 // max(0, pos - window + 1)..pos, in slot j % ctx (a ring, or a linear cache). Layouts as attention.wgsl:
 // q [n_tokens][q_stride] (head h at q_off + h * head_dim), caches [n_kv_head][ctx][head_dim], out
@@ -22,6 +23,10 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 override SGS: u32 = 32u; // the device's (fixed) subgroup size
 override NSG: u32 = 4u;  // subgroups (heads) a workgroup
 override NV: u32 = 1u;   // vec4s of P.V a lane: ceil(head_dim / 4 / SGS), at most 16
+// lane groups that split a block's keys in P.V when a head has fewer vec4s than the subgroup lanes (head_dim / 4
+// a power of two dividing SGS; NV = 1): group g = lane / (head_dim / 4) takes keys g, g + GR, ..., and the
+// groups' sums are added with subgroupShuffleXor at the end (1: every lane its own dims, all keys)
+override GR: u32 = 1u;
 
 var<workgroup> qs: array<vec4<f32>, 512>; // [NSG <= 4][head_dim / 4 <= 128]
 var<workgroup> last_pos: u32;
@@ -70,17 +75,33 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     m = m_new;
     for (var i = 0u; i < NV; i++) { acc[i] *= alpha; }
     let nj = min(SGS, last + 1u - j0);
-    var sv = s0;
-    for (var jj = 0u; jj < nj; jj++) {
-      let pb = subgroupShuffle(pj, jj);
-      let vb = kvbase + sv * hd;
-      for (var i = 0u; i < NV; i++) {
-        let c = lane + SGS * i;
-        if (c < nc) { acc[i] += pb * vload4(vb + 4u * c); }
+    if (GR > 1u) {
+      let g = lane / nc;
+      let c = lane % nc;
+      var sv = s0 + g;
+      if (sv >= p.ctx) { sv -= p.ctx; }
+      for (var jj = 0u; jj < nj; jj += GR) {
+        let pb = subgroupShuffle(pj, jj + g); // 0 past the block's last key
+        if (jj + g < nj) { acc[0] += pb * vload4(kvbase + sv * hd + 4u * c); }
+        sv += GR;
+        if (sv >= p.ctx) { sv -= p.ctx; }
       }
-      sv += 1u;
-      if (sv == p.ctx) { sv = 0u; }
+    } else {
+      var sv = s0;
+      for (var jj = 0u; jj < nj; jj++) {
+        let pb = subgroupShuffle(pj, jj);
+        let vb = kvbase + sv * hd;
+        for (var i = 0u; i < NV; i++) {
+          let c = lane + SGS * i;
+          if (c < nc) { acc[i] += pb * vload4(vb + 4u * c); }
+        }
+        sv += 1u;
+        if (sv == p.ctx) { sv = 0u; }
+      }
     }
+  }
+  if (GR > 1u) { // the key groups' sums, into every lane
+    for (var o = nc; o < SGS; o *= 2u) { acc[0] += subgroupShuffleXor(acc[0], o); }
   }
   if (h < p.n_head) {
     let ob = t * p.out_stride + h * hd;

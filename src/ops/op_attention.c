@@ -63,16 +63,19 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
      workgroup a (token, head) with workgroup-memory reductions (kernels/attention.wgsl) */
   const gpu_context *ctx = op_ctx(rec);
   uint32_t sgs = ctx->subgroup_min, nc = kv->head_dim / 4, nsg = 4;
-  gpu_constant c[3];
+  gpu_constant c[4];
   if (!a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 4 && sgs <= 128 &&
       (nc + sgs - 1) / sgs <= 16 && sgs * nsg <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
     c[0] = (gpu_constant){"SGS", (double)sgs};
     c[1] = (gpu_constant){"NSG", (double)nsg};
     c[2] = (gpu_constant){"NV", (double)((nc + sgs - 1) / sgs)};
+    /* lanes past a head's vec4s share out the keys of P.V when the vec4s are a power of two dividing the lanes */
+    uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1;
+    c[3] = (gpu_constant){"GR", (double)gr};
     d.kernel = K_ATTN_PREFILL;
     d.variant = kv->f16 ? V_ATTN_PREFILL_F16 : V_ATTN_PREFILL_F32;
     d.consts = c;
-    d.n_consts = 3;
+    d.n_consts = 4;
     d.bind[0] = q;
     d.bind[1] = kcache;
     d.bind[2] = vcache;
