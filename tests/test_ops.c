@@ -299,7 +299,7 @@ struct tcase {
       float softcap;
       uint32_t slots; /* run_attention_ring: the ring's slot count */
       int decode;     /* run_attention_ring: flash-decoding (T = 1) instead of the prefill kernel */
-      int nosg;       /* run_attention: the workgroup kernel even where the subgroup one runs */
+      int nosg;       /* run_attention: 0 the op's kernel, 1 the workgroup kernel, 2 the untiled subgroup one */
     } attn;
     struct {
       int f16;
@@ -1209,7 +1209,8 @@ static case_result run_attention(const tcase *c) {
         gpu_recorder_error(r));
   op_attn_params ap = {(uint32_t)T,       (uint32_t)H, (uint32_t)qkv,          0,
                        (uint32_t)(H * D), window,      1.0f / sqrtf((float)D), softcap};
-  ap.no_subgroups = c->u.attn.nosg;
+  ap.no_subgroups = c->u.attn.nosg == 1;
+  ap.untiled = c->u.attn.nosg == 2;
   CHECK(op_attention(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
         gpu_recorder_error(r));
   exec(r, NULL);
@@ -1253,13 +1254,15 @@ static void cases_attention(void) {
       {1, 0, 1, 1, 4, 0, 0},         {5, 0, 6, 2, 16, 0, 0},  {1, 23, 6, 2, 16, 0, 0},    {7, 130, 4, 4, 24, 0, 0},
       {3, 300, 8, 2, 64, 0, 0},      {9, 20, 4, 1, 32, 8, 0}, {1, 40, 4, 2, 32, 8, 300},  {4, 5, 2, 1, 512, 0, 0},
       {2, 257, 4, 2, 128, 100, 500}, {40, 3, 6, 2, 64, 0, 0}, {33, 100, 5, 1, 128, 16, 0}};
-  for (int nosg = 0; nosg < 2; nosg++)
+  for (int nosg = 0; nosg < 3; nosg++)
     for (int f16 = 0; f16 < 2; f16++)
       for (size_t i = 0; i < 11; i++) {
         const uint32_t *s = shapes[i];
         tcase *c = add_case("attention", run_attention, "%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u,cap=%g%s",
                             f16 ? "f16kv" : "f32kv", s[0], s[1], s[2], s[3], s[4], s[5], s[6] / 10.0,
-                            nosg ? "/workgroup" : "");
+                            nosg == 1   ? "/workgroup"
+                            : nosg == 2 ? "/untiled"
+                                        : "");
         c->u.attn.nosg = nosg;
         c->u.attn.f16 = f16;
         c->u.attn.T = s[0];

@@ -210,6 +210,7 @@ typedef struct op_attn_params {
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
   uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
   int no_subgroups; /* take the workgroup-memory kernels even where the subgroup ones fit (tests, bench) */
+  int untiled;      /* prefill: each token's keys on its own even where the tiled kernel fits (tests) */
   const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
 } op_attn_params;
 /* RoPE of the new token's q and k and its K/V cache append, folded into flash-decoding (what op_rope_kv does,
