@@ -54,7 +54,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     atomicMax(&lo_hi[1], last);
   }
   workgroupBarrier();
-  if (li == 0u) { range = vec2<u32>(atomicLoad(&lo_hi[0]), atomicLoad(&lo_hi[1])); }
+  // blocks of keys aligned to multiples of SGS: a token meets the same blocks whichever tokens share its
+  // workgroup (blocks without a key it sees leave its sums exactly as they were), so its result does not depend
+  // on how a prompt is chunked
+  if (li == 0u) { range = vec2<u32>(atomicLoad(&lo_hi[0]) / SGS * SGS, atomicLoad(&lo_hi[1])); }
   let r = workgroupUniformLoad(&range);
   var m = -3.0e38;
   var lsum = 0.0;
