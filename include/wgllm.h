@@ -151,6 +151,9 @@ typedef struct wgllm_session_params {
      total; NULL for none */
   void (*on_prefill)(uint32_t done, uint32_t total, void *user);
   void *prefill_user;
+  /* tokens a prefill pass takes (0, the default: 512, fewer where a pass's activations would not fit one of the
+     device's storage bindings); sliding-window layers keep window + this many keys */
+  uint32_t prefill_chunk;
 } wgllm_session_params;
 WGLLM_API wgllm_session_params wgllm_session_default_params(void);
 WGLLM_API wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);

@@ -613,6 +613,24 @@ int main(void) {
   conformance("gemma4_kv_shared", "--unfused", 1e-3);
   conformance("gemma4_kv_shared", "--attn-grid indirect", 1e-3);
   conformance("gemma4_k_eq_v", "--unfused", 1e-3);
+  /* prompts over several prefill passes and at a pass's boundaries: chunks of 7 tokens, of the prompt's length
+     less one (a last pass of one token) and of exactly the prompt (issue 12) */
+  printf("prompts over several prefill chunks (--prefill-chunk):\n");
+  {
+    const char *chunked[] = {"llama_gqa", "qwen3", "gemma3", "gemma4_kv_shared", "llama_q4km_gguf", "qwen3_medium"};
+    for (int i = 0; i < 6; i++) {
+      fixture f;
+      if (!load_fixture(chunked[i], &f)) continue;
+      int T = f.T;
+      free_fixture(&f);
+      int lens[] = {7, T - 1, T};
+      for (int k = 0; k < 3; k++) {
+        char extra[64];
+        snprintf(extra, sizeof extra, "--prefill-chunk %d", lens[k]);
+        conformance(chunked[i], extra, strstr(chunked[i], "gguf") ? 2e-3 : 1e-3);
+      }
+    }
+  }
   printf("flash-decoding grid sizing:\n");
   conformance("llama_gqa", "--attn-grid indirect", 1e-3);
   conformance("qwen3", "--kv f16 --attn-grid indirect", 1e-2);

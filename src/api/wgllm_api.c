@@ -249,6 +249,7 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   so.attn_grid = p.attn_grid == WGLLM_ATTN_GRID_INDIRECT ? LLM_ATTN_GRID_INDIRECT : LLM_ATTN_GRID_WORST;
   so.on_prefill = p.on_prefill;
   so.prefill_user = p.prefill_user;
+  so.prefill_chunk = p.prefill_chunk;
   char err[1024];
   wgllm_status st = llm_session_create(m->m, &so, &s->s, err, sizeof err);
   if (st) {

@@ -6,14 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
+uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp) {
   /* the widest activation a token has in the scratch below (the logits row is sized apart) */
   uint64_t per = 2ull * llm_max_n_ff(hp), qkv = llm_max_qkv_rows(hp), ple = (uint64_t)hp->n_layer * hp->ple_dim;
   if (qkv > per) per = qkv;
   if (ple > per) per = ple;
   if (hp->n_embd > per) per = hp->n_embd;
-  uint32_t chunk = 512;
-  while (chunk > 16 && (uint64_t)chunk * per * 4 > gpu->limits.maxStorageBufferBindingSize)
+  uint64_t n = gpu->limits.maxStorageBufferBindingSize / (per * 4);
+  return n > 65535 ? 65535 : (uint32_t)n; /* a pass's tokens are a grid dimension of the attention */
+}
+
+uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
+  uint32_t chunk = 512, max = llm_prefill_chunk_max(gpu, hp);
+  while (chunk > 16 && chunk > max)
     chunk /= 2;
   return chunk;
 }

@@ -43,6 +43,8 @@ typedef struct llm_forward_opts {
 /* Tokens a prefill pass takes by default: 512 (the GEMM's tiles fill the GPU from there; PERF.md), halved while
    a token's widest activation times the chunk would exceed one storage binding. */
 uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp);
+/* The most tokens a prefill pass can take on this device (every activation within one storage binding). */
+uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp);
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen);
 struct llm_kv_cache;

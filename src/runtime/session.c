@@ -56,6 +56,14 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   while (s->n_buckets < LLM_MAX_BUCKETS && llm_bucket_len(s, s->n_buckets - 1) < s->opt.ctx)
     s->n_buckets++;
   if (!s->opt.prefill_chunk) s->opt.prefill_chunk = llm_prefill_chunk(s->gpu, &m->hp);
+  if (s->opt.prefill_chunk > llm_prefill_chunk_max(s->gpu, &m->hp)) {
+    snprintf(err, errlen,
+             "a prefill chunk of %u tokens does not fit the device's storage bindings (at most %u tokens for "
+             "this model)",
+             s->opt.prefill_chunk, llm_prefill_chunk_max(s->gpu, &m->hp));
+    free(s);
+    return WGLLM_ERR_INVALID_ARG;
+  }
   const llm_hparams *hp = &m->hp;
   /* f16 KV is stored as packed pairs in u32 words and widened with unpack2x16float: it needs no shader-f16,
      so it is available on every device (the H200 through this Dawn does not grant shader-f16) */

@@ -12,6 +12,7 @@ typedef struct cli_common {
   int kv_f16;                /* --kv f16 */
   int no_f16;                /* --no-f16: do not request shader-f16 */
   uint32_t ctx;              /* --ctx N */
+  uint32_t prefill_chunk;    /* --prefill-chunk N (-ub N): tokens a prefill pass (0: the engine's choice) */
   const char *toggles;       /* --dawn-toggles a,b: Dawn device toggles (for measurements; wgllm-bench) */
   int unfused;               /* --unfused: decode through the plain per-op path (comparisons) */
   int attn_grid;             /* --attn-grid worst|indirect (1: indirect) */

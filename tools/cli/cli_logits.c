@@ -6,12 +6,13 @@
 #include <string.h>
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: wgllm logits -m PATH --prompt-ids 5,9,2 [--decode-ids 7,3] -o OUT.f32\n"
-             "                    [--weights native|q4[:GROUP]] [--kv f32|f16] [--ctx N] [--no-f16]\n"
-             "                    [--unfused] [--attn-grid worst|indirect]  (decode paths, for comparisons)\n"
-             "                    [--max-binding BYTES]  (split weights over BYTES, as a small device would)\n"
-             "  PATH is a Hugging Face directory (config.json + safetensors) or a .gguf file.\n"
-             "  OUT.f32 is float32 [T+N][vocab]: T prefill rows, then one row per decode step.\n");
+  fprintf(f,
+          "usage: wgllm logits -m PATH --prompt-ids 5,9,2 [--decode-ids 7,3] -o OUT.f32\n"
+          "                    [--weights native|q4[:GROUP]] [--kv f32|f16] [--ctx N] [--prefill-chunk N] [--no-f16]\n"
+          "                    [--unfused] [--attn-grid worst|indirect]  (decode paths, for comparisons)\n"
+          "                    [--max-binding BYTES]  (split weights over BYTES, as a small device would)\n"
+          "  PATH is a Hugging Face directory (config.json + safetensors) or a .gguf file.\n"
+          "  OUT.f32 is float32 [T+N][vocab]: T prefill rows, then one row per decode step.\n");
 }
 
 int cli_logits(int argc, char **argv) {

@@ -117,6 +117,7 @@ static void common_help(FILE *f) {
              "  --seed S             same seed, same output (default 1)\n"
              "  --stop TEXT          stop when TEXT appears (repeatable, up to 8)\n"
              "  --ctx N              context length (default 4096)   --kv f32|f16   KV cache storage\n"
+             "  --prefill-chunk N, -ub N   tokens a prefill pass (default 512)\n"
              "  --weights native|q4[:GROUP]   --adapter NAME   --no-f16   --stats (timings to stderr)\n");
 }
 

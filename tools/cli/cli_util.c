@@ -76,6 +76,17 @@ int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
     c->ctx = (uint32_t)v;
     return 1;
   }
+  if (!strcmp(a, "--prefill-chunk") || !strcmp(a, "-ub") || !strcmp(a, "--ubatch-size")) {
+    if (!has_val) goto missing;
+    char *end;
+    long v = strtol(argv[++*i], &end, 10);
+    if (*end || v <= 0 || v > 65535) {
+      fprintf(stderr, "wgllm: %s %s: expected a token count from 1 to 65535\n", a, argv[*i]);
+      return -1;
+    }
+    c->prefill_chunk = (uint32_t)v;
+    return 1;
+  }
   if (!strcmp(a, "--adapter")) {
     if (!has_val) goto missing;
     c->adapter = argv[++*i];
@@ -173,6 +184,7 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
   if (!s) return 0;
   wgllm_session_params sp = wgllm_session_default_params();
   if (c->ctx) sp.context = c->ctx;
+  sp.prefill_chunk = c->prefill_chunk;
   sp.kv_type = c->kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
   sp.decode_path = c->unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
   sp.attn_grid = c->attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
