@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   *out = NULL;
@@ -36,6 +37,16 @@ int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   *out = v;
   *n = (uint32_t)cnt;
   return 0;
+}
+
+/* "prompt: 1024/4096 tokens" on stderr while a prompt longer than one prefill pass is evaluated */
+static void show_prefill(uint32_t done, uint32_t total, void *user) {
+  static int shown; /* a line is open (the CLI evaluates one prompt at a time) */
+  (void)user;
+  if (done == total && !shown) return; /* one pass: nothing to watch */
+  fprintf(stderr, "\rprompt: %u/%u tokens%s", done, total, done == total ? "\n" : "");
+  fflush(stderr);
+  shown = done != total;
 }
 
 /* Parses an option shared by the model commands; returns 1 if consumed (advancing *i), 0 if not, -1 on error. */
@@ -185,6 +196,7 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
   wgllm_session_params sp = wgllm_session_default_params();
   if (c->ctx) sp.context = c->ctx;
   sp.prefill_chunk = c->prefill_chunk;
+  if (isatty(2)) sp.on_prefill = show_prefill; /* long prompts: progress on a terminal, as llama.cpp shows it */
   sp.kv_type = c->kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
   sp.decode_path = c->unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
   sp.attn_grid = c->attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
