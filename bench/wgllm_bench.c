@@ -31,19 +31,19 @@ static double median(double *v, int n) {
 
 static void usage(FILE *f) {
   fprintf(
-      f,
-      "usage: wgllm bench (-m PATH | --synthetic NAME) [--prompt P] [--gen G] [--runs R]\n"
-      "                   [--kv f32|f16] [--ctx N] [--group 32|64|128] [--weights native|q4[:G]] [--json] [--profile]\n"
-      "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
-      "                   [--unfused] [--attn-grid worst|indirect] [--dawn-toggles a,b]  (comparisons)\n"
-      "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
-      "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
-      "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
-      "       wgllm bench --synthetic NAME --write-gguf OUT.gguf  (the Llama shapes)\n"
-      "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
-      "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), tiny, gemma4-tiny (tests)\n"
-      "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
-      "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
+      f, "usage: wgllm bench (-m PATH | --synthetic NAME) [--prompt P] [--gen G] [--runs R]\n"
+         "                   [--kv f32|f16] [--ctx N] [--prefill-chunk N] [--group 32|64|128] [--weights "
+         "native|q4[:G]] [--json] [--profile]\n"
+         "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
+         "                   [--unfused] [--attn-grid worst|indirect] [--dawn-toggles a,b]  (comparisons)\n"
+         "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
+         "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
+         "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
+         "       wgllm bench --synthetic NAME --write-gguf OUT.gguf  (the Llama shapes)\n"
+         "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
+         "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), tiny, gemma4-tiny (tests)\n"
+         "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
+         "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
 }
 
 typedef struct prof_row {
@@ -62,6 +62,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   so.kv_f16 = kv_f16;
   so.unfused = c->unfused;
   so.attn_grid = (llm_attn_grid)c->attn_grid;
+  so.prefill_chunk = c->prefill_chunk;
   llm_session *s;
   st = llm_session_create(m, &so, &s, err, sizeof err);
   if (st) {
@@ -129,20 +130,21 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
            "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"sampling\": \"%s\", "
-           "\"prefill_tok_s\": %.1f, \"decode_tok_s\": %.2f, "
+           "\"prefill_tok_s\": %.1f, \"ttft_ms\": %.2f, \"prefill_chunk\": %u, \"decode_tok_s\": %.2f, "
            "\"decode_ms_per_token\": %.4f, \"gpu_us_per_step\": %.1f, \"dispatches_per_token\": %zu, "
            "\"cpu_encode_us_per_token\": %.1f, "
            "\"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.f16 ? "f16" : "f32", P, P, G, runs,
            s->opt.attn_grid == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
-           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, 1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3,
-           dispatches, enc_us, depth, (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes,
-           (unsigned long long)gpu->bytes_peak);
+           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, pre_s * 1e3, s->opt.prefill_chunk,
+           1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3, dispatches, enc_us, depth, (unsigned long long)s->kv.bytes,
+           (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak);
   } else {
     printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
            s->kv.f16 ? "f16" : "f32", P);
-    printf("prefill %u tokens: %.3f s (%.1f tok/s)\n", P, pre_s, P / pre_s);
+    printf("prefill %u tokens: %.3f s (%.1f tok/s) in passes of %u; time to first token %.3f s\n", P, pre_s, P / pre_s,
+           s->opt.prefill_chunk, pre_s);
     printf("decode: %.3f ms/token (%.2f tok/s), GPU %.1f us/step, %zu dispatches/token, CPU encode %.1f us/token\n",
            dec_s * 1e3, 1.0 / dec_s, gpu_ns / 1e3, dispatches, enc_us);
     printf("memory: weights %.1f MB, KV %.1f MB, GPU peak %.1f MB\n", m->weight_bytes / 1e6, s->kv.bytes / 1e6,
