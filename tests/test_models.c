@@ -613,12 +613,25 @@ int main(void) {
   conformance("gemma4_kv_shared", "--unfused", 1e-3);
   conformance("gemma4_kv_shared", "--attn-grid indirect", 1e-3);
   conformance("gemma4_k_eq_v", "--unfused", 1e-3);
-  /* prompts over several prefill passes and at a pass's boundaries: chunks of 7 tokens, of the prompt's length
-     less one (a last pass of one token) and of exactly the prompt (issue 12) */
+  /* prompts over several prefill passes and at a pass's boundaries, every fixture: chunks of 7 tokens, of the
+     prompt's length less one (a last pass of one token) and of exactly the prompt (issue 12) */
   printf("prompts over several prefill chunks (--prefill-chunk):\n");
   {
-    const char *chunked[] = {"llama_gqa", "qwen3", "gemma3", "gemma4_kv_shared", "llama_q4km_gguf", "qwen3_medium"};
-    for (int i = 0; i < 6; i++) {
+    const char *chunked[] = {"llama_gqa",
+                             "llama_mha_bf16",
+                             "qwen2",
+                             "qwen3",
+                             "llama_q4_0_gguf",
+                             "gemma3_gguf",
+                             "llama_kquants_gguf",
+                             "llama_q4km_gguf",
+                             "llama_q4_0_q6k_gguf",
+                             "gemma3",
+                             "gemma4_kv_shared",
+                             "gemma4_k_eq_v",
+                             "qwen3_medium",
+                             "llama_mha_bf16_medium"};
+    for (int i = 0; i < (int)(sizeof chunked / sizeof chunked[0]); i++) {
       fixture f;
       if (!load_fixture(chunked[i], &f)) continue;
       int T = f.T;
