@@ -4,12 +4,15 @@
    special tokens), decode back to the expected text, round-trip, and stream-decode to the whole decode.
    Also: error paths (invalid UTF-8, unknown ids, unsupported tokenizer.json types), parse_special=0,
    EOG/BOS/EOS, tiny synthetic tok_create tokenizers of both types, and load/encode timings. */
+#include "gguf_write.h"
 #include "harness.h"
 #include "tokenizer.h"
+#include "tokenizer_load.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TOK_DIR "../third_party/tokenizers"
 static double now_s(void) {
@@ -631,7 +634,39 @@ static void gguf_equivalence(const char *tname, const char *type, const char *pr
   tok_free(hf);
 }
 
+/* GGUF tokenizer arrays of the wrong element type (issue 13's crash: non-string merges segfaulted `wgllm run`)
+   are refused by name, as files: tokens as integers, merges as integers, merges as floats. */
+static void gguf_bad_arrays(void) {
+  static const char *toks[] = {"a", "b", "ab"};
+  static const int32_t ints[] = {1, 2, 3};
+  static const float floats[] = {1, 2, 3};
+  for (int k = 0; k < 3; k++) {
+    gguf_writer *w = gguf_writer_begin(3, 32);
+    gguf_writer_kv_str(w, "general.architecture", "llama");
+    gguf_writer_kv_str(w, "tokenizer.ggml.model", "gpt2");
+    if (k == 0)
+      gguf_writer_kv_arr(w, "tokenizer.ggml.tokens", GGUF_TYPE_INT32, 3, ints);
+    else
+      gguf_writer_kv_arr_str(w, "tokenizer.ggml.tokens", 3, toks);
+    if (k == 1) gguf_writer_kv_arr(w, "tokenizer.ggml.merges", GGUF_TYPE_INT32, 3, ints);
+    if (k == 2) gguf_writer_kv_arr(w, "tokenizer.ggml.merges", GGUF_TYPE_FLOAT32, 3, floats);
+    char path[64], err[512];
+    snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-%d.gguf", (int)getpid(), k);
+    wgllm_status st = gguf_writer_finish_path(w, path, err, sizeof err);
+    gguf_writer_free(w);
+    CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
+    tokenizer *t = NULL;
+    st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+    const char *what = k == 0 ? "tokenizer.ggml.tokens" : "tokenizer.ggml.merges";
+    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, what) && strstr(err, "not of strings"),
+          "GGUF %s of numbers: %d, %s", what, (int)st, err);
+    tok_free(t);
+    unlink(path);
+  }
+}
+
 int main(void) {
+  gguf_bad_arrays();
   size_t sl = 0, el = 0;
   /* TOK_STRINGS / TOK_EXPECTED point the golden test at other files (e.g. a differential fuzz set) */
   const char *spath = getenv("TOK_STRINGS") ? getenv("TOK_STRINGS") : "data/tokenizers/strings.json";

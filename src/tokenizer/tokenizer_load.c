@@ -66,6 +66,10 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
     snprintf(err, errlen, "%s: no tokenizer (tokenizer.ggml.model / tokenizer.ggml.tokens missing)", path);
     return WGLLM_ERR_FORMAT;
   }
+  if (et != GGUF_TYPE_STRING) {
+    snprintf(err, errlen, "%s: tokenizer.ggml.tokens is an array of GGUF type %d, not of strings", path, et);
+    return WGLLM_ERR_FORMAT;
+  }
   if (strcmp(model, "llama") && strcmp(model, "gpt2")) {
     snprintf(err, errlen, "%s: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2)", path, model);
     return WGLLM_ERR_UNSUPPORTED;
@@ -85,11 +89,15 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
   const char **merges = NULL;
   char *pool = NULL; /* the merges' NUL-terminated copies */
   const void *md;
-  if (!s && gguf_get_arr(st, "tokenizer.ggml.merges", &et, &n_merges, &md) && n_merges) {
+  if (!s && gguf_get_arr(st, "tokenizer.ggml.merges", &et, &n_merges, &md) && n_merges && et != GGUF_TYPE_STRING) {
+    snprintf(err, errlen, "%s: tokenizer.ggml.merges is an array of GGUF type %d, not of strings", path, et);
+    s = WGLLM_ERR_FORMAT;
+  }
+  if (!s && n_merges) {
     merges = malloc(n_merges * sizeof *merges);
     size_t total = 0;
     for (uint64_t i = 0; i < n_merges; i++) {
-      size_t l;
+      size_t l = 0;
       gguf_arr_str(st, "tokenizer.ggml.merges", i, &l);
       total += l + 1;
     }
@@ -97,9 +105,9 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
     if (!merges || !pool) s = WGLLM_ERR_OUT_OF_MEMORY;
     size_t off = 0;
     for (uint64_t i = 0; !s && i < n_merges; i++) { /* GGUF strings are not NUL-terminated */
-      size_t l;
+      size_t l = 0;
       const char *m = gguf_arr_str(st, "tokenizer.ggml.merges", i, &l);
-      memcpy(pool + off, m, l);
+      if (m) memcpy(pool + off, m, l);
       pool[off + l] = 0;
       merges[i] = pool + off;
       off += l + 1;
