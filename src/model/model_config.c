@@ -170,6 +170,16 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
     if (!cJSON_IsString(t)) t = cJSON_GetObjectItemCaseSensitive(sc, "type");
     if (cJSON_IsString(t)) type = t->valuestring;
   }
+  /* checked before anything is sized from them (a huge head_dim or factor once built a RoPE table of gigabytes
+     before the head_dim check refused it; a negative factor was an undefined conversion) */
+  if (hp->head_dim == 0 || hp->head_dim > 512) {
+    snprintf(err, errlen, "config.json: head_dim %u (1 to 512 supported: the attention kernels' limit)", hp->head_dim);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  if (!(partial > 0.0 && partial <= 1.0)) {
+    snprintf(err, errlen, "config.json: partial_rotary_factor %g (a fraction of head_dim in (0, 1])", partial);
+    return WGLLM_ERR_FORMAT;
+  }
   hp->rot_dim = (uint32_t)(hp->head_dim * partial);
   hp->rot_dim &= ~1u;
   if (hp->rot_dim == 0) {
@@ -478,6 +488,10 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   uint64_t v;
   hp->bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
   hp->eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (int32_t)v : -1;
+  if (hp->head_dim == 0 || hp->head_dim > 512) { /* before anything is sized from it */
+    snprintf(err, errlen, "GGUF: head_dim %u (1 to 512 supported: the attention kernels' limit)", hp->head_dim);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
   if (hp->rot_dim == 0 || hp->rot_dim > hp->head_dim || hp->rot_dim % 2) {
     snprintf(err, errlen, "GGUF: rope.dimension_count %u invalid for head_dim %u", hp->rot_dim, hp->head_dim);
     return WGLLM_ERR_FORMAT;
