@@ -113,7 +113,9 @@ int main(void) {
   }
   CHECK(den > 0 && sqrt(num / den) < 1e-6, "synthetic vs its GGUF: rel L2 %.3g", sqrt(num / den));
   printf("synthetic tiny vs its GGUF: relative L2 %.3g\n", sqrt(num / den));
-  CHECK(llm_model_synthetic(gpu, "nope", 32, &b, err, sizeof err) == WGLLM_ERR_INVALID_ARG && strstr(err, "nope"),
+  llm_model *none = NULL; /* its own variable: the failing call sets it to NULL (reusing b leaked the model) */
+  CHECK(llm_model_synthetic(gpu, "nope", 32, &none, err, sizeof err) == WGLLM_ERR_INVALID_ARG && strstr(err, "nope") &&
+            !none,
         "unknown name: %s", err);
   free(la);
   free(lb);
