@@ -468,15 +468,18 @@ static void bad_inputs(void) {
   expect_error("Qwen's use_sliding_window", d, "", "use_sliding_window");
   /* sizes from the file are checked before anything is sized from them (issue 13): a head_dim of 2^30 and
      partial_rotary_factor -1 / 2 / 1e7 are refused by the early checks' messages (the late head_dim check and
-     the "rotary dimension is 0" one say other words) */
+     the "rotary dimension is 0" one say other words); token ids that are not integers in range (1e20 was an
+     undefined conversion, and ran) */
   {
     static const struct {
       const char *key, *value, *want;
     } B[] = {{"head_dim", "1073741824", "head_dim 1073741824 (1 to 512"},
              {"partial_rotary_factor", "-1", "partial_rotary_factor -1 (a fraction"},
              {"partial_rotary_factor", "2", "partial_rotary_factor 2 (a fraction"},
-             {"partial_rotary_factor", "1e7", "partial_rotary_factor 1e+07 (a fraction"}};
-    for (int i = 0; i < 4; i++) {
+             {"partial_rotary_factor", "1e7", "partial_rotary_factor 1e+07 (a fraction"},
+             {"bos_token_id", "1e20", "bos_token_id is not a token id"},
+             {"eos_token_id", "[2.5]", "eos_token_id is not a token id"}};
+    for (int i = 0; i < 6; i++) {
       snprintf(d, sizeof d, "%s/badsize%d", g_tmp, i);
       c = edit_config(src, B[i].key, B[i].value);
       copy_dir_with_config(src, d, c);

@@ -215,10 +215,10 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, si
     snprintf(err, errlen, "config.json: vocab_size_per_layer_input is 0");
     return WGLLM_ERR_FORMAT;
   }
-  hp->bos = json_token(cfg, "bos_token_id");
-  hp->eos = json_token(cfg, "eos_token_id");
+  wgllm_status s = json_bos_eos(cfg, &hp->bos, &hp->eos, err, errlen);
+  if (s) return s;
   uint8_t *local = NULL;
-  wgllm_status s = llm_json_layer_types(cfg, hp->n_layer, &local, err, errlen);
+  s = llm_json_layer_types(cfg, hp->n_layer, &local, err, errlen);
   if (s) return s;
   local[hp->n_layer - 1] = 0; /* transformers forces the last layer to full attention */
   /* the layers: sliding ones as the scalars say, full ones with the global head_dim and KV heads */

@@ -6,7 +6,11 @@
 
 int json_num(const cJSON *o, const char *key, double *out);
 int json_u32(const cJSON *o, const char *key, uint32_t *out); /* a non-negative integer below 2^32 */
-int32_t json_token(const cJSON *o, const char *key);          /* a token id, the first of a list; -1 if absent */
+/* a token id, the first of a list; -1 if absent, JSON_TOKEN_INVALID if not an integer in 0..2^31-1 */
+int32_t json_token(const cJSON *o, const char *key);
+#define JSON_TOKEN_INVALID INT32_MIN
+/* bos_token_id and eos_token_id (-1 when absent); an error naming the field when one is not a token id */
+wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, char *err, size_t errlen);
 /* inv_freq[i] = theta^(-2i/dim), i < dim/2 (f32, as transformers computes it); NULL when out of memory */
 float *default_inv_freq(double theta, uint32_t dim);
 /* Sliding (1) or full (0) per layer, from layer_types, else sliding_window_pattern (default 6): *local gets

@@ -87,7 +87,19 @@ int json_u32(const cJSON *o, const char *key, uint32_t *out) {
 int32_t json_token(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
-  return cJSON_IsNumber(v) ? (int32_t)v->valuedouble : -1;
+  if (!cJSON_IsNumber(v)) return -1;
+  double d = v->valuedouble; /* converted only when it is a token id: 1e20 or 2.5 is not (no undefined cast) */
+  if (d == -1.0) return -1; /* some configs say "none" so */
+  return d >= 0 && d <= 2147483647.0 && d == floor(d) ? (int32_t)d : JSON_TOKEN_INVALID;
+}
+
+wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, char *err, size_t errlen) {
+  *bos = json_token(cfg, "bos_token_id");
+  *eos = json_token(cfg, "eos_token_id");
+  if (*bos != JSON_TOKEN_INVALID && *eos != JSON_TOKEN_INVALID) return WGLLM_OK;
+  snprintf(err, errlen, "config.json: %s is not a token id (an integer from 0 to 2147483647)",
+           *bos == JSON_TOKEN_INVALID ? "bos_token_id" : "eos_token_id");
+  return WGLLM_ERR_FORMAT;
 }
 
 /* inv_freq[i] = theta^(-2i/dim) (f32, as transformers computes it) */
@@ -374,8 +386,7 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     }
   }
   if (!json_u32(cfg, "max_position_embeddings", &hp->train_ctx)) hp->train_ctx = 4096;
-  hp->bos = json_token(cfg, "bos_token_id");
-  hp->eos = json_token(cfg, "eos_token_id");
+  if (!s) s = json_bos_eos(cfg, &hp->bos, &hp->eos, err, errlen);
   if (!s) s = hf_rope(cfg, hp, fam->gemma && local, err, errlen);
   if (!s) s = llm_hparams_layers_init(hp, err, errlen);
   for (uint32_t l = 0; !s && local && l < hp->n_layer; l++) {
