@@ -665,8 +665,34 @@ static void gguf_bad_arrays(void) {
   }
 }
 
+/* A tokenizer.json whose vocabulary names an id far past its entries (2^31 - 2 once asked for 19 GB) or a
+   fractional one is refused by name before anything is sized from it. */
+static void hf_bad_ids(void) {
+  static const char *ids[] = {"2147483646", "1.5"};
+  for (int k = 0; k < 2; k++) {
+    char path[64], err[512], js[512];
+    snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-hf%d.json", (int)getpid(), k);
+    snprintf(js, sizeof js,
+             "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": %s}, \"merges\": []}, "
+             "\"added_tokens\": []}",
+             ids[k]);
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    if (!f) continue;
+    fputs(js, f);
+    fclose(f);
+    tokenizer *t = NULL;
+    wgllm_status st = tok_load_hf(path, NULL, &t, err, sizeof err);
+    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, "\"b\" has no valid id"), "vocab id %s: %d, %s", ids[k], (int)st,
+          err);
+    tok_free(t);
+    unlink(path);
+  }
+}
+
 int main(void) {
   gguf_bad_arrays();
+  hf_bad_ids();
   size_t sl = 0, el = 0;
   /* TOK_STRINGS / TOK_EXPECTED point the golden test at other files (e.g. a differential fuzz set) */
   const char *spath = getenv("TOK_STRINGS") ? getenv("TOK_STRINGS") : "data/tokenizers/strings.json";

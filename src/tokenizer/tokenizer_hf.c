@@ -6,6 +6,7 @@
 #define WGLLM_TOKENIZER_INTERNAL
 #include "tokenizer.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,7 @@ typedef struct hf_ctx {
   char *err;
   size_t errlen;
   bool cfg_bos, cfg_eos; /* the config has bos_token / eos_token keys (a null value means none) */
+  size_t n_added;        /* entries of added_tokens: with model.vocab's, the bound on any id */
 } hf_ctx;
 
 #define UNSUP(...) (tok_set_err(h->err, h->errlen, __VA_ARGS__), WGLLM_ERR_UNSUPPORTED)
@@ -497,8 +499,11 @@ static wgllm_status load_model(hf_ctx *h, const cJSON *m) {
   cJSON_ArrayForEach(it, merges) n_merges++;
   if (!tok_smap_reserve(&t->vocab, n_vocab) || !tok_u64_reserve(&t->merges, n_merges)) return NOMEM("vocab");
   cJSON_ArrayForEach(it, vocab) {
-    if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= 2147483647.0)
-      return BAD("%s: vocab entry \"%s\" has no valid id", h->path, it->string);
+    /* ids index tables sized by the largest: one id far past the entries would ask for gigabytes */
+    if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble >= (double)(n_vocab + h->n_added) ||
+        it->valuedouble != floor(it->valuedouble))
+      return BAD("%s: vocab entry \"%s\" has no valid id (an integer below %zu, the vocabulary and added tokens)",
+                 h->path, it->string, n_vocab + h->n_added);
     bool dup;
     if (!tok_add_vocab(t, it->string, strlen(it->string), (int32_t)it->valuedouble, &dup))
       return dup ? BAD("%s: vocab entry \"%s\" appears twice", h->path, it->string) : NOMEM("vocab");
@@ -664,6 +669,8 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
     st = BAD("%s: no \"model\" object", tokenizer_json);
     goto done;
   }
+  const cJSON *at;
+  cJSON_ArrayForEach(at, cJSON_GetObjectItemCaseSensitive(root, "added_tokens")) h->n_added++;
   if ((st = load_model(h, model))) goto done;
   /* HF re-derives added-token ids rather than trusting "id" (AddedVocabulary::add_tokens): a content already
      in the model vocabulary keeps that id, any other takes the next id after max(vocab entries, highest
