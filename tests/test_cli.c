@@ -111,7 +111,15 @@ int main(void) {
   snprintf(a, sizeof a, "run -m %s -p ''", GGUF);
   expect_fail("empty prompt", a, "empty");
   snprintf(a, sizeof a, "run -m %s -p \"$(printf 'ab\\377cd')\"", GGUF);
-  expect_fail("invalid UTF-8 prompt", a, "UTF-8");
+  expect_fail("invalid UTF-8 prompt", a, "UTF-8 (byte 2)");
+  { /* refused before anything is echoed (issue 13) */
+    char c2[2048], *po, *pe;
+    snprintf(c2, sizeof c2, "%s/wgllm %s", g_bin, a);
+    sh(c2, &po, &pe);
+    CHECK(po && po[0] == 0, "invalid UTF-8 prompt: stdout should be empty, is \"%s\"", po ? po : "(null)");
+    free(po);
+    free(pe);
+  }
   snprintf(a, sizeof a, "run -m %s -p \"$(head -c 3000 /dev/zero | tr '\\0' 'a' | sed 's/a/a /g')\" --ctx 64", GGUF);
   expect_fail("prompt longer than the context", a, "context");
   snprintf(a, sizeof a, "tokenize -m %s --decode 5,99999", GGUF);
@@ -120,13 +128,15 @@ int main(void) {
   expect_fail("missing -m", "run -p hi", "-m PATH");
   expect_fail("unknown option", "run -m x -p hi --bogus 1", "--bogus");
   expect_fail("bad temperature", "run -m x -p hi --temp -1", "--temp");
+  expect_fail("infinite temperature", "run -m x -p hi --temp inf", "'inf' for --temp");
+  expect_fail("NaN top-p", "run -m x -p hi --top-p nan", "--top-p");
   expect_fail("context with trailing junk", "run -m x -p hi --ctx 12abc", "--ctx 12abc");
   expect_fail("context too large", "run -m x -p hi --ctx 99999999", "1 to 16777216");
   expect_fail("unknown command", "frobnicate", "frobnicate");
   expect_fail("no adapter of that name", "info --gpu --adapter no-such-gpu", "no-such-gpu");
   snprintf(a, sizeof a, "run -m %s -p hi --weights q4:33", GGUF);
   expect_fail("bad weights option", a, "q4:33");
-  expect_fail("model path missing", "run -m /nonexistent/model -p hi", "/nonexistent/model");
+  expect_fail("model path missing", "run -m /nonexistent/model -p hi", "/nonexistent/model: No such file");
 
   /* the example program, built against the public header only */
   snprintf(cmd, sizeof cmd, "%s/example_generate %s 'a b' 8", g_bin, GGUF);

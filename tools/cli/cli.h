@@ -30,6 +30,9 @@ int cli_parse_ids(const char *s, int32_t **out, uint32_t *n);
 /* --weights native|q4[:GROUP] into the model params; prints what is wrong and returns non-zero */
 int cli_parse_weights(const char *s, wgllm_model_params *mp);
 int cli_common_arg(cli_common *c, int argc, char **argv, int *i);
+/* The offset of the first byte of s that is not valid UTF-8 (overlong, surrogate, past U+10FFFF, cut short),
+   or -1 when all of it is. */
+long cli_utf8_invalid_at(const char *s);
 /* The model (without its tokenizer when no_tokenizer) and a session (when s != NULL) through the public API,
    with the common options; prints the error and returns non-zero on failure. */
 int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tokenizer);

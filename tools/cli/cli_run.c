@@ -2,6 +2,7 @@
    public C API. */
 #include "cli.h"
 #include "wgllm.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@ typedef struct gen_opts {
 static int parse_float(const char *s, float *out) {
   char *end;
   *out = strtof(s, &end);
-  return *s && !*end;
+  return *s && !*end && isfinite(*out); /* inf and nan are not settings */
 }
 
 static int parse_u32(const char *s, uint32_t *out) {
@@ -136,6 +137,11 @@ int cli_run(int argc, char **argv) {
   }
   if (!o.prompt[0]) {
     fprintf(stderr, "wgllm run: the prompt is empty\n");
+    return 2;
+  }
+  long bad = cli_utf8_invalid_at(o.prompt);
+  if (bad >= 0) { /* refused before anything is echoed */
+    fprintf(stderr, "wgllm run: the prompt is not valid UTF-8 (byte %ld)\n", bad);
     return 2;
   }
   wgllm_model *m;

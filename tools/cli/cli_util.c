@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
@@ -47,6 +48,23 @@ static void show_prefill(uint32_t done, uint32_t total, void *user) {
   fprintf(stderr, "\rprompt: %u/%u tokens%s", done, total, done == total ? "\n" : "");
   fflush(stderr);
   shown = done != total;
+}
+
+long cli_utf8_invalid_at(const char *s) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (long i = 0; p[i];) {
+    unsigned c = p[i], n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+    if (n == 9) return i;
+    uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
+    for (unsigned k = 1; k <= n; k++) {
+      if ((p[i + k] & 0xC0) != 0x80) return i; /* also the terminating NUL: cut short */
+      cp = cp << 6 | (p[i + k] & 0x3F);
+    }
+    static const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+    i += (long)n + 1;
+  }
+  return -1;
 }
 
 /* Parses an option shared by the model commands; returns 1 if consumed (advancing *i), 0 if not, -1 on error. */
@@ -178,6 +196,11 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
   }
   if (c->toggles) {
     fprintf(stderr, "wgllm: --dawn-toggles is an option of wgllm bench (measurements), not of this command\n");
+    return 2;
+  }
+  struct stat sb;
+  if (stat(c->model, &sb) != 0) { /* said as such, not as a missing tokenizer.json inside it */
+    fprintf(stderr, "wgllm: -m %s: %s\n", c->model, strerror(errno));
     return 2;
   }
   wgllm_model_params mp = wgllm_model_default_params();
