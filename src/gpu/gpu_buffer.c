@@ -163,6 +163,14 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
     return s ? s : WGLLM_ERR_GPU;
   }
   const void *p = wgpuBufferGetConstMappedRange(st, 0, bd.size);
+  if (!p) { /* a lost device maps nothing */
+    snprintf(err, errlen, "reading \"%s\": the mapped range is unavailable (device lost?)", b->label);
+    wgpuBufferUnmap(st);
+    wgpuBufferDestroy(st);
+    wgpuBufferRelease(st);
+    s = gpu_check(ctx, NULL, 0);
+    return s ? s : WGLLM_ERR_GPU;
+  }
   memcpy(dst, p, bytes);
   wgpuBufferUnmap(st);
   wgpuBufferDestroy(st);

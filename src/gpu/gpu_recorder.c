@@ -321,7 +321,7 @@ wgllm_status gpu_recorder_profile(gpu_recorder *r, double *out_ns) {
     gpu_wait_future(ctx, wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, bd.size, mi));
     if (m.st == 1) {
       const uint64_t *t = wgpuBufferGetConstMappedRange(rb, 0, bd.size);
-      for (size_t i = 0; i < cnt; i++)
+      for (size_t i = 0; t && i < cnt; i++)
         out_ns[base + i] = t[2 * i + 1] > t[2 * i] ? (double)(t[2 * i + 1] - t[2 * i]) : 0.0;
       wgpuBufferUnmap(rb);
     }
@@ -346,9 +346,9 @@ static wgllm_status read_span(gpu_recorder *r, WGPUBuffer rb, double *out_ns) {
   gpu_wait_future(r->ctx, wgpuBufferMapAsync(rb, WGPUMapMode_Read, 0, 16, mi));
   if (m.st != 1) return fail(r, WGLLM_ERR_GPU, "mapping timestamp results failed");
   const uint64_t *t = wgpuBufferGetConstMappedRange(rb, 0, 16);
-  *out_ns = t[1] > t[0] ? (double)(t[1] - t[0]) : 0.0;
+  if (t) *out_ns = t[1] > t[0] ? (double)(t[1] - t[0]) : 0.0;
   wgpuBufferUnmap(rb);
-  return WGLLM_OK;
+  return t ? WGLLM_OK : fail(r, WGLLM_ERR_GPU, "timestamp results unavailable (device lost?)");
 }
 
 wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
