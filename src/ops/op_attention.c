@@ -59,56 +59,6 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
                          .params = &p,
                          .params_size = sizeof p,
                          .n_bind = 5};
-  /* one subgroup a (token, head) where subgroups have one fixed size: key tiles shared by 8 consecutive tokens
-     (kernels/attn_prefill_tiled.wgsl) for head_dim up to 4 lanes' vec4s and 128, else each token on its own
-     (kernels/attn_prefill.wgsl); without subgroups a workgroup a (token, head) (kernels/attention.wgsl) */
-  const gpu_context *ctx = op_ctx(rec);
-  uint32_t sgs = ctx->subgroup_min, nc = kv->head_dim / 4, nsg = 4;
-  gpu_constant c[4];
-  int fixed_sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
-  if (fixed_sg && !a->untiled && sgs >= 4 && sgs <= 32 && nc <= sgs && kv->head_dim <= 128 &&
-      ctx->limits.maxComputeWorkgroupStorageSize >= (1056 + 256) * 16 + 64 &&
-      sgs * 8 <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
-    uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1, tok = 8;
-    c[0] = (gpu_constant){"SGS", (double)sgs};
-    c[1] = (gpu_constant){"NSG", (double)tok};
-    c[2] = (gpu_constant){"GR", (double)gr};
-    d.kernel = K_ATTN_PREFILL_TILED;
-    d.variant = kv->f16 ? V_ATTN_PREFILL_TILED_F16 : V_ATTN_PREFILL_TILED_F32;
-    d.consts = c;
-    d.n_consts = 3;
-    d.bind[0] = q;
-    d.bind[1] = kcache;
-    d.bind[2] = vcache;
-    d.bind[3] = pos;
-    d.bind[4] = out;
-    d.grid[0] = a->n_head;
-    d.grid[1] = (a->n_tokens + tok - 1) / tok;
-    d.grid[2] = 1;
-    return gpu_record(rec, &d);
-  }
-  if (fixed_sg && sgs >= 4 && sgs <= 128 && (nc + sgs - 1) / sgs <= 16 &&
-      sgs * nsg <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
-    c[0] = (gpu_constant){"SGS", (double)sgs};
-    c[1] = (gpu_constant){"NSG", (double)nsg};
-    c[2] = (gpu_constant){"NV", (double)((nc + sgs - 1) / sgs)};
-    /* lanes past a head's vec4s share out the keys of P.V when the vec4s are a power of two dividing the lanes */
-    uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1;
-    c[3] = (gpu_constant){"GR", (double)gr};
-    d.kernel = K_ATTN_PREFILL;
-    d.variant = kv->f16 ? V_ATTN_PREFILL_F16 : V_ATTN_PREFILL_F32;
-    d.consts = c;
-    d.n_consts = 4;
-    d.bind[0] = q;
-    d.bind[1] = kcache;
-    d.bind[2] = vcache;
-    d.bind[3] = pos;
-    d.bind[4] = out;
-    d.grid[0] = (a->n_head + nsg - 1) / nsg;
-    d.grid[1] = a->n_tokens;
-    d.grid[2] = 1;
-    return gpu_record(rec, &d);
-  }
   d.bind[0] = q;
   d.bind[1] = kcache;
   d.bind[2] = vcache;
@@ -117,6 +67,34 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
   d.grid[0] = a->n_head;
   d.grid[1] = a->n_tokens;
   d.grid[2] = 1;
+  /* one subgroup a (token, head) where subgroups have one fixed size: key tiles shared by 8 consecutive tokens
+     (kernels/attn_prefill_tiled.wgsl) for head_dim up to 4 lanes' vec4s and 128, else each token on its own
+     (kernels/attn_prefill.wgsl); without subgroups a workgroup a (token, head) (kernels/attention.wgsl) */
+  const gpu_context *ctx = op_ctx(rec);
+  uint32_t sgs = ctx->subgroup_min, nc = kv->head_dim / 4, nsg = 4, tok = 8;
+  /* lanes past a head's vec4s share out the keys of P.V when the vec4s are a power of two dividing the lanes */
+  uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1;
+  gpu_constant c[4] = {{"SGS", (double)sgs}, {"GR", (double)gr}, {"NSG", 0}, {"NV", 0}};
+  int fixed_sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
+  if (fixed_sg && !a->untiled && sgs >= 4 && sgs <= 32 && nc <= sgs && kv->head_dim <= 128 &&
+      ctx->limits.maxComputeWorkgroupStorageSize >= (1056 + 256) * 16 + 64 &&
+      sgs * tok <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
+    c[2].value = tok;
+    d.kernel = K_ATTN_PREFILL_TILED;
+    d.variant = kv->f16 ? V_ATTN_PREFILL_TILED_F16 : V_ATTN_PREFILL_TILED_F32;
+    d.consts = c;
+    d.n_consts = 3;
+    d.grid[1] = (a->n_tokens + tok - 1) / tok;
+  } else if (fixed_sg && sgs >= 4 && sgs <= 128 && (nc + sgs - 1) / sgs <= 16 &&
+             sgs * nsg <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
+    c[2].value = nsg;
+    c[3].value = (nc + sgs - 1) / sgs;
+    d.kernel = K_ATTN_PREFILL;
+    d.variant = kv->f16 ? V_ATTN_PREFILL_F16 : V_ATTN_PREFILL_F32;
+    d.consts = c;
+    d.n_consts = 4;
+    d.grid[0] = (a->n_head + nsg - 1) / nsg;
+  }
   return gpu_record(rec, &d);
 }
 

@@ -116,8 +116,7 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
 op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
                                  int glu) {
   op_gemv_plan p = {0};
-  uint32_t xv = gemv_xv(type), step = xv * 4, sgs = ctx->subgroup_min;
-  if (type == OP_W_Q6_K) step = 16;
+  uint32_t xv = gemv_xv(type), step = xv * 4, sgs = ctx->subgroup_min; /* elements a lane step */
   if (!xv) return p;
   uint32_t steps = K / step;
   int fixed_sg =

@@ -162,7 +162,7 @@ wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
    kernel bench. */
 wgllm_status op_matmul_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                             uint32_t N, uint32_t K, uint32_t rm);
-/* The generic GEMV kernel for every weight type (op_matvec without the q4 route). */
+/* The generic GEMV kernel for every weight type (op_matvec without the fused GEMV's route). */
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K);
 
