@@ -35,11 +35,40 @@ fn load_x(m0: u32, k0: u32, l: u32) -> f32 {
   let gk = k0 + l % TK;
   return select(0.0, x[gm * p.K + gk], gm < p.M && gk < p.K);
 }
-fn load_w(n0: u32, k0: u32, l: u32) -> f32 {
-  let gn = n0 + l / TK;
-  let gk = k0 + l % TK;
-  return select(0.0, wload(gn * p.K + gk), gn < p.N && gk < p.K);
+// Thread li's part of the [TN][TK] W tile of step k0, 0 outside the matrix. Two layouts, each the faster for its
+// storages on the H200 (docs/perf/12-gemm-load8): ggml's block types read 8 consecutive elements of row li / 2
+// (columns (li % 2) * 8 ..) with one wload8, decoding the block's scales once per 8 (where K is a multiple of 8);
+// the other storages read one element each, row l / TK and column l % TK of elements l = li + 256 i, so 16 threads
+// share a row's 16 consecutive elements (q4gsw: 28 TFLOP/s this way, 22-27 with wload8).
+#if WBLK
+fn w_row(li: u32, i: u32) -> u32 { return li / 2u; }
+fn w_col(li: u32, i: u32) -> u32 { return (li % 2u) * 8u + i; }
+fn load_w(n0: u32, k0: u32, li: u32) -> array<f32, 8> {
+  let gn = n0 + li / 2u;
+  let gk = k0 + (li % 2u) * 8u;
+  var v: array<f32, 8>;
+  if (gn < p.N) {
+    if ((p.K & 7u) == 0u && gk + 8u <= p.K) {
+      v = wload8(gn * p.K + gk);
+    } else {
+      for (var j = 0u; j < 8u; j++) { v[j] = select(0.0, wload(gn * p.K + gk + j), gk + j < p.K); }
+    }
+  }
+  return v;
 }
+#else
+fn w_row(li: u32, i: u32) -> u32 { return (li + 256u * i) / TK; }
+fn w_col(li: u32, i: u32) -> u32 { return (li + 256u * i) % TK; }
+fn load_w(n0: u32, k0: u32, li: u32) -> array<f32, 8> {
+  var v: array<f32, 8>;
+  for (var i = 0u; i < 8u; i++) {
+    let gn = n0 + w_row(li, i);
+    let gk = k0 + w_col(li, i);
+    v[i] = select(0.0, wload(gn * p.K + gk), gn < p.N && gk < p.K);
+  }
+  return v;
+}
+#endif
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
@@ -51,22 +80,21 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   for (var i = 0u; i < 16u; i++) { acc[i] = vec4<f32>(0.0); }
   // the next step's values are loaded into registers while this step's tiles are multiplied
   var px: array<f32, 8>; // [RM]: X elements li + 256 i of the tile
-  var pw: array<f32, 8>; // W elements li + 256 i
+  var pw = load_w(n0, 0u, li); // element i at row w_row(li, i), column w_col(li, i) of the tile
   for (var i = 0u; i < RM; i++) { px[i] = load_x(m0, 0u, li + 256u * i); }
-  for (var i = 0u; i < 8u; i++) { pw[i] = load_w(n0, 0u, li + 256u * i); }
   for (var k0 = 0u; k0 < p.K; k0 += TK) {
     for (var i = 0u; i < RM; i++) {
       let l = li + 256u * i;
       xs[(l % TK) * ROW4 + (l / TK) / 4u][(l / TK) % 4u] = px[i];
     }
     for (var i = 0u; i < 8u; i++) {
-      let l = li + 256u * i;
-      ws[(l % TK) * ROW4 + (l / TK) / 4u][(l / TK) % 4u] = pw[i];
+      let wr = w_row(li, i);
+      ws[w_col(li, i) * ROW4 + wr / 4u][wr % 4u] = pw[i];
     }
     workgroupBarrier();
     if (k0 + TK < p.K) {
       for (var i = 0u; i < RM; i++) { px[i] = load_x(m0, k0 + TK, li + 256u * i); }
-      for (var i = 0u; i < 8u; i++) { pw[i] = load_w(n0, k0 + TK, li + 256u * i); }
+      pw = load_w(n0, k0 + TK, li);
     }
     for (var kk = 0u; kk < TK; kk++) {
       let r = kk * ROW4;

@@ -3,6 +3,7 @@
    at least 0.05), for native weights, --weights q4 and --kv f16; and bad model inputs, each a clear error. */
 #include "harness.h"
 #include "ref.h"
+#include "tokenizer_load.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -552,6 +553,49 @@ static void bad_inputs(void) {
   expect_error("YaRN RoPE", d, "", "yarn");
 }
 
+/* The fixture's GGUF tokenizer (tokenizer.ggml.model "gemma4" as llama.cpp's converter writes it) against the
+   encodings Hugging Face `tokenizers` gave for the same vocabulary on the device (tokens.json), with and without
+   BOS, and the decode round trip. */
+static void gguf_tokenizer_matches(const char *name) {
+  char p[400], err[512] = "";
+  snprintf(p, sizeof p, "data/models/%s/tokens.json", name);
+  char *js = th_read_file(p, NULL);
+  cJSON *j = js ? cJSON_Parse(js) : NULL;
+  free(js);
+  snprintf(p, sizeof p, "data/models/%s/model.gguf", name);
+  tokenizer *tok = NULL;
+  wgllm_status s = llm_load_tokenizer(p, &tok, NULL, err, sizeof err);
+  CHECK(j && !s, "%s: tokens.json or the GGUF tokenizer: %s", name, err);
+  int n = 0, bad = 0;
+  const cJSON *c, *cases = j ? cJSON_GetObjectItem(j, "cases") : NULL;
+  cJSON_ArrayForEach(c, cases) {
+    if (s) break;
+    const char *text = cJSON_GetObjectItem(c, "text")->valuestring;
+    for (int bos = 0; bos < 2; bos++) {
+      const cJSON *want = cJSON_GetObjectItem(c, bos ? "ids_bos" : "ids");
+      int32_t *ids = NULL;
+      size_t m = 0;
+      wgllm_status e = tok_encode(tok, text, strlen(text), bos, 1, &ids, &m, err, sizeof err);
+      int same = !e && m == (size_t)cJSON_GetArraySize(want);
+      for (size_t i = 0; same && i < m; i++)
+        same = ids[i] == (int32_t)cJSON_GetArrayItem(want, (int)i)->valuedouble;
+      char *back = NULL;
+      size_t bl = 0;
+      if (same && !bos && !tok_decode(tok, ids, m, 0, &back, &bl, err, sizeof err))
+        same = bl == strlen(text) && !memcmp(back, text, bl);
+      free(back);
+      free(ids);
+      CHECK(same, "%s: tokenizer differs from HF tokenizers on \"%s\" (bos %d)", name, text, bos);
+      n++;
+      bad += !same;
+    }
+  }
+  printf("  %-18s GGUF tokenizer: %d encodings, %d differ from HF tokenizers\n", name, n, bad);
+  CHECK(n >= 20, "%s: only %d tokenizer cases", name, n);
+  tok_free(tok);
+  cJSON_Delete(j);
+}
+
 int main(void) {
   const char *bin = getenv("WGLLM_BIN");
   snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "../build");
@@ -582,6 +626,12 @@ int main(void) {
   /* Gemma 4 with attention_k_eq_v on the full layers (one global KV head, head_dim 64, no v_proj), the double-wide
      MLP on the two KV-shared layers, random layer scalars, an untied LM head, proportional RoPE with factor 0.5 */
   conformance("gemma4_k_eq_v", "", 1e-3);
+  /* the same two models as llama.cpp's converter writes them (tools/refs/convert_gemma4_gguf.py): the gemma4
+     architecture's per-layer arrays, the rope_freqs tensor marking the unrotated pairs, BF16 weights, no attn_v on
+     the k_eq_v layers, the "gemma4" tokenizer model */
+  conformance("gemma4_kv_shared_gguf", "", 1e-3);
+  conformance("gemma4_k_eq_v_gguf", "", 1e-3);
+  gguf_tokenizer_matches("gemma4_kv_shared_gguf");
   /* made on the H200 with tools/refs/make_refs.py --seed 12 --scale medium: hidden 256, 40 prompt tokens */
   conformance("qwen3_medium", "", 1e-3);
   conformance("llama_mha_bf16_medium", "", 1e-3);

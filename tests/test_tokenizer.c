@@ -3,7 +3,8 @@
    data/tokenizers/strings.json to exactly the ids in data/tokenizers/expected.json (with and without
    special tokens), decode back to the expected text, round-trip, and stream-decode to the whole decode.
    Also: error paths (invalid UTF-8, unknown ids, unsupported tokenizer.json types), parse_special=0,
-   EOG/BOS/EOS, tiny synthetic tok_create tokenizers of both types, and load/encode timings. */
+   EOG/BOS/EOS, tiny synthetic tok_create tokenizers of each type, and load/encode timings. "gemma4" (llama.cpp's
+   GGUF tokenizer for Gemma 4) is checked with the Gemma 3 vocabulary against the HF Gemma 3 tokenizer. */
 #include "gguf_write.h"
 #include "harness.h"
 #include "tokenizer.h"
@@ -690,6 +691,618 @@ static void hf_bad_ids(void) {
   }
 }
 
+/* ---- "gemma4": llama.cpp's GGUF tokenizer for Gemma 4 (BPE by rank over raw UTF-8, spaces as U+2581, the
+   text split by [^\n]+|[\n]+, a newline run that is a token kept whole, <0xXX> byte fallback, BOS forced) ---- */
+
+typedef struct textset {
+  char **s;
+  size_t n, cap;
+} textset;
+
+static void ts_add(textset *t, const char *s, size_t n) {
+  if (t->n == t->cap) {
+    t->cap = t->cap ? 2 * t->cap : 64;
+    t->s = realloc(t->s, t->cap * sizeof *t->s);
+  }
+  char *c = malloc(n + 1);
+  memcpy(c, s, n);
+  c[n] = 0;
+  t->s[t->n++] = c;
+}
+
+static void ts_free(textset *t) {
+  for (size_t i = 0; i < t->n; i++)
+    free(t->s[i]);
+  free(t->s);
+  memset(t, 0, sizeof *t);
+}
+
+/* start of the UTF-8 character holding byte i */
+static size_t utf8_start(const char *s, size_t i) {
+  while (i > 0 && ((unsigned char)s[i] & 0xC0) == 0x80)
+    i--;
+  return i;
+}
+
+/* strings.json's texts with '\n' -> ' ' */
+static char *no_newlines(const char *s) {
+  char *c = strdup(s);
+  for (char *p = c; *p; p++)
+    if (*p == '\n') *p = ' ';
+  return c;
+}
+
+/* Texts without newlines: every string of strings.json (newlines as spaces), pairs of them, hand-written
+   ones (byte fallback, user-defined and special tokens, literal U+2581, space runs) and random slices of
+   all of them on character boundaries. */
+static void g4_flat_texts(const cJSON *strings, textset *out) {
+  const cJSON *list = jget(strings, "strings");
+  size_t nb = 0;
+  for (const cJSON *s = list->child; s; s = s->next)
+    nb++;
+  char **base = calloc(nb, sizeof *base);
+  size_t k = 0;
+  for (const cJSON *s = list->child; s; s = s->next)
+    base[k++] = no_newlines(jget(s, "text")->valuestring);
+  for (size_t i = 0; i < nb; i++)
+    ts_add(out, base[i], strlen(base[i]));
+  for (size_t i = 0; i < nb; i++) {
+    const char *a = base[i], *b = base[(i + 1) % nb], *c = base[(i + 5) % nb];
+    size_t la = strlen(a), lb = strlen(b), lc = strlen(c);
+    char *j = malloc(la + lb + lc + 8);
+    sprintf(j, "%s %s", a, b);
+    ts_add(out, j, la + 1 + lb);
+    sprintf(j, "%s   %s", a, c);
+    ts_add(out, j, la + 3 + lc);
+    free(j);
+  }
+  static const char *extra[] = {
+      "\xee\x80\x80 private use \xef\xa3\xbf",            /* U+E000, U+F8FF */
+      "\xf4\x8f\xbf\xbf end of Unicode \xf3\xa0\x80\x81", /* U+10FFFF, U+E0001 */
+      "\xf0\xa0\x9c\x8e\xf0\xa0\x9c\xb1 CJK extension B",
+      "a\xcc\x81\xcc\x81\xcc\x81 stacked combining marks",
+      "\xe2\x96\x81\xe2\x96\x81 literal U+2581 \xe2\x96\x81",
+      "      six spaces      then six",
+      "\t\ttabs\t and \x01\x02\x7f controls",
+      "<table><tr>cell</tr></table> <unused5>x",
+      "<start_of_turn>user hi<end_of_turn> <bos><eos><pad>",
+      "\xef\xbd\x86\xef\xbd\x95\xef\xbd\x8c\xef\xbd\x8c width \xef\xbf\xbd",
+      "\r carriage \r\r returns \r",
+      " ",
+      "x",
+  };
+  for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+    ts_add(out, extra[i], strlen(extra[i]));
+  size_t total = 0;
+  for (size_t i = 0; i < out->n; i++)
+    total += strlen(out->s[i]);
+  char *all = malloc(total + 1);
+  size_t o = 0;
+  for (size_t i = 0; i < out->n; i++) {
+    size_t l = strlen(out->s[i]);
+    memcpy(all + o, out->s[i], l);
+    o += l;
+  }
+  th_rng rng = {4242};
+  for (int r = 0; r < 150; r++) {
+    size_t a = utf8_start(all, th_u32(&rng) % total), len = 1 + th_u32(&rng) % 160;
+    size_t b = a + len >= total ? total : utf8_start(all, a + len);
+    if (b <= a) b = total;
+    ts_add(out, all + a, b - a);
+  }
+  free(all);
+  for (size_t i = 0; i < nb; i++)
+    free(base[i]);
+  free(base);
+}
+
+/* the longest run of newlines in s[0..n) */
+static size_t longest_newline_run(const char *s, size_t n) {
+  size_t best = 0, run = 0;
+  for (size_t i = 0; i < n; i++) {
+    run = s[i] == '\n' ? run + 1 : 0;
+    if (run > best) best = run;
+  }
+  return best;
+}
+
+/* Texts with newlines: strings.json's that have them, hand-written ones, and texts of the flat set with one
+   to four newline runs put in at character boundaries; none has a run of more than max_run newlines. */
+static void g4_newline_texts(const cJSON *strings, const textset *flat, size_t max_run, textset *out) {
+  for (const cJSON *s = jget(strings, "strings")->child; s; s = s->next) {
+    const char *x = jget(s, "text")->valuestring;
+    if (strchr(x, '\n') && longest_newline_run(x, strlen(x)) <= max_run) ts_add(out, x, strlen(x));
+  }
+  static const char *extra[] = {"\n",
+                                "\n\n",
+                                "a\nb",
+                                " \n ",
+                                "\n a",
+                                "a \n\n b",
+                                "\r\n\r\n",
+                                "\xe2\x96\x81\n\xe2\x96\x81",
+                                "x\n\n\ny\n",
+                                "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n",
+                                "<table>\n<tr>\n\n</tr>",
+                                "\xee\x80\x80\n\xee\x80\x80"};
+  for (size_t i = 0; i < sizeof extra / sizeof *extra; i++)
+    ts_add(out, extra[i], strlen(extra[i]));
+  static const size_t runs[] = {1, 1, 1, 2, 2, 3, 4, 5, 8, 17, 30, 31, 32, 40, 63};
+  char nl[64];
+  memset(nl, '\n', sizeof nl);
+  for (size_t k = 0; k < sizeof runs / sizeof *runs; k++)
+    if (runs[k] <= max_run) ts_add(out, nl, runs[k]);
+  th_rng rng = {777};
+  for (int r = 0; r < 200; r++) {
+    const char *x = flat->s[th_u32(&rng) % flat->n];
+    size_t xl = strlen(x), cap = xl + 4 * 64 + 1, n = 0;
+    char *b = malloc(cap);
+    size_t cut[4];
+    int nc = 1 + (int)(th_u32(&rng) % 4);
+    for (int c = 0; c < nc; c++)
+      cut[c] = xl ? utf8_start(x, th_u32(&rng) % (xl + 1) == xl ? xl - 1 : th_u32(&rng) % xl) : 0;
+    if (r % 7 == 0) cut[0] = 0;        /* newlines first */
+    if (r % 11 == 0) cut[nc - 1] = xl; /* or last */
+    size_t prev = 0;
+    for (int c = 0; c < nc; c++) { /* cuts in order */
+      for (int d = c + 1; d < nc; d++)
+        if (cut[d] < cut[c]) {
+          size_t t = cut[c];
+          cut[c] = cut[d];
+          cut[d] = t;
+        }
+      memcpy(b + n, x + prev, cut[c] - prev);
+      n += cut[c] - prev;
+      prev = cut[c];
+      size_t run;
+      do
+        run = runs[th_u32(&rng) % (sizeof runs / sizeof *runs)];
+      while (run > max_run);
+      memcpy(b + n, nl, run);
+      n += run;
+    }
+    memcpy(b + n, x + prev, xl - prev);
+    n += xl - prev;
+    if (longest_newline_run(b, n) <= max_run) ts_add(out, b, n); /* runs put side by side may join */
+    free(b);
+  }
+}
+
+static int ids_equal(const int32_t *a, size_t na, const int32_t *b, size_t nb) {
+  return na == nb && (na == 0 || memcmp(a, b, na * sizeof *a) == 0);
+}
+
+static void ids_append(int32_t **v, size_t *n, const int32_t *x, size_t m) {
+  *v = realloc(*v, (*n + m + 1) * sizeof **v);
+  if (m) memcpy(*v + *n, x, m * sizeof *x);
+  *n += m;
+}
+
+/* what llama.cpp's gemma4 tokenizer makes of x, from the HF tokenizer: each piece of [^\n]+|[\n]+ encoded
+   alone, except that a newline run that is a token is that token */
+static int32_t *g4_expect(const tokenizer *hf, const char *x, size_t n, int add, int parse, size_t *ne) {
+  int32_t *out = malloc(sizeof *out);
+  *ne = 0;
+  if (add) {
+    int32_t b = tok_bos(hf);
+    ids_append(&out, ne, &b, 1);
+  }
+  char err[256];
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    int nl = x[i] == '\n';
+    while (j < n && (x[j] == '\n') == nl)
+      j++;
+    int32_t id = -1;
+    if (nl) {
+      char *p = malloc(j - i + 1);
+      memcpy(p, x + i, j - i);
+      p[j - i] = 0;
+      id = tok_find(hf, p);
+      free(p);
+    }
+    if (id >= 0) {
+      ids_append(&out, ne, &id, 1);
+    } else {
+      int32_t *ids = NULL;
+      size_t m = 0;
+      wgllm_status st = tok_encode(hf, x + i, j - i, 0, parse, &ids, &m, err, sizeof err);
+      CHECK(st == WGLLM_OK, "gemma3 piece encode: %s", err);
+      ids_append(&out, ne, ids, m);
+      free(ids);
+    }
+    i = j;
+  }
+  return out;
+}
+
+static int has_byte_token(const tokenizer *t, const int32_t *ids, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    size_t l;
+    const char *p = tok_piece(t, ids[i], &l);
+    if (p && l == 6 && !memcmp(p, "<0x", 3)) return 1;
+  }
+  return 0;
+}
+
+/* checks (1)-(4) of one gemma4 tokenizer g against the HF Gemma 3 tokenizer hf */
+static void g4_compare(const char *what, const tokenizer *g, const tokenizer *hf, const textset *flat,
+                       const textset *lines) {
+  char err[256];
+  int n_flat = 0, n_lines = 0, n_rt = 0, n_stream = 0, n_bytes = 0, n_unlike_whole = 0, n_bos = 0, total_rt = 0,
+      n_lit = 0;
+  for (int set = 0; set < 2; set++) {
+    const textset *ts = set ? lines : flat;
+    for (size_t i = 0; i < ts->n; i++) {
+      const char *x = ts->s[i];
+      size_t xl = strlen(x);
+      int ok = 1;
+      for (int mode = 0; mode < 2; mode++) { /* add_special and parse_special both off, then both on */
+        int32_t *got = NULL, *want = NULL;
+        size_t ng = 0, nw = 0;
+        wgllm_status st = tok_encode(g, x, xl, mode, mode, &got, &ng, err, sizeof err);
+        CHECK(st == WGLLM_OK, "%s encode: %s", what, err);
+        if (set == 0) {
+          st = tok_encode(hf, x, xl, mode, mode, &want, &nw, err, sizeof err);
+          CHECK(st == WGLLM_OK, "gemma3 encode: %s", err);
+          if (mode) n_bytes += has_byte_token(hf, want, nw);
+        } else {
+          want = g4_expect(hf, x, xl, mode, mode, &nw);
+          int32_t *whole = NULL;
+          size_t nh = 0;
+          st = tok_encode(hf, x, xl, mode, mode, &whole, &nh, err, sizeof err);
+          n_unlike_whole += st == WGLLM_OK && !ids_equal(whole, nh, want, nw);
+          free(whole);
+        }
+        int same = ids_equal(got, ng, want, nw);
+        if (!same) {
+          char a[400], b[400];
+          size_t d = first_diff(got, ng, want, nw);
+          fmt_ids(a, sizeof a, got + d, ng - d);
+          fmt_ids(b, sizeof b, want + d, nw - d);
+          CHECK(same, "%s %s text %zu (add/parse %d) \"%s\": differ from id #%zu: got [%s], want [%s]", what,
+                set ? "newline" : "flat", i, mode, x, d, a, b);
+        }
+        ok = ok && same;
+        /* (3) decode(encode(x)) == x (after "<bos>" with special tokens on), except for a literal U+2581 in the
+           text, which decodes as a space (as in HF): then the decode is HF's of the same ids */
+        size_t l, hl;
+        char *dec = decode_str(g, got, ng, 0, &l), *hdec = decode_str(hf, got, ng, 0, &hl);
+        int lit = strstr(x, "\xe2\x96\x81") != NULL, rt;
+        if (lit)
+          rt = dec && hdec && l == hl && !memcmp(dec, hdec, l);
+        else if (mode)
+          rt = dec && l == xl + 5 && !memcmp(dec, "<bos>", 5) && !memcmp(dec + 5, x, xl);
+        else
+          rt = dec && l == xl && !memcmp(dec, x, xl);
+        CHECK(rt, "%s round trip (add/parse %d) of \"%s\": \"%s\"", what, mode, x, dec ? dec : "(null)");
+        free(dec);
+        free(hdec);
+        n_rt += rt;
+        n_lit += lit;
+        total_rt++;
+        if (mode) {
+          n_bos += ng > 0 && got[0] == tok_bos(hf);
+          /* (4) the stream decoder agrees with the whole decode */
+          int f0 = th_failures;
+          check_stream(g, what, "stream", got, ng);
+          n_stream += th_failures == f0;
+        }
+        free(got);
+        free(want);
+      }
+      if (set == 0)
+        n_flat += ok;
+      else
+        n_lines += ok;
+    }
+  }
+  CHECK(n_bytes > 0, "%s: no flat text needed byte fallback", what);
+  CHECK(n_bos == (int)(flat->n + lines->n), "%s: BOS first in %d of %zu encodings", what, n_bos, flat->n + lines->n);
+  printf("%s: %d/%zu flat texts equal HF (both modes; %d use byte fallback), %d/%zu newline texts equal the "
+         "per-piece HF encoding (%d differ from HF's whole-text encoding), %d/%d round trips (%d with a literal "
+         "U+2581: HF's decode), %d/%zu streams\n",
+         what, n_flat, flat->n, n_bytes, n_lines, lines->n, n_unlike_whole, n_rt, total_rt, n_lit, n_stream,
+         flat->n + lines->n);
+}
+
+static char *g4_tmp_path(const char *tag) {
+  static char path[128];
+  snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-%s.gguf", (int)getpid(), tag);
+  return path;
+}
+
+/* a GGUF file with a gemma4 tokenizer (merges/add_bos_token optional: n_merges 0 or add_bos < 0 leave them out) */
+static wgllm_status g4_write(const char *path, const char *model, size_t n, const char *const *toks,
+                             const int32_t *types, size_t n_merges, const char *const *merges, int32_t bos, int32_t eos,
+                             int add_bos, char *err, size_t errlen) {
+  gguf_writer *w = gguf_writer_begin(3, 32);
+  gguf_writer_kv_str(w, "general.architecture", "gemma4");
+  gguf_writer_kv_str(w, "tokenizer.ggml.model", model);
+  gguf_writer_kv_arr_str(w, "tokenizer.ggml.tokens", n, toks);
+  float *scores = calloc(n, sizeof *scores); /* the converter writes scores; gemma4 does not read them */
+  gguf_writer_kv_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, n, scores);
+  free(scores);
+  gguf_writer_kv_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, n, types);
+  if (n_merges) gguf_writer_kv_arr_str(w, "tokenizer.ggml.merges", n_merges, merges);
+  gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
+  gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+  uint8_t f = 0;
+  gguf_writer_kv(w, "tokenizer.ggml.add_space_prefix", GGUF_TYPE_BOOL, &f);
+  if (add_bos >= 0) {
+    uint8_t b = (uint8_t)add_bos;
+    gguf_writer_kv(w, "tokenizer.ggml.add_bos_token", GGUF_TYPE_BOOL, &b);
+  }
+  wgllm_status st = gguf_writer_finish_path(w, path, err, errlen);
+  gguf_writer_free(w);
+  return st;
+}
+
+/* Tiny gemma4 vocabularies: what the newline rule, the newline split, U+2581 without a prefix, byte
+   fallback, user-defined tokens and the BOS override each do; the GGUF loader's acceptance and refusals. */
+static void gemma4_synthetic(void) {
+  char err[512], bytes[256][8];
+  const char *tok[300];
+  int32_t type[300];
+  size_t n = 0;
+  const char *ctl[] = {"<pad>", "<eos>", "<bos>", "<unk>"};
+  for (int i = 0; i < 4; i++) {
+    tok[n] = ctl[i];
+    type[n++] = 3;
+  }
+  for (int b = 0; b < 256; b++) {
+    snprintf(bytes[b], sizeof bytes[b], "<0x%02X>", b);
+    tok[n] = bytes[b];
+    type[n++] = 6;
+  }
+  const char *pieces[] = {"a",
+                          "b",
+                          "\n",
+                          "\n\n",
+                          "\xe2\x96\x81",
+                          "ab",
+                          "a\n",
+                          "\xe2\x96\x81"
+                          "a",
+                          "\xe2\x96\x81\xe2\x96\x81"};
+  size_t first = n;
+  for (size_t i = 0; i < sizeof pieces / sizeof *pieces; i++) {
+    tok[n] = pieces[i];
+    type[n++] = 1;
+  }
+  tok[n] = "<tool>";
+  type[n++] = 4;
+  enum { A = 0, B, NL, NL2, SP, AB, ANL, SPA, SPSP };
+  const int32_t tool = (int32_t)n - 1;
+  /* no "\n \n": "\n\n" is reachable only as a whole newline run; "a \n" would join across the split */
+  const char *merges[] = {"a b", "a \n", "\xe2\x96\x81 a", "\xe2\x96\x81 \xe2\x96\x81"};
+  tokenizer *t = NULL;
+  wgllm_status st = tok_create("gemma4", NULL, n, tok, NULL, NULL, type, 4, merges, 2, 1, 0, 0, &t, err, sizeof err);
+  CHECK(st == WGLLM_OK, "tok_create gemma4: %s", err);
+  if (t) {
+    struct {
+      const char *text;
+      int32_t want[8];
+      size_t n;
+    } cases[] = {
+        /* the newline run "\n\n" is a token: whole, though no merge makes it */
+        {"ab\n\nab", {first + AB, first + NL2, first + AB}, 3},
+        /* "a\n" is a token and "a \n" a merge, but the newline is a piece of its own */
+        {"a\nb", {first + A, first + NL, first + B}, 3},
+        /* "\n\n\n" is no token: merged as usual (nothing merges newlines here) */
+        {"\n\n\n", {first + NL, first + NL, first + NL}, 3},
+        /* spaces are U+2581, none prepended; merges by rank, leftmost first */
+        {"a", {first + A}, 1},
+        {" a  a", {first + SPA, first + SP, first + SPA}, 3},
+        /* byte fallback for characters outside the vocabulary; user-defined tokens matched in the text */
+        {"x<tool>\xc3\xa9", {4 + 'x', tool, 4 + 0xC3, 4 + 0xA9}, 4},
+        /* control tokens are special: parsed only with parse_special */
+        {"<eos>b", {1, first + B}, 2},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+      int32_t *ids;
+      size_t m;
+      enc(t, cases[c].text, 0, 1, &ids, &m);
+      char a[200], b[200];
+      fmt_ids(a, sizeof a, ids, m);
+      fmt_ids(b, sizeof b, cases[c].want, cases[c].n);
+      CHECK(ids_equal(ids, m, cases[c].want, cases[c].n), "gemma4 synthetic \"%s\": got [%s] want [%s]", cases[c].text,
+            a, b);
+      size_t l;
+      char *d = decode_str(t, ids, m, 0, &l);
+      CHECK(d && l == strlen(cases[c].text) && !memcmp(d, cases[c].text, l), "gemma4 synthetic decode \"%s\": \"%s\"",
+            cases[c].text, d ? d : "(null)");
+      free(d);
+      check_stream(t, "gemma4", cases[c].text, ids, m);
+      free(ids);
+    }
+    int32_t *ids;
+    size_t m;
+    enc(t, "a", 1, 1, &ids, &m); /* add_bos 0 was passed: BOS anyway */
+    CHECK(m == 2 && ids[0] == 2 && ids[1] == (int32_t)first + A, "gemma4 synthetic: BOS forced (%zu ids)", m);
+    free(ids);
+    tok_set_add_space_prefix(t, 1); /* no effect on gemma4 */
+    enc(t, "a", 0, 1, &ids, &m);
+    CHECK(m == 1 && ids[0] == (int32_t)first + A, "gemma4: add_space_prefix has no effect (%zu ids)", m);
+    free(ids);
+    CHECK(tok_find(t, "<0x0A>") == 4 + 10 && tok_find(t, "<bos>") == 2 && tok_find(t, "\n\n") == (int32_t)first + NL2,
+          "gemma4 tok_find %d %d %d", tok_find(t, "<0x0A>"), tok_find(t, "<bos>"), tok_find(t, "\n\n"));
+    CHECK(tok_bos(t) == 2 && tok_eos(t) == 1 && tok_is_eog(t, 1) && tok_is_special(t, 2) && !tok_is_special(t, tool),
+          "gemma4 synthetic bos/eos/special");
+    tok_free(t);
+  }
+  /* (5) merges are required */
+  t = NULL;
+  st = tok_create("gemma4", NULL, n, tok, NULL, NULL, type, 0, NULL, 2, 1, 1, 0, &t, err, sizeof err);
+  CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, "tokenizer.ggml.merges"), "gemma4 without merges: %d %s", (int)st,
+        err);
+  /* the same through GGUF files: add_bos_token false still adds BOS; no merges is refused by name; an unknown
+     model lists gemma4 among the supported ones */
+  const char *path = g4_tmp_path("g4");
+  st = g4_write(path, "gemma4", n, tok, type, 4, merges, 2, 1, 0, err, sizeof err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
+  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+  CHECK(st == WGLLM_OK, "gemma4 GGUF: %s", err);
+  if (t) {
+    int32_t *ids;
+    size_t m;
+    enc(t, "ab\n\nab", 1, 1, &ids, &m);
+    int32_t want[] = {2, (int32_t)first + AB, (int32_t)first + NL2, (int32_t)first + AB};
+    CHECK(ids_equal(ids, m, want, 4), "gemma4 GGUF (add_bos_token false): BOS and ids (%zu ids)", m);
+    free(ids);
+    tok_free(t);
+    t = NULL;
+  }
+  st = g4_write(path, "gemma4", n, tok, type, 4, merges, 2, 1, -1, err, sizeof err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
+  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+  CHECK(st == WGLLM_OK, "gemma4 GGUF without add_bos_token: %s", err);
+  if (t) {
+    int32_t *ids;
+    size_t m;
+    enc(t, "b", 1, 1, &ids, &m);
+    CHECK(m == 2 && ids[0] == 2, "gemma4 GGUF without add_bos_token: BOS (%zu ids)", m);
+    free(ids);
+    tok_free(t);
+    t = NULL;
+  }
+  st = g4_write(path, "gemma4", n, tok, type, 0, NULL, 2, 1, 1, err, sizeof err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
+  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+  CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, "tokenizer.ggml.merges") && strstr(err, path),
+        "gemma4 GGUF without merges: %d %s", (int)st, err);
+  tok_free(t);
+  t = NULL;
+  st = g4_write(path, "bert", n, tok, type, 4, merges, 2, 1, 1, err, sizeof err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
+  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+  CHECK(st == WGLLM_ERR_UNSUPPORTED && !t && strstr(err, "\"bert\"") && strstr(err, "gemma4"), "GGUF model bert: %d %s",
+        (int)st, err);
+  tok_free(t);
+  unlink(path);
+}
+
+/* The Gemma 3 vocabulary as llama.cpp's gemma4 tokenizer: tokens by id, types (control for special added
+   tokens, user-defined for the other added ones, byte for <0xXX>, normal otherwise), merges as "left
+   right". A: written to a GGUF file (add_bos_token false) and loaded by llm_load_tokenizer. B: through
+   tok_create with the newline runs typed normal (as llama.cpp's converter types an added token that is in the
+   base vocabulary) and the merges that make newline runs dropped, so only the newline rule makes "\n\n". */
+static void gemma4_vs_gemma3(const cJSON *strings) {
+  char path[256], err[512];
+  snprintf(path, sizeof path, TOK_DIR "/gemma3/tokenizer.json");
+  size_t len;
+  char *text = th_read_file(path, &len);
+  tokenizer *hf = load("gemma3");
+  if (!text || !hf) {
+    CHECK(0, "%s missing: run scripts/fetch_tokenizers.sh", path);
+    free(text);
+    tok_free(hf);
+    return;
+  }
+  double t0 = now_s();
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  free(text);
+  size_t n = tok_vocab_size(hf);
+  const char **toks = calloc(n, sizeof *toks);
+  int32_t *types = calloc(n, sizeof *types);
+  char **owned = calloc(n, sizeof *owned);
+  size_t bad_pieces = 0, bad_added = 0;
+  for (int32_t id = 0; id < (int32_t)n; id++) { /* pieces from the HF tokenizer (added contents win) */
+    size_t l = 0;
+    const char *p = tok_piece(hf, id, &l); /* not NUL-terminated */
+    bad_pieces += p == NULL || memchr(p, 0, l) != NULL;
+    owned[id] = malloc(l + 1);
+    if (p) memcpy(owned[id], p, l);
+    owned[id][p ? l : 0] = 0;
+    toks[id] = owned[id];
+    types[id] = l == 6 && !strncmp(toks[id], "<0x", 3) ? 6 : 1;
+  }
+  size_t n_added = 0;
+  for (const cJSON *a = jget(root, "added_tokens")->child; a; a = a->next, n_added++) {
+    int32_t id = (int32_t)jget(a, "id")->valuedouble;
+    types[id] = jget(a, "special")->type == cJSON_True ? 3 : 4;
+    bad_added += strcmp(toks[id], jget(a, "content")->valuestring) != 0;
+  }
+  CHECK(bad_pieces == 0 && bad_added == 0, "gemma3 pieces: %zu missing or with a NUL, %zu added unlike the file",
+        bad_pieces, bad_added);
+  const cJSON *mj = jget(jget(root, "model"), "merges");
+  size_t n_merges = 0;
+  for (const cJSON *m = mj->child; m; m = m->next)
+    n_merges++;
+  char **merges = calloc(n_merges, sizeof *merges);
+  const char **merges_b = calloc(n_merges, sizeof *merges_b);
+  size_t k = 0, nb = 0;
+  for (const cJSON *m = mj->child; m; m = m->next, k++) {
+    const char *l = m->child->valuestring, *r = m->child->next->valuestring;
+    merges[k] = malloc(strlen(l) + strlen(r) + 2);
+    sprintf(merges[k], "%s %s", l, r);
+    if (strspn(l, "\n") != strlen(l) || strspn(r, "\n") != strlen(r)) merges_b[nb++] = merges[k];
+  }
+  /* Gemma 3's newline runs: which are tokens, and as what */
+  int n_nl = 0, n_nl_all = 0, max_nl = 0;
+  int32_t *types_b = malloc(n * sizeof *types_b);
+  memcpy(types_b, types, n * sizeof *types);
+  for (size_t i = 0; i < n; i++) {
+    size_t l = strlen(toks[i]);
+    if (l && strspn(toks[i], "\n") == l) {
+      n_nl += types[i] == 4; /* each an added (user-defined) token */
+      n_nl_all++;
+      if ((int)l > max_nl) max_nl = (int)l;
+      types_b[i] = 1;
+    }
+  }
+  CHECK(n_nl == 31 && max_nl == 31 && n_nl_all == 31 && tok_find(hf, "\n") == 107 && tok_find(hf, "\n\n") == 108,
+        "gemma3 newline tokens: %d, up to %d newlines", n_nl, max_nl);
+  printf("gemma3 arrays: %zu tokens (%zu added), %zu merges (%zu without newline-run merges), newline runs of 1..%d "
+         "are tokens (%d), read in %.3f s\n",
+         n, n_added, n_merges, nb, max_nl, n_nl, now_s() - t0);
+
+  textset flat = {0}, lines_a = {0}, lines_b = {0};
+  g4_flat_texts(strings, &flat);
+  g4_newline_texts(strings, &flat, 63, &lines_a);
+  g4_newline_texts(strings, &flat, (size_t)max_nl, &lines_b);
+
+  /* A: through a GGUF file */
+  const char *gpath = g4_tmp_path("gemma3-as-g4");
+  t0 = now_s();
+  wgllm_status st = g4_write(gpath, "gemma4", n, toks, types, n_merges, (const char *const *)merges, tok_bos(hf),
+                             tok_eos(hf), 0, err, sizeof err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", gpath, err);
+  tokenizer *ga = NULL;
+  if (!st) st = llm_load_tokenizer(gpath, &ga, NULL, err, sizeof err);
+  CHECK(st == WGLLM_OK && ga, "gemma3 as gemma4 GGUF: %s", err);
+  unlink(gpath);
+  printf("gemma3 as GGUF gemma4: written and loaded in %.3f s\n", now_s() - t0);
+  if (ga) {
+    g4_compare("gemma3 as gemma4 (A: GGUF, add_bos_token false)", ga, hf, &flat, &lines_a);
+    tok_free(ga);
+  }
+  /* B: newline runs normal, their merges gone */
+  tokenizer *gb = NULL;
+  st = tok_create("gemma4", NULL, n, toks, NULL, NULL, types_b, nb, merges_b, tok_bos(hf), tok_eos(hf), 0, 0, &gb, err,
+                  sizeof err);
+  CHECK(st == WGLLM_OK, "tok_create(gemma3 as gemma4, B): %s", err);
+  if (gb) {
+    g4_compare("gemma3 as gemma4 (B: newline runs normal, unmerged)", gb, hf, &flat, &lines_b);
+    tok_free(gb);
+  }
+  ts_free(&flat);
+  ts_free(&lines_a);
+  ts_free(&lines_b);
+  for (size_t i = 0; i < n_merges; i++)
+    free(merges[i]);
+  free(merges);
+  free(merges_b);
+  for (size_t i = 0; i < n; i++)
+    free(owned[i]);
+  free(owned);
+  free(toks);
+  free(types);
+  free(types_b);
+  cJSON_Delete(root);
+  tok_free(hf);
+}
+
 int main(void) {
   gguf_bad_arrays();
   hf_bad_ids();
@@ -718,10 +1331,12 @@ int main(void) {
     gguf_equivalence("qwen3", "gpt2", "qwen2", 1, strings, expected);
     gguf_equivalence("llama2", "llama", NULL, 1, strings, expected);
     gguf_equivalence("gemma3", "llama", NULL, 0, strings, expected);
+    gemma4_vs_gemma3(strings);
   }
   special_behaviour();
   unsupported();
   synthetic();
+  gemma4_synthetic();
   cJSON_Delete(strings);
   cJSON_Delete(expected);
   free(stext);

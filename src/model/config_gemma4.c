@@ -1,10 +1,13 @@
-/* Gemma 4 text (Gemma4TextConfig, transformers 5.17) from config.json: sliding and full layers with their own
+/* Gemma 4 text (Gemma4TextConfig, transformers 5.17) from config.json, or from a GGUF file as llama.cpp's converter
+   writes it (arch "gemma4": per-layer arrays, a rope_freqs tensor marking the unrotated pairs of the full layers):
+   sliding and full layers with their own
    head_dim, KV heads and RoPE (plain on sliding layers, "proportional" with a partial rotary factor on full
    ones), KV sharing (the last num_kv_shared_layers layers read the cache of the last earlier layer of their
    type), per-layer input embeddings, attention_k_eq_v, the double-wide MLP of shared layers and final logit
    soft-capping. What changes the math and is not implemented (the MoE block, bidirectional attention,
    attention biases) is refused by name. */
 #include "config_json.h"
+#include "gguf.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,5 +283,253 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, si
   /* the scalars name the widest layer (scratch, describe) */
   if (!s) hp->head_dim = llm_max_head_dim(hp);
   free(local);
+  return s;
+}
+
+
+/* ---- GGUF ---- */
+
+/* ARCH.KEY as a u32 scalar; 0 when absent or not a non-negative integer below 2^32 */
+static int g_u32(const wt_store *st, const char *a, const char *key, uint32_t *out) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", a, key);
+  uint64_t v;
+  if (!gguf_get_u64(st, k, &v) || v > 0xffffffffu) return 0;
+  *out = (uint32_t)v;
+  return 1;
+}
+
+/* ARCH.KEY given once for every layer or as an array of n_layer integers (bools for the window pattern):
+   out[n_layer]. 1 found, 0 absent, -1 present but not so (err set). */
+static int g_layers(const wt_store *st, const char *a, const char *key, uint32_t n_layer, uint32_t *out, char *err,
+                    size_t errlen) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", a, key);
+  uint32_t one;
+  if (g_u32(st, a, key, &one)) {
+    for (uint32_t l = 0; l < n_layer; l++)
+      out[l] = one;
+    return 1;
+  }
+  int et;
+  uint64_t n;
+  const void *data;
+  if (!gguf_get_arr(st, k, &et, &n, &data)) {
+    if (!gguf_get_str(st, k) && !gguf_get_f64(st, k, &(double){0})) return 0;
+    snprintf(err, errlen, "GGUF: %s is not an integer or an array of integers", k);
+    return -1;
+  }
+  int width = et == GGUF_TYPE_BOOL || et == GGUF_TYPE_UINT8 || et == GGUF_TYPE_INT8 ? 1
+              : et == GGUF_TYPE_UINT32 || et == GGUF_TYPE_INT32                     ? 4
+                                                                                    : 0;
+  if (!width || n != n_layer || !data) {
+    snprintf(err, errlen, "GGUF: %s must be %u integers, one a layer (is %llu of GGUF type %d)", k, n_layer,
+             (unsigned long long)n, et);
+    return -1;
+  }
+  for (uint32_t l = 0; l < n_layer; l++) {
+    int64_t v;
+    if (width == 1)
+      v = et == GGUF_TYPE_INT8 ? ((const int8_t *)data)[l] : ((const uint8_t *)data)[l];
+    else {
+      int32_t w;
+      memcpy(&w, (const char *)data + 4 * l, 4);
+      v = et == GGUF_TYPE_INT32 ? w : (int64_t)(uint32_t)w;
+    }
+    if (v < 0) {
+      snprintf(err, errlen, "GGUF: %s[%u] = %lld is negative", k, l, (long long)v);
+      return -1;
+    }
+    out[l] = (uint32_t)v;
+  }
+  return 1;
+}
+
+/* theta^(-2i/n_rot) for the n_rot/2 pairs, each divided by its rope_freqs factor where the file has them (llama.cpp
+   marks the pairs that do not rotate with 1e30: their frequency becomes 1e-30 / theta^(...), a rotation below
+   f32 resolution at any position) */
+static wgllm_status g_rope(double theta, uint32_t n_rot, const wt_tensor *factors, float **inv,
+                           char *err, size_t errlen) {
+  *inv = default_inv_freq(theta, n_rot);
+  if (!*inv) return WGLLM_ERR_OUT_OF_MEMORY;
+  if (!factors) return WGLLM_OK;
+  if (factors->dtype != WT_F32 || wt_numel(factors) != n_rot / 2) {
+    snprintf(err, errlen, "GGUF: rope_freqs.weight must be F32 [%u] for the full layers' %u rotated dims (is %s [%lld])",
+             n_rot / 2, n_rot, wt_dtype_name(factors->dtype), (long long)wt_numel(factors));
+    return WGLLM_ERR_FORMAT;
+  }
+  for (uint32_t i = 0; i < n_rot / 2; i++) {
+    float f;
+    memcpy(&f, (const char *)factors->data + 4 * i, 4);
+    if (!(f > 0) || isinf(f)) {
+      snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not a positive finite factor", i, f);
+      return WGLLM_ERR_FORMAT;
+    }
+    (*inv)[i] = (float)((*inv)[i] / (double)f);
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hparams *hp, char *err, size_t errlen) {
+  char k[128];
+  uint32_t n_exp = 0;
+  if ((g_u32(st, a, "expert_count", &n_exp) && n_exp) || wt_find(st, "blk.0.ffn_gate_inp.weight")) {
+    snprintf(err, errlen, "GGUF: Gemma 4 with experts (MoE, %u) is not supported", n_exp);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  if (wt_find(st, "blk.0.attn_qkv.weight") || wt_find(st, "blk.0.attn_q.bias")) {
+    snprintf(err, errlen, "GGUF: Gemma 4 with a fused attn_qkv tensor or attention biases is not supported");
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  hp->norm_offset = 0.0f; /* the converter stores Gemma 4's (w) norms as they are */
+  hp->embed_scale = sqrtf((float)hp->n_embd);
+  hp->attn_scale = 1.0f;
+  hp->sandwich_norms = 1;
+  hp->qk_norm = 1;
+  hp->v_norm = 1;
+  hp->act = OP_ACT_GELU_TANH;
+  hp->rope_mode = OP_ROPE_HALF; /* NeoX; the converter does not permute Gemma's q/k rows */
+  hp->layer_scalar = wt_find(st, "blk.0.layer_output_scale.weight") != NULL;
+  double cap = 0;
+  snprintf(k, sizeof k, "%s.final_logit_softcapping", a);
+  if (gguf_get_f64(st, k, &cap) && !(cap > 0 && isfinite(cap))) {
+    snprintf(err, errlen, "GGUF: %s = %g (must be positive)", k, cap);
+    return WGLLM_ERR_FORMAT;
+  }
+  hp->final_softcap = (float)cap;
+  uint32_t L = hp->n_layer, hd_full = 0, hd_swa = 0, vd, n_shared = 0, P = 0, rot_full = 0, rot_swa = 0;
+  static const char *const need[] = {"attention.key_length", "attention.key_length_swa", "attention.sliding_window"};
+  uint32_t *dst[] = {&hd_full, &hd_swa, &hp->window};
+  for (int i = 0; i < 3; i++)
+    if (!g_u32(st, a, need[i], dst[i]) || *dst[i] == 0) {
+      snprintf(err, errlen, "GGUF: missing or invalid %s.%s", a, need[i]);
+      return WGLLM_ERR_FORMAT;
+    }
+  if ((g_u32(st, a, "attention.value_length", &vd) && vd != hd_full) ||
+      (g_u32(st, a, "attention.value_length_swa", &vd) && vd != hd_swa)) {
+    snprintf(err, errlen, "GGUF: Gemma 4 value lengths must equal the key lengths (%u, %u)", hd_full, hd_swa);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (hd_full > 512 || hd_full % 4 || hd_swa > 512 || hd_swa % 4) {
+    snprintf(err, errlen, "GGUF: head dims %u (full) / %u (sliding): the attention kernels take multiples of 4 up to 512",
+             hd_full, hd_swa);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  g_u32(st, a, "attention.shared_kv_layers", &n_shared);
+  g_u32(st, a, "embedding_length_per_layer_input", &P);
+  if (!g_u32(st, a, "rope.dimension_count", &rot_full)) rot_full = hd_full;
+  if (!g_u32(st, a, "rope.dimension_count_swa", &rot_swa)) rot_swa = hd_swa;
+  if (!rot_full || rot_full > hd_full || rot_full % 2 || !rot_swa || rot_swa > hd_swa || rot_swa % 2) {
+    snprintf(err, errlen, "GGUF: rope dimension counts %u / %u invalid for head dims %u / %u", rot_full, rot_swa,
+             hd_full, hd_swa);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (n_shared >= L) {
+    snprintf(err, errlen, "GGUF: %s.attention.shared_kv_layers %u leaves no layer of the %u to own a cache", a,
+             n_shared, L);
+    return WGLLM_ERR_FORMAT;
+  }
+  wgllm_status s = llm_hparams_layers_init(hp, err, errlen);
+  if (s) return s;
+  /* per-layer arrays: the window pattern (1 = sliding), KV heads, MLP width */
+  uint32_t *swa = calloc(L, sizeof *swa), *kv = calloc(L, sizeof *kv), *ff = calloc(L, sizeof *ff);
+  if (!swa || !kv || !ff) s = WGLLM_ERR_OUT_OF_MEMORY;
+  int r;
+  if (!s && (r = g_layers(st, a, "attention.sliding_window_pattern", L, swa, err, errlen)) <= 0) {
+    if (!r) snprintf(err, errlen, "GGUF: missing %s.attention.sliding_window_pattern", a);
+    s = WGLLM_ERR_FORMAT;
+  }
+  if (!s && (r = g_layers(st, a, "attention.head_count_kv", L, kv, err, errlen)) <= 0) {
+    if (!r) snprintf(err, errlen, "GGUF: missing %s.attention.head_count_kv", a);
+    s = WGLLM_ERR_FORMAT;
+  }
+  if (!s && (r = g_layers(st, a, "feed_forward_length", L, ff, err, errlen)) <= 0) {
+    if (!r) snprintf(err, errlen, "GGUF: missing %s.feed_forward_length", a);
+    s = WGLLM_ERR_FORMAT;
+  }
+  uint32_t first_shared = L - n_shared;
+  for (uint32_t l = 0; !s && l < L; l++) {
+    llm_layer_hp *y = &hp->lay[l];
+    int local = swa[l] != 0;
+    y->head_dim = local ? hd_swa : hd_full;
+    y->n_head_kv = kv[l];
+    y->n_ff = ff[l];
+    y->rot_dim = local ? rot_swa : rot_full;
+    y->window = local ? hp->window : 0;
+    y->rope_local = (uint8_t)local;
+    if (!kv[l] || hp->n_head % kv[l] || !ff[l]) {
+      snprintf(err, errlen, "GGUF: layer %u: %u KV heads for %u heads, MLP width %u: not supported", l, kv[l],
+               hp->n_head, ff[l]);
+      s = WGLLM_ERR_FORMAT;
+      break;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "blk.%u.attn_v.weight", l);
+    y->v_is_k = l < first_shared && !wt_find(st, name); /* llama.cpp: no attn_v means V = K (k_eq_v) */
+    if (l >= first_shared) { /* reads the last earlier layer of its attention type */
+      uint32_t src = first_shared;
+      for (uint32_t j = first_shared; j-- > 0;)
+        if ((swa[j] != 0) == local) {
+          src = j;
+          break;
+        }
+      if (src == first_shared) {
+        snprintf(err, errlen, "GGUF: KV-shared layer %u (%s) has no earlier layer of its type to read", l,
+                 local ? "sliding" : "full");
+        s = WGLLM_ERR_FORMAT;
+        break;
+      }
+      y->kv_source = src;
+      y->v_is_k = hp->lay[src].v_is_k;
+    }
+  }
+  hp->n_ff = ff ? ff[0] : 0;
+  hp->n_head_kv = kv ? kv[0] : 0;
+  /* RoPE: full layers at rope.freq_base with the rope_freqs factors, sliding ones at rope.freq_base_swa */
+  double theta = 1000000.0, theta_swa = 10000.0;
+  snprintf(k, sizeof k, "%s.rope.freq_base", a);
+  gguf_get_f64(st, k, &theta);
+  snprintf(k, sizeof k, "%s.rope.freq_base_swa", a);
+  gguf_get_f64(st, k, &theta_swa);
+  if (!s && (!(theta > 1) || !(theta_swa > 1))) {
+    snprintf(err, errlen, "GGUF: %s.rope.freq_base %g / freq_base_swa %g must be over 1", a, theta, theta_swa);
+    s = WGLLM_ERR_FORMAT;
+  }
+  snprintf(k, sizeof k, "%s.rope.scaling.type", a);
+  const char *sc = gguf_get_str(st, k);
+  if (!s && sc && strcmp(sc, "none")) {
+    snprintf(err, errlen, "GGUF: %s \"%s\" is not supported for Gemma 4 (none)", k, sc);
+    s = WGLLM_ERR_UNSUPPORTED;
+  }
+  const wt_tensor *rf = wt_find(st, "rope_freqs.weight");
+  if (!s) s = g_rope(theta, rot_full, rf, &hp->inv_freq, err, errlen);
+  if (!s) s = g_rope(theta_swa, rot_swa, NULL, &hp->inv_freq_local, err, errlen);
+  hp->rot_dim = rot_full;
+  hp->rot_dim_local = rot_swa;
+  snprintf(hp->rope_desc, sizeof hp->rope_desc, "full_attention: theta %g, %u dims%s; sliding_attention: theta %g, %u dims",
+           theta, rot_full, rf ? ", rope_freqs factors" : "", theta_swa, rot_swa);
+  /* per-layer inputs: the table's rows give vocab_size_per_layer_input */
+  if (!s && P) {
+    const wt_tensor *t = wt_find(st, "per_layer_token_embd.weight");
+    if (!t || t->n_dims != 2) {
+      snprintf(err, errlen, "GGUF: %s.embedding_length_per_layer_input is %u but per_layer_token_embd.weight is missing",
+               a, P);
+      s = WGLLM_ERR_FORMAT;
+    } else if (P > hp->n_embd || (uint64_t)P * L > 1u << 24 || t->shape[0] < hp->n_vocab) {
+      snprintf(err, errlen,
+               "GGUF: per-layer inputs %u wide (hidden %u, %u layers) with %lld rows for a %u-token vocabulary are not "
+               "supported",
+               P, hp->n_embd, L, (long long)t->shape[0], hp->n_vocab);
+      s = WGLLM_ERR_UNSUPPORTED;
+    } else {
+      hp->ple_dim = P;
+      hp->ple_vocab = (uint32_t)t->shape[0];
+    }
+  }
+  if (!s) hp->head_dim = llm_max_head_dim(hp);
+  free(swa);
+  free(kv);
+  free(ff);
+  if (s == WGLLM_ERR_OUT_OF_MEMORY && !err[0]) snprintf(err, errlen, "out of host memory");
   return s;
 }

@@ -20,4 +20,7 @@ wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **
 wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen);
 /* Gemma 4 text (config_gemma4.c): everything after the common fields, per-layer table included. */
 wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen);
+/* Gemma 4 from GGUF metadata as llama.cpp's converter writes it (arch "gemma4"), after the common fields (hidden,
+   layers, heads, vocabulary, eps, context, BOS/EOS) that model_config.c has read. */
+wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *arch, llm_hparams *hp, char *err, size_t errlen);
 #endif

@@ -12,8 +12,8 @@ static const llm_family FAMILIES[] = {
     {LLM_ARCH_QWEN2, {"qwen2"}, {"qwen2"}, 1, 0, 0, 0},
     {LLM_ARCH_QWEN3, {"qwen3"}, {"qwen3"}, 0, 1, 0, 0},
     {LLM_ARCH_GEMMA3, {"gemma3_text"}, {"gemma3"}, 0, 1, 1, 0},
-    /* Gemma 4's reader is its own (config_gemma4.c): per-layer head_dim, KV sharing, per-layer inputs */
-    {LLM_ARCH_GEMMA4, {"gemma4_text"}, {NULL}, 0, 1, 0, 0},
+    /* Gemma 4's readers are their own (config_gemma4.c): per-layer head_dim, KV sharing, per-layer inputs */
+    {LLM_ARCH_GEMMA4, {"gemma4_text"}, {"gemma4"}, 0, 1, 0, 0},
 };
 
 static const llm_family *find(int gguf, const char *name) {

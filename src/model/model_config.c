@@ -192,6 +192,10 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
     snprintf(err, errlen, "config.json: partial_rotary_factor %g (a fraction of head_dim in (0, 1])", partial);
     return WGLLM_ERR_FORMAT;
   }
+  if (!(theta > 1 && theta < 1e300)) { /* as the GGUF reader: 0 gave an infinite RoPE table, a negative one NaN */
+    snprintf(err, errlen, "config.json: rope_theta %g (must be over 1)", theta);
+    return WGLLM_ERR_FORMAT;
+  }
   hp->rot_dim = (uint32_t)(hp->head_dim * partial);
   hp->rot_dim &= ~1u;
   if (hp->rot_dim == 0) {
@@ -205,6 +209,10 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   } else if (!strcmp(type, "linear")) {
     double factor = 1;
     json_num(sc, "factor", &factor);
+    if (!(factor > 0 && factor < 1e300)) { /* 0 divided the table into infinities */
+      snprintf(err, errlen, "config.json: linear rope scaling factor %g (must be positive)", factor);
+      return WGLLM_ERR_FORMAT;
+    }
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
       hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "linear theta %g factor %g", theta, factor);
@@ -215,6 +223,14 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
       snprintf(err, errlen,
                "config.json: llama3 rope scaling needs factor, low_freq_factor, high_freq_factor, "
                "original_max_position_embeddings");
+      return WGLLM_ERR_FORMAT;
+    }
+    if (!(factor > 0) || hi == lo || !isfinite(factor) || !isfinite(lo) || !isfinite(hi) || !isfinite(old)) {
+      /* a factor of 0 gave infinite frequencies (a negative one negative), high == low a division by zero */
+      snprintf(err, errlen,
+               "config.json: llama3 rope scaling factor %g, low_freq_factor %g, high_freq_factor %g, "
+               "original_max_position_embeddings %g (finite, a positive factor, high and low apart)",
+               factor, lo, hi, old);
       return WGLLM_ERR_FORMAT;
     }
     llama3_scale(hp->inv_freq, hp->rot_dim / 2, factor, lo, hi, old);
@@ -461,18 +477,16 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     missing = "block_count";
   else if (!gguf_u32(st, a, "attention.head_count", &hp->n_head))
     missing = "attention.head_count";
-  else if (!gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
-    missing = "feed_forward_length";
+  else if (fam->arch != LLM_ARCH_GEMMA4 && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
+    missing = "feed_forward_length"; /* Gemma 4's may be per layer (its reader's) */
   if (missing) {
     snprintf(err, errlen, "GGUF: missing or invalid %s.%s", a, missing);
     return WGLLM_ERR_FORMAT;
   }
-  if (!gguf_u32(st, a, "attention.head_count_kv", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
-  if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
-    snprintf(err, errlen, "GGUF: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
-    return WGLLM_ERR_FORMAT;
+  if (hp->n_layer == 0 || hp->n_layer > LLM_MAX_LAYERS) {
+    snprintf(err, errlen, "GGUF: %s.block_count %u (1 to %u supported)", a, hp->n_layer, LLM_MAX_LAYERS);
+    return WGLLM_ERR_UNSUPPORTED;
   }
-  if (!gguf_u32(st, a, "attention.key_length", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
   const wt_tensor *emb = wt_find(st, "token_embd.weight");
   if (!emb || emb->n_dims != 2) {
     snprintf(err, errlen, "GGUF: missing tensor token_embd.weight");
@@ -483,12 +497,40 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   double eps = 1e-5, theta = 10000.0;
   snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
   gguf_get_f64(st, k, &eps);
+  if (!(eps > 0 && eps < 1)) {
+    snprintf(err, errlen, "GGUF: %s = %g (a positive number below 1)", k, eps);
+    return WGLLM_ERR_FORMAT;
+  }
   hp->norm_eps = (float)eps;
-  snprintf(k, sizeof k, "%s.rope.freq_base", a);
-  gguf_get_f64(st, k, &theta);
-  if (!gguf_u32(st, a, "rope.dimension_count", &hp->rot_dim)) hp->rot_dim = hp->head_dim;
   if (!gguf_u32(st, a, "context_length", &hp->train_ctx)) hp->train_ctx = 4096;
   hp->tied_embeddings = wt_find(st, "output.weight") == NULL;
+  uint64_t v;
+  static const char *const ids[2] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
+  int32_t *dst[2] = {&hp->bos, &hp->eos};
+  for (int i = 0; i < 2; i++) {
+    *dst[i] = -1;
+    if (!gguf_get_u64(st, ids[i], &v)) continue;
+    if (v >= hp->n_vocab) {
+      snprintf(err, errlen, "GGUF: %s %llu is outside the %u-token vocabulary", ids[i], (unsigned long long)v,
+               hp->n_vocab);
+      return WGLLM_ERR_FORMAT;
+    }
+    *dst[i] = (int32_t)v;
+  }
+  if (fam->arch == LLM_ARCH_GEMMA4) return llm_gemma4_gguf_hparams(st, a, hp, err, errlen);
+  if (!gguf_u32(st, a, "attention.head_count_kv", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
+  if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
+    snprintf(err, errlen, "GGUF: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (!gguf_u32(st, a, "attention.key_length", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
+  snprintf(k, sizeof k, "%s.rope.freq_base", a);
+  gguf_get_f64(st, k, &theta);
+  if (!(theta > 1)) {
+    snprintf(err, errlen, "GGUF: %s = %g (must be over 1)", k, theta);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (!gguf_u32(st, a, "rope.dimension_count", &hp->rot_dim)) hp->rot_dim = hp->head_dim;
   hp->qkv_bias = wt_find(st, "blk.0.attn_q.bias") != NULL;
   hp->qk_norm = fam->qk_norm;
   hp->embed_scale = 1.0f;
@@ -496,9 +538,6 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   /* llama.cpp permutes Llama's q/k rows for adjacent-pair RoPE; Qwen keeps the NeoX (half-split) layout */
   hp->rope_mode = fam->gguf_rope_adjacent ? OP_ROPE_ADJACENT : OP_ROPE_HALF;
-  uint64_t v;
-  hp->bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
-  hp->eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (int32_t)v : -1;
   if (hp->head_dim == 0 || hp->head_dim > 512) { /* before anything is sized from it */
     snprintf(err, errlen, "GGUF: head_dim %u (1 to 512 supported: the attention kernels' limit)", hp->head_dim);
     return WGLLM_ERR_UNSUPPORTED;
@@ -553,9 +592,32 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   return s;
 }
 
+/* What every family's hyperparameters must give before anything is sized from them; each layer's head_dim too
+   (a Gemma 4 config with "head_dim": 0 gave its sliding layers head_dim 0 past the scalar check). */
+static wgllm_status hparams_usable(const llm_hparams *hp, char *err, size_t errlen) {
+  if (!hp->n_vocab || !hp->n_embd || !hp->n_layer || !hp->head_dim || !hp->n_ff) {
+    snprintf(err, errlen, "hyperparameters incomplete (vocab %u, hidden %u, layers %u, head_dim %u, ffn %u)",
+             hp->n_vocab, hp->n_embd, hp->n_layer, hp->head_dim, hp->n_ff);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (hp->head_dim > 512) {
+    snprintf(err, errlen, "head_dim %u is over the attention kernel's 512", hp->head_dim);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    uint32_t hd = llm_layer_head_dim(hp, l);
+    if (hd == 0 || hd > 512) {
+      snprintf(err, errlen, "layer %u: head_dim %u (1 to 512 supported: the attention kernels' limit)", l, hd);
+      return hd ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_FORMAT;
+    }
+  }
+  return WGLLM_OK;
+}
+
 wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
   memset(hp, 0, sizeof *hp);
   wgllm_status s = hf_hparams(cfg, hp, err, errlen);
+  if (!s) s = hparams_usable(hp, err, errlen);
   if (s) llm_hparams_free(hp);
   return s;
 }
@@ -573,15 +635,7 @@ wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, si
     }
     s = hf_hparams(cfg, hp, err, errlen);
   }
-  if (!s && (!hp->n_vocab || !hp->n_embd || !hp->n_layer || !hp->head_dim || !hp->n_ff)) {
-    snprintf(err, errlen, "hyperparameters incomplete (vocab %u, hidden %u, layers %u, head_dim %u, ffn %u)",
-             hp->n_vocab, hp->n_embd, hp->n_layer, hp->head_dim, hp->n_ff);
-    s = WGLLM_ERR_FORMAT;
-  }
-  if (!s && hp->head_dim > 512) {
-    snprintf(err, errlen, "head_dim %u is over the attention kernel's 512", hp->head_dim);
-    s = WGLLM_ERR_UNSUPPORTED;
-  }
+  if (!s) s = hparams_usable(hp, err, errlen);
   if (!s) s = llm_check_shapes(st, hp, err, errlen);
   if (s) llm_hparams_free(hp);
   return s;

@@ -1300,6 +1300,9 @@ static const char RE_TEKKEN[] =
 static const char RE_QWEN2[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
                                "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+/* llama.cpp's Gemma 4 pre-tokenizer: runs of newlines apart from everything else */
+static const char RE_GEMMA4[] = "[^\\n]+|[\\n]+";
+
 const char *tok_gpt2_regex(void) { return RE_GPT2; }
 
 static bool spm_setup(tokenizer *t, bool prefix) {
@@ -1342,15 +1345,20 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     return WGLLM_ERR_INVALID_ARG;
   }
   *out = NULL;
-  bool spm = strcmp(type, "llama") == 0, gpt2 = strcmp(type, "gpt2") == 0;
-  if (!spm && !gpt2) {
-    tok_set_err(err, errlen, "tok_create: tokenizer type \"%s\" is not supported (llama, gpt2)", type);
+  bool spm = strcmp(type, "llama") == 0, gpt2 = strcmp(type, "gpt2") == 0, g4 = strcmp(type, "gemma4") == 0;
+  if (!spm && !gpt2 && !g4) {
+    tok_set_err(err, errlen, "tok_create: tokenizer type \"%s\" is not supported (llama, gpt2, gemma4)", type);
     return WGLLM_ERR_UNSUPPORTED;
   }
   if (spm && !scores) {
     tok_set_err(err, errlen, "tok_create: a \"llama\" tokenizer needs scores (tokenizer.ggml.scores)");
     return WGLLM_ERR_INVALID_ARG;
   }
+  if (g4 && !n_merges) { /* llama.cpp: "cannot find tokenizer merges in model file" */
+    tok_set_err(err, errlen, "tok_create: a \"gemma4\" tokenizer needs merges (tokenizer.ggml.merges)");
+    return WGLLM_ERR_FORMAT;
+  }
+  if (g4) add_bos = 1; /* llama.cpp overrides add_bos_token false to true for Gemma 4 */
   const char *re = NULL;
   bool nfc = false, ignore_merges = false;
   if (gpt2) {
@@ -1379,7 +1387,7 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
   wgllm_status st = WGLLM_OK;
   t->model = spm ? TOK_MODEL_BPE_SCORE : TOK_MODEL_BPE_RANK;
   t->n_vocab = n_vocab;
-  t->byte_fallback = spm;
+  t->byte_fallback = spm || g4;
   t->ignore_merges = ignore_merges;
   t->piece_off = calloc(n_vocab, sizeof *t->piece_off);
   t->piece_len = calloc(n_vocab, sizeof *t->piece_len);
@@ -1395,11 +1403,16 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
       st = WGLLM_ERR_INVALID_ARG;
       goto fail;
     }
-    size_t len = token_lens ? token_lens[i] : strlen(tokens[i]);
+    size_t len = token_lens ? token_lens[i] : strlen(tokens[i]), bad;
+    if (!tok_utf8_validate(tokens[i], len, &bad)) { /* the decoders walk the pieces as UTF-8 characters */
+      tok_set_err(err, errlen, "tok_create: token %zu is not valid UTF-8 (byte %zu)", i, bad);
+      st = WGLLM_ERR_FORMAT;
+      goto fail;
+    }
     int32_t ty = token_types ? token_types[i] : 1;
     uint8_t bv;
-    if (!token_types && spm && is_byte_token(tokens[i], len, &bv)) ty = 6;
-    if (!token_types && spm && len == 5 && !memcmp(tokens[i], "<unk>", 5)) ty = 2;
+    if (!token_types && (spm || g4) && is_byte_token(tokens[i], len, &bv)) ty = 6;
+    if (!token_types && (spm || g4) && len == 5 && !memcmp(tokens[i], "<unk>", 5)) ty = 2;
     uint32_t off = tok_arena_put(t, tokens[i], len);
     if (off == UINT32_MAX) {
       st = OOM("vocabulary");
@@ -1480,12 +1493,34 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
       goto fail;
     }
   }
+  t->gguf_scan = spm || g4;
   if (spm) {
     t->gguf_spm = 2;
     if (!spm_setup(t, true)) {
       st = OOM("normalizer");
       goto fail;
     }
+  } else if (g4) {
+    /* spaces -> U+2581 (nothing prepended), newline runs apart from the rest; decoder U+2581 -> space,
+       byte fallback, fuse */
+    if (!spm_setup(t, false)) {
+      st = OOM("normalizer");
+      goto fail;
+    }
+    t->pre = calloc(1, sizeof *t->pre);
+    if (!t->pre) {
+      st = OOM("pipeline");
+      goto fail;
+    }
+    t->pre[0].kind = TOK_PRE_SPLIT;
+    t->pre[0].behavior = TOK_SPLIT_ISOLATED;
+    t->pre[0].re = tok_compile_regex(RE_GEMMA4, strlen(RE_GEMMA4), false, err, errlen);
+    if (!t->pre[0].re) {
+      st = WGLLM_ERR_INTERNAL;
+      goto fail;
+    }
+    t->n_pre = 1;
+    t->newline_whole = true;
   } else {
     t->norm = calloc(1, sizeof *t->norm);
     t->pre = calloc(2, sizeof *t->pre);
@@ -1554,7 +1589,7 @@ int32_t tok_find(const tokenizer *t, const char *piece) {
   if (k >= 0) return t->added[k].id;
   int32_t id = tok_vocab_lookup(t, piece, n);
   if (id >= 0) return id;
-  if (t->gguf_spm) /* control/byte pieces of a GGUF vocabulary are kept out of the merge map */
+  if (t->gguf_scan) /* control/byte pieces of a GGUF vocabulary are kept out of the merge map */
     for (size_t i = 0; i < t->n_vocab; i++)
       if (t->piece_len[i] == n && memcmp(t->arena.p + t->piece_off[i], piece, n) == 0) return (int32_t)i;
   return -1;

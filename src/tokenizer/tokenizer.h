@@ -22,8 +22,13 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
 
 /* Builds a tokenizer from GGUF-style arrays (what the GGUF loader reads from tokenizer.ggml.*).
    type: "llama" (SentencePiece BPE: pieces use U+2581 for spaces, merged by score, <0xXX> byte fallback,
-   a leading U+2581 prepended unless tok_set_add_space_prefix(t, 0)) or "gpt2" (byte-level BPE, merges by
-   rank as "left right" strings). token_types per GGUF: 1 normal, 2 unknown, 3 control, 4 user-defined,
+   a leading U+2581 prepended unless tok_set_add_space_prefix(t, 0)), "gpt2" (byte-level BPE, merges by
+   rank as "left right" strings) or "gemma4" (llama.cpp's Gemma 4 vocabulary: BPE merged by rank over raw
+   UTF-8 characters, not byte-level; spaces replaced by U+2581 with none prepended; the text split only by
+   [^\n]+|[\n]+, and a run of newlines that is itself a vocabulary token is that token, unmerged; <0xXX>
+   byte fallback; decoded U+2581 -> space, bytes, fused; merges are required (WGLLM_ERR_FORMAT naming
+   tokenizer.ggml.merges), scores and pre are ignored, and add_bos is taken as 1, as llama.cpp
+   forces it). token_types per GGUF: 1 normal, 2 unknown, 3 control, 4 user-defined,
    5 unused, 6 byte; control and unknown tokens are special, user-defined ones are added non-special tokens.
    User-defined and normal tokens are what merges may produce. pre: tokenizer.ggml.pre, for "gpt2" only:
    "llama-bpe"/"llama3"/"llama-v3" (Llama 3 regex, ignore_merges), "qwen2"/"qwen"/"deepseek-r1-qwen"
@@ -34,7 +39,8 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
                         const size_t *token_lens, const float *scores, const int32_t *token_types, size_t n_merges,
                         const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos, tokenizer **out,
                         char *err, size_t errlen);
-/* GGUF tokenizer.ggml.add_space_prefix for "llama" tokenizers (default 1); Gemma GGUFs set 0. */
+/* GGUF tokenizer.ggml.add_space_prefix for "llama" tokenizers (default 1); Gemma GGUFs set 0. No effect on
+   other types ("gemma4" never prepends). */
 void tok_set_add_space_prefix(tokenizer *t, int on);
 void tok_free(tokenizer *t);
 
@@ -182,8 +188,10 @@ struct tokenizer {
   size_t n_pre;
   tok_dec *dec;
   size_t n_dec;
-  bool has_decoder; /* false: tokens are joined with spaces, as HF does without a decoder */
-  int gguf_spm;     /* tok_create("llama"): 1 + add_space_prefix, else 0 */
+  bool has_decoder;   /* false: tokens are joined with spaces, as HF does without a decoder */
+  int gguf_spm;       /* tok_create("llama"): 1 + add_space_prefix, else 0 */
+  bool gguf_scan;     /* tok_create("llama", "gemma4"): control/byte/unused pieces are in no map, tok_find scans */
+  bool newline_whole; /* "gemma4": a word of only '\n' that is a vocabulary token is that token, unmerged */
   int32_t *prefix, *suffix;
   size_t n_prefix, n_suffix; /* post-processor template for add_special */
   void *word_re;             /* pcre2_code* for single_word boundaries, when any token needs it */

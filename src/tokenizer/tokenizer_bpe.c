@@ -414,6 +414,13 @@ bool tok_bpe_word(const tokenizer *t, const char *w, size_t n, tok_bpe_scratch *
     int32_t id = tok_smap_get(&t->vocab, t->arena.p, w, n);
     if (id >= 0) return ids_push(ids, n_ids, cap_ids, id);
   }
+  if (t->newline_whole && w[0] == '\n') { /* llama.cpp's Gemma 4: a newline run that is a token, unmerged */
+    size_t k = 1;
+    while (k < n && w[k] == '\n')
+      k++;
+    int32_t id = k == n ? tok_smap_get(&t->vocab, t->arena.p, w, n) : -1;
+    if (id >= 0) return ids_push(ids, n_ids, cap_ids, id);
+  }
   s->n_sym = 0;
   s->n_heap = 0;
   /* initial symbols: one per character, as HF BPE::merge_word does */

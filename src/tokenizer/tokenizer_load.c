@@ -70,8 +70,8 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
     snprintf(err, errlen, "%s: tokenizer.ggml.tokens is an array of GGUF type %d, not of strings", path, et);
     return WGLLM_ERR_FORMAT;
   }
-  if (strcmp(model, "llama") && strcmp(model, "gpt2")) {
-    snprintf(err, errlen, "%s: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2)", path, model);
+  if (strcmp(model, "llama") && strcmp(model, "gpt2") && strcmp(model, "gemma4")) {
+    snprintf(err, errlen, "%s: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2, gemma4)", path, model);
     return WGLLM_ERR_UNSUPPORTED;
   }
   const char **tokens = malloc(n * sizeof *tokens);
@@ -113,10 +113,19 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
       off += l + 1;
     }
   }
+  if (!s && !n_merges && !strcmp(model, "gemma4")) {
+    snprintf(err, errlen, "%s: a \"gemma4\" tokenizer needs merges, and tokenizer.ggml.merges is missing or empty",
+             path);
+    s = WGLLM_ERR_FORMAT;
+  }
   uint64_t v;
   int32_t bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
   int32_t eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (int32_t)v : -1;
-  int add_bos = gguf_get_u64(st, "tokenizer.ggml.add_bos_token", &v) ? (int)v : !strcmp(model, "llama");
+  /* BOS by default for SentencePiece vocabularies; "gemma4" adds it even when the file says false, as llama.cpp
+     does (tok_create forces it) */
+  int add_bos = gguf_get_u64(st, "tokenizer.ggml.add_bos_token", &v)
+                    ? (int)v
+                    : !strcmp(model, "llama") || !strcmp(model, "gemma4");
   int add_eos = gguf_get_u64(st, "tokenizer.ggml.add_eos_token", &v) ? (int)v : 0;
   if (!s)
     s = tok_create(model, pre ? pre : "default", n, tokens, lens, scores, types, n_merges, merges, bos, eos, add_bos,
