@@ -77,6 +77,10 @@ typedef struct wgllm_model_params {
   /* the largest storage binding one weight may take, in bytes; 0: the device's limit. Weights over it (an
      embedding table or LM head over a browser's 128 MiB, say) are split by rows and run a dispatch a part */
   uint64_t max_binding_bytes;
+  /* the longest wait for the GPU to finish submitted work, in ms, before the device counts as lost (every later
+     call then fails with WGLLM_ERR_DEVICE_LOST instead of blocking on a hung device); 0: WGLLM_GPU_TIMEOUT_MS from
+     the environment, else 600000 (10 minutes: a large prompt on a CPU rasterizer takes minutes a pass) */
+  uint32_t gpu_timeout_ms;
 } wgllm_model_params;
 WGLLM_API wgllm_model_params wgllm_model_default_params(void);
 

@@ -162,6 +162,19 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   gpu_options go = {0};
   go.adapter_name = p.adapter ? p.adapter : getenv("WGLLM_ADAPTER"); /* the environment is read here, at the door */
   go.disable_f16 = p.disable_f16;
+  go.wait_timeout_ms = p.gpu_timeout_ms;
+  const char *te = getenv("WGLLM_GPU_TIMEOUT_MS");
+  if (!go.wait_timeout_ms && te && *te) {
+    char *end;
+    unsigned long v = strtoul(te, &end, 10);
+    if (*end || v == 0 || v > 0xffffffffUL) {
+      wgllm_model_free(m);
+      wt_store_free(store);
+      return fail(g_last_error, WGLLM_ERR_INVALID_ARG, "WGLLM_GPU_TIMEOUT_MS \"%s\" is not a positive number of ms",
+                  te);
+    }
+    go.wait_timeout_ms = (uint32_t)v;
+  }
   st = gpu_create(&go, &m->gpu, err, sizeof err);
   if (!st) st = llm_model_load_store(m->gpu, path, store, &lo, &m->m, err, sizeof err);
   wt_store_free(store);

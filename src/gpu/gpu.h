@@ -5,6 +5,7 @@
 #ifndef WGLLM_GPU_H
 #define WGLLM_GPU_H
 #include "wgllm.h"
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <webgpu/webgpu.h>
@@ -27,6 +28,7 @@ typedef struct gpu_options {
   int disable_subgroups;
   int disable_timestamps;
   const char *enable_toggles; /* comma-separated Dawn device toggles to enable (measurements: PERF.md) */
+  uint32_t wait_timeout_ms;   /* longest wait for submitted work before the device counts as lost; 0: 600000 */
 } gpu_options;
 
 typedef struct gpu_pipeline_cache gpu_pipeline_cache;
@@ -46,9 +48,14 @@ typedef struct gpu_context {
   int has_f16, has_subgroups, has_timestamps; /* features granted on the device */
   char notices[512];                          /* features offered-not-requested or not offered */
   WGPULimits limits;                          /* limits the device got */
-  char err[GPU_ERR_LEN];                      /* first uncaptured error / loss message */
-  int error_pending;
-  int lost;
+  /* err, error_pending and lost are written by Dawn's callbacks (the loss callback from any thread): read and
+     written under lock */
+  pthread_mutex_t lock;
+  char err[GPU_ERR_LEN]; /* first uncaptured error / loss message */
+  int error_pending;     /* 1 an error, 2 out of memory: reported (and cleared) by the next gpu_check */
+  int lost;              /* lost, or hung (a wait ran past wait_timeout_ms): every later call fails */
+  int hung;
+  uint32_t wait_timeout_ms;
   gpu_pipeline_cache *pipes;
   gpu_pool *pool;
   uint64_t bytes_live, bytes_peak; /* device bytes in buffers created through this layer */
@@ -58,7 +65,13 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
 void gpu_destroy(gpu_context *ctx);
 /* Returns and clears a pending uncaptured error (message copied to err); WGLLM_ERR_DEVICE_LOST if lost. */
 wgllm_status gpu_check(gpu_context *ctx, char *err, size_t errlen);
-/* Blocks until all submitted work has finished. */
+/* WGLLM_ERR_DEVICE_LOST (message in err) if the device is lost or hung, else WGLLM_OK; clears nothing. */
+wgllm_status gpu_lost(gpu_context *ctx, char *err, size_t errlen);
+/* For tests: Dawn's InjectError (an uncaptured validation or out-of-memory error, as a failing command would
+   raise) and ForceLoss (the device lost, as a driver reset would). */
+void gpu_inject_error(gpu_context *ctx, int out_of_memory, const char *msg);
+void gpu_force_loss(gpu_context *ctx, const char *msg);
+/* Blocks until all submitted work has finished (or wait_timeout_ms passed: then the device counts as lost). */
 wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen);
 const char *gpu_feature_list(const gpu_context *ctx, char *buf, size_t len);
 

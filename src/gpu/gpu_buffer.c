@@ -39,15 +39,13 @@ wgllm_status gpu_scope_pop(gpu_context *ctx, char *err, size_t errlen) {
     ci.userdata1 = &r[i];
     gpu_wait_future(ctx, wgpuDevicePopErrorScope(ctx->device, ci));
   }
+  wgllm_status lost = gpu_lost(ctx, err, errlen); /* a lost or hung device: that, not what its scopes say */
+  if (lost) return lost;
   for (int i = 0; i < 2; i++) {
     if (r[i].type != WGPUErrorType_NoError) {
       if (err) snprintf(err, errlen, "%s", r[i].msg[0] ? r[i].msg : "unknown WebGPU error");
       return r[i].type == WGPUErrorType_OutOfMemory ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
     }
-  }
-  if (ctx->lost) {
-    if (err) snprintf(err, errlen, "%s", ctx->err);
-    return WGLLM_ERR_DEVICE_LOST;
   }
   return WGLLM_OK;
 }
@@ -156,19 +154,19 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
   mi.callback = on_map;
   mi.userdata1 = &r;
   gpu_wait_future(ctx, wgpuBufferMapAsync(st, WGPUMapMode_Read, 0, bd.size, mi));
-  if (r.status != 1) {
-    snprintf(err, errlen, "mapping readback of \"%s\" failed: %s", b->label, r.msg);
+  if (r.status != 1) { /* the device's own state (lost, hung, an error) says more than the map's status */
     wgpuBufferRelease(st);
-    s = gpu_check(ctx, NULL, 0);
+    s = gpu_check(ctx, err, errlen);
+    if (!s) snprintf(err, errlen, "mapping readback of \"%s\" failed: %s", b->label, r.msg);
     return s ? s : WGLLM_ERR_GPU;
   }
   const void *p = wgpuBufferGetConstMappedRange(st, 0, bd.size);
   if (!p) { /* a lost device maps nothing */
-    snprintf(err, errlen, "reading \"%s\": the mapped range is unavailable (device lost?)", b->label);
     wgpuBufferUnmap(st);
     wgpuBufferDestroy(st);
     wgpuBufferRelease(st);
-    s = gpu_check(ctx, NULL, 0);
+    s = gpu_check(ctx, err, errlen);
+    if (!s) snprintf(err, errlen, "reading \"%s\": the mapped range is unavailable (device lost?)", b->label);
     return s ? s : WGLLM_ERR_GPU;
   }
   memcpy(dst, p, bytes);

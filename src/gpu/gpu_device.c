@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static void sv_copy(char *dst, size_t len, WGPUStringView s) {
   size_t n = 0;
@@ -44,15 +45,18 @@ static void on_uncaptured(WGPUDevice const *d, WGPUErrorType t, WGPUStringView m
   (void)d;
   (void)u2;
   gpu_context *ctx = u1;
-  if (ctx->error_pending) return; /* keep the first: later ones are usually consequences */
   const char *kind = t == WGPUErrorType_Validation    ? "validation"
                      : t == WGPUErrorType_OutOfMemory ? "out of memory"
                      : t == WGPUErrorType_Internal    ? "internal"
                                                       : "unknown";
   char m2[GPU_ERR_LEN - 64];
   sv_copy(m2, sizeof m2, m);
-  snprintf(ctx->err, sizeof ctx->err, "WebGPU %s error: %s", kind, m2);
-  ctx->error_pending = t == WGPUErrorType_OutOfMemory ? 2 : 1;
+  pthread_mutex_lock(&ctx->lock);
+  if (!ctx->error_pending && !ctx->lost) { /* keep the first: later ones are usually consequences */
+    snprintf(ctx->err, sizeof ctx->err, "WebGPU %s error: %s", kind, m2);
+    ctx->error_pending = t == WGPUErrorType_OutOfMemory ? 2 : 1;
+  }
+  pthread_mutex_unlock(&ctx->lock);
 }
 
 static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView m, void *u1, void *u2) {
@@ -62,13 +66,62 @@ static void on_lost(WGPUDevice const *d, WGPUDeviceLostReason r, WGPUStringView 
   if (!ctx || r == WGPUDeviceLostReason_Destroyed || r == WGPUDeviceLostReason_CallbackCancelled) return;
   char m2[GPU_ERR_LEN - 64];
   sv_copy(m2, sizeof m2, m);
-  snprintf(ctx->err, sizeof ctx->err, "WebGPU device lost (reason %d): %s", (int)r, m2);
+  pthread_mutex_lock(&ctx->lock);
+  if (!ctx->lost) snprintf(ctx->err, sizeof ctx->err, "WebGPU device lost (reason %d): %s", (int)r, m2);
   ctx->lost = 1;
+  pthread_mutex_unlock(&ctx->lock);
 }
 
-void gpu_wait_future(gpu_context *ctx, WGPUFuture f) {
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Waits for f in slices of 100 ms (or the timeout, when shorter; the instance was created with timed waits) up to
+   ctx->wait_timeout_ms. Past that the device counts as hung: lost for every later call, its pending callbacks never run
+   (gpu_destroy then leaks the instance rather than have them write into memory that is gone). Returns 1 when f
+   completed. */
+int gpu_wait_future(gpu_context *ctx, WGPUFuture f) {
   WGPUFutureWaitInfo wi = {f, 0};
-  wgpuInstanceWaitAny(ctx->instance, 1, &wi, UINT64_MAX);
+  if (ctx->hung) return 0;
+  double start = now_ms();
+  uint64_t slice_ns = ctx->wait_timeout_ms < 100 ? ctx->wait_timeout_ms * 1000000ull : 100000000ull;
+  for (;;) {
+    WGPUWaitStatus st = wgpuInstanceWaitAny(ctx->instance, 1, &wi, slice_ns);
+    if (st == WGPUWaitStatus_Success) return 1;
+    if (st != WGPUWaitStatus_TimedOut) {
+      pthread_mutex_lock(&ctx->lock);
+      if (!ctx->lost)
+        snprintf(ctx->err, sizeof ctx->err, "waiting for the GPU failed (wgpuInstanceWaitAny status %d)", (int)st);
+      ctx->lost = 1;
+      pthread_mutex_unlock(&ctx->lock);
+      return 0;
+    }
+    if (ctx->wait_timeout_ms && now_ms() - start > ctx->wait_timeout_ms) {
+      pthread_mutex_lock(&ctx->lock);
+      snprintf(ctx->err, sizeof ctx->err,
+               "the GPU did not finish submitted work within %u ms (device hung?); it counts as lost now",
+               ctx->wait_timeout_ms);
+      ctx->lost = ctx->hung = 1;
+      pthread_mutex_unlock(&ctx->lock);
+      return 0;
+    }
+  }
+}
+
+/* Dawn's test hooks, exported by the library but not declared in this webgpu.h */
+void wgpuDeviceInjectError(WGPUDevice device, WGPUErrorType type, WGPUStringView message);
+void wgpuDeviceForceLoss(WGPUDevice device, WGPUDeviceLostReason type, WGPUStringView message);
+
+void gpu_inject_error(gpu_context *ctx, int out_of_memory, const char *msg) {
+  wgpuDeviceInjectError(ctx->device, out_of_memory ? WGPUErrorType_OutOfMemory : WGPUErrorType_Validation,
+                        (WGPUStringView){msg, WGPU_STRLEN});
+}
+
+void gpu_force_loss(gpu_context *ctx, const char *msg) {
+  wgpuDeviceForceLoss(ctx->device, WGPUDeviceLostReason_Unknown, (WGPUStringView){msg, WGPU_STRLEN});
+  wgpuInstanceProcessEvents(ctx->instance);
 }
 
 static const char *backend_name(WGPUBackendType b) {
@@ -128,6 +181,8 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
     snprintf(err, errlen, "out of host memory");
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
+  pthread_mutex_init(&ctx->lock, NULL);
+  ctx->wait_timeout_ms = o.wait_timeout_ms ? o.wait_timeout_ms : 600000u;
 
   WGPUInstanceDescriptor idesc = {0};
   WGPUInstanceFeatureName ifeat[] = {WGPUInstanceFeatureName_TimedWaitAny};
@@ -293,6 +348,11 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
 
 void gpu_destroy(gpu_context *ctx) {
   if (!ctx) return;
+  if (ctx->hung) { /* see gpu_wait_future: the handles are left to the process, only host memory is freed */
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    return;
+  }
   if (ctx->pool) gpu_pool_destroy(ctx, ctx->pool);
   if (ctx->pipes) gpu_pipeline_cache_destroy(ctx->pipes);
   if (ctx->queue) wgpuQueueRelease(ctx->queue);
@@ -305,23 +365,33 @@ void gpu_destroy(gpu_context *ctx) {
     wgpuInstanceProcessEvents(ctx->instance);
     wgpuInstanceRelease(ctx->instance);
   }
+  pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }
 
+wgllm_status gpu_lost(gpu_context *ctx, char *err, size_t errlen) {
+  pthread_mutex_lock(&ctx->lock);
+  int lost = ctx->lost;
+  if (lost && err) snprintf(err, errlen, "%s", ctx->err);
+  pthread_mutex_unlock(&ctx->lock);
+  return lost ? WGLLM_ERR_DEVICE_LOST : WGLLM_OK;
+}
+
 wgllm_status gpu_check(gpu_context *ctx, char *err, size_t errlen) {
-  wgpuInstanceProcessEvents(ctx->instance);
+  if (!ctx->hung) wgpuInstanceProcessEvents(ctx->instance);
+  wgllm_status s = WGLLM_OK;
+  pthread_mutex_lock(&ctx->lock);
   if (ctx->lost) {
     if (err) snprintf(err, errlen, "%s", ctx->err);
-    return WGLLM_ERR_DEVICE_LOST;
-  }
-  if (ctx->error_pending) {
-    wgllm_status s = ctx->error_pending == 2 ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
+    s = WGLLM_ERR_DEVICE_LOST;
+  } else if (ctx->error_pending) {
+    s = ctx->error_pending == 2 ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
     if (err) snprintf(err, errlen, "%s", ctx->err);
     ctx->error_pending = 0;
     ctx->err[0] = 0;
-    return s;
   }
-  return WGLLM_OK;
+  pthread_mutex_unlock(&ctx->lock);
+  return s;
 }
 
 static void on_done(WGPUQueueWorkDoneStatus s, WGPUStringView m, void *u1, void *u2) {
@@ -337,7 +407,7 @@ wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen) {
   ci.callback = on_done;
   ci.userdata1 = &done;
   gpu_wait_future(ctx, wgpuQueueOnSubmittedWorkDone(ctx->queue, ci));
-  wgllm_status s = gpu_check(ctx, err, errlen);
+  wgllm_status s = gpu_check(ctx, err, errlen); /* a wait past the timeout left the device lost */
   if (s) return s;
   if (done != 1) {
     snprintf(err, errlen, "queue work did not complete");

@@ -2,7 +2,8 @@
 #ifndef WGLLM_GPU_INTERNAL_H
 #define WGLLM_GPU_INTERNAL_H
 #include "gpu.h"
-void gpu_wait_future(gpu_context *ctx, WGPUFuture f);
+/* 1 when f completed; 0 when the wait failed or ran past the timeout (the device then counts as lost) */
+int gpu_wait_future(gpu_context *ctx, WGPUFuture f);
 gpu_pipeline_cache *gpu_pipeline_cache_create(void);
 void gpu_pipeline_cache_destroy(gpu_pipeline_cache *c);
 gpu_pool *gpu_pool_create(void);

@@ -1,0 +1,152 @@
+/* GPU faults during generation, injected through Dawn's own hooks (gpu_inject_error, gpu_force_loss): an
+   uncaptured validation or out-of-memory error fails the generate it happens in, with its message and status,
+   and the session then works again (after wgllm_session_reset's internal twin, and without it) with the same
+   greedy tokens as before; a lost device fails fast with WGLLM_ERR_DEVICE_LOST, every later call too, and tears
+   down cleanly; a wait past the context's timeout counts the device as lost instead of blocking forever. */
+#include "generate.h"
+#include "harness.h"
+#include <cjson/cJSON.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int32_t *ids_from(const cJSON *arr, uint32_t *n) {
+  *n = (uint32_t)cJSON_GetArraySize(arr);
+  int32_t *v = malloc(*n * sizeof *v + 4);
+  for (uint32_t i = 0; i < *n; i++)
+    v[i] = (int32_t)cJSON_GetArrayItem(arr, (int)i)->valuedouble;
+  return v;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+typedef struct rig {
+  gpu_context *gpu;
+  llm_model *m;
+  llm_session *s;
+  int32_t *prompt, *greedy;
+  uint32_t T, N;
+} rig;
+
+static int rig_open(rig *r, uint32_t timeout_ms) {
+  memset(r, 0, sizeof *r);
+  char err[1024];
+  char *js = th_read_file("data/models/llama_gqa/ref.json", NULL);
+  cJSON *j = js ? cJSON_Parse(js) : NULL;
+  free(js);
+  if (!j) {
+    CHECK(0, "cannot read the llama_gqa fixture");
+    return 0;
+  }
+  r->prompt = ids_from(cJSON_GetObjectItem(j, "prompt_ids"), &r->T);
+  r->greedy = ids_from(cJSON_GetObjectItem(j, "greedy_ids"), &r->N);
+  cJSON_Delete(j);
+  gpu_options o = {.wait_timeout_ms = timeout_ms};
+  wgllm_status st = gpu_create(&o, &r->gpu, err, sizeof err);
+  if (!st) st = llm_model_load(r->gpu, "data/models/llama_gqa", NULL, &r->m, err, sizeof err);
+  llm_session_options so = {.ctx = 64};
+  if (!st) st = llm_session_create(r->m, &so, &r->s, err, sizeof err);
+  CHECK(!st, "rig: %s", err);
+  return !st;
+}
+
+static void rig_close(rig *r) {
+  llm_session_free(r->s);
+  llm_model_free(r->m);
+  gpu_destroy(r->gpu);
+  free(r->prompt);
+  free(r->greedy);
+}
+
+/* greedy generation of the fixture's continuation; *same says whether it matched the reference ids */
+static wgllm_status greedy(rig *r, int *same) {
+  llm_gen_params gp = {.max_tokens = r->N, .sampling = {.temperature = 0, .top_p = 1, .rep_penalty = 1}};
+  llm_gen_result res = {0};
+  wgllm_status st = llm_generate(r->s, NULL, r->prompt, r->T, &gp, &res);
+  *same = !st && res.n_generated == r->N && !memcmp(res.tokens, r->greedy, r->N * sizeof *r->greedy);
+  llm_gen_result_free(&res);
+  return st;
+}
+
+static void error_then_recovery(int oom) {
+  const char *what = oom ? "out-of-memory" : "validation";
+  rig r;
+  if (!rig_open(&r, 0)) return;
+  int same = 0;
+  CHECK(greedy(&r, &same) == WGLLM_OK && same, "%s: the first generate", what);
+  gpu_inject_error(r.gpu, oom, "injected by test_gpu_faults");
+  llm_session_reset(r.s);
+  wgllm_status st = greedy(&r, &same);
+  wgllm_status want = oom ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
+  CHECK(st == want, "%s: the generate after the error returned %s (want %s)", what, wgllm_status_name(st),
+        wgllm_status_name(want));
+  CHECK(strstr(r.s->err, "injected by test_gpu_faults") != NULL, "%s: the error names what happened: \"%s\"", what,
+        r.s->err);
+  printf("  %-13s -> %s: %s\n", what, wgllm_status_name(st), r.s->err);
+  /* the session works again, with and without a reset, and computes what it computed before */
+  for (int reset = 1; reset >= 0; reset--) {
+    if (reset) llm_session_reset(r.s);
+    st = greedy(&r, &same);
+    if (!reset) { /* continuing from where the last run left the cache: it must run, the ids are new */
+      CHECK(st == WGLLM_OK, "%s: a generate continuing the session after recovery: %s", what, r.s->err);
+      continue;
+    }
+    CHECK(st == WGLLM_OK && same, "%s: after the error and a reset, generate gives %s%s", what, wgllm_status_name(st),
+          st     ? r.s->err
+          : same ? ""
+                 : " different tokens");
+  }
+  rig_close(&r);
+}
+
+static void device_loss(void) {
+  rig r;
+  if (!rig_open(&r, 0)) return;
+  int same = 0;
+  CHECK(greedy(&r, &same) == WGLLM_OK && same, "loss: the first generate");
+  gpu_force_loss(r.gpu, "forced by test_gpu_faults");
+  double t0 = now_s();
+  llm_session_reset(r.s);
+  wgllm_status st = greedy(&r, &same);
+  double dt = now_s() - t0;
+  CHECK(st == WGLLM_ERR_DEVICE_LOST, "loss: generate returned %s: %s", wgllm_status_name(st), r.s->err);
+  printf("  device lost   -> %s in %.2f s: %s\n", wgllm_status_name(st), dt, r.s->err);
+  st = greedy(&r, &same);
+  CHECK(st == WGLLM_ERR_DEVICE_LOST, "loss: a second generate returned %s", wgllm_status_name(st));
+  char err[512];
+  llm_session *s2 = NULL;
+  llm_session_options so = {.ctx = 64};
+  st = llm_session_create(r.m, &so, &s2, err, sizeof err);
+  CHECK(st != WGLLM_OK, "loss: a new session on a lost device was created");
+  llm_session_free(s2);
+  rig_close(&r); /* teardown of a lost device: no crash, no hang */
+}
+
+static void wait_timeout(void) {
+  /* 1 ms: a whole prefill on lavapipe (or any device) takes longer, so the first wait runs past it */
+  rig r;
+  if (!rig_open(&r, 1)) return;
+  int same = 0;
+  double t0 = now_s();
+  wgllm_status st = greedy(&r, &same);
+  double dt = now_s() - t0;
+  CHECK(st == WGLLM_ERR_DEVICE_LOST && strstr(r.s->err, "did not finish"), "timeout: generate returned %s: %s",
+        wgllm_status_name(st), r.s->err);
+  printf("  wait timeout  -> %s in %.2f s: %s\n", wgllm_status_name(st), dt, r.s->err);
+  st = greedy(&r, &same);
+  CHECK(st == WGLLM_ERR_DEVICE_LOST, "timeout: a second generate returned %s: %s", wgllm_status_name(st), r.s->err);
+  rig_close(&r);
+}
+
+int main(void) {
+  printf("GPU faults during generation (llama_gqa):\n");
+  error_then_recovery(0);
+  error_then_recovery(1);
+  device_loss();
+  wait_timeout();
+  return th_finish("test_gpu_faults");
+}
