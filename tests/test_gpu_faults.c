@@ -2,7 +2,7 @@
    uncaptured validation or out-of-memory error fails the generate it happens in, with its message and status,
    and the session then works again (after wgllm_session_reset's internal twin, and without it) with the same
    greedy tokens as before; a lost device fails fast with WGLLM_ERR_DEVICE_LOST, every later call too, and tears
-   down cleanly; a wait past the context's timeout counts the device as lost instead of blocking forever. */
+   down cleanly, and a new context then works; a wait past the context's timeout counts the device as lost instead of blocking forever. */
 #include "generate.h"
 #include "harness.h"
 #include <cjson/cJSON.h>
@@ -124,6 +124,12 @@ static void device_loss(void) {
   CHECK(st != WGLLM_OK, "loss: a new session on a lost device was created");
   llm_session_free(s2);
   rig_close(&r); /* teardown of a lost device: no crash, no hang */
+  /* and the process can start over: a new context, model and session generate the reference ids */
+  rig again;
+  if (!rig_open(&again, 0)) return;
+  CHECK(greedy(&again, &same) == WGLLM_OK && same, "loss: a new context after the loss does not generate: %s",
+        again.s->err);
+  rig_close(&again);
 }
 
 static void wait_timeout(void) {
