@@ -432,6 +432,39 @@ static void mistral_window(void) {
   printf("  mistral sliding_window (every layer) -> checked\n");
 }
 
+/* A copy of a GGUF with the value after KEY patched in place: a u32 value (kind 'u') or the element type of an
+   array (kind 'e'; to one of the same width, so the file still parses). */
+static void gguf_patch(const char *src, const char *dst, const char *key, char kind, uint32_t v) {
+  size_t n;
+  char *g = th_read_file(src, &n);
+  size_t kl = strlen(key);
+  char *at = NULL;
+  for (size_t i = 8; g && i + kl + 8 <= n && !at; i++)
+    if (!memcmp(g + i, key, kl) && (uint64_t)kl == *(uint64_t *)(g + i - 8)) at = g + i + kl;
+  CHECK(at != NULL, "gguf_patch: key %s not found in %s", key, src);
+  if (at && (kind == 'u' || kind == 'e')) memcpy(at + 4, &v, 4); /* after the u32 type tag */
+  write_file(dst, g, n);
+  free(g);
+}
+
+static void gguf_gemma4_bad(void) {
+  const char *src = "data/models/gemma4_kv_shared_gguf/model.gguf";
+  char d[400];
+  snprintf(d, sizeof d, "%s/g4.gguf", g_tmp);
+  gguf_patch(src, d, "gemma4.attention.shared_kv_layers", 'u', 6);
+  expect_error("GGUF gemma4: all layers KV-shared", d, "", "shared_kv_layers 6");
+  gguf_patch(src, d, "gemma4.attention.key_length_swa", 'u', 1000);
+  expect_error("GGUF gemma4: head dim 1000", d, "", "1000");
+  gguf_patch(src, d, "gemma4.rope.dimension_count_swa", 'u', 33);
+  expect_error("GGUF gemma4: odd rope dims", d, "", "rope dimension counts");
+  gguf_patch("data/models/gemma4_k_eq_v_gguf/model.gguf", d, "gemma4.attention.head_count_kv", 'e', 6 /* F32 */);
+  expect_error("GGUF gemma4: float KV head counts", d, "", "head_count_kv must be 5 integers");
+  gguf_patch(src, d, "gemma4.attention.sliding_window", 'u', 0);
+  expect_error("GGUF gemma4: window 0", d, "", "sliding_window");
+  gguf_patch(src, d, "tokenizer.ggml.bos_token_id", 'u', 5000);
+  expect_error("GGUF: BOS id outside the vocabulary", d, "", "bos_token_id 5000");
+}
+
 static void bad_inputs(void) {
   char d[400];
   const char *src = "data/models/llama_gqa";
@@ -499,6 +532,7 @@ static void bad_inputs(void) {
   write_file(d, g, n);
   expect_error("GGUF with a wrong magic", d, "", "magic");
   free(g);
+  gguf_gemma4_bad();
   snprintf(d, sizeof d, "%s/nofile", g_tmp);
   expect_error("missing model directory", d, "", "nofile");
   expect_error("a safetensors file for a directory", "data/models/llama_gqa/model.safetensors", "",
