@@ -286,7 +286,6 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, si
   return s;
 }
 
-
 /* ---- GGUF ---- */
 
 /* ARCH.KEY as a u32 scalar; 0 when absent or not a non-negative integer below 2^32 */
@@ -348,14 +347,15 @@ static int g_layers(const wt_store *st, const char *a, const char *key, uint32_t
 /* theta^(-2i/n_rot) for the n_rot/2 pairs, each divided by its rope_freqs factor where the file has them (llama.cpp
    marks the pairs that do not rotate with 1e30: their frequency becomes 1e-30 / theta^(...), a rotation below
    f32 resolution at any position) */
-static wgllm_status g_rope(double theta, uint32_t n_rot, const wt_tensor *factors, float **inv,
-                           char *err, size_t errlen) {
+static wgllm_status g_rope(double theta, uint32_t n_rot, const wt_tensor *factors, float **inv, char *err,
+                           size_t errlen) {
   *inv = default_inv_freq(theta, n_rot);
   if (!*inv) return WGLLM_ERR_OUT_OF_MEMORY;
   if (!factors) return WGLLM_OK;
   if (factors->dtype != WT_F32 || wt_numel(factors) != n_rot / 2) {
-    snprintf(err, errlen, "GGUF: rope_freqs.weight must be F32 [%u] for the full layers' %u rotated dims (is %s [%lld])",
-             n_rot / 2, n_rot, wt_dtype_name(factors->dtype), (long long)wt_numel(factors));
+    snprintf(err, errlen,
+             "GGUF: rope_freqs.weight must be F32 [%u] for the full layers' %u rotated dims (is %s [%lld])", n_rot / 2,
+             n_rot, wt_dtype_name(factors->dtype), (long long)wt_numel(factors));
     return WGLLM_ERR_FORMAT;
   }
   for (uint32_t i = 0; i < n_rot / 2; i++) {
@@ -411,8 +411,9 @@ wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hpar
     return WGLLM_ERR_FORMAT;
   }
   if (hd_full > 512 || hd_full % 4 || hd_swa > 512 || hd_swa % 4) {
-    snprintf(err, errlen, "GGUF: head dims %u (full) / %u (sliding): the attention kernels take multiples of 4 up to 512",
-             hd_full, hd_swa);
+    snprintf(err, errlen,
+             "GGUF: head dims %u (full) / %u (sliding): the attention kernels take multiples of 4 up to 512", hd_full,
+             hd_swa);
     return WGLLM_ERR_UNSUPPORTED;
   }
   g_u32(st, a, "attention.shared_kv_layers", &n_shared);
@@ -466,7 +467,7 @@ wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hpar
     char name[64];
     snprintf(name, sizeof name, "blk.%u.attn_v.weight", l);
     y->v_is_k = l < first_shared && !wt_find(st, name); /* llama.cpp: no attn_v means V = K (k_eq_v) */
-    if (l >= first_shared) { /* reads the last earlier layer of its attention type */
+    if (l >= first_shared) {                            /* reads the last earlier layer of its attention type */
       uint32_t src = first_shared;
       for (uint32_t j = first_shared; j-- > 0;)
         if ((swa[j] != 0) == local) {
@@ -506,14 +507,15 @@ wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hpar
   if (!s) s = g_rope(theta_swa, rot_swa, NULL, &hp->inv_freq_local, err, errlen);
   hp->rot_dim = rot_full;
   hp->rot_dim_local = rot_swa;
-  snprintf(hp->rope_desc, sizeof hp->rope_desc, "full_attention: theta %g, %u dims%s; sliding_attention: theta %g, %u dims",
-           theta, rot_full, rf ? ", rope_freqs factors" : "", theta_swa, rot_swa);
+  snprintf(hp->rope_desc, sizeof hp->rope_desc,
+           "full_attention: theta %g, %u dims%s; sliding_attention: theta %g, %u dims", theta, rot_full,
+           rf ? ", rope_freqs factors" : "", theta_swa, rot_swa);
   /* per-layer inputs: the table's rows give vocab_size_per_layer_input */
   if (!s && P) {
     const wt_tensor *t = wt_find(st, "per_layer_token_embd.weight");
     if (!t || t->n_dims != 2) {
-      snprintf(err, errlen, "GGUF: %s.embedding_length_per_layer_input is %u but per_layer_token_embd.weight is missing",
-               a, P);
+      snprintf(err, errlen,
+               "GGUF: %s.embedding_length_per_layer_input is %u but per_layer_token_embd.weight is missing", a, P);
       s = WGLLM_ERR_FORMAT;
     } else if (P > hp->n_embd || (uint64_t)P * L > 1u << 24 || t->shape[0] < hp->n_vocab) {
       snprintf(err, errlen,

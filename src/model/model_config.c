@@ -89,7 +89,7 @@ int32_t json_token(const cJSON *o, const char *key) {
   if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
   if (!cJSON_IsNumber(v)) return -1;
   double d = v->valuedouble; /* converted only when it is a token id: 1e20 or 2.5 is not (no undefined cast) */
-  if (d == -1.0) return -1; /* some configs say "none" so */
+  if (d == -1.0) return -1;  /* some configs say "none" so */
   return d >= 0 && d <= 2147483647.0 && d == floor(d) ? (int32_t)d : JSON_TOKEN_INVALID;
 }
 
