@@ -74,8 +74,9 @@ typedef struct wgllm_model_params {
      (wgllm_model_create then returns WGLLM_ERR_INVALID_ARG, "cancelled", with nothing left allocated) */
   int (*progress)(float fraction, void *user);
   void *progress_user;
-  /* the largest storage binding one weight may take, in bytes; 0: the device's limit. Weights over it (an
-     embedding table or LM head over a browser's 128 MiB, say) are split by rows and run a dispatch a part */
+  /* the largest storage binding one weight, or one layer's K or V cache of its sessions, may take, in bytes; 0: the
+     device's limit. Weights over it (an embedding table or LM head over a browser's 128 MiB, say) are split by
+     rows and run a dispatch a part; caches over it are bound a group of KV heads at a time */
   uint64_t max_binding_bytes;
   /* the longest wait for the GPU to finish submitted work, in ms, before the device counts as lost (every later
      call then fails with WGLLM_ERR_DEVICE_LOST instead of blocking on a hung device); 0: WGLLM_GPU_TIMEOUT_MS from

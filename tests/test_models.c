@@ -772,14 +772,23 @@ int main(void) {
   /* weights over the storage binding limit are split by rows, a dispatch a part (a small device, simulated): the
      same logits, to the bit where nothing else changes */
   printf("weights split over small storage bindings (--max-binding):\n");
-  conformance("llama_gqa", "--max-binding 8192", 1e-3);
-  conformance("qwen2", "--max-binding 16384", 1e-3); /* the fused Q/K/V biases indexed by part */
-  conformance("gemma4_kv_shared", "--max-binding 32768", 1e-3);
-  conformance("llama_kquants_gguf", "--max-binding 65536", 2e-3);
-  conformance("llama_q4km_gguf", "--max-binding 65536", 2e-3); /* split runs of the mixed parts */
-  conformance("llama_q4_0_gguf", "--max-binding 8192 --kv f16", 1e-2);
+  conformance("llama_gqa", "--ctx 64 --max-binding 8192", 1e-3);
+  conformance("qwen2", "--ctx 64 --max-binding 16384", 1e-3);            /* the fused Q/K/V biases indexed by part */
+  conformance("gemma4_kv_shared", "--ctx 32 --max-binding 65536", 1e-3); /* K of a full layer: 64 KiB */
+  conformance("llama_kquants_gguf", "--ctx 64 --max-binding 65536", 2e-3);
+  conformance("llama_q4km_gguf", "--ctx 64 --max-binding 65536", 2e-3); /* split runs of the mixed parts */
+  conformance("llama_q4_0_gguf", "--ctx 64 --max-binding 8192 --kv f16", 1e-2);
+  /* KV caches over the binding limit: each layer's K and V bound a KV head at a time, attention a dispatch a head
+     group (prefill over several chunks, decode with flash-decoding; Gemma 3's rings and global layers) */
+  printf("KV caches split over small storage bindings (--max-binding with a long context):\n");
+  conformance("qwen3", "--ctx 1024 --max-binding 131072", 1e-3);
+  conformance("qwen3", "--ctx 2048 --max-binding 131072 --kv f16 --prefill-chunk 7", 1e-2);
+  conformance("gemma3", "--ctx 1024 --max-binding 131072", 1e-3);
+  conformance("gemma3", "--ctx 1024 --max-binding 131072 --unfused --attn-grid indirect", 1e-3);
+  expect_error("a KV head no binding holds", "data/models/qwen3", "--ctx 1024 --max-binding 65536",
+               "one KV head is over the storage binding limit");
   {
-    double d = path_difference("llama_gqa", "--weights q4", "--max-binding 8192");
+    double d = path_difference("llama_gqa", "--weights q4", "--max-binding 8192 --ctx 64");
     printf("  %-18s split q4 weights vs whole: worst row difference %.3g\n", "llama_gqa", d);
     CHECK(d < 1e-4, "split q4 weights differ from whole ones by %.3g", d);
   }

@@ -21,8 +21,6 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   uint32_t nq = llm_layer_q_width(hp, l), nkv = llm_layer_kv_width(hp, l), S = llm_layer_qkv_rows(hp, l);
   int own = llm_layer_owns_kv(hp, l), v_is_k = llm_layer_v_is_k(hp, l);
   uint32_t src = llm_layer_kv_source(hp, l), rot = llm_layer_rot_dim(hp, l);
-  const op_kv_layout *layout = &f->kv->layout[src];
-  gpu_buffer *kc = f->kv->k[src], *vc = f->kv->v[src];
   gpu_buffer *rope_cs = llm_layer_rope_local(hp, l) && f->rope->local ? f->rope->local : f->rope->global;
   uint32_t max_pos = f->kv->ctx;
   const float no = hp->norm_offset;
@@ -60,33 +58,47 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   }
   gpu_view vsrc = vb == qk ? none : V(vb); /* V from q's buffer, or from the projection output */
   /* one token with flash-decoding: RoPE and the cache append ride in the attention's first pass */
-  int decode = T == 1 && s->attn_partial && op_attention_decode_supports(layout, hp->n_head);
-  op_attn_rope ar = {V(rope_cs), vsrc, rot, max_pos, k_off, v_off, hp->rope_mode};
+  op_kv_layout g0;
+  gpu_view kg, vg;
+  uint32_t h0, n_groups = llm_kv_group(f->kv, src, 0, &g0, &kg, &vg, &h0);
+  uint32_t rep = hp->n_head / nkv_h, gq = g0.n_kv_head * rep; /* query heads a group of KV heads serves */
+  int decode = T == 1 && s->attn_partial && op_attention_decode_supports(&g0, gq);
   int rope_in_attn = own && decode && rot % 4 == 0 && !f->fo->unfused;
-  if (!st && !own) { /* a KV-shared layer: RoPE of q only; the source layer wrote the cache */
+  int rope_kv = own && !rope_in_attn && rot % 4 == 0;
+  if (!st && (!own || (!rope_in_attn && !rope_kv))) {
+    /* RoPE of q (a KV-shared layer: the source layer wrote the cache), and of k where no fused kernel takes it */
     op_rope_params rq = {T, hp->n_head, hd, rot, 0, qk_stride, hp->rope_mode, max_pos};
     st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
-  } else if (!st && !rope_in_attn && rot % 4 == 0) { /* one dispatch: RoPE of q and k, the cache append */
-    op_rope_kv_params rp = {T,         hp->n_head, rot,       max_pos, hp->rope_mode, 0,
-                            qk_stride, k_off,      qk_stride, v_off,   v_stride};
-    st = op_rope_kv(rec, layout, &rp, V(qk), vsrc, V(s->pos), V(rope_cs), V(kc), V(vc));
-  } else if (!st && !rope_in_attn) {
-    op_rope_params rq = {T, hp->n_head, hd, rot, 0, qk_stride, hp->rope_mode, max_pos};
-    op_rope_params rk = {T, nkv_h, hd, rot, k_off, qk_stride, hp->rope_mode, max_pos};
-    op_kv_write_params wp = {T, k_off, qk_stride, v_off, v_stride};
-    st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
-    if (!st) st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rk);
-    if (!st) st = op_kv_write(rec, layout, &wp, V(qk), vb == qk ? V(qk) : V(vb), V(s->pos), V(kc), V(vc));
+    if (!st && own) {
+      op_rope_params rk = {T, nkv_h, hd, rot, k_off, qk_stride, hp->rope_mode, max_pos};
+      st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rk);
+    }
   }
-  op_attn_params ap = {T, hp->n_head, qk_stride, 0, nq, llm_layer_window(hp, l), hp->attn_scale, 0.0f, f->fo->max_len};
-  if (rope_in_attn) ap.rope = &ar;
-  if (!st && decode) {
-    gpu_view args = V(s->attn_args);
-    int indirect = f->fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
-    st = op_attention_decode(rec, layout, &ap, V(qk), V(kc), V(vc), V(s->pos), V(s->attn_partial),
-                             indirect ? &args : NULL, V(s->attn));
-  } else if (!st)
-    st = op_attention(rec, layout, &ap, V(qk), V(kc), V(vc), V(s->pos), V(s->attn));
+  /* the cache append and attention, a dispatch a group of KV heads (one group unless the layer's K is over the
+     binding limit: llm_kv_group), over the query heads that read the group */
+  for (uint32_t j = 0; !st && j < n_groups; j++) {
+    op_kv_layout gl;
+    llm_kv_group(f->kv, src, j, &gl, &kg, &vg, &h0);
+    uint32_t qo = h0 * rep * hd, ko = k_off + h0 * hd, vo = v_off + h0 * hd;
+    if (rope_kv) { /* one dispatch: RoPE of q and k, the cache append */
+      op_rope_kv_params rp = {T, gq, rot, max_pos, hp->rope_mode, qo, qk_stride, ko, qk_stride, vo, v_stride};
+      st = op_rope_kv(rec, &gl, &rp, V(qk), vsrc, V(s->pos), V(rope_cs), kg, vg);
+    } else if (own && !rope_in_attn) {
+      op_kv_write_params wp = {T, ko, qk_stride, vo, v_stride};
+      st = op_kv_write(rec, &gl, &wp, V(qk), vb == qk ? V(qk) : V(vb), V(s->pos), kg, vg);
+    }
+    op_attn_params ap = {T, gq, qk_stride, qo, nq, llm_layer_window(hp, l), hp->attn_scale, 0.0f, f->fo->max_len};
+    op_attn_rope ar = {V(rope_cs), vsrc, rot, max_pos, ko, vo, hp->rope_mode};
+    if (rope_in_attn) ap.rope = &ar;
+    gpu_view out = {s->attn, (uint64_t)qo * 4, 0}; /* its heads' columns of every token's row */
+    if (!st && decode) {
+      gpu_view args = V(s->attn_args);
+      int indirect = f->fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
+      st = op_attention_decode(rec, &gl, &ap, V(qk), kg, vg, V(s->pos), V(s->attn_partial), indirect ? &args : NULL,
+                               out);
+    } else if (!st)
+      st = op_attention(rec, &gl, &ap, V(qk), kg, vg, V(s->pos), out);
+  }
   /* output projection + residual (through Gemma's post-attention norm) */
   if (st) return st;
   if (f->fused) {

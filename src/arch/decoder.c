@@ -95,25 +95,28 @@ static const char *size_str(uint64_t b, char *buf, size_t n) {
 }
 
 wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
-                                 llm_kv_cache *kv, char *err, size_t errlen) {
+                                 uint64_t max_binding, llm_kv_cache *kv, char *err, size_t errlen) {
   memset(kv, 0, sizeof *kv);
   kv->n_layer = hp->n_layer;
   kv->ctx = ctx;
   kv->f16 = f16;
   kv->ring_slack = UINT32_MAX;
   kv->layout = calloc(hp->n_layer, sizeof *kv->layout);
+  kv->group_heads = calloc(hp->n_layer, sizeof *kv->group_heads);
   kv->k = calloc(hp->n_layer, sizeof *kv->k);
   kv->v = calloc(hp->n_layer, sizeof *kv->v);
-  if (!kv->layout || !kv->k || !kv->v) {
+  if (!kv->layout || !kv->group_heads || !kv->k || !kv->v) {
     llm_kv_cache_free(gpu, kv);
     snprintf(err, errlen, "out of host memory");
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
   wgllm_status st = WGLLM_OK;
-  /* the context whose every layer's K fits one storage binding (for the message below) */
+  /* the context whose every layer's single KV head fits one storage binding (for the message below) */
   uint64_t max_bind = gpu->limits.maxStorageBufferBindingSize, ctx_fits = UINT64_MAX;
+  if (max_binding && max_binding < max_bind) max_bind = max_binding;
+  uint64_t align = gpu->limits.minStorageBufferOffsetAlignment ? gpu->limits.minStorageBufferOffsetAlignment : 256;
   for (uint32_t l = 0; l < hp->n_layer; l++) {
-    uint64_t per_pos = (uint64_t)llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+    uint64_t per_pos = (uint64_t)llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
     if (llm_layer_owns_kv(hp, l) && per_pos && max_bind / per_pos < ctx_fits) ctx_fits = max_bind / per_pos;
   }
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
@@ -134,22 +137,36 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
     kv->layout[l] = (op_kv_layout){llm_layer_n_head_kv(hp, l), hd, slots, f16};
     if (src != l) { /* a KV-shared layer: its source came earlier */
       kv->layout[l] = kv->layout[src];
+      kv->group_heads[l] = kv->group_heads[src];
       continue;
     }
-    uint64_t per = (uint64_t)kv->layout[l].n_kv_head * slots * hd * (f16 ? 2 : 4);
-    /* a layer's K (and V) is one storage binding in the attention kernels: refused here, with the numbers, rather
-       than when the step is recorded */
-    if (per > max_bind) {
+    uint32_t nkv = kv->layout[l].n_kv_head;
+    uint64_t head = (uint64_t)slots * hd * (f16 ? 2 : 4), per = nkv * head;
+    /* bound in groups of KV heads where the layer is over the binding limit: the most heads a binding that
+       divides the heads and keeps the groups' K / V and attention-output offsets aligned */
+    uint32_t g = nkv, rep = hp->n_head / nkv;
+    while (g > 1 && ((uint64_t)g * head > max_bind || nkv % g))
+      g--;
+    if (g < nkv && (head % align || ((uint64_t)g * rep * hd * 4) % align)) g = 0;
+    if (g == 0 || (uint64_t)g * head > max_bind) {
       char a[32], b[32];
       snprintf(err, errlen,
-               "KV cache: layer %u keeps %u positions x %u KV heads x %u x %s = %s for K (and as much for V), "
-               "over the device's storage binding limit of %s: a context of at most %llu fits%s",
-               l, slots, kv->layout[l].n_kv_head, hd, f16 ? "f16" : "f32", size_str(per, a, sizeof a),
-               size_str(max_bind, b, sizeof b), (unsigned long long)ctx_fits,
-               f16 ? "" : " (twice that with an f16 cache)");
+               "KV cache: layer %u keeps %u positions x %u KV heads x %u x %s = %s for K (and as much for V); one "
+               "KV head%s is over the storage binding limit of %s: a context of at most %llu fits%s",
+               l, slots, nkv, hd, f16 ? "f16" : "f32", size_str(per, a, sizeof a),
+               g ? "" : " (or a group whose offset meets the binding alignment)", size_str(max_bind, b, sizeof b),
+               (unsigned long long)ctx_fits, f16 ? "" : " (twice that with an f16 cache)");
       st = WGLLM_ERR_UNSUPPORTED;
       break;
     }
+    if (per > gpu->limits.maxBufferSize) {
+      char a[32], b[32];
+      snprintf(err, errlen, "KV cache: layer %u needs %s for K, over the device's largest buffer of %s", l,
+               size_str(per, a, sizeof a), size_str(gpu->limits.maxBufferSize, b, sizeof b));
+      st = WGLLM_ERR_UNSUPPORTED;
+      break;
+    }
+    kv->group_heads[l] = g;
     st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err, errlen);
     if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err, errlen);
     kv->bytes += 2 * per;
@@ -164,6 +181,7 @@ void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv) {
     if (kv->v) gpu_buffer_destroy(gpu, kv->v[l]);
   }
   free(kv->layout);
+  free(kv->group_heads);
   free(kv->k);
   free(kv->v);
   memset(kv, 0, sizeof *kv);
@@ -226,4 +244,17 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
   f.fused = T == 1 && !fo->unfused && llm_fused_decode_ok(rec, m);
   if (m->hp.arch == LLM_ARCH_GEMMA4) return llm_forward_gemma4(&f, n_logits);
   return llm_forward_llama(&f, n_logits);
+}
+
+uint32_t llm_kv_group(const llm_kv_cache *kv, uint32_t l, uint32_t j, op_kv_layout *layout, gpu_view *k, gpu_view *v,
+                      uint32_t *first_head) {
+  const op_kv_layout *all = &kv->layout[l];
+  uint32_t g = kv->group_heads[l] ? kv->group_heads[l] : all->n_kv_head;
+  uint64_t head = (uint64_t)all->ctx * all->head_dim * (all->f16 ? 2 : 4);
+  *layout = *all;
+  layout->n_kv_head = g;
+  *first_head = j * g;
+  *k = (gpu_view){kv->k[l], (uint64_t)j * g * head, (uint64_t)g * head};
+  *v = (gpu_view){kv->v[l], (uint64_t)j * g * head, (uint64_t)g * head};
+  return all->n_kv_head / g;
 }

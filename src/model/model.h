@@ -152,6 +152,7 @@ typedef struct llm_model {
   gpu_buffer **owned;       /* every buffer the model created */
   size_t n_owned, cap_owned;
   uint64_t weight_bytes;
+  uint64_t max_binding;   /* the storage binding limit its weights were split for; its sessions' KV caches too */
   char weights_desc[128]; /* "native", "q4gsw g32", ... */
   char source[512];       /* path */
 } llm_model;

@@ -575,6 +575,7 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
   }
   loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, 0, 0, err, errlen};
   L.max_binding = o.max_binding ? o.max_binding : gpu->limits.maxStorageBufferBindingSize;
+  m->max_binding = L.max_binding;
   const llm_hparams *hp = &m->hp;
   int qz = o.weights.q4 ? (int)o.weights.group : 0;
   if (o.weights.q4)

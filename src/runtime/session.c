@@ -70,7 +70,9 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   s->fed = malloc(s->opt.ctx * sizeof *s->fed);
   wgllm_status st = s->fed ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) snprintf(err, errlen, "out of host memory");
-  if (!st) st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, s->opt.kv_f16, &s->kv, err, errlen);
+  if (!st)
+    st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, s->opt.kv_f16, m->max_binding, &s->kv, err,
+                             errlen);
   if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err, errlen);
   if (st) {
     llm_session_free(s);
