@@ -150,7 +150,39 @@ static void kv_over_binding(void) {
   llm_model_free(m);
 }
 
+/* Memory the device does not have is refused before anything is allocated: the weights at load, a KV cache at
+   session creation, each with the numbers (the device's memory, from its heaps, set small on the context). */
+static void memory_checks(void) {
+  gpu_context *g = th_gpu();
+  char err[1024];
+  CHECK(g->device_memory > 0 && g->n_heaps > 0, "the adapter reports no memory heaps (%u heaps, %llu bytes)",
+        g->n_heaps, (unsigned long long)g->device_memory);
+  printf("  device memory: %.2f GB in %u heap(s)\n", g->device_memory / 1e9, g->n_heaps);
+  uint64_t saved = g->device_memory, live = g->bytes_live;
+  llm_model *m = NULL;
+  g->device_memory = 100000; /* the gemma3 fixture's weights are about 0.8 MB */
+  wgllm_status s = llm_model_load(g, "data/models/gemma3", NULL, &m, err, sizeof err);
+  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err, "weights need") && g->bytes_live == live,
+        "a model over the device's memory: %d, %s (%llu bytes left allocated)", (int)s, err,
+        (unsigned long long)(g->bytes_live - live));
+  printf("  refused: %s\n", err);
+  g->device_memory = saved;
+  s = llm_model_load(g, "data/models/gemma3", NULL, &m, err, sizeof err);
+  CHECK(s == WGLLM_OK, "gemma3: %s", err);
+  if (!m) return;
+  llm_kv_cache kv;
+  g->device_memory = g->bytes_live + 100000;
+  uint64_t before = g->bytes_live;
+  s = llm_kv_cache_create(g, &m->hp, 4096, 16, 0, 0, &kv, err, sizeof err);
+  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err, "KV cache: 4096 positions need") && g->bytes_live == before,
+        "a KV cache over the device's memory: %d, %s", (int)s, err);
+  printf("  refused: %s\n", err);
+  g->device_memory = saved;
+  llm_model_free(m);
+}
+
 int main(void) {
+  memory_checks();
   kv_over_binding();
   one_model("data/models/gemma4_kv_shared");
   one_model("data/models/gemma3");

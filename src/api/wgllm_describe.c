@@ -165,6 +165,11 @@ wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **out
   put(&t, "vendor:       %s\n", ctx->adapter_vendor);
   put(&t, "backend:      %s\n", ctx->backend);
   put(&t, "type:         %s\n", ctx->adapter_type);
+  if (ctx->device_memory)
+    put(&t, "memory:       %.2f GiB device-local (%u heap%s)\n", ctx->device_memory / 1073741824.0, ctx->n_heaps,
+        ctx->n_heaps == 1 ? "" : "s");
+  else
+    put(&t, "memory:       not reported by the library\n");
   char feats[256];
   put(&t, "features:     %s\n", gpu_feature_list(ctx, feats, sizeof feats));
   if (ctx->notices[0]) put(&t, "not granted:  %s\n", ctx->notices);

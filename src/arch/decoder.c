@@ -87,7 +87,9 @@ void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
 
 /* "488.3 MiB", "64.0 KiB": a size for messages */
 static const char *size_str(uint64_t b, char *buf, size_t n) {
-  if (b >= (1ull << 20))
+  if (b >= (1ull << 30))
+    snprintf(buf, n, "%.2f GiB", (double)b / (1 << 30));
+  else if (b >= (1ull << 20))
     snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
   else
     snprintf(buf, n, "%.1f KiB", (double)b / 1024);
@@ -167,9 +169,25 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
       break;
     }
     kv->group_heads[l] = g;
+    kv->bytes += 2 * per;
+  }
+  /* the whole cache against what the device has left (its memory less what this context holds), before any of
+     it is allocated */
+  uint64_t used = gpu->bytes_live < gpu->device_memory ? gpu->bytes_live : gpu->device_memory;
+  if (!st && gpu->device_memory && kv->bytes > gpu->device_memory - used) {
+    char a[32], b[32], c[32];
+    snprintf(err, errlen,
+             "KV cache: %u positions need %s, and %s has %s of its %s left (weights and other sessions hold the "
+             "rest)%s",
+             ctx, size_str(kv->bytes, a, sizeof a), gpu->adapter_name, size_str(gpu->device_memory - used, b, sizeof b),
+             size_str(gpu->device_memory, c, sizeof c), f16 ? "" : "; an f16 cache takes half");
+    st = WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
+    if (llm_layer_kv_source(hp, l) != l) continue;
+    uint64_t per = (uint64_t)kv->layout[l].n_kv_head * kv->layout[l].ctx * kv->layout[l].head_dim * (f16 ? 2 : 4);
     st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err, errlen);
     if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err, errlen);
-    kv->bytes += 2 * per;
   }
   if (st) llm_kv_cache_free(gpu, kv);
   return st;

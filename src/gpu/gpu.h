@@ -20,6 +20,10 @@
 #define GPU_FEATURE_TIMESTAMP_QUERY ((WGPUFeatureName)0x03)
 #define GPU_FEATURE_SHADER_F16 ((WGPUFeatureName)0x0A)
 #define GPU_FEATURE_SUBGROUPS ((WGPUFeatureName)0x11)
+/* The adapter's memory heaps (AdapterPropertiesMemoryHeaps chained on wgpuAdapterGetInfo): the header's sType
+   value is the library's too, checked by chaining every value and reading back a heap list (lavapipe: 1 heap,
+   device-local | host-visible, the machine's RAM); test_kv_ring checks that heaps are read. */
+#define GPU_STYPE_MEMORY_HEAPS ((WGPUSType)0x00050013)
 
 /* ---------- context ---------- */
 typedef struct gpu_options {
@@ -59,6 +63,8 @@ typedef struct gpu_context {
   gpu_pipeline_cache *pipes;
   gpu_pool *pool;
   uint64_t bytes_live, bytes_peak; /* device bytes in buffers created through this layer */
+  uint64_t device_memory;          /* bytes of the adapter's device-local heaps; 0 when the library does not say */
+  uint32_t n_heaps;
 } gpu_context;
 
 wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, size_t errlen);

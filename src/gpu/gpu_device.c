@@ -124,6 +124,22 @@ void gpu_force_loss(gpu_context *ctx, const char *msg) {
   wgpuInstanceProcessEvents(ctx->instance);
 }
 
+/* ctx->device_memory: the device-local heaps' bytes, for refusing at load what cannot fit */
+static void adapter_memory(gpu_context *ctx) {
+  WGPUAdapterPropertiesMemoryHeaps h = {0};
+  h.chain.sType = GPU_STYPE_MEMORY_HEAPS;
+  WGPUAdapterInfo info = {0};
+  info.nextInChain = &h.chain;
+  if (wgpuAdapterGetInfo(ctx->adapter, &info) == WGPUStatus_Success && h.heapInfo && h.heapCount < 64) {
+    for (size_t i = 0; i < h.heapCount; i++)
+      if (h.heapInfo[i].properties & WGPUHeapProperty_DeviceLocal) ctx->device_memory += h.heapInfo[i].size;
+    ctx->n_heaps = (uint32_t)h.heapCount;
+  }
+  if (h.heapInfo) wgpuAdapterPropertiesMemoryHeapsFreeMembers(h);
+  info.nextInChain = NULL;
+  wgpuAdapterInfoFreeMembers(info);
+}
+
 static const char *backend_name(WGPUBackendType b) {
   switch (b) {
   case WGPUBackendType_Vulkan:
@@ -256,6 +272,7 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   ctx->subgroup_min = info.subgroupMinSize;
   ctx->subgroup_max = info.subgroupMaxSize;
   wgpuAdapterInfoFreeMembers(info);
+  adapter_memory(ctx);
 
   /* Features: request what we use when offered; note what is missing. */
   WGPUFeatureName feats[4];

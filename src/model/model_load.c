@@ -267,6 +267,34 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
 
 /* The tensors of one pass over the role table (the file-level roles, or one layer's) into their slots in base
    (the model or the layer): single tensors as their kind says, groups (Q/K/V, their biases, gate/up) joined. */
+/* The bytes the weights will take on the GPU (the tensors the role table loads, as stored; q4 on load: 4.5 bits a
+   weight of the 2-D f32 / f16 / bf16 ones, its least), against the device's memory before anything is allocated:
+   a model that cannot fit is refused here with the numbers, not at the first refused buffer. */
+static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_hparams *hp, int q4, char *err,
+                               size_t errlen) {
+  if (!gpu->device_memory) return WGLLM_OK; /* the library gave no heap sizes */
+  size_t n;
+  const llm_role *roles = llm_roles(&n);
+  int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
+  char name[128];
+  uint64_t need = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (uint32_t l = 0; l < (pass ? hp->n_layer : 1); l++)
+      for (size_t i = 0; i < n; i++) {
+        const llm_role *r = &roles[i];
+        if (r->per_layer != pass || !llm_role_present(hp, r, l)) continue;
+        const wt_tensor *t = wt_find(st, llm_role_name(hp, gguf, r, pass ? (int)l : -1, name, sizeof name));
+        if (!t) continue;
+        int wide = t->dtype == WT_F32 || t->dtype == WT_F16 || t->dtype == WT_BF16;
+        need += q4 && wide && t->n_dims == 2 ? (uint64_t)wt_numel(t) * 9 / 16 : t->nbytes;
+      }
+  if (need <= gpu->device_memory) return WGLLM_OK;
+  snprintf(err, errlen,
+           "the model's weights need %.1f MiB of GPU memory%s, and %s has %.1f MiB (device-local memory, all heaps)",
+           need / 1048576.0, q4 ? " as q4" : "", gpu->adapter_name, gpu->device_memory / 1048576.0);
+  return WGLLM_ERR_OUT_OF_MEMORY;
+}
+
 static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
   const llm_hparams *hp = &L->m->hp;
   size_t n;
@@ -577,6 +605,12 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
   L.max_binding = o.max_binding ? o.max_binding : gpu->limits.maxStorageBufferBindingSize;
   m->max_binding = L.max_binding;
   const llm_hparams *hp = &m->hp;
+  if (!s) s = check_fits(gpu, st, hp, o.weights.q4, err, errlen);
+  if (s) {
+    llm_hparams_free(&m->hp);
+    free(m);
+    return s;
+  }
   int qz = o.weights.q4 ? (int)o.weights.group : 0;
   if (o.weights.q4)
     snprintf(m->weights_desc, sizeof m->weights_desc, "q4gsw g%u", o.weights.group);
