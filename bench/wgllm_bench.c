@@ -38,12 +38,12 @@ static void usage(FILE *f) {
          "                   [--unfused] [--attn-grid worst|indirect] [--dawn-toggles a,b]  (comparisons)\n"
          "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
          "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
-         "  --sampled: sample with the CLI defaults (t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1)\n"
+         "  --sampled: sample with t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1\n"
          "       wgllm bench --synthetic NAME --write-gguf OUT.gguf  (the Llama shapes)\n"
          "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
          "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), tiny, gemma4-tiny (tests)\n"
          "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
-         "  read back per step; defaults: --prompt 128 --gen 64 --runs 5\n");
+         "  read back per step; defaults: --prompt 128 --gen 64 --runs 5; progress on stderr when it is a terminal\n");
 }
 
 typedef struct prof_row {
@@ -77,20 +77,26 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   for (uint32_t i = 0; i < P; i++)
     ids[i] = (int32_t)((i * 2654435761u) % m->hp.n_vocab);
   op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
-  op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1}; /* the CLI's defaults */
+  op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1}; /* every stage of the sampler at work */
   st = llm_session_set_sampler(s, g_sampled ? &sampled : &greedy, ids, P);
   double *pre = calloc(runs, sizeof *pre), *dec = calloc(runs, sizeof *dec), *enc = calloc(runs, sizeof *enc);
   int32_t tok;
   /* prefill: a warm-up, then timed runs (at most 3: long prompts are slow to redo); decode: every run rewinds to
      the prompt and decodes G tokens at context P */
   uint32_t pre_runs = prefill_runs;
+  cli_progress prog; /* on a terminal: which run is going on */
+  cli_progress_begin(&prog);
   for (uint32_t r = 0; !st && r <= pre_runs; r++) { /* the warm-up prefill is short: it only compiles pipelines */
+    cli_progress_show(&prog, 1, "bench %u tokens, KV %s: prefill %s%u/%u", P, kv_f16 ? "f16" : "f32",
+                      r ? "" : "warm-up ", r, pre_runs);
     llm_session_reset(s);
     double t0 = now_s();
     st = llm_session_prefill_sample(s, ids, r ? P : (P < 256 ? P : 256), &tok);
     if (r > 0) pre[r - 1] = now_s() - t0;
   }
   for (uint32_t r = 0; !st && r <= runs; r++) { /* run 0 is the warm-up */
+    cli_progress_show(&prog, 1, "bench %u tokens, KV %s: decode %s%u/%u", P, kv_f16 ? "f16" : "f32",
+                      r ? "" : "warm-up ", r, runs);
     llm_session_rewind(s, P);
     double t1 = now_s(), enc_sum = 0;
     uint32_t queued = 0;
@@ -108,6 +114,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
       enc[r - 1] = enc_sum / G;
     }
   }
+  cli_progress_end(&prog);
   if (st) {
     fprintf(stderr, "wgllm bench: %s (%s)\n", s->err, wgllm_status_name(st));
     llm_session_free(s);
@@ -200,16 +207,26 @@ static int open_gpu(const cli_common *c, gpu_context **gpu) {
   return 0;
 }
 
+static cli_progress g_load;
+static int show_load(float fraction, void *user) {
+  (void)user;
+  cli_progress_show(&g_load, 0, "loading model: %.0f%%", 100.0 * fraction);
+  return 0;
+}
+
 static int load_model(const cli_common *c, gpu_context **gpu, llm_model **m) {
   char err[1024];
   llm_load_options lo = {0};
+  lo.progress = show_load;
   wgllm_status st = llm_parse_weight_policy(c->weights, &lo.weights, err, sizeof err);
   if (st) {
     fprintf(stderr, "wgllm bench: %s\n", err);
     return 2;
   }
   if (open_gpu(c, gpu)) return 1;
+  cli_progress_begin(&g_load);
   st = llm_model_load(*gpu, c->model, &lo, m, err, sizeof err);
+  cli_progress_end(&g_load);
   if (st) {
     fprintf(stderr, "wgllm bench: %s: %s (%s)\n", c->model, err, wgllm_status_name(st));
     gpu_destroy(*gpu);
@@ -218,75 +235,127 @@ static int load_model(const cli_common *c, gpu_context **gpu, llm_model **m) {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  cli_common c = {0};
-  const char *synthetic = NULL, *write_gguf = NULL;
-  uint32_t Ps[8] = {128}, nP = 1, G = 64, runs = 5, group = 32;
-  int kvs[2] = {0}, nkv = 0;
-  uint32_t prefill_runs = 0;
-  int depth = 2;
-  int json = 0, profile = 0;
-  for (int i = 1; i < argc; i++) {
-    int r = cli_common_arg(&c, argc, argv, &i);
-    if (r < 0) return 2;
-    if (r) continue;
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--json")) {
-      json = 1;
-      continue;
-    }
-    if (!strcmp(a, "--profile")) {
-      profile = 1;
-      continue;
-    }
-    if (!strcmp(a, "--sampled")) {
-      g_sampled = 1;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "wgllm bench: %s needs a value\n", a);
-      return 2;
-    }
-    const char *v = argv[++i];
-    if (!strcmp(a, "--synthetic"))
-      synthetic = v;
-    else if (!strcmp(a, "--write-gguf"))
-      write_gguf = v;
-    else if (!strcmp(a, "--prompt")) { /* one length or a comma list: one result per length */
-      nP = 0;
-      for (char *q = (char *)v; *q && nP < 8;) {
-        Ps[nP++] = (uint32_t)strtoul(q, &q, 10);
-        if (*q == ',')
-          q++;
-        else if (*q) {
-          fprintf(stderr, "wgllm bench: --prompt %s: expected N or N,N,...\n", v);
-          return 2;
-        }
+enum {
+  K_SYNTHETIC = 1024,
+  K_WRITE_GGUF,
+  K_PROMPT,
+  K_KV_LIST,
+  K_GEN,
+  K_RUNS,
+  K_GROUP,
+  K_PIPELINE,
+  K_PREFILL_RUNS,
+  K_JSON,
+  K_PROFILE,
+  K_SAMPLED
+};
+
+static const cli_opt bench_opts[] = {
+    {K_SYNTHETIC, "--synthetic", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_BENCH, "a synthetic model of a real shape"},
+    {K_WRITE_GGUF, "--write-gguf", CLI_TEXT, "OUT.gguf", 0, 0, 0, CLI_CMD_BENCH, "write the synthetic model"},
+    {K_PROMPT, "--prompt", CLI_TEXT, "P[,P...]", 0, 0, 0, CLI_CMD_BENCH, "prompt lengths, up to 8 (default 128)"},
+    {K_KV_LIST, "--kv-list", CLI_TEXT, "f32,f16", 0, 0, 0, CLI_CMD_BENCH, "KV cache types to measure"},
+    {K_GEN, "--gen", CLI_INT, "G", 1, 1 << 24, 0, CLI_CMD_BENCH, "tokens decoded a run (default 64)"},
+    {K_RUNS, "--runs", CLI_INT, "R", 1, 1 << 20, 0, CLI_CMD_BENCH, "timed decode runs (default 5)"},
+    {K_GROUP, "--group", CLI_CHOICE, "32|64|128", 0, 0, 0, CLI_CMD_BENCH, "q4 group of a synthetic model"},
+    {K_PIPELINE, "--pipeline", CLI_INT, "D", 1, LLM_MAX_IN_FLIGHT, 0, CLI_CMD_BENCH, "decode steps in flight"},
+    {K_PREFILL_RUNS, "--prefill-runs", CLI_INT, "N", 1, 1 << 20, 0, CLI_CMD_BENCH,
+     "timed prefills (default min(runs, 3))"},
+    {K_JSON, "--json", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "one JSON line a result"},
+    {K_PROFILE, "--profile", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "per-kernel GPU time of a decode step"},
+    {K_SAMPLED, "--sampled", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "sample instead of greedy"},
+    {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
+
+typedef struct bench_args {
+  cli_common c;
+  const char *synthetic, *write_gguf;
+  uint32_t Ps[8], nP, G, runs, group, prefill_runs;
+  int kvs[2], nkv, depth, json, profile;
+} bench_args;
+
+static int on_opt(void *user, int key, const cli_value *v) {
+  bench_args *a = user;
+  int r = cli_common_set(&a->c, key, v);
+  if (r != 1) return r;
+  switch (key) {
+  case K_SYNTHETIC:
+    a->synthetic = v->text;
+    break;
+  case K_WRITE_GGUF:
+    a->write_gguf = v->text;
+    break;
+  case K_PROMPT: /* one length or a comma list: one result per length */
+    a->nP = 0;
+    for (char *q = (char *)v->text; *q && a->nP < 8;) {
+      a->Ps[a->nP++] = (uint32_t)strtoul(q, &q, 10);
+      if (*q == ',')
+        q++;
+      else if (*q) {
+        fprintf(stderr, "wgllm bench: --prompt %s: expected N or N,N,...\n", v->text);
+        return 2;
       }
-    } else if (!strcmp(a, "--kv-list")) {
-      nkv = 0;
-      if (strstr(v, "f32")) kvs[nkv++] = 0;
-      if (strstr(v, "f16")) kvs[nkv++] = 1;
-    } else if (!strcmp(a, "--gen"))
-      G = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--runs"))
-      runs = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--group"))
-      group = (uint32_t)strtoul(v, NULL, 10);
-    else if (!strcmp(a, "--pipeline"))
-      depth = atoi(v);
-    else if (!strcmp(a, "--prefill-runs"))
-      prefill_runs = (uint32_t)strtoul(v, NULL, 10);
-    else {
-      fprintf(stderr, "wgllm bench: unknown option '%s'\n", a);
-      usage(stderr);
-      return 2;
     }
+    break;
+  case K_KV_LIST:
+    a->nkv = 0;
+    if (strstr(v->text, "f32")) a->kvs[a->nkv++] = 0;
+    if (strstr(v->text, "f16")) a->kvs[a->nkv++] = 1;
+    break;
+  case K_GEN:
+    a->G = (uint32_t)v->i;
+    break;
+  case K_RUNS:
+    a->runs = (uint32_t)v->i;
+    break;
+  case K_GROUP:
+    a->group = 32u << v->choice;
+    break;
+  case K_PIPELINE:
+    a->depth = (int)v->i;
+    break;
+  case K_PREFILL_RUNS:
+    a->prefill_runs = (uint32_t)v->i;
+    break;
+  case K_JSON:
+    a->json = 1;
+    break;
+  case K_PROFILE:
+    a->profile = 1;
+    break;
+  case K_SAMPLED:
+    g_sampled = 1;
+    break;
+  default:
+    return 2;
   }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  static const cli_opt *const tables[] = {cli_common_opts, bench_opts, NULL};
+  bench_args a = {0};
+  a.Ps[0] = 128;
+  a.nP = 1;
+  a.G = 64;
+  a.runs = 5;
+  a.group = 32;
+  a.depth = 2;
+  char **ops;
+  int n_ops;
+  int prc = cli_parse("wgllm bench", CLI_CMD_BENCH, tables, argc, argv, on_opt, &a, &ops, &n_ops);
+  if (prc) return prc;
+  if (n_ops && !a.c.help) fprintf(stderr, "wgllm bench: unexpected argument '%s'\n", ops[0]);
+  free(ops);
+  if (a.c.help) {
+    usage(stdout);
+    cli_print_options(stdout, CLI_CMD_BENCH, tables);
+    return 0;
+  }
+  if (n_ops) return 2;
+  cli_common c = a.c;
+  const char *synthetic = a.synthetic, *write_gguf = a.write_gguf;
+  uint32_t *Ps = a.Ps, nP = a.nP, G = a.G, runs = a.runs, group = a.group, prefill_runs = a.prefill_runs;
+  int *kvs = a.kvs, nkv = a.nkv, depth = a.depth, json = a.json, profile = a.profile;
   char err[1024];
   if (write_gguf) {
     if (!synthetic) {

@@ -199,6 +199,7 @@ typedef struct wgllm_generate_params {
   size_t n_stop;
   wgllm_stream_fn on_text;
   void *user;
+  int ignore_eos; /* keep generating past end-of-generation tokens (default 0: they end the text) */
 } wgllm_generate_params;
 WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
 

@@ -1,17 +1,29 @@
-/* The CLI and the example program end to end: run (greedy determinism, seeded sampling), chat over stdin,
-   tokenize round trip, --help of every command, and the errors a user can cause (each a message and a
-   non-zero exit, never a crash). */
+/* The CLI and the example program end to end: run (greedy determinism, seeds, llama-cli's command lines),
+   the one option parser (--x=y, --x y, -- , unknown and ambiguous options, ranges, single-dash long names,
+   any number of stop strings), the defaults (random seed, repeat penalty 1, the model's trained context),
+   chat over stdin (multi-line input, lines of any length, /regen, /save, /load, /reset), tokenize (--pieces,
+   standard input, --no-bos apart from --no-parse-special), on a pseudo-terminal: Ctrl-C in chat and run and the
+   progress lines (model load, long prompts, bench), and quiet when not a terminal; `make run`'s output;
+   the errors a user can cause (each a message and a non-zero exit, never a crash). */
 #include "harness.h"
+#include <errno.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char g_bin[512], g_tmp[256];
 static const char *GGUF = "data/models/llama_q4_0_gguf/model.gguf";
+static const char *DEFAULT = "../models/default"; /* trained context 512; greedy text runs to the context's end */
 
 /* runs a shell command line, capturing stdout and stderr; returns the exit status */
 static int sh(const char *cmdline, char **out, char **err) {
-  char cmd[4096], po[300], pe[300];
+  char cmd[16384], po[300], pe[300];
   snprintf(po, sizeof po, "%s/out.txt", g_tmp);
   snprintf(pe, sizeof pe, "%s/err.txt", g_tmp);
   snprintf(cmd, sizeof cmd, "%s >%s 2>%s", cmdline, po, pe);
@@ -27,16 +39,658 @@ static int sh(const char *cmdline, char **out, char **err) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
 }
 
+/* `wgllm ARGS` (a format), its stdout in *out and stderr in *err; returns the exit status */
+static int wg(char **out, char **err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int wg(char **out, char **err, const char *fmt, ...) {
+  char args[12000], cmd[12600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "%s/wgllm %s </dev/null", g_bin, args);
+  char *o, *e;
+  int rc = sh(cmd, &o, &e);
+  if (out)
+    *out = o;
+  else
+    free(o);
+  if (err)
+    *err = e;
+  else
+    free(e);
+  return rc;
+}
+
 static void expect_fail(const char *what, const char *args, const char *needle) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s/wgllm %s", g_bin, args);
   char *out, *err;
-  int rc = sh(cmd, &out, &err);
+  int rc = wg(&out, &err, "%s", args);
   CHECK(rc == 1 || rc == 2, "%s: exit %d, want 1 or 2 (stderr: %s)", what, rc, err);
   CHECK(strstr(err, needle) != NULL, "%s: stderr lacks \"%s\": %s", what, needle, err);
-  printf("  %-30s -> %s", what, err);
+  printf("  %-34s -> %s", what, err);
   free(out);
   free(err);
+}
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p++)
+    n++;
+  return n;
+}
+
+static double now_s(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* ---------- a program on a pseudo-terminal ---------- */
+typedef struct pty_proc {
+  pid_t pid;
+  int fd;
+  char *buf; /* everything it wrote (stdout and stderr), NUL-terminated */
+  size_t len, cap;
+} pty_proc;
+
+static int pty_spawn(pty_proc *p, const char *cmdline) {
+  memset(p, 0, sizeof *p);
+  p->cap = 1 << 16;
+  p->buf = calloc(1, p->cap);
+  struct winsize ws = {24, 120, 0, 0};
+  p->pid = forkpty(&p->fd, NULL, NULL, &ws);
+  if (p->pid < 0) return -1;
+  if (p->pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmdline, (char *)NULL);
+    _exit(127);
+  }
+  return 0;
+}
+
+/* reads what comes within secs; returns -1 at the end of its output */
+static int pty_read(pty_proc *p, double secs) {
+  struct pollfd pf = {p->fd, POLLIN, 0};
+  int r = poll(&pf, 1, secs > 0 ? (int)(secs * 1000) : 0);
+  if (r <= 0) return 0;
+  if (p->len + 4096 + 1 > p->cap) {
+    p->cap *= 2;
+    p->buf = realloc(p->buf, p->cap);
+  }
+  ssize_t n = read(p->fd, p->buf + p->len, 4096);
+  if (n <= 0) return -1; /* EIO once the terminal's last user is gone */
+  p->len += (size_t)n;
+  p->buf[p->len] = 0;
+  return 1;
+}
+
+/* waits for needle at or after offset from; returns the offset after it, or -1 */
+static long pty_expect(pty_proc *p, const char *needle, size_t from, double secs) {
+  double end = now_s() + secs;
+  for (;;) {
+    const char *hit = from <= p->len ? strstr(p->buf + from, needle) : NULL;
+    if (hit) return (long)(hit - p->buf) + (long)strlen(needle);
+    double left = end - now_s();
+    if (left <= 0 || pty_read(p, left) < 0) {
+      hit = from <= p->len ? strstr(p->buf + from, needle) : NULL;
+      return hit ? (long)(hit - p->buf) + (long)strlen(needle) : -1;
+    }
+  }
+}
+
+/* waits until n more bytes came after offset from */
+static int pty_expect_bytes(pty_proc *p, size_t from, size_t n, double secs) {
+  double end = now_s() + secs;
+  while (p->len < from + n) {
+    double left = end - now_s();
+    if (left <= 0 || pty_read(p, left) < 0) break;
+  }
+  return p->len >= from + n;
+}
+
+static void pty_send(pty_proc *p, const char *s) {
+  ssize_t w = write(p->fd, s, strlen(s));
+  (void)w;
+}
+
+/* reads to the end (killing it after secs) and returns its exit status (128 + signal) */
+static int pty_finish(pty_proc *p, double secs) {
+  double end = now_s() + secs;
+  while (now_s() < end && pty_read(p, end - now_s()) >= 0) {
+  }
+  int st = 0;
+  pid_t w;
+  while ((w = waitpid(p->pid, &st, WNOHANG)) == 0 && now_s() < end + 5) /* its output ends as it exits */
+    usleep(10000);
+  if (w == 0) {
+    kill(p->pid, SIGKILL);
+    waitpid(p->pid, &st, 0);
+    close(p->fd);
+    return -1;
+  }
+  close(p->fd);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* a number before `what` in s ("120 generated"), or -1 */
+static long number_before(const char *s, const char *what) {
+  const char *p = strstr(s, what);
+  if (!p) return -1;
+  while (p > s && p[-1] == ' ')
+    p--;
+  while (p > s && p[-1] >= '0' && p[-1] <= '9')
+    p--;
+  return strtol(p, NULL, 10);
+}
+
+static void runs_and_defaults(void) {
+  char *o1, *o2, *e;
+  /* greedy run is deterministic */
+  CHECK(wg(&o1, &e, "run -m %s -p 'a b' -n 12 --temp 0", GGUF) == 0, "run greedy: %s", e);
+  free(e);
+  CHECK(wg(&o2, NULL, "run -m %s -p 'a b' -n 12 --temp 0", GGUF) == 0 && !strcmp(o1, o2),
+        "greedy run differs between runs");
+  CHECK(strncmp(o1, "a b", 3) == 0 && strlen(o1) > 4, "run echoes the prompt and continues: '%s'", o1);
+  free(o2);
+  /* the same options spelled --x=y, as llama-cli's names, options after the text, the text as operands */
+  const char *spellings[] = {"run -m %s -p 'a b' --n-predict=12 --temp=0",
+                             "run --model=%s --prompt='a b' -n12 --temp 0", "run -m %s 'a b' -n 12 --temperature 0",
+                             "run -m %s a b -n 12 --temp 0", "-m %s -p 'a b' -n 12 --temp 0"};
+  for (int i = 0; i < 5; i++) {
+    int rc = wg(&o2, &e, spellings[i], GGUF);
+    CHECK(rc == 0 && !strcmp(o1, o2), "'%s' gives other text: '%s' vs '%s' (%s)", spellings[i], o2, o1, e);
+    free(o2);
+    free(e);
+  }
+  free(o1);
+
+  /* llama-cli's command line from the issue, as written */
+  int rc = wg(&o1, &e, "run -m %s -p \"Hello\" -n 32 -c 512 -s 7 --temp 0.7 --top-k 40 --repeat-penalty 1.0 --stats",
+              DEFAULT);
+  CHECK(rc == 0 && !strncmp(o1, "Hello", 5) && strstr(e, "32 generated"), "llama-cli command line: %d %s / %s", rc, o1,
+        e);
+  free(o1);
+  free(e);
+  rc = wg(&o1, &e, "run -m %s -p \"Hello\" -n 32 -c 512 -s 7 --temp 0.7 --top-k 40 --repeat-penalty 1.0 --ignore-eos",
+          DEFAULT);
+  {
+    CHECK(rc == 0 && !strncmp(o1, "Hello", 5), "llama-cli command line with --ignore-eos: %d %s", rc, e);
+    /* seed 6 ends at an end-of-generation token after 21 tokens; with --ignore-eos it goes on to -n */
+    free(o1);
+    free(e);
+    rc = wg(&o1, &e, "run -m %s -p 'a b' -n 60 --temp 1 -s 6 --stats", GGUF);
+    CHECK(rc == 0 && strstr(e, "end of generation") && number_before(e, "generated") < 60, "seed 6 ends early: %s", e);
+    free(o1);
+    free(e);
+    rc = wg(&o1, &e, "run -m %s -p 'a b' -n 60 --temp 1 -s 6 --stats --ignore-eos", GGUF);
+    CHECK(rc == 0 && strstr(e, "60 generated"), "--ignore-eos goes past the end of generation: %s", e);
+  }
+  free(o1);
+  free(e);
+
+  /* seeds: the same seed reproduces, another differs; no -s is a random seed, printed with -v */
+  const char *sampled = "run -m %s -p 'a b' -n 16 --temp 1.0 --top-k 0 --top-p 1 --min-p 0";
+  char fmt[512];
+  snprintf(fmt, sizeof fmt, "%s --seed 5", sampled);
+  wg(&o1, NULL, fmt, GGUF);
+  wg(&o2, NULL, fmt, GGUF);
+  CHECK(!strcmp(o1, o2), "same seed, different text");
+  free(o2);
+  snprintf(fmt, sizeof fmt, "%s -s 6", sampled);
+  wg(&o2, NULL, fmt, GGUF);
+  CHECK(strcmp(o1, o2), "another seed gives the same text");
+  free(o1);
+  free(o2);
+  snprintf(fmt, sizeof fmt, "%s -v", sampled);
+  char *e1, *e2;
+  wg(&o1, &e1, fmt, GGUF);
+  wg(&o2, &e2, fmt, GGUF);
+  CHECK(strcmp(o1, o2), "two runs without -s gave the same text (the seed is not random): %s", o1);
+  long seed = number_before(e1, " (random)");
+  CHECK(seed >= 0 && strstr(e1, "(random)") && number_before(e2, " (random)") != seed, "-v prints the random seed: %s",
+        e1);
+  free(o2);
+  snprintf(fmt, sizeof fmt, "%s -s %ld", sampled, seed);
+  wg(&o2, NULL, fmt, GGUF);
+  CHECK(!strcmp(o1, o2), "-s with the printed seed does not reproduce the text: '%s' vs '%s'", o1, o2);
+  CHECK(strstr(e1, "repeat-penalty 1 "), "the repeat penalty is not 1 by default: %s", e1);
+  free(o1);
+  free(o2);
+  free(e1);
+  free(e2);
+  snprintf(fmt, sizeof fmt, "%s -s 9", sampled);
+  wg(&o1, NULL, fmt, GGUF);
+  snprintf(fmt, sizeof fmt, "%s -s 9 --repeat-penalty 1.0", sampled);
+  wg(&o2, NULL, fmt, GGUF);
+  CHECK(!strcmp(o1, o2), "no --repeat-penalty differs from --repeat-penalty 1.0");
+  free(o1);
+  free(o2);
+
+  /* the context: the model's trained length unless -c; more than it is warned about; logits keeps 4096 */
+  wg(NULL, &e, "run -m %s -p 'In the' -n 2 -v", DEFAULT);
+  CHECK(strstr(e, "context 512 tokens (the model's trained length)"), "default context: %s", e);
+  CHECK(!strstr(e, "warning"), "a warning without -c: %s", e);
+  free(e);
+  wg(NULL, &e, "run -m %s -p 'In the' -n 2 -c 1024 -v", DEFAULT);
+  CHECK(strstr(e, "warning: -c 1024 is more than the 512 tokens the model was trained on") &&
+            strstr(e, "context 1024 tokens"),
+        "-c over the trained length: %s", e);
+  free(e);
+  snprintf(fmt, sizeof fmt, "logits -m %s --prompt-ids 1,2 -o %s/l.f32 -v", DEFAULT, g_tmp);
+  wg(NULL, &e, "%s", fmt);
+  CHECK(strstr(e, "context 4096 tokens"), "logits context: %s", e);
+  free(e);
+  /* -n -1: until the context is full */
+  rc = wg(NULL, &e, "run -m %s -p 'a b' -n -1 -c 40 --temp 0 --stats", GGUF);
+  CHECK(rc == 0 && strstr(e, "context full"), "-n -1: %s", e);
+  free(e);
+  /* -t and -ngl: accepted, ignored, said with -v */
+  rc = wg(NULL, &e, "run -m %s -p 'a b' -n 2 -t 8 -ngl 99 -v", GGUF);
+  CHECK(rc == 0 && strstr(e, "-t 8 is accepted for llama.cpp compatibility and ignored") && strstr(e, "-ngl 99"),
+        "-t: %s", e);
+  free(e);
+}
+
+static void parser(void) {
+  char *o1, *o2, *e;
+  /* -- ends the options: a text starting with '-' */
+  int rc = wg(&o1, &e, "tokenize -m %s -- -x", GGUF);
+  CHECK(rc == 0 && o1[0] >= '0' && o1[0] <= '9', "tokenize -- -x: %d %s %s", rc, o1, e);
+  free(o1);
+  free(e);
+  rc = wg(&o1, &e, "run -m %s -n 4 --temp 0 -- -5 a", GGUF);
+  CHECK(rc == 0 && !strncmp(o1, "-5 a", 4), "run -- -5 a: %d '%s' %s", rc, o1, e);
+  free(o1);
+  free(e);
+  /* a value that starts with '-' is a value, also after a single-dash long name */
+  rc = wg(&o1, &e, "run -m %s -p -sys -n 4 --temp 0", GGUF);
+  CHECK(rc == 0 && !strncmp(o1, "-sys", 4), "-p -sys: %d '%s' %s", rc, o1, e);
+  free(o1);
+  free(e);
+  /* -sys=TEXT, as llama-cli also takes it; -no-cnv is no option of chat, but taken there */
+  rc = wg(&o1, &e, "chat -m %s -n 2 -sys='be brief' -no-cnv -p hi -st -v", GGUF);
+  CHECK(rc == 0 && strstr(e, "wgllm chat:"), "-sys=TEXT: %d %s", rc, e);
+  free(o1);
+  free(e);
+  /* a prompt from a file, as -p */
+  char path[400], cmd[1200];
+  snprintf(path, sizeof path, "%s/prompt.txt", g_tmp);
+  FILE *f = fopen(path, "w");
+  fputs("a b\n", f);
+  fclose(f);
+  wg(&o1, NULL, "run -m %s -p 'a b' -n 8 --temp 0", GGUF);
+  wg(&o2, &e, "run -m %s -f %s -n 8 --temp 0", GGUF, path);
+  CHECK(!strcmp(o1, o2), "-f FILE differs from -p: '%s' vs '%s' (%s)", o2, o1, e);
+  free(o2);
+  free(e);
+  snprintf(cmd, sizeof cmd, "printf 'a b' | %s/wgllm run -m %s -f - -n 8 --temp 0", g_bin, GGUF);
+  CHECK(sh(cmd, &o2, &e) == 0 && !strcmp(o1, o2), "-f - differs from -p: '%s' (%s)", o2, e);
+  free(o2);
+  free(e);
+  free(o1);
+  /* any number of stop strings: the 9th still counts */
+  wg(&o1, NULL, "run -m %s -p 'In the' -n 16 --temp 0", DEFAULT);
+  char stop[8] = "";
+  for (size_t x = 14; x + 4 < strlen(o1) && !stop[0]; x++) { /* 4 letters first seen there */
+    snprintf(stop, sizeof stop, "%.4s", o1 + x);
+    if (strspn(stop, "abcdefghijklmnopqrstuvwxyz") != 4 || strstr(o1, stop) != o1 + x) stop[0] = 0;
+  }
+  CHECK(stop[0], "no stop string to pick in '%s'", o1);
+  if (stop[0]) {
+    wg(&o2, &e,
+       "run -m %s -p 'In the' -n 16 --temp 0 -r Q1 -r Q2 --stop Q3 --stop Q4 -r Q5 -r Q6 -r Q7 --reverse-prompt=Q8 "
+       "--stop %s",
+       DEFAULT, stop);
+    CHECK(strlen(o2) < strlen(o1) && !strncmp(o1, o2, strlen(o2) - 1) && !strstr(o2, stop),
+          "the 9th stop string was dropped: '%s' (stop '%s' in '%s')", o2, stop, o1);
+    free(o2);
+    free(e);
+  }
+  free(o1);
+
+  /* errors of the parser, the same in every command */
+  expect_fail("unknown option", "run -m x -p hi --bogus 1", "unknown option '--bogus'");
+  expect_fail("unknown short option", "run -m x -p hi -z", "unknown option '-z'");
+  expect_fail("option of another command", "logits -m x --temp 1", "unknown option '--temp'");
+  expect_fail("abbreviated name", "logits -m x --prompt 1 -o y",
+              "unknown option '--prompt' (did you mean --prompt-ids?)");
+  expect_fail("run option in tokenize", "tokenize -m x -n 3 hi", "unknown option '-n'");
+  expect_fail("ambiguous prefix", "run -m x -p hi --top 5", "unknown option '--top' (did you mean --top-k, --top-p?)");
+  expect_fail("abbreviated flag", "run -m x -p hi --ignore", "unknown option '--ignore' (did you mean --ignore-eos?)");
+  expect_fail("flag with a value", "run -m x -p hi --ignore-eos=1", "--ignore-eos takes no value");
+  expect_fail("missing value", "run -m x -p", "-p needs a value");
+  expect_fail("missing long value", "run -m x -p hi --ctx-size", "--ctx-size needs a value");
+  expect_fail("bad temperature", "run -m x -p hi --temp -1", "--temp -1: expected a number of at least 0");
+  expect_fail("infinite temperature", "run -m x -p hi --temp inf", "--temp inf: expected a number");
+  expect_fail("NaN top-p", "run -m x -p hi --top-p nan", "--top-p nan: expected a number from 0 to 1");
+  expect_fail("zero repeat penalty", "run -m x -p hi --repeat-penalty 0", "greater than 0");
+  expect_fail("repeat-last-n over 256", "run -m x -p hi --repeat-last-n 257", "from -1 to 256");
+  expect_fail("run context with trailing junk", "run -m x -p hi --ctx 12abc", "--ctx 12abc: expected a whole number");
+  expect_fail("logits context with trailing junk", "logits -m x --prompt-ids 1 -o y -c 12abc",
+              "-c 12abc: expected a whole number from 0 to 16777216");
+  expect_fail("context too large", "run -m x -p hi --ctx 99999999", "from 0 to 16777216");
+  expect_fail("seed out of range", "run -m x -p hi -s 4294967296", "from -1 to 4294967295");
+  expect_fail("-n 0", "run -m x -p hi -n 0", "nothing to generate");
+  expect_fail("kv choice", "run -m x -p hi --kv f8", "--kv f8: expected one of f32|f16");
+  expect_fail("chat option in run", "run -m x -p hi -sys be", "options of chat");
+  expect_fail("two prompts", "run -m x -p hi there", "give the prompt once");
+  expect_fail("prompt file missing", "run -m x -f /nonexistent/p.txt", "/nonexistent/p.txt: No such file");
+  expect_fail("operand in chat", "chat -m x hello", "unexpected argument 'hello'");
+  expect_fail("operand in logits", "logits -m x --prompt-ids 1 -o y extra", "unexpected argument 'extra'");
+  expect_fail("bench unknown option", "bench --synthetic tiny --bogus", "unknown option '--bogus'");
+  expect_fail("bench bad --gen", "bench --synthetic tiny --gen 0", "--gen 0: expected a whole number from 1");
+
+  /* --help: every command, and every numeric option with its range */
+  const char *cmds[] = {"run", "chat", "tokenize", "logits", "info", "bench"};
+  for (int i = 0; i < 6; i++) {
+    char args[64];
+    snprintf(args, sizeof args, "%s --help", cmds[i]);
+    rc = wg(&o1, &e, "%s", args);
+    CHECK(rc == 0 && strstr(o1, "usage"), "%s --help", cmds[i]);
+    free(o1);
+    free(e);
+  }
+  wg(&o1, NULL, "run --help");
+  const char *ranges[] = {"-c, --ctx-size, --ctx N",
+                          "[0..16777216]",
+                          "-n, --n-predict, --max-tokens N",
+                          "[-1..16777216]",
+                          "-s, --seed S",
+                          "[-1..4294967295]",
+                          "--temp, --temperature T",
+                          "[>= 0]",
+                          "--top-p P",
+                          "[0..1]",
+                          "--repeat-penalty R",
+                          "[> 0]",
+                          "--repeat-last-n N",
+                          "[-1..256]",
+                          "-ub, --ubatch-size, --prefill-chunk N",
+                          "[1..65535]",
+                          "-r, --reverse-prompt, --stop TEXT",
+                          "any number",
+                          "-t, --threads N",
+                          "ignored",
+                          "-sys, --system-prompt",
+                          "-cnv, --conversation",
+                          "--chat-template",
+                          "--ignore-eos",
+                          "-f, --file FILE",
+                          "--min-p P",
+                          "--top-k K"};
+  for (size_t i = 0; i < sizeof ranges / sizeof *ranges; i++)
+    CHECK(strstr(o1, ranges[i]), "run --help lacks \"%s\"", ranges[i]);
+  /* each numeric option's line (or the line after it) states its range */
+  const char *numeric[][2] = {{"--top-k K", "[0..4294967295]"},     {"--min-p P", "[0..1]"},
+                              {"-t, --threads N", "[-1..1048576]"}, {"-ngl, --n-gpu-layers", "[-1..1048576]"},
+                              {"--max-binding BYTES", "[>= 1024]"}, {"-c, --ctx-size", "[0..16777216]"},
+                              {"-ub, --ubatch-size", "[1..65535]"}, {"--repeat-penalty R", "[> 0]"}};
+  for (size_t i = 0; i < sizeof numeric / sizeof *numeric; i++) {
+    const char *at = strstr(o1, numeric[i][0]), *nl = at ? strchr(at, '\n') : NULL;
+    const char *nl2 = nl ? strchr(nl + 1, '\n') : NULL;
+    const char *r = at ? strstr(at, numeric[i][1]) : NULL;
+    CHECK(r && (r < nl || (nl2 && r < nl2 && nl[1 + strspn(nl + 1, " ")] != '-')), "run --help: %s without %s",
+          numeric[i][0], numeric[i][1]);
+  }
+  free(o1);
+  wg(&o1, NULL, "bench --help");
+  CHECK(strstr(o1, "--gen G") && strstr(o1, "[1..16777216]") && strstr(o1, "--pipeline D") && strstr(o1, "[1..3]"),
+        "bench --help: %s", o1);
+  free(o1);
+}
+
+static void chat_stdin(void) {
+  char *o1, *e, cmd[4000], save[300], save2[300];
+  snprintf(save, sizeof save, "%s/conv.json", g_tmp);
+  snprintf(save2, sizeof save2, "%s/conv2.json", g_tmp);
+  /* two turns (the first over two lines), /regen, /save, an unknown command, /reset, a third turn */
+  snprintf(cmd, sizeof cmd,
+           "printf 'hello\\\\\\nworld\\nmore\\n/regen\\n/save %s\\n/bogus\\n/reset\\nagain\\n' | %s/wgllm chat -m %s "
+           "-n 8 --stats -sys 'be brief' --temp 1.5 --top-k 0",
+           save, g_bin, GGUF);
+  int rc = sh(cmd, &o1, &e);
+  CHECK(rc == 0, "chat exit %d: %s", rc, e);
+  CHECK(count(e, "generated") == 4, "chat answered %d of 4 (3 turns and /regen): %s", count(e, "generated"), e);
+  CHECK(strstr(e, "cached") != NULL, "chat stats: %s", e);
+  CHECK(strstr(e, "saved 5 messages") && strstr(e, "unknown command '/bogus'"), "chat commands: %s", e);
+  free(o1);
+  free(e);
+  char *j = th_read_file(save, NULL);
+  CHECK(j && strstr(j, "{\"role\": \"system\", \"content\": \"be brief\"}") &&
+            strstr(j, "{\"role\": \"user\", \"content\": \"hello\\nworld\"}") && count(j, "\"assistant\"") == 2 &&
+            strstr(j, "{\"role\": \"user\", \"content\": \"more\"}"),
+        "saved conversation (one message over two lines, /regen replacing the reply): %s", j ? j : "(none)");
+  /* /load then /save gives the same file; /load of a broken file is refused and the chat goes on */
+  snprintf(
+      cmd, sizeof cmd,
+      "printf '/load %s\\n/save %s\\n/load %s/nonexistent.json\\n/load %s/prompt.txt\\n' | %s/wgllm chat -m %s -n 4",
+      save, save2, g_tmp, g_tmp, g_bin, GGUF);
+  rc = sh(cmd, &o1, &e);
+  char *j2 = th_read_file(save2, NULL);
+  CHECK(rc == 0 && strstr(e, "loaded 5 messages") && j && j2 && !strcmp(j, j2), "/load + /save round trip: %d %s", rc,
+        e);
+  CHECK(strstr(e, "nonexistent.json: No such file") && strstr(e, "prompt.txt: byte 0: expected an array"),
+        "/load errors: %s", e);
+  free(j);
+  free(j2);
+  free(o1);
+  free(e);
+  /* JSON escapes in, UTF-8 out; {"messages": [...]} too; a bad role refused */
+  FILE *f = fopen(save, "w");
+  fputs("{\"model\": \"x\", \"n\": [1, 2.5e3, true, null], \"messages\": [{\"role\":\"user\",\"content\":"
+        "\"caf\\u00e9 \\ud83d\\ude00 \\\"q\\\" \\t\\/\",\"name\":{\"a\":[]}}]}",
+        f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "printf '/load %s\\n/save %s\\n' | %s/wgllm chat -m %s -n 4", save, save2, g_bin, GGUF);
+  rc = sh(cmd, &o1, &e);
+  j2 = th_read_file(save2, NULL);
+  CHECK(rc == 0 && j2 &&
+            strstr(j2, "{\"role\": \"user\", \"content\": \"caf\xc3\xa9 \xf0\x9f\x98\x80 \\\"q\\\" \\t/\"}"),
+        "JSON escapes: %s %s", e, j2 ? j2 : "");
+  free(j2);
+  free(o1);
+  free(e);
+  f = fopen(save, "w");
+  fputs("[{\"role\": \"robot\", \"content\": \"x\"}]", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "printf '/load %s\\n' | %s/wgllm chat -m %s -n 4", save, g_bin, GGUF);
+  sh(cmd, &o1, &e);
+  CHECK(strstr(e, "role \"robot\" is not system, user or assistant"), "bad role: %s", e);
+  free(o1);
+  free(e);
+  /* a line over 8191 bytes is one message (refused whole: more tokens than the context) */
+  snprintf(cmd, sizeof cmd, "{ printf 'ab %%.0s' $(seq 3000); echo; } | %s/wgllm chat -m %s -n 4 -c 1024 --stats",
+           g_bin, GGUF);
+  rc = sh(cmd, &o1, &e);
+  long n = number_before(e, "tokens, the context only");
+  CHECK(rc == 0 && count(e, "the context only") == 1 && n > 5000, "a 9000-byte line: %ld tokens, %s", n, e);
+  free(o1);
+  free(e);
+  /* -p and -st: one turn and leave; run -cnv is chat */
+  rc = wg(&o1, &e, "chat -m %s -n 4 -p 'hi there' -st --stats", GGUF);
+  CHECK(rc == 0 && count(e, "generated") == 1 && strstr(o1, "> hi there"), "-p -st: %d %s", rc, e);
+  free(o1);
+  free(e);
+  rc = wg(&o1, &e, "run -m %s -cnv -n 4 -sys 'be brief' -p 'hi there' -st --stats", GGUF);
+  CHECK(rc == 0 && strstr(e, "wgllm chat:") && count(e, "generated") == 1, "run -cnv: %d %s", rc, e);
+  free(o1);
+  free(e);
+  rc = wg(&o1, &e, "chat -m %s -n 4 -sysf %s/nonexistent -st", GGUF, g_tmp);
+  CHECK(rc == 2 && strstr(e, "-sysf"), "-sysf missing: %s", e);
+  free(o1);
+  free(e);
+}
+
+static void tokenize(void) {
+  char *o1, *o2, *e, cmd[2000];
+  /* round trip */
+  CHECK(wg(&o1, &e, "tokenize -m %s 'aa bb cc'", GGUF) == 0, "tokenize: %s", e);
+  free(e);
+  o1[strcspn(o1, "\n")] = 0;
+  CHECK(wg(&o2, &e, "tokenize -m %s --decode %s", GGUF, o1) == 0 && strstr(o2, "aa bb cc"),
+        "decode(encode(x)): '%s' -> '%s'", o1, o2);
+  free(o2);
+  free(e);
+  /* BOS added by default (id 1 here), --ids the same list, --no-bos without it */
+  CHECK(!strncmp(o1, "1,", 2), "no BOS by default: %s", o1);
+  wg(&o2, NULL, "tokenize -m %s --ids 'aa bb cc'", GGUF);
+  CHECK(!strncmp(o2, o1, strlen(o1)), "--ids differs: %s", o2);
+  free(o2);
+  wg(&o2, NULL, "tokenize -m %s --no-bos 'aa bb cc'", GGUF);
+  CHECK(!strncmp(o2, o1 + 2, strlen(o1) - 2), "--no-bos: %s (with: %s)", o2, o1);
+  free(o2);
+  free(o1);
+  /* special-token text: parsed by default and with --no-bos; plain text with --no-parse-special */
+  wg(&o1, NULL, "tokenize -m %s --no-bos 'aa</s>'", GGUF);
+  CHECK(strstr(o1, ",2\n") != NULL, "--no-bos still parses </s> (id 2): %s", o1);
+  free(o1);
+  wg(&o1, NULL, "tokenize -m %s --no-parse-special 'aa</s>'", GGUF);
+  CHECK(!strncmp(o1, "1,", 2) && !strstr(o1, ",2\n"), "--no-parse-special keeps BOS, </s> as text: %s", o1);
+  free(o1);
+  wg(&o1, NULL, "tokenize -m %s --no-special 'aa</s>'", GGUF);
+  CHECK(strncmp(o1, "1,", 2) && !strstr(o1, ",2\n"), "--no-special: both: %s", o1);
+  free(o1);
+  /* --pieces: an id, a tab and its piece a line */
+  CHECK(wg(&o1, &e, "tokenize -m %s --pieces 'aa bb'", GGUF) == 0, "--pieces: %s", e);
+  CHECK(!strcmp(o1, "1\t<s>\n285\t\xe2\x96\x81"
+                    "aa\n286\t\xe2\x96\x81"
+                    "bb\n"),
+        "--pieces: '%s'", o1);
+  free(o1);
+  free(e);
+  wg(&o1, NULL, "tokenize -m %s --decode 1,3 --pieces", GGUF);
+  CHECK(!strcmp(o1, "1\t<s>\n3\t<0x00>\n"), "--decode --pieces: '%s'", o1);
+  free(o1);
+  wg(&o1, NULL, "tokenize -m %s --pieces \"$(printf 'a\\nb')\"", DEFAULT);
+  CHECK(strstr(o1, "\t\xc4\x8a\n"), "the newline's piece: '%s'", o1);
+  free(o1);
+  /* standard input when no text is given: the same ids */
+  wg(&o1, NULL, "tokenize -m %s 'aa bb'", GGUF);
+  snprintf(cmd, sizeof cmd, "printf 'aa bb' | %s/wgllm tokenize -m %s > %s/tok.txt", g_bin, GGUF, g_tmp);
+  CHECK(system(cmd) == 0, "tokenize from stdin");
+  snprintf(cmd, sizeof cmd, "%s/tok.txt", g_tmp);
+  o2 = th_read_file(cmd, NULL);
+  CHECK(o2 && !strcmp(o1, o2), "stdin: '%s' vs '%s'", o2 ? o2 : "", o1);
+  free(o1);
+  free(o2);
+  expect_fail("unknown id in --decode", "tokenize -m data/models/llama_q4_0_gguf/model.gguf --decode 5,99999", "99999");
+  expect_fail("unknown id in --pieces", "tokenize -m data/models/llama_q4_0_gguf/model.gguf --decode 5,999 --pieces",
+              "999 is outside");
+  expect_fail("unsupported tokenizer.json", "tokenize -m data/tokenizers/unsupported_wordpiece.json 'x'", "WordPiece");
+  expect_fail("two texts", "tokenize -m x a b", "one argument");
+}
+
+/* Ctrl-C and progress lines on a pseudo-terminal */
+static void terminal(void) {
+  pty_proc p;
+  char cmd[4000], conv[300];
+  snprintf(conv, sizeof conv, "%s/interrupted.json", g_tmp);
+  /* chat: Ctrl-C stops the reply (the greedy text would run to the context's end, 508 tokens), the prompt comes
+     back and the conversation is there; Ctrl-C at the prompt leaves */
+  snprintf(cmd, sizeof cmd, "exec %s/wgllm chat -m %s -n -1 --temp 0 --stats", g_bin, DEFAULT);
+  CHECK(pty_spawn(&p, cmd) == 0, "forkpty");
+  long at = pty_expect(&p, "> ", 0, 60);
+  CHECK(at > 0, "chat prompt: %s", p.buf);
+  CHECK(strstr(p.buf, "loading model") != NULL, "no load progress on a terminal: %s", p.buf);
+  pty_send(&p, "In the beginning\n");
+  CHECK(pty_expect_bytes(&p, (size_t)at, 80, 30), "no reply: %s", p.buf);
+  double t0 = now_s();
+  pty_send(&p, "\003");
+  long k = pty_expect(&p, "[interrupted]", (size_t)at, 30);
+  CHECK(k > 0, "Ctrl-C did not interrupt the reply: %s", p.buf + at);
+  long gen =
+      k > 0 && pty_expect(&p, "stopped by callback", (size_t)k, 10) > 0 ? number_before(p.buf + k, "generated") : -1;
+  CHECK(gen > 0 && gen < 400 && strstr(p.buf + k, "stopped by callback"), "interrupted after %ld tokens (%.1f s): %s",
+        gen, now_s() - t0, p.buf + at);
+  long back = k > 0 ? pty_expect(&p, "> ", (size_t)k, 10) : -1;
+  CHECK(back > 0, "no prompt after Ctrl-C: %s", p.buf + at);
+  char line[400];
+  snprintf(line, sizeof line, "/save %s\n", conv);
+  pty_send(&p, line);
+  CHECK(pty_expect(&p, "saved 2 messages", (size_t)(back > 0 ? back : 0), 10) > 0, "/save after Ctrl-C: %s",
+        p.buf + at);
+  pty_send(&p, "\003");
+  int rc = pty_finish(&p, 20);
+  CHECK(rc == 130, "Ctrl-C at the prompt: exit %d: %s", rc, p.buf + at);
+  printf("  chat: Ctrl-C stopped the reply after %ld tokens; Ctrl-C at the prompt: exit %d\n", gen, rc);
+  free(p.buf);
+  char *j = th_read_file(conv, NULL);
+  CHECK(j && strstr(j, "\"content\": \"In the beginning\"") && strstr(j, "\"assistant\", \"content\": \""),
+        "the interrupted reply is kept: %s", j ? j : "");
+  free(j);
+
+  /* run: Ctrl-C stops the text and exits 130 */
+  snprintf(cmd, sizeof cmd, "exec %s/wgllm run -m %s -p 'In the beginning' -n -1 --temp 0 --stats", g_bin, DEFAULT);
+  CHECK(pty_spawn(&p, cmd) == 0, "forkpty");
+  at = pty_expect(&p, "In the beginning", 0, 60);
+  CHECK(at > 0 && pty_expect_bytes(&p, (size_t)at, 60, 30), "run on a terminal: %s", p.buf);
+  pty_send(&p, "\003");
+  rc = pty_finish(&p, 30);
+  gen = number_before(p.buf, "generated");
+  CHECK(rc == 130 && strstr(p.buf, "interrupted") && gen > 0 && gen < 400, "run Ctrl-C: exit %d, %ld tokens: %s", rc,
+        gen, p.buf);
+  free(p.buf);
+
+  /* progress of a long prompt (passes of 64 tokens) and of the load on a terminal; nothing of it in a pipe */
+  char prompt[3000];
+  size_t n = 0;
+  for (int i = 0; i < 700; i++)
+    n += (size_t)snprintf(prompt + n, sizeof prompt - n, "a ");
+  prompt[n - 1] = 0;
+  snprintf(cmd, sizeof cmd, "exec %s/wgllm run -m %s -p '%s' -n 2 -ub 64 --temp 0", g_bin, GGUF, prompt);
+  CHECK(pty_spawn(&p, cmd) == 0, "forkpty");
+  rc = pty_finish(&p, 120);
+  CHECK(rc == 0, "long prompt on a terminal: exit %d", rc);
+  CHECK(strstr(p.buf, "loading model: ") && strstr(p.buf, "prompt: 0/701 tokens") && strstr(p.buf, "prompt: 64/701"),
+        "no prefill progress on a terminal: %.300s", p.buf);
+  const char *text = strstr(p.buf, "a a a");
+  CHECK(text && text > p.buf && strstr(p.buf, "\r\033[K") && strstr(p.buf, "\r\033[Ka a a"),
+        "the progress line is not cleared before the text: %.200s", p.buf);
+  free(p.buf);
+  char *o1, *e;
+  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p '%s' -n 2 -ub 64 --temp 0", g_bin, GGUF, prompt);
+  rc = sh(cmd, &o1, &e);
+  CHECK(rc == 0 && !strstr(e, "prompt:") && !strstr(e, "loading") && !strchr(o1, '\r') && !strchr(e, '\033'),
+        "progress when not a terminal: %s", e);
+  free(o1);
+  free(e);
+  /* bench */
+  snprintf(cmd, sizeof cmd, "exec %s/wgllm bench --synthetic tiny --prompt 16 --gen 8 --runs 2", g_bin);
+  CHECK(pty_spawn(&p, cmd) == 0, "forkpty");
+  rc = pty_finish(&p, 120);
+  CHECK(rc == 0 && strstr(p.buf, "bench 16 tokens, KV f32: decode 2/2") && strstr(p.buf, "decode:"),
+        "bench progress on a terminal: %d %.300s", rc, p.buf);
+  free(p.buf);
+  snprintf(cmd, sizeof cmd, "%s/wgllm bench --synthetic tiny --prompt 16 --gen 8 --runs 2", g_bin);
+  rc = sh(cmd, &o1, &e);
+  CHECK(rc == 0 && !strstr(e, "bench 16") && strstr(o1, "decode:"), "bench when not a terminal: %s", e);
+  free(o1);
+  free(e);
+}
+
+/* `make run`: the text and one summary line; the build's output only when it fails */
+static void make_run(void) {
+  if (getenv("WGLLM_TEST_NO_MAKE")) {
+    printf("  make run: skipped (WGLLM_TEST_NO_MAKE)\n");
+    return;
+  }
+  char build[600], cmd[2000], *o1, *e;
+  if (!realpath(g_bin, build)) return;
+  snprintf(cmd, sizeof cmd, "cd .. && make run BUILD=%s", build);
+  int rc = sh(cmd, &o1, &e);
+  CHECK(rc == 0 && !strncmp(o1, "In the beginning", 16) && strlen(o1) > 100, "make run: exit %d, '%s' / %s", rc, o1, e);
+  CHECK(count(e, "\n") == 1 && strstr(e, "120 generated") && strstr(e, ", on "), "make run's stderr: '%s'", e);
+  CHECK(!strstr(o1, "Built target") && !strstr(e, "Built target") && !strstr(o1, "adapter"), "build output: %s", o1);
+  free(o1);
+  free(e);
+  /* a cache newer than its rule's prerequisites: make goes straight to cmake --build, which fails at once */
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s/bad && echo garbage > %s/bad/CMakeCache.txt && touch -d '+1 hour' %s/bad/CMakeCache.txt && "
+           "cd .. && make run BUILD=%s/bad",
+           g_tmp, g_tmp, g_tmp, g_tmp);
+  rc = sh(cmd, &o1, &e);
+  CHECK(rc != 0 && strstr(e, "Parse error in cache file") && strstr(e, "make run: the build failed"),
+        "make run with a broken build: exit %d: %s", rc, e);
+  free(o1);
+  free(e);
 }
 
 int main(void) {
@@ -46,65 +700,14 @@ int main(void) {
   char cmd[2048];
   snprintf(cmd, sizeof cmd, "mkdir -p %s", g_tmp);
   if (system(cmd)) return 1;
-  char *o1, *o2, *e;
+  char *o1, *e;
 
-  /* greedy run is deterministic; seeded sampling reproduces and differs across seeds */
-  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p 'a b' -n 12 --temp 0", g_bin, GGUF);
-  CHECK(sh(cmd, &o1, &e) == 0, "run greedy: %s", e);
-  free(e);
-  CHECK(sh(cmd, &o2, &e) == 0 && !strcmp(o1, o2), "greedy run differs between runs");
-  CHECK(strncmp(o1, "a b", 3) == 0 && strlen(o1) > 4, "run echoes the prompt and continues: '%s'", o1);
-  free(o1);
-  free(o2);
-  free(e);
-  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p 'a b' -n 16 --seed 5 --temp 1.0 --top-k 0 --top-p 1 --min-p 0",
-           g_bin, GGUF);
-  sh(cmd, &o1, &e);
-  free(e);
-  sh(cmd, &o2, &e);
-  free(e);
-  CHECK(!strcmp(o1, o2), "same seed, different text");
-  free(o2);
-  snprintf(cmd, sizeof cmd, "%s/wgllm run -m %s -p 'a b' -n 16 --seed 6 --temp 1.0 --top-k 0 --top-p 1 --min-p 0",
-           g_bin, GGUF);
-  sh(cmd, &o2, &e);
-  free(e);
-  CHECK(strcmp(o1, o2), "another seed gives the same text");
-  free(o1);
-  free(o2);
-
-  /* chat over stdin: two turns, /reset, end of input */
-  snprintf(cmd, sizeof cmd, "printf 'hello\\nmore\\n/reset\\nagain\\n' | %s/wgllm chat -m %s -n 8 --stats", g_bin,
-           GGUF);
-  int rc = sh(cmd, &o1, &e);
-  CHECK(rc == 0, "chat exit %d: %s", rc, e);
-  int turns = 0;
-  for (const char *p = e; (p = strstr(p, "generated")); p++)
-    turns++;
-  CHECK(turns == 3, "chat answered %d of 3 turns: %s", turns, e);
-  CHECK(strstr(e, "cached") != NULL, "chat stats: %s", e);
-  free(o1);
-  free(e);
-
-  /* tokenize round trip */
-  snprintf(cmd, sizeof cmd, "%s/wgllm tokenize -m %s 'aa bb cc'", g_bin, GGUF);
-  CHECK(sh(cmd, &o1, &e) == 0, "tokenize: %s", e);
-  free(e);
-  o1[strcspn(o1, "\n")] = 0;
-  snprintf(cmd, sizeof cmd, "%s/wgllm tokenize -m %s --decode %s", g_bin, GGUF, o1);
-  CHECK(sh(cmd, &o2, &e) == 0 && strstr(o2, "aa bb cc"), "decode(encode(x)): '%s' -> '%s'", o1, o2);
-  free(o1);
-  free(o2);
-  free(e);
-
-  /* --help everywhere */
-  const char *cmds[] = {"run", "chat", "tokenize", "logits", "info"};
-  for (int i = 0; i < 5; i++) {
-    snprintf(cmd, sizeof cmd, "%s/wgllm %s --help", g_bin, cmds[i]);
-    CHECK(sh(cmd, &o1, &e) == 0 && strstr(o1, "usage"), "%s --help", cmds[i]);
-    free(o1);
-    free(e);
-  }
+  runs_and_defaults();
+  parser();
+  chat_stdin();
+  tokenize();
+  terminal();
+  make_run();
 
   /* user errors */
   char a[1024];
@@ -113,25 +716,15 @@ int main(void) {
   snprintf(a, sizeof a, "run -m %s -p \"$(printf 'ab\\377cd')\"", GGUF);
   expect_fail("invalid UTF-8 prompt", a, "UTF-8 (byte 2)");
   { /* refused before anything is echoed (issue 13) */
-    char c2[2048], *po, *pe;
-    snprintf(c2, sizeof c2, "%s/wgllm %s", g_bin, a);
-    sh(c2, &po, &pe);
+    char *po, *pe;
+    wg(&po, &pe, "%s", a);
     CHECK(po && po[0] == 0, "invalid UTF-8 prompt: stdout should be empty, is \"%s\"", po ? po : "(null)");
     free(po);
     free(pe);
   }
   snprintf(a, sizeof a, "run -m %s -p \"$(head -c 3000 /dev/zero | tr '\\0' 'a' | sed 's/a/a /g')\" --ctx 64", GGUF);
   expect_fail("prompt longer than the context", a, "context");
-  snprintf(a, sizeof a, "tokenize -m %s --decode 5,99999", GGUF);
-  expect_fail("unknown id in --decode", a, "99999");
-  expect_fail("unsupported tokenizer.json", "tokenize -m data/tokenizers/unsupported_wordpiece.json 'x'", "WordPiece");
   expect_fail("missing -m", "run -p hi", "-m PATH");
-  expect_fail("unknown option", "run -m x -p hi --bogus 1", "--bogus");
-  expect_fail("bad temperature", "run -m x -p hi --temp -1", "--temp");
-  expect_fail("infinite temperature", "run -m x -p hi --temp inf", "'inf' for --temp");
-  expect_fail("NaN top-p", "run -m x -p hi --top-p nan", "--top-p");
-  expect_fail("context with trailing junk", "run -m x -p hi --ctx 12abc", "--ctx 12abc");
-  expect_fail("context too large", "run -m x -p hi --ctx 99999999", "1 to 16777216");
   expect_fail("unknown command", "frobnicate", "frobnicate");
   expect_fail("no adapter of that name", "info --gpu --adapter no-such-gpu", "no-such-gpu");
   snprintf(a, sizeof a, "run -m %s -p hi --weights q4:33", GGUF);
@@ -140,7 +733,7 @@ int main(void) {
 
   /* the example program, built against the public header only */
   snprintf(cmd, sizeof cmd, "%s/example_generate %s 'a b' 8", g_bin, GGUF);
-  rc = sh(cmd, &o1, &e);
+  int rc = sh(cmd, &o1, &e);
   CHECK(rc == 0 && strstr(e, "8 generated"), "example_generate exit %d: %s", rc, e);
   free(o1);
   free(e);

@@ -439,8 +439,11 @@ static void gguf_patch(const char *src, const char *dst, const char *key, char k
   char *g = th_read_file(src, &n);
   size_t kl = strlen(key);
   char *at = NULL;
-  for (size_t i = 8; g && i + kl + 8 <= n && !at; i++)
-    if (!memcmp(g + i, key, kl) && (uint64_t)kl == *(uint64_t *)(g + i - 8)) at = g + i + kl;
+  for (size_t i = 8; g && i + kl + 8 <= n && !at; i++) {
+    uint64_t len; /* the key's length prefix, unaligned in the file: read by memcpy (UBSan) */
+    memcpy(&len, g + i - 8, 8);
+    if (!memcmp(g + i, key, kl) && len == (uint64_t)kl) at = g + i + kl;
+  }
   CHECK(at != NULL, "gguf_patch: key %s not found in %s", key, src);
   if (at && (kind == 'u' || kind == 'e')) memcpy(at + 4, &v, 4); /* after the u32 type tag */
   write_file(dst, g, n);

@@ -331,6 +331,7 @@ static wgllm_status to_gen_params(wgllm_session *s, const wgllm_generate_params 
   gp->n_stop = p->n_stop;
   gp->on_text = p->on_text;
   gp->user = p->user;
+  gp->ignore_eog = p->ignore_eos;
   return WGLLM_OK;
 }
 

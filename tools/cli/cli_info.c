@@ -5,6 +5,28 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { K_GPU = 512 };
+
+static const cli_opt info_opts[] = {
+    {K_GPU, "--gpu", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_INFO,
+     "the adapter, backend, features and limits the engine gets (the default without -m)"},
+    {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
+
+static const cli_opt *const info_tables[] = {info_opts, cli_common_opts, NULL};
+
+typedef struct info_args {
+  cli_common c;
+  int gpu;
+} info_args;
+
+static int on_opt(void *user, int key, const cli_value *v) {
+  info_args *a = user;
+  int r = cli_common_set(&a->c, key, v);
+  if (r != 1) return r;
+  if (key == K_GPU) a->gpu = 1;
+  return 0;
+}
+
 static int info_gpu(int no_f16, const char *adapter) {
   char *text = NULL;
   wgllm_status s = wgllm_describe_gpu(adapter, no_f16, &text);
@@ -31,33 +53,23 @@ static int info_model(const char *path) {
 }
 
 int cli_info(int argc, char **argv) {
-  int gpu = 0, no_f16 = 0;
-  const char *model = NULL, *adapter = NULL;
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--gpu"))
-      gpu = 1;
-    else if (!strcmp(argv[i], "--no-f16"))
-      no_f16 = 1;
-    else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--model")) && i + 1 < argc)
-      model = argv[++i];
-    else if (!strcmp(argv[i], "--adapter") && i + 1 < argc)
-      adapter = argv[++i];
-    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      printf("usage: wgllm info --gpu [--no-f16] [--adapter NAME]\n"
-             "       wgllm info -m PATH\n"
-             "  -m PATH    architecture, hyperparameters, tensors and bytes by type of a model\n"
-             "  --gpu      print the adapter, backend, features and limits the engine gets\n"
-             "  --no-f16   do not request shader-f16 (simulates a device without it)\n"
-             "  --adapter NAME (or WGLLM_ADAPTER=NAME) picks an adapter by (part of) its name\n");
-      return 0;
-    } else {
-      fprintf(stderr, "wgllm info: unknown option '%s'\n", argv[i]);
-      return 2;
-    }
+  info_args a = {0};
+  char **ops;
+  int n_ops;
+  int rc = cli_parse("wgllm info", CLI_CMD_INFO, info_tables, argc, argv, on_opt, &a, &ops, &n_ops);
+  if (rc) return rc;
+  if (n_ops && !a.c.help) fprintf(stderr, "wgllm info: unexpected argument '%s' (see --help)\n", ops[0]);
+  free(ops);
+  if (a.c.help) {
+    printf("usage: wgllm info [--gpu] [--no-f16] [--adapter NAME]\n"
+           "       wgllm info -m PATH [--gpu]\n");
+    cli_print_options(stdout, CLI_CMD_INFO, info_tables);
+    return 0;
   }
-  if (model) {
-    int rc = info_model(model);
-    if (rc || !gpu) return rc;
+  if (n_ops) return 2;
+  if (a.c.model) {
+    rc = info_model(a.c.model);
+    if (rc || !a.gpu) return rc;
   }
-  return info_gpu(no_f16, adapter);
+  return info_gpu(a.c.no_f16, a.c.adapter);
 }

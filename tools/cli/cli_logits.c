@@ -5,62 +5,77 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum { K_PROMPT_IDS = 512, K_DECODE_IDS };
+
+static const cli_opt logits_opts[] = {
+    {K_PROMPT_IDS, "--prompt-ids", CLI_TEXT, "IDS", 0, 0, 0, CLI_CMD_LOGITS,
+     "the prompt's token ids, comma-separated (one prefill)"},
+    {K_DECODE_IDS, "--decode-ids", CLI_TEXT, "IDS", 0, 0, 0, CLI_CMD_LOGITS,
+     "ids fed one by one to the recorded decode step after the prompt"},
+    {'o', "-o --output", CLI_TEXT, "OUT.f32", 0, 0, 0, CLI_CMD_LOGITS, "where the logits go"},
+    {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
+
+static const cli_opt *const logits_tables[] = {logits_opts, cli_common_opts, NULL};
+
+typedef struct logits_args {
+  cli_common c;
+  const char *prompt, *decode, *out;
+} logits_args;
+
+static int on_opt(void *user, int key, const cli_value *v) {
+  logits_args *a = user;
+  int r = cli_common_set(&a->c, key, v);
+  if (r != 1) return r;
+  if (key == K_PROMPT_IDS)
+    a->prompt = v->text;
+  else if (key == K_DECODE_IDS)
+    a->decode = v->text;
+  else if (key == 'o')
+    a->out = v->text;
+  return 0;
+}
+
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: wgllm logits -m PATH --prompt-ids 5,9,2 [--decode-ids 7,3] -o OUT.f32\n"
-          "                    [--weights native|q4[:GROUP]] [--kv f32|f16] [--ctx N] [--prefill-chunk N] [--no-f16]\n"
-          "                    [--unfused] [--attn-grid worst|indirect]  (decode paths, for comparisons)\n"
-          "                    [--max-binding BYTES]  (split weights over BYTES, as a small device would)\n"
-          "  PATH is a Hugging Face directory (config.json + safetensors) or a .gguf file.\n"
-          "  OUT.f32 is float32 [T+N][vocab]: T prefill rows, then one row per decode step.\n");
+  fprintf(f, "usage: wgllm logits -m PATH --prompt-ids 5,9,2 [--decode-ids 7,3] -o OUT.f32 [options]\n"
+             "  PATH is a Hugging Face directory (config.json + safetensors) or a .gguf file (its tokenizer is not\n"
+             "  loaded). OUT.f32 is float32 [T+N][vocab]: T prefill rows, then one row per decode step.\n"
+             "  The context is 4096 tokens unless -c N (not the model's trained length, as run and chat).\n");
+  cli_print_options(f, CLI_CMD_LOGITS, logits_tables);
 }
 
 int cli_logits(int argc, char **argv) {
-  cli_common c = {0};
-  const char *prompt = NULL, *decode = NULL, *out = NULL;
-  for (int i = 1; i < argc; i++) {
-    int r = cli_common_arg(&c, argc, argv, &i);
-    if (r < 0) return 2;
-    if (r) continue;
-    if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "wgllm logits: %s needs a value\n", argv[i]);
-      return 2;
-    }
-    if (!strcmp(argv[i], "--prompt-ids"))
-      prompt = argv[++i];
-    else if (!strcmp(argv[i], "--decode-ids"))
-      decode = argv[++i];
-    else if (!strcmp(argv[i], "-o"))
-      out = argv[++i];
-    else {
-      fprintf(stderr, "wgllm logits: unknown option '%s'\n", argv[i]);
-      usage(stderr);
-      return 2;
-    }
+  logits_args a = {0};
+  char **ops;
+  int n_ops;
+  int rc = cli_parse("wgllm logits", CLI_CMD_LOGITS, logits_tables, argc, argv, on_opt, &a, &ops, &n_ops);
+  if (rc) return rc;
+  if (n_ops && !a.c.help) fprintf(stderr, "wgllm logits: unexpected argument '%s' (see --help)\n", ops[0]);
+  free(ops);
+  if (a.c.help) {
+    usage(stdout);
+    return 0;
   }
-  if (!c.model || !prompt || !out) {
+  if (n_ops) return 2;
+  if (!a.c.model || !a.prompt || !a.out) {
+    fprintf(stderr, "wgllm logits: -m PATH, --prompt-ids IDS and -o OUT.f32 are required\n");
     usage(stderr);
     return 2;
   }
   int32_t *pids = NULL, *dids = NULL;
   uint32_t T = 0, N = 0;
-  if (cli_parse_ids(prompt, &pids, &T) || T == 0) {
-    fprintf(stderr, "wgllm logits: --prompt-ids '%s' is not a non-empty comma-separated list of token ids\n", prompt);
+  if (cli_parse_ids(a.prompt, &pids, &T) || T == 0) {
+    fprintf(stderr, "wgllm logits: --prompt-ids '%s' is not a non-empty comma-separated list of token ids\n", a.prompt);
     free(pids);
     return 2;
   }
-  if (decode && cli_parse_ids(decode, &dids, &N)) {
-    fprintf(stderr, "wgllm logits: --decode-ids '%s' is not a comma-separated list of token ids\n", decode);
+  if (a.decode && cli_parse_ids(a.decode, &dids, &N)) {
+    fprintf(stderr, "wgllm logits: --decode-ids '%s' is not a comma-separated list of token ids\n", a.decode);
     free(pids);
     return 2;
   }
   wgllm_model *m;
   wgllm_session *s;
-  int rc = cli_open(&c, &m, &s, 1);
+  rc = cli_open(&a.c, 4096, &m, &s, NULL, 1); /* the session's default context, whatever the model's */
   if (rc) {
     free(pids);
     free(dids);
@@ -79,9 +94,9 @@ int cli_logits(int argc, char **argv) {
             wgllm_status_name(st));
     rc = 1;
   } else {
-    FILE *f = fopen(out, "wb");
+    FILE *f = fopen(a.out, "wb");
     if (!f || fwrite(logits, sizeof *logits, (size_t)(T + N) * V, f) != (size_t)(T + N) * V) {
-      fprintf(stderr, "wgllm logits: cannot write %s\n", out);
+      fprintf(stderr, "wgllm logits: cannot write %s\n", a.out);
       rc = 1;
     }
     if (f && fclose(f)) rc = 1;

@@ -1,249 +1,410 @@
-/* `wgllm run` (continue a prompt, streaming) and `wgllm chat` (interactive chat with history), both through the
-   public C API. */
+/* `wgllm run`: continues a prompt, streaming the text, through the public C API. The options of run and chat
+   (llama-cli's names as the primary or alias spellings) are parsed here for both; `run -cnv` is chat. */
 #include "cli.h"
 #include "wgllm.h"
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
 
-typedef struct gen_opts {
-  cli_common c; /* the model and session options every command shares (cli_common_arg) */
-  const char *prompt, *system;
-  const char *stop[8];
-  size_t n_stop;
-  wgllm_generate_params gp;
-  int stats;
-} gen_opts;
+enum {
+  K_TEMP = 512,
+  K_TOP_K,
+  K_TOP_P,
+  K_MIN_P,
+  K_REPEAT_PENALTY,
+  K_REPEAT_LAST_N,
+  K_STOP,
+  K_IGNORE_EOS,
+  K_STATS,
+  K_SYSTEM,
+  K_SYSTEM_FILE,
+  K_TEMPLATE,
+  K_CNV,
+  K_NO_CNV,
+  K_SINGLE_TURN,
+  K_NO_DISPLAY_PROMPT
+};
 
-static int parse_float(const char *s, float *out) {
-  char *end;
-  *out = strtof(s, &end);
-  return *s && !*end && isfinite(*out); /* inf and nan are not settings */
-}
+static const cli_opt gen_opts[] = {
+    {'p', "-p --prompt", CLI_TEXT, "TEXT", 0, 0, 0, CLI_CMD_GEN,
+     "run: the text to continue (also as operands); chat: a first message"},
+    {'f', "-f --file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_GEN,
+     "the prompt from FILE (-: standard input; one final newline dropped)"},
+    {'n', "-n --n-predict --max-tokens", CLI_INT, "N", -1, 1 << 24, 0, CLI_CMD_GEN,
+     "tokens to generate (a reply: at most); default 256; -1: context full"},
+    {'s', "-s --seed", CLI_INT, "S", -1, 4294967295.0, 0, CLI_CMD_GEN,
+     "same seed, same text (default -1: random, printed with -v)"},
+    {K_TEMP, "--temp --temperature", CLI_FLOAT, "T", 0, INFINITY, 0, CLI_CMD_GEN,
+     "temperature, 0: greedy (default 0.8)"},
+    {K_TOP_K, "--top-k", CLI_INT, "K", 0, 4294967295.0, 0, CLI_CMD_GEN,
+     "keep the K likeliest tokens (default 40, 0: off)"},
+    {K_TOP_P, "--top-p", CLI_FLOAT, "P", 0, 1, 0, CLI_CMD_GEN, "nucleus sampling (default 0.95, 1: off)"},
+    {K_MIN_P, "--min-p", CLI_FLOAT, "P", 0, 1, 0, CLI_CMD_GEN,
+     "drop tokens under P x the top probability (default 0.05, 0: off)"},
+    {K_REPEAT_PENALTY, "--repeat-penalty", CLI_FLOAT, "R", 0, INFINITY, 1, CLI_CMD_GEN,
+     "penalty of recently seen tokens (default 1: off)"},
+    {K_REPEAT_LAST_N, "--repeat-last-n", CLI_INT, "N", -1, 256, 0, CLI_CMD_GEN,
+     "tokens the penalty looks back (default 64; -1: 256, the most)"},
+    {K_STOP, "-r --reverse-prompt --stop", CLI_TEXT, "TEXT", 0, 0, 0, CLI_CMD_GEN,
+     "stop where TEXT appears (not printed); any number of them"},
+    {K_IGNORE_EOS, "--ignore-eos", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
+     "keep generating past end-of-generation tokens"},
+    {K_STATS, "--stats", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN, "a summary line (tokens, times, stop reason) on stderr"},
+    {K_NO_DISPLAY_PROMPT, "--no-display-prompt", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_RUN,
+     "run: print the continuation only, not the prompt"},
+    {K_CNV, "-cnv --conversation", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN, "run: chat instead (as wgllm chat)"},
+    {K_NO_CNV, "-no-cnv --no-conversation", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
+     "run: continue the prompt (run's default; chat: no effect)"},
+    {K_SYSTEM, "-sys --system-prompt --system", CLI_TEXT, "TEXT", 0, 0, 0, CLI_CMD_GEN, "chat: the system message"},
+    {K_SYSTEM_FILE, "-sysf --system-prompt-file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_GEN,
+     "chat: the system message from FILE"},
+    {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_GEN,
+     "chat: llama3, chatml, gemma, llama2 or none (default: the model's)"},
+    {K_SINGLE_TURN, "-st --single-turn", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
+     "chat: answer one message (-p or the first line) and leave"},
+    {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
-static int parse_u32(const char *s, uint32_t *out) {
-  char *end;
-  unsigned long v = strtoul(s, &end, 10);
-  if (!*s || *end || v > 0xffffffffu || s[0] == '-') return 0;
-  *out = (uint32_t)v;
-  return 1;
-}
+static const cli_opt *const gen_tables[] = {gen_opts, cli_common_opts, NULL};
 
-/* returns 0 ok, 1 handled (help), 2 error */
-static int parse(int argc, char **argv, gen_opts *o, int chat, void (*usage)(FILE *)) {
-  memset(o, 0, sizeof *o);
-  o->gp = wgllm_generate_default_params();
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 1;
-    }
-    int r = cli_common_arg(&o->c, argc, argv, &i);
-    if (r < 0) return 2;
-    if (r) continue;
-    if (!strcmp(a, "--stats")) {
-      o->stats = 1;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      fprintf(stderr, "wgllm: %s needs a value (see --help)\n", a);
+typedef struct parse_state {
+  cli_gen *g;
+  const char *prog, *file, *system_file;
+  int n_prompts; /* -p, -f, operands: one of them */
+  int chat_only; /* -sys, -sysf, --chat-template or -st given (run needs -cnv for those) */
+} parse_state;
+
+static int on_opt(void *user, int key, const cli_value *v) {
+  parse_state *ps = user;
+  cli_gen *g = ps->g;
+  int r = cli_common_set(&g->c, key, v);
+  if (r != 1) return r;
+  switch (key) {
+  case 'p':
+    g->prompt = v->text;
+    ps->n_prompts++;
+    break;
+  case 'f':
+    ps->file = v->text;
+    ps->n_prompts++;
+    break;
+  case 'n':
+    if (v->i == 0) {
+      fprintf(stderr, "%s: %s 0: nothing to generate (a count from 1, or -1: until the context is full)\n", ps->prog,
+              v->name);
       return 2;
     }
-    const char *v = argv[++i];
-    int ok = 1;
-    if (!chat && (!strcmp(a, "-p") || !strcmp(a, "--prompt")))
-      o->prompt = v;
-    else if (!strcmp(a, "-n") || !strcmp(a, "--max-tokens"))
-      ok = parse_u32(v, &o->gp.max_tokens) && o->gp.max_tokens > 0;
-    else if (!strcmp(a, "--temp"))
-      ok = parse_float(v, &o->gp.temperature) && o->gp.temperature >= 0;
-    else if (!strcmp(a, "--top-k"))
-      ok = parse_u32(v, &o->gp.top_k);
-    else if (!strcmp(a, "--top-p"))
-      ok = parse_float(v, &o->gp.top_p) && o->gp.top_p >= 0 && o->gp.top_p <= 1;
-    else if (!strcmp(a, "--min-p"))
-      ok = parse_float(v, &o->gp.min_p) && o->gp.min_p >= 0 && o->gp.min_p <= 1;
-    else if (!strcmp(a, "--repeat-penalty"))
-      ok = parse_float(v, &o->gp.repeat_penalty) && o->gp.repeat_penalty > 0;
-    else if (!strcmp(a, "--repeat-last-n"))
-      ok = parse_u32(v, &o->gp.repeat_last_n) && o->gp.repeat_last_n <= 256;
-    else if (!strcmp(a, "--seed"))
-      ok = parse_u32(v, &o->gp.seed);
-    else if (!strcmp(a, "--stop")) {
-      if (o->n_stop < 8) o->stop[o->n_stop++] = v;
-    } else if (chat && !strcmp(a, "--template"))
-      o->c.chat_template = v;
-    else if (chat && !strcmp(a, "--system"))
-      o->system = v;
-    else {
-      fprintf(stderr, "wgllm: unknown option '%s' (see --help)\n", a);
+    g->n_predict = v->i;
+    break;
+  case 's':
+    g->seed_given = v->i >= 0;
+    g->gp.seed = (uint32_t)v->i;
+    break;
+  case K_TEMP:
+    g->gp.temperature = (float)v->f;
+    break;
+  case K_TOP_K:
+    g->gp.top_k = (uint32_t)v->i;
+    break;
+  case K_TOP_P:
+    g->gp.top_p = (float)v->f;
+    break;
+  case K_MIN_P:
+    g->gp.min_p = (float)v->f;
+    break;
+  case K_REPEAT_PENALTY:
+    g->gp.repeat_penalty = (float)v->f;
+    break;
+  case K_REPEAT_LAST_N:
+    g->gp.repeat_last_n = v->i < 0 ? 256 : (uint32_t)v->i;
+    break;
+  case K_STOP:
+    if (!v->text[0]) {
+      fprintf(stderr, "%s: %s: the stop text is empty\n", ps->prog, v->name);
       return 2;
     }
-    if (!ok) {
-      fprintf(stderr, "wgllm: invalid value '%s' for %s\n", v, a);
-      return 2;
-    }
-  }
-  if (!o->c.model) {
-    fprintf(stderr, "wgllm: -m PATH is required (see --help)\n");
+    g->stop[g->n_stop++] = v->text; /* room for every argument (cli_gen_parse) */
+    break;
+  case K_IGNORE_EOS:
+    g->ignore_eos = 1;
+    break;
+  case K_STATS:
+    g->stats = 1;
+    break;
+  case K_NO_DISPLAY_PROMPT:
+    g->no_display_prompt = 1;
+    break;
+  case K_CNV:
+    g->conversation = 1;
+    break;
+  case K_NO_CNV:
+    g->conversation = 0;
+    break;
+  case K_SYSTEM:
+    g->system = v->text;
+    ps->system_file = NULL;
+    ps->chat_only = 1;
+    break;
+  case K_SYSTEM_FILE:
+    ps->system_file = v->text;
+    g->system = NULL;
+    ps->chat_only = 1;
+    break;
+  case K_TEMPLATE:
+    g->c.chat_template = v->text;
+    ps->chat_only = 1;
+    break;
+  case K_SINGLE_TURN:
+    g->single_turn = 1;
+    ps->chat_only = 1;
+    break;
+  default:
     return 2;
   }
-  o->gp.stop = o->stop;
-  o->gp.n_stop = o->n_stop;
   return 0;
+}
+
+/* FILE as text for -f / -sysf: one final newline dropped (as llama-cli does), NUL bytes refused */
+static char *read_text(const char *prog, const char *opt, const char *path) {
+  size_t len;
+  char *t = cli_read_file(path, &len);
+  if (!t) {
+    fprintf(stderr, "%s: %s %s: %s\n", prog, opt, path, strerror(errno));
+    return NULL;
+  }
+  if (strlen(t) != len) {
+    fprintf(stderr, "%s: %s %s: the file holds a NUL byte\n", prog, opt, path);
+    free(t);
+    return NULL;
+  }
+  if (len && t[len - 1] == '\n') t[--len] = 0;
+  if (len && t[len - 1] == '\r') t[--len] = 0;
+  return t;
+}
+
+static uint32_t random_seed(void) {
+  uint32_t s;
+  if (getrandom(&s, sizeof s, GRND_NONBLOCK) == (ssize_t)sizeof s) return s;
+  struct timespec t;
+  clock_gettime(CLOCK_REALTIME, &t);
+  return (uint32_t)(t.tv_nsec ^ t.tv_sec ^ ((uint32_t)getpid() << 16));
+}
+
+static void usage(FILE *f, unsigned cmd) {
+  if (cmd == CLI_CMD_RUN)
+    fprintf(f, "usage: wgllm run -m PATH (-p TEXT | -f FILE | [--] TEXT...) [options]\n"
+               "  continues the text and streams the result (the prompt first); -cnv: chat instead\n");
+  else
+    fprintf(f, "usage: wgllm chat -m PATH [-sys TEXT] [--chat-template NAME] [-p FIRST-MESSAGE] [options]\n"
+               "  interactive chat with the model's template. One message a line (a line ending in \\ goes on\n"
+               "  on the next), of any length; Ctrl-C stops a reply and returns to the prompt, Ctrl-C at the\n"
+               "  prompt or end of input leaves. Commands: /regen, /save FILE, /load FILE (the conversation as\n"
+               "  JSON messages), /reset, /help, /quit; //text sends /text.\n");
+  fprintf(f, "options (--x=y or --x y, -x y or -xy; -- ends the options; -sys, -sysf, -cnv, -no-cnv, -st, -ub and\n"
+             "-ngl are taken with one dash, as llama-cli writes them):\n");
+  cli_print_options(f, cmd, gen_tables);
+  fprintf(f, "Progress (model load, long prompts) is shown on stderr when it is a terminal.\n");
+}
+
+int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
+  memset(g, 0, sizeof *g);
+  const char *prog = cmd == CLI_CMD_RUN ? "wgllm run" : "wgllm chat";
+  g->gp = wgllm_generate_default_params();
+  g->gp.repeat_penalty = 1.0f; /* llama.cpp's default: the penalty is off unless asked for */
+  g->n_predict = g->gp.max_tokens;
+  g->stop = malloc(((size_t)argc + 1) * sizeof *g->stop);
+  if (!g->stop) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    return 1;
+  }
+  parse_state ps = {g, prog, NULL, NULL, 0, 0};
+  char **ops;
+  int n_ops;
+  int rc = cli_parse(prog, cmd, gen_tables, argc, argv, on_opt, &ps, &ops, &n_ops);
+  if (rc) return rc;
+  if (g->c.help) {
+    free(ops);
+    usage(stdout, cmd);
+    return -1;
+  }
+  if (cmd == CLI_CMD_CHAT) g->conversation = 1;
+  if (n_ops && g->conversation) {
+    fprintf(stderr, "%s: unexpected argument '%s' (a first message is -p TEXT)\n", prog, ops[0]);
+    free(ops);
+    return 2;
+  }
+  if (n_ops) { /* run's operands are the prompt, joined by spaces */
+    size_t len = 1;
+    for (int i = 0; i < n_ops; i++)
+      len += strlen(ops[i]) + 1;
+    char *p = g->owned[0] = malloc(len);
+    if (!p) {
+      free(ops);
+      return 1;
+    }
+    p[0] = 0;
+    for (int i = 0; i < n_ops; i++) {
+      if (i) strcat(p, " ");
+      strcat(p, ops[i]);
+    }
+    g->prompt = p;
+    ps.n_prompts++;
+  }
+  free(ops);
+  if (ps.n_prompts > 1) {
+    fprintf(stderr, "%s: give the prompt once: -p TEXT, -f FILE or the text as arguments\n", prog);
+    return 2;
+  }
+  if (ps.chat_only && !g->conversation) {
+    fprintf(stderr, "%s: -sys, -sysf, --chat-template and -st are options of chat (wgllm chat, or run -cnv)\n", prog);
+    return 2;
+  }
+  if (ps.file && !(g->prompt = g->owned[1] = read_text(prog, "-f", ps.file))) return 2;
+  if (ps.system_file && !(g->system = g->owned[2] = read_text(prog, "-sysf", ps.system_file))) return 2;
+  if (!g->c.model) {
+    fprintf(stderr, "%s: -m PATH is required (see --help)\n", prog);
+    return 2;
+  }
+  if (!g->seed_given) g->gp.seed = random_seed();
+  g->gp.stop = g->stop;
+  g->gp.n_stop = g->n_stop;
+  g->gp.ignore_eos = g->ignore_eos;
+  return 0;
+}
+
+void cli_gen_free(cli_gen *g) {
+  free(g->stop);
+  for (int i = 0; i < 4; i++)
+    free(g->owned[i]);
+}
+
+void cli_print_stats(const wgllm_generate_stats *st, const char *adapter) {
+  fprintf(stderr, "[%u prompt tokens (%u cached) in %.3f s, %u generated in %.3f s (%.1f tok/s), stop: %s%s%s]\n",
+          st->prompt_tokens, st->cached_tokens, st->prefill_seconds, st->generated_tokens, st->decode_seconds,
+          st->decode_seconds > 0 ? st->generated_tokens / st->decode_seconds : 0.0, st->stop_reason,
+          adapter ? ", on " : "", adapter ? adapter : "");
+}
+
+volatile sig_atomic_t cli_busy;
+
+static void on_sigint(int sig) {
+  (void)sig;
+  if (!cli_busy || cli_interrupted) { /* chat between replies, or a second Ctrl-C: leave now */
+    static const char nl[] = "\n";
+    ssize_t w = write(2, nl, 1);
+    (void)w;
+    _exit(130);
+  }
+  cli_interrupted = 1; /* the reply (or the load) in progress stops; the program goes on */
+}
+
+void cli_catch_sigint(void) {
+  cli_busy = 1;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART; /* the handler does all: it sets a flag or ends the program */
+  sigaction(SIGINT, &sa, NULL);
+}
+
+typedef struct run_out {
+  const char *prompt;
+  int echoed, display;
+} run_out;
+
+/* the prompt goes out with the first text, after the prefill's progress line is gone */
+static void echo_prompt(run_out *o) {
+  if (o->echoed) return;
+  o->echoed = 1;
+  if (o->display) fputs(o->prompt, stdout);
 }
 
 static int stream_out(const char *text, size_t len, void *user) {
-  (void)user;
+  run_out *o = user;
+  echo_prompt(o);
   fwrite(text, 1, len, stdout);
   fflush(stdout);
-  return 0;
+  return cli_interrupted != 0;
 }
 
-static int open_model(const gen_opts *o, wgllm_model **m, wgllm_session **s) { return cli_open(&o->c, m, s, 0); }
-
-static void print_stats(const wgllm_generate_stats *st) {
-  fprintf(stderr, "[%u prompt tokens (%u cached) in %.3f s, %u generated in %.3f s (%.1f tok/s), stop: %s]\n",
-          st->prompt_tokens, st->cached_tokens, st->prefill_seconds, st->generated_tokens, st->decode_seconds,
-          st->decode_seconds > 0 ? st->generated_tokens / st->decode_seconds : 0.0, st->stop_reason);
-}
-
-static void common_help(FILE *f) {
-  fprintf(f, "  -n, --max-tokens N   tokens to generate (default 256)\n"
-             "  --temp T             temperature, 0 = greedy (default 0.8)\n"
-             "  --top-k K            (default 40, 0 = off)   --top-p P (default 0.95)   --min-p P (default 0.05)\n"
-             "  --repeat-penalty R   (default 1.1)   --repeat-last-n N (default 64)\n"
-             "  --seed S             same seed, same output (default 1)\n"
-             "  --stop TEXT          stop when TEXT appears (repeatable, up to 8)\n"
-             "  --ctx N              context length (default 4096)   --kv f32|f16   KV cache storage\n"
-             "  --prefill-chunk N, -ub N   tokens a prefill pass (default 512)\n"
-             "  --weights native|q4[:GROUP]   --adapter NAME   --no-f16   --stats (timings to stderr)\n");
-}
-
-static void run_usage(FILE *f) {
-  fprintf(f, "usage: wgllm run -m PATH -p TEXT [options]\n  continues TEXT and streams the result\n");
-  common_help(f);
+void cli_verbose_sampling(const cli_gen *g) {
+  const wgllm_generate_params *p = &g->gp;
+  fprintf(stderr,
+          "wgllm: seed %u%s; temp %g, top-k %u, top-p %g, min-p %g, repeat-penalty %g (last %u); up to %u tokens, "
+          "%zu stop strings\n",
+          p->seed, g->seed_given ? "" : " (random)", p->temperature, p->top_k, p->top_p, p->min_p, p->repeat_penalty,
+          p->repeat_last_n, p->max_tokens, g->n_stop);
 }
 
 int cli_run(int argc, char **argv) {
-  gen_opts o;
-  int rc = parse(argc, argv, &o, 0, run_usage);
-  if (rc) return rc == 1 ? 0 : 2;
-  if (!o.prompt) {
-    fprintf(stderr, "wgllm run: -p TEXT is required\n");
+  cli_gen g;
+  int rc = cli_gen_parse(CLI_CMD_RUN, argc, argv, &g);
+  if (rc) {
+    cli_gen_free(&g);
+    return rc < 0 ? 0 : rc;
+  }
+  if (g.conversation) {
+    rc = cli_chat_main(&g);
+    cli_gen_free(&g);
+    return rc;
+  }
+  if (!g.prompt) {
+    fprintf(stderr, "wgllm run: -p TEXT is required (or -f FILE, or the text as arguments)\n");
+    cli_gen_free(&g);
     return 2;
   }
-  if (!o.prompt[0]) {
+  if (!g.prompt[0]) {
     fprintf(stderr, "wgllm run: the prompt is empty\n");
+    cli_gen_free(&g);
     return 2;
   }
-  long bad = cli_utf8_invalid_at(o.prompt);
+  long bad = cli_utf8_invalid_at(g.prompt);
   if (bad >= 0) { /* refused before anything is echoed */
     fprintf(stderr, "wgllm run: the prompt is not valid UTF-8 (byte %ld)\n", bad);
+    cli_gen_free(&g);
     return 2;
   }
+  cli_catch_sigint();
   wgllm_model *m;
   wgllm_session *s;
-  if (open_model(&o, &m, &s)) return 1;
-  o.gp.on_text = stream_out;
+  uint32_t ctx;
+  rc = cli_open(&g.c, 0, &m, &s, &ctx, 0);
+  if (rc) {
+    cli_gen_free(&g);
+    return rc;
+  }
+  g.gp.max_tokens = g.n_predict < 0 || g.n_predict > ctx ? ctx : (uint32_t)g.n_predict;
+  if (g.c.verbose) cli_verbose_sampling(&g);
+  run_out out = {g.prompt, 0, !g.no_display_prompt};
+  g.gp.on_text = stream_out;
+  g.gp.user = &out;
+  if (isatty(2)) { /* the prompt's size, for the progress line of a long one */
+    size_t n = 0;
+    wgllm_tokenize(m, g.prompt, strlen(g.prompt), 1, NULL, 0, &n);
+    cli_prefill_begin((uint32_t)n);
+  }
   wgllm_generate_stats st;
-  fputs(o.prompt, stdout);
-  wgllm_status r = wgllm_generate(s, o.prompt, &o.gp, &st);
-  fputc('\n', stdout);
+  wgllm_status r = wgllm_generate(s, g.prompt, &g.gp, &st);
+  if (!r) echo_prompt(&out);
+  if (out.echoed) fputc('\n', stdout);
   fflush(stdout);
   if (r)
     fprintf(stderr, "wgllm run: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
-  else if (o.stats)
-    print_stats(&st);
+  else if (g.stats) {
+    wgllm_model_info info;
+    wgllm_model_get_info(m, &info);
+    cli_print_stats(&st, info.adapter);
+  }
+  int interrupted = !r && cli_interrupted && st.stop == WGLLM_STOP_CALLBACK;
+  if (interrupted) fprintf(stderr, "wgllm run: interrupted\n");
   wgllm_session_free(s);
   wgllm_model_free(m);
-  return r ? 1 : 0;
-}
-
-static void chat_usage(FILE *f) {
-  fprintf(f, "usage: wgllm chat -m PATH [--system TEXT] [--template llama3|chatml|gemma|llama2|none] [options]\n"
-             "  interactive chat; one message per line, /reset clears the history, /quit or end of input leaves\n");
-  common_help(f);
-}
-
-int cli_chat(int argc, char **argv) {
-  gen_opts o;
-  int rc = parse(argc, argv, &o, 1, chat_usage);
-  if (rc) return rc == 1 ? 0 : 2;
-  wgllm_model *m;
-  wgllm_session *s;
-  if (open_model(&o, &m, &s)) return 1;
-  wgllm_model_info info;
-  wgllm_model_get_info(m, &info);
-  fprintf(stderr, "wgllm chat: %s on %s, template %s. /reset clears the history, /quit leaves.\n", info.architecture,
-          info.adapter, info.chat_template);
-  size_t cap = 16, n = 0;
-  wgllm_message *msgs = malloc(cap * sizeof *msgs);
-  char *sys = o.system ? strdup(o.system) : NULL;
-  if (!msgs || (o.system && !sys)) {
-    fprintf(stderr, "wgllm chat: out of memory\n");
-    free(msgs);
-    free(sys);
-    wgllm_session_free(s);
-    wgllm_model_free(m);
-    return 1;
-  }
-  if (sys) msgs[n++] = (wgllm_message){"system", sys};
-  size_t n_fixed = n;
-  o.gp.on_text = stream_out;
-  char line[8192];
-  int status = 0;
-  for (;;) {
-    fputs("> ", stdout);
-    fflush(stdout);
-    if (!fgets(line, sizeof line, stdin)) break;
-    line[strcspn(line, "\r\n")] = 0;
-    if (!strcmp(line, "/quit")) break;
-    if (!strcmp(line, "/reset")) {
-      while (n > n_fixed)
-        free((void *)msgs[--n].content);
-      wgllm_session_reset(s);
-      continue;
-    }
-    if (!line[0]) continue;
-    if (n + 2 > cap) {
-      wgllm_message *grown = realloc(msgs, 2 * cap * sizeof *msgs);
-      if (!grown) {
-        fprintf(stderr, "wgllm chat: out of memory\n");
-        status = 1;
-        break;
-      }
-      msgs = grown;
-      cap *= 2;
-    }
-    char *user = strdup(line);
-    if (!user) {
-      fprintf(stderr, "wgllm chat: out of memory\n");
-      status = 1;
-      break;
-    }
-    msgs[n++] = (wgllm_message){"user", user};
-    char *reply = NULL;
-    wgllm_generate_stats st;
-    wgllm_status r = wgllm_chat(s, msgs, n, &o.gp, &reply, &st);
-    fputc('\n', stdout);
-    fflush(stdout);
-    if (r) {
-      fprintf(stderr, "wgllm chat: %s (%s)\n", wgllm_session_error(s), wgllm_status_name(r));
-      free((void *)msgs[--n].content);
-      status = 1;
-      if (r != WGLLM_ERR_INVALID_ARG) break;
-      continue;
-    }
-    if (o.stats) print_stats(&st);
-    msgs[n++] = (wgllm_message){"assistant", reply};
-  }
-  for (size_t i = 0; i < n; i++)
-    free((void *)msgs[i].content);
-  free(msgs);
-  wgllm_session_free(s);
-  wgllm_model_free(m);
-  return status;
+  cli_gen_free(&g);
+  return r ? 1 : interrupted ? 130 : 0;
 }

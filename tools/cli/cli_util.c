@@ -1,13 +1,437 @@
-/* Small helpers shared by CLI subcommands: id-list parsing, the common options, and opening a model and a
-   session through the public API with readable errors. */
+/* Helpers shared by the CLI's subcommands and wgllm-bench: the one option parser (getopt_long over tables of
+   options, values checked against their type and range), the model and session options, id lists, progress
+   lines on a terminal, and opening a model and a session through the public API with readable errors. */
 #include "cli.h"
 #include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+volatile sig_atomic_t cli_interrupted;
+
+/* ---------- the option parser ---------- */
+enum { SPELL_BASE = 0x10000 }; /* getopt_long's val for long spelling i: SPELL_BASE + i */
+
+typedef struct spelling {
+  const cli_opt *opt;
+  const char *name; /* without dashes, NUL-terminated copy */
+  int dashes;       /* 1: "-sys" (also taken as "--sys"), 2: "--ctx-size" */
+} spelling;
+
+typedef struct opt_set {
+  const cli_opt *shorts[128]; /* by letter */
+  spelling *sp;
+  size_t n_sp;
+} opt_set;
+
+static void set_free(opt_set *s) {
+  for (size_t i = 0; i < s->n_sp; i++)
+    free((void *)s->sp[i].name);
+  free(s->sp);
+}
+
+/* The options of cmd in the tables, by letter and by long spelling; returns 0 or -1 (out of memory). */
+static int set_build(opt_set *s, unsigned cmd, const cli_opt *const *tables) {
+  memset(s, 0, sizeof *s);
+  size_t cap = 0;
+  for (const cli_opt *const *t = tables; *t; t++)
+    for (const cli_opt *o = *t; o->names; o++) {
+      if (!(o->cmds & cmd)) continue;
+      for (const char *p = o->names; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len == 2 && p[0] == '-' && p[1] != '-') {
+          s->shorts[(unsigned char)p[1] & 127] = o;
+        } else if (len > 1 && p[0] == '-') {
+          int dashes = p[1] == '-' ? 2 : 1;
+          if (s->n_sp == cap) {
+            cap = cap ? 2 * cap : 64;
+            spelling *g = realloc(s->sp, cap * sizeof *g);
+            if (!g) return -1;
+            s->sp = g;
+          }
+          char *name = strndup(p + dashes, len - (size_t)dashes);
+          if (!name) return -1;
+          s->sp[s->n_sp++] = (spelling){o, name, dashes};
+        }
+        p += len;
+        while (*p == ' ')
+          p++;
+      }
+    }
+  return 0;
+}
+
+/* The option a "--name[=v]" argument names, as getopt_long matches it (exact, else a unique prefix); NULL when
+   none or several (*n_match says how many). */
+static const spelling *match_long(const opt_set *s, const char *arg, size_t *n_match) {
+  size_t len = strcspn(arg, "=");
+  const spelling *hit = NULL;
+  *n_match = 0;
+  for (size_t i = 0; i < s->n_sp; i++) {
+    if (strncmp(s->sp[i].name, arg, len)) continue;
+    if (strlen(s->sp[i].name) == len) { /* exact */
+      *n_match = 1;
+      return &s->sp[i];
+    }
+    if (!hit || hit->opt != s->sp[i].opt) (*n_match)++;
+    hit = &s->sp[i];
+  }
+  return *n_match == 1 ? hit : NULL;
+}
+
+static int takes_value(const cli_opt *o) { return o->type != CLI_FLAG; }
+
+/* Copies argv, writing llama.cpp's single-dash long names as "--name" (an argument exactly "-sys", not one that
+   is an option's value); returns NULL when out of memory. The mapped strings are allocated in *owned. */
+static char **premap(const opt_set *s, int argc, char **argv, char ***owned, int *n_owned) {
+  char **a = malloc(((size_t)argc + 1) * sizeof *a);
+  *owned = calloc((size_t)argc + 1, sizeof **owned);
+  *n_owned = 0;
+  if (!a || !*owned) {
+    free(a);
+    free(*owned);
+    return NULL;
+  }
+  memcpy(a, argv, (size_t)argc * sizeof *a);
+  a[argc] = NULL;
+  for (int i = 1; i < argc; i++) {
+    const char *x = a[i];
+    if (!strcmp(x, "--")) break;
+    if (x[0] != '-' || !x[1]) continue; /* an operand, or "-" */
+    if (x[1] == '-') {                  /* --name or --name=value */
+      size_t nm;
+      const spelling *sp = match_long(s, x + 2, &nm);
+      if (sp && takes_value(sp->opt) && !strchr(x, '=')) i++;
+      continue;
+    }
+    const spelling *one = NULL; /* "-sys" or "-sys=TEXT" */
+    size_t nlen = strcspn(x + 1, "=");
+    for (size_t k = 0; k < s->n_sp && !one; k++)
+      if (s->sp[k].dashes == 1 && strlen(s->sp[k].name) == nlen && !strncmp(s->sp[k].name, x + 1, nlen))
+        one = &s->sp[k];
+    if (one) {
+      char *m = malloc(strlen(x) + 2);
+      if (!m) {
+        free(a);
+        return NULL;
+      }
+      m[0] = '-';
+      strcpy(m + 1, x);
+      a[i] = (*owned)[(*n_owned)++] = m;
+      if (takes_value(one->opt) && !x[1 + nlen]) i++;
+      continue;
+    }
+    for (const char *c = x + 1; *c; c++) { /* a cluster of letters: -vn 5, -n5 */
+      const cli_opt *o = s->shorts[(unsigned char)*c & 127];
+      if (!o) break;
+      if (takes_value(o)) {
+        if (!c[1]) i++;
+        break;
+      }
+    }
+  }
+  return a;
+}
+
+static void print_range(FILE *f, const cli_opt *o) {
+  if (o->type == CLI_INT) {
+    if (isinf(o->hi))
+      fprintf(f, " [>= %.0f]", o->lo);
+    else
+      fprintf(f, " [%.0f..%.0f]", o->lo, o->hi);
+  } else if (o->type == CLI_FLOAT) {
+    if (isinf(o->hi))
+      fprintf(f, o->lo_open ? " [> %g]" : " [>= %g]", o->lo);
+    else
+      fprintf(f, o->lo_open ? " [> %g, <= %g]" : " [%g..%g]", o->lo, o->hi);
+  }
+}
+
+/* Checks and converts a value; prints what is wrong and returns 2, or 0. */
+static int convert(const char *prog, const cli_opt *o, const char *name, const char *text, cli_value *v) {
+  v->text = text;
+  char *end = NULL;
+  errno = 0;
+  switch (o->type) {
+  case CLI_FLAG:
+  case CLI_TEXT:
+    return 0;
+  case CLI_INT: {
+    long long x =
+        *text && (text[0] == '-' || text[0] == '+' || (text[0] >= '0' && text[0] <= '9')) ? strtoll(text, &end, 10) : 0;
+    if (!end || end == text || *end || errno || (double)x < o->lo || (double)x > o->hi) {
+      if (isinf(o->hi))
+        fprintf(stderr, "%s: %s %s: expected a whole number of at least %.0f\n", prog, name, text, o->lo);
+      else
+        fprintf(stderr, "%s: %s %s: expected a whole number from %.0f to %.0f\n", prog, name, text, o->lo, o->hi);
+      return 2;
+    }
+    v->i = x;
+    return 0;
+  }
+  case CLI_FLOAT: {
+    double x = *text && !strchr(" \t\n", text[0]) ? strtod(text, &end) : 0;
+    if (!end || end == text || *end || !isfinite(x) || x < o->lo || (o->lo_open && x == o->lo) || x > o->hi) {
+      fprintf(stderr, "%s: %s %s: expected a number", prog, name, text);
+      if (isinf(o->hi))
+        fprintf(stderr, o->lo_open ? " greater than %g\n" : " of at least %g\n", o->lo);
+      else
+        fprintf(stderr, o->lo_open ? " greater than %g and at most %g\n" : " from %g to %g\n", o->lo, o->hi);
+      return 2;
+    }
+    v->f = x;
+    return 0;
+  }
+  case CLI_CHOICE: {
+    int k = 0;
+    for (const char *p = o->meta; *p; k++) {
+      size_t len = strcspn(p, "|");
+      if (strlen(text) == len && !strncmp(p, text, len)) {
+        v->choice = k;
+        return 0;
+      }
+      p += len;
+      if (*p) p++;
+    }
+    fprintf(stderr, "%s: %s %s: expected one of %s\n", prog, name, text, o->meta);
+    return 2;
+  }
+  }
+  return 2;
+}
+
+/* "unknown option '--to' (did you mean --top-k, --top-p?)": long names are taken whole, not abbreviated */
+static void unknown_long(const char *prog, const opt_set *s, const char *arg) {
+  const char *name = arg + strspn(arg, "-");
+  size_t len = strcspn(name, "=");
+  fprintf(stderr, "%s: unknown option '--%.*s'", prog, (int)len, name);
+  const cli_opt *prev = NULL;
+  size_t k = 0;
+  for (size_t i = 0; i < s->n_sp && len; i++)
+    if (!strncmp(s->sp[i].name, name, len) && s->sp[i].opt != prev) {
+      fprintf(stderr, "%s--%s", k++ ? ", " : " (did you mean ", s->sp[i].name);
+      prev = s->sp[i].opt;
+    }
+  fprintf(stderr, k ? "?)\n" : " (see %s --help)\n", prog);
+}
+
+/* Says why getopt_long refused argument `arg` (optopt: its val, 0 for an unknown long name). */
+static void refused(const char *prog, const opt_set *s, const char *arg, int optopt_v) {
+  if (optopt_v >= SPELL_BASE && (size_t)(optopt_v - SPELL_BASE) < s->n_sp) {
+    fprintf(stderr, "%s: --%s takes no value (see %s --help)\n", prog, s->sp[optopt_v - SPELL_BASE].name, prog);
+    return;
+  }
+  if (optopt_v > 0 && optopt_v < 128) {
+    fprintf(stderr, "%s: unknown option '-%c' (see %s --help)\n", prog, optopt_v, prog);
+    return;
+  }
+  unknown_long(prog, s, arg ? arg : "?");
+}
+
+int cli_parse(const char *prog, unsigned cmd, const cli_opt *const *tables, int argc, char **argv, cli_opt_fn fn,
+              void *user, char ***operands, int *n_operands) {
+  *operands = NULL;
+  *n_operands = 0;
+  opt_set s;
+  char **owned = NULL, **a = NULL;
+  int n_owned = 0, rc = 0;
+  struct option *lo = NULL;
+  char shortstr[3 * 128 + 2];
+  if (set_build(&s, cmd, tables) || !(a = premap(&s, argc, argv, &owned, &n_owned)) ||
+      !(lo = calloc(s.n_sp + 1, sizeof *lo)) || !(*operands = calloc((size_t)argc + 1, sizeof **operands))) {
+    fprintf(stderr, "%s: out of memory\n", prog);
+    rc = 1;
+    goto done;
+  }
+  for (size_t i = 0; i < s.n_sp; i++)
+    lo[i] = (struct option){s.sp[i].name, takes_value(s.sp[i].opt) ? required_argument : no_argument, NULL,
+                            SPELL_BASE + (int)i};
+  size_t k = 0;
+  shortstr[k++] = ':'; /* a missing value is ':', not '?' */
+  for (int c = 1; c < 128; c++)
+    if (s.shorts[c]) {
+      shortstr[k++] = (char)c;
+      if (takes_value(s.shorts[c])) shortstr[k++] = ':';
+    }
+  shortstr[k] = 0;
+  opterr = 0;
+  optind = 0; /* glibc: start afresh */
+  for (;;) {
+    int c = getopt_long(argc, a, shortstr, lo, NULL);
+    if (c == -1) break;
+    const cli_opt *o = NULL;
+    char name[96];
+    if (c == '?') {
+      refused(prog, &s, optind > 0 && optind <= argc ? a[optind - 1] : NULL, optopt);
+      rc = 2;
+      break;
+    }
+    if (c == ':') {
+      if (optopt >= SPELL_BASE)
+        fprintf(stderr, "%s: --%s needs a value (see %s --help)\n", prog, s.sp[optopt - SPELL_BASE].name, prog);
+      else
+        fprintf(stderr, "%s: -%c needs a value (see %s --help)\n", prog, optopt, prog);
+      rc = 2;
+      break;
+    }
+    if (c >= SPELL_BASE) {
+      const spelling *sp = &s.sp[c - SPELL_BASE];
+      o = sp->opt;
+      /* getopt_long also takes unambiguous prefixes ("--prompt" for --prompt-ids): refused, names are whole */
+      const char *given = takes_value(o) && optind >= 2 && optarg == a[optind - 1] ? a[optind - 2] : a[optind - 1];
+      const char *gname = given + strspn(given, "-");
+      if (strcspn(gname, "=") != strlen(sp->name)) {
+        unknown_long(prog, &s, given);
+        rc = 2;
+        break;
+      }
+      snprintf(name, sizeof name, "%s%s", sp->dashes == 1 ? "-" : "--", sp->name);
+    } else {
+      o = s.shorts[c & 127];
+      snprintf(name, sizeof name, "-%c", c);
+    }
+    cli_value v = {0};
+    v.name = name;
+    rc = convert(prog, o, name, takes_value(o) ? optarg : NULL, &v);
+    if (!rc) rc = fn(user, o->key, &v);
+    if (rc) break;
+  }
+  if (!rc)
+    for (int i = optind; i < argc; i++)
+      (*operands)[(*n_operands)++] = a[i];
+done:
+  if (rc) {
+    free(*operands);
+    *operands = NULL;
+    *n_operands = 0;
+  }
+  for (int i = 0; i < n_owned; i++)
+    free(owned[i]);
+  free(owned);
+  free(a);
+  free(lo);
+  set_free(&s);
+  return rc;
+}
+
+void cli_print_options(FILE *f, unsigned cmd, const cli_opt *const *tables) {
+  for (const cli_opt *const *t = tables; *t; t++)
+    for (const cli_opt *o = *t; o->names; o++) {
+      if (!(o->cmds & cmd)) continue;
+      char col[160];
+      size_t n = 0;
+      n += (size_t)snprintf(col + n, sizeof col - n, "  ");
+      for (const char *p = o->names; *p;) {
+        size_t len = strcspn(p, " ");
+        n += (size_t)snprintf(col + n, sizeof col - n, "%s%.*s", p == o->names ? "" : ", ", (int)len, p);
+        p += len;
+        while (*p == ' ')
+          p++;
+      }
+      if (o->meta) snprintf(col + n, sizeof col - n, " %s", o->meta);
+      if (strlen(col) <= 29)
+        fprintf(f, "%-30s%s", col, o->help);
+      else
+        fprintf(f, "%s\n%-30s%s", col, "", o->help);
+      print_range(f, o);
+      fputc('\n', f);
+    }
+}
+
+/* ---------- the model and session options ---------- */
+enum { K_WEIGHTS = 256, K_KV, K_UBATCH, K_ADAPTER, K_NO_F16, K_UNFUSED, K_ATTN_GRID, K_MAX_BINDING, K_TOGGLES, K_NGL };
+
+const cli_opt cli_common_opts[] = {
+    {'m', "-m --model", CLI_TEXT, "PATH", 0, 0, 0, CLI_CMD_ALL, "a Hugging Face directory or a .gguf file"},
+    {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_GEN,
+     "context in tokens (default 0: the model's trained length)"},
+    {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_LOGITS, "context in tokens (default 0: 4096)"},
+    {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_BENCH,
+     "context in tokens (default 0: the prompt + the tokens generated + 8)"},
+    {K_KV, "--kv", CLI_CHOICE, "f32|f16", 0, 0, 0, CLI_CMD_MODEL, "KV cache storage (default f32)"},
+    {K_WEIGHTS, "--weights", CLI_TEXT, "native|q4[:G]", 0, 0, 0, CLI_CMD_MODEL,
+     "as the file has them (default), or q4gsw made on load (G: 32, 64, 128)"},
+    {K_UBATCH, "-ub --ubatch-size --prefill-chunk", CLI_INT, "N", 1, 65535, 0, CLI_CMD_MODEL,
+     "tokens a prefill pass (default 512, or fewer the device needs)"},
+    {K_ADAPTER, "--adapter", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_MODEL | CLI_CMD_INFO,
+     "the GPU whose name has NAME in it (default: WGLLM_ADAPTER, or the best)"},
+    {K_NO_F16, "--no-f16", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_MODEL | CLI_CMD_INFO,
+     "do not request shader-f16 (as on a device without it)"},
+    {K_UNFUSED, "--unfused", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_MODEL,
+     "decode through the plain per-op path (for comparisons)"},
+    {K_ATTN_GRID, "--attn-grid", CLI_CHOICE, "worst|indirect", 0, 0, 0, CLI_CMD_MODEL,
+     "flash-decoding grid (default worst; for comparisons)"},
+    {K_MAX_BINDING, "--max-binding", CLI_INT, "BYTES", 1024, INFINITY, 0, CLI_CMD_MODEL,
+     "split weights over BYTES, as a small device would (default: its limit)"},
+    {K_TOGGLES, "--dawn-toggles", CLI_TEXT, "A,B", 0, 0, 0, CLI_CMD_BENCH, "Dawn device toggles (measurements)"},
+    {'t', "-t --threads", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN,
+     "accepted for llama.cpp compatibility, ignored (all runs on the GPU)"},
+    {K_NGL, "-ngl --n-gpu-layers --gpu-layers", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN,
+     "accepted for llama.cpp compatibility, ignored (all layers on the GPU)"},
+    {'v', "-v --verbose", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_ALL,
+     "more on stderr: the model, the GPU, the context, the seed"},
+    {'h', "-h --help", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_ALL, "this help"},
+    {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
+
+int cli_common_set(cli_common *c, int key, const cli_value *v) {
+  switch (key) {
+  case 'm':
+    c->model = v->text;
+    return 0;
+  case 'c':
+    c->ctx = (uint32_t)v->i;
+    return 0;
+  case K_KV:
+    c->kv_f16 = v->choice == 1;
+    return 0;
+  case K_WEIGHTS: {
+    wgllm_model_params mp = wgllm_model_default_params();
+    if (cli_parse_weights(v->text, &mp)) return 2; /* refused here, before a model loads */
+    c->weights = v->text;
+    return 0;
+  }
+  case K_UBATCH:
+    c->prefill_chunk = (uint32_t)v->i;
+    return 0;
+  case K_ADAPTER:
+    c->adapter = v->text;
+    return 0;
+  case K_NO_F16:
+    c->no_f16 = 1;
+    return 0;
+  case K_UNFUSED:
+    c->unfused = 1;
+    return 0;
+  case K_ATTN_GRID:
+    c->attn_grid = v->choice;
+    return 0;
+  case K_MAX_BINDING:
+    c->max_binding = (uint64_t)v->i;
+    return 0;
+  case K_TOGGLES:
+    c->toggles = v->text;
+    return 0;
+  case 't':
+  case K_NGL:
+    if (c->n_ignored < 4) snprintf(c->ignored[c->n_ignored++], sizeof c->ignored[0], "%s %s", v->name, v->text);
+    return 0;
+  case 'v':
+    c->verbose = 1;
+    return 0;
+  case 'h':
+    c->help = 1;
+    return 0;
+  }
+  return 1;
+}
+
+/* ---------- helpers ---------- */
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   *out = NULL;
   *n = 0;
@@ -40,16 +464,6 @@ int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   return 0;
 }
 
-/* "prompt: 1024/4096 tokens" on stderr while a prompt longer than one prefill pass is evaluated */
-static void show_prefill(uint32_t done, uint32_t total, void *user) {
-  static int shown; /* a line is open (the CLI evaluates one prompt at a time) */
-  (void)user;
-  if (done == total && !shown) return; /* one pass: nothing to watch */
-  fprintf(stderr, "\rprompt: %u/%u tokens%s", done, total, done == total ? "\n" : "");
-  fflush(stderr);
-  shown = done != total;
-}
-
 long cli_utf8_invalid_at(const char *s) {
   const unsigned char *p = (const unsigned char *)s;
   for (long i = 0; p[i];) {
@@ -67,101 +481,40 @@ long cli_utf8_invalid_at(const char *s) {
   return -1;
 }
 
-/* Parses an option shared by the model commands; returns 1 if consumed (advancing *i), 0 if not, -1 on error. */
-int cli_common_arg(cli_common *c, int argc, char **argv, int *i) {
-  const char *a = argv[*i];
-  int has_val = *i + 1 < argc;
-  if (!strcmp(a, "-m") || !strcmp(a, "--model")) {
-    if (!has_val) goto missing;
-    c->model = argv[++*i];
-    return 1;
-  }
-  if (!strcmp(a, "--weights")) {
-    if (!has_val) goto missing;
-    c->weights = argv[++*i];
-    return 1;
-  }
-  if (!strcmp(a, "--kv")) {
-    if (!has_val) goto missing;
-    const char *v = argv[++*i];
-    if (!strcmp(v, "f16"))
-      c->kv_f16 = 1;
-    else if (!strcmp(v, "f32"))
-      c->kv_f16 = 0;
-    else {
-      fprintf(stderr, "wgllm: --kv %s: expected f32 or f16\n", v);
-      return -1;
+char *cli_read_file(const char *path, size_t *len) {
+  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+  if (!f) return NULL;
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    if (n + 1 >= cap) {
+      char *g = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
+      if (!g) {
+        free(buf);
+        buf = NULL;
+        errno = ENOMEM;
+        break;
+      }
+      buf = g;
+      cap *= 2;
     }
-    return 1;
-  }
-  if (!strcmp(a, "--ctx")) {
-    if (!has_val) goto missing;
-    char *end;
-    long v = strtol(argv[++*i], &end, 10);
-    if (*end || v <= 0 || v > (1 << 24)) {
-      fprintf(stderr, "wgllm: --ctx %s: expected a token count from 1 to %d\n", argv[*i], 1 << 24);
-      return -1;
+    size_t got = fread(buf + n, 1, cap - 1 - n, f);
+    n += got;
+    if (got == 0) {
+      if (ferror(f)) {
+        int e = errno ? errno : EIO;
+        free(buf);
+        buf = NULL;
+        errno = e;
+      }
+      break;
     }
-    c->ctx = (uint32_t)v;
-    return 1;
   }
-  if (!strcmp(a, "--prefill-chunk") || !strcmp(a, "-ub") || !strcmp(a, "--ubatch-size")) {
-    if (!has_val) goto missing;
-    char *end;
-    long v = strtol(argv[++*i], &end, 10);
-    if (*end || v <= 0 || v > 65535) {
-      fprintf(stderr, "wgllm: %s %s: expected a token count from 1 to 65535\n", a, argv[*i]);
-      return -1;
-    }
-    c->prefill_chunk = (uint32_t)v;
-    return 1;
-  }
-  if (!strcmp(a, "--adapter")) {
-    if (!has_val) goto missing;
-    c->adapter = argv[++*i];
-    return 1;
-  }
-  if (!strcmp(a, "--unfused")) {
-    c->unfused = 1;
-    return 1;
-  }
-  if (!strcmp(a, "--attn-grid")) {
-    if (!has_val) goto missing;
-    const char *v = argv[++*i];
-    if (!strcmp(v, "worst"))
-      c->attn_grid = 0;
-    else if (!strcmp(v, "indirect"))
-      c->attn_grid = 1;
-    else {
-      fprintf(stderr, "wgllm: --attn-grid %s: expected worst or indirect\n", v);
-      return -1;
-    }
-    return 1;
-  }
-  if (!strcmp(a, "--dawn-toggles")) {
-    if (!has_val) goto missing;
-    c->toggles = argv[++*i];
-    return 1;
-  }
-  if (!strcmp(a, "--no-f16")) {
-    c->no_f16 = 1;
-    return 1;
-  }
-  if (!strcmp(a, "--max-binding")) {
-    if (!has_val) goto missing;
-    char *end;
-    unsigned long long v = strtoull(argv[++*i], &end, 10);
-    if (*end || v < 1024) {
-      fprintf(stderr, "wgllm: --max-binding %s: expected a byte count of at least 1024\n", argv[*i]);
-      return -1;
-    }
-    c->max_binding = v;
-    return 1;
-  }
-  return 0;
-missing:
-  fprintf(stderr, "wgllm: %s needs a value\n", a);
-  return -1;
+  if (f != stdin) fclose(f);
+  if (!buf) return NULL;
+  buf[n] = 0;
+  if (len) *len = n;
+  return buf;
 }
 
 int cli_parse_weights(const char *s, wgllm_model_params *mp) {
@@ -187,15 +540,87 @@ int cli_parse_weights(const char *s, wgllm_model_params *mp) {
   return 1;
 }
 
-int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tokenizer) {
+/* ---------- progress lines ---------- */
+double cli_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+void cli_progress_begin(cli_progress *p) {
+  p->on = isatty(2);
+  p->shown = 0;
+  p->t0 = cli_now();
+  p->last = -1;
+}
+
+void cli_progress_show(cli_progress *p, int force, const char *fmt, ...) {
+  if (!p->on) return;
+  double t = cli_now();
+  if (!force && p->shown && t - p->last < 0.1) return;
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\r%s (%.1f s)\033[K", line, t - p->t0);
+  fflush(stderr);
+  p->shown = 1;
+  p->last = t;
+}
+
+void cli_progress_end(cli_progress *p) {
+  if (p->on && p->shown) {
+    fputs("\r\033[K", stderr);
+    fflush(stderr);
+  }
+  p->shown = 0;
+}
+
+/* ---------- opening a model and a session ---------- */
+static cli_progress g_load, g_prefill; /* the CLI loads one model and evaluates one prompt at a time */
+
+static int show_load(float fraction, void *user) {
+  (void)user;
+  cli_progress_show(&g_load, 0, "loading model: %.0f%%", 100.0 * fraction);
+  return cli_interrupted != 0; /* Ctrl-C cancels the load */
+}
+
+void cli_prefill_begin(uint32_t n) {
+  cli_progress_begin(&g_prefill);
+  if (n >= 128) cli_progress_show(&g_prefill, 1, "prompt: 0/%u tokens", n);
+}
+
+/* "prompt: 1024/4096 tokens (12.0 s)" while a prompt longer than one pass is evaluated; cleared at its end */
+static void show_prefill(uint32_t done, uint32_t total, void *user) {
+  (void)user;
+  if (!g_prefill.t0) cli_progress_begin(&g_prefill);
+  if (done >= total) {
+    cli_progress_end(&g_prefill);
+    g_prefill.t0 = 0; /* the next prompt starts its own clock */
+    return;
+  }
+  double t = cli_now() - g_prefill.t0;
+  if (t > 0.2)
+    cli_progress_show(&g_prefill, 1, "prompt: %u/%u tokens, %.0f tok/s", done, total, done / t);
+  else
+    cli_progress_show(&g_prefill, 1, "prompt: %u/%u tokens", done, total);
+}
+
+static void on_log(wgllm_log_level level, const char *msg, void *user) {
+  const cli_common *c = user;
+  if (level == WGLLM_LOG_WARN)
+    fprintf(stderr, "wgllm: warning: %s\n", msg);
+  else if (c->verbose)
+    fprintf(stderr, "wgllm: %s\n", msg);
+}
+
+int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
+             int no_tokenizer) {
   *m = NULL;
   if (s) *s = NULL;
   if (!c->model) {
-    fprintf(stderr, "wgllm: -m PATH is required\n");
-    return 2;
-  }
-  if (c->toggles) {
-    fprintf(stderr, "wgllm: --dawn-toggles is an option of wgllm bench (measurements), not of this command\n");
+    fprintf(stderr, "wgllm: -m PATH is required (see --help)\n");
     return 2;
   }
   struct stat sb;
@@ -203,6 +628,11 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
     fprintf(stderr, "wgllm: -m %s: %s\n", c->model, strerror(errno));
     return 2;
   }
+  if (c->verbose)
+    for (int i = 0; i < c->n_ignored; i++)
+      fprintf(stderr, "wgllm: %s is accepted for llama.cpp compatibility and ignored (every op runs on the GPU)\n",
+              c->ignored[i]);
+  wgllm_set_log(on_log, (void *)c);
   wgllm_model_params mp = wgllm_model_default_params();
   if (cli_parse_weights(c->weights, &mp)) return 2;
   mp.adapter = c->adapter;
@@ -210,25 +640,62 @@ int cli_open(const cli_common *c, wgllm_model **m, wgllm_session **s, int no_tok
   mp.no_tokenizer = no_tokenizer;
   mp.chat_template = c->chat_template;
   mp.max_binding_bytes = c->max_binding;
+  mp.progress = show_load;
+  cli_progress_begin(&g_load);
+  double t0 = cli_now();
   wgllm_status st = wgllm_model_create(c->model, &mp, m);
+  cli_progress_end(&g_load);
   if (st) {
+    if (cli_interrupted) {
+      fprintf(stderr, "wgllm: interrupted\n");
+      return 130;
+    }
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
     return st == WGLLM_ERR_INVALID_ARG ? 2 : 1;
   }
+  wgllm_model_info info;
+  wgllm_model_get_info(*m, &info);
+  if (c->verbose) fprintf(stderr, "wgllm: loaded in %.2f s, trained context %u\n", cli_now() - t0, info.train_context);
   if (!s) return 0;
   wgllm_session_params sp = wgllm_session_default_params();
-  if (c->ctx) sp.context = c->ctx;
+  uint32_t trained = info.train_context;
+  int from_model = !c->ctx && !default_ctx && trained;
+  sp.context = c->ctx ? c->ctx : default_ctx ? default_ctx : trained ? trained : sp.context;
+  if (c->ctx && trained && c->ctx > trained)
+    fprintf(stderr,
+            "wgllm: warning: -c %u is more than the %u tokens the model was trained on; text past them is likely "
+            "to be poor\n",
+            c->ctx, trained);
   sp.prefill_chunk = c->prefill_chunk;
-  if (isatty(2)) sp.on_prefill = show_prefill; /* long prompts: progress on a terminal, as llama.cpp shows it */
+  sp.on_prefill = show_prefill; /* long prompts: progress on a terminal, as llama.cpp shows it */
   sp.kv_type = c->kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
   sp.decode_path = c->unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
   sp.attn_grid = c->attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
-  st = wgllm_session_create(*m, &sp, s);
+  for (;;) {
+    st = wgllm_session_create(*m, &sp, s);
+    /* the trained length of a large model may not fit the device: smaller, by halves, down to 4096 */
+    if (!st || !from_model || sp.context <= 4096 || (st != WGLLM_ERR_UNSUPPORTED && st != WGLLM_ERR_OUT_OF_MEMORY))
+      break;
+    uint32_t smaller = sp.context / 2 > 4096 ? sp.context / 2 : 4096;
+    fprintf(stderr,
+            "wgllm: warning: a context of %u tokens (the model's trained length) does not fit: %s; trying %u "
+            "(set -c N)\n",
+            sp.context, wgllm_last_error(), smaller);
+    sp.context = smaller;
+  }
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
     wgllm_model_free(*m);
     *m = NULL;
     return 1;
   }
+  if (c->verbose)
+    fprintf(stderr, "wgllm: context %u tokens%s, KV cache %s, %.1f MB\n", sp.context,
+            c->ctx                  ? ""
+            : default_ctx           ? " (this command's default)"
+            : trained == sp.context ? " (the model's trained length)"
+                                    : "",
+            c->kv_f16 ? "f16" : "f32", wgllm_session_kv_bytes(*s) / 1e6);
+  if (ctx) *ctx = sp.context;
   return 0;
 }

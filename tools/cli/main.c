@@ -1,4 +1,5 @@
-/* wgllm command-line tool: dispatches subcommands (info, ...). Errors go to stderr with a non-zero exit. */
+/* wgllm command-line tool: dispatches subcommands (run, chat, tokenize, info, logits, bench). Errors go to stderr
+   with a non-zero exit: 2 for a usage error, 1 for a failure, 130 after Ctrl-C. */
 #include "cli.h"
 #include "wgllm.h"
 #include <errno.h>
@@ -26,7 +27,7 @@ static int run_bench(int argc, char **argv, const char *self) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: wgllm <command> [options]\n"
+  fprintf(f, "usage: wgllm <command> [options]       (wgllm -m PATH -p TEXT ...: run, as llama-cli takes it)\n"
              "commands:\n"
              "  run      continue a prompt, streaming the text\n"
              "  chat     interactive chat with the model's template\n"
@@ -52,6 +53,8 @@ int main(int argc, char **argv) {
     printf("wgllm %s\n", wgllm_version());
     return 0;
   }
+  if (cmd[0] == '-') /* options first: llama-cli's habit, a run */
+    return cli_run(argc, argv);
   if (!strcmp(cmd, "info")) return cli_info(argc - 1, argv + 1);
   if (!strcmp(cmd, "logits")) return cli_logits(argc - 1, argv + 1);
   if (!strcmp(cmd, "run")) return cli_run(argc - 1, argv + 1);

@@ -1,0 +1,267 @@
+/* `wgllm chat` (and `wgllm run -cnv`): an interactive chat through the public C API. Messages of any length,
+   a line ending in \ goes on on the next; Ctrl-C stops the reply in progress and returns to the prompt, Ctrl-C
+   at the prompt leaves; /regen, /save FILE and /load FILE (the conversation as JSON messages), /reset. */
+#include "cli.h"
+#include "wgllm.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct history {
+  wgllm_message *m; /* role and content malloc'd */
+  size_t n, cap;
+  size_t n_fixed; /* the system message of -sys, kept by /reset */
+} history;
+
+static int push(history *h, const char *role, const char *content) {
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? 2 * h->cap : 16;
+    wgllm_message *g = realloc(h->m, cap * sizeof *g);
+    if (!g) return -1;
+    h->m = g;
+    h->cap = cap;
+  }
+  char *r = strdup(role), *c = strdup(content);
+  if (!r || !c) {
+    free(r);
+    free(c);
+    return -1;
+  }
+  h->m[h->n++] = (wgllm_message){r, c};
+  return 0;
+}
+
+static void pop(history *h) {
+  h->n--;
+  free((void *)h->m[h->n].role);
+  free((void *)h->m[h->n].content);
+}
+
+typedef struct chat {
+  cli_gen *g;
+  wgllm_model *m;
+  wgllm_session *s;
+  history h;
+  uint32_t base_seed, turn; /* reply k samples with seed base + k: /regen gives another reply */
+} chat;
+
+static int stream_out(const char *text, size_t len, void *user) {
+  (void)user;
+  fwrite(text, 1, len, stdout);
+  fflush(stdout);
+  return cli_interrupted != 0; /* Ctrl-C: the reply stops here */
+}
+
+/* Generates the assistant's reply to the history and appends it (an interrupted reply as far as it got).
+   Returns 0, 1 for an error the chat survives (the history is as it was), -1 for one it does not. */
+static int reply(chat *c) {
+  wgllm_generate_params gp = c->g->gp;
+  gp.seed = c->base_seed + c->turn++;
+  gp.on_text = stream_out;
+  if (isatty(2) && c->h.n) { /* the new message's size, for the progress line of a long one */
+    const char *last = c->h.m[c->h.n - 1].content;
+    size_t n = 0;
+    wgllm_tokenize(c->m, last, strlen(last), 0, NULL, 0, &n);
+    cli_prefill_begin((uint32_t)n);
+  }
+  cli_interrupted = 0;
+  cli_busy = 1; /* Ctrl-C stops the reply (and not the program) */
+  char *text = NULL;
+  wgllm_generate_stats st;
+  wgllm_status r = wgllm_chat(c->s, c->h.m, c->h.n, &gp, &text, &st);
+  cli_busy = 0;
+  int interrupted = cli_interrupted;
+  cli_interrupted = 0;
+  fputc('\n', stdout);
+  fflush(stdout);
+  if (r) {
+    fprintf(stderr, "wgllm chat: %s (%s)%s\n", wgllm_session_error(c->s), wgllm_status_name(r),
+            r == WGLLM_ERR_INVALID_ARG ? "; /reset or /load to go on" : "");
+    return r == WGLLM_ERR_INVALID_ARG ? 1 : -1;
+  }
+  if (interrupted && st.stop == WGLLM_STOP_CALLBACK) fprintf(stderr, "[interrupted]\n");
+  if (c->g->stats) cli_print_stats(&st, NULL);
+  int bad = push(&c->h, "assistant", text ? text : "");
+  wgllm_free(text);
+  if (bad) {
+    fprintf(stderr, "wgllm chat: out of memory\n");
+    return -1;
+  }
+  return 0;
+}
+
+/* One message from stdin: lines ending in \ go on (joined by newlines). NULL at the end of input. */
+static char *read_message(void) {
+  char *msg = NULL, *line = NULL;
+  size_t len = 0, cap = 0;
+  int tty = isatty(0);
+  fputs("> ", stdout);
+  fflush(stdout);
+  for (;;) {
+    ssize_t got = getline(&line, &cap, stdin);
+    if (got < 0) break;
+    while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r'))
+      line[--got] = 0;
+    int more = got > 0 && line[got - 1] == '\\';
+    if (more) line[--got] = 0;
+    char *g = realloc(msg, len + (size_t)got + 2);
+    if (!g) {
+      free(msg);
+      msg = NULL;
+      break;
+    }
+    msg = g;
+    if (len) msg[len++] = '\n';
+    memcpy(msg + len, line, (size_t)got + 1);
+    len += (size_t)got;
+    if (!more) break;
+    if (tty) {
+      fputs(". ", stdout);
+      fflush(stdout);
+    }
+  }
+  free(line);
+  return msg;
+}
+
+static void help(void) {
+  fprintf(stderr, "  /regen       another reply to the last message\n"
+                  "  /save FILE   write the conversation as JSON messages\n"
+                  "  /load FILE   replace the conversation with the messages of FILE\n"
+                  "  /reset       forget the conversation (the system message stays)\n"
+                  "  /quit        leave (also /exit, end of input, Ctrl-C at the prompt)\n"
+                  "  a line ending in \\ goes on on the next; Ctrl-C stops a reply; //text sends /text\n");
+}
+
+/* /regen: the last reply again with the next seed (or a first one, after /load ending in a user message) */
+static int regen(chat *c) {
+  history *h = &c->h;
+  if (h->n > h->n_fixed && !strcmp(h->m[h->n - 1].role, "assistant")) {
+    pop(h);
+  }
+  if (h->n == h->n_fixed || strcmp(h->m[h->n - 1].role, "user")) {
+    fprintf(stderr, "wgllm chat: nothing to regenerate\n");
+    return 0;
+  }
+  return reply(c) < 0 ? -1 : 0;
+}
+
+static int load(chat *c, const char *path) {
+  wgllm_message *msgs;
+  size_t n;
+  char err[512];
+  if (cli_json_load(path, &msgs, &n, err, sizeof err)) {
+    fprintf(stderr, "wgllm chat: /load %s: %s\n", path, err);
+    return 0;
+  }
+  while (c->h.n)
+    pop(&c->h);
+  free(c->h.m);
+  c->h.m = msgs;
+  c->h.n = c->h.cap = n;
+  c->h.n_fixed = n && !strcmp(msgs[0].role, "system");
+  wgllm_session_reset(c->s);
+  fprintf(stderr, "wgllm chat: loaded %zu messages from %s\n", n, path);
+  return 0;
+}
+
+/* A line starting with '/' that names a command: runs it and returns 1 (2: leave, -1: a fatal error); 0 when
+   the line is a message. */
+static int command(chat *c, char *line) {
+  if (line[0] != '/' || line[1] == '/') return 0;
+  char *arg = line + strcspn(line, " \t");
+  if (*arg) *arg++ = 0;
+  arg += strspn(arg, " \t");
+  const char *cmd = line + 1;
+  if (!strcmp(cmd, "quit") || !strcmp(cmd, "exit")) return 2;
+  if (!strcmp(cmd, "help")) {
+    help();
+  } else if (!strcmp(cmd, "reset") || !strcmp(cmd, "clear")) {
+    while (c->h.n > c->h.n_fixed)
+      pop(&c->h);
+    wgllm_session_reset(c->s);
+  } else if (!strcmp(cmd, "regen")) {
+    if (regen(c)) return -1;
+  } else if (!strcmp(cmd, "save") || !strcmp(cmd, "load")) {
+    if (!*arg)
+      fprintf(stderr, "wgllm chat: /%s needs a file name\n", cmd);
+    else if (cmd[0] == 'l')
+      load(c, arg);
+    else if (cli_json_save(arg, c->h.m, c->h.n))
+      fprintf(stderr, "wgllm chat: /save %s: %s\n", arg, strerror(errno));
+    else
+      fprintf(stderr, "wgllm chat: saved %zu messages to %s\n", c->h.n, arg);
+  } else {
+    fprintf(stderr, "wgllm chat: unknown command '/%s' (/help lists them; //text sends /text)\n", cmd);
+  }
+  return 1;
+}
+
+/* Sends a user message and prints the reply; returns -1 on a fatal error. */
+static int send_message(chat *c, const char *text) {
+  if (cli_utf8_invalid_at(text) >= 0) {
+    fprintf(stderr, "wgllm chat: the message is not valid UTF-8 (byte %ld); not sent\n", cli_utf8_invalid_at(text));
+    return 0;
+  }
+  if (push(&c->h, "user", text)) {
+    fprintf(stderr, "wgllm chat: out of memory\n");
+    return -1;
+  }
+  int r = reply(c);
+  if (r) pop(&c->h); /* the message that could not be answered */
+  return r < 0 ? -1 : 0;
+}
+
+int cli_chat_main(cli_gen *g) {
+  cli_catch_sigint();
+  chat c = {0};
+  c.g = g;
+  uint32_t ctx;
+  int rc = cli_open(&g->c, 0, &c.m, &c.s, &ctx, 0);
+  cli_busy = 0; /* from here Ctrl-C stops a reply in progress, or leaves */
+  if (rc) return rc;
+  g->gp.max_tokens = g->n_predict < 0 || g->n_predict > ctx ? ctx : (uint32_t)g->n_predict;
+  c.base_seed = g->gp.seed;
+  if (g->c.verbose) cli_verbose_sampling(g);
+  wgllm_model_info info;
+  wgllm_model_get_info(c.m, &info);
+  fprintf(stderr, "wgllm chat: %s on %s, template %s, context %u. /help lists the commands; Ctrl-C stops a reply.\n",
+          info.architecture, info.adapter, info.chat_template, ctx);
+  int status = 0;
+  if (g->system && push(&c.h, "system", g->system)) status = -1;
+  c.h.n_fixed = c.h.n;
+  if (!status && g->prompt) {
+    fputs("> ", stdout);
+    fputs(g->prompt, stdout);
+    fputc('\n', stdout);
+    status = send_message(&c, g->prompt);
+    if (g->single_turn) goto done;
+  }
+  while (!status) {
+    char *line = read_message();
+    if (!line) break;
+    int k = line[0] ? command(&c, line) : 1;
+    if (k == 0) status = send_message(&c, line[0] == '/' ? line + 1 : line);
+    free(line);
+    if (k == 2) break;
+    if (k < 0) status = -1;
+    if (g->single_turn && k == 0) break;
+  }
+done:
+  while (c.h.n)
+    pop(&c.h);
+  free(c.h.m);
+  wgllm_session_free(c.s);
+  wgllm_model_free(c.m);
+  return status ? 1 : 0;
+}
+
+int cli_chat(int argc, char **argv) {
+  cli_gen g;
+  int rc = cli_gen_parse(CLI_CMD_CHAT, argc, argv, &g);
+  if (!rc) rc = cli_chat_main(&g);
+  cli_gen_free(&g);
+  return rc < 0 ? 0 : rc;
+}
