@@ -19,8 +19,18 @@ $(BUILD)/CMakeCache.txt: $(STAMP) CMakeLists.txt
 build: $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
-run: build
-	./scripts/run_main.sh $(BUILD)
+# make run: the build's output goes to $(BUILD)/make-run.log (shown when the build fails), then the generated text
+# and one summary line
+run:
+	@mkdir -p $(BUILD); log=$(BUILD)/make-run.log; \
+	if [ -t 2 ]; then printf 'building (log: %s) ...' "$$log" >&2; fi; \
+	if $(MAKE) --no-print-directory build > "$$log" 2>&1; then \
+	  if [ -t 2 ]; then printf '\r\033[K' >&2; fi; \
+	else \
+	  if [ -t 2 ]; then printf '\n' >&2; fi; \
+	  cat "$$log" >&2; echo "make run: the build failed (its output above, and in $$log)" >&2; exit 1; \
+	fi
+	@./scripts/run_main.sh $(BUILD)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j 2
