@@ -128,6 +128,10 @@ size_t wt_count(const wt_store *s) { return s ? s->n_tensors : 0; }
 const wt_tensor *wt_at(const wt_store *s, size_t i) { return s && i < s->n_tensors ? &s->tensors[i] : NULL; }
 
 int64_t wt_numel(const wt_tensor *t) {
+  /* a zero dimension first: the loaders bound the product of the others only in file order (fuzz_gguf found a
+     [2^49][3 * 2^56 + 1][0] tensor whose product overflowed in this order) */
+  for (int i = 0; i < t->n_dims; i++)
+    if (t->shape[i] == 0) return 0;
   int64_t n = 1;
   for (int i = 0; i < t->n_dims; i++)
     n *= t->shape[i];

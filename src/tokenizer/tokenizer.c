@@ -272,13 +272,14 @@ wgllm_status tok_finish(tokenizer *t, const char *what, char *err, size_t errlen
     tok_set_err(err, errlen, "%s: bos %d / eos %d outside the vocabulary (%zu)", what, t->bos, t->eos, n);
     return WGLLM_ERR_FORMAT;
   }
+  /* template ids must be tokens, not holes between the ids of a vocabulary (encode would return them) */
   for (size_t i = 0; i < t->n_prefix; i++)
-    if (t->prefix[i] < 0 || t->prefix[i] >= (int32_t)n) {
+    if (t->prefix[i] < 0 || t->prefix[i] >= (int32_t)n || !(t->attr[t->prefix[i]] & TOK_ATTR_PRESENT)) {
       tok_set_err(err, errlen, "%s: template token %d outside the vocabulary", what, t->prefix[i]);
       return WGLLM_ERR_FORMAT;
     }
   for (size_t i = 0; i < t->n_suffix; i++)
-    if (t->suffix[i] < 0 || t->suffix[i] >= (int32_t)n) {
+    if (t->suffix[i] < 0 || t->suffix[i] >= (int32_t)n || !(t->attr[t->suffix[i]] & TOK_ATTR_PRESENT)) {
       tok_set_err(err, errlen, "%s: template token %d outside the vocabulary", what, t->suffix[i]);
       return WGLLM_ERR_FORMAT;
     }
@@ -1111,8 +1112,10 @@ oom:
 struct tok_stream {
   const tokenizer *t;
   bool skip_special;
-  size_t n_tokens;   /* tokens rendered so far (after skipping) */
-  size_t strip_left; /* leading characters a fused Strip may still remove */
+  size_t n_tokens;    /* tokens rendered so far (after skipping) */
+  size_t strip_left;  /* leading characters a fused Strip may still remove */
+  size_t strip_right; /* trailing ones it removes at the end of the text (its stop) */
+  size_t n_held;      /* strip_cp characters at the end so far, held back until more text or the flush */
   uint32_t strip_cp;
   tok_buf pending; /* bytes not yet emitted (an incomplete UTF-8 sequence) */
   tok_buf ready;   /* emitted bytes that did not fit the caller's buffer */
@@ -1129,6 +1132,7 @@ tok_stream *tok_stream_create(const tokenizer *t) {
     if (d->kind == TOK_DEC_FUSE || d->kind == TOK_DEC_BYTE_LEVEL) fused = true;
     if (d->kind == TOK_DEC_STRIP && fused) {
       s->strip_left = d->start;
+      s->strip_right = d->stop;
       s->strip_cp = d->cp;
     }
   }
@@ -1218,7 +1222,18 @@ static bool stream_token(tok_stream *s, int32_t id, tok_buf *o) {
   return ok;
 }
 
-/* moves the decodable prefix of pending into ready (lossy, holding back a sequence that may complete) */
+/* k of the held strip_cp characters into ready; none stay held */
+static bool put_held(tok_stream *s, size_t k) {
+  char enc[4];
+  size_t el = tok_utf8_encode(s->strip_cp, enc);
+  for (size_t q = 0; q < k; q++)
+    if (!tok_buf_put(&s->ready, enc, el)) return false;
+  s->n_held = 0;
+  return true;
+}
+
+/* moves the decodable prefix of pending into ready (lossy, holding back a sequence that may complete, and a fused
+   Strip's trailing characters until it is known whether the text ends there) */
 static bool stream_emit(tok_stream *s, bool final) {
   const char *p = s->pending.p;
   size_t n = s->pending.n, i = 0;
@@ -1243,11 +1258,22 @@ static bool stream_emit(tok_stream *s, bool final) {
       }
       s->strip_left = 0;
     }
+    if (s->strip_right) { /* a run of strip_cp waits: the Strip removes the last of them at the end of the text */
+      size_t adv;
+      if (tok_utf8_decode(piece, &adv) == s->strip_cp) {
+        s->n_held++;
+        i += l;
+        continue;
+      }
+      if (!put_held(s, s->n_held)) return false;
+    }
     if (!tok_buf_put(&s->ready, piece, pl)) return false;
     i += l;
   }
   if (i && n > i) memmove(s->pending.p, p + i, n - i);
   s->pending.n = n - i;
+  /* the end of the text: the held run less what the Strip removes */
+  if (final && s->n_held) return put_held(s, s->n_held > s->strip_right ? s->n_held - s->strip_right : 0);
   return true;
 }
 
