@@ -5,7 +5,18 @@ STAMP := third_party/.bootstrap-v2
 
 PREFIX ?= /usr/local
 
-.PHONY: all build run test clean bootstrap asan install
+# make fuzz: the libFuzzer harnesses of tests/fuzz, built with clang + ASan + UBSan in FUZZ_BUILD, each run for
+# FUZZ_SECONDS (FUZZ_TARGETS: a subset, e.g. "gguf encode"). make test-san: the whole test suite built with
+# ASan + UBSan in SAN_BUILD and run with the LSan suppressions of tests/lsan.supp.
+FUZZ_BUILD ?= build-fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+SAN_BUILD ?= build-san
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+
+.PHONY: all build run test clean bootstrap asan install fuzz fuzz-build test-san
 all: build
 
 $(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh
@@ -42,5 +53,19 @@ install: build
 asan: $(STAMP)
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DWGLLM_ASAN=ON && cmake --build build-asan -j $(JOBS)
 
+fuzz-build: $(STAMP)
+	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWGLLM_FUZZ=ON
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzzers
+
+fuzz: fuzz-build
+	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+# test_install is left out: it links the installed (sanitized) library into a program built without the
+# sanitizer runtime, which ASan refuses to start; it checks packaging, which the ordinary suite covers.
+test-san: $(STAMP)
+	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWGLLM_ASAN=ON
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j 2 -E '^test_install$$'
+
 clean:
-	rm -rf $(BUILD) build-asan
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD) $(SAN_BUILD)

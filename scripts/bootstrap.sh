@@ -13,10 +13,12 @@ DAWN_SRI='sha512-UEP7UZdEhx9otvkZczjsszL8ZVlrODANQvgl+C88/bNVmxDoFi7w1fWzGi1sZya
 HDR_PKG=react-native-webgpu@0.10.2
 HDR_SRI='sha512-lRoBIpo9uXG0rRSGaf9XOY3SynV5YePrsJUlyy3jN5ySHEaVkcQtF6L7zA/Frn22BgWKOZ+Kk5W6No+0Kut6/g=='
 HDR_DIR='package/libs/apple/libwebgpu_dawn.xcframework/macos-arm64_x86_64/Headers'
-APT_PKGS="build-essential cmake pkg-config libvulkan1 libcjson-dev libpcre2-dev ca-certificates"
+# clang + libclang-rt-14-dev (libFuzzer's runtime, libclang_rt.fuzzer-x86_64.a): the fuzz harnesses (make fuzz)
+APT_PKGS="build-essential cmake pkg-config libvulkan1 libcjson-dev libpcre2-dev ca-certificates clang libclang-rt-14-dev"
 
+# the stamp stands only while every Debian package is still installed (a package added here is noticed)
 if [ -f "$STAMP" ] && [ -f "$DEPS/dawn/lib/libwebgpu_wrapper.so" ] && [ -f "$DEPS/dawn/include/webgpu/webgpu.h" ] &&
-   [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ]; then
+   [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ] && dpkg -s $APT_PKGS >/dev/null 2>&1; then
   exit 0
 fi
 

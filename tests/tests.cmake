@@ -18,3 +18,5 @@ foreach(src ${TEST_SOURCES})
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
   set_tests_properties(${name} PROPERTIES TIMEOUT 1800 ENVIRONMENT "WGLLM_BIN=${CMAKE_BINARY_DIR}")
 endforeach()
+# The fuzz harnesses' replay tests (and, with WGLLM_FUZZ, the libFuzzer programs): tests/fuzz/fuzz.cmake
+include(${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz.cmake)

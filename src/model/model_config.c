@@ -225,11 +225,13 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
                "original_max_position_embeddings");
       return WGLLM_ERR_FORMAT;
     }
-    if (!(factor > 0) || hi == lo || !isfinite(factor) || !isfinite(lo) || !isfinite(hi) || !isfinite(old)) {
-      /* a factor of 0 gave infinite frequencies (a negative one negative), high == low a division by zero */
+    if (!(factor > 0 && lo > 0 && hi > 0 && old > 0) || hi == lo || !isfinite(factor) || !isfinite(lo) ||
+        !isfinite(hi) || !isfinite(old)) {
+      /* a factor of 0 gave infinite frequencies, a negative factor or high_freq_factor negative ones, high == low
+         a division by zero */
       snprintf(err, errlen,
                "config.json: llama3 rope scaling factor %g, low_freq_factor %g, high_freq_factor %g, "
-               "original_max_position_embeddings %g (finite, a positive factor, high and low apart)",
+               "original_max_position_embeddings %g (finite and positive, high and low apart)",
                factor, lo, hi, old);
       return WGLLM_ERR_FORMAT;
     }

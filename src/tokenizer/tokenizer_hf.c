@@ -206,6 +206,9 @@ static bool jbool(const cJSON *o, const char *key, bool def) {
   return cJSON_IsBool(v) ? cJSON_IsTrue(v) : def;
 }
 
+/* a JSON number that converts to a size_t count without undefined behaviour (0 to 1e9, integral) */
+static bool is_count(double d) { return d >= 0 && d <= 1e9 && d == floor(d); }
+
 static const char *jtype(const cJSON *o) {
   const char *t = jstr(o, "type");
   return t ? t : "(no type)";
@@ -401,6 +404,9 @@ static wgllm_status add_dec(hf_ctx *h, const cJSON *o, size_t *cap) {
     d.kind = TOK_DEC_STRIP;
     d.cp = tok_utf8_decode(c, &adv);
     const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "start"), *b = cJSON_GetObjectItemCaseSensitive(o, "stop");
+    /* counts (HF's usize): converted only when they are one (-1 or 1e30 was an undefined conversion) */
+    if ((cJSON_IsNumber(a) && !is_count(a->valuedouble)) || (cJSON_IsNumber(b) && !is_count(b->valuedouble)))
+      return BAD("%s: Strip decoder start/stop must be non-negative integers", h->path);
     d.start = cJSON_IsNumber(a) ? (size_t)a->valuedouble : 0;
     d.stop = cJSON_IsNumber(b) ? (size_t)b->valuedouble : 0;
   } else if (!strcmp(ty, "Metaspace")) {
@@ -427,7 +433,10 @@ static wgllm_status add_dec(hf_ctx *h, const cJSON *o, size_t *cap) {
 static wgllm_status push_ids(hf_ctx *h, int32_t **v, size_t *n, const cJSON *ids) {
   const cJSON *it;
   cJSON_ArrayForEach(it, ids) {
-    if (!cJSON_IsNumber(it)) return BAD("%s: TemplateProcessing ids must be numbers", h->path);
+    /* converted only when a token id (1e10 was an undefined conversion); tok_finish checks it is in the vocabulary */
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= 0 && it->valuedouble <= INT32_MAX) ||
+        it->valuedouble != floor(it->valuedouble))
+      return BAD("%s: TemplateProcessing ids must be token ids (integers from 0)", h->path);
     int32_t *p = realloc(*v, (*n + 1) * sizeof *p);
     if (!p) return NOMEM("template");
     *v = p;
@@ -645,6 +654,12 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
   if (!text) {
     tok_set_err(err, errlen, "%s: cannot read tokenizer.json", tokenizer_json);
     return WGLLM_ERR_IO;
+  }
+  size_t bad;
+  if (!tok_utf8_validate(text, len, &bad)) { /* HF reads only UTF-8, and the decoders walk pieces as characters */
+    tok_set_err(err, errlen, "%s: invalid UTF-8 at byte %zu", tokenizer_json, bad);
+    free(text);
+    return WGLLM_ERR_FORMAT;
   }
   cJSON *root = cJSON_ParseWithLength(text, len);
   if (!root) {

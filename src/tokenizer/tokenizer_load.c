@@ -119,8 +119,9 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
     s = WGLLM_ERR_FORMAT;
   }
   uint64_t v;
-  int32_t bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (int32_t)v : -1;
-  int32_t eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (int32_t)v : -1;
+  /* ids past INT32_MAX stay out of range (tok_create refuses them): 2^32 + 1 was truncated to id 1 */
+  int32_t bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (v <= INT32_MAX ? (int32_t)v : INT32_MAX) : -1;
+  int32_t eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (v <= INT32_MAX ? (int32_t)v : INT32_MAX) : -1;
   /* BOS by default for SentencePiece vocabularies; "gemma4" adds it even when the file says false, as llama.cpp
      does (tok_create forces it) */
   int add_bos = gguf_get_u64(st, "tokenizer.ggml.add_bos_token", &v)
@@ -183,6 +184,19 @@ wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, toke
   }
   const char *cfg = is_file(tc) ? tc : NULL;
   wgllm_status s = tok_load_hf(tj, cfg, out, err, errlen);
-  if (!s && chat_template && cfg) *chat_template = config_chat_template(cfg);
+  if (s || !chat_template) return s;
+  /* chat_template.jinja beside the tokenizer files wins over tokenizer_config.json's, as in transformers */
+  char cj[1100];
+  size_t dl = strlen(tc) - strlen("tokenizer_config.json");
+  snprintf(cj, sizeof cj, "%.*schat_template.jinja", (int)dl, tc);
+  if (is_file(cj)) {
+    if (!(*chat_template = read_text(cj))) {
+      tok_free(*out);
+      *out = NULL;
+      snprintf(err, errlen, "%s: cannot be read", cj);
+      return WGLLM_ERR_IO;
+    }
+  } else if (cfg)
+    *chat_template = config_chat_template(cfg);
   return s;
 }

@@ -1,12 +1,14 @@
 /* Loading a model's tokenizer from where the model keeps it: tokenizer.json (+ tokenizer_config.json) in a
    Hugging Face directory, the tokenizer.ggml.* arrays of a GGUF file, or a tokenizer.json given directly.
-   Also returns the chat template text the files carry (for template detection). */
+   Also returns the chat template text the files carry (the model's own template, run by runtime/chat). */
 #ifndef WGLLM_TOKENIZER_LOAD_H
 #define WGLLM_TOKENIZER_LOAD_H
 #include "tensor_store.h"
 #include "tokenizer.h"
 
-/* *chat_template: malloc'd Jinja text or NULL when the files carry none (may pass NULL to skip). */
+/* *chat_template: malloc'd Jinja text or NULL when the files carry none (may pass NULL to skip): GGUF
+   tokenizer.chat_template; for Hugging Face files chat_template.jinja beside them, else tokenizer_config.json's
+   chat_template (a string, or the "default" of a list of {name, template}). */
 wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen);
 /* The same from a model file already opened (st, borrowed): a GGUF store holds its tokenizer; for a safetensors
    store (or NULL) the tokenizer.json beside path is read. */
