@@ -666,7 +666,8 @@ static void terminal(void) {
   free(e);
 }
 
-/* `make run`: the text and one summary line; the build's output only when it fails */
+/* `make run`: the text and one summary line; the build's output only when it fails (run as at a shell prompt: not as a
+ * sub-make of the `make test` that may have started this test, which would print its directory) */
 static void make_run(void) {
   if (getenv("WGLLM_TEST_NO_MAKE")) {
     printf("  make run: skipped (WGLLM_TEST_NO_MAKE)\n");
@@ -674,7 +675,7 @@ static void make_run(void) {
   }
   char build[600], cmd[2000], *o1, *e;
   if (!realpath(g_bin, build)) return;
-  snprintf(cmd, sizeof cmd, "cd .. && make run BUILD=%s", build);
+  snprintf(cmd, sizeof cmd, "cd .. && env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make run BUILD=%s", build);
   int rc = sh(cmd, &o1, &e);
   CHECK(rc == 0 && !strncmp(o1, "In the beginning", 16) && strlen(o1) > 100, "make run: exit %d, '%s' / %s", rc, o1, e);
   CHECK(count(e, "\n") == 1 && strstr(e, "120 generated") && strstr(e, ", on "), "make run's stderr: '%s'", e);
@@ -684,7 +685,7 @@ static void make_run(void) {
   /* a cache newer than its rule's prerequisites: make goes straight to cmake --build, which fails at once */
   snprintf(cmd, sizeof cmd,
            "mkdir -p %s/bad && echo garbage > %s/bad/CMakeCache.txt && touch -d '+1 hour' %s/bad/CMakeCache.txt && "
-           "cd .. && make run BUILD=%s/bad",
+           "cd .. && env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS make run BUILD=%s/bad",
            g_tmp, g_tmp, g_tmp, g_tmp);
   rc = sh(cmd, &o1, &e);
   CHECK(rc != 0 && strstr(e, "Parse error in cache file") && strstr(e, "make run: the build failed"),

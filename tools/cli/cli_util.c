@@ -234,6 +234,29 @@ static void refused(const char *prog, const opt_set *s, const char *arg, int opt
   unknown_long(prog, s, arg ? arg : "?");
 }
 
+/* The rewritten arguments ("-sys=TEXT" becomes "--sys=TEXT") hold the values the option callbacks keep (optarg
+   points into them), so they live until the program ends. */
+static char **g_kept;
+static int g_n_kept;
+static void free_kept(void) {
+  for (int i = 0; i < g_n_kept; i++)
+    free(g_kept[i]);
+  free(g_kept);
+  g_kept = NULL;
+  g_n_kept = 0;
+}
+static void keep_strings(char **owned, int n) {
+  if (!n) return;
+  char **k = realloc(g_kept, (size_t)(g_n_kept + n) * sizeof *k);
+  if (!k) return; /* then they are freed by the caller: only an out-of-memory run gets here */
+  if (!g_kept) atexit(free_kept);
+  g_kept = k;
+  for (int i = 0; i < n; i++) {
+    g_kept[g_n_kept++] = owned[i];
+    owned[i] = NULL;
+  }
+}
+
 int cli_parse(const char *prog, unsigned cmd, const cli_opt *const *tables, int argc, char **argv, cli_opt_fn fn,
               void *user, char ***operands, int *n_operands) {
   *operands = NULL;
@@ -311,6 +334,7 @@ done:
     *operands = NULL;
     *n_operands = 0;
   }
+  keep_strings(owned, n_owned);
   for (int i = 0; i < n_owned; i++)
     free(owned[i]);
   free(owned);
