@@ -694,6 +694,32 @@ static void make_run(void) {
   free(e);
 }
 
+/* A model whose own chat template the interpreter cannot run still generates from text; chat names the construct
+   and a named template overrides it */
+static void unrunnable_template(void) {
+  char d[400], cmd[2400], *o1, *e;
+  snprintf(d, sizeof d, "%s/badtmpl", g_tmp);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && for f in config.json model.safetensors tokenizer.json tokenizer_config.json; do "
+           "ln -sf \"$(realpath ../models/default/$f)\" %s/$f; done && "
+           "printf \"{{ messages|groupby('role') }}\" > %s/chat_template.jinja",
+           d, d, d);
+  CHECK(system(cmd) == 0, "unrunnable template: %s", cmd);
+  int rc = wg(&o1, &e, "run -m %s -p 'In the beginning' -n 4 --temp 0", d);
+  CHECK(rc == 0 && !strncmp(o1, "In the beginning", 16), "run with an unrunnable chat template: %d %s", rc, e);
+  free(o1);
+  free(e);
+  rc = wg(&o1, &e, "chat -m %s -p hi -n 2 -st", d);
+  CHECK(rc != 0 && strstr(e, "groupby"), "chat with an unrunnable template names the construct: %d %s", rc, e);
+  printf("  unrunnable chat template -> %s", e ? e : "(nothing)\n");
+  free(o1);
+  free(e);
+  rc = wg(&o1, &e, "chat -m %s -p hi -n 2 -st --chat-template chatml", d);
+  CHECK(rc == 0, "a named template overrides an unrunnable one: %d %s", rc, e);
+  free(o1);
+  free(e);
+}
+
 int main(void) {
   const char *bin = getenv("WGLLM_BIN");
   snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "../build");
@@ -709,6 +735,7 @@ int main(void) {
   tokenize();
   terminal();
   make_run();
+  unrunnable_template();
 
   /* user errors */
   char a[1024];

@@ -23,8 +23,9 @@ struct wgllm_model {
   gpu_context *gpu;
   llm_model *m;
   tokenizer *tok;
-  wgllm_vocab vocab; /* over tok, not owned */
-  chat_template chat;
+  wgllm_vocab vocab;   /* over tok, not owned */
+  chat_renderer *chat; /* NULL when the model's own template does not parse: chat_err says why */
+  char chat_err[1024];
   char err[1024];
 };
 
@@ -108,6 +109,7 @@ wgllm_generate_params wgllm_generate_default_params(void) {
 void wgllm_model_free(wgllm_model *m) {
   if (!m) return;
   llm_model_free(m->m);
+  chat_renderer_free(m->chat);
   tok_free(m->tok);
   gpu_destroy(m->gpu);
   free(m);
@@ -133,13 +135,9 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   lo.weights.q4 = p.weights == WGLLM_WEIGHTS_Q4;
   lo.weights.group = lo.weights.q4 ? p.q4_group : 0;
   wgllm_status st;
-  int forced = -1;
-  if (p.chat_template) {
-    forced = chat_template_from_name(p.chat_template);
-    if (forced < 0)
-      return fail(g_last_error, WGLLM_ERR_INVALID_ARG,
-                  "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", p.chat_template);
-  }
+  if (p.chat_template && chat_template_from_name(p.chat_template) < 0)
+    return fail(g_last_error, WGLLM_ERR_INVALID_ARG,
+                "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", p.chat_template);
   wgllm_model *m = calloc(1, sizeof *m);
   if (!m) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   /* the model file is opened and parsed once, for its tokenizer (GGUF) and its weights */
@@ -157,8 +155,23 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
     return fail(g_last_error, st, "%s: tokenizer: %s", path, err);
   }
   m->vocab.tok = m->tok;
-  m->chat = forced >= 0 ? (chat_template)forced : chat_template_detect(jinja, m->tok);
+  /* the model's own template runs as it is; one that does not parse makes every chat call fail with why (the model
+     still loads: generation from text and ids does not use it; a named template overrides it) */
+  st = chat_renderer_create(p.chat_template, jinja, m->tok, &m->chat, err, sizeof err);
   free(jinja);
+  if (st == WGLLM_ERR_OUT_OF_MEMORY) {
+    wt_store_free(store);
+    wgllm_model_free(m);
+    return fail(g_last_error, st, "%s: chat template: %s", path, err);
+  }
+  if (st) {
+    m->chat = NULL;
+    snprintf(m->chat_err, sizeof m->chat_err, "%s", err);
+    api_log(WGLLM_LOG_WARN,
+            "%s: its chat template cannot run (%s): chat calls will fail; a named template "
+            "(chat_template \"chatml\", say) overrides it",
+            path, err);
+  }
   gpu_options go = {0};
   go.adapter_name = p.adapter ? p.adapter : getenv("WGLLM_ADAPTER"); /* the environment is read here, at the door */
   go.disable_f16 = p.disable_f16;
@@ -210,7 +223,7 @@ wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info) 
   info->weight_bytes = m->m->weight_bytes;
   info->weights = m->m->weights_desc;
   info->adapter = m->gpu->adapter_name;
-  info->chat_template = chat_template_name(m->chat);
+  info->chat_template = m->chat ? chat_renderer_name(m->chat) : "unrunnable";
   info->bos = tok_bos(m->tok);
   info->eos = tok_eos(m->tok);
   return WGLLM_OK;
@@ -392,24 +405,33 @@ wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t 
   if (!s || !messages || !n) return WGLLM_ERR_INVALID_ARG;
   s->err[0] = 0;
   if (!s->model->tok) return fail(s->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
-  chat_msg *msgs = malloc(n * sizeof *msgs);
-  if (!msgs) return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
-  for (size_t i = 0; i < n; i++) {
-    if (!messages[i].role || !messages[i].content) {
-      free(msgs);
+  if (!s->model->chat)
+    return fail(s->err, WGLLM_ERR_UNSUPPORTED,
+                "chat template: %s (a named template, chat_template \"chatml\" say, overrides it)", s->model->chat_err);
+  for (size_t i = 0; i < n; i++)
+    if (!messages[i].role || !messages[i].content)
       return fail(s->err, WGLLM_ERR_INVALID_ARG, "message %zu has no role or content", i);
-    }
-    msgs[i].role = messages[i].role;
-    msgs[i].content = messages[i].content;
+  cJSON *msgs = cJSON_CreateArray();
+  int ok = msgs != NULL;
+  for (size_t i = 0; ok && i < n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    ok = o && cJSON_AddItemToArray(msgs, o) && cJSON_AddStringToObject(o, "role", messages[i].role) &&
+         cJSON_AddStringToObject(o, "content", messages[i].content); /* o belongs to msgs once added */
   }
-  chat_template t = s->model->chat;
-  char *text = chat_format(t, msgs, n, 1);
-  free(msgs);
-  if (!text) return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (!ok) {
+    cJSON_Delete(msgs);
+    return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  chat_request q = {msgs, NULL, NULL, 1};
+  char *text = NULL, err[1024];
+  wgllm_status st = chat_renderer_apply(s->model->chat, &q, NULL, &text, err, sizeof err);
+  cJSON_Delete(msgs);
+  if (st) return fail(s->err, st, "chat template: %s", err);
   int32_t *ids = NULL;
   size_t nid = 0;
   /* templates spell BOS out as text; without a template the tokenizer adds it */
-  wgllm_status st = tok_encode(s->model->tok, text, strlen(text), t == CHAT_NONE, 1, &ids, &nid, s->err, sizeof s->err);
+  st = tok_encode(s->model->tok, text, strlen(text), chat_renderer_adds_bos(s->model->chat), 1, &ids, &nid, s->err,
+                  sizeof s->err);
   free(text);
   if (!st) st = run_ids(s, ids, nid, params, reply, stats);
   free(ids);

@@ -1,5 +1,6 @@
-/* Chat templates (see chat.h). Each follows its family's reference template for the common case:
-   system, user and assistant turns, no tools. */
+/* Chat prompts (see chat.h): the renderer over the model's Jinja template or a named template, and the named
+   templates themselves, each following its family's reference template for the common case (system, user and
+   assistant turns, no tools). */
 #include "chat.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,4 +116,199 @@ char *chat_format(chat_template t, const chat_msg *msgs, size_t n, int add_gener
     return NULL;
   }
   return b.s;
+}
+
+/* ---------- the renderer ---------- */
+struct chat_renderer {
+  chat_template named;  /* when tmpl is NULL */
+  jinja_template *tmpl; /* the model's own template */
+  char *bos, *eos;      /* token texts, or NULL */
+};
+
+static char *token_text(const tokenizer *tok, int32_t id) {
+  size_t n;
+  const char *p = tok && id >= 0 ? tok_piece(tok, id, &n) : NULL;
+  if (!p) return NULL;
+  char *s = malloc(n + 1);
+  if (s) {
+    memcpy(s, p, n);
+    s[n] = 0;
+  }
+  return s;
+}
+
+wgllm_status chat_renderer_create(const char *forced, const char *jinja, const tokenizer *tok, chat_renderer **out,
+                                  char *err, size_t errlen) {
+  *out = NULL;
+  if (err && errlen) err[0] = 0;
+  chat_renderer *r = calloc(1, sizeof *r);
+  if (!r) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  if (forced) {
+    int t = chat_template_from_name(forced);
+    if (t < 0) {
+      free(r);
+      snprintf(err, errlen, "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", forced);
+      return WGLLM_ERR_INVALID_ARG;
+    }
+    r->named = (chat_template)t;
+  } else if (jinja) {
+    wgllm_status st = jinja_parse(jinja, strlen(jinja), &r->tmpl, err, errlen);
+    if (st) {
+      free(r);
+      return st;
+    }
+  } else
+    r->named = chat_template_detect(NULL, tok);
+  r->bos = token_text(tok, tok ? tok_bos(tok) : -1);
+  r->eos = token_text(tok, tok ? tok_eos(tok) : -1);
+  if ((tok && tok_bos(tok) >= 0 && !r->bos) || (tok && tok_eos(tok) >= 0 && !r->eos)) {
+    chat_renderer_free(r);
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  *out = r;
+  return WGLLM_OK;
+}
+
+void chat_renderer_free(chat_renderer *r) {
+  if (!r) return;
+  jinja_free(r->tmpl);
+  free(r->bos);
+  free(r->eos);
+  free(r);
+}
+
+const char *chat_renderer_name(const chat_renderer *r) { return r->tmpl ? "jinja" : chat_template_name(r->named); }
+int chat_renderer_adds_bos(const chat_renderer *r) { return !r->tmpl && r->named == CHAT_NONE; }
+
+static wgllm_status apply_jinja(const chat_renderer *r, const chat_request *q, const jinja_limits *lim, char **out,
+                                char *err, size_t errlen) {
+  static const char *const reserved[] = {"messages", "tools", "documents", "add_generation_prompt"};
+  if (q->kwargs && !cJSON_IsObject(q->kwargs)) {
+    snprintf(err, errlen, "the template arguments must be a JSON object");
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  for (size_t i = 0; q->kwargs && i < 4; i++)
+    if (cJSON_GetObjectItemCaseSensitive(q->kwargs, reserved[i])) {
+      snprintf(err, errlen, "the template arguments may not set '%s'", reserved[i]);
+      return WGLLM_ERR_INVALID_ARG;
+    }
+  /* the variables, as transformers' render_jinja_template passes them; the request is referenced, not copied */
+  cJSON *v = cJSON_CreateObject();
+  int ok = v != NULL;
+  if (ok && r->bos) ok = cJSON_AddStringToObject(v, "bos_token", r->bos) != NULL;
+  if (ok && r->eos) ok = cJSON_AddStringToObject(v, "eos_token", r->eos) != NULL;
+  const cJSON *it;
+  if (q->kwargs) cJSON_ArrayForEach(it, q->kwargs) {
+      if (!ok) break;
+      cJSON_DeleteItemFromObjectCaseSensitive(v, it->string); /* kwargs win over the special tokens */
+      ok = cJSON_AddItemReferenceToObject(v, it->string, (cJSON *)it);
+    }
+  if (ok) ok = cJSON_AddItemReferenceToObject(v, "messages", (cJSON *)q->messages);
+  if (ok)
+    ok = q->tools ? cJSON_AddItemReferenceToObject(v, "tools", (cJSON *)q->tools)
+                  : cJSON_AddNullToObject(v, "tools") != NULL;
+  if (ok) ok = cJSON_AddNullToObject(v, "documents") != NULL;
+  if (ok) ok = cJSON_AddBoolToObject(v, "add_generation_prompt", q->add_generation_prompt) != NULL;
+  if (!ok) {
+    cJSON_Delete(v);
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  wgllm_status st = jinja_render(r->tmpl, v, lim, out, NULL, err, errlen);
+  cJSON_Delete(v);
+  return st;
+}
+
+/* the text of a message's content for a named template: a string, null, or text parts */
+static char *content_text(const cJSON *c, size_t i, char *err, size_t errlen) {
+  if (!c || cJSON_IsNull(c)) return strdup("");
+  if (cJSON_IsString(c)) return strdup(c->valuestring);
+  if (!cJSON_IsArray(c)) {
+    snprintf(err, errlen, "message %zu: content must be a string, null or a list of text parts", i);
+    return NULL;
+  }
+  sbuf b = {0};
+  put(&b, "%s", "");
+  const cJSON *p;
+  cJSON_ArrayForEach(p, c) {
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(p, "type"),
+                *text = cJSON_GetObjectItemCaseSensitive(p, "text");
+    if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
+      free(b.s);
+      snprintf(err, errlen, "message %zu: the named template renders text parts only", i);
+      return NULL;
+    }
+    put(&b, "%s", text->valuestring);
+  }
+  if (b.oom) {
+    free(b.s);
+    return NULL;
+  }
+  return b.s;
+}
+
+static wgllm_status apply_named(const chat_renderer *r, const chat_request *q, char **out, char *err, size_t errlen) {
+  const char *name = chat_template_name(r->named);
+  if (q->tools && cJSON_GetArraySize(q->tools) > 0) {
+    snprintf(err, errlen, "the named chat template \"%s\" cannot render tools", name);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
+  size_t n = (size_t)cJSON_GetArraySize(q->messages);
+  chat_msg *msgs = calloc(n ? n : 1, sizeof *msgs);
+  char **texts = calloc(n ? n : 1, sizeof *texts);
+  wgllm_status st = msgs && texts ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
+  if (st) snprintf(err, errlen, "out of host memory");
+  size_t i = 0;
+  const cJSON *m;
+  cJSON_ArrayForEach(m, q->messages) {
+    if (st) break;
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+    if (!cJSON_IsString(role)) {
+      snprintf(err, errlen, "message %zu has no role", i);
+      st = WGLLM_ERR_INVALID_ARG;
+    } else if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") || !strcmp(role->valuestring, "tool")) {
+      snprintf(err, errlen, "the named chat template \"%s\" cannot render tool calls (message %zu)", name, i);
+      st = WGLLM_ERR_UNSUPPORTED;
+    } else if (!(texts[i] = content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), i, err, errlen))) {
+      st = err[0] ? WGLLM_ERR_INVALID_ARG : WGLLM_ERR_OUT_OF_MEMORY;
+      if (!err[0]) snprintf(err, errlen, "out of host memory");
+    } else {
+      msgs[i].role = role->valuestring;
+      msgs[i].content = texts[i];
+    }
+    i++;
+  }
+  if (!st) {
+    *out = chat_format(r->named, msgs, n, q->add_generation_prompt);
+    if (!*out) {
+      snprintf(err, errlen, "out of host memory");
+      st = WGLLM_ERR_OUT_OF_MEMORY;
+    }
+  }
+  for (size_t k = 0; texts && k < n; k++)
+    free(texts[k]);
+  free(texts);
+  free(msgs);
+  return st;
+}
+
+wgllm_status chat_renderer_apply(const chat_renderer *r, const chat_request *q, const jinja_limits *lim, char **out,
+                                 char *err, size_t errlen) {
+  *out = NULL;
+  if (err && errlen) err[0] = 0;
+  if (!r || !q || !cJSON_IsArray(q->messages)) {
+    snprintf(err, errlen, "the messages must be a JSON list");
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  if (q->tools && !cJSON_IsArray(q->tools) && !cJSON_IsNull(q->tools)) {
+    snprintf(err, errlen, "the tools must be a JSON list");
+    return WGLLM_ERR_INVALID_ARG;
+  }
+  chat_request qq = *q;
+  if (qq.tools && cJSON_IsNull(qq.tools)) qq.tools = NULL;
+  return r->tmpl ? apply_jinja(r, &qq, lim, out, err, errlen) : apply_named(r, &qq, out, err, errlen);
 }
