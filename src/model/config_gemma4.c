@@ -74,7 +74,8 @@ static wgllm_status per_layer_config(const cJSON *cfg, llm_hparams *hp, const ui
   for (uint32_t l = 0; l < hp->n_layer; l++) {
     llm_layer_hp *y = &hp->lay[l];
     int t = local[l];
-    if (y->head_dim > 512 || y->head_dim % 4 || hp->n_head % y->n_head_kv) {
+    if (y->head_dim == 0 || y->head_dim > 512 || y->head_dim % 4 || y->n_head_kv == 0 ||
+        hp->n_head % y->n_head_kv) {
       snprintf(err, errlen,
                "config.json: layer %u: head_dim %u (multiples of 4 up to 512) or %u KV heads for %u "
                "heads not supported",
