@@ -233,6 +233,41 @@ typedef struct wgllm_message {
 WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n,
                                   const wgllm_generate_params *params, char **reply, wgllm_generate_stats *stats);
 
+/* ---------- generations stepped by the caller (servers) ----------
+   A job is one generation on a session, driven a token at a time: wgllm_job_start prefills the prompt (reusing
+   the session's cached common prefix) and samples the first token; each wgllm_job_step emits one token's text
+   through params->on_text (stop strings held back as in wgllm_generate) and samples the next; the job is done
+   at end of generation, a stop string, max_tokens, a full context or on_text returning non-zero. A session runs
+   one job at a time; freeing a job that is not done cancels it (the session stays usable). The params' stop
+   strings and user pointer must outlive the job. */
+typedef struct wgllm_job wgllm_job;
+/* ids: the prompt's tokens (wgllm_tokenize, wgllm_chat_prompt). */
+WGLLM_API wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n,
+                                       const wgllm_generate_params *params, wgllm_job **out);
+/* One token: *done (may be NULL) is set to 1 once the job has ended (then wgllm_job_stats is final). A step on
+   a done job does nothing. */
+WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
+/* Steps every job of jobs[0..n) that is not done by one token. The jobs' sessions must belong to one model;
+   their decode steps run together on the GPU (batched into one forward pass where the model allows). A job that
+   fails is done with its error (wgllm_job_error); the others go on. Returns the first failure's status. */
+WGLLM_API wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n);
+WGLLM_API int wgllm_job_done(const wgllm_job *j);
+/* The text emitted so far: its first *len bytes (owned by the job; what follows them is not final yet). */
+WGLLM_API const char *wgllm_job_text(const wgllm_job *j, size_t *len);
+WGLLM_API void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats);
+WGLLM_API const char *wgllm_job_error(const wgllm_job *j); /* "" when it has not failed */
+WGLLM_API void wgllm_job_free(wgllm_job *j);               /* NULL is a no-op */
+/* How many leading ids of ids[0..n) the session's cache already holds (what a job on it would not recompute). */
+WGLLM_API uint32_t wgllm_session_cached_prefix(const wgllm_session *s, const int32_t *ids, size_t n);
+
+/* The prompt of a chat request in OpenAI's JSON ({"messages": [...], "tools": [...], and template variables
+   such as "chat_template_kwargs": {"enable_thinking": false}}) rendered by the model's chat template and
+   tokenized: *ids (malloc'd, free with wgllm_free) and, when text is not NULL, the prompt text (malloc'd).
+   Errors (malformed JSON, a message the template refuses) are WGLLM_ERR_INVALID_ARG or _UNSUPPORTED with the
+   reason in wgllm_model_error. */
+WGLLM_API wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t len, int32_t **ids, size_t *n,
+                                         char **text);
+
 /* ---------- descriptions ---------- */
 /* What a model file holds, as text (malloc'd; free with wgllm_free): format, architecture and hyperparameters
    (or why it cannot run), tensors and bytes by type. Reads the file; needs no GPU. A file that opens but cannot

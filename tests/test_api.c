@@ -51,6 +51,177 @@ static void on_prefill(uint32_t done, uint32_t total, void *user) {
   g_prefill_total = total;
 }
 
+/* on_text that appends to a buffer (and stops after stop_after calls when that is non-zero) */
+typedef struct text_sink {
+  char buf[4096];
+  size_t len;
+  int calls, stop_after;
+} text_sink;
+static int sink_text(const char *text, size_t len, void *user) {
+  text_sink *t = user;
+  if (t->len + len < sizeof t->buf) {
+    memcpy(t->buf + t->len, text, len);
+    t->len += len;
+    t->buf[t->len] = 0;
+  }
+  t->calls++;
+  return t->stop_after && t->calls >= t->stop_after;
+}
+
+/* The job API: stepped by the caller (one job, or several together) it gives wgllm_generate's text; a job
+   freed before its end leaves the session usable; a repeated prompt reuses the cached prefix; chat prompts. */
+static void check_jobs(wgllm_model *m) {
+  enum { NJ = 3 };
+  const char *prompts[NJ] = {"In the beginning", "And God said, Let there be", "The LORD is my shepherd"};
+  wgllm_session_params sp = wgllm_session_default_params();
+  sp.context = 256;
+  wgllm_session *ss[NJ] = {0};
+  for (int i = 0; i < NJ; i++)
+    CHECK(wgllm_session_create(m, &sp, &ss[i]) == WGLLM_OK, "job session %d: %s", i, wgllm_last_error());
+  if (!ss[0] || !ss[1] || !ss[2]) return;
+  static text_sink want[NJ], got[NJ];
+  uint32_t want_n[NJ];
+  int32_t ids[NJ][64];
+  size_t nids[NJ];
+  for (int i = 0; i < NJ; i++) {
+    wgllm_generate_params gp = wgllm_generate_default_params();
+    gp.max_tokens = 12 + 5 * i;
+    gp.seed = 100 + i;
+    gp.temperature = i == 0 ? 0.0f : 0.9f;
+    gp.on_text = sink_text;
+    gp.user = &want[i];
+    wgllm_generate_stats gs;
+    CHECK(wgllm_generate(ss[i], prompts[i], &gp, &gs) == WGLLM_OK, "reference %d: %s", i, wgllm_session_error(ss[i]));
+    want_n[i] = gs.generated_tokens;
+    CHECK(wgllm_tokenize(m, prompts[i], strlen(prompts[i]), 1, ids[i], 64, &nids[i]) == WGLLM_OK, "tokenize %d", i);
+    wgllm_session_reset(ss[i]);
+  }
+  /* one job stepped alone */
+  {
+    wgllm_generate_params gp = wgllm_generate_default_params();
+    gp.max_tokens = 12;
+    gp.seed = 100;
+    gp.temperature = 0.0f;
+    gp.on_text = sink_text;
+    gp.user = &got[0];
+    wgllm_job *j = NULL;
+    CHECK(wgllm_job_start(ss[0], ids[0], nids[0], &gp, &j) == WGLLM_OK && j, "job start: %s",
+          wgllm_session_error(ss[0]));
+    int done = 0, steps = 0;
+    while (j && !done && steps < 100) {
+      CHECK(wgllm_job_step(j, &done) == WGLLM_OK, "job step: %s", wgllm_job_error(j));
+      steps++;
+    }
+    wgllm_generate_stats js;
+    wgllm_job_stats(j, &js);
+    size_t tl = 0;
+    const char *jt = wgllm_job_text(j, &tl);
+    CHECK(done && js.generated_tokens == want_n[0] && !strcmp(got[0].buf, want[0].buf) && tl == want[0].len &&
+              !memcmp(jt, want[0].buf, tl),
+          "a stepped job gives generate's text (%u tokens in %d steps, \"%s\" vs \"%s\")", js.generated_tokens, steps,
+          got[0].buf, want[0].buf);
+    CHECK(wgllm_job_step(j, &done) == WGLLM_OK && done, "a step on a done job does nothing");
+    wgllm_job_free(j);
+  }
+  /* three jobs stepped together, started one after another (the later ones join while the first runs) */
+  {
+    wgllm_job *jobs[NJ] = {0};
+    wgllm_generate_params gps[NJ];
+    memset(got, 0, sizeof got);
+    for (int i = 0; i < NJ; i++) {
+      wgllm_session_reset(ss[i]);
+      gps[i] = wgllm_generate_default_params();
+      gps[i].max_tokens = 12 + 5 * i;
+      gps[i].seed = 100 + i;
+      gps[i].temperature = i == 0 ? 0.0f : 0.9f;
+      gps[i].on_text = sink_text;
+      gps[i].user = &got[i];
+    }
+    int started = 0, rounds = 0;
+    for (; rounds < 200; rounds++) {
+      if (started < NJ && (rounds == 0 || rounds == 2 || rounds == 3)) {
+        CHECK(wgllm_job_start(ss[started], ids[started], nids[started], &gps[started], &jobs[started]) == WGLLM_OK,
+              "job %d start: %s", started, wgllm_session_error(ss[started]));
+        started++;
+      }
+      CHECK(wgllm_jobs_step(jobs, (size_t)started) == WGLLM_OK, "jobs step");
+      int all = started == NJ;
+      for (int i = 0; i < started; i++)
+        all = all && wgllm_job_done(jobs[i]);
+      if (all) break;
+    }
+    for (int i = 0; i < NJ; i++) {
+      wgllm_generate_stats js;
+      wgllm_job_stats(jobs[i], &js);
+      CHECK(js.generated_tokens == want_n[i] && !strcmp(got[i].buf, want[i].buf),
+            "job %d stepped with others gives its own text (%u tokens, \"%s\" vs \"%s\")", i, js.generated_tokens,
+            got[i].buf, want[i].buf);
+      wgllm_job_free(jobs[i]);
+    }
+    wgllm_job *mixed[2] = {NULL, NULL};
+    CHECK(wgllm_jobs_step(mixed, 2) == WGLLM_ERR_INVALID_ARG, "NULL jobs are refused");
+  }
+  /* cancelled half-way: the session goes on, and a repeated prompt reuses the cached prefix */
+  {
+    wgllm_session_reset(ss[1]);
+    text_sink t = {0};
+    t.stop_after = 0;
+    wgllm_generate_params gp = wgllm_generate_default_params();
+    gp.max_tokens = 40;
+    gp.temperature = 0.0f;
+    gp.on_text = sink_text;
+    gp.user = &t;
+    wgllm_job *j = NULL;
+    CHECK(wgllm_job_start(ss[1], ids[1], nids[1], &gp, &j) == WGLLM_OK, "job to cancel");
+    for (int k = 0; j && k < 4; k++)
+      wgllm_job_step(j, NULL);
+    wgllm_job_free(j); /* not done: cancelled */
+    CHECK(wgllm_session_cached_prefix(ss[1], ids[1], nids[1]) == nids[1], "the cache holds the prompt (%u of %zu)",
+          wgllm_session_cached_prefix(ss[1], ids[1], nids[1]), nids[1]);
+    text_sink t2 = {0};
+    gp.user = &t2;
+    gp.max_tokens = 12 + 5;
+    gp.seed = 101;
+    gp.temperature = 0.9f;
+    wgllm_generate_stats js;
+    int done = 0;
+    CHECK(wgllm_job_start(ss[1], ids[1], nids[1], &gp, &j) == WGLLM_OK, "job after a cancel");
+    while (j && !done)
+      if (wgllm_job_step(j, &done)) break;
+    wgllm_job_stats(j, &js);
+    CHECK(done && js.cached_tokens == nids[1] - 1 && !strcmp(t2.buf, want[1].buf),
+          "after a cancel: %u of %zu prompt tokens cached, the same text (\"%s\" vs \"%s\")", js.cached_tokens, nids[1],
+          t2.buf, want[1].buf);
+    wgllm_job_free(j);
+    int32_t bad = 1 << 30;
+    CHECK(wgllm_job_start(ss[1], &bad, 1, &gp, &j) == WGLLM_ERR_INVALID_ARG && !j && wgllm_session_error(ss[1])[0],
+          "a job with an id outside the vocabulary is refused: %s", wgllm_session_error(ss[1]));
+    CHECK(wgllm_job_start(ss[1], ids[1], 0, &gp, &j) == WGLLM_ERR_INVALID_ARG && !j, "an empty job is refused");
+  }
+  /* chat prompts from OpenAI JSON */
+  {
+    int32_t *cids = NULL;
+    size_t cn = 0;
+    char *text = NULL;
+    const char *req = "{\"messages\": [{\"role\": \"user\", \"content\": \"Who made the light?\"}]}";
+    CHECK(wgllm_chat_prompt(m, req, strlen(req), &cids, &cn, &text) == WGLLM_OK && cn > 3 && text &&
+              strstr(text, "Who made the light?"),
+          "chat prompt: %s", wgllm_model_error(m));
+    wgllm_free(cids);
+    wgllm_free(text);
+    const char *bad[] = {"{\"messages\": [", "[1, 2]", "{\"messages\": []}", "{\"messages\": [{\"role\": 5}]}",
+                         "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": 3}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      cids = NULL;
+      wgllm_status st = wgllm_chat_prompt(m, bad[i], strlen(bad[i]), &cids, &cn, &text);
+      CHECK(st != WGLLM_OK && !cids && wgllm_model_error(m)[0], "bad chat request %zu refused: %s", i,
+            wgllm_model_error(m));
+    }
+  }
+  for (int i = 0; i < NJ; i++)
+    wgllm_session_free(ss[i]);
+}
+
 static size_t argmax(const float *v, size_t n) {
   size_t b = 0;
   for (size_t i = 1; i < n; i++)
@@ -158,6 +329,7 @@ int main(void) {
             gs.stop == WGLLM_STOP_MAX_TOKENS,
         "generate: %u tokens, stop %d (%s)", gs.generated_tokens, (int)gs.stop, gs.stop_reason);
   wgllm_session_free(s);
+  check_jobs(m);
   sp.kv_type = (wgllm_kv_type)7;
   CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_ERR_INVALID_ARG && !s, "a kv_type outside the enum is refused");
   wgllm_model_free(m);

@@ -348,9 +348,38 @@ static wgllm_status to_gen_params(wgllm_session *s, const wgllm_generate_params 
   return WGLLM_OK;
 }
 
-/* Generates from ids, reusing the cached prefix. */
-static wgllm_status run_ids(wgllm_session *s, const int32_t *ids, size_t n, const wgllm_generate_params *params,
-                            char **reply, wgllm_generate_stats *stats) {
+/* ---------- jobs: generations stepped by the caller ---------- */
+struct wgllm_job {
+  wgllm_session *session;
+  llm_gen g;
+  uint32_t n_prompt, cached;
+  char err[1024];
+};
+
+static wgllm_stop public_stop(llm_stop_reason r) {
+  static const wgllm_stop stops[] = {
+      [LLM_STOP_NONE] = WGLLM_STOP_NONE,         [LLM_STOP_EOG] = WGLLM_STOP_END_OF_GENERATION,
+      [LLM_STOP_STRING] = WGLLM_STOP_STRING,     [LLM_STOP_MAX_TOKENS] = WGLLM_STOP_MAX_TOKENS,
+      [LLM_STOP_CALLBACK] = WGLLM_STOP_CALLBACK, [LLM_STOP_CONTEXT] = WGLLM_STOP_CONTEXT};
+  return (unsigned)r < sizeof stops / sizeof stops[0] ? stops[r] : WGLLM_STOP_NONE;
+}
+
+/* Copies the session's message to the job (and the session handle) once the job failed. */
+static wgllm_status job_check(wgllm_job *j) {
+  wgllm_status st = j->g.st;
+  if (st && !j->err[0]) {
+    snprintf(j->err, sizeof j->err, "%s", j->session->s->err);
+    snprintf(j->session->err, sizeof j->session->err, "%s", j->err);
+  }
+  return st;
+}
+
+wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, const wgllm_generate_params *params,
+                             wgllm_job **out) {
+  if (!s || !out) return WGLLM_ERR_INVALID_ARG;
+  *out = NULL;
+  s->err[0] = 0;
+  if (!ids && n) return fail(s->err, WGLLM_ERR_INVALID_ARG, "wgllm_job_start: ids is NULL");
   wgllm_generate_params p = params ? *params : wgllm_generate_default_params();
   llm_gen_params gp;
   wgllm_status st = to_gen_params(s, &p, &gp);
@@ -358,31 +387,106 @@ static wgllm_status run_ids(wgllm_session *s, const int32_t *ids, size_t n, cons
   if (n == 0) return fail(s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: nothing to continue from");
   if (n >= s->s->opt.ctx)
     return fail(s->err, WGLLM_ERR_INVALID_ARG, "the prompt is %zu tokens, the context only %u", n, s->s->opt.ctx);
+  uint32_t nv = s->model->m->hp.n_vocab;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] < 0 || (uint32_t)ids[i] >= nv)
+      return fail(s->err, WGLLM_ERR_INVALID_ARG, "prompt token %zu is id %d, outside the vocabulary of %u", i, ids[i],
+                  nv);
+  wgllm_job *j = calloc(1, sizeof *j);
+  if (!j) return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  j->session = s;
+  j->n_prompt = (uint32_t)n;
   /* keep the cached prefix, but always recompute at least the last prompt token (its logits are needed) */
   uint32_t keep = llm_session_common_prefix(s->s, ids, (uint32_t)n);
   if (keep >= n) keep = (uint32_t)n - 1;
-  keep = llm_session_rewind(s->s, keep);
-  llm_gen_result r;
-  st = llm_generate(s->s, s->model->tok, ids + keep, (uint32_t)(n - keep), &gp, &r);
-  if (st) fail(s->err, st, "%s", s->s->err);
-  if (stats) {
-    stats->prompt_tokens = (uint32_t)n;
-    stats->cached_tokens = keep;
-    stats->generated_tokens = r.n_generated;
-    stats->prefill_seconds = r.prefill_s;
-    stats->decode_seconds = r.decode_s;
-    stats->stop_reason = llm_stop_reason_name(r.stop);
-    static const wgllm_stop stops[] = {
-        [LLM_STOP_NONE] = WGLLM_STOP_NONE,         [LLM_STOP_EOG] = WGLLM_STOP_END_OF_GENERATION,
-        [LLM_STOP_STRING] = WGLLM_STOP_STRING,     [LLM_STOP_MAX_TOKENS] = WGLLM_STOP_MAX_TOKENS,
-        [LLM_STOP_CALLBACK] = WGLLM_STOP_CALLBACK, [LLM_STOP_CONTEXT] = WGLLM_STOP_CONTEXT};
-    stats->stop = (unsigned)r.stop < sizeof stops / sizeof stops[0] ? stops[r.stop] : WGLLM_STOP_NONE;
+  if (s->s->in_flight) llm_session_step_drain(s->s); /* an earlier generation may have left steps queued */
+  j->cached = keep = llm_session_rewind(s->s, keep);
+  st = llm_gen_begin(&j->g, s->s, s->model->tok, ids + keep, (uint32_t)(n - keep), &gp);
+  if (st) {
+    fail(s->err, st, "%s", s->s->err);
+    llm_gen_free(&j->g);
+    free(j);
+    return st;
   }
+  *out = j;
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_job_step(wgllm_job *j, int *done) {
+  if (!j) return WGLLM_ERR_INVALID_ARG;
+  if (!j->g.done) {
+    llm_gen_accept(&j->g);
+    llm_gen_collect(&j->g);
+  }
+  if (done) *done = j->g.done;
+  return job_check(j);
+}
+
+wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
+  if (!jobs && n) return WGLLM_ERR_INVALID_ARG;
+  for (size_t i = 0; i < n; i++)
+    if (!jobs[i] || jobs[i]->session->model != jobs[0]->session->model) return WGLLM_ERR_INVALID_ARG;
+  /* every job's next steps are queued before any is waited for, so the GPU runs them back to back */
+  for (size_t i = 0; i < n; i++)
+    if (!jobs[i]->g.done) llm_gen_accept(&jobs[i]->g);
+  wgllm_status first = WGLLM_OK;
+  for (size_t i = 0; i < n; i++) {
+    if (!jobs[i]->g.done) llm_gen_collect(&jobs[i]->g);
+    wgllm_status st = job_check(jobs[i]);
+    if (st && !first) first = st;
+  }
+  return first;
+}
+
+int wgllm_job_done(const wgllm_job *j) { return !j || j->g.done; }
+
+const char *wgllm_job_text(const wgllm_job *j, size_t *len) {
+  if (len) *len = j ? j->g.text.emitted : 0;
+  return j && j->g.text.buf ? j->g.text.buf : "";
+}
+
+void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats) {
+  if (!stats) return;
+  memset(stats, 0, sizeof *stats);
+  if (!j) return;
+  stats->prompt_tokens = j->n_prompt;
+  stats->cached_tokens = j->cached;
+  stats->generated_tokens = j->g.res.n_generated;
+  stats->prefill_seconds = j->g.res.prefill_s;
+  stats->decode_seconds = j->g.res.decode_s;
+  stats->stop = public_stop(j->g.res.stop);
+  stats->stop_reason = llm_stop_reason_name(j->g.res.stop);
+}
+
+const char *wgllm_job_error(const wgllm_job *j) { return j ? j->err : ""; }
+
+void wgllm_job_free(wgllm_job *j) {
+  if (!j) return;
+  llm_gen_free(&j->g);
+  free(j);
+}
+
+uint32_t wgllm_session_cached_prefix(const wgllm_session *s, const int32_t *ids, size_t n) {
+  if (!s || !ids || !n) return 0;
+  return llm_session_common_prefix(s->s, ids, n > UINT32_MAX ? UINT32_MAX : (uint32_t)n);
+}
+
+/* Generates from ids, reusing the cached prefix: a job run to its end. */
+static wgllm_status run_ids(wgllm_session *s, const int32_t *ids, size_t n, const wgllm_generate_params *params,
+                            char **reply, wgllm_generate_stats *stats) {
+  wgllm_job *j = NULL;
+  wgllm_status st = wgllm_job_start(s, ids, n, params, &j);
+  if (stats) memset(stats, 0, sizeof *stats);
+  if (st) return st;
+  int done = 0;
+  while (!st && !done)
+    st = wgllm_job_step(j, &done);
+  wgllm_job_stats(j, stats);
   if (reply && !st) {
-    *reply = r.text;
-    r.text = NULL;
+    *reply = j->g.text.buf;
+    j->g.text.buf = NULL;
   }
-  llm_gen_result_free(&r);
+  wgllm_job_free(j);
   return st;
 }
 
@@ -435,6 +539,49 @@ wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t 
   free(text);
   if (!st) st = run_ids(s, ids, nid, params, reply, stats);
   free(ids);
+  return st;
+}
+
+wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t len, int32_t **ids, size_t *n,
+                               char **text) {
+  if (!m) return WGLLM_ERR_INVALID_ARG;
+  m->err[0] = 0;
+  if (!request_json || !ids || !n) return fail(m->err, WGLLM_ERR_INVALID_ARG, "wgllm_chat_prompt: a NULL argument");
+  *ids = NULL;
+  *n = 0;
+  if (text) *text = NULL;
+  if (!m->tok) return fail(m->err, WGLLM_ERR_INVALID_ARG, "%s", no_tok);
+  if (!m->chat)
+    return fail(m->err, WGLLM_ERR_UNSUPPORTED,
+                "chat template: %s (a named template, chat_template \"chatml\" say, overrides it)", m->chat_err);
+  cJSON *req = cJSON_ParseWithLength(request_json, len);
+  if (!req) return fail(m->err, WGLLM_ERR_INVALID_ARG, "the request is not valid JSON");
+  wgllm_status st = WGLLM_OK;
+  const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
+  const cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
+  const cJSON *kwargs = cJSON_GetObjectItemCaseSensitive(req, "chat_template_kwargs");
+  if (!cJSON_IsObject(req))
+    st = fail(m->err, WGLLM_ERR_INVALID_ARG, "the request is not a JSON object");
+  else if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs))
+    st = fail(m->err, WGLLM_ERR_INVALID_ARG, "'messages' must be a non-empty array");
+  else if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools))
+    st = fail(m->err, WGLLM_ERR_INVALID_ARG, "'tools' must be an array");
+  else if (kwargs && !cJSON_IsNull(kwargs) && !cJSON_IsObject(kwargs))
+    st = fail(m->err, WGLLM_ERR_INVALID_ARG, "'chat_template_kwargs' must be an object");
+  char *prompt = NULL;
+  if (!st) {
+    chat_request q = {msgs, cJSON_IsArray(tools) ? tools : NULL, cJSON_IsObject(kwargs) ? kwargs : NULL, 1};
+    char err[1024];
+    st = chat_renderer_apply(m->chat, &q, NULL, &prompt, err, sizeof err);
+    if (st) fail(m->err, st, "chat template: %s", err);
+  }
+  cJSON_Delete(req);
+  if (!st)
+    st = tok_encode(m->tok, prompt, strlen(prompt), chat_renderer_adds_bos(m->chat), 1, ids, n, m->err, sizeof m->err);
+  if (!st && text)
+    *text = prompt;
+  else
+    free(prompt);
   return st;
 }
 

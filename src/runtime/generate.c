@@ -37,12 +37,7 @@ void llm_gen_result_free(llm_gen_result *r) {
   r->text = NULL;
 }
 
-typedef struct text_state {
-  char *buf;
-  size_t len, cap, emitted;
-} text_state;
-
-static int text_append(text_state *t, const char *s, size_t n) {
+static int text_append(llm_gen_text *t, const char *s, size_t n) {
   if (t->len + n + 1 > t->cap) {
     size_t nc = t->cap ? t->cap * 2 : 256;
     while (nc < t->len + n + 1)
@@ -59,7 +54,7 @@ static int text_append(text_state *t, const char *s, size_t n) {
 }
 
 /* Finds a stop string in the unemitted text; returns its offset or -1. *safe = how far text may be emitted. */
-static long find_stop(const text_state *t, const llm_gen_params *gp, size_t *safe) {
+static long find_stop(const llm_gen_text *t, const llm_gen_params *gp, size_t *safe) {
   size_t maxlen = 0;
   for (size_t i = 0; i < gp->n_stop; i++)
     if (strlen(gp->stop[i]) > maxlen) maxlen = strlen(gp->stop[i]);
@@ -89,110 +84,178 @@ static long find_stop(const text_state *t, const llm_gen_params *gp, size_t *saf
   return best;
 }
 
-wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
-                          const llm_gen_params *gp, llm_gen_result *res) {
-  memset(res, 0, sizeof *res);
-  res->n_prompt = n_prompt;
+wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
+                           const llm_gen_params *gp) {
+  memset(g, 0, sizeof *g);
+  g->s = s;
+  g->tok = tok;
+  g->gp = *gp;
+  g->res.n_prompt = n_prompt;
   s->err[0] = 0;
   if (n_prompt == 0) {
     snprintf(s->err, sizeof s->err, "empty prompt: give at least one token");
-    return WGLLM_ERR_INVALID_ARG;
+    return g->st = WGLLM_ERR_INVALID_ARG;
   }
   if ((uint64_t)s->n_past + n_prompt >= s->opt.ctx) {
     snprintf(s->err, sizeof s->err, "the prompt of %u tokens (after %u in the cache) does not fit the context of %u",
              n_prompt, s->n_past, s->opt.ctx);
-    return WGLLM_ERR_INVALID_ARG;
+    return g->st = WGLLM_ERR_INVALID_ARG;
   }
-  uint32_t max_tokens = gp->max_tokens ? gp->max_tokens : 256;
-  res->tokens = malloc((size_t)max_tokens * sizeof *res->tokens);
-  if (!res->tokens) {
+  g->max_tokens = gp->max_tokens ? gp->max_tokens : 256;
+  g->res.tokens = malloc((size_t)g->max_tokens * sizeof *g->res.tokens);
+  if (!g->res.tokens) {
     snprintf(s->err, sizeof s->err, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return g->st = WGLLM_ERR_OUT_OF_MEMORY;
   }
   wgllm_status st = llm_session_set_sampler(s, &gp->sampling, prompt, n_prompt);
-  if (st) return st;
-  tok_stream *ts = tok ? tok_stream_create(tok) : NULL;
-  if (ts) tok_stream_skip_special(ts, 1);
-  text_state text = {0};
+  if (st) return g->st = st;
+  g->ts = tok ? tok_stream_create(tok) : NULL;
+  if (g->ts) tok_stream_skip_special(g->ts, 1);
   double t0 = now_s();
-  int32_t token;
-  st = llm_session_prefill_sample(s, prompt, n_prompt, &token);
-  res->prefill_s = now_s() - t0;
-  double t1 = now_s();
-  char piece[256];
+  st = llm_session_prefill_sample(s, prompt, n_prompt, &g->token);
+  g->res.prefill_s = now_s() - t0;
+  g->t1 = now_s();
   /* keep `depth` steps queued: the GPU feeds each sampled id to the next step itself, so the CPU only collects
      ids (and encodes the next step while the GPU runs the queued ones) */
-  int depth = gp->pipeline ? gp->pipeline : 2;
-  if (depth < 1) depth = 1;
-  if (depth > LLM_MAX_IN_FLIGHT) depth = LLM_MAX_IN_FLIGHT;
-  uint32_t queued = 0; /* steps queued so far (each yields one more token) */
-  while (!st) {
-    if (tok && !gp->ignore_eog && tok_is_eog(tok, token)) {
-      res->stop = LLM_STOP_EOG;
-      break;
-    }
-    res->tokens[res->n_generated++] = token;
-    if (ts) {
-      size_t n = tok_stream_push(ts, token, piece, sizeof piece);
-      while (n) { /* a long token comes out in several pieces */
-        if (!text_append(&text, piece, n)) {
-          st = WGLLM_ERR_OUT_OF_MEMORY;
-          break;
-        }
-        n = tok_stream_push(ts, -1, piece, sizeof piece);
-      }
-      if (st) break;
-      size_t safe;
-      long at = find_stop(&text, gp, &safe);
-      if (at >= 0) {
-        if (gp->on_text && (size_t)at > text.emitted)
-          gp->on_text(text.buf + text.emitted, (size_t)at - text.emitted, gp->user);
-        text.emitted = text.len = (size_t)at;
-        res->stop = LLM_STOP_STRING;
-        break;
-      }
-      if (safe > text.emitted && gp->on_text) {
-        int stop = gp->on_text(text.buf + text.emitted, safe - text.emitted, gp->user);
-        text.emitted = safe;
-        if (stop) {
-          res->stop = LLM_STOP_CALLBACK;
-          break;
-        }
-      }
-      text.emitted = safe;
-    }
-    if (res->n_generated >= max_tokens) {
-      res->stop = LLM_STOP_MAX_TOKENS;
-      break;
-    }
-    if (s->n_past + 1 >= s->opt.ctx) {
-      res->stop = LLM_STOP_CONTEXT;
-      break;
-    }
-    /* queue steps up to the pipeline depth, never past the token limit or the context */
-    while (!st && s->in_flight < depth && queued + 1 < max_tokens &&
-           s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx) {
-      st = llm_session_step_submit(s);
-      queued++;
-    }
-    if (!st) st = llm_session_step_collect(s, &token);
+  g->depth = gp->pipeline ? gp->pipeline : 2;
+  if (g->depth < 1) g->depth = 1;
+  if (g->depth > LLM_MAX_IN_FLIGHT) g->depth = LLM_MAX_IN_FLIGHT;
+  g->started = 1;
+  return g->st = st;
+}
+
+/* Emits text[emitted, upto) through the callback; returns its stop request. */
+static int emit(llm_gen *g, size_t upto) {
+  int stop = 0;
+  if (upto > g->text.emitted && g->gp.on_text)
+    stop = g->gp.on_text(g->text.buf + g->text.emitted, upto - g->text.emitted, g->gp.user);
+  g->text.emitted = upto;
+  return stop;
+}
+
+wgllm_status llm_gen_accept(llm_gen *g) {
+  if (g->done || g->st) return g->st;
+  llm_session *s = g->s;
+  const llm_gen_params *gp = &g->gp;
+  int32_t token = g->token;
+  if (g->tok && !gp->ignore_eog && tok_is_eog(g->tok, token)) {
+    g->res.stop = LLM_STOP_EOG;
+    llm_gen_finish(g);
+    return g->st;
   }
-  if (s->in_flight) {
+  g->res.tokens[g->res.n_generated++] = token;
+  if (g->ts) {
+    char piece[256];
+    size_t n = tok_stream_push(g->ts, token, piece, sizeof piece);
+    while (n) { /* a long token comes out in several pieces */
+      if (!text_append(&g->text, piece, n)) {
+        snprintf(s->err, sizeof s->err, "out of host memory");
+        g->st = WGLLM_ERR_OUT_OF_MEMORY;
+        llm_gen_finish(g);
+        return g->st;
+      }
+      n = tok_stream_push(g->ts, -1, piece, sizeof piece);
+    }
+    size_t safe;
+    long at = find_stop(&g->text, gp, &safe);
+    if (at >= 0) {
+      emit(g, (size_t)at);
+      g->text.len = (size_t)at;
+      g->text.buf[at] = 0;
+      g->res.stop = LLM_STOP_STRING;
+      llm_gen_finish(g);
+      return g->st;
+    }
+    if (emit(g, safe)) {
+      g->res.stop = LLM_STOP_CALLBACK;
+      llm_gen_finish(g);
+      return g->st;
+    }
+  }
+  if (g->res.n_generated >= g->max_tokens) {
+    g->res.stop = LLM_STOP_MAX_TOKENS;
+    llm_gen_finish(g);
+    return g->st;
+  }
+  if (s->n_past + 1 >= s->opt.ctx) {
+    g->res.stop = LLM_STOP_CONTEXT;
+    llm_gen_finish(g);
+    return g->st;
+  }
+  /* queue steps up to the pipeline depth, never past the token limit or the context */
+  wgllm_status st = WGLLM_OK;
+  while (!st && s->in_flight < g->depth && g->queued + 1 < g->max_tokens &&
+         s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx) {
+    st = llm_session_step_submit(s);
+    g->queued++;
+  }
+  if (st) {
+    g->st = st;
+    llm_gen_finish(g);
+  }
+  return g->st;
+}
+
+wgllm_status llm_gen_collect(llm_gen *g) {
+  if (g->done || g->st) return g->st;
+  g->st = llm_session_step_collect(g->s, &g->token);
+  if (g->st) llm_gen_finish(g);
+  return g->st;
+}
+
+void llm_gen_finish(llm_gen *g) {
+  if (g->done) return;
+  g->done = 1;
+  llm_session *s = g->s;
+  if (g->started && s->in_flight) {
+    char keep[sizeof s->err];
+    memcpy(keep, s->err, sizeof keep);
     wgllm_status d = llm_session_step_drain(s);
-    if (!st) st = d;
+    if (!g->st && d)
+      g->st = d;
+    else
+      memcpy(s->err, keep, sizeof keep); /* the first failure's message stays */
   }
   /* the last sampled token was not fed: the cache holds the prompt and all generated tokens but the last,
      which the next turn's prompt prefix re-feeds if the caller wants it (chat appends the turn text) */
-  res->decode_s = now_s() - t1;
-  if (ts && !st && res->stop != LLM_STOP_STRING) {
+  if (g->started) g->res.decode_s = now_s() - g->t1;
+  if (g->ts && !g->st && g->res.stop != LLM_STOP_STRING && g->res.stop != LLM_STOP_CALLBACK) {
+    char piece[256];
     size_t n;
-    while ((n = tok_stream_flush(ts, piece, sizeof piece)) > 0)
-      text_append(&text, piece, n);
-    if (text.len > text.emitted && gp->on_text) gp->on_text(text.buf + text.emitted, text.len - text.emitted, gp->user);
-    text.emitted = text.len;
+    while ((n = tok_stream_flush(g->ts, piece, sizeof piece)) > 0)
+      text_append(&g->text, piece, n);
+    emit(g, g->text.len);
   }
-  tok_stream_free(ts);
-  res->text = text.buf ? text.buf : calloc(1, 1);
-  res->text_len = text.len;
-  return st;
+  tok_stream_free(g->ts);
+  g->ts = NULL;
+  if (!g->text.buf) g->text.buf = calloc(1, 1);
+}
+
+void llm_gen_free(llm_gen *g) {
+  if (!g) return;
+  if (!g->done) {
+    g->res.stop = LLM_STOP_CALLBACK;
+    llm_gen_finish(g);
+  }
+  free(g->res.tokens);
+  free(g->text.buf);
+  memset(g, 0, sizeof *g);
+}
+
+wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
+                          const llm_gen_params *gp, llm_gen_result *res) {
+  llm_gen g;
+  wgllm_status st = llm_gen_begin(&g, s, tok, prompt, n_prompt, gp);
+  while (!st && !g.done) {
+    st = llm_gen_accept(&g);
+    if (!st && !g.done) st = llm_gen_collect(&g);
+  }
+  llm_gen_finish(&g);
+  *res = g.res;
+  res->text = g.text.buf;
+  res->text_len = g.text.len;
+  g.res.tokens = NULL;
+  g.text.buf = NULL;
+  llm_gen_free(&g);
+  return g.st ? g.st : st;
 }

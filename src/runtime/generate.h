@@ -36,8 +36,46 @@ typedef struct llm_gen_result {
   size_t text_len;
 } llm_gen_result;
 
+/* The generated text: buf[0, len) so far, of which [0, emitted) went to on_text (the rest may still turn out to
+   start a stop string). */
+typedef struct llm_gen_text {
+  char *buf;
+  size_t len, cap, emitted;
+} llm_gen_text;
+
+/* A generation in progress, stepped by the caller (llm_generate runs one to its end; a server interleaves
+   several): begin prefills and samples the first token into `token`; accept takes `token` (end of generation,
+   text, stop strings, limits: done is set once the generation ended) and queues the next steps; collect waits
+   for the next sampled token. finish (called by accept and collect when the generation ends or fails, and by
+   free) drops queued steps and flushes the text. */
+typedef struct llm_gen {
+  llm_session *s;
+  const tokenizer *tok;
+  llm_gen_params gp;
+  llm_gen_result res; /* stop, counts, times, tokens (text: in `text`) */
+  tok_stream *ts;
+  llm_gen_text text;
+  int32_t token; /* sampled, not yet accepted */
+  uint32_t max_tokens;
+  uint32_t queued; /* steps queued so far (each yields one more token) */
+  int depth;       /* steps kept in flight */
+  int started;     /* the prefill ran */
+  int done;
+  wgllm_status st; /* the first failure (message in s->err) */
+  double t1;       /* when decoding began */
+} llm_gen;
+
+wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
+                           const llm_gen_params *gp);
+wgllm_status llm_gen_accept(llm_gen *g);
+wgllm_status llm_gen_collect(llm_gen *g);
+void llm_gen_finish(llm_gen *g);
+/* Frees what the generation holds; a generation not done is stopped first (LLM_STOP_CALLBACK). */
+void llm_gen_free(llm_gen *g);
+
 const char *llm_stop_reason_name(llm_stop_reason r);
-/* The session continues from its current position (n_past), so a chat can append turns. */
+/* Runs a generation to its end. The session continues from its current position (n_past), so a chat can
+   append turns. */
 wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
                           const llm_gen_params *gp, llm_gen_result *res);
 void llm_gen_result_free(llm_gen_result *r);
