@@ -13,6 +13,8 @@ only; the output is committed, so this runs only when the seeds change). Each se
                    (Prepend/Replace normalizers, byte fallback, the Replace/ByteFallback/Fuse/Strip decoders),
                    Metaspace and Digits pre-tokenizers, templates, added tokens; and the unsupported_*.json files
   encode/          byte 0 (tokenizer and flags, see fuzz_encode.c) + texts of tests/data/tokenizers/strings.json
+  chat_template/   the templates of tests/data/chat (third_party's tokenizer_config.json templates are among them)
+                   with a few of their conversations, small templates of other constructs, the named templates
 Usage (from the repository root): python3 tests/fuzz/gen_seeds.py"""
 import json
 import os
@@ -403,6 +405,55 @@ def gen_encode():
     put("encode", "ids_gemma3_bytes", bytes([0x22]) + b"".join(struct.pack("<I", x) for x in [2, 238, 239, 240, 106, 107]))
     put("encode", "ids_llama2_bytes", bytes([0x23]) + b"".join(struct.pack("<I", x) for x in [1, 243, 162, 140, 131, 29871]))
 
+# ---- chat_template ----
+# small templates for the constructs the model templates use less (macros, recursion, namespace, set and filter
+# blocks, loop controls, slices, string methods, tojson, tests); each a seed of its own with the first conversation
+CHAT_CONSTRUCTS = {
+    "macro_recursion": "{% macro f(n) %}{% if n > 0 %}{{ n }},{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(5) }}",
+    "namespace_loop": "{% set ns = namespace(c=0) %}{% for m in messages if m.role != 'system' %}{% set ns.c = "
+                      "ns.c + 1 %}{{ loop.index }}/{{ loop.length }} {{ m.role|upper }}{% if loop.last %}{% break %}"
+                      "{% endif %}{% else %}none{% endfor %}{{ ns.c }}",
+    "set_filter_blocks": "{% set x %}{{ messages|length }} {{ 'a' * 3 }}{% endset %}{% filter upper %}{{ x|trim }}"
+                         "{% endfilter %}{{ x|replace('a', 'b')|indent(2) }}",
+    "slices_methods": "{{ messages[::-1][0].content[1:3] }}{{ 'a,b,,c'.split(',')|join('|') }}{{ ' x '.strip() }}"
+                      "{{ 'Ab'.startswith('A') }}{{ ('x' ~ 3)|wordcount }}{{ 'café'|title }}{{ 'é'[0] }}",
+    "tojson_items": "{% for k, v in {'a': [1, 2.5, none, true], 'b': {'c': 'ü\\n'}}.items() %}{{ k }}={{ v|tojson }}"
+                    "{% endfor %}{{ tools|tojson(indent=2) }}{{ messages|map(attribute='role')|unique|list }}",
+    "tests_ops": "{{ 7 // 2 }} {{ 7 % 3 }} {{ 2 ** 10 }} {{ 1 if x is defined else 2 }} {{ messages is iterable }}"
+                 "{{ 'a' in 'abc' }} {{ [1,2] + [3] }} {{ (1, 2) }} {{ range(3)|list }} {{ -1.5|abs|int }}"
+                 "{{ raise_exception('stop') if messages|length > 99 }}{{ strftime_now('%Y-%m-%d') }}",
+    "whitespace_control": "  {%- for m in messages -%}\n    {{- m.content -}}\n  {%+ if true %} x {% endif -%}\n"
+                          "{%- endfor %}\n{# comment #}\n{% raw %}{{ raw }}{% endraw %}",
+    "generation_tag": "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}"
+                      "{% endgeneration %}{% else %}{{ m.content }}{% endif %}{% endfor %}",
+}
+
+
+def gen_chat_template():
+    # input: byte 0 flags (bit 0 add_generation_prompt, bits 1-3 a named template, bits 4-5 a built-in
+    # conversation, bit 6 bos/eos), the template, a NUL, then {"messages", "tools", "kwargs"} (fuzz_chat_template.c)
+    picks = ["multi_turn", "tool_call_then_answer", "content_parts", "tools", "thinking_enabled", "unicode"]
+    for f in sorted(os.listdir(os.path.join(ROOT, "tests", "data", "chat"))):
+        d = json.load(open(os.path.join(ROOT, "tests", "data", "chat", f)))
+        name = f[:-len(".json")]
+        cases = {c["name"]: c for c in d["cases"]}
+        for i, case in enumerate(p for p in picks if p in cases):
+            v = dict(cases[case]["vars"])
+            req = {"messages": v.pop("messages")}
+            if v.get("tools"):
+                req["tools"] = v.pop("tools")
+            kwargs = {k: x for k, x in v.items() if k not in ("tools", "documents", "add_generation_prompt")}
+            if kwargs:
+                req["kwargs"] = kwargs
+            flags = (1 if cases[case]["vars"].get("add_generation_prompt") else 0) | (i % 4) << 4
+            put("chat_template", "%s_%s" % (name, case),
+                bytes([flags]) + d["template"].encode() + b"\0" + json.dumps(req, ensure_ascii=False).encode())
+        put("chat_template", "%s_builtin" % name, bytes([0x41]) + d["template"].encode())
+    for name, t in CHAT_CONSTRUCTS.items():
+        put("chat_template", "jinja_" + name, bytes([0x01]) + t.encode())
+    for i, n in enumerate(["llama3", "chatml", "gemma", "llama2"]):
+        put("chat_template", "named_" + n, bytes([(i + 1) << 1 | (i % 4) << 4 | 1]))
+
 
 def main():
     gen_gguf()
@@ -411,6 +462,7 @@ def main():
     gen_config_json()
     gen_tokenizer_json()
     gen_encode()
+    gen_chat_template()
     for h in sorted(os.listdir(OUT)):
         d = os.path.join(OUT, h)
         sizes = [os.path.getsize(os.path.join(d, f)) for f in os.listdir(d)]

@@ -25,6 +25,7 @@ max_len() {
   case "$1" in
   gguf) echo 24576 ;;
   tokenizer_json) echo 16384 ;;
+  chat_template) echo 16384 ;;
   config_json | safetensors) echo 8192 ;;
   *) echo 4096 ;;
   esac
