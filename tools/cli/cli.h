@@ -19,9 +19,10 @@ enum {
   CLI_CMD_LOGITS = 1u << 3,
   CLI_CMD_INFO = 1u << 4,
   CLI_CMD_BENCH = 1u << 5,
+  CLI_CMD_SERVE = 1u << 6,
   CLI_CMD_GEN = CLI_CMD_RUN | CLI_CMD_CHAT,
-  CLI_CMD_MODEL = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_BENCH, /* commands that load weights */
-  CLI_CMD_ALL = 0x3f
+  CLI_CMD_MODEL = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_BENCH | CLI_CMD_SERVE, /* load weights */
+  CLI_CMD_ALL = 0x7f
 };
 
 /* What an option takes: nothing, text, an integer or a number within [lo, hi], or one of the choices in meta. */
@@ -163,6 +164,7 @@ int cli_logits(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_serve(int argc, char **argv); /* tools/serve/serve_main.c */
 
 /* ---------- chat history as JSON (cli_json.c) ---------- */
 /* Writes the messages as a JSON array of {"role": ..., "content": ...} objects (transformers' and OpenAI's

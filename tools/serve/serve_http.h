@@ -1,0 +1,31 @@
+/* The HTTP side of `wgllm serve` on libmicrohttpd (a thread per connection): routes, the API key, body limits,
+   OpenAI's endpoints handed to the scheduler and answered whole or as server-sent events, /tokenize and
+   /detokenize on the model's vocabulary, /health and /v1/models. */
+#ifndef WGLLM_SERVE_HTTP_H
+#define WGLLM_SERVE_HTTP_H
+#include "serve_openai.h"
+#include "serve_sched.h"
+#include <stdint.h>
+
+typedef struct serve_http_config {
+  const char *host;         /* address to listen on ("127.0.0.1", "::", a name) */
+  uint16_t port;            /* 0: any free port (serve_http_port says which) */
+  const char *api_key;      /* NULL: none; else every endpoint but /health needs "Authorization: Bearer KEY" */
+  size_t max_body;          /* bytes of a request body; more is 413 */
+  unsigned idle_timeout_s;  /* a connection that sends or reads nothing for this long is closed */
+  unsigned max_connections; /* open at once (each a thread); more are refused at accept */
+  const char *model_id;     /* the model's name in /v1/models and in answers */
+  serve_limits limits;
+  int verbose; /* a line a request on stderr */
+} serve_http_config;
+
+typedef struct serve_http serve_http;
+
+/* Listens and serves until serve_http_stop. vocab: the model's (wgllm_model_vocab), used on the HTTP threads for
+   /tokenize and /detokenize, one call at a time. Returns 0, or -1 with the reason in err. */
+int serve_http_start(const serve_http_config *cfg, serve_sched *sched, const wgllm_vocab *vocab, serve_http **out,
+                     char *err, size_t errlen);
+uint16_t serve_http_port(const serve_http *h);
+/* Stops listening, ends the connections (streams in progress end with an error) and frees h. */
+void serve_http_stop(serve_http *h);
+#endif

@@ -1,0 +1,549 @@
+/* OpenAI request bodies to plain C structs (every field type- and range-checked, the error naming the field) and
+   the JSON answers of `wgllm serve`, on cJSON. Pure functions: no model, no I/O, no globals (fuzzed by
+   tests/fuzz/fuzz_http_request.c). */
+#include "serve_openai.h"
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int serve_fail(serve_error *e, int status, const char *type, const char *param, const char *code, const char *fmt,
+               ...) {
+  e->status = status;
+  e->type = type ? type : "invalid_request_error";
+  snprintf(e->param, sizeof e->param, "%s", param ? param : "");
+  snprintf(e->code, sizeof e->code, "%s", code ? code : "");
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(e->message, sizeof e->message, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int bad(serve_error *e, const char *param, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int bad(serve_error *e, const char *param, const char *fmt, ...) {
+  char msg[sizeof e->message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return serve_fail(e, 400, "invalid_request_error", param, NULL, "%s", msg);
+}
+
+long serve_utf8_invalid_at(const char *s, size_t n) {
+  const unsigned char *p = (const unsigned char *)s;
+  for (size_t i = 0; i < n;) {
+    unsigned c = p[i], k = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
+    if (k == 9) return (long)i;
+    uint32_t cp = k == 0 ? c : k == 1 ? c & 0x1F : k == 2 ? c & 0x0F : c & 0x07;
+    for (unsigned j = 1; j <= k; j++) {
+      if (i + j >= n || (p[i + j] & 0xC0) != 0x80) return (long)i; /* cut short or not a continuation */
+      cp = cp << 6 | (p[i + j] & 0x3F);
+    }
+    static const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < min[k] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return (long)i;
+    i += k + 1;
+  }
+  return -1;
+}
+
+/* The body as a JSON object; NULL with *err filled. */
+static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
+  long at = serve_utf8_invalid_at(body, len);
+  if (at >= 0) {
+    bad(err, NULL, "the request body is not valid UTF-8 (byte %ld of %zu)", at, len);
+    return NULL;
+  }
+  const char *end = NULL;
+  cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
+  if (!j) {
+    size_t off = end && end >= body ? (size_t)(end - body) : 0;
+    bad(err, NULL, "the request body is not valid JSON (at byte %zu of %zu)", off, len);
+    return NULL;
+  }
+  const char *rest = end;
+  while (rest && rest < body + len && strchr(" \t\r\n", *rest) && *rest)
+    rest++;
+  if (rest && rest < body + len) {
+    bad(err, NULL, "the request body has more after its JSON value (at byte %zu of %zu)", (size_t)(rest - body), len);
+    cJSON_Delete(j);
+    return NULL;
+  }
+  if (!cJSON_IsObject(j)) {
+    bad(err, NULL, "the request body must be a JSON object");
+    cJSON_Delete(j);
+    return NULL;
+  }
+  return j;
+}
+
+/* A field that is absent or null counts as not given. */
+static const cJSON *field(const cJSON *o, const char *name) {
+  const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, name);
+  return f && !cJSON_IsNull(f) ? f : NULL;
+}
+
+static int get_bool(const cJSON *o, const char *name, int *out, serve_error *err) {
+  const cJSON *f = field(o, name);
+  if (!f) return 0;
+  if (!cJSON_IsBool(f)) return bad(err, name, "'%s' must be true or false", name);
+  *out = cJSON_IsTrue(f);
+  return 0;
+}
+
+static int get_number(const cJSON *o, const char *name, double lo, double hi, int lo_open, double *out,
+                      serve_error *err) {
+  const cJSON *f = field(o, name);
+  if (!f) return 0;
+  if (!cJSON_IsNumber(f)) return bad(err, name, "'%s' must be a number", name);
+  double x = f->valuedouble;
+  if (!isfinite(x) || x < lo || (lo_open && x == lo) || x > hi)
+    return bad(err, name, "'%s' is %g; expected a number %s %g and at most %g", name, x,
+               lo_open ? "greater than" : "of at least", lo, hi);
+  *out = x;
+  return 1;
+}
+
+/* An integer within [lo, hi]; returns 1 when given, 0 when absent, -1 on error. */
+static int get_int(const cJSON *o, const char *name, double lo, double hi, long long *out, serve_error *err) {
+  const cJSON *f = field(o, name);
+  if (!f) return 0;
+  if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || floor(f->valuedouble) != f->valuedouble)
+    return bad(err, name, "'%s' must be a whole number", name);
+  double x = f->valuedouble;
+  if (x < lo || x > hi)
+    return bad(err, name, "'%s' is %.0f; expected a whole number from %.0f to %.0f", name, x, lo, hi);
+  *out = (long long)x;
+  return 1;
+}
+
+static char *dup_n(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = 0;
+  }
+  return d;
+}
+
+static int oom(serve_error *err) { return serve_fail(err, 500, "server_error", NULL, NULL, "out of memory"); }
+
+/* stop: a string or an array of strings, none empty */
+static int get_stop(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
+  const cJSON *f = field(o, "stop");
+  if (!f) return 0;
+  size_t n = cJSON_IsString(f) ? 1 : cJSON_IsArray(f) ? (size_t)cJSON_GetArraySize(f) : 0;
+  if (!cJSON_IsString(f) && !cJSON_IsArray(f))
+    return bad(err, "stop", "'stop' must be a string or an array of strings");
+  if (n > lim->max_stop) return bad(err, "stop", "'stop' has %zu strings; at most %u are accepted", n, lim->max_stop);
+  if (!n) return 0;
+  r->stop = calloc(n, sizeof *r->stop);
+  if (!r->stop) return oom(err);
+  const cJSON *it = cJSON_IsString(f) ? f : f->child;
+  for (size_t i = 0; i < n; i++, it = it->next) {
+    if (!cJSON_IsString(it)) return bad(err, "stop", "'stop' must be a string or an array of strings");
+    size_t l = strlen(it->valuestring);
+    if (!l) return bad(err, "stop", "'stop' holds an empty string");
+    if (l > lim->max_stop_bytes)
+      return bad(err, "stop", "a stop string is %zu bytes; at most %zu are accepted", l, lim->max_stop_bytes);
+    if (!(r->stop[r->n_stop++] = dup_n(it->valuestring, l))) return oom(err);
+  }
+  return 0;
+}
+
+/* Fields of OpenAI's API the engine cannot honour: accepted only at their neutral value. */
+static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err) {
+  long long n = 1;
+  if (get_int(o, "n", 1, 1e9, &n, err) < 0) return -1;
+  if (n != 1) return bad(err, "n", "'n' is %lld; this server generates one choice a request (n = 1)", n);
+  if (get_int(o, "best_of", 1, 1e9, &n, err) < 0) return -1;
+  if (n != 1) return bad(err, "best_of", "'best_of' is %lld; only 1 is supported", n);
+  static const char *const penalties[] = {"presence_penalty", "frequency_penalty"};
+  for (int i = 0; i < 2; i++) {
+    double p = 0;
+    if (get_number(o, penalties[i], -2, 2, 0, &p, err) < 0) return -1;
+    if (p != 0)
+      return bad(err, penalties[i],
+                 "'%s' is %g; additive penalties are not supported (use 'repeat_penalty', llama.cpp's multiplicative "
+                 "penalty, e.g. 1.1)",
+                 penalties[i], p);
+  }
+  const cJSON *f = field(o, "logprobs");
+  if (f && !cJSON_IsFalse(f) && !(cJSON_IsNumber(f) && f->valuedouble == 0))
+    return bad(err, "logprobs", "'logprobs' is not supported");
+  long long tl = 0;
+  if (get_int(o, "top_logprobs", 0, 20, &tl, err) < 0) return -1;
+  if (tl) return bad(err, "top_logprobs", "'top_logprobs' is not supported");
+  f = field(o, "logit_bias");
+  if (f && !(cJSON_IsObject(f) && !f->child)) return bad(err, "logit_bias", "'logit_bias' is not supported");
+  f = field(o, "response_format");
+  if (f) {
+    const cJSON *t = cJSON_IsObject(f) ? field(f, "type") : NULL;
+    if (!t || !cJSON_IsString(t) || strcmp(t->valuestring, "text"))
+      return bad(err, "response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
+  }
+  if (kind == SERVE_KIND_COMPLETION) {
+    int echo = 0;
+    if (get_bool(o, "echo", &echo, err)) return -1;
+    if (echo) return bad(err, "echo", "'echo' is not supported");
+    f = field(o, "suffix");
+    if (f && !(cJSON_IsString(f) && !f->valuestring[0])) return bad(err, "suffix", "'suffix' is not supported");
+  }
+  return 0;
+}
+
+/* messages: an array of {role, content, ...}; content a string, null (an assistant's tool calls) or text parts.
+   Written into the chat JSON as given, with role "developer" as "system" (templates know the latter). */
+static int check_messages(const cJSON *msgs, cJSON *out_msgs, serve_error *err) {
+  if (!msgs) return bad(err, "messages", "'messages' is required");
+  if (!cJSON_IsArray(msgs)) return bad(err, "messages", "'messages' must be an array");
+  if (!msgs->child) return bad(err, "messages", "'messages' is empty");
+  int i = 0;
+  for (const cJSON *m = msgs->child; m; m = m->next, i++) {
+    char param[48];
+    snprintf(param, sizeof param, "messages[%d]", i);
+    if (!cJSON_IsObject(m)) return bad(err, param, "'%s' must be an object", param);
+    const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
+    if (!cJSON_IsString(role)) return bad(err, param, "'%s.role' must be a string", param);
+    static const char *const roles[] = {"system", "developer", "user", "assistant", "tool"};
+    int known = 0;
+    for (size_t k = 0; k < sizeof roles / sizeof *roles; k++)
+      known |= !strcmp(role->valuestring, roles[k]);
+    if (!known)
+      return bad(err, param, "'%s.role' is '%.40s'; expected system, developer, user, assistant or tool", param,
+                 role->valuestring);
+    const cJSON *content = cJSON_GetObjectItemCaseSensitive(m, "content");
+    int is_assistant = !strcmp(role->valuestring, "assistant");
+    if (!content || cJSON_IsNull(content)) {
+      if (!is_assistant || !cJSON_GetObjectItemCaseSensitive(m, "tool_calls"))
+        return bad(err, param, "'%s.content' is required", param);
+    } else if (cJSON_IsArray(content)) {
+      int k = 0;
+      for (const cJSON *part = content->child; part; part = part->next, k++) {
+        const cJSON *type = cJSON_IsObject(part) ? cJSON_GetObjectItemCaseSensitive(part, "type") : NULL;
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "text"))
+          return bad(err, param, "'%s.content[%d]': only {\"type\": \"text\", \"text\": ...} parts are supported",
+                     param, k);
+        if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(part, "text")))
+          return bad(err, param, "'%s.content[%d].text' must be a string", param, k);
+      }
+    } else if (!cJSON_IsString(content)) {
+      return bad(err, param, "'%s.content' must be a string, an array of text parts or null", param);
+    }
+    cJSON *copy = cJSON_Duplicate(m, 1);
+    if (!copy) return oom(err);
+    if (!strcmp(role->valuestring, "developer"))
+      cJSON_ReplaceItemInObjectCaseSensitive(copy, "role", cJSON_CreateString("system"));
+    cJSON_AddItemToArray(out_msgs, copy);
+  }
+  return 0;
+}
+
+static int chat_fields(const cJSON *o, serve_request *r, serve_error *err) {
+  cJSON *chat = cJSON_CreateObject(), *msgs = cJSON_CreateArray();
+  if (!chat || !msgs) {
+    cJSON_Delete(chat);
+    cJSON_Delete(msgs);
+    return oom(err);
+  }
+  cJSON_AddItemToObject(chat, "messages", msgs);
+  int rc = check_messages(cJSON_GetObjectItemCaseSensitive(o, "messages"), msgs, err);
+  const cJSON *tools = field(o, "tools");
+  if (!rc && tools) {
+    if (!cJSON_IsArray(tools)) rc = bad(err, "tools", "'tools' must be an array");
+    for (const cJSON *t = rc ? NULL : tools->child; t && !rc; t = t->next)
+      if (!cJSON_IsObject(t)) rc = bad(err, "tools", "each of 'tools' must be an object");
+    if (!rc) cJSON_AddItemToObject(chat, "tools", cJSON_Duplicate(tools, 1));
+  }
+  const cJSON *kw = field(o, "chat_template_kwargs");
+  if (!rc && kw) {
+    if (!cJSON_IsObject(kw))
+      rc = bad(err, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    else
+      cJSON_AddItemToObject(chat, "chat_template_kwargs", cJSON_Duplicate(kw, 1));
+  }
+  if (!rc) {
+    r->chat_json = cJSON_PrintUnformatted(chat);
+    if (!r->chat_json)
+      rc = oom(err);
+    else
+      r->chat_json_len = strlen(r->chat_json);
+  }
+  cJSON_Delete(chat);
+  return rc;
+}
+
+/* prompt: a string, an array of one string, or an array of token ids */
+static int completion_prompt(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
+  const cJSON *p = field(o, "prompt");
+  if (!p) return bad(err, "prompt", "'prompt' is required");
+  if (cJSON_IsArray(p) && p->child && cJSON_IsString(p->child)) {
+    if (p->child->next) return bad(err, "prompt", "'prompt' holds several prompts; send one a request");
+    p = p->child;
+  }
+  if (cJSON_IsString(p)) {
+    r->prompt_len = strlen(p->valuestring);
+    r->prompt = dup_n(p->valuestring, r->prompt_len);
+    return r->prompt ? 0 : oom(err);
+  }
+  if (!cJSON_IsArray(p)) return bad(err, "prompt", "'prompt' must be a string or an array of token ids");
+  size_t n = (size_t)cJSON_GetArraySize(p);
+  if (!n) return bad(err, "prompt", "'prompt' is an empty array");
+  if (n > lim->max_prompt_ids)
+    return bad(err, "prompt", "'prompt' has %zu token ids; at most %zu are accepted", n, lim->max_prompt_ids);
+  r->prompt_ids = malloc(n * sizeof *r->prompt_ids);
+  if (!r->prompt_ids) return oom(err);
+  for (const cJSON *it = p->child; it; it = it->next) {
+    if (cJSON_IsArray(it)) return bad(err, "prompt", "'prompt' holds several prompts; send one a request");
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || floor(it->valuedouble) != it->valuedouble ||
+        it->valuedouble < 0 || it->valuedouble > 2147483647.0)
+      return bad(err, "prompt", "'prompt' must be a string or an array of token ids (whole numbers from 0)");
+    r->prompt_ids[r->n_prompt_ids++] = (int32_t)it->valuedouble;
+  }
+  return 0;
+}
+
+static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
+  double x;
+  long long i;
+  int g;
+  if ((g = get_number(o, "temperature", 0, 2, 0, &x, err)) < 0) return -1;
+  if (g) r->temperature = (float)x;
+  if ((g = get_number(o, "top_p", 0, 1, 0, &x, err)) < 0) return -1;
+  if (g) r->top_p = (float)x;
+  if ((g = get_number(o, "min_p", 0, 1, 0, &x, err)) < 0) return -1;
+  if (g) r->min_p = (float)x;
+  if ((g = get_int(o, "top_k", 0, 2147483647.0, &i, err)) < 0) return -1;
+  if (g) r->top_k = (uint32_t)i;
+  if ((g = get_number(o, "repeat_penalty", 0, 100, 1, &x, err)) < 0) return -1;
+  if (g) r->repeat_penalty = (float)x;
+  if ((g = get_int(o, "repeat_last_n", -1, 256, &i, err)) < 0) return -1;
+  if (g) r->repeat_last_n = i < 0 ? 256 : (uint32_t)i;
+  /* OpenAI's seed is any 64-bit integer: the low 32 bits seed the sampler; -1 (llama.cpp's) is a random seed */
+  if ((g = get_int(o, "seed", -9223372036854775808.0, 9223372036854775807.0, &i, err)) < 0) return -1;
+  if (g && i != -1) {
+    r->seed = (uint32_t)(unsigned long long)i;
+    r->seed_given = 1;
+  }
+  /* max_completion_tokens (chat's current name) wins over max_tokens (its older one, and completions') */
+  const char *names[] = {"max_completion_tokens", "max_tokens"};
+  for (int k = r->kind == SERVE_KIND_CHAT ? 0 : 1; k < 2; k++) {
+    if ((g = get_int(o, names[k], -1e18, 1e18, &i, err)) < 0) return -1;
+    if (!g) continue;
+    if (i < 1) return bad(err, names[k], "'%s' is %lld; it must be at least 1", names[k], i);
+    if (i > lim->max_tokens)
+      return bad(err, names[k], "'%s' is %lld; this server generates at most %u tokens a request", names[k], i,
+                 lim->max_tokens);
+    r->max_tokens = (uint32_t)i;
+    break;
+  }
+  if (get_bool(o, "ignore_eos", &r->ignore_eos, err)) return -1;
+  if (get_bool(o, "stream", &r->stream, err)) return -1;
+  const cJSON *so = field(o, "stream_options");
+  if (so) {
+    if (!cJSON_IsObject(so)) return bad(err, "stream_options", "'stream_options' must be an object");
+    if (get_bool(so, "include_usage", &r->include_usage, err)) {
+      snprintf(err->param, sizeof err->param, "stream_options.include_usage");
+      return -1;
+    }
+  }
+  return get_stop(o, lim, r, err);
+}
+
+int serve_parse_request(serve_kind kind, const char *body, size_t len, const serve_limits *lim, serve_request *out,
+                        serve_error *err) {
+  memset(out, 0, sizeof *out);
+  out->kind = kind;
+  out->temperature = 0.8f;
+  out->top_p = 0.95f;
+  out->top_k = 40;
+  out->min_p = 0.05f;
+  out->repeat_penalty = 1.0f;
+  out->repeat_last_n = 64;
+  out->max_tokens = kind == SERVE_KIND_CHAT ? lim->max_tokens : (lim->max_tokens < 16 ? lim->max_tokens : 16);
+  cJSON *o = parse_object(body, len, err);
+  if (!o) return -1;
+  int rc = 0;
+  const cJSON *model = field(o, "model");
+  if (model && !cJSON_IsString(model)) rc = bad(err, "model", "'model' must be a string");
+  if (!rc && !(out->model = dup_n(model ? model->valuestring : "", model ? strlen(model->valuestring) : 0)))
+    rc = oom(err);
+  if (!rc) rc = refuse_unsupported(o, kind, err);
+  if (!rc) rc = kind == SERVE_KIND_CHAT ? chat_fields(o, out, err) : completion_prompt(o, lim, out, err);
+  if (!rc) rc = sampling_fields(o, lim, out, err);
+  cJSON_Delete(o);
+  if (rc) serve_request_free(out);
+  return rc;
+}
+
+void serve_request_free(serve_request *r) {
+  free(r->model);
+  free(r->chat_json);
+  free(r->prompt);
+  free(r->prompt_ids);
+  for (size_t i = 0; i < r->n_stop; i++)
+    free(r->stop[i]);
+  free(r->stop);
+  serve_kind k = r->kind;
+  memset(r, 0, sizeof *r);
+  r->kind = k;
+}
+
+int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *out, serve_error *err) {
+  memset(out, 0, sizeof *out);
+  out->parse_special = 1;
+  cJSON *o = parse_object(body, len, err);
+  if (!o) return -1;
+  int rc = 0;
+  const cJSON *c = cJSON_GetObjectItemCaseSensitive(o, "content");
+  if (!cJSON_IsString(c)) rc = bad(err, "content", "'content' must be a string");
+  if (!rc) rc = get_bool(o, "add_special", &out->add_special, err);
+  if (!rc) rc = get_bool(o, "parse_special", &out->parse_special, err);
+  if (!rc) rc = get_bool(o, "with_pieces", &out->with_pieces, err);
+  if (!rc) {
+    out->content_len = strlen(c->valuestring);
+    if (!(out->content = dup_n(c->valuestring, out->content_len))) rc = oom(err);
+  }
+  cJSON_Delete(o);
+  return rc;
+}
+
+int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t **ids, size_t *n, serve_error *err) {
+  *ids = NULL;
+  *n = 0;
+  cJSON *o = parse_object(body, len, err);
+  if (!o) return -1;
+  int rc = 0;
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "tokens");
+  size_t cnt = cJSON_IsArray(t) ? (size_t)cJSON_GetArraySize(t) : 0;
+  if (!cJSON_IsArray(t))
+    rc = bad(err, "tokens", "'tokens' must be an array of token ids");
+  else if (cnt > max_ids)
+    rc = bad(err, "tokens", "'tokens' has %zu ids; at most %zu are accepted", cnt, max_ids);
+  else if (cnt && !(*ids = malloc(cnt * sizeof **ids)))
+    rc = oom(err);
+  for (const cJSON *it = rc ? NULL : t->child; it && !rc; it = it->next) {
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || floor(it->valuedouble) != it->valuedouble ||
+        it->valuedouble < 0 || it->valuedouble > 2147483647.0)
+      rc = bad(err, "tokens", "'tokens' must hold whole numbers from 0 (token ids)");
+    else
+      (*ids)[(*n)++] = (int32_t)it->valuedouble;
+  }
+  cJSON_Delete(o);
+  if (rc) {
+    free(*ids);
+    *ids = NULL;
+    *n = 0;
+  }
+  return rc;
+}
+
+/* ---------- answers ---------- */
+static char *print_and_free(cJSON *j) {
+  char *s = j ? cJSON_PrintUnformatted(j) : NULL;
+  cJSON_Delete(j);
+  return s;
+}
+
+/* cJSON strings end at a NUL: text holding one is cut there */
+static cJSON *string_n(const char *s, size_t n) {
+  char *d = dup_n(s ? s : "", s ? n : 0);
+  if (!d) return NULL;
+  cJSON *j = cJSON_CreateString(d);
+  free(d);
+  return j;
+}
+
+char *serve_error_json(const serve_error *e) {
+  cJSON *o = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(o, "error");
+  if (!err) {
+    cJSON_Delete(o);
+    return NULL;
+  }
+  cJSON_AddStringToObject(err, "message", e->message);
+  cJSON_AddStringToObject(err, "type", e->type ? e->type : "invalid_request_error");
+  if (e->param[0])
+    cJSON_AddStringToObject(err, "param", e->param);
+  else
+    cJSON_AddNullToObject(err, "param");
+  if (e->code[0])
+    cJSON_AddStringToObject(err, "code", e->code);
+  else
+    cJSON_AddNullToObject(err, "code");
+  return print_and_free(o);
+}
+
+static cJSON *usage_json(const serve_usage *u) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddNumberToObject(o, "prompt_tokens", u->prompt_tokens);
+  cJSON_AddNumberToObject(o, "completion_tokens", u->completion_tokens);
+  cJSON_AddNumberToObject(o, "total_tokens", (double)u->prompt_tokens + u->completion_tokens);
+  cJSON *d = cJSON_AddObjectToObject(o, "prompt_tokens_details");
+  if (d) cJSON_AddNumberToObject(d, "cached_tokens", u->cached_tokens);
+  return o;
+}
+
+static cJSON *answer_head(const serve_answer *a, const char *object) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", a->id);
+  cJSON_AddStringToObject(o, "object", object);
+  cJSON_AddNumberToObject(o, "created", (double)a->created);
+  cJSON_AddStringToObject(o, "model", a->model);
+  cJSON_AddStringToObject(o, "system_fingerprint", "wgllm");
+  return o;
+}
+
+static void add_finish(cJSON *choice, const char *finish_reason) {
+  if (finish_reason)
+    cJSON_AddStringToObject(choice, "finish_reason", finish_reason);
+  else
+    cJSON_AddNullToObject(choice, "finish_reason");
+}
+
+char *serve_completion_json(const serve_answer *a, const char *text, size_t len, const char *finish_reason,
+                            const serve_usage *u) {
+  int chat = a->kind == SERVE_KIND_CHAT;
+  cJSON *o = answer_head(a, chat ? "chat.completion" : "text_completion");
+  cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
+  cJSON_AddItemToArray(choices, c);
+  cJSON_AddNumberToObject(c, "index", 0);
+  if (chat) {
+    cJSON *m = cJSON_AddObjectToObject(c, "message");
+    cJSON_AddStringToObject(m, "role", "assistant");
+    cJSON_AddItemToObject(m, "content", string_n(text, len));
+    cJSON_AddNullToObject(m, "refusal");
+  } else {
+    cJSON_AddItemToObject(c, "text", string_n(text, len));
+  }
+  cJSON_AddNullToObject(c, "logprobs");
+  add_finish(c, finish_reason);
+  cJSON_AddItemToObject(o, "usage", usage_json(u));
+  return print_and_free(o);
+}
+
+char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int with_role, const char *finish_reason,
+                       const serve_usage *usage, int with_usage_null) {
+  int chat = a->kind == SERVE_KIND_CHAT;
+  cJSON *o = answer_head(a, chat ? "chat.completion.chunk" : "text_completion");
+  cJSON *choices = cJSON_AddArrayToObject(o, "choices");
+  if (!usage) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddItemToArray(choices, c);
+    cJSON_AddNumberToObject(c, "index", 0);
+    if (chat) {
+      cJSON *d = cJSON_AddObjectToObject(c, "delta");
+      if (with_role) cJSON_AddStringToObject(d, "role", "assistant");
+      if (text || with_role) cJSON_AddItemToObject(d, "content", string_n(text, len));
+    } else {
+      cJSON_AddItemToObject(c, "text", string_n(text, len));
+    }
+    cJSON_AddNullToObject(c, "logprobs");
+    add_finish(c, finish_reason);
+    if (with_usage_null) cJSON_AddNullToObject(o, "usage");
+  } else {
+    cJSON_AddItemToObject(o, "usage", usage_json(usage));
+  }
+  return print_and_free(o);
+}

@@ -1,0 +1,103 @@
+/* The OpenAI side of `wgllm serve`: request bodies (chat completions, completions, tokenize, detokenize) parsed
+   and checked into plain C structs by pure functions (no model, no I/O: tests/fuzz/fuzz_http_request.c fuzzes
+   them), and the JSON the server answers with (completions, stream chunks, usage, OpenAI's error object). */
+#ifndef WGLLM_SERVE_OPENAI_H
+#define WGLLM_SERVE_OPENAI_H
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum serve_kind { SERVE_KIND_CHAT = 0, SERVE_KIND_COMPLETION = 1 } serve_kind;
+
+/* What a request may ask for. */
+typedef struct serve_limits {
+  uint32_t max_tokens;   /* the largest max_tokens accepted; also chat's default when none is given */
+  uint32_t max_stop;     /* stop strings a request may give (OpenAI: 4) */
+  size_t max_stop_bytes; /* bytes of one stop string */
+  size_t max_prompt_ids; /* token ids of a completion prompt given as ids */
+} serve_limits;
+
+/* An error answer: HTTP status and OpenAI's {"error": {"message", "type", "param", "code"}}. */
+typedef struct serve_error {
+  int status;       /* 400, 401, 404, 413, 500, 503 */
+  const char *type; /* "invalid_request_error", "authentication_error", "server_error", "unavailable_error" */
+  char param[64];   /* the field at fault ("" when none) */
+  char code[48];    /* OpenAI's code ("context_length_exceeded", ...; "" when none) */
+  char message[512];
+} serve_error;
+
+/* Fills e (status, type, param, code may be NULL) and returns -1, for `return serve_fail(...)`. */
+int serve_fail(serve_error *e, int status, const char *type, const char *param, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* A chat completion or completion request, every field checked and defaulted. */
+typedef struct serve_request {
+  serve_kind kind;
+  char *model;     /* as given ("" when absent): the server has one model and answers with its own id */
+  char *chat_json; /* chat: {"messages": [...], "tools": [...], "chat_template_kwargs": {...}} for wgllm_chat_prompt */
+  size_t chat_json_len;
+  char *prompt; /* completion: the text (NULL when given as token ids) */
+  size_t prompt_len;
+  int32_t *prompt_ids; /* completion: the prompt as token ids */
+  size_t n_prompt_ids;
+  uint32_t max_tokens;    /* max_completion_tokens, else max_tokens, else the default (chat: limits, completion 16) */
+  float temperature;      /* [0, 2], default 0.8 (0: greedy) */
+  float top_p;            /* [0, 1], default 0.95 */
+  uint32_t top_k;         /* default 40 (0: off) */
+  float min_p;            /* [0, 1], default 0.05 */
+  float repeat_penalty;   /* (0, 100], default 1 (off); llama.cpp's multiplicative penalty */
+  uint32_t repeat_last_n; /* [0, 256] (-1 given: 256), default 64 */
+  uint32_t seed;
+  int seed_given; /* a seed other than -1 */
+  char **stop;    /* stop strings (a string or an array of them) */
+  size_t n_stop;
+  int stream;        /* server-sent events */
+  int include_usage; /* stream_options.include_usage: a last chunk with usage */
+  int ignore_eos;    /* llama-server's extension: generate past end-of-generation tokens */
+} serve_request;
+
+/* Parses a POST body of /v1/chat/completions (kind CHAT) or /v1/completions (COMPLETION) into *out. The body must
+   be valid UTF-8 and a JSON object; unknown fields are ignored, fields the engine cannot honour (n > 1,
+   logprobs, non-zero presence/frequency penalties, logit_bias, non-text content parts, ...) are refused by name.
+   Returns 0, or -1 with *err filled (status 400) and *out left empty. */
+int serve_parse_request(serve_kind kind, const char *body, size_t len, const serve_limits *lim, serve_request *out,
+                        serve_error *err);
+void serve_request_free(serve_request *r); /* frees what the parse allocated; the struct may be parsed into again */
+
+/* POST /tokenize: {"content": "...", "add_special": false, "parse_special": true, "with_pieces": false}
+   (llama-server's fields and defaults). content is malloc'd. */
+typedef struct serve_tokenize_request {
+  char *content;
+  size_t content_len;
+  int add_special, parse_special, with_pieces;
+} serve_tokenize_request;
+int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *out, serve_error *err);
+/* POST /detokenize: {"tokens": [ids]}; *ids malloc'd (NULL when none), each in [0, 2^31). */
+int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t **ids, size_t *n, serve_error *err);
+
+/* The offset of the first byte of s[0..n) that is not valid UTF-8, or -1 when all of it is. */
+long serve_utf8_invalid_at(const char *s, size_t n);
+
+/* ---------- answers (malloc'd JSON text, NULL when out of memory) ---------- */
+char *serve_error_json(const serve_error *e);
+
+typedef struct serve_usage {
+  uint32_t prompt_tokens, completion_tokens, cached_tokens;
+} serve_usage;
+
+/* The id, creation time and model every answer of one request carries. */
+typedef struct serve_answer {
+  serve_kind kind;
+  const char *id; /* "chatcmpl-..." / "cmpl-..." */
+  long long created;
+  const char *model;
+} serve_answer;
+
+/* The whole (non-streamed) chat.completion or text_completion object. */
+char *serve_completion_json(const serve_answer *a, const char *text, size_t len, const char *finish_reason,
+                            const serve_usage *u);
+/* One stream chunk (chat.completion.chunk / text_completion): text (may be NULL) as the delta; role set in the
+   first chat chunk; finish_reason NULL but in the last; usage: the include_usage chunk (no choices), else NULL
+   ("usage": null is written when with_usage_null). */
+char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int with_role, const char *finish_reason,
+                       const serve_usage *usage, int with_usage_null);
+#endif

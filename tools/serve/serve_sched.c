@@ -1,0 +1,444 @@
+/* The scheduler thread of `wgllm serve`: the only caller of the model, session and job functions. Each tick it
+   frees the jobs of cancelled tasks, renders and tokenizes the prompts of new tasks (wgllm_chat_prompt,
+   wgllm_tokenize), starts waiting tasks on idle sessions (the one whose cache shares the longest prefix with the
+   prompt, else the least recently used; wgllm_job_start prefills and samples the first token), and steps every
+   running job by one token with one wgllm_jobs_step call, appending the text each emits to its task. */
+#include "serve_sched.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+typedef struct sched_slot {
+  wgllm_session *session;
+  serve_task *task; /* running on it, or NULL when idle */
+  uint64_t last_used;
+} sched_slot;
+
+struct serve_sched {
+  wgllm_model *model;
+  serve_sched_config cfg;
+  uint32_t n_vocab;
+  sched_slot *slots;
+  pthread_mutex_t mu;
+  pthread_cond_t work; /* a task was submitted or cancelled, or the thread must stop */
+  pthread_t thread;
+  int thread_started, stopping;
+  serve_task *waiting, *waiting_tail; /* submitted, not yet on a session (FIFO) */
+  uint32_t n_waiting, n_running;
+  uint64_t tick;
+};
+
+void serve_sched_lock(serve_sched *s) { pthread_mutex_lock(&s->mu); }
+void serve_sched_unlock(serve_sched *s) { pthread_mutex_unlock(&s->mu); }
+
+void serve_sched_wait(serve_sched *s, serve_task *t, int ms) {
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += ms / 1000;
+  until.tv_nsec += (long)(ms % 1000) * 1000000L;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  pthread_cond_timedwait(&t->cv, &s->mu, &until);
+}
+
+void serve_sched_counts(serve_sched *s, uint32_t *busy, uint32_t *idle, uint32_t *waiting) {
+  pthread_mutex_lock(&s->mu);
+  *busy = s->n_running;
+  *idle = s->cfg.parallel - s->n_running;
+  *waiting = s->n_waiting;
+  pthread_mutex_unlock(&s->mu);
+}
+
+serve_task *serve_task_new(serve_request *req) {
+  serve_task *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&t->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  t->req = *req;
+  memset(req, 0, sizeof *req);
+  t->refs = 1; /* the HTTP side's; submit adds the scheduler's */
+  t->session = -1;
+  return t;
+}
+
+static void task_free(serve_task *t) {
+  serve_request_free(&t->req);
+  free(t->out);
+  free(t->ids);
+  pthread_cond_destroy(&t->cv);
+  free(t);
+}
+
+/* under the lock */
+static void task_unref(serve_task *t) {
+  if (--t->refs == 0) task_free(t);
+}
+
+int serve_sched_submit(serve_sched *s, serve_task *t) {
+  pthread_mutex_lock(&s->mu);
+  if (s->stopping || s->n_waiting >= s->cfg.queue + (s->cfg.parallel - s->n_running)) {
+    pthread_mutex_unlock(&s->mu);
+    return -1;
+  }
+  t->refs++;
+  t->sched = s;
+  t->next = NULL;
+  if (s->waiting_tail)
+    s->waiting_tail->next = t;
+  else
+    s->waiting = t;
+  s->waiting_tail = t;
+  s->n_waiting++;
+  pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->mu);
+  return 0;
+}
+
+void serve_sched_release(serve_sched *s, serve_task *t) {
+  if (!t) return;
+  pthread_mutex_lock(&s->mu);
+  if (t->state != SERVE_TASK_DONE) {
+    t->cancelled = 1;
+    pthread_cond_signal(&s->work);
+  }
+  task_unref(t);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* under the lock: the task ends (its scheduler reference goes) */
+static void task_finish(serve_sched *s, serve_task *t) {
+  t->state = SERVE_TASK_DONE;
+  pthread_cond_broadcast(&t->cv);
+  task_unref(t);
+  (void)s;
+}
+
+static void task_fail(serve_task *t, int status, const char *type, const char *code, const char *msg) {
+  t->failed = 1;
+  serve_fail(&t->err, status, type, NULL, code, "%s", msg);
+}
+
+/* on_text of every job: the piece goes into the task (under the lock); non-zero stops a cancelled task's job */
+static int on_text(const char *text, size_t len, void *user) {
+  serve_task *t = user;
+  serve_sched *s = t->sched;
+  pthread_mutex_lock(&s->mu);
+  int stop = t->cancelled;
+  if (!stop && len) {
+    if (t->out_len + len + 1 > t->out_cap) {
+      size_t cap = t->out_cap ? t->out_cap * 2 : 256;
+      while (cap < t->out_len + len + 1)
+        cap *= 2;
+      char *g = realloc(t->out, cap);
+      if (!g) {
+        task_fail(t, 500, "server_error", NULL, "out of memory");
+        stop = 1;
+      } else {
+        t->out = g;
+        t->out_cap = cap;
+      }
+    }
+    if (!stop) {
+      memcpy(t->out + t->out_len, text, len);
+      t->out_len += len;
+      t->out[t->out_len] = 0;
+      pthread_cond_broadcast(&t->cv);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return stop;
+}
+
+/* The prompt's ids (the model's chat template, or the completion text / ids); runs unlocked (the task is not yet
+   visible to anyone but its HTTP thread, which only reads it under the lock). Returns 0, or fills t->err. */
+static int prepare_task(serve_sched *s, serve_task *t) {
+  const serve_request *r = &t->req;
+  wgllm_status st = WGLLM_OK;
+  if (r->kind == SERVE_KIND_CHAT) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    st = wgllm_chat_prompt(s->model, r->chat_json, r->chat_json_len, &ids, &n, NULL);
+    if (st) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "the chat template: %s", wgllm_model_error(s->model));
+      serve_fail(&t->err, st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? 400 : 500,
+                 st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? "invalid_request_error" : "server_error",
+                 "messages", NULL, "%s", msg);
+      return -1;
+    }
+    t->ids = malloc((n ? n : 1) * sizeof *t->ids);
+    if (t->ids) memcpy(t->ids, ids, n * sizeof *ids);
+    wgllm_free(ids);
+    t->n_ids = n;
+  } else if (r->prompt_ids) {
+    for (size_t i = 0; i < r->n_prompt_ids; i++)
+      if ((uint32_t)r->prompt_ids[i] >= s->n_vocab)
+        return serve_fail(&t->err, 400, "invalid_request_error", "prompt", NULL,
+                          "prompt token %zu is id %d, outside the vocabulary of %u", i, r->prompt_ids[i], s->n_vocab);
+    t->ids = malloc(r->n_prompt_ids * sizeof *t->ids);
+    if (t->ids) memcpy(t->ids, r->prompt_ids, r->n_prompt_ids * sizeof *t->ids);
+    t->n_ids = r->n_prompt_ids;
+  } else {
+    size_t n = 0;
+    st = wgllm_tokenize(s->model, r->prompt, r->prompt_len, 1, NULL, 0, &n);
+    if (!st) {
+      t->ids = malloc((n ? n : 1) * sizeof *t->ids);
+      if (t->ids) st = wgllm_tokenize(s->model, r->prompt, r->prompt_len, 1, t->ids, n, &n);
+    }
+    if (st)
+      return serve_fail(&t->err, 400, "invalid_request_error", "prompt", NULL, "the prompt: %s",
+                        wgllm_model_error(s->model));
+    t->n_ids = n;
+  }
+  if (!t->ids) return serve_fail(&t->err, 500, "server_error", NULL, NULL, "out of memory");
+  uint32_t ctx = s->cfg.session.context;
+  if (t->n_ids == 0)
+    return serve_fail(&t->err, 400, "invalid_request_error", "prompt", NULL, "the prompt has no tokens");
+  if (t->n_ids >= ctx)
+    return serve_fail(&t->err, 400, "invalid_request_error", r->kind == SERVE_KIND_CHAT ? "messages" : "prompt",
+                      "context_length_exceeded",
+                      "the prompt is %zu tokens; this server's context holds %u (the prompt and at least one token "
+                      "to generate)",
+                      t->n_ids, ctx);
+  return 0;
+}
+
+static uint32_t random_seed(void) {
+  uint32_t x = 0;
+  if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) x = (uint32_t)time(NULL) ^ (uint32_t)clock();
+  return x;
+}
+
+/* The idle session for the ids: the longest cached prefix, else the least recently used. -1 when none is idle. */
+static int pick_slot(serve_sched *s, const serve_task *t) {
+  int best = -1;
+  uint32_t best_prefix = 0;
+  for (uint32_t i = 0; i < s->cfg.parallel; i++) {
+    if (s->slots[i].task) continue;
+    uint32_t p = wgllm_session_cached_prefix(s->slots[i].session, t->ids, t->n_ids);
+    if (best < 0 || p > best_prefix || (p == best_prefix && s->slots[i].last_used < s->slots[best].last_used)) {
+      best = (int)i;
+      best_prefix = p;
+    }
+  }
+  return best;
+}
+
+/* Prefills the task on slot k and samples its first token (unlocked: the GPU works). */
+static void start_task(serve_sched *s, serve_task *t, int k) {
+  const serve_request *r = &t->req;
+  wgllm_generate_params gp = wgllm_generate_default_params();
+  gp.max_tokens = r->max_tokens;
+  gp.temperature = r->temperature;
+  gp.top_k = r->top_k;
+  gp.top_p = r->top_p;
+  gp.min_p = r->min_p;
+  gp.repeat_penalty = r->repeat_penalty;
+  gp.repeat_last_n = r->repeat_last_n;
+  gp.seed = r->seed_given ? r->seed : random_seed();
+  gp.stop = (const char *const *)r->stop;
+  gp.n_stop = r->n_stop;
+  gp.ignore_eos = r->ignore_eos;
+  gp.on_text = on_text;
+  gp.user = t;
+  t->gp = gp;
+  wgllm_job *job = NULL;
+  wgllm_status st = wgllm_job_start(s->slots[k].session, t->ids, t->n_ids, &t->gp, &job);
+  pthread_mutex_lock(&s->mu);
+  if (st) {
+    const char *msg = wgllm_session_error(s->slots[k].session);
+    if (st == WGLLM_ERR_INVALID_ARG)
+      serve_fail(&t->err, 400, "invalid_request_error", NULL, NULL, "%s", msg);
+    else
+      serve_fail(&t->err, 500, "server_error", NULL, NULL, "the generation failed: %s (%s)", msg,
+                 wgllm_status_name(st));
+    t->failed = 1;
+    s->slots[k].task = NULL;
+    s->n_running--;
+    task_finish(s, t);
+  } else {
+    t->job = job;
+    t->state = SERVE_TASK_RUNNING;
+    pthread_cond_broadcast(&t->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* under the lock: a finished or cancelled job's task ends and its session goes back to the pool */
+static void end_job(serve_sched *s, int k) {
+  serve_task *t = s->slots[k].task;
+  if (t->job) {
+    wgllm_generate_stats st;
+    wgllm_job_stats(t->job, &st);
+    t->usage.prompt_tokens = st.prompt_tokens;
+    t->usage.cached_tokens = st.cached_tokens;
+    t->usage.completion_tokens = st.generated_tokens;
+    t->finish_reason = st.stop == WGLLM_STOP_MAX_TOKENS || st.stop == WGLLM_STOP_CONTEXT ? "length" : "stop";
+    const char *e = wgllm_job_error(t->job);
+    if (e[0] && !t->failed) task_fail(t, 500, "server_error", NULL, e);
+    wgllm_job_free(t->job); /* cancels a job that is not done; the session stays usable */
+    t->job = NULL;
+  }
+  s->slots[k].task = NULL;
+  s->slots[k].last_used = ++s->tick;
+  s->n_running--;
+  task_finish(s, t);
+}
+
+static void *sched_main(void *arg) {
+  serve_sched *s = arg;
+  wgllm_job **jobs = calloc(s->cfg.parallel, sizeof *jobs);
+  int *job_slot = calloc(s->cfg.parallel, sizeof *job_slot);
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping && jobs && job_slot) {
+    /* 1. cancelled tasks: their jobs freed, their sessions back */
+    for (uint32_t k = 0; k < s->cfg.parallel; k++)
+      if (s->slots[k].task && s->slots[k].task->cancelled) end_job(s, (int)k);
+    for (serve_task **p = &s->waiting; *p;) {
+      serve_task *t = *p;
+      if (!t->cancelled) {
+        p = &t->next;
+        continue;
+      }
+      *p = t->next;
+      s->n_waiting--;
+      task_finish(s, t);
+    }
+    s->waiting_tail = NULL;
+    for (serve_task *t = s->waiting; t; t = t->next)
+      s->waiting_tail = t;
+    /* 2. prompts of new tasks, so a refused one is answered at once even when every session is busy */
+    for (serve_task **p = &s->waiting; *p;) {
+      serve_task *t = *p;
+      if (t->prepared) {
+        p = &t->next;
+        continue;
+      }
+      pthread_mutex_unlock(&s->mu);
+      int rc = prepare_task(s, t);
+      pthread_mutex_lock(&s->mu);
+      t->prepared = 1;
+      if (rc) {
+        t->failed = 1;
+        *p = t->next;
+        s->n_waiting--;
+        task_finish(s, t);
+        continue;
+      }
+      p = &t->next;
+    }
+    s->waiting_tail = NULL;
+    for (serve_task *t = s->waiting; t; t = t->next)
+      s->waiting_tail = t;
+    /* 3. waiting tasks onto idle sessions, in order */
+    while (s->waiting && s->n_running < s->cfg.parallel && !s->stopping) {
+      serve_task *t = s->waiting;
+      s->waiting = t->next;
+      if (!s->waiting) s->waiting_tail = NULL;
+      s->n_waiting--;
+      if (t->cancelled) {
+        task_finish(s, t);
+        continue;
+      }
+      int k = pick_slot(s, t);
+      s->slots[k].task = t;
+      t->session = k;
+      s->n_running++;
+      pthread_mutex_unlock(&s->mu);
+      start_task(s, t, k);
+      pthread_mutex_lock(&s->mu);
+    }
+    /* 4. one token of every running job, in one call */
+    size_t n = 0;
+    for (uint32_t k = 0; k < s->cfg.parallel; k++)
+      if (s->slots[k].task && s->slots[k].task->job) {
+        job_slot[n] = (int)k;
+        jobs[n++] = s->slots[k].task->job;
+      }
+    if (!n) {
+      if (!s->waiting) pthread_cond_wait(&s->work, &s->mu);
+      continue;
+    }
+    pthread_mutex_unlock(&s->mu);
+    wgllm_jobs_step(jobs, n); /* a job that fails is done with its error: end_job reports it */
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < n; i++)
+      if (wgllm_job_done(jobs[i])) end_job(s, job_slot[i]);
+  }
+  /* stopping: every task still in ends, failed */
+  for (uint32_t k = 0; k < s->cfg.parallel; k++)
+    if (s->slots[k].task) {
+      task_fail(s->slots[k].task, 503, "unavailable_error", NULL, "the server is shutting down");
+      end_job(s, (int)k);
+    }
+  while (s->waiting) {
+    serve_task *t = s->waiting;
+    s->waiting = t->next;
+    s->n_waiting--;
+    task_fail(t, 503, "unavailable_error", NULL, "the server is shutting down");
+    task_finish(s, t);
+  }
+  s->waiting_tail = NULL;
+  pthread_mutex_unlock(&s->mu);
+  free(jobs);
+  free(job_slot);
+  return NULL;
+}
+
+int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen) {
+  *out = NULL;
+  serve_sched *s = calloc(1, sizeof *s);
+  if (!s || !(s->slots = calloc(config->parallel, sizeof *s->slots))) {
+    free(s);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  s->model = m;
+  s->cfg = *config;
+  wgllm_model_info info;
+  wgllm_model_get_info(m, &info);
+  s->n_vocab = info.n_vocab;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->work, NULL);
+  for (uint32_t i = 0; i < config->parallel; i++) {
+    wgllm_status st = wgllm_session_create(m, &config->session, &s->slots[i].session);
+    if (st) {
+      snprintf(err, errlen, "session %u of %u (a context of %u tokens): %s (%s)", i + 1, config->parallel,
+               config->session.context, wgllm_last_error(), wgllm_status_name(st));
+      serve_sched_stop(s);
+      return -1;
+    }
+  }
+  int rc = pthread_create(&s->thread, NULL, sched_main, s);
+  if (rc) {
+    snprintf(err, errlen, "cannot start the scheduler thread: %s", strerror(rc));
+    serve_sched_stop(s);
+    return -1;
+  }
+  s->thread_started = 1;
+  *out = s;
+  return 0;
+}
+
+void serve_sched_stop(serve_sched *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->stopping = 1;
+  pthread_cond_signal(&s->work);
+  pthread_mutex_unlock(&s->mu);
+  if (s->thread_started) pthread_join(s->thread, NULL);
+  for (uint32_t i = 0; i < s->cfg.parallel; i++)
+    wgllm_session_free(s->slots[i].session);
+  free(s->slots);
+  pthread_cond_destroy(&s->work);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}

@@ -1,0 +1,71 @@
+/* The scheduler of `wgllm serve`: one thread owns the model and a pool of sessions, and is the only thread that
+   calls the model, session and job functions of the API. HTTP threads hand it tasks (a parsed request each) and
+   read what it writes into them under its lock: the text generated so far, the state, the usage, an error. */
+#ifndef WGLLM_SERVE_SCHED_H
+#define WGLLM_SERVE_SCHED_H
+#include "serve_openai.h"
+#include "wgllm.h"
+#include <pthread.h>
+
+typedef enum serve_task_state {
+  SERVE_TASK_QUEUED = 0, /* waiting for its prompt to be rendered / tokenized, then for a free session */
+  SERVE_TASK_RUNNING,    /* prefilled, the first token sampled: text arrives in out */
+  SERVE_TASK_DONE        /* finished (finish_reason), failed (failed, err) or cancelled */
+} serve_task_state;
+
+/* One request between an HTTP thread and the scheduler. The fields below the request are written by the
+   scheduler under its lock (serve_sched_lock) and read by the HTTP thread under it. */
+typedef struct serve_task {
+  serve_request req; /* the parsed request (owned) */
+  serve_task_state state;
+  char *out; /* text generated so far (out_len bytes; the task owns it) */
+  size_t out_len, out_cap;
+  int failed; /* with err filled (status 400 for a prompt the model refuses, 500 for a GPU failure) */
+  serve_error err;
+  const char *finish_reason; /* "stop" or "length" once done */
+  serve_usage usage;
+  int cancelled; /* set by the HTTP side: the client went away */
+  /* scheduler-private */
+  int refs;          /* the HTTP side's and the scheduler's: freed when both let go */
+  pthread_cond_t cv; /* signalled whenever the fields above change */
+  int32_t *ids;      /* the prompt's tokens */
+  size_t n_ids;
+  int prepared; /* ids are ready */
+  int session;  /* index of its session while running, else -1 */
+  wgllm_job *job;
+  wgllm_generate_params gp;
+  struct serve_task *next;   /* in the scheduler's waiting list */
+  struct serve_sched *sched; /* the scheduler it was submitted to (its on_text takes the lock) */
+} serve_task;
+
+typedef struct serve_sched_config {
+  uint32_t parallel; /* sessions, so requests generating at once */
+  uint32_t queue;    /* requests that may wait for a session beyond those; more are refused (503) */
+  wgllm_session_params session;
+} serve_sched_config;
+
+typedef struct serve_sched serve_sched;
+
+/* Creates the sessions (config->parallel of them, each config->session) and starts the thread. The model stays
+   the caller's, to be freed after serve_sched_stop. Returns 0, or -1 with the reason in err. */
+int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen);
+/* Stops the thread (running jobs are cancelled, their tasks fail) and frees the sessions. */
+void serve_sched_stop(serve_sched *s);
+
+/* A task for the request (moved into it: *req is left empty); NULL when out of memory. */
+serve_task *serve_task_new(serve_request *req);
+/* Queues it: 0, or -1 when parallel + queue tasks are already in (the answer is then 503; the task stays the
+   caller's to release). */
+int serve_sched_submit(serve_sched *s, serve_task *t);
+/* The HTTP side lets go of the task; when it has not finished, it is cancelled (its job freed at the scheduler's
+   next tick, its session back in the pool). */
+void serve_sched_release(serve_sched *s, serve_task *t);
+
+void serve_sched_lock(serve_sched *s);
+void serve_sched_unlock(serve_sched *s);
+/* Under the lock: waits until the task changes or ms pass. */
+void serve_sched_wait(serve_sched *s, serve_task *t, int ms);
+
+/* Counts for /health: sessions generating, idle, tasks waiting (under the lock or not). */
+void serve_sched_counts(serve_sched *s, uint32_t *busy, uint32_t *idle, uint32_t *waiting);
+#endif
