@@ -34,6 +34,10 @@ foreach(src ${FUZZ_HARNESSES})
     target_compile_definitions(${p} PRIVATE WGLLM_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
     target_link_libraries(${p} PRIVATE wgllm_internal)
     set_target_properties(${p} PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR};${DAWN_DIR}/lib")
+    if(short STREQUAL "http_request") # the request parser of `wgllm serve`, a CLI source outside the library
+      target_sources(${p} PRIVATE ${CMAKE_SOURCE_DIR}/tools/serve/serve_openai.c)
+      target_include_directories(${p} PRIVATE ${CMAKE_SOURCE_DIR}/tools/serve)
+    endif()
   endforeach()
   add_test(NAME fuzz_replay_${short} COMMAND ${name}_replay ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${short}
     ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/${short} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)

@@ -76,7 +76,8 @@ typedef struct conn {
   serve_answer answer;
   char id[48];
   double t0;
-  int status; /* the answer's, for the log line */
+  int status;    /* the answer's, for the log line */
+  char what[96]; /* "POST /v1/completions", for the log line */
   /* the stream */
   stream_phase phase;
   size_t text_sent;
@@ -472,6 +473,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     c->h = h;
     c->mc = mc;
     c->t0 = now_s();
+    snprintf(c->what, sizeof c->what, "%.8s %.80s", method, url);
     int known = 0, post = !strcmp(method, "POST");
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
       if (!strcmp(url, routes[i].path)) {
@@ -555,8 +557,7 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
       gen = c->task->usage.completion_tokens;
       serve_sched_unlock(h->sched);
     }
-    fprintf(stderr, "wgllm serve: %d route %d, %u tokens, %.3f s%s\n", c->status, (int)c->route, gen, now_s() - c->t0,
-            how);
+    fprintf(stderr, "wgllm serve: %s %d, %u tokens, %.3f s%s\n", c->what, c->status, gen, now_s() - c->t0, how);
   }
   /* a task not finished (the client went away, or the stream broke) is cancelled here */
   serve_sched_release(h->sched, c->task);

@@ -113,7 +113,8 @@ static int get_int(const cJSON *o, const char *name, double lo, double hi, long 
   if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || floor(f->valuedouble) != f->valuedouble)
     return bad(err, name, "'%s' must be a whole number", name);
   double x = f->valuedouble;
-  if (x < lo || x > hi)
+  /* 2^63 itself is not a long long (and hi = 2^63 - 1 rounds to it as a double) */
+  if (x < lo || x > hi || x >= 9223372036854775808.0)
     return bad(err, name, "'%s' is %.0f; expected a whole number from %.0f to %.0f", name, x, lo, hi);
   *out = (long long)x;
   return 1;

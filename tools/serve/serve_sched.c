@@ -5,6 +5,7 @@
    running job by one token with one wgllm_jobs_step call, appending the text each emits to its task. */
 #include "serve_sched.h"
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,17 @@ static void end_job(serve_sched *s, int k) {
   task_finish(s, t);
 }
 
+/* under the lock: takes the task *link points at (s->waiting or a task's next) out of the waiting list */
+static serve_task *unlink_waiting(serve_sched *s, serve_task **link) {
+  serve_task *t = *link;
+  *link = t->next;
+  if (s->waiting_tail == t)
+    s->waiting_tail = link == &s->waiting ? NULL : (serve_task *)((char *)link - offsetof(serve_task, next));
+  t->next = NULL;
+  s->n_waiting--;
+  return t;
+}
+
 static void *sched_main(void *arg) {
   serve_sched *s = arg;
   wgllm_job **jobs = calloc(s->cfg.parallel, sizeof *jobs);
@@ -303,19 +315,13 @@ static void *sched_main(void *arg) {
     for (uint32_t k = 0; k < s->cfg.parallel; k++)
       if (s->slots[k].task && s->slots[k].task->cancelled) end_job(s, (int)k);
     for (serve_task **p = &s->waiting; *p;) {
-      serve_task *t = *p;
-      if (!t->cancelled) {
-        p = &t->next;
-        continue;
-      }
-      *p = t->next;
-      s->n_waiting--;
-      task_finish(s, t);
+      if ((*p)->cancelled)
+        task_finish(s, unlink_waiting(s, p));
+      else
+        p = &(*p)->next;
     }
-    s->waiting_tail = NULL;
-    for (serve_task *t = s->waiting; t; t = t->next)
-      s->waiting_tail = t;
-    /* 2. prompts of new tasks, so a refused one is answered at once even when every session is busy */
+    /* 2. prompts of new tasks, so a refused one is answered at once even when every session is busy (tasks
+       submitted meanwhile join the end of the list, and are prepared in this pass or the next) */
     for (serve_task **p = &s->waiting; *p;) {
       serve_task *t = *p;
       if (t->prepared) {
@@ -328,22 +334,14 @@ static void *sched_main(void *arg) {
       t->prepared = 1;
       if (rc) {
         t->failed = 1;
-        *p = t->next;
-        s->n_waiting--;
-        task_finish(s, t);
+        task_finish(s, unlink_waiting(s, p));
         continue;
       }
       p = &t->next;
     }
-    s->waiting_tail = NULL;
-    for (serve_task *t = s->waiting; t; t = t->next)
-      s->waiting_tail = t;
-    /* 3. waiting tasks onto idle sessions, in order */
-    while (s->waiting && s->n_running < s->cfg.parallel && !s->stopping) {
-      serve_task *t = s->waiting;
-      s->waiting = t->next;
-      if (!s->waiting) s->waiting_tail = NULL;
-      s->n_waiting--;
+    /* 3. prepared tasks onto idle sessions, in order */
+    while (s->waiting && s->waiting->prepared && s->n_running < s->cfg.parallel && !s->stopping) {
+      serve_task *t = unlink_waiting(s, &s->waiting);
       if (t->cancelled) {
         task_finish(s, t);
         continue;
@@ -380,13 +378,10 @@ static void *sched_main(void *arg) {
       end_job(s, (int)k);
     }
   while (s->waiting) {
-    serve_task *t = s->waiting;
-    s->waiting = t->next;
-    s->n_waiting--;
+    serve_task *t = unlink_waiting(s, &s->waiting);
     task_fail(t, 503, "unavailable_error", NULL, "the server is shutting down");
     task_finish(s, t);
   }
-  s->waiting_tail = NULL;
   pthread_mutex_unlock(&s->mu);
   free(jobs);
   free(job_slot);

@@ -1,0 +1,68 @@
+# Shell helpers of the `wgllm serve` tests (sourced by tests/test_server*.sh): starting a server on a free loopback
+# port and waiting until it listens, free ports for other programs, checks that count failures, and stopping every
+# server started (by its pid) when the test exits.
+# Needs: BUILD (the build directory), TMP (a private temporary directory), ROOT (the repository).
+WGLLM="$BUILD/wgllm"
+MODEL="${WGLLM_SERVE_MODEL:-$ROOT/models/default}"
+FAILED=0
+SERVER_PIDS=()
+
+ok() { echo "ok: $*"; }
+bad() {
+  echo "FAILED: $*"
+  FAILED=$((FAILED + 1))
+}
+check() { # check "what" COMMAND...: the command's status decides
+  local what="$1"
+  shift
+  if "$@"; then ok "$what"; else bad "$what"; fi
+}
+
+# start_server NAME ARGS...: `wgllm serve -m MODEL --port 0 ARGS` in the background; sets SERVE_PORT and SERVE_PID.
+# Its stdout and stderr go to $TMP/NAME.out and $TMP/NAME.err.
+start_server() {
+  local name="$1"
+  shift
+  "$WGLLM" serve -m "$MODEL" --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  SERVE_PID=$!
+  SERVER_PIDS+=("$SERVE_PID")
+  SERVE_PORT=""
+  for _ in $(seq 1 600); do
+    SERVE_PORT=$(sed -n 's/^wgllm serve: listening on http:\/\/[^ ]*:\([0-9][0-9]*\) .*/\1/p' "$TMP/$name.out")
+    [ -n "$SERVE_PORT" ] && return 0
+    if ! kill -0 "$SERVE_PID" 2>/dev/null; then
+      echo "server $name exited before listening:"
+      cat "$TMP/$name.err"
+      return 1
+    fi
+    sleep 0.1
+  done
+  echo "server $name did not listen within 60 s"
+  return 1
+}
+
+# stop_server PID: SIGTERM, and its exit status (0 expected) in STOP_STATUS
+stop_server() {
+  kill -TERM "$1" 2>/dev/null
+  wait "$1"
+  STOP_STATUS=$?
+}
+
+# a TCP port nothing listens on now (for programs that cannot pick their own and say which)
+free_port() {
+  node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); });'
+}
+
+cleanup_servers() {
+  for pid in "${SERVER_PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+  for pid in "${SERVER_PIDS[@]}"; do wait "$pid" 2>/dev/null; done
+}
+
+need_tools() {
+  for t in "$@"; do
+    command -v "$t" >/dev/null 2>&1 || {
+      echo "$t is needed (scripts/bootstrap.sh installs it)"
+      exit 1
+    }
+  done
+}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# `wgllm serve` on loopback with the default model: its option errors; curl, streaming and not, on every endpoint;
+# the openai npm client (tests/server/openai_client.mjs); malformed and hostile requests (tests/server/hostile.mjs);
+# a full server answering 503 and freeing the session of a client that leaves; a clean stop on SIGTERM.
+# Usage: tests/test_server.sh BUILD_DIR  (ctest runs it from the repository root)
+set -u
+BUILD="$(cd "${1:?usage: tests/test_server.sh BUILD_DIR}" && pwd)"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TMP=$(mktemp -d)
+. "$ROOT/tests/server/serve_lib.sh"
+trap 'cleanup_servers; rm -rf "$TMP"' EXIT
+need_tools curl node
+
+# ---- option errors: said, exit 2, nothing listens
+"$WGLLM" serve --port 70000 -m "$MODEL" 2>"$TMP/e1"
+check "--port 70000 is a usage error" test $? = 2
+check "... saying the range" grep -q "expected a whole number from 0 to 65535" "$TMP/e1"
+"$WGLLM" serve --port 0 2>"$TMP/e2"
+check "serve without -m is a usage error" test $? = 2
+"$WGLLM" serve -m "$MODEL" --port 0 --parallel 0 2>"$TMP/e3"
+check "--parallel 0 is a usage error" test $? = 2
+"$WGLLM" serve --help >"$TMP/help"
+check "serve --help lists --parallel with its range" grep -q -- "--parallel N.*\[1..256\]" "$TMP/help"
+
+KEY=test-key-$$
+start_server main --api-key "$KEY" -np 4 || exit 1
+PORT=$SERVE_PORT
+MAIN_PID=$SERVE_PID
+ok "listening on port $PORT"
+# the same port again: refused with the reason
+"$WGLLM" serve -m "$MODEL" --port "$PORT" >/dev/null 2>"$TMP/e4"
+check "a port in use: exit 1" test $? = 1
+check "... saying it cannot listen" grep -q "cannot listen on 127.0.0.1 port $PORT" "$TMP/e4"
+
+URL="http://127.0.0.1:$PORT"
+AUTH=(-H "Authorization: Bearer $KEY")
+# json FILE EXPR: evaluates EXPR on the parsed JSON (as j) with node; true is success
+json() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.exit(eval(process.argv[2]) ? 0 : 1)' "$1" "$2"; }
+
+code=$(curl -s -o "$TMP/health" -w '%{http_code}' "$URL/health")
+check "curl /health: 200 without a key" test "$code" = 200
+check "... status ok, 4 idle sessions" json "$TMP/health" 'j.status === "ok" && j.slots_idle === 4'
+code=$(curl -s -o "$TMP/models" -w '%{http_code}' "$URL/v1/models")
+check "curl /v1/models without the key: 401" test "$code" = 401
+check "... as OpenAI's error object" json "$TMP/models" 'j.error.type === "authentication_error" && j.error.code === "invalid_api_key"'
+curl -s "${AUTH[@]}" -o "$TMP/models" "$URL/v1/models"
+check "curl /v1/models: the model" json "$TMP/models" 'j.object === "list" && j.data[0].id === "default"'
+
+curl -s "${AUTH[@]}" -o "$TMP/chat" "$URL/v1/chat/completions" \
+  -d '{"model": "default", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0}'
+check "curl chat: a chat.completion of 6 tokens" json "$TMP/chat" \
+  'j.object === "chat.completion" && j.choices[0].message.role === "assistant" && j.usage.completion_tokens === 6 && j.choices[0].finish_reason === "length"'
+curl -sN "${AUTH[@]}" -o "$TMP/chat.sse" -D "$TMP/chat.head" "$URL/v1/chat/completions" \
+  -d '{"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0, "stream": true}'
+check "curl chat stream: text/event-stream" grep -qi "^content-type: text/event-stream" "$TMP/chat.head"
+check "curl chat stream: ends with data: [DONE]" test "$(tail -n 2 "$TMP/chat.sse" | head -n 1)" = "data: [DONE]"
+streamed=$(grep '^data: {' "$TMP/chat.sse" | sed 's/^data: //' | node -e '
+  let s = "", t = require("fs").readFileSync(0, "utf8").trim().split("\n");
+  for (const l of t) { const j = JSON.parse(l); s += j.choices[0]?.delta?.content || ""; }
+  process.stdout.write(s)')
+whole=$(node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).choices[0].message.content)' "$TMP/chat")
+check "curl chat stream: the deltas make the whole reply" test "$streamed" = "$whole"
+curl -sN "${AUTH[@]}" -o "$TMP/comp.sse" "$URL/v1/completions" \
+  -d '{"prompt": "In the beginning", "max_tokens": 5, "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}}'
+check "curl completions stream: text_completion chunks" grep -q '"object":"text_completion"' "$TMP/comp.sse"
+check "curl completions stream: the usage chunk" grep -q '"choices":\[\],"usage":{"prompt_tokens":5,"completion_tokens":5' "$TMP/comp.sse"
+curl -s "${AUTH[@]}" -o "$TMP/tok" "$URL/tokenize" -d '{"content": "In the beginning", "add_special": true}'
+check "curl /tokenize: the ids wgllm tokenize gives" json "$TMP/tok" "j.tokens.join(',') === '$("$WGLLM" tokenize -m "$MODEL" "In the beginning")'"
+curl -s "${AUTH[@]}" -o "$TMP/detok" "$URL/detokenize" -d '{"tokens": [1147, 258, 1801, 1243]}'
+check "curl /detokenize: the text" json "$TMP/detok" 'j.content === "In the beginning"'
+code=$(curl -s "${AUTH[@]}" -o "$TMP/bad" -w '%{http_code}' "$URL/v1/chat/completions" -d '{"messages": 5}')
+check "curl: a bad request is 400 naming the field" sh -c "test $code = 400 && grep -q '\"param\":\"messages\"' '$TMP/bad'"
+
+export WGLLM_SERVE_PORT=$PORT WGLLM_SERVE_KEY=$KEY WGLLM_SERVE_PID=$MAIN_PID
+echo "--- the openai client"
+if node "$ROOT/tests/server/openai_client.mjs"; then ok "openai client"; else bad "openai client"; fi
+echo "--- malformed and hostile requests"
+if node "$ROOT/tests/server/hostile.mjs"; then ok "hostile requests"; else bad "hostile requests"; fi
+check "the server is still running" kill -0 "$MAIN_PID"
+
+# ---- a full server: one session, no queue
+start_server full -np 1 --queue 0 || exit 1
+FULL=http://127.0.0.1:$SERVE_PORT
+FULL_PID=$SERVE_PID
+curl -sN -o "$TMP/long.sse" "$FULL/v1/completions" -d '{"prompt": "And God said", "max_tokens": 400, "ignore_eos": true, "stream": true}' &
+CURL_PID=$!
+for _ in $(seq 1 100); do grep -q '^data: {' "$TMP/long.sse" 2>/dev/null && break; sleep 0.1; done
+code=$(curl -s -o "$TMP/busy" -w '%{http_code}' "$FULL/v1/completions" -d '{"prompt": "x", "max_tokens": 2}')
+check "a full server: 503" test "$code" = 503
+check "... as OpenAI's error object" json "$TMP/busy" 'j.error.type === "unavailable_error" && /busy/.test(j.error.message)'
+kill "$CURL_PID" 2>/dev/null
+wait "$CURL_PID" 2>/dev/null
+freed=0
+for _ in $(seq 1 100); do
+  curl -s -o "$TMP/h2" "$FULL/health"
+  if json "$TMP/h2" 'j.slots_processing === 0'; then
+    freed=1
+    break
+  fi
+  sleep 0.1
+done
+check "the client that left freed the session (its 400 tokens not generated)" test "$freed" = 1
+code=$(curl -s -o "$TMP/again" -w '%{http_code}' "$FULL/v1/completions" -d '{"prompt": "x", "max_tokens": 2}')
+check "the freed session serves the next request" test "$code" = 200
+stop_server "$FULL_PID"
+check "SIGTERM: the full server exits 0" test "$STOP_STATUS" = 0
+stop_server "$MAIN_PID"
+check "SIGTERM: the main server exits 0" test "$STOP_STATUS" = 0
+check "... saying it stops" grep -q "SIGTERM: stopping" "$TMP/main.err"
+echo "test_server: $([ $FAILED = 0 ] && echo "all passed" || echo "$FAILED FAILED")"
+[ "$FAILED" = 0 ]

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Load test of `wgllm serve` (docs/TESTING.md records its figures): the default model with 8 sessions, and
+# tests/server/load.mjs's 16 concurrent streaming openai clients x 8 requests x 8 tokens; every request must
+# complete with its token count and text, and the server's memory stay flat.
+# Usage: tests/test_server_load.sh BUILD_DIR  (CLIENTS, REQUESTS, MAX_TOKENS, PARALLEL override the sizes)
+set -u
+BUILD="$(cd "${1:?usage: tests/test_server_load.sh BUILD_DIR}" && pwd)"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TMP=$(mktemp -d)
+. "$ROOT/tests/server/serve_lib.sh"
+trap 'cleanup_servers; rm -rf "$TMP"' EXIT
+need_tools node
+start_server load -np "${PARALLEL:-8}" || exit 1
+export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
+node "$ROOT/tests/server/load.mjs"
+rc=$?
+stop_server "$SERVE_PID"
+if [ "$STOP_STATUS" != 0 ]; then
+  echo "FAILED: the server exited $STOP_STATUS on SIGTERM"
+  tail -n 20 "$TMP/load.err"
+  rc=1
+fi
+exit $rc
