@@ -8,8 +8,11 @@
    --gemm times the prefill GEMM instead (op_matmul_rows: 64- and 128-row tiles, M = 128..2048 tokens).
    --attn times flash-decoding (split + reduce, f16 KV, context 8192) at several positions, for the chunk the op
    picks and forced ones, with and without the subgroup reductions.
-   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--attn] [--reps N]
-                        [--toggles a,b] */
+   --attn-prefill times prefill attention (op_attention, f16 KV) for prompts of 512, 2048 and 8192 tokens, as the
+   prefill runs it (chunks of 512 tokens over the keys before them), for each kernel of the op's order: the GPU time
+   of one layer's attention over the whole prompt.
+   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--attn] [--attn-prefill]
+                        [--reps N] [--toggles a,b] */
 #include "gpu.h"
 #include "ops.h"
 #include <math.h>
@@ -249,9 +252,71 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
     gpu_buffer_destroy(g, all[i]);
 }
 
+/* One layer's prefill attention over a prompt of P tokens in chunks of 512 (chunk c: tokens c * 512.. at those
+   positions, over the keys 0..their position in a linear f16 cache of P positions), for each kernel of
+   op_attention's order (gpu_context.attn_prefill_force): median GPU time of the whole prompt's dispatches. */
+static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, uint32_t KVH, uint32_t D) {
+  static const uint32_t prompts[] = {512, 2048, 8192};
+  static const char *const kernels[] = {"gqa", "tiled", "untiled", "workgroup"};
+  const uint32_t C = 512, qs = (H + 2 * KVH) * D;
+  for (size_t pi = 0; pi < 3; pi++) {
+    uint32_t P = prompts[pi];
+    op_kv_layout kv = {KVH, D, P, 1};
+    uint64_t cache = (uint64_t)KVH * P * D * 2;
+    gpu_buffer *kc = upload_random(g, cache, 1), *vc = upload_random(g, cache, 1),
+               *q = upload_random(g, (uint64_t)C * qs * 4, 2), *out = upload_random(g, (uint64_t)C * H * D * 4, 2),
+               *posb = NULL;
+    uint32_t *pos = malloc((size_t)P * 4);
+    for (uint32_t i = 0; i < P; i++)
+      pos[i] = i;
+    char err[256];
+    if (gpu_buffer_create(g, (uint64_t)P * 4, "bench pos", &posb, err, sizeof err) == WGLLM_OK)
+      gpu_write(g, posb, 0, pos, (uint64_t)P * 4);
+    free(pos);
+    op_attn_gqa_plan plan;
+    int gqa = op_attn_prefill_gqa_plan(g, &kv, H, &plan);
+    for (int k = 0; k < 4; k++) {
+      if (k == 0 && !gqa) {
+        printf("attn_prefill %-3s prompt %-5u %-9s refused by its predicate\n", model, P, kernels[k]);
+        continue;
+      }
+      g->attn_prefill_force = k + 1;
+      double t[5];
+      int ok = 1, runs = P >= 8192 && k >= 2 ? 3 : 5;
+      for (int run = 0; ok && run < runs; run++) {
+        gpu_recorder *r = gpu_recorder_create(g, 1);
+        for (uint32_t c0 = 0; ok && c0 < P; c0 += C) {
+          op_attn_params ap = {C, H, qs, 0, H * D, 0, 1.0f / sqrtf((float)D), 0.0f};
+          gpu_view pv = {posb, (uint64_t)c0 * 4, (uint64_t)C * 4};
+          ok = op_attention(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), pv, gpu_whole(out)) == WGLLM_OK;
+        }
+        if (ok) ok = gpu_recorder_time(r, &t[run]) == WGLLM_OK;
+        if (!ok) fprintf(stderr, "  attention refused: %s\n", gpu_recorder_error(r));
+        gpu_recorder_free(r);
+      }
+      if (!ok) continue;
+      qsort(t, (size_t)runs, sizeof t[0], cmp_d);
+      double ns = t[runs / 2];
+      /* causal work: 2 x (QK and PV) x head_dim FMAs for each of H x P(P+1)/2 (token, key) pairs */
+      double flops = 4.0 * D * H * (double)P * (P + 1) / 2;
+      char desc[96] = "";
+      if (k == 0)
+        snprintf(desc, sizeof desc, " (heads %u, tokens %u, %s, %u B)", plan.heads, plan.tokens,
+                 plan.sep_v ? "K and V tiles" : "V over K", plan.smem);
+      printf("attn_prefill %-3s prompt %-5u %-9s %9.1f us a layer (%u chunks of %u), %6.2f TFLOP/s%s\n", model, P,
+             kernels[k], ns / 1e3, P / C, C, flops / ns / 1e3, desc);
+      fflush(stdout);
+    }
+    g->attn_prefill_force = 0;
+    gpu_buffer *all[] = {kc, vc, q, out, posb};
+    for (size_t i = 0; i < 5; i++)
+      if (all[i]) gpu_buffer_destroy(g, all[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   const char *models = "1b,8b", *types = "q4";
-  int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0;
+  int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0, attn_prefill = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
@@ -264,6 +329,8 @@ int main(int argc, char **argv) {
       attn = 1;
     else if (!strcmp(argv[i], "--gemm"))
       gemm = 1;
+    else if (!strcmp(argv[i], "--attn-prefill"))
+      attn_prefill = 1;
     else if (!strcmp(argv[i], "--types") && i + 1 < argc)
       types = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
@@ -272,7 +339,7 @@ int main(int argc, char **argv) {
       go.enable_toggles = argv[++i];
     else {
       fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k,f16] [--sweep] [--probe] "
-                      "[--attn] [--gemm] "
+                      "[--attn] [--attn-prefill] [--gemm] "
                       "[--reps N] [--toggles a,b]\n");
       return 2;
     }
@@ -311,6 +378,12 @@ int main(int argc, char **argv) {
   if (gemm) { /* the prefill GEMM alone, then done */
     if (strstr(models, "1b")) bench_gemm(g, "1b", types, reps);
     if (strstr(models, "8b")) bench_gemm(g, "8b", types, reps);
+    gpu_destroy(g);
+    return 0;
+  }
+  if (attn_prefill) { /* prefill attention alone, then done */
+    if (strstr(models, "1b")) bench_attn_prefill(g, "1b", 32, 8, 64);
+    if (strstr(models, "8b")) bench_attn_prefill(g, "8b", 32, 8, 128);
     gpu_destroy(g);
     return 0;
   }

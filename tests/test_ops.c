@@ -299,7 +299,10 @@ struct tcase {
       float softcap;
       uint32_t slots; /* run_attention_ring: the ring's slot count */
       int decode;     /* run_attention_ring: flash-decoding (T = 1) instead of the prefill kernel */
-      int nosg;       /* run_attention: 0 the op's kernel, 1 the workgroup kernel, 2 the untiled subgroup one */
+      int gqa;        /* run_attention: a case for the KV-head group kernel (not supported where it refuses) */
+      /* run_attention: 0 the op's kernel, 1 the workgroup kernel, 2 the untiled subgroup one, 3 the one-head
+         tiled one, 4 the op's kernel, then again in dispatches of other token counts (bit for bit) */
+      int nosg;
     } attn;
     struct {
       int f16;
@@ -1211,10 +1214,37 @@ static case_result run_attention(const tcase *c) {
                        (uint32_t)(H * D), window,      1.0f / sqrtf((float)D), softcap};
   ap.no_subgroups = c->u.attn.nosg == 1;
   ap.untiled = c->u.attn.nosg == 2;
+  ap.ungrouped = c->u.attn.nosg == 3;
   CHECK(op_attention(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
         gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
+  /* the same tokens in dispatches of 1, 6 and the rest: a token's result does not depend on which tokens share its
+     workgroup (the chunked prefill relies on it), so the rows agree bit for bit */
+  size_t split_bad = 0;
+  if (c->u.attn.nosg == 4 && T > 1 && !g_perf) {
+    const float *whole = gb_fetch(&go);
+    for (size_t t0 = 0; t0 < T;) {
+      size_t n1 = t0 == 0 ? 1 : t0 == 1 ? 6 : T - t0;
+      if (t0 + n1 > T) n1 = T - t0;
+      gbuf px = gb_in(x + t0 * qkv, n1 * qkv * 4), pp = gb_in(pos + t0, n1 * 4), po = gb_out(n1 * H * D * 4);
+      op_attn_params pa = ap;
+      pa.n_tokens = (uint32_t)n1;
+      gpu_recorder *r2 = rec_new();
+      CHECK(op_attention(r2, &kv, &pa, px.v, gk.v, gv.v, pp.v, po.v) == WGLLM_OK, "%s record part: %s", g_case,
+            gpu_recorder_error(r2));
+      exec_aux(r2);
+      gpu_recorder_free(r2);
+      split_bad += memcmp(gb_fetch(&po), whole + t0 * H * D, n1 * H * D * 4) != 0;
+      gb_guards(&po, "part's out");
+      gb_free(&px);
+      gb_free(&pp);
+      gb_free(&po);
+      t0 += n1;
+    }
+  }
+  CHECK(split_bad == 0, "%s: %zu dispatches of part of the tokens differ from the whole dispatch's rows", g_case,
+        split_bad);
   /* reference: write the new rows (rounded like the cache stores them), then attend */
   for (size_t t = 0; t < T; t++)
     for (size_t i = 0; i < KVH * D; i++) {
@@ -1245,6 +1275,12 @@ static case_result run_attention(const tcase *c) {
   free(pos);
   free(want);
   free(cgot);
+  /* the op's choice on a case made for the KV-head group kernel: where its predicate refuses the shape here, the
+     fallback was checked, and the case says so */
+  op_attn_gqa_plan plan;
+  if (c->u.attn.gqa && (c->u.attn.nosg == 0 || c->u.attn.nosg == 4) && verdict() == CASE_PASS &&
+      !op_attn_prefill_gqa_plan(th_gpu(), &kv, (uint32_t)H, &plan))
+    return not_supported("the KV-head group kernel does not take this shape on this device (its fallback passed)");
   return verdict();
 }
 
@@ -1264,6 +1300,38 @@ static void cases_attention(void) {
                             : nosg == 2 ? "/untiled"
                                         : "");
         c->u.attn.nosg = nosg;
+        c->u.attn.f16 = f16;
+        c->u.attn.T = s[0];
+        c->u.attn.past = s[1];
+        c->u.attn.H = s[2];
+        c->u.attn.KVH = s[3];
+        c->u.attn.D = s[4];
+        c->u.attn.window = s[5];
+        c->u.attn.softcap = (float)s[6] / 10.0f;
+      }
+  /* for the KV-head group kernel (kernels/attn_prefill_gqa.wgsl): token counts and cache lengths that are not
+     multiples of its token blocks or key tiles, rep = n_head / n_kv_head 1, 2, 3, 4, 7, 8, 16, head_dim 16 to 512
+     (vec4s fewer than, as many as and more than the subgroup's lanes), windows and soft-capping; the op's choice,
+     then in dispatches of part of the tokens, then the one-head kernels' order for comparison */
+  static const uint32_t gqa[][7] = {{13, 37, 3, 3, 64, 0, 0},  {21, 50, 4, 2, 128, 0, 0}, {19, 70, 6, 2, 64, 0, 0},
+                                    {11, 9, 3, 1, 128, 20, 0}, {37, 100, 8, 2, 64, 0, 0}, {23, 5, 4, 1, 128, 0, 0},
+                                    {9, 30, 7, 1, 64, 10, 0},  {29, 45, 16, 2, 64, 0, 0}, {17, 60, 8, 1, 128, 33, 0},
+                                    {10, 20, 16, 1, 32, 0, 0}, {6, 10, 2, 1, 512, 0, 0},  {12, 40, 4, 2, 64, 0, 300},
+                                    {15, 26, 6, 2, 24, 7, 0},  {27, 3, 9, 3, 16, 0, 0},   {2, 0, 8, 2, 128, 0, 0},
+                                    {70, 66, 4, 1, 64, 50, 0}, {25, 80, 14, 2, 256, 0, 0}};
+  static const int modes[] = {0, 4, 3};
+  for (int mi = 0; mi < 3; mi++)
+    for (int f16 = 0; f16 < 2; f16++)
+      for (size_t i = 0; i < sizeof gqa / sizeof gqa[0]; i++) {
+        const uint32_t *s = gqa[i];
+        int nosg = modes[mi];
+        tcase *c = add_case("attention", run_attention, "gqa/%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u,cap=%g%s",
+                            f16 ? "f16kv" : "f32kv", s[0], s[1], s[2], s[3], s[4], s[5], s[6] / 10.0,
+                            nosg == 4   ? "/parts"
+                            : nosg == 3 ? "/ungrouped"
+                                        : "");
+        c->u.attn.nosg = nosg;
+        c->u.attn.gqa = 1;
         c->u.attn.f16 = f16;
         c->u.attn.T = s[0];
         c->u.attn.past = s[1];
@@ -1344,11 +1412,12 @@ static case_result run_attention_ring(const tcase *c) {
 
 static void cases_attention_ring(void) {
   /* T, past, n_head, n_kv_head, head_dim, window, slots, decode */
-  static const uint32_t shapes[][8] = {{5, 300, 4, 2, 32, 8, 128, 0},   {16, 1000, 4, 1, 64, 100, 138, 0},
-                                       {1, 275, 4, 2, 32, 8, 138, 1},   {1, 1000, 8, 2, 64, 100, 138, 1},
-                                       {1, 255, 4, 4, 16, 120, 128, 1}, {3, 140, 6, 2, 16, 130, 138, 0}};
+  static const uint32_t shapes[][8] = {
+      {5, 300, 4, 2, 32, 8, 128, 0},    {16, 1000, 4, 1, 64, 100, 138, 0}, {1, 275, 4, 2, 32, 8, 138, 1},
+      {1, 1000, 8, 2, 64, 100, 138, 1}, {1, 255, 4, 4, 16, 120, 128, 1},   {3, 140, 6, 2, 16, 130, 138, 0},
+      {20, 300, 6, 2, 64, 40, 138, 0},  {9, 500, 8, 1, 128, 100, 138, 0},  {33, 260, 12, 4, 32, 120, 160, 0}};
   for (int f16 = 0; f16 < 2; f16++)
-    for (size_t i = 0; i < 6; i++) {
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
       const uint32_t *s = shapes[i];
       tcase *c =
           add_case("attention_ring", run_attention_ring, "%s/%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u,slots=%u",

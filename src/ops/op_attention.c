@@ -1,6 +1,7 @@
 /* KV-cache append (kernels/kv_write.wgsl) and causal GQA attention over the cache (kernels/attention.wgsl). */
 #include "ops.h"
 #include <stdio.h>
+#include <string.h>
 
 typedef struct kv_write_params {
   uint32_t n_tokens, n_kv_head, head_dim, ctx, k_stride, k_off, v_stride, v_off;
@@ -44,6 +45,36 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_
   return gpu_record(rec, &d);
 }
 
+int op_attn_prefill_gqa_plan(const gpu_context *ctx, const op_kv_layout *kv, uint32_t n_head, op_attn_gqa_plan *plan) {
+  memset(plan, 0, sizeof *plan);
+  uint32_t sgs = ctx->subgroup_min, hd = kv->head_dim, nc = hd / 4;
+  if (!ctx->has_subgroups || ctx->subgroup_min != ctx->subgroup_max || sgs < 4 || sgs > 128) return 0;
+  if (!kv->n_kv_head || !n_head || n_head % kv->n_kv_head || !hd || hd % 4 || nc > 16 * sgs) return 0;
+  uint32_t rep = n_head / kv->n_kv_head, nv = (nc + sgs - 1) / sgs, heads = 1;
+  for (uint32_t d = 1; d <= 8 && d <= rep; d++)
+    if (rep % d == 0 && d * nv <= 16) heads = d;
+  uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1;
+  uint32_t rowv = nc % 2 ? nc : nc + 1; /* odd: a lane's row at an odd stride of vec4s, no bank conflicts */
+  /* bytes: the key tile, a token's q rows, and lo_hi, range, the unused V tile, alignment */
+  uint64_t tile = (uint64_t)sgs * rowv * 16, row = (uint64_t)heads * nc * 16, fixed = 64;
+  uint64_t mem = ctx->limits.maxComputeWorkgroupStorageSize;
+  uint32_t most = ctx->limits.maxComputeInvocationsPerWorkgroup / sgs;
+  if (most > 8) most = 8;
+  uint32_t shared = mem > tile + fixed ? (uint32_t)((mem - tile - fixed) / row) : 0;
+  uint32_t sep = mem > 2 * tile + fixed ? (uint32_t)((mem - 2 * tile - fixed) / row) : 0;
+  if (shared > most) shared = most;
+  if (sep > most) sep = most;
+  if (!shared || shared * heads < 2) return 0;
+  plan->heads = heads;
+  plan->tokens = shared;
+  plan->nv = nv;
+  plan->gr = gr;
+  plan->rowv = rowv;
+  plan->sep_v = sep == shared;
+  plan->smem = (uint32_t)(tile * (plan->sep_v ? 2 : 1) + row * shared + fixed);
+  return 1;
+}
+
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out) {
   wgllm_status s = check_kv(rec, kv);
@@ -67,25 +98,43 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
   d.grid[0] = a->n_head;
   d.grid[1] = a->n_tokens;
   d.grid[2] = 1;
-  /* one subgroup a (token, head) where subgroups have one fixed size: key tiles shared by 8 consecutive tokens
-     (kernels/attn_prefill_tiled.wgsl) for head_dim up to 4 lanes' vec4s and 128, else each token on its own
-     (kernels/attn_prefill.wgsl); without subgroups a workgroup a (token, head) (kernels/attention.wgsl) */
+  /* the first kernel of ops.h's order that accepts (gpu_context.attn_prefill_force starts the order later) */
   const gpu_context *ctx = op_ctx(rec);
+  int from = ctx->attn_prefill_force > 1 ? ctx->attn_prefill_force : 1;
+  if (a->ungrouped && from < 2) from = 2;
+  if (a->untiled && from < 3) from = 3;
   uint32_t sgs = ctx->subgroup_min, nc = kv->head_dim / 4, nsg = 4, tok = 8;
   /* lanes past a head's vec4s share out the keys of P.V when the vec4s are a power of two dividing the lanes */
   uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1;
-  gpu_constant c[4] = {{"SGS", (double)sgs}, {"GR", (double)gr}, {"NSG", 0}, {"NV", 0}};
+  gpu_constant c[9] = {{"SGS", (double)sgs}, {"GR", (double)gr}, {"NSG", 0}, {"NV", 0}};
   int fixed_sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
-  if (fixed_sg && !a->untiled && sgs >= 4 && sgs <= 32 && nc <= sgs && kv->head_dim <= 128 &&
-      ctx->limits.maxComputeWorkgroupStorageSize >= (1056 + 256) * 16 + 64 &&
-      sgs * tok <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
+  op_attn_gqa_plan gp;
+  if (!a->no_subgroups && from <= 1 && op_attn_prefill_gqa_plan(ctx, kv, a->n_head, &gp) &&
+      (a->n_tokens + gp.tokens - 1) / gp.tokens <= ctx->limits.maxComputeWorkgroupsPerDimension) {
+    c[1].value = gp.gr;
+    c[2].value = gp.tokens;
+    c[3].value = gp.nv;
+    c[4] = (gpu_constant){"HG", gp.heads};
+    c[5] = (gpu_constant){"ROWV", gp.rowv};
+    c[6] = (gpu_constant){"QN", (double)gp.tokens * gp.heads * nc};
+    c[7] = (gpu_constant){"SEPV", gp.sep_v};
+    c[8] = (gpu_constant){"VT", gp.sep_v ? (double)sgs * gp.rowv : 1};
+    d.kernel = K_ATTN_PREFILL_GQA;
+    d.variant = kv->f16 ? V_ATTN_PREFILL_GQA_F16 : V_ATTN_PREFILL_GQA_F32;
+    d.consts = c;
+    d.n_consts = 9;
+    d.grid[0] = a->n_head / gp.heads;
+    d.grid[1] = (a->n_tokens + gp.tokens - 1) / gp.tokens;
+  } else if (fixed_sg && from <= 2 && sgs >= 4 && sgs <= 32 && nc <= sgs && kv->head_dim <= 128 &&
+             ctx->limits.maxComputeWorkgroupStorageSize >= (1056 + 256) * 16 + 64 &&
+             sgs * tok <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
     c[2].value = tok;
     d.kernel = K_ATTN_PREFILL_TILED;
     d.variant = kv->f16 ? V_ATTN_PREFILL_TILED_F16 : V_ATTN_PREFILL_TILED_F32;
     d.consts = c;
     d.n_consts = 3;
     d.grid[1] = (a->n_tokens + tok - 1) / tok;
-  } else if (fixed_sg && sgs >= 4 && sgs <= 128 && (nc + sgs - 1) / sgs <= 16 &&
+  } else if (fixed_sg && from <= 3 && sgs >= 4 && sgs <= 128 && (nc + sgs - 1) / sgs <= 16 &&
              sgs * nsg <= ctx->limits.maxComputeInvocationsPerWorkgroup) {
     c[2].value = nsg;
     c[3].value = (nc + sgs - 1) / sgs;

@@ -211,6 +211,7 @@ typedef struct op_attn_params {
   uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
   int no_subgroups; /* take the workgroup-memory kernels even where the subgroup ones fit (tests, bench) */
   int untiled;      /* prefill: each token's keys on its own even where the tiled kernel fits (tests) */
+  int ungrouped;    /* prefill: the one-head tiled kernel even where the KV-head group kernel fits (tests) */
   const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
 } op_attn_params;
 /* RoPE of the new token's q and k and its K/V cache append, folded into flash-decoding (what op_rope_kv does,
@@ -221,6 +222,31 @@ typedef struct op_attn_rope {
   uint32_t rot_dim, max_pos, k_off, v_off;
   op_rope_mode mode;
 } op_attn_rope;
+/* Prefill attention (n_tokens > 1, or any call of op_attention) takes, in this order, the first kernel that
+   accepts the shape on the device:
+   1. kernels/attn_prefill_gqa.wgsl, K and V tiles shared by `heads` query heads of one KV head x `tokens`
+      tokens, where op_attn_prefill_gqa_plan accepts (below);
+   2. kernels/attn_prefill_tiled.wgsl, key tiles shared by 8 tokens of one head (head_dim <= 128 and <= 4 x the
+      fixed subgroup size of at most 32, 21 KiB of workgroup memory);
+   3. kernels/attn_prefill.wgsl, one subgroup a (token, head), where subgroups have one fixed size;
+   4. kernels/attention.wgsl, one workgroup a (token, head) (no subgroups, a varying subgroup size, no_subgroups).
+   untiled skips 1 and 2, ungrouped skips 1; gpu_context.attn_prefill_force forces one (benches). */
+typedef struct op_attn_gqa_plan {
+  uint32_t heads;  /* query heads a subgroup: the largest divisor of n_head / n_kv_head with heads <= 8 and
+                      heads * nv <= 16 */
+  uint32_t tokens; /* tokens (subgroups) a workgroup: up to 8, as many as the workgroup memory holds */
+  uint32_t nv, gr; /* vec4s of P.V a lane and head; lane groups that split the keys of P.V (head_dim / 4 a power of
+                      two below the subgroup size) */
+  uint32_t rowv;   /* vec4s a staged row (head_dim / 4, made odd) */
+  int sep_v;       /* V in its own tile, staged with K (where memory allows it at the same token count) */
+  uint32_t smem;   /* bytes of workgroup memory */
+} op_attn_gqa_plan;
+/* The KV-head group kernel's predicate: 1 and the plan where it accepts, 0 where it does not. Accepts: subgroups
+   granted with one fixed size SGS, 4 <= SGS <= 128; head_dim % 4 == 0 and head_dim / 4 <= 16 * SGS; n_head a
+   multiple of n_kv_head; the key tile (SGS x rowv vec4s, twice with sep_v) and q ([tokens][heads][head_dim]
+   floats) in maxComputeWorkgroupStorageSize with tokens * heads >= 2 rows sharing the tiles; SGS * tokens within
+   maxComputeInvocationsPerWorkgroup. */
+int op_attn_prefill_gqa_plan(const gpu_context *ctx, const op_kv_layout *kv, uint32_t n_head, op_attn_gqa_plan *plan);
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
 
