@@ -12,6 +12,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ struct serve_http {
   struct MHD_Daemon *daemon;
   uint16_t port;
   long long started;
-  volatile int stopping;
+  atomic_int stopping; /* connection threads waiting on a task end their wait */
 };
 
 typedef enum route {

@@ -273,20 +273,24 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   pthread_mutex_unlock(&s->mu);
 }
 
-/* under the lock: a finished or cancelled job's task ends and its session goes back to the pool */
+/* under the lock: a finished or cancelled job's task ends and its session goes back to the pool. The job is freed
+   with the lock released (freeing one that is not done waits for its queued GPU steps). */
 static void end_job(serve_sched *s, int k) {
   serve_task *t = s->slots[k].task;
-  if (t->job) {
+  wgllm_job *job = t->job;
+  t->job = NULL;
+  if (job) {
     wgllm_generate_stats st;
-    wgllm_job_stats(t->job, &st);
+    wgllm_job_stats(job, &st);
     t->usage.prompt_tokens = st.prompt_tokens;
     t->usage.cached_tokens = st.cached_tokens;
     t->usage.completion_tokens = st.generated_tokens;
     t->finish_reason = st.stop == WGLLM_STOP_MAX_TOKENS || st.stop == WGLLM_STOP_CONTEXT ? "length" : "stop";
-    const char *e = wgllm_job_error(t->job);
+    const char *e = wgllm_job_error(job);
     if (e[0] && !t->failed) task_fail(t, 500, "server_error", NULL, e);
-    wgllm_job_free(t->job); /* cancels a job that is not done; the session stays usable */
-    t->job = NULL;
+    pthread_mutex_unlock(&s->mu);
+    wgllm_job_free(job); /* cancels a job that is not done; the session stays usable */
+    pthread_mutex_lock(&s->mu);
   }
   s->slots[k].task = NULL;
   s->slots[k].last_used = ++s->tick;
