@@ -10,7 +10,8 @@
    picks and forced ones, with and without the subgroup reductions.
    --attn-prefill times prefill attention (op_attention, f16 KV) for prompts of 512, 2048 and 8192 tokens, as the
    prefill runs it (chunks of 512 tokens over the keys before them), for each kernel of the op's order: the GPU time
-   of one layer's attention over the whole prompt.
+   of one layer's attention over the whole prompt ("from K": the order started at K, so the first kernel from there
+   that takes the shape ran).
    usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--attn] [--attn-prefill]
                         [--reps N] [--toggles a,b] */
 #include "gpu.h"
@@ -259,6 +260,8 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
   static const uint32_t prompts[] = {512, 2048, 8192};
   static const char *const kernels[] = {"gqa", "tiled", "untiled", "workgroup"};
   const uint32_t C = 512, qs = (H + 2 * KVH) * D;
+  printf("attn_prefill %s: %u heads over %u KV heads of %u dims; maxComputeWorkgroupStorageSize %u, subgroups %u..%u\n",
+         model, H, KVH, D, g->limits.maxComputeWorkgroupStorageSize, g->subgroup_min, g->subgroup_max);
   for (size_t pi = 0; pi < 3; pi++) {
     uint32_t P = prompts[pi];
     op_kv_layout kv = {KVH, D, P, 1};
@@ -277,7 +280,7 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
     int gqa = op_attn_prefill_gqa_plan(g, &kv, H, &plan);
     for (int k = 0; k < 4; k++) {
       if (k == 0 && !gqa) {
-        printf("attn_prefill %-3s prompt %-5u %-9s refused by its predicate\n", model, P, kernels[k]);
+        printf("attn_prefill %-3s prompt %-5u from %-9s refused by its predicate\n", model, P, kernels[k]);
         continue;
       }
       g->attn_prefill_force = k + 1;
@@ -303,7 +306,7 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
       if (k == 0)
         snprintf(desc, sizeof desc, " (heads %u, tokens %u, %s, %u B)", plan.heads, plan.tokens,
                  plan.sep_v ? "K and V tiles" : "V over K", plan.smem);
-      printf("attn_prefill %-3s prompt %-5u %-9s %9.1f us a layer (%u chunks of %u), %6.2f TFLOP/s%s\n", model, P,
+      printf("attn_prefill %-3s prompt %-5u from %-9s %9.1f us a layer (%u chunks of %u), %6.2f TFLOP/s%s\n", model, P,
              kernels[k], ns / 1e3, P / C, C, flops / ns / 1e3, desc);
       fflush(stdout);
     }
