@@ -52,7 +52,7 @@ await expect("prompt missing", 400, post(comp, body({ max_tokens: 2 })), { param
 await expect("prompt ids out of the vocabulary", 400, post(comp, body({ prompt: [1, 2, 99999999] })), { param: "prompt" });
 await expect("prompt ids negative", 400, post(comp, body({ prompt: [1, -2] })), { param: "prompt" });
 await expect("several prompts", 400, post(comp, body({ prompt: ["a", "b"] })), { param: "prompt" });
-await expect("a prompt longer than the context", 400, post(comp, body({ prompt: "and the ".repeat(2000), max_tokens: 2 })), { param: "prompt" });
+await expect("a prompt longer than the context", 400, post(comp, body({ prompt: "and the ".repeat(6000), max_tokens: 2 })), { param: "prompt" });
 await expect("deeply nested JSON", 400, post(chat, "[".repeat(100000)));
 // invalid UTF-8: a lone continuation byte, an overlong encoding, a surrogate, cut short
 for (const [name, bytes] of [["a lone continuation byte", [0x80]], ["an overlong '/'", [0xc0, 0xaf]], ["a UTF-8 surrogate", [0xed, 0xa0, 0x80]], ["a cut sequence", [0xe2, 0x82]]]) {

@@ -23,6 +23,7 @@ check() { # check "what" COMMAND...: the command's status decides
 start_server() {
   local name="$1"
   shift
+  : >"$TMP/$name.out" # there before the background shell opens it, for the loop below
   "$WGLLM" serve -m "$MODEL" --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
   SERVE_PID=$!
   SERVER_PIDS+=("$SERVE_PID")
