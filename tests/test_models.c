@@ -1,6 +1,7 @@
 /* Model conformance: `wgllm logits` on the tiny Hugging Face / GGUF fixtures in tests/data/models against
    the logits transformers computed (per row relative L2 error, top-1 agreement where the reference margin is
    at least 0.05), for native weights, --weights q4 and --kv f16; and bad model inputs, each a clear error. */
+#include "config_json.h"
 #include "harness.h"
 #include "ref.h"
 #include "tokenizer_load.h"
@@ -433,7 +434,8 @@ static void mistral_window(void) {
 }
 
 /* A copy of a GGUF with the value after KEY patched in place: a u32 value (kind 'u') or the element type of an
-   array (kind 'e'; to one of the same width, so the file still parses). */
+   array (kind 'e'; to one of the same width, so the file still parses), or the value's own type tag (kind 't',
+   likewise). */
 static void gguf_patch(const char *src, const char *dst, const char *key, char kind, uint32_t v) {
   size_t n;
   char *g = th_read_file(src, &n);
@@ -446,8 +448,84 @@ static void gguf_patch(const char *src, const char *dst, const char *key, char k
   }
   CHECK(at != NULL, "gguf_patch: key %s not found in %s", key, src);
   if (at && (kind == 'u' || kind == 'e')) memcpy(at + 4, &v, 4); /* after the u32 type tag */
+  if (at && kind == 't') memcpy(at, &v, 4);                      /* the type tag (keep the width) */
   write_file(dst, g, n);
   free(g);
+}
+
+/* Numeric config.json fields are checked for type, range, finiteness and integrality before use (issue 13): each
+   edit of a valid config is refused by llm_hparams_from_json with an error naming the field. Before, a present
+   but wrong optional field ("head_dim": "64", -1, 2.5) was taken for absent and an infinite or negative
+   epsilon, scale or RoPE factor went into the math. */
+static void config_numbers_checked(void) {
+  static const char *const cases[][4] = {
+      /* base model, key, value (JSON), what the error must name */
+      {"llama_gqa", "head_dim", "\"8\"", "head_dim is \"8\""},
+      {"llama_gqa", "num_key_value_heads", "2.5", "num_key_value_heads is 2.5"},
+      {"llama_gqa", "num_key_value_heads", "-2", "num_key_value_heads is -2"},
+      {"llama_gqa", "rms_norm_eps", "-1e-6", "rms_norm_eps -1e-06"},
+      {"llama_gqa", "rms_norm_eps", "1e999", "rms_norm_eps is inf"},
+      {"llama_gqa", "rope_parameters", "{\"rope_type\": \"default\", \"rope_theta\": \"1e6\"}",
+       "rope_theta is \"1e6\""},
+      {"llama_gqa", "rope_parameters", "{\"rope_type\": \"default\", \"rope_theta\": 1e999}", "rope_theta is inf"},
+      {"llama_gqa", "max_position_embeddings", "-1", "max_position_embeddings is -1"},
+      {"llama_gqa", "max_position_embeddings", "0", "max_position_embeddings is 0"},
+      {"llama_gqa", "sliding_window", "1.5", "sliding_window is 1.5"},
+      {"llama_gqa", "tie_word_embeddings", "\"yes\"", "tie_word_embeddings is \"yes\""},
+      {"llama_gqa", "attention_bias", "1", "attention_bias is 1"},
+      {"llama_gqa", "rope_parameters", "{\"rope_type\": \"linear\", \"rope_theta\": 1e4, \"factor\": 1e999}",
+       "factor is inf"},
+      {"llama_gqa", "rope_parameters", "{\"rope_type\": \"linear\", \"rope_theta\": 1e4, \"factor\": \"2\"}",
+       "factor is \"2\""},
+      {"llama_gqa", "rope_parameters",
+       "{\"rope_type\": \"llama3\", \"rope_theta\": 1e4, \"factor\": 1e-300, \"low_freq_factor\": 1, "
+       "\"high_freq_factor\": 4, \"original_max_position_embeddings\": 32}",
+       "the RoPE parameters give the inverse frequency inf"},
+      {"gemma3", "query_pre_attn_scalar", "-4", "query_pre_attn_scalar -4"},
+      {"gemma3", "query_pre_attn_scalar", "1e999", "query_pre_attn_scalar is inf"},
+      {"gemma4_kv_shared", "global_head_dim", "\"64\"", "global_head_dim is \"64\""},
+      {"gemma4_kv_shared", "max_position_embeddings", "0", "max_position_embeddings is 0"},
+      {"gemma4_kv_shared", "rope_parameters",
+       "{\"full_attention\": {\"rope_type\": \"default\", \"rope_theta\": 0.5}, \"sliding_attention\": "
+       "{\"rope_type\": \"default\", \"rope_theta\": 10000}}",
+       "rope_theta 0.5"},
+  };
+  int n = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char from[200], err[512] = "";
+    snprintf(from, sizeof from, "data/models/%s", cases[i][0]);
+    /* the value goes in as text (cJSON would print 1e999 as null) */
+    char *js = edit_config(from, cases[i][1], "\"@VALUE@\"");
+    char *at = js ? strstr(js, "\"@VALUE@\"") : NULL, *text = NULL;
+    if (at && (text = malloc(strlen(js) + strlen(cases[i][2]) + 1)))
+      sprintf(text, "%.*s%s%s", (int)(at - js), js, cases[i][2], at + strlen("\"@VALUE@\""));
+    cJSON *cfg = text ? cJSON_Parse(text) : NULL;
+    free(text);
+    free(js);
+    llm_hparams hp;
+    wgllm_status s = cfg ? llm_hparams_from_json(cfg, &hp, err, sizeof err) : WGLLM_ERR_INVALID_ARG;
+    CHECK(cfg && s != WGLLM_OK && strstr(err, cases[i][3]),
+          "%s config.json with %s: %s: status %d, error '%s' (want '%s')", cases[i][0], cases[i][1], cases[i][2], s,
+          err, cases[i][3]);
+    if (s == WGLLM_OK) llm_hparams_free(&hp);
+    n += s != WGLLM_OK;
+    cJSON_Delete(cfg);
+  }
+  /* the fixtures themselves, unedited, still load (null optional fields included) */
+  static const char *const fine[] = {"llama_gqa", "gemma3", "gemma4_kv_shared", "qwen2", "qwen3"};
+  for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
+    char from[200], err[512] = "";
+    snprintf(from, sizeof from, "data/models/%s", fine[i]);
+    char *js = edit_config(from, "num_key_value_heads", "null"); /* null: the default */
+    cJSON *cfg = js ? cJSON_Parse(js) : NULL;
+    free(js);
+    llm_hparams hp;
+    wgllm_status s = llm_hparams_from_json(cfg, &hp, err, sizeof err);
+    CHECK(s == WGLLM_OK, "%s config.json (num_key_value_heads null): %s", fine[i], err);
+    if (s == WGLLM_OK) llm_hparams_free(&hp);
+    cJSON_Delete(cfg);
+  }
+  printf("  config.json numbers: %d of %zu bad fields refused by name\n", n, sizeof cases / sizeof cases[0]);
 }
 
 static void gguf_gemma4_bad(void) {
@@ -466,6 +544,18 @@ static void gguf_gemma4_bad(void) {
   expect_error("GGUF gemma4: window 0", d, "", "sliding_window");
   gguf_patch(src, d, "tokenizer.ggml.bos_token_id", 'u', 5000);
   expect_error("GGUF: BOS id outside the vocabulary", d, "", "bos_token_id 5000");
+  /* numeric metadata of the wrong type or not finite is refused by name, not taken for absent (issue 13) */
+  const char *ll = "data/models/llama_q4_0_gguf/model.gguf";
+  gguf_patch(ll, d, "llama.attention.head_count_kv", 't', 6 /* F32 */);
+  expect_error("GGUF: head_count_kv as a float", d, "",
+               "llama.attention.head_count_kv (GGUF type 6) is not an integer");
+  gguf_patch(ll, d, "llama.context_length", 't', 5 /* I32 */);
+  gguf_patch(d, d, "llama.context_length", 'u', 0xffffffffu); /* -1 */
+  expect_error("GGUF: context_length -1", d, "", "llama.context_length (GGUF type 5) is not an integer");
+  gguf_patch(ll, d, "llama.rope.freq_base", 'u', 0x7f800000u); /* f32 infinity */
+  expect_error("GGUF: infinite rope.freq_base", d, "", "llama.rope.freq_base (GGUF type 6) is not a finite number");
+  gguf_patch(src, d, "gemma4.rope.freq_base", 'u', 0x7f800000u);
+  expect_error("GGUF gemma4: infinite rope.freq_base", d, "", "must be finite numbers over 1");
 }
 
 static void bad_inputs(void) {
@@ -536,6 +626,7 @@ static void bad_inputs(void) {
   expect_error("GGUF with a wrong magic", d, "", "magic");
   free(g);
   gguf_gemma4_bad();
+  config_numbers_checked();
   snprintf(d, sizeof d, "%s/nofile", g_tmp);
   expect_error("missing model directory", d, "", "nofile");
   expect_error("a safetensors file for a directory", "data/models/llama_gqa/model.safetensors", "",

@@ -38,6 +38,7 @@ const char *gguf_unsupported(const wt_store *s, uint64_t i, uint32_t *ggml_type,
                              uint64_t *bytes);
 
 /* Metadata. Each returns 1 when `key` exists with a fitting type, else 0 (and for a non-GGUF store). */
+int gguf_key_type(const wt_store *s, const char *key);               /* its gguf_type; -1 if absent */
 int gguf_get_u64(const wt_store *s, const char *key, uint64_t *out); /* any integer type (>= 0) or bool */
 int gguf_get_f64(const wt_store *s, const char *key, double *out);   /* float or integer types */
 const char *gguf_get_str(const wt_store *s, const char *key);        /* NUL-terminated; NULL if absent */

@@ -13,13 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A missing key gets transformers' default; a present one must be valid. */
-static int u32_or(const cJSON *cfg, const char *key, uint32_t def, uint32_t *out) {
-  if (!cJSON_GetObjectItemCaseSensitive(cfg, key) || cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(cfg, key))) {
-    *out = def;
-    return 1;
-  }
-  return json_u32(cfg, key, out);
+/* A missing key gets transformers' default; a present one must be valid (err names it). */
+static wgllm_status u32_or(const cJSON *cfg, const char *key, uint32_t def, uint32_t *out, char *err, size_t errlen) {
+  *out = def;
+  return json_opt_u32(cfg, key, out, err, errlen);
 }
 
 /* Each layer's head_dim and KV heads: from per_layer_config where config.json has it (as transformers 5.17 saves
@@ -74,8 +71,7 @@ static wgllm_status per_layer_config(const cJSON *cfg, llm_hparams *hp, const ui
   for (uint32_t l = 0; l < hp->n_layer; l++) {
     llm_layer_hp *y = &hp->lay[l];
     int t = local[l];
-    if (y->head_dim == 0 || y->head_dim > 512 || y->head_dim % 4 || y->n_head_kv == 0 ||
-        hp->n_head % y->n_head_kv) {
+    if (y->head_dim == 0 || y->head_dim > 512 || y->head_dim % 4 || y->n_head_kv == 0 || hp->n_head % y->n_head_kv) {
       snprintf(err, errlen,
                "config.json: layer %u: head_dim %u (multiples of 4 up to 512) or %u KV heads for %u "
                "heads not supported",
@@ -107,14 +103,17 @@ static wgllm_status rope_of(const cJSON *rp, const char *type_name, uint32_t hea
   double theta = 10000.0, factor = 1.0, partial = 1.0;
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(rp, "rope_type");
   const char *type = cJSON_IsString(t) ? t->valuestring : "default";
-  json_num(rp, "rope_theta", &theta);
-  json_num(rp, "factor", &factor);
-  json_num(rp, "partial_rotary_factor", &partial);
-  if (!(theta > 0) || !(factor > 0) || !(partial > 0 && partial <= 1)) {
+  wgllm_status s;
+  if ((s = json_opt_num(rp, "rope_theta", &theta, err, errlen)) ||
+      (s = json_opt_num(rp, "factor", &factor, err, errlen)) ||
+      (s = json_opt_num(rp, "partial_rotary_factor", &partial, err, errlen)))
+    return s;
+  /* theta as the other readers have it (over 1: 0.5 made frequencies grow with the pair), every value finite */
+  if (!(theta > 1) || !(factor > 0) || !(partial > 0 && partial <= 1)) {
     snprintf(err, errlen,
-             "config.json: rope_parameters.%s: rope_theta, factor and partial_rotary_factor must be "
-             "positive (partial at most 1)",
-             type_name);
+             "config.json: rope_parameters.%s: rope_theta %g (over 1), factor %g (positive) or "
+             "partial_rotary_factor %g (over 0, at most 1) out of range",
+             type_name, theta, factor, partial);
     return WGLLM_ERR_FORMAT;
   }
   *inv = default_inv_freq(theta, head_dim);
@@ -134,7 +133,7 @@ static wgllm_status rope_of(const cJSON *rp, const char *type_name, uint32_t hea
   for (uint32_t i = 0; i < head_dim / 2; i++)
     (*inv)[i] = i < angles ? (float)((*inv)[i] / factor) : 0.0f;
   snprintf(desc, desclen, "%s: proportional theta %g, %u of %u pairs", type_name, theta, angles, head_dim / 2);
-  return WGLLM_OK;
+  return llm_rope_table_check(*inv, head_dim / 2, "config.json: rope_parameters", err, errlen);
 }
 
 wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
@@ -166,21 +165,23 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, si
   uint32_t n_shared, global_hd, global_kv = 0, P, ple_vocab;
   double cap = 0;
   const cJSON *capj = cJSON_GetObjectItemCaseSensitive(cfg, "final_logit_softcapping");
-  if (capj && !cJSON_IsNull(capj) && (!json_num(cfg, "final_logit_softcapping", &cap) || !(cap > 0))) {
+  if (capj && !cJSON_IsNull(capj) &&
+      (!json_num(cfg, "final_logit_softcapping", &cap) || !(cap > 0) || !isfinite(cap))) {
     snprintf(err, errlen, "config.json: final_logit_softcapping must be a positive number or null");
     return WGLLM_ERR_FORMAT;
   }
   hp->final_softcap = (float)cap;
-  if (!u32_or(cfg, "num_kv_shared_layers", 0, &n_shared) || !u32_or(cfg, "global_head_dim", 512, &global_hd) ||
-      !u32_or(cfg, "num_global_key_value_heads", 0, &global_kv) ||
-      !u32_or(cfg, "hidden_size_per_layer_input", 256, &P) ||
-      !u32_or(cfg, "vocab_size_per_layer_input", 262144, &ple_vocab) ||
-      !u32_or(cfg, "sliding_window", 512, &hp->window) ||
-      !u32_or(cfg, "max_position_embeddings", 131072, &hp->train_ctx)) {
-    snprintf(err, errlen,
-             "config.json: a Gemma 4 size field (num_kv_shared_layers, global_head_dim, "
-             "num_global_key_value_heads, hidden_size_per_layer_input, vocab_size_per_layer_input, sliding_window, "
-             "max_position_embeddings) is not a non-negative integer");
+  wgllm_status st;
+  if ((st = u32_or(cfg, "num_kv_shared_layers", 0, &n_shared, err, errlen)) ||
+      (st = u32_or(cfg, "global_head_dim", 512, &global_hd, err, errlen)) ||
+      (st = u32_or(cfg, "num_global_key_value_heads", 0, &global_kv, err, errlen)) ||
+      (st = u32_or(cfg, "hidden_size_per_layer_input", 256, &P, err, errlen)) ||
+      (st = u32_or(cfg, "vocab_size_per_layer_input", 262144, &ple_vocab, err, errlen)) ||
+      (st = u32_or(cfg, "sliding_window", 512, &hp->window, err, errlen)) ||
+      (st = u32_or(cfg, "max_position_embeddings", 131072, &hp->train_ctx, err, errlen)))
+    return st;
+  if (hp->train_ctx == 0) {
+    snprintf(err, errlen, "config.json: max_position_embeddings is 0");
     return WGLLM_ERR_FORMAT;
   }
   if (n_shared >= hp->n_layer) {
@@ -368,7 +369,7 @@ static wgllm_status g_rope(double theta, uint32_t n_rot, const wt_tensor *factor
     }
     (*inv)[i] = (float)((*inv)[i] / (double)f);
   }
-  return WGLLM_OK;
+  return llm_rope_table_check(*inv, n_rot / 2, "GGUF: rope_freqs.weight's factors", err, errlen); /* 1e-45: inf */
 }
 
 wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hparams *hp, char *err, size_t errlen) {
@@ -491,10 +492,13 @@ wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hpar
   double theta = 1000000.0, theta_swa = 10000.0;
   snprintf(k, sizeof k, "%s.rope.freq_base", a);
   gguf_get_f64(st, k, &theta);
+  int theta_bad = gguf_key_type(st, k) >= 0 && (!gguf_get_f64(st, k, &theta) || !isfinite(theta));
   snprintf(k, sizeof k, "%s.rope.freq_base_swa", a);
   gguf_get_f64(st, k, &theta_swa);
-  if (!s && (!(theta > 1) || !(theta_swa > 1))) {
-    snprintf(err, errlen, "GGUF: %s.rope.freq_base %g / freq_base_swa %g must be over 1", a, theta, theta_swa);
+  theta_bad |= gguf_key_type(st, k) >= 0 && (!gguf_get_f64(st, k, &theta_swa) || !isfinite(theta_swa));
+  if (!s && (theta_bad || !(theta > 1) || !(theta_swa > 1))) { /* a string or infinity was taken for absent */
+    snprintf(err, errlen, "GGUF: %s.rope.freq_base %g / freq_base_swa %g must be finite numbers over 1", a, theta,
+             theta_swa);
     s = WGLLM_ERR_FORMAT;
   }
   snprintf(k, sizeof k, "%s.rope.scaling.type", a);

@@ -8,9 +8,18 @@ int json_num(const cJSON *o, const char *key, double *out);
 int json_u32(const cJSON *o, const char *key, uint32_t *out); /* a non-negative integer below 2^32 */
 /* a token id, the first of a list; -1 if absent, JSON_TOKEN_INVALID if not an integer in 0..2^31-1 */
 int32_t json_token(const cJSON *o, const char *key);
+/* Optional fields: absent or null leaves *out (the caller's default) and is WGLLM_OK; any other value must be of
+   the type (an integer from 0 to 2^32-1; a finite number; true or false), else WGLLM_ERR_FORMAT with err naming
+   the field and the value as the file has it. */
+wgllm_status json_opt_u32(const cJSON *o, const char *key, uint32_t *out, char *err, size_t errlen);
+wgllm_status json_opt_num(const cJSON *o, const char *key, double *out, char *err, size_t errlen);
+wgllm_status json_opt_bool(const cJSON *o, const char *key, int *out, char *err, size_t errlen);
 #define JSON_TOKEN_INVALID INT32_MIN
 /* bos_token_id and eos_token_id (-1 when absent); an error naming the field when one is not a token id */
 wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, char *err, size_t errlen);
+/* WGLLM_ERR_FORMAT unless inv[0..half) are finite and not negative; err starts with what ("config.json: the RoPE
+   parameters") */
+wgllm_status llm_rope_table_check(const float *inv, uint32_t half, const char *what, char *err, size_t errlen);
 /* inv_freq[i] = theta^(-2i/dim), i < dim/2 (f32, as transformers computes it); NULL when out of memory */
 float *default_inv_freq(double theta, uint32_t dim);
 /* Sliding (1) or full (0) per layer, from layer_types, else sliding_window_pattern (default 6): *local gets

@@ -84,6 +84,54 @@ int json_u32(const cJSON *o, const char *key, uint32_t *out) {
   return 1;
 }
 
+/* the value as the file writes it, for messages ("-1.5", "\"8\"", "[]"), cut to fit */
+static void json_text(const cJSON *v, char *buf, size_t cap) {
+  if (cJSON_IsNumber(v) && !isfinite(v->valuedouble)) { /* cJSON would print null */
+    snprintf(buf, cap, "%g (1e999 and the like)", v->valuedouble);
+    return;
+  }
+  char *t = cJSON_PrintUnformatted(v);
+  snprintf(buf, cap, "%s", t ? t : "?");
+  if (t && strlen(t) >= cap && cap > 4) memcpy(buf + cap - 4, "...", 4);
+  free(t);
+}
+
+wgllm_status json_opt_u32(const cJSON *o, const char *key, uint32_t *out, char *err, size_t errlen) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v || cJSON_IsNull(v)) return WGLLM_OK;
+  if (json_u32(o, key, out)) return WGLLM_OK;
+  char t[48];
+  json_text(v, t, sizeof t);
+  snprintf(err, errlen, "config.json: %s is %s, not an integer from 0 to 4294967295", key, t);
+  return WGLLM_ERR_FORMAT;
+}
+
+wgllm_status json_opt_num(const cJSON *o, const char *key, double *out, char *err, size_t errlen) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v || cJSON_IsNull(v)) return WGLLM_OK;
+  if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) { /* cJSON reads 1e999 as infinity */
+    *out = v->valuedouble;
+    return WGLLM_OK;
+  }
+  char t[48];
+  json_text(v, t, sizeof t);
+  snprintf(err, errlen, "config.json: %s is %s, not a finite number", key, t);
+  return WGLLM_ERR_FORMAT;
+}
+
+wgllm_status json_opt_bool(const cJSON *o, const char *key, int *out, char *err, size_t errlen) {
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!v || cJSON_IsNull(v)) return WGLLM_OK;
+  if (cJSON_IsBool(v)) {
+    *out = cJSON_IsTrue(v);
+    return WGLLM_OK;
+  }
+  char t[48];
+  json_text(v, t, sizeof t);
+  snprintf(err, errlen, "config.json: %s is %s, not true or false", key, t);
+  return WGLLM_ERR_FORMAT;
+}
+
 int32_t json_token(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (cJSON_IsArray(v)) v = cJSON_GetArrayItem(v, 0);
@@ -109,6 +157,16 @@ float *default_inv_freq(double theta, uint32_t dim) {
   for (uint32_t i = 0; i < dim / 2; i++)
     f[i] = (float)(1.0 / pow(theta, (double)(2 * i) / dim));
   return f;
+}
+
+wgllm_status llm_rope_table_check(const float *inv, uint32_t half, const char *what, char *err, size_t errlen) {
+  for (uint32_t i = 0; i < half; i++)
+    if (!isfinite(inv[i]) || inv[i] < 0) {
+      snprintf(err, errlen, "%s give the inverse frequency %g at pair %u (finite and not negative needed)", what,
+               inv[i], i);
+      return WGLLM_ERR_FORMAT;
+    }
+  return WGLLM_OK;
 }
 
 /* transformers' _compute_llama3_parameters */
@@ -144,7 +202,7 @@ static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, int local_layers,
     s = hf_rope_params(cfg, local, hp, err, errlen);
   } else { /* the transformers 4 layout */
     double theta = 10000.0;
-    json_num(cfg, "rope_local_base_freq", &theta);
+    if ((s = json_opt_num(cfg, "rope_local_base_freq", &theta, err, errlen))) return s;
     cJSON *plain = cJSON_CreateObject();
     if (!plain || !cJSON_AddNumberToObject(plain, "rope_theta", theta) ||
         !cJSON_AddStringToObject(plain, "rope_type", "default")) {
@@ -173,8 +231,13 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   /* transformers 5 keeps everything in rope_parameters; older configs use rope_theta + rope_scaling */
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
   double theta = 10000.0, partial = 1.0;
-  if (!json_num(rp, "rope_theta", &theta)) json_num(cfg, "rope_theta", &theta);
-  if (!json_num(rp, "partial_rotary_factor", &partial)) json_num(cfg, "partial_rotary_factor", &partial);
+  /* every number is checked for its type and finiteness here, its range below, before anything is sized from it */
+  wgllm_status s = WGLLM_OK;
+  const cJSON *theta_at = cJSON_GetObjectItemCaseSensitive(rp, "rope_theta") ? rp : cfg;
+  const cJSON *partial_at = cJSON_GetObjectItemCaseSensitive(rp, "partial_rotary_factor") ? rp : cfg;
+  if ((s = json_opt_num(theta_at, "rope_theta", &theta, err, errlen)) ||
+      (s = json_opt_num(partial_at, "partial_rotary_factor", &partial, err, errlen)))
+    return s;
   const cJSON *sc = cJSON_IsObject(rp) ? rp : rs;
   const char *type = "default";
   if (cJSON_IsObject(sc)) {
@@ -208,7 +271,7 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "default theta %g", theta);
   } else if (!strcmp(type, "linear")) {
     double factor = 1;
-    json_num(sc, "factor", &factor);
+    if ((s = json_opt_num(sc, "factor", &factor, err, errlen))) return s;
     if (!(factor > 0 && factor < 1e300)) { /* 0 divided the table into infinities */
       snprintf(err, errlen, "config.json: linear rope scaling factor %g (must be positive)", factor);
       return WGLLM_ERR_FORMAT;
@@ -217,7 +280,12 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
       hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "linear theta %g factor %g", theta, factor);
   } else if (!strcmp(type, "llama3")) {
-    double factor, lo, hi, old;
+    double factor = NAN, lo = NAN, hi = NAN, old = NAN;
+    if ((s = json_opt_num(sc, "factor", &factor, err, errlen)) ||
+        (s = json_opt_num(sc, "low_freq_factor", &lo, err, errlen)) ||
+        (s = json_opt_num(sc, "high_freq_factor", &hi, err, errlen)) ||
+        (s = json_opt_num(sc, "original_max_position_embeddings", &old, err, errlen)))
+      return s;
     if (!json_num(sc, "factor", &factor) || !json_num(sc, "low_freq_factor", &lo) ||
         !json_num(sc, "high_freq_factor", &hi) || !json_num(sc, "original_max_position_embeddings", &old)) {
       snprintf(err, errlen,
@@ -242,7 +310,8 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
     return WGLLM_ERR_UNSUPPORTED;
   }
   hp->rope_mode = OP_ROPE_HALF; /* transformers' rotate_half layout */
-  return WGLLM_OK;
+  /* finite parameters can still overflow the f32 table (a llama3 factor of 1e-300 divided it into infinities) */
+  return llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "config.json: the RoPE parameters", err, errlen);
 }
 
 wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, char *err, size_t errlen) {
@@ -328,26 +397,44 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     snprintf(err, errlen, "config.json: missing or invalid \"%s\"", missing);
     return WGLLM_ERR_FORMAT;
   }
-  if (!json_u32(cfg, "num_key_value_heads", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
+  /* optional fields: absent or null gets the default, any other value must be valid (a "head_dim": -1 or 2.5 or
+     "64" was taken for absent) */
+  wgllm_status s = WGLLM_OK;
+  hp->n_head_kv = hp->n_head;
+  if ((s = json_opt_u32(cfg, "num_key_value_heads", &hp->n_head_kv, err, errlen))) return s;
   if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
     snprintf(err, errlen, "config.json: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
     return WGLLM_ERR_FORMAT;
   }
-  if (!json_u32(cfg, "head_dim", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
+  hp->head_dim = hp->n_embd / hp->n_head;
+  if ((s = json_opt_u32(cfg, "head_dim", &hp->head_dim, err, errlen))) return s;
   if (hp->n_layer > LLM_MAX_LAYERS) {
     snprintf(err, errlen, "config.json: %u layers", hp->n_layer);
     return WGLLM_ERR_FORMAT;
   }
-  double qs;
+  double qs = 0, eps = 1e-6;
+  if ((s = json_opt_num(cfg, "query_pre_attn_scalar", &qs, err, errlen)) ||
+      (s = json_opt_num(cfg, "rms_norm_eps", &eps, err, errlen)))
+    return s;
+  if (qs < 0 || (qs > 0 && qs < 1e-30)) { /* 0 leaves the default, as before; tiny values gave an infinite scale */
+    snprintf(err, errlen, "config.json: query_pre_attn_scalar %g (must be positive)", qs);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (!(eps >= 0 && eps < 1)) { /* a negative epsilon took the root of negative numbers */
+    snprintf(err, errlen, "config.json: rms_norm_eps %g (from 0 to below 1)", eps);
+    return WGLLM_ERR_FORMAT;
+  }
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
-  if (json_num(cfg, "query_pre_attn_scalar", &qs) && qs > 0) hp->attn_scale = (float)(1.0 / sqrt(qs));
-  double eps = 1e-6;
-  json_num(cfg, "rms_norm_eps", &eps);
+  if (qs > 0) hp->attn_scale = (float)(1.0 / sqrt(qs));
   hp->norm_eps = (float)eps;
-  const cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
-  hp->tied_embeddings = cJSON_IsBool(tie) ? cJSON_IsTrue(tie) : 0;
-  const cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "attention_bias");
-  hp->qkv_bias = fam->qkv_bias || (cJSON_IsBool(ab) && cJSON_IsTrue(ab));
+  int tied = fam->arch == LLM_ARCH_GEMMA4, attn_bias = 0, mlp_bias = 0, use_sw = -1;
+  if ((s = json_opt_bool(cfg, "tie_word_embeddings", &tied, err, errlen)) ||
+      (s = json_opt_bool(cfg, "attention_bias", &attn_bias, err, errlen)) ||
+      (s = json_opt_bool(cfg, "mlp_bias", &mlp_bias, err, errlen)) ||
+      (s = json_opt_bool(cfg, "use_sliding_window", &use_sw, err, errlen)))
+    return s;
+  hp->tied_embeddings = tied;
+  hp->qkv_bias = fam->qkv_bias || attn_bias;
   hp->qk_norm = fam->qk_norm;
   hp->embed_scale = 1.0f;
   hp->act = OP_ACT_SILU;
@@ -366,13 +453,20 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     if (!cJSON_IsString(act)) hp->act = OP_ACT_GELU_TANH; /* Gemma4TextConfig's default */
     return llm_gemma4_hparams(cfg, hp, err, errlen);
   }
-  const cJSON *mlp_bias = cJSON_GetObjectItemCaseSensitive(cfg, "mlp_bias");
-  if (cJSON_IsTrue(mlp_bias)) {
+  if (mlp_bias) {
     snprintf(err, errlen, "config.json: mlp_bias true (biases on the MLP projections) is not supported");
     return WGLLM_ERR_UNSUPPORTED;
   }
   uint8_t *local = NULL; /* [n_layer] sliding-window layers */
-  wgllm_status s = WGLLM_OK;
+  uint32_t window = 0;
+  hp->train_ctx = 4096;
+  if ((s = json_opt_u32(cfg, "sliding_window", &window, err, errlen)) ||
+      (s = json_opt_u32(cfg, "max_position_embeddings", &hp->train_ctx, err, errlen)))
+    return s;
+  if (hp->train_ctx == 0) {
+    snprintf(err, errlen, "config.json: max_position_embeddings is 0");
+    return WGLLM_ERR_FORMAT;
+  }
   if (fam->gemma) {
     hp->norm_offset = 1.0f;
     hp->embed_scale = sqrtf((float)hp->n_embd);
@@ -385,25 +479,22 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
       snprintf(err, errlen, "config.json: %s is not supported for Gemma 3 yet", capped);
       return WGLLM_ERR_UNSUPPORTED;
     }
-    if (json_u32(cfg, "sliding_window", &hp->window) && hp->window)
-      s = llm_json_layer_types(cfg, hp->n_layer, &local, err, errlen);
+    hp->window = window;
+    if (hp->window) s = llm_json_layer_types(cfg, hp->n_layer, &local, err, errlen);
   } else {
     /* Qwen2/3 name a sliding_window they apply only with use_sliding_window (and then below max_window_layers);
        Mistral v0.1 applies its sliding_window to every layer, as Gemma's local layers do */
-    const cJSON *use_sw = cJSON_GetObjectItemCaseSensitive(cfg, "use_sliding_window");
-    uint32_t w = 0;
-    if (cJSON_IsTrue(use_sw)) {
+    if (use_sw == 1) {
       snprintf(err, errlen, "config.json: use_sliding_window true (Qwen's per-layer windows) is not supported");
       return WGLLM_ERR_UNSUPPORTED;
     }
-    if (!cJSON_IsBool(use_sw) && json_u32(cfg, "sliding_window", &w) && w) {
-      hp->window = w;
+    if (use_sw == -1 && window) {
+      hp->window = window;
       local = malloc(hp->n_layer + 1u);
       if (!local) return WGLLM_ERR_OUT_OF_MEMORY;
       memset(local, 1, hp->n_layer);
     }
   }
-  if (!json_u32(cfg, "max_position_embeddings", &hp->train_ctx)) hp->train_ctx = 4096;
   if (!s) s = json_bos_eos(cfg, &hp->bos, &hp->eos, err, errlen);
   if (!s) s = hf_rope(cfg, hp, fam->gemma && local, err, errlen);
   if (!s) s = llm_hparams_layers_init(hp, err, errlen);
@@ -424,6 +515,39 @@ static int gguf_u32(const wt_store *st, const char *arch, const char *key, uint3
   return 1;
 }
 
+/* Optional GGUF scalars: absent leaves *out (the default) and is WGLLM_OK; present, the value must be an integer
+   from 0 to 2^32-1 (gguf_opt_u32) or a finite number (gguf_opt_f64), else WGLLM_ERR_FORMAT naming the key (a
+   "head_count_kv" written as a string or as -1 was taken for absent). key is the full key. */
+static wgllm_status gguf_opt_u32(const wt_store *st, const char *key, uint32_t *out, char *err, size_t errlen) {
+  int t = gguf_key_type(st, key);
+  if (t < 0) return WGLLM_OK;
+  uint64_t v;
+  if (t != GGUF_TYPE_BOOL && gguf_get_u64(st, key, &v) && v <= 0xffffffffu) {
+    *out = (uint32_t)v;
+    return WGLLM_OK;
+  }
+  snprintf(err, errlen, "GGUF: %s (GGUF type %d) is not an integer from 0 to 4294967295", key, t);
+  return WGLLM_ERR_FORMAT;
+}
+static wgllm_status gguf_opt_f64(const wt_store *st, const char *key, double *out, char *err, size_t errlen) {
+  int t = gguf_key_type(st, key);
+  if (t < 0) return WGLLM_OK;
+  double v;
+  if (t != GGUF_TYPE_BOOL && gguf_get_f64(st, key, &v) && isfinite(v)) {
+    *out = v;
+    return WGLLM_OK;
+  }
+  snprintf(err, errlen, "GGUF: %s (GGUF type %d) is not a finite number", key, t);
+  return WGLLM_ERR_FORMAT;
+}
+/* ARCH.KEY through gguf_opt_u32 */
+static wgllm_status gguf_opt_arch_u32(const wt_store *st, const char *arch, const char *key, uint32_t *out, char *err,
+                                      size_t errlen) {
+  char k[128];
+  snprintf(k, sizeof k, "%s.%s", arch, key);
+  return gguf_opt_u32(st, k, out, err, errlen);
+}
+
 /* Gemma 3 as llama.cpp's converter writes it: norm weights stored as 1 + w (so plain RMSNorm), NeoX RoPE, every
    6th layer global unless the file gives another pattern, local layers at RoPE base 10000 without scaling, the
    query scale of llama.cpp (1/sqrt(head_dim); the 62-layer 27B model: 1/sqrt(hidden / heads)). */
@@ -435,7 +559,9 @@ static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *
   hp->act = OP_ACT_GELU_TANH;
   if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
   uint32_t pattern = 6;
-  if (gguf_u32(st, a, "attention.sliding_window_pattern", &pattern) && pattern == 0) {
+  wgllm_status s = gguf_opt_arch_u32(st, a, "attention.sliding_window_pattern", &pattern, err, errlen);
+  if (s) return s;
+  if (pattern == 0) {
     snprintf(err, errlen, "GGUF: %s.attention.sliding_window_pattern is 0", a);
     return WGLLM_ERR_FORMAT;
   }
@@ -498,20 +624,30 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   char k[128];
   double eps = 1e-5, theta = 10000.0;
   snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
-  gguf_get_f64(st, k, &eps);
+  wgllm_status s = gguf_opt_f64(st, k, &eps, err, errlen);
+  if (s) return s;
   if (!(eps > 0 && eps < 1)) {
     snprintf(err, errlen, "GGUF: %s = %g (a positive number below 1)", k, eps);
     return WGLLM_ERR_FORMAT;
   }
   hp->norm_eps = (float)eps;
-  if (!gguf_u32(st, a, "context_length", &hp->train_ctx)) hp->train_ctx = 4096;
+  hp->train_ctx = 4096;
+  if ((s = gguf_opt_arch_u32(st, a, "context_length", &hp->train_ctx, err, errlen))) return s;
+  if (hp->train_ctx == 0) {
+    snprintf(err, errlen, "GGUF: %s.context_length is 0", a);
+    return WGLLM_ERR_FORMAT;
+  }
   hp->tied_embeddings = wt_find(st, "output.weight") == NULL;
   uint64_t v;
   static const char *const ids[2] = {"tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"};
   int32_t *dst[2] = {&hp->bos, &hp->eos};
   for (int i = 0; i < 2; i++) {
     *dst[i] = -1;
-    if (!gguf_get_u64(st, ids[i], &v)) continue;
+    if (gguf_key_type(st, ids[i]) < 0) continue;
+    if (gguf_key_type(st, ids[i]) == GGUF_TYPE_BOOL || !gguf_get_u64(st, ids[i], &v)) {
+      snprintf(err, errlen, "GGUF: %s (GGUF type %d) is not a token id", ids[i], gguf_key_type(st, ids[i]));
+      return WGLLM_ERR_FORMAT;
+    }
     if (v >= hp->n_vocab) {
       snprintf(err, errlen, "GGUF: %s %llu is outside the %u-token vocabulary", ids[i], (unsigned long long)v,
                hp->n_vocab);
@@ -520,19 +656,22 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     *dst[i] = (int32_t)v;
   }
   if (fam->arch == LLM_ARCH_GEMMA4) return llm_gemma4_gguf_hparams(st, a, hp, err, errlen);
-  if (!gguf_u32(st, a, "attention.head_count_kv", &hp->n_head_kv)) hp->n_head_kv = hp->n_head;
+  hp->n_head_kv = hp->n_head;
+  if ((s = gguf_opt_arch_u32(st, a, "attention.head_count_kv", &hp->n_head_kv, err, errlen))) return s;
   if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
     snprintf(err, errlen, "GGUF: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
     return WGLLM_ERR_FORMAT;
   }
-  if (!gguf_u32(st, a, "attention.key_length", &hp->head_dim)) hp->head_dim = hp->n_embd / hp->n_head;
+  hp->head_dim = hp->n_embd / hp->n_head;
+  if ((s = gguf_opt_arch_u32(st, a, "attention.key_length", &hp->head_dim, err, errlen))) return s;
   snprintf(k, sizeof k, "%s.rope.freq_base", a);
-  gguf_get_f64(st, k, &theta);
+  if ((s = gguf_opt_f64(st, k, &theta, err, errlen))) return s;
   if (!(theta > 1)) {
     snprintf(err, errlen, "GGUF: %s = %g (must be over 1)", k, theta);
     return WGLLM_ERR_FORMAT;
   }
-  if (!gguf_u32(st, a, "rope.dimension_count", &hp->rot_dim)) hp->rot_dim = hp->head_dim;
+  hp->rot_dim = hp->head_dim;
+  if ((s = gguf_opt_arch_u32(st, a, "rope.dimension_count", &hp->rot_dim, err, errlen))) return s;
   hp->qkv_bias = wt_find(st, "blk.0.attn_q.bias") != NULL;
   hp->qk_norm = fam->qk_norm;
   hp->embed_scale = 1.0f;
@@ -561,8 +700,8 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++) {
       float f;
       memcpy(&f, (const char *)rf->data + 4 * i, 4);
-      if (!(f > 0)) {
-        snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not positive", i, f);
+      if (!(f > 0) || !isfinite(f)) {
+        snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not a finite positive number", i, f);
         return WGLLM_ERR_FORMAT;
       }
       hp->inv_freq[i] /= f;
@@ -580,8 +719,8 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   double factor = 1.0;
   snprintf(k, sizeof k, "%s.rope.scaling.factor", a);
   if (sc_type && !strcmp(sc_type, "linear")) {
-    if (!gguf_get_f64(st, k, &factor) || !(factor > 0)) {
-      snprintf(err, errlen, "GGUF: %s must be positive with linear rope scaling", k);
+    if (!gguf_get_f64(st, k, &factor) || !(factor > 0) || !isfinite(factor)) {
+      snprintf(err, errlen, "GGUF: %s must be a finite positive number with linear rope scaling", k);
       return WGLLM_ERR_FORMAT;
     }
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
@@ -589,7 +728,8 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     size_t n = strlen(hp->rope_desc);
     snprintf(hp->rope_desc + n, sizeof hp->rope_desc - n, ", linear factor %g", factor);
   }
-  wgllm_status s = llm_hparams_layers_init(hp, err, errlen);
+  if ((s = llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "GGUF: the RoPE parameters", err, errlen))) return s;
+  s = llm_hparams_layers_init(hp, err, errlen);
   if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err, errlen);
   return s;
 }

@@ -19,7 +19,7 @@ foreach(src ${FUZZ_HARNESSES})
   string(REGEX REPLACE "^fuzz_" "" short ${name})
   set(progs ${name}_replay)
   add_executable(${name}_replay ${src} ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_util.c
-    ${CMAKE_SOURCE_DIR}/tests/fuzz/replay_main.c)
+    ${CMAKE_SOURCE_DIR}/tests/fuzz/replay_main.c ${CMAKE_SOURCE_DIR}/tests/fuzz/crafted.c)
   if(WGLLM_FUZZ)
     list(APPEND progs ${name})
     add_executable(${name} ${src} ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_util.c)
@@ -42,4 +42,12 @@ foreach(src ${FUZZ_HARNESSES})
   add_test(NAME fuzz_replay_${short} COMMAND ${name}_replay ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${short}
     ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/${short} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
   set_tests_properties(fuzz_replay_${short} PROPERTIES TIMEOUT 900)
+  # the resource bound of issue 13 (each input < 1 MB: 1 s of CPU, 100 MB over the baseline), measured without
+  # sanitizers only: on the corpus, the regression inputs and crafted.c's worst cases (replay_main.c --bound)
+  if(NOT WGLLM_FUZZ AND NOT WGLLM_ASAN)
+    add_test(NAME fuzz_bound_${short} COMMAND ${name}_replay --bound 1000 100 --crafted ${short}
+      ${CMAKE_SOURCE_DIR}/tests/fuzz/corpus/${short} ${CMAKE_SOURCE_DIR}/tests/fuzz/regressions/${short}
+      WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
+    set_tests_properties(fuzz_bound_${short} PROPERTIES TIMEOUT 900)
+  endif()
 endforeach()

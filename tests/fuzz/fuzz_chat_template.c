@@ -7,23 +7,25 @@
      flags bits 4-5   which built-in conversation to use when the JSON gives no "messages" list
      flags bit 6      pass bos_token / eos_token ("<s>", "</s>") as template arguments
    The JSON part: {"messages": [...], "tools": [...], "kwargs": {...}} (each optional), or a bare list of messages.
-   Checks: a failure has a non-empty message and no output; a render has output within max_output, is the same
-   when rendered again (nothing depends on earlier state), and is valid UTF-8 whenever the template and the JSON
-   are (strings are indexed by code point, as Python's). */
+   Checks (with the limits of fuzz_limits): a failure has a non-empty message and no output; a render has output within
+   max_output, is the same when rendered again (nothing depends on earlier state), and is valid UTF-8 whenever the
+   template and the JSON are (strings are indexed by code point, as Python's). */
 #include "chat.h"
 #include "fuzz_util.h"
 #include <stdlib.h>
 #include <string.h>
 
-/* the bounds of every render here: small enough that one input stays far inside 1 s and 100 MB */
+/* the bounds of every render here: small enough that one input stays far inside 1 s and 100 MB; under
+   replay_main.c --bound (FUZZ_BOUND set) the defaults, which are what the CLI and the API render with */
 static jinja_limits fuzz_limits(void) {
   jinja_limits l = jinja_default_limits();
+  l.now = 1767225600; /* 2026-01-01, so that strftime_now gives the same text each time */
+  if (getenv("FUZZ_BOUND")) return l;
   l.max_output = 64u << 10;
   l.max_memory = 8u << 20;
   l.max_iterations = 20000;
   l.max_steps = 400000;
   l.max_depth = 16;
-  l.now = 1767225600; /* 2026-01-01, so that strftime_now gives the same text each time */
   return l;
 }
 
