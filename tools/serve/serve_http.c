@@ -167,8 +167,6 @@ static int wait_task(conn *c, int until_done) {
   return rc;
 }
 
-static serve_usage task_usage(serve_task *t) { return t->usage; }
-
 /* ---------- server-sent events ---------- */
 static int set_event(conn *c, char *json) {
   free(c->pend);
@@ -240,7 +238,9 @@ static int next_event(conn *c) {
   }
   case PHASE_USAGE: {
     c->phase = PHASE_DONE;
-    serve_usage u = task_usage(t);
+    serve_sched_lock(s);
+    serve_usage u = t->usage;
+    serve_sched_unlock(s);
     return set_event(c, serve_chunk_json(a, NULL, 0, 0, NULL, &u, 0));
   }
   case PHASE_DONE:
@@ -306,16 +306,14 @@ static enum MHD_Result generate(conn *c) {
   serve_sched *s = h->sched;
   serve_task *t = c->task;
   serve_sched_lock(s);
-  int failed = t->failed, done = t->state == SERVE_TASK_DONE;
+  int failed = t->failed;
   serve_error te = t->err;
   serve_sched_unlock(s);
   if (failed) return reply_error(c, &te);
   if (!stream) {
     serve_sched_lock(s);
-    serve_usage u = task_usage(t);
-    char *json = serve_completion_json(&c->answer, t->out ? t->out : "", t->out_len, t->finish_reason, &u);
+    char *json = serve_completion_json(&c->answer, t->out ? t->out : "", t->out_len, t->finish_reason, &t->usage);
     serve_sched_unlock(s);
-    (void)done;
     return reply(c, 200, json);
   }
   c->phase = kind == SERVE_KIND_CHAT ? PHASE_ROLE : PHASE_TEXT;
