@@ -3,6 +3,7 @@
    time with --profile; JSON with --json. --write-gguf writes the synthetic model as a GGUF file.
    WGLLM_BENCH_ATTN_PREFILL=gqa|tiled|untiled|workgroup starts the prefill attention's kernel order (src/ops/ops.h)
    at that kernel, to measure one against another in one build (gqa, the default: all of them). */
+#include "batch.h"
 #include "cli.h"
 #include "gpu.h"
 #include "model.h"
@@ -41,6 +42,7 @@ static void usage(FILE *f) {
          "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
          "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
          "  --sampled: sample with t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1\n"
+         "  --parallel N: N sessions (2..8) decode together, batched in one step and one after another\n"
          "       wgllm bench --synthetic NAME --write-gguf OUT.gguf  (the Llama shapes)\n"
          "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
          "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), tiny, gemma4-tiny (tests)\n"
@@ -195,6 +197,85 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   return st ? 1 : 0;
 }
 
+/* --parallel N: N sessions of P-token prompts decoding G tokens each, all together, as a server's concurrent
+   requests do: in one batched step for all (llm_batch), and one session after another with every step queued
+   before any is collected (what jobs do without batching); the aggregate and per-session rates of both. */
+static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P,
+                          uint32_t G, uint32_t runs, uint32_t N, int kv_f16, int json) {
+  char err[1024];
+  wgllm_status st = WGLLM_OK;
+  llm_session *ss[LLM_BATCH_MAX] = {0};
+  llm_batch *b = NULL;
+  llm_session_options so = {0};
+  so.ctx = c->ctx ? c->ctx : P + G + 8;
+  so.kv_f16 = kv_f16;
+  so.attn_grid = (llm_attn_grid)c->attn_grid;
+  so.prefill_chunk = c->prefill_chunk;
+  int32_t *ids = malloc(P * sizeof *ids);
+  op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
+  op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1};
+  for (uint32_t i = 0; !st && i < N; i++) {
+    st = llm_session_create(m, &so, &ss[i], err, sizeof err);
+    for (uint32_t k = 0; !st && k < P; k++) /* a prompt of its own */
+      ids[k] = (int32_t)(((k + 977u * i) * 2654435761u) % m->hp.n_vocab);
+    if (!st) st = llm_session_set_sampler(ss[i], g_sampled ? &sampled : &greedy, ids, P);
+    int32_t tok;
+    if (!st) st = llm_session_prefill_sample(ss[i], ids, P, &tok);
+    if (st && ss[i]) snprintf(err, sizeof err, "%s", ss[i]->err);
+  }
+  if (!st) st = llm_batch_create(m, &b, err, sizeof err);
+  double t_mode[2] = {0, 0};
+  for (int mode = 0; !st && mode < 2; mode++) { /* 0 batched, 1 one after another */
+    double *t = calloc(runs, sizeof *t);
+    for (uint32_t r = 0; !st && r <= runs; r++) { /* run 0 is the warm-up (and the recording) */
+      for (uint32_t i = 0; i < N; i++)
+        llm_session_rewind(ss[i], P);
+      double t0 = now_s();
+      int32_t toks[LLM_BATCH_MAX];
+      for (uint32_t g = 0; !st && g < G; g++) {
+        if (mode == 0) {
+          st = llm_batch_step(b, ss, N, toks);
+          if (st) snprintf(err, sizeof err, "%s", b->err);
+        } else {
+          for (uint32_t i = 0; !st && i < N; i++)
+            st = llm_session_step_submit(ss[i]);
+          for (uint32_t i = 0; !st && i < N; i++)
+            st = llm_session_step_collect(ss[i], &toks[i]);
+          for (uint32_t i = 0; st && i < N; i++)
+            if (ss[i]->err[0]) snprintf(err, sizeof err, "%s", ss[i]->err);
+        }
+      }
+      if (r > 0) t[r - 1] = now_s() - t0;
+    }
+    if (!st) t_mode[mode] = median(t, (int)runs);
+    free(t);
+  }
+  if (st) {
+    fprintf(stderr, "wgllm bench: --parallel %u: %s (%s)\n", N, err, wgllm_status_name(st));
+  } else {
+    static const char *const names[2] = {"batched", "one after another"};
+    for (int mode = 0; mode < 2; mode++) {
+      double agg = N * G / t_mode[mode];
+      if (json)
+        printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", "
+               "\"context\": %u, \"parallel\": %u, \"mode\": \"%s\", \"gen_tokens\": %u, \"runs\": %u, "
+               "\"sampling\": \"%s\", \"aggregate_tok_s\": %.1f, \"per_session_tok_s\": %.2f, "
+               "\"ms_per_step\": %.4f, \"batch_recordings\": %u}\n",
+               gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, kv_f16 ? "f16" : "f32", P, N,
+               names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", agg, agg / N,
+               t_mode[mode] / G * 1e3, b->recordings);
+      else
+        printf("%u sessions at context %u, %s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P, names[mode],
+               agg, agg / N, t_mode[mode] / G * 1e3);
+    }
+  }
+  llm_batch_free(b);
+  for (uint32_t i = 0; i < N; i++)
+    llm_session_free(ss[i]);
+  free(ids);
+  return st ? 1 : 0;
+}
+
 static int open_gpu(const cli_common *c, gpu_context **gpu) {
   char err[1024];
   gpu_options o = {0};
@@ -262,7 +343,8 @@ enum {
   K_PREFILL_RUNS,
   K_JSON,
   K_PROFILE,
-  K_SAMPLED
+  K_SAMPLED,
+  K_PARALLEL
 };
 
 static const cli_opt bench_opts[] = {
@@ -279,6 +361,8 @@ static const cli_opt bench_opts[] = {
     {K_JSON, "--json", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "one JSON line a result"},
     {K_PROFILE, "--profile", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "per-kernel GPU time of a decode step"},
     {K_SAMPLED, "--sampled", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "sample instead of greedy"},
+    {K_PARALLEL, "--parallel", CLI_INT, "N", 2, LLM_BATCH_MAX, 0, CLI_CMD_BENCH,
+     "decode N sessions together, batched and one after another (aggregate tok/s)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 typedef struct bench_args {
@@ -286,6 +370,7 @@ typedef struct bench_args {
   const char *synthetic, *write_gguf;
   uint32_t Ps[8], nP, G, runs, group, prefill_runs;
   int kvs[2], nkv, depth, json, profile;
+  uint32_t parallel;
 } bench_args;
 
 static int on_opt(void *user, int key, const cli_value *v) {
@@ -339,6 +424,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_SAMPLED:
     g_sampled = 1;
+    break;
+  case K_PARALLEL:
+    a->parallel = (uint32_t)v->i;
     break;
   default:
     return 2;
@@ -422,8 +510,9 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (int ki = 0; !rc && ki < nkv; ki++)
     for (uint32_t pi = 0; !rc && pi < nP; pi++)
-      rc = bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs, prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth,
-                     kvs[ki], json, profile);
+      rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json)
+                      : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
+                                  prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
   llm_model_free(m);
   gpu_destroy(gpu);
   return rc;

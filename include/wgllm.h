@@ -82,6 +82,8 @@ typedef struct wgllm_model_params {
      call then fails with WGLLM_ERR_DEVICE_LOST instead of blocking on a hung device); 0: WGLLM_GPU_TIMEOUT_MS from
      the environment, else 600000 (10 minutes: a large prompt on a CPU rasterizer takes minutes a pass) */
   uint32_t gpu_timeout_ms;
+  /* wgllm_jobs_step steps its jobs one session after another instead of in one batched pass (comparisons) */
+  int no_batch;
 } wgllm_model_params;
 WGLLM_API wgllm_model_params wgllm_model_default_params(void);
 
@@ -217,6 +219,7 @@ typedef struct wgllm_generate_stats {
   double prefill_seconds, decode_seconds;
   wgllm_stop stop;
   const char *stop_reason; /* the same in words: "end of generation", "stop string", "token limit", ... */
+  uint32_t batched_tokens; /* of the generated tokens, those decoded in a step batched with other sessions */
 } wgllm_generate_stats;
 
 /* Continues the text: the prompt is tokenized with the model's BOS rules; tokens already in the session's cache
@@ -247,9 +250,12 @@ WGLLM_API wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, siz
 /* One token: *done (may be NULL) is set to 1 once the job has ended (then wgllm_job_stats is final). A step on
    a done job does nothing. */
 WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
-/* Steps every job of jobs[0..n) that is not done by one token. The jobs' sessions must belong to one model;
-   their decode steps run together on the GPU (batched into one forward pass where the model allows). A job that
-   fails is done with its error (wgllm_job_error); the others go on. Returns the first failure's status. */
+/* Steps every job of jobs[0..n) that is not done by one token. The jobs' sessions must belong to one model.
+   Up to 8 of them decode in one batched forward pass (each weight read once for all; the text is the same as
+   stepped alone), where the model's weights and shapes allow (Llama-family models with the fused decode
+   GEMV's weight storages: q4gsw, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K); the rest run one session after another, queued
+   together. A job that fails is done with its error (wgllm_job_error); the others go on. Returns the first
+   failure's status. */
 WGLLM_API wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n);
 WGLLM_API int wgllm_job_done(const wgllm_job *j);
 /* The text emitted so far: its first *len bytes (owned by the job; what follows them is not final yet). */

@@ -19,14 +19,19 @@
 //   sum_k q_k x_k = 2^b * (sum_k f_k x_k - sum_k x_k),
 // where the sums of x over a step are computed once for all R rows (xa). That is a shift and a mask a weight.
 //
+// Variants "_mt" take NT tokens (2..8) at once: x [NT][K], y rows y_stride apart; each weight step is loaded once
+// and dotted with every token's x (batched decode of several sessions: the weights are read once for all).
+// Each lane then keeps R * NT sums (the op picks R and U so the sums and the x slots fit the arrays below).
+//
 // Variant "_sg" reduces with subgroupAdd (fixed subgroup size SGS dividing TK, checked by the op's plan); when
 // TK == SGS a thread-row is one subgroup and needs no workgroup memory. The plain variant reduces through
 // workgroup memory (TK a power of two, TK * TR <= 128).
 //! axis q4: WQ4=1 | q8: WQ8=1 | q4k: WQ4_K=1 WKQ=1 | q5k: WQ5_K=1 WKQ=1 | q6k: WQ6_K=1
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
+//! axis -: MT=0 | _mt: MT=1
 struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
                 has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
-                act: u32, n_off: u32, _p1: u32, _p2: u32 };
+                act: u32, n_off: u32, y_stride: u32, _p2: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
@@ -47,15 +52,24 @@ override GLU: bool = false;
 override RR: u32 = select(R, 2u * R, GLU);
 override WG: u32 = TK * TR;
 
-const MAXR = 33u; // 2 * 16 row sums + the sum of squares
-#if SG
-var<workgroup> red: array<f32, 1056>; // [WG / SGS subgroups, at most 32][MAXR]
+#if MT
+override NT: u32 = 2u;   // tokens
+const NTMAX = 8u;
+const XSLOTS = 32u;
 #else
-var<workgroup> red: array<f32, 4224>; // [MAXR][WG <= 128]
+const NT = 1u;
+const NTMAX = 1u;
+const XSLOTS = 16u;
+#endif
+const MAXR = 32u + NTMAX; // 32 row sums (2 * 16, or R * NT with tokens) + a sum of squares a token
+#if SG
+var<workgroup> red: array<f32, 32u * MAXR>; // [WG / SGS subgroups, at most 32][MAXR]
+#else
+var<workgroup> red: array<f32, 128u * MAXR>; // [MAXR][WG <= 128]
 #endif
 
-var<private> xs: array<vec4<f32>, 16>; // [U][XV]: this lane's x (normed) of its unrolled steps
-var<private> xa: array<f32, 16>;       // [U][NA]: sums of x a step's rows share
+var<private> xs: array<vec4<f32>, XSLOTS>; // [NT][U][XV]: this lane's x (normed) of its unrolled steps
+var<private> xa: array<f32, XSLOTS>;       // [NT][U][NA]: sums of x a step's rows share
 
 const ONE = vec4<u32>(0x3F800000u);
 fn hsum(v: vec4<f32>) -> f32 { return v.x + v.y + v.z + v.w; }
@@ -230,12 +244,13 @@ fn row_dot(n: u32, u: u32, si: u32) -> f32 {
 }
 #endif
 
-// x of step si into slot u of xs (normed), its sums into xa; returns the step's sum of squares (for the norm)
-fn load_x(u: u32, si: u32) -> f32 {
+// token t's x of step si into slot u of xs (normed), its sums into xa; returns the step's sum of squares (for
+// the norm)
+fn load_x(u: u32, si: u32, t: u32) -> f32 {
   var ss = 0.0;
   for (var j = 0u; j < XV; j++) {
     let xi = xidx(si, j);
-    var v = x[xi];
+    var v = x[t * (p.K / 4u) + xi];
     if (PROBE == 2u || PROBE == 5u) { v = vec4<f32>(f32(si)); }
     ss += dot(v, v);
     if (p.has_norm != 0u) { v = v * (norm_w[xi] + vec4<f32>(p.w_offset)); }
@@ -263,9 +278,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let n_out = select(p.N, p.glu_half, GLU);
   let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
   let steps = p.K / STEP;
-  var acc: array<f32, 32>;
-  for (var r = 0u; r < RR; r++) { acc[r] = 0.0; }
-  var ss = 0.0;
+  var acc: array<f32, 32>; // [RR][NT]
+  for (var r = 0u; r < RR * NT; r++) { acc[r] = 0.0; }
+  var ss: array<f32, NTMAX>;
+  for (var t = 0u; t < NT; t++) { ss[t] = 0.0; }
   var rowb: array<u32, 32>; // the row of each sum
   for (var r = 0u; r < RR; r++) {
     var n = min(nb + (r % R), n_out - 1u);
@@ -275,76 +291,92 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   var i = kt;
   // U steps at a time while they are all inside the row, then single steps
   for (; i + (U - 1u) * TK < steps; i += U * TK) {
-    for (var u = 0u; u < U; u++) { ss += load_x(u, i + u * TK); }
+    for (var t = 0u; t < NT; t++) {
+      for (var u = 0u; u < U; u++) { ss[t] += load_x(t * U + u, i + u * TK, t); }
+    }
     for (var r = 0u; r < RR; r++) {
-      for (var u = 0u; u < U; u++) { acc[r] += row_dot(rowb[r], u, i + u * TK); }
+      for (var t = 0u; t < NT; t++) {
+        for (var u = 0u; u < U; u++) { acc[r * NT + t] += row_dot(rowb[r], t * U + u, i + u * TK); }
+      }
     }
   }
   for (; i < steps; i += TK) {
-    ss += load_x(0u, i);
-    for (var r = 0u; r < RR; r++) { acc[r] += row_dot(rowb[r], 0u, i); }
+    for (var t = 0u; t < NT; t++) { ss[t] += load_x(t * U, i, t); }
+    for (var r = 0u; r < RR; r++) {
+      for (var t = 0u; t < NT; t++) { acc[r * NT + t] += row_dot(rowb[r], t * U, i); }
+    }
   }
-  // reduce the RR sums and ss over the TK threads of the thread-row; thread kt < R ends with row nb + kt
+  // reduce the RR * NT sums and the NT ss over the TK threads of the thread-row; thread kt < R * NT ends with
+  // row nb + kt % R of token kt / R
+  let r0 = kt % R;
+  let tt = kt / R;
   var tot_ss = 0.0;
   var mine = 0.0;
   var mine_up = 0.0;
 #if SG
   if (TK == SGS) {
     for (var r = 0u; r < RR; r++) {
-      let t = subgroupAdd(acc[r]);
-      if (kt == r % R) {
-        if (r < R) { mine = t; } else { mine_up = t; }
+      for (var t = 0u; t < NT; t++) {
+        let a = subgroupAdd(acc[r * NT + t]);
+        if (kt == t * R + r % R) {
+          if (r < R) { mine = a; } else { mine_up = a; }
+        }
       }
     }
-    tot_ss = subgroupAdd(ss);
+    for (var t = 0u; t < NT; t++) {
+      let a = subgroupAdd(ss[t]);
+      if (tt == t) { tot_ss = a; }
+    }
   } else {
     let sgid = li / SGS;
     let spr = TK / SGS; // subgroups per thread-row
-    for (var r = 0u; r < RR; r++) {
-      let t = subgroupAdd(acc[r]);
-      if (lane == 0u) { red[sgid * MAXR + r] = t; }
+    for (var r = 0u; r < RR * NT; r++) {
+      let a = subgroupAdd(acc[r]);
+      if (lane == 0u) { red[sgid * MAXR + r] = a; }
     }
-    let ts = subgroupAdd(ss);
-    if (lane == 0u) { red[sgid * MAXR + 32u] = ts; }
+    for (var t = 0u; t < NT; t++) {
+      let a = subgroupAdd(ss[t]);
+      if (lane == 0u) { red[sgid * MAXR + 32u + t] = a; }
+    }
     workgroupBarrier();
-    if (kt < R) {
+    if (kt < R * NT) {
       for (var s = 0u; s < spr; s++) {
         let b = (rt * spr + s) * MAXR;
-        tot_ss += red[b + 32u];
-        mine += red[b + kt];
-        if (GLU) { mine_up += red[b + R + kt]; }
+        tot_ss += red[b + 32u + tt];
+        mine += red[b + r0 * NT + tt];
+        if (GLU) { mine_up += red[b + (R + r0) * NT + tt]; }
       }
     }
   }
 #else
-  for (var r = 0u; r < RR; r++) { red[r * WG + li] = acc[r]; }
-  red[32u * WG + li] = ss;
+  for (var r = 0u; r < RR * NT; r++) { red[r * WG + li] = acc[r]; }
+  for (var t = 0u; t < NT; t++) { red[(32u + t) * WG + li] = ss[t]; }
   workgroupBarrier();
   for (var k = TK / 2u; k > 0u; k >>= 1u) {
     if (kt < k) {
-      for (var r = 0u; r < RR; r++) { red[r * WG + li] += red[r * WG + li + k]; }
-      red[32u * WG + li] += red[32u * WG + li + k];
+      for (var r = 0u; r < RR * NT; r++) { red[r * WG + li] += red[r * WG + li + k]; }
+      for (var t = 0u; t < NT; t++) { red[(32u + t) * WG + li] += red[(32u + t) * WG + li + k]; }
     }
     workgroupBarrier();
   }
-  if (kt < R) {
-    tot_ss = red[32u * WG + rt * TK];
-    mine = red[kt * WG + rt * TK];
-    if (GLU) { mine_up = red[(R + kt) * WG + rt * TK]; }
+  if (kt < R * NT) {
+    tot_ss = red[(32u + tt) * WG + rt * TK];
+    mine = red[(r0 * NT + tt) * WG + rt * TK];
+    if (GLU) { mine_up = red[((R + r0) * NT + tt) * WG + rt * TK]; }
   }
 #endif
-  let n = nb + kt;
-  if (kt < R && n < n_out) {
+  let n = nb + r0;
+  if (kt < R * NT && n < n_out) {
     var sc = MULT;
     if (p.has_norm != 0u) { sc *= inverseSqrt(tot_ss / f32(p.K) + p.eps); }
-    let o = p.n_off + n;
+    let o = tt * p.y_stride + p.n_off + n;
     var v = mine * sc;
     if (GLU) {
       var u = mine_up * sc;
       if (p.has_bias != 0u) { v += bias[n]; u += bias[n + p.glu_half]; }
       v = act_fn(v) * u;
     } else if (p.has_bias != 0u) {
-      v += bias[o];
+      v += bias[p.n_off + n];
     }
     if (p.accumulate != 0u) { v += y[o]; }
     y[o] = v;

@@ -70,7 +70,8 @@ static int sink_text(const char *text, size_t len, void *user) {
 
 /* The job API: stepped by the caller (one job, or several together) it gives wgllm_generate's text; a job
    freed before its end leaves the session usable; a repeated prompt reuses the cached prefix; chat prompts. */
-static void check_jobs(wgllm_model *m) {
+/* batched: what the three jobs stepped together should report (1: batched steps, 0: none) */
+static void check_jobs(wgllm_model *m, const char *label, int batched) {
   enum { NJ = 3 };
   const char *prompts[NJ] = {"In the beginning", "And God said, Let there be", "The LORD is my shepherd"};
   wgllm_session_params sp = wgllm_session_default_params();
@@ -80,6 +81,8 @@ static void check_jobs(wgllm_model *m) {
     CHECK(wgllm_session_create(m, &sp, &ss[i]) == WGLLM_OK, "job session %d: %s", i, wgllm_last_error());
   if (!ss[0] || !ss[1] || !ss[2]) return;
   static text_sink want[NJ], got[NJ];
+  memset(want, 0, sizeof want);
+  memset(got, 0, sizeof got);
   uint32_t want_n[NJ];
   int32_t ids[NJ][64];
   size_t nids[NJ];
@@ -154,8 +157,11 @@ static void check_jobs(wgllm_model *m) {
       wgllm_generate_stats js;
       wgllm_job_stats(jobs[i], &js);
       CHECK(js.generated_tokens == want_n[i] && !strcmp(got[i].buf, want[i].buf),
-            "job %d stepped with others gives its own text (%u tokens, \"%s\" vs \"%s\")", i, js.generated_tokens,
-            got[i].buf, want[i].buf);
+            "%s: job %d stepped with others gives its own text (%u tokens, %u batched, \"%s\" vs \"%s\")", label, i,
+            js.generated_tokens, js.batched_tokens, got[i].buf, want[i].buf);
+      /* every job but the first's first steps (alone) and the last's last steps (the others done) is batched */
+      CHECK(batched ? js.batched_tokens >= 5 : js.batched_tokens == 0, "%s: job %d had %u of %u tokens batched", label,
+            i, js.batched_tokens, js.generated_tokens);
       wgllm_job_free(jobs[i]);
     }
     wgllm_job *mixed[2] = {NULL, NULL};
@@ -329,10 +335,20 @@ int main(void) {
             gs.stop == WGLLM_STOP_MAX_TOKENS,
         "generate: %u tokens, stop %d (%s)", gs.generated_tokens, (int)gs.stop, gs.stop_reason);
   wgllm_session_free(s);
-  check_jobs(m);
+  check_jobs(m, "f32 weights", 0); /* no fused GEMV for f32: one session after another */
   sp.kv_type = (wgllm_kv_type)7;
   CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_ERR_INVALID_ARG && !s, "a kv_type outside the enum is refused");
   wgllm_model_free(m);
+
+  /* batched decode: q4gsw weights take the fused GEMV with several tokens; no_batch steps them one by one */
+  for (int nb = 0; nb < 2; nb++) {
+    mp = wgllm_model_default_params();
+    mp.weights = WGLLM_WEIGHTS_Q4;
+    mp.no_batch = nb;
+    CHECK(wgllm_model_create(MODEL, &mp, &m) == WGLLM_OK, "q4 model: %s", wgllm_last_error());
+    if (m) check_jobs(m, nb ? "q4, no_batch" : "q4, batched", !nb);
+    wgllm_model_free(m);
+  }
 
   /* typed weight storage: q4 with a group it does not have is refused before anything loads */
   mp = wgllm_model_default_params();

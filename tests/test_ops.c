@@ -314,6 +314,7 @@ struct tcase {
       uint32_t N, K;
       op_gemv_plan plan;
       int mode;
+      uint32_t nt; /* tokens (0: 1) */
     } gemv;
     struct {
       int f16;
@@ -1587,8 +1588,11 @@ static void cases_flash_decode(void) {
 static const char *GEMV_MODES[] = {"plain", "norm", "norm(1+w)+bias+acc", "norm+glu-silu", "glu-gelu+bias"};
 
 static case_result run_gemv(const tcase *c) {
-  size_t N = c->u.gemv.N, K = c->u.gemv.K;
+  size_t N = c->u.gemv.N, K = c->u.gemv.K, T = c->u.gemv.nt ? c->u.gemv.nt : 1;
   int mode = c->u.gemv.mode;
+  /* y rows apart: padded where no later dispatch needs them aligned, and where the gaps hold what the residual
+     had (accumulating; they must stay as they were) */
+  size_t YS = T > 1 && N % 64 && mode == 2 ? N + 5 : N;
   const op_gemv_plan *plan = c->u.gemv.plan.tk ? &c->u.gemv.plan : NULL;
   gpu_context *ctx = th_gpu();
   if (plan && plan->tuned && !(ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max))
@@ -1596,14 +1600,15 @@ static case_result run_gemv(const tcase *c) {
                          ctx->has_subgroups ? "subgroups" : "no subgroups", ctx->subgroup_min, ctx->subgroup_max);
   int glu = mode >= 3;
   size_t rows = glu ? 2 * N : N;
-  float *w = malloc(rows * K * 4), *x = rnd(K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1), *y0 = rnd(N, -1, 1);
+  float *w = malloc(rows * K * 4), *x = rnd(T * K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1);
+  float *y0 = rnd(T * YS, -1, 1);
   gbuf wb[2];
   op_wtype wt = c->u.gemv.wt;
   op_weight ow = make_weight(wt, rows, K, 32, w, wb);
   op_gemv_opts o = {0};
   int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4;
   float off = mode == 2 ? 1.0f : 0.0f;
-  gbuf gx = gb_in(x, K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4);
+  gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4);
   if (has_norm) {
     o.norm_w = gg.v;
     o.eps = 1e-5f;
@@ -1611,29 +1616,37 @@ static case_result run_gemv(const tcase *c) {
   }
   o.accumulate = mode == 2;
   o.plan = plan;
+  o.n_tokens = (uint32_t)T;
+  o.y_stride = (uint32_t)YS;
   if (glu) {
     o.glu_half = (uint32_t)N;
     o.act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH;
   }
-  gbuf gy = o.accumulate ? gb_io(y0, N * 4) : gb_out(N * 4);
-  traffic(weight_bytes(wt, rows, K, 32) + 4.0 * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)), 2.0 * rows * K);
+  gbuf gy = o.accumulate ? gb_io(y0, T * YS * 4) : gb_out(T * YS * 4);
+  traffic(weight_bytes(wt, rows, K, 32) + 4.0 * T * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
+          2.0 * T * rows * K);
   gpu_recorder *r = rec_new();
   CHECK(op_gemv(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o) == WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
-  float *xn = malloc(K * 4), *lin = malloc(rows * 4), *want = malloc(N * 4);
+  float *xn = malloc(T * K * 4), *lin = malloc(T * rows * 4), *want = malloc(T * YS * 4);
   if (has_norm)
-    ref_rms_norm(x, g, xn, K, 1, K, K, 1e-5f, off);
+    ref_rms_norm(x, g, xn, K, T, K, K, 1e-5f, off);
   else
-    memcpy(xn, x, K * 4);
-  ref_linear(xn, w, has_bias ? b : NULL, lin, 1, rows, K);
-  if (glu)
-    ref_glu(lin, lin, want, N, 1, rows, 0, N, mode == 3 ? 0 : 1);
-  else
-    for (size_t i = 0; i < N; i++)
-      want[i] = lin[i] + (o.accumulate ? y0[i] : 0.0f);
-  cmp("y", gb_fetch(&gy), want, N, 2e-5 * sqrt((double)K), 1e-4);
+    memcpy(xn, x, T * K * 4);
+  ref_linear(xn, w, has_bias ? b : NULL, lin, T, rows, K);
+  /* token t's row at t * YS; the gaps between rows (accumulating only) keep y0 */
+  const float *got = gb_fetch(&gy);
+  if (o.accumulate) memcpy(want, y0, T * YS * 4);
+  for (size_t t = 0; t < T; t++) {
+    if (glu)
+      ref_glu(lin + t * rows, lin + t * rows, want + t * YS, N, 1, rows, 0, N, mode == 3 ? 0 : 1);
+    else
+      for (size_t i = 0; i < N; i++)
+        want[t * YS + i] = lin[t * rows + i] + (o.accumulate ? y0[t * YS + i] : 0.0f);
+  }
+  cmp("y", got, want, T * YS, 2e-5 * sqrt((double)K), 1e-4);
   gb_guards(&gy, "y");
   free_weight(wb);
   gb_free(&gx);
@@ -1753,6 +1766,28 @@ static void cases_gemv(void) {
         c->u.gemv.plan = *p;
         c->u.gemv.mode = mode;
       }
+  }
+  /* several tokens a dispatch ("_mt": batched decode), each storage once or twice (every "_mt" pipeline takes
+     lavapipe tens of seconds to compile): token counts that do not divide the kernel's share (Q4_K / Q5_K take
+     4 a dispatch, so 5 is two dispatches), the epilogues with per-token norms, bias, residual and GLU, rows
+     that are not multiples of the workgroup's and a y row stride that is not N */
+  static const struct {
+    op_wtype wt;
+    uint32_t N, K, nt;
+    int mode;
+  } mt[] = {
+      {OP_W_Q4, 1003, 2048, 3, 2},  {OP_W_Q4, 1003, 1024, 8, 3},  {OP_W_Q4, 37, 96, 3, 3},
+      {OP_W_Q8, 1003, 1024, 5, 3},  {OP_W_Q4_K, 512, 2048, 5, 2}, {OP_W_Q5_K, 37, 768, 2, 3},
+      {OP_W_Q6_K, 512, 2048, 8, 2},
+  };
+  for (size_t i = 0; i < sizeof mt / sizeof mt[0]; i++) {
+    tcase *c = add_case("gemv", run_gemv, "%s/N=%u,K=%u/tokens=%u/plan=default/%s", op_wtype_name(mt[i].wt), mt[i].N,
+                        mt[i].K, mt[i].nt, GEMV_MODES[mt[i].mode]);
+    c->u.gemv.wt = mt[i].wt;
+    c->u.gemv.N = mt[i].N;
+    c->u.gemv.K = mt[i].K;
+    c->u.gemv.mode = mt[i].mode;
+    c->u.gemv.nt = mt[i].nt;
   }
   add_case("gemv_plan", run_gemv_predicate, "predicate");
 }

@@ -1,6 +1,7 @@
 /* The public C API (include/wgllm.h) over the internal layers: a model handle owns the GPU context, the
    weights, the tokenizer and the chat template; a session handle owns the KV cache and sampler state. */
 #include "api_internal.h"
+#include "batch.h"
 #include "chat.h"
 #include "generate.h"
 #include "gpu.h"
@@ -26,6 +27,8 @@ struct wgllm_model {
   wgllm_vocab vocab;   /* over tok, not owned */
   chat_renderer *chat; /* NULL when the model's own template does not parse: chat_err says why */
   char chat_err[1024];
+  llm_batch *batch; /* wgllm_jobs_step's batched decode (made on first use) */
+  int no_batch;     /* wgllm_model_params.no_batch, or the batch could not be made */
   char err[1024];
 };
 
@@ -108,6 +111,7 @@ wgllm_generate_params wgllm_generate_default_params(void) {
 
 void wgllm_model_free(wgllm_model *m) {
   if (!m) return;
+  llm_batch_free(m->batch);
   llm_model_free(m->m);
   chat_renderer_free(m->chat);
   tok_free(m->tok);
@@ -140,6 +144,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
                 "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", p.chat_template);
   wgllm_model *m = calloc(1, sizeof *m);
   if (!m) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  m->no_batch = p.no_batch;
   /* the model file is opened and parsed once, for its tokenizer (GGUF) and its weights */
   wt_store *store = NULL;
   st = llm_open_store(path, &store, err, sizeof err);
@@ -288,6 +293,7 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
 
 void wgllm_session_free(wgllm_session *s) {
   if (!s) return;
+  llm_batch_forget(s->model->batch, s->s); /* its recording reads this session's buffers */
   llm_session_free(s->s);
   free(s);
 }
@@ -353,6 +359,7 @@ struct wgllm_job {
   wgllm_session *session;
   llm_gen g;
   uint32_t n_prompt, cached;
+  uint32_t batched; /* tokens from batched steps */
   char err[1024];
 };
 
@@ -415,7 +422,7 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
 wgllm_status wgllm_job_step(wgllm_job *j, int *done) {
   if (!j) return WGLLM_ERR_INVALID_ARG;
   if (!j->g.done) {
-    llm_gen_accept(&j->g);
+    llm_gen_accept(&j->g, 1);
     llm_gen_collect(&j->g);
   }
   if (done) *done = j->g.done;
@@ -426,13 +433,61 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
   if (!jobs && n) return WGLLM_ERR_INVALID_ARG;
   for (size_t i = 0; i < n; i++)
     if (!jobs[i] || jobs[i]->session->model != jobs[0]->session->model) return WGLLM_ERR_INVALID_ARG;
-  /* every job's next steps are queued before any is waited for, so the GPU runs them back to back */
+  if (!n) return WGLLM_OK;
+  wgllm_model *m = jobs[0]->session->model;
+  /* take every job's token; the next steps are queued below, all of them before any is waited for */
   for (size_t i = 0; i < n; i++)
-    if (!jobs[i]->g.done) llm_gen_accept(&jobs[i]->g);
+    if (!jobs[i]->g.done) llm_gen_accept(&jobs[i]->g, 0);
+  /* up to LLM_BATCH_MAX jobs with nothing queued decode in one batched step */
+  llm_session *bs[LLM_BATCH_MAX];
+  wgllm_job *bj[LLM_BATCH_MAX];
+  uint32_t nb = 0;
+  for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++)
+    if (!jobs[i]->g.done && !jobs[i]->session->s->in_flight) {
+      bj[nb] = jobs[i];
+      bs[nb++] = jobs[i]->session->s;
+    }
+  if (nb >= 2 && !m->no_batch && !m->batch) {
+    char err[1024];
+    if (llm_batch_create(m->m, &m->batch, err, sizeof err)) m->no_batch = 1; /* one after another, then */
+  }
+  int batched = 0;
+  if (nb >= 2 && !m->no_batch && llm_batch_accepts(m->batch, bs, nb)) {
+    int32_t tokens[LLM_BATCH_MAX];
+    wgllm_status st = llm_batch_step(m->batch, bs, nb, tokens);
+    if (!st || st != WGLLM_ERR_UNSUPPORTED) { /* unsupported: the model cannot batch; one after another */
+      batched = 1;
+      for (uint32_t k = 0; k < nb; k++) {
+        if (st) {
+          snprintf(bs[k]->err, sizeof bs[k]->err, "%s", m->batch->err);
+          llm_gen_fail(&bj[k]->g, st);
+        } else {
+          llm_gen_take(&bj[k]->g, tokens[k]);
+          bj[k]->batched++;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++) { /* the others: queue a step for each that has none, then collect */
+    wgllm_job *j = jobs[i];
+    int in_batch = 0;
+    for (uint32_t k = 0; batched && k < nb; k++)
+      in_batch |= bj[k] == j;
+    if (j->g.done || in_batch || j->session->s->in_flight) continue;
+    wgllm_status st = llm_session_step_submit(j->session->s);
+    if (st)
+      llm_gen_fail(&j->g, st);
+    else
+      j->g.queued++;
+  }
   wgllm_status first = WGLLM_OK;
   for (size_t i = 0; i < n; i++) {
-    if (!jobs[i]->g.done) llm_gen_collect(&jobs[i]->g);
-    wgllm_status st = job_check(jobs[i]);
+    wgllm_job *j = jobs[i];
+    int in_batch = 0;
+    for (uint32_t k = 0; batched && k < nb; k++)
+      in_batch |= bj[k] == j;
+    if (!j->g.done && !in_batch) llm_gen_collect(&j->g);
+    wgllm_status st = job_check(j);
     if (st && !first) first = st;
   }
   return first;
@@ -456,6 +511,7 @@ void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats) {
   stats->decode_seconds = j->g.res.decode_s;
   stats->stop = public_stop(j->g.res.stop);
   stats->stop_reason = llm_stop_reason_name(j->g.res.stop);
+  stats->batched_tokens = j->batched;
 }
 
 const char *wgllm_job_error(const wgllm_job *j) { return j ? j->err : ""; }

@@ -6,10 +6,45 @@
    For one token with weights the fused GEMV reads (q4gsw, q8, Q4_K, Q5_K, Q6_K; kernels/gemv.wgsl) the decode
    path fuses further: the norms ride in the projections, the residual adds in the output and down
    projections, the GLU in the gate/up projection (when gate and up are one piece), and attention is
-   flash-decoding, whose first pass also applies RoPE and appends to the KV cache. */
+   flash-decoding, whose first pass also applies RoPE and appends to the KV cache. A batched decode (f->tokens:
+   one token each of several sessions) is that fused path with T tokens a GEMV, and token by token RoPE, cache
+   append and flash-decoding over each token's own session's cache. */
 #include "decoder.h"
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
+
+/* Batched decode: token i's RoPE, cache append and flash-decoding over its own session's cache (a dispatch set
+   a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn. */
+static wgllm_status attention_tokens(const llm_fwd *f, uint32_t l, gpu_buffer *qk, uint32_t qk_stride, uint32_t k_off,
+                                     gpu_view vsrc, uint32_t v_off, uint32_t v_stride) {
+  const llm_hparams *hp = &f->m->hp;
+  uint32_t hd = llm_layer_head_dim(hp, l), nq = llm_layer_q_width(hp, l), src = llm_layer_kv_source(hp, l);
+  uint32_t rep = hp->n_head / llm_layer_n_head_kv(hp, l), rot = llm_layer_rot_dim(hp, l);
+  wgllm_status st = WGLLM_OK;
+  for (uint32_t i = 0; !st && i < f->T; i++) {
+    const llm_fwd_token *tk = &f->tokens[i];
+    gpu_buffer *rope_cs = llm_layer_rope_local(hp, l) && tk->rope->local ? tk->rope->local : tk->rope->global;
+    op_kv_layout gl;
+    gpu_view kg, vg;
+    uint32_t h0, n_groups = llm_kv_group(tk->kv, src, 0, &gl, &kg, &vg, &h0);
+    for (uint32_t j = 0; !st && j < n_groups; j++) {
+      llm_kv_group(tk->kv, src, j, &gl, &kg, &vg, &h0);
+      uint32_t gq = gl.n_kv_head * rep, qo = h0 * rep * hd;
+      if (!op_attention_decode_supports(&gl, gq))
+        return op_fail(f->rec, WGLLM_ERR_UNSUPPORTED, "batched decode: layer %u's heads have no flash-decoding", l);
+      op_attn_params ap = {1,    gq,         qk_stride, i * qk_stride + qo, nq, llm_layer_window(hp, l), hp->attn_scale,
+                           0.0f, tk->max_len};
+      op_attn_rope ar = {
+          V(rope_cs),   vsrc, rot, tk->kv->ctx, i * qk_stride + k_off + h0 * hd, i * v_stride + v_off + h0 * hd,
+          hp->rope_mode};
+      ap.rope = &ar;
+      gpu_view args = V(tk->attn_args), out = {f->s->attn, ((uint64_t)i * nq + qo) * 4, 0};
+      st = op_attention_decode(f->rec, &gl, &ap, V(qk), kg, vg, tk->pos, V(tk->attn_partial),
+                               tk->attn_grid == LLM_ATTN_GRID_INDIRECT ? &args : NULL, out);
+    }
+  }
+  return st;
+}
 
 wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   gpu_recorder *rec = f->rec;
@@ -28,7 +63,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   wgllm_status st;
   /* x -> qkv [T][S]: q | k | v, or q | k when V is K, or q alone in a KV-shared layer */
   if (f->fused) {
-    op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no};
+    op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = T};
     st = op_gemv(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
   } else {
     st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
@@ -57,6 +92,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
     qk_stride = S2;
   }
   gpu_view vsrc = vb == qk ? none : V(vb); /* V from q's buffer, or from the projection output */
+  if (!st && f->tokens) st = attention_tokens(f, l, qk, qk_stride, k_off, vsrc, v_off, v_stride);
   /* one token with flash-decoding: RoPE and the cache append ride in the attention's first pass */
   op_kv_layout g0;
   gpu_view kg, vg;
@@ -65,7 +101,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   int decode = T == 1 && s->attn_partial && op_attention_decode_supports(&g0, gq);
   int rope_in_attn = own && decode && rot % 4 == 0 && !f->fo->unfused;
   int rope_kv = own && !rope_in_attn && rot % 4 == 0;
-  if (!st && (!own || (!rope_in_attn && !rope_kv))) {
+  if (!st && !f->tokens && (!own || (!rope_in_attn && !rope_kv))) {
     /* RoPE of q (a KV-shared layer: the source layer wrote the cache), and of k where no fused kernel takes it */
     op_rope_params rq = {T, hp->n_head, hd, rot, 0, qk_stride, hp->rope_mode, max_pos};
     st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
@@ -76,7 +112,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   }
   /* the cache append and attention, a dispatch a group of KV heads (one group unless the layer's K is over the
      binding limit: llm_kv_group), over the query heads that read the group */
-  for (uint32_t j = 0; !st && j < n_groups; j++) {
+  for (uint32_t j = 0; !st && !f->tokens && j < n_groups; j++) {
     op_kv_layout gl;
     llm_kv_group(f->kv, src, j, &gl, &kg, &vg, &h0);
     uint32_t qo = h0 * rep * hd, ko = k_off + h0 * hd, vo = v_off + h0 * hd;
@@ -102,10 +138,10 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   /* output projection + residual (through Gemma's post-attention norm) */
   if (st) return st;
   if (f->fused) {
-    op_gemv_opts oo = {.accumulate = 1};
+    op_gemv_opts oo = {.accumulate = 1, .n_tokens = T}, op = {.n_tokens = T};
     if (hp->sandwich_norms) {
-      st = op_gemv(rec, V(s->attn), &ly->wo, none, V(s->proj), D, nq, NULL);
-      if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, 1, hp->norm_eps, no);
+      st = op_gemv(rec, V(s->attn), &ly->wo, none, V(s->proj), D, nq, &op);
+      if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
       return st;
     }
     return op_gemv(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
@@ -127,18 +163,19 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
   gpu_view none = {0};
   wgllm_status st;
   if (f->fused) {
-    op_gemv_opts og = {.norm_w = ly->ffn_norm, .eps = hp->norm_eps, .norm_offset = no, .glu_half = F, .act = hp->act};
-    op_gemv_opts oo = {.accumulate = 1};
+    op_gemv_opts og = {
+        .norm_w = ly->ffn_norm, .eps = hp->norm_eps, .norm_offset = no, .glu_half = F, .act = hp->act, .n_tokens = T};
+    op_gemv_opts oo = {.accumulate = 1, .n_tokens = T}, op = {.n_tokens = T};
     if (op_gemv_fuses_glu(&ly->w_gate_up)) {
       st = op_gemv(rec, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
     } else { /* gate and up in parts of different storages: the norm rides in each, the GLU is its own */
       og.glu_half = 0;
       st = op_gemv(rec, V(s->x), &ly->w_gate_up, none, V(s->gu), 2 * F, D, &og);
-      if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, 1, 2 * F, 0, F, hp->act);
+      if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
     }
     if (!st && hp->sandwich_norms) {
-      st = op_gemv(rec, V(s->h), &ly->w_down, none, V(s->proj), D, F, NULL);
-      if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, 1, hp->norm_eps, no);
+      st = op_gemv(rec, V(s->h), &ly->w_down, none, V(s->proj), D, F, &op);
+      if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
     } else if (!st)
       st = op_gemv(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
     return st;
@@ -164,8 +201,9 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
   gpu_view none = {0};
   int sg;
   wgllm_status st;
-  if (f->fused && n_logits == 1 && op_gemv_supports(op_ctx(rec), &m->output, 1, D, &sg)) {
-    op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no};
+  if (f->fused && (n_logits == 1 || (f->tokens && n_logits == T)) &&
+      op_gemv_supports(op_ctx(rec), &m->output, n_logits, D, &sg)) {
+    op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = n_logits};
     st = op_gemv(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
   } else {
     st = op_rms_norm_rows(

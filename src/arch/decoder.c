@@ -236,18 +236,55 @@ void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t) {
   t->global = t->local = NULL;
 }
 
-int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m) {
+int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T) {
   const llm_hparams *hp = &m->hp;
   int sg, ok = 1;
   for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
     const llm_layer *ly = &m->layers[l];
     uint32_t F = llm_layer_n_ff(hp, l);
-    ok = op_gemv_supports(op_ctx(rec), &ly->wqkv, 1, hp->n_embd, &sg) &&
-         op_gemv_supports(op_ctx(rec), &ly->wo, 1, llm_layer_q_width(hp, l), &sg) &&
-         op_gemv_supports(op_ctx(rec), &ly->w_gate_up, 1, hp->n_embd, &sg) &&
-         op_gemv_supports(op_ctx(rec), &ly->w_down, 1, F, &sg);
+    ok = op_gemv_supports(op_ctx(rec), &ly->wqkv, T, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->wo, T, llm_layer_q_width(hp, l), &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_gate_up, T, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_down, T, F, &sg);
   }
   return ok;
+}
+
+int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char *why, size_t whylen) {
+  const llm_hparams *hp = &m->hp;
+  const gpu_context *ctx = op_ctx(rec);
+  uint64_t align = ctx->limits.minStorageBufferOffsetAlignment ? ctx->limits.minStorageBufferOffsetAlignment : 256;
+  const char *no = NULL;
+  if (hp->arch == LLM_ARCH_GEMMA4)
+    no = "Gemma 4's per-layer inputs have no batched path";
+  else if (T < 2 || T > OP_GEMV_MAX_TOKENS)
+    no = "a batch takes 2 to 8 tokens";
+  else if (!llm_fused_decode_ok(rec, m, T))
+    no = "the projections have no fused GEMV for several tokens (weight storage or device)";
+  else if (((uint64_t)hp->n_embd * 4) % align || ((uint64_t)hp->n_vocab * 4) % align)
+    no = "a token's row of the residual stream or of the logits does not start on a binding offset";
+  for (uint32_t l = 0; !no && l < hp->n_layer; l++) {
+    if (((uint64_t)llm_layer_q_width(hp, l) * 4) % align)
+      no = "a token's row of the attention output does not start on a binding offset";
+    else if (llm_layer_rot_dim(hp, l) % 4)
+      no = "a rotary dimension that is not a multiple of 4 (RoPE is not folded into the attention)";
+    else if (!llm_layer_owns_kv(hp, l))
+      no = "KV-shared layers";
+  }
+  if (no) snprintf(why, whylen, "%s", no);
+  return !no;
+}
+
+wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t T,
+                                      const llm_scratch *s) {
+  static const llm_forward_opts defaults = {0};
+  char why[160];
+  if (!llm_batch_forward_ok(rec, m, T, why, sizeof why))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "batched decode: %s", why);
+  if (T > s->cap || T > s->logit_rows)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "batched forward: T=%u over scratch %u/%u", T, s->cap, s->logit_rows);
+  llm_fwd f = {rec, m, tokens[0].kv, tokens[0].rope, s, T, &defaults, 1, tokens};
+  return llm_forward_llama(&f, T);
 }
 
 wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm_kv_cache *kv,
@@ -259,7 +296,7 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
     return op_fail(rec, WGLLM_ERR_INTERNAL, "forward: T=%u n_logits=%u over scratch %u/%u", T, n_logits, s->cap,
                    s->logit_rows);
   llm_fwd f = {rec, m, kv, rope, s, T, fo, 0};
-  f.fused = T == 1 && !fo->unfused && llm_fused_decode_ok(rec, m);
+  f.fused = T == 1 && !fo->unfused && llm_fused_decode_ok(rec, m, 1);
   if (m->hp.arch == LLM_ARCH_GEMMA4) return llm_forward_gemma4(&f, n_logits);
   return llm_forward_llama(&f, n_logits);
 }

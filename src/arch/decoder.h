@@ -93,6 +93,25 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
                                 const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
                                 const llm_forward_opts *fo);
 
+/* Batched decode: T tokens of T different sessions in one pass. Everything but attention is the fused decode
+   path with T tokens a GEMV (each weight read once for all); token i's RoPE, cache append and flash-decoding
+   read what its own session holds. */
+typedef struct llm_fwd_token {
+  const llm_kv_cache *kv;
+  const llm_rope_tables *rope;
+  gpu_view pos;             /* [1] u32: the token's position (a binding of its own) */
+  gpu_buffer *attn_partial; /* its session's flash-decoding scratch */
+  gpu_buffer *attn_args;
+  uint32_t max_len; /* its session's length bucket (0: the whole cache) */
+  llm_attn_grid attn_grid;
+} llm_fwd_token;
+/* Whether the model's T-token batched pass can be recorded on this device (the fused GEMV for T tokens, RoPE in
+   the attention, row offsets that are binding offsets); why not into why. */
+int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char *why, size_t whylen);
+/* Records it: ids [T] in s->ids, logits [T][n_vocab] into s->logits. */
+wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t T,
+                                      const llm_scratch *s);
+
 /* ---- the blocks the families' forward passes are built from (blocks.c) ---- */
 /* One forward pass being recorded: what every block reads. */
 typedef struct llm_fwd {
@@ -103,10 +122,11 @@ typedef struct llm_fwd {
   const llm_scratch *s;
   uint32_t T;
   const llm_forward_opts *fo;
-  int fused; /* one token with every projection in q4gsw: the fused decode kernels */
+  int fused;                   /* one token (or a batch) through the fused decode kernels */
+  const llm_fwd_token *tokens; /* batched decode: [T] what each token's attention reads; NULL otherwise */
 } llm_fwd;
-/* Whether every projection of the model takes the fused q4 decode path (T == 1). */
-int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m);
+/* Whether every projection of the model takes the fused decode GEMV for T tokens (1 for a decode step). */
+int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T);
 /* x += attention(norm(x)) of layer l: projection, per-head norms, RoPE, KV append (owning layers), attention
    over the source layer's cache, output projection, Gemma's post-attention norm. */
 wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l);

@@ -88,11 +88,27 @@ static int gemv_piece_ok(op_wtype t, uint32_t group, uint32_t K) {
   return K % (t == OP_W_Q8 ? 32u : 256u) == 0;
 }
 
+/* Tokens one "_mt" dispatch takes for a storage: NT x XV x-vec4s in the kernel's 32 slots, at most 8 */
+static uint32_t gemv_max_tokens(op_wtype t) {
+  uint32_t xv = gemv_xv(t);
+  return xv ? (32 / xv < OP_GEMV_MAX_TOKENS ? 32 / xv : OP_GEMV_MAX_TOKENS) : 0;
+}
+
 int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
-  if (M != 1) return 0;
+  if (M < 1 || M > OP_GEMV_MAX_TOKENS) return 0;
   if (!w->n_parts && !gemv_piece_ok(w->type, w->group, K)) return 0;
   for (uint32_t i = 0; i < w->n_parts; i++)
     if (!gemv_piece_ok(w->part[i].type, w->part[i].group, K)) return 0;
+  if (M > 1) {
+    /* the "_mt" variants' workgroup arrays (20 KiB without subgroups); tokens past one dispatch's share start
+       a new dispatch at x row t0, which must be a binding offset */
+    uint64_t align = ctx->limits.minStorageBufferOffsetAlignment ? ctx->limits.minStorageBufferOffsetAlignment : 256;
+    if (ctx->limits.maxComputeWorkgroupStorageSize < 20480) return 0;
+    uint32_t most = w->n_parts ? OP_GEMV_MAX_TOKENS : gemv_max_tokens(w->type);
+    for (uint32_t i = 0; i < w->n_parts; i++)
+      if (gemv_max_tokens(w->part[i].type) < most) most = gemv_max_tokens(w->part[i].type);
+    if (M > most && ((uint64_t)K * 4 * most) % align) return 0;
+  }
   *use_subgroups = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   return 1;
 }
@@ -170,16 +186,23 @@ _Static_assert(sizeof(gemv_params) == 48, "gemv_params mirrors the Params block 
 /* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off.. */
 static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uint32_t group, gpu_view data,
                                gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K, uint32_t n_off,
-                               const op_gemv_opts *o) {
+                               uint32_t nt, uint32_t y_stride, const op_gemv_opts *o) {
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N, xv = gemv_xv(type);
   op_gemv_plan pl = o->plan ? *o->plan : op_gemv_choose_plan(ctx, type, out_rows, K, group, o->glu_half != 0);
-  uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r, u = pl.u ? pl.u : 4;
-  /* the kernel's limits: row sums in registers, one finishing thread per row, its workgroup arrays, the x of
-     the unrolled steps in 16 vec4s */
-  int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr <= 32 && pl.r <= pl.tk && u <= 4 &&
-           xv * u <= 16 && wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
+  uint32_t u = pl.u ? pl.u : 4;
+  if (nt > 1) { /* NT tokens: the R * NT sums (twice with GLU) and NT * U x slots within 32 */
+    while (pl.r > 1 && ((o->glu_half ? 2 : 1) * pl.r * nt > 32 || pl.r * nt > pl.tk))
+      pl.r /= 2;
+    while (u > 1 && nt * u * xv > 32)
+      u /= 2;
+  }
+  uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
+  /* the kernel's limits: row sums in registers, one finishing thread per (row, token), its workgroup arrays,
+     the x of the unrolled steps in 16 vec4s (32 with tokens) */
+  int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr * nt <= 32 && pl.r * nt <= pl.tk && u <= 4 &&
+           xv * u * nt <= (nt > 1 ? 32u : 16u) && wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
   if (ok && pl.tuned) ok = sg && pl.tk % ctx->subgroup_min == 0 && wg / ctx->subgroup_min <= 32;
   if (ok && !pl.tuned) ok = wg <= 128;
   if (!ok)
@@ -195,25 +218,26 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                    o->glu_half,
                    (uint32_t)o->act,
                    n_off,
-                   0,
+                   y_stride,
                    0};
-  gpu_constant c[8] = {{"PROBE", (double)pl.probe},
+  gpu_constant c[9] = {{"PROBE", (double)pl.probe},
                        {"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
                        {"TK", (double)pl.tk},
                        {"TR", (double)pl.tr},
                        {"U", (double)u},
                        {"GLU", o->glu_half ? 1.0 : 0.0},
-                       {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)}};
+                       {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
+                       {"NT", (double)nt}};
   char variant[32];
-  snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "");
+  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", nt > 1 ? "_mt" : "");
   gpu_dispatch_desc d = {.kernel = K_GEMV,
                          .variant = variant,
                          .params = &p,
                          .params_size = sizeof p,
                          .n_bind = 5,
                          .consts = c,
-                         .n_consts = 8};
+                         .n_consts = nt > 1 ? 9 : 8};
   d.bind[0] = x;
   d.bind[1] = data;
   d.bind[2] = bias.buf ? bias : x;
@@ -233,7 +257,7 @@ wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view
   int sg;
   op_gemv_opts none = {0};
   if (!o) o = &none;
-  if (!op_gemv_supports(op_ctx(rec), w, 1, K, &sg))
+  if (!op_gemv_supports(op_ctx(rec), w, o->n_tokens ? o->n_tokens : 1, K, &sg))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
                    "gemv: needs q4gsw, q8, Q4_K, Q5_K or Q6_K weights of whole groups or blocks (%s, K=%u)",
                    op_wtype_name(w->type), K);
@@ -241,19 +265,32 @@ wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU over %u rows with %u gate rows", N, o->glu_half);
   if (o->glu_half && !op_gemv_fuses_glu(w))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU needs the gate and up rows in one piece (%u parts)", w->n_parts);
-  if (!w->n_parts) {
-    wgllm_status s = op_check_weight(rec, "gemv", w, N, K);
-    if (s) return s;
-    return gemv_piece(rec, x, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, o);
-  }
-  uint32_t n0 = 0;
+  uint32_t T = o->n_tokens ? o->n_tokens : 1, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
+  uint64_t align = op_ctx(rec)->limits.minStorageBufferOffsetAlignment;
+  if (!align) align = 256;
   wgllm_status s = WGLLM_OK;
-  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
-    const struct op_weight_part *pt = &w->part[i];
-    op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
-    s = op_check_weight(rec, "gemv", &pw, pt->rows, K);
-    if (!s) s = gemv_piece(rec, x, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, o);
-    n0 += pt->rows;
+  uint32_t n0 = 0;
+  for (uint32_t i = 0; !s && i < (w->n_parts ? w->n_parts : 1); i++) {
+    op_weight pw = *w;
+    uint32_t rows = N;
+    if (w->n_parts) {
+      const struct op_weight_part *pt = &w->part[i];
+      pw = (op_weight){pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
+      rows = pt->rows;
+    }
+    s = op_check_weight(rec, "gemv", &pw, rows, K);
+    /* the tokens in dispatches of at most what one takes, each from its x and y rows on */
+    uint32_t most = T > 1 ? gemv_max_tokens(pw.type) : 1;
+    for (uint32_t t0 = 0; !s && t0 < T; t0 += most) {
+      uint32_t nt = T - t0 < most ? T - t0 : most;
+      uint64_t xo = (uint64_t)t0 * K * 4, yo = (uint64_t)t0 * ys * 4;
+      if (t0 && (xo % align || yo % align))
+        return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
+                       "gemv: token %u's rows (K=%u, y stride %u) do not start on a binding offset", t0, K, ys);
+      gpu_view xt = {x.buf, x.offset + xo, 0}, yt = {y.buf, y.offset + yo, 0};
+      s = gemv_piece(rec, xt, pw.type, pw.group, pw.data, pw.scales, bias, yt, rows, K, n0, nt, ys, o);
+    }
+    n0 += rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: parts of %u rows for N=%u", n0, N);
   return s;
@@ -267,7 +304,10 @@ wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
   int sg;
-  if (op_gemv_supports(op_ctx(rec), w, M, K, &sg)) return op_gemv(rec, x, w, bias, y, N, K, NULL);
+  if (op_gemv_supports(op_ctx(rec), w, M, K, &sg)) {
+    op_gemv_opts o = {.n_tokens = M};
+    return op_gemv(rec, x, w, bias, y, N, K, &o);
+  }
   return op_matvec_generic(rec, x, w, bias, y, M, N, K);
 }
 

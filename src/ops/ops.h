@@ -140,7 +140,13 @@ typedef struct op_gemv_opts {
   uint32_t glu_half; /* 0 or the number of gate rows */
   op_act act;
   const op_gemv_plan *plan; /* NULL: op_gemv_choose_plan's choice (tests and the kernel bench set it) */
+  /* several tokens (batched decode of several sessions): x [n_tokens][K], y rows y_stride apart (0: N, or
+     glu_half with GLU); each weight step is read once for all of them (0 or 1: one token) */
+  uint32_t n_tokens, y_stride;
 } op_gemv_opts;
+#define OP_GEMV_MAX_TOKENS 8
+/* M: tokens, 1..OP_GEMV_MAX_TOKENS (more than one needs 20 KiB of workgroup memory, and K * 4 x the tokens a
+   dispatch takes a multiple of the binding alignment when M is more than that) */
 int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
 int op_gemv_fuses_glu(const op_weight *w);
 /* The predicate that picks the specialised kernel: it names the storage, the shapes (rows, K, group) and the

@@ -133,7 +133,7 @@ static int emit(llm_gen *g, size_t upto) {
   return stop;
 }
 
-wgllm_status llm_gen_accept(llm_gen *g) {
+wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   if (g->done || g->st) return g->st;
   llm_session *s = g->s;
   const llm_gen_params *gp = &g->gp;
@@ -184,7 +184,7 @@ wgllm_status llm_gen_accept(llm_gen *g) {
   }
   /* queue steps up to the pipeline depth, never past the token limit or the context */
   wgllm_status st = WGLLM_OK;
-  while (!st && s->in_flight < g->depth && g->queued + 1 < g->max_tokens &&
+  while (!st && queue && s->in_flight < g->depth && g->queued + 1 < g->max_tokens &&
          s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx) {
     st = llm_session_step_submit(s);
     g->queued++;
@@ -198,9 +198,23 @@ wgllm_status llm_gen_accept(llm_gen *g) {
 
 wgllm_status llm_gen_collect(llm_gen *g) {
   if (g->done || g->st) return g->st;
-  g->st = llm_session_step_collect(g->s, &g->token);
+  if (!g->s->in_flight) { /* accepted without queueing: one step now */
+    g->st = llm_session_step_submit(g->s);
+    g->queued++;
+  }
+  if (!g->st) g->st = llm_session_step_collect(g->s, &g->token);
   if (g->st) llm_gen_finish(g);
   return g->st;
+}
+
+void llm_gen_take(llm_gen *g, int32_t token) {
+  if (!g->done && !g->st) g->token = token;
+}
+
+void llm_gen_fail(llm_gen *g, wgllm_status st) {
+  if (g->done || g->st) return;
+  g->st = st;
+  llm_gen_finish(g);
 }
 
 void llm_gen_finish(llm_gen *g) {
@@ -247,7 +261,7 @@ wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *p
   llm_gen g;
   wgllm_status st = llm_gen_begin(&g, s, tok, prompt, n_prompt, gp);
   while (!st && !g.done) {
-    st = llm_gen_accept(&g);
+    st = llm_gen_accept(&g, 1);
     if (!st && !g.done) st = llm_gen_collect(&g);
   }
   llm_gen_finish(&g);

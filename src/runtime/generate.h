@@ -45,8 +45,10 @@ typedef struct llm_gen_text {
 
 /* A generation in progress, stepped by the caller (llm_generate runs one to its end; a server interleaves
    several): begin prefills and samples the first token into `token`; accept takes `token` (end of generation,
-   text, stop strings, limits: done is set once the generation ended) and queues the next steps; collect waits
-   for the next sampled token. finish (called by accept and collect when the generation ends or fails, and by
+   text, stop strings, limits: done is set once the generation ended) and, with queue, queues the next steps up
+   to the pipeline depth; collect waits for the next sampled token (queueing its step first when none is
+   queued); a caller that ran the step itself (a batched step over several sessions) hands the token over with
+   take, or the failure with fail. finish (called by accept and collect when the generation ends or fails, and by
    free) drops queued steps and flushes the text. */
 typedef struct llm_gen {
   llm_session *s;
@@ -67,8 +69,10 @@ typedef struct llm_gen {
 
 wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
                            const llm_gen_params *gp);
-wgllm_status llm_gen_accept(llm_gen *g);
+wgllm_status llm_gen_accept(llm_gen *g, int queue);
 wgllm_status llm_gen_collect(llm_gen *g);
+void llm_gen_take(llm_gen *g, int32_t token);
+void llm_gen_fail(llm_gen *g, wgllm_status st); /* message already in g->s->err */
 void llm_gen_finish(llm_gen *g);
 /* Frees what the generation holds; a generation not done is stopped first (LLM_STOP_CALLBACK). */
 void llm_gen_free(llm_gen *g);

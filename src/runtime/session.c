@@ -246,6 +246,7 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
 }
 
 static void free_steps(llm_session *s) {
+  s->step_gen++;
   for (uint32_t b = 0; b < LLM_MAX_BUCKETS; b++) {
     gpu_recorder_free(s->steps[b]);
     s->steps[b] = NULL;
@@ -304,7 +305,10 @@ wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint
   }
   wgllm_status st = prefill(s, ids, T, NULL, 0, 1);
   if (!st) st = read_token(s, token);
-  if (!st) s->last_sampled = *token;
+  if (!st) {
+    s->last_sampled = *token;
+    s->ids_stale = 0; /* the prefill's sampler wrote it into the step's input */
+  }
   return st;
 }
 
@@ -333,6 +337,11 @@ wgllm_status llm_session_step_submit(llm_session *s) {
   gpu_recorder *step = llm_session_step(s, p);
   if (!step) return s->step_status;
   gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
+  if (s->ids_stale) { /* the last token came from a batched step, which samples into its own buffer */
+    uint32_t u = (uint32_t)s->last_sampled;
+    gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
+    s->ids_stale = 0;
+  }
   int slot;
   s->last_step = step;
   wgllm_status st = gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
@@ -374,6 +383,7 @@ wgllm_status llm_session_step_drain(llm_session *s) {
   /* the dropped steps advanced the GPU-side input id: put back the last collected token */
   uint32_t u = (uint32_t)s->last_sampled;
   if (s->step_scratch.ids) gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
+  s->ids_stale = 0;
   return st;
 }
 

@@ -42,6 +42,8 @@ typedef struct llm_session {
   int has_sampler;
   op_sample_params sampler;
   uint32_t step_recordings; /* how many times a step was recorded (replays create nothing) */
+  uint32_t step_gen;        /* bumped whenever the recorded steps are dropped (a batch's recording notices) */
+  int ids_stale;            /* a batched step sampled last_sampled: the step's input id must be written again */
   gpu_readback *readback;   /* token ids of queued steps */
   int in_flight;            /* steps queued but not collected */
   int slots[4];             /* their readback slots, oldest first */

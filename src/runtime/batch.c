@@ -1,0 +1,167 @@
+/* Batched decode across sessions (see batch.h): the recording of one step for a set of sessions, its inputs
+   (ids and positions written each step: the CPU knows them, having read the last ids back), and the sessions'
+   bookkeeping afterwards. */
+#include "batch.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT_WORDS 64 /* u32 words between tokens in pos / out: 256 bytes, a binding offset on every device */
+
+wgllm_status llm_batch_create(llm_model *m, llm_batch **out, char *err, size_t errlen) {
+  *out = NULL;
+  llm_batch *b = calloc(1, sizeof *b);
+  if (!b) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  b->m = m;
+  b->gpu = m->gpu;
+  uint64_t slots = (uint64_t)LLM_BATCH_MAX * SLOT_WORDS * 4;
+  wgllm_status st = llm_scratch_acquire(b->gpu, &m->hp, LLM_BATCH_MAX, LLM_BATCH_MAX, &b->sc, err, errlen);
+  if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_pos", &b->pos, err, errlen);
+  if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_out", &b->out, err, errlen);
+  if (!st && !(b->rb = gpu_readback_create(b->gpu, (uint32_t)slots, 2))) {
+    snprintf(err, errlen, "creating the batch's readback failed");
+    st = WGLLM_ERR_GPU;
+  }
+  if (st) {
+    llm_batch_free(b);
+    return st;
+  }
+  *out = b;
+  return WGLLM_OK;
+}
+
+void llm_batch_free(llm_batch *b) {
+  if (!b) return;
+  gpu_recorder_free(b->rec);
+  gpu_readback_free(b->rb);
+  gpu_buffer_destroy(b->gpu, b->pos);
+  gpu_buffer_destroy(b->gpu, b->out);
+  llm_scratch_release(b->gpu, &b->sc);
+  free(b);
+}
+
+static void drop_recording(llm_batch *b) {
+  gpu_recorder_free(b->rec);
+  b->rec = NULL;
+  b->n_members = 0;
+}
+
+void llm_batch_forget(llm_batch *b, const llm_session *s) {
+  if (!b) return;
+  for (uint32_t i = 0; i < b->n_members; i++)
+    if (b->members[i].s == s) {
+      drop_recording(b);
+      return;
+    }
+}
+
+int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n) {
+  if (b->unsupported) return 0;
+  if (n < 2 || n > LLM_BATCH_MAX) return 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const llm_session *s = ss[i];
+    if (!s || s->m != b->m || !s->has_sampler || s->in_flight || s->opt.unfused || s->n_past + 1 >= s->opt.ctx)
+      return 0;
+    for (uint32_t j = 0; j < i; j++)
+      if (ss[j] == s) return 0;
+  }
+  return 1;
+}
+
+/* Records the step for ss[0..n) as members: the batched forward, then each session's sampler on its row. */
+static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, const llm_batch_member *now) {
+  drop_recording(b);
+  const llm_hparams *hp = &b->m->hp;
+  llm_fwd_token tk[LLM_BATCH_MAX];
+  wgllm_status st = WGLLM_OK;
+  for (uint32_t i = 0; !st && i < n; i++) {
+    llm_session *s = ss[i];
+    st = llm_scratch_add_decode(b->gpu, hp, &s->kv, &s->step_scratch, b->err, sizeof b->err);
+    uint32_t len = llm_bucket_len(s, now[i].bucket);
+    tk[i] = (llm_fwd_token){&s->kv,
+                            &s->rope,
+                            {b->pos, (uint64_t)i * SLOT_WORDS * 4, 4},
+                            s->step_scratch.attn_partial,
+                            s->step_scratch.attn_args,
+                            len >= s->opt.ctx ? 0 : len,
+                            s->opt.attn_grid};
+  }
+  if (st) return st;
+  gpu_recorder *rec = gpu_recorder_create(b->gpu, 1);
+  if (!rec) {
+    snprintf(b->err, sizeof b->err, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  st = llm_encode_forward_batch(rec, b->m, tk, n, &b->sc);
+  uint64_t row = (uint64_t)hp->n_vocab * 4;
+  for (uint32_t i = 0; !st && i < n; i++) {
+    llm_session *s = ss[i];
+    st = op_sample(rec, &s->sampler, (gpu_view){b->sc.logits, i * row, row}, gpu_whole(s->sampler_state),
+                   (gpu_view){b->out, (uint64_t)i * SLOT_WORDS * 4, 4}, gpu_whole(s->sampler_work), hp->n_vocab);
+  }
+  if (st) {
+    snprintf(b->err, sizeof b->err, "recording the batched step: %s", gpu_recorder_error(rec));
+    if (st == WGLLM_ERR_UNSUPPORTED) {
+      b->unsupported = 1;
+      snprintf(b->why, sizeof b->why, "%s", gpu_recorder_error(rec));
+    }
+    gpu_recorder_free(rec);
+    return st;
+  }
+  b->rec = rec;
+  memcpy(b->members, now, n * sizeof *now);
+  b->n_members = n;
+  b->recordings++;
+  return WGLLM_OK;
+}
+
+wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens) {
+  b->err[0] = 0;
+  if (!llm_batch_accepts(b, ss, n)) {
+    snprintf(b->err, sizeof b->err, "batched decode: %s",
+             b->unsupported ? b->why : "these sessions cannot step together (sampler, queued steps or context)");
+    return b->unsupported ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_INVALID_ARG;
+  }
+  llm_batch_member now[LLM_BATCH_MAX];
+  memset(now, 0, sizeof now);
+  for (uint32_t i = 0; i < n; i++)
+    now[i] = (llm_batch_member){ss[i], ss[i]->step_gen, llm_bucket_of(ss[i], ss[i]->n_past)};
+  wgllm_status st = WGLLM_OK;
+  if (!b->rec || n != b->n_members || memcmp(now, b->members, n * sizeof now[0])) st = record(b, ss, n, now);
+  if (st) return st;
+  uint32_t ids[LLM_BATCH_MAX], pos[LLM_BATCH_MAX * SLOT_WORDS];
+  memset(pos, 0, sizeof pos);
+  for (uint32_t i = 0; i < n; i++) {
+    ids[i] = (uint32_t)ss[i]->last_sampled;
+    pos[i * SLOT_WORDS] = ss[i]->n_past;
+  }
+  gpu_write(b->gpu, b->sc.ids, 0, ids, n * 4);
+  gpu_write(b->gpu, b->pos, 0, pos, (uint64_t)n * SLOT_WORDS * 4);
+  int slot;
+  st = gpu_recorder_run_readback(b->rec, b->rb, gpu_whole(b->out), &slot);
+  if (st) {
+    snprintf(b->err, sizeof b->err, "batched decode step: %s", gpu_recorder_error(b->rec));
+    return st;
+  }
+  uint32_t mine[LLM_BATCH_MAX * SLOT_WORDS];
+  st = gpu_readback_wait(b->rb, slot, mine, b->err, sizeof b->err);
+  if (st) return st;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t t = mine[i * SLOT_WORDS];
+    if (t >= b->m->hp.n_vocab) {
+      snprintf(b->err, sizeof b->err, "sampler returned token %u outside the vocabulary of %u", t, b->m->hp.n_vocab);
+      return WGLLM_ERR_INTERNAL;
+    }
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    llm_session *s = ss[i];
+    s->fed[s->n_past++] = s->last_sampled; /* the step fed the previous token */
+    s->last_sampled = (int32_t)mine[i * SLOT_WORDS];
+    s->ids_stale = 1;
+    tokens[i] = s->last_sampled;
+  }
+  return WGLLM_OK;
+}

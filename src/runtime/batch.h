@@ -1,0 +1,46 @@
+/* Batched decode across sessions: one recorded step feeds the last sampled token of each of up to
+   LLM_BATCH_MAX sessions of one model through one forward pass (each weight read once for all of them: the
+   fused GEMV with several tokens), each token attending over its own session's cache, then each session's
+   sampler picks its next token; one readback brings every id back. A server's concurrent requests decode this
+   way instead of one session after another. The recording is kept while the same sessions (in the same order,
+   with the same length buckets and samplers) step together, and recorded again when they change. */
+#ifndef WGLLM_BATCH_H
+#define WGLLM_BATCH_H
+#include "session.h"
+
+#define LLM_BATCH_MAX 8
+
+typedef struct llm_batch_member {
+  llm_session *s;
+  uint32_t gen;    /* its step_gen when recorded (a new sampler re-records) */
+  uint32_t bucket; /* its length bucket when recorded */
+} llm_batch_member;
+
+typedef struct llm_batch {
+  llm_model *m;
+  gpu_context *gpu;
+  llm_scratch sc;    /* activations of LLM_BATCH_MAX tokens; sc.ids [n] written each step */
+  gpu_buffer *pos;   /* [LLM_BATCH_MAX][64] u32: token i's position at i * 64 (a binding offset) */
+  gpu_buffer *out;   /* [LLM_BATCH_MAX][64] u32: token i's sampled id at i * 64 */
+  gpu_readback *rb;  /* of out */
+  gpu_recorder *rec; /* the step for members[0..n_members) */
+  llm_batch_member members[LLM_BATCH_MAX];
+  uint32_t n_members;
+  uint32_t recordings; /* how many times a step was recorded */
+  int unsupported;     /* the model cannot batch on this device: why says why */
+  char why[256];
+  char err[1024];
+} llm_batch;
+
+wgllm_status llm_batch_create(llm_model *m, llm_batch **out, char *err, size_t errlen);
+void llm_batch_free(llm_batch *b); /* NULL is a no-op */
+/* Drops the recording if it uses s (call before freeing s). */
+void llm_batch_forget(llm_batch *b, const llm_session *s);
+/* Whether ss[0..n) can step together: 2..LLM_BATCH_MAX sessions of the batch's model, each with a sampler set,
+   nothing queued and room for one more token, and a model the batched pass takes (else why is set). */
+int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n);
+/* One step for every session: feeds its last sampled token, samples the next into tokens[i] (the sessions'
+   positions, fed tokens and last sampled ids advance as llm_session_step_collect does). A model or shape the
+   batched pass turns out not to take is WGLLM_ERR_UNSUPPORTED with b->unsupported set (nothing ran). */
+wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens);
+#endif
