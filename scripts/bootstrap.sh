@@ -17,7 +17,8 @@ HDR_DIR='package/libs/apple/libwebgpu_dawn.xcframework/macos-arm64_x86_64/Header
 # libmicrohttpd-dev: `wgllm serve`'s HTTP server; nginx and curl: the server tests (load balancing, a second client)
 APT_PKGS="build-essential cmake pkg-config libvulkan1 libcjson-dev libpcre2-dev ca-certificates clang libclang-rt-14-dev
   libmicrohttpd-dev nginx curl"
-# the openai npm package (no dependencies; runs on Debian's node 18): tests/server/*.mjs drive `wgllm serve` with it
+# the openai npm package (no dependencies; documents Node 20+, its chat and completions need only what Debian's Node 18
+# has): tests/server/*.mjs drive `wgllm serve` with it
 OPENAI_PKG=openai@5.23.2
 OPENAI_SRI='sha512-MQBzmTulj+MM5O8SKEk/gL8a7s5mktS9zUtAkU257WjvobGc9nKcBuVwjyEEcb9SI8a8Y2G/mzn3vm9n1Jlleg=='
 OPENAI_DIR="$DEPS/node_modules/openai"

@@ -15,6 +15,9 @@ export const baseURL = `http://127.0.0.1:${port}/v1`;
 if (!port) throw new Error("WGLLM_SERVE_PORT is not set");
 
 export async function loadOpenAI() {
+  // openai 5 documents Node 20+; chat and completions need only fetch and web streams, which Debian's Node 18 has.
+  // Its File check (uploads only) gets node:buffer's File there, as its own message advises.
+  if (typeof File === "undefined") globalThis.File = (await import("node:buffer")).File;
   const dir = process.env.OPENAI_DIR || path.join(root, "third_party/node_modules/openai");
   if (!fs.existsSync(path.join(dir, "index.mjs"))) throw new Error(`no openai package in ${dir} (run scripts/bootstrap.sh)`);
   const mod = await import(pathToFileURL(path.join(dir, "index.mjs")).href);
