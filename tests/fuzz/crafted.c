@@ -1,6 +1,6 @@
 /* Crafted worst-case inputs for the resource bound of the fuzz harnesses (replay_main.c --bound --crafted NAME):
    files under 1 MB built to cost the most for each parser: GGUF headers with huge counts, 50,000 keys, 12,000
-   tensors, 60,000-token vocabularies; tokenizer.json files nested to cJSON's limit, with 30,000 merges or 15,000
+   tensors, 31,000-token vocabularies; tokenizer.json files nested to cJSON's limit, with 25,000 merges or 15,000
    added tokens; config.json files of huge numbers; safetensors headers of 12,000 tensors; texts of one unbroken word
    (512 KB) for each real tokenizer; chat templates of nested loops, string doubling, deep recursion and
    large lists. Built in memory at run time (not committed: several MB). */
@@ -42,6 +42,20 @@ static void rep(buf *b, const char *s, size_t times) {
   for (size_t i = 0; i < times; i++)
     puts_(b, s);
 }
+
+/* A vocabulary whose merges are all valid: the 26 letters, the numbers 0..N-1 as strings, then every letter
+   followed by a number; merge k joins letter k % 26 and number k / 26 into their concatenation. */
+#define VOC_NUMS 1200
+static size_t voc_size(size_t n_pairs) { return 26 + VOC_NUMS + n_pairs; }
+static void voc_token(size_t i, char *out, size_t cap) {
+  if (i < 26)
+    snprintf(out, cap, "%c", (char)('a' + i));
+  else if (i < 26 + VOC_NUMS)
+    snprintf(out, cap, "%zu", i - 26);
+  else
+    snprintf(out, cap, "%c%zu", (char)('a' + (i - 26 - VOC_NUMS) % 26), (i - 26 - VOC_NUMS) / 26);
+}
+static void voc_merge(size_t k, char *out, size_t cap) { snprintf(out, cap, "%c %zu", (char)('a' + k % 26), k / 26); }
 
 /* ---- GGUF ---- */
 enum { G_U8 = 0, G_U32 = 4, G_I32 = 5, G_F32 = 6, G_STR = 8, G_ARR = 9 };
@@ -125,8 +139,9 @@ static void gguf_case(int i, buf *b, char *name) {
       u32(b, 0x3f800000u);
     return;
   }
-  case 5: { /* a gpt2 vocabulary of 60,000 tokens and 8,000 merges, with a model's hyperparameters */
-    strcpy(name, "gguf_60k_tokens");
+  case 5: { /* a gpt2 vocabulary of 31,000 tokens and 29,800 merges, with a model's hyperparameters */
+    strcpy(name, "gguf_31k_tokens_30k_merges");
+    size_t np = 29800, nt = voc_size(np);
     ghead(b, 0, 8);
     gkv_str(b, "general.architecture", "llama");
     gkv_u32(b, "llama.embedding_length", 64);
@@ -137,19 +152,19 @@ static void gguf_case(int i, buf *b, char *name) {
     gstr(b, "tokenizer.ggml.tokens");
     u32(b, G_ARR);
     u32(b, G_STR);
-    u64(b, 60000);
-    for (int t = 0; t < 60000; t++) {
-      char tk[16];
-      snprintf(tk, sizeof tk, "%c%d", 'a' + t % 26, t / 26);
+    u64(b, nt);
+    for (size_t t = 0; t < nt; t++) {
+      char tk[24];
+      voc_token(t, tk, sizeof tk);
       gstr(b, tk);
     }
     gstr(b, "tokenizer.ggml.merges");
     u32(b, G_ARR);
     u32(b, G_STR);
-    u64(b, 8000);
-    for (int t = 0; t < 8000; t++) {
+    u64(b, np);
+    for (size_t t = 0; t < np; t++) {
       char m[24];
-      snprintf(m, sizeof m, "%c %d", 'a' + t % 26, t / 26);
+      voc_merge(t, m, sizeof m);
       gstr(b, m);
     }
     return;
@@ -169,19 +184,25 @@ static void tj_case(int i, buf *b, char *name) {
     rep(b, "]", 500000);
     puts_(b, "}");
     return;
-  case 1: /* byte-level BPE: 30,000 vocabulary entries and 30,000 merges */
-    strcpy(name, "tokenizer_json_30k_merges");
-    puts_(b, "{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": {\"type\": "
-             "\"ByteLevel\", \"add_prefix_space\": false, \"trim_offsets\": true, \"use_regex\": true}, "
-             "\"post_processor\": null, \"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", "
-             "\"vocab\": {");
-    for (int t = 0; t < 30000; t++)
-      printf_(b, "%s\"%c%d\": %d", t ? ", " : "", 'a' + t % 26, t / 26, t);
+  case 1: { /* BPE: 27,000 vocabulary entries and 25,000 merges, a text of every merge */
+    strcpy(name, "tokenizer_json_25k_merges");
+    size_t np = 25000, nt = voc_size(np);
+    puts_(b, "{\"version\": \"1.0\", \"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": null, "
+             "\"post_processor\": null, \"decoder\": null, \"model\": {\"type\": \"BPE\", \"vocab\": {");
+    for (size_t t = 0; t < nt; t++) {
+      char tk[24];
+      voc_token(t, tk, sizeof tk);
+      printf_(b, "%s\"%s\": %zu", t ? ", " : "", tk, t);
+    }
     puts_(b, "}, \"merges\": [");
-    for (int t = 0; t < 30000; t++)
-      printf_(b, "%s\"%c %d\"", t ? ", " : "", 'a' + t % 26, t / 26);
+    for (size_t t = 0; t < np; t++) {
+      char m[24];
+      voc_merge(t, m, sizeof m);
+      printf_(b, "%s\"%s\"", t ? ", " : "", m);
+    }
     puts_(b, "]}}");
     return;
+  }
   case 2: /* 15,000 added special tokens */
     strcpy(name, "tokenizer_json_15k_added");
     puts_(b, "{\"added_tokens\": [");
@@ -306,17 +327,24 @@ static void gt_case(int i, buf *b, char *name) {
     name[0] = 0;
     return;
   }
-  strcpy(name, i ? "gguf_tokenizer_50k_llama" : "gguf_tokenizer_50k_gpt2");
+  strcpy(name, i ? "gguf_tokenizer_llama_24k_merges" : "gguf_tokenizer_gpt2_24k_merges");
   uint8_t head[4] = {(uint8_t)(i ? 0x20 : 0x01), 0x03, 1, 2};
   put(b, head, 4);
-  for (int t = 0; t < 50000; t++)
-    printf_(b, "%c%d\n", 'a' + t % 26, t / 26);
+  size_t np = 24000, nt = voc_size(np);
+  for (size_t t = 0; t < nt; t++) {
+    char tk[24];
+    voc_token(t, tk, sizeof tk);
+    printf_(b, "%s\n", tk);
+  }
   puts_(b, "\n");
-  for (int t = 0; t < 20000; t++)
-    printf_(b, "%c %d\n", 'a' + t % 26, t / 26);
+  for (size_t t = 0; t < np; t++) {
+    char m[24];
+    voc_merge(t, m, sizeof m);
+    printf_(b, "%s\n", m);
+  }
   puts_(b, "\n");
   while (b->n < MB - 8)
-    puts_(b, "a1b2");
+    puts_(b, "a17b3z9");
 }
 
 /* ---- chat_template: flags byte, template (rendered with the default limits under --bound) ---- */
