@@ -43,7 +43,9 @@ static void usage(FILE *f) {
          "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
          "  --sampled: sample with t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1\n"
          "  --parallel N: N sessions (2..8) decode together, batched in one step and one after another\n"
-         "       wgllm bench --synthetic NAME --write-gguf OUT.gguf  (the Llama shapes)\n"
+         "       wgllm bench --synthetic NAME --write-gguf OUT.gguf [--vocab DIR]  (the Llama shapes)\n"
+         "  --vocab DIR: embed DIR's tokenizer.json (+ tokenizer_config.json) as llama.cpp writes a Llama 3 GGUF\n"
+         "       (e.g. third_party/tokenizers/llama3: the file then takes text, for wgllm run / serve)\n"
          "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
          "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), tiny, gemma4-tiny (tests)\n"
          "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
@@ -334,6 +336,7 @@ static int load_model(const cli_common *c, gpu_context **gpu, llm_model **m) {
 enum {
   K_SYNTHETIC = 1024,
   K_WRITE_GGUF,
+  K_VOCAB,
   K_PROMPT,
   K_KV_LIST,
   K_GEN,
@@ -350,6 +353,8 @@ enum {
 static const cli_opt bench_opts[] = {
     {K_SYNTHETIC, "--synthetic", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_BENCH, "a synthetic model of a real shape"},
     {K_WRITE_GGUF, "--write-gguf", CLI_TEXT, "OUT.gguf", 0, 0, 0, CLI_CMD_BENCH, "write the synthetic model"},
+    {K_VOCAB, "--vocab", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_BENCH,
+     "Hugging Face tokenizer directory to embed in --write-gguf's file (Llama 3's kind)"},
     {K_PROMPT, "--prompt", CLI_TEXT, "P[,P...]", 0, 0, 0, CLI_CMD_BENCH, "prompt lengths, up to 8 (default 128)"},
     {K_KV_LIST, "--kv-list", CLI_TEXT, "f32,f16", 0, 0, 0, CLI_CMD_BENCH, "KV cache types to measure"},
     {K_GEN, "--gen", CLI_INT, "G", 1, 1 << 24, 0, CLI_CMD_BENCH, "tokens decoded a run (default 64)"},
@@ -367,7 +372,7 @@ static const cli_opt bench_opts[] = {
 
 typedef struct bench_args {
   cli_common c;
-  const char *synthetic, *write_gguf;
+  const char *synthetic, *write_gguf, *vocab;
   uint32_t Ps[8], nP, G, runs, group, prefill_runs;
   int kvs[2], nkv, depth, json, profile;
   uint32_t parallel;
@@ -383,6 +388,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_WRITE_GGUF:
     a->write_gguf = v->text;
+    break;
+  case K_VOCAB:
+    a->vocab = v->text;
     break;
   case K_PROMPT: /* one length or a comma list: one result per length */
     a->nP = 0;
@@ -460,12 +468,17 @@ int main(int argc, char **argv) {
   uint32_t *Ps = a.Ps, nP = a.nP, G = a.G, runs = a.runs, group = a.group, prefill_runs = a.prefill_runs;
   int *kvs = a.kvs, nkv = a.nkv, depth = a.depth, json = a.json, profile = a.profile;
   char err[1024];
+  if (a.vocab && !write_gguf) {
+    fprintf(stderr, "wgllm bench: --vocab needs --write-gguf OUT.gguf\n");
+    return 2;
+  }
   if (write_gguf) {
     if (!synthetic) {
       fprintf(stderr, "wgllm bench: --write-gguf needs --synthetic NAME\n");
       return 2;
     }
-    wgllm_status s = llm_synthetic_write_gguf(synthetic, write_gguf, err, sizeof err);
+    llm_synthetic_gguf_opts o = {.vocab_dir = a.vocab};
+    wgllm_status s = llm_synthetic_write_gguf_opts(synthetic, write_gguf, &o, err, sizeof err);
     if (s) {
       fprintf(stderr, "wgllm bench: %s\n", err);
       return 1;

@@ -1,10 +1,12 @@
 /* Synthetic benchmark models: the in-memory q4gsw model and the GGUF file written from the same generator
    compute the same logits (so other engines can be measured on identical weights), the small Gemma 4 shape runs
    (finite logits, decode as prefill, a KV cache of the owning layers only), and `wgllm bench` runs and reports
-   every JSON field. */
+   every JSON field; a synthetic GGUF with an embedded Hugging Face tokenizer encodes as that tokenizer.json. */
 #include "harness.h"
 #include "model_synthetic.h"
 #include "session.h"
+#include "tokenizer_load.h"
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +97,98 @@ static void gemma4_tiny(gpu_context *gpu) {
         "gemma4-tiny GGUF: %s", err);
 }
 
+/* the ids of text from both tokenizers (BOS added, special tokens parsed) are the same */
+static void same_ids(const tokenizer *a, const tokenizer *b, const char *text) {
+  char err[256];
+  int32_t *ia = NULL, *ib = NULL;
+  size_t na = 0, nb = 0;
+  CHECK(tok_encode(a, text, strlen(text), 1, 1, &ia, &na, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(tok_encode(b, text, strlen(text), 1, 1, &ib, &nb, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(na == nb && na > 1 && ia && ib && !memcmp(ia, ib, na * sizeof *ia),
+        "\"%s\": %zu ids from the GGUF, %zu from tokenizer.json (first %d vs %d)", text, na, nb, na ? ia[0] : -1,
+        nb ? ib[0] : -1);
+  free(ia);
+  free(ib);
+}
+
+/* --vocab: the tiny shape with the default model's 2048-token vocabulary written into its GGUF (the embedding
+   widened to 2100 rows, so the ids past the vocabulary's are padding) loads a GGUF tokenizer that encodes like the
+   tokenizer.json it came from; the vocabulary as given (merges as [a, b] pairs) and rewritten (merges as "a b" strings,
+   a non-special added token at the next id, as tokenizers would give it whatever the file said, bos_token as
+   {"content": ...}, a chat template); a vocabulary over the shape's 512 is refused. */
+static void vocab_gguf(void) {
+  char err[1024], path[256], dir[256], f[300];
+  snprintf(path, sizeof path, "/tmp/wgllm-synth-vocab-%d.gguf", (int)getpid());
+  snprintf(dir, sizeof dir, "/tmp/wgllm-synth-vocab-%d", (int)getpid());
+  /* the rewritten copy */
+  char *js = th_read_file("../models/default/tokenizer.json", NULL);
+  cJSON *tj = js ? cJSON_Parse(js) : NULL;
+  free(js);
+  CHECK(tj != NULL, "../models/default/tokenizer.json");
+  if (!tj) return;
+  cJSON *merges = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(tj, "model"), "merges"), *it;
+  cJSON *strs = cJSON_CreateArray();
+  cJSON_ArrayForEach(it, merges) {
+    char m[256];
+    snprintf(m, sizeof m, "%s %s", cJSON_GetArrayItem(it, 0)->valuestring, cJSON_GetArrayItem(it, 1)->valuestring);
+    cJSON_AddItemToArray(strs, cJSON_CreateString(m));
+  }
+  cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(tj, "model"), "merges", strs);
+  cJSON *extra = cJSON_Parse("{\"id\": 2048, \"content\": \"<tool>\", \"single_word\": false, \"lstrip\": false, "
+                             "\"rstrip\": false, \"normalized\": false, \"special\": false}");
+  cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(tj, "added_tokens"), extra);
+  char *out = cJSON_PrintUnformatted(tj);
+  cJSON_Delete(tj);
+  const char *cfg = "{\"bos_token\": {\"content\": \"<|begin_of_text|>\"}, \"eos_token\": \"<|end_of_text|>\", "
+                    "\"chat_template\": \"{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}\"}";
+  snprintf(f, sizeof f, "mkdir -p %s", dir);
+  CHECK(system(f) == 0, "%s", f);
+  FILE *fp;
+  snprintf(f, sizeof f, "%s/tokenizer.json", dir);
+  CHECK((fp = fopen(f, "wb")) && fputs(out, fp) >= 0 && !fclose(fp), "%s", f);
+  snprintf(f, sizeof f, "%s/tokenizer_config.json", dir);
+  CHECK((fp = fopen(f, "wb")) && fputs(cfg, fp) >= 0 && !fclose(fp), "%s", f);
+  free(out);
+  const char *texts[] = {"Hello world", "The quick brown fox's 12345 jumps\n\n  over   the lazy dog.",
+                         "<|begin_of_text|>hi<|end_of_text|> there",
+                         "na\xc3\xafve caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e <tool>x"};
+  const char *dirs[] = {"../models/default", dir};
+  for (int d = 0; d < 2; d++) {
+    llm_synthetic_gguf_opts o = {.vocab_dir = dirs[d], .n_vocab = 2100};
+    CHECK(llm_synthetic_write_gguf_opts("tiny", path, &o, err, sizeof err) == WGLLM_OK, "%s: %s", dirs[d], err);
+    tokenizer *g = NULL, *h = NULL;
+    char *ctg = NULL, *cth = NULL;
+    CHECK(llm_load_tokenizer(path, &g, &ctg, err, sizeof err) == WGLLM_OK, "%s's GGUF tokenizer: %s", dirs[d], err);
+    CHECK(llm_load_tokenizer(dirs[d], &h, &cth, err, sizeof err) == WGLLM_OK, "%s: %s", dirs[d], err);
+    if (g && h) {
+      for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        same_ids(g, h, texts[i]);
+      size_t len = 0;
+      const char *pad = tok_piece(g, 2050, &len);
+      CHECK(tok_vocab_size(g) == 2100 && pad && len == 9 && !memcmp(pad, "[PAD2050]", 9) && tok_is_special(g, 2050),
+            "%s: vocab %zu, piece 2050 %.*s", dirs[d], tok_vocab_size(g), pad ? (int)len : 0, pad ? pad : "");
+      CHECK(tok_bos(g) == tok_bos(h) && tok_bos(g) == 2046 && tok_eos(g) == tok_eos(h) && tok_eos(g) == 2047,
+            "%s: bos %d/%d eos %d/%d", dirs[d], tok_bos(g), tok_bos(h), tok_eos(g), tok_eos(h));
+      CHECK(d ? (ctg && cth && !strcmp(ctg, cth) && !tok_is_special(g, 2048)) : !ctg && !cth,
+            "%s: chat template %s vs %s", dirs[d], ctg ? ctg : "(none)", cth ? cth : "(none)");
+    }
+    tok_free(g);
+    tok_free(h);
+    free(ctg);
+    free(cth);
+    unlink(path);
+  }
+  printf("synthetic tiny with a 2048-token vocabulary: GGUF tokenizer ids = tokenizer.json ids\n");
+  llm_synthetic_gguf_opts o = {.vocab_dir = "../models/default"};
+  CHECK(llm_synthetic_write_gguf_opts("tiny", path, &o, err, sizeof err) == WGLLM_ERR_INVALID_ARG &&
+            strstr(err, "2048") && strstr(err, "512") && access(path, F_OK) != 0,
+        "a vocabulary over n_vocab: %s", err);
+  snprintf(f, sizeof f, "rm -r %s", dir);
+  CHECK(system(f) == 0, "%s", f);
+}
+
 int main(void) {
+  vocab_gguf();
   gpu_context *gpu = th_gpu();
   char err[1024], path[256];
   snprintf(path, sizeof path, "/tmp/wgllm-synth-%d.gguf", (int)getpid());

@@ -407,9 +407,15 @@ static wgllm_status fill_tensor(void *user, size_t i, gguf_sink *sink) {
 }
 
 wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *err, size_t errlen) {
+  return llm_synthetic_write_gguf_opts(name, path, NULL, err, errlen);
+}
+
+wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, const llm_synthetic_gguf_opts *o,
+                                           char *err, size_t errlen) {
   llm_hparams hp;
   wgllm_status s = llm_synthetic_hparams(name, &hp, err, errlen);
   if (s) return s;
+  if (o && o->n_vocab) hp.n_vocab = o->n_vocab;
   if (hp.arch != LLM_ARCH_LLAMA) { /* wgllm reads no Gemma 4 GGUF: a file of it would be a guess */
     snprintf(err, errlen, "gemma4 synthetic shapes have no GGUF form (\"%s\"; the Llama shapes have)", name);
     llm_hparams_free(&hp);
@@ -437,6 +443,13 @@ wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *
   gguf_writer_kv_f32(w, "llama.attention.layer_norm_rms_epsilon", hp.norm_eps);
   gguf_writer_kv_f32(w, "llama.rope.freq_base", 500000.0f);
   gguf_writer_kv_u32(w, "llama.vocab_size", hp.n_vocab);
+  if (o && o->vocab_dir) s = llm_synthetic_vocab_kv(w, o->vocab_dir, hp.n_vocab, err, errlen);
+  if (s) {
+    gguf_writer_free(w);
+    free(t);
+    llm_hparams_free(&hp);
+    return s;
+  }
   size_t nt = list_tensors(&hp, NULL, NULL, t);
   for (size_t i = 0; i < nt; i++) {
     uint64_t ne[2] = {t[i].K ? t[i].K : t[i].N, t[i].N}; /* innermost first: [N][K] is ne = {K, N} */
