@@ -277,7 +277,7 @@ static void check_limit(const char *name, const char *tmpl, jinja_limits lim, co
 
 static void check_limits(void) {
   jinja_limits d = jinja_default_limits(), l;
-  CHECK(d.max_output == 16u << 20 && d.max_memory == (size_t)256 << 20 && d.max_iterations == 1000000 &&
+  CHECK(d.max_output == 16u << 20 && d.max_memory == (size_t)64 << 20 && d.max_iterations == 1000000 &&
             d.max_steps == 50000000 && d.max_depth == 64,
         "default limits changed: update docs/CHAT_TEMPLATES.md");
   l = d;

@@ -19,7 +19,7 @@ typedef struct jinja_template jinja_template;
    render fails with WGLLM_ERR_INVALID_ARG naming the limit and the line. */
 typedef struct jinja_limits {
   size_t max_output;       /* bytes of rendered text, and of any one string or captured block (16 MiB) */
-  size_t max_memory;       /* bytes the render may hold for values at once (256 MiB) */
+  size_t max_memory;       /* bytes the render may hold for values at once (64 MiB) */
   uint64_t max_iterations; /* loop iterations over the whole render, also the longest list (1,000,000) */
   uint64_t max_steps;      /* evaluated expressions and statements, plus bytes scanned / 64 (50,000,000) */
   int max_depth;           /* nested macro calls (64) */

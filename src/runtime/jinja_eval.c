@@ -20,7 +20,7 @@ jinja_limits jinja_default_limits(void) {
   jinja_limits l;
   memset(&l, 0, sizeof l);
   l.max_output = 16u << 20;
-  l.max_memory = (size_t)256 << 20;
+  l.max_memory = (size_t)64 << 20; /* 256 MiB let a 130-byte template hold 245 MB (issue 13: 100 MB) */
   l.max_iterations = 1000000;
   l.max_steps = 50000000;
   l.max_depth = 64;

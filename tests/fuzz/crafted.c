@@ -359,6 +359,8 @@ static void ct_case(int i, buf *b, char *name) {
       {"macro_recursion", "{% macro f(n) %}{{ f(n + 1) }}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"},
       {"steps", "{% for i in range(1000000) %}{% if (i * 7 // 3) % 5 == 1 and i is odd %}{% endif %}{% endfor %}"},
       {"output_flood", "{% for i in range(1000000) %}{{ 'abcdefghijklmnopqrstuvwxyz' * 40 }}{% endfor %}"},
+      {"many_big_strings", "{% set ns = namespace(l=[]) %}{% for i in range(40) %}{% set ns.l = ns.l + [('x' * "
+                           "16000000) ~ i] %}{% endfor %}{{ ns.l|length }}"},
       {"dict_growth", "{% set ns = namespace(d={}) %}{% for i in range(1000000) %}{% set ns.d = dict(ns.d, **{"
                       "i|string: i}) %}{% endfor %}"},
   };
