@@ -2,7 +2,8 @@
 # Load test of `wgllm serve` (docs/TESTING.md records its figures): the default model with 8 sessions, and
 # tests/server/load.mjs's 16 concurrent streaming openai clients x 8 requests x 8 tokens; every request must
 # complete with its token count and text, and the server's memory stay flat.
-# Usage: tests/test_server_load.sh BUILD_DIR  (CLIENTS, REQUESTS, MAX_TOKENS, PARALLEL override the sizes)
+# Usage: tests/test_server_load.sh BUILD_DIR  (CLIENTS, REQUESTS, MAX_TOKENS, PARALLEL override the sizes; SERVE_ARGS
+# adds server options, e.g. "--weights q4" or "--weights q4 --no-batch")
 set -u
 BUILD="$(cd "${1:?usage: tests/test_server_load.sh BUILD_DIR}" && pwd)"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -10,7 +11,8 @@ TMP=$(mktemp -d)
 . "$ROOT/tests/server/serve_lib.sh"
 trap 'cleanup_servers; rm -rf "$TMP"' EXIT
 need_tools node
-start_server load -np "${PARALLEL:-8}" || exit 1
+# shellcheck disable=SC2086 # SERVE_ARGS: options, split on spaces
+start_server load -np "${PARALLEL:-8}" ${SERVE_ARGS:-} || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
 node "$ROOT/tests/server/load.mjs"
 rc=$?

@@ -80,6 +80,7 @@ typedef struct cli_common {
   int attn_grid;             /* --attn-grid worst|indirect (1: indirect) */
   const char *chat_template; /* --chat-template NAME */
   uint64_t max_binding;      /* --max-binding BYTES: split weights over it (0: the device's limit) */
+  int no_batch;              /* --no-batch (serve): running requests decoded one after another, not batched */
   int verbose;               /* -v */
   int help;                  /* -h: the command prints its usage */
   char ignored[4][40];       /* -t / -ngl as given: accepted for llama.cpp compatibility, noted with -v */

@@ -369,7 +369,19 @@ void cli_print_options(FILE *f, unsigned cmd, const cli_opt *const *tables) {
 }
 
 /* ---------- the model and session options ---------- */
-enum { K_WEIGHTS = 256, K_KV, K_UBATCH, K_ADAPTER, K_NO_F16, K_UNFUSED, K_ATTN_GRID, K_MAX_BINDING, K_TOGGLES, K_NGL };
+enum {
+  K_WEIGHTS = 256,
+  K_KV,
+  K_UBATCH,
+  K_ADAPTER,
+  K_NO_F16,
+  K_UNFUSED,
+  K_ATTN_GRID,
+  K_MAX_BINDING,
+  K_TOGGLES,
+  K_NGL,
+  K_NO_BATCH
+};
 
 const cli_opt cli_common_opts[] = {
     {'m', "-m --model", CLI_TEXT, "PATH", 0, 0, 0, CLI_CMD_ALL, "a Hugging Face directory or a .gguf file"},
@@ -396,6 +408,8 @@ const cli_opt cli_common_opts[] = {
     {K_MAX_BINDING, "--max-binding", CLI_INT, "BYTES", 1024, INFINITY, 0, CLI_CMD_MODEL,
      "split weights over BYTES, as a small device would (default: its limit)"},
     {K_TOGGLES, "--dawn-toggles", CLI_TEXT, "A,B", 0, 0, 0, CLI_CMD_BENCH, "Dawn device toggles (measurements)"},
+    {K_NO_BATCH, "--no-batch", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
+     "decode the running requests one after another, not in one batched pass (comparisons)"},
     {'t', "-t --threads", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN,
      "accepted for llama.cpp compatibility, ignored (all runs on the GPU)"},
     {K_NGL, "-ngl --n-gpu-layers --gpu-layers", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN,
@@ -442,6 +456,9 @@ int cli_common_set(cli_common *c, int key, const cli_value *v) {
     return 0;
   case K_TOGGLES:
     c->toggles = v->text;
+    return 0;
+  case K_NO_BATCH:
+    c->no_batch = 1;
     return 0;
   case 't':
   case K_NGL:
@@ -666,6 +683,7 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
   mp.no_tokenizer = no_tokenizer;
   mp.chat_template = c->chat_template;
   mp.max_binding_bytes = c->max_binding;
+  mp.no_batch = c->no_batch;
   mp.progress = show_load;
   cli_progress_begin(&g_load);
   double t0 = cli_now();

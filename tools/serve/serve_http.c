@@ -550,13 +550,15 @@ static void on_completed(void *cls, struct MHD_Connection *mc, void **con_cls, e
                       : toe == MHD_REQUEST_TERMINATED_DAEMON_SHUTDOWN ? " (shutdown)"
                       : toe == MHD_REQUEST_TERMINATED_CLIENT_ABORT    ? " (client closed)"
                                                                       : " (connection error)";
-    uint32_t gen = 0;
+    uint32_t gen = 0, batched = 0;
     if (c->task) {
       serve_sched_lock(h->sched);
       gen = c->task->usage.completion_tokens;
+      batched = c->task->batched_tokens;
       serve_sched_unlock(h->sched);
     }
-    fprintf(stderr, "wgllm serve: %s %d, %u tokens, %.3f s%s\n", c->what, c->status, gen, now_s() - c->t0, how);
+    fprintf(stderr, "wgllm serve: %s %d, %u tokens (%u batched), %.3f s%s\n", c->what, c->status, gen, batched,
+            now_s() - c->t0, how);
   }
   /* a task not finished (the client went away, or the stream broke) is cancelled here */
   serve_sched_release(h->sched, c->task);

@@ -285,6 +285,7 @@ static void end_job(serve_sched *s, int k) {
     t->usage.prompt_tokens = st.prompt_tokens;
     t->usage.cached_tokens = st.cached_tokens;
     t->usage.completion_tokens = st.generated_tokens;
+    t->batched_tokens = st.batched_tokens;
     t->finish_reason = st.stop == WGLLM_STOP_MAX_TOKENS || st.stop == WGLLM_STOP_CONTEXT ? "length" : "stop";
     const char *e = wgllm_job_error(job);
     if (e[0] && !t->failed) task_fail(t, 500, "server_error", NULL, e);

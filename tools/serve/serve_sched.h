@@ -24,7 +24,8 @@ typedef struct serve_task {
   serve_error err;
   const char *finish_reason; /* "stop" or "length" once done */
   serve_usage usage;
-  int cancelled; /* set by the HTTP side: the client went away */
+  uint32_t batched_tokens; /* of usage.completion_tokens, those decoded in a pass batched with other requests */
+  int cancelled;           /* set by the HTTP side: the client went away */
   /* scheduler-private */
   int refs;          /* the HTTP side's and the scheduler's: freed when both let go */
   pthread_cond_t cv; /* signalled whenever the fields above change */
