@@ -21,7 +21,7 @@ static wgllm_status attention_tokens(const llm_fwd *f, uint32_t l, gpu_buffer *q
   uint32_t hd = llm_layer_head_dim(hp, l), nq = llm_layer_q_width(hp, l), src = llm_layer_kv_source(hp, l);
   uint32_t rep = hp->n_head / llm_layer_n_head_kv(hp, l), rot = llm_layer_rot_dim(hp, l);
   wgllm_status st = WGLLM_OK;
-  for (uint32_t i = 0; !st && i < f->T; i++) {
+  for (uint32_t i = 0; !st && i < f->n_seq; i++) {
     const llm_fwd_token *tk = &f->tokens[i];
     gpu_buffer *rope_cs = llm_layer_rope_local(hp, l) && tk->rope->local ? tk->rope->local : tk->rope->global;
     op_kv_layout gl;

@@ -275,15 +275,16 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
   return !no;
 }
 
-wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t T,
-                                      const llm_scratch *s) {
+wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
+                                      uint32_t T, const llm_scratch *s) {
   static const llm_forward_opts defaults = {0};
   char why[160];
   if (!llm_batch_forward_ok(rec, m, T, why, sizeof why))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "batched decode: %s", why);
-  if (T > s->cap || T > s->logit_rows)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "batched forward: T=%u over scratch %u/%u", T, s->cap, s->logit_rows);
-  llm_fwd f = {rec, m, tokens[0].kv, tokens[0].rope, s, T, &defaults, 1, tokens};
+  if (T > s->cap || T > s->logit_rows || n == 0 || n > T)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "batched forward: %u of T=%u over scratch %u/%u", n, T, s->cap,
+                   s->logit_rows);
+  llm_fwd f = {rec, m, tokens[0].kv, tokens[0].rope, s, T, &defaults, 1, tokens, n};
   return llm_forward_llama(&f, T);
 }
 

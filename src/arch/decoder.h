@@ -108,9 +108,11 @@ typedef struct llm_fwd_token {
 /* Whether the model's T-token batched pass can be recorded on this device (the fused GEMV for T tokens, RoPE in
    the attention, row offsets that are binding offsets); why not into why. */
 int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char *why, size_t whylen);
-/* Records it: ids [T] in s->ids, logits [T][n_vocab] into s->logits. */
-wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t T,
-                                      const llm_scratch *s);
+/* Records it for n sessions' tokens in T >= n rows (rows n.. pad the projections, so that a few token counts
+   serve every batch: each is a pipeline to compile): ids [T] in s->ids, logits [T][n_vocab] into s->logits,
+   rows n.. meaningless. */
+wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
+                                      uint32_t T, const llm_scratch *s);
 
 /* ---- the blocks the families' forward passes are built from (blocks.c) ---- */
 /* One forward pass being recorded: what every block reads. */
@@ -123,7 +125,9 @@ typedef struct llm_fwd {
   uint32_t T;
   const llm_forward_opts *fo;
   int fused;                   /* one token (or a batch) through the fused decode kernels */
-  const llm_fwd_token *tokens; /* batched decode: [T] what each token's attention reads; NULL otherwise */
+  const llm_fwd_token *tokens; /* batched decode: [n_seq] what each token's attention reads; NULL otherwise */
+  uint32_t n_seq;              /* batched decode: the sessions' tokens, the first n_seq of the T rows (the rest
+                                  pad the GEMVs to a token count of which a pipeline exists) */
 } llm_fwd;
 /* Whether every projection of the model takes the fused decode GEMV for T tokens (1 for a decode step). */
 int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T);

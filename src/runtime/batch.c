@@ -8,6 +8,13 @@
 
 #define SLOT_WORDS 64 /* u32 words between tokens in pos / out: 256 bytes, a binding offset on every device */
 
+uint32_t llm_batch_rows(uint32_t n) {
+  uint32_t t = 2;
+  while (t < n)
+    t *= 2;
+  return t;
+}
+
 wgllm_status llm_batch_create(llm_model *m, llm_batch **out, char *err, size_t errlen) {
   *out = NULL;
   llm_batch *b = calloc(1, sizeof *b);
@@ -95,7 +102,7 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
     snprintf(b->err, sizeof b->err, "out of host memory");
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
-  st = llm_encode_forward_batch(rec, b->m, tk, n, &b->sc);
+  st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc);
   uint64_t row = (uint64_t)hp->n_vocab * 4;
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];
@@ -132,13 +139,13 @@ wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, in
   wgllm_status st = WGLLM_OK;
   if (!b->rec || n != b->n_members || memcmp(now, b->members, n * sizeof now[0])) st = record(b, ss, n, now);
   if (st) return st;
-  uint32_t ids[LLM_BATCH_MAX], pos[LLM_BATCH_MAX * SLOT_WORDS];
+  uint32_t ids[LLM_BATCH_MAX] = {0}, pos[LLM_BATCH_MAX * SLOT_WORDS]; /* padding rows: token 0 */
   memset(pos, 0, sizeof pos);
   for (uint32_t i = 0; i < n; i++) {
     ids[i] = (uint32_t)ss[i]->last_sampled;
     pos[i * SLOT_WORDS] = ss[i]->n_past;
   }
-  gpu_write(b->gpu, b->sc.ids, 0, ids, n * 4);
+  gpu_write(b->gpu, b->sc.ids, 0, ids, llm_batch_rows(n) * 4);
   gpu_write(b->gpu, b->pos, 0, pos, (uint64_t)n * SLOT_WORDS * 4);
   int slot;
   st = gpu_recorder_run_readback(b->rec, b->rb, gpu_whole(b->out), &slot);

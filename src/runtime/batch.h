@@ -32,6 +32,9 @@ typedef struct llm_batch {
   char err[1024];
 } llm_batch;
 
+/* The rows a batch of n sessions runs in: 2, 4 or 8 (the rows past n pad the projections, so three token counts,
+   three sets of pipelines, serve every batch: on lavapipe a pipeline takes seconds to compile) */
+uint32_t llm_batch_rows(uint32_t n);
 wgllm_status llm_batch_create(llm_model *m, llm_batch **out, char *err, size_t errlen);
 void llm_batch_free(llm_batch *b); /* NULL is a no-op */
 /* Drops the recording if it uses s (call before freeing s). */
