@@ -10,6 +10,7 @@
 #include "tokenizer.h"
 #include "tokenizer_load.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -666,6 +667,157 @@ static void gguf_bad_arrays(void) {
   }
 }
 
+/* Issue 13's numeric fields of a GGUF tokenizer: scores / token_type of another type or length, scores not
+   finite, token types outside 1..6, flags that are not bools of 0 or 1, token ids of another type, negative or
+   outside the vocabulary, and a "llama" vocabulary without scores: each refused naming the key and what is
+   wrong. The same file with the fields right loads, an i32 id and absent token types included. */
+enum {
+  NF_OK,
+  NF_I32_EOS,
+  NF_NO_TYPES,
+  NF_NO_SCORES,
+  NF_SCORES_I32,
+  NF_SCORES_SCALAR,
+  NF_SCORES_SHORT,
+  NF_SCORES_F64,
+  NF_TYPES_U32,
+  NF_TYPES_LONG,
+  NF_SCORE_NAN,
+  NF_SCORE_INF,
+  NF_SCORE_NEG_INF,
+  NF_TYPE_0,
+  NF_TYPE_7,
+  NF_TYPE_NEG,
+  NF_ADD_BOS_U32,
+  NF_ADD_EOS_I8,
+  NF_SPACE_PREFIX_U8,
+  NF_ADD_BOS_BYTE_2,
+  NF_BOS_U64,
+  NF_BOS_BOOL,
+  NF_BOS_F32,
+  NF_BOS_STR,
+  NF_EOS_NEG,
+  NF_EOS_OUT,
+  NF_N
+};
+
+static void gguf_numeric_write(gguf_writer *w, int v) {
+  static const char *toks[] = {"<unk>", "<s>", "</s>", "a", "b", "ab"};
+  int32_t types[7] = {2, 3, 3, 1, 1, 1, 1};
+  float scores[7] = {0, 0, 0, -1, -2, -0.5f, 0};
+  double scores64[6] = {0};
+  uint32_t types_u[6] = {2, 3, 3, 1, 1, 1};
+  uint8_t yes = 1, no = 0, two = 2;
+  if (v == NF_SCORE_NAN) scores[4] = NAN;
+  if (v == NF_SCORE_INF) scores[4] = INFINITY;
+  if (v == NF_SCORE_NEG_INF) scores[4] = -INFINITY;
+  if (v == NF_TYPE_0) types[3] = 0;
+  if (v == NF_TYPE_7) types[3] = 7;
+  if (v == NF_TYPE_NEG) types[3] = -1;
+  gguf_writer_kv_str(w, "general.architecture", "llama");
+  gguf_writer_kv_str(w, "tokenizer.ggml.model", "llama");
+  gguf_writer_kv_arr_str(w, "tokenizer.ggml.tokens", 6, toks);
+  if (v == NF_SCORES_I32)
+    gguf_writer_kv_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_INT32, 6, types);
+  else if (v == NF_SCORES_SCALAR)
+    gguf_writer_kv_f32(w, "tokenizer.ggml.scores", 0);
+  else if (v == NF_SCORES_F64)
+    gguf_writer_kv_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT64, 6, scores64);
+  else if (v != NF_NO_SCORES)
+    gguf_writer_kv_arr(w, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, v == NF_SCORES_SHORT ? 5 : 6, scores);
+  if (v == NF_TYPES_U32)
+    gguf_writer_kv_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_UINT32, 6, types_u);
+  else if (v != NF_NO_TYPES)
+    gguf_writer_kv_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, v == NF_TYPES_LONG ? 7 : 6, types);
+  if (v == NF_BOS_U64) {
+    uint64_t one = 1;
+    gguf_writer_kv(w, "tokenizer.ggml.bos_token_id", GGUF_TYPE_UINT64, &one);
+  } else if (v == NF_BOS_BOOL)
+    gguf_writer_kv(w, "tokenizer.ggml.bos_token_id", GGUF_TYPE_BOOL, &yes);
+  else if (v == NF_BOS_F32)
+    gguf_writer_kv_f32(w, "tokenizer.ggml.bos_token_id", 1);
+  else if (v == NF_BOS_STR)
+    gguf_writer_kv_str(w, "tokenizer.ggml.bos_token_id", "1");
+  else
+    gguf_writer_kv_u32(w, "tokenizer.ggml.bos_token_id", 1);
+  if (v == NF_I32_EOS || v == NF_EOS_NEG) {
+    int32_t id = v == NF_EOS_NEG ? -1 : 2;
+    gguf_writer_kv(w, "tokenizer.ggml.eos_token_id", GGUF_TYPE_INT32, &id);
+  } else
+    gguf_writer_kv_u32(w, "tokenizer.ggml.eos_token_id", v == NF_EOS_OUT ? 6 : 2);
+  if (v == NF_ADD_BOS_U32)
+    gguf_writer_kv_u32(w, "tokenizer.ggml.add_bos_token", 1);
+  else if (v == NF_ADD_BOS_BYTE_2) /* the writer takes bools of 0 or 1 only */
+    gguf_writer_kv_raw(w, "tokenizer.ggml.add_bos_token", GGUF_TYPE_BOOL, &two, 1);
+  else
+    gguf_writer_kv(w, "tokenizer.ggml.add_bos_token", GGUF_TYPE_BOOL, &yes);
+  if (v == NF_ADD_EOS_I8) {
+    int8_t one = 1;
+    gguf_writer_kv(w, "tokenizer.ggml.add_eos_token", GGUF_TYPE_INT8, &one);
+  } else
+    gguf_writer_kv(w, "tokenizer.ggml.add_eos_token", GGUF_TYPE_BOOL, &yes);
+  if (v == NF_SPACE_PREFIX_U8)
+    gguf_writer_kv(w, "tokenizer.ggml.add_space_prefix", GGUF_TYPE_UINT8, &no);
+  else
+    gguf_writer_kv(w, "tokenizer.ggml.add_space_prefix", GGUF_TYPE_BOOL, &no);
+}
+
+static void gguf_numeric_fields(void) {
+  /* what each refusal's message holds: the key, then what is wrong */
+  static const char *const want[NF_N][2] = {
+      [NF_SCORES_I32] = {"tokenizer.ggml.scores", "array of GGUF type 5, not of float32"},
+      [NF_SCORES_SCALAR] = {"tokenizer.ggml.scores", "type 6, not an array of float32"},
+      [NF_SCORES_SHORT] = {"tokenizer.ggml.scores", "has 5 elements for 6 tokens"},
+      [NF_SCORES_F64] = {"tokenizer.ggml.scores", "array of GGUF type 12, not of float32"},
+      [NF_NO_SCORES] = {"tokenizer.ggml.scores", "needs"},
+      [NF_TYPES_U32] = {"tokenizer.ggml.token_type", "array of GGUF type 4, not of int32"},
+      [NF_TYPES_LONG] = {"tokenizer.ggml.token_type", "has 7 elements for 6 tokens"},
+      [NF_SCORE_NAN] = {"tokenizer.ggml.scores[4]", "not a finite number"},
+      [NF_SCORE_INF] = {"tokenizer.ggml.scores[4]", "is inf, not a finite number"},
+      [NF_SCORE_NEG_INF] = {"tokenizer.ggml.scores[4]", "is -inf, not a finite number"},
+      [NF_TYPE_0] = {"tokenizer.ggml.token_type[3]", "is 0, not a GGUF token type"},
+      [NF_TYPE_7] = {"tokenizer.ggml.token_type[3]", "is 7, not a GGUF token type"},
+      [NF_TYPE_NEG] = {"tokenizer.ggml.token_type[3]", "is -1, not a GGUF token type"},
+      [NF_ADD_BOS_U32] = {"tokenizer.ggml.add_bos_token", "GGUF type 4, not a bool"},
+      [NF_ADD_EOS_I8] = {"tokenizer.ggml.add_eos_token", "GGUF type 1, not a bool"},
+      [NF_SPACE_PREFIX_U8] = {"tokenizer.ggml.add_space_prefix", "GGUF type 0, not a bool"},
+      [NF_ADD_BOS_BYTE_2] = {"tokenizer.ggml.add_bos_token", "byte value 2, not 0 or 1"},
+      [NF_BOS_U64] = {"tokenizer.ggml.bos_token_id", "GGUF type 10, not a u32 token id"},
+      [NF_BOS_BOOL] = {"tokenizer.ggml.bos_token_id", "GGUF type 7, not a u32 token id"},
+      [NF_BOS_F32] = {"tokenizer.ggml.bos_token_id", "GGUF type 6, not a u32 token id"},
+      [NF_BOS_STR] = {"tokenizer.ggml.bos_token_id", "GGUF type 8, not a u32 token id"},
+      [NF_EOS_NEG] = {"tokenizer.ggml.eos_token_id", "is -1, not a token id"},
+      [NF_EOS_OUT] = {"tokenizer.ggml.eos_token_id", "6 is outside the 6-token vocabulary"},
+  };
+  char path[64], err[512];
+  snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-nf.gguf", (int)getpid());
+  for (int v = 0; v < NF_N; v++) {
+    gguf_writer *w = gguf_writer_begin(3, 32);
+    gguf_numeric_write(w, v);
+    wgllm_status st = gguf_writer_finish_path(w, path, err, sizeof err);
+    gguf_writer_free(w);
+    CHECK(st == WGLLM_OK, "writing %s (case %d): %s", path, v, err);
+    tokenizer *t = NULL;
+    err[0] = 0;
+    st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+    if (!want[v][0]) { /* loads: BOS and EOS added, no space prefix ("ab" -> <s> ab </s>) */
+      CHECK(st == WGLLM_OK && t, "GGUF tokenizer case %d: %d, %s", v, (int)st, err);
+      if (t) {
+        int32_t *ids;
+        size_t m;
+        enc(t, "ab", 1, 0, &ids, &m);
+        CHECK(m == 3 && ids[0] == 1 && ids[1] == 5 && ids[2] == 2 && tok_eos(t) == 2,
+              "GGUF tokenizer case %d: ids (%zu)", v, m);
+        free(ids);
+      }
+    } else
+      CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, want[v][0]) && strstr(err, want[v][1]) && strstr(err, path),
+            "GGUF tokenizer case %d (%s %s): %d, %s", v, want[v][0], want[v][1], (int)st, err);
+    tok_free(t);
+  }
+  unlink(path);
+}
+
 /* A tokenizer.json whose vocabulary names an id far past its entries (2^31 - 2 once asked for 19 GB) or a
    fractional one is refused by name before anything is sized from it. */
 static void hf_bad_ids(void) {
@@ -1305,6 +1457,7 @@ static void gemma4_vs_gemma3(const cJSON *strings) {
 
 int main(void) {
   gguf_bad_arrays();
+  gguf_numeric_fields();
   hf_bad_ids();
   size_t sl = 0, el = 0;
   /* TOK_STRINGS / TOK_EXPECTED point the golden test at other files (e.g. a differential fuzz set) */

@@ -2,6 +2,7 @@
 #include "tokenizer_load.h"
 #include "gguf.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,109 @@ static char *config_chat_template(const char *config_path) {
   return out;
 }
 
+/* An optional flag (add_bos_token, add_eos_token, add_space_prefix): absent is def; a bool of 0 or 1 its
+   value. Any other type is refused, as llama.cpp refuses it ("key ... has wrong type"): an integer taken for a flag
+   read 2 or -1 as true. */
+static wgllm_status opt_flag(const char *path, const wt_store *st, const char *key, int def, int *out, char *err,
+                             size_t errlen) {
+  int t = gguf_key_type(st, key);
+  uint64_t v = 0;
+  *out = def;
+  if (t < 0) return WGLLM_OK;
+  if (t != GGUF_TYPE_BOOL || !gguf_get_u64(st, key, &v)) {
+    snprintf(err, errlen, "%s: %s is of GGUF type %d, not a bool", path, key, t);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (v > 1) {
+    snprintf(err, errlen, "%s: %s is a bool of byte value %llu, not 0 or 1", path, key, (unsigned long long)v);
+    return WGLLM_ERR_FORMAT;
+  }
+  *out = (int)v;
+  return WGLLM_OK;
+}
+
+/* An optional token id: absent is -1; a u32 (what llama.cpp reads; i32 also taken) below n_vocab. Other types,
+   negative values and ids outside the vocabulary are refused (llama.cpp refuses the type, and warns and keeps
+   its default id for one out of range: wgllm has no default to keep). */
+static wgllm_status opt_id(const char *path, const wt_store *st, const char *key, uint64_t n_vocab, int32_t *out,
+                           char *err, size_t errlen) {
+  int t = gguf_key_type(st, key);
+  uint64_t v = 0;
+  double d = 0;
+  *out = -1;
+  if (t < 0) return WGLLM_OK;
+  if (t != GGUF_TYPE_UINT32 && t != GGUF_TYPE_INT32) {
+    snprintf(err, errlen, "%s: %s is of GGUF type %d, not a u32 token id", path, key, t);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (!gguf_get_u64(st, key, &v)) {
+    gguf_get_f64(st, key, &d);
+    snprintf(err, errlen, "%s: %s is %.0f, not a token id", path, key, d);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (v >= n_vocab) {
+    snprintf(err, errlen, "%s: %s %llu is outside the %llu-token vocabulary", path, key, (unsigned long long)v,
+             (unsigned long long)n_vocab);
+    return WGLLM_ERR_FORMAT;
+  }
+  *out = (int32_t)v;
+  return WGLLM_OK;
+}
+
+/* An optional array of one element per token (tokenizer.ggml.scores, token_type): absent is NULL; present, it
+   must be an array of elem_type with n elements (llama.cpp reads n elements whatever the array holds: a shorter
+   one past its end, one of another type as floats or ints). */
+static wgllm_status per_token_arr(const char *path, const wt_store *st, const char *key, int elem_type,
+                                  const char *elem_name, uint64_t n, const void **out, char *err, size_t errlen) {
+  int t = gguf_key_type(st, key), et = -1;
+  uint64_t m = 0;
+  *out = NULL;
+  if (t < 0) return WGLLM_OK;
+  if (!gguf_get_arr(st, key, &et, &m, out) || et != elem_type) {
+    *out = NULL;
+    if (t == GGUF_TYPE_ARRAY)
+      snprintf(err, errlen, "%s: %s is an array of GGUF type %d, not of %s", path, key, et, elem_name);
+    else
+      snprintf(err, errlen, "%s: %s is of GGUF type %d, not an array of %s", path, key, t, elem_name);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (m != n) {
+    *out = NULL;
+    snprintf(err, errlen, "%s: %s has %llu elements for %llu tokens", path, key, (unsigned long long)m,
+             (unsigned long long)n);
+    return WGLLM_ERR_FORMAT;
+  }
+  return WGLLM_OK;
+}
+
+/* tokenizer.ggml.scores and token_type: per token, scores finite (NaN compared false in the score-ordered merges,
+   infinities outranked every real pair), types one of GGUF's 1..6 (llama.cpp reads any other as "undefined", a
+   token it never decodes; wgllm took it for a normal one). */
+static wgllm_status scores_types(const char *path, const wt_store *st, uint64_t n, const float **scores,
+                                 const int32_t **types, char *err, size_t errlen) {
+  const void *sd, *td;
+  wgllm_status s = per_token_arr(path, st, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, "float32", n, &sd, err, errlen);
+  if (!s) s = per_token_arr(path, st, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, "int32", n, &td, err, errlen);
+  if (s) return s;
+  *scores = sd;
+  *types = td;
+  for (uint64_t i = 0; *scores && i < n; i++)
+    if (!isfinite((*scores)[i])) {
+      snprintf(err, errlen, "%s: tokenizer.ggml.scores[%llu] is %g, not a finite number", path, (unsigned long long)i,
+               (double)(*scores)[i]);
+      return WGLLM_ERR_FORMAT;
+    }
+  for (uint64_t i = 0; *types && i < n; i++)
+    if ((*types)[i] < 1 || (*types)[i] > 6) {
+      snprintf(err, errlen,
+               "%s: tokenizer.ggml.token_type[%llu] is %d, not a GGUF token type (1 normal, 2 unknown, 3 control, 4 "
+               "user-defined, 5 unused, 6 byte)",
+               path, (unsigned long long)i, (int)(*types)[i]);
+      return WGLLM_ERR_FORMAT;
+    }
+  return WGLLM_OK;
+}
+
 /* The tokenizer.ggml.* arrays of an opened GGUF file (st is borrowed). */
 static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **out, char **chat_template, char *err,
                               size_t errlen) {
@@ -60,7 +164,7 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
   const char *model = gguf_get_str(st, "tokenizer.ggml.model");
   const char *pre = gguf_get_str(st, "tokenizer.ggml.pre");
   int et;
-  uint64_t n = 0, n_scores = 0, n_types = 0, n_merges = 0;
+  uint64_t n = 0, n_merges = 0;
   const void *data;
   if (!model || !gguf_get_arr(st, "tokenizer.ggml.tokens", &et, &n, &data) || n == 0) {
     snprintf(err, errlen, "%s: no tokenizer (tokenizer.ggml.model / tokenizer.ggml.tokens missing)", path);
@@ -78,14 +182,15 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
   size_t *lens = malloc(n * sizeof *lens);
   const float *scores = NULL;
   const int32_t *types = NULL;
-  const void *sd = NULL, *td = NULL;
   s = (!tokens || !lens) ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_OK;
   for (uint64_t i = 0; !s && i < n; i++)
     tokens[i] = gguf_arr_str(st, "tokenizer.ggml.tokens", i, &lens[i]);
-  if (!s && gguf_get_arr(st, "tokenizer.ggml.scores", &et, &n_scores, &sd) && et == GGUF_TYPE_FLOAT32 && n_scores == n)
-    scores = sd;
-  if (!s && gguf_get_arr(st, "tokenizer.ggml.token_type", &et, &n_types, &td) && et == GGUF_TYPE_INT32 && n_types == n)
-    types = td;
+  if (!s) s = scores_types(path, st, n, &scores, &types, err, errlen);
+  if (!s && !scores && !strcmp(model, "llama")) { /* llama.cpp would merge by a score of 0 for every piece */
+    snprintf(err, errlen, "%s: a \"llama\" (SentencePiece) tokenizer needs tokenizer.ggml.scores, and it is missing",
+             path);
+    s = WGLLM_ERR_FORMAT;
+  }
   const char **merges = NULL;
   char *pool = NULL; /* the merges' NUL-terminated copies */
   const void *md;
@@ -118,20 +223,21 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
              path);
     s = WGLLM_ERR_FORMAT;
   }
-  uint64_t v;
-  /* ids past INT32_MAX stay out of range (tok_create refuses them): 2^32 + 1 was truncated to id 1 */
-  int32_t bos = gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &v) ? (v <= INT32_MAX ? (int32_t)v : INT32_MAX) : -1;
-  int32_t eos = gguf_get_u64(st, "tokenizer.ggml.eos_token_id", &v) ? (v <= INT32_MAX ? (int32_t)v : INT32_MAX) : -1;
+  int32_t bos = -1, eos = -1;
+  if (!s) s = opt_id(path, st, "tokenizer.ggml.bos_token_id", n, &bos, err, errlen);
+  if (!s) s = opt_id(path, st, "tokenizer.ggml.eos_token_id", n, &eos, err, errlen);
   /* BOS by default for SentencePiece vocabularies; "gemma4" adds it even when the file says false, as llama.cpp
      does (tok_create forces it) */
-  int add_bos = gguf_get_u64(st, "tokenizer.ggml.add_bos_token", &v)
-                    ? (int)v
-                    : !strcmp(model, "llama") || !strcmp(model, "gemma4");
-  int add_eos = gguf_get_u64(st, "tokenizer.ggml.add_eos_token", &v) ? (int)v : 0;
+  int add_bos = 0, add_eos = 0, space_prefix = 1;
+  if (!s)
+    s = opt_flag(path, st, "tokenizer.ggml.add_bos_token", !strcmp(model, "llama") || !strcmp(model, "gemma4"),
+                 &add_bos, err, errlen);
+  if (!s) s = opt_flag(path, st, "tokenizer.ggml.add_eos_token", 0, &add_eos, err, errlen);
+  if (!s) s = opt_flag(path, st, "tokenizer.ggml.add_space_prefix", 1, &space_prefix, err, errlen);
   if (!s)
     s = tok_create(model, pre ? pre : "default", n, tokens, lens, scores, types, n_merges, merges, bos, eos, add_bos,
                    add_eos, out, err, errlen);
-  if (!s && gguf_get_u64(st, "tokenizer.ggml.add_space_prefix", &v)) tok_set_add_space_prefix(*out, (int)v);
+  if (!s && gguf_key_type(st, "tokenizer.ggml.add_space_prefix") >= 0) tok_set_add_space_prefix(*out, space_prefix);
   if (s == WGLLM_ERR_OUT_OF_MEMORY && !err[0]) snprintf(err, errlen, "out of host memory");
   if (!s && chat_template) {
     const char *ct = gguf_get_str(st, "tokenizer.chat_template");

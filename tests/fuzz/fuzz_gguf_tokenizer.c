@@ -12,9 +12,10 @@
              tokenizer.ggml.pre (absent, default, llama-bpe, qwen2, tekken, smaug-bpe, gpt-2, "bogus"); bit 5
              write tokenizer.ggml.scores; bit 6 write tokenizer.ggml.token_type; bit 7 add_space_prefix = 0.
      byte 1: bit 0 bos id present, bit 1 eos id present, bit 2 add_bos_token, bit 3 add_eos_token, bit 4 the
-             scores and types arrays one element short, bit 5 the types from each token's first byte (any
-             value, 0..7) instead of its shape, bit 6 the merges written as an array of u32, bit 7 append the
-             256 byte tokens (<0xXX> for llama, the byte-to-unicode characters for gpt2).
+             scores and types arrays one element short (refused), bit 5 the types from each token's first byte b
+             instead of its shape (ASCII b: 1 + b % 6; other: b % 8, and 0 or 7, outside GGUF's 1..6, is refused),
+             bit 6 the merges written as an array of u32, bit 7 append the 256 byte tokens (<0xXX> for llama, the
+             byte-to-unicode characters for gpt2).
    Under replay_main.c --bound (FUZZ_BOUND set) the text is encoded and decoded once, without the checks. */
 #include "fuzz_util.h"
 #include "gguf.h"
@@ -83,6 +84,12 @@ static int32_t type_of(const char *s, size_t n) {
   if (n >= 1 && s[0] == '[') return 4;
   if (n >= 1 && s[0] == '~') return 5;
   return 1;
+}
+
+/* byte 1 bit 5's token_type: from the first byte, mostly one of GGUF's 1..6 (a file with any other is refused) */
+static int32_t raw_type(const char *s, size_t n) {
+  uint8_t b = n ? (uint8_t)s[0] : 0;
+  return b < 0x80 ? 1 + b % 6 : b % 8;
 }
 
 /* a GGUF array of strings as raw value bytes: u32 type, u64 count, then u64 length + bytes each */
@@ -155,7 +162,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int32_t *ty = malloc((n_arr + 1) * sizeof *ty);
     FUZZ_CHECK(ty != NULL, "out of memory");
     for (size_t i = 0; i < n_arr; i++)
-      ty[i] = (f1 & 0x20) ? (tokens.len[i] ? (uint8_t)tokens.s[i][0] % 8 : 0) : type_of(tokens.s[i], tokens.len[i]);
+      ty[i] = (f1 & 0x20) ? raw_type(tokens.s[i], tokens.len[i]) : type_of(tokens.s[i], tokens.len[i]);
     gguf_writer_kv_arr(w, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, n_arr, ty);
     free(ty);
   }
