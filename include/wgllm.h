@@ -237,20 +237,24 @@ WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *message
                                   const wgllm_generate_params *params, char **reply, wgllm_generate_stats *stats);
 
 /* ---------- generations stepped by the caller (servers) ----------
-   A job is one generation on a session, driven a token at a time: wgllm_job_start prefills the prompt (reusing
-   the session's cached common prefix) and samples the first token; each wgllm_job_step emits one token's text
-   through params->on_text (stop strings held back as in wgllm_generate) and samples the next; the job is done
-   at end of generation, a stop string, max_tokens, a full context or on_text returning non-zero. A session runs
-   one job at a time; freeing a job that is not done cancels it (the session stays usable). The params' stop
-   strings and user pointer must outlive the job. */
+   A job is one generation on a session, driven a token at a time: wgllm_job_start checks the prompt and sets the
+   job up (the session's cached common prefix is reused); the prompt is prefilled by the first wgllm_job_step
+   (all of it, then the first token's text in the same call) or by wgllm_jobs_step a chunk (the session's
+   prefill_chunk tokens) a call, so a long prompt does not hold the other jobs' tokens for all its length; each
+   later step emits one token's text through params->on_text (stop strings held back as in wgllm_generate) and
+   samples the next; the job is done at end of generation, a stop string, max_tokens, a full context or on_text
+   returning non-zero. A session runs one job at a time; freeing a job that is not done cancels it (the session
+   stays usable). The params' stop strings and user pointer must outlive the job. */
 typedef struct wgllm_job wgllm_job;
 /* ids: the prompt's tokens (wgllm_tokenize, wgllm_chat_prompt). */
 WGLLM_API wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n,
                                        const wgllm_generate_params *params, wgllm_job **out);
-/* One token: *done (may be NULL) is set to 1 once the job has ended (then wgllm_job_stats is final). A step on
-   a done job does nothing. */
+/* One token (the first call also prefills the prompt): *done (may be NULL) is set to 1 once the job has ended
+   (then wgllm_job_stats is final). A step on a done job does nothing. */
 WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
-/* Steps every job of jobs[0..n) that is not done by one token. The jobs' sessions must belong to one model.
+/* Steps every job of jobs[0..n) that is not done by one token, or, for a job still prefilling, one chunk of its
+   prompt (the last chunk samples its first token, whose text the next call emits). The jobs' sessions must
+   belong to one model.
    Up to 8 of them decode in one batched forward pass (each weight read once for all; the text is the same as
    stepped alone), where the model's weights and shapes allow (Llama-family models with the fused decode
    GEMV's weight storages: q4gsw, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K); the rest run one session after another, queued

@@ -204,6 +204,59 @@ static void check_jobs(wgllm_model *m, const char *label, int batched) {
           "a job with an id outside the vocabulary is refused: %s", wgllm_session_error(ss[1]));
     CHECK(wgllm_job_start(ss[1], ids[1], 0, &gp, &j) == WGLLM_ERR_INVALID_ARG && !j, "an empty job is refused");
   }
+  /* a long prompt prefills a chunk a wgllm_jobs_step call: the job already decoding gets a token each call
+     meanwhile, and both texts are what they are alone */
+  {
+    wgllm_session_params cp = wgllm_session_default_params();
+    cp.context = 256;
+    cp.prefill_chunk = 16;
+    wgllm_session *ls = NULL;
+    CHECK(wgllm_session_create(m, &cp, &ls) == WGLLM_OK, "chunked session: %s", wgllm_last_error());
+    const char *lp = "And God said, Let there be light: and there was light. And God saw the light, that it was "
+                     "good: and God divided the light from the darkness. And God called the light Day";
+    int32_t lids[128];
+    size_t ln = 0;
+    CHECK(wgllm_tokenize(m, lp, strlen(lp), 1, lids, 128, &ln) == WGLLM_OK && ln > 40, "long prompt of %zu tokens",
+          ln);
+    text_sink lw = {0}, lg = {0}, og = {0};
+    wgllm_generate_params gp = wgllm_generate_default_params();
+    gp.max_tokens = 10;
+    gp.temperature = 0.0f;
+    gp.on_text = sink_text;
+    gp.user = &lw;
+    CHECK(ls && wgllm_generate(ls, lp, &gp, NULL) == WGLLM_OK, "long reference: %s", wgllm_session_error(ls));
+    wgllm_session_reset(ls);
+    wgllm_session_reset(ss[0]);
+    wgllm_generate_params op = gp;
+    op.max_tokens = 30;
+    op.user = &og;
+    gp.user = &lg;
+    wgllm_job *two[2] = {NULL, NULL};
+    CHECK(wgllm_job_start(ss[0], ids[0], nids[0], &op, &two[0]) == WGLLM_OK, "short job");
+    wgllm_jobs_step(two, 1); /* prefilled */
+    wgllm_jobs_step(two, 1); /* decoding */
+    CHECK(ls && wgllm_job_start(ls, lids, ln, &gp, &two[1]) == WGLLM_OK, "long job");
+    int during = 0, calls = 0;
+    wgllm_generate_stats a, b;
+    for (; two[1] && calls < 200 && !(wgllm_job_done(two[0]) && wgllm_job_done(two[1])); calls++) {
+      wgllm_job_stats(two[1], &b);
+      int prefilling = b.generated_tokens == 0;
+      wgllm_job_stats(two[0], &a);
+      uint32_t before = a.generated_tokens;
+      CHECK(wgllm_jobs_step(two, 2) == WGLLM_OK, "jobs step with a prefill");
+      wgllm_job_stats(two[0], &a);
+      if (prefilling && a.generated_tokens > before) during++;
+    }
+    uint32_t chunks = (uint32_t)((ln + 15) / 16);
+    CHECK(during + 1 >= (int)chunks, "the short job decoded %d tokens during the long one's %u chunks", during,
+          chunks);
+    CHECK(!strcmp(lg.buf, lw.buf), "the long job's text is its own (\"%s\" vs \"%s\")", lg.buf, lw.buf);
+    CHECK(!strncmp(og.buf, want[0].buf, strlen(want[0].buf)) || !strncmp(want[0].buf, og.buf, strlen(og.buf)),
+          "the short job's text is its own (\"%s\" vs \"%s\")", og.buf, want[0].buf);
+    wgllm_job_free(two[0]);
+    wgllm_job_free(two[1]);
+    wgllm_session_free(ls);
+  }
   /* chat prompts from OpenAI JSON */
   {
     int32_t *cids = NULL;

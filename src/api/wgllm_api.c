@@ -360,6 +360,7 @@ struct wgllm_job {
   llm_gen g;
   uint32_t n_prompt, cached;
   uint32_t batched; /* tokens from batched steps */
+  int decodes;      /* wgllm_jobs_step: this call decodes its next token (it took one, and is not prefilling) */
   char err[1024];
 };
 
@@ -408,7 +409,7 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
   if (keep >= n) keep = (uint32_t)n - 1;
   if (s->s->in_flight) llm_session_step_drain(s->s); /* an earlier generation may have left steps queued */
   j->cached = keep = llm_session_rewind(s->s, keep);
-  st = llm_gen_begin(&j->g, s->s, s->model->tok, ids + keep, (uint32_t)(n - keep), &gp);
+  st = llm_gen_begin_deferred(&j->g, s->s, s->model->tok, ids + keep, (uint32_t)(n - keep), &gp);
   if (st) {
     fail(s->err, st, "%s", s->s->err);
     llm_gen_free(&j->g);
@@ -421,6 +422,7 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
 
 wgllm_status wgllm_job_step(wgllm_job *j, int *done) {
   if (!j) return WGLLM_ERR_INVALID_ARG;
+  if (j->g.prefilling) llm_gen_prefill(&j->g, 0); /* the whole prompt, then its first token's text */
   if (!j->g.done) {
     llm_gen_accept(&j->g, 1);
     llm_gen_collect(&j->g);
@@ -435,15 +437,26 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
     if (!jobs[i] || jobs[i]->session->model != jobs[0]->session->model) return WGLLM_ERR_INVALID_ARG;
   if (!n) return WGLLM_OK;
   wgllm_model *m = jobs[0]->session->model;
-  /* take every job's token; the next steps are queued below, all of them before any is waited for */
-  for (size_t i = 0; i < n; i++)
-    if (!jobs[i]->g.done) llm_gen_accept(&jobs[i]->g, 0);
+  /* a job still prefilling takes one chunk of its prompt this call (its last samples its first token), so a long
+     prompt holds the others' steps for a chunk at a time; the others take their token and step below, their next
+     steps all queued before any is waited for */
+  for (size_t i = 0; i < n; i++) {
+    wgllm_job *j = jobs[i];
+    j->decodes = 0;
+    if (j->g.done) continue;
+    if (j->g.prefilling)
+      llm_gen_prefill(&j->g, j->session->s->opt.prefill_chunk);
+    else {
+      llm_gen_accept(&j->g, 0);
+      j->decodes = !j->g.done;
+    }
+  }
   /* up to LLM_BATCH_MAX jobs with nothing queued decode in one batched step */
   llm_session *bs[LLM_BATCH_MAX];
   wgllm_job *bj[LLM_BATCH_MAX];
   uint32_t nb = 0;
   for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++)
-    if (!jobs[i]->g.done && !jobs[i]->session->s->in_flight) {
+    if (jobs[i]->decodes && !jobs[i]->session->s->in_flight) {
       bj[nb] = jobs[i];
       bs[nb++] = jobs[i]->session->s;
     }
@@ -473,7 +486,7 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
     int in_batch = 0;
     for (uint32_t k = 0; batched && k < nb; k++)
       in_batch |= bj[k] == j;
-    if (j->g.done || in_batch || j->session->s->in_flight) continue;
+    if (!j->decodes || in_batch || j->session->s->in_flight) continue;
     wgllm_status st = llm_session_step_submit(j->session->s);
     if (st)
       llm_gen_fail(&j->g, st);
@@ -486,7 +499,7 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
     int in_batch = 0;
     for (uint32_t k = 0; batched && k < nb; k++)
       in_batch |= bj[k] == j;
-    if (!j->g.done && !in_batch) llm_gen_collect(&j->g);
+    if (j->decodes && !in_batch && !j->g.done) llm_gen_collect(&j->g);
     wgllm_status st = job_check(j);
     if (st && !first) first = st;
   }

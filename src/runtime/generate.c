@@ -84,8 +84,8 @@ static long find_stop(const llm_gen_text *t, const llm_gen_params *gp, size_t *s
   return best;
 }
 
-wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
-                           const llm_gen_params *gp) {
+wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt,
+                                    uint32_t n_prompt, const llm_gen_params *gp) {
   memset(g, 0, sizeof *g);
   g->s = s;
   g->tok = tok;
@@ -103,7 +103,8 @@ wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, con
   }
   g->max_tokens = gp->max_tokens ? gp->max_tokens : 256;
   g->res.tokens = malloc((size_t)g->max_tokens * sizeof *g->res.tokens);
-  if (!g->res.tokens) {
+  g->pending = malloc((size_t)n_prompt * sizeof *g->pending);
+  if (!g->res.tokens || !g->pending) {
     snprintf(s->err, sizeof s->err, "out of host memory");
     return g->st = WGLLM_ERR_OUT_OF_MEMORY;
   }
@@ -111,17 +112,44 @@ wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, con
   if (st) return g->st = st;
   g->ts = tok ? tok_stream_create(tok) : NULL;
   if (g->ts) tok_stream_skip_special(g->ts, 1);
-  double t0 = now_s();
-  st = llm_session_prefill_sample(s, prompt, n_prompt, &g->token);
-  g->res.prefill_s = now_s() - t0;
-  g->t1 = now_s();
+  memcpy(g->pending, prompt, (size_t)n_prompt * sizeof *prompt);
+  g->prefilling = 1;
   /* keep `depth` steps queued: the GPU feeds each sampled id to the next step itself, so the CPU only collects
      ids (and encodes the next step while the GPU runs the queued ones) */
   g->depth = gp->pipeline ? gp->pipeline : 2;
   if (g->depth < 1) g->depth = 1;
   if (g->depth > LLM_MAX_IN_FLIGHT) g->depth = LLM_MAX_IN_FLIGHT;
-  g->started = 1;
-  return g->st = st;
+  return WGLLM_OK;
+}
+
+wgllm_status llm_gen_prefill(llm_gen *g, uint32_t max) {
+  if (!g->prefilling || g->done || g->st) return g->st;
+  llm_session *s = g->s;
+  uint32_t left = g->res.n_prompt - g->prefilled, n = max && max < left ? max : left;
+  double t0 = now_s();
+  wgllm_status st = n < left ? llm_session_prefill(s, g->pending + g->prefilled, n, NULL, 0)
+                             : llm_session_prefill_sample(s, g->pending + g->prefilled, n, &g->token);
+  g->res.prefill_s += now_s() - t0;
+  g->prefilled += n;
+  if (st) {
+    g->st = st;
+    llm_gen_finish(g);
+    return st;
+  }
+  if (g->prefilled == g->res.n_prompt) { /* the first token is sampled */
+    g->prefilling = 0;
+    g->started = 1;
+    g->t1 = now_s();
+    free(g->pending);
+    g->pending = NULL;
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
+                           const llm_gen_params *gp) {
+  wgllm_status st = llm_gen_begin_deferred(g, s, tok, prompt, n_prompt, gp);
+  return st ? st : llm_gen_prefill(g, 0);
 }
 
 /* Emits text[emitted, upto) through the callback; returns its stop request. */
@@ -134,7 +162,7 @@ static int emit(llm_gen *g, size_t upto) {
 }
 
 wgllm_status llm_gen_accept(llm_gen *g, int queue) {
-  if (g->done || g->st) return g->st;
+  if (g->done || g->st || g->prefilling) return g->st;
   llm_session *s = g->s;
   const llm_gen_params *gp = &g->gp;
   int32_t token = g->token;
@@ -197,7 +225,7 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
 }
 
 wgllm_status llm_gen_collect(llm_gen *g) {
-  if (g->done || g->st) return g->st;
+  if (g->done || g->st || g->prefilling) return g->st;
   if (!g->s->in_flight) { /* accepted without queueing: one step now */
     g->st = llm_session_step_submit(g->s);
     g->queued++;
@@ -253,6 +281,7 @@ void llm_gen_free(llm_gen *g) {
   }
   free(g->res.tokens);
   free(g->text.buf);
+  free(g->pending);
   memset(g, 0, sizeof *g);
 }
 

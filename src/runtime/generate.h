@@ -49,7 +49,9 @@ typedef struct llm_gen_text {
    to the pipeline depth; collect waits for the next sampled token (queueing its step first when none is
    queued); a caller that ran the step itself (a batched step over several sessions) hands the token over with
    take, or the failure with fail. finish (called by accept and collect when the generation ends or fails, and by
-   free) drops queued steps and flushes the text. */
+   free) drops queued steps and flushes the text. begin_deferred leaves the prompt to prefill, which prefill then
+   does up to max tokens a call (0: all), the last call sampling the first token (a server interleaves a long
+   prompt's chunks with the other generations' steps); accept and collect do nothing while it prefills. */
 typedef struct llm_gen {
   llm_session *s;
   const tokenizer *tok;
@@ -57,7 +59,10 @@ typedef struct llm_gen {
   llm_gen_result res; /* stop, counts, times, tokens (text: in `text`) */
   tok_stream *ts;
   llm_gen_text text;
-  int32_t token; /* sampled, not yet accepted */
+  int32_t token;      /* sampled, not yet accepted */
+  int32_t *pending;   /* the prompt while it is prefilled (begin_deferred) */
+  uint32_t prefilled; /* of its tokens */
+  int prefilling;
   uint32_t max_tokens;
   uint32_t queued; /* steps queued so far (each yields one more token) */
   int depth;       /* steps kept in flight */
@@ -69,6 +74,9 @@ typedef struct llm_gen {
 
 wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,
                            const llm_gen_params *gp);
+wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt,
+                                    uint32_t n_prompt, const llm_gen_params *gp);
+wgllm_status llm_gen_prefill(llm_gen *g, uint32_t max);
 wgllm_status llm_gen_accept(llm_gen *g, int queue);
 wgllm_status llm_gen_collect(llm_gen *g);
 void llm_gen_take(llm_gen *g, int32_t token);
