@@ -65,9 +65,16 @@ void llm_batch_forget(llm_batch *b, const llm_session *s) {
     }
 }
 
+/* the bit of b->unsupported for batches of n sessions */
+static unsigned rows_bit(uint32_t n) {
+  unsigned r = 0;
+  while ((2u << r) < llm_batch_rows(n))
+    r++;
+  return 1u << r;
+}
+
 int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n) {
-  if (b->unsupported) return 0;
-  if (n < 2 || n > LLM_BATCH_MAX) return 0;
+  if (n < 2 || n > LLM_BATCH_MAX || (b->unsupported & rows_bit(n))) return 0;
   for (uint32_t i = 0; i < n; i++) {
     const llm_session *s = ss[i];
     if (!s || s->m != b->m || !s->has_sampler || s->in_flight || s->opt.unfused || s->n_past + 1 >= s->opt.ctx)
@@ -87,6 +94,7 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];
     st = llm_scratch_add_decode(b->gpu, hp, &s->kv, &s->step_scratch, b->err, sizeof b->err);
+    if (st) snprintf(b->why, sizeof b->why, "%s", b->err);
     uint32_t len = llm_bucket_len(s, now[i].bucket);
     tk[i] = (llm_fwd_token){&s->kv,
                             &s->rope,
@@ -96,11 +104,16 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
                             len >= s->opt.ctx ? 0 : len,
                             s->opt.attn_grid};
   }
-  if (st) return st;
+  if (st) {
+    b->unsupported |= rows_bit(n);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
   gpu_recorder *rec = gpu_recorder_create(b->gpu, 1);
   if (!rec) {
     snprintf(b->err, sizeof b->err, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    snprintf(b->why, sizeof b->why, "%s", b->err);
+    b->unsupported |= rows_bit(n);
+    return WGLLM_ERR_UNSUPPORTED;
   }
   st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc);
   uint64_t row = (uint64_t)hp->n_vocab * 4;
@@ -109,14 +122,12 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
     st = op_sample(rec, &s->sampler, (gpu_view){b->sc.logits, i * row, row}, gpu_whole(s->sampler_state),
                    (gpu_view){b->out, (uint64_t)i * SLOT_WORDS * 4, 4}, gpu_whole(s->sampler_work), hp->n_vocab);
   }
-  if (st) {
+  if (st) { /* nothing ran: these batches step one session after another from now on */
     snprintf(b->err, sizeof b->err, "recording the batched step: %s", gpu_recorder_error(rec));
-    if (st == WGLLM_ERR_UNSUPPORTED) {
-      b->unsupported = 1;
-      snprintf(b->why, sizeof b->why, "%s", gpu_recorder_error(rec));
-    }
+    snprintf(b->why, sizeof b->why, "%s", gpu_recorder_error(rec));
+    b->unsupported |= rows_bit(n);
     gpu_recorder_free(rec);
-    return st;
+    return WGLLM_ERR_UNSUPPORTED;
   }
   b->rec = rec;
   memcpy(b->members, now, n * sizeof *now);
@@ -128,9 +139,10 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
 wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens) {
   b->err[0] = 0;
   if (!llm_batch_accepts(b, ss, n)) {
-    snprintf(b->err, sizeof b->err, "batched decode: %s",
-             b->unsupported ? b->why : "these sessions cannot step together (sampler, queued steps or context)");
-    return b->unsupported ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_INVALID_ARG;
+    int no = n >= 2 && n <= LLM_BATCH_MAX && (b->unsupported & rows_bit(n));
+    snprintf(b->err, sizeof b->err, "batched decode: %.900s",
+             no ? b->why : "these sessions cannot step together (sampler, queued steps or context)");
+    return no ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_INVALID_ARG;
   }
   llm_batch_member now[LLM_BATCH_MAX];
   memset(now, 0, sizeof now);

@@ -26,9 +26,10 @@ typedef struct llm_batch {
   gpu_recorder *rec; /* the step for members[0..n_members) */
   llm_batch_member members[LLM_BATCH_MAX];
   uint32_t n_members;
-  uint32_t recordings; /* how many times a step was recorded */
-  int unsupported;     /* the model cannot batch on this device: why says why */
-  char why[256];
+  uint32_t recordings;  /* how many times a step was recorded */
+  unsigned unsupported; /* bit r: batches of 2 << r rows cannot be recorded here (why says why); a failed
+                           recording sets its row count's bit, and those batches step one session after another */
+  char why[1024];
   char err[1024];
 } llm_batch;
 
@@ -43,7 +44,9 @@ void llm_batch_forget(llm_batch *b, const llm_session *s);
    nothing queued and room for one more token, and a model the batched pass takes (else why is set). */
 int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n);
 /* One step for every session: feeds its last sampled token, samples the next into tokens[i] (the sessions'
-   positions, fed tokens and last sampled ids advance as llm_session_step_collect does). A model or shape the
-   batched pass turns out not to take is WGLLM_ERR_UNSUPPORTED with b->unsupported set (nothing ran). */
+   positions, fed tokens and last sampled ids advance as llm_session_step_collect does). A step that cannot be
+   recorded (a shape the batched pass does not take, a pipeline that does not build, memory) is
+   WGLLM_ERR_UNSUPPORTED with its row count's bit of b->unsupported set: nothing ran, and the caller steps the
+   sessions one after another. */
 wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens);
 #endif

@@ -212,7 +212,7 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   }
   /* queue steps up to the pipeline depth, never past the token limit or the context */
   wgllm_status st = WGLLM_OK;
-  while (!st && queue && s->in_flight < g->depth && g->queued + 1 < g->max_tokens &&
+  while (!st && queue && s->in_flight < g->depth && g->res.n_generated + (uint32_t)s->in_flight < g->max_tokens &&
          s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx) {
     st = llm_session_step_submit(s);
     g->queued++;

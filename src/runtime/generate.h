@@ -64,7 +64,7 @@ typedef struct llm_gen {
   uint32_t prefilled; /* of its tokens */
   int prefilling;
   uint32_t max_tokens;
-  uint32_t queued; /* steps queued so far (each yields one more token) */
+  uint32_t queued; /* steps queued so far (a count; the token limit bounds queueing by n_generated + in flight) */
   int depth;       /* steps kept in flight */
   int started;     /* the prefill ran */
   int done;
