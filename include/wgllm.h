@@ -202,6 +202,11 @@ typedef struct wgllm_generate_params {
   wgllm_stream_fn on_text;
   void *user;
   int ignore_eos; /* keep generating past end-of-generation tokens (default 0: they end the text) */
+  /* OpenAI's additive penalties over the same window as repeat_penalty (repeat_last_n tokens, the prompt's tail
+     then the generated ones), after it as llama.cpp applies them: a token seen count times there loses
+     frequency_penalty * count + presence_penalty from its logit. Each in [-2, 2] (negative favours repeats),
+     0: off (default 0). */
+  float presence_penalty, frequency_penalty;
 } wgllm_generate_params;
 WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
 

@@ -1,8 +1,9 @@
 // Sampling, the passes over the vocabulary before the draw (sample.wgsl). Every pass is spread over 2048-token
 // blocks, one workgroup per block, so no workgroup walks the whole vocabulary however flat the logits are:
-//   max:   the repetition penalty (each block's workgroup penalises the ring's tokens that fall in its block),
-//          then each block's largest order key of the temperature-scaled logits and its lowest index; when
-//          sampling it also zeroes the threshold histograms.
+//   max:   the penalties (each block's workgroup penalises the ring's tokens that fall in its block, each
+//          distinct token once: the repetition penalty, then minus frequency * count + presence, as llama.cpp's
+//          penalties sampler), then each block's largest order key of the temperature-scaled logits and its
+//          lowest index; when sampling it also zeroes the threshold histograms.
 //   level: one level of an exact radix select over the 32-bit order keys (digits of 11, 11 and 10 bits).
 //          Stages 0-2 find the top-k threshold (the k-th largest key; histograms of counts), stages 3-5 the
 //          top-p threshold (the largest key t whose mass at or above t reaches top_p of the mass that top-k
@@ -20,7 +21,8 @@
 //! variant mass: MAX=0 LEVEL=0 MASS=1
 struct Params { V: u32, n_blocks: u32, ring_cap: u32, top_k: u32,
                 temp: f32, rep_penalty: f32, cut: f32, top_p: f32,
-                log_min_p: f32, stage: u32, flags: u32, _p: u32 };
+                log_min_p: f32, stage: u32, flags: u32, presence: f32,
+                frequency: f32, _p0: u32, _p1: u32, _p2: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 #if MAX
 @group(0) @binding(1) var<storage, read_write> logits: array<f32>;
@@ -39,7 +41,7 @@ struct Params { V: u32, n_blocks: u32, ring_cap: u32, top_k: u32,
 const WG = 256u;
 const BLOCK = 2048u;
 // flags
-const F_PENALTY = 1u;  // apply the repetition penalty
+const F_PENALTY = 1u;  // apply the penalties (repetition, presence, frequency)
 const F_SAMPLE = 2u;   // temperature > 0: zero the histograms
 const F_TOPK = 4u;     // 0 < top_k < V: stages 0-2 ran
 const F_TOPP = 8u;     // 0 < top_p < 1: stages 3-5 ran
@@ -243,7 +245,9 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let l = lid.x;
   let b = wid.x;
 #if MAX
-  // the penalty, once per distinct token of the ring (its first occurrence), by the block holding the token
+  // the penalties, once per distinct token of the ring (by the thread holding its first occurrence, which also
+  // counts its occurrences), by the block holding the token: repetition (x / r above 0, x * r otherwise; r = 1
+  // leaves x exact), then x - (frequency * count + presence)
   if ((p.flags & F_PENALTY) != 0u) {
     // the ring in workgroup memory, so the duplicate scan is not a chain of storage loads
     let n_ring = min(state[1], p.ring_cap);
@@ -254,8 +258,11 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       var dup = false;
       for (var j = 0u; j < l; j++) { if (su[j] == t) { dup = true; break; } }
       if (!dup) {
+        var count = 1u;
+        for (var j = l + 1u; j < n_ring; j++) { count += select(0u, 1u, su[j] == t); }
         let x = logits[t];
-        logits[t] = select(x * p.rep_penalty, x / p.rep_penalty, x > 0.0);
+        let r = select(x * p.rep_penalty, x / p.rep_penalty, x > 0.0);
+        logits[t] = r - (f32(count) * p.frequency + p.presence);
       }
     }
     workgroupBarrier(); // su is reused below

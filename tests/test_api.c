@@ -216,8 +216,7 @@ static void check_jobs(wgllm_model *m, const char *label, int batched) {
                      "good: and God divided the light from the darkness. And God called the light Day";
     int32_t lids[128];
     size_t ln = 0;
-    CHECK(wgllm_tokenize(m, lp, strlen(lp), 1, lids, 128, &ln) == WGLLM_OK && ln > 40, "long prompt of %zu tokens",
-          ln);
+    CHECK(wgllm_tokenize(m, lp, strlen(lp), 1, lids, 128, &ln) == WGLLM_OK && ln > 40, "long prompt of %zu tokens", ln);
     text_sink lw = {0}, lg = {0}, og = {0};
     wgllm_generate_params gp = wgllm_generate_default_params();
     gp.max_tokens = 10;
@@ -248,8 +247,7 @@ static void check_jobs(wgllm_model *m, const char *label, int batched) {
       if (prefilling && a.generated_tokens > before) during++;
     }
     uint32_t chunks = (uint32_t)((ln + 15) / 16);
-    CHECK(during + 1 >= (int)chunks, "the short job decoded %d tokens during the long one's %u chunks", during,
-          chunks);
+    CHECK(during + 1 >= (int)chunks, "the short job decoded %d tokens during the long one's %u chunks", during, chunks);
     CHECK(!strcmp(lg.buf, lw.buf), "the long job's text is its own (\"%s\" vs \"%s\")", lg.buf, lw.buf);
     CHECK(!strncmp(og.buf, want[0].buf, strlen(want[0].buf)) || !strncmp(want[0].buf, og.buf, strlen(og.buf)),
           "the short job's text is its own (\"%s\" vs \"%s\")", og.buf, want[0].buf);
@@ -387,6 +385,46 @@ int main(void) {
   CHECK(wgllm_generate(s, "In the beginning", &gp, &gs) == WGLLM_OK && gs.generated_tokens == 4 &&
             gs.stop == WGLLM_STOP_MAX_TOKENS,
         "generate: %u tokens, stop %d (%s)", gs.generated_tokens, (int)gs.stop, gs.stop_reason);
+  /* presence / frequency penalties: off by default, [-2, 2] and finite, the error naming the field */
+  CHECK(gp.presence_penalty == 0 && gp.frequency_penalty == 0, "the additive penalties are off by default");
+  const float pens[] = {2.5f, -2.01f, NAN, INFINITY};
+  for (int i = 0; i < 8; i++) {
+    wgllm_generate_params bp = gp;
+    *(i < 4 ? &bp.presence_penalty : &bp.frequency_penalty) = pens[i % 4];
+    const char *name = i < 4 ? "presence_penalty" : "frequency_penalty";
+    CHECK(wgllm_generate(s, "In the", &bp, NULL) == WGLLM_ERR_INVALID_ARG && strstr(wgllm_session_error(s), name),
+          "%s %g is refused: %s", name, pens[i % 4], wgllm_session_error(s));
+  }
+  gp.presence_penalty = -2;
+  gp.frequency_penalty = 2;
+  g_prefill_done = 0;
+  CHECK(wgllm_generate(s, "In the beginning", &gp, &gs) == WGLLM_OK && gs.generated_tokens == 4,
+        "presence_penalty -2, frequency_penalty 2 generate: %s", wgllm_session_error(s));
+  /* the penalties' window holds the whole prompt, a cached prefix too: a prompt that follows a cached one samples
+     as on an empty cache (the window was the uncached part only) */
+  {
+    const char *pr = "In the beginning was the Word, and the Word was with God";
+    text_sink cold = {0}, warm = {0};
+    wgllm_generate_params pp = wgllm_generate_default_params();
+    pp.max_tokens = 12;
+    pp.temperature = 0;
+    pp.ignore_eos = 1;
+    pp.presence_penalty = 2;
+    pp.frequency_penalty = 2;
+    pp.repeat_penalty = 1.3f;
+    pp.on_text = sink_text;
+    wgllm_session_reset(s);
+    pp.user = &cold;
+    g_prefill_done = 0;
+    CHECK(wgllm_generate(s, pr, &pp, &gs) == WGLLM_OK && gs.cached_tokens == 0, "penalties, cold: %s",
+          wgllm_session_error(s));
+    pp.user = &warm;
+    g_prefill_done = 0;
+    CHECK(wgllm_generate(s, pr, &pp, &gs) == WGLLM_OK && gs.cached_tokens > 8, "penalties, warm: %u cached (%s)",
+          gs.cached_tokens, wgllm_session_error(s));
+    CHECK(!strcmp(cold.buf, warm.buf), "penalties over a cached prompt: \"%s\" vs \"%s\" on an empty cache", warm.buf,
+          cold.buf);
+  }
   wgllm_session_free(s);
   check_jobs(m, "f32 weights", 0); /* no fused GEMV for f32: one session after another */
   sp.kv_type = (wgllm_kv_type)7;

@@ -261,8 +261,22 @@ static void runs_and_defaults(void) {
   snprintf(fmt, sizeof fmt, "%s -s 9 --repeat-penalty 1.0", sampled);
   wg(&o2, NULL, fmt, GGUF);
   CHECK(!strcmp(o1, o2), "no --repeat-penalty differs from --repeat-penalty 1.0");
+  free(o2);
+  snprintf(fmt, sizeof fmt, "%s -s 9 --presence-penalty 0 --frequency-penalty 0", sampled);
+  wg(&o2, NULL, fmt, GGUF);
+  CHECK(!strcmp(o1, o2), "no --presence-penalty / --frequency-penalty differs from both 0");
   free(o1);
   free(o2);
+  /* the additive penalties reach the sampler: a greedy text that repeats tokens changes under them */
+  const char *greedy = "run -m %s -p 'a b' -n 24 --temp 0";
+  wg(&o1, NULL, greedy, GGUF);
+  snprintf(fmt, sizeof fmt, "%s --presence-penalty 1.5 --frequency-penalty 0.5 -v", greedy);
+  wg(&o2, &e, fmt, GGUF);
+  CHECK(strcmp(o1, o2), "--presence-penalty 1.5 --frequency-penalty 0.5 leave the greedy text as it was: %s", o1);
+  CHECK(strstr(e, "presence-penalty 1.5, frequency-penalty 0.5"), "-v does not print the penalties: %s", e);
+  free(o1);
+  free(o2);
+  free(e);
 
   /* the context: the model's trained length unless -c; more than it is warned about; logits keeps 4096 */
   wg(NULL, &e, "run -m %s -p 'In the' -n 2 -v", DEFAULT);
@@ -363,6 +377,10 @@ static void parser(void) {
   expect_fail("NaN top-p", "run -m x -p hi --top-p nan", "--top-p nan: expected a number from 0 to 1");
   expect_fail("zero repeat penalty", "run -m x -p hi --repeat-penalty 0", "greater than 0");
   expect_fail("repeat-last-n over 256", "run -m x -p hi --repeat-last-n 257", "from -1 to 256");
+  expect_fail("presence penalty over 2", "run -m x -p hi --presence-penalty 2.5",
+              "--presence-penalty 2.5: expected a number from -2 to 2");
+  expect_fail("frequency penalty under -2", "run -m x -p hi --frequency-penalty -3",
+              "--frequency-penalty -3: expected a number from -2 to 2");
   expect_fail("run context with trailing junk", "run -m x -p hi --ctx 12abc", "--ctx 12abc: expected a whole number");
   expect_fail("logits context with trailing junk", "logits -m x --prompt-ids 1 -o y -c 12abc",
               "-c 12abc: expected a whole number from 0 to 16777216");
@@ -422,7 +440,8 @@ static void parser(void) {
   const char *numeric[][2] = {{"--top-k K", "[0..4294967295]"},     {"--min-p P", "[0..1]"},
                               {"-t, --threads N", "[-1..1048576]"}, {"-ngl, --n-gpu-layers", "[-1..1048576]"},
                               {"--max-binding BYTES", "[>= 1024]"}, {"-c, --ctx-size", "[0..16777216]"},
-                              {"-ub, --ubatch-size", "[1..65535]"}, {"--repeat-penalty R", "[> 0]"}};
+                              {"-ub, --ubatch-size", "[1..65535]"}, {"--repeat-penalty R", "[> 0]"},
+                              {"--presence-penalty P", "[-2..2]"},  {"--frequency-penalty F", "[-2..2]"}};
   for (size_t i = 0; i < sizeof numeric / sizeof *numeric; i++) {
     const char *at = strstr(o1, numeric[i][0]), *nl = at ? strchr(at, '\n') : NULL;
     const char *nl2 = nl ? strchr(nl + 1, '\n') : NULL;

@@ -1,11 +1,11 @@
 /* Sampler conformance: the GPU sampler against its CPU reference (same thresholds and RNG) for greedy,
-   temperature, top-k, top-p, min-p and repetition penalty on several vocabulary sizes; every GPU draw must lie
-   in the reference's allowed set, nearly all must equal the reference's draw (sums differ in rounding only at
-   boundaries), the GPU's threshold must keep the same tokens as the reference's (exactly, or up to the boundary
-   key's ties with top-p), the empirical distribution must match the softmax, and a seed must reproduce its
-   sequence. Flat logits (all equal, a few distinct values ulps apart, every token within 30 nats of the best)
-   over a Llama-3-sized vocabulary check that the exact multi-workgroup selects need no whole-vocabulary
-   fallback: the recorded passes depend only on the settings. */
+   temperature, top-k, top-p, min-p and the repetition, presence and frequency penalties on several vocabulary
+   sizes; every GPU draw must lie in the reference's allowed set, nearly all must equal the reference's draw (sums
+   differ in rounding only at boundaries), the GPU's threshold must keep the same tokens as the reference's
+   (exactly, or up to the boundary key's ties with top-p), the empirical distribution must match the softmax, and
+   a seed must reproduce its sequence. Flat logits (all equal, a few distinct values ulps apart, every token within 30
+   nats of the best) over a Llama-3-sized vocabulary check that the exact multi-workgroup selects need no
+   whole-vocabulary fallback: the recorded passes depend only on the settings. */
 #include "harness.h"
 #include "ops.h"
 #include "ref.h"
@@ -319,6 +319,123 @@ int main(void) {
     rig_free(&r);
     free(x);
     free(w);
+  }
+
+  /* presence and frequency penalties (OpenAI's; llama.cpp's order: the repetition penalty, then minus frequency
+     * count + presence, once per distinct token of the ring). Greedy over 5000 tokens (three blocks, the last
+     partial) with rings that hold duplicates and tokens at the blocks' edges: the GPU's penalised logits equal
+     the reference's bit for bit (penalties and repetition penalties chosen so every product is exact), and
+     the first six cases move the greedy token off the unpenalised argmax, so a penalty applied per occurrence,
+     without the count or by the wrong block changes the token too; in the seventh the order decides it (the
+     frequency penalty before the repetition penalty of 0.5 would pick 4999). */
+  {
+    uint32_t V = 5000;
+    float *x = malloc(V * 4), *w = malloc(V * 4), *gl = malloc(V * 4);
+    for (uint32_t i = 0; i < V; i++)
+      x[i] = th_uniform(&rng, -3, 3);
+    /* ring tokens near the top (count in the ring of 16): 2047 x3, 4999 x1, 4095 x4, 2048 x2, 0 x1; 3000 is not
+       in the ring; 17 (x1) is negative */
+    x[2047] = 10.0f;
+    x[4999] = 9.5f;
+    x[4095] = 9.4f;
+    x[2048] = 9.2f;
+    x[3000] = 9.0f;
+    x[0] = 8.9f;
+    x[4096] = 7.8f;
+    x[17] = -1.5f;
+    uint32_t ring16[] = {2047, 2048, 4095, 2047, 4999, 4095, 0, 2048, 4095, 2047, 4096, 4095, 3001, 17, 3001, 2049};
+    uint32_t ring256[256];
+    const uint32_t hot[] = {0, 2047, 2048, 4095, 4096, 4999, 3000, 2049};
+    for (int i = 0; i < 256; i++)
+      ring256[i] = i % 3 ? hot[th_u32(&rng) % 8] : th_u32(&rng) % V;
+    struct {
+      float rep, presence, frequency;
+      int full, changes; /* the 256-token ring; the token moves off the unpenalised argmax */
+    } cs[] = {{1.0f, 0.0f, 0.375f, 0, 1},  {1.0f, 1.5f, 0.0f, 0, 1},    {1.0f, -0.5f, -1.0f, 0, 1},
+              {2.0f, 0.25f, 0.125f, 0, 1}, {0.5f, -2.0f, 2.0f, 0, 1},   {1.0f, 2.0f, -2.0f, 0, 1},
+              {0.5f, 0.0f, 0.375f, 0, 0},  {1.0f, 0.5f, 0.0625f, 1, 0}, {2.0f, -0.75f, -0.03125f, 1, 0}};
+    uint32_t plain = ref_sample(memcpy(w, x, V * 4), V, 0, 0, 1, 0, 1, NULL, 0, 5, 0, NULL);
+    for (int c = 0; c < 9; c++) {
+      const uint32_t *ring = cs[c].full ? ring256 : ring16;
+      uint32_t n_ring = cs[c].full ? 256 : 16;
+      op_sample_params sp = {0.0f, 1.0f, 0.0f, cs[c].rep, 0, n_ring == 256 ? 256 : 64, 5};
+      sp.presence = cs[c].presence;
+      sp.frequency = cs[c].frequency;
+      sampler_rig r;
+      rig_init(&r, x, V, &sp, ring, n_ring, 0);
+      uint32_t got = rig_draw(&r);
+      memcpy(w, x, V * 4);
+      ref_penalties(w, V, cs[c].rep, cs[c].presence, cs[c].frequency, ring, n_ring);
+      uint32_t want = ref_sample(w, V, 0, 0, 1, 0, 1, NULL, 0, 5, 0, NULL);
+      th_download(r.logits, gl, (size_t)V * 4);
+      uint32_t differ = 0;
+      for (uint32_t i = 0; i < V; i++)
+        differ += memcmp(&gl[i], &w[i], 4) != 0;
+      CHECK(got == want && differ == 0 && (!cs[c].changes || want != plain),
+            "presence %g frequency %g repeat %g (ring %u): got %u want %u (unpenalised %u), %u logits differ",
+            cs[c].presence, cs[c].frequency, cs[c].rep, n_ring, got, want, plain, differ);
+      printf("  presence %-5g frequency %-8g repeat %-3g ring %3u + greedy: token %u (unpenalised %u), %u logits "
+             "differ\n",
+             cs[c].presence, cs[c].frequency, cs[c].rep, n_ring, got, plain, differ);
+      rig_free(&r);
+    }
+    free(x);
+    free(w);
+    free(gl);
+  }
+
+  /* presence and frequency penalties with sampling on flat logits over a Llama-3-sized vocabulary, with and without
+     the repetition penalty, negative ones too (they make the ring's tokens likely): a ring of 64 with duplicates
+     and tokens at the blocks' edges, against the reference with the same ring */
+  {
+    uint32_t V = 128256;
+    float *x = malloc(V * 4), *w = malloc(V * 4);
+    uint8_t *allowed = malloc(V);
+    for (uint32_t i = 0; i < V; i++)
+      x[i] = th_uniform(&rng, -1, 1);
+    const uint32_t edges[] = {0, 2047, 2048, 4095, 63487, 63488, 126975, 126976, 128255};
+    uint32_t ring[64];
+    for (int i = 0; i < 64; i++)
+      ring[i] = i % 4 == 0 ? edges[th_u32(&rng) % 9] : i % 7 == 1 ? 17u : th_u32(&rng) % V;
+    /* the top-k draws (even n) boost the ring's tokens, so they are drawn from the ring's penalised logits */
+    const float pres[] = {-1.0f, 0.5f, -0.25f, 1.5f, -2.0f, 2.0f, 0.0f, 0.75f};
+    const float freq[] = {-0.5f, 0.25f, -0.125f, 1.0f, 0.5f, -0.125f, -1.5f, 0.0f};
+    int same = 0, outside = 0, in_ring = 0;
+    uint32_t bad = 0, tol = 0;
+    for (int n = 0; n < 8; n++) {
+      op_sample_params pp = {n % 2 ? 1.0f : 0.8f,      n % 3 ? 0.95f : 1.0f, n % 4 ? 0.05f : 0.0f,
+                             n % 3 == 2 ? 1.3f : 1.0f, n % 2 ? 0 : 40,       64,
+                             80 + (uint32_t)n};
+      pp.presence = pres[n];
+      pp.frequency = freq[n];
+      sampler_rig r;
+      rig_init(&r, x, V, &pp, ring, 64, (uint32_t)n);
+      uint32_t got = rig_draw(&r);
+      memcpy(w, x, V * 4);
+      ref_penalties(w, V, pp.rep_penalty, pp.presence, pp.frequency, ring, 64);
+      uint32_t want =
+          ref_sample(w, V, pp.temperature, pp.top_k, pp.top_p, pp.min_p, 1.0f, NULL, 0, pp.seed, (uint32_t)n, allowed);
+      uint32_t ng, nr;
+      bad += kept_mismatch(&r, w, &pp, allowed, &ng, &nr); /* w: the reference's penalised logits */
+      tol += kept_tolerance(&pp, nr);
+      outside += got >= V || !allowed[got];
+      same += got == want;
+      for (int i = 0; i < 64; i++)
+        if (ring[i] == got) {
+          in_ring++;
+          break;
+        }
+      rig_free(&r);
+    }
+    CHECK(outside == 0 && same >= 7 && bad <= tol && in_ring >= 3,
+          "presence/frequency + sampling: %d outside, %d/8 equal (%d from the ring), %u differ", outside, same, in_ring,
+          bad);
+    printf("  presence/frequency + sampling on flat logits: %d/8 equal to the reference (%d from the ring), %d "
+           "outside, %u kept differ\n",
+           same, in_ring, outside, bad);
+    free(x);
+    free(w);
+    free(allowed);
   }
 
   /* distribution: 5 tokens, temperature 1, many draws */

@@ -9,6 +9,7 @@
 #include "session.h"
 #include "tokenizer_load.h"
 #include "wgllm.h"
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -338,6 +339,11 @@ static wgllm_status to_gen_params(wgllm_session *s, const wgllm_generate_params 
     return fail(s->err, WGLLM_ERR_INVALID_ARG,
                 "sampling: temperature >= 0, top_p and min_p in [0, 1] and repeat_penalty > 0 (got %g, %g, %g, %g)",
                 p->temperature, p->top_p, p->min_p, p->repeat_penalty);
+  const float pen[2] = {p->presence_penalty, p->frequency_penalty};
+  for (int i = 0; i < 2; i++)
+    if (!isfinite(pen[i]) || pen[i] < -2 || pen[i] > 2)
+      return fail(s->err, WGLLM_ERR_INVALID_ARG, "sampling: %s must be in [-2, 2] (got %g)",
+                  i ? "frequency_penalty" : "presence_penalty", pen[i]);
   gp->max_tokens = p->max_tokens;
   gp->sampling.temperature = p->temperature;
   gp->sampling.top_k = p->top_k;
@@ -346,6 +352,8 @@ static wgllm_status to_gen_params(wgllm_session *s, const wgllm_generate_params 
   gp->sampling.rep_penalty = p->repeat_penalty;
   gp->sampling.ring_cap = p->repeat_last_n > OP_SAMPLE_RING_MAX ? OP_SAMPLE_RING_MAX : p->repeat_last_n;
   gp->sampling.seed = p->seed;
+  gp->sampling.presence = p->presence_penalty;
+  gp->sampling.frequency = p->frequency_penalty;
   gp->stop = p->stop;
   gp->n_stop = p->n_stop;
   gp->on_text = p->on_text;
@@ -409,6 +417,9 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
   if (keep >= n) keep = (uint32_t)n - 1;
   if (s->s->in_flight) llm_session_step_drain(s->s); /* an earlier generation may have left steps queued */
   j->cached = keep = llm_session_rewind(s->s, keep);
+  /* the penalties look back over the whole prompt, cached prefix included, so a cache hit samples the same */
+  gp.recent = ids;
+  gp.n_recent = (uint32_t)n;
   st = llm_gen_begin_deferred(&j->g, s->s, s->model->tok, ids + keep, (uint32_t)(n - keep), &gp);
   if (st) {
     fail(s->err, st, "%s", s->s->err);

@@ -15,9 +15,11 @@ typedef struct prep_params {
   uint32_t V, n_blocks, ring_cap, top_k;
   float temp, rep_penalty, cut, top_p;
   float log_min_p;
-  uint32_t stage, flags, _p;
+  uint32_t stage, flags;
+  float presence, frequency;
+  uint32_t _p[3];
 } prep_params;
-_Static_assert(sizeof(prep_params) == 48, "prep_params mirrors the Params block of kernels/sample_prep.wgsl");
+_Static_assert(sizeof(prep_params) == 64, "prep_params mirrors the Params block of kernels/sample_prep.wgsl");
 
 #define PREP_BLOCK 2048 /* tokens per workgroup in sample_prep.wgsl */
 #define PREP_MAX_BLOCKS 256
@@ -25,6 +27,10 @@ _Static_assert(sizeof(prep_params) == 48, "prep_params mirrors the Params block 
 enum { F_PENALTY = 1, F_SAMPLE = 2, F_TOPK = 4, F_TOPP = 8, F_MINP = 16 };
 /* sample_prep.wgsl's W_PRE (the end of the fixed part of work) plus 256 chunk sums for each of 256 blocks */
 #define WORK_WORDS (15936 + PREP_MAX_BLOCKS * 256)
+
+int op_sample_penalises(const op_sample_params *sp) {
+  return sp->ring_cap && (sp->rep_penalty != 1.0f || sp->presence != 0 || sp->frequency != 0);
+}
 
 uint64_t op_sample_work_bytes(void) { return (uint64_t)WORK_WORDS * 4; }
 
@@ -44,6 +50,9 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
                    OP_SAMPLE_RING_MAX);
   if (sp->top_p < 0 || sp->top_p > 1 || sp->min_p < 0 || sp->min_p > 1 || sp->rep_penalty <= 0)
     return op_fail(rec, WGLLM_ERR_INVALID_ARG, "sample: top_p/min_p must be in [0, 1] and the penalty positive");
+  if (!isfinite(sp->presence) || !isfinite(sp->frequency))
+    return op_fail(rec, WGLLM_ERR_INVALID_ARG, "sample: presence/frequency penalties must be finite (got %g, %g)",
+                   sp->presence, sp->frequency);
   uint32_t n_blocks = (V + PREP_BLOCK - 1) / PREP_BLOCK;
   if (n_blocks > PREP_MAX_BLOCKS)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "sample: vocabulary of %u over %u", V, PREP_MAX_BLOCKS * PREP_BLOCK);
@@ -52,7 +61,7 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
                    (unsigned long long)op_sample_work_bytes());
   int sampling = sp->temperature > 0;
   uint32_t flags = 0;
-  if (sp->rep_penalty != 1.0f && sp->ring_cap) flags |= F_PENALTY;
+  if (op_sample_penalises(sp)) flags |= F_PENALTY;
   if (sampling) flags |= F_SAMPLE;
   if (sampling && sp->top_k > 0 && sp->top_k < V) flags |= F_TOPK; /* k >= V keeps everything */
   if (sampling && sp->top_p > 0 && sp->top_p < 1) flags |= F_TOPP;
@@ -67,7 +76,9 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
                     .cut = 30.0f,
                     .top_p = sp->top_p,
                     .log_min_p = sp->min_p > 0 ? logf(sp->min_p) : 0.0f,
-                    .flags = flags};
+                    .flags = flags,
+                    .presence = sp->presence,
+                    .frequency = sp->frequency};
   gpu_dispatch_desc d = {
       .kernel = K_SAMPLE_PREP, .variant = V_SAMPLE_PREP_MAX, .params = &pp, .params_size = sizeof pp, .n_bind = 3};
   d.bind[0] = logits;

@@ -273,6 +273,9 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
 /* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
    tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets
    the token. temperature <= 0 is greedy. top_k 0 = off, top_p 1 = off, min_p 0 = off, rep_penalty 1 = off.
+   The penalties act on the ring's distinct tokens (ring_cap of them at most), in llama.cpp's order: a token seen
+   count times is divided by rep_penalty (above 0; multiplied otherwise), then frequency * count + presence is
+   subtracted (presence and frequency 0 = off; OpenAI's presence_penalty and frequency_penalty).
    Tokens more than 30 nats (scaled) below the best are not candidates: they carry < 1e-8 of the probability.
    The thresholds are found exactly over the whole vocabulary by radix selects spread over 2048-token blocks, so
    the cost does not depend on the distribution (flat logits included); see kernels/sample_prep.wgsl. */
@@ -280,7 +283,10 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
 typedef struct op_sample_params {
   float temperature, top_p, min_p, rep_penalty;
   uint32_t top_k, ring_cap, seed;
+  float presence, frequency; /* additive penalties, finite */
 } op_sample_params;
+/* whether these settings penalise anything (a window and a penalty that is not off) */
+int op_sample_penalises(const op_sample_params *sp);
 /* work: op_sample_work_bytes() of scratch (block maxima, threshold histograms, per-block mass prefix sums; about
    320 KiB). Vocabularies up to 524288. */
 uint64_t op_sample_work_bytes(void);

@@ -41,5 +41,10 @@ void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *k
 uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p, float rep_penalty,
                     const uint32_t *ring, uint32_t n_ring, uint32_t seed, uint32_t draw,
                     uint8_t *allowed /* [V] or NULL: 1 where a token may be drawn */);
+/* The sampler's penalties over the ring's distinct tokens, in llama.cpp's order: the repetition penalty (x / r
+   above 0, x * r otherwise), then x - (frequency * count + presence), count the token's occurrences in the ring.
+   Nothing when all are off. ref_sample applies this with presence and frequency 0 (rep_penalty 1: nothing). */
+void ref_penalties(float *logits, uint32_t V, float rep_penalty, float presence, float frequency, const uint32_t *ring,
+                   uint32_t n_ring);
 uint32_t ref_pcg(uint32_t v);
 #endif

@@ -1,4 +1,4 @@
-/* CPU reference of the sampler (kernels/sample.wgsl): the same order (penalty, temperature, top-k, top-p,
+/* CPU reference of the sampler (kernels/sample.wgsl): the same order (penalties, temperature, top-k, top-p,
    min-p), the same order keys and RNG, sums in double. */
 #include "ref.h"
 #include <math.h>
@@ -32,18 +32,26 @@ static int cmp_key_mass_desc(const void *a, const void *b) {
   return x < y ? 1 : x > y ? -1 : 0;
 }
 
+void ref_penalties(float *logits, uint32_t V, float rep_penalty, float presence, float frequency, const uint32_t *ring,
+                   uint32_t n_ring) {
+  if (rep_penalty == 1.0f && presence == 0 && frequency == 0) return;
+  for (uint32_t i = 0; i < n_ring; i++) {
+    int dup = 0;
+    for (uint32_t j = 0; j < i; j++)
+      dup |= ring[j] == ring[i];
+    if (dup || ring[i] >= V) continue;
+    uint32_t count = 0;
+    for (uint32_t j = i; j < n_ring; j++)
+      count += ring[j] == ring[i];
+    float x = logits[ring[i]];
+    float r = x > 0 ? x / rep_penalty : x * rep_penalty;
+    logits[ring[i]] = r - ((float)count * frequency + presence);
+  }
+}
+
 uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p, float rep_penalty,
                     const uint32_t *ring, uint32_t n_ring, uint32_t seed, uint32_t draw, uint8_t *allowed) {
-  if (rep_penalty != 1.0f)
-    for (uint32_t i = 0; i < n_ring; i++) {
-      int dup = 0;
-      for (uint32_t j = 0; j < i; j++)
-        dup |= ring[j] == ring[i];
-      if (!dup && ring[i] < V) {
-        float x = logits[ring[i]];
-        logits[ring[i]] = x > 0 ? x / rep_penalty : x * rep_penalty;
-      }
-    }
+  ref_penalties(logits, V, rep_penalty, 0, 0, ring, n_ring);
   if (temp <= 0) {
     uint32_t b = 0;
     for (uint32_t i = 1; i < V; i++)

@@ -108,7 +108,8 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
     snprintf(s->err, sizeof s->err, "out of host memory");
     return g->st = WGLLM_ERR_OUT_OF_MEMORY;
   }
-  wgllm_status st = llm_session_set_sampler(s, &gp->sampling, prompt, n_prompt);
+  wgllm_status st = gp->recent ? llm_session_set_sampler(s, &gp->sampling, gp->recent, gp->n_recent)
+                               : llm_session_set_sampler(s, &gp->sampling, prompt, n_prompt);
   if (st) return g->st = st;
   g->ts = tok ? tok_stream_create(tok) : NULL;
   if (g->ts) tok_stream_skip_special(g->ts, 1);

@@ -25,6 +25,10 @@ typedef struct llm_gen_params {
   /* receives UTF-8 text as it becomes final; return non-zero to stop */
   int (*on_text)(const char *text, size_t len, void *user);
   void *user;
+  /* the tokens the penalties' window starts from, ending with the prompt (the cached prefix the prompt follows,
+     then the prompt), read when the generation begins; NULL: the prompt */
+  const int32_t *recent;
+  uint32_t n_recent;
 } llm_gen_params;
 
 typedef struct llm_gen_result {

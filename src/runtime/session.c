@@ -272,7 +272,7 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   }
   op_sample_params p = *sp;
   if (p.ring_cap > OP_SAMPLE_RING_MAX) p.ring_cap = OP_SAMPLE_RING_MAX;
-  if (p.rep_penalty == 1.0f) p.ring_cap = 0;
+  if (!op_sample_penalises(&p)) p.ring_cap = 0;
   uint32_t state[4 + OP_SAMPLE_RING_MAX] = {0};
   uint32_t n = n_recent < p.ring_cap ? n_recent : p.ring_cap;
   for (uint32_t i = 0; i < n; i++)

@@ -33,6 +33,9 @@ static void check_request(const serve_request *r, const serve_limits *lim) {
   FUZZ_CHECK(r->top_p >= 0 && r->top_p <= 1 && r->min_p >= 0 && r->min_p <= 1, "top_p %g min_p %g", r->top_p, r->min_p);
   FUZZ_CHECK(r->repeat_penalty > 0 && r->repeat_penalty <= 100 && r->repeat_last_n <= 256, "repeat %g / %u",
              r->repeat_penalty, r->repeat_last_n);
+  FUZZ_CHECK(r->presence_penalty >= -2 && r->presence_penalty <= 2 && r->frequency_penalty >= -2 &&
+                 r->frequency_penalty <= 2,
+             "presence %g frequency %g", r->presence_penalty, r->frequency_penalty);
   FUZZ_CHECK(r->n_stop <= lim->max_stop, "%zu stop strings", r->n_stop);
   for (size_t i = 0; i < r->n_stop; i++) {
     size_t n = strlen(r->stop[i]);

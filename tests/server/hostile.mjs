@@ -46,7 +46,9 @@ await expect("stop a number", 400, post(comp, body({ prompt: "x", stop: 3 })), {
 await expect("five stop strings", 400, post(comp, body({ prompt: "x", stop: ["a", "b", "c", "d", "e"] })), { param: "stop" });
 await expect("an empty stop string", 400, post(comp, body({ prompt: "x", stop: [""] })), { param: "stop" });
 await expect("n = 3", 400, post(chat, body({ messages: msg, n: 3 })), { param: "n" });
-await expect("frequency_penalty", 400, post(chat, body({ messages: msg, frequency_penalty: 0.5 })), { param: "frequency_penalty" });
+await expect("frequency_penalty over 2", 400, post(chat, body({ messages: msg, frequency_penalty: 2.5 })), { param: "frequency_penalty" });
+await expect("presence_penalty under -2", 400, post(comp, body({ prompt: "x", presence_penalty: -3 })), { param: "presence_penalty" });
+await expect("presence_penalty a string", 400, post(chat, body({ messages: msg, presence_penalty: "0.5" })), { param: "presence_penalty" });
 await expect("logprobs", 400, post(chat, body({ messages: msg, logprobs: true })), { param: "logprobs" });
 await expect("prompt missing", 400, post(comp, body({ max_tokens: 2 })), { param: "prompt" });
 await expect("prompt ids out of the vocabulary", 400, post(comp, body({ prompt: [1, 2, 99999999] })), { param: "prompt" });

@@ -1,6 +1,6 @@
 // `wgllm serve` through the official openai npm client (pinned in scripts/bootstrap.sh): models.list,
 // chat.completions.create and completions.create whole and streamed (the streamed text must be the whole one, the
-// usage chunk and finish_reason as OpenAI sends them), stop strings, the cached prefix of a repeated prompt, a
+// usage chunk and finish_reason as OpenAI sends them), presence/frequency penalties, stop strings, the cached prefix of a repeated prompt, a
 // second request finishing while a long one streams, and the client's error classes for 400 and 401.
 import { apiKey, baseURL, check, finish, loadOpenAI, waitIdle } from "./util.mjs";
 
@@ -52,6 +52,13 @@ const cstream = await client.completions.create({ model, prompt, max_tokens: 10,
 let ctext = "";
 for await (const chunk of cstream) for (const c of chunk.choices) ctext += c.text;
 check(ctext === comp.choices[0].text, "completions stream: the streamed text is the whole one", { ctext, whole: comp.choices[0].text });
+
+// OpenAI's presence and frequency penalties are accepted and reach the sampler (the prompt's tokens and the
+// continuation's are penalised: the greedy text changes); 0 is off
+const pen = await client.completions.create({ model, prompt, max_tokens: 10, ignore_eos: true, presence_penalty: 2, frequency_penalty: 2, ...greedy });
+check(pen.usage.completion_tokens === 10 && pen.choices[0].text !== comp.choices[0].text, "completions: presence_penalty / frequency_penalty change the greedy text", { pen: pen.choices[0].text, plain: comp.choices[0].text });
+const pen0 = await client.completions.create({ model, prompt, max_tokens: 10, ignore_eos: true, presence_penalty: 0, frequency_penalty: 0, ...greedy });
+check(pen0.choices[0].text === comp.choices[0].text, "completions: presence_penalty / frequency_penalty 0 are off", { pen0: pen0.choices[0].text, plain: comp.choices[0].text });
 
 // a stop string: the text ends before it, finish_reason stop
 const words = comp.choices[0].text.split(" ").filter((w) => w.length > 1);

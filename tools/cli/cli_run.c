@@ -19,6 +19,8 @@ enum {
   K_MIN_P,
   K_REPEAT_PENALTY,
   K_REPEAT_LAST_N,
+  K_PRESENCE_PENALTY,
+  K_FREQUENCY_PENALTY,
   K_STOP,
   K_IGNORE_EOS,
   K_STATS,
@@ -51,6 +53,10 @@ static const cli_opt gen_opts[] = {
      "penalty of recently seen tokens (default 1: off)"},
     {K_REPEAT_LAST_N, "--repeat-last-n", CLI_INT, "N", -1, 256, 0, CLI_CMD_GEN,
      "tokens the penalty looks back (default 64; -1: 256, the most)"},
+    {K_PRESENCE_PENALTY, "--presence-penalty", CLI_FLOAT, "P", -2, 2, 0, CLI_CMD_GEN,
+     "minus P from the logit of each token in that window (default 0: off)"},
+    {K_FREQUENCY_PENALTY, "--frequency-penalty", CLI_FLOAT, "F", -2, 2, 0, CLI_CMD_GEN,
+     "minus F x its count there (default 0: off)"},
     {K_STOP, "-r --reverse-prompt --stop", CLI_TEXT, "TEXT", 0, 0, 0, CLI_CMD_GEN,
      "stop where TEXT appears (not printed); any number of them"},
     {K_IGNORE_EOS, "--ignore-eos", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
@@ -122,6 +128,12 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_REPEAT_LAST_N:
     g->gp.repeat_last_n = v->i < 0 ? 256 : (uint32_t)v->i;
+    break;
+  case K_PRESENCE_PENALTY:
+    g->gp.presence_penalty = (float)v->f;
+    break;
+  case K_FREQUENCY_PENALTY:
+    g->gp.frequency_penalty = (float)v->f;
     break;
   case K_STOP:
     if (!v->text[0]) {
@@ -336,10 +348,10 @@ static int stream_out(const char *text, size_t len, void *user) {
 void cli_verbose_sampling(const cli_gen *g) {
   const wgllm_generate_params *p = &g->gp;
   fprintf(stderr,
-          "wgllm: seed %u%s; temp %g, top-k %u, top-p %g, min-p %g, repeat-penalty %g (last %u); up to %u tokens, "
-          "%zu stop strings\n",
+          "wgllm: seed %u%s; temp %g, top-k %u, top-p %g, min-p %g, repeat-penalty %g (last %u), presence-penalty "
+          "%g, frequency-penalty %g; up to %u tokens, %zu stop strings\n",
           p->seed, g->seed_given ? "" : " (random)", p->temperature, p->top_k, p->top_p, p->min_p, p->repeat_penalty,
-          p->repeat_last_n, p->max_tokens, g->n_stop);
+          p->repeat_last_n, p->presence_penalty, p->frequency_penalty, p->max_tokens, g->n_stop);
 }
 
 int cli_run(int argc, char **argv) {

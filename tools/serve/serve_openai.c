@@ -161,16 +161,6 @@ static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err)
   if (n != 1) return bad(err, "n", "'n' is %lld; this server generates one choice a request (n = 1)", n);
   if (get_int(o, "best_of", 1, 1e9, &n, err) < 0) return -1;
   if (n != 1) return bad(err, "best_of", "'best_of' is %lld; only 1 is supported", n);
-  static const char *const penalties[] = {"presence_penalty", "frequency_penalty"};
-  for (int i = 0; i < 2; i++) {
-    double p = 0;
-    if (get_number(o, penalties[i], -2, 2, 0, &p, err) < 0) return -1;
-    if (p != 0)
-      return bad(err, penalties[i],
-                 "'%s' is %g; additive penalties are not supported (use 'repeat_penalty', llama.cpp's multiplicative "
-                 "penalty, e.g. 1.1)",
-                 penalties[i], p);
-  }
   const cJSON *f = field(o, "logprobs");
   if (f && !cJSON_IsFalse(f) && !(cJSON_IsNumber(f) && f->valuedouble == 0))
     return bad(err, "logprobs", "'logprobs' is not supported");
@@ -322,6 +312,11 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
   if (g) r->repeat_penalty = (float)x;
   if ((g = get_int(o, "repeat_last_n", -1, 256, &i, err)) < 0) return -1;
   if (g) r->repeat_last_n = i < 0 ? 256 : (uint32_t)i;
+  /* OpenAI's additive penalties, over repeat_last_n tokens as llama-server applies them */
+  if ((g = get_number(o, "presence_penalty", -2, 2, 0, &x, err)) < 0) return -1;
+  if (g) r->presence_penalty = (float)x;
+  if ((g = get_number(o, "frequency_penalty", -2, 2, 0, &x, err)) < 0) return -1;
+  if (g) r->frequency_penalty = (float)x;
   /* OpenAI's seed is any 64-bit integer: the low 32 bits seed the sampler; -1 (llama.cpp's) is a random seed */
   if ((g = get_int(o, "seed", -9223372036854775808.0, 9223372036854775807.0, &i, err)) < 0) return -1;
   if (g && i != -1) {

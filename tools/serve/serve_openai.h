@@ -39,13 +39,15 @@ typedef struct serve_request {
   size_t prompt_len;
   int32_t *prompt_ids; /* completion: the prompt as token ids */
   size_t n_prompt_ids;
-  uint32_t max_tokens;    /* max_completion_tokens, else max_tokens, else the default (chat: limits, completion 16) */
-  float temperature;      /* [0, 2], default 0.8 (0: greedy) */
-  float top_p;            /* [0, 1], default 0.95 */
-  uint32_t top_k;         /* default 40 (0: off) */
-  float min_p;            /* [0, 1], default 0.05 */
-  float repeat_penalty;   /* (0, 100], default 1 (off); llama.cpp's multiplicative penalty */
-  uint32_t repeat_last_n; /* [0, 256] (-1 given: 256), default 64 */
+  uint32_t max_tokens;     /* max_completion_tokens, else max_tokens, else the default (chat: limits, completion 16) */
+  float temperature;       /* [0, 2], default 0.8 (0: greedy) */
+  float top_p;             /* [0, 1], default 0.95 */
+  uint32_t top_k;          /* default 40 (0: off) */
+  float min_p;             /* [0, 1], default 0.05 */
+  float repeat_penalty;    /* (0, 100], default 1 (off); llama.cpp's multiplicative penalty */
+  uint32_t repeat_last_n;  /* [0, 256] (-1 given: 256), default 64 */
+  float presence_penalty;  /* [-2, 2], default 0 (off); OpenAI's, over the same window */
+  float frequency_penalty; /* [-2, 2], default 0 (off) */
   uint32_t seed;
   int seed_given; /* a seed other than -1 */
   char **stop;    /* stop strings (a string or an array of them) */
@@ -57,7 +59,7 @@ typedef struct serve_request {
 
 /* Parses a POST body of /v1/chat/completions (kind CHAT) or /v1/completions (COMPLETION) into *out. The body must
    be valid UTF-8 and a JSON object; unknown fields are ignored, fields the engine cannot honour (n > 1,
-   logprobs, non-zero presence/frequency penalties, logit_bias, non-text content parts, ...) are refused by name.
+   logprobs, logit_bias, non-text content parts, ...) are refused by name.
    Returns 0, or -1 with *err filled (status 400) and *out left empty. */
 int serve_parse_request(serve_kind kind, const char *body, size_t len, const serve_limits *lim, serve_request *out,
                         serve_error *err);

@@ -244,6 +244,8 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   gp.min_p = r->min_p;
   gp.repeat_penalty = r->repeat_penalty;
   gp.repeat_last_n = r->repeat_last_n;
+  gp.presence_penalty = r->presence_penalty;
+  gp.frequency_penalty = r->frequency_penalty;
   gp.seed = r->seed_given ? r->seed : random_seed();
   gp.stop = (const char *const *)r->stop;
   gp.n_stop = r->n_stop;
