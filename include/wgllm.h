@@ -225,6 +225,8 @@ typedef struct wgllm_generate_stats {
   wgllm_stop stop;
   const char *stop_reason; /* the same in words: "end of generation", "stop string", "token limit", ... */
   uint32_t batched_tokens; /* of the generated tokens, those decoded in a step batched with other sessions */
+  /* prefill_seconds of a prompt prefilled a chunk a wgllm_jobs_step call is the time of those calls: the GPU
+     may finish an earlier chunk's work during a later call (and count in that job's or another's times) */
 } wgllm_generate_stats;
 
 /* Continues the text: the prompt is tokenized with the model's BOS rules; tokens already in the session's cache
@@ -251,7 +253,8 @@ WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *message
    returning non-zero. A session runs one job at a time; freeing a job that is not done cancels it (the session
    stays usable). The params' stop strings and user pointer must outlive the job. */
 typedef struct wgllm_job wgllm_job;
-/* ids: the prompt's tokens (wgllm_tokenize, wgllm_chat_prompt). */
+/* ids: the prompt's tokens (wgllm_tokenize, wgllm_chat_prompt). A session with a job that is not done is
+   refused (WGLLM_ERR_INVALID_ARG): free or finish that one first. */
 WGLLM_API wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n,
                                        const wgllm_generate_params *params, wgllm_job **out);
 /* One token (the first call also prefills the prompt): *done (may be NULL) is set to 1 once the job has ended
@@ -267,6 +270,8 @@ WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
    failure's status. */
 WGLLM_API wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n);
 WGLLM_API int wgllm_job_done(const wgllm_job *j);
+/* 1 while the job's prompt is still being prefilled (no token sampled yet; wgllm_jobs_step takes a chunk a call) */
+WGLLM_API int wgllm_job_prefilling(const wgllm_job *j);
 /* The text emitted so far: its first *len bytes (owned by the job; what follows them is not final yet). */
 WGLLM_API const char *wgllm_job_text(const wgllm_job *j, size_t *len);
 WGLLM_API void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats);

@@ -203,6 +203,14 @@ static void check_jobs(wgllm_model *m, const char *label, int batched) {
     CHECK(wgllm_job_start(ss[1], &bad, 1, &gp, &j) == WGLLM_ERR_INVALID_ARG && !j && wgllm_session_error(ss[1])[0],
           "a job with an id outside the vocabulary is refused: %s", wgllm_session_error(ss[1]));
     CHECK(wgllm_job_start(ss[1], ids[1], 0, &gp, &j) == WGLLM_ERR_INVALID_ARG && !j, "an empty job is refused");
+    wgllm_job *live = NULL, *second = NULL;
+    CHECK(wgllm_job_start(ss[1], ids[1], nids[1], &gp, &live) == WGLLM_OK && wgllm_job_prefilling(live),
+          "a started job is prefilling");
+    CHECK(wgllm_job_start(ss[1], ids[1], nids[1], &gp, &second) == WGLLM_ERR_INVALID_ARG && !second,
+          "a second job on a session whose job is not done is refused: %s", wgllm_session_error(ss[1]));
+    wgllm_job_free(live);
+    CHECK(wgllm_job_start(ss[1], ids[1], nids[1], &gp, &second) == WGLLM_OK, "after the free, a job starts");
+    wgllm_job_free(second);
   }
   /* a long prompt prefills a chunk a wgllm_jobs_step call: the job already decoding gets a token each call
      meanwhile, and both texts are what they are alone */

@@ -36,6 +36,7 @@ struct wgllm_model {
 struct wgllm_session {
   wgllm_model *model;
   llm_session *s;
+  struct wgllm_job *job; /* the job that last started on it (one not done keeps others off it) */
   char err[1024];
 };
 
@@ -408,6 +409,9 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
     if (ids[i] < 0 || (uint32_t)ids[i] >= nv)
       return fail(s->err, WGLLM_ERR_INVALID_ARG, "prompt token %zu is id %d, outside the vocabulary of %u", i, ids[i],
                   nv);
+  if (s->job && !s->job->g.done)
+    return fail(s->err, WGLLM_ERR_INVALID_ARG,
+                "wgllm_job_start: the session has a job that is not done (free it or run it to its end first)");
   wgllm_job *j = calloc(1, sizeof *j);
   if (!j) return fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   j->session = s;
@@ -427,6 +431,7 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
     free(j);
     return st;
   }
+  s->job = j;
   *out = j;
   return WGLLM_OK;
 }
@@ -518,6 +523,7 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
 }
 
 int wgllm_job_done(const wgllm_job *j) { return !j || j->g.done; }
+int wgllm_job_prefilling(const wgllm_job *j) { return j && !j->g.done && j->g.prefilling; }
 
 const char *wgllm_job_text(const wgllm_job *j, size_t *len) {
   if (len) *len = j ? j->g.text.emitted : 0;
@@ -542,6 +548,7 @@ const char *wgllm_job_error(const wgllm_job *j) { return j ? j->err : ""; }
 
 void wgllm_job_free(wgllm_job *j) {
   if (!j) return;
+  if (j->session->job == j) j->session->job = NULL;
   llm_gen_free(&j->g);
   free(j);
 }

@@ -129,7 +129,9 @@ static enum MHD_Result reply_fail(conn *c, int status, const char *type, const c
 }
 
 /* ---------- the connection while a task runs ---------- */
-/* The client closed or reset the connection (a request it pipelined after this one does not count). */
+/* The client closed or reset the connection (a request it pipelined after this one does not count). A FIN reads
+   as gone: a client that only shut its sending side (shutdown(SHUT_WR), legal HTTP but rare) looks the same as
+   one that closed, and closing is what leaving clients do, so such a client's request is cancelled. */
 static int client_gone(struct MHD_Connection *mc) {
   const union MHD_ConnectionInfo *ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
   if (!ci) return 0;

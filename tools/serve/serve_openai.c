@@ -443,10 +443,24 @@ static char *print_and_free(cJSON *j) {
   return s;
 }
 
-/* cJSON strings end at a NUL: text holding one is cut there */
+/* cJSON strings end at a NUL: a NUL in the text (a model may emit U+0000) becomes U+FFFD, so nothing after it is
+   lost */
 static cJSON *string_n(const char *s, size_t n) {
-  char *d = dup_n(s ? s : "", s ? n : 0);
+  size_t nul = 0;
+  for (size_t i = 0; s && i < n; i++)
+    nul += s[i] == 0;
+  char *d = malloc(n + 2 * nul + 1);
   if (!d) return NULL;
+  size_t k = 0;
+  for (size_t i = 0; s && i < n; i++)
+    if (s[i])
+      d[k++] = s[i];
+    else {
+      d[k++] = (char)0xEF;
+      d[k++] = (char)0xBF;
+      d[k++] = (char)0xBD;
+    }
+  d[k] = 0;
   cJSON *j = cJSON_CreateString(d);
   free(d);
   return j;

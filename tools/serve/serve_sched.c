@@ -267,11 +267,8 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
     s->slots[k].task = NULL;
     s->n_running--;
     task_finish(s, t);
-  } else {
-    t->job = job;
-    t->state = SERVE_TASK_RUNNING;
-    pthread_cond_broadcast(&t->cv);
-  }
+  } else
+    t->job = job; /* RUNNING once its prompt is prefilled (step 4), so a failed prefill is still a whole error */
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -375,8 +372,15 @@ static void *sched_main(void *arg) {
     pthread_mutex_unlock(&s->mu);
     wgllm_jobs_step(jobs, n); /* a job that fails is done with its error: end_job reports it */
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < n; i++)
-      if (wgllm_job_done(jobs[i])) end_job(s, job_slot[i]);
+    for (size_t i = 0; i < n; i++) {
+      serve_task *t = s->slots[job_slot[i]].task;
+      if (wgllm_job_done(jobs[i]))
+        end_job(s, job_slot[i]);
+      else if (t->state == SERVE_TASK_QUEUED && !wgllm_job_prefilling(jobs[i])) {
+        t->state = SERVE_TASK_RUNNING; /* prefilled, its first token sampled */
+        pthread_cond_broadcast(&t->cv);
+      }
+    }
   }
   /* stopping: every task still in ends, failed */
   for (uint32_t k = 0; k < s->cfg.parallel; k++)

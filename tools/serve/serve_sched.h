@@ -8,7 +8,8 @@
 #include <pthread.h>
 
 typedef enum serve_task_state {
-  SERVE_TASK_QUEUED = 0, /* waiting for its prompt to be rendered / tokenized, then for a free session */
+  SERVE_TASK_QUEUED = 0, /* waiting for its prompt to be rendered / tokenized, then for a free session, then
+                            for its prefill (a chunk a tick) */
   SERVE_TASK_RUNNING,    /* prefilled, the first token sampled: text arrives in out */
   SERVE_TASK_DONE        /* finished (finish_reason), failed (failed, err) or cancelled */
 } serve_task_state;
