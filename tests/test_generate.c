@@ -1,6 +1,9 @@
 /* Generation loop on the transformers fixtures (ids only, no tokenizer): greedy sampling on the GPU reproduces
    the reference's greedy ids, a seed reproduces a sampled run, token limits and a full context stop the loop,
-   the recorded step is replayed (not re-recorded) across tokens, and cached prefixes are reused. */
+   the recorded step is replayed (not re-recorded) across tokens, and cached prefixes are reused; batched decode
+   across sessions (llm_batch) gives each session the ids it gives alone, across windows, rings and the joins and
+   leaves of members. */
+#include "batch.h"
 #include "generate.h"
 #include "harness.h"
 #include <cjson/cJSON.h>
@@ -124,6 +127,98 @@ static void chunked_prefill(void) {
   llm_model_free(m);
 }
 
+/* Batched decode on a fixture with q4gsw weights (the fused GEMV's storage): 3 sessions with prompts of their own,
+   sampled (temperature 0.9, a seed each, a repetition penalty), decoded alone for G tokens as the reference, then
+   together through llm_batch_step, with the third joining late and the first leaving early (so the members, and
+   the row count, change); every session's ids must equal its reference. ctx and chunk make window layers rings
+   (Gemma 3's 8-key windows: 128 slots), and G passes the ring's length. */
+static void batched_case(const char *name, uint32_t G) {
+  char p[300], err[1024];
+  snprintf(p, sizeof p, "data/models/%s", name);
+  llm_load_options lo = {0};
+  CHECK(llm_parse_weight_policy("q4", &lo.weights, err, sizeof err) == WGLLM_OK, "%s", err);
+  llm_model *m = NULL;
+  wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, err, sizeof err);
+  CHECK(st == WGLLM_OK, "batched %s: load: %s", name, err);
+  if (st) return;
+  enum { NS = 3 };
+  llm_session *ss[NS] = {0};
+  int32_t prompt[NS][12], *want[NS], *got[NS];
+  llm_session_options so = {.ctx = 512, .prefill_chunk = 16};
+  llm_batch *b = NULL;
+  st = llm_batch_create(m, &b, err, sizeof err);
+  CHECK(st == WGLLM_OK, "batch: %s", err);
+  for (int i = 0; !st && i < NS; i++) {
+    want[i] = calloc(G + 1, sizeof *want[i]);
+    got[i] = calloc(G + 1, sizeof *got[i]);
+    for (int k = 0; k < 12; k++)
+      prompt[i][k] = (int32_t)((k * 37 + i * 101 + 5) % m->hp.n_vocab);
+    st = llm_session_create(m, &so, &ss[i], err, sizeof err);
+    CHECK(st == WGLLM_OK, "session: %s", err);
+  }
+  op_sample_params sp[NS];
+  for (int i = 0; i < NS; i++)
+    sp[i] = (op_sample_params){0.9f, 0.95f, 0.0f, 1.2f, 0, 32, 7u + (uint32_t)i};
+  /* alone */
+  for (int i = 0; !st && i < NS; i++) {
+    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &want[i][0]);
+    for (uint32_t g = 1; !st && g <= G; g++)
+      st = llm_session_step_sample(ss[i], &want[i][g]);
+    CHECK(st == WGLLM_OK, "%s alone %d: %s", name, i, ss[i]->err);
+  }
+  /* together: session 2 joins at step 5, session 0 leaves 10 steps early (then 1 and 2 go on as two) */
+  for (int i = 0; !st && i < NS; i++) {
+    llm_session_reset(ss[i]);
+    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &got[i][0]);
+  }
+  uint32_t at[NS] = {0, 0, 0};
+  for (uint32_t step = 0; !st && step < G + 5; step++) {
+    llm_session *mem[NS];
+    uint32_t idx[NS], n = 0;
+    for (int i = 0; i < NS; i++) {
+      int in = at[i] < G && (i != 2 || step >= 5) && (i != 0 || at[i] < G - 10);
+      if (in) {
+        mem[n] = ss[i];
+        idx[n++] = (uint32_t)i;
+      }
+    }
+    if (n >= 2) {
+      int32_t tok[NS];
+      st = llm_batch_step(b, mem, n, tok);
+      CHECK(st == WGLLM_OK, "%s batch step %u of %u: %s", name, step, n, b->err);
+      for (uint32_t k = 0; !st && k < n; k++)
+        got[idx[k]][++at[idx[k]]] = tok[k];
+    } else if (n == 1) { /* alone again: the session's own step picks up from the batched ones */
+      st = llm_session_step_sample(mem[0], &got[idx[0]][at[idx[0]] + 1]);
+      at[idx[0]]++;
+      CHECK(st == WGLLM_OK, "%s step alone: %s", name, mem[0]->err);
+    }
+  }
+  for (int i = 0; !st && i < NS; i++) { /* session 0 finishes alone */
+    while (!st && at[i] < G) {
+      st = llm_session_step_sample(ss[i], &got[i][at[i] + 1]);
+      at[i]++;
+    }
+  }
+  for (int i = 0; i < NS; i++) {
+    uint32_t first = G + 1;
+    for (uint32_t g = 0; g <= G && first > G; g++)
+      if (got[i][g] != want[i][g]) first = g;
+    CHECK(first > G, "%s: session %d batched gives its own ids (first difference at token %u of %u)", name, i, first,
+          G);
+  }
+  CHECK(b->recordings >= 3, "%s: the batch was recorded for each member set (%u recordings)", name, b->recordings);
+  llm_batch_free(b);
+  for (int i = 0; i < NS; i++) {
+    llm_session_free(ss[i]);
+    free(want[i]);
+    free(got[i]);
+  }
+  llm_model_free(m);
+}
+
 int main(void) {
   th_gpu();
   chunked_prefill();
@@ -133,6 +228,8 @@ int main(void) {
   /* the same results with no pipelining and with the deepest queue */
   greedy_case("llama_gqa", "data/models/llama_gqa", 1);
   greedy_case("qwen2", "data/models/qwen2", 3);
+  batched_case("qwen3", 40);   /* per-head q/k norms, GQA */
+  batched_case("gemma3", 150); /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
   th_gpu_done();
   return th_finish("test_generate");
 }
