@@ -10,9 +10,11 @@
 #   4. the served shape: the synthetic 1B with Llama 3's vocabulary (wgllm bench --write-gguf --vocab), `wgllm
 #      serve --parallel 8`, serve_load.py with 1 and 8 streaming clients x 4 requests of 128 tokens (ignore_eos),
 #      then the same server with --no-batch if it has one.
-# Carry: [".devbin", "third_party/dawn/lib", ".gl"] with, in .devbin/M: stripped wgllm, libwgllm.so.0,
-# wgllm-bench, test_api, test_ops (from build/), libmicrohttpd.so.12 (from /lib/x86_64-linux-gnu), llama3.tar.xz
-# (third_party/tokenizers/llama3, xz) and serve_load.py; .devbin/old/wgllm-bench (built from 27fff0b).
+# Carry: [".devbin/M", ".devbin/old", "third_party/dawn/lib", ".gl"] (about 62.7 MiB with the tree: the limit is
+# 64) with, in .devbin/M: stripped wgllm, libwgllm.so.0, wgllm-bench, test_api, test_ops (from build/, rebuilt at
+# the commit measured), libmicrohttpd.so.12 (from /lib/x86_64-linux-gnu), llama3.tar.xz (third_party/tokenizers/
+# llama3, xz) and serve_load.py (this folder's); .devbin/old/wgllm-bench (built from 27fff0b, the commit before the
+# "_mt" GEMV, in a worktree: git worktree add /tmp/oldtree 27fff0b).
 # Run: bash docs/perf/14-batched/callM.sh   (timeout_s 600; about 8 minutes)
 set -u
 R=$PWD
