@@ -61,3 +61,23 @@ void mf_close(mapped_file *f) {
   free(f->path);
   free(f);
 }
+
+char *mf_read_text(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *b = NULL;
+  if (fseek(f, 0, SEEK_END) == 0) {
+    long n = ftell(f);
+    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n + 1))) {
+      if (fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+      } else {
+        b[n] = 0;
+        if (len) *len = (size_t)n;
+      }
+    }
+  }
+  fclose(f);
+  return b;
+}

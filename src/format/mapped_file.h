@@ -1,5 +1,6 @@
-/* Read-only memory mapping of a whole model file. Loaders point tensors straight into the mapping, so weights
-   are never copied or read twice; the mapping lives as long as the wt_store that owns it. */
+/* Files read from disk: a read-only memory mapping of a whole model file (loaders point tensors straight into
+   the mapping, so weights are never copied or read twice; the mapping lives as long as the wt_store that owns
+   it), and small text files (configs, tokenizers, templates) read whole. */
 #ifndef WGLLM_MAPPED_FILE_H
 #define WGLLM_MAPPED_FILE_H
 #include "wgllm.h"
@@ -17,5 +18,8 @@ typedef struct mapped_file {
 wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen);
 /* Unmaps and frees; NULL is a no-op. */
 void mf_close(mapped_file *f);
+/* A small text file (config.json, tokenizer.json, a template) read whole into a NUL-terminated malloc'd buffer,
+   its length in *len (may be NULL); NULL when it cannot be opened or read. */
+char *mf_read_text(const char *path, size_t *len);
 
 #endif

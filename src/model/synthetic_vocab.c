@@ -1,5 +1,6 @@
 /* A Hugging Face byte-level BPE tokenizer (tokenizer.json + tokenizer_config.json) as the tokenizer.ggml.* keys
    of a synthetic model's GGUF, the way llama.cpp's converter writes a Llama 3 file (see model_synthetic.h). */
+#include "mapped_file.h"
 #include "model_synthetic.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -9,27 +10,11 @@
 
 enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 }; /* GGUF token types */
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  if (b) b[n] = 0;
-  fclose(f);
-  return b;
-}
-
 /* NULL with no message when an optional file is missing */
 static cJSON *read_json(const char *path, int required, char *err, size_t errlen) {
   struct stat sb;
   if (!required && stat(path, &sb) != 0) return NULL;
-  char *b = read_text(path);
+  char *b = mf_read_text(path, NULL);
   if (!b) {
     snprintf(err, errlen, "%s: cannot be read", path);
     return NULL;
@@ -78,7 +63,7 @@ static char *chat_template(const char *dir, const cJSON *cfg) {
   char p[1100];
   snprintf(p, sizeof p, "%s/chat_template.jinja", dir);
   struct stat sb;
-  if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) return read_text(p);
+  if (stat(p, &sb) == 0 && S_ISREG(sb.st_mode)) return mf_read_text(p, NULL);
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template"), *it;
   if (cJSON_IsString(t)) return strdup(t->valuestring);
   const char *pick = NULL;

@@ -4,6 +4,7 @@
    Unicode tables. Anything else in a tokenizer.json is refused as WGLLM_ERR_UNSUPPORTED, naming the file
    and the type, rather than tokenized differently from HF. */
 #define WGLLM_TOKENIZER_INTERNAL
+#include "mapped_file.h"
 #include "tokenizer.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -162,26 +163,6 @@ bool tok_nfc(const char *s, size_t n, tok_buf *out) {
 }
 
 /* ---- tokenizer.json ---- */
-
-static char *read_all(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *b = NULL;
-  if (fseek(f, 0, SEEK_END) == 0) {
-    long n = ftell(f);
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0 && (b = malloc((size_t)n + 1))) {
-      if (fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-      } else {
-        b[n] = 0;
-        *len = (size_t)n;
-      }
-    }
-  }
-  fclose(f);
-  return b;
-}
 
 typedef struct hf_ctx {
   tokenizer *t;
@@ -587,7 +568,7 @@ static int32_t find_special(const tokenizer *t, const char *const *names, size_t
 static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   tokenizer *t = h->t;
   size_t len = 0;
-  char *text = read_all(cfg_path, &len);
+  char *text = mf_read_text(cfg_path, &len);
   if (!text) {
     tok_set_err(h->err, h->errlen, "%s: cannot read tokenizer config", cfg_path);
     return WGLLM_ERR_IO;
@@ -650,7 +631,7 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
   }
   *out = NULL;
   size_t len = 0;
-  char *text = read_all(tokenizer_json, &len);
+  char *text = mf_read_text(tokenizer_json, &len);
   if (!text) {
     tok_set_err(err, errlen, "%s: cannot read tokenizer.json", tokenizer_json);
     return WGLLM_ERR_IO;

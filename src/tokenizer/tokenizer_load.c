@@ -1,6 +1,7 @@
 /* Tokenizer loading for model files (see tokenizer_load.h). */
 #include "tokenizer_load.h"
 #include "gguf.h"
+#include "mapped_file.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,25 +14,9 @@ static int is_file(const char *p) {
   return stat(p, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static char *read_text(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-    free(b);
-    b = NULL;
-  }
-  if (b) b[n] = 0;
-  fclose(f);
-  return b;
-}
-
 /* chat_template in tokenizer_config.json: a string, or a list of {name, template} (take "default") */
 static char *config_chat_template(const char *config_path) {
-  char *js = read_text(config_path);
+  char *js = mf_read_text(config_path, NULL);
   if (!js) return NULL;
   cJSON *j = cJSON_Parse(js);
   free(js);
@@ -296,7 +281,7 @@ wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, toke
   size_t dl = strlen(tc) - strlen("tokenizer_config.json");
   snprintf(cj, sizeof cj, "%.*schat_template.jinja", (int)dl, tc);
   if (is_file(cj)) {
-    if (!(*chat_template = read_text(cj))) {
+    if (!(*chat_template = mf_read_text(cj, NULL))) {
       tok_free(*out);
       *out = NULL;
       snprintf(err, errlen, "%s: cannot be read", cj);
