@@ -12,8 +12,9 @@
    prefill runs it (chunks of 512 tokens over the keys before them), for each kernel of the op's order: the GPU time
    of one layer's attention over the whole prompt ("from K": the order started at K, so the first kernel from there
    that takes the shape ran).
-   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--attn] [--attn-prefill]
-                        [--reps N] [--toggles a,b] */
+   --tokens 1,2,4,8 times the GEMV against that many tokens' x at once (the "_mt" variants of batched decode).
+   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..] [--attn]
+                        [--attn-prefill] [--reps N] [--toggles a,b] */
 #include "gpu.h"
 #include "ops.h"
 #include <math.h>
@@ -119,7 +120,10 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Median GPU ns per dispatch of `plan` on shape s (NULL plan: the predicate's). Returns < 0 when refused. */
+static uint32_t g_tokens = 1; /* tokens a GEMV takes (--tokens), x [T][K] and y [T][n_out] */
+
+/* Median GPU ns per dispatch of `plan` on shape s (NULL plan: the predicate's) for g_tokens tokens. Returns < 0
+   when refused. */
 static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw, gpu_view y,
                         const op_gemv_plan *plan, int reps) {
   double t[5];
@@ -133,6 +137,7 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
     o.accumulate = s->acc;
     o.glu_half = s->glu ? s->n_out : 0;
     o.plan = plan;
+    o.n_tokens = g_tokens;
     wgllm_status st = WGLLM_OK;
     uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
     for (int i = 0; !st && i < reps; i++)
@@ -318,7 +323,7 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
 }
 
 int main(int argc, char **argv) {
-  const char *models = "1b,8b", *types = "q4";
+  const char *models = "1b,8b", *types = "q4", *tokens = NULL;
   int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0, attn_prefill = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
@@ -336,13 +341,15 @@ int main(int argc, char **argv) {
       attn_prefill = 1;
     else if (!strcmp(argv[i], "--types") && i + 1 < argc)
       types = argv[++i];
+    else if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
+      tokens = argv[++i];
     else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
       go.enable_toggles = argv[++i];
     else {
       fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k,f16] [--sweep] [--probe] "
-                      "[--attn] [--attn-prefill] [--gemm] "
+                      "[--tokens 1,2,4,8] [--attn] [--attn-prefill] [--gemm] "
                       "[--reps N] [--toggles a,b]\n");
       return 2;
     }
@@ -426,8 +433,9 @@ int main(int argc, char **argv) {
         ws[c].data = gpu_whole(bufs[2 * c]);
         if (sbytes) ws[c].scales = gpu_whole(bufs[2 * c + 1]);
       }
-      gpu_buffer *xb = upload_random(g, (uint64_t)s->K * 4, 2), *nb = upload_random(g, (uint64_t)s->K * 4, 2),
-                 *yb = upload_random(g, (uint64_t)s->n_out * 4, 2);
+      gpu_buffer *xb = upload_random(g, (uint64_t)s->K * 4 * OP_GEMV_MAX_TOKENS, 2),
+                 *nb = upload_random(g, (uint64_t)s->K * 4, 2),
+                 *yb = upload_random(g, (uint64_t)s->n_out * 4 * OP_GEMV_MAX_TOKENS, 2);
       /* bytes a dispatch must move: weights, scales, x (+ norm weights), y (read too when accumulating) */
       double bytes = (double)total + s->K * 4.0 * (s->norm ? 2 : 1) + s->n_out * 4.0 * (s->acc ? 2 : 1);
       op_gemv_plan def = op_gemv_choose_plan(g, wt, s->n_out, s->K, G, s->glu);
@@ -462,6 +470,28 @@ int main(int argc, char **argv) {
           best = t;
           bestp = sp;
         }
+      }
+      /* --tokens: the same weights against several tokens' x at once (the "_mt" variants of batched decode), for
+         the op's plan and for fewer unrolled steps or row sums a lane */
+      for (const char *tp = tokens; tp && *tp;) {
+        uint32_t nt = (uint32_t)strtoul(tp, NULL, 10);
+        tp = strchr(tp, ',');
+        tp = tp ? tp + 1 : NULL;
+        if (nt < 1 || nt > OP_GEMV_MAX_TOKENS) continue;
+        g_tokens = nt;
+        for (int v = 0; v < (nt > 1 ? 4 : 1); v++) {
+          op_gemv_plan tp2 = def;
+          if (v == 1) tp2.u = 1;
+          if (v == 2) tp2.u = 2;
+          if (v == 3) tp2.r = def.r > 1 ? def.r / 2 : 1, tp2.u = 1;
+          if (v > 0 && tp2.u == def.u && tp2.r == def.r) continue;
+          double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &tp2, reps);
+          if (t < 0) continue;
+          printf("     %-8s tokens %u %s r=%-2u u=%u (before the op's token limits)  %8.2f us  %6.2f us a token  "
+                 "%7.1f GB/s of weights\n",
+                 s->name, nt, v ? "variant" : "op plan", tp2.r, tp2.u, t / 1e3, t / 1e3 / nt, total / t);
+        }
+        g_tokens = 1;
       }
       if (sweep) { /* the default again after the sweep: how far timings drift within a shape */
         double again = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def, reps);

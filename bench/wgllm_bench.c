@@ -1,6 +1,7 @@
 /* `wgllm bench`: prefill and decode speed of a model file or a synthetic model of a real shape, after a
    warm-up, as the median of several runs; dispatches and CPU encode time per token; memory; per-kernel GPU
-   time with --profile; JSON with --json. --write-gguf writes the synthetic model as a GGUF file.
+   time with --profile (of a decode step and of the prompt's last prefill chunk, or of the batched step with
+   --parallel); JSON with --json. --write-gguf writes the synthetic model as a GGUF file.
    WGLLM_BENCH_ATTN_PREFILL=gqa|tiled|untiled|workgroup starts the prefill attention's kernel order (src/ops/ops.h)
    at that kernel, to measure one against another in one build (gqa, the default: all of them). */
 #include "batch.h"
@@ -57,6 +58,74 @@ typedef struct prof_row {
   double ns;
   int count;
 } prof_row;
+
+/* --profile: the per-kernel GPU time of a recorded step, each dispatch in its own pass, summed by kernel name
+   (to stderr under --json, so the JSON lines stay parseable) */
+static wgllm_status print_profile(gpu_recorder *step, const char *what, int json) {
+  size_t n = gpu_recorder_count(step);
+  double *ns = calloc(n, sizeof *ns);
+  prof_row *rows = calloc(n, sizeof *rows);
+  size_t nr = 0;
+  double total = 0;
+  wgllm_status st = ns && rows ? gpu_recorder_profile(step, ns) : WGLLM_ERR_OUT_OF_MEMORY;
+  if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", ns && rows ? gpu_recorder_error(step) : "out of memory");
+  for (size_t i = 0; !st && i < n; i++) {
+    const char *name = gpu_recorder_record_name(step, i);
+    size_t j = 0;
+    while (j < nr && strcmp(rows[j].name, name))
+      j++;
+    if (j == nr) snprintf(rows[nr++].name, sizeof rows[0].name, "%s", name);
+    rows[j].ns += ns[i];
+    rows[j].count++;
+    total += ns[i];
+  }
+  if (!st) {
+    fprintf(json ? stderr : stdout, "per-kernel GPU time of %s (each dispatch in its own pass): %.3f ms\n", what,
+            total / 1e6);
+    for (size_t j = 0; j < nr; j++)
+      fprintf(json ? stderr : stdout, "  %-24s %4d x  %9.1f us  %5.1f%%\n", rows[j].name, rows[j].count,
+              rows[j].ns / 1e3, 100 * rows[j].ns / total);
+  }
+  free(ns);
+  free(rows);
+  return st;
+}
+
+/* --profile, prefill: the last chunk of a P-token prompt (its tokens attend to every key before them, the
+   dearest chunk), recorded as the prefill records it, each dispatch timed in its own pass. It rewrites that
+   chunk's keys and values with those of other ids: run it after the timings. */
+static wgllm_status profile_prefill_chunk(llm_session *s, uint32_t P, int json) {
+  uint32_t C = s->opt.prefill_chunk < P ? s->opt.prefill_chunk : P;
+  llm_scratch sc;
+  char err[256];
+  wgllm_status st = llm_scratch_acquire(s->gpu, &s->m->hp, C, 1, &sc, err, sizeof err);
+  if (st) {
+    fprintf(stderr, "wgllm bench: --profile: %s\n", err);
+    return st;
+  }
+  uint32_t *pos = malloc(C * sizeof *pos);
+  gpu_recorder *rec = pos ? gpu_recorder_create(s->gpu, 1) : NULL;
+  if (!rec) st = WGLLM_ERR_OUT_OF_MEMORY;
+  if (!st) {
+    for (uint32_t i = 0; i < C; i++) /* ids: any below the vocabulary */
+      pos[i] = (uint32_t)(((uint64_t)i * 2654435761u) % s->m->hp.n_vocab);
+    gpu_write(s->gpu, sc.ids, 0, pos, (uint64_t)C * 4);
+    for (uint32_t i = 0; i < C; i++)
+      pos[i] = P - C + i;
+    gpu_write(s->gpu, sc.pos, 0, pos, (uint64_t)C * 4);
+    st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, C, 1, NULL);
+    if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(rec));
+  }
+  if (!st) {
+    char what[96];
+    snprintf(what, sizeof what, "the prefill chunk of tokens %u..%u", P - C, P - 1);
+    st = print_profile(rec, what, json);
+  }
+  if (rec) gpu_recorder_free(rec);
+  free(pos);
+  llm_scratch_release(s->gpu, &sc);
+  return st;
+}
 
 /* One measurement: a session of P + G tokens, prefill and decode timings, optional per-kernel profile. */
 static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P, uint32_t G,
@@ -163,34 +232,8 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     printf("memory: weights %.1f MB, KV %.1f MB, GPU peak %.1f MB\n", m->weight_bytes / 1e6, s->kv.bytes / 1e6,
            gpu->bytes_peak / 1e6);
   }
-  if (!st && profile) {
-    size_t n = gpu_recorder_count(step);
-    double *ns = calloc(n, sizeof *ns);
-    prof_row *rows = calloc(n, sizeof *rows);
-    size_t nr = 0;
-    double total = 0;
-    st = gpu_recorder_profile(step, ns);
-    if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(step));
-    for (size_t i = 0; !st && i < n; i++) {
-      const char *name = gpu_recorder_record_name(step, i);
-      size_t j = 0;
-      while (j < nr && strcmp(rows[j].name, name))
-        j++;
-      if (j == nr) snprintf(rows[nr++].name, sizeof rows[0].name, "%s", name);
-      rows[j].ns += ns[i];
-      rows[j].count++;
-      total += ns[i];
-    }
-    if (!st) {
-      fprintf(json ? stderr : stdout,
-              "per-kernel GPU time of one decode step (each dispatch in its own pass): %.3f ms\n", total / 1e6);
-      for (size_t j = 0; j < nr; j++)
-        fprintf(json ? stderr : stdout, "  %-24s %4d x  %9.1f us  %5.1f%%\n", rows[j].name, rows[j].count,
-                rows[j].ns / 1e3, 100 * rows[j].ns / total);
-    }
-    free(ns);
-    free(rows);
-  }
+  if (!st && profile) st = print_profile(step, "one decode step", json);
+  if (!st && profile) st = profile_prefill_chunk(s, P, json);
   free(ids);
   free(pre);
   free(dec);
@@ -203,7 +246,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
    requests do: in one batched step for all (llm_batch), and one session after another with every step queued
    before any is collected (what jobs do without batching); the aggregate and per-session rates of both. */
 static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P,
-                          uint32_t G, uint32_t runs, uint32_t N, int kv_f16, int json) {
+                          uint32_t G, uint32_t runs, uint32_t N, int kv_f16, int json, int profile) {
   char err[1024];
   wgllm_status st = WGLLM_OK;
   llm_session *ss[LLM_BATCH_MAX] = {0};
@@ -251,6 +294,11 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
     }
     if (!st) t_mode[mode] = median(t, (int)runs);
     free(t);
+    if (!st && mode == 0 && profile && b->rec) {
+      char what[64];
+      snprintf(what, sizeof what, "one batched step of %u sessions", N);
+      st = print_profile(b->rec, what, json);
+    }
   }
   if (st) {
     fprintf(stderr, "wgllm bench: --parallel %u: %s (%s)\n", N, err, wgllm_status_name(st));
@@ -364,7 +412,8 @@ static const cli_opt bench_opts[] = {
     {K_PREFILL_RUNS, "--prefill-runs", CLI_INT, "N", 1, 1 << 20, 0, CLI_CMD_BENCH,
      "timed prefills (default min(runs, 3))"},
     {K_JSON, "--json", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "one JSON line a result"},
-    {K_PROFILE, "--profile", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "per-kernel GPU time of a decode step"},
+    {K_PROFILE, "--profile", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH,
+     "per-kernel GPU time: decode step, last prefill chunk"},
     {K_SAMPLED, "--sampled", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "sample instead of greedy"},
     {K_PARALLEL, "--parallel", CLI_INT, "N", 2, LLM_BATCH_MAX, 0, CLI_CMD_BENCH,
      "decode N sessions together, batched and one after another (aggregate tok/s)"},
@@ -523,7 +572,7 @@ int main(int argc, char **argv) {
   int rc = 0;
   for (int ki = 0; !rc && ki < nkv; ki++)
     for (uint32_t pi = 0; !rc && pi < nP; pi++)
-      rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json)
+      rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile)
                       : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
                                   prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
   llm_model_free(m);

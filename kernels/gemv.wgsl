@@ -19,9 +19,10 @@
 //   sum_k q_k x_k = 2^b * (sum_k f_k x_k - sum_k x_k),
 // where the sums of x over a step are computed once for all R rows (xa). That is a shift and a mask a weight.
 //
-// Variants "_mt" take NT tokens (2..8) at once: x [NT][K], y rows y_stride apart; each weight step is loaded once
-// and dotted with every token's x (batched decode of several sessions: the weights are read once for all).
-// Each lane then keeps R * NT sums (the op picks R and U so the sums and the x slots fit the arrays below).
+// A row's step is loaded and widened once (decode: its floats in dw, its scale factors in dc) and then dotted
+// with the x of each token (apply). Variants "_mt" take NT tokens (2..8) at once: x [NT][K], y rows y_stride
+// apart, so each weight is read and decoded once for all of them (batched decode of several sessions). Each lane
+// then keeps R * NT sums (the op picks R and U so the sums and the x slots fit the arrays below).
 //
 // Variant "_sg" reduces with subgroupAdd (fixed subgroup size SGS dividing TK, checked by the op's plan); when
 // TK == SGS a thread-row is one subgroup and needs no workgroup memory. The plain variant reduces through
@@ -70,6 +71,11 @@ var<workgroup> red: array<f32, 128u * MAXR>; // [MAXR][WG <= 128]
 
 var<private> xs: array<vec4<f32>, XSLOTS>; // [NT][U][XV]: this lane's x (normed) of its unrolled steps
 var<private> xa: array<f32, XSLOTS>;       // [NT][U][NA]: sums of x a step's rows share
+// one row's step decoded once (decode), then dotted with each token's x (apply): the weights widened to floats
+// (XV vec4s) and the step's scale factors
+var<private> dw: array<vec4<f32>, 8>;
+var<private> dc: vec4<f32>;
+var<private> dc2: vec2<f32>;
 
 const ONE = vec4<u32>(0x3F800000u);
 fn hsum(v: vec4<f32>) -> f32 { return v.x + v.y + v.z + v.w; }
@@ -86,21 +92,23 @@ fn xidx(si: u32, j: u32) -> u32 { return 2u * si + j; }
 fn step_sums(u: u32) { xa[u] = 1.5 * hsum(xs[2u * u] + xs[2u * u + 1u]); }
 // 8 nibbles of one word (bits 4i..4i+3 hold element i) dotted with x[0..7] as x0, x1, each nibble read as 1+q/16.
 // (Widening two nibbles at a time through a pair of f16 1.0s and unpack2x16float measured no faster; PERF.md.)
-fn dot8(wd: u32, x0: vec4<f32>, x1: vec4<f32>) -> f32 {
-  let m = vec4<u32>(0x00780000u);
-  let lo = (vec4<u32>(wd) << vec4<u32>(19u, 15u, 11u, 7u)) & m;
-  let hi = vec4<u32>(wd << 3u, wd >> 1u, wd >> 5u, wd >> 9u) & m;
-  return dot(bitcast<vec4<f32>>(lo | ONE), x0) + dot(bitcast<vec4<f32>>(hi | ONE), x1);
-}
-fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+fn decode(n: u32, si: u32) {
   let wd = w[n * (p.K / 8u) + si];
   let g = n * (p.K / G) + (si * 8u) / G;
   var sc = 1.0;
   if (PROBE != 3u && PROBE != 4u && PROBE != 5u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
-  var a = dot8(wd, xs[2u * u], xs[2u * u + 1u]);
-  if (PROBE == 1u || PROBE == 4u) { a = bitcast<f32>(wd & 0x3FFFFFFFu) * xs[2u * u].x; }
-  if (PROBE == 5u) { a = bitcast<f32>(wd & 0x3FFFFFFFu); }
-  return sc * (a - xa[u]);
+  let m = vec4<u32>(0x00780000u);
+  let lo = (vec4<u32>(wd) << vec4<u32>(19u, 15u, 11u, 7u)) & m;
+  let hi = vec4<u32>(wd << 3u, wd >> 1u, wd >> 5u, wd >> 9u) & m;
+  dw[0] = bitcast<vec4<f32>>(lo | ONE);
+  dw[1] = bitcast<vec4<f32>>(hi | ONE);
+  dc = vec4<f32>(sc, bitcast<f32>(wd & 0x3FFFFFFFu), 0.0, 0.0);
+}
+fn apply(u: u32) -> f32 {
+  var a = dot(dw[0], xs[2u * u]) + dot(dw[1], xs[2u * u + 1u]);
+  if (PROBE == 1u || PROBE == 4u) { a = dc.y * xs[2u * u].x; }
+  if (PROBE == 5u) { a = dc.y; }
+  return dc.x * (a - xa[u]);
 }
 #endif
 #if WQ8
@@ -114,17 +122,19 @@ const XV = 2u;
 const MULT = 256.0;
 fn xidx(si: u32, j: u32) -> u32 { return 2u * si + j; }
 fn step_sums(u: u32) {}
-fn dot4_u8(wd: u32, xv: vec4<f32>) -> f32 {
+fn widen_u8(wd: u32) -> vec4<f32> {
   let b = wd ^ 0x80808080u;
   let f = vec4<u32>(b << 15u, b << 7u, b >> 1u, b >> 9u) & vec4<u32>(0x007F8000u);
-  return dot(bitcast<vec4<f32>>(f | ONE) - vec4<f32>(1.5), xv);
+  return bitcast<vec4<f32>>(f | ONE) - vec4<f32>(1.5);
 }
-fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+fn decode(n: u32, si: u32) {
   let wd = w[n * (p.K / 8u) + si];
   let g = n * (p.K / 32u) + si / 4u;
-  let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
-  return sc * (dot4_u8(wd.x, xs[2u * u]) + dot4_u8(wd.y, xs[2u * u + 1u]));
+  dc.x = unpack2x16float(wscale[g >> 1u])[g & 1u];
+  dw[0] = widen_u8(wd.x);
+  dw[1] = widen_u8(wd.y);
 }
+fn apply(u: u32) -> f32 { return dc.x * (dot(dw[0], xs[2u * u]) + dot(dw[1], xs[2u * u + 1u])); }
 #endif
 #if WKQ
 // Q4_K / Q5_K blocks of 256 elements as ggml stores them, 144 / 176 bytes (9 / 11 vec4s): d, dmin, 12 bytes of
@@ -144,9 +154,9 @@ fn step_sums(u: u32) {
   xa[2u * u] = hsum(xs[8u * u] + xs[8u * u + 1u] + xs[8u * u + 2u] + xs[8u * u + 3u]);
   xa[2u * u + 1u] = hsum(xs[8u * u + 4u] + xs[8u * u + 5u] + xs[8u * u + 6u] + xs[8u * u + 7u]);
 }
-// d * scale * q - dmin * min of the sub-blocks 2g (low nibbles) and 2g + 1 (high) of the block whose first
-// vec4 is hd, given the dots f of their quants (read as 1 + q / 2^b) with x and the sums of x
-fn ksum(hd: vec4<u32>, g: u32, flo: f32, fhi: f32, u: u32, qmul: f32) -> f32 {
+// the factors of d * scale * q - dmin * min of the sub-blocks 2g (low nibbles) and 2g + 1 (high) of the block
+// whose first vec4 is hd, into dc (d * qmul, the two scales, dmin) and dc2 (the two mins)
+fn kcoef(hd: vec4<u32>, g: u32, qmul: f32) {
   // the 6-bit scales and mins of sub-blocks 0..3 (bytes 0..3, 4..7) and 4..7 (packed in bytes 8..11 with the
   // top bits of the first eight), a byte each, then the two of this group
   let hi = g >= 2u;
@@ -154,49 +164,55 @@ fn ksum(hd: vec4<u32>, g: u32, flo: f32, fhi: f32, u: u32, qmul: f32) -> f32 {
   let sw = select(hd.y & 0x3F3F3F3Fu, (hd.w & 0x0F0F0F0Fu) | ((hd.y >> 2u) & 0x30303030u), hi) >> sh;
   let mw = select(hd.z & 0x3F3F3F3Fu, ((hd.w >> 4u) & 0x0F0F0F0Fu) | ((hd.z >> 2u) & 0x30303030u), hi) >> sh;
   let dm = unpack2x16float(hd.x);
+  dc = vec4<f32>(dm.x * qmul, f32(sw & 63u), f32((sw >> 8u) & 63u), dm.y);
+  dc2 = vec2<f32>(f32(mw & 63u), f32((mw >> 8u) & 63u));
+}
+// the step's sum from its quants' dots with x (read as 1 + q / 2^b) and the sums of x
+fn apply(u: u32) -> f32 {
+  var flo = 0.0;
+  var fhi = 0.0;
+  for (var k = 0u; k < 4u; k++) {
+    flo += dot(dw[k], xs[8u * u + k]);
+    fhi += dot(dw[4u + k], xs[8u * u + 4u + k]);
+  }
   let sl = xa[2u * u];
   let sx = xa[2u * u + 1u];
-  return (dm.x * qmul) * (f32(sw & 63u) * (flo - sl) + f32((sw >> 8u) & 63u) * (fhi - sx)) -
-         dm.y * (f32(mw & 63u) * sl + f32((mw >> 8u) & 63u) * sx);
+  return dc.x * (dc.y * (flo - sl) + dc.z * (fhi - sx)) - dc.w * (dc2.x * sl + dc2.y * sx);
 }
 #endif
 #if WQ4_K
-fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+fn decode(n: u32, si: u32) {
   let c = si % 8u;
   let base = (n * (p.K / 256u) + si / 8u) * 9u;
   let q = w[base + 1u + c];
   let m = vec4<u32>(0x00780000u);
-  var flo = 0.0;
-  var fhi = 0.0;
   for (var k = 0u; k < 4u; k++) {
     let b = q[k];
     let lo = vec4<u32>(b << 19u, b << 11u, b << 3u, b >> 5u) & m;
     let hb = vec4<u32>(b << 15u, b << 7u, b >> 1u, b >> 9u) & m;
-    flo += dot(bitcast<vec4<f32>>(lo | ONE), xs[8u * u + k]);
-    fhi += dot(bitcast<vec4<f32>>(hb | ONE), xs[8u * u + 4u + k]);
+    dw[k] = bitcast<vec4<f32>>(lo | ONE);
+    dw[4u + k] = bitcast<vec4<f32>>(hb | ONE);
   }
-  return ksum(w[base], c / 2u, flo, fhi, u, 16.0);
+  kcoef(w[base], c / 2u, 16.0);
 }
 #endif
 #if WQ5_K
-fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+fn decode(n: u32, si: u32) {
   let c = si % 8u;
   let g = c / 2u;
   let base = (n * (p.K / 256u) + si / 8u) * 11u;
   let qh = w[base + 1u + c % 2u];
   let q = w[base + 3u + c];
   let m = vec4<u32>(0x007C0000u);
-  var flo = 0.0;
-  var fhi = 0.0;
   for (var k = 0u; k < 4u; k++) {
     let l5 = (q[k] & 0x0F0F0F0Fu) | (((qh[k] >> (2u * g)) & 0x01010101u) << 4u);
     let h5 = ((q[k] >> 4u) & 0x0F0F0F0Fu) | (((qh[k] >> (2u * g + 1u)) & 0x01010101u) << 4u);
     let lo = vec4<u32>(l5 << 18u, l5 << 10u, l5 << 2u, l5 >> 6u) & m;
     let hb = vec4<u32>(h5 << 18u, h5 << 10u, h5 << 2u, h5 >> 6u) & m;
-    flo += dot(bitcast<vec4<f32>>(lo | ONE), xs[8u * u + k]);
-    fhi += dot(bitcast<vec4<f32>>(hb | ONE), xs[8u * u + 4u + k]);
+    dw[k] = bitcast<vec4<f32>>(lo | ONE);
+    dw[4u + k] = bitcast<vec4<f32>>(hb | ONE);
   }
-  return ksum(w[base], g, flo, fhi, u, 32.0);
+  kcoef(w[base], g, 32.0);
 }
 #endif
 #if WQ6_K
@@ -216,11 +232,11 @@ fn xidx(si: u32, j: u32) -> u32 {
 fn step_sums(u: u32) {
   for (var k = 0u; k < 4u; k++) { xa[4u * u + k] = 1.5 * hsum(xs[4u * u + k]); }
 }
-fn f6(b: u32, xv: vec4<f32>) -> f32 {
+fn widen6(b: u32) -> vec4<f32> {
   let f = vec4<u32>(b << 17u, b << 9u, b << 1u, b >> 7u) & vec4<u32>(0x007E0000u);
-  return dot(bitcast<vec4<f32>>(f | ONE), xv);
+  return bitcast<vec4<f32>>(f | ONE);
 }
-fn row_dot(n: u32, u: u32, si: u32) -> f32 {
+fn decode(n: u32, si: u32) {
   let t = si % 16u;
   let h = t / 8u;
   let wl = t % 8u;
@@ -236,11 +252,17 @@ fn row_dot(n: u32, u: u32, si: u32) -> f32 {
                      f32(i32(s1 << (sh - 16u)) >> 24u));
   let lo = 0x0F0F0F0Fu;
   let hm = 0x30303030u;
-  let f = vec4<f32>(f6((qa & lo) | ((qh << 4u) & hm), xs[4u * u]) - xa[4u * u],
-                    f6((qb & lo) | ((qh << 2u) & hm), xs[4u * u + 1u]) - xa[4u * u + 1u],
-                    f6(((qa >> 4u) & lo) | (qh & hm), xs[4u * u + 2u]) - xa[4u * u + 2u],
-                    f6(((qb >> 4u) & lo) | ((qh >> 2u) & hm), xs[4u * u + 3u]) - xa[4u * u + 3u]);
-  return d * dot(sc, f);
+  dw[0] = widen6((qa & lo) | ((qh << 4u) & hm));
+  dw[1] = widen6((qb & lo) | ((qh << 2u) & hm));
+  dw[2] = widen6(((qa >> 4u) & lo) | (qh & hm));
+  dw[3] = widen6(((qb >> 4u) & lo) | ((qh >> 2u) & hm));
+  dc = sc;
+  dc2.x = d;
+}
+fn apply(u: u32) -> f32 {
+  let f = vec4<f32>(dot(dw[0], xs[4u * u]) - xa[4u * u], dot(dw[1], xs[4u * u + 1u]) - xa[4u * u + 1u],
+                    dot(dw[2], xs[4u * u + 2u]) - xa[4u * u + 2u], dot(dw[3], xs[4u * u + 3u]) - xa[4u * u + 3u]);
+  return dc2.x * dot(dc, f);
 }
 #endif
 
@@ -295,15 +317,17 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       for (var u = 0u; u < U; u++) { ss[t] += load_x(t * U + u, i + u * TK, t); }
     }
     for (var r = 0u; r < RR; r++) {
-      for (var t = 0u; t < NT; t++) {
-        for (var u = 0u; u < U; u++) { acc[r * NT + t] += row_dot(rowb[r], t * U + u, i + u * TK); }
+      for (var u = 0u; u < U; u++) {
+        decode(rowb[r], i + u * TK);
+        for (var t = 0u; t < NT; t++) { acc[r * NT + t] += apply(t * U + u); }
       }
     }
   }
   for (; i < steps; i += TK) {
     for (var t = 0u; t < NT; t++) { ss[t] += load_x(t * U, i, t); }
     for (var r = 0u; r < RR; r++) {
-      for (var t = 0u; t < NT; t++) { acc[r * NT + t] += row_dot(rowb[r], t * U, i); }
+      decode(rowb[r], i);
+      for (var t = 0u; t < NT; t++) { acc[r * NT + t] += apply(t * U); }
     }
   }
   // reduce the RR * NT sums and the NT ss over the TK threads of the thread-row; thread kt < R * NT ends with

@@ -396,7 +396,7 @@ const cli_opt cli_common_opts[] = {
     {K_WEIGHTS, "--weights", CLI_TEXT, "native|q4[:G]", 0, 0, 0, CLI_CMD_MODEL,
      "as the file has them (default), or q4gsw made on load (G: 32, 64, 128)"},
     {K_UBATCH, "-ub --ubatch-size --prefill-chunk", CLI_INT, "N", 1, 65535, 0, CLI_CMD_MODEL,
-     "tokens a prefill pass (default 512, or fewer the device needs)"},
+     "tokens a prefill pass (default 1024, 512 with sliding windows, fewer where the device needs)"},
     {K_ADAPTER, "--adapter", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_MODEL | CLI_CMD_INFO,
      "the GPU whose name has NAME in it (default: WGLLM_ADAPTER, or the best)"},
     {K_NO_F16, "--no-f16", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_MODEL | CLI_CMD_INFO,

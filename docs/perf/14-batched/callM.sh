@@ -1,5 +1,5 @@
 #!/bin/bash
-# Device call "M" (planned; not run: no device was lent in the session that wrote it): batched decode across
+# Device call "M" (run on 2026-12-01 in the next session: results in callM_h200/): batched decode across
 # sessions (issue 14 item 2) on the H200.
 #   1. test_api (batched jobs give each job's own text, bit for bit) and test_ops -f gemv (the "_mt" variants on
 #      the H200's subgroup-32 tuned plans);
