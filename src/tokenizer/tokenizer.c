@@ -1119,6 +1119,13 @@ struct tok_stream {
   uint32_t strip_cp;
   tok_buf pending; /* bytes not yet emitted (an incomplete UTF-8 sequence) */
   tok_buf ready;   /* emitted bytes that did not fit the caller's buffer */
+  /* group_bytes: a ByteFallback (step k_bf) with steps after it that see each string of the list before any Fuse,
+     so a run of byte tokens must reach them as one string (stream_end_run) */
+  bool group_bytes;
+  size_t k_bf;
+  tok_buf run;    /* the bytes of the run of byte tokens so far */
+  size_t n_run;   /* its tokens */
+  size_t n_units; /* strings past ByteFallback so far (a run is one) */
 };
 
 tok_stream *tok_stream_create(const tokenizer *t) {
@@ -1135,6 +1142,12 @@ tok_stream *tok_stream_create(const tokenizer *t) {
       s->strip_right = d->stop;
       s->strip_cp = d->cp;
     }
+    if (d->kind == TOK_DEC_BYTE_FALLBACK && !fused && !s->group_bytes) {
+      s->k_bf = k;
+      /* a step after it before any Fuse / ByteLevel sees the run's string */
+      s->group_bytes =
+          k + 1 < t->n_dec && t->dec[k + 1].kind != TOK_DEC_FUSE && t->dec[k + 1].kind != TOK_DEC_BYTE_LEVEL;
+    }
   }
   return s;
 }
@@ -1147,76 +1160,138 @@ void tok_stream_free(tok_stream *s) {
   if (!s) return;
   free(s->pending.p);
   free(s->ready.p);
+  free(s->run.p);
   free(s);
+}
+
+/* One decoder step of the stream on a into b (a fused Strip passes through: it applies to the stream's start and
+   end, stream_emit). first: this string is the first of the list the step sees (Metaspace drops its U+2581s). */
+static bool stream_step(const tok_dec *d, bool *fused, bool first, const tok_buf *a, tok_buf *b) {
+  bool ok = true;
+  b->n = 0;
+  switch (d->kind) {
+  case TOK_DEC_REPLACE:
+    ok = replace_all(b, a->p, a->n, d->pat, d->pat_len, d->rep, d->rep_len);
+    break;
+  case TOK_DEC_BYTE_FALLBACK: {
+    uint8_t bv;
+    if (is_byte_token(a->p, a->n, &bv))
+      ok = tok_buf_put(b, &bv, 1);
+    else
+      ok = tok_buf_put(b, a->p, a->n);
+    break;
+  }
+  case TOK_DEC_FUSE:
+    *fused = true;
+    ok = tok_buf_put(b, a->p, a->n);
+    break;
+  case TOK_DEC_BYTE_LEVEL:
+    *fused = true;
+    ok = put_byte_level(b, a->p, a->n);
+    break;
+  case TOK_DEC_STRIP:
+    if (*fused) {
+      ok = tok_buf_put(b, a->p, a->n);
+      break;
+    } /* applied to the stream start instead */
+    {
+      size_t a0 = 0, b0 = a->n, adv;
+      for (size_t q = 0; q < d->start && a0 < a->n; q++) {
+        if (tok_utf8_valid_prefix(a->p, a->n, a0) == 0 || tok_utf8_decode(a->p + a0, &adv) != d->cp) break;
+        a0 += adv;
+      }
+      for (size_t q = 0; q < d->stop && b0 > a0; q++) {
+        size_t cs;
+        if (cp_before(a->p, b0, &cs) != d->cp) break;
+        b0 = cs;
+      }
+      ok = tok_buf_put(b, a->p + a0, b0 - a0);
+    }
+    break;
+  case TOK_DEC_METASPACE:
+    for (size_t q = 0; q < a->n && ok;) {
+      size_t l = tok_utf8_valid_prefix(a->p, a->n, q), adv = 1;
+      uint32_t cp = l ? tok_utf8_decode(a->p + q, &adv) : 0xFFFFFFFFu;
+      if (cp == d->cp) {
+        if (!(first && d->prepend_scheme != TOK_PREPEND_NEVER)) ok = tok_buf_put(b, " ", 1);
+      } else {
+        ok = tok_buf_put(b, a->p + q, adv);
+      }
+      q += adv;
+    }
+    break;
+  }
+  return ok;
+}
+
+/* decoder steps k0..k1 on *a in place (b: scratch) */
+static bool stream_steps(const tokenizer *t, size_t k0, size_t k1, bool *fused, bool first, tok_buf *a, tok_buf *b) {
+  bool ok = true;
+  for (size_t k = k0; k < k1 && ok; k++) {
+    ok = stream_step(&t->dec[k], fused, first, a, b);
+    tok_buf x = *a;
+    *a = *b;
+    *b = x;
+  }
+  return ok;
 }
 
 /* the token's contribution to the byte stream, per decoder step (everything but a fused Strip) */
 static bool stream_token(tok_stream *s, int32_t id, tok_buf *o) {
   const tokenizer *t = s->t;
   tok_buf a = {0}, b = {0};
-  bool ok = tok_buf_put(&a, t->arena.p + t->piece_off[id], t->piece_len[id]);
   bool fused = false;
-  for (size_t k = 0; k < t->n_dec && ok; k++) {
-    const tok_dec *d = &t->dec[k];
-    b.n = 0;
-    switch (d->kind) {
-    case TOK_DEC_REPLACE:
-      ok = replace_all(&b, a.p, a.n, d->pat, d->pat_len, d->rep, d->rep_len);
-      break;
-    case TOK_DEC_BYTE_FALLBACK: {
-      uint8_t bv;
-      if (is_byte_token(a.p, a.n, &bv))
-        ok = tok_buf_put(&b, &bv, 1);
-      else
-        ok = tok_buf_put(&b, a.p, a.n);
-      break;
-    }
-    case TOK_DEC_FUSE:
-      fused = true;
-      ok = tok_buf_put(&b, a.p, a.n);
-      break;
-    case TOK_DEC_BYTE_LEVEL:
-      fused = true;
-      ok = put_byte_level(&b, a.p, a.n);
-      break;
-    case TOK_DEC_STRIP:
-      if (fused) {
-        ok = tok_buf_put(&b, a.p, a.n);
-        break;
-      } /* applied to the stream start instead */
-      {
-        size_t a0 = 0, b0 = a.n, adv;
-        for (size_t q = 0; q < d->start && a0 < a.n; q++) {
-          if (tok_utf8_valid_prefix(a.p, a.n, a0) == 0 || tok_utf8_decode(a.p + a0, &adv) != d->cp) break;
-          a0 += adv;
-        }
-        for (size_t q = 0; q < d->stop && b0 > a0; q++) {
-          size_t cs;
-          if (cp_before(a.p, b0, &cs) != d->cp) break;
-          b0 = cs;
-        }
-        ok = tok_buf_put(&b, a.p + a0, b0 - a0);
-      }
-      break;
-    case TOK_DEC_METASPACE:
-      for (size_t q = 0; q < a.n && ok;) {
-        size_t l = tok_utf8_valid_prefix(a.p, a.n, q), adv = 1;
-        uint32_t cp = l ? tok_utf8_decode(a.p + q, &adv) : 0xFFFFFFFFu;
-        if (cp == d->cp) {
-          if (!(s->n_tokens == 0 && d->prepend_scheme != TOK_PREPEND_NEVER)) ok = tok_buf_put(&b, " ", 1);
-        } else {
-          ok = tok_buf_put(&b, a.p + q, adv);
-        }
-        q += adv;
-      }
-      break;
-    }
-    tok_buf x = a;
-    a = b;
-    b = x;
-  }
+  bool ok = tok_buf_put(&a, t->arena.p + t->piece_off[id], t->piece_len[id]);
+  if (ok) ok = stream_steps(t, 0, t->n_dec, &fused, s->n_tokens == 0, &a, &b);
   if (ok && !t->has_decoder && s->n_tokens) ok = tok_buf_put(o, " ", 1);
   if (ok) ok = tok_buf_put(o, a.p ? a.p : "", a.n);
+  free(a.p);
+  free(b.p);
+  return ok;
+}
+
+/* Byte runs (group_bytes): the whole decode's ByteFallback turns a run of byte tokens into one string (valid UTF-8)
+   or one U+FFFD a byte, and the steps after it (a Strip, Replace or Metaspace before any Fuse) see that string, not
+   each byte: the run's bytes wait in s->run until a token that is not a byte, or the flush, ends it. */
+static bool stream_end_run(tok_stream *s) {
+  if (!s->n_run) return true;
+  const tokenizer *t = s->t;
+  tok_buf a = {0}, b = {0};
+  size_t bad;
+  bool ok = true, valid = tok_utf8_validate(s->run.p, s->run.n, &bad);
+  for (size_t q = 0; q < (valid ? 1 : s->n_run) && ok; q++) { /* the run, or each of its U+FFFDs, one string */
+    bool fused = false;
+    a.n = 0;
+    ok = valid ? tok_buf_put(&a, s->run.p, s->run.n) : tok_buf_put(&a, "\xef\xbf\xbd", 3);
+    if (ok) ok = stream_steps(t, s->k_bf + 1, t->n_dec, &fused, s->n_units == 0, &a, &b);
+    if (ok) ok = tok_buf_put(&s->pending, a.p ? a.p : "", a.n);
+    s->n_units++;
+  }
+  free(a.p);
+  free(b.p);
+  s->run.n = 0;
+  s->n_run = 0;
+  return ok;
+}
+
+/* a token in group_bytes mode: the steps before ByteFallback, then either a byte joining the run or the run ended
+   and the token's own string through the rest of the steps */
+static bool stream_token_grouped(tok_stream *s, int32_t id) {
+  const tokenizer *t = s->t;
+  tok_buf a = {0}, b = {0};
+  bool fused = false;
+  uint8_t bv;
+  bool ok = tok_buf_put(&a, t->arena.p + t->piece_off[id], t->piece_len[id]);
+  if (ok) ok = stream_steps(t, 0, s->k_bf, &fused, s->n_tokens == 0, &a, &b);
+  if (ok && is_byte_token(a.p, a.n, &bv)) {
+    ok = tok_buf_put(&s->run, &bv, 1);
+    if (ok) s->n_run++;
+  } else if (ok) {
+    ok = stream_end_run(s);
+    if (ok) ok = stream_steps(t, s->k_bf, t->n_dec, &fused, s->n_units == 0, &a, &b);
+    if (ok) ok = tok_buf_put(&s->pending, a.p ? a.p : "", a.n);
+    if (ok) s->n_units++;
+  }
   free(a.p);
   free(b.p);
   return ok;
@@ -1298,7 +1373,7 @@ size_t tok_stream_push(tok_stream *s, int32_t id, char *out, size_t cap) {
   if (!s) return 0;
   const tokenizer *t = s->t;
   if (id >= 0 && piece_ok(t, id) && !(s->skip_special && (t->attr[id] & TOK_ATTR_SPECIAL))) {
-    if (stream_token(s, id, &s->pending)) {
+    if (s->group_bytes ? stream_token_grouped(s, id) : stream_token(s, id, &s->pending)) {
       s->n_tokens++;
       stream_emit(s, false);
     }
@@ -1308,6 +1383,7 @@ size_t tok_stream_push(tok_stream *s, int32_t id, char *out, size_t cap) {
 
 size_t tok_stream_flush(tok_stream *s, char *out, size_t cap) {
   if (!s) return 0;
+  stream_end_run(s);
   stream_emit(s, true);
   return stream_out(s, out, cap);
 }
