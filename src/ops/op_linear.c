@@ -198,7 +198,8 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     while (u > 1 && nt * u * xv > 32)
       u /= 2;
     /* from 4 tokens on, one step at a time: the x slots of more steps cost more than their loads in flight save
-       (bench_kernels --tokens on the H200: q4gsw 1B and 8B projections 3-25% faster at 4 and 8 tokens; PERF.md) */
+       (bench_kernels --tokens on the H200: the q4gsw 1B and 8B projections 3-28% faster than with u = 2 or 4 at
+       4 and 8 tokens; PERF.md) */
     if (nt >= 4 && !o->plan) u = 1;
   }
   uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
