@@ -188,13 +188,18 @@ WGLLM_API wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float 
 /* Receives generated text as it becomes final (whole UTF-8 characters); return non-zero to stop. */
 typedef int (*wgllm_stream_fn)(const char *text, size_t len, void *user);
 
+/* The smallest temperature above 0 and the smallest repeat_penalty, and the largest of either: the sampler divides
+   logits by them, and within these bounds a finite logit (|x| < 3e32) stays finite. */
+#define WGLLM_SAMPLING_SCALE_MIN 1e-6f
+#define WGLLM_SAMPLING_SCALE_MAX 1e6f
+
 typedef struct wgllm_generate_params {
   uint32_t max_tokens;     /* default 256 */
-  float temperature;       /* 0: greedy (default 0.8) */
+  float temperature;       /* 0: greedy (default 0.8); else in [WGLLM_SAMPLING_SCALE_MIN, _MAX] */
   uint32_t top_k;          /* 0: off (default 40) */
   float top_p;             /* 1: off (default 0.95) */
   float min_p;             /* 0: off (default 0.05) */
-  float repeat_penalty;    /* 1: off (default 1.1) */
+  float repeat_penalty;    /* 1: off (default 1.1); in [WGLLM_SAMPLING_SCALE_MIN, _MAX] */
   uint32_t repeat_last_n;  /* window of the penalty (default 64, at most 256) */
   uint32_t seed;           /* same seed, same text */
   const char *const *stop; /* stop strings (not part of the output) */

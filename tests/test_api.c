@@ -403,6 +403,41 @@ int main(void) {
     CHECK(wgllm_generate(s, "In the", &bp, NULL) == WGLLM_ERR_INVALID_ARG && strstr(wgllm_session_error(s), name),
           "%s %g is refused: %s", name, pens[i % 4], wgllm_session_error(s));
   }
+  /* temperature and repeat_penalty divide logits: NaN, infinities, negatives and values under 1e-6 (0 or a
+     denormal as a float: a request's 1e-82 or 1e-40) would make infinities of finite logits; top_p/min_p NaN */
+  {
+    const struct {
+      int field; /* 0 temperature, 1 repeat_penalty, 2 top_p, 3 min_p */
+      float v;
+      const char *name;
+    } bad[] = {{0, NAN, "temperature"},
+               {0, INFINITY, "temperature"},
+               {0, -1, "temperature"},
+               {0, 1e-40f, "temperature"},
+               {0, 1e-7f, "temperature"},
+               {0, 2e6f, "temperature"},
+               {1, 0, "repeat_penalty"},
+               {1, NAN, "repeat_penalty"},
+               {1, 1e-40f, "repeat_penalty"},
+               {1, 2e6f, "repeat_penalty"},
+               {1, -INFINITY, "repeat_penalty"},
+               {2, NAN, "top_p"},
+               {3, NAN, "min_p"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+      wgllm_generate_params bp = gp;
+      float *f[] = {&bp.temperature, &bp.repeat_penalty, &bp.top_p, &bp.min_p};
+      *f[bad[i].field] = bad[i].v;
+      CHECK(wgllm_generate(s, "In the", &bp, NULL) == WGLLM_ERR_INVALID_ARG &&
+                strstr(wgllm_session_error(s), bad[i].name),
+            "%s %g is refused: %s", bad[i].name, bad[i].v, wgllm_session_error(s));
+    }
+    wgllm_generate_params bp = gp;
+    bp.temperature = WGLLM_SAMPLING_SCALE_MIN;
+    bp.repeat_penalty = WGLLM_SAMPLING_SCALE_MIN;
+    g_prefill_done = 0;
+    CHECK(wgllm_generate(s, "In the beginning", &bp, &gs) == WGLLM_OK && gs.generated_tokens == 4,
+          "temperature and repeat_penalty at their minimum generate: %s", wgllm_session_error(s));
+  }
   gp.presence_penalty = -2;
   gp.frequency_penalty = 2;
   g_prefill_done = 0;

@@ -372,10 +372,10 @@ static void parser(void) {
   expect_fail("flag with a value", "run -m x -p hi --ignore-eos=1", "--ignore-eos takes no value");
   expect_fail("missing value", "run -m x -p", "-p needs a value");
   expect_fail("missing long value", "run -m x -p hi --ctx-size", "--ctx-size needs a value");
-  expect_fail("bad temperature", "run -m x -p hi --temp -1", "--temp -1: expected a number of at least 0");
+  expect_fail("bad temperature", "run -m x -p hi --temp -1", "--temp -1: expected a number from 0 to 1e+06");
   expect_fail("infinite temperature", "run -m x -p hi --temp inf", "--temp inf: expected a number");
   expect_fail("NaN top-p", "run -m x -p hi --top-p nan", "--top-p nan: expected a number from 0 to 1");
-  expect_fail("zero repeat penalty", "run -m x -p hi --repeat-penalty 0", "greater than 0");
+  expect_fail("zero repeat penalty", "run -m x -p hi --repeat-penalty 0", "from 1e-06 to 1e+06");
   expect_fail("repeat-last-n over 256", "run -m x -p hi --repeat-last-n 257", "from -1 to 256");
   expect_fail("presence penalty over 2", "run -m x -p hi --presence-penalty 2.5",
               "--presence-penalty 2.5: expected a number from -2 to 2");
@@ -414,11 +414,11 @@ static void parser(void) {
                           "-s, --seed S",
                           "[-1..4294967295]",
                           "--temp, --temperature T",
-                          "[>= 0]",
+                          "[0..1e+06]",
                           "--top-p P",
                           "[0..1]",
                           "--repeat-penalty R",
-                          "[> 0]",
+                          "[1e-06..1e+06]",
                           "--repeat-last-n N",
                           "[-1..256]",
                           "-ub, --ubatch-size, --prefill-chunk N",
@@ -440,7 +440,7 @@ static void parser(void) {
   const char *numeric[][2] = {{"--top-k K", "[0..4294967295]"},     {"--min-p P", "[0..1]"},
                               {"-t, --threads N", "[-1..1048576]"}, {"-ngl, --n-gpu-layers", "[-1..1048576]"},
                               {"--max-binding BYTES", "[>= 1024]"}, {"-c, --ctx-size", "[0..16777216]"},
-                              {"-ub, --ubatch-size", "[1..65535]"}, {"--repeat-penalty R", "[> 0]"},
+                              {"-ub, --ubatch-size", "[1..65535]"}, {"--repeat-penalty R", "[1e-06..1e+06]"},
                               {"--presence-penalty P", "[-2..2]"},  {"--frequency-penalty F", "[-2..2]"}};
   for (size_t i = 0; i < sizeof numeric / sizeof *numeric; i++) {
     const char *at = strstr(o1, numeric[i][0]), *nl = at ? strchr(at, '\n') : NULL;

@@ -336,10 +336,18 @@ wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits) {
 
 static wgllm_status to_gen_params(wgllm_session *s, const wgllm_generate_params *p, llm_gen_params *gp) {
   memset(gp, 0, sizeof *gp);
-  if (p->top_p < 0 || p->top_p > 1 || p->min_p < 0 || p->min_p > 1 || p->repeat_penalty <= 0 || p->temperature < 0)
-    return fail(s->err, WGLLM_ERR_INVALID_ARG,
-                "sampling: temperature >= 0, top_p and min_p in [0, 1] and repeat_penalty > 0 (got %g, %g, %g, %g)",
-                p->temperature, p->top_p, p->min_p, p->repeat_penalty);
+  /* written so that NaN fails every test; the sampler divides by temperature and repeat_penalty, so a value under
+     the minimum (1e-82 from JSON is 0 as a float; 1e-40 is a denormal) would turn finite logits into infinities */
+  const float lo = WGLLM_SAMPLING_SCALE_MIN, hi = WGLLM_SAMPLING_SCALE_MAX;
+  if (!(p->temperature == 0 || (p->temperature >= lo && p->temperature <= hi)))
+    return fail(s->err, WGLLM_ERR_INVALID_ARG, "sampling: temperature is %g; expected 0 (greedy) or from %g to %g",
+                p->temperature, lo, hi);
+  if (!(p->repeat_penalty >= lo && p->repeat_penalty <= hi))
+    return fail(s->err, WGLLM_ERR_INVALID_ARG, "sampling: repeat_penalty is %g; expected from %g to %g (1: off)",
+                p->repeat_penalty, lo, hi);
+  if (!(p->top_p >= 0 && p->top_p <= 1 && p->min_p >= 0 && p->min_p <= 1))
+    return fail(s->err, WGLLM_ERR_INVALID_ARG, "sampling: top_p and min_p must be in [0, 1] (got %g, %g)", p->top_p,
+                p->min_p);
   const float pen[2] = {p->presence_penalty, p->frequency_penalty};
   for (int i = 0; i < 2; i++)
     if (!isfinite(pen[i]) || pen[i] < -2 || pen[i] > 2)

@@ -7,6 +7,7 @@
    status and a message, and serve_error_json must give an error object. */
 #include "fuzz_util.h"
 #include "serve_openai.h"
+#include "wgllm.h"
 #include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,10 +30,11 @@ static void check_refusal(const serve_error *e) {
 
 static void check_request(const serve_request *r, const serve_limits *lim) {
   FUZZ_CHECK(r->max_tokens >= 1 && r->max_tokens <= lim->max_tokens, "max_tokens %u", r->max_tokens);
-  FUZZ_CHECK(r->temperature >= 0 && r->temperature <= 2, "temperature %g", r->temperature);
+  FUZZ_CHECK(r->temperature == 0 || (r->temperature >= WGLLM_SAMPLING_SCALE_MIN && r->temperature <= 2),
+             "temperature %g", r->temperature);
   FUZZ_CHECK(r->top_p >= 0 && r->top_p <= 1 && r->min_p >= 0 && r->min_p <= 1, "top_p %g min_p %g", r->top_p, r->min_p);
-  FUZZ_CHECK(r->repeat_penalty > 0 && r->repeat_penalty <= 100 && r->repeat_last_n <= 256, "repeat %g / %u",
-             r->repeat_penalty, r->repeat_last_n);
+  FUZZ_CHECK(r->repeat_penalty >= WGLLM_SAMPLING_SCALE_MIN && r->repeat_penalty <= 100 && r->repeat_last_n <= 256,
+             "repeat %g / %u", r->repeat_penalty, r->repeat_last_n);
   FUZZ_CHECK(r->presence_penalty >= -2 && r->presence_penalty <= 2 && r->frequency_penalty >= -2 &&
                  r->frequency_penalty <= 2,
              "presence %g frequency %g", r->presence_penalty, r->frequency_penalty);

@@ -39,6 +39,9 @@ await expect("max_tokens over the limit", 400, post(comp, body({ prompt: "x", ma
 await expect("max_completion_tokens negative", 400, post(chat, body({ messages: msg, max_completion_tokens: -1 })), { param: "max_completion_tokens" });
 await expect("temperature over 2", 400, post(chat, body({ messages: msg, temperature: 7 })), { param: "temperature" });
 await expect("temperature a string", 400, post(chat, body({ messages: msg, temperature: "hot" })), { param: "temperature" });
+await expect("temperature 1e-40 (a denormal float)", 400, post(chat, body({ messages: msg, temperature: 1e-40 })), { param: "temperature" });
+await expect("repeat_penalty 1e-82 (0 as a float)", 400, post(comp, body({ prompt: "x", repeat_penalty: 1e-82 })), { param: "repeat_penalty" });
+await expect("repeat_penalty 0", 400, post(comp, body({ prompt: "x", repeat_penalty: 0 })), { param: "repeat_penalty" });
 await expect("top_p negative", 400, post(chat, body({ messages: msg, top_p: -0.5 })), { param: "top_p" });
 await expect("top_k negative", 400, post(chat, body({ messages: msg, top_k: -1 })), { param: "top_k" });
 await expect("stream a string", 400, post(chat, body({ messages: msg, stream: "yes" })), { param: "stream" });

@@ -2,6 +2,7 @@
    the JSON answers of `wgllm serve`, on cJSON. Pure functions: no model, no I/O, no globals (fuzzed by
    tests/fuzz/fuzz_http_request.c). */
 #include "serve_openai.h"
+#include "wgllm.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -300,7 +301,12 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
   double x;
   long long i;
   int g;
+  /* temperature and repeat_penalty divide logits: above 0 each is at least the API's minimum (a smaller one would
+     be 0 or a denormal as a float and make infinities of finite logits) */
   if ((g = get_number(o, "temperature", 0, 2, 0, &x, err)) < 0) return -1;
+  if (g && x > 0 && x < WGLLM_SAMPLING_SCALE_MIN)
+    return bad(err, "temperature", "'temperature' is %g; expected 0 (greedy) or at least %g", x,
+               WGLLM_SAMPLING_SCALE_MIN);
   if (g) r->temperature = (float)x;
   if ((g = get_number(o, "top_p", 0, 1, 0, &x, err)) < 0) return -1;
   if (g) r->top_p = (float)x;
@@ -308,7 +314,7 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
   if (g) r->min_p = (float)x;
   if ((g = get_int(o, "top_k", 0, 2147483647.0, &i, err)) < 0) return -1;
   if (g) r->top_k = (uint32_t)i;
-  if ((g = get_number(o, "repeat_penalty", 0, 100, 1, &x, err)) < 0) return -1;
+  if ((g = get_number(o, "repeat_penalty", WGLLM_SAMPLING_SCALE_MIN, 100, 0, &x, err)) < 0) return -1;
   if (g) r->repeat_penalty = (float)x;
   if ((g = get_int(o, "repeat_last_n", -1, 256, &i, err)) < 0) return -1;
   if (g) r->repeat_last_n = i < 0 ? 256 : (uint32_t)i;
