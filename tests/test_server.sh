@@ -27,6 +27,7 @@ start_server main --api-key "$KEY" -np 4 || exit 1
 PORT=$SERVE_PORT
 MAIN_PID=$SERVE_PID
 ok "listening on port $PORT"
+check "... after its warm-up" grep -q "^wgllm serve: warmed up in [0-9.]* s" "$TMP/main.err"
 # the same port again: refused with the reason
 "$WGLLM" serve -m "$MODEL" --port "$PORT" >/dev/null 2>"$TMP/e4"
 check "a port in use: exit 1" test $? = 1
@@ -45,6 +46,10 @@ check "curl /v1/models without the key: 401" test "$code" = 401
 check "... as OpenAI's error object" json "$TMP/models" 'j.error.type === "authentication_error" && j.error.code === "invalid_api_key"'
 curl -s "${AUTH[@]}" -o "$TMP/models" "$URL/v1/models"
 check "curl /v1/models: the model" json "$TMP/models" 'j.object === "list" && j.data[0].id === "default"'
+# the warm-up's sessions were reset: its own prompt (serve_sched.c's warm_up) finds nothing cached
+curl -s "${AUTH[@]}" -o "$TMP/warm" "$URL/v1/completions" -d '{"prompt": "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the sun.", "max_tokens": 2, "temperature": 0}'
+check "the warm-up left no cached tokens behind" json "$TMP/warm" \
+  'j.usage.prompt_tokens > 10 && j.usage.prompt_tokens_details.cached_tokens === 0'
 
 curl -s "${AUTH[@]}" -o "$TMP/chat" "$URL/v1/chat/completions" \
   -d '{"model": "default", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0}'
@@ -79,7 +84,8 @@ if node "$ROOT/tests/server/hostile.mjs"; then ok "hostile requests"; else bad "
 check "the server is still running" kill -0 "$MAIN_PID"
 
 # ---- a full server: one session, no queue
-start_server full -np 1 --queue 0 || exit 1
+start_server full -np 1 --queue 0 --no-warmup || exit 1
+check "--no-warmup: no warm-up" sh -c "! grep -q 'warmed up' '$TMP/full.err'"
 FULL=http://127.0.0.1:$SERVE_PORT
 FULL_PID=$SERVE_PID
 curl -sN -o "$TMP/long.sse" "$FULL/v1/completions" -d '{"prompt": "And God said", "max_tokens": 400, "ignore_eos": true, "stream": true}' &

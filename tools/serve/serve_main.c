@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum {
   K_HOST = 512,
@@ -23,7 +24,8 @@ enum {
   K_MAX_TOKENS,
   K_TIMEOUT,
   K_MAX_CONNECTIONS,
-  K_TEMPLATE
+  K_TEMPLATE,
+  K_NO_WARMUP
 };
 
 static const cli_opt serve_opts[] = {
@@ -50,6 +52,8 @@ static const cli_opt serve_opts[] = {
      "connections open at once, each a thread (default 512)"},
     {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
      "llama3, chatml, gemma, llama2 or none (default: the model's)"},
+    {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
+     "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
@@ -58,6 +62,7 @@ typedef struct serve_args {
   cli_common c;
   const char *host, *api_key, *api_key_file, *alias;
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
+  int no_warmup;
 } serve_args;
 
 static int on_opt(void *user, int key, const cli_value *v) {
@@ -104,6 +109,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     return 0;
   case K_TEMPLATE:
     a->c.chat_template = v->text;
+    return 0;
+  case K_NO_WARMUP:
+    a->no_warmup = 1;
     return 0;
   }
   return 2;
@@ -210,14 +218,21 @@ int cli_serve(int argc, char **argv) {
   sc.session.decode_path = a.c.unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
   sc.session.attn_grid = a.c.attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
   sc.session.prefill_chunk = a.c.prefill_chunk;
+  sc.warm_up = !a.no_warmup;
   char err[512];
   serve_sched *sched = NULL;
+  struct timespec w0, w1;
+  clock_gettime(CLOCK_MONOTONIC, &w0);
   if (serve_sched_start(m, &sc, &sched, err, sizeof err)) {
     fprintf(stderr, "wgllm serve: %s\n", err);
     wgllm_model_free(m);
     free(key_owned);
     return 1;
   }
+  clock_gettime(CLOCK_MONOTONIC, &w1);
+  if (sc.warm_up)
+    fprintf(stderr, "wgllm serve: warmed up in %.2f s (sessions made and pipelines built; --no-warmup skips it)\n",
+            (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9);
   char id[256];
   if (a.alias)
     snprintf(id, sizeof id, "%s", a.alias);

@@ -399,6 +399,62 @@ static void *sched_main(void *arg) {
   return NULL;
 }
 
+/* Builds the GPU pipelines the first requests would otherwise wait for: a short generation (a prompt of about 20
+   tokens, 3 tokens sampled with the server's default sampling) on one session, then on 2, 4 and 8 sessions
+   together (as many as there are: the batched step's three row counts), each session reset afterwards. On the
+   H200 the first round of 8 requests waited 2.0 s for its first token without it, 0.17 s after its 3.95 s
+   (docs/perf/16-served-pipeline/callQ_h200).
+   Returns 0, or -1 with the reason in err: a server whose sessions cannot generate does not start. */
+static int warm_up(serve_sched *s, char *err, size_t errlen) {
+  static const char text[] = "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the sun.";
+  int32_t ids[256];
+  size_t n = 0;
+  wgllm_status st = wgllm_tokenize(s->model, text, sizeof text - 1, 1, ids, 256, &n);
+  uint32_t ctx = s->cfg.session.context;
+  if (!st && n > 256) n = 256;
+  if (!st && n + 4 > ctx) n = ctx > 8 ? ctx / 2 : 1; /* a tiny context: a shorter prompt */
+  if (st || !n) {
+    snprintf(err, errlen, "warm-up: tokenizing its prompt failed: %s", wgllm_model_error(s->model));
+    return -1;
+  }
+  wgllm_generate_params gp = wgllm_generate_default_params();
+  gp.max_tokens = 3;
+  gp.ignore_eos = 1;
+  gp.repeat_penalty = 1.0f; /* the server's default (a request's repeat_penalty 1: off) */
+  const uint32_t sizes[] = {1, 2, 4, 8};
+  uint32_t last = 0;
+  int rc = 0;
+  for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !rc; k++) {
+    uint32_t c = sizes[k] < s->cfg.parallel ? sizes[k] : s->cfg.parallel;
+    if (c == last) break;
+    last = c;
+    wgllm_job *jobs[8] = {0};
+    for (uint32_t i = 0; i < c && !rc; i++)
+      if ((st = wgllm_job_start(s->slots[i].session, ids, n, &gp, &jobs[i]))) {
+        snprintf(err, errlen, "warm-up on %u sessions: %s (%s)", c, wgllm_session_error(s->slots[i].session),
+                 wgllm_status_name(st));
+        rc = -1;
+      }
+    for (int step = 0; !rc && step < 64; step++) {
+      int all = 1;
+      for (uint32_t i = 0; i < c; i++)
+        all = all && wgllm_job_done(jobs[i]);
+      if (all) break;
+      wgllm_jobs_step(jobs, c);
+    }
+    for (uint32_t i = 0; i < c; i++) {
+      if (jobs[i] && !rc && (wgllm_job_error(jobs[i])[0] || !wgllm_job_done(jobs[i]))) {
+        snprintf(err, errlen, "warm-up on %u sessions: %s", c,
+                 wgllm_job_error(jobs[i])[0] ? wgllm_job_error(jobs[i]) : "the jobs did not finish");
+        rc = -1;
+      }
+      wgllm_job_free(jobs[i]);
+      wgllm_session_reset(s->slots[i].session);
+    }
+  }
+  return rc;
+}
+
 int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen) {
   *out = NULL;
   serve_sched *s = calloc(1, sizeof *s);
@@ -422,6 +478,10 @@ int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sc
       serve_sched_stop(s);
       return -1;
     }
+  }
+  if (config->warm_up && warm_up(s, err, errlen)) {
+    serve_sched_stop(s);
+    return -1;
   }
   int rc = pthread_create(&s->thread, NULL, sched_main, s);
   if (rc) {

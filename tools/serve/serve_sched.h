@@ -44,12 +44,13 @@ typedef struct serve_sched_config {
   uint32_t parallel; /* sessions, so requests generating at once */
   uint32_t queue;    /* requests that may wait for a session beyond those; more are refused (503) */
   wgllm_session_params session;
+  int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
 } serve_sched_config;
 
 typedef struct serve_sched serve_sched;
 
-/* Creates the sessions (config->parallel of them, each config->session) and starts the thread. The model stays
-   the caller's, to be freed after serve_sched_stop. Returns 0, or -1 with the reason in err. */
+/* Creates the sessions (config->parallel of them, each config->session), warms them up if asked, and starts the
+   thread. The model stays the caller's, to be freed after serve_sched_stop. Returns 0, or -1 with the reason in err. */
 int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen);
 /* Stops the thread (running jobs are cancelled, their tasks fail) and frees the sessions. */
 void serve_sched_stop(serve_sched *s);
