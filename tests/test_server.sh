@@ -23,13 +23,13 @@ check "--parallel 0 is a usage error" test $? = 2
 check "serve --help lists --parallel with its range" grep -q -- "--parallel N.*\[1..256\]" "$TMP/help"
 
 KEY=test-key-$$
-start_server main --api-key "$KEY" -np 4 || exit 1
+WARMUP=1 start_server main --api-key "$KEY" -np 4 || exit 1
 PORT=$SERVE_PORT
 MAIN_PID=$SERVE_PID
 ok "listening on port $PORT"
 check "... after its warm-up" grep -q "^wgllm serve: warmed up in [0-9.]* s" "$TMP/main.err"
 # the same port again: refused with the reason
-"$WGLLM" serve -m "$MODEL" --port "$PORT" >/dev/null 2>"$TMP/e4"
+"$WGLLM" serve -m "$MODEL" --port "$PORT" --no-warmup >/dev/null 2>"$TMP/e4"
 check "a port in use: exit 1" test $? = 1
 check "... saying it cannot listen" grep -q "cannot listen on 127.0.0.1 port $PORT" "$TMP/e4"
 
@@ -84,7 +84,7 @@ if node "$ROOT/tests/server/hostile.mjs"; then ok "hostile requests"; else bad "
 check "the server is still running" kill -0 "$MAIN_PID"
 
 # ---- a full server: one session, no queue
-start_server full -np 1 --queue 0 --no-warmup || exit 1
+start_server full -np 1 --queue 0 || exit 1
 check "--no-warmup: no warm-up" sh -c "! grep -q 'warmed up' '$TMP/full.err'"
 FULL=http://127.0.0.1:$SERVE_PORT
 FULL_PID=$SERVE_PID

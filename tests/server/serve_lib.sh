@@ -18,17 +18,21 @@ check() { # check "what" COMMAND...: the command's status decides
   if "$@"; then ok "$what"; else bad "$what"; fi
 }
 
-# start_server NAME ARGS...: `wgllm serve -m MODEL --port 0 ARGS` in the background; sets SERVE_PORT and SERVE_PID.
-# Its stdout and stderr go to $TMP/NAME.out and $TMP/NAME.err.
+# start_server NAME ARGS...: `wgllm serve -m MODEL --port 0 --no-warmup ARGS` in the background (WARMUP=1: with the
+# warm-up, which on a CPU rasterizer with a cold shader cache takes a minute or more: lavapipe compiles the batched
+# pipelines); sets SERVE_PORT and SERVE_PID. Its stdout and stderr go to $TMP/NAME.out and $TMP/NAME.err. Waits up
+# to 5 minutes for the server to listen.
 start_server() {
   local name="$1"
   shift
   : >"$TMP/$name.out" # there before the background shell opens it, for the loop below
-  "$WGLLM" serve -m "$MODEL" --port 0 "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  local warm=(--no-warmup)
+  [ "${WARMUP:-}" = 1 ] && warm=()
+  "$WGLLM" serve -m "$MODEL" --port 0 "${warm[@]}" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
   SERVE_PID=$!
   SERVER_PIDS+=("$SERVE_PID")
   SERVE_PORT=""
-  for _ in $(seq 1 600); do
+  for _ in $(seq 1 3000); do
     SERVE_PORT=$(sed -n 's/^wgllm serve: listening on http:\/\/[^ ]*:\([0-9][0-9]*\) .*/\1/p' "$TMP/$name.out")
     [ -n "$SERVE_PORT" ] && return 0
     if ! kill -0 "$SERVE_PID" 2>/dev/null; then
@@ -38,7 +42,7 @@ start_server() {
     fi
     sleep 0.1
   done
-  echo "server $name did not listen within 60 s"
+  echo "server $name did not listen within 300 s"
   return 1
 }
 
