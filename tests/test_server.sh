@@ -28,10 +28,11 @@ PORT=$SERVE_PORT
 MAIN_PID=$SERVE_PID
 ok "listening on port $PORT"
 check "... after its warm-up" grep -q "^wgllm serve: warmed up in [0-9.]* s" "$TMP/main.err"
-# the same port again: refused with the reason
-"$WGLLM" serve -m "$MODEL" --port "$PORT" --no-warmup >/dev/null 2>"$TMP/e4"
+# the same port again: refused with the reason, before a warm-up (and with --no-warmup: when binding)
+"$WGLLM" serve -m "$MODEL" --port "$PORT" >/dev/null 2>"$TMP/e4"
 check "a port in use: exit 1" test $? = 1
 check "... saying it cannot listen" grep -q "cannot listen on 127.0.0.1 port $PORT" "$TMP/e4"
+check "... before warming up" sh -c "! grep -q 'warmed up' '$TMP/e4'"
 
 URL="http://127.0.0.1:$PORT"
 AUTH=(-H "Authorization: Bearer $KEY")

@@ -19,6 +19,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 struct serve_http {
   serve_http_config cfg;
@@ -575,6 +576,27 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
   if (!h->cfg.verbose) return;
   fputs("wgllm serve: libmicrohttpd: ", stderr);
   vfprintf(stderr, fmt, ap);
+}
+
+int serve_http_check_port(const char *host, uint16_t port_no, char *err, size_t errlen) {
+  if (!port_no) return 0; /* any free port */
+  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
+  char port[16];
+  snprintf(port, sizeof port, "%u", port_no);
+  int gai = getaddrinfo(host, port, &hints, &ai);
+  if (gai) {
+    snprintf(err, errlen, "--host %s: %s", host, gai_strerror(gai));
+    return -1;
+  }
+  /* as libmicrohttpd binds (SO_REUSEADDR: a port in TIME_WAIT is free, one with a listener is not) */
+  int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc = -1;
+  if (fd >= 0 && !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) && !bind(fd, ai->ai_addr, ai->ai_addrlen))
+    rc = 0;
+  if (rc)
+    snprintf(err, errlen, "cannot listen on %s port %u (in use, or not an address of this machine?)", host, port_no);
+  if (fd >= 0) close(fd);
+  freeaddrinfo(ai);
+  return rc;
 }
 
 int serve_http_start(const serve_http_config *cfg, serve_sched *sched, const wgllm_vocab *vocab, serve_http **out,

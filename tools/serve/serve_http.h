@@ -21,6 +21,9 @@ typedef struct serve_http_config {
 
 typedef struct serve_http serve_http;
 
+/* Whether host:port can be bound now (port 0: yes), so that a port in use is reported before the warm-up rather
+   than after it. Returns 0, or -1 with the reason in err (the message serve_http_start gives). */
+int serve_http_check_port(const char *host, uint16_t port, char *err, size_t errlen);
 /* Listens and serves until serve_http_stop. vocab: the model's (wgllm_model_vocab), used on the HTTP threads for
    /tokenize and /detokenize, one call at a time. Returns 0, or -1 with the reason in err. */
 int serve_http_start(const serve_http_config *cfg, serve_sched *sched, const wgllm_vocab *vocab, serve_http **out,

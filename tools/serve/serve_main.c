@@ -220,6 +220,12 @@ int cli_serve(int argc, char **argv) {
   sc.session.prefill_chunk = a.c.prefill_chunk;
   sc.warm_up = !a.no_warmup;
   char err[512];
+  if (serve_http_check_port(a.host, (uint16_t)a.port, err, sizeof err)) {
+    fprintf(stderr, "wgllm serve: %s\n", err);
+    wgllm_model_free(m);
+    free(key_owned);
+    return 1;
+  }
   serve_sched *sched = NULL;
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
