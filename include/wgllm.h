@@ -189,7 +189,8 @@ WGLLM_API wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float 
 typedef int (*wgllm_stream_fn)(const char *text, size_t len, void *user);
 
 /* The smallest temperature above 0 and the smallest repeat_penalty, and the largest of either: the sampler divides
-   logits by them, and within these bounds a finite logit (|x| < 3e32) stays finite. */
+   logits by the penalty and then by the temperature, and within these bounds a logit under 3e26 in magnitude stays
+   finite through both (a value under the minimum, such as a denormal, would make infinities of ordinary logits). */
 #define WGLLM_SAMPLING_SCALE_MIN 1e-6f
 #define WGLLM_SAMPLING_SCALE_MAX 1e6f
 

@@ -463,14 +463,14 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
   wgllm_model *m = jobs[0]->session->model;
   /* a job still prefilling takes one chunk of its prompt this call (its last samples its first token), so a long
      prompt holds the others' steps for a chunk at a time; the others take their token and step below, their next
-     steps all queued before any is waited for. A job that cannot be batched this call (it decodes alone, or the
-     model does not batch) keeps its pipeline as wgllm_job_step does: up to two steps queued, so the GPU runs the
-     next step while the CPU collects this one (one served client, H200: 574 tok/s a stream one step at a time,
-     792 so; PERF.md). A queued step keeps its job out of the next call's batch, once. */
+     steps all queued before any is waited for. A job that cannot be batched this call (it decodes alone, the model
+     does not batch, or batches of this many failed to record) keeps its pipeline as wgllm_job_step does: up to two
+     steps queued, so the GPU runs the next step while the CPU collects this one (one served client, H200: 574 tok/s a
+     stream one step at a time, 792 so; PERF.md). A queued step keeps its job out of the next call's batch, once. */
   size_t n_decoding = 0;
   for (size_t i = 0; i < n; i++)
     n_decoding += !jobs[i]->g.done && !jobs[i]->g.prefilling;
-  int pipeline = n_decoding == 1 || m->no_batch;
+  int pipeline = n_decoding == 1 || m->no_batch || (m->batch && llm_batch_refuses(m->batch, (uint32_t)n_decoding));
   for (size_t i = 0; i < n; i++) {
     wgllm_job *j = jobs[i];
     j->decodes = 0;

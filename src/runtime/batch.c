@@ -73,6 +73,11 @@ static unsigned rows_bit(uint32_t n) {
   return 1u << r;
 }
 
+int llm_batch_refuses(const llm_batch *b, uint32_t n) {
+  if (n > LLM_BATCH_MAX) n = LLM_BATCH_MAX;
+  return n >= 2 && (b->unsupported & rows_bit(n));
+}
+
 int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n) {
   if (n < 2 || n > LLM_BATCH_MAX || (b->unsupported & rows_bit(n))) return 0;
   for (uint32_t i = 0; i < n; i++) {

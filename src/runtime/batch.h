@@ -43,6 +43,9 @@ void llm_batch_forget(llm_batch *b, const llm_session *s);
 /* Whether ss[0..n) can step together: 2..LLM_BATCH_MAX sessions of the batch's model, each with a sampler set,
    nothing queued and room for one more token, and a model the batched pass takes (else why is set). */
 int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n);
+/* Whether batches of n sessions (n >= 2; more than LLM_BATCH_MAX: LLM_BATCH_MAX of them) are known not to work on
+   this model or device (their recording failed once), so such sessions step one after another. */
+int llm_batch_refuses(const llm_batch *b, uint32_t n);
 /* One step for every session: feeds its last sampled token, samples the next into tokens[i] (the sessions'
    positions, fed tokens and last sampled ids advance as llm_session_step_collect does). A step that cannot be
    recorded (a shape the batched pass does not take, a pipeline that does not build, memory) is

@@ -28,7 +28,7 @@ start_server() {
   : >"$TMP/$name.out" # there before the background shell opens it, for the loop below
   local warm=(--no-warmup)
   [ "${WARMUP:-}" = 1 ] && warm=()
-  "$WGLLM" serve -m "$MODEL" --port 0 "${warm[@]}" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  "$WGLLM" serve -m "$MODEL" --port 0 ${warm[@]+"${warm[@]}"} "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
   SERVE_PID=$!
   SERVER_PIDS+=("$SERVE_PID")
   SERVE_PORT=""

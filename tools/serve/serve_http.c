@@ -9,8 +9,10 @@
 #define _GNU_SOURCE
 #include "serve_http.h"
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -588,12 +590,15 @@ int serve_http_check_port(const char *host, uint16_t port_no, char *err, size_t 
     snprintf(err, errlen, "--host %s: %s", host, gai_strerror(gai));
     return -1;
   }
-  /* as libmicrohttpd binds (SO_REUSEADDR: a port in TIME_WAIT is free, one with a listener is not) */
+  /* as libmicrohttpd binds: SO_REUSEADDR (a port in TIME_WAIT is free, one with a listener is not) and, for IPv6,
+     IPV6_V6ONLY (it does not use MHD_USE_DUAL_STACK, so an IPv4 listener on the port is no conflict) */
   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc = -1;
-  if (fd >= 0 && !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) && !bind(fd, ai->ai_addr, ai->ai_addrlen))
+  if (fd >= 0 && !setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) &&
+      (ai->ai_family != AF_INET6 || !setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one)) &&
+      !bind(fd, ai->ai_addr, ai->ai_addrlen))
     rc = 0;
-  if (rc)
-    snprintf(err, errlen, "cannot listen on %s port %u (in use, or not an address of this machine?)", host, port_no);
+  if (rc) /* errno: EADDRINUSE, EADDRNOTAVAIL (not an address of this machine), EACCES (a port under 1024) */
+    snprintf(err, errlen, "cannot listen on %s port %u: %s", host, port_no, strerror(errno));
   if (fd >= 0) close(fd);
   freeaddrinfo(ai);
   return rc;

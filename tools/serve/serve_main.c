@@ -152,6 +152,12 @@ static char *read_key_file(const char *path) {
   return text;
 }
 
+/* the warm-up's stop_requested: SIGINT or SIGTERM pending (they are blocked: sigwait takes them later) */
+static int stop_signal_pending(void) {
+  sigset_t p;
+  return !sigpending(&p) && (sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGTERM) == 1);
+}
+
 int cli_serve(int argc, char **argv) {
   serve_args a = {0};
   a.host = "127.0.0.1";
@@ -219,6 +225,7 @@ int cli_serve(int argc, char **argv) {
   sc.session.attn_grid = a.c.attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
   sc.session.prefill_chunk = a.c.prefill_chunk;
   sc.warm_up = !a.no_warmup;
+  sc.stop_requested = stop_signal_pending;
   char err[512];
   if (serve_http_check_port(a.host, (uint16_t)a.port, err, sizeof err)) {
     fprintf(stderr, "wgllm serve: %s\n", err);

@@ -404,15 +404,17 @@ static void *sched_main(void *arg) {
    together (as many as there are: the batched step's three row counts), each session reset afterwards. On the
    H200 the first round of 8 requests waited 2.0 s for its first token without it, 0.17 s after its 3.95 s
    (docs/perf/16-served-pipeline/callQ_h200).
+   Skipped for a context under 4 tokens. Between steps it ends early when config->stop_requested says so.
    Returns 0, or -1 with the reason in err: a server whose sessions cannot generate does not start. */
 static int warm_up(serve_sched *s, char *err, size_t errlen) {
   static const char text[] = "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the sun.";
   int32_t ids[256];
   size_t n = 0;
-  wgllm_status st = wgllm_tokenize(s->model, text, sizeof text - 1, 1, ids, 256, &n);
   uint32_t ctx = s->cfg.session.context;
+  if (ctx < 4) return 0;
+  wgllm_status st = wgllm_tokenize(s->model, text, sizeof text - 1, 1, ids, 256, &n);
   if (!st && n > 256) n = 256;
-  if (!st && n + 4 > ctx) n = ctx > 8 ? ctx / 2 : 1; /* a tiny context: a shorter prompt */
+  if (!st && n + 4 > ctx) n = ctx / 2; /* a tiny context: a shorter prompt */
   if (st || !n) {
     snprintf(err, errlen, "warm-up: tokenizing its prompt failed: %s", wgllm_model_error(s->model));
     return -1;
@@ -436,6 +438,11 @@ static int warm_up(serve_sched *s, char *err, size_t errlen) {
         rc = -1;
       }
     for (int step = 0; !rc && step < 64; step++) {
+      if (s->cfg.stop_requested && s->cfg.stop_requested()) {
+        snprintf(err, errlen, "stopped during the warm-up");
+        rc = -1;
+        break;
+      }
       int all = 1;
       for (uint32_t i = 0; i < c; i++)
         all = all && wgllm_job_done(jobs[i]);

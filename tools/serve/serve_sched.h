@@ -45,6 +45,7 @@ typedef struct serve_sched_config {
   uint32_t queue;    /* requests that may wait for a session beyond those; more are refused (503) */
   wgllm_session_params session;
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
+  int (*stop_requested)(void); /* NULL, or non-zero when the warm-up should end early (SIGINT pending) */
 } serve_sched_config;
 
 typedef struct serve_sched serve_sched;
