@@ -33,6 +33,14 @@ check "... after its warm-up" grep -q "^wgllm serve: warmed up in [0-9.]* s" "$T
 check "a port in use: exit 1" test $? = 1
 check "... saying it cannot listen" grep -q "cannot listen on 127.0.0.1 port $PORT" "$TMP/e4"
 check "... before warming up" sh -c "! grep -q 'warmed up' '$TMP/e4'"
+# SIGINT while it loads or warms up (8 sessions: seconds on lavapipe): it stops after the current step, exit 0
+"$WGLLM" serve -m "$MODEL" --port 0 -np 8 >/dev/null 2>"$TMP/e5" &
+INT_PID=$!
+sleep 0.5
+kill -INT "$INT_PID"
+wait "$INT_PID"
+check "SIGINT during the warm-up: exit 0" test $? = 0
+check "... stopped during the warm-up" grep -q "stopped during the warm-up" "$TMP/e5"
 
 URL="http://127.0.0.1:$PORT"
 AUTH=(-H "Authorization: Bearer $KEY")

@@ -580,16 +580,23 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap) {
   vfprintf(stderr, fmt, ap);
 }
 
-int serve_http_check_port(const char *host, uint16_t port_no, char *err, size_t errlen) {
-  if (!port_no) return 0; /* any free port */
+/* host:port as serve_http_start and serve_http_check_port bind it: the first address getaddrinfo gives. */
+static struct addrinfo *resolve(const char *host, uint16_t port_no, char *err, size_t errlen) {
   struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
   char port[16];
   snprintf(port, sizeof port, "%u", port_no);
   int gai = getaddrinfo(host, port, &hints, &ai);
   if (gai) {
     snprintf(err, errlen, "--host %s: %s", host, gai_strerror(gai));
-    return -1;
+    return NULL;
   }
+  return ai;
+}
+
+int serve_http_check_port(const char *host, uint16_t port_no, char *err, size_t errlen) {
+  if (!port_no) return 0; /* any free port */
+  struct addrinfo *ai = resolve(host, port_no, err, errlen);
+  if (!ai) return -1;
   /* as libmicrohttpd binds: SO_REUSEADDR (a port in TIME_WAIT is free, one with a listener is not) and, for IPv6,
      IPV6_V6ONLY (it does not use MHD_USE_DUAL_STACK, so an IPv4 listener on the port is no conflict) */
   int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, rc = -1;
@@ -607,14 +614,8 @@ int serve_http_check_port(const char *host, uint16_t port_no, char *err, size_t 
 int serve_http_start(const serve_http_config *cfg, serve_sched *sched, const wgllm_vocab *vocab, serve_http **out,
                      char *err, size_t errlen) {
   *out = NULL;
-  struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai = NULL;
-  char port[16];
-  snprintf(port, sizeof port, "%u", cfg->port);
-  int gai = getaddrinfo(cfg->host, port, &hints, &ai);
-  if (gai) {
-    snprintf(err, errlen, "--host %s: %s", cfg->host, gai_strerror(gai));
-    return -1;
-  }
+  struct addrinfo *ai = resolve(cfg->host, cfg->port, err, errlen);
+  if (!ai) return -1;
   serve_http *h = calloc(1, sizeof *h);
   if (!h) {
     freeaddrinfo(ai);

@@ -237,10 +237,11 @@ int cli_serve(int argc, char **argv) {
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
   if (serve_sched_start(m, &sc, &sched, err, sizeof err)) {
+    int asked = stop_signal_pending(); /* SIGINT/SIGTERM ended the warm-up: a stop, as after sigwait below */
     fprintf(stderr, "wgllm serve: %s\n", err);
     wgllm_model_free(m);
     free(key_owned);
-    return 1;
+    return asked ? 0 : 1;
   }
   clock_gettime(CLOCK_MONOTONIC, &w1);
   if (sc.warm_up)
