@@ -149,6 +149,18 @@ typedef enum wgllm_decode_path { WGLLM_DECODE_FUSED = 0, WGLLM_DECODE_UNFUSED = 
 /* How flash-decoding sizes its grid: the worst case of the length bucket (default, faster) or GPU-written
    indirect arguments (for comparison). */
 typedef enum wgllm_attn_grid { WGLLM_ATTN_GRID_WORST = 0, WGLLM_ATTN_GRID_INDIRECT = 1 } wgllm_attn_grid;
+/* How the linear layers of block-quantized weights (Q4_0, Q8_0, K-quants, q4gsw, ...) multiply during prefill:
+   EXACT: f32 activations times the weights' own values, f32 arithmetic (bit for bit what earlier versions
+   computed); FAST: activations quantized on the GPU to int8 in blocks of 32 (a scale each), packed int8 dot
+   products (dot4I8Packed), f32 sums of the blocks (what llama.cpp's MMQ kernels do). Float weights are always
+   exact. DEFAULT resolves to the measured choice (docs/PERF.md, "Precision"). */
+typedef enum wgllm_precision {
+  WGLLM_PRECISION_DEFAULT = 0,
+  WGLLM_PRECISION_EXACT = 1,
+  WGLLM_PRECISION_FAST = 2
+} wgllm_precision;
+/* "default", "exact", "fast"; NULL for a value outside the enum */
+WGLLM_API const char *wgllm_precision_name(wgllm_precision p);
 typedef struct wgllm_session_params {
   uint32_t context;      /* tokens (default 4096) */
   wgllm_kv_type kv_type; /* WGLLM_KV_F32 (default) or WGLLM_KV_F16 */
@@ -161,6 +173,7 @@ typedef struct wgllm_session_params {
   /* tokens a prefill pass takes (0, the default: 512, fewer where a pass's activations would not fit one of the
      device's storage bindings); sliding-window layers keep window + this many keys */
   uint32_t prefill_chunk;
+  wgllm_precision precision; /* WGLLM_PRECISION_DEFAULT unless set */
 } wgllm_session_params;
 WGLLM_API wgllm_session_params wgllm_session_default_params(void);
 WGLLM_API wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);

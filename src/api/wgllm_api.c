@@ -15,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What WGLLM_PRECISION_DEFAULT resolves to: exact until fast has been measured against llama.cpp on the same files
+   (docs/PERF.md, "Precision") */
+#define WGLLM_DEFAULT_FAST 0
+
 struct wgllm_vocab {
   tokenizer *tok;
   int owned; /* loaded by wgllm_vocab_load (a model's vocabulary belongs to the model) */
@@ -95,6 +99,18 @@ wgllm_model_params wgllm_model_default_params(void) {
 wgllm_session_params wgllm_session_default_params(void) {
   wgllm_session_params p = {4096, WGLLM_KV_F32, WGLLM_DECODE_FUSED, WGLLM_ATTN_GRID_WORST, NULL, NULL};
   return p;
+}
+
+const char *wgllm_precision_name(wgllm_precision p) {
+  switch (p) {
+  case WGLLM_PRECISION_DEFAULT:
+    return "default";
+  case WGLLM_PRECISION_EXACT:
+    return "exact";
+  case WGLLM_PRECISION_FAST:
+    return "fast";
+  }
+  return NULL;
 }
 
 wgllm_generate_params wgllm_generate_default_params(void) {
@@ -268,12 +284,12 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   if (!s) return fail(g_last_error, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   s->model = m;
   if ((unsigned)p.kv_type > WGLLM_KV_F16 || (unsigned)p.decode_path > WGLLM_DECODE_UNFUSED ||
-      (unsigned)p.attn_grid > WGLLM_ATTN_GRID_INDIRECT) {
+      (unsigned)p.attn_grid > WGLLM_ATTN_GRID_INDIRECT || (unsigned)p.precision > WGLLM_PRECISION_FAST) {
     free(s);
     return fail(g_last_error, WGLLM_ERR_INVALID_ARG,
-                "wgllm_session_create: kv_type %d, decode_path %d or attn_grid %d "
+                "wgllm_session_create: kv_type %d, decode_path %d, attn_grid %d or precision %d "
                 "is not one of the enum's values",
-                (int)p.kv_type, (int)p.decode_path, (int)p.attn_grid);
+                (int)p.kv_type, (int)p.decode_path, (int)p.attn_grid, (int)p.precision);
   }
   llm_session_options so = {0};
   so.ctx = p.context;
@@ -283,6 +299,7 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   so.on_prefill = p.on_prefill;
   so.prefill_user = p.prefill_user;
   so.prefill_chunk = p.prefill_chunk;
+  so.fast = p.precision == WGLLM_PRECISION_FAST || (p.precision == WGLLM_PRECISION_DEFAULT && WGLLM_DEFAULT_FAST);
   char err[1024];
   wgllm_status st = llm_session_create(m->m, &so, &s->s, err, sizeof err);
   if (st) {

@@ -38,6 +38,7 @@ typedef struct llm_forward_opts {
   uint32_t max_len;        /* a decode step (T = 1) serves positions below it: a power of two, or 0 for the cache */
   int unfused;             /* one token through the plain per-op path, not the fused kernels (comparisons) */
   llm_attn_grid attn_grid; /* flash-decoding's grid */
+  int fast; /* multi-token linear layers of block-quantized weights on int8 activations (op_linear_fast) */
 } llm_forward_opts;
 
 /* Tokens a prefill pass takes by default: 1024 (a 2048-token prompt of the 8B shape: time to first token 1.19 s
