@@ -1055,6 +1055,179 @@ static void cases_linear(void) {
   add_case("matvec", run_linear_refuse, "refuse/q4gsw-g16,K=64")->u.refuse.which = 1;
 }
 
+/* ---------------------------------------------------------------- the fast precision: int8 activations
+
+   matmul_q8/TYPE/...: op_quantize_q8 then op_matmul_q8 in one recording. The quantized activations are checked
+   against ref_quantize_q8 (d to f32 rounding; each q equal, or one step off where x * 127 / amax lies within 1e-3
+   of a tie, since the GPU's division may round differently; s = d * sum q); the GEMM against ref_linear on the
+   activations the GPU quantized (dequantized exactly on the CPU), with the tolerance of the exact GEMM; and the
+   result against ref_linear on the original x within the quantization's own bound, sum over blocks of
+   (d / 2) * sum |w| (half a step an element). Rows of different magnitudes, a block of zeros and an outlier.
+   matmul_q8/fallback/TYPE: a storage without an integer-dot kernel refused by the predicate and by op_matmul_q8,
+   and op_linear_fast then computing exactly (the exact GEMM's tolerance). */
+static case_result run_linear_q8(const tcase *c) {
+  size_t M = c->u.lin.M, N = c->u.lin.N, K = c->u.lin.K, nb = K / 32;
+  op_wtype wt = c->u.lin.wt;
+  int has_bias = c->u.lin.bias, fallback = c->u.lin.route;
+  float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1), *want = malloc(M * N * 4);
+  for (size_t m = 0; m < M; m++) /* rows of different magnitudes */
+    for (size_t k = 0; k < K; k++)
+      x[m * K + k] *= (float)(1 + m % 7) * (m % 3 == 1 ? 0.01f : 1.0f);
+  for (size_t k = 0; k < 32 && M > 1; k++)
+    x[1 * K + k] = 0; /* a block of zeros */
+  x[(M - 1) * K + K / 2] = 40.0f; /* an outlier */
+  gbuf wb[2];
+  op_weight ow = make_weight(wt, N, K, c->u.lin.group, w, wb);
+  gpu_context *ctx = th_gpu();
+  size_t qbytes = (size_t)op_q8_act_bytes(ctx, (uint32_t)M, (uint32_t)K);
+  gbuf gx = gb_in(x, M * K * 4), gb = gb_in(b, N * 4), gq = gb_out(qbytes), go = gb_out(M * N * 4);
+  gpu_view bias = has_bias ? gb.v : (gpu_view){0};
+  traffic(weight_bytes(wt, N, K, c->u.lin.group) + 4.0 * (M * K + M * N) + 1.25 * M * K, 2.0 * M * N * K);
+  gpu_recorder *r = rec_new();
+  if (fallback) {
+    VERIFY(!op_matmul_q8_supports(ctx, &ow, (uint32_t)M, (uint32_t)K), "%s: the predicate accepts it", g_case);
+    gpu_recorder *r2 = rec_new();
+    wgllm_status rs = op_matmul_q8(r2, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    VERIFY(rs == WGLLM_ERR_UNSUPPORTED, "%s: op_matmul_q8 accepted it (%s)", g_case, wgllm_status_name(rs));
+    gpu_recorder_free(r2);
+    wgllm_status s = op_linear_fast(r, gx.v, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+    exec(r, NULL);
+    gpu_recorder_free(r);
+    ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
+    compare_linear(gb_fetch(&go), want, x, w, M, N, K);
+  } else {
+    VERIFY(op_matmul_q8_supports(ctx, &ow, (uint32_t)M, (uint32_t)K), "%s: the predicate refuses it", g_case);
+    wgllm_status s = op_quantize_q8(r, gx.v, gq.v, (uint32_t)M, (uint32_t)K);
+    if (!s) s = op_matmul_q8(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+    exec(r, NULL);
+    gpu_recorder_free(r);
+    if (!g_perf) {
+      /* the activations: the q part, then (d, s) at the next binding offset */
+      const uint8_t *body = gb_fetch(&gq);
+      size_t align = guard_bytes() > ctx->limits.minStorageBufferOffsetAlignment
+                         ? ctx->limits.minStorageBufferOffsetAlignment
+                         : guard_bytes();
+      if (!align) align = 256;
+      size_t dso = (M * K + align - 1) / align * align;
+      const int8_t *gq8 = (const int8_t *)body;
+      const float *gds = (const float *)(body + dso);
+      int8_t *rq = malloc(M * K);
+      float *rd = malloc(M * nb * 4), *rs = malloc(M * nb * 4), *xd = malloc(M * K * 4);
+      ref_quantize_q8(x, M, K, rq, rd, rs);
+      size_t badq = 0, badd = 0;
+      for (size_t bi = 0; bi < M * nb; bi++) {
+        float d = gds[2 * bi], sv = gds[2 * bi + 1];
+        if (!(fabsf(d - rd[bi]) <= 2e-7f * rd[bi])) {
+          if (badd++ < 4) fprintf(stderr, "  %s block %zu: d %.9g want %.9g\n", g_case, bi, d, rd[bi]);
+        }
+        int sum = 0;
+        for (size_t i = 0; i < 32; i++) {
+          size_t e = bi * 32 + i;
+          float t = rd[bi] > 0 ? x[e] * (127.0f / (rd[bi] * 127.0f)) : 0; /* where x * 127 / amax lies */
+          int near_tie = fabsf(fabsf(t - truncf(t)) - 0.5f) < 1e-3f;
+          int diff = abs((int)gq8[e] - (int)rq[e]);
+          if (diff > (near_tie ? 1 : 0)) {
+            if (badq++ < 4) fprintf(stderr, "  %s x[%zu] = %.9g: q %d want %d\n", g_case, e, x[e], gq8[e], rq[e]);
+          }
+          sum += gq8[e];
+          xd[e] = (float)gq8[e] * d;
+        }
+        if (!(fabsf(sv - d * (float)sum) <= 1e-6f * fabsf(d * (float)sum) + 1e-30f)) {
+          if (badd++ < 4) fprintf(stderr, "  %s block %zu: s %.9g want %.9g\n", g_case, bi, sv, d * (float)sum);
+        }
+      }
+      CHECK(badq == 0 && badd == 0, "%s: %zu quantized values and %zu block factors wrong", g_case, badq, badd);
+      /* the GEMM on the GPU's own activations: as exact as the f32 GEMM */
+      ref_linear(xd, w, has_bias ? b : NULL, want, M, N, K);
+      const float *got = gb_fetch(&go);
+      compare_linear(got, want, xd, w, M, N, K);
+      /* against the original x: within half a quantization step an element */
+      ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
+      size_t bad = 0;
+      for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+          double bound = 1e-6, sa = 0;
+          for (size_t bi = 0; bi < nb; bi++) {
+            double sw = 0;
+            for (size_t i = 0; i < 32; i++) {
+              size_t k = bi * 32 + i;
+              sw += fabs((double)w[n * K + k]);
+              sa += fabs((double)x[m * K + k] * w[n * K + k]);
+            }
+            bound += 0.5 * rd[m * nb + bi] * sw;
+          }
+          bound += 4e-6 * sa;
+          if (!(fabs((double)got[m * N + n] - want[m * N + n]) <= bound)) {
+            if (bad++ < 4)
+              fprintf(stderr, "  %s[%zu,%zu] got %.9g, exact %.9g, bound %.3g\n", g_case, m, n, got[m * N + n],
+                      want[m * N + n], bound);
+          }
+        }
+      CHECK(bad == 0, "%s: %zu of %zu outputs beyond the quantization bound", g_case, bad, M * N);
+      free(rq);
+      free(rd);
+      free(rs);
+      free(xd);
+    }
+    gb_guards(&gq, "xq");
+  }
+  gb_guards(&go, "y");
+  gb_free(&gx);
+  gb_free(&gb);
+  gb_free(&gq);
+  gb_free(&go);
+  free_weight(wb);
+  free(x);
+  free(w);
+  free(b);
+  free(want);
+  return verdict();
+}
+
+static void cases_linear_q8(void) {
+  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q4,   OP_W_Q4,   OP_W_Q8,     OP_W_Q4_1,   OP_W_Q5_0, OP_W_Q5_1,
+                                   OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  static const uint32_t groups[] = {32, 64, 128, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+  /* M, N, K: ragged tiles in M and N, one and several K steps; K-quants take whole 256-element blocks */
+  static const uint32_t s32[][3] = {{5, 7, 128}, {67, 129, 384}, {130, 260, 256}};
+  static const uint32_t s256[][3] = {{5, 7, 256}, {67, 129, 512}, {130, 260, 256}};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+    for (size_t i = 0; i < 3; i++) {
+      const uint32_t *sh = block_type(types[t]) >= 0 && (types[t] == OP_W_Q4_K || types[t] == OP_W_Q5_K ||
+                                                         types[t] == OP_W_Q6_K || types[t] == OP_W_IQ4_XS)
+                               ? s256[i]
+                               : s32[i];
+      char ty[32];
+      if (types[t] == OP_W_Q4)
+        snprintf(ty, sizeof ty, "%s-g%u", op_wtype_name(types[t]), groups[t]);
+      else
+        snprintf(ty, sizeof ty, "%s", op_wtype_name(types[t]));
+      if (types[t] == OP_W_Q4 && sh[2] % groups[t]) continue;
+      int has_bias = (int)(i % 2);
+      tcase *c = add_case("matmul_q8", run_linear_q8, "%s/M=%u,N=%u,K=%u,bias=%d", ty, sh[0], sh[1], sh[2], has_bias);
+      c->u.lin.wt = types[t];
+      c->u.lin.M = sh[0];
+      c->u.lin.N = sh[1];
+      c->u.lin.K = sh[2];
+      c->u.lin.group = groups[t];
+      c->u.lin.bias = has_bias;
+      c->u.lin.route = 0;
+    }
+  static const op_wtype none[] = {OP_W_Q2_K, OP_W_Q3_K, OP_W_F16};
+  for (size_t t = 0; t < 3; t++) {
+    tcase *c = add_case("matmul_q8", run_linear_q8, "fallback/%s/M=67,N=33,K=256", op_wtype_name(none[t]));
+    c->u.lin.wt = none[t];
+    c->u.lin.M = 67;
+    c->u.lin.N = 33;
+    c->u.lin.K = 256;
+    c->u.lin.group = 32;
+    c->u.lin.bias = 1;
+    c->u.lin.route = 1;
+  }
+}
+
 /* ---------------------------------------------------------------- embedding */
 
 static case_result run_embedding(const tcase *c) {
@@ -2041,6 +2214,7 @@ static void build_cases(void) {
   cases_softmax_argmax();
   cases_linear();
   cases_linear_parts();
+  cases_linear_q8();
   cases_embedding();
   cases_glu();
   cases_attention();

@@ -172,6 +172,22 @@ wgllm_status op_matmul_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, g
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K);
 
+/* The fast precision (int8 activations, packed int8 dot products; src/ops/op_linear_q8.c).
+   xq: an activation buffer of op_q8_act_bytes: x [M][K] f32 (rows contiguous, K a multiple of 32) quantized by
+   op_quantize_q8 into int8 blocks of 32 (q [M][K/4] u32, then, at the next binding offset, [M][K/32] of
+   (d, d * sum q)); op_matmul_q8 multiplies them by a block-quantized weight in its own storage (q4gsw, q8, Q4_1,
+   Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
+   predicate: M >= OP_Q8_MIN_ROWS (fewer rows take the exact GEMV), K a multiple of 32, every part of the weight
+   of those storages. op_linear_fast runs it when it holds and the exact op_linear otherwise, as a whole. */
+#define OP_Q8_MIN_ROWS 5
+uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K);
+wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K);
+int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
+wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                          uint32_t N, uint32_t K);
+wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
+                            gpu_view y, uint32_t M, uint32_t N, uint32_t K);
+
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
                           uint32_t D, uint32_t V, float scale);

@@ -24,6 +24,10 @@ void ref_rope_direct(float *x, const uint32_t *pos, const float *inv_freq, size_
 void ref_softmax(const float *x, float *out, size_t n, size_t rows, float scale);
 void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows);
 /* y[M][N] = x[M][K] . w[N][K]^T + bias (bias may be NULL); accumulates in double */
+/* The fast precision's activations (kernels/quantize_q8.wgsl): per block of 32 of each row of x [M][K], d = amax / 127,
+   q = round-half-even(x * 127 / amax) in -127..127 (0 for a block of zeros), s = d * sum q. q [M][K], d and s
+   [M][K/32]. */
+void ref_quantize_q8(const float *x, size_t M, size_t K, int8_t *q, float *d, float *s);
 void ref_linear(const float *x, const float *w, const float *bias, float *y, size_t M, size_t N, size_t K);
 void ref_embedding(const uint32_t *ids, const float *table, float *out, size_t n_tokens, size_t D, float scale);
 /* out[r][i] = act(x[r*stride + g_off + i]) * u[r*stride + u_off + i]; act 0 SiLU, 1 GELU-tanh */

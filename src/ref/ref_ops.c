@@ -127,6 +127,25 @@ void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows) {
   }
 }
 
+void ref_quantize_q8(const float *x, size_t M, size_t K, int8_t *q, float *d, float *s) {
+  for (size_t b = 0; b < M * (K / 32); b++) {
+    const float *xb = x + b * 32;
+    float a = 0;
+    for (int i = 0; i < 32; i++)
+      a = fabsf(xb[i]) > a ? fabsf(xb[i]) : a;
+    float id = a > 0 ? 127.0f / a : 0.0f;
+    int sum = 0;
+    for (int i = 0; i < 32; i++) {
+      float r = nearbyintf(xb[i] * id); /* the default rounding mode: ties to even, as WGSL's round */
+      r = r < -127 ? -127 : r > 127 ? 127 : r;
+      q[b * 32 + i] = (int8_t)r;
+      sum += (int)r;
+    }
+    d[b] = a / 127.0f;
+    s[b] = d[b] * (float)sum;
+  }
+}
+
 void ref_linear(const float *x, const float *w, const float *bias, float *y, size_t M, size_t N, size_t K) {
   for (size_t m = 0; m < M; m++)
     for (size_t n = 0; n < N; n++) {

@@ -1,0 +1,136 @@
+// Integer-dot GEMM for prefill in the fast precision (op_matmul_q8): Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n])
+// with X as int8 blocks of 32 (kernels/quantize_q8.wgsl: x_q, d_x and d_x * sum x_q a block) and W a
+// block-quantized weight in its own storage, read as int8 w_q and factors (s, c) a half block
+// (lib/weight_int8.wgsli), so that a block of 32 contributes
+//   d_x * s * dot(x_q, w_q) + c * (d_x * sum x_q)
+// where dot(x_q, w_q) is an exact i32 from eight dot4I8Packed (four a half for Q6_K, whose two halves have their
+// own scale: WHALF). Y [M][N] f32, rows y_stride apart, columns from n_off (a weight in row parts runs a dispatch a
+// part). K a multiple of 32 (of 256 for the K-quants, whose rows are whole blocks); any M and N.
+//
+// A workgroup of 256 threads (16 x 16) owns 64 rows (m) by 128 columns (n) and walks K a block a step: it stages
+// X's 64 x 8 words and W's 128 x 8 words in workgroup memory word-major (a word's 64 rows, then padding: one vec4
+// for X, so the bytes a thread stores and the vec4s it reads fall in different banks), and the blocks' factors;
+// the next step's words are fetched into registers while this one is multiplied. Thread (tx, ty) keeps the 4 x 8
+// outputs of rows ty*4.. and columns tx*4.., 64 + tx*4..: per word it reads one vec4 of X (its 4 rows) and two of W
+// (its 8 columns) for 32 dot4I8Packed into i32 sums, which become f32 once a block (or a half).
+//! variant q4: WQ4=1
+//! variant q8: WQ8=1
+//! variant q4_1: WBLK=1 WQ4_1=1
+//! variant q5_0: WBLK=1 WQ5_0=1
+//! variant q5_1: WBLK=1 WQ5_1=1
+//! variant q4k: WBLK=1 WQ4_K=1
+//! variant q5k: WBLK=1 WQ5_K=1
+//! variant q6k: WBLK=1 WQ6_K=1
+//! variant iq4nl: WBLK=1 WIQ4_NL=1
+//! variant iq4xs: WBLK=1 WIQ4_XS=1
+struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<u32>;       // [M][K/4]
+@group(0) @binding(2) var<storage, read> xds: array<vec2<f32>>; // [M][K/32]: d_x, d_x * sum x_q
+#define WBIND 3
+#define SBIND 6
+#include "lib/weight_int8.wgsli"
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+
+const XROW = 17u; // vec4s a word of the X tile: 64 rows + one of padding
+const WROW = 33u; // vec4s a word of the W tile: 128 columns + one of padding
+var<workgroup> xs: array<vec4<u32>, 136>; // [8 words][XROW]: word kw of row r at xs[kw * XROW + r / 4][r % 4]
+var<workgroup> ws: array<vec4<u32>, 264>; // [8 words][WROW]: word kw of column c at ws[kw * WROW + c / 4][c % 4]
+var<workgroup> xf: array<vec2<f32>, 64>;  // the rows' d_x, d_x * sum x_q of the block
+var<workgroup> wsc: array<vec4<f32>, 64>; // [2 halves][32]: the columns' s (column c at [h * 32 + c / 4][c % 4])
+var<workgroup> wmn: array<vec4<f32>, 32>; // [32]: the columns' c
+
+// thread li's X words of block kb: rows li / 8 and 32 + li / 8, word li % 8 (0 past the last row)
+fn load_x(m0: u32, kb: u32, li: u32) -> vec2<u32> {
+  let r = li / 8u;
+  let c = 8u * kb + li % 8u;
+  let kw = p.K / 4u;
+  let a = select(0u, xq[min(m0 + r, p.M - 1u) * kw + c], m0 + r < p.M);
+  let b = select(0u, xq[min(m0 + 32u + r, p.M - 1u) * kw + c], m0 + 32u + r < p.M);
+  return vec2<u32>(a, b);
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
+  let m0 = wid.y * 64u;
+  let n0 = wid.x * 128u;
+  let tx = li % 16u; // n direction
+  let ty = li / 16u; // m direction
+  let wn = li / 2u;  // the W column this thread stages, and its half block
+  let wh = li % 2u;
+  let wrow = min(n0 + wn, p.N - 1u); // rows past the end read the last one, their factors 0
+  let wlive = n0 + wn < p.N;
+  var acc: array<vec4<f32>, 8>; // [4 rows][2 column halves]
+  for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
+  let nkb = p.K / 32u;
+  var px = load_x(m0, 0u, li);
+  var pw = wq(wrow, 0u, wh);
+  for (var kb = 0u; kb < nkb; kb++) {
+    // stage this block: X words, W words, the factors
+    let xr = li / 8u;
+    let xw = li % 8u;
+    xs[xw * XROW + xr / 4u][xr % 4u] = px.x;
+    xs[xw * XROW + 8u + xr / 4u][xr % 4u] = px.y;
+    for (var j = 0u; j < 4u; j++) { ws[(4u * wh + j) * WROW + wn / 4u][wn % 4u] = pw[j]; }
+    if (li < 64u) {
+      xf[li] = select(vec2<f32>(0.0), xds[min(m0 + li, p.M - 1u) * nkb + kb], m0 + li < p.M);
+    }
+    if (WHALF || wh == 0u) {
+      let f = select(vec2<f32>(0.0), wfac(wrow, kb, wh), wlive);
+      wsc[wh * 32u + wn / 4u][wn % 4u] = f.x;
+      if (WMIN) { wmn[wn / 4u][wn % 4u] = f.y; }
+    }
+    workgroupBarrier();
+    if (kb + 1u < nkb) {
+      px = load_x(m0, kb + 1u, li);
+      pw = wq(wrow, kb + 1u, wh);
+    }
+    var si: array<vec4<i32>, 8>;
+    for (var i = 0u; i < 8u; i++) { si[i] = vec4<i32>(0); }
+    for (var kw = 0u; kw < 8u; kw++) {
+      let a = xs[kw * XROW + ty];
+      let b0 = ws[kw * WROW + tx];
+      let b1 = ws[kw * WROW + 16u + tx];
+      for (var i = 0u; i < 4u; i++) {
+        si[2u * i] += vec4<i32>(dot4I8Packed(a[i], b0.x), dot4I8Packed(a[i], b0.y), dot4I8Packed(a[i], b0.z),
+                                dot4I8Packed(a[i], b0.w));
+        si[2u * i + 1u] += vec4<i32>(dot4I8Packed(a[i], b1.x), dot4I8Packed(a[i], b1.y), dot4I8Packed(a[i], b1.z),
+                                     dot4I8Packed(a[i], b1.w));
+      }
+      if (WHALF && kw == 3u) { // the first half's scales, then the second's
+        for (var i = 0u; i < 4u; i++) {
+          let d = xf[4u * ty + i].x;
+          acc[2u * i] += vec4<f32>(si[2u * i]) * (d * wsc[tx]);
+          acc[2u * i + 1u] += vec4<f32>(si[2u * i + 1u]) * (d * wsc[16u + tx]);
+          si[2u * i] = vec4<i32>(0);
+          si[2u * i + 1u] = vec4<i32>(0);
+        }
+      }
+    }
+    let sh = select(0u, 32u, WHALF);
+    for (var i = 0u; i < 4u; i++) {
+      let f = xf[4u * ty + i];
+      acc[2u * i] += vec4<f32>(si[2u * i]) * (f.x * wsc[sh + tx]);
+      acc[2u * i + 1u] += vec4<f32>(si[2u * i + 1u]) * (f.x * wsc[sh + 16u + tx]);
+      if (WMIN) {
+        acc[2u * i] += f.y * wmn[tx];
+        acc[2u * i + 1u] += f.y * wmn[16u + tx];
+      }
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let gm = m0 + 4u * ty + i;
+    if (gm >= p.M) { continue; }
+    for (var jh = 0u; jh < 2u; jh++) {
+      for (var j = 0u; j < 4u; j++) {
+        let gn = n0 + 64u * jh + 4u * tx + j;
+        if (gn >= p.N) { continue; }
+        var v = acc[2u * i + jh][j];
+        if (p.has_bias != 0u) { v += bias[p.n_off + gn]; }
+        y[gm * p.y_stride + p.n_off + gn] = v;
+      }
+    }
+  }
+}

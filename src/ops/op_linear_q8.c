@@ -1,0 +1,155 @@
+/* The fast precision's linear layers: activations quantized to int8 blocks on the GPU (kernels/quantize_q8.wgsl)
+   and the integer-dot GEMM over a block-quantized weight in its own storage (kernels/matmul_q8.wgsl). The
+   predicate op_matmul_q8_supports names what the kernel takes; op_linear_fast runs it or, as a whole, the exact
+   op_linear. */
+#include "ops.h"
+
+typedef struct quant_params {
+  uint32_t M, K, _p0, _p1;
+} quant_params;
+_Static_assert(sizeof(quant_params) == 16, "quant_params mirrors the Params block of kernels/quantize_q8.wgsl");
+
+typedef struct q8mm_params {
+  uint32_t M, N, K, has_bias, y_stride, n_off, _p0, _p1;
+} q8mm_params;
+_Static_assert(sizeof(q8mm_params) == 32, "q8mm_params mirrors the Params block of kernels/matmul_q8.wgsl");
+
+/* the two parts of an activation buffer: q [M][K/4] u32 from the view's start, ds [M][K/32] vec2 after it (its
+   offset rounded up to the binding alignment) */
+static uint64_t q_part_bytes(const gpu_context *ctx, uint32_t M, uint32_t K) {
+  uint64_t align = ctx->limits.minStorageBufferOffsetAlignment ? ctx->limits.minStorageBufferOffsetAlignment : 256;
+  return ((uint64_t)M * K + align - 1) / align * align;
+}
+
+static void act_views(const gpu_recorder *rec, gpu_view xq, uint32_t M, uint32_t K, gpu_view *q, gpu_view *ds) {
+  uint64_t qb = (uint64_t)M * K, off = q_part_bytes(op_ctx(rec), M, K);
+  *q = (gpu_view){xq.buf, xq.offset, qb};
+  *ds = (gpu_view){xq.buf, xq.offset + off, (uint64_t)M * (K / 32) * 8};
+}
+
+uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K) {
+  return q_part_bytes(ctx, M, K) + (uint64_t)M * (K / 32) * 8;
+}
+
+wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K) {
+  if (!M || !K || K % 32)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: M=%u K=%u (K a multiple of 32)", M, K);
+  if (xq.size && xq.size < op_q8_act_bytes(op_ctx(rec), M, K))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: %llu bytes for M=%u K=%u", (unsigned long long)xq.size, M, K);
+  gpu_view q, ds;
+  act_views(rec, xq, M, K, &q, &ds);
+  quant_params p = {M, K, 0, 0};
+  gpu_dispatch_desc d = {
+      .kernel = K_QUANTIZE_Q8, .variant = V_QUANTIZE_Q8_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
+  d.bind[0] = (gpu_view){x.buf, x.offset, (uint64_t)M * K * 4};
+  d.bind[1] = q;
+  d.bind[2] = ds;
+  op_grid_1d(rec, (uint32_t)(((uint64_t)M * (K / 32) + 63) / 64), d.grid);
+  return gpu_record(rec, &d);
+}
+
+/* the storages kernels/matmul_q8.wgsl reads (its variants); Q2_K, Q3_K and the float types have none */
+static const char *q8mm_variant(op_wtype t) {
+  switch (t) {
+  case OP_W_Q4:
+    return V_MATMUL_Q8_Q4;
+  case OP_W_Q8:
+    return V_MATMUL_Q8_Q8;
+  case OP_W_Q4_1:
+    return V_MATMUL_Q8_Q4_1;
+  case OP_W_Q5_0:
+    return V_MATMUL_Q8_Q5_0;
+  case OP_W_Q5_1:
+    return V_MATMUL_Q8_Q5_1;
+  case OP_W_Q4_K:
+    return V_MATMUL_Q8_Q4K;
+  case OP_W_Q5_K:
+    return V_MATMUL_Q8_Q5K;
+  case OP_W_Q6_K:
+    return V_MATMUL_Q8_Q6K;
+  case OP_W_IQ4_NL:
+    return V_MATMUL_Q8_IQ4NL;
+  case OP_W_IQ4_XS:
+    return V_MATMUL_Q8_IQ4XS;
+  default:
+    return NULL;
+  }
+}
+
+static int q8mm_piece_ok(op_wtype t, uint32_t group) {
+  if (!q8mm_variant(t)) return 0;
+  return t != OP_W_Q4 || group == 32 || group == 64 || group == 128;
+}
+
+int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K) {
+  (void)ctx;
+  if (M < OP_Q8_MIN_ROWS || K % 32) return 0;
+  if (!w->n_parts) return q8mm_piece_ok(w->type, w->group);
+  for (uint32_t i = 0; i < w->n_parts; i++)
+    if (!q8mm_piece_ok(w->part[i].type, w->part[i].group)) return 0;
+  return 1;
+}
+
+static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group,
+                               gpu_view data, gpu_view scales, gpu_view bias, gpu_view y, uint32_t M, uint32_t N,
+                               uint32_t K, uint32_t y_stride, uint32_t n_off) {
+  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = (N + 127) / 128, gy = (M + 63) / 64;
+  if (gx > maxg || gy > maxg)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: grid %ux%u over the device limit", gx, gy);
+  q8mm_params p = {M, N, K, bias.buf ? 1u : 0u, y_stride, n_off, 0, 0};
+  gpu_constant c[1] = {{"G", (double)group}};
+  gpu_dispatch_desc d = {
+      .kernel = K_MATMUL_Q8, .variant = q8mm_variant(type), .params = &p, .params_size = sizeof p, .n_bind = 5};
+  if (type == OP_W_Q4) {
+    d.consts = c;
+    d.n_consts = 1;
+  }
+  d.bind[0] = q;
+  d.bind[1] = ds;
+  d.bind[2] = data;
+  d.bind[3] = bias.buf ? bias : q; /* unused when has_bias = 0, but the binding must exist */
+  d.bind[4] = y;
+  if (type == OP_W_Q4 || type == OP_W_Q8) {
+    d.bind[5] = scales;
+    d.n_bind = 6;
+  }
+  d.grid[0] = gx;
+  d.grid[1] = gy;
+  d.grid[2] = 1;
+  return gpu_record(rec, &d);
+}
+
+wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                          uint32_t N, uint32_t K) {
+  if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: empty shape M=%u N=%u K=%u", M, N, K);
+  if (K % 32 || (!w->n_parts && !q8mm_piece_ok(w->type, w->group)))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for %s weights with K=%u",
+                   op_wtype_name(w->type), K);
+  gpu_view q, ds;
+  act_views(rec, xq, M, K, &q, &ds);
+  wgllm_status s = WGLLM_OK;
+  if (!w->n_parts) {
+    s = op_check_weight(rec, "matmul_q8", w, N, K);
+    return s ? s : q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, M, N, K, N, 0);
+  }
+  uint32_t n0 = 0;
+  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
+    const struct op_weight_part *pt = &w->part[i];
+    op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
+    if (!q8mm_piece_ok(pt->type, pt->group))
+      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for part %u (%s)", i,
+                     op_wtype_name(pt->type));
+    s = op_check_weight(rec, "matmul_q8", &pw, pt->rows, K);
+    if (!s) s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0);
+    n0 += pt->rows;
+  }
+  if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: parts of %u rows for N=%u", n0, N);
+  return s;
+}
+
+wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
+                            gpu_view y, uint32_t M, uint32_t N, uint32_t K) {
+  if (!xq.buf || !op_matmul_q8_supports(op_ctx(rec), w, M, K)) return op_linear(rec, x, w, bias, y, M, N, K);
+  wgllm_status s = op_quantize_q8(rec, x, xq, M, K);
+  return s ? s : op_matmul_q8(rec, xq, w, bias, y, M, N, K);
+}
