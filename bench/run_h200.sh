@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The PERF.md decode tables on the H200 machine (see ../shared/docs/DEVICE.md for the setup lines that come first;
-# llama.cpp on the same GGUF files is ../shared/peers/llamacpp/run_device.sh, run in the same call: PERF.md gives
-# its command). Synthetic Llama-3.2-1B and Llama-3.1-8B shapes in q4gsw g32: the table at contexts 128 and 2048
-# with f32 and f16 KV, 8192 for 1B; sampled against greedy; the indirect flash-decoding grid; the
-# disable_robustness toggle; per-kernel profiles; the q4 GEMV per projection with its probes and the
-# flash-decoding chunk lengths (bench_kernels). About 6 minutes.
+# The PERF.md decode tables on the H200 machine (the setup lines that come first, .gl and VK_DRIVER_FILES: see
+# bench/peers/llamacpp/README.md, "On the GPU machine"; llama.cpp on the same GGUF files is
+# bench/peers/llamacpp/run_device.sh, run in the same call: PERF.md gives its command). Synthetic Llama-3.2-1B and
+# Llama-3.1-8B shapes in q4gsw g32: the table at contexts 128 and 2048 with f32 and f16 KV, 8192 for 1B; sampled
+# against greedy; the indirect flash-decoding grid; the disable_robustness toggle; per-kernel profiles; the q4 GEMV
+# per projection with its probes and the flash-decoding chunk lengths (bench_kernels). About 6 minutes.
 # Usage: BIN=build OUT=dir bench/run_h200.sh     (BIN holds wgllm and bench_kernels; JSON lines and logs in $OUT)
 set -u
 B=${BIN:-build}
