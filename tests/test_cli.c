@@ -3,7 +3,8 @@
    any number of stop strings), the defaults (random seed, repeat penalty 1, the model's trained context),
    chat over stdin (multi-line input, lines of any length, /regen, /save, /load, /reset), tokenize (--pieces,
    standard input, --no-bos apart from --no-parse-special), on a pseudo-terminal: Ctrl-C in chat and run and the
-   progress lines (model load, long prompts, bench), and quiet when not a terminal; `make run`'s output;
+   progress lines (model load, long prompts, bench), and quiet when not a terminal; --precision on every command
+   that makes a session (and the server's listening line); `make run`'s output;
    the errors a user can cause (each a message and a non-zero exit, never a crash). */
 #include "harness.h"
 #include <errno.h>
@@ -397,8 +398,8 @@ static void parser(void) {
   expect_fail("bench bad --gen", "bench --synthetic tiny --gen 0", "--gen 0: expected a whole number from 1");
 
   /* --help: every command, and every numeric option with its range */
-  const char *cmds[] = {"run", "chat", "tokenize", "logits", "info", "bench"};
-  for (int i = 0; i < 6; i++) {
+  const char *cmds[] = {"run", "chat", "tokenize", "logits", "info", "bench", "serve"};
+  for (int i = 0; i < 7; i++) {
     char args[64];
     snprintf(args, sizeof args, "%s --help", cmds[i]);
     rc = wg(&o1, &e, "%s", args);
@@ -685,6 +686,61 @@ static void terminal(void) {
   free(e);
 }
 
+/* --precision on every command that makes a session: each accepted value reaches the session (-v says which), a
+   bad one is refused naming the option and the choices; the server's listening line names it */
+static void precision(void) {
+  const char *vals[] = {"exact", "fast", "default"};
+  char *o, *e, want[64];
+  for (int i = 0; i < 3; i++) {
+    snprintf(want, sizeof want, "precision %s", vals[i]);
+    int rc = wg(&o, &e, "run -m %s -p 'a b' -n 4 --temp 0 -v --precision %s", GGUF, vals[i]);
+    CHECK(rc == 0 && !strncmp(o, "a b", 3) && strstr(e, want), "run --precision %s: %d '%s' %s", vals[i], rc, o, e);
+    free(o);
+    free(e);
+    rc = wg(&o, &e, "logits -m %s --prompt-ids 1,2,3 -o %s/p.f32 -v --precision=%s", GGUF, g_tmp, vals[i]);
+    CHECK(rc == 0 && strstr(e, want), "logits --precision %s: %d %s", vals[i], rc, e);
+    free(o);
+    free(e);
+  }
+  int rc = wg(&o, &e, "chat -m %s -p hi -n 2 -st -v --precision fast", GGUF);
+  CHECK(rc == 0 && strstr(e, "precision fast"), "chat --precision fast: %d %s", rc, e);
+  free(o);
+  free(e);
+  rc = wg(&o, &e, "run -m %s -p 'a b' -n 2 --temp 0 -v", GGUF);
+  CHECK(rc == 0 && strstr(e, "precision default"), "run without --precision: %d %s", rc, e);
+  free(o);
+  free(e);
+  const char *cmds[] = {"run -m x -p hi", "chat -m x", "logits -m x --prompt-ids 1 -o y", "serve -m x"};
+  for (int i = 0; i < 4; i++) {
+    char args[200], what[80];
+    snprintf(args, sizeof args, "%s --precision turbo", cmds[i]);
+    snprintf(what, sizeof what, "bad --precision (%.10s)", cmds[i]);
+    expect_fail(what, args, "--precision turbo: expected one of exact|fast|default");
+  }
+  for (int i = 0; i < 4; i++) { /* in the help of each */
+    char c[16];
+    snprintf(c, sizeof c, "%.*s", (int)strcspn(cmds[i], " "), cmds[i]);
+    wg(&o, NULL, "%s --help", c);
+    CHECK(strstr(o, "--precision exact|fast|default"), "%s --help lacks --precision: %s", c, o);
+    free(o);
+  }
+  expect_fail("empty --precision", "run -m x -p hi --precision=", "--precision : expected one of exact|fast|default");
+  expect_fail("--precision in tokenize", "tokenize -m x --precision fast hi", "unknown option '--precision'");
+  /* the server: its listening line says which is in use */
+  char cmd[2000];
+  snprintf(cmd, sizeof cmd,
+           "%s/wgllm serve -m %s --port 0 --no-warmup -np 1 --precision fast >%s/serve.out 2>%s/serve.err & pid=$!; "
+           "for i in $(seq 1200); do grep -q listening %s/serve.out && break; sleep 0.1; done; kill $pid; wait $pid; "
+           "cat %s/serve.out",
+           g_bin, DEFAULT, g_tmp, g_tmp, g_tmp, g_tmp);
+  rc = sh(cmd, &o, &e);
+  CHECK(rc == 0 && strstr(o, "wgllm serve: listening on http://127.0.0.1:") && strstr(o, ", precision fast, on "),
+        "serve --precision fast: %d '%s' %s", rc, o, e);
+  printf("  %s", o);
+  free(o);
+  free(e);
+}
+
 /* `make run`: the text and one summary line; the build's output only when it fails (run as at a shell prompt: not as a
  * sub-make of the `make test` that may have started this test, which would print its directory) */
 static void make_run(void) {
@@ -753,6 +809,7 @@ int main(void) {
   chat_stdin();
   tokenize();
   terminal();
+  precision();
   make_run();
   unrunnable_template();
 

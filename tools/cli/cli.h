@@ -21,7 +21,9 @@ enum {
   CLI_CMD_BENCH = 1u << 5,
   CLI_CMD_SERVE = 1u << 6,
   CLI_CMD_GEN = CLI_CMD_RUN | CLI_CMD_CHAT,
-  CLI_CMD_MODEL = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_BENCH | CLI_CMD_SERVE, /* load weights */
+  /* the commands that make sessions through the public API (wgllm-bench works on the internal layers) */
+  CLI_CMD_SESSION = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_SERVE,
+  CLI_CMD_MODEL = CLI_CMD_SESSION | CLI_CMD_BENCH, /* load weights */
   CLI_CMD_ALL = 0x7f
 };
 
@@ -81,6 +83,7 @@ typedef struct cli_common {
   const char *chat_template; /* --chat-template NAME */
   uint64_t max_binding;      /* --max-binding BYTES: split weights over it (0: the device's limit) */
   int no_batch;              /* --no-batch (serve): running requests decoded one after another, not batched */
+  wgllm_precision precision; /* --precision default|exact|fast (not bench) */
   int verbose;               /* -v */
   int help;                  /* -h: the command prints its usage */
   char ignored[4][40];       /* -t / -ngl as given: accepted for llama.cpp compatibility, noted with -v */
@@ -88,8 +91,8 @@ typedef struct cli_common {
 } cli_common;
 
 /* The options above (wgllm_cli_common_opts: -m, --weights, --kv, -c, -ub, --adapter, --no-f16, --unfused,
-   --attn-grid, --max-binding, --dawn-toggles (bench only), -t, -ngl, -v, -h), and their handler: returns 1 when
-   the key is not one of them, else 0 or an exit status. */
+   --attn-grid, --max-binding, --precision (not bench), --dawn-toggles (bench only), -t, -ngl, -v, -h), and their
+   handler: returns 1 when the key is not one of them, else 0 or an exit status. */
 extern const cli_opt cli_common_opts[];
 int cli_common_set(cli_common *c, int key, const cli_value *v);
 
@@ -126,6 +129,9 @@ extern volatile sig_atomic_t cli_interrupted;
    (130 when interrupted). */
 int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
              int no_tokenizer);
+/* Session parameters with the common options applied (-ub, --kv, --unfused, --attn-grid, --precision); the
+   context and the prefill callback are the caller's. */
+wgllm_session_params cli_session_params(const cli_common *c);
 /* The prefill progress of cli_open's sessions: "prompt: 0/N tokens" before a prompt of n tokens is evaluated
    (large ones only; the session's callback then counts the passes). */
 void cli_prefill_begin(uint32_t n);

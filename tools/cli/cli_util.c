@@ -380,7 +380,8 @@ enum {
   K_MAX_BINDING,
   K_TOGGLES,
   K_NGL,
-  K_NO_BATCH
+  K_NO_BATCH,
+  K_PRECISION
 };
 
 const cli_opt cli_common_opts[] = {
@@ -405,6 +406,8 @@ const cli_opt cli_common_opts[] = {
      "decode through the plain per-op path (for comparisons)"},
     {K_ATTN_GRID, "--attn-grid", CLI_CHOICE, "worst|indirect", 0, 0, 0, CLI_CMD_MODEL,
      "flash-decoding grid (default worst; for comparisons)"},
+    {K_PRECISION, "--precision", CLI_CHOICE, "exact|fast|default", 0, 0, 0, CLI_CMD_SESSION,
+     "prefill's linear layers of quantized weights: f32 activations, int8 ones, or the library's choice (default)"},
     {K_MAX_BINDING, "--max-binding", CLI_INT, "BYTES", 1024, INFINITY, 0, CLI_CMD_MODEL,
      "split weights over BYTES, as a small device would (default: its limit)"},
     {K_TOGGLES, "--dawn-toggles", CLI_TEXT, "A,B", 0, 0, 0, CLI_CMD_BENCH, "Dawn device toggles (measurements)"},
@@ -460,6 +463,11 @@ int cli_common_set(cli_common *c, int key, const cli_value *v) {
   case K_NO_BATCH:
     c->no_batch = 1;
     return 0;
+  case K_PRECISION: { /* in the order of the option's choices */
+    static const wgllm_precision by_choice[] = {WGLLM_PRECISION_EXACT, WGLLM_PRECISION_FAST, WGLLM_PRECISION_DEFAULT};
+    c->precision = by_choice[v->choice];
+    return 0;
+  }
   case 't':
   case K_NGL:
     if (c->n_ignored < 4) snprintf(c->ignored[c->n_ignored++], sizeof c->ignored[0], "%s %s", v->name, v->text);
@@ -658,6 +666,16 @@ static void on_log(wgllm_log_level level, const char *msg, void *user) {
     fprintf(stderr, "wgllm: %s\n", msg);
 }
 
+wgllm_session_params cli_session_params(const cli_common *c) {
+  wgllm_session_params sp = wgllm_session_default_params();
+  sp.prefill_chunk = c->prefill_chunk;
+  sp.kv_type = c->kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
+  sp.decode_path = c->unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
+  sp.attn_grid = c->attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
+  sp.precision = c->precision;
+  return sp;
+}
+
 int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
              int no_tokenizer) {
   *m = NULL;
@@ -701,7 +719,7 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
   wgllm_model_get_info(*m, &info);
   if (c->verbose) fprintf(stderr, "wgllm: loaded in %.2f s, trained context %u\n", cli_now() - t0, info.train_context);
   if (!s) return 0;
-  wgllm_session_params sp = wgllm_session_default_params();
+  wgllm_session_params sp = cli_session_params(c);
   uint32_t trained = info.train_context;
   int from_model = !c->ctx && !default_ctx && trained;
   sp.context = c->ctx ? c->ctx : default_ctx ? default_ctx : trained ? trained : sp.context;
@@ -710,11 +728,7 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
             "wgllm: warning: -c %u is more than the %u tokens the model was trained on; text past them is likely "
             "to be poor\n",
             c->ctx, trained);
-  sp.prefill_chunk = c->prefill_chunk;
   sp.on_prefill = show_prefill; /* long prompts: progress on a terminal, as llama.cpp shows it */
-  sp.kv_type = c->kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
-  sp.decode_path = c->unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
-  sp.attn_grid = c->attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
   for (;;) {
     st = wgllm_session_create(*m, &sp, s);
     /* the trained length of a large model may not fit the device: smaller, by halves, down to 4096 */
@@ -734,12 +748,12 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
     return 1;
   }
   if (c->verbose)
-    fprintf(stderr, "wgllm: context %u tokens%s, KV cache %s, %.1f MB\n", sp.context,
+    fprintf(stderr, "wgllm: context %u tokens%s, KV cache %s, %.1f MB, precision %s\n", sp.context,
             c->ctx                  ? ""
             : default_ctx           ? " (this command's default)"
             : trained == sp.context ? " (the model's trained length)"
                                     : "",
-            c->kv_f16 ? "f16" : "f32", wgllm_session_kv_bytes(*s) / 1e6);
+            c->kv_f16 ? "f16" : "f32", wgllm_session_kv_bytes(*s) / 1e6, wgllm_precision_name(sp.precision));
   if (ctx) *ctx = sp.context;
   return 0;
 }

@@ -218,12 +218,8 @@ int cli_serve(int argc, char **argv) {
   serve_sched_config sc = {0};
   sc.parallel = (uint32_t)a.parallel;
   sc.queue = (uint32_t)a.queue;
-  sc.session = wgllm_session_default_params();
+  sc.session = cli_session_params(&a.c); /* --kv, --unfused, --attn-grid, -ub, --precision */
   sc.session.context = ctx;
-  sc.session.kv_type = a.c.kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
-  sc.session.decode_path = a.c.unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
-  sc.session.attn_grid = a.c.attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
-  sc.session.prefill_chunk = a.c.prefill_chunk;
   sc.warm_up = !a.no_warmup;
   sc.stop_requested = stop_signal_pending;
   char err[512];
@@ -274,8 +270,9 @@ int cli_serve(int argc, char **argv) {
     return 1;
   }
   int ipv6 = strchr(a.host, ':') != NULL;
-  printf("wgllm serve: listening on http://%s%s%s:%u (model %s, %u sessions of %u tokens, on %s)\n", ipv6 ? "[" : "",
-         a.host, ipv6 ? "]" : "", serve_http_port(http), id, sc.parallel, ctx, info.adapter);
+  printf("wgllm serve: listening on http://%s%s%s:%u (model %s, %u sessions of %u tokens, precision %s, on %s)\n",
+         ipv6 ? "[" : "", a.host, ipv6 ? "]" : "", serve_http_port(http), id, sc.parallel, ctx,
+         wgllm_precision_name(sc.session.precision), info.adapter);
   fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
