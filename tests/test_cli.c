@@ -4,10 +4,12 @@
    chat over stdin (multi-line input, lines of any length, /regen, /save, /load, /reset), tokenize (--pieces,
    standard input, --no-bos apart from --no-parse-special), on a pseudo-terminal: Ctrl-C in chat and run and the
    progress lines (model load, long prompts, bench), and quiet when not a terminal; --precision on every command
-   that makes a session (and the server's listening line); `make run`'s output;
+   that makes a session (and the server's listening line); perplexity against sums computed here from `wgllm logits`
+   and its refusals; `make run`'s output;
    the errors a user can cause (each a message and a non-zero exit, never a crash). */
 #include "harness.h"
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -398,8 +400,8 @@ static void parser(void) {
   expect_fail("bench bad --gen", "bench --synthetic tiny --gen 0", "--gen 0: expected a whole number from 1");
 
   /* --help: every command, and every numeric option with its range */
-  const char *cmds[] = {"run", "chat", "tokenize", "logits", "info", "bench", "serve"};
-  for (int i = 0; i < 7; i++) {
+  const char *cmds[] = {"run", "chat", "tokenize", "logits", "info", "bench", "perplexity", "serve"};
+  for (int i = 0; i < 8; i++) {
     char args[64];
     snprintf(args, sizeof args, "%s --help", cmds[i]);
     rc = wg(&o1, &e, "%s", args);
@@ -710,14 +712,15 @@ static void precision(void) {
   CHECK(rc == 0 && strstr(e, "precision default"), "run without --precision: %d %s", rc, e);
   free(o);
   free(e);
-  const char *cmds[] = {"run -m x -p hi", "chat -m x", "logits -m x --prompt-ids 1 -o y", "serve -m x"};
-  for (int i = 0; i < 4; i++) {
+  const char *cmds[] = {"run -m x -p hi", "chat -m x", "logits -m x --prompt-ids 1 -o y", "perplexity -m x -f y",
+                        "serve -m x"};
+  for (int i = 0; i < 5; i++) {
     char args[200], what[80];
     snprintf(args, sizeof args, "%s --precision turbo", cmds[i]);
     snprintf(what, sizeof what, "bad --precision (%.10s)", cmds[i]);
     expect_fail(what, args, "--precision turbo: expected one of exact|fast|default");
   }
-  for (int i = 0; i < 4; i++) { /* in the help of each */
+  for (int i = 0; i < 5; i++) { /* in the help of each */
     char c[16];
     snprintf(c, sizeof c, "%.*s", (int)strcspn(cmds[i], " "), cmds[i]);
     wg(&o, NULL, "%s --help", c);
@@ -739,6 +742,112 @@ static void precision(void) {
   printf("  %s", o);
   free(o);
   free(e);
+}
+
+/* wgllm perplexity against the same sums computed here from `wgllm logits` of each chunk (one prefill over the whole
+   chunk, its first token BOS; -log softmax in double): the running values after each chunk and the final estimate
+   with llama-perplexity's uncertainty, to 1e-4 relative; then its refusals */
+static void perplexity(void) {
+  const char *text = "data/text/kjv_revelation.txt";
+  const uint32_t n_ctx = 64, n_chunk = 3;
+  char *o, *e, cmd[2000];
+  double t0 = now_s();
+  int rc = wg(&o, &e, "perplexity -m %s -f %s -c %u --chunks %u", DEFAULT, text, n_ctx, n_chunk);
+  CHECK(rc == 0, "perplexity: exit %d: %s", rc, e);
+  printf("  perplexity -c %u --chunks %u (%.1f s): %s", n_ctx, n_chunk, now_s() - t0, o);
+  /* the tokens as the command takes them: BOS added, the final newline dropped, special-token text kept as text */
+  snprintf(cmd, sizeof cmd, "head -c -1 %s | %s/wgllm tokenize -m %s --no-parse-special", text, g_bin, DEFAULT);
+  char *ids_text, *te;
+  CHECK(sh(cmd, &ids_text, &te) == 0, "tokenize the text: %s", te);
+  free(te);
+  int32_t *ids = malloc((strlen(ids_text) / 2 + 2) * sizeof *ids);
+  size_t n = 0;
+  for (char *p = ids_text; *p;) {
+    char *end;
+    long x = strtol(p, &end, 10);
+    if (end == p) break;
+    ids[n++] = (int32_t)x;
+    p = *end == ',' ? end + 1 : end;
+  }
+  CHECK(n >= 2 * n_ctx * n_chunk && ids[0] == 2046, "the text's tokens: %zu, first %d", n, n ? ids[0] : -1);
+  double nll = 0, nll2 = 0;
+  long count = 0;
+  const char *at = o;
+  for (uint32_t i = 0; i < n_chunk && n >= (i + 1) * n_ctx; i++) {
+    char list[n_ctx * 8], path[400];
+    size_t k = 0;
+    for (uint32_t j = 0; j < n_ctx; j++)
+      k += (size_t)snprintf(list + k, sizeof list - k, "%s%d", j ? "," : "", j ? ids[i * n_ctx + j] : ids[0]);
+    snprintf(path, sizeof path, "%s/ppl.f32", g_tmp);
+    rc = wg(NULL, &te, "logits -m %s --prompt-ids %s -o %s", DEFAULT, list, path);
+    size_t bytes = 0;
+    float *lg = rc == 0 ? th_read_file(path, &bytes) : NULL;
+    CHECK(lg && bytes % (n_ctx * sizeof(float)) == 0, "logits of chunk %u: %d %s", i + 1, rc, te);
+    free(te);
+    if (!lg) break;
+    size_t V = bytes / (n_ctx * sizeof(float));
+    for (uint32_t j = n_ctx / 2; j < n_ctx - 1; j++) {
+      const float *row = lg + j * V;
+      double mx = row[0], sum = 0;
+      for (size_t t = 1; t < V; t++)
+        mx = row[t] > mx ? row[t] : mx;
+      for (size_t t = 0; t < V; t++)
+        sum += exp((double)row[t] - mx);
+      double x = mx + log(sum) - row[ids[i * n_ctx + j + 1]];
+      nll += x;
+      nll2 += x * x;
+      count++;
+    }
+    free(lg);
+    char tag[16];
+    snprintf(tag, sizeof tag, "[%u]", i + 1);
+    const char *p = strstr(at, tag);
+    double got = p ? strtod(p + strlen(tag), NULL) : -1, want = exp(nll / count);
+    CHECK(p && fabs(got - want) <= 1e-4 * want, "chunk %u: printed %.6f, computed %.6f", i + 1, got, want);
+    if (p) at = p;
+  }
+  double mean = nll / count, ppl = exp(mean), unc = ppl * sqrt((nll2 / count - mean * mean) / (count - 1));
+  double got_ppl = -1, got_unc = -1;
+  const char *fin = strstr(o, "Final estimate: PPL = ");
+  CHECK(fin && sscanf(fin, "Final estimate: PPL = %lf +/- %lf", &got_ppl, &got_unc) == 2, "no final estimate: %s", o);
+  CHECK(fabs(got_ppl - ppl) <= 1e-4 * ppl && fabs(got_unc - unc) <= 1e-4 * unc,
+        "final estimate %.6f +/- %.6f, computed %.6f +/- %.6f", got_ppl, got_unc, ppl, unc);
+  CHECK(count == (long)(n_chunk * (n_ctx - 1 - n_ctx / 2)), "scored %ld tokens", count);
+  printf("  computed from wgllm logits: PPL = %.4f +/- %.5f over %ld tokens\n", ppl, unc, count);
+  free(o);
+  free(e);
+  free(ids);
+  free(ids_text);
+  /* the same text from standard input, -b and --kv f16 accepted; the GGUF copy of the model */
+  snprintf(cmd, sizeof cmd, "%s/wgllm perplexity -m %s -f - -c %u --chunks 1 -b 2048 --kv f16 < %s", g_bin,
+           "../models/default.gguf", n_ctx, text);
+  rc = sh(cmd, &o, &e);
+  CHECK(rc == 0 && !strncmp(o, "[1]", 3) && strstr(o, "\nFinal estimate: PPL = "), "perplexity -f -: %d %s %s", rc, o,
+        e);
+  CHECK(!strstr(e, "chunk") && !strchr(e, '\033'), "perplexity progress when not a terminal: %s", e);
+  free(o);
+  free(e);
+
+  /* refusals: a missing file, a text under two chunks, a context over the model's, bad counts */
+  char a[600];
+  expect_fail("perplexity: missing file", "perplexity -m ../models/default -f /nonexistent/t.txt",
+              "-f /nonexistent/t.txt: No such file");
+  expect_fail("perplexity: no -f", "perplexity -m ../models/default", "-f FILE are required");
+  char shortf[300];
+  snprintf(shortf, sizeof shortf, "%s/short.txt", g_tmp);
+  FILE *f = fopen(shortf, "w");
+  fputs("In the beginning God created the heaven and the earth.\n", f); /* BOS + 14 tokens */
+  fclose(f);
+  snprintf(a, sizeof a, "perplexity -m %s -f %s -c 8", DEFAULT, shortf);
+  expect_fail("perplexity: text too short", a, "is 15 tokens; a context of 8 needs at least 16");
+  snprintf(a, sizeof a, "perplexity -m %s -f %s -c 1024", DEFAULT, text);
+  expect_fail("perplexity: context over the model's", a, "1024 tokens (-c) is more than the 512 the model was trained on");
+  snprintf(a, sizeof a, "perplexity -m %s -f %s -c 3", DEFAULT, text);
+  expect_fail("perplexity: -c 3", a, "-c 3: expected a whole number from 4");
+  snprintf(a, sizeof a, "perplexity -m %s -f %s --chunks 0", DEFAULT, text);
+  expect_fail("perplexity: --chunks 0", a, "--chunks 0: expected -1 (all)");
+  snprintf(a, sizeof a, "perplexity -m %s -f %s extra", DEFAULT, text);
+  expect_fail("perplexity: operand", a, "unexpected argument 'extra'");
 }
 
 /* `make run`: the text and one summary line; the build's output only when it fails (run as at a shell prompt: not as a
@@ -810,6 +919,7 @@ int main(void) {
   tokenize();
   terminal();
   precision();
+  perplexity();
   make_run();
   unrunnable_template();
 

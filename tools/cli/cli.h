@@ -20,11 +20,12 @@ enum {
   CLI_CMD_INFO = 1u << 4,
   CLI_CMD_BENCH = 1u << 5,
   CLI_CMD_SERVE = 1u << 6,
+  CLI_CMD_PERPLEXITY = 1u << 7,
   CLI_CMD_GEN = CLI_CMD_RUN | CLI_CMD_CHAT,
   /* the commands that make sessions through the public API (wgllm-bench works on the internal layers) */
-  CLI_CMD_SESSION = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_SERVE,
+  CLI_CMD_SESSION = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_SERVE | CLI_CMD_PERPLEXITY,
   CLI_CMD_MODEL = CLI_CMD_SESSION | CLI_CMD_BENCH, /* load weights */
-  CLI_CMD_ALL = 0x7f
+  CLI_CMD_ALL = 0xff
 };
 
 /* What an option takes: nothing, text, an integer or a number within [lo, hi], or one of the choices in meta. */
@@ -84,6 +85,7 @@ typedef struct cli_common {
   uint64_t max_binding;      /* --max-binding BYTES: split weights over it (0: the device's limit) */
   int no_batch;              /* --no-batch (serve): running requests decoded one after another, not batched */
   wgllm_precision precision; /* --precision default|exact|fast (not bench) */
+  int no_prefill_progress;   /* cli_open's sessions show no "prompt: N/M tokens" line (the command shows its own) */
   int verbose;               /* -v */
   int help;                  /* -h: the command prints its usage */
   char ignored[4][40];       /* -t / -ngl as given: accepted for llama.cpp compatibility, noted with -v */
@@ -171,6 +173,7 @@ int cli_logits(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
+int cli_perplexity(int argc, char **argv);
 int cli_serve(int argc, char **argv); /* tools/serve/serve_main.c */
 
 /* ---------- chat history as JSON (cli_json.c) ---------- */

@@ -393,6 +393,8 @@ const cli_opt cli_common_opts[] = {
      "context in tokens (default 0: the prompt + the tokens generated + 8)"},
     {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_SERVE,
      "context of each session in tokens (default 0: the trained length, at most 4096)"},
+    {'c', "-c --ctx-size --ctx", CLI_INT, "N", 4, 1 << 24, 0, CLI_CMD_PERPLEXITY,
+     "tokens a chunk (default 512, as llama-perplexity; at most the trained length)"},
     {K_KV, "--kv", CLI_CHOICE, "f32|f16", 0, 0, 0, CLI_CMD_MODEL, "KV cache storage (default f32)"},
     {K_WEIGHTS, "--weights", CLI_TEXT, "native|q4[:G]", 0, 0, 0, CLI_CMD_MODEL,
      "as the file has them (default), or q4gsw made on load (G: 32, 64, 128)"},
@@ -413,9 +415,9 @@ const cli_opt cli_common_opts[] = {
     {K_TOGGLES, "--dawn-toggles", CLI_TEXT, "A,B", 0, 0, 0, CLI_CMD_BENCH, "Dawn device toggles (measurements)"},
     {K_NO_BATCH, "--no-batch", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "decode the running requests one after another, not in one batched pass (comparisons)"},
-    {'t', "-t --threads", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN,
+    {'t', "-t --threads", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN | CLI_CMD_PERPLEXITY,
      "accepted for llama.cpp compatibility, ignored (all runs on the GPU)"},
-    {K_NGL, "-ngl --n-gpu-layers --gpu-layers", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN,
+    {K_NGL, "-ngl --n-gpu-layers --gpu-layers", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN | CLI_CMD_PERPLEXITY,
      "accepted for llama.cpp compatibility, ignored (all layers on the GPU)"},
     {'v', "-v --verbose", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_ALL,
      "more on stderr: the model, the GPU, the context, the seed"},
@@ -728,7 +730,7 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
             "wgllm: warning: -c %u is more than the %u tokens the model was trained on; text past them is likely "
             "to be poor\n",
             c->ctx, trained);
-  sp.on_prefill = show_prefill; /* long prompts: progress on a terminal, as llama.cpp shows it */
+  sp.on_prefill = c->no_prefill_progress ? NULL : show_prefill; /* long prompts: progress on a terminal */
   for (;;) {
     st = wgllm_session_create(*m, &sp, s);
     /* the trained length of a large model may not fit the device: smaller, by halves, down to 4096 */

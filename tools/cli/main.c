@@ -1,4 +1,4 @@
-/* wgllm command-line tool: dispatches subcommands (run, chat, tokenize, info, logits, bench, serve). Errors go to
+/* wgllm command-line tool: dispatches subcommands (run, chat, tokenize, info, logits, perplexity, bench, serve). Errors go to
    stderr with a non-zero exit: 2 for a usage error, 1 for a failure, 130 after Ctrl-C. */
 #include "cli.h"
 #include "wgllm.h"
@@ -34,6 +34,7 @@ static void usage(FILE *f) {
              "  tokenize text to token ids, or ids to text (--decode)\n"
              "  info     adapter, features and limits (--gpu), or a model file's contents (-m PATH)\n"
              "  logits   logits of prompt and decode ids, for conformance checks\n"
+             "  perplexity  perplexity over a text file, as llama-perplexity computes it\n"
              "  bench    prefill and decode speed (a model file or a synthetic model), --json, --profile\n"
              "  serve    an OpenAI-compatible HTTP server (chat completions, completions, streaming)\n"
              "  version  print the version\n"
@@ -62,6 +63,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "chat")) return cli_chat(argc - 1, argv + 1);
   if (!strcmp(cmd, "tokenize")) return cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve")) return cli_serve(argc - 1, argv + 1);
+  if (!strcmp(cmd, "perplexity")) return cli_perplexity(argc - 1, argv + 1);
   if (!strcmp(cmd, "bench")) return run_bench(argc - 1, argv + 1, argv[0]);
   fprintf(stderr, "wgllm: unknown command '%s'\n", cmd);
   usage(stderr);
