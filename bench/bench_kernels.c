@@ -164,7 +164,7 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
   static const struct {
     const char *name;
     op_wtype t;
-  } GT[] = {{"q4", OP_W_Q4}, {"q4k", OP_W_Q4_K}, {"q6k", OP_W_Q6_K}, {"f16", OP_W_F16}};
+  } GT[] = {{"q4", OP_W_Q4}, {"q8", OP_W_Q8}, {"q4k", OP_W_Q4_K}, {"q6k", OP_W_Q6_K}, {"f16", OP_W_F16}};
   char tl[64];
   snprintf(tl, sizeof tl, ",%s,", types);
   for (size_t ti = 0; ti < sizeof GT / sizeof GT[0]; ti++) {
@@ -179,20 +179,32 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
       op_weight w = {0};
       w.type = GT[ti].t;
       w.group = 32;
-      uint64_t wb = w.type == OP_W_Q4 ? el / 2 : w.type == OP_W_F16 ? el * 2 : op_blocks_gpu_bytes(w.type, el);
+      uint64_t wb = w.type == OP_W_Q4    ? el / 2
+                    : w.type == OP_W_Q8  ? el
+                    : w.type == OP_W_F16 ? el * 2
+                                         : op_blocks_gpu_bytes(w.type, el);
       gpu_buffer *bw = upload_random(g, wb, w.type == OP_W_F16 ? 1 : 0), *bs = NULL;
-      if (w.type == OP_W_Q4) bs = upload_random(g, el / 32 * 2, 1);
+      if (w.type == OP_W_Q4 || w.type == OP_W_Q8) bs = upload_random(g, el / 32 * 2, 1);
       w.data = gpu_whole(bw);
       if (bs) w.scales = gpu_whole(bs);
       gpu_buffer *bx = upload_random(g, (uint64_t)2048 * K * 4, 2), *by = upload_random(g, (uint64_t)2048 * N * 4, 2);
+      gpu_buffer *bq = upload_random(g, op_q8_act_bytes(g, 2048, K), 0);
+      /* rm 4, 8: the exact GEMM's tiles; 12: the fast path (int8 activations, op_quantize_q8 + op_matmul_q8);
+         16: op_matmul_q8 alone */
       for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
-        for (uint32_t rm = 4; rm <= 8; rm += 4) {
+        for (uint32_t rm = 4; rm <= 16; rm += 4) {
+          if (rm > 8 && !op_matmul_q8_supports(g, &w, Ms[mi], K)) continue;
           double t[5];
           int ok = 1;
           for (int run = 0; ok && run < 5; run++) {
             gpu_recorder *r = gpu_recorder_create(g, 1);
-            for (int i = 0; ok && i < reps; i++)
-              ok = op_matmul_rows(r, gpu_whole(bx), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, rm) == WGLLM_OK;
+            for (int i = 0; ok && i < reps; i++) {
+              if (rm == 12) ok = op_quantize_q8(r, gpu_whole(bx), gpu_whole(bq), Ms[mi], K) == WGLLM_OK;
+              if (ok && rm > 8)
+                ok = op_matmul_q8(r, gpu_whole(bq), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K) == WGLLM_OK;
+              else if (ok)
+                ok = op_matmul_rows(r, gpu_whole(bx), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, rm) == WGLLM_OK;
+            }
             if (ok) ok = gpu_recorder_time(r, &t[run]) == WGLLM_OK;
             if (!ok) fprintf(stderr, "  gemm refused: %s\n", gpu_recorder_error(r));
             gpu_recorder_free(r);
@@ -200,14 +212,16 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
           if (!ok) continue;
           qsort(t, 5, sizeof t[0], cmp_d);
           double ns = t[2] / reps;
-          printf("gemm %-3s %-4s %-8s M=%-5u N=%-6u K=%-5u rows/thread %u  %9.2f us  %6.2f TFLOP/s\n", model,
-                 GT[ti].name, s->name, Ms[mi], N, K, rm, ns / 1e3, 2.0 * Ms[mi] * N * K / ns / 1e3);
+          const char *how = rm == 4 ? "f32 64-row" : rm == 8 ? "f32 128-row" : rm == 12 ? "int8 +quant" : "int8 gemm";
+          printf("gemm %-3s %-4s %-8s M=%-5u N=%-6u K=%-5u %-11s  %9.2f us  %6.2f TFLOP/s\n", model, GT[ti].name,
+                 s->name, Ms[mi], N, K, how, ns / 1e3, 2.0 * Ms[mi] * N * K / ns / 1e3);
           fflush(stdout);
         }
       gpu_buffer_destroy(g, bw);
       if (bs) gpu_buffer_destroy(g, bs);
       gpu_buffer_destroy(g, bx);
       gpu_buffer_destroy(g, by);
+      gpu_buffer_destroy(g, bq);
     }
   }
 }

@@ -22,6 +22,7 @@ static double now_s(void) {
 }
 
 static int g_sampled; /* --sampling default: temperature, top-k, top-p, min-p and penalty instead of greedy */
+static int g_fast;    /* the precision of the measurement at hand (--precision-list): int8 activations in prefill */
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -40,7 +41,8 @@ static void usage(FILE *f) {
          "native|q4[:G]] [--json] [--profile]\n"
          "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
          "                   [--unfused] [--attn-grid worst|indirect] [--dawn-toggles a,b]  (comparisons)\n"
-         "  --prompt 128,2048,8192 and --kv-list f32,f16 measure every combination on one loaded model\n"
+         "  --prompt 128,2048,8192, --kv-list f32,f16 and --precision-list exact,fast measure every combination\n"
+         "       on one loaded model (fast: int8 activations in prefill's quantized linear layers)\n"
          "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
          "  --sampled: sample with t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1\n"
          "  --parallel N: N sessions (2..8) decode together, batched in one step and one after another\n"
@@ -113,7 +115,8 @@ static wgllm_status profile_prefill_chunk(llm_session *s, uint32_t P, int json) 
     for (uint32_t i = 0; i < C; i++)
       pos[i] = P - C + i;
     gpu_write(s->gpu, sc.pos, 0, pos, (uint64_t)C * 4);
-    st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, C, 1, NULL);
+    llm_forward_opts fo = {0, 0, LLM_ATTN_GRID_WORST, s->opt.fast};
+    st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, C, 1, &fo);
     if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(rec));
   }
   if (!st) {
@@ -138,6 +141,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   so.unfused = c->unfused;
   so.attn_grid = (llm_attn_grid)c->attn_grid;
   so.prefill_chunk = c->prefill_chunk;
+  so.fast = g_fast;
   llm_session *s;
   st = llm_session_create(m, &so, &s, err, sizeof err);
   if (st) {
@@ -216,15 +220,15 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
            "\"decode_ms_per_token\": %.4f, \"gpu_us_per_step\": %.1f, \"dispatches_per_token\": %zu, "
            "\"cpu_encode_us_per_token\": %.1f, "
            "\"pipeline\": %d, "
-           "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu}\n",
+           "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu, \"precision\": \"%s\"}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.f16 ? "f16" : "f32", P, P, G, runs,
            s->opt.attn_grid == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
            g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, pre_s * 1e3, s->opt.prefill_chunk,
            1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3, dispatches, enc_us, depth, (unsigned long long)s->kv.bytes,
-           (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak);
+           (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak, g_fast ? "fast" : "exact");
   } else {
-    printf("adapter %s, model %s (%s), KV %s, context %u\n", gpu->adapter_name, model_name, m->weights_desc,
-           s->kv.f16 ? "f16" : "f32", P);
+    printf("adapter %s, model %s (%s), KV %s, context %u, precision %s\n", gpu->adapter_name, model_name,
+           m->weights_desc, s->kv.f16 ? "f16" : "f32", P, g_fast ? "fast" : "exact");
     printf("prefill %u tokens: %.3f s (%.1f tok/s) in passes of %u; time to first token %.3f s\n", P, pre_s, P / pre_s,
            s->opt.prefill_chunk, pre_s);
     printf("decode: %.3f ms/token (%.2f tok/s), GPU %.1f us/step, %zu dispatches/token, CPU encode %.1f us/token\n",
@@ -395,7 +399,8 @@ enum {
   K_JSON,
   K_PROFILE,
   K_SAMPLED,
-  K_PARALLEL
+  K_PARALLEL,
+  K_PRECISION_LIST
 };
 
 static const cli_opt bench_opts[] = {
@@ -417,6 +422,8 @@ static const cli_opt bench_opts[] = {
     {K_SAMPLED, "--sampled", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "sample instead of greedy"},
     {K_PARALLEL, "--parallel", CLI_INT, "N", 2, LLM_BATCH_MAX, 0, CLI_CMD_BENCH,
      "decode N sessions together, batched and one after another (aggregate tok/s)"},
+    {K_PRECISION_LIST, "--precision-list", CLI_TEXT, "exact,fast", 0, 0, 0, CLI_CMD_BENCH,
+     "the prefill precisions to measure (default exact)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 typedef struct bench_args {
@@ -424,6 +431,7 @@ typedef struct bench_args {
   const char *synthetic, *write_gguf, *vocab;
   uint32_t Ps[8], nP, G, runs, group, prefill_runs;
   int kvs[2], nkv, depth, json, profile;
+  int fasts[2], nfast;
   uint32_t parallel;
 } bench_args;
 
@@ -484,6 +492,22 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_PARALLEL:
     a->parallel = (uint32_t)v->i;
+    break;
+  case K_PRECISION_LIST:
+    a->nfast = 0;
+    for (const char *q = v->text; *q;) {
+      size_t n = strcspn(q, ",");
+      if (n == 5 && !strncmp(q, "exact", 5))
+        a->fasts[a->nfast++] = 0;
+      else if (n == 4 && !strncmp(q, "fast", 4))
+        a->fasts[a->nfast++] = 1;
+      else {
+        fprintf(stderr, "wgllm bench: --precision-list %s: expected exact, fast or exact,fast\n", v->text);
+        return 2;
+      }
+      q += n + (q[n] == ',');
+      if (a->nfast == 2) break;
+    }
     break;
   default:
     return 2;
@@ -569,10 +593,12 @@ int main(int argc, char **argv) {
     kvs[0] = c.kv_f16;
     nkv = 1;
   }
+  if (!a.nfast) a.nfast = 1; /* exact */
   int rc = 0;
+  for (int fi = 0; !rc && fi < a.nfast; fi++)
   for (int ki = 0; !rc && ki < nkv; ki++)
     for (uint32_t pi = 0; !rc && pi < nP; pi++)
-      rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile)
+      rc = (g_fast = a.fasts[fi], 0) || a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile)
                       : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
                                   prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
   llm_model_free(m);

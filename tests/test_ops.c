@@ -1851,7 +1851,14 @@ static case_result run_gemv_predicate(const tcase *tc) {
   VERIFY(p.tuned && p.tk == 32 && p.tr == 8 && p.r == 2, "8B gate/up: tuned 32/8/2");
   p = op_gemv_choose_plan(&c, OP_W_Q4, 128256, 2048, 64, 0);
   VERIFY(p.tuned && p.tk == 32 && p.tr == 4 && p.r == 8, "LM head: tuned 32/4/8");
-  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096 + 32, 32, 0).tuned, "K not a multiple of 1024: general");
+  p = op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096 + 32, 32, 0);
+  VERIFY(p.tuned && p.tk == 32 && p.tr == 8, "K not a multiple of 1024: tuned, one subgroup a row (%d %u/%u)", p.tuned,
+         p.tk, p.tr);
+  p = op_gemv_choose_plan(&c, OP_W_Q4, 2304, 2304, 32, 0); /* Gemma 4's hidden size: 288 steps */
+  VERIFY(p.tuned && p.tk == 32, "Gemma 4 hidden 2304: tuned with 32 lanes (%d %u)", p.tuned, p.tk);
+  p = op_gemv_choose_plan(&c, OP_W_Q4, 2304, 256, 32, 0); /* its per-layer input projection */
+  VERIFY(p.tuned && p.tk == 32, "K 256: tuned with 32 lanes (%d %u)", p.tuned, p.tk);
+  VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 2304, 128, 32, 0).tuned, "K 128 (16 steps for 32 lanes): general");
   VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 32, 4096, 32, 0).tuned, "32 rows: general");
   VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 4096, 4096, 16, 0).tuned, "group 16: general");
   c.limits.maxComputeInvocationsPerWorkgroup = 128;
@@ -1898,6 +1905,7 @@ static void cases_gemv(void) {
       {37, 96, {0, 1, 128, 1, 1}},
       {1003, 1024, {1, 128, 2, 4, 4}},
       {3000, 256, {0, 32, 4, 4, 2}},
+      {100, 2304, {0}}, /* Gemma 4's hidden size: the tuned plan on a K of uneven steps */
   };
   /* the block types: K whole blocks of 256 (q8: of 32 too), unrolls of at most 2 steps for Q4_K / Q5_K */
   static const gshape blk[] = {
@@ -1916,6 +1924,7 @@ static void cases_gemv(void) {
       {37, 768, {0, 4, 32, 4, 1}},
       {37, 768, {0, 1, 128, 1, 1}},
       {65, 2304, {1, 64, 4, 2, 1}},
+      {100, 2304, {0}},
   };
   static const op_wtype types[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K};
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {

@@ -17,7 +17,7 @@ static wgllm_status per_layer_inputs(const llm_fwd *f) {
   const llm_scratch *s = f->s;
   uint32_t T = f->T, D = hp->n_embd, P = hp->ple_dim, LP = hp->n_layer * P;
   wgllm_status st = op_embedding(rec, V(s->ids), &m->ple_embd, V(s->ple_tok), T, LP, hp->ple_vocab, sqrtf((float)P));
-  if (!st) st = op_linear(rec, V(s->x), &m->ple_model_proj, (gpu_view){0}, V(s->ple_ctx), T, LP, D);
+  if (!st) st = llm_linear(f, V(s->x), &m->ple_model_proj, (gpu_view){0}, V(s->ple_ctx), T, LP, D);
   /* RMSNorm(c * y) = y / sqrt(mean(y^2) + eps / c^2): the projection's scale c = 1/sqrt(D) rides in eps */
   op_rms_norm_params pn = {P, T * hp->n_layer, {0, P, 0, 0}, {0, P, 0, 0}, hp->norm_eps * (float)D, 0.0f};
   if (!st) st = op_rms_norm_rows(rec, V(s->ple_ctx), m->ple_proj_norm, V(s->ple), &pn);
@@ -35,10 +35,10 @@ static wgllm_status per_layer_input_block(const llm_fwd *f, uint32_t l) {
   gpu_view none = {0};
   wgllm_status st = WGLLM_OK;
   if (P) {
-    st = op_linear(rec, V(s->x), &ly->ple_gate, none, V(s->ple_h), T, P, D);
+    st = llm_linear(f, V(s->x), &ly->ple_gate, none, V(s->ple_h), T, P, D);
     /* xn [T][P] (P <= n_embd, checked at load) */
     if (!st) st = op_glu_strided(rec, V(s->ple_h), V(s->ple), V(s->xn), P, T, P, 0, hp->n_layer * P, l * P, hp->act);
-    if (!st) st = op_linear(rec, V(s->xn), &ly->ple_proj, none, V(s->proj), T, D, P);
+    if (!st) st = llm_linear(f, V(s->xn), &ly->ple_proj, none, V(s->proj), T, D, P);
     if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->ple_norm, V(s->x), D, T, hp->norm_eps, 0.0f);
   }
   if (!st && hp->layer_scalar) st = op_mul_inplace(rec, V(s->x), ly->scalar, T * D, 1);

@@ -13,6 +13,12 @@
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
+wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                        uint32_t N, uint32_t K) {
+  if (f->fo->fast && f->s->xq) return op_linear_fast(f->rec, x, V(f->s->xq), w, bias, y, M, N, K);
+  return op_linear(f->rec, x, w, bias, y, M, N, K);
+}
+
 /* Batched decode: token i's RoPE, cache append and flash-decoding over its own session's cache (a dispatch set
    a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn. */
 static wgllm_status attention_tokens(const llm_fwd *f, uint32_t l, gpu_buffer *qk, uint32_t qk_stride, uint32_t k_off,
@@ -67,7 +73,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
     st = op_gemv(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
   } else {
     st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
-    if (!st) st = op_linear(rec, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
+    if (!st) st = llm_linear(f, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
   }
   /* where q, k and v live after the optional per-head norms (buffer, element offsets, token stride) */
   gpu_buffer *qk = s->qkv, *vb = s->qkv;
@@ -146,7 +152,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
     }
     return op_gemv(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
   }
-  st = op_linear(rec, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
+  st = llm_linear(f, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
   if (!st && hp->sandwich_norms)
     return op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
   if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
@@ -181,9 +187,9 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
     return st;
   }
   st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
-  if (!st) st = op_linear(rec, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
+  if (!st) st = llm_linear(f, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
   if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
-  if (!st) st = op_linear(rec, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+  if (!st) st = llm_linear(f, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
   if (!st && hp->sandwich_norms)
     st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
   else if (!st)
@@ -209,7 +215,7 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
     st = op_rms_norm_rows(
         rec, V(s->x), m->output_norm, V(s->xn),
         &(op_rms_norm_params){D, n_logits, {(T - n_logits) * D, D, 0, 0}, {0, D, 0, 0}, hp->norm_eps, no});
-    if (!st) st = op_linear(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+    if (!st) st = llm_linear(f, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
   }
   if (!st && hp->final_softcap > 0)
     st = op_softcap_inplace(rec, V(s->logits), n_logits * hp->n_vocab, hp->final_softcap);

@@ -30,6 +30,10 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
   s->logit_rows = logit_rows;
   uint64_t T = cap, qkv = llm_max_qkv_rows(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t F = llm_max_n_ff(hp), P = hp->ple_dim;
+  /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output */
+  uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
+  kmax = kmax > q ? kmax : q;
+  kmax = (kmax + 31) / 32 * 32;
   struct {
     gpu_buffer **b;
     uint64_t bytes;
@@ -50,9 +54,10 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
       {&s->ple_tok, T * hp->n_layer * P * 4, "ple_tok"},
       {&s->ple_ctx, T * hp->n_layer * P * 4, "ple_ctx"},
       {&s->ple_h, T * P * 4, "ple_h"},
+      {&s->xq, cap >= OP_Q8_MIN_ROWS ? op_q8_act_bytes(gpu, cap, (uint32_t)kmax) : 0, "xq"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    if (!want[i].bytes) continue; /* no per-layer inputs */
+    if (!want[i].bytes) continue; /* no per-layer inputs, or a one-token scratch (no xq) */
     wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err, errlen);
     if (st) {
       llm_scratch_release(gpu, s);
@@ -78,7 +83,7 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,        &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
                         &s->proj,   &s->gu,           &s->h,        &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
-                        &s->logits, &s->attn_partial, &s->attn_args};
+                        &s->logits, &s->attn_partial, &s->attn_args, &s->xq};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;

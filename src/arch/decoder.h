@@ -25,6 +25,7 @@ typedef struct llm_scratch {
   gpu_buffer *ple_ctx;      /* [cap][n_layer*ple_dim] their projection part */
   gpu_buffer *ple_h;        /* [cap][ple_dim] a layer's gate */
   gpu_buffer *logits;       /* [logit_rows][n_vocab] */
+  gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision, op_q8_act_bytes; cap >= OP_Q8_MIN_ROWS) */
   gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
 } llm_scratch;
@@ -132,6 +133,10 @@ typedef struct llm_fwd {
   uint32_t n_seq;              /* batched decode: the sessions' tokens, the first n_seq of the T rows (the rest
                                   pad the GEMVs to a token count of which a pipeline exists) */
 } llm_fwd;
+/* A multi-token linear layer y [M][N] = x [M][K] . W^T (+ bias): on int8 activations when the pass is fast and
+   op_linear_fast's predicate takes the weight, else exact (op_linear). x's rows contiguous. */
+wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                        uint32_t N, uint32_t K);
 /* Whether every projection of the model takes the fused decode GEMV for T tokens (1 for a decode step). */
 int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T);
 /* x += attention(norm(x)) of layer l: projection, per-head norms, RoPE, KV append (owning layers), attention

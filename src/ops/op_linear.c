@@ -123,12 +123,15 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
 }
 
 /* The predicate of the specialised kernel: subgroups of one fixed size of 8..64 lanes (a thread-row is whole
-   subgroups), K a multiple of 1024 (q4gsw: 32 lanes x 4 unrolled steps x 8 nibbles, so no lane idles; the block
-   types: whole blocks), a q4gsw group of 32, 64 or 128, at least 64 output rows, and 256-thread workgroups.
-   Everything else takes the general kernel, whole. The layouts are the fastest of bench_kernels --sweep on the
-   H200 (PERF.md): 4 row sums a lane (2 with GLU, whose lanes keep gate and up); the MLP's gate/up rows and the
-   wide LM head split K over one subgroup with several subgroups a workgroup; the narrower projections split K
-   over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types unroll less. */
+   subgroups), at least a step a lane of a subgroup along K (q4gsw: 8 nibbles a step, so K >= 256 with 32 lanes;
+   the block types: whole blocks), a q4gsw group of 32, 64 or 128, at least 64 output rows, and 256-thread
+   workgroups. Everything else takes the general kernel, whole. The layouts are the fastest of bench_kernels
+   --sweep on the H200 (PERF.md): 4 row sums a lane (2 with GLU, whose lanes keep gate and up); the MLP's gate/up
+   rows and the wide LM head split K over one subgroup with several subgroups a workgroup; the narrower
+   projections split K over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types
+   unroll less. Where K's steps do not divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304
+   and 256, Qwen's 3584, ...), the thread-row narrows, down to one subgroup, until they do or it is one subgroup
+   (the last lanes then take a step fewer). */
 op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
                                  int glu) {
   op_gemv_plan p = {0};
@@ -138,7 +141,7 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
   int fixed_sg =
       ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 8 && sgs <= 64 && (sgs & (sgs - 1)) == 0;
   int shape_ok = type == OP_W_Q4 ? (group == 32 || group == 64 || group == 128) : 1;
-  if (fixed_sg && K % 1024 == 0 && shape_ok && n_out >= 64 && ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
+  if (fixed_sg && steps >= sgs && shape_ok && n_out >= 64 && ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
     p.tuned = 1;
     uint32_t one = sgs > 32 ? sgs : 32; /* one thread-row = one subgroup (32 lanes, or the subgroup if wider) */
     if (type == OP_W_Q4_K || type == OP_W_Q5_K) { /* 32-element steps, one unrolled */
@@ -161,6 +164,10 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
       p.tk = one, p.tr = 4, p.r = type == OP_W_Q8 ? 4 : 8, p.u = type == OP_W_Q8 ? 4 : 2;
     } else {
       p.tk = 128, p.tr = 2, p.r = 4, p.u = 4;
+    }
+    while (p.tk > one && steps % p.tk) { /* lanes of even work, keeping the workgroup's threads */
+      p.tk /= 2;
+      p.tr *= 2;
     }
     if (p.tk * p.tr > ctx->limits.maxComputeInvocationsPerWorkgroup || p.tk * p.tr / sgs > 32) p.tr = 1;
     return p;
