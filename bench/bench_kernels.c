@@ -189,11 +189,13 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
       if (bs) w.scales = gpu_whole(bs);
       gpu_buffer *bx = upload_random(g, (uint64_t)2048 * K * 4, 2), *by = upload_random(g, (uint64_t)2048 * N * 4, 2);
       gpu_buffer *bq = upload_random(g, op_q8_act_bytes(g, 2048, K), 0);
-      /* rm 4, 8: the exact GEMM's tiles; 12: the fast path (int8 activations, op_quantize_q8 + op_matmul_q8);
-         16: op_matmul_q8 alone */
+      /* rm 4, 8: the exact GEMM's tiles; 12: the fast path (int8 activations, op_quantize_q8 + op_matmul_q8 in
+         its default plan); 16..28: op_matmul_q8 alone in each plan (rows a thread 4 | 8, conversion | adds) */
+      static const op_q8mm_plan QP[] = {{4, 0}, {4, 1}, {8, 0}, {8, 1}};
       for (size_t mi = 0; mi < sizeof Ms / sizeof Ms[0]; mi++)
-        for (uint32_t rm = 4; rm <= 16; rm += 4) {
+        for (uint32_t rm = 4; rm <= 28; rm += 4) {
           if (rm > 8 && !op_matmul_q8_supports(g, &w, Ms[mi], K)) continue;
+          const op_q8mm_plan *qp = rm >= 16 ? &QP[(rm - 16) / 4] : NULL;
           double t[5];
           int ok = 1;
           for (int run = 0; ok && run < 5; run++) {
@@ -201,7 +203,8 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
             for (int i = 0; ok && i < reps; i++) {
               if (rm == 12) ok = op_quantize_q8(r, gpu_whole(bx), gpu_whole(bq), Ms[mi], K) == WGLLM_OK;
               if (ok && rm > 8)
-                ok = op_matmul_q8(r, gpu_whole(bq), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K) == WGLLM_OK;
+                ok = op_matmul_q8_plan(r, gpu_whole(bq), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, qp) ==
+                     WGLLM_OK;
               else if (ok)
                 ok = op_matmul_rows(r, gpu_whole(bx), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, rm) == WGLLM_OK;
             }
@@ -212,7 +215,11 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
           if (!ok) continue;
           qsort(t, 5, sizeof t[0], cmp_d);
           double ns = t[2] / reps;
-          const char *how = rm == 4 ? "f32 64-row" : rm == 8 ? "f32 128-row" : rm == 12 ? "int8 +quant" : "int8 gemm";
+          char how[32];
+          if (rm <= 12)
+            snprintf(how, sizeof how, "%s", rm == 4 ? "f32 64-row" : rm == 8 ? "f32 128-row" : "int8 +quant");
+          else
+            snprintf(how, sizeof how, "int8 %u-row %s", 16 * qp->rm, qp->cvt_add ? "add" : "cvt");
           printf("gemm %-3s %-4s %-8s M=%-5u N=%-6u K=%-5u %-11s  %9.2f us  %6.2f TFLOP/s\n", model, GT[ti].name,
                  s->name, Ms[mi], N, K, how, ns / 1e3, 2.0 * Ms[mi] * N * K / ns / 1e3);
           fflush(stdout);

@@ -7,12 +7,12 @@
 // own scale: WHALF). Y [M][N] f32, rows y_stride apart, columns from n_off (a weight in row parts runs a dispatch a
 // part). K a multiple of 32 (of 256 for the K-quants, whose rows are whole blocks); any M and N.
 //
-// A workgroup of 256 threads (16 x 16) owns 64 rows (m) by 128 columns (n) and walks K a block a step: it stages
-// X's 64 x 8 words and W's 128 x 8 words in workgroup memory word-major (a word's 64 rows, then padding: one vec4
-// for X, so the bytes a thread stores and the vec4s it reads fall in different banks), and the blocks' factors;
-// the next step's words are fetched into registers while this one is multiplied. Thread (tx, ty) keeps the 4 x 8
-// outputs of rows ty*4.. and columns tx*4.., 64 + tx*4..: per word it reads one vec4 of X (its 4 rows) and two of W
-// (its 8 columns) for 32 dot4I8Packed into i32 sums, which become f32 once a block (or a half).
+// A workgroup of 256 threads (16 x 16) owns TM = 16 RM rows (m) by 128 columns (n) and walks K a block a step: it
+// stages X's TM x 8 words and W's 128 x 8 words in workgroup memory word-major (a word's rows, then a vec4 of
+// padding, so the words a thread stores and the vec4s it reads fall in different banks), and the blocks' factors;
+// the next step's words are fetched into registers while this one is multiplied. Thread (tx, ty) keeps the RM x 8
+// outputs of rows 4 ty.. (and 64 + 4 ty.. when RM = 8) and columns 4 tx.., 64 + 4 tx..: per word it reads RM / 4
+// vec4s of X and two of W for 8 RM dot4I8Packed into i32 sums, which become f32 once a block (or a half).
 //! variant q4: WQ4=1
 //! variant q8: WQ8=1
 //! variant q4_1: WBLK=1 WQ4_1=1
@@ -33,47 +33,53 @@ struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
 
-const XROW = 17u; // vec4s a word of the X tile: 64 rows + one of padding
+override RM: u32 = 4u;   // rows a thread: 4 (64-row tiles) or 8 (128-row tiles)
+override TM: u32 = 16u * RM;
+override XROW: u32 = 4u * RM + 1u; // vec4s a word of the X tile: TM rows + one of padding
+// how a block's i32 sums become f32: false, a conversion instruction; true, adding them to the bits of 1.5 * 2^23
+// and subtracting that (exact for |sum| < 2^22: a block's is at most 32 * 127 * 127), integer and float adds
+override CVT_ADD: bool = false;
 const WROW = 33u; // vec4s a word of the W tile: 128 columns + one of padding
-var<workgroup> xs: array<vec4<u32>, 136>; // [8 words][XROW]: word kw of row r at xs[kw * XROW + r / 4][r % 4]
+var<workgroup> xs: array<vec4<u32>, 264>; // [8 words][XROW]: word kw of row r at xs[kw * XROW + r / 4][r % 4]
 var<workgroup> ws: array<vec4<u32>, 264>; // [8 words][WROW]: word kw of column c at ws[kw * WROW + c / 4][c % 4]
-var<workgroup> xf: array<vec2<f32>, 64>;  // the rows' d_x, d_x * sum x_q of the block
+var<workgroup> xf: array<vec2<f32>, 128>; // the rows' d_x, d_x * sum x_q of the block
 var<workgroup> wsc: array<vec4<f32>, 64>; // [2 halves][32]: the columns' s (column c at [h * 32 + c / 4][c % 4])
 var<workgroup> wmn: array<vec4<f32>, 32>; // [32]: the columns' c
 
-// thread li's X words of block kb: rows li / 8 and 32 + li / 8, word li % 8 (0 past the last row)
-fn load_x(m0: u32, kb: u32, li: u32) -> vec2<u32> {
-  let r = li / 8u;
-  let c = 8u * kb + li % 8u;
-  let kw = p.K / 4u;
-  let a = select(0u, xq[min(m0 + r, p.M - 1u) * kw + c], m0 + r < p.M);
-  let b = select(0u, xq[min(m0 + 32u + r, p.M - 1u) * kw + c], m0 + 32u + r < p.M);
-  return vec2<u32>(a, b);
+fn to_f32(v: vec4<i32>) -> vec4<f32> {
+  if (CVT_ADD) { return bitcast<vec4<f32>>(v + vec4<i32>(0x4B400000)) - vec4<f32>(12582912.0); }
+  return vec4<f32>(v);
+}
+
+// thread li's X word i of block kb: row li / 8 + 32 i, word li % 8 (0 past the last row)
+fn load_x(m0: u32, kb: u32, li: u32, i: u32) -> u32 {
+  let r = m0 + li / 8u + 32u * i;
+  return select(0u, xq[min(r, p.M - 1u) * (p.K / 4u) + 8u * kb + li % 8u], r < p.M);
 }
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
-  let m0 = wid.y * 64u;
+  let m0 = wid.y * TM;
   let n0 = wid.x * 128u;
   let tx = li % 16u; // n direction
-  let ty = li / 16u; // m direction
+  let ty = li / 16u; // m direction: rows 4 ty.. (and 64 + 4 ty.. when RM = 8)
   let wn = li / 2u;  // the W column this thread stages, and its half block
   let wh = li % 2u;
   let wrow = min(n0 + wn, p.N - 1u); // rows past the end read the last one, their factors 0
   let wlive = n0 + wn < p.N;
-  var acc: array<vec4<f32>, 8>; // [4 rows][2 column halves]
-  for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
+  var acc: array<vec4<f32>, 16>; // [RM][2 column halves]
+  for (var i = 0u; i < 2u * RM; i++) { acc[i] = vec4<f32>(0.0); }
   let nkb = p.K / 32u;
-  var px = load_x(m0, 0u, li);
+  var px: array<u32, 4>;
+  for (var i = 0u; i < RM / 2u; i++) { px[i] = load_x(m0, 0u, li, i); }
   var pw = wq(wrow, 0u, wh);
   for (var kb = 0u; kb < nkb; kb++) {
     // stage this block: X words, W words, the factors
     let xr = li / 8u;
     let xw = li % 8u;
-    xs[xw * XROW + xr / 4u][xr % 4u] = px.x;
-    xs[xw * XROW + 8u + xr / 4u][xr % 4u] = px.y;
+    for (var i = 0u; i < RM / 2u; i++) { xs[xw * XROW + 8u * i + xr / 4u][xr % 4u] = px[i]; }
     for (var j = 0u; j < 4u; j++) { ws[(4u * wh + j) * WROW + wn / 4u][wn % 4u] = pw[j]; }
-    if (li < 64u) {
+    if (li < TM) {
       xf[li] = select(vec2<f32>(0.0), xds[min(m0 + li, p.M - 1u) * nkb + kb], m0 + li < p.M);
     }
     if (WHALF || wh == 0u) {
@@ -83,36 +89,39 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     workgroupBarrier();
     if (kb + 1u < nkb) {
-      px = load_x(m0, kb + 1u, li);
+      for (var i = 0u; i < RM / 2u; i++) { px[i] = load_x(m0, kb + 1u, li, i); }
       pw = wq(wrow, kb + 1u, wh);
     }
-    var si: array<vec4<i32>, 8>;
-    for (var i = 0u; i < 8u; i++) { si[i] = vec4<i32>(0); }
+    var si: array<vec4<i32>, 16>; // [RM][2]
+    for (var i = 0u; i < 2u * RM; i++) { si[i] = vec4<i32>(0); }
     for (var kw = 0u; kw < 8u; kw++) {
-      let a = xs[kw * XROW + ty];
       let b0 = ws[kw * WROW + tx];
       let b1 = ws[kw * WROW + 16u + tx];
-      for (var i = 0u; i < 4u; i++) {
-        si[2u * i] += vec4<i32>(dot4I8Packed(a[i], b0.x), dot4I8Packed(a[i], b0.y), dot4I8Packed(a[i], b0.z),
-                                dot4I8Packed(a[i], b0.w));
-        si[2u * i + 1u] += vec4<i32>(dot4I8Packed(a[i], b1.x), dot4I8Packed(a[i], b1.y), dot4I8Packed(a[i], b1.z),
-                                     dot4I8Packed(a[i], b1.w));
+      for (var q = 0u; q < RM / 4u; q++) {
+        let a = xs[kw * XROW + 16u * q + ty];
+        for (var i = 0u; i < 4u; i++) {
+          let o = 2u * (4u * q + i);
+          si[o] += vec4<i32>(dot4I8Packed(a[i], b0.x), dot4I8Packed(a[i], b0.y), dot4I8Packed(a[i], b0.z),
+                             dot4I8Packed(a[i], b0.w));
+          si[o + 1u] += vec4<i32>(dot4I8Packed(a[i], b1.x), dot4I8Packed(a[i], b1.y), dot4I8Packed(a[i], b1.z),
+                                  dot4I8Packed(a[i], b1.w));
+        }
       }
       if (WHALF && kw == 3u) { // the first half's scales, then the second's
-        for (var i = 0u; i < 4u; i++) {
-          let d = xf[4u * ty + i].x;
-          acc[2u * i] += vec4<f32>(si[2u * i]) * (d * wsc[tx]);
-          acc[2u * i + 1u] += vec4<f32>(si[2u * i + 1u]) * (d * wsc[16u + tx]);
+        for (var i = 0u; i < RM; i++) {
+          let d = xf[64u * (i / 4u) + 4u * ty + i % 4u].x;
+          acc[2u * i] += to_f32(si[2u * i]) * (d * wsc[tx]);
+          acc[2u * i + 1u] += to_f32(si[2u * i + 1u]) * (d * wsc[16u + tx]);
           si[2u * i] = vec4<i32>(0);
           si[2u * i + 1u] = vec4<i32>(0);
         }
       }
     }
     let sh = select(0u, 32u, WHALF);
-    for (var i = 0u; i < 4u; i++) {
-      let f = xf[4u * ty + i];
-      acc[2u * i] += vec4<f32>(si[2u * i]) * (f.x * wsc[sh + tx]);
-      acc[2u * i + 1u] += vec4<f32>(si[2u * i + 1u]) * (f.x * wsc[sh + 16u + tx]);
+    for (var i = 0u; i < RM; i++) {
+      let f = xf[64u * (i / 4u) + 4u * ty + i % 4u];
+      acc[2u * i] += to_f32(si[2u * i]) * (f.x * wsc[sh + tx]);
+      acc[2u * i + 1u] += to_f32(si[2u * i + 1u]) * (f.x * wsc[sh + 16u + tx]);
       if (WMIN) {
         acc[2u * i] += f.y * wmn[tx];
         acc[2u * i + 1u] += f.y * wmn[16u + tx];
@@ -120,8 +129,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 4u; i++) {
-    let gm = m0 + 4u * ty + i;
+  for (var i = 0u; i < RM; i++) {
+    let gm = m0 + 64u * (i / 4u) + 4u * ty + i % 4u;
     if (gm >= p.M) { continue; }
     for (var jh = 0u; jh < 2u; jh++) {
       for (var j = 0u; j < 4u; j++) {

@@ -1068,7 +1068,10 @@ static void cases_linear(void) {
 static case_result run_linear_q8(const tcase *c) {
   size_t M = c->u.lin.M, N = c->u.lin.N, K = c->u.lin.K, nb = K / 32;
   op_wtype wt = c->u.lin.wt;
-  int has_bias = c->u.lin.bias, fallback = c->u.lin.route;
+  int has_bias = c->u.lin.bias, fallback = c->u.lin.route == 1;
+  /* route 2..5: a forced layout (rows a thread 4 | 8, conversion | adds); 0: the default plan */
+  static const op_q8mm_plan QP[] = {{4, 0}, {4, 1}, {8, 0}, {8, 1}};
+  const op_q8mm_plan *plan = c->u.lin.route >= 2 ? &QP[c->u.lin.route - 2] : NULL;
   float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1), *want = malloc(M * N * 4);
   for (size_t m = 0; m < M; m++) /* rows of different magnitudes */
     for (size_t k = 0; k < K; k++)
@@ -1099,7 +1102,7 @@ static case_result run_linear_q8(const tcase *c) {
   } else {
     VERIFY(op_matmul_q8_supports(ctx, &ow, (uint32_t)M, (uint32_t)K), "%s: the predicate refuses it", g_case);
     wgllm_status s = op_quantize_q8(r, gx.v, gq.v, (uint32_t)M, (uint32_t)K);
-    if (!s) s = op_matmul_q8(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    if (!s) s = op_matmul_q8_plan(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, plan);
     CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
     exec(r, NULL);
     gpu_recorder_free(r);
@@ -1214,6 +1217,21 @@ static void cases_linear_q8(void) {
       c->u.lin.group = groups[t];
       c->u.lin.bias = has_bias;
       c->u.lin.route = 0;
+    }
+  /* every layout on the storages that exercise each path of the kernel (plain, minimums, half-block scales) */
+  static const op_wtype lt[] = {OP_W_Q4, OP_W_Q4_K, OP_W_Q6_K};
+  for (size_t t = 0; t < 3; t++)
+    for (int route = 2; route <= 5; route++) {
+      static const char *pn[] = {"64-row/cvt", "64-row/add", "128-row/cvt", "128-row/add"};
+      tcase *c = add_case("matmul_q8", run_linear_q8, "plan=%s/%s/M=130,N=260,K=512,bias=1", pn[route - 2],
+                          op_wtype_name(lt[t]));
+      c->u.lin.wt = lt[t];
+      c->u.lin.M = 130;
+      c->u.lin.N = 260;
+      c->u.lin.K = 512;
+      c->u.lin.group = 32;
+      c->u.lin.bias = 1;
+      c->u.lin.route = route;
     }
   static const op_wtype none[] = {OP_W_Q2_K, OP_W_Q3_K, OP_W_F16};
   for (size_t t = 0; t < 3; t++) {

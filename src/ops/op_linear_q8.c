@@ -48,6 +48,8 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
   return gpu_record(rec, &d);
 }
 
+op_q8mm_plan op_q8mm_default_plan(void) { return (op_q8mm_plan){4, 0}; }
+
 /* the storages kernels/matmul_q8.wgsl reads (its variants); Q2_K, Q3_K and the float types have none */
 static const char *q8mm_variant(op_wtype t) {
   switch (t) {
@@ -92,18 +94,20 @@ int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M
 
 static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group,
                                gpu_view data, gpu_view scales, gpu_view bias, gpu_view y, uint32_t M, uint32_t N,
-                               uint32_t K, uint32_t y_stride, uint32_t n_off) {
-  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = (N + 127) / 128, gy = (M + 63) / 64;
+                               uint32_t K, uint32_t y_stride, uint32_t n_off, const op_q8mm_plan *pl) {
+  uint32_t tm = 16 * pl->rm;
+  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = (N + 127) / 128, gy = (M + tm - 1) / tm;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: grid %ux%u over the device limit", gx, gy);
   q8mm_params p = {M, N, K, bias.buf ? 1u : 0u, y_stride, n_off, 0, 0};
-  gpu_constant c[1] = {{"G", (double)group}};
-  gpu_dispatch_desc d = {
-      .kernel = K_MATMUL_Q8, .variant = q8mm_variant(type), .params = &p, .params_size = sizeof p, .n_bind = 5};
-  if (type == OP_W_Q4) {
-    d.consts = c;
-    d.n_consts = 1;
-  }
+  gpu_constant c[3] = {{"RM", (double)pl->rm}, {"CVT_ADD", pl->cvt_add ? 1.0 : 0.0}, {"G", (double)group}};
+  gpu_dispatch_desc d = {.kernel = K_MATMUL_Q8,
+                         .variant = q8mm_variant(type),
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 5,
+                         .consts = c,
+                         .n_consts = type == OP_W_Q4 ? 3 : 2};
   d.bind[0] = q;
   d.bind[1] = ds;
   d.bind[2] = data;
@@ -121,6 +125,13 @@ static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wt
 
 wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                           uint32_t N, uint32_t K) {
+  return op_matmul_q8_plan(rec, xq, w, bias, y, M, N, K, NULL);
+}
+
+wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                               uint32_t M, uint32_t N, uint32_t K, const op_q8mm_plan *plan) {
+  op_q8mm_plan pl = plan ? *plan : op_q8mm_default_plan();
+  if (pl.rm != 4 && pl.rm != 8) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: %u rows a thread (4 or 8)", pl.rm);
   if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: empty shape M=%u N=%u K=%u", M, N, K);
   if (K % 32 || (!w->n_parts && !q8mm_piece_ok(w->type, w->group)))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for %s weights with K=%u",
@@ -130,7 +141,7 @@ wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gp
   wgllm_status s = WGLLM_OK;
   if (!w->n_parts) {
     s = op_check_weight(rec, "matmul_q8", w, N, K);
-    return s ? s : q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, M, N, K, N, 0);
+    return s ? s : q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, M, N, K, N, 0, &pl);
   }
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
@@ -140,7 +151,8 @@ wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gp
       return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for part %u (%s)", i,
                      op_wtype_name(pt->type));
     s = op_check_weight(rec, "matmul_q8", &pw, pt->rows, K);
-    if (!s) s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0);
+    if (!s)
+      s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0, &pl);
     n0 += pt->rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: parts of %u rows for N=%u", n0, N);

@@ -185,6 +185,16 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
 int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
 wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                           uint32_t N, uint32_t K);
+/* The GEMM's layout: rows a thread (4: 64-row tiles, 8: 128-row tiles) and how its block sums become floats
+   (cvt_add: integer and float adds instead of a conversion instruction); op_q8mm_default_plan is the measured
+   choice (PERF.md), the others are for tests and bench_kernels. */
+typedef struct op_q8mm_plan {
+  uint32_t rm;
+  int cvt_add;
+} op_q8mm_plan;
+op_q8mm_plan op_q8mm_default_plan(void);
+wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                               uint32_t M, uint32_t N, uint32_t K, const op_q8mm_plan *plan);
 wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
                             gpu_view y, uint32_t M, uint32_t N, uint32_t K);
 
