@@ -21,7 +21,9 @@
      --perf   time each selected case's recording (warm-up, then repeated submit + wait; GPU timestamps where
               granted) and print time and effective GB/s / GFLOP/s; nothing is compared in this mode
      -v       print every case's result, not only failures and not-supported ones
-   WGLLM_TEST_NO_SUBGROUPS=1 / WGLLM_TEST_NO_F16=1 run it as on a device without those features. */
+   WGLLM_TEST_NO_SUBGROUPS=1 / WGLLM_TEST_NO_F16=1 run it as on a device without those features;
+   WGLLM_TEST_DAWN_TOGGLES=a,b enables Dawn device toggles (disable_robustness: out-of-bounds accesses are not
+   clamped, so the guard zones see them). */
 #include "harness.h"
 #include "ops.h"
 #include "ref.h"
