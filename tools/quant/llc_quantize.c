@@ -1,9 +1,10 @@
 /* Requantizes a GGUF with llama.cpp's own quantizer (llama_model_quantize from the npm build that
-   ../shared/peers/llamacpp fetches), e.g. the synthetic Q4_0 GGUF into a Q4_K_M file for speed tables. Developer
-   tool, not part of the build:
-     cc -O1 -I.llc/.pkg/include -o .llcq/llc_quantize tools/quant/llc_quantize.c -L.llcq -l:libllama.vulkan.v0.5.0.so \
-        -Wl,-rpath,'$ORIGIN'
-     .llcq/llc_quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q6_K|Q8_0 */
+   bench/peers/llamacpp/fetch.sh fetches), e.g. the synthetic Q4_0 GGUF into a Q4_K_M file for speed tables.
+   Developer tool, not part of the build; from the repository root, after fetch.sh:
+     L=bench/peers/llamacpp
+     cc -O1 -I$L/.pkg/include -o $L/lib/llc_quantize tools/quant/llc_quantize.c -L$L/lib \
+        -l:libllama.vulkan.v0.5.0.so -Wl,-rpath,'$ORIGIN'
+     $L/lib/llc_quantize IN.gguf OUT.gguf Q4_K_M|Q5_K_M|Q6_K|Q8_0 */
 #include "llama.h"
 #include <stdio.h>
 #include <string.h>
