@@ -1,9 +1,9 @@
 /* Writes the golden vectors test_convert checks wgllm's CPU dequantizers against: for each block type, seeded
    input rows, ggml's reference quantization of them (quantize_row_<type>_ref) and ggml's dequantization
-   (dequantize_row_<type>), from llama.cpp's own libggml-base.so (the npm build ../shared/peers/llamacpp fetches).
+   (dequantize_row_<type>), from llama.cpp's own libggml-base.so (the npm build bench/peers/llamacpp/fetch.sh fetches).
    Not part of the build; run by hand when a type is added:
      cc -O1 -o /tmp/ggml_golden tools/quant/ggml_golden.c -ldl
-     /tmp/ggml_golden .llc/lib/libggml-base.so tests/data/quant
+     /tmp/ggml_golden bench/peers/llamacpp/lib/libggml-base.so tests/data/quant
    Each file <TYPE>.bin: u32 n, f32 input[n], u32 bytes, the blocks, f32 dequantized[n] (little-endian). */
 #include <dlfcn.h>
 #include <math.h>
