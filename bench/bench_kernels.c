@@ -203,8 +203,8 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
             for (int i = 0; ok && i < reps; i++) {
               if (rm == 12) ok = op_quantize_q8(r, gpu_whole(bx), gpu_whole(bq), Ms[mi], K) == WGLLM_OK;
               if (ok && rm > 8)
-                ok = op_matmul_q8_plan(r, gpu_whole(bq), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, qp) ==
-                     WGLLM_OK;
+                ok =
+                    op_matmul_q8_plan(r, gpu_whole(bq), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, qp) == WGLLM_OK;
               else if (ok)
                 ok = op_matmul_rows(r, gpu_whole(bx), &w, (gpu_view){0}, gpu_whole(by), Ms[mi], N, K, rm) == WGLLM_OK;
             }

@@ -841,7 +841,8 @@ static void perplexity(void) {
   snprintf(a, sizeof a, "perplexity -m %s -f %s -c 8", DEFAULT, shortf);
   expect_fail("perplexity: text too short", a, "is 15 tokens; a context of 8 needs at least 16");
   snprintf(a, sizeof a, "perplexity -m %s -f %s -c 1024", DEFAULT, text);
-  expect_fail("perplexity: context over the model's", a, "1024 tokens (-c) is more than the 512 the model was trained on");
+  expect_fail("perplexity: context over the model's", a,
+              "1024 tokens (-c) is more than the 512 the model was trained on");
   snprintf(a, sizeof a, "perplexity -m %s -f %s -c 3", DEFAULT, text);
   expect_fail("perplexity: -c 3", a, "-c 3: expected a whole number from 4");
   snprintf(a, sizeof a, "perplexity -m %s -f %s --chunks 0", DEFAULT, text);

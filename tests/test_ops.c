@@ -1079,7 +1079,7 @@ static case_result run_linear_q8(const tcase *c) {
     for (size_t k = 0; k < K; k++)
       x[m * K + k] *= (float)(1 + m % 7) * (m % 3 == 1 ? 0.01f : 1.0f);
   for (size_t k = 0; k < 32 && M > 1; k++)
-    x[1 * K + k] = 0; /* a block of zeros */
+    x[1 * K + k] = 0;             /* a block of zeros */
   x[(M - 1) * K + K / 2] = 40.0f; /* an outlier */
   gbuf wb[2];
   op_weight ow = make_weight(wt, N, K, c->u.lin.group, w, wb);
@@ -1192,8 +1192,8 @@ static case_result run_linear_q8(const tcase *c) {
 }
 
 static void cases_linear_q8(void) {
-  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q4,   OP_W_Q4,   OP_W_Q8,     OP_W_Q4_1,   OP_W_Q5_0, OP_W_Q5_1,
-                                   OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q4,   OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1,   OP_W_Q5_0,
+                                   OP_W_Q5_1, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
   static const uint32_t groups[] = {32, 64, 128, 32, 32, 32, 32, 32, 32, 32, 32, 32};
   /* M, N, K: ragged tiles in M and N, one and several K steps; K-quants take whole 256-element blocks */
   static const uint32_t s32[][3] = {{5, 7, 128}, {67, 129, 384}, {130, 260, 256}};

@@ -81,8 +81,8 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
 }
 
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
-  gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,        &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
-                        &s->proj,   &s->gu,           &s->h,        &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
+  gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,         &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
+                        &s->proj,   &s->gu,           &s->h,         &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
                         &s->logits, &s->attn_partial, &s->attn_args, &s->xq};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);

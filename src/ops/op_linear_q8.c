@@ -32,8 +32,7 @@ uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K) {
 }
 
 wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K) {
-  if (!M || !K || K % 32)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: M=%u K=%u (K a multiple of 32)", M, K);
+  if (!M || !K || K % 32) return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: M=%u K=%u (K a multiple of 32)", M, K);
   if (xq.size && xq.size < op_q8_act_bytes(op_ctx(rec), M, K))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: %llu bytes for M=%u K=%u", (unsigned long long)xq.size, M, K);
   gpu_view q, ds;
@@ -94,9 +93,9 @@ int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M
   return 1;
 }
 
-static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group,
-                               gpu_view data, gpu_view scales, gpu_view bias, gpu_view y, uint32_t M, uint32_t N,
-                               uint32_t K, uint32_t y_stride, uint32_t n_off, const op_q8mm_plan *pl) {
+static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group, gpu_view data,
+                               gpu_view scales, gpu_view bias, gpu_view y, uint32_t M, uint32_t N, uint32_t K,
+                               uint32_t y_stride, uint32_t n_off, const op_q8mm_plan *pl) {
   uint32_t tm = 16 * pl->rm;
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = (N + 127) / 128, gy = (M + tm - 1) / tm;
   if (gx > maxg || gy > maxg)
@@ -153,16 +152,15 @@ wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *
       return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for part %u (%s)", i,
                      op_wtype_name(pt->type));
     s = op_check_weight(rec, "matmul_q8", &pw, pt->rows, K);
-    if (!s)
-      s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0, &pl);
+    if (!s) s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0, &pl);
     n0 += pt->rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: parts of %u rows for N=%u", n0, N);
   return s;
 }
 
-wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
-                            gpu_view y, uint32_t M, uint32_t N, uint32_t K) {
+wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                            uint32_t M, uint32_t N, uint32_t K) {
   if (!xq.buf || !op_matmul_q8_supports(op_ctx(rec), w, M, K)) return op_linear(rec, x, w, bias, y, M, N, K);
   wgllm_status s = op_quantize_q8(rec, x, xq, M, K);
   return s ? s : op_matmul_q8(rec, xq, w, bias, y, M, N, K);

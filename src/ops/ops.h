@@ -195,8 +195,8 @@ typedef struct op_q8mm_plan {
 op_q8mm_plan op_q8mm_default_plan(void);
 wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                                uint32_t M, uint32_t N, uint32_t K, const op_q8mm_plan *plan);
-wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
-                            gpu_view y, uint32_t M, uint32_t N, uint32_t K);
+wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                            uint32_t M, uint32_t N, uint32_t K);
 
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,

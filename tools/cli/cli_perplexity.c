@@ -115,15 +115,17 @@ int cli_perplexity(int argc, char **argv) {
   if (len && text[len - 1] == '\n') text[--len] = 0; /* llama.cpp's -f drops one final newline */
   long bad = cli_utf8_invalid_at(text);
   if (bad >= 0 || strlen(text) != len) {
-    fprintf(stderr, "wgllm perplexity: -f %s: %s at byte %ld\n", a.file,
-            bad >= 0 ? "not valid UTF-8" : "a NUL byte", bad >= 0 ? bad : (long)strlen(text));
+    fprintf(stderr, "wgllm perplexity: -f %s: %s at byte %ld\n", a.file, bad >= 0 ? "not valid UTF-8" : "a NUL byte",
+            bad >= 0 ? bad : (long)strlen(text));
     free(text);
     return 2;
   }
   uint32_t n_ctx = a.c.ctx ? a.c.ctx : 512; /* llama-perplexity's default */
   if (a.batch && a.c.verbose)
-    fprintf(stderr, "wgllm perplexity: -b %s is accepted for llama-perplexity compatibility and ignored (it changes "
-                    "nothing in the result)\n", a.batch);
+    fprintf(stderr,
+            "wgllm perplexity: -b %s is accepted for llama-perplexity compatibility and ignored (it changes "
+            "nothing in the result)\n",
+            a.batch);
 
   wgllm_model *m = NULL;
   a.c.no_prefill_progress = 1; /* this command shows its chunks instead */
@@ -139,7 +141,8 @@ int cli_perplexity(int argc, char **argv) {
   float *logits = NULL;
   rc = 2;
   if (info.train_context && n_ctx > info.train_context) {
-    fprintf(stderr, "wgllm perplexity: a context of %u tokens (%s) is more than the %u the model was trained on; set -c N\n",
+    fprintf(stderr,
+            "wgllm perplexity: a context of %u tokens (%s) is more than the %u the model was trained on; set -c N\n",
             n_ctx, a.c.ctx ? "-c" : "the default, as llama-perplexity's", info.train_context);
     goto done;
   }

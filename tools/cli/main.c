@@ -1,5 +1,5 @@
-/* wgllm command-line tool: dispatches subcommands (run, chat, tokenize, info, logits, perplexity, bench, serve). Errors go to
-   stderr with a non-zero exit: 2 for a usage error, 1 for a failure, 130 after Ctrl-C. */
+/* wgllm command-line tool: dispatches subcommands (run, chat, tokenize, info, logits, perplexity, bench, serve). Errors
+   go to stderr with a non-zero exit: 2 for a usage error, 1 for a failure, 130 after Ctrl-C. */
 #include "cli.h"
 #include "wgllm.h"
 #include <errno.h>
