@@ -595,13 +595,14 @@ int main(int argc, char **argv) {
   }
   if (!a.nfast) a.nfast = 1; /* exact */
   int rc = 0;
-  for (int fi = 0; !rc && fi < a.nfast; fi++)
+  for (int fi = 0; !rc && fi < a.nfast; fi++) {
+    g_fast = a.fasts[fi];
     for (int ki = 0; !rc && ki < nkv; ki++)
       for (uint32_t pi = 0; !rc && pi < nP; pi++)
-        rc = (g_fast = a.fasts[fi], 0) || a.parallel
-                 ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile)
-                 : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
-                             prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
+        rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile)
+                        : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
+                                    prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
+  }
   llm_model_free(m);
   gpu_destroy(gpu);
   return rc;
