@@ -472,6 +472,12 @@ int main(void) {
   check_jobs(m, "f32 weights", 0); /* no fused GEMV for f32: one session after another */
   sp.kv_type = (wgllm_kv_type)7;
   CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_ERR_INVALID_ARG && !s, "a kv_type outside the enum is refused");
+  sp = wgllm_session_default_params();
+  sp.precision = (wgllm_precision)3;
+  CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_ERR_INVALID_ARG && !s && strstr(wgllm_last_error(), "precision"),
+        "a precision outside the enum is refused, naming it: %s", wgllm_last_error());
+  CHECK(!strcmp(wgllm_precision_name(WGLLM_PRECISION_FAST), "fast") && !wgllm_precision_name((wgllm_precision)9),
+        "wgllm_precision_name");
   wgllm_model_free(m);
 
   /* batched decode: q4gsw weights take the fused GEMV with several tokens; no_batch steps them one by one */
