@@ -47,8 +47,9 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
   return gpu_record(rec, &d);
 }
 
-/* 64-row tiles (4 rows a thread) as the f32 GEMM measured best; block sums to floats by adds (no conversion
-   instruction: a quarter-rate one on NVIDIA) */
+/* 64-row tiles (4 rows a thread) and block sums to floats by adds: the fastest of bench_kernels --gemm on the H200
+   for the 8B's projections at M = 512 and 2048 but the 4096 x 4096 one (128-row tiles 6-25% slower elsewhere, the
+   conversion 1-3% slower everywhere: PERF.md, "Precision") */
 op_q8mm_plan op_q8mm_default_plan(void) { return (op_q8mm_plan){4, 1}; }
 
 /* the storages kernels/matmul_q8.wgsl reads (its variants); Q2_K, Q3_K and the float types have none */
