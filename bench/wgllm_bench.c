@@ -101,6 +101,10 @@ static wgllm_status profile_prefill_chunk(llm_session *s, uint32_t P, int json) 
   llm_scratch sc;
   char err[256];
   wgllm_status st = llm_scratch_acquire(s->gpu, &s->m->hp, C, 1, &sc, err, sizeof err);
+  if (!st && s->opt.fast) {
+    st = llm_scratch_add_fast(s->gpu, &s->m->hp, &sc, err, sizeof err);
+    if (st) llm_scratch_release(s->gpu, &sc);
+  }
   if (st) {
     fprintf(stderr, "wgllm bench: --profile: %s\n", err);
     return st;

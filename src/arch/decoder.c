@@ -30,10 +30,6 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
   s->logit_rows = logit_rows;
   uint64_t T = cap, qkv = llm_max_qkv_rows(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t F = llm_max_n_ff(hp), P = hp->ple_dim;
-  /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output */
-  uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
-  kmax = kmax > q ? kmax : q;
-  kmax = (kmax + 31) / 32 * 32;
   struct {
     gpu_buffer **b;
     uint64_t bytes;
@@ -54,10 +50,9 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
       {&s->ple_tok, T * hp->n_layer * P * 4, "ple_tok"},
       {&s->ple_ctx, T * hp->n_layer * P * 4, "ple_ctx"},
       {&s->ple_h, T * P * 4, "ple_h"},
-      {&s->xq, cap >= OP_Q8_MIN_ROWS ? op_q8_act_bytes(gpu, cap, (uint32_t)kmax) : 0, "xq"},
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-    if (!want[i].bytes) continue; /* no per-layer inputs, or a one-token scratch (no xq) */
+    if (!want[i].bytes) continue; /* no per-layer inputs */
     wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err, errlen);
     if (st) {
       llm_scratch_release(gpu, s);
@@ -65,6 +60,15 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
     }
   }
   return WGLLM_OK;
+}
+
+wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen) {
+  if (s->xq || s->cap < OP_Q8_MIN_ROWS) return WGLLM_OK; /* fewer rows take the exact GEMV */
+  /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output */
+  uint64_t F = llm_max_n_ff(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
+  uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
+  kmax = ((kmax > q ? kmax : q) + 31) / 32 * 32;
+  return gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err, errlen);
 }
 
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,

@@ -25,7 +25,7 @@ typedef struct llm_scratch {
   gpu_buffer *ple_ctx;      /* [cap][n_layer*ple_dim] their projection part */
   gpu_buffer *ple_h;        /* [cap][ple_dim] a layer's gate */
   gpu_buffer *logits;       /* [logit_rows][n_vocab] */
-  gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision, op_q8_act_bytes; cap >= OP_Q8_MIN_ROWS) */
+  gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision only: llm_scratch_add_fast) */
   gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
 } llm_scratch;
@@ -52,6 +52,9 @@ uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp);
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen);
 struct llm_kv_cache;
+/* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input), for a scratch
+   of at least OP_Q8_MIN_ROWS tokens; without it llm_linear runs exact. */
+wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen);
 /* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const struct llm_kv_cache *kv,
                                     llm_scratch *s, char *err, size_t errlen);

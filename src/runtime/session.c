@@ -143,6 +143,10 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
   }
   llm_scratch sc;
   st = llm_scratch_acquire(s->gpu, hp, chunk, all_rows ? chunk : 1, &sc, s->err, sizeof s->err);
+  if (!st && s->opt.fast) {
+    st = llm_scratch_add_fast(s->gpu, hp, &sc, s->err, sizeof s->err);
+    if (st) llm_scratch_release(s->gpu, &sc);
+  }
   if (st) return st;
   uint32_t *pos = malloc(chunk * sizeof *pos);
   if (!pos) {
