@@ -1111,10 +1111,7 @@ static case_result run_linear_q8(const tcase *c) {
     if (!g_perf) {
       /* the activations: the q part, then (d, s) at the next binding offset */
       const uint8_t *body = gb_fetch(&gq);
-      size_t align = guard_bytes() > ctx->limits.minStorageBufferOffsetAlignment
-                         ? ctx->limits.minStorageBufferOffsetAlignment
-                         : guard_bytes();
-      if (!align) align = 256;
+      size_t align = ctx->limits.minStorageBufferOffsetAlignment ? ctx->limits.minStorageBufferOffsetAlignment : 256;
       size_t dso = (M * K + align - 1) / align * align;
       const int8_t *gq8 = (const int8_t *)body;
       const float *gds = (const float *)(body + dso);
