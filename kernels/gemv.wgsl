@@ -312,6 +312,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
   var i = kt;
   // U steps at a time while they are all inside the row, then single steps
+#if MT
   for (; i + (U - 1u) * TK < steps; i += U * TK) {
     for (var t = 0u; t < NT; t++) {
       for (var u = 0u; u < U; u++) { ss[t] += load_x(t * U + u, i + u * TK, t); }
@@ -330,6 +331,28 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       for (var t = 0u; t < NT; t++) { acc[r * NT + t] += apply(t * U); }
     }
   }
+#else
+  // one token: the loop nest as it was before the token loops (the driver kept the sums of the nested form in
+  // local memory: the one-token GEMV ran 10-30% slower on the small projections and the LM head; PERF.md)
+  var ss1 = 0.0;
+  for (; i + (U - 1u) * TK < steps; i += U * TK) {
+    for (var u = 0u; u < U; u++) { ss1 += load_x(u, i + u * TK, 0u); }
+    for (var r = 0u; r < RR; r++) {
+      for (var u = 0u; u < U; u++) {
+        decode(rowb[r], i + u * TK);
+        acc[r] += apply(u);
+      }
+    }
+  }
+  for (; i < steps; i += TK) {
+    ss1 += load_x(0u, i, 0u);
+    for (var r = 0u; r < RR; r++) {
+      decode(rowb[r], i);
+      acc[r] += apply(0u);
+    }
+  }
+  ss[0] = ss1;
+#endif
   // reduce the RR * NT sums and the NT ss over the TK threads of the thread-row; thread kt < R * NT ends with
   // row nb + kt % R of token kt / R
   let r0 = kt % R;

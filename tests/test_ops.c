@@ -316,7 +316,8 @@ struct tcase {
       uint32_t N, K;
       op_gemv_plan plan;
       int mode;
-      uint32_t nt; /* tokens (0: 1) */
+      uint32_t nt;    /* tokens (0: 1) */
+      uint32_t group; /* run_gemv_q8: q4gsw's group (0: 32) */
     } gemv;
     struct {
       int f16;
@@ -1991,6 +1992,253 @@ static void cases_gemv(void) {
   add_case("gemv_plan", run_gemv_predicate, "predicate");
 }
 
+/* ---------------------------------------------------------------- the fast precision's decode GEMV
+
+   gemv_q8/TYPE/...: the fast precision's decode GEMV, op_gemv_fast (op_quantize_q8_rows, with the projection's
+   RMSNorm when the mode has one, then op_gemv_q8) on 1..8 tokens, in the modes of the exact GEMV (norm, 1+w norm,
+   bias, residual, GLU). The activations the GPU quantized are checked against ref_quantize_q8 of the normed x
+   (d within 1e-5 relative, as the GPU's norm rounds differently; each q within one step, and at most 1% one step
+   off; the words of q4gsw's consumers evens first); the GEMV against norm -> linear -> epilogue on the CPU from
+   those activations dequantized (the exact GEMV's tolerance); and the result against the same from the unquantized
+   x within half a quantization step an element. Plans: {0} the predicate's; others the layouts it picks on other
+   devices. */
+static case_result run_gemv_q8(const tcase *c) {
+  size_t N = c->u.gemv.N, K = c->u.gemv.K, T = c->u.gemv.nt ? c->u.gemv.nt : 1, nb = K / 32;
+  int mode = c->u.gemv.mode;
+  uint32_t group = c->u.gemv.group ? c->u.gemv.group : 32;
+  size_t YS = T > 1 && N % 64 && mode == 2 ? N + 5 : N;
+  const op_gemv_plan *plan = c->u.gemv.plan.tk ? &c->u.gemv.plan : NULL;
+  gpu_context *ctx = th_gpu();
+  if (plan && plan->tuned && !(ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max))
+    return not_supported("the subgroup kernel needs subgroups of one fixed size (device: %s, %u..%u)",
+                         ctx->has_subgroups ? "subgroups" : "no subgroups", ctx->subgroup_min, ctx->subgroup_max);
+  if (plan && plan->tuned && plan->tk % ctx->subgroup_min)
+    return not_supported("%u lanes are not whole subgroups of %u", plan->tk, ctx->subgroup_min);
+  int glu = mode >= 3;
+  size_t rows = glu ? 2 * N : N;
+  float *w = malloc(rows * K * 4), *x = rnd(T * K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1);
+  float *y0 = rnd(T * YS, -1, 1);
+  for (size_t k = 0; k < 32 && T > 1; k++)
+    x[K + k] = 0;             /* a block of zeros */
+  x[(T - 1) * K + K / 2] = 40.0f; /* an outlier */
+  gbuf wb[2];
+  op_wtype wt = c->u.gemv.wt;
+  op_weight ow = make_weight(wt, rows, K, group, w, wb);
+  op_gemv_opts o = {0};
+  int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4, perm = -1;
+  float off = mode == 2 ? 1.0f : 0.0f;
+  VERIFY(op_gemv_q8_supports(ctx, &ow, (uint32_t)T, (uint32_t)K, &perm), "%s: the predicate refuses it", g_case);
+  VERIFY(perm == (wt == OP_W_Q4), "%s: words evens first %d", g_case, perm);
+  size_t qbytes = (size_t)op_q8_act_bytes(ctx, (uint32_t)T, (uint32_t)K);
+  gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4), gq = gb_out(qbytes);
+  if (has_norm) {
+    o.norm_w = gg.v;
+    o.eps = 1e-5f;
+    o.norm_offset = off;
+  }
+  o.accumulate = mode == 2;
+  o.plan = plan;
+  o.n_tokens = (uint32_t)T;
+  o.y_stride = (uint32_t)YS;
+  if (glu) {
+    o.glu_half = (uint32_t)N;
+    o.act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH;
+  }
+  gbuf gy = o.accumulate ? gb_io(y0, T * YS * 4) : gb_out(T * YS * 4);
+  traffic(weight_bytes(wt, rows, K, group) + 4.0 * T * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
+          2.0 * T * rows * K);
+  gpu_recorder *r = rec_new();
+  CHECK(op_gemv_fast(r, gx.v, gq.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o) ==
+            WGLLM_OK,
+        "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  float *xn = malloc(T * K * 4), *xd = malloc(T * K * 4), *lin = malloc(T * rows * 4), *want = malloc(T * YS * 4);
+  float *exact = malloc(T * YS * 4);
+  if (has_norm)
+    ref_rms_norm(x, g, xn, K, T, K, K, 1e-5f, off);
+  else
+    memcpy(xn, x, T * K * 4);
+  if (!g_perf) {
+    /* the GPU's activations, in element order (q4gsw's consumers get each 8's evens first), against the CPU's */
+    const uint8_t *body = gb_fetch(&gq);
+    size_t align = ctx->limits.minStorageBufferOffsetAlignment ? ctx->limits.minStorageBufferOffsetAlignment : 256;
+    const int8_t *gq8 = (const int8_t *)body;
+    const float *gds = (const float *)(body + (T * K + align - 1) / align * align);
+    int8_t *rq = malloc(T * K);
+    float *rd = malloc(T * nb * 4), *rs = malloc(T * nb * 4);
+    ref_quantize_q8(xn, T, K, rq, rd, rs);
+    size_t badq = 0, badd = 0, off1 = 0;
+    for (size_t bi = 0; bi < T * nb; bi++) {
+      float d = gds[2 * bi];
+      if (!(fabsf(d - rd[bi]) <= 1e-5f * rd[bi])) {
+        if (badd++ < 4) fprintf(stderr, "  %s block %zu: d %.9g want %.9g\n", g_case, bi, d, rd[bi]);
+      }
+      int sum = 0;
+      for (size_t i = 0; i < 32; i++) {
+        size_t e = bi * 32 + i, at = e; /* the byte that holds element e */
+        if (perm) at = bi * 32 + (i / 8) * 8 + (i % 2) * 4 + (i % 8) / 2;
+        int diff = abs((int)gq8[at] - (int)rq[e]);
+        if (diff > 1) {
+          if (badq++ < 4) fprintf(stderr, "  %s x[%zu]: q %d want %d\n", g_case, e, gq8[at], rq[e]);
+        }
+        off1 += diff == 1;
+        sum += gq8[at];
+        xd[e] = (float)gq8[at] * d;
+      }
+      float sv = gds[2 * bi + 1];
+      if (!(fabsf(sv - d * (float)sum) <= 1e-6f * fabsf(d * (float)sum) + 1e-30f)) {
+        if (badd++ < 4) fprintf(stderr, "  %s block %zu: s %.9g want %.9g\n", g_case, bi, sv, d * (float)sum);
+      }
+    }
+    CHECK(badq == 0 && badd == 0 && off1 * 100 <= T * K, "%s: %zu quantized values (%zu one step off) and %zu block "
+          "factors wrong", g_case, badq, off1, badd);
+    free(rq);
+    free(rd);
+    free(rs);
+    /* the result from the GPU's own activations (as exact as the f32 GEMV), then from the exact normed x (within
+       half a step an element) */
+    for (int pass = 0; pass < 2; pass++) {
+      ref_linear(pass ? xn : xd, w, has_bias ? b : NULL, lin, T, rows, K);
+      float *dst = pass ? exact : want;
+      if (o.accumulate) memcpy(dst, y0, T * YS * 4);
+      for (size_t t = 0; t < T; t++) {
+        if (glu)
+          ref_glu(lin + t * rows, lin + t * rows, dst + t * YS, N, 1, rows, 0, N, mode == 3 ? 0 : 1);
+        else
+          for (size_t i = 0; i < N; i++)
+            dst[t * YS + i] = lin[t * rows + i] + (o.accumulate ? y0[t * YS + i] : 0.0f);
+      }
+    }
+    const float *got = gb_fetch(&gy);
+    cmp("y", got, want, T * YS, 2e-5 * sqrt((double)K), 1e-4);
+    if (!glu) { /* the quantization's own bound (GLU's product of two rows has none this simple) */
+      size_t bad = 0;
+      for (size_t t = 0; t < T; t++)
+        for (size_t n = 0; n < N; n++) {
+          double bound = 1e-5 + 4e-6 * fabs((double)exact[t * YS + n]);
+          for (size_t bi = 0; bi < nb; bi++) {
+            double sw = 0;
+            for (size_t i = 0; i < 32; i++)
+              sw += fabs((double)w[n * K + bi * 32 + i]);
+            bound += 0.5 * (gds[2 * (t * nb + bi)] * 1.00001) * sw;
+          }
+          if (!(fabs((double)got[t * YS + n] - exact[t * YS + n]) <= bound)) {
+            if (bad++ < 4)
+              fprintf(stderr, "  %s[%zu,%zu] got %.9g, exact %.9g, bound %.3g\n", g_case, t, n, got[t * YS + n],
+                      exact[t * YS + n], bound);
+          }
+        }
+      CHECK(bad == 0, "%s: %zu of %zu outputs beyond the quantization bound", g_case, bad, T * N);
+    }
+  }
+  gb_guards(&gq, "xq");
+  gb_guards(&gy, "y");
+  free_weight(wb);
+  gb_free(&gx);
+  gb_free(&gg);
+  gb_free(&gb);
+  gb_free(&gq);
+  gb_free(&gy);
+  free(w);
+  free(x);
+  free(g);
+  free(b);
+  free(y0);
+  free(xn);
+  free(xd);
+  free(lin);
+  free(want);
+  free(exact);
+  return verdict();
+}
+
+/* The int8 GEMV's predicate and plans (host code only). */
+static case_result run_gemv_q8_predicate(const tcase *tc) {
+  (void)tc;
+  gpu_context c = *th_gpu();
+  c.has_subgroups = 1;
+  c.subgroup_min = c.subgroup_max = 32;
+  c.limits.maxComputeInvocationsPerWorkgroup = 1024;
+  gbuf dummy = gb_in(NULL, 64);
+  op_weight q4 = {OP_W_Q4, dummy.v, dummy.v, 32}, q2k = {OP_W_Q2_K, dummy.v, {0}, 0}, f16 = {OP_W_F16, dummy.v, {0}, 0};
+  int perm = -1;
+  VERIFY(op_gemv_q8_supports(&c, &q4, 1, 4096, &perm) && perm == 1, "q4gsw: taken, words evens first");
+  VERIFY(op_gemv_q8_supports(&c, &q4, 8, 4096, &perm), "8 tokens: taken");
+  VERIFY(!op_gemv_q8_supports(&c, &q4, 9, 4096, &perm), "9 tokens: refused");
+  VERIFY(!op_gemv_q8_supports(&c, &q4, 1, 4096 + 16, &perm), "K not a multiple of 32: refused");
+  VERIFY(!op_gemv_q8_supports(&c, &q2k, 1, 4096, &perm), "Q2_K: refused");
+  VERIFY(!op_gemv_q8_supports(&c, &f16, 1, 4096, &perm), "f16: refused");
+  op_weight mixed = {OP_W_Q4, dummy.v, dummy.v, 32, 2, {{{0}}}};
+  mixed.part[0] = (struct op_weight_part){dummy.v, dummy.v, 64, OP_W_Q4, 32};
+  mixed.part[1] = (struct op_weight_part){dummy.v, dummy.v, 64, OP_W_Q8, 32};
+  VERIFY(!op_gemv_q8_supports(&c, &mixed, 1, 4096, &perm), "q4gsw parts beside q8 parts: refused");
+  mixed.part[0].type = OP_W_Q6_K;
+  VERIFY(op_gemv_q8_supports(&c, &mixed, 1, 4096, &perm) && perm == 0, "Q6_K and q8 parts: taken, words in order");
+  op_gemv_plan p = op_gemv_q8_choose_plan(&c, OP_W_Q4, 4096, 4096, 0, 1);
+  VERIFY(p.tuned && p.tk == 32 && p.tr * p.tk <= 1024, "32 lanes of subgroups (%d %u)", p.tuned, p.tk);
+  p = op_gemv_q8_choose_plan(&c, OP_W_Q4, 14336, 4096, 1, 8);
+  VERIFY(p.r * 2 * 8 <= 32 && p.r * 8 <= p.tk, "GLU, 8 tokens: the sums fit (r=%u)", p.r);
+  c.has_subgroups = 0;
+  p = op_gemv_q8_choose_plan(&c, OP_W_Q4, 4096, 256, 0, 1);
+  VERIFY(!p.tuned && p.tk * p.tr <= 64 && p.tk <= 8, "no subgroups, K of 8 blocks: plain, 8 lanes (%u x %u)", p.tk,
+         p.tr);
+  gb_free(&dummy);
+  return verdict();
+}
+
+static void cases_gemv_q8(void) {
+  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,
+                                   OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    int k256 = types[t] == OP_W_Q4_K || types[t] == OP_W_Q5_K || types[t] == OP_W_Q6_K || types[t] == OP_W_IQ4_XS;
+    /* N, K, tokens, mode: a ragged few rows with everything in the epilogue, GLU over several lanes' blocks,
+       8 tokens with residual and a y stride */
+    const struct {
+      uint32_t N, K, nt;
+      int mode;
+    } sh[] = {{37, k256 ? 256u : 96u, 1, 2}, {300, 1024, 1, 3}, {67, 512, 8, 2}};
+    for (size_t i = 0; i < 3; i++) {
+      tcase *c = add_case("gemv_q8", run_gemv_q8, "%s/N=%u,K=%u/tokens=%u/plan=default/%s", op_wtype_name(types[t]),
+                          sh[i].N, sh[i].K, sh[i].nt, GEMV_MODES[sh[i].mode]);
+      c->u.gemv.wt = types[t];
+      c->u.gemv.N = sh[i].N;
+      c->u.gemv.K = sh[i].K;
+      c->u.gemv.nt = sh[i].nt;
+      c->u.gemv.mode = sh[i].mode;
+    }
+  }
+  /* q4gsw: its groups, every mode, token counts, and the layouts of other devices */
+  static const struct {
+    uint32_t N, K, nt, group;
+    int mode;
+    op_gemv_plan plan;
+  } q4[] = {
+      {1, 64, 1, 64, 0, {0}},        {513, 2048, 1, 128, 1, {0}},  {100, 2304, 3, 32, 4, {0}},
+      {700, 1024, 5, 32, 3, {0}},    {512, 2048, 1, 32, 2, {1, 64, 2, 4, 1}},
+      {512, 2048, 2, 32, 3, {1, 128, 1, 2, 1}}, {37, 96, 1, 32, 2, {0, 4, 16, 4, 1}},
+      {1003, 1024, 4, 32, 2, {0, 32, 2, 2, 1}}, {37, 96, 1, 32, 0, {0, 1, 64, 1, 1}},
+  };
+  for (size_t i = 0; i < sizeof q4 / sizeof q4[0]; i++) {
+    const op_gemv_plan *p = &q4[i].plan;
+    char plan[64];
+    if (p->tk)
+      snprintf(plan, sizeof plan, "%s:%u/%u/%u", p->tuned ? "sg" : "plain", p->tk, p->tr, p->r);
+    else
+      snprintf(plan, sizeof plan, "default");
+    tcase *c = add_case("gemv_q8", run_gemv_q8, "q4gsw-g%u/N=%u,K=%u/tokens=%u/plan=%s/%s", q4[i].group, q4[i].N,
+                        q4[i].K, q4[i].nt, plan, GEMV_MODES[q4[i].mode]);
+    c->u.gemv.wt = OP_W_Q4;
+    c->u.gemv.N = q4[i].N;
+    c->u.gemv.K = q4[i].K;
+    c->u.gemv.nt = q4[i].nt;
+    c->u.gemv.mode = q4[i].mode;
+    c->u.gemv.group = q4[i].group;
+    c->u.gemv.plan = *p;
+  }
+  add_case("gemv_q8", run_gemv_q8_predicate, "predicate");
+}
+
 /* ---------------------------------------------------------------- flash-decoding with RoPE folded in
 
    RoPE and the cache append folded into flash-decoding (op_attn_rope) against the two-dispatch path it replaces
@@ -2241,6 +2489,7 @@ static void build_cases(void) {
   cases_linear();
   cases_linear_parts();
   cases_linear_q8();
+  cases_gemv_q8();
   cases_embedding();
   cases_glu();
   cases_attention();

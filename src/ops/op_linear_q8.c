@@ -3,11 +3,14 @@
    predicate op_matmul_q8_supports names what the kernel takes; op_linear_fast runs it or, as a whole, the exact
    op_linear. */
 #include "ops.h"
+#include <stdio.h>
 
 typedef struct quant_params {
-  uint32_t M, K, _p0, _p1;
+  uint32_t M, K, has_norm, perm;
+  float eps, w_offset;
+  uint32_t _p0, _p1;
 } quant_params;
-_Static_assert(sizeof(quant_params) == 16, "quant_params mirrors the Params block of kernels/quantize_q8.wgsl");
+_Static_assert(sizeof(quant_params) == 32, "quant_params mirrors the Params block of kernels/quantize_q8.wgsl");
 
 typedef struct q8mm_params {
   uint32_t M, N, K, has_bias, y_stride, n_off, _p0, _p1;
@@ -37,13 +40,38 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
     return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: %llu bytes for M=%u K=%u", (unsigned long long)xq.size, M, K);
   gpu_view q, ds;
   act_views(rec, xq, M, K, &q, &ds);
-  quant_params p = {M, K, 0, 0};
+  quant_params p = {M, K, 0, 0, 0.0f, 0.0f, 0, 0};
   gpu_dispatch_desc d = {
       .kernel = K_QUANTIZE_Q8, .variant = V_QUANTIZE_Q8_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
   d.bind[0] = (gpu_view){x.buf, x.offset, (uint64_t)M * K * 4};
   d.bind[1] = q;
   d.bind[2] = ds;
   op_grid_1d(rec, (uint32_t)(((uint64_t)M * (K / 32) + 63) / 64), d.grid);
+  return gpu_record(rec, &d);
+}
+
+wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K,
+                                 const op_q8_rows_opts *o) {
+  if (!M || M > OP_GEMV_MAX_TOKENS || !K || K % 32)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8 rows: M=%u K=%u (M 1..%d, K a multiple of 32)", M, K,
+                   OP_GEMV_MAX_TOKENS);
+  if (xq.size && xq.size < op_q8_act_bytes(op_ctx(rec), M, K))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8 rows: %llu bytes for M=%u K=%u", (unsigned long long)xq.size,
+                   M, K);
+  op_q8_rows_opts none = {0};
+  if (!o) o = &none;
+  gpu_view q, ds;
+  act_views(rec, xq, M, K, &q, &ds);
+  quant_params p = {M, K, o->norm_w.buf ? 1u : 0u, o->perm ? 1u : 0u, o->eps, o->norm_offset, 0, 0};
+  gpu_dispatch_desc d = {
+      .kernel = K_QUANTIZE_Q8, .variant = V_QUANTIZE_Q8_ROW, .params = &p, .params_size = sizeof p, .n_bind = 4};
+  d.bind[0] = (gpu_view){x.buf, x.offset, (uint64_t)M * K * 4};
+  d.bind[1] = q;
+  d.bind[2] = ds;
+  d.bind[3] = o->norm_w.buf ? o->norm_w : d.bind[0]; /* unused without the norm, but the binding must exist */
+  d.grid[0] = M;
+  d.grid[1] = 1;
+  d.grid[2] = 1;
   return gpu_record(rec, &d);
 }
 
@@ -165,4 +193,153 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op
   if (!xq.buf || !op_matmul_q8_supports(op_ctx(rec), w, M, K)) return op_linear(rec, x, w, bias, y, M, N, K);
   wgllm_status s = op_quantize_q8(rec, x, xq, M, K);
   return s ? s : op_matmul_q8(rec, xq, w, bias, y, M, N, K);
+}
+
+/* ---- The integer-dot decode GEMV (kernels/gemv_q8.wgsl): 1..OP_GEMV_MAX_TOKENS tokens ---- */
+
+typedef struct gemv_q8_params {
+  uint32_t N, K, has_bias, accumulate, glu_half, act, n_off, y_stride;
+} gemv_q8_params;
+_Static_assert(sizeof(gemv_q8_params) == 32, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
+
+int op_gemv_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *perm) {
+  (void)ctx;
+  if (M < 1 || M > OP_GEMV_MAX_TOKENS || K % 32) return 0;
+  int q4 = 0, other = 0;
+  for (uint32_t i = 0; i < (w->n_parts ? w->n_parts : 1); i++) {
+    op_wtype t = w->n_parts ? w->part[i].type : w->type;
+    uint32_t g = w->n_parts ? w->part[i].group : w->group;
+    if (!q8mm_piece_ok(t, g)) return 0;
+    if (t == OP_W_Q4)
+      q4 = 1;
+    else
+      other = 1;
+  }
+  if (q4 && other) return 0; /* one x for every part: q4gsw wants its words evens first, the others in order */
+  if (perm) *perm = q4;
+  return 1;
+}
+
+/* The measured layouts (bench_kernels --int8 on the H200, PERF.md): a thread-row is one subgroup of 32 lanes (or
+   the subgroup, if wider) taking the row's blocks of 32 in turn, 4 thread-rows a workgroup, 4 rows a thread-row (2
+   with GLU: gate and up), fewer while the R * NT sums would not fit. Without subgroups of one fixed size, the
+   workgroup-memory reduction over up to 32 lanes. */
+op_gemv_plan op_gemv_q8_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, int glu,
+                                    uint32_t nt) {
+  (void)type;
+  (void)n_out;
+  op_gemv_plan p = {0};
+  uint32_t sgs = ctx->subgroup_min, nkb = K / 32;
+  int fixed_sg =
+      ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 4 && sgs <= 64 && (sgs & (sgs - 1)) == 0;
+  if (fixed_sg) {
+    p.tuned = 1;
+    p.tk = sgs > 32 ? sgs : 32;
+    p.tr = 4;
+  } else {
+    p.tk = 1;
+    while (p.tk * 2 <= nkb && p.tk * 2 <= 32)
+      p.tk *= 2;
+    p.tr = 64 / p.tk;
+  }
+  p.r = glu ? 2 : 4;
+  p.u = 1;
+  if (!nt) nt = 1;
+  while (p.r > 1 && ((glu ? 2 : 1) * p.r * nt > 32 || p.r * nt > p.tk))
+    p.r /= 2;
+  return p;
+}
+
+static wgllm_status gemv_q8_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group,
+                                  gpu_view data, gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K,
+                                  uint32_t n_off, uint32_t nt, uint32_t y_stride, const op_gemv_opts *o) {
+  const gpu_context *ctx = op_ctx(rec);
+  int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
+  uint32_t out_rows = o->glu_half ? o->glu_half : N;
+  op_gemv_plan pl = o->plan ? *o->plan : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
+  uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
+  int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr * nt <= 32 && pl.r * nt <= pl.tk &&
+           wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
+  if (ok && pl.tuned) ok = sg && pl.tk % ctx->subgroup_min == 0 && wg / ctx->subgroup_min <= 32;
+  if (ok && !pl.tuned) ok = wg <= 64;
+  if (!ok)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 %s: plan %s tk=%u tr=%u r=%u for %u tokens not valid here",
+                   op_wtype_name(type), pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, nt);
+  gemv_q8_params p = {N,      K, bias.buf ? 1u : 0u, o->accumulate ? 1u : 0u, o->glu_half, (uint32_t)o->act,
+                      n_off, y_stride};
+  gpu_constant c[7] = {{"R", (double)pl.r},
+                       {"TK", (double)pl.tk},
+                       {"TR", (double)pl.tr},
+                       {"GLU", o->glu_half ? 1.0 : 0.0},
+                       {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
+                       {"NT", (double)nt},
+                       {"G", (double)group}};
+  char variant[32];
+  snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "");
+  gpu_dispatch_desc d = {.kernel = K_GEMV_Q8,
+                         .variant = variant,
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 5,
+                         .consts = c,
+                         .n_consts = type == OP_W_Q4 ? 7 : 6};
+  d.bind[0] = q;
+  d.bind[1] = ds;
+  d.bind[2] = data;
+  d.bind[3] = bias.buf ? bias : q; /* unused when has_bias = 0, but the binding must exist */
+  d.bind[4] = y;
+  if (type == OP_W_Q4 || type == OP_W_Q8) {
+    d.bind[5] = scales;
+    d.n_bind = 6;
+  }
+  uint32_t rows_per_wg = pl.tr * pl.r;
+  op_grid_1d(rec, (out_rows + rows_per_wg - 1) / rows_per_wg, d.grid);
+  return gpu_record(rec, &d);
+}
+
+wgllm_status op_gemv_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                        uint32_t K, const op_gemv_opts *o) {
+  op_gemv_opts none = {0};
+  if (!o) o = &none;
+  uint32_t T = o->n_tokens ? o->n_tokens : 1, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
+  if (!op_gemv_q8_supports(op_ctx(rec), w, T, K, NULL))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q8: no integer-dot GEMV for %s weights with K=%u and %u tokens",
+                   op_wtype_name(w->type), K, T);
+  if (o->norm_w.buf)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: the norm belongs to the quantization (op_quantize_q8_rows)");
+  if (o->glu_half && (N != 2 * o->glu_half || w->n_parts))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: GLU over %u rows with %u gate rows in %u parts", N, o->glu_half,
+                   w->n_parts);
+  gpu_view q, ds;
+  act_views(rec, xq, T, K, &q, &ds);
+  wgllm_status s = WGLLM_OK;
+  if (!w->n_parts) {
+    s = op_check_weight(rec, "gemv_q8", w, N, K);
+    return s ? s : gemv_q8_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, T, ys, o);
+  }
+  uint32_t n0 = 0;
+  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
+    const struct op_weight_part *pt = &w->part[i];
+    op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
+    s = op_check_weight(rec, "gemv_q8", &pw, pt->rows, K);
+    if (!s) s = gemv_q8_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, T, ys, o);
+    n0 += pt->rows;
+  }
+  if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: parts of %u rows for N=%u", n0, N);
+  return s;
+}
+
+wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                          uint32_t N, uint32_t K, const op_gemv_opts *o) {
+  op_gemv_opts none = {0};
+  if (!o) o = &none;
+  uint32_t T = o->n_tokens ? o->n_tokens : 1;
+  int perm = 0;
+  if (!xq.buf || !op_gemv_q8_supports(op_ctx(rec), w, T, K, &perm)) return op_gemv(rec, x, w, bias, y, N, K, o);
+  op_q8_rows_opts qo = {o->norm_w, o->eps, o->norm_offset, perm};
+  wgllm_status s = op_quantize_q8_rows(rec, x, xq, T, K, &qo);
+  if (s) return s;
+  op_gemv_opts go = *o;
+  go.norm_w = (gpu_view){0};
+  return op_gemv_q8(rec, xq, w, bias, y, N, K, &go);
 }

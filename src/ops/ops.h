@@ -198,6 +198,30 @@ wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *
 wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                             uint32_t M, uint32_t N, uint32_t K);
 
+/* Decode in the fast precision: 1..OP_GEMV_MAX_TOKENS tokens. op_quantize_q8_rows quantizes each token's x (a
+   workgroup a row) into xq as op_quantize_q8 does, first applying the RMSNorm a projection starts with when norm_w
+   is set (x / rms(x) * (norm_w + norm_offset)), with each 8 elements' words evens first when perm is set (what
+   op_gemv_q8 wants for q4gsw weights: op_gemv_q8_supports says). op_gemv_q8 is the integer-dot GEMV
+   (kernels/gemv_q8.wgsl) over those tokens with op_gemv's GLU, residual add, bias, y stride and row parts (no
+   norm_w: it was the quantizer's). op_gemv_q8_supports is its predicate: the storages op_matmul_q8 takes, K a
+   multiple of 32, 1..OP_GEMV_MAX_TOKENS tokens, q4gsw parts not mixed with others; op_gemv_fast runs quantizer and
+   GEMV when it holds and the exact op_gemv otherwise, as a whole. op_gemv_q8_choose_plan: the layout (tk lanes
+   along K, tr thread-rows, r rows a thread-row; u unused). */
+typedef struct op_q8_rows_opts {
+  gpu_view norm_w; /* [K] f32 or none */
+  float eps, norm_offset;
+  int perm;
+} op_q8_rows_opts;
+wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K,
+                                 const op_q8_rows_opts *o);
+int op_gemv_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *perm);
+op_gemv_plan op_gemv_q8_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, int glu,
+                                    uint32_t nt);
+wgllm_status op_gemv_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                        uint32_t K, const op_gemv_opts *o);
+wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                          uint32_t N, uint32_t K, const op_gemv_opts *o);
+
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
                           uint32_t D, uint32_t V, float scale);

@@ -1,0 +1,191 @@
+// Integer-dot decode GEMV for the fast precision (op_gemv_q8): one to eight tokens against a block-quantized
+// weight in its own storage,
+//   y[t][n_off + n] (+)= sum_k W[n, k] * x[t][k] (+ bias[n_off + n]),
+// with x quantized beforehand to int8 blocks of 32 (kernels/quantize_q8.wgsl, variant row, which also applies the
+// projection's RMSNorm: x [NT][K/4] words, (d_x, d_x * sum x_q) a block), so that a block contributes
+//   d_x * s * dot(x_q, w_q) + c * (d_x * sum x_q)        (W = s * w_q + c over the block; lib/weight_int8.wgsli)
+// with dot(x_q, w_q) an exact i32 of eight dot4I8Packed (Q6_K: two halves, each its own scale). GLU (glu_half:
+// rows n and n + glu_half are gate and up, y[n] = act(gate) * up), the residual add (accumulate) and the bias ride
+// in the epilogue, as in kernels/gemv.wgsl.
+//
+// q4 (q4gsw, and GGUF Q4_0 converted to it) is read without widening: a nibble word (elements 8j..8j+7, element
+// 8j + 2i in the low nibble of byte i) gives its even elements by one mask and its odd ones by a shift and a mask,
+// bytes 0..15 that dot4I8Packed reads as non-negative int8, dotted with x's words stored evens first (the
+// quantizer's perm option); the -8 of the format is -8 * (d_x * sum x_q). Four instructions and two packed dots for
+// eight weights, where the f32 GEMV spends about thirty.
+//
+// Threads: a workgroup of TK * TR threads owns TR * R rows; the TK lanes of a thread-row take the row's blocks of
+// 32 in turn (lane kt: blocks kt, kt + TK, ...; a subgroup's loads of one row are contiguous). A lane loads its
+// block's x of every token once, then for each of its R rows (2R with GLU) the block's weights once, dotted with
+// every token's x: R * NT sums (RR * NT <= 32). Rows past the end are read clamped to the last row and dropped.
+// Variant "_sg" reduces with subgroupAdd (SGS dividing TK; one subgroup a thread-row needs no workgroup memory),
+// the plain one through workgroup memory (TK a power of two, TK * TR <= 64).
+//! axis q4: WQ4P=1 | q8: WQ8=1 | q4_1: WBLK=1 WQ4_1=1 | q5_0: WBLK=1 WQ5_0=1 | q5_1: WBLK=1 WQ5_1=1 | q4k: WBLK=1 WQ4_K=1 | q5k: WBLK=1 WQ5_K=1 | q6k: WBLK=1 WQ6_K=1 | iq4nl: WBLK=1 WIQ4_NL=1 | iq4xs: WBLK=1 WIQ4_XS=1
+//! axis -: SG=0 | _sg: SG=1 requires=subgroups
+struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32, glu_half: u32, act: u32, n_off: u32, y_stride: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> xq: array<vec4<u32>>;  // [NT][K/16]
+@group(0) @binding(2) var<storage, read> xds: array<vec2<f32>>; // [NT][K/32]: d_x, d_x * sum x_q
+#define WBIND 3
+#define SBIND 6
+#include "lib/weight_int8.wgsli"
+@group(0) @binding(4) var<storage, read> bias: array<f32>;
+@group(0) @binding(5) var<storage, read_write> y: array<f32>;
+
+override R: u32 = 4u;    // rows a thread-row
+override TK: u32 = 32u;  // lanes along K in a thread-row
+override TR: u32 = 4u;   // thread-rows a workgroup
+override SGS: u32 = 32u; // subgroup size (sg variant)
+override NT: u32 = 1u;   // tokens (1..8)
+override GLU: bool = false;
+override RR: u32 = select(R, 2u * R, GLU);
+override WG: u32 = TK * TR;
+#if SG
+var<workgroup> red: array<f32, 1024>; // [WG / SGS subgroups, at most 32][32 sums]
+#else
+var<workgroup> red: array<f32, 2048>; // [32 sums][WG <= 64]
+#endif
+
+var<private> xw: array<vec4<u32>, 16>; // [NT][2]: this lane's block of each token's x_q
+var<private> xf: array<vec2<f32>, 8>;  // [NT]: its (d_x, d_x * sum x_q)
+
+#if WQ4P
+// q4gsw: nibbles [N][K/8] (element k at bits 4 (k % 8) of word k / 8), f16 scales [N][K/G], value (q - 8) * scale
+@group(0) @binding(3) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read> wscale: array<u32>;
+override G: u32 = 32u;
+// row n's block kb dotted with each token's x, added to acc[a0 + t]
+fn block_dot(n: u32, kb: u32, acc: ptr<function, array<f32, 32>>, a0: u32) {
+  let wd = w[n * (p.K / 32u) + kb];
+  let lo = wd & vec4<u32>(0x0F0F0F0Fu);
+  let hi = (wd >> vec4<u32>(4u)) & vec4<u32>(0x0F0F0F0Fu);
+  let g = n * (p.K / G) + (32u * kb) / G;
+  let s = unpack2x16float(wscale[g >> 1u])[g & 1u];
+  for (var t = 0u; t < NT; t++) {
+    let a = xw[2u * t];
+    let b = xw[2u * t + 1u];
+    let i = dot4I8Packed(lo.x, a.x) + dot4I8Packed(hi.x, a.y) + dot4I8Packed(lo.y, a.z) + dot4I8Packed(hi.y, a.w) +
+            dot4I8Packed(lo.z, b.x) + dot4I8Packed(hi.z, b.y) + dot4I8Packed(lo.w, b.z) + dot4I8Packed(hi.w, b.w);
+    (*acc)[a0 + t] += s * (xf[t].x * f32(i) - 8.0 * xf[t].y);
+  }
+}
+#else
+fn dot16(w4: vec4<u32>, x4: vec4<u32>) -> i32 {
+  return dot4I8Packed(w4.x, x4.x) + dot4I8Packed(w4.y, x4.y) + dot4I8Packed(w4.z, x4.z) + dot4I8Packed(w4.w, x4.w);
+}
+fn block_dot(n: u32, kb: u32, acc: ptr<function, array<f32, 32>>, a0: u32) {
+  let w0 = wq(n, kb, 0u);
+  let w1 = wq(n, kb, 1u);
+  let f0 = wfac(n, kb, 0u);
+  var f1 = f0;
+  if (WHALF) { f1 = wfac(n, kb, 1u); }
+  for (var t = 0u; t < NT; t++) {
+    let i0 = dot16(w0, xw[2u * t]);
+    let i1 = dot16(w1, xw[2u * t + 1u]);
+    var v: f32;
+    if (WHALF) {
+      v = xf[t].x * (f0.x * f32(i0) + f1.x * f32(i1));
+    } else {
+      v = xf[t].x * f0.x * f32(i0 + i1);
+    }
+    if (WMIN) { v += f0.y * xf[t].y; }
+    (*acc)[a0 + t] += v;
+  }
+}
+#endif
+
+fn act_fn(g: f32) -> f32 {
+  if (p.act == 0u) { return g / (1.0 + exp(-g)); }
+  let z = 0.7978845608028654 * (g + 0.044715 * g * g * g);
+  return g / (1.0 + exp(-2.0 * z));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u,
+        @builtin(num_workgroups) nwg: vec3u
+#if SG
+        , @builtin(subgroup_invocation_id) lane: u32
+#endif
+        ) {
+  let kt = li % TK;
+  let rt = li / TK;
+  let n_out = select(p.N, p.glu_half, GLU);
+  let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
+  let nkb = p.K / 32u;
+  var acc: array<f32, 32>; // [RR][NT]
+  for (var r = 0u; r < RR * NT; r++) { acc[r] = 0.0; }
+  var rowb: array<u32, 32>; // the row of each sum
+  for (var r = 0u; r < RR; r++) {
+    var n = min(nb + (r % R), n_out - 1u);
+    if (GLU && r >= R) { n += p.glu_half; }
+    rowb[r] = n;
+  }
+  for (var kb = kt; kb < nkb; kb += TK) {
+    for (var t = 0u; t < NT; t++) {
+      xw[2u * t] = xq[2u * (t * nkb + kb)];
+      xw[2u * t + 1u] = xq[2u * (t * nkb + kb) + 1u];
+      xf[t] = xds[t * nkb + kb];
+    }
+    for (var r = 0u; r < RR; r++) { block_dot(rowb[r], kb, &acc, r * NT); }
+  }
+  // reduce the RR * NT sums over the TK lanes of the thread-row; lane kt < R * NT ends with row nb + kt % R of
+  // token kt / R
+  let r0 = kt % R;
+  let tt = kt / R;
+  var mine = 0.0;
+  var mine_up = 0.0;
+#if SG
+  if (TK == SGS) {
+    for (var r = 0u; r < RR; r++) {
+      for (var t = 0u; t < NT; t++) {
+        let a = subgroupAdd(acc[r * NT + t]);
+        if (kt == t * R + r % R) {
+          if (r < R) { mine = a; } else { mine_up = a; }
+        }
+      }
+    }
+  } else {
+    let sgid = li / SGS;
+    let spr = TK / SGS; // subgroups a thread-row
+    for (var r = 0u; r < RR * NT; r++) {
+      let a = subgroupAdd(acc[r]);
+      if (lane == 0u) { red[sgid * 32u + r] = a; }
+    }
+    workgroupBarrier();
+    if (kt < R * NT) {
+      for (var s = 0u; s < spr; s++) {
+        let b = (rt * spr + s) * 32u;
+        mine += red[b + r0 * NT + tt];
+        if (GLU) { mine_up += red[b + (R + r0) * NT + tt]; }
+      }
+    }
+  }
+#else
+  for (var r = 0u; r < RR * NT; r++) { red[r * WG + li] = acc[r]; }
+  workgroupBarrier();
+  for (var k = TK / 2u; k > 0u; k >>= 1u) {
+    if (kt < k) {
+      for (var r = 0u; r < RR * NT; r++) { red[r * WG + li] += red[r * WG + li + k]; }
+    }
+    workgroupBarrier();
+  }
+  if (kt < R * NT) {
+    mine = red[(r0 * NT + tt) * WG + rt * TK];
+    if (GLU) { mine_up = red[((R + r0) * NT + tt) * WG + rt * TK]; }
+  }
+#endif
+  let n = nb + r0;
+  if (kt < R * NT && n < n_out) {
+    let o = tt * p.y_stride + p.n_off + n;
+    var v = mine;
+    if (GLU) {
+      var u = mine_up;
+      if (p.has_bias != 0u) { v += bias[n]; u += bias[n + p.glu_half]; }
+      v = act_fn(v) * u;
+    } else if (p.has_bias != 0u) {
+      v += bias[p.n_off + n];
+    }
+    if (p.accumulate != 0u) { v += y[o]; }
+    y[o] = v;
+  }
+}
