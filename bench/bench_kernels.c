@@ -13,8 +13,13 @@
    of one layer's attention over the whole prompt ("from K": the order started at K, so the first kernel from there
    that takes the shape ran).
    --tokens 1,2,4,8 times the GEMV against that many tokens' x at once (the "_mt" variants of batched decode).
-   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..] [--attn]
-                        [--attn-prefill] [--reps N] [--toggles a,b] */
+   --int8 adds the fast precision's decode GEMV beside each (op_gemv_fast: the GEMV of kernels/gemv_q8.wgsl
+   quantizing x with its norm in its workgroups; the quantizer dispatch with the norm, then the GEMV; the GEMV alone
+   on activations quantized once), for its default
+   plan, and with --sweep or --int8-sweep (the int8 layouts only) for other layouts, at every token count --tokens
+   names.
+   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..]
+                        [--int8|--int8-sweep] [--attn] [--attn-prefill] [--reps N] [--toggles a,b] */
 #include "gpu.h"
 #include "ops.h"
 #include <math.h>
@@ -146,6 +151,49 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
     if (!st) st = gpu_recorder_time(r, &ns);
     if (st) {
       if (run == 0 && plan) fprintf(stderr, "  refused: %s\n", gpu_recorder_error(r));
+      gpu_recorder_free(r);
+      return -1;
+    }
+    gpu_recorder_free(r);
+    t[run] = ns / reps;
+  }
+  qsort(t, 5, sizeof t[0], cmp_d);
+  return t[2];
+}
+
+/* tuned, tk, tr, r: the int8 GEMV's layouts for --int8 --sweep */
+static const op_gemv_plan Q8SWEEP[] = {
+    {1, 32, 4, 4, 1}, {1, 32, 8, 2, 1}, {1, 32, 2, 8, 1}, {1, 32, 4, 8, 1}, {1, 32, 8, 4, 1}, {1, 64, 2, 4, 1},
+    {1, 64, 4, 4, 1}, {1, 128, 1, 4, 1}, {1, 128, 2, 4, 1}, {1, 32, 16, 2, 1}, {1, 32, 4, 2, 1}, {1, 32, 2, 4, 1},
+};
+
+/* Median GPU ns a dispatch pair of the fast precision's GEMV (the quantizer, then the integer-dot GEMV; alone: the
+   GEMV only, on activations quantized once before) for g_tokens tokens. < 0 when refused. */
+static double time_gemv_q8(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw,
+                           gpu_view y, gpu_view xq, const op_gemv_plan *plan, int alone, int reps) {
+  op_gemv_plan none = {0};
+  if (!plan) plan = &none;
+  double t[5];
+  for (int run = 0; run < 5; run++) {
+    gpu_recorder *r = gpu_recorder_create(g, 1);
+    op_gemv_opts o = {0};
+    if (s->norm && !alone) {
+      o.norm_w = nw;
+      o.eps = 1e-5f;
+    }
+    o.accumulate = s->acc;
+    o.glu_half = s->glu ? s->n_out : 0;
+    o.plan = plan;
+    o.n_tokens = g_tokens;
+    wgllm_status st = WGLLM_OK;
+    uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
+    for (int i = 0; !st && i < reps; i++)
+      st = alone ? op_gemv_q8(r, xq, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o)
+                 : op_gemv_fast(r, x, xq, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o);
+    double ns = 0;
+    if (!st) st = gpu_recorder_time(r, &ns);
+    if (st) {
+      if (run == 0) fprintf(stderr, "  refused: %s\n", gpu_recorder_error(r));
       gpu_recorder_free(r);
       return -1;
     }
@@ -345,13 +393,17 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
 
 int main(int argc, char **argv) {
   const char *models = "1b,8b", *types = "q4", *tokens = NULL;
-  int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0, attn_prefill = 0;
+  int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0, attn_prefill = 0, int8 = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
       models = argv[++i];
     else if (!strcmp(argv[i], "--sweep"))
       sweep = 1;
+    else if (!strcmp(argv[i], "--int8"))
+      int8 = 1;
+    else if (!strcmp(argv[i], "--int8-sweep"))
+      int8 = 2;
     else if (!strcmp(argv[i], "--probe"))
       probe = 1;
     else if (!strcmp(argv[i], "--attn"))
@@ -370,7 +422,7 @@ int main(int argc, char **argv) {
       go.enable_toggles = argv[++i];
     else {
       fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k,f16] [--sweep] [--probe] "
-                      "[--tokens 1,2,4,8] [--attn] [--attn-prefill] [--gemm] "
+                      "[--tokens 1,2,4,8] [--int8|--int8-sweep] [--attn] [--attn-prefill] [--gemm] "
                       "[--reps N] [--toggles a,b]\n");
       return 2;
     }
@@ -512,6 +564,54 @@ int main(int argc, char **argv) {
                  "%7.1f GB/s of weights\n",
                  s->name, nt, v ? "variant" : "op plan", tp2.r, tp2.u, t / 1e3, t / 1e3 / nt, total / t);
         }
+        g_tokens = 1;
+      }
+      /* --int8: the fast precision's GEMV on the same weights, for each token count (1 when --tokens is not given) */
+      for (const char *tp = int8 ? (tokens ? tokens : "1") : NULL; tp && *tp;) {
+        uint32_t nt = (uint32_t)strtoul(tp, NULL, 10);
+        tp = strchr(tp, ',');
+        tp = tp ? tp + 1 : NULL;
+        if (nt < 1 || nt > OP_GEMV_MAX_TOKENS) continue;
+        g_tokens = nt;
+        gpu_buffer *qb = NULL;
+        if (gpu_buffer_create(g, op_q8_act_bytes(g, nt, s->K), "bench_xq", &qb, err, sizeof err)) {
+          fprintf(stderr, "bench_kernels: %s\n", err);
+          break;
+        }
+        { /* quantized once, for the GEMV alone */
+          gpu_recorder *r = gpu_recorder_create(g, 0);
+          int perm = 0;
+          op_gemv_q8_supports(g, &ws[0], nt, s->K, &perm);
+          op_q8_rows_opts qo = {.perm = perm};
+          if (op_quantize_q8_rows(r, gpu_whole(xb), gpu_whole(qb), nt, s->K, &qo) == WGLLM_OK) gpu_recorder_run(r);
+          gpu_recorder_free(r);
+        }
+        op_gemv_plan q8def = op_gemv_q8_choose_plan(g, wt, s->n_out, s->K, s->glu, nt);
+        op_gemv_plan viaq = {0}, inwg = {0};
+        viaq.q8_quant = 2;
+        inwg.q8_quant = 1;
+        double tf = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &viaq, 0,
+                                 reps);
+        double tw = op_gemv_q8_quantizes_in_workgroup(g, nt, s->K)
+                        ? time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
+                                       &inwg, 0, reps)
+                        : -1;
+        double ta = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), NULL, 1,
+                                 reps);
+        printf("     %-8s int8 tokens %u default tk=%-3u tr=%-2u r=%-2u  quantizing in the GEMV %8.2f us  quantizer+gemv "
+               "%8.2f us  gemv alone %8.2f us  %7.1f GB/s of weights (in the GEMV)\n",
+               s->name, nt, q8def.tk, q8def.tr, q8def.r, tw / 1e3, tf / 1e3, ta / 1e3, tw > 0 ? total / tw : 0.0);
+        for (size_t pi = 0; (sweep || int8 == 2) && pi < sizeof Q8SWEEP / sizeof Q8SWEEP[0]; pi++) {
+          op_gemv_plan sp = Q8SWEEP[pi];
+          while (sp.r > 1 && ((s->glu ? 2 : 1) * sp.r * nt > 32 || sp.r * nt > sp.tk))
+            sp.r /= 2;
+          double t = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &sp, 1,
+                                  reps);
+          if (t < 0) continue;
+          printf("     %-8s int8 tokens %u sweep   tk=%-3u tr=%-2u r=%-2u  gemv alone %8.2f us  %7.1f GB/s\n", s->name,
+                 nt, sp.tk, sp.tr, sp.r, t / 1e3, total / t);
+        }
+        gpu_buffer_destroy(g, qb);
         g_tokens = 1;
       }
       if (sweep) { /* the default again after the sweep: how far timings drift within a shape */

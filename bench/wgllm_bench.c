@@ -22,7 +22,7 @@ static double now_s(void) {
 }
 
 static int g_sampled; /* --sampling default: temperature, top-k, top-p, min-p and penalty instead of greedy */
-static int g_fast;    /* the precision of the measurement at hand (--precision-list): int8 activations in prefill */
+static int g_fast;    /* the precision of the measurement at hand (--precision-list): int8 activations */
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -264,6 +264,7 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
   so.kv_f16 = kv_f16;
   so.attn_grid = (llm_attn_grid)c->attn_grid;
   so.prefill_chunk = c->prefill_chunk;
+  so.fast = g_fast;
   int32_t *ids = malloc(P * sizeof *ids);
   op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
   op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1};
@@ -317,14 +318,14 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
       if (json)
         printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", "
                "\"context\": %u, \"parallel\": %u, \"mode\": \"%s\", \"gen_tokens\": %u, \"runs\": %u, "
-               "\"sampling\": \"%s\", \"aggregate_tok_s\": %.1f, \"per_session_tok_s\": %.2f, "
-               "\"ms_per_step\": %.4f, \"batch_recordings\": %u}\n",
+               "\"sampling\": \"%s\", \"precision\": \"%s\", \"aggregate_tok_s\": %.1f, "
+               "\"per_session_tok_s\": %.2f, \"ms_per_step\": %.4f, \"batch_recordings\": %u}\n",
                gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, kv_f16 ? "f16" : "f32", P, N,
-               names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", agg, agg / N,
-               t_mode[mode] / G * 1e3, b->recordings);
+               names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy",
+               g_fast ? "fast" : "exact", agg, agg / N, t_mode[mode] / G * 1e3, b->recordings);
       else
-        printf("%u sessions at context %u, %s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P, names[mode],
-               agg, agg / N, t_mode[mode] / G * 1e3);
+        printf("%u sessions at context %u, %s, %s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P,
+               names[mode], g_fast ? "fast" : "exact", agg, agg / N, t_mode[mode] / G * 1e3);
     }
   }
   llm_batch_free(b);

@@ -20,12 +20,30 @@
 // every token's x: R * NT sums (RR * NT <= 32). Rows past the end are read clamped to the last row and dropped.
 // Variant "_sg" reduces with subgroupAdd (SGS dividing TK; one subgroup a thread-row needs no workgroup memory),
 // the plain one through workgroup memory (TK a power of two, TK * TR <= 64).
+//
+// Variant "_wq" quantizes the activations itself instead (x [NT][K] f32 and the norm's weight bound where the
+// others bind x_q and its factors): each workgroup normalizes and quantizes all of them into workgroup memory (WQB
+// blocks, 40 bytes each) before its rows, as kernels/quantize_q8.wgsl's row variant does (lib/quant_int8.wgsli),
+// which costs a few microseconds of arithmetic spread over the GPU instead of a dependent dispatch.
 //! axis q4: WQ4P=1 | q8: WQ8=1 | q4_1: WBLK=1 WQ4_1=1 | q5_0: WBLK=1 WQ5_0=1 | q5_1: WBLK=1 WQ5_1=1 | q4k: WBLK=1 WQ4_K=1 | q5k: WBLK=1 WQ5_K=1 | q6k: WBLK=1 WQ6_K=1 | iq4nl: WBLK=1 WIQ4_NL=1 | iq4xs: WBLK=1 WIQ4_XS=1
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32, glu_half: u32, act: u32, n_off: u32, y_stride: u32 };
+//! axis -: WQ=0 | _wq: WQ=1
+struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32, glu_half: u32, act: u32, n_off: u32, y_stride: u32,
+                has_norm: u32, eps: f32, w_offset: f32, _p0: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
+#if WQ
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;      // [NT][K]
+@group(0) @binding(2) var<storage, read> norm_w: array<vec4<f32>>; // [K] (has_norm)
+override WQB: u32 = 128u; // NT * K / 32: the blocks of every token
+override WQW: u32 = 256u; // 2 * WQB
+var<workgroup> wxq: array<vec4<u32>, WQW>; // [NT][K/16]: x_q as the others bind it
+var<workgroup> wxf: array<vec2<f32>, WQB>; // [NT][K/32]: d_x, d_x * sum x_q
+var<workgroup> winv: array<f32, 8>;        // [NT]: 1 / rms(x)
+#include "lib/quant_int8.wgsli"
+#else
 @group(0) @binding(1) var<storage, read> xq: array<vec4<u32>>;  // [NT][K/16]
 @group(0) @binding(2) var<storage, read> xds: array<vec2<f32>>; // [NT][K/32]: d_x, d_x * sum x_q
+#endif
 #define WBIND 3
 #define SBIND 6
 #include "lib/weight_int8.wgsli"
@@ -54,6 +72,7 @@ var<private> xf: array<vec2<f32>, 8>;  // [NT]: its (d_x, d_x * sum x_q)
 @group(0) @binding(3) var<storage, read> w: array<vec4<u32>>;
 @group(0) @binding(6) var<storage, read> wscale: array<u32>;
 override G: u32 = 32u;
+const PERM = true; // x's words evens first
 // row n's block kb dotted with each token's x, added to acc[a0 + t]
 fn block_dot(n: u32, kb: u32, acc: ptr<function, array<f32, 32>>, a0: u32) {
   let wd = w[n * (p.K / 32u) + kb];
@@ -70,6 +89,7 @@ fn block_dot(n: u32, kb: u32, acc: ptr<function, array<f32, 32>>, a0: u32) {
   }
 }
 #else
+const PERM = false;
 fn dot16(w4: vec4<u32>, x4: vec4<u32>) -> i32 {
   return dot4I8Packed(w4.x, x4.x) + dot4I8Packed(w4.y, x4.y) + dot4I8Packed(w4.z, x4.z) + dot4I8Packed(w4.w, x4.w);
 }
@@ -120,11 +140,69 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     if (GLU && r >= R) { n += p.glu_half; }
     rowb[r] = n;
   }
+#if WQ
+  // every token's x into workgroup memory as int8 blocks: 1 / rms per token (has_norm), then a block a thread
+  let nv = p.K / 4u;
+  if (p.has_norm != 0u) {
+    var ssl: array<f32, 8>; // [NT]
+    for (var t = 0u; t < NT; t++) {
+      ssl[t] = 0.0;
+      for (var i = li; i < nv; i += WG) {
+        let v = x[t * nv + i];
+        ssl[t] += dot(v, v);
+      }
+    }
+#if SG
+    for (var t = 0u; t < NT; t++) {
+      let a = subgroupAdd(ssl[t]);
+      if (lane == 0u) { red[(li / SGS) * NT + t] = a; }
+    }
+    workgroupBarrier();
+    if (li < NT) {
+      var ss = 0.0;
+      for (var g = 0u; g < WG / SGS; g++) { ss += red[g * NT + li]; }
+      winv[li] = inverseSqrt(ss / f32(p.K) + p.eps);
+    }
+#else
+    for (var t = 0u; t < NT; t++) { red[t * WG + li] = ssl[t]; }
+    workgroupBarrier();
+    for (var k = WG / 2u; k > 0u; k >>= 1u) {
+      if (li < k) {
+        for (var t = 0u; t < NT; t++) { red[t * WG + li] += red[t * WG + li + k]; }
+      }
+      workgroupBarrier();
+    }
+    if (li < NT) { winv[li] = inverseSqrt(red[li * WG] / f32(p.K) + p.eps); }
+#endif
+    workgroupBarrier();
+  }
+  for (var i = li; i < NT * nkb; i += WG) {
+    let t = i / nkb;
+    let b = i % nkb;
+    var v: array<vec4<f32>, 8>;
+    for (var j = 0u; j < 8u; j++) {
+      var e = x[t * nv + 8u * b + j];
+      if (p.has_norm != 0u) { e = e * winv[t] * (norm_w[8u * b + j] + vec4<f32>(p.w_offset)); }
+      v[j] = e;
+    }
+    var q: array<vec2<u32>, 4>;
+    wxf[i] = quant_block(&v, PERM, &q);
+    wxq[2u * i] = vec4<u32>(q[0], q[1]);
+    wxq[2u * i + 1u] = vec4<u32>(q[2], q[3]);
+  }
+  workgroupBarrier();
+#endif
   for (var kb = kt; kb < nkb; kb += TK) {
     for (var t = 0u; t < NT; t++) {
+#if WQ
+      xw[2u * t] = wxq[2u * (t * nkb + kb)];
+      xw[2u * t + 1u] = wxq[2u * (t * nkb + kb) + 1u];
+      xf[t] = wxf[t * nkb + kb];
+#else
       xw[2u * t] = xq[2u * (t * nkb + kb)];
       xw[2u * t + 1u] = xq[2u * (t * nkb + kb) + 1u];
       xf[t] = xds[t * nkb + kb];
+#endif
     }
     for (var r = 0u; r < RR; r++) { block_dot(rowb[r], kb, &acc, r * NT); }
   }

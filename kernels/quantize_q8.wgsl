@@ -18,35 +18,13 @@ struct Params { M: u32, K: u32, has_norm: u32, perm: u32, eps: f32, w_offset: f3
 @group(0) @binding(2) var<storage, read_write> q: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read_write> ds: array<vec2<f32>>;
 
-// four int8 (already within -127..127) in the bytes of a word, element 0 in the low byte
-fn pack_i8(v: vec4<i32>) -> u32 {
-  let b = bitcast<vec4<u32>>(v) & vec4<u32>(255u);
-  return b.x | (b.y << 8u) | (b.z << 16u) | (b.w << 24u);
-}
+#include "lib/quant_int8.wgsli"
 
-// block b (its 32 values, already normed, in v) -> 8 words (natural or evens-first order) and (d, d * sum q)
+// block b (its 32 values, already normed, in v) -> its words and (d, d * sum q)
 fn store_block(b: u32, v: ptr<function, array<vec4<f32>, 8>>, perm: bool) {
-  var amax = vec4<f32>(0.0);
-  for (var i = 0u; i < 8u; i++) { amax = max(amax, abs((*v)[i])); }
-  let a = max(max(amax.x, amax.y), max(amax.z, amax.w));
-  let id = select(0.0, 127.0 / a, a > 0.0);
-  var sum = vec4<i32>(0);
-  for (var i = 0u; i < 4u; i++) {
-    var v0 = (*v)[2u * i];
-    var v1 = (*v)[2u * i + 1u];
-    if (perm) {
-      let e = vec4<f32>(v0.x, v0.z, v1.x, v1.z);
-      let o = vec4<f32>(v0.y, v0.w, v1.y, v1.w);
-      v0 = e;
-      v1 = o;
-    }
-    let q0 = vec4<i32>(clamp(round(v0 * id), vec4<f32>(-127.0), vec4<f32>(127.0)));
-    let q1 = vec4<i32>(clamp(round(v1 * id), vec4<f32>(-127.0), vec4<f32>(127.0)));
-    sum += q0 + q1;
-    q[4u * b + i] = vec2<u32>(pack_i8(q0), pack_i8(q1));
-  }
-  let d = a / 127.0;
-  ds[b] = vec2<f32>(d, d * f32(sum.x + sum.y + sum.z + sum.w));
+  var w: array<vec2<u32>, 4>;
+  ds[b] = quant_block(v, perm, &w);
+  for (var i = 0u; i < 4u; i++) { q[4u * b + i] = w[i]; }
 }
 
 #if ROW

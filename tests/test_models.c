@@ -814,14 +814,15 @@ int main(void) {
     printf("  %-18s worst row difference %.3g\n", fused_cases[i], d);
     CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", fused_cases[i], d);
   }
-  /* The fast precision: prefill's linear layers of block-quantized weights on int8 activations (blocks of 32, as
+  /* The fast precision: the linear layers of block-quantized weights on int8 activations in prefill (the integer-dot
+     GEMM) and decode (the integer-dot GEMV, its norm folded into the quantization) (blocks of 32, as
      llama.cpp's MMQ / CPU dot products), so the logits move by the activations' rounding. Bounds: the worst row
      measured here (lavapipe; the integer dot products are exact, so devices differ only in f32 rounding) with a
      quarter of margin. llama.cpp's own error on the same files (bench/peers/llamacpp/fixture_error.py, its CPU
      backend, whose quantized dot products round the activations the same way): default 0.028, Q4_0 0.024,
      Q4_0 + Q6_K 0.0083, K-quants 0.060, Q4_K_M 0.040, Gemma 3 0.033 (PERF.md, "Precision"). A broken kernel lands
      near 1 (logits unrelated to the reference). */
-  printf("fast precision (int8 activations in prefill):\n");
+  printf("fast precision (int8 activations):\n");
   conformance("llama_q4_0_gguf", "--precision fast", 2.8e-2);     /* measured 0.0218 */
   conformance("llama_q4_0_q6k_gguf", "--precision fast", 1.1e-2); /* 0.0084 */
   conformance("llama_kquants_gguf", "--precision fast", 2.4e-2);  /* 0.0191 */

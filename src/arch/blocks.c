@@ -19,6 +19,14 @@ wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_vi
   return op_linear(f->rec, x, w, bias, y, M, N, K);
 }
 
+/* The fused decode GEMV of one token or a batch: on int8 activations when the pass is fast (op_gemv_fast: the
+   quantizer takes the norm, the integer-dot GEMV the rest, or the exact GEMV as a whole), else exact. */
+static wgllm_status llm_gemv(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                             uint32_t K, const op_gemv_opts *o) {
+  if (f->fo->fast && f->s->xq) return op_gemv_fast(f->rec, x, V(f->s->xq), w, bias, y, N, K, o);
+  return op_gemv(f->rec, x, w, bias, y, N, K, o);
+}
+
 /* Batched decode: token i's RoPE, cache append and flash-decoding over its own session's cache (a dispatch set
    a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn. */
 static wgllm_status attention_tokens(const llm_fwd *f, uint32_t l, gpu_buffer *qk, uint32_t qk_stride, uint32_t k_off,
@@ -70,7 +78,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   /* x -> qkv [T][S]: q | k | v, or q | k when V is K, or q alone in a KV-shared layer */
   if (f->fused) {
     op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = T};
-    st = op_gemv(rec, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
+    st = llm_gemv(f, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
   } else {
     st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
     if (!st) st = llm_linear(f, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
@@ -146,11 +154,11 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   if (f->fused) {
     op_gemv_opts oo = {.accumulate = 1, .n_tokens = T}, op = {.n_tokens = T};
     if (hp->sandwich_norms) {
-      st = op_gemv(rec, V(s->attn), &ly->wo, none, V(s->proj), D, nq, &op);
+      st = llm_gemv(f, V(s->attn), &ly->wo, none, V(s->proj), D, nq, &op);
       if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
       return st;
     }
-    return op_gemv(rec, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
+    return llm_gemv(f, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
   }
   st = llm_linear(f, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
   if (!st && hp->sandwich_norms)
@@ -173,17 +181,17 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
         .norm_w = ly->ffn_norm, .eps = hp->norm_eps, .norm_offset = no, .glu_half = F, .act = hp->act, .n_tokens = T};
     op_gemv_opts oo = {.accumulate = 1, .n_tokens = T}, op = {.n_tokens = T};
     if (op_gemv_fuses_glu(&ly->w_gate_up)) {
-      st = op_gemv(rec, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
+      st = llm_gemv(f, V(s->x), &ly->w_gate_up, none, V(s->h), 2 * F, D, &og);
     } else { /* gate and up in parts of different storages: the norm rides in each, the GLU is its own */
       og.glu_half = 0;
-      st = op_gemv(rec, V(s->x), &ly->w_gate_up, none, V(s->gu), 2 * F, D, &og);
+      st = llm_gemv(f, V(s->x), &ly->w_gate_up, none, V(s->gu), 2 * F, D, &og);
       if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
     }
     if (!st && hp->sandwich_norms) {
-      st = op_gemv(rec, V(s->h), &ly->w_down, none, V(s->proj), D, F, &op);
+      st = llm_gemv(f, V(s->h), &ly->w_down, none, V(s->proj), D, F, &op);
       if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
     } else if (!st)
-      st = op_gemv(rec, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
+      st = llm_gemv(f, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
     return st;
   }
   st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
@@ -210,7 +218,7 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
   if (f->fused && (n_logits == 1 || (f->tokens && n_logits == T)) &&
       op_gemv_supports(op_ctx(rec), &m->output, n_logits, D, &sg)) {
     op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = n_logits};
-    st = op_gemv(rec, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
+    st = llm_gemv(f, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
   } else {
     st = op_rms_norm_rows(
         rec, V(s->x), m->output_norm, V(s->xn),

@@ -63,7 +63,7 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
 }
 
 wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen) {
-  if (s->xq || s->cap < OP_Q8_MIN_ROWS) return WGLLM_OK; /* fewer rows take the exact GEMV */
+  if (s->xq) return WGLLM_OK;
   /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output */
   uint64_t F = llm_max_n_ff(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
@@ -285,15 +285,16 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
 }
 
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
-                                      uint32_t T, const llm_scratch *s) {
-  static const llm_forward_opts defaults = {0};
+                                      uint32_t T, const llm_scratch *s, int fast) {
+  static const llm_forward_opts exact = {0}, fast_opts = {.fast = 1};
+  const llm_forward_opts *defaults = fast ? &fast_opts : &exact;
   char why[160];
   if (!llm_batch_forward_ok(rec, m, T, why, sizeof why))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "batched decode: %s", why);
   if (T > s->cap || T > s->logit_rows || n == 0 || n > T)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "batched forward: %u of T=%u over scratch %u/%u", n, T, s->cap,
                    s->logit_rows);
-  llm_fwd f = {rec, m, tokens[0].kv, tokens[0].rope, s, T, &defaults, 1, tokens, n};
+  llm_fwd f = {rec, m, tokens[0].kv, tokens[0].rope, s, T, defaults, 1, tokens, n};
   return llm_forward_llama(&f, T);
 }
 

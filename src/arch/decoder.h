@@ -39,7 +39,8 @@ typedef struct llm_forward_opts {
   uint32_t max_len;        /* a decode step (T = 1) serves positions below it: a power of two, or 0 for the cache */
   int unfused;             /* one token through the plain per-op path, not the fused kernels (comparisons) */
   llm_attn_grid attn_grid; /* flash-decoding's grid */
-  int fast; /* multi-token linear layers of block-quantized weights on int8 activations (op_linear_fast) */
+  int fast; /* linear layers of block-quantized weights on int8 activations (op_linear_fast, op_gemv_fast), where
+               the scratch has its xq (llm_scratch_add_fast) */
 } llm_forward_opts;
 
 /* Tokens a prefill pass takes by default: 1024 (a 2048-token prompt of the 8B shape: time to first token 1.19 s
@@ -52,8 +53,8 @@ uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp);
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, char *err, size_t errlen);
 struct llm_kv_cache;
-/* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input), for a scratch
-   of at least OP_Q8_MIN_ROWS tokens; without it llm_linear runs exact. */
+/* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input, the scratch's
+   tokens); without it llm_linear and the fused GEMVs run exact. */
 wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen);
 /* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const struct llm_kv_cache *kv,
@@ -119,7 +120,7 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
    serve every batch: each is a pipeline to compile): ids [T] in s->ids, logits [T][n_vocab] into s->logits,
    rows n.. meaningless. */
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
-                                      uint32_t T, const llm_scratch *s);
+                                      uint32_t T, const llm_scratch *s, int fast);
 
 /* ---- the blocks the families' forward passes are built from (blocks.c) ---- */
 /* One forward pass being recorded: what every block reads. */
@@ -136,8 +137,9 @@ typedef struct llm_fwd {
   uint32_t n_seq;              /* batched decode: the sessions' tokens, the first n_seq of the T rows (the rest
                                   pad the GEMVs to a token count of which a pipeline exists) */
 } llm_fwd;
-/* A multi-token linear layer y [M][N] = x [M][K] . W^T (+ bias): on int8 activations when the pass is fast and
-   op_linear_fast's predicate takes the weight, else exact (op_linear). x's rows contiguous. */
+/* A linear layer y [M][N] = x [M][K] . W^T (+ bias): on int8 activations when the pass is fast and op_linear_fast's
+   predicates take the weight (the integer-dot GEMV up to OP_GEMV_MAX_TOKENS rows, the GEMM above), else exact
+   (op_linear). x's rows contiguous. */
 wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                         uint32_t N, uint32_t K);
 /* Whether every projection of the model takes the fused decode GEMV for T tokens (1 for a decode step). */

@@ -1,7 +1,9 @@
 /* The fast precision's linear layers: activations quantized to int8 blocks on the GPU (kernels/quantize_q8.wgsl)
-   and the integer-dot GEMM over a block-quantized weight in its own storage (kernels/matmul_q8.wgsl). The
-   predicate op_matmul_q8_supports names what the kernel takes; op_linear_fast runs it or, as a whole, the exact
-   op_linear. */
+   and multiplied with packed int8 dot products by a block-quantized weight in its own storage: the GEMM of prefill
+   (kernels/matmul_q8.wgsl, op_matmul_q8) and the GEMV of decode, one to eight tokens (kernels/gemv_q8.wgsl,
+   op_gemv_q8, its quantizer carrying the projection's RMSNorm). The predicates op_matmul_q8_supports and
+   op_gemv_q8_supports name what the kernels take; op_linear_fast and op_gemv_fast run them or, as a whole, the
+   exact op_linear / op_gemv. */
 #include "ops.h"
 #include <stdio.h>
 
@@ -190,6 +192,10 @@ wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *
 
 wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                             uint32_t M, uint32_t N, uint32_t K) {
+  if (xq.buf && M <= OP_GEMV_MAX_TOKENS && op_gemv_q8_supports(op_ctx(rec), w, M, K, NULL)) {
+    op_gemv_opts go = {.n_tokens = M};
+    return op_gemv_fast(rec, x, xq, w, bias, y, N, K, &go);
+  }
   if (!xq.buf || !op_matmul_q8_supports(op_ctx(rec), w, M, K)) return op_linear(rec, x, w, bias, y, M, N, K);
   wgllm_status s = op_quantize_q8(rec, x, xq, M, K);
   return s ? s : op_matmul_q8(rec, xq, w, bias, y, M, N, K);
@@ -198,9 +204,11 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op
 /* ---- The integer-dot decode GEMV (kernels/gemv_q8.wgsl): 1..OP_GEMV_MAX_TOKENS tokens ---- */
 
 typedef struct gemv_q8_params {
-  uint32_t N, K, has_bias, accumulate, glu_half, act, n_off, y_stride;
+  uint32_t N, K, has_bias, accumulate, glu_half, act, n_off, y_stride, has_norm;
+  float eps, w_offset;
+  uint32_t _p0;
 } gemv_q8_params;
-_Static_assert(sizeof(gemv_q8_params) == 32, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
+_Static_assert(sizeof(gemv_q8_params) == 48, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
 
 int op_gemv_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *perm) {
   (void)ctx;
@@ -220,73 +228,113 @@ int op_gemv_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, 
   return 1;
 }
 
-/* The measured layouts (bench_kernels --int8 on the H200, PERF.md): a thread-row is one subgroup of 32 lanes (or
-   the subgroup, if wider) taking the row's blocks of 32 in turn, 4 thread-rows a workgroup, 4 rows a thread-row (2
-   with GLU: gate and up), fewer while the R * NT sums would not fit. Without subgroups of one fixed size, the
-   workgroup-memory reduction over up to 32 lanes. */
+/* The layouts, from bench_kernels --int8-sweep on the H200 (PERF.md): one token: a thread-row is one subgroup
+   (32 lanes, or the subgroup if wider) with 8 thread-rows of 2 row pairs for GLU and 4 thread-rows of 2 rows for
+   the wide LM head; the narrower projections split K over 128 lanes (as many as there are blocks, at least a
+   subgroup), 2 thread-rows of 4 rows. Several tokens: GLU 2 thread-rows of 2 row pairs, the LM head 2 of 4, the
+   others 64 lanes, 2 thread-rows of 4 rows; rows fewer while the R * NT sums would not fit. Without subgroups of
+   one fixed size, the workgroup-memory reduction over up to 32 lanes, 64 threads. */
 op_gemv_plan op_gemv_q8_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, int glu,
                                     uint32_t nt) {
   (void)type;
-  (void)n_out;
   op_gemv_plan p = {0};
   uint32_t sgs = ctx->subgroup_min, nkb = K / 32;
+  if (!nt) nt = 1;
   int fixed_sg =
       ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 4 && sgs <= 64 && (sgs & (sgs - 1)) == 0;
+  p.u = 1;
   if (fixed_sg) {
+    uint32_t one = sgs > 32 ? sgs : 32, wide = 1;
+    while (wide * 2 <= nkb && wide * 2 <= (nt > 1 ? 64u : 128u))
+      wide *= 2;
+    if (wide < one) wide = one;
     p.tuned = 1;
-    p.tk = sgs > 32 ? sgs : 32;
-    p.tr = 4;
+    if (glu)
+      p.tk = one, p.tr = nt > 1 ? 2 : 8, p.r = 2;
+    else if (n_out >= 32768)
+      p.tk = one, p.tr = nt > 1 ? 2 : 4, p.r = nt > 1 ? 4 : 2;
+    else
+      p.tk = wide, p.tr = 2, p.r = 4;
+    if (p.tk * p.tr > ctx->limits.maxComputeInvocationsPerWorkgroup || p.tk * p.tr / sgs > 32) p.tr = 1;
   } else {
     p.tk = 1;
     while (p.tk * 2 <= nkb && p.tk * 2 <= 32)
       p.tk *= 2;
     p.tr = 64 / p.tk;
+    p.r = glu ? 2 : 4;
   }
-  p.r = glu ? 2 : 4;
-  p.u = 1;
-  if (!nt) nt = 1;
   while (p.r > 1 && ((glu ? 2 : 1) * p.r * nt > 32 || p.r * nt > p.tk))
     p.r /= 2;
   return p;
 }
 
-static wgllm_status gemv_q8_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group,
+/* workgroup memory of the "_wq" variant for nt tokens of K: its x_q and factors, 1 / rms, the reduction array */
+static uint64_t wq_bytes(int sg, uint32_t nt, uint32_t K) {
+  return (uint64_t)nt * (K / 32) * 40 + 32 + (sg ? 4096 : 8192);
+}
+
+/* One dispatch over the N rows of a piece. wq: the kernel quantizes x itself (a: x f32, b: the norm's weight or x);
+   else a: x_q, b: its factors. */
+static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_view b, op_wtype type, uint32_t group,
                                   gpu_view data, gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K,
                                   uint32_t n_off, uint32_t nt, uint32_t y_stride, const op_gemv_opts *o) {
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N;
-  op_gemv_plan pl = o->plan ? *o->plan : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
+  op_gemv_plan pl = o->plan && o->plan->tk ? *o->plan
+                                            : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
   uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
   int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr * nt <= 32 && pl.r * nt <= pl.tk &&
            wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
   if (ok && pl.tuned) ok = sg && pl.tk % ctx->subgroup_min == 0 && wg / ctx->subgroup_min <= 32;
-  if (ok && !pl.tuned) ok = wg <= 64;
+  if (ok && !pl.tuned) ok = wg <= 64 && (pl.tr & (pl.tr - 1)) == 0;
+  if (ok && wq) ok = wq_bytes(pl.tuned, nt, K) <= ctx->limits.maxComputeWorkgroupStorageSize;
   if (!ok)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 %s: plan %s tk=%u tr=%u r=%u for %u tokens not valid here",
-                   op_wtype_name(type), pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, nt);
-  gemv_q8_params p = {N,      K, bias.buf ? 1u : 0u, o->accumulate ? 1u : 0u, o->glu_half, (uint32_t)o->act,
-                      n_off, y_stride};
-  gpu_constant c[7] = {{"R", (double)pl.r},
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 %s: plan %s tk=%u tr=%u r=%u for %u tokens%s not valid here",
+                   op_wtype_name(type), pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, nt,
+                   wq ? " quantizing in the workgroup" : "");
+  gemv_q8_params p = {N,
+                      K,
+                      bias.buf ? 1u : 0u,
+                      o->accumulate ? 1u : 0u,
+                      o->glu_half,
+                      (uint32_t)o->act,
+                      n_off,
+                      y_stride,
+                      wq && o->norm_w.buf ? 1u : 0u,
+                      o->eps,
+                      o->norm_offset,
+                      0};
+  uint32_t nb = nt * (K / 32);
+  gpu_constant c[9] = {{"R", (double)pl.r},
                        {"TK", (double)pl.tk},
                        {"TR", (double)pl.tr},
                        {"GLU", o->glu_half ? 1.0 : 0.0},
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt},
+                       {"WQB", (double)nb},
+                       {"WQW", (double)(2 * nb)},
                        {"G", (double)group}};
+  gpu_constant cc[9];
+  int nc = 0;
+  for (int i = 0; i < 9; i++) {
+    if (!wq && (i == 6 || i == 7)) continue;
+    if (type != OP_W_Q4 && i == 8) continue;
+    cc[nc++] = c[i];
+  }
   char variant[32];
-  snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "");
+  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", wq ? "_wq" : "");
   gpu_dispatch_desc d = {.kernel = K_GEMV_Q8,
                          .variant = variant,
                          .params = &p,
                          .params_size = sizeof p,
                          .n_bind = 5,
-                         .consts = c,
-                         .n_consts = type == OP_W_Q4 ? 7 : 6};
-  d.bind[0] = q;
-  d.bind[1] = ds;
+                         .consts = cc,
+                         .n_consts = nc};
+  d.bind[0] = a;
+  d.bind[1] = b;
   d.bind[2] = data;
-  d.bind[3] = bias.buf ? bias : q; /* unused when has_bias = 0, but the binding must exist */
+  d.bind[3] = bias.buf ? bias : a; /* unused when has_bias = 0, but the binding must exist */
   d.bind[4] = y;
   if (type == OP_W_Q4 || type == OP_W_Q8) {
     d.bind[5] = scales;
@@ -297,36 +345,48 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op
   return gpu_record(rec, &d);
 }
 
-wgllm_status op_gemv_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
-                        uint32_t K, const op_gemv_opts *o) {
-  op_gemv_opts none = {0};
-  if (!o) o = &none;
+/* the pieces of w, each its dispatch (a, b as gemv_q8_piece takes them) */
+static wgllm_status gemv_q8_run(gpu_recorder *rec, int wq, gpu_view a, gpu_view b, const op_weight *w, gpu_view bias,
+                                gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o) {
   uint32_t T = o->n_tokens ? o->n_tokens : 1, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
   if (!op_gemv_q8_supports(op_ctx(rec), w, T, K, NULL))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q8: no integer-dot GEMV for %s weights with K=%u and %u tokens",
                    op_wtype_name(w->type), K, T);
-  if (o->norm_w.buf)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: the norm belongs to the quantization (op_quantize_q8_rows)");
   if (o->glu_half && (N != 2 * o->glu_half || w->n_parts))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: GLU over %u rows with %u gate rows in %u parts", N, o->glu_half,
                    w->n_parts);
-  gpu_view q, ds;
-  act_views(rec, xq, T, K, &q, &ds);
   wgllm_status s = WGLLM_OK;
   if (!w->n_parts) {
     s = op_check_weight(rec, "gemv_q8", w, N, K);
-    return s ? s : gemv_q8_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, T, ys, o);
+    return s ? s : gemv_q8_piece(rec, wq, a, b, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, T, ys, o);
   }
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
     const struct op_weight_part *pt = &w->part[i];
     op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
     s = op_check_weight(rec, "gemv_q8", &pw, pt->rows, K);
-    if (!s) s = gemv_q8_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, T, ys, o);
+    if (!s)
+      s = gemv_q8_piece(rec, wq, a, b, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, T, ys, o);
     n0 += pt->rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: parts of %u rows for N=%u", n0, N);
   return s;
+}
+
+wgllm_status op_gemv_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                        uint32_t K, const op_gemv_opts *o) {
+  op_gemv_opts none = {0};
+  if (!o) o = &none;
+  if (o->norm_w.buf)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: the norm belongs to the quantization (op_quantize_q8_rows)");
+  gpu_view q, ds;
+  act_views(rec, xq, o->n_tokens ? o->n_tokens : 1, K, &q, &ds);
+  return gemv_q8_run(rec, 0, q, ds, w, bias, y, N, K, o);
+}
+
+int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K) {
+  int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
+  return wq_bytes(sg, M, K) <= ctx->limits.maxComputeWorkgroupStorageSize;
 }
 
 wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
@@ -335,7 +395,34 @@ wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_w
   if (!o) o = &none;
   uint32_t T = o->n_tokens ? o->n_tokens : 1;
   int perm = 0;
-  if (!xq.buf || !op_gemv_q8_supports(op_ctx(rec), w, T, K, &perm)) return op_gemv(rec, x, w, bias, y, N, K, o);
+  if (!op_gemv_q8_supports(op_ctx(rec), w, T, K, &perm)) {
+    op_gemv_opts eo = *o; /* a plan that only chose the quantization is not one for the exact kernel */
+    if (eo.plan && !eo.plan->tk) eo.plan = NULL;
+    return op_gemv(rec, x, w, bias, y, N, K, &eo);
+  }
+  /* the kernel quantizes x itself (one dispatch) where that fits its workgroup memory and costs less than the
+     quantizer's dispatch: every workgroup quantizes all of x, about 3.2 us of the H200's time a million elements so
+     quantized (workgroups x tokens x K) against 4-8 us for the quantizer, so up to 2.5 million (bench_kernels
+     --int8, PERF.md: the 1B's projections and the 8B's output projection, not the 8B's others, LM heads or
+     batches); else the quantizer runs first into xq */
+  uint32_t how = o->plan ? o->plan->q8_quant : 0;
+  int wq = how == 1;
+  if (how == 0 && op_gemv_q8_quantizes_in_workgroup(op_ctx(rec), T, K)) {
+    uint32_t out = o->glu_half ? o->glu_half : N;
+    op_gemv_plan pl = o->plan && o->plan->tk ? *o->plan
+                                             : op_gemv_q8_choose_plan(op_ctx(rec), w->type, out, K, o->glu_half != 0, T);
+    uint64_t wgs = (out + pl.tr * pl.r - 1) / (pl.tr * pl.r);
+    wq = wgs * T * K <= 2500000;
+  }
+  if (wq) {
+    gpu_view xv = {x.buf, x.offset, (uint64_t)T * K * 4};
+    return gemv_q8_run(rec, 1, xv, o->norm_w.buf ? o->norm_w : xv, w, bias, y, N, K, o);
+  }
+  if (!xq.buf) {
+    op_gemv_opts eo = *o;
+    if (eo.plan && !eo.plan->tk) eo.plan = NULL;
+    return op_gemv(rec, x, w, bias, y, N, K, &eo);
+  }
   op_q8_rows_opts qo = {o->norm_w, o->eps, o->norm_offset, perm};
   wgllm_status s = op_quantize_q8_rows(rec, x, xq, T, K, &qo);
   if (s) return s;

@@ -132,6 +132,9 @@ typedef struct op_gemv_plan {
   int tuned;
   uint32_t tk, tr, r, u;
   uint32_t probe; /* bench_kernels only: leave a stage out (kernels/gemv.wgsl PROBE, q4gsw); 0 in real use */
+  /* the int8 GEMV's quantization (op_gemv_fast): 0 the op's choice, 1 in the kernel's workgroup ("_wq"), 2 a
+     quantizer dispatch first */
+  uint32_t q8_quant;
 } op_gemv_plan;
 typedef struct op_gemv_opts {
   gpu_view norm_w; /* [K] f32 or none */
@@ -178,7 +181,8 @@ wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w
    (d, d * sum q)); op_matmul_q8 multiplies them by a block-quantized weight in its own storage (q4gsw, q8, Q4_1,
    Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
    predicate: M >= OP_Q8_MIN_ROWS (fewer rows take the exact GEMV), K a multiple of 32, every part of the weight
-   of those storages. op_linear_fast runs it when it holds and the exact op_linear otherwise, as a whole. */
+   of those storages. op_linear_fast runs the integer-dot GEMV below (op_gemv_q8) for up to OP_GEMV_MAX_TOKENS rows
+   and this GEMM above, each where its predicate holds, and the exact op_linear otherwise, as a whole. */
 #define OP_Q8_MIN_ROWS 5
 uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K);
 wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K);
@@ -205,8 +209,10 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op
    (kernels/gemv_q8.wgsl) over those tokens with op_gemv's GLU, residual add, bias, y stride and row parts (no
    norm_w: it was the quantizer's). op_gemv_q8_supports is its predicate: the storages op_matmul_q8 takes, K a
    multiple of 32, 1..OP_GEMV_MAX_TOKENS tokens, q4gsw parts not mixed with others; op_gemv_fast runs quantizer and
-   GEMV when it holds and the exact op_gemv otherwise, as a whole. op_gemv_q8_choose_plan: the layout (tk lanes
-   along K, tr thread-rows, r rows a thread-row; u unused). */
+   GEMV when it holds and the exact op_gemv otherwise, as a whole; where the tokens' x fits the kernel's workgroup
+   memory (op_gemv_q8_quantizes_in_workgroup) and the repeated quantization costs less than a dispatch (few
+   workgroups times tokens times K) the GEMV quantizes it itself, one dispatch ("_wq"), and xq is not used. op_gemv_q8_choose_plan: the layout (tk lanes along K, tr thread-rows, r rows a
+   thread-row; u unused). */
 typedef struct op_q8_rows_opts {
   gpu_view norm_w; /* [K] f32 or none */
   float eps, norm_offset;
@@ -221,6 +227,7 @@ wgllm_status op_gemv_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_
                         uint32_t K, const op_gemv_opts *o);
 wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                           uint32_t N, uint32_t K, const op_gemv_opts *o);
+int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K);
 
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,

@@ -84,6 +84,7 @@ int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n) {
     const llm_session *s = ss[i];
     if (!s || s->m != b->m || !s->has_sampler || s->in_flight || s->opt.unfused || s->n_past + 1 >= s->opt.ctx)
       return 0;
+    if (s->opt.fast != ss[0]->opt.fast) return 0; /* one precision a batch */
     for (uint32_t j = 0; j < i; j++)
       if (ss[j] == s) return 0;
   }
@@ -96,6 +97,8 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   const llm_hparams *hp = &b->m->hp;
   llm_fwd_token tk[LLM_BATCH_MAX];
   wgllm_status st = WGLLM_OK;
+  if (ss[0]->opt.fast) st = llm_scratch_add_fast(b->gpu, hp, &b->sc, b->err, sizeof b->err);
+  if (st) snprintf(b->why, sizeof b->why, "%s", b->err);
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];
     st = llm_scratch_add_decode(b->gpu, hp, &s->kv, &s->step_scratch, b->err, sizeof b->err);
@@ -120,7 +123,7 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
     b->unsupported |= rows_bit(n);
     return WGLLM_ERR_UNSUPPORTED;
   }
-  st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc);
+  st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc, ss[0]->opt.fast);
   uint64_t row = (uint64_t)hp->n_vocab * 4;
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];

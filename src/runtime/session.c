@@ -228,6 +228,7 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
     if (st) return s->step_status = st;
   }
   st = llm_scratch_add_decode(s->gpu, hp, &s->kv, &s->step_scratch, s->err, sizeof s->err);
+  if (!st && s->opt.fast) st = llm_scratch_add_fast(s->gpu, hp, &s->step_scratch, s->err, sizeof s->err);
   if (st) return s->step_status = st;
   gpu_recorder *rec = gpu_recorder_create(s->gpu, 1);
   if (!rec) {
