@@ -409,7 +409,7 @@ const cli_opt cli_common_opts[] = {
     {K_ATTN_GRID, "--attn-grid", CLI_CHOICE, "worst|indirect", 0, 0, 0, CLI_CMD_MODEL,
      "flash-decoding grid (default worst; for comparisons)"},
     {K_PRECISION, "--precision", CLI_CHOICE, "exact|fast|default", 0, 0, 0, CLI_CMD_SESSION,
-     "prefill's linear layers of quantized weights: f32 activations, int8 ones, or the library's choice (default)"},
+     "linear layers of quantized weights: f32 activations, int8 ones, or the library's choice (default)"},
     {K_MAX_BINDING, "--max-binding", CLI_INT, "BYTES", 1024, INFINITY, 0, CLI_CMD_MODEL,
      "split weights over BYTES, as a small device would (default: its limit)"},
     {K_TOGGLES, "--dawn-toggles", CLI_TEXT, "A,B", 0, 0, 0, CLI_CMD_BENCH, "Dawn device toggles (measurements)"},
