@@ -13,6 +13,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
+#include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
@@ -32,9 +33,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let kvh = h / (p.n_head / p.n_kv_head);
   let qb = t * p.q_stride + p.q_off + h * hd;
   for (var d = l; d < hd; d += B) { qs[d] = q[qb + d]; }
-  let last = pos[t];
-  var first = 0u;
-  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let last = kv_last(pos[t]);
+  let first = kv_first(last, p.ctx, p.window);
   let kvbase = kvh * p.ctx * hd;
   var m = -3.0e38;
   var lsum = 0.0;
@@ -43,8 +43,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   for (var j0 = first; j0 <= last; j0 += B) {
     let j = j0 + l;
     let s0 = j0 % p.ctx; // the block's first slot; keys of the block wrap at most once
-    var sl = s0 + l;
-    if (sl >= p.ctx) { sl -= p.ctx; }
+    let sl = kv_slot(s0 + l, p.ctx);
     var s = -3.0e38;
     if (j <= last) {
       var dot = 0.0;

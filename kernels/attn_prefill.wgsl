@@ -17,6 +17,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
+#include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
@@ -45,10 +46,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   for (var c = lane; c < nc; c += SGS) {
     qs[sg * 128u + c] = vec4<f32>(q[qb + 4u * c], q[qb + 4u * c + 1u], q[qb + 4u * c + 2u], q[qb + 4u * c + 3u]);
   }
-  if (li == 0u) { last_pos = pos[t]; }
+  if (li == 0u) { last_pos = kv_last(pos[t]); }
   let last = workgroupUniformLoad(&last_pos); // also the barrier after the q loads
-  var first = 0u;
-  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let first = kv_first(last, p.ctx, p.window);
   let kvbase = kvh * p.ctx * hd;
   var m = -3.0e38;
   var lsum = 0.0;
@@ -59,8 +59,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let j = j0 + lane;
     var s = -3.0e38;
     if (j <= last) {
-      var sl = s0 + lane;
-      if (sl >= p.ctx) { sl -= p.ctx; }
+      let sl = kv_slot(s0 + lane, p.ctx);
       let kb = kvbase + sl * hd;
       var dt = 0.0;
       for (var c = 0u; c < nc; c++) { dt += dot(qs[sg * 128u + c], kload4(kb + 4u * c)); }
@@ -78,13 +77,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     if (GR > 1u) {
       let g = lane / nc;
       let c = lane % nc;
-      var sv = s0 + g;
-      if (sv >= p.ctx) { sv -= p.ctx; }
+      var sv = kv_slot(s0 + g, p.ctx);
       for (var jj = 0u; jj < nj; jj += GR) {
         let pb = subgroupShuffle(pj, jj + g); // 0 past the block's last key
         if (jj + g < nj) { acc[0] += pb * vload4(kvbase + sv * hd + 4u * c); }
-        sv += GR;
-        if (sv >= p.ctx) { sv -= p.ctx; }
+        sv = kv_slot(sv + GR, p.ctx);
       }
     } else {
       var sv = s0;

@@ -23,6 +23,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
+#include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
@@ -49,8 +50,7 @@ fn stage(li: u32, kvbase: u32, s0: u32, nj: u32, which: u32) {
   for (var e = li; e < SGS * nc; e += SGS * NSG) {
     let kr = e / nc;
     let c = e % nc;
-    var sl = s0 + kr;
-    if (sl >= p.ctx) { sl -= p.ctx; }
+    let sl = kv_slot(s0 + kr, p.ctx);
     var v = vec4<f32>(0.0);
     if (kr < nj) {
       let at = kvbase + sl * p.head_dim + 4u * c;
@@ -74,9 +74,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let qb = t * p.q_stride + p.q_off + h0 * hd + 4u * x;
     qs[qrow + x] = vec4<f32>(q[qb], q[qb + 1u], q[qb + 2u], q[qb + 3u]);
   }
-  let last = pos[t];
-  var first = 0u;
-  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let last = kv_last(pos[t]);
+  let first = kv_first(last, p.ctx, p.window);
   if (li == 0u) {
     atomicStore(&lo_hi[0], 0xFFFFFFFFu);
     atomicStore(&lo_hi[1], 0u);
@@ -87,7 +86,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     atomicMax(&lo_hi[1], last);
   }
   workgroupBarrier();
-  if (li == 0u) { range = vec2<u32>(atomicLoad(&lo_hi[0]) / SGS * SGS, atomicLoad(&lo_hi[1])); }
+  // the walk spans under 2 * ctx keys: a valid dispatch's positions differ by less than ctx (a linear cache has
+  // them all < ctx; a ring's chunk is consecutive and shorter than the ring), and a token sees at most ctx keys
+  // (kv_first), so the cap changes nothing for them and bounds the loop on hostile positions
+  if (li == 0u) {
+    let hi = atomicLoad(&lo_hi[1]);
+    let lo = max(atomicLoad(&lo_hi[0]), hi - min(hi, 2u * p.ctx));
+    range = vec2<u32>(lo / SGS * SGS, hi);
+  }
   let r = workgroupUniformLoad(&range);
   var m: array<f32, 8>;
   var lsum: array<f32, 8>;

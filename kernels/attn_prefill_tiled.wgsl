@@ -14,6 +14,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
+#include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
 
@@ -41,9 +42,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   for (var c = lane; c < nc; c += SGS) {
     qs[sg * 32u + c] = vec4<f32>(q[qb + 4u * c], q[qb + 4u * c + 1u], q[qb + 4u * c + 2u], q[qb + 4u * c + 3u]);
   }
-  let last = pos[t];
-  var first = 0u;
-  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let last = kv_last(pos[t]);
+  let first = kv_first(last, p.ctx, p.window);
   if (li == 0u) {
     atomicStore(&lo_hi[0], 0xFFFFFFFFu);
     atomicStore(&lo_hi[1], 0u);
@@ -57,7 +57,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   // blocks of keys aligned to multiples of SGS: a token meets the same blocks whichever tokens share its
   // workgroup (blocks without a key it sees leave its sums exactly as they were), so its result does not depend
   // on how a prompt is chunked
-  if (li == 0u) { range = vec2<u32>(atomicLoad(&lo_hi[0]) / SGS * SGS, atomicLoad(&lo_hi[1])); }
+  // the walk spans under 2 * ctx keys: a valid dispatch's positions differ by less than ctx (a linear cache has
+  // them all < ctx; a ring's chunk is consecutive and shorter than the ring), and a token sees at most ctx keys
+  // (kv_first), so the cap changes nothing for them and bounds the loop on hostile positions
+  if (li == 0u) {
+    let hi = atomicLoad(&lo_hi[1]);
+    let lo = max(atomicLoad(&lo_hi[0]), hi - min(hi, 2u * p.ctx));
+    range = vec2<u32>(lo / SGS * SGS, hi);
+  }
   let r = workgroupUniformLoad(&range);
   var m = -3.0e38;
   var lsum = 0.0;
@@ -69,8 +76,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     let nj = min(SGS, r.y + 1u - j0);
     for (var e = li; e < SGS * nc; e += SGS * NSG) {
       let kr = e / nc;
-      var sl = s0 + kr;
-      if (sl >= p.ctx) { sl -= p.ctx; }
+      let sl = kv_slot(s0 + kr, p.ctx);
       var v = vec4<f32>(0.0);
       if (kr < nj) { v = kload4(kvbase + sl * hd + 4u * (e % nc)); }
       ks[kr * ROWV + e % nc] = v;
@@ -92,13 +98,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     lsum = lsum * alpha + subgroupAdd(pj);
     m = m_new;
     acc *= alpha;
-    var sv = s0 + g;
-    if (sv >= p.ctx) { sv -= p.ctx; }
+    var sv = kv_slot(s0 + g, p.ctx);
     for (var jj = 0u; jj < nj; jj += GR) {
       let pb = subgroupShuffle(pj, jj + g); // 0 for keys this token does not see
       if (jj + g < nj && c < nc) { acc += pb * vload4(kvbase + sv * hd + 4u * c); }
-      sv += GR;
-      if (sv >= p.ctx) { sv -= p.ctx; }
+      sv = kv_slot(sv + GR, p.ctx);
     }
     workgroupBarrier(); // the next block's keys overwrite ks
   }

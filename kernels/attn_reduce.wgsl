@@ -8,6 +8,7 @@ struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
 @group(0) @binding(1) var<storage, read> partial: array<f32>;
 @group(0) @binding(2) var<storage, read> pos: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+#include "lib/kv_range.wgsli"
 
 override B: u32 = 128u; // chunk length of attn_split
 const WG = 128u;
@@ -19,9 +20,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let n_rep = p.n_head / p.n_kv_head;
   let kvh = h / n_rep;
   let r = h % n_rep;
-  let last = pos[0];
-  var first = 0u;
-  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let last = kv_last(pos[0]);
+  let first = kv_first(last, p.ctx, p.window);
   let n_chunks = min((last - (first / B) * B) / B + 1u, p.max_chunks); // never past the partials written
   var M = -3.0e38;
   for (var c = 0u; c < n_chunks; c++) {

@@ -27,6 +27,7 @@ struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
+#include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> partial: array<f32>;
 #if ROPE
@@ -74,11 +75,10 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let hd = p.head_dim;
   let hd4 = hd / 4u;
   let n_rep = p.n_head / p.n_kv_head;
-  let last = pos[0];
-  var first = 0u;
-  if (p.window > 0u && last + 1u > p.window) { first = last + 1u - p.window; }
+  let last = kv_last(pos[0]);
+  let first = kv_first(last, p.ctx, p.window);
   let j0 = (first / B) * B + c * B; // chunks are aligned to B from the window's first block
-  if (j0 > last) { return; }        // past the end: nothing to do, never read
+  if (j0 > last || c >= p.max_chunks) { return; } // past the end (or the partials): nothing to do, never read
   let nj = min(B, last + 1u - j0);
   let s0 = j0 % p.ctx; // the chunk's first slot; its keys wrap at most once
 #if ROPE
@@ -113,8 +113,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let j = j0 + i % B;
     var s = -3.0e38;
     if (j >= first && j <= last) {
-      var sl = s0 + i % B;
-      if (sl >= p.ctx) { sl -= p.ctx; }
+      let sl = kv_slot(s0 + i % B, p.ctx);
       let kb = (kvh * p.ctx + sl) * hd;
       var dt = 0.0;
       for (var d4 = 0u; d4 < hd4; d4++) { dt += dot(qs[r * hd4 + d4], kload4(kb + 4u * d4)); }

@@ -148,10 +148,10 @@ fn main(@builtin(local_invocation_id) lid: vec3u) {
     state[3] = chosen;
     state[0] = state[0] + 1u;
     if (p.ring_cap > 0u) {
-      let w = state[2];
+      let w = state[2] % p.ring_cap; // < ring_cap whatever the state buffer holds (it is, when the host wrote it)
       state[4u + w] = chosen;
       state[2] = (w + 1u) % p.ring_cap;
-      state[1] = min(state[1] + 1u, p.ring_cap);
+      state[1] = min(state[1], p.ring_cap - 1u) + 1u; // min(fill + 1, ring_cap) without wrapping at 2^32
     }
   }
 }

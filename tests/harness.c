@@ -53,8 +53,9 @@ gpu_context *th_gpu(void) {
   gpu_options o = {0};
   o.disable_f16 = getenv("WGLLM_TEST_NO_F16") != NULL;
   o.disable_subgroups = getenv("WGLLM_TEST_NO_SUBGROUPS") != NULL;
-  o.enable_toggles = getenv("WGLLM_TEST_DAWN_TOGGLES"); /* e.g. disable_robustness: the guard zones then see
-                                                           every out-of-bounds write a kernel makes */
+  /* extra Dawn toggles, e.g. disable_robustness (forced whatever the default: the engine's own default is without
+     robustness, WGLLM_DAWN_ROBUSTNESS=1 keeps it; docs/ARCHITECTURE.md, "Kernel bounds") */
+  o.enable_toggles = getenv("WGLLM_TEST_DAWN_TOGGLES");
   wgllm_status s = gpu_create(&o, &g_ctx, err, sizeof err);
   if (s) {
     fprintf(stderr, "FAIL: no GPU context: %s\n", err);

@@ -97,8 +97,9 @@ static void cmp(const char *part, const float *got, const float *want, size_t n,
    - Outer guards (pre and post: outside the binding), a position-dependent NaN pattern checked bit for bit.
      They catch the op's host code binding a wrong range (the buffer from 0 instead of the view's offset, "to
      the end" instead of the view's size, a size computed from buf->size), and out-of-bounds writes on a
-     device without robust buffer access. They cannot catch a kernel indexing past the end of its binding on
-     a device with robust access (Dawn/Vulkan clamp or drop such accesses): those writes vanish. On inputs
+     device without robust buffer access (the engine creates its devices with Dawn's disable_robustness). They
+     cannot catch a kernel indexing past the end of its binding where accesses are checked anyway (Dawn with
+     robustness kept, and lavapipe whatever the toggles: docs/TESTING.md): those writes vanish. On inputs
      they turn a misbound read into NaN in the output.
    - Inner guards (inside the binding): the tail past the output's last element, and where a layout leaves
      elements unwritten inside the output (padding columns of a strided RMSNorm, the first columns before an
@@ -2545,6 +2546,361 @@ static void cases_rope_kv(void) {
     }
 }
 
+/* ---------------------------------------------------------------- hostile buffer contents
+
+   The kernels that index with values read from GPU buffers (token ids, positions, the sampler's ring state) bound
+   them by construction (docs/ARCHITECTURE.md, "Kernel bounds"): the engine runs without Dawn's robustness
+   transform, where an index past a binding reads or writes outside it. These cases feed such values out of range
+   (ids past the vocabulary, positions past the cache and the angle table, 0x7fffffff and 0xffffffff, a ring index
+   past the ring) and check that the guards around every buffer stay intact (no write escapes, and a read past a
+   binding would bring a guard's NaN into an output checked finite), that the dispatches end (no runaway key loop),
+   and where the kernel documents its clamp, that the output equals the clamped input's, bit for bit. Meant to run
+   under WGLLM_TEST_DAWN_TOGGLES=disable_robustness too (tests/tests.cmake: test_ops_unrobust). */
+
+/* checks n floats are all finite (a read of a guard's NaN pattern, or of an unwritten poisoned element, is not) */
+static void all_finite(const char *part, const float *v, size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += !isfinite(v[i]);
+  CHECK(bad == 0, "%s %s: %zu of %zu values not finite", g_case, part, bad, n);
+}
+
+static const uint32_t HOSTILE_IDS[] = {0x7fffffffu, 0xffffffffu, 0x80000000u};
+
+/* A cache as cache_upload makes it, with an inner tail of 256 guard bytes inside its binding: a read a few rows
+   past the cache's last slot gets the tail's NaN pattern on any device (past the binding, a robust device, or
+   lavapipe whatever the toggles, returns zeros or a clamped element instead: the finite checks cannot see those) */
+static gbuf cache_tail(float *vals, size_t n, int f16) {
+  if (!f16) return gb_make(vals, n * 4, 256);
+  uint16_t *h = malloc(n * 2 + 4);
+  for (size_t i = 0; i < n; i++) {
+    h[i] = ref_f32_to_f16(vals[i]);
+    vals[i] = ref_f16_to_f32(h[i]);
+  }
+  gbuf g = gb_make(h, n * 2, 256);
+  free(h);
+  return g;
+}
+
+static case_result run_hostile_embedding(const tcase *c) {
+  op_wtype wt = c->u.emb.wt;
+  size_t D = c->u.emb.D, V = c->u.emb.V, T = 6;
+  float *table = malloc(V * D * 4 + 4);
+  gbuf tb[2];
+  op_weight ow = make_weight(wt, V, D, 32, table, tb);
+  uint32_t ids[6] = {(uint32_t)V, (uint32_t)V + 1, HOSTILE_IDS[0], HOSTILE_IDS[1], HOSTILE_IDS[2], 0}, clamped[6];
+  for (size_t t = 0; t < T; t++)
+    clamped[t] = ids[t] < V ? ids[t] : (uint32_t)V - 1; /* the kernel's documented clamp */
+  float *want = malloc(T * D * 4);
+  gbuf gi = gb_in(ids, sizeof ids), go = gb_out(T * D * 4);
+  gpu_recorder *r = rec_new();
+  CHECK(op_embedding(r, gi.v, &ow, go.v, (uint32_t)T, (uint32_t)D, (uint32_t)V, 1.0f) == WGLLM_OK, "%s record: %s",
+        g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  ref_embedding(clamped, table, want, T, D, 1.0f);
+  cmp("out (ids clamped to V - 1)", gb_fetch(&go), want, T * D, 0, 1e-6);
+  gb_guards(&go, "out");
+  for (int i = 0; i < 2; i++)
+    if (tb[i].buf) gb_guards(&tb[i], "table");
+  free_weight(tb);
+  gb_free(&gi);
+  gb_free(&go);
+  free(table);
+  free(want);
+  return verdict();
+}
+
+/* RoPE in place: positions past the table give what max_pos - 1 gives, bit for bit */
+static case_result run_hostile_rope(const tcase *c) {
+  uint32_t T = 5, H = 3, D = 16, R = 16, max_pos = 9;
+  float *inv = malloc(R / 2 * 4), *tab = malloc((size_t)max_pos * R / 2 * 8), *x = rnd(T * H * D, -1, 1);
+  for (uint32_t i = 0; i < R / 2; i++)
+    inv[i] = (float)pow(10000.0, -2.0 * i / R);
+  op_rope_table(tab, inv, R, max_pos, 1.0f);
+  uint32_t pos[5] = {max_pos, max_pos + 100, HOSTILE_IDS[0], HOSTILE_IDS[1], HOSTILE_IDS[2]}, last[5];
+  for (int t = 0; t < 5; t++)
+    last[t] = max_pos - 1;
+  gbuf gc = gb_in(tab, (size_t)max_pos * R / 2 * 8), gx[2], gp[2];
+  op_rope_params rp = {T, H, D, R, 0, H * D, (op_rope_mode)c->u.rope.mode, max_pos};
+  for (int way = 0; way < 2; way++) { /* 0: hostile positions, 1: max_pos - 1 */
+    gx[way] = gb_io(x, T * H * D * 4);
+    gp[way] = gb_in(way ? last : pos, sizeof pos);
+    gpu_recorder *r = rec_new();
+    CHECK(op_rope(r, gx[way].v, gp[way].v, gc.v, &rp) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+    if (way) exec_aux(r);
+    else exec(r, NULL);
+    gpu_recorder_free(r);
+    gb_guards(&gx[way], "x");
+  }
+  CHECK(memcmp(gb_fetch(&gx[0]), gb_fetch(&gx[1]), T * H * D * 4) == 0, "%s: hostile positions differ from max_pos - 1",
+        g_case);
+  all_finite("x", gb_fetch(&gx[0]), T * H * D);
+  gb_guards(&gc, "angle table");
+  for (int way = 0; way < 2; way++) {
+    gb_free(&gx[way]);
+    gb_free(&gp[way]);
+  }
+  gb_free(&gc);
+  free(inv);
+  free(tab);
+  free(x);
+  return verdict();
+}
+
+/* KV append (kv_write, or rope_kv): positions past the cache land in slot pos % ctx, as the ring's do */
+static case_result run_hostile_kv(const tcase *c) {
+  int f16 = c->u.attn.f16, fused = c->u.attn.nosg;
+  uint32_t T = 4, H = 2, KVH = 2, D = 16, ctx = 10, max_pos = 7, S = (H + 2 * KVH) * D;
+  /* distinct slots (10, 23, 2^32 - 1, 2^31 modulo 10: 0, 3, 5, 8), so the writes do not race */
+  uint32_t pos[4] = {ctx, 2 * ctx + 3, HOSTILE_IDS[1], HOSTILE_IDS[2]};
+  op_kv_layout kv = {KVH, D, ctx, f16};
+  size_t n = (size_t)KVH * ctx * D;
+  float *x = rnd(T * S, -1, 1), *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *got = malloc(n * 4);
+  float *inv = malloc(D / 2 * 4), *tab = malloc((size_t)max_pos * D / 2 * 8);
+  for (uint32_t i = 0; i < D / 2; i++)
+    inv[i] = (float)pow(10000.0, -2.0 * i / D);
+  op_rope_table(tab, inv, D, max_pos, 1.0f);
+  gbuf gx = gb_io(x, T * S * 4), gp = gb_in(pos, sizeof pos), gc = gb_in(tab, (size_t)max_pos * D / 2 * 8);
+  gbuf gk = cache_tail(kc, n, f16), gv = cache_tail(vc, n, f16);
+  gpu_recorder *r = rec_new();
+  wgllm_status s;
+  if (fused) {
+    op_rope_kv_params rp = {T, H, D, max_pos, OP_ROPE_HALF, 0, S, H * D, S, (H + KVH) * D, S};
+    s = op_rope_kv(r, &kv, &rp, gx.v, (gpu_view){0}, gp.v, gc.v, gk.v, gv.v);
+  } else {
+    op_kv_write_params wp = {T, H * D, S, (H + KVH) * D, S};
+    s = op_kv_write(r, &kv, &wp, gx.v, gx.v, gp.v, gk.v, gv.v);
+  }
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  /* the rows at the four slots were written (finite), every other row is as it was */
+  size_t moved = 0;
+  for (int which = 0; which < 2; which++) {
+    cache_values(gb_fetch(which ? &gv : &gk), n, f16, got);
+    const float *was = which ? vc : kc;
+    all_finite(which ? "V cache" : "K cache", got, n);
+    for (size_t i = 0; i < n; i++) {
+      uint32_t slot = (uint32_t)(i / D % ctx);
+      int written = 0;
+      for (int t = 0; t < 4; t++)
+        written |= pos[t] % ctx == slot;
+      moved += !written && memcmp(&got[i], &was[i], 4) != 0;
+    }
+  }
+  CHECK(moved == 0, "%s: %zu cache elements outside the slots pos %% ctx changed", g_case, moved);
+  gb_guards(&gk, "K cache");
+  gb_guards(&gv, "V cache");
+  gb_guards(&gx, "x");
+  gb_free(&gx);
+  gb_free(&gp);
+  gb_free(&gc);
+  gb_free(&gk);
+  gb_free(&gv);
+  free(x);
+  free(kc);
+  free(vc);
+  free(got);
+  free(inv);
+  free(tab);
+  return verdict();
+}
+
+/* position patterns of the attention cases: 0 past the cache, near each other; 1 at the top of the u32 range;
+   2 far apart (0x7ffffff0 and small ones in one workgroup) */
+static void hostile_positions(int pat, uint32_t ctx, uint32_t *pos, size_t T) {
+  for (size_t t = 0; t < T; t++)
+    pos[t] = pat == 0 ? ctx + 3 * (uint32_t)t : pat == 1 ? 0xffffffffu - (uint32_t)t : t % 2 ? 0x7ffffff0u : (uint32_t)t;
+}
+
+/* prefill attention (each kernel: c->u.attn.nosg as run_attention's 0..3) over a small linear cache */
+static case_result run_hostile_attention(const tcase *c) {
+  int f16 = c->u.attn.f16, pat = (int)c->u.attn.past;
+  uint32_t T = c->u.attn.T, H = c->u.attn.H, KVH = c->u.attn.KVH, D = c->u.attn.D, ctx = 12, window = c->u.attn.window;
+  op_kv_layout kv = {KVH, D, ctx, f16};
+  size_t n = (size_t)KVH * ctx * D;
+  float *q = rnd((size_t)T * H * D, -1, 1), *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1);
+  uint32_t *pos = malloc(T * 4);
+  hostile_positions(pat, ctx, pos, T);
+  gbuf gq = gb_in(q, (size_t)T * H * D * 4), gp = gb_in(pos, T * 4), go = gb_out((size_t)T * H * D * 4);
+  gbuf gk = cache_tail(kc, n, f16), gv = cache_tail(vc, n, f16);
+  op_attn_params ap = {T, H, H * D, 0, H * D, window, 1.0f / sqrtf((float)D), 0};
+  ap.no_subgroups = c->u.attn.nosg == 1;
+  ap.untiled = c->u.attn.nosg == 2;
+  ap.ungrouped = c->u.attn.nosg == 3;
+  gpu_recorder *r = rec_new();
+  CHECK(op_attention(r, &kv, &ap, gq.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
+        gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  const float *got = gb_fetch(&go);
+  /* far-apart positions in one workgroup: a token whose keys lie outside the capped walk gets no keys (0 / 0), so
+     only "written" is checked there; otherwise every query sees at least its own key and reads finite data */
+  if (pat == 2)
+    CHECK(unpoisoned(got, 0, (size_t)T * H * D) == (size_t)T * H * D, "%s: outputs left unwritten", g_case);
+  else
+    all_finite("out", got, (size_t)T * H * D);
+  gb_guards(&go, "out");
+  gb_guards(&gk, "K cache");
+  gb_guards(&gv, "V cache");
+  gb_guards(&gq, "q");
+  gb_free(&gq);
+  gb_free(&gp);
+  gb_free(&go);
+  gb_free(&gk);
+  gb_free(&gv);
+  free(q);
+  free(kc);
+  free(vc);
+  free(pos);
+  return verdict();
+}
+
+/* flash-decoding (attn_grid, attn_split, attn_reduce), worst-case or indirect grid, with RoPE folded in or not,
+   the partials exactly as many chunks as the op needs (a chunk past them lands in the guards) */
+static case_result run_hostile_flash(const tcase *c) {
+  int f16 = c->u.fd.f16, mode = c->u.fd.mode, indirect = mode & 1, rope = (mode >> 1) & 1;
+  uint32_t H = 4, KVH = 2, D = 32, ctx = (uint32_t)c->u.fd.si, window = (uint32_t)c->u.fd.li, max_pos = 16;
+  int pi = (mode >> 2) & 3;
+  uint32_t S = (H + 2 * KVH) * D, pos = pi == 0 ? ctx : pi == 1 ? 3 * ctx + 7 : pi == 2 ? 0x7fffffffu : 0xffffffffu;
+  op_kv_layout kv = {KVH, D, ctx, f16};
+  size_t n = (size_t)KVH * ctx * D;
+  float *x = rnd(S, -1, 1), *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1);
+  float *inv = malloc(D / 2 * 4), *tab = malloc((size_t)max_pos * D / 2 * 8);
+  for (uint32_t i = 0; i < D / 2; i++)
+    inv[i] = (float)pow(10000.0, -2.0 * i / D);
+  op_rope_table(tab, inv, D, max_pos, 1.0f);
+  gbuf gx = gb_in(x, S * 4), gp = gb_in(&pos, 4), gc = gb_in(tab, (size_t)max_pos * D / 2 * 8);
+  gbuf gk = cache_tail(kc, n, f16), gv = cache_tail(vc, n, f16);
+  gbuf gpart = gb_out(op_attn_partial_bytes(&kv, H, 32)), gind = gb_out(16), go = gb_out(H * D * 4);
+  op_attn_rope ro = {gc.v, {0}, D, max_pos, H * D, (H + KVH) * D, OP_ROPE_HALF};
+  op_attn_params ap = {1, H, S, 0, H * D, window, 1.0f / sqrtf((float)D), 0};
+  ap.chunk = 32;
+  ap.rope = rope ? &ro : NULL;
+  gpu_recorder *r = rec_new();
+  CHECK(op_attention_decode(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, gpart.v, indirect ? &gind.v : NULL, go.v) ==
+            WGLLM_OK,
+        "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  all_finite("out", gb_fetch(&go), H * D);
+  gb_guards(&go, "out");
+  gb_guards(&gpart, "partial");
+  gb_guards(&gk, "K cache");
+  gb_guards(&gv, "V cache");
+  if (indirect) {
+    const uint32_t *args = gb_fetch(&gind);
+    CHECK(args[1] >= 1 && (uint64_t)args[1] * H * (D + 2) * 4 <= gpart.bytes,
+          "%s: indirect grid of %u chunks, over the partials' %zu bytes", g_case, args[1], gpart.bytes);
+    gb_guards(&gind, "indirect args");
+  }
+  gb_free(&gx);
+  gb_free(&gp);
+  gb_free(&gc);
+  gb_free(&gk);
+  gb_free(&gv);
+  gb_free(&gpart);
+  gb_free(&gind);
+  gb_free(&go);
+  free(x);
+  free(kc);
+  free(vc);
+  free(inv);
+  free(tab);
+  return verdict();
+}
+
+/* the sampler's state: ring index past the ring, ring fill past the ring, ring tokens past the vocabulary */
+static case_result run_hostile_sample(const tcase *c) {
+  int sampling = c->u.fd.mode & 1;
+  uint32_t V = 3000, ring = 8, w = c->u.fd.mode & 2 ? ring + 30 : 1000;
+  float *logits = rnd(V, -4, 4);
+  uint32_t state[12] = {0, 0xffffffffu, w, 0, V, V + 5000, 0xffffffffu, 1, 2, 2, 7, 0x80000000u};
+  op_sample_params sp = {sampling ? 0.8f : 0.0f, sampling ? 0.9f : 1.0f, 0, 1.3f, sampling ? 40 : 0, ring, 7, 0.5f,
+                         0.25f};
+  gbuf gl = gb_io(logits, V * 4), gs = gb_io(state, sizeof state), go = gb_out(4),
+       gw = gb_out(op_sample_work_bytes());
+  gs.v.size = sizeof state; /* exactly the state the ring needs: a write past it lands in the tail or the guard */
+  gpu_recorder *r = rec_new();
+  CHECK(op_sample(r, &sp, gl.v, gs.v, go.v, gw.v, V) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  uint32_t tok = *(const uint32_t *)gb_fetch(&go);
+  const uint32_t *st = gb_fetch(&gs);
+  CHECK(tok < V, "%s: token %u of a vocabulary of %u", g_case, tok, V);
+  CHECK(st[4 + w % ring] == tok && st[2] == (w % ring + 1) % ring && st[1] == ring,
+        "%s: ring not appended at index %u %% %u (index now %u, fill %u)", g_case, w, ring, st[2], st[1]);
+  gb_guards(&gs, "state");
+  all_finite("logits", gb_fetch(&gl), V);
+  gb_guards(&gl, "logits");
+  gb_guards(&go, "out");
+  gb_guards(&gw, "work");
+  gb_free(&gl);
+  gb_free(&gs);
+  gb_free(&go);
+  gb_free(&gw);
+  free(logits);
+  return verdict();
+}
+
+static void cases_hostile(void) {
+  static const op_wtype emb_types[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K};
+  for (size_t i = 0; i < sizeof emb_types / sizeof emb_types[0]; i++) {
+    uint32_t D = emb_types[i] == OP_W_Q4_K ? 256 : 64;
+    tcase *c = add_case("hostile", run_hostile_embedding, "embedding/%s/D=%u,V=5", op_wtype_name(emb_types[i]), D);
+    c->u.emb.wt = emb_types[i];
+    c->u.emb.D = D;
+    c->u.emb.V = 5;
+  }
+  for (int mode = 0; mode < 2; mode++)
+    add_case("hostile", run_hostile_rope, "rope/%s", rope_mode_name(mode))->u.rope.mode = mode;
+  for (int f16 = 0; f16 < 2; f16++)
+    for (int fused = 0; fused < 2; fused++) {
+      tcase *c = add_case("hostile", run_hostile_kv, "%s/%s", fused ? "rope_kv" : "kv_write", f16 ? "f16kv" : "f32kv");
+      c->u.attn.f16 = f16;
+      c->u.attn.nosg = fused;
+    }
+  static const char *kernels[] = {"op", "workgroup", "untiled", "one-head-tiled"};
+  static const char *pats[] = {"past-cache", "u32-top", "far-apart"};
+  static const uint32_t shapes[][4] = {{7, 4, 2, 16}, {9, 8, 2, 64}}; /* T, H, KVH, D */
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t si = 0; si < 2; si++)
+      for (uint32_t window = 0; window <= 6; window += 6)
+        for (int k = 0; k < 4; k++)
+          for (int pat = 0; pat < 3; pat++) {
+            tcase *c = add_case("hostile", run_hostile_attention, "attention/%s/T=%u,H=%u/%u,D=%u,win=%u/%s/%s",
+                                f16 ? "f16kv" : "f32kv", shapes[si][0], shapes[si][1], shapes[si][2], shapes[si][3],
+                                window, kernels[k], pats[pat]);
+            c->u.attn.f16 = f16;
+            c->u.attn.T = shapes[si][0];
+            c->u.attn.H = shapes[si][1];
+            c->u.attn.KVH = shapes[si][2];
+            c->u.attn.D = shapes[si][3];
+            c->u.attn.window = window;
+            c->u.attn.nosg = k;
+            c->u.attn.past = (uint32_t)pat;
+          }
+  static const uint32_t ctxs[] = {20, 200};
+  static const char *fpos[] = {"pos=ctx", "pos=3ctx+7", "pos=0x7fffffff", "pos=0xffffffff"};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t ci = 0; ci < 2; ci++)
+      for (uint32_t window = 0; window <= 50; window += 50)
+        for (int mode = 0; mode < 16; mode++) {
+          tcase *c = add_case("hostile", run_hostile_flash, "flash_decode/%s/ctx=%u,win=%u/%s/%s%s",
+                              f16 ? "f16kv" : "f32kv", ctxs[ci], window, fpos[mode >> 2],
+                              mode & 1 ? "indirect" : "worst-grid", mode & 2 ? ",rope" : "");
+          c->u.fd.f16 = f16;
+          c->u.fd.si = ctxs[ci];
+          c->u.fd.li = window;
+          c->u.fd.mode = mode;
+        }
+  for (int mode = 0; mode < 4; mode++)
+    add_case("hostile", run_hostile_sample, "sample/%s/ring_index=%s", mode & 1 ? "sampled" : "greedy",
+             mode & 2 ? "ring+30" : "1000")
+        ->u.fd.mode = mode;
+}
+
 /* ---------------------------------------------------------------- driver */
 
 static void build_cases(void) {
@@ -2565,6 +2921,7 @@ static void build_cases(void) {
   cases_gemv();
   cases_flash_decode_rope();
   cases_rope_kv();
+  cases_hostile();
 }
 
 static void usage(FILE *f) {

@@ -18,6 +18,15 @@ foreach(src ${TEST_SOURCES})
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
   set_tests_properties(${name} PROPERTIES TIMEOUT 1800 ENVIRONMENT "WGLLM_BIN=${CMAKE_BINARY_DIR}")
 endforeach()
+# Kernel bounds (docs/ARCHITECTURE.md, "Kernel bounds"): the kernels that index with values read from GPU buffers,
+# with hostile buffer contents and with their ordinary cases, under Dawn's disable_robustness forced (the engine's
+# default, kept proven should the default change), then the hostile cases with Dawn's robustness kept (the opt-in)
+add_test(NAME test_ops_unrobust COMMAND test_ops -f hostile -f attention -f flash -f rope -f kv -f embedding
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
+set_tests_properties(test_ops_unrobust PROPERTIES TIMEOUT 1800
+  ENVIRONMENT "WGLLM_TEST_DAWN_TOGGLES=disable_robustness;WGLLM_DAWN_ROBUSTNESS=0")
+add_test(NAME test_ops_robust COMMAND test_ops -f hostile WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
+set_tests_properties(test_ops_robust PROPERTIES TIMEOUT 900 ENVIRONMENT "WGLLM_DAWN_ROBUSTNESS=1")
 # The fuzz harnesses' replay tests (and, with WGLLM_FUZZ, the libFuzzer programs): tests/fuzz/fuzz.cmake
 include(${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz.cmake)
 # `wgllm serve` on loopback (tools/serve/; needs node, curl, nginx and the openai client from scripts/bootstrap.sh):

@@ -174,6 +174,8 @@ wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **out
   put(&t, "features:     %s\n", gpu_feature_list(ctx, feats, sizeof feats));
   if (ctx->notices[0]) put(&t, "not granted:  %s\n", ctx->notices);
   put(&t, "subgroup size: %u..%u\n", ctx->subgroup_min, ctx->subgroup_max);
+  put(&t, "robustness:   %s\n",
+      ctx->robust ? "Dawn's bounds checks kept (WGLLM_DAWN_ROBUSTNESS)" : "off, the kernels bound their indices");
   const WGPULimits *l = &ctx->limits;
   put(&t, "limits:\n");
   put(&t, "  maxStorageBufferBindingSize       %llu\n", (unsigned long long)l->maxStorageBufferBindingSize);

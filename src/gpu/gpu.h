@@ -32,6 +32,11 @@ typedef struct gpu_options {
   int disable_subgroups;
   int disable_timestamps;
   const char *enable_toggles; /* comma-separated Dawn device toggles to enable (measurements: PERF.md) */
+  /* keep Dawn's robustness transform (every buffer access bounds-checked in the shader). By default the device is
+     created with Dawn's disable_robustness: every kernel bounds its indices itself (ARCHITECTURE.md, "Kernel
+     bounds"). The environment variable WGLLM_DAWN_ROBUSTNESS=1 (read by gpu_create, so that it reaches every entry
+     point: library, CLI, server, bench, tests) does the same. */
+  int robust;
   uint32_t wait_timeout_ms;   /* longest wait for submitted work before the device counts as lost; 0: 600000 */
 } gpu_options;
 
@@ -50,6 +55,7 @@ typedef struct gpu_context {
   const char *adapter_type; /* "discrete GPU", "integrated GPU", "CPU" */
   uint32_t subgroup_min, subgroup_max;
   int has_f16, has_subgroups, has_timestamps; /* features granted on the device */
+  int robust;                                 /* Dawn's robustness transform kept (gpu_options.robust) */
   char notices[512];                          /* features offered-not-requested or not offered */
   WGPULimits limits;                          /* limits the device got */
   /* err, error_pending and lost are written by Dawn's callbacks (the loss callback from any thread): read and

@@ -160,7 +160,7 @@ typedef struct attn_reduce_params {
 _Static_assert(sizeof(attn_reduce_params) == 32,
                "attn_reduce_params mirrors the Params block of kernels/attn_reduce.wgsl");
 typedef struct attn_grid_params {
-  uint32_t n_kv_head, ctx, window, _p;
+  uint32_t n_kv_head, ctx, window, max_chunks;
 } attn_grid_params;
 _Static_assert(sizeof(attn_grid_params) == 16, "attn_grid_params mirrors the Params block of kernels/attn_grid.wgsl");
 
@@ -237,7 +237,7 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL];
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
-    attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, 0};
+    attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, mc};
     gpu_dispatch_desc g = {.kernel = K_ATTN_GRID,
                            .variant = V_ATTN_GRID_U32,
                            .params = &gp,

@@ -43,6 +43,10 @@ _Static_assert(sizeof(rope_kv_gpu_params) == 64, "rope_kv_gpu_params mirrors the
 
 wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope_kv_params *rp, gpu_view x,
                         gpu_view vsrc, gpu_view pos, gpu_view cs, gpu_view kcache, gpu_view vcache) {
+  /* the kernel clamps positions to max_pos - 1 (the angle table) and wraps them at ctx (the cache's slots) */
+  if (!rp->max_pos || !kv->ctx || !kv->n_kv_head)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "rope_kv: empty angle table or cache (max_pos %u, ctx %u)", rp->max_pos,
+                   kv->ctx);
   if (kv->head_dim % 4 || rp->rot_dim % 4 || rp->rot_dim > kv->head_dim || !rp->n_tokens || rp->n_head % kv->n_kv_head)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "rope_kv: head_dim %u / rot_dim %u must be multiples of 4", kv->head_dim,
                    rp->rot_dim);

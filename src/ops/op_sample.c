@@ -56,6 +56,10 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
   uint32_t n_blocks = (V + PREP_BLOCK - 1) / PREP_BLOCK;
   if (n_blocks > PREP_MAX_BLOCKS)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "sample: vocabulary of %u over %u", V, PREP_MAX_BLOCKS * PREP_BLOCK);
+  /* the kernels read and write state words below 4 + ring_cap (the ring index wrapped at ring_cap in the kernel) */
+  if (state.size && state.size < (4ull + sp->ring_cap) * 4)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "sample: state of %llu bytes under %llu", (unsigned long long)state.size,
+                   (4ull + sp->ring_cap) * 4);
   if (work.size && work.size < op_sample_work_bytes())
     return op_fail(rec, WGLLM_ERR_INTERNAL, "sample: work of %llu bytes under %llu", (unsigned long long)work.size,
                    (unsigned long long)op_sample_work_bytes());
