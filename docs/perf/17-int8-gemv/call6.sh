@@ -1,6 +1,8 @@
 #!/bin/bash
 # device calls 6 and 7 (issue 25; 7 after the quantization choice below, the Q4_K_M file fixed, robustness off): the int8 decode GEMV quantizing in its workgroups; one table with llama.cpp beside every
 # row (prefill 128/512/2048, decode, 8 batched; exact and fast), the error table, perplexity, the op and model tests
+# KERNELS=1: also the int8 GEMV's kernel table; SHORT=1 (call 7): no error table, perplexity or test_models (call 6
+# ran them), OPS_MORE=" " then leaves the exact GEMV's and the GEMM's op tests out too
 set -u
 R=$PWD
 T0=$SECONDS
@@ -17,7 +19,7 @@ L=/tmp/llc/lib
   $B/wgllm-bench --synthetic llama-1b --write-gguf /tmp/x1b.gguf > /dev/null 2>&1; echo files done > /tmp/files.done ) &
 J=$OUT/h200_table.jsonl
 t tests
-(cd tests && timeout 130 $B/test_ops -f gemv_q8 -f gemv/ -f matmul_q8 -f hostile 2>&1 | grep -E "FAIL|test_ops:|adapter") > $OUT/h200_test_ops.txt 2>&1; cat $OUT/h200_test_ops.txt
+(cd tests && timeout 130 $B/test_ops -f gemv_q8 -f hostile ${OPS_MORE:--f gemv/ -f matmul_q8} 2>&1 | grep -E "FAIL|test_ops:|adapter") > $OUT/h200_test_ops.txt 2>&1; cat $OUT/h200_test_ops.txt
 t kernels
 [ -n "${KERNELS:-}" ] && timeout 100 $B/bench_kernels --shapes 1b,8b --types q4,q4k,q6k --int8 --tokens 1,8 > $OUT/h200_gemv_int8.txt 2>&1
 while [ ! -f /tmp/files.done ]; do sleep 2; done; ls -la /tmp/*.gguf
@@ -47,13 +49,13 @@ done
 t profile
 timeout 60 $B/wgllm-bench -m /tmp/x8b.gguf --prompt 128 --precision-list fast --kv f16 --gen 16 --runs 2 --prefill-runs 1 --profile > $OUT/h200_profile_8b_fast.txt 2>&1
 t quality
-timeout 60 python3 bench/peers/llamacpp/fixture_error.py --wgllm $B/wgllm --llcbench $L/llcbench --backend vulkan > $OUT/h200_fixture_error.txt 2>&1
+[ -n "${SHORT:-}" ] || timeout 60 python3 bench/peers/llamacpp/fixture_error.py --wgllm $B/wgllm --llcbench $L/llcbench --backend vulkan > $OUT/h200_fixture_error.txt 2>&1
 for p in exact fast; do
-  timeout 40 $B/wgllm perplexity -m models/default.gguf -f tests/data/text/kjv_revelation.txt -c 128 --precision $p 2>&1 | tail -1 >> $OUT/h200_perplexity.txt
+  [ -n "${SHORT:-}" ] || timeout 40 $B/wgllm perplexity -m models/default.gguf -f tests/data/text/kjv_revelation.txt -c 128 --precision $p 2>&1 | tail -1 >> $OUT/h200_perplexity.txt
 done
-timeout 40 $L/llcbench perplexity models/default.gguf -f tests/data/text/kjv_revelation.txt -c 128 --batch 128 --backend vulkan 2>&1 | grep -i final >> $OUT/h200_perplexity.txt
+[ -n "${SHORT:-}" ] || timeout 40 $L/llcbench perplexity models/default.gguf -f tests/data/text/kjv_revelation.txt -c 128 --batch 128 --backend vulkan 2>&1 | grep -i final >> $OUT/h200_perplexity.txt
 t test_models
-(cd tests && WGLLM_BIN=$B timeout $(( 570 - (SECONDS - T0) )) $B/test_models 2>&1 | grep -E "FAIL|checks|fast") > $OUT/h200_test_models.txt 2>&1
+[ -n "${SHORT:-}" ] || (cd tests && WGLLM_BIN=$B timeout $(( 570 - (SECONDS - T0) )) $B/test_models 2>&1 | grep -E "FAIL|checks|fast") > $OUT/h200_test_models.txt 2>&1
 t done
 cat $OUT/h200_fixture_error.txt $OUT/h200_perplexity.txt; tail -3 $OUT/h200_test_models.txt
 python3 - $J <<'PY'
