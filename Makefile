@@ -16,10 +16,10 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
   LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all build run test clean bootstrap asan install fuzz fuzz-build test-san
+.PHONY: all build run test clean bootstrap asan install fuzz fuzz-build test-san web
 all: build
 
-$(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh
+$(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh scripts/fetch_web.sh
 	bash scripts/bootstrap.sh
 
 bootstrap: $(STAMP)
@@ -67,5 +67,10 @@ test-san: $(STAMP)
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j 2 -E '^test_install$$'
 
+# make web: the browser build (wgllm.wasm, the JavaScript module and the demo page) in WEB_BUILD: web/web.mk
+WEB_BUILD ?= build-web
+web: $(STAMP)
+	$(MAKE) --no-print-directory -f web/web.mk WEB_BUILD=$(WEB_BUILD) -j $(JOBS)
+
 clean:
-	rm -rf $(BUILD) build-asan $(FUZZ_BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD) $(SAN_BUILD) $(WEB_BUILD)
