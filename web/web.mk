@@ -15,8 +15,11 @@ O := $(WEB_BUILD)/obj
 TARGET := --target=wasm32-wasi -nostdlibinc -isystem /usr/include/wasm32-wasi
 # setjmp/longjmp (the Jinja evaluator's error unwinding) on WebAssembly exceptions: web/include/setjmp.h, web/sjlj.c
 SJLJ := -mexception-handling -mllvm -wasm-enable-sjlj
+# src/gpu/gpu.h's feature values are native Dawn's numbering; web/webgpu.js follows the header's
+FEATURES := -DGPU_FEATURE_TIMESTAMP_QUERY=WGPUFeatureName_TimestampQuery -DGPU_FEATURE_SHADER_F16=WGPUFeatureName_ShaderF16 \
+  -DGPU_FEATURE_SUBGROUPS=WGPUFeatureName_Subgroups
 WFLAGS := $(TARGET) $(SJLJ) -O2 -g0 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-  -D_WASI_EMULATED_SIGNAL -DWGLLM_BUILD -fvisibility=hidden
+  -D_WASI_EMULATED_SIGNAL -DWGLLM_BUILD -fvisibility=hidden $(FEATURES)
 # the engine's own include paths (CMakeLists.txt's WGLLM_SRC_DIRS), the single-threaded pthread.h, Dawn's webgpu.h
 INCS := -Iweb/include -Iinclude -Isrc -Isrc/gpu -Isrc/ops -Isrc/format -Isrc/tokenizer -Isrc/model -Isrc/arch \
   -Isrc/runtime -Isrc/api -Isrc/generated -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
@@ -43,7 +46,7 @@ JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
 PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js
 
 .PHONY: all
-all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE)
+all: $(WEB_BUILD)/wgllm.wasm $(JS)
 
 # the kernel generator is a host program (as in the native build)
 $(WEB_BUILD)/kernelgen: tools/kernelgen.c
@@ -93,7 +96,7 @@ $(WEB_BUILD)/wgllm.wasm: $(LIB_OBJ) $(DEP_OBJ) web/webgpu.imports
 	$(CC_WASM) $(TARGET) -L/usr/lib/wasm32-wasi -O2 -mexec-model=reactor -o $@ $(LIB_OBJ) $(DEP_OBJ) -lwasi-emulated-signal \
 	  -Wl,--no-entry -Wl,--export-dynamic -Wl,--export=malloc -Wl,--export=free -Wl,--export-table \
 	  -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=1048576 \
-	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--growable-table
+	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
 
 $(WEB_BUILD)/%.js: web/%.js
 	@mkdir -p $(@D)

@@ -1,0 +1,31 @@
+// The browser tests' cases, run inside the page (tests/web/test.html) by tests/web/run.mjs: each takes its
+// arguments from the runner and returns what the runner checks, or throws. They use the built module the way a
+// page would (build-web/wgllm.js), served with the repository.
+import { loadWgllm } from '/build-web/wgllm.js';
+
+let wg = null;
+const logs = [];
+async function engine() {
+  if (!wg) wg = await loadWgllm({ gpu: navigator.gpu, wasm: '/build-web/wgllm.wasm', profile: new URLSearchParams(location.search).has('profile'), log: (l, m) => logs.push(m) });
+  return wg;
+}
+
+// the adapter's description (wgllm_describe_gpu): instance, adapter, device, limits through web/webgpu.js
+export async function gpu() {
+  return (await engine()).describeGpu();
+}
+
+// greedy generation: { text, stats } of `prompt` continued by `maxTokens` tokens at temperature 0
+export async function greedy({ model, prompt, maxTokens }) {
+  const w = await engine();
+  const t0 = performance.now();
+  const m = await w.loadModel(model);
+  const load = { ms: performance.now() - t0, ...w.gpuStats };
+  try {
+    const pieces = [];
+    const r = await m.generate(prompt, { maxTokens, temperature: 0, onText: (t) => pieces.push(t) });
+    return { text: r.text, pieces: pieces.length, stats: r.stats, info: m.info, logs, load, gen: { ...w.gpuStats }, profile: w.gpuProfile ? [...w.gpuProfile].sort((a, b) => b[1][1] - a[1][1]).slice(0, 15) : null };
+  } finally {
+    await m.free();
+  }
+}
