@@ -1,10 +1,13 @@
-// The WASI (preview1) calls wgllm.wasm makes, over files JavaScript registers: this is the browser build's file
-// access (the engine's stat/fopen/fread reach these). A file is an ArrayBuffer or typed array, a Blob / File (read
-// a slice at a time: fd_read suspends the wasm through JSPI while the slice arrives), or a URL (fetched into a Blob
-// when registered). Paths are absolute under one preopened "/"; directories are implied by the files' paths.
-// Standard output and error go to a callback line by line. No browser-only globals.
+// The WASI (preview1) calls wgllm.wasm (and the test programs built for the browser) make, over files JavaScript
+// registers: this is the browser build's file access (the engine's stat/fopen/fread reach these). A file is an
+// ArrayBuffer or typed array, a Blob / File (read a slice at a time: fd_read suspends the wasm through JSPI while
+// the slice arrives), or a URL (fetched into a Blob when registered). A mount maps a path prefix to a URL prefix
+// whose files are fetched when first opened (a server directory answers with the header x-wgllm-directory, as
+// tests/web/serve.mjs does). Files the program creates live in memory. Paths are absolute under one preopened
+// "/"; directories are implied by the files' paths. Standard output and error go to a callback line by line.
+// No browser-only globals.
 
-const E = { SUCCESS: 0, BADF: 8, INVAL: 28, NOENT: 44, NOTDIR: 54, ISDIR: 31, NOSYS: 52, ROFS: 69 };
+const E = { SUCCESS: 0, BADF: 8, EXIST: 20, INVAL: 28, NOENT: 44, NOTDIR: 54, ISDIR: 31, NOSYS: 52 };
 const FT = { DIRECTORY: 3, REGULAR: 4, CHAR: 2 };
 const PREOPEN = 3;
 
@@ -13,10 +16,13 @@ export class WasiExit extends Error {
 }
 
 // Returns { imports, attach(exports), addFile(path, source), removeFile(path), files, streamRange }.
-// options: { args: [..], env: {K: V}, write(fd, text) }
+// options: { args: [..], env: {K: V}, write(fd, text), mounts: { '/repo': 'http://host/' } }
 export function createWasi(options = {}) {
   let ex = null;
-  const files = new Map(); // "/dir/name" -> { size, bytes (Uint8Array) | blob }
+  const files = new Map(); // "/dir/name" -> { size, bytes (Uint8Array) | blob, writable }
+  const dirs = new Set(['/']); // directories known apart from the files' paths (mounted ones, created ones)
+  const missing = new Set(); // mounted paths the server does not have
+  const mounts = Object.entries(options.mounts || {});
   const fds = new Map(); // fd -> { path, file, pos } | { dir: path }
   let nextFd = PREOPEN + 1;
   const args = options.args || ['wgllm'];
@@ -27,7 +33,26 @@ export function createWasi(options = {}) {
   const dec = new TextDecoder();
   const dv = () => new DataView(ex.memory.buffer);
   const u8 = () => new Uint8Array(ex.memory.buffer);
-  const norm = (p) => '/' + p.split('/').filter((s) => s && s !== '.').join('/');
+  const norm = (p) => {
+    const out = [];
+    for (const s of p.split('/')) {
+      if (!s || s === '.') continue;
+      if (s === '..') out.pop();
+      else out.push(s);
+    }
+    return '/' + out.join('/');
+  };
+  // fetches a mounted path on first use: a file, a directory, or known missing
+  const ensure = async (p) => {
+    if (files.has(p) || dirs.has(p) || missing.has(p)) return;
+    const m = mounts.find(([pre]) => p === pre || p.startsWith(pre + '/'));
+    if (!m) return;
+    const r = await fetch(m[1] + p.slice(m[0].length).replace(/^\//, ''));
+    if (!r.ok) { missing.add(p); return; }
+    if (r.headers.get('x-wgllm-directory')) { dirs.add(p); return; }
+    const blob = await r.blob();
+    files.set(p, { size: blob.size, blob });
+  };
   const pathAt = (dirfd, ptr, len) => {
     const rel = dec.decode(u8().subarray(ptr, ptr + len));
     const d = fds.get(dirfd);
@@ -35,7 +60,7 @@ export function createWasi(options = {}) {
     return norm(rel.startsWith('/') ? rel : d.dir + '/' + rel);
   };
   const isDir = (p) => {
-    if (p === '/') return true;
+    if (dirs.has(p)) return true;
     const pre = p + '/';
     for (const k of files.keys()) if (k.startsWith(pre)) return true;
     return false;
@@ -51,7 +76,7 @@ export function createWasi(options = {}) {
   const readRange = async (file, offset, length) => {
     const end = Math.min(file.size, offset + length);
     if (end <= offset) return new Uint8Array(0);
-    if (file.bytes) return file.bytes.subarray(offset, end);
+    if (file.bytes) return file.bytes.slice(offset, end);
     return new Uint8Array(await file.blob.slice(offset, end).arrayBuffer());
   };
 
@@ -105,7 +130,22 @@ export function createWasi(options = {}) {
         chunks.push(u8().slice(p, p + l));
         total += l;
       }
-      if (fd !== 1 && fd !== 2) return E.BADF;
+      if (fd !== 1 && fd !== 2) {
+        const f = fds.get(fd);
+        if (!f || !f.file || !f.file.writable) return E.BADF;
+        const file = f.file;
+        if (f.append) f.pos = file.size;
+        const end = f.pos + total;
+        if (end > file.bytes.length) {
+          const b = new Uint8Array(Math.max(end, 2 * file.bytes.length));
+          b.set(file.bytes.subarray(0, file.size));
+          file.bytes = b;
+        }
+        for (const c of chunks) { file.bytes.set(c, f.pos); f.pos += c.length; }
+        file.size = Math.max(file.size, end);
+        dv().setUint32(nwritten, total, true);
+        return E.SUCCESS;
+      }
       let text = pending[fd];
       for (const c of chunks) text += dec.decode(c, { stream: true });
       const lines = text.split('\n');
@@ -193,27 +233,72 @@ export function createWasi(options = {}) {
       u8()[p] = 47; // "/"
       return E.SUCCESS;
     },
-    path_filestat_get(dirfd, flags, ptr, len, out) {
+    path_filestat_get: new WebAssembly.Suspending(async (dirfd, flags, ptr, len, out) => {
       const p = pathAt(dirfd, ptr, len);
       if (p === null) return E.BADF;
+      await ensure(p);
       const f = files.get(p);
       if (f) filestat(out, FT.REGULAR, f.size);
       else if (isDir(p)) filestat(out, FT.DIRECTORY, 0);
       else return E.NOENT;
       return E.SUCCESS;
-    },
-    path_open(dirfd, dirflags, ptr, len, oflags, rightsBase, rightsInh, fdflags, out) {
+    }),
+    // oflags: 1 O_CREAT, 2 O_DIRECTORY, 4 O_EXCL, 8 O_TRUNC; fdflags 1: append. Created files live in memory.
+    path_open: new WebAssembly.Suspending(async (dirfd, dirflags, ptr, len, oflags, rightsBase, rightsInh, fdflags, out) => {
       const p = pathAt(dirfd, ptr, len);
       if (p === null) return E.BADF;
-      if (oflags & (1 | 4 | 8)) return E.ROFS; // O_CREAT, O_EXCL, O_TRUNC: the files are read-only
-      const f = files.get(p);
+      await ensure(p);
+      let f = files.get(p);
+      if (f && (oflags & 4) && (oflags & 1)) return E.EXIST;
+      if (!f && (oflags & 1) && !isDir(p)) {
+        f = { size: 0, bytes: new Uint8Array(256), writable: true };
+        files.set(p, f);
+      }
+      if (f && (oflags & 8)) {
+        if (!f.writable) { const b = await readRange(f, 0, f.size); f.bytes = b; f.blob = null; f.writable = true; }
+        f.size = 0;
+      }
       const fd = nextFd++;
       if (f) {
         if (oflags & 2) return E.NOTDIR;
-        fds.set(fd, { path: p, file: f, pos: 0 });
+        if (!f.writable && (rightsBase & 64n)) { // opened for writing: an in-memory copy from now on
+          f.bytes = await readRange(f, 0, f.size);
+          f.blob = null;
+          f.writable = true;
+        }
+        fds.set(fd, { path: p, file: f, pos: 0, append: (fdflags & 1) !== 0 });
       } else if (isDir(p)) fds.set(fd, { dir: p });
       else return E.NOENT;
       dv().setUint32(out, fd, true);
+      return E.SUCCESS;
+    }),
+    path_unlink_file(dirfd, ptr, len) {
+      const p = pathAt(dirfd, ptr, len);
+      if (p === null) return E.BADF;
+      if (!files.delete(p)) return E.NOENT;
+      return E.SUCCESS;
+    },
+    path_create_directory(dirfd, ptr, len) {
+      const p = pathAt(dirfd, ptr, len);
+      if (p === null) return E.BADF;
+      if (isDir(p) || files.has(p)) return E.EXIST;
+      dirs.add(p);
+      return E.SUCCESS;
+    },
+    path_remove_directory(dirfd, ptr, len) {
+      const p = pathAt(dirfd, ptr, len);
+      if (p === null) return E.BADF;
+      dirs.delete(p);
+      return E.SUCCESS;
+    },
+    fd_sync() { return E.SUCCESS; },
+    fd_datasync() { return E.SUCCESS; },
+    fd_filestat_set_size(fd, size) {
+      const f = fds.get(fd);
+      if (!f || !f.file || !f.file.writable) return E.BADF;
+      const n = Number(size);
+      if (n > f.file.bytes.length) { const b = new Uint8Array(n); b.set(f.file.bytes.subarray(0, f.file.size)); f.file.bytes = b; }
+      f.file.size = n;
       return E.SUCCESS;
     },
     fd_readdir() { return E.NOSYS; },

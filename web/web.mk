@@ -19,10 +19,10 @@ SJLJ := -mexception-handling -mllvm -wasm-enable-sjlj
 FEATURES := -DGPU_FEATURE_TIMESTAMP_QUERY=WGPUFeatureName_TimestampQuery -DGPU_FEATURE_SHADER_F16=WGPUFeatureName_ShaderF16 \
   -DGPU_FEATURE_SUBGROUPS=WGPUFeatureName_Subgroups
 WFLAGS := $(TARGET) $(SJLJ) -O2 -g0 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
-  -D_WASI_EMULATED_SIGNAL -DWGLLM_BUILD -fvisibility=hidden $(FEATURES)
+  -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_PROCESS_CLOCKS -DWGLLM_BUILD -fvisibility=hidden $(FEATURES)
 # the engine's own include paths (CMakeLists.txt's WGLLM_SRC_DIRS), the single-threaded pthread.h, Dawn's webgpu.h
 INCS := -Iweb/include -Iinclude -Isrc -Isrc/gpu -Isrc/ops -Isrc/format -Isrc/tokenizer -Isrc/model -Isrc/arch \
-  -Isrc/runtime -Isrc/api -Isrc/generated -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
+  -Isrc/runtime -Isrc/api -Isrc/generated -Isrc/ref -Itests -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
   -I$(WEB_BUILD)/pcre2
 
 LIB_SRC := $(sort $(wildcard src/gpu/*.c src/ops/*.c src/format/*.c src/tokenizer/*.c src/model/*.c src/arch/*.c \
@@ -45,8 +45,21 @@ DEP_OBJ := $(O)/cjson/cJSON.o $(patsubst $(TP)/pcre2/src/%.c,$(O)/pcre2/%.o,$(PC
 JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
 PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js
 
-.PHONY: all
+.PHONY: all tests
 all: $(WEB_BUILD)/wgllm.wasm $(JS)
+
+# The C test programs the browser tests run (tests/web/run.mjs), as WASI commands on the same objects: the tokenizer
+# tests and the op conformance cases (test_ops --filter picks those that fit SwiftShader's time)
+TEST_PROGRAMS := test_tokenizer test_ops
+TEST_CORE := $(filter-out $(O)/web/wgllm_web.o,$(LIB_OBJ)) $(DEP_OBJ) $(O)/tests/harness.o $(O)/web/test_cwd.o \
+  $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/ref/*.c)))
+tests: $(patsubst %,$(WEB_BUILD)/tests/%.wasm,$(TEST_PROGRAMS))
+$(WEB_BUILD)/tests/%.wasm: $(O)/tests/%.o $(TEST_CORE) web/webgpu.imports
+	@mkdir -p $(@D)
+	$(CC_WASM) $(TARGET) -L/usr/lib/wasm32-wasi -O2 -mexec-model=reactor -o $@ $< $(TEST_CORE) -lwasi-emulated-signal -lwasi-emulated-getpid \
+	  -lwasi-emulated-process-clocks -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=4194304 \
+	  -Wl,--export=malloc -Wl,--export=free -Wl,--export-table -Wl,--export=__main_void -Wl,--export=exit \
+	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
 
 # the kernel generator is a host program (as in the native build)
 $(WEB_BUILD)/kernelgen: tools/kernelgen.c

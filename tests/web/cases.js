@@ -29,3 +29,31 @@ export async function greedy({ model, prompt, maxTokens }) {
     await m.free();
   }
 }
+
+// a C test program built for the browser (build-web/tests/NAME.wasm, web/web.mk) run to its end:
+// its files are the served repository mounted at /repo (it runs in /repo/tests, as ctest runs it), its GPU
+// the page's. Returns { code, lines } (its exit status and its output).
+export async function program({ name, args = [] }) {
+  const { createWebGPU } = await import('/build-web/webgpu.js');
+  const { createWasi, WasiExit } = await import('/build-web/wasi.js');
+  const lines = [];
+  const webgpu = createWebGPU(navigator.gpu);
+  const wasi = createWasi({ args: [name, ...args], env: { WGLLM_CWD: '/repo/tests' }, write: (fd, t) => lines.push(t),
+    mounts: { '/repo': `${location.origin}/` } });
+  const bytes = await (await fetch(`/build-web/tests/${name}.wasm`)).arrayBuffer();
+  const { instance } = await WebAssembly.instantiate(bytes, { env: webgpu.imports, wasi_snapshot_preview1: wasi.imports });
+  webgpu.attach(instance.exports);
+  wasi.attach(instance.exports);
+  let code = 0;
+  try {
+    // a reactor (web/web.mk): the constructors (web/test_cwd.c reads the file system), then main with the arguments
+    await WebAssembly.promising(instance.exports._initialize)();
+    code = await WebAssembly.promising(instance.exports.__main_void)();
+    await WebAssembly.promising(instance.exports.exit)(code); // flushes stdio, then proc_exit
+  } catch (e) {
+    if (e instanceof WasiExit) code = e.code;
+    else { lines.push(`exception: ${e.stack || e.message}`); code = -1; }
+  }
+  wasi.flush();
+  return { code, lines };
+}

@@ -16,6 +16,8 @@ const CHROMIUM = process.env.WGLLM_CHROMIUM || '/usr/bin/chromium';
 const FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
   '--use-webgpu-adapter=swiftshader', '--no-sandbox'];
 
+// the op families and shapes test_ops runs in the browser (substrings of case names, test_ops --list)
+const OPS = 'fill/,add/,mul/,rms_norm/,rope/,softmax/,argmax/';
 let passed = 0, failed = 0;
 const check = (ok, name, detail = '') => {
   if (ok) passed++; else failed++;
@@ -43,6 +45,25 @@ try {
   if (want('gpu')) {
     const text = await run('gpu');
     check(/adapter|subgroup/i.test(text), 'gpu: wgllm_describe_gpu through webgpu.js', text.split('\n')[0]);
+  }
+
+  // the tokenizer tests (tests/test_tokenizer.c), the same program built for the browser, on the same data
+  if (want('tokenizer')) {
+    const t0 = Date.now();
+    const r = await run('program', { name: 'test_tokenizer' });
+    const summary = r.lines.filter((l) => /passed|failed|FAIL/.test(l)).slice(-3).join(' | ');
+    check(r.code === 0, 'tokenizer: test_tokenizer in the browser', `exit ${r.code}, ${Date.now() - t0} ms: ${summary}`);
+    if (r.code !== 0) console.log(r.lines.slice(-40).join('\n'));
+  }
+
+  // op conformance (tests/test_ops.c, built for the browser): the cases that fit SwiftShader's time
+  if (want('ops')) {
+    const t0 = Date.now();
+    const filters = (process.env.WGLLM_WEB_OPS || OPS).split(',');
+    const r = await run('program', { name: 'test_ops', args: filters.flatMap((f) => ['-f', f]) });
+    const summary = r.lines.filter((l) => /passed|failed/.test(l)).slice(-2).join(' | ');
+    check(r.code === 0, 'ops: test_ops cases in the browser', `exit ${r.code}, ${Date.now() - t0} ms: ${summary}`);
+    if (r.code !== 0 || process.env.WGLLM_WEB_VERBOSE) console.log(r.lines.slice(-60).join('\n'));
   }
 
   if (want('greedy')) {
