@@ -1,13 +1,106 @@
 /* The file-access seam of the browser build (replaces src/format/mapped_file.c, which maps files with mmap): the
-   same mapped_file interface over WASI reads, which web/wasi.js serves from File objects, URLs or ArrayBuffers.
-   A model file is read whole into wasm memory here; weights on the GPU path (web/wgllm_web.c) are instead copied
-   by JavaScript straight from the file into their buffers. */
+   same interface over WASI reads, which web/wasi.js serves from File objects, URLs or ArrayBuffers. Only a model
+   file's header is read into wasm memory (a GGUF file's key/values and tensor infos, a safetensors file's JSON
+   header; other files whole): the tensors past it have no data pointer, and the loader either streams their bytes
+   from the file into their GPU buffers (mf_upload: JavaScript copies them, web/wgllm.js) or, for the few it
+   converts on the CPU, reads one tensor at a time (mf_read_range). So a model larger than wasm32's 4 GB loads. */
 #include "mapped_file.h"
+#include "gpu.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* JavaScript (web/wgllm.js, uploadFromFile): bytes [offset, offset + n) of the registered file at path into the
+   WebGPU buffer, suspending the wasm while they are read and written; 0 on success */
+__attribute__((import_module("wgllm_host"), import_name("upload"))) int host_upload(const char *path, uint64_t offset,
+                                                                                     uint64_t n, WGPUBuffer buffer,
+                                                                                     uint64_t dst_offset);
+
+/* ---- the header's length: a walk over GGUF's key/values and tensor infos (as src/format/gguf.c reads them) ---- */
+typedef struct hdr_reader {
+  FILE *fp;
+  uint64_t pos, size;
+  int bad;
+} hdr_reader;
+
+static void hr_skip(hdr_reader *r, uint64_t n) {
+  if (r->bad || n > r->size - r->pos) {
+    r->bad = 1;
+    return;
+  }
+  if (n && fseek(r->fp, (long)n, SEEK_CUR) != 0) r->bad = 1;
+  r->pos += n;
+}
+static uint64_t hr_u(hdr_reader *r, int bytes) {
+  uint8_t b[8] = {0};
+  if (r->bad || (uint64_t)bytes > r->size - r->pos || fread(b, 1, (size_t)bytes, r->fp) != (size_t)bytes) {
+    r->bad = 1;
+    return 0;
+  }
+  r->pos += (uint64_t)bytes;
+  uint64_t v = 0;
+  for (int i = bytes - 1; i >= 0; i--)
+    v = v << 8 | b[i];
+  return v;
+}
+static void hr_string(hdr_reader *r) { hr_skip(r, hr_u(r, 8)); }
+/* bytes of a GGUF scalar type; 0 for string (8), array (9) and unknown types */
+static int gguf_scalar_bytes(uint32_t t) {
+  static const int sz[13] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+  return t < 13 ? sz[t] : -1;
+}
+static void hr_value(hdr_reader *r, uint32_t type, int depth) {
+  int b = gguf_scalar_bytes(type);
+  if (b > 0)
+    hr_skip(r, (uint64_t)b);
+  else if (type == 8)
+    hr_string(r);
+  else if (type == 9 && depth < 4) {
+    uint32_t et = (uint32_t)hr_u(r, 4);
+    uint64_t n = hr_u(r, 8);
+    int eb = gguf_scalar_bytes(et);
+    if (eb > 0) {
+      if (n > (r->size - r->pos) / (uint64_t)eb) r->bad = 1;
+      hr_skip(r, n * (uint64_t)eb);
+    } else
+      for (uint64_t i = 0; i < n && !r->bad; i++)
+        hr_value(r, et, depth + 1);
+  } else
+    r->bad = 1;
+}
+
+/* bytes of the file's header, which the format readers parse in memory: 0 when it is neither GGUF nor safetensors
+   (the file is then read whole), UINT64_MAX when the header runs past the end of the file */
+static uint64_t header_bytes(FILE *fp, uint64_t size) {
+  hdr_reader r = {fp, 0, size, 0};
+  uint8_t magic[4] = {0};
+  if (size >= 24 && fread(magic, 1, 4, fp) == 4 && !memcmp(magic, "GGUF", 4)) {
+    r.pos = 4;
+    hr_u(&r, 4); /* version */
+    uint64_t n_tensors = hr_u(&r, 8), n_kv = hr_u(&r, 8);
+    for (uint64_t i = 0; i < n_kv && !r.bad; i++) {
+      hr_string(&r);
+      hr_value(&r, (uint32_t)hr_u(&r, 4), 0);
+    }
+    for (uint64_t i = 0; i < n_tensors && !r.bad; i++) {
+      hr_string(&r);
+      uint32_t nd = (uint32_t)hr_u(&r, 4);
+      hr_skip(&r, 8ull * (nd <= 8 ? nd : 0) + 4 + 8); /* dims, type, offset */
+      if (nd > 8) r.bad = 1;
+    }
+    return r.bad ? UINT64_MAX : r.pos;
+  }
+  fseek(fp, 0, SEEK_SET);
+  r.pos = 0;
+  uint64_t n = hr_u(&r, 8); /* safetensors: a little-endian u64 length, then that much JSON */
+  if (!r.bad && n >= 2 && n <= size - 8) {
+    int c = fgetc(fp);
+    if (c == '{') return 8 + n;
+  }
+  return 0;
+}
 
 wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen) {
   *out = NULL;
@@ -25,19 +118,31 @@ wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errl
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     return WGLLM_ERR_IO;
   }
+  static char vbuf[1 << 20]; /* large reads: each one is a trip to JavaScript (and a Blob slice) */
+  setvbuf(fp, vbuf, _IOFBF, sizeof vbuf);
+  uint64_t size = (uint64_t)st.st_size;
+  uint64_t resident = header_bytes(fp, size);
+  if (resident == UINT64_MAX) {
+    snprintf(err, errlen, "%s: truncated or corrupt GGUF header (its key/values and tensor infos run past the end of "
+             "the %llu-byte file)", path, (unsigned long long)size);
+    fclose(fp);
+    return WGLLM_ERR_FORMAT;
+  }
+  if (resident == 0) resident = size;
   mapped_file *f = calloc(1, sizeof *f);
   char *p = strdup(path);
-  uint8_t *data = st.st_size > 0 ? malloc((size_t)st.st_size) : NULL;
-  if (!f || !p || (st.st_size > 0 && !data)) {
+  uint8_t *data = resident > 0 ? malloc((size_t)resident) : NULL;
+  if (!f || !p || (resident > 0 && !data) || (uint64_t)(size_t)resident != resident) {
     free(f);
     free(p);
     free(data);
     fclose(fp);
-    snprintf(err, errlen, "%s: out of wasm memory for %llu bytes", path, (unsigned long long)st.st_size);
+    snprintf(err, errlen, "%s: out of wasm memory for its %llu-byte header", path, (unsigned long long)resident);
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
-  if (st.st_size > 0 && fread(data, 1, (size_t)st.st_size, fp) != (size_t)st.st_size) {
-    snprintf(err, errlen, "%s: cannot read %llu bytes: %s", path, (unsigned long long)st.st_size, strerror(errno));
+  if (resident > 0 && (fseek(fp, 0, SEEK_SET) != 0 || fread(data, 1, (size_t)resident, fp) != (size_t)resident)) {
+    snprintf(err, errlen, "%s: cannot read its first %llu bytes: %s", path, (unsigned long long)resident,
+             strerror(errno));
     free(f);
     free(p);
     free(data);
@@ -47,7 +152,8 @@ wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errl
   fclose(fp);
   f->path = p;
   f->data = data;
-  f->size = (uint64_t)st.st_size;
+  f->size = size;
+  f->resident = resident;
   *out = f;
   return WGLLM_OK;
 }
@@ -77,4 +183,31 @@ char *mf_read_text(const char *path, size_t *len) {
   }
   fclose(f);
   return b;
+}
+
+wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, char *err, size_t errlen) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return WGLLM_ERR_IO;
+  }
+  int ok = fseeko(f, (off_t)offset, SEEK_SET) == 0 && fread(dst, 1, (size_t)n, f) == (size_t)n;
+  fclose(f);
+  if (!ok) {
+    snprintf(err, errlen, "%s: cannot read bytes %llu..%llu", path, (unsigned long long)offset,
+             (unsigned long long)(offset + n));
+    return WGLLM_ERR_IO;
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status mf_upload(gpu_context *gpu, gpu_buffer *b, uint64_t dst_offset, const char *path, uint64_t offset,
+                       uint64_t n, char *err, size_t errlen) {
+  (void)gpu;
+  if (host_upload(path, offset, n, b->handle, dst_offset) != 0) {
+    snprintf(err, errlen, "%s: streaming bytes %llu..%llu into buffer \"%s\" failed", path, (unsigned long long)offset,
+             (unsigned long long)(offset + n), b->label);
+    return WGLLM_ERR_IO;
+  }
+  return WGLLM_OK;
 }

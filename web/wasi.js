@@ -16,7 +16,8 @@ export class WasiExit extends Error {
 }
 
 // Returns { imports, attach(exports), addFile(path, source), removeFile(path), files, streamRange }.
-// options: { args: [..], env: {K: V}, write(fd, text), mounts: { '/repo': 'http://host/' } }
+// options: { args: [..], env: {K: V}, write(fd, text), mounts: { '/repo': 'http://host/' }, cwd: the directory
+// relative paths the program passes to JavaScript (not through WASI) are relative to }
 export function createWasi(options = {}) {
   let ex = null;
   const files = new Map(); // "/dir/name" -> { size, bytes (Uint8Array) | blob, writable }
@@ -328,6 +329,12 @@ export function createWasi(options = {}) {
     removeFile(path) { files.delete(norm(path)); },
     files,
     readRange,
+    // the registered (or mounted) file at a path the program gave: { size, bytes | blob } or undefined
+    async file(p) {
+      const q = norm(p.startsWith('/') ? p : (options.cwd || '/') + '/' + p);
+      await ensure(q);
+      return files.get(q);
+    },
     flush() { for (const fd of [1, 2]) if (pending[fd]) { write(fd, pending[fd]); pending[fd] = ''; } },
   };
 }

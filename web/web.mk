@@ -13,6 +13,7 @@ O := $(WEB_BUILD)/obj
 
 # wasi-libc's headers and libraries only (not the host's /usr/include beside them)
 TARGET := --target=wasm32-wasi -nostdlibinc -isystem /usr/include/wasm32-wasi
+LDTARGET := --target=wasm32-wasi -L/usr/lib/wasm32-wasi
 # setjmp/longjmp (the Jinja evaluator's error unwinding) on WebAssembly exceptions: web/include/setjmp.h, web/sjlj.c
 SJLJ := -mexception-handling -mllvm -wasm-enable-sjlj
 # src/gpu/gpu.h's feature values are native Dawn's numbering; web/webgpu.js follows the header's
@@ -43,10 +44,11 @@ PCRE2_FLAGS := -DHAVE_CONFIG_H -DPCRE2_CODE_UNIT_WIDTH=8 -DSUPPORT_UNICODE -DHAV
 LIB_OBJ := $(patsubst %.c,$(O)/%.o,$(LIB_SRC)) $(O)/generated/kernels_gen.o
 DEP_OBJ := $(O)/cjson/cJSON.o $(patsubst $(TP)/pcre2/src/%.c,$(O)/pcre2/%.o,$(PCRE2_SRC)) $(O)/pcre2/pcre2_chartables.o
 JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
-PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js
+# the demo page, and the bundled model beside it (its "the bundled model" button)
+PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default.gguf
 
 .PHONY: all tests
-all: $(WEB_BUILD)/wgllm.wasm $(JS)
+all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE)
 
 # The C test programs the browser tests run (tests/web/run.mjs), as WASI commands on the same objects: the tokenizer
 # tests and the op conformance cases (test_ops --filter picks those that fit SwiftShader's time)
@@ -56,7 +58,7 @@ TEST_CORE := $(filter-out $(O)/web/wgllm_web.o,$(LIB_OBJ)) $(DEP_OBJ) $(O)/tests
 tests: $(patsubst %,$(WEB_BUILD)/tests/%.wasm,$(TEST_PROGRAMS))
 $(WEB_BUILD)/tests/%.wasm: $(O)/tests/%.o $(TEST_CORE) web/webgpu.imports
 	@mkdir -p $(@D)
-	$(CC_WASM) $(TARGET) -L/usr/lib/wasm32-wasi -O2 -mexec-model=reactor -o $@ $< $(TEST_CORE) -lwasi-emulated-signal -lwasi-emulated-getpid \
+	$(CC_WASM) $(LDTARGET) -O2 -mexec-model=reactor -o $@ $< $(TEST_CORE) -lwasi-emulated-signal -lwasi-emulated-getpid \
 	  -lwasi-emulated-process-clocks -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=4194304 \
 	  -Wl,--export=malloc -Wl,--export=free -Wl,--export-table -Wl,--export=__main_void -Wl,--export=exit \
 	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
@@ -106,7 +108,7 @@ $(O)/pcre2/pcre2_chartables.o: $(WEB_BUILD)/pcre2/pcre2_chartables.c $(PCRE2_HDR
 # exports: every WGLLM_API function (default visibility) and the glue's; imports: web/webgpu.imports (module "webgpu")
 # and WASI. The stack is 1 MiB (the engine keeps GPU_ERR_LEN messages and small tables on it).
 $(WEB_BUILD)/wgllm.wasm: $(LIB_OBJ) $(DEP_OBJ) web/webgpu.imports
-	$(CC_WASM) $(TARGET) -L/usr/lib/wasm32-wasi -O2 -mexec-model=reactor -o $@ $(LIB_OBJ) $(DEP_OBJ) -lwasi-emulated-signal \
+	$(CC_WASM) $(LDTARGET) -O2 -mexec-model=reactor -o $@ $(LIB_OBJ) $(DEP_OBJ) -lwasi-emulated-signal \
 	  -Wl,--no-entry -Wl,--export-dynamic -Wl,--export=malloc -Wl,--export=free -Wl,--export-table \
 	  -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=1048576 \
 	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
@@ -115,6 +117,9 @@ $(WEB_BUILD)/%.js: web/%.js
 	@mkdir -p $(@D)
 	cp $< $@
 $(WEB_BUILD)/index.html: web/index.html
+	@mkdir -p $(@D)
+	cp $< $@
+$(WEB_BUILD)/models/default.gguf: models/default.gguf
 	@mkdir -p $(@D)
 	cp $< $@
 

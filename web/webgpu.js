@@ -295,7 +295,8 @@ export function createWebGPU(gpu, options = {}) {
       const usage = Number(u64(desc + 16));
       const size = Number(u64(desc + 24));
       const mappedAtCreation = u32(desc + 32) !== 0;
-      return add({ buffer: get(device).device.createBuffer({ label, usage, size, mappedAtCreation }), mapped: [] });
+      const d = get(device).device;
+      return add({ buffer: d.createBuffer({ label, usage, size, mappedAtCreation }), mapped: [], queue: d.queue });
     },
     wgpuDeviceCreateShaderModule(device, desc) {
       let chain = u32(desc), code = '';

@@ -34,6 +34,8 @@ export async function loadWgllm(options = {}) {
   const webgpu = createWebGPU(options.gpu, { profile: options.profile });
   const wasi = createWasi({ env: options.env || {}, write: options.write });
   const host = new Host(options.log);
+  const streamed = { tensors: 0, bytes: 0 }; // weights streamed from files into GPU buffers
+  host.imports.upload = uploadFromFile(wasi, webgpu, () => host.ex, streamed);
   const imports = { env: webgpu.imports, wasi_snapshot_preview1: wasi.imports, wgllm_host: host.imports };
   let src = options.wasm || new URL('./wgllm.wasm', import.meta.url);
   let instance;
@@ -55,10 +57,37 @@ export async function loadWgllm(options = {}) {
   const wg = new Wgllm(ex, wasi, host);
   wg.gpuStats = webgpu.stats; // wgpuInstanceWaitAny's calls and time, for measurements
   wg.gpuProfile = webgpu.profile; // options.profile: GPU ns by pipeline
+  wg.streamed = streamed;
   return wg;
 }
 
-// the wasm's imports of module "wgllm_host" (web/wgllm_web.c): log, load progress, streamed text
+// The import web/mapped_file_web.c streams weights with: bytes [offset, offset + n) of a registered file into a
+// WebGPU buffer, a slice at a time (a File's bytes never enter wasm memory); resolves to 0, or 1 on failure.
+export function uploadFromFile(wasi, webgpu, getExports, counts = { tensors: 0, bytes: 0 }) {
+  const CHUNK = 8 << 20;
+  return new WebAssembly.Suspending(async (pathPtr, offset, n, buffer, dstOffset) => {
+    const ex = getExports();
+    const m = new Uint8Array(ex.memory.buffer);
+    let e = pathPtr;
+    while (m[e]) e++;
+    const path = new TextDecoder().decode(m.subarray(pathPtr, e));
+    const f = await wasi.file(path);
+    const rec = webgpu.objects.get(buffer);
+    if (!f || !rec || !rec.buffer) return 1;
+    const queue = rec.queue;
+    const total = Number(n);
+    for (let done = 0; done < total; done += CHUNK) {
+      const bytes = await wasi.readRange(f, Number(offset) + done, Math.min(CHUNK, total - done));
+      queue.writeBuffer(rec.buffer, Number(dstOffset) + done, bytes);
+    }
+    counts.tensors++;
+    counts.bytes += total;
+    return 0;
+  });
+}
+
+// the wasm's imports of module "wgllm_host" (web/wgllm_web.c, web/mapped_file_web.c): log, load progress, streamed
+// text, weights streamed from a file
 class Host {
   constructor(log) {
     this.log = log || ((level, msg) => (level ? console.warn : console.info)('wgllm:', msg));

@@ -1,12 +1,13 @@
 // The browser tests' cases, run inside the page (tests/web/test.html) by tests/web/run.mjs: each takes its
 // arguments from the runner and returns what the runner checks, or throws. They use the built module the way a
-// page would (build-web/wgllm.js), served with the repository.
-import { loadWgllm } from '/build-web/wgllm.js';
+// page would (BUILD/wgllm.js, the page's ?build=, build-web by default), served with the repository.
+const B = '/' + (new URLSearchParams(location.search).get('build') || 'build-web');
+const { loadWgllm } = await import(`${B}/wgllm.js`);
 
 let wg = null;
 const logs = [];
 async function engine() {
-  if (!wg) wg = await loadWgllm({ gpu: navigator.gpu, wasm: '/build-web/wgllm.wasm', profile: new URLSearchParams(location.search).has('profile'), log: (l, m) => logs.push(m) });
+  if (!wg) wg = await loadWgllm({ gpu: navigator.gpu, wasm: `${B}/wgllm.wasm`, profile: new URLSearchParams(location.search).has('profile'), log: (l, m) => logs.push(m) });
   return wg;
 }
 
@@ -20,28 +21,32 @@ export async function greedy({ model, prompt, maxTokens }) {
   const w = await engine();
   const t0 = performance.now();
   const m = await w.loadModel(model);
-  const load = { ms: performance.now() - t0, ...w.gpuStats };
+  const load = { ms: performance.now() - t0, ...w.gpuStats, streamed: { ...w.streamed } };
   try {
     const pieces = [];
     const r = await m.generate(prompt, { maxTokens, temperature: 0, onText: (t) => pieces.push(t) });
-    return { text: r.text, pieces: pieces.length, stats: r.stats, info: m.info, logs, load, gen: { ...w.gpuStats }, profile: w.gpuProfile ? [...w.gpuProfile].sort((a, b) => b[1][1] - a[1][1]).slice(0, 15) : null };
+    return { text: r.text, streamed: load.streamed, pieces: pieces.length, stats: r.stats, info: m.info, logs, load, gen: { ...w.gpuStats }, profile: w.gpuProfile ? [...w.gpuProfile].sort((a, b) => b[1][1] - a[1][1]).slice(0, 15) : null };
   } finally {
     await m.free();
   }
 }
 
-// a C test program built for the browser (build-web/tests/NAME.wasm, web/web.mk) run to its end:
+// a C test program built for the browser (BUILD/tests/NAME.wasm, web/web.mk) run to its end:
 // its files are the served repository mounted at /repo (it runs in /repo/tests, as ctest runs it), its GPU
 // the page's. Returns { code, lines } (its exit status and its output).
 export async function program({ name, args = [] }) {
-  const { createWebGPU } = await import('/build-web/webgpu.js');
-  const { createWasi, WasiExit } = await import('/build-web/wasi.js');
+  const { createWebGPU } = await import(`${B}/webgpu.js`);
+  const { createWasi, WasiExit } = await import(`${B}/wasi.js`);
   const lines = [];
   const webgpu = createWebGPU(navigator.gpu);
+  const { uploadFromFile } = await import(`${B}/wgllm.js`);
   const wasi = createWasi({ args: [name, ...args], env: { WGLLM_CWD: '/repo/tests' }, write: (fd, t) => lines.push(t),
-    mounts: { '/repo': `${location.origin}/` } });
-  const bytes = await (await fetch(`/build-web/tests/${name}.wasm`)).arrayBuffer();
-  const { instance } = await WebAssembly.instantiate(bytes, { env: webgpu.imports, wasi_snapshot_preview1: wasi.imports });
+    mounts: { '/repo': `${location.origin}/` }, cwd: '/repo/tests' });
+  const bytes = await (await fetch(`${B}/tests/${name}.wasm`)).arrayBuffer();
+  let instance = null;
+  const wgllm_host = { upload: uploadFromFile(wasi, webgpu, () => instance.exports) };
+  ({ instance } = await WebAssembly.instantiate(bytes, { env: webgpu.imports, wasi_snapshot_preview1: wasi.imports,
+    wgllm_host }));
   webgpu.attach(instance.exports);
   wasi.attach(instance.exports);
   let code = 0;

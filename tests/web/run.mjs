@@ -1,6 +1,7 @@
 // The browser tests: headless Chromium (Debian's, WebGPU on SwiftShader's Vulkan) driven by playwright-core
 // (scripts/fetch_web.sh) runs the wasm build (make web, build-web/) on a page served from the repository, and
-// each result is checked against the native build's (build/wgllm). Usage: node tests/web/run.mjs [NATIVE_BUILD]
+// each result is checked against the native build's (build/wgllm).
+// Usage: node tests/web/run.mjs [NATIVE_BUILD [WEB_BUILD]] (default build and build-web, relative to the repository)
 // Prints one line per check and "web: N passed, N failed"; exits 1 on any failure.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -10,6 +11,7 @@ import { serve } from './serve.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
 const native = path.resolve(root, process.argv[2] || 'build');
+const webBuild = path.relative(root, path.resolve(root, process.argv[3] || 'build-web'));
 const require = createRequire(import.meta.url);
 const { chromium } = require(path.join(root, 'third_party/node_modules/playwright-core'));
 const CHROMIUM = process.env.WGLLM_CHROMIUM || '/usr/bin/chromium';
@@ -24,8 +26,11 @@ const check = (ok, name, detail = '') => {
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
 };
 
-for (const f of ['build-web/wgllm.wasm', 'build-web/wgllm.js']) {
-  if (!fs.existsSync(path.join(root, f))) { console.log(`web: ${f} is missing (make web)`); process.exit(1); }
+for (const f of ['wgllm.wasm', 'wgllm.js', 'tests/test_ops.wasm', 'tests/test_tokenizer.wasm']) {
+  if (!fs.existsSync(path.join(root, webBuild, f))) {
+    console.log(`web: ${webBuild}/${f} is missing (make -f web/web.mk WEB_BUILD=${webBuild} all tests)`);
+    process.exit(1);
+  }
 }
 const server = await serve(root);
 const base = `http://127.0.0.1:${server.address().port}`;
@@ -34,7 +39,7 @@ const page = await browser.newPage();
 const consoleLines = [];
 page.on('console', (m) => consoleLines.push(m.text()));
 page.on('pageerror', (e) => consoleLines.push(`page error: ${e.message}`));
-await page.goto(`${base}/tests/web/test.html${process.env.WGLLM_WEB_PROFILE ? '?profile' : ''}`);
+await page.goto(`${base}/tests/web/test.html?build=${encodeURIComponent(webBuild)}${process.env.WGLLM_WEB_PROFILE ? '&profile' : ''}`);
 await page.waitForFunction(() => window.wgllmTestsReady === true, null, { timeout: 30000 });
 const run = (name, arg) => page.evaluate(([n, a]) => window.wgllmTests[n](a), [name, arg]);
 
@@ -67,18 +72,60 @@ try {
   }
 
   if (want('greedy')) {
-    // the default model's greedy continuation, in the browser and natively (build/wgllm run), both formats
+    // the default model's greedy continuation, in the browser and natively (build/wgllm run), both formats: the
+    // GGUF (Q8_0, repacked on the CPU a tensor at a time) and the Hugging Face directory (f32, every matrix streamed
+    // from its file into the GPU by JavaScript)
     const prompt = 'The LORD is my shepherd;';
-    for (const model of ['models/default.gguf']) {
+    const dir = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
+    for (const [model, tokens] of [['models/default.gguf', 8], ['models/default', 4]]) {
       const t0 = Date.now();
-      const r = await run('greedy', { model: `/${model}`, prompt, maxTokens: Number(process.env.WGLLM_WEB_TOKENS || 8) });
+      const n = Number(process.env.WGLLM_WEB_TOKENS || tokens);
+      const source = model.endsWith('.gguf') ? `/${model}` : Object.fromEntries(dir.map((f) => [f, `/${model}/${f}`]));
+      const r = await run('greedy', { model: source, prompt, maxTokens: n });
       if (process.env.WGLLM_WEB_VERBOSE) console.log(JSON.stringify({ load: r.load, gen: r.gen, stats: r.stats, logs: r.logs, profile: r.profile }, null, 1));
-      const out = execFileSync(path.join(native, 'wgllm'), ['run', '-m', path.join(root, model), '-p', prompt, '-n', String(Number(process.env.WGLLM_WEB_TOKENS || 8)),
+      const out = execFileSync(path.join(native, 'wgllm'), ['run', '-m', path.join(root, model), '-p', prompt, '-n', String(n),
         '--temp', '0'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
       const nativeText = out.startsWith(prompt) ? out.slice(prompt.length).replace(/\n$/, '') : out;
-      check(r.text === nativeText && r.stats.generatedTokens === Number(process.env.WGLLM_WEB_TOKENS || 8), `greedy ${model}: ${r.stats.generatedTokens} tokens equal to native`,
-        r.text === nativeText ? `${(r.stats.generatedTokens / r.stats.decodeSeconds).toFixed(1)} tok/s, ${Date.now() - t0} ms`
+      const streamedOk = model.endsWith('.gguf') || r.streamed.tensors > 0;
+      check(r.text === nativeText && r.stats.generatedTokens === n && streamedOk,
+        `greedy ${model}: ${r.stats.generatedTokens} tokens equal to native`,
+        r.text === nativeText ? `${(r.stats.generatedTokens / r.stats.decodeSeconds).toFixed(2)} tok/s, ${Date.now() - t0} ms; ` +
+          `${r.streamed.tensors} tensors (${(r.streamed.bytes / 1048576).toFixed(1)} MiB) streamed from the file`
           : `browser ${JSON.stringify(r.text)} vs native ${JSON.stringify(nativeText)}`);
+    }
+  }
+  // the demo page end to end (web/index.html, web/demo.js, as make web lays them out): pick the bundled GGUF in its
+  // file input, load with progress, send a text, see the reply stream, stop it, and the page says it stopped
+  if (want('demo')) {
+    const t0 = Date.now();
+    const demo = await browser.newPage();
+    const lines = [];
+    demo.on('pageerror', (e) => lines.push(`page error: ${e.message}`));
+    try {
+      await demo.goto(`${base}/${webBuild}/index.html`);
+      await demo.waitForFunction(() => /ready/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+      await demo.setInputFiles('#gguf', path.join(root, 'models/default.gguf'));
+      await demo.waitForFunction(() => /loaded/.test(document.getElementById('status').textContent), null, { timeout: 120000 });
+      const info = await demo.textContent('#info');
+      await demo.fill('#max', '64');
+      await demo.fill('#input', 'And God said');
+      await demo.click('#send');
+      // streamed: the reply grows past the prompt while the generation runs (Stop is enabled)
+      await demo.waitForFunction(() => {
+        const a = document.querySelector('.assistant');
+        return a && a.textContent.length > 'And God said'.length + 2 && !document.getElementById('stop').disabled;
+      }, null, { timeout: 300000 });
+      const partial = await demo.textContent('.assistant');
+      await demo.click('#stop');
+      await demo.waitForFunction(() => document.querySelector('.assistant').dataset.stop, null, { timeout: 300000 });
+      const stop = await demo.evaluate(() => document.querySelector('.assistant').dataset.stop);
+      const reply = await demo.textContent('.assistant');
+      const speed = await demo.textContent('#speed');
+      check(/llama/.test(info) && stop === 'stopped by callback' && reply.startsWith(partial) && /tok\/s/.test(speed) && !lines.length,
+        'demo: load a picked GGUF, send, stream, stop', `${Date.now() - t0} ms; stop: ${stop}; ${speed}; ` +
+        `reply ${JSON.stringify(reply.slice(0, 60))}${lines.length ? '; ' + lines.join('; ') : ''}`);
+    } finally {
+      await demo.close();
     }
   }
 } catch (e) {
