@@ -165,13 +165,14 @@ class Wgllm {
     return `${dir}/${name}`;
   }
 
-  // options: { onProgress(fraction) (return true to cancel), weights: 'native' | 'q4', context (tokens, 0: 4096) }
+  // options: { onProgress(fraction) (return true to cancel), weights: 'native' | 'q4', context (tokens, 0: 4096),
+  // noTokenizer (weights only: logits of given ids; text calls then fail) }
   loadModel(source, options = {}) {
     return this.serial(async () => {
       const path = await this.addModelFiles(source);
       const ex = this.ex;
       const user = this.host.register(options.onProgress || (() => 0));
-      const params = ex.wgllm_web_model_params(options.weights === 'q4' ? 1 : 0, user);
+      const params = ex.wgllm_web_model_params(options.weights === 'q4' ? 1 : 0, user, options.noTokenizer ? 1 : 0);
       const [cpath] = this.cstring(path);
       const out = ex.malloc(4);
       try {
@@ -347,6 +348,33 @@ class Model {
         for (const s of strs) ex.free(s);
         ex.free(arr); ex.free(reply); ex.free(stats); ex.free(gp);
         this.wg.host.unregister(user);
+      }
+    });
+  }
+
+  // The conformance interface (wgllm logits): on a session of its own, the prompt's ids evaluated in one prefill
+  // (every row's logits) and then each of decodeIds through the recorded decode step; a Float32Array of
+  // (prompt + decode) rows of nVocab logits.
+  logits(promptIds, decodeIds = []) {
+    return this.wg.serial(async () => {
+      this.check();
+      const ex = this.wg.ex, c = this.wg.c, V = this.info.nVocab;
+      const T = promptIds.length, N = decodeIds.length;
+      const sp = ex.wgllm_web_session_params(this.context), out = ex.malloc(4);
+      const ids = ex.malloc(4 * T + 4), rows = ex.malloc(4 * V * (T + N));
+      let s = 0;
+      try {
+        let st = await c.wgllm_session_create(this.handle, sp, out);
+        if (st) throw new WgllmError(st, this.wg.lastError());
+        s = new DataView(ex.memory.buffer).getUint32(out, true);
+        new Int32Array(ex.memory.buffer, ids, T).set(promptIds);
+        st = await c.wgllm_session_prefill(s, ids, T, rows, 1);
+        for (let i = 0; !st && i < N; i++) st = await c.wgllm_session_decode(s, decodeIds[i], rows + 4 * V * (T + i));
+        if (st) throw new WgllmError(st, this.wg.host.cstr(ex.wgllm_session_error(s)));
+        return new Float32Array(ex.memory.buffer, rows, V * (T + N)).slice();
+      } finally {
+        if (s) await c.wgllm_session_free(s);
+        ex.free(sp); ex.free(out); ex.free(ids); ex.free(rows);
       }
     });
   }

@@ -21,14 +21,17 @@ EXPORT("wgllm_web_init") void wgllm_web_init(void) { wgllm_set_log(on_log, NULL)
 static int on_progress(float fraction, void *user) { return host_progress(fraction, user); }
 static int on_text(const char *text, size_t len, void *user) { return host_text(text, len, user); }
 
-/* model params with the load's progress forwarded to JavaScript (user: a number JavaScript chose) */
-EXPORT("wgllm_web_model_params") wgllm_model_params *wgllm_web_model_params(int weights_q4, uint32_t user) {
+/* model params with the load's progress forwarded to JavaScript (user: a number JavaScript chose); no_tokenizer:
+   weights only (logits of given ids) */
+EXPORT("wgllm_web_model_params")
+wgllm_model_params *wgllm_web_model_params(int weights_q4, uint32_t user, int no_tokenizer) {
   wgllm_model_params *p = malloc(sizeof *p);
   if (!p) return NULL;
   *p = wgllm_model_default_params();
   p->weights = weights_q4 ? WGLLM_WEIGHTS_Q4 : WGLLM_WEIGHTS_NATIVE;
   p->progress = on_progress;
   p->progress_user = (void *)(uintptr_t)user;
+  p->no_tokenizer = no_tokenizer;
   return p;
 }
 

@@ -62,3 +62,60 @@ export async function program({ name, args = [] }) {
   wasi.flush();
   return { code, lines };
 }
+
+// a model fixture of tests/data/models (as tests/test_models.c's conformance): the logits of its prompt and greedy
+// ids against transformers' reference; returns the worst row's relative L2 error and the rows whose top-1 differs
+// where the reference's margin is at least 0.05. model: the fixture's own files unless given.
+export async function fixture({ name, model }) {
+  const dir = `/tests/data/models/${name}`;
+  const ref = await (await fetch(`${dir}/ref.json`)).json();
+  const want = new Float32Array(await (await fetch(`${dir}/logits.f32`)).arrayBuffer());
+  let source = model;
+  if (!source) {
+    const has = async (f) => (await fetch(`${dir}/${f}`, { method: 'HEAD' })).ok;
+    if (await has('model.gguf')) source = `${dir}/model.gguf`;
+    else {
+      source = {};
+      for (const f of ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'])
+        if (await has(f)) source[f] = `${dir}/${f}`;
+    }
+  }
+  const w = await engine();
+  const t0 = performance.now();
+  const m = await w.loadModel(source, { noTokenizer: true });
+  try {
+    const got = await m.logits(ref.prompt_ids, ref.greedy_ids);
+    const V = ref.logits_shape[1], rows = ref.prompt_ids.length + ref.greedy_ids.length;
+    if (got.length !== want.length || V !== m.info.nVocab) throw new Error(`${name}: ${got.length} logits, the reference has ${want.length}`);
+    let worst = 0, top1Bad = 0;
+    for (let r = 0; r < rows; r++) {
+      let num = 0, den = 0, ia = 0, ib = 0;
+      for (let i = 0; i < V; i++) {
+        const a = want[r * V + i], b = got[r * V + i];
+        num += Number.isFinite(b) ? (a - b) * (a - b) : Infinity;
+        den += a * a;
+        if (a > want[r * V + ia]) ia = i;
+        if (b > got[r * V + ib]) ib = i;
+      }
+      let second = -1;
+      for (let i = 0; i < V; i++) if (i !== ia && (second < 0 || want[r * V + i] > want[r * V + second])) second = i;
+      const e = Math.sqrt(num / den);
+      if (!(e <= worst)) worst = e;
+      if (want[r * V + ia] - want[r * V + second] >= 0.05 && ia !== ib) top1Bad++;
+    }
+    return { worst, top1Bad, rows, ms: performance.now() - t0 };
+  } finally {
+    await m.free();
+  }
+}
+
+// a file that is not a model: the load fails with a WgllmError naming the file and the format's complaint
+export async function badModel() {
+  const w = await engine();
+  try {
+    await w.loadModel(new File(['GGUF but not really a model file: its counts are text........'], 'broken.gguf'));
+    return { ok: false, message: 'loaded' };
+  } catch (e) {
+    return { ok: e.name === 'Error' && e.status !== undefined, message: e.message };
+  }
+}

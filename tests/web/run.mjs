@@ -52,6 +52,12 @@ try {
     check(/adapter|subgroup/i.test(text), 'gpu: wgllm_describe_gpu through webgpu.js', text.split('\n')[0]);
   }
 
+  if (want('errors')) {
+    const r = await run('badModel');
+    check(r.ok && /broken\.gguf/.test(r.message) && /WGLLM_ERR_/.test(r.message), 'errors: a broken GGUF is refused naming it',
+      r.message);
+  }
+
   // the tokenizer tests (tests/test_tokenizer.c), the same program built for the browser, on the same data
   if (want('tokenizer')) {
     const t0 = Date.now();
@@ -69,6 +75,18 @@ try {
     const summary = r.lines.filter((l) => /passed|failed/.test(l)).slice(-2).join(' | ');
     check(r.code === 0, 'ops: test_ops cases in the browser', `exit ${r.code}, ${Date.now() - t0} ms: ${summary}`);
     if (r.code !== 0 || process.env.WGLLM_WEB_VERBOSE) console.log(r.lines.slice(-60).join('\n'));
+  }
+
+  // model fixtures (tests/data/models): logits against transformers' within test_models' native bound (1e-3, and
+  // top-1 equal where the reference's margin is at least 0.05)
+  if (want('fixtures')) {
+    // (the bundled model's GGUF is left to the greedy comparison below: its 21 rows take SwiftShader ~100 s)
+    for (const [name, model, bound] of [['llama_gqa', null, 1e-3], ['qwen3', null, 1e-3], ['gemma3', null, 1e-3],
+      ['llama_q4km_gguf', null, 1e-3]]) {
+      const r = await run('fixture', { name, model });
+      check(r.worst <= bound && r.top1Bad === 0, `fixture ${name}: logits within ${bound}`,
+        `worst row rel L2 ${r.worst.toExponential(2)}, top-1 differs on ${r.top1Bad} of ${r.rows} rows, ${Math.round(r.ms)} ms`);
+    }
   }
 
   if (want('greedy')) {
@@ -94,8 +112,9 @@ try {
           : `browser ${JSON.stringify(r.text)} vs native ${JSON.stringify(nativeText)}`);
     }
   }
-  // the demo page end to end (web/index.html, web/demo.js, as make web lays them out): pick the bundled GGUF in its
-  // file input, load with progress, send a text, see the reply stream, stop it, and the page says it stopped
+  // the demo page end to end (web/index.html, web/demo.js, as make web lays them out): pick the bundled model's
+  // directory in its directory input, load with progress, send a text, see the reply stream, stop it, and the page
+  // says it stopped
   if (want('demo')) {
     const t0 = Date.now();
     const demo = await browser.newPage();
@@ -104,7 +123,7 @@ try {
     try {
       await demo.goto(`${base}/${webBuild}/index.html`);
       await demo.waitForFunction(() => /ready/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
-      await demo.setInputFiles('#gguf', path.join(root, 'models/default.gguf'));
+      await demo.setInputFiles('#dir', path.join(root, 'models/default'));
       await demo.waitForFunction(() => /loaded/.test(document.getElementById('status').textContent), null, { timeout: 120000 });
       const info = await demo.textContent('#info');
       await demo.fill('#max', '64');
@@ -122,7 +141,7 @@ try {
       const reply = await demo.textContent('.assistant');
       const speed = await demo.textContent('#speed');
       check(/llama/.test(info) && stop === 'stopped by callback' && reply.startsWith(partial) && /tok\/s/.test(speed) && !lines.length,
-        'demo: load a picked GGUF, send, stream, stop', `${Date.now() - t0} ms; stop: ${stop}; ${speed}; ` +
+        'demo: load a picked model directory, send, stream, stop', `${Date.now() - t0} ms; stop: ${stop}; ${speed}; ` +
         `reply ${JSON.stringify(reply.slice(0, 60))}${lines.length ? '; ' + lines.join('; ') : ''}`);
     } finally {
       await demo.close();
