@@ -18,31 +18,43 @@ __attribute__((import_module("wgllm_host"), import_name("upload"))) int host_upl
                                                                                      uint64_t n, WGPUBuffer buffer,
                                                                                      uint64_t dst_offset);
 
-/* ---- the header's length: a walk over GGUF's key/values and tensor infos (as src/format/gguf.c reads them) ---- */
+/* ---- the header's length: a walk over GGUF's key/values and tensor infos (as src/format/gguf.c reads them),
+   through a window of the file (a GGUF vocabulary is hundreds of thousands of short strings: each read or skip is a
+   step within the window, and only crossing its end reads the file) ---- */
 typedef struct hdr_reader {
   FILE *fp;
-  uint64_t pos, size;
+  uint64_t pos, size; /* the reader's position in the file; the file's bytes */
+  uint8_t *win;       /* [WIN] bytes of the file from win_at */
+  uint64_t win_at, win_len;
   int bad;
 } hdr_reader;
+enum { WIN = 1 << 20 };
 
+/* makes bytes [pos, pos + n) available in the window (n <= WIN) */
+static int hr_have(hdr_reader *r, uint64_t n) {
+  if (r->bad || n > r->size - r->pos) return r->bad = 1, 0;
+  if (r->pos >= r->win_at && r->pos + n <= r->win_at + r->win_len) return 1;
+  uint64_t len = r->size - r->pos < WIN ? r->size - r->pos : WIN;
+  if (fseeko(r->fp, (off_t)r->pos, SEEK_SET) != 0 || fread(r->win, 1, (size_t)len, r->fp) != (size_t)len)
+    return r->bad = 1, 0;
+  r->win_at = r->pos;
+  r->win_len = len;
+  return 1;
+}
 static void hr_skip(hdr_reader *r, uint64_t n) {
   if (r->bad || n > r->size - r->pos) {
     r->bad = 1;
     return;
   }
-  if (n && fseek(r->fp, (long)n, SEEK_CUR) != 0) r->bad = 1;
   r->pos += n;
 }
 static uint64_t hr_u(hdr_reader *r, int bytes) {
-  uint8_t b[8] = {0};
-  if (r->bad || (uint64_t)bytes > r->size - r->pos || fread(b, 1, (size_t)bytes, r->fp) != (size_t)bytes) {
-    r->bad = 1;
-    return 0;
-  }
-  r->pos += (uint64_t)bytes;
+  if (!hr_have(r, (uint64_t)bytes)) return 0;
+  const uint8_t *b = r->win + (r->pos - r->win_at);
   uint64_t v = 0;
   for (int i = bytes - 1; i >= 0; i--)
     v = v << 8 | b[i];
+  r->pos += (uint64_t)bytes;
   return v;
 }
 static void hr_string(hdr_reader *r) { hr_skip(r, hr_u(r, 8)); }
@@ -72,11 +84,12 @@ static void hr_value(hdr_reader *r, uint32_t type, int depth) {
 }
 
 /* bytes of the file's header, which the format readers parse in memory: 0 when it is neither GGUF nor safetensors
-   (the file is then read whole), UINT64_MAX when the header runs past the end of the file */
+   (the file is then read whole), UINT64_MAX when the header runs past the end of the file (or no memory) */
 static uint64_t header_bytes(FILE *fp, uint64_t size) {
-  hdr_reader r = {fp, 0, size, 0};
-  uint8_t magic[4] = {0};
-  if (size >= 24 && fread(magic, 1, 4, fp) == 4 && !memcmp(magic, "GGUF", 4)) {
+  hdr_reader r = {fp, 0, size, malloc(WIN), 0, 0, 0};
+  if (!r.win) return UINT64_MAX;
+  uint64_t out = 0;
+  if (size >= 24 && hr_have(&r, 4) && !memcmp(r.win, "GGUF", 4)) {
     r.pos = 4;
     hr_u(&r, 4); /* version */
     uint64_t n_tensors = hr_u(&r, 8), n_kv = hr_u(&r, 8);
@@ -87,19 +100,18 @@ static uint64_t header_bytes(FILE *fp, uint64_t size) {
     for (uint64_t i = 0; i < n_tensors && !r.bad; i++) {
       hr_string(&r);
       uint32_t nd = (uint32_t)hr_u(&r, 4);
-      hr_skip(&r, 8ull * (nd <= 8 ? nd : 0) + 4 + 8); /* dims, type, offset */
       if (nd > 8) r.bad = 1;
+      hr_skip(&r, 8ull * nd + 4 + 8); /* dims, type, offset */
     }
-    return r.bad ? UINT64_MAX : r.pos;
+    out = r.bad ? UINT64_MAX : r.pos;
+  } else if (!r.bad && size >= 10) { /* safetensors: a little-endian u64 length, then that much JSON */
+    r.bad = 0;
+    r.pos = 0;
+    uint64_t n = hr_u(&r, 8);
+    if (!r.bad && n >= 2 && n <= size - 8 && hr_have(&r, 1) && r.win[r.pos - r.win_at] == '{') out = 8 + n;
   }
-  fseek(fp, 0, SEEK_SET);
-  r.pos = 0;
-  uint64_t n = hr_u(&r, 8); /* safetensors: a little-endian u64 length, then that much JSON */
-  if (!r.bad && n >= 2 && n <= size - 8) {
-    int c = fgetc(fp);
-    if (c == '{') return 8 + n;
-  }
-  return 0;
+  free(r.win);
+  return out;
 }
 
 wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen) {
@@ -118,8 +130,6 @@ wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errl
     snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
     return WGLLM_ERR_IO;
   }
-  static char vbuf[1 << 20]; /* large reads: each one is a trip to JavaScript (and a Blob slice) */
-  setvbuf(fp, vbuf, _IOFBF, sizeof vbuf);
   uint64_t size = (uint64_t)st.st_size;
   uint64_t resident = header_bytes(fp, size);
   if (resident == UINT64_MAX) {
