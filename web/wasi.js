@@ -23,6 +23,7 @@ export function createWasi(options = {}) {
   const files = new Map(); // "/dir/name" -> { size, bytes (Uint8Array) | blob, writable }
   const dirs = new Set(['/']); // directories known apart from the files' paths (mounted ones, created ones)
   const missing = new Set(); // mounted paths the server does not have
+  const listings = new Map(); // mounted directory -> the names the server listed
   const mounts = Object.entries(options.mounts || {});
   const fds = new Map(); // fd -> { path, file, pos } | { dir: path }
   let nextFd = PREOPEN + 1;
@@ -50,7 +51,11 @@ export function createWasi(options = {}) {
     if (!m) return;
     const r = await fetch(m[1] + p.slice(m[0].length).replace(/^\//, ''));
     if (!r.ok) { missing.add(p); return; }
-    if (r.headers.get('x-wgllm-directory')) { dirs.add(p); return; }
+    if (r.headers.get('x-wgllm-directory')) {
+      dirs.add(p);
+      try { listings.set(p, await r.json()); } catch (e) { listings.set(p, []); }
+      return;
+    }
     const blob = await r.blob();
     files.set(p, { size: blob.size, blob });
   };
@@ -302,7 +307,34 @@ export function createWasi(options = {}) {
       f.file.size = n;
       return E.SUCCESS;
     },
-    fd_readdir() { return E.NOSYS; },
+    // the entries of a directory (a mounted one as the server listed it, else the files and directories under it)
+    // as WASI dirents from index `cookie` on, as many as fit
+    fd_readdir(fd, buf, len, cookie, bufused) {
+      const f = fds.get(fd);
+      if (!f || f.dir === undefined) return E.BADF;
+      const pre = f.dir === '/' ? '/' : f.dir + '/';
+      const names = new Set(listings.get(f.dir) || []);
+      for (const k of [...files.keys(), ...dirs]) if (k.startsWith(pre) && k.length > pre.length) names.add(k.slice(pre.length).split('/')[0]);
+      const list = ['.', '..', ...[...names].sort()];
+      let at = 0;
+      for (let i = Number(cookie); i < list.length && at < len; i++) {
+        const name = enc.encode(list[i]);
+        const p = norm(pre + list[i]);
+        const type = i < 2 || isDir(p) ? FT.DIRECTORY : FT.REGULAR;
+        const ent = new Uint8Array(24 + name.length);
+        const d = new DataView(ent.buffer);
+        d.setBigUint64(0, BigInt(i + 1), true); // d_next: the cookie of the next entry
+        d.setBigUint64(8, BigInt(i + 1), true); // d_ino
+        d.setUint32(16, name.length, true);
+        d.setUint8(20, type);
+        ent.set(name, 24);
+        const n = Math.min(ent.length, len - at);
+        u8().set(ent.subarray(0, n), buf + at);
+        at += n;
+      }
+      dv().setUint32(bufused, at, true);
+      return E.SUCCESS;
+    },
     poll_oneoff() { return E.NOSYS; },
   };
 

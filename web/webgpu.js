@@ -84,9 +84,9 @@ export function createWebGPU(gpu, options = {}) {
   // a callback-info struct at p: { mode, callback, userdata1, userdata2 } (mode-first layouts)
   const callbackInfo = (p) => ({ mode: u32(p + 4), fn: u32(p + 8), u1: u32(p + 12), u2: u32(p + 16) });
   // a future whose callback fire(result) runs in WaitAny once promise has settled to result
-  const future = (promise, fire, kind) => {
+  const future = (promise, fire) => {
     const id = nextFuture++;
-    const f = { settled: false, result: undefined, fire, fired: false, kind };
+    const f = { settled: false, result: undefined, fire, fired: false };
     f.promise = promise.then((r) => { f.settled = true; f.result = r; });
     futures.set(id, f);
     return BigInt(id);
@@ -277,7 +277,7 @@ export function createWebGPU(gpu, options = {}) {
         if (r.x) { callWithMessage(ci.fn, 2, [3, 5, ci.u1, ci.u2], errorMessage(r.x)); return; } // Error, Unknown
         const t = r.e ? ERROR_TYPE[r.e.constructor && r.e.constructor.name] || 5 : 1; // NoError
         callWithMessage(ci.fn, 2, [1, t, ci.u1, ci.u2], r.e ? r.e.message : '');
-      }, 'pop');
+      });
     },
     // Dawn's test hooks: an uncaptured error as a failing command raises one, and the device lost as in a reset
     wgpuDeviceInjectError(device, type, msg) {
@@ -351,7 +351,7 @@ export function createWebGPU(gpu, options = {}) {
     wgpuQueueOnSubmittedWorkDone(queue, info) {
       const ci = callbackInfo(info);
       const p = get(queue).queue.onSubmittedWorkDone().then(() => ({ ok: true }), (e) => ({ e }));
-      return future(p, (r) => callWithMessage(ci.fn, 1, [r.ok ? 1 : 3, ci.u1, ci.u2], r.ok ? '' : errorMessage(r.e)), 'done');
+      return future(p, (r) => callWithMessage(ci.fn, 1, [r.ok ? 1 : 3, ci.u1, ci.u2], r.ok ? '' : errorMessage(r.e)));
     },
 
     // ---------- buffers ----------
@@ -361,7 +361,7 @@ export function createWebGPU(gpu, options = {}) {
       const ci = callbackInfo(info);
       const m = (mode & 1n ? 1 : 0) | (mode & 2n ? 2 : 0); // GPUMapMode.READ / WRITE
       const p = get(buffer).buffer.mapAsync(m, offset, size).then(() => ({ ok: true }), (e) => ({ e }));
-      return future(p, (r) => callWithMessage(ci.fn, 1, [r.ok ? 1 : 3, ci.u1, ci.u2], r.ok ? '' : errorMessage(r.e)), 'map');
+      return future(p, (r) => callWithMessage(ci.fn, 1, [r.ok ? 1 : 3, ci.u1, ci.u2], r.ok ? '' : errorMessage(r.e)));
     },
     // the mapped bytes copied into wasm memory (freed at unmap): wasm cannot address the browser's mapping
     wgpuBufferGetConstMappedRange(buffer, offset, size) {

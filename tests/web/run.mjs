@@ -15,18 +15,29 @@ const webBuild = path.relative(root, path.resolve(root, process.argv[3] || 'buil
 const require = createRequire(import.meta.url);
 const { chromium } = require(path.join(root, 'third_party/node_modules/playwright-core'));
 const CHROMIUM = process.env.WGLLM_CHROMIUM || '/usr/bin/chromium';
-const FLAGS = ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader',
-  '--use-webgpu-adapter=swiftshader', '--no-sandbox'];
+// WebGPU on SwiftShader's Vulkan (no GPU needed); WGLLM_CHROMIUM_FLAGS replaces them (a machine with a GPU)
+const FLAGS = process.env.WGLLM_CHROMIUM_FLAGS ? process.env.WGLLM_CHROMIUM_FLAGS.split(/\s+/).filter(Boolean)
+  : ['--enable-unsafe-webgpu', '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader',
+    '--no-sandbox'];
 
 // the op families and shapes test_ops runs in the browser (substrings of case names, test_ops --list)
 const OPS = 'fill/,add/,mul/,rms_norm/,rope/,softmax/,argmax/';
+// "N checks, 0 failed" of a test program of the native build, run as ctest runs it: what the browser's run must say
+const nativeChecks = (name) => {
+  let out = '';
+  try {
+    out = execFileSync(path.join(native, name), { cwd: path.join(root, 'tests'), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  } catch (e) { out = String(e.stdout || ''); }
+  const m = out.match(/\d+ checks, \d+ failed/g);
+  return m ? m[m.length - 1] : `(${name} natively printed no summary)`;
+};
 let passed = 0, failed = 0;
 const check = (ok, name, detail = '') => {
   if (ok) passed++; else failed++;
   console.log(`${ok ? 'ok  ' : 'FAIL'} ${name}${detail ? ': ' + detail : ''}`);
 };
 
-for (const f of ['wgllm.wasm', 'wgllm.js', 'tests/test_ops.wasm', 'tests/test_tokenizer.wasm']) {
+for (const f of ['wgllm.wasm', 'wgllm.js', 'tests/test_ops.wasm', 'tests/test_tokenizer.wasm', 'tests/test_chat_template.wasm']) {
   if (!fs.existsSync(path.join(root, webBuild, f))) {
     console.log(`web: ${webBuild}/${f} is missing (make -f web/web.mk WEB_BUILD=${webBuild} all tests)`);
     process.exit(1);
@@ -63,7 +74,20 @@ try {
     const t0 = Date.now();
     const r = await run('program', { name: 'test_tokenizer' });
     const summary = r.lines.filter((l) => /passed|failed|FAIL/.test(l)).slice(-3).join(' | ');
-    check(r.code === 0, 'tokenizer: test_tokenizer in the browser', `exit ${r.code}, ${Date.now() - t0} ms: ${summary}`);
+    const nat = nativeChecks('test_tokenizer');
+    check(r.code === 0 && summary.includes(nat), 'tokenizer: test_tokenizer in the browser, every native check',
+      `exit ${r.code}, ${Date.now() - t0} ms: ${summary} (native: ${nat})`);
+    if (r.code !== 0) console.log(r.lines.slice(-40).join('\n'));
+  }
+
+  // the chat template tests (tests/test_chat_template.c): the Jinja subset, its errors (longjmp on wasm exceptions)
+  if (want('chat')) {
+    const t0 = Date.now();
+    const r = await run('program', { name: 'test_chat_template' });
+    const summary = r.lines.filter((l) => /checks|passed|failed|FAIL/.test(l)).slice(-2).join(' | ');
+    const nat = nativeChecks('test_chat_template');
+    check(r.code === 0 && summary.includes(nat), 'chat: test_chat_template in the browser, every native check',
+      `exit ${r.code}, ${Date.now() - t0} ms: ${summary} (native: ${nat})`);
     if (r.code !== 0) console.log(r.lines.slice(-40).join('\n'));
   }
 
