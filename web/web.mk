@@ -52,8 +52,9 @@ all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE)
 
 # The C test programs the browser tests run (tests/web/run.mjs), as WASI commands on the same objects: the tokenizer
 # tests, the chat templates' (the Jinja evaluator, whose errors unwind with setjmp/longjmp: web/sjlj.c) and the op
-# conformance cases (test_ops --filter picks those that fit SwiftShader's time)
-TEST_PROGRAMS := test_tokenizer test_chat_template test_ops
+# conformance cases (test_ops --filter picks those that fit SwiftShader's time); tests/web/regex_spans.c measures
+# PCRE2 against the browser's RegExp
+TEST_PROGRAMS := test_tokenizer test_chat_template test_ops web/regex_spans
 TEST_CORE := $(filter-out $(O)/web/wgllm_web.o,$(LIB_OBJ)) $(DEP_OBJ) $(O)/tests/harness.o $(O)/web/test_support.o \
   $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/ref/*.c)))
 tests: $(patsubst %,$(WEB_BUILD)/tests/%.wasm,$(TEST_PROGRAMS))

@@ -119,3 +119,78 @@ export async function badModel() {
     return { ok: e.name === 'Error' && e.status !== undefined, message: e.message };
   }
 }
+
+// A measurement (run.mjs's opt-in case "regex"): the tokenizer's built-in pre-tokenizer patterns
+// (src/tokenizer/tokenizer.c's RE_*) matched by PCRE2 as the engine compiles them (build/tests/web/regex_spans.wasm)
+// and by this browser's RegExp (\s rewritten the same way, flags "gu"), on every text of the tokenizer tests.
+// Returns, a pattern, how many texts give the same spans and the first that does not.
+export async function regex() {
+  const src = await (await fetch('/src/tokenizer/tokenizer.c')).text();
+  const pats = [];
+  for (const m of src.matchAll(/static const char (RE_\w+)\[\] =\s*((?:"(?:[^"\\]|\\.)*"\s*)+);/g)) {
+    const body = [...m[2].matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((x) => x[1]).join('');
+    pats.push([m[1], body.replace(/\\(.)/g, '$1')]);
+  }
+  const r = await program({ name: 'web/regex_spans', args: pats.map((p) => p[1]) });
+  const lines = r.lines.filter((l) => /^\d+ \d+/.test(l));
+  const texts = [];
+  for (const f of ['/tests/data/tokenizers/strings.json', '/tests/data/tokenizers/default_check.json']) {
+    const j = await (await fetch(f)).json();
+    for (const it of j.strings || j.cases) if (typeof it.text === 'string') texts.push(it.text);
+  }
+  // tok_compile_regex's rewrite: \s and \S as Oniguruma's White_Space, inside and outside classes
+  const WS = '\\t-\\r\\x20\\x85\\xA0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000';
+  const rewrite = (p) => {
+    let out = '', inClass = false;
+    for (let i = 0; i < p.length; i++) {
+      const c = p[i];
+      if (c === '\\' && i + 1 < p.length) {
+        const d = p[++i];
+        out += d === 's' ? (inClass ? WS : `[${WS}]`) : d === 'S' && !inClass ? `[^${WS}]` : c + d;
+        continue;
+      }
+      if (!inClass && c === '[') {
+        inClass = true;
+        out += c;
+        if (p[i + 1] === '^') out += p[++i];
+        if (p[i + 1] === ']') out += p[++i];
+        continue;
+      }
+      if (inClass && c === ']') inClass = false;
+      out += c;
+    }
+    return out;
+  };
+  const enc = new TextEncoder();
+  const result = [];
+  pats.forEach(([name, pat], pi) => {
+    let re;
+    try { re = new RegExp(rewrite(pat), 'gu'); } catch (e) { result.push({ name, error: e.message }); return; }
+    let equal = 0, first = null;
+    texts.forEach((s, ti) => {
+      const bytesBefore = new Array(s.length + 1).fill(0); // UTF-16 index -> UTF-8 byte offset
+      for (let i = 0, b = 0; i <= s.length; i++) {
+        bytesBefore[i] = b;
+        if (i < s.length) {
+          const cp = s.codePointAt(i);
+          const n = enc.encode(String.fromCodePoint(cp)).length;
+          if (cp > 0xffff) { bytesBefore[i + 1] = b + n; i++; }
+          b += n;
+          if (cp > 0xffff) bytesBefore[i + 1] = b;
+        }
+      }
+      let spans = `${pi} ${ti}`;
+      re.lastIndex = 0;
+      for (let m; (m = re.exec(s));) {
+        spans += ` ${bytesBefore[m.index]}-${bytesBefore[m.index + m[0].length]}`;
+        if (!m[0].length) re.lastIndex = m.index + (s.codePointAt(m.index) > 0xffff ? 2 : 1);
+        if (re.lastIndex > s.length) break;
+      }
+      const want = lines.find((l) => l === spans || l.startsWith(`${pi} ${ti} `) || l === `${pi} ${ti}`);
+      if (want === spans && spans.split(' ').length > 2 === (s.length > 0)) equal++;
+      else if (!first) first = { text: s.slice(0, 80), pcre2: want, regexp: spans };
+    });
+    result.push({ name, equal, total: texts.length, first });
+  });
+  return { result, pcre2Lines: lines.length, code: r.code };
+}

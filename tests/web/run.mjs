@@ -57,6 +57,16 @@ const run = (name, arg) => page.evaluate(([n, a]) => window.wgllmTests[n](a), [n
 try {
   const only = process.env.WGLLM_WEB_CASES ? process.env.WGLLM_WEB_CASES.split(',') : null;
   const want = (n) => !only || only.includes(n);
+  const MEASUREMENTS = ['regex']; // run only when named in WGLLM_WEB_CASES: they report numbers, they do not pass or fail
+
+  // PCRE2 (as the engine compiles its patterns) against the browser's RegExp on the tokenizer tests' texts
+  if (only && only.includes('regex')) {
+    const r = await run('regex');
+    for (const p of r.result) {
+      console.log(`measure regex ${p.name} (PCRE2: ${r.pcre2Lines} span lines, exit ${r.code}): ${p.error ? 'RegExp refuses it: ' + p.error
+        : `${p.equal} of ${p.total} texts give PCRE2's spans${p.first ? '; first differing: ' + JSON.stringify(p.first) : ''}`}`);
+    }
+  }
 
   if (want('gpu')) {
     const text = await run('gpu');
