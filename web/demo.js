@@ -17,6 +17,9 @@ function add(role, text) {
   return d;
 }
 
+// a chat template to talk through: not "none" (plain text) nor "unrunnable" (the model's own is outside the subset)
+const chats = () => !!model && !['', 'none', 'unrunnable'].includes(model.info.chatTemplate);
+
 function setBusy(b) {
   busy = b;
   $('send').disabled = b || !model;
@@ -60,9 +63,9 @@ async function load(source, name) {
     const i = model.info;
     $('info').textContent = `${i.architecture}, ${i.nLayer} layers, ${i.nEmbd} wide, vocabulary ${i.nVocab}; ` +
       `${(i.weightBytes / 1048576).toFixed(1)} MiB of weights (${i.weights}) on ${i.adapter}; ` +
-      (i.chatTemplate ? `chat template ${i.chatTemplate}` : 'no chat template: text continuation');
+      (chats() ? `chat template ${i.chatTemplate}` : 'no chat template: text continuation');
     status(`${name} loaded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    $('input').placeholder = i.chatTemplate ? 'Type a message (Enter sends, Shift+Enter for a new line)'
+    $('input').placeholder = chats() ? 'Type a message (Enter sends, Shift+Enter for a new line)'
       : 'Type the start of a text to continue (Enter sends)';
   } catch (e) {
     status(`loading ${name} failed: ${e.message}`);
@@ -78,7 +81,7 @@ async function send() {
   if (!model || busy || !text.trim()) return;
   $('input').value = '';
   setBusy(true);
-  const chat = !!model.info.chatTemplate;
+  const chat = chats();
   add('user', text);
   const out = add('assistant', chat ? '' : text);
   let pieces = 0;

@@ -124,13 +124,13 @@ export function createWebGPU(gpu, options = {}) {
       groups.forEach((g, i) => g && ps.setBindGroup(i, g));
       f(ps);
       ps.end();
-      const res = dev.createBuffer({ size: 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-      const rb = dev.createBuffer({ size: 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const res = dev.createBuffer({ size: 16, usage: 0x200 | 0x4 }); // QUERY_RESOLVE | COPY_SRC
+      const rb = dev.createBuffer({ size: 16, usage: 0x1 | 0x8 }); // MAP_READ | COPY_DST
       e.resolveQuerySet(qs, 0, 2, res, 0);
       e.copyBufferToBuffer(res, 0, rb, 0, 16);
       entries.push([pipe.label, rb]);
     };
-    encRec.afterSubmit = () => entries.forEach(([label, rb]) => rb.mapAsync(GPUMapMode.READ).then(() => {
+    encRec.afterSubmit = () => entries.forEach(([label, rb]) => rb.mapAsync(1 /* READ */).then(() => {
       const t = new BigUint64Array(rb.getMappedRange());
       const a = profile.get(label) || [0, 0];
       a[0]++; a[1] += Number(t[1] - t[0]);

@@ -166,13 +166,15 @@ class Wgllm {
   }
 
   // options: { onProgress(fraction) (return true to cancel), weights: 'native' | 'q4', context (tokens, 0: 4096),
-  // noTokenizer (weights only: logits of given ids; text calls then fail) }
+  // noTokenizer (weights only: logits of given ids; text calls then fail), chatTemplate ('llama3', 'chatml', 'gemma',
+  // 'llama2' or 'none' in place of the model's own) }
   loadModel(source, options = {}) {
     return this.serial(async () => {
       const path = await this.addModelFiles(source);
       const ex = this.ex;
       const user = this.host.register(options.onProgress || (() => 0));
-      const params = ex.wgllm_web_model_params(options.weights === 'q4' ? 1 : 0, user, options.noTokenizer ? 1 : 0);
+      const [tmpl] = options.chatTemplate ? this.cstring(options.chatTemplate) : [0];
+      const params = ex.wgllm_web_model_params(options.weights === 'q4' ? 1 : 0, user, options.noTokenizer ? 1 : 0, tmpl);
       const [cpath] = this.cstring(path);
       const out = ex.malloc(4);
       try {
@@ -184,6 +186,7 @@ class Wgllm {
         ex.free(out);
         ex.free(cpath);
         ex.free(params);
+        if (tmpl) ex.free(tmpl);
         this.host.unregister(user);
       }
     });

@@ -22,9 +22,10 @@ static int on_progress(float fraction, void *user) { return host_progress(fracti
 static int on_text(const char *text, size_t len, void *user) { return host_text(text, len, user); }
 
 /* model params with the load's progress forwarded to JavaScript (user: a number JavaScript chose); no_tokenizer:
-   weights only (logits of given ids) */
+   weights only (logits of given ids); chat_template: a named override ("chatml", ...) or NULL (JavaScript keeps the
+   string until the load returns) */
 EXPORT("wgllm_web_model_params")
-wgllm_model_params *wgllm_web_model_params(int weights_q4, uint32_t user, int no_tokenizer) {
+wgllm_model_params *wgllm_web_model_params(int weights_q4, uint32_t user, int no_tokenizer, const char *chat_template) {
   wgllm_model_params *p = malloc(sizeof *p);
   if (!p) return NULL;
   *p = wgllm_model_default_params();
@@ -32,6 +33,7 @@ wgllm_model_params *wgllm_web_model_params(int weights_q4, uint32_t user, int no
   p->progress = on_progress;
   p->progress_user = (void *)(uintptr_t)user;
   p->no_tokenizer = no_tokenizer;
+  p->chat_template = chat_template;
   return p;
 }
 

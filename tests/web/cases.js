@@ -194,3 +194,16 @@ export async function regex() {
   });
   return { result, pcre2Lines: lines.length, code: r.code };
 }
+
+// a chat reply (wgllm_chat: the messages through a chat template, then greedy generation) from the bundled model with
+// a named template in place of its own (it has none)
+export async function chat({ model, template, content, maxTokens }) {
+  const w = await engine();
+  const m = await w.loadModel(model, { chatTemplate: template });
+  try {
+    const r = await m.chat([{ role: 'user', content }], { maxTokens, temperature: 0 });
+    return { text: r.text, stats: r.stats, template: m.info.chatTemplate };
+  } finally {
+    await m.free();
+  }
+}

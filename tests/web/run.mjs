@@ -123,6 +123,18 @@ try {
     }
   }
 
+  // a chat reply through the model's chat template (a named one here) equal to `wgllm chat`'s
+  if (want('chatreply')) {
+    const content = 'Who made the heaven?';
+    const r = await run('chat', { model: '/models/default.gguf', template: 'chatml', content, maxTokens: 6 });
+    const out = execFileSync(path.join(native, 'wgllm'), ['chat', '-m', path.join(root, 'models/default.gguf'),
+      '--chat-template', 'chatml', '--temp', '0', '-n', '6'], { input: content + '\n', encoding: 'utf8',
+      stdio: ['pipe', 'pipe', 'ignore'] });
+    const nativeReply = out.replace(/^> /, '').split('\n> ')[0].trim();
+    check(r.text.trim() === nativeReply && r.stats.generatedTokens === 6, 'chat reply through the chatml template equal to native',
+      `browser ${JSON.stringify(r.text)} vs native ${JSON.stringify(nativeReply)}; template ${r.template}`);
+  }
+
   if (want('greedy')) {
     // the default model's greedy continuation, in the browser and natively (build/wgllm run), both formats: the
     // GGUF (Q8_0, repacked on the CPU a tensor at a time) and the Hugging Face directory (f32, every matrix streamed
@@ -174,7 +186,9 @@ try {
       const stop = await demo.evaluate(() => document.querySelector('.assistant').dataset.stop);
       const reply = await demo.textContent('.assistant');
       const speed = await demo.textContent('#speed');
-      check(/llama/.test(info) && stop === 'stopped by callback' && reply.startsWith(partial) && /tok\/s/.test(speed) && !lines.length,
+      // the bundled model has no chat template: the page continues the text (the reply starts with it)
+      check(/llama/.test(info) && /continuation/.test(info) && stop === 'stopped by callback' && reply.startsWith(partial) &&
+        reply.startsWith('And God said') && reply.length > partial.length - 1 && /tok\/s/.test(speed) && !lines.length,
         'demo: load a picked model directory, send, stream, stop', `${Date.now() - t0} ms; stop: ${stop}; ${speed}; ` +
         `reply ${JSON.stringify(reply.slice(0, 60))}${lines.length ? '; ' + lines.join('; ') : ''}`);
     } finally {
