@@ -45,7 +45,7 @@ LIB_OBJ := $(patsubst %.c,$(O)/%.o,$(LIB_SRC)) $(O)/generated/kernels_gen.o
 DEP_OBJ := $(O)/cjson/cJSON.o $(patsubst $(TP)/pcre2/src/%.c,$(O)/pcre2/%.o,$(PCRE2_SRC)) $(O)/pcre2/pcre2_chartables.o
 JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
 # the demo page, and the bundled model beside it (its "the bundled model" button)
-PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default.gguf
+PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default.gguf $(WEB_BUILD)/wgllm.d.ts
 
 .PHONY: all tests
 all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE)
@@ -116,6 +116,9 @@ $(WEB_BUILD)/wgllm.wasm: $(LIB_OBJ) $(DEP_OBJ) web/webgpu.imports
 	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
 
 $(WEB_BUILD)/%.js: web/%.js
+	@mkdir -p $(@D)
+	cp $< $@
+$(WEB_BUILD)/wgllm.d.ts: web/wgllm.d.ts
 	@mkdir -p $(@D)
 	cp $< $@
 $(WEB_BUILD)/index.html: web/index.html
