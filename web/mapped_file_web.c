@@ -4,8 +4,8 @@
    header; other files whole): the tensors past it have no data pointer, and the loader either streams their bytes
    from the file into their GPU buffers (mf_upload: JavaScript copies them, web/wgllm.js) or, for the few it
    converts on the CPU, reads one tensor at a time (mf_read_range). So a model larger than wasm32's 4 GB loads. */
-#include "mapped_file.h"
 #include "gpu.h"
+#include "mapped_file.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +14,8 @@
 
 /* JavaScript (web/wgllm.js, uploadFromFile): bytes [offset, offset + n) of the registered file at path into the
    WebGPU buffer, suspending the wasm while they are read and written; 0 on success */
-__attribute__((import_module("wgllm_host"), import_name("upload"))) int host_upload(const char *path, uint64_t offset,
-                                                                                     uint64_t n, WGPUBuffer buffer,
-                                                                                     uint64_t dst_offset);
+__attribute__((import_module("wgllm_host"), import_name("upload"))) int
+host_upload(const char *path, uint64_t offset, uint64_t n, WGPUBuffer buffer, uint64_t dst_offset);
 
 /* ---- the header's length: a walk over GGUF's key/values and tensor infos (as src/format/gguf.c reads them),
    through a window of the file (a GGUF vocabulary is hundreds of thousands of short strings: each read or skip is a
@@ -133,8 +132,10 @@ wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errl
   uint64_t size = (uint64_t)st.st_size;
   uint64_t resident = header_bytes(fp, size);
   if (resident == UINT64_MAX) {
-    snprintf(err, errlen, "%s: truncated or corrupt GGUF header (its key/values and tensor infos run past the end of "
-             "the %llu-byte file)", path, (unsigned long long)size);
+    snprintf(err, errlen,
+             "%s: truncated or corrupt GGUF header (its key/values and tensor infos run past the end of "
+             "the %llu-byte file)",
+             path, (unsigned long long)size);
     fclose(fp);
     return WGLLM_ERR_FORMAT;
   }

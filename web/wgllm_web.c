@@ -66,4 +66,6 @@ wgllm_generate_params *wgllm_web_generate_params(uint32_t max_tokens, float temp
 
 /* wgllm_generate_stats as numbers JavaScript reads: [prompt, cached, generated, stop] u32 then [prefill s, decode s]
    f64 */
-EXPORT("wgllm_web_stats") wgllm_generate_stats *wgllm_web_stats(void) { return calloc(1, sizeof(wgllm_generate_stats)); }
+EXPORT("wgllm_web_stats") wgllm_generate_stats *wgllm_web_stats(void) {
+  return calloc(1, sizeof(wgllm_generate_stats));
+}

@@ -72,8 +72,8 @@ wt_format wt_store_format(const wt_store *s);
 const cJSON *wt_config(const wt_store *s);
 void wt_store_free(wt_store *s); /* NULL is a no-op */
 
-/* t's bytes in host memory: t->data, or where the file is not resident (the browser build) a copy read from it into
-   *tmp (malloc'd: free it after use; NULL otherwise). NULL on failure, with the reason in err. */
+/* t's bytes in host memory: t->data, or where the file is not resident (the browser build) a copy read from it, also
+   returned in *tmp (malloc'd: free it after use; NULL otherwise). NULL on failure, with the reason in err. */
 const void *wt_tensor_bytes(const wt_tensor *t, void **tmp, char *err, size_t errlen);
 
 const char *wt_dtype_name(wt_dtype d); /* as GGUF names it: "F32", "Q4_0", "Q6_K", ... */

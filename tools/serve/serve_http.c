@@ -10,6 +10,7 @@
 #include "serve_http.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -19,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -125,8 +125,8 @@ static enum MHD_Result reply_error(conn *c, const serve_error *e) { return reply
 static enum MHD_Result web_file(conn *c, const char *web_dir, const char *url, int *found) {
   static const struct {
     const char *ext, *type;
-  } types[] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript"}, {".mjs", "text/javascript"},
-               {".wasm", "application/wasm"}, {".json", "application/json"}, {".css", "text/css"},
+  } types[] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript"},    {".mjs", "text/javascript"},
+               {".wasm", "application/wasm"},         {".json", "application/json"}, {".css", "text/css"},
                {".txt", "text/plain; charset=utf-8"}};
   *found = 0;
   if (url[0] != '/' || strstr(url, "/.") || strchr(url, '\\') || strlen(url) > 1024) return MHD_NO;
