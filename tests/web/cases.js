@@ -20,8 +20,10 @@ export async function gpu() {
 export async function greedy({ model, prompt, maxTokens }) {
   const w = await engine();
   const t0 = performance.now();
+  const before = { ...w.streamed };
   const m = await w.loadModel(model);
-  const load = { ms: performance.now() - t0, ...w.gpuStats, streamed: { ...w.streamed } };
+  const load = { ms: performance.now() - t0, ...w.gpuStats,
+    streamed: { tensors: w.streamed.tensors - before.tensors, bytes: w.streamed.bytes - before.bytes } };
   try {
     const pieces = [];
     const r = await m.generate(prompt, { maxTokens, temperature: 0, onText: (t) => pieces.push(t) });
