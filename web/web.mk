@@ -1,11 +1,11 @@
 # The browser build (make web): libwgllm's own sources, cJSON and PCRE2 (Debian's source packages, fetched by
 # scripts/fetch_web.sh) compiled with clang --target=wasm32-wasi against wasi-libc and linked by lld into
 # $(WEB_BUILD)/wgllm.wasm, next to the JavaScript that runs it (web/*.js copied as they are). The wasm imports
-# exactly the webgpu.h functions the engine calls (module "webgpu", listed in web/webgpu.imports: anything else
-# undefined fails the link) and WASI's calls (web/wasi.js), and exports the public API (include/wgllm.h), the
-# glue of web/wgllm_web.c, malloc and free. Run from the repository root: make -f web/web.mk WEB_BUILD=build-web
+# exactly the webgpu.h functions the engine calls (module "env", listed in web/webgpu.imports: anything else
+# undefined fails the link; web/webgpu.js defines them), WASI's calls (web/wasi.js) and web/wgllm_web.c's host calls
+# (module "wgllm_host", web/wgllm.js), and exports the public API (include/wgllm.h), the glue of web/wgllm_web.c,
+# malloc and free. Run from the repository root (make web does): make -f web/web.mk WEB_BUILD=build-web -j 2
 WEB_BUILD ?= build-web
-JOBS ?= 2
 CC_WASM ?= clang
 CC_HOST ?= cc
 TP := third_party/web/src
@@ -50,7 +50,8 @@ PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default
 .PHONY: all tests
 all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE)
 
-# The C test programs the browser tests run (tests/web/run.mjs), as WASI commands on the same objects: the tokenizer
+# The C test programs the browser tests run (tests/web/run.mjs), on the same objects (reactors whose main
+# tests/web/cases.js calls through JSPI): the tokenizer
 # tests, the chat templates' (the Jinja evaluator, whose errors unwind with setjmp/longjmp: web/sjlj.c) and the op
 # conformance cases (test_ops --filter picks those that fit SwiftShader's time); tests/web/regex_spans.c measures
 # PCRE2 against the browser's RegExp
