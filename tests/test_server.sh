@@ -119,6 +119,27 @@ code=$(curl -s -o "$TMP/again" -w '%{http_code}' "$FULL/v1/completions" -d '{"pr
 check "the freed session serves the next request" test "$code" = 200
 stop_server "$FULL_PID"
 check "SIGTERM: the full server exits 0" test "$STOP_STATUS" = 0
+
+# ---- --web DIR: the browser demo's files at / (no key needed for them), the API as before
+"$WGLLM" serve -m "$MODEL" --port 0 --web "$TMP/no-such-dir" 2>"$TMP/e6"
+check "--web of a missing directory is a usage error" sh -c "test $? = 2 && grep -q 'not a directory' '$TMP/e6'"
+mkdir -p "$TMP/web/sub" && echo '<!doctype html><title>demo</title>' >"$TMP/web/index.html"
+printf '\0asm\1\0\0\0' >"$TMP/web/sub/x.wasm" && echo secret >"$TMP/web/.hidden" && echo outside >"$TMP/outside.txt"
+start_server web -np 1 --api-key "$KEY" --web "$TMP/web" || exit 1
+WEB="http://127.0.0.1:$SERVE_PORT"
+code=$(curl -s -D "$TMP/web.head" -o "$TMP/web.index" -w '%{http_code}' "$WEB/")
+check "--web: GET / is the directory's index.html, without a key" sh -c "test $code = 200 && cmp -s '$TMP/web.index' '$TMP/web/index.html'"
+check "... as text/html" grep -qi "^content-type: text/html" "$TMP/web.head"
+code=$(curl -s -D "$TMP/wasm.head" -o "$TMP/web.wasm" -w '%{http_code}' "$WEB/sub/x.wasm")
+check "--web: a .wasm file as application/wasm" sh -c "test $code = 200 && cmp -s '$TMP/web.wasm' '$TMP/web/sub/x.wasm' && grep -qi '^content-type: application/wasm' '$TMP/wasm.head'"
+for p in /.hidden /sub/../../outside.txt /%2e%2e/outside.txt /nothing.js; do
+  code=$(curl -s --path-as-is -o /dev/null -w '%{http_code}' "$WEB$p")
+  check "--web: $p is 404" test "$code" = 404
+done
+code=$(curl -s -o /dev/null -w '%{http_code}' "$WEB/v1/models")
+check "--web: the API still needs the key" test "$code" = 401
+stop_server "$SERVE_PID"
+check "SIGTERM: the web server exits 0" test "$STOP_STATUS" = 0
 stop_server "$MAIN_PID"
 check "SIGTERM: the main server exits 0" test "$STOP_STATUS" = 0
 check "... saying it stops" grep -q "SIGTERM: stopping" "$TMP/main.err"

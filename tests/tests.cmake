@@ -36,3 +36,9 @@ foreach(t test_server test_server_load test_server_nginx)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${t} PROPERTIES TIMEOUT 900)
 endforeach()
+# The browser build and its tests in headless Chromium (tests/test_web.sh: make -f web/web.mk, tests/web/run.mjs):
+# the tokenizer tests, op conformance cases, greedy generation equal to this build's and the demo page. Exit 77 is
+# a skip (no browser on the machine).
+add_test(NAME test_web COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_web.sh ${CMAKE_BINARY_DIR}
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_web PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)

@@ -486,7 +486,7 @@ static wgllm_status parse(parser *ps, wt_store *s, mapped_file *f, gguf_meta *m)
       goto done;
     }
     t->file_offset = data_start + offs[i];
-    t->data = f->data + t->file_offset;
+    t->data = t->file_offset + t->nbytes <= f->resident ? f->data + t->file_offset : NULL; /* mapped_file.h */
     if (t->dtype == WT_DTYPE_COUNT) { /* an unread type: its bytes run to the next tensor */
       uint64_t end = r->size - data_start;
       for (uint64_t j = 0; j < n_tensors; j++)

@@ -1,6 +1,7 @@
 /* Read-only mmap of a model file (see mapped_file.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "mapped_file.h"
+#include "gpu.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -38,7 +39,7 @@ wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errl
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
   f->path = p;
-  f->size = (uint64_t)st.st_size;
+  f->size = f->resident = (uint64_t)st.st_size;
   if (f->size > 0) { /* mmap refuses length 0; an empty file simply has no data */
     void *m = mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
@@ -80,4 +81,43 @@ char *mf_read_text(const char *path, size_t *len) {
   }
   fclose(f);
   return b;
+}
+
+wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    return WGLLM_ERR_IO;
+  }
+  uint64_t done = 0;
+  while (done < n) {
+    ssize_t k = pread(fd, (uint8_t *)dst + done, (size_t)(n - done), (off_t)(offset + done));
+    if (k <= 0) {
+      snprintf(err, errlen, "%s: cannot read bytes %llu..%llu: %s", path, (unsigned long long)offset,
+               (unsigned long long)(offset + n), k < 0 ? strerror(errno) : "end of file");
+      close(fd);
+      return WGLLM_ERR_IO;
+    }
+    done += (uint64_t)k;
+  }
+  close(fd);
+  return WGLLM_OK;
+}
+
+wgllm_status mf_upload(gpu_context *gpu, gpu_buffer *b, uint64_t dst_offset, const char *path, uint64_t offset,
+                       uint64_t n, char *err, size_t errlen) {
+  enum { CHUNK = 16u << 20 };
+  uint8_t *tmp = malloc(n < CHUNK ? (size_t)n : CHUNK);
+  if (!tmp && n) {
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  wgllm_status s = WGLLM_OK;
+  for (uint64_t at = 0; !s && at < n; at += CHUNK) {
+    uint64_t k = n - at < CHUNK ? n - at : CHUNK;
+    s = mf_read_range(path, offset + at, tmp, k, err, errlen);
+    if (!s) s = gpu_write(gpu, b, dst_offset + at, tmp, k);
+  }
+  free(tmp);
+  return s;
 }

@@ -9,8 +9,12 @@
 
 typedef struct mapped_file {
   char *path;          /* as given to mf_open, owned */
-  const uint8_t *data; /* [size] bytes; NULL when size == 0 */
+  const uint8_t *data; /* [resident] bytes; NULL when size == 0 */
   uint64_t size;
+  /* bytes at data: the whole file where it is mapped (here); the browser build (web/mapped_file_web.c) keeps only
+     the header in memory, and tensors past it have no data pointer (their bytes come through mf_read_range and
+     mf_upload) */
+  uint64_t resident;
 } mapped_file;
 
 /* Maps `path` read-only. On failure returns WGLLM_ERR_IO (open/stat/mmap, or not a regular file) or
@@ -21,5 +25,15 @@ void mf_close(mapped_file *f);
 /* A small text file (config.json, tokenizer.json, a template) read whole into a NUL-terminated malloc'd buffer,
    its length in *len (may be NULL); NULL when it cannot be opened or read. */
 char *mf_read_text(const char *path, size_t *len);
+/* Bytes [offset, offset + n) of the file at path into dst: for data that is not resident. WGLLM_ERR_IO naming the
+   path and the range on failure. */
+wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, char *err, size_t errlen);
+/* Bytes [offset, offset + n) of the file at path into buffer b at dst_offset (n a multiple of 4): the browser build
+   streams them from the file into the GPU without passing them through wasm memory; here they are read a chunk at a
+   time and written. */
+struct gpu_context;
+struct gpu_buffer;
+wgllm_status mf_upload(struct gpu_context *gpu, struct gpu_buffer *b, uint64_t dst_offset, const char *path,
+                       uint64_t offset, uint64_t n, char *err, size_t errlen);
 
 #endif

@@ -115,7 +115,7 @@ static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e,
     return WGLLM_ERR_FORMAT;
   }
   t.file_offset = data_start + b;
-  t.data = f->data + t.file_offset;
+  t.data = t.file_offset + t.nbytes <= f->resident ? f->data + t.file_offset : NULL; /* mapped_file.h */
   return wt_store_add(s, &t, err, errlen);
 }
 

@@ -154,3 +154,20 @@ void wt_store_set_meta(wt_store *s, void *meta, void (*free_fn)(void *)) {
 }
 
 void *wt_store_meta(const wt_store *s) { return s ? s->meta : NULL; }
+
+const void *wt_tensor_bytes(const wt_tensor *t, void **tmp, char *err, size_t errlen) {
+  *tmp = NULL;
+  if (t->data || !t->nbytes) return t->data;
+  void *b = malloc((size_t)t->nbytes);
+  if (!b || (uint64_t)(size_t)t->nbytes != t->nbytes) {
+    free(b);
+    snprintf(err, errlen, "out of host memory for tensor '%s' (%llu bytes)", t->name, (unsigned long long)t->nbytes);
+    return NULL;
+  }
+  if (mf_read_range(t->file, t->file_offset, b, t->nbytes, err, errlen)) {
+    free(b);
+    return NULL;
+  }
+  *tmp = b;
+  return b;
+}

@@ -51,7 +51,8 @@ typedef struct wt_tensor {
   wt_dtype dtype;
   int n_dims;       /* 0..4; 0 is a scalar */
   int64_t shape[4]; /* [n_dims], outermost first (PyTorch order): a Linear weight is [out, in]; unused = 1 */
-  const void *data; /* [nbytes] inside the mapped file; not necessarily aligned beyond 1 byte */
+  const void *data; /* [nbytes] inside the mapped file; not necessarily aligned beyond 1 byte; NULL where the file
+                       is not resident (the browser build: wt_tensor_bytes) */
   uint64_t nbytes;
   const char *file;     /* path of the file holding the data (owned by the store) */
   uint64_t file_offset; /* absolute byte offset of data in that file */
@@ -70,6 +71,10 @@ wt_format wt_store_format(const wt_store *s);
 /* config.json of a safetensors directory; NULL for GGUF */
 const cJSON *wt_config(const wt_store *s);
 void wt_store_free(wt_store *s); /* NULL is a no-op */
+
+/* t's bytes in host memory: t->data, or where the file is not resident (the browser build) a copy read from it, also
+   returned in *tmp (malloc'd: free it after use; NULL otherwise). NULL on failure, with the reason in err. */
+const void *wt_tensor_bytes(const wt_tensor *t, void **tmp, char *err, size_t errlen);
 
 const char *wt_dtype_name(wt_dtype d); /* as GGUF names it: "F32", "Q4_0", "Q6_K", ... */
 /* Bytes of n elements; for block types n must be a multiple of the block (returns 0 otherwise, and for n < 0). */

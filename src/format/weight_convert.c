@@ -2,6 +2,7 @@
 #include "weight_convert.h"
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
@@ -103,7 +104,11 @@ wgllm_status wc_tensor_to_f32(const wt_tensor *t, float *dst, char *err, size_t 
   wgllm_status st = WGLLM_OK;
   const wt_dtype_traits *tr = wt_traits(t->dtype);
   if (!tr) return WGLLM_ERR_INTERNAL;
-  st = tr->to_f32(t->data, dst, n, err, errlen);
+  void *tmp = NULL;
+  const void *src = wt_tensor_bytes(t, &tmp, err, errlen);
+  if (!src && n) return WGLLM_ERR_IO; /* err names the file and range */
+  st = tr->to_f32(src, dst, n, err, errlen);
+  free(tmp);
   if (st) {
     char inner[256];
     snprintf(inner, sizeof inner, "%s", err);

@@ -16,10 +16,13 @@
    compile against (react-native-webgpu 0.10.2), whose enum was renumbered: the header's ShaderF16 (0x0B)
    and Subgroups (0x12) name other features in this library. Measured by requesting each feature alone and
    compiling `enable f16;` / `enable subgroups;` / creating a timestamp query set; tests/test_abi.c keeps
-   checking it. */
+   checking it. The browser build (web/web.mk), whose webgpu.h implementation (web/webgpu.js) follows the header,
+   defines them as the header's values. */
+#ifndef GPU_FEATURE_TIMESTAMP_QUERY
 #define GPU_FEATURE_TIMESTAMP_QUERY ((WGPUFeatureName)0x03)
 #define GPU_FEATURE_SHADER_F16 ((WGPUFeatureName)0x0A)
 #define GPU_FEATURE_SUBGROUPS ((WGPUFeatureName)0x11)
+#endif
 /* The adapter's memory heaps (AdapterPropertiesMemoryHeaps chained on wgpuAdapterGetInfo): the header's sType
    value is the library's too, checked by chaining every value and reading back a heap list (lavapipe: 1 heap,
    device-local | host-visible, the machine's RAM); test_kv_ring checks that heaps are read. */

@@ -360,15 +360,20 @@ static wgllm_status g_rope(double theta, uint32_t n_rot, const wt_tensor *factor
              n_rot, wt_dtype_name(factors->dtype), (long long)wt_numel(factors));
     return WGLLM_ERR_FORMAT;
   }
+  void *tmp = NULL;
+  const char *fd = wt_tensor_bytes(factors, &tmp, err, errlen);
+  if (!fd) return WGLLM_ERR_IO;
   for (uint32_t i = 0; i < n_rot / 2; i++) {
     float f;
-    memcpy(&f, (const char *)factors->data + 4 * i, 4);
+    memcpy(&f, fd + 4 * i, 4);
     if (!(f > 0) || isinf(f)) {
       snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not a positive finite factor", i, f);
+      free(tmp);
       return WGLLM_ERR_FORMAT;
     }
     (*inv)[i] = (float)((*inv)[i] / (double)f);
   }
+  free(tmp);
   return llm_rope_table_check(*inv, n_rot / 2, "GGUF: rope_freqs.weight's factors", err, errlen); /* 1e-45: inf */
 }
 

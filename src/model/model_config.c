@@ -697,15 +697,20 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
                wt_dtype_name(rf->dtype), (long long)wt_numel(rf));
       return WGLLM_ERR_FORMAT;
     }
+    void *tmp = NULL;
+    const char *rfd = wt_tensor_bytes(rf, &tmp, err, errlen);
+    if (!rfd) return WGLLM_ERR_IO;
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++) {
       float f;
-      memcpy(&f, (const char *)rf->data + 4 * i, 4);
+      memcpy(&f, rfd + 4 * i, 4);
       if (!(f > 0) || !isfinite(f)) {
         snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not a finite positive number", i, f);
+        free(tmp);
         return WGLLM_ERR_FORMAT;
       }
       hp->inv_freq[i] /= f;
     }
+    free(tmp);
     strncat(hp->rope_desc, ", rope_freqs factors", sizeof hp->rope_desc - strlen(hp->rope_desc) - 1);
   }
   /* rope.scaling as llama.cpp's converter writes it: linear divides every frequency (of the global layers only in

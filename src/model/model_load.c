@@ -44,6 +44,23 @@ static wgllm_status upload(loader *L, const void *data, uint64_t bytes, const ch
   return WGLLM_OK;
 }
 
+/* A tensor's bytes as the file has them: from the mapping, or where the file is not resident (the browser build)
+   streamed from the file into the buffer by mf_upload, never through host memory (WebGPU buffers start zeroed, so
+   the padding to a whole word is there). */
+static wgllm_status upload_tensor(loader *L, const wt_tensor *t, gpu_view *out) {
+  if (t->data) return upload(L, t->data, t->nbytes, t->name, out);
+  gpu_buffer *b;
+  wgllm_status s = llm_model_own_buffer(L->m, (t->nbytes + 3) & ~(uint64_t)3, t->name, &b, L->err, L->errlen);
+  if (!s) s = mf_upload(L->m->gpu, b, 0, t->file, t->file_offset, t->nbytes & ~(uint64_t)3, L->err, L->errlen);
+  if (!s && (t->nbytes & 3)) { /* the last partial word, through memory */
+    uint8_t w[4] = {0};
+    s = mf_read_range(t->file, t->file_offset + (t->nbytes & ~(uint64_t)3), w, t->nbytes & 3, L->err, L->errlen);
+    if (!s) s = gpu_write(L->m->gpu, b, t->nbytes & ~(uint64_t)3, w, 4);
+  }
+  if (!s) *out = gpu_whole(b);
+  return s;
+}
+
 /* Any float tensor as f32 on the GPU (norm weights, biases). */
 static wgllm_status load_f32(loader *L, const wt_tensor *t, gpu_view *out) {
   int64_t n = wt_numel(t);
@@ -113,8 +130,12 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   if (t->dtype == WT_Q4_0) {
     uint32_t *qs = malloc(q4gsw_qs_words(N, K) * 4);
     uint16_t *sc = malloc(q4gsw_scale_count(N, K, 32) * 2);
+    void *tmp = NULL;
+    const void *src = NULL;
     if (!qs || !sc) s = WGLLM_ERR_OUT_OF_MEMORY;
-    if (!s) s = q4gsw_from_q4_0(t->data, N, K, qs, sc, L->err, L->errlen);
+    if (!s && !(src = wt_tensor_bytes(t, &tmp, L->err, L->errlen))) s = WGLLM_ERR_IO;
+    if (!s) s = q4gsw_from_q4_0(src, N, K, qs, sc, L->err, L->errlen);
+    free(tmp);
     if (!s) s = upload(L, qs, q4gsw_qs_words(N, K) * 4, t->name, &w->data);
     if (!s) s = upload(L, sc, q4gsw_scale_count(N, K, 32) * 2, t->name, &w->scales);
     free(qs);
@@ -133,11 +154,18 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
       snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
       return WGLLM_ERR_OUT_OF_MEMORY;
     }
-    const uint8_t *src = t->data;
+    void *tmp = NULL;
+    const uint8_t *src = wt_tensor_bytes(t, &tmp, L->err, L->errlen);
+    if (!src) {
+      free(q);
+      free(sc);
+      return WGLLM_ERR_IO;
+    }
     for (size_t b = 0; b < nb; b++) {
       memcpy(&sc[b], src + 34 * b, 2);
       memcpy(q + 32 * b, src + 34 * b + 2, 32);
     }
+    free(tmp);
     s = upload(L, q, (uint64_t)(N * K), t->name, &w->data);
     if (!s) s = upload(L, sc, nb * 2, t->name, &w->scales);
     free(q);
@@ -149,13 +177,20 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   if (block_storage(t->dtype) != OP_W_COUNT) { /* ggml's other block types: the kernels read the file's blocks */
     w->type = block_storage(t->dtype);
     uint64_t gb = op_blocks_gpu_bytes(w->type, (uint64_t)(N * K));
-    if (gb == t->nbytes) return upload(L, t->data, t->nbytes, t->name, &w->data);
+    if (gb == t->nbytes) return upload_tensor(L, t, &w->data);
     uint8_t *g = malloc(gb);
     if (!g) {
       snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
       return WGLLM_ERR_OUT_OF_MEMORY;
     }
-    op_blocks_to_gpu(w->type, t->data, (uint64_t)(N * K), g);
+    void *tmp = NULL;
+    const void *src = wt_tensor_bytes(t, &tmp, L->err, L->errlen);
+    if (!src) {
+      free(g);
+      return WGLLM_ERR_IO;
+    }
+    op_blocks_to_gpu(w->type, src, (uint64_t)(N * K), g);
+    free(tmp);
     s = upload(L, g, gb, t->name, &w->data);
     free(g);
     return s;
@@ -182,11 +217,11 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   }
   if (t->dtype == WT_F16 || t->dtype == WT_BF16) { /* 16-bit stays 16-bit: the kernels read packed pairs */
     w->type = t->dtype == WT_F16 ? OP_W_F16 : OP_W_BF16;
-    return upload(L, t->data, t->nbytes, t->name, &w->data);
+    return upload_tensor(L, t, &w->data);
   }
   if (t->dtype == WT_F32) {
     w->type = OP_W_F32;
-    return upload(L, t->data, t->nbytes, t->name, &w->data);
+    return upload_tensor(L, t, &w->data);
   }
   /* any other float storage: widened to f32, exact */
   w->type = OP_W_F32;

@@ -35,7 +35,8 @@ noreturn void jctx_fail(jctx *c, wgllm_status st, const char *fmt, ...) {
 #define JA_BLOCK (64u << 10)
 
 void *ja_alloc(jarena *a, size_t n) {
-  if (n > ((size_t)1 << 40)) jfail(a->e, WGLLM_ERR_OUT_OF_MEMORY, a->line, "allocation of %zu bytes refused", n);
+  if ((uint64_t)n > ((uint64_t)1 << 40))
+    jfail(a->e, WGLLM_ERR_OUT_OF_MEMORY, a->line, "allocation of %zu bytes refused", n);
   n = (n + 15) & ~(size_t)15;
   jarena_block *b = a->head;
   if (!b || b->cap - b->used < n) {

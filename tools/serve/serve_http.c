@@ -10,6 +10,7 @@
 #include "serve_http.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -117,6 +119,42 @@ static enum MHD_Result reply(conn *c, int status, char *json) {
 }
 
 static enum MHD_Result reply_error(conn *c, const serve_error *e) { return reply(c, e->status, serve_error_json(e)); }
+
+/* A file of cfg.web_dir for GET / HEAD url ("/": index.html), or 0 when there is none (the caller answers 404).
+   Paths with a ".." segment, a backslash or a dot file are never looked up. */
+static enum MHD_Result web_file(conn *c, const char *web_dir, const char *url, int *found) {
+  static const struct {
+    const char *ext, *type;
+  } types[] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript"},    {".mjs", "text/javascript"},
+               {".wasm", "application/wasm"},         {".json", "application/json"}, {".css", "text/css"},
+               {".txt", "text/plain; charset=utf-8"}};
+  *found = 0;
+  if (url[0] != '/' || strstr(url, "/.") || strchr(url, '\\') || strlen(url) > 1024) return MHD_NO;
+  char path[2048];
+  snprintf(path, sizeof path, "%s%s%s", web_dir, url, url[strlen(url) - 1] == '/' ? "index.html" : "");
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0) return MHD_NO;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return MHD_NO;
+  }
+  struct MHD_Response *r = MHD_create_response_from_fd((uint64_t)st.st_size, fd); /* closes fd */
+  if (!r) {
+    close(fd);
+    return MHD_NO;
+  }
+  const char *type = "application/octet-stream", *dot = strrchr(path, '.');
+  for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+    if (!strcmp(dot, types[i].ext)) type = types[i].type;
+  MHD_add_response_header(r, "Content-Type", type);
+  MHD_add_response_header(r, "Cache-Control", "no-cache");
+  *found = 1;
+  c->status = 200;
+  enum MHD_Result ok = MHD_queue_response(c->mc, 200, r);
+  MHD_destroy_response(r);
+  return ok;
+}
 
 static enum MHD_Result reply_fail(conn *c, int status, const char *type, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -485,6 +523,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
         if (routes[i].post == post && (post || !strcmp(method, "GET") || !strcmp(method, "HEAD")))
           c->route = routes[i].r;
       }
+    if (!known && h->cfg.web_dir && (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) {
+      int found;
+      enum MHD_Result r = web_file(c, h->cfg.web_dir, url, &found);
+      if (found) return r;
+    }
     if (!known) return reply_fail(c, 404, "invalid_request_error", "not_found", "no endpoint %s %.200s", method, url);
     if (!c->route)
       return reply_fail(c, 405, "invalid_request_error", "method_not_allowed", "%s is not allowed on %.200s", method,

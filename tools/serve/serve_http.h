@@ -1,6 +1,6 @@
 /* The HTTP side of `wgllm serve` on libmicrohttpd (a thread per connection): routes, the API key, body limits,
    OpenAI's endpoints handed to the scheduler and answered whole or as server-sent events, /tokenize and
-   /detokenize on the model's vocabulary, /health and /v1/models. */
+   /detokenize on the model's vocabulary, /health and /v1/models; with web_dir, static files (the demo page). */
 #ifndef WGLLM_SERVE_HTTP_H
 #define WGLLM_SERVE_HTTP_H
 #include "serve_openai.h"
@@ -17,6 +17,9 @@ typedef struct serve_http_config {
   const char *model_id;     /* the model's name in /v1/models and in answers */
   serve_limits limits;
   int verbose; /* a line a request on stderr */
+  /* NULL, or a directory whose files are answered to GET / HEAD on paths no endpoint has ("/" is its index.html),
+     without the API key: the browser build's demo page (make web) */
+  const char *web_dir;
 } serve_http_config;
 
 typedef struct serve_http serve_http;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 enum {
@@ -25,7 +26,8 @@ enum {
   K_TIMEOUT,
   K_MAX_CONNECTIONS,
   K_TEMPLATE,
-  K_NO_WARMUP
+  K_NO_WARMUP,
+  K_WEB
 };
 
 static const cli_opt serve_opts[] = {
@@ -54,13 +56,15 @@ static const cli_opt serve_opts[] = {
      "llama3, chatml, gemma, llama2 or none (default: the model's)"},
     {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
+    {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
+     "also serve DIR's files at / (make web's build-web: the demo page running the engine in the browser)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
 
 typedef struct serve_args {
   cli_common c;
-  const char *host, *api_key, *api_key_file, *alias;
+  const char *host, *api_key, *api_key_file, *alias, *web;
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
   int no_warmup;
 } serve_args;
@@ -113,6 +117,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_NO_WARMUP:
     a->no_warmup = 1;
     return 0;
+  case K_WEB:
+    a->web = v->text;
+    return 0;
   }
   return 2;
 }
@@ -120,7 +127,8 @@ static int on_opt(void *user, int key, const cli_value *v) {
 static void usage(FILE *f) {
   fprintf(f, "usage: wgllm serve -m PATH [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--api-key KEY]\n"
              "  An OpenAI-compatible server: POST /v1/chat/completions, /v1/completions (streaming or not),\n"
-             "  /tokenize, /detokenize; GET /v1/models, /health. Runs until SIGINT or SIGTERM. docs/SERVING.md\n");
+             "  /tokenize, /detokenize; GET /v1/models, /health; with --web DIR, DIR's files (the browser demo page).\n"
+             "  Runs until SIGINT or SIGTERM. docs/SERVING.md\n");
   cli_print_options(f, CLI_CMD_SERVE, serve_tables);
 }
 
@@ -183,6 +191,11 @@ int cli_serve(int argc, char **argv) {
   }
   if (a.api_key && a.api_key_file) {
     fprintf(stderr, "wgllm serve: give --api-key or --api-key-file, not both\n");
+    return 2;
+  }
+  struct stat web_st;
+  if (a.web && (stat(a.web, &web_st) != 0 || !S_ISDIR(web_st.st_mode))) {
+    fprintf(stderr, "wgllm serve: --web %s: not a directory (make web builds build-web)\n", a.web);
     return 2;
   }
   char *key_owned = NULL;
@@ -252,6 +265,7 @@ int cli_serve(int argc, char **argv) {
   hc.host = a.host;
   hc.port = (uint16_t)a.port;
   hc.api_key = a.api_key;
+  hc.web_dir = a.web;
   hc.max_body = (size_t)a.max_body;
   hc.idle_timeout_s = (unsigned)a.timeout;
   hc.max_connections = (unsigned)a.max_connections;
