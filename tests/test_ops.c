@@ -1790,6 +1790,9 @@ static case_result run_gemv(const tcase *c) {
   if (plan && plan->tuned && !(ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max))
     return not_supported("the tuned kernel needs subgroups of one fixed size (device: %s, %u..%u)",
                          ctx->has_subgroups ? "subgroups" : "no subgroups", ctx->subgroup_min, ctx->subgroup_max);
+  if (plan && plan->tuned && (plan->tk % ctx->subgroup_min || plan->tk * plan->tr / ctx->subgroup_min > 32))
+    return not_supported("a layout of %u x %u threads is not whole subgroups of %u, at most 32 (the op refuses it)",
+                         plan->tk, plan->tr, ctx->subgroup_min);
   int glu = mode >= 3;
   size_t rows = glu ? 2 * N : N;
   float *w = malloc(rows * K * 4), *x = rnd(T * K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1);
