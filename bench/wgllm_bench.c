@@ -42,7 +42,7 @@ static void usage(FILE *f) {
          "                   [--pipeline 1..3]  (decode steps kept in flight, default 2)\n"
          "                   [--unfused] [--attn-grid worst|indirect] [--dawn-toggles a,b]  (comparisons)\n"
          "  --prompt 128,2048,8192, --kv-list f32,f16 and --precision-list exact,fast measure every combination\n"
-         "       on one loaded model (fast: int8 activations in prefill's quantized linear layers)\n"
+         "       on one loaded model (fast: int8 activations in the quantized linear layers)\n"
          "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
          "  --sampled: sample with t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1\n"
          "  --parallel N: N sessions (2..8) decode together, batched in one step and one after another\n"
@@ -428,7 +428,7 @@ static const cli_opt bench_opts[] = {
     {K_PARALLEL, "--parallel", CLI_INT, "N", 2, LLM_BATCH_MAX, 0, CLI_CMD_BENCH,
      "decode N sessions together, batched and one after another (aggregate tok/s)"},
     {K_PRECISION_LIST, "--precision-list", CLI_TEXT, "exact,fast", 0, 0, 0, CLI_CMD_BENCH,
-     "the prefill precisions to measure (default exact)"},
+     "the precisions to measure (default exact)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 typedef struct bench_args {

@@ -180,7 +180,7 @@ wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w
    op_quantize_q8 into int8 blocks of 32 (q [M][K/4] u32, then, at the next binding offset, [M][K/32] of
    (d, d * sum q)); op_matmul_q8 multiplies them by a block-quantized weight in its own storage (q4gsw, q8, Q4_1,
    Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
-   predicate: M >= OP_Q8_MIN_ROWS (fewer rows take the exact GEMV), K a multiple of 32, every part of the weight
+   predicate: M >= OP_Q8_MIN_ROWS (fewer rows: a GEMV's work), K a multiple of 32, every part of the weight
    of those storages. op_linear_fast runs the integer-dot GEMV below (op_gemv_q8) for up to OP_GEMV_MAX_TOKENS rows
    and this GEMM above, each where its predicate holds, and the exact op_linear otherwise, as a whole. */
 #define OP_Q8_MIN_ROWS 5

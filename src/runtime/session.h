@@ -11,7 +11,7 @@ typedef struct llm_session_options {
   uint32_t prefill_chunk;  /* tokens per prefill pass (0: llm_prefill_chunk's, 512 where bindings allow) */
   int unfused;             /* decode through the plain per-op path (comparisons; the fused kernels by default) */
   llm_attn_grid attn_grid; /* flash-decoding's grid (worst case for the length bucket by default) */
-  int fast;                /* int8 activations for the block-quantized linear layers of prefill (llm_forward_opts) */
+  int fast;                /* int8 activations for the block-quantized linear layers (llm_forward_opts) */
   /* called after each prefill pass with the tokens done and the total of the call */
   void (*on_prefill)(uint32_t done, uint32_t total, void *user);
   void *prefill_user;
