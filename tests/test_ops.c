@@ -1247,6 +1247,132 @@ static void cases_linear_q8(void) {
   }
 }
 
+/* ---------------------------------------------------------------- the fast precision: tensor cores
+
+   matmul_mma/TYPE/...: op_matmul_mma (f16 operands on subgroup matrices, f32 sums) where the device grants subgroup
+   matrices (not supported elsewhere, saying why: lavapipe and SwiftShader offer none), checked twice: against
+   ref_linear on the operands rounded to f16 as the kernel rounds them (x clamped to f16's range, then round to
+   nearest even; the weight as dequantized), with the exact GEMM's tolerance, and against ref_linear on the
+   originals within the rounding's bound, per output sum_k |x w| (2u + u^2) + 2^-25 sum_k |w| (u = 2^-11; the
+   last term: x below f16's normal range), beside that tolerance. Rows of different magnitudes, an outlier past
+   f16's range (clamped: its row is checked against the clamped x only). matmul_mma/route: op_linear_fast takes
+   this kernel for more than OP_GEMV_MAX_TOKENS rows where the predicate holds. */
+static float f16_round(float v) {
+  if (v > 65504.0f) v = 65504.0f;
+  if (v < -65504.0f) v = -65504.0f;
+  return ref_f16_to_f32(ref_f32_to_f16(v));
+}
+
+static case_result run_linear_mma(const tcase *c) {
+  size_t M = c->u.lin.M, N = c->u.lin.N, K = c->u.lin.K;
+  op_wtype wt = c->u.lin.wt;
+  int has_bias = c->u.lin.bias, via_fast = c->u.lin.route == 1;
+  gpu_context *ctx = th_gpu();
+  if (!ctx->has_subgroup_matrix)
+    return not_supported("the device grants no subgroup matrices (chromium-experimental-subgroup-matrix with "
+                         "shader-f16)");
+  float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1), *want = malloc(M * N * 4);
+  for (size_t m = 0; m < M; m++) /* rows of different magnitudes */
+    for (size_t k = 0; k < K; k++)
+      x[m * K + k] *= (float)(1 + m % 7) * (m % 3 == 1 ? 0.001f : 1.0f);
+  size_t out_row = M - 1;
+  x[out_row * K + K / 2] = 1e5f; /* past f16's range: the kernel clamps it */
+  gbuf wb[2];
+  op_weight ow = make_weight(wt, N, K, c->u.lin.group, w, wb);
+  VERIFY(op_matmul_mma_supports(ctx, &ow, (uint32_t)M, (uint32_t)K), "%s: the predicate refuses it", g_case);
+  gbuf gx = gb_in(x, M * K * 4), gb = gb_in(b, N * 4), go = gb_out(M * N * 4), gq = {0};
+  gpu_view bias = has_bias ? gb.v : (gpu_view){0};
+  traffic(weight_bytes(wt, N, K, c->u.lin.group) + 4.0 * (M * K + M * N), 2.0 * M * N * K);
+  gpu_recorder *r = rec_new();
+  wgllm_status s;
+  if (via_fast) {
+    gq = gb_out((size_t)op_q8_act_bytes(ctx, (uint32_t)M, (uint32_t)K));
+    s = op_linear_fast(r, gx.v, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+  } else {
+    s = op_matmul_mma(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+  }
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    float *x16 = malloc(M * K * 4), *w16 = malloc(N * K * 4);
+    for (size_t i = 0; i < M * K; i++)
+      x16[i] = f16_round(x[i]);
+    for (size_t i = 0; i < N * K; i++)
+      w16[i] = f16_round(w[i]);
+    const float *got = gb_fetch(&go);
+    ref_linear(x16, w16, has_bias ? b : NULL, want, M, N, K);
+    compare_linear(got, want, x16, w16, M, N, K);
+    ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
+    size_t bad = 0;
+    const double u = 1.0 / 2048;
+    for (size_t m = 0; m < M - 1; m++) /* the clamped row is checked above only */
+      for (size_t n = 0; n < N; n++) {
+        double sa = 0, sw = 0;
+        for (size_t k = 0; k < K; k++) {
+          sa += fabs((double)x[m * K + k] * w[n * K + k]);
+          sw += fabs((double)w[n * K + k]);
+        }
+        double bound = 1e-6 + 4e-6 * sa + (2 * u + u * u) * sa + sw / 33554432.0;
+        if (!(fabs((double)got[m * N + n] - want[m * N + n]) <= bound)) {
+          if (bad++ < 4)
+            fprintf(stderr, "  %s[%zu,%zu] got %.9g, exact %.9g, bound %.3g\n", g_case, m, n, got[m * N + n],
+                    want[m * N + n], bound);
+        }
+      }
+    CHECK(bad == 0, "%s: %zu of %zu outputs beyond f16 rounding's bound", g_case, bad, M * N);
+    free(x16);
+    free(w16);
+  }
+  gb_guards(&go, "y");
+  gb_free(&gx);
+  gb_free(&gb);
+  gb_free(&go);
+  if (gq.v.buf) gb_free(&gq);
+  free_weight(wb);
+  free(x);
+  free(w);
+  free(b);
+  free(want);
+  return verdict();
+}
+
+static void cases_linear_mma(void) {
+  /* every storage; ragged tiles in M and N, one and several K steps (K-quants: whole 256-element blocks); the
+     last shape spans several workgroups both ways */
+  static const uint32_t s32[][3] = {{9, 7, 32}, {67, 129, 96}, {130, 260, 512}};
+  static const uint32_t s256[][3] = {{9, 7, 256}, {67, 129, 512}, {130, 260, 512}};
+  for (int wt = 0; wt < OP_W_COUNT; wt++)
+    for (size_t i = 0; i < 3; i++) {
+      const uint32_t *sh = block_type((op_wtype)wt) >= 0 && (wt == OP_W_Q2_K || wt == OP_W_Q3_K || wt == OP_W_Q4_K ||
+                                                             wt == OP_W_Q5_K || wt == OP_W_Q6_K || wt == OP_W_IQ4_XS)
+                               ? s256[i]
+                               : s32[i];
+      uint32_t group = 32;
+      int has_bias = (int)(i % 2);
+      tcase *c = add_case("matmul_mma", run_linear_mma, "%s/M=%u,N=%u,K=%u,bias=%d", op_wtype_name((op_wtype)wt),
+                          sh[0], sh[1], sh[2], has_bias);
+      c->u.lin.wt = (op_wtype)wt;
+      c->u.lin.M = sh[0];
+      c->u.lin.N = sh[1];
+      c->u.lin.K = sh[2];
+      c->u.lin.group = group;
+      c->u.lin.bias = has_bias;
+      c->u.lin.route = 0;
+    }
+  static const op_wtype rt[] = {OP_W_Q4, OP_W_Q4_K, OP_W_F16};
+  for (size_t t = 0; t < 3; t++) {
+    tcase *c = add_case("matmul_mma", run_linear_mma, "route/%s/M=200,N=300,K=512,bias=1", op_wtype_name(rt[t]));
+    c->u.lin.wt = rt[t];
+    c->u.lin.M = 200;
+    c->u.lin.N = 300;
+    c->u.lin.K = 512;
+    c->u.lin.group = 32;
+    c->u.lin.bias = 1;
+    c->u.lin.route = 1;
+  }
+}
+
 /* ---------------------------------------------------------------- embedding */
 
 static case_result run_embedding(const tcase *c) {
@@ -2915,6 +3041,7 @@ static void build_cases(void) {
   cases_linear();
   cases_linear_parts();
   cases_linear_q8();
+  cases_linear_mma();
   cases_gemv_q8();
   cases_embedding();
   cases_glu();

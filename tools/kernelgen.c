@@ -12,7 +12,8 @@
    and use {{NAME}} substitutions and line directives  #if NAME / #ifnot NAME / #else / #endif
    (NAME is true when defined and not "0"), #define NAME VALUE (for the rest of the file, every variant) and
    #include "lib/x.wgsli" (a shared snippet, relative to the template, processed the same way). A variant
-   requiring shader-f16 gets "enable f16;" prepended. Any unknown {{NAME}}, unbalanced #if, missing include or
+   requiring shader-f16 gets "enable f16;" prepended, subgroups "enable subgroups;", subgroup-matrix (requires= takes
+   a comma list) "enable chromium_experimental_subgroup_matrix;". Any unknown {{NAME}}, unbalanced #if, missing include or
    template without variants fails the build. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -83,6 +84,7 @@ static int parse_variant(const char *line, variant *v, const char *path, int ln)
     if ((size_t)(eq - p) == 8 && !strncmp(p, "requires", 8)) {
       if (strstr(eq + 1, "shader-f16") && strstr(eq + 1, "shader-f16") < e) v->req |= 1;
       if (strstr(eq + 1, "subgroups") && strstr(eq + 1, "subgroups") < e) v->req |= 2;
+      if (strstr(eq + 1, "subgroup-matrix") && strstr(eq + 1, "subgroup-matrix") < e) v->req |= 4;
     } else {
       if (v->n == MAXDEF) {
         fprintf(stderr, "%s:%d: too many defines\n", path, ln);
@@ -271,6 +273,7 @@ static int emit_variant(FILE *o, const char *src, const variant *v0, const char 
   variant v = *v0; /* #defines add to a copy */
   if (v.req & 1) fputs("  \"enable f16;\\n\"\n", o);
   if (v.req & 2) fputs("  \"enable subgroups;\\n\"\n", o);
+  if (v.req & 4) fputs("  \"enable chromium_experimental_subgroup_matrix;\\n\"\n", o);
   return emit_lines(o, src, &v, path, 0);
 }
 

@@ -18,7 +18,7 @@ LDTARGET := --target=wasm32-wasi -L/usr/lib/wasm32-wasi
 SJLJ := -mexception-handling -mllvm -wasm-enable-sjlj
 # src/gpu/gpu.h's feature values are native Dawn's numbering; web/webgpu.js follows the header's
 FEATURES := -DGPU_FEATURE_TIMESTAMP_QUERY=WGPUFeatureName_TimestampQuery -DGPU_FEATURE_SHADER_F16=WGPUFeatureName_ShaderF16 \
-  -DGPU_FEATURE_SUBGROUPS=WGPUFeatureName_Subgroups
+  -DGPU_FEATURE_SUBGROUPS=WGPUFeatureName_Subgroups '-DGPU_FEATURE_SUBGROUP_MATRIX=((WGPUFeatureName)0x50037)'
 WFLAGS := $(TARGET) $(SJLJ) -O2 -g0 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
   -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_PROCESS_CLOCKS -DWGLLM_BUILD -fvisibility=hidden $(FEATURES)
 # the engine's own include paths (CMakeLists.txt's WGLLM_SRC_DIRS), the single-threaded pthread.h, Dawn's webgpu.h

@@ -10,7 +10,11 @@ const STRLEN = 0xffffffff; // WGPU_STRLEN on wasm32 (SIZE_MAX)
 const WHOLE = 0xffffffffffffffffn; // WGPU_WHOLE_SIZE, WGPU_LIMIT_U64_UNDEFINED
 const U32_UNDEF = 0xffffffff;
 // WGPUFeatureName (the header's values) -> WebGPU's names: the features the engine asks for
-const FEATURES = { 0x09: 'timestamp-query', 0x0b: 'shader-f16', 0x12: 'subgroups' };
+const FEATURES = { 0x09: 'timestamp-query', 0x0b: 'shader-f16', 0x12: 'subgroups',
+  0x50037: 'chromium-experimental-subgroup-matrix' }; // the last as src/gpu/gpu.h's wasm build numbers it
+// Dawn's AdapterPropertiesSubgroupMatrixConfigs (chained on wgpuAdapterGetInfo) and its component types
+const STYPE_SMAT_CONFIGS = 0x5003b;
+const SMAT_TYPES = { f32: 1, f16: 2, u32: 3, i32: 4, u8: 5, i8: 6 };
 // WGPULimits' fields in order (after nextInChain); 'u64' fields are 8-aligned
 const LIMITS = [
   ['maxTextureDimension1D'], ['maxTextureDimension2D'], ['maxTextureDimension3D'], ['maxTextureArrayLayers'],
@@ -214,6 +218,21 @@ export function createWebGPU(gpu, options = {}) {
       d.setUint32(p + 48, 0, true);
       d.setUint32(p + 52, i.subgroupMinSize || 0, true);
       d.setUint32(p + 56, i.subgroupMaxSize || 0, true);
+      for (let c = u32(p); c; c = u32(c)) { // chained: the subgroup-matrix configurations (count at +8, array at +12)
+        if (u32(c + 4) !== STYPE_SMAT_CONFIGS) continue;
+        const list = [...(i.subgroupMatrixConfigs || [])];
+        const rec = get(adapter);
+        if (!rec.smatConfigs) { // written once an adapter, freed never: 20 bytes a configuration
+          rec.smatConfigs = list.length ? ex.malloc(20 * list.length) : 0;
+          list.forEach((m, k) => {
+            const q = rec.smatConfigs + 20 * k;
+            [SMAT_TYPES[m.componentType] || 0, SMAT_TYPES[m.resultComponentType] || 0, m.M, m.N, m.K]
+              .forEach((v, j) => dv().setUint32(q + 4 * j, v, true));
+          });
+        }
+        dv().setUint32(c + 8, rec.smatConfigs ? list.length : 0, true);
+        dv().setUint32(c + 12, rec.smatConfigs, true);
+      }
       return 1;
     },
     wgpuAdapterInfoFreeMembers(p) { // the struct is passed by value: p points at the caller's copy

@@ -23,6 +23,25 @@
 #define GPU_FEATURE_SHADER_F16 ((WGPUFeatureName)0x0A)
 #define GPU_FEATURE_SUBGROUPS ((WGPUFeatureName)0x11)
 #endif
+/* Subgroup matrices (Dawn's chromium-experimental-subgroup-matrix: tensor cores). The library we link offers them
+   on NVIDIA only with f16 configurations, and blocks shader-f16 there: unusable, so native builds never ask
+   (value 0). The wasm build (web/web.mk) defines the feature as newer Dawn numbers it (0x50037), which
+   web/webgpu.js maps to the WebGPU name, and reads the configurations through Dawn's
+   AdapterPropertiesSubgroupMatrixConfigs chained on wgpuAdapterGetInfo (newer than our header: mirrored here). */
+#ifndef GPU_FEATURE_SUBGROUP_MATRIX
+#define GPU_FEATURE_SUBGROUP_MATRIX ((WGPUFeatureName)0)
+#endif
+#define GPU_STYPE_SUBGROUP_MATRIX_CONFIGS ((WGPUSType)0x0005003B)
+enum { GPU_SMAT_F32 = 1, GPU_SMAT_F16 = 2, GPU_SMAT_U32 = 3, GPU_SMAT_I32 = 4, GPU_SMAT_U8 = 5, GPU_SMAT_I8 = 6 };
+typedef struct gpu_smat_config {
+  uint32_t component, result; /* GPU_SMAT_*: the operands' and the result's component types */
+  uint32_t M, N, K;           /* left M x K, right K x N, result M x N */
+} gpu_smat_config;
+typedef struct gpu_smat_configs_chain { /* Dawn's WGPUAdapterPropertiesSubgroupMatrixConfigs */
+  WGPUChainedStruct chain;
+  size_t count;
+  const gpu_smat_config *configs;
+} gpu_smat_configs_chain;
 /* The adapter's memory heaps (AdapterPropertiesMemoryHeaps chained on wgpuAdapterGetInfo): the header's sType
    value is the library's too, checked by chaining every value and reading back a heap list (lavapipe: 1 heap,
    device-local | host-visible, the machine's RAM); test_kv_ring checks that heaps are read. */
@@ -58,6 +77,9 @@ typedef struct gpu_context {
   const char *adapter_type; /* "discrete GPU", "integrated GPU", "CPU" */
   uint32_t subgroup_min, subgroup_max;
   int has_f16, has_subgroups, has_timestamps; /* features granted on the device */
+  int has_subgroup_matrix;                    /* granted, with shader-f16 (its configurations below) */
+  gpu_smat_config smat[16];                   /* the adapter's subgroup-matrix configurations */
+  int n_smat;
   int robust;                                 /* Dawn's robustness transform kept (gpu_options.robust) */
   char notices[512];                          /* features offered-not-requested or not offered */
   WGPULimits limits;                          /* limits the device got */
@@ -130,7 +152,7 @@ wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label
 void gpu_pool_release(gpu_context *ctx, gpu_buffer *b);
 
 /* ---------- kernels and pipelines ---------- */
-enum { GPU_REQ_F16 = 1, GPU_REQ_SUBGROUPS = 2 };
+enum { GPU_REQ_F16 = 1, GPU_REQ_SUBGROUPS = 2, GPU_REQ_SUBGROUP_MATRIX = 4 };
 typedef struct gpu_kernel_source {
   const char *kernel;    /* template name, e.g. "rms_norm" */
   const char *variant;   /* e.g. "f32", "f16" */

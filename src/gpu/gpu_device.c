@@ -274,8 +274,24 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   wgpuAdapterInfoFreeMembers(info);
   adapter_memory(ctx);
 
+  /* Subgroup matrices are asked for only with shader-f16 beside them (every configuration the kernels use is f16),
+     and their configurations read once offered (asking for them otherwise is an error in Dawn). */
+  int smat_offered = GPU_FEATURE_SUBGROUP_MATRIX && !o.disable_subgroups && !o.disable_f16 &&
+                     wgpuAdapterHasFeature(ctx->adapter, GPU_FEATURE_SUBGROUP_MATRIX) &&
+                     wgpuAdapterHasFeature(ctx->adapter, GPU_FEATURE_SHADER_F16);
+  if (smat_offered) {
+    WGPUAdapterInfo si = {0};
+    gpu_smat_configs_chain sc = {0};
+    sc.chain.sType = GPU_STYPE_SUBGROUP_MATRIX_CONFIGS;
+    si.nextInChain = &sc.chain;
+    if (wgpuAdapterGetInfo(ctx->adapter, &si) == WGPUStatus_Success)
+      for (size_t i = 0; i < sc.count && ctx->n_smat < (int)(sizeof ctx->smat / sizeof ctx->smat[0]); i++)
+        ctx->smat[ctx->n_smat++] = sc.configs[i];
+    wgpuAdapterInfoFreeMembers(si);
+  }
+
   /* Features: request what we use when offered; note what is missing. */
-  WGPUFeatureName feats[4];
+  WGPUFeatureName feats[5];
   int nf = 0;
   struct {
     WGPUFeatureName f;
@@ -287,6 +303,7 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
       {GPU_FEATURE_SUBGROUPS, o.disable_subgroups, "subgroups", &ctx->has_subgroups},
       {GPU_FEATURE_TIMESTAMP_QUERY, o.disable_timestamps, "timestamp-query", &ctx->has_timestamps},
   };
+  if (smat_offered && ctx->n_smat) feats[nf++] = GPU_FEATURE_SUBGROUP_MATRIX;
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     int offered = wgpuAdapterHasFeature(ctx->adapter, want[i].f);
     if (offered && !want[i].disabled)
@@ -356,6 +373,9 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   ctx->has_f16 = !o.disable_f16 && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SHADER_F16);
   ctx->has_subgroups = !o.disable_subgroups && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SUBGROUPS);
   ctx->has_timestamps = !o.disable_timestamps && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_TIMESTAMP_QUERY);
+  ctx->has_subgroup_matrix = smat_offered && ctx->n_smat && ctx->has_f16 &&
+                             wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SUBGROUP_MATRIX);
+  if (!ctx->has_subgroup_matrix) ctx->n_smat = 0;
   WGPULimits dl = WGPU_LIMITS_INIT;
   wgpuDeviceGetLimits(ctx->device, &dl);
   ctx->limits = dl;
@@ -441,7 +461,7 @@ wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen) {
 }
 
 const char *gpu_feature_list(const gpu_context *ctx, char *buf, size_t len) {
-  snprintf(buf, len, "%s%s%s", ctx->has_f16 ? "shader-f16 " : "", ctx->has_subgroups ? "subgroups " : "",
-           ctx->has_timestamps ? "timestamp-query" : "");
+  snprintf(buf, len, "%s%s%s%s", ctx->has_f16 ? "shader-f16 " : "", ctx->has_subgroups ? "subgroups " : "",
+           ctx->has_timestamps ? "timestamp-query " : "", ctx->has_subgroup_matrix ? "subgroup-matrix" : "");
   return buf;
 }

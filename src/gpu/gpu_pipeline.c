@@ -109,6 +109,10 @@ wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *
     snprintf(err, errlen, "kernel %s/%s needs subgroups, which the device did not grant", kernel, variant);
     return WGLLM_ERR_UNSUPPORTED;
   }
+  if ((src->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix) {
+    snprintf(err, errlen, "kernel %s/%s needs subgroup matrices, which the device did not grant", kernel, variant);
+    return WGLLM_ERR_UNSUPPORTED;
+  }
   WGPUShaderModule m;
   wgllm_status s = get_module(ctx, src, &m, err, errlen);
   if (s) return s;

@@ -1,6 +1,7 @@
 /* Linear layers: the fused decode GEMV (kernels/gemv.wgsl: q4gsw, q8, Q4_K, Q5_K, Q6_K), the general GEMV
-   (kernels/matvec.wgsl) for the other storages and a few rows, and the tiled GEMM (kernels/matmul.wgsl) for
-   prefill; the last two read every weight storage. */
+   (kernels/matvec.wgsl) for the other storages and a few rows, the tiled GEMM (kernels/matmul.wgsl) for
+   prefill, and its tensor-core twin on subgroup matrices (kernels/matmul_mma.wgsl, the fast precision); the last
+   three read every weight storage. */
 #include "ops.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -342,4 +343,26 @@ wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
                        uint32_t N, uint32_t K) {
   if (M <= 4) return op_matvec(rec, x, w, bias, y, M, N, K);
   return op_matmul(rec, x, w, bias, y, M, N, K);
+}
+
+int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K) {
+  (void)w; /* every storage: the kernel stages any weight through lib/weight_load.wgsli */
+  if (!ctx->has_subgroup_matrix || M < 1 || K % 32) return 0;
+  if (ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
+  if (ctx->limits.maxComputeWorkgroupStorageSize < OP_MMA_WORKGROUP_BYTES ||
+      ctx->limits.maxComputeInvocationsPerWorkgroup < 256)
+    return 0;
+  for (int i = 0; i < ctx->n_smat; i++) {
+    const gpu_smat_config *c = &ctx->smat[i];
+    if (c->component == GPU_SMAT_F16 && c->result == GPU_SMAT_F32 && c->M == 16 && c->N == 16 && c->K == 16) return 1;
+  }
+  return 0;
+}
+
+wgllm_status op_matmul_mma(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                           uint32_t N, uint32_t K) {
+  if (!op_matmul_mma_supports(op_ctx(rec), w, M, K))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_mma: the device offers no f16 subgroup matrices of 16x16x16 "
+                   "with subgroups of 32, or K=%u is not a multiple of 32", K);
+  return linear(rec, K_MATMUL_MMA, x, w, bias, y, M, N, K, 128, (M + 63) / 64, 0);
 }

@@ -196,6 +196,8 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op
     op_gemv_opts go = {.n_tokens = M};
     return op_gemv_fast(rec, x, xq, w, bias, y, N, K, &go);
   }
+  if (M > OP_GEMV_MAX_TOKENS && op_matmul_mma_supports(op_ctx(rec), w, M, K))
+    return op_matmul_mma(rec, x, w, bias, y, M, N, K);
   if (!xq.buf || !op_matmul_q8_supports(op_ctx(rec), w, M, K)) return op_linear(rec, x, w, bias, y, M, N, K);
   wgllm_status s = op_quantize_q8(rec, x, xq, M, K);
   return s ? s : op_matmul_q8(rec, xq, w, bias, y, M, N, K);

@@ -175,14 +175,25 @@ wgllm_status op_matmul_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, g
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K);
 
+/* The tensor-core GEMM of the fast precision (kernels/matmul_mma.wgsl): op_matmul's contract with f16 operands
+   (x and the dequantized weight rounded to f16, x clamped to its range) and f32 sums, on subgroup matrices.
+   op_matmul_mma_supports is its predicate: the device granted subgroup matrices with an f16 x f16 -> f32
+   configuration of 16x16x16, subgroups of exactly 32, OP_MMA_WORKGROUP_BYTES of workgroup memory and 256-thread
+   workgroups; K a multiple of 32; any storage, any M and N. */
+#define OP_MMA_WORKGROUP_BYTES 23552
+int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
+wgllm_status op_matmul_mma(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                           uint32_t N, uint32_t K);
+
 /* The fast precision (int8 activations, packed int8 dot products; src/ops/op_linear_q8.c).
    xq: an activation buffer of op_q8_act_bytes: x [M][K] f32 (rows contiguous, K a multiple of 32) quantized by
    op_quantize_q8 into int8 blocks of 32 (q [M][K/4] u32, then, at the next binding offset, [M][K/32] of
    (d, d * sum q)); op_matmul_q8 multiplies them by a block-quantized weight in its own storage (q4gsw, q8, Q4_1,
    Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
    predicate: M >= OP_Q8_MIN_ROWS (fewer rows: a GEMV's work), K a multiple of 32, every part of the weight
-   of those storages. op_linear_fast runs the integer-dot GEMV below (op_gemv_q8) for up to OP_GEMV_MAX_TOKENS rows
-   and this GEMM above, each where its predicate holds, and the exact op_linear otherwise, as a whole. */
+   of those storages. op_linear_fast runs the integer-dot GEMV below (op_gemv_q8) for up to OP_GEMV_MAX_TOKENS rows,
+   and for more the tensor-core GEMM (op_matmul_mma) or else this GEMM above, each where its predicate holds, and
+   the exact op_linear otherwise, as a whole. */
 #define OP_Q8_MIN_ROWS 5
 uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K);
 wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K);

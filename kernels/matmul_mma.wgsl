@@ -1,0 +1,130 @@
+// Tensor-core GEMM for prefill in the fast precision (op_matmul_mma): Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n])
+// on subgroup matrices (Dawn's chromium_experimental_subgroup_matrix), f16 operands and f32 accumulation. X [M, K]
+// f32 (rounded to f16 as it is staged, clamped to f16's range), W [N, K] in any weight storage
+// (lib/weight_load.wgsli, dequantized to f32 then rounded to f16 as it is staged), Y [M, N] f32 with rows y_stride
+// apart and columns from n_off (a weight in row parts runs a dispatch a part). K a multiple of 32; any M and N.
+// The Params block and bindings are kernels/matmul.wgsl's, so the op records both the same way.
+//
+// A workgroup of 256 threads, 8 subgroups of 32 (the op's predicate: subgroups of exactly 32, the adapter offering
+// f16 x f16 -> f32 at 16x16x16), owns TM = 64 rows (m) by TN = 128 columns (n) and walks K 32 a step: it stages
+// X[64][32] and W[128][32] as f16 in workgroup memory, row-major with XS - 32 halves of padding a row (the next
+// step's values are fetched into registers while this step is multiplied). Subgroup s owns rows 32 (s / 4).. and
+// columns 32 (s % 4)..: 2 x 2 result matrices of 16 x 16, each step two K-halves of 2 left (X rows), 2 right (W rows
+// read column-major: W^T) and 4 multiply-accumulates. At the end each result matrix goes through the subgroup's
+// 16 x 16 f32 corner of workgroup memory, where its lanes add the bias and write the rows and columns inside Y.
+//! axis storage
+//! axis -: MMA=1 requires=shader-f16,subgroup-matrix
+struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+#define WBIND 2
+#define SBIND 5
+#include "lib/weight_load.wgsli"
+@group(0) @binding(3) var<storage, read> bias: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
+
+const TM = 64u;
+const TN = 128u;
+const TK = 32u;
+const XS = 40u; // halves a staged row: 32 values + 8 of padding (rows start in different banks)
+var<workgroup> xs: array<f16, 2560>; // [TM][XS]: X[m0 + r][k0 + c] at xs[r * XS + c]
+var<workgroup> ws: array<f16, 5120>; // [TN][XS]: W[n0 + r][k0 + c] at ws[r * XS + c]
+var<workgroup> st: array<f32, 2048>; // [8 subgroups][16 x 16]: a result matrix on its way out
+
+// thread li's 8 X values of step k0: row li / 4, columns 8 (li % 4).. (0 past the last row)
+fn load_x(m0: u32, k0: u32, li: u32) -> array<vec4<f32>, 2> {
+  let gm = m0 + li / 4u;
+  let i = (min(gm, p.M - 1u) * p.K + k0 + 8u * (li % 4u)) / 4u;
+  let live = gm < p.M;
+  return array<vec4<f32>, 2>(select(vec4<f32>(0.0), x[i], live), select(vec4<f32>(0.0), x[i + 1u], live));
+}
+
+// thread li's 16 W values of step k0: row li / 2, columns 16 (li % 2).. (0 past the last row)
+fn load_w(n0: u32, k0: u32, li: u32) -> array<f32, 16> {
+  let gn = n0 + li / 2u;
+  var v: array<f32, 16>;
+  if (gn < p.N) {
+    let e = gn * p.K + k0 + 16u * (li % 2u);
+#if WBLK
+    let a = wload8(e);
+    let b = wload8(e + 8u);
+    for (var j = 0u; j < 8u; j++) { v[j] = a[j]; v[8u + j] = b[j]; }
+#else
+    for (var j = 0u; j < 16u; j++) { v[j] = wload(e + j); }
+#endif
+  }
+  return v;
+}
+
+fn h(v: f32) -> f16 { return f16(clamp(v, -65504.0, 65504.0)); }
+
+// lane l of subgroup s writes its 8 of the 256 values of the result matrix staged at st[256 s..], the tile whose
+// corner is (gm0, gn0) in Y
+fn write_tile(s: u32, l: u32, gm0: u32, gn0: u32) {
+  for (var i = 0u; i < 8u; i++) {
+    let e = l + 32u * i;
+    let gm = gm0 + e / 16u;
+    let gn = gn0 + e % 16u;
+    if (gm < p.M && gn < p.N) {
+      var v = st[256u * s + e];
+      if (p.has_bias != 0u) { v += bias[p.n_off + gn]; }
+      y[gm * p.y_stride + p.n_off + gn] = v;
+    }
+  }
+}
+
+@compute @workgroup_size(256)
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
+  let m0 = wid.y * TM;
+  let n0 = wid.x * TN;
+  let s = li / 32u; // the subgroup (subgroups of 32: the predicate)
+  let l = li % 32u;
+  let sm = 32u * (s / 4u); // the subgroup's rows and columns in the tile
+  let sn = 32u * (s % 4u);
+  var c00: subgroup_matrix_result<f32, 16, 16>;
+  var c01: subgroup_matrix_result<f32, 16, 16>;
+  var c10: subgroup_matrix_result<f32, 16, 16>;
+  var c11: subgroup_matrix_result<f32, 16, 16>;
+  var px = load_x(m0, 0u, li);
+  var pw = load_w(n0, 0u, li);
+  let xo = (li / 4u) * XS + 8u * (li % 4u);
+  let wo = (li / 2u) * XS + 16u * (li % 2u);
+  for (var k0 = 0u; k0 < p.K; k0 += TK) {
+    for (var j = 0u; j < 4u; j++) {
+      xs[xo + j] = h(px[0][j]);
+      xs[xo + 4u + j] = h(px[1][j]);
+    }
+    for (var j = 0u; j < 16u; j++) { ws[wo + j] = h(pw[j]); }
+    workgroupBarrier();
+    if (k0 + TK < p.K) {
+      px = load_x(m0, k0 + TK, li);
+      pw = load_w(n0, k0 + TK, li);
+    }
+    for (var kk = 0u; kk < TK; kk += 16u) {
+      let a0 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xs, sm * XS + kk, false, XS);
+      let a1 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xs, (sm + 16u) * XS + kk, false, XS);
+      let b0 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&ws, sn * XS + kk, true, XS);
+      let b1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&ws, (sn + 16u) * XS + kk, true, XS);
+      c00 = subgroupMatrixMultiplyAccumulate(a0, b0, c00);
+      c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
+      c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
+      c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
+    }
+    workgroupBarrier();
+  }
+  subgroupMatrixStore(&st, 256u * s, c00, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, m0 + sm, n0 + sn);
+  workgroupBarrier();
+  subgroupMatrixStore(&st, 256u * s, c01, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, m0 + sm, n0 + sn + 16u);
+  workgroupBarrier();
+  subgroupMatrixStore(&st, 256u * s, c10, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, m0 + sm + 16u, n0 + sn);
+  workgroupBarrier();
+  subgroupMatrixStore(&st, 256u * s, c11, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, m0 + sm + 16u, n0 + sn + 16u);
+}
