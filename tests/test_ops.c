@@ -910,7 +910,7 @@ static case_result run_linear(const tcase *c) {
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
-  ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
+  if (!g_perf) ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
   compare_linear(gb_fetch(&go), want, x, w, M, N, K);
   gb_guards(&go, "y");
   gb_free(&gx);
@@ -1371,6 +1371,31 @@ static void cases_linear_mma(void) {
     c->u.lin.bias = 1;
     c->u.lin.route = 1;
   }
+}
+
+/* gemm_perf/KERNEL/TYPE/...: the prefill GEMMs of the fast and exact precisions at the Llama-3.1-8B shape's
+   projections and 512 tokens, for --perf on a real GPU (test_ops --perf -f gemm_perf): the same run functions and
+   checks as their conformance cases, at sizes whose CPU references take minutes (leave them out of a plain run with
+   a filter). */
+static void cases_gemm_perf(void) {
+  static const uint32_t shapes[][3] = {{512, 6144, 4096}, {512, 4096, 4096}, {512, 28672, 4096}, {512, 4096, 14336}};
+  static const char *names[] = {"qkv", "o", "gate_up", "down"};
+  static const op_wtype types[] = {OP_W_Q4, OP_W_Q4_K};
+  for (int kern = 0; kern < 3; kern++)
+    for (size_t t = 0; t < 2; t++)
+      for (size_t i = 0; i < 4; i++) {
+        static const char *kn[] = {"mma", "q8", "f32"};
+        tcase *c = add_case("gemm_perf", kern == 0 ? run_linear_mma : kern == 1 ? run_linear_q8 : run_linear,
+                            "%s/%s/%s/M=%u,N=%u,K=%u", kn[kern], op_wtype_name(types[t]), names[i], shapes[i][0],
+                            shapes[i][1], shapes[i][2]);
+        c->u.lin.wt = types[t];
+        c->u.lin.M = shapes[i][0];
+        c->u.lin.N = shapes[i][1];
+        c->u.lin.K = shapes[i][2];
+        c->u.lin.group = 32;
+        c->u.lin.bias = 0;
+        c->u.lin.route = kern == 2 ? 1 : 0; /* run_linear's route 1: the tiled GEMM */
+      }
 }
 
 /* ---------------------------------------------------------------- embedding */
@@ -3042,6 +3067,7 @@ static void build_cases(void) {
   cases_linear_parts();
   cases_linear_q8();
   cases_linear_mma();
+  cases_gemm_perf();
   cases_gemv_q8();
   cases_embedding();
   cases_glu();
