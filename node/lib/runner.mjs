@@ -31,7 +31,8 @@ export async function webModules() {
 const compiled = new Map(); // wasm path -> WebAssembly.Module
 
 // Runs the program at wasmPath with argv (argv[0] is the program's name as it sees it). options: { gpu (a GPU object;
-// default createGpu()), env (default process.env), cwd (default process.cwd()) }. Resolves to the exit status.
+// default createGpu()), env (default process.env), cwd (default process.cwd()), benchWasm (what the CLI's `bench`
+// runs: wgllm-bench.wasm beside wasmPath by default) }. Resolves to the exit status.
 export async function runWasm(wasmPath, argv, options = {}) {
   requireJspi();
   const { createWebGPU, createWasi, WasiExit, uploadFromFile } = await webModules();
@@ -47,8 +48,23 @@ export async function runWasm(wasmPath, argv, options = {}) {
   const env = { ...(options.env || process.env), WGLLM_CWD: cwd };
   const wasi = createWasi({ args: argv, env, cwd, fs: nodeFs, writeRaw: (fd, b) => writeAll(fd, b), readStdin });
   let instance = null;
+  // the CLI's `wgllm bench ARGS` (web/cli_web.c): wgllm-bench.wasm run to its end on the same GPU object while the
+  // CLI waits, suspended
+  const runBench = new WebAssembly.Suspending(async (argc, argvPtr) => {
+    const m = new Uint8Array(instance.exports.memory.buffer), d = new DataView(instance.exports.memory.buffer);
+    const args = [];
+    for (let i = 0; i < argc; i++) {
+      const p = d.getUint32(argvPtr + 4 * i, true);
+      let e = p;
+      while (m[e]) e++;
+      args.push(new TextDecoder().decode(m.subarray(p, e)));
+    }
+    const bench = options.benchWasm || path.join(path.dirname(wasmPath), 'wgllm-bench.wasm');
+    if (!fs.existsSync(bench)) return -1;
+    return runWasm(bench, args, { ...options, gpu });
+  });
   const imports = { env: webgpu.imports, wasi_snapshot_preview1: wasi.imports,
-    wgllm_host: { upload: uploadFromFile(wasi, webgpu, () => instance.exports) } };
+    wgllm_host: { upload: uploadFromFile(wasi, webgpu, () => instance.exports), run_bench: runBench } };
   for (const imp of WebAssembly.Module.imports(mod)) {
     if (!imports[imp.module] || !(imp.name in imports[imp.module])) {
       throw new Error(`wgllm: ${wasmPath} imports ${imp.module}.${imp.name}, which this runner does not provide`);
