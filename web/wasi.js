@@ -318,7 +318,6 @@ export function createWasi(options = {}) {
           f.blob = null;
           f.writable = true;
         }
-        if (!f.bytes) f.bytes = new Uint8Array(0); // (a host file opened for writing: bytes now in memory)
         fds.set(fd, { path: p, file: f, pos: 0, append: (fdflags & 1) !== 0 });
       } else if (isDir(p)) fds.set(fd, { dir: p });
       else return E.NOENT;
