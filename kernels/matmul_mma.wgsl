@@ -45,12 +45,24 @@ fn load_w(n0: u32, k0: u32, li: u32) -> array<f32, 16> {
   var v: array<f32, 16>;
   if (gn < p.N) {
     let e = gn * p.K + k0 + 16u * (li % 2u);
+#if WQ4
+    // q4gsw: the 16 nibbles are two words, one group's scale (G is a multiple of 16, e of 16)
+    let w0 = w[e >> 3u];
+    let w1 = w[(e >> 3u) + 1u];
+    let g = e / G;
+    let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
+    for (var j = 0u; j < 8u; j++) {
+      v[j] = (f32((w0 >> (4u * j)) & 15u) - 8.0) * sc;
+      v[8u + j] = (f32((w1 >> (4u * j)) & 15u) - 8.0) * sc;
+    }
+#else
 #if WBLK
     let a = wload8(e);
     let b = wload8(e + 8u);
     for (var j = 0u; j < 8u; j++) { v[j] = a[j]; v[8u + j] = b[j]; }
 #else
     for (var j = 0u; j < 16u; j++) { v[j] = wload(e + j); }
+#endif
 #endif
   }
   return v;

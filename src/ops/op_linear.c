@@ -346,8 +346,11 @@ wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
 }
 
 int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K) {
-  (void)w; /* every storage: the kernel stages any weight through lib/weight_load.wgsli */
+  /* every storage: the kernel stages any weight through lib/weight_load.wgsli (q4gsw 16 elements of one group) */
   if (!ctx->has_subgroup_matrix || M < 1 || K % 32) return 0;
+  if (!w->n_parts && w->type == OP_W_Q4 && w->group % 16) return 0;
+  for (uint32_t i = 0; i < w->n_parts; i++)
+    if (w->part[i].type == OP_W_Q4 && w->part[i].group % 16) return 0;
   if (ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
   if (ctx->limits.maxComputeWorkgroupStorageSize < OP_MMA_WORKGROUP_BYTES ||
       ctx->limits.maxComputeInvocationsPerWorkgroup < 256)
