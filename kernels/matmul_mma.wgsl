@@ -6,14 +6,17 @@
 // The Params block and bindings are kernels/matmul.wgsl's, so the op records both the same way.
 //
 // A workgroup of 256 threads, 8 subgroups of 32 (the op's predicate: subgroups of exactly 32, the adapter offering
-// f16 x f16 -> f32 at 16x16x16), owns TM = 64 rows (m) by TN = 128 columns (n) and walks K 32 a step: it stages
-// X[64][32] and W[128][32] as f16 in workgroup memory, row-major with XS - 32 halves of padding a row (the next
-// step's values are fetched into registers while this step is multiplied). Subgroup s owns rows 32 (s / 4).. and
-// columns 32 (s % 4)..: 2 x 2 result matrices of 16 x 16, each step two K-halves of 2 left (X rows), 2 right (W rows
-// read column-major: W^T) and 4 multiply-accumulates. At the end each result matrix goes through the subgroup's
-// 16 x 16 f32 corner of workgroup memory, where its lanes add the bias and write the rows and columns inside Y.
+// f16 x f16 -> f32 at 16x16x16), owns TM rows (m) by TN = 128 columns (n) and walks K 32 a step: it stages
+// X[TM][32] and W[128][32] as f16 in workgroup memory, row-major with XS - 32 halves of padding a row (the next
+// step's values are fetched into registers while this step is multiplied). TM = 64: subgroup s owns rows
+// 32 (s / 4).. and columns 32 (s % 4)..: 2 x 2 result matrices of 16 x 16; TM = 128 (`_m128`): rows 32 (s / 2)..
+// and columns 64 (s % 2)..: 2 x 4 result matrices, half the W staging a multiply. Each step is two K-halves of 2
+// left (X rows), 2 or 4 right (W rows read column-major: W^T) and their multiply-accumulates. At the end each
+// result matrix goes through the subgroup's 16 x 16 f32 corner of workgroup memory, where its lanes add the bias
+// and write the rows and columns inside Y.
 //! axis storage
 //! axis -: MMA=1 requires=shader-f16,subgroup-matrix
+//! axis -: M128=0 | _m128: M128=1
 struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -23,20 +26,31 @@ struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 
+#if M128
+const TM = 128u;
+const XV = 4u; // vec4s of X a thread stages a step: row li / 2, columns 16 (li % 2)..
+const SGM = 2u; // subgroups along n (the rest along m)
+#else
 const TM = 64u;
+const XV = 2u; // row li / 4, columns 8 (li % 4)..
+const SGM = 4u;
+#endif
 const TN = 128u;
 const TK = 32u;
 const XS = 40u; // halves a staged row: 32 values + 8 of padding (rows start in different banks)
-var<workgroup> xs: array<f16, 2560>; // [TM][XS]: X[m0 + r][k0 + c] at xs[r * XS + c]
-var<workgroup> ws: array<f16, 5120>; // [TN][XS]: W[n0 + r][k0 + c] at ws[r * XS + c]
-var<workgroup> st: array<f32, 2048>; // [8 subgroups][16 x 16]: a result matrix on its way out
+var<workgroup> xs: array<f16, TM * XS>; // [TM][XS]: X[m0 + r][k0 + c] at xs[r * XS + c]
+var<workgroup> ws: array<f16, TN * XS>; // [TN][XS]: W[n0 + r][k0 + c] at ws[r * XS + c]
+var<workgroup> st: array<f32, 2048>;    // [8 subgroups][16 x 16]: a result matrix on its way out
 
-// thread li's 8 X values of step k0: row li / 4, columns 8 (li % 4).. (0 past the last row)
-fn load_x(m0: u32, k0: u32, li: u32) -> array<vec4<f32>, 2> {
-  let gm = m0 + li / 4u;
-  let i = (min(gm, p.M - 1u) * p.K + k0 + 8u * (li % 4u)) / 4u;
+// thread li's 4 XV X values of step k0 (0 past the last row)
+fn load_x(m0: u32, k0: u32, li: u32) -> array<vec4<f32>, 4> {
+  let per = 32u / (4u * XV); // threads a row
+  let gm = m0 + li / per;
+  let i = (min(gm, p.M - 1u) * p.K + k0 + 4u * XV * (li % per)) / 4u;
   let live = gm < p.M;
-  return array<vec4<f32>, 2>(select(vec4<f32>(0.0), x[i], live), select(vec4<f32>(0.0), x[i + 1u], live));
+  var v: array<vec4<f32>, 4>;
+  for (var j = 0u; j < XV; j++) { v[j] = select(vec4<f32>(0.0), x[i + j], live); }
+  return v;
 }
 
 // thread li's 16 W values of step k0: row li / 2, columns 16 (li % 2).. (0 past the last row)
@@ -91,20 +105,26 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let n0 = wid.x * TN;
   let s = li / 32u; // the subgroup (subgroups of 32: the predicate)
   let l = li % 32u;
-  let sm = 32u * (s / 4u); // the subgroup's rows and columns in the tile
-  let sn = 32u * (s % 4u);
+  let sm = 32u * (s / SGM); // the subgroup's rows and columns in the tile
+  let sn = (TN / SGM) * (s % SGM);
   var c00: subgroup_matrix_result<f32, 16, 16>;
   var c01: subgroup_matrix_result<f32, 16, 16>;
   var c10: subgroup_matrix_result<f32, 16, 16>;
   var c11: subgroup_matrix_result<f32, 16, 16>;
+#if M128
+  var c02: subgroup_matrix_result<f32, 16, 16>;
+  var c03: subgroup_matrix_result<f32, 16, 16>;
+  var c12: subgroup_matrix_result<f32, 16, 16>;
+  var c13: subgroup_matrix_result<f32, 16, 16>;
+#endif
   var px = load_x(m0, 0u, li);
   var pw = load_w(n0, 0u, li);
-  let xo = (li / 4u) * XS + 8u * (li % 4u);
+  let per = 32u / (4u * XV);
+  let xo = (li / per) * XS + 4u * XV * (li % per);
   let wo = (li / 2u) * XS + 16u * (li % 2u);
   for (var k0 = 0u; k0 < p.K; k0 += TK) {
-    for (var j = 0u; j < 4u; j++) {
-      xs[xo + j] = h(px[0][j]);
-      xs[xo + 4u + j] = h(px[1][j]);
+    for (var i = 0u; i < XV; i++) {
+      for (var j = 0u; j < 4u; j++) { xs[xo + 4u * i + j] = h(px[i][j]); }
     }
     for (var j = 0u; j < 16u; j++) { ws[wo + j] = h(pw[j]); }
     workgroupBarrier();
@@ -121,22 +141,50 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       c01 = subgroupMatrixMultiplyAccumulate(a0, b1, c01);
       c10 = subgroupMatrixMultiplyAccumulate(a1, b0, c10);
       c11 = subgroupMatrixMultiplyAccumulate(a1, b1, c11);
+#if M128
+      let b2 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&ws, (sn + 32u) * XS + kk, true, XS);
+      let b3 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&ws, (sn + 48u) * XS + kk, true, XS);
+      c02 = subgroupMatrixMultiplyAccumulate(a0, b2, c02);
+      c03 = subgroupMatrixMultiplyAccumulate(a0, b3, c03);
+      c12 = subgroupMatrixMultiplyAccumulate(a1, b2, c12);
+      c13 = subgroupMatrixMultiplyAccumulate(a1, b3, c13);
+#endif
     }
     workgroupBarrier();
   }
+  let gm = m0 + sm;
+  let gn = n0 + sn;
   subgroupMatrixStore(&st, 256u * s, c00, false, 16u);
   workgroupBarrier();
-  write_tile(s, l, m0 + sm, n0 + sn);
+  write_tile(s, l, gm, gn);
   workgroupBarrier();
   subgroupMatrixStore(&st, 256u * s, c01, false, 16u);
   workgroupBarrier();
-  write_tile(s, l, m0 + sm, n0 + sn + 16u);
+  write_tile(s, l, gm, gn + 16u);
   workgroupBarrier();
   subgroupMatrixStore(&st, 256u * s, c10, false, 16u);
   workgroupBarrier();
-  write_tile(s, l, m0 + sm + 16u, n0 + sn);
+  write_tile(s, l, gm + 16u, gn);
   workgroupBarrier();
   subgroupMatrixStore(&st, 256u * s, c11, false, 16u);
   workgroupBarrier();
-  write_tile(s, l, m0 + sm + 16u, n0 + sn + 16u);
+  write_tile(s, l, gm + 16u, gn + 16u);
+#if M128
+  workgroupBarrier();
+  subgroupMatrixStore(&st, 256u * s, c02, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, gm, gn + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&st, 256u * s, c03, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, gm, gn + 48u);
+  workgroupBarrier();
+  subgroupMatrixStore(&st, 256u * s, c12, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, gm + 16u, gn + 32u);
+  workgroupBarrier();
+  subgroupMatrixStore(&st, 256u * s, c13, false, 16u);
+  workgroupBarrier();
+  write_tile(s, l, gm + 16u, gn + 48u);
+#endif
 }

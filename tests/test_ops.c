@@ -1255,8 +1255,9 @@ static void cases_linear_q8(void) {
    nearest even; the weight as dequantized), with the exact GEMM's tolerance, and against ref_linear on the
    originals within the rounding's bound, per output sum_k |x w| (2u + u^2) + 2^-25 sum_k |w| (u = 2^-11; the
    last term: x below f16's normal range), beside that tolerance. Rows of different magnitudes, an outlier past
-   f16's range (clamped: its row is checked against the clamped x only). matmul_mma/route: op_linear_fast takes
-   this kernel for more than OP_GEMV_MAX_TOKENS rows where the predicate holds. */
+   f16's range (clamped: its row is checked against the clamped x only). matmul_mma/rows=64|128: each tile height
+   forced; matmul_mma/route: op_linear_fast takes this kernel for more than OP_GEMV_MAX_TOKENS rows where the
+   predicate holds. */
 static float f16_round(float v) {
   if (v > 65504.0f) v = 65504.0f;
   if (v < -65504.0f) v = -65504.0f;
@@ -1289,7 +1290,8 @@ static case_result run_linear_mma(const tcase *c) {
     gq = gb_out((size_t)op_q8_act_bytes(ctx, (uint32_t)M, (uint32_t)K));
     s = op_linear_fast(r, gx.v, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
   } else {
-    s = op_matmul_mma(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    static const uint32_t tm[] = {0, 0, 128, 64}; /* route 2, 3: the tile's rows forced */
+    s = op_matmul_mma_rows(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, tm[c->u.lin.route]);
   }
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
@@ -1361,6 +1363,18 @@ static void cases_linear_mma(void) {
       c->u.lin.route = 0;
     }
   static const op_wtype rt[] = {OP_W_Q4, OP_W_Q4_K, OP_W_F16};
+  for (size_t t = 0; t < 3; t++)
+    for (int route = 2; route <= 3; route++) {
+      tcase *c = add_case("matmul_mma", run_linear_mma, "rows=%d/%s/M=200,N=300,K=512,bias=1", route == 2 ? 128 : 64,
+                          op_wtype_name(rt[t]));
+      c->u.lin.wt = rt[t];
+      c->u.lin.M = 200;
+      c->u.lin.N = 300;
+      c->u.lin.K = 512;
+      c->u.lin.group = 32;
+      c->u.lin.bias = 1;
+      c->u.lin.route = route;
+    }
   for (size_t t = 0; t < 3; t++) {
     tcase *c = add_case("matmul_mma", run_linear_mma, "route/%s/M=200,N=300,K=512,bias=1", op_wtype_name(rt[t]));
     c->u.lin.wt = rt[t];
@@ -1381,11 +1395,11 @@ static void cases_gemm_perf(void) {
   static const uint32_t shapes[][3] = {{512, 6144, 4096}, {512, 4096, 4096}, {512, 28672, 4096}, {512, 4096, 14336}};
   static const char *names[] = {"qkv", "o", "gate_up", "down"};
   static const op_wtype types[] = {OP_W_Q4, OP_W_Q4_K};
-  for (int kern = 0; kern < 3; kern++)
+  for (int kern = 0; kern < 4; kern++)
     for (size_t t = 0; t < 2; t++)
       for (size_t i = 0; i < 4; i++) {
-        static const char *kn[] = {"mma", "q8", "f32"};
-        tcase *c = add_case("gemm_perf", kern == 0 ? run_linear_mma : kern == 1 ? run_linear_q8 : run_linear,
+        static const char *kn[] = {"mma64", "mma128", "q8", "f32"};
+        tcase *c = add_case("gemm_perf", kern <= 1 ? run_linear_mma : kern == 2 ? run_linear_q8 : run_linear,
                             "%s/%s/%s/M=%u,N=%u,K=%u", kn[kern], op_wtype_name(types[t]), names[i], shapes[i][0],
                             shapes[i][1], shapes[i][2]);
         c->u.lin.wt = types[t];
@@ -1394,7 +1408,7 @@ static void cases_gemm_perf(void) {
         c->u.lin.K = shapes[i][2];
         c->u.lin.group = 32;
         c->u.lin.bias = 0;
-        c->u.lin.route = kern == 2 ? 1 : 0; /* run_linear's route 1: the tiled GEMM */
+        c->u.lin.route = kern == 0 ? 3 : kern == 1 ? 2 : kern == 3 ? 1 : 0; /* run_linear's 1: the tiled GEMM */
       }
 }
 

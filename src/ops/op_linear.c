@@ -13,9 +13,10 @@ _Static_assert(sizeof(linear_params) == 32,
                "linear_params mirrors the Params block of kernels/matvec.wgsl and kernels/matmul.wgsl");
 
 /* One dispatch over rows [n_off, n_off + N) of the output (y rows of y_stride), weight data and scales in wd/ws. */
-static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view wd,
-                                 gpu_view ws, gpu_view bias, gpu_view y, uint32_t M, uint32_t N, uint32_t K,
-                                 uint32_t y_stride, uint32_t n_off, uint32_t gx, uint32_t gy, uint32_t rm) {
+static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, const char *suffix, gpu_view x,
+                                 const op_weight *w, gpu_view wd, gpu_view ws, gpu_view bias, gpu_view y, uint32_t M,
+                                 uint32_t N, uint32_t K, uint32_t y_stride, uint32_t n_off, uint32_t gx, uint32_t gy,
+                                 uint32_t rm) {
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit", kernel, gx, gy);
@@ -24,8 +25,9 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, gpu_view
   int nc = 0;
   if (w->type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)w->group};
   if (rm) c[nc++] = (gpu_constant){"RM", (double)rm}; /* the GEMM's rows a thread */
-  gpu_dispatch_desc d = {
-      .kernel = kernel, .variant = op_wtype_variant(w->type), .params = &p, .params_size = sizeof p, .n_bind = 4};
+  char variant[48];
+  snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(w->type), suffix);
+  gpu_dispatch_desc d = {.kernel = kernel, .variant = variant, .params = &p, .params_size = sizeof p, .n_bind = 4};
   if (nc) {
     d.consts = c;
     d.n_consts = nc;
@@ -45,22 +47,25 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, gpu_view
 }
 
 /* tile: output rows a workgroup covers along N (8 for the GEMV, 128 for the GEMM); gy: the grid along M; rm: the
-   GEMM's rows a thread (0 for the GEMV) */
-static wgllm_status linear(gpu_recorder *rec, const char *kernel, gpu_view x, const op_weight *w, gpu_view bias,
-                           gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t tile, uint32_t gy, uint32_t rm) {
+   GEMM's rows a thread (0 for the GEMV); suffix: what follows the storage in the variant's name ("" or a layout) */
+static wgllm_status linear(gpu_recorder *rec, const char *kernel, const char *suffix, gpu_view x, const op_weight *w,
+                           gpu_view bias, gpu_view y, uint32_t M, uint32_t N, uint32_t K, uint32_t tile, uint32_t gy,
+                           uint32_t rm) {
   if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape M=%u N=%u K=%u", kernel, M, N, K);
   wgllm_status s = WGLLM_OK;
   if (!w->n_parts) s = op_check_weight(rec, kernel, w, N, K);
   if (s) return s;
   if (!w->n_parts)
-    return linear_piece(rec, kernel, x, w, w->data, w->scales, bias, y, M, N, K, N, 0, (N + tile - 1) / tile, gy, rm);
+    return linear_piece(rec, kernel, suffix, x, w, w->data, w->scales, bias, y, M, N, K, N, 0, (N + tile - 1) / tile,
+                        gy, rm);
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
     uint32_t r = w->part[i].rows;
     op_weight pw = {w->part[i].type, w->part[i].data, w->part[i].scales, w->part[i].group, 0, {{{0}}}};
     s = op_check_weight(rec, kernel, &pw, r, K);
     if (!s)
-      s = linear_piece(rec, kernel, x, &pw, pw.data, pw.scales, bias, y, M, r, K, N, n0, (r + tile - 1) / tile, gy, rm);
+      s = linear_piece(rec, kernel, suffix, x, &pw, pw.data, pw.scales, bias, y, M, r, K, N, n0, (r + tile - 1) / tile,
+                       gy, rm);
     n0 += r;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u rows for N=%u", kernel, n0, N);
@@ -310,7 +315,7 @@ wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view
 
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K) {
-  return linear(rec, K_MATVEC, x, w, bias, y, M, N, K, 8, M, 0);
+  return linear(rec, K_MATVEC, "", x, w, bias, y, M, N, K, 8, M, 0);
 }
 
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -331,7 +336,7 @@ wgllm_status op_matmul_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, g
   if (!rm) rm = 4;
   if (rm != 4 && rm != 8) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul: %u rows a thread (4 or 8)", rm);
   uint32_t tm = 16 * rm;
-  return linear(rec, K_MATMUL, x, w, bias, y, M, N, K, 128, (M + tm - 1) / tm, rm);
+  return linear(rec, K_MATMUL, "", x, w, bias, y, M, N, K, 128, (M + tm - 1) / tm, rm);
 }
 
 wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -362,10 +367,17 @@ int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t 
   return 0;
 }
 
-wgllm_status op_matmul_mma(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
-                           uint32_t N, uint32_t K) {
+wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
+                                uint32_t M, uint32_t N, uint32_t K, uint32_t tm) {
+  if (!tm) tm = 64;
+  if (tm != 64 && tm != 128) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_mma: %u-row tiles (64 or 128)", tm);
   if (!op_matmul_mma_supports(op_ctx(rec), w, M, K))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_mma: the device offers no f16 subgroup matrices of 16x16x16 "
                    "with subgroups of 32, or K=%u is not a multiple of 32", K);
-  return linear(rec, K_MATMUL_MMA, x, w, bias, y, M, N, K, 128, (M + 63) / 64, 0);
+  return linear(rec, K_MATMUL_MMA, tm == 128 ? "_m128" : "", x, w, bias, y, M, N, K, 128, (M + tm - 1) / tm, 0);
+}
+
+wgllm_status op_matmul_mma(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
+                           uint32_t N, uint32_t K) {
+  return op_matmul_mma_rows(rec, x, w, bias, y, M, N, K, 0);
 }

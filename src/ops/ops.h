@@ -180,10 +180,13 @@ wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w
    op_matmul_mma_supports is its predicate: the device granted subgroup matrices with an f16 x f16 -> f32
    configuration of 16x16x16, subgroups of exactly 32, OP_MMA_WORKGROUP_BYTES of workgroup memory and 256-thread
    workgroups; K a multiple of 32; any storage, any M and N. */
-#define OP_MMA_WORKGROUP_BYTES 23552
+#define OP_MMA_WORKGROUP_BYTES 28672 /* the 128-row tiles' */
 int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
 wgllm_status op_matmul_mma(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                            uint32_t N, uint32_t K);
+/* op_matmul_mma with the tile's rows forced (64 or 128; 0: op_matmul_mma's choice), for tests and the bench. */
+wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
+                                uint32_t M, uint32_t N, uint32_t K, uint32_t tm);
 
 /* The fast precision (int8 activations, packed int8 dot products; src/ops/op_linear_q8.c).
    xq: an activation buffer of op_q8_act_bytes: x [M][K] f32 (rows contiguous, K a multiple of 32) quantized by
