@@ -47,8 +47,25 @@ JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
 # the demo page, and the bundled model beside it (its "the bundled model" button)
 PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default.gguf $(WEB_BUILD)/wgllm.d.ts
 
-.PHONY: all tests
-all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE)
+.PHONY: all tests serve
+all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE) $(WEB_BUILD)/wgllm-serve.wasm
+
+# `wgllm serve` for node/lib/serve.mjs (Node's http as the transport): a program of its own beside wgllm.wasm (whose
+# exports stay the public API the browser uses), the library without the browser API glue, the CLI's option
+# parser and model opening (tools/cli/cli_util.c), and tools/serve/'s options, scheduler (stepped from JavaScript),
+# request handler and OpenAI parsing, behind tools/serve/serve_wasm.c's exports. Not serve_http.c / serve_main.c:
+# libmicrohttpd and threads are the native transport's.
+SERVE_SRC := tools/cli/cli_util.c tools/serve/serve_options.c tools/serve/serve_sched.c tools/serve/serve_handler.c \
+  tools/serve/serve_openai.c tools/serve/serve_wasm.c
+SERVE_OBJ := $(filter-out $(O)/web/wgllm_web.o,$(LIB_OBJ)) $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(DEP_OBJ)
+serve: $(WEB_BUILD)/wgllm-serve.wasm $(JS)
+$(WEB_BUILD)/wgllm-serve.wasm: $(SERVE_OBJ) web/webgpu.imports
+	$(CC_WASM) $(LDTARGET) -O2 -mexec-model=reactor -o $@ $(SERVE_OBJ) -lwasi-emulated-signal \
+	  -lwasi-emulated-getpid -lwasi-emulated-process-clocks \
+	  -Wl,--export=malloc -Wl,--export=free -Wl,--export-table \
+	  -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=1048576 \
+	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
+$(O)/tools/%.o: WFLAGS += -Itools/cli -Itools/serve
 
 # The C test programs the browser tests run (tests/web/run.mjs), on the same objects (reactors whose main
 # tests/web/cases.js calls through JSPI): the tokenizer
