@@ -19,7 +19,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 .PHONY: all build run test clean bootstrap asan install fuzz fuzz-build test-san web
 all: build
 
-$(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh scripts/fetch_web.sh
+$(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh scripts/fetch_web.sh scripts/fetch_node.sh
 	bash scripts/bootstrap.sh
 
 bootstrap: $(STAMP)

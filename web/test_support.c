@@ -1,17 +1,12 @@
 /* Linked into the test programs built for the browser (web/web.mk, tests/web/run.mjs), for what they take from the
-   C library that WASI lacks: a working directory (they open their data by paths relative to tests/, as ctest runs
-   them; set from the environment, WGLLM_CWD, before main) and mkdtemp (a directory in web/wasi.js's memory). */
+   C library that WASI lacks: mkdtemp (a directory in web/wasi.js's memory, or the machine's on Node). Their working
+   directory (they open their data by paths relative to tests/, as ctest runs them) is web/wasm_cwd.c's. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-__attribute__((constructor)) static void web_test_cwd(void) {
-  const char *d = getenv("WGLLM_CWD");
-  if (d && *d) chdir(d);
-}
 
 /* the template's trailing XXXXXX replaced by a counter until mkdir succeeds */
 char *mkdtemp(char *tmpl) {

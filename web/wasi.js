@@ -5,9 +5,11 @@
 // whose files are fetched when first opened (a server directory answers with the header x-wgllm-directory, as
 // tests/web/serve.mjs does). Files the program creates live in memory. Paths are absolute under one preopened
 // "/"; directories are implied by the files' paths. Standard output and error go to a callback line by line.
-// No browser-only globals.
+// No browser-only globals and no Node imports: on Node.js the caller passes a file-system backend (options.fs,
+// node/lib/node_fs.mjs over node:fs), and paths not registered or mounted are then the machine's own files, read a
+// range at a time; files the program writes are kept in memory and written back through it when closed.
 
-const E = { SUCCESS: 0, BADF: 8, EXIST: 20, INVAL: 28, NOENT: 44, NOTDIR: 54, ISDIR: 31, NOSYS: 52 };
+const E = { SUCCESS: 0, BADF: 8, EXIST: 20, INVAL: 28, IO: 29, NOENT: 44, NOTDIR: 54, ISDIR: 31, NOSYS: 52 };
 const FT = { DIRECTORY: 3, REGULAR: 4, CHAR: 2 };
 const PREOPEN = 3;
 
@@ -17,7 +19,10 @@ export class WasiExit extends Error {
 
 // Returns { imports, attach(exports), addFile(path, source), removeFile(path), files, streamRange }.
 // options: { args: [..], env: {K: V}, write(fd, text), mounts: { '/repo': 'http://host/' }, cwd: the directory
-// relative paths the program passes to JavaScript (not through WASI) are relative to }
+// relative paths the program passes to JavaScript (not through WASI) are relative to, fs: a file-system backend
+// { stat(path) -> { dir: bool, size } | null, read(path, offset, length) -> Uint8Array, readdir(path) -> [names],
+// writeFile(path, bytes), mkdir(path), unlink(path), rmdir(path) } (synchronous; absolute paths), writeRaw(fd, bytes):
+// standard output and error unbuffered in place of write's lines, readStdin(max) -> Uint8Array (empty at the end) }
 export function createWasi(options = {}) {
   let ex = null;
   const files = new Map(); // "/dir/name" -> { size, bytes (Uint8Array) | blob, writable }
@@ -30,6 +35,7 @@ export function createWasi(options = {}) {
   const args = options.args || ['wgllm'];
   const env = Object.entries(options.env || {}).map(([k, v]) => `${k}=${v}`);
   const write = options.write || ((fd, text) => (fd === 2 ? console.error : console.log)(text));
+  const hostFs = options.fs || null;
   const pending = { 1: '', 2: '' };
   const enc = new TextEncoder();
   const dec = new TextDecoder();
@@ -48,7 +54,14 @@ export function createWasi(options = {}) {
   const ensure = async (p) => {
     if (files.has(p) || dirs.has(p) || missing.has(p)) return;
     const m = mounts.find(([pre]) => p === pre || p.startsWith(pre + '/'));
-    if (!m) return;
+    if (!m) {
+      if (!hostFs) return;
+      const st = hostFs.stat(p);
+      if (!st) missing.add(p);
+      else if (st.dir) { dirs.add(p); listings.set(p, hostFs.readdir(p)); }
+      else files.set(p, { size: st.size, hostPath: p });
+      return;
+    }
     const r = await fetch(m[1] + p.slice(m[0].length).replace(/^\//, ''));
     if (!r.ok) { missing.add(p); return; }
     if (r.headers.get('x-wgllm-directory')) {
@@ -83,7 +96,17 @@ export function createWasi(options = {}) {
     const end = Math.min(file.size, offset + length);
     if (end <= offset) return new Uint8Array(0);
     if (file.bytes) return file.bytes.slice(offset, end);
+    if (file.hostPath) return hostFs.read(file.hostPath, offset, end - offset);
     return new Uint8Array(await file.blob.slice(offset, end).arrayBuffer());
+  };
+
+  // a file the program wrote, written back to the machine's file (options.fs) when closed or synced: WASI's status
+  const writeBack = (f) => {
+    const file = f.file;
+    if (!file || !file.dirty || !file.hostPath || !hostFs || !file.bytes) return E.SUCCESS;
+    try { hostFs.writeFile(file.hostPath, file.bytes.subarray(0, file.size)); } catch (e) { return E.IO; }
+    file.dirty = false;
+    return E.SUCCESS;
   };
 
   const imports = {
@@ -140,6 +163,7 @@ export function createWasi(options = {}) {
         const f = fds.get(fd);
         if (!f || !f.file || !f.file.writable) return E.BADF;
         const file = f.file;
+        file.dirty = true;
         if (f.append) f.pos = file.size;
         const end = f.pos + total;
         if (end > file.bytes.length) {
@@ -149,6 +173,11 @@ export function createWasi(options = {}) {
         }
         for (const c of chunks) { file.bytes.set(c, f.pos); f.pos += c.length; }
         file.size = Math.max(file.size, end);
+        dv().setUint32(nwritten, total, true);
+        return E.SUCCESS;
+      }
+      if (options.writeRaw) {
+        for (const c of chunks) options.writeRaw(fd, c);
         dv().setUint32(nwritten, total, true);
         return E.SUCCESS;
       }
@@ -162,8 +191,15 @@ export function createWasi(options = {}) {
     },
     fd_read: new WebAssembly.Suspending(async (fd, iovs, n, nread) => {
       const f = fds.get(fd);
-      if (!f || !f.file) return E.BADF;
       let total = 0;
+      if (fd === 0 && options.readStdin) { // one read of what standard input has, into the first buffer
+        const p = dv().getUint32(iovs, true), l = dv().getUint32(iovs + 4, true);
+        const b = n ? options.readStdin(l) : new Uint8Array(0);
+        u8().set(b, p);
+        dv().setUint32(nread, b.length, true);
+        return E.SUCCESS;
+      }
+      if (!f || !f.file) return E.BADF;
       for (let i = 0; i < n; i++) {
         const p = dv().getUint32(iovs + 8 * i, true), l = dv().getUint32(iovs + 8 * i + 4, true);
         const b = await readRange(f.file, f.pos, l);
@@ -206,7 +242,12 @@ export function createWasi(options = {}) {
       dv().setBigUint64(out, BigInt(f.pos), true);
       return E.SUCCESS;
     },
-    fd_close(fd) { if (!fds.has(fd) || fd === PREOPEN) return E.BADF; fds.delete(fd); return E.SUCCESS; },
+    fd_close(fd) {
+      const f = fds.get(fd);
+      if (!f || fd === PREOPEN) return E.BADF;
+      fds.delete(fd);
+      return writeBack(f);
+    },
     fd_fdstat_get(fd, out) {
       const d = dv();
       const f = fds.get(fd);
@@ -263,6 +304,11 @@ export function createWasi(options = {}) {
       if (f && (oflags & 8)) {
         if (!f.writable) { const b = await readRange(f, 0, f.size); f.bytes = b; f.blob = null; f.writable = true; }
         f.size = 0;
+        f.dirty = true;
+      }
+      if (f && hostFs && (oflags & 1) && !f.hostPath && !mounts.some(([pre]) => p.startsWith(pre + '/'))) {
+        f.hostPath = p; // created: written to the machine's file when closed
+        f.dirty = true;
       }
       const fd = nextFd++;
       if (f) {
@@ -278,27 +324,41 @@ export function createWasi(options = {}) {
       dv().setUint32(out, fd, true);
       return E.SUCCESS;
     }),
-    path_unlink_file(dirfd, ptr, len) {
+    path_unlink_file: new WebAssembly.Suspending(async (dirfd, ptr, len) => {
       const p = pathAt(dirfd, ptr, len);
       if (p === null) return E.BADF;
-      if (!files.delete(p)) return E.NOENT;
+      await ensure(p);
+      const f = files.get(p);
+      if (!f) return E.NOENT;
+      files.delete(p);
+      missing.add(p);
+      if (f.hostPath && hostFs) { try { hostFs.unlink(f.hostPath); } catch (e) { /* never written */ } }
       return E.SUCCESS;
-    },
-    path_create_directory(dirfd, ptr, len) {
+    }),
+    path_create_directory: new WebAssembly.Suspending(async (dirfd, ptr, len) => {
       const p = pathAt(dirfd, ptr, len);
       if (p === null) return E.BADF;
+      await ensure(p);
       if (isDir(p) || files.has(p)) return E.EXIST;
+      if (hostFs && !mounts.some(([pre]) => p.startsWith(pre + '/'))) {
+        try { hostFs.mkdir(p); } catch (e) { return E.NOENT; }
+      }
       dirs.add(p);
+      missing.delete(p);
       return E.SUCCESS;
-    },
+    }),
     path_remove_directory(dirfd, ptr, len) {
       const p = pathAt(dirfd, ptr, len);
       if (p === null) return E.BADF;
+      if (hostFs && dirs.has(p) && !mounts.some(([pre]) => p.startsWith(pre + '/'))) {
+        try { hostFs.rmdir(p); } catch (e) { return E.INVAL; }
+      }
       dirs.delete(p);
+      missing.add(p);
       return E.SUCCESS;
     },
-    fd_sync() { return E.SUCCESS; },
-    fd_datasync() { return E.SUCCESS; },
+    fd_sync(fd) { const f = fds.get(fd); return f ? writeBack(f) : E.SUCCESS; },
+    fd_datasync(fd) { const f = fds.get(fd); return f ? writeBack(f) : E.SUCCESS; },
     fd_filestat_set_size(fd, size) {
       const f = fds.get(fd);
       if (!f || !f.file || !f.file.writable) return E.BADF;

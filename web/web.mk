@@ -23,7 +23,7 @@ WFLAGS := $(TARGET) $(SJLJ) -O2 -g0 -std=gnu11 -Wall -Wextra -Wno-unused-paramet
   -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_PROCESS_CLOCKS -DWGLLM_BUILD -fvisibility=hidden $(FEATURES)
 # the engine's own include paths (CMakeLists.txt's WGLLM_SRC_DIRS), the single-threaded pthread.h, Dawn's webgpu.h
 INCS := -Iweb/include -Iinclude -Isrc -Isrc/gpu -Isrc/ops -Isrc/format -Isrc/tokenizer -Isrc/model -Isrc/arch \
-  -Isrc/runtime -Isrc/api -Isrc/generated -Isrc/ref -Itests -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
+  -Isrc/runtime -Isrc/api -Isrc/generated -Isrc/ref -Itests -Itools/cli -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
   -I$(WEB_BUILD)/pcre2
 
 LIB_SRC := $(sort $(wildcard src/gpu/*.c src/ops/*.c src/format/*.c src/tokenizer/*.c src/model/*.c src/arch/*.c \
@@ -47,25 +47,50 @@ JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
 # the demo page, and the bundled model beside it (its "the bundled model" button)
 PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default.gguf $(WEB_BUILD)/wgllm.d.ts
 
-.PHONY: all tests serve
-all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE) $(WEB_BUILD)/wgllm-serve.wasm
+.PHONY: all tests programs node
+all: $(WEB_BUILD)/wgllm.wasm $(JS) $(PAGE)
 
-# `wgllm serve` for node/lib/serve.mjs (Node's http as the transport): a program of its own beside wgllm.wasm (whose
-# exports stay the public API the browser uses), the library without the browser API glue, the CLI's option
-# parser and model opening (tools/cli/cli_util.c), and tools/serve/'s options, scheduler (stepped from JavaScript),
-# request handler and OpenAI parsing, behind tools/serve/serve_wasm.c's exports. Not serve_http.c / serve_main.c:
-# libmicrohttpd and threads are the native transport's.
+# Every wasm program links the engine's objects (without the API glue of wgllm.wasm), cJSON, PCRE2 and
+# web/wasm_cwd.c (the working directory from the host's environment), as a reactor whose main the host calls
+# through JSPI (node/lib/runner.mjs, tests/web/cases.js): the exports and limits below
+PROG_CORE := $(filter-out $(O)/web/wgllm_web.o,$(LIB_OBJ)) $(DEP_OBJ) $(O)/web/wasm_cwd.o
+PROG_LINK := -O2 -mexec-model=reactor -lwasi-emulated-signal -lwasi-emulated-getpid -lwasi-emulated-process-clocks \
+  -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=4194304 -Wl,--export=malloc -Wl,--export=free \
+  -Wl,--export-table -Wl,--export=__main_void -Wl,--export=exit -Wl,--initial-memory=33554432 \
+  -Wl,--max-memory=4294967296 -Wl,--strip-debug
+
+# The native CLI (tools/cli, `wgllm run ...`) and bench (bench/wgllm_bench.c, `wgllm bench ...`) from the same sources,
+# for Node.js (node/, make -f web/web.mk node): the CLI's seams are web/cli_web.c (bench runs wgllm-bench.wasm through
+# the host; serve is the npm package's) in place of tools/cli/cli_bench.c (exec) and tools/serve/ (libmicrohttpd)
+CLI_SRC := $(filter-out tools/cli/cli_bench.c,$(sort $(wildcard tools/cli/*.c))) web/cli_web.c
+programs: $(WEB_BUILD)/wgllm-cli.wasm $(WEB_BUILD)/wgllm-bench.wasm $(WEB_BUILD)/wgllm-serve.wasm
+$(WEB_BUILD)/wgllm-cli.wasm: $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) web/webgpu.imports
+	$(CC_WASM) $(LDTARGET) -o $@ $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) $(PROG_LINK)
+$(WEB_BUILD)/wgllm-bench.wasm: $(O)/bench/wgllm_bench.o $(O)/tools/cli/cli_util.o $(PROG_CORE) web/webgpu.imports
+	$(CC_WASM) $(LDTARGET) -o $@ $(O)/bench/wgllm_bench.o $(O)/tools/cli/cli_util.o $(PROG_CORE) $(PROG_LINK)
+
+# `wgllm serve` for node/lib/serve.mjs (Node's http as the transport): the CLI's option parser and model opening
+# (tools/cli/cli_util.c) and tools/serve/'s options, scheduler (stepped from JavaScript's event loop, no thread),
+# request handler and OpenAI parsing behind tools/serve/serve_wasm.c's exports; not serve_http.c / serve_main.c
+# (libmicrohttpd and threads: the native transport). A reactor without main: JavaScript calls the exports.
 SERVE_SRC := tools/cli/cli_util.c tools/serve/serve_options.c tools/serve/serve_sched.c tools/serve/serve_handler.c \
   tools/serve/serve_openai.c tools/serve/serve_wasm.c
-SERVE_OBJ := $(filter-out $(O)/web/wgllm_web.o,$(LIB_OBJ)) $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(DEP_OBJ)
-serve: $(WEB_BUILD)/wgllm-serve.wasm $(JS)
-$(WEB_BUILD)/wgllm-serve.wasm: $(SERVE_OBJ) web/webgpu.imports
-	$(CC_WASM) $(LDTARGET) -O2 -mexec-model=reactor -o $@ $(SERVE_OBJ) -lwasi-emulated-signal \
-	  -lwasi-emulated-getpid -lwasi-emulated-process-clocks \
-	  -Wl,--export=malloc -Wl,--export=free -Wl,--export-table \
-	  -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=1048576 \
-	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
-$(O)/tools/%.o: WFLAGS += -Itools/cli -Itools/serve
+$(O)/tools/serve/%.o: WFLAGS += -Itools/serve
+$(WEB_BUILD)/wgllm-serve.wasm: $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(PROG_CORE) web/webgpu.imports
+	$(CC_WASM) $(LDTARGET) -o $@ $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(PROG_CORE) \
+	  $(filter-out -Wl,--export=__main_void -Wl,--export=exit,$(PROG_LINK))
+
+# The npm package (node/package.json): the wasm programs, wgllm.wasm and web/*.js staged into node/wasm and node/web
+# (ignored by git), from where `npm pack` in node/ takes them
+NODE_WASM := wgllm.wasm wgllm-cli.wasm wgllm-bench.wasm wgllm-serve.wasm
+NODE_JS := wgllm.js webgpu.js wasi.js wgllm.d.ts
+node: $(addprefix node/wasm/,$(NODE_WASM)) $(addprefix node/web/,$(NODE_JS))
+node/wasm/%.wasm: $(WEB_BUILD)/%.wasm
+	@mkdir -p $(@D)
+	cp $< $@
+node/web/%: web/%
+	@mkdir -p $(@D)
+	cp $< $@
 
 # The C test programs the browser tests run (tests/web/run.mjs), on the same objects (reactors whose main
 # tests/web/cases.js calls through JSPI): the tokenizer
@@ -73,15 +98,11 @@ $(O)/tools/%.o: WFLAGS += -Itools/cli -Itools/serve
 # conformance cases (test_ops --filter picks those that fit SwiftShader's time); tests/web/regex_spans.c measures
 # PCRE2 against the browser's RegExp
 TEST_PROGRAMS := test_tokenizer test_chat_template test_ops web/regex_spans
-TEST_CORE := $(filter-out $(O)/web/wgllm_web.o,$(LIB_OBJ)) $(DEP_OBJ) $(O)/tests/harness.o $(O)/web/test_support.o \
-  $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/ref/*.c)))
+TEST_CORE := $(PROG_CORE) $(O)/tests/harness.o $(O)/web/test_support.o $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/ref/*.c)))
 tests: $(patsubst %,$(WEB_BUILD)/tests/%.wasm,$(TEST_PROGRAMS))
 $(WEB_BUILD)/tests/%.wasm: $(O)/tests/%.o $(TEST_CORE) web/webgpu.imports
 	@mkdir -p $(@D)
-	$(CC_WASM) $(LDTARGET) -O2 -mexec-model=reactor -o $@ $< $(TEST_CORE) -lwasi-emulated-signal -lwasi-emulated-getpid \
-	  -lwasi-emulated-process-clocks -Wl,--allow-undefined-file=web/webgpu.imports -Wl,-z,stack-size=4194304 \
-	  -Wl,--export=malloc -Wl,--export=free -Wl,--export-table -Wl,--export=__main_void -Wl,--export=exit \
-	  -Wl,--initial-memory=33554432 -Wl,--max-memory=4294967296 -Wl,--strip-debug
+	$(CC_WASM) $(LDTARGET) -o $@ $< $(TEST_CORE) $(PROG_LINK)
 
 # the kernel generator is a host program (as in the native build)
 $(WEB_BUILD)/kernelgen: tools/kernelgen.c

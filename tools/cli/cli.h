@@ -174,7 +174,11 @@ int cli_run(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_perplexity(int argc, char **argv);
-int cli_serve(int argc, char **argv); /* tools/serve/serve_main.c */
+int cli_serve(int argc, char **argv); /* tools/serve/serve_main.c (the wasm build: web/cli_web.c) */
+/* `wgllm bench ARGS`: runs wgllm-bench ARGS, the developer program beside this one (it works on the internal layers,
+   which this program does not link): cli_bench.c execs it; in the wasm build web/cli_web.c asks the host to run
+   wgllm-bench.wasm. self: this program's argv[0]. */
+int cli_bench(int argc, char **argv, const char *self);
 
 /* ---------- chat history as JSON (cli_json.c) ---------- */
 /* Writes the messages as a JSON array of {"role": ..., "content": ...} objects (transformers' and OpenAI's

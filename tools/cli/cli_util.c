@@ -541,7 +541,7 @@ char *cli_read_file(const char *path, size_t *len) {
   char *buf = malloc(cap);
   while (buf) {
     if (n + 1 >= cap) {
-      char *g = cap < ((size_t)1 << 40) ? realloc(buf, cap * 2) : NULL;
+      char *g = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL; /* (1 << 40 overflowed wasm32) */
       if (!g) {
         free(buf);
         buf = NULL;

@@ -2,29 +2,8 @@
    go to stderr with a non-zero exit: 2 for a usage error, 1 for a failure, 130 after Ctrl-C. */
 #include "cli.h"
 #include "wgllm.h"
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-/* `wgllm bench ARGS` runs wgllm-bench ARGS, the developer program that sits beside this one (it works on the
-   internal layers, which this program does not link). */
-static int run_bench(int argc, char **argv, const char *self) {
-  char path[4096];
-  const char *slash = strrchr(self, '/');
-  if (slash)
-    snprintf(path, sizeof path, "%.*s/wgllm-bench", (int)(slash - self), self);
-  else
-    snprintf(path, sizeof path, "wgllm-bench");
-  argv[0] = path;
-  if (slash)
-    execv(path, argv);
-  else
-    execvp(path, argv);
-  fprintf(stderr, "wgllm: cannot run %s: %s\n", path, strerror(errno));
-  (void)argc;
-  return 1;
-}
 
 static void usage(FILE *f) {
   fprintf(f, "usage: wgllm <command> [options]       (wgllm -m PATH -p TEXT ...: run, as llama-cli takes it)\n"
@@ -64,7 +43,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "tokenize")) return cli_tokenize(argc - 1, argv + 1);
   if (!strcmp(cmd, "serve")) return cli_serve(argc - 1, argv + 1);
   if (!strcmp(cmd, "perplexity")) return cli_perplexity(argc - 1, argv + 1);
-  if (!strcmp(cmd, "bench")) return run_bench(argc - 1, argv + 1, argv[0]);
+  if (!strcmp(cmd, "bench")) return cli_bench(argc - 1, argv + 1, argv[0]);
   fprintf(stderr, "wgllm: unknown command '%s'\n", cmd);
   usage(stderr);
   return 2;
