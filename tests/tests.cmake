@@ -36,6 +36,11 @@ foreach(t test_server test_server_load test_server_nginx)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${t} PROPERTIES TIMEOUT 900)
 endforeach()
+# The Node server (node/lib/serve.mjs on wgllm-serve.wasm, built into BUILD/web) through test_server.sh's checks;
+# exit 77 is a skip (no Node with JSPI or npm webgpu: scripts/fetch_node.sh)
+add_test(NAME test_server_node COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_server_node.sh ${CMAKE_BINARY_DIR}
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_server_node PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
 # The browser build and its tests in headless Chromium (tests/test_web.sh: make -f web/web.mk, tests/web/run.mjs):
 # the tokenizer tests, op conformance cases, greedy generation equal to this build's and the demo page. Exit 77 is
 # a skip (no browser on the machine).

@@ -3,9 +3,10 @@
    parses argv here (serve_parse: the native --help, flags and errors), binds its port, loads the model and warms
    up (serve_load), then turns each HTTP request into an exchange (serve_request, serve_body, serve_run), pulls its
    answer piece by piece (serve_next: a serve_out at fixed offsets) and steps the scheduler (serve_step: one
-   batched GPU step) on its event loop while work remains. serve_load, serve_step and serve_stop reach the GPU's
-   waits, so JavaScript calls them through JSPI, one at a time; the others never wait and may be called while a
-   step is suspended (the scheduler's lock is released across every GPU call, as natively). */
+   batched GPU step) on its event loop while work remains. serve_parse (files looked at through WASI), serve_load,
+   serve_step and serve_stop may suspend (the GPU's waits, file reads), so JavaScript calls them through JSPI, one at
+   a time; the others never wait and may be called while a step is suspended (the scheduler's lock is released
+   across every GPU call, as natively, so a request handled meanwhile sees the state a thread would). */
 #include "serve_options.h"
 #include <stddef.h>
 #include <stdio.h>
