@@ -24,7 +24,8 @@ export class WgllmError extends Error {
 
 // options: { gpu (a WebGPU GPU object, required), wasm (URL, Response, ArrayBuffer or WebAssembly.Module; default
 // ./wgllm.wasm beside this module), log(level, message), env ({NAME: value} for the engine, e.g.
-// WGLLM_GPU_TIMEOUT_MS) }
+// WGLLM_GPU_TIMEOUT_MS), fs and cwd (Node.js, node/index.mjs: web/wasi.js's file-system backend; loadModel then takes
+// paths of the machine's files, relative ones to cwd) }
 export async function loadWgllm(options = {}) {
   if (typeof WebAssembly.Suspending !== 'function' || typeof WebAssembly.promising !== 'function') {
     throw new Error('this JavaScript engine lacks JSPI (WebAssembly.Suspending / WebAssembly.promising): ' +
@@ -32,7 +33,7 @@ export async function loadWgllm(options = {}) {
   }
   if (!options.gpu) throw new Error('loadWgllm: options.gpu (a WebGPU GPU object, e.g. navigator.gpu) is required');
   const webgpu = createWebGPU(options.gpu, { profile: options.profile });
-  const wasi = createWasi({ env: options.env || {}, write: options.write });
+  const wasi = createWasi({ env: options.env || {}, write: options.write, fs: options.fs, cwd: options.cwd });
   const host = new Host(options.log);
   const streamed = { tensors: 0, bytes: 0 }; // weights streamed from files into GPU buffers
   host.imports.upload = uploadFromFile(wasi, webgpu, () => host.ex, streamed);
@@ -55,6 +56,7 @@ export async function loadWgllm(options = {}) {
   ex._initialize();
   ex.wgllm_web_init();
   const wg = new Wgllm(ex, wasi, host);
+  wg.hostFiles = options.fs ? (options.cwd || '/') : null; // loadModel's strings are paths of the machine's files
   wg.gpuStats = webgpu.stats; // wgpuInstanceWaitAny's calls and time, for measurements
   wg.gpuProfile = webgpu.profile; // options.profile: GPU ns by pipeline
   wg.streamed = streamed;
@@ -148,8 +150,12 @@ class Wgllm {
   lastError() { return this.host.cstr(this.ex.wgllm_last_error()); }
 
   // Registers a model's files under a path of its own: a .gguf file (File, URL, ArrayBuffer), or a directory's
-  // files ([File, ...] or a FileList, their names as given; or { 'config.json': source, ... }). Returns the path.
+  // files ([File, ...] or a FileList, their names as given; or { 'config.json': source, ... }); with a file-system
+  // backend (Node), a string is the path of a file or directory of the machine. Returns the path.
   async addModelFiles(source) {
+    if (typeof source === 'string' && this.hostFiles) {
+      return source.startsWith('/') ? source : `${this.hostFiles}/${source}`; // read where it is (web/wasi.js's fs)
+    }
     const dir = `/models/${++this.nModels}`;
     const named = (f) => f.webkitRelativePath ? f.webkitRelativePath.split('/').pop() : f.name;
     if (Array.isArray(source) || (typeof FileList !== 'undefined' && source instanceof FileList)) {

@@ -12,12 +12,24 @@ import { nodeFs, readStdin, writeAll } from './node_fs.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 
-// web/*.js: copied beside lib/ in the npm package (node/web/, make node), else the repository's web/
+// In the repository (node/ beside web/web.mk) the sources' own web/*.js and build-web/'s wasm, so an edit or a
+// rebuild is what runs; in the npm package the copies `make -f web/web.mk node` staged into node/web and node/wasm
+const repoRoot = path.resolve(here, '../..');
+const inRepo = fs.existsSync(path.join(repoRoot, 'web', 'web.mk'));
+
 export function webDir() {
-  for (const d of [path.resolve(here, '../web'), path.resolve(here, '../../web')]) {
-    if (fs.existsSync(path.join(d, 'wasi.js')) && fs.existsSync(path.join(d, 'webgpu.js'))) return d;
-  }
-  throw new Error(`wgllm: web/wasi.js and web/webgpu.js not found beside ${here}`);
+  const d = inRepo ? path.join(repoRoot, 'web') : path.resolve(here, '../web');
+  if (fs.existsSync(path.join(d, 'wasi.js')) && fs.existsSync(path.join(d, 'webgpu.js'))) return d;
+  throw new Error(`wgllm: web/wasi.js and web/webgpu.js not found in ${d}`);
+}
+
+// a built wasm file by name (wgllm.wasm, wgllm-cli.wasm, wgllm-bench.wasm): in WGLLM_WASM_DIR, else the repository's
+// build-web/ (make -f web/web.mk programs) or the package's wasm/
+export function wasmPath(name) {
+  const d = process.env.WGLLM_WASM_DIR || (inRepo ? path.join(repoRoot, 'build-web') : path.resolve(here, '../wasm'));
+  if (fs.existsSync(path.join(d, name))) return path.join(d, name);
+  throw new Error(`wgllm: ${name} not found in ${d}${inRepo ? ' (make -f web/web.mk WEB_BUILD=build-web all programs, ' +
+    'or WGLLM_WASM_DIR=the build directory)' : ''}`);
 }
 
 export async function webModules() {
