@@ -263,7 +263,7 @@ async function serve(argv, signals) {
     }
   };
 
-  const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: timeoutS * 1000 }, (req, res) => {
+  const onRequest = (req, res) => {
     const path = requestPath(req.url);
     const st = { x: 0, req, res, t0: performance.now(), waiting: false, finished: false, head: null,
       what: `${req.method.slice(0, 8)} ${path.toString('latin1').slice(0, 80)}` };
@@ -281,6 +281,7 @@ async function serve(argv, signals) {
     live.add(st);
     // the client has gone before its answer ended: its exchange goes (its task cancelled)
     res.on('close', () => { if (!st.finished) finish(st, res.writableFinished ? '' : ' (client closed)'); });
+    res.on('error', () => {}); // a write to a client that has gone: 'close' follows
     if (!ex.serve_wants_body(st.x)) {
       // answered without the body (404, 401, 413, a file...): a body the client sends is not waited for
       if (req.headers['transfer-encoding'] || Number(clen) > 0) res.setHeader('Connection', 'close');
@@ -305,7 +306,11 @@ async function serve(argv, signals) {
       pump(st);
       kick();
     });
-  });
+  };
+  // headers up to 32 KiB, as libmicrohttpd's connection memory takes (more: 431); no limit on a request's total time,
+  // only the idle timeout below (a slow client that keeps sending is served, as natively)
+  const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: timeoutS * 1000, maxHeaderSize: 32 << 10 },
+    onRequest);
   server.maxConnections = ex.serve_max_connections();
   // the idle timeout: a connection that sends or reads nothing for --timeout seconds closes, but not while its
   // request waits for the model (that is not the client's idleness)
