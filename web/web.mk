@@ -75,10 +75,11 @@ $(WEB_BUILD)/wgllm-bench.wasm: $(O)/bench/wgllm_bench.o $(O)/tools/cli/cli_util.
 # (libmicrohttpd and threads: the native transport). A reactor without main: JavaScript calls the exports.
 SERVE_SRC := tools/cli/cli_util.c tools/serve/serve_options.c tools/serve/serve_sched.c tools/serve/serve_handler.c \
   tools/serve/serve_openai.c tools/serve/serve_wasm.c
+SERVE_NO_MAIN := -Wl,--export=__main_void -Wl,--export=exit
 $(O)/tools/serve/%.o: WFLAGS += -Itools/serve
 $(WEB_BUILD)/wgllm-serve.wasm: $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(PROG_CORE) web/webgpu.imports
 	$(CC_WASM) $(LDTARGET) -o $@ $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(PROG_CORE) \
-	  $(filter-out -Wl,--export=__main_void -Wl,--export=exit,$(PROG_LINK))
+	  $(filter-out $(SERVE_NO_MAIN),$(PROG_LINK))
 
 # The npm package (node/package.json): the wasm programs, wgllm.wasm and web/*.js staged into node/wasm and node/web
 # (ignored by git), from where `npm pack` in node/ takes them
