@@ -61,12 +61,13 @@ fuzz: fuzz-build
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # test_install is left out: it links the installed (sanitized) library into a program built without the
-# sanitizer runtime, which ASan refuses to start; it checks packaging, which the ordinary suite covers. test_web too:
-# the browser build is not sanitized (it is the same wasm as the ordinary suite's), so it would only run twice.
+# sanitizer runtime, which ASan refuses to start; it checks packaging, which the ordinary suite covers. test_web and
+# test_server_node too: the wasm builds are not sanitized (the same wasm as the ordinary suite's), so they would
+# only run twice.
 test-san: $(STAMP)
 	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWGLLM_ASAN=ON
 	cmake --build $(SAN_BUILD) -j $(JOBS)
-	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j 2 -E '^(test_install|test_web)$$'
+	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j 2 -E '^(test_install|test_web|test_server_node)$$'
 
 # make web: the browser build (wgllm.wasm, the JavaScript module and the demo page) in WEB_BUILD: web/web.mk
 WEB_BUILD ?= build-web
