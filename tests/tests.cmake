@@ -40,10 +40,11 @@ endforeach()
 # exit 77 is a skip (no Node with JSPI or npm webgpu: scripts/fetch_node.sh)
 add_test(NAME test_server_node COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_server_node.sh ${CMAKE_BINARY_DIR}
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(test_server_node PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
+# (RESOURCE_LOCK build_web: it and test_web build into the same BUILD/web, never at once)
+set_tests_properties(test_server_node PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 RESOURCE_LOCK build_web)
 # The browser build and its tests in headless Chromium (tests/test_web.sh: make -f web/web.mk, tests/web/run.mjs):
 # the tokenizer tests, op conformance cases, greedy generation equal to this build's and the demo page. Exit 77 is
 # a skip (no browser on the machine).
 add_test(NAME test_web COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_web.sh ${CMAKE_BINARY_DIR}
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(test_web PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
+set_tests_properties(test_web PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 RESOURCE_LOCK build_web)
