@@ -4,7 +4,7 @@
 // Prints one line per check and "node: N passed, N failed"; exits 1 on any failure. Runs under any Node (it drives
 // processes): the package's bin is run with the system's Node first in PATH, so its re-exec under a Node with JSPI
 // is what runs.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -132,10 +132,40 @@ console.log(JSON.stringify({ ids, text: g.text, pieces, generated: g.stats.gener
       : `exit ${r.code}: ${tail(r.out + r.err)}`);
 }
 
-// `wgllm serve`: node/lib/serve.mjs's where the package has it, else refused saying so
+// `wgllm serve`: node/lib/serve.mjs's where the package has it, else refused saying so. Where it is, the installed
+// package serves the default model (its bin, its wasm/wgllm-serve.wasm): listening, a greedy completion, SIGTERM's
+// exit 0. Run by the Node with JSPI, so the process signalled is the server (test_server_node checks the API itself).
 if (!fs.existsSync(path.join(app, 'node_modules/wgllm/lib/serve.mjs'))) {
   const r = run(sysNode, [bin, 'serve', '-m', 'x'], { env });
   check(r.code === 2 && /serve/.test(r.err), 'serve: refused with a message where lib/serve.mjs is absent', tail(r.err, 1));
+} else {
+  const t0 = t();
+  const p = spawn(node26, [bin, 'serve', '-m', path.join(root, 'models/default'), '--port', '0', '--no-warmup', '-np', '1'],
+    { cwd: app, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '', err = '';
+  p.stdout.on('data', (d) => { out += d; });
+  p.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((resolve) => p.on('exit', (code, sig) => resolve(sig || code)));
+  let port = 0;
+  for (let i = 0; i < 600 && !port && p.exitCode === null; i++) {
+    port = Number((/^wgllm serve: listening on http:\/\/[^ ]*:(\d+) /m.exec(out) || [])[1] || 0);
+    if (!port) await new Promise((r) => setTimeout(r, 100));
+  }
+  let answer = null;
+  if (port) {
+    try {
+      const r = await fetch(`http://127.0.0.1:${port}/v1/completions`, { method: 'POST',
+        body: JSON.stringify({ prompt: 'In the beginning', max_tokens: 2, temperature: 0, ignore_eos: true }) });
+      answer = { status: r.status, json: await r.json() };
+    } catch (e) { answer = { error: String(e) }; }
+  }
+  check(answer && answer.status === 200 && answer.json.usage.completion_tokens === 2,
+    'serve: the installed package serves the default model (a 2-token completion)',
+    port ? `${t() - t0} ms; ${JSON.stringify(answer).slice(0, 200)}` : `no listening line: ${tail(out + err)}`);
+  p.kill('SIGTERM');
+  const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30000))]);
+  if (code === 'timeout') p.kill('SIGKILL');
+  check(code === 0 && /SIGTERM: stopping/.test(err), 'serve: SIGTERM stops it, exit 0', `exit ${code}`);
 }
 
 // (b) op conformance through node/tools/run_wasm.mjs: test_ops.wasm's quick families, and the tokenizer tests (their
