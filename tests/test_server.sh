@@ -2,7 +2,8 @@
 # `wgllm serve` on loopback with the default model: its option errors; curl, streaming and not, on every endpoint;
 # the openai npm client (tests/server/openai_client.mjs); malformed and hostile requests (tests/server/hostile.mjs);
 # a full server answering 503 and freeing the session of a client that leaves; a clean stop on SIGTERM.
-# Usage: tests/test_server.sh BUILD_DIR  (ctest runs it from the repository root)
+# Usage: tests/test_server.sh BUILD_DIR  (ctest runs it from the repository root). WGLLM_SERVE_IMPL=node: the same
+# checks on the Node server (node/lib/serve.mjs; test_server_node), skipped (77) when its dependencies are missing.
 set -u
 BUILD="$(cd "${1:?usage: tests/test_server.sh BUILD_DIR}" && pwd)"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -10,16 +11,18 @@ TMP=$(mktemp -d)
 . "$ROOT/tests/server/serve_lib.sh"
 trap 'cleanup_servers; rm -rf "$TMP"' EXIT
 need_tools curl node
+need_node_server
+echo "--- the $SERVE_IMPL server: ${SERVE[*]}"
 
 # ---- option errors: said, exit 2, nothing listens
-"$WGLLM" serve --port 70000 -m "$MODEL" 2>"$TMP/e1"
+"${SERVE[@]}" --port 70000 -m "$MODEL" 2>"$TMP/e1"
 check "--port 70000 is a usage error" test $? = 2
 check "... saying the range" grep -q "expected a whole number from 0 to 65535" "$TMP/e1"
-"$WGLLM" serve --port 0 2>"$TMP/e2"
+"${SERVE[@]}" --port 0 2>"$TMP/e2"
 check "serve without -m is a usage error" test $? = 2
-"$WGLLM" serve -m "$MODEL" --port 0 --parallel 0 2>"$TMP/e3"
+"${SERVE[@]}" -m "$MODEL" --port 0 --parallel 0 2>"$TMP/e3"
 check "--parallel 0 is a usage error" test $? = 2
-"$WGLLM" serve --help >"$TMP/help"
+"${SERVE[@]}" --help >"$TMP/help"
 check "serve --help lists --parallel with its range" grep -q -- "--parallel N.*\[1..256\]" "$TMP/help"
 
 KEY=test-key-$$
@@ -29,12 +32,12 @@ MAIN_PID=$SERVE_PID
 ok "listening on port $PORT"
 check "... after its warm-up" grep -q "^wgllm serve: warmed up in [0-9.]* s" "$TMP/main.err"
 # the same port again: refused with the reason, before a warm-up (and with --no-warmup: when binding)
-"$WGLLM" serve -m "$MODEL" --port "$PORT" >/dev/null 2>"$TMP/e4"
+"${SERVE[@]}" -m "$MODEL" --port "$PORT" >/dev/null 2>"$TMP/e4"
 check "a port in use: exit 1" test $? = 1
 check "... saying it cannot listen" grep -q "cannot listen on 127.0.0.1 port $PORT" "$TMP/e4"
 check "... before warming up" sh -c "! grep -q 'warmed up' '$TMP/e4'"
 # SIGINT while it loads or warms up (8 sessions: seconds on lavapipe): it stops after the current step, exit 0
-"$WGLLM" serve -m "$MODEL" --port 0 -np 8 >/dev/null 2>"$TMP/e5" &
+"${SERVE[@]}" -m "$MODEL" --port 0 -np 8 >/dev/null 2>"$TMP/e5" &
 INT_PID=$!
 sleep 0.5
 kill -INT "$INT_PID"
@@ -121,7 +124,7 @@ stop_server "$FULL_PID"
 check "SIGTERM: the full server exits 0" test "$STOP_STATUS" = 0
 
 # ---- --web DIR: the browser demo's files at / (no key needed for them), the API as before
-"$WGLLM" serve -m "$MODEL" --port 0 --web "$TMP/no-such-dir" 2>"$TMP/e6"
+"${SERVE[@]}" -m "$MODEL" --port 0 --web "$TMP/no-such-dir" 2>"$TMP/e6"
 check "--web of a missing directory is a usage error" sh -c "test $? = 2 && grep -q 'not a directory' '$TMP/e6'"
 mkdir -p "$TMP/web/sub" && echo '<!doctype html><title>demo</title>' >"$TMP/web/index.html"
 printf '\0asm\1\0\0\0' >"$TMP/web/sub/x.wasm" && echo secret >"$TMP/web/.hidden" && echo outside >"$TMP/outside.txt"

@@ -11,6 +11,7 @@ TMP=$(mktemp -d)
 . "$ROOT/tests/server/serve_lib.sh"
 trap 'cleanup_servers; rm -rf "$TMP"' EXIT
 need_tools node
+need_node_server
 # Under ASan freed memory waits in a quarantine (256 MiB, and 1 MiB a thread, by default) before it is reused,
 # so the server's RSS grows while the quarantine fills whatever the server holds; bounded at 8 MiB (64 KiB a
 # thread), RSS again measures what the server keeps (freed memory is still poisoned while it is quarantined).

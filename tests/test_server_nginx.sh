@@ -15,6 +15,7 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 NGINX_PID=""
 trap '[ -n "$NGINX_PID" ] && kill "$NGINX_PID" 2>/dev/null; cleanup_servers; rm -rf "$TMP"' EXIT
 need_tools curl node
+need_node_server
 [ -x "$NGINX" ] || {
   echo "nginx is needed (scripts/bootstrap.sh installs it)"
   exit 1

@@ -36,9 +36,22 @@ foreach(t test_server test_server_load test_server_nginx)
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${t} PROPERTIES TIMEOUT 900)
 endforeach()
+# The Node server (node/lib/serve.mjs on wgllm-serve.wasm, built into BUILD/web) through test_server.sh's checks;
+# exit 77 is a skip (no Node with JSPI or npm webgpu: scripts/fetch_node.sh)
+add_test(NAME test_server_node COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_server_node.sh ${CMAKE_BINARY_DIR}
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+# (RESOURCE_LOCK wasm_build: it, test_web and test_node build into the same BUILD/web, never at once)
+set_tests_properties(test_server_node PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 RESOURCE_LOCK wasm_build)
 # The browser build and its tests in headless Chromium (tests/test_web.sh: make -f web/web.mk, tests/web/run.mjs):
 # the tokenizer tests, op conformance cases, greedy generation equal to this build's and the demo page. Exit 77 is
 # a skip (no browser on the machine).
 add_test(NAME test_web COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_web.sh ${CMAKE_BINARY_DIR}
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
-set_tests_properties(test_web PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77)
+set_tests_properties(test_web PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 RESOURCE_LOCK wasm_build)
+# wgllm on Node.js (tests/test_node.sh: the npm package of node/ packed, installed offline and run on dawn.node;
+# tests/node/run.mjs): greedy text and bench JSON equal to this build's, test_ops.wasm families and the tokenizer tests
+# through node/tools/run_wasm.mjs, the packed files. Shares BUILD/web with test_web (RESOURCE_LOCK: never at once).
+# Exit 77 is a skip (the Node dependencies of scripts/fetch_node.sh missing).
+add_test(NAME test_node COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_node.sh ${CMAKE_BINARY_DIR}
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_node PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77 RESOURCE_LOCK wasm_build)

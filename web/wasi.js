@@ -192,10 +192,15 @@ export function createWasi(options = {}) {
     fd_read: new WebAssembly.Suspending(async (fd, iovs, n, nread) => {
       const f = fds.get(fd);
       let total = 0;
-      if (fd === 0 && options.readStdin) { // one read of what standard input has, into the first buffer
-        const p = dv().getUint32(iovs, true), l = dv().getUint32(iovs + 4, true);
-        const b = n ? options.readStdin(l) : new Uint8Array(0);
-        u8().set(b, p);
+      if (fd === 0 && options.readStdin) { // one read of what standard input has, spread over the buffers
+        let room = 0;
+        for (let i = 0; i < n; i++) room += dv().getUint32(iovs + 8 * i + 4, true);
+        const b = room ? options.readStdin(room) : new Uint8Array(0);
+        for (let i = 0, at = 0; i < n && at < b.length; i++) {
+          const p = dv().getUint32(iovs + 8 * i, true), l = Math.min(dv().getUint32(iovs + 8 * i + 4, true), b.length - at);
+          u8().set(b.subarray(at, at + l), p);
+          at += l;
+        }
         dv().setUint32(nread, b.length, true);
         return E.SUCCESS;
       }

@@ -63,15 +63,27 @@ PROG_LINK := -O2 -mexec-model=reactor -lwasi-emulated-signal -lwasi-emulated-get
 # for Node.js (node/, make -f web/web.mk node): the CLI's seams are web/cli_web.c (bench runs wgllm-bench.wasm through
 # the host; serve is the npm package's) in place of tools/cli/cli_bench.c (exec) and tools/serve/ (libmicrohttpd)
 CLI_SRC := $(filter-out tools/cli/cli_bench.c,$(sort $(wildcard tools/cli/*.c))) web/cli_web.c
-programs: $(WEB_BUILD)/wgllm-cli.wasm $(WEB_BUILD)/wgllm-bench.wasm
+programs: $(WEB_BUILD)/wgllm-cli.wasm $(WEB_BUILD)/wgllm-bench.wasm $(WEB_BUILD)/wgllm-serve.wasm
 $(WEB_BUILD)/wgllm-cli.wasm: $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) web/webgpu.imports
 	$(CC_WASM) $(LDTARGET) -o $@ $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) $(PROG_LINK)
 $(WEB_BUILD)/wgllm-bench.wasm: $(O)/bench/wgllm_bench.o $(O)/tools/cli/cli_util.o $(PROG_CORE) web/webgpu.imports
 	$(CC_WASM) $(LDTARGET) -o $@ $(O)/bench/wgllm_bench.o $(O)/tools/cli/cli_util.o $(PROG_CORE) $(PROG_LINK)
 
+# `wgllm serve` for node/lib/serve.mjs (Node's http as the transport): the CLI's option parser and model opening
+# (tools/cli/cli_util.c) and tools/serve/'s options, scheduler (stepped from JavaScript's event loop, no thread),
+# request handler and OpenAI parsing behind tools/serve/serve_wasm.c's exports; not serve_http.c / serve_main.c
+# (libmicrohttpd and threads: the native transport). A reactor without main: JavaScript calls the exports.
+SERVE_SRC := tools/cli/cli_util.c tools/serve/serve_options.c tools/serve/serve_sched.c tools/serve/serve_handler.c \
+  tools/serve/serve_openai.c tools/serve/serve_wasm.c
+SERVE_NO_MAIN := -Wl,--export=__main_void -Wl,--export=exit
+$(O)/tools/serve/%.o: WFLAGS += -Itools/serve
+$(WEB_BUILD)/wgllm-serve.wasm: $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(PROG_CORE) web/webgpu.imports
+	$(CC_WASM) $(LDTARGET) -o $@ $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(PROG_CORE) \
+	  $(filter-out $(SERVE_NO_MAIN),$(PROG_LINK))
+
 # The npm package (node/package.json): the wasm programs, wgllm.wasm and web/*.js staged into node/wasm and node/web
 # (ignored by git), from where `npm pack` in node/ takes them
-NODE_WASM := wgllm.wasm wgllm-cli.wasm wgllm-bench.wasm
+NODE_WASM := wgllm.wasm wgllm-cli.wasm wgllm-bench.wasm wgllm-serve.wasm
 NODE_JS := wgllm.js webgpu.js wasi.js wgllm.d.ts
 node: $(addprefix node/wasm/,$(NODE_WASM)) $(addprefix node/web/,$(NODE_JS))
 node/wasm/%.wasm: $(WEB_BUILD)/%.wasm

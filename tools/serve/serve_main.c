@@ -1,164 +1,14 @@
-/* `wgllm serve`: an OpenAI-compatible HTTP server for one model. Parses the options (the CLI's tables and parser),
-   loads the model, starts the scheduler (serve_sched.c: --parallel sessions) and the HTTP server (serve_http.c),
-   prints the address it listens on, and runs until SIGINT or SIGTERM. docs/SERVING.md describes it. */
-#include "cli.h"
+/* `wgllm serve`: an OpenAI-compatible HTTP server for one model. Parses the options (serve_options.c: the CLI's
+   tables and parser), loads the model, starts the scheduler on its own thread (serve_sched.c: --parallel
+   sessions), the request handler (serve_handler.c) and its libmicrohttpd transport (serve_http.c), prints the
+   address it listens on, and runs until SIGINT or SIGTERM. docs/SERVING.md describes it. */
 #include "serve_http.h"
-#include "serve_sched.h"
-#include <errno.h>
-#include <math.h>
+#include "serve_options.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-
-enum {
-  K_HOST = 512,
-  K_PORT,
-  K_PARALLEL,
-  K_QUEUE,
-  K_API_KEY,
-  K_API_KEY_FILE,
-  K_ALIAS,
-  K_MAX_BODY,
-  K_MAX_TOKENS,
-  K_TIMEOUT,
-  K_MAX_CONNECTIONS,
-  K_TEMPLATE,
-  K_NO_WARMUP,
-  K_WEB
-};
-
-static const cli_opt serve_opts[] = {
-    {K_HOST, "--host", CLI_TEXT, "ADDR", 0, 0, 0, CLI_CMD_SERVE,
-     "address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)"},
-    {K_PORT, "--port", CLI_INT, "N", 0, 65535, 0, CLI_CMD_SERVE, "TCP port (default 8080; 0: any free port, printed)"},
-    {K_PARALLEL, "-np --parallel", CLI_INT, "N", 1, 256, 0, CLI_CMD_SERVE,
-     "requests generating at once, each on its own session (default 4)"},
-    {K_QUEUE, "--queue", CLI_INT, "N", 0, 65536, 0, CLI_CMD_SERVE,
-     "requests that may wait for a session; more are answered 503 (default 64)"},
-    {K_API_KEY, "--api-key", CLI_TEXT, "KEY", 0, 0, 0, CLI_CMD_SERVE,
-     "require 'Authorization: Bearer KEY' (every endpoint but /health)"},
-    {K_API_KEY_FILE, "--api-key-file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_SERVE,
-     "the API key from FILE (its first line), kept out of the process list"},
-    {K_ALIAS, "-a --alias", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
-     "the model's id in /v1/models and answers (default: the file or directory name)"},
-    {K_MAX_BODY, "--max-body", CLI_INT, "BYTES", 1024, 1 << 30, 0, CLI_CMD_SERVE,
-     "largest request body; more is answered 413 (default 8388608)"},
-    {K_MAX_TOKENS, "-n --n-predict --max-tokens", CLI_INT, "N", 1, 1 << 24, 0, CLI_CMD_SERVE,
-     "most tokens a request may generate, and chat's default (default: the context)"},
-    {K_TIMEOUT, "--timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
-     "close a connection idle this many seconds (default 60)"},
-    {K_MAX_CONNECTIONS, "--max-connections", CLI_INT, "N", 1, 65536, 0, CLI_CMD_SERVE,
-     "connections open at once, each a thread (default 512)"},
-    {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
-     "llama3, chatml, gemma, llama2 or none (default: the model's)"},
-    {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
-     "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
-    {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
-     "also serve DIR's files at / (make web's build-web: the demo page running the engine in the browser)"},
-    {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
-
-static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
-
-typedef struct serve_args {
-  cli_common c;
-  const char *host, *api_key, *api_key_file, *alias, *web;
-  long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
-  int no_warmup;
-} serve_args;
-
-static int on_opt(void *user, int key, const cli_value *v) {
-  serve_args *a = user;
-  int r = cli_common_set(&a->c, key, v);
-  if (r != 1) return r;
-  switch (key) {
-  case K_HOST:
-    a->host = v->text;
-    return 0;
-  case K_PORT:
-    a->port = v->i;
-    return 0;
-  case K_PARALLEL:
-    a->parallel = v->i;
-    return 0;
-  case K_QUEUE:
-    a->queue = v->i;
-    return 0;
-  case K_API_KEY:
-    if (!v->text[0]) {
-      fprintf(stderr, "wgllm serve: %s: the key is empty\n", v->name);
-      return 2;
-    }
-    a->api_key = v->text;
-    return 0;
-  case K_API_KEY_FILE:
-    a->api_key_file = v->text;
-    return 0;
-  case K_ALIAS:
-    a->alias = v->text;
-    return 0;
-  case K_MAX_BODY:
-    a->max_body = v->i;
-    return 0;
-  case K_MAX_TOKENS:
-    a->max_tokens = v->i;
-    return 0;
-  case K_TIMEOUT:
-    a->timeout = v->i;
-    return 0;
-  case K_MAX_CONNECTIONS:
-    a->max_connections = v->i;
-    return 0;
-  case K_TEMPLATE:
-    a->c.chat_template = v->text;
-    return 0;
-  case K_NO_WARMUP:
-    a->no_warmup = 1;
-    return 0;
-  case K_WEB:
-    a->web = v->text;
-    return 0;
-  }
-  return 2;
-}
-
-static void usage(FILE *f) {
-  fprintf(f, "usage: wgllm serve -m PATH [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--api-key KEY]\n"
-             "  An OpenAI-compatible server: POST /v1/chat/completions, /v1/completions (streaming or not),\n"
-             "  /tokenize, /detokenize; GET /v1/models, /health; with --web DIR, DIR's files (the browser demo page).\n"
-             "  Runs until SIGINT or SIGTERM. docs/SERVING.md\n");
-  cli_print_options(f, CLI_CMD_SERVE, serve_tables);
-}
-
-/* the model's id: the last part of its path, without a .gguf suffix */
-static void model_id(const char *path, char *out, size_t cap) {
-  size_t n = strlen(path);
-  while (n > 1 && path[n - 1] == '/')
-    n--;
-  size_t start = n;
-  while (start > 0 && path[start - 1] != '/')
-    start--;
-  size_t len = n - start;
-  if (len > 5 && !strncmp(path + start + len - 5, ".gguf", 5)) len -= 5;
-  snprintf(out, cap, "%.*s", (int)len, path + start);
-}
-
-static char *read_key_file(const char *path) {
-  char *text = cli_read_file(path, NULL);
-  if (!text) {
-    fprintf(stderr, "wgllm serve: --api-key-file %s: %s\n", path, strerror(errno));
-    return NULL;
-  }
-  text[strcspn(text, "\r\n")] = 0;
-  if (!text[0]) {
-    fprintf(stderr, "wgllm serve: --api-key-file %s: the first line is empty\n", path);
-    free(text);
-    return NULL;
-  }
-  return text;
-}
 
 /* the warm-up's stop_requested: SIGINT or SIGTERM pending (they are blocked: sigwait takes them later) */
 static int stop_signal_pending(void) {
@@ -167,41 +17,12 @@ static int stop_signal_pending(void) {
 }
 
 int cli_serve(int argc, char **argv) {
-  serve_args a = {0};
-  a.host = "127.0.0.1";
-  a.port = 8080;
-  a.parallel = 4;
-  a.queue = 64;
-  a.max_body = 8 << 20;
-  a.timeout = 60;
-  a.max_connections = 512;
-  char **ops;
-  int n_ops;
-  int rc = cli_parse("wgllm serve", CLI_CMD_SERVE, serve_tables, argc, argv, on_opt, &a, &ops, &n_ops);
-  if (rc) return rc;
-  if (n_ops && !a.c.help) {
-    fprintf(stderr, "wgllm serve: unexpected argument '%s' (see --help)\n", ops[0]);
-    free(ops);
-    return 2;
+  serve_options a;
+  int rc = serve_options_parse(argc, argv, &a);
+  if (rc >= 0) {
+    serve_options_free(&a);
+    return rc;
   }
-  free(ops);
-  if (a.c.help) {
-    usage(stdout);
-    return 0;
-  }
-  if (a.api_key && a.api_key_file) {
-    fprintf(stderr, "wgllm serve: give --api-key or --api-key-file, not both\n");
-    return 2;
-  }
-  struct stat web_st;
-  if (a.web && (stat(a.web, &web_st) != 0 || !S_ISDIR(web_st.st_mode))) {
-    fprintf(stderr, "wgllm serve: --web %s: not a directory (make web builds build-web)\n", a.web);
-    return 2;
-  }
-  char *key_owned = NULL;
-  if (a.api_key_file && !(key_owned = read_key_file(a.api_key_file))) return 2;
-  if (key_owned) a.api_key = key_owned;
-
   /* every thread started from here on (the scheduler, libmicrohttpd's) leaves SIGINT/SIGTERM to sigwait below */
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -211,89 +32,64 @@ int cli_serve(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
 
   wgllm_model *m = NULL;
-  rc = cli_open(&a.c, 0, &m, NULL, NULL, 0);
+  rc = serve_options_open(&a, &m);
+  if (!rc) rc = serve_options_configure(&a, m);
   if (rc) {
-    free(key_owned);
+    wgllm_model_free(m);
+    serve_options_free(&a);
     return rc;
   }
-  wgllm_model_info info;
-  wgllm_model_get_info(m, &info);
-  uint32_t ctx = a.c.ctx ? a.c.ctx : info.train_context && info.train_context < 4096 ? info.train_context : 4096;
-  if (a.c.ctx && info.train_context && a.c.ctx > info.train_context)
-    fprintf(stderr, "wgllm serve: warning: -c %u is more than the %u tokens the model was trained on\n", a.c.ctx,
-            info.train_context);
-  if (a.max_tokens > ctx) {
-    fprintf(stderr, "wgllm serve: --max-tokens %lld is more than the context (%u tokens; -c N)\n", a.max_tokens, ctx);
-    wgllm_model_free(m);
-    free(key_owned);
-    return 2;
-  }
-  serve_sched_config sc = {0};
-  sc.parallel = (uint32_t)a.parallel;
-  sc.queue = (uint32_t)a.queue;
-  sc.session = cli_session_params(&a.c); /* --kv, --unfused, --attn-grid, -ub, --precision */
-  sc.session.context = ctx;
-  sc.warm_up = !a.no_warmup;
-  sc.stop_requested = stop_signal_pending;
+  a.sched.stop_requested = stop_signal_pending;
+  a.sched.own_thread = 1;
   char err[512];
   if (serve_http_check_port(a.host, (uint16_t)a.port, err, sizeof err)) {
     fprintf(stderr, "wgllm serve: %s\n", err);
     wgllm_model_free(m);
-    free(key_owned);
+    serve_options_free(&a);
     return 1;
   }
   serve_sched *sched = NULL;
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
-  if (serve_sched_start(m, &sc, &sched, err, sizeof err)) {
+  if (serve_sched_start(m, &a.sched, &sched, err, sizeof err)) {
     int asked = stop_signal_pending(); /* SIGINT/SIGTERM ended the warm-up: a stop, as after sigwait below */
     fprintf(stderr, "wgllm serve: %s\n", err);
     wgllm_model_free(m);
-    free(key_owned);
+    serve_options_free(&a);
     return asked ? 0 : 1;
   }
   clock_gettime(CLOCK_MONOTONIC, &w1);
-  if (sc.warm_up)
+  if (a.sched.warm_up)
     fprintf(stderr, "wgllm serve: warmed up in %.2f s (sessions made and pipelines built; --no-warmup skips it)\n",
             (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9);
-  char id[256];
-  if (a.alias)
-    snprintf(id, sizeof id, "%s", a.alias);
-  else
-    model_id(a.c.model, id, sizeof id);
+  serve_handler *handler = serve_handler_new(&a.handler, sched, wgllm_model_vocab(m));
   serve_http_config hc = {0};
   hc.host = a.host;
   hc.port = (uint16_t)a.port;
-  hc.api_key = a.api_key;
-  hc.web_dir = a.web;
-  hc.max_body = (size_t)a.max_body;
   hc.idle_timeout_s = (unsigned)a.timeout;
   hc.max_connections = (unsigned)a.max_connections;
-  hc.model_id = id;
   hc.verbose = a.c.verbose;
-  hc.limits.max_tokens = a.max_tokens ? (uint32_t)a.max_tokens : ctx;
-  hc.limits.max_stop = 4;
-  hc.limits.max_stop_bytes = 256;
-  hc.limits.max_prompt_ids = ctx;
   serve_http *http = NULL;
-  if (serve_http_start(&hc, sched, wgllm_model_vocab(m), &http, err, sizeof err)) {
+  if (!handler) snprintf(err, sizeof err, "out of memory");
+  if (!handler || serve_http_start(&hc, handler, &http, err, sizeof err)) {
     fprintf(stderr, "wgllm serve: %s\n", err);
+    serve_handler_free(handler);
     serve_sched_stop(sched);
     wgllm_model_free(m);
-    free(key_owned);
+    serve_options_free(&a);
     return 1;
   }
-  int ipv6 = strchr(a.host, ':') != NULL;
-  printf("wgllm serve: listening on http://%s%s%s:%u (model %s, %u sessions of %u tokens, precision %s, on %s)\n",
-         ipv6 ? "[" : "", a.host, ipv6 ? "]" : "", serve_http_port(http), id, sc.parallel, ctx,
-         wgllm_precision_name(sc.session.precision), info.adapter);
+  char banner[1024];
+  serve_options_banner(&a, m, serve_http_port(http), banner, sizeof banner);
+  printf("wgllm serve: %s\n", banner);
   fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
   fprintf(stderr, "wgllm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   serve_http_stop(http);
+  serve_handler_free(handler);
   serve_sched_stop(sched);
   wgllm_model_free(m);
-  free(key_owned);
+  serve_options_free(&a);
   return 0;
 }

@@ -1,4 +1,5 @@
-/* The scheduler thread of `wgllm serve`: the only caller of the model, session and job functions. Each tick it
+/* The scheduler of `wgllm serve`: the only caller of the model, session and job functions, on a thread of its own
+   (natively) or stepped by its caller's event loop (serve_sched_step: the Node server on the wasm build). Each tick it
    frees the jobs of cancelled tasks, renders and tokenizes the prompts of new tasks (wgllm_chat_prompt,
    wgllm_tokenize), starts waiting tasks on idle sessions (the one whose cache shares the longest prefix with the
    prompt, else the least recently used; wgllm_job_start prefills and samples the first token), and steps every
@@ -9,8 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct sched_slot {
   wgllm_session *session;
@@ -26,7 +27,9 @@ struct serve_sched {
   pthread_mutex_t mu;
   pthread_cond_t work; /* a task was submitted or cancelled, or the thread must stop */
   pthread_t thread;
-  int thread_started, stopping;
+  int thread_started, stopping, drained;
+  wgllm_job **jobs; /* the batch of one tick, and the slot of each */
+  int *job_slot;
   serve_task *waiting, *waiting_tail; /* submitted, not yet on a session (FIFO) */
   uint32_t n_waiting, n_running;
   uint64_t tick;
@@ -214,7 +217,7 @@ static int prepare_task(serve_sched *s, serve_task *t) {
 
 static uint32_t random_seed(void) {
   uint32_t x = 0;
-  if (getrandom(&x, sizeof x, 0) != (ssize_t)sizeof x) x = (uint32_t)time(NULL) ^ (uint32_t)clock();
+  if (getentropy(&x, sizeof x) != 0) x = (uint32_t)time(NULL) ^ (uint32_t)clock();
   return x;
 }
 
@@ -309,80 +312,81 @@ static serve_task *unlink_waiting(serve_sched *s, serve_task **link) {
   return t;
 }
 
-static void *sched_main(void *arg) {
-  serve_sched *s = arg;
-  wgllm_job **jobs = calloc(s->cfg.parallel, sizeof *jobs);
-  int *job_slot = calloc(s->cfg.parallel, sizeof *job_slot);
-  pthread_mutex_lock(&s->mu);
-  while (!s->stopping && jobs && job_slot) {
-    /* 1. cancelled tasks: their jobs freed, their sessions back */
-    for (uint32_t k = 0; k < s->cfg.parallel; k++)
-      if (s->slots[k].task && s->slots[k].task->cancelled) end_job(s, (int)k);
-    for (serve_task **p = &s->waiting; *p;) {
-      if ((*p)->cancelled)
-        task_finish(s, unlink_waiting(s, p));
-      else
-        p = &(*p)->next;
-    }
-    /* 2. prompts of new tasks, so a refused one is answered at once even when every session is busy (tasks
-       submitted meanwhile join the end of the list, and are prepared in this pass or the next) */
-    for (serve_task **p = &s->waiting; *p;) {
-      serve_task *t = *p;
-      if (t->prepared) {
-        p = &t->next;
-        continue;
-      }
-      pthread_mutex_unlock(&s->mu);
-      int rc = prepare_task(s, t);
-      pthread_mutex_lock(&s->mu);
-      t->prepared = 1;
-      if (rc) {
-        t->failed = 1;
-        task_finish(s, unlink_waiting(s, p));
-        continue;
-      }
+/* under the lock: one tick (cancelled tasks ended, new prompts prepared, waiting tasks started, one token of every
+   running job). Returns the number of jobs stepped. */
+static size_t tick(serve_sched *s) {
+  wgllm_job **jobs = s->jobs;
+  int *job_slot = s->job_slot;
+  /* 1. cancelled tasks: their jobs freed, their sessions back */
+  for (uint32_t k = 0; k < s->cfg.parallel; k++)
+    if (s->slots[k].task && s->slots[k].task->cancelled) end_job(s, (int)k);
+  for (serve_task **p = &s->waiting; *p;) {
+    if ((*p)->cancelled)
+      task_finish(s, unlink_waiting(s, p));
+    else
+      p = &(*p)->next;
+  }
+  /* 2. prompts of new tasks, so a refused one is answered at once even when every session is busy (tasks
+     submitted meanwhile join the end of the list, and are prepared in this pass or the next) */
+  for (serve_task **p = &s->waiting; *p;) {
+    serve_task *t = *p;
+    if (t->prepared) {
       p = &t->next;
-    }
-    /* 3. prepared tasks onto idle sessions, in order */
-    while (s->waiting && s->waiting->prepared && s->n_running < s->cfg.parallel && !s->stopping) {
-      serve_task *t = unlink_waiting(s, &s->waiting);
-      if (t->cancelled) {
-        task_finish(s, t);
-        continue;
-      }
-      int k = pick_slot(s, t);
-      s->slots[k].task = t;
-      t->session = k;
-      s->n_running++;
-      pthread_mutex_unlock(&s->mu);
-      start_task(s, t, k);
-      pthread_mutex_lock(&s->mu);
-    }
-    /* 4. one token of every running job, in one call */
-    size_t n = 0;
-    for (uint32_t k = 0; k < s->cfg.parallel; k++)
-      if (s->slots[k].task && s->slots[k].task->job) {
-        job_slot[n] = (int)k;
-        jobs[n++] = s->slots[k].task->job;
-      }
-    if (!n) {
-      if (!s->waiting) pthread_cond_wait(&s->work, &s->mu);
       continue;
     }
     pthread_mutex_unlock(&s->mu);
-    wgllm_jobs_step(jobs, n); /* a job that fails is done with its error: end_job reports it */
+    int rc = prepare_task(s, t);
     pthread_mutex_lock(&s->mu);
-    for (size_t i = 0; i < n; i++) {
-      serve_task *t = s->slots[job_slot[i]].task;
-      if (wgllm_job_done(jobs[i]))
-        end_job(s, job_slot[i]);
-      else if (t->state == SERVE_TASK_QUEUED && !wgllm_job_prefilling(jobs[i])) {
-        t->state = SERVE_TASK_RUNNING; /* prefilled, its first token sampled */
-        pthread_cond_broadcast(&t->cv);
-      }
+    t->prepared = 1;
+    if (rc) {
+      t->failed = 1;
+      task_finish(s, unlink_waiting(s, p));
+      continue;
+    }
+    p = &t->next;
+  }
+  /* 3. prepared tasks onto idle sessions, in order */
+  while (s->waiting && s->waiting->prepared && s->n_running < s->cfg.parallel && !s->stopping) {
+    serve_task *t = unlink_waiting(s, &s->waiting);
+    if (t->cancelled) {
+      task_finish(s, t);
+      continue;
+    }
+    int k = pick_slot(s, t);
+    s->slots[k].task = t;
+    t->session = k;
+    s->n_running++;
+    pthread_mutex_unlock(&s->mu);
+    start_task(s, t, k);
+    pthread_mutex_lock(&s->mu);
+  }
+  /* 4. one token of every running job, in one call */
+  size_t n = 0;
+  for (uint32_t k = 0; k < s->cfg.parallel; k++)
+    if (s->slots[k].task && s->slots[k].task->job) {
+      job_slot[n] = (int)k;
+      jobs[n++] = s->slots[k].task->job;
+    }
+  if (!n) return 0;
+  pthread_mutex_unlock(&s->mu);
+  wgllm_jobs_step(jobs, n); /* a job that fails is done with its error: end_job reports it */
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < n; i++) {
+    serve_task *t = s->slots[job_slot[i]].task;
+    if (wgllm_job_done(jobs[i]))
+      end_job(s, job_slot[i]);
+    else if (t->state == SERVE_TASK_QUEUED && !wgllm_job_prefilling(jobs[i])) {
+      t->state = SERVE_TASK_RUNNING; /* prefilled, its first token sampled */
+      pthread_cond_broadcast(&t->cv);
     }
   }
-  /* stopping: every task still in ends, failed */
+  return n;
+}
+
+/* under the lock, stopping: every task still in ends, failed */
+static void drain(serve_sched *s) {
+  if (s->drained) return;
+  s->drained = 1;
   for (uint32_t k = 0; k < s->cfg.parallel; k++)
     if (s->slots[k].task) {
       task_fail(s->slots[k].task, 503, "unavailable_error", NULL, "the server is shutting down");
@@ -393,9 +397,23 @@ static void *sched_main(void *arg) {
     task_fail(t, 503, "unavailable_error", NULL, "the server is shutting down");
     task_finish(s, t);
   }
+}
+
+int serve_sched_step(serve_sched *s) {
+  pthread_mutex_lock(&s->mu);
+  if (!s->stopping) tick(s);
+  int more = !s->stopping && (s->n_running > 0 || s->waiting != NULL);
   pthread_mutex_unlock(&s->mu);
-  free(jobs);
-  free(job_slot);
+  return more;
+}
+
+static void *sched_main(void *arg) {
+  serve_sched *s = arg;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stopping)
+    if (!tick(s) && !s->waiting && !s->stopping) pthread_cond_wait(&s->work, &s->mu);
+  drain(s);
+  pthread_mutex_unlock(&s->mu);
   return NULL;
 }
 
@@ -465,7 +483,13 @@ static int warm_up(serve_sched *s, char *err, size_t errlen) {
 int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen) {
   *out = NULL;
   serve_sched *s = calloc(1, sizeof *s);
-  if (!s || !(s->slots = calloc(config->parallel, sizeof *s->slots))) {
+  if (!s || !(s->slots = calloc(config->parallel, sizeof *s->slots)) ||
+      !(s->jobs = calloc(config->parallel, sizeof *s->jobs)) ||
+      !(s->job_slot = calloc(config->parallel, sizeof *s->job_slot))) {
+    if (s) {
+      free(s->slots);
+      free(s->jobs);
+    }
     free(s);
     snprintf(err, errlen, "out of memory");
     return -1;
@@ -490,13 +514,15 @@ int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sc
     serve_sched_stop(s);
     return -1;
   }
-  int rc = pthread_create(&s->thread, NULL, sched_main, s);
-  if (rc) {
-    snprintf(err, errlen, "cannot start the scheduler thread: %s", strerror(rc));
-    serve_sched_stop(s);
-    return -1;
+  if (config->own_thread) {
+    int rc = pthread_create(&s->thread, NULL, sched_main, s);
+    if (rc) {
+      snprintf(err, errlen, "cannot start the scheduler thread: %s", strerror(rc));
+      serve_sched_stop(s);
+      return -1;
+    }
+    s->thread_started = 1;
   }
-  s->thread_started = 1;
   *out = s;
   return 0;
 }
@@ -508,9 +534,14 @@ void serve_sched_stop(serve_sched *s) {
   pthread_cond_signal(&s->work);
   pthread_mutex_unlock(&s->mu);
   if (s->thread_started) pthread_join(s->thread, NULL);
+  pthread_mutex_lock(&s->mu);
+  drain(s); /* stepped by its caller (or the thread never started): the tasks still in end here */
+  pthread_mutex_unlock(&s->mu);
   for (uint32_t i = 0; i < s->cfg.parallel; i++)
     wgllm_session_free(s->slots[i].session);
   free(s->slots);
+  free(s->jobs);
+  free(s->job_slot);
   pthread_cond_destroy(&s->work);
   pthread_mutex_destroy(&s->mu);
   free(s);

@@ -1,6 +1,8 @@
-/* The scheduler of `wgllm serve`: one thread owns the model and a pool of sessions, and is the only thread that
-   calls the model, session and job functions of the API. HTTP threads hand it tasks (a parsed request each) and
-   read what it writes into them under its lock: the text generated so far, the state, the usage, an error. */
+/* The scheduler of `wgllm serve`: it owns the model and a pool of sessions, and is the only caller of the model,
+   session and job functions of the API: on a thread of its own (natively), or stepped by the transport's event loop
+   (serve_sched_step: the Node server, on the single-threaded wasm build). Request handlers (serve_handler.c) hand
+   it tasks (a parsed request each) and read what it writes into them under its lock: the text generated so far,
+   the state, the usage, an error. */
 #ifndef WGLLM_SERVE_SCHED_H
 #define WGLLM_SERVE_SCHED_H
 #include "serve_openai.h"
@@ -46,13 +48,19 @@ typedef struct serve_sched_config {
   wgllm_session_params session;
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
   int (*stop_requested)(void); /* NULL, or non-zero when the warm-up should end early (SIGINT pending) */
+  int own_thread;              /* run on a thread of its own; 0: the caller calls serve_sched_step */
 } serve_sched_config;
 
 typedef struct serve_sched serve_sched;
 
 /* Creates the sessions (config->parallel of them, each config->session), warms them up if asked, and starts the
-   thread. The model stays the caller's, to be freed after serve_sched_stop. Returns 0, or -1 with the reason in err. */
+   thread (config->own_thread). The model stays the caller's, to be freed after serve_sched_stop. Returns 0, or -1
+   with the reason in err. */
 int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen);
+/* Without a thread of its own: one tick (cancelled tasks ended, new prompts tokenized, waiting tasks started, which
+   prefills them a chunk each, and one token of every running job in one batched step). Returns 1 while work remains
+   (a task running or waiting: call it again), 0 when idle (call it after the next submit). Not with own_thread. */
+int serve_sched_step(serve_sched *s);
 /* Stops the thread (running jobs are cancelled, their tasks fail) and frees the sessions. */
 void serve_sched_stop(serve_sched *s);
 

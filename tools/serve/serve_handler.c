@@ -1,0 +1,651 @@
+/* `wgllm serve`'s request handling, whatever carries the bytes. A request's head is routed and checked (404, 405,
+   401, 413 when Content-Length says so) before its body is read; the body is collected up to the limit (413 past
+   it), checked by serve_parse_request (400 with OpenAI's error object), handed to the scheduler (503 when its queue
+   is full), and answered once the prompt has been prefilled: whole when it finishes, or as server-sent events (one
+   chunk per piece of text, then "data: [DONE]") read from the task as the scheduler writes it. The transport pulls
+   each piece with serve_exchange_next; a transport whose client has gone frees the exchange, which cancels its task
+   (its job and session freed). /tokenize and /detokenize run on the model's vocabulary (CPU, read-only; its error
+   message buffer is shared, so one call at a time under vocab_mu). */
+#include "serve_handler.h"
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+struct serve_handler {
+  serve_handler_config cfg;
+  serve_sched *sched;
+  const wgllm_vocab *vocab;
+  pthread_mutex_t vocab_mu;
+  long long started;
+  atomic_int stopping; /* exchanges waiting on a task end their wait */
+};
+
+typedef enum route {
+  ROUTE_NONE = 0,
+  ROUTE_HEALTH,
+  ROUTE_MODELS,
+  ROUTE_CHAT,
+  ROUTE_COMPLETIONS,
+  ROUTE_TOKENIZE,
+  ROUTE_DETOKENIZE
+} route;
+
+static const struct {
+  const char *path;
+  route r;
+  int post; /* POST, else GET */
+} routes[] = {{"/health", ROUTE_HEALTH, 0},
+              {"/v1/health", ROUTE_HEALTH, 0},
+              {"/v1/models", ROUTE_MODELS, 0},
+              {"/models", ROUTE_MODELS, 0},
+              {"/v1/chat/completions", ROUTE_CHAT, 1},
+              {"/chat/completions", ROUTE_CHAT, 1},
+              {"/v1/completions", ROUTE_COMPLETIONS, 1},
+              {"/completions", ROUTE_COMPLETIONS, 1},
+              {"/tokenize", ROUTE_TOKENIZE, 1},
+              {"/detokenize", ROUTE_DETOKENIZE, 1}};
+
+/* where an exchange is */
+typedef enum xstate {
+  X_BODY = 0, /* routed: collecting the body */
+  X_WHOLE,    /* a whole answer (json): its head, its bytes, the end */
+  X_FILE,     /* a file of web_dir (path): given to the transport, then the end */
+  X_TASK,     /* handed to the scheduler: waiting for its prefill (a stream) or its end */
+  X_STREAM,   /* server-sent events, phase by phase */
+  X_END,      /* answered */
+  X_ABORT     /* cannot go on */
+} xstate;
+
+/* where a stream is: the events it writes in order */
+typedef enum stream_phase {
+  PHASE_ROLE = 0, /* chat: the first chunk, the assistant's role */
+  PHASE_TEXT,     /* a chunk per batch of new text, then the finish_reason chunk */
+  PHASE_USAGE,    /* stream_options.include_usage: the usage chunk */
+  PHASE_DONE,     /* data: [DONE] */
+  PHASE_END
+} stream_phase;
+
+struct serve_exchange {
+  serve_handler *h;
+  route route;
+  xstate state;
+  int step; /* X_WHOLE / X_FILE: 0 head (or file), 1 bytes, 2 end */
+  int too_large;
+  char *body;
+  size_t len, cap;
+  int status;               /* the answer's, for the log line */
+  char *json;               /* X_WHOLE's body */
+  int www_auth;             /* X_WHOLE: a 401 names its scheme */
+  char method[8], url[201]; /* for the 404 of a file that is not there */
+  char path[2048];          /* X_FILE */
+  const char *type;         /* X_FILE's content type */
+  serve_task *task;
+  int stream;
+  serve_answer answer;
+  char id[48];
+  stream_phase phase;
+  size_t text_sent;
+  char *event; /* the stream's last event (its bytes handed out until the next call) */
+};
+
+serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched, const wgllm_vocab *vocab) {
+  serve_handler *h = calloc(1, sizeof *h);
+  if (!h) return NULL;
+  h->cfg = *cfg;
+  h->sched = sched;
+  h->vocab = vocab;
+  h->started = (long long)time(NULL);
+  pthread_mutex_init(&h->vocab_mu, NULL);
+  return h;
+}
+
+void serve_handler_stopping(serve_handler *h) { h->stopping = 1; }
+
+void serve_handler_free(serve_handler *h) {
+  if (!h) return;
+  pthread_mutex_destroy(&h->vocab_mu);
+  free(h);
+}
+
+/* ---------- whole answers ---------- */
+static void answer(serve_exchange *x, int status, char *json) {
+  free(x->json);
+  if (!json) {
+    static const char oom[] = "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\"}}";
+    json = strdup(oom);
+    status = 500;
+  }
+  x->json = json;
+  x->status = status;
+  x->www_auth = status == 401;
+  x->state = json ? X_WHOLE : X_ABORT;
+  x->step = 0;
+}
+
+static void answer_error(serve_exchange *x, const serve_error *e) { answer(x, e->status, serve_error_json(e)); }
+
+static void answer_fail(serve_exchange *x, int status, const char *type, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void answer_fail(serve_exchange *x, int status, const char *type, const char *code, const char *fmt, ...) {
+  serve_error e;
+  char msg[sizeof e.message];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  serve_fail(&e, status, type, NULL, code, "%s", msg);
+  answer_error(x, &e);
+}
+
+static char *print_json(cJSON *o) {
+  char *json = o ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  return json;
+}
+
+/* A file of web_dir for GET / HEAD path ("/": index.html), or 0 when the path may not name one. Paths with a ".."
+   segment, a backslash or a dot file are never looked up. */
+static int web_file(serve_exchange *x, const char *web_dir, const char *url) {
+  static const struct {
+    const char *ext, *type;
+  } types[] = {{".html", "text/html; charset=utf-8"}, {".js", "text/javascript"},    {".mjs", "text/javascript"},
+               {".wasm", "application/wasm"},         {".json", "application/json"}, {".css", "text/css"},
+               {".txt", "text/plain; charset=utf-8"}};
+  if (url[0] != '/' || strstr(url, "/.") || strchr(url, '\\') || strlen(url) > 1024) return 0;
+  snprintf(x->path, sizeof x->path, "%s%s%s", web_dir, url, url[strlen(url) - 1] == '/' ? "index.html" : "");
+  const char *dot = strrchr(x->path, '.'), *slash = strrchr(x->path, '/');
+  if (dot && slash && dot < slash) dot = NULL;
+  x->type = "application/octet-stream";
+  for (size_t i = 0; dot && i < sizeof types / sizeof types[0]; i++)
+    if (!strcmp(dot, types[i].ext)) x->type = types[i].type;
+  x->state = X_FILE;
+  x->status = 200;
+  x->step = 0;
+  return 1;
+}
+
+/* ---------- the request ---------- */
+static int key_ok(serve_handler *h, const char *auth) {
+  if (!h->cfg.api_key) return 1;
+  if (!auth || strncasecmp(auth, "Bearer ", 7)) return 0;
+  const char *given = auth + 7, *want = h->cfg.api_key;
+  size_t gl = strlen(given), wl = strlen(want);
+  unsigned diff = gl != wl;
+  for (size_t i = 0; i < wl; i++) /* the time taken does not depend on where the key differs */
+    diff |= (unsigned)(unsigned char)want[i] ^ (unsigned)(unsigned char)(i < gl ? given[i] : 0);
+  return diff == 0;
+}
+
+serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *url, const char *auth,
+                                   const char *content_length) {
+  serve_exchange *x = calloc(1, sizeof *x);
+  if (!x) return NULL;
+  x->h = h;
+  snprintf(x->method, sizeof x->method, "%s", method);
+  snprintf(x->url, sizeof x->url, "%s", url);
+  int known = 0, post = !strcmp(method, "POST");
+  for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
+    if (!strcmp(url, routes[i].path)) {
+      known = 1;
+      if (routes[i].post == post && (post || !strcmp(method, "GET") || !strcmp(method, "HEAD"))) x->route = routes[i].r;
+    }
+  if (!known && h->cfg.web_dir && (!strcmp(method, "GET") || !strcmp(method, "HEAD")) &&
+      web_file(x, h->cfg.web_dir, url))
+    return x;
+  if (!known)
+    answer_fail(x, 404, "invalid_request_error", "not_found", "no endpoint %s %.200s", method, url);
+  else if (!x->route)
+    answer_fail(x, 405, "invalid_request_error", "method_not_allowed", "%s is not allowed on %.200s", method, url);
+  else if (x->route != ROUTE_HEALTH && !key_ok(h, auth))
+    answer_fail(x, 401, "authentication_error", "invalid_api_key",
+                "a valid API key is needed: the header 'Authorization: Bearer KEY'");
+  else if (content_length && strtoull(content_length, NULL, 10) > h->cfg.max_body)
+    answer_fail(x, 413, "invalid_request_error", "request_too_large",
+                "the request body is %s bytes; this server takes at most %zu", content_length, h->cfg.max_body);
+  return x;
+}
+
+int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY; }
+
+int serve_exchange_body(serve_exchange *x, const void *data, size_t n) {
+  if (x->state != X_BODY || x->too_large || !n) return 0; /* discarded; answered 413 once it has all come */
+  if (x->len + n > x->h->cfg.max_body) {
+    x->too_large = 1;
+    free(x->body);
+    x->body = NULL;
+    x->len = x->cap = 0;
+    return 0;
+  }
+  if (x->len + n + 1 > x->cap) {
+    size_t cap = x->cap ? x->cap : 4096;
+    while (cap < x->len + n + 1)
+      cap *= 2;
+    char *g = realloc(x->body, cap);
+    if (!g) return -1;
+    x->body = g;
+    x->cap = cap;
+  }
+  memcpy(x->body + x->len, data, n);
+  x->len += n;
+  x->body[x->len] = 0;
+  return 0;
+}
+
+/* ---------- endpoints ---------- */
+static void make_id(serve_exchange *x, const char *prefix) {
+  unsigned char r[12] = {0};
+  if (getentropy(r, sizeof r) != 0) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    unsigned long long v = (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+    memcpy(r, &v, sizeof v);
+  }
+  int n = snprintf(x->id, sizeof x->id, "%s", prefix);
+  for (size_t i = 0; i < sizeof r && n + 2 < (int)sizeof x->id; i++)
+    n += snprintf(x->id + n, sizeof x->id - (size_t)n, "%02x", r[i]);
+}
+
+static void generate(serve_exchange *x) {
+  serve_handler *h = x->h;
+  serve_kind kind = x->route == ROUTE_CHAT ? SERVE_KIND_CHAT : SERVE_KIND_COMPLETION;
+  serve_request req;
+  serve_error e;
+  if (serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e)) {
+    answer_error(x, &e);
+    return;
+  }
+  x->stream = req.stream;
+  x->task = serve_task_new(&req);
+  if (!x->task) {
+    serve_request_free(&req);
+    answer_fail(x, 500, "server_error", NULL, "out of memory");
+    return;
+  }
+  if (serve_sched_submit(h->sched, x->task)) {
+    uint32_t busy, idle, waiting;
+    serve_sched_counts(h->sched, &busy, &idle, &waiting);
+    answer_fail(x, 503, "unavailable_error", "server_busy",
+                "the server is busy: %u requests are generating and %u waiting, its limit; try again later", busy,
+                waiting);
+    return;
+  }
+  make_id(x, kind == SERVE_KIND_CHAT ? "chatcmpl-" : "cmpl-");
+  x->answer = (serve_answer){kind, x->id, (long long)time(NULL), h->cfg.model_id};
+  x->state = X_TASK;
+}
+
+/* a piece as JSON: its text when that is valid UTF-8, else its bytes (llama-server's form) */
+static cJSON *piece_json(const char *p, size_t n) {
+  if (serve_utf8_invalid_at(p, n) < 0 && !memchr(p, 0, n)) {
+    char *d = strndup(p, n);
+    cJSON *j = d ? cJSON_CreateString(d) : NULL;
+    free(d);
+    return j;
+  }
+  cJSON *a = cJSON_CreateArray();
+  for (size_t i = 0; a && i < n; i++)
+    cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)p[i]));
+  return a;
+}
+
+static void tokenize(serve_exchange *x) {
+  serve_handler *h = x->h;
+  serve_tokenize_request tr;
+  serve_error e;
+  if (serve_parse_tokenize(x->body ? x->body : "", x->len, &tr, &e)) {
+    answer_error(x, &e);
+    return;
+  }
+  size_t n = 0;
+  int32_t *ids = NULL;
+  pthread_mutex_lock(&h->vocab_mu);
+  wgllm_status st =
+      wgllm_vocab_tokenize(h->vocab, tr.content, tr.content_len, tr.add_special, tr.parse_special, NULL, 0, &n);
+  if (!st && !(ids = malloc((n ? n : 1) * sizeof *ids))) st = WGLLM_ERR_OUT_OF_MEMORY;
+  if (!st)
+    st = wgllm_vocab_tokenize(h->vocab, tr.content, tr.content_len, tr.add_special, tr.parse_special, ids, n, &n);
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(h->vocab) : "");
+  cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "tokens");
+  for (size_t i = 0; !st && i < n; i++) {
+    if (!tr.with_pieces) {
+      cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+      continue;
+    }
+    char *text = NULL;
+    size_t len = 0;
+    cJSON *it = cJSON_CreateObject();
+    cJSON_AddNumberToObject(it, "id", ids[i]);
+    if (wgllm_vocab_detokenize(h->vocab, &ids[i], 1, &text, &len) == WGLLM_OK) {
+      cJSON_AddItemToObject(it, "piece", piece_json(text, len));
+      wgllm_free(text);
+    }
+    cJSON_AddItemToArray(arr, it);
+  }
+  pthread_mutex_unlock(&h->vocab_mu);
+  free(ids);
+  free(tr.content);
+  if (st) {
+    cJSON_Delete(o);
+    answer_fail(x, st == WGLLM_ERR_OUT_OF_MEMORY ? 500 : 400,
+                st == WGLLM_ERR_OUT_OF_MEMORY ? "server_error" : "invalid_request_error", NULL, "%s", msg);
+    return;
+  }
+  answer(x, 200, print_json(o));
+}
+
+static void detokenize(serve_exchange *x) {
+  serve_handler *h = x->h;
+  int32_t *ids;
+  size_t n;
+  serve_error e;
+  if (serve_parse_detokenize(x->body ? x->body : "", x->len, h->cfg.max_body, &ids, &n, &e)) {
+    answer_error(x, &e);
+    return;
+  }
+  size_t nv = wgllm_vocab_n_tokens(h->vocab);
+  for (size_t i = 0; i < n; i++)
+    if ((size_t)ids[i] >= nv) {
+      int32_t bad_id = ids[i];
+      free(ids);
+      serve_fail(&e, 400, "invalid_request_error", "tokens", NULL, "token %zu is id %d, outside the vocabulary of %zu",
+                 i, bad_id, nv);
+      answer_error(x, &e);
+      return;
+    }
+  char *text = NULL;
+  size_t len = 0;
+  pthread_mutex_lock(&h->vocab_mu);
+  wgllm_status st = wgllm_vocab_detokenize(h->vocab, ids, n, &text, &len);
+  char msg[512];
+  snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(h->vocab) : "");
+  pthread_mutex_unlock(&h->vocab_mu);
+  free(ids);
+  if (st) {
+    answer_fail(x, 400, "invalid_request_error", NULL, "%s", msg);
+    return;
+  }
+  cJSON *o = cJSON_CreateObject();
+  char *d = strndup(text, len);
+  cJSON_AddStringToObject(o, "content", d ? d : "");
+  free(d);
+  wgllm_free(text);
+  answer(x, 200, print_json(o));
+}
+
+static void health(serve_exchange *x) {
+  uint32_t busy, idle, waiting;
+  serve_sched_counts(x->h->sched, &busy, &idle, &waiting);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "status", "ok");
+  cJSON_AddNumberToObject(o, "slots_idle", idle);
+  cJSON_AddNumberToObject(o, "slots_processing", busy);
+  cJSON_AddNumberToObject(o, "requests_waiting", waiting);
+  answer(x, 200, print_json(o));
+}
+
+static void models(serve_exchange *x) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "object", "list");
+  cJSON *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+  cJSON_AddItemToArray(data, m);
+  cJSON_AddStringToObject(m, "id", x->h->cfg.model_id);
+  cJSON_AddStringToObject(m, "object", "model");
+  cJSON_AddNumberToObject(m, "created", (double)x->h->started);
+  cJSON_AddStringToObject(m, "owned_by", "wgllm");
+  answer(x, 200, print_json(o));
+}
+
+void serve_exchange_run(serve_exchange *x) {
+  if (x->state != X_BODY) return;
+  if (x->too_large) {
+    answer_fail(x, 413, "invalid_request_error", "request_too_large",
+                "the request body is over the %zu bytes this server takes", x->h->cfg.max_body);
+    return;
+  }
+  switch (x->route) {
+  case ROUTE_HEALTH:
+    health(x);
+    return;
+  case ROUTE_MODELS:
+    models(x);
+    return;
+  case ROUTE_CHAT:
+  case ROUTE_COMPLETIONS:
+    generate(x);
+    return;
+  case ROUTE_TOKENIZE:
+    tokenize(x);
+    return;
+  case ROUTE_DETOKENIZE:
+    detokenize(x);
+    return;
+  case ROUTE_NONE:
+    break;
+  }
+  x->state = X_ABORT;
+}
+
+/* ---------- the answer, piece by piece ---------- */
+static serve_out_kind out_head(serve_exchange *x, serve_out *o, int streamed) {
+  o->kind = SERVE_OUT_HEAD;
+  o->status = x->status;
+  o->streamed = streamed;
+  if (streamed) {
+    o->n_headers = 3;
+    o->headers[0][0] = "Content-Type", o->headers[0][1] = "text/event-stream";
+    o->headers[1][0] = "Cache-Control", o->headers[1][1] = "no-cache";
+    o->headers[2][0] = "X-Accel-Buffering", o->headers[2][1] = "no"; /* nginx: pass events on as they come */
+  } else {
+    o->n_headers = 1;
+    o->headers[0][0] = "Content-Type", o->headers[0][1] = "application/json";
+    if (x->www_auth) {
+      o->headers[1][0] = "WWW-Authenticate", o->headers[1][1] = "Bearer";
+      o->n_headers = 2;
+    }
+  }
+  return o->kind;
+}
+
+/* the next event of the stream into x->event: 0, 1 when there is none yet, -1 when out of memory */
+static int set_event(serve_exchange *x, char *json) {
+  free(x->event);
+  x->event = NULL;
+  if (!json) return -1;
+  size_t n = strlen(json);
+  x->event = malloc(n + 9);
+  if (x->event) {
+    memcpy(x->event, "data: ", 6);
+    memcpy(x->event + 6, json, n);
+    memcpy(x->event + 6 + n, "\n\n", 3);
+  }
+  free(json);
+  return x->event ? 0 : -1;
+}
+
+static int next_event(serve_exchange *x) {
+  serve_sched *s = x->h->sched;
+  serve_task *t = x->task;
+  const serve_answer *a = &x->answer;
+  switch (x->phase) {
+  case PHASE_ROLE:
+    x->phase = PHASE_TEXT;
+    return set_event(x, serve_chunk_json(a, NULL, 0, 1, NULL, NULL, t->req.include_usage));
+  case PHASE_TEXT: {
+    serve_sched_lock(s);
+    if (t->out_len > x->text_sent) {
+      size_t n = t->out_len - x->text_sent;
+      char *json = serve_chunk_json(a, t->out + x->text_sent, n, 0, NULL, NULL, t->req.include_usage);
+      x->text_sent = t->out_len;
+      serve_sched_unlock(s);
+      return set_event(x, json);
+    }
+    if (t->state != SERVE_TASK_DONE) {
+      serve_sched_unlock(s);
+      return 1;
+    }
+    int failed = t->failed;
+    serve_error e = t->err;
+    const char *finish = t->finish_reason;
+    serve_sched_unlock(s);
+    if (failed) { /* OpenAI's clients raise an error event as an APIError */
+      x->phase = PHASE_DONE;
+      x->status = e.status;
+      return set_event(x, serve_error_json(&e));
+    }
+    x->phase = t->req.include_usage ? PHASE_USAGE : PHASE_DONE;
+    return set_event(x, serve_chunk_json(a, NULL, 0, 0, finish ? finish : "stop", NULL, t->req.include_usage));
+  }
+  case PHASE_USAGE: {
+    x->phase = PHASE_DONE;
+    serve_sched_lock(s);
+    serve_usage u = t->usage;
+    serve_sched_unlock(s);
+    return set_event(x, serve_chunk_json(a, NULL, 0, 0, NULL, &u, 0));
+  }
+  case PHASE_DONE:
+    x->phase = PHASE_END;
+    free(x->event);
+    x->event = strdup("data: [DONE]\n\n");
+    return x->event ? 0 : -1;
+  case PHASE_END:
+    break;
+  }
+  return -1;
+}
+
+/* X_TASK: the task has run far enough to answer (a stream: prefilled; else: done) */
+static serve_out_kind task_answer(serve_exchange *x, serve_out *o) {
+  serve_sched *s = x->h->sched;
+  serve_task *t = x->task;
+  serve_sched_lock(s);
+  int ready = t->state == SERVE_TASK_DONE || (x->stream && t->state == SERVE_TASK_RUNNING);
+  if (!ready) {
+    serve_sched_unlock(s);
+    if (x->h->stopping) {
+      x->state = X_ABORT;
+      return o->kind = SERVE_OUT_ABORT;
+    }
+    return o->kind = SERVE_OUT_WAIT;
+  }
+  int failed = t->failed;
+  serve_error te = t->err;
+  char *json = NULL;
+  if (!failed && !x->stream)
+    json = serve_completion_json(&x->answer, t->out ? t->out : "", t->out_len, t->finish_reason, &t->usage);
+  serve_sched_unlock(s);
+  if (failed)
+    answer_error(x, &te);
+  else if (!x->stream)
+    answer(x, 200, json);
+  else {
+    x->state = X_STREAM;
+    x->status = 200;
+    x->phase = x->answer.kind == SERVE_KIND_CHAT ? PHASE_ROLE : PHASE_TEXT;
+    return out_head(x, o, 1);
+  }
+  return serve_exchange_next(x, o);
+}
+
+serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o) {
+  memset(o, 0, sizeof *o);
+  switch (x->state) {
+  case X_BODY:
+    return o->kind = SERVE_OUT_WAIT; /* serve_exchange_run has not been called */
+  case X_WHOLE:
+    if (x->step == 0) {
+      x->step = 1;
+      return out_head(x, o, 0);
+    }
+    if (x->step == 1) {
+      x->step = 2;
+      o->data = x->json;
+      o->len = strlen(x->json);
+      return o->kind = SERVE_OUT_DATA;
+    }
+    x->state = X_END;
+    return o->kind = SERVE_OUT_END;
+  case X_FILE:
+    if (x->step == 0) {
+      x->step = 1;
+      o->status = 200;
+      o->n_headers = 2;
+      o->headers[0][0] = "Content-Type", o->headers[0][1] = x->type;
+      o->headers[1][0] = "Cache-Control", o->headers[1][1] = "no-cache";
+      o->path = x->path;
+      return o->kind = SERVE_OUT_FILE;
+    }
+    x->state = X_END;
+    return o->kind = SERVE_OUT_END;
+  case X_TASK:
+    return task_answer(x, o);
+  case X_STREAM: {
+    if (x->phase == PHASE_END) {
+      x->state = X_END;
+      return o->kind = SERVE_OUT_END;
+    }
+    int rc = next_event(x);
+    if (rc < 0) {
+      x->state = X_ABORT;
+      return o->kind = SERVE_OUT_ABORT;
+    }
+    if (rc > 0) {
+      if (x->h->stopping) {
+        x->state = X_ABORT;
+        return o->kind = SERVE_OUT_ABORT;
+      }
+      return o->kind = SERVE_OUT_WAIT;
+    }
+    o->data = x->event;
+    o->len = strlen(x->event);
+    return o->kind = SERVE_OUT_DATA;
+  }
+  case X_END:
+    return o->kind = SERVE_OUT_END;
+  case X_ABORT:
+    break;
+  }
+  return o->kind = SERVE_OUT_ABORT;
+}
+
+void serve_exchange_wait(serve_exchange *x, int ms) {
+  serve_task *t = x->task;
+  if (!t || x->h->stopping || (x->state != X_TASK && x->state != X_STREAM)) return;
+  serve_sched *s = x->h->sched;
+  serve_sched_lock(s);
+  int news = t->state == SERVE_TASK_DONE || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
+             (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent));
+  if (!news) serve_sched_wait(s, t, ms);
+  serve_sched_unlock(s);
+}
+
+void serve_exchange_no_file(serve_exchange *x) {
+  if (x->state == X_FILE || x->state == X_END)
+    answer_fail(x, 404, "invalid_request_error", "not_found", "no endpoint %s %s", x->method, x->url);
+}
+
+int serve_exchange_status(const serve_exchange *x) { return x->status; }
+
+void serve_exchange_tokens(serve_exchange *x, uint32_t *generated, uint32_t *batched) {
+  *generated = *batched = 0;
+  if (!x->task) return;
+  serve_sched_lock(x->h->sched);
+  *generated = x->task->usage.completion_tokens;
+  *batched = x->task->batched_tokens;
+  serve_sched_unlock(x->h->sched);
+}
+
+void serve_exchange_free(serve_exchange *x) {
+  if (!x) return;
+  serve_sched_release(x->h->sched, x->task); /* a task not finished is cancelled */
+  free(x->body);
+  free(x->json);
+  free(x->event);
+  free(x);
+}

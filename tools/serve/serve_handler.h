@@ -1,0 +1,86 @@
+/* The request handling of `wgllm serve`, apart from any transport: routes, the API key, body limits, OpenAI's
+   endpoints handed to the scheduler and answered whole or as server-sent events, /tokenize and /detokenize on the
+   model's vocabulary, /health and /v1/models, and the files of web_dir. A transport (serve_http.c on libmicrohttpd,
+   node/lib/serve.mjs on Node's http through the wasm build's exports, serve_wasm.c) turns each request into an
+   exchange: its head, its body bytes, then the answer pulled piece by piece (status and headers, body bytes, end)
+   as the scheduler produces it. Nothing here blocks except serve_exchange_wait, for transports with a thread per
+   connection. */
+#ifndef WGLLM_SERVE_HANDLER_H
+#define WGLLM_SERVE_HANDLER_H
+#include "serve_openai.h"
+#include "serve_sched.h"
+#include <stdint.h>
+
+typedef struct serve_handler_config {
+  const char *api_key;  /* NULL: none; else every endpoint but /health needs "Authorization: Bearer KEY" */
+  size_t max_body;      /* bytes of a request body; more is 413 */
+  const char *model_id; /* the model's name in /v1/models and in answers */
+  serve_limits limits;
+  /* NULL, or a directory whose files are answered to GET / HEAD on paths no endpoint has ("/" is its index.html),
+     without the API key: the browser build's demo page (make web) */
+  const char *web_dir;
+} serve_handler_config;
+
+typedef struct serve_handler serve_handler;
+
+/* vocab: the model's (wgllm_model_vocab), used by the transport's threads for /tokenize and /detokenize, one call at
+   a time. The strings of cfg are the caller's, kept until serve_handler_free. NULL when out of memory. */
+serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched, const wgllm_vocab *vocab);
+/* Ends the waits of serve_exchange_wait (they then give SERVE_OUT_ABORT): the server stops. */
+void serve_handler_stopping(serve_handler *h);
+void serve_handler_free(serve_handler *h);
+
+typedef struct serve_exchange serve_exchange;
+
+typedef enum serve_out_kind {
+  SERVE_OUT_WAIT = 0, /* nothing to send yet: the request waits for a session, its prefill or its next text */
+  SERVE_OUT_HEAD,     /* the answer's status and headers (first, once) */
+  SERVE_OUT_DATA,     /* body bytes (data, len: valid until the next call on the exchange) */
+  SERVE_OUT_FILE,     /* the whole answer is web_dir's file at path, with status and headers as a HEAD's: the
+                         transport sends it, or, when it cannot open it as a regular file, calls
+                         serve_exchange_no_file and goes on (a 404 follows) */
+  SERVE_OUT_END,      /* the answer is complete */
+  SERVE_OUT_ABORT     /* the answer cannot go on (out of memory, the server stops): close the connection */
+} serve_out_kind;
+
+#define SERVE_OUT_MAX_HEADERS 4
+
+typedef struct serve_out {
+  serve_out_kind kind;
+  /* HEAD (and FILE) */
+  int status;
+  int streamed; /* the body's length is not known ahead (server-sent events) */
+  size_t n_headers;
+  const char *headers[SERVE_OUT_MAX_HEADERS][2]; /* name, value */
+  /* DATA */
+  const char *data;
+  size_t len;
+  /* FILE */
+  const char *path;
+} serve_out;
+
+/* A request whose head has come: method, path (without the query), the values of the Authorization and
+   Content-Length headers (NULL when absent). Route, key and declared size are checked here, so a refusal is
+   answered before any body is read (serve_exchange_wants_body says whether to read it). NULL when out of memory. */
+serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *path, const char *authorization,
+                                   const char *content_length);
+/* Whether the request's body is wanted (an endpoint taking one, not already refused). */
+int serve_exchange_wants_body(const serve_exchange *x);
+/* Bytes of the body as they come (past max_body they are dropped, and the answer is 413). -1: out of memory. */
+int serve_exchange_body(serve_exchange *x, const void *data, size_t n);
+/* The whole request is in: it is handled (parsed and handed to the scheduler, or answered). */
+void serve_exchange_run(serve_exchange *x);
+/* The next piece of the answer into *o; SERVE_OUT_WAIT while there is none yet (call again after the scheduler's
+   next step, or after serve_exchange_wait). */
+serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o);
+/* Transports with a thread per connection: waits until the next piece may be ready or ms pass. */
+void serve_exchange_wait(serve_exchange *x, int ms);
+/* The file of SERVE_OUT_FILE could not be sent: the answer becomes a 404 (call serve_exchange_next again). */
+void serve_exchange_no_file(serve_exchange *x);
+/* For a log line: the answer's status (0 before its head), the tokens generated and those of them batched. */
+int serve_exchange_status(const serve_exchange *x);
+void serve_exchange_tokens(serve_exchange *x, uint32_t *generated, uint32_t *batched);
+/* The transport is done with the request (answered, or the client has gone): a task that has not finished is
+   cancelled, which frees its job and session at the scheduler's next tick. NULL is a no-op. */
+void serve_exchange_free(serve_exchange *x);
+#endif

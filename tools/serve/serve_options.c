@@ -1,0 +1,238 @@
+/* `wgllm serve`'s options: the table (the CLI's format, printed by --help), their parsing with the CLI's parser,
+   the checks that need no model, and what follows once the model is open (the context, the model's id, the
+   scheduler's and handler's configurations). serve_main.c (native) and serve_wasm.c (the Node server) share it. */
+#include "serve_options.h"
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+enum {
+  K_HOST = 512,
+  K_PORT,
+  K_PARALLEL,
+  K_QUEUE,
+  K_API_KEY,
+  K_API_KEY_FILE,
+  K_ALIAS,
+  K_MAX_BODY,
+  K_MAX_TOKENS,
+  K_TIMEOUT,
+  K_MAX_CONNECTIONS,
+  K_TEMPLATE,
+  K_NO_WARMUP,
+  K_WEB
+};
+
+static const cli_opt serve_opts[] = {
+    {K_HOST, "--host", CLI_TEXT, "ADDR", 0, 0, 0, CLI_CMD_SERVE,
+     "address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)"},
+    {K_PORT, "--port", CLI_INT, "N", 0, 65535, 0, CLI_CMD_SERVE, "TCP port (default 8080; 0: any free port, printed)"},
+    {K_PARALLEL, "-np --parallel", CLI_INT, "N", 1, 256, 0, CLI_CMD_SERVE,
+     "requests generating at once, each on its own session (default 4)"},
+    {K_QUEUE, "--queue", CLI_INT, "N", 0, 65536, 0, CLI_CMD_SERVE,
+     "requests that may wait for a session; more are answered 503 (default 64)"},
+    {K_API_KEY, "--api-key", CLI_TEXT, "KEY", 0, 0, 0, CLI_CMD_SERVE,
+     "require 'Authorization: Bearer KEY' (every endpoint but /health)"},
+    {K_API_KEY_FILE, "--api-key-file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_SERVE,
+     "the API key from FILE (its first line), kept out of the process list"},
+    {K_ALIAS, "-a --alias", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
+     "the model's id in /v1/models and answers (default: the file or directory name)"},
+    {K_MAX_BODY, "--max-body", CLI_INT, "BYTES", 1024, 1 << 30, 0, CLI_CMD_SERVE,
+     "largest request body; more is answered 413 (default 8388608)"},
+    {K_MAX_TOKENS, "-n --n-predict --max-tokens", CLI_INT, "N", 1, 1 << 24, 0, CLI_CMD_SERVE,
+     "most tokens a request may generate, and chat's default (default: the context)"},
+    {K_TIMEOUT, "--timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
+     "close a connection idle this many seconds (default 60)"},
+    {K_MAX_CONNECTIONS, "--max-connections", CLI_INT, "N", 1, 65536, 0, CLI_CMD_SERVE,
+     "connections open at once, each a thread (default 512)"},
+    {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
+     "llama3, chatml, gemma, llama2 or none (default: the model's)"},
+    {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
+     "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
+    {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
+     "also serve DIR's files at / (make web's build-web: the demo page running the engine in the browser)"},
+    {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
+
+static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
+
+static int on_opt(void *user, int key, const cli_value *v) {
+  serve_options *a = user;
+  int r = cli_common_set(&a->c, key, v);
+  if (r != 1) return r;
+  switch (key) {
+  case K_HOST:
+    a->host = v->text;
+    return 0;
+  case K_PORT:
+    a->port = v->i;
+    return 0;
+  case K_PARALLEL:
+    a->parallel = v->i;
+    return 0;
+  case K_QUEUE:
+    a->queue = v->i;
+    return 0;
+  case K_API_KEY:
+    if (!v->text[0]) {
+      fprintf(stderr, "wgllm serve: %s: the key is empty\n", v->name);
+      return 2;
+    }
+    a->api_key = v->text;
+    return 0;
+  case K_API_KEY_FILE:
+    a->api_key_file = v->text;
+    return 0;
+  case K_ALIAS:
+    a->alias = v->text;
+    return 0;
+  case K_MAX_BODY:
+    a->max_body = v->i;
+    return 0;
+  case K_MAX_TOKENS:
+    a->max_tokens = v->i;
+    return 0;
+  case K_TIMEOUT:
+    a->timeout = v->i;
+    return 0;
+  case K_MAX_CONNECTIONS:
+    a->max_connections = v->i;
+    return 0;
+  case K_TEMPLATE:
+    a->c.chat_template = v->text;
+    return 0;
+  case K_NO_WARMUP:
+    a->no_warmup = 1;
+    return 0;
+  case K_WEB:
+    a->web = v->text;
+    return 0;
+  }
+  return 2;
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: wgllm serve -m PATH [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--api-key KEY]\n"
+             "  An OpenAI-compatible server: POST /v1/chat/completions, /v1/completions (streaming or not),\n"
+             "  /tokenize, /detokenize; GET /v1/models, /health; with --web DIR, DIR's files (the browser demo page).\n"
+             "  Runs until SIGINT or SIGTERM. docs/SERVING.md\n");
+  cli_print_options(f, CLI_CMD_SERVE, serve_tables);
+}
+
+/* the model's id: the last part of its path, without a .gguf suffix */
+static void model_id(const char *path, char *out, size_t cap) {
+  size_t n = strlen(path);
+  while (n > 1 && path[n - 1] == '/')
+    n--;
+  size_t start = n;
+  while (start > 0 && path[start - 1] != '/')
+    start--;
+  size_t len = n - start;
+  if (len > 5 && !strncmp(path + start + len - 5, ".gguf", 5)) len -= 5;
+  snprintf(out, cap, "%.*s", (int)len, path + start);
+}
+
+static char *read_key_file(const char *path) {
+  char *text = cli_read_file(path, NULL);
+  if (!text) {
+    fprintf(stderr, "wgllm serve: --api-key-file %s: %s\n", path, strerror(errno));
+    return NULL;
+  }
+  text[strcspn(text, "\r\n")] = 0;
+  if (!text[0]) {
+    fprintf(stderr, "wgllm serve: --api-key-file %s: the first line is empty\n", path);
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+int serve_options_parse(int argc, char **argv, serve_options *a) {
+  memset(a, 0, sizeof *a);
+  a->host = "127.0.0.1";
+  a->port = 8080;
+  a->parallel = 4;
+  a->queue = 64;
+  a->max_body = 8 << 20;
+  a->timeout = 60;
+  a->max_connections = 512;
+  char **ops;
+  int n_ops;
+  int rc = cli_parse("wgllm serve", CLI_CMD_SERVE, serve_tables, argc, argv, on_opt, a, &ops, &n_ops);
+  if (rc) return rc;
+  if (n_ops && !a->c.help) {
+    fprintf(stderr, "wgllm serve: unexpected argument '%s' (see --help)\n", ops[0]);
+    free(ops);
+    return 2;
+  }
+  free(ops);
+  if (a->c.help) {
+    usage(stdout);
+    return 0;
+  }
+  if (a->api_key && a->api_key_file) {
+    fprintf(stderr, "wgllm serve: give --api-key or --api-key-file, not both\n");
+    return 2;
+  }
+  struct stat web_st;
+  if (a->web && (stat(a->web, &web_st) != 0 || !S_ISDIR(web_st.st_mode))) {
+    fprintf(stderr, "wgllm serve: --web %s: not a directory (make web builds build-web)\n", a->web);
+    return 2;
+  }
+  if (a->api_key_file && !(a->key_owned = read_key_file(a->api_key_file))) return 2;
+  if (a->key_owned) a->api_key = a->key_owned;
+  return -1;
+}
+
+int serve_options_open(serve_options *o, wgllm_model **m) { return cli_open(&o->c, 0, m, NULL, NULL, 0); }
+
+int serve_options_configure(serve_options *a, wgllm_model *m) {
+  wgllm_model_info info;
+  wgllm_model_get_info(m, &info);
+  uint32_t ctx = a->c.ctx ? a->c.ctx : info.train_context && info.train_context < 4096 ? info.train_context : 4096;
+  if (a->c.ctx && info.train_context && a->c.ctx > info.train_context)
+    fprintf(stderr, "wgllm serve: warning: -c %u is more than the %u tokens the model was trained on\n", a->c.ctx,
+            info.train_context);
+  if (a->max_tokens > ctx) {
+    fprintf(stderr, "wgllm serve: --max-tokens %lld is more than the context (%u tokens; -c N)\n", a->max_tokens, ctx);
+    return 2;
+  }
+  a->ctx = ctx;
+  serve_sched_config *sc = &a->sched;
+  memset(sc, 0, sizeof *sc);
+  sc->parallel = (uint32_t)a->parallel;
+  sc->queue = (uint32_t)a->queue;
+  sc->session = cli_session_params(&a->c); /* --kv, --unfused, --attn-grid, -ub, --precision */
+  sc->session.context = ctx;
+  sc->warm_up = !a->no_warmup;
+  if (a->alias)
+    snprintf(a->model_id, sizeof a->model_id, "%s", a->alias);
+  else
+    model_id(a->c.model, a->model_id, sizeof a->model_id);
+  serve_handler_config *hc = &a->handler;
+  memset(hc, 0, sizeof *hc);
+  hc->api_key = a->api_key;
+  hc->web_dir = a->web;
+  hc->max_body = (size_t)a->max_body;
+  hc->model_id = a->model_id;
+  hc->limits.max_tokens = a->max_tokens ? (uint32_t)a->max_tokens : ctx;
+  hc->limits.max_stop = 4;
+  hc->limits.max_stop_bytes = 256;
+  hc->limits.max_prompt_ids = ctx;
+  return 0;
+}
+
+void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port, char *out, size_t cap) {
+  wgllm_model_info info;
+  wgllm_model_get_info(m, &info);
+  int ipv6 = strchr(o->host, ':') != NULL;
+  snprintf(out, cap, "listening on http://%s%s%s:%u (model %s, %u sessions of %u tokens, precision %s, on %s)",
+           ipv6 ? "[" : "", o->host, ipv6 ? "]" : "", port, o->model_id, o->sched.parallel, o->ctx,
+           wgllm_precision_name(o->sched.session.precision), info.adapter);
+}
+
+void serve_options_free(serve_options *o) {
+  free(o->key_owned);
+  o->key_owned = NULL;
+}

@@ -1,0 +1,34 @@
+/* `wgllm serve`'s options, shared by its transports (serve_main.c natively, serve_wasm.c for the Node server): the
+   option table and its parser (the CLI's, so --help, the flags and their errors are the same everywhere), the
+   model's opening, and the scheduler's and request handler's configurations that follow from them. */
+#ifndef WGLLM_SERVE_OPTIONS_H
+#define WGLLM_SERVE_OPTIONS_H
+#include "cli.h"
+#include "serve_handler.h"
+
+typedef struct serve_options {
+  cli_common c;
+  const char *host, *api_key, *api_key_file, *alias, *web;
+  long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
+  int no_warmup;
+  char *key_owned; /* --api-key-file's key */
+  /* after serve_options_configure */
+  uint32_t ctx;
+  char model_id[256];
+  serve_sched_config sched;
+  serve_handler_config handler;
+} serve_options;
+
+/* Parses argv (argv[0] is the first option, as cli_serve gets them) into *o: the defaults, then the options,
+   checked (--web a directory, --api-key-file read). Returns -1 to go on, else the exit status: 0 after --help
+   (printed on stdout), 2 after a usage error (said on stderr). */
+int serve_options_parse(int argc, char **argv, serve_options *o);
+/* Opens the model (-m and the common options; NULL's status is the exit status, the reason said). */
+int serve_options_open(serve_options *o, wgllm_model **m);
+/* After the model opened: the context, the model's id, o->sched and o->handler. Returns 0, or the exit status
+   (2: --max-tokens past the context, said on stderr). */
+int serve_options_configure(serve_options *o, wgllm_model *m);
+/* "listening on http://HOST:PORT (model ID, N sessions of C tokens, precision P, on ADAPTER)" */
+void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port, char *out, size_t cap);
+void serve_options_free(serve_options *o);
+#endif
