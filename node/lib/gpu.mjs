@@ -79,6 +79,11 @@ export async function chooseDawnFlags(options = {}) {
     // (measured on the H200, PLATFORM.md "Tensor cores through a newer Dawn": without both, no subgroup matrix)
     features.push('allow_unsafe_apis', 'use_vulkan_memory_model');
   }
+  // disable_robustness: as natively (src/gpu/gpu_device.c), the kernels bound their indices themselves
+  // (ARCHITECTURE.md, "Kernel bounds"); WGLLM_DAWN_ROBUSTNESS=1 keeps Dawn's bounds checks. web/webgpu.js cannot
+  // pass the engine's device toggles (WebGPU has none), so the instance carries it.
+  const robust = process.env.WGLLM_DAWN_ROBUSTNESS;
+  if (!(robust && robust !== '0')) features.push('disable_robustness');
   const flags = features.length ? [...base, `enable-dawn-features=${features.join(',')}`] : base;
   return { flags, adapter, reason: isNvidia ? 'NVIDIA adapter' : 'adapter is not NVIDIA: no toggles' };
 }
