@@ -85,7 +85,7 @@ export async function chooseDawnFlags(options = {}) {
   const robust = process.env.WGLLM_DAWN_ROBUSTNESS;
   if (!(robust && robust !== '0')) features.push('disable_robustness');
   const flags = features.length ? [...base, `enable-dawn-features=${features.join(',')}`] : base;
-  return { flags, adapter, reason: isNvidia ? 'NVIDIA adapter' : 'adapter is not NVIDIA: no toggles' };
+  return { flags, adapter, reason: isNvidia ? 'NVIDIA adapter' : 'adapter is not NVIDIA: no f16 or subgroup-matrix toggles' };
 }
 
 // A GPU object (navigator.gpu's interface) with chooseDawnFlags' flags. options: { subgroupMatrix (true),
