@@ -17,6 +17,10 @@
 //! axis storage
 //! axis -: MMA=1 requires=shader-f16,subgroup-matrix
 //! axis -: M128=0 | _m128: M128=1
+// The subgroup-matrix builtins want their pointer, offset and stride subgroup-uniform, which WGSL's analysis cannot
+// prove of values derived from the invocation index (it knows workgroup uniformity only): s = li / 32 is uniform in
+// each subgroup of 32 consecutive invocations (the predicate's subgroups; test_ops checks the results).
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
 struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;

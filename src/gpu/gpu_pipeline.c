@@ -63,7 +63,15 @@ static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, W
   char e2[GPU_ERR_LEN];
   wgllm_status s = gpu_scope_pop(ctx, e2, sizeof e2);
   if (s || !m) {
-    snprintf(err, errlen, "compiling kernel %s/%s failed: %s", src->kernel, src->variant, s ? e2 : "null module");
+    /* Tint lists its warnings first (a deprecated builtin, each with its source line): start at the first error
+       so that it fits the message */
+    const char *why = s ? e2 : "null module", *first = strstr(why, " error: ");
+    if (first && first != why) {
+      while (first > why && first[-1] != '\n')
+        first--;
+      why = first;
+    }
+    snprintf(err, errlen, "compiling kernel %s/%s failed: %s", src->kernel, src->variant, why);
     if (m) wgpuShaderModuleRelease(m);
     return s ? s : WGLLM_ERR_GPU;
   }
