@@ -21,6 +21,7 @@ P="--kv f16 --gen 32 --runs 3 --prefill-runs 2 --json"
 nb node 200 --synthetic llama-8b --prompt 128,512,2048 --precision-list exact,fast $P
 nb node 100 --synthetic llama-1b --prompt 128,512,2048 --precision-list exact,fast $P
 nb node 100 --synthetic llama-8b --prompt 128 --parallel 8 --precision-list exact,fast $P
+nb node-pipeline3 60 --synthetic llama-8b --prompt 512 --pipeline 3 --precision-list exact $P
 WGLLM_DAWN_FLAGS="backend=vulkan,enable-dawn-features=vulkan_enable_f16_on_nvidia,disable_robustness" nb node-nosmat 80 --synthetic llama-8b --prompt 512 --precision-list fast $P
 vb 120 --synthetic llama-8b --prompt 128,2048 --precision-list exact,fast $P
 vb 60 --synthetic llama-1b --prompt 128,2048 --precision-list exact,fast $P
