@@ -15,12 +15,10 @@
 // result matrix goes through the subgroup's 16 x 16 f32 corner of workgroup memory, where its lanes add the bias
 // and write the rows and columns inside Y.
 //! axis storage
-//! axis -: MMA=1 requires=shader-f16,subgroup-matrix
+//! axis -: MMA=1 requires=shader-f16,subgroups,subgroup-matrix
 //! axis -: M128=0 | _m128: M128=1
-// The subgroup-matrix builtins want their pointer, offset and stride subgroup-uniform, which WGSL's analysis cannot
-// prove of values derived from the invocation index (it knows workgroup uniformity only): s = li / 32 is uniform in
-// each subgroup of 32 consecutive invocations (the predicate's subgroups; test_ops checks the results).
-diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+// The subgroup-matrix builtins want their offsets subgroup-uniform: the subgroup's index comes from
+// @builtin(subgroup_id), which WGSL's analysis knows to be uniform in a subgroup (li / 32 is refused).
 struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
@@ -104,11 +102,10 @@ fn write_tile(s: u32, l: u32, gm0: u32, gn0: u32) {
 }
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u,
+        @builtin(subgroup_id) s: u32, @builtin(subgroup_invocation_id) l: u32) {
   let m0 = wid.y * TM;
   let n0 = wid.x * TN;
-  let s = li / 32u; // the subgroup (subgroups of 32: the predicate)
-  let l = li % 32u;
   let sm = 32u * (s / SGM); // the subgroup's rows and columns in the tile
   let sn = (TN / SGM) * (s % SGM);
   var c00: subgroup_matrix_result<f32, 16, 16>;

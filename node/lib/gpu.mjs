@@ -84,7 +84,10 @@ export async function chooseDawnFlags(options = {}) {
   // pass the engine's device toggles (WebGPU has none), so the instance carries it.
   const robust = process.env.WGLLM_DAWN_ROBUSTNESS;
   if (!(robust && robust !== '0')) features.push('disable_robustness');
-  const flags = features.length ? [...base, `enable-dawn-features=${features.join(',')}`] : base;
+  const flags = features.length ? [...base, `enable-dawn-features=${features.join(',')}`] : [...base];
+  // timestamp_quantization off, as natively: Dawn rounds timestamps to ~65 us otherwise, and the per-kernel
+  // profiles (wgllm bench --profile, test_ops --perf) need the real values
+  flags.push('disable-dawn-features=timestamp_quantization');
   return { flags, adapter, reason: isNvidia ? 'NVIDIA adapter' : 'adapter is not NVIDIA: no f16 or subgroup-matrix toggles' };
 }
 
