@@ -369,11 +369,10 @@ int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t 
 
 wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                                 uint32_t M, uint32_t N, uint32_t K, uint32_t tm) {
-  /* 128-row tiles stage each weight tile half as often, but make half the workgroups: measured on the H200
-     (docs/perf/18-mma, gemm_perf at 512 tokens) they halve the 8B's gate/up projection (896 workgroups) and lose
-     on QKV and the down projection (192 and 128), where 64-row tiles keep more of its 132 SMs busy; so 128 where
-     they still make at least 512 workgroups */
-  if (!tm) tm = (uint64_t)((N + 127) / 128) * ((M + 127) / 128) >= 512 ? 128 : 64;
+  /* 64-row tiles: measured on the H200 with exact timestamps (docs/perf/18-mma call 4, gemm_perf at 512 tokens)
+     they were as fast as or faster than 128-row tiles on every 8B projection but the output one (4% slower), where
+     128-row tiles make too few workgroups for its 132 SMs; 128 stays selectable for the bench */
+  if (!tm) tm = 64;
   if (tm != 64 && tm != 128) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_mma: %u-row tiles (64 or 128)", tm);
   if (!op_matmul_mma_supports(op_ctx(rec), w, M, K))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_mma: the device offers no f16 subgroup matrices of 16x16x16 "

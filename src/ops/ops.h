@@ -184,8 +184,7 @@ wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w
 int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
 wgllm_status op_matmul_mma(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                            uint32_t N, uint32_t K);
-/* op_matmul_mma with the tile's rows forced (64 or 128; 0: op_matmul_mma's choice, 128 where that still makes 512
-   workgroups), for tests and the bench. */
+/* op_matmul_mma with the tile's rows forced (64 or 128; 0: op_matmul_mma's choice, 64), for tests and the bench. */
 wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                                 uint32_t M, uint32_t N, uint32_t K, uint32_t tm);
 
