@@ -77,7 +77,7 @@ typedef struct gpu_context {
   const char *adapter_type; /* "discrete GPU", "integrated GPU", "CPU" */
   uint32_t subgroup_min, subgroup_max;
   int has_f16, has_subgroups, has_timestamps; /* features granted on the device */
-  int has_subgroup_matrix;                    /* granted, with shader-f16 (its configurations below) */
+  int has_subgroup_matrix;                    /* granted, with shader-f16 and subgroups (configurations below) */
   gpu_smat_config smat[16];                   /* the adapter's subgroup-matrix configurations */
   int n_smat;
   int robust;                                 /* Dawn's robustness transform kept (gpu_options.robust) */

@@ -373,7 +373,7 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   ctx->has_f16 = !o.disable_f16 && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SHADER_F16);
   ctx->has_subgroups = !o.disable_subgroups && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SUBGROUPS);
   ctx->has_timestamps = !o.disable_timestamps && wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_TIMESTAMP_QUERY);
-  ctx->has_subgroup_matrix = smat_offered && ctx->n_smat && ctx->has_f16 &&
+  ctx->has_subgroup_matrix = smat_offered && ctx->n_smat && ctx->has_f16 && ctx->has_subgroups &&
                              wgpuDeviceHasFeature(ctx->device, GPU_FEATURE_SUBGROUP_MATRIX);
   if (!ctx->has_subgroup_matrix) ctx->n_smat = 0;
   WGPULimits dl = WGPU_LIMITS_INIT;
@@ -462,6 +462,8 @@ wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen) {
 
 const char *gpu_feature_list(const gpu_context *ctx, char *buf, size_t len) {
   snprintf(buf, len, "%s%s%s%s", ctx->has_f16 ? "shader-f16 " : "", ctx->has_subgroups ? "subgroups " : "",
-           ctx->has_timestamps ? "timestamp-query " : "", ctx->has_subgroup_matrix ? "subgroup-matrix" : "");
+           ctx->has_timestamps ? "timestamp-query " : "", ctx->has_subgroup_matrix ? "subgroup-matrix " : "");
+  size_t n = strlen(buf);
+  if (n && buf[n - 1] == ' ') buf[n - 1] = 0;
   return buf;
 }
