@@ -1944,6 +1944,25 @@ static void cases_flash_decode(void) {
    for other shapes or devices (odd unrolls, partial last workgroups, tiny K splits). */
 static const char *GEMV_MODES[] = {"plain", "norm", "norm(1+w)+bias+acc", "norm+glu-silu", "glu-gelu+bias"};
 
+/* The decode GEMV cases' options for a mode (GEMV_MODES): the norm (its weights g, 1 + w in mode 2), the residual
+   accumulated (mode 2), GLU (modes 3, 4), T tokens whose y rows are YS apart, the plan. */
+static void gemv_mode_opts(op_gemv_opts *o, int mode, size_t N, size_t T, size_t YS, const op_gemv_plan *plan,
+                           gpu_view g) {
+  if (mode >= 1 && mode <= 3) {
+    o->norm_w = g;
+    o->eps = 1e-5f;
+    o->norm_offset = mode == 2 ? 1.0f : 0.0f;
+  }
+  o->accumulate = mode == 2;
+  o->plan = plan;
+  o->n_tokens = (uint32_t)T;
+  o->y_stride = (uint32_t)YS;
+  if (mode >= 3) {
+    o->glu_half = (uint32_t)N;
+    o->act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH;
+  }
+}
+
 static case_result run_gemv(const tcase *c) {
   size_t N = c->u.gemv.N, K = c->u.gemv.K, T = c->u.gemv.nt ? c->u.gemv.nt : 1;
   int mode = c->u.gemv.mode;
@@ -1969,19 +1988,7 @@ static case_result run_gemv(const tcase *c) {
   int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4;
   float off = mode == 2 ? 1.0f : 0.0f;
   gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4);
-  if (has_norm) {
-    o.norm_w = gg.v;
-    o.eps = 1e-5f;
-    o.norm_offset = off;
-  }
-  o.accumulate = mode == 2;
-  o.plan = plan;
-  o.n_tokens = (uint32_t)T;
-  o.y_stride = (uint32_t)YS;
-  if (glu) {
-    o.glu_half = (uint32_t)N;
-    o.act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH;
-  }
+  gemv_mode_opts(&o, mode, N, T, YS, plan, gg.v);
   gbuf gy = o.accumulate ? gb_io(y0, T * YS * 4) : gb_out(T * YS * 4);
   traffic(weight_bytes(wt, rows, K, 32) + 4.0 * T * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
           2.0 * T * rows * K);
@@ -2203,19 +2210,7 @@ static case_result run_gemv_q8(const tcase *c) {
   VERIFY(perm == (wt == OP_W_Q4), "%s: words evens first %d", g_case, perm);
   size_t qbytes = (size_t)op_q8_act_bytes(ctx, (uint32_t)T, (uint32_t)K);
   gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4), gq = gb_out(qbytes);
-  if (has_norm) {
-    o.norm_w = gg.v;
-    o.eps = 1e-5f;
-    o.norm_offset = off;
-  }
-  o.accumulate = mode == 2;
-  o.plan = plan;
-  o.n_tokens = (uint32_t)T;
-  o.y_stride = (uint32_t)YS;
-  if (glu) {
-    o.glu_half = (uint32_t)N;
-    o.act = mode == 3 ? OP_ACT_SILU : OP_ACT_GELU_TANH;
-  }
+  gemv_mode_opts(&o, mode, N, T, YS, plan, gg.v);
   gbuf gy = o.accumulate ? gb_io(y0, T * YS * 4) : gb_out(T * YS * 4);
   traffic(weight_bytes(wt, rows, K, group) + 4.0 * T * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
           2.0 * T * rows * K);
