@@ -1352,8 +1352,8 @@ static void cases_linear_mma(void) {
                                : s32[i];
       uint32_t group = 32;
       int has_bias = (int)(i % 2);
-      tcase *c = add_case("matmul_mma", run_linear_mma, "%s/M=%u,N=%u,K=%u,bias=%d", op_wtype_name((op_wtype)wt),
-                          sh[0], sh[1], sh[2], has_bias);
+      tcase *c = add_case("matmul_mma", run_linear_mma, "%s/M=%u,N=%u,K=%u,bias=%d", op_wtype_name((op_wtype)wt), sh[0],
+                          sh[1], sh[2], has_bias);
       c->u.lin.wt = (op_wtype)wt;
       c->u.lin.M = sh[0];
       c->u.lin.N = sh[1];
@@ -1399,7 +1399,10 @@ static void cases_gemm_perf(void) {
     for (size_t t = 0; t < 2; t++)
       for (size_t i = 0; i < 4; i++) {
         static const char *kn[] = {"mma64", "mma128", "q8", "f32"};
-        tcase *c = add_case("gemm_perf", kern <= 1 ? run_linear_mma : kern == 2 ? run_linear_q8 : run_linear,
+        tcase *c = add_case("gemm_perf",
+                            kern <= 1   ? run_linear_mma
+                            : kern == 2 ? run_linear_q8
+                                        : run_linear,
                             "%s/%s/%s/M=%u,N=%u,K=%u", kn[kern], op_wtype_name(types[t]), names[i], shapes[i][0],
                             shapes[i][1], shapes[i][2]);
         c->u.lin.wt = types[t];
@@ -2198,7 +2201,7 @@ static case_result run_gemv_q8(const tcase *c) {
   float *w = malloc(rows * K * 4), *x = rnd(T * K, -2, 2), *g = rnd(K, -1, 1), *b = rnd(rows, -1, 1);
   float *y0 = rnd(T * YS, -1, 1);
   for (size_t k = 0; k < 32 && T > 1; k++)
-    x[K + k] = 0;             /* a block of zeros */
+    x[K + k] = 0;                 /* a block of zeros */
   x[(T - 1) * K + K / 2] = 40.0f; /* an outlier */
   gbuf wb[2];
   op_wtype wt = c->u.gemv.wt;
@@ -2263,8 +2266,10 @@ static case_result run_gemv_q8(const tcase *c) {
         if (badd++ < 4) fprintf(stderr, "  %s block %zu: s %.9g want %.9g\n", g_case, bi, sv, d * (float)sum);
       }
     }
-    CHECK(badq == 0 && badd == 0 && off1 * 100 <= T * K, "%s: %zu quantized values (%zu one step off) and %zu block "
-          "factors wrong", g_case, badq, off1, badd);
+    CHECK(badq == 0 && badd == 0 && off1 * 100 <= T * K,
+          "%s: %zu quantized values (%zu one step off) and %zu block "
+          "factors wrong",
+          g_case, badq, off1, badd);
     /* where the GEMV quantizes in its workgroup (or may), its 1 / rms sums in another order than the quantizer's, so
        an element within 1e-3 of a rounding tie may land a step away: each such element may move an output by
        d * |w| (slack, through the GLU's product where there is one) */
@@ -2791,8 +2796,10 @@ static case_result run_hostile_rope(const tcase *c) {
     gp[way] = gb_in(way ? last : pos, sizeof pos);
     gpu_recorder *r = rec_new();
     CHECK(op_rope(r, gx[way].v, gp[way].v, gc.v, &rp) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
-    if (way) exec_aux(r);
-    else exec(r, NULL);
+    if (way)
+      exec_aux(r);
+    else
+      exec(r, NULL);
     gpu_recorder_free(r);
     gb_guards(&gx[way], "x");
   }
@@ -2874,7 +2881,10 @@ static case_result run_hostile_kv(const tcase *c) {
    2 far apart (0x7ffffff0 and small ones in one workgroup) */
 static void hostile_positions(int pat, uint32_t ctx, uint32_t *pos, size_t T) {
   for (size_t t = 0; t < T; t++)
-    pos[t] = pat == 0 ? ctx + 3 * (uint32_t)t : pat == 1 ? 0xffffffffu - (uint32_t)t : t % 2 ? 0x7ffffff0u : (uint32_t)t;
+    pos[t] = pat == 0   ? ctx + 3 * (uint32_t)t
+             : pat == 1 ? 0xffffffffu - (uint32_t)t
+             : t % 2    ? 0x7ffffff0u
+                        : (uint32_t)t;
 }
 
 /* prefill attention (each kernel: c->u.attn.nosg as run_attention's 0..3) over a small linear cache */
@@ -2942,8 +2952,7 @@ static case_result run_hostile_flash(const tcase *c) {
   ap.chunk = 32;
   ap.rope = rope ? &ro : NULL;
   gpu_recorder *r = rec_new();
-  CHECK(op_attention_decode(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, gpart.v, indirect ? &gind.v : NULL, go.v) ==
-            WGLLM_OK,
+  CHECK(op_attention_decode(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, gpart.v, indirect ? &gind.v : NULL, go.v) == WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -2980,10 +2989,9 @@ static case_result run_hostile_sample(const tcase *c) {
   uint32_t V = 3000, ring = 8, w = c->u.fd.mode & 2 ? ring + 30 : 1000;
   float *logits = rnd(V, -4, 4);
   uint32_t state[12] = {0, 0xffffffffu, w, 0, V, V + 5000, 0xffffffffu, 1, 2, 2, 7, 0x80000000u};
-  op_sample_params sp = {sampling ? 0.8f : 0.0f, sampling ? 0.9f : 1.0f, 0, 1.3f, sampling ? 40 : 0, ring, 7, 0.5f,
-                         0.25f};
-  gbuf gl = gb_io(logits, V * 4), gs = gb_io(state, sizeof state), go = gb_out(4),
-       gw = gb_out(op_sample_work_bytes());
+  op_sample_params sp = {
+      sampling ? 0.8f : 0.0f, sampling ? 0.9f : 1.0f, 0, 1.3f, sampling ? 40 : 0, ring, 7, 0.5f, 0.25f};
+  gbuf gl = gb_io(logits, V * 4), gs = gb_io(state, sizeof state), go = gb_out(4), gw = gb_out(op_sample_work_bytes());
   gs.v.size = sizeof state; /* exactly the state the ring needs: a write past it lands in the tail or the guard */
   gpu_recorder *r = rec_new();
   CHECK(op_sample(r, &sp, gl.v, gs.v, go.v, gw.v, V) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));

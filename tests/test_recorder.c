@@ -189,8 +189,9 @@ static void test_pipeline_cache(void) {
     const gpu_kernel_source *k = &gpu_kernel_sources[i];
     WGPUComputePipeline p;
     s = gpu_pipeline_get(ctx, k->kernel, k->variant, NULL, 0, &p, err, sizeof err);
-    int refused_ok = s == WGLLM_ERR_UNSUPPORTED && (((k->requires & GPU_REQ_F16) && !ctx->has_f16) ||
-                                                    ((k->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix));
+    int refused_ok =
+        s == WGLLM_ERR_UNSUPPORTED && (((k->requires & GPU_REQ_F16) && !ctx->has_f16) ||
+                                       ((k->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix));
     CHECK(s == WGLLM_OK || refused_ok, "kernel %s/%s: %s", k->kernel, k->variant, err);
   }
 }

@@ -13,8 +13,8 @@
    (NAME is true when defined and not "0"), #define NAME VALUE (for the rest of the file, every variant) and
    #include "lib/x.wgsli" (a shared snippet, relative to the template, processed the same way). A variant
    requiring shader-f16 gets "enable f16;" prepended, subgroups "enable subgroups;", subgroup-matrix (requires= takes
-   a comma list) "enable chromium_experimental_subgroup_matrix;". Any unknown {{NAME}}, unbalanced #if, missing include or
-   template without variants fails the build. */
+   a comma list) "enable chromium_experimental_subgroup_matrix;". Any unknown {{NAME}}, unbalanced #if, missing include
+   or template without variants fails the build. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -59,7 +59,7 @@ typedef struct gpu_options {
      bounds"). The environment variable WGLLM_DAWN_ROBUSTNESS=1 (read by gpu_create, so that it reaches every entry
      point: library, CLI, server, bench, tests) does the same. */
   int robust;
-  uint32_t wait_timeout_ms;   /* longest wait for submitted work before the device counts as lost; 0: 600000 */
+  uint32_t wait_timeout_ms; /* longest wait for submitted work before the device counts as lost; 0: 600000 */
 } gpu_options;
 
 typedef struct gpu_pipeline_cache gpu_pipeline_cache;
@@ -80,9 +80,9 @@ typedef struct gpu_context {
   int has_subgroup_matrix;                    /* granted, with shader-f16 and subgroups (configurations below) */
   gpu_smat_config smat[16];                   /* the adapter's subgroup-matrix configurations */
   int n_smat;
-  int robust;                                 /* Dawn's robustness transform kept (gpu_options.robust) */
-  char notices[512];                          /* features offered-not-requested or not offered */
-  WGPULimits limits;                          /* limits the device got */
+  int robust;        /* Dawn's robustness transform kept (gpu_options.robust) */
+  char notices[512]; /* features offered-not-requested or not offered */
+  WGPULimits limits; /* limits the device got */
   /* err, error_pending and lost are written by Dawn's callbacks (the loss callback from any thread): read and
      written under lock */
   pthread_mutex_t lock;

@@ -375,8 +375,10 @@ wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *
   if (!tm) tm = 64;
   if (tm != 64 && tm != 128) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_mma: %u-row tiles (64 or 128)", tm);
   if (!op_matmul_mma_supports(op_ctx(rec), w, M, K))
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_mma: the device offers no f16 subgroup matrices of 16x16x16 "
-                   "with subgroups of 32, or K=%u is not a multiple of 32", K);
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
+                   "matmul_mma: the device offers no f16 subgroup matrices of 16x16x16 "
+                   "with subgroups of 32, or K=%u is not a multiple of 32",
+                   K);
   return linear(rec, K_MATMUL_MMA, tm == 128 ? "_m128" : "", x, w, bias, y, M, N, K, 128, (M + tm - 1) / tm, 0);
 }
 

@@ -283,8 +283,8 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N;
-  op_gemv_plan pl = o->plan && o->plan->tk ? *o->plan
-                                            : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
+  op_gemv_plan pl =
+      o->plan && o->plan->tk ? *o->plan : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
   uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
   int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr * nt <= 32 && pl.r * nt <= pl.tk &&
            wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
@@ -411,8 +411,8 @@ wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_w
   int wq = how == 1;
   if (how == 0 && op_gemv_q8_quantizes_in_workgroup(op_ctx(rec), T, K)) {
     uint32_t out = o->glu_half ? o->glu_half : N;
-    op_gemv_plan pl = o->plan && o->plan->tk ? *o->plan
-                                             : op_gemv_q8_choose_plan(op_ctx(rec), w->type, out, K, o->glu_half != 0, T);
+    op_gemv_plan pl =
+        o->plan && o->plan->tk ? *o->plan : op_gemv_q8_choose_plan(op_ctx(rec), w->type, out, K, o->glu_half != 0, T);
     uint64_t wgs = (out + pl.tr * pl.r - 1) / (pl.tr * pl.r);
     wq = wgs * T * K <= 2500000;
   }

@@ -225,8 +225,8 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op
    multiple of 32, 1..OP_GEMV_MAX_TOKENS tokens, q4gsw parts not mixed with others; op_gemv_fast runs quantizer and
    GEMV when it holds and the exact op_gemv otherwise, as a whole; where the tokens' x fits the kernel's workgroup
    memory (op_gemv_q8_quantizes_in_workgroup) and the repeated quantization costs less than a dispatch (few
-   workgroups times tokens times K) the GEMV quantizes it itself, one dispatch ("_wq"), and xq is not used. op_gemv_q8_choose_plan: the layout (tk lanes along K, tr thread-rows, r rows a
-   thread-row; u unused). */
+   workgroups times tokens times K) the GEMV quantizes it itself, one dispatch ("_wq"), and xq is not used.
+   op_gemv_q8_choose_plan: the layout (tk lanes along K, tr thread-rows, r rows a thread-row; u unused). */
 typedef struct op_q8_rows_opts {
   gpu_view norm_w; /* [K] f32 or none */
   float eps, norm_offset;
