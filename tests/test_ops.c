@@ -274,7 +274,9 @@ struct tcase {
     struct {
       op_wtype wt;
       int route; /* 0 op_matvec (the fused GEMV's storages: kernels/gemv.wgsl), 1 op_matmul, 2 op_matvec_generic,
-                    3 op_matmul_rows with 128-row tiles */
+                    3 op_matmul_rows with 128-row tiles; run_linear_mma's own: 0 op_matmul_mma, 1 op_linear_fast,
+                    2 and 3 op_matmul_mma_rows 128 and 64, 4.. the f16-operand GEMM's GEMM_F16_VARIANTS[route - 4],
+                    OP_ROUTE_FAST_F16 op_linear_fast with the f16 path's scratch */
       uint32_t M, N, K, group;
       int bias;
     } lin;
@@ -1097,7 +1099,8 @@ static case_result run_linear_q8(const tcase *c) {
     wgllm_status rs = op_matmul_q8(r2, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
     VERIFY(rs == WGLLM_ERR_UNSUPPORTED, "%s: op_matmul_q8 accepted it (%s)", g_case, wgllm_status_name(rs));
     gpu_recorder_free(r2);
-    wgllm_status s = op_linear_fast(r, gx.v, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    wgllm_status s =
+        op_linear_fast(r, gx.v, &(op_fast_scratch){.xq = gq.v}, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
     CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
     exec(r, NULL);
     gpu_recorder_free(r);
@@ -1264,14 +1267,51 @@ static float f16_round(float v) {
   return ref_f16_to_f32(ref_f32_to_f16(v));
 }
 
+/* The f16-operand GEMM's variants the cases name (route 4 + index); probes only time (--perf). */
+#define OP_ROUTE_FAST_F16 100 /* run_linear_mma: op_linear_fast with x16 and w16 in its scratch */
+static const struct {
+  const char *name;
+  int probe;
+} GEMM_F16_VARIANTS[] = {{V_GEMM_F16_F16, 0},         {V_GEMM_F16_F16_M128, 0},
+                         {V_GEMM_F16_F16_DIRECT, 0},  {V_GEMM_F16_F16_M128_DIRECT, 0},
+                         {V_GEMM_F16_F16_NOMMA, 1},   {V_GEMM_F16_F16_M128_NOMMA, 1},
+                         {V_GEMM_F16_F16_NOSTAGE, 1}, {V_GEMM_F16_F16_M128_NOSTAGE, 1}};
+
+/* The f16-operand path: x to f16 and the weight dequantized to f16 (one recording, timed as ".../convert"), then
+   the GEMM of the named variant (timed as the case) */
+static void record_gemm_f16(gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M, uint32_t N,
+                            uint32_t K, const char *variant) {
+  gbuf x16 = gb_out((size_t)op_f16_bytes(M, K)), w16 = gb_out((size_t)op_f16_bytes(N, K));
+  traffic(4.0 * M * K + weight_bytes(w->type, N, K, w->group) + (double)op_f16_bytes(M, K) + (double)op_f16_bytes(N, K),
+          0);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_convert_f16(r, x, x16.v, M, K);
+  if (!s) s = op_dequant_f16(r, w, w16.v, N, K);
+  CHECK(s == WGLLM_OK, "%s record the conversions: %s", g_case, gpu_recorder_error(r));
+  char label[256];
+  snprintf(label, sizeof label, "%s/convert", g_case);
+  exec(r, label);
+  gpu_recorder_free(r);
+  traffic((double)op_f16_bytes(M, K) + (double)op_f16_bytes(N, K) + 4.0 * M * N, 2.0 * M * N * K);
+  r = rec_new();
+  s = op_gemm_f16_variant(r, x16.v, w16.v, bias, y, M, N, K, variant);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  gb_free(&x16);
+  gb_free(&w16);
+}
+
 static case_result run_linear_mma(const tcase *c) {
   size_t M = c->u.lin.M, N = c->u.lin.N, K = c->u.lin.K;
   op_wtype wt = c->u.lin.wt;
-  int has_bias = c->u.lin.bias, via_fast = c->u.lin.route == 1;
+  int has_bias = c->u.lin.bias, via_fast = c->u.lin.route == 1 || c->u.lin.route == OP_ROUTE_FAST_F16;
+  int f16v = c->u.lin.route >= 4 && c->u.lin.route < OP_ROUTE_FAST_F16 ? c->u.lin.route - 4 : -1; /* its variant */
   gpu_context *ctx = th_gpu();
   if (!ctx->has_subgroup_matrix)
     return not_supported("the device grants no subgroup matrices (chromium-experimental-subgroup-matrix with "
                          "shader-f16)");
+  if (f16v >= 0 && GEMM_F16_VARIANTS[f16v].probe && !g_perf) return not_supported("a probe of the bench (--perf)");
   float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1), *want = malloc(M * N * 4);
   for (size_t m = 0; m < M; m++) /* rows of different magnitudes */
     for (size_t k = 0; k < K; k++)
@@ -1280,22 +1320,39 @@ static case_result run_linear_mma(const tcase *c) {
   x[out_row * K + K / 2] = 1e5f; /* past f16's range: the kernel clamps it */
   gbuf wb[2];
   op_weight ow = make_weight(wt, N, K, c->u.lin.group, w, wb);
-  VERIFY(op_matmul_mma_supports(ctx, &ow, (uint32_t)M, (uint32_t)K), "%s: the predicate refuses it", g_case);
+  VERIFY(c->u.lin.route >= 4 ? op_gemm_f16_supports(ctx, (uint32_t)M, (uint32_t)K)
+                             : op_matmul_mma_supports(ctx, &ow, (uint32_t)M, (uint32_t)K),
+         "%s: the predicate refuses it", g_case);
   gbuf gx = gb_in(x, M * K * 4), gb = gb_in(b, N * 4), go = gb_out(M * N * 4), gq = {0};
   gpu_view bias = has_bias ? gb.v : (gpu_view){0};
   traffic(weight_bytes(wt, N, K, c->u.lin.group) + 4.0 * (M * K + M * N), 2.0 * M * N * K);
-  gpu_recorder *r = rec_new();
-  wgllm_status s;
-  if (via_fast) {
+  gbuf x16 = {0}, w16 = {0};
+  if (f16v >= 0) {
+    record_gemm_f16(gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, GEMM_F16_VARIANTS[f16v].name);
+    if (GEMM_F16_VARIANTS[f16v].probe) goto done;
+  }
+  gpu_recorder *r = f16v >= 0 ? NULL : rec_new();
+  wgllm_status s = WGLLM_OK;
+  if (f16v >= 0) {
+  } else if (via_fast) {
     gq = gb_out((size_t)op_q8_act_bytes(ctx, (uint32_t)M, (uint32_t)K));
-    s = op_linear_fast(r, gx.v, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    op_fast_scratch fs = {.xq = gq.v};
+    if (c->u.lin.route == OP_ROUTE_FAST_F16) {
+      x16 = gb_out((size_t)op_f16_bytes((uint32_t)M, (uint32_t)K));
+      w16 = gb_out((size_t)op_f16_bytes((uint32_t)N, (uint32_t)K));
+      fs.x16 = x16.v;
+      fs.w16 = w16.v;
+    }
+    s = op_linear_fast(r, gx.v, &fs, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
   } else {
     static const uint32_t tm[] = {0, 0, 128, 64}; /* route 2, 3: the tile's rows forced */
     s = op_matmul_mma_rows(r, gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, tm[c->u.lin.route]);
   }
-  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
-  exec(r, NULL);
-  gpu_recorder_free(r);
+  if (r) {
+    CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+    exec(r, NULL);
+    gpu_recorder_free(r);
+  }
   if (!g_perf) {
     float *x16 = malloc(M * K * 4), *w16 = malloc(N * K * 4);
     for (size_t i = 0; i < M * K; i++)
@@ -1327,6 +1384,16 @@ static case_result run_linear_mma(const tcase *c) {
     free(w16);
   }
   gb_guards(&go, "y");
+  if (x16.buf && !g_perf) { /* the route: x16 and w16 written, so the f16 path ran */
+    CHECK(unpoisoned(gb_fetch(&x16), 0, M * K / 2) == M * K / 2 &&
+              unpoisoned(gb_fetch(&w16), 0, N * K / 2) == N * K / 2,
+          "%s: op_linear_fast left x16 or w16 unwritten (not the f16 path)", g_case);
+    gb_guards(&x16, "x16");
+    gb_guards(&w16, "w16");
+  }
+done:
+  if (x16.buf) gb_free(&x16);
+  if (w16.buf) gb_free(&w16);
   gb_free(&gx);
   gb_free(&gb);
   gb_free(&go);
@@ -1387,6 +1454,150 @@ static void cases_linear_mma(void) {
   }
 }
 
+/* dequant_f16/TYPE/...: op_dequant_f16 (a weight to f16 rows for the f16-operand GEMM, every storage; in row parts
+   of three storages) and convert_f16 (activations: op_convert_f16, with values past f16's range and below its normal
+   range), on any device: each element must be the value (clamped to +-65504) rounded to one of its two f16
+   neighbours (WGSL leaves the direction to the implementation; the CPU rounds to nearest even), or for values
+   below f16's normal range also zero (flushed); the padding rows up to the 128-row tile zero; nothing written past
+   the view. */
+static int f16_ok(uint16_t got, float v) {
+  if (v > 65504.0f) v = 65504.0f;
+  if (v < -65504.0f) v = -65504.0f;
+  uint16_t r = ref_f32_to_f16(v);
+  if (got == r) return 1;
+  float g = ref_f16_to_f32(got), n = ref_f16_to_f32(r);
+  if ((got & 0x7fff) == 0 && fabsf(v) < 6.103515625e-05f) return 1; /* flushed */
+  if (!((g < v && v < n) || (n < v && v < g))) return 0;            /* v between the two */
+  return abs((int)(got & 0x7fff) - (int)(r & 0x7fff)) == 1 && (got & 0x8000) == (r & 0x8000);
+}
+
+static case_result run_dequant_f16(const tcase *c) {
+  size_t K = c->u.parts.K, N = 0;
+  int n_parts = c->u.parts.route == 2 ? 3 : 1, convert = c->u.parts.route == 1;
+  for (int i = 0; i < n_parts; i++)
+    N += c->u.parts.rows[i];
+  float *w = malloc(N * K * 4 + 4);
+  gbuf wb[3][2];
+  memset(wb, 0, sizeof wb);
+  op_weight ow = {0};
+  gbuf gx = {0};
+  if (convert) { /* activations: magnitudes from 1e-7 to past f16's range */
+    for (size_t i = 0; i < N * K; i++)
+      w[i] = th_uniform(&rng, -1, 1) * powf(10.0f, (float)(i % 13) - 7.0f);
+    w[K / 2] = 1e5f;
+    w[K + 3] = -7e4f;
+    gx = gb_in(w, N * K * 4);
+  } else if (n_parts == 1) {
+    ow = make_weight(c->u.parts.wt[0], N, K, 32, w, wb[0]);
+  } else {
+    size_t r0 = 0;
+    for (int i = 0; i < 3; i++) {
+      op_weight pw = make_weight(c->u.parts.wt[i], c->u.parts.rows[i], K, 32, w + r0 * K, wb[i]);
+      ow.part[i] = (struct op_weight_part){pw.data, pw.scales, c->u.parts.rows[i], pw.type, pw.group};
+      r0 += c->u.parts.rows[i];
+    }
+    ow.n_parts = 3;
+    ow.type = ow.part[0].type;
+    ow.data = ow.part[0].data;
+  }
+  size_t bytes = (size_t)op_f16_bytes((uint32_t)N, (uint32_t)K);
+  gbuf go = gb_out(bytes);
+  traffic(bytes + (convert ? 4.0 * N * K : weight_bytes(c->u.parts.wt[0], N, K, 32)), 0);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = convert ? op_convert_f16(r, gx.v, go.v, (uint32_t)N, (uint32_t)K)
+                           : op_dequant_f16(r, &ow, go.v, (uint32_t)N, (uint32_t)K);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    const uint16_t *got = gb_fetch(&go);
+    size_t bad = 0, pad = 0;
+    for (size_t i = 0; i < N * K; i++)
+      if (!f16_ok(got[i], w[i]) && bad++ < 4)
+        fprintf(stderr, "  %s[%zu,%zu] got f16 %04x (%.9g) for %.9g\n", g_case, i / K, i % K, got[i],
+                ref_f16_to_f32(got[i]), w[i]);
+    for (size_t i = N * K; i < bytes / 2; i++)
+      pad += got[i] != 0;
+    CHECK(bad == 0, "%s: %zu of %zu elements not rounded to a neighbour", g_case, bad, N * K);
+    CHECK(pad == 0, "%s: %zu of the padding rows' %zu halves not zero", g_case, pad, bytes / 2 - N * K);
+  }
+  gb_guards(&go, "out");
+  gb_free(&go);
+  if (gx.buf) gb_free(&gx);
+  for (int i = 0; i < 3; i++)
+    free_weight(wb[i]);
+  free(w);
+  return verdict();
+}
+
+static void cases_dequant_f16(void) {
+  for (int wt = 0; wt < OP_W_COUNT; wt++) {
+    tcase *c = add_case("dequant_f16", run_dequant_f16, "%s/N=130,K=256", op_wtype_name((op_wtype)wt));
+    c->u.parts.wt[0] = (op_wtype)wt;
+    c->u.parts.rows[0] = 130;
+    c->u.parts.K = 256;
+    c->u.parts.route = 0;
+  }
+  tcase *c = add_case("dequant_f16", run_dequant_f16, "parts/Q4_K,Q6_K,q4gsw/rows=64,40,26,K=512");
+  c->u.parts.wt[0] = OP_W_Q4_K;
+  c->u.parts.wt[1] = OP_W_Q6_K;
+  c->u.parts.wt[2] = OP_W_Q4;
+  c->u.parts.rows[0] = 64;
+  c->u.parts.rows[1] = 40;
+  c->u.parts.rows[2] = 26;
+  c->u.parts.K = 512;
+  c->u.parts.route = 2;
+  c = add_case("dequant_f16", run_dequant_f16, "convert/M=67,K=96");
+  c->u.parts.rows[0] = 67;
+  c->u.parts.K = 96;
+  c->u.parts.route = 1;
+}
+
+/* a linear case's parameters */
+static void set_lin(tcase *c, op_wtype wt, uint32_t M, uint32_t N, uint32_t K, int bias, int route) {
+  c->u.lin.wt = wt;
+  c->u.lin.M = M;
+  c->u.lin.N = N;
+  c->u.lin.K = K;
+  c->u.lin.group = 32;
+  c->u.lin.bias = bias;
+  c->u.lin.route = route;
+}
+
+/* gemm_f16/...: the f16-operand path (op_convert_f16, op_dequant_f16, op_gemm_f16) under run_linear_mma's checks:
+   every storage with 64-row tiles, then the other variants on three storages and the shape of several tiles */
+static void cases_gemm_f16(void) {
+  static const uint32_t s32[][3] = {{9, 7, 32}, {67, 129, 96}, {130, 260, 512}};
+  static const uint32_t s256[][3] = {{9, 7, 256}, {67, 129, 512}, {130, 260, 512}};
+  for (int wt = 0; wt < OP_W_COUNT; wt++)
+    for (size_t i = 0; i < 3; i++) {
+      int kq = wt == OP_W_Q2_K || wt == OP_W_Q3_K || wt == OP_W_Q4_K || wt == OP_W_Q5_K || wt == OP_W_Q6_K ||
+               wt == OP_W_IQ4_XS;
+      const uint32_t *sh = kq ? s256[i] : s32[i];
+      tcase *c = add_case("gemm_f16", run_linear_mma, "%s/%s/M=%u,N=%u,K=%u,bias=%d", GEMM_F16_VARIANTS[0].name,
+                          op_wtype_name((op_wtype)wt), sh[0], sh[1], sh[2], (int)(i % 2));
+      set_lin(c, (op_wtype)wt, sh[0], sh[1], sh[2], (int)(i % 2), 4);
+    }
+  static const op_wtype vt[] = {OP_W_Q4, OP_W_Q4_K, OP_W_F16};
+  for (int v = 1; v < 4; v++)
+    for (size_t t = 0; t < 3; t++)
+      for (int b = 0; b < 2; b++) {
+        uint32_t M = b ? 200 : 256, N = b ? 300 : 256; /* ragged with a bias; whole tiles without (stored straight) */
+        tcase *c = add_case("gemm_f16", run_linear_mma, "%s/%s/M=%u,N=%u,K=512,bias=%d", GEMM_F16_VARIANTS[v].name,
+                            op_wtype_name(vt[t]), M, N, b);
+        set_lin(c, vt[t], M, N, 512, b, 4 + v);
+      }
+  for (size_t t = 0; t < 3; t++) { /* op_linear_fast takes the f16 path where its scratch has x16 and w16 */
+    tcase *c = add_case("gemm_f16", run_linear_mma, "route/%s/M=200,N=300,K=512,bias=1", op_wtype_name(vt[t]));
+    set_lin(c, vt[t], 200, 300, 512, 1, OP_ROUTE_FAST_F16);
+  }
+  for (size_t t = 0; t < 3; t++) { /* the default tiles stored straight too */
+    tcase *c = add_case("gemm_f16", run_linear_mma, "%s/%s/M=256,N=256,K=512,bias=0", GEMM_F16_VARIANTS[0].name,
+                        op_wtype_name(vt[t]));
+    set_lin(c, vt[t], 256, 256, 512, 0, 4);
+  }
+}
+
 /* gemm_perf/KERNEL/TYPE/...: the prefill GEMMs of the fast and exact precisions at the Llama-3.1-8B shape's
    projections and 512 tokens, for --perf on a real GPU (test_ops --perf -f gemm_perf): the same run functions and
    checks as their conformance cases, at sizes whose CPU references take minutes: a run without filters leaves them
@@ -1412,6 +1623,16 @@ static void cases_gemm_perf(void) {
         c->u.lin.group = 32;
         c->u.lin.bias = 0;
         c->u.lin.route = kern == 0 ? 3 : kern == 1 ? 2 : kern == 3 ? 1 : 0; /* run_linear's 1: the tiled GEMM */
+      }
+  /* the f16-operand GEMM's variants and probes (the GEMM alone does not depend on the storage: q4gsw only, but
+     the conversions timed beside it do: Q4_K too for the default; the probes at two shapes) */
+  for (int v = 0; v < (int)(sizeof GEMM_F16_VARIANTS / sizeof GEMM_F16_VARIANTS[0]); v++)
+    for (size_t t = 0; t < (v ? 1u : 2u); t++)
+      for (size_t i = 0; i < 4; i++) {
+        if (GEMM_F16_VARIANTS[v].probe && (i == 0 || i == 3)) continue; /* the probes: two shapes are enough */
+        tcase *c = add_case("gemm_perf", run_linear_mma, "%s/%s/%s/M=%u,N=%u,K=%u", GEMM_F16_VARIANTS[v].name,
+                            op_wtype_name(types[t]), names[i], shapes[i][0], shapes[i][1], shapes[i][2]);
+        set_lin(c, types[t], shapes[i][0], shapes[i][1], shapes[i][2], 0, 4 + v);
       }
 }
 
@@ -3084,6 +3305,8 @@ static void build_cases(void) {
   cases_linear_parts();
   cases_linear_q8();
   cases_linear_mma();
+  cases_gemm_f16();
+  cases_dequant_f16();
   cases_gemm_perf();
   cases_gemv_q8();
   cases_embedding();

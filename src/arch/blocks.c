@@ -15,7 +15,11 @@ static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
 wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                         uint32_t N, uint32_t K) {
-  if (f->fo->fast && f->s->xq) return op_linear_fast(f->rec, x, V(f->s->xq), w, bias, y, M, N, K);
+  if (f->fo->fast && f->s->xq) {
+    op_fast_scratch fs = {V(f->s->xq), f->s->x16 ? V(f->s->x16) : (gpu_view){0},
+                          f->s->w16 ? V(f->s->w16) : (gpu_view){0}};
+    return op_linear_fast(f->rec, x, &fs, w, bias, y, M, N, K);
+  }
   return op_linear(f->rec, x, w, bias, y, M, N, K);
 }
 

@@ -68,7 +68,25 @@ wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_s
   uint64_t F = llm_max_n_ff(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
   kmax = ((kmax > q ? kmax : q) + 31) / 32 * 32;
-  return gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err, errlen);
+  wgllm_status st = gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err, errlen);
+  if (st || s->cap <= OP_GEMV_MAX_TOKENS || !op_gemm_f16_supports(gpu, s->cap, 32)) return st;
+  /* the largest projection: fused q|k|v, output, gate|up, down */
+  uint32_t E = hp->n_embd, Fw = (uint32_t)F;
+  uint64_t w16 = op_f16_bytes(llm_max_qkv_rows(hp), E), b;
+  if ((b = op_f16_bytes(E, (uint32_t)q)) > w16) w16 = b;
+  if ((b = op_f16_bytes(2 * Fw, E)) > w16) w16 = b;
+  if ((b = op_f16_bytes(E, Fw)) > w16) w16 = b;
+  uint64_t max_bind = gpu->limits.maxStorageBufferBindingSize, x16 = op_f16_bytes(s->cap, (uint32_t)kmax);
+  if (w16 > max_bind) w16 = max_bind; /* the projections over it dequantize in the GEMM's tiles */
+  if (x16 > max_bind) return WGLLM_OK;
+  /* optional: refused (out of memory), the GEMMs dequantize in their tiles */
+  char e2[256];
+  if (gpu_pool_acquire(gpu, x16, "x16", &s->x16, e2, sizeof e2) ||
+      gpu_pool_acquire(gpu, w16, "w16", &s->w16, e2, sizeof e2)) {
+    if (s->x16) gpu_pool_release(gpu, s->x16);
+    s->x16 = s->w16 = NULL;
+  }
+  return WGLLM_OK;
 }
 
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
@@ -87,7 +105,7 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,         &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
                         &s->proj,   &s->gu,           &s->h,         &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
-                        &s->logits, &s->attn_partial, &s->attn_args, &s->xq};
+                        &s->logits, &s->attn_partial, &s->attn_args, &s->xq,  &s->x16,     &s->w16};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;

@@ -26,6 +26,8 @@ typedef struct llm_scratch {
   gpu_buffer *ple_h;        /* [cap][ple_dim] a layer's gate */
   gpu_buffer *logits;       /* [logit_rows][n_vocab] */
   gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision only: llm_scratch_add_fast) */
+  gpu_buffer *x16, *w16;    /* a layer input and a weight as f16 for the tensor cores (fast prefill scratch where
+                               subgroup matrices exist; NULL elsewhere) */
   gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
 } llm_scratch;
@@ -54,7 +56,10 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
                                  llm_scratch *s, char *err, size_t errlen);
 struct llm_kv_cache;
 /* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input, the scratch's
-   tokens); without it llm_linear and the fused GEMVs run exact. */
+   tokens); without it llm_linear and the fused GEMVs run exact. A scratch of more tokens than a GEMV takes, on a
+   device with subgroup matrices, also gets x16 and w16 (op_f16_bytes of the widest layer input and of the largest
+   projection, within one storage binding) for the f16-operand GEMM; a projection larger than w16 dequantizes in
+   the GEMM's tiles instead (op_linear_fast). */
 wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen);
 /* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const struct llm_kv_cache *kv,

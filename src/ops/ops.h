@@ -188,6 +188,25 @@ wgllm_status op_matmul_mma(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
 wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                                 uint32_t M, uint32_t N, uint32_t K, uint32_t tm);
 
+/* The tensor-core GEMM on f16 operands (src/ops/op_gemm_f16.c, kernels/gemm_f16.wgsl): y [M][N] = x16 [M][K] .
+   w16 [N][K]^T (+ bias) with f32 sums, x16 and w16 f16 (u32 pairs) with their rows rounded up to OP_F16_ROW_TILE
+   (op_f16_bytes each), made by op_convert_f16 (x [M][K] f32, clamped to f16's range and rounded) and
+   op_dequant_f16 (a weight in any storage, parts included, dequantized and rounded the same way; the padding rows
+   zero). op_gemm_f16_supports is the GEMM's predicate: op_matmul_mma_supports' device conditions, K a multiple
+   of 32. op_gemm_f16_variant names the kernel's variant (V_GEMM_F16_*: "f16" 64-row tiles, "f16_m128",
+   "f16_direct", and the bench's probes "f16_nomma", "f16_nostage", which do not compute the product), for tests
+   and the bench. */
+#define OP_F16_ROW_TILE 128
+uint32_t op_f16_rows(uint32_t rows);
+uint64_t op_f16_bytes(uint32_t rows, uint32_t K);
+wgllm_status op_convert_f16(gpu_recorder *rec, gpu_view x, gpu_view x16, uint32_t M, uint32_t K);
+wgllm_status op_dequant_f16(gpu_recorder *rec, const op_weight *w, gpu_view w16, uint32_t N, uint32_t K);
+int op_gemm_f16_supports(const gpu_context *ctx, uint32_t M, uint32_t K);
+wgllm_status op_gemm_f16(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
+                         uint32_t N, uint32_t K);
+wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
+                                 uint32_t N, uint32_t K, const char *variant);
+
 /* The fast precision (int8 activations, packed int8 dot products; src/ops/op_linear_q8.c).
    xq: an activation buffer of op_q8_act_bytes: x [M][K] f32 (rows contiguous, K a multiple of 32) quantized by
    op_quantize_q8 into int8 blocks of 32 (q [M][K/4] u32, then, at the next binding offset, [M][K/32] of
@@ -195,8 +214,9 @@ wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *
    Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
    predicate: M >= OP_Q8_MIN_ROWS (fewer rows: a GEMV's work), K a multiple of 32, every part of the weight
    of those storages. op_linear_fast runs the integer-dot GEMV below (op_gemv_q8) for up to OP_GEMV_MAX_TOKENS rows,
-   and for more the tensor-core GEMM (op_matmul_mma) or else this GEMM above, each where its predicate holds, and
-   the exact op_linear otherwise, as a whole. */
+   and for more the tensor cores: on f16 operands (op_convert_f16, op_dequant_f16, op_gemm_f16) where the scratch
+   has x16 and w16 large enough for x and W (op_f16_bytes), else dequantizing in the GEMM's tiles (op_matmul_mma);
+   or else this GEMM above, each where its predicate holds, and the exact op_linear otherwise, as a whole. */
 #define OP_Q8_MIN_ROWS 5
 uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K);
 wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K);
@@ -213,8 +233,13 @@ typedef struct op_q8mm_plan {
 op_q8mm_plan op_q8mm_default_plan(void);
 wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                                uint32_t M, uint32_t N, uint32_t K, const op_q8mm_plan *plan);
-wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
-                            uint32_t M, uint32_t N, uint32_t K);
+/* The fast precision's scratch: xq (op_q8_act_bytes) and, where subgroup matrices exist, x16 and w16 for the
+   f16-operand GEMM (op_f16_bytes of the widest x and the largest weight; unset views: not used) */
+typedef struct op_fast_scratch {
+  gpu_view xq, x16, w16;
+} op_fast_scratch;
+wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch *fs, const op_weight *w, gpu_view bias,
+                            gpu_view y, uint32_t M, uint32_t N, uint32_t K);
 
 /* Decode in the fast precision: 1..OP_GEMV_MAX_TOKENS tokens. op_quantize_q8_rows quantizes each token's x (a
    workgroup a row) into xq as op_quantize_q8 does, first applying the RMSNorm a projection starts with when norm_w

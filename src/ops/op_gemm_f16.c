@@ -1,0 +1,129 @@
+/* The tensor-core GEMM on f16 operands (kernels/gemm_f16.wgsl) and the conversions that feed it
+   (kernels/dequant_f16.wgsl): x rounded to f16 once, the weight dequantized to f16 once per GEMM (every storage),
+   then a GEMM whose tiles are plain copies, where kernels/matmul_mma.wgsl dequantizes each weight tile again for
+   every tile of rows. */
+#include "ops.h"
+#include <string.h>
+
+typedef struct dequant_params {
+  uint32_t rows, K, rows_total, out_row0;
+} dequant_params;
+_Static_assert(sizeof(dequant_params) == 16, "dequant_params mirrors the Params block of kernels/dequant_f16.wgsl");
+
+typedef struct gemm_f16_params {
+  uint32_t M, N, K, has_bias, y_stride, n_off, _p0, _p1;
+} gemm_f16_params;
+_Static_assert(sizeof(gemm_f16_params) == 32, "gemm_f16_params mirrors the Params block of kernels/gemm_f16.wgsl");
+
+uint32_t op_f16_rows(uint32_t rows) { return (rows + OP_F16_ROW_TILE - 1) / OP_F16_ROW_TILE * OP_F16_ROW_TILE; }
+
+uint64_t op_f16_bytes(uint32_t rows, uint32_t K) { return (uint64_t)op_f16_rows(rows) * K * 2; }
+
+static uint64_t view_bytes(gpu_view v) { return v.size ? v.size : (v.buf ? v.buf->size - v.offset : 0); }
+
+/* rows [0, rows) of one piece of storage (data and scales in w) to out rows out_row0.., zeros after them up to
+   rows_total */
+static wgllm_status dequant_piece(gpu_recorder *rec, const op_weight *w, gpu_view out, uint32_t rows, uint32_t K,
+                                  uint32_t rows_total, uint32_t out_row0) {
+  wgllm_status s = op_check_weight(rec, "dequant_f16", w, rows, K);
+  if (s) return s;
+  dequant_params p = {rows, K, rows_total, out_row0};
+  gpu_constant c = {"G", (double)w->group};
+  gpu_dispatch_desc d = {.kernel = K_DEQUANT_F16,
+                         .variant = op_wtype_variant(w->type),
+                         .params = &p,
+                         .params_size = sizeof p,
+                         .n_bind = 2};
+  if (w->type == OP_W_Q4) {
+    d.consts = &c;
+    d.n_consts = 1;
+  }
+  d.bind[0] = w->data;
+  d.bind[1] = out;
+  if (w->type == OP_W_Q4 || w->type == OP_W_Q8) {
+    d.bind[2] = w->scales;
+    d.n_bind = 3;
+  }
+  uint64_t threads = (uint64_t)rows_total * (K / 8);
+  if (threads / 256 >= UINT32_MAX)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "dequant_f16: %u rows of %u too many", rows_total, K);
+  op_grid_1d(rec, (uint32_t)((threads + 255) / 256), d.grid);
+  return gpu_record(rec, &d);
+}
+
+wgllm_status op_convert_f16(gpu_recorder *rec, gpu_view x, gpu_view x16, uint32_t M, uint32_t K) {
+  if (!M || !K || K % 32)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "convert_f16: shape M=%u K=%u (K a multiple of 32)", M, K);
+  if (view_bytes(x16) < op_f16_bytes(M, K))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "convert_f16: %llu bytes for x16, %llu needed",
+                   (unsigned long long)view_bytes(x16), (unsigned long long)op_f16_bytes(M, K));
+  op_weight xw = {.type = OP_W_F32, .data = x};
+  return dequant_piece(rec, &xw, x16, M, K, op_f16_rows(M), 0);
+}
+
+wgllm_status op_dequant_f16(gpu_recorder *rec, const op_weight *w, gpu_view w16, uint32_t N, uint32_t K) {
+  if (!N || !K || K % 32)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "dequant_f16: shape N=%u K=%u (K a multiple of 32)", N, K);
+  if (view_bytes(w16) < op_f16_bytes(N, K))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "dequant_f16: %llu bytes for w16, %llu needed",
+                   (unsigned long long)view_bytes(w16), (unsigned long long)op_f16_bytes(N, K));
+  uint32_t pad = op_f16_rows(N) - N;
+  if (!w->n_parts) return dequant_piece(rec, w, w16, N, K, N + pad, 0);
+  uint32_t n0 = 0;
+  wgllm_status s = WGLLM_OK;
+  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
+    const struct op_weight_part *pt = &w->part[i];
+    op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
+    uint32_t last = i + 1 == w->n_parts;
+    s = dequant_piece(rec, &pw, w16, pt->rows, K, pt->rows + (last ? pad : 0), n0);
+    n0 += pt->rows;
+  }
+  if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "dequant_f16: parts of %u rows for N=%u", n0, N);
+  return s;
+}
+
+int op_gemm_f16_supports(const gpu_context *ctx, uint32_t M, uint32_t K) {
+  if (!ctx->has_subgroup_matrix || M < 1 || K % 32) return 0;
+  if (ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
+  if (ctx->limits.maxComputeWorkgroupStorageSize < OP_MMA_WORKGROUP_BYTES ||
+      ctx->limits.maxComputeInvocationsPerWorkgroup < 256)
+    return 0;
+  for (int i = 0; i < ctx->n_smat; i++) {
+    const gpu_smat_config *c = &ctx->smat[i];
+    if (c->component == GPU_SMAT_F16 && c->result == GPU_SMAT_F32 && c->M == 16 && c->N == 16 && c->K == 16) return 1;
+  }
+  return 0;
+}
+
+wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
+                                 uint32_t N, uint32_t K, const char *variant) {
+  if (!variant) variant = V_GEMM_F16_F16;
+  uint32_t tm = strstr(variant, "_m128") ? 128 : 64;
+  if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_f16: empty shape M=%u N=%u K=%u", M, N, K);
+  if (!op_gemm_f16_supports(op_ctx(rec), M, K))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
+                   "gemm_f16: the device offers no f16 subgroup matrices of 16x16x16 "
+                   "with subgroups of 32, or K=%u is not a multiple of 32",
+                   K);
+  if (view_bytes(x16) < op_f16_bytes(M, K) || view_bytes(w16) < op_f16_bytes(N, K))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_f16: x16 or w16 smaller than its rows rounded up to %u",
+                   OP_F16_ROW_TILE);
+  uint32_t gx = (N + 127) / 128, gy = (M + tm - 1) / tm, maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
+  if (gx > maxg || gy > maxg)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemm_f16: grid %ux%u over the device limit", gx, gy);
+  gemm_f16_params p = {M, N, K, bias.buf ? 1u : 0u, N, 0, 0, 0};
+  gpu_dispatch_desc d = {.kernel = K_GEMM_F16, .variant = variant, .params = &p, .params_size = sizeof p, .n_bind = 4};
+  d.bind[0] = x16;
+  d.bind[1] = w16;
+  d.bind[2] = bias.buf ? bias : x16; /* unused when has_bias = 0, but the binding must exist */
+  d.bind[3] = y;
+  d.grid[0] = gx;
+  d.grid[1] = gy;
+  d.grid[2] = 1;
+  return gpu_record(rec, &d);
+}
+
+wgllm_status op_gemm_f16(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
+                         uint32_t N, uint32_t K) {
+  return op_gemm_f16_variant(rec, x16, w16, bias, y, M, N, K, NULL);
+}
