@@ -29,8 +29,17 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
 #if WBLK
   let v = wload8(e);
 #else
+#if WQ4
+  // q4gsw: the 8 nibbles are one word, of one group (G a multiple of 8)
+  let q = w[e >> 3u];
+  let g = e / G;
+  let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
+  var v: array<f32, 8>;
+  for (var j = 0u; j < 8u; j++) { v[j] = (f32((q >> (4u * j)) & 15u) - 8.0) * sc; }
+#else
   var v: array<f32, 8>;
   for (var j = 0u; j < 8u; j++) { v[j] = wload(e + j); }
+#endif
 #endif
   out[o] = vec4<u32>(h2(v[0], v[1]), h2(v[2], v[3]), h2(v[4], v[5]), h2(v[6], v[7]));
 }

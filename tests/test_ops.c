@@ -1272,10 +1272,9 @@ static float f16_round(float v) {
 static const struct {
   const char *name;
   int probe;
-} GEMM_F16_VARIANTS[] = {{V_GEMM_F16_F16, 0},         {V_GEMM_F16_F16_M128, 0},
-                         {V_GEMM_F16_F16_DIRECT, 0},  {V_GEMM_F16_F16_M128_DIRECT, 0},
-                         {V_GEMM_F16_F16_NOMMA, 1},   {V_GEMM_F16_F16_M128_NOMMA, 1},
-                         {V_GEMM_F16_F16_NOSTAGE, 1}, {V_GEMM_F16_F16_M128_NOSTAGE, 1}};
+} GEMM_F16_VARIANTS[] = {{V_GEMM_F16_F16, 0},         {V_GEMM_F16_F16_K64, 0},        {V_GEMM_F16_F16_V4, 0},
+                         {V_GEMM_F16_F16_K64_V4, 0},  {V_GEMM_F16_F16_NOMMA, 1},      {V_GEMM_F16_F16_K64_NOMMA, 1},
+                         {V_GEMM_F16_F16_NOSTAGE, 1}, {V_GEMM_F16_F16_K64_NOSTAGE, 1}};
 
 /* The f16-operand path: x to f16 and the weight dequantized to f16 (one recording, timed as ".../convert"), then
    the GEMM of the named variant (timed as the case) */
@@ -1320,7 +1319,7 @@ static case_result run_linear_mma(const tcase *c) {
   x[out_row * K + K / 2] = 1e5f; /* past f16's range: the kernel clamps it */
   gbuf wb[2];
   op_weight ow = make_weight(wt, N, K, c->u.lin.group, w, wb);
-  VERIFY(c->u.lin.route >= 4 ? op_gemm_f16_supports(ctx, (uint32_t)M, (uint32_t)K)
+  VERIFY(c->u.lin.route >= 4 ? op_gemm_f16_supports(ctx, (uint32_t)M, (uint32_t)N, (uint32_t)K)
                              : op_matmul_mma_supports(ctx, &ow, (uint32_t)M, (uint32_t)K),
          "%s: the predicate refuses it", g_case);
   gbuf gx = gb_in(x, M * K * 4), gb = gb_in(b, N * 4), go = gb_out(M * N * 4), gq = {0};
@@ -1564,11 +1563,30 @@ static void set_lin(tcase *c, op_wtype wt, uint32_t M, uint32_t N, uint32_t K, i
   c->u.lin.route = route;
 }
 
+/* gemm_f16/refuse: the predicate refuses an output under one 16 x 16 f32 matrix (M N < 256: the kernel stores
+   whole matrices into y) and the op says so rather than recording */
+static case_result run_gemm_f16_refuse(const tcase *c) {
+  (void)c;
+  gpu_context *ctx = th_gpu();
+  if (!ctx->has_subgroup_matrix) return not_supported("the device grants no subgroup matrices");
+  CHECK(!op_gemm_f16_supports(ctx, 9, 28, 32), "M N = 252 accepted");
+  CHECK(op_gemm_f16_supports(ctx, 9, 29, 32), "M N = 261 refused");
+  gbuf a = gb_out((size_t)op_f16_bytes(128, 32)), y = gb_out(9 * 28 * 4);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_gemm_f16(r, a.v, a.v, (gpu_view){0}, y.v, 9, 28, 32);
+  CHECK(s == WGLLM_ERR_UNSUPPORTED && strstr(gpu_recorder_error(r), "under 256"), "M N = 252: status %d, '%s'", (int)s,
+        gpu_recorder_error(r));
+  gpu_recorder_free(r);
+  gb_free(&a);
+  gb_free(&y);
+  return verdict();
+}
+
 /* gemm_f16/...: the f16-operand path (op_convert_f16, op_dequant_f16, op_gemm_f16) under run_linear_mma's checks:
    every storage with 64-row tiles, then the other variants on three storages and the shape of several tiles */
 static void cases_gemm_f16(void) {
-  static const uint32_t s32[][3] = {{9, 7, 32}, {67, 129, 96}, {130, 260, 512}};
-  static const uint32_t s256[][3] = {{9, 7, 256}, {67, 129, 512}, {130, 260, 512}};
+  static const uint32_t s32[][3] = {{9, 29, 32}, {67, 129, 96}, {130, 260, 512}};
+  static const uint32_t s256[][3] = {{9, 29, 256}, {67, 129, 512}, {130, 260, 512}};
   for (int wt = 0; wt < OP_W_COUNT; wt++)
     for (size_t i = 0; i < 3; i++) {
       int kq = wt == OP_W_Q2_K || wt == OP_W_Q3_K || wt == OP_W_Q4_K || wt == OP_W_Q5_K || wt == OP_W_Q6_K ||
@@ -1587,6 +1605,7 @@ static void cases_gemm_f16(void) {
                             op_wtype_name(vt[t]), M, N, b);
         set_lin(c, vt[t], M, N, 512, b, 4 + v);
       }
+  add_case("gemm_f16", run_gemm_f16_refuse, "refuse/M=9,N=28,K=32");
   for (size_t t = 0; t < 3; t++) { /* op_linear_fast takes the f16 path where its scratch has x16 and w16 */
     tcase *c = add_case("gemm_f16", run_linear_mma, "route/%s/M=200,N=300,K=512,bias=1", op_wtype_name(vt[t]));
     set_lin(c, vt[t], 200, 300, 512, 1, OP_ROUTE_FAST_F16);

@@ -192,16 +192,18 @@ wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *
    w16 [N][K]^T (+ bias) with f32 sums, x16 and w16 f16 (u32 pairs) with their rows rounded up to OP_F16_ROW_TILE
    (op_f16_bytes each), made by op_convert_f16 (x [M][K] f32, clamped to f16's range and rounded) and
    op_dequant_f16 (a weight in any storage, parts included, dequantized and rounded the same way; the padding rows
-   zero). op_gemm_f16_supports is the GEMM's predicate: op_matmul_mma_supports' device conditions, K a multiple
-   of 32. op_gemm_f16_variant names the kernel's variant (V_GEMM_F16_*: "f16" 64-row tiles, "f16_m128",
-   "f16_direct", and the bench's probes "f16_nomma", "f16_nostage", which do not compute the product), for tests
-   and the bench. */
+   zero). op_gemm_f16_supports is the GEMM's predicate: the device granted subgroup matrices with an f16 x f16 ->
+   f32 configuration of 16x16x16, subgroups of exactly 32, 256-thread workgroups and the 32-wide step's workgroup
+   memory; K a multiple of 32; M N >= 256. op_gemm_f16 takes 64-wide steps where K and the workgroup memory allow;
+   op_gemm_f16_variant names the kernel's variant (V_GEMM_F16_*: "f16" 32-wide steps, "_k64", "_v4" 16-byte
+   copies, and the bench's probes "_nomma", "_nostage", which do not compute the product), for tests and the
+   bench. */
 #define OP_F16_ROW_TILE 128
 uint32_t op_f16_rows(uint32_t rows);
 uint64_t op_f16_bytes(uint32_t rows, uint32_t K);
 wgllm_status op_convert_f16(gpu_recorder *rec, gpu_view x, gpu_view x16, uint32_t M, uint32_t K);
 wgllm_status op_dequant_f16(gpu_recorder *rec, const op_weight *w, gpu_view w16, uint32_t N, uint32_t K);
-int op_gemm_f16_supports(const gpu_context *ctx, uint32_t M, uint32_t K);
+int op_gemm_f16_supports(const gpu_context *ctx, uint32_t M, uint32_t N, uint32_t K);
 wgllm_status op_gemm_f16(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
                          uint32_t N, uint32_t K);
 wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
