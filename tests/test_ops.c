@@ -1272,9 +1272,9 @@ static float f16_round(float v) {
 static const struct {
   const char *name;
   int probe;
-} GEMM_F16_VARIANTS[] = {{V_GEMM_F16_F16, 0},         {V_GEMM_F16_F16_K64, 0},        {V_GEMM_F16_F16_V4, 0},
-                         {V_GEMM_F16_F16_K64_V4, 0},  {V_GEMM_F16_F16_NOMMA, 1},      {V_GEMM_F16_F16_K64_NOMMA, 1},
-                         {V_GEMM_F16_F16_NOSTAGE, 1}, {V_GEMM_F16_F16_K64_NOSTAGE, 1}};
+} GEMM_F16_VARIANTS[] = {{V_GEMM_F16_F16, 0},          {V_GEMM_F16_F16_K64, 0},        {V_GEMM_F16_F16_M128, 0},
+                         {V_GEMM_F16_F16_K64_M128, 0}, {V_GEMM_F16_F16_NOMMA, 1},      {V_GEMM_F16_F16_K64_NOMMA, 1},
+                         {V_GEMM_F16_F16_NOSTAGE, 1},  {V_GEMM_F16_F16_K64_NOSTAGE, 1}};
 
 /* The f16-operand path: x to f16 and the weight dequantized to f16 (one recording, timed as ".../convert"), then
    the GEMM of the named variant (timed as the case) */

@@ -82,14 +82,14 @@ wgllm_status op_dequant_f16(gpu_recorder *rec, const op_weight *w, gpu_view w16,
   return s;
 }
 
-/* workgroup memory of a variant: X [64][TK + 8] and W [128][TK + 8] f16, the 8 KiB of results on their way out */
-static uint32_t gemm_f16_workgroup_bytes(uint32_t tk) { return (64 + 128) * (tk + 8) * 2 + 8192; }
+/* workgroup memory of a variant: X [TM][TK + 8] and W [128][TK + 8] f16, the 8 KiB of results on their way out */
+static uint32_t gemm_f16_workgroup_bytes(uint32_t tm, uint32_t tk) { return (tm + 128) * (tk + 8) * 2 + 8192; }
 
 int op_gemm_f16_supports(const gpu_context *ctx, uint32_t M, uint32_t N, uint32_t K) {
   /* M N >= 256: the kernel stores whole 16 x 16 f32 matrices into y, so Dawn wants y's binding that large */
   if (!ctx->has_subgroup_matrix || M < 1 || K % 32 || (uint64_t)M * N < 256) return 0;
   if (ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
-  if (ctx->limits.maxComputeWorkgroupStorageSize < gemm_f16_workgroup_bytes(32) ||
+  if (ctx->limits.maxComputeWorkgroupStorageSize < gemm_f16_workgroup_bytes(64, 32) ||
       ctx->limits.maxComputeInvocationsPerWorkgroup < 256)
     return 0;
   for (int i = 0; i < ctx->n_smat; i++) {
@@ -103,21 +103,22 @@ wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, 
                                  uint32_t N, uint32_t K, const char *variant) {
   const gpu_context *ctx = op_ctx(rec);
   if (!variant) /* 64-wide steps where K and the workgroup memory allow */
-    variant = K % 64 == 0 && ctx->limits.maxComputeWorkgroupStorageSize >= gemm_f16_workgroup_bytes(64)
+    variant = K % 64 == 0 && ctx->limits.maxComputeWorkgroupStorageSize >= gemm_f16_workgroup_bytes(64, 64)
                   ? V_GEMM_F16_F16_K64
                   : V_GEMM_F16_F16;
-  uint32_t tk = strstr(variant, "_k64") ? 64 : 32;
+  uint32_t tk = strstr(variant, "_k64") ? 64 : 32, tm = strstr(variant, "_m128") ? 128 : 64;
   if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_f16: empty shape M=%u N=%u K=%u", M, N, K);
   if (!op_gemm_f16_supports(ctx, M, N, K) || K % tk ||
-      ctx->limits.maxComputeWorkgroupStorageSize < gemm_f16_workgroup_bytes(tk))
+      ctx->limits.maxComputeWorkgroupStorageSize < gemm_f16_workgroup_bytes(tm, tk))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
                    "gemm_f16: the device offers no f16 subgroup matrices of 16x16x16 with subgroups of 32 and %u "
                    "bytes of workgroup memory, or K=%u is not a multiple of %u, or M N = %u x %u is under 256",
-                   gemm_f16_workgroup_bytes(tk), K, tk, M, N);
+                   gemm_f16_workgroup_bytes(tm, tk), K, tk, M, N);
   if (view_bytes(x16) < op_f16_bytes(M, K) || view_bytes(w16) < op_f16_bytes(N, K))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_f16: x16 or w16 smaller than its rows rounded up to %u",
                    OP_F16_ROW_TILE);
-  uint32_t gx = (N + 127) / 128, gy = (M + 63) / 64, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
+  /* along M first (the kernel's header) */
+  uint32_t gx = (M + tm - 1) / tm, gy = (N + 127) / 128, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemm_f16: grid %ux%u over the device limit", gx, gy);
   gemm_f16_params p = {M, N, K, bias.buf ? 1u : 0u, N, 0, 0, 0};
