@@ -102,10 +102,20 @@ int op_gemm_f16_supports(const gpu_context *ctx, uint32_t M, uint32_t N, uint32_
 wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
                                  uint32_t N, uint32_t K, const char *variant) {
   const gpu_context *ctx = op_ctx(rec);
-  if (!variant) /* 64-wide steps where K and the workgroup memory allow */
-    variant = K % 64 == 0 && ctx->limits.maxComputeWorkgroupStorageSize >= gemm_f16_workgroup_bytes(64, 64)
-                  ? V_GEMM_F16_F16_K64
-                  : V_GEMM_F16_F16;
+  if (!variant) {
+    /* 128-row tiles and 64-wide steps where M, K and the workgroup memory allow: the fastest at every 8B
+       projection in docs/perf/19-f16gemm call 7 (158-229 TFLOP/s against 118-158 for 64 x 32) */
+    uint32_t wgm = ctx->limits.maxComputeWorkgroupStorageSize;
+    int k64 = K % 64 == 0, m128 = M > 64;
+    if (k64 && m128 && wgm >= gemm_f16_workgroup_bytes(128, 64))
+      variant = V_GEMM_F16_F16_K64_M128;
+    else if (k64 && wgm >= gemm_f16_workgroup_bytes(64, 64))
+      variant = V_GEMM_F16_F16_K64;
+    else if (m128 && wgm >= gemm_f16_workgroup_bytes(128, 32))
+      variant = V_GEMM_F16_F16_M128;
+    else
+      variant = V_GEMM_F16_F16;
+  }
   uint32_t tk = strstr(variant, "_k64") ? 64 : 32, tm = strstr(variant, "_m128") ? 128 : 64;
   if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_f16: empty shape M=%u N=%u K=%u", M, N, K);
   if (!op_gemm_f16_supports(ctx, M, N, K) || K % tk ||

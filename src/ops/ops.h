@@ -194,7 +194,8 @@ wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *
    op_dequant_f16 (a weight in any storage, parts included, dequantized and rounded the same way; the padding rows
    zero). op_gemm_f16_supports is the GEMM's predicate: the device granted subgroup matrices with an f16 x f16 ->
    f32 configuration of 16x16x16, subgroups of exactly 32, 256-thread workgroups and the 32-wide step's workgroup
-   memory; K a multiple of 32; M N >= 256. op_gemm_f16 takes 64-wide steps where K and the workgroup memory allow;
+   memory; K a multiple of 32; M N >= 256. op_gemm_f16 takes 128-row tiles for M > 64 and 64-wide steps for K a
+   multiple of 64 where the workgroup memory allows (45 KiB both, 36 KiB the steps alone);
    op_gemm_f16_variant names the kernel's variant (V_GEMM_F16_*: "f16" 64-row tiles and 32-wide steps, "_k64"
    64-wide steps, "_m128" 128-row tiles, and the bench's probes "_nomma", "_nostage", which do not compute the
    product), for tests and the bench. */
