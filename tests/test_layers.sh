@@ -77,6 +77,7 @@ for d in src/*/; do
     bad=$((bad + 1))
   fi
 done
+[ $# -ge 1 ] || echo "test_layers: calls not checked (give the build directory: tests/test_layers.sh BUILD_DIR)"
 echo "test_layers: $checked includes, $calls uses of symbols across files and $(ls -d src/*/ | wc -l) rooms checked," \
   "$bad failed"
 [ "$bad" = 0 ]

@@ -301,7 +301,7 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!jobs[i] || jobs[i]->session->model != jobs[0]->session->model) return WGLLM_ERR_INVALID_ARG;
   if (!n) return WGLLM_OK;
-  llm_job *on_stack[64], **js = n <= 64 ? on_stack : malloc(n * sizeof *js);
+  llm_job *on_stack[64], **js = n <= 64 ? on_stack : malloc(n * sizeof *js); /* the handles' runtime jobs */
   if (!js) return WGLLM_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++)
     js[i] = &jobs[i]->job;

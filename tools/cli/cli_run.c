@@ -41,7 +41,7 @@ static const cli_opt gen_opts[] = {
     {'n', "-n --n-predict --max-tokens", CLI_INT, "N", -1, 1 << 24, 0, CLI_CMD_GEN,
      "tokens to generate (a reply: at most); default 256; -1: context full"},
     {'s', "-s --seed", CLI_INT, "S", -1, 4294967295.0, 0, CLI_CMD_GEN,
-     "same seed, same text (default -1: random, printed with -v)"},
+     "same seed, same text (default -1, as 4294967295: random, printed with -v)"},
     {K_TEMP, "--temp --temperature", CLI_FLOAT, "T", 0, WGLLM_SAMPLING_SCALE_MAX, 0, CLI_CMD_GEN,
      "temperature, 0: greedy (default 0.8)"},
     {K_TOP_K, "--top-k", CLI_INT, "K", 0, 4294967295.0, 0, CLI_CMD_GEN,
