@@ -42,7 +42,13 @@ calls=0
 if [ $# -ge 1 ]; then
   objs=$1/CMakeFiles/wgllm_internal.dir/src
   # a room's objects: those of its sources (a build directory may still hold objects of files moved away)
-  room_objects() { local c; for c in src/$1/*.c; do [ -e "$objs/$1/$(basename "$c").o" ] && echo "$objs/$1/$(basename "$c").o"; done; }
+  room_objects() {
+    local c o
+    for c in src/$1/*.c; do
+      o=$objs/$1/$(basename "$c").o
+      [ -e "$o" ] && echo "$o"
+    done
+  }
   declare -A def_room # symbol -> the room that defines it
   for d in "${order[@]}"; do
     n=$(room_objects "$d" | wc -l)
@@ -51,7 +57,9 @@ if [ $# -ge 1 ]; then
       bad=$((bad + 1))
       continue
     fi
-    while read -r sym; do def_room[$sym]=$d; done < <(nm --defined-only -g $(room_objects "$d") | awk 'NF == 3 { print $3 }')
+    while read -r sym; do
+      def_room[$sym]=$d
+    done < <(nm --defined-only -g $(room_objects "$d") | awk 'NF == 3 { print $3 }')
   done
   for d in "${order[@]}"; do
     r=$(rank "$d")
