@@ -162,7 +162,10 @@ typedef enum wgllm_precision {
 /* "default", "exact", "fast"; NULL for a value outside the enum */
 WGLLM_API const char *wgllm_precision_name(wgllm_precision p);
 typedef struct wgllm_session_params {
-  uint32_t context;      /* tokens (default 4096) */
+  /* tokens; 0 (the default): the model's trained length (4096 where the model does not say), halved down to 4096
+     while a cache that long does not fit the device (a warning through wgllm_set_log's callback each time). More than
+     the trained length is allowed, with a warning there. */
+  uint32_t context;
   wgllm_kv_type kv_type; /* WGLLM_KV_F32 (default) or WGLLM_KV_F16 */
   wgllm_decode_path decode_path;
   wgllm_attn_grid attn_grid;
@@ -189,6 +192,8 @@ WGLLM_API void wgllm_session_rewind(wgllm_session *s, uint32_t n);
 /* Bytes of the session's KV cache on the GPU (layers that read another layer's cache add none; window layers
    count their ring). */
 WGLLM_API uint64_t wgllm_session_kv_bytes(const wgllm_session *s);
+/* The context the session holds, in tokens (what wgllm_session_params.context 0 resolved to). */
+WGLLM_API uint32_t wgllm_session_context(const wgllm_session *s);
 /* Evaluates n tokens after the cache (a prompt, in chunks on the GPU). logits: [n][n_vocab] floats when
    all_rows, else [n_vocab] for the last token; may be NULL. Ids out of range or more tokens than the context
    holds are WGLLM_ERR_INVALID_ARG, with nothing evaluated. */
@@ -206,6 +211,8 @@ typedef int (*wgllm_stream_fn)(const char *text, size_t len, void *user);
    finite through both (a value under the minimum, such as a denormal, would make infinities of ordinary logits). */
 #define WGLLM_SAMPLING_SCALE_MIN 1e-6f
 #define WGLLM_SAMPLING_SCALE_MAX 1e6f
+/* The seed that asks for a random one (llama.cpp's LLAMA_DEFAULT_SEED, and its -1) */
+#define WGLLM_SEED_RANDOM 0xFFFFFFFFu
 
 typedef struct wgllm_generate_params {
   uint32_t max_tokens;     /* default 256 */
@@ -213,9 +220,9 @@ typedef struct wgllm_generate_params {
   uint32_t top_k;          /* 0: off (default 40) */
   float top_p;             /* 1: off (default 0.95) */
   float min_p;             /* 0: off (default 0.05) */
-  float repeat_penalty;    /* 1: off (default 1.1); in [WGLLM_SAMPLING_SCALE_MIN, _MAX] */
+  float repeat_penalty;    /* 1: off (default 1, as llama.cpp's); in [WGLLM_SAMPLING_SCALE_MIN, _MAX] */
   uint32_t repeat_last_n;  /* window of the penalty (default 64, at most 256) */
-  uint32_t seed;           /* same seed, same text */
+  uint32_t seed;           /* same seed, same text; WGLLM_SEED_RANDOM (the default): drawn for each generation */
   const char *const *stop; /* stop strings (not part of the output) */
   size_t n_stop;
   wgllm_stream_fn on_text;
@@ -227,6 +234,7 @@ typedef struct wgllm_generate_params {
      0: off (default 0). */
   float presence_penalty, frequency_penalty;
 } wgllm_generate_params;
+/* The defaults noted above; they are the CLI's (wgllm run and chat start from them) and llama.cpp's. */
 WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
 
 typedef enum wgllm_stop {

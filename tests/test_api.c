@@ -43,6 +43,12 @@ static void on_log(wgllm_log_level level, const char *msg, void *user) {
   CHECK(msg && msg[0], "a log message has text");
   g_logs++;
 }
+/* the last warning logged, for the checks of what the library warns about */
+static char g_last_warning[512];
+static void keep_warning(wgllm_log_level level, const char *msg, void *user) {
+  (void)user;
+  if (level == WGLLM_LOG_WARN) snprintf(g_last_warning, sizeof g_last_warning, "%s", msg);
+}
 static uint32_t g_prefill_done, g_prefill_total;
 static void on_prefill(uint32_t done, uint32_t total, void *user) {
   (void)user;
@@ -339,6 +345,30 @@ int main(void) {
   wgllm_model_info info;
   CHECK(wgllm_model_get_info(m, &info) == WGLLM_OK && info.n_vocab == 2048, "model info");
   CHECK(wgllm_vocab_n_tokens(wgllm_model_vocab(m)) == nt, "the model's vocabulary");
+
+  /* the defaults are the CLI's (llama.cpp's): repeat penalty off, a random seed, the model's trained context; a
+     context beyond the trained length is warned about through the log */
+  {
+    wgllm_generate_params dp = wgllm_generate_default_params();
+    CHECK(dp.repeat_penalty == 1.0f && dp.seed == WGLLM_SEED_RANDOM, "default repeat_penalty %g, seed %u",
+          dp.repeat_penalty, dp.seed);
+    wgllm_session *ds = NULL;
+    wgllm_set_log(keep_warning, NULL);
+    g_last_warning[0] = 0;
+    CHECK(wgllm_session_create(m, NULL, &ds) == WGLLM_OK && wgllm_session_context(ds) == info.train_context &&
+              info.train_context == 512 && !g_last_warning[0],
+          "default context %u (trained %u), warning \"%s\"", wgllm_session_context(ds), info.train_context,
+          g_last_warning);
+    wgllm_session_free(ds);
+    wgllm_session_params lp = wgllm_session_default_params();
+    lp.context = 1024;
+    CHECK(wgllm_session_create(m, &lp, &ds) == WGLLM_OK && wgllm_session_context(ds) == 1024 &&
+              strstr(g_last_warning, "a context of 1024 tokens is more than the 512 tokens the model was trained on"),
+          "a context over the trained length: warning \"%s\"", g_last_warning);
+    wgllm_session_free(ds);
+    wgllm_set_log(NULL, NULL);
+    CHECK(wgllm_session_context(NULL) == 0, "wgllm_session_context(NULL)");
+  }
 
   /* evaluating tokens: the prefill's rows against the recorded decode step fed the same tokens */
   wgllm_session_params sp = wgllm_session_default_params();

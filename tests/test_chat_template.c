@@ -1,8 +1,8 @@
-/* Chat templates: the Jinja subset (src/runtime/jinja.h) on small templates with hand-computed results, one or more
+/* Chat templates: the Jinja subset (src/chat/jinja.h) on small templates with hand-computed results, one or more
    for each construct; its errors, each naming the construct (unsupported filter, unbalanced tags,
    raise_exception, the loop, recursion, output, memory and step bounds); the fixtures of tests/data/chat/ (the
    models' own templates rendered by transformers' apply_chat_template on the device); and the chat renderer
-   (src/runtime/chat.h): the model's template, the named overrides, a template that does not parse refused.
+   (src/chat/chat.h): the model's template, the named overrides, a template that does not parse refused.
    `test_chat_template --render-batch CASES.json` renders a JSON list of {template, vars} and prints a JSON list
    of {ok, out | error} (tools/refs/jinja_crosscheck.py compares that with Python's jinja2). */
 #include "chat.h"

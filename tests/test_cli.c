@@ -287,7 +287,7 @@ static void runs_and_defaults(void) {
   CHECK(!strstr(e, "warning"), "a warning without -c: %s", e);
   free(e);
   wg(NULL, &e, "run -m %s -p 'In the' -n 2 -c 1024 -v", DEFAULT);
-  CHECK(strstr(e, "warning: -c 1024 is more than the 512 tokens the model was trained on") &&
+  CHECK(strstr(e, "warning: a context of 1024 tokens is more than the 512 tokens the model was trained on") &&
             strstr(e, "context 1024 tokens"),
         "-c over the trained length: %s", e);
   free(e);

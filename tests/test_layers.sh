@@ -1,15 +1,24 @@
 #!/usr/bin/env bash
-# The rooms of src/ call only downward: a file's #include "x.h" must name a header of its own room or of a room
-# before it in the layer order, and no directory holds more than a third of the library's lines.
-# Usage (from the repository root): tests/test_layers.sh
+# The rooms of src/ use only downward: a file's #include "x.h" must name a header of its own room or of a room before
+# it in the layer order; given a build directory, every symbol a room's object files leave undefined must be defined
+# by its own room or a room before it (else it comes from outside src/: libc, Dawn, cJSON, PCRE2, the generated
+# kernel table); and no directory holds more than a third of the library's lines.
+# Usage (from the repository root): tests/test_layers.sh [BUILD_DIR]   (ctest passes its build directory)
 set -u
-order=(gpu ops format tokenizer model arch runtime api)
+order=(gpu ops format tokenizer chat model arch runtime api)
 rank() { local i; for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done; echo -1; }
 declare -A room_of
 for d in "${order[@]}"; do
   for h in src/$d/*.h; do [ -e "$h" ] && room_of[$(basename "$h")]=$d; done
 done
 bad=0 checked=0
+for d in src/*/; do # a new room must be placed in the order (src/ref is the CPU references, a test-only library)
+  d=$(basename "$d")
+  if [ "$(rank "$d")" = -1 ] && [ "$d" != ref ] && [ "$d" != generated ]; then
+    echo "FAIL test_layers: src/$d is not in the layer order of tests/test_layers.sh"
+    bad=$((bad + 1))
+  fi
+done
 for d in "${order[@]}"; do
   r=$(rank "$d")
   for f in src/$d/*.c src/$d/*.h; do
@@ -27,6 +36,47 @@ for d in "${order[@]}"; do
     done
   done
 done
+
+# Calls: the objects of the static library wgllm_internal (everything visible), one folder of them a room.
+calls=0
+if [ $# -ge 1 ]; then
+  objs=$1/CMakeFiles/wgllm_internal.dir/src
+  # a room's objects: those of its sources (a build directory may still hold objects of files moved away)
+  room_objects() {
+    local c o
+    for c in src/$1/*.c; do
+      o=$objs/$1/$(basename "$c").o
+      [ -e "$o" ] && echo "$o"
+    done
+  }
+  declare -A def_room # symbol -> the room that defines it
+  for d in "${order[@]}"; do
+    n=$(room_objects "$d" | wc -l)
+    if [ "$n" = 0 ]; then
+      echo "FAIL test_layers: no object files in $objs/$d (build the library first)"
+      bad=$((bad + 1))
+      continue
+    fi
+    while read -r sym; do
+      def_room[$sym]=$d
+    done < <(nm --defined-only -g $(room_objects "$d") | awk 'NF == 3 { print $3 }')
+  done
+  for d in "${order[@]}"; do
+    r=$(rank "$d")
+    for o in $(room_objects "$d"); do
+      for sym in $(nm -u "$o" | awk '{ print $2 }'); do
+        to=${def_room[$sym]:-}
+        [ -n "$to" ] || continue # defined outside src/'s rooms
+        calls=$((calls + 1))
+        if [ "$(rank "$to")" -gt "$r" ]; then
+          echo "FAIL test_layers: src/$d/$(basename "$o" .o) ($d) uses $sym from $to, a room above it"
+          bad=$((bad + 1))
+        fi
+      done
+    done
+  done
+fi
+
 total=$(cat src/*/*.c src/*/*.h | wc -l)
 for d in src/*/; do
   n=$(cat "$d"*.c "$d"*.h 2>/dev/null | wc -l)
@@ -35,5 +85,7 @@ for d in src/*/; do
     bad=$((bad + 1))
   fi
 done
-echo "test_layers: $checked includes and $(ls -d src/*/ | wc -l) rooms checked, $bad failed"
+[ $# -ge 1 ] || echo "test_layers: calls not checked (give the build directory: tests/test_layers.sh BUILD_DIR)"
+echo "test_layers: $checked includes, $calls uses of symbols across files and $(ls -d src/*/ | wc -l) rooms checked," \
+  "$bad failed"
 [ "$bad" = 0 ]

@@ -171,9 +171,9 @@ class Wgllm {
     return `${dir}/${name}`;
   }
 
-  // options: { onProgress(fraction) (return true to cancel), weights: 'native' | 'q4', context (tokens, 0: 4096),
-  // noTokenizer (weights only: logits of given ids; text calls then fail), chatTemplate ('llama3', 'chatml', 'gemma',
-  // 'llama2' or 'none' in place of the model's own) }
+  // options: { onProgress(fraction) (return true to cancel), weights: 'native' | 'q4', context (tokens, 0: the
+  // model's trained length), noTokenizer (weights only: logits of given ids; text calls then fail), chatTemplate
+  // ('llama3', 'chatml', 'gemma', 'llama2' or 'none' in place of the model's own) }
   loadModel(source, options = {}) {
     return this.serial(async () => {
       const path = await this.addModelFiles(source);

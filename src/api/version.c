@@ -1,4 +1,4 @@
-/* Version and status names of the public API. */
+/* Version, status and precision names of the public API. */
 #include "wgllm.h"
 
 #define WGLLM_STR_(x) #x
@@ -33,4 +33,16 @@ const char *wgllm_status_name(wgllm_status s) {
     return "WGLLM_ERR_INTERNAL";
   }
   return "WGLLM_ERR_UNKNOWN";
+}
+
+const char *wgllm_precision_name(wgllm_precision p) {
+  switch (p) {
+  case WGLLM_PRECISION_DEFAULT:
+    return "default";
+  case WGLLM_PRECISION_EXACT:
+    return "exact";
+  case WGLLM_PRECISION_FAST:
+    return "fast";
+  }
+  return NULL;
 }

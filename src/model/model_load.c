@@ -703,7 +703,8 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
              path, (double)file / (1 << 20), (double)m->weight_bytes / (1 << 20));
   }
   if (s) {
-    if (!err[0]) snprintf(err, errlen, "loading %s failed (%s)", path, wgllm_status_name(s));
+    if (!err[0])
+      snprintf(err, errlen, "loading %s failed (status %d)", path, (int)s); /* the names are the API's, a room above */
     llm_model_free(m);
     return s;
   }

@@ -5,6 +5,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options *opt, llm_session **out,
+                                        void (*warn)(const char *msg), char *err, size_t errlen) {
+  llm_session_options o = *opt;
+  uint32_t trained = m->hp.train_ctx;
+  int from_model = !o.ctx;
+  char msg[1400];
+  if (from_model) o.ctx = trained ? trained : LLM_DEFAULT_CTX;
+  if (!from_model && trained && o.ctx > trained && warn) {
+    snprintf(msg, sizeof msg,
+             "a context of %u tokens is more than the %u tokens the model was trained on; text past them is likely "
+             "to be poor",
+             o.ctx, trained);
+    warn(msg);
+  }
+  for (;;) {
+    wgllm_status st = llm_session_create(m, &o, out, err, errlen);
+    /* the trained length of a large model may not fit the device: smaller, by halves */
+    if (!st || !from_model || o.ctx <= LLM_DEFAULT_CTX ||
+        (st != WGLLM_ERR_UNSUPPORTED && st != WGLLM_ERR_OUT_OF_MEMORY))
+      return st;
+    uint32_t smaller = o.ctx / 2 > LLM_DEFAULT_CTX ? o.ctx / 2 : LLM_DEFAULT_CTX;
+    if (warn) {
+      snprintf(msg, sizeof msg,
+               "a context of %u tokens (the model's trained length) does not fit: %s; trying %u (set the context)",
+               o.ctx, err, smaller);
+      warn(msg);
+    }
+    o.ctx = smaller;
+  }
+}
+
 void llm_session_free(llm_session *s) {
   if (!s) return;
   if (s->in_flight) llm_session_step_drain(s);
@@ -51,7 +82,7 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   s->m = m;
   s->gpu = m->gpu;
   if (opt) s->opt = *opt;
-  if (!s->opt.ctx) s->opt.ctx = 4096;
+  if (!s->opt.ctx) s->opt.ctx = LLM_DEFAULT_CTX;
   s->n_buckets = 1;
   while (s->n_buckets < LLM_MAX_BUCKETS && llm_bucket_len(s, s->n_buckets - 1) < s->opt.ctx)
     s->n_buckets++;

@@ -6,7 +6,7 @@
 #include "model.h"
 
 typedef struct llm_session_options {
-  uint32_t ctx;            /* context length (default 4096) */
+  uint32_t ctx;            /* context length (0: LLM_DEFAULT_CTX) */
   int kv_f16;              /* f16 KV cache: packed pairs in u32 words, f32 math; needs no shader-f16 */
   uint32_t prefill_chunk;  /* tokens per prefill pass (0: llm_prefill_chunk's, 512 where bindings allow) */
   int unfused;             /* decode through the plain per-op path (comparisons; the fused kernels by default) */
@@ -53,6 +53,15 @@ typedef struct llm_session {
 
 wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, char *err,
                                 size_t errlen);
+/* The context a session gets where the model does not say how long it was trained for, and the least the fallback
+   below takes. */
+#define LLM_DEFAULT_CTX 4096
+/* As llm_session_create, except that opt->ctx 0 asks for the model's trained length (LLM_DEFAULT_CTX where the
+   model does not give one) and, where that does not fit the device (out of memory, or more than a binding holds),
+   half as much at a time down to LLM_DEFAULT_CTX. Each step down, and a context asked for beyond the trained
+   length, is said through warn (may be NULL). */
+wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options *opt, llm_session **out,
+                                        void (*warn)(const char *msg), char *err, size_t errlen);
 void llm_session_free(llm_session *s);
 /* Clears the cache position (the next prefill starts at 0). */
 void llm_session_reset(llm_session *s);

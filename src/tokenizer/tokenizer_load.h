@@ -1,6 +1,6 @@
 /* Loading a model's tokenizer from where the model keeps it: tokenizer.json (+ tokenizer_config.json) in a
    Hugging Face directory, the tokenizer.ggml.* arrays of a GGUF file, or a tokenizer.json given directly.
-   Also returns the chat template text the files carry (the model's own template, run by runtime/chat). */
+   Also returns the chat template text the files carry (the model's own template, run by chat/chat.h). */
 #ifndef WGLLM_TOKENIZER_LOAD_H
 #define WGLLM_TOKENIZER_LOAD_H
 #include "tensor_store.h"

@@ -125,10 +125,10 @@ extern volatile sig_atomic_t cli_interrupted;
 
 /* The model (without its tokenizer when no_tokenizer) and a session (when s != NULL) through the public API,
    with the common options: progress of the load and of long prompts on a terminal, log messages (warnings;
-   everything with -v) on stderr. The session's context: c->ctx, else default_ctx, else the model's trained
-   length (falling back by halves to 4096 when that does not fit the device), with a warning when c->ctx is
-   more than the trained length; *ctx (may be NULL) gets it. Prints the error and returns non-zero on failure
-   (130 when interrupted). */
+   everything with -v) on stderr. The session's context: c->ctx, else default_ctx, else the library's default, the
+   model's trained length (the library falls back by halves to 4096 when that does not fit the device, and warns
+   about a context beyond the trained length, both through the log); *ctx (may be NULL) gets it. Prints the error
+   and returns non-zero on failure (130 when interrupted). */
 int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
              int no_tokenizer);
 /* Session parameters with the common options applied (-ub, --kv, --unfused, --attn-grid, --precision); the

@@ -59,6 +59,7 @@ static int stream_out(const char *text, size_t len, void *user) {
 static int reply(chat *c) {
   wgllm_generate_params gp = c->g->gp;
   gp.seed = c->base_seed + c->turn++;
+  if (gp.seed == WGLLM_SEED_RANDOM) gp.seed = 0; /* a seed still, not the API's "random" */
   gp.on_text = stream_out;
   if (isatty(2) && c->h.n) { /* the new message's size, for the progress line of a long one */
     const char *last = c->h.m[c->h.n - 1].content;

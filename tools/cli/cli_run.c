@@ -41,7 +41,7 @@ static const cli_opt gen_opts[] = {
     {'n', "-n --n-predict --max-tokens", CLI_INT, "N", -1, 1 << 24, 0, CLI_CMD_GEN,
      "tokens to generate (a reply: at most); default 256; -1: context full"},
     {'s', "-s --seed", CLI_INT, "S", -1, 4294967295.0, 0, CLI_CMD_GEN,
-     "same seed, same text (default -1: random, printed with -v)"},
+     "same seed, same text (default -1, as 4294967295: random, printed with -v)"},
     {K_TEMP, "--temp --temperature", CLI_FLOAT, "T", 0, WGLLM_SAMPLING_SCALE_MAX, 0, CLI_CMD_GEN,
      "temperature, 0: greedy (default 0.8)"},
     {K_TOP_K, "--top-k", CLI_INT, "K", 0, 4294967295.0, 0, CLI_CMD_GEN,
@@ -108,7 +108,7 @@ static int on_opt(void *user, int key, const cli_value *v) {
     g->n_predict = v->i;
     break;
   case 's':
-    g->seed_given = v->i >= 0;
+    g->seed_given = v->i >= 0 && v->i != WGLLM_SEED_RANDOM;
     g->gp.seed = (uint32_t)v->i;
     break;
   case K_TEMP:
@@ -201,7 +201,7 @@ static char *read_text(const char *prog, const char *opt, const char *path) {
 
 static uint32_t random_seed(void) {
   uint32_t s;
-  if (getrandom(&s, sizeof s, GRND_NONBLOCK) == (ssize_t)sizeof s) return s;
+  if (getrandom(&s, sizeof s, GRND_NONBLOCK) == (ssize_t)sizeof s) return s == WGLLM_SEED_RANDOM ? 0 : s;
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
   return (uint32_t)(t.tv_nsec ^ t.tv_sec ^ ((uint32_t)getpid() << 16));
@@ -227,7 +227,6 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
   memset(g, 0, sizeof *g);
   const char *prog = cmd == CLI_CMD_RUN ? "wgllm run" : "wgllm chat";
   g->gp = wgllm_generate_default_params();
-  g->gp.repeat_penalty = 1.0f; /* llama.cpp's default: the penalty is off unless asked for */
   g->n_predict = g->gp.max_tokens;
   g->stop = malloc(((size_t)argc + 1) * sizeof *g->stop);
   if (!g->stop) {
@@ -282,7 +281,8 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
     fprintf(stderr, "%s: -m PATH is required (see --help)\n", prog);
     return 2;
   }
-  if (!g->seed_given) g->gp.seed = random_seed();
+  /* the library's default seed is random; drawn here so that -v can print it and chat's /regen can step it */
+  if (g->gp.seed == WGLLM_SEED_RANDOM) g->gp.seed = random_seed();
   g->gp.stop = g->stop;
   g->gp.n_stop = g->n_stop;
   g->gp.ignore_eos = g->ignore_eos;

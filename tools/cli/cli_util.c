@@ -722,27 +722,11 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
   if (c->verbose) fprintf(stderr, "wgllm: loaded in %.2f s, trained context %u\n", cli_now() - t0, info.train_context);
   if (!s) return 0;
   wgllm_session_params sp = cli_session_params(c);
-  uint32_t trained = info.train_context;
-  int from_model = !c->ctx && !default_ctx && trained;
-  sp.context = c->ctx ? c->ctx : default_ctx ? default_ctx : trained ? trained : sp.context;
-  if (c->ctx && trained && c->ctx > trained)
-    fprintf(stderr,
-            "wgllm: warning: -c %u is more than the %u tokens the model was trained on; text past them is likely "
-            "to be poor\n",
-            c->ctx, trained);
+  /* 0: the library's default, the model's trained length (falling back by halves where it does not fit; it warns
+     through on_log, as it does about a context beyond the trained length) */
+  sp.context = c->ctx ? c->ctx : default_ctx;
   sp.on_prefill = c->no_prefill_progress ? NULL : show_prefill; /* long prompts: progress on a terminal */
-  for (;;) {
-    st = wgllm_session_create(*m, &sp, s);
-    /* the trained length of a large model may not fit the device: smaller, by halves, down to 4096 */
-    if (!st || !from_model || sp.context <= 4096 || (st != WGLLM_ERR_UNSUPPORTED && st != WGLLM_ERR_OUT_OF_MEMORY))
-      break;
-    uint32_t smaller = sp.context / 2 > 4096 ? sp.context / 2 : 4096;
-    fprintf(stderr,
-            "wgllm: warning: a context of %u tokens (the model's trained length) does not fit: %s; trying %u "
-            "(set -c N)\n",
-            sp.context, wgllm_last_error(), smaller);
-    sp.context = smaller;
-  }
+  st = wgllm_session_create(*m, &sp, s);
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
     wgllm_model_free(*m);
@@ -750,12 +734,12 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
     return 1;
   }
   if (c->verbose)
-    fprintf(stderr, "wgllm: context %u tokens%s, KV cache %s, %.1f MB, precision %s\n", sp.context,
-            c->ctx                  ? ""
-            : default_ctx           ? " (this command's default)"
-            : trained == sp.context ? " (the model's trained length)"
-                                    : "",
+    fprintf(stderr, "wgllm: context %u tokens%s, KV cache %s, %.1f MB, precision %s\n", wgllm_session_context(*s),
+            c->ctx                                            ? ""
+            : default_ctx                                     ? " (this command's default)"
+            : info.train_context == wgllm_session_context(*s) ? " (the model's trained length)"
+                                                              : "",
             c->kv_f16 ? "f16" : "f32", wgllm_session_kv_bytes(*s) / 1e6, wgllm_precision_name(sp.precision));
-  if (ctx) *ctx = sp.context;
+  if (ctx) *ctx = wgllm_session_context(*s);
   return 0;
 }

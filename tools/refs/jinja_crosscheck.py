@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Cross-checks wgllm's Jinja subset (src/runtime/jinja*.c) against Python's jinja2 set up as transformers sets it
+"""Cross-checks wgllm's Jinja subset (src/chat/jinja*.c) against Python's jinja2 set up as transformers sets it
 up for apply_chat_template (ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loopcontrols, a
 {% generation %} tag, its tojson, raise_exception and strftime_now). Renders every case with both and reports the
 differences; a case both refuse counts as agreeing (the messages differ by design), except raise_exception,

@@ -440,7 +440,6 @@ static int warm_up(serve_sched *s, char *err, size_t errlen) {
   wgllm_generate_params gp = wgllm_generate_default_params();
   gp.max_tokens = 3;
   gp.ignore_eos = 1;
-  gp.repeat_penalty = 1.0f; /* the server's default (a request's repeat_penalty 1: off) */
   const uint32_t sizes[] = {1, 2, 4, 8};
   uint32_t last = 0;
   int rc = 0;

@@ -1,5 +1,5 @@
 /* setjmp/longjmp for the browser build (wasi-libc has none): the Jinja evaluator unwinds its errors with them
-   (src/runtime/jinja_internal.h). Compiled with -mllvm -wasm-enable-sjlj, clang lowers them onto WebAssembly
+   (src/chat/jinja_internal.h). Compiled with -mllvm -wasm-enable-sjlj, clang lowers them onto WebAssembly
    exception handling; web/sjlj.c is the small runtime that lowering calls. */
 #ifndef WGLLM_WEB_SETJMP_H
 #define WGLLM_WEB_SETJMP_H

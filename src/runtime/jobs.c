@@ -1,0 +1,198 @@
+/* Jobs: generations stepped by the caller (jobs.h), the public generation parameters checked and converted, and
+   the step policy for several jobs of one model: batched decode where it works, pipelined steps elsewhere. */
+#include "jobs.h"
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static wgllm_status fail(char *err, size_t errlen, wgllm_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, errlen, fmt, ap);
+  va_end(ap);
+  return st;
+}
+
+static uint32_t random_seed(void) {
+  uint32_t x = 0;
+  if (getentropy(&x, sizeof x) != 0) x = (uint32_t)time(NULL) ^ (uint32_t)clock();
+  return x;
+}
+
+wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_params *gp, char *err, size_t errlen) {
+  memset(gp, 0, sizeof *gp);
+  /* written so that NaN fails every test; the sampler divides by temperature and repeat_penalty, so a value under
+     the minimum (1e-82 from JSON is 0 as a float; 1e-40 is a denormal) would turn finite logits into infinities */
+  const float lo = WGLLM_SAMPLING_SCALE_MIN, hi = WGLLM_SAMPLING_SCALE_MAX;
+  if (!(p->temperature == 0 || (p->temperature >= lo && p->temperature <= hi)))
+    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: temperature is %g; expected 0 (greedy) or from %g to %g",
+                p->temperature, lo, hi);
+  if (!(p->repeat_penalty >= lo && p->repeat_penalty <= hi))
+    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: repeat_penalty is %g; expected from %g to %g (1: off)",
+                p->repeat_penalty, lo, hi);
+  if (!(p->top_p >= 0 && p->top_p <= 1 && p->min_p >= 0 && p->min_p <= 1))
+    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: top_p and min_p must be in [0, 1] (got %g, %g)",
+                p->top_p, p->min_p);
+  const float pen[2] = {p->presence_penalty, p->frequency_penalty};
+  for (int i = 0; i < 2; i++)
+    if (!isfinite(pen[i]) || pen[i] < -2 || pen[i] > 2)
+      return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: %s must be in [-2, 2] (got %g)",
+                  i ? "frequency_penalty" : "presence_penalty", pen[i]);
+  gp->max_tokens = p->max_tokens;
+  gp->sampling.temperature = p->temperature;
+  gp->sampling.top_k = p->top_k;
+  gp->sampling.top_p = p->top_p;
+  gp->sampling.min_p = p->min_p;
+  gp->sampling.rep_penalty = p->repeat_penalty;
+  gp->sampling.ring_cap = p->repeat_last_n > OP_SAMPLE_RING_MAX ? OP_SAMPLE_RING_MAX : p->repeat_last_n;
+  gp->sampling.seed = p->seed == WGLLM_SEED_RANDOM ? random_seed() : p->seed;
+  gp->sampling.presence = p->presence_penalty;
+  gp->sampling.frequency = p->frequency_penalty;
+  gp->stop = p->stop;
+  gp->n_stop = p->n_stop;
+  gp->on_text = p->on_text;
+  gp->user = p->user;
+  gp->ignore_eog = p->ignore_eos;
+  return WGLLM_OK;
+}
+
+wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, const int32_t *ids, size_t n,
+                           const llm_gen_params *gp, char *err, size_t errlen) {
+  memset(j, 0, sizeof *j);
+  if (n == 0) return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "empty prompt: nothing to continue from");
+  if (n >= s->opt.ctx)
+    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "the prompt is %zu tokens, the context only %u", n, s->opt.ctx);
+  uint32_t nv = s->m->hp.n_vocab;
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] < 0 || (uint32_t)ids[i] >= nv)
+      return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "prompt token %zu is id %d, outside the vocabulary of %u", i,
+                  ids[i], nv);
+  j->s = s;
+  j->n_prompt = (uint32_t)n;
+  /* keep the cached prefix, but always recompute at least the last prompt token (its logits are needed) */
+  uint32_t keep = llm_session_common_prefix(s, ids, (uint32_t)n);
+  if (keep >= n) keep = (uint32_t)n - 1;
+  if (s->in_flight) llm_session_step_drain(s); /* an earlier generation may have left steps queued */
+  j->cached = keep = llm_session_rewind(s, keep);
+  /* the penalties look back over the whole prompt, cached prefix included, so a cache hit samples the same */
+  llm_gen_params p = *gp;
+  p.recent = ids;
+  p.n_recent = (uint32_t)n;
+  wgllm_status st = llm_gen_begin_deferred(&j->g, s, tok, ids + keep, (uint32_t)(n - keep), &p);
+  if (st) {
+    fail(err, errlen, st, "%s", s->err);
+    llm_gen_free(&j->g);
+    memset(j, 0, sizeof *j);
+  }
+  return st;
+}
+
+wgllm_status llm_job_step(llm_job *j, int *done) {
+  if (j->g.prefilling) llm_gen_prefill(&j->g, 0); /* the whole prompt, then its first token's text */
+  if (!j->g.done) {
+    llm_gen_accept(&j->g, 1);
+    llm_gen_collect(&j->g);
+  }
+  if (done) *done = j->g.done;
+  return j->g.st;
+}
+
+static int in_batch(llm_job *const *batch, uint32_t n, const llm_job *j) {
+  for (uint32_t k = 0; k < n; k++)
+    if (batch[k] == j) return 1;
+  return 0;
+}
+
+/* A job still prefilling takes one chunk of its prompt this call (its last samples its first token), so a long
+   prompt holds the others' steps for a chunk at a time; the others take their token and step below, their next
+   steps all queued before any is waited for. A job that cannot be batched this call (it decodes alone, the model
+   does not batch, or batches of this many failed to record) keeps its pipeline as llm_job_step does: up to two
+   steps queued, so the GPU runs the next step while the CPU collects this one (one served client, H200: 574 tok/s a
+   stream one step at a time, 792 so; PERF.md). A queued step keeps its job out of the next call's batch, once. */
+wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
+  size_t n_decoding = 0;
+  for (size_t i = 0; i < n; i++)
+    n_decoding += !jobs[i]->g.done && !jobs[i]->g.prefilling;
+  int pipeline = n_decoding == 1 || stepper->no_batch ||
+                 (stepper->batch && llm_batch_refuses(stepper->batch, (uint32_t)n_decoding));
+  for (size_t i = 0; i < n; i++) {
+    llm_job *j = jobs[i];
+    j->decodes = 0;
+    if (j->g.done) continue;
+    if (j->g.prefilling)
+      llm_gen_prefill(&j->g, j->s->opt.prefill_chunk);
+    else {
+      llm_gen_accept(&j->g, pipeline);
+      j->decodes = !j->g.done;
+    }
+  }
+  /* up to LLM_BATCH_MAX jobs with nothing queued decode in one batched step */
+  llm_session *bs[LLM_BATCH_MAX];
+  llm_job *bj[LLM_BATCH_MAX];
+  uint32_t nb = 0;
+  for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++)
+    if (jobs[i]->decodes && !jobs[i]->s->in_flight) {
+      bj[nb] = jobs[i];
+      bs[nb++] = jobs[i]->s;
+    }
+  if (nb >= 2 && !stepper->no_batch && !stepper->batch) {
+    char err[1024];
+    if (llm_batch_create(stepper->m, &stepper->batch, err, sizeof err)) stepper->no_batch = 1; /* one by one, then */
+  }
+  uint32_t n_batched = 0; /* bj[0..n_batched) took the batched step */
+  if (nb >= 2 && !stepper->no_batch && llm_batch_accepts(stepper->batch, bs, nb)) {
+    int32_t tokens[LLM_BATCH_MAX];
+    wgllm_status st = llm_batch_step(stepper->batch, bs, nb, tokens);
+    if (st != WGLLM_ERR_UNSUPPORTED) { /* unsupported: the model cannot batch; one after another */
+      n_batched = nb;
+      for (uint32_t k = 0; k < nb; k++) {
+        if (st) {
+          snprintf(bs[k]->err, sizeof bs[k]->err, "%s", stepper->batch->err);
+          llm_gen_fail(&bj[k]->g, st);
+        } else {
+          llm_gen_take(&bj[k]->g, tokens[k]);
+          bj[k]->batched++;
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < n; i++) { /* the others: queue a step for each that has none, then collect */
+    llm_job *j = jobs[i];
+    if (!j->decodes || in_batch(bj, n_batched, j) || j->s->in_flight) continue;
+    wgllm_status st = llm_session_step_submit(j->s);
+    if (st)
+      llm_gen_fail(&j->g, st);
+    else
+      j->g.queued++;
+  }
+  wgllm_status first = WGLLM_OK;
+  for (size_t i = 0; i < n; i++) {
+    llm_job *j = jobs[i];
+    if (j->decodes && !in_batch(bj, n_batched, j) && !j->g.done) llm_gen_collect(&j->g);
+    if (j->g.st && !first) first = j->g.st;
+  }
+  return first;
+}
+
+char *llm_job_take_text(llm_job *j) {
+  char *text = j->g.text.buf;
+  j->g.text.buf = NULL;
+  j->g.text.len = j->g.text.cap = j->g.text.emitted = 0;
+  return text;
+}
+
+void llm_job_release(llm_job *j) {
+  if (j->s) llm_gen_free(&j->g);
+  memset(j, 0, sizeof *j);
+}
+
+void llm_job_stepper_forget(llm_job_stepper *stepper, const llm_session *s) { llm_batch_forget(stepper->batch, s); }
+
+void llm_job_stepper_free(llm_job_stepper *stepper) {
+  llm_batch_free(stepper->batch);
+  stepper->batch = NULL;
+}
