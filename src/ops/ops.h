@@ -58,6 +58,25 @@ void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst)
 
 /* Splits a 1-D count of workgroups into a grid that fits the device's per-dimension limit. */
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]);
+/* One dispatch of an op, filled with designated initializers: the kernel and variant (K_ / V_ names), the params
+   block (NULL: none), override constants, the storage bindings in the kernel's order with the access each has
+   in the kernel ("rrw": read, read, read_write; its length is the binding count; the recorder checks both
+   against the kernel's WGSL), and the grid: grid (y and z left 0 count as 1), or without grid[0] `groups`
+   workgroups along x (split over y by op_grid_1d where over the device's limit; 0 counts as 1), or an indirect
+   grid written on the GPU. */
+typedef struct op_dispatch_args {
+  const char *kernel, *variant;
+  const void *params;
+  uint32_t params_size;
+  const gpu_constant *consts;
+  int n_consts;
+  const char *access;
+  gpu_view bind[GPU_MAX_BINDINGS];
+  uint32_t grid[3];
+  uint32_t groups;
+  const gpu_view *indirect;
+} op_dispatch_args;
+wgllm_status op_dispatch(gpu_recorder *rec, const op_dispatch_args *a);
 gpu_context *op_ctx(const gpu_recorder *rec);
 wgllm_status op_fail(gpu_recorder *rec, wgllm_status s, const char *fmt, ...);
 /* Checks a [N][K] weight's storage (group, scales) for the op named who; shared by the linear and embedding ops. */
