@@ -4,7 +4,7 @@
    weightless v norm, attention scale 1, per-layer head_dim and RoPE, KV-shared layers reading an earlier
    layer's cache) and MLP block, then the per-layer input (gate, GELU, times the layer's input vector, projection,
    norm, residual add) and the layer scalar; the LM head with final logit soft-capping (blocks.c). */
-#include "decoder.h"
+#include "blocks.h"
 #include <math.h>
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }

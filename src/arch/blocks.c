@@ -9,7 +9,7 @@
    flash-decoding, whose first pass also applies RoPE and appends to the KV cache. A batched decode (f->tokens:
    one token each of several sessions) is that fused path with T tokens a GEMV, and token by token RoPE, cache
    append and flash-decoding over each token's own session's cache. */
-#include "decoder.h"
+#include "blocks.h"
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
@@ -58,6 +58,20 @@ static wgllm_status attention_tokens(const llm_fwd *f, uint32_t l, gpu_buffer *q
     }
   }
   return st;
+}
+
+int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T) {
+  const llm_hparams *hp = &m->hp;
+  int sg, ok = 1;
+  for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+    const llm_layer *ly = &m->layers[l];
+    uint32_t F = llm_layer_n_ff(hp, l);
+    ok = op_gemv_supports(op_ctx(rec), &ly->wqkv, T, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->wo, T, llm_layer_q_width(hp, l), &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_gate_up, T, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_down, T, F, &sg);
+  }
+  return ok;
 }
 
 wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
