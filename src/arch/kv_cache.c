@@ -56,7 +56,7 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
       if (slots > ctx) slots = ctx;
     }
     if (slots < ctx && slots - w < kv->ring_slack) kv->ring_slack = slots - w;
-    kv->layout[l] = (op_kv_layout){llm_layer_n_head_kv(hp, l), hd, slots, f16};
+    kv->layout[l] = (op_kv_layout){.n_kv_head = llm_layer_n_head_kv(hp, l), .head_dim = hd, .ctx = slots, .f16 = f16};
     if (src != l) { /* a KV-shared layer: its source came earlier */
       kv->layout[l] = kv->layout[src];
       kv->group_heads[l] = kv->group_heads[src];
@@ -164,7 +164,7 @@ uint32_t llm_kv_group(const llm_kv_cache *kv, uint32_t l, uint32_t j, op_kv_layo
   *layout = *all;
   layout->n_kv_head = g;
   *first_head = j * g;
-  *k = (gpu_view){kv->k[l], (uint64_t)j * g * head, (uint64_t)g * head};
-  *v = (gpu_view){kv->v[l], (uint64_t)j * g * head, (uint64_t)g * head};
+  *k = (gpu_view){.buf = kv->k[l], .offset = (uint64_t)j * g * head, .size = (uint64_t)g * head};
+  *v = (gpu_view){.buf = kv->v[l], .offset = (uint64_t)j * g * head, .size = (uint64_t)g * head};
   return all->n_kv_head / g;
 }
