@@ -75,8 +75,17 @@ int op_attn_prefill_gqa_plan(const gpu_context *ctx, const op_kv_layout *kv, uin
   return 1;
 }
 
+static const op_attn_kernel_opts unforced = {0};
+
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out) {
+  return op_attention_forced(rec, kv, a, NULL, q, kcache, vcache, pos, out);
+}
+
+wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                 const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                 gpu_view pos, gpu_view out) {
+  if (!force) force = &unforced;
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
   if (!a->n_tokens || !a->n_head || a->n_head % kv->n_kv_head)
@@ -104,15 +113,15 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
   /* the first kernel of ops.h's order that accepts (gpu_context.attn_prefill_force starts the order later) */
   const gpu_context *ctx = op_ctx(rec);
   int from = ctx->attn_prefill_force > 1 ? ctx->attn_prefill_force : 1;
-  if (a->ungrouped && from < 2) from = 2;
-  if (a->untiled && from < 3) from = 3;
+  if (force->ungrouped && from < 2) from = 2;
+  if (force->untiled && from < 3) from = 3;
   uint32_t sgs = ctx->subgroup_min, nc = kv->head_dim / 4, nsg = 4, tok = 8;
   /* lanes past a head's vec4s share out the keys of P.V when the vec4s are a power of two dividing the lanes */
   uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1;
   gpu_constant c[9] = {{"SGS", (double)sgs}, {"GR", (double)gr}, {"NSG", 0}, {"NV", 0}};
-  int fixed_sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
+  int fixed_sg = !force->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   op_attn_gqa_plan gp;
-  if (!a->no_subgroups && from <= 1 && op_attn_prefill_gqa_plan(ctx, kv, a->n_head, &gp) &&
+  if (!force->no_subgroups && from <= 1 && op_attn_prefill_gqa_plan(ctx, kv, a->n_head, &gp) &&
       (a->n_tokens + gp.tokens - 1) / gp.tokens <= ctx->limits.maxComputeWorkgroupsPerDimension) {
     c[1].value = gp.gr;
     c[2].value = gp.tokens;
@@ -203,6 +212,13 @@ uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                                  gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
                                  const gpu_view *indirect, gpu_view out) {
+  return op_attention_decode_forced(rec, kv, a, NULL, q, kcache, vcache, pos, partial, indirect, out);
+}
+
+wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                        const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                        gpu_view pos, gpu_view partial, const gpu_view *indirect, gpu_view out) {
+  if (!force) force = &unforced;
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
   if (a->n_tokens != 1)
@@ -211,9 +227,10 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
                    a->n_head, kv->n_kv_head, kv->head_dim);
   uint32_t B, mc;
-  if (a->chunk && (a->chunk < 16 || a->chunk > 128 || (a->chunk & (a->chunk - 1))))
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: chunk of %u keys (16..128, a power of two)", a->chunk);
-  decode_chunks(kv, a->max_len, a->window, a->chunk, &B, &mc);
+  uint32_t chunk = force->chunk;
+  if (chunk && (chunk < 16 || chunk > 128 || (chunk & (chunk - 1))))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: chunk of %u keys (16..128, a power of two)", chunk);
+  decode_chunks(kv, a->max_len, a->window, chunk, &B, &mc);
   if (a->max_len && a->max_len < kv->ctx && (a->max_len & (a->max_len - 1)))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: length bucket %u is not a power of two", a->max_len);
   if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
@@ -227,7 +244,7 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   uint32_t n_rep = a->n_head / kv->n_kv_head, rp2 = 1;
   while (rp2 < n_rep)
     rp2 *= 2;
-  int sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max &&
+  int sg = !force->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max &&
            ctx->subgroup_min == 128 / rp2;
   const op_attn_rope *ro = a->rope;
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))

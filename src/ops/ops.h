@@ -304,12 +304,16 @@ typedef struct op_attn_params {
   uint32_t n_tokens, n_head, q_stride, q_off, out_stride, window;
   float scale, softcap;
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
-  uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
-  int no_subgroups; /* take the workgroup-memory kernels even where the subgroup ones fit (tests, bench) */
-  int untiled;      /* prefill: each token's keys on its own even where the tiled kernel fits (tests) */
-  int ungrouped;    /* prefill: the one-head tiled kernel even where the KV-head group kernel fits (tests) */
   const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
 } op_attn_params;
+/* Which attention kernel runs, forced: for tests and the kernel bench, never the math (op_attention_forced,
+   op_attention_decode_forced; NULL or zeros leave the choice to the op, as op_attention does). */
+typedef struct op_attn_kernel_opts {
+  uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
+  int no_subgroups; /* take the workgroup-memory kernels even where the subgroup ones fit */
+  int untiled;      /* prefill: each token's keys on its own even where the tiled kernel fits */
+  int ungrouped;    /* prefill: the one-head tiled kernel even where the KV-head group kernel fits */
+} op_attn_kernel_opts;
 /* RoPE of the new token's q and k and its K/V cache append, folded into flash-decoding (what op_rope_kv does,
    for one token, without a dispatch of its own). q's buffer holds the token's K heads at k_off; V heads at
    v_off of vsrc, or of q's buffer when vsrc.buf is NULL. Needs rot_dim % 4 == 0. */
@@ -325,8 +329,10 @@ typedef struct op_attn_rope {
    2. kernels/attn_prefill_tiled.wgsl, key tiles shared by 8 tokens of one head (head_dim <= 128 and <= 4 x the
       fixed subgroup size of at most 32, 21 KiB of workgroup memory);
    3. kernels/attn_prefill.wgsl, one subgroup a (token, head), where subgroups have one fixed size;
-   4. kernels/attention.wgsl, one workgroup a (token, head) (no subgroups, a varying subgroup size, no_subgroups).
-   untiled skips 1 and 2, ungrouped skips 1; gpu_context.attn_prefill_force forces one (benches). */
+   4. kernels/attention.wgsl, one workgroup a (token, head) (no subgroups, a varying subgroup size, or
+      op_attn_kernel_opts.no_subgroups).
+   op_attn_kernel_opts.untiled skips 1 and 2, ungrouped skips 1; gpu_context.attn_prefill_force forces one
+   (benches). */
 typedef struct op_attn_gqa_plan {
   uint32_t heads;  /* query heads a subgroup: the largest divisor of n_head / n_kv_head with heads <= 8 and
                       heads * nv <= 16 */
@@ -345,6 +351,9 @@ typedef struct op_attn_gqa_plan {
 int op_attn_prefill_gqa_plan(const gpu_context *ctx, const op_kv_layout *kv, uint32_t n_head, op_attn_gqa_plan *plan);
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
+wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                 const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                 gpu_view pos, gpu_view out);
 
 /* Flash-decoding for one new token (a->n_tokens == 1): the cached sequence is split into chunks of 32 to 128
    keys across workgroups (kernels/attn_split.wgsl), then reduced (attn_reduce.wgsl). The chunk length and the
@@ -359,6 +368,9 @@ uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                                  gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
                                  const gpu_view *indirect, gpu_view out);
+wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                        const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                        gpu_view pos, gpu_view partial, const gpu_view *indirect, gpu_view out);
 
 /* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
    tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets
