@@ -1,4 +1,4 @@
-/* The attention and MLP blocks and the LM head the families' forward passes are built from (decoder.h).
+/* The attention and MLP blocks and the LM head the families' forward passes are built from (blocks.h).
    Attention of layer l: RMSNorm, fused Q/K/V projection (+ biases), optional per-head q/k RMSNorm and
    weightless v RMSNorm, RoPE, KV append (owning layers only), causal GQA attention over the source layer's
    cache (its own, or an earlier layer's for KV-shared layers), output projection, residual add (through
