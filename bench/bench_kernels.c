@@ -163,7 +163,7 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
 
 /* tuned, tk, tr, r: the int8 GEMV's layouts for --int8 --sweep */
 static const op_gemv_plan Q8SWEEP[] = {
-    {1, 32, 4, 4, 1}, {1, 32, 8, 2, 1}, {1, 32, 2, 8, 1}, {1, 32, 4, 8, 1}, {1, 32, 8, 4, 1}, {1, 64, 2, 4, 1},
+    {1, 32, 4, 4, 1}, {1, 32, 8, 2, 1},  {1, 32, 2, 8, 1},  {1, 32, 4, 8, 1},  {1, 32, 8, 4, 1}, {1, 64, 2, 4, 1},
     {1, 64, 4, 4, 1}, {1, 128, 1, 4, 1}, {1, 128, 2, 4, 1}, {1, 32, 16, 2, 1}, {1, 32, 4, 2, 1}, {1, 32, 2, 4, 1},
 };
 
@@ -285,7 +285,7 @@ static void bench_gemm(gpu_context *g, const char *model, const char *types, int
    max_len, as a chain of reps dependent (split + reduce) pairs. */
 static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t KVH, uint32_t D, int reps) {
   const uint32_t ctx = 8192;
-  op_kv_layout kv = {KVH, D, ctx, 1};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = 1};
   uint64_t cache = (uint64_t)KVH * ctx * D * 2;
   gpu_buffer *kc = upload_random(g, cache, 1), *vc = upload_random(g, cache, 1),
              *q = upload_random(g, (uint64_t)H * D * 4, 2), *out = upload_random(g, (uint64_t)H * D * 4, 2),
@@ -302,11 +302,19 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
         int ok = 1;
         for (int run = 0; ok && run < 5; run++) {
           gpu_recorder *r = gpu_recorder_create(g, 1);
-          op_attn_params ap = {
-              1, H, H * D, 0, H * D, 0, 1.0f / sqrtf((float)D), 0.0f, bucket < ctx ? bucket : 0, chunks[ci], nosg};
+          op_attn_params ap = {.n_tokens = 1,
+                               .n_head = H,
+                               .q_stride = H * D,
+                               .q_off = 0,
+                               .out_stride = H * D,
+                               .window = 0,
+                               .scale = 1.0f / sqrtf((float)D),
+                               .softcap = 0.0f,
+                               .max_len = bucket < ctx ? bucket : 0};
+          op_attn_kernel_opts force = {.chunk = chunks[ci], .no_subgroups = nosg};
           for (int i = 0; ok && i < reps; i++)
-            ok = op_attention_decode(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), gpu_whole(posb),
-                                     gpu_whole(part), NULL, gpu_whole(out)) == WGLLM_OK;
+            ok = op_attention_decode_forced(r, &kv, &ap, &force, gpu_whole(q), gpu_whole(kc), gpu_whole(vc),
+                                            gpu_whole(posb), gpu_whole(part), NULL, gpu_whole(out)) == WGLLM_OK;
           if (ok) ok = gpu_recorder_time(r, &t[run]) == WGLLM_OK;
           if (!ok) fprintf(stderr, "  attention refused: %s\n", gpu_recorder_error(r));
           gpu_recorder_free(r);
@@ -338,7 +346,7 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
          model, H, KVH, D, g->limits.maxComputeWorkgroupStorageSize, g->subgroup_min, g->subgroup_max);
   for (size_t pi = 0; pi < 3; pi++) {
     uint32_t P = prompts[pi];
-    op_kv_layout kv = {KVH, D, P, 1};
+    op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = P, .f16 = 1};
     uint64_t cache = (uint64_t)KVH * P * D * 2;
     gpu_buffer *kc = upload_random(g, cache, 1), *vc = upload_random(g, cache, 1),
                *q = upload_random(g, (uint64_t)C * qs * 4, 2), *out = upload_random(g, (uint64_t)C * H * D * 4, 2),
@@ -363,7 +371,14 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
       for (int run = 0; ok && run < runs; run++) {
         gpu_recorder *r = gpu_recorder_create(g, 1);
         for (uint32_t c0 = 0; ok && c0 < P; c0 += C) {
-          op_attn_params ap = {C, H, qs, 0, H * D, 0, 1.0f / sqrtf((float)D), 0.0f};
+          op_attn_params ap = {.n_tokens = C,
+                               .n_head = H,
+                               .q_stride = qs,
+                               .q_off = 0,
+                               .out_stride = H * D,
+                               .window = 0,
+                               .scale = 1.0f / sqrtf((float)D),
+                               .softcap = 0.0f};
           gpu_view pv = {posb, (uint64_t)c0 * 4, (uint64_t)C * 4};
           ok = op_attention(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), pv, gpu_whole(out)) == WGLLM_OK;
         }
@@ -590,23 +605,24 @@ int main(int argc, char **argv) {
         op_gemv_plan viaq = {0}, inwg = {0};
         viaq.q8_quant = 2;
         inwg.q8_quant = 1;
-        double tf = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &viaq, 0,
-                                 reps);
+        double tf =
+            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &viaq, 0, reps);
         double tw = op_gemv_q8_quantizes_in_workgroup(g, nt, s->K)
                         ? time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
                                        &inwg, 0, reps)
                         : -1;
-        double ta = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), NULL, 1,
-                                 reps);
-        printf("     %-8s int8 tokens %u default tk=%-3u tr=%-2u r=%-2u  quantizing in the GEMV %8.2f us  quantizer+gemv "
-               "%8.2f us  gemv alone %8.2f us  %7.1f GB/s of weights (in the GEMV)\n",
-               s->name, nt, q8def.tk, q8def.tr, q8def.r, tw / 1e3, tf / 1e3, ta / 1e3, tw > 0 ? total / tw : 0.0);
+        double ta =
+            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), NULL, 1, reps);
+        printf(
+            "     %-8s int8 tokens %u default tk=%-3u tr=%-2u r=%-2u  quantizing in the GEMV %8.2f us  quantizer+gemv "
+            "%8.2f us  gemv alone %8.2f us  %7.1f GB/s of weights (in the GEMV)\n",
+            s->name, nt, q8def.tk, q8def.tr, q8def.r, tw / 1e3, tf / 1e3, ta / 1e3, tw > 0 ? total / tw : 0.0);
         for (size_t pi = 0; (sweep || int8 == 2) && pi < sizeof Q8SWEEP / sizeof Q8SWEEP[0]; pi++) {
           op_gemv_plan sp = Q8SWEEP[pi];
           while (sp.r > 1 && ((s->glu ? 2 : 1) * sp.r * nt > 32 || sp.r * nt > sp.tk))
             sp.r /= 2;
-          double t = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &sp, 1,
-                                  reps);
+          double t =
+              time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &sp, 1, reps);
           if (t < 0) continue;
           printf("     %-8s int8 tokens %u sweep   tk=%-3u tr=%-2u r=%-2u  gemv alone %8.2f us  %7.1f GB/s\n", s->name,
                  nt, sp.tk, sp.tr, sp.r, t / 1e3, total / t);

@@ -159,8 +159,15 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   int32_t *ids = malloc(P * sizeof *ids);
   for (uint32_t i = 0; i < P; i++)
     ids[i] = (int32_t)((i * 2654435761u) % m->hp.n_vocab);
-  op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
-  op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1}; /* every stage of the sampler at work */
+  op_sample_params greedy = {
+      .temperature = 0.0f, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 1};
+  op_sample_params sampled = {.temperature = 0.8f,
+                              .top_p = 0.95f,
+                              .min_p = 0.05f,
+                              .rep_penalty = 1.1f,
+                              .top_k = 40,
+                              .ring_cap = 64,
+                              .seed = 1}; /* every stage of the sampler at work */
   st = llm_session_set_sampler(s, g_sampled ? &sampled : &greedy, ids, P);
   double *pre = calloc(runs, sizeof *pre), *dec = calloc(runs, sizeof *dec), *enc = calloc(runs, sizeof *enc);
   int32_t tok;
@@ -266,8 +273,10 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
   so.prefill_chunk = c->prefill_chunk;
   so.fast = g_fast;
   int32_t *ids = malloc(P * sizeof *ids);
-  op_sample_params greedy = {0.0f, 1.0f, 0.0f, 1.0f, 0, 0, 1};
-  op_sample_params sampled = {0.8f, 0.95f, 0.05f, 1.1f, 40, 64, 1};
+  op_sample_params greedy = {
+      .temperature = 0.0f, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 1};
+  op_sample_params sampled = {
+      .temperature = 0.8f, .top_p = 0.95f, .min_p = 0.05f, .rep_penalty = 1.1f, .top_k = 40, .ring_cap = 64, .seed = 1};
   for (uint32_t i = 0; !st && i < N; i++) {
     st = llm_session_create(m, &so, &ss[i], err, sizeof err);
     for (uint32_t k = 0; !st && k < P; k++) /* a prompt of its own */
@@ -321,8 +330,8 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
                "\"sampling\": \"%s\", \"precision\": \"%s\", \"aggregate_tok_s\": %.1f, "
                "\"per_session_tok_s\": %.2f, \"ms_per_step\": %.4f, \"batch_recordings\": %u}\n",
                gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, kv_f16 ? "f16" : "f32", P, N,
-               names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy",
-               g_fast ? "fast" : "exact", agg, agg / N, t_mode[mode] / G * 1e3, b->recordings);
+               names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", g_fast ? "fast" : "exact",
+               agg, agg / N, t_mode[mode] / G * 1e3, b->recordings);
       else
         printf("%u sessions at context %u, %s, %s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P,
                names[mode], g_fast ? "fast" : "exact", agg, agg / N, t_mode[mode] / G * 1e3);

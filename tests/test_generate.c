@@ -158,7 +158,13 @@ static void batched_case(const char *name, uint32_t G) {
   }
   op_sample_params sp[NS];
   for (int i = 0; i < NS; i++)
-    sp[i] = (op_sample_params){0.9f, 0.95f, 0.0f, 1.2f, 0, 32, 7u + (uint32_t)i};
+    sp[i] = (op_sample_params){.temperature = 0.9f,
+                               .top_p = 0.95f,
+                               .min_p = 0.0f,
+                               .rep_penalty = 1.2f,
+                               .top_k = 0,
+                               .ring_cap = 32,
+                               .seed = 7u + (uint32_t)i};
   /* alone */
   for (int i = 0; !st && i < NS; i++) {
     st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);

@@ -2,9 +2,11 @@
 # The rooms of src/ use only downward: a file's #include "x.h" must name a header of its own room or of a room before
 # it in the layer order; given a build directory, every symbol a room's object files leave undefined must be defined
 # by its own room or a room before it (else it comes from outside src/: libc, Dawn, cJSON, PCRE2, the generated
-# kernel table); and no directory holds more than a third of the library's lines.
+# kernel table); no room's headers include each other in a circle; no directory holds more than a third of the
+# library's lines; and no run of six lines is repeated across the op files.
 # Usage (from the repository root): tests/test_layers.sh [BUILD_DIR]   (ctest passes its build directory)
 set -u
+build_dir=${1:-}
 order=(gpu ops format tokenizer chat model arch runtime api)
 rank() { local i; for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done; echo -1; }
 declare -A room_of
@@ -85,7 +87,45 @@ for d in src/*/; do
     bad=$((bad + 1))
   fi
 done
-[ $# -ge 1 ] || echo "test_layers: calls not checked (give the build directory: tests/test_layers.sh BUILD_DIR)"
+# no include circle inside a room: following a header's includes of its own room never leads back to it
+declare -A incs
+for d in "${order[@]}"; do
+  for h in src/$d/*.h; do
+    [ -e "$h" ] || continue
+    incs[$h]=$(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$h" | while read -r i; do
+      [ -e "src/$d/$(basename "$i")" ] && echo "src/$d/$(basename "$i")"; done | tr '\n' ' ')
+  done
+done
+for h in "${!incs[@]}"; do
+  seen=" " todo="${incs[$h]}"
+  while [ -n "${todo// /}" ]; do
+    set -- $todo
+    next=$1
+    shift
+    todo="$*"
+    if [ "$next" = "$h" ]; then
+      echo "FAIL test_layers: $h includes itself through a circle of its room's headers"
+      bad=$((bad + 1))
+      break
+    fi
+    case "$seen" in *" $next "*) continue ;; esac
+    seen="$seen$next "
+    todo="$todo ${incs[$next]:-}"
+  done
+done
+# no run of six or more lines (not counting blank lines and lone braces) repeated across the op files: the dispatch
+# boilerplate goes through op_dispatch
+dup=$(awk 'FNR == 1 { n = 0 }
+  { l = $0; gsub(/^[ \t]+|[ \t]+$/, "", l); if (l == "" || l == "}" || l == "{") next; w[n % 6] = l; n++
+    if (n < 6) next
+    k = w[(n - 6) % 6]; for (i = n - 5; i < n; i++) k = k "\n" w[i % 6]
+    if ((k in from) && from[k] != FILENAME) { print FILENAME " and " from[k] ": " substr(k, 1, 60); exit }
+    from[k] = FILENAME }' src/ops/op_*.c)
+if [ -n "$dup" ]; then
+  echo "FAIL test_layers: six lines repeated in $dup"
+  bad=$((bad + 1))
+fi
+[ -n "$build_dir" ] || echo "test_layers: calls not checked (give the build directory: tests/test_layers.sh BUILD_DIR)"
 echo "test_layers: $checked includes, $calls uses of symbols across files and $(ls -d src/*/ | wc -l) rooms checked," \
   "$bad failed"
 [ "$bad" = 0 ]

@@ -528,8 +528,12 @@ static case_result run_rms_norm_in_off(const tcase *c) {
   gbuf gx = gb_in(x, (rows + skip) * n * 4), gw = gb_in(w, n * 4), go = gb_out(rows * n * 4);
   traffic(4.0 * (2 * rows * n + n), 4.0 * rows * n);
   gpu_recorder *r = rec_new();
-  op_rms_norm_params rq = {
-      (uint32_t)n, (uint32_t)rows, {(uint32_t)(skip * n), (uint32_t)n, 0, 0}, {0, (uint32_t)n, 0, 0}, 1e-5f, 0.0f};
+  op_rms_norm_params rq = {.n = (uint32_t)n,
+                           .rows = (uint32_t)rows,
+                           .in = {.off = (uint32_t)(skip * n), .stride = (uint32_t)n, .group = 0, .gstride = 0},
+                           .out = {.off = 0, .stride = (uint32_t)n, .group = 0, .gstride = 0},
+                           .eps = 1e-5f,
+                           .w_offset = 0.0f};
   CHECK(op_rms_norm_rows(r, gx.v, gw.v, go.v, &rq) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -552,7 +556,12 @@ static case_result run_rms_norm_heads(const tcase *c) {
   gbuf gx = gb_in(x, T * IS * 4), gw = gb_in(w, D * 4), go = gb_out(T * OS * 4);
   traffic(4.0 * (2 * T * Hh * D + D), 4.0 * T * Hh * D);
   gpu_recorder *r = rec_new();
-  op_rms_norm_params hq = {D, T * Hh, {5, D, Hh, IS}, {6, D, Hh, OS}, 1e-6f, 0.0f};
+  op_rms_norm_params hq = {.n = D,
+                           .rows = T * Hh,
+                           .in = {.off = 5, .stride = D, .group = Hh, .gstride = IS},
+                           .out = {.off = 6, .stride = D, .group = Hh, .gstride = OS},
+                           .eps = 1e-6f,
+                           .w_offset = 0.0f};
   CHECK(op_rms_norm_rows(r, gx.v, gw.v, go.v, &hq) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -615,8 +624,14 @@ static case_result run_rope(const tcase *c) {
   gbuf gx = gb_io(x, T * S * 4), gp = gb_in(pos, T * 4), gc = gb_in(cs, max_pos * R / 2 * 8);
   traffic(4.0 * (2 * T * H * R + T * R), 6.0 * T * H * R / 2);
   gpu_recorder *r = rec_new();
-  op_rope_params rp = {(uint32_t)T, (uint32_t)H, (uint32_t)D,        (uint32_t)R,
-                       0,           (uint32_t)S, (op_rope_mode)mode, (uint32_t)max_pos};
+  op_rope_params rp = {.n_tokens = (uint32_t)T,
+                       .n_heads = (uint32_t)H,
+                       .head_dim = (uint32_t)D,
+                       .rot_dim = (uint32_t)R,
+                       .x_off = 0,
+                       .token_stride = (uint32_t)S,
+                       .mode = (op_rope_mode)mode,
+                       .max_pos = (uint32_t)max_pos};
   CHECK(op_rope(r, gx.v, gp.v, gc.v, &rp) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -1665,7 +1680,7 @@ static case_result run_embedding(const tcase *c) {
   uint32_t rowq = block_type(wt) >= 0 ? BLOCK_TYPES[block_type(wt)].qk : (wt == OP_W_Q4 || wt == OP_W_Q8) ? 32 : 1;
   if (D % rowq) {
     gbuf dummy = gb_in(NULL, 64);
-    op_weight ow = {wt, dummy.v, dummy.v, 32};
+    op_weight ow = {.type = wt, .data = dummy.v, .scales = dummy.v, .group = 32};
     gpu_recorder *r = rec_new();
     wgllm_status s = op_embedding(r, dummy.v, &ow, dummy.v, (uint32_t)T, (uint32_t)D, (uint32_t)V, scale);
     int ns = s == WGLLM_ERR_UNSUPPORTED;
@@ -1794,7 +1809,7 @@ static case_result run_attention(const tcase *c) {
   uint32_t window = c->u.attn.window;
   float softcap = c->u.attn.softcap;
   size_t ctx = past + T + 3, n = KVH * ctx * D;
-  op_kv_layout kv = {(uint32_t)KVH, (uint32_t)D, (uint32_t)ctx, f16};
+  op_kv_layout kv = {.n_kv_head = (uint32_t)KVH, .head_dim = (uint32_t)D, .ctx = (uint32_t)ctx, .f16 = f16};
   /* cache prefilled with the past; new K/V rows come from a fused [T][q|k|v] buffer */
   size_t qkv = (H + 2 * KVH) * D;
   float *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *x = rnd(T * qkv, -1, 1);
@@ -1808,15 +1823,24 @@ static case_result run_attention(const tcase *c) {
     keys += (double)(past + t + 1);
   traffic(2.0 * KVH * (past + T) * D * (f16 ? 2 : 4) + 4.0 * T * (qkv + H * D), 4.0 * H * D * keys);
   gpu_recorder *r = rec_new();
-  op_kv_write_params wp = {(uint32_t)T, (uint32_t)(H * D), (uint32_t)qkv, (uint32_t)((H + KVH) * D), (uint32_t)qkv};
+  op_kv_write_params wp = {.n_tokens = (uint32_t)T,
+                           .k_off = (uint32_t)(H * D),
+                           .k_stride = (uint32_t)qkv,
+                           .v_off = (uint32_t)((H + KVH) * D),
+                           .v_stride = (uint32_t)qkv};
   CHECK(op_kv_write(r, &kv, &wp, gx.v, gx.v, gp.v, gk.v, gv.v) == WGLLM_OK, "%s record kv_write: %s", g_case,
         gpu_recorder_error(r));
-  op_attn_params ap = {(uint32_t)T,       (uint32_t)H, (uint32_t)qkv,          0,
-                       (uint32_t)(H * D), window,      1.0f / sqrtf((float)D), softcap};
-  ap.no_subgroups = c->u.attn.nosg == 1;
-  ap.untiled = c->u.attn.nosg == 2;
-  ap.ungrouped = c->u.attn.nosg == 3;
-  CHECK(op_attention(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
+  op_attn_params ap = {.n_tokens = (uint32_t)T,
+                       .n_head = (uint32_t)H,
+                       .q_stride = (uint32_t)qkv,
+                       .q_off = 0,
+                       .out_stride = (uint32_t)(H * D),
+                       .window = window,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = softcap};
+  op_attn_kernel_opts force = {
+      .no_subgroups = c->u.attn.nosg == 1, .untiled = c->u.attn.nosg == 2, .ungrouped = c->u.attn.nosg == 3};
+  CHECK(op_attention_forced(r, &kv, &ap, &force, gx.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
         gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -1832,8 +1856,8 @@ static case_result run_attention(const tcase *c) {
       op_attn_params pa = ap;
       pa.n_tokens = (uint32_t)n1;
       gpu_recorder *r2 = rec_new();
-      CHECK(op_attention(r2, &kv, &pa, px.v, gk.v, gv.v, pp.v, po.v) == WGLLM_OK, "%s record part: %s", g_case,
-            gpu_recorder_error(r2));
+      CHECK(op_attention_forced(r2, &kv, &pa, &force, px.v, gk.v, gv.v, pp.v, po.v) == WGLLM_OK, "%s record part: %s",
+            g_case, gpu_recorder_error(r2));
       exec_aux(r2);
       gpu_recorder_free(r2);
       split_bad += memcmp(gb_fetch(&po), whole + t0 * H * D, n1 * H * D * 4) != 0;
@@ -1969,17 +1993,27 @@ static case_result run_attention_ring(const tcase *c) {
   uint32_t *pos = malloc(T * 4);
   for (size_t t = 0; t < T; t++)
     pos[t] = (uint32_t)(past + t);
-  op_kv_layout kv = {(uint32_t)KVH, (uint32_t)D, (uint32_t)S, f16};
+  op_kv_layout kv = {.n_kv_head = (uint32_t)KVH, .head_dim = (uint32_t)D, .ctx = (uint32_t)S, .f16 = f16};
   gbuf gk = cache_upload(kr, nr, f16, 1), gv = cache_upload(vr, nr, f16, 1);
   gbuf gx = gb_in(x, T * qkv * 4), gp = gb_in(pos, T * 4), go = gb_out(T * H * D * 4);
   gbuf gpart = gb_out(op_attn_partial_bytes(&kv, (uint32_t)H, 0));
   traffic(2.0 * KVH * window * D * (f16 ? 2 : 4), 4.0 * H * D * window * T);
   gpu_recorder *r = rec_new();
-  op_kv_write_params wp = {(uint32_t)T, (uint32_t)(H * D), (uint32_t)qkv, (uint32_t)((H + KVH) * D), (uint32_t)qkv};
+  op_kv_write_params wp = {.n_tokens = (uint32_t)T,
+                           .k_off = (uint32_t)(H * D),
+                           .k_stride = (uint32_t)qkv,
+                           .v_off = (uint32_t)((H + KVH) * D),
+                           .v_stride = (uint32_t)qkv};
   CHECK(op_kv_write(r, &kv, &wp, gx.v, gx.v, gp.v, gk.v, gv.v) == WGLLM_OK, "%s record kv_write: %s", g_case,
         gpu_recorder_error(r));
-  op_attn_params ap = {(uint32_t)T,       (uint32_t)H, (uint32_t)qkv,          0,
-                       (uint32_t)(H * D), window,      1.0f / sqrtf((float)D), 0.0f};
+  op_attn_params ap = {.n_tokens = (uint32_t)T,
+                       .n_head = (uint32_t)H,
+                       .q_stride = (uint32_t)qkv,
+                       .q_off = 0,
+                       .out_stride = (uint32_t)(H * D),
+                       .window = window,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = 0.0f};
   wgllm_status st = decode ? op_attention_decode(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, gpart.v, NULL, go.v)
                            : op_attention(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, go.v);
   CHECK(st == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
@@ -2082,7 +2116,7 @@ static void fd_build(int f16, size_t si, size_t li) {
   fd_free();
   reseed(key);
   uint32_t H = FD_SHAPES[si].H, KVH = FD_SHAPES[si].KVH, D = FD_SHAPES[si].D, L = FD_LENS[li], ctx = FD_SHAPES[si].ctx;
-  op_kv_layout kv = {KVH, D, ctx, f16};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
   size_t n = (size_t)KVH * ctx * D;
   float *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *q = rnd(H * D, -1, 1);
   fd.k = cache_upload(kc, n, f16, 0);
@@ -2096,7 +2130,14 @@ static void fd_build(int f16, size_t si, size_t li) {
   fd.plain = malloc(H * D * 4);
   ref_attention(q, H * D, 0, kc, vc, &pos, fd.want, H * D, 1, H, KVH, D, ctx, FD_SHAPES[si].window,
                 1.0f / sqrtf((float)D), FD_SHAPES[si].cap);
-  op_attn_params ap = {1, H, H * D, 0, H * D, FD_SHAPES[si].window, 1.0f / sqrtf((float)D), FD_SHAPES[si].cap};
+  op_attn_params ap = {.n_tokens = 1,
+                       .n_head = H,
+                       .q_stride = H * D,
+                       .q_off = 0,
+                       .out_stride = H * D,
+                       .window = FD_SHAPES[si].window,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = FD_SHAPES[si].cap};
   gbuf go2 = gb_out(H * D * 4);
   gpu_recorder *r = rec_new();
   CHECK(op_attention(r, &kv, &ap, fd.q.v, fd.k.v, fd.v.v, fd.p.v, go2.v) == WGLLM_OK, "%s record plain: %s", key,
@@ -2130,17 +2171,27 @@ static case_result run_flash_decode(const tcase *c) {
   size_t si = c->u.fd.si, li = c->u.fd.li;
   fd_build(f16, si, li);
   uint32_t H = FD_SHAPES[si].H, KVH = FD_SHAPES[si].KVH, D = FD_SHAPES[si].D, L = FD_LENS[li], ctx = FD_SHAPES[si].ctx;
-  op_kv_layout kv = {KVH, D, ctx, f16};
-  op_attn_params ap = {1, H, H * D, 0, H * D, FD_SHAPES[si].window, 1.0f / sqrtf((float)D), FD_SHAPES[si].cap};
-  ap.max_len = (mode == 2 || mode == 3) ? fd_bucket(L, ctx) : 0;
-  ap.chunk = mode == 4 ? 16 : mode == 5 ? 128 : mode == 7 ? 32 : 0;
-  ap.no_subgroups = mode >= 6;
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
+  op_attn_params ap = {.n_tokens = 1,
+                       .n_head = H,
+                       .q_stride = H * D,
+                       .q_off = 0,
+                       .out_stride = H * D,
+                       .window = FD_SHAPES[si].window,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = FD_SHAPES[si].cap,
+                       .max_len = (mode == 2 || mode == 3) ? fd_bucket(L, ctx) : 0};
+  op_attn_kernel_opts force = {.chunk = mode == 4   ? 16
+                                        : mode == 5 ? 128
+                                        : mode == 7 ? 32
+                                                    : 0,
+                               .no_subgroups = mode >= 6};
   gbuf go = gb_out(H * D * 4);
   gpu_view ind = fd.ind.v;
   traffic(2.0 * KVH * L * D * (f16 ? 2 : 4) + 8.0 * H * D, 4.0 * H * L * D);
   gpu_recorder *r = rec_new();
-  CHECK(op_attention_decode(r, &kv, &ap, fd.q.v, fd.k.v, fd.v.v, fd.p.v, fd.part.v, mode % 2 ? &ind : NULL, go.v) ==
-            WGLLM_OK,
+  CHECK(op_attention_decode_forced(r, &kv, &ap, &force, fd.q.v, fd.k.v, fd.v.v, fd.p.v, fd.part.v,
+                                   mode % 2 ? &ind : NULL, go.v) == WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -2460,7 +2511,7 @@ static case_result run_gemv_q8(const tcase *c) {
   gpu_recorder *r = rec_new();
   /* the activations as the quantizer makes them (the "_wq" kernels make the same in their workgroup memory; the
      separate path makes them again), then the GEMV */
-  op_q8_rows_opts qo = {o.norm_w, o.eps, o.norm_offset, perm};
+  op_q8_rows_opts qo = {.norm_w = o.norm_w, .eps = o.eps, .norm_offset = o.norm_offset, .perm = perm};
   CHECK(op_quantize_q8_rows(r, gx.v, gq.v, (uint32_t)T, (uint32_t)K, &qo) == WGLLM_OK, "%s record: %s", g_case,
         gpu_recorder_error(r));
   CHECK(op_gemv_fast(r, gx.v, gq.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o) ==
@@ -2614,7 +2665,8 @@ static case_result run_gemv_q8_predicate(const tcase *tc) {
   c.subgroup_min = c.subgroup_max = 32;
   c.limits.maxComputeInvocationsPerWorkgroup = 1024;
   gbuf dummy = gb_in(NULL, 64);
-  op_weight q4 = {OP_W_Q4, dummy.v, dummy.v, 32}, q2k = {OP_W_Q2_K, dummy.v, {0}, 0}, f16 = {OP_W_F16, dummy.v, {0}, 0};
+  op_weight q4 = {.type = OP_W_Q4, .data = dummy.v, .scales = dummy.v, .group = 32};
+  op_weight q2k = {.type = OP_W_Q2_K, .data = dummy.v}, f16 = {.type = OP_W_F16, .data = dummy.v};
   int perm = -1;
   VERIFY(op_gemv_q8_supports(&c, &q4, 1, 4096, &perm) && perm == 1, "q4gsw: taken, words evens first");
   VERIFY(op_gemv_q8_supports(&c, &q4, 8, 4096, &perm), "8 tokens: taken");
@@ -2622,7 +2674,7 @@ static case_result run_gemv_q8_predicate(const tcase *tc) {
   VERIFY(!op_gemv_q8_supports(&c, &q4, 1, 4096 + 16, &perm), "K not a multiple of 32: refused");
   VERIFY(!op_gemv_q8_supports(&c, &q2k, 1, 4096, &perm), "Q2_K: refused");
   VERIFY(!op_gemv_q8_supports(&c, &f16, 1, 4096, &perm), "f16: refused");
-  op_weight mixed = {OP_W_Q4, dummy.v, dummy.v, 32, 2, {{{0}}}};
+  op_weight mixed = {.type = OP_W_Q4, .data = dummy.v, .scales = dummy.v, .group = 32, .n_parts = 2};
   mixed.part[0] = (struct op_weight_part){dummy.v, dummy.v, 64, OP_W_Q4, 32};
   mixed.part[1] = (struct op_weight_part){dummy.v, dummy.v, 64, OP_W_Q8, 32};
   VERIFY(!op_gemv_q8_supports(&c, &mixed, 1, 4096, &perm), "q4gsw parts beside q8 parts: refused");
@@ -2738,7 +2790,7 @@ static case_result run_flash_decode_rope(const tcase *tc) {
            S = (H + 2 * KVH) * D, L = FDR_LENS[tc->u.fdr.li];
   int vsep = FDR_SHAPES[c].vsep;
   op_rope_mode rmode = (op_rope_mode)FDR_SHAPES[c].mode;
-  op_kv_layout kv = {KVH, D, ctx, f16};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
   float *inv = malloc(R / 2 * 4);
   for (uint32_t i = 0; i < R / 2; i++)
     inv[i] = (float)pow(10000.0, -2.0 * i / R);
@@ -2761,10 +2813,33 @@ static case_result run_flash_decode_rope(const tcase *tc) {
     free(tmp);
     go[way] = gb_out(H * D * 4);
     gpu_recorder *r = rec_new();
-    op_attn_params ap = {1, H, S, 0, H * D, FDR_SHAPES[c].window, 1.0f / sqrtf((float)D), 0.0f};
-    op_attn_rope ar = {gc.v, vsep ? gvs.v : (gpu_view){0}, R, max_pos, H * D, (H + KVH) * D, rmode};
+    op_attn_params ap = {.n_tokens = 1,
+                         .n_head = H,
+                         .q_stride = S,
+                         .q_off = 0,
+                         .out_stride = H * D,
+                         .window = FDR_SHAPES[c].window,
+                         .scale = 1.0f / sqrtf((float)D),
+                         .softcap = 0.0f};
+    op_attn_rope ar = {.cs = gc.v,
+                       .vsrc = vsep ? gvs.v : (gpu_view){0},
+                       .rot_dim = R,
+                       .max_pos = max_pos,
+                       .k_off = H * D,
+                       .v_off = (H + KVH) * D,
+                       .mode = rmode};
     if (way == 0) {
-      op_rope_kv_params rp = {1, H, R, max_pos, rmode, 0, S, H * D, S, (H + KVH) * D, S};
+      op_rope_kv_params rp = {.n_tokens = 1,
+                              .n_head = H,
+                              .rot_dim = R,
+                              .max_pos = max_pos,
+                              .mode = rmode,
+                              .q_off = 0,
+                              .q_stride = S,
+                              .k_off = H * D,
+                              .k_stride = S,
+                              .v_off = (H + KVH) * D,
+                              .v_stride = S};
       CHECK(op_rope_kv(r, &kv, &rp, gx[way].v, vsep ? gvs.v : (gpu_view){0}, gp.v, gc.v, gk[way].v, gv[way].v) ==
                 WGLLM_OK,
             "%s record rope_kv: %s", g_case, gpu_recorder_error(r));
@@ -2857,7 +2932,7 @@ static case_result run_rope_kv(const tcase *tc) {
   uint32_t T = RKV_SHAPES[c].T, H = RKV_SHAPES[c].H, KVH = RKV_SHAPES[c].KVH, D = RKV_SHAPES[c].D, R = RKV_SHAPES[c].R,
            S = (H + 2 * KVH) * D;
   int vsep = RKV_SHAPES[c].vsep, rmode = RKV_SHAPES[c].mode;
-  op_kv_layout kv = {KVH, D, ctx, f16};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
   float *inv = malloc(R / 2 * 4);
   for (uint32_t i = 0; i < R / 2; i++)
     inv[i] = (float)pow(10000.0, -2.0 * i / R);
@@ -2871,7 +2946,17 @@ static case_result run_rope_kv(const tcase *tc) {
   gbuf gx = gb_io(x, (size_t)T * S * 4), gv = gb_in(vs, (size_t)T * S * 4), gp = gb_in(pos, T * 4);
   gbuf gc = gb_in(tab, (size_t)max_pos * R / 2 * 8), gk = gb_out(n * eb), gvc = gb_out(n * eb);
   traffic(4.0 * T * (2 * (H + KVH) * R + KVH * D) + 2.0 * T * KVH * D * eb, 0);
-  op_rope_kv_params rp = {T, H, R, max_pos, (op_rope_mode)rmode, 0, S, H * D, S, (H + KVH) * D, S};
+  op_rope_kv_params rp = {.n_tokens = T,
+                          .n_head = H,
+                          .rot_dim = R,
+                          .max_pos = max_pos,
+                          .mode = (op_rope_mode)rmode,
+                          .q_off = 0,
+                          .q_stride = S,
+                          .k_off = H * D,
+                          .k_stride = S,
+                          .v_off = (H + KVH) * D,
+                          .v_stride = S};
   gpu_recorder *r = rec_new();
   CHECK(op_rope_kv(r, &kv, &rp, gx.v, vsep ? gv.v : (gpu_view){0}, gp.v, gc.v, gk.v, gvc.v) == WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
@@ -3030,7 +3115,14 @@ static case_result run_hostile_rope(const tcase *c) {
   for (int t = 0; t < 5; t++)
     last[t] = max_pos - 1;
   gbuf gc = gb_in(tab, (size_t)max_pos * R / 2 * 8), gx[2], gp[2];
-  op_rope_params rp = {T, H, D, R, 0, H * D, (op_rope_mode)c->u.rope.mode, max_pos};
+  op_rope_params rp = {.n_tokens = T,
+                       .n_heads = H,
+                       .head_dim = D,
+                       .rot_dim = R,
+                       .x_off = 0,
+                       .token_stride = H * D,
+                       .mode = (op_rope_mode)c->u.rope.mode,
+                       .max_pos = max_pos};
   for (int way = 0; way < 2; way++) { /* 0: hostile positions, 1: max_pos - 1 */
     gx[way] = gb_io(x, T * H * D * 4);
     gp[way] = gb_in(way ? last : pos, sizeof pos);
@@ -3064,7 +3156,7 @@ static case_result run_hostile_kv(const tcase *c) {
   uint32_t T = 4, H = 2, KVH = 2, D = 16, ctx = 10, max_pos = 7, S = (H + 2 * KVH) * D;
   /* distinct slots (10, 23, 2^32 - 1, 2^31 modulo 10: 0, 3, 5, 8), so the writes do not race */
   uint32_t pos[4] = {ctx, 2 * ctx + 3, HOSTILE_IDS[1], HOSTILE_IDS[2]};
-  op_kv_layout kv = {KVH, D, ctx, f16};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
   size_t n = (size_t)KVH * ctx * D;
   float *x = rnd(T * S, -1, 1), *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *got = malloc(n * 4);
   float *inv = malloc(D / 2 * 4), *tab = malloc((size_t)max_pos * D / 2 * 8);
@@ -3076,10 +3168,20 @@ static case_result run_hostile_kv(const tcase *c) {
   gpu_recorder *r = rec_new();
   wgllm_status s;
   if (fused) {
-    op_rope_kv_params rp = {T, H, D, max_pos, OP_ROPE_HALF, 0, S, H * D, S, (H + KVH) * D, S};
+    op_rope_kv_params rp = {.n_tokens = T,
+                            .n_head = H,
+                            .rot_dim = D,
+                            .max_pos = max_pos,
+                            .mode = OP_ROPE_HALF,
+                            .q_off = 0,
+                            .q_stride = S,
+                            .k_off = H * D,
+                            .k_stride = S,
+                            .v_off = (H + KVH) * D,
+                            .v_stride = S};
     s = op_rope_kv(r, &kv, &rp, gx.v, (gpu_view){0}, gp.v, gc.v, gk.v, gv.v);
   } else {
-    op_kv_write_params wp = {T, H * D, S, (H + KVH) * D, S};
+    op_kv_write_params wp = {.n_tokens = T, .k_off = H * D, .k_stride = S, .v_off = (H + KVH) * D, .v_stride = S};
     s = op_kv_write(r, &kv, &wp, gx.v, gx.v, gp.v, gk.v, gv.v);
   }
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
@@ -3131,19 +3233,25 @@ static void hostile_positions(int pat, uint32_t ctx, uint32_t *pos, size_t T) {
 static case_result run_hostile_attention(const tcase *c) {
   int f16 = c->u.attn.f16, pat = (int)c->u.attn.past;
   uint32_t T = c->u.attn.T, H = c->u.attn.H, KVH = c->u.attn.KVH, D = c->u.attn.D, ctx = 12, window = c->u.attn.window;
-  op_kv_layout kv = {KVH, D, ctx, f16};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
   size_t n = (size_t)KVH * ctx * D;
   float *q = rnd((size_t)T * H * D, -1, 1), *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1);
   uint32_t *pos = malloc(T * 4);
   hostile_positions(pat, ctx, pos, T);
   gbuf gq = gb_in(q, (size_t)T * H * D * 4), gp = gb_in(pos, T * 4), go = gb_out((size_t)T * H * D * 4);
   gbuf gk = cache_tail(kc, n, f16), gv = cache_tail(vc, n, f16);
-  op_attn_params ap = {T, H, H * D, 0, H * D, window, 1.0f / sqrtf((float)D), 0};
-  ap.no_subgroups = c->u.attn.nosg == 1;
-  ap.untiled = c->u.attn.nosg == 2;
-  ap.ungrouped = c->u.attn.nosg == 3;
+  op_attn_params ap = {.n_tokens = T,
+                       .n_head = H,
+                       .q_stride = H * D,
+                       .q_off = 0,
+                       .out_stride = H * D,
+                       .window = window,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = 0};
+  op_attn_kernel_opts force = {
+      .no_subgroups = c->u.attn.nosg == 1, .untiled = c->u.attn.nosg == 2, .ungrouped = c->u.attn.nosg == 3};
   gpu_recorder *r = rec_new();
-  CHECK(op_attention(r, &kv, &ap, gq.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
+  CHECK(op_attention_forced(r, &kv, &ap, &force, gq.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
         gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -3177,7 +3285,7 @@ static case_result run_hostile_flash(const tcase *c) {
   uint32_t H = 4, KVH = 2, D = 32, ctx = (uint32_t)c->u.fd.si, window = (uint32_t)c->u.fd.li, max_pos = 16;
   int pi = (mode >> 2) & 3;
   uint32_t S = (H + 2 * KVH) * D, pos = pi == 0 ? ctx : pi == 1 ? 3 * ctx + 7 : pi == 2 ? 0x7fffffffu : 0xffffffffu;
-  op_kv_layout kv = {KVH, D, ctx, f16};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
   size_t n = (size_t)KVH * ctx * D;
   float *x = rnd(S, -1, 1), *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1);
   float *inv = malloc(D / 2 * 4), *tab = malloc((size_t)max_pos * D / 2 * 8);
@@ -3187,12 +3295,26 @@ static case_result run_hostile_flash(const tcase *c) {
   gbuf gx = gb_in(x, S * 4), gp = gb_in(&pos, 4), gc = gb_in(tab, (size_t)max_pos * D / 2 * 8);
   gbuf gk = cache_tail(kc, n, f16), gv = cache_tail(vc, n, f16);
   gbuf gpart = gb_out(op_attn_partial_bytes(&kv, H, 32)), gind = gb_out(16), go = gb_out(H * D * 4);
-  op_attn_rope ro = {gc.v, {0}, D, max_pos, H * D, (H + KVH) * D, OP_ROPE_HALF};
-  op_attn_params ap = {1, H, S, 0, H * D, window, 1.0f / sqrtf((float)D), 0};
-  ap.chunk = 32;
-  ap.rope = rope ? &ro : NULL;
+  op_attn_rope ro = {.cs = gc.v,
+                     .vsrc = {0},
+                     .rot_dim = D,
+                     .max_pos = max_pos,
+                     .k_off = H * D,
+                     .v_off = (H + KVH) * D,
+                     .mode = OP_ROPE_HALF};
+  op_attn_params ap = {.n_tokens = 1,
+                       .n_head = H,
+                       .q_stride = S,
+                       .q_off = 0,
+                       .out_stride = H * D,
+                       .window = window,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = 0,
+                       .rope = rope ? &ro : NULL};
+  op_attn_kernel_opts force = {.chunk = 32};
   gpu_recorder *r = rec_new();
-  CHECK(op_attention_decode(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, gpart.v, indirect ? &gind.v : NULL, go.v) == WGLLM_OK,
+  CHECK(op_attention_decode_forced(r, &kv, &ap, &force, gx.v, gk.v, gv.v, gp.v, gpart.v, indirect ? &gind.v : NULL,
+                                   go.v) == WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -3229,8 +3351,15 @@ static case_result run_hostile_sample(const tcase *c) {
   uint32_t V = 3000, ring = 8, w = c->u.fd.mode & 2 ? ring + 30 : 1000;
   float *logits = rnd(V, -4, 4);
   uint32_t state[12] = {0, 0xffffffffu, w, 0, V, V + 5000, 0xffffffffu, 1, 2, 2, 7, 0x80000000u};
-  op_sample_params sp = {
-      sampling ? 0.8f : 0.0f, sampling ? 0.9f : 1.0f, 0, 1.3f, sampling ? 40 : 0, ring, 7, 0.5f, 0.25f};
+  op_sample_params sp = {.temperature = sampling ? 0.8f : 0.0f,
+                         .top_p = sampling ? 0.9f : 1.0f,
+                         .min_p = 0,
+                         .rep_penalty = 1.3f,
+                         .top_k = sampling ? 40 : 0,
+                         .ring_cap = ring,
+                         .seed = 7,
+                         .presence = 0.5f,
+                         .frequency = 0.25f};
   gbuf gl = gb_io(logits, V * 4), gs = gb_io(state, sizeof state), go = gb_out(4), gw = gb_out(op_sample_work_bytes());
   gs.v.size = sizeof state; /* exactly the state the ring needs: a write past it lands in the tail or the guard */
   gpu_recorder *r = rec_new();

@@ -148,6 +148,35 @@ static void test_indirect_and_refusals(void) {
   d.params_size = saved;
   CHECK(gpu_kernel_find("fill", "u32") && gpu_kernel_find("fill", "u32")->params_bytes == saved,
         "kernelgen measured the fill Params (%u bytes)", saved);
+  /* bindings that do not match the kernel's WGSL declarations (kernelgen's list: "uw" for fill) are refused:
+     a storage binding too many, a read_write binding stated as read-only, an access list of another length */
+  CHECK(gpu_kernel_find("fill", "u32") && !strcmp(gpu_kernel_find("fill", "u32")->bindings, "uw"),
+        "kernelgen listed fill's bindings as \"uw\": \"%s\"", gpu_kernel_find("fill", "u32")->bindings);
+  d.bind[1] = gpu_whole(o);
+  d.n_bind = 2;
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) != WGLLM_OK &&
+            strstr(gpu_recorder_error(rec), "2 storage bindings given, its WGSL declares 1"),
+        "a binding too many refused: %s", gpu_recorder_error(rec));
+  gpu_recorder_free(rec);
+  d.n_bind = 1;
+  d.bind[1] = (gpu_view){0};
+  d.access = "r";
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) != WGLLM_OK &&
+            strstr(gpu_recorder_error(rec), "binding 0 (@binding(1)) given as read, its WGSL declares it read_write"),
+        "a read_write binding stated as read refused: %s", gpu_recorder_error(rec));
+  gpu_recorder_free(rec);
+  d.access = "ww";
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "an access list of 2"),
+        "an access list of the wrong length refused: %s", gpu_recorder_error(rec));
+  gpu_recorder_free(rec);
+  d.access = "w";
+  d.grid[0] = 1; /* unchanged from above: the right list records */
+  rec = gpu_recorder_create(ctx, 0);
+  CHECK(gpu_record(rec, &d) == WGLLM_OK, "the declared bindings record: %s", gpu_recorder_error(rec));
+  gpu_recorder_free(rec);
   /* a binding range past the buffer is refused with the buffer named */
   d.bind[0].size = o->size + 16;
   rec = gpu_recorder_create(ctx, 0);

@@ -145,15 +145,44 @@ int main(void) {
     if (V > 3) x[V / 3] = x[V / 2] = 14.0f; /* a tie at the top: greedy takes the lower index */
     int n = V > 30000 ? 12 : 60;
     char what[96];
-    op_sample_params g = {0, 1, 0, 1, 0, 0, 7};
+    op_sample_params g = {
+        .temperature = 0, .top_p = 1, .min_p = 0, .rep_penalty = 1, .top_k = 0, .ring_cap = 0, .seed = 7};
     sampler_rig r;
     rig_init(&r, x, V, &g, NULL, 0, 0);
     uint32_t got = rig_draw(&r), want = ref_sample(x, V, 0, 0, 1, 0, 1, NULL, 0, 7, 0, NULL);
     CHECK(got == want, "greedy V=%u: got %u want %u", V, got, want);
     rig_free(&r);
-    op_sample_params cases[] = {{1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 11},    {0.7f, 1.0f, 0.0f, 1.0f, 40, 0, 12},
-                                {1.0f, 0.9f, 0.0f, 1.0f, 0, 0, 13},    {1.3f, 1.0f, 0.05f, 1.0f, 0, 0, 14},
-                                {0.8f, 0.95f, 0.02f, 1.0f, 50, 0, 15}, {1.0f, 1.0f, 0.0f, 1.0f, 1, 0, 16}};
+    op_sample_params cases[] = {
+        {.temperature = 1.0f, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 11},
+        {.temperature = 0.7f,
+         .top_p = 1.0f,
+         .min_p = 0.0f,
+         .rep_penalty = 1.0f,
+         .top_k = 40,
+         .ring_cap = 0,
+         .seed = 12},
+        {.temperature = 1.0f, .top_p = 0.9f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 13},
+        {.temperature = 1.3f,
+         .top_p = 1.0f,
+         .min_p = 0.05f,
+         .rep_penalty = 1.0f,
+         .top_k = 0,
+         .ring_cap = 0,
+         .seed = 14},
+        {.temperature = 0.8f,
+         .top_p = 0.95f,
+         .min_p = 0.02f,
+         .rep_penalty = 1.0f,
+         .top_k = 50,
+         .ring_cap = 0,
+         .seed = 15},
+        {.temperature = 1.0f,
+         .top_p = 1.0f,
+         .min_p = 0.0f,
+         .rep_penalty = 1.0f,
+         .top_k = 1,
+         .ring_cap = 0,
+         .seed = 16}};
     for (int c = 0; c < 6; c++) {
       snprintf(what, sizeof what, "V=%u t=%.2g k=%u p=%.2g minp=%.2g", V, cases[c].temperature, cases[c].top_k,
                cases[c].top_p, cases[c].min_p);
@@ -169,7 +198,21 @@ int main(void) {
     for (uint32_t i = 0; i < V; i++)
       x[i] = (th_u32(&rng) % 300 == 0) ? th_uniform(&rng, -4, 6) : th_uniform(&rng, -60, -40);
     op_sample_params cs2[] = {
-        {1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 31}, {0.8f, 0.9f, 0.0f, 1.0f, 40, 0, 32}, {1.2f, 1.0f, 0.05f, 1.0f, 0, 0, 33}};
+        {.temperature = 1.0f, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 31},
+        {.temperature = 0.8f,
+         .top_p = 0.9f,
+         .min_p = 0.0f,
+         .rep_penalty = 1.0f,
+         .top_k = 40,
+         .ring_cap = 0,
+         .seed = 32},
+        {.temperature = 1.2f,
+         .top_p = 1.0f,
+         .min_p = 0.05f,
+         .rep_penalty = 1.0f,
+         .top_k = 0,
+         .ring_cap = 0,
+         .seed = 33}};
     for (int c = 0; c < 3; c++) {
       char what[96];
       snprintf(what, sizeof what, "LLM-like V=%u t=%.2g k=%u p=%.2g minp=%.2g", V, cs2[c].temperature, cs2[c].top_k,
@@ -185,7 +228,13 @@ int main(void) {
     float *x = malloc(V * 4);
     for (uint32_t i = 0; i < V; i++)
       x[i] = th_uniform(&rng, -1, 1);
-    op_sample_params sp = {1.0f, 0.9f, 0.0f, 1.0f, 100, 0, 21};
+    op_sample_params sp = {.temperature = 1.0f,
+                           .top_p = 0.9f,
+                           .min_p = 0.0f,
+                           .rep_penalty = 1.0f,
+                           .top_k = 100,
+                           .ring_cap = 0,
+                           .seed = 21};
     check_draws("flat V=5000 k=100 p=0.9", x, V, &sp, 30);
     free(x);
   }
@@ -210,9 +259,33 @@ int main(void) {
       }
       float t = kind == 1 ? 1.0f : 0.8f, t2 = kind == 1 ? 0.5f : 1.0f;
       op_sample_params cs[] = {
-          {t, 1.0f, 0.0f, 1.0f, 40, 0, 41},   {t2, 1.0f, 0.0f, 1.0f, 3000, 0, 42},  {t, 1.0f, 0.05f, 1.0f, 0, 0, 43},
-          {t2, 1.0f, 0.5f, 1.0f, 0, 0, 44},   {t, 0.9f, 0.0f, 1.0f, 0, 0, 45},      {t2, 0.5f, 0.0f, 1.0f, 0, 0, 46},
-          {t, 0.95f, 0.05f, 1.0f, 40, 0, 47}, {t2, 0.9f, 0.0f, 1.0f, V - 1, 0, 48}, {t, 1.0f, 0.0f, 1.0f, 0, 0, 49}};
+          {.temperature = t, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 40, .ring_cap = 0, .seed = 41},
+          {.temperature = t2,
+           .top_p = 1.0f,
+           .min_p = 0.0f,
+           .rep_penalty = 1.0f,
+           .top_k = 3000,
+           .ring_cap = 0,
+           .seed = 42},
+          {.temperature = t, .top_p = 1.0f, .min_p = 0.05f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 43},
+          {.temperature = t2, .top_p = 1.0f, .min_p = 0.5f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 44},
+          {.temperature = t, .top_p = 0.9f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 45},
+          {.temperature = t2, .top_p = 0.5f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 46},
+          {.temperature = t,
+           .top_p = 0.95f,
+           .min_p = 0.05f,
+           .rep_penalty = 1.0f,
+           .top_k = 40,
+           .ring_cap = 0,
+           .seed = 47},
+          {.temperature = t2,
+           .top_p = 0.9f,
+           .min_p = 0.0f,
+           .rep_penalty = 1.0f,
+           .top_k = V - 1,
+           .ring_cap = 0,
+           .seed = 48},
+          {.temperature = t, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 49}};
       for (int c = 0; c < 9; c++) {
         char what[96];
         snprintf(what, sizeof what, "flat %s V=%u t=%.2g k=%u p=%.2g minp=%.2g", kinds[kind], V, cs[c].temperature,
@@ -237,7 +310,13 @@ int main(void) {
                   : d == 1 ? ((th_u32(&rng) % 500 == 0) ? th_uniform(&rng, -2, 7) : th_uniform(&rng, -50, -35))
                            : -1.25f;
     }
-    op_sample_params sp = {0.8f, 0.95f, 0.05f, 1.0f, 40, 0, 51};
+    op_sample_params sp = {.temperature = 0.8f,
+                           .top_p = 0.95f,
+                           .min_p = 0.05f,
+                           .rep_penalty = 1.0f,
+                           .top_k = 40,
+                           .ring_cap = 0,
+                           .seed = 51};
     sampler_rig r;
     rig_init(&r, x[0], V, &sp, NULL, 0, 500);
     int order[] = {0, 1, 2, 0, 1, 2, 1, 0}, same = 0, outside = 0;
@@ -267,8 +346,13 @@ int main(void) {
     same = outside = 0;
     bad = tol = 0;
     for (int n = 0; n < 8; n++) {
-      op_sample_params pp = {n % 2 ? 1.0f : 0.8f, n % 3 ? 0.95f : 1.0f, n % 4 ? 0.05f : 0.0f, 1.3f, n % 2 ? 0 : 40, 64,
-                             60 + (uint32_t)n};
+      op_sample_params pp = {.temperature = n % 2 ? 1.0f : 0.8f,
+                             .top_p = n % 3 ? 0.95f : 1.0f,
+                             .min_p = n % 4 ? 0.05f : 0.0f,
+                             .rep_penalty = 1.3f,
+                             .top_k = n % 2 ? 0 : 40,
+                             .ring_cap = 64,
+                             .seed = 60 + (uint32_t)n};
       rig_init(&r, x[0], V, &pp, ring, 64, (uint32_t)n);
       uint32_t got = rig_draw(&r);
       memcpy(w, x[0], V * 4);
@@ -301,7 +385,8 @@ int main(void) {
     x[20] = 4.9f;
     x[30] = -0.5f;
     uint32_t ring[] = {10, 30, 10, 77};
-    op_sample_params sp = {0.0f, 1.0f, 0.0f, 1.5f, 0, 64, 3};
+    op_sample_params sp = {
+        .temperature = 0.0f, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.5f, .top_k = 0, .ring_cap = 64, .seed = 3};
     sampler_rig r;
     rig_init(&r, x, V, &sp, ring, 4, 0);
     uint32_t got = rig_draw(&r);
@@ -358,7 +443,13 @@ int main(void) {
     for (int c = 0; c < 9; c++) {
       const uint32_t *ring = cs[c].full ? ring256 : ring16;
       uint32_t n_ring = cs[c].full ? 256 : 16;
-      op_sample_params sp = {0.0f, 1.0f, 0.0f, cs[c].rep, 0, n_ring == 256 ? 256 : 64, 5};
+      op_sample_params sp = {.temperature = 0.0f,
+                             .top_p = 1.0f,
+                             .min_p = 0.0f,
+                             .rep_penalty = cs[c].rep,
+                             .top_k = 0,
+                             .ring_cap = n_ring == 256 ? 256 : 64,
+                             .seed = 5};
       sp.presence = cs[c].presence;
       sp.frequency = cs[c].frequency;
       sampler_rig r;
@@ -403,9 +494,13 @@ int main(void) {
     int same = 0, outside = 0, in_ring = 0;
     uint32_t bad = 0, tol = 0;
     for (int n = 0; n < 8; n++) {
-      op_sample_params pp = {n % 2 ? 1.0f : 0.8f,      n % 3 ? 0.95f : 1.0f, n % 4 ? 0.05f : 0.0f,
-                             n % 3 == 2 ? 1.3f : 1.0f, n % 2 ? 0 : 40,       64,
-                             80 + (uint32_t)n};
+      op_sample_params pp = {.temperature = n % 2 ? 1.0f : 0.8f,
+                             .top_p = n % 3 ? 0.95f : 1.0f,
+                             .min_p = n % 4 ? 0.05f : 0.0f,
+                             .rep_penalty = n % 3 == 2 ? 1.3f : 1.0f,
+                             .top_k = n % 2 ? 0 : 40,
+                             .ring_cap = 64,
+                             .seed = 80 + (uint32_t)n};
       pp.presence = pres[n];
       pp.frequency = freq[n];
       sampler_rig r;
@@ -446,7 +541,13 @@ int main(void) {
       z += exp(x[i]);
     for (int i = 0; i < 5; i++)
       pr[i] = exp(x[i]) / z;
-    op_sample_params sp = {1.0f, 1.0f, 0.0f, 1.0f, 0, 0, 2024};
+    op_sample_params sp = {.temperature = 1.0f,
+                           .top_p = 1.0f,
+                           .min_p = 0.0f,
+                           .rep_penalty = 1.0f,
+                           .top_k = 0,
+                           .ring_cap = 0,
+                           .seed = 2024};
     sampler_rig r;
     rig_init(&r, x, 5, &sp, NULL, 0, 0);
     int cnt[5] = {0}, N = 1500;

@@ -1,6 +1,9 @@
 /* Build-time generator: turns each WGSL template in kernels/ into its variants and writes them as
    one C table (gpu_kernel_sources), plus a header of their names (kernel_ids.h: K_<KERNEL> and
    V_<KERNEL>_<VARIANT> string macros, so an op naming a kernel or variant that does not exist fails to build).
+   Each variant's row carries the size of its Params block and its binding list (group 0's bindings in order, one
+   letter each: u uniform, r read-only storage, w read_write storage), which the recorder checks every dispatch
+   against.
    Variants are listed one a line, or as axes whose every combination is a variant (its name the axis names
    joined, "-" for none):
      //! axis f32: KV_F16=0 | f16: KV_F16=1
@@ -269,12 +272,66 @@ static int parse_axis(const char *s, axis *ax, const char *path, int ln) {
   return ax->n > 0;
 }
 
-static int emit_variant(FILE *o, const char *src, const variant *v0, const char *path) {
-  variant v = *v0; /* #defines add to a copy */
-  if (v.req & 1) fputs("  \"enable f16;\\n\"\n", o);
-  if (v.req & 2) fputs("  \"enable subgroups;\\n\"\n", o);
-  if (v.req & 4) fputs("  \"enable chromium_experimental_subgroup_matrix;\\n\"\n", o);
-  return emit_lines(o, src, &v, path, 0);
+/* The variant's bindings of group 0 in the order of their numbers, one letter each: 'u' a uniform, 'r' read-only
+   storage, 'w' read_write storage (out, up to GPU_MAX_BINDINGS + 1 letters); read from its emitted lines (comments
+   and disabled lines are gone). 0 when a declaration is malformed, a number repeats or one is missing. */
+#define MAX_KERNEL_BINDINGS 16
+static int binding_list(const char *emitted, char out[MAX_KERNEL_BINDINGS + 1], const char *path, const char *variant) {
+  char kind[MAX_KERNEL_BINDINGS] = {0};
+  int n = 0;
+  for (const char *b = strstr(emitted, "@binding("); b; b = strstr(b + 1, "@binding(")) {
+    int num = atoi(b + 9);
+    const char *var = strstr(b, "var<"), *eol = strchr(b, '\n');
+    if (num < 0 || num >= MAX_KERNEL_BINDINGS || !var || (eol && var > eol)) {
+      fprintf(stderr, "%s (%s): a binding declaration kernelgen cannot read: %.40s\n", path, variant, b);
+      return 0;
+    }
+    char k = !strncmp(var, "var<uniform>", 12)                                              ? 'u'
+             : !strncmp(var, "var<storage, read_write>", 24)                                ? 'w'
+             : !strncmp(var, "var<storage, read>", 18) || !strncmp(var, "var<storage>", 12) ? 'r'
+                                                                                            : 0;
+    if (!k || kind[num]) {
+      fprintf(stderr, "%s (%s): binding %d is %s\n", path, variant, num, k ? "declared twice" : "of an unknown kind");
+      return 0;
+    }
+    kind[num] = k;
+    if (num + 1 > n) n = num + 1;
+  }
+  for (int i = 0; i < n; i++)
+    if (!kind[i]) {
+      fprintf(stderr, "%s (%s): bindings 0..%d with %d missing\n", path, variant, n - 1, i);
+      return 0;
+    }
+  memcpy(out, kind, (size_t)n);
+  out[n] = 0;
+  return 1;
+}
+
+/* Emits the variant's source lines and its binding list (bindings) into o. */
+static int emit_variant(FILE *o, const char *src, const variant *v0, const char *path,
+                        char bindings[MAX_KERNEL_BINDINGS + 1]) {
+  variant v = *v0;     /* #defines add to a copy */
+  FILE *t = tmpfile(); /* the lines once more, to read the bindings back from */
+  if (!t) {
+    fprintf(stderr, "kernelgen: no temporary file\n");
+    return 0;
+  }
+  if (v.req & 1) fputs("  \"enable f16;\\n\"\n", t);
+  if (v.req & 2) fputs("  \"enable subgroups;\\n\"\n", t);
+  if (v.req & 4) fputs("  \"enable chromium_experimental_subgroup_matrix;\\n\"\n", t);
+  int ok = emit_lines(t, src, &v, path, 0);
+  long n = ftell(t);
+  char *text = ok && n >= 0 ? malloc((size_t)n + 1) : NULL;
+  rewind(t);
+  ok = text && fread(text, 1, (size_t)n, t) == (size_t)n;
+  fclose(t);
+  if (ok) {
+    text[n] = 0;
+    fputs(text, o);
+    ok = binding_list(text, bindings, path, v.name);
+  }
+  free(text);
+  return ok;
 }
 
 int main(int argc, char **argv) {
@@ -354,8 +411,9 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i <= strlen(v.name); i++)
           vup[i] = (char)(v.name[i] >= 'a' && v.name[i] <= 'z' ? v.name[i] - 32 : v.name[i]);
         fprintf(ids, "#define V_%s_%s \"%s\"\n", up, vup, v.name);
-        if (!emit_variant(o, src, &v, path)) return 1;
-        fprintf(o, "  , %uu, %uu},\n", v.req, params_bytes(src));
+        char bindings[MAX_KERNEL_BINDINGS + 1];
+        if (!emit_variant(o, src, &v, path, bindings)) return 1;
+        fprintf(o, "  , %uu, %uu, \"%s\"},\n", v.req, params_bytes(src), bindings);
         nvar++;
         total++;
       }

@@ -4,7 +4,7 @@
    weightless v norm, attention scale 1, per-layer head_dim and RoPE, KV-shared layers reading an earlier
    layer's cache) and MLP block, then the per-layer input (gate, GELU, times the layer's input vector, projection,
    norm, residual add) and the layer scalar; the LM head with final logit soft-capping (blocks.c). */
-#include "decoder.h"
+#include "blocks.h"
 #include <math.h>
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
@@ -19,7 +19,12 @@ static wgllm_status per_layer_inputs(const llm_fwd *f) {
   wgllm_status st = op_embedding(rec, V(s->ids), &m->ple_embd, V(s->ple_tok), T, LP, hp->ple_vocab, sqrtf((float)P));
   if (!st) st = llm_linear(f, V(s->x), &m->ple_model_proj, (gpu_view){0}, V(s->ple_ctx), T, LP, D);
   /* RMSNorm(c * y) = y / sqrt(mean(y^2) + eps / c^2): the projection's scale c = 1/sqrt(D) rides in eps */
-  op_rms_norm_params pn = {P, T * hp->n_layer, {0, P, 0, 0}, {0, P, 0, 0}, hp->norm_eps * (float)D, 0.0f};
+  op_rms_norm_params pn = {.n = P,
+                           .rows = T * hp->n_layer,
+                           .in = {.off = 0, .stride = P},
+                           .out = {.off = 0, .stride = P},
+                           .eps = hp->norm_eps * (float)D,
+                           .w_offset = 0.0f};
   if (!st) st = op_rms_norm_rows(rec, V(s->ple_ctx), m->ple_proj_norm, V(s->ple), &pn);
   if (!st) st = op_add_scale_inplace(rec, V(s->ple), V(s->ple_tok), T * LP, T * LP, (float)(1.0 / sqrt(2.0)));
   return st;

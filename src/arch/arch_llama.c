@@ -2,7 +2,7 @@
    norms) and of Gemma 3 (the same decoder with (1+w) norms, sandwich norms, GeGLU, scaled embeddings and
    sliding windows on local layers with their own RoPE): embedding, per layer the attention and MLP blocks
    (blocks.c), the LM head. */
-#include "decoder.h"
+#include "blocks.h"
 
 wgllm_status llm_forward_llama(const llm_fwd *f, uint32_t n_logits) {
   const llm_hparams *hp = &f->m->hp;

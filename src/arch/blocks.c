@@ -1,4 +1,4 @@
-/* The attention and MLP blocks and the LM head the families' forward passes are built from (decoder.h).
+/* The attention and MLP blocks and the LM head the families' forward passes are built from (blocks.h).
    Attention of layer l: RMSNorm, fused Q/K/V projection (+ biases), optional per-head q/k RMSNorm and
    weightless v RMSNorm, RoPE, KV append (owning layers only), causal GQA attention over the source layer's
    cache (its own, or an earlier layer's for KV-shared layers), output projection, residual add (through
@@ -9,7 +9,7 @@
    flash-decoding, whose first pass also applies RoPE and appends to the KV cache. A batched decode (f->tokens:
    one token each of several sessions) is that fused path with T tokens a GEMV, and token by token RoPE, cache
    append and flash-decoding over each token's own session's cache. */
-#include "decoder.h"
+#include "blocks.h"
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
@@ -31,55 +31,74 @@ static wgllm_status llm_gemv(const llm_fwd *f, gpu_view x, const op_weight *w, g
   return op_gemv(f->rec, x, w, bias, y, N, K, o);
 }
 
-/* Batched decode: token i's RoPE, cache append and flash-decoding over its own session's cache (a dispatch set
-   a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn. */
-static wgllm_status attention_tokens(const llm_fwd *f, uint32_t l, gpu_buffer *qk, uint32_t qk_stride, uint32_t k_off,
-                                     gpu_view vsrc, uint32_t v_off, uint32_t v_stride) {
-  const llm_hparams *hp = &f->m->hp;
-  uint32_t hd = llm_layer_head_dim(hp, l), nq = llm_layer_q_width(hp, l), src = llm_layer_kv_source(hp, l);
-  uint32_t rep = hp->n_head / llm_layer_n_head_kv(hp, l), rot = llm_layer_rot_dim(hp, l);
-  wgllm_status st = WGLLM_OK;
-  for (uint32_t i = 0; !st && i < f->n_seq; i++) {
-    const llm_fwd_token *tk = &f->tokens[i];
-    gpu_buffer *rope_cs = llm_layer_rope_local(hp, l) && tk->rope->local ? tk->rope->local : tk->rope->global;
-    op_kv_layout gl;
-    gpu_view kg, vg;
-    uint32_t h0, n_groups = llm_kv_group(tk->kv, src, 0, &gl, &kg, &vg, &h0);
-    for (uint32_t j = 0; !st && j < n_groups; j++) {
-      llm_kv_group(tk->kv, src, j, &gl, &kg, &vg, &h0);
-      uint32_t gq = gl.n_kv_head * rep, qo = h0 * rep * hd;
-      if (!op_attention_decode_supports(&gl, gq))
-        return op_fail(f->rec, WGLLM_ERR_UNSUPPORTED, "batched decode: layer %u's heads have no flash-decoding", l);
-      op_attn_params ap = {1,    gq,         qk_stride, i * qk_stride + qo, nq, llm_layer_window(hp, l), hp->attn_scale,
-                           0.0f, tk->max_len};
-      op_attn_rope ar = {
-          V(rope_cs),   vsrc, rot, tk->kv->ctx, i * qk_stride + k_off + h0 * hd, i * v_stride + v_off + h0 * hd,
-          hp->rope_mode};
-      ap.rope = &ar;
-      gpu_view args = V(tk->attn_args), out = {f->s->attn, ((uint64_t)i * nq + qo) * 4, 0};
-      st = op_attention_decode(f->rec, &gl, &ap, V(qk), kg, vg, tk->pos, V(tk->attn_partial),
-                               tk->attn_grid == LLM_ATTN_GRID_INDIRECT ? &args : NULL, out);
-    }
+int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T) {
+  const llm_hparams *hp = &m->hp;
+  int sg, ok = 1;
+  for (uint32_t l = 0; ok && l < hp->n_layer; l++) {
+    const llm_layer *ly = &m->layers[l];
+    uint32_t F = llm_layer_n_ff(hp, l);
+    ok = op_gemv_supports(op_ctx(rec), &ly->wqkv, T, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->wo, T, llm_layer_q_width(hp, l), &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_gate_up, T, hp->n_embd, &sg) &&
+         op_gemv_supports(op_ctx(rec), &ly->w_down, T, F, &sg);
   }
-  return st;
+  return ok;
 }
 
-wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
+/* ---- the attention block: the shared projection and output, and one function a path (prefill, one-token
+   decode, batched decode) for RoPE, the cache append and attention in between ---- */
+
+/* Layer l's attention shape, and where its q, k and v lie after the projection and the per-head norms: q and k
+   (and v unless vsrc says otherwise) in qk's rows of qk_stride, k at k_off, v at v_off of vb's rows of v_stride. */
+typedef struct attn_layer {
+  uint32_t l, head_dim, q_width, n_head_kv, rep, rot_dim, src;
+  int owns_kv;
+  gpu_buffer *rope_cs; /* the single-session paths' table (a batched token reads its own session's) */
+  gpu_buffer *qk, *vb;
+  uint32_t qk_stride, k_off, v_off, v_stride;
+  gpu_view vsrc; /* V from q's buffer (none) or from vb */
+} attn_layer;
+
+/* One group of KV heads of the layer's (source's) cache: its layout and K/V ranges, the query heads that read it,
+   and their offsets in a token's q row, k row, v row and output row. */
+typedef struct attn_group {
+  op_kv_layout layout;
+  gpu_view k, v;
+  uint32_t n_head, q_off, k_off, v_off;
+} attn_group;
+
+static uint32_t attn_group_at(const llm_kv_cache *kv, const attn_layer *L, uint32_t j, attn_group *g) {
+  uint32_t h0, n = llm_kv_group(kv, L->src, j, &g->layout, &g->k, &g->v, &h0);
+  g->n_head = g->layout.n_kv_head * L->rep;
+  g->q_off = h0 * L->rep * L->head_dim;
+  g->k_off = L->k_off + h0 * L->head_dim;
+  g->v_off = L->v_off + h0 * L->head_dim;
+  return n;
+}
+
+/* The shared first half: norm and fused Q/K/V projection (+ biases) into s->qkv [T][S] (q | k | v, q | k when
+   V is K, q alone in a KV-shared layer), the per-head q/k norms and weightless v norm into s->qk2; L says where
+   q, k and v ended up. */
+static wgllm_status attn_project(const llm_fwd *f, uint32_t l, attn_layer *L) {
   gpu_recorder *rec = f->rec;
   const llm_model *m = f->m;
   const llm_hparams *hp = &m->hp;
   const llm_scratch *s = f->s;
   const llm_layer *ly = &m->layers[l];
-  uint32_t T = f->T, D = hp->n_embd, hd = llm_layer_head_dim(hp, l), nkv_h = llm_layer_n_head_kv(hp, l);
-  uint32_t nq = llm_layer_q_width(hp, l), nkv = llm_layer_kv_width(hp, l), S = llm_layer_qkv_rows(hp, l);
-  int own = llm_layer_owns_kv(hp, l), v_is_k = llm_layer_v_is_k(hp, l);
-  uint32_t src = llm_layer_kv_source(hp, l), rot = llm_layer_rot_dim(hp, l);
-  gpu_buffer *rope_cs = llm_layer_rope_local(hp, l) && f->rope->local ? f->rope->local : f->rope->global;
-  uint32_t max_pos = f->kv->ctx;
+  uint32_t T = f->T, D = hp->n_embd, S = llm_layer_qkv_rows(hp, l), nkv = llm_layer_kv_width(hp, l);
   const float no = hp->norm_offset;
-  gpu_view none = {0}, bqkv = hp->qkv_bias ? ly->bqkv : none;
+  *L = (attn_layer){.l = l,
+                    .head_dim = llm_layer_head_dim(hp, l),
+                    .q_width = llm_layer_q_width(hp, l),
+                    .n_head_kv = llm_layer_n_head_kv(hp, l),
+                    .rot_dim = llm_layer_rot_dim(hp, l),
+                    .src = llm_layer_kv_source(hp, l),
+                    .owns_kv = llm_layer_owns_kv(hp, l),
+                    .rope_cs = llm_layer_rope_local(hp, l) && f->rope->local ? f->rope->local : f->rope->global};
+  L->rep = hp->n_head / L->n_head_kv;
+  uint32_t hd = L->head_dim, nq = L->q_width, nkv_h = L->n_head_kv;
+  gpu_view bqkv = hp->qkv_bias ? ly->bqkv : (gpu_view){0};
   wgllm_status st;
-  /* x -> qkv [T][S]: q | k | v, or q | k when V is K, or q alone in a KV-shared layer */
   if (f->fused) {
     op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = T};
     st = llm_gemv(f, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
@@ -87,74 +106,200 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
     st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
     if (!st) st = llm_linear(f, V(s->xn), &ly->wqkv, bqkv, V(s->qkv), T, S, D);
   }
-  /* where q, k and v live after the optional per-head norms (buffer, element offsets, token stride) */
-  gpu_buffer *qk = s->qkv, *vb = s->qkv;
-  uint32_t k_off = nq, qk_stride = S, v_off = v_is_k ? nq : nq + nkv, v_stride = S;
+  L->qk = L->vb = s->qkv;
+  L->k_off = nq;
+  L->qk_stride = L->v_stride = S;
+  L->v_off = llm_layer_v_is_k(hp, l) ? nq : nq + nkv;
   if (!st && hp->qk_norm) {
     /* the heads of each token: in the fused QKV row (stride S) and out into q | k | v rows (stride S2) */
-    uint32_t S2 = own ? nq + 2 * nkv : nq;
-    op_rms_norm_params qn = {hd, T * hp->n_head, {0, hd, hp->n_head, S}, {0, hd, hp->n_head, S2}, hp->norm_eps, no};
+    uint32_t S2 = L->owns_kv ? nq + 2 * nkv : nq;
+    op_rms_norm_params qn = {.n = hd,
+                             .rows = T * hp->n_head,
+                             .in = {.off = 0, .stride = hd, .group = hp->n_head, .gstride = S},
+                             .out = {.off = 0, .stride = hd, .group = hp->n_head, .gstride = S2},
+                             .eps = hp->norm_eps,
+                             .w_offset = no};
     st = op_rms_norm_rows(rec, V(s->qkv), ly->q_norm, V(s->qk2), &qn);
-    if (!st && own) {
-      op_rms_norm_params kn = {hd, T * nkv_h, {nq, hd, nkv_h, S}, {nq, hd, nkv_h, S2}, hp->norm_eps, no};
+    if (!st && L->owns_kv) {
+      op_rms_norm_params kn = {.n = hd,
+                               .rows = T * nkv_h,
+                               .in = {.off = nq, .stride = hd, .group = nkv_h, .gstride = S},
+                               .out = {.off = nq, .stride = hd, .group = nkv_h, .gstride = S2},
+                               .eps = hp->norm_eps,
+                               .w_offset = no};
       st = op_rms_norm_rows(rec, V(s->qkv), ly->k_norm, V(s->qk2), &kn);
     }
-    if (!st && own && hp->v_norm) { /* weightless: the weight is ones, offset 0 */
-      op_rms_norm_params vn = {hd, T * nkv_h, {v_off, hd, nkv_h, S}, {nq + nkv, hd, nkv_h, S2}, hp->norm_eps, 0};
+    if (!st && L->owns_kv && hp->v_norm) { /* weightless: the weight is ones, offset 0 */
+      op_rms_norm_params vn = {.n = hd,
+                               .rows = T * nkv_h,
+                               .in = {.off = L->v_off, .stride = hd, .group = nkv_h, .gstride = S},
+                               .out = {.off = nq + nkv, .stride = hd, .group = nkv_h, .gstride = S2},
+                               .eps = hp->norm_eps,
+                               .w_offset = 0};
       st = op_rms_norm_rows(rec, V(s->qkv), m->ones, V(s->qk2), &vn);
-      vb = s->qk2;
-      v_off = nq + nkv;
-      v_stride = S2;
+      L->vb = s->qk2;
+      L->v_off = nq + nkv;
+      L->v_stride = S2;
     }
-    qk = s->qk2;
-    qk_stride = S2;
+    L->qk = s->qk2;
+    L->qk_stride = S2;
   }
-  gpu_view vsrc = vb == qk ? none : V(vb); /* V from q's buffer, or from the projection output */
-  if (!st && f->tokens) st = attention_tokens(f, l, qk, qk_stride, k_off, vsrc, v_off, v_stride);
-  /* one token with flash-decoding: RoPE and the cache append ride in the attention's first pass */
-  op_kv_layout g0;
-  gpu_view kg, vg;
-  uint32_t h0, n_groups = llm_kv_group(f->kv, src, 0, &g0, &kg, &vg, &h0);
-  uint32_t rep = hp->n_head / nkv_h, gq = g0.n_kv_head * rep; /* query heads a group of KV heads serves */
-  int decode = T == 1 && s->attn_partial && op_attention_decode_supports(&g0, gq);
-  int rope_in_attn = own && decode && rot % 4 == 0 && !f->fo->unfused;
-  int rope_kv = own && !rope_in_attn && rot % 4 == 0;
-  if (!st && !f->tokens && (!own || (!rope_in_attn && !rope_kv))) {
-    /* RoPE of q (a KV-shared layer: the source layer wrote the cache), and of k where no fused kernel takes it */
-    op_rope_params rq = {T, hp->n_head, hd, rot, 0, qk_stride, hp->rope_mode, max_pos};
-    st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rq);
-    if (!st && own) {
-      op_rope_params rk = {T, nkv_h, hd, rot, k_off, qk_stride, hp->rope_mode, max_pos};
-      st = op_rope(rec, V(qk), V(s->pos), V(rope_cs), &rk);
-    }
+  L->vsrc = L->vb == L->qk ? (gpu_view){0} : V(L->vb);
+  return st;
+}
+
+/* RoPE of q (a KV-shared layer: its source layer wrote the cache) and, in an owning layer, of k, as dispatches of
+   their own: where no fused kernel takes them. */
+static wgllm_status attn_rope_apart(const llm_fwd *f, const attn_layer *L) {
+  const llm_hparams *hp = &f->m->hp;
+  op_rope_params rq = {.n_tokens = f->T,
+                       .n_heads = hp->n_head,
+                       .head_dim = L->head_dim,
+                       .rot_dim = L->rot_dim,
+                       .x_off = 0,
+                       .token_stride = L->qk_stride,
+                       .mode = hp->rope_mode,
+                       .max_pos = f->kv->ctx};
+  wgllm_status st = op_rope(f->rec, V(L->qk), V(f->s->pos), V(L->rope_cs), &rq);
+  if (!st && L->owns_kv) {
+    op_rope_params rk = rq;
+    rk.n_heads = L->n_head_kv;
+    rk.x_off = L->k_off;
+    st = op_rope(f->rec, V(L->qk), V(f->s->pos), V(L->rope_cs), &rk);
   }
-  /* the cache append and attention, a dispatch a group of KV heads (one group unless the layer's K is over the
-     binding limit: llm_kv_group), over the query heads that read the group */
-  for (uint32_t j = 0; !st && !f->tokens && j < n_groups; j++) {
-    op_kv_layout gl;
-    llm_kv_group(f->kv, src, j, &gl, &kg, &vg, &h0);
-    uint32_t qo = h0 * rep * hd, ko = k_off + h0 * hd, vo = v_off + h0 * hd;
-    if (rope_kv) { /* one dispatch: RoPE of q and k, the cache append */
-      op_rope_kv_params rp = {T, gq, rot, max_pos, hp->rope_mode, qo, qk_stride, ko, qk_stride, vo, v_stride};
-      st = op_rope_kv(rec, &gl, &rp, V(qk), vsrc, V(s->pos), V(rope_cs), kg, vg);
-    } else if (own && !rope_in_attn) {
-      op_kv_write_params wp = {T, ko, qk_stride, vo, v_stride};
-      st = op_kv_write(rec, &gl, &wp, V(qk), vb == qk ? V(qk) : V(vb), V(s->pos), kg, vg);
-    }
-    op_attn_params ap = {T, gq, qk_stride, qo, nq, llm_layer_window(hp, l), hp->attn_scale, 0.0f, f->fo->max_len};
-    op_attn_rope ar = {V(rope_cs), vsrc, rot, max_pos, ko, vo, hp->rope_mode};
+  return st;
+}
+
+/* An owning layer's cache append of a group's KV heads: with RoPE of q and k in the same dispatch (rope_kv), or
+   a plain write of k and v already rotated. */
+static wgllm_status attn_append(const llm_fwd *f, const attn_layer *L, const attn_group *g, int rope_kv) {
+  if (rope_kv) {
+    op_rope_kv_params rp = {.n_tokens = f->T,
+                            .n_head = g->n_head,
+                            .rot_dim = L->rot_dim,
+                            .max_pos = f->kv->ctx,
+                            .mode = f->m->hp.rope_mode,
+                            .q_off = g->q_off,
+                            .q_stride = L->qk_stride,
+                            .k_off = g->k_off,
+                            .k_stride = L->qk_stride,
+                            .v_off = g->v_off,
+                            .v_stride = L->v_stride};
+    return op_rope_kv(f->rec, &g->layout, &rp, V(L->qk), L->vsrc, V(f->s->pos), V(L->rope_cs), g->k, g->v);
+  }
+  op_kv_write_params wp = {
+      .n_tokens = f->T, .k_off = g->k_off, .k_stride = L->qk_stride, .v_off = g->v_off, .v_stride = L->v_stride};
+  return op_kv_write(f->rec, &g->layout, &wp, V(L->qk), V(L->vb), V(f->s->pos), g->k, g->v);
+}
+
+/* The attention's math for a group's query heads of T tokens (q rows of qk_stride, output rows of q_width). */
+static op_attn_params attn_params(const llm_fwd *f, const attn_layer *L, const attn_group *g) {
+  const llm_hparams *hp = &f->m->hp;
+  return (op_attn_params){.n_tokens = f->T,
+                          .n_head = g->n_head,
+                          .q_stride = L->qk_stride,
+                          .q_off = g->q_off,
+                          .out_stride = L->q_width,
+                          .window = llm_layer_window(hp, L->l),
+                          .scale = hp->attn_scale,
+                          .softcap = 0.0f,
+                          .max_len = f->fo->max_len};
+}
+
+/* Prefill (or one token without flash-decoding): RoPE of q and k with the cache append in one dispatch where the
+   rotary dimension allows (apart otherwise), then attention over the cache, a dispatch a group of KV heads. */
+static wgllm_status attention_prefill(const llm_fwd *f, const attn_layer *L, uint32_t n_groups) {
+  int rope_kv = L->owns_kv && L->rot_dim % 4 == 0;
+  wgllm_status st = rope_kv ? WGLLM_OK : attn_rope_apart(f, L);
+  for (uint32_t j = 0; !st && j < n_groups; j++) {
+    attn_group g;
+    attn_group_at(f->kv, L, j, &g);
+    if (L->owns_kv) st = attn_append(f, L, &g, rope_kv);
+    op_attn_params ap = attn_params(f, L, &g);
+    gpu_view out = {.buf = f->s->attn, .offset = (uint64_t)g.q_off * 4}; /* its heads' columns of every token's row */
+    if (!st) st = op_attention(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, V(f->s->pos), out);
+  }
+  return st;
+}
+
+/* One token with flash-decoding: RoPE and the cache append ride in the attention's first pass (fused path), or
+   run before it as prefill's do (the unfused comparison path, a rotary dimension the fold does not take). */
+static wgllm_status attention_decode(const llm_fwd *f, const attn_layer *L, uint32_t n_groups) {
+  const llm_scratch *s = f->s;
+  int rope_in_attn = L->owns_kv && L->rot_dim % 4 == 0 && !f->fo->unfused;
+  int rope_kv = L->owns_kv && !rope_in_attn && L->rot_dim % 4 == 0;
+  wgllm_status st = rope_in_attn || rope_kv ? WGLLM_OK : attn_rope_apart(f, L);
+  for (uint32_t j = 0; !st && j < n_groups; j++) {
+    attn_group g;
+    attn_group_at(f->kv, L, j, &g);
+    if (L->owns_kv && !rope_in_attn) st = attn_append(f, L, &g, rope_kv);
+    op_attn_params ap = attn_params(f, L, &g);
+    op_attn_rope ar = {.cs = V(L->rope_cs),
+                       .vsrc = L->vsrc,
+                       .rot_dim = L->rot_dim,
+                       .max_pos = f->kv->ctx,
+                       .k_off = g.k_off,
+                       .v_off = g.v_off,
+                       .mode = f->m->hp.rope_mode};
     if (rope_in_attn) ap.rope = &ar;
-    gpu_view out = {s->attn, (uint64_t)qo * 4, 0}; /* its heads' columns of every token's row */
-    if (!st && decode) {
-      gpu_view args = V(s->attn_args);
-      int indirect = f->fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
-      st = op_attention_decode(rec, &gl, &ap, V(qk), kg, vg, V(s->pos), V(s->attn_partial), indirect ? &args : NULL,
-                               out);
-    } else if (!st)
-      st = op_attention(rec, &gl, &ap, V(qk), kg, vg, V(s->pos), out);
+    gpu_view out = {.buf = s->attn, .offset = (uint64_t)g.q_off * 4}, args = V(s->attn_args);
+    int indirect = f->fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
+    if (!st)
+      st = op_attention_decode(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, V(s->pos), V(s->attn_partial),
+                               indirect ? &args : NULL, out);
   }
-  /* output projection + residual (through Gemma's post-attention norm) */
-  if (st) return st;
+  return st;
+}
+
+/* Batched decode: token i's RoPE, cache append and flash-decoding over its own session's cache (a dispatch set
+   a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn. */
+static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
+  const llm_hparams *hp = &f->m->hp;
+  wgllm_status st = WGLLM_OK;
+  for (uint32_t i = 0; !st && i < f->n_seq; i++) {
+    const llm_fwd_token *tk = &f->tokens[i];
+    gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && tk->rope->local ? tk->rope->local : tk->rope->global;
+    attn_group g;
+    uint32_t n_groups = attn_group_at(tk->kv, L, 0, &g);
+    for (uint32_t j = 0; !st && j < n_groups; j++) {
+      attn_group_at(tk->kv, L, j, &g);
+      if (!op_attention_decode_supports(&g.layout, g.n_head))
+        return op_fail(f->rec, WGLLM_ERR_UNSUPPORTED, "batched decode: layer %u's heads have no flash-decoding", L->l);
+      op_attn_params ap = {.n_tokens = 1,
+                           .n_head = g.n_head,
+                           .q_stride = L->qk_stride,
+                           .q_off = i * L->qk_stride + g.q_off,
+                           .out_stride = L->q_width,
+                           .window = llm_layer_window(hp, L->l),
+                           .scale = hp->attn_scale,
+                           .softcap = 0.0f,
+                           .max_len = tk->max_len};
+      op_attn_rope ar = {.cs = V(rope_cs),
+                         .vsrc = L->vsrc,
+                         .rot_dim = L->rot_dim,
+                         .max_pos = tk->kv->ctx,
+                         .k_off = i * L->qk_stride + g.k_off,
+                         .v_off = i * L->v_stride + g.v_off,
+                         .mode = hp->rope_mode};
+      ap.rope = &ar;
+      gpu_view args = V(tk->attn_args), out = {.buf = f->s->attn, .offset = ((uint64_t)i * L->q_width + g.q_off) * 4};
+      st = op_attention_decode(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, tk->pos, V(tk->attn_partial),
+                               tk->attn_grid == LLM_ATTN_GRID_INDIRECT ? &args : NULL, out);
+    }
+  }
+  return st;
+}
+
+/* The shared second half: output projection and the residual add (through Gemma's post-attention norm). */
+static wgllm_status attn_output(const llm_fwd *f, const attn_layer *L) {
+  gpu_recorder *rec = f->rec;
+  const llm_hparams *hp = &f->m->hp;
+  const llm_scratch *s = f->s;
+  const llm_layer *ly = &f->m->layers[L->l];
+  uint32_t T = f->T, D = hp->n_embd, nq = L->q_width;
+  const float no = hp->norm_offset;
+  gpu_view none = {0};
+  wgllm_status st;
   if (f->fused) {
     op_gemv_opts oo = {.accumulate = 1, .n_tokens = T}, op = {.n_tokens = T};
     if (hp->sandwich_norms) {
@@ -169,6 +314,22 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
     return op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
   if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
   return st;
+}
+
+wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
+  attn_layer L;
+  wgllm_status st = attn_project(f, l, &L);
+  if (!st && f->tokens) {
+    st = attention_batched(f, &L);
+  } else if (!st) {
+    /* flash-decoding for one token where the group's heads fit it, the prefill kernels otherwise */
+    attn_group g0;
+    uint32_t n_groups = attn_group_at(f->kv, &L, 0, &g0);
+    int decode = f->T == 1 && f->s->attn_partial && op_attention_decode_supports(&g0.layout, g0.n_head);
+    st = decode ? attention_decode(f, &L, n_groups) : attention_prefill(f, &L, n_groups);
+  }
+  if (st) return st;
+  return attn_output(f, &L);
 }
 
 wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
@@ -224,9 +385,13 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
     op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = n_logits};
     st = llm_gemv(f, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
   } else {
-    st = op_rms_norm_rows(
-        rec, V(s->x), m->output_norm, V(s->xn),
-        &(op_rms_norm_params){D, n_logits, {(T - n_logits) * D, D, 0, 0}, {0, D, 0, 0}, hp->norm_eps, no});
+    op_rms_norm_params last = {.n = D,
+                               .rows = n_logits,
+                               .in = {.off = (T - n_logits) * D, .stride = D},
+                               .out = {.off = 0, .stride = D},
+                               .eps = hp->norm_eps,
+                               .w_offset = no};
+    st = op_rms_norm_rows(rec, V(s->x), m->output_norm, V(s->xn), &last);
     if (!st) st = llm_linear(f, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
   }
   if (!st && hp->final_softcap > 0)

@@ -159,6 +159,8 @@ typedef struct gpu_kernel_source {
   const char *source;    /* generated WGSL */
   unsigned requires;     /* GPU_REQ_* */
   unsigned params_bytes; /* size of its WGSL `Params` block (all 4-byte scalars), 0 if none: checked at record */
+  const char *bindings;  /* group 0's bindings by number, a letter each: 'u' uniform, 'r' read-only storage, 'w'
+                            read_write storage ("urrw"); a dispatch's are checked against it at record */
 } gpu_kernel_source;
 extern const gpu_kernel_source gpu_kernel_sources[];
 extern const size_t gpu_kernel_source_count;
@@ -185,6 +187,9 @@ typedef struct gpu_dispatch_desc {
   uint32_t params_size;
   gpu_view bind[GPU_MAX_BINDINGS]; /* storage buffers at @binding(1..n) (or 0..n-1 without params) */
   int n_bind;
+  /* how the caller means each of bind[0..n_bind) to be used, a letter each: 'r' read, 'w' read_write (as the
+     kernel declares it: gpu_kernel_source.bindings); NULL: not stated (the count is checked all the same) */
+  const char *access;
   uint32_t grid[3];  /* workgroups; ignored when indirect.buf is set */
   gpu_view indirect; /* 3 x u32 written on the GPU */
 } gpu_dispatch_desc;

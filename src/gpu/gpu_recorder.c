@@ -84,6 +84,42 @@ static wgllm_status fail(gpu_recorder *r, wgllm_status s, const char *msg) {
 
 wgllm_status gpu_recorder_fail(gpu_recorder *r, wgllm_status s, const char *msg) { return fail(r, s, msg); }
 
+/* Whether a dispatch binds what its kernel declares (kernelgen's list): the params block at binding 0 exactly when
+   the kernel has a uniform there, then as many storage buffers as it declares, each with the access the caller
+   states; why not into e. */
+static int bindings_match(const gpu_kernel_source *ks, const gpu_dispatch_desc *d, char *e, size_t elen) {
+  const char *want = ks->bindings ? ks->bindings : "";
+  int uniform = want[0] == 'u', n_storage = (int)strlen(want) - uniform;
+  if (uniform != (d->params_size > 0)) {
+    snprintf(e, elen, "kernel %s/%s: %s a params block, its WGSL %s a uniform at binding 0", d->kernel, d->variant,
+             d->params_size ? "given" : "not given", uniform ? "declares" : "has no");
+    return 0;
+  }
+  if (d->access && (int)strlen(d->access) != d->n_bind) {
+    snprintf(e, elen, "kernel %s/%s: %d bindings but an access list of %zu (\"%s\")", d->kernel, d->variant, d->n_bind,
+             strlen(d->access), d->access);
+    return 0;
+  }
+  if (d->n_bind != n_storage) {
+    snprintf(e, elen, "kernel %s/%s: %d storage bindings given, its WGSL declares %d (\"%s\")", d->kernel, d->variant,
+             d->n_bind, n_storage, want);
+    return 0;
+  }
+  for (int i = 0; d->access && i < n_storage; i++)
+    if (d->access[i] != want[uniform + i]) {
+      snprintf(e, elen, "kernel %s/%s: binding %d (@binding(%d)) given as %s, its WGSL declares it %s", d->kernel,
+               d->variant, i, uniform + i,
+               d->access[i] == 'w'   ? "read_write"
+               : d->access[i] == 'r' ? "read"
+                                     : "?",
+               want[uniform + i] == 'w'   ? "read_write"
+               : want[uniform + i] == 'r' ? "read"
+                                          : "a uniform");
+      return 0;
+    }
+  return 1;
+}
+
 wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
   if (r->failed) return r->failed;
   if (r->finalized) return fail(r, WGLLM_ERR_INTERNAL, "gpu_record on a recording that already ran");
@@ -106,6 +142,7 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
              d->params_size, ks->params_bytes);
     return fail(r, WGLLM_ERR_INTERNAL, e);
   }
+  if (ks && !bindings_match(ks, d, e, sizeof e)) return fail(r, WGLLM_ERR_INTERNAL, e);
   record rc;
   memset(&rc, 0, sizeof rc);
   wgllm_status s = gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, e, sizeof e);

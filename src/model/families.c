@@ -2,18 +2,25 @@
    differently from the Llama baseline. The hyperparameter readers (model_config.c) and the shape check read the
    rows; the forward pass (src/arch/) reads the flags they set. Adding a family starts with a row here
    (docs/ADDING_A_MODEL.md). */
+#include "config_json.h"
 #include "model.h"
 #include <stdio.h>
 #include <string.h>
 
 static const llm_family FAMILIES[] = {
-    /* arch, config.json model_type, GGUF general.architecture, qkv bias, qk norm, gemma, GGUF rope adjacent */
-    {LLM_ARCH_LLAMA, {"llama", "mistral"}, {"llama"}, 0, 0, 0, 1},
-    {LLM_ARCH_QWEN2, {"qwen2"}, {"qwen2"}, 1, 0, 0, 0},
-    {LLM_ARCH_QWEN3, {"qwen3"}, {"qwen3"}, 0, 1, 0, 0},
-    {LLM_ARCH_GEMMA3, {"gemma3_text"}, {"gemma3"}, 0, 1, 1, 0},
+    {.arch = LLM_ARCH_LLAMA, .hf = {"llama", "mistral"}, .gguf = {"llama"}, .gguf_rope_adjacent = 1},
+    {.arch = LLM_ARCH_QWEN2, .hf = {"qwen2"}, .gguf = {"qwen2"}, .qkv_bias = 1},
+    {.arch = LLM_ARCH_QWEN3, .hf = {"qwen3"}, .gguf = {"qwen3"}, .qk_norm = 1},
+    {.arch = LLM_ARCH_GEMMA3, .hf = {"gemma3_text"}, .gguf = {"gemma3"}, .qk_norm = 1, .gemma = 1},
     /* Gemma 4's readers are their own (config_gemma4.c): per-layer head_dim, KV sharing, per-layer inputs */
-    {LLM_ARCH_GEMMA4, {"gemma4_text"}, {"gemma4"}, 0, 1, 0, 0},
+    {.arch = LLM_ARCH_GEMMA4,
+     .hf = {"gemma4_text"},
+     .gguf = {"gemma4"},
+     .qk_norm = 1,
+     .tied_by_default = 1,
+     .default_act = OP_ACT_GELU_TANH, /* Gemma4TextConfig's default */
+     .read_hf = llm_gemma4_hparams,
+     .read_gguf = llm_gemma4_gguf_hparams},
 };
 
 static const llm_family *find(int gguf, const char *name) {

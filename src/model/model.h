@@ -11,6 +11,8 @@ typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_
 
 /* One architecture family (src/model/families.c): the names files give it and what it computes differently. */
 #define LLM_FAMILY_NAMES 4
+struct cJSON;
+struct llm_hparams;
 typedef struct llm_family {
   llm_arch arch;
   const char *hf[LLM_FAMILY_NAMES];   /* config.json model_type values */
@@ -19,6 +21,12 @@ typedef struct llm_family {
   int qk_norm;                        /* per-head RMSNorm of q and k (Qwen3, Gemma 3) */
   int gemma;                          /* Gemma 3: (1+w) norms, sandwich norms, scaled embeddings, local/global */
   int gguf_rope_adjacent;             /* llama.cpp's converter permuted q/k rows for adjacent-pair RoPE */
+  int tied_by_default;                /* tie_word_embeddings when config.json does not say */
+  op_act default_act;                 /* the activation when config.json names none */
+  /* a family whose config differs much has its own readers, which take over after the common fields (Gemma 4:
+     config_gemma4.c); NULL: the common readers go on */
+  wgllm_status (*read_hf)(const struct cJSON *cfg, struct llm_hparams *hp, char *err, size_t errlen);
+  wgllm_status (*read_gguf)(const wt_store *st, const char *arch, struct llm_hparams *hp, char *err, size_t errlen);
 } llm_family;
 const llm_family *llm_family_from_hf(const char *model_type); /* NULL: not a family wgllm runs */
 const llm_family *llm_family_from_gguf(const char *architecture);

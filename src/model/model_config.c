@@ -427,7 +427,7 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   if (qs > 0) hp->attn_scale = (float)(1.0 / sqrt(qs));
   hp->norm_eps = (float)eps;
-  int tied = fam->arch == LLM_ARCH_GEMMA4, attn_bias = 0, mlp_bias = 0, use_sw = -1;
+  int tied = fam->tied_by_default, attn_bias = 0, mlp_bias = 0, use_sw = -1;
   if ((s = json_opt_bool(cfg, "tie_word_embeddings", &tied, err, errlen)) ||
       (s = json_opt_bool(cfg, "attention_bias", &attn_bias, err, errlen)) ||
       (s = json_opt_bool(cfg, "mlp_bias", &mlp_bias, err, errlen)) ||
@@ -449,10 +449,8 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
       return WGLLM_ERR_UNSUPPORTED;
     }
   }
-  if (fam->arch == LLM_ARCH_GEMMA4) {
-    if (!cJSON_IsString(act)) hp->act = OP_ACT_GELU_TANH; /* Gemma4TextConfig's default */
-    return llm_gemma4_hparams(cfg, hp, err, errlen);
-  }
+  if (!cJSON_IsString(act)) hp->act = fam->default_act;
+  if (fam->read_hf) return fam->read_hf(cfg, hp, err, errlen);
   if (mlp_bias) {
     snprintf(err, errlen, "config.json: mlp_bias true (biases on the MLP projections) is not supported");
     return WGLLM_ERR_UNSUPPORTED;
@@ -605,8 +603,8 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     missing = "block_count";
   else if (!gguf_u32(st, a, "attention.head_count", &hp->n_head))
     missing = "attention.head_count";
-  else if (fam->arch != LLM_ARCH_GEMMA4 && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
-    missing = "feed_forward_length"; /* Gemma 4's may be per layer (its reader's) */
+  else if (!fam->read_gguf && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
+    missing = "feed_forward_length"; /* a family reader's (Gemma 4's may be per layer) */
   if (missing) {
     snprintf(err, errlen, "GGUF: missing or invalid %s.%s", a, missing);
     return WGLLM_ERR_FORMAT;
@@ -655,7 +653,7 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     }
     *dst[i] = (int32_t)v;
   }
-  if (fam->arch == LLM_ARCH_GEMMA4) return llm_gemma4_gguf_hparams(st, a, hp, err, errlen);
+  if (fam->read_gguf) return fam->read_gguf(st, a, hp, err, errlen);
   hp->n_head_kv = hp->n_head;
   if ((s = gguf_opt_arch_u32(st, a, "attention.head_count_kv", &hp->n_head_kv, err, errlen))) return s;
   if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {

@@ -28,21 +28,21 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_
   if (s) return s;
   uint32_t n_tokens = q->n_tokens;
   if (!n_tokens) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv_write: no tokens");
-  kv_write_params p = {n_tokens, kv->n_kv_head, kv->head_dim, kv->ctx, q->k_stride, q->k_off, q->v_stride, q->v_off};
-  gpu_dispatch_desc d = {.kernel = K_KV_WRITE,
-                         .variant = kv->f16 ? V_KV_WRITE_F16 : V_KV_WRITE_F32,
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 5};
-  d.bind[0] = k;
-  d.bind[1] = v;
-  d.bind[2] = pos;
-  d.bind[3] = kcache;
-  d.bind[4] = vcache;
-  d.grid[0] = (kv->n_kv_head * kv->head_dim / 4 + 63) / 64;
-  d.grid[1] = n_tokens;
-  d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  kv_write_params p = {.n_tokens = n_tokens,
+                       .n_kv_head = kv->n_kv_head,
+                       .head_dim = kv->head_dim,
+                       .ctx = kv->ctx,
+                       .k_stride = q->k_stride,
+                       .k_off = q->k_off,
+                       .v_stride = q->v_stride,
+                       .v_off = q->v_off};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_KV_WRITE,
+                                              .variant = kv->f16 ? V_KV_WRITE_F16 : V_KV_WRITE_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrrww",
+                                              .bind = {k, v, pos, kcache, vcache},
+                                              .grid = {(kv->n_kv_head * kv->head_dim / 4 + 63) / 64, n_tokens}});
 }
 
 int op_attn_prefill_gqa_plan(const gpu_context *ctx, const op_kv_layout *kv, uint32_t n_head, op_attn_gqa_plan *plan) {
@@ -75,41 +75,53 @@ int op_attn_prefill_gqa_plan(const gpu_context *ctx, const op_kv_layout *kv, uin
   return 1;
 }
 
+static const op_attn_kernel_opts unforced = {0};
+
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out) {
+  return op_attention_forced(rec, kv, a, NULL, q, kcache, vcache, pos, out);
+}
+
+wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                 const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                 gpu_view pos, gpu_view out) {
+  if (!force) force = &unforced;
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
   if (!a->n_tokens || !a->n_head || a->n_head % kv->n_kv_head)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: %u heads not a multiple of %u KV heads", a->n_head,
                    kv->n_kv_head);
   if (kv->head_dim > 512) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention: head_dim %u > 512", kv->head_dim);
-  attn_gpu_params p = {a->n_tokens,   a->n_head, kv->n_kv_head, kv->head_dim, a->q_stride, a->q_off,
-                       a->out_stride, kv->ctx,   a->window,     a->scale,     a->softcap,  0};
-  gpu_dispatch_desc d = {.kernel = K_ATTENTION,
-                         .variant = kv->f16 ? V_ATTENTION_F16 : V_ATTENTION_F32,
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 5};
-  d.bind[0] = q;
-  d.bind[1] = kcache;
-  d.bind[2] = vcache;
-  d.bind[3] = pos;
-  d.bind[4] = out;
-  d.grid[0] = a->n_head;
-  d.grid[1] = a->n_tokens;
-  d.grid[2] = 1;
+  attn_gpu_params p = {.n_tokens = a->n_tokens,
+                       .n_head = a->n_head,
+                       .n_kv_head = kv->n_kv_head,
+                       .head_dim = kv->head_dim,
+                       .q_stride = a->q_stride,
+                       .q_off = a->q_off,
+                       .out_stride = a->out_stride,
+                       .ctx = kv->ctx,
+                       .window = a->window,
+                       .scale = a->scale,
+                       .softcap = a->softcap};
+  op_dispatch_args d = {.kernel = K_ATTENTION,
+                        .variant = kv->f16 ? V_ATTENTION_F16 : V_ATTENTION_F32,
+                        .params = &p,
+                        .params_size = sizeof p,
+                        .access = "rrrrw",
+                        .bind = {q, kcache, vcache, pos, out},
+                        .grid = {a->n_head, a->n_tokens}};
   /* the first kernel of ops.h's order that accepts (gpu_context.attn_prefill_force starts the order later) */
   const gpu_context *ctx = op_ctx(rec);
   int from = ctx->attn_prefill_force > 1 ? ctx->attn_prefill_force : 1;
-  if (a->ungrouped && from < 2) from = 2;
-  if (a->untiled && from < 3) from = 3;
+  if (force->ungrouped && from < 2) from = 2;
+  if (force->untiled && from < 3) from = 3;
   uint32_t sgs = ctx->subgroup_min, nc = kv->head_dim / 4, nsg = 4, tok = 8;
   /* lanes past a head's vec4s share out the keys of P.V when the vec4s are a power of two dividing the lanes */
   uint32_t gr = nc < sgs && (nc & (nc - 1)) == 0 && sgs % nc == 0 ? sgs / nc : 1;
   gpu_constant c[9] = {{"SGS", (double)sgs}, {"GR", (double)gr}, {"NSG", 0}, {"NV", 0}};
-  int fixed_sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
+  int fixed_sg = !force->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   op_attn_gqa_plan gp;
-  if (!a->no_subgroups && from <= 1 && op_attn_prefill_gqa_plan(ctx, kv, a->n_head, &gp) &&
+  if (!force->no_subgroups && from <= 1 && op_attn_prefill_gqa_plan(ctx, kv, a->n_head, &gp) &&
       (a->n_tokens + gp.tokens - 1) / gp.tokens <= ctx->limits.maxComputeWorkgroupsPerDimension) {
     c[1].value = gp.gr;
     c[2].value = gp.tokens;
@@ -144,7 +156,7 @@ wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_at
     d.n_consts = 4;
     d.grid[0] = (a->n_head + nsg - 1) / nsg;
   }
-  return gpu_record(rec, &d);
+  return op_dispatch(rec, &d);
 }
 
 typedef struct attn_split_params {
@@ -200,6 +212,13 @@ uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                                  gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
                                  const gpu_view *indirect, gpu_view out) {
+  return op_attention_decode_forced(rec, kv, a, NULL, q, kcache, vcache, pos, partial, indirect, out);
+}
+
+wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                        const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                        gpu_view pos, gpu_view partial, const gpu_view *indirect, gpu_view out) {
+  if (!force) force = &unforced;
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
   if (a->n_tokens != 1)
@@ -208,9 +227,10 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
                    a->n_head, kv->n_kv_head, kv->head_dim);
   uint32_t B, mc;
-  if (a->chunk && (a->chunk < 16 || a->chunk > 128 || (a->chunk & (a->chunk - 1))))
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: chunk of %u keys (16..128, a power of two)", a->chunk);
-  decode_chunks(kv, a->max_len, a->window, a->chunk, &B, &mc);
+  uint32_t chunk = force->chunk;
+  if (chunk && (chunk < 16 || chunk > 128 || (chunk & (chunk - 1))))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: chunk of %u keys (16..128, a power of two)", chunk);
+  decode_chunks(kv, a->max_len, a->window, chunk, &B, &mc);
   if (a->max_len && a->max_len < kv->ctx && (a->max_len & (a->max_len - 1)))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: length bucket %u is not a power of two", a->max_len);
   if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
@@ -224,7 +244,7 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   uint32_t n_rep = a->n_head / kv->n_kv_head, rp2 = 1;
   while (rp2 < n_rep)
     rp2 *= 2;
-  int sg = !a->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max &&
+  int sg = !force->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max &&
            ctx->subgroup_min == 128 / rp2;
   const op_attn_rope *ro = a->rope;
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
@@ -237,74 +257,63 @@ wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, cons
   const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL];
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
-    attn_grid_params gp = {kv->n_kv_head, kv->ctx, a->window, mc};
-    gpu_dispatch_desc g = {.kernel = K_ATTN_GRID,
-                           .variant = V_ATTN_GRID_U32,
-                           .params = &gp,
-                           .params_size = sizeof gp,
-                           .n_bind = 2,
-                           .consts = &cb,
-                           .n_consts = 1};
-    g.bind[0] = pos;
-    g.bind[1] = *indirect;
-    g.grid[0] = g.grid[1] = g.grid[2] = 1;
-    s = gpu_record(rec, &g);
+    attn_grid_params gp = {.n_kv_head = kv->n_kv_head, .ctx = kv->ctx, .window = a->window, .max_chunks = mc};
+    s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_GRID,
+                                             .variant = V_ATTN_GRID_U32,
+                                             .params = &gp,
+                                             .params_size = sizeof gp,
+                                             .consts = &cb,
+                                             .n_consts = 1,
+                                             .access = "rw",
+                                             .bind = {pos, *indirect},
+                                             .grid = {1}});
     if (s) return s;
   }
-  attn_split_params sp = {a->n_head,
-                          kv->n_kv_head,
-                          kv->head_dim,
-                          kv->ctx,
-                          a->q_stride,
-                          a->q_off,
-                          a->window,
-                          mc,
-                          a->scale,
-                          a->softcap,
-                          ro ? ro->rot_dim : 0,
-                          ro ? (uint32_t)ro->mode : 0,
-                          ro ? ro->max_pos : 0,
-                          ro ? ro->k_off : 0,
-                          ro ? ro->v_off : 0,
-                          ro && !ro->vsrc.buf};
-  gpu_dispatch_desc d = {.kernel = K_ATTN_SPLIT,
-                         .variant = var,
-                         .params = &sp,
-                         .params_size = sizeof sp,
-                         .n_bind = 5,
-                         .consts = &cb,
-                         .n_consts = 1};
-  d.bind[0] = q;
-  d.bind[1] = kcache;
-  d.bind[2] = vcache;
-  d.bind[3] = pos;
-  d.bind[4] = partial;
-  if (ro) {
-    d.bind[5] = ro->cs;
-    d.bind[6] = ro->vsrc.buf ? ro->vsrc : q;
-    d.n_bind = 7;
-  }
-  if (indirect)
-    d.indirect = *indirect;
-  else {
-    d.grid[0] = kv->n_kv_head;
-    d.grid[1] = mc;
-    d.grid[2] = 1;
-  }
-  s = gpu_record(rec, &d);
+  attn_split_params sp = {.n_head = a->n_head,
+                          .n_kv_head = kv->n_kv_head,
+                          .head_dim = kv->head_dim,
+                          .ctx = kv->ctx,
+                          .q_stride = a->q_stride,
+                          .q_off = a->q_off,
+                          .window = a->window,
+                          .max_chunks = mc,
+                          .scale = a->scale,
+                          .softcap = a->softcap,
+                          .rot_dim = ro ? ro->rot_dim : 0,
+                          .mode = ro ? (uint32_t)ro->mode : 0,
+                          .max_pos = ro ? ro->max_pos : 0,
+                          .k_off = ro ? ro->k_off : 0,
+                          .v_off = ro ? ro->v_off : 0,
+                          .v_in_q = ro && !ro->vsrc.buf};
+  /* with RoPE folded in, the pass also appends the token's K and V to the caches */
+  s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_SPLIT,
+                                           .variant = var,
+                                           .params = &sp,
+                                           .params_size = sizeof sp,
+                                           .consts = &cb,
+                                           .n_consts = 1,
+                                           .access = ro ? "rwwrwrr" : "rrrrw",
+                                           .bind = {q, kcache, vcache, pos, partial, ro ? ro->cs : (gpu_view){0},
+                                                    !ro            ? (gpu_view){0}
+                                                    : ro->vsrc.buf ? ro->vsrc
+                                                                   : q},
+                                           .grid = {kv->n_kv_head, mc},
+                                           .indirect = indirect});
   if (s) return s;
-  attn_reduce_params rp = {a->n_head, kv->n_kv_head, kv->head_dim, kv->ctx, a->window, mc, a->out_stride, 0};
-  gpu_dispatch_desc r = {.kernel = K_ATTN_REDUCE,
-                         .variant = V_ATTN_REDUCE_F32,
-                         .params = &rp,
-                         .params_size = sizeof rp,
-                         .n_bind = 3,
-                         .consts = &cb,
-                         .n_consts = 1};
-  r.bind[0] = partial;
-  r.bind[1] = pos;
-  r.bind[2] = out;
-  r.grid[0] = a->n_head;
-  r.grid[1] = r.grid[2] = 1;
-  return gpu_record(rec, &r);
+  attn_reduce_params rp = {.n_head = a->n_head,
+                           .n_kv_head = kv->n_kv_head,
+                           .head_dim = kv->head_dim,
+                           .ctx = kv->ctx,
+                           .window = a->window,
+                           .max_chunks = mc,
+                           .out_stride = a->out_stride};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_REDUCE,
+                                              .variant = V_ATTN_REDUCE_F32,
+                                              .params = &rp,
+                                              .params_size = sizeof rp,
+                                              .consts = &cb,
+                                              .n_consts = 1,
+                                              .access = "rrw",
+                                              .bind = {partial, pos, out},
+                                              .grid = {a->n_head}});
 }

@@ -10,14 +10,14 @@ _Static_assert(sizeof(binary_params) == 16, "binary_params mirrors the Params bl
 static wgllm_status binary(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb,
                            uint32_t op, float c) {
   if (nb == 0 || n % nb) return op_fail(rec, WGLLM_ERR_INTERNAL, "binary op: nb=%u does not divide n=%u", nb, n);
-  binary_params p = {n, nb, op, c};
-  gpu_dispatch_desc d = {
-      .kernel = K_BINARY, .variant = V_BINARY_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
-  d.bind[0] = a;
-  d.bind[1] = b;
-  d.bind[2] = out;
-  op_grid_1d(rec, (n + 255) / 256, d.grid);
-  return gpu_record(rec, &d);
+  binary_params p = {.n = n, .nb = nb, .op = op, .c = c};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_BINARY,
+                                              .variant = V_BINARY_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrw",
+                                              .bind = {a, b, out},
+                                              .groups = (n + 255) / 256});
 }
 
 wgllm_status op_add(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb) {
@@ -26,13 +26,14 @@ wgllm_status op_add(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uin
 static wgllm_status inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb, uint32_t op, float c,
                             const char *who) {
   if (nb == 0 || n % nb) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: nb=%u does not divide n=%u", who, nb, n);
-  binary_params p = {n, nb, op, c};
-  gpu_dispatch_desc d = {
-      .kernel = K_BINARY, .variant = V_BINARY_INPLACE, .params = &p, .params_size = sizeof p, .n_bind = 2};
-  d.bind[0] = a;
-  d.bind[1] = b;
-  op_grid_1d(rec, (n + 255) / 256, d.grid);
-  return gpu_record(rec, &d);
+  binary_params p = {.n = n, .nb = nb, .op = op, .c = c};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_BINARY,
+                                              .variant = V_BINARY_INPLACE,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "wr",
+                                              .bind = {a, b},
+                                              .groups = (n + 255) / 256});
 }
 
 wgllm_status op_add_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uint32_t n, uint32_t nb) {
@@ -47,12 +48,14 @@ wgllm_status op_add_scale_inplace(gpu_recorder *rec, gpu_view a, gpu_view b, uin
 
 wgllm_status op_softcap_inplace(gpu_recorder *rec, gpu_view a, uint32_t n, float cap) {
   if (!(cap > 0)) return op_fail(rec, WGLLM_ERR_INTERNAL, "softcap: cap %g is not positive", cap);
-  binary_params p = {n, 1, 3, cap};
-  gpu_dispatch_desc d = {
-      .kernel = K_BINARY, .variant = V_BINARY_UNARY, .params = &p, .params_size = sizeof p, .n_bind = 1};
-  d.bind[0] = a;
-  op_grid_1d(rec, (n + 255) / 256, d.grid);
-  return gpu_record(rec, &d);
+  binary_params p = {.n = n, .nb = 1, .op = 3, .c = cap};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_BINARY,
+                                              .variant = V_BINARY_UNARY,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "w",
+                                              .bind = {a},
+                                              .groups = (n + 255) / 256});
 }
 
 wgllm_status op_mul(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb) {

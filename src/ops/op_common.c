@@ -1,4 +1,5 @@
-/* Helpers shared by the op files: grid splitting, failure reporting, weight-type variant names. */
+/* Helpers shared by the op files: the dispatch helper, grid splitting, failure reporting, weight-type variant
+   names. */
 #include "ops.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -97,4 +98,38 @@ wgllm_status op_fail(gpu_recorder *rec, wgllm_status s, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   return gpu_recorder_fail(rec, s, msg);
+}
+
+wgllm_status op_dispatch(gpu_recorder *rec, const op_dispatch_args *a) {
+  gpu_dispatch_desc d = {.kernel = a->kernel,
+                         .variant = a->variant,
+                         .consts = a->consts,
+                         .n_consts = a->n_consts,
+                         .params = a->params,
+                         .params_size = a->params ? a->params_size : 0,
+                         .access = a->access,
+                         .n_bind = a->access ? (int)strlen(a->access) : 0};
+  if (d.n_bind > GPU_MAX_BINDINGS)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "kernel %s: %d bindings", a->kernel, d.n_bind);
+  memcpy(d.bind, a->bind, sizeof d.bind);
+  if (a->indirect)
+    d.indirect = *a->indirect;
+  else if (!a->grid[0])
+    op_grid_1d(rec, a->groups, d.grid);
+  else
+    for (int i = 0; i < 3; i++)
+      d.grid[i] = i && !a->grid[i] ? 1 : a->grid[i];
+  return gpu_record(rec, &d);
+}
+
+int op_smat_f16_ready(const gpu_context *ctx, uint32_t workgroup_bytes, uint32_t threads) {
+  if (!ctx->has_subgroup_matrix || ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
+  if (ctx->limits.maxComputeWorkgroupStorageSize < workgroup_bytes ||
+      ctx->limits.maxComputeInvocationsPerWorkgroup < threads)
+    return 0;
+  for (int i = 0; i < ctx->n_smat; i++) {
+    const gpu_smat_config *c = &ctx->smat[i];
+    if (c->component == GPU_SMAT_F16 && c->result == GPU_SMAT_F32 && c->M == 16 && c->N == 16 && c->K == 16) return 1;
+  }
+  return 0;
 }

@@ -18,28 +18,22 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
   uint32_t n_parts = table->n_parts ? table->n_parts : 1, v0 = 0;
   for (uint32_t k = 0; !s && k < n_parts; k++) {
     uint32_t rows = table->n_parts ? table->part[k].rows : V;
-    embedding_params p = {n_tokens, D, V, scale, v0, rows, 0, 0};
+    embedding_params p = {.n_tokens = n_tokens, .D = D, .V = V, .scale = scale, .v0 = v0, .rows = rows};
     gpu_constant c = {"G", (double)table->group};
-    gpu_dispatch_desc d = {.kernel = K_EMBEDDING,
-                           .variant = op_wtype_variant(table->type),
-                           .params = &p,
-                           .params_size = sizeof p,
-                           .n_bind = 3};
-    if (table->type == OP_W_Q4) {
-      d.consts = &c;
-      d.n_consts = 1;
-    }
-    d.bind[0] = ids;
-    d.bind[1] = table->n_parts ? table->part[k].data : table->data; /* a table's parts share its storage */
-    d.bind[2] = out;
-    if (table->type == OP_W_Q4 || table->type == OP_W_Q8) {
-      d.bind[3] = table->n_parts ? table->part[k].scales : table->scales;
-      d.n_bind = 4;
-    }
-    d.grid[0] = (D + 255) / 256;
-    d.grid[1] = n_tokens;
-    d.grid[2] = 1;
-    s = gpu_record(rec, &d);
+    int scales = table->type == OP_W_Q4 || table->type == OP_W_Q8;
+    s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_EMBEDDING,
+                                             .variant = op_wtype_variant(table->type),
+                                             .params = &p,
+                                             .params_size = sizeof p,
+                                             .consts = &c,
+                                             .n_consts = table->type == OP_W_Q4,
+                                             .access = scales ? "rrwr" : "rrw",
+                                             /* a table's parts share its storage */
+                                             .bind = {ids, table->n_parts ? table->part[k].data : table->data, out,
+                                                      !scales          ? (gpu_view){0}
+                                                      : table->n_parts ? table->part[k].scales
+                                                                       : table->scales},
+                                             .grid = {(D + 255) / 256, n_tokens}});
     v0 += rows;
   }
   if (!s && v0 != V) return op_fail(rec, WGLLM_ERR_INTERNAL, "embedding: parts of %u rows for V=%u", v0, V);

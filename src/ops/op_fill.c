@@ -10,11 +10,14 @@ _Static_assert(sizeof(fill_params) == 16, "fill_params mirrors the Params block 
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits) {
   if (out.buf && (uint64_t)n * 4 > (out.size ? out.size : out.buf->size - out.offset))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "fill: %u elements do not fit the output view", n);
-  fill_params p = {n, bits, 0, 0};
-  gpu_dispatch_desc d = {.kernel = K_FILL, .variant = V_FILL_U32, .params = &p, .params_size = sizeof p, .n_bind = 1};
-  d.bind[0] = out;
-  op_grid_1d(rec, (n + 255) / 256, d.grid);
-  return gpu_record(rec, &d);
+  fill_params p = {.n = n, .bits = bits};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_FILL,
+                                              .variant = V_FILL_U32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "w",
+                                              .bind = {out},
+                                              .groups = (n + 255) / 256});
 }
 
 wgllm_status op_fill_f32(gpu_recorder *rec, gpu_view out, uint32_t n, float value) {

@@ -27,28 +27,21 @@ static wgllm_status dequant_piece(gpu_recorder *rec, const op_weight *w, gpu_vie
                                   uint32_t rows_total, uint32_t out_row0) {
   wgllm_status s = op_check_weight(rec, "dequant_f16", w, rows, K);
   if (s) return s;
-  dequant_params p = {rows, K, rows_total, out_row0};
+  dequant_params p = {.rows = rows, .K = K, .rows_total = rows_total, .out_row0 = out_row0};
   gpu_constant c = {"G", (double)w->group};
-  gpu_dispatch_desc d = {.kernel = K_DEQUANT_F16,
-                         .variant = op_wtype_variant(w->type),
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 2};
-  if (w->type == OP_W_Q4) {
-    d.consts = &c;
-    d.n_consts = 1;
-  }
-  d.bind[0] = w->data;
-  d.bind[1] = out;
-  if (w->type == OP_W_Q4 || w->type == OP_W_Q8) {
-    d.bind[2] = w->scales;
-    d.n_bind = 3;
-  }
   uint64_t threads = (uint64_t)rows_total * (K / 8);
   if (threads / 256 >= UINT32_MAX)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "dequant_f16: %u rows of %u too many", rows_total, K);
-  op_grid_1d(rec, (uint32_t)((threads + 255) / 256), d.grid);
-  return gpu_record(rec, &d);
+  int scaled = w->type == OP_W_Q4 || w->type == OP_W_Q8;
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_DEQUANT_F16,
+                                              .variant = op_wtype_variant(w->type),
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .consts = &c,
+                                              .n_consts = w->type == OP_W_Q4,
+                                              .access = scaled ? "rwr" : "rw",
+                                              .bind = {w->data, out, w->scales},
+                                              .groups = (uint32_t)((threads + 255) / 256)});
 }
 
 wgllm_status op_convert_f16(gpu_recorder *rec, gpu_view x, gpu_view x16, uint32_t M, uint32_t K) {
@@ -87,16 +80,8 @@ static uint32_t gemm_f16_workgroup_bytes(uint32_t tm, uint32_t tk) { return (tm 
 
 int op_gemm_f16_supports(const gpu_context *ctx, uint32_t M, uint32_t N, uint32_t K) {
   /* M N >= 256: the kernel stores whole 16 x 16 f32 matrices into y, so Dawn wants y's binding that large */
-  if (!ctx->has_subgroup_matrix || M < 1 || K % 32 || (uint64_t)M * N < 256) return 0;
-  if (ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
-  if (ctx->limits.maxComputeWorkgroupStorageSize < gemm_f16_workgroup_bytes(64, 32) ||
-      ctx->limits.maxComputeInvocationsPerWorkgroup < 256)
-    return 0;
-  for (int i = 0; i < ctx->n_smat; i++) {
-    const gpu_smat_config *c = &ctx->smat[i];
-    if (c->component == GPU_SMAT_F16 && c->result == GPU_SMAT_F32 && c->M == 16 && c->N == 16 && c->K == 16) return 1;
-  }
-  return 0;
+  if (M < 1 || K % 32 || (uint64_t)M * N < 256) return 0;
+  return op_smat_f16_ready(ctx, gemm_f16_workgroup_bytes(64, 32), 256);
 }
 
 wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,
@@ -131,16 +116,15 @@ wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, 
   uint32_t gx = (M + tm - 1) / tm, gy = (N + 127) / 128, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemm_f16: grid %ux%u over the device limit", gx, gy);
-  gemm_f16_params p = {M, N, K, bias.buf ? 1u : 0u, N, 0, 0, 0};
-  gpu_dispatch_desc d = {.kernel = K_GEMM_F16, .variant = variant, .params = &p, .params_size = sizeof p, .n_bind = 4};
-  d.bind[0] = x16;
-  d.bind[1] = w16;
-  d.bind[2] = bias.buf ? bias : x16; /* unused when has_bias = 0, but the binding must exist */
-  d.bind[3] = y;
-  d.grid[0] = gx;
-  d.grid[1] = gy;
-  d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  gemm_f16_params p = {.M = M, .N = N, .K = K, .has_bias = bias.buf ? 1u : 0u, .y_stride = N};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_GEMM_F16,
+                                              .variant = variant,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrrw",
+                                              /* the bias binding must exist: x16 stands in without one */
+                                              .bind = {x16, w16, bias.buf ? bias : x16, y},
+                                              .grid = {gx, gy}});
 }
 
 wgllm_status op_gemm_f16(gpu_recorder *rec, gpu_view x16, gpu_view w16, gpu_view bias, gpu_view y, uint32_t M,

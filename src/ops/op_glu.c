@@ -11,15 +11,20 @@ wgllm_status op_glu_strided(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view 
   if (!n || !rows) return op_fail(rec, WGLLM_ERR_INTERNAL, "glu: empty shape");
   if (rows > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "glu: %u rows exceed the grid limit", rows);
-  glu_params p = {n, rows, in_stride, g_off, u_off, (uint32_t)act, u_stride, 0};
-  gpu_dispatch_desc d = {.kernel = K_GLU, .variant = V_GLU_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
-  d.bind[0] = x;
-  d.bind[1] = u;
-  d.bind[2] = out;
-  d.grid[0] = (n + 255) / 256;
-  d.grid[1] = rows;
-  d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  glu_params p = {.n = n,
+                  .rows = rows,
+                  .in_stride = in_stride,
+                  .g_off = g_off,
+                  .u_off = u_off,
+                  .act = (uint32_t)act,
+                  .u_stride = u_stride};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_GLU,
+                                              .variant = V_GLU_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrw",
+                                              .bind = {x, u, out},
+                                              .grid = {(n + 255) / 256, rows}});
 }
 
 wgllm_status op_glu(gpu_recorder *rec, gpu_view x, gpu_view u, gpu_view out, uint32_t n, uint32_t rows,

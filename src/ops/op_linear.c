@@ -27,23 +27,17 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, const ch
   if (rm) c[nc++] = (gpu_constant){"RM", (double)rm}; /* the GEMM's rows a thread */
   char variant[48];
   snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(w->type), suffix);
-  gpu_dispatch_desc d = {.kernel = kernel, .variant = variant, .params = &p, .params_size = sizeof p, .n_bind = 4};
-  if (nc) {
-    d.consts = c;
-    d.n_consts = nc;
-  }
-  d.bind[0] = x;
-  d.bind[1] = wd;
-  d.bind[2] = bias.buf ? bias : x; /* unused when has_bias = 0, but the binding must exist */
-  d.bind[3] = y;
-  if (w->type == OP_W_Q4 || w->type == OP_W_Q8) {
-    d.bind[4] = ws;
-    d.n_bind = 5;
-  }
-  d.grid[0] = gx;
-  d.grid[1] = gy;
-  d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  int scales = w->type == OP_W_Q4 || w->type == OP_W_Q8;
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = kernel,
+                                              .variant = variant,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .consts = nc ? c : NULL,
+                                              .n_consts = nc,
+                                              .access = scales ? "rrrwr" : "rrrw",
+                                              /* bias unused when has_bias = 0, but the binding must exist */
+                                              .bind = {x, wd, bias.buf ? bias : x, y, scales ? ws : (gpu_view){0}},
+                                              .grid = {gx, gy}});
 }
 
 /* tile: output rows a workgroup covers along N (8 for the GEMV, 128 for the GEMM); gy: the grid along M; rm: the
@@ -248,25 +242,18 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"NT", (double)nt}};
   char variant[32];
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", nt > 1 ? "_mt" : "");
-  gpu_dispatch_desc d = {.kernel = K_GEMV,
-                         .variant = variant,
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 5,
-                         .consts = c,
-                         .n_consts = nt > 1 ? 9 : 8};
-  d.bind[0] = x;
-  d.bind[1] = data;
-  d.bind[2] = bias.buf ? bias : x;
-  d.bind[3] = y;
-  d.bind[4] = o->norm_w.buf ? o->norm_w : x;
-  if (type == OP_W_Q4 || type == OP_W_Q8) {
-    d.bind[5] = scales;
-    d.n_bind = 6;
-  }
+  int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
   uint32_t rows_per_wg = pl.tr * pl.r;
-  op_grid_1d(rec, (out_rows + rows_per_wg - 1) / rows_per_wg, d.grid);
-  return gpu_record(rec, &d);
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_GEMV,
+                                              .variant = variant,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .consts = c,
+                                              .n_consts = nt > 1 ? 9 : 8,
+                                              .access = has_scales ? "rrrwrr" : "rrrwr",
+                                              .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x,
+                                                       has_scales ? scales : (gpu_view){0}},
+                                              .groups = (out_rows + rows_per_wg - 1) / rows_per_wg});
 }
 
 wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
@@ -356,15 +343,7 @@ int op_matmul_mma_supports(const gpu_context *ctx, const op_weight *w, uint32_t 
   if (!w->n_parts && w->type == OP_W_Q4 && w->group % 16) return 0;
   for (uint32_t i = 0; i < w->n_parts; i++)
     if (w->part[i].type == OP_W_Q4 && w->part[i].group % 16) return 0;
-  if (ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
-  if (ctx->limits.maxComputeWorkgroupStorageSize < OP_MMA_WORKGROUP_BYTES ||
-      ctx->limits.maxComputeInvocationsPerWorkgroup < 256)
-    return 0;
-  for (int i = 0; i < ctx->n_smat; i++) {
-    const gpu_smat_config *c = &ctx->smat[i];
-    if (c->component == GPU_SMAT_F16 && c->result == GPU_SMAT_F32 && c->M == 16 && c->N == 16 && c->K == 16) return 1;
-  }
-  return 0;
+  return op_smat_f16_ready(ctx, OP_MMA_WORKGROUP_BYTES, 256);
 }
 
 wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,

@@ -43,13 +43,13 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
   gpu_view q, ds;
   act_views(rec, xq, M, K, &q, &ds);
   quant_params p = {M, K, 0, 0, 0.0f, 0.0f, 0, 0};
-  gpu_dispatch_desc d = {
-      .kernel = K_QUANTIZE_Q8, .variant = V_QUANTIZE_Q8_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
-  d.bind[0] = (gpu_view){x.buf, x.offset, (uint64_t)M * K * 4};
-  d.bind[1] = q;
-  d.bind[2] = ds;
-  op_grid_1d(rec, (uint32_t)(((uint64_t)M * (K / 32) + 63) / 64), d.grid);
-  return gpu_record(rec, &d);
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_QUANTIZE_Q8,
+                                              .variant = V_QUANTIZE_Q8_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rww",
+                                              .bind = {{x.buf, x.offset, (uint64_t)M * K * 4}, q, ds},
+                                              .groups = (uint32_t)(((uint64_t)M * (K / 32) + 63) / 64)});
 }
 
 wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K,
@@ -65,16 +65,15 @@ wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uin
   gpu_view q, ds;
   act_views(rec, xq, M, K, &q, &ds);
   quant_params p = {M, K, o->norm_w.buf ? 1u : 0u, o->perm ? 1u : 0u, o->eps, o->norm_offset, 0, 0};
-  gpu_dispatch_desc d = {
-      .kernel = K_QUANTIZE_Q8, .variant = V_QUANTIZE_Q8_ROW, .params = &p, .params_size = sizeof p, .n_bind = 4};
-  d.bind[0] = (gpu_view){x.buf, x.offset, (uint64_t)M * K * 4};
-  d.bind[1] = q;
-  d.bind[2] = ds;
-  d.bind[3] = o->norm_w.buf ? o->norm_w : d.bind[0]; /* unused without the norm, but the binding must exist */
-  d.grid[0] = M;
-  d.grid[1] = 1;
-  d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  gpu_view xs = {x.buf, x.offset, (uint64_t)M * K * 4};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_QUANTIZE_Q8,
+                                              .variant = V_QUANTIZE_Q8_ROW,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rwwr",
+                                              /* norm_w unused without the norm, but the binding must exist */
+                                              .bind = {xs, q, ds, o->norm_w.buf ? o->norm_w : xs},
+                                              .grid = {M}});
 }
 
 /* 64-row tiles (4 rows a thread) and block sums to floats by adds: the fastest of bench_kernels --gemm on the H200
@@ -133,26 +132,18 @@ static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wt
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: grid %ux%u over the device limit", gx, gy);
   q8mm_params p = {M, N, K, bias.buf ? 1u : 0u, y_stride, n_off, 0, 0};
   gpu_constant c[3] = {{"RM", (double)pl->rm}, {"CVT_ADD", pl->cvt_add ? 1.0 : 0.0}, {"G", (double)group}};
-  gpu_dispatch_desc d = {.kernel = K_MATMUL_Q8,
-                         .variant = q8mm_variant(type),
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 5,
-                         .consts = c,
-                         .n_consts = type == OP_W_Q4 ? 3 : 2};
-  d.bind[0] = q;
-  d.bind[1] = ds;
-  d.bind[2] = data;
-  d.bind[3] = bias.buf ? bias : q; /* unused when has_bias = 0, but the binding must exist */
-  d.bind[4] = y;
-  if (type == OP_W_Q4 || type == OP_W_Q8) {
-    d.bind[5] = scales;
-    d.n_bind = 6;
-  }
-  d.grid[0] = gx;
-  d.grid[1] = gy;
-  d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
+  return op_dispatch(
+      rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8,
+                               .variant = q8mm_variant(type),
+                               .params = &p,
+                               .params_size = sizeof p,
+                               .consts = c,
+                               .n_consts = type == OP_W_Q4 ? 3 : 2,
+                               .access = has_scales ? "rrrrwr" : "rrrrw",
+                               /* bias unused when has_bias = 0, but the binding must exist */
+                               .bind = {q, ds, data, bias.buf ? bias : q, y, has_scales ? scales : (gpu_view){0}},
+                               .grid = {gx, gy}});
 }
 
 wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -335,25 +326,19 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
   }
   char variant[32];
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", wq ? "_wq" : "");
-  gpu_dispatch_desc d = {.kernel = K_GEMV_Q8,
-                         .variant = variant,
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 5,
-                         .consts = cc,
-                         .n_consts = nc};
-  d.bind[0] = a;
-  d.bind[1] = b;
-  d.bind[2] = data;
-  d.bind[3] = bias.buf ? bias : a; /* unused when has_bias = 0, but the binding must exist */
-  d.bind[4] = y;
-  if (type == OP_W_Q4 || type == OP_W_Q8) {
-    d.bind[5] = scales;
-    d.n_bind = 6;
-  }
+  int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
   uint32_t rows_per_wg = pl.tr * pl.r;
-  op_grid_1d(rec, (out_rows + rows_per_wg - 1) / rows_per_wg, d.grid);
-  return gpu_record(rec, &d);
+  return op_dispatch(
+      rec, &(op_dispatch_args){.kernel = K_GEMV_Q8,
+                               .variant = variant,
+                               .params = &p,
+                               .params_size = sizeof p,
+                               .consts = cc,
+                               .n_consts = nc,
+                               .access = has_scales ? "rrrrwr" : "rrrrw",
+                               /* bias unused when has_bias = 0, but the binding must exist */
+                               .bind = {a, b, data, bias.buf ? bias : a, y, has_scales ? scales : (gpu_view){0}},
+                               .groups = (out_rows + rows_per_wg - 1) / rows_per_wg});
 }
 
 /* the pieces of w, each its dispatch (a, b as gemv_q8_piece takes them) */

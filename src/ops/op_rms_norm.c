@@ -16,29 +16,41 @@ static wgllm_status rms_norm(gpu_recorder *rec, int add, gpu_view x, gpu_view w,
   if (q->in.group != q->out.group)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "rms_norm: input groups of %u rows, output groups of %u", q->in.group,
                    q->out.group);
-  rms_params p = {q->n,      q->rows,     q->in.stride,  q->out.stride, q->eps,         q->w_offset,
-                  q->in.off, q->in.group, q->in.gstride, q->out.off,    q->out.gstride, 0};
-  gpu_dispatch_desc d = {.kernel = K_RMS_NORM,
-                         .variant = add ? V_RMS_NORM_ADD : V_RMS_NORM_F32,
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 3};
-  d.bind[0] = x;
-  d.bind[1] = w;
-  d.bind[2] = out;
-  op_grid_1d(rec, q->rows, d.grid);
-  return gpu_record(rec, &d);
+  rms_params p = {.n = q->n,
+                  .rows = q->rows,
+                  .in_stride = q->in.stride,
+                  .out_stride = q->out.stride,
+                  .eps = q->eps,
+                  .w_offset = q->w_offset,
+                  .in_off = q->in.off,
+                  .group = q->in.group,
+                  .in_gstride = q->in.gstride,
+                  .out_off = q->out.off,
+                  .out_gstride = q->out.gstride};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_RMS_NORM,
+                                              .variant = add ? V_RMS_NORM_ADD : V_RMS_NORM_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrw",
+                                              .bind = {x, w, out},
+                                              .groups = q->rows});
 }
 
 wgllm_status op_rms_norm_add(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, uint32_t n, uint32_t rows,
                              float eps, float w_offset) {
-  op_rms_norm_params q = {n, rows, {0, n, 0, 0}, {0, n, 0, 0}, eps, w_offset};
+  op_rms_norm_params q = {
+      .n = n, .rows = rows, .in = {.stride = n}, .out = {.stride = n}, .eps = eps, .w_offset = w_offset};
   return rms_norm(rec, 1, x, w, out, &q);
 }
 
 wgllm_status op_rms_norm(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, uint32_t n, uint32_t rows,
                          uint32_t in_stride, uint32_t out_stride, float eps, float w_offset) {
-  op_rms_norm_params q = {n, rows, {0, in_stride, 0, 0}, {0, out_stride, 0, 0}, eps, w_offset};
+  op_rms_norm_params q = {.n = n,
+                          .rows = rows,
+                          .in = {.stride = in_stride},
+                          .out = {.stride = out_stride},
+                          .eps = eps,
+                          .w_offset = w_offset};
   return rms_norm(rec, 0, x, w, out, &q);
 }
 

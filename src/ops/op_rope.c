@@ -12,17 +12,23 @@ wgllm_status op_rope(gpu_recorder *rec, gpu_view x, gpu_view pos, gpu_view cs, c
   if (rot_dim == 0 || rot_dim % 2 || rot_dim > head_dim || token_stride < n_heads * head_dim || q->max_pos == 0)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "rope: bad shape rot_dim=%u head_dim=%u heads=%u stride=%u", rot_dim,
                    head_dim, n_heads, token_stride);
-  rope_params p = {q->n_tokens, n_heads, head_dim, rot_dim, token_stride, (uint32_t)q->mode, q->max_pos, q->x_off};
-  gpu_dispatch_desc d = {.kernel = K_ROPE, .variant = V_ROPE_F32, .params = &p, .params_size = sizeof p, .n_bind = 3};
-  d.bind[0] = x;
-  d.bind[1] = pos;
-  d.bind[2] = cs;
+  rope_params p = {.n_tokens = q->n_tokens,
+                   .n_heads = n_heads,
+                   .head_dim = head_dim,
+                   .rot_dim = rot_dim,
+                   .token_stride = token_stride,
+                   .mode = (uint32_t)q->mode,
+                   .max_pos = q->max_pos,
+                   .x_off = q->x_off};
   uint32_t rows = q->n_tokens * n_heads;
-  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
-  d.grid[0] = (rot_dim / 2 + 63) / 64;
-  d.grid[1] = rows < maxg ? rows : maxg;
-  d.grid[2] = (rows + d.grid[1] - 1) / d.grid[1];
-  return gpu_record(rec, &d);
+  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gy = rows < maxg ? rows : maxg;
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_ROPE,
+                                              .variant = V_ROPE_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "wrr",
+                                              .bind = {x, pos, cs},
+                                              .grid = {(rot_dim / 2 + 63) / 64, gy, (rows + gy - 1) / gy}});
 }
 
 void op_rope_table(float *cs, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos, float attn_scale) {
@@ -50,23 +56,28 @@ wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope
   if (kv->head_dim % 4 || rp->rot_dim % 4 || rp->rot_dim > kv->head_dim || !rp->n_tokens || rp->n_head % kv->n_kv_head)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "rope_kv: head_dim %u / rot_dim %u must be multiples of 4", kv->head_dim,
                    rp->rot_dim);
-  rope_kv_gpu_params p = {rp->n_tokens, rp->n_head,         kv->n_kv_head,      kv->head_dim,
-                          rp->rot_dim,  (uint32_t)rp->mode, rp->max_pos,        kv->ctx,
-                          rp->q_off,    rp->q_stride,       rp->k_off,          rp->k_stride,
-                          rp->v_off,    rp->v_stride,       vsrc.buf ? 0u : 1u, 0};
-  gpu_dispatch_desc d = {.kernel = K_ROPE_KV,
-                         .variant = kv->f16 ? V_ROPE_KV_F16 : V_ROPE_KV_F32,
-                         .params = &p,
-                         .params_size = sizeof p,
-                         .n_bind = 6};
-  d.bind[0] = x;
-  d.bind[1] = vsrc.buf ? vsrc : pos; /* unused when V comes from x */
-  d.bind[2] = pos;
-  d.bind[3] = cs;
-  d.bind[4] = kcache;
-  d.bind[5] = vcache;
-  d.grid[0] = (kv->head_dim / 4 + 63) / 64;
-  d.grid[1] = rp->n_head + kv->n_kv_head;
-  d.grid[2] = rp->n_tokens;
-  return gpu_record(rec, &d);
+  rope_kv_gpu_params p = {.n_tokens = rp->n_tokens,
+                          .n_head = rp->n_head,
+                          .n_kv_head = kv->n_kv_head,
+                          .head_dim = kv->head_dim,
+                          .rot_dim = rp->rot_dim,
+                          .mode = (uint32_t)rp->mode,
+                          .max_pos = rp->max_pos,
+                          .ctx = kv->ctx,
+                          .q_off = rp->q_off,
+                          .q_stride = rp->q_stride,
+                          .k_off = rp->k_off,
+                          .k_stride = rp->k_stride,
+                          .v_off = rp->v_off,
+                          .v_stride = rp->v_stride,
+                          .v_in_x = vsrc.buf ? 0u : 1u};
+  return op_dispatch(
+      rec, &(op_dispatch_args){.kernel = K_ROPE_KV,
+                               .variant = kv->f16 ? V_ROPE_KV_F16 : V_ROPE_KV_F32,
+                               .params = &p,
+                               .params_size = sizeof p,
+                               .access = "wrrrww",
+                               /* vsrc unused when V comes from x */
+                               .bind = {x, vsrc.buf ? vsrc : pos, pos, cs, kcache, vcache},
+                               .grid = {(kv->head_dim / 4 + 63) / 64, rp->n_head + kv->n_kv_head, rp->n_tokens}});
 }

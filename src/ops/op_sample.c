@@ -83,36 +83,43 @@ wgllm_status op_sample(gpu_recorder *rec, const op_sample_params *sp, gpu_view l
                     .flags = flags,
                     .presence = sp->presence,
                     .frequency = sp->frequency};
-  gpu_dispatch_desc d = {
-      .kernel = K_SAMPLE_PREP, .variant = V_SAMPLE_PREP_MAX, .params = &pp, .params_size = sizeof pp, .n_bind = 3};
-  d.bind[0] = logits;
-  d.bind[1] = work;
-  d.bind[2] = state;
-  d.grid[0] = n_blocks;
-  d.grid[1] = d.grid[2] = 1;
-  wgllm_status s = gpu_record(rec, &d);
+  op_dispatch_args prep = {.kernel = K_SAMPLE_PREP,
+                           .variant = V_SAMPLE_PREP_MAX,
+                           .params = &pp,
+                           .params_size = sizeof pp,
+                           .access = "wwr",
+                           .bind = {logits, work, state},
+                           .grid = {n_blocks}};
+  wgllm_status s = op_dispatch(rec, &prep);
   if (s) return s;
   if (sampling) {
     /* radix-select levels: stages 0-2 top-k, 3-5 top-p (each level's pass also finishes the previous select) */
-    d.variant = V_SAMPLE_PREP_LEVEL;
-    d.n_bind = 2;
+    prep.variant = V_SAMPLE_PREP_LEVEL;
+    prep.access = "rw";
+    prep.bind[2] = (gpu_view){0};
     for (uint32_t st = 0; st < 6; st++) {
       if (!(flags & (st < 3 ? F_TOPK : F_TOPP))) continue;
       pp.stage = st;
-      s = gpu_record(rec, &d);
+      s = op_dispatch(rec, &prep);
       if (s) return s;
     }
-    d.variant = V_SAMPLE_PREP_MASS;
-    s = gpu_record(rec, &d);
+    prep.variant = V_SAMPLE_PREP_MASS;
+    s = op_dispatch(rec, &prep);
     if (s) return s;
   }
-  sample_gpu_params p = {V, sp->top_k, sp->ring_cap, sp->seed, sp->temperature, sp->top_p, sp->min_p, n_blocks};
-  gpu_dispatch_desc dd = {
-      .kernel = K_SAMPLE, .variant = V_SAMPLE_F32, .params = &p, .params_size = sizeof p, .n_bind = 4};
-  dd.bind[0] = logits;
-  dd.bind[1] = state;
-  dd.bind[2] = out;
-  dd.bind[3] = work;
-  dd.grid[0] = dd.grid[1] = dd.grid[2] = 1;
-  return gpu_record(rec, &dd);
+  sample_gpu_params p = {.V = V,
+                         .top_k = sp->top_k,
+                         .ring_cap = sp->ring_cap,
+                         .seed = sp->seed,
+                         .temp = sp->temperature,
+                         .top_p = sp->top_p,
+                         .min_p = sp->min_p,
+                         .n_blocks = n_blocks};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_SAMPLE,
+                                              .variant = V_SAMPLE_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rwwr",
+                                              .bind = {logits, state, out, work},
+                                              .grid = {1}});
 }

@@ -14,25 +14,26 @@ _Static_assert(sizeof(argmax_params) == 16, "argmax_params mirrors the Params bl
 
 wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows, float scale) {
   if (!n || !rows) return op_fail(rec, WGLLM_ERR_INTERNAL, "softmax: empty shape");
-  softmax_params p = {n, rows, scale, 0};
-  gpu_dispatch_desc d = {
-      .kernel = K_SOFTMAX, .variant = V_SOFTMAX_F32, .params = &p, .params_size = sizeof p, .n_bind = 2};
-  d.bind[0] = x;
-  d.bind[1] = out;
-  op_grid_1d(rec, rows, d.grid);
-  return gpu_record(rec, &d);
+  softmax_params p = {.n = n, .rows = rows, .scale = scale};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_SOFTMAX,
+                                              .variant = V_SOFTMAX_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rw",
+                                              .bind = {x, out},
+                                              .groups = rows});
 }
 
 wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows) {
   if (!n || !rows) return op_fail(rec, WGLLM_ERR_INTERNAL, "argmax: empty shape");
   if (rows > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "argmax: %u rows exceed the grid limit", rows);
-  argmax_params p = {n, rows, 0, 0};
-  gpu_dispatch_desc d = {
-      .kernel = K_ARGMAX, .variant = V_ARGMAX_F32, .params = &p, .params_size = sizeof p, .n_bind = 2};
-  d.bind[0] = x;
-  d.bind[1] = out;
-  d.grid[0] = rows;
-  d.grid[1] = d.grid[2] = 1;
-  return gpu_record(rec, &d);
+  argmax_params p = {.n = n, .rows = rows};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_ARGMAX,
+                                              .variant = V_ARGMAX_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rw",
+                                              .bind = {x, out},
+                                              .grid = {rows}});
 }

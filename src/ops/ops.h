@@ -58,6 +58,29 @@ void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst)
 
 /* Splits a 1-D count of workgroups into a grid that fits the device's per-dimension limit. */
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]);
+/* One dispatch of an op, filled with designated initializers: the kernel and variant (K_ / V_ names), the params
+   block (NULL: none), override constants, the storage bindings in the kernel's order with the access each has
+   in the kernel ("rrw": read, read, read_write; its length is the binding count; the recorder checks both
+   against the kernel's WGSL), and the grid: grid (y and z left 0 count as 1), or without grid[0] `groups`
+   workgroups along x (split over y by op_grid_1d where over the device's limit; 0 counts as 1), or an indirect
+   grid written on the GPU. */
+typedef struct op_dispatch_args {
+  const char *kernel, *variant;
+  const void *params;
+  uint32_t params_size;
+  const gpu_constant *consts;
+  int n_consts;
+  const char *access;
+  gpu_view bind[GPU_MAX_BINDINGS];
+  uint32_t grid[3];
+  uint32_t groups;
+  const gpu_view *indirect;
+} op_dispatch_args;
+wgllm_status op_dispatch(gpu_recorder *rec, const op_dispatch_args *a);
+/* What every subgroup-matrix kernel needs: the device granted subgroup matrices with an f16 x f16 -> f32
+   configuration of 16x16x16, subgroups of exactly 32, workgroup_bytes of workgroup memory and workgroups of
+   `threads` invocations. */
+int op_smat_f16_ready(const gpu_context *ctx, uint32_t workgroup_bytes, uint32_t threads);
 gpu_context *op_ctx(const gpu_recorder *rec);
 wgllm_status op_fail(gpu_recorder *rec, wgllm_status s, const char *fmt, ...);
 /* Checks a [N][K] weight's storage (group, scales) for the op named who; shared by the linear and embedding ops. */
@@ -313,12 +336,16 @@ typedef struct op_attn_params {
   uint32_t n_tokens, n_head, q_stride, q_off, out_stride, window;
   float scale, softcap;
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
-  uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
-  int no_subgroups; /* take the workgroup-memory kernels even where the subgroup ones fit (tests, bench) */
-  int untiled;      /* prefill: each token's keys on its own even where the tiled kernel fits (tests) */
-  int ungrouped;    /* prefill: the one-head tiled kernel even where the KV-head group kernel fits (tests) */
   const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
 } op_attn_params;
+/* Which attention kernel runs, forced: for tests and the kernel bench, never the math (op_attention_forced,
+   op_attention_decode_forced; NULL or zeros leave the choice to the op, as op_attention does). */
+typedef struct op_attn_kernel_opts {
+  uint32_t chunk;   /* decode: keys a chunk, 16 to 128, a power of two (0: chosen from max_len) */
+  int no_subgroups; /* take the workgroup-memory kernels even where the subgroup ones fit */
+  int untiled;      /* prefill: each token's keys on its own even where the tiled kernel fits */
+  int ungrouped;    /* prefill: the one-head tiled kernel even where the KV-head group kernel fits */
+} op_attn_kernel_opts;
 /* RoPE of the new token's q and k and its K/V cache append, folded into flash-decoding (what op_rope_kv does,
    for one token, without a dispatch of its own). q's buffer holds the token's K heads at k_off; V heads at
    v_off of vsrc, or of q's buffer when vsrc.buf is NULL. Needs rot_dim % 4 == 0. */
@@ -334,8 +361,10 @@ typedef struct op_attn_rope {
    2. kernels/attn_prefill_tiled.wgsl, key tiles shared by 8 tokens of one head (head_dim <= 128 and <= 4 x the
       fixed subgroup size of at most 32, 21 KiB of workgroup memory);
    3. kernels/attn_prefill.wgsl, one subgroup a (token, head), where subgroups have one fixed size;
-   4. kernels/attention.wgsl, one workgroup a (token, head) (no subgroups, a varying subgroup size, no_subgroups).
-   untiled skips 1 and 2, ungrouped skips 1; gpu_context.attn_prefill_force forces one (benches). */
+   4. kernels/attention.wgsl, one workgroup a (token, head) (no subgroups, a varying subgroup size, or
+      op_attn_kernel_opts.no_subgroups).
+   op_attn_kernel_opts.untiled skips 1 and 2, ungrouped skips 1; gpu_context.attn_prefill_force forces one
+   (benches). */
 typedef struct op_attn_gqa_plan {
   uint32_t heads;  /* query heads a subgroup: the largest divisor of n_head / n_kv_head with heads <= 8 and
                       heads * nv <= 16 */
@@ -354,6 +383,9 @@ typedef struct op_attn_gqa_plan {
 int op_attn_prefill_gqa_plan(const gpu_context *ctx, const op_kv_layout *kv, uint32_t n_head, op_attn_gqa_plan *plan);
 wgllm_status op_attention(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                           gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
+wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                 const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                 gpu_view pos, gpu_view out);
 
 /* Flash-decoding for one new token (a->n_tokens == 1): the cached sequence is split into chunks of 32 to 128
    keys across workgroups (kernels/attn_split.wgsl), then reduced (attn_reduce.wgsl). The chunk length and the
@@ -368,6 +400,9 @@ uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t
 wgllm_status op_attention_decode(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                                  gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view partial,
                                  const gpu_view *indirect, gpu_view out);
+wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a,
+                                        const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
+                                        gpu_view pos, gpu_view partial, const gpu_view *indirect, gpu_view out);
 
 /* Sampling. state: u32 [4 + OP_SAMPLE_RING_MAX]: draw counter, ring fill, ring index, last token, ring of recent
    tokens (the repetition-penalty window, written by the kernel). logits [V] are modified (penalty). out[0] gets

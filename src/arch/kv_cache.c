@@ -1,0 +1,170 @@
+/* The KV cache and the RoPE tables (kv_cache.h): per-layer layouts and slot counts, the groups of KV heads a
+   binding holds, the checks against the device's binding, buffer and memory limits, and the cos/sin tables. */
+#include "kv_cache.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* "488.3 MiB", "64.0 KiB": a size for messages */
+static const char *size_str(uint64_t b, char *buf, size_t n) {
+  if (b >= (1ull << 30))
+    snprintf(buf, n, "%.2f GiB", (double)b / (1 << 30));
+  else if (b >= (1ull << 20))
+    snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
+  else
+    snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+  return buf;
+}
+
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                                 uint64_t max_binding, llm_kv_cache *kv, char *err, size_t errlen) {
+  memset(kv, 0, sizeof *kv);
+  kv->n_layer = hp->n_layer;
+  kv->ctx = ctx;
+  kv->f16 = f16;
+  kv->ring_slack = UINT32_MAX;
+  kv->layout = calloc(hp->n_layer, sizeof *kv->layout);
+  kv->group_heads = calloc(hp->n_layer, sizeof *kv->group_heads);
+  kv->k = calloc(hp->n_layer, sizeof *kv->k);
+  kv->v = calloc(hp->n_layer, sizeof *kv->v);
+  if (!kv->layout || !kv->group_heads || !kv->k || !kv->v) {
+    llm_kv_cache_free(gpu, kv);
+    snprintf(err, errlen, "out of host memory");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  wgllm_status st = WGLLM_OK;
+  /* the context whose every layer's single KV head fits one storage binding (for the message below) */
+  uint64_t max_bind = gpu->limits.maxStorageBufferBindingSize, ctx_fits = UINT64_MAX;
+  if (max_binding && max_binding < max_bind) max_bind = max_binding;
+  uint64_t align = gpu->limits.minStorageBufferOffsetAlignment ? gpu->limits.minStorageBufferOffsetAlignment : 256;
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    uint64_t per_pos = (uint64_t)llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+    if (llm_layer_owns_kv(hp, l) && per_pos && max_bind / per_pos < ctx_fits) ctx_fits = max_bind / per_pos;
+  }
+  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
+    uint32_t hd = llm_layer_head_dim(hp, l), src = llm_layer_kv_source(hp, l);
+    if (hd % 4) { /* the attention kernels read K/V four elements at a time */
+      snprintf(err, errlen, "layer %u: head_dim %u is not a multiple of 4, which the attention kernels need", l, hd);
+      st = WGLLM_ERR_UNSUPPORTED;
+      break;
+    }
+    /* a window layer keeps window + chunk slots (at least 128: the kernels' blocks of up to 128 keys wrap at most
+       once) */
+    uint32_t w = llm_layer_window(hp, l), slots = ctx;
+    if (w && (uint64_t)w + chunk < ctx) {
+      slots = w + chunk < 128 ? 128 : w + chunk;
+      if (slots > ctx) slots = ctx;
+    }
+    if (slots < ctx && slots - w < kv->ring_slack) kv->ring_slack = slots - w;
+    kv->layout[l] = (op_kv_layout){.n_kv_head = llm_layer_n_head_kv(hp, l), .head_dim = hd, .ctx = slots, .f16 = f16};
+    if (src != l) { /* a KV-shared layer: its source came earlier */
+      kv->layout[l] = kv->layout[src];
+      kv->group_heads[l] = kv->group_heads[src];
+      continue;
+    }
+    uint32_t nkv = kv->layout[l].n_kv_head;
+    uint64_t head = (uint64_t)slots * hd * (f16 ? 2 : 4), per = nkv * head;
+    /* bound in groups of KV heads where the layer is over the binding limit: the most heads a binding that
+       divides the heads and keeps the groups' K / V and attention-output offsets aligned */
+    uint32_t g = nkv, rep = hp->n_head / nkv;
+    while (g > 1 && ((uint64_t)g * head > max_bind || nkv % g))
+      g--;
+    if (g < nkv && (head % align || ((uint64_t)g * rep * hd * 4) % align)) g = 0;
+    if (g == 0 || (uint64_t)g * head > max_bind) {
+      char a[32], b[32];
+      snprintf(err, errlen,
+               "KV cache: layer %u keeps %u positions x %u KV heads x %u x %s = %s for K (and as much for V); one "
+               "KV head%s is over the storage binding limit of %s: a context of at most %llu fits%s",
+               l, slots, nkv, hd, f16 ? "f16" : "f32", size_str(per, a, sizeof a),
+               g ? "" : " (or a group whose offset meets the binding alignment)", size_str(max_bind, b, sizeof b),
+               (unsigned long long)ctx_fits, f16 ? "" : " (twice that with an f16 cache)");
+      st = WGLLM_ERR_UNSUPPORTED;
+      break;
+    }
+    if (per > gpu->limits.maxBufferSize) {
+      char a[32], b[32];
+      snprintf(err, errlen, "KV cache: layer %u needs %s for K, over the device's largest buffer of %s", l,
+               size_str(per, a, sizeof a), size_str(gpu->limits.maxBufferSize, b, sizeof b));
+      st = WGLLM_ERR_UNSUPPORTED;
+      break;
+    }
+    kv->group_heads[l] = g;
+    kv->bytes += 2 * per;
+  }
+  /* the whole cache against what the device has left (its memory less what this context holds), before any of
+     it is allocated */
+  uint64_t used = gpu->bytes_live < gpu->device_memory ? gpu->bytes_live : gpu->device_memory;
+  if (!st && gpu->device_memory && kv->bytes > gpu->device_memory - used) {
+    char a[32], b[32], c[32];
+    snprintf(err, errlen,
+             "KV cache: %u positions need %s, and %s has %s of its %s left (weights and other sessions hold the "
+             "rest)%s",
+             ctx, size_str(kv->bytes, a, sizeof a), gpu->adapter_name, size_str(gpu->device_memory - used, b, sizeof b),
+             size_str(gpu->device_memory, c, sizeof c), f16 ? "" : "; an f16 cache takes half");
+    st = WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
+    if (llm_layer_kv_source(hp, l) != l) continue;
+    uint64_t per = (uint64_t)kv->layout[l].n_kv_head * kv->layout[l].ctx * kv->layout[l].head_dim * (f16 ? 2 : 4);
+    st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err, errlen);
+    if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err, errlen);
+  }
+  if (st) llm_kv_cache_free(gpu, kv);
+  return st;
+}
+
+void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv) {
+  for (uint32_t l = 0; l < kv->n_layer; l++) {
+    if (kv->k) gpu_buffer_destroy(gpu, kv->k[l]);
+    if (kv->v) gpu_buffer_destroy(gpu, kv->v[l]);
+  }
+  free(kv->layout);
+  free(kv->group_heads);
+  free(kv->k);
+  free(kv->v);
+  memset(kv, 0, sizeof *kv);
+}
+
+static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos,
+                               gpu_buffer **out, char *err, size_t errlen) {
+  uint64_t n = (uint64_t)max_pos * (rot_dim / 2) * 2;
+  float *cs = malloc(n * sizeof *cs);
+  if (!cs) {
+    snprintf(err, errlen, "out of host memory for the RoPE table");
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  op_rope_table(cs, inv_freq, rot_dim, max_pos, 1.0f);
+  wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err, errlen);
+  if (!s) gpu_write(gpu, *out, 0, cs, n * 4);
+  free(cs);
+  return s;
+}
+
+wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
+                                    char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  wgllm_status s = rope_table(gpu, hp->inv_freq, hp->rot_dim, max_pos, &out->global, err, errlen);
+  uint32_t rot_local = hp->rot_dim_local ? hp->rot_dim_local : hp->rot_dim;
+  if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, rot_local, max_pos, &out->local, err, errlen);
+  if (s) llm_rope_tables_free(gpu, out);
+  return s;
+}
+
+void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t) {
+  gpu_buffer_destroy(gpu, t->global);
+  gpu_buffer_destroy(gpu, t->local);
+  t->global = t->local = NULL;
+}
+
+uint32_t llm_kv_group(const llm_kv_cache *kv, uint32_t l, uint32_t j, op_kv_layout *layout, gpu_view *k, gpu_view *v,
+                      uint32_t *first_head) {
+  const op_kv_layout *all = &kv->layout[l];
+  uint32_t g = kv->group_heads[l] ? kv->group_heads[l] : all->n_kv_head;
+  uint64_t head = (uint64_t)all->ctx * all->head_dim * (all->f16 ? 2 : 4);
+  *layout = *all;
+  layout->n_kv_head = g;
+  *first_head = j * g;
+  *k = (gpu_view){.buf = kv->k[l], .offset = (uint64_t)j * g * head, .size = (uint64_t)g * head};
+  *v = (gpu_view){.buf = kv->v[l], .offset = (uint64_t)j * g * head, .size = (uint64_t)g * head};
+  return all->n_kv_head / g;
+}

@@ -1,0 +1,41 @@
+/* The KV cache of a session (per owning layer, in its own layout; KV-shared layers get none; ring caches for
+   sliding-window layers; layers over the binding limit bound in groups of KV heads) and the RoPE cos/sin tables
+   its positions read. */
+#ifndef WGLLM_KV_CACHE_H
+#define WGLLM_KV_CACHE_H
+#include "model.h"
+
+/* KV cache: per owning layer K and V [n_kv][slots][hd] in its own layout, f32 or f16; a KV-shared layer has no
+   buffers of its own (NULL) and reads its source layer's (llm_layer_kv_source). A sliding-window layer whose
+   window plus a prefill chunk is shorter than the context keeps only that many slots, as a ring (position p in
+   slot p % slots): at least window + chunk so a chunk's writes never overwrite a key one of its queries reads.
+   A layer whose K is over the storage binding limit is bound in groups of KV heads (group_heads[l] a group, a
+   divisor of its KV heads: [n_kv][slots][hd] is head-major, so a group is one contiguous range), and attention
+   runs a dispatch a group over the query heads that read it (llm_kv_group). */
+typedef struct llm_kv_cache {
+  op_kv_layout *layout;  /* [n_layer]: layout[l].ctx is its slot count; a shared layer has its source's */
+  uint32_t *group_heads; /* [n_layer]: KV heads a binding (layout[l].n_kv_head when the layer is one binding) */
+  gpu_buffer **k, **v;   /* [n_layer] */
+  uint32_t n_layer, ctx; /* ctx: positions the session serves */
+  int f16;
+  uint32_t ring_slack; /* how far back a rewind may go and keep every key it needs (UINT32_MAX: no ring) */
+  uint64_t bytes;      /* over the owning layers */
+} llm_kv_cache;
+/* max_binding: the largest storage binding (0: the device's limit) */
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                                 uint64_t max_binding, llm_kv_cache *kv, char *err, size_t errlen);
+/* Group j of layer l's cache (l its owner): the layout of its KV heads, their K and V ranges, and the first KV
+   head; returns the number of groups (1 when the layer is one binding). */
+uint32_t llm_kv_group(const llm_kv_cache *kv, uint32_t l, uint32_t j, op_kv_layout *layout, gpu_view *k, gpu_view *v,
+                      uint32_t *first_head);
+void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv);
+
+/* RoPE tables for positions < max_pos: global from hp->inv_freq [rot_dim/2], local from hp->inv_freq_local
+   [rot_dim_local/2] (the layers with rope_local) or NULL when there is none. */
+typedef struct llm_rope_tables {
+  gpu_buffer *global, *local;
+} llm_rope_tables;
+wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
+                                    char *err, size_t errlen);
+void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
+#endif

@@ -1,0 +1,110 @@
+/* The activation scratch (scratch.h): buffers sized for the widest layer, the fast precision's int8 activations
+   and flash-decoding's partial results, and the prefill chunk the device's binding limit allows. */
+#include "scratch.h"
+#include <string.h>
+
+uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp) {
+  /* the widest activation a token has in the scratch below (the logits row is sized apart) */
+  uint64_t per = 2ull * llm_max_n_ff(hp), qkv = llm_max_qkv_rows(hp), ple = (uint64_t)hp->n_layer * hp->ple_dim;
+  if (qkv > per) per = qkv;
+  if (ple > per) per = ple;
+  if (hp->n_embd > per) per = hp->n_embd;
+  uint64_t n = gpu->limits.maxStorageBufferBindingSize / (per * 4);
+  return n > 65535 ? 65535 : (uint32_t)n; /* a pass's tokens are a grid dimension of the attention */
+}
+
+uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
+  uint32_t chunk = hp->window ? 512 : 1024, max = llm_prefill_chunk_max(gpu, hp);
+  while (chunk > 16 && chunk > max)
+    chunk /= 2;
+  return chunk;
+}
+
+wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
+                                 llm_scratch *s, char *err, size_t errlen) {
+  memset(s, 0, sizeof *s);
+  s->cap = cap;
+  s->logit_rows = logit_rows;
+  uint64_t T = cap, qkv = llm_max_qkv_rows(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
+  uint64_t F = llm_max_n_ff(hp), P = hp->ple_dim;
+  struct {
+    gpu_buffer **b;
+    uint64_t bytes;
+    const char *name;
+  } want[] = {
+      {&s->ids, T * 4, "ids"},
+      {&s->pos, T * 4, "pos"},
+      {&s->x, T * hp->n_embd * 4, "x"},
+      {&s->xn, T * hp->n_embd * 4, "xn"},
+      {&s->qkv, T * qkv * 4, "qkv"},
+      {&s->qk2, T * qkv * 4, "qk2"},
+      {&s->attn, T * q * 4, "attn"},
+      {&s->proj, T * hp->n_embd * 4, "proj"},
+      {&s->gu, T * 2 * F * 4, "gu"},
+      {&s->h, T * F * 4, "h"},
+      {&s->logits, (uint64_t)logit_rows * hp->n_vocab * 4, "logits"},
+      {&s->ple, T * hp->n_layer * P * 4, "ple"},
+      {&s->ple_tok, T * hp->n_layer * P * 4, "ple_tok"},
+      {&s->ple_ctx, T * hp->n_layer * P * 4, "ple_ctx"},
+      {&s->ple_h, T * P * 4, "ple_h"},
+  };
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    if (!want[i].bytes) continue; /* no per-layer inputs */
+    wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err, errlen);
+    if (st) {
+      llm_scratch_release(gpu, s);
+      return st;
+    }
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen) {
+  if (s->xq) return WGLLM_OK;
+  /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output */
+  uint64_t F = llm_max_n_ff(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
+  uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
+  kmax = ((kmax > q ? kmax : q) + 31) / 32 * 32;
+  wgllm_status st = gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err, errlen);
+  if (st || s->cap <= OP_GEMV_MAX_TOKENS || !op_gemm_f16_supports(gpu, s->cap, 256, 32)) return st;
+  /* the largest projection: fused q|k|v, output, gate|up, down */
+  uint32_t E = hp->n_embd, Fw = (uint32_t)F;
+  uint64_t w16 = op_f16_bytes(llm_max_qkv_rows(hp), E), b;
+  if ((b = op_f16_bytes(E, (uint32_t)q)) > w16) w16 = b;
+  if ((b = op_f16_bytes(2 * Fw, E)) > w16) w16 = b;
+  if ((b = op_f16_bytes(E, Fw)) > w16) w16 = b;
+  uint64_t max_bind = gpu->limits.maxStorageBufferBindingSize, x16 = op_f16_bytes(s->cap, (uint32_t)kmax);
+  if (w16 > max_bind) w16 = max_bind; /* the projections over it dequantize in the GEMM's tiles */
+  if (x16 > max_bind) return WGLLM_OK;
+  /* optional: refused (out of memory), the GEMMs dequantize in their tiles */
+  char e2[256];
+  if (gpu_pool_acquire(gpu, x16, "x16", &s->x16, e2, sizeof e2) ||
+      gpu_pool_acquire(gpu, w16, "w16", &s->w16, e2, sizeof e2)) {
+    if (s->x16) gpu_pool_release(gpu, s->x16);
+    s->x16 = s->w16 = NULL;
+  }
+  return WGLLM_OK;
+}
+
+wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
+                                    char *err, size_t errlen) {
+  wgllm_status st = WGLLM_OK;
+  uint64_t partial = 0;
+  for (uint32_t l = 0; l < kv->n_layer; l++) {
+    uint64_t b = op_attn_partial_bytes(&kv->layout[l], hp->n_head, 0);
+    if (b > partial) partial = b;
+  }
+  if (!s->attn_partial) st = gpu_pool_acquire(gpu, partial, "attn_partial", &s->attn_partial, err, errlen);
+  if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err, errlen);
+  return st;
+}
+
+void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
+  gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,         &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
+                        &s->proj,   &s->gu,           &s->h,         &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
+                        &s->logits, &s->attn_partial, &s->attn_args, &s->xq,  &s->x16,     &s->w16};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    if (*all[i]) gpu_pool_release(gpu, *all[i]);
+    *all[i] = NULL;
+  }
+}

@@ -1,0 +1,52 @@
+/* The activation scratch of a forward pass (every buffer sized for the model's widest layer, from the pool) and
+   how many tokens a prefill pass takes (the chunk). */
+#ifndef WGLLM_SCRATCH_H
+#define WGLLM_SCRATCH_H
+#include "kv_cache.h"
+
+/* Activation buffers for up to cap tokens (from the pool, released by llm_scratch_release). */
+typedef struct llm_scratch {
+  uint32_t cap;             /* tokens */
+  uint32_t logit_rows;      /* rows of logits it can hold */
+  gpu_buffer *ids;          /* [cap] u32 token ids (input) */
+  gpu_buffer *pos;          /* [cap] u32 positions (input) */
+  gpu_buffer *x;            /* [cap][n_embd] residual stream */
+  gpu_buffer *xn;           /* [cap][n_embd] normed */
+  gpu_buffer *qkv;          /* [cap][q + 2*kv] fused projection output (widest layer) */
+  gpu_buffer *qk2;          /* [cap][q + 2*kv]: q | k | v after the per-head norms (Qwen3, Gemma) */
+  gpu_buffer *attn;         /* [cap][q] */
+  gpu_buffer *proj;         /* [cap][n_embd] */
+  gpu_buffer *gu;           /* [cap][2*n_ff] gate and up (widest layer) */
+  gpu_buffer *h;            /* [cap][n_ff] */
+  gpu_buffer *ple;          /* [cap][n_layer*ple_dim] Gemma 4's per-layer inputs (NULL without) */
+  gpu_buffer *ple_tok;      /* [cap][n_layer*ple_dim] their embedding-table part */
+  gpu_buffer *ple_ctx;      /* [cap][n_layer*ple_dim] their projection part */
+  gpu_buffer *ple_h;        /* [cap][ple_dim] a layer's gate */
+  gpu_buffer *logits;       /* [logit_rows][n_vocab] */
+  gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision only: llm_scratch_add_fast) */
+  gpu_buffer *x16, *w16;    /* a layer input and a weight as f16 for the tensor cores (fast prefill scratch where
+                               subgroup matrices exist; NULL elsewhere) */
+  gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
+  gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
+} llm_scratch;
+
+/* Tokens a prefill pass takes by default: 1024 (a 2048-token prompt of the 8B shape: time to first token 1.19 s
+   against 1.21 with 512 on the H200; PERF.md), 512 for models with sliding-window layers (their ring caches
+   keep window + chunk slots), halved while a token's widest activation times the chunk would exceed one
+   storage binding. */
+uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp);
+/* The most tokens a prefill pass can take on this device (every activation within one storage binding). */
+uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp);
+wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
+                                 llm_scratch *s, char *err, size_t errlen);
+/* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input, the scratch's
+   tokens); without it llm_linear and the fused GEMVs run exact. A scratch of more tokens than a GEMV takes, on a
+   device with subgroup matrices, also gets x16 and w16 (op_f16_bytes of the widest layer input and of the largest
+   projection, within one storage binding) for the f16-operand GEMM; a projection larger than w16 dequantizes in
+   the GEMM's tiles instead (op_linear_fast). */
+wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen);
+/* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
+wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
+                                    char *err, size_t errlen);
+void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
+#endif
