@@ -5,7 +5,8 @@
    WGLLM_BENCH_ATTN_PREFILL=gqa|tiled|untiled|workgroup starts the prefill attention's kernel order (src/ops/ops.h)
    at that kernel, to measure one against another in one build (gqa, the default: all of them). */
 #include "batch.h"
-#include "cli.h"
+#include "cli_options.h"
+#include "cli_progress.h"
 #include "gpu.h"
 #include "model.h"
 #include "model_synthetic.h"
@@ -321,8 +322,8 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
                "\"sampling\": \"%s\", \"precision\": \"%s\", \"aggregate_tok_s\": %.1f, "
                "\"per_session_tok_s\": %.2f, \"ms_per_step\": %.4f, \"batch_recordings\": %u}\n",
                gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, kv_f16 ? "f16" : "f32", P, N,
-               names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy",
-               g_fast ? "fast" : "exact", agg, agg / N, t_mode[mode] / G * 1e3, b->recordings);
+               names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", g_fast ? "fast" : "exact",
+               agg, agg / N, t_mode[mode] / G * 1e3, b->recordings);
       else
         printf("%u sessions at context %u, %s, %s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P,
                names[mode], g_fast ? "fast" : "exact", agg, agg / N, t_mode[mode] / G * 1e3);
