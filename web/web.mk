@@ -45,8 +45,8 @@ LIB_OBJ := $(patsubst %.c,$(O)/%.o,$(LIB_SRC)) $(O)/generated/kernels_gen.o
 DEP_OBJ := $(O)/cjson/cJSON.o $(patsubst $(TP)/pcre2/src/%.c,$(O)/pcre2/%.o,$(PCRE2_SRC)) $(O)/pcre2/pcre2_chartables.o
 # the developer code (src/dev/: synthetic models, the GGUF writer) for wgllm-bench.wasm and the test programs only;
 # only they see its headers
-DEV_OBJ := $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/dev/*.c)))
-$(O)/src/dev/%.o $(O)/bench/%.o $(O)/tests/%.o: WFLAGS += -Isrc/dev
+DEV_OBJ := $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/dev/*.c))) $(O)/generated/kernels_dev_gen.o
+$(O)/src/dev/%.o $(O)/bench/%.o $(O)/tests/%.o $(O)/generated/kernels_dev_gen.o: WFLAGS += -Isrc/dev
 JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
 # the demo page, and the bundled model beside it (its "the bundled model" button)
 PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default.gguf $(WEB_BUILD)/wgllm.d.ts
@@ -69,7 +69,7 @@ PROG_LINK := -O2 -mexec-model=reactor -lwasi-emulated-signal -lwasi-emulated-get
 # (tools/common/: the option parser, opening a model, progress lines, files, shared with bench and serve)
 TOOLS_COMMON_SRC := $(sort $(wildcard tools/common/*.c))
 CLI_SRC := $(filter-out tools/cli/cli_bench.c,$(sort $(wildcard tools/cli/*.c))) $(TOOLS_COMMON_SRC) web/cli_web.c
-$(O)/web/cli_web.o: WFLAGS += -Itools/serve
+$(O)/web/cli_web.o $(O)/tools/cli/main.o: WFLAGS += -Itools/serve
 programs: $(WEB_BUILD)/wgllm-cli.wasm $(WEB_BUILD)/wgllm-bench.wasm $(WEB_BUILD)/wgllm-serve.wasm
 $(WEB_BUILD)/wgllm-cli.wasm: $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) web/webgpu.imports
 	$(CC_WASM) $(LDTARGET) -o $@ $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) $(PROG_LINK)
@@ -119,10 +119,12 @@ $(WEB_BUILD)/kernelgen: tools/kernelgen.c
 	$(CC_HOST) -O2 -o $@ $<
 
 KERNEL_TEMPLATES := $(sort $(wildcard kernels/*.wgsl))
-$(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h: $(WEB_BUILD)/kernelgen $(KERNEL_TEMPLATES) \
-    $(wildcard kernels/lib/*.wgsli)
+# (the dev=1 variants into kernels_dev_gen.c, for the developer objects only: DEV_OBJ)
+$(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h $(WEB_BUILD)/generated/kernels_dev_gen.c: \
+    $(WEB_BUILD)/kernelgen $(KERNEL_TEMPLATES) $(wildcard kernels/lib/*.wgsli)
 	@mkdir -p $(WEB_BUILD)/generated
-	$(WEB_BUILD)/kernelgen $(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h $(KERNEL_TEMPLATES)
+	$(WEB_BUILD)/kernelgen $(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h \
+	  $(WEB_BUILD)/generated/kernels_dev_gen.c $(KERNEL_TEMPLATES)
 
 $(WEB_BUILD)/pcre2/pcre2.h: $(TP)/pcre2/src/pcre2.h.generic
 	@mkdir -p $(@D)
@@ -143,6 +145,9 @@ $(O)/%.o: %.c $(WEB_BUILD)/generated/kernel_ids.h $(PCRE2_HDRS)
 	@mkdir -p $(@D)
 	$(CC_WASM) $(WFLAGS) $(INCS) -DPCRE2_STATIC -MMD -c $< -o $@
 $(O)/generated/kernels_gen.o: $(WEB_BUILD)/generated/kernels_gen.c
+	@mkdir -p $(@D)
+	$(CC_WASM) $(WFLAGS) $(INCS) -c $< -o $@
+$(O)/generated/kernels_dev_gen.o: $(WEB_BUILD)/generated/kernels_dev_gen.c
 	@mkdir -p $(@D)
 	$(CC_WASM) $(WFLAGS) $(INCS) -c $< -o $@
 $(O)/cjson/cJSON.o: $(TP)/cjson/cJSON.c
