@@ -3,8 +3,8 @@
    bytes) on the projections of real model shapes, for the plan the predicate picks and for a sweep of
    other thread layouts. Each timing is one pass of `reps` dependent dispatches (as a decode step runs them),
    cycling through enough copies of the weights that they do not sit in the L2 cache.
-   --probe times the default plan with one stage left out (no nibble decode, no x loads, no scale loads), to
-   see which stage limits it.
+   --probe times the default plan of q4gsw with one stage left out (no nibble decode, no x loads, no scale loads),
+   to see which stage limits it (src/dev/gemv_probe.c: the kernel's developer variants, in wgllm_dev).
    --gemm times the prefill GEMM instead (op_matmul_rows: 64- and 128-row tiles, M = 128..2048 tokens).
    --attn times flash-decoding (split + reduce, f16 KV, context 8192) at several positions, for the chunk the op
    picks and forced ones, with and without the subgroup reductions.
@@ -20,6 +20,7 @@
    names.
    usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..]
                         [--int8|--int8-sweep] [--attn] [--attn-prefill] [--reps N] [--toggles a,b] */
+#include "gemv_probe.h"
 #include "gpu.h"
 #include "ops.h"
 #include <math.h>
@@ -127,10 +128,10 @@ static int cmp_d(const void *a, const void *b) {
 
 static uint32_t g_tokens = 1; /* tokens a GEMV takes (--tokens), x [T][K] and y [T][n_out] */
 
-/* Median GPU ns per dispatch of `plan` on shape s (NULL plan: the predicate's) for g_tokens tokens. Returns < 0
-   when refused. */
-static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw, gpu_view y,
-                        const op_gemv_plan *plan, int reps) {
+/* Median GPU ns per dispatch of `plan` on shape s (NULL plan: the predicate's) for g_tokens tokens; stage > 0:
+   through dev_gemv_probe with that stage left out (one token, q4gsw). Returns < 0 when refused. */
+static double time_gemv_stage(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw,
+                              gpu_view y, const op_gemv_plan *plan, dev_gemv_stage stage, int reps) {
   double t[5];
   for (int run = 0; run < 5; run++) {
     gpu_recorder *r = gpu_recorder_create(g, 1);
@@ -141,12 +142,12 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
     }
     o.accumulate = s->acc;
     o.glu_half = s->glu ? s->n_out : 0;
-    o.plan = plan;
     o.n_tokens = g_tokens;
     wgllm_status st = WGLLM_OK;
     uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
     for (int i = 0; !st && i < reps; i++)
-      st = op_gemv(r, x, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o);
+      st = stage ? dev_gemv_probe(r, x, &ws[i % copies], y, N, s->K, &o, plan, stage)
+                 : op_gemv_planned(r, x, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o, plan);
     double ns = 0;
     if (!st) st = gpu_recorder_time(r, &ns);
     if (st) {
@@ -159,6 +160,11 @@ static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copie
   }
   qsort(t, 5, sizeof t[0], cmp_d);
   return t[2];
+}
+
+static double time_gemv(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw, gpu_view y,
+                        const op_gemv_plan *plan, int reps) {
+  return time_gemv_stage(g, s, ws, copies, x, nw, y, plan, 0, reps);
 }
 
 /* tuned, tk, tr, r: the int8 GEMV's layouts for --int8 --sweep */
@@ -183,13 +189,12 @@ static double time_gemv_q8(gpu_context *g, const shape *s, op_weight *ws, int co
     }
     o.accumulate = s->acc;
     o.glu_half = s->glu ? s->n_out : 0;
-    o.plan = plan;
     o.n_tokens = g_tokens;
     wgllm_status st = WGLLM_OK;
     uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
     for (int i = 0; !st && i < reps; i++)
-      st = alone ? op_gemv_q8(r, xq, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o)
-                 : op_gemv_fast(r, x, xq, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o);
+      st = alone ? op_gemv_q8_planned(r, xq, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o, plan)
+                 : op_gemv_fast_planned(r, x, xq, &ws[i % copies], (gpu_view){0}, y, N, s->K, &o, plan);
     double ns = 0;
     if (!st) st = gpu_recorder_time(r, &ns);
     if (st) {
@@ -537,13 +542,11 @@ int main(int argc, char **argv) {
              "copies)\n",
              s->model, TYPES[ti].name, s->name, s->n_out, s->K, def.tuned ? "tuned" : "general", def.tk, def.tr, def.r,
              def.u, ns / 1e3, bytes / ns, copies);
-      static const char *probe_names[] = {
-          "", "no nibble decode", "no x loads", "no scale loads", "no decode, no scales", "weight loads alone"};
-      for (uint32_t pr = 1; probe && pr <= 5; pr++) {
-        op_gemv_plan pp = def;
-        pp.probe = pr;
-        double t = time_gemv(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &pp, reps);
-        printf("     %-8s probe: %-17s %8.2f us  %7.1f GB/s\n", s->name, probe_names[pr], t / 1e3, bytes / t);
+      for (int stage = 1; probe && wt == OP_W_Q4 && stage <= DEV_GEMV_STAGES; stage++) {
+        double t = time_gemv_stage(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), &def,
+                                   (dev_gemv_stage)stage, reps);
+        printf("     %-8s probe: %-17s %8.2f us  %7.1f GB/s\n", s->name, dev_gemv_stage_name((dev_gemv_stage)stage),
+               t / 1e3, bytes / t);
       }
       double best = ns;
       op_gemv_plan bestp = def;

@@ -5,7 +5,8 @@
    WGLLM_BENCH_ATTN_PREFILL=gqa|tiled|untiled|workgroup starts the prefill attention's kernel order (src/ops/ops.h)
    at that kernel, to measure one against another in one build (gqa, the default: all of them). */
 #include "batch.h"
-#include "cli.h"
+#include "cli_options.h"
+#include "cli_progress.h"
 #include "gpu.h"
 #include "model.h"
 #include "model_synthetic.h"

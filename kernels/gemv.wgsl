@@ -30,6 +30,11 @@
 //! axis q4: WQ4=1 | q8: WQ8=1 | q4k: WQ4_K=1 WKQ=1 | q5k: WQ5_K=1 WKQ=1 | q6k: WQ6_K=1
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
 //! axis -: MT=0 | _mt: MT=1
+// bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
+// left out, LEAVE_OUT 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales, 5 the
+// weight loads alone (src/dev/gemv_probe.c)
+//! variant q4_probe: WQ4=1 SG=0 MT=0 PROBE=1 dev=1
+//! variant q4_sg_probe: WQ4=1 SG=1 MT=0 PROBE=1 requires=subgroups dev=1
 struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
                 has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
                 act: u32, n_off: u32, y_stride: u32, _p2: u32 };
@@ -44,9 +49,9 @@ override TK: u32 = 128u; // threads along K in a thread-row
 override TR: u32 = 1u;   // thread-rows per workgroup
 override SGS: u32 = 32u; // subgroup size (sg variant)
 override U: u32 = 4u;    // steps unrolled (1..4; XV * U <= 16)
-// bench_kernels only (q4gsw): 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales,
-// 5 the weight loads alone
-override PROBE: u32 = 0u;
+#if PROBE
+override LEAVE_OUT: u32 = 0u; // the stage the "_probe" variants leave out (above)
+#endif
 // GLU and the row count are pipeline constants, so every loop over the sums has a constant trip count and
 // the compiler keeps them in registers
 override GLU: bool = false;
@@ -95,8 +100,12 @@ fn step_sums(u: u32) { xa[u] = 1.5 * hsum(xs[2u * u] + xs[2u * u + 1u]); }
 fn decode(n: u32, si: u32) {
   let wd = w[n * (p.K / 8u) + si];
   let g = n * (p.K / G) + (si * 8u) / G;
+#if PROBE
   var sc = 1.0;
-  if (PROBE != 3u && PROBE != 4u && PROBE != 5u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
+  if (LEAVE_OUT != 3u && LEAVE_OUT != 4u && LEAVE_OUT != 5u) { sc = unpack2x16float(wscale[g >> 1u])[g & 1u]; }
+#else
+  let sc = unpack2x16float(wscale[g >> 1u])[g & 1u];
+#endif
   let m = vec4<u32>(0x00780000u);
   let lo = (vec4<u32>(wd) << vec4<u32>(19u, 15u, 11u, 7u)) & m;
   let hi = vec4<u32>(wd << 3u, wd >> 1u, wd >> 5u, wd >> 9u) & m;
@@ -106,8 +115,10 @@ fn decode(n: u32, si: u32) {
 }
 fn apply(u: u32) -> f32 {
   var a = dot(dw[0], xs[2u * u]) + dot(dw[1], xs[2u * u + 1u]);
-  if (PROBE == 1u || PROBE == 4u) { a = dc.y * xs[2u * u].x; }
-  if (PROBE == 5u) { a = dc.y; }
+#if PROBE
+  if (LEAVE_OUT == 1u || LEAVE_OUT == 4u) { a = dc.y * xs[2u * u].x; }
+  if (LEAVE_OUT == 5u) { a = dc.y; }
+#endif
   return dc.x * (a - xa[u]);
 }
 #endif
@@ -273,7 +284,9 @@ fn load_x(u: u32, si: u32, t: u32) -> f32 {
   for (var j = 0u; j < XV; j++) {
     let xi = xidx(si, j);
     var v = x[t * (p.K / 4u) + xi];
-    if (PROBE == 2u || PROBE == 5u) { v = vec4<f32>(f32(si)); }
+#if PROBE
+    if (LEAVE_OUT == 2u || LEAVE_OUT == 5u) { v = vec4<f32>(f32(si)); }
+#endif
     ss += dot(v, v);
     if (p.has_norm != 0u) { v = v * (norm_w[xi] + vec4<f32>(p.w_offset)); }
     xs[u * XV + j] = v;

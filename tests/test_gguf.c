@@ -1,6 +1,6 @@
 /* Tests of the GGUF reader and writer: the reference model in data/models against values computed
    independently (Python at fixture time, or the layout definition here), Q4_0 -> q4gsw repack, files made with
-   the GGUF writer (src/format/gguf_write.h) holding every value type and tensor type, deliberately broken ones
+   the GGUF writer (src/dev/gguf_write.h) holding every value type and tensor type, deliberately broken ones
    (the writer's raw key/values, or bytes patched after it), truncations at every byte and byte mutations,
    each of which must fail with the right status and a message naming the file; and the writer's own error
    returns. Run from tests/. */

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix (cmake --install), then builds examples/generate.c against the
 # installed copy twice, through pkg-config and through find_package(wgllm), and runs both on the bundled model.
-# Checks that the installed library has a versioned soname, exports only wgllm_* symbols and finds Dawn in the
-# prefix, not in the checkout.
+# Checks that the installed library has a versioned soname, exports only wgllm_* symbols, holds none of src/dev/'s
+# code and finds Dawn in the prefix, not in the checkout.
 # Usage (from the repository root): tests/test_install.sh BUILD_DIR
 set -u
 build=$(cd "$1" && pwd)
@@ -22,6 +22,12 @@ ok "installed $lib, soname $soname"
 others=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -v '^wgllm_')
 [ -z "$others" ] || fail "the library exports symbols outside the API: $(echo $others | cut -c1-200)"
 ok "exports only wgllm_* ($(nm -D --defined-only "$lib" | wc -l) symbols)"
+# the developer code (src/dev/, the static wgllm_dev) is not in it at all: no hidden symbol of it either
+if nm "$lib" > "$tmp/symbols" 2>/dev/null && [ -s "$tmp/symbols" ]; then
+  dev=$(awk '{print $NF}' "$tmp/symbols" | grep -E '^(llm_model_synthetic|llm_synthetic_|gguf_writer_|gguf_sink_)')
+  [ -z "$dev" ] || fail "the library holds developer code: $(echo $dev | cut -c1-200)"
+  ok "no developer code (synthetic models, the GGUF writer) in it"
+fi
 readelf -d "$lib" | grep -q "$src" && fail "the installed library's RUNPATH points into the checkout"
 dawn=$(LD_LIBRARY_PATH= ldd "$lib" | sed -n 's/.*libwebgpu_wrapper.so => \([^ ]*\).*/\1/p')
 case "$dawn" in "$tmp"/prefix/*) ok "Dawn found at $dawn" ;; *) fail "Dawn resolved to '$dawn', not inside the prefix" ;; esac

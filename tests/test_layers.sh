@@ -3,11 +3,12 @@
 # it in the layer order; given a build directory, every symbol a room's object files leave undefined must be defined
 # by its own room or a room before it (else it comes from outside src/: libc, Dawn, cJSON, PCRE2, the generated
 # kernel table); no room's headers include each other in a circle; no directory holds more than a third of the
-# library's lines; and no run of six lines is repeated across the op files.
+# library's lines; and no run of six lines is repeated across the op files. src/dev (the developer code of
+# wgllm_dev: synthetic models, the GGUF writer) comes last: it may use every room, none uses it.
 # Usage (from the repository root): tests/test_layers.sh [BUILD_DIR]   (ctest passes its build directory)
 set -u
 build_dir=${1:-}
-order=(gpu ops format tokenizer chat model arch runtime api)
+order=(gpu ops format tokenizer chat model arch runtime api dev)
 rank() { local i; for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done; echo -1; }
 declare -A room_of
 for d in "${order[@]}"; do
@@ -39,15 +40,19 @@ for d in "${order[@]}"; do
   done
 done
 
-# Calls: the objects of the static library wgllm_internal (everything visible), one folder of them a room.
+# Calls: the objects of the static library wgllm_internal (everything visible; src/dev's in wgllm_dev), one folder
+# of them a room.
 calls=0
-if [ $# -ge 1 ]; then
-  objs=$1/CMakeFiles/wgllm_internal.dir/src
+if [ -n "$build_dir" ]; then
   # a room's objects: those of its sources (a build directory may still hold objects of files moved away)
+  room_dir() {
+    if [ "$1" = dev ]; then echo "$build_dir/CMakeFiles/wgllm_dev.dir/src/dev"; else
+      echo "$build_dir/CMakeFiles/wgllm_internal.dir/src/$1"; fi
+  }
   room_objects() {
     local c o
     for c in src/$1/*.c; do
-      o=$objs/$1/$(basename "$c").o
+      o=$(room_dir "$1")/$(basename "$c").o
       [ -e "$o" ] && echo "$o"
     done
   }
@@ -55,7 +60,7 @@ if [ $# -ge 1 ]; then
   for d in "${order[@]}"; do
     n=$(room_objects "$d" | wc -l)
     if [ "$n" = 0 ]; then
-      echo "FAIL test_layers: no object files in $objs/$d (build the library first)"
+      echo "FAIL test_layers: no object files in $(room_dir "$d") (build the library first)"
       bad=$((bad + 1))
       continue
     fi

@@ -2239,16 +2239,14 @@ static void cases_flash_decode(void) {
 static const char *GEMV_MODES[] = {"plain", "norm", "norm(1+w)+bias+acc", "norm+glu-silu", "glu-gelu+bias"};
 
 /* The decode GEMV cases' options for a mode (GEMV_MODES): the norm (its weights g, 1 + w in mode 2), the residual
-   accumulated (mode 2), GLU (modes 3, 4), T tokens whose y rows are YS apart, the plan. */
-static void gemv_mode_opts(op_gemv_opts *o, int mode, size_t N, size_t T, size_t YS, const op_gemv_plan *plan,
-                           gpu_view g) {
+   accumulated (mode 2), GLU (modes 3, 4), T tokens whose y rows are YS apart. */
+static void gemv_mode_opts(op_gemv_opts *o, int mode, size_t N, size_t T, size_t YS, gpu_view g) {
   if (mode >= 1 && mode <= 3) {
     o->norm_w = g;
     o->eps = 1e-5f;
     o->norm_offset = mode == 2 ? 1.0f : 0.0f;
   }
   o->accumulate = mode == 2;
-  o->plan = plan;
   o->n_tokens = (uint32_t)T;
   o->y_stride = (uint32_t)YS;
   if (mode >= 3) {
@@ -2282,12 +2280,13 @@ static case_result run_gemv(const tcase *c) {
   int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4;
   float off = mode == 2 ? 1.0f : 0.0f;
   gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4);
-  gemv_mode_opts(&o, mode, N, T, YS, plan, gg.v);
+  gemv_mode_opts(&o, mode, N, T, YS, gg.v);
   gbuf gy = o.accumulate ? gb_io(y0, T * YS * 4) : gb_out(T * YS * 4);
   traffic(weight_bytes(wt, rows, K, 32) + 4.0 * T * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
           2.0 * T * rows * K);
   gpu_recorder *r = rec_new();
-  CHECK(op_gemv(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o) == WGLLM_OK,
+  CHECK(op_gemv_planned(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o, plan) ==
+            WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -2504,7 +2503,7 @@ static case_result run_gemv_q8(const tcase *c) {
   VERIFY(perm == (wt == OP_W_Q4), "%s: words evens first %d", g_case, perm);
   size_t qbytes = (size_t)op_q8_act_bytes(ctx, (uint32_t)T, (uint32_t)K);
   gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4), gq = gb_out(qbytes);
-  gemv_mode_opts(&o, mode, N, T, YS, plan, gg.v);
+  gemv_mode_opts(&o, mode, N, T, YS, gg.v);
   gbuf gy = o.accumulate ? gb_io(y0, T * YS * 4) : gb_out(T * YS * 4);
   traffic(weight_bytes(wt, rows, K, group) + 4.0 * T * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
           2.0 * T * rows * K);
@@ -2514,8 +2513,8 @@ static case_result run_gemv_q8(const tcase *c) {
   op_q8_rows_opts qo = {.norm_w = o.norm_w, .eps = o.eps, .norm_offset = o.norm_offset, .perm = perm};
   CHECK(op_quantize_q8_rows(r, gx.v, gq.v, (uint32_t)T, (uint32_t)K, &qo) == WGLLM_OK, "%s record: %s", g_case,
         gpu_recorder_error(r));
-  CHECK(op_gemv_fast(r, gx.v, gq.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o) ==
-            WGLLM_OK,
+  CHECK(op_gemv_fast_planned(r, gx.v, gq.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, (uint32_t)rows, (uint32_t)K, &o,
+                             plan) == WGLLM_OK,
         "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -2737,14 +2736,14 @@ static void cases_gemv_q8(void) {
       {513, 2048, 1, 128, 1, {0}},
       {100, 2304, 3, 32, 4, {0}},
       {700, 1024, 5, 32, 3, {0}},
-      {512, 2048, 1, 32, 2, {1, 64, 2, 4, 1, 0, 2}},
-      {512, 2048, 2, 32, 3, {1, 128, 1, 2, 1, 0, 1}},
-      {37, 96, 1, 32, 2, {0, 4, 16, 4, 1, 0, 1}},
-      {1003, 1024, 4, 32, 2, {0, 32, 2, 2, 1, 0, 2}},
-      {37, 96, 1, 32, 0, {0, 1, 64, 1, 1, 0, 2}},
-      {300, 1024, 8, 32, 3, {0, 0, 0, 0, 0, 0, 1}},
-      {300, 1024, 2, 32, 1, {0, 8, 8, 2, 1, 0, 1}},
-      {300, 4096, 1, 32, 2, {1, 32, 8, 2, 1, 0, 1}},
+      {512, 2048, 1, 32, 2, {1, 64, 2, 4, 1, 2}},
+      {512, 2048, 2, 32, 3, {1, 128, 1, 2, 1, 1}},
+      {37, 96, 1, 32, 2, {0, 4, 16, 4, 1, 1}},
+      {1003, 1024, 4, 32, 2, {0, 32, 2, 2, 1, 2}},
+      {37, 96, 1, 32, 0, {0, 1, 64, 1, 1, 2}},
+      {300, 1024, 8, 32, 3, {0, 0, 0, 0, 0, 1}},
+      {300, 1024, 2, 32, 1, {0, 8, 8, 2, 1, 1}},
+      {300, 4096, 1, 32, 2, {1, 32, 8, 2, 1, 1}},
   };
   for (size_t i = 0; i < sizeof q4 / sizeof q4[0]; i++) {
     const op_gemv_plan *p = &q4[i].plan;

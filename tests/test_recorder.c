@@ -1,6 +1,8 @@
 /* Recorder, pool and platform tests: replay of a kept recording with per-step values read from GPU
    buffers, quarantine of pinned buffers, indirect dispatch, zero-grid refusal, pipeline cache reuse,
-   error capture (a bad binding becomes a status, not an abort) and out-of-range allocation refusal. */
+   error capture (a bad binding becomes a status, not an abort) and out-of-range allocation refusal; every kernel
+   variant compiles, the developer ones (wgllm_dev) too. */
+#include "dev_kernels.h"
 #include "harness.h"
 #include "ops.h"
 #include <math.h>
@@ -223,6 +225,20 @@ static void test_pipeline_cache(void) {
                                        ((k->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix));
     CHECK(s == WGLLM_OK || refused_ok, "kernel %s/%s: %s", k->kernel, k->variant, err);
   }
+  /* and so does every developer variant (wgllm_dev's table, through its source), none of them in the library's */
+  for (size_t i = 0; i < dev_kernel_source_count; i++) {
+    const gpu_kernel_source *k = &dev_kernel_sources[i];
+    CHECK(!gpu_kernel_find(k->kernel, k->variant), "developer kernel %s/%s in the library's table", k->kernel,
+          k->variant);
+    WGPUComputePipeline p;
+    s = gpu_pipeline_get_source(ctx, k, NULL, 0, &p, err, sizeof err);
+    int refused_ok =
+        s == WGLLM_ERR_UNSUPPORTED &&
+        (((k->requires & GPU_REQ_F16) && !ctx->has_f16) || ((k->requires & GPU_REQ_SUBGROUPS) && !ctx->has_subgroups) ||
+         ((k->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix));
+    CHECK(s == WGLLM_OK || refused_ok, "developer kernel %s/%s: %s", k->kernel, k->variant, err);
+  }
+  CHECK(dev_kernel_find(K_GEMV, V_GEMV_Q4_PROBE) != NULL, "the GEMV's probe variant in the developer table");
 }
 
 int main(void) {

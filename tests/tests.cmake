@@ -13,7 +13,7 @@ foreach(src ${TEST_SOURCES})
   add_executable(${name} ${src} ${CMAKE_SOURCE_DIR}/tests/harness.c)
   target_include_directories(${name} PRIVATE ${WGLLM_SRC_DIRS} ${CMAKE_SOURCE_DIR}/src/ref ${CMAKE_SOURCE_DIR}/tests
     ${CJSON_INCLUDE_DIRS})
-  target_link_libraries(${name} PRIVATE wgllm_internal wgllm_ref)
+  target_link_libraries(${name} PRIVATE wgllm_dev wgllm_ref)
   set_target_properties(${name} PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR};${DAWN_DIR}/lib")
   add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_SOURCE_DIR}/tests)
   set_tests_properties(${name} PROPERTIES TIMEOUT 1800 ENVIRONMENT "WGLLM_BIN=${CMAKE_BINARY_DIR}")

@@ -3,6 +3,7 @@
    it beside this program, on the same GPU), and `wgllm serve`, whose HTTP server is libmicrohttpd's and threads, is
    not in the wasm: on Node.js the package's bin (node/bin/wgllm.mjs) serves. */
 #include "cli.h"
+#include "serve_main.h"
 #include <stdio.h>
 
 /* the host (node/lib/runner.mjs): runs wgllm-bench.wasm with argv[0..argc), suspending this program until it ends;
@@ -17,7 +18,7 @@ int cli_bench(int argc, char **argv, const char *self) {
   return code < 0 ? 1 : code;
 }
 
-int cli_serve(int argc, char **argv) {
+int serve_command(int argc, char **argv) {
   (void)argc;
   (void)argv;
   fprintf(stderr, "wgllm serve: not in the wasm build of the CLI (the native one is libmicrohttpd's); on Node.js "

@@ -23,7 +23,7 @@ WFLAGS := $(TARGET) $(SJLJ) -O2 -g0 -std=gnu11 -Wall -Wextra -Wno-unused-paramet
   -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_PROCESS_CLOCKS -DWGLLM_BUILD -fvisibility=hidden $(FEATURES)
 # the engine's own include paths (CMakeLists.txt's WGLLM_SRC_DIRS), the single-threaded pthread.h, Dawn's webgpu.h
 INCS := -Iweb/include -Iinclude -Isrc -Isrc/gpu -Isrc/ops -Isrc/format -Isrc/tokenizer -Isrc/chat -Isrc/model -Isrc/arch \
-  -Isrc/runtime -Isrc/api -Isrc/generated -Isrc/ref -Itests -Itools/cli -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
+  -Isrc/runtime -Isrc/api -Isrc/generated -Isrc/ref -Itests -Itools/common -Itools/cli -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
   -I$(WEB_BUILD)/pcre2
 
 LIB_SRC := $(sort $(wildcard src/gpu/*.c src/ops/*.c src/format/*.c src/tokenizer/*.c src/chat/*.c src/model/*.c src/arch/*.c \
@@ -43,6 +43,10 @@ PCRE2_FLAGS := -DHAVE_CONFIG_H -DPCRE2_CODE_UNIT_WIDTH=8 -DSUPPORT_UNICODE -DHAV
 
 LIB_OBJ := $(patsubst %.c,$(O)/%.o,$(LIB_SRC)) $(O)/generated/kernels_gen.o
 DEP_OBJ := $(O)/cjson/cJSON.o $(patsubst $(TP)/pcre2/src/%.c,$(O)/pcre2/%.o,$(PCRE2_SRC)) $(O)/pcre2/pcre2_chartables.o
+# the developer code (src/dev/: synthetic models, the GGUF writer) for wgllm-bench.wasm and the test programs only;
+# only they see its headers
+DEV_OBJ := $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/dev/*.c))) $(O)/generated/kernels_dev_gen.o
+$(O)/src/dev/%.o $(O)/bench/%.o $(O)/tests/%.o $(O)/generated/kernels_dev_gen.o: WFLAGS += -Isrc/dev
 JS := $(WEB_BUILD)/wgllm.js $(WEB_BUILD)/webgpu.js $(WEB_BUILD)/wasi.js
 # the demo page, and the bundled model beside it (its "the bundled model" button)
 PAGE := $(WEB_BUILD)/index.html $(WEB_BUILD)/demo.js $(WEB_BUILD)/models/default.gguf $(WEB_BUILD)/wgllm.d.ts
@@ -62,18 +66,22 @@ PROG_LINK := -O2 -mexec-model=reactor -lwasi-emulated-signal -lwasi-emulated-get
 # The native CLI (tools/cli, `wgllm run ...`) and bench (bench/wgllm_bench.c, `wgllm bench ...`) from the same sources,
 # for Node.js (node/, make -f web/web.mk node): the CLI's seams are web/cli_web.c (bench runs wgllm-bench.wasm through
 # the host; serve is the npm package's) in place of tools/cli/cli_bench.c (exec) and tools/serve/ (libmicrohttpd)
-CLI_SRC := $(filter-out tools/cli/cli_bench.c,$(sort $(wildcard tools/cli/*.c))) web/cli_web.c
+# (tools/common/: the option parser, opening a model, progress lines, files, shared with bench and serve)
+TOOLS_COMMON_SRC := $(sort $(wildcard tools/common/*.c))
+CLI_SRC := $(filter-out tools/cli/cli_bench.c,$(sort $(wildcard tools/cli/*.c))) $(TOOLS_COMMON_SRC) web/cli_web.c
+$(O)/web/cli_web.o $(O)/tools/cli/main.o: WFLAGS += -Itools/serve
 programs: $(WEB_BUILD)/wgllm-cli.wasm $(WEB_BUILD)/wgllm-bench.wasm $(WEB_BUILD)/wgllm-serve.wasm
 $(WEB_BUILD)/wgllm-cli.wasm: $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) web/webgpu.imports
 	$(CC_WASM) $(LDTARGET) -o $@ $(patsubst %.c,$(O)/%.o,$(CLI_SRC)) $(PROG_CORE) $(PROG_LINK)
-$(WEB_BUILD)/wgllm-bench.wasm: $(O)/bench/wgllm_bench.o $(O)/tools/cli/cli_util.o $(PROG_CORE) web/webgpu.imports
-	$(CC_WASM) $(LDTARGET) -o $@ $(O)/bench/wgllm_bench.o $(O)/tools/cli/cli_util.o $(PROG_CORE) $(PROG_LINK)
+BENCH_OBJ := $(O)/bench/wgllm_bench.o $(O)/tools/common/cli_options.o $(O)/tools/common/cli_progress.o $(DEV_OBJ)
+$(WEB_BUILD)/wgllm-bench.wasm: $(BENCH_OBJ) $(PROG_CORE) web/webgpu.imports
+	$(CC_WASM) $(LDTARGET) -o $@ $(BENCH_OBJ) $(PROG_CORE) $(PROG_LINK)
 
-# `wgllm serve` for node/lib/serve.mjs (Node's http as the transport): the CLI's option parser and model opening
-# (tools/cli/cli_util.c) and tools/serve/'s options, scheduler (stepped from JavaScript's event loop, no thread),
+# `wgllm serve` for node/lib/serve.mjs (Node's http as the transport): the option parser and model opening of
+# tools/common/ and tools/serve/'s options, scheduler (stepped from JavaScript's event loop, no thread),
 # request handler and OpenAI parsing behind tools/serve/serve_wasm.c's exports; not serve_http.c / serve_main.c
 # (libmicrohttpd and threads: the native transport). A reactor without main: JavaScript calls the exports.
-SERVE_SRC := tools/cli/cli_util.c tools/serve/serve_options.c tools/serve/serve_sched.c tools/serve/serve_handler.c \
+SERVE_SRC := $(TOOLS_COMMON_SRC) tools/serve/serve_options.c tools/serve/serve_sched.c tools/serve/serve_handler.c \
   tools/serve/serve_openai.c tools/serve/serve_wasm.c
 SERVE_NO_MAIN := -Wl,--export=__main_void -Wl,--export=exit
 $(O)/tools/serve/%.o: WFLAGS += -Itools/serve
@@ -99,7 +107,7 @@ node/web/%: web/%
 # conformance cases (test_ops --filter picks those that fit SwiftShader's time); tests/web/regex_spans.c measures
 # PCRE2 against the browser's RegExp
 TEST_PROGRAMS := test_tokenizer test_chat_template test_ops web/regex_spans
-TEST_CORE := $(PROG_CORE) $(O)/tests/harness.o $(O)/web/test_support.o $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/ref/*.c)))
+TEST_CORE := $(PROG_CORE) $(DEV_OBJ) $(O)/tests/harness.o $(O)/web/test_support.o $(patsubst %.c,$(O)/%.o,$(sort $(wildcard src/ref/*.c)))
 tests: $(patsubst %,$(WEB_BUILD)/tests/%.wasm,$(TEST_PROGRAMS))
 $(WEB_BUILD)/tests/%.wasm: $(O)/tests/%.o $(TEST_CORE) web/webgpu.imports
 	@mkdir -p $(@D)
@@ -111,10 +119,12 @@ $(WEB_BUILD)/kernelgen: tools/kernelgen.c
 	$(CC_HOST) -O2 -o $@ $<
 
 KERNEL_TEMPLATES := $(sort $(wildcard kernels/*.wgsl))
-$(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h: $(WEB_BUILD)/kernelgen $(KERNEL_TEMPLATES) \
-    $(wildcard kernels/lib/*.wgsli)
+# (the dev=1 variants into kernels_dev_gen.c, for the developer objects only: DEV_OBJ)
+$(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h $(WEB_BUILD)/generated/kernels_dev_gen.c: \
+    $(WEB_BUILD)/kernelgen $(KERNEL_TEMPLATES) $(wildcard kernels/lib/*.wgsli)
 	@mkdir -p $(WEB_BUILD)/generated
-	$(WEB_BUILD)/kernelgen $(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h $(KERNEL_TEMPLATES)
+	$(WEB_BUILD)/kernelgen $(WEB_BUILD)/generated/kernels_gen.c $(WEB_BUILD)/generated/kernel_ids.h \
+	  $(WEB_BUILD)/generated/kernels_dev_gen.c $(KERNEL_TEMPLATES)
 
 $(WEB_BUILD)/pcre2/pcre2.h: $(TP)/pcre2/src/pcre2.h.generic
 	@mkdir -p $(@D)
@@ -135,6 +145,9 @@ $(O)/%.o: %.c $(WEB_BUILD)/generated/kernel_ids.h $(PCRE2_HDRS)
 	@mkdir -p $(@D)
 	$(CC_WASM) $(WFLAGS) $(INCS) -DPCRE2_STATIC -MMD -c $< -o $@
 $(O)/generated/kernels_gen.o: $(WEB_BUILD)/generated/kernels_gen.c
+	@mkdir -p $(@D)
+	$(CC_WASM) $(WFLAGS) $(INCS) -c $< -o $@
+$(O)/generated/kernels_dev_gen.o: $(WEB_BUILD)/generated/kernels_dev_gen.c
 	@mkdir -p $(@D)
 	$(CC_WASM) $(WFLAGS) $(INCS) -c $< -o $@
 $(O)/cjson/cJSON.o: $(TP)/cjson/cJSON.c

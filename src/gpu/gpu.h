@@ -174,6 +174,10 @@ typedef struct gpu_constant {
 /* Pipeline for kernel/variant with override constants, created once and cached. */
 wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant, const gpu_constant *consts,
                               int n_consts, WGPUComputePipeline *out, char *err, size_t errlen);
+/* The same for a source outside gpu_kernel_sources (the developer variants of wgllm_dev), cached by its kernel and
+   variant names like the others. */
+wgllm_status gpu_pipeline_get_source(gpu_context *ctx, const gpu_kernel_source *src, const gpu_constant *consts,
+                                     int n_consts, WGPUComputePipeline *out, char *err, size_t errlen);
 
 /* ---------- recorder ---------- */
 #define GPU_MAX_BINDINGS 12
@@ -181,6 +185,7 @@ typedef struct gpu_recorder gpu_recorder;
 
 typedef struct gpu_dispatch_desc {
   const char *kernel, *variant;
+  const gpu_kernel_source *source; /* NULL: kernel/variant of gpu_kernel_sources; else this source (wgllm_dev's) */
   const gpu_constant *consts;
   int n_consts;
   const void *params; /* uniform block bound at @binding(0) when params_size > 0 */

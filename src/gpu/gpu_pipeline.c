@@ -91,8 +91,10 @@ static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, W
   return WGLLM_OK;
 }
 
-wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant, const gpu_constant *consts,
-                              int n_consts, WGPUComputePipeline *out, char *err, size_t errlen) {
+/* src: the kernel's source, or NULL to find kernel/variant in gpu_kernel_sources (after the cache missed) */
+static wgllm_status pipeline_get(gpu_context *ctx, const char *kernel, const char *variant,
+                                 const gpu_kernel_source *src, const gpu_constant *consts, int n_consts,
+                                 WGPUComputePipeline *out, char *err, size_t errlen) {
   char key[512];
   int k = snprintf(key, sizeof key, "%s/%s", kernel, variant);
   for (int i = 0; i < n_consts && k < (int)sizeof key; i++)
@@ -104,7 +106,7 @@ wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *
       return WGLLM_OK;
     }
 
-  const gpu_kernel_source *src = gpu_kernel_find(kernel, variant);
+  if (!src) src = gpu_kernel_find(kernel, variant);
   if (!src) {
     snprintf(err, errlen, "no kernel %s with variant %s in the kernel registry", kernel, variant);
     return WGLLM_ERR_INTERNAL;
@@ -166,4 +168,14 @@ wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *
   c->pipes[c->n_pipes++].pipe = p;
   *out = p;
   return WGLLM_OK;
+}
+
+wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant, const gpu_constant *consts,
+                              int n_consts, WGPUComputePipeline *out, char *err, size_t errlen) {
+  return pipeline_get(ctx, kernel, variant, NULL, consts, n_consts, out, err, errlen);
+}
+
+wgllm_status gpu_pipeline_get_source(gpu_context *ctx, const gpu_kernel_source *src, const gpu_constant *consts,
+                                     int n_consts, WGPUComputePipeline *out, char *err, size_t errlen) {
+  return pipeline_get(ctx, src->kernel, src->variant, src, consts, n_consts, out, err, errlen);
 }

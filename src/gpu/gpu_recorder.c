@@ -136,7 +136,7 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
     return fail(r, WGLLM_ERR_UNSUPPORTED, e);
   }
   /* the C params struct must mirror the kernel's WGSL Params block word for word */
-  const gpu_kernel_source *ks = gpu_kernel_find(d->kernel, d->variant);
+  const gpu_kernel_source *ks = d->source ? d->source : gpu_kernel_find(d->kernel, d->variant);
   if (ks && ks->params_bytes && d->params_size != ks->params_bytes) {
     snprintf(e, sizeof e, "kernel %s/%s: a params block of %u bytes, its WGSL Params has %u", d->kernel, d->variant,
              d->params_size, ks->params_bytes);
@@ -145,7 +145,9 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
   if (ks && !bindings_match(ks, d, e, sizeof e)) return fail(r, WGLLM_ERR_INTERNAL, e);
   record rc;
   memset(&rc, 0, sizeof rc);
-  wgllm_status s = gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, e, sizeof e);
+  wgllm_status s = d->source
+                       ? gpu_pipeline_get_source(r->ctx, d->source, d->consts, d->n_consts, &rc.pipe, e, sizeof e)
+                       : gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, e, sizeof e);
   if (s) return fail(r, s, e);
   snprintf(rc.name, sizeof rc.name, "%s/%s", d->kernel, d->variant);
   rc.params_off = -1;

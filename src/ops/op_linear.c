@@ -193,11 +193,11 @@ _Static_assert(sizeof(gemv_params) == 48, "gemv_params mirrors the Params block 
 /* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off.. */
 static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uint32_t group, gpu_view data,
                                gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K, uint32_t n_off,
-                               uint32_t nt, uint32_t y_stride, const op_gemv_opts *o) {
+                               uint32_t nt, uint32_t y_stride, const op_gemv_opts *o, const op_gemv_plan *plan) {
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N, xv = gemv_xv(type);
-  op_gemv_plan pl = o->plan ? *o->plan : op_gemv_choose_plan(ctx, type, out_rows, K, group, o->glu_half != 0);
+  op_gemv_plan pl = plan ? *plan : op_gemv_choose_plan(ctx, type, out_rows, K, group, o->glu_half != 0);
   uint32_t u = pl.u ? pl.u : 4;
   if (nt > 1) { /* NT tokens: the R * NT sums (twice with GLU) and NT * U x slots within 32 */
     while (pl.r > 1 && ((o->glu_half ? 2 : 1) * pl.r * nt > 32 || pl.r * nt > pl.tk))
@@ -207,7 +207,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     /* from 4 tokens on, one step at a time: the x slots of more steps cost more than their loads in flight save
        (bench_kernels --tokens on the H200: the q4gsw 1B and 8B projections 3-28% faster than with u = 2 or 4 at
        4 and 8 tokens; PERF.md) */
-    if (nt >= 4 && !o->plan) u = 1;
+    if (nt >= 4 && !plan) u = 1;
   }
   uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
   /* the kernel's limits: row sums in registers, one finishing thread per (row, token), its workgroup arrays,
@@ -231,8 +231,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                    n_off,
                    y_stride,
                    0};
-  gpu_constant c[9] = {{"PROBE", (double)pl.probe},
-                       {"G", (double)(type == OP_W_Q4 ? group : 32)},
+  gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
                        {"TK", (double)pl.tk},
                        {"TR", (double)pl.tr},
@@ -249,7 +248,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                                               .params = &p,
                                               .params_size = sizeof p,
                                               .consts = c,
-                                              .n_consts = nt > 1 ? 9 : 8,
+                                              .n_consts = nt > 1 ? 8 : 7,
                                               .access = has_scales ? "rrrwrr" : "rrrwr",
                                               .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x,
                                                        has_scales ? scales : (gpu_view){0}},
@@ -258,6 +257,11 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
 
 wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                      uint32_t K, const op_gemv_opts *o) {
+  return op_gemv_planned(rec, x, w, bias, y, N, K, o, NULL);
+}
+
+wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                             uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan) {
   int sg;
   op_gemv_opts none = {0};
   if (!o) o = &none;
@@ -292,7 +296,7 @@ wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view
         return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
                        "gemv: token %u's rows (K=%u, y stride %u) do not start on a binding offset", t0, K, ys);
       gpu_view xt = {x.buf, x.offset + xo, 0}, yt = {y.buf, y.offset + yo, 0};
-      s = gemv_piece(rec, xt, pw.type, pw.group, pw.data, pw.scales, bias, yt, rows, K, n0, nt, ys, o);
+      s = gemv_piece(rec, xt, pw.type, pw.group, pw.data, pw.scales, bias, yt, rows, K, n0, nt, ys, o, plan);
     }
     n0 += rows;
   }

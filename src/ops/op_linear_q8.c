@@ -279,12 +279,12 @@ static uint64_t wq_bytes(int sg, uint32_t nt, uint32_t K) {
    else a: x_q, b: its factors. */
 static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_view b, op_wtype type, uint32_t group,
                                   gpu_view data, gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K,
-                                  uint32_t n_off, uint32_t nt, uint32_t y_stride, const op_gemv_opts *o) {
+                                  uint32_t n_off, uint32_t nt, uint32_t y_stride, const op_gemv_opts *o,
+                                  const op_gemv_plan *plan) {
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N;
-  op_gemv_plan pl =
-      o->plan && o->plan->tk ? *o->plan : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
+  op_gemv_plan pl = plan && plan->tk ? *plan : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
   uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
   int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr * nt <= 32 && pl.r * nt <= pl.tk &&
            wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
@@ -343,7 +343,7 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
 
 /* the pieces of w, each its dispatch (a, b as gemv_q8_piece takes them) */
 static wgllm_status gemv_q8_run(gpu_recorder *rec, int wq, gpu_view a, gpu_view b, const op_weight *w, gpu_view bias,
-                                gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o) {
+                                gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan) {
   uint32_t T = o->n_tokens ? o->n_tokens : 1, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
   if (!op_gemv_q8_supports(op_ctx(rec), w, T, K, NULL))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q8: no integer-dot GEMV for %s weights with K=%u and %u tokens",
@@ -354,7 +354,8 @@ static wgllm_status gemv_q8_run(gpu_recorder *rec, int wq, gpu_view a, gpu_view 
   wgllm_status s = WGLLM_OK;
   if (!w->n_parts) {
     s = op_check_weight(rec, "gemv_q8", w, N, K);
-    return s ? s : gemv_q8_piece(rec, wq, a, b, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, T, ys, o);
+    return s ? s
+             : gemv_q8_piece(rec, wq, a, b, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, T, ys, o, plan);
   }
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
@@ -362,7 +363,8 @@ static wgllm_status gemv_q8_run(gpu_recorder *rec, int wq, gpu_view a, gpu_view 
     op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
     s = op_check_weight(rec, "gemv_q8", &pw, pt->rows, K);
     if (!s)
-      s = gemv_q8_piece(rec, wq, a, b, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, T, ys, o);
+      s = gemv_q8_piece(rec, wq, a, b, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, T, ys, o,
+                        plan);
     n0 += pt->rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: parts of %u rows for N=%u", n0, N);
@@ -371,13 +373,18 @@ static wgllm_status gemv_q8_run(gpu_recorder *rec, int wq, gpu_view a, gpu_view 
 
 wgllm_status op_gemv_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                         uint32_t K, const op_gemv_opts *o) {
+  return op_gemv_q8_planned(rec, xq, w, bias, y, N, K, o, NULL);
+}
+
+wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                                uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan) {
   op_gemv_opts none = {0};
   if (!o) o = &none;
   if (o->norm_w.buf)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: the norm belongs to the quantization (op_quantize_q8_rows)");
   gpu_view q, ds;
   act_views(rec, xq, o->n_tokens ? o->n_tokens : 1, K, &q, &ds);
-  return gemv_q8_run(rec, 0, q, ds, w, bias, y, N, K, o);
+  return gemv_q8_run(rec, 0, q, ds, w, bias, y, N, K, o, plan);
 }
 
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K) {
@@ -387,42 +394,42 @@ int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32
 
 wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                           uint32_t N, uint32_t K, const op_gemv_opts *o) {
+  return op_gemv_fast_planned(rec, x, xq, w, bias, y, N, K, o, NULL);
+}
+
+wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
+                                  gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan) {
   op_gemv_opts none = {0};
   if (!o) o = &none;
   uint32_t T = o->n_tokens ? o->n_tokens : 1;
   int perm = 0;
-  if (!op_gemv_q8_supports(op_ctx(rec), w, T, K, &perm)) {
-    op_gemv_opts eo = *o; /* a plan that only chose the quantization is not one for the exact kernel */
-    if (eo.plan && !eo.plan->tk) eo.plan = NULL;
-    return op_gemv(rec, x, w, bias, y, N, K, &eo);
-  }
+  /* a plan that only chose the quantization is not one for the exact kernel */
+  const op_gemv_plan *exact_plan = plan && plan->tk ? plan : NULL;
+  if (!op_gemv_q8_supports(op_ctx(rec), w, T, K, &perm))
+    return op_gemv_planned(rec, x, w, bias, y, N, K, o, exact_plan);
   /* the kernel quantizes x itself (one dispatch) where that fits its workgroup memory and costs less than the
      quantizer's dispatch: every workgroup quantizes all of x, about 3.2 us of the H200's time a million elements so
      quantized (workgroups x tokens x K) against 4-8 us for the quantizer, so up to 2.5 million (bench_kernels
      --int8, PERF.md: the 1B's projections and the 8B's output projection, not the 8B's others, LM heads or
      batches); else the quantizer runs first into xq */
-  uint32_t how = o->plan ? o->plan->q8_quant : 0;
+  uint32_t how = plan ? plan->q8_quant : 0;
   int wq = how == 1;
   if (how == 0 && op_gemv_q8_quantizes_in_workgroup(op_ctx(rec), T, K)) {
     uint32_t out = o->glu_half ? o->glu_half : N;
     op_gemv_plan pl =
-        o->plan && o->plan->tk ? *o->plan : op_gemv_q8_choose_plan(op_ctx(rec), w->type, out, K, o->glu_half != 0, T);
+        plan && plan->tk ? *plan : op_gemv_q8_choose_plan(op_ctx(rec), w->type, out, K, o->glu_half != 0, T);
     uint64_t wgs = (out + pl.tr * pl.r - 1) / (pl.tr * pl.r);
     wq = wgs * T * K <= 2500000;
   }
   if (wq) {
     gpu_view xv = {x.buf, x.offset, (uint64_t)T * K * 4};
-    return gemv_q8_run(rec, 1, xv, o->norm_w.buf ? o->norm_w : xv, w, bias, y, N, K, o);
+    return gemv_q8_run(rec, 1, xv, o->norm_w.buf ? o->norm_w : xv, w, bias, y, N, K, o, plan);
   }
-  if (!xq.buf) {
-    op_gemv_opts eo = *o;
-    if (eo.plan && !eo.plan->tk) eo.plan = NULL;
-    return op_gemv(rec, x, w, bias, y, N, K, &eo);
-  }
+  if (!xq.buf) return op_gemv_planned(rec, x, w, bias, y, N, K, o, exact_plan);
   op_q8_rows_opts qo = {o->norm_w, o->eps, o->norm_offset, perm};
   wgllm_status s = op_quantize_q8_rows(rec, x, xq, T, K, &qo);
   if (s) return s;
   op_gemv_opts go = *o;
   go.norm_w = (gpu_view){0};
-  return op_gemv_q8(rec, xq, w, bias, y, N, K, &go);
+  return op_gemv_q8_planned(rec, xq, w, bias, y, N, K, &go, plan);
 }

@@ -154,7 +154,6 @@ wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, 
 typedef struct op_gemv_plan {
   int tuned;
   uint32_t tk, tr, r, u;
-  uint32_t probe; /* bench_kernels only: leave a stage out (kernels/gemv.wgsl PROBE, q4gsw); 0 in real use */
   /* the int8 GEMV's quantization (op_gemv_fast): 0 the op's choice, 1 in the kernel's workgroup ("_wq"), 2 a
      quantizer dispatch first */
   uint32_t q8_quant;
@@ -165,7 +164,6 @@ typedef struct op_gemv_opts {
   int accumulate;    /* y += result (residual) */
   uint32_t glu_half; /* 0 or the number of gate rows */
   op_act act;
-  const op_gemv_plan *plan; /* NULL: op_gemv_choose_plan's choice (tests and the kernel bench set it) */
   /* several tokens (batched decode of several sessions): x [n_tokens][K], y rows y_stride apart (0: N, or
      glu_half with GLU); each weight step is read once for all of them (0 or 1: one token) */
   uint32_t n_tokens, y_stride;
@@ -182,6 +180,10 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
                                  int glu);
 wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                      uint32_t K, const op_gemv_opts *o);
+/* op_gemv in the layout plan gives instead of op_gemv_choose_plan's (NULL: that one), so that tests run the layouts
+   other devices get and bench_kernels times others; an invalid layout is refused (WGLLM_ERR_INTERNAL). */
+wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
+                             uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
 /* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);
@@ -292,6 +294,12 @@ wgllm_status op_gemv_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_
                         uint32_t K, const op_gemv_opts *o);
 wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                           uint32_t N, uint32_t K, const op_gemv_opts *o);
+/* The two in a given layout (as op_gemv_planned; plan->tk 0: the op's layout) and, for op_gemv_fast, plan->q8_quant's
+   place of the quantization */
+wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                                uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
+wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
+                                  gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K);
 
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */

@@ -2,8 +2,8 @@
 # Every build makes fuzz_<name>_replay (the harness + replay_main.c, the normal compiler, no fuzzer runtime) and
 # the ctest entry fuzz_replay_<name>, which feeds every file of tests/fuzz/corpus/<name>/ and
 # tests/fuzz/regressions/<name>/ through the harness. With WGLLM_FUZZ=ON (clang: `make fuzz`) the build also makes
-# the libFuzzer programs fuzz_<name> (target `fuzzers`), the harness and wgllm_internal instrumented for coverage,
-# with ASan and UBSan (any UB report fatal); tests/fuzz/run.sh runs them.
+# the libFuzzer programs fuzz_<name> (target `fuzzers`), the harness, wgllm_internal and wgllm_dev instrumented for
+# coverage, with ASan and UBSan (any UB report fatal); tests/fuzz/run.sh runs them.
 file(GLOB FUZZ_HARNESSES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_*.c)
 list(REMOVE_ITEM FUZZ_HARNESSES ${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz_util.c)
 if(WGLLM_FUZZ)
@@ -12,6 +12,7 @@ if(WGLLM_FUZZ)
   endif()
   set(FUZZ_SAN -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
   target_compile_options(wgllm_internal PRIVATE -fsanitize=fuzzer-no-link ${FUZZ_SAN})
+  target_compile_options(wgllm_dev PRIVATE -fsanitize=fuzzer-no-link ${FUZZ_SAN})
   add_custom_target(fuzzers)
 endif()
 foreach(src ${FUZZ_HARNESSES})
@@ -32,7 +33,7 @@ foreach(src ${FUZZ_HARNESSES})
   foreach(p ${progs})
     target_include_directories(${p} PRIVATE ${WGLLM_SRC_DIRS} ${CMAKE_SOURCE_DIR}/tests/fuzz ${CJSON_INCLUDE_DIRS})
     target_compile_definitions(${p} PRIVATE WGLLM_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-    target_link_libraries(${p} PRIVATE wgllm_internal)
+    target_link_libraries(${p} PRIVATE wgllm_dev)
     set_target_properties(${p} PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR};${DAWN_DIR}/lib")
     if(short STREQUAL "http_request") # the request parser of `wgllm serve`, a CLI source outside the library
       target_sources(${p} PRIVATE ${CMAKE_SOURCE_DIR}/tools/serve/serve_openai.c)

@@ -1,8 +1,10 @@
 /* `wgllm chat` (and `wgllm run -cnv`): an interactive chat through the public C API. Messages of any length,
    a line ending in \ goes on on the next; Ctrl-C stops the reply in progress and returns to the prompt, Ctrl-C
-   at the prompt leaves; /regen, /save FILE and /load FILE (the conversation as JSON messages), /reset. */
+   at the prompt leaves; /regen, /save FILE and /load FILE (the conversation as JSON messages, read with cJSON),
+   /reset. */
 #include "cli.h"
 #include "wgllm.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -149,11 +151,138 @@ static int regen(chat *c) {
   return reply(c) < 0 ? -1 : 0;
 }
 
+/* ---------- the conversation as JSON: [{"role": "user", "content": "..."}, ...] (the shape transformers'
+   apply_chat_template and OpenAI's API take) ---------- */
+static int put_json_string(FILE *f, const char *s) {
+  cJSON *item = cJSON_CreateString(s);
+  char *text = item ? cJSON_PrintUnformatted(item) : NULL; /* quoted and escaped; UTF-8 as it is */
+  cJSON_Delete(item);
+  if (!text) {
+    errno = ENOMEM;
+    return -1;
+  }
+  fputs(text, f);
+  cJSON_free(text);
+  return 0;
+}
+
+/* One message a line; returns 0, or -1 with errno set. */
+static int history_save(const char *path, const wgllm_message *msgs, size_t n) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  int bad = 0;
+  fputs("[", f);
+  for (size_t i = 0; i < n && !bad; i++) {
+    fputs(i ? ",\n  {\"role\": " : "\n  {\"role\": ", f);
+    bad = put_json_string(f, msgs[i].role);
+    fputs(", \"content\": ", f);
+    if (!bad) bad = put_json_string(f, msgs[i].content);
+    fputs("}", f);
+  }
+  fputs(n ? "\n]\n" : "]\n", f);
+  int e = bad ? errno : 0;
+  bad |= ferror(f);
+  if (fclose(f) || bad) {
+    errno = e ? e : errno ? errno : EIO;
+    return -1;
+  }
+  return 0;
+}
+
+static void history_free(wgllm_message *msgs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    free((void *)msgs[i].role);
+    free((void *)msgs[i].content);
+  }
+  free(msgs);
+}
+
+/* Reads such an array, or an object with a "messages" array (other keys are ignored; in a message too). Roles
+   must be system, user or assistant, strings valid UTF-8. *msgs and each role and content are malloc'd
+   (history_free). Returns 0, or -1 with the reason in err. */
+static int history_load(const char *path, wgllm_message **msgs, size_t *n, char *err, size_t errlen) {
+  *msgs = NULL;
+  *n = 0;
+  size_t len;
+  char *text = cli_read_file(path, &len);
+  if (!text) {
+    snprintf(err, errlen, "%s", strerror(errno));
+    return -1;
+  }
+  size_t first = strspn(text, " \t\r\n");
+  if (text[first] != '[' && text[first] != '{') {
+    snprintf(err, errlen, "byte %zu: expected an array of messages", first);
+    free(text);
+    return -1;
+  }
+  const char *end = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+  if (!root) {
+    snprintf(err, errlen, "byte %ld: not valid JSON", end ? (long)(end - text) : 0L);
+    free(text);
+    return -1;
+  }
+  free(text);
+  const cJSON *arr = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, "messages") : root;
+  wgllm_message *v = NULL;
+  size_t cnt = 0;
+  if (!arr) {
+    snprintf(err, errlen, "no \"messages\" array");
+    goto bad;
+  }
+  if (!cJSON_IsArray(arr)) {
+    snprintf(err, errlen, "expected an array of messages");
+    goto bad;
+  }
+  size_t total = (size_t)cJSON_GetArraySize(arr);
+  v = calloc(total ? total : 1, sizeof *v);
+  if (!v) {
+    snprintf(err, errlen, "out of memory");
+    goto bad;
+  }
+  const cJSON *m;
+  cJSON_ArrayForEach(m, arr) {
+    if (!cJSON_IsObject(m)) {
+      snprintf(err, errlen, "message %zu: a message must be an object", cnt + 1);
+      goto bad;
+    }
+    const char *role = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "role"));
+    const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "content"));
+    if (!role || !content) {
+      snprintf(err, errlen, "message %zu: a message needs a \"role\" and a \"content\" string", cnt + 1);
+      goto bad;
+    }
+    if (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant")) {
+      snprintf(err, errlen, "message %zu: role \"%.64s\" is not system, user or assistant", cnt + 1, role);
+      goto bad;
+    }
+    if (cli_utf8_invalid_at(content) >= 0) {
+      snprintf(err, errlen, "message %zu: the content is not valid UTF-8", cnt + 1);
+      goto bad;
+    }
+    v[cnt].role = strdup(role);
+    v[cnt].content = strdup(content);
+    cnt++;
+    if (!v[cnt - 1].role || !v[cnt - 1].content) {
+      snprintf(err, errlen, "out of memory");
+      goto bad;
+    }
+  }
+  cJSON_Delete(root);
+  *msgs = v;
+  *n = cnt;
+  return 0;
+bad:
+  history_free(v, cnt);
+  cJSON_Delete(root);
+  return -1;
+}
+
 static int load(chat *c, const char *path) {
   wgllm_message *msgs;
   size_t n;
   char err[512];
-  if (cli_json_load(path, &msgs, &n, err, sizeof err)) {
+  if (history_load(path, &msgs, &n, err, sizeof err)) {
     fprintf(stderr, "wgllm chat: /load %s: %s\n", path, err);
     return 0;
   }
@@ -190,7 +319,7 @@ static int command(chat *c, char *line) {
       fprintf(stderr, "wgllm chat: /%s needs a file name\n", cmd);
     else if (cmd[0] == 'l')
       load(c, arg);
-    else if (cli_json_save(arg, c->h.m, c->h.n))
+    else if (history_save(arg, c->h.m, c->h.n))
       fprintf(stderr, "wgllm chat: /save %s: %s\n", arg, strerror(errno));
     else
       fprintf(stderr, "wgllm chat: saved %zu messages to %s\n", c->h.n, arg);

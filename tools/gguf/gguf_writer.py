@@ -3,7 +3,7 @@ conventions, its quantizers (Q8_0, Q4_0, bit-exact with ggml's reference quantiz
 export that tools/train_default/train.py uses (the layout llama.cpp's convert_hf_to_gguf.py writes: dims
 innermost first, attn_q/attn_k rows permuted for adjacent-pair RoPE, Q8_0 linear weights and embedding, F32
 norms, byte-level BPE ("gpt2") tokenizer metadata). tools/refs/make_refs.py writes its GGUF fixtures with
-write_gguf, q4_0, q8_0 and permute_rows_np. (The C side has one writer too: src/format/gguf_write.h.)
+write_gguf, q4_0, q8_0 and permute_rows_np. (The C side has one writer too: src/dev/gguf_write.h.)
 
 Pure Python + struct; numpy is used when the weights are numpy arrays (the training machine), and a plain
 Python path (PyMat) gives byte-identical output without numpy (tests on machines that lack it). q4_0 has

@@ -2,6 +2,7 @@
    tables and parser), loads the model, starts the scheduler on its own thread (serve_sched.c: --parallel
    sessions), the request handler (serve_handler.c) and its libmicrohttpd transport (serve_http.c), prints the
    address it listens on, and runs until SIGINT or SIGTERM. docs/SERVING.md describes it. */
+#include "serve_main.h"
 #include "serve_http.h"
 #include "serve_options.h"
 #include <signal.h>
@@ -16,7 +17,7 @@ static int stop_signal_pending(void) {
   return !sigpending(&p) && (sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGTERM) == 1);
 }
 
-int cli_serve(int argc, char **argv) {
+int serve_command(int argc, char **argv) {
   serve_options a;
   int rc = serve_options_parse(argc, argv, &a);
   if (rc >= 0) {

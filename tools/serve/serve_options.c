@@ -1,7 +1,9 @@
-/* `wgllm serve`'s options: the table (the CLI's format, printed by --help), their parsing with the CLI's parser,
-   the checks that need no model, and what follows once the model is open (the context, the model's id, the
+/* `wgllm serve`'s options: the table (the CLI's format, printed by --help), their parsing with tools/common/'s
+   parser, the checks that need no model, and what follows once the model is open (the context, the model's id, the
    scheduler's and handler's configurations). serve_main.c (native) and serve_wasm.c (the Node server) share it. */
 #include "serve_options.h"
+#include "cli_file.h"
+#include "cli_open.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,9 +1,10 @@
 /* `wgllm serve`'s options, shared by its transports (serve_main.c natively, serve_wasm.c for the Node server): the
-   option table and its parser (the CLI's, so --help, the flags and their errors are the same everywhere), the
+   option table and its parser (tools/common/'s, as the CLI's, so --help, the flags and their errors are the same
+   everywhere), the
    model's opening, and the scheduler's and request handler's configurations that follow from them. */
 #ifndef WGLLM_SERVE_OPTIONS_H
 #define WGLLM_SERVE_OPTIONS_H
-#include "cli.h"
+#include "cli_options.h"
 #include "serve_handler.h"
 
 typedef struct serve_options {
@@ -19,7 +20,7 @@ typedef struct serve_options {
   serve_handler_config handler;
 } serve_options;
 
-/* Parses argv (argv[0] is the first option, as cli_serve gets them) into *o: the defaults, then the options,
+/* Parses argv (argv[0] is the first option, as serve_command gets them) into *o: the defaults, then the options,
    checked (--web a directory, --api-key-file read). Returns -1 to go on, else the exit status: 0 after --help
    (printed on stdout), 2 after a usage error (said on stderr). */
 int serve_options_parse(int argc, char **argv, serve_options *o);

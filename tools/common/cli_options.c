@@ -1,19 +1,13 @@
-/* Helpers shared by the CLI's subcommands and wgllm-bench: the one option parser (getopt_long over tables of
-   options, values checked against their type and range), the model and session options, id lists, progress
-   lines on a terminal, and opening a model and a session through the public API with readable errors. */
-#include "cli.h"
+/* The one option parser of the command-line programs (wgllm's commands, wgllm serve, wgllm-bench): getopt_long
+   over tables of options, values checked against their type and range, the options every model command shares,
+   and the parsing of option values (--weights, id lists). */
+#include "cli_options.h"
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
-
-volatile sig_atomic_t cli_interrupted;
 
 /* ---------- the option parser ---------- */
 enum { SPELL_BASE = 0x10000 }; /* getopt_long's val for long spelling i: SPELL_BASE + i */
@@ -484,7 +478,7 @@ int cli_common_set(cli_common *c, int key, const cli_value *v) {
   return 1;
 }
 
-/* ---------- helpers ---------- */
+/* ---------- option values ---------- */
 int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   *out = NULL;
   *n = 0;
@@ -517,59 +511,6 @@ int cli_parse_ids(const char *s, int32_t **out, uint32_t *n) {
   return 0;
 }
 
-long cli_utf8_invalid_at(const char *s) {
-  const unsigned char *p = (const unsigned char *)s;
-  for (long i = 0; p[i];) {
-    unsigned c = p[i], n = c < 0x80 ? 0 : (c & 0xE0) == 0xC0 ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c & 0xF8) == 0xF0 ? 3 : 9;
-    if (n == 9) return i;
-    uint32_t cp = n == 0 ? c : n == 1 ? c & 0x1F : n == 2 ? c & 0x0F : c & 0x07;
-    for (unsigned k = 1; k <= n; k++) {
-      if ((p[i + k] & 0xC0) != 0x80) return i; /* also the terminating NUL: cut short */
-      cp = cp << 6 | (p[i + k] & 0x3F);
-    }
-    static const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += (long)n + 1;
-  }
-  return -1;
-}
-
-char *cli_read_file(const char *path, size_t *len) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    if (n + 1 >= cap) {
-      char *g = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL; /* (1 << 40 overflowed wasm32) */
-      if (!g) {
-        free(buf);
-        buf = NULL;
-        errno = ENOMEM;
-        break;
-      }
-      buf = g;
-      cap *= 2;
-    }
-    size_t got = fread(buf + n, 1, cap - 1 - n, f);
-    n += got;
-    if (got == 0) {
-      if (ferror(f)) {
-        int e = errno ? errno : EIO;
-        free(buf);
-        buf = NULL;
-        errno = e;
-      }
-      break;
-    }
-  }
-  if (f != stdin) fclose(f);
-  if (!buf) return NULL;
-  buf[n] = 0;
-  if (len) *len = n;
-  return buf;
-}
-
 int cli_parse_weights(const char *s, wgllm_model_params *mp) {
   if (!s || !strcmp(s, "native")) {
     mp->weights = WGLLM_WEIGHTS_NATIVE;
@@ -591,155 +532,4 @@ int cli_parse_weights(const char *s, wgllm_model_params *mp) {
   }
   fprintf(stderr, "wgllm: --weights %s: expected native, q4 or q4:GROUP\n", s);
   return 1;
-}
-
-/* ---------- progress lines ---------- */
-double cli_now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-void cli_progress_begin(cli_progress *p) {
-  p->on = isatty(2);
-  p->shown = 0;
-  p->t0 = cli_now();
-  p->last = -1;
-}
-
-void cli_progress_show(cli_progress *p, int force, const char *fmt, ...) {
-  if (!p->on) return;
-  double t = cli_now();
-  if (!force && p->shown && t - p->last < 0.1) return;
-  char line[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "\r%s (%.1f s)\033[K", line, t - p->t0);
-  fflush(stderr);
-  p->shown = 1;
-  p->last = t;
-}
-
-void cli_progress_end(cli_progress *p) {
-  if (p->on && p->shown) {
-    fputs("\r\033[K", stderr);
-    fflush(stderr);
-  }
-  p->shown = 0;
-}
-
-/* ---------- opening a model and a session ---------- */
-static cli_progress g_load, g_prefill; /* the CLI loads one model and evaluates one prompt at a time */
-
-static int show_load(float fraction, void *user) {
-  (void)user;
-  cli_progress_show(&g_load, 0, "loading model: %.0f%%", 100.0 * fraction);
-  return cli_interrupted != 0; /* Ctrl-C cancels the load */
-}
-
-void cli_prefill_begin(uint32_t n) {
-  cli_progress_begin(&g_prefill);
-  if (n >= 128) cli_progress_show(&g_prefill, 1, "prompt: 0/%u tokens", n);
-}
-
-/* "prompt: 1024/4096 tokens (12.0 s)" while a prompt longer than one pass is evaluated; cleared at its end */
-static void show_prefill(uint32_t done, uint32_t total, void *user) {
-  (void)user;
-  if (!g_prefill.t0) cli_progress_begin(&g_prefill);
-  if (done >= total) {
-    cli_progress_end(&g_prefill);
-    g_prefill.t0 = 0; /* the next prompt starts its own clock */
-    return;
-  }
-  double t = cli_now() - g_prefill.t0;
-  if (t > 0.2)
-    cli_progress_show(&g_prefill, 1, "prompt: %u/%u tokens, %.0f tok/s", done, total, done / t);
-  else
-    cli_progress_show(&g_prefill, 1, "prompt: %u/%u tokens", done, total);
-}
-
-static void on_log(wgllm_log_level level, const char *msg, void *user) {
-  const cli_common *c = user;
-  if (level == WGLLM_LOG_WARN)
-    fprintf(stderr, "wgllm: warning: %s\n", msg);
-  else if (c->verbose)
-    fprintf(stderr, "wgllm: %s\n", msg);
-}
-
-wgllm_session_params cli_session_params(const cli_common *c) {
-  wgllm_session_params sp = wgllm_session_default_params();
-  sp.prefill_chunk = c->prefill_chunk;
-  sp.kv_type = c->kv_f16 ? WGLLM_KV_F16 : WGLLM_KV_F32;
-  sp.decode_path = c->unfused ? WGLLM_DECODE_UNFUSED : WGLLM_DECODE_FUSED;
-  sp.attn_grid = c->attn_grid ? WGLLM_ATTN_GRID_INDIRECT : WGLLM_ATTN_GRID_WORST;
-  sp.precision = c->precision;
-  return sp;
-}
-
-int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
-             int no_tokenizer) {
-  *m = NULL;
-  if (s) *s = NULL;
-  if (!c->model) {
-    fprintf(stderr, "wgllm: -m PATH is required (see --help)\n");
-    return 2;
-  }
-  struct stat sb;
-  if (stat(c->model, &sb) != 0) { /* said as such, not as a missing tokenizer.json inside it */
-    fprintf(stderr, "wgllm: -m %s: %s\n", c->model, strerror(errno));
-    return 2;
-  }
-  if (c->verbose)
-    for (int i = 0; i < c->n_ignored; i++)
-      fprintf(stderr, "wgllm: %s is accepted for llama.cpp compatibility and ignored (every op runs on the GPU)\n",
-              c->ignored[i]);
-  wgllm_set_log(on_log, (void *)c);
-  wgllm_model_params mp = wgllm_model_default_params();
-  if (cli_parse_weights(c->weights, &mp)) return 2;
-  mp.adapter = c->adapter;
-  mp.disable_f16 = c->no_f16;
-  mp.no_tokenizer = no_tokenizer;
-  mp.chat_template = c->chat_template;
-  mp.max_binding_bytes = c->max_binding;
-  mp.no_batch = c->no_batch;
-  mp.progress = show_load;
-  cli_progress_begin(&g_load);
-  double t0 = cli_now();
-  wgllm_status st = wgllm_model_create(c->model, &mp, m);
-  cli_progress_end(&g_load);
-  if (st) {
-    if (cli_interrupted) {
-      fprintf(stderr, "wgllm: interrupted\n");
-      return 130;
-    }
-    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
-    return st == WGLLM_ERR_INVALID_ARG ? 2 : 1;
-  }
-  wgllm_model_info info;
-  wgllm_model_get_info(*m, &info);
-  if (c->verbose) fprintf(stderr, "wgllm: loaded in %.2f s, trained context %u\n", cli_now() - t0, info.train_context);
-  if (!s) return 0;
-  wgllm_session_params sp = cli_session_params(c);
-  /* 0: the library's default, the model's trained length (falling back by halves where it does not fit; it warns
-     through on_log, as it does about a context beyond the trained length) */
-  sp.context = c->ctx ? c->ctx : default_ctx;
-  sp.on_prefill = c->no_prefill_progress ? NULL : show_prefill; /* long prompts: progress on a terminal */
-  st = wgllm_session_create(*m, &sp, s);
-  if (st) {
-    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
-    wgllm_model_free(*m);
-    *m = NULL;
-    return 1;
-  }
-  if (c->verbose)
-    fprintf(stderr, "wgllm: context %u tokens%s, KV cache %s, %.1f MB, precision %s\n", wgllm_session_context(*s),
-            c->ctx                                            ? ""
-            : default_ctx                                     ? " (this command's default)"
-            : info.train_context == wgllm_session_context(*s) ? " (the model's trained length)"
-                                                              : "",
-            c->kv_f16 ? "f16" : "f32", wgllm_session_kv_bytes(*s) / 1e6, wgllm_precision_name(sp.precision));
-  if (ctx) *ctx = wgllm_session_context(*s);
-  return 0;
 }
