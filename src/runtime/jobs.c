@@ -19,7 +19,11 @@ static wgllm_status fail(char *err, size_t errlen, wgllm_status st, const char *
 
 static uint32_t random_seed(void) {
   uint32_t x = 0;
-  if (getentropy(&x, sizeof x) != 0) x = (uint32_t)time(NULL) ^ (uint32_t)clock();
+  if (getentropy(&x, sizeof x) != 0) { /* no entropy source: the clock's nanoseconds */
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    x = (uint32_t)t.tv_sec ^ (uint32_t)t.tv_nsec;
+  }
   return x;
 }
 
