@@ -1909,6 +1909,83 @@ static case_result run_attention(const tcase *c) {
   return verdict();
 }
 
+/* attention/mma/...: op_attention_mma (prefill attention on subgroup matrices, the fast precision) where the device
+   grants them (not supported elsewhere, saying why). The reference is ref_attention over q, K and V rounded to f16
+   as the kernel rounds them (clamped), so what remains is the f32 sums' order and the probabilities rounded to f16
+   for P V: each output within 2e-3 of it (|v| <= 1; a probability's rounding moves an output by at most 2^-11 of
+   the largest |v|, twice over with the sum of the unrounded ones dividing). The token blocks of 64 and key blocks
+   of 32 are crossed by the shapes (T up to 130, past up to 300), with windows, soft-capping and GQA. */
+static case_result run_attention_mma(const tcase *c) {
+  int f16 = c->u.attn.f16;
+  size_t T = c->u.attn.T, past = c->u.attn.past, H = c->u.attn.H, KVH = c->u.attn.KVH, D = c->u.attn.D;
+  gpu_context *ctx_gpu = th_gpu();
+  if (!ctx_gpu->has_subgroup_matrix)
+    return not_supported("the device grants no subgroup matrices (chromium-experimental-subgroup-matrix with "
+                         "shader-f16)");
+  size_t ctx = past + T + 3, n = KVH * ctx * D, qkv = (H + 2 * KVH) * D;
+  op_kv_layout kv = {.n_kv_head = (uint32_t)KVH, .head_dim = (uint32_t)D, .ctx = (uint32_t)ctx, .f16 = f16};
+  op_attn_params ap = {.n_tokens = (uint32_t)T,
+                       .n_head = (uint32_t)H,
+                       .q_stride = (uint32_t)qkv,
+                       .out_stride = (uint32_t)(H * D),
+                       .window = c->u.attn.window,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = c->u.attn.softcap};
+  VERIFY(op_attention_mma_supports(ctx_gpu, &kv, &ap), "%s: the predicate refuses it", g_case);
+  float *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *x = rnd(T * qkv, -1, 1);
+  uint32_t *pos = malloc(T * 4);
+  for (size_t t = 0; t < T; t++)
+    pos[t] = (uint32_t)(past + t);
+  gbuf gk = cache_upload(kc, n, f16, 1), gv = cache_upload(vc, n, f16, 1);
+  gbuf gx = gb_in(x, T * qkv * 4), gp = gb_in(pos, T * 4), go = gb_out(T * H * D * 4);
+  double keys = 0;
+  for (size_t t = 0; t < T; t++)
+    keys += (double)(past + t + 1);
+  traffic(2.0 * KVH * (past + T) * D * (f16 ? 2 : 4) + 4.0 * T * (qkv + H * D), 4.0 * H * D * keys);
+  gpu_recorder *r = rec_new();
+  op_kv_write_params wp = {.n_tokens = (uint32_t)T,
+                           .k_off = (uint32_t)(H * D),
+                           .k_stride = (uint32_t)qkv,
+                           .v_off = (uint32_t)((H + KVH) * D),
+                           .v_stride = (uint32_t)qkv};
+  CHECK(op_kv_write(r, &kv, &wp, gx.v, gx.v, gp.v, gk.v, gv.v) == WGLLM_OK, "%s record kv_write: %s", g_case,
+        gpu_recorder_error(r));
+  CHECK(op_attention_mma(r, &kv, &ap, gx.v, gk.v, gv.v, gp.v, go.v) == WGLLM_OK, "%s record: %s", g_case,
+        gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    /* the reference's operands as the kernel rounds them: the new rows into the caches, then everything to f16 */
+    for (size_t t = 0; t < T; t++)
+      for (size_t i = 0; i < KVH * D; i++) {
+        size_t dst = ((i / D) * ctx + pos[t]) * D + i % D;
+        kc[dst] = x[t * qkv + H * D + i];
+        vc[dst] = x[t * qkv + (H + KVH) * D + i];
+      }
+    for (size_t i = 0; i < n; i++) {
+      kc[i] = f16_round(kc[i]);
+      vc[i] = f16_round(vc[i]);
+    }
+    for (size_t i = 0; i < T * qkv; i++)
+      x[i] = f16_round(x[i]);
+    float *want = malloc(T * H * D * 4);
+    ref_attention(x, qkv, 0, kc, vc, pos, want, H * D, T, H, KVH, D, ctx, c->u.attn.window, ap.scale, ap.softcap);
+    cmp("out", gb_fetch(&go), want, T * H * D, 2e-3, 0);
+    free(want);
+  }
+  gb_guards(&go, "out");
+  gb_free(&gk);
+  gb_free(&gv);
+  gb_free(&gx);
+  gb_free(&gp);
+  gb_free(&go);
+  free(kc);
+  free(vc);
+  free(x);
+  free(pos);
+  return verdict();
+}
+
 static void cases_attention(void) {
   /* T new tokens, past tokens already in cache, n_head, n_kv_head, head_dim, window, softcap*10 */
   static const uint32_t shapes[][7] = {
@@ -1966,6 +2043,28 @@ static void cases_attention(void) {
         c->u.attn.window = s[5];
         c->u.attn.softcap = (float)s[6] / 10.0f;
       }
+}
+
+static void cases_attention_mma(void) {
+  /* T, past, n_head, n_kv_head, head_dim, window, softcap*10 */
+  static const uint32_t sh[][7] = {{2, 0, 8, 2, 128, 0, 0},    {13, 37, 3, 3, 64, 0, 0},    {21, 50, 4, 2, 128, 0, 0},
+                                   {11, 9, 3, 1, 128, 20, 0},  {37, 100, 8, 2, 64, 0, 0},   {9, 30, 7, 1, 64, 10, 0},
+                                   {17, 60, 8, 1, 128, 33, 0}, {12, 40, 4, 2, 64, 0, 300},  {70, 66, 4, 1, 64, 50, 0},
+                                   {130, 70, 4, 2, 128, 0, 0}, {65, 300, 2, 1, 128, 100, 0}};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+      const uint32_t *s = sh[i];
+      tcase *c = add_case("attention", run_attention_mma, "mma/%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u,cap=%g",
+                          f16 ? "f16kv" : "f32kv", s[0], s[1], s[2], s[3], s[4], s[5], s[6] / 10.0);
+      c->u.attn.f16 = f16;
+      c->u.attn.T = s[0];
+      c->u.attn.past = s[1];
+      c->u.attn.H = s[2];
+      c->u.attn.KVH = s[3];
+      c->u.attn.D = s[4];
+      c->u.attn.window = s[5];
+      c->u.attn.softcap = (float)s[6] / 10.0f;
+    }
 }
 
 /* A sliding-window layer's ring cache (position p in slot p % slots): the T new tokens are written by kv_write
@@ -3459,6 +3558,7 @@ static void build_cases(void) {
   cases_embedding();
   cases_glu();
   cases_attention();
+  cases_attention_mma();
   cases_attention_ring();
   cases_flash_decode();
   cases_gemv();

@@ -217,7 +217,11 @@ static wgllm_status attention_prefill(const llm_fwd *f, const attn_layer *L, uin
     if (L->owns_kv) st = attn_append(f, L, &g, rope_kv);
     op_attn_params ap = attn_params(f, L, &g);
     gpu_view out = {.buf = f->s->attn, .offset = (uint64_t)g.q_off * 4}; /* its heads' columns of every token's row */
-    if (!st) st = op_attention(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, V(f->s->pos), out);
+    if (st) break;
+    if (f->fo->fast && op_attention_mma_supports(op_ctx(f->rec), &g.layout, &ap)) /* tensor cores */
+      st = op_attention_mma(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, V(f->s->pos), out);
+    else
+      st = op_attention(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, V(f->s->pos), out);
   }
   return st;
 }

@@ -395,6 +395,15 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
                                  const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
                                  gpu_view pos, gpu_view out);
 
+/* Prefill attention on subgroup matrices (src/ops/op_attention_mma.c, kernels/attn_prefill_mma.wgsl): what
+   op_attention computes, with q, K and V rounded to f16 (clamped) and the probabilities rounded to f16 for P V, the
+   scores, softmax and sums in f32; the fast precision's prefill takes it where op_attention_mma_supports accepts:
+   f16 subgroup matrices (op_smat_f16_ready, 30 KiB of workgroup memory at head_dim 128), head_dim 64 or 128, at
+   least 2 tokens, n_head a multiple of n_kv_head, a ring of at least 128 slots. */
+int op_attention_mma_supports(const gpu_context *ctx, const op_kv_layout *kv, const op_attn_params *a);
+wgllm_status op_attention_mma(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
+                              gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
+
 /* Flash-decoding for one new token (a->n_tokens == 1): the cached sequence is split into chunks of 32 to 128
    keys across workgroups (kernels/attn_split.wgsl), then reduced (attn_reduce.wgsl). The chunk length and the
    grid come from a->max_len (a recording per length bucket, so short contexts launch few, short chunks); within
