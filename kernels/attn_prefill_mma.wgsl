@@ -117,7 +117,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let so = 16u * BK * sg;
   let po = 16u * PS * sg;
   var m = -3.0e38;
-  for (var pass = 0u; pass < 2u; pass++) {
+  for (var walk = 0u; walk < 2u; walk++) {
     var l = 0.0;
     var o0: subgroup_matrix_result<f32, 16, 16>;
     var o1: subgroup_matrix_result<f32, 16, 16>;
@@ -130,10 +130,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var o7: subgroup_matrix_result<f32, 16, 16>;
 #endif
     for (var j0 = rg.x; j0 <= rg.y; j0 += BK) {
-      let s0 = j0 % p.ctx; // the block's first slot; its keys wrap at most once (ctx >= 128 >= BK, or linear)
+      let s0 = j0 % p.ctx; // the block's first slot; its keys wrap at most once (a ring of >= BK slots, or linear)
       let nj = min(BK, rg.y + 1u - j0);
       stage(li, kvbase, s0, nj, 0u);
-      if (pass == 1u) { stage(li, kvbase, s0, nj, 1u); }
+      if (walk == 1u) { stage(li, kvbase, s0, nj, 1u); }
       workgroupBarrier();
       // S [16 rows][32 keys] = q K^T: K's tile read column-major is K^T
       var sa: subgroup_matrix_result<f32, 16, 16>;
@@ -159,7 +159,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       subgroupMatrixStore(&ss, so, sa, false, BK);
       subgroupMatrixStore(&ss, so + 16u, sb, false, BK);
       workgroupBarrier();
-      if (pass == 0u) {
+      if (walk == 0u) {
         for (var c = 0u; c < 16u; c++) {
           let j = j0 + half + c;
           if (j >= first && j <= last) { m = max(m, score(ss[so + r * BK + half + c])); }
@@ -199,7 +199,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       }
       workgroupBarrier(); // the next block overwrites the tiles
     }
-    if (pass == 0u) {
+    if (walk == 0u) {
       m = max(m, subgroupShuffleXor(m, 1u)); // the row's two lanes
       continue;
     }

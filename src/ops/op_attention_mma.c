@@ -19,8 +19,9 @@ static uint32_t attn_mma_workgroup_bytes(uint32_t hd) {
 int op_attention_mma_supports(const gpu_context *ctx, const op_kv_layout *kv, const op_attn_params *a) {
   if (kv->head_dim != 64 && kv->head_dim != 128) return 0;
   if (!kv->n_kv_head || !a->n_head || a->n_head % kv->n_kv_head || a->n_tokens < 2) return 0;
-  /* a ring of fewer than 128 slots could make a 32-key block wrap twice (as attn_prefill_gqa assumes) */
-  if (kv->ctx < 128 && a->window && a->window < kv->ctx) return 0;
+  /* a ring (a sliding window's cache) of fewer slots than a 32-key block could wrap twice in one block; a cache
+     without a window is linear and never wraps */
+  if (a->window && kv->ctx < 32) return 0;
   if ((a->n_tokens + 63) / 64 > ctx->limits.maxComputeWorkgroupsPerDimension) return 0;
   return op_smat_f16_ready(ctx, attn_mma_workgroup_bytes(kv->head_dim), 128);
 }

@@ -399,7 +399,7 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
    op_attention computes, with q, K and V rounded to f16 (clamped) and the probabilities rounded to f16 for P V, the
    scores, softmax and sums in f32; the fast precision's prefill takes it where op_attention_mma_supports accepts:
    f16 subgroup matrices (op_smat_f16_ready, 30 KiB of workgroup memory at head_dim 128), head_dim 64 or 128, at
-   least 2 tokens, n_head a multiple of n_kv_head, a ring of at least 128 slots. */
+   least 2 tokens, n_head a multiple of n_kv_head, with a window at least 32 slots (a ring's block wraps once). */
 int op_attention_mma_supports(const gpu_context *ctx, const op_kv_layout *kv, const op_attn_params *a);
 wgllm_status op_attention_mma(gpu_recorder *rec, const op_kv_layout *kv, const op_attn_params *a, gpu_view q,
                               gpu_view kcache, gpu_view vcache, gpu_view pos, gpu_view out);
