@@ -395,7 +395,7 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
                                  const op_attn_kernel_opts *force, gpu_view q, gpu_view kcache, gpu_view vcache,
                                  gpu_view pos, gpu_view out);
 
-/* Prefill attention on subgroup matrices (src/ops/op_attention_mma.c, kernels/attn_prefill_mma.wgsl): what
+/* Prefill attention on subgroup matrices (src/ops/op_attention.c, kernels/attn_prefill_mma.wgsl): what
    op_attention computes, with q, K and V rounded to f16 (clamped) and the probabilities rounded to f16 for P V, the
    scores, softmax and sums in f32; the fast precision's prefill takes it where op_attention_mma_supports accepts:
    f16 subgroup matrices (op_smat_f16_ready, 30 KiB of workgroup memory at head_dim 128), head_dim 64 or 128, at
