@@ -9,7 +9,8 @@
    --attn times flash-decoding (split + reduce, f16 KV, context 8192) at several positions, for the chunk the op
    picks and forced ones, with and without the subgroup reductions.
    --attn-prefill times prefill attention (op_attention, f16 KV) for prompts of 512, 2048 and 8192 tokens, as the
-   prefill runs it (chunks of 512 tokens over the keys before them), for each kernel of the op's order: the GPU time
+   prefill runs it (chunks of 512 tokens over the keys before them: the default chunk of models with sliding-window
+   layers; the others' is 1024, llm_prefill_chunk), for each kernel of the op's order: the GPU time
    of one layer's attention over the whole prompt ("from K": the order started at K, so the first kernel from there
    that takes the shape ran).
    --tokens 1,2,4,8 times the GEMV against that many tokens' x at once (the "_mt" variants of batched decode).

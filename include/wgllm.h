@@ -173,8 +173,9 @@ typedef struct wgllm_session_params {
      total; NULL for none */
   void (*on_prefill)(uint32_t done, uint32_t total, void *user);
   void *prefill_user;
-  /* tokens a prefill pass takes (0, the default: 512, fewer where a pass's activations would not fit one of the
-     device's storage bindings); sliding-window layers keep window + this many keys */
+  /* tokens a prefill pass takes (0, the default: 1024, 512 for models with sliding-window layers, halved while a
+     pass's activations would not fit one of the device's storage bindings); sliding-window layers keep window +
+     this many keys */
   uint32_t prefill_chunk;
   wgllm_precision precision; /* WGLLM_PRECISION_DEFAULT unless set */
 } wgllm_session_params;

@@ -76,7 +76,7 @@ export async function chooseDawnFlags(options = {}) {
   if (options.subgroupMatrix !== false && isNvidia) {
     // allow_unsafe_apis: chromium-experimental-subgroup-matrix is an experimental feature, exposed only with unsafe
     // APIs allowed; use_vulkan_memory_model: Dawn offers it on Vulkan only with the Vulkan memory model in use
-    // (measured on the H200, PLATFORM.md "Tensor cores through a newer Dawn": without both, no subgroup matrix)
+    // (measured on the H200: without both, no subgroup matrix)
     features.push('allow_unsafe_apis', 'use_vulkan_memory_model');
   }
   // disable_robustness: as natively (src/gpu/gpu_device.c), the kernels bound their indices themselves

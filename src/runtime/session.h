@@ -8,7 +8,7 @@
 typedef struct llm_session_options {
   uint32_t ctx;            /* context length (0: LLM_DEFAULT_CTX) */
   int kv_f16;              /* f16 KV cache: packed pairs in u32 words, f32 math; needs no shader-f16 */
-  uint32_t prefill_chunk;  /* tokens per prefill pass (0: llm_prefill_chunk's, 512 where bindings allow) */
+  uint32_t prefill_chunk;  /* tokens per prefill pass (0: llm_prefill_chunk's, 1024 or 512) */
   int unfused;             /* decode through the plain per-op path (comparisons; the fused kernels by default) */
   llm_attn_grid attn_grid; /* flash-decoding's grid (worst case for the length bucket by default) */
   int fast;                /* int8 activations for the block-quantized linear layers (llm_forward_opts) */

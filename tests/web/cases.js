@@ -53,7 +53,7 @@ export async function program({ name, args = [] }) {
   wasi.attach(instance.exports);
   let code = 0;
   try {
-    // a reactor (web/web.mk): the constructors (web/test_cwd.c reads the file system), then main with the arguments
+    // a reactor (web/web.mk): the constructors (web/wasm_cwd.c sets the working dir), then main with the arguments
     await WebAssembly.promising(instance.exports._initialize)();
     code = await WebAssembly.promising(instance.exports.__main_void)();
     await WebAssembly.promising(instance.exports.exit)(code); // flushes stdio, then proc_exit
