@@ -119,15 +119,15 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   var m = -3.0e38;
   for (var walk = 0u; walk < 2u; walk++) {
     var l = 0.0;
-    var o0: subgroup_matrix_result<f32, 16, 16>;
-    var o1: subgroup_matrix_result<f32, 16, 16>;
-    var o2: subgroup_matrix_result<f32, 16, 16>;
-    var o3: subgroup_matrix_result<f32, 16, 16>;
+    var o0 = subgroup_matrix_result<f32, 16, 16>();
+    var o1 = subgroup_matrix_result<f32, 16, 16>();
+    var o2 = subgroup_matrix_result<f32, 16, 16>();
+    var o3 = subgroup_matrix_result<f32, 16, 16>();
 #if D128
-    var o4: subgroup_matrix_result<f32, 16, 16>;
-    var o5: subgroup_matrix_result<f32, 16, 16>;
-    var o6: subgroup_matrix_result<f32, 16, 16>;
-    var o7: subgroup_matrix_result<f32, 16, 16>;
+    var o4 = subgroup_matrix_result<f32, 16, 16>();
+    var o5 = subgroup_matrix_result<f32, 16, 16>();
+    var o6 = subgroup_matrix_result<f32, 16, 16>();
+    var o7 = subgroup_matrix_result<f32, 16, 16>();
 #endif
     for (var j0 = rg.x; j0 <= rg.y; j0 += BK) {
       let s0 = j0 % p.ctx; // the block's first slot; its keys wrap at most once (a ring of >= BK slots, or linear)
@@ -136,10 +136,10 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       if (walk == 1u) { stage(li, kvbase, s0, nj, 1u); }
       workgroupBarrier();
       // S [16 rows][32 keys] = q K^T: K's tile read column-major is K^T
-      var sa: subgroup_matrix_result<f32, 16, 16>;
-      var sb: subgroup_matrix_result<f32, 16, 16>;
-      sa = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kvs, 0u, true, KS), sa);
-      sb = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kvs, 16u * KS, true, KS), sb);
+      // from explicit zeros: a matrix declared in the loop kept the last block's sums on the H200 (call 9)
+      let zero = subgroup_matrix_result<f32, 16, 16>();
+      var sa = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kvs, 0u, true, KS), zero);
+      var sb = subgroupMatrixMultiplyAccumulate(q0, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kvs, 16u * KS, true, KS), zero);
       sa = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kvs, 16u, true, KS), sa);
       sb = subgroupMatrixMultiplyAccumulate(q1, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kvs, 16u * KS + 16u, true, KS), sb);
       sa = subgroupMatrixMultiplyAccumulate(q2, subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&kvs, 32u, true, KS), sa);
