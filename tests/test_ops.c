@@ -1409,10 +1409,13 @@ static case_result run_linear_mma(const tcase *c) {
     free(w16);
   }
   gb_guards(&go, "y");
-  if (x16.buf && !g_perf) { /* the route: x16 and w16 written, so the f16 path ran */
-    CHECK(unpoisoned(gb_fetch(&x16), 0, M * K / 2) == M * K / 2 &&
-              unpoisoned(gb_fetch(&w16), 0, N * K / 2) == N * K / 2,
-          "%s: op_linear_fast left x16 or w16 unwritten (not the f16 path)", g_case);
+  if (x16.buf && !g_perf) { /* the route: x16 and w16 written (the f16 path ran) from OP_F16_MIN_ROWS rows, else not */
+    size_t wx = unpoisoned(gb_fetch(&x16), 0, M * K / 2), ww = unpoisoned(gb_fetch(&w16), 0, N * K / 2);
+    if (M >= OP_F16_MIN_ROWS)
+      CHECK(wx == M * K / 2 && ww == N * K / 2, "%s: op_linear_fast left x16 or w16 unwritten (not the f16 path)",
+            g_case);
+    else
+      CHECK(wx == 0 && ww == 0, "%s: op_linear_fast took the f16 path for %zu rows", g_case, M);
     gb_guards(&x16, "x16");
     gb_guards(&w16, "w16");
   }
@@ -1632,9 +1635,12 @@ static void cases_gemm_f16(void) {
         set_lin(c, vt[t], M, N, 512, b, 4 + v);
       }
   add_case("gemm_f16", run_gemm_f16_refuse, "refuse/M=9,N=28,K=32");
-  for (size_t t = 0; t < 3; t++) { /* op_linear_fast takes the f16 path where its scratch has x16 and w16 */
-    tcase *c = add_case("gemm_f16", run_linear_mma, "route/%s/M=200,N=300,K=512,bias=1", op_wtype_name(vt[t]));
-    set_lin(c, vt[t], 200, 300, 512, 1, OP_ROUTE_FAST_F16);
+  for (size_t t = 0; t < 3; t++) {            /* op_linear_fast takes the f16 path where its scratch has x16 and w16 */
+    for (int below = 0; below < 2; below++) { /* OP_F16_MIN_ROWS rows and more; fewer: matmul_mma */
+      uint32_t M = below ? OP_F16_MIN_ROWS - 56 : OP_F16_MIN_ROWS + 4;
+      tcase *c = add_case("gemm_f16", run_linear_mma, "route/%s/M=%u,N=300,K=512,bias=1", op_wtype_name(vt[t]), M);
+      set_lin(c, vt[t], M, 300, 512, 1, OP_ROUTE_FAST_F16);
+    }
   }
   for (size_t t = 0; t < 3; t++) { /* the default tiles stored straight too */
     tcase *c = add_case("gemm_f16", run_linear_mma, "%s/%s/M=256,N=256,K=512,bias=0", GEMM_F16_VARIANTS[0].name,

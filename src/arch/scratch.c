@@ -66,7 +66,7 @@ wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_s
   uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
   kmax = ((kmax > q ? kmax : q) + 31) / 32 * 32;
   wgllm_status st = gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err, errlen);
-  if (st || s->cap <= OP_GEMV_MAX_TOKENS || !op_gemm_f16_supports(gpu, s->cap, 256, 32)) return st;
+  if (st || s->cap < OP_F16_MIN_ROWS || !op_gemm_f16_supports(gpu, s->cap, 256, 32)) return st;
   /* the largest projection: fused q|k|v, output, gate|up, down */
   uint32_t E = hp->n_embd, Fw = (uint32_t)F;
   uint64_t w16 = op_f16_bytes(llm_max_qkv_rows(hp), E), b;

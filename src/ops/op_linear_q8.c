@@ -190,7 +190,7 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch
     op_gemv_opts go = {.n_tokens = M};
     return op_gemv_fast(rec, x, xq, w, bias, y, N, K, &go);
   }
-  if (M > OP_GEMV_MAX_TOKENS && fs->x16.buf && fs->w16.buf && op_gemm_f16_supports(op_ctx(rec), M, N, K) &&
+  if (M >= OP_F16_MIN_ROWS && fs->x16.buf && fs->w16.buf && op_gemm_f16_supports(op_ctx(rec), M, N, K) &&
       view_bytes(fs->x16) >= op_f16_bytes(M, K) && view_bytes(fs->w16) >= op_f16_bytes(N, K)) {
     wgllm_status s = op_convert_f16(rec, x, fs->x16, M, K);
     if (!s) s = op_dequant_f16(rec, w, fs->w16, N, K);

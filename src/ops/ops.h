@@ -225,6 +225,10 @@ wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *
    64-wide steps, "_m128" 128-row tiles, and the bench's probes "_nomma", "_nostage", which do not compute the
    product), for tests and the bench. */
 #define OP_F16_ROW_TILE 128
+/* op_linear_fast takes the f16-operand path from this many rows (fewer: matmul_mma, which dequantizes in its
+   tiles): the 8B's prefill of 128 tokens ran at 1,164 tok/s with it against 2,249 without, 512 at 5,996 against
+   3,419 (H200, docs/perf/19-f16gemm call 10 and 18-mma call 4); 256 not measured */
+#define OP_F16_MIN_ROWS 256
 uint32_t op_f16_rows(uint32_t rows);
 uint64_t op_f16_bytes(uint32_t rows, uint32_t K);
 wgllm_status op_convert_f16(gpu_recorder *rec, gpu_view x, gpu_view x16, uint32_t M, uint32_t K);
@@ -242,8 +246,9 @@ wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, 
    Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
    predicate: M >= OP_Q8_MIN_ROWS (fewer rows: a GEMV's work), K a multiple of 32, every part of the weight
    of those storages. op_linear_fast runs the integer-dot GEMV below (op_gemv_q8) for up to OP_GEMV_MAX_TOKENS rows,
-   and for more the tensor cores: on f16 operands (op_convert_f16, op_dequant_f16, op_gemm_f16) where the scratch
-   has x16 and w16 large enough for x and W (op_f16_bytes), else dequantizing in the GEMM's tiles (op_matmul_mma);
+   and for more the tensor cores: on f16 operands (op_convert_f16, op_dequant_f16, op_gemm_f16) from
+   OP_F16_MIN_ROWS rows where the scratch has x16 and w16 large enough for x and W (op_f16_bytes), else
+   dequantizing in the GEMM's tiles (op_matmul_mma);
    or else this GEMM above, each where its predicate holds, and the exact op_linear otherwise, as a whole. */
 #define OP_Q8_MIN_ROWS 5
 uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K);
