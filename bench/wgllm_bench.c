@@ -120,7 +120,7 @@ static wgllm_status profile_prefill_chunk(llm_session *s, uint32_t P, int json) 
     for (uint32_t i = 0; i < C; i++)
       pos[i] = P - C + i;
     gpu_write(s->gpu, sc.pos, 0, pos, (uint64_t)C * 4);
-    llm_forward_opts fo = {0, 0, LLM_ATTN_GRID_WORST, s->opt.fast};
+    llm_forward_opts fo = {.attn_grid = LLM_ATTN_GRID_WORST, .fast = s->opt.fast};
     st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, C, 1, &fo);
     if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(rec));
   }

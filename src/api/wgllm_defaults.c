@@ -4,12 +4,13 @@
 #include <string.h>
 
 wgllm_model_params wgllm_model_default_params(void) {
-  wgllm_model_params p = {WGLLM_WEIGHTS_NATIVE, 32, NULL, NULL, 0, 0, NULL, NULL};
+  wgllm_model_params p = {.weights = WGLLM_WEIGHTS_NATIVE, .q4_group = 32};
   return p;
 }
 
 wgllm_session_params wgllm_session_default_params(void) {
-  wgllm_session_params p = {0, WGLLM_KV_F32, WGLLM_DECODE_FUSED, WGLLM_ATTN_GRID_WORST, NULL, NULL};
+  wgllm_session_params p = {
+      .context = 0, .kv_type = WGLLM_KV_F32, .decode_path = WGLLM_DECODE_FUSED, .attn_grid = WGLLM_ATTN_GRID_WORST};
   return p;
 }
 

@@ -20,7 +20,7 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, const ch
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit", kernel, gx, gy);
-  linear_params p = {M, N, K, bias.buf ? 1u : 0u, y_stride, n_off, 0, 0};
+  linear_params p = {.M = M, .N = N, .K = K, .has_bias = bias.buf ? 1u : 0u, .y_stride = y_stride, .n_off = n_off};
   gpu_constant c[2];
   int nc = 0;
   if (w->type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)w->group};
@@ -186,7 +186,7 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
 typedef struct gemv_params {
   uint32_t N, K, has_bias, accumulate, has_norm;
   float eps, w_offset;
-  uint32_t glu_half, act, n_off, _p1, _p2;
+  uint32_t glu_half, act, n_off, y_stride, _p2;
 } gemv_params;
 _Static_assert(sizeof(gemv_params) == 48, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
@@ -219,18 +219,17 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
   if (!ok)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv %s: plan %s tk=%u tr=%u r=%u u=%u not valid on this device",
                    op_wtype_name(type), pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, u);
-  gemv_params p = {N,
-                   K,
-                   bias.buf ? 1u : 0u,
-                   o->accumulate ? 1u : 0u,
-                   o->norm_w.buf ? 1u : 0u,
-                   o->eps,
-                   o->norm_offset,
-                   o->glu_half,
-                   (uint32_t)o->act,
-                   n_off,
-                   y_stride,
-                   0};
+  gemv_params p = {.N = N,
+                   .K = K,
+                   .has_bias = bias.buf ? 1u : 0u,
+                   .accumulate = o->accumulate ? 1u : 0u,
+                   .has_norm = o->norm_w.buf ? 1u : 0u,
+                   .eps = o->eps,
+                   .w_offset = o->norm_offset,
+                   .glu_half = o->glu_half,
+                   .act = (uint32_t)o->act,
+                   .n_off = n_off,
+                   .y_stride = y_stride};
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
                        {"TK", (double)pl.tk},

@@ -42,7 +42,7 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
     return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: %llu bytes for M=%u K=%u", (unsigned long long)xq.size, M, K);
   gpu_view q, ds;
   act_views(rec, xq, M, K, &q, &ds);
-  quant_params p = {M, K, 0, 0, 0.0f, 0.0f, 0, 0};
+  quant_params p = {.M = M, .K = K};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_QUANTIZE_Q8,
                                               .variant = V_QUANTIZE_Q8_F32,
                                               .params = &p,
@@ -64,7 +64,12 @@ wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uin
   if (!o) o = &none;
   gpu_view q, ds;
   act_views(rec, xq, M, K, &q, &ds);
-  quant_params p = {M, K, o->norm_w.buf ? 1u : 0u, o->perm ? 1u : 0u, o->eps, o->norm_offset, 0, 0};
+  quant_params p = {.M = M,
+                    .K = K,
+                    .has_norm = o->norm_w.buf ? 1u : 0u,
+                    .perm = o->perm ? 1u : 0u,
+                    .eps = o->eps,
+                    .w_offset = o->norm_offset};
   gpu_view xs = {x.buf, x.offset, (uint64_t)M * K * 4};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_QUANTIZE_Q8,
                                               .variant = V_QUANTIZE_Q8_ROW,
@@ -130,7 +135,7 @@ static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wt
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = (N + 127) / 128, gy = (M + tm - 1) / tm;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: grid %ux%u over the device limit", gx, gy);
-  q8mm_params p = {M, N, K, bias.buf ? 1u : 0u, y_stride, n_off, 0, 0};
+  q8mm_params p = {.M = M, .N = N, .K = K, .has_bias = bias.buf ? 1u : 0u, .y_stride = y_stride, .n_off = n_off};
   gpu_constant c[3] = {{"RM", (double)pl->rm}, {"CVT_ADD", pl->cvt_add ? 1.0 : 0.0}, {"G", (double)group}};
   int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
   return op_dispatch(
@@ -295,18 +300,17 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 %s: plan %s tk=%u tr=%u r=%u for %u tokens%s not valid here",
                    op_wtype_name(type), pl.tuned ? "tuned" : "general", pl.tk, pl.tr, pl.r, nt,
                    wq ? " quantizing in the workgroup" : "");
-  gemv_q8_params p = {N,
-                      K,
-                      bias.buf ? 1u : 0u,
-                      o->accumulate ? 1u : 0u,
-                      o->glu_half,
-                      (uint32_t)o->act,
-                      n_off,
-                      y_stride,
-                      wq && o->norm_w.buf ? 1u : 0u,
-                      o->eps,
-                      o->norm_offset,
-                      0};
+  gemv_q8_params p = {.N = N,
+                      .K = K,
+                      .has_bias = bias.buf ? 1u : 0u,
+                      .accumulate = o->accumulate ? 1u : 0u,
+                      .glu_half = o->glu_half,
+                      .act = (uint32_t)o->act,
+                      .n_off = n_off,
+                      .y_stride = y_stride,
+                      .has_norm = wq && o->norm_w.buf ? 1u : 0u,
+                      .eps = o->eps,
+                      .w_offset = o->norm_offset};
   uint32_t nb = nt * (K / 32);
   gpu_constant c[9] = {{"R", (double)pl.r},
                        {"TK", (double)pl.tk},

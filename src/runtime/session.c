@@ -199,7 +199,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
       snprintf(s->err, sizeof s->err, "out of host memory");
       break;
     }
-    llm_forward_opts pfo = {0, 0, LLM_ATTN_GRID_WORST, s->opt.fast};
+    llm_forward_opts pfo = {.attn_grid = LLM_ATTN_GRID_WORST, .fast = s->opt.fast};
     st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits, &pfo);
     if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
       st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state),
@@ -268,7 +268,10 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
   }
   s->step_recordings++;
   uint32_t len = llm_bucket_len(s, b);
-  llm_forward_opts fo = {len >= s->opt.ctx ? 0 : len, s->opt.unfused, s->opt.attn_grid, s->opt.fast};
+  llm_forward_opts fo = {.max_len = len >= s->opt.ctx ? 0 : len,
+                         .unfused = s->opt.unfused,
+                         .attn_grid = s->opt.attn_grid,
+                         .fast = s->opt.fast};
   st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &s->step_scratch, 1, 1, &fo);
   if (!st && s->has_sampler)
     st = op_sample(rec, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
