@@ -137,6 +137,9 @@ static inline gpu_view gpu_whole(gpu_buffer *b) {
   return v;
 }
 
+/* a view's bytes: its size, or to the end of its buffer when the size is 0 */
+static inline uint64_t gpu_view_bytes(gpu_view v) { return v.size ? v.size : (v.buf ? v.buf->size - v.offset : 0); }
+
 /* Storage | CopySrc | CopyDst | Indirect buffer of at least `size` bytes (rounded up to 16). */
 wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
                                size_t errlen);

@@ -242,7 +242,7 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: length bucket %u is not a power of two", a->max_len);
   if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: context %u too long for the grid", kv->ctx);
-  uint64_t partial_room = partial.size ? partial.size : partial.buf->size - partial.offset; /* size 0: to the end */
+  uint64_t partial_room = gpu_view_bytes(partial);
   if ((uint64_t)mc * a->n_head * (kv->head_dim + 2) * 4 > partial_room)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: partial buffer too small for %u chunks", mc);
   /* the subgroup variant when a head's threads in attn_split (128 / n_rep rounded up to a power of two) are

@@ -8,7 +8,7 @@ typedef struct fill_params {
 _Static_assert(sizeof(fill_params) == 16, "fill_params mirrors the Params block of kernels/fill.wgsl");
 
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits) {
-  if (out.buf && (uint64_t)n * 4 > (out.size ? out.size : out.buf->size - out.offset))
+  if (out.buf && (uint64_t)n * 4 > gpu_view_bytes(out))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "fill: %u elements do not fit the output view", n);
   fill_params p = {.n = n, .bits = bits};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_FILL,

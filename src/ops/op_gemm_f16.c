@@ -19,8 +19,6 @@ uint32_t op_f16_rows(uint32_t rows) { return (rows + OP_F16_ROW_TILE - 1) / OP_F
 
 uint64_t op_f16_bytes(uint32_t rows, uint32_t K) { return (uint64_t)op_f16_rows(rows) * K * 2; }
 
-static uint64_t view_bytes(gpu_view v) { return v.size ? v.size : (v.buf ? v.buf->size - v.offset : 0); }
-
 /* rows [0, rows) of one piece of storage (data and scales in w) to out rows out_row0.., zeros after them up to
    rows_total */
 static wgllm_status dequant_piece(gpu_recorder *rec, const op_weight *w, gpu_view out, uint32_t rows, uint32_t K,
@@ -47,9 +45,9 @@ static wgllm_status dequant_piece(gpu_recorder *rec, const op_weight *w, gpu_vie
 wgllm_status op_convert_f16(gpu_recorder *rec, gpu_view x, gpu_view x16, uint32_t M, uint32_t K) {
   if (!M || !K || K % 32)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "convert_f16: shape M=%u K=%u (K a multiple of 32)", M, K);
-  if (view_bytes(x16) < op_f16_bytes(M, K))
+  if (gpu_view_bytes(x16) < op_f16_bytes(M, K))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "convert_f16: %llu bytes for x16, %llu needed",
-                   (unsigned long long)view_bytes(x16), (unsigned long long)op_f16_bytes(M, K));
+                   (unsigned long long)gpu_view_bytes(x16), (unsigned long long)op_f16_bytes(M, K));
   op_weight xw = {.type = OP_W_F32, .data = x};
   return dequant_piece(rec, &xw, x16, M, K, op_f16_rows(M), 0);
 }
@@ -57,9 +55,9 @@ wgllm_status op_convert_f16(gpu_recorder *rec, gpu_view x, gpu_view x16, uint32_
 wgllm_status op_dequant_f16(gpu_recorder *rec, const op_weight *w, gpu_view w16, uint32_t N, uint32_t K) {
   if (!N || !K || K % 32)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "dequant_f16: shape N=%u K=%u (K a multiple of 32)", N, K);
-  if (view_bytes(w16) < op_f16_bytes(N, K))
+  if (gpu_view_bytes(w16) < op_f16_bytes(N, K))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "dequant_f16: %llu bytes for w16, %llu needed",
-                   (unsigned long long)view_bytes(w16), (unsigned long long)op_f16_bytes(N, K));
+                   (unsigned long long)gpu_view_bytes(w16), (unsigned long long)op_f16_bytes(N, K));
   uint32_t pad = op_f16_rows(N) - N;
   if (!w->n_parts) return dequant_piece(rec, w, w16, N, K, N + pad, 0);
   uint32_t n0 = 0;
@@ -109,7 +107,7 @@ wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, 
                    "gemm_f16: the device offers no f16 subgroup matrices of 16x16x16 with subgroups of 32 and %u "
                    "bytes of workgroup memory, or K=%u is not a multiple of %u, or M N = %u x %u is under 256",
                    gemm_f16_workgroup_bytes(tm, tk), K, tk, M, N);
-  if (view_bytes(x16) < op_f16_bytes(M, K) || view_bytes(w16) < op_f16_bytes(N, K))
+  if (gpu_view_bytes(x16) < op_f16_bytes(M, K) || gpu_view_bytes(w16) < op_f16_bytes(N, K))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_f16: x16 or w16 smaller than its rows rounded up to %u",
                    OP_F16_ROW_TILE);
   /* along M first (the kernel's header) */

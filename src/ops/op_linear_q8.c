@@ -186,8 +186,6 @@ wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *
   return s;
 }
 
-static uint64_t view_bytes(gpu_view v) { return v.size ? v.size : (v.buf ? v.buf->size - v.offset : 0); }
-
 wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch *fs, const op_weight *w, gpu_view bias,
                             gpu_view y, uint32_t M, uint32_t N, uint32_t K) {
   gpu_view xq = fs->xq;
@@ -196,7 +194,7 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch
     return op_gemv_fast(rec, x, xq, w, bias, y, N, K, &go);
   }
   if (M >= OP_F16_MIN_ROWS && fs->x16.buf && fs->w16.buf && op_gemm_f16_supports(op_ctx(rec), M, N, K) &&
-      view_bytes(fs->x16) >= op_f16_bytes(M, K) && view_bytes(fs->w16) >= op_f16_bytes(N, K)) {
+      gpu_view_bytes(fs->x16) >= op_f16_bytes(M, K) && gpu_view_bytes(fs->w16) >= op_f16_bytes(N, K)) {
     wgllm_status s = op_convert_f16(rec, x, fs->x16, M, K);
     if (!s) s = op_dequant_f16(rec, w, fs->w16, N, K);
     return s ? s : op_gemm_f16(rec, fs->x16, fs->w16, bias, y, M, N, K);
