@@ -17,11 +17,11 @@
 // lies inside it and there is no bias; elsewhere through the subgroup's 16 x 16 corner of workgroup memory, where
 // its lanes add the bias and write the rows and columns inside Y. `_nomma` and `_nostage` are the bench's probes
 // (the copies without the multiplies; the multiplies on whatever workgroup memory holds): their results are not
-// the product.
+// the product; dev=1, they are in wgllm_dev's table only (src/dev/gemm_f16_probe.c runs them).
 //! axis f16: MMA=1 requires=shader-f16,subgroups,subgroup-matrix
 //! axis -: K64=0 TK=32 | _k64: K64=1 TK=64
 //! axis -: M128=0 | _m128: M128=1
-//! axis -: MODE=0 | _nomma: NOMMA=1 | _nostage: NOSTAGE=1
+//! axis -: MODE=0 | _nomma: NOMMA=1 dev=1 | _nostage: NOSTAGE=1 dev=1
 // The subgroup-matrix builtins want their offsets subgroup-uniform: the subgroup's index comes from
 // @builtin(subgroup_id), which WGSL's analysis knows to be uniform in a subgroup.
 struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };

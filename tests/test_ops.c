@@ -24,6 +24,7 @@
    WGLLM_TEST_NO_SUBGROUPS=1 / WGLLM_TEST_NO_F16=1 run it as on a device without those features;
    WGLLM_TEST_DAWN_TOGGLES=a,b enables Dawn device toggles (disable_robustness: out-of-bounds accesses are not
    clamped, so the guard zones see them). */
+#include "gemm_f16_probe.h"
 #include "harness.h"
 #include "ops.h"
 #include "ref.h"
@@ -1303,9 +1304,9 @@ static const struct {
                          {V_GEMM_F16_F16_NOSTAGE, 1},  {V_GEMM_F16_F16_K64_NOSTAGE, 1}};
 
 /* The f16-operand path: x to f16 and the weight dequantized to f16 (one recording, timed as ".../convert"), then
-   the GEMM of the named variant (timed as the case) */
+   the GEMM of the named variant (timed as the case; a probe through src/dev/gemm_f16_probe.c, without a bias) */
 static void record_gemm_f16(gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M, uint32_t N,
-                            uint32_t K, const char *variant) {
+                            uint32_t K, const char *variant, int probe) {
   gbuf x16 = gb_out((size_t)op_f16_bytes(M, K)), w16 = gb_out((size_t)op_f16_bytes(N, K));
   traffic(4.0 * M * K + weight_bytes(w->type, N, K, w->group) + (double)op_f16_bytes(M, K) + (double)op_f16_bytes(N, K),
           0);
@@ -1319,7 +1320,8 @@ static void record_gemm_f16(gpu_view x, const op_weight *w, gpu_view bias, gpu_v
   gpu_recorder_free(r);
   traffic((double)op_f16_bytes(M, K) + (double)op_f16_bytes(N, K) + 4.0 * M * N, 2.0 * M * N * K);
   r = rec_new();
-  s = op_gemm_f16_variant(r, x16.v, w16.v, bias, y, M, N, K, variant);
+  s = probe ? dev_gemm_f16_probe(r, x16.v, w16.v, y, M, N, K, variant) /* wgllm_dev's variants */
+            : op_gemm_f16_variant(r, x16.v, w16.v, bias, y, M, N, K, variant);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -1353,7 +1355,8 @@ static case_result run_linear_mma(const tcase *c) {
   traffic(weight_bytes(wt, N, K, c->u.lin.group) + 4.0 * (M * K + M * N), 2.0 * M * N * K);
   gbuf x16 = {0}, w16 = {0};
   if (f16v >= 0) {
-    record_gemm_f16(gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, GEMM_F16_VARIANTS[f16v].name);
+    record_gemm_f16(gx.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, GEMM_F16_VARIANTS[f16v].name,
+                    GEMM_F16_VARIANTS[f16v].probe);
     if (GEMM_F16_VARIANTS[f16v].probe) goto done;
   }
   gpu_recorder *r = f16v >= 0 ? NULL : rec_new();

@@ -222,8 +222,8 @@ wgllm_status op_matmul_mma_rows(gpu_recorder *rec, gpu_view x, const op_weight *
    memory; K a multiple of 32; M N >= 256. op_gemm_f16 takes 128-row tiles for M > 64 and 64-wide steps for K a
    multiple of 64 where the workgroup memory allows (45 KiB both, 36 KiB the steps alone);
    op_gemm_f16_variant names the kernel's variant (V_GEMM_F16_*: "f16" 64-row tiles and 32-wide steps, "_k64"
-   64-wide steps, "_m128" 128-row tiles, and the bench's probes "_nomma", "_nostage", which do not compute the
-   product), for tests and the bench. */
+   64-wide steps, "_m128" 128-row tiles), for tests and the bench; the bench's probes ("_nomma", "_nostage", which
+   do not compute the product) are wgllm_dev's (src/dev/gemm_f16_probe.h). */
 #define OP_F16_ROW_TILE 128
 /* op_linear_fast takes the f16-operand path from this many rows (fewer: matmul_mma, which dequantizes in its
    tiles): the 8B's prefill of 128 tokens ran at 1,164 tok/s with it against 2,249 without, 512 at 5,996 against
