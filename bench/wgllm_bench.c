@@ -171,6 +171,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
                               .seed = 1}; /* every stage of the sampler at work */
   st = llm_session_set_sampler(s, g_sampled ? &sampled : &greedy, ids, P);
   double *pre = calloc(runs, sizeof *pre), *dec = calloc(runs, sizeof *dec), *enc = calloc(runs, sizeof *enc);
+  double *pre_cpu = calloc(prefill_runs + 1, sizeof *pre_cpu);
   int32_t tok;
   /* prefill: a warm-up, then timed runs (at most 3: long prompts are slow to redo); decode: every run rewinds to
      the prompt and decodes G tokens at context P */
@@ -184,6 +185,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     double t0 = now_s();
     st = llm_session_prefill_sample(s, ids, r ? P : (P < 256 ? P : 256), &tok);
     if (r > 0) pre[r - 1] = now_s() - t0;
+    if (r > 0) pre_cpu[r - 1] = s->prefill_cpu_us;
   }
   for (uint32_t r = 0; !st && r <= runs; r++) { /* run 0 is the warm-up */
     cli_progress_show(&prog, 1, "bench %u tokens, KV %s: decode %s%u/%u", P, kv_f16 ? "f16" : "f32",
@@ -212,6 +214,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     return 1;
   }
   double pre_s = median(pre, (int)pre_runs), dec_s = median(dec, (int)runs), enc_us = median(enc, (int)runs);
+  double pre_cpu_ms = median(pre_cpu, (int)pre_runs) / 1e3;
   /* GPU time of one replayed step alone (one pass, dispatches back to back): what the step costs the GPU,
      against the wall time per token above, which adds whatever the GPU waits for */
   double gpu_ns = 0;
@@ -228,21 +231,24 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   if (json) {
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", \"context\": %u, "
            "\"prompt_tokens\": %u, \"gen_tokens\": %u, \"runs\": %u, \"attn_grid\": \"%s\", \"sampling\": \"%s\", "
-           "\"prefill_tok_s\": %.1f, \"ttft_ms\": %.2f, \"prefill_chunk\": %u, \"decode_tok_s\": %.2f, "
+           "\"prefill_tok_s\": %.1f, \"ttft_ms\": %.2f, \"prefill_cpu_ms\": %.2f, \"prefill_chunk\": %u, "
+           "\"decode_tok_s\": %.2f, "
            "\"decode_ms_per_token\": %.4f, \"gpu_us_per_step\": %.1f, \"dispatches_per_token\": %zu, "
            "\"cpu_encode_us_per_token\": %.1f, "
            "\"pipeline\": %d, "
            "\"kv_bytes\": %llu, \"weight_bytes\": %llu, \"gpu_bytes_peak\": %llu, \"precision\": \"%s\"}\n",
            gpu->adapter_name, model_name, m->weights_desc, s->kv.f16 ? "f16" : "f32", P, P, G, runs,
            s->opt.attn_grid == LLM_ATTN_GRID_INDIRECT ? "indirect" : "worst-case",
-           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, pre_s * 1e3, s->opt.prefill_chunk,
-           1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3, dispatches, enc_us, depth, (unsigned long long)s->kv.bytes,
-           (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak, g_fast ? "fast" : "exact");
+           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P / pre_s, pre_s * 1e3, pre_cpu_ms,
+           s->opt.prefill_chunk, 1.0 / dec_s, dec_s * 1e3, gpu_ns / 1e3, dispatches, enc_us, depth,
+           (unsigned long long)s->kv.bytes, (unsigned long long)m->weight_bytes, (unsigned long long)gpu->bytes_peak,
+           g_fast ? "fast" : "exact");
   } else {
     printf("adapter %s, model %s (%s), KV %s, context %u, precision %s\n", gpu->adapter_name, model_name,
            m->weights_desc, s->kv.f16 ? "f16" : "f32", P, g_fast ? "fast" : "exact");
-    printf("prefill %u tokens: %.3f s (%.1f tok/s) in passes of %u; time to first token %.3f s\n", P, pre_s, P / pre_s,
-           s->opt.prefill_chunk, pre_s);
+    printf("prefill %u tokens: %.3f s (%.1f tok/s) in passes of %u; time to first token %.3f s; CPU recording and "
+           "submitting %.2f ms\n",
+           P, pre_s, P / pre_s, s->opt.prefill_chunk, pre_s, pre_cpu_ms);
     printf("decode: %.3f ms/token (%.2f tok/s), GPU %.1f us/step, %zu dispatches/token, CPU encode %.1f us/token\n",
            dec_s * 1e3, 1.0 / dec_s, gpu_ns / 1e3, dispatches, enc_us);
     printf("memory: weights %.1f MB, KV %.1f MB, GPU peak %.1f MB\n", m->weight_bytes / 1e6, s->kv.bytes / 1e6,
@@ -254,6 +260,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   free(pre);
   free(dec);
   free(enc);
+  free(pre_cpu);
   llm_session_free(s);
   return st ? 1 : 0;
 }

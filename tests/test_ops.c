@@ -1095,13 +1095,21 @@ static float f16_round(float v) {
    matmul_q8/fallback/TYPE: a storage without an integer-dot kernel refused by the predicate and by op_matmul_q8,
    and op_linear_fast then computing exactly (the exact GEMM's tolerance), or where subgroup matrices exist on the
    tensor cores (the exact GEMM's tolerance on the operands rounded to f16). */
+/* run_linear_q8's route for the tensor-core GEMM on int8 operands (op_gemm_i8) on the same activations */
+#define OP_ROUTE_GEMM_I8 6
 static case_result run_linear_q8(const tcase *c) {
   size_t M = c->u.lin.M, N = c->u.lin.N, K = c->u.lin.K, nb = K / 32;
   op_wtype wt = c->u.lin.wt;
-  int has_bias = c->u.lin.bias, fallback = c->u.lin.route == 1;
+  int has_bias = c->u.lin.bias, fallback = c->u.lin.route == 1, mma = c->u.lin.route == OP_ROUTE_GEMM_I8;
   /* route 2..5: a forced layout (rows a thread 4 | 8, conversion | adds); 0: the default plan */
   static const op_q8mm_plan QP[] = {{4, 0}, {4, 1}, {8, 0}, {8, 1}};
-  const op_q8mm_plan *plan = c->u.lin.route >= 2 ? &QP[c->u.lin.route - 2] : NULL;
+  const op_q8mm_plan *plan = c->u.lin.route >= 2 && !mma ? &QP[c->u.lin.route - 2] : NULL;
+  if (mma) {
+    op_weight probe = {.type = wt, .group = c->u.lin.group};
+    if (!op_gemm_i8_supports(th_gpu(), &probe, (uint32_t)M, (uint32_t)N, (uint32_t)K))
+      return not_supported("the device grants no i8 x i8 -> i32 subgroup matrices of 16x16x32 with subgroups of 32 "
+                           "(chromium-experimental-subgroup-matrix; lavapipe and SwiftShader offer none)");
+  }
   float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1), *want = malloc(M * N * 4);
   for (size_t m = 0; m < M; m++) /* rows of different magnitudes */
     for (size_t k = 0; k < K; k++)
@@ -1139,9 +1147,12 @@ static case_result run_linear_q8(const tcase *c) {
     ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
     compare_linear(gb_fetch(&go), want, x, w, M, N, K);
   } else {
-    VERIFY(op_matmul_q8_supports(ctx, &ow, (uint32_t)M, (uint32_t)K), "%s: the predicate refuses it", g_case);
+    VERIFY(mma ? op_gemm_i8_supports(ctx, &ow, (uint32_t)M, (uint32_t)N, (uint32_t)K)
+               : op_matmul_q8_supports(ctx, &ow, (uint32_t)M, (uint32_t)K),
+           "%s: the predicate refuses it", g_case);
     wgllm_status s = op_quantize_q8(r, gx.v, gq.v, (uint32_t)M, (uint32_t)K);
-    if (!s) s = op_matmul_q8_plan(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, plan);
+    if (!s && mma) s = op_gemm_i8(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    if (!s && !mma) s = op_matmul_q8_plan(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, plan);
     CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
     exec(r, NULL);
     gpu_recorder_free(r);
@@ -1225,6 +1236,28 @@ static case_result run_linear_q8(const tcase *c) {
   return verdict();
 }
 
+static void set_lin(tcase *c, op_wtype wt, uint32_t M, uint32_t N, uint32_t K, int bias, int route);
+
+/* gemm_i8/refuse: Q6_K (its half blocks have their own scale) is refused by the predicate and by the op, which
+   says why, where the device has the configuration at all */
+static case_result run_gemm_i8_refuse(const tcase *c) {
+  (void)c;
+  gpu_context *ctx = th_gpu();
+  op_weight q4 = {.type = OP_W_Q4, .group = 32}, q6 = {.type = OP_W_Q6_K};
+  if (!op_gemm_i8_supports(ctx, &q4, 67, 129, 512)) return not_supported("the device grants no i8 subgroup matrices");
+  CHECK(!op_gemm_i8_supports(ctx, &q6, 67, 129, 512), "Q6_K accepted");
+  gbuf a = gb_out(1 << 16), y = gb_out(67 * 129 * 4);
+  q6.data = a.v;
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_gemm_i8(r, a.v, &q6, (gpu_view){0}, y.v, 67, 129, 512);
+  CHECK(s == WGLLM_ERR_UNSUPPORTED && strstr(gpu_recorder_error(r), "Q6_K"), "Q6_K: status %d, '%s'", (int)s,
+        gpu_recorder_error(r));
+  gpu_recorder_free(r);
+  gb_free(&a);
+  gb_free(&y);
+  return verdict();
+}
+
 static void cases_linear_q8(void) {
   static const op_wtype types[] = {OP_W_Q4,   OP_W_Q4,   OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1,   OP_W_Q5_0,
                                    OP_W_Q5_1, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
@@ -1269,6 +1302,21 @@ static void cases_linear_q8(void) {
       c->u.lin.bias = 1;
       c->u.lin.route = route;
     }
+  /* gemm_i8/...: the tensor-core GEMM on int8 operands under the same checks, every storage it takes (not Q6_K),
+     where the device offers i8 subgroup matrices */
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+    for (size_t i = 0; i < 3; i++) {
+      if (types[t] == OP_W_Q6_K) continue;
+      int kq = types[t] == OP_W_Q4_K || types[t] == OP_W_Q5_K || types[t] == OP_W_IQ4_XS;
+      const uint32_t *sh = kq ? s256[i] : s32[i];
+      if (types[t] == OP_W_Q4 && sh[2] % groups[t]) continue;
+      char ty[32];
+      snprintf(ty, sizeof ty, types[t] == OP_W_Q4 ? "%s-g%u" : "%s", op_wtype_name(types[t]), groups[t]);
+      tcase *c = add_case("gemm_i8", run_linear_q8, "%s/M=%u,N=%u,K=%u,bias=%d", ty, sh[0], sh[1], sh[2], (int)(i % 2));
+      set_lin(c, types[t], sh[0], sh[1], sh[2], (int)(i % 2), OP_ROUTE_GEMM_I8);
+      c->u.lin.group = groups[t];
+    }
+  add_case("gemm_i8", run_gemm_i8_refuse, "refuse/q6_k/M=67,N=129,K=512");
   static const op_wtype none[] = {OP_W_Q2_K, OP_W_Q3_K, OP_W_F16};
   for (size_t t = 0; t < 3; t++) {
     tcase *c = add_case("matmul_q8", run_linear_q8, "fallback/%s/M=67,N=33,K=256", op_wtype_name(none[t]));
@@ -1678,6 +1726,13 @@ static void cases_gemm_perf(void) {
         c->u.lin.bias = 0;
         c->u.lin.route = kern == 0 ? 3 : kern == 1 ? 2 : kern == 3 ? 1 : 0; /* run_linear's 1: the tiled GEMM */
       }
+  /* the tensor-core GEMM on int8 operands, with the activations' quantization timed in the case */
+  for (size_t t = 0; t < 2; t++)
+    for (size_t i = 0; i < 4; i++) {
+      tcase *c = add_case("gemm_perf", run_linear_q8, "i8mma/%s/%s/M=%u,N=%u,K=%u", op_wtype_name(types[t]), names[i],
+                          shapes[i][0], shapes[i][1], shapes[i][2]);
+      set_lin(c, types[t], shapes[i][0], shapes[i][1], shapes[i][2], 0, OP_ROUTE_GEMM_I8);
+    }
   /* the f16-operand GEMM's variants and probes (the GEMM alone does not depend on the storage: q4gsw only, but
      the conversions timed beside it do: Q4_K too for the default; the probes at two shapes) */
   for (int v = 0; v < (int)(sizeof GEMM_F16_VARIANTS / sizeof GEMM_F16_VARIANTS[0]); v++)

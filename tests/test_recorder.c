@@ -54,6 +54,60 @@ static void test_replay(void) {
   gpu_buffer_destroy(ctx, go);
 }
 
+/* gpu_recorder_flush: a one-shot recording submitted in parts (each with its own uniform blocks) computes what it
+   computes whole; a flush with nothing new does nothing; a kept recording ignores it; a run recording refuses
+   it; a flushed one cannot be timed */
+static void test_flush(void) {
+  gpu_context *ctx = th_gpu();
+  enum { N = 1024 };
+  for (int keep = 0; keep < 2; keep++) {
+    gpu_buffer *a = th_poisoned(N * 4), *b = th_poisoned(N * 4), *c = th_poisoned(N * 4);
+    gpu_recorder *r = gpu_recorder_create(ctx, keep);
+    CHECK(op_fill_f32(r, gpu_whole(a), N, 2.0f) == WGLLM_OK, "fill a");
+    CHECK(gpu_recorder_flush(r) == WGLLM_OK, "flush 1 (keep %d): %s", keep, gpu_recorder_error(r));
+    CHECK(op_add(r, gpu_whole(a), gpu_whole(a), gpu_whole(c), N, N) == WGLLM_OK, "add");
+    CHECK(op_fill_f32(r, gpu_whole(b), N, 5.0f) == WGLLM_OK, "fill b");
+    CHECK(gpu_recorder_flush(r) == WGLLM_OK, "flush 2 (keep %d): %s", keep, gpu_recorder_error(r));
+    CHECK(gpu_recorder_flush(r) == WGLLM_OK, "flush with nothing new (keep %d)", keep);
+    CHECK(op_add_inplace(r, gpu_whole(c), gpu_whole(b), N, N) == WGLLM_OK, "add in place");
+    CHECK(op_fill_f32(r, gpu_whole(a), N, 7.0f) == WGLLM_OK, "fill a again");
+    CHECK(gpu_recorder_run(r) == WGLLM_OK, "run (keep %d): %s", keep, gpu_recorder_error(r));
+    float got_c[N], got_a[N];
+    th_download(c, got_c, sizeof got_c);
+    th_download(a, got_a, sizeof got_a);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+      bad += got_c[i] != 9.0f || got_a[i] != 7.0f;
+    CHECK(!bad, "flushed recording (keep %d): %d of %d wrong (c[0] = %g want 9, a[0] = %g want 7)", keep, bad, N,
+          got_c[0], got_a[0]);
+    if (!keep) {
+      gpu_recorder *r2 = gpu_recorder_create(ctx, 0);
+      op_fill_f32(r2, gpu_whole(a), N, 1.0f);
+      op_fill_f32(r2, gpu_whole(b), N, 1.0f);
+      CHECK(gpu_recorder_flush(r2) == WGLLM_OK, "flush r2");
+      op_fill_f32(r2, gpu_whole(c), N, 1.0f);
+      op_add(r2, gpu_whole(a), gpu_whole(b), gpu_whole(c), N, N);
+      CHECK(gpu_recorder_run(r2) == WGLLM_OK, "run r2: %s", gpu_recorder_error(r2));
+      CHECK(gpu_recorder_flush(r2) == WGLLM_OK, "a flush with nothing new after the run is harmless");
+      op_fill_f32(r2, gpu_whole(c), N, 3.0f);
+      CHECK(gpu_recorder_flush(r2) != WGLLM_OK, "a flush of a record added after the run was accepted");
+      gpu_recorder_free(r2);
+      if (ctx->has_timestamps) {
+        gpu_recorder *r3 = gpu_recorder_create(ctx, 0);
+        op_fill_f32(r3, gpu_whole(a), N, 1.0f);
+        gpu_recorder_flush(r3);
+        double ns;
+        CHECK(gpu_recorder_time(r3, &ns) != WGLLM_OK, "a flushed recording was timed");
+        gpu_recorder_free(r3);
+      }
+    }
+    gpu_recorder_free(r);
+    gpu_buffer_destroy(ctx, a);
+    gpu_buffer_destroy(ctx, b);
+    gpu_buffer_destroy(ctx, c);
+  }
+}
+
 static void test_quarantine(void) {
   gpu_context *ctx = th_gpu();
   char err[512];
@@ -244,6 +298,7 @@ static void test_pipeline_cache(void) {
 int main(void) {
   th_gpu();
   test_replay();
+  test_flush();
   test_quarantine();
   test_indirect_and_refusals();
   test_pipeline_cache();

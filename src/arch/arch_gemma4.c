@@ -60,6 +60,7 @@ wgllm_status llm_forward_gemma4(const llm_fwd *f, uint32_t n_logits) {
     st = llm_block_attention(f, l);
     if (!st) st = llm_block_mlp(f, l);
     if (!st) st = per_layer_input_block(f, l);
+    if (!st) st = gpu_recorder_flush(f->rec); /* a prefill pass: the GPU starts on this layer */
   }
   if (!st) st = llm_block_head(f, n_logits);
   return st;

@@ -12,6 +12,7 @@ wgllm_status llm_forward_llama(const llm_fwd *f, uint32_t n_logits) {
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     st = llm_block_attention(f, l);
     if (!st) st = llm_block_mlp(f, l);
+    if (!st) st = gpu_recorder_flush(f->rec); /* a prefill pass: the GPU starts on this layer */
   }
   if (!st) st = llm_block_head(f, n_logits);
   return st;

@@ -208,6 +208,10 @@ wgllm_status gpu_record(gpu_recorder *rec, const gpu_dispatch_desc *d);
 /* Encodes every record into one compute pass and submits. A kept recording can be run again (replay):
    this creates no pipeline, bind group or buffer. */
 wgllm_status gpu_recorder_run(gpu_recorder *rec);
+/* A one-shot recording (keep = 0): finalizes, encodes and submits the records so far, so that the GPU runs them
+   while the caller records the rest; the run then submits only what came after. More records may follow. A kept
+   recording ignores it (it replays whole). Such a recording can no longer be profiled or timed. */
+wgllm_status gpu_recorder_flush(gpu_recorder *rec);
 /* Encodes records into a command encoder the caller owns (e.g. to append a copy before submitting). */
 wgllm_status gpu_recorder_encode(gpu_recorder *rec, WGPUCommandEncoder enc);
 size_t gpu_recorder_count(const gpu_recorder *rec);

@@ -1,7 +1,10 @@
 /* The recorder: ops append dispatch records (pipeline, bindings, uniform params, grid or indirect buffer).
    On first run the uniform arena is uploaded and bind groups are created; a kept recording then replays
-   by re-encoding the same records, creating no pipeline, bind group or buffer. Every buffer a recording
-   binds is pinned (quarantined from pool reuse) until the recording is freed. */
+   by re-encoding the same records, creating no pipeline, bind group or buffer. A one-shot recording may be
+   flushed while it is recorded (gpu_recorder_flush: the records so far finalized, encoded and submitted, each
+   flush its own uniform buffer), so the GPU runs its first part while the CPU records the rest; its run submits
+   what is left. Every buffer a recording binds is pinned (quarantined from pool reuse) until the recording is
+   freed. */
 #include "gpu.h"
 #include "gpu_internal.h"
 #include <stdio.h>
@@ -30,7 +33,11 @@ struct gpu_recorder {
   size_t n, cap;
   uint8_t *arena; /* host copy of all uniform blocks */
   size_t arena_size, arena_cap;
-  WGPUBuffer uniforms;
+  WGPUBuffer *uniforms; /* one per finalized segment: the arena's bytes from its first record on */
+  size_t n_uniforms;
+  size_t fin_n, fin_arena; /* records [0, fin_n) have their bind groups; the next segment's arena starts here */
+  size_t sent;             /* a one-shot recording: records [0, sent) were submitted */
+  int flushed;             /* gpu_recorder_flush submitted a part of it */
   gpu_buffer **pinned;
   size_t n_pinned, cap_pinned;
   char err[GPU_ERR_LEN];
@@ -208,27 +215,41 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
   return WGLLM_OK;
 }
 
-static wgllm_status finalize(gpu_recorder *r) {
+/* Uploads the arena from fin_arena on into a uniform buffer of its own and creates the bind groups of records
+   [fin_n, n); done: no record may be added after (a run), else more may come (a flush). */
+static wgllm_status finalize(gpu_recorder *r, int done) {
   if (r->finalized) return WGLLM_OK;
+  if (done) r->finalized = 1;
+  if (r->fin_n == r->n) return WGLLM_OK;
   gpu_context *ctx = r->ctx;
   char e[GPU_ERR_LEN];
+  WGPUBuffer uni = NULL;
+  size_t a0 = r->fin_arena;
   gpu_scope_push(ctx);
-  if (r->arena_size) {
+  if (r->arena_size > a0) {
+    WGPUBuffer *nu = realloc(r->uniforms, (r->n_uniforms + 1) * sizeof *nu);
+    if (!nu) {
+      char e2[GPU_ERR_LEN];
+      gpu_scope_pop(ctx, e2, sizeof e2);
+      return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    r->uniforms = nu;
     WGPUBufferDescriptor bd = {0};
-    bd.size = (r->arena_size + 15) & ~(size_t)15;
+    bd.size = (r->arena_size - a0 + 15) & ~(size_t)15;
     bd.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
-    r->uniforms = wgpuDeviceCreateBuffer(ctx->device, &bd);
-    wgpuQueueWriteBuffer(ctx->queue, r->uniforms, 0, r->arena, r->arena_size); /* arena_size is a multiple of 16 */
+    uni = r->uniforms[r->n_uniforms++] = wgpuDeviceCreateBuffer(ctx->device, &bd);
+    /* a0 and arena_size are multiples of 16 */
+    wgpuQueueWriteBuffer(ctx->queue, uni, 0, r->arena + a0, r->arena_size - a0);
   }
-  for (size_t i = 0; i < r->n; i++) {
+  for (size_t i = r->fin_n; i < r->n; i++) {
     record *rc = &r->recs[i];
     WGPUBindGroupEntry ent[GPU_MAX_BINDINGS + 1];
     int ne = 0, base = 0;
     memset(ent, 0, sizeof ent);
     if (rc->params_off >= 0) {
       ent[0].binding = 0;
-      ent[0].buffer = r->uniforms;
-      ent[0].offset = (uint64_t)rc->params_off;
+      ent[0].buffer = uni;
+      ent[0].offset = (uint64_t)rc->params_off - a0;
       ent[0].size = rc->params_size;
       ne = 1;
       base = 1;
@@ -248,13 +269,16 @@ static wgllm_status finalize(gpu_recorder *r) {
     rc->bg = wgpuDeviceCreateBindGroup(ctx->device, &bgd);
     wgpuBindGroupLayoutRelease(layout);
   }
+  r->fin_n = r->n;
+  /* the next segment's blocks start at an offset the uniform alignment allows (gpu_record aligns each block) */
+  size_t align = ctx->limits.minUniformBufferOffsetAlignment ? ctx->limits.minUniformBufferOffsetAlignment : 256;
+  r->fin_arena = (r->arena_size + align - 1) / align * align;
   wgllm_status s = gpu_scope_pop(ctx, e, sizeof e);
   if (s) {
     char e2[GPU_ERR_LEN];
     snprintf(e2, sizeof e2, "creating bind groups failed: %.900s", e);
     return fail(r, s, e2);
   }
-  r->finalized = 1;
   return WGLLM_OK;
 }
 
@@ -267,18 +291,41 @@ static void encode_one(WGPUComputePassEncoder cp, const record *rc) {
     wgpuComputePassEncoderDispatchWorkgroups(cp, rc->grid[0], rc->grid[1], rc->grid[2]);
 }
 
+/* records [from, n) into one compute pass of enc */
+static void encode_range(gpu_recorder *r, WGPUCommandEncoder enc, size_t from) {
+  if (from >= r->n) return;
+  WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
+  for (size_t i = from; i < r->n; i++)
+    encode_one(cp, &r->recs[i]);
+  wgpuComputePassEncoderEnd(cp);
+  wgpuComputePassEncoderRelease(cp);
+}
+
 wgllm_status gpu_recorder_encode(gpu_recorder *r, WGPUCommandEncoder enc) {
   if (r->failed) return r->failed;
   if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
   r->runs++;
-  wgllm_status s = finalize(r);
+  wgllm_status s = finalize(r, 1);
   if (s) return s;
-  if (!r->n) return WGLLM_OK;
-  WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, NULL);
-  for (size_t i = 0; i < r->n; i++)
-    encode_one(cp, &r->recs[i]);
-  wgpuComputePassEncoderEnd(cp);
-  wgpuComputePassEncoderRelease(cp);
+  encode_range(r, enc, r->keep ? 0 : r->sent); /* a one-shot recording: what no flush submitted */
+  if (!r->keep) r->sent = r->n;
+  return WGLLM_OK;
+}
+
+wgllm_status gpu_recorder_flush(gpu_recorder *r) {
+  if (r->failed || r->keep || r->sent == r->n) return r->failed;
+  if (r->finalized) return fail(r, WGLLM_ERR_INTERNAL, "gpu_recorder_flush on a recording that already ran");
+  gpu_context *ctx = r->ctx;
+  wgllm_status s = finalize(r, 0);
+  if (s) return s;
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(ctx->device, NULL);
+  encode_range(r, enc, r->sent);
+  WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+  wgpuQueueSubmit(ctx->queue, 1, &cb);
+  wgpuCommandBufferRelease(cb);
+  wgpuCommandEncoderRelease(enc);
+  r->sent = r->n;
+  r->flushed = 1;
   return WGLLM_OK;
 }
 
@@ -318,7 +365,8 @@ static void on_ts_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2
 wgllm_status gpu_recorder_profile(gpu_recorder *r, double *out_ns) {
   gpu_context *ctx = r->ctx;
   if (!ctx->has_timestamps) return fail(r, WGLLM_ERR_UNSUPPORTED, "profiling needs timestamp-query, not granted");
-  wgllm_status s = finalize(r);
+  if (r->flushed) return fail(r, WGLLM_ERR_INTERNAL, "a flushed recording cannot be profiled (its first part ran)");
+  wgllm_status s = finalize(r, 1);
   if (s) return s;
   const size_t chunk = 1024; /* records per query set (2 queries each) */
   for (size_t base = 0; base < r->n; base += chunk) {
@@ -394,8 +442,9 @@ wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
   gpu_context *ctx = r->ctx;
   if (!ctx->has_timestamps) return fail(r, WGLLM_ERR_UNSUPPORTED, "timing needs timestamp-query, not granted");
   if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
+  if (r->flushed) return fail(r, WGLLM_ERR_INTERNAL, "a flushed recording cannot be timed (its first part ran)");
   r->runs++;
-  wgllm_status s = finalize(r);
+  wgllm_status s = finalize(r, 1);
   if (s) return s;
   WGPUQuerySetDescriptor qd = {0};
   qd.type = WGPUQueryType_Timestamp;
@@ -439,7 +488,9 @@ void gpu_recorder_free(gpu_recorder *r) {
   if (!r) return;
   for (size_t i = 0; i < r->n; i++)
     if (r->recs[i].bg) wgpuBindGroupRelease(r->recs[i].bg);
-  if (r->uniforms) wgpuBufferRelease(r->uniforms);
+  for (size_t i = 0; i < r->n_uniforms; i++)
+    wgpuBufferRelease(r->uniforms[i]);
+  free(r->uniforms);
   for (size_t i = 0; i < r->n_pinned; i++)
     gpu_buffer_unpin(r->ctx, r->pinned[i]);
   free(r->pinned);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options *opt, llm_session **out,
                                         void (*warn)(const char *msg), char *err, size_t errlen) {
@@ -163,6 +164,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
   if (st) return st;
   const llm_hparams *hp = &s->m->hp;
   uint32_t chunk = s->opt.prefill_chunk < T ? s->opt.prefill_chunk : T;
+  s->prefill_cpu_us = 0;
   /* every row's logits must fit one storage binding (128 MiB on many devices): fewer rows a pass if not */
   uint64_t max_bind = s->gpu->limits.maxStorageBufferBindingSize;
   if (all_rows && (uint64_t)chunk * hp->n_vocab * 4 > max_bind)
@@ -200,11 +202,15 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
       break;
     }
     llm_forward_opts pfo = {.attn_grid = LLM_ATTN_GRID_WORST, .fast = s->opt.fast};
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits, &pfo);
     if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
       st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state),
                      gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
     if (!st) st = gpu_recorder_run(rec);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    s->prefill_cpu_us += (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) * 1e-3;
     if (st) snprintf(s->err, sizeof s->err, "prefill: %s", gpu_recorder_error(rec));
     gpu_recorder_free(rec);
     if (!st && want) {
