@@ -170,7 +170,9 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
                               .ring_cap = 64,
                               .seed = 1}; /* every stage of the sampler at work */
   st = llm_session_set_sampler(s, g_sampled ? &sampled : &greedy, ids, P);
-  double *pre = calloc(runs, sizeof *pre), *dec = calloc(runs, sizeof *dec), *enc = calloc(runs, sizeof *enc);
+  /* the prefill's timings have prefill_runs entries, the decode's runs (--prefill-runs may exceed --runs) */
+  double *pre = calloc(prefill_runs + 1, sizeof *pre), *dec = calloc(runs, sizeof *dec),
+         *enc = calloc(runs, sizeof *enc);
   double *pre_cpu = calloc(prefill_runs + 1, sizeof *pre_cpu);
   int32_t tok;
   /* prefill: a warm-up, then timed runs (at most 3: long prompts are slow to redo); decode: every run rewinds to
