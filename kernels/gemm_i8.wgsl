@@ -1,4 +1,6 @@
-// Tensor-core GEMM on int8 operands (op_gemm_i8, the fast precision): Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n])
+// Tensor-core GEMM on int8 operands (dev_gemm_i8, src/dev/gemm_i8.c: a measured and rejected design, kept as developer
+// variants for the bench and its conformance cases: 44-47 TFLOP/s on the H200 against 73-195 for kernels/gemm_f16.wgsl,
+// docs/PERF.md): Y[m, n] = sum_k X[m, k] * W[n, k] (+ bias[n])
 // with the math of kernels/matmul_q8.wgsl (X as int8 blocks of 32 from kernels/quantize_q8.wgsl: x_q, d_x and
 // d_x * sum x_q a block; W a block-quantized weight in its own storage read as int8 w_q and factors (s, c) through
 // lib/weight_int8.wgsli), so that a block of 32 contributes
@@ -17,15 +19,15 @@
 // 128 x 8 words staged in workgroup memory row-major, rows XW words apart (16 bytes of padding), with the blocks'
 // factors; the next block's words wait in registers while this one is multiplied. Three barriers a block: staged,
 // results stored, results read.
-//! variant q4: WQ4=1 requires=subgroups,subgroup-matrix
-//! variant q8: WQ8=1 requires=subgroups,subgroup-matrix
-//! variant q4_1: WBLK=1 WQ4_1=1 requires=subgroups,subgroup-matrix
-//! variant q5_0: WBLK=1 WQ5_0=1 requires=subgroups,subgroup-matrix
-//! variant q5_1: WBLK=1 WQ5_1=1 requires=subgroups,subgroup-matrix
-//! variant q4k: WBLK=1 WQ4_K=1 requires=subgroups,subgroup-matrix
-//! variant q5k: WBLK=1 WQ5_K=1 requires=subgroups,subgroup-matrix
-//! variant iq4nl: WBLK=1 WIQ4_NL=1 requires=subgroups,subgroup-matrix
-//! variant iq4xs: WBLK=1 WIQ4_XS=1 requires=subgroups,subgroup-matrix
+//! variant q4: WQ4=1 requires=subgroups,subgroup-matrix dev=1
+//! variant q8: WQ8=1 requires=subgroups,subgroup-matrix dev=1
+//! variant q4_1: WBLK=1 WQ4_1=1 requires=subgroups,subgroup-matrix dev=1
+//! variant q5_0: WBLK=1 WQ5_0=1 requires=subgroups,subgroup-matrix dev=1
+//! variant q5_1: WBLK=1 WQ5_1=1 requires=subgroups,subgroup-matrix dev=1
+//! variant q4k: WBLK=1 WQ4_K=1 requires=subgroups,subgroup-matrix dev=1
+//! variant q5k: WBLK=1 WQ5_K=1 requires=subgroups,subgroup-matrix dev=1
+//! variant iq4nl: WBLK=1 WIQ4_NL=1 requires=subgroups,subgroup-matrix dev=1
+//! variant iq4xs: WBLK=1 WIQ4_XS=1 requires=subgroups,subgroup-matrix dev=1
 // The subgroup-matrix builtins want their offsets subgroup-uniform: the subgroup's index comes from
 // @builtin(subgroup_id), which WGSL's analysis knows to be uniform in a subgroup.
 struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };

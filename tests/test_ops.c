@@ -25,6 +25,7 @@
    WGLLM_TEST_DAWN_TOGGLES=a,b enables Dawn device toggles (disable_robustness: out-of-bounds accesses are not
    clamped, so the guard zones see them). */
 #include "gemm_f16_probe.h"
+#include "gemm_i8.h"
 #include "harness.h"
 #include "ops.h"
 #include "ref.h"
@@ -1095,7 +1096,8 @@ static float f16_round(float v) {
    matmul_q8/fallback/TYPE: a storage without an integer-dot kernel refused by the predicate and by op_matmul_q8,
    and op_linear_fast then computing exactly (the exact GEMM's tolerance), or where subgroup matrices exist on the
    tensor cores (the exact GEMM's tolerance on the operands rounded to f16). */
-/* run_linear_q8's route for the tensor-core GEMM on int8 operands (op_gemm_i8) on the same activations */
+/* run_linear_q8's route for the tensor-core GEMM on int8 operands (dev_gemm_i8, src/dev/gemm_i8.c) on the same
+   activations */
 #define OP_ROUTE_GEMM_I8 6
 static case_result run_linear_q8(const tcase *c) {
   size_t M = c->u.lin.M, N = c->u.lin.N, K = c->u.lin.K, nb = K / 32;
@@ -1106,7 +1108,7 @@ static case_result run_linear_q8(const tcase *c) {
   const op_q8mm_plan *plan = c->u.lin.route >= 2 && !mma ? &QP[c->u.lin.route - 2] : NULL;
   if (mma) {
     op_weight probe = {.type = wt, .group = c->u.lin.group};
-    if (!op_gemm_i8_supports(th_gpu(), &probe, (uint32_t)M, (uint32_t)N, (uint32_t)K))
+    if (!dev_gemm_i8_supports(th_gpu(), &probe, (uint32_t)M, (uint32_t)N, (uint32_t)K))
       return not_supported("the device grants no i8 x i8 -> i32 subgroup matrices of 16x16x32 with subgroups of 32 "
                            "(chromium-experimental-subgroup-matrix; lavapipe and SwiftShader offer none)");
   }
@@ -1147,11 +1149,11 @@ static case_result run_linear_q8(const tcase *c) {
     ref_linear(x, w, has_bias ? b : NULL, want, M, N, K);
     compare_linear(gb_fetch(&go), want, x, w, M, N, K);
   } else {
-    VERIFY(mma ? op_gemm_i8_supports(ctx, &ow, (uint32_t)M, (uint32_t)N, (uint32_t)K)
+    VERIFY(mma ? dev_gemm_i8_supports(ctx, &ow, (uint32_t)M, (uint32_t)N, (uint32_t)K)
                : op_matmul_q8_supports(ctx, &ow, (uint32_t)M, (uint32_t)K),
            "%s: the predicate refuses it", g_case);
     wgllm_status s = op_quantize_q8(r, gx.v, gq.v, (uint32_t)M, (uint32_t)K);
-    if (!s && mma) s = op_gemm_i8(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+    if (!s && mma) s = dev_gemm_i8(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
     if (!s && !mma) s = op_matmul_q8_plan(r, gq.v, &ow, bias, go.v, (uint32_t)M, (uint32_t)N, (uint32_t)K, plan);
     CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
     exec(r, NULL);
@@ -1244,13 +1246,13 @@ static case_result run_gemm_i8_refuse(const tcase *c) {
   (void)c;
   gpu_context *ctx = th_gpu();
   op_weight q4 = {.type = OP_W_Q4, .group = 32}, q6 = {.type = OP_W_Q6_K};
-  if (!op_gemm_i8_supports(ctx, &q4, 67, 129, 512)) return not_supported("the device grants no i8 subgroup matrices");
-  CHECK(!op_gemm_i8_supports(ctx, &q6, 67, 129, 512), "Q6_K accepted");
+  if (!dev_gemm_i8_supports(ctx, &q4, 67, 129, 512)) return not_supported("the device grants no i8 subgroup matrices");
+  CHECK(!dev_gemm_i8_supports(ctx, &q6, 67, 129, 512), "Q6_K accepted");
   gbuf a = gb_out(1 << 16), y = gb_out(67 * 129 * 4);
   q6.data = a.v;
   gpu_recorder *r = rec_new();
-  wgllm_status s = op_gemm_i8(r, a.v, &q6, (gpu_view){0}, y.v, 67, 129, 512);
-  CHECK(s == WGLLM_ERR_UNSUPPORTED && strstr(gpu_recorder_error(r), "Q6_K"), "Q6_K: status %d, '%s'", (int)s,
+  wgllm_status s = dev_gemm_i8(r, a.v, &q6, (gpu_view){0}, y.v, 67, 129, 512);
+  CHECK(s == WGLLM_ERR_UNSUPPORTED && strstr(gpu_recorder_error(r), "Q6_K weights"), "Q6_K: status %d, '%s'", (int)s,
         gpu_recorder_error(r));
   gpu_recorder_free(r);
   gb_free(&a);

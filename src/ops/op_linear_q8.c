@@ -26,7 +26,7 @@ static uint64_t q_part_bytes(const gpu_context *ctx, uint32_t M, uint32_t K) {
   return ((uint64_t)M * K + align - 1) / align * align;
 }
 
-static void act_views(const gpu_recorder *rec, gpu_view xq, uint32_t M, uint32_t K, gpu_view *q, gpu_view *ds) {
+void op_q8_act_views(const gpu_recorder *rec, gpu_view xq, uint32_t M, uint32_t K, gpu_view *q, gpu_view *ds) {
   uint64_t qb = (uint64_t)M * K, off = q_part_bytes(op_ctx(rec), M, K);
   *q = (gpu_view){xq.buf, xq.offset, qb};
   *ds = (gpu_view){xq.buf, xq.offset + off, (uint64_t)M * (K / 32) * 8};
@@ -41,7 +41,7 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
   if (xq.size && xq.size < op_q8_act_bytes(op_ctx(rec), M, K))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8: %llu bytes for M=%u K=%u", (unsigned long long)xq.size, M, K);
   gpu_view q, ds;
-  act_views(rec, xq, M, K, &q, &ds);
+  op_q8_act_views(rec, xq, M, K, &q, &ds);
   quant_params p = {.M = M, .K = K};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_QUANTIZE_Q8,
                                               .variant = V_QUANTIZE_Q8_F32,
@@ -63,7 +63,7 @@ wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uin
   op_q8_rows_opts none = {0};
   if (!o) o = &none;
   gpu_view q, ds;
-  act_views(rec, xq, M, K, &q, &ds);
+  op_q8_act_views(rec, xq, M, K, &q, &ds);
   quant_params p = {.M = M,
                     .K = K,
                     .has_norm = o->norm_w.buf ? 1u : 0u,
@@ -114,38 +114,10 @@ static const char *q8mm_variant(op_wtype t) {
   }
 }
 
-/* the storages kernels/gemm_i8.wgsl reads: matmul_q8's but Q6_K, whose half blocks have their own scale */
-static const char *gemm_i8_variant(op_wtype t) {
-  switch (t) {
-  case OP_W_Q4:
-    return V_GEMM_I8_Q4;
-  case OP_W_Q8:
-    return V_GEMM_I8_Q8;
-  case OP_W_Q4_1:
-    return V_GEMM_I8_Q4_1;
-  case OP_W_Q5_0:
-    return V_GEMM_I8_Q5_0;
-  case OP_W_Q5_1:
-    return V_GEMM_I8_Q5_1;
-  case OP_W_Q4_K:
-    return V_GEMM_I8_Q4K;
-  case OP_W_Q5_K:
-    return V_GEMM_I8_Q5K;
-  case OP_W_IQ4_NL:
-    return V_GEMM_I8_IQ4NL;
-  case OP_W_IQ4_XS:
-    return V_GEMM_I8_IQ4XS;
-  default:
-    return NULL;
-  }
-}
-
-/* a piece of weight a kernel takes: its variant (mma: gemm_i8's, else matmul_q8's), q4gsw's groups whole blocks */
-static int q8_piece_ok(op_wtype t, uint32_t group, int mma) {
-  if (!(mma ? gemm_i8_variant(t) : q8mm_variant(t))) return 0;
+static int q8mm_piece_ok(op_wtype t, uint32_t group) {
+  if (!q8mm_variant(t)) return 0;
   return t != OP_W_Q4 || group == 32 || group == 64 || group == 128;
 }
-static int q8mm_piece_ok(op_wtype t, uint32_t group) { return q8_piece_ok(t, group, 0); }
 
 int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K) {
   (void)ctx;
@@ -156,63 +128,27 @@ int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M
   return 1;
 }
 
-/* one piece of weight (all of it, or a row part landing at column n_off of y) on matmul_q8 with the plan pl, or on
-   gemm_i8 when pl is NULL */
 static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group, gpu_view data,
                                gpu_view scales, gpu_view bias, gpu_view y, uint32_t M, uint32_t N, uint32_t K,
                                uint32_t y_stride, uint32_t n_off, const op_q8mm_plan *pl) {
-  const char *name = pl ? "matmul_q8" : "gemm_i8";
-  uint32_t tm = pl ? 16 * pl->rm : 64;
-  /* matmul_q8: columns along x; gemm_i8: rows along x, so that the workgroups in flight share their W tiles */
-  uint32_t gn = (N + 127) / 128, gm = (M + tm - 1) / tm, gx = pl ? gn : gm, gy = pl ? gm : gn;
-  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
+  uint32_t tm = 16 * pl->rm;
+  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = (N + 127) / 128, gy = (M + tm - 1) / tm;
   if (gx > maxg || gy > maxg)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit", name, gx, gy);
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: grid %ux%u over the device limit", gx, gy);
   q8mm_params p = {.M = M, .N = N, .K = K, .has_bias = bias.buf ? 1u : 0u, .y_stride = y_stride, .n_off = n_off};
-  gpu_constant c[3] = {
-      {"G", (double)group}, {"RM", pl ? (double)pl->rm : 0}, {"CVT_ADD", pl && pl->cvt_add ? 1.0 : 0.0}};
+  gpu_constant c[3] = {{"RM", (double)pl->rm}, {"CVT_ADD", pl->cvt_add ? 1.0 : 0.0}, {"G", (double)group}};
   int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
   return op_dispatch(
-      rec, &(op_dispatch_args){.kernel = pl ? K_MATMUL_Q8 : K_GEMM_I8,
-                               .variant = pl ? q8mm_variant(type) : gemm_i8_variant(type),
+      rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8,
+                               .variant = q8mm_variant(type),
                                .params = &p,
                                .params_size = sizeof p,
-                               /* G only for q4gsw; RM and CVT_ADD only for matmul_q8 */
-                               .consts = type == OP_W_Q4 ? c : c + 1,
-                               .n_consts = (type == OP_W_Q4) + (pl ? 2 : 0),
+                               .consts = c,
+                               .n_consts = type == OP_W_Q4 ? 3 : 2,
                                .access = has_scales ? "rrrrwr" : "rrrrw",
                                /* bias unused when has_bias = 0, but the binding must exist */
                                .bind = {q, ds, data, bias.buf ? bias : q, y, has_scales ? scales : (gpu_view){0}},
                                .grid = {gx, gy}});
-}
-
-/* op_matmul_q8_plan (pl set) and op_gemm_i8 (pl NULL): the weight whole or part by part */
-static wgllm_status q8_run(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
-                           uint32_t N, uint32_t K, const op_q8mm_plan *pl) {
-  const char *name = pl ? "matmul_q8" : "gemm_i8";
-  if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape M=%u N=%u K=%u", name, M, N, K);
-  if (K % 32 || (!w->n_parts && !q8_piece_ok(w->type, w->group, !pl)))
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: no kernel for %s weights with K=%u", name, op_wtype_name(w->type),
-                   K);
-  gpu_view q, ds;
-  act_views(rec, xq, M, K, &q, &ds);
-  wgllm_status s = WGLLM_OK;
-  if (!w->n_parts) {
-    s = op_check_weight(rec, name, w, N, K);
-    return s ? s : q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, M, N, K, N, 0, pl);
-  }
-  uint32_t n0 = 0;
-  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
-    const struct op_weight_part *pt = &w->part[i];
-    op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
-    if (!q8_piece_ok(pt->type, pt->group, !pl))
-      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: no kernel for part %u (%s)", name, i, op_wtype_name(pt->type));
-    s = op_check_weight(rec, name, &pw, pt->rows, K);
-    if (!s) s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0, pl);
-    n0 += pt->rows;
-  }
-  if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u rows for N=%u", name, n0, N);
-  return s;
 }
 
 wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -224,42 +160,30 @@ wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *
                                uint32_t M, uint32_t N, uint32_t K, const op_q8mm_plan *plan) {
   op_q8mm_plan pl = plan ? *plan : op_q8mm_default_plan();
   if (pl.rm != 4 && pl.rm != 8) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: %u rows a thread (4 or 8)", pl.rm);
-  return q8_run(rec, xq, w, bias, y, M, N, K, &pl);
-}
-
-/* ---- The tensor-core GEMM on int8 operands (kernels/gemm_i8.wgsl) ---- */
-
-/* its workgroup memory: X [64][12] and W [128][12] words, the rows' and columns' factors, 8 x 4 result matrices of
-   16 x 16 i32 */
-#define GEMM_I8_WORKGROUP_BYTES ((64 + 128) * 12 * 4 + (64 + 128) * 8 + 8 * 4 * 256 * 4)
-
-int op_gemm_i8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t N, uint32_t K) {
-  if (M < 1 || N < 1 || K % 32) return 0;
-  if (!ctx->has_subgroup_matrix || ctx->subgroup_min != 32 || ctx->subgroup_max != 32) return 0;
-  if (ctx->limits.maxComputeWorkgroupStorageSize < GEMM_I8_WORKGROUP_BYTES ||
-      ctx->limits.maxComputeInvocationsPerWorkgroup < 256)
-    return 0;
-  int cfg = 0;
-  for (int i = 0; i < ctx->n_smat; i++) {
-    const gpu_smat_config *c = &ctx->smat[i];
-    cfg |= c->component == GPU_SMAT_I8 && c->result == GPU_SMAT_I32 && c->M == 16 && c->N == 16 && c->K == 32;
+  if (!M || !N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: empty shape M=%u N=%u K=%u", M, N, K);
+  if (K % 32 || (!w->n_parts && !q8mm_piece_ok(w->type, w->group)))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for %s weights with K=%u",
+                   op_wtype_name(w->type), K);
+  gpu_view q, ds;
+  op_q8_act_views(rec, xq, M, K, &q, &ds);
+  wgllm_status s = WGLLM_OK;
+  if (!w->n_parts) {
+    s = op_check_weight(rec, "matmul_q8", w, N, K);
+    return s ? s : q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, M, N, K, N, 0, &pl);
   }
-  if (!cfg) return 0;
-  if (!w->n_parts) return q8_piece_ok(w->type, w->group, 1);
-  for (uint32_t i = 0; i < w->n_parts; i++)
-    if (!q8_piece_ok(w->part[i].type, w->part[i].group, 1)) return 0;
-  return 1;
-}
-
-wgllm_status op_gemm_i8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
-                        uint32_t N, uint32_t K) {
-  if (!op_gemm_i8_supports(op_ctx(rec), w, M, N, K))
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
-                   "gemm_i8: the device offers no i8 subgroup matrices of 16x16x32 with subgroups of 32 and %d bytes "
-                   "of workgroup memory, or %s weights have no variant (Q6_K's half-block scales), or K=%u is not a "
-                   "multiple of 32",
-                   GEMM_I8_WORKGROUP_BYTES, op_wtype_name(w->n_parts ? w->part[0].type : w->type), K);
-  return q8_run(rec, xq, w, bias, y, M, N, K, NULL);
+  uint32_t n0 = 0;
+  for (uint32_t i = 0; !s && i < w->n_parts; i++) {
+    const struct op_weight_part *pt = &w->part[i];
+    op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
+    if (!q8mm_piece_ok(pt->type, pt->group))
+      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for part %u (%s)", i,
+                     op_wtype_name(pt->type));
+    s = op_check_weight(rec, "matmul_q8", &pw, pt->rows, K);
+    if (!s) s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0, &pl);
+    n0 += pt->rows;
+  }
+  if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: parts of %u rows for N=%u", n0, N);
+  return s;
 }
 
 wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch *fs, const op_weight *w, gpu_view bias,
@@ -461,7 +385,7 @@ wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight 
   if (o->norm_w.buf)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: the norm belongs to the quantization (op_quantize_q8_rows)");
   gpu_view q, ds;
-  act_views(rec, xq, o->n_tokens ? o->n_tokens : 1, K, &q, &ds);
+  op_q8_act_views(rec, xq, o->n_tokens ? o->n_tokens : 1, K, &q, &ds);
   return gemv_q8_run(rec, 0, q, ds, w, bias, y, N, K, o, plan);
 }
 

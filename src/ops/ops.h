@@ -252,6 +252,8 @@ wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, 
    or else this GEMM above, each where its predicate holds, and the exact op_linear otherwise, as a whole. */
 #define OP_Q8_MIN_ROWS 5
 uint64_t op_q8_act_bytes(const gpu_context *ctx, uint32_t M, uint32_t K);
+/* xq's two parts as views: q [M][K/4] u32 and (d, d * sum q) [M][K/32] vec2 */
+void op_q8_act_views(const gpu_recorder *rec, gpu_view xq, uint32_t M, uint32_t K, gpu_view *q, gpu_view *ds);
 wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K);
 int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
 wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -266,16 +268,6 @@ typedef struct op_q8mm_plan {
 op_q8mm_plan op_q8mm_default_plan(void);
 wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                                uint32_t M, uint32_t N, uint32_t K, const op_q8mm_plan *plan);
-/* The tensor-core GEMM on int8 operands (kernels/gemm_i8.wgsl): op_matmul_q8's math (the same xq, the weight in
-   its own storage read as int8 and factors) with each block's dot products as an i8 x i8 -> i32 subgroup-matrix
-   multiply of 16x16x32, rescaled into f32 sums through workgroup memory (the result matrices are opaque).
-   op_gemm_i8_supports is its predicate: the device granted subgroup matrices with that configuration, subgroups of
-   exactly 32, 256-thread workgroups and 43 KiB of workgroup memory; K a multiple of 32; every part of the weight
-   q4gsw (groups of 32, 64, 128), q8, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, IQ4_NL or IQ4_XS (not Q6_K: its half blocks
-   have their own scale). */
-int op_gemm_i8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t N, uint32_t K);
-wgllm_status op_gemm_i8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
-                        uint32_t N, uint32_t K);
 /* The fast precision's scratch: xq (op_q8_act_bytes) and, where subgroup matrices exist, x16 and w16 for the
    f16-operand GEMM (op_f16_bytes of the widest x and the largest weight; unset views: not used) */
 typedef struct op_fast_scratch {
