@@ -5,7 +5,8 @@
 # Node figures are not results).
 # 0. conformance: gemm_i8 (now run from wgllm_dev's table), gemm_f16's route and refusal cases;
 # 1. the flush A/B: the synthetic 8B and 1B, fast, 128/512/2048, without and with it, alternated;
-# 2. a profile of the 8B's 512-token fast prefill (call 5's Q4_0 file). Call 7 follows.
+# 2. profiles of the fast prefill (call 5's Q4_0 files): the 8B at 512 and 2048 tokens, the 1B at 512. Call 7
+#    follows.
 set -u
 T0=$SECONDS
 t() { echo "== $((SECONDS - T0)) s: $*" >> "$OUT/log.txt"; }
@@ -32,6 +33,10 @@ done
 t profile
 timeout 60 $W -m /tmp/x8b.gguf --prompt 512 --precision-list fast --kv f16 --gen 16 --runs 2 --prefill-runs 2 \
   --profile > "$OUT/profile_8b_fast.txt" 2>&1
+timeout 60 $W -m /tmp/x8b.gguf --prompt 2048 --precision-list fast --kv f16 --gen 16 --runs 2 --prefill-runs 2 \
+  --profile > "$OUT/profile_8b_2048_fast.txt" 2>&1
+timeout 40 $W -m /tmp/x1b.gguf --prompt 512 --precision-list fast --kv f16 --gen 16 --runs 2 --prefill-runs 2 \
+  --profile > "$OUT/profile_1b_fast.txt" 2>&1
 t end
 cat "$OUT/log.txt"; grep -E "^FAIL|test_ops:" "$OUT/conf.txt"; python3 - "$A" <<'PY'
 import json, sys
