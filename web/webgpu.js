@@ -439,7 +439,14 @@ export function createWebGPU(gpu, options = {}) {
 
     // ---------- pipelines, groups, query sets ----------
     wgpuComputePipelineRelease: release,
-    wgpuComputePipelineGetBindGroupLayout(pipe, index) { return add({ layout: get(pipe).pipeline.getBindGroupLayout(index) }); },
+    // the layout object made once per pipeline and index (the recorder asks for it once per dispatch it finalizes;
+    // each call through the binding would make a new object)
+    wgpuComputePipelineGetBindGroupLayout(pipe, index) {
+      const p = get(pipe);
+      if (!p.layouts) p.layouts = [];
+      if (!p.layouts[index]) p.layouts[index] = p.pipeline.getBindGroupLayout(index);
+      return add({ layout: p.layouts[index] });
+    },
     wgpuBindGroupLayoutRelease: release,
     wgpuBindGroupRelease: release,
     wgpuShaderModuleRelease: release,

@@ -38,6 +38,7 @@ struct gpu_recorder {
   size_t fin_n, fin_arena; /* records [0, fin_n) have their bind groups; the next segment's arena starts here */
   size_t sent;             /* a one-shot recording: records [0, sent) were submitted */
   int flushed;             /* gpu_recorder_flush submitted a part of it */
+  int scope_open;          /* finalize pushed its error scope and has not popped it yet (a flushed recording) */
   gpu_buffer **pinned;
   size_t n_pinned, cap_pinned;
   char err[GPU_ERR_LEN];
@@ -216,67 +217,72 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
 }
 
 /* Uploads the arena from fin_arena on into a uniform buffer of its own and creates the bind groups of records
-   [fin_n, n); done: no record may be added after (a run), else more may come (a flush). */
+   [fin_n, n); done: no record may be added after (a run), else more may come (a flush). One error scope spans a
+   recording's finalizing, its flushes' included (and so their submits), popped when it is done: a pop waits for
+   the device, which through JavaScript (the wasm build) costs a round trip through the event loop per scope. */
 static wgllm_status finalize(gpu_recorder *r, int done) {
   if (r->finalized) return WGLLM_OK;
   if (done) r->finalized = 1;
-  if (r->fin_n == r->n) return WGLLM_OK;
   gpu_context *ctx = r->ctx;
   char e[GPU_ERR_LEN];
-  WGPUBuffer uni = NULL;
-  size_t a0 = r->fin_arena;
-  gpu_scope_push(ctx);
-  if (r->arena_size > a0) {
-    WGPUBuffer *nu = realloc(r->uniforms, (r->n_uniforms + 1) * sizeof *nu);
-    if (!nu) {
-      char e2[GPU_ERR_LEN];
-      gpu_scope_pop(ctx, e2, sizeof e2);
-      return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (r->fin_n < r->n) {
+    if (!r->scope_open) {
+      gpu_scope_push(ctx);
+      r->scope_open = 1;
     }
-    r->uniforms = nu;
-    WGPUBufferDescriptor bd = {0};
-    bd.size = (r->arena_size - a0 + 15) & ~(size_t)15;
-    bd.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
-    uni = r->uniforms[r->n_uniforms++] = wgpuDeviceCreateBuffer(ctx->device, &bd);
-    /* a0 and arena_size are multiples of 16 */
-    wgpuQueueWriteBuffer(ctx->queue, uni, 0, r->arena + a0, r->arena_size - a0);
+    WGPUBuffer uni = NULL;
+    size_t a0 = r->fin_arena;
+    if (r->arena_size > a0) {
+      WGPUBuffer *nu = realloc(r->uniforms, (r->n_uniforms + 1) * sizeof *nu);
+      if (!nu) return fail(r, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory"); /* gpu_recorder_free pops the scope */
+      r->uniforms = nu;
+      WGPUBufferDescriptor bd = {0};
+      bd.size = (r->arena_size - a0 + 15) & ~(size_t)15;
+      bd.usage = WGPUBufferUsage_Uniform | WGPUBufferUsage_CopyDst;
+      uni = r->uniforms[r->n_uniforms++] = wgpuDeviceCreateBuffer(ctx->device, &bd);
+      /* a0 and arena_size are multiples of 16 */
+      wgpuQueueWriteBuffer(ctx->queue, uni, 0, r->arena + a0, r->arena_size - a0);
+    }
+    for (size_t i = r->fin_n; i < r->n; i++) {
+      record *rc = &r->recs[i];
+      WGPUBindGroupEntry ent[GPU_MAX_BINDINGS + 1];
+      int ne = 0, base = 0;
+      memset(ent, 0, sizeof ent);
+      if (rc->params_off >= 0) {
+        ent[0].binding = 0;
+        ent[0].buffer = uni;
+        ent[0].offset = (uint64_t)rc->params_off - a0;
+        ent[0].size = rc->params_size;
+        ne = 1;
+        base = 1;
+      }
+      for (int b = 0; b < rc->n_bind; b++) {
+        ent[ne].binding = (uint32_t)(base + b);
+        ent[ne].buffer = rc->bind[b].buf->handle;
+        ent[ne].offset = rc->bind[b].offset;
+        ent[ne].size = rc->bind[b].size;
+        ne++;
+      }
+      WGPUBindGroupLayout layout = wgpuComputePipelineGetBindGroupLayout(rc->pipe, 0);
+      WGPUBindGroupDescriptor bgd = {0};
+      bgd.layout = layout;
+      bgd.entryCount = (size_t)ne;
+      bgd.entries = ent;
+      rc->bg = wgpuDeviceCreateBindGroup(ctx->device, &bgd);
+      wgpuBindGroupLayoutRelease(layout);
+    }
+    r->fin_n = r->n;
+    /* the next segment's blocks start at an offset the uniform alignment allows (gpu_record aligns each block) */
+    size_t align = ctx->limits.minUniformBufferOffsetAlignment ? ctx->limits.minUniformBufferOffsetAlignment : 256;
+    r->fin_arena = (r->arena_size + align - 1) / align * align;
   }
-  for (size_t i = r->fin_n; i < r->n; i++) {
-    record *rc = &r->recs[i];
-    WGPUBindGroupEntry ent[GPU_MAX_BINDINGS + 1];
-    int ne = 0, base = 0;
-    memset(ent, 0, sizeof ent);
-    if (rc->params_off >= 0) {
-      ent[0].binding = 0;
-      ent[0].buffer = uni;
-      ent[0].offset = (uint64_t)rc->params_off - a0;
-      ent[0].size = rc->params_size;
-      ne = 1;
-      base = 1;
-    }
-    for (int b = 0; b < rc->n_bind; b++) {
-      ent[ne].binding = (uint32_t)(base + b);
-      ent[ne].buffer = rc->bind[b].buf->handle;
-      ent[ne].offset = rc->bind[b].offset;
-      ent[ne].size = rc->bind[b].size;
-      ne++;
-    }
-    WGPUBindGroupLayout layout = wgpuComputePipelineGetBindGroupLayout(rc->pipe, 0);
-    WGPUBindGroupDescriptor bgd = {0};
-    bgd.layout = layout;
-    bgd.entryCount = (size_t)ne;
-    bgd.entries = ent;
-    rc->bg = wgpuDeviceCreateBindGroup(ctx->device, &bgd);
-    wgpuBindGroupLayoutRelease(layout);
-  }
-  r->fin_n = r->n;
-  /* the next segment's blocks start at an offset the uniform alignment allows (gpu_record aligns each block) */
-  size_t align = ctx->limits.minUniformBufferOffsetAlignment ? ctx->limits.minUniformBufferOffsetAlignment : 256;
-  r->fin_arena = (r->arena_size + align - 1) / align * align;
+  if (!done || !r->scope_open) return WGLLM_OK;
+  r->scope_open = 0;
   wgllm_status s = gpu_scope_pop(ctx, e, sizeof e);
   if (s) {
     char e2[GPU_ERR_LEN];
-    snprintf(e2, sizeof e2, "creating bind groups failed: %.900s", e);
+    snprintf(e2, sizeof e2, "%s failed: %.900s",
+             r->flushed ? "creating bind groups or submitting the flushed parts" : "creating bind groups", e);
     return fail(r, s, e2);
   }
   return WGLLM_OK;
@@ -486,6 +492,10 @@ wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
 
 void gpu_recorder_free(gpu_recorder *r) {
   if (!r) return;
+  if (r->scope_open) { /* a flushed recording that failed or never ran: its scope off the device's stack */
+    char e[GPU_ERR_LEN];
+    gpu_scope_pop(r->ctx, e, sizeof e);
+  }
   for (size_t i = 0; i < r->n; i++)
     if (r->recs[i].bg) wgpuBindGroupRelease(r->recs[i].bg);
   for (size_t i = 0; i < r->n_uniforms; i++)
