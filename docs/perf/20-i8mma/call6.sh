@@ -5,7 +5,8 @@
 # Node figures are not results).
 # 0. conformance: gemm_i8 (now run from wgllm_dev's table), gemm_f16's route and refusal cases;
 # 1. the flush A/B: the synthetic 8B and 1B, fast, 128/512/2048, without and with it, alternated;
-# 2. profiles of the fast prefill (call 5's Q4_0 files): the 8B at 512 and 2048 tokens, the 1B at 512. Call 7
+# 2. the 8B's 2048-token prompt in one chunk of 2048 (--prefill-chunk 2048) instead of two of 1024;
+# 3. profiles of the fast prefill (call 5's Q4_0 files): the 8B at 512 and 2048 tokens, the 1B at 512. Call 7
 #    follows.
 set -u
 T0=$SECONDS
@@ -30,6 +31,9 @@ for rep in 1 2; do
     done
   done
 done
+t "chunk 2048"
+timeout 60 $W --synthetic llama-8b --prompt 2048 --prefill-chunk 2048 $PA 2>> "$OUT/errors.txt" |
+  grep '^{' | sed 's/^{/{"build": "chunk2048", "rep": 1, /' >> "$A"
 t profile
 timeout 60 $W -m /tmp/x8b.gguf --prompt 512 --precision-list fast --kv f16 --gen 16 --runs 2 --prefill-runs 2 \
   --profile > "$OUT/profile_8b_fast.txt" 2>&1
