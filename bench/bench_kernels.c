@@ -116,8 +116,7 @@ static gpu_buffer *upload_random(gpu_context *g, uint64_t bytes, int kind) {
     }
   }
   gpu_buffer *b = NULL;
-  char err[256];
-  if (gpu_buffer_create(g, bytes, "bench", &b, err, sizeof err) == WGLLM_OK) gpu_write(g, b, 0, h, bytes);
+  if (gpu_buffer_create(g, bytes, "bench", &b, NULL) == WGLLM_OK) gpu_write(g, b, 0, h, bytes);
   free(h);
   return b;
 }
@@ -360,8 +359,7 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
     uint32_t *pos = malloc((size_t)P * 4);
     for (uint32_t i = 0; i < P; i++)
       pos[i] = i;
-    char err[256];
-    if (gpu_buffer_create(g, (uint64_t)P * 4, "bench pos", &posb, err, sizeof err) == WGLLM_OK)
+    if (gpu_buffer_create(g, (uint64_t)P * 4, "bench pos", &posb, NULL) == WGLLM_OK)
       gpu_write(g, posb, 0, pos, (uint64_t)P * 4);
     free(pos);
     op_attn_gqa_plan plan;
@@ -452,10 +450,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_kernels: --reps must be at least 1\n");
     return 2;
   }
-  char err[1024];
+  llm_err err = {0};
   gpu_context *g;
-  if (gpu_create(&go, &g, err, sizeof err)) {
-    fprintf(stderr, "bench_kernels: %s\n", err);
+  if (gpu_create(&go, &g, &err)) {
+    fprintf(stderr, "bench_kernels: %s\n", err.msg);
     return 1;
   }
   printf("adapter %s, subgroups %u..%u\n", g->adapter_name, g->subgroup_min, g->subgroup_max);
@@ -470,7 +468,7 @@ int main(int argc, char **argv) {
       gpu_recorder_time(r, &t[run]);
       gpu_recorder_run(r);
       enc[run] = gpu_recorder_last_encode_us(r);
-      gpu_wait_idle(g, err, sizeof err);
+      gpu_wait_idle(g, &err);
       gpu_recorder_free(r);
     }
     qsort(t, 5, sizeof t[0], cmp_d);
@@ -593,8 +591,8 @@ int main(int argc, char **argv) {
         if (nt < 1 || nt > OP_GEMV_MAX_TOKENS) continue;
         g_tokens = nt;
         gpu_buffer *qb = NULL;
-        if (gpu_buffer_create(g, op_q8_act_bytes(g, nt, s->K), "bench_xq", &qb, err, sizeof err)) {
-          fprintf(stderr, "bench_kernels: %s\n", err);
+        if (gpu_buffer_create(g, op_q8_act_bytes(g, nt, s->K), "bench_xq", &qb, &err)) {
+          fprintf(stderr, "bench_kernels: %s\n", err.msg);
           break;
         }
         { /* quantized once, for the GEMV alone */

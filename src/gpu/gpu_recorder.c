@@ -145,10 +145,10 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
   if (ks && !bindings_match(ks, d, e, sizeof e)) return fail(r, WGLLM_ERR_INTERNAL, e);
   record rc;
   memset(&rc, 0, sizeof rc);
-  wgllm_status s = d->source
-                       ? gpu_pipeline_get_source(r->ctx, d->source, d->consts, d->n_consts, &rc.pipe, e, sizeof e)
-                       : gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, e, sizeof e);
-  if (s) return fail(r, s, e);
+  llm_err pe; /* written on failure */
+  wgllm_status s = d->source ? gpu_pipeline_get_source(r->ctx, d->source, d->consts, d->n_consts, &rc.pipe, &pe)
+                             : gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, &pe);
+  if (s) return fail(r, s, pe.msg);
   snprintf(rc.name, sizeof rc.name, "%s/%s", d->kernel, d->variant);
   rc.params_off = -1;
   if (d->params_size) {
@@ -211,7 +211,7 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
 static wgllm_status finalize(gpu_recorder *r) {
   if (r->finalized) return WGLLM_OK;
   gpu_context *ctx = r->ctx;
-  char e[GPU_ERR_LEN];
+  llm_err e;
   gpu_scope_push(ctx);
   if (r->arena_size) {
     WGPUBufferDescriptor bd = {0};
@@ -248,10 +248,10 @@ static wgllm_status finalize(gpu_recorder *r) {
     rc->bg = wgpuDeviceCreateBindGroup(ctx->device, &bgd);
     wgpuBindGroupLayoutRelease(layout);
   }
-  wgllm_status s = gpu_scope_pop(ctx, e, sizeof e);
+  wgllm_status s = gpu_scope_pop(ctx, &e);
   if (s) {
     char e2[GPU_ERR_LEN];
-    snprintf(e2, sizeof e2, "creating bind groups failed: %.900s", e);
+    snprintf(e2, sizeof e2, "creating bind groups failed: %.900s", e.msg);
     return fail(r, s, e2);
   }
   r->finalized = 1;
@@ -298,9 +298,9 @@ static wgllm_status submit(gpu_recorder *r, gpu_view src, WGPUBuffer dst, uint64
   wgpuCommandBufferRelease(cb);
   wgpuCommandEncoderRelease(enc);
   r->last_encode_us = now_us() - t0;
-  char e[GPU_ERR_LEN];
-  s = gpu_check(ctx, e, sizeof e);
-  if (s) return fail(r, s, e);
+  llm_err e;
+  s = gpu_check(ctx, &e);
+  if (s) return fail(r, s, e.msg);
   return WGLLM_OK;
 }
 
@@ -369,9 +369,9 @@ wgllm_status gpu_recorder_profile(gpu_recorder *r, double *out_ns) {
     wgpuQuerySetRelease(qs);
     if (m.st != 1) return fail(r, WGLLM_ERR_GPU, "mapping timestamp results failed");
   }
-  char e[GPU_ERR_LEN];
-  s = gpu_check(ctx, e, sizeof e);
-  if (s) return fail(r, s, e);
+  llm_err e;
+  s = gpu_check(ctx, &e);
+  if (s) return fail(r, s, e.msg);
   return WGLLM_OK;
 }
 
@@ -429,9 +429,9 @@ wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
   wgpuBufferRelease(rb);
   wgpuBufferRelease(res);
   wgpuQuerySetRelease(qs);
-  char e[GPU_ERR_LEN];
-  if (!s) s = gpu_check(ctx, e, sizeof e);
-  if (s && !r->failed) fail(r, s, e);
+  llm_err e = {0};
+  if (!s) s = gpu_check(ctx, &e);
+  if (s && !r->failed) fail(r, s, e.msg);
   return s;
 }
 
@@ -520,21 +520,20 @@ wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_vi
   return WGLLM_OK;
 }
 
-wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, char *err, size_t errlen) {
+wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, llm_err *err) {
   rb_slot *sl = &rb->slots[slot];
   if (!sl->busy) {
-    snprintf(err, errlen, "readback slot %d has nothing queued", slot);
-    return WGLLM_ERR_INTERNAL;
+    return llm_err_set(err, WGLLM_ERR_INTERNAL, "readback slot %d has nothing queued", slot);
   }
   gpu_wait_future(rb->ctx, sl->future);
   sl->busy = 0;
   if (sl->status != 1) {
-    wgllm_status s = gpu_check(rb->ctx, err, errlen);
-    if (!s) snprintf(err, errlen, "mapping a readback slot failed");
+    wgllm_status s = gpu_check(rb->ctx, err);
+    if (!s) llm_err_set(err, WGLLM_ERR_GPU, "mapping a readback slot failed");
     return s ? s : WGLLM_ERR_GPU;
   }
   const void *p = wgpuBufferGetConstMappedRange(sl->buf, 0, rb->bytes);
   if (dst && p) memcpy(dst, p, rb->bytes);
   wgpuBufferUnmap(sl->buf);
-  return gpu_check(rb->ctx, err, errlen);
+  return gpu_check(rb->ctx, err);
 }
