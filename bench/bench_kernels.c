@@ -11,8 +11,8 @@
    --attn-prefill times prefill attention (op_attention, f16 KV) for prompts of 512, 2048 and 8192 tokens, as the
    prefill runs it (chunks of 512 tokens over the keys before them: the default chunk of models with sliding-window
    layers; the others' is 1024, llm_prefill_chunk), for each kernel of the op's order: the GPU time
-   of one layer's attention over the whole prompt ("from K": the order started at K, so the first kernel from there
-   that takes the shape ran).
+   of one layer's attention over the whole prompt ("from K": the order started at K through op_attention_forced's
+   op_attn_kernel_opts, so the first kernel from there that takes the shape ran).
    --tokens 1,2,4,8 times the GEMV against that many tokens' x at once (the "_mt" variants of batched decode).
    --int8 adds the fast precision's decode GEMV beside each (op_gemv_fast: the GEMV of kernels/gemv_q8.wgsl
    quantizing x with its norm in its workgroups; the quantizer dispatch with the norm, then the GEMV; the GEMV alone
@@ -342,10 +342,13 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
 
 /* One layer's prefill attention over a prompt of P tokens in chunks of 512 (chunk c: tokens c * 512.. at those
    positions, over the keys 0..their position in a linear f16 cache of P positions), for each kernel of
-   op_attention's order (gpu_context.attn_prefill_force): median GPU time of the whole prompt's dispatches. */
+   op_attention's order (forced through op_attention_forced's op_attn_kernel_opts): median GPU time of the whole
+   prompt's dispatches. */
 static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, uint32_t KVH, uint32_t D) {
   static const uint32_t prompts[] = {512, 2048, 8192};
   static const char *const kernels[] = {"gqa", "tiled", "untiled", "workgroup"};
+  /* each kernel of the order, forced: the ones before it skipped */
+  static const op_attn_kernel_opts forces[] = {{0}, {.ungrouped = 1}, {.untiled = 1}, {.no_subgroups = 1}};
   const uint32_t C = 512, qs = (H + 2 * KVH) * D;
   printf("attn_prefill %s: %u heads over %u KV heads of %u dims; maxComputeWorkgroupStorageSize %u, subgroups %u..%u\n",
          model, H, KVH, D, g->limits.maxComputeWorkgroupStorageSize, g->subgroup_min, g->subgroup_max);
@@ -369,7 +372,6 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
         printf("attn_prefill %-3s prompt %-5u from %-9s refused by its predicate\n", model, P, kernels[k]);
         continue;
       }
-      g->attn_prefill_force = k + 1;
       double t[5];
       int ok = 1, runs = P >= 8192 && k >= 2 ? 3 : 5;
       for (int run = 0; ok && run < runs; run++) {
@@ -384,7 +386,8 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
                                .scale = 1.0f / sqrtf((float)D),
                                .softcap = 0.0f};
           gpu_view pv = {posb, (uint64_t)c0 * 4, (uint64_t)C * 4};
-          ok = op_attention(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), pv, gpu_whole(out)) == WGLLM_OK;
+          ok = op_attention_forced(r, &kv, &ap, &forces[k], gpu_whole(q), gpu_whole(kc), gpu_whole(vc), pv,
+                                   gpu_whole(out)) == WGLLM_OK;
         }
         if (ok) ok = gpu_recorder_time(r, &t[run]) == WGLLM_OK;
         if (!ok) fprintf(stderr, "  attention refused: %s\n", gpu_recorder_error(r));
@@ -403,7 +406,6 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
              kernels[k], ns / 1e3, P / C, C, flops / ns / 1e3, desc);
       fflush(stdout);
     }
-    g->attn_prefill_force = 0;
     gpu_buffer *all[] = {kc, vc, q, out, posb};
     for (size_t i = 0; i < 5; i++)
       if (all[i]) gpu_buffer_destroy(g, all[i]);

@@ -1,9 +1,8 @@
 /* `wgllm bench`: prefill and decode speed of a model file or a synthetic model of a real shape, after a
    warm-up, as the median of several runs; dispatches and CPU encode time per token; memory; per-kernel GPU
    time with --profile (of a decode step and of the prompt's last prefill chunk, or of the batched step with
-   --parallel); JSON with --json. --write-gguf writes the synthetic model as a GGUF file.
-   WGLLM_BENCH_ATTN_PREFILL=gqa|tiled|untiled|workgroup starts the prefill attention's kernel order (src/ops/ops.h)
-   at that kernel, to measure one against another in one build (gqa, the default: all of them). */
+   --parallel); JSON with --json. --write-gguf writes the synthetic model as a GGUF file. (One prefill attention
+   kernel against another: bench_kernels' attn_prefill, which forces each through op_attention_forced.) */
 #include "batch.h"
 #include "cli_options.h"
 #include "cli_progress.h"
@@ -355,19 +354,6 @@ static int open_gpu(const cli_common *c, gpu_context **gpu) {
   if (s) {
     fprintf(stderr, "wgllm bench: %s (%s)\n", err.msg, wgllm_status_name(s));
     return 1;
-  }
-  const char *ap = getenv("WGLLM_BENCH_ATTN_PREFILL");
-  if (ap && *ap) {
-    static const char *const names[] = {"gqa", "tiled", "untiled", "workgroup"};
-    int k = 0;
-    for (int i = 0; i < 4; i++)
-      if (!strcmp(ap, names[i])) k = i + 1;
-    if (!k) {
-      fprintf(stderr, "wgllm bench: WGLLM_BENCH_ATTN_PREFILL=%s (gqa, tiled, untiled or workgroup)\n", ap);
-      gpu_destroy(*gpu);
-      return 1;
-    }
-    (*gpu)->attn_prefill_force = k;
   }
   return 0;
 }

@@ -97,9 +97,6 @@ typedef struct gpu_context {
   uint64_t bytes_live, bytes_peak; /* device bytes in buffers created through this layer */
   uint64_t device_memory;          /* bytes of the adapter's device-local heaps; 0 when the library does not say */
   uint32_t n_heaps;
-  /* benches: op_attention's kernel order (src/ops/ops.h) starts at this kernel, 1 to 4 (0 or 1: all of them;
-     2: not the KV-head group kernel, ...) */
-  int attn_prefill_force;
 } gpu_context;
 
 wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, llm_err *err);
