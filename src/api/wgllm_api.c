@@ -120,6 +120,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   api_log(WGLLM_LOG_INFO, "%s: %s on %s (%s, %s), weights %s, %.1f MB on the GPU", path, m->m->hp.arch_name,
           m->gpu->adapter_name, m->gpu->backend, m->gpu->adapter_type, m->m->weights_desc, m->m->weight_bytes / 1e6);
   if (m->gpu->notices[0]) api_log(WGLLM_LOG_INFO, "%s: features: %s", path, m->gpu->notices);
+  llm_err_clear(err); /* what a step that went on anyway wrote (a call that succeeds leaves no last error) */
   *out = m;
   return WGLLM_OK;
 }
@@ -201,6 +202,7 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
     free(s);
     return st;
   }
+  llm_err_clear(api_last_error()); /* a context that did not fit, before a smaller one did */
   *out = s;
   return WGLLM_OK;
 }

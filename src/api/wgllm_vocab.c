@@ -18,6 +18,7 @@ wgllm_status wgllm_vocab_load(const char *path, wgllm_vocab **out) {
     return st;
   }
   v->owned = 1;
+  llm_err_clear(api_last_error()); /* a call that succeeds leaves no last error */
   *out = v;
   return WGLLM_OK;
 }
