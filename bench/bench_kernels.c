@@ -11,8 +11,8 @@
    --attn-prefill times prefill attention (op_attention, f16 KV) for prompts of 512, 2048 and 8192 tokens, as the
    prefill runs it (chunks of 512 tokens over the keys before them: the default chunk of models with sliding-window
    layers; the others' is 1024, llm_prefill_chunk), for each kernel of the op's order: the GPU time
-   of one layer's attention over the whole prompt ("from K": the order started at K, so the first kernel from there
-   that takes the shape ran).
+   of one layer's attention over the whole prompt ("from K": the order started at K through op_attention_forced's
+   op_attn_kernel_opts, so the first kernel from there that takes the shape ran).
    --tokens 1,2,4,8 times the GEMV against that many tokens' x at once (the "_mt" variants of batched decode).
    --int8 adds the fast precision's decode GEMV beside each (op_gemv_fast: the GEMV of kernels/gemv_q8.wgsl
    quantizing x with its norm in its workgroups; the quantizer dispatch with the norm, then the GEMV; the GEMV alone
@@ -116,8 +116,7 @@ static gpu_buffer *upload_random(gpu_context *g, uint64_t bytes, int kind) {
     }
   }
   gpu_buffer *b = NULL;
-  char err[256];
-  if (gpu_buffer_create(g, bytes, "bench", &b, err, sizeof err) == WGLLM_OK) gpu_write(g, b, 0, h, bytes);
+  if (gpu_buffer_create(g, bytes, "bench", &b, NULL) == WGLLM_OK) gpu_write(g, b, 0, h, bytes);
   free(h);
   return b;
 }
@@ -343,10 +342,13 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
 
 /* One layer's prefill attention over a prompt of P tokens in chunks of 512 (chunk c: tokens c * 512.. at those
    positions, over the keys 0..their position in a linear f16 cache of P positions), for each kernel of
-   op_attention's order (gpu_context.attn_prefill_force): median GPU time of the whole prompt's dispatches. */
+   op_attention's order (forced through op_attention_forced's op_attn_kernel_opts): median GPU time of the whole
+   prompt's dispatches. */
 static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, uint32_t KVH, uint32_t D) {
   static const uint32_t prompts[] = {512, 2048, 8192};
   static const char *const kernels[] = {"gqa", "tiled", "untiled", "workgroup"};
+  /* each kernel of the order, forced: the ones before it skipped */
+  static const op_attn_kernel_opts forces[] = {{0}, {.ungrouped = 1}, {.untiled = 1}, {.no_subgroups = 1}};
   const uint32_t C = 512, qs = (H + 2 * KVH) * D;
   printf("attn_prefill %s: %u heads over %u KV heads of %u dims; maxComputeWorkgroupStorageSize %u, subgroups %u..%u\n",
          model, H, KVH, D, g->limits.maxComputeWorkgroupStorageSize, g->subgroup_min, g->subgroup_max);
@@ -360,8 +362,7 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
     uint32_t *pos = malloc((size_t)P * 4);
     for (uint32_t i = 0; i < P; i++)
       pos[i] = i;
-    char err[256];
-    if (gpu_buffer_create(g, (uint64_t)P * 4, "bench pos", &posb, err, sizeof err) == WGLLM_OK)
+    if (gpu_buffer_create(g, (uint64_t)P * 4, "bench pos", &posb, NULL) == WGLLM_OK)
       gpu_write(g, posb, 0, pos, (uint64_t)P * 4);
     free(pos);
     op_attn_gqa_plan plan;
@@ -371,7 +372,6 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
         printf("attn_prefill %-3s prompt %-5u from %-9s refused by its predicate\n", model, P, kernels[k]);
         continue;
       }
-      g->attn_prefill_force = k + 1;
       double t[5];
       int ok = 1, runs = P >= 8192 && k >= 2 ? 3 : 5;
       for (int run = 0; ok && run < runs; run++) {
@@ -386,7 +386,8 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
                                .scale = 1.0f / sqrtf((float)D),
                                .softcap = 0.0f};
           gpu_view pv = {posb, (uint64_t)c0 * 4, (uint64_t)C * 4};
-          ok = op_attention(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), pv, gpu_whole(out)) == WGLLM_OK;
+          ok = op_attention_forced(r, &kv, &ap, &forces[k], gpu_whole(q), gpu_whole(kc), gpu_whole(vc), pv,
+                                   gpu_whole(out)) == WGLLM_OK;
         }
         if (ok) ok = gpu_recorder_time(r, &t[run]) == WGLLM_OK;
         if (!ok) fprintf(stderr, "  attention refused: %s\n", gpu_recorder_error(r));
@@ -405,7 +406,6 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
              kernels[k], ns / 1e3, P / C, C, flops / ns / 1e3, desc);
       fflush(stdout);
     }
-    g->attn_prefill_force = 0;
     gpu_buffer *all[] = {kc, vc, q, out, posb};
     for (size_t i = 0; i < 5; i++)
       if (all[i]) gpu_buffer_destroy(g, all[i]);
@@ -452,10 +452,10 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_kernels: --reps must be at least 1\n");
     return 2;
   }
-  char err[1024];
+  llm_err err = {0};
   gpu_context *g;
-  if (gpu_create(&go, &g, err, sizeof err)) {
-    fprintf(stderr, "bench_kernels: %s\n", err);
+  if (gpu_create(&go, &g, &err)) {
+    fprintf(stderr, "bench_kernels: %s\n", err.msg);
     return 1;
   }
   printf("adapter %s, subgroups %u..%u\n", g->adapter_name, g->subgroup_min, g->subgroup_max);
@@ -470,7 +470,7 @@ int main(int argc, char **argv) {
       gpu_recorder_time(r, &t[run]);
       gpu_recorder_run(r);
       enc[run] = gpu_recorder_last_encode_us(r);
-      gpu_wait_idle(g, err, sizeof err);
+      gpu_wait_idle(g, &err);
       gpu_recorder_free(r);
     }
     qsort(t, 5, sizeof t[0], cmp_d);
@@ -593,8 +593,8 @@ int main(int argc, char **argv) {
         if (nt < 1 || nt > OP_GEMV_MAX_TOKENS) continue;
         g_tokens = nt;
         gpu_buffer *qb = NULL;
-        if (gpu_buffer_create(g, op_q8_act_bytes(g, nt, s->K), "bench_xq", &qb, err, sizeof err)) {
-          fprintf(stderr, "bench_kernels: %s\n", err);
+        if (gpu_buffer_create(g, op_q8_act_bytes(g, nt, s->K), "bench_xq", &qb, &err)) {
+          fprintf(stderr, "bench_kernels: %s\n", err.msg);
           break;
         }
         { /* quantized once, for the GEMV alone */

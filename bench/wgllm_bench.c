@@ -1,9 +1,8 @@
 /* `wgllm bench`: prefill and decode speed of a model file or a synthetic model of a real shape, after a
    warm-up, as the median of several runs; dispatches and CPU encode time per token; memory; per-kernel GPU
    time with --profile (of a decode step and of the prompt's last prefill chunk, or of the batched step with
-   --parallel); JSON with --json. --write-gguf writes the synthetic model as a GGUF file.
-   WGLLM_BENCH_ATTN_PREFILL=gqa|tiled|untiled|workgroup starts the prefill attention's kernel order (src/ops/ops.h)
-   at that kernel, to measure one against another in one build (gqa, the default: all of them). */
+   --parallel); JSON with --json. --write-gguf writes the synthetic model as a GGUF file. (One prefill attention
+   kernel against another: bench_kernels' attn_prefill, which forces each through op_attention_forced.) */
 #include "batch.h"
 #include "cli_options.h"
 #include "cli_progress.h"
@@ -100,14 +99,14 @@ static wgllm_status print_profile(gpu_recorder *step, const char *what, int json
 static wgllm_status profile_prefill_chunk(llm_session *s, uint32_t P, int json) {
   uint32_t C = s->opt.prefill_chunk < P ? s->opt.prefill_chunk : P;
   llm_scratch sc;
-  char err[256];
-  wgllm_status st = llm_scratch_acquire(s->gpu, &s->m->hp, C, 1, &sc, err, sizeof err);
+  llm_err err = {0};
+  wgllm_status st = llm_scratch_acquire(s->gpu, &s->m->hp, C, 1, &sc, &err);
   if (!st && s->opt.fast) {
-    st = llm_scratch_add_fast(s->gpu, &s->m->hp, &sc, err, sizeof err);
+    st = llm_scratch_add_fast(s->gpu, &s->m->hp, &sc, &err);
     if (st) llm_scratch_release(s->gpu, &sc);
   }
   if (st) {
-    fprintf(stderr, "wgllm bench: --profile: %s\n", err);
+    fprintf(stderr, "wgllm bench: --profile: %s\n", err.msg);
     return st;
   }
   uint32_t *pos = malloc(C * sizeof *pos);
@@ -138,7 +137,7 @@ static wgllm_status profile_prefill_chunk(llm_session *s, uint32_t P, int json) 
 /* One measurement: a session of P + G tokens, prefill and decode timings, optional per-kernel profile. */
 static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P, uint32_t G,
                      uint32_t runs, uint32_t prefill_runs, int depth, int kv_f16, int json, int profile) {
-  char err[1024];
+  llm_err err = {0};
   wgllm_status st;
   llm_session_options so = {0};
   so.ctx = c->ctx ? c->ctx : P + G + 8;
@@ -148,9 +147,9 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   so.prefill_chunk = c->prefill_chunk;
   so.fast = g_fast;
   llm_session *s;
-  st = llm_session_create(m, &so, &s, err, sizeof err);
+  st = llm_session_create(m, &so, &s, &err);
   if (st) {
-    fprintf(stderr, "wgllm bench: %s\n", err);
+    fprintf(stderr, "wgllm bench: %s\n", err.msg);
     return 1;
   }
   if (P + G + 1 > so.ctx) {
@@ -211,7 +210,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   }
   cli_progress_end(&prog);
   if (st) {
-    fprintf(stderr, "wgllm bench: %s (%s)\n", s->err, wgllm_status_name(st));
+    fprintf(stderr, "wgllm bench: %s (%s)\n", s->err.msg, wgllm_status_name(st));
     llm_session_free(s);
     return 1;
   }
@@ -272,7 +271,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
    before any is collected (what jobs do without batching); the aggregate and per-session rates of both. */
 static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P,
                           uint32_t G, uint32_t runs, uint32_t N, int kv_f16, int json, int profile) {
-  char err[1024];
+  llm_err err = {0};
   wgllm_status st = WGLLM_OK;
   llm_session *ss[LLM_BATCH_MAX] = {0};
   llm_batch *b = NULL;
@@ -288,15 +287,15 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
   op_sample_params sampled = {
       .temperature = 0.8f, .top_p = 0.95f, .min_p = 0.05f, .rep_penalty = 1.1f, .top_k = 40, .ring_cap = 64, .seed = 1};
   for (uint32_t i = 0; !st && i < N; i++) {
-    st = llm_session_create(m, &so, &ss[i], err, sizeof err);
+    st = llm_session_create(m, &so, &ss[i], &err);
     for (uint32_t k = 0; !st && k < P; k++) /* a prompt of its own */
       ids[k] = (int32_t)(((k + 977u * i) * 2654435761u) % m->hp.n_vocab);
     if (!st) st = llm_session_set_sampler(ss[i], g_sampled ? &sampled : &greedy, ids, P);
     int32_t tok;
     if (!st) st = llm_session_prefill_sample(ss[i], ids, P, &tok);
-    if (st && ss[i]) snprintf(err, sizeof err, "%s", ss[i]->err);
+    if (st && ss[i]) err = ss[i]->err;
   }
-  if (!st) st = llm_batch_create(m, &b, err, sizeof err);
+  if (!st) st = llm_batch_create(m, &b, &err);
   double t_mode[2] = {0, 0};
   for (int mode = 0; !st && mode < 2; mode++) { /* 0 batched, 1 one after another */
     double *t = calloc(runs, sizeof *t);
@@ -308,14 +307,14 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
       for (uint32_t g = 0; !st && g < G; g++) {
         if (mode == 0) {
           st = llm_batch_step(b, ss, N, toks);
-          if (st) snprintf(err, sizeof err, "%s", b->err);
+          if (st) err = b->err;
         } else {
           for (uint32_t i = 0; !st && i < N; i++)
             st = llm_session_step_submit(ss[i]);
           for (uint32_t i = 0; !st && i < N; i++)
             st = llm_session_step_collect(ss[i], &toks[i]);
           for (uint32_t i = 0; st && i < N; i++)
-            if (ss[i]->err[0]) snprintf(err, sizeof err, "%s", ss[i]->err);
+            if (ss[i]->err.msg[0]) err = ss[i]->err;
         }
       }
       if (r > 0) t[r - 1] = now_s() - t0;
@@ -329,7 +328,7 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
     }
   }
   if (st) {
-    fprintf(stderr, "wgllm bench: --parallel %u: %s (%s)\n", N, err, wgllm_status_name(st));
+    fprintf(stderr, "wgllm bench: --parallel %u: %s (%s)\n", N, err.msg, wgllm_status_name(st));
   } else {
     static const char *const names[2] = {"batched", "one after another"};
     for (int mode = 0; mode < 2; mode++) {
@@ -355,28 +354,15 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
 }
 
 static int open_gpu(const cli_common *c, gpu_context **gpu) {
-  char err[1024];
+  llm_err err = {0};
   gpu_options o = {0};
   o.adapter_name = c->adapter ? c->adapter : getenv("WGLLM_ADAPTER");
   o.disable_f16 = c->no_f16;
   o.enable_toggles = c->toggles;
-  wgllm_status s = gpu_create(&o, gpu, err, sizeof err);
+  wgllm_status s = gpu_create(&o, gpu, &err);
   if (s) {
-    fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(s));
+    fprintf(stderr, "wgllm bench: %s (%s)\n", err.msg, wgllm_status_name(s));
     return 1;
-  }
-  const char *ap = getenv("WGLLM_BENCH_ATTN_PREFILL");
-  if (ap && *ap) {
-    static const char *const names[] = {"gqa", "tiled", "untiled", "workgroup"};
-    int k = 0;
-    for (int i = 0; i < 4; i++)
-      if (!strcmp(ap, names[i])) k = i + 1;
-    if (!k) {
-      fprintf(stderr, "wgllm bench: WGLLM_BENCH_ATTN_PREFILL=%s (gqa, tiled, untiled or workgroup)\n", ap);
-      gpu_destroy(*gpu);
-      return 1;
-    }
-    (*gpu)->attn_prefill_force = k;
   }
   return 0;
 }
@@ -389,20 +375,20 @@ static int show_load(float fraction, void *user) {
 }
 
 static int load_model(const cli_common *c, gpu_context **gpu, llm_model **m) {
-  char err[1024];
+  llm_err err = {0};
   llm_load_options lo = {0};
   lo.progress = show_load;
-  wgllm_status st = llm_parse_weight_policy(c->weights, &lo.weights, err, sizeof err);
+  wgllm_status st = llm_parse_weight_policy(c->weights, &lo.weights, &err);
   if (st) {
-    fprintf(stderr, "wgllm bench: %s\n", err);
+    fprintf(stderr, "wgllm bench: %s\n", err.msg);
     return 2;
   }
   if (open_gpu(c, gpu)) return 1;
   cli_progress_begin(&g_load);
-  st = llm_model_load(*gpu, c->model, &lo, m, err, sizeof err);
+  st = llm_model_load(*gpu, c->model, &lo, m, &err);
   cli_progress_end(&g_load);
   if (st) {
-    fprintf(stderr, "wgllm bench: %s: %s (%s)\n", c->model, err, wgllm_status_name(st));
+    fprintf(stderr, "wgllm bench: %s: %s (%s)\n", c->model, err.msg, wgllm_status_name(st));
     gpu_destroy(*gpu);
     return 1;
   }
@@ -564,7 +550,7 @@ int main(int argc, char **argv) {
   const char *synthetic = a.synthetic, *write_gguf = a.write_gguf;
   uint32_t *Ps = a.Ps, nP = a.nP, G = a.G, runs = a.runs, group = a.group, prefill_runs = a.prefill_runs;
   int *kvs = a.kvs, nkv = a.nkv, depth = a.depth, json = a.json, profile = a.profile;
-  char err[1024];
+  llm_err err = {0};
   if (a.vocab && !write_gguf) {
     fprintf(stderr, "wgllm bench: --vocab needs --write-gguf OUT.gguf\n");
     return 2;
@@ -575,9 +561,9 @@ int main(int argc, char **argv) {
       return 2;
     }
     llm_synthetic_gguf_opts o = {.vocab_dir = a.vocab};
-    wgllm_status s = llm_synthetic_write_gguf_opts(synthetic, write_gguf, &o, err, sizeof err);
+    wgllm_status s = llm_synthetic_write_gguf_opts(synthetic, write_gguf, &o, &err);
     if (s) {
-      fprintf(stderr, "wgllm bench: %s\n", err);
+      fprintf(stderr, "wgllm bench: %s\n", err.msg);
       return 1;
     }
     printf("wrote %s\n", write_gguf);
@@ -605,9 +591,9 @@ int main(int argc, char **argv) {
   wgllm_status st;
   if (synthetic) {
     if (open_gpu(&c, &gpu)) return 1;
-    st = llm_model_synthetic(gpu, synthetic, group, &m, err, sizeof err);
+    st = llm_model_synthetic(gpu, synthetic, group, &m, &err);
     if (st) {
-      fprintf(stderr, "wgllm bench: %s (%s)\n", err, wgllm_status_name(st));
+      fprintf(stderr, "wgllm bench: %s (%s)\n", err.msg, wgllm_status_name(st));
       gpu_destroy(gpu);
       return 1;
     }

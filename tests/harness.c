@@ -49,16 +49,16 @@ static gpu_context *g_ctx;
 
 gpu_context *th_gpu(void) {
   if (g_ctx) return g_ctx;
-  char err[1024];
+  llm_err err = {0};
   gpu_options o = {0};
   o.disable_f16 = getenv("WGLLM_TEST_NO_F16") != NULL;
   o.disable_subgroups = getenv("WGLLM_TEST_NO_SUBGROUPS") != NULL;
   /* extra Dawn toggles, e.g. disable_robustness (forced whatever the default: the engine's own default is without
      robustness, WGLLM_DAWN_ROBUSTNESS=1 keeps it; docs/ARCHITECTURE.md, "Kernel bounds") */
   o.enable_toggles = getenv("WGLLM_TEST_DAWN_TOGGLES");
-  wgllm_status s = gpu_create(&o, &g_ctx, err, sizeof err);
+  wgllm_status s = gpu_create(&o, &g_ctx, &err);
   if (s) {
-    fprintf(stderr, "FAIL: no GPU context: %s\n", err);
+    fprintf(stderr, "FAIL: no GPU context: %s\n", err.msg);
     exit(1);
   }
   printf("adapter: %s (%s, %s)\n", g_ctx->adapter_name, g_ctx->backend, g_ctx->adapter_type);
@@ -72,10 +72,10 @@ void th_gpu_done(void) {
 
 gpu_buffer *th_upload(const void *data, size_t bytes) {
   gpu_buffer *b;
-  char err[1024];
+  llm_err err = {0};
   size_t padded = (bytes + 3) & ~(size_t)3;
-  if (gpu_buffer_create(th_gpu(), padded ? padded : 4, "test", &b, err, sizeof err)) {
-    fprintf(stderr, "FAIL: buffer: %s\n", err);
+  if (gpu_buffer_create(th_gpu(), padded ? padded : 4, "test", &b, &err)) {
+    fprintf(stderr, "FAIL: buffer: %s\n", err.msg);
     exit(1);
   }
   if (bytes) {
@@ -98,9 +98,9 @@ gpu_buffer *th_poisoned(size_t bytes) {
 }
 
 void th_download(gpu_buffer *b, void *dst, size_t bytes) {
-  char err[1024];
-  if (gpu_read(th_gpu(), b, 0, dst, bytes, err, sizeof err)) {
-    fprintf(stderr, "FAIL: readback: %s\n", err);
+  llm_err err = {0};
+  if (gpu_read(th_gpu(), b, 0, dst, bytes, &err)) {
+    fprintf(stderr, "FAIL: readback: %s\n", err.msg);
     exit(1);
   }
 }

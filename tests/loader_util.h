@@ -61,9 +61,10 @@ static inline int contains(const char *hay, const char *needle) { return strstr(
 
 /* status and message (the test's `err`): the message must name every non-NULL needle */
 #define EXPECT_ERR(st, want, n1, n2, n3)                                                                               \
-  if (verbose) printf("  %s: %s\n", wgllm_status_name(st), err);                                                       \
-  CHECK((st) == (want) && contains(err, n1) && (!(n2) || contains(err, n2)) && (!(n3) || contains(err, n3)),           \
-        "got %s, want %s; err = \"%s\"", wgllm_status_name(st), wgllm_status_name(want), err)
+  if (verbose) printf("  %s: %s\n", wgllm_status_name(st), err.msg);                                                   \
+  CHECK((st) == (want) && contains(err.msg, n1) && (!(n2) || contains(err.msg, n2)) &&                                 \
+            (!(n3) || contains(err.msg, n3)),                                                                          \
+        "got %s, want %s; err = \"%s\"", wgllm_status_name(st), wgllm_status_name(want), err.msg)
 
 /* Independent bf16 / f16 decoders: sign, exponent, mantissa through ldexp. */
 static inline double bf16_ref(uint16_t b) {

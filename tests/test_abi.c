@@ -125,8 +125,8 @@ int main(void) {
   /* the context's own device really compiles f16 WGSL when it says it has f16 */
   if (ctx->has_f16) {
     WGPUComputePipeline p16;
-    char e16[512];
-    CHECK(gpu_pipeline_get(ctx, "kv_write", "f16", NULL, 0, &p16, e16, sizeof e16) == WGLLM_OK, "f16 kernel: %s", e16);
+    llm_err e16 = {0};
+    CHECK(gpu_pipeline_get(ctx, "kv_write", "f16", NULL, 0, &p16, &e16) == WGLLM_OK, "f16 kernel: %s", e16.msg);
   }
 
   /* WGPULimits: the library writes no further than our struct, and the values are sane */
@@ -158,8 +158,8 @@ int main(void) {
 
   /* a WGSL program using what our kernels use (uniform + storage, override, workgroup memory) compiles */
   WGPUComputePipeline p;
-  char err[512];
-  CHECK(gpu_pipeline_get(ctx, "rms_norm", "f32", NULL, 0, &p, err, sizeof err) == WGLLM_OK, "%s", err);
+  llm_err err = {0};
+  CHECK(gpu_pipeline_get(ctx, "rms_norm", "f32", NULL, 0, &p, &err) == WGLLM_OK, "%s", err.msg);
   th_gpu_done();
   return th_finish("test_abi");
 }

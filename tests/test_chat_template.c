@@ -20,21 +20,19 @@
 /* 2024-07-26 12:00:00 UTC: strftime_now's time in these tests */
 #define FIXED_NOW ((time_t)1721995200)
 
-static wgllm_status render(const char *tmpl, const char *vars_json, const jinja_limits *lim, char **out, char *err,
-                           size_t errlen) {
+static wgllm_status render(const char *tmpl, const char *vars_json, const jinja_limits *lim, char **out, llm_err *err) {
   jinja_template *t = NULL;
   *out = NULL;
-  wgllm_status st = jinja_parse(tmpl, strlen(tmpl), &t, err, errlen);
+  wgllm_status st = jinja_parse(tmpl, strlen(tmpl), &t, err);
   if (st) return st;
   cJSON *vars = vars_json ? cJSON_Parse(vars_json) : NULL;
   if (vars_json && !vars) {
     jinja_free(t);
-    snprintf(err, errlen, "bad test JSON: %s", vars_json);
-    return WGLLM_ERR_INTERNAL;
+    return llm_err_set(err, WGLLM_ERR_INTERNAL, "bad test JSON: %s", vars_json);
   }
   jinja_limits l = lim ? *lim : jinja_default_limits();
   if (!l.now) l.now = FIXED_NOW;
-  st = jinja_render(t, vars, &l, out, NULL, err, errlen);
+  st = jinja_render(t, vars, &l, out, NULL, err);
   cJSON_Delete(vars);
   jinja_free(t);
   return st;
@@ -55,20 +53,21 @@ static int render_batch(const char *path) {
     const cJSON *tp = cJSON_GetObjectItemCaseSensitive(it, "template");
     const cJSON *vars = cJSON_GetObjectItemCaseSensitive(it, "vars");
     cJSON *r = cJSON_CreateObject();
-    char err[1024], *out = NULL;
+    char *out = NULL;
+    llm_err err = {0};
     jinja_template *t = NULL;
-    wgllm_status st = jinja_parse(tp->valuestring, strlen(tp->valuestring), &t, err, sizeof err);
+    wgllm_status st = jinja_parse(tp->valuestring, strlen(tp->valuestring), &t, &err);
     if (!st) {
       jinja_limits l = jinja_default_limits();
       l.now = FIXED_NOW;
-      st = jinja_render(t, vars, &l, &out, NULL, err, sizeof err);
+      st = jinja_render(t, vars, &l, &out, NULL, &err);
     }
     jinja_free(t);
     cJSON_AddBoolToObject(r, "ok", st == WGLLM_OK);
     if (st == WGLLM_OK)
       cJSON_AddStringToObject(r, "out", out);
     else {
-      cJSON_AddStringToObject(r, "error", err);
+      cJSON_AddStringToObject(r, "error", err.msg);
       cJSON_AddStringToObject(r, "status", wgllm_status_name(st));
     }
     free(out);
@@ -250,17 +249,19 @@ static const ecase ecases[] = {
 
 static void check_cases(void) {
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    char err[1024], *out = NULL;
-    wgllm_status st = render(cases[i].tmpl, cases[i].vars, NULL, &out, err, sizeof err);
+    char *out = NULL;
+    llm_err err = {0};
+    wgllm_status st = render(cases[i].tmpl, cases[i].vars, NULL, &out, &err);
     CHECK(st == WGLLM_OK && out && !strcmp(out, cases[i].want), "%s: %s: got [%s] want [%s]", cases[i].name,
-          st ? err : "rendered", out ? out : "", cases[i].want);
+          st ? err.msg : "rendered", out ? out : "", cases[i].want);
     free(out);
   }
   for (size_t i = 0; i < sizeof ecases / sizeof *ecases; i++) {
-    char err[1024], *out = NULL;
-    wgllm_status st = render(ecases[i].tmpl, ecases[i].vars, NULL, &out, err, sizeof err);
-    CHECK(st == ecases[i].st && strstr(err, ecases[i].msg), "%s: status %s, message [%s], want %s [%s]", ecases[i].name,
-          wgllm_status_name(st), err, wgllm_status_name(ecases[i].st), ecases[i].msg);
+    char *out = NULL;
+    llm_err err = {0};
+    wgllm_status st = render(ecases[i].tmpl, ecases[i].vars, NULL, &out, &err);
+    CHECK(st == ecases[i].st && strstr(err.msg, ecases[i].msg), "%s: status %s, message [%s], want %s [%s]",
+          ecases[i].name, wgllm_status_name(st), err.msg, wgllm_status_name(ecases[i].st), ecases[i].msg);
     CHECK(!out, "%s: output on failure", ecases[i].name);
     free(out);
   }
@@ -268,10 +269,11 @@ static void check_cases(void) {
 
 /* ---------- bounds: a hostile template fails fast, naming the limit ---------- */
 static void check_limit(const char *name, const char *tmpl, jinja_limits lim, const char *msg) {
-  char err[1024], *out = NULL;
-  wgllm_status st = render(tmpl, NULL, &lim, &out, err, sizeof err);
-  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err, msg), "%s: %s [%s], want [%s]", name, wgllm_status_name(st), err,
-        msg);
+  char *out = NULL;
+  llm_err err = {0};
+  wgllm_status st = render(tmpl, NULL, &lim, &out, &err);
+  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, msg), "%s: %s [%s], want [%s]", name, wgllm_status_name(st),
+        err.msg, msg);
   free(out);
 }
 
@@ -309,7 +311,8 @@ static void check_limits(void) {
   l.max_steps = 10000;
   check_limit("step_bound", "{% for i in range(50000) %}{% endfor %}", l, "more than 10000 steps (max_steps)");
   /* parse-time bounds */
-  char *deep = malloc(3 * 300 + 16), err[1024];
+  char *deep = malloc(3 * 300 + 16);
+  llm_err err = {0};
   strcpy(deep, "{{ ");
   for (int i = 0; i < 300; i++)
     strcat(deep, "(");
@@ -318,36 +321,36 @@ static void check_limits(void) {
     strcat(deep, ")");
   strcat(deep, " }}");
   jinja_template *t = NULL;
-  wgllm_status st = jinja_parse(deep, strlen(deep), &t, err, sizeof err);
-  CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err, "nested deeper than 128"), "deep parentheses: %s", err);
+  wgllm_status st = jinja_parse(deep, strlen(deep), &t, &err);
+  CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "nested deeper than 128"), "deep parentheses: %s", err.msg);
   jinja_free(t);
   free(deep);
   size_t big = JINJA_MAX_SOURCE + 1;
   char *huge = malloc(big);
   memset(huge, 'x', big);
-  st = jinja_parse(huge, big, &t, err, sizeof err);
-  CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err, "over the"), "huge template: %s", err);
+  st = jinja_parse(huge, big, &t, &err);
+  CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "over the"), "huge template: %s", err.msg);
   free(huge);
   /* deep blocks */
   char *blocks = malloc(200 * 26 + 16);
   blocks[0] = 0;
   for (int i = 0; i < 200; i++)
     strcat(blocks, "{% if true %}");
-  st = jinja_parse(blocks, strlen(blocks), &t, err, sizeof err);
-  CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err, "nested deeper"), "deep blocks: %s", err);
+  st = jinja_parse(blocks, strlen(blocks), &t, &err);
+  CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "nested deeper"), "deep blocks: %s", err.msg);
   free(blocks);
   /* the same template renders again after failures, and from the same parse */
-  st = jinja_parse("{{ x }}", 7, &t, err, sizeof err);
-  CHECK(!st, "parse: %s", err);
+  st = jinja_parse("{{ x }}", 7, &t, &err);
+  CHECK(!st, "parse: %s", err.msg);
   for (int k = 0; k < 3 && !st; k++) {
     char *out = NULL;
     cJSON *v = cJSON_Parse(k == 1 ? "[1]" : "{\"x\": 5}");
-    st = jinja_render(t, v, NULL, &out, NULL, err, sizeof err);
+    st = jinja_render(t, v, NULL, &out, NULL, &err);
     if (k == 1) {
       CHECK(st == WGLLM_ERR_INVALID_ARG, "variables that are not an object: %s", wgllm_status_name(st));
       st = WGLLM_OK;
     } else
-      CHECK(!st && !strcmp(out, "5"), "re-render %d: %s", k, st ? err : out);
+      CHECK(!st && !strcmp(out, "5"), "re-render %d: %s", k, st ? err.msg : out);
     free(out);
     cJSON_Delete(v);
   }
@@ -368,9 +371,9 @@ static int check_fixture(const char *path) {
     return 0;
   }
   jinja_template *t = NULL;
-  char err[1024];
-  wgllm_status st = jinja_parse(tmpl->valuestring, strlen(tmpl->valuestring), &t, err, sizeof err);
-  CHECK(!st, "%s: the template does not parse: %s", path, err);
+  llm_err err = {0};
+  wgllm_status st = jinja_parse(tmpl->valuestring, strlen(tmpl->valuestring), &t, &err);
+  CHECK(!st, "%s: the template does not parse: %s", path, err.msg);
   int k = 0;
   const cJSON *c;
   cJSON_ArrayForEach(c, cs) {
@@ -383,14 +386,15 @@ static int check_fixture(const char *path) {
     char *out = NULL;
     jinja_limits l = jinja_default_limits();
     l.now = FIXED_NOW;
-    wgllm_status rs = jinja_render(t, vars, &l, &out, NULL, err, sizeof err);
+    wgllm_status rs = jinja_render(t, vars, &l, &out, NULL, &err);
     if (want) {
       CHECK(rs == WGLLM_OK && !strcmp(out, want), "%s / %s: %s\n  got  [%s]\n  want [%s]", path, name,
-            rs ? err : "differs", out ? out : "", want);
+            rs ? err.msg : "differs", out ? out : "", want);
     } else {
       CHECK(rs != WGLLM_OK, "%s / %s: rendered [%s] where transformers failed (%s)", path, name, out ? out : "",
             werr ? werr : "");
-      if (raised && werr) CHECK(strstr(err, werr) != NULL, "%s / %s: message [%s], want [%s]", path, name, err, werr);
+      if (raised && werr)
+        CHECK(strstr(err.msg, werr) != NULL, "%s / %s: message [%s], want [%s]", path, name, err.msg, werr);
     }
     free(out);
     k++;
@@ -427,11 +431,11 @@ static const char *const qwen_like =
     "{%- endif %}";
 
 static char *apply(chat_renderer *r, const char *msgs, const char *tools, const char *kwargs, int agp, wgllm_status *st,
-                   char *err, size_t errlen) {
+                   llm_err *err) {
   cJSON *m = cJSON_Parse(msgs), *t = tools ? cJSON_Parse(tools) : NULL, *k = kwargs ? cJSON_Parse(kwargs) : NULL;
   chat_request q = {m, t, k, agp};
   char *out = NULL;
-  *st = chat_renderer_apply(r, &q, NULL, &out, err, errlen);
+  *st = chat_renderer_apply(r, &q, NULL, &out, err);
   cJSON_Delete(m);
   cJSON_Delete(t);
   cJSON_Delete(k);
@@ -447,61 +451,62 @@ static void write_file(const char *path, const char *text) {
 }
 
 static void check_renderer(void) {
-  char err[1024];
+  llm_err err = {0};
   chat_renderer *r = NULL;
-  wgllm_status st = chat_renderer_create(NULL, qwen_like, NULL, &r, err, sizeof err);
-  CHECK(!st && r && !strcmp(chat_renderer_name(r), "jinja") && !chat_renderer_adds_bos(r), "model template: %s", err);
+  wgllm_status st = chat_renderer_create(NULL, qwen_like, NULL, &r, &err);
+  CHECK(!st && r && !strcmp(chat_renderer_name(r), "jinja") && !chat_renderer_adds_bos(r), "model template: %s",
+        err.msg);
   if (!st) {
     const char *msgs = "[{\"role\": \"user\", \"content\": \"Hi\"}]";
-    char *out = apply(r, msgs, NULL, NULL, 1, &st, err, sizeof err);
-    CHECK(!st && !strcmp(out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"), "render: %s", st ? err : out);
+    char *out = apply(r, msgs, NULL, NULL, 1, &st, &err);
+    CHECK(!st && !strcmp(out, "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"), "render: %s",
+          st ? err.msg : out);
     free(out);
     out = apply(r, msgs, "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]", "{\"enable_thinking\": false}",
-                1, &st, err, sizeof err);
+                1, &st, &err);
     CHECK(!st && !strcmp(out, "<|im_start|>system\n# Tools\n{\"type\": \"function\", \"function\": {\"name\": \"f\"}}"
                               "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
                               "<think>\n\n</think>\n\n"),
-          "tools and enable_thinking: %s", st ? err : out);
+          "tools and enable_thinking: %s", st ? err.msg : out);
     free(out);
-    out = apply(r, msgs, NULL, "{\"messages\": []}", 1, &st, err, sizeof err);
-    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err, "'messages'"), "kwargs setting messages: %s", err);
+    out = apply(r, msgs, NULL, "{\"messages\": []}", 1, &st, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "'messages'"), "kwargs setting messages: %s", err.msg);
     free(out);
-    out = apply(r, "{\"role\": \"user\"}", NULL, NULL, 1, &st, err, sizeof err);
+    out = apply(r, "{\"role\": \"user\"}", NULL, NULL, 1, &st, &err);
     CHECK(st == WGLLM_ERR_INVALID_ARG, "messages not a list: %s", wgllm_status_name(st));
     free(out);
-    out = apply(r, "[{\"role\": \"user\"}]", NULL, NULL, 1, &st, err, sizeof err);
-    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err, "undefined"), "content missing: %s", err);
+    out = apply(r, "[{\"role\": \"user\"}]", NULL, NULL, 1, &st, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "undefined"), "content missing: %s", err.msg);
     free(out);
   }
   chat_renderer_free(r);
   /* a template outside the subset is an error at creation, naming the construct: no fallback */
-  st = chat_renderer_create(NULL, "{{ messages|groupby('role') }}", NULL, &r, err, sizeof err);
-  CHECK(st == WGLLM_ERR_UNSUPPORTED && !r && strstr(err, "unsupported filter 'groupby' at line 1"), "unrunnable: %s",
-        err);
+  st = chat_renderer_create(NULL, "{{ messages|groupby('role') }}", NULL, &r, &err);
+  CHECK(st == WGLLM_ERR_UNSUPPORTED && !r && strstr(err.msg, "unsupported filter 'groupby' at line 1"),
+        "unrunnable: %s", err.msg);
   /* a named template overrides even a broken one */
-  st = chat_renderer_create("chatml", "{{ messages|groupby('role') }}", NULL, &r, err, sizeof err);
-  CHECK(!st && !strcmp(chat_renderer_name(r), "chatml"), "forced name: %s", err);
+  st = chat_renderer_create("chatml", "{{ messages|groupby('role') }}", NULL, &r, &err);
+  CHECK(!st && !strcmp(chat_renderer_name(r), "chatml"), "forced name: %s", err.msg);
   if (!st) {
     char *out = apply(r,
                       "[{\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, "
                       "{\"type\": \"text\", \"text\": \"b\"}]}]",
-                      NULL, NULL, 1, &st, err, sizeof err);
-    CHECK(!st && !strcmp(out, "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n"), "named: %s", st ? err : out);
+                      NULL, NULL, 1, &st, &err);
+    CHECK(!st && !strcmp(out, "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n"), "named: %s",
+          st ? err.msg : out);
     free(out);
-    out = apply(r, "[{\"role\": \"user\", \"content\": \"x\"}]", "[{\"type\": \"function\"}]", NULL, 1, &st, err,
-                sizeof err);
-    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err, "cannot render tools"), "named + tools: %s", err);
+    out = apply(r, "[{\"role\": \"user\", \"content\": \"x\"}]", "[{\"type\": \"function\"}]", NULL, 1, &st, &err);
+    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "cannot render tools"), "named + tools: %s", err.msg);
     free(out);
-    out = apply(r, "[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": []}]", NULL, NULL, 1, &st, err,
-                sizeof err);
-    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err, "tool calls"), "named + tool calls: %s", err);
+    out = apply(r, "[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": []}]", NULL, NULL, 1, &st, &err);
+    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "tool calls"), "named + tool calls: %s", err.msg);
     free(out);
   }
   chat_renderer_free(r);
-  st = chat_renderer_create("nope", NULL, NULL, &r, err, sizeof err);
-  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err, "unknown"), "unknown name: %s", err);
-  st = chat_renderer_create(NULL, NULL, NULL, &r, err, sizeof err);
-  CHECK(!st && !strcmp(chat_renderer_name(r), "none") && chat_renderer_adds_bos(r), "no template: %s", err);
+  st = chat_renderer_create("nope", NULL, NULL, &r, &err);
+  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "unknown"), "unknown name: %s", err.msg);
+  st = chat_renderer_create(NULL, NULL, NULL, &r, &err);
+  CHECK(!st && !strcmp(chat_renderer_name(r), "none") && chat_renderer_adds_bos(r), "no template: %s", err.msg);
   chat_renderer_free(r);
 
   /* the tokenizer's BOS and EOS reach the template; chat_template.jinja wins over tokenizer_config.json */
@@ -523,15 +528,15 @@ static void check_renderer(void) {
                  "\"chat_template\": \"config: {{ bos_token }}|{{ eos_token }}\"}");
   tokenizer *tok = NULL;
   char *jinja = NULL;
-  st = llm_load_tokenizer(dir, &tok, &jinja, err, sizeof err);
+  st = llm_load_tokenizer(dir, &tok, &jinja, &err);
   CHECK(!st && jinja && !strcmp(jinja, "config: {{ bos_token }}|{{ eos_token }}"), "tokenizer_config template: %s",
-        st      ? err
+        st      ? err.msg
         : jinja ? jinja
                 : "(none)");
   if (!st) {
-    st = chat_renderer_create(NULL, jinja, tok, &r, err, sizeof err);
-    char *out = st ? NULL : apply(r, "[]", NULL, NULL, 0, &st, err, sizeof err);
-    CHECK(!st && !strcmp(out, "config: <|begin_of_text|>|<|end_of_text|>"), "bos/eos: %s", st ? err : out);
+    st = chat_renderer_create(NULL, jinja, tok, &r, &err);
+    char *out = st ? NULL : apply(r, "[]", NULL, NULL, 0, &st, &err);
+    CHECK(!st && !strcmp(out, "config: <|begin_of_text|>|<|end_of_text|>"), "bos/eos: %s", st ? err.msg : out);
     free(out);
     chat_renderer_free(r);
   }
@@ -540,9 +545,9 @@ static void check_renderer(void) {
   write_file(p3, "file: {{ messages|length }}\n");
   tok = NULL;
   jinja = NULL;
-  st = llm_load_tokenizer(dir, &tok, &jinja, err, sizeof err);
+  st = llm_load_tokenizer(dir, &tok, &jinja, &err);
   CHECK(!st && jinja && !strcmp(jinja, "file: {{ messages|length }}\n"), "chat_template.jinja: %s",
-        st      ? err
+        st      ? err.msg
         : jinja ? jinja
                 : "(none)");
   free(jinja);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char err[1024];
+static llm_err err;
 
 static uint32_t f2u(float f) {
   uint32_t u;
@@ -93,8 +93,8 @@ static void test_block_dequant(void) {
   q4[0] = 0x00, q4[1] = 0x40;   /* d = 2 */
   q4[18] = 0x66, q4[19] = 0x2e; /* d = f16(0.1) */
   float f8[64], f4[64];
-  CHECK(wc_q8_0_dequant(q8, f8, 64, err, sizeof err) == WGLLM_OK, "%s", err);
-  CHECK(wc_q4_0_dequant(q4, f4, 64, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(wc_q8_0_dequant(q8, f8, 64, &err) == WGLLM_OK, "%s", err.msg);
+  CHECK(wc_q4_0_dequant(q4, f4, 64, &err) == WGLLM_OK, "%s", err.msg);
   int bad = 0;
   for (int i = 0; i < 32; i++) {
     bad += f8[i] != (float)(int8_t)q8[2 + i] || f8[32 + i] != -0.5f * (float)(int8_t)q8[36 + i];
@@ -102,9 +102,9 @@ static void test_block_dequant(void) {
     bad += f4[i] != 2.0f * (float)(lo - 8) || f4[32 + i] != (float)((double)(hi - 8) * f16_ref(0x2e66));
   }
   CHECK(bad == 0, "block dequant: %d wrong", bad);
-  wgllm_status st = wc_q8_0_dequant(q8, f8, 40, err, sizeof err);
+  wgllm_status st = wc_q8_0_dequant(q8, f8, 40, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "Q8_0", "40", NULL);
-  st = wc_q4_0_dequant(q4, f4, 33, err, sizeof err);
+  st = wc_q4_0_dequant(q4, f4, 33, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "Q4_0", "33", NULL);
 }
 
@@ -149,15 +149,15 @@ static void test_ggml_golden(void) {
     CHECK(len == 8 + 8 * (size_t)n + bytes && wt_nbytes(types[t], n) == bytes, "%s: %u elements in %u bytes", path, n,
           bytes);
     float *got = malloc((size_t)n * 4);
-    char err[256];
-    CHECK(tr->to_f32(blocks, got, n, err, sizeof err) == WGLLM_OK, "%s to_f32: %s", tr->name, err);
+    llm_err err = {0};
+    CHECK(tr->to_f32(blocks, got, n, &err) == WGLLM_OK, "%s to_f32: %s", tr->name, err.msg);
     size_t bad = 0, first = 0;
     for (uint32_t i = 0; i < n; i++)
       if (memcmp(&got[i], &want[i], 4) && !bad++) first = i;
     CHECK(!bad, "%s: %zu of %u elements differ from ggml's (first %zu: %g, ggml %g)", tr->name, bad, n, first,
           got[first], want[first]);
     /* a count that is not whole blocks is refused */
-    CHECK(tr->to_f32(blocks, got, (int64_t)tr->block - 1 + (tr->block == 1), err, sizeof err) ==
+    CHECK(tr->to_f32(blocks, got, (int64_t)tr->block - 1 + (tr->block == 1), &err) ==
               (tr->block == 1 ? WGLLM_OK : WGLLM_ERR_INVALID_ARG),
           "%s: a partial block", tr->name);
     free(got);
@@ -175,8 +175,8 @@ static void test_q4gsw(void) {
     int G = 32 << gi;
     for (int64_t i = 0; i < N * K; i++)
       w[i] = th_uniform(&rng, -1.0f, 1.0f) * (1.0f + (float)(i / G % 5));
-    CHECK(q4gsw_quantize_f32(w, N, K, G, qs, sc, err, sizeof err) == WGLLM_OK, "%s", err);
-    CHECK(q4gsw_dequant(qs, sc, N, K, G, deq, err, sizeof err) == WGLLM_OK, "%s", err);
+    CHECK(q4gsw_quantize_f32(w, N, K, G, qs, sc, &err) == WGLLM_OK, "%s", err.msg);
+    CHECK(q4gsw_dequant(qs, sc, N, K, G, deq, &err) == WGLLM_OK, "%s", err.msg);
     double rel;
     int bad = q4_violations(w, deq, sc, N, K, G, &rel);
     CHECK(bad == 0, "G=%d: %d elements beyond the bound", G, bad);
@@ -204,12 +204,12 @@ static void test_q4gsw(void) {
     /* the check catches broken quantizers: a code off by one, and a scale off by a factor of two */
     uint32_t save = qs[5];
     qs[5] ^= 1u << (4 * 3 + 1); /* element 43: its code changes by +-2 */
-    q4gsw_dequant(qs, sc, N, K, G, deq, err, sizeof err);
+    q4gsw_dequant(qs, sc, N, K, G, deq, &err);
     CHECK(q4_violations(w, deq, sc, N, K, G, &rel) > 0, "G=%d: broken code not caught", G);
     qs[5] = save;
     uint16_t s0 = sc[1];
     sc[1] = wc_f32_to_f16(2.0f * wc_f16_to_f32(sc[1]));
-    q4gsw_dequant(qs, sc, N, K, G, deq, err, sizeof err);
+    q4gsw_dequant(qs, sc, N, K, G, deq, &err);
     sc[1] = s0; /* the check is against the true scale */
     CHECK(q4_violations(w, deq, sc, N, K, G, &rel) > 0, "G=%d: broken scale not caught", G);
   }
@@ -217,24 +217,24 @@ static void test_q4gsw(void) {
   float g[64] = {0};
   for (int i = 0; i < 32; i++)
     g[i] = (float)(i - 16) / 4.0f; /* -4 .. 3.75: m = -4, d = 0.5 */
-  q4gsw_quantize_f32(g, 1, 64, 32, qs, sc, err, sizeof err);
-  q4gsw_dequant(qs, sc, 1, 64, 32, deq, err, sizeof err);
+  q4gsw_quantize_f32(g, 1, 64, 32, qs, sc, &err);
+  q4gsw_dequant(qs, sc, 1, 64, 32, deq, &err);
   CHECK(wc_f16_to_f32(sc[0]) == 0.5f && (qs[0] & 15) == 0 && deq[0] == -4.0f && deq[31] == 3.5f, "extremes: %g %g",
         deq[0], deq[31]);
   CHECK(wc_f16_to_f32(sc[1]) == 0.0f && qs[4] == 0x88888888u && deq[40] == 0.0f, "zero group");
   /* errors */
-  wgllm_status st = q4gsw_quantize_f32(w, N, K, 48, qs, sc, err, sizeof err);
+  wgllm_status st = q4gsw_quantize_f32(w, N, K, 48, qs, sc, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "group size 48", NULL, NULL);
-  st = q4gsw_quantize_f32(w, 3, 100, 32, qs, sc, err, sizeof err);
+  st = q4gsw_quantize_f32(w, 3, 100, 32, qs, sc, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "[3, 100]", "32", NULL);
-  st = q4gsw_quantize_f32(w, 3, 192, 128, qs, sc, err, sizeof err);
+  st = q4gsw_quantize_f32(w, 3, 192, 128, qs, sc, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "[3, 192]", "128", NULL);
-  st = q4gsw_from_q4_0(w, 2, 48, qs, sc, err, sizeof err);
+  st = q4gsw_from_q4_0(w, 2, 48, qs, sc, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "[2, 48]", NULL, NULL);
-  st = q4gsw_dequant(qs, sc, 0, 64, 32, deq, err, sizeof err);
+  st = q4gsw_dequant(qs, sc, 0, 64, 32, deq, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "[0, 64]", NULL, NULL);
   w[70] = NAN;
-  st = q4gsw_quantize_f32(w, 2, 64, 64, qs, sc, err, sizeof err);
+  st = q4gsw_quantize_f32(w, 2, 64, 64, qs, sc, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "W[1][6]", "finite", NULL);
   free(w), free(deq), free(qs), free(sc);
 }
@@ -251,7 +251,7 @@ static void test_store_misc(void) {
   for (int i = 0; i < 5000; i++) {
     snprintf(name, sizeof name, "t.%d.w", i);
     wt_tensor t = {.name = name, .dtype = WT_F32, .n_dims = 1, .shape = {i, 1, 1, 1}, .file = "mem"};
-    bad += wt_store_add(s, &t, err, sizeof err) != WGLLM_OK;
+    bad += wt_store_add(s, &t, &err) != WGLLM_OK;
   }
   for (int i = 0; i < 5000; i++) {
     snprintf(name, sizeof name, "t.%d.w", i);
@@ -259,7 +259,7 @@ static void test_store_misc(void) {
     bad += !t || t->shape[0] != i || wt_at(s, (size_t)i) != t;
   }
   wt_tensor t = {.name = "t.77.w", .file = "other"};
-  wgllm_status st = wt_store_add(s, &t, err, sizeof err);
+  wgllm_status st = wt_store_add(s, &t, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, "other", "'t.77.w'", "mem");
   CHECK(bad == 0 && wt_count(s) == 5000 && !wt_find(s, "t.5000.w"), "hash table: %d wrong", bad);
   wt_store_free(s);

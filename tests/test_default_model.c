@@ -10,10 +10,10 @@
 #include <string.h>
 
 static void tokenizer_cases(const char *path) {
-  char err[1024];
+  llm_err err = {0};
   tokenizer *tok;
-  wgllm_status st = llm_load_tokenizer(path, &tok, NULL, err, sizeof err);
-  CHECK(st == WGLLM_OK, "%s: %s", path, err);
+  wgllm_status st = llm_load_tokenizer(path, &tok, NULL, &err);
+  CHECK(st == WGLLM_OK, "%s: %s", path, err.msg);
   if (st) return;
   char *js = th_read_file("data/tokenizers/default_check.json", NULL);
   cJSON *j = cJSON_Parse(js);
@@ -25,7 +25,7 @@ static void tokenizer_cases(const char *path) {
     const cJSON *ids = cJSON_GetObjectItem(c, "ids");
     int32_t *got;
     size_t ng;
-    st = tok_encode(tok, text, strlen(text), 1, 1, &got, &ng, err, sizeof err);
+    st = tok_encode(tok, text, strlen(text), 1, 1, &got, &ng, &err);
     int same = !st && ng == (size_t)cJSON_GetArraySize(ids);
     for (size_t i = 0; same && i < ng; i++)
       same = got[i] == (int32_t)cJSON_GetArrayItem(ids, (int)i)->valuedouble;

@@ -20,7 +20,8 @@ static int32_t *ids_from(const cJSON *arr, uint32_t *n) {
 
 /* pipeline: decode steps kept in flight (0: the default) */
 static void greedy_case(const char *name, const char *model_path, int pipeline) {
-  char p[300], err[1024];
+  char p[300];
+  llm_err err = {0};
   snprintf(p, sizeof p, "data/models/%s/ref.json", name);
   char *js = th_read_file(p, NULL);
   cJSON *j = cJSON_Parse(js);
@@ -30,17 +31,17 @@ static void greedy_case(const char *name, const char *model_path, int pipeline) 
           *greedy = ids_from(cJSON_GetObjectItem(j, "greedy_ids"), &N);
   cJSON_Delete(j);
   llm_model *m;
-  wgllm_status st = llm_model_load(th_gpu(), model_path, NULL, &m, err, sizeof err);
-  CHECK(st == WGLLM_OK, "load %s: %s", name, err);
+  wgllm_status st = llm_model_load(th_gpu(), model_path, NULL, &m, &err);
+  CHECK(st == WGLLM_OK, "load %s: %s", name, err.msg);
   if (st) return;
   llm_session *s;
   llm_session_options so = {.ctx = 64};
-  CHECK(llm_session_create(m, &so, &s, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(llm_session_create(m, &so, &s, &err) == WGLLM_OK, "%s", err.msg);
   llm_gen_params gp = {
       .max_tokens = N, .sampling = {.temperature = 0, .top_p = 1, .rep_penalty = 1}, .pipeline = pipeline};
   llm_gen_result r;
   st = llm_generate(s, NULL, prompt, T, &gp, &r);
-  CHECK(st == WGLLM_OK, "%s generate: %s", name, s->err);
+  CHECK(st == WGLLM_OK, "%s generate: %s", name, s->err.msg);
   CHECK(r.n_generated == N && r.stop == LLM_STOP_MAX_TOKENS, "%s: %u tokens, stop %s", name, r.n_generated,
         llm_stop_reason_name(r.stop));
   int same = r.n_generated == N && !memcmp(r.tokens, greedy, N * sizeof *greedy);
@@ -59,7 +60,7 @@ static void greedy_case(const char *name, const char *model_path, int pipeline) 
   for (int pass = 0; pass < 2; pass++) {
     llm_session_reset(s);
     st = llm_generate(s, NULL, prompt, T, &sp, &r);
-    CHECK(st == WGLLM_OK && r.n_generated == 12, "%s sampled generate: %s", name, s->err);
+    CHECK(st == WGLLM_OK && r.n_generated == 12, "%s sampled generate: %s", name, s->err.msg);
     if (pass == 0) {
       memcpy(first, r.tokens, r.n_generated * 4);
       nfirst = r.n_generated;
@@ -87,10 +88,10 @@ static void greedy_case(const char *name, const char *model_path, int pipeline) 
   llm_session_reset(s);
   int32_t *big = calloc(64, sizeof *big);
   st = llm_generate(s, NULL, big, 64, &gp, &r);
-  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(s->err, "context"), "%s: oversized prompt: %s", name, s->err);
+  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(s->err.msg, "context"), "%s: oversized prompt: %s", name, s->err.msg);
   llm_gen_result_free(&r);
   st = llm_generate(s, NULL, big, 0, &gp, &r);
-  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(s->err, "empty"), "%s: empty prompt: %s", name, s->err);
+  CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(s->err.msg, "empty"), "%s: empty prompt: %s", name, s->err.msg);
   llm_gen_result_free(&r);
   free(big);
   /* prefix reuse: after a generation the cache holds the prompt; a longer prompt sharing it is recognised */
@@ -107,9 +108,9 @@ static void greedy_case(const char *name, const char *model_path, int pipeline) 
 
 /* A prefill split into chunks (the cache carries over between passes) gives the logits of one pass. */
 static void chunked_prefill(void) {
-  char err[1024];
+  llm_err err = {0};
   llm_model *m;
-  CHECK(llm_model_load(th_gpu(), "data/models/qwen3", NULL, &m, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(llm_model_load(th_gpu(), "data/models/qwen3", NULL, &m, &err) == WGLLM_OK, "%s", err.msg);
   int32_t ids[24];
   for (int i = 0; i < 24; i++)
     ids[i] = (i * 37 + 5) % 320;
@@ -117,8 +118,8 @@ static void chunked_prefill(void) {
   for (int pass = 0; pass < 2; pass++) {
     llm_session *s;
     llm_session_options so = {.ctx = 64, .prefill_chunk = pass ? 5 : 0};
-    CHECK(llm_session_create(m, &so, &s, err, sizeof err) == WGLLM_OK, "%s", err);
-    CHECK(llm_session_prefill(s, ids, 24, pass ? b : a, 1) == WGLLM_OK, "prefill: %s", s->err);
+    CHECK(llm_session_create(m, &so, &s, &err) == WGLLM_OK, "%s", err.msg);
+    CHECK(llm_session_prefill(s, ids, 24, pass ? b : a, 1) == WGLLM_OK, "prefill: %s", s->err.msg);
     llm_session_free(s);
   }
   th_compare("prefill in chunks of 5 vs one pass", b, a, 24 * 320, 1e-5, 1e-4);
@@ -133,28 +134,29 @@ static void chunked_prefill(void) {
    the row count, change); every session's ids must equal its reference. ctx and chunk make window layers rings
    (Gemma 3's 8-key windows: 128 slots), and G passes the ring's length. */
 static void batched_case(const char *name, uint32_t G) {
-  char p[300], err[1024];
+  char p[300];
+  llm_err err = {0};
   snprintf(p, sizeof p, "data/models/%s", name);
   llm_load_options lo = {0};
-  CHECK(llm_parse_weight_policy("q4", &lo.weights, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(llm_parse_weight_policy("q4", &lo.weights, &err) == WGLLM_OK, "%s", err.msg);
   llm_model *m = NULL;
-  wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, err, sizeof err);
-  CHECK(st == WGLLM_OK, "batched %s: load: %s", name, err);
+  wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, &err);
+  CHECK(st == WGLLM_OK, "batched %s: load: %s", name, err.msg);
   if (st) return;
   enum { NS = 3 };
   llm_session *ss[NS] = {0};
   int32_t prompt[NS][12], *want[NS], *got[NS];
   llm_session_options so = {.ctx = 512, .prefill_chunk = 16};
   llm_batch *b = NULL;
-  st = llm_batch_create(m, &b, err, sizeof err);
-  CHECK(st == WGLLM_OK, "batch: %s", err);
+  st = llm_batch_create(m, &b, &err);
+  CHECK(st == WGLLM_OK, "batch: %s", err.msg);
   for (int i = 0; !st && i < NS; i++) {
     want[i] = calloc(G + 1, sizeof *want[i]);
     got[i] = calloc(G + 1, sizeof *got[i]);
     for (int k = 0; k < 12; k++)
       prompt[i][k] = (int32_t)((k * 37 + i * 101 + 5) % m->hp.n_vocab);
-    st = llm_session_create(m, &so, &ss[i], err, sizeof err);
-    CHECK(st == WGLLM_OK, "session: %s", err);
+    st = llm_session_create(m, &so, &ss[i], &err);
+    CHECK(st == WGLLM_OK, "session: %s", err.msg);
   }
   op_sample_params sp[NS];
   for (int i = 0; i < NS; i++)
@@ -171,7 +173,7 @@ static void batched_case(const char *name, uint32_t G) {
     if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &want[i][0]);
     for (uint32_t g = 1; !st && g <= G; g++)
       st = llm_session_step_sample(ss[i], &want[i][g]);
-    CHECK(st == WGLLM_OK, "%s alone %d: %s", name, i, ss[i]->err);
+    CHECK(st == WGLLM_OK, "%s alone %d: %s", name, i, ss[i]->err.msg);
   }
   /* together: session 2 joins at step 5, session 0 leaves 10 steps early (then 1 and 2 go on as two) */
   for (int i = 0; !st && i < NS; i++) {
@@ -193,13 +195,13 @@ static void batched_case(const char *name, uint32_t G) {
     if (n >= 2) {
       int32_t tok[NS];
       st = llm_batch_step(b, mem, n, tok);
-      CHECK(st == WGLLM_OK, "%s batch step %u of %u: %s", name, step, n, b->err);
+      CHECK(st == WGLLM_OK, "%s batch step %u of %u: %s", name, step, n, b->err.msg);
       for (uint32_t k = 0; !st && k < n; k++)
         got[idx[k]][++at[idx[k]]] = tok[k];
     } else if (n == 1) { /* alone again: the session's own step picks up from the batched ones */
       st = llm_session_step_sample(mem[0], &got[idx[0]][at[idx[0]] + 1]);
       at[idx[0]]++;
-      CHECK(st == WGLLM_OK, "%s step alone: %s", name, mem[0]->err);
+      CHECK(st == WGLLM_OK, "%s step alone: %s", name, mem[0]->err.msg);
     }
   }
   for (int i = 0; !st && i < NS; i++) { /* session 0 finishes alone */

@@ -20,14 +20,14 @@
 
 #define GGUF_PATH "data/models/llama_q4_0_gguf/model.gguf"
 
-static char err[1024];
+static llm_err err;
 
 /* ---------------- GGUF: reference model ---------------- */
 
 static void test_gguf_model(void) {
   wt_store *s = NULL;
-  wgllm_status st = gguf_open(GGUF_PATH, &s, err, sizeof err);
-  CHECK(st == WGLLM_OK, "%s", err);
+  wgllm_status st = gguf_open(GGUF_PATH, &s, &err);
+  CHECK(st == WGLLM_OK, "%s", err.msg);
   if (st) return;
   CHECK(wt_store_format(s) == WT_FORMAT_GGUF && wt_config(s) == NULL, "format");
   CHECK(gguf_version(s) == 3 && gguf_kv_count(s) == 21 && wt_count(s) == 22, "v%u, %llu keys, %zu tensors",
@@ -117,17 +117,17 @@ static void test_gguf_model(void) {
 
   /* dequantized values (from Python) */
   float *buf = malloc(320 * 96 * sizeof *buf);
-  CHECK(wc_tensor_to_f32(wt_find(s, "token_embd.weight"), buf, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(wc_tensor_to_f32(wt_find(s, "token_embd.weight"), buf, &err) == WGLLM_OK, "%s", err.msg);
   CHECK(buf[0] == 0.06053924560546875f && buf[1] == 0.061855316162109375f && buf[2] == -0.08291244506835938f &&
             buf[31] == -0.010528564453125f,
         "Q8_0 values %.9g %.9g", buf[0], buf[31]);
-  wc_tensor_to_f32(wt_find(s, "output.weight"), buf, err, sizeof err);
+  wc_tensor_to_f32(wt_find(s, "output.weight"), buf, &err);
   CHECK(buf[0] == 0.02929973602294922f && buf[1] == -0.13878822326660156f && buf[31] == 0.08018875122070312f,
         "output Q8_0");
-  wc_tensor_to_f32(wt_find(s, "blk.0.attn_q.weight"), buf, err, sizeof err);
+  wc_tensor_to_f32(wt_find(s, "blk.0.attn_q.weight"), buf, &err);
   CHECK(buf[0] == -0.03753662109375f && buf[2] == -0.0750732421875f && buf[16] == -0.11260986328125f && buf[31] == 0.0f,
         "Q4_0 values");
-  wc_tensor_to_f32(wt_find(s, "blk.1.ffn_down.weight"), buf, err, sizeof err);
+  wc_tensor_to_f32(wt_find(s, "blk.1.ffn_down.weight"), buf, &err);
   CHECK(buf[0] == -0.115997314453125f && buf[1] == 0.1353302001953125f && buf[16] == 0.0966644287109375f &&
             buf[31] == -0.038665771484375f,
         "ffn_down Q4_0");
@@ -144,9 +144,9 @@ static void test_gguf_model(void) {
     uint32_t *qs = malloc(q4gsw_qs_words(N, K) * 4), *qs2 = malloc(q4gsw_qs_words(N, K) * 4);
     uint16_t *sc = malloc(q4gsw_scale_count(N, K, 32) * 2), *sc2 = malloc(q4gsw_scale_count(N, K, 32) * 2);
     float *a = malloc((size_t)(N * K) * 4), *b = malloc((size_t)(N * K) * 4);
-    CHECK(q4gsw_from_q4_0(t->data, N, K, qs, sc, err, sizeof err) == WGLLM_OK, "%s", err);
-    wc_q4_0_dequant(t->data, a, N * K, err, sizeof err);
-    q4gsw_dequant(qs, sc, N, K, 32, b, err, sizeof err);
+    CHECK(q4gsw_from_q4_0(t->data, N, K, qs, sc, &err) == WGLLM_OK, "%s", err.msg);
+    wc_q4_0_dequant(t->data, a, N * K, &err);
+    q4gsw_dequant(qs, sc, N, K, 32, b, &err);
     CHECK(!memcmp(a, b, (size_t)(N * K) * 4), "%s: q4gsw dequant == Q4_0 dequant", t->name);
     /* element (n, k) straight from the layout definition */
     int64_t nn = N - 1, kk = K - 3;
@@ -154,7 +154,7 @@ static void test_gguf_model(void) {
     int j = (int)(kk % 32), q = j < 16 ? blk[2 + j] & 15 : blk[2 + j - 16] >> 4;
     CHECK((int)(qs[nn * (K / 8) + kk / 8] >> (4 * (kk % 8)) & 15) == q && sc[nn * (K / 32) + kk / 32] == ld16(blk),
           "%s layout", t->name);
-    CHECK(q4gsw_quantize_f32(a, N, K, 32, qs2, sc2, err, sizeof err) == WGLLM_OK, "%s", err);
+    CHECK(q4gsw_quantize_f32(a, N, K, 32, qs2, sc2, &err) == WGLLM_OK, "%s", err.msg);
     CHECK(!memcmp(qs, qs2, q4gsw_qs_words(N, K) * 4) && !memcmp(sc, sc2, q4gsw_scale_count(N, K, 32) * 2),
           "%s: requantize(dequant(Q4_0)) == Q4_0", t->name);
     free(qs), free(qs2), free(sc), free(sc2), free(a), free(b);
@@ -300,8 +300,8 @@ static gbuf build_gguf(gg_opts o) {
     gguf_writer_tensor(w, gg_tensors[i].name, gg_tensors[i].type, gg_tensors[i].nd, gg_tensors[i].ne, data[i]);
   if (o.dup_tensor) gguf_writer_tensor(w, "c.bfXX", WT_F32, 1, (uint64_t[]){1}, data[0]); /* renamed below */
   gbuf b = {0};
-  wgllm_status st = gguf_writer_finish_mem(w, &b.p, &b.n, err, sizeof err);
-  CHECK(st == WGLLM_OK, "gguf writer: %s", err);
+  wgllm_status st = gguf_writer_finish_mem(w, &b.p, &b.n, &err);
+  CHECK(st == WGLLM_OK, "gguf writer: %s", err.msg);
   /* patches */
   if (o.magic != 0x46554747u) le(b.p, o.magic, 4);
   if (o.version != 2 && o.version != 3) le(b.p + 4, o.version, 4);
@@ -328,7 +328,7 @@ static wgllm_status open_gg(gg_opts o, wt_store **s) {
   gbuf b = build_gguf(o);
   write_file(tpath("g.gguf"), b.p, b.n);
   free(b.p);
-  return gguf_open(tpath("g.gguf"), s, err, sizeof err);
+  return gguf_open(tpath("g.gguf"), s, &err);
 }
 
 static void test_gguf_generated(void) {
@@ -339,7 +339,7 @@ static void test_gguf_generated(void) {
     o.version = (uint32_t)v;
     if (v == 2) o.align = 0; /* default alignment 32 */
     wgllm_status st = open_gg(o, &s);
-    CHECK(st == WGLLM_OK, "v%d: %s", v, err);
+    CHECK(st == WGLLM_OK, "v%d: %s", v, err.msg);
     if (st) continue;
     CHECK(gguf_version(s) == (uint32_t)v && wt_count(s) == GG_NT && gguf_kv_count(s) == (v == 3 ? 19u : 18u),
           "v%d counts", v);
@@ -404,7 +404,7 @@ static void test_gguf_generated(void) {
   /* the same file described: gguf_open_any keeps 'q' aside (not in the store) and says what it is */
   {
     wt_store *sa = NULL;
-    CHECK(gguf_open_any(gp, &sa, err, sizeof err) == WGLLM_OK, "gguf_open_any: %s", err);
+    CHECK(gguf_open_any(gp, &sa, &err) == WGLLM_OK, "gguf_open_any: %s", err.msg);
     uint32_t ty = 0;
     const char *tn = NULL;
     uint64_t ub = 0;
@@ -451,9 +451,9 @@ static void test_gguf_generated(void) {
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, gp, "general.alignment", NULL);
   CHECK(s == NULL, "no store on failure");
   write_file(gp, "", 0);
-  st = gguf_open(gp, &s, err, sizeof err);
+  st = gguf_open(gp, &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, gp, "byte 0", NULL);
-  st = gguf_open(tpath("missing.gguf"), &s, err, sizeof err);
+  st = gguf_open(tpath("missing.gguf"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("missing.gguf"), NULL, NULL);
 
   /* the generated file truncated at every byte */
@@ -462,9 +462,9 @@ static void test_gguf_generated(void) {
   int wrong = 0;
   for (size_t cut = g.n; cut-- > 0;) {
     CHECK(truncate(gp, (off_t)cut) == 0, "truncate");
-    st = gguf_open(gp, &s, err, sizeof err);
-    if ((st != WGLLM_ERR_FORMAT || !contains(err, gp) || !contains(err, "byte")) && wrong++ < 5)
-      CHECK(0, "cut at %zu: %s: %s", cut, wgllm_status_name(st), err);
+    st = gguf_open(gp, &s, &err);
+    if ((st != WGLLM_ERR_FORMAT || !contains(err.msg, gp) || !contains(err.msg, "byte")) && wrong++ < 5)
+      CHECK(0, "cut at %zu: %s: %s", cut, wgllm_status_name(st), err.msg);
     wt_store_free(s);
   }
   CHECK(wrong == 0, "%d of %zu truncations wrong", wrong, g.n);
@@ -486,10 +486,10 @@ static void test_gguf_corrupt_model(void) {
     if (cut > 9200 && cut % 4999 != 0 && cut < len - 40) continue;
     CHECK(truncate(p, (off_t)cut) == 0, "truncate");
     wt_store *s = NULL;
-    wgllm_status st = gguf_open(p, &s, err, sizeof err);
+    wgllm_status st = gguf_open(p, &s, &err);
     n++;
-    if ((st != WGLLM_ERR_FORMAT || !contains(err, p) || !contains(err, "byte") || s) && wrong++ < 5)
-      CHECK(0, "cut at %zu: %s: %s", cut, wgllm_status_name(st), err);
+    if ((st != WGLLM_ERR_FORMAT || !contains(err.msg, p) || !contains(err.msg, "byte") || s) && wrong++ < 5)
+      CHECK(0, "cut at %zu: %s: %s", cut, wgllm_status_name(st), err.msg);
     wt_store_free(s);
   }
   CHECK(wrong == 0 && n > 9200, "%d of %d truncations wrong", wrong, n);
@@ -508,7 +508,7 @@ static void test_gguf_corrupt_model(void) {
       if (pwrite(fd, &c, 1, (off_t)pos[j]) != 1) CHECK(0, "pwrite");
     }
     wt_store *s = NULL;
-    wgllm_status st = gguf_open(p, &s, err, sizeof err);
+    wgllm_status st = gguf_open(p, &s, &err);
     if (st == WGLLM_OK) {
       ok++;
       for (size_t i = 0; i < wt_count(s); i++) {
@@ -521,7 +521,7 @@ static void test_gguf_corrupt_model(void) {
       uns++;
     else
       other++;
-    if (st && !contains(err, p) && other < 100) CHECK(0, "message does not name the file: %s", err);
+    if (st && !contains(err.msg, p) && other < 100) CHECK(0, "message does not name the file: %s", err.msg);
     wt_store_free(s);
     for (int j = k - 1; j >= 0; j--)
       if (pwrite(fd, full + pos[j], 1, (off_t)pos[j]) != 1) CHECK(0, "pwrite");
@@ -556,13 +556,13 @@ static void test_gguf_writer(void) {
   size_t n = 0;
   wgllm_status st;
   gguf_writer *w = gguf_writer_begin(4, 32);
-  st = gguf_writer_finish_mem(w, &p, &n, err, sizeof err);
+  st = gguf_writer_finish_mem(w, &p, &n, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "version 4", NULL, NULL);
   CHECK(!p && !n, "no output on failure");
   gguf_writer_free(w);
   w = gguf_writer_begin(3, 48);
   st = gguf_writer_kv_u32(w, "k", 1);
-  snprintf(err, sizeof err, "%s", gguf_writer_error(w));
+  llm_err_set(&err, gguf_writer_status(w), "%s", gguf_writer_error(w));
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "alignment 48", "power of two", NULL);
   gguf_writer_free(w);
 
@@ -572,7 +572,7 @@ static void test_gguf_writer(void) {
         "a key");
   st = gguf_writer_kv_str(w, "k", "again");
   CHECK(gguf_writer_kv_u32(w, "other", 2) == st && gguf_writer_tensor_count(w) == 0, "sticky");
-  st = gguf_writer_finish_path(w, tpath("w.gguf"), err, sizeof err);
+  st = gguf_writer_finish_path(w, tpath("w.gguf"), &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, tpath("w.gguf"), "key 'k' added twice", NULL);
   CHECK(access(tpath("w.gguf"), F_OK) != 0, "no file on failure");
   gguf_writer_free(w);
@@ -590,7 +590,7 @@ static void test_gguf_writer(void) {
     if (c == 3) gguf_writer_kv(w, "s", GGUF_TYPE_STRING, "x");
     if (c == 4) gguf_writer_kv_arr(w, "a", GGUF_TYPE_ARRAY, 1, "x");
     if (c == 5) gguf_writer_kv_arr_str(w, "a", 2, (const char *[]){"x", NULL});
-    snprintf(err, sizeof err, "%s", gguf_writer_error(w));
+    llm_err_set(&err, gguf_writer_status(w), "%s", gguf_writer_error(w));
     if (verbose) printf("  %s:\n", kv_cases[c].what);
     EXPECT_ERR(gguf_writer_status(w), WGLLM_ERR_INVALID_ARG, kv_cases[c].needle, NULL, NULL);
     gguf_writer_free(w);
@@ -616,14 +616,14 @@ static void test_gguf_writer(void) {
     CHECK(gguf_writer_tensor(w, "a", WT_F32, 1, (uint64_t[]){4}, NULL) == WGLLM_OK, "%s", gguf_writer_error(w));
     ne[0] = t_cases[c].ne0;
     st = gguf_writer_tensor(w, t_cases[c].name, t_cases[c].dt, t_cases[c].nd, ne, NULL);
-    snprintf(err, sizeof err, "%s", gguf_writer_error(w));
+    llm_err_set(&err, gguf_writer_status(w), "%s", gguf_writer_error(w));
     EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, t_cases[c].needle, NULL, NULL);
     CHECK(gguf_writer_tensor_count(w) == 1, "refused tensor not added");
     gguf_writer_free(w);
   }
   w = gguf_writer_begin(3, 32);
   st = gguf_writer_tensor(w, "big", WT_F32, 4, (uint64_t[]){1ull << 20, 1ull << 20, 1ull << 20, 1ull << 20}, NULL);
-  snprintf(err, sizeof err, "%s", gguf_writer_error(w));
+  llm_err_set(&err, gguf_writer_status(w), "%s", gguf_writer_error(w));
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "'big'", "too many", NULL);
   gguf_writer_free(w);
 
@@ -637,31 +637,31 @@ static void test_gguf_writer(void) {
   gguf_writer_tensor(w, "t0", WT_F32, 1, (uint64_t[]){4}, first); /* from memory */
   gguf_writer_tensor(w, "t1", WT_F16, 2, (uint64_t[]){4, 2}, NULL);
   gguf_writer_tensor(w, "t2", WT_BF16, 1, (uint64_t[]){8}, NULL);
-  st = gguf_writer_finish_mem(w, &p, &n, err, sizeof err);
+  st = gguf_writer_finish_mem(w, &p, &n, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "'t1'", "no fill", NULL);
   gguf_writer_set_fill(w, fill_bytes, &fc);
-  st = gguf_writer_finish_mem(w, &p, &n, err, sizeof err);
-  CHECK(st == WGLLM_OK && n == 192 + 2 * 32 + 16, "streamed: %s, %zu bytes", err, n);
+  st = gguf_writer_finish_mem(w, &p, &n, &err);
+  CHECK(st == WGLLM_OK && n == 192 + 2 * 32 + 16, "streamed: %s, %zu bytes", err.msg, n);
   CHECK(p && gguf_writer_tensor_info_pos(w, 0) == 24 + 8 + 17 + 4 + 4 && p[gguf_writer_tensor_info_pos(w, 0)] == 2 &&
             !memcmp(p + gguf_writer_tensor_info_pos(w, 0) + 8, "t0", 2) &&
             !memcmp(p + gguf_writer_tensor_info_pos(w, 2) + 8, "t2", 2) && gguf_writer_tensor_info_pos(w, 3) == 0,
         "info positions");
   /* the same bytes to a path and to a FILE; the reader sees what was written */
-  CHECK(gguf_writer_finish_path(w, tpath("w.gguf"), err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(gguf_writer_finish_path(w, tpath("w.gguf"), &err) == WGLLM_OK, "%s", err.msg);
   size_t len;
   uint8_t *back = th_read_file(tpath("w.gguf"), &len);
   CHECK(back && len == n && !memcmp(back, p, n), "path output == memory output");
   free(back);
   FILE *f = fopen(tpath("w2.gguf"), "wb");
-  CHECK(f && gguf_writer_finish_file(w, f, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(f && gguf_writer_finish_file(w, f, &err) == WGLLM_OK, "%s", err.msg);
   if (f) fclose(f);
   back = th_read_file(tpath("w2.gguf"), &len);
   CHECK(back && len == n && !memcmp(back, p, n), "FILE output == memory output");
   free(back);
   free(p);
   wt_store *s = NULL;
-  st = gguf_open(tpath("w.gguf"), &s, err, sizeof err);
-  CHECK(st == WGLLM_OK && wt_count(s) == 3 && gguf_kv_count(s) == 1, "read back: %s", err);
+  st = gguf_open(tpath("w.gguf"), &s, &err);
+  CHECK(st == WGLLM_OK && wt_count(s) == 3 && gguf_kv_count(s) == 1, "read back: %s", err.msg);
   for (size_t i = 0; !st && i < 3; i++) {
     const wt_tensor *t = wt_at(s, i);
     int same = t->nbytes == 16 && t->file_offset % 32 == 0;
@@ -672,13 +672,13 @@ static void test_gguf_writer(void) {
   if (!st) CHECK(wt_at(s, 1)->shape[0] == 2 && wt_at(s, 1)->shape[1] == 4, "t1 shape [2, 4]");
   wt_store_free(s);
   fc.short_by = 2;
-  st = gguf_writer_finish_mem(w, &p, &n, err, sizeof err);
+  st = gguf_writer_finish_mem(w, &p, &n, &err);
   EXPECT_ERR(st, WGLLM_ERR_INVALID_ARG, "wrote 14 bytes of tensor 't1'", "has 16", NULL);
   fc.short_by = 0, fc.fail = WGLLM_ERR_OUT_OF_MEMORY;
-  st = gguf_writer_finish_mem(w, &p, &n, err, sizeof err);
+  st = gguf_writer_finish_mem(w, &p, &n, &err);
   EXPECT_ERR(st, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory", "'t1'", NULL);
   fc.fail = WGLLM_OK;
-  st = gguf_writer_finish_path(w, "/nonexistent/dir/w.gguf", err, sizeof err);
+  st = gguf_writer_finish_path(w, "/nonexistent/dir/w.gguf", &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, "/nonexistent/dir/w.gguf", "cannot create", NULL);
   gguf_writer_free(w);
   gguf_writer_free(NULL);

@@ -44,7 +44,7 @@ typedef struct rig {
 
 static int rig_open(rig *r) {
   memset(r, 0, sizeof *r);
-  char err[1024];
+  llm_err err = {0};
   char *js = th_read_file("data/models/llama_gqa/ref.json", NULL);
   cJSON *j = js ? cJSON_Parse(js) : NULL;
   free(js);
@@ -55,11 +55,11 @@ static int rig_open(rig *r) {
   r->prompt = ids_from(cJSON_GetObjectItem(j, "prompt_ids"), &r->T);
   r->greedy = ids_from(cJSON_GetObjectItem(j, "greedy_ids"), &r->N);
   cJSON_Delete(j);
-  wgllm_status st = gpu_create(NULL, &r->gpu, err, sizeof err);
-  if (!st) st = llm_model_load(r->gpu, "data/models/llama_gqa", NULL, &r->m, err, sizeof err);
+  wgllm_status st = gpu_create(NULL, &r->gpu, &err);
+  if (!st) st = llm_model_load(r->gpu, "data/models/llama_gqa", NULL, &r->m, &err);
   llm_session_options so = {.ctx = 64};
-  if (!st) st = llm_session_create(r->m, &so, &r->s, err, sizeof err);
-  CHECK(!st, "rig: %s", err);
+  if (!st) st = llm_session_create(r->m, &so, &r->s, &err);
+  CHECK(!st, "rig: %s", err.msg);
   return !st;
 }
 
@@ -93,19 +93,19 @@ static void error_then_recovery(int oom) {
   wgllm_status want = oom ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
   CHECK(st == want, "%s: the generate after the error returned %s (want %s)", what, wgllm_status_name(st),
         wgllm_status_name(want));
-  CHECK(strstr(r.s->err, "injected by test_gpu_faults") != NULL, "%s: the error names what happened: \"%s\"", what,
-        r.s->err);
-  printf("  %-13s -> %s: %s\n", what, wgllm_status_name(st), r.s->err);
+  CHECK(strstr(r.s->err.msg, "injected by test_gpu_faults") != NULL, "%s: the error names what happened: \"%s\"", what,
+        r.s->err.msg);
+  printf("  %-13s -> %s: %s\n", what, wgllm_status_name(st), r.s->err.msg);
   /* the session works again, with and without a reset, and computes what it computed before */
   for (int reset = 1; reset >= 0; reset--) {
     if (reset) llm_session_reset(r.s);
     st = greedy(&r, &same);
     if (!reset) { /* continuing from where the last run left the cache: it must run, the ids are new */
-      CHECK(st == WGLLM_OK, "%s: a generate continuing the session after recovery: %s", what, r.s->err);
+      CHECK(st == WGLLM_OK, "%s: a generate continuing the session after recovery: %s", what, r.s->err.msg);
       continue;
     }
     CHECK(st == WGLLM_OK && same, "%s: after the error and a reset, generate gives %s%s", what, wgllm_status_name(st),
-          st     ? r.s->err
+          st     ? r.s->err.msg
           : same ? ""
                  : " different tokens");
   }
@@ -122,14 +122,14 @@ static void device_loss(void) {
   llm_session_reset(r.s);
   wgllm_status st = greedy(&r, &same);
   double dt = now_s() - t0;
-  CHECK(st == WGLLM_ERR_DEVICE_LOST, "loss: generate returned %s: %s", wgllm_status_name(st), r.s->err);
-  printf("  device lost   -> %s in %.2f s: %s\n", wgllm_status_name(st), dt, r.s->err);
+  CHECK(st == WGLLM_ERR_DEVICE_LOST, "loss: generate returned %s: %s", wgllm_status_name(st), r.s->err.msg);
+  printf("  device lost   -> %s in %.2f s: %s\n", wgllm_status_name(st), dt, r.s->err.msg);
   st = greedy(&r, &same);
   CHECK(st == WGLLM_ERR_DEVICE_LOST, "loss: a second generate returned %s", wgllm_status_name(st));
-  char err[512];
+  llm_err err = {0};
   llm_session *s2 = NULL;
   llm_session_options so = {.ctx = 64};
-  st = llm_session_create(r.m, &so, &s2, err, sizeof err);
+  st = llm_session_create(r.m, &so, &s2, &err);
   CHECK(st != WGLLM_OK, "loss: a new session on a lost device was created");
   llm_session_free(s2);
   rig_close(&r); /* teardown of a lost device: no crash, no hang */
@@ -137,13 +137,13 @@ static void device_loss(void) {
   rig again;
   if (!rig_open(&again)) return;
   CHECK(greedy(&again, &same) == WGLLM_OK && same, "loss: a new context after the loss does not generate: %s",
-        again.s->err);
+        again.s->err.msg);
   rig_close(&again);
 }
 
 /* seconds for reps 512 x 512 x 512 GEMMs submitted as one pass and waited for as one */
 static double gemm_pass(gpu_context *g, gpu_buffer *x, gpu_buffer *w, gpu_buffer *y, int reps, wgllm_status *st,
-                        char *err, size_t errlen) {
+                        llm_err *err) {
   gpu_recorder *rec = gpu_recorder_create(g, 0);
   op_weight W = {.type = OP_W_F32, .data = gpu_whole(w)};
   *st = WGLLM_OK;
@@ -152,9 +152,9 @@ static double gemm_pass(gpu_context *g, gpu_buffer *x, gpu_buffer *w, gpu_buffer
   double t0 = now_s();
   if (!*st) *st = gpu_recorder_run(rec);
   if (!*st)
-    *st = gpu_wait_idle(g, err, errlen);
+    *st = gpu_wait_idle(g, err);
   else
-    snprintf(err, errlen, "%s", gpu_recorder_error(rec));
+    llm_err_set(err, *st, "%s", gpu_recorder_error(rec));
   gpu_recorder_free(rec);
   return now_s() - t0;
 }
@@ -163,26 +163,26 @@ static double gemm_pass(gpu_context *g, gpu_buffer *x, gpu_buffer *w, gpu_buffer
    context's GPU handles are left to the process by design (gpu_wait_future), so LeakSanitizer is told not to
    count what this case allocates. */
 static void wait_timeout(void) {
-  char err[1024] = "";
+  llm_err err = {0};
   gpu_context *g = NULL;
   gpu_options o = {0};
-  CHECK(gpu_create(&o, &g, err, sizeof err) == WGLLM_OK, "timeout: %s", err);
+  CHECK(gpu_create(&o, &g, &err) == WGLLM_OK, "timeout: %s", err.msg);
   if (!g) return;
   gpu_buffer *x = NULL, *w = NULL, *y = NULL;
-  wgllm_status st = gpu_buffer_create(g, 512 * 512 * 4, "x", &x, err, sizeof err);
-  if (!st) st = gpu_buffer_create(g, 512 * 512 * 4, "w", &w, err, sizeof err);
-  if (!st) st = gpu_buffer_create(g, 512 * 512 * 4, "y", &y, err, sizeof err);
-  double t1 = st ? 0 : gemm_pass(g, x, w, y, 1, &st, err, sizeof err);
-  CHECK(!st, "timeout: a first pass: %s", err);
+  wgllm_status st = gpu_buffer_create(g, 512 * 512 * 4, "x", &x, &err);
+  if (!st) st = gpu_buffer_create(g, 512 * 512 * 4, "w", &w, &err);
+  if (!st) st = gpu_buffer_create(g, 512 * 512 * 4, "y", &y, &err);
+  double t1 = st ? 0 : gemm_pass(g, x, w, y, 1, &st, &err);
+  CHECK(!st, "timeout: a first pass: %s", err.msg);
   int reps = t1 > 0 ? (int)(0.05 / t1) + 1 : 1;
   if (reps > 4000) reps = 4000;
   g->wait_timeout_ms = 1;
-  double dt = st ? 0 : gemm_pass(g, x, w, y, reps, &st, err, sizeof err);
-  CHECK(st == WGLLM_ERR_DEVICE_LOST && strstr(err, "did not finish"), "timeout: a %d-GEMM pass returned %s: %s", reps,
-        wgllm_status_name(st), err);
+  double dt = st ? 0 : gemm_pass(g, x, w, y, reps, &st, &err);
+  CHECK(st == WGLLM_ERR_DEVICE_LOST && strstr(err.msg, "did not finish"), "timeout: a %d-GEMM pass returned %s: %s",
+        reps, wgllm_status_name(st), err.msg);
   printf("  wait timeout  -> %s after %.3f s (%d GEMMs, one took %.4f s): %s\n", wgllm_status_name(st), dt, reps, t1,
-         err);
-  st = gpu_check(g, err, sizeof err);
+         err.msg);
+  st = gpu_check(g, &err);
   CHECK(st == WGLLM_ERR_DEVICE_LOST, "timeout: the context is not lost afterwards (%s)", wgllm_status_name(st));
   gpu_buffer_destroy(g, x);
   gpu_buffer_destroy(g, w);

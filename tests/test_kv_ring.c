@@ -24,26 +24,26 @@ static double row_err(const float *a, const float *b, uint32_t V) {
 
 /* prefill n ids (all rows) then DEC decode steps; rows [n + DEC][V] */
 static float *run(llm_model *m, const llm_session_options *so, const int32_t *ids, uint64_t *kv_bytes) {
-  char err[1024];
+  llm_err err = {0};
   llm_session *s = NULL;
   uint32_t V = m->hp.n_vocab;
-  if (llm_session_create(m, so, &s, err, sizeof err)) {
-    CHECK(0, "session: %s", err);
+  if (llm_session_create(m, so, &s, &err)) {
+    CHECK(0, "session: %s", err.msg);
     return NULL;
   }
   *kv_bytes = s->kv.bytes;
   float *l = malloc((size_t)(N + DEC) * V * 4);
-  CHECK(llm_session_prefill(s, ids, N, l, 1) == WGLLM_OK, "prefill: %s", s->err);
+  CHECK(llm_session_prefill(s, ids, N, l, 1) == WGLLM_OK, "prefill: %s", s->err.msg);
   for (int i = 0; i < DEC; i++)
-    CHECK(llm_session_decode(s, ids[N + i], l + (size_t)(N + i) * V) == WGLLM_OK, "decode: %s", s->err);
+    CHECK(llm_session_decode(s, ids[N + i], l + (size_t)(N + i) * V) == WGLLM_OK, "decode: %s", s->err.msg);
   llm_session_free(s);
   return l;
 }
 
 static void one_model(const char *path) {
-  char err[1024];
+  llm_err err = {0};
   llm_model *m = NULL;
-  CHECK(llm_model_load(th_gpu(), path, NULL, &m, err, sizeof err) == WGLLM_OK, "%s: %s", path, err);
+  CHECK(llm_model_load(th_gpu(), path, NULL, &m, &err) == WGLLM_OK, "%s: %s", path, err.msg);
   if (!m) return;
   const llm_hparams *hp = &m->hp;
   uint32_t V = hp->n_vocab;
@@ -86,11 +86,11 @@ static void one_model(const char *path) {
            (unsigned long long)kb_small, (unsigned long long)kb_odd, (unsigned long long)kb_big);
     /* rewinds on the small ring (slack 128 - 8 = 120): back 100 keeps the cache and reproduces the rows */
     llm_session *s = NULL;
-    if (!llm_session_create(m, &small, &s, err, sizeof err)) {
+    if (!llm_session_create(m, &small, &s, &err)) {
       float *l = malloc((size_t)V * 4);
-      CHECK(llm_session_prefill(s, ids, N, NULL, 0) == WGLLM_OK, "prefill: %s", s->err);
+      CHECK(llm_session_prefill(s, ids, N, NULL, 0) == WGLLM_OK, "prefill: %s", s->err.msg);
       CHECK(llm_session_rewind(s, N - 100) == N - 100, "a rewind inside the ring's slack keeps the cache");
-      CHECK(llm_session_prefill(s, ids + N - 100, 101, l, 0) == WGLLM_OK, "prefill again: %s", s->err);
+      CHECK(llm_session_prefill(s, ids + N - 100, 101, l, 0) == WGLLM_OK, "prefill again: %s", s->err.msg);
       if (a) CHECK(row_err(a + (size_t)N * V, l, V) < 1e-4, "rewound ring: row %d differs", N);
       CHECK(llm_session_rewind(s, 10) == 0 && s->n_past == 0, "a rewind past the ring's slack empties the cache");
       free(l);
@@ -108,9 +108,9 @@ static void one_model(const char *path) {
    (bindings of 64 KiB, as a small device would have: the refusal comes before any allocation). The split caches'
    results are checked end to end by test_models (--max-binding with a long context). */
 static void kv_over_binding(void) {
-  char err[1024];
+  llm_err err = {0};
   llm_model *m = NULL;
-  CHECK(llm_model_load(th_gpu(), "data/models/gemma3", NULL, &m, err, sizeof err) == WGLLM_OK, "gemma3: %s", err);
+  CHECK(llm_model_load(th_gpu(), "data/models/gemma3", NULL, &m, &err) == WGLLM_OK, "gemma3: %s", err.msg);
   if (!m) return;
   const uint64_t bind = 65536;
   uint64_t per_pos = 0, per_pos_all = 0; /* bytes of K a position: one head, all heads (the largest layer) */
@@ -122,15 +122,16 @@ static void kv_over_binding(void) {
   uint32_t fits = (uint32_t)(bind / per_pos), whole = (uint32_t)(bind / per_pos_all);
   CHECK(whole < fits, "gemma3 has more than one KV head (%u, %u)", whole, fits);
   llm_kv_cache kv;
-  wgllm_status s = llm_kv_cache_create(th_gpu(), &m->hp, fits + 1, 16, 0, bind, &kv, err, sizeof err);
+  wgllm_status s = llm_kv_cache_create(th_gpu(), &m->hp, fits + 1, 16, 0, bind, &kv, &err);
   char want[64];
   snprintf(want, sizeof want, "a context of at most %u fits", fits);
-  CHECK(s == WGLLM_ERR_UNSUPPORTED && strstr(err, "one KV head is over the storage binding limit") && strstr(err, want),
-        "a KV cache over the binding limit: %d, %s", (int)s, err);
-  printf("  refused: %s\n", err);
+  CHECK(s == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "one KV head is over the storage binding limit") &&
+            strstr(err.msg, want),
+        "a KV cache over the binding limit: %d, %s", (int)s, err.msg);
+  printf("  refused: %s\n", err.msg);
   /* between the two: made, the layers over the limit in groups of one KV head */
-  s = llm_kv_cache_create(th_gpu(), &m->hp, fits, 16, 0, bind, &kv, err, sizeof err);
-  CHECK(s == WGLLM_OK, "a KV cache of %u positions: %s", fits, err);
+  s = llm_kv_cache_create(th_gpu(), &m->hp, fits, 16, 0, bind, &kv, &err);
+  CHECK(s == WGLLM_OK, "a KV cache of %u positions: %s", fits, err.msg);
   if (!s) {
     uint32_t split = 0;
     for (uint32_t l = 0; l < m->hp.n_layer; l++) {
@@ -154,29 +155,29 @@ static void kv_over_binding(void) {
    session creation, each with the numbers (the device's memory, from its heaps, set small on the context). */
 static void memory_checks(void) {
   gpu_context *g = th_gpu();
-  char err[1024];
+  llm_err err = {0};
   CHECK(g->device_memory > 0 && g->n_heaps > 0, "the adapter reports no memory heaps (%u heaps, %llu bytes)",
         g->n_heaps, (unsigned long long)g->device_memory);
   printf("  device memory: %.2f GB in %u heap(s)\n", g->device_memory / 1e9, g->n_heaps);
   uint64_t saved = g->device_memory, live = g->bytes_live;
   llm_model *m = NULL;
   g->device_memory = 100000; /* the gemma3 fixture's weights are about 0.8 MB */
-  wgllm_status s = llm_model_load(g, "data/models/gemma3", NULL, &m, err, sizeof err);
-  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err, "weights need") && g->bytes_live == live,
-        "a model over the device's memory: %d, %s (%llu bytes left allocated)", (int)s, err,
+  wgllm_status s = llm_model_load(g, "data/models/gemma3", NULL, &m, &err);
+  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err.msg, "weights need") && g->bytes_live == live,
+        "a model over the device's memory: %d, %s (%llu bytes left allocated)", (int)s, err.msg,
         (unsigned long long)(g->bytes_live - live));
-  printf("  refused: %s\n", err);
+  printf("  refused: %s\n", err.msg);
   g->device_memory = saved;
-  s = llm_model_load(g, "data/models/gemma3", NULL, &m, err, sizeof err);
-  CHECK(s == WGLLM_OK, "gemma3: %s", err);
+  s = llm_model_load(g, "data/models/gemma3", NULL, &m, &err);
+  CHECK(s == WGLLM_OK, "gemma3: %s", err.msg);
   if (!m) return;
   llm_kv_cache kv;
   g->device_memory = g->bytes_live + 100000;
   uint64_t before = g->bytes_live;
-  s = llm_kv_cache_create(g, &m->hp, 4096, 16, 0, 0, &kv, err, sizeof err);
-  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err, "KV cache: 4096 positions need") && g->bytes_live == before,
-        "a KV cache over the device's memory: %d, %s", (int)s, err);
-  printf("  refused: %s\n", err);
+  s = llm_kv_cache_create(g, &m->hp, 4096, 16, 0, 0, &kv, &err);
+  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err.msg, "KV cache: 4096 positions need") && g->bytes_live == before,
+        "a KV cache over the device's memory: %d, %s", (int)s, err.msg);
+  printf("  refused: %s\n", err.msg);
   g->device_memory = saved;
   llm_model_free(m);
 }

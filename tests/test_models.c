@@ -500,7 +500,8 @@ static void config_numbers_checked(void) {
   };
   int n = 0;
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    char from[200], err[512] = "";
+    char from[200];
+    llm_err err = {0};
     snprintf(from, sizeof from, "data/models/%s", cases[i][0]);
     /* the value goes in as text (cJSON would print 1e999 as null) */
     char *js = edit_config(from, cases[i][1], "\"@VALUE@\"");
@@ -511,10 +512,10 @@ static void config_numbers_checked(void) {
     free(text);
     free(js);
     llm_hparams hp;
-    wgllm_status s = cfg ? llm_hparams_from_json(cfg, &hp, err, sizeof err) : WGLLM_ERR_INVALID_ARG;
-    CHECK(cfg && s != WGLLM_OK && strstr(err, cases[i][3]),
+    wgllm_status s = cfg ? llm_hparams_from_json(cfg, &hp, &err) : WGLLM_ERR_INVALID_ARG;
+    CHECK(cfg && s != WGLLM_OK && strstr(err.msg, cases[i][3]),
           "%s config.json with %s: %s: status %d, error '%s' (want '%s')", cases[i][0], cases[i][1], cases[i][2], s,
-          err, cases[i][3]);
+          err.msg, cases[i][3]);
     if (s == WGLLM_OK) llm_hparams_free(&hp);
     n += s != WGLLM_OK;
     cJSON_Delete(cfg);
@@ -522,14 +523,15 @@ static void config_numbers_checked(void) {
   /* the fixtures themselves, unedited, still load (null optional fields included) */
   static const char *const fine[] = {"llama_gqa", "gemma3", "gemma4_kv_shared", "qwen2", "qwen3"};
   for (size_t i = 0; i < sizeof fine / sizeof fine[0]; i++) {
-    char from[200], err[512] = "";
+    char from[200];
+    llm_err err = {0};
     snprintf(from, sizeof from, "data/models/%s", fine[i]);
     char *js = edit_config(from, "num_key_value_heads", "null"); /* null: the default */
     cJSON *cfg = js ? cJSON_Parse(js) : NULL;
     free(js);
     llm_hparams hp;
-    wgllm_status s = llm_hparams_from_json(cfg, &hp, err, sizeof err);
-    CHECK(s == WGLLM_OK, "%s config.json (num_key_value_heads null): %s", fine[i], err);
+    wgllm_status s = llm_hparams_from_json(cfg, &hp, &err);
+    CHECK(s == WGLLM_OK, "%s config.json (num_key_value_heads null): %s", fine[i], err.msg);
     if (s == WGLLM_OK) llm_hparams_free(&hp);
     cJSON_Delete(cfg);
   }
@@ -693,15 +695,16 @@ static void bad_inputs(void) {
    encodings Hugging Face `tokenizers` gave for the same vocabulary on the device (tokens.json), with and without
    BOS, and the decode round trip. */
 static void gguf_tokenizer_matches(const char *name) {
-  char p[400], err[512] = "";
+  char p[400];
+  llm_err err = {0};
   snprintf(p, sizeof p, "data/models/%s/tokens.json", name);
   char *js = th_read_file(p, NULL);
   cJSON *j = js ? cJSON_Parse(js) : NULL;
   free(js);
   snprintf(p, sizeof p, "data/models/%s/model.gguf", name);
   tokenizer *tok = NULL;
-  wgllm_status s = llm_load_tokenizer(p, &tok, NULL, err, sizeof err);
-  CHECK(j && !s, "%s: tokens.json or the GGUF tokenizer: %s", name, err);
+  wgllm_status s = llm_load_tokenizer(p, &tok, NULL, &err);
+  CHECK(j && !s, "%s: tokens.json or the GGUF tokenizer: %s", name, err.msg);
   int n = 0, bad = 0;
   const cJSON *c, *cases = j ? cJSON_GetObjectItem(j, "cases") : NULL;
   cJSON_ArrayForEach(c, cases) {
@@ -711,13 +714,13 @@ static void gguf_tokenizer_matches(const char *name) {
       const cJSON *want = cJSON_GetObjectItem(c, bos ? "ids_bos" : "ids");
       int32_t *ids = NULL;
       size_t m = 0;
-      wgllm_status e = tok_encode(tok, text, strlen(text), bos, 1, &ids, &m, err, sizeof err);
+      wgllm_status e = tok_encode(tok, text, strlen(text), bos, 1, &ids, &m, &err);
       int same = !e && m == (size_t)cJSON_GetArraySize(want);
       for (size_t i = 0; same && i < m; i++)
         same = ids[i] == (int32_t)cJSON_GetArrayItem(want, (int)i)->valuedouble;
       char *back = NULL;
       size_t bl = 0;
-      if (same && !bos && !tok_decode(tok, ids, m, 0, &back, &bl, err, sizeof err))
+      if (same && !bos && !tok_decode(tok, ids, m, 0, &back, &bl, &err))
         same = bl == strlen(text) && !memcmp(back, text, bl);
       free(back);
       free(ids);

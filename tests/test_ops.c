@@ -210,16 +210,16 @@ static void exec_aux(gpu_recorder *r) { th_run(r); }
 static void exec(gpu_recorder *r, const char *label) {
   if (th_run(r) || !g_perf) return;
   gpu_context *ctx = th_gpu();
-  char err[GPU_ERR_LEN];
-  if (gpu_wait_idle(ctx, err, sizeof err)) {
-    fprintf(stderr, "FAIL %s: wait: %s\n", g_case, err);
+  llm_err err = {0};
+  if (gpu_wait_idle(ctx, &err)) {
+    fprintf(stderr, "FAIL %s: wait: %s\n", g_case, err.msg);
     th_failures++;
     return;
   }
   int reps = 0;
   double t0 = now_s(), t = 0;
   do {
-    if (th_run(r) || gpu_wait_idle(ctx, err, sizeof err)) return;
+    if (th_run(r) || gpu_wait_idle(ctx, &err)) return;
     reps++;
     t = now_s() - t0;
   } while ((t < 0.2 || reps < 5) && reps < 1000);
@@ -796,9 +796,9 @@ static op_weight make_weight(op_wtype type, size_t N, size_t K, uint32_t group, 
         uint16_t h = ref_f32_to_f16(BLOCK_TYPES[bt].f16_mag[f] * th_uniform(&rng, 0.5f, 1.5f));
         memcpy(blk + b * bb + BLOCK_TYPES[bt].f16_at[f], &h, 2);
       }
-    char err[256];
-    CHECK(wt_traits(BLOCK_TYPES[bt].dt)->to_f32(blk, deq, (int64_t)(N * K), err, sizeof err) == WGLLM_OK, "%s: %s",
-          g_case, err);
+    llm_err err = {0};
+    CHECK(wt_traits(BLOCK_TYPES[bt].dt)->to_f32(blk, deq, (int64_t)(N * K), &err) == WGLLM_OK, "%s: %s", g_case,
+          err.msg);
     size_t gbytes = (size_t)op_blocks_gpu_bytes(type, N * K);
     uint8_t *gpu = malloc(gbytes + 4);
     op_blocks_to_gpu(type, blk, N * K, gpu);

@@ -110,37 +110,35 @@ static void test_flush(void) {
 
 static void test_quarantine(void) {
   gpu_context *ctx = th_gpu();
-  char err[512];
+  llm_err err = {0};
   gpu_buffer *x, *y;
-  CHECK(gpu_pool_acquire(ctx, 4096, "x", &x, err, sizeof err) == WGLLM_OK, "acquire: %s", err);
+  CHECK(gpu_pool_acquire(ctx, 4096, "x", &x, &err) == WGLLM_OK, "acquire: %s", err.msg);
   /* outside a recording: released buffers are reused at once */
   gpu_pool_release(ctx, x);
-  CHECK(gpu_pool_acquire(ctx, 4096, "y", &y, err, sizeof err) == WGLLM_OK && y == x, "immediate reuse");
+  CHECK(gpu_pool_acquire(ctx, 4096, "y", &y, &err) == WGLLM_OK && y == x, "immediate reuse");
   /* while a kept recording references it: quarantined */
   gpu_recorder *rec = gpu_recorder_create(ctx, 1);
   op_fill_f32(rec, gpu_whole(y), 1024, 2.0f);
   gpu_pool_release(ctx, y);
   gpu_buffer *z;
-  CHECK(gpu_pool_acquire(ctx, 4096, "z", &z, err, sizeof err) == WGLLM_OK && z != y,
-        "pinned buffer reused while recording lives");
+  CHECK(gpu_pool_acquire(ctx, 4096, "z", &z, &err) == WGLLM_OK && z != y, "pinned buffer reused while recording lives");
   CHECK(gpu_recorder_run(rec) == WGLLM_OK, "run after release");
   gpu_recorder_free(rec);
   gpu_buffer *w;
-  CHECK(gpu_pool_acquire(ctx, 4096, "w", &w, err, sizeof err) == WGLLM_OK && w == y,
-        "quarantined buffer back after free");
+  CHECK(gpu_pool_acquire(ctx, 4096, "w", &w, &err) == WGLLM_OK && w == y, "quarantined buffer back after free");
   gpu_pool_release(ctx, z);
   gpu_pool_release(ctx, w);
   /* released mid-recording and acquired again by the same recording (one-shot and kept): another buffer, and
      each op's result stands (a = 2, c = a + a, then the new buffer b = 5; c must read 4) */
   for (int keep = 0; keep < 2; keep++) {
     gpu_buffer *a, *b, *c;
-    CHECK(gpu_pool_acquire(ctx, 4096, "a", &a, err, sizeof err) == WGLLM_OK, "acquire a: %s", err);
-    CHECK(gpu_pool_acquire(ctx, 4096, "c", &c, err, sizeof err) == WGLLM_OK, "acquire c: %s", err);
+    CHECK(gpu_pool_acquire(ctx, 4096, "a", &a, &err) == WGLLM_OK, "acquire a: %s", err.msg);
+    CHECK(gpu_pool_acquire(ctx, 4096, "c", &c, &err) == WGLLM_OK, "acquire c: %s", err.msg);
     gpu_recorder *r2 = gpu_recorder_create(ctx, keep);
     op_fill_f32(r2, gpu_whole(a), 1024, 2.0f);
     op_add(r2, gpu_whole(a), gpu_whole(a), gpu_whole(c), 1024, 1024);
     gpu_pool_release(ctx, a);
-    CHECK(gpu_pool_acquire(ctx, 4096, "b", &b, err, sizeof err) == WGLLM_OK && b != a,
+    CHECK(gpu_pool_acquire(ctx, 4096, "b", &b, &err) == WGLLM_OK && b != a,
           "a buffer released mid-recording is handed to the same recording (keep %d)", keep);
     op_fill_f32(r2, gpu_whole(b), 1024, 5.0f);
     op_add_inplace(r2, gpu_whole(c), gpu_whole(b), 1024, 1024); /* c = 4 + 5 */
@@ -239,45 +237,44 @@ static void test_indirect_and_refusals(void) {
   CHECK(gpu_record(rec, &d) != WGLLM_OK && strstr(gpu_recorder_error(rec), "binding 0"), "bad binding refused");
   gpu_recorder_free(rec);
   /* an allocation the device refuses is a status with a message */
-  char err[512];
+  llm_err err = {0};
   gpu_buffer *huge;
-  wgllm_status s = gpu_buffer_create(ctx, ctx->limits.maxBufferSize + 1024ull, "huge", &huge, err, sizeof err);
-  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err, "huge"), "huge buffer refused: %s", err);
+  wgllm_status s = gpu_buffer_create(ctx, ctx->limits.maxBufferSize + 1024ull, "huge", &huge, &err);
+  CHECK(s == WGLLM_ERR_OUT_OF_MEMORY && strstr(err.msg, "huge"), "huge buffer refused: %s", err.msg);
   gpu_buffer_destroy(ctx, ind);
-  CHECK(gpu_check(ctx, err, sizeof err) == WGLLM_OK, "no stray errors: %s", err);
+  CHECK(gpu_check(ctx, &err) == WGLLM_OK, "no stray errors: %s", err.msg);
   /* an error Dawn reports asynchronously (uncaptured: a write past a buffer's end) becomes a status with
      Dawn's message, and the context keeps working afterwards */
   float junk[8] = {0};
   wgpuQueueWriteBuffer(ctx->queue, o->handle, o->size, junk, sizeof junk);
-  s = gpu_check(ctx, err, sizeof err);
-  CHECK(s == WGLLM_ERR_GPU && strstr(err, "validation"), "uncaptured error as a status: %s (%s)", err,
+  s = gpu_check(ctx, &err);
+  CHECK(s == WGLLM_ERR_GPU && strstr(err.msg, "validation"), "uncaptured error as a status: %s (%s)", err.msg,
         wgllm_status_name(s));
-  CHECK(gpu_check(ctx, err, sizeof err) == WGLLM_OK, "the error is reported once: %s", err);
+  CHECK(gpu_check(ctx, &err) == WGLLM_OK, "the error is reported once: %s", err.msg);
   gpu_buffer_destroy(ctx, o);
 }
 
 static void test_pipeline_cache(void) {
   gpu_context *ctx = th_gpu();
-  char err[512];
+  llm_err err = {0};
   WGPUComputePipeline a, b, c;
-  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &a, err, sizeof err) == WGLLM_OK, "%s", err);
-  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &b, err, sizeof err) == WGLLM_OK && a == b,
-        "cached pipeline reused");
-  CHECK(gpu_pipeline_get(ctx, "matvec", "f32", NULL, 0, &c, err, sizeof err) == WGLLM_OK && c != a,
-        "distinct pipeline");
+  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &a, &err) == WGLLM_OK, "%s", err.msg);
+  CHECK(gpu_pipeline_get(ctx, "fill", "u32", NULL, 0, &b, &err) == WGLLM_OK && a == b, "cached pipeline reused");
+  CHECK(gpu_pipeline_get(ctx, "matvec", "f32", NULL, 0, &c, &err) == WGLLM_OK && c != a, "distinct pipeline");
   gpu_constant bogus = {"NOT_A_CONSTANT", 1.0};
   WGPUComputePipeline d;
-  wgllm_status s = gpu_pipeline_get(ctx, "fill", "u32", &bogus, 1, &d, err, sizeof err);
-  CHECK(s == WGLLM_ERR_GPU && strstr(err, "fill"), "bad override constant is an error with the kernel named: %s", err);
+  wgllm_status s = gpu_pipeline_get(ctx, "fill", "u32", &bogus, 1, &d, &err);
+  CHECK(s == WGLLM_ERR_GPU && strstr(err.msg, "fill"), "bad override constant is an error with the kernel named: %s",
+        err.msg);
   /* every generated variant compiles on this device (or is refused for a missing feature) */
   for (size_t i = 0; i < gpu_kernel_source_count; i++) {
     const gpu_kernel_source *k = &gpu_kernel_sources[i];
     WGPUComputePipeline p;
-    s = gpu_pipeline_get(ctx, k->kernel, k->variant, NULL, 0, &p, err, sizeof err);
+    s = gpu_pipeline_get(ctx, k->kernel, k->variant, NULL, 0, &p, &err);
     int refused_ok =
         s == WGLLM_ERR_UNSUPPORTED && (((k->requires & GPU_REQ_F16) && !ctx->has_f16) ||
                                        ((k->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix));
-    CHECK(s == WGLLM_OK || refused_ok, "kernel %s/%s: %s", k->kernel, k->variant, err);
+    CHECK(s == WGLLM_OK || refused_ok, "kernel %s/%s: %s", k->kernel, k->variant, err.msg);
   }
   /* and so does every developer variant (wgllm_dev's table, through its source), none of them in the library's */
   for (size_t i = 0; i < dev_kernel_source_count; i++) {
@@ -285,12 +282,12 @@ static void test_pipeline_cache(void) {
     CHECK(!gpu_kernel_find(k->kernel, k->variant), "developer kernel %s/%s in the library's table", k->kernel,
           k->variant);
     WGPUComputePipeline p;
-    s = gpu_pipeline_get_source(ctx, k, NULL, 0, &p, err, sizeof err);
+    s = gpu_pipeline_get_source(ctx, k, NULL, 0, &p, &err);
     int refused_ok =
         s == WGLLM_ERR_UNSUPPORTED &&
         (((k->requires & GPU_REQ_F16) && !ctx->has_f16) || ((k->requires & GPU_REQ_SUBGROUPS) && !ctx->has_subgroups) ||
          ((k->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix));
-    CHECK(s == WGLLM_OK || refused_ok, "developer kernel %s/%s: %s", k->kernel, k->variant, err);
+    CHECK(s == WGLLM_OK || refused_ok, "developer kernel %s/%s: %s", k->kernel, k->variant, err.msg);
   }
   CHECK(dev_kernel_find(K_GEMV, V_GEMV_Q4_PROBE) != NULL, "the GEMV's probe variant in the developer table");
 }

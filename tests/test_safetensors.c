@@ -20,7 +20,7 @@
 #define GQA_DIR "data/models/llama_gqa"
 #define BF16_DIR "data/models/llama_mha_bf16"
 
-static char err[1024];
+static llm_err err;
 
 /* cJSON struct walk (the test does not link cJSON itself) */
 static const cJSON *jget(const cJSON *o, const char *key) {
@@ -33,8 +33,8 @@ static const cJSON *jget(const cJSON *o, const char *key) {
 
 static void test_st_gqa(void) {
   wt_store *s = NULL;
-  wgllm_status st = st_open_dir(GQA_DIR, &s, err, sizeof err);
-  CHECK(st == WGLLM_OK, "%s", err);
+  wgllm_status st = st_open_dir(GQA_DIR, &s, &err);
+  CHECK(st == WGLLM_OK, "%s", err.msg);
   if (st) return;
   CHECK(wt_store_format(s) == WT_FORMAT_SAFETENSORS, "format");
   CHECK(wt_count(s) == 29, "count %zu", wt_count(s));
@@ -76,7 +76,7 @@ static void test_st_gqa(void) {
         "model.norm.weight values");
   const wt_tensor *k2 = wt_find(s, "model.layers.2.self_attn.k_proj.weight");
   float kv[32 * 96];
-  CHECK(wc_tensor_to_f32(k2, kv, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(wc_tensor_to_f32(k2, kv, &err) == WGLLM_OK, "%s", err.msg);
   CHECK(kv[0] == 0.08247770369052887f && kv[1] == -0.016973042860627174f && kv[3] == -0.09598048776388168f &&
             kv[32 * 96 - 1] == 0.02518569678068161f,
         "k_proj values");
@@ -101,8 +101,8 @@ static void test_st_gqa(void) {
 
 static void test_st_bf16(void) {
   wt_store *s = NULL;
-  wgllm_status st = st_open_dir(BF16_DIR, &s, err, sizeof err);
-  CHECK(st == WGLLM_OK, "%s", err);
+  wgllm_status st = st_open_dir(BF16_DIR, &s, &err);
+  CHECK(st == WGLLM_OK, "%s", err.msg);
   if (st) return;
   CHECK(wt_count(s) == 21, "count %zu", wt_count(s));
   const wt_tensor *lm = wt_find(s, "lm_head.weight"), *emb = wt_find(s, "model.embed_tokens.weight");
@@ -121,7 +121,7 @@ static void test_st_bf16(void) {
     const wt_tensor *t = wt_at(s, i);
     int64_t n = wt_numel(t);
     float *f = malloc((size_t)n * sizeof *f);
-    CHECK(wc_tensor_to_f32(t, f, err, sizeof err) == WGLLM_OK, "%s", err);
+    CHECK(wc_tensor_to_f32(t, f, &err) == WGLLM_OK, "%s", err.msg);
     for (int64_t j = 0; j < n; j++, total++)
       bad += (double)f[j] != bf16_ref(ld16((const uint8_t *)t->data + 2 * j));
     free(f);
@@ -154,7 +154,7 @@ static wgllm_status open_one(const char *header, size_t n, wt_store **s) {
   for (size_t i = 0; i < sizeof data; i++)
     data[i] = (uint8_t)(i * 7 + 1);
   write_st(tpath("d/model.safetensors"), header, data, n);
-  return st_open_dir(tpath("d"), s, err, sizeof err);
+  return st_open_dir(tpath("d"), s, &err);
 }
 
 static void test_st_generated(void) {
@@ -171,7 +171,7 @@ static void test_st_generated(void) {
       "\"sc\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[13,17]},"
       "\"z\":{\"dtype\":\"BF16\",\"shape\":[0,5],\"data_offsets\":[17,17]}}",
       17, &s);
-  CHECK(st == WGLLM_OK, "%s", err);
+  CHECK(st == WGLLM_OK, "%s", err.msg);
   if (!st) {
     const wt_tensor *h = wt_find(s, "h"), *sc = wt_find(s, "sc"), *z = wt_find(s, "z");
     CHECK(wt_count(s) == 3 && h && sc && z, "count");
@@ -221,38 +221,38 @@ static void test_st_generated(void) {
   /* header length past EOF, and a file too short to hold it */
   uint8_t hdr[16] = {0x40, 0x42, 0x0f, 0, 0, 0, 0, 0, '{', '}'};
   write_file(st_path, hdr, 16);
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "header length 1000000", "past the end");
   memset(hdr, 0xff, 8);
   write_file(st_path, hdr, 16);
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "header length", NULL);
   write_file(st_path, hdr, 5);
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "too short", NULL);
 
   /* config.json: bad JSON, not an object, missing; then no weights at all */
   open_one("{}", 0, &s); /* restore a valid weights file */
   wt_store_free(s);
   write_file(tpath("d/config.json"), "{\"a\": tru}", 10);
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("d/config.json"), "JSON", "byte");
   write_file(tpath("d/config.json"), "42", 2);
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("d/config.json"), "not an object", NULL);
   unlink(tpath("d/config.json"));
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d/config.json"), "open", NULL);
   CHECK(s == NULL, "no store on failure");
   write_file(tpath("d/config.json"), cfg, strlen(cfg));
   unlink(st_path);
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d"), "model.safetensors", NULL);
-  st = st_open_dir(tpath("no_such_dir"), &s, err, sizeof err);
+  st = st_open_dir(tpath("no_such_dir"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("no_such_dir/config.json"), NULL, NULL);
   /* a directory where the weights file should be */
   mkdir(st_path, 0755);
-  st = st_open_dir(tpath("d"), &s, err, sizeof err);
+  st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, st_path, "regular file", NULL);
   rmdir(st_path);
 }
@@ -301,8 +301,8 @@ static void write_index(const wt_store *src, size_t split, const char *override_
 
 static void test_st_sharded(void) {
   wt_store *ref = NULL, *s = NULL;
-  if (st_open_dir(GQA_DIR, &ref, err, sizeof err)) {
-    CHECK(0, "%s", err);
+  if (st_open_dir(GQA_DIR, &ref, &err)) {
+    CHECK(0, "%s", err.msg);
     return;
   }
   make_dir("sh");
@@ -314,8 +314,8 @@ static void test_st_sharded(void) {
   write_shard(s1, ref, 0, split, NULL);
   write_shard(s2, ref, split, n, NULL);
   write_index(ref, split, NULL);
-  wgllm_status st = st_open_dir(tpath("sh"), &s, err, sizeof err);
-  CHECK(st == WGLLM_OK, "%s", err);
+  wgllm_status st = st_open_dir(tpath("sh"), &s, &err);
+  CHECK(st == WGLLM_OK, "%s", err.msg);
   if (!st) {
     CHECK(wt_count(s) == n, "sharded count %zu", wt_count(s));
     for (size_t i = 0; i < n; i++) {
@@ -330,35 +330,35 @@ static void test_st_sharded(void) {
   wt_store_free(s);
   /* the index wins over a stray model.safetensors */
   write_file(tpath("sh/model.safetensors"), "junk", 4);
-  st = st_open_dir(tpath("sh"), &s, err, sizeof err);
-  CHECK(st == WGLLM_OK, "index preferred: %s", err);
+  st = st_open_dir(tpath("sh"), &s, &err);
+  CHECK(st == WGLLM_OK, "index preferred: %s", err.msg);
   wt_store_free(s);
   unlink(tpath("sh/model.safetensors"));
 
   /* a tensor in two shards */
   write_shard(s2, ref, split, n, wt_at(ref, 0)->name);
-  st = st_open_dir(tpath("sh"), &s, err, sizeof err);
+  st = st_open_dir(tpath("sh"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, s2, "duplicate", wt_at(ref, 0)->name);
-  CHECK(contains(err, s1), "names the first file: %s", err);
+  CHECK(contains(err.msg, s1), "names the first file: %s", err.msg);
   /* the index names a tensor its shard lacks */
   write_shard(s2, ref, split, n - 1, NULL);
-  st = st_open_dir(tpath("sh"), &s, err, sizeof err);
+  st = st_open_dir(tpath("sh"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, "model.safetensors.index.json", wt_at(ref, n - 1)->name, s2);
   write_shard(s2, ref, split, n, NULL);
   /* a missing shard */
   write_index(ref, split, "model-00003-of-00002.safetensors");
-  st = st_open_dir(tpath("sh"), &s, err, sizeof err);
+  st = st_open_dir(tpath("sh"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("sh/model-00003-of-00002.safetensors"), NULL, NULL);
   /* a shard name escaping the directory */
   write_index(ref, split, "../d/model.safetensors");
-  st = st_open_dir(tpath("sh"), &s, err, sizeof err);
+  st = st_open_dir(tpath("sh"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, "index.json", "shard file name", NULL);
   /* bad index JSON, and no weight_map */
   write_file(tpath("sh/model.safetensors.index.json"), "{\"weight_map\": {", 16);
-  st = st_open_dir(tpath("sh"), &s, err, sizeof err);
+  st = st_open_dir(tpath("sh"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("sh/model.safetensors.index.json"), "JSON", NULL);
   write_file(tpath("sh/model.safetensors.index.json"), "{\"metadata\": {}}", 16);
-  st = st_open_dir(tpath("sh"), &s, err, sizeof err);
+  st = st_open_dir(tpath("sh"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("sh/model.safetensors.index.json"), "weight_map", NULL);
   wt_store_free(ref);
 }
@@ -377,10 +377,10 @@ static void test_st_truncated(void) {
     if (cut > 3100 && cut % 9973 != 0 && cut < len - 64) continue; /* all of the header, a sample of the data */
     if (truncate(p, (off_t)cut) != 0) break;
     wt_store *s = NULL;
-    wgllm_status st = st_open_dir(tpath("tr"), &s, err, sizeof err);
+    wgllm_status st = st_open_dir(tpath("tr"), &s, &err);
     n++;
-    if (st != WGLLM_ERR_FORMAT || !contains(err, p) || s) {
-      if (wrong++ < 5) CHECK(0, "cut at %zu: %s: %s", cut, wgllm_status_name(st), err);
+    if (st != WGLLM_ERR_FORMAT || !contains(err.msg, p) || s) {
+      if (wrong++ < 5) CHECK(0, "cut at %zu: %s: %s", cut, wgllm_status_name(st), err.msg);
     }
     wt_store_free(s);
   }
@@ -400,15 +400,15 @@ static void test_st_truncated(void) {
       if (pwrite(fd, &c, 1, (off_t)pos[j]) != 1) CHECK(0, "pwrite");
     }
     wt_store *s = NULL;
-    wgllm_status st = st_open_dir(tpath("tr"), &s, err, sizeof err);
+    wgllm_status st = st_open_dir(tpath("tr"), &s, &err);
     if (st == WGLLM_OK) {
       ok++;
       for (size_t i = 0; i < wt_count(s); i++) {
         const wt_tensor *t = wt_at(s, i);
         CHECK(t->file_offset + t->nbytes <= len, "mutated file: tensor '%s' out of bounds", t->name);
       }
-    } else if ((st != WGLLM_ERR_FORMAT && st != WGLLM_ERR_UNSUPPORTED) || !contains(err, p)) {
-      if (other++ < 5) CHECK(0, "mutated safetensors: %s: %s", wgllm_status_name(st), err);
+    } else if ((st != WGLLM_ERR_FORMAT && st != WGLLM_ERR_UNSUPPORTED) || !contains(err.msg, p)) {
+      if (other++ < 5) CHECK(0, "mutated safetensors: %s: %s", wgllm_status_name(st), err.msg);
     }
     wt_store_free(s);
     for (int j = k - 1; j >= 0; j--)

@@ -13,16 +13,16 @@
 #include <unistd.h>
 
 static float *logits_of(llm_model *m, const int32_t *ids, uint32_t n) {
-  char err[1024];
+  llm_err err = {0};
   llm_session *s;
   llm_session_options so = {.ctx = 64};
-  if (llm_session_create(m, &so, &s, err, sizeof err)) {
-    CHECK(0, "%s", err);
+  if (llm_session_create(m, &so, &s, &err)) {
+    CHECK(0, "%s", err.msg);
     return NULL;
   }
   float *l = malloc((size_t)n * m->hp.n_vocab * 4);
-  CHECK(llm_session_prefill(s, ids, n - 1, l, 1) == WGLLM_OK, "prefill: %s", s->err);
-  CHECK(llm_session_decode(s, ids[n - 1], l + (size_t)(n - 1) * m->hp.n_vocab) == WGLLM_OK, "decode: %s", s->err);
+  CHECK(llm_session_prefill(s, ids, n - 1, l, 1) == WGLLM_OK, "prefill: %s", s->err.msg);
+  CHECK(llm_session_decode(s, ids[n - 1], l + (size_t)(n - 1) * m->hp.n_vocab) == WGLLM_OK, "decode: %s", s->err.msg);
   llm_session_free(s);
   return l;
 }
@@ -31,9 +31,9 @@ static float *logits_of(llm_model *m, const int32_t *ids, uint32_t n) {
    window) with finite logits that match a prefill of the same tokens; its KV cache holds the owning layers only;
    it has no GGUF form. */
 static void gemma4_tiny(gpu_context *gpu) {
-  char err[1024];
+  llm_err err = {0};
   llm_model *m = NULL;
-  CHECK(llm_model_synthetic(gpu, "gemma4-tiny", 32, &m, err, sizeof err) == WGLLM_OK, "gemma4-tiny: %s", err);
+  CHECK(llm_model_synthetic(gpu, "gemma4-tiny", 32, &m, &err) == WGLLM_OK, "gemma4-tiny: %s", err.msg);
   if (!m) return;
   const llm_hparams *hp = &m->hp;
   CHECK(hp->arch == LLM_ARCH_GEMMA4 && hp->lay && hp->ple_dim && hp->window, "gemma4-tiny is not Gemma 4 shaped");
@@ -44,19 +44,19 @@ static void gemma4_tiny(gpu_context *gpu) {
     ids[i] = (int32_t)((i * 2654435761u + 7) % V);
   llm_session *s;
   llm_session_options so = {.ctx = CTX};
-  CHECK(llm_session_create(m, &so, &s, err, sizeof err) == WGLLM_OK, "gemma4-tiny session: %s", err);
+  CHECK(llm_session_create(m, &so, &s, &err) == WGLLM_OK, "gemma4-tiny session: %s", err.msg);
   float *all = malloc((size_t)N * V * 4), *step = malloc((size_t)V * 4);
   /* every position's logits from one prefill, then the last DEC positions again as decode steps */
-  CHECK(llm_session_prefill(s, ids, N, all, 1) == WGLLM_OK, "gemma4-tiny prefill: %s", s->err);
+  CHECK(llm_session_prefill(s, ids, N, all, 1) == WGLLM_OK, "gemma4-tiny prefill: %s", s->err.msg);
   size_t bad = 0;
   for (size_t i = 0; i < (size_t)N * V; i++)
     bad += !isfinite(all[i]);
   CHECK(bad == 0, "gemma4-tiny prefill: %zu logits not finite", bad);
   llm_session_reset(s);
-  CHECK(llm_session_prefill(s, ids, N - DEC, step, 0) == WGLLM_OK, "gemma4-tiny prefill: %s", s->err);
+  CHECK(llm_session_prefill(s, ids, N - DEC, step, 0) == WGLLM_OK, "gemma4-tiny prefill: %s", s->err.msg);
   double worst = 0;
   for (uint32_t p = N - DEC; p < N; p++) {
-    CHECK(llm_session_decode(s, ids[p], step) == WGLLM_OK, "gemma4-tiny decode at %u: %s", p, s->err);
+    CHECK(llm_session_decode(s, ids[p], step) == WGLLM_OK, "gemma4-tiny decode at %u: %s", p, s->err.msg);
     double num = 0, den = 0;
     size_t nf = 0;
     for (uint32_t v = 0; v < V; v++) {
@@ -92,18 +92,18 @@ static void gemma4_tiny(gpu_context *gpu) {
   llm_model_free(m);
   char path[256];
   snprintf(path, sizeof path, "/tmp/wgllm-synth-g4-%d.gguf", (int)getpid());
-  CHECK(llm_synthetic_write_gguf("gemma4-tiny", path, err, sizeof err) == WGLLM_ERR_UNSUPPORTED &&
-            strstr(err, "no GGUF form") && access(path, F_OK) != 0,
-        "gemma4-tiny GGUF: %s", err);
+  CHECK(llm_synthetic_write_gguf("gemma4-tiny", path, &err) == WGLLM_ERR_UNSUPPORTED &&
+            strstr(err.msg, "no GGUF form") && access(path, F_OK) != 0,
+        "gemma4-tiny GGUF: %s", err.msg);
 }
 
 /* the ids of text from both tokenizers (BOS added, special tokens parsed) are the same */
 static void same_ids(const tokenizer *a, const tokenizer *b, const char *text) {
-  char err[256];
+  llm_err err = {0};
   int32_t *ia = NULL, *ib = NULL;
   size_t na = 0, nb = 0;
-  CHECK(tok_encode(a, text, strlen(text), 1, 1, &ia, &na, err, sizeof err) == WGLLM_OK, "%s", err);
-  CHECK(tok_encode(b, text, strlen(text), 1, 1, &ib, &nb, err, sizeof err) == WGLLM_OK, "%s", err);
+  CHECK(tok_encode(a, text, strlen(text), 1, 1, &ia, &na, &err) == WGLLM_OK, "%s", err.msg);
+  CHECK(tok_encode(b, text, strlen(text), 1, 1, &ib, &nb, &err) == WGLLM_OK, "%s", err.msg);
   CHECK(na == nb && na > 1 && ia && ib && !memcmp(ia, ib, na * sizeof *ia),
         "\"%s\": %zu ids from the GGUF, %zu from tokenizer.json (first %d vs %d)", text, na, nb, na ? ia[0] : -1,
         nb ? ib[0] : -1);
@@ -117,7 +117,8 @@ static void same_ids(const tokenizer *a, const tokenizer *b, const char *text) {
    a non-special added token at the next id, as tokenizers would give it whatever the file said, bos_token as
    {"content": ...}, a chat template); a vocabulary over the shape's 512 is refused. */
 static void vocab_gguf(void) {
-  char err[1024], path[256], dir[256], f[300];
+  char path[256], dir[256], f[300];
+  llm_err err = {0};
   snprintf(path, sizeof path, "/tmp/wgllm-synth-vocab-%d.gguf", (int)getpid());
   snprintf(dir, sizeof dir, "/tmp/wgllm-synth-vocab-%d", (int)getpid());
   /* the rewritten copy */
@@ -155,11 +156,11 @@ static void vocab_gguf(void) {
   const char *dirs[] = {"../models/default", dir};
   for (int d = 0; d < 2; d++) {
     llm_synthetic_gguf_opts o = {.vocab_dir = dirs[d], .n_vocab = 2100};
-    CHECK(llm_synthetic_write_gguf_opts("tiny", path, &o, err, sizeof err) == WGLLM_OK, "%s: %s", dirs[d], err);
+    CHECK(llm_synthetic_write_gguf_opts("tiny", path, &o, &err) == WGLLM_OK, "%s: %s", dirs[d], err.msg);
     tokenizer *g = NULL, *h = NULL;
     char *ctg = NULL, *cth = NULL;
-    CHECK(llm_load_tokenizer(path, &g, &ctg, err, sizeof err) == WGLLM_OK, "%s's GGUF tokenizer: %s", dirs[d], err);
-    CHECK(llm_load_tokenizer(dirs[d], &h, &cth, err, sizeof err) == WGLLM_OK, "%s: %s", dirs[d], err);
+    CHECK(llm_load_tokenizer(path, &g, &ctg, &err) == WGLLM_OK, "%s's GGUF tokenizer: %s", dirs[d], err.msg);
+    CHECK(llm_load_tokenizer(dirs[d], &h, &cth, &err) == WGLLM_OK, "%s: %s", dirs[d], err.msg);
     if (g && h) {
       for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
         same_ids(g, h, texts[i]);
@@ -180,9 +181,9 @@ static void vocab_gguf(void) {
   }
   printf("synthetic tiny with a 2048-token vocabulary: GGUF tokenizer ids = tokenizer.json ids\n");
   llm_synthetic_gguf_opts o = {.vocab_dir = "../models/default"};
-  CHECK(llm_synthetic_write_gguf_opts("tiny", path, &o, err, sizeof err) == WGLLM_ERR_INVALID_ARG &&
-            strstr(err, "2048") && strstr(err, "512") && access(path, F_OK) != 0,
-        "a vocabulary over n_vocab: %s", err);
+  CHECK(llm_synthetic_write_gguf_opts("tiny", path, &o, &err) == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "2048") &&
+            strstr(err.msg, "512") && access(path, F_OK) != 0,
+        "a vocabulary over n_vocab: %s", err.msg);
   snprintf(f, sizeof f, "rm -r %s", dir);
   CHECK(system(f) == 0, "%s", f);
 }
@@ -190,12 +191,13 @@ static void vocab_gguf(void) {
 int main(void) {
   vocab_gguf();
   gpu_context *gpu = th_gpu();
-  char err[1024], path[256];
+  char path[256];
+  llm_err err = {0};
   snprintf(path, sizeof path, "/tmp/wgllm-synth-%d.gguf", (int)getpid());
   llm_model *a, *b;
-  CHECK(llm_model_synthetic(gpu, "tiny", 32, &a, err, sizeof err) == WGLLM_OK, "%s", err);
-  CHECK(llm_synthetic_write_gguf("tiny", path, err, sizeof err) == WGLLM_OK, "%s", err);
-  CHECK(llm_model_load(gpu, path, NULL, &b, err, sizeof err) == WGLLM_OK, "load %s: %s", path, err);
+  CHECK(llm_model_synthetic(gpu, "tiny", 32, &a, &err) == WGLLM_OK, "%s", err.msg);
+  CHECK(llm_synthetic_write_gguf("tiny", path, &err) == WGLLM_OK, "%s", err.msg);
+  CHECK(llm_model_load(gpu, path, NULL, &b, &err) == WGLLM_OK, "load %s: %s", path, err.msg);
   int32_t ids[] = {1, 50, 7, 300, 511, 2, 99};
   uint32_t n = 7, V = a->hp.n_vocab;
   float *la = logits_of(a, ids, n), *lb = logits_of(b, ids, n);
@@ -207,9 +209,8 @@ int main(void) {
   CHECK(den > 0 && sqrt(num / den) < 1e-6, "synthetic vs its GGUF: rel L2 %.3g", sqrt(num / den));
   printf("synthetic tiny vs its GGUF: relative L2 %.3g\n", sqrt(num / den));
   llm_model *none = NULL; /* its own variable: the failing call sets it to NULL (reusing b leaked the model) */
-  CHECK(llm_model_synthetic(gpu, "nope", 32, &none, err, sizeof err) == WGLLM_ERR_INVALID_ARG && strstr(err, "nope") &&
-            !none,
-        "unknown name: %s", err);
+  CHECK(llm_model_synthetic(gpu, "nope", 32, &none, &err) == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "nope") && !none,
+        "unknown name: %s", err.msg);
   free(la);
   free(lb);
   llm_model_free(a);

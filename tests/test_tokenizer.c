@@ -90,9 +90,10 @@ static int check_ids(const char *tname, const char *sname, const char *what, con
 }
 
 static char *decode_str(const tokenizer *t, const int32_t *ids, size_t n, int skip, size_t *len) {
-  char *text = NULL, err[256];
-  wgllm_status st = tok_decode(t, ids, n, skip, &text, len, err, sizeof err);
-  CHECK(st == WGLLM_OK, "tok_decode: %s", err);
+  char *text = NULL;
+  llm_err err = {0};
+  wgllm_status st = tok_decode(t, ids, n, skip, &text, len, &err);
+  CHECK(st == WGLLM_OK, "tok_decode: %s", err.msg);
   return st == WGLLM_OK ? text : NULL;
 }
 
@@ -138,7 +139,8 @@ static void check_stream(const tokenizer *t, const char *tname, const char *snam
 }
 
 static void golden(const char *tname, const cJSON *strings, const cJSON *expected) {
-  char path[256], cfg[256], err[512];
+  char path[256], cfg[256];
+  llm_err err = {0};
   snprintf(path, sizeof path, TOK_DIR "/%s/tokenizer.json", tname);
   snprintf(cfg, sizeof cfg, TOK_DIR "/%s/tokenizer_config.json", tname);
   FILE *f = fopen(path, "rb");
@@ -147,9 +149,9 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
   fclose(f);
   tokenizer *t = NULL;
   double t0 = now_s(), c0 = cpu_s();
-  wgllm_status st = tok_load_hf(path, cfg, &t, err, sizeof err);
+  wgllm_status st = tok_load_hf(path, cfg, &t, &err);
   double dt = now_s() - t0, dc = cpu_s() - c0;
-  CHECK(st == WGLLM_OK, "tok_load_hf(%s): %s", path, err);
+  CHECK(st == WGLLM_OK, "tok_load_hf(%s): %s", path, err.msg);
   if (st) return;
   printf("%-7s load %.3f s (%.3f s CPU; vocab %zu, bos %d, eos %d)\n", tname, dt, dc, tok_vocab_size(t), tok_bos(t),
          tok_eos(t));
@@ -166,10 +168,10 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
     int fails0 = th_failures;
     int32_t *ids = NULL, *ids_sp = NULL;
     size_t n = 0, n_sp = 0;
-    st = tok_encode(t, text, tl, 0, 1, &ids, &n, err, sizeof err);
-    CHECK(st == WGLLM_OK, "%s/%s encode: %s", tname, sname, err);
-    st = tok_encode(t, text, tl, 1, 1, &ids_sp, &n_sp, err, sizeof err);
-    CHECK(st == WGLLM_OK, "%s/%s encode(add_special): %s", tname, sname, err);
+    st = tok_encode(t, text, tl, 0, 1, &ids, &n, &err);
+    CHECK(st == WGLLM_OK, "%s/%s encode: %s", tname, sname, err.msg);
+    st = tok_encode(t, text, tl, 1, 1, &ids_sp, &n_sp, &err);
+    CHECK(st == WGLLM_OK, "%s/%s encode(add_special): %s", tname, sname, err.msg);
     check_ids(tname, sname, "ids", ids, n, jget(c, "ids"));
     check_ids(tname, sname, "ids_special", ids_sp, n_sp, jget(c, "ids_special"));
     size_t l;
@@ -206,9 +208,9 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
     int32_t *ids = NULL;
     size_t n = 0;
     t0 = now_s();
-    st = tok_encode(t, big, big_len, 1, 1, &ids, &n, err, sizeof err);
+    st = tok_encode(t, big, big_len, 1, 1, &ids, &n, &err);
     dt = now_s() - t0;
-    CHECK(st == WGLLM_OK, "%s: long encode: %s", tname, err);
+    CHECK(st == WGLLM_OK, "%s: long encode: %s", tname, err.msg);
     printf("%-7s encode %zu bytes -> %zu ids in %.3f s (%.1f MB/s)\n", tname, big_len, n, dt, big_len / dt / 1e6);
     free(ids);
     free(big);
@@ -217,18 +219,19 @@ static void golden(const char *tname, const cJSON *strings, const cJSON *expecte
 }
 
 static tokenizer *load(const char *name) {
-  char path[256], cfg[256], err[512];
+  char path[256], cfg[256];
+  llm_err err = {0};
   snprintf(path, sizeof path, TOK_DIR "/%s/tokenizer.json", name);
   snprintf(cfg, sizeof cfg, TOK_DIR "/%s/tokenizer_config.json", name);
   tokenizer *t = NULL;
-  if (tok_load_hf(path, cfg, &t, err, sizeof err) != WGLLM_OK) return NULL;
+  if (tok_load_hf(path, cfg, &t, &err) != WGLLM_OK) return NULL;
   return t;
 }
 
 static void enc(const tokenizer *t, const char *s, int add, int parse, int32_t **ids, size_t *n) {
-  char err[256];
-  wgllm_status st = tok_encode(t, s, strlen(s), add, parse, ids, n, err, sizeof err);
-  CHECK(st == WGLLM_OK, "encode \"%s\": %s", s, err);
+  llm_err err = {0};
+  wgllm_status st = tok_encode(t, s, strlen(s), add, parse, ids, n, &err);
+  CHECK(st == WGLLM_OK, "encode \"%s\": %s", s, err.msg);
 }
 
 static int contains(const int32_t *ids, size_t n, int32_t id) {
@@ -238,7 +241,7 @@ static int contains(const int32_t *ids, size_t n, int32_t id) {
 }
 
 static void special_behaviour(void) {
-  char err[256];
+  llm_err err = {0};
   tokenizer *q = load("qwen3"), *l3 = load("llama3"), *g = load("gemma3"), *l2 = load("llama2");
   if (!q || !l3 || !g || !l2) {
     CHECK(0, "reference tokenizers missing: run scripts/fetch_tokenizers.sh");
@@ -290,20 +293,21 @@ static void special_behaviour(void) {
   const char *bad[] = {"abc\xff", "\xc3", "\xe2\x82", "\xed\xa0\x80", "\xc0\xaf", "\xf4\x90\x80\x80"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     ids = NULL;
-    wgllm_status st = tok_encode(l3, bad[i], strlen(bad[i]), 0, 1, &ids, &n, err, sizeof err);
-    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err, "UTF-8"), "invalid UTF-8 #%zu: %d %s", i, st, err);
+    wgllm_status st = tok_encode(l3, bad[i], strlen(bad[i]), 0, 1, &ids, &n, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "UTF-8"), "invalid UTF-8 #%zu: %d %s", i, st, err.msg);
     free(ids);
   }
   {
     int32_t bad_ids[] = {9906, 999999};
     char *text = NULL;
     size_t tl;
-    wgllm_status st = tok_decode(l3, bad_ids, 2, 0, &text, &tl, err, sizeof err);
-    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err, "999999") && strstr(err, "position 1"), "unknown id: %s", err);
+    wgllm_status st = tok_decode(l3, bad_ids, 2, 0, &text, &tl, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "999999") && strstr(err.msg, "position 1"), "unknown id: %s",
+          err.msg);
     free(text);
     int32_t neg = -5;
-    st = tok_decode(g, &neg, 1, 0, &text, &tl, err, sizeof err);
-    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err, "-5"), "negative id: %s", err);
+    st = tok_decode(g, &neg, 1, 0, &text, &tl, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "-5"), "negative id: %s", err.msg);
   }
   /* streaming with an incomplete UTF-8 sequence at the end: held back, then U+FFFD on flush */
   {
@@ -333,17 +337,17 @@ static void unsupported(void) {
       {"data/tokenizers/no_such_file.json", "cannot read", WGLLM_ERR_IO},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    char err[512] = "";
+    llm_err err = {0};
     tokenizer *t = (tokenizer *)1;
-    wgllm_status st = tok_load_hf(cases[i].file, NULL, &t, err, sizeof err);
-    CHECK(st == cases[i].want && t == NULL && strstr(err, cases[i].needle) && strstr(err, cases[i].file),
-          "%s: status %d, message \"%s\"", cases[i].file, st, err);
+    wgllm_status st = tok_load_hf(cases[i].file, NULL, &t, &err);
+    CHECK(st == cases[i].want && t == NULL && strstr(err.msg, cases[i].needle) && strstr(err.msg, cases[i].file),
+          "%s: status %d, message \"%s\"", cases[i].file, st, err.msg);
   }
 }
 
 /* Tiny vocabularies through tok_create, as the GGUF loader will call it. */
 static void synthetic(void) {
-  char err[256];
+  llm_err err = {0};
   /* SentencePiece BPE by score: pieces with U+2581, <0xXX> byte fallback, control tokens */
   {
     const char *tok[300];
@@ -394,8 +398,8 @@ static void synthetic(void) {
       n++;
     }
     tokenizer *t = NULL;
-    wgllm_status st = tok_create("llama", NULL, n, tok, NULL, score, type, 0, NULL, 1, 2, 1, 0, &t, err, sizeof err);
-    CHECK(st == WGLLM_OK, "tok_create llama: %s", err);
+    wgllm_status st = tok_create("llama", NULL, n, tok, NULL, score, type, 0, NULL, 1, 2, 1, 0, &t, &err);
+    CHECK(st == WGLLM_OK, "tok_create llama: %s", err.msg);
     if (t) {
       int32_t *ids;
       size_t m;
@@ -466,8 +470,8 @@ static void synthetic(void) {
     n++;
     tokenizer *t = NULL;
     wgllm_status st =
-        tok_create("gpt2", "gpt-2", n, tok, NULL, NULL, type, 9, merges, -1, (int32_t)n - 1, 0, 0, &t, err, sizeof err);
-    CHECK(st == WGLLM_OK, "tok_create gpt2: %s", err);
+        tok_create("gpt2", "gpt-2", n, tok, NULL, NULL, type, 9, merges, -1, (int32_t)n - 1, 0, 0, &t, &err);
+    CHECK(st == WGLLM_OK, "tok_create gpt2: %s", err.msg);
     if (t) {
       int32_t *ids;
       size_t m;
@@ -487,10 +491,10 @@ static void synthetic(void) {
       tok_free(t);
     }
     tokenizer *u = NULL;
-    st = tok_create("gpt2", "no-such-pre", n, tok, NULL, NULL, type, 9, merges, -1, -1, 0, 0, &u, err, sizeof err);
-    CHECK(st == WGLLM_ERR_UNSUPPORTED && u == NULL && strstr(err, "no-such-pre"), "unknown pre: %s", err);
-    st = tok_create("bert", NULL, n, tok, NULL, NULL, type, 0, NULL, -1, -1, 0, 0, &u, err, sizeof err);
-    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err, "bert"), "unknown type: %s", err);
+    st = tok_create("gpt2", "no-such-pre", n, tok, NULL, NULL, type, 9, merges, -1, -1, 0, 0, &u, &err);
+    CHECK(st == WGLLM_ERR_UNSUPPORTED && u == NULL && strstr(err.msg, "no-such-pre"), "unknown pre: %s", err.msg);
+    st = tok_create("bert", NULL, n, tok, NULL, NULL, type, 0, NULL, -1, -1, 0, 0, &u, &err);
+    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "bert"), "unknown type: %s", err.msg);
     /* tokenizer.ggml.pre picks the pre-tokenizer: with a piece "oH" in the vocabulary, Llama 3's (letters in one
        run, merges ignored when the run is a token) gives one token for "oH 2024", Tekken's (Mistral Nemo: a word
        is caps then lower case, digits one at a time) splits "o" from "H" and the digits */
@@ -503,8 +507,8 @@ static void synthetic(void) {
       static const char *P[] = {"llama-bpe", "tekken"};
       for (int k = 0; k < 2; k++) {
         tokenizer *tp = NULL;
-        st = tok_create("gpt2", P[k], n2, tok, NULL, NULL, type, 1, oh_merge, -1, -1, 0, 0, &tp, err, sizeof err);
-        CHECK(st == WGLLM_OK, "tok_create pre %s: %s", P[k], err);
+        st = tok_create("gpt2", P[k], n2, tok, NULL, NULL, type, 1, oh_merge, -1, -1, 0, 0, &tp, &err);
+        CHECK(st == WGLLM_OK, "tok_create pre %s: %s", P[k], err.msg);
         if (!tp) continue;
         int32_t *ids;
         size_t m;
@@ -528,8 +532,8 @@ static void synthetic(void) {
       }
     }
     const char *bad_merge[] = {"h q"};
-    st = tok_create("gpt2", "gpt-2", n, tok, NULL, NULL, type, 1, bad_merge, -1, -1, 0, 0, &u, err, sizeof err);
-    CHECK(st == WGLLM_ERR_FORMAT && strstr(err, "merge 0"), "bad merge: %s", err);
+    st = tok_create("gpt2", "gpt-2", n, tok, NULL, NULL, type, 1, bad_merge, -1, -1, 0, 0, &u, &err);
+    CHECK(st == WGLLM_ERR_FORMAT && strstr(err.msg, "merge 0"), "bad merge: %s", err.msg);
   }
 }
 
@@ -537,7 +541,8 @@ static void synthetic(void) {
    as "left right", or SentencePiece scores) through tok_create, and require HF's ids for every string. */
 static void gguf_equivalence(const char *tname, const char *type, const char *pre, int space_prefix,
                              const cJSON *strings, const cJSON *expected) {
-  char path[256], err[512];
+  char path[256];
+  llm_err err = {0};
   snprintf(path, sizeof path, TOK_DIR "/%s/tokenizer.json", tname);
   size_t len;
   char *text = th_read_file(path, &len);
@@ -602,9 +607,9 @@ static void gguf_equivalence(const char *tname, const char *type, const char *pr
   tokenizer *t = NULL;
   double t0 = now_s();
   wgllm_status st = tok_create(type, pre, n, toks, NULL, spm ? scores : NULL, types, spm ? 0 : n_merges,
-                               (const char *const *)merges, tok_bos(hf), tok_eos(hf), add_bos, 0, &t, err, sizeof err);
+                               (const char *const *)merges, tok_bos(hf), tok_eos(hf), add_bos, 0, &t, &err);
   double dt = now_s() - t0;
-  CHECK(st == WGLLM_OK, "tok_create(%s as %s/%s): %s", tname, type, pre ? pre : "-", err);
+  CHECK(st == WGLLM_OK, "tok_create(%s as %s/%s): %s", tname, type, pre ? pre : "-", err.msg);
   if (t) {
     if (!space_prefix) tok_set_add_space_prefix(t, 0);
     const cJSON *cases = jget(jget(jget(expected, "tokenizers"), tname), "cases");
@@ -652,16 +657,17 @@ static void gguf_bad_arrays(void) {
       gguf_writer_kv_arr_str(w, "tokenizer.ggml.tokens", 3, toks);
     if (k == 1) gguf_writer_kv_arr(w, "tokenizer.ggml.merges", GGUF_TYPE_INT32, 3, ints);
     if (k == 2) gguf_writer_kv_arr(w, "tokenizer.ggml.merges", GGUF_TYPE_FLOAT32, 3, floats);
-    char path[64], err[512];
+    char path[64];
+    llm_err err = {0};
     snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-%d.gguf", (int)getpid(), k);
-    wgllm_status st = gguf_writer_finish_path(w, path, err, sizeof err);
+    wgllm_status st = gguf_writer_finish_path(w, path, &err);
     gguf_writer_free(w);
-    CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
+    CHECK(st == WGLLM_OK, "writing %s: %s", path, err.msg);
     tokenizer *t = NULL;
-    st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+    st = llm_load_tokenizer(path, &t, NULL, &err);
     const char *what = k == 0 ? "tokenizer.ggml.tokens" : "tokenizer.ggml.merges";
-    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, what) && strstr(err, "not of strings"),
-          "GGUF %s of numbers: %d, %s", what, (int)st, err);
+    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err.msg, what) && strstr(err.msg, "not of strings"),
+          "GGUF %s of numbers: %d, %s", what, (int)st, err.msg);
     tok_free(t);
     unlink(path);
   }
@@ -789,19 +795,20 @@ static void gguf_numeric_fields(void) {
       [NF_EOS_NEG] = {"tokenizer.ggml.eos_token_id", "is -1, not a token id"},
       [NF_EOS_OUT] = {"tokenizer.ggml.eos_token_id", "6 is outside the 6-token vocabulary"},
   };
-  char path[64], err[512];
+  char path[64];
+  llm_err err = {0};
   snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-nf.gguf", (int)getpid());
   for (int v = 0; v < NF_N; v++) {
     gguf_writer *w = gguf_writer_begin(3, 32);
     gguf_numeric_write(w, v);
-    wgllm_status st = gguf_writer_finish_path(w, path, err, sizeof err);
+    wgllm_status st = gguf_writer_finish_path(w, path, &err);
     gguf_writer_free(w);
-    CHECK(st == WGLLM_OK, "writing %s (case %d): %s", path, v, err);
+    CHECK(st == WGLLM_OK, "writing %s (case %d): %s", path, v, err.msg);
     tokenizer *t = NULL;
-    err[0] = 0;
-    st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
+    err.msg[0] = 0;
+    st = llm_load_tokenizer(path, &t, NULL, &err);
     if (!want[v][0]) { /* loads: BOS and EOS added, no space prefix ("ab" -> <s> ab </s>) */
-      CHECK(st == WGLLM_OK && t, "GGUF tokenizer case %d: %d, %s", v, (int)st, err);
+      CHECK(st == WGLLM_OK && t, "GGUF tokenizer case %d: %d, %s", v, (int)st, err.msg);
       if (t) {
         int32_t *ids;
         size_t m;
@@ -811,8 +818,9 @@ static void gguf_numeric_fields(void) {
         free(ids);
       }
     } else
-      CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, want[v][0]) && strstr(err, want[v][1]) && strstr(err, path),
-            "GGUF tokenizer case %d (%s %s): %d, %s", v, want[v][0], want[v][1], (int)st, err);
+      CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err.msg, want[v][0]) && strstr(err.msg, want[v][1]) &&
+                strstr(err.msg, path),
+            "GGUF tokenizer case %d (%s %s): %d, %s", v, want[v][0], want[v][1], (int)st, err.msg);
     tok_free(t);
   }
   unlink(path);
@@ -823,7 +831,8 @@ static void gguf_numeric_fields(void) {
 static void hf_bad_ids(void) {
   static const char *ids[] = {"2147483646", "1.5"};
   for (int k = 0; k < 2; k++) {
-    char path[64], err[512], js[512];
+    char path[64], js[512];
+    llm_err err = {0};
     snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-hf%d.json", (int)getpid(), k);
     snprintf(js, sizeof js,
              "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": %s}, \"merges\": []}, "
@@ -835,9 +844,9 @@ static void hf_bad_ids(void) {
     fputs(js, f);
     fclose(f);
     tokenizer *t = NULL;
-    wgllm_status st = tok_load_hf(path, NULL, &t, err, sizeof err);
-    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, "\"b\" has no valid id"), "vocab id %s: %d, %s", ids[k], (int)st,
-          err);
+    wgllm_status st = tok_load_hf(path, NULL, &t, &err);
+    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err.msg, "\"b\" has no valid id"), "vocab id %s: %d, %s", ids[k],
+          (int)st, err.msg);
     tok_free(t);
     unlink(path);
   }
@@ -1039,7 +1048,7 @@ static int32_t *g4_expect(const tokenizer *hf, const char *x, size_t n, int add,
     int32_t b = tok_bos(hf);
     ids_append(&out, ne, &b, 1);
   }
-  char err[256];
+  llm_err err = {0};
   for (size_t i = 0; i < n;) {
     size_t j = i;
     int nl = x[i] == '\n';
@@ -1058,8 +1067,8 @@ static int32_t *g4_expect(const tokenizer *hf, const char *x, size_t n, int add,
     } else {
       int32_t *ids = NULL;
       size_t m = 0;
-      wgllm_status st = tok_encode(hf, x + i, j - i, 0, parse, &ids, &m, err, sizeof err);
-      CHECK(st == WGLLM_OK, "gemma3 piece encode: %s", err);
+      wgllm_status st = tok_encode(hf, x + i, j - i, 0, parse, &ids, &m, &err);
+      CHECK(st == WGLLM_OK, "gemma3 piece encode: %s", err.msg);
       ids_append(&out, ne, ids, m);
       free(ids);
     }
@@ -1080,7 +1089,7 @@ static int has_byte_token(const tokenizer *t, const int32_t *ids, size_t n) {
 /* checks (1)-(4) of one gemma4 tokenizer g against the HF Gemma 3 tokenizer hf */
 static void g4_compare(const char *what, const tokenizer *g, const tokenizer *hf, const textset *flat,
                        const textset *lines) {
-  char err[256];
+  llm_err err = {0};
   int n_flat = 0, n_lines = 0, n_rt = 0, n_stream = 0, n_bytes = 0, n_unlike_whole = 0, n_bos = 0, total_rt = 0,
       n_lit = 0;
   for (int set = 0; set < 2; set++) {
@@ -1092,17 +1101,17 @@ static void g4_compare(const char *what, const tokenizer *g, const tokenizer *hf
       for (int mode = 0; mode < 2; mode++) { /* add_special and parse_special both off, then both on */
         int32_t *got = NULL, *want = NULL;
         size_t ng = 0, nw = 0;
-        wgllm_status st = tok_encode(g, x, xl, mode, mode, &got, &ng, err, sizeof err);
-        CHECK(st == WGLLM_OK, "%s encode: %s", what, err);
+        wgllm_status st = tok_encode(g, x, xl, mode, mode, &got, &ng, &err);
+        CHECK(st == WGLLM_OK, "%s encode: %s", what, err.msg);
         if (set == 0) {
-          st = tok_encode(hf, x, xl, mode, mode, &want, &nw, err, sizeof err);
-          CHECK(st == WGLLM_OK, "gemma3 encode: %s", err);
+          st = tok_encode(hf, x, xl, mode, mode, &want, &nw, &err);
+          CHECK(st == WGLLM_OK, "gemma3 encode: %s", err.msg);
           if (mode) n_bytes += has_byte_token(hf, want, nw);
         } else {
           want = g4_expect(hf, x, xl, mode, mode, &nw);
           int32_t *whole = NULL;
           size_t nh = 0;
-          st = tok_encode(hf, x, xl, mode, mode, &whole, &nh, err, sizeof err);
+          st = tok_encode(hf, x, xl, mode, mode, &whole, &nh, &err);
           n_unlike_whole += st == WGLLM_OK && !ids_equal(whole, nh, want, nw);
           free(whole);
         }
@@ -1167,7 +1176,7 @@ static char *g4_tmp_path(const char *tag) {
 /* a GGUF file with a gemma4 tokenizer (merges/add_bos_token optional: n_merges 0 or add_bos < 0 leave them out) */
 static wgllm_status g4_write(const char *path, const char *model, size_t n, const char *const *toks,
                              const int32_t *types, size_t n_merges, const char *const *merges, int32_t bos, int32_t eos,
-                             int add_bos, char *err, size_t errlen) {
+                             int add_bos, llm_err *err) {
   gguf_writer *w = gguf_writer_begin(3, 32);
   gguf_writer_kv_str(w, "general.architecture", "gemma4");
   gguf_writer_kv_str(w, "tokenizer.ggml.model", model);
@@ -1185,7 +1194,7 @@ static wgllm_status g4_write(const char *path, const char *model, size_t n, cons
     uint8_t b = (uint8_t)add_bos;
     gguf_writer_kv(w, "tokenizer.ggml.add_bos_token", GGUF_TYPE_BOOL, &b);
   }
-  wgllm_status st = gguf_writer_finish_path(w, path, err, errlen);
+  wgllm_status st = gguf_writer_finish_path(w, path, err);
   gguf_writer_free(w);
   return st;
 }
@@ -1193,7 +1202,8 @@ static wgllm_status g4_write(const char *path, const char *model, size_t n, cons
 /* Tiny gemma4 vocabularies: what the newline rule, the newline split, U+2581 without a prefix, byte
    fallback, user-defined tokens and the BOS override each do; the GGUF loader's acceptance and refusals. */
 static void gemma4_synthetic(void) {
-  char err[512], bytes[256][8];
+  char bytes[256][8];
+  llm_err err = {0};
   const char *tok[300];
   int32_t type[300];
   size_t n = 0;
@@ -1229,8 +1239,8 @@ static void gemma4_synthetic(void) {
   /* no "\n \n": "\n\n" is reachable only as a whole newline run; "a \n" would join across the split */
   const char *merges[] = {"a b", "a \n", "\xe2\x96\x81 a", "\xe2\x96\x81 \xe2\x96\x81"};
   tokenizer *t = NULL;
-  wgllm_status st = tok_create("gemma4", NULL, n, tok, NULL, NULL, type, 4, merges, 2, 1, 0, 0, &t, err, sizeof err);
-  CHECK(st == WGLLM_OK, "tok_create gemma4: %s", err);
+  wgllm_status st = tok_create("gemma4", NULL, n, tok, NULL, NULL, type, 4, merges, 2, 1, 0, 0, &t, &err);
+  CHECK(st == WGLLM_OK, "tok_create gemma4: %s", err.msg);
   if (t) {
     struct {
       const char *text;
@@ -1285,16 +1295,16 @@ static void gemma4_synthetic(void) {
   }
   /* (5) merges are required */
   t = NULL;
-  st = tok_create("gemma4", NULL, n, tok, NULL, NULL, type, 0, NULL, 2, 1, 1, 0, &t, err, sizeof err);
-  CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, "tokenizer.ggml.merges"), "gemma4 without merges: %d %s", (int)st,
-        err);
+  st = tok_create("gemma4", NULL, n, tok, NULL, NULL, type, 0, NULL, 2, 1, 1, 0, &t, &err);
+  CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err.msg, "tokenizer.ggml.merges"), "gemma4 without merges: %d %s",
+        (int)st, err.msg);
   /* the same through GGUF files: add_bos_token false still adds BOS; no merges is refused by name; an unknown
      model lists gemma4 among the supported ones */
   const char *path = g4_tmp_path("g4");
-  st = g4_write(path, "gemma4", n, tok, type, 4, merges, 2, 1, 0, err, sizeof err);
-  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
-  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
-  CHECK(st == WGLLM_OK, "gemma4 GGUF: %s", err);
+  st = g4_write(path, "gemma4", n, tok, type, 4, merges, 2, 1, 0, &err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err.msg);
+  st = llm_load_tokenizer(path, &t, NULL, &err);
+  CHECK(st == WGLLM_OK, "gemma4 GGUF: %s", err.msg);
   if (t) {
     int32_t *ids;
     size_t m;
@@ -1305,10 +1315,10 @@ static void gemma4_synthetic(void) {
     tok_free(t);
     t = NULL;
   }
-  st = g4_write(path, "gemma4", n, tok, type, 4, merges, 2, 1, -1, err, sizeof err);
-  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
-  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
-  CHECK(st == WGLLM_OK, "gemma4 GGUF without add_bos_token: %s", err);
+  st = g4_write(path, "gemma4", n, tok, type, 4, merges, 2, 1, -1, &err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err.msg);
+  st = llm_load_tokenizer(path, &t, NULL, &err);
+  CHECK(st == WGLLM_OK, "gemma4 GGUF without add_bos_token: %s", err.msg);
   if (t) {
     int32_t *ids;
     size_t m;
@@ -1318,18 +1328,18 @@ static void gemma4_synthetic(void) {
     tok_free(t);
     t = NULL;
   }
-  st = g4_write(path, "gemma4", n, tok, type, 0, NULL, 2, 1, 1, err, sizeof err);
-  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
-  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
-  CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err, "tokenizer.ggml.merges") && strstr(err, path),
-        "gemma4 GGUF without merges: %d %s", (int)st, err);
+  st = g4_write(path, "gemma4", n, tok, type, 0, NULL, 2, 1, 1, &err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err.msg);
+  st = llm_load_tokenizer(path, &t, NULL, &err);
+  CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err.msg, "tokenizer.ggml.merges") && strstr(err.msg, path),
+        "gemma4 GGUF without merges: %d %s", (int)st, err.msg);
   tok_free(t);
   t = NULL;
-  st = g4_write(path, "bert", n, tok, type, 4, merges, 2, 1, 1, err, sizeof err);
-  CHECK(st == WGLLM_OK, "writing %s: %s", path, err);
-  st = llm_load_tokenizer(path, &t, NULL, err, sizeof err);
-  CHECK(st == WGLLM_ERR_UNSUPPORTED && !t && strstr(err, "\"bert\"") && strstr(err, "gemma4"), "GGUF model bert: %d %s",
-        (int)st, err);
+  st = g4_write(path, "bert", n, tok, type, 4, merges, 2, 1, 1, &err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", path, err.msg);
+  st = llm_load_tokenizer(path, &t, NULL, &err);
+  CHECK(st == WGLLM_ERR_UNSUPPORTED && !t && strstr(err.msg, "\"bert\"") && strstr(err.msg, "gemma4"),
+        "GGUF model bert: %d %s", (int)st, err.msg);
   tok_free(t);
   unlink(path);
 }
@@ -1340,7 +1350,8 @@ static void gemma4_synthetic(void) {
    tok_create with the newline runs typed normal (as llama.cpp's converter types an added token that is in the
    base vocabulary) and the merges that make newline runs dropped, so only the newline rule makes "\n\n". */
 static void gemma4_vs_gemma3(const cJSON *strings) {
-  char path[256], err[512];
+  char path[256];
+  llm_err err = {0};
   snprintf(path, sizeof path, TOK_DIR "/gemma3/tokenizer.json");
   size_t len;
   char *text = th_read_file(path, &len);
@@ -1418,11 +1429,11 @@ static void gemma4_vs_gemma3(const cJSON *strings) {
   const char *gpath = g4_tmp_path("gemma3-as-g4");
   t0 = now_s();
   wgllm_status st = g4_write(gpath, "gemma4", n, toks, types, n_merges, (const char *const *)merges, tok_bos(hf),
-                             tok_eos(hf), 0, err, sizeof err);
-  CHECK(st == WGLLM_OK, "writing %s: %s", gpath, err);
+                             tok_eos(hf), 0, &err);
+  CHECK(st == WGLLM_OK, "writing %s: %s", gpath, err.msg);
   tokenizer *ga = NULL;
-  if (!st) st = llm_load_tokenizer(gpath, &ga, NULL, err, sizeof err);
-  CHECK(st == WGLLM_OK && ga, "gemma3 as gemma4 GGUF: %s", err);
+  if (!st) st = llm_load_tokenizer(gpath, &ga, NULL, &err);
+  CHECK(st == WGLLM_OK && ga, "gemma3 as gemma4 GGUF: %s", err.msg);
   unlink(gpath);
   printf("gemma3 as GGUF gemma4: written and loaded in %.3f s\n", now_s() - t0);
   if (ga) {
@@ -1431,9 +1442,9 @@ static void gemma4_vs_gemma3(const cJSON *strings) {
   }
   /* B: newline runs normal, their merges gone */
   tokenizer *gb = NULL;
-  st = tok_create("gemma4", NULL, n, toks, NULL, NULL, types_b, nb, merges_b, tok_bos(hf), tok_eos(hf), 0, 0, &gb, err,
-                  sizeof err);
-  CHECK(st == WGLLM_OK, "tok_create(gemma3 as gemma4, B): %s", err);
+  st =
+      tok_create("gemma4", NULL, n, toks, NULL, NULL, types_b, nb, merges_b, tok_bos(hf), tok_eos(hf), 0, 0, &gb, &err);
+  CHECK(st == WGLLM_OK, "tok_create(gemma3 as gemma4, B): %s", err.msg);
   if (gb) {
     g4_compare("gemma3 as gemma4 (B: newline runs normal, unmerged)", gb, hf, &flat, &lines_b);
     tok_free(gb);

@@ -113,29 +113,26 @@ static uint64_t header_bytes(FILE *fp, uint64_t size) {
   return out;
 }
 
-wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen) {
+wgllm_status mf_open(const char *path, mapped_file **out, llm_err *err) {
   *out = NULL;
   struct stat st;
   if (stat(path, &st) != 0) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
   if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "%s: not a regular file", path);
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: not a regular file", path);
   }
   FILE *fp = fopen(path, "rb");
   if (!fp) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
   uint64_t size = (uint64_t)st.st_size;
   uint64_t resident = header_bytes(fp, size);
   if (resident == UINT64_MAX) {
-    snprintf(err, errlen,
-             "%s: truncated or corrupt GGUF header (its key/values and tensor infos run past the end of "
-             "the %llu-byte file)",
-             path, (unsigned long long)size);
+    llm_err_set(err, WGLLM_ERR_FORMAT,
+                "%s: truncated or corrupt GGUF header (its key/values and tensor infos run past the end of "
+                "the %llu-byte file)",
+                path, (unsigned long long)size);
     fclose(fp);
     return WGLLM_ERR_FORMAT;
   }
@@ -148,12 +145,12 @@ wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errl
     free(p);
     free(data);
     fclose(fp);
-    snprintf(err, errlen, "%s: out of wasm memory for its %llu-byte header", path, (unsigned long long)resident);
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of wasm memory for its %llu-byte header", path,
+                       (unsigned long long)resident);
   }
   if (resident > 0 && (fseek(fp, 0, SEEK_SET) != 0 || fread(data, 1, (size_t)resident, fp) != (size_t)resident)) {
-    snprintf(err, errlen, "%s: cannot read its first %llu bytes: %s", path, (unsigned long long)resident,
-             strerror(errno));
+    llm_err_set(err, WGLLM_ERR_IO, "%s: cannot read its first %llu bytes: %s", path, (unsigned long long)resident,
+                strerror(errno));
     free(f);
     free(p);
     free(data);
@@ -196,29 +193,26 @@ char *mf_read_text(const char *path, size_t *len) {
   return b;
 }
 
-wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, char *err, size_t errlen) {
+wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, llm_err *err) {
   FILE *f = fopen(path, "rb");
   if (!f) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
   int ok = fseeko(f, (off_t)offset, SEEK_SET) == 0 && fread(dst, 1, (size_t)n, f) == (size_t)n;
   fclose(f);
   if (!ok) {
-    snprintf(err, errlen, "%s: cannot read bytes %llu..%llu", path, (unsigned long long)offset,
-             (unsigned long long)(offset + n));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot read bytes %llu..%llu", path, (unsigned long long)offset,
+                       (unsigned long long)(offset + n));
   }
   return WGLLM_OK;
 }
 
 wgllm_status mf_upload(gpu_context *gpu, gpu_buffer *b, uint64_t dst_offset, const char *path, uint64_t offset,
-                       uint64_t n, char *err, size_t errlen) {
+                       uint64_t n, llm_err *err) {
   (void)gpu;
   if (host_upload(path, offset, n, b->handle, dst_offset) != 0) {
-    snprintf(err, errlen, "%s: streaming bytes %llu..%llu into buffer \"%s\" failed", path, (unsigned long long)offset,
-             (unsigned long long)(offset + n), b->label);
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: streaming bytes %llu..%llu into buffer \"%s\" failed", path,
+                       (unsigned long long)offset, (unsigned long long)(offset + n), b->label);
   }
   return WGLLM_OK;
 }

@@ -11,8 +11,8 @@
 
 struct wgllm_vocab {
   tokenizer *tok;
-  int owned; /* loaded by wgllm_vocab_load (a model's vocabulary belongs to the model) */
-  char err[1024];
+  int owned;   /* loaded by wgllm_vocab_load (a model's vocabulary belongs to the model) */
+  llm_err err; /* the last failure of a call on the handle */
 };
 
 struct wgllm_model {
@@ -21,35 +21,32 @@ struct wgllm_model {
   tokenizer *tok;
   wgllm_vocab vocab;   /* over tok, not owned */
   chat_renderer *chat; /* NULL when the model's own template does not parse: chat_err says why */
-  char chat_err[1024];
+  llm_err chat_err;
   llm_job_stepper stepper; /* wgllm_jobs_step's batched decode */
-  char err[1024];
+  llm_err err;             /* the last failure of a call on the handle */
 };
 
 struct wgllm_session {
   wgllm_model *model;
   llm_session *s;
   struct wgllm_job *job; /* the job that last started on it (one not done keeps others off it) */
-  char err[1024];
+  llm_err err;           /* the last failure of a call on the handle */
 };
 
 struct wgllm_job {
   wgllm_session *session;
   llm_job job;
-  char err[1024];
+  llm_err err; /* the last failure of a call on the handle */
 };
 
 /* The message of a model loaded without its tokenizer, when a text call is made on it. */
 extern const char api_no_tokenizer[];
-/* Writes the message into err (a handle's 1024 bytes, or the thread's) and returns st. */
-wgllm_status api_fail(char *err, wgllm_status st, const char *fmt, ...);
-/* The thread's message buffer (1024 bytes) that wgllm_last_error() returns, for api_fail. */
-char *api_last_error(void);
-/* Sets the message wgllm_last_error() returns on this thread. */
-void api_set_last_error(const char *fmt, ...);
-/* Sets it to "PATH: REASON", or to REASON alone where the reason already begins with the path (the GGUF reader
-   and the config parser name the file themselves). Returns st. */
-wgllm_status api_fail_at(wgllm_status st, const char *path, const char *reason);
+/* The thread's error record, whose message wgllm_last_error() returns: the create calls' (and a describe call's)
+   failures, set with llm_err_set. */
+llm_err *api_last_error(void);
+/* Sets the thread's record to st and "PATH: REASON", or REASON alone where the reason already begins with the path
+   (the GGUF reader and the config parser name the file themselves); reason may be the thread's record. Returns st. */
+wgllm_status api_fail_at(wgllm_status st, const char *path, const llm_err *reason);
 /* Sends a message to the log callback (wgllm_set_log), if any. */
 void api_log(wgllm_log_level level, const char *fmt, ...);
 /* Generates from the prompt ids on s, reusing the cached prefix: a job run to its end (reply and stats may be

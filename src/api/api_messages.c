@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static _Thread_local char g_last_error[1024];
+static _Thread_local llm_err g_last_error;
 
-const char *wgllm_last_error(void) { return g_last_error; }
-char *api_last_error(void) { return g_last_error; }
+const char *wgllm_last_error(void) { return g_last_error.msg; }
+llm_err *api_last_error(void) { return &g_last_error; }
 
 static wgllm_log_fn g_log;
 static void *g_log_user;
@@ -29,27 +29,10 @@ void api_log(wgllm_log_level level, const char *fmt, ...) {
   g_log(level, msg, g_log_user);
 }
 
-void api_set_last_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_last_error, sizeof g_last_error, fmt, ap);
-  va_end(ap);
+wgllm_status api_fail_at(wgllm_status st, const char *path, const llm_err *reason) {
+  if (!strncmp(reason->msg, path, strlen(path))) return llm_err_set(&g_last_error, st, "%s", reason->msg);
+  return llm_err_set(&g_last_error, st, "%s: %s", path, reason->msg);
 }
-wgllm_status api_fail_at(wgllm_status st, const char *path, const char *reason) {
-  if (!strncmp(reason, path, strlen(path)))
-    api_set_last_error("%s", reason);
-  else
-    api_set_last_error("%s: %s", path, reason);
-  return st;
-}
-const char *wgllm_model_error(const wgllm_model *m) { return m ? m->err : ""; }
-const char *wgllm_session_error(const wgllm_session *s) { return s ? s->err : ""; }
+const char *wgllm_model_error(const wgllm_model *m) { return m ? m->err.msg : ""; }
+const char *wgllm_session_error(const wgllm_session *s) { return s ? s->err.msg : ""; }
 void wgllm_free(void *p) { free(p); }
-
-wgllm_status api_fail(char *err, wgllm_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, 1024, fmt, ap);
-  va_end(ap);
-  return st;
-}

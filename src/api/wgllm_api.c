@@ -25,62 +25,66 @@ void wgllm_model_free(wgllm_model *m) {
 }
 
 wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *params, wgllm_model **out) {
-  api_last_error()[0] = 0;
-  if (!out) return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_model_create: out is NULL");
+  llm_err_clear(api_last_error());
+  if (!out) return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_model_create: out is NULL");
   *out = NULL;
-  if (!path) return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_model_create: path is NULL");
+  if (!path) return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_model_create: path is NULL");
   wgllm_model_params p = params ? *params : wgllm_model_default_params();
   llm_load_options lo = {0};
   lo.progress = p.progress;
   lo.progress_user = p.progress_user;
   lo.max_binding = p.max_binding_bytes;
-  char err[1024];
+  llm_err *err = api_last_error();
   if ((unsigned)p.weights > WGLLM_WEIGHTS_Q4)
-    return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG,
-                    "wgllm_model_create: weights %d is not a wgllm_weight_type", (int)p.weights);
+    return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG,
+                       "wgllm_model_create: weights %d is not a wgllm_weight_type", (int)p.weights);
   if (p.weights == WGLLM_WEIGHTS_Q4 && !p.q4_group) p.q4_group = 32;
   if (p.weights == WGLLM_WEIGHTS_Q4 && p.q4_group != 32 && p.q4_group != 64 && p.q4_group != 128)
-    return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG, "the q4 group must be 32, 64 or 128 (got %u)", p.q4_group);
+    return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG, "the q4 group must be 32, 64 or 128 (got %u)",
+                       p.q4_group);
   lo.weights.q4 = p.weights == WGLLM_WEIGHTS_Q4;
   lo.weights.group = lo.weights.q4 ? p.q4_group : 0;
   wgllm_status st;
   if (p.chat_template && chat_template_from_name(p.chat_template) < 0)
-    return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG,
-                    "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", p.chat_template);
+    return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG,
+                       "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", p.chat_template);
   wgllm_model *m = calloc(1, sizeof *m);
-  if (!m) return api_fail(api_last_error(), WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (!m) return llm_err_set(api_last_error(), WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   m->stepper.no_batch = p.no_batch;
   /* the model file is opened and parsed once, for its tokenizer (GGUF) and its weights */
   wt_store *store = NULL;
-  st = llm_open_store(path, &store, err, sizeof err);
+  st = llm_open_store(path, &store, err);
   if (st) {
     wgllm_model_free(m);
     return api_fail_at(st, path, err);
   }
   char *jinja = NULL;
-  st = p.no_tokenizer ? WGLLM_OK : llm_load_tokenizer_store(path, store, &m->tok, &jinja, err, sizeof err);
+  st = p.no_tokenizer ? WGLLM_OK : llm_load_tokenizer_store(path, store, &m->tok, &jinja, err);
   if (st) {
     wt_store_free(store);
     wgllm_model_free(m);
-    return api_fail(api_last_error(), st, "%s: tokenizer: %s", path, err);
+    llm_err_prefix(err, "%s: tokenizer", path);
+    return st;
   }
   m->vocab.tok = m->tok;
   /* the model's own template runs as it is; one that does not parse makes every chat call fail with why (the model
      still loads: generation from text and ids does not use it; a named template overrides it) */
-  st = chat_renderer_create(p.chat_template, jinja, m->tok, &m->chat, err, sizeof err);
+  st = chat_renderer_create(p.chat_template, jinja, m->tok, &m->chat, err);
   free(jinja);
   if (st == WGLLM_ERR_OUT_OF_MEMORY) {
     wt_store_free(store);
     wgllm_model_free(m);
-    return api_fail(api_last_error(), st, "%s: chat template: %s", path, err);
+    llm_err_prefix(err, "%s: chat template", path);
+    return st;
   }
-  if (st) {
+  if (st) { /* the model loads without it: the message moves to the model, the thread's record is emptied */
     m->chat = NULL;
-    snprintf(m->chat_err, sizeof m->chat_err, "%s", err);
+    m->chat_err = *err;
+    llm_err_clear(err);
     api_log(WGLLM_LOG_WARN,
             "%s: its chat template cannot run (%s): chat calls will fail; a named template "
             "(chat_template \"chatml\", say) overrides it",
-            path, err);
+            path, m->chat_err.msg);
   }
   gpu_options go = {0};
   go.adapter_name = p.adapter ? p.adapter : getenv("WGLLM_ADAPTER"); /* the environment is read here, at the door */
@@ -93,13 +97,13 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
     if (*end || v == 0 || v > 0xffffffffUL) {
       wgllm_model_free(m);
       wt_store_free(store);
-      return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG,
-                      "WGLLM_GPU_TIMEOUT_MS \"%s\" is not a positive number of ms", te);
+      return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG,
+                         "WGLLM_GPU_TIMEOUT_MS \"%s\" is not a positive number of ms", te);
     }
     go.wait_timeout_ms = (uint32_t)v;
   }
-  st = gpu_create(&go, &m->gpu, err, sizeof err);
-  if (!st) st = llm_model_load_store(m->gpu, path, store, &lo, &m->m, err, sizeof err);
+  st = gpu_create(&go, &m->gpu, err);
+  if (!st) st = llm_model_load_store(m->gpu, path, store, &lo, &m->m, err);
   wt_store_free(store);
   if (st) {
     wgllm_model_free(m);
@@ -107,15 +111,16 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   }
   m->stepper.m = m->m;
   if (tok_vocab_size(m->tok) > m->m->hp.n_vocab) {
-    st = api_fail(api_last_error(), WGLLM_ERR_FORMAT,
-                  "%s: the tokenizer has %zu tokens but the model's vocabulary is %u", path, tok_vocab_size(m->tok),
-                  m->m->hp.n_vocab);
+    st = llm_err_set(api_last_error(), WGLLM_ERR_FORMAT,
+                     "%s: the tokenizer has %zu tokens but the model's vocabulary is %u", path, tok_vocab_size(m->tok),
+                     m->m->hp.n_vocab);
     wgllm_model_free(m);
     return st;
   }
   api_log(WGLLM_LOG_INFO, "%s: %s on %s (%s, %s), weights %s, %.1f MB on the GPU", path, m->m->hp.arch_name,
           m->gpu->adapter_name, m->gpu->backend, m->gpu->adapter_type, m->m->weights_desc, m->m->weight_bytes / 1e6);
   if (m->gpu->notices[0]) api_log(WGLLM_LOG_INFO, "%s: features: %s", path, m->gpu->notices);
+  llm_err_clear(err); /* what a step that went on anyway wrote (a call that succeeds leaves no last error) */
   *out = m;
   return WGLLM_OK;
 }
@@ -146,10 +151,10 @@ const char api_no_tokenizer[] = "the model was loaded without its tokenizer (no_
 wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids, size_t cap,
                             size_t *n_ids) {
   if (!m || !text || !n_ids || (cap && !ids)) return WGLLM_ERR_INVALID_ARG;
-  if (!m->tok) return api_fail(m->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  if (!m->tok) return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   int32_t *v = NULL;
   size_t n = 0;
-  wgllm_status st = tok_encode(m->tok, text, len, add_special, 1, &v, &n, m->err, sizeof m->err);
+  wgllm_status st = tok_encode(m->tok, text, len, add_special, 1, &v, &n, &m->err);
   if (st) return st;
   if (cap && n) memcpy(ids, v, (n < cap ? n : cap) * sizeof *v);
   *n_ids = n;
@@ -159,29 +164,29 @@ wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int ad
 
 wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char **text) {
   if (!m || !text || (n && !ids)) return WGLLM_ERR_INVALID_ARG;
-  if (!m->tok) return api_fail(m->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  if (!m->tok) return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   size_t len;
-  return tok_decode(m->tok, ids, n, 0, text, &len, m->err, sizeof m->err);
+  return tok_decode(m->tok, ids, n, 0, text, &len, &m->err);
 }
 
 static void log_warning(const char *msg) { api_log(WGLLM_LOG_WARN, "%s", msg); }
 
 wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out) {
-  api_last_error()[0] = 0;
+  llm_err_clear(api_last_error());
   if (!m || !out)
-    return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_session_create: model or out is NULL");
+    return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_session_create: model or out is NULL");
   *out = NULL;
   wgllm_session_params p = params ? *params : wgllm_session_default_params();
   wgllm_session *s = calloc(1, sizeof *s);
-  if (!s) return api_fail(api_last_error(), WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (!s) return llm_err_set(api_last_error(), WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   s->model = m;
   if ((unsigned)p.kv_type > WGLLM_KV_F16 || (unsigned)p.decode_path > WGLLM_DECODE_UNFUSED ||
       (unsigned)p.attn_grid > WGLLM_ATTN_GRID_INDIRECT || (unsigned)p.precision > WGLLM_PRECISION_FAST) {
     free(s);
-    return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG,
-                    "wgllm_session_create: kv_type %d, decode_path %d, attn_grid %d or precision %d "
-                    "is not one of the enum's values",
-                    (int)p.kv_type, (int)p.decode_path, (int)p.attn_grid, (int)p.precision);
+    return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG,
+                       "wgllm_session_create: kv_type %d, decode_path %d, attn_grid %d or precision %d "
+                       "is not one of the enum's values",
+                       (int)p.kv_type, (int)p.decode_path, (int)p.attn_grid, (int)p.precision);
   }
   llm_session_options so = {0};
   so.ctx = p.context;
@@ -192,12 +197,12 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   so.prefill_user = p.prefill_user;
   so.prefill_chunk = p.prefill_chunk;
   so.fast = p.precision == WGLLM_PRECISION_FAST || (p.precision == WGLLM_PRECISION_DEFAULT && WGLLM_DEFAULT_FAST);
-  char err[1024];
-  wgllm_status st = llm_session_create_fitting(m->m, &so, &s->s, log_warning, err, sizeof err);
+  wgllm_status st = llm_session_create_fitting(m->m, &so, &s->s, log_warning, api_last_error());
   if (st) {
     free(s);
-    return api_fail(api_last_error(), st, "%s", err);
+    return st;
   }
+  llm_err_clear(api_last_error()); /* a context that did not fit, before a smaller one did */
   *out = s;
   return WGLLM_OK;
 }
@@ -225,23 +230,23 @@ void wgllm_session_rewind(wgllm_session *s, uint32_t n) {
 
 wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits, int all_rows) {
   if (!s) return WGLLM_ERR_INVALID_ARG;
-  s->err[0] = 0;
+  llm_err_clear(&s->err);
   if (!ids || !n || n > UINT32_MAX)
-    return api_fail(s->err, WGLLM_ERR_INVALID_ARG, "wgllm_session_prefill: %s", ids ? "no tokens" : "ids is NULL");
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "wgllm_session_prefill: %s", ids ? "no tokens" : "ids is NULL");
   if (s->s->has_sampler) llm_session_step_drain(s->s); /* generation may have left steps queued */
   wgllm_status st = llm_session_prefill(s->s, ids, (uint32_t)n, logits, all_rows);
-  if (st) api_fail(s->err, st, "%s", s->s->err);
+  if (st) llm_err_set(&s->err, st, "%s", s->s->err.msg);
   return st;
 }
 
 wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits) {
   if (!s) return WGLLM_ERR_INVALID_ARG;
-  s->err[0] = 0;
+  llm_err_clear(&s->err);
   if (s->s->has_sampler)
-    return api_fail(s->err, WGLLM_ERR_INVALID_ARG,
-                    "wgllm_session_decode: this session generated text (its step samples); use a new session");
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
+                       "wgllm_session_decode: this session generated text (its step samples); use a new session");
   wgllm_status st = llm_session_decode(s->s, id, logits);
-  if (st) api_fail(s->err, st, "%s", s->s->err);
+  if (st) llm_err_set(&s->err, st, "%s", s->s->err.msg);
   return st;
 }
 
@@ -257,9 +262,9 @@ static wgllm_stop public_stop(llm_stop_reason r) {
 /* Copies the session's message to the job (and the session handle) once the job failed. */
 static wgllm_status job_check(wgllm_job *j) {
   wgllm_status st = j->job.g.st;
-  if (st && !j->err[0]) {
-    snprintf(j->err, sizeof j->err, "%s", j->session->s->err);
-    snprintf(j->session->err, sizeof j->session->err, "%s", j->err);
+  if (st && !j->err.msg[0]) {
+    llm_err_set(&j->err, st, "%s", j->session->s->err.msg);
+    j->session->err = j->err;
   }
   return st;
 }
@@ -268,19 +273,19 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
                              wgllm_job **out) {
   if (!s || !out) return WGLLM_ERR_INVALID_ARG;
   *out = NULL;
-  s->err[0] = 0;
-  if (!ids && n) return api_fail(s->err, WGLLM_ERR_INVALID_ARG, "wgllm_job_start: ids is NULL");
+  llm_err_clear(&s->err);
+  if (!ids && n) return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "wgllm_job_start: ids is NULL");
   wgllm_generate_params p = params ? *params : wgllm_generate_default_params();
   llm_gen_params gp;
-  wgllm_status st = llm_gen_params_from_public(&p, &gp, s->err, sizeof s->err);
+  wgllm_status st = llm_gen_params_from_public(&p, &gp, &s->err);
   if (st) return st;
   if (s->job && !s->job->job.g.done)
-    return api_fail(s->err, WGLLM_ERR_INVALID_ARG,
-                    "wgllm_job_start: the session has a job that is not done (free it or run it to its end first)");
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
+                       "wgllm_job_start: the session has a job that is not done (free it or run it to its end first)");
   wgllm_job *j = calloc(1, sizeof *j);
-  if (!j) return api_fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  if (!j) return llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   j->session = s;
-  st = llm_job_start(&j->job, s->s, s->model->tok, ids, n, &gp, s->err, sizeof s->err);
+  st = llm_job_start(&j->job, s->s, s->model->tok, ids, n, &gp, &s->err);
   if (st) {
     free(j);
     return st;
@@ -338,7 +343,7 @@ void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats) {
   stats->batched_tokens = job->batched;
 }
 
-const char *wgllm_job_error(const wgllm_job *j) { return j ? j->err : ""; }
+const char *wgllm_job_error(const wgllm_job *j) { return j ? j->err.msg : ""; }
 
 void wgllm_job_free(wgllm_job *j) {
   if (!j) return;
@@ -370,12 +375,12 @@ wgllm_status api_run_ids(wgllm_session *s, const int32_t *ids, size_t n, const w
 wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_generate_params *params,
                             wgllm_generate_stats *stats) {
   if (!s || !prompt) return WGLLM_ERR_INVALID_ARG;
-  s->err[0] = 0;
-  if (!prompt[0]) return api_fail(s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: give some text to continue");
-  if (!s->model->tok) return api_fail(s->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  llm_err_clear(&s->err);
+  if (!prompt[0]) return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: give some text to continue");
+  if (!s->model->tok) return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   int32_t *ids = NULL;
   size_t n = 0;
-  wgllm_status st = tok_encode(s->model->tok, prompt, strlen(prompt), 1, 1, &ids, &n, s->err, sizeof s->err);
+  wgllm_status st = tok_encode(s->model->tok, prompt, strlen(prompt), 1, 1, &ids, &n, &s->err);
   if (!st) st = api_run_ids(s, ids, n, params, NULL, stats);
   free(ids);
   return st;

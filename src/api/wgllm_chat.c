@@ -7,15 +7,15 @@
 wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n, const wgllm_generate_params *params,
                         char **reply, wgllm_generate_stats *stats) {
   if (!s || !messages || !n) return WGLLM_ERR_INVALID_ARG;
-  s->err[0] = 0;
-  if (!s->model->tok) return api_fail(s->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  llm_err_clear(&s->err);
+  if (!s->model->tok) return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   if (!s->model->chat)
-    return api_fail(s->err, WGLLM_ERR_UNSUPPORTED,
-                    "chat template: %s (a named template, chat_template \"chatml\" say, overrides it)",
-                    s->model->chat_err);
+    return llm_err_set(&s->err, WGLLM_ERR_UNSUPPORTED,
+                       "chat template: %s (a named template, chat_template \"chatml\" say, overrides it)",
+                       s->model->chat_err.msg);
   for (size_t i = 0; i < n; i++)
     if (!messages[i].role || !messages[i].content)
-      return api_fail(s->err, WGLLM_ERR_INVALID_ARG, "message %zu has no role or content", i);
+      return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "message %zu has no role or content", i);
   cJSON *msgs = cJSON_CreateArray();
   int ok = msgs != NULL;
   for (size_t i = 0; ok && i < n; i++) {
@@ -25,18 +25,20 @@ wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t 
   }
   if (!ok) {
     cJSON_Delete(msgs);
-    return api_fail(s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    return llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   chat_request q = {msgs, NULL, NULL, 1};
-  char *text = NULL, err[1024];
-  wgllm_status st = chat_renderer_apply(s->model->chat, &q, NULL, &text, err, sizeof err);
+  char *text = NULL;
+  wgllm_status st = chat_renderer_apply(s->model->chat, &q, NULL, &text, &s->err);
   cJSON_Delete(msgs);
-  if (st) return api_fail(s->err, st, "chat template: %s", err);
+  if (st) {
+    llm_err_prefix(&s->err, "chat template");
+    return st;
+  }
   int32_t *ids = NULL;
   size_t nid = 0;
   /* templates spell BOS out as text; without a template the tokenizer adds it */
-  st = tok_encode(s->model->tok, text, strlen(text), chat_renderer_adds_bos(s->model->chat), 1, &ids, &nid, s->err,
-                  sizeof s->err);
+  st = tok_encode(s->model->tok, text, strlen(text), chat_renderer_adds_bos(s->model->chat), 1, &ids, &nid, &s->err);
   free(text);
   if (!st) st = api_run_ids(s, ids, nid, params, reply, stats);
   free(ids);
@@ -46,39 +48,39 @@ wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t 
 wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t len, int32_t **ids, size_t *n,
                                char **text) {
   if (!m) return WGLLM_ERR_INVALID_ARG;
-  m->err[0] = 0;
-  if (!request_json || !ids || !n) return api_fail(m->err, WGLLM_ERR_INVALID_ARG, "wgllm_chat_prompt: a NULL argument");
+  llm_err_clear(&m->err);
+  if (!request_json || !ids || !n)
+    return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "wgllm_chat_prompt: a NULL argument");
   *ids = NULL;
   *n = 0;
   if (text) *text = NULL;
-  if (!m->tok) return api_fail(m->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  if (!m->tok) return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   if (!m->chat)
-    return api_fail(m->err, WGLLM_ERR_UNSUPPORTED,
-                    "chat template: %s (a named template, chat_template \"chatml\" say, overrides it)", m->chat_err);
+    return llm_err_set(&m->err, WGLLM_ERR_UNSUPPORTED,
+                       "chat template: %s (a named template, chat_template \"chatml\" say, overrides it)",
+                       m->chat_err.msg);
   cJSON *req = cJSON_ParseWithLength(request_json, len);
-  if (!req) return api_fail(m->err, WGLLM_ERR_INVALID_ARG, "the request is not valid JSON");
+  if (!req) return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "the request is not valid JSON");
   wgllm_status st = WGLLM_OK;
   const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(req, "messages");
   const cJSON *tools = cJSON_GetObjectItemCaseSensitive(req, "tools");
   const cJSON *kwargs = cJSON_GetObjectItemCaseSensitive(req, "chat_template_kwargs");
   if (!cJSON_IsObject(req))
-    st = api_fail(m->err, WGLLM_ERR_INVALID_ARG, "the request is not a JSON object");
+    st = llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "the request is not a JSON object");
   else if (!cJSON_IsArray(msgs) || !cJSON_GetArraySize(msgs))
-    st = api_fail(m->err, WGLLM_ERR_INVALID_ARG, "'messages' must be a non-empty array");
+    st = llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "'messages' must be a non-empty array");
   else if (tools && !cJSON_IsNull(tools) && !cJSON_IsArray(tools))
-    st = api_fail(m->err, WGLLM_ERR_INVALID_ARG, "'tools' must be an array");
+    st = llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "'tools' must be an array");
   else if (kwargs && !cJSON_IsNull(kwargs) && !cJSON_IsObject(kwargs))
-    st = api_fail(m->err, WGLLM_ERR_INVALID_ARG, "'chat_template_kwargs' must be an object");
+    st = llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "'chat_template_kwargs' must be an object");
   char *prompt = NULL;
   if (!st) {
     chat_request q = {msgs, cJSON_IsArray(tools) ? tools : NULL, cJSON_IsObject(kwargs) ? kwargs : NULL, 1};
-    char err[1024];
-    st = chat_renderer_apply(m->chat, &q, NULL, &prompt, err, sizeof err);
-    if (st) api_fail(m->err, st, "chat template: %s", err);
+    st = chat_renderer_apply(m->chat, &q, NULL, &prompt, &m->err);
+    if (st) llm_err_prefix(&m->err, "chat template");
   }
   cJSON_Delete(req);
-  if (!st)
-    st = tok_encode(m->tok, prompt, strlen(prompt), chat_renderer_adds_bos(m->chat), 1, ids, n, m->err, sizeof m->err);
+  if (!st) st = tok_encode(m->tok, prompt, strlen(prompt), chat_renderer_adds_bos(m->chat), 1, ids, n, &m->err);
   if (!st && text)
     *text = prompt;
   else

@@ -54,13 +54,13 @@ static wgllm_status finish(text *t, char **out) {
 wgllm_status wgllm_describe_file(const char *path, char **out) {
   if (!path || !out) return WGLLM_ERR_INVALID_ARG;
   *out = NULL;
-  char err[1024];
+  llm_err err = {0};
   wt_store *st;
-  wgllm_status s = llm_open_store(path, &st, err, sizeof err);
-  if (s == WGLLM_ERR_UNSUPPORTED && gguf_open_any(path, &st, err, sizeof err) == WGLLM_OK)
+  wgllm_status s = llm_open_store(path, &st, &err);
+  if (s == WGLLM_ERR_UNSUPPORTED && gguf_open_any(path, &st, &err) == WGLLM_OK)
     s = WGLLM_OK; /* a GGUF with tensor types wgllm does not read: described, not runnable */
   if (s) {
-    return api_fail_at(s, path, err); /* as the create calls: the reason is the thread's last error */
+    return api_fail_at(s, path, &err); /* as the create calls: the reason is the thread's last error */
   }
   text t = {0};
   put(&t, "file:         %s (%s)\n", path, wt_store_format(st) == WT_FORMAT_GGUF ? "GGUF" : "safetensors");
@@ -73,13 +73,14 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
     uint64_t b;
     first = gguf_unsupported(st, 0, &ty, &tn, &b);
     const char *a = gguf_get_str(st, "general.architecture");
-    snprintf(err, sizeof err, "%s: %llu tensors of ggml types wgllm does not read (first: '%s', type %u %s)",
-             a ? a : "?", (unsigned long long)n_unsup, first, ty, tn);
+    llm_err_set(&err, WGLLM_ERR_UNSUPPORTED,
+                "%s: %llu tensors of ggml types wgllm does not read (first: '%s', type %u %s)", a ? a : "?",
+                (unsigned long long)n_unsup, first, ty, tn);
     hs = WGLLM_ERR_UNSUPPORTED;
   } else
-    hs = llm_read_hparams(st, &hp, err, sizeof err);
+    hs = llm_read_hparams(st, &hp, &err);
   if (hs)
-    put(&t, "architecture: not runnable: %s (%s)\n", err, wgllm_status_name(hs));
+    put(&t, "architecture: not runnable: %s (%s)\n", err.msg, wgllm_status_name(hs));
   else {
     put(&t, "architecture: %s\n", hp.arch_name);
     put(&t, "vocab %u, hidden %u, layers %u, heads %u, kv heads %u, head_dim %u, ffn %u\n", hp.n_vocab, hp.n_embd,
@@ -149,15 +150,14 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
 wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **out) {
   if (!out) return WGLLM_ERR_INVALID_ARG;
   *out = NULL;
-  char err[1024];
+  llm_err err = {0};
   gpu_context *ctx;
   gpu_options o = {0};
   o.adapter_name = adapter ? adapter : getenv("WGLLM_ADAPTER"); /* the environment is read here, at the door */
   o.disable_f16 = disable_f16;
-  wgllm_status s = gpu_create(&o, &ctx, err, sizeof err);
+  wgllm_status s = gpu_create(&o, &ctx, &err);
   if (s) {
-    api_set_last_error("%s", err);
-    return s;
+    return llm_err_copy(api_last_error(), &err);
   }
   text t = {0};
   put(&t, "adapter:      %s\n", ctx->adapter_name);

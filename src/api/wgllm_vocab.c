@@ -6,18 +6,19 @@
 #include <string.h>
 
 wgllm_status wgllm_vocab_load(const char *path, wgllm_vocab **out) {
-  api_last_error()[0] = 0;
-  if (!out || !path) return api_fail(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_vocab_load: path or out is NULL");
+  llm_err_clear(api_last_error());
+  if (!out || !path)
+    return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_vocab_load: path or out is NULL");
   *out = NULL;
   wgllm_vocab *v = calloc(1, sizeof *v);
-  if (!v) return api_fail(api_last_error(), WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
-  char err[1024];
-  wgllm_status st = llm_load_tokenizer(path, &v->tok, NULL, err, sizeof err);
+  if (!v) return llm_err_set(api_last_error(), WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  wgllm_status st = llm_load_tokenizer(path, &v->tok, NULL, api_last_error());
   if (st) {
     free(v);
-    return api_fail(api_last_error(), st, "%s", err);
+    return st;
   }
   v->owned = 1;
+  llm_err_clear(api_last_error()); /* a call that succeeds leaves no last error */
   *out = v;
   return WGLLM_OK;
 }
@@ -28,7 +29,7 @@ void wgllm_vocab_free(wgllm_vocab *v) {
   free(v);
 }
 
-const char *wgllm_vocab_error(const wgllm_vocab *v) { return v ? v->err : ""; }
+const char *wgllm_vocab_error(const wgllm_vocab *v) { return v ? v->err.msg : ""; }
 const wgllm_vocab *wgllm_model_vocab(const wgllm_model *m) { return m ? &m->vocab : NULL; }
 size_t wgllm_vocab_n_tokens(const wgllm_vocab *v) { return v ? tok_vocab_size(v->tok) : 0; }
 int32_t wgllm_vocab_bos(const wgllm_vocab *v) { return v ? tok_bos(v->tok) : -1; }
@@ -46,11 +47,10 @@ const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t *len) {
 wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
                                   int parse_special, int32_t *ids, size_t cap, size_t *n_ids) {
   if (!v || !text || !n_ids || (cap && !ids)) return WGLLM_ERR_INVALID_ARG;
-  if (!v->tok) return api_fail(((wgllm_vocab *)v)->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  if (!v->tok) return llm_err_set(&((wgllm_vocab *)v)->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   int32_t *t = NULL;
   size_t n = 0;
-  wgllm_status st =
-      tok_encode(v->tok, text, len, add_special, parse_special, &t, &n, ((wgllm_vocab *)v)->err, sizeof v->err);
+  wgllm_status st = tok_encode(v->tok, text, len, add_special, parse_special, &t, &n, &((wgllm_vocab *)v)->err);
   if (st) return st;
   if (cap && n) memcpy(ids, t, (n < cap ? n : cap) * sizeof *t);
   *n_ids = n;
@@ -60,9 +60,9 @@ wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t
 
 wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, size_t n, char **text, size_t *len) {
   if (!v || !text || (n && !ids)) return WGLLM_ERR_INVALID_ARG;
-  if (!v->tok) return api_fail(((wgllm_vocab *)v)->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  if (!v->tok) return llm_err_set(&((wgllm_vocab *)v)->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   size_t l = 0;
-  wgllm_status st = tok_decode(v->tok, ids, n, 0, text, &l, ((wgllm_vocab *)v)->err, sizeof v->err);
+  wgllm_status st = tok_decode(v->tok, ids, n, 0, text, &l, &((wgllm_vocab *)v)->err);
   if (len) *len = l;
   return st;
 }

@@ -17,7 +17,7 @@ static const char *size_str(uint64_t b, char *buf, size_t n) {
 }
 
 wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
-                                 uint64_t max_binding, llm_kv_cache *kv, char *err, size_t errlen) {
+                                 uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
   memset(kv, 0, sizeof *kv);
   kv->n_layer = hp->n_layer;
   kv->ctx = ctx;
@@ -29,8 +29,7 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
   kv->v = calloc(hp->n_layer, sizeof *kv->v);
   if (!kv->layout || !kv->group_heads || !kv->k || !kv->v) {
     llm_kv_cache_free(gpu, kv);
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   wgllm_status st = WGLLM_OK;
   /* the context whose every layer's single KV head fits one storage binding (for the message below) */
@@ -44,8 +43,8 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     uint32_t hd = llm_layer_head_dim(hp, l), src = llm_layer_kv_source(hp, l);
     if (hd % 4) { /* the attention kernels read K/V four elements at a time */
-      snprintf(err, errlen, "layer %u: head_dim %u is not a multiple of 4, which the attention kernels need", l, hd);
-      st = WGLLM_ERR_UNSUPPORTED;
+      st = llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "layer %u: head_dim %u is not a multiple of 4, which the attention kernels need", l, hd);
       break;
     }
     /* a window layer keeps window + chunk slots (at least 128: the kernels' blocks of up to 128 keys wrap at most
@@ -72,20 +71,20 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
     if (g < nkv && (head % align || ((uint64_t)g * rep * hd * 4) % align)) g = 0;
     if (g == 0 || (uint64_t)g * head > max_bind) {
       char a[32], b[32];
-      snprintf(err, errlen,
-               "KV cache: layer %u keeps %u positions x %u KV heads x %u x %s = %s for K (and as much for V); one "
-               "KV head%s is over the storage binding limit of %s: a context of at most %llu fits%s",
-               l, slots, nkv, hd, f16 ? "f16" : "f32", size_str(per, a, sizeof a),
-               g ? "" : " (or a group whose offset meets the binding alignment)", size_str(max_bind, b, sizeof b),
-               (unsigned long long)ctx_fits, f16 ? "" : " (twice that with an f16 cache)");
-      st = WGLLM_ERR_UNSUPPORTED;
+      st = llm_err_set(
+          err, WGLLM_ERR_UNSUPPORTED,
+          "KV cache: layer %u keeps %u positions x %u KV heads x %u x %s = %s for K (and as much for V); one "
+          "KV head%s is over the storage binding limit of %s: a context of at most %llu fits%s",
+          l, slots, nkv, hd, f16 ? "f16" : "f32", size_str(per, a, sizeof a),
+          g ? "" : " (or a group whose offset meets the binding alignment)", size_str(max_bind, b, sizeof b),
+          (unsigned long long)ctx_fits, f16 ? "" : " (twice that with an f16 cache)");
       break;
     }
     if (per > gpu->limits.maxBufferSize) {
       char a[32], b[32];
-      snprintf(err, errlen, "KV cache: layer %u needs %s for K, over the device's largest buffer of %s", l,
-               size_str(per, a, sizeof a), size_str(gpu->limits.maxBufferSize, b, sizeof b));
-      st = WGLLM_ERR_UNSUPPORTED;
+      st = llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "KV cache: layer %u needs %s for K, over the device's largest buffer of %s", l,
+                       size_str(per, a, sizeof a), size_str(gpu->limits.maxBufferSize, b, sizeof b));
       break;
     }
     kv->group_heads[l] = g;
@@ -96,18 +95,18 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
   uint64_t used = gpu->bytes_live < gpu->device_memory ? gpu->bytes_live : gpu->device_memory;
   if (!st && gpu->device_memory && kv->bytes > gpu->device_memory - used) {
     char a[32], b[32], c[32];
-    snprintf(err, errlen,
-             "KV cache: %u positions need %s, and %s has %s of its %s left (weights and other sessions hold the "
-             "rest)%s",
-             ctx, size_str(kv->bytes, a, sizeof a), gpu->adapter_name, size_str(gpu->device_memory - used, b, sizeof b),
-             size_str(gpu->device_memory, c, sizeof c), f16 ? "" : "; an f16 cache takes half");
-    st = WGLLM_ERR_OUT_OF_MEMORY;
+    st = llm_err_set(
+        err, WGLLM_ERR_OUT_OF_MEMORY,
+        "KV cache: %u positions need %s, and %s has %s of its %s left (weights and other sessions hold the "
+        "rest)%s",
+        ctx, size_str(kv->bytes, a, sizeof a), gpu->adapter_name, size_str(gpu->device_memory - used, b, sizeof b),
+        size_str(gpu->device_memory, c, sizeof c), f16 ? "" : "; an f16 cache takes half");
   }
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     if (llm_layer_kv_source(hp, l) != l) continue;
     uint64_t per = (uint64_t)kv->layout[l].n_kv_head * kv->layout[l].ctx * kv->layout[l].head_dim * (f16 ? 2 : 4);
-    st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err, errlen);
-    if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err, errlen);
+    st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err);
+    if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err);
   }
   if (st) llm_kv_cache_free(gpu, kv);
   return st;
@@ -126,26 +125,25 @@ void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv) {
 }
 
 static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos,
-                               gpu_buffer **out, char *err, size_t errlen) {
+                               gpu_buffer **out, llm_err *err) {
   uint64_t n = (uint64_t)max_pos * (rot_dim / 2) * 2;
   float *cs = malloc(n * sizeof *cs);
   if (!cs) {
-    snprintf(err, errlen, "out of host memory for the RoPE table");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for the RoPE table");
   }
   op_rope_table(cs, inv_freq, rot_dim, max_pos, 1.0f);
-  wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err, errlen);
+  wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err);
   if (!s) gpu_write(gpu, *out, 0, cs, n * 4);
   free(cs);
   return s;
 }
 
 wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
-                                    char *err, size_t errlen) {
+                                    llm_err *err) {
   memset(out, 0, sizeof *out);
-  wgllm_status s = rope_table(gpu, hp->inv_freq, hp->rot_dim, max_pos, &out->global, err, errlen);
+  wgllm_status s = rope_table(gpu, hp->inv_freq, hp->rot_dim, max_pos, &out->global, err);
   uint32_t rot_local = hp->rot_dim_local ? hp->rot_dim_local : hp->rot_dim;
-  if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, rot_local, max_pos, &out->local, err, errlen);
+  if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, rot_local, max_pos, &out->local, err);
   if (s) llm_rope_tables_free(gpu, out);
   return s;
 }

@@ -3,6 +3,7 @@
    its positions read. */
 #ifndef WGLLM_KV_CACHE_H
 #define WGLLM_KV_CACHE_H
+#include "llm_err.h"
 #include "model.h"
 
 /* KV cache: per owning layer K and V [n_kv][slots][hd] in its own layout, f32 or f16; a KV-shared layer has no
@@ -23,7 +24,7 @@ typedef struct llm_kv_cache {
 } llm_kv_cache;
 /* max_binding: the largest storage binding (0: the device's limit) */
 wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
-                                 uint64_t max_binding, llm_kv_cache *kv, char *err, size_t errlen);
+                                 uint64_t max_binding, llm_kv_cache *kv, llm_err *err);
 /* Group j of layer l's cache (l its owner): the layout of its KV heads, their K and V ranges, and the first KV
    head; returns the number of groups (1 when the layer is one binding). */
 uint32_t llm_kv_group(const llm_kv_cache *kv, uint32_t l, uint32_t j, op_kv_layout *layout, gpu_view *k, gpu_view *v,
@@ -36,6 +37,6 @@ typedef struct llm_rope_tables {
   gpu_buffer *global, *local;
 } llm_rope_tables;
 wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
-                                    char *err, size_t errlen);
+                                    llm_err *err);
 void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
 #endif

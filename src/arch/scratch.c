@@ -21,7 +21,7 @@ uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
 }
 
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
-                                 llm_scratch *s, char *err, size_t errlen) {
+                                 llm_scratch *s, llm_err *err) {
   memset(s, 0, sizeof *s);
   s->cap = cap;
   s->logit_rows = logit_rows;
@@ -50,7 +50,7 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
   };
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     if (!want[i].bytes) continue; /* no per-layer inputs */
-    wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err, errlen);
+    wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err);
     if (st) {
       llm_scratch_release(gpu, s);
       return st;
@@ -59,13 +59,13 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
   return WGLLM_OK;
 }
 
-wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen) {
+wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, llm_err *err) {
   if (s->xq) return WGLLM_OK;
   /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output */
   uint64_t F = llm_max_n_ff(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
   kmax = ((kmax > q ? kmax : q) + 31) / 32 * 32;
-  wgllm_status st = gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err, errlen);
+  wgllm_status st = gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err);
   if (st || s->cap < OP_F16_MIN_ROWS || !op_gemm_f16_supports(gpu, s->cap, 256, 32)) return st;
   /* the largest projection: fused q|k|v, output, gate|up, down */
   uint32_t E = hp->n_embd, Fw = (uint32_t)F;
@@ -77,9 +77,7 @@ wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_s
   if (w16 > max_bind) w16 = max_bind; /* the projections over it dequantize in the GEMM's tiles */
   if (x16 > max_bind) return WGLLM_OK;
   /* optional: refused (out of memory), the GEMMs dequantize in their tiles */
-  char e2[256];
-  if (gpu_pool_acquire(gpu, x16, "x16", &s->x16, e2, sizeof e2) ||
-      gpu_pool_acquire(gpu, w16, "w16", &s->w16, e2, sizeof e2)) {
+  if (gpu_pool_acquire(gpu, x16, "x16", &s->x16, NULL) || gpu_pool_acquire(gpu, w16, "w16", &s->w16, NULL)) {
     if (s->x16) gpu_pool_release(gpu, s->x16);
     s->x16 = s->w16 = NULL;
   }
@@ -87,15 +85,15 @@ wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_s
 }
 
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
-                                    char *err, size_t errlen) {
+                                    llm_err *err) {
   wgllm_status st = WGLLM_OK;
   uint64_t partial = 0;
   for (uint32_t l = 0; l < kv->n_layer; l++) {
     uint64_t b = op_attn_partial_bytes(&kv->layout[l], hp->n_head, 0);
     if (b > partial) partial = b;
   }
-  if (!s->attn_partial) st = gpu_pool_acquire(gpu, partial, "attn_partial", &s->attn_partial, err, errlen);
-  if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err, errlen);
+  if (!s->attn_partial) st = gpu_pool_acquire(gpu, partial, "attn_partial", &s->attn_partial, err);
+  if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err);
   return st;
 }
 

@@ -3,6 +3,7 @@
 #ifndef WGLLM_SCRATCH_H
 #define WGLLM_SCRATCH_H
 #include "kv_cache.h"
+#include "llm_err.h"
 
 /* Activation buffers for up to cap tokens (from the pool, released by llm_scratch_release). */
 typedef struct llm_scratch {
@@ -38,15 +39,15 @@ uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp);
 /* The most tokens a prefill pass can take on this device (every activation within one storage binding). */
 uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp);
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
-                                 llm_scratch *s, char *err, size_t errlen);
+                                 llm_scratch *s, llm_err *err);
 /* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input, the scratch's
    tokens); without it llm_linear and the fused GEMVs run exact. A scratch of more tokens than a GEMV takes, on a
    device with subgroup matrices, also gets x16 and w16 (op_f16_bytes of the widest layer input and of the largest
    projection, within one storage binding) for the f16-operand GEMM; a projection larger than w16 dequantizes in
    the GEMM's tiles instead (op_linear_fast). */
-wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, char *err, size_t errlen);
+wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, llm_err *err);
 /* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
-                                    char *err, size_t errlen);
+                                    llm_err *err);
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
 #endif

@@ -138,24 +138,23 @@ static char *token_text(const tokenizer *tok, int32_t id) {
 }
 
 wgllm_status chat_renderer_create(const char *forced, const char *jinja, const tokenizer *tok, chat_renderer **out,
-                                  char *err, size_t errlen) {
+                                  llm_err *err) {
   *out = NULL;
-  if (err && errlen) err[0] = 0;
+  llm_err_clear(err);
   chat_renderer *r = calloc(1, sizeof *r);
   if (!r) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   if (forced) {
     int t = chat_template_from_name(forced);
     if (t < 0) {
       free(r);
-      snprintf(err, errlen, "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", forced);
-      return WGLLM_ERR_INVALID_ARG;
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                         "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", forced);
     }
     r->named = (chat_template)t;
   } else if (jinja) {
-    wgllm_status st = jinja_parse(jinja, strlen(jinja), &r->tmpl, err, errlen);
+    wgllm_status st = jinja_parse(jinja, strlen(jinja), &r->tmpl, err);
     if (st) {
       free(r);
       return st;
@@ -166,8 +165,7 @@ wgllm_status chat_renderer_create(const char *forced, const char *jinja, const t
   r->eos = token_text(tok, tok ? tok_eos(tok) : -1);
   if ((tok && tok_bos(tok) >= 0 && !r->bos) || (tok && tok_eos(tok) >= 0 && !r->eos)) {
     chat_renderer_free(r);
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   *out = r;
   return WGLLM_OK;
@@ -185,16 +183,14 @@ const char *chat_renderer_name(const chat_renderer *r) { return r->tmpl ? "jinja
 int chat_renderer_adds_bos(const chat_renderer *r) { return !r->tmpl && r->named == CHAT_NONE; }
 
 static wgllm_status apply_jinja(const chat_renderer *r, const chat_request *q, const jinja_limits *lim, char **out,
-                                char *err, size_t errlen) {
+                                llm_err *err) {
   static const char *const reserved[] = {"messages", "tools", "documents", "add_generation_prompt"};
   if (q->kwargs && !cJSON_IsObject(q->kwargs)) {
-    snprintf(err, errlen, "the template arguments must be a JSON object");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "the template arguments must be a JSON object");
   }
   for (size_t i = 0; q->kwargs && i < 4; i++)
     if (cJSON_GetObjectItemCaseSensitive(q->kwargs, reserved[i])) {
-      snprintf(err, errlen, "the template arguments may not set '%s'", reserved[i]);
-      return WGLLM_ERR_INVALID_ARG;
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "the template arguments may not set '%s'", reserved[i]);
     }
   /* the variables, as transformers' render_jinja_template passes them; the request is referenced, not copied */
   cJSON *v = cJSON_CreateObject();
@@ -215,20 +211,19 @@ static wgllm_status apply_jinja(const chat_renderer *r, const chat_request *q, c
   if (ok) ok = cJSON_AddBoolToObject(v, "add_generation_prompt", q->add_generation_prompt) != NULL;
   if (!ok) {
     cJSON_Delete(v);
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  wgllm_status st = jinja_render(r->tmpl, v, lim, out, NULL, err, errlen);
+  wgllm_status st = jinja_render(r->tmpl, v, lim, out, NULL, err);
   cJSON_Delete(v);
   return st;
 }
 
 /* the text of a message's content for a named template: a string, null, or text parts */
-static char *content_text(const cJSON *c, size_t i, char *err, size_t errlen) {
+static char *content_text(const cJSON *c, size_t i, llm_err *err) {
   if (!c || cJSON_IsNull(c)) return strdup("");
   if (cJSON_IsString(c)) return strdup(c->valuestring);
   if (!cJSON_IsArray(c)) {
-    snprintf(err, errlen, "message %zu: content must be a string, null or a list of text parts", i);
+    llm_err_set(err, WGLLM_ERR_INVALID_ARG, "message %zu: content must be a string, null or a list of text parts", i);
     return NULL;
   }
   sbuf b = {0};
@@ -239,7 +234,7 @@ static char *content_text(const cJSON *c, size_t i, char *err, size_t errlen) {
                 *text = cJSON_GetObjectItemCaseSensitive(p, "text");
     if (!cJSON_IsString(type) || strcmp(type->valuestring, "text") || !cJSON_IsString(text)) {
       free(b.s);
-      snprintf(err, errlen, "message %zu: the named template renders text parts only", i);
+      llm_err_set(err, WGLLM_ERR_INVALID_ARG, "message %zu: the named template renders text parts only", i);
       return NULL;
     }
     put(&b, "%s", text->valuestring);
@@ -251,31 +246,29 @@ static char *content_text(const cJSON *c, size_t i, char *err, size_t errlen) {
   return b.s;
 }
 
-static wgllm_status apply_named(const chat_renderer *r, const chat_request *q, char **out, char *err, size_t errlen) {
+static wgllm_status apply_named(const chat_renderer *r, const chat_request *q, char **out, llm_err *err) {
   const char *name = chat_template_name(r->named);
   if (q->tools && cJSON_GetArraySize(q->tools) > 0) {
-    snprintf(err, errlen, "the named chat template \"%s\" cannot render tools", name);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "the named chat template \"%s\" cannot render tools", name);
   }
   size_t n = (size_t)cJSON_GetArraySize(q->messages);
   chat_msg *msgs = calloc(n ? n : 1, sizeof *msgs);
   char **texts = calloc(n ? n : 1, sizeof *texts);
   wgllm_status st = msgs && texts ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
-  if (st) snprintf(err, errlen, "out of host memory");
+  if (st) llm_err_set(err, st, "out of host memory");
   size_t i = 0;
   const cJSON *m;
   cJSON_ArrayForEach(m, q->messages) {
     if (st) break;
     const cJSON *role = cJSON_GetObjectItemCaseSensitive(m, "role");
     if (!cJSON_IsString(role)) {
-      snprintf(err, errlen, "message %zu has no role", i);
-      st = WGLLM_ERR_INVALID_ARG;
+      st = llm_err_set(err, WGLLM_ERR_INVALID_ARG, "message %zu has no role", i);
     } else if (cJSON_GetObjectItemCaseSensitive(m, "tool_calls") || !strcmp(role->valuestring, "tool")) {
-      snprintf(err, errlen, "the named chat template \"%s\" cannot render tool calls (message %zu)", name, i);
-      st = WGLLM_ERR_UNSUPPORTED;
-    } else if (!(texts[i] = content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), i, err, errlen))) {
-      st = err[0] ? WGLLM_ERR_INVALID_ARG : WGLLM_ERR_OUT_OF_MEMORY;
-      if (!err[0]) snprintf(err, errlen, "out of host memory");
+      st = llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "the named chat template \"%s\" cannot render tool calls (message %zu)", name, i);
+    } else if (!(texts[i] = content_text(cJSON_GetObjectItemCaseSensitive(m, "content"), i, err))) {
+      st = llm_err_msg(err)[0] ? WGLLM_ERR_INVALID_ARG : WGLLM_ERR_OUT_OF_MEMORY;
+      if (!llm_err_msg(err)[0]) llm_err_set(err, st, "out of host memory");
     } else {
       msgs[i].role = role->valuestring;
       msgs[i].content = texts[i];
@@ -285,8 +278,7 @@ static wgllm_status apply_named(const chat_renderer *r, const chat_request *q, c
   if (!st) {
     *out = chat_format(r->named, msgs, n, q->add_generation_prompt);
     if (!*out) {
-      snprintf(err, errlen, "out of host memory");
-      st = WGLLM_ERR_OUT_OF_MEMORY;
+      st = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     }
   }
   for (size_t k = 0; texts && k < n; k++)
@@ -297,18 +289,16 @@ static wgllm_status apply_named(const chat_renderer *r, const chat_request *q, c
 }
 
 wgllm_status chat_renderer_apply(const chat_renderer *r, const chat_request *q, const jinja_limits *lim, char **out,
-                                 char *err, size_t errlen) {
+                                 llm_err *err) {
   *out = NULL;
-  if (err && errlen) err[0] = 0;
+  llm_err_clear(err);
   if (!r || !q || !cJSON_IsArray(q->messages)) {
-    snprintf(err, errlen, "the messages must be a JSON list");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "the messages must be a JSON list");
   }
   if (q->tools && !cJSON_IsArray(q->tools) && !cJSON_IsNull(q->tools)) {
-    snprintf(err, errlen, "the tools must be a JSON list");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "the tools must be a JSON list");
   }
   chat_request qq = *q;
   if (qq.tools && cJSON_IsNull(qq.tools)) qq.tools = NULL;
-  return r->tmpl ? apply_jinja(r, &qq, lim, out, err, errlen) : apply_named(r, &qq, out, err, errlen);
+  return r->tmpl ? apply_jinja(r, &qq, lim, out, err) : apply_named(r, &qq, out, err);
 }

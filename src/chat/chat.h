@@ -6,6 +6,7 @@
 #ifndef WGLLM_CHAT_H
 #define WGLLM_CHAT_H
 #include "jinja.h"
+#include "llm_err.h"
 #include "tokenizer.h"
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -35,7 +36,7 @@ typedef struct chat_renderer chat_renderer;
    (chat_template_detect). bos_token and eos_token for the template are the texts of the tokenizer's BOS and EOS
    (tok may be NULL: then they are undefined). */
 wgllm_status chat_renderer_create(const char *forced, const char *jinja, const tokenizer *tok, chat_renderer **out,
-                                  char *err, size_t errlen);
+                                  llm_err *err);
 void chat_renderer_free(chat_renderer *r);              /* NULL is a no-op */
 const char *chat_renderer_name(const chat_renderer *r); /* "jinja" (the model's own) or the named template's */
 int chat_renderer_adds_bos(const chat_renderer *r);     /* no template writes BOS: the tokenizer must add it */
@@ -55,5 +56,5 @@ typedef struct chat_request {
    the first four. A named template takes string (or text-part) contents only and refuses tools and tool calls.
    lim NULL: jinja_default_limits(). Errors name what failed (raise_exception's message, the construct). */
 wgllm_status chat_renderer_apply(const chat_renderer *r, const chat_request *q, const jinja_limits *lim, char **out,
-                                 char *err, size_t errlen);
+                                 llm_err *err);
 #endif

@@ -7,6 +7,7 @@
    nothing is skipped silently. Every render is bounded by jinja_limits. */
 #ifndef WGLLM_JINJA_H
 #define WGLLM_JINJA_H
+#include "llm_err.h"
 #include "wgllm.h"
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -34,7 +35,7 @@ jinja_limits jinja_default_limits(void);
 /* Parses src (len bytes, UTF-8). A syntax error is WGLLM_ERR_FORMAT, a tag, filter or test outside the subset
    WGLLM_ERR_UNSUPPORTED; err says what and at which line ("unsupported filter 'xyz' at line 3"). The template is
    immutable afterwards: one may be rendered from several threads at once. */
-wgllm_status jinja_parse(const char *src, size_t len, jinja_template **out, char *err, size_t errlen);
+wgllm_status jinja_parse(const char *src, size_t len, jinja_template **out, llm_err *err);
 void jinja_free(jinja_template *t); /* NULL is a no-op */
 
 /* Renders with the members of vars (a JSON object, or NULL) as the template's variables: messages,
@@ -44,5 +45,5 @@ void jinja_free(jinja_template *t); /* NULL is a no-op */
    (WGLLM_ERR_INVALID_ARG), a method or function outside the subset (WGLLM_ERR_UNSUPPORTED), a limit
    (WGLLM_ERR_INVALID_ARG), memory refused (WGLLM_ERR_OUT_OF_MEMORY); each names the line. */
 wgllm_status jinja_render(const jinja_template *t, const cJSON *vars, const jinja_limits *lim, char **out, size_t *len,
-                          char *err, size_t errlen);
+                          llm_err *err);
 #endif

@@ -714,16 +714,15 @@ static void render_free(render_state *R) {
 }
 
 wgllm_status jinja_render(const jinja_template *t, const cJSON *vars, const jinja_limits *lim, char **out, size_t *len,
-                          char *err, size_t errlen) {
-  if (err && errlen) err[0] = 0;
+                          llm_err *err) {
+  llm_err_clear(err);
   if (!out) return WGLLM_ERR_INVALID_ARG;
   *out = NULL;
   if (len) *len = 0;
   if (!t) return WGLLM_ERR_INVALID_ARG;
   render_state *R = calloc(1, sizeof *R);
   if (!R) {
-    if (err) snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   jctx *c = &R->c;
   jinja_limits d = jinja_default_limits();
@@ -734,8 +733,7 @@ wgllm_status jinja_render(const jinja_template *t, const cJSON *vars, const jinj
   if (!c->lim.max_steps) c->lim.max_steps = d.max_steps;
   if (c->lim.max_depth <= 0) c->lim.max_depth = d.max_depth;
   if (!c->lim.now) c->lim.now = time(NULL);
-  R->e.msg = err;
-  R->e.cap = err ? errlen : 0;
+  R->e.err = err;
   R->a.limit = c->lim.max_memory;
   R->a.extra = &c->text_bytes;
   R->a.e = &R->e;

@@ -14,8 +14,7 @@
 /* ---- errors ---- */
 typedef struct jerr {
   jmp_buf jb;
-  char *msg;
-  size_t cap;
+  llm_err *err; /* NULL: no message wanted */
   wgllm_status st;
 } jerr;
 /* formats the message, appends " at line N" when line > 0, and jumps to the entry point */

@@ -1389,25 +1389,23 @@ static void parse_body(parser *P, nvec *out, const char *const *ends, int *which
 }
 
 /* ---------- entry ---------- */
-wgllm_status jinja_parse(const char *src, size_t len, jinja_template **out, char *err, size_t errlen) {
-  if (err && errlen) err[0] = 0;
+wgllm_status jinja_parse(const char *src, size_t len, jinja_template **out, llm_err *err) {
+  llm_err_clear(err);
   if (!out) return WGLLM_ERR_INVALID_ARG;
   *out = NULL;
   if (!src) return WGLLM_ERR_INVALID_ARG;
   if (len > JINJA_MAX_SOURCE) {
-    if (err) snprintf(err, errlen, "the template is %zu bytes, over the %u-byte limit", len, JINJA_MAX_SOURCE);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "the template is %zu bytes, over the %u-byte limit", len,
+                       JINJA_MAX_SOURCE);
   }
   jinja_template *t = calloc(1, sizeof *t);
   parser *P = calloc(1, sizeof *P);
   if (!t || !P) {
     free(t);
     free(P);
-    if (err) snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  P->e.msg = err;
-  P->e.cap = err ? errlen : 0;
+  P->e.err = err;
   t->arena.limit = (size_t)64 * len + (1u << 20);
   t->arena.e = &P->e;
   P->a = &t->arena;

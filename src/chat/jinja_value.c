@@ -9,10 +9,13 @@
 
 /* ---------- errors ---------- */
 static noreturn void jvfail(jerr *e, wgllm_status st, int line, const char *fmt, va_list ap) {
-  if (e->cap) {
-    vsnprintf(e->msg, e->cap, fmt, ap);
-    size_t n = strlen(e->msg);
-    if (line > 0 && n < e->cap) snprintf(e->msg + n, e->cap - n, " at line %d", line);
+  if (e->err) {
+    char msg[LLM_ERR_MSG_LEN];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    if (line > 0)
+      llm_err_set(e->err, st, "%s at line %d", msg, line);
+    else
+      llm_err_set(e->err, st, "%s", msg);
   }
   e->st = st;
   longjmp(e->jb, 1);

@@ -323,11 +323,8 @@ static wgllm_status zeros(gguf_sink *s, uint64_t n) {
 }
 
 /* Writes the whole file to s; on failure err says what failed (without a path). */
-static wgllm_status emit(gguf_writer *w, gguf_sink *s, char *err, size_t errlen) {
-  if (w->st) {
-    snprintf(err, errlen, "%s", w->err);
-    return w->st;
-  }
+static wgllm_status emit(gguf_writer *w, gguf_sink *s, llm_err *err) {
+  if (w->st) return llm_err_set(err, w->st, "%s", w->err);
   uint8_t fixed[24];
   memcpy(fixed, "GGUF", 4);
   for (int i = 0; i < 4; i++)
@@ -349,38 +346,37 @@ static wgllm_status emit(gguf_writer *w, gguf_sink *s, char *err, size_t errlen)
       continue;
     }
     if (!w->fill) {
-      snprintf(err, errlen, "gguf writer: tensor '%s' has no data and the writer no fill callback", t->name);
-      return WGLLM_ERR_INVALID_ARG;
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                         "gguf writer: tensor '%s' has no data and the writer no fill callback", t->name);
     }
     uint64_t at = s->n;
     wgllm_status st = w->fill(w->user, i, s);
     if (s->st) break;
     if (st) {
       if (st == WGLLM_ERR_OUT_OF_MEMORY)
-        snprintf(err, errlen, "gguf writer: out of host memory filling tensor '%s'", t->name);
+        return llm_err_set(err, st, "gguf writer: out of host memory filling tensor '%s'", t->name);
       else
-        snprintf(err, errlen, "gguf writer: filling tensor '%s' failed (status %d)", t->name, (int)st);
-      return st;
+        return llm_err_set(err, st, "gguf writer: filling tensor '%s' failed (status %d)", t->name, (int)st);
     }
     if (s->n - at != t->nbytes) {
-      snprintf(err, errlen, "gguf writer: the fill wrote %llu bytes of tensor '%s', which has %llu",
-               (unsigned long long)(s->n - at), t->name, (unsigned long long)t->nbytes);
-      return WGLLM_ERR_INVALID_ARG;
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                         "gguf writer: the fill wrote %llu bytes of tensor '%s', which has %llu",
+                         (unsigned long long)(s->n - at), t->name, (unsigned long long)t->nbytes);
     }
   }
   if (s->st == WGLLM_ERR_OUT_OF_MEMORY)
-    snprintf(err, errlen, "gguf writer: out of host memory");
+    llm_err_set(err, s->st, "gguf writer: out of host memory");
   else if (s->st)
-    snprintf(err, errlen, "write failed: %s", strerror(s->errnum));
+    llm_err_set(err, s->st, "write failed: %s", strerror(s->errnum));
   return s->st;
 }
 
-wgllm_status gguf_writer_finish_mem(gguf_writer *w, uint8_t **out, size_t *len, char *err, size_t errlen) {
+wgllm_status gguf_writer_finish_mem(gguf_writer *w, uint8_t **out, size_t *len, llm_err *err) {
   bytes b = {0};
   gguf_sink s = {.mem = &b};
   *out = NULL;
   *len = 0;
-  wgllm_status st = emit(w, &s, err, errlen);
+  wgllm_status st = emit(w, &s, err);
   if (st) {
     free(b.p);
     return st;
@@ -388,41 +384,31 @@ wgllm_status gguf_writer_finish_mem(gguf_writer *w, uint8_t **out, size_t *len, 
   *out = b.p ? b.p : malloc(1);
   *len = b.n;
   if (!*out) {
-    snprintf(err, errlen, "gguf writer: out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "gguf writer: out of host memory");
   }
   return WGLLM_OK;
 }
 
-wgllm_status gguf_writer_finish_file(gguf_writer *w, FILE *f, char *err, size_t errlen) {
+wgllm_status gguf_writer_finish_file(gguf_writer *w, FILE *f, llm_err *err) {
   gguf_sink s = {.f = f};
-  wgllm_status st = emit(w, &s, err, errlen);
+  wgllm_status st = emit(w, &s, err);
   if (!st && fflush(f)) {
-    snprintf(err, errlen, "write failed: %s", strerror(errno));
-    st = WGLLM_ERR_IO;
+    st = llm_err_set(err, WGLLM_ERR_IO, "write failed: %s", strerror(errno));
   }
   return st;
 }
 
-wgllm_status gguf_writer_finish_path(gguf_writer *w, const char *path, char *err, size_t errlen) {
-  if (w->st) {
-    snprintf(err, errlen, "%s: %s", path, w->err);
-    return w->st;
-  }
+wgllm_status gguf_writer_finish_path(gguf_writer *w, const char *path, llm_err *err) {
+  if (w->st) return llm_err_set(err, w->st, "%s: %s", path, w->err);
   FILE *f = fopen(path, "wb");
   if (!f) {
-    snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
   }
-  char msg[512];
-  wgllm_status st = gguf_writer_finish_file(w, f, msg, sizeof msg);
-  if (fclose(f) && !st) {
-    snprintf(msg, sizeof msg, "write failed: %s", strerror(errno));
-    st = WGLLM_ERR_IO;
-  }
+  wgllm_status st = gguf_writer_finish_file(w, f, err);
+  if (fclose(f) && !st) st = llm_err_set(err, WGLLM_ERR_IO, "write failed: %s", strerror(errno));
   if (st) {
     remove(path);
-    snprintf(err, errlen, "%s: %s", path, msg);
+    llm_err_prefix(err, "%s", path);
   }
   return st;
 }

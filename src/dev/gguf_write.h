@@ -12,6 +12,7 @@
 #ifndef WGLLM_GGUF_WRITE_H
 #define WGLLM_GGUF_WRITE_H
 #include "gguf.h"
+#include "llm_err.h"
 #include "tensor_store.h"
 #include "wgllm.h"
 #include <stddef.h>
@@ -60,8 +61,8 @@ void gguf_writer_set_fill(gguf_writer *w, gguf_fill_fn fill, void *user);
 /* ---- finishing: header, padding to the alignment, each tensor's data at its aligned offset (the file ends
    with the last tensor's data). The writer is unchanged and may be finished again. ---- */
 /* *out is malloc'd (free it), *len its size */
-wgllm_status gguf_writer_finish_mem(gguf_writer *w, uint8_t **out, size_t *len, char *err, size_t errlen);
-wgllm_status gguf_writer_finish_file(gguf_writer *w, FILE *f, char *err, size_t errlen);
+wgllm_status gguf_writer_finish_mem(gguf_writer *w, uint8_t **out, size_t *len, llm_err *err);
+wgllm_status gguf_writer_finish_file(gguf_writer *w, FILE *f, llm_err *err);
 /* creates or replaces path; a failed write removes it */
-wgllm_status gguf_writer_finish_path(gguf_writer *w, const char *path, char *err, size_t errlen);
+wgllm_status gguf_writer_finish_path(gguf_writer *w, const char *path, llm_err *err);
 #endif

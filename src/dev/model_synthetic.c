@@ -30,7 +30,7 @@ static const gemma4_shape GEMMA4_SHAPES[] = {
     {"gemma4-tiny", 512, 128, 512, 6, 4, 2, 32, 64, 8, 3, 32, 512, 3},
 };
 
-static wgllm_status gemma4_hparams(const gemma4_shape *g, llm_hparams *hp, char *err, size_t errlen) {
+static wgllm_status gemma4_hparams(const gemma4_shape *g, llm_hparams *hp, llm_err *err) {
   char js[1024];
   snprintf(js, sizeof js,
            "{\"model_type\": \"gemma4_text\", \"vocab_size\": %u, \"hidden_size\": %u, \"intermediate_size\": %u, "
@@ -42,19 +42,18 @@ static wgllm_status gemma4_hparams(const gemma4_shape *g, llm_hparams *hp, char 
            g->pattern, g->ple, g->ple_vocab, g->n_shared);
   cJSON *cfg = cJSON_Parse(js);
   if (!cfg) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
-  wgllm_status s = llm_hparams_from_json(cfg, hp, err, errlen);
+  wgllm_status s = llm_hparams_from_json(cfg, hp, err);
   cJSON_Delete(cfg);
   return s;
 }
 
-wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err, size_t errlen) {
+wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *err) {
   memset(hp, 0, sizeof *hp);
   for (size_t i = 0; i < sizeof GEMMA4_SHAPES / sizeof GEMMA4_SHAPES[0]; i++)
     if (!strcmp(name, GEMMA4_SHAPES[i].name)) {
-      wgllm_status s = gemma4_hparams(&GEMMA4_SHAPES[i], hp, err, errlen);
+      wgllm_status s = gemma4_hparams(&GEMMA4_SHAPES[i], hp, err);
       if (s) llm_hparams_free(hp);
       return s;
     }
@@ -89,9 +88,9 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err,
     hp->n_ff = 256;
     hp->tied_embeddings = 0;
   } else {
-    snprintf(err, errlen,
-             "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny)", name);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                       "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny)",
+                       name);
   }
   hp->norm_eps = 1e-5f;
   hp->embed_scale = 1.0f;
@@ -105,8 +104,7 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err,
   hp->bos = hp->eos = -1;
   hp->inv_freq = malloc(hp->rot_dim / 2 * sizeof *hp->inv_freq);
   if (!hp->inv_freq) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
     hp->inv_freq[i] = (float)(1.0 / pow(theta, (double)(2 * i) / hp->rot_dim));
@@ -243,20 +241,17 @@ static size_t list_roles(const llm_hparams *hp, llm_model *m, synth_parts *parts
   return n;
 }
 
-wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, char *err,
-                                 size_t errlen) {
+wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, llm_err *err) {
   *out = NULL;
   if (group != 32 && group != 64 && group != 128) {
-    snprintf(err, errlen, "q4gsw group %u (32, 64 or 128)", group);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "q4gsw group %u (32, 64 or 128)", group);
   }
   llm_model *m = calloc(1, sizeof *m);
   if (!m) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   m->gpu = gpu;
-  wgllm_status s = llm_synthetic_hparams(name, &m->hp, err, errlen);
+  wgllm_status s = llm_synthetic_hparams(name, &m->hp, err);
   if (s) {
     free(m);
     return s;
@@ -274,20 +269,18 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     free(t);
     free(parts);
     llm_model_free(m);
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   size_t nt = gemma4 ? list_roles(&m->hp, m, parts, t) : list_tensors(&m->hp, m, parts, t);
   for (size_t i = 0; !s && i < nt; i++) {
     if (t[i].K ? !t[i].w : !t[i].v) {
-      snprintf(err, errlen, "synthetic %s: no place for tensor %s", name, t[i].name);
-      s = WGLLM_ERR_INTERNAL;
+      s = llm_err_set(err, WGLLM_ERR_INTERNAL, "synthetic %s: no place for tensor %s", name, t[i].name);
       break;
     }
     if (t[i].K % group) {
-      snprintf(err, errlen, "synthetic %s: tensor %s has rows of %llu, not a multiple of the q4gsw group %u", name,
-               t[i].name, (unsigned long long)t[i].K, group);
-      s = WGLLM_ERR_INVALID_ARG;
+      s = llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                      "synthetic %s: tensor %s has rows of %llu, not a multiple of the q4gsw group %u", name, t[i].name,
+                      (unsigned long long)t[i].K, group);
       break;
     }
     if (!t[i].K) {
@@ -299,7 +292,7 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
       for (uint64_t j = 0; j < t[i].N; j++)
         ones[j] = 1.0f;
       gpu_buffer *b;
-      s = llm_model_own_buffer(m, t[i].N * 4, t[i].name, &b, err, errlen);
+      s = llm_model_own_buffer(m, t[i].N * 4, t[i].name, &b, err);
       if (!s) {
         gpu_write(gpu, b, 0, ones, t[i].N * 4);
         *t[i].v = gpu_whole(b);
@@ -314,13 +307,13 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
       free(qs);
       free(sc);
       s = WGLLM_ERR_OUT_OF_MEMORY;
-      snprintf(err, errlen, "out of host memory");
+      llm_err_set(err, s, "out of host memory");
       break;
     }
     gen_q4(i, N, K, group, qs, sc);
     gpu_buffer *bq, *bs;
-    s = llm_model_own_buffer(m, N * K / 2, t[i].name, &bq, err, errlen);
-    if (!s) s = llm_model_own_buffer(m, N * K / group * 2, t[i].name, &bs, err, errlen);
+    s = llm_model_own_buffer(m, N * K / 2, t[i].name, &bq, err);
+    if (!s) s = llm_model_own_buffer(m, N * K / group * 2, t[i].name, &bs, err);
     if (!s) {
       gpu_write(gpu, bq, 0, qs, N * K / 2);
       gpu_write(gpu, bs, 0, sc, (N * K / group * 2 + 3) & ~3ull);
@@ -329,7 +322,7 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
       w->group = group;
       w->data = gpu_whole(bq);
       w->scales = gpu_whole(bs);
-      s = gpu_wait_idle(gpu, err, errlen); /* bounds host staging memory to one tensor */
+      s = gpu_wait_idle(gpu, err); /* bounds host staging memory to one tensor */
     }
     free(qs);
     free(sc);
@@ -340,22 +333,21 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     if (pt->n_qkv == 1)
       m->layers[l].wqkv = pt->qkv[0];
     else
-      s = llm_concat_rows(m, pt->qkv, pt->qkv_rows, pt->n_qkv, hp->n_embd, &m->layers[l].wqkv, err, errlen);
-    if (!s) s = llm_concat_rows(m, pt->gu, pt->gu_rows, pt->n_gu, hp->n_embd, &m->layers[l].w_gate_up, err, errlen);
+      s = llm_concat_rows(m, pt->qkv, pt->qkv_rows, pt->n_qkv, hp->n_embd, &m->layers[l].wqkv, err);
+    if (!s) s = llm_concat_rows(m, pt->gu, pt->gu_rows, pt->n_gu, hp->n_embd, &m->layers[l].w_gate_up, err);
   }
   /* weights over the device's storage binding limit (the LM head of the 8B shape under 128 MiB) are split */
   uint64_t mb = gpu->limits.maxStorageBufferBindingSize;
   const llm_hparams *hq = &m->hp;
-  if (!s) s = llm_split_weight(m, &m->tok_embd, hq->n_vocab, hq->n_embd, mb, "token_embd", err, errlen);
-  if (!s && !hq->tied_embeddings)
-    s = llm_split_weight(m, &m->output, hq->n_vocab, hq->n_embd, mb, "output", err, errlen);
+  if (!s) s = llm_split_weight(m, &m->tok_embd, hq->n_vocab, hq->n_embd, mb, "token_embd", err);
+  if (!s && !hq->tied_embeddings) s = llm_split_weight(m, &m->output, hq->n_vocab, hq->n_embd, mb, "output", err);
   for (uint32_t l = 0; !s && l < hq->n_layer; l++) {
     llm_layer *ly = &m->layers[l];
     uint32_t F = llm_layer_n_ff(hq, l);
-    s = llm_split_weight(m, &ly->wqkv, llm_layer_qkv_rows(hq, l), hq->n_embd, mb, "attn_qkv", err, errlen);
-    if (!s) s = llm_split_weight(m, &ly->wo, hq->n_embd, llm_layer_q_width(hq, l), mb, "attn_output", err, errlen);
-    if (!s) s = llm_split_weight(m, &ly->w_gate_up, 2 * F, hq->n_embd, mb, "ffn_gate_up", err, errlen);
-    if (!s) s = llm_split_weight(m, &ly->w_down, hq->n_embd, F, mb, "ffn_down", err, errlen);
+    s = llm_split_weight(m, &ly->wqkv, llm_layer_qkv_rows(hq, l), hq->n_embd, mb, "attn_qkv", err);
+    if (!s) s = llm_split_weight(m, &ly->wo, hq->n_embd, llm_layer_q_width(hq, l), mb, "attn_output", err);
+    if (!s) s = llm_split_weight(m, &ly->w_gate_up, 2 * F, hq->n_embd, mb, "ffn_gate_up", err);
+    if (!s) s = llm_split_weight(m, &ly->w_down, hq->n_embd, F, mb, "ffn_down", err);
   }
   if (!s && m->hp.tied_embeddings) m->output = m->tok_embd;
   free(t);
@@ -406,25 +398,26 @@ static wgllm_status fill_tensor(void *user, size_t i, gguf_sink *sink) {
   return s;
 }
 
-wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *err, size_t errlen) {
-  return llm_synthetic_write_gguf_opts(name, path, NULL, err, errlen);
+wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, llm_err *err) {
+  return llm_synthetic_write_gguf_opts(name, path, NULL, err);
 }
 
 wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, const llm_synthetic_gguf_opts *o,
-                                           char *err, size_t errlen) {
+                                           llm_err *err) {
   llm_hparams hp;
-  wgllm_status s = llm_synthetic_hparams(name, &hp, err, errlen);
+  wgllm_status s = llm_synthetic_hparams(name, &hp, err);
   if (s) return s;
   if (o && o->n_vocab) hp.n_vocab = o->n_vocab;
   if (hp.arch != LLM_ARCH_LLAMA) { /* wgllm reads no Gemma 4 GGUF: a file of it would be a guess */
-    snprintf(err, errlen, "gemma4 synthetic shapes have no GGUF form (\"%s\"; the Llama shapes have)", name);
+    llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "gemma4 synthetic shapes have no GGUF form (\"%s\"; the Llama shapes have)",
+                name);
     llm_hparams_free(&hp);
     return WGLLM_ERR_UNSUPPORTED;
   }
   synth_tensor *t = calloc(3 + 9 * (size_t)hp.n_layer, sizeof *t);
   gguf_writer *w = gguf_writer_begin(3, 32);
   if (!t || !w) {
-    snprintf(err, errlen, "out of host memory");
+    llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     free(t);
     gguf_writer_free(w);
     llm_hparams_free(&hp);
@@ -443,7 +436,7 @@ wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, c
   gguf_writer_kv_f32(w, "llama.attention.layer_norm_rms_epsilon", hp.norm_eps);
   gguf_writer_kv_f32(w, "llama.rope.freq_base", 500000.0f);
   gguf_writer_kv_u32(w, "llama.vocab_size", hp.n_vocab);
-  if (o && o->vocab_dir) s = llm_synthetic_vocab_kv(w, o->vocab_dir, hp.n_vocab, err, errlen);
+  if (o && o->vocab_dir) s = llm_synthetic_vocab_kv(w, o->vocab_dir, hp.n_vocab, err);
   if (s) {
     gguf_writer_free(w);
     free(t);
@@ -456,7 +449,7 @@ wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, c
     gguf_writer_tensor(w, t[i].name, t[i].K ? WT_Q4_0 : WT_F32, t[i].K ? 2 : 1, ne, NULL);
   }
   gguf_writer_set_fill(w, fill_tensor, t);
-  s = gguf_writer_finish_path(w, path, err, errlen);
+  s = gguf_writer_finish_path(w, path, err);
   gguf_writer_free(w);
   free(t);
   llm_hparams_free(&hp);

@@ -4,18 +4,18 @@
 #ifndef WGLLM_MODEL_SYNTHETIC_H
 #define WGLLM_MODEL_SYNTHETIC_H
 #include "gguf_write.h"
+#include "llm_err.h"
 #include "model.h"
 
 /* name: "llama-1b" or "llama-8b" (or "tiny" for tests); "gemma4" (Gemma4TextConfig's default sizes with the
    last 10 layers KV-shared), "gemma4-noshare" (the same, every layer with its own K/V) or "gemma4-tiny" (the
    same structure, small, for tests). group: 32, 64 or 128 (a Gemma 4 shape's rows must be whole groups:
    gemma4-tiny takes 32 only). Every vector (norms, layer scalars) is ones. */
-wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, char *err, size_t errlen);
-wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, char *err,
-                                 size_t errlen);
+wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *err);
+wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, llm_err *err);
 /* Writes the synthetic model (group 32) as GGUF v3 with Q4_0 linears and embedding, F32 norms; a Gemma 4 shape
    has no GGUF form (WGLLM_ERR_UNSUPPORTED). */
-wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, char *err, size_t errlen);
+wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, llm_err *err);
 /* What llm_synthetic_write_gguf_opts adds. vocab_dir: a Hugging Face tokenizer directory (tokenizer.json, and
    tokenizer_config.json when there is one) whose tokenizer the file embeds (llm_synthetic_vocab_kv); NULL for none.
    n_vocab: the embedding's and LM head's rows instead of the shape's (tests: a small shape with a real vocabulary);
@@ -25,7 +25,7 @@ typedef struct llm_synthetic_gguf_opts {
   uint32_t n_vocab;
 } llm_synthetic_gguf_opts;
 wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, const llm_synthetic_gguf_opts *o,
-                                           char *err, size_t errlen);
+                                           llm_err *err);
 /* Adds dir's tokenizer as llama.cpp's converter writes a Llama 3 GGUF (synthetic_vocab.c): tokenizer.ggml.model
    "gpt2", pre "llama-bpe", tokens by id (added tokens included; ids the files lack, up to n_vocab, are "[PAD<id>]"
    of type 5 unused), token_type (1 normal, 3 control for special added tokens, 4 user-defined for the others),
@@ -34,5 +34,5 @@ wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, c
    (chat_template.jinja, else the config's chat_template) when there is one. Refused: a vocabulary of more than
    n_vocab tokens (WGLLM_ERR_INVALID_ARG naming both), a tokenizer that is not Llama 3's kind (byte-level BPE with
    its pre-tokenizer regex, no normalizer: WGLLM_ERR_UNSUPPORTED). */
-wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_vocab, char *err, size_t errlen);
+wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_vocab, llm_err *err);
 #endif

@@ -11,17 +11,17 @@
 enum { TT_NORMAL = 1, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5 }; /* GGUF token types */
 
 /* NULL with no message when an optional file is missing */
-static cJSON *read_json(const char *path, int required, char *err, size_t errlen) {
+static cJSON *read_json(const char *path, int required, llm_err *err) {
   struct stat sb;
   if (!required && stat(path, &sb) != 0) return NULL;
   char *b = mf_read_text(path, NULL);
   if (!b) {
-    snprintf(err, errlen, "%s: cannot be read", path);
+    llm_err_set(err, WGLLM_ERR_IO, "%s: cannot be read", path);
     return NULL;
   }
   cJSON *j = cJSON_Parse(b);
   free(b);
-  if (!j) snprintf(err, errlen, "%s: not valid JSON", path);
+  if (!j) llm_err_set(err, WGLLM_ERR_FORMAT, "%s: not valid JSON", path);
   return j;
 }
 
@@ -76,15 +76,15 @@ static char *chat_template(const char *dir, const cJSON *cfg) {
   return pick ? strdup(pick) : NULL;
 }
 
-wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_vocab, char *err, size_t errlen) {
+wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_vocab, llm_err *err) {
   char tj[1024], tc[1024];
   snprintf(tj, sizeof tj, "%s/tokenizer.json", dir);
   snprintf(tc, sizeof tc, "%s/tokenizer_config.json", dir);
-  cJSON *tok = read_json(tj, 1, err, errlen);
+  cJSON *tok = read_json(tj, 1, err);
   if (!tok) return WGLLM_ERR_IO;
-  err[0] = 0;
-  cJSON *cfg = read_json(tc, 0, err, errlen); /* optional; a broken one is an error */
-  if (!cfg && err[0]) {
+  llm_err_clear(err);
+  cJSON *cfg = read_json(tc, 0, err); /* optional; a broken one is an error */
+  if (!cfg && llm_err_msg(err)[0]) {
     cJSON_Delete(tok);
     return WGLLM_ERR_FORMAT;
   }
@@ -101,19 +101,18 @@ wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_
   if (!cJSON_IsString(type) || strcmp(type->valuestring, "BPE") || !cJSON_IsObject(vocab) || !cJSON_IsString(dec) ||
       strcmp(dec->valuestring, "ByteLevel") || (norm && !cJSON_IsNull(norm)) ||
       !has_regex(cJSON_GetObjectItemCaseSensitive(tok, "pre_tokenizer"), LLAMA3_REGEX)) {
-    snprintf(err, errlen,
-             "%s: not Llama 3's kind of tokenizer (byte-level BPE, its pre-tokenizer regex, no normalizer), which "
-             "tokenizer.ggml.pre \"llama-bpe\" names",
-             tj);
-    s = WGLLM_ERR_UNSUPPORTED;
+    s = llm_err_set(
+        err, WGLLM_ERR_UNSUPPORTED,
+        "%s: not Llama 3's kind of tokenizer (byte-level BPE, its pre-tokenizer regex, no normalizer), which "
+        "tokenizer.ggml.pre \"llama-bpe\" names",
+        tj);
   }
   /* the vocabulary's size: its highest id + 1, added tokens included */
   int64_t top = -1;
   const cJSON *it;
   if (!s) cJSON_ArrayForEach(it, vocab) {
       if (!cJSON_IsNumber(it) || it->valuedouble < 0 || it->valuedouble > INT32_MAX) {
-        snprintf(err, errlen, "%s: model.vocab \"%s\" has no valid id", tj, it->string);
-        s = WGLLM_ERR_FORMAT;
+        s = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: model.vocab \"%s\" has no valid id", tj, it->string);
         break;
       }
       if ((int64_t)it->valuedouble > top) top = (int64_t)it->valuedouble;
@@ -122,16 +121,14 @@ wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_
       const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id"),
                   *c = cJSON_GetObjectItemCaseSensitive(it, "content");
       if (!cJSON_IsNumber(id) || id->valuedouble < 0 || id->valuedouble > INT32_MAX || !cJSON_IsString(c)) {
-        snprintf(err, errlen, "%s: an added token without a valid id and content", tj);
-        s = WGLLM_ERR_FORMAT;
+        s = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: an added token without a valid id and content", tj);
         break;
       }
       if ((int64_t)id->valuedouble > top) top = (int64_t)id->valuedouble;
     }
   if (!s && top + 1 > (int64_t)n_vocab) {
-    snprintf(err, errlen, "%s: the vocabulary has %lld tokens, more than the model's n_vocab %u", tj,
-             (long long)(top + 1), n_vocab);
-    s = WGLLM_ERR_INVALID_ARG;
+    s = llm_err_set(err, WGLLM_ERR_INVALID_ARG, "%s: the vocabulary has %lld tokens, more than the model's n_vocab %u",
+                    tj, (long long)(top + 1), n_vocab);
   }
   const char **tokens = s ? NULL : calloc(n_vocab, sizeof *tokens);
   int32_t *types = s ? NULL : calloc(n_vocab, sizeof *types);
@@ -168,8 +165,8 @@ wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_
       }
       if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsString(a) || !cJSON_IsString(b) ||
           strchr(a->valuestring, ' ') || strchr(b->valuestring, ' ')) {
-        snprintf(err, errlen, "%s: merge %zu is neither \"a b\" nor a pair of pieces without spaces", tj, r);
-        s = WGLLM_ERR_FORMAT;
+        s = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: merge %zu is neither \"a b\" nor a pair of pieces without spaces",
+                        tj, r);
         break;
       }
       size_t la = strlen(a->valuestring), lb = strlen(b->valuestring);
@@ -195,8 +192,7 @@ wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_
       const char *piece = config_token(cfg, names[k]);
       int64_t id = piece ? find_piece(added, vocab, piece) : -1;
       if (piece && id < 0) {
-        snprintf(err, errlen, "%s: %s \"%s\" is not in %s", tc, names[k], piece, tj);
-        s = WGLLM_ERR_FORMAT;
+        s = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s \"%s\" is not in %s", tc, names[k], piece, tj);
         break;
       }
       if (id >= 0) gguf_writer_kv_u32(w, keys[k], (uint32_t)id);
@@ -210,9 +206,9 @@ wgllm_status llm_synthetic_vocab_kv(gguf_writer *w, const char *dir, uint32_t n_
     if (ct) gguf_writer_kv_str(w, "tokenizer.chat_template", ct);
     free(ct);
     s = gguf_writer_status(w);
-    if (s) snprintf(err, errlen, "%s", gguf_writer_error(w));
+    if (s) llm_err_set(err, s, "%s", gguf_writer_error(w));
   }
-  if (s == WGLLM_ERR_OUT_OF_MEMORY && !err[0]) snprintf(err, errlen, "out of host memory");
+  if (s == WGLLM_ERR_OUT_OF_MEMORY && !llm_err_msg(err)[0]) llm_err_set(err, s, "out of host memory");
   for (size_t i = 0; owned && i < n_merges; i++)
     free(owned[i]);
   free(owned);

@@ -10,18 +10,18 @@
 static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static float h2f(const uint8_t *p) { return wc_f16_to_f32(ld16(p)); }
 
-static wgllm_status blocks_ok(const char *what, int64_t n, int64_t block, char *err, size_t errlen) {
+static wgllm_status blocks_ok(const char *what, int64_t n, int64_t block, llm_err *err) {
   if (n < 0 || n % block) {
-    snprintf(err, errlen, "%s dequant: %lld elements is not a multiple of the %lld-element block", what, (long long)n,
-             (long long)block);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                       "%s dequant: %lld elements is not a multiple of the %lld-element block", what, (long long)n,
+                       (long long)block);
   }
   return WGLLM_OK;
 }
 
 /* Q4_1: f16 d, f16 m, qs[16]; element j = (low nibble of qs[j]) * d + m, j + 16 the high nibble */
-wgllm_status wc_q4_1_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q4_1", n, 32, err, errlen);
+wgllm_status wc_q4_1_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q4_1", n, 32, err);
   const uint8_t *b = src;
   for (int64_t i = 0; !st && i < n / 32; i++, b += 20) {
     float d = h2f(b), m = h2f(b + 2);
@@ -34,8 +34,8 @@ wgllm_status wc_q4_1_dequant(const void *src, float *dst, int64_t n, char *err, 
 }
 
 /* Q5_0: f16 d, qh (32 fifth bits), qs[16]; (5-bit value - 16) * d */
-wgllm_status wc_q5_0_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q5_0", n, 32, err, errlen);
+wgllm_status wc_q5_0_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q5_0", n, 32, err);
   const uint8_t *b = src;
   for (int64_t i = 0; !st && i < n / 32; i++, b += 22) {
     float d = h2f(b);
@@ -52,8 +52,8 @@ wgllm_status wc_q5_0_dequant(const void *src, float *dst, int64_t n, char *err, 
 }
 
 /* Q5_1: f16 d, f16 m, qh, qs[16]; 5-bit value * d + m */
-wgllm_status wc_q5_1_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q5_1", n, 32, err, errlen);
+wgllm_status wc_q5_1_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q5_1", n, 32, err);
   const uint8_t *b = src;
   for (int64_t i = 0; !st && i < n / 32; i++, b += 24) {
     float d = h2f(b), m = h2f(b + 2);
@@ -70,8 +70,8 @@ wgllm_status wc_q5_1_dequant(const void *src, float *dst, int64_t n, char *err, 
 }
 
 /* Q2_K (84 bytes): scales[16] (4-bit scale, 4-bit min each), qs[64] (2-bit values), f16 d, f16 dmin */
-wgllm_status wc_q2_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q2_K", n, 256, err, errlen);
+wgllm_status wc_q2_k_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q2_K", n, 256, err);
   const uint8_t *b = src;
   float *y = dst;
   for (int64_t i = 0; !st && i < n / 256; i++, b += 84) {
@@ -99,8 +99,8 @@ wgllm_status wc_q2_k_dequant(const void *src, float *dst, int64_t n, char *err, 
 }
 
 /* Q3_K (110 bytes): hmask[32] (third bits), qs[64] (low 2 bits), scales[12] (16 x 6-bit), f16 d */
-wgllm_status wc_q3_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q3_K", n, 256, err, errlen);
+wgllm_status wc_q3_k_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q3_K", n, 256, err);
   const uint32_t kmask1 = 0x03030303, kmask2 = 0x0f0f0f0f;
   const uint8_t *b = src;
   float *y = dst;
@@ -148,8 +148,8 @@ static void scale_min_k4(int j, const uint8_t *q, uint8_t *d, uint8_t *m) {
 }
 
 /* Q4_K (144 bytes): f16 d, f16 dmin, scales[12] (8 x 6-bit scale and min), qs[128] */
-wgllm_status wc_q4_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q4_K", n, 256, err, errlen);
+wgllm_status wc_q4_k_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q4_K", n, 256, err);
   const uint8_t *b = src;
   float *y = dst;
   for (int64_t i = 0; !st && i < n / 256; i++, b += 144) {
@@ -174,8 +174,8 @@ wgllm_status wc_q4_k_dequant(const void *src, float *dst, int64_t n, char *err, 
 }
 
 /* Q5_K (176 bytes): f16 d, f16 dmin, scales[12], qh[32] (fifth bits), qs[128] */
-wgllm_status wc_q5_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q5_K", n, 256, err, errlen);
+wgllm_status wc_q5_k_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q5_K", n, 256, err);
   const uint8_t *b = src;
   float *y = dst;
   for (int64_t i = 0; !st && i < n / 256; i++, b += 176) {
@@ -203,8 +203,8 @@ wgllm_status wc_q5_k_dequant(const void *src, float *dst, int64_t n, char *err, 
 }
 
 /* Q6_K (210 bytes): ql[128] (low 4 bits), qh[64] (high 2 bits), int8 scales[16], f16 d */
-wgllm_status wc_q6_k_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("Q6_K", n, 256, err, errlen);
+wgllm_status wc_q6_k_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("Q6_K", n, 256, err);
   const uint8_t *b = src;
   float *y = dst;
   for (int64_t i = 0; !st && i < n / 256; i++, b += 210) {
@@ -236,8 +236,8 @@ wgllm_status wc_q6_k_dequant(const void *src, float *dst, int64_t n, char *err, 
 static const int8_t IQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 /* IQ4_NL (18 bytes): f16 d, qs[16]; element j = d * grid[low nibble of qs[j]], j + 16 the high nibble */
-wgllm_status wc_iq4_nl_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("IQ4_NL", n, 32, err, errlen);
+wgllm_status wc_iq4_nl_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("IQ4_NL", n, 32, err);
   const uint8_t *b = src;
   for (int64_t i = 0; !st && i < n / 32; i++, b += 18) {
     float d = h2f(b);
@@ -250,8 +250,8 @@ wgllm_status wc_iq4_nl_dequant(const void *src, float *dst, int64_t n, char *err
 }
 
 /* IQ4_XS (136 bytes): f16 d, u16 scales_h, scales_l[4] (8 x 6-bit sub-block scales), qs[128] */
-wgllm_status wc_iq4_xs_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = blocks_ok("IQ4_XS", n, 256, err, errlen);
+wgllm_status wc_iq4_xs_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("IQ4_XS", n, 256, err);
   const uint8_t *b = src;
   float *y = dst;
   for (int64_t i = 0; !st && i < n / 256; i++, b += 136) {

@@ -4,21 +4,18 @@
 #include "weight_convert.h"
 #include <string.h>
 
-static wgllm_status f32_to_f32(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
+static wgllm_status f32_to_f32(const void *src, float *dst, int64_t n, llm_err *err) {
   (void)err;
-  (void)errlen;
   memcpy(dst, src, (size_t)n * 4);
   return WGLLM_OK;
 }
-static wgllm_status f16_to_f32(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
+static wgllm_status f16_to_f32(const void *src, float *dst, int64_t n, llm_err *err) {
   (void)err;
-  (void)errlen;
   wc_f16_to_f32_n(src, dst, (size_t)n);
   return WGLLM_OK;
 }
-static wgllm_status bf16_to_f32(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
+static wgllm_status bf16_to_f32(const void *src, float *dst, int64_t n, llm_err *err) {
   (void)err;
-  (void)errlen;
   wc_bf16_to_f32_n(src, dst, (size_t)n);
   return WGLLM_OK;
 }

@@ -52,14 +52,14 @@ typedef struct rd {
   const uint8_t *p;
   uint64_t size, pos;
   const char *path;
-  char *err;
-  size_t errlen;
+  llm_err *err;
 } rd;
 
 static int rd_need(rd *r, uint64_t n, const char *what) {
   if (n > r->size - r->pos) {
-    snprintf(r->err, r->errlen, "%s: truncated or corrupt at byte %llu: %s needs %llu bytes, %llu remain", r->path,
-             (unsigned long long)r->pos, what, (unsigned long long)n, (unsigned long long)(r->size - r->pos));
+    llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: truncated or corrupt at byte %llu: %s needs %llu bytes, %llu remain",
+                r->path, (unsigned long long)r->pos, what, (unsigned long long)n,
+                (unsigned long long)(r->size - r->pos));
     return 0;
   }
   return 1;
@@ -91,8 +91,9 @@ static int rd_str(rd *r, uint64_t *off, uint64_t *len, const char *what) {
   uint64_t at = r->pos;
   if (!rd_uint(r, 8, len, what)) return 0;
   if (*len > r->size - r->pos) {
-    snprintf(r->err, r->errlen, "%s: truncated or corrupt at byte %llu: %s length %llu exceeds the %llu bytes left",
-             r->path, (unsigned long long)at, what, (unsigned long long)*len, (unsigned long long)(r->size - r->pos));
+    llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                "%s: truncated or corrupt at byte %llu: %s length %llu exceeds the %llu bytes left", r->path,
+                (unsigned long long)at, what, (unsigned long long)*len, (unsigned long long)(r->size - r->pos));
     return 0;
   }
   *off = r->pos;
@@ -164,9 +165,8 @@ static int fail_format(parser *ps) {
 }
 
 static int fail_oom(parser *ps, const char *what) {
-  snprintf(ps->r.err, ps->r.errlen, "%s: out of host memory reading %s at byte %llu", ps->r.path, what,
-           (unsigned long long)ps->r.pos);
-  ps->st = WGLLM_ERR_OUT_OF_MEMORY;
+  ps->st = llm_err_set(ps->r.err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory reading %s at byte %llu", ps->r.path,
+                       what, (unsigned long long)ps->r.pos);
   return 0;
 }
 
@@ -179,17 +179,17 @@ static int read_array(parser *ps, gguf_kv *kv, const char *key, int depth) {
   if (!rd_u32(r, &et, "array element type") || !rd_uint(r, 8, &n, "array length")) return fail_format(ps);
   int es = type_size(et);
   if (es < 0) {
-    snprintf(r->err, r->errlen, "%s: corrupt at byte %llu: key '%s' is an array of unknown type %u", r->path,
-             (unsigned long long)at, key, et);
+    llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: corrupt at byte %llu: key '%s' is an array of unknown type %u", r->path,
+                (unsigned long long)at, key, et);
     return fail_format(ps);
   }
   /* each element takes at least min_bytes, so n is checked against what is left before any allocation */
   uint64_t min_bytes = es > 0 ? (uint64_t)es : et == GGUF_TYPE_STRING ? 8 : 12;
   if (n > (r->size - r->pos) / min_bytes) {
-    snprintf(r->err, r->errlen,
-             "%s: truncated or corrupt at byte %llu: key '%s' array of %llu elements cannot fit "
-             "in the %llu bytes left",
-             r->path, (unsigned long long)at, key, (unsigned long long)n, (unsigned long long)(r->size - r->pos));
+    llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                "%s: truncated or corrupt at byte %llu: key '%s' array of %llu elements cannot fit "
+                "in the %llu bytes left",
+                r->path, (unsigned long long)at, key, (unsigned long long)n, (unsigned long long)(r->size - r->pos));
     return fail_format(ps);
   }
   if (kv) {
@@ -214,8 +214,8 @@ static int read_array(parser *ps, gguf_kv *kv, const char *key, int depth) {
     return 1;
   }
   if (depth >= GGUF_MAX_DEPTH) {
-    snprintf(r->err, r->errlen, "%s: corrupt at byte %llu: key '%s' nests arrays more than %d deep", r->path,
-             (unsigned long long)at, key, GGUF_MAX_DEPTH);
+    llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: corrupt at byte %llu: key '%s' nests arrays more than %d deep", r->path,
+                (unsigned long long)at, key, GGUF_MAX_DEPTH);
     return fail_format(ps);
   }
   for (uint64_t i = 0; i < n; i++)
@@ -275,8 +275,8 @@ static int read_kv(parser *ps, gguf_meta *m) {
   int ix = index_key(m);
   if (!ix) return fail_oom(ps, "metadata index");
   if (ix < 0) {
-    snprintf(r->err, r->errlen, "%s: corrupt at byte %llu: duplicate key '%s'", r->path, (unsigned long long)at,
-             kv->key);
+    llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: corrupt at byte %llu: duplicate key '%s'", r->path,
+                (unsigned long long)at, kv->key);
     return fail_format(ps);
   }
   uint32_t t;
@@ -284,8 +284,8 @@ static int read_kv(parser *ps, gguf_meta *m) {
   kv->type = (int)t;
   int ts = type_size(t);
   if (ts < 0) {
-    snprintf(r->err, r->errlen, "%s: corrupt at byte %llu: key '%s' has unknown value type %u", r->path,
-             (unsigned long long)(r->pos - 4), kv->key, t);
+    llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: corrupt at byte %llu: key '%s' has unknown value type %u", r->path,
+                (unsigned long long)(r->pos - 4), kv->key, t);
     return fail_format(ps);
   }
   if (t == GGUF_TYPE_ARRAY) return read_array(ps, kv, kv->key, 0);
@@ -344,8 +344,9 @@ static int read_tensor_info(parser *ps, wt_tensor *t, uint64_t *rel_offset) {
   if (!(t->name = dup_bytes(r->p + off, len))) return fail_oom(ps, "tensor name");
   if (!rd_u32(r, &nd, "tensor n_dims")) return fail_format(ps);
   if (nd > 4) {
-    snprintf(r->err, r->errlen, "%s: corrupt at byte %llu: tensor '%s' has %u dimensions (GGUF allows at most 4)",
-             r->path, (unsigned long long)(r->pos - 4), t->name, nd);
+    llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                "%s: corrupt at byte %llu: tensor '%s' has %u dimensions (GGUF allows at most 4)", r->path,
+                (unsigned long long)(r->pos - 4), t->name, nd);
     return fail_format(ps);
   }
   int64_t ne[4] = {1, 1, 1, 1}, numel = 1;
@@ -353,8 +354,8 @@ static int read_tensor_info(parser *ps, wt_tensor *t, uint64_t *rel_offset) {
     uint64_t v;
     if (!rd_uint(r, 8, &v, "tensor dimension")) return fail_format(ps);
     if (v > (uint64_t)INT64_MAX || (v && (uint64_t)numel > (uint64_t)(INT64_MAX / 4) / v)) {
-      snprintf(r->err, r->errlen, "%s: corrupt at byte %llu: tensor '%s' dimension %u (%llu) overflows", r->path,
-               (unsigned long long)(r->pos - 8), t->name, i, (unsigned long long)v);
+      llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: corrupt at byte %llu: tensor '%s' dimension %u (%llu) overflows",
+                  r->path, (unsigned long long)(r->pos - 8), t->name, i, (unsigned long long)v);
       return fail_format(ps);
     }
     ne[i] = (int64_t)v;
@@ -372,17 +373,18 @@ static int read_tensor_info(parser *ps, wt_tensor *t, uint64_t *rel_offset) {
       if (wt_traits((wt_dtype)d)->ggml_type >= 0)
         snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", list[0] ? ", " : "",
                  wt_dtype_name((wt_dtype)d));
-    snprintf(r->err, r->errlen, "%s: tensor '%s' (info at byte %llu) has ggml type %u (%s); supported: %s", r->path,
-             t->name, (unsigned long long)at, type, ggml_type_name(type), list);
+    llm_err_set(r->err, WGLLM_ERR_UNSUPPORTED,
+                "%s: tensor '%s' (info at byte %llu) has ggml type %u (%s); supported: %s", r->path, t->name,
+                (unsigned long long)at, type, ggml_type_name(type), list);
     ps->st = WGLLM_ERR_UNSUPPORTED;
     return 0;
   }
   const wt_dtype_traits *tr = wt_traits(t->dtype);
   if (ne[0] % tr->block) {
-    snprintf(r->err, r->errlen,
-             "%s: corrupt at byte %llu: tensor '%s' row length %lld is not a multiple of the "
-             "%s block size %u",
-             r->path, (unsigned long long)at, t->name, (long long)ne[0], tr->name, tr->block);
+    llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                "%s: corrupt at byte %llu: tensor '%s' row length %lld is not a multiple of the "
+                "%s block size %u",
+                r->path, (unsigned long long)at, t->name, (long long)ne[0], tr->name, tr->block);
     return fail_format(ps);
   }
   t->n_dims = (int)nd;
@@ -408,26 +410,25 @@ static wgllm_status parse(parser *ps, wt_store *s, mapped_file *f, gguf_meta *m)
   uint32_t magic, version;
   if (!rd_u32(r, &magic, "magic")) return WGLLM_ERR_FORMAT;
   if (magic != 0x46554747u) { /* "GGUF" */
-    snprintf(r->err, r->errlen, "%s: not a GGUF file: bytes 0..3 are %02x %02x %02x %02x, expected \"GGUF\"", r->path,
-             f->data[0], f->data[1], f->data[2], f->data[3]);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                       "%s: not a GGUF file: bytes 0..3 are %02x %02x %02x %02x, expected \"GGUF\"", r->path,
+                       f->data[0], f->data[1], f->data[2], f->data[3]);
   }
   if (!rd_u32(r, &version, "version")) return WGLLM_ERR_FORMAT;
   if (version != 2 && version != 3) {
     uint32_t swapped = __builtin_bswap32(version);
-    snprintf(r->err, r->errlen, "%s: GGUF version %u at byte 4 is not supported (only v2 and v3, little-endian)%s",
-             r->path, version, swapped == 2 || swapped == 3 ? "; this looks like a big-endian file" : "");
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(r->err, WGLLM_ERR_UNSUPPORTED,
+                       "%s: GGUF version %u at byte 4 is not supported (only v2 and v3, little-endian)%s", r->path,
+                       version, swapped == 2 || swapped == 3 ? "; this looks like a big-endian file" : "");
   }
   m->version = version;
   uint64_t n_tensors, n_kv;
   if (!rd_uint(r, 8, &n_tensors, "tensor count") || !rd_uint(r, 8, &n_kv, "key/value count")) return WGLLM_ERR_FORMAT;
   if (n_kv > (r->size - r->pos) / 13 || n_tensors > (r->size - r->pos) / 24) { /* smallest kv / tensor info */
-    snprintf(r->err, r->errlen,
-             "%s: truncated or corrupt at byte 8: %llu tensors and %llu keys cannot fit in a "
-             "%llu-byte file",
-             r->path, (unsigned long long)n_tensors, (unsigned long long)n_kv, (unsigned long long)r->size);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                       "%s: truncated or corrupt at byte 8: %llu tensors and %llu keys cannot fit in a "
+                       "%llu-byte file",
+                       r->path, (unsigned long long)n_tensors, (unsigned long long)n_kv, (unsigned long long)r->size);
   }
   for (uint64_t i = 0; i < n_kv; i++)
     if (!read_kv(ps, m)) return ps->st;
@@ -435,13 +436,12 @@ static wgllm_status parse(parser *ps, wt_store *s, mapped_file *f, gguf_meta *m)
   uint64_t align = 32;
   const gguf_kv *ka = find_kv(s, "general.alignment");
   if (ka && !gguf_get_u64(s, "general.alignment", &align)) {
-    snprintf(r->err, r->errlen, "%s: general.alignment has value type %d, not an unsigned integer", r->path, ka->type);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: general.alignment has value type %d, not an unsigned integer",
+                       r->path, ka->type);
   }
   if (align == 0 || (align & (align - 1)) || align > (1u << 30)) {
-    snprintf(r->err, r->errlen, "%s: general.alignment %llu is not a power of two (up to 2^30)", r->path,
-             (unsigned long long)align);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(r->err, WGLLM_ERR_FORMAT, "%s: general.alignment %llu is not a power of two (up to 2^30)",
+                       r->path, (unsigned long long)align);
   }
 
   /* Tensor infos first: the data section starts after the last of them. */
@@ -469,19 +469,19 @@ static wgllm_status parse(parser *ps, wt_store *s, mapped_file *f, gguf_meta *m)
   for (uint64_t i = 0; i < n_tensors; i++) {
     wt_tensor *t = &ts[i];
     if (offs[i] % align) {
-      snprintf(r->err, r->errlen,
-               "%s: corrupt tensor info at byte %llu: tensor '%s' offset %llu is not a multiple of "
-               "the alignment %llu",
-               r->path, (unsigned long long)at[i], t->name, (unsigned long long)offs[i], (unsigned long long)align);
+      llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                  "%s: corrupt tensor info at byte %llu: tensor '%s' offset %llu is not a multiple of "
+                  "the alignment %llu",
+                  r->path, (unsigned long long)at[i], t->name, (unsigned long long)offs[i], (unsigned long long)align);
       ps->st = WGLLM_ERR_FORMAT;
       goto done;
     }
     if (data_start > r->size || offs[i] > r->size - data_start || t->nbytes > r->size - data_start - offs[i]) {
-      snprintf(r->err, r->errlen,
-               "%s: truncated or corrupt: tensor '%s' (info at byte %llu) needs bytes %llu..%llu "
-               "but the file has %llu",
-               r->path, t->name, (unsigned long long)at[i], (unsigned long long)(data_start + offs[i]),
-               (unsigned long long)(data_start + offs[i] + t->nbytes), (unsigned long long)r->size);
+      llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                  "%s: truncated or corrupt: tensor '%s' (info at byte %llu) needs bytes %llu..%llu "
+                  "but the file has %llu",
+                  r->path, t->name, (unsigned long long)at[i], (unsigned long long)(data_start + offs[i]),
+                  (unsigned long long)(data_start + offs[i] + t->nbytes), (unsigned long long)r->size);
       ps->st = WGLLM_ERR_FORMAT;
       goto done;
     }
@@ -501,10 +501,8 @@ static wgllm_status parse(parser *ps, wt_store *s, mapped_file *f, gguf_meta *m)
       t->name = NULL; /* owned by the list now */
       continue;
     }
-    if ((ps->st = wt_store_add(s, t, r->err, r->errlen))) {
-      size_t used = strlen(r->err);
-      if (used < r->errlen)
-        snprintf(r->err + used, r->errlen - used, "; tensor info at byte %llu", (unsigned long long)at[i]);
+    if ((ps->st = wt_store_add(s, t, r->err))) {
+      llm_err_set(r->err, ps->st, "%s; tensor info at byte %llu", llm_err_msg(r->err), (unsigned long long)at[i]);
       goto done;
     }
   }
@@ -517,10 +515,10 @@ done:
   return ps->st;
 }
 
-static wgllm_status open_gguf(const char *path, int any_type, wt_store **out, char *err, size_t errlen) {
+static wgllm_status open_gguf(const char *path, int any_type, wt_store **out, llm_err *err) {
   *out = NULL;
   mapped_file *f;
-  wgllm_status st = mf_open(path, &f, err, errlen);
+  wgllm_status st = mf_open(path, &f, err);
   if (st) return st;
   wt_store *s = wt_store_create(WT_FORMAT_GGUF);
   gguf_meta *m = calloc(1, sizeof *m);
@@ -528,14 +526,12 @@ static wgllm_status open_gguf(const char *path, int any_type, wt_store **out, ch
     free(m);
     wt_store_free(s);
     mf_close(f);
-    snprintf(err, errlen, "%s: out of host memory", path);
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
   }
   m->base = f->data;
   wt_store_set_meta(s, m, meta_free);
-  if ((st = wt_store_add_file(s, f, err, errlen))) goto fail;
-  parser ps = {.r = {.p = f->data, .size = f->size, .path = f->path, .err = err, .errlen = errlen},
-               .any_type = any_type};
+  if ((st = wt_store_add_file(s, f, err))) goto fail;
+  parser ps = {.r = {.p = f->data, .size = f->size, .path = f->path, .err = err}, .any_type = any_type};
   if ((st = parse(&ps, s, f, m))) goto fail;
   *out = s;
   return WGLLM_OK;
@@ -544,12 +540,8 @@ fail:
   return st;
 }
 
-wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen) {
-  return open_gguf(path, 0, out, err, errlen);
-}
-wgllm_status gguf_open_any(const char *path, wt_store **out, char *err, size_t errlen) {
-  return open_gguf(path, 1, out, err, errlen);
-}
+wgllm_status gguf_open(const char *path, wt_store **out, llm_err *err) { return open_gguf(path, 0, out, err); }
+wgllm_status gguf_open_any(const char *path, wt_store **out, llm_err *err) { return open_gguf(path, 1, out, err); }
 
 uint64_t gguf_unsupported_count(const wt_store *s) {
   const gguf_meta *m = meta_of(s);

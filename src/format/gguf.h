@@ -3,6 +3,7 @@
    first like PyTorch (GGUF's ne[] is innermost first), so blk.0.attn_q.weight is [n_out, n_in]. */
 #ifndef WGLLM_GGUF_H
 #define WGLLM_GGUF_H
+#include "llm_err.h"
 #include "tensor_store.h"
 #include "wgllm.h"
 #include <stddef.h>
@@ -28,10 +29,10 @@ typedef enum gguf_type {
    Q5_1, Q2_K..Q6_K, IQ4_NL, IQ4_XS); any other is WGLLM_ERR_UNSUPPORTED naming the tensor and the ggml type. A
    truncated or corrupt file is WGLLM_ERR_FORMAT with the byte offset in err; every count, length and offset is checked
    against the file size before use. */
-wgllm_status gguf_open(const char *path, wt_store **out, char *err, size_t errlen);
+wgllm_status gguf_open(const char *path, wt_store **out, llm_err *err);
 /* The same, but tensors of ggml types wgllm does not read are kept aside (not in the store) instead of refusing
    the file: for describing any GGUF. */
-wgllm_status gguf_open_any(const char *path, wt_store **out, char *err, size_t errlen);
+wgllm_status gguf_open_any(const char *path, wt_store **out, llm_err *err);
 /* The tensors kept aside: name, ggml type id and name, bytes (to the next tensor's data). NULL past the end. */
 uint64_t gguf_unsupported_count(const wt_store *s);
 const char *gguf_unsupported(const wt_store *s, uint64_t i, uint32_t *ggml_type, const char **type_name,

@@ -11,21 +11,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen) {
+wgllm_status mf_open(const char *path, mapped_file **out, llm_err *err) {
   *out = NULL;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
-    snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(errno));
+    llm_err_set(err, WGLLM_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     close(fd);
     return WGLLM_ERR_IO;
   }
   if (!S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "%s: not a regular file", path);
+    llm_err_set(err, WGLLM_ERR_IO, "%s: not a regular file", path);
     close(fd);
     return WGLLM_ERR_IO;
   }
@@ -35,15 +34,15 @@ wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errl
     free(f);
     free(p);
     close(fd);
-    snprintf(err, errlen, "%s: out of host memory", path);
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
   }
   f->path = p;
   f->size = f->resident = (uint64_t)st.st_size;
   if (f->size > 0) { /* mmap refuses length 0; an empty file simply has no data */
     void *m = mmap(NULL, (size_t)f->size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (m == MAP_FAILED) {
-      snprintf(err, errlen, "%s: cannot mmap %llu bytes: %s", path, (unsigned long long)f->size, strerror(errno));
+      llm_err_set(err, WGLLM_ERR_IO, "%s: cannot mmap %llu bytes: %s", path, (unsigned long long)f->size,
+                  strerror(errno));
       close(fd);
       free(p);
       free(f);
@@ -83,18 +82,17 @@ char *mf_read_text(const char *path, size_t *len) {
   return b;
 }
 
-wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, char *err, size_t errlen) {
+wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, llm_err *err) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
   uint64_t done = 0;
   while (done < n) {
     ssize_t k = pread(fd, (uint8_t *)dst + done, (size_t)(n - done), (off_t)(offset + done));
     if (k <= 0) {
-      snprintf(err, errlen, "%s: cannot read bytes %llu..%llu: %s", path, (unsigned long long)offset,
-               (unsigned long long)(offset + n), k < 0 ? strerror(errno) : "end of file");
+      llm_err_set(err, WGLLM_ERR_IO, "%s: cannot read bytes %llu..%llu: %s", path, (unsigned long long)offset,
+                  (unsigned long long)(offset + n), k < 0 ? strerror(errno) : "end of file");
       close(fd);
       return WGLLM_ERR_IO;
     }
@@ -105,17 +103,16 @@ wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_
 }
 
 wgllm_status mf_upload(gpu_context *gpu, gpu_buffer *b, uint64_t dst_offset, const char *path, uint64_t offset,
-                       uint64_t n, char *err, size_t errlen) {
+                       uint64_t n, llm_err *err) {
   enum { CHUNK = 16u << 20 };
   uint8_t *tmp = malloc(n < CHUNK ? (size_t)n : CHUNK);
   if (!tmp && n) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   wgllm_status s = WGLLM_OK;
   for (uint64_t at = 0; !s && at < n; at += CHUNK) {
     uint64_t k = n - at < CHUNK ? n - at : CHUNK;
-    s = mf_read_range(path, offset + at, tmp, k, err, errlen);
+    s = mf_read_range(path, offset + at, tmp, k, err);
     if (!s) s = gpu_write(gpu, b, dst_offset + at, tmp, k);
   }
   free(tmp);

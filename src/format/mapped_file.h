@@ -3,6 +3,7 @@
    it), and small text files (configs, tokenizers, templates) read whole. */
 #ifndef WGLLM_MAPPED_FILE_H
 #define WGLLM_MAPPED_FILE_H
+#include "llm_err.h"
 #include "wgllm.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -19,7 +20,7 @@ typedef struct mapped_file {
 
 /* Maps `path` read-only. On failure returns WGLLM_ERR_IO (open/stat/mmap, or not a regular file) or
    WGLLM_ERR_OUT_OF_MEMORY, with a message naming the path in err. */
-wgllm_status mf_open(const char *path, mapped_file **out, char *err, size_t errlen);
+wgllm_status mf_open(const char *path, mapped_file **out, llm_err *err);
 /* Unmaps and frees; NULL is a no-op. */
 void mf_close(mapped_file *f);
 /* A small text file (config.json, tokenizer.json, a template) read whole into a NUL-terminated malloc'd buffer,
@@ -27,13 +28,13 @@ void mf_close(mapped_file *f);
 char *mf_read_text(const char *path, size_t *len);
 /* Bytes [offset, offset + n) of the file at path into dst: for data that is not resident. WGLLM_ERR_IO naming the
    path and the range on failure. */
-wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, char *err, size_t errlen);
+wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, llm_err *err);
 /* Bytes [offset, offset + n) of the file at path into buffer b at dst_offset (n a multiple of 4): the browser build
    streams them from the file into the GPU without passing them through wasm memory; here they are read a chunk at a
    time and written. */
 struct gpu_context;
 struct gpu_buffer;
 wgllm_status mf_upload(struct gpu_context *gpu, struct gpu_buffer *b, uint64_t dst_offset, const char *path,
-                       uint64_t offset, uint64_t n, char *err, size_t errlen);
+                       uint64_t offset, uint64_t n, llm_err *err);
 
 #endif

@@ -12,29 +12,27 @@
 #define ST_MAX_HEADER (100ull << 20) /* the reference implementation refuses larger headers too */
 #define ST_PATH_MAX 4096
 
-static wgllm_status join_path(char *out, const char *dir, const char *name, char *err, size_t errlen) {
+static wgllm_status join_path(char *out, const char *dir, const char *name, llm_err *err) {
   int n = snprintf(out, ST_PATH_MAX, "%s/%s", dir, name);
   if (n < 0 || n >= ST_PATH_MAX) {
-    snprintf(err, errlen, "%s: path too long joining '%s'", dir, name);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "%s: path too long joining '%s'", dir, name);
   }
   return WGLLM_OK;
 }
 
 /* Reads and parses a whole JSON file; the root must be an object. */
-static wgllm_status read_json_file(const char *path, cJSON **out, char *err, size_t errlen) {
+static wgllm_status read_json_file(const char *path, cJSON **out, llm_err *err) {
   *out = NULL;
   mapped_file *f;
-  wgllm_status st = mf_open(path, &f, err, errlen);
+  wgllm_status st = mf_open(path, &f, err);
   if (st) return st;
   const char *text = (const char *)f->data, *end = NULL;
   cJSON *root = f->size ? cJSON_ParseWithLengthOpts(text, (size_t)f->size, &end, 0) : NULL;
   if (!root) {
     unsigned long long at = f->size && end ? (unsigned long long)(end - text) : 0;
-    snprintf(err, errlen, "%s: invalid JSON near byte %llu", path, at);
-    st = WGLLM_ERR_FORMAT;
+    st = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: invalid JSON near byte %llu", path, at);
   } else if (!cJSON_IsObject(root)) {
-    snprintf(err, errlen, "%s: top-level JSON value is not an object", path);
+    llm_err_set(err, WGLLM_ERR_FORMAT, "%s: top-level JSON value is not an object", path);
     cJSON_Delete(root);
     root = NULL;
     st = WGLLM_ERR_FORMAT;
@@ -54,41 +52,38 @@ static int json_u64(const cJSON *v, uint64_t *out) {
 }
 
 /* Validates one header entry and adds it to the store. data_start/data_size: the data section in the file. */
-static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e, uint64_t data_start, char *err,
-                              size_t errlen) {
+static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e, uint64_t data_start, llm_err *err) {
   const char *name = e->string, *path = f->path;
   if (!cJSON_IsObject(e)) {
-    snprintf(err, errlen, "%s: header entry for tensor '%s' is not an object", path, name);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: header entry for tensor '%s' is not an object", path, name);
   }
   const cJSON *jd = cJSON_GetObjectItemCaseSensitive(e, "dtype");
   const cJSON *js = cJSON_GetObjectItemCaseSensitive(e, "shape");
   const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
   if (!cJSON_IsString(jd) || !cJSON_IsArray(js) || !cJSON_IsArray(jo)) {
-    snprintf(err, errlen, "%s: tensor '%s' lacks a string dtype, a shape array or a data_offsets array", path, name);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "%s: tensor '%s' lacks a string dtype, a shape array or a data_offsets array", path, name);
   }
   wt_tensor t = {.name = (char *)name, .file = path, .shape = {1, 1, 1, 1}};
   if (!wt_dtype_from_safetensors(jd->valuestring, &t.dtype)) {
-    snprintf(err, errlen, "%s: tensor '%s' has dtype %s (supported: F32, F16, BF16)", path, name, jd->valuestring);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (supported: F32, F16, BF16)", path,
+                       name, jd->valuestring);
   }
   int nd = cJSON_GetArraySize(js);
   if (nd > 4) {
-    snprintf(err, errlen, "%s: tensor '%s' has %d dimensions (at most 4 supported)", path, name, nd);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has %d dimensions (at most 4 supported)", path,
+                       name, nd);
   }
   t.n_dims = nd;
   int64_t numel = 1;
   for (int i = 0; i < nd; i++) {
     uint64_t d;
     if (!json_u64(cJSON_GetArrayItem(js, i), &d)) {
-      snprintf(err, errlen, "%s: tensor '%s' shape[%d] is not a non-negative integer", path, name, i);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: tensor '%s' shape[%d] is not a non-negative integer", path, name,
+                         i);
     }
     if (d && (uint64_t)numel > (uint64_t)(INT64_MAX / 4) / d) {
-      snprintf(err, errlen, "%s: tensor '%s' shape has too many elements", path, name);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: tensor '%s' shape has too many elements", path, name);
     }
     t.shape[i] = (int64_t)d;
     numel *= (int64_t)d;
@@ -96,67 +91,63 @@ static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e,
   uint64_t b, en, data_size = f->size - data_start;
   if (cJSON_GetArraySize(jo) != 2 || !json_u64(cJSON_GetArrayItem(jo, 0), &b) ||
       !json_u64(cJSON_GetArrayItem(jo, 1), &en) || b > en) {
-    snprintf(err, errlen, "%s: tensor '%s' data_offsets is not [begin, end] with 0 <= begin <= end", path, name);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: tensor '%s' data_offsets is not [begin, end] with 0 <= begin <= end",
+                       path, name);
   }
   if (en > data_size) {
-    snprintf(err, errlen,
-             "%s: tensor '%s' data_offsets [%llu, %llu] run past the end of the data section "
-             "(bytes %llu..%llu of a %llu-byte file)",
-             path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)(data_start + b),
-             (unsigned long long)(data_start + en), (unsigned long long)f->size);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "%s: tensor '%s' data_offsets [%llu, %llu] run past the end of the data section "
+                       "(bytes %llu..%llu of a %llu-byte file)",
+                       path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)(data_start + b),
+                       (unsigned long long)(data_start + en), (unsigned long long)f->size);
   }
   t.nbytes = wt_nbytes(t.dtype, numel);
   if (en - b != t.nbytes) {
-    snprintf(err, errlen, "%s: tensor '%s' data_offsets [%llu, %llu] hold %llu bytes but %lld %s elements need %llu",
-             path, name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)(en - b), (long long)numel,
-             wt_dtype_name(t.dtype), (unsigned long long)t.nbytes);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "%s: tensor '%s' data_offsets [%llu, %llu] hold %llu bytes but %lld %s elements need %llu", path,
+                       name, (unsigned long long)b, (unsigned long long)en, (unsigned long long)(en - b),
+                       (long long)numel, wt_dtype_name(t.dtype), (unsigned long long)t.nbytes);
   }
   t.file_offset = data_start + b;
   t.data = t.file_offset + t.nbytes <= f->resident ? f->data + t.file_offset : NULL; /* mapped_file.h */
-  return wt_store_add(s, &t, err, errlen);
+  return wt_store_add(s, &t, err);
 }
 
 /* Maps one .safetensors file into the store and adds its tensors. */
-static wgllm_status load_file(wt_store *s, const char *path, char *err, size_t errlen) {
+static wgllm_status load_file(wt_store *s, const char *path, llm_err *err) {
   mapped_file *f;
-  wgllm_status st = mf_open(path, &f, err, errlen);
+  wgllm_status st = mf_open(path, &f, err);
   if (st) return st;
-  if ((st = wt_store_add_file(s, f, err, errlen))) return st; /* the store owns f from here */
+  if ((st = wt_store_add_file(s, f, err))) return st; /* the store owns f from here */
   if (f->size < 8) {
-    snprintf(err, errlen, "%s: file is %llu bytes, too short for the 8-byte header length", path,
-             (unsigned long long)f->size);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: file is %llu bytes, too short for the 8-byte header length", path,
+                       (unsigned long long)f->size);
   }
   uint64_t n = 0;
   for (int i = 7; i >= 0; i--)
     n = n << 8 | f->data[i];
   if (n > f->size - 8) {
-    snprintf(err, errlen, "%s: header length %llu (at byte 0) runs past the end of the %llu-byte file", path,
-             (unsigned long long)n, (unsigned long long)f->size);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "%s: header length %llu (at byte 0) runs past the end of the %llu-byte file", path,
+                       (unsigned long long)n, (unsigned long long)f->size);
   }
   if (n > ST_MAX_HEADER) {
-    snprintf(err, errlen, "%s: header length %llu exceeds the %llu-byte limit", path, (unsigned long long)n,
-             ST_MAX_HEADER);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: header length %llu exceeds the %llu-byte limit", path,
+                       (unsigned long long)n, ST_MAX_HEADER);
   }
   const char *text = (const char *)f->data + 8, *end = NULL;
   cJSON *h = n ? cJSON_ParseWithLengthOpts(text, (size_t)n, &end, 0) : NULL;
   if (!h) {
-    snprintf(err, errlen, "%s: invalid header JSON near byte %llu", path,
-             8 + (end ? (unsigned long long)(end - text) : 0ull));
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: invalid header JSON near byte %llu", path,
+                       8 + (end ? (unsigned long long)(end - text) : 0ull));
   }
   if (!cJSON_IsObject(h)) {
-    snprintf(err, errlen, "%s: header JSON (at byte 8) is not an object", path);
+    llm_err_set(err, WGLLM_ERR_FORMAT, "%s: header JSON (at byte 8) is not an object", path);
     cJSON_Delete(h);
     return WGLLM_ERR_FORMAT;
   }
   for (const cJSON *e = h->child; e && !st; e = e->next)
-    if (strcmp(e->string, "__metadata__") != 0) st = add_entry(s, f, e, 8 + n, err, errlen);
+    if (strcmp(e->string, "__metadata__") != 0) st = add_entry(s, f, e, 8 + n, err);
   cJSON_Delete(h);
   return st;
 }
@@ -167,13 +158,13 @@ static int file_exists(const char *path) {
 }
 
 /* Loads every shard named in the index's weight_map, then checks each listed tensor came from its shard. */
-static wgllm_status load_sharded(wt_store *s, const char *dir, const char *index_path, char *err, size_t errlen) {
+static wgllm_status load_sharded(wt_store *s, const char *dir, const char *index_path, llm_err *err) {
   cJSON *idx;
-  wgllm_status st = read_json_file(index_path, &idx, err, errlen);
+  wgllm_status st = read_json_file(index_path, &idx, err);
   if (st) return st;
   const cJSON *wm = cJSON_GetObjectItemCaseSensitive(idx, "weight_map");
   if (!cJSON_IsObject(wm) || !wm->child) {
-    snprintf(err, errlen, "%s: no weight_map object (or it is empty)", index_path);
+    llm_err_set(err, WGLLM_ERR_FORMAT, "%s: no weight_map object (or it is empty)", index_path);
     cJSON_Delete(idx);
     return WGLLM_ERR_FORMAT;
   }
@@ -182,9 +173,9 @@ static wgllm_status load_sharded(wt_store *s, const char *dir, const char *index
   size_t n_shards = 0;
   for (const cJSON *e = wm->child; e && !st; e = e->next) {
     if (!cJSON_IsString(e) || !e->valuestring[0] || e->valuestring[0] == '/' || strstr(e->valuestring, "..")) {
-      snprintf(err, errlen, "%s: weight_map entry for '%s' is not a plain shard file name%s%s%s", index_path, e->string,
-               cJSON_IsString(e) ? " ('" : "", cJSON_IsString(e) ? e->valuestring : "", cJSON_IsString(e) ? "')" : "");
-      st = WGLLM_ERR_FORMAT;
+      st = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: weight_map entry for '%s' is not a plain shard file name%s%s%s",
+                       index_path, e->string, cJSON_IsString(e) ? " ('" : "", cJSON_IsString(e) ? e->valuestring : "",
+                       cJSON_IsString(e) ? "')" : "");
       break;
     }
     size_t i = 0;
@@ -193,50 +184,46 @@ static wgllm_status load_sharded(wt_store *s, const char *dir, const char *index
     if (i < n_shards) continue;
     const char **grown = realloc(shards, (n_shards + 1) * sizeof *shards);
     if (!grown) {
-      snprintf(err, errlen, "%s: out of host memory", index_path);
-      st = WGLLM_ERR_OUT_OF_MEMORY;
+      st = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", index_path);
       break;
     }
     shards = grown;
     shards[n_shards++] = e->valuestring;
-    if (!(st = join_path(path, dir, e->valuestring, err, errlen))) st = load_file(s, path, err, errlen);
+    if (!(st = join_path(path, dir, e->valuestring, err))) st = load_file(s, path, err);
   }
   free(shards);
   for (const cJSON *e = wm->child; e && !st; e = e->next) {
     const wt_tensor *t = wt_find(s, e->string);
-    if ((st = join_path(path, dir, e->valuestring, err, errlen))) break;
+    if ((st = join_path(path, dir, e->valuestring, err))) break;
     if (!t || strcmp(t->file, path) != 0) {
-      snprintf(err, errlen, "%s: weight_map lists tensor '%s' in %s, but that file does not hold it", index_path,
-               e->string, path);
-      st = WGLLM_ERR_FORMAT;
+      st = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: weight_map lists tensor '%s' in %s, but that file does not hold it",
+                       index_path, e->string, path);
     }
   }
   cJSON_Delete(idx);
   return st;
 }
 
-wgllm_status st_open_dir(const char *dir, wt_store **out, char *err, size_t errlen) {
+wgllm_status st_open_dir(const char *dir, wt_store **out, llm_err *err) {
   *out = NULL;
   wt_store *s = wt_store_create(WT_FORMAT_SAFETENSORS);
   if (!s) {
-    snprintf(err, errlen, "%s: out of host memory", dir);
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", dir);
   }
   char path[ST_PATH_MAX], index_path[ST_PATH_MAX];
   cJSON *config = NULL;
-  wgllm_status st = join_path(path, dir, "config.json", err, errlen);
-  if (!st) st = read_json_file(path, &config, err, errlen);
+  wgllm_status st = join_path(path, dir, "config.json", err);
+  if (!st) st = read_json_file(path, &config, err);
   if (st) goto fail;
   wt_store_set_config(s, config);
-  if ((st = join_path(index_path, dir, "model.safetensors.index.json", err, errlen))) goto fail;
-  if ((st = join_path(path, dir, "model.safetensors", err, errlen))) goto fail;
+  if ((st = join_path(index_path, dir, "model.safetensors.index.json", err))) goto fail;
+  if ((st = join_path(path, dir, "model.safetensors", err))) goto fail;
   if (file_exists(index_path)) {
-    st = load_sharded(s, dir, index_path, err, errlen);
+    st = load_sharded(s, dir, index_path, err);
   } else if (file_exists(path)) {
-    st = load_file(s, path, err, errlen);
+    st = load_file(s, path, err);
   } else {
-    snprintf(err, errlen, "%s: no model.safetensors or model.safetensors.index.json", dir);
-    st = WGLLM_ERR_IO;
+    st = llm_err_set(err, WGLLM_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json", dir);
   }
   if (st) goto fail;
   *out = s;

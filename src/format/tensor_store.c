@@ -69,10 +69,10 @@ void wt_store_free(wt_store *s) {
   free(s);
 }
 
-wgllm_status wt_store_add_file(wt_store *s, mapped_file *f, char *err, size_t errlen) {
+wgllm_status wt_store_add_file(wt_store *s, mapped_file *f, llm_err *err) {
   mapped_file **files = realloc(s->files, (s->n_files + 1) * sizeof *files);
   if (!files) {
-    snprintf(err, errlen, "%s: out of host memory", f->path);
+    llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", f->path);
     mf_close(f);
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
@@ -81,16 +81,15 @@ wgllm_status wt_store_add_file(wt_store *s, mapped_file *f, char *err, size_t er
   return WGLLM_OK;
 }
 
-wgllm_status wt_store_add(wt_store *s, const wt_tensor *t, char *err, size_t errlen) {
+wgllm_status wt_store_add(wt_store *s, const wt_tensor *t, llm_err *err) {
   size_t slot = find_slot(s, t->name);
   if (s->slots[slot]) {
     const wt_tensor *prev = &s->tensors[s->slots[slot] - 1];
-    snprintf(err, errlen, "%s: duplicate tensor name '%s' (already loaded from %s)", t->file, t->name, prev->file);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: duplicate tensor name '%s' (already loaded from %s)", t->file,
+                       t->name, prev->file);
   }
   if (s->n_tensors >= UINT32_MAX - 1) {
-    snprintf(err, errlen, "%s: too many tensors", t->file);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "%s: too many tensors", t->file);
   }
   if (s->n_tensors == s->cap_tensors) {
     size_t cap = s->cap_tensors ? 2 * s->cap_tensors : 64;
@@ -113,8 +112,7 @@ wgllm_status wt_store_add(wt_store *s, const wt_tensor *t, char *err, size_t err
   }
   return WGLLM_OK;
 oom:
-  snprintf(err, errlen, "%s: out of host memory adding tensor '%s'", t->file, t->name);
-  return WGLLM_ERR_OUT_OF_MEMORY;
+  return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory adding tensor '%s'", t->file, t->name);
 }
 
 const wt_tensor *wt_find(const wt_store *s, const char *name) {
@@ -155,16 +153,17 @@ void wt_store_set_meta(wt_store *s, void *meta, void (*free_fn)(void *)) {
 
 void *wt_store_meta(const wt_store *s) { return s ? s->meta : NULL; }
 
-const void *wt_tensor_bytes(const wt_tensor *t, void **tmp, char *err, size_t errlen) {
+const void *wt_tensor_bytes(const wt_tensor *t, void **tmp, llm_err *err) {
   *tmp = NULL;
   if (t->data || !t->nbytes) return t->data;
   void *b = malloc((size_t)t->nbytes);
   if (!b || (uint64_t)(size_t)t->nbytes != t->nbytes) {
     free(b);
-    snprintf(err, errlen, "out of host memory for tensor '%s' (%llu bytes)", t->name, (unsigned long long)t->nbytes);
+    llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for tensor '%s' (%llu bytes)", t->name,
+                (unsigned long long)t->nbytes);
     return NULL;
   }
-  if (mf_read_range(t->file, t->file_offset, b, t->nbytes, err, errlen)) {
+  if (mf_read_range(t->file, t->file_offset, b, t->nbytes, err)) {
     free(b);
     return NULL;
   }

@@ -3,6 +3,7 @@
    owns, plus the format's metadata (config.json for safetensors, key/values for GGUF). */
 #ifndef WGLLM_TENSOR_STORE_H
 #define WGLLM_TENSOR_STORE_H
+#include "llm_err.h"
 #include "mapped_file.h"
 #include "wgllm.h"
 #include <cjson/cJSON.h>
@@ -40,7 +41,7 @@ typedef struct wt_dtype_traits {
   int ggml_type;           /* the GGUF tensor type id, -1 when GGUF cannot hold it */
   const char *safetensors; /* the safetensors dtype string, NULL when safetensors cannot hold it */
   /* dst[n] floats from n elements (n a multiple of block; otherwise WGLLM_ERR_INVALID_ARG) */
-  wgllm_status (*to_f32)(const void *src, float *dst, int64_t n, char *err, size_t errlen);
+  wgllm_status (*to_f32)(const void *src, float *dst, int64_t n, llm_err *err);
 } wt_dtype_traits;
 const wt_dtype_traits *wt_traits(wt_dtype d);            /* NULL for a value outside the enum */
 int wt_dtype_from_gguf(uint32_t ggml_type, wt_dtype *d); /* 1 if GGUF's type is one wgllm reads */
@@ -74,7 +75,7 @@ void wt_store_free(wt_store *s); /* NULL is a no-op */
 
 /* t's bytes in host memory: t->data, or where the file is not resident (the browser build) a copy read from it, also
    returned in *tmp (malloc'd: free it after use; NULL otherwise). NULL on failure, with the reason in err. */
-const void *wt_tensor_bytes(const wt_tensor *t, void **tmp, char *err, size_t errlen);
+const void *wt_tensor_bytes(const wt_tensor *t, void **tmp, llm_err *err);
 
 const char *wt_dtype_name(wt_dtype d); /* as GGUF names it: "F32", "Q4_0", "Q6_K", ... */
 /* Bytes of n elements; for block types n must be a multiple of the block (returns 0 otherwise, and for n < 0). */
@@ -83,9 +84,9 @@ uint64_t wt_nbytes(wt_dtype d, int64_t n_elements);
 /* ---- building (used by the format loaders) ---- */
 wt_store *wt_store_create(wt_format fmt); /* NULL when out of memory */
 /* Takes ownership of f (also on failure); f->path stays valid for tensors' `file` while the store lives. */
-wgllm_status wt_store_add_file(wt_store *s, mapped_file *f, char *err, size_t errlen);
+wgllm_status wt_store_add_file(wt_store *s, mapped_file *f, llm_err *err);
 /* Copies t (and its name). A name already present is WGLLM_ERR_FORMAT naming both files. */
-wgllm_status wt_store_add(wt_store *s, const wt_tensor *t, char *err, size_t errlen);
+wgllm_status wt_store_add(wt_store *s, const wt_tensor *t, llm_err *err);
 void wt_store_set_config(wt_store *s, cJSON *config); /* takes ownership */
 /* Format-private metadata (GGUF key/values), freed with free_fn when the store is freed. */
 void wt_store_set_meta(wt_store *s, void *meta, void (*free_fn)(void *));

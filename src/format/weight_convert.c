@@ -65,16 +65,16 @@ void wc_f32_to_f16_n(const float *src, uint16_t *dst, size_t n) {
     dst[i] = wc_f32_to_f16(src[i]);
 }
 
-static wgllm_status check_blocks(const char *what, int64_t n, char *err, size_t errlen) {
+static wgllm_status check_blocks(const char *what, int64_t n, llm_err *err) {
   if (n < 0 || n % 32) {
-    snprintf(err, errlen, "%s dequant: %lld elements is not a multiple of the 32-element block", what, (long long)n);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                       "%s dequant: %lld elements is not a multiple of the 32-element block", what, (long long)n);
   }
   return WGLLM_OK;
 }
 
-wgllm_status wc_q8_0_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = check_blocks("Q8_0", n, err, errlen);
+wgllm_status wc_q8_0_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = check_blocks("Q8_0", n, err);
   if (st) return st;
   const uint8_t *b = src; /* block: f16 d, int8 qs[32] */
   for (int64_t i = 0; i < n / 32; i++, b += 34) {
@@ -85,8 +85,8 @@ wgllm_status wc_q8_0_dequant(const void *src, float *dst, int64_t n, char *err, 
   return WGLLM_OK;
 }
 
-wgllm_status wc_q4_0_dequant(const void *src, float *dst, int64_t n, char *err, size_t errlen) {
-  wgllm_status st = check_blocks("Q4_0", n, err, errlen);
+wgllm_status wc_q4_0_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = check_blocks("Q4_0", n, err);
   if (st) return st;
   const uint8_t *b = src; /* block: f16 d, qs[16]; element j = low nibble of qs[j], j+16 = high nibble */
   for (int64_t i = 0; i < n / 32; i++, b += 18) {
@@ -99,21 +99,17 @@ wgllm_status wc_q4_0_dequant(const void *src, float *dst, int64_t n, char *err, 
   return WGLLM_OK;
 }
 
-wgllm_status wc_tensor_to_f32(const wt_tensor *t, float *dst, char *err, size_t errlen) {
+wgllm_status wc_tensor_to_f32(const wt_tensor *t, float *dst, llm_err *err) {
   int64_t n = wt_numel(t);
   wgllm_status st = WGLLM_OK;
   const wt_dtype_traits *tr = wt_traits(t->dtype);
   if (!tr) return WGLLM_ERR_INTERNAL;
   void *tmp = NULL;
-  const void *src = wt_tensor_bytes(t, &tmp, err, errlen);
+  const void *src = wt_tensor_bytes(t, &tmp, err);
   if (!src && n) return WGLLM_ERR_IO; /* err names the file and range */
-  st = tr->to_f32(src, dst, n, err, errlen);
+  st = tr->to_f32(src, dst, n, err);
   free(tmp);
-  if (st) {
-    char inner[256];
-    snprintf(inner, sizeof inner, "%s", err);
-    snprintf(err, errlen, "%s: tensor '%s': %s", t->file, t->name, inner);
-  }
+  if (st) llm_err_prefix(err, "%s: tensor '%s'", t->file, t->name);
   return st;
 }
 
@@ -121,22 +117,20 @@ size_t q4gsw_qs_words(int64_t n, int64_t k) { return (size_t)(n * (k / 8)); }
 
 size_t q4gsw_scale_count(int64_t n, int64_t k, int group) { return group > 0 ? (size_t)(n * (k / group)) : 0; }
 
-wgllm_status q4gsw_check_shape(int64_t n, int64_t k, int group, char *err, size_t errlen) {
+wgllm_status q4gsw_check_shape(int64_t n, int64_t k, int group, llm_err *err) {
   if (group != 32 && group != 64 && group != 128) {
-    snprintf(err, errlen, "q4gsw: group size %d is not 32, 64 or 128", group);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "q4gsw: group size %d is not 32, 64 or 128", group);
   }
   if (n <= 0 || k <= 0 || k % group) {
-    snprintf(err, errlen, "q4gsw: weight [%lld, %lld] needs N, K > 0 and K a multiple of the group size %d",
-             (long long)n, (long long)k, group);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                       "q4gsw: weight [%lld, %lld] needs N, K > 0 and K a multiple of the group size %d", (long long)n,
+                       (long long)k, group);
   }
   return WGLLM_OK;
 }
 
-wgllm_status q4gsw_from_q4_0(const void *src, int64_t n, int64_t k, uint32_t *qs, uint16_t *scales, char *err,
-                             size_t errlen) {
-  wgllm_status st = q4gsw_check_shape(n, k, 32, err, errlen);
+wgllm_status q4gsw_from_q4_0(const void *src, int64_t n, int64_t k, uint32_t *qs, uint16_t *scales, llm_err *err) {
+  wgllm_status st = q4gsw_check_shape(n, k, 32, err);
   if (st) return st;
   const uint8_t *b = src;
   for (int64_t blk = 0; blk < n * (k / 32); blk++, b += 18) { /* rows are consecutive blocks: blk = n*(K/32)+g */
@@ -156,8 +150,8 @@ wgllm_status q4gsw_from_q4_0(const void *src, int64_t n, int64_t k, uint32_t *qs
 }
 
 wgllm_status q4gsw_quantize_f32(const float *w, int64_t n, int64_t k, int group, uint32_t *qs, uint16_t *scales,
-                                char *err, size_t errlen) {
-  wgllm_status st = q4gsw_check_shape(n, k, group, err, errlen);
+                                llm_err *err) {
+  wgllm_status st = q4gsw_check_shape(n, k, group, err);
   if (st) return st;
   memset(qs, 0, q4gsw_qs_words(n, k) * sizeof *qs);
   for (int64_t r = 0; r < n; r++) {
@@ -166,9 +160,8 @@ wgllm_status q4gsw_quantize_f32(const float *w, int64_t n, int64_t k, int group,
       float amax = 0.0f, m = 0.0f;
       for (int j = 0; j < group; j++) {
         if (!isfinite(x[j])) {
-          snprintf(err, errlen, "q4gsw quantize: W[%lld][%lld] is not finite", (long long)r,
-                   (long long)(g * group + j));
-          return WGLLM_ERR_INVALID_ARG;
+          return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "q4gsw quantize: W[%lld][%lld] is not finite", (long long)r,
+                             (long long)(g * group + j));
         }
         if (amax < fabsf(x[j])) {
           amax = fabsf(x[j]);
@@ -190,8 +183,8 @@ wgllm_status q4gsw_quantize_f32(const float *w, int64_t n, int64_t k, int group,
 }
 
 wgllm_status q4gsw_dequant(const uint32_t *qs, const uint16_t *scales, int64_t n, int64_t k, int group, float *out,
-                           char *err, size_t errlen) {
-  wgllm_status st = q4gsw_check_shape(n, k, group, err, errlen);
+                           llm_err *err) {
+  wgllm_status st = q4gsw_check_shape(n, k, group, err);
   if (st) return st;
   for (int64_t r = 0; r < n; r++)
     for (int64_t c = 0; c < k; c++) {

@@ -4,6 +4,7 @@
    talks to WebGPU only through this header. */
 #ifndef WGLLM_GPU_H
 #define WGLLM_GPU_H
+#include "llm_err.h"
 #include "wgllm.h"
 #include <pthread.h>
 #include <stddef.h>
@@ -96,23 +97,20 @@ typedef struct gpu_context {
   uint64_t bytes_live, bytes_peak; /* device bytes in buffers created through this layer */
   uint64_t device_memory;          /* bytes of the adapter's device-local heaps; 0 when the library does not say */
   uint32_t n_heaps;
-  /* benches: op_attention's kernel order (src/ops/ops.h) starts at this kernel, 1 to 4 (0 or 1: all of them;
-     2: not the KV-head group kernel, ...) */
-  int attn_prefill_force;
 } gpu_context;
 
-wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, size_t errlen);
+wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, llm_err *err);
 void gpu_destroy(gpu_context *ctx);
 /* Returns and clears a pending uncaptured error (message copied to err); WGLLM_ERR_DEVICE_LOST if lost. */
-wgllm_status gpu_check(gpu_context *ctx, char *err, size_t errlen);
+wgllm_status gpu_check(gpu_context *ctx, llm_err *err);
 /* WGLLM_ERR_DEVICE_LOST (message in err) if the device is lost or hung, else WGLLM_OK; clears nothing. */
-wgllm_status gpu_lost(gpu_context *ctx, char *err, size_t errlen);
+wgllm_status gpu_lost(gpu_context *ctx, llm_err *err);
 /* For tests: Dawn's InjectError (an uncaptured validation or out-of-memory error, as a failing command would
    raise) and ForceLoss (the device lost, as a driver reset would). */
 void gpu_inject_error(gpu_context *ctx, int out_of_memory, const char *msg);
 void gpu_force_loss(gpu_context *ctx, const char *msg);
 /* Blocks until all submitted work has finished (or wait_timeout_ms passed: then the device counts as lost). */
-wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen);
+wgllm_status gpu_wait_idle(gpu_context *ctx, llm_err *err);
 const char *gpu_feature_list(const gpu_context *ctx, char *buf, size_t len);
 
 /* ---------- buffers ---------- */
@@ -141,17 +139,14 @@ static inline gpu_view gpu_whole(gpu_buffer *b) {
 static inline uint64_t gpu_view_bytes(gpu_view v) { return v.size ? v.size : (v.buf ? v.buf->size - v.offset : 0); }
 
 /* Storage | CopySrc | CopyDst | Indirect buffer of at least `size` bytes (rounded up to 16). */
-wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
-                               size_t errlen);
+wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, llm_err *err);
 void gpu_buffer_destroy(gpu_context *ctx, gpu_buffer *b);
 wgllm_status gpu_write(gpu_context *ctx, gpu_buffer *b, uint64_t offset, const void *src, uint64_t bytes);
-wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *dst, uint64_t bytes, char *err,
-                      size_t errlen);
+wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *dst, uint64_t bytes, llm_err *err);
 
 /* Pool: reuse freed buffers of a matching size class. Releasing a buffer that a live recording pins
    quarantines it until that recording is freed. */
-wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
-                              size_t errlen);
+wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, llm_err *err);
 void gpu_pool_release(gpu_context *ctx, gpu_buffer *b);
 
 /* ---------- kernels and pipelines ---------- */
@@ -176,11 +171,11 @@ typedef struct gpu_constant {
 
 /* Pipeline for kernel/variant with override constants, created once and cached. */
 wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant, const gpu_constant *consts,
-                              int n_consts, WGPUComputePipeline *out, char *err, size_t errlen);
+                              int n_consts, WGPUComputePipeline *out, llm_err *err);
 /* The same for a source outside gpu_kernel_sources (the developer variants of wgllm_dev), cached by its kernel and
    variant names like the others. */
 wgllm_status gpu_pipeline_get_source(gpu_context *ctx, const gpu_kernel_source *src, const gpu_constant *consts,
-                                     int n_consts, WGPUComputePipeline *out, char *err, size_t errlen);
+                                     int n_consts, WGPUComputePipeline *out, llm_err *err);
 
 /* ---------- recorder ---------- */
 #define GPU_MAX_BINDINGS 12
@@ -230,7 +225,7 @@ void gpu_readback_free(gpu_readback *rb);
 /* Runs the recording, then copies bytes of src into the next slot and starts mapping it. *slot: its index. */
 wgllm_status gpu_recorder_run_readback(gpu_recorder *rec, gpu_readback *rb, gpu_view src, int *slot);
 /* Waits for slot's mapping, copies its bytes to dst and frees the slot. */
-wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, char *err, size_t errlen);
+wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, llm_err *err);
 
 /* Per-record GPU time in nanoseconds (one pass per record with timestamp writes); needs timestamp-query.
    out_ns has gpu_recorder_count() entries. */

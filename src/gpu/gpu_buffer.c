@@ -29,7 +29,7 @@ void gpu_scope_push(gpu_context *ctx) {
   wgpuDevicePushErrorScope(ctx->device, WGPUErrorFilter_Validation);
 }
 
-wgllm_status gpu_scope_pop(gpu_context *ctx, char *err, size_t errlen) {
+wgllm_status gpu_scope_pop(gpu_context *ctx, llm_err *err) {
   scope_res r[2];
   memset(r, 0, sizeof r);
   for (int i = 0; i < 2; i++) {
@@ -39,31 +39,29 @@ wgllm_status gpu_scope_pop(gpu_context *ctx, char *err, size_t errlen) {
     ci.userdata1 = &r[i];
     gpu_wait_future(ctx, wgpuDevicePopErrorScope(ctx->device, ci));
   }
-  wgllm_status lost = gpu_lost(ctx, err, errlen); /* a lost or hung device: that, not what its scopes say */
+  wgllm_status lost = gpu_lost(ctx, err); /* a lost or hung device: that, not what its scopes say */
   if (lost) return lost;
   for (int i = 0; i < 2; i++) {
     if (r[i].type != WGPUErrorType_NoError) {
-      if (err) snprintf(err, errlen, "%s", r[i].msg[0] ? r[i].msg : "unknown WebGPU error");
-      return r[i].type == WGPUErrorType_OutOfMemory ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
+      return llm_err_set(err, r[i].type == WGPUErrorType_OutOfMemory ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU, "%s",
+                         r[i].msg[0] ? r[i].msg : "unknown WebGPU error");
     }
   }
   return WGLLM_OK;
 }
 
-wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
-                               size_t errlen) {
+wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, llm_err *err) {
   *out = NULL;
   if (size == 0) size = 16;
   size = (size + 15) & ~(uint64_t)15;
   if (size > ctx->limits.maxBufferSize) {
-    snprintf(err, errlen, "buffer \"%s\" of %llu bytes exceeds the device's maxBufferSize %llu", label ? label : "",
-             (unsigned long long)size, (unsigned long long)ctx->limits.maxBufferSize);
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY,
+                       "buffer \"%s\" of %llu bytes exceeds the device's maxBufferSize %llu", label ? label : "",
+                       (unsigned long long)size, (unsigned long long)ctx->limits.maxBufferSize);
   }
   gpu_buffer *b = calloc(1, sizeof *b);
   if (!b) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   snprintf(b->label, sizeof b->label, "%s", label ? label : "");
   WGPUBufferDescriptor bd = {0};
@@ -73,11 +71,11 @@ wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *labe
   bd.label.length = strlen(b->label);
   gpu_scope_push(ctx);
   b->handle = wgpuDeviceCreateBuffer(ctx->device, &bd);
-  char e2[GPU_ERR_LEN];
-  wgllm_status s = gpu_scope_pop(ctx, e2, sizeof e2);
+  llm_err e2;
+  wgllm_status s = gpu_scope_pop(ctx, &e2);
   if (s || !b->handle) {
-    snprintf(err, errlen, "allocating buffer \"%s\" of %llu bytes failed: %s", b->label, (unsigned long long)size,
-             s ? e2 : "null handle");
+    llm_err_set(err, s ? s : WGLLM_ERR_OUT_OF_MEMORY, "allocating buffer \"%s\" of %llu bytes failed: %s", b->label,
+                (unsigned long long)size, s ? e2.msg : "null handle");
     if (b->handle) wgpuBufferRelease(b->handle);
     free(b);
     return s ? s : WGLLM_ERR_OUT_OF_MEMORY;
@@ -122,12 +120,10 @@ static void on_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2) {
   r->msg[n] = 0;
 }
 
-wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *dst, uint64_t bytes, char *err,
-                      size_t errlen) {
+wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *dst, uint64_t bytes, llm_err *err) {
   if (offset + bytes > b->size || (offset & 3)) {
-    snprintf(err, errlen, "read of %llu bytes at %llu past buffer \"%s\" (%llu bytes)", (unsigned long long)bytes,
-             (unsigned long long)offset, b->label, (unsigned long long)b->size);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "read of %llu bytes at %llu past buffer \"%s\" (%llu bytes)",
+                       (unsigned long long)bytes, (unsigned long long)offset, b->label, (unsigned long long)b->size);
   }
   if (!bytes) return WGLLM_OK;
   uint64_t padded = (bytes + 3) & ~(uint64_t)3;
@@ -143,7 +139,7 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
   wgpuQueueSubmit(ctx->queue, 1, &cb);
   wgpuCommandBufferRelease(cb);
   wgpuCommandEncoderRelease(enc);
-  wgllm_status s = gpu_scope_pop(ctx, err, errlen);
+  wgllm_status s = gpu_scope_pop(ctx, err);
   if (s) {
     wgpuBufferRelease(st);
     return s;
@@ -156,8 +152,8 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
   gpu_wait_future(ctx, wgpuBufferMapAsync(st, WGPUMapMode_Read, 0, bd.size, mi));
   if (r.status != 1) { /* the device's own state (lost, hung, an error) says more than the map's status */
     wgpuBufferRelease(st);
-    s = gpu_check(ctx, err, errlen);
-    if (!s) snprintf(err, errlen, "mapping readback of \"%s\" failed: %s", b->label, r.msg);
+    s = gpu_check(ctx, err);
+    if (!s) llm_err_set(err, WGLLM_ERR_GPU, "mapping readback of \"%s\" failed: %s", b->label, r.msg);
     return s ? s : WGLLM_ERR_GPU;
   }
   const void *p = wgpuBufferGetConstMappedRange(st, 0, bd.size);
@@ -165,15 +161,15 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
     wgpuBufferUnmap(st);
     wgpuBufferDestroy(st);
     wgpuBufferRelease(st);
-    s = gpu_check(ctx, err, errlen);
-    if (!s) snprintf(err, errlen, "reading \"%s\": the mapped range is unavailable (device lost?)", b->label);
+    s = gpu_check(ctx, err);
+    if (!s) llm_err_set(err, WGLLM_ERR_GPU, "reading \"%s\": the mapped range is unavailable (device lost?)", b->label);
     return s ? s : WGLLM_ERR_GPU;
   }
   memcpy(dst, p, bytes);
   wgpuBufferUnmap(st);
   wgpuBufferDestroy(st);
   wgpuBufferRelease(st);
-  return gpu_check(ctx, err, errlen);
+  return gpu_check(ctx, err);
 }
 
 /* ---------- pool ---------- */
@@ -201,8 +197,7 @@ static uint64_t size_class(uint64_t size) {
   return ((size + q - 1) / q) * q;
 }
 
-wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, char *err,
-                              size_t errlen) {
+wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, llm_err *err) {
   gpu_pool *p = ctx->pool;
   uint64_t cls = size_class(size ? size : 16);
   for (size_t i = 0; i < p->n; i++) {
@@ -215,7 +210,7 @@ wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label
       return WGLLM_OK;
     }
   }
-  wgllm_status s = gpu_buffer_create(ctx, cls, label, out, err, errlen);
+  wgllm_status s = gpu_buffer_create(ctx, cls, label, out, err);
   if (s == WGLLM_OK) (*out)->pooled = 1;
   return s;
 }

@@ -188,14 +188,13 @@ static int contains_ci(const char *hay, const char *needle) {
   return n == 0;
 }
 
-wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, size_t errlen) {
+wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, llm_err *err) {
   gpu_options o = {0};
   if (opt) o = *opt;
   *out = NULL;
   gpu_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   pthread_mutex_init(&ctx->lock, NULL);
   ctx->wait_timeout_ms = o.wait_timeout_ms ? o.wait_timeout_ms : 600000u;
@@ -206,7 +205,7 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   idesc.requiredFeatures = ifeat;
   ctx->instance = wgpuCreateInstance(&idesc);
   if (!ctx->instance) {
-    snprintf(err, errlen, "wgpuCreateInstance failed");
+    llm_err_set(err, WGLLM_ERR_NO_ADAPTER, "wgpuCreateInstance failed");
     free(ctx);
     return WGLLM_ERR_NO_ADAPTER;
   }
@@ -248,10 +247,10 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   }
   if (best < 0) {
     if (o.adapter_name && o.adapter_name[0] && list.n)
-      snprintf(err, errlen, "no WebGPU adapter matches \"%s\" (found: %s)", o.adapter_name, names);
+      llm_err_set(err, WGLLM_ERR_NO_ADAPTER, "no WebGPU adapter matches \"%s\" (found: %s)", o.adapter_name, names);
     else
-      snprintf(err, errlen,
-               "no WebGPU adapter found (Vulkan backend; is a Vulkan driver such as Mesa lavapipe installed?)");
+      llm_err_set(err, WGLLM_ERR_NO_ADAPTER,
+                  "no WebGPU adapter found (Vulkan backend; is a Vulkan driver such as Mesa lavapipe installed?)");
     for (int i = 0; i < list.n; i++)
       wgpuAdapterRelease(list.a[i]);
     wgpuInstanceRelease(ctx->instance);
@@ -318,7 +317,7 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   /* Limits: ask for everything the adapter offers (the defaults cap storage bindings at 128 MiB). */
   WGPULimits al = WGPU_LIMITS_INIT;
   if (wgpuAdapterGetLimits(ctx->adapter, &al) != WGPUStatus_Success) {
-    snprintf(err, errlen, "wgpuAdapterGetLimits failed on %s", ctx->adapter_name);
+    llm_err_set(err, WGLLM_ERR_NO_ADAPTER, "wgpuAdapterGetLimits failed on %s", ctx->adapter_name);
     gpu_destroy(ctx);
     return WGLLM_ERR_NO_ADAPTER;
   }
@@ -364,7 +363,7 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   dci.userdata1 = &req;
   gpu_wait_future(ctx, wgpuAdapterRequestDevice(ctx->adapter, &dd, dci));
   if (!req.dev) {
-    snprintf(err, errlen, "device request on %s failed: %s", ctx->adapter_name, req.msg);
+    llm_err_set(err, WGLLM_ERR_NO_ADAPTER, "device request on %s failed: %s", ctx->adapter_name, req.msg);
     gpu_destroy(ctx);
     return WGLLM_ERR_NO_ADAPTER;
   }
@@ -382,7 +381,7 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, char *err, si
   ctx->pipes = gpu_pipeline_cache_create();
   ctx->pool = gpu_pool_create();
   if (!ctx->pipes || !ctx->pool) {
-    snprintf(err, errlen, "out of host memory");
+    llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     gpu_destroy(ctx);
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
@@ -413,24 +412,23 @@ void gpu_destroy(gpu_context *ctx) {
   free(ctx);
 }
 
-wgllm_status gpu_lost(gpu_context *ctx, char *err, size_t errlen) {
+wgllm_status gpu_lost(gpu_context *ctx, llm_err *err) {
   pthread_mutex_lock(&ctx->lock);
   int lost = ctx->lost;
-  if (lost && err) snprintf(err, errlen, "%s", ctx->err);
+  if (lost && err) llm_err_set(err, WGLLM_OK, "%s", ctx->err);
   pthread_mutex_unlock(&ctx->lock);
   return lost ? WGLLM_ERR_DEVICE_LOST : WGLLM_OK;
 }
 
-wgllm_status gpu_check(gpu_context *ctx, char *err, size_t errlen) {
+wgllm_status gpu_check(gpu_context *ctx, llm_err *err) {
   if (!ctx->hung) wgpuInstanceProcessEvents(ctx->instance);
   wgllm_status s = WGLLM_OK;
   pthread_mutex_lock(&ctx->lock);
   if (ctx->lost) {
-    if (err) snprintf(err, errlen, "%s", ctx->err);
-    s = WGLLM_ERR_DEVICE_LOST;
+    s = llm_err_set(err, WGLLM_ERR_DEVICE_LOST, "%s", ctx->err);
   } else if (ctx->error_pending) {
     s = ctx->error_pending == 2 ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_ERR_GPU;
-    if (err) snprintf(err, errlen, "%s", ctx->err);
+    llm_err_set(err, s, "%s", ctx->err);
     ctx->error_pending = 0;
     ctx->err[0] = 0;
   }
@@ -444,18 +442,17 @@ static void on_done(WGPUQueueWorkDoneStatus s, WGPUStringView m, void *u1, void 
   *(int *)u1 = s == WGPUQueueWorkDoneStatus_Success ? 1 : -1;
 }
 
-wgllm_status gpu_wait_idle(gpu_context *ctx, char *err, size_t errlen) {
+wgllm_status gpu_wait_idle(gpu_context *ctx, llm_err *err) {
   int done = 0;
   WGPUQueueWorkDoneCallbackInfo ci = {0};
   ci.mode = WGPUCallbackMode_WaitAnyOnly;
   ci.callback = on_done;
   ci.userdata1 = &done;
   gpu_wait_future(ctx, wgpuQueueOnSubmittedWorkDone(ctx->queue, ci));
-  wgllm_status s = gpu_check(ctx, err, errlen); /* a wait past the timeout left the device lost */
+  wgllm_status s = gpu_check(ctx, err); /* a wait past the timeout left the device lost */
   if (s) return s;
   if (done != 1) {
-    snprintf(err, errlen, "queue work did not complete");
-    return WGLLM_ERR_GPU;
+    return llm_err_set(err, WGLLM_ERR_GPU, "queue work did not complete");
   }
   return WGLLM_OK;
 }

@@ -2,6 +2,7 @@
 #ifndef WGLLM_GPU_INTERNAL_H
 #define WGLLM_GPU_INTERNAL_H
 #include "gpu.h"
+#include "llm_err.h"
 /* 1 when f completed; 0 when the wait failed or ran past the timeout (the device then counts as lost) */
 int gpu_wait_future(gpu_context *ctx, WGPUFuture f);
 gpu_pipeline_cache *gpu_pipeline_cache_create(void);
@@ -12,5 +13,5 @@ void gpu_pool_destroy(gpu_context *ctx, gpu_pool *p);
 void gpu_buffer_unpin(gpu_context *ctx, gpu_buffer *b);
 /* error scope helpers: push validation + OOM scopes, pop both and report the first error */
 void gpu_scope_push(gpu_context *ctx);
-wgllm_status gpu_scope_pop(gpu_context *ctx, char *err, size_t errlen);
+wgllm_status gpu_scope_pop(gpu_context *ctx, llm_err *err);
 #endif

@@ -44,8 +44,7 @@ const gpu_kernel_source *gpu_kernel_find(const char *kernel, const char *variant
   return NULL;
 }
 
-static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, WGPUShaderModule *out, char *err,
-                               size_t errlen) {
+static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, WGPUShaderModule *out, llm_err *err) {
   gpu_pipeline_cache *c = ctx->pipes;
   for (size_t i = 0; i < c->n_mods; i++)
     if (c->mods[i].src == src) {
@@ -60,20 +59,21 @@ static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, W
   md.nextInChain = &w.chain;
   gpu_scope_push(ctx);
   WGPUShaderModule m = wgpuDeviceCreateShaderModule(ctx->device, &md);
-  char e2[GPU_ERR_LEN];
-  wgllm_status s = gpu_scope_pop(ctx, e2, sizeof e2);
+  llm_err e2;
+  wgllm_status s = gpu_scope_pop(ctx, &e2);
   if (s || !m) {
     /* Tint lists its warnings first (a deprecated builtin, each with its source line): start at the first error
        so that it fits the message */
-    const char *why = s ? e2 : "null module", *first = strstr(why, " error: ");
+    const char *why = s ? e2.msg : "null module", *first = strstr(why, " error: ");
     if (first && first != why) {
       while (first > why && first[-1] != '\n')
         first--;
       why = first;
     }
-    snprintf(err, errlen, "compiling kernel %s/%s failed: %s", src->kernel, src->variant, why);
+    if (!s) s = WGLLM_ERR_GPU;
+    llm_err_set(err, s, "compiling kernel %s/%s failed: %s", src->kernel, src->variant, why);
     if (m) wgpuShaderModuleRelease(m);
-    return s ? s : WGLLM_ERR_GPU;
+    return s;
   }
   if (c->n_mods == c->cap_mods) {
     size_t nc = c->cap_mods ? c->cap_mods * 2 : 32;
@@ -94,7 +94,7 @@ static wgllm_status get_module(gpu_context *ctx, const gpu_kernel_source *src, W
 /* src: the kernel's source, or NULL to find kernel/variant in gpu_kernel_sources (after the cache missed) */
 static wgllm_status pipeline_get(gpu_context *ctx, const char *kernel, const char *variant,
                                  const gpu_kernel_source *src, const gpu_constant *consts, int n_consts,
-                                 WGPUComputePipeline *out, char *err, size_t errlen) {
+                                 WGPUComputePipeline *out, llm_err *err) {
   char key[512];
   int k = snprintf(key, sizeof key, "%s/%s", kernel, variant);
   for (int i = 0; i < n_consts && k < (int)sizeof key; i++)
@@ -108,28 +108,26 @@ static wgllm_status pipeline_get(gpu_context *ctx, const char *kernel, const cha
 
   if (!src) src = gpu_kernel_find(kernel, variant);
   if (!src) {
-    snprintf(err, errlen, "no kernel %s with variant %s in the kernel registry", kernel, variant);
-    return WGLLM_ERR_INTERNAL;
+    return llm_err_set(err, WGLLM_ERR_INTERNAL, "no kernel %s with variant %s in the kernel registry", kernel, variant);
   }
   if ((src->requires & GPU_REQ_F16) && !ctx->has_f16) {
-    snprintf(err, errlen, "kernel %s/%s needs shader-f16, which the device did not grant", kernel, variant);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "kernel %s/%s needs shader-f16, which the device did not grant",
+                       kernel, variant);
   }
   if ((src->requires & GPU_REQ_SUBGROUPS) && !ctx->has_subgroups) {
-    snprintf(err, errlen, "kernel %s/%s needs subgroups, which the device did not grant", kernel, variant);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "kernel %s/%s needs subgroups, which the device did not grant",
+                       kernel, variant);
   }
   if ((src->requires & GPU_REQ_SUBGROUP_MATRIX) && !ctx->has_subgroup_matrix) {
-    snprintf(err, errlen, "kernel %s/%s needs subgroup matrices, which the device did not grant", kernel, variant);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "kernel %s/%s needs subgroup matrices, which the device did not grant", kernel, variant);
   }
   WGPUShaderModule m;
-  wgllm_status s = get_module(ctx, src, &m, err, errlen);
+  wgllm_status s = get_module(ctx, src, &m, err);
   if (s) return s;
   WGPUConstantEntry ce[16];
   if (n_consts > 16) {
-    snprintf(err, errlen, "too many override constants for %s", kernel);
-    return WGLLM_ERR_INTERNAL;
+    return llm_err_set(err, WGLLM_ERR_INTERNAL, "too many override constants for %s", kernel);
   }
   for (int i = 0; i < n_consts; i++) {
     memset(&ce[i], 0, sizeof ce[i]);
@@ -147,10 +145,10 @@ static wgllm_status pipeline_get(gpu_context *ctx, const char *kernel, const cha
   pd.compute.constants = ce;
   gpu_scope_push(ctx);
   WGPUComputePipeline p = wgpuDeviceCreateComputePipeline(ctx->device, &pd);
-  char e2[GPU_ERR_LEN];
-  s = gpu_scope_pop(ctx, e2, sizeof e2);
+  llm_err e2;
+  s = gpu_scope_pop(ctx, &e2);
   if (s || !p) {
-    snprintf(err, errlen, "creating pipeline %s failed: %s", key, s ? e2 : "null pipeline");
+    llm_err_set(err, s ? s : WGLLM_ERR_GPU, "creating pipeline %s failed: %s", key, s ? e2.msg : "null pipeline");
     if (p) wgpuComputePipelineRelease(p);
     return s ? s : WGLLM_ERR_GPU;
   }
@@ -171,11 +169,11 @@ static wgllm_status pipeline_get(gpu_context *ctx, const char *kernel, const cha
 }
 
 wgllm_status gpu_pipeline_get(gpu_context *ctx, const char *kernel, const char *variant, const gpu_constant *consts,
-                              int n_consts, WGPUComputePipeline *out, char *err, size_t errlen) {
-  return pipeline_get(ctx, kernel, variant, NULL, consts, n_consts, out, err, errlen);
+                              int n_consts, WGPUComputePipeline *out, llm_err *err) {
+  return pipeline_get(ctx, kernel, variant, NULL, consts, n_consts, out, err);
 }
 
 wgllm_status gpu_pipeline_get_source(gpu_context *ctx, const gpu_kernel_source *src, const gpu_constant *consts,
-                                     int n_consts, WGPUComputePipeline *out, char *err, size_t errlen) {
-  return pipeline_get(ctx, src->kernel, src->variant, src, consts, n_consts, out, err, errlen);
+                                     int n_consts, WGPUComputePipeline *out, llm_err *err) {
+  return pipeline_get(ctx, src->kernel, src->variant, src, consts, n_consts, out, err);
 }

@@ -153,10 +153,10 @@ wgllm_status gpu_record(gpu_recorder *r, const gpu_dispatch_desc *d) {
   if (ks && !bindings_match(ks, d, e, sizeof e)) return fail(r, WGLLM_ERR_INTERNAL, e);
   record rc;
   memset(&rc, 0, sizeof rc);
-  wgllm_status s = d->source
-                       ? gpu_pipeline_get_source(r->ctx, d->source, d->consts, d->n_consts, &rc.pipe, e, sizeof e)
-                       : gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, e, sizeof e);
-  if (s) return fail(r, s, e);
+  llm_err pe; /* written on failure */
+  wgllm_status s = d->source ? gpu_pipeline_get_source(r->ctx, d->source, d->consts, d->n_consts, &rc.pipe, &pe)
+                             : gpu_pipeline_get(r->ctx, d->kernel, d->variant, d->consts, d->n_consts, &rc.pipe, &pe);
+  if (s) return fail(r, s, pe.msg);
   snprintf(rc.name, sizeof rc.name, "%s/%s", d->kernel, d->variant);
   rc.params_off = -1;
   if (d->params_size) {
@@ -224,7 +224,7 @@ static wgllm_status finalize(gpu_recorder *r, int done) {
   if (r->finalized) return WGLLM_OK;
   if (done) r->finalized = 1;
   gpu_context *ctx = r->ctx;
-  char e[GPU_ERR_LEN];
+  llm_err e;
   if (r->fin_n < r->n) {
     if (!r->scope_open) {
       gpu_scope_push(ctx);
@@ -278,11 +278,11 @@ static wgllm_status finalize(gpu_recorder *r, int done) {
   }
   if (!done || !r->scope_open) return WGLLM_OK;
   r->scope_open = 0;
-  wgllm_status s = gpu_scope_pop(ctx, e, sizeof e);
+  wgllm_status s = gpu_scope_pop(ctx, &e);
   if (s) {
     char e2[GPU_ERR_LEN];
     snprintf(e2, sizeof e2, "%s failed: %.900s",
-             r->flushed ? "creating bind groups or submitting the flushed parts" : "creating bind groups", e);
+             r->flushed ? "creating bind groups or submitting the flushed parts" : "creating bind groups", e.msg);
     return fail(r, s, e2);
   }
   return WGLLM_OK;
@@ -351,9 +351,9 @@ static wgllm_status submit(gpu_recorder *r, gpu_view src, WGPUBuffer dst, uint64
   wgpuCommandBufferRelease(cb);
   wgpuCommandEncoderRelease(enc);
   r->last_encode_us = now_us() - t0;
-  char e[GPU_ERR_LEN];
-  s = gpu_check(ctx, e, sizeof e);
-  if (s) return fail(r, s, e);
+  llm_err e;
+  s = gpu_check(ctx, &e);
+  if (s) return fail(r, s, e.msg);
   return WGLLM_OK;
 }
 
@@ -423,9 +423,9 @@ wgllm_status gpu_recorder_profile(gpu_recorder *r, double *out_ns) {
     wgpuQuerySetRelease(qs);
     if (m.st != 1) return fail(r, WGLLM_ERR_GPU, "mapping timestamp results failed");
   }
-  char e[GPU_ERR_LEN];
-  s = gpu_check(ctx, e, sizeof e);
-  if (s) return fail(r, s, e);
+  llm_err e;
+  s = gpu_check(ctx, &e);
+  if (s) return fail(r, s, e.msg);
   return WGLLM_OK;
 }
 
@@ -484,18 +484,16 @@ wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
   wgpuBufferRelease(rb);
   wgpuBufferRelease(res);
   wgpuQuerySetRelease(qs);
-  char e[GPU_ERR_LEN];
-  if (!s) s = gpu_check(ctx, e, sizeof e);
-  if (s && !r->failed) fail(r, s, e);
+  llm_err e = {0};
+  if (!s) s = gpu_check(ctx, &e);
+  if (s && !r->failed) fail(r, s, e.msg);
   return s;
 }
 
 void gpu_recorder_free(gpu_recorder *r) {
   if (!r) return;
-  if (r->scope_open) { /* a flushed recording that failed or never ran: its scope off the device's stack */
-    char e[GPU_ERR_LEN];
-    gpu_scope_pop(r->ctx, e, sizeof e);
-  }
+  if (r->scope_open) /* a flushed recording that failed or never ran: its scope off the device's stack */
+    gpu_scope_pop(r->ctx, NULL);
   for (size_t i = 0; i < r->n; i++)
     if (r->recs[i].bg) wgpuBindGroupRelease(r->recs[i].bg);
   for (size_t i = 0; i < r->n_uniforms; i++)
@@ -581,21 +579,20 @@ wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_vi
   return WGLLM_OK;
 }
 
-wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, char *err, size_t errlen) {
+wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, llm_err *err) {
   rb_slot *sl = &rb->slots[slot];
   if (!sl->busy) {
-    snprintf(err, errlen, "readback slot %d has nothing queued", slot);
-    return WGLLM_ERR_INTERNAL;
+    return llm_err_set(err, WGLLM_ERR_INTERNAL, "readback slot %d has nothing queued", slot);
   }
   gpu_wait_future(rb->ctx, sl->future);
   sl->busy = 0;
   if (sl->status != 1) {
-    wgllm_status s = gpu_check(rb->ctx, err, errlen);
-    if (!s) snprintf(err, errlen, "mapping a readback slot failed");
+    wgllm_status s = gpu_check(rb->ctx, err);
+    if (!s) llm_err_set(err, WGLLM_ERR_GPU, "mapping a readback slot failed");
     return s ? s : WGLLM_ERR_GPU;
   }
   const void *p = wgpuBufferGetConstMappedRange(sl->buf, 0, rb->bytes);
   if (dst && p) memcpy(dst, p, rb->bytes);
   wgpuBufferUnmap(sl->buf);
-  return gpu_check(rb->ctx, err, errlen);
+  return gpu_check(rb->ctx, err);
 }

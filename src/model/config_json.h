@@ -1,6 +1,7 @@
 /* Helpers the config.json readers share (model_config.c, config_gemma4.c). */
 #ifndef WGLLM_CONFIG_JSON_H
 #define WGLLM_CONFIG_JSON_H
+#include "llm_err.h"
 #include "model.h"
 #include <cjson/cJSON.h>
 
@@ -11,25 +12,25 @@ int32_t json_token(const cJSON *o, const char *key);
 /* Optional fields: absent or null leaves *out (the caller's default) and is WGLLM_OK; any other value must be of
    the type (an integer from 0 to 2^32-1; a finite number; true or false), else WGLLM_ERR_FORMAT with err naming
    the field and the value as the file has it. */
-wgllm_status json_opt_u32(const cJSON *o, const char *key, uint32_t *out, char *err, size_t errlen);
-wgllm_status json_opt_num(const cJSON *o, const char *key, double *out, char *err, size_t errlen);
-wgllm_status json_opt_bool(const cJSON *o, const char *key, int *out, char *err, size_t errlen);
+wgllm_status json_opt_u32(const cJSON *o, const char *key, uint32_t *out, llm_err *err);
+wgllm_status json_opt_num(const cJSON *o, const char *key, double *out, llm_err *err);
+wgllm_status json_opt_bool(const cJSON *o, const char *key, int *out, llm_err *err);
 #define JSON_TOKEN_INVALID INT32_MIN
 /* bos_token_id and eos_token_id (-1 when absent); an error naming the field when one is not a token id */
-wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, char *err, size_t errlen);
+wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, llm_err *err);
 /* WGLLM_ERR_FORMAT unless inv[0..half) are finite and not negative; err starts with what ("config.json: the RoPE
    parameters") */
-wgllm_status llm_rope_table_check(const float *inv, uint32_t half, const char *what, char *err, size_t errlen);
+wgllm_status llm_rope_table_check(const float *inv, uint32_t half, const char *what, llm_err *err);
 /* inv_freq[i] = theta^(-2i/dim), i < dim/2 (f32, as transformers computes it); NULL when out of memory */
 float *default_inv_freq(double theta, uint32_t dim);
 /* Sliding (1) or full (0) per layer, from layer_types, else sliding_window_pattern (default 6): *local gets
    [n_layer] flags, freed by the caller. */
-wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, char *err, size_t errlen);
+wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, llm_err *err);
 /* Hyperparameters from a config.json object alone (no tensors to check; the synthetic models use it). */
-wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen);
+wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, llm_err *err);
 /* Gemma 4 text (config_gemma4.c): everything after the common fields, per-layer table included. */
-wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen);
+wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err);
 /* Gemma 4 from GGUF metadata as llama.cpp's converter writes it (arch "gemma4"), after the common fields (hidden,
    layers, heads, vocabulary, eps, context, BOS/EOS) that model_config.c has read. */
-wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *arch, llm_hparams *hp, char *err, size_t errlen);
+wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *arch, llm_hparams *hp, llm_err *err);
 #endif

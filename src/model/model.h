@@ -3,6 +3,7 @@
 #ifndef WGLLM_MODEL_H
 #define WGLLM_MODEL_H
 #include "gpu.h"
+#include "llm_err.h"
 #include "ops.h"
 #include "tensor_store.h"
 #include <stdint.h>
@@ -25,8 +26,8 @@ typedef struct llm_family {
   op_act default_act;                 /* the activation when config.json names none */
   /* a family whose config differs much has its own readers, which take over after the common fields (Gemma 4:
      config_gemma4.c); NULL: the common readers go on */
-  wgllm_status (*read_hf)(const struct cJSON *cfg, struct llm_hparams *hp, char *err, size_t errlen);
-  wgllm_status (*read_gguf)(const wt_store *st, const char *arch, struct llm_hparams *hp, char *err, size_t errlen);
+  wgllm_status (*read_hf)(const struct cJSON *cfg, struct llm_hparams *hp, llm_err *err);
+  wgllm_status (*read_gguf)(const wt_store *st, const char *arch, struct llm_hparams *hp, llm_err *err);
 } llm_family;
 const llm_family *llm_family_from_hf(const char *model_type); /* NULL: not a family wgllm runs */
 const llm_family *llm_family_from_gguf(const char *architecture);
@@ -121,7 +122,7 @@ uint32_t llm_max_head_dim(const llm_hparams *hp);
 uint32_t llm_max_qkv_rows(const llm_hparams *hp);
 uint32_t llm_max_n_ff(const llm_hparams *hp);
 /* Fills hp->lay from the scalars (every layer alike, its own cache, no window): families then change rows. */
-wgllm_status llm_hparams_layers_init(llm_hparams *hp, char *err, size_t errlen);
+wgllm_status llm_hparams_layers_init(llm_hparams *hp, llm_err *err);
 
 /* How to store linear weights on the GPU. */
 typedef struct llm_weight_policy {
@@ -215,7 +216,7 @@ int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t layer);
 /* The file's name of a role for a layer (-1: a file-level role) in the store's naming, into buf. */
 const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len);
 /* Checks every present role's tensor exists with its shape. */
-wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen);
+wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, llm_err *err);
 
 typedef struct llm_load_options {
   llm_weight_policy weights;
@@ -228,30 +229,28 @@ typedef struct llm_load_options {
 } llm_load_options;
 
 /* Opens a Hugging Face directory or a .gguf file. PATH errors name the file, tensor and byte offset. */
-wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen);
+wgllm_status llm_open_store(const char *path, wt_store **out, llm_err *err);
 /* Reads hyperparameters (from config.json or GGUF metadata) and checks tensor shapes against them. */
-wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen);
+wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err);
 void llm_hparams_free(llm_hparams *hp);
 /* Loads weights to the GPU. On failure nothing stays allocated. */
-wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,
-                            size_t errlen);
+wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,
+                            llm_err *err);
 /* The same from a model file already opened (st, borrowed; path only names it in messages). */
 wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_store *st, const llm_load_options *opt,
-                                  llm_model **out, char *err, size_t errlen);
+                                  llm_model **out, llm_err *err);
 void llm_model_free(llm_model *m);
 /* Creates a device buffer the model owns (freed with it) and counts it in weight_bytes. */
-wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err,
-                                  size_t errlen);
+wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, llm_err *err);
 /* Concatenates weights of the same storage along rows (N) into one new buffer pair (GPU copies), releasing
    the parts. Used to fuse Q/K/V and gate/up into single projections. */
 wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,
-                             char *err, size_t errlen);
-wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, char *err,
-                             size_t errlen);
+                             llm_err *err);
+wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, llm_err *err);
 /* Splits a [N][K] weight whose data or scales exceed max_binding bytes into row parts of their own buffers
    (GPU copies; the whole is released); a weight that fits is left as it is. name: for the error. */
 wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K, uint64_t max_binding,
-                              const char *name, char *err, size_t errlen);
+                              const char *name, llm_err *err);
 /* Parses "native", "q4", "q4:64" into a policy. */
-wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *err, size_t errlen);
+wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, llm_err *err);
 #endif

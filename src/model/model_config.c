@@ -13,20 +13,19 @@
 #include <sys/stat.h>
 
 /* A directory is a Hugging Face model; a file is GGUF whatever its name (the reader checks the magic). */
-wgllm_status llm_open_store(const char *path, wt_store **out, char *err, size_t errlen) {
+wgllm_status llm_open_store(const char *path, wt_store **out, llm_err *err) {
   struct stat sb;
   *out = NULL;
   if (stat(path, &sb) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: %s", path, strerror(errno));
   }
-  if (S_ISDIR(sb.st_mode)) return st_open_dir(path, out, err, errlen);
+  if (S_ISDIR(sb.st_mode)) return st_open_dir(path, out, err);
   size_t n = strlen(path);
   if (n > 12 && !strcmp(path + n - 12, ".safetensors")) {
-    snprintf(err, errlen, "%s: a safetensors file; pass the directory that holds it with config.json", path);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                       "%s: a safetensors file; pass the directory that holds it with config.json", path);
   }
-  return gguf_open(path, out, err, errlen);
+  return gguf_open(path, out, err);
 }
 
 void llm_hparams_free(llm_hparams *hp) {
@@ -37,12 +36,11 @@ void llm_hparams_free(llm_hparams *hp) {
   hp->lay = NULL;
 }
 
-wgllm_status llm_hparams_layers_init(llm_hparams *hp, char *err, size_t errlen) {
+wgllm_status llm_hparams_layers_init(llm_hparams *hp, llm_err *err) {
   free(hp->lay);
   hp->lay = calloc(hp->n_layer ? hp->n_layer : 1, sizeof *hp->lay);
   if (!hp->lay) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   for (uint32_t l = 0; l < hp->n_layer; l++)
     hp->lay[l] = (llm_layer_hp){hp->head_dim, hp->n_head_kv, hp->rot_dim, hp->n_ff, 0, l, 0, 0};
@@ -96,17 +94,16 @@ static void json_text(const cJSON *v, char *buf, size_t cap) {
   free(t);
 }
 
-wgllm_status json_opt_u32(const cJSON *o, const char *key, uint32_t *out, char *err, size_t errlen) {
+wgllm_status json_opt_u32(const cJSON *o, const char *key, uint32_t *out, llm_err *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!v || cJSON_IsNull(v)) return WGLLM_OK;
   if (json_u32(o, key, out)) return WGLLM_OK;
   char t[48];
   json_text(v, t, sizeof t);
-  snprintf(err, errlen, "config.json: %s is %s, not an integer from 0 to 4294967295", key, t);
-  return WGLLM_ERR_FORMAT;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: %s is %s, not an integer from 0 to 4294967295", key, t);
 }
 
-wgllm_status json_opt_num(const cJSON *o, const char *key, double *out, char *err, size_t errlen) {
+wgllm_status json_opt_num(const cJSON *o, const char *key, double *out, llm_err *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!v || cJSON_IsNull(v)) return WGLLM_OK;
   if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) { /* cJSON reads 1e999 as infinity */
@@ -115,11 +112,10 @@ wgllm_status json_opt_num(const cJSON *o, const char *key, double *out, char *er
   }
   char t[48];
   json_text(v, t, sizeof t);
-  snprintf(err, errlen, "config.json: %s is %s, not a finite number", key, t);
-  return WGLLM_ERR_FORMAT;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: %s is %s, not a finite number", key, t);
 }
 
-wgllm_status json_opt_bool(const cJSON *o, const char *key, int *out, char *err, size_t errlen) {
+wgllm_status json_opt_bool(const cJSON *o, const char *key, int *out, llm_err *err) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
   if (!v || cJSON_IsNull(v)) return WGLLM_OK;
   if (cJSON_IsBool(v)) {
@@ -128,8 +124,7 @@ wgllm_status json_opt_bool(const cJSON *o, const char *key, int *out, char *err,
   }
   char t[48];
   json_text(v, t, sizeof t);
-  snprintf(err, errlen, "config.json: %s is %s, not true or false", key, t);
-  return WGLLM_ERR_FORMAT;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: %s is %s, not true or false", key, t);
 }
 
 int32_t json_token(const cJSON *o, const char *key) {
@@ -141,13 +136,12 @@ int32_t json_token(const cJSON *o, const char *key) {
   return d >= 0 && d <= 2147483647.0 && d == floor(d) ? (int32_t)d : JSON_TOKEN_INVALID;
 }
 
-wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, char *err, size_t errlen) {
+wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, llm_err *err) {
   *bos = json_token(cfg, "bos_token_id");
   *eos = json_token(cfg, "eos_token_id");
   if (*bos != JSON_TOKEN_INVALID && *eos != JSON_TOKEN_INVALID) return WGLLM_OK;
-  snprintf(err, errlen, "config.json: %s is not a token id (an integer from 0 to 2147483647)",
-           *bos == JSON_TOKEN_INVALID ? "bos_token_id" : "eos_token_id");
-  return WGLLM_ERR_FORMAT;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: %s is not a token id (an integer from 0 to 2147483647)",
+                     *bos == JSON_TOKEN_INVALID ? "bos_token_id" : "eos_token_id");
 }
 
 /* inv_freq[i] = theta^(-2i/dim) (f32, as transformers computes it) */
@@ -159,12 +153,12 @@ float *default_inv_freq(double theta, uint32_t dim) {
   return f;
 }
 
-wgllm_status llm_rope_table_check(const float *inv, uint32_t half, const char *what, char *err, size_t errlen) {
+wgllm_status llm_rope_table_check(const float *inv, uint32_t half, const char *what, llm_err *err) {
   for (uint32_t i = 0; i < half; i++)
     if (!isfinite(inv[i]) || inv[i] < 0) {
-      snprintf(err, errlen, "%s give the inverse frequency %g at pair %u (finite and not negative needed)", what,
-               inv[i], i);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT,
+                         "%s give the inverse frequency %g at pair %u (finite and not negative needed)", what, inv[i],
+                         i);
     }
   return WGLLM_OK;
 }
@@ -183,33 +177,33 @@ static void llama3_scale(float *inv, uint32_t half, double factor, double lo, do
   }
 }
 
-static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, char *err, size_t errlen);
+static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, llm_err *err);
 
 /* RoPE of the global layers into inv_freq and, for Gemma 3's local layers (local_layers), of the local ones into
    inv_freq_local: from rope_parameters per layer type (transformers 5), or from rope_theta/rope_scaling (global)
    and rope_local_base_freq (local, plain RoPE; 10000 when absent, as transformers 4 has it). */
-static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, int local_layers, char *err, size_t errlen) {
+static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, int local_layers, llm_err *err) {
   const cJSON *rp = cJSON_GetObjectItemCaseSensitive(cfg, "rope_parameters");
   const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
   const cJSON *local = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
-  if (!cJSON_IsObject(full) && !local_layers) return hf_rope_params(cfg, rp, hp, err, errlen);
+  if (!cJSON_IsObject(full) && !local_layers) return hf_rope_params(cfg, rp, hp, err);
   wgllm_status s;
   if (cJSON_IsObject(full) && !cJSON_IsObject(local)) {
-    snprintf(err, errlen, "config.json: rope_parameters has full_attention but no sliding_attention");
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "config.json: rope_parameters has full_attention but no sliding_attention");
   }
   if (cJSON_IsObject(full)) { /* per layer type */
-    s = hf_rope_params(cfg, local, hp, err, errlen);
+    s = hf_rope_params(cfg, local, hp, err);
   } else { /* the transformers 4 layout */
     double theta = 10000.0;
-    if ((s = json_opt_num(cfg, "rope_local_base_freq", &theta, err, errlen))) return s;
+    if ((s = json_opt_num(cfg, "rope_local_base_freq", &theta, err))) return s;
     cJSON *plain = cJSON_CreateObject();
     if (!plain || !cJSON_AddNumberToObject(plain, "rope_theta", theta) ||
         !cJSON_AddStringToObject(plain, "rope_type", "default")) {
       cJSON_Delete(plain);
       return WGLLM_ERR_OUT_OF_MEMORY;
     }
-    s = hf_rope_params(cfg, plain, hp, err, errlen);
+    s = hf_rope_params(cfg, plain, hp, err);
     cJSON_Delete(plain);
     full = rp; /* NULL, or a rope_parameters of the old single kind */
   }
@@ -219,7 +213,7 @@ static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, int local_layers,
   hp->inv_freq = NULL;
   char local_desc[160];
   snprintf(local_desc, sizeof local_desc, "%s", hp->rope_desc);
-  s = hf_rope_params(cfg, full, hp, err, errlen);
+  s = hf_rope_params(cfg, full, hp, err);
   if (!s) {
     size_t l = strlen(hp->rope_desc);
     snprintf(hp->rope_desc + l, sizeof hp->rope_desc - l, "; local: %s", local_desc);
@@ -227,7 +221,7 @@ static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, int local_layers,
   return s;
 }
 
-static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, char *err, size_t errlen) {
+static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, llm_err *err) {
   /* transformers 5 keeps everything in rope_parameters; older configs use rope_theta + rope_scaling */
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
   double theta = 10000.0, partial = 1.0;
@@ -235,8 +229,8 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   wgllm_status s = WGLLM_OK;
   const cJSON *theta_at = cJSON_GetObjectItemCaseSensitive(rp, "rope_theta") ? rp : cfg;
   const cJSON *partial_at = cJSON_GetObjectItemCaseSensitive(rp, "partial_rotary_factor") ? rp : cfg;
-  if ((s = json_opt_num(theta_at, "rope_theta", &theta, err, errlen)) ||
-      (s = json_opt_num(partial_at, "partial_rotary_factor", &partial, err, errlen)))
+  if ((s = json_opt_num(theta_at, "rope_theta", &theta, err)) ||
+      (s = json_opt_num(partial_at, "partial_rotary_factor", &partial, err)))
     return s;
   const cJSON *sc = cJSON_IsObject(rp) ? rp : rs;
   const char *type = "default";
@@ -248,22 +242,20 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   /* checked before anything is sized from them (a huge head_dim or factor once built a RoPE table of gigabytes
      before the head_dim check refused it; a negative factor was an undefined conversion) */
   if (hp->head_dim == 0 || hp->head_dim > 512) {
-    snprintf(err, errlen, "config.json: head_dim %u (1 to 512 supported: the attention kernels' limit)", hp->head_dim);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "config.json: head_dim %u (1 to 512 supported: the attention kernels' limit)", hp->head_dim);
   }
   if (!(partial > 0.0 && partial <= 1.0)) {
-    snprintf(err, errlen, "config.json: partial_rotary_factor %g (a fraction of head_dim in (0, 1])", partial);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "config.json: partial_rotary_factor %g (a fraction of head_dim in (0, 1])", partial);
   }
   if (!(theta > 1 && theta < 1e300)) { /* as the GGUF reader: 0 gave an infinite RoPE table, a negative one NaN */
-    snprintf(err, errlen, "config.json: rope_theta %g (must be over 1)", theta);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: rope_theta %g (must be over 1)", theta);
   }
   hp->rot_dim = (uint32_t)(hp->head_dim * partial);
   hp->rot_dim &= ~1u;
   if (hp->rot_dim == 0) {
-    snprintf(err, errlen, "config.json: rotary dimension is 0");
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: rotary dimension is 0");
   }
   hp->inv_freq = default_inv_freq(theta, hp->rot_dim);
   if (!hp->inv_freq) return WGLLM_ERR_OUT_OF_MEMORY;
@@ -271,64 +263,63 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "default theta %g", theta);
   } else if (!strcmp(type, "linear")) {
     double factor = 1;
-    if ((s = json_opt_num(sc, "factor", &factor, err, errlen))) return s;
+    if ((s = json_opt_num(sc, "factor", &factor, err))) return s;
     if (!(factor > 0 && factor < 1e300)) { /* 0 divided the table into infinities */
-      snprintf(err, errlen, "config.json: linear rope scaling factor %g (must be positive)", factor);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: linear rope scaling factor %g (must be positive)",
+                         factor);
     }
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
       hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "linear theta %g factor %g", theta, factor);
   } else if (!strcmp(type, "llama3")) {
     double factor = NAN, lo = NAN, hi = NAN, old = NAN;
-    if ((s = json_opt_num(sc, "factor", &factor, err, errlen)) ||
-        (s = json_opt_num(sc, "low_freq_factor", &lo, err, errlen)) ||
-        (s = json_opt_num(sc, "high_freq_factor", &hi, err, errlen)) ||
-        (s = json_opt_num(sc, "original_max_position_embeddings", &old, err, errlen)))
+    if ((s = json_opt_num(sc, "factor", &factor, err)) || (s = json_opt_num(sc, "low_freq_factor", &lo, err)) ||
+        (s = json_opt_num(sc, "high_freq_factor", &hi, err)) ||
+        (s = json_opt_num(sc, "original_max_position_embeddings", &old, err)))
       return s;
     if (!json_num(sc, "factor", &factor) || !json_num(sc, "low_freq_factor", &lo) ||
         !json_num(sc, "high_freq_factor", &hi) || !json_num(sc, "original_max_position_embeddings", &old)) {
-      snprintf(err, errlen,
-               "config.json: llama3 rope scaling needs factor, low_freq_factor, high_freq_factor, "
-               "original_max_position_embeddings");
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT,
+                         "config.json: llama3 rope scaling needs factor, low_freq_factor, high_freq_factor, "
+                         "original_max_position_embeddings");
     }
     if (!(factor > 0 && lo > 0 && hi > 0 && old > 0) || hi == lo || !isfinite(factor) || !isfinite(lo) ||
         !isfinite(hi) || !isfinite(old)) {
       /* a factor of 0 gave infinite frequencies, a negative factor or high_freq_factor negative ones, high == low
          a division by zero */
-      snprintf(err, errlen,
-               "config.json: llama3 rope scaling factor %g, low_freq_factor %g, high_freq_factor %g, "
-               "original_max_position_embeddings %g (finite and positive, high and low apart)",
-               factor, lo, hi, old);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT,
+                         "config.json: llama3 rope scaling factor %g, low_freq_factor %g, high_freq_factor %g, "
+                         "original_max_position_embeddings %g (finite and positive, high and low apart)",
+                         factor, lo, hi, old);
     }
     llama3_scale(hp->inv_freq, hp->rot_dim / 2, factor, lo, hi, old);
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "llama3 theta %g factor %g", theta, factor);
   } else {
-    snprintf(err, errlen, "config.json: rope type \"%s\" is not supported (default, linear, llama3)", type);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "config.json: rope type \"%s\" is not supported (default, linear, llama3)", type);
   }
   hp->rope_mode = OP_ROPE_HALF; /* transformers' rotate_half layout */
   /* finite parameters can still overflow the f32 table (a llama3 factor of 1e-300 divided it into infinities) */
-  return llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "config.json: the RoPE parameters", err, errlen);
+  return llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "config.json: the RoPE parameters", err);
 }
 
-wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, char *err, size_t errlen) {
+wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, llm_err *err) {
   const cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
   uint32_t pattern = 6; /* transformers' default: five sliding layers, then a global one */
   *local = calloc(n_layer + 1u, 1);
   if (!*local) return WGLLM_ERR_OUT_OF_MEMORY;
   if (cJSON_IsArray(lt)) {
     if (cJSON_GetArraySize(lt) != (int)n_layer) {
-      snprintf(err, errlen, "config.json: layer_types lists %d layers, not %u", cJSON_GetArraySize(lt), n_layer);
+      llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: layer_types lists %d layers, not %u", cJSON_GetArraySize(lt),
+                  n_layer);
       goto fail;
     }
     for (uint32_t l = 0; l < n_layer; l++) {
       const cJSON *e = cJSON_GetArrayItem(lt, (int)l);
       if (!cJSON_IsString(e) ||
           (strcmp(e->valuestring, "sliding_attention") && strcmp(e->valuestring, "full_attention"))) {
-        snprintf(err, errlen, "config.json: layer_types[%u] is not sliding_attention or full_attention", l);
+        llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: layer_types[%u] is not sliding_attention or full_attention",
+                    l);
         goto fail;
       }
       (*local)[l] = !strcmp(e->valuestring, "sliding_attention");
@@ -337,7 +328,7 @@ wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **
   }
   if (cJSON_GetObjectItemCaseSensitive(cfg, "sliding_window_pattern") &&
       (!json_u32(cfg, "sliding_window_pattern", &pattern) || pattern == 0)) {
-    snprintf(err, errlen, "config.json: sliding_window_pattern must be a positive integer");
+    llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: sliding_window_pattern must be a positive integer");
     goto fail;
   }
   for (uint32_t l = 0; l < n_layer; l++)
@@ -349,11 +340,10 @@ fail:
   return WGLLM_ERR_FORMAT;
 }
 
-static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
   const cJSON *mt = cJSON_GetObjectItemCaseSensitive(cfg, "model_type");
   if (!cJSON_IsString(mt)) {
-    snprintf(err, errlen, "config.json: no model_type");
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: no model_type");
   }
   const char *t = mt->valuestring;
   const cJSON *text = cJSON_GetObjectItemCaseSensitive(cfg, "text_config");
@@ -368,7 +358,7 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     const cJSON *tie = cJSON_GetObjectItemCaseSensitive(cfg, "tie_word_embeddings");
     if (tie && !cJSON_GetObjectItemCaseSensitive(inner, "tie_word_embeddings"))
       cJSON_AddItemToObject(inner, "tie_word_embeddings", cJSON_Duplicate(tie, 0));
-    wgllm_status s = hf_hparams(inner, hp, err, errlen);
+    wgllm_status s = hf_hparams(inner, hp, err);
     cJSON_Delete(inner);
     snprintf(hp->hf_prefix, sizeof hp->hf_prefix, "model.language_model.");
     return s;
@@ -376,9 +366,8 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   const llm_family *fam = llm_family_from_hf(t);
   if (!fam) {
     char names[256];
-    snprintf(err, errlen, "config.json: architecture \"%s\" is not supported (%s)", t,
-             llm_family_names(0, names, sizeof names));
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "config.json: architecture \"%s\" is not supported (%s)", t,
+                       llm_family_names(0, names, sizeof names));
   }
   hp->arch = fam->arch;
   snprintf(hp->arch_name, sizeof hp->arch_name, "%s", t);
@@ -394,44 +383,39 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
   else if (!json_u32(cfg, "intermediate_size", &hp->n_ff))
     missing = "intermediate_size";
   if (missing) {
-    snprintf(err, errlen, "config.json: missing or invalid \"%s\"", missing);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: missing or invalid \"%s\"", missing);
   }
   /* optional fields: absent or null gets the default, any other value must be valid (a "head_dim": -1 or 2.5 or
      "64" was taken for absent) */
   wgllm_status s = WGLLM_OK;
   hp->n_head_kv = hp->n_head;
-  if ((s = json_opt_u32(cfg, "num_key_value_heads", &hp->n_head_kv, err, errlen))) return s;
+  if ((s = json_opt_u32(cfg, "num_key_value_heads", &hp->n_head_kv, err))) return s;
   if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
-    snprintf(err, errlen, "config.json: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: %u attention heads not a multiple of %u KV heads",
+                       hp->n_head, hp->n_head_kv);
   }
   hp->head_dim = hp->n_embd / hp->n_head;
-  if ((s = json_opt_u32(cfg, "head_dim", &hp->head_dim, err, errlen))) return s;
+  if ((s = json_opt_u32(cfg, "head_dim", &hp->head_dim, err))) return s;
   if (hp->n_layer > LLM_MAX_LAYERS) {
-    snprintf(err, errlen, "config.json: %u layers", hp->n_layer);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: %u layers", hp->n_layer);
   }
   double qs = 0, eps = 1e-6;
-  if ((s = json_opt_num(cfg, "query_pre_attn_scalar", &qs, err, errlen)) ||
-      (s = json_opt_num(cfg, "rms_norm_eps", &eps, err, errlen)))
+  if ((s = json_opt_num(cfg, "query_pre_attn_scalar", &qs, err)) || (s = json_opt_num(cfg, "rms_norm_eps", &eps, err)))
     return s;
   if (qs < 0 || (qs > 0 && qs < 1e-30)) { /* 0 leaves the default, as before; tiny values gave an infinite scale */
-    snprintf(err, errlen, "config.json: query_pre_attn_scalar %g (must be positive)", qs);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: query_pre_attn_scalar %g (must be positive)", qs);
   }
   if (!(eps >= 0 && eps < 1)) { /* a negative epsilon took the root of negative numbers */
-    snprintf(err, errlen, "config.json: rms_norm_eps %g (from 0 to below 1)", eps);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: rms_norm_eps %g (from 0 to below 1)", eps);
   }
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   if (qs > 0) hp->attn_scale = (float)(1.0 / sqrt(qs));
   hp->norm_eps = (float)eps;
   int tied = fam->tied_by_default, attn_bias = 0, mlp_bias = 0, use_sw = -1;
-  if ((s = json_opt_bool(cfg, "tie_word_embeddings", &tied, err, errlen)) ||
-      (s = json_opt_bool(cfg, "attention_bias", &attn_bias, err, errlen)) ||
-      (s = json_opt_bool(cfg, "mlp_bias", &mlp_bias, err, errlen)) ||
-      (s = json_opt_bool(cfg, "use_sliding_window", &use_sw, err, errlen)))
+  if ((s = json_opt_bool(cfg, "tie_word_embeddings", &tied, err)) ||
+      (s = json_opt_bool(cfg, "attention_bias", &attn_bias, err)) ||
+      (s = json_opt_bool(cfg, "mlp_bias", &mlp_bias, err)) ||
+      (s = json_opt_bool(cfg, "use_sliding_window", &use_sw, err)))
     return s;
   hp->tied_embeddings = tied;
   hp->qkv_bias = fam->qkv_bias || attn_bias;
@@ -444,26 +428,24 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
     if (!strcmp(act->valuestring, "gelu_pytorch_tanh"))
       hp->act = OP_ACT_GELU_TANH;
     else if (strcmp(act->valuestring, "silu")) {
-      snprintf(err, errlen, "config.json: activation \"%s\" is not supported (silu, gelu_pytorch_tanh)",
-               act->valuestring);
-      return WGLLM_ERR_UNSUPPORTED;
+      return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                         "config.json: activation \"%s\" is not supported (silu, gelu_pytorch_tanh)", act->valuestring);
     }
   }
   if (!cJSON_IsString(act)) hp->act = fam->default_act;
-  if (fam->read_hf) return fam->read_hf(cfg, hp, err, errlen);
+  if (fam->read_hf) return fam->read_hf(cfg, hp, err);
   if (mlp_bias) {
-    snprintf(err, errlen, "config.json: mlp_bias true (biases on the MLP projections) is not supported");
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "config.json: mlp_bias true (biases on the MLP projections) is not supported");
   }
   uint8_t *local = NULL; /* [n_layer] sliding-window layers */
   uint32_t window = 0;
   hp->train_ctx = 4096;
-  if ((s = json_opt_u32(cfg, "sliding_window", &window, err, errlen)) ||
-      (s = json_opt_u32(cfg, "max_position_embeddings", &hp->train_ctx, err, errlen)))
+  if ((s = json_opt_u32(cfg, "sliding_window", &window, err)) ||
+      (s = json_opt_u32(cfg, "max_position_embeddings", &hp->train_ctx, err)))
     return s;
   if (hp->train_ctx == 0) {
-    snprintf(err, errlen, "config.json: max_position_embeddings is 0");
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: max_position_embeddings is 0");
   }
   if (fam->gemma) {
     hp->norm_offset = 1.0f;
@@ -474,17 +456,16 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
                          : json_num(cfg, "attn_logit_softcapping", &v) ? "attn_logit_softcapping"
                                                                        : NULL;
     if (capped) {
-      snprintf(err, errlen, "config.json: %s is not supported for Gemma 3 yet", capped);
-      return WGLLM_ERR_UNSUPPORTED;
+      return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "config.json: %s is not supported for Gemma 3 yet", capped);
     }
     hp->window = window;
-    if (hp->window) s = llm_json_layer_types(cfg, hp->n_layer, &local, err, errlen);
+    if (hp->window) s = llm_json_layer_types(cfg, hp->n_layer, &local, err);
   } else {
     /* Qwen2/3 name a sliding_window they apply only with use_sliding_window (and then below max_window_layers);
        Mistral v0.1 applies its sliding_window to every layer, as Gemma's local layers do */
     if (use_sw == 1) {
-      snprintf(err, errlen, "config.json: use_sliding_window true (Qwen's per-layer windows) is not supported");
-      return WGLLM_ERR_UNSUPPORTED;
+      return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                         "config.json: use_sliding_window true (Qwen's per-layer windows) is not supported");
     }
     if (use_sw == -1 && window) {
       hp->window = window;
@@ -493,9 +474,9 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, char *err, siz
       memset(local, 1, hp->n_layer);
     }
   }
-  if (!s) s = json_bos_eos(cfg, &hp->bos, &hp->eos, err, errlen);
-  if (!s) s = hf_rope(cfg, hp, fam->gemma && local, err, errlen);
-  if (!s) s = llm_hparams_layers_init(hp, err, errlen);
+  if (!s) s = json_bos_eos(cfg, &hp->bos, &hp->eos, err);
+  if (!s) s = hf_rope(cfg, hp, fam->gemma && local, err);
+  if (!s) s = llm_hparams_layers_init(hp, err);
   for (uint32_t l = 0; !s && local && l < hp->n_layer; l++) {
     hp->lay[l].window = local[l] ? hp->window : 0;
     hp->lay[l].rope_local = local[l] && hp->inv_freq_local;
@@ -516,7 +497,7 @@ static int gguf_u32(const wt_store *st, const char *arch, const char *key, uint3
 /* Optional GGUF scalars: absent leaves *out (the default) and is WGLLM_OK; present, the value must be an integer
    from 0 to 2^32-1 (gguf_opt_u32) or a finite number (gguf_opt_f64), else WGLLM_ERR_FORMAT naming the key (a
    "head_count_kv" written as a string or as -1 was taken for absent). key is the full key. */
-static wgllm_status gguf_opt_u32(const wt_store *st, const char *key, uint32_t *out, char *err, size_t errlen) {
+static wgllm_status gguf_opt_u32(const wt_store *st, const char *key, uint32_t *out, llm_err *err) {
   int t = gguf_key_type(st, key);
   if (t < 0) return WGLLM_OK;
   uint64_t v;
@@ -524,10 +505,9 @@ static wgllm_status gguf_opt_u32(const wt_store *st, const char *key, uint32_t *
     *out = (uint32_t)v;
     return WGLLM_OK;
   }
-  snprintf(err, errlen, "GGUF: %s (GGUF type %d) is not an integer from 0 to 4294967295", key, t);
-  return WGLLM_ERR_FORMAT;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s (GGUF type %d) is not an integer from 0 to 4294967295", key, t);
 }
-static wgllm_status gguf_opt_f64(const wt_store *st, const char *key, double *out, char *err, size_t errlen) {
+static wgllm_status gguf_opt_f64(const wt_store *st, const char *key, double *out, llm_err *err) {
   int t = gguf_key_type(st, key);
   if (t < 0) return WGLLM_OK;
   double v;
@@ -535,21 +515,20 @@ static wgllm_status gguf_opt_f64(const wt_store *st, const char *key, double *ou
     *out = v;
     return WGLLM_OK;
   }
-  snprintf(err, errlen, "GGUF: %s (GGUF type %d) is not a finite number", key, t);
-  return WGLLM_ERR_FORMAT;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s (GGUF type %d) is not a finite number", key, t);
 }
 /* ARCH.KEY through gguf_opt_u32 */
-static wgllm_status gguf_opt_arch_u32(const wt_store *st, const char *arch, const char *key, uint32_t *out, char *err,
-                                      size_t errlen) {
+static wgllm_status gguf_opt_arch_u32(const wt_store *st, const char *arch, const char *key, uint32_t *out,
+                                      llm_err *err) {
   char k[128];
   snprintf(k, sizeof k, "%s.%s", arch, key);
-  return gguf_opt_u32(st, k, out, err, errlen);
+  return gguf_opt_u32(st, k, out, err);
 }
 
 /* Gemma 3 as llama.cpp's converter writes it: norm weights stored as 1 + w (so plain RMSNorm), NeoX RoPE, every
    6th layer global unless the file gives another pattern, local layers at RoPE base 10000 without scaling, the
    query scale of llama.cpp (1/sqrt(head_dim); the 62-layer 27B model: 1/sqrt(hidden / heads)). */
-static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *hp, char *err, size_t errlen) {
+static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *hp, llm_err *err) {
   char k[128];
   hp->norm_offset = 0.0f;
   hp->embed_scale = sqrtf((float)hp->n_embd);
@@ -557,16 +536,14 @@ static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *
   hp->act = OP_ACT_GELU_TANH;
   if (hp->n_layer == 62) hp->attn_scale = 1.0f / sqrtf((float)(hp->n_embd / hp->n_head));
   uint32_t pattern = 6;
-  wgllm_status s = gguf_opt_arch_u32(st, a, "attention.sliding_window_pattern", &pattern, err, errlen);
+  wgllm_status s = gguf_opt_arch_u32(st, a, "attention.sliding_window_pattern", &pattern, err);
   if (s) return s;
   if (pattern == 0) {
-    snprintf(err, errlen, "GGUF: %s.attention.sliding_window_pattern is 0", a);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s.attention.sliding_window_pattern is 0", a);
   }
   snprintf(k, sizeof k, "%s.attention.sliding_window", a);
   if (!gguf_u32(st, a, "attention.sliding_window", &hp->window) || !hp->window) {
-    snprintf(err, errlen, "GGUF: missing %s", k);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: missing %s", k);
   }
   hp->inv_freq_local = default_inv_freq(10000.0, hp->rot_dim);
   if (!hp->inv_freq_local) return WGLLM_ERR_OUT_OF_MEMORY;
@@ -581,18 +558,16 @@ static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *
   return WGLLM_OK;
 }
 
-static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
+static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *err) {
   const char *a = gguf_get_str(st, "general.architecture");
   if (!a) {
-    snprintf(err, errlen, "GGUF: no general.architecture");
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: no general.architecture");
   }
   const llm_family *fam = llm_family_from_gguf(a);
   if (!fam) {
     char names[256];
-    snprintf(err, errlen, "GGUF: architecture \"%s\" is not supported (%s)", a,
-             llm_family_names(1, names, sizeof names));
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: architecture \"%s\" is not supported (%s)", a,
+                       llm_family_names(1, names, sizeof names));
   }
   hp->arch = fam->arch;
   snprintf(hp->arch_name, sizeof hp->arch_name, "%s", a);
@@ -606,34 +581,30 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   else if (!fam->read_gguf && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
     missing = "feed_forward_length"; /* a family reader's (Gemma 4's may be per layer) */
   if (missing) {
-    snprintf(err, errlen, "GGUF: missing or invalid %s.%s", a, missing);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: missing or invalid %s.%s", a, missing);
   }
   if (hp->n_layer == 0 || hp->n_layer > LLM_MAX_LAYERS) {
-    snprintf(err, errlen, "GGUF: %s.block_count %u (1 to %u supported)", a, hp->n_layer, LLM_MAX_LAYERS);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: %s.block_count %u (1 to %u supported)", a, hp->n_layer,
+                       LLM_MAX_LAYERS);
   }
   const wt_tensor *emb = wt_find(st, "token_embd.weight");
   if (!emb || emb->n_dims != 2) {
-    snprintf(err, errlen, "GGUF: missing tensor token_embd.weight");
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: missing tensor token_embd.weight");
   }
   hp->n_vocab = (uint32_t)emb->shape[0];
   char k[128];
   double eps = 1e-5, theta = 10000.0;
   snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", a);
-  wgllm_status s = gguf_opt_f64(st, k, &eps, err, errlen);
+  wgllm_status s = gguf_opt_f64(st, k, &eps, err);
   if (s) return s;
   if (!(eps > 0 && eps < 1)) {
-    snprintf(err, errlen, "GGUF: %s = %g (a positive number below 1)", k, eps);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s = %g (a positive number below 1)", k, eps);
   }
   hp->norm_eps = (float)eps;
   hp->train_ctx = 4096;
-  if ((s = gguf_opt_arch_u32(st, a, "context_length", &hp->train_ctx, err, errlen))) return s;
+  if ((s = gguf_opt_arch_u32(st, a, "context_length", &hp->train_ctx, err))) return s;
   if (hp->train_ctx == 0) {
-    snprintf(err, errlen, "GGUF: %s.context_length is 0", a);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s.context_length is 0", a);
   }
   hp->tied_embeddings = wt_find(st, "output.weight") == NULL;
   uint64_t v;
@@ -643,33 +614,31 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
     *dst[i] = -1;
     if (gguf_key_type(st, ids[i]) < 0) continue;
     if (gguf_key_type(st, ids[i]) == GGUF_TYPE_BOOL || !gguf_get_u64(st, ids[i], &v)) {
-      snprintf(err, errlen, "GGUF: %s (GGUF type %d) is not a token id", ids[i], gguf_key_type(st, ids[i]));
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s (GGUF type %d) is not a token id", ids[i],
+                         gguf_key_type(st, ids[i]));
     }
     if (v >= hp->n_vocab) {
-      snprintf(err, errlen, "GGUF: %s %llu is outside the %u-token vocabulary", ids[i], (unsigned long long)v,
-               hp->n_vocab);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s %llu is outside the %u-token vocabulary", ids[i],
+                         (unsigned long long)v, hp->n_vocab);
     }
     *dst[i] = (int32_t)v;
   }
-  if (fam->read_gguf) return fam->read_gguf(st, a, hp, err, errlen);
+  if (fam->read_gguf) return fam->read_gguf(st, a, hp, err);
   hp->n_head_kv = hp->n_head;
-  if ((s = gguf_opt_arch_u32(st, a, "attention.head_count_kv", &hp->n_head_kv, err, errlen))) return s;
+  if ((s = gguf_opt_arch_u32(st, a, "attention.head_count_kv", &hp->n_head_kv, err))) return s;
   if (!hp->n_head || !hp->n_head_kv || hp->n_head % hp->n_head_kv) {
-    snprintf(err, errlen, "GGUF: %u attention heads not a multiple of %u KV heads", hp->n_head, hp->n_head_kv);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %u attention heads not a multiple of %u KV heads", hp->n_head,
+                       hp->n_head_kv);
   }
   hp->head_dim = hp->n_embd / hp->n_head;
-  if ((s = gguf_opt_arch_u32(st, a, "attention.key_length", &hp->head_dim, err, errlen))) return s;
+  if ((s = gguf_opt_arch_u32(st, a, "attention.key_length", &hp->head_dim, err))) return s;
   snprintf(k, sizeof k, "%s.rope.freq_base", a);
-  if ((s = gguf_opt_f64(st, k, &theta, err, errlen))) return s;
+  if ((s = gguf_opt_f64(st, k, &theta, err))) return s;
   if (!(theta > 1)) {
-    snprintf(err, errlen, "GGUF: %s = %g (must be over 1)", k, theta);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s = %g (must be over 1)", k, theta);
   }
   hp->rot_dim = hp->head_dim;
-  if ((s = gguf_opt_arch_u32(st, a, "rope.dimension_count", &hp->rot_dim, err, errlen))) return s;
+  if ((s = gguf_opt_arch_u32(st, a, "rope.dimension_count", &hp->rot_dim, err))) return s;
   hp->qkv_bias = wt_find(st, "blk.0.attn_q.bias") != NULL;
   hp->qk_norm = fam->qk_norm;
   hp->embed_scale = 1.0f;
@@ -678,12 +647,12 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   /* llama.cpp permutes Llama's q/k rows for adjacent-pair RoPE; Qwen keeps the NeoX (half-split) layout */
   hp->rope_mode = fam->gguf_rope_adjacent ? OP_ROPE_ADJACENT : OP_ROPE_HALF;
   if (hp->head_dim == 0 || hp->head_dim > 512) { /* before anything is sized from it */
-    snprintf(err, errlen, "GGUF: head_dim %u (1 to 512 supported: the attention kernels' limit)", hp->head_dim);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "GGUF: head_dim %u (1 to 512 supported: the attention kernels' limit)", hp->head_dim);
   }
   if (hp->rot_dim == 0 || hp->rot_dim > hp->head_dim || hp->rot_dim % 2) {
-    snprintf(err, errlen, "GGUF: rope.dimension_count %u invalid for head_dim %u", hp->rot_dim, hp->head_dim);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: rope.dimension_count %u invalid for head_dim %u", hp->rot_dim,
+                       hp->head_dim);
   }
   hp->inv_freq = default_inv_freq(theta, hp->rot_dim);
   if (!hp->inv_freq) return WGLLM_ERR_OUT_OF_MEMORY;
@@ -691,18 +660,17 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   const wt_tensor *rf = wt_find(st, "rope_freqs.weight");
   if (rf) { /* per-pair frequency factors (llama3 scaling as llama.cpp stores it) */
     if (rf->dtype != WT_F32 || wt_numel(rf) != hp->rot_dim / 2) {
-      snprintf(err, errlen, "GGUF: rope_freqs.weight must be F32 [%u] (is %s with %lld elements)", hp->rot_dim / 2,
-               wt_dtype_name(rf->dtype), (long long)wt_numel(rf));
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: rope_freqs.weight must be F32 [%u] (is %s with %lld elements)",
+                         hp->rot_dim / 2, wt_dtype_name(rf->dtype), (long long)wt_numel(rf));
     }
     void *tmp = NULL;
-    const char *rfd = wt_tensor_bytes(rf, &tmp, err, errlen);
+    const char *rfd = wt_tensor_bytes(rf, &tmp, err);
     if (!rfd) return WGLLM_ERR_IO;
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++) {
       float f;
       memcpy(&f, rfd + 4 * i, 4);
       if (!(f > 0) || !isfinite(f)) {
-        snprintf(err, errlen, "GGUF: rope_freqs.weight[%u] = %g is not a finite positive number", i, f);
+        llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: rope_freqs.weight[%u] = %g is not a finite positive number", i, f);
         free(tmp);
         return WGLLM_ERR_FORMAT;
       }
@@ -716,72 +684,70 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, char *err,
   snprintf(k, sizeof k, "%s.rope.scaling.type", a);
   const char *sc_type = gguf_get_str(st, k);
   if (sc_type && strcmp(sc_type, "none") && strcmp(sc_type, "linear")) {
-    snprintf(err, errlen, "GGUF: %s \"%s\" is not supported (none, linear)", k, sc_type);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: %s \"%s\" is not supported (none, linear)", k, sc_type);
   }
   double factor = 1.0;
   snprintf(k, sizeof k, "%s.rope.scaling.factor", a);
   if (sc_type && !strcmp(sc_type, "linear")) {
     if (!gguf_get_f64(st, k, &factor) || !(factor > 0) || !isfinite(factor)) {
-      snprintf(err, errlen, "GGUF: %s must be a finite positive number with linear rope scaling", k);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s must be a finite positive number with linear rope scaling",
+                         k);
     }
     for (uint32_t i = 0; i < hp->rot_dim / 2; i++)
       hp->inv_freq[i] = (float)(hp->inv_freq[i] / factor);
     size_t n = strlen(hp->rope_desc);
     snprintf(hp->rope_desc + n, sizeof hp->rope_desc - n, ", linear factor %g", factor);
   }
-  if ((s = llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "GGUF: the RoPE parameters", err, errlen))) return s;
-  s = llm_hparams_layers_init(hp, err, errlen);
-  if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err, errlen);
+  if ((s = llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "GGUF: the RoPE parameters", err))) return s;
+  s = llm_hparams_layers_init(hp, err);
+  if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err);
   return s;
 }
 
 /* What every family's hyperparameters must give before anything is sized from them; each layer's head_dim too
    (a Gemma 4 config with "head_dim": 0 gave its sliding layers head_dim 0 past the scalar check). */
-static wgllm_status hparams_usable(const llm_hparams *hp, char *err, size_t errlen) {
+static wgllm_status hparams_usable(const llm_hparams *hp, llm_err *err) {
   if (!hp->n_vocab || !hp->n_embd || !hp->n_layer || !hp->head_dim || !hp->n_ff) {
-    snprintf(err, errlen, "hyperparameters incomplete (vocab %u, hidden %u, layers %u, head_dim %u, ffn %u)",
-             hp->n_vocab, hp->n_embd, hp->n_layer, hp->head_dim, hp->n_ff);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "hyperparameters incomplete (vocab %u, hidden %u, layers %u, head_dim %u, ffn %u)", hp->n_vocab,
+                       hp->n_embd, hp->n_layer, hp->head_dim, hp->n_ff);
   }
   if (hp->head_dim > 512) {
-    snprintf(err, errlen, "head_dim %u is over the attention kernel's 512", hp->head_dim);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "head_dim %u is over the attention kernel's 512", hp->head_dim);
   }
   for (uint32_t l = 0; l < hp->n_layer; l++) {
     uint32_t hd = llm_layer_head_dim(hp, l);
     if (hd == 0 || hd > 512) {
-      snprintf(err, errlen, "layer %u: head_dim %u (1 to 512 supported: the attention kernels' limit)", l, hd);
+      llm_err_set(err, WGLLM_ERR_FORMAT, "layer %u: head_dim %u (1 to 512 supported: the attention kernels' limit)", l,
+                  hd);
       return hd ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_FORMAT;
     }
   }
   return WGLLM_OK;
 }
 
-wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, char *err, size_t errlen) {
+wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
   memset(hp, 0, sizeof *hp);
-  wgllm_status s = hf_hparams(cfg, hp, err, errlen);
-  if (!s) s = hparams_usable(hp, err, errlen);
+  wgllm_status s = hf_hparams(cfg, hp, err);
+  if (!s) s = hparams_usable(hp, err);
   if (s) llm_hparams_free(hp);
   return s;
 }
 
-wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, char *err, size_t errlen) {
+wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err) {
   memset(hp, 0, sizeof *hp);
   wgllm_status s;
   if (wt_store_format(st) == WT_FORMAT_GGUF)
-    s = gguf_hparams(st, hp, err, errlen);
+    s = gguf_hparams(st, hp, err);
   else {
     const cJSON *cfg = wt_config(st);
     if (!cfg) {
-      snprintf(err, errlen, "no config.json");
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "no config.json");
     }
-    s = hf_hparams(cfg, hp, err, errlen);
+    s = hf_hparams(cfg, hp, err);
   }
-  if (!s) s = hparams_usable(hp, err, errlen);
-  if (!s) s = llm_check_shapes(st, hp, err, errlen);
+  if (!s) s = hparams_usable(hp, err);
+  if (!s) s = llm_check_shapes(st, hp, err);
   if (s) llm_hparams_free(hp);
   return s;
 }

@@ -18,21 +18,19 @@ typedef struct loader {
   uint32_t mixed;       /* fused projections whose parts have different storages, kept as parts */
   uint64_t max_binding; /* weights over it are split by rows (split_rows) */
   uint32_t split;       /* how many were */
-  char *err;
-  size_t errlen;
+  llm_err *err;
 } loader;
 
 static wgllm_status upload(loader *L, const void *data, uint64_t bytes, const char *label, gpu_view *out) {
   llm_model *m = L->m;
   uint64_t padded = (bytes + 3) & ~(uint64_t)3;
   gpu_buffer *b;
-  wgllm_status s = llm_model_own_buffer(m, padded, label, &b, L->err, L->errlen);
+  wgllm_status s = llm_model_own_buffer(m, padded, label, &b, L->err);
   if (s) return s;
   if (padded != bytes) { /* the GPU wants whole words */
     uint8_t *tmp = calloc(1, padded);
     if (!tmp) {
-      snprintf(L->err, L->errlen, "out of host memory");
-      return WGLLM_ERR_OUT_OF_MEMORY;
+      return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     memcpy(tmp, data, bytes);
     gpu_write(m->gpu, b, 0, tmp, padded);
@@ -50,11 +48,11 @@ static wgllm_status upload(loader *L, const void *data, uint64_t bytes, const ch
 static wgllm_status upload_tensor(loader *L, const wt_tensor *t, gpu_view *out) {
   if (t->data) return upload(L, t->data, t->nbytes, t->name, out);
   gpu_buffer *b;
-  wgllm_status s = llm_model_own_buffer(L->m, (t->nbytes + 3) & ~(uint64_t)3, t->name, &b, L->err, L->errlen);
-  if (!s) s = mf_upload(L->m->gpu, b, 0, t->file, t->file_offset, t->nbytes & ~(uint64_t)3, L->err, L->errlen);
+  wgllm_status s = llm_model_own_buffer(L->m, (t->nbytes + 3) & ~(uint64_t)3, t->name, &b, L->err);
+  if (!s) s = mf_upload(L->m->gpu, b, 0, t->file, t->file_offset, t->nbytes & ~(uint64_t)3, L->err);
   if (!s && (t->nbytes & 3)) { /* the last partial word, through memory */
     uint8_t w[4] = {0};
-    s = mf_read_range(t->file, t->file_offset + (t->nbytes & ~(uint64_t)3), w, t->nbytes & 3, L->err, L->errlen);
+    s = mf_read_range(t->file, t->file_offset + (t->nbytes & ~(uint64_t)3), w, t->nbytes & 3, L->err);
     if (!s) s = gpu_write(L->m->gpu, b, t->nbytes & ~(uint64_t)3, w, 4);
   }
   if (!s) *out = gpu_whole(b);
@@ -66,10 +64,9 @@ static wgllm_status load_f32(loader *L, const wt_tensor *t, gpu_view *out) {
   int64_t n = wt_numel(t);
   float *f = malloc((size_t)n * sizeof *f);
   if (!f) {
-    snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", t->name);
   }
-  wgllm_status s = wc_tensor_to_f32(t, f, L->err, L->errlen);
+  wgllm_status s = wc_tensor_to_f32(t, f, L->err);
   if (!s) s = upload(L, f, (uint64_t)n * 4, t->name, out);
   free(f);
   return s;
@@ -133,8 +130,8 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     void *tmp = NULL;
     const void *src = NULL;
     if (!qs || !sc) s = WGLLM_ERR_OUT_OF_MEMORY;
-    if (!s && !(src = wt_tensor_bytes(t, &tmp, L->err, L->errlen))) s = WGLLM_ERR_IO;
-    if (!s) s = q4gsw_from_q4_0(src, N, K, qs, sc, L->err, L->errlen);
+    if (!s && !(src = wt_tensor_bytes(t, &tmp, L->err))) s = WGLLM_ERR_IO;
+    if (!s) s = q4gsw_from_q4_0(src, N, K, qs, sc, L->err);
     free(tmp);
     if (!s) s = upload(L, qs, q4gsw_qs_words(N, K) * 4, t->name, &w->data);
     if (!s) s = upload(L, sc, q4gsw_scale_count(N, K, 32) * 2, t->name, &w->scales);
@@ -151,11 +148,10 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     if (!q || !sc) {
       free(q);
       free(sc);
-      snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
-      return WGLLM_ERR_OUT_OF_MEMORY;
+      return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", t->name);
     }
     void *tmp = NULL;
-    const uint8_t *src = wt_tensor_bytes(t, &tmp, L->err, L->errlen);
+    const uint8_t *src = wt_tensor_bytes(t, &tmp, L->err);
     if (!src) {
       free(q);
       free(sc);
@@ -180,11 +176,10 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     if (gb == t->nbytes) return upload_tensor(L, t, &w->data);
     uint8_t *g = malloc(gb);
     if (!g) {
-      snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
-      return WGLLM_ERR_OUT_OF_MEMORY;
+      return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", t->name);
     }
     void *tmp = NULL;
-    const void *src = wt_tensor_bytes(t, &tmp, L->err, L->errlen);
+    const void *src = wt_tensor_bytes(t, &tmp, L->err);
     if (!src) {
       free(g);
       return WGLLM_ERR_IO;
@@ -203,11 +198,12 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     uint32_t *qs = malloc(q4gsw_qs_words(N, K) * 4);
     uint16_t *sc = malloc(q4gsw_scale_count(N, K, (int)G) * 2);
     if (!f || !qs || !sc) s = WGLLM_ERR_OUT_OF_MEMORY;
-    if (!s) s = wc_tensor_to_f32(t, f, L->err, L->errlen);
-    if (!s) s = q4gsw_quantize_f32(f, N, K, (int)G, qs, sc, L->err, L->errlen);
+    if (!s) s = wc_tensor_to_f32(t, f, L->err);
+    if (!s) s = q4gsw_quantize_f32(f, N, K, (int)G, qs, sc, L->err);
     if (!s) s = upload(L, qs, q4gsw_qs_words(N, K) * 4, t->name, &w->data);
     if (!s) s = upload(L, sc, q4gsw_scale_count(N, K, (int)G) * 2, t->name, &w->scales);
-    if (s == WGLLM_ERR_OUT_OF_MEMORY && !L->err[0]) snprintf(L->err, L->errlen, "out of host memory for %s", t->name);
+    if (s == WGLLM_ERR_OUT_OF_MEMORY && !llm_err_msg(L->err)[0])
+      llm_err_set(L->err, s, "out of host memory for %s", t->name);
     free(f);
     free(qs);
     free(sc);
@@ -262,7 +258,7 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
     if (j - i == 1)
       runs[n_runs] = parts[i];
     else
-      s = llm_concat_rows(L->m, &parts[i], &rows[i], j - i, K, &runs[n_runs], L->err, L->errlen);
+      s = llm_concat_rows(L->m, &parts[i], &rows[i], j - i, K, &runs[n_runs], L->err);
     run_rows[n_runs++] = r;
     i = j;
   }
@@ -282,9 +278,8 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
   for (int i = 0; i < n_runs; i++) {
     uint32_t np = runs[i].n_parts ? runs[i].n_parts : 1;
     if (out->n_parts + np > OP_W_MAX_PARTS) {
-      snprintf(L->err, L->errlen, "tensor %s: projections of mixed types need more than %d parts", t[0]->name,
-               OP_W_MAX_PARTS);
-      return WGLLM_ERR_UNSUPPORTED;
+      return llm_err_set(L->err, WGLLM_ERR_UNSUPPORTED, "tensor %s: projections of mixed types need more than %d parts",
+                         t[0]->name, OP_W_MAX_PARTS);
     }
     for (uint32_t k = 0; k < np; k++) {
       struct op_weight_part *p = &out->part[out->n_parts++];
@@ -305,8 +300,7 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
 /* The bytes the weights will take on the GPU (the tensors the role table loads, as stored; q4 on load: 4.5 bits a
    weight of the 2-D f32 / f16 / bf16 ones, its least), against the device's memory before anything is allocated:
    a model that cannot fit is refused here with the numbers, not at the first refused buffer. */
-static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_hparams *hp, int q4, char *err,
-                               size_t errlen) {
+static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_hparams *hp, int q4, llm_err *err) {
   if (!gpu->device_memory) return WGLLM_OK; /* the library gave no heap sizes */
   size_t n;
   const llm_role *roles = llm_roles(&n);
@@ -324,10 +318,10 @@ static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_h
         need += q4 && wide && t->n_dims == 2 ? (uint64_t)wt_numel(t) * 9 / 16 : t->nbytes;
       }
   if (need <= gpu->device_memory) return WGLLM_OK;
-  snprintf(err, errlen,
-           "the model's weights need %.1f MiB of GPU memory%s, and %s has %.1f MiB (device-local memory, all heaps)",
-           need / 1048576.0, q4 ? " as q4" : "", gpu->adapter_name, gpu->device_memory / 1048576.0);
-  return WGLLM_ERR_OUT_OF_MEMORY;
+  return llm_err_set(
+      err, WGLLM_ERR_OUT_OF_MEMORY,
+      "the model's weights need %.1f MiB of GPU memory%s, and %s has %.1f MiB (device-local memory, all heaps)",
+      need / 1048576.0, q4 ? " as q4" : "", gpu->adapter_name, gpu->device_memory / 1048576.0);
 }
 
 static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
@@ -349,8 +343,7 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
     if (r->per_layer != (layer >= 0) || !llm_role_present(hp, r, l)) continue;
     const wt_tensor *t = wt_find(L->st, llm_role_name(hp, L->gguf, r, layer, name, sizeof name));
     if (!t) { /* shapes were checked: only a mistake in the table gets here */
-      snprintf(L->err, L->errlen, "missing tensor %s", name);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(L->err, WGLLM_ERR_FORMAT, "missing tensor %s", name);
     }
     char *slot = (char *)base + r->slot;
     if (r->group != LLM_GROUP_NONE) {
@@ -378,7 +371,7 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
       if (!s && groups[g].n == 1)
         *(gpu_view *)slot = parts[0];
       else if (!s)
-        s = llm_concat_vecs(L->m, parts, groups[g].rows, groups[g].n, (gpu_view *)slot, L->err, L->errlen);
+        s = llm_concat_vecs(L->m, parts, groups[g].rows, groups[g].n, (gpu_view *)slot, L->err);
     } else {
       s = load_fused(L, groups[g].t, groups[g].n, quantize, groups[g].rows, groups[g].K, (op_weight *)slot);
       uint32_t N = 0;
@@ -427,19 +420,17 @@ static void release_owned(llm_model *m, gpu_buffer *b) {
     }
 }
 
-wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, char *err,
-                                  size_t errlen) {
+wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, llm_err *err) {
   if (m->n_owned == m->cap_owned) {
     size_t nc = m->cap_owned ? m->cap_owned * 2 : 64;
     gpu_buffer **no = realloc(m->owned, nc * sizeof *no);
     if (!no) {
-      snprintf(err, errlen, "out of host memory");
-      return WGLLM_ERR_OUT_OF_MEMORY;
+      return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     }
     m->owned = no;
     m->cap_owned = nc;
   }
-  wgllm_status s = gpu_buffer_create(m->gpu, bytes, label, b, err, errlen);
+  wgllm_status s = gpu_buffer_create(m->gpu, bytes, label, b, err);
   if (s) return s;
   m->owned[m->n_owned++] = *b;
   m->weight_bytes += (*b)->size;
@@ -462,24 +453,22 @@ static void copy_parts(llm_model *m, gpu_buffer *dst, gpu_view *src, const uint6
 }
 
 wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,
-                             char *err, size_t errlen) {
+                             llm_err *err) {
   uint64_t db[4], sb[4], dtot = 0, stot = 0;
   gpu_view dv[4], sv[4];
   if (n > 4) {
-    snprintf(err, errlen, "llm_concat_rows: %d parts", n);
-    return WGLLM_ERR_INTERNAL;
+    return llm_err_set(err, WGLLM_ERR_INTERNAL, "llm_concat_rows: %d parts", n);
   }
   for (int i = 0; i < n; i++) {
     if (parts[i].type != parts[0].type || parts[i].group != parts[0].group) {
-      snprintf(err, errlen, "cannot fuse projections stored as %s and %s", op_wtype_name(parts[0].type),
-               op_wtype_name(parts[i].type));
-      return WGLLM_ERR_UNSUPPORTED;
+      return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "cannot fuse projections stored as %s and %s",
+                         op_wtype_name(parts[0].type), op_wtype_name(parts[i].type));
     }
     weight_bytes(&parts[i], rows[i], K, &db[i], &sb[i]);
     if (i + 1 < n && ((db[i] & 3) || (sb[i] & 3))) {
-      snprintf(err, errlen, "cannot fuse projections: a part of %llu bytes is not a whole number of words",
-               (unsigned long long)db[i]);
-      return WGLLM_ERR_UNSUPPORTED;
+      return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                         "cannot fuse projections: a part of %llu bytes is not a whole number of words",
+                         (unsigned long long)db[i]);
     }
     dv[i] = parts[i].data;
     sv[i] = parts[i].scales;
@@ -488,8 +477,8 @@ wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *row
   }
   *out = parts[0];
   gpu_buffer *d, *sc = NULL;
-  wgllm_status s = llm_model_own_buffer(m, dtot, "fused", &d, err, errlen);
-  if (!s && stot) s = llm_model_own_buffer(m, stot, "fused_scales", &sc, err, errlen);
+  wgllm_status s = llm_model_own_buffer(m, dtot, "fused", &d, err);
+  if (!s && stot) s = llm_model_own_buffer(m, stot, "fused_scales", &sc, err);
   if (s) return s;
   copy_parts(m, d, dv, db, n);
   if (sc) copy_parts(m, sc, sv, sb, n);
@@ -502,15 +491,14 @@ wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *row
   return WGLLM_OK;
 }
 
-wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, char *err,
-                             size_t errlen) {
+wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens, int n, gpu_view *out, llm_err *err) {
   uint64_t b[4] = {0}, tot = 0;
   for (int i = 0; i < n; i++) {
     b[i] = (uint64_t)lens[i] * 4;
     tot += b[i];
   }
   gpu_buffer *d;
-  wgllm_status s = llm_model_own_buffer(m, tot, "fused_bias", &d, err, errlen);
+  wgllm_status s = llm_model_own_buffer(m, tot, "fused_bias", &d, err);
   if (s) return s;
   copy_parts(m, d, parts, b, n);
   for (int i = 0; i < n; i++)
@@ -523,16 +511,16 @@ wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens
    most max_binding bytes each, every part its own buffers, the whole released. Rows a part are even, so every
    copy is whole words. */
 wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K, uint64_t max_binding,
-                              const char *name, char *err, size_t errlen) {
+                              const char *name, llm_err *err) {
   uint64_t rd, rs;
   weight_bytes(w, 2, K, &rd, &rs); /* two rows */
   if (w->n_parts || (w->data.buf->size <= max_binding && (!w->scales.buf || w->scales.buf->size <= max_binding)))
     return WGLLM_OK;
   uint64_t pairs = max_binding / (rd > rs ? rd : rs);
   if (pairs == 0 || (N + 2 * pairs - 1) / (2 * pairs) > OP_W_MAX_PARTS) {
-    snprintf(err, errlen, "tensor %s: [%u][%u] in %s does not fit %d storage bindings of %llu bytes", name, N, K,
-             op_wtype_name(w->type), OP_W_MAX_PARTS, (unsigned long long)max_binding);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "tensor %s: [%u][%u] in %s does not fit %d storage bindings of %llu bytes", name, N, K,
+                       op_wtype_name(w->type), OP_W_MAX_PARTS, (unsigned long long)max_binding);
   }
   uint32_t rows = (uint32_t)(2 * pairs), n_parts = (N + rows - 1) / rows;
   op_weight out = *w;
@@ -544,8 +532,8 @@ wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K
     weight_bytes(w, r, K, &db, &sb);
     weight_bytes(w, (uint64_t)rows * i, K, &off_d, &off_s);
     gpu_buffer *bd, *bs = NULL;
-    s = llm_model_own_buffer(m, (db + 3) & ~3ull, "weight_part", &bd, err, errlen);
-    if (!s && sb) s = llm_model_own_buffer(m, (sb + 3) & ~3ull, "weight_part_scales", &bs, err, errlen);
+    s = llm_model_own_buffer(m, (db + 3) & ~3ull, "weight_part", &bd, err);
+    if (!s && sb) s = llm_model_own_buffer(m, (sb + 3) & ~3ull, "weight_part_scales", &bs, err);
     if (s) break;
     gpu_view src = {w->data.buf, w->data.offset + off_d, 0};
     copy_parts(m, bd, &src, &db, 1);
@@ -570,12 +558,12 @@ wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K
 
 static wgllm_status split_rows(loader *L, op_weight *w, uint32_t N, uint32_t K, const char *name) {
   uint32_t before = w->n_parts;
-  wgllm_status s = llm_split_weight(L->m, w, N, K, L->max_binding, name, L->err, L->errlen);
+  wgllm_status s = llm_split_weight(L->m, w, N, K, L->max_binding, name, L->err);
   if (!s && w->n_parts != before) L->split++;
   return s;
 }
 
-wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *err, size_t errlen) {
+wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, llm_err *err) {
   memset(p, 0, sizeof *p);
   if (!s || !strcmp(s, "native")) return WGLLM_OK;
   if (!strncmp(s, "q4", 2) && (s[2] == 0 || s[2] == ':')) {
@@ -585,15 +573,13 @@ wgllm_status llm_parse_weight_policy(const char *s, llm_weight_policy *p, char *
       char *end;
       long g = strtol(s + 3, &end, 10);
       if (*end || (g != 32 && g != 64 && g != 128)) {
-        snprintf(err, errlen, "--weights %s: the q4 group must be 32, 64 or 128", s);
-        return WGLLM_ERR_INVALID_ARG;
+        return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "--weights %s: the q4 group must be 32, 64 or 128", s);
       }
       p->group = (uint32_t)g;
     }
     return WGLLM_OK;
   }
-  snprintf(err, errlen, "--weights %s: expected native, q4 or q4:GROUP", s);
-  return WGLLM_ERR_INVALID_ARG;
+  return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "--weights %s: expected native, q4 or q4:GROUP", s);
 }
 
 void llm_model_free(llm_model *m) {
@@ -606,41 +592,40 @@ void llm_model_free(llm_model *m) {
   free(m);
 }
 
-wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out, char *err,
-                            size_t errlen) {
+wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,
+                            llm_err *err) {
   *out = NULL;
   wt_store *st = NULL;
-  wgllm_status s = llm_open_store(path, &st, err, errlen);
+  wgllm_status s = llm_open_store(path, &st, err);
   if (s) return s;
-  s = llm_model_load_store(gpu, path, st, opt, out, err, errlen);
+  s = llm_model_load_store(gpu, path, st, opt, out, err);
   wt_store_free(st);
   return s;
 }
 
 wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_store *st, const llm_load_options *opt,
-                                  llm_model **out, char *err, size_t errlen) {
+                                  llm_model **out, llm_err *err) {
   *out = NULL;
-  err[0] = 0;
+  llm_err_clear(err);
   llm_load_options o = {0};
   if (opt) o = *opt;
   wgllm_status s;
   llm_model *m = calloc(1, sizeof *m);
   if (!m) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   m->gpu = gpu;
   snprintf(m->source, sizeof m->source, "%s", path);
-  s = llm_read_hparams(st, &m->hp, err, errlen);
+  s = llm_read_hparams(st, &m->hp, err);
   if (s) {
     free(m);
     return s;
   }
-  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, 0, 0, err, errlen};
+  loader L = {m, st, wt_store_format(st) == WT_FORMAT_GGUF, 0, 0, 0, 0, err};
   L.max_binding = o.max_binding ? o.max_binding : gpu->limits.maxStorageBufferBindingSize;
   m->max_binding = L.max_binding;
   const llm_hparams *hp = &m->hp;
-  if (!s) s = check_fits(gpu, st, hp, o.weights.q4, err, errlen);
+  if (!s) s = check_fits(gpu, st, hp, o.weights.q4, err);
   if (s) {
     llm_hparams_free(&m->hp);
     free(m);
@@ -654,7 +639,7 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
   m->layers = calloc(hp->n_layer, sizeof *m->layers);
   if (!m->layers) {
     s = WGLLM_ERR_OUT_OF_MEMORY;
-    snprintf(err, errlen, "out of host memory");
+    llm_err_set(err, s, "out of host memory");
   }
   if (!s) s = load_roles(&L, -1, m, qz);
   if (!s && hp->tied_embeddings) m->output = m->tok_embd;
@@ -670,8 +655,8 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
   for (uint32_t l = 0; !s && l < hp->n_layer; l++) {
     s = load_roles(&L, (int)l, &m->layers[l], qz);
     if (!s && o.progress && o.progress((float)(l + 1) / (float)hp->n_layer, o.progress_user)) {
-      snprintf(err, errlen, "loading %s: cancelled by the progress callback after layer %u", path, l);
-      s = WGLLM_ERR_INVALID_ARG;
+      s = llm_err_set(err, WGLLM_ERR_INVALID_ARG, "loading %s: cancelled by the progress callback after layer %u", path,
+                      l);
     }
   }
   if (!s && L.mixed) {
@@ -689,22 +674,23 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u not: K not a multiple of %u)", L.kept_native,
              o.weights.group);
   }
-  if (!s) s = gpu_wait_idle(gpu, err, errlen); /* surfaces any allocation or upload error now */
-  if (s == WGLLM_ERR_OUT_OF_MEMORY && err[0] && !strstr(err, "host memory") && !strstr(err, "maxBufferSize")) {
+  if (!s) s = gpu_wait_idle(gpu, err); /* surfaces any allocation or upload error now */
+  const char *msg = llm_err_msg(err);
+  if (s == WGLLM_ERR_OUT_OF_MEMORY && msg[0] && !strstr(msg, "host memory") && !strstr(msg, "maxBufferSize")) {
     /* the device refused memory: say how much the model wants and how much it got */
     uint64_t file = 0;
     for (size_t i = 0; i < wt_count(st); i++)
       file += wt_at(st, i)->nbytes;
-    size_t n = strlen(err);
-    snprintf(err + n, errlen - n,
-             "; the GPU ran out of memory loading %s: its tensors are %.1f MiB in the file (about what the weights "
-             "take on the GPU: less with the q4 policy, more where a type is widened to f32), %.1f MiB were "
-             "allocated when the device refused",
-             path, (double)file / (1 << 20), (double)m->weight_bytes / (1 << 20));
+    llm_err_set(
+        err, s,
+        "%s; the GPU ran out of memory loading %s: its tensors are %.1f MiB in the file (about what the weights "
+        "take on the GPU: less with the q4 policy, more where a type is widened to f32), %.1f MiB were "
+        "allocated when the device refused",
+        msg, path, (double)file / (1 << 20), (double)m->weight_bytes / (1 << 20));
   }
   if (s) {
-    if (!err[0])
-      snprintf(err, errlen, "loading %s failed (status %d)", path, (int)s); /* the names are the API's, a room above */
+    if (!llm_err_msg(err)[0])
+      llm_err_set(err, s, "loading %s failed (status %d)", path, (int)s); /* the names are the API's, a room above */
     llm_model_free(m);
     return s;
   }

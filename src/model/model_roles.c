@@ -133,7 +133,7 @@ const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, in
   return buf;
 }
 
-wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, char *err, size_t errlen) {
+wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, llm_err *err) {
   int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
   char name[128];
   /* the file-level tensors first, then each layer's */
@@ -145,8 +145,7 @@ wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, char *e
         llm_role_name(hp, gguf, r, pass ? (int)l : -1, name, sizeof name);
         const wt_tensor *t = wt_find(st, name);
         if (!t) {
-          snprintf(err, errlen, "missing tensor %s", name);
-          return WGLLM_ERR_FORMAT;
+          return llm_err_set(err, WGLLM_ERR_FORMAT, "missing tensor %s", name);
         }
         int64_t d0 = llm_role_size(hp, r->d0, l), d1 = llm_role_size(hp, r->d1, l);
         int dims = r->d1 != LLM_DIM_NONE ? 2 : 1;
@@ -157,12 +156,11 @@ wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, char *e
           for (int k = 0; k < t->n_dims; k++)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
           if (dims == 2)
-            snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld, %lld]", name, t->file, got,
-                     (long long)d0, (long long)d1);
+            return llm_err_set(err, WGLLM_ERR_FORMAT, "tensor %s in %s has shape [%s], the config says [%lld, %lld]",
+                               name, t->file, got, (long long)d0, (long long)d1);
           else
-            snprintf(err, errlen, "tensor %s in %s has shape [%s], the config says [%lld]", name, t->file, got,
-                     (long long)d0);
-          return WGLLM_ERR_FORMAT;
+            return llm_err_set(err, WGLLM_ERR_FORMAT, "tensor %s in %s has shape [%s], the config says [%lld]", name,
+                               t->file, got, (long long)d0);
         }
       }
   return WGLLM_OK;

@@ -117,9 +117,9 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
                         .access = "rrrrw",
                         .bind = {q, kcache, vcache, pos, out},
                         .grid = {a->n_head, a->n_tokens}};
-  /* the first kernel of ops.h's order that accepts (gpu_context.attn_prefill_force starts the order later) */
+  /* the first kernel of ops.h's order that accepts (force starts the order later) */
   const gpu_context *ctx = op_ctx(rec);
-  int from = ctx->attn_prefill_force > 1 ? ctx->attn_prefill_force : 1;
+  int from = 1;
   if (force->ungrouped && from < 2) from = 2;
   if (force->untiled && from < 3) from = 3;
   uint32_t sgs = ctx->subgroup_min, nc = kv->head_dim / 4, nsg = 4, tok = 8;

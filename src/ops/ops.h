@@ -378,8 +378,7 @@ typedef struct op_attn_rope {
    3. kernels/attn_prefill.wgsl, one subgroup a (token, head), where subgroups have one fixed size;
    4. kernels/attention.wgsl, one workgroup a (token, head) (no subgroups, a varying subgroup size, or
       op_attn_kernel_opts.no_subgroups).
-   op_attn_kernel_opts.untiled skips 1 and 2, ungrouped skips 1; gpu_context.attn_prefill_force forces one
-   (benches). */
+   op_attn_kernel_opts.untiled skips 1 and 2, ungrouped skips 1 (op_attention_forced: tests and benches). */
 typedef struct op_attn_gqa_plan {
   uint32_t heads;  /* query heads a subgroup: the largest divisor of n_head / n_kv_head with heads <= 8 and
                       heads * nv <= 16 */

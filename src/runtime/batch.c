@@ -15,22 +15,20 @@ uint32_t llm_batch_rows(uint32_t n) {
   return t;
 }
 
-wgllm_status llm_batch_create(llm_model *m, llm_batch **out, char *err, size_t errlen) {
+wgllm_status llm_batch_create(llm_model *m, llm_batch **out, llm_err *err) {
   *out = NULL;
   llm_batch *b = calloc(1, sizeof *b);
   if (!b) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   b->m = m;
   b->gpu = m->gpu;
   uint64_t slots = (uint64_t)LLM_BATCH_MAX * SLOT_WORDS * 4;
-  wgllm_status st = llm_scratch_acquire(b->gpu, &m->hp, LLM_BATCH_MAX, LLM_BATCH_MAX, &b->sc, err, errlen);
-  if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_pos", &b->pos, err, errlen);
-  if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_out", &b->out, err, errlen);
+  wgllm_status st = llm_scratch_acquire(b->gpu, &m->hp, LLM_BATCH_MAX, LLM_BATCH_MAX, &b->sc, err);
+  if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_pos", &b->pos, err);
+  if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_out", &b->out, err);
   if (!st && !(b->rb = gpu_readback_create(b->gpu, (uint32_t)slots, 2))) {
-    snprintf(err, errlen, "creating the batch's readback failed");
-    st = WGLLM_ERR_GPU;
+    st = llm_err_set(err, WGLLM_ERR_GPU, "creating the batch's readback failed");
   }
   if (st) {
     llm_batch_free(b);
@@ -97,12 +95,12 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   const llm_hparams *hp = &b->m->hp;
   llm_fwd_token tk[LLM_BATCH_MAX];
   wgllm_status st = WGLLM_OK;
-  if (ss[0]->opt.fast) st = llm_scratch_add_fast(b->gpu, hp, &b->sc, b->err, sizeof b->err);
-  if (st) snprintf(b->why, sizeof b->why, "%s", b->err);
+  if (ss[0]->opt.fast) st = llm_scratch_add_fast(b->gpu, hp, &b->sc, &b->err);
+  if (st) snprintf(b->why, sizeof b->why, "%s", b->err.msg);
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];
-    st = llm_scratch_add_decode(b->gpu, hp, &s->kv, &s->step_scratch, b->err, sizeof b->err);
-    if (st) snprintf(b->why, sizeof b->why, "%s", b->err);
+    st = llm_scratch_add_decode(b->gpu, hp, &s->kv, &s->step_scratch, &b->err);
+    if (st) snprintf(b->why, sizeof b->why, "%s", b->err.msg);
     uint32_t len = llm_bucket_len(s, now[i].bucket);
     tk[i] = (llm_fwd_token){&s->kv,
                             &s->rope,
@@ -118,8 +116,8 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   }
   gpu_recorder *rec = gpu_recorder_create(b->gpu, 1);
   if (!rec) {
-    snprintf(b->err, sizeof b->err, "out of host memory");
-    snprintf(b->why, sizeof b->why, "%s", b->err);
+    llm_err_set(&b->err, WGLLM_ERR_UNSUPPORTED, "out of host memory");
+    snprintf(b->why, sizeof b->why, "%s", b->err.msg);
     b->unsupported |= rows_bit(n);
     return WGLLM_ERR_UNSUPPORTED;
   }
@@ -131,7 +129,7 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
                    (gpu_view){b->out, (uint64_t)i * SLOT_WORDS * 4, 4}, gpu_whole(s->sampler_work), hp->n_vocab);
   }
   if (st) { /* nothing ran: these batches step one session after another from now on */
-    snprintf(b->err, sizeof b->err, "recording the batched step: %s", gpu_recorder_error(rec));
+    llm_err_set(&b->err, WGLLM_ERR_UNSUPPORTED, "recording the batched step: %s", gpu_recorder_error(rec));
     snprintf(b->why, sizeof b->why, "%s", gpu_recorder_error(rec));
     b->unsupported |= rows_bit(n);
     gpu_recorder_free(rec);
@@ -145,11 +143,11 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
 }
 
 wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens) {
-  b->err[0] = 0;
+  llm_err_clear(&b->err);
   if (!llm_batch_accepts(b, ss, n)) {
     int no = n >= 2 && n <= LLM_BATCH_MAX && (b->unsupported & rows_bit(n));
-    snprintf(b->err, sizeof b->err, "batched decode: %.900s",
-             no ? b->why : "these sessions cannot step together (sampler, queued steps or context)");
+    llm_err_set(&b->err, WGLLM_ERR_INVALID_ARG, "batched decode: %.900s",
+                no ? b->why : "these sessions cannot step together (sampler, queued steps or context)");
     return no ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_INVALID_ARG;
   }
   llm_batch_member now[LLM_BATCH_MAX];
@@ -170,17 +168,16 @@ wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, in
   int slot;
   st = gpu_recorder_run_readback(b->rec, b->rb, gpu_whole(b->out), &slot);
   if (st) {
-    snprintf(b->err, sizeof b->err, "batched decode step: %s", gpu_recorder_error(b->rec));
-    return st;
+    return llm_err_set(&b->err, st, "batched decode step: %s", gpu_recorder_error(b->rec));
   }
   uint32_t mine[LLM_BATCH_MAX * SLOT_WORDS];
-  st = gpu_readback_wait(b->rb, slot, mine, b->err, sizeof b->err);
+  st = gpu_readback_wait(b->rb, slot, mine, &b->err);
   if (st) return st;
   for (uint32_t i = 0; i < n; i++) {
     uint32_t t = mine[i * SLOT_WORDS];
     if (t >= b->m->hp.n_vocab) {
-      snprintf(b->err, sizeof b->err, "sampler returned token %u outside the vocabulary of %u", t, b->m->hp.n_vocab);
-      return WGLLM_ERR_INTERNAL;
+      return llm_err_set(&b->err, WGLLM_ERR_INTERNAL, "sampler returned token %u outside the vocabulary of %u", t,
+                         b->m->hp.n_vocab);
     }
   }
   for (uint32_t i = 0; i < n; i++) {

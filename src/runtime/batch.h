@@ -6,6 +6,7 @@
    with the same length buckets and samplers) step together, and recorded again when they change. */
 #ifndef WGLLM_BATCH_H
 #define WGLLM_BATCH_H
+#include "llm_err.h"
 #include "session.h"
 
 #define LLM_BATCH_MAX 8
@@ -30,13 +31,13 @@ typedef struct llm_batch {
   unsigned unsupported; /* bit r: batches of 2 << r rows cannot be recorded here (why says why); a failed
                            recording sets its row count's bit, and those batches step one session after another */
   char why[1024];
-  char err[1024];
+  llm_err err; /* the last failure: status and message */
 } llm_batch;
 
 /* The rows a batch of n sessions runs in: 2, 4 or 8 (the rows past n pad the projections, so three token counts,
    three sets of pipelines, serve every batch: on lavapipe a pipeline takes seconds to compile) */
 uint32_t llm_batch_rows(uint32_t n);
-wgllm_status llm_batch_create(llm_model *m, llm_batch **out, char *err, size_t errlen);
+wgllm_status llm_batch_create(llm_model *m, llm_batch **out, llm_err *err);
 void llm_batch_free(llm_batch *b); /* NULL is a no-op */
 /* Drops the recording if it uses s (call before freeing s). */
 void llm_batch_forget(llm_batch *b, const llm_session *s);

@@ -91,21 +91,22 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
   g->tok = tok;
   g->gp = *gp;
   g->res.n_prompt = n_prompt;
-  s->err[0] = 0;
+  llm_err_clear(&s->err);
   if (n_prompt == 0) {
-    snprintf(s->err, sizeof s->err, "empty prompt: give at least one token");
+    llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: give at least one token");
     return g->st = WGLLM_ERR_INVALID_ARG;
   }
   if ((uint64_t)s->n_past + n_prompt >= s->opt.ctx) {
-    snprintf(s->err, sizeof s->err, "the prompt of %u tokens (after %u in the cache) does not fit the context of %u",
-             n_prompt, s->n_past, s->opt.ctx);
+    llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
+                "the prompt of %u tokens (after %u in the cache) does not fit the context of %u", n_prompt, s->n_past,
+                s->opt.ctx);
     return g->st = WGLLM_ERR_INVALID_ARG;
   }
   g->max_tokens = gp->max_tokens ? gp->max_tokens : 256;
   g->res.tokens = malloc((size_t)g->max_tokens * sizeof *g->res.tokens);
   g->pending = malloc((size_t)n_prompt * sizeof *g->pending);
   if (!g->res.tokens || !g->pending) {
-    snprintf(s->err, sizeof s->err, "out of host memory");
+    llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     return g->st = WGLLM_ERR_OUT_OF_MEMORY;
   }
   wgllm_status st = gp->recent ? llm_session_set_sampler(s, &gp->sampling, gp->recent, gp->n_recent)
@@ -178,7 +179,7 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
     size_t n = tok_stream_push(g->ts, token, piece, sizeof piece);
     while (n) { /* a long token comes out in several pieces */
       if (!text_append(&g->text, piece, n)) {
-        snprintf(s->err, sizeof s->err, "out of host memory");
+        llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
         g->st = WGLLM_ERR_OUT_OF_MEMORY;
         llm_gen_finish(g);
         return g->st;
@@ -251,13 +252,12 @@ void llm_gen_finish(llm_gen *g) {
   g->done = 1;
   llm_session *s = g->s;
   if (g->started && s->in_flight) {
-    char keep[sizeof s->err];
-    memcpy(keep, s->err, sizeof keep);
+    llm_err keep = s->err;
     wgllm_status d = llm_session_step_drain(s);
     if (!g->st && d)
       g->st = d;
     else
-      memcpy(s->err, keep, sizeof keep); /* the first failure's message stays */
+      s->err = keep; /* the first failure's message stays */
   }
   /* the last sampled token was not fed: the cache holds the prompt and all generated tokens but the last,
      which the next turn's prompt prefix re-feeds if the caller wants it (chat appends the turn text) */

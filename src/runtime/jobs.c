@@ -9,14 +9,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static wgllm_status fail(char *err, size_t errlen, wgllm_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-  return st;
-}
-
 static uint32_t random_seed(void) {
   uint32_t x = 0;
   if (getentropy(&x, sizeof x) != 0) { /* no entropy source: the clock's nanoseconds */
@@ -27,25 +19,25 @@ static uint32_t random_seed(void) {
   return x;
 }
 
-wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_params *gp, char *err, size_t errlen) {
+wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_params *gp, llm_err *err) {
   memset(gp, 0, sizeof *gp);
   /* written so that NaN fails every test; the sampler divides by temperature and repeat_penalty, so a value under
      the minimum (1e-82 from JSON is 0 as a float; 1e-40 is a denormal) would turn finite logits into infinities */
   const float lo = WGLLM_SAMPLING_SCALE_MIN, hi = WGLLM_SAMPLING_SCALE_MAX;
   if (!(p->temperature == 0 || (p->temperature >= lo && p->temperature <= hi)))
-    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: temperature is %g; expected 0 (greedy) or from %g to %g",
-                p->temperature, lo, hi);
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "sampling: temperature is %g; expected 0 (greedy) or from %g to %g",
+                       p->temperature, lo, hi);
   if (!(p->repeat_penalty >= lo && p->repeat_penalty <= hi))
-    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: repeat_penalty is %g; expected from %g to %g (1: off)",
-                p->repeat_penalty, lo, hi);
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "sampling: repeat_penalty is %g; expected from %g to %g (1: off)",
+                       p->repeat_penalty, lo, hi);
   if (!(p->top_p >= 0 && p->top_p <= 1 && p->min_p >= 0 && p->min_p <= 1))
-    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: top_p and min_p must be in [0, 1] (got %g, %g)",
-                p->top_p, p->min_p);
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "sampling: top_p and min_p must be in [0, 1] (got %g, %g)", p->top_p,
+                       p->min_p);
   const float pen[2] = {p->presence_penalty, p->frequency_penalty};
   for (int i = 0; i < 2; i++)
     if (!isfinite(pen[i]) || pen[i] < -2 || pen[i] > 2)
-      return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "sampling: %s must be in [-2, 2] (got %g)",
-                  i ? "frequency_penalty" : "presence_penalty", pen[i]);
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "sampling: %s must be in [-2, 2] (got %g)",
+                         i ? "frequency_penalty" : "presence_penalty", pen[i]);
   gp->max_tokens = p->max_tokens;
   gp->sampling.temperature = p->temperature;
   gp->sampling.top_k = p->top_k;
@@ -65,16 +57,16 @@ wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_
 }
 
 wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, const int32_t *ids, size_t n,
-                           const llm_gen_params *gp, char *err, size_t errlen) {
+                           const llm_gen_params *gp, llm_err *err) {
   memset(j, 0, sizeof *j);
-  if (n == 0) return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "empty prompt: nothing to continue from");
+  if (n == 0) return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "empty prompt: nothing to continue from");
   if (n >= s->opt.ctx)
-    return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "the prompt is %zu tokens, the context only %u", n, s->opt.ctx);
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "the prompt is %zu tokens, the context only %u", n, s->opt.ctx);
   uint32_t nv = s->m->hp.n_vocab;
   for (size_t i = 0; i < n; i++)
     if (ids[i] < 0 || (uint32_t)ids[i] >= nv)
-      return fail(err, errlen, WGLLM_ERR_INVALID_ARG, "prompt token %zu is id %d, outside the vocabulary of %u", i,
-                  ids[i], nv);
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "prompt token %zu is id %d, outside the vocabulary of %u", i,
+                         ids[i], nv);
   j->s = s;
   j->n_prompt = (uint32_t)n;
   /* keep the cached prefix, but always recompute at least the last prompt token (its logits are needed) */
@@ -88,7 +80,7 @@ wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, con
   p.n_recent = (uint32_t)n;
   wgllm_status st = llm_gen_begin_deferred(&j->g, s, tok, ids + keep, (uint32_t)(n - keep), &p);
   if (st) {
-    fail(err, errlen, st, "%s", s->err);
+    llm_err_set(err, st, "%s", s->err.msg);
     llm_gen_free(&j->g);
     memset(j, 0, sizeof *j);
   }
@@ -144,8 +136,7 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
       bs[nb++] = jobs[i]->s;
     }
   if (nb >= 2 && !stepper->no_batch && !stepper->batch) {
-    char err[1024];
-    if (llm_batch_create(stepper->m, &stepper->batch, err, sizeof err)) stepper->no_batch = 1; /* one by one, then */
+    if (llm_batch_create(stepper->m, &stepper->batch, NULL)) stepper->no_batch = 1; /* one by one, then */
   }
   uint32_t n_batched = 0; /* bj[0..n_batched) took the batched step */
   if (nb >= 2 && !stepper->no_batch && llm_batch_accepts(stepper->batch, bs, nb)) {
@@ -155,7 +146,7 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
       n_batched = nb;
       for (uint32_t k = 0; k < nb; k++) {
         if (st) {
-          snprintf(bs[k]->err, sizeof bs[k]->err, "%s", stepper->batch->err);
+          llm_err_set(&bs[k]->err, st, "%s", stepper->batch->err.msg);
           llm_gen_fail(&bj[k]->g, st);
         } else {
           llm_gen_take(&bj[k]->g, tokens[k]);

@@ -6,6 +6,7 @@
 #define WGLLM_JOBS_H
 #include "batch.h"
 #include "generate.h"
+#include "llm_err.h"
 #include "wgllm.h"
 
 /* What stepping several jobs of one model keeps between calls: the batched decode (made on first use) and
@@ -26,13 +27,13 @@ typedef struct llm_job {
 
 /* Checks the public generation parameters and converts them (err says which one is out of range). A seed of
    WGLLM_SEED_RANDOM is drawn here from the system's entropy. */
-wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_params *gp, char *err, size_t errlen);
+wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_params *gp, llm_err *err);
 
 /* Starts a job on s from the prompt ids[0..n) (at least one token, fewer than the context, each in the
    vocabulary), keeping the prefix of it the cache already holds except its last token (whose logits are needed);
    the prompt is prefilled by the first steps. A job not started leaves j empty and says why in err. */
 wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, const int32_t *ids, size_t n,
-                           const llm_gen_params *gp, char *err, size_t errlen);
+                           const llm_gen_params *gp, llm_err *err);
 /* One step of one job: its whole prompt the first time (and its first token), else its next token, with up to two
    steps queued so the GPU runs the next while the CPU takes this one. *done (may be NULL) says whether it ended.
    Returns j->g.st. */

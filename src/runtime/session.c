@@ -7,7 +7,7 @@
 #include <time.h>
 
 wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options *opt, llm_session **out,
-                                        void (*warn)(const char *msg), char *err, size_t errlen) {
+                                        void (*warn)(const char *msg), llm_err *err) {
   llm_session_options o = *opt;
   uint32_t trained = m->hp.train_ctx;
   int from_model = !o.ctx;
@@ -21,7 +21,7 @@ wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options 
     warn(msg);
   }
   for (;;) {
-    wgllm_status st = llm_session_create(m, &o, out, err, errlen);
+    wgllm_status st = llm_session_create(m, &o, out, err);
     /* the trained length of a large model may not fit the device: smaller, by halves */
     if (!st || !from_model || o.ctx <= LLM_DEFAULT_CTX ||
         (st != WGLLM_ERR_UNSUPPORTED && st != WGLLM_ERR_OUT_OF_MEMORY))
@@ -30,7 +30,7 @@ wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options 
     if (warn) {
       snprintf(msg, sizeof msg,
                "a context of %u tokens (the model's trained length) does not fit: %s; trying %u (set the context)",
-               o.ctx, err, smaller);
+               o.ctx, llm_err_msg(err), smaller);
       warn(msg);
     }
     o.ctx = smaller;
@@ -72,13 +72,11 @@ uint32_t llm_session_common_prefix(const llm_session *s, const int32_t *ids, uin
   return i;
 }
 
-wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, char *err,
-                                size_t errlen) {
+wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, llm_err *err) {
   *out = NULL;
   llm_session *s = calloc(1, sizeof *s);
   if (!s) {
-    snprintf(err, errlen, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   s->m = m;
   s->gpu = m->gpu;
@@ -89,10 +87,10 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
     s->n_buckets++;
   if (!s->opt.prefill_chunk) s->opt.prefill_chunk = llm_prefill_chunk(s->gpu, &m->hp);
   if (s->opt.prefill_chunk > llm_prefill_chunk_max(s->gpu, &m->hp)) {
-    snprintf(err, errlen,
-             "a prefill chunk of %u tokens does not fit the device's storage bindings (at most %u tokens for "
-             "this model)",
-             s->opt.prefill_chunk, llm_prefill_chunk_max(s->gpu, &m->hp));
+    llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                "a prefill chunk of %u tokens does not fit the device's storage bindings (at most %u tokens for "
+                "this model)",
+                s->opt.prefill_chunk, llm_prefill_chunk_max(s->gpu, &m->hp));
     free(s);
     return WGLLM_ERR_INVALID_ARG;
   }
@@ -101,11 +99,10 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
      so it is available on every device (the H200 through this Dawn does not grant shader-f16) */
   s->fed = malloc(s->opt.ctx * sizeof *s->fed);
   wgllm_status st = s->fed ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
-  if (st) snprintf(err, errlen, "out of host memory");
+  if (st) llm_err_set(err, st, "out of host memory");
   if (!st)
-    st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, s->opt.kv_f16, m->max_binding, &s->kv, err,
-                             errlen);
-  if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err, errlen);
+    st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, s->opt.kv_f16, m->max_binding, &s->kv, err);
+  if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err);
   if (st) {
     llm_session_free(s);
     return st;
@@ -117,14 +114,12 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
 static wgllm_status check_ids(llm_session *s, const int32_t *ids, uint32_t T) {
   for (uint32_t i = 0; i < T; i++)
     if (ids[i] < 0 || (uint32_t)ids[i] >= s->m->hp.n_vocab) {
-      snprintf(s->err, sizeof s->err, "token id %d at index %u is out of range (vocabulary of %u)", ids[i], i,
-               s->m->hp.n_vocab);
-      return WGLLM_ERR_INVALID_ARG;
+      return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "token id %d at index %u is out of range (vocabulary of %u)",
+                         ids[i], i, s->m->hp.n_vocab);
     }
   if ((uint64_t)s->n_past + T > s->opt.ctx) {
-    snprintf(s->err, sizeof s->err, "%u tokens after %u already in the cache exceed the context of %u", T, s->n_past,
-             s->opt.ctx);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
+                       "%u tokens after %u already in the cache exceed the context of %u", T, s->n_past, s->opt.ctx);
   }
   return WGLLM_OK;
 }
@@ -155,10 +150,9 @@ gpu_recorder *llm_session_step(llm_session *s, uint32_t pos) {
 }
 
 static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows, int sample) {
-  s->err[0] = 0;
+  llm_err_clear(&s->err);
   if (T == 0) {
-    snprintf(s->err, sizeof s->err, "empty prompt: nothing to prefill");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: nothing to prefill");
   }
   wgllm_status st = check_ids(s, ids, T);
   if (st) return st;
@@ -170,22 +164,20 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
   if (all_rows && (uint64_t)chunk * hp->n_vocab * 4 > max_bind)
     chunk = (uint32_t)(max_bind / ((uint64_t)hp->n_vocab * 4));
   if (chunk == 0) {
-    snprintf(s->err, sizeof s->err, "one row of %u logits does not fit the device's storage binding limit",
-             hp->n_vocab);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(&s->err, WGLLM_ERR_UNSUPPORTED,
+                       "one row of %u logits does not fit the device's storage binding limit", hp->n_vocab);
   }
   llm_scratch sc;
-  st = llm_scratch_acquire(s->gpu, hp, chunk, all_rows ? chunk : 1, &sc, s->err, sizeof s->err);
+  st = llm_scratch_acquire(s->gpu, hp, chunk, all_rows ? chunk : 1, &sc, &s->err);
   if (!st && s->opt.fast) {
-    st = llm_scratch_add_fast(s->gpu, hp, &sc, s->err, sizeof s->err);
+    st = llm_scratch_add_fast(s->gpu, hp, &sc, &s->err);
     if (st) llm_scratch_release(s->gpu, &sc);
   }
   if (st) return st;
   uint32_t *pos = malloc(chunk * sizeof *pos);
   if (!pos) {
     llm_scratch_release(s->gpu, &sc);
-    snprintf(s->err, sizeof s->err, "out of host memory");
-    return WGLLM_ERR_OUT_OF_MEMORY;
+    return llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   }
   for (uint32_t done = 0; !st && done < T; done += chunk) {
     uint32_t n = T - done < chunk ? T - done : chunk;
@@ -198,7 +190,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
     gpu_recorder *rec = gpu_recorder_create(s->gpu, 0);
     if (!rec) {
       st = WGLLM_ERR_OUT_OF_MEMORY;
-      snprintf(s->err, sizeof s->err, "out of host memory");
+      llm_err_set(&s->err, st, "out of host memory");
       break;
     }
     llm_forward_opts pfo = {.attn_grid = LLM_ATTN_GRID_WORST, .fast = s->opt.fast};
@@ -211,11 +203,11 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
     if (!st) st = gpu_recorder_run(rec);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s->prefill_cpu_us += (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) * 1e-3;
-    if (st) snprintf(s->err, sizeof s->err, "prefill: %s", gpu_recorder_error(rec));
+    if (st) llm_err_set(&s->err, st, "prefill: %s", gpu_recorder_error(rec));
     gpu_recorder_free(rec);
     if (!st && want) {
       float *dst = all_rows ? logits + (uint64_t)done * hp->n_vocab : logits;
-      st = gpu_read(s->gpu, sc.logits, 0, dst, (uint64_t)n_logits * hp->n_vocab * 4, s->err, sizeof s->err);
+      st = gpu_read(s->gpu, sc.logits, 0, dst, (uint64_t)n_logits * hp->n_vocab * 4, &s->err);
     }
     if (!st) {
       memcpy(s->fed + s->n_past, ids + done, (size_t)n * sizeof *ids);
@@ -229,13 +221,13 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
 }
 
 wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
-  s->err[0] = 0;
+  llm_err_clear(&s->err);
   wgllm_status st = check_ids(s, &id, 1);
   if (st) return st;
   const llm_hparams *hp = &s->m->hp;
   if (s->has_sampler) {
-    snprintf(s->err, sizeof s->err, "llm_session_decode: a sampler is set; use llm_session_step_sample");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
+                       "llm_session_decode: a sampler is set; use llm_session_step_sample");
   }
   gpu_recorder *step = llm_session_step(s, s->n_past);
   if (!step) return s->step_status;
@@ -245,11 +237,9 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
   s->last_step = step;
   st = gpu_recorder_run(step);
   if (st) {
-    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(step));
-    return st;
+    return llm_err_set(&s->err, st, "decode step: %s", gpu_recorder_error(step));
   }
-  if (logits)
-    st = gpu_read(s->gpu, s->step_scratch.logits, 0, logits, (uint64_t)hp->n_vocab * 4, s->err, sizeof s->err);
+  if (logits) st = gpu_read(s->gpu, s->step_scratch.logits, 0, logits, (uint64_t)hp->n_vocab * 4, &s->err);
   if (!st) s->fed[s->n_past++] = id;
   return st;
 }
@@ -261,15 +251,15 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
   const llm_hparams *hp = &s->m->hp;
   wgllm_status st;
   if (!s->step_scratch.ids) {
-    st = llm_scratch_acquire(s->gpu, hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
+    st = llm_scratch_acquire(s->gpu, hp, 1, 1, &s->step_scratch, &s->err);
     if (st) return s->step_status = st;
   }
-  st = llm_scratch_add_decode(s->gpu, hp, &s->kv, &s->step_scratch, s->err, sizeof s->err);
-  if (!st && s->opt.fast) st = llm_scratch_add_fast(s->gpu, hp, &s->step_scratch, s->err, sizeof s->err);
+  st = llm_scratch_add_decode(s->gpu, hp, &s->kv, &s->step_scratch, &s->err);
+  if (!st && s->opt.fast) st = llm_scratch_add_fast(s->gpu, hp, &s->step_scratch, &s->err);
   if (st) return s->step_status = st;
   gpu_recorder *rec = gpu_recorder_create(s->gpu, 1);
   if (!rec) {
-    snprintf(s->err, sizeof s->err, "out of host memory");
+    llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     return s->step_status = WGLLM_ERR_OUT_OF_MEMORY;
   }
   s->step_recordings++;
@@ -283,7 +273,7 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
     st = op_sample(rec, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
                    gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
   if (st) {
-    snprintf(s->err, sizeof s->err, "recording the decode step: %s", gpu_recorder_error(rec));
+    llm_err_set(&s->err, st, "recording the decode step: %s", gpu_recorder_error(rec));
     gpu_recorder_free(rec);
     return s->step_status = st;
   }
@@ -302,18 +292,16 @@ static void free_steps(llm_session *s) {
 
 wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp, const int32_t *recent,
                                      uint32_t n_recent) {
-  s->err[0] = 0;
+  llm_err_clear(&s->err);
   if (s->in_flight) llm_session_step_drain(s); /* queued steps use the recordings freed below */
   wgllm_status st;
   if (!s->sampler_state) {
-    st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, s->err,
-                           sizeof s->err);
-    if (!st)
-      st = gpu_buffer_create(s->gpu, op_sample_work_bytes(), "sampler_work", &s->sampler_work, s->err, sizeof s->err);
+    st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, &s->err);
+    if (!st) st = gpu_buffer_create(s->gpu, op_sample_work_bytes(), "sampler_work", &s->sampler_work, &s->err);
     if (st) return st;
   }
   if (!s->step_scratch.ids) {
-    st = llm_scratch_acquire(s->gpu, &s->m->hp, 1, 1, &s->step_scratch, s->err, sizeof s->err);
+    st = llm_scratch_acquire(s->gpu, &s->m->hp, 1, 1, &s->step_scratch, &s->err);
     if (st) return st;
   }
   op_sample_params p = *sp;
@@ -335,10 +323,10 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
 
 static wgllm_status read_token(llm_session *s, int32_t *token) {
   uint32_t t;
-  wgllm_status st = gpu_read(s->gpu, s->step_scratch.ids, 0, &t, 4, s->err, sizeof s->err);
+  wgllm_status st = gpu_read(s->gpu, s->step_scratch.ids, 0, &t, 4, &s->err);
   if (!st && t >= s->m->hp.n_vocab) {
-    snprintf(s->err, sizeof s->err, "sampler returned token %u outside the vocabulary of %u", t, s->m->hp.n_vocab);
-    st = WGLLM_ERR_INTERNAL;
+    st = llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "sampler returned token %u outside the vocabulary of %u", t,
+                     s->m->hp.n_vocab);
   }
   if (!st) *token = (int32_t)t;
   return st;
@@ -346,8 +334,7 @@ static wgllm_status read_token(llm_session *s, int32_t *token) {
 
 wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint32_t T, int32_t *token) {
   if (!s->has_sampler) {
-    snprintf(s->err, sizeof s->err, "llm_session_prefill_sample: no sampler set");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_prefill_sample: no sampler set");
   }
   wgllm_status st = prefill(s, ids, T, NULL, 0, 1);
   if (!st) st = read_token(s, token);
@@ -359,25 +346,22 @@ wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint
 }
 
 wgllm_status llm_session_step_submit(llm_session *s) {
-  s->err[0] = 0;
+  llm_err_clear(&s->err);
   if (!s->has_sampler) {
-    snprintf(s->err, sizeof s->err, "llm_session_step_submit: no sampler set");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_submit: no sampler set");
   }
   if (s->in_flight >= LLM_MAX_IN_FLIGHT) {
-    snprintf(s->err, sizeof s->err, "llm_session_step_submit: %d steps already queued", s->in_flight);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_submit: %d steps already queued",
+                       s->in_flight);
   }
   uint32_t p = s->n_past + (uint32_t)s->in_flight;
   if (p + 1 > s->opt.ctx) {
-    snprintf(s->err, sizeof s->err, "the context of %u tokens is full", s->opt.ctx);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "the context of %u tokens is full", s->opt.ctx);
   }
   if (!s->readback) {
     s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1);
     if (!s->readback) {
-      snprintf(s->err, sizeof s->err, "creating the readback ring failed");
-      return WGLLM_ERR_GPU;
+      return llm_err_set(&s->err, WGLLM_ERR_GPU, "creating the readback ring failed");
     }
   }
   gpu_recorder *step = llm_session_step(s, p);
@@ -392,8 +376,7 @@ wgllm_status llm_session_step_submit(llm_session *s) {
   s->last_step = step;
   wgllm_status st = gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
   if (st) {
-    snprintf(s->err, sizeof s->err, "decode step: %s", gpu_recorder_error(step));
-    return st;
+    return llm_err_set(&s->err, st, "decode step: %s", gpu_recorder_error(step));
   }
   s->slots[s->in_flight++] = slot;
   return WGLLM_OK;
@@ -401,15 +384,14 @@ wgllm_status llm_session_step_submit(llm_session *s) {
 
 wgllm_status llm_session_step_collect(llm_session *s, int32_t *token) {
   if (!s->in_flight) {
-    snprintf(s->err, sizeof s->err, "llm_session_step_collect: nothing queued");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_collect: nothing queued");
   }
   uint32_t t = 0;
-  wgllm_status st = gpu_readback_wait(s->readback, s->slots[0], &t, s->err, sizeof s->err);
+  wgllm_status st = gpu_readback_wait(s->readback, s->slots[0], &t, &s->err);
   memmove(s->slots, s->slots + 1, (size_t)(--s->in_flight) * sizeof s->slots[0]);
   if (!st && t >= s->m->hp.n_vocab) {
-    snprintf(s->err, sizeof s->err, "sampler returned token %u outside the vocabulary of %u", t, s->m->hp.n_vocab);
-    st = WGLLM_ERR_INTERNAL;
+    st = llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "sampler returned token %u outside the vocabulary of %u", t,
+                     s->m->hp.n_vocab);
   }
   if (st) return st;
   s->fed[s->n_past++] = s->last_sampled; /* the step fed the previous token */
@@ -422,7 +404,7 @@ wgllm_status llm_session_step_drain(llm_session *s) {
   wgllm_status st = WGLLM_OK;
   while (s->in_flight) {
     uint32_t t;
-    wgllm_status w = gpu_readback_wait(s->readback, s->slots[0], &t, s->err, sizeof s->err);
+    wgllm_status w = gpu_readback_wait(s->readback, s->slots[0], &t, &s->err);
     if (w && !st) st = w;
     memmove(s->slots, s->slots + 1, (size_t)(--s->in_flight) * sizeof s->slots[0]);
   }

@@ -3,6 +3,7 @@
 #ifndef WGLLM_SESSION_H
 #define WGLLM_SESSION_H
 #include "decoder.h"
+#include "llm_err.h"
 #include "model.h"
 
 typedef struct llm_session_options {
@@ -50,11 +51,10 @@ typedef struct llm_session {
   double prefill_cpu_us;    /* the last prefill's CPU time recording and submitting its passes (the GPU starts each
                                pass at its submit): what the host costs a prefill */
   int slots[4];             /* their readback slots, oldest first */
-  char err[1024];
+  llm_err err;              /* the last failure: status and message */
 } llm_session;
 
-wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, char *err,
-                                size_t errlen);
+wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, llm_err *err);
 /* The context a session gets where the model does not say how long it was trained for, and the least the fallback
    below takes. */
 #define LLM_DEFAULT_CTX 4096
@@ -63,7 +63,7 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
    half as much at a time down to LLM_DEFAULT_CTX. Each step down, and a context asked for beyond the trained
    length, is said through warn (may be NULL). */
 wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options *opt, llm_session **out,
-                                        void (*warn)(const char *msg), char *err, size_t errlen);
+                                        void (*warn)(const char *msg), llm_err *err);
 void llm_session_free(llm_session *s);
 /* Clears the cache position (the next prefill starts at 0). */
 void llm_session_reset(llm_session *s);

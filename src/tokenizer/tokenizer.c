@@ -11,15 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tok_set_err(char *err, size_t errlen, const char *fmt, ...) {
-  if (!err || !errlen) return;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(err, errlen, fmt, ap);
-  va_end(ap);
-}
-
-#define OOM(what) (tok_set_err(err, errlen, "tokenizer: out of memory (%s)", what), WGLLM_ERR_OUT_OF_MEMORY)
+#define OOM(what) llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "tokenizer: out of memory (%s)", what)
 
 static const char METASPACE[] = "\xe2\x96\x81"; /* U+2581 */
 
@@ -125,7 +117,7 @@ bool tok_add_added(tokenizer *t, const char *s, size_t n, int32_t id, bool speci
 /* Oniguruma's Unicode \s is White_Space; PCRE2's UCP \s also takes U+180E, so spell the class out. */
 #define WS_CLASS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 
-void *tok_compile_regex(const char *pattern, size_t len, bool literal, char *err, size_t errlen) {
+void *tok_compile_regex(const char *pattern, size_t len, bool literal, llm_err *err) {
   tok_buf b = {0};
   uint32_t opts = PCRE2_UTF | PCRE2_UCP;
   if (literal) {
@@ -181,7 +173,8 @@ void *tok_compile_regex(const char *pattern, size_t len, bool literal, char *err
   if (!re) {
     char msg[160];
     pcre2_get_error_message(ec, (PCRE2_UCHAR *)msg, sizeof msg);
-    tok_set_err(err, errlen, "regex /%.*s/ does not compile at offset %zu: %s", (int)len, pattern, (size_t)eo, msg);
+    llm_err_set(err, WGLLM_ERR_INTERNAL, "regex /%.*s/ does not compile at offset %zu: %s", (int)len, pattern,
+                (size_t)eo, msg);
   } else {
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: falls back to the interpreter */
   }
@@ -224,11 +217,10 @@ static const char *const EOG_NAMES[] = {"<|eot_id|>",    "<|eom_id|>", "<|im_end
                                         "<|EOT|>",       "<|return|>", "<|call|>",   "<|eos|>",       "<|end_of_turn|>",
                                         "<turn|>"};
 
-wgllm_status tok_finish(tokenizer *t, const char *what, char *err, size_t errlen) {
+wgllm_status tok_finish(tokenizer *t, const char *what, llm_err *err) {
   size_t n = t->n_vocab;
   if (!n) {
-    tok_set_err(err, errlen, "%s: empty vocabulary", what);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: empty vocabulary", what);
   }
   if (!t->piece_off) { /* pieces from the model vocabulary; tok_create fills them itself */
     t->piece_off = calloc(n, sizeof *t->piece_off);
@@ -250,7 +242,7 @@ wgllm_status tok_finish(tokenizer *t, const char *what, char *err, size_t errlen
     t->attr[a->id] |= TOK_ATTR_PRESENT | TOK_ATTR_ADDED | (a->special ? TOK_ATTR_SPECIAL : 0);
     if (a->normalized) t->has_norm_added = true;
     if (a->single_word && !t->word_re) {
-      t->word_re = tok_compile_regex("[\\p{L}\\p{N}_]", 14, false, err, errlen);
+      t->word_re = tok_compile_regex("[\\p{L}\\p{N}_]", 14, false, err);
       if (!t->word_re) return WGLLM_ERR_INTERNAL;
     }
   }
@@ -263,25 +255,23 @@ wgllm_status tok_finish(tokenizer *t, const char *what, char *err, size_t errlen
     if (t->byte_id[b] >= 0) t->attr[t->byte_id[b]] |= TOK_ATTR_BYTE;
   }
   if (t->unk_id >= (int32_t)n) {
-    tok_set_err(err, errlen, "%s: unknown token id %d outside the vocabulary (%zu)", what, t->unk_id, n);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: unknown token id %d outside the vocabulary (%zu)", what, t->unk_id,
+                       n);
   }
   if (t->unk_id >= 0) t->attr[t->unk_id] |= TOK_ATTR_UNKNOWN;
   if (!trie_build(t, &t->trie_raw, false) || !trie_build(t, &t->trie_norm, true)) return OOM("added-token trie");
   if (t->bos >= (int32_t)n || t->eos >= (int32_t)n) {
-    tok_set_err(err, errlen, "%s: bos %d / eos %d outside the vocabulary (%zu)", what, t->bos, t->eos, n);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: bos %d / eos %d outside the vocabulary (%zu)", what, t->bos, t->eos,
+                       n);
   }
   /* template ids must be tokens, not holes between the ids of a vocabulary (encode would return them) */
   for (size_t i = 0; i < t->n_prefix; i++)
     if (t->prefix[i] < 0 || t->prefix[i] >= (int32_t)n || !(t->attr[t->prefix[i]] & TOK_ATTR_PRESENT)) {
-      tok_set_err(err, errlen, "%s: template token %d outside the vocabulary", what, t->prefix[i]);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: template token %d outside the vocabulary", what, t->prefix[i]);
     }
   for (size_t i = 0; i < t->n_suffix; i++)
     if (t->suffix[i] < 0 || t->suffix[i] >= (int32_t)n || !(t->attr[t->suffix[i]] & TOK_ATTR_PRESENT)) {
-      tok_set_err(err, errlen, "%s: template token %d outside the vocabulary", what, t->suffix[i]);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: template token %d outside the vocabulary", what, t->suffix[i]);
     }
   if (t->eos >= 0) t->attr[t->eos] |= TOK_ATTR_EOG;
   for (size_t i = 0; i < sizeof EOG_NAMES / sizeof *EOG_NAMES; i++) {
@@ -369,8 +359,7 @@ typedef struct enc_ctx {
   pcre2_match_data *md;
   size_t *mt; /* matches: triples (start, end, is_match) */
   size_t n_mt, cap_mt;
-  char *err;
-  size_t errlen;
+  llm_err *err;
 } enc_ctx;
 
 static bool ctx_push_id(enc_ctx *c, int32_t id) {
@@ -530,7 +519,7 @@ static int find_matches(enc_ctx *c, const pcre2_code *re, const char *s, size_t 
     if (rc < 0) {
       char msg[120];
       pcre2_get_error_message(rc, (PCRE2_UCHAR *)msg, sizeof msg);
-      tok_set_err(c->err, c->errlen, "tokenizer: pre-tokenizer regex failed: %s", msg);
+      llm_err_set(c->err, WGLLM_ERR_INTERNAL, "tokenizer: pre-tokenizer regex failed: %s", msg);
       return -1;
     }
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
@@ -761,23 +750,21 @@ static wgllm_status encode_text(enc_ctx *c, const char *s, size_t n, bool first)
 }
 
 wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int add_special, int parse_special,
-                        int32_t **ids, size_t *n_ids, char *err, size_t errlen) {
+                        int32_t **ids, size_t *n_ids, llm_err *err) {
   if (!t || !ids || !n_ids || (!text && len)) {
-    tok_set_err(err, errlen, "tok_encode: NULL argument");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tok_encode: NULL argument");
   }
   *ids = NULL;
   *n_ids = 0;
   if (!text) text = "";
   size_t bad;
   if (!tok_utf8_validate(text, len, &bad)) {
-    tok_set_err(err, errlen, "tok_encode: invalid UTF-8 at byte %zu of %zu (0x%02X)", bad, len, (uint8_t)text[bad]);
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tok_encode: invalid UTF-8 at byte %zu of %zu (0x%02X)", bad, len,
+                       (uint8_t)text[bad]);
   }
   enc_ctx c = {0};
   c.t = t;
   c.err = err;
-  c.errlen = errlen;
   wgllm_status st = WGLLM_OK;
   c.md = pcre2_match_data_create(4, NULL);
   if (!c.md) {
@@ -926,18 +913,17 @@ static bool piece_ok(const tokenizer *t, int32_t id) {
 }
 
 wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int skip_special, char **text, size_t *len,
-                        char *err, size_t errlen) {
+                        llm_err *err) {
   if (!t || !text || (!ids && n)) {
-    tok_set_err(err, errlen, "tok_decode: NULL argument");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tok_decode: NULL argument");
   }
   *text = NULL;
   if (len) *len = 0;
   for (size_t i = 0; i < n; i++)
     if (!piece_ok(t, ids[i])) {
-      tok_set_err(err, errlen, "tok_decode: id %d at position %zu is not in the vocabulary (size %zu)", ids[i], i,
-                  t->n_vocab);
-      return WGLLM_ERR_INVALID_ARG;
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                         "tok_decode: id %d at position %zu is not in the vocabulary (size %zu)", ids[i], i,
+                         t->n_vocab);
     }
   /* the token list, then each decoder in turn over the whole list (HF Decoder::decode_chain) */
   plist a = {0}, b = {0};
@@ -1441,24 +1427,23 @@ void tok_set_add_space_prefix(tokenizer *t, int on) {
 wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const char *const *tokens,
                         const size_t *token_lens, const float *scores, const int32_t *token_types, size_t n_merges,
                         const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos, tokenizer **out,
-                        char *err, size_t errlen) {
+                        llm_err *err) {
   if (!out || !type || !tokens || !n_vocab || n_vocab > INT32_MAX || (n_merges && !merges)) {
-    tok_set_err(err, errlen, "tok_create: missing type, tokens or merges");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tok_create: missing type, tokens or merges");
   }
   *out = NULL;
   bool spm = strcmp(type, "llama") == 0, gpt2 = strcmp(type, "gpt2") == 0, g4 = strcmp(type, "gemma4") == 0;
   if (!spm && !gpt2 && !g4) {
-    tok_set_err(err, errlen, "tok_create: tokenizer type \"%s\" is not supported (llama, gpt2, gemma4)", type);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "tok_create: tokenizer type \"%s\" is not supported (llama, gpt2, gemma4)", type);
   }
   if (spm && !scores) {
-    tok_set_err(err, errlen, "tok_create: a \"llama\" tokenizer needs scores (tokenizer.ggml.scores)");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                       "tok_create: a \"llama\" tokenizer needs scores (tokenizer.ggml.scores)");
   }
   if (g4 && !n_merges) { /* llama.cpp: "cannot find tokenizer merges in model file" */
-    tok_set_err(err, errlen, "tok_create: a \"gemma4\" tokenizer needs merges (tokenizer.ggml.merges)");
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "tok_create: a \"gemma4\" tokenizer needs merges (tokenizer.ggml.merges)");
   }
   if (g4) add_bos = 1; /* llama.cpp overrides add_bos_token false to true for Gemma 4 */
   const char *re = NULL;
@@ -1477,11 +1462,11 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     else if (!strcmp(p, "tekken"))
       re = RE_TEKKEN, ignore_merges = true;
     else {
-      tok_set_err(err, errlen,
-                  "tok_create: pre-tokenizer \"%s\" is not supported (default, gpt-2, llama-bpe, smaug-bpe, qwen2, "
-                  "tekken)",
-                  p);
-      return WGLLM_ERR_UNSUPPORTED;
+      return llm_err_set(
+          err, WGLLM_ERR_UNSUPPORTED,
+          "tok_create: pre-tokenizer \"%s\" is not supported (default, gpt-2, llama-bpe, smaug-bpe, qwen2, "
+          "tekken)",
+          p);
     }
   }
   tokenizer *t = tok_alloc();
@@ -1501,14 +1486,12 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
   }
   for (size_t i = 0; i < n_vocab; i++) {
     if (!tokens[i]) {
-      tok_set_err(err, errlen, "tok_create: token %zu is NULL", i);
-      st = WGLLM_ERR_INVALID_ARG;
+      st = llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tok_create: token %zu is NULL", i);
       goto fail;
     }
     size_t len = token_lens ? token_lens[i] : strlen(tokens[i]), bad;
     if (!tok_utf8_validate(tokens[i], len, &bad)) { /* the decoders walk the pieces as UTF-8 characters */
-      tok_set_err(err, errlen, "tok_create: token %zu is not valid UTF-8 (byte %zu)", i, bad);
-      st = WGLLM_ERR_FORMAT;
+      st = llm_err_set(err, WGLLM_ERR_FORMAT, "tok_create: token %zu is not valid UTF-8 (byte %zu)", i, bad);
       goto fail;
     }
     int32_t ty = token_types ? token_types[i] : 1;
@@ -1570,8 +1553,8 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     const char *m = merges[r];
     const char *sp = m ? strchr(m, ' ') : NULL;
     if (!sp || strchr(sp + 1, ' ')) {
-      tok_set_err(err, errlen, "tok_create: merge %zu \"%s\" is not \"left right\"", r, m ? m : "(null)");
-      st = WGLLM_ERR_FORMAT;
+      st =
+          llm_err_set(err, WGLLM_ERR_FORMAT, "tok_create: merge %zu \"%s\" is not \"left right\"", r, m ? m : "(null)");
       goto fail;
     }
     size_t ll = (size_t)(sp - m), rl = strlen(sp + 1);
@@ -1586,8 +1569,7 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     int32_t c = tok_vocab_lookup(t, cat, ll + rl);
     free(cat);
     if (a < 0 || b < 0 || c < 0) {
-      tok_set_err(err, errlen, "tok_create: merge %zu \"%s\" uses a token outside the vocabulary", r, m);
-      st = WGLLM_ERR_FORMAT;
+      st = llm_err_set(err, WGLLM_ERR_FORMAT, "tok_create: merge %zu \"%s\" uses a token outside the vocabulary", r, m);
       goto fail;
     }
     if (!tok_add_merge(t, a, b, (uint32_t)r, c)) {
@@ -1616,7 +1598,7 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     }
     t->pre[0].kind = TOK_PRE_SPLIT;
     t->pre[0].behavior = TOK_SPLIT_ISOLATED;
-    t->pre[0].re = tok_compile_regex(RE_GEMMA4, strlen(RE_GEMMA4), false, err, errlen);
+    t->pre[0].re = tok_compile_regex(RE_GEMMA4, strlen(RE_GEMMA4), false, err);
     if (!t->pre[0].re) {
       st = WGLLM_ERR_INTERNAL;
       goto fail;
@@ -1634,7 +1616,7 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     if (nfc) t->norm[t->n_norm++] = (tok_norm){.kind = TOK_NORM_NFC};
     t->pre[0].kind = TOK_PRE_SPLIT;
     t->pre[0].behavior = TOK_SPLIT_ISOLATED;
-    t->pre[0].re = tok_compile_regex(re, strlen(re), false, err, errlen);
+    t->pre[0].re = tok_compile_regex(re, strlen(re), false, err);
     if (!t->pre[0].re) {
       st = WGLLM_ERR_INTERNAL;
       goto fail;
@@ -1661,7 +1643,7 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
     }
     t->suffix[t->n_suffix++] = eos;
   }
-  st = tok_finish(t, "tok_create", err, errlen);
+  st = tok_finish(t, "tok_create", err);
   if (st) goto fail;
   *out = t;
   return WGLLM_OK;

@@ -7,6 +7,7 @@
    A tokenizer is immutable after loading, so one may be shared by threads; a tok_stream is per caller. */
 #ifndef WGLLM_TOKENIZER_H
 #define WGLLM_TOKENIZER_H
+#include "llm_err.h"
 #include "wgllm.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -17,8 +18,7 @@ typedef struct tokenizer tokenizer;
    name BOS/EOS and an explicit add_bos_token/add_eos_token overrides the post_processor template (as
    transformers' Llama/Gemma tokenizers do). Unsupported model/normalizer/pre-tokenizer/decoder types give
    WGLLM_ERR_UNSUPPORTED naming the file and the type. */
-wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_config_json, tokenizer **out, char *err,
-                         size_t errlen);
+wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_config_json, tokenizer **out, llm_err *err);
 
 /* Builds a tokenizer from GGUF-style arrays (what the GGUF loader reads from tokenizer.ggml.*).
    type: "llama" (SentencePiece BPE: pieces use U+2581 for spaces, merged by score, <0xXX> byte fallback,
@@ -38,7 +38,7 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
 wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const char *const *tokens,
                         const size_t *token_lens, const float *scores, const int32_t *token_types, size_t n_merges,
                         const char *const *merges, int32_t bos, int32_t eos, int add_bos, int add_eos, tokenizer **out,
-                        char *err, size_t errlen);
+                        llm_err *err);
 /* GGUF tokenizer.ggml.add_space_prefix for "llama" tokenizers (default 1); Gemma GGUFs set 0. No effect on
    other types ("gemma4" never prepends). */
 void tok_set_add_space_prefix(tokenizer *t, int on);
@@ -49,11 +49,11 @@ void tok_free(tokenizer *t);
    written in the text (otherwise they are tokenized as plain text; non-special added tokens are always
    recognized, as in HF). *ids is malloc'd (free it); *n_ids its length. */
 wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int add_special, int parse_special,
-                        int32_t **ids, size_t *n_ids, char *err, size_t errlen);
+                        int32_t **ids, size_t *n_ids, llm_err *err);
 /* Decodes ids to bytes (*text malloc'd and NUL-terminated, *len without the NUL). skip_special drops
    special tokens. An id outside the vocabulary is WGLLM_ERR_INVALID_ARG naming it and its position. */
 wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int skip_special, char **text, size_t *len,
-                        char *err, size_t errlen);
+                        llm_err *err);
 
 /* Streaming decode: push one id at a time; writes the bytes the token completes to out and returns how many.
    At most cap bytes are written, always ending on a character boundary (so cap must be at least 4); what
@@ -208,10 +208,9 @@ int32_t tok_vocab_lookup(const tokenizer *t, const char *s, size_t n);
 bool tok_add_added(tokenizer *t, const char *s, size_t n, int32_t id, bool special, bool lstrip, bool rstrip,
                    bool single_word, bool normalized);
 /* compiles a Split regex (HF/Oniguruma syntax, \s rewritten to Unicode White_Space) */
-void *tok_compile_regex(const char *pattern, size_t len, bool literal, char *err, size_t errlen);
+void *tok_compile_regex(const char *pattern, size_t len, bool literal, llm_err *err);
 /* sizes per-id tables, fills pieces/attrs, builds the tries, byte ids, EOG flags; call after all adds */
-wgllm_status tok_finish(tokenizer *t, const char *what, char *err, size_t errlen);
-void tok_set_err(char *err, size_t errlen, const char *fmt, ...);
+wgllm_status tok_finish(tokenizer *t, const char *what, llm_err *err);
 /* tokenizer_bpe.c: maps, UTF-8, byte map, BPE */
 int tok_smap_put(tok_smap *m, const char *base, uint32_t off, uint32_t len, int32_t val,
                  int32_t *old);                                                     /* 1 new, 0 dup, -1 OOM */

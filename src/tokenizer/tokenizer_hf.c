@@ -167,15 +167,14 @@ bool tok_nfc(const char *s, size_t n, tok_buf *out) {
 typedef struct hf_ctx {
   tokenizer *t;
   const char *path;
-  char *err;
-  size_t errlen;
+  llm_err *err;
   bool cfg_bos, cfg_eos; /* the config has bos_token / eos_token keys (a null value means none) */
   size_t n_added;        /* entries of added_tokens: with model.vocab's, the bound on any id */
 } hf_ctx;
 
-#define UNSUP(...) (tok_set_err(h->err, h->errlen, __VA_ARGS__), WGLLM_ERR_UNSUPPORTED)
-#define BAD(...) (tok_set_err(h->err, h->errlen, __VA_ARGS__), WGLLM_ERR_FORMAT)
-#define NOMEM(what) (tok_set_err(h->err, h->errlen, "%s: out of memory (%s)", h->path, what), WGLLM_ERR_OUT_OF_MEMORY)
+#define UNSUP(...) llm_err_set(h->err, WGLLM_ERR_UNSUPPORTED, __VA_ARGS__)
+#define BAD(...) llm_err_set(h->err, WGLLM_ERR_FORMAT, __VA_ARGS__)
+#define NOMEM(what) llm_err_set(h->err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of memory (%s)", h->path, what)
 
 static const char *jstr(const cJSON *o, const char *key) {
   const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -283,7 +282,6 @@ static wgllm_status add_pre(hf_ctx *h, const cJSON *o, size_t *cap) {
     return WGLLM_OK;
   }
   tok_pre p = {0};
-  char rerr[256] = "";
   if (!strcmp(ty, "Split")) {
     bool regex;
     const char *pat = jpattern(o, &regex), *beh = jstr(o, "behavior");
@@ -302,16 +300,16 @@ static wgllm_status add_pre(hf_ctx *h, const cJSON *o, size_t *cap) {
     else
       return UNSUP("%s: Split behavior \"%s\" is not supported", h->path, beh);
     p.invert = jbool(o, "invert", false);
-    p.re = tok_compile_regex(pat, strlen(pat), !regex, rerr, sizeof rerr);
-    if (!p.re) return UNSUP("%s: Split pattern: %s", h->path, rerr);
+    p.re = tok_compile_regex(pat, strlen(pat), !regex, h->err);
+    if (!p.re) return llm_err_set(h->err, WGLLM_ERR_UNSUPPORTED, "%s: Split pattern: %s", h->path, llm_err_msg(h->err));
   } else if (!strcmp(ty, "ByteLevel")) {
     p.kind = TOK_PRE_BYTE_LEVEL;
     p.add_prefix_space = jbool(o, "add_prefix_space", true);
     p.use_regex = jbool(o, "use_regex", true);
     if (p.use_regex) {
       const char *re = tok_gpt2_regex();
-      p.re = tok_compile_regex(re, strlen(re), false, rerr, sizeof rerr);
-      if (!p.re) return BAD("%s: ByteLevel regex: %s", h->path, rerr);
+      p.re = tok_compile_regex(re, strlen(re), false, h->err);
+      if (!p.re) return llm_err_set(h->err, WGLLM_ERR_FORMAT, "%s: ByteLevel regex: %s", h->path, llm_err_msg(h->err));
     }
   } else if (!strcmp(ty, "Metaspace")) {
     const char *r = jstr(o, "replacement");
@@ -325,15 +323,15 @@ static wgllm_status add_pre(hf_ctx *h, const cJSON *o, size_t *cap) {
     p.prepend_scheme = prepend_scheme(o);
     p.split = jbool(o, "split", true);
     if (p.split) {
-      p.re = tok_compile_regex(r, rl, true, rerr, sizeof rerr);
-      if (!p.re) return BAD("%s: Metaspace: %s", h->path, rerr);
+      p.re = tok_compile_regex(r, rl, true, h->err);
+      if (!p.re) return llm_err_set(h->err, WGLLM_ERR_FORMAT, "%s: Metaspace: %s", h->path, llm_err_msg(h->err));
     }
   } else if (!strcmp(ty, "Digits")) {
     p.kind = TOK_PRE_DIGITS;
     p.individual_digits = jbool(o, "individual_digits", false);
     p.behavior = p.individual_digits ? TOK_SPLIT_ISOLATED : TOK_SPLIT_CONTIGUOUS;
-    p.re = tok_compile_regex("\\p{N}", 5, false, rerr, sizeof rerr);
-    if (!p.re) return BAD("%s: Digits: %s", h->path, rerr);
+    p.re = tok_compile_regex("\\p{N}", 5, false, h->err);
+    if (!p.re) return llm_err_set(h->err, WGLLM_ERR_FORMAT, "%s: Digits: %s", h->path, llm_err_msg(h->err));
   } else {
     return UNSUP("%s: pre-tokenizer type \"%s\" is not supported (Split, ByteLevel, Metaspace, Digits, Sequence)",
                  h->path, ty);
@@ -570,13 +568,12 @@ static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   size_t len = 0;
   char *text = mf_read_text(cfg_path, &len);
   if (!text) {
-    tok_set_err(h->err, h->errlen, "%s: cannot read tokenizer config", cfg_path);
-    return WGLLM_ERR_IO;
+    return llm_err_set(h->err, WGLLM_ERR_IO, "%s: cannot read tokenizer config", cfg_path);
   }
   cJSON *cfg = cJSON_ParseWithLength(text, len);
   if (!cfg) {
     const char *e = cJSON_GetErrorPtr();
-    tok_set_err(h->err, h->errlen, "%s: JSON syntax error near byte %ld", cfg_path,
+    llm_err_set(h->err, WGLLM_ERR_FORMAT, "%s: JSON syntax error near byte %ld", cfg_path,
                 e && e >= text && e <= text + len ? (long)(e - text) : -1L);
     free(text);
     return WGLLM_ERR_FORMAT;
@@ -588,11 +585,11 @@ static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   h->cfg_eos = cJSON_GetObjectItemCaseSensitive(cfg, "eos_token") != NULL;
   if (bos && (t->bos = tok_find(t, bos)) < 0) {
     st = WGLLM_ERR_FORMAT;
-    tok_set_err(h->err, h->errlen, "%s: bos_token \"%s\" is not in the vocabulary of %s", cfg_path, bos, h->path);
+    llm_err_set(h->err, st, "%s: bos_token \"%s\" is not in the vocabulary of %s", cfg_path, bos, h->path);
   }
   if (!st && eos && (t->eos = tok_find(t, eos)) < 0) {
     st = WGLLM_ERR_FORMAT;
-    tok_set_err(h->err, h->errlen, "%s: eos_token \"%s\" is not in the vocabulary of %s", cfg_path, eos, h->path);
+    llm_err_set(h->err, st, "%s: eos_token \"%s\" is not in the vocabulary of %s", cfg_path, eos, h->path);
   }
   /* transformers' Llama/Gemma fast tokenizers rebuild the template from add_bos_token/add_eos_token */
   const cJSON *ab = cJSON_GetObjectItemCaseSensitive(cfg, "add_bos_token");
@@ -623,42 +620,39 @@ static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   return st;
 }
 
-wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_config_json, tokenizer **out, char *err,
-                         size_t errlen) {
+wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_config_json, tokenizer **out, llm_err *err) {
   if (!tokenizer_json || !out) {
-    tok_set_err(err, errlen, "tok_load_hf: NULL path or output");
-    return WGLLM_ERR_INVALID_ARG;
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tok_load_hf: NULL path or output");
   }
   *out = NULL;
   size_t len = 0;
   char *text = mf_read_text(tokenizer_json, &len);
   if (!text) {
-    tok_set_err(err, errlen, "%s: cannot read tokenizer.json", tokenizer_json);
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot read tokenizer.json", tokenizer_json);
   }
   size_t bad;
   if (!tok_utf8_validate(text, len, &bad)) { /* HF reads only UTF-8, and the decoders walk pieces as characters */
-    tok_set_err(err, errlen, "%s: invalid UTF-8 at byte %zu", tokenizer_json, bad);
+    llm_err_set(err, WGLLM_ERR_FORMAT, "%s: invalid UTF-8 at byte %zu", tokenizer_json, bad);
     free(text);
     return WGLLM_ERR_FORMAT;
   }
   cJSON *root = cJSON_ParseWithLength(text, len);
   if (!root) {
     const char *e = cJSON_GetErrorPtr();
-    tok_set_err(err, errlen, "%s: JSON syntax error near byte %ld", tokenizer_json,
+    llm_err_set(err, WGLLM_ERR_FORMAT, "%s: JSON syntax error near byte %ld", tokenizer_json,
                 e && e >= text && e <= text + len ? (long)(e - text) : -1L);
     free(text);
     return WGLLM_ERR_FORMAT;
   }
   free(text);
   tokenizer *t = tok_alloc();
-  hf_ctx hc = {t, tokenizer_json, err, errlen, false, false}, *h = &hc;
+  hf_ctx hc = {t, tokenizer_json, err, false, false}, *h = &hc;
   wgllm_status st = WGLLM_OK;
   size_t cap_norm = 0, cap_pre = 0, cap_dec = 0;
   const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
   if (!t) {
     st = WGLLM_ERR_OUT_OF_MEMORY;
-    tok_set_err(err, errlen, "%s: out of memory", tokenizer_json);
+    llm_err_set(err, st, "%s: out of memory", tokenizer_json);
     goto done;
   }
   if (!cJSON_IsObject(model)) {
@@ -712,7 +706,7 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
     static const char *const names[] = {"<|end_of_text|>", "<|endoftext|>", "<eos>", "</s>"};
     t->eos = t->n_suffix ? t->suffix[t->n_suffix - 1] : find_special(t, names, sizeof names / sizeof *names);
   }
-  st = tok_finish(t, tokenizer_json, err, errlen);
+  st = tok_finish(t, tokenizer_json, err);
 done:
   cJSON_Delete(root);
   if (st) {

@@ -42,19 +42,17 @@ static char *config_chat_template(const char *config_path) {
 /* An optional flag (add_bos_token, add_eos_token, add_space_prefix): absent is def; a bool of 0 or 1 its
    value. Any other type is refused, as llama.cpp refuses it ("key ... has wrong type"): an integer taken for a flag
    read 2 or -1 as true. */
-static wgllm_status opt_flag(const char *path, const wt_store *st, const char *key, int def, int *out, char *err,
-                             size_t errlen) {
+static wgllm_status opt_flag(const char *path, const wt_store *st, const char *key, int def, int *out, llm_err *err) {
   int t = gguf_key_type(st, key);
   uint64_t v = 0;
   *out = def;
   if (t < 0) return WGLLM_OK;
   if (t != GGUF_TYPE_BOOL || !gguf_get_u64(st, key, &v)) {
-    snprintf(err, errlen, "%s: %s is of GGUF type %d, not a bool", path, key, t);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s is of GGUF type %d, not a bool", path, key, t);
   }
   if (v > 1) {
-    snprintf(err, errlen, "%s: %s is a bool of byte value %llu, not 0 or 1", path, key, (unsigned long long)v);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s is a bool of byte value %llu, not 0 or 1", path, key,
+                       (unsigned long long)v);
   }
   *out = (int)v;
   return WGLLM_OK;
@@ -64,25 +62,22 @@ static wgllm_status opt_flag(const char *path, const wt_store *st, const char *k
    negative values and ids outside the vocabulary are refused (llama.cpp refuses the type, and warns and keeps
    its default id for one out of range: wgllm has no default to keep). */
 static wgllm_status opt_id(const char *path, const wt_store *st, const char *key, uint64_t n_vocab, int32_t *out,
-                           char *err, size_t errlen) {
+                           llm_err *err) {
   int t = gguf_key_type(st, key);
   uint64_t v = 0;
   double d = 0;
   *out = -1;
   if (t < 0) return WGLLM_OK;
   if (t != GGUF_TYPE_UINT32 && t != GGUF_TYPE_INT32) {
-    snprintf(err, errlen, "%s: %s is of GGUF type %d, not a u32 token id", path, key, t);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s is of GGUF type %d, not a u32 token id", path, key, t);
   }
   if (!gguf_get_u64(st, key, &v)) {
     gguf_get_f64(st, key, &d);
-    snprintf(err, errlen, "%s: %s is %.0f, not a token id", path, key, d);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s is %.0f, not a token id", path, key, d);
   }
   if (v >= n_vocab) {
-    snprintf(err, errlen, "%s: %s %llu is outside the %llu-token vocabulary", path, key, (unsigned long long)v,
-             (unsigned long long)n_vocab);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s %llu is outside the %llu-token vocabulary", path, key,
+                       (unsigned long long)v, (unsigned long long)n_vocab);
   }
   *out = (int32_t)v;
   return WGLLM_OK;
@@ -92,7 +87,7 @@ static wgllm_status opt_id(const char *path, const wt_store *st, const char *key
    must be an array of elem_type with n elements (llama.cpp reads n elements whatever the array holds: a shorter
    one past its end, one of another type as floats or ints). */
 static wgllm_status per_token_arr(const char *path, const wt_store *st, const char *key, int elem_type,
-                                  const char *elem_name, uint64_t n, const void **out, char *err, size_t errlen) {
+                                  const char *elem_name, uint64_t n, const void **out, llm_err *err) {
   int t = gguf_key_type(st, key), et = -1;
   uint64_t m = 0;
   *out = NULL;
@@ -100,16 +95,16 @@ static wgllm_status per_token_arr(const char *path, const wt_store *st, const ch
   if (!gguf_get_arr(st, key, &et, &m, out) || et != elem_type) {
     *out = NULL;
     if (t == GGUF_TYPE_ARRAY)
-      snprintf(err, errlen, "%s: %s is an array of GGUF type %d, not of %s", path, key, et, elem_name);
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s is an array of GGUF type %d, not of %s", path, key, et,
+                         elem_name);
     else
-      snprintf(err, errlen, "%s: %s is of GGUF type %d, not an array of %s", path, key, t, elem_name);
-    return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s is of GGUF type %d, not an array of %s", path, key, t,
+                         elem_name);
   }
   if (m != n) {
     *out = NULL;
-    snprintf(err, errlen, "%s: %s has %llu elements for %llu tokens", path, key, (unsigned long long)m,
-             (unsigned long long)n);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s has %llu elements for %llu tokens", path, key,
+                       (unsigned long long)m, (unsigned long long)n);
   }
   return WGLLM_OK;
 }
@@ -118,33 +113,32 @@ static wgllm_status per_token_arr(const char *path, const wt_store *st, const ch
    infinities outranked every real pair), types one of GGUF's 1..6 (llama.cpp reads any other as "undefined", a
    token it never decodes; wgllm took it for a normal one). */
 static wgllm_status scores_types(const char *path, const wt_store *st, uint64_t n, const float **scores,
-                                 const int32_t **types, char *err, size_t errlen) {
+                                 const int32_t **types, llm_err *err) {
   const void *sd, *td;
-  wgllm_status s = per_token_arr(path, st, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, "float32", n, &sd, err, errlen);
-  if (!s) s = per_token_arr(path, st, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, "int32", n, &td, err, errlen);
+  wgllm_status s = per_token_arr(path, st, "tokenizer.ggml.scores", GGUF_TYPE_FLOAT32, "float32", n, &sd, err);
+  if (!s) s = per_token_arr(path, st, "tokenizer.ggml.token_type", GGUF_TYPE_INT32, "int32", n, &td, err);
   if (s) return s;
   *scores = sd;
   *types = td;
   for (uint64_t i = 0; *scores && i < n; i++)
     if (!isfinite((*scores)[i])) {
-      snprintf(err, errlen, "%s: tokenizer.ggml.scores[%llu] is %g, not a finite number", path, (unsigned long long)i,
-               (double)(*scores)[i]);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: tokenizer.ggml.scores[%llu] is %g, not a finite number", path,
+                         (unsigned long long)i, (double)(*scores)[i]);
     }
   for (uint64_t i = 0; *types && i < n; i++)
     if ((*types)[i] < 1 || (*types)[i] > 6) {
-      snprintf(err, errlen,
-               "%s: tokenizer.ggml.token_type[%llu] is %d, not a GGUF token type (1 normal, 2 unknown, 3 control, 4 "
-               "user-defined, 5 unused, 6 byte)",
-               path, (unsigned long long)i, (int)(*types)[i]);
-      return WGLLM_ERR_FORMAT;
+      return llm_err_set(
+          err, WGLLM_ERR_FORMAT,
+          "%s: tokenizer.ggml.token_type[%llu] is %d, not a GGUF token type (1 normal, 2 unknown, 3 control, 4 "
+          "user-defined, 5 unused, 6 byte)",
+          path, (unsigned long long)i, (int)(*types)[i]);
     }
   return WGLLM_OK;
 }
 
 /* The tokenizer.ggml.* arrays of an opened GGUF file (st is borrowed). */
-static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **out, char **chat_template, char *err,
-                              size_t errlen) {
+static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **out, char **chat_template,
+                              llm_err *err) {
   wgllm_status s;
   const char *model = gguf_get_str(st, "tokenizer.ggml.model");
   const char *pre = gguf_get_str(st, "tokenizer.ggml.pre");
@@ -152,16 +146,16 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
   uint64_t n = 0, n_merges = 0;
   const void *data;
   if (!model || !gguf_get_arr(st, "tokenizer.ggml.tokens", &et, &n, &data) || n == 0) {
-    snprintf(err, errlen, "%s: no tokenizer (tokenizer.ggml.model / tokenizer.ggml.tokens missing)", path);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: no tokenizer (tokenizer.ggml.model / tokenizer.ggml.tokens missing)",
+                       path);
   }
   if (et != GGUF_TYPE_STRING) {
-    snprintf(err, errlen, "%s: tokenizer.ggml.tokens is an array of GGUF type %d, not of strings", path, et);
-    return WGLLM_ERR_FORMAT;
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: tokenizer.ggml.tokens is an array of GGUF type %d, not of strings",
+                       path, et);
   }
   if (strcmp(model, "llama") && strcmp(model, "gpt2") && strcmp(model, "gemma4")) {
-    snprintf(err, errlen, "%s: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2, gemma4)", path, model);
-    return WGLLM_ERR_UNSUPPORTED;
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "%s: tokenizer.ggml.model \"%s\" is not supported (llama, gpt2, gemma4)", path, model);
   }
   const char **tokens = malloc(n * sizeof *tokens);
   size_t *lens = malloc(n * sizeof *lens);
@@ -170,18 +164,17 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
   s = (!tokens || !lens) ? WGLLM_ERR_OUT_OF_MEMORY : WGLLM_OK;
   for (uint64_t i = 0; !s && i < n; i++)
     tokens[i] = gguf_arr_str(st, "tokenizer.ggml.tokens", i, &lens[i]);
-  if (!s) s = scores_types(path, st, n, &scores, &types, err, errlen);
+  if (!s) s = scores_types(path, st, n, &scores, &types, err);
   if (!s && !scores && !strcmp(model, "llama")) { /* llama.cpp would merge by a score of 0 for every piece */
-    snprintf(err, errlen, "%s: a \"llama\" (SentencePiece) tokenizer needs tokenizer.ggml.scores, and it is missing",
-             path);
-    s = WGLLM_ERR_FORMAT;
+    s = llm_err_set(err, WGLLM_ERR_FORMAT,
+                    "%s: a \"llama\" (SentencePiece) tokenizer needs tokenizer.ggml.scores, and it is missing", path);
   }
   const char **merges = NULL;
   char *pool = NULL; /* the merges' NUL-terminated copies */
   const void *md;
   if (!s && gguf_get_arr(st, "tokenizer.ggml.merges", &et, &n_merges, &md) && n_merges && et != GGUF_TYPE_STRING) {
-    snprintf(err, errlen, "%s: tokenizer.ggml.merges is an array of GGUF type %d, not of strings", path, et);
-    s = WGLLM_ERR_FORMAT;
+    s = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: tokenizer.ggml.merges is an array of GGUF type %d, not of strings",
+                    path, et);
   }
   if (!s && n_merges) {
     merges = malloc(n_merges * sizeof *merges);
@@ -204,26 +197,25 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
     }
   }
   if (!s && !n_merges && !strcmp(model, "gemma4")) {
-    snprintf(err, errlen, "%s: a \"gemma4\" tokenizer needs merges, and tokenizer.ggml.merges is missing or empty",
-             path);
-    s = WGLLM_ERR_FORMAT;
+    s = llm_err_set(err, WGLLM_ERR_FORMAT,
+                    "%s: a \"gemma4\" tokenizer needs merges, and tokenizer.ggml.merges is missing or empty", path);
   }
   int32_t bos = -1, eos = -1;
-  if (!s) s = opt_id(path, st, "tokenizer.ggml.bos_token_id", n, &bos, err, errlen);
-  if (!s) s = opt_id(path, st, "tokenizer.ggml.eos_token_id", n, &eos, err, errlen);
+  if (!s) s = opt_id(path, st, "tokenizer.ggml.bos_token_id", n, &bos, err);
+  if (!s) s = opt_id(path, st, "tokenizer.ggml.eos_token_id", n, &eos, err);
   /* BOS by default for SentencePiece vocabularies; "gemma4" adds it even when the file says false, as llama.cpp
      does (tok_create forces it) */
   int add_bos = 0, add_eos = 0, space_prefix = 1;
   if (!s)
     s = opt_flag(path, st, "tokenizer.ggml.add_bos_token", !strcmp(model, "llama") || !strcmp(model, "gemma4"),
-                 &add_bos, err, errlen);
-  if (!s) s = opt_flag(path, st, "tokenizer.ggml.add_eos_token", 0, &add_eos, err, errlen);
-  if (!s) s = opt_flag(path, st, "tokenizer.ggml.add_space_prefix", 1, &space_prefix, err, errlen);
+                 &add_bos, err);
+  if (!s) s = opt_flag(path, st, "tokenizer.ggml.add_eos_token", 0, &add_eos, err);
+  if (!s) s = opt_flag(path, st, "tokenizer.ggml.add_space_prefix", 1, &space_prefix, err);
   if (!s)
     s = tok_create(model, pre ? pre : "default", n, tokens, lens, scores, types, n_merges, merges, bos, eos, add_bos,
-                   add_eos, out, err, errlen);
+                   add_eos, out, err);
   if (!s && gguf_key_type(st, "tokenizer.ggml.add_space_prefix") >= 0) tok_set_add_space_prefix(*out, space_prefix);
-  if (s == WGLLM_ERR_OUT_OF_MEMORY && !err[0]) snprintf(err, errlen, "out of host memory");
+  if (s == WGLLM_ERR_OUT_OF_MEMORY && !llm_err_msg(err)[0]) llm_err_set(err, s, "out of host memory");
   if (!s && chat_template) {
     const char *ct = gguf_get_str(st, "tokenizer.chat_template");
     *chat_template = ct ? strdup(ct) : NULL;
@@ -236,29 +228,29 @@ static wgllm_status load_gguf(const char *path, const wt_store *st, tokenizer **
 }
 
 /* PATH is a tokenizer.json, a directory holding one, or a GGUF file whatever its name (as llm_open_store). */
-wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen) {
+wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, llm_err *err) {
   size_t n = strlen(path);
   struct stat sb;
   if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && !(n > 5 && !strcmp(path + n - 5, ".json"))) {
     *out = NULL;
     if (chat_template) *chat_template = NULL;
     wt_store *st;
-    wgllm_status s = gguf_open(path, &st, err, errlen);
+    wgllm_status s = gguf_open(path, &st, err);
     if (s) return s;
-    s = llm_load_tokenizer_store(path, st, out, chat_template, err, errlen);
+    s = llm_load_tokenizer_store(path, st, out, chat_template, err);
     wt_store_free(st);
     return s;
   }
-  return llm_load_tokenizer_store(path, NULL, out, chat_template, err, errlen);
+  return llm_load_tokenizer_store(path, NULL, out, chat_template, err);
 }
 
 wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, tokenizer **out, char **chat_template,
-                                      char *err, size_t errlen) {
+                                      llm_err *err) {
   *out = NULL;
   if (chat_template) *chat_template = NULL;
-  err[0] = 0;
+  llm_err_clear(err);
   size_t n = strlen(path);
-  if (st && wt_store_format(st) == WT_FORMAT_GGUF) return load_gguf(path, st, out, chat_template, err, errlen);
+  if (st && wt_store_format(st) == WT_FORMAT_GGUF) return load_gguf(path, st, out, chat_template, err);
   char tj[1024], tc[1024];
   if (n > 5 && !strcmp(path + n - 5, ".json")) {
     snprintf(tj, sizeof tj, "%s", path);
@@ -270,11 +262,10 @@ wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, toke
     snprintf(tc, sizeof tc, "%s/tokenizer_config.json", path);
   }
   if (!is_file(tj)) {
-    snprintf(err, errlen, "%s: no tokenizer.json", path);
-    return WGLLM_ERR_IO;
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: no tokenizer.json", path);
   }
   const char *cfg = is_file(tc) ? tc : NULL;
-  wgllm_status s = tok_load_hf(tj, cfg, out, err, errlen);
+  wgllm_status s = tok_load_hf(tj, cfg, out, err);
   if (s || !chat_template) return s;
   /* chat_template.jinja beside the tokenizer files wins over tokenizer_config.json's, as in transformers */
   char cj[1100];
@@ -284,8 +275,7 @@ wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, toke
     if (!(*chat_template = mf_read_text(cj, NULL))) {
       tok_free(*out);
       *out = NULL;
-      snprintf(err, errlen, "%s: cannot be read", cj);
-      return WGLLM_ERR_IO;
+      return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot be read", cj);
     }
   } else if (cfg)
     *chat_template = config_chat_template(cfg);

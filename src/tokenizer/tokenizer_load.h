@@ -3,6 +3,7 @@
    Also returns the chat template text the files carry (the model's own template, run by chat/chat.h). */
 #ifndef WGLLM_TOKENIZER_LOAD_H
 #define WGLLM_TOKENIZER_LOAD_H
+#include "llm_err.h"
 #include "tensor_store.h"
 #include "tokenizer.h"
 
@@ -11,9 +12,9 @@
    chat_template (a string, or the "default" of a list of {name, template}). A GGUF tokenizer's fields are checked
    before use (WGLLM_ERR_FORMAT naming the key): scores (f32, finite) and token_type (i32, 1..6) absent or one per
    token, bos/eos ids u32 or i32 below the token count, add_bos_token / add_eos_token / add_space_prefix bools. */
-wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, char *err, size_t errlen);
+wgllm_status llm_load_tokenizer(const char *path, tokenizer **out, char **chat_template, llm_err *err);
 /* The same from a model file already opened (st, borrowed): a GGUF store holds its tokenizer; for a safetensors
    store (or NULL) the tokenizer.json beside path is read. */
 wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, tokenizer **out, char **chat_template,
-                                      char *err, size_t errlen);
+                                      llm_err *err);
 #endif

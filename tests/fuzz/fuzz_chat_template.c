@@ -43,17 +43,17 @@ static const char *const conversations[4] = {
 static const char *const named[5] = {NULL, "llama3", "chatml", "gemma", "llama2"};
 
 /* renders once; returns the status, *out the text (or NULL) */
-static wgllm_status render(const chat_renderer *r, const chat_request *q, char **out, char *err, size_t errlen) {
+static wgllm_status render(const chat_renderer *r, const chat_request *q, char **out, llm_err *err) {
   jinja_limits lim = fuzz_limits();
-  err[0] = 0;
-  wgllm_status s = chat_renderer_apply(r, q, &lim, out, err, errlen);
+  llm_err_clear(err);
+  wgllm_status s = chat_renderer_apply(r, q, &lim, out, err);
   if (s != WGLLM_OK) {
     FUZZ_CHECK(*out == NULL, "chat_renderer_apply failed (status %d) but left output", s);
-    FUZZ_CHECK(err[0], "chat_renderer_apply failed (status %d) without a message", s);
+    FUZZ_CHECK(err->msg[0], "chat_renderer_apply failed (status %d) without a message", s);
     FUZZ_CHECK(s == WGLLM_ERR_INVALID_ARG || s == WGLLM_ERR_UNSUPPORTED || s == WGLLM_ERR_FORMAT ||
                    s == WGLLM_ERR_OUT_OF_MEMORY,
-               "unexpected status %d: %s", s, err);
-    fuzz_note("chat_renderer_apply: %s", err);
+               "unexpected status %d: %s", s, err->msg);
+    fuzz_note("chat_renderer_apply: %s", err->msg);
   } else {
     FUZZ_CHECK(*out != NULL, "chat_renderer_apply succeeded without output");
   }
@@ -79,15 +79,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned pick = (flags >> 1) & 7;
   const char *forced = pick >= 1 && pick <= 4 ? named[pick] : NULL;
   chat_renderer *r = NULL;
-  char err[1024] = "";
-  wgllm_status s = chat_renderer_create(forced, tmpl, NULL, &r, err, sizeof err);
+  llm_err err = {0};
+  wgllm_status s = chat_renderer_create(forced, tmpl, NULL, &r, &err);
   free(tmpl);
   if (s != WGLLM_OK) {
-    fuzz_note("chat_renderer_create: %s", err);
-    FUZZ_CHECK(r == NULL && err[0], "chat_renderer_create failed (status %d) without a message or left a renderer", s);
+    fuzz_note("chat_renderer_create: %s", err.msg);
+    FUZZ_CHECK(r == NULL && err.msg[0], "chat_renderer_create failed (status %d) without a message or left a renderer",
+               s);
     FUZZ_CHECK(s == WGLLM_ERR_FORMAT || s == WGLLM_ERR_UNSUPPORTED || s == WGLLM_ERR_INVALID_ARG ||
                    s == WGLLM_ERR_OUT_OF_MEMORY,
-               "unexpected status %d: %s", s, err);
+               "unexpected status %d: %s", s, err.msg);
     return 0;
   }
   FUZZ_CHECK(r != NULL, "chat_renderer_create succeeded without a renderer");
@@ -116,7 +117,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     .add_generation_prompt = flags & 1};
 
   char *out = NULL, *again = NULL;
-  s = render(r, &q, &out, err, sizeof err);
+  s = render(r, &q, &out, &err);
   if (getenv("FUZZ_BOUND")) { /* replay_main.c --bound: one render, the library's work alone */
   } else if (s == WGLLM_OK) {
     jinja_limits lim = fuzz_limits();
@@ -126,16 +127,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                "UTF-8 template and request gave invalid UTF-8 at "
                "byte %zu of the output",
                bad);
-    char err2[1024];
-    wgllm_status s2 = render(r, &q, &again, err2, sizeof err2);
+    llm_err err2 = {0};
+    wgllm_status s2 = render(r, &q, &again, &err2);
     FUZZ_CHECK(s2 == WGLLM_OK && strcmp(out, again) == 0, "a second render differs (status %d: %s)", s2,
-               s2 ? err2 : "other text");
+               s2 ? err2.msg : "other text");
   } else {
     /* the same failure again, with the same message */
-    char err2[1024];
-    wgllm_status s2 = render(r, &q, &again, err2, sizeof err2);
-    FUZZ_CHECK(s2 == s && strcmp(err, err2) == 0, "a second render fails differently: %d '%s', then %d '%s'", s, err,
-               s2, err2);
+    llm_err err2 = {0};
+    wgllm_status s2 = render(r, &q, &again, &err2);
+    FUZZ_CHECK(s2 == s && strcmp(err.msg, err2.msg) == 0, "a second render fails differently: %d '%s', then %d '%s'", s,
+               err.msg, s2, err2.msg);
   }
   free(out);
   free(again);

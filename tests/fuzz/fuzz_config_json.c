@@ -20,8 +20,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!cfg) fuzz_note("not JSON");
   if (!cfg) return 0;
   llm_hparams hp;
-  char err[1024] = "";
-  wgllm_status s = llm_hparams_from_json(cfg, &hp, err, sizeof err);
+  llm_err err = {0};
+  wgllm_status s = llm_hparams_from_json(cfg, &hp, &err);
   if (s == WGLLM_OK) {
     FUZZ_CHECK(hp.n_layer <= LLM_MAX_LAYERS, "%u layers", hp.n_layer);
     FUZZ_CHECK(hp.head_dim >= 1 && hp.head_dim <= 512, "head_dim %u", hp.head_dim);
@@ -38,8 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     llm_hparams_free(&hp);
   } else {
-    fuzz_note("llm_hparams_from_json: %s", err);
-    FUZZ_CHECK(err[0] || s == WGLLM_ERR_OUT_OF_MEMORY, "status %d without a message", s);
+    fuzz_note("llm_hparams_from_json: %s", err.msg);
+    FUZZ_CHECK(err.msg[0] || s == WGLLM_ERR_OUT_OF_MEMORY, "status %d without a message", s);
   }
   cJSON_Delete(cfg);
   return 0;

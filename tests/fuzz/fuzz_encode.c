@@ -34,11 +34,12 @@ static int bound_mode = -1; /* FUZZ_BOUND set (replay_main.c --bound): one encod
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
   for (size_t i = 0; i < N_TOKS; i++) {
-    char tj[1024], tc[1024], err[1024] = "";
+    char tj[1024], tc[1024];
+    llm_err err = {0};
     snprintf(tj, sizeof tj, "%s/%s/tokenizer.json", fuzz_source_dir(), TOKS[i].dir);
     snprintf(tc, sizeof tc, "%s/%s/tokenizer_config.json", fuzz_source_dir(), TOKS[i].dir);
-    wgllm_status s = tok_load_hf(tj, tc, &loaded[i], err, sizeof err);
-    FUZZ_CHECK(s == WGLLM_OK, "%s (run scripts/fetch_tokenizers.sh from the repository root): %s", tj, err);
+    wgllm_status s = tok_load_hf(tj, tc, &loaded[i], &err);
+    FUZZ_CHECK(s == WGLLM_OK, "%s (run scripts/fetch_tokenizers.sh from the repository root): %s", tj, err.msg);
   }
   return 0;
 }
@@ -85,9 +86,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (bound_mode) { /* replay_main.c --bound: what the library does with the text, once (not the checks' passes) */
     int32_t *ids = NULL;
     size_t n = 0, dl = 0;
-    char *d = NULL, err[512] = "";
-    if (tok_encode(t, text, len, flags >> 1, flags & 1, &ids, &n, err, sizeof err) == WGLLM_OK)
-      FUZZ_CHECK(tok_decode(t, ids, n, 0, &d, &dl, err, sizeof err) == WGLLM_OK, "decode: %s", err);
+    char *d = NULL;
+    llm_err err = {0};
+    if (tok_encode(t, text, len, flags >> 1, flags & 1, &ids, &n, &err) == WGLLM_OK)
+      FUZZ_CHECK(tok_decode(t, ids, n, 0, &d, &dl, &err) == WGLLM_OK, "decode: %s", err.msg);
     free(d);
     free(ids);
     return 0;
@@ -99,9 +101,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!want) return 0;
   int32_t *ids = NULL;
   size_t n = 0, dl = 0;
-  char *d = NULL, err[512] = "";
-  FUZZ_CHECK(tok_encode(t, text, len, 0, flags & 1, &ids, &n, err, sizeof err) == WGLLM_OK, "encode: %s", err);
-  FUZZ_CHECK(tok_decode(t, ids, n, 0, &d, &dl, err, sizeof err) == WGLLM_OK, "decode: %s", err);
+  char *d = NULL;
+  llm_err err = {0};
+  FUZZ_CHECK(tok_encode(t, text, len, 0, flags & 1, &ids, &n, &err) == WGLLM_OK, "encode: %s", err.msg);
+  FUZZ_CHECK(tok_decode(t, ids, n, 0, &d, &dl, &err) == WGLLM_OK, "decode: %s", err.msg);
   FUZZ_CHECK(dl == want_len && !memcmp(d, want, dl),
              "%s round trip: %zu bytes \"%.*s\" decode(encode()) to %zu bytes \"%.*s\", want %zu bytes \"%.*s\"",
              TOKS[which].dir, len, (int)(len < 200 ? len : 200), text, dl, (int)(dl < 200 ? dl : 200), d, want_len,

@@ -40,11 +40,11 @@ static void check_tensors(const wt_store *st, uint64_t size, const uint8_t **bas
     const wt_dtype_traits *tr = wt_traits(t->dtype);
     if (numel > 0 && numel <= 1 << 16 && tr->to_f32) { /* the CPU dequantizers on fuzzed blocks */
       float *f = malloc((size_t)numel * sizeof *f);
-      char err[256];
+      llm_err err = {0};
       FUZZ_CHECK(f != NULL, "out of memory");
-      wgllm_status s2 = tr->to_f32(t->data, f, numel, err, sizeof err);
+      wgllm_status s2 = tr->to_f32(t->data, f, numel, &err);
       FUZZ_CHECK(s2 == WGLLM_OK, "tensor '%s' (%s, %lld elements): to_f32 refused: %s", t->name, tr->name,
-                 (long long)numel, err);
+                 (long long)numel, err.msg);
       free(f);
     }
   }
@@ -98,12 +98,12 @@ static void check_metadata(const wt_store *st, uint64_t size, const uint8_t *bas
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_memfd_path(data, size);
-  char err[1024];
+  llm_err err = {0};
   wt_store *st = NULL;
   const uint8_t *base;
 
-  err[0] = 0;
-  wgllm_status s = gguf_open_any(path, &st, err, sizeof err);
+  err.msg[0] = 0;
+  wgllm_status s = gguf_open_any(path, &st, &err);
   if (s == WGLLM_OK) {
     check_tensors(st, size, &base);
     uint64_t nu = gguf_unsupported_count(st);
@@ -117,15 +117,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     wt_store_free(st);
   } else {
-    fuzz_note("gguf_open_any: %s", err);
-    FUZZ_CHECK(st == NULL && err[0], "gguf_open_any failed (status %d) without a message or left a store", s);
+    fuzz_note("gguf_open_any: %s", err.msg);
+    FUZZ_CHECK(st == NULL && err.msg[0], "gguf_open_any failed (status %d) without a message or left a store", s);
   }
 
-  err[0] = 0;
-  s = gguf_open(path, &st, err, sizeof err);
+  err.msg[0] = 0;
+  s = gguf_open(path, &st, &err);
   if (s != WGLLM_OK) {
-    fuzz_note("gguf_open: %s", err);
-    FUZZ_CHECK(st == NULL && err[0], "gguf_open failed (status %d) without a message or left a store", s);
+    fuzz_note("gguf_open: %s", err.msg);
+    FUZZ_CHECK(st == NULL && err.msg[0], "gguf_open failed (status %d) without a message or left a store", s);
     return 0;
   }
   FUZZ_CHECK(wt_store_format(st) == WT_FORMAT_GGUF && wt_config(st) == NULL, "not a GGUF store");
@@ -133,8 +133,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   check_metadata(st, size, base);
 
   llm_hparams hp;
-  err[0] = 0;
-  if (llm_read_hparams(st, &hp, err, sizeof err) == WGLLM_OK) {
+  err.msg[0] = 0;
+  if (llm_read_hparams(st, &hp, &err) == WGLLM_OK) {
     FUZZ_CHECK(hp.n_layer >= 1 && hp.n_layer <= LLM_MAX_LAYERS && hp.head_dim <= 512 && hp.inv_freq,
                "hyperparameters: %u layers, head_dim %u", hp.n_layer, hp.head_dim);
     for (uint32_t i = 0; i < hp.rot_dim / 2; i++)
@@ -143,14 +143,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       FUZZ_CHECK(llm_layer_kv_source(&hp, l) <= l && llm_layer_head_dim(&hp, l) <= 512, "layer %u", l);
     llm_hparams_free(&hp);
   } else {
-    fuzz_note("llm_read_hparams: %s", err);
-    FUZZ_CHECK(err[0], "llm_read_hparams failed without a message");
+    fuzz_note("llm_read_hparams: %s", err.msg);
+    FUZZ_CHECK(err.msg[0], "llm_read_hparams failed without a message");
   }
 
   tokenizer *t = NULL;
   char *tmpl = NULL;
-  err[0] = 0;
-  s = llm_load_tokenizer_store("fuzz.gguf", st, &t, &tmpl, err, sizeof err);
+  err.msg[0] = 0;
+  s = llm_load_tokenizer_store("fuzz.gguf", st, &t, &tmpl, &err);
   if (s == WGLLM_OK) {
     uint64_t id; /* the special ids are the file's, never wrapped into other tokens */
     if (gguf_get_u64(st, "tokenizer.ggml.bos_token_id", &id))
@@ -163,8 +163,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     tok_free(t);
     free(tmpl);
   } else {
-    fuzz_note("tokenizer: %s", err);
-    FUZZ_CHECK(t == NULL && tmpl == NULL && err[0], "tokenizer load failed (status %d) without a message", s);
+    fuzz_note("tokenizer: %s", err.msg);
+    FUZZ_CHECK(t == NULL && tmpl == NULL && err.msg[0], "tokenizer load failed (status %d) without a message", s);
   }
   wt_store_free(st);
   return 0;

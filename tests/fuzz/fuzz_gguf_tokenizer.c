@@ -186,22 +186,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (f0 & 0x80) gguf_writer_kv(w, "tokenizer.ggml.add_space_prefix", GGUF_TYPE_BOOL, &no);
   uint8_t *file = NULL;
   size_t file_len = 0;
-  char err[1024] = "";
-  wgllm_status s = gguf_writer_finish_mem(w, &file, &file_len, err, sizeof err);
+  llm_err err = {0};
+  wgllm_status s = gguf_writer_finish_mem(w, &file, &file_len, &err);
   gguf_writer_free(w);
   strs_free(&tokens);
   strs_free(&merges);
-  if (s != WGLLM_OK) fuzz_note("writer: %s", err);
+  if (s != WGLLM_OK) fuzz_note("writer: %s", err.msg);
   if (s != WGLLM_OK) return 0; /* e.g. a duplicate key cannot happen; an oversized input may */
 
   wt_store *st = NULL;
-  s = gguf_open(fuzz_memfd_path(file, file_len), &st, err, sizeof err);
+  s = gguf_open(fuzz_memfd_path(file, file_len), &st, &err);
   free(file);
-  FUZZ_CHECK(s == WGLLM_OK, "the writer's GGUF does not open: %s", err);
+  FUZZ_CHECK(s == WGLLM_OK, "the writer's GGUF does not open: %s", err.msg);
   tokenizer *t = NULL;
   char *tmpl = NULL;
-  err[0] = 0;
-  s = llm_load_tokenizer_store("fuzz.gguf", st, &t, &tmpl, err, sizeof err);
+  err.msg[0] = 0;
+  s = llm_load_tokenizer_store("fuzz.gguf", st, &t, &tmpl, &err);
   if (s == WGLLM_OK) {
     FUZZ_CHECK(tmpl == NULL, "a chat template that the file does not hold");
     FUZZ_CHECK(tok_vocab_size(t) >= 1, "an empty vocabulary");
@@ -209,8 +209,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       int32_t *ids = NULL;
       size_t n = 0, dl = 0;
       char *d = NULL;
-      if (tok_encode(t, text, text_len, 1, 1, &ids, &n, err, sizeof err) == WGLLM_OK)
-        FUZZ_CHECK(tok_decode(t, ids, n, 0, &d, &dl, err, sizeof err) == WGLLM_OK, "decode: %s", err);
+      if (tok_encode(t, text, text_len, 1, 1, &ids, &n, &err) == WGLLM_OK)
+        FUZZ_CHECK(tok_decode(t, ids, n, 0, &d, &dl, &err) == WGLLM_OK, "decode: %s", err.msg);
       free(d);
       free(ids);
     } else {
@@ -220,8 +220,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     tok_free(t);
   } else {
-    fuzz_note("tokenizer: %s", err);
-    FUZZ_CHECK(t == NULL && err[0], "tokenizer load failed (status %d) without a message", s);
+    fuzz_note("tokenizer: %s", err.msg);
+    FUZZ_CHECK(t == NULL && err.msg[0], "tokenizer load failed (status %d) without a message", s);
   }
   wt_store_free(st);
   return 0;

@@ -24,12 +24,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz_write_file(dir, "config.json", CONFIG, sizeof CONFIG - 1);
   }
   fuzz_write_file(dir, "model.safetensors", data, size);
-  char err[1024] = "";
+  llm_err err = {0};
   wt_store *st = NULL;
-  wgllm_status s = st_open_dir(dir, &st, err, sizeof err);
+  wgllm_status s = st_open_dir(dir, &st, &err);
   if (s != WGLLM_OK) {
-    fuzz_note("st_open_dir: %s", err);
-    FUZZ_CHECK(st == NULL && err[0], "st_open_dir failed (status %d) without a message or left a store", s);
+    fuzz_note("st_open_dir: %s", err.msg);
+    FUZZ_CHECK(st == NULL && err.msg[0], "st_open_dir failed (status %d) without a message or left a store", s);
     return 0;
   }
   FUZZ_CHECK(wt_store_format(st) == WT_FORMAT_SAFETENSORS && wt_config(st) != NULL, "not a safetensors store");
@@ -52,20 +52,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (numel > 0 && numel <= 1 << 16) {
       float *f = malloc((size_t)numel * sizeof *f);
       FUZZ_CHECK(f != NULL, "out of memory");
-      FUZZ_CHECK(wt_traits(t->dtype)->to_f32(t->data, f, numel, err, sizeof err) == WGLLM_OK, "tensor '%s': %s",
-                 t->name, err);
+      FUZZ_CHECK(wt_traits(t->dtype)->to_f32(t->data, f, numel, &err) == WGLLM_OK, "tensor '%s': %s", t->name, err.msg);
       sink += f[numel - 1] == f[numel - 1];
       free(f);
     }
   }
   llm_hparams hp;
-  err[0] = 0;
-  if (llm_read_hparams(st, &hp, err, sizeof err) == WGLLM_OK) {
+  err.msg[0] = 0;
+  if (llm_read_hparams(st, &hp, &err) == WGLLM_OK) {
     FUZZ_CHECK(hp.n_layer == 1 && hp.n_embd == 4 && hp.n_vocab == 8, "hyperparameters changed");
     llm_hparams_free(&hp);
   } else {
-    fuzz_note("llm_read_hparams: %s", err);
-    FUZZ_CHECK(err[0], "llm_read_hparams failed without a message");
+    fuzz_note("llm_read_hparams: %s", err.msg);
+    FUZZ_CHECK(err.msg[0], "llm_read_hparams failed without a message");
   }
   wt_store_free(st);
   return 0;

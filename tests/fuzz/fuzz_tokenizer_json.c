@@ -9,11 +9,11 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *path = fuzz_memfd_path(data, size);
   tokenizer *t = NULL;
-  char err[1024] = "";
-  wgllm_status s = tok_load_hf(path, NULL, &t, err, sizeof err);
+  llm_err err = {0};
+  wgllm_status s = tok_load_hf(path, NULL, &t, &err);
   if (s != WGLLM_OK) {
-    fuzz_note("tok_load_hf: %s", err);
-    FUZZ_CHECK(t == NULL && err[0], "tok_load_hf failed (status %d) without a message or left a tokenizer", s);
+    fuzz_note("tok_load_hf: %s", err.msg);
+    FUZZ_CHECK(t == NULL && err.msg[0], "tok_load_hf failed (status %d) without a message or left a tokenizer", s);
     return 0;
   }
   fuzz_exercise_tokenizer(t);

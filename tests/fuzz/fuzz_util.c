@@ -174,10 +174,11 @@ static char *stream_decode(const tokenizer *t, const int32_t *ids, size_t n, int
 
 /* whole decode == stream decode (both buffer sizes), unless the whole decode replaced invalid bytes */
 static void check_stream(const tokenizer *t, const int32_t *ids, size_t n, int skip_special) {
-  char *whole = NULL, err[256] = "";
+  char *whole = NULL;
+  llm_err err = {0};
   size_t wl = 0;
-  wgllm_status st = tok_decode(t, ids, n, skip_special, &whole, &wl, err, sizeof err);
-  FUZZ_CHECK(st == WGLLM_OK, "tok_decode of %zu in-vocabulary ids: status %d: %s", n, st, err);
+  wgllm_status st = tok_decode(t, ids, n, skip_special, &whole, &wl, &err);
+  FUZZ_CHECK(st == WGLLM_OK, "tok_decode of %zu in-vocabulary ids: status %d: %s", n, st, err.msg);
   FUZZ_CHECK(whole[wl] == 0, "tok_decode's text is not NUL-terminated");
   if (!has_replacement_char(whole, wl)) {
     size_t caps[2] = {4, 512};
@@ -212,9 +213,10 @@ void fuzz_check_ids(const tokenizer *t, const int32_t *ids, size_t n) {
   check_stream(t, v, n, 1);
   /* an id past the vocabulary: the whole decode refuses it, the stream skips it */
   v[n] = (int32_t)nv;
-  char *text = NULL, err[256];
+  char *text = NULL;
+  llm_err err = {0};
   size_t len;
-  FUZZ_CHECK(tok_decode(t, v, n + 1, 0, &text, &len, err, sizeof err) == WGLLM_ERR_INVALID_ARG,
+  FUZZ_CHECK(tok_decode(t, v, n + 1, 0, &text, &len, &err) == WGLLM_ERR_INVALID_ARG,
              "tok_decode accepted id %zu of a %zu-token vocabulary", nv, nv);
   free(text);
   free(stream_decode(t, v, n + 1, 0, 16, &len));
@@ -225,15 +227,15 @@ void fuzz_check_tokenizer(const tokenizer *t, const char *text, size_t len, int 
   int parse_special = flags & 1, add_special = (flags >> 1) & 1;
   int32_t *ids = NULL;
   size_t n = 0, bad;
-  char err[512] = "";
-  wgllm_status st = tok_encode(t, text, len, add_special, parse_special, &ids, &n, err, sizeof err);
+  llm_err err = {0};
+  wgllm_status st = tok_encode(t, text, len, add_special, parse_special, &ids, &n, &err);
   int valid = fuzz_utf8_valid(text, len, &bad);
   if (!valid) {
     FUZZ_CHECK(st == WGLLM_ERR_INVALID_ARG, "invalid UTF-8 (byte %zu) encoded with status %d", bad, st);
     FUZZ_CHECK(ids == NULL && n == 0, "a refused encode returned ids");
     return;
   }
-  FUZZ_CHECK(st == WGLLM_OK, "encode of %zu bytes of valid UTF-8: status %d: %s", len, st, err);
+  FUZZ_CHECK(st == WGLLM_OK, "encode of %zu bytes of valid UTF-8: status %d: %s", len, st, err.msg);
   FUZZ_CHECK(ids != NULL, "encode returned no id array");
   size_t nv = tok_vocab_size(t);
   for (size_t i = 0; i < n; i++)

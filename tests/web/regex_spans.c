@@ -37,10 +37,10 @@ int main(int argc, char **argv) {
   }
   printf("texts %d\n", n);
   for (int p = 1; p < argc; p++) {
-    char err[256];
-    pcre2_code *re = tok_compile_regex(argv[p], strlen(argv[p]), false, err, sizeof err);
+    llm_err err = {0};
+    pcre2_code *re = tok_compile_regex(argv[p], strlen(argv[p]), false, &err);
     if (!re) {
-      printf("error %d %s\n", p - 1, err);
+      printf("error %d %s\n", p - 1, err.msg);
       continue;
     }
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
