@@ -82,6 +82,7 @@ struct serve_exchange {
   int status;               /* the answer's, for the log line */
   char *json;               /* X_WHOLE's body */
   int www_auth;             /* X_WHOLE: a 401 names its scheme */
+  int close;                /* the answer closes the connection (bad framing, a body not read) */
   char method[8], url[201]; /* for the 404 of a file that is not there */
   char path[2048];          /* X_FILE */
   const char *type;         /* X_FILE's content type */
@@ -182,19 +183,95 @@ static int key_ok(serve_handler *h, const char *auth) {
   return diff == 0;
 }
 
-serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *url, const char *auth,
-                                   const char *content_length) {
+/* Whether a Content-Type value is application/json (parameters such as "; charset=utf-8" allowed). */
+static int media_is_json(const char *ct) {
+  if (!ct) return 0;
+  ct += strspn(ct, " \t");
+  if (strncasecmp(ct, "application/json", 16)) return 0;
+  char c = ct[16];
+  return c == 0 || c == ';' || c == ' ' || c == '\t';
+}
+
+/* The host of a Host value or an origin's authority ("name", "name:port", "[v6]", "[v6]:port"): its length from
+   v (brackets kept), or 0 when what follows it is not nothing or ":digits". */
+static size_t host_len(const char *v) {
+  size_t n = v[0] == '[' ? strcspn(v, "]") + 1 : strcspn(v, ":");
+  if (v[0] == '[' && v[n - 1] != ']') return 0;
+  if (v[n] == ':' && strspn(v + n + 1, "0123456789") == strlen(v + n + 1)) return n;
+  return v[n] ? 0 : n;
+}
+
+static int host_allowed(const serve_handler *h, const char *host) {
+  static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]"};
+  size_t n = host_len(host);
+  if (!n) return 0;
+  for (size_t i = 0; i < 3 + h->cfg.n_allowed_hosts; i++) {
+    const char *a = i < 3 ? loopback[i] : h->cfg.allowed_hosts[i - 3];
+    if (strlen(a) == n && !strncasecmp(a, host, n)) return 1;
+  }
+  return 0;
+}
+
+/* The request's own origin ("http://" + its Host), or one of allowed_origins (CORS's, when it comes). */
+static int origin_allowed(const serve_handler *h, const char *origin, const char *host) {
+  if (host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host)) return 1;
+  for (size_t i = 0; i < h->cfg.n_allowed_origins; i++)
+    if (!strcasecmp(origin, h->cfg.allowed_origins[i])) return 1;
+  return 0;
+}
+
+/* Transfer-Encoding's codings: 1 when they are exactly "chunked" (the one this server reads) */
+static int te_is_chunked(const char *te) {
+  te += strspn(te, " \t");
+  if (strncasecmp(te, "chunked", 7)) return 0;
+  te += 7;
+  return te[strspn(te, " \t")] == 0;
+}
+
+serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   serve_exchange *x = calloc(1, sizeof *x);
   if (!x) return NULL;
   x->h = h;
+  const char *method = hd->method, *url = hd->path, *content_length = hd->content_length;
   snprintf(x->method, sizeof x->method, "%s", method);
   snprintf(x->url, sizeof x->url, "%s", url);
-  int known = 0, post = !strcmp(method, "POST");
+  int known = 0, post = !strcmp(method, "POST"), post_route = 0;
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
     if (!strcmp(url, routes[i].path)) {
       known = 1;
+      post_route = routes[i].post;
       if (routes[i].post == post && (post || !strcmp(method, "GET") || !strcmp(method, "HEAD"))) x->route = routes[i].r;
     }
+  /* framing first: a request whose body's length is ambiguous cannot be answered on a kept connection */
+  if (hd->content_length_conflict) {
+    answer_fail(x, 400, "invalid_request_error", "bad_framing", "the request has Content-Length headers that disagree");
+    x->close = 1;
+    return x;
+  }
+  if (hd->transfer_encoding && content_length) {
+    answer_fail(x, 400, "invalid_request_error", "bad_framing",
+                "the request has both Content-Length and Transfer-Encoding");
+    x->close = 1;
+    return x;
+  }
+  if (hd->transfer_encoding && !te_is_chunked(hd->transfer_encoding)) {
+    answer_fail(x, 501, "invalid_request_error", "unsupported_transfer_encoding",
+                "Transfer-Encoding '%.100s' is not supported: only chunked", hd->transfer_encoding);
+    x->close = 1;
+    return x;
+  }
+  if (hd->checks_headers && h->cfg.check_host && hd->host && !host_allowed(h, hd->host)) {
+    answer_fail(x, 403, "permission_error", "host_not_allowed",
+                "Host '%.100s' is not allowed: this server listens on loopback and answers localhost, 127.0.0.1 and "
+                "[::1] (--allowed-hosts H1,H2 adds names)",
+                hd->host);
+    return x;
+  }
+  if (hd->checks_headers && hd->origin && !origin_allowed(h, hd->origin, hd->host)) {
+    answer_fail(x, 403, "permission_error", "origin_not_allowed",
+                "requests from Origin '%.100s' are not allowed: only this server's own origin", hd->origin);
+    return x;
+  }
   if (!known && h->cfg.web_dir && (!strcmp(method, "GET") || !strcmp(method, "HEAD")) &&
       web_file(x, h->cfg.web_dir, url))
     return x;
@@ -202,16 +279,29 @@ serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const c
     answer_fail(x, 404, "invalid_request_error", "not_found", "no endpoint %s %.200s", method, url);
   else if (!x->route)
     answer_fail(x, 405, "invalid_request_error", "method_not_allowed", "%s is not allowed on %.200s", method, url);
-  else if (x->route != ROUTE_HEALTH && !key_ok(h, auth))
+  else if (x->route != ROUTE_HEALTH && !key_ok(h, hd->authorization))
     answer_fail(x, 401, "authentication_error", "invalid_api_key",
                 "a valid API key is needed: the header 'Authorization: Bearer KEY'");
-  else if (content_length && strtoull(content_length, NULL, 10) > h->cfg.max_body)
+  else if (hd->checks_headers && post_route && !media_is_json(hd->content_type)) {
+    answer_fail(x, 415, "invalid_request_error", "unsupported_media_type",
+                "the request's Content-Type is %s%.100s%s; it must be application/json", hd->content_type ? "'" : "",
+                hd->content_type ? hd->content_type : "missing", hd->content_type ? "'" : "");
+    x->close = 1; /* its body is not read */
+  } else if (content_length && strtoull(content_length, NULL, 10) > h->cfg.max_body) {
     answer_fail(x, 413, "invalid_request_error", "request_too_large",
                 "the request body is %s bytes; this server takes at most %zu", content_length, h->cfg.max_body);
+    x->close = 1;
+  }
   return x;
 }
 
-int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY; }
+serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *url, const char *auth,
+                                   const char *content_length) {
+  serve_head hd = {.method = method, .path = url, .authorization = auth, .content_length = content_length};
+  return serve_exchange_begin(h, &hd);
+}
+
+int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY && !x->too_large; }
 
 int serve_exchange_body(serve_exchange *x, const void *data, size_t n) {
   if (x->state != X_BODY || x->too_large || !n) return 0; /* discarded; answered 413 once it has all come */
@@ -407,6 +497,7 @@ void serve_exchange_run(serve_exchange *x) {
   if (x->too_large) {
     answer_fail(x, 413, "invalid_request_error", "request_too_large",
                 "the request body is over the %zu bytes this server takes", x->h->cfg.max_body);
+    x->close = 1; /* the rest of it is not read */
     return;
   }
   switch (x->route) {
@@ -437,6 +528,7 @@ static serve_out_kind out_head(serve_exchange *x, serve_out *o, int streamed) {
   o->kind = SERVE_OUT_HEAD;
   o->status = x->status;
   o->streamed = streamed;
+  o->close = x->close;
   if (streamed) {
     o->n_headers = 3;
     o->headers[0][0] = "Content-Type", o->headers[0][1] = "text/event-stream";

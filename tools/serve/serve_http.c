@@ -6,6 +6,7 @@
    and session. */
 #define _GNU_SOURCE
 #include "serve_http.h"
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -138,9 +140,56 @@ static enum MHD_Result respond(conn *c) {
   }
   if (!r) return MHD_NO; /* the client has gone, the server stops, or out of memory */
   add_headers(r, &o);
+  if (o.close) MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
   enum MHD_Result ok = MHD_queue_response(c->mc, (unsigned)o.status, r);
   MHD_destroy_response(r);
   return ok;
+}
+
+/* The exchange's whole answer written to the socket directly, then the connection closed (the caller returns
+   MHD_NO): libmicrohttpd queues an answer only once the body has come, and the 413 of a chunked body past
+   --max-body is due before the rest is read. The socket is blocking (a thread per connection); its buffer takes
+   these few hundred bytes at once. */
+static void send_raw(conn *c) {
+  serve_out o, body;
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c->mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (!ci || serve_exchange_next(c->x, &o) != SERVE_OUT_HEAD || serve_exchange_next(c->x, &body) != SERVE_OUT_DATA)
+    return;
+  char head[512];
+  int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %zu\r\n", o.status,
+                   o.status == 413 ? "Content Too Large" : "Error", body.len);
+  for (size_t i = 0; i < o.n_headers && n < (int)sizeof head; i++)
+    n += snprintf(head + n, sizeof head - (size_t)n, "%s: %s\r\n", o.headers[i][0], o.headers[i][1]);
+  if (n + 2 >= (int)sizeof head) return;
+  memcpy(head + n, "\r\n", 2);
+  if (send(ci->connect_fd, head, (size_t)n + 2, MSG_NOSIGNAL) == n + 2)
+    (void)!send(ci->connect_fd, body.data, body.len, MSG_NOSIGNAL);
+  shutdown(ci->connect_fd, SHUT_WR);
+}
+
+/* What serve_exchange_begin needs of the request's headers beyond the first of each: libmicrohttpd keeps every
+   header line, but its lookup gives the first, and it reads a body by Transfer-Encoding: chunked even beside a
+   Content-Length. */
+typedef struct head_scan {
+  const char *content_length;
+  int content_length_conflict;
+  char te[256]; /* the Transfer-Encoding headers joined by ", " */
+  int has_te;
+} head_scan;
+
+static enum MHD_Result scan_header(void *cls, enum MHD_ValueKind kind, const char *key, const char *value) {
+  head_scan *hs = cls;
+  (void)kind;
+  if (!value) value = "";
+  if (!strcasecmp(key, "Content-Length")) {
+    if (hs->content_length && strcmp(hs->content_length, value)) hs->content_length_conflict = 1;
+    if (!hs->content_length) hs->content_length = value;
+  } else if (!strcasecmp(key, "Transfer-Encoding")) {
+    size_t n = strlen(hs->te);
+    snprintf(hs->te + n, sizeof hs->te - n, "%s%s", hs->has_te ? ", " : "", value);
+    hs->has_te = 1;
+  }
+  return MHD_YES;
 }
 
 /* ---------- libmicrohttpd's callbacks ---------- */
@@ -157,9 +206,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     c->mc = mc;
     c->t0 = now_s();
     snprintf(c->what, sizeof c->what, "%.8s %.80s", method, url);
-    c->x =
-        serve_exchange_new(h->handler, method, url, MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Authorization"),
-                           MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Length"));
+    head_scan hs = {0};
+    MHD_get_connection_values(mc, MHD_HEADER_KIND, scan_header, &hs);
+    serve_head hd = {.method = method,
+                     .path = url,
+                     .authorization = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Authorization"),
+                     .content_length = hs.content_length,
+                     .content_length_conflict = hs.content_length_conflict,
+                     .transfer_encoding = hs.has_te ? hs.te : NULL,
+                     .checks_headers = 1,
+                     .host = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Host"),
+                     .origin = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Origin"),
+                     .content_type = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Content-Type")};
+    c->x = serve_exchange_begin(h->handler, &hd);
     if (!c->x) return MHD_NO;
     if (!serve_exchange_wants_body(c->x)) return respond(c);
     return MHD_YES;
@@ -167,7 +226,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
   if (*upload_size) { /* a part of the body */
     size_t n = *upload_size;
     *upload_size = 0;
-    return serve_exchange_body(c->x, upload, n) ? MHD_NO : MHD_YES;
+    if (serve_exchange_body(c->x, upload, n)) return MHD_NO;
+    if (serve_exchange_wants_body(c->x)) return MHD_YES;
+    /* past --max-body (a chunked body, or one longer than its Content-Length said): answered now, the rest unread;
+       libmicrohttpd takes an answer only once the body is in, so the connection is closed when it refuses it */
+    serve_exchange_run(c->x);
+    send_raw(c);
+    return MHD_NO;
   }
   serve_exchange_run(c->x);
   return respond(c);
@@ -214,6 +279,21 @@ static struct addrinfo *resolve(const char *host, uint16_t port_no, char *err, s
     return NULL;
   }
   return ai;
+}
+
+int serve_http_is_loopback(const char *host) {
+  char err[256];
+  struct addrinfo *ai = resolve(host, 80, err, sizeof err), *p;
+  int loop = ai != NULL;
+  for (p = ai; p; p = p->ai_next)
+    if (p->ai_family == AF_INET)
+      loop = loop && (ntohl(((struct sockaddr_in *)p->ai_addr)->sin_addr.s_addr) >> 24) == 127;
+    else if (p->ai_family == AF_INET6)
+      loop = loop && IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)p->ai_addr)->sin6_addr);
+    else
+      loop = 0;
+  if (ai) freeaddrinfo(ai);
+  return loop;
 }
 
 int serve_http_check_port(const char *host, uint16_t port_no, char *err, size_t errlen) {

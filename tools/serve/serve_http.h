@@ -19,6 +19,8 @@ typedef struct serve_http serve_http;
 /* Whether host:port can be bound now (port 0: yes), so that a port in use is reported before the warm-up rather
    than after it. Returns 0, or -1 with the reason in err (the message serve_http_start gives). */
 int serve_http_check_port(const char *host, uint16_t port, char *err, size_t errlen);
+/* Whether every address host resolves to is a loopback one (127.0.0.0/8, ::1): the Host check's default. */
+int serve_http_is_loopback(const char *host);
 /* Listens and serves every request through handler until serve_http_stop. Returns 0, or -1 with the reason in err. */
 int serve_http_start(const serve_http_config *cfg, serve_handler *handler, serve_http **out, char *err, size_t errlen);
 uint16_t serve_http_port(const serve_http *h);

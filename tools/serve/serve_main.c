@@ -63,6 +63,7 @@ int serve_command(int argc, char **argv) {
   if (a.sched.warm_up)
     fprintf(stderr, "wgllm serve: warmed up in %.2f s (sessions made and pipelines built; --no-warmup skips it)\n",
             (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9);
+  if (serve_http_is_loopback(a.host)) a.handler.check_host = 1; /* DNS rebinding: Host is checked */
   serve_handler *handler = serve_handler_new(&a.handler, sched, wgllm_model_vocab(m));
   serve_http_config hc = {0};
   hc.host = a.host;

@@ -24,7 +24,8 @@ enum {
   K_MAX_CONNECTIONS,
   K_TEMPLATE,
   K_NO_WARMUP,
-  K_WEB
+  K_WEB,
+  K_ALLOWED_HOSTS
 };
 
 static const cli_opt serve_opts[] = {
@@ -55,9 +56,40 @@ static const cli_opt serve_opts[] = {
      "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
     {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
      "also serve DIR's files at / (make web's build-web: the demo page running the engine in the browser)"},
+    {K_ALLOWED_HOSTS, "--allowed-hosts", CLI_TEXT, "H1,H2", 0, 0, 0, CLI_CMD_SERVE,
+     "Host names answered besides localhost, 127.0.0.1 and [::1] (others are 403 while listening on loopback; "
+     "given, the check holds on any address)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
+
+/* --allowed-hosts H1,H2: the names, each without a port ("[::1]" with its brackets) */
+static int split_hosts(serve_options *a, const char *name, const char *text) {
+  free(a->hosts_text);
+  free(a->allowed_hosts);
+  a->n_allowed_hosts = 0;
+  a->hosts_text = strdup(text);
+  a->allowed_hosts = calloc(strlen(text) / 2 + 2, sizeof *a->allowed_hosts);
+  if (!a->hosts_text || !a->allowed_hosts) {
+    fprintf(stderr, "wgllm serve: out of memory\n");
+    return 2;
+  }
+  for (char *save = NULL, *t = strtok_r(a->hosts_text, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    t += strspn(t, " ");
+    t[strcspn(t, " ")] = 0;
+    if (!t[0]) continue;
+    if (strchr(t, '/') || (t[0] != '[' && strchr(t, ':'))) {
+      fprintf(stderr, "wgllm serve: %s: '%s' is not a host name (no scheme, path or port)\n", name, t);
+      return 2;
+    }
+    a->allowed_hosts[a->n_allowed_hosts++] = t;
+  }
+  if (!a->n_allowed_hosts) {
+    fprintf(stderr, "wgllm serve: %s: no host names\n", name);
+    return 2;
+  }
+  return 0;
+}
 
 static int on_opt(void *user, int key, const cli_value *v) {
   serve_options *a = user;
@@ -110,6 +142,8 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_WEB:
     a->web = v->text;
     return 0;
+  case K_ALLOWED_HOSTS:
+    return split_hosts(a, v->name, v->text);
   }
   return 2;
 }
@@ -216,6 +250,9 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   memset(hc, 0, sizeof *hc);
   hc->api_key = a->api_key;
   hc->web_dir = a->web;
+  hc->allowed_hosts = (const char *const *)a->allowed_hosts;
+  hc->n_allowed_hosts = a->n_allowed_hosts;
+  hc->check_host = a->n_allowed_hosts > 0; /* the transport sets it too when it listens on loopback */
   hc->max_body = (size_t)a->max_body;
   hc->model_id = a->model_id;
   hc->limits.max_tokens = a->max_tokens ? (uint32_t)a->max_tokens : ctx;
@@ -235,6 +272,10 @@ void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port,
 }
 
 void serve_options_free(serve_options *o) {
+  free(o->hosts_text);
+  free(o->allowed_hosts);
+  o->hosts_text = NULL;
+  o->allowed_hosts = NULL;
   free(o->key_owned);
   o->key_owned = NULL;
 }

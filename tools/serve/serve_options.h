@@ -12,7 +12,10 @@ typedef struct serve_options {
   const char *host, *api_key, *api_key_file, *alias, *web;
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
   int no_warmup;
-  char *key_owned; /* --api-key-file's key */
+  char *key_owned;      /* --api-key-file's key */
+  char *hosts_text;     /* --allowed-hosts, cut into allowed_hosts */
+  char **allowed_hosts; /* n_allowed_hosts names */
+  size_t n_allowed_hosts;
   /* after serve_options_configure */
   uint32_t ctx;
   char model_id[256];
