@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `wgllm serve`'s HTTP edge (issue 27, items 3 and 4), on loopback with the default model: request framing,
-# Content-Type, Host and Origin checks (tests/server/http_edge.mjs, raw sockets).
+# Content-Type, Host and Origin checks (tests/server/http_edge.mjs, raw sockets); slow and idle connections, a
+# slowloris of 600 connections from one address beside an honest client (tests/server/slowloris.mjs).
 # Usage: tests/test_server_http.sh BUILD_DIR  (ctest runs it from the repository root). Native server only.
 set -u
 BUILD="$(cd "${1:?usage: tests/test_server_http.sh BUILD_DIR}" && pwd)"
@@ -17,6 +18,13 @@ echo "--- framing, Content-Type, Host, Origin"
 start_server edge -np 1 --max-body 4096 --allowed-hosts example.test || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
 if node "$ROOT/tests/server/http_edge.mjs"; then ok "http_edge"; else bad "http_edge"; fi
+stop_server "$SERVE_PID"
+check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
+
+echo "--- slow and idle connections"
+start_server slow -np 2 --max-connections-per-ip 64 --header-timeout 3 --body-timeout 3 || exit 1
+export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
+if timeout 120 node "$ROOT/tests/server/slowloris.mjs"; then ok "slowloris"; else bad "slowloris"; fi
 stop_server "$SERVE_PID"
 check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
 

@@ -95,7 +95,7 @@ wait "${LONG_PIDS[@]}" 2>/dev/null
 # a stream through nginx arrives as it is generated: its first event well before its end
 node -e '
   const t0 = Date.now();
-  fetch(process.argv[1] + "/v1/completions", { method: "POST", body: JSON.stringify({ prompt: "And God said", max_tokens: 60, ignore_eos: true, stream: true }) })
+  fetch(process.argv[1] + "/v1/completions", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ prompt: "And God said", max_tokens: 60, ignore_eos: true, stream: true }) })
     .then(async (r) => {
       let first = 0, text = "";
       for await (const part of r.body) { if (!first) first = Date.now() - t0; text += Buffer.from(part).toString(); }

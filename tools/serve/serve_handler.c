@@ -706,14 +706,28 @@ serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o) {
   return o->kind = SERVE_OUT_ABORT;
 }
 
+/* under the scheduler's lock: the task has something for the exchange */
+static int task_news(const serve_exchange *x) {
+  const serve_task *t = x->task;
+  return t->state == SERVE_TASK_DONE || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
+         (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent));
+}
+
+int serve_exchange_ready(serve_exchange *x) {
+  if (x->state == X_BODY) return 0;
+  if (!x->task || x->h->stopping || (x->state != X_TASK && x->state != X_STREAM)) return 1;
+  serve_sched_lock(x->h->sched);
+  int news = task_news(x);
+  serve_sched_unlock(x->h->sched);
+  return news;
+}
+
 void serve_exchange_wait(serve_exchange *x, int ms) {
   serve_task *t = x->task;
   if (!t || x->h->stopping || (x->state != X_TASK && x->state != X_STREAM)) return;
   serve_sched *s = x->h->sched;
   serve_sched_lock(s);
-  int news = t->state == SERVE_TASK_DONE || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
-             (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent));
-  if (!news) serve_sched_wait(s, t, ms);
+  if (!task_news(x)) serve_sched_wait(s, t, ms);
   serve_sched_unlock(s);
 }
 

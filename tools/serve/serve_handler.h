@@ -102,6 +102,9 @@ void serve_exchange_run(serve_exchange *x);
 /* The next piece of the answer into *o; SERVE_OUT_WAIT while there is none yet (call again after the scheduler's
    next step, or after serve_exchange_wait). */
 serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o);
+/* Whether serve_exchange_next would give something other than SERVE_OUT_WAIT now (an event-loop transport wakes
+   the exchanges it parked when it turns 1). */
+int serve_exchange_ready(serve_exchange *x);
 /* Transports with a thread per connection: waits until the next piece may be ready or ms pass. */
 void serve_exchange_wait(serve_exchange *x, int ms);
 /* The file of SERVE_OUT_FILE could not be sent: the answer becomes a 404 (call serve_exchange_next again). */

@@ -69,7 +69,10 @@ int serve_command(int argc, char **argv) {
   hc.host = a.host;
   hc.port = (uint16_t)a.port;
   hc.idle_timeout_s = (unsigned)a.timeout;
+  hc.header_timeout_s = (unsigned)a.header_timeout;
+  hc.body_timeout_s = (unsigned)a.body_timeout;
   hc.max_connections = (unsigned)a.max_connections;
+  hc.max_connections_per_ip = (unsigned)a.max_connections_per_ip;
   hc.verbose = a.c.verbose;
   serve_http *http = NULL;
   if (!handler) snprintf(err, sizeof err, "out of memory");
@@ -81,6 +84,7 @@ int serve_command(int argc, char **argv) {
     serve_options_free(&a);
     return 1;
   }
+  serve_sched_set_notify(sched, serve_http_wake, http); /* new text wakes the connections that wait for it */
   char banner[1024];
   serve_options_banner(&a, m, serve_http_port(http), banner, sizeof banner);
   printf("wgllm serve: %s\n", banner);
@@ -88,7 +92,8 @@ int serve_command(int argc, char **argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   fprintf(stderr, "wgllm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  serve_http_stop(http);
+  serve_http_stop(http); /* ends every connection (the notify is only signalled meanwhile) */
+  serve_sched_set_notify(sched, NULL, NULL);
   serve_handler_free(handler);
   serve_sched_stop(sched);
   wgllm_model_free(m);

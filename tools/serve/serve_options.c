@@ -25,7 +25,10 @@ enum {
   K_TEMPLATE,
   K_NO_WARMUP,
   K_WEB,
-  K_ALLOWED_HOSTS
+  K_ALLOWED_HOSTS,
+  K_HEADER_TIMEOUT,
+  K_BODY_TIMEOUT,
+  K_MAX_PER_IP
 };
 
 static const cli_opt serve_opts[] = {
@@ -48,8 +51,14 @@ static const cli_opt serve_opts[] = {
      "most tokens a request may generate, and chat's default (default: the context)"},
     {K_TIMEOUT, "--timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
      "close a connection idle this many seconds (default 60)"},
+    {K_HEADER_TIMEOUT, "--header-timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
+     "close a connection whose request head has not all come S seconds after it began (default 10)"},
+    {K_BODY_TIMEOUT, "--body-timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
+     "close a connection whose request body has not all come S seconds after its head (default 60)"},
     {K_MAX_CONNECTIONS, "--max-connections", CLI_INT, "N", 1, 65536, 0, CLI_CMD_SERVE,
-     "connections open at once, each a thread (default 512)"},
+     "connections open at once; more are closed at accept (default 1024)"},
+    {K_MAX_PER_IP, "--max-connections-per-ip", CLI_INT, "N", 1, 65536, 0, CLI_CMD_SERVE,
+     "connections open at once from one address; more are closed at accept (default 128)"},
     {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
      "llama3, chatml, gemma, llama2 or none (default: the model's)"},
     {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
@@ -133,6 +142,15 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_MAX_CONNECTIONS:
     a->max_connections = v->i;
     return 0;
+  case K_HEADER_TIMEOUT:
+    a->header_timeout = v->i;
+    return 0;
+  case K_BODY_TIMEOUT:
+    a->body_timeout = v->i;
+    return 0;
+  case K_MAX_PER_IP:
+    a->max_connections_per_ip = v->i;
+    return 0;
   case K_TEMPLATE:
     a->c.chat_template = v->text;
     return 0;
@@ -192,7 +210,10 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
   a->queue = 64;
   a->max_body = 8 << 20;
   a->timeout = 60;
-  a->max_connections = 512;
+  a->max_connections = 1024;
+  a->max_connections_per_ip = 128;
+  a->header_timeout = 10;
+  a->body_timeout = 60;
   char **ops;
   int n_ops;
   int rc = cli_parse("wgllm serve", CLI_CMD_SERVE, serve_tables, argc, argv, on_opt, a, &ops, &n_ops);

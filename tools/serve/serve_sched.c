@@ -33,7 +33,22 @@ struct serve_sched {
   serve_task *waiting, *waiting_tail; /* submitted, not yet on a session (FIFO) */
   uint32_t n_waiting, n_running;
   uint64_t tick;
+  void (*notify)(void *user); /* serve_sched_set_notify's */
+  void *notify_user;
 };
+
+void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user) {
+  pthread_mutex_lock(&s->mu);
+  s->notify = fn;
+  s->notify_user = user;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* under the lock: the task's readers are woken (its waiting thread, and the transport's notify) */
+static void task_changed(serve_sched *s, serve_task *t) {
+  pthread_cond_broadcast(&t->cv);
+  if (s->notify) s->notify(s->notify_user);
+}
 
 void serve_sched_lock(serve_sched *s) { pthread_mutex_lock(&s->mu); }
 void serve_sched_unlock(serve_sched *s) { pthread_mutex_unlock(&s->mu); }
@@ -120,9 +135,8 @@ void serve_sched_release(serve_sched *s, serve_task *t) {
 /* under the lock: the task ends (its scheduler reference goes) */
 static void task_finish(serve_sched *s, serve_task *t) {
   t->state = SERVE_TASK_DONE;
-  pthread_cond_broadcast(&t->cv);
+  task_changed(s, t);
   task_unref(t);
-  (void)s;
 }
 
 static void task_fail(serve_task *t, int status, const char *type, const char *code, const char *msg) {
@@ -154,7 +168,7 @@ static int on_text(const char *text, size_t len, void *user) {
       memcpy(t->out + t->out_len, text, len);
       t->out_len += len;
       t->out[t->out_len] = 0;
-      pthread_cond_broadcast(&t->cv);
+      task_changed(s, t);
     }
   }
   pthread_mutex_unlock(&s->mu);
@@ -377,7 +391,7 @@ static size_t tick(serve_sched *s) {
       end_job(s, job_slot[i]);
     else if (t->state == SERVE_TASK_QUEUED && !wgllm_job_prefilling(jobs[i])) {
       t->state = SERVE_TASK_RUNNING; /* prefilled, its first token sampled */
-      pthread_cond_broadcast(&t->cv);
+      task_changed(s, t);
     }
   }
   return n;

@@ -78,6 +78,10 @@ void serve_sched_unlock(serve_sched *s);
 /* Under the lock: waits until the task changes or ms pass. */
 void serve_sched_wait(serve_sched *s, serve_task *t, int ms);
 
+/* fn(user) is called, under the scheduler's lock, whenever a task changes (new text, running, done): an event-loop
+   transport wakes the exchanges it has parked (fn must only signal, never take the scheduler's lock). NULL: none. */
+void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user);
+
 /* Counts for /health: sessions generating, idle, tasks waiting (under the lock or not). */
 void serve_sched_counts(serve_sched *s, uint32_t *busy, uint32_t *idle, uint32_t *waiting);
 #endif
