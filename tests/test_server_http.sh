@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `wgllm serve`'s HTTP edge (issue 27, items 3 and 4), on loopback with the default model: request framing,
 # Content-Type, Host and Origin checks (tests/server/http_edge.mjs, raw sockets); slow and idle connections, a
-# slowloris of 600 connections from one address beside an honest client (tests/server/slowloris.mjs).
+# slowloris of 600 connections from one address beside an honest client (tests/server/slowloris.mjs); amplifying
+# inputs: a 31.5 MB prompt beside a stream, JSON that would build far more than its bytes, /tokenize's pieces
+# (tests/server/amplify.mjs).
 # Usage: tests/test_server_http.sh BUILD_DIR  (ctest runs it from the repository root). Native server only.
 set -u
 BUILD="$(cd "${1:?usage: tests/test_server_http.sh BUILD_DIR}" && pwd)"
@@ -25,6 +27,13 @@ echo "--- slow and idle connections"
 start_server slow -np 2 --max-connections-per-ip 64 --header-timeout 3 --body-timeout 3 || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
 if timeout 120 node "$ROOT/tests/server/slowloris.mjs"; then ok "slowloris"; else bad "slowloris"; fi
+stop_server "$SERVE_PID"
+check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
+
+echo "--- amplification: a 31.5 MB prompt beside a stream, JSON that builds more than its bytes, /tokenize's pieces"
+start_server amp -np 2 --max-body 33554432 || exit 1
+export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
+if timeout 300 node "$ROOT/tests/server/amplify.mjs"; then ok "amplify"; else bad "amplify"; fi
 stop_server "$SERVE_PID"
 check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
 

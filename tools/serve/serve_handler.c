@@ -17,6 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* /tokenize with_pieces: the most tokens it answers (about 30 bytes and more each) */
+#define SERVE_MAX_PIECES 65536
+
 struct serve_handler {
   serve_handler_config cfg;
   serve_sched *sched;
@@ -357,6 +360,11 @@ static void generate(serve_exchange *x) {
     answer_fail(x, 500, "server_error", NULL, "out of memory");
     return;
   }
+  /* the prompt rendered and tokenized here, on the transport's worker, not on the scheduler's thread */
+  if (serve_sched_prepare(h->sched, x->task)) {
+    answer_error(x, &x->task->err);
+    return;
+  }
   if (serve_sched_submit(h->sched, x->task)) {
     uint32_t busy, idle, waiting;
     serve_sched_counts(h->sched, &busy, &idle, &waiting);
@@ -370,20 +378,67 @@ static void generate(serve_exchange *x) {
   x->state = X_TASK;
 }
 
-/* a piece as JSON: its text when that is valid UTF-8, else its bytes (llama-server's form) */
-static cJSON *piece_json(const char *p, size_t n) {
-  if (serve_utf8_invalid_at(p, n) < 0 && !memchr(p, 0, n)) {
-    char *d = strndup(p, n);
-    cJSON *j = d ? cJSON_CreateString(d) : NULL;
-    free(d);
-    return j;
+/* a growing JSON text (the answer of /tokenize, written without a cJSON node per token) */
+typedef struct jbuf {
+  char *p;
+  size_t n, cap;
+  int oom;
+} jbuf;
+
+static void jb_put(jbuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + n + 1)
+      cap *= 2;
+    char *g = realloc(b->p, cap);
+    if (!g) {
+      b->oom = 1;
+      return;
+    }
+    b->p = g;
+    b->cap = cap;
   }
-  cJSON *a = cJSON_CreateArray();
-  for (size_t i = 0; a && i < n; i++)
-    cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)p[i]));
-  return a;
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
 }
 
+static void jb_printf(jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jb_printf(jbuf *b, const char *fmt, ...) {
+  char t[64];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(t, sizeof t, fmt, ap);
+  va_end(ap);
+  if (n > 0) jb_put(b, t, (size_t)n < sizeof t ? (size_t)n : sizeof t - 1);
+}
+
+/* a piece as JSON: its text when that is valid UTF-8 (escaped), else its bytes (llama-server's form) */
+static void jb_piece(jbuf *b, const char *p, size_t n) {
+  if (serve_utf8_invalid_at(p, n) < 0 && !memchr(p, 0, n)) {
+    jb_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+      unsigned char c = (unsigned char)p[i];
+      if (c == '"' || c == '\\')
+        jb_printf(b, "\\%c", c);
+      else if (c < 0x20)
+        jb_printf(b, "\\u%04x", c);
+      else
+        jb_put(b, &p[i], 1);
+    }
+    jb_put(b, "\"", 1);
+    return;
+  }
+  jb_put(b, "[", 1);
+  for (size_t i = 0; i < n; i++)
+    jb_printf(b, "%s%u", i ? "," : "", (unsigned char)p[i]);
+  jb_put(b, "]", 1);
+}
+
+/* On the transport's worker (never the scheduler's thread); the vocabulary's calls one at a time (vocab_mu: its
+   error message is one buffer). The answer is written as text, a few bytes a token; with_pieces answers at most
+   SERVE_MAX_PIECES tokens (413 past it). */
 static void tokenize(serve_exchange *x) {
   serve_handler *h = x->h;
   serve_tokenize_request tr;
@@ -392,6 +447,10 @@ static void tokenize(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
+  /* the body's copy is not needed any more: a large one is freed before the ids and the answer are made */
+  free(x->body);
+  x->body = NULL;
+  x->len = x->cap = 0;
   size_t n = 0;
   int32_t *ids = NULL;
   pthread_mutex_lock(&h->vocab_mu);
@@ -402,32 +461,47 @@ static void tokenize(serve_exchange *x) {
     st = wgllm_vocab_tokenize(h->vocab, tr.content, tr.content_len, tr.add_special, tr.parse_special, ids, n, &n);
   char msg[512];
   snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(h->vocab) : "");
-  cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "tokens");
-  for (size_t i = 0; !st && i < n; i++) {
+  pthread_mutex_unlock(&h->vocab_mu);
+  free(tr.content);
+  if (!st && tr.with_pieces && n > SERVE_MAX_PIECES) {
+    free(ids);
+    answer_fail(x, 413, "invalid_request_error", "request_too_large",
+                "the text is %zu tokens; with_pieces answers at most %d (without pieces the ids alone have no limit "
+                "but the body's)",
+                n, SERVE_MAX_PIECES);
+    return;
+  }
+  jbuf b = {0};
+  jb_put(&b, "{\"tokens\":[", 11);
+  for (size_t i = 0; !st && i < n && !b.oom; i++) {
     if (!tr.with_pieces) {
-      cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+      jb_printf(&b, "%s%d", i ? "," : "", ids[i]);
       continue;
     }
-    char *text = NULL;
     size_t len = 0;
-    cJSON *it = cJSON_CreateObject();
-    cJSON_AddNumberToObject(it, "id", ids[i]);
-    if (wgllm_vocab_detokenize(h->vocab, &ids[i], 1, &text, &len) == WGLLM_OK) {
-      cJSON_AddItemToObject(it, "piece", piece_json(text, len));
-      wgllm_free(text);
+    const char *text = NULL;
+    char *dec = NULL;
+    pthread_mutex_lock(&h->vocab_mu);
+    if (wgllm_vocab_detokenize(h->vocab, &ids[i], 1, &dec, &len) == WGLLM_OK) text = dec;
+    pthread_mutex_unlock(&h->vocab_mu);
+    jb_printf(&b, "%s{\"id\":%d", i ? "," : "", ids[i]);
+    if (text) {
+      jb_put(&b, ",\"piece\":", 9);
+      jb_piece(&b, text, len);
     }
-    cJSON_AddItemToArray(arr, it);
+    jb_put(&b, "}", 1);
+    wgllm_free(dec);
   }
-  pthread_mutex_unlock(&h->vocab_mu);
+  jb_put(&b, "]}", 2);
   free(ids);
-  free(tr.content);
-  if (st) {
-    cJSON_Delete(o);
+  if (st || b.oom) {
+    free(b.p);
+    if (!st) st = WGLLM_ERR_OUT_OF_MEMORY, snprintf(msg, sizeof msg, "out of memory");
     answer_fail(x, st == WGLLM_ERR_OUT_OF_MEMORY ? 500 : 400,
                 st == WGLLM_ERR_OUT_OF_MEMORY ? "server_error" : "invalid_request_error", NULL, "%s", msg);
     return;
   }
-  answer(x, 200, print_json(o));
+  answer(x, 200, b.p);
 }
 
 static void detokenize(serve_exchange *x) {

@@ -1,5 +1,6 @@
-/* The scheduler of `wgllm serve`: it owns the model and a pool of sessions, and is the only caller of the model,
-   session and job functions of the API: on a thread of its own (natively), or stepped by the transport's event loop
+/* The scheduler of `wgllm serve`: it owns the model and a pool of sessions, and is the only caller of the session
+   and job functions of the API (the model's text calls, for prompts, run on the request handlers' threads through
+   serve_sched_prepare): on a thread of its own (natively), or stepped by the transport's event loop
    (serve_sched_step: the Node server, on the single-threaded wasm build). Request handlers (serve_handler.c) hand
    it tasks (a parsed request each) and read what it writes into them under its lock: the text generated so far,
    the state, the usage, an error. */
@@ -66,6 +67,12 @@ void serve_sched_stop(serve_sched *s);
 
 /* A task for the request (moved into it: *req is left empty); NULL when out of memory. */
 serve_task *serve_task_new(serve_request *req);
+/* Renders and tokenizes the task's prompt (the model's chat template, or the completion's text or ids) and checks it
+   against the context, on the calling thread, before serve_sched_submit: 0, or -1 with t->failed and t->err set
+   (answer it without submitting). The model's text calls take a mutex of their own (the model's error message is
+   one buffer), never the scheduler's lock, so a long prompt holds neither the running streams nor /health. A task
+   submitted without it is prepared by the scheduler's next tick. */
+int serve_sched_prepare(serve_sched *s, serve_task *t);
 /* Queues it: 0, or -1 when parallel + queue tasks are already in (the answer is then 503; the task stays the
    caller's to release). */
 int serve_sched_submit(serve_sched *s, serve_task *t);
