@@ -79,7 +79,7 @@ struct conn {
   job_state job; /* serve_exchange_run on a worker (the connection suspended meanwhile) */
   int parked;    /* suspended until the exchange is ready (in h->parked) */
   int gone;      /* the client went while it was parked */
-  conn *next_park, *prev_park, *next_job;
+  conn *next_park, *prev_park, *next_job, *next_resume;
 };
 
 static double now_s(void) {
@@ -121,7 +121,8 @@ static void park(conn *c) {
   pthread_mutex_unlock(&h->wake_mu);
 }
 
-/* under h->mu: out of the parked list and resumed */
+/* under h->mu: out of the parked list (the caller resumes it once it has let go of h->mu: libmicrohttpd takes
+   its own locks in MHD_resume_connection, and calls on_connection, which takes h->mu, under some of them) */
 static void unpark(serve_http *h, conn *c) {
   if (c->prev_park)
     c->prev_park->next_park = c->next_park;
@@ -130,7 +131,6 @@ static void unpark(serve_http *h, conn *c) {
   if (c->next_park) c->next_park->prev_park = c->prev_park;
   c->parked = 0;
   c->next_park = c->prev_park = NULL;
-  MHD_resume_connection(c->mc);
 }
 
 static void add_headers(struct MHD_Response *r, const serve_out *o) {
@@ -228,7 +228,9 @@ static void *worker_main(void *arg) {
     serve_exchange_run(c->x); /* parses, renders and tokenizes the prompt, hands the task to the scheduler */
     pthread_mutex_lock(&h->mu);
     c->job = JOB_DONE;
+    pthread_mutex_unlock(&h->mu);
     MHD_resume_connection(c->mc); /* libmicrohttpd calls on_request again: the answer */
+    pthread_mutex_lock(&h->mu);
   }
   pthread_mutex_unlock(&h->mu);
   return NULL;
@@ -282,11 +284,16 @@ static void *waker_main(void *arg) {
     if (sweep) last_sweep = now;
     pthread_mutex_lock(&h->mu);
     int stopping = h->stopping;
+    conn *resume = NULL; /* resumed below, h->mu let go (a suspended connection is not freed meanwhile) */
     for (conn *c = h->parked, *next; c; c = next) {
       next = c->next_park;
       int gone = sweep && c->tr && fd_gone(c->tr->fd);
       if (gone) c->gone = 1;
-      if (stopping || gone || serve_exchange_ready(c->x)) unpark(h, c);
+      if (stopping || gone || serve_exchange_ready(c->x)) {
+        unpark(h, c);
+        c->next_resume = resume;
+        resume = c;
+      }
     }
     for (track *t = h->tracks; sweep && t; t = t->next) {
       if (t->cut) continue;
@@ -299,6 +306,11 @@ static void *waker_main(void *arg) {
       }
     }
     pthread_mutex_unlock(&h->mu);
+    while (resume) {
+      conn *c = resume;
+      resume = c->next_resume;
+      MHD_resume_connection(c->mc);
+    }
     if (stopping) break;
   }
   return NULL;
