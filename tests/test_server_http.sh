@@ -31,7 +31,7 @@ stop_server "$SERVE_PID"
 check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
 
 echo "--- amplification: a 31.5 MB prompt beside a stream, JSON that builds more than its bytes, /tokenize's pieces"
-start_server amp -np 2 --max-body 33554432 || exit 1
+start_server amp -np 2 --max-body 33554432 --max-body-total 50000000 || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
 if timeout 300 node "$ROOT/tests/server/amplify.mjs"; then ok "amplify"; else bad "amplify"; fi
 stop_server "$SERVE_PID"

@@ -3,7 +3,8 @@
 // tokenizing run on a worker, not on the scheduler's thread); a body whose unknown field is a long array, or JSON
 // nested deep, is refused before cJSON builds it (the server's peak memory barely moves); /tokenize with_pieces
 // answers at most 65536 tokens, and its pieces are JSON strings that make the text again.
-// tests/test_server_http.sh starts the server with -np 2 --max-body 33554432.
+// A body that would take the buffers of the bodies being received past --max-body-total is 503 at once.
+// tests/test_server_http.sh starts the server with -np 2 --max-body 33554432 --max-body-total 50000000.
 import fs from "node:fs";
 import net from "node:net";
 import { check, finish, port, post, rawExchange } from "./util.mjs";
@@ -76,6 +77,25 @@ function stream(maxTokens, onFirst) {
     results.map((r) => [r.status, r.body.slice(0, 160)]));
   check(st.done, "the stream completed");
   check(gap <= 1000, `... no gap between its events over 1 s while the prompts were tokenized (${gap} ms)`);
+}
+
+// ---- --max-body-total (50000000 here): a body that would take the bodies being received past it is 503 at once
+{
+  const held = net.connect(port, "127.0.0.1");
+  await new Promise((r) => held.on("connect", r));
+  held.on("error", () => {});
+  held.write(`POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 30000000\r\n\r\n{"prompt": "`);
+  held.write(Buffer.alloc(1 << 20, 0x61)); // 1 MB of the 30 MB declared: the server holds a buffer of 30 MB
+  await new Promise((r) => setTimeout(r, 500));
+  const t0 = Date.now();
+  const q = `POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 30000000\r\n\r\n{"prompt": "${"a".repeat(1 << 16)}`;
+  const r = await rawExchange(q, { timeoutMs: 5000 });
+  check(r.status === 503 && errorOf(r).code === "server_busy" && Date.now() - t0 < 2000,
+    "a second 30 MB body while one is held, --max-body-total 50000000: 503 at once", { status: r.status, ms: Date.now() - t0, body: r.body.slice(0, 200) });
+  held.destroy();
+  await new Promise((r) => setTimeout(r, 300));
+  const ok = await rawExchange(post("/v1/completions", JSON.stringify({ prompt: "In the beginning", max_tokens: 2 })), { timeoutMs: 30000 });
+  check(ok.status === 200, "... and once it has gone, a request: 200", { status: ok.status, body: ok.body.slice(0, 200) });
 }
 
 // ---- /tokenize with_pieces

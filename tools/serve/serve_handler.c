@@ -26,7 +26,8 @@ struct serve_handler {
   const wgllm_vocab *vocab;
   pthread_mutex_t vocab_mu;
   long long started;
-  atomic_int stopping; /* exchanges waiting on a task end their wait */
+  atomic_int stopping;      /* exchanges waiting on a task end their wait */
+  atomic_size_t body_bytes; /* the buffers of the bodies being received or parsed, in all (cfg.max_body_total) */
 };
 
 typedef enum route {
@@ -78,8 +79,9 @@ struct serve_exchange {
   serve_handler *h;
   route route;
   xstate state;
-  int step; /* X_WHOLE / X_FILE: 0 head (or file), 1 bytes, 2 end */
-  int too_large;
+  int step;        /* X_WHOLE / X_FILE: 0 head (or file), 1 bytes, 2 end */
+  int too_large;   /* 1: over max_body (413); 2: over max_body_total (503) */
+  size_t declared; /* Content-Length, when given and within max_body */
   char *body;
   size_t len, cap;
   int status;               /* the answer's, for the log line */
@@ -290,7 +292,9 @@ serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
                 "the request's Content-Type is %s%.100s%s; it must be application/json", hd->content_type ? "'" : "",
                 hd->content_type ? hd->content_type : "missing", hd->content_type ? "'" : "");
     x->close = 1; /* its body is not read */
-  } else if (content_length && strtoull(content_length, NULL, 10) > h->cfg.max_body) {
+  } else if (content_length && strtoull(content_length, NULL, 10) <= h->cfg.max_body)
+    x->declared = (size_t)strtoull(content_length, NULL, 10);
+  else if (content_length) {
     answer_fail(x, 413, "invalid_request_error", "request_too_large",
                 "the request body is %s bytes; this server takes at most %zu", content_length, h->cfg.max_body);
     x->close = 1;
@@ -306,21 +310,40 @@ serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const c
 
 int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY && !x->too_large; }
 
+/* the body's buffer freed, and its bytes taken off the bodies' total */
+static void body_free(serve_exchange *x) {
+  atomic_fetch_sub(&x->h->body_bytes, x->cap);
+  free(x->body);
+  x->body = NULL;
+  x->len = x->cap = 0;
+}
+
 int serve_exchange_body(serve_exchange *x, const void *data, size_t n) {
-  if (x->state != X_BODY || x->too_large || !n) return 0; /* discarded; answered 413 once it has all come */
-  if (x->len + n > x->h->cfg.max_body) {
+  if (x->state != X_BODY || x->too_large || !n) return 0; /* discarded; answered 413 */
+  serve_handler *h = x->h;
+  if (x->len + n > h->cfg.max_body) {
     x->too_large = 1;
-    free(x->body);
-    x->body = NULL;
-    x->len = x->cap = 0;
+    body_free(x);
     return 0;
   }
   if (x->len + n + 1 > x->cap) {
-    size_t cap = x->cap ? x->cap : 4096;
+    /* the size Content-Length declared at once (it is within max_body), else doubling */
+    size_t cap = x->cap ? x->cap : x->declared > x->len + n ? x->declared + 1 : 4096;
     while (cap < x->len + n + 1)
       cap *= 2;
+    if (cap > h->cfg.max_body + 1) cap = h->cfg.max_body + 1;
+    size_t total = atomic_fetch_add(&h->body_bytes, cap - x->cap) + (cap - x->cap);
+    if (h->cfg.max_body_total && total > h->cfg.max_body_total) {
+      atomic_fetch_sub(&h->body_bytes, cap - x->cap);
+      x->too_large = 2; /* the server's bodies in all: 503 */
+      body_free(x);
+      return 0;
+    }
     char *g = realloc(x->body, cap);
-    if (!g) return -1;
+    if (!g) {
+      atomic_fetch_sub(&h->body_bytes, cap - x->cap);
+      return -1;
+    }
     x->body = g;
     x->cap = cap;
   }
@@ -349,7 +372,9 @@ static void generate(serve_exchange *x) {
   serve_kind kind = x->route == ROUTE_CHAT ? SERVE_KIND_CHAT : SERVE_KIND_COMPLETION;
   serve_request req;
   serve_error e;
-  if (serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e)) {
+  int bad = serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e);
+  body_free(x); /* the request is in req: the body is not kept while the task waits and runs */
+  if (bad) {
     answer_error(x, &e);
     return;
   }
@@ -447,10 +472,7 @@ static void tokenize(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
-  /* the body's copy is not needed any more: a large one is freed before the ids and the answer are made */
-  free(x->body);
-  x->body = NULL;
-  x->len = x->cap = 0;
+  body_free(x); /* not needed any more: a large one is freed before the ids and the answer are made */
   size_t n = 0;
   int32_t *ids = NULL;
   pthread_mutex_lock(&h->vocab_mu);
@@ -509,7 +531,9 @@ static void detokenize(serve_exchange *x) {
   int32_t *ids;
   size_t n;
   serve_error e;
-  if (serve_parse_detokenize(x->body ? x->body : "", x->len, h->cfg.max_body, &ids, &n, &e)) {
+  int bad = serve_parse_detokenize(x->body ? x->body : "", x->len, h->cfg.max_body, &ids, &n, &e);
+  body_free(x);
+  if (bad) {
     answer_error(x, &e);
     return;
   }
@@ -568,6 +592,14 @@ static void models(serve_exchange *x) {
 
 void serve_exchange_run(serve_exchange *x) {
   if (x->state != X_BODY) return;
+  if (x->too_large == 2) {
+    answer_fail(x, 503, "unavailable_error", "server_busy",
+                "the server holds %zu bytes of request bodies being received, its limit (--max-body-total); try again "
+                "later",
+                x->h->cfg.max_body_total);
+    x->close = 1; /* the rest of it is not read */
+    return;
+  }
   if (x->too_large) {
     answer_fail(x, 413, "invalid_request_error", "request_too_large",
                 "the request body is over the %zu bytes this server takes", x->h->cfg.max_body);
@@ -824,7 +856,7 @@ void serve_exchange_tokens(serve_exchange *x, uint32_t *generated, uint32_t *bat
 void serve_exchange_free(serve_exchange *x) {
   if (!x) return;
   serve_sched_release(x->h->sched, x->task); /* a task not finished is cancelled */
-  free(x->body);
+  body_free(x);
   free(x->json);
   free(x->event);
   free(x);

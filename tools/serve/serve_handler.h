@@ -12,9 +12,10 @@
 #include <stdint.h>
 
 typedef struct serve_handler_config {
-  const char *api_key;  /* NULL: none; else every endpoint but /health needs "Authorization: Bearer KEY" */
-  size_t max_body;      /* bytes of a request body; more is 413 */
-  const char *model_id; /* the model's name in /v1/models and in answers */
+  const char *api_key;   /* NULL: none; else every endpoint but /health needs "Authorization: Bearer KEY" */
+  size_t max_body;       /* bytes of a request body; more is 413 */
+  size_t max_body_total; /* bytes of the bodies being received or parsed at once, in all; more is 503 (0: none) */
+  const char *model_id;  /* the model's name in /v1/models and in answers */
   serve_limits limits;
   /* NULL, or a directory whose files are answered to GET / HEAD on paths no endpoint has ("/" is its index.html),
      without the API key: the browser build's demo page (make web) */

@@ -327,7 +327,10 @@ static void send_raw(conn *c) {
     return;
   char head[512];
   int n = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nConnection: close\r\nContent-Length: %zu\r\n", o.status,
-                   o.status == 413 ? "Content Too Large" : "Error", body.len);
+                   o.status == 413   ? "Content Too Large"
+                   : o.status == 503 ? "Service Unavailable"
+                                     : "Error",
+                   body.len);
   for (size_t i = 0; i < o.n_headers && n < (int)sizeof head; i++)
     n += snprintf(head + n, sizeof head - (size_t)n, "%s: %s\r\n", o.headers[i][0], o.headers[i][1]);
   if (n + 2 >= (int)sizeof head) return;

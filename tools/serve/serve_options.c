@@ -28,7 +28,8 @@ enum {
   K_ALLOWED_HOSTS,
   K_HEADER_TIMEOUT,
   K_BODY_TIMEOUT,
-  K_MAX_PER_IP
+  K_MAX_PER_IP,
+  K_MAX_BODY_TOTAL
 };
 
 static const cli_opt serve_opts[] = {
@@ -47,6 +48,8 @@ static const cli_opt serve_opts[] = {
      "the model's id in /v1/models and answers (default: the file or directory name)"},
     {K_MAX_BODY, "--max-body", CLI_INT, "BYTES", 1024, 1 << 30, 0, CLI_CMD_SERVE,
      "largest request body; more is answered 413 (default 8388608)"},
+    {K_MAX_BODY_TOTAL, "--max-body-total", CLI_INT, "BYTES", 1024, 1LL << 40, 0, CLI_CMD_SERVE,
+     "request bodies being received or parsed at once, in all; more is answered 503 (default 268435456)"},
     {K_MAX_TOKENS, "-n --n-predict --max-tokens", CLI_INT, "N", 1, 1 << 24, 0, CLI_CMD_SERVE,
      "most tokens a request may generate, and chat's default (default: the context)"},
     {K_TIMEOUT, "--timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
@@ -148,6 +151,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_BODY_TIMEOUT:
     a->body_timeout = v->i;
     return 0;
+  case K_MAX_BODY_TOTAL:
+    a->max_body_total = v->i;
+    return 0;
   case K_MAX_PER_IP:
     a->max_connections_per_ip = v->i;
     return 0;
@@ -212,6 +218,7 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
   a->timeout = 60;
   a->max_connections = 1024;
   a->max_connections_per_ip = 128;
+  a->max_body_total = 256 << 20;
   a->header_timeout = 10;
   a->body_timeout = 60;
   char **ops;
@@ -227,6 +234,11 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
   if (a->c.help) {
     usage(stdout);
     return 0;
+  }
+  if (a->max_body_total < a->max_body) {
+    fprintf(stderr, "wgllm serve: --max-body-total %lld is less than --max-body %lld\n", a->max_body_total,
+            a->max_body);
+    return 2;
   }
   if (a->api_key && a->api_key_file) {
     fprintf(stderr, "wgllm serve: give --api-key or --api-key-file, not both\n");
@@ -275,6 +287,7 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   hc->n_allowed_hosts = a->n_allowed_hosts;
   hc->check_host = a->n_allowed_hosts > 0; /* the transport sets it too when it listens on loopback */
   hc->max_body = (size_t)a->max_body;
+  hc->max_body_total = (size_t)a->max_body_total;
   hc->model_id = a->model_id;
   hc->limits.max_tokens = a->max_tokens ? (uint32_t)a->max_tokens : ctx;
   hc->limits.max_stop = 4;

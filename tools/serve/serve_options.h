@@ -11,7 +11,7 @@ typedef struct serve_options {
   cli_common c;
   const char *host, *api_key, *api_key_file, *alias, *web;
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
-  long long header_timeout, body_timeout, max_connections_per_ip;
+  long long header_timeout, body_timeout, max_connections_per_ip, max_body_total;
   int no_warmup;
   char *key_owned;      /* --api-key-file's key */
   char *hosts_text;     /* --allowed-hosts, cut into allowed_hosts */
