@@ -385,12 +385,13 @@ static void generate(serve_exchange *x) {
     answer_fail(x, 500, "server_error", NULL, "out of memory");
     return;
   }
-  /* the prompt rendered and tokenized here, on the transport's worker, not on the scheduler's thread */
-  if (serve_sched_prepare(h->sched, x->task)) {
+  /* the prompt rendered and tokenized here, on the transport's worker, not on the scheduler's thread (a full
+     server answers 503 first, without that work; submit checks again) */
+  if (!serve_sched_full(h->sched) && serve_sched_prepare(h->sched, x->task)) {
     answer_error(x, &x->task->err);
     return;
   }
-  if (serve_sched_submit(h->sched, x->task)) {
+  if (serve_sched_full(h->sched) || serve_sched_submit(h->sched, x->task)) {
     uint32_t busy, idle, waiting;
     serve_sched_counts(h->sched, &busy, &idle, &waiting);
     answer_fail(x, 503, "unavailable_error", "server_busy",

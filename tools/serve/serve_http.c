@@ -29,8 +29,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* the worker threads that run requests' handling (parsing, rendering and tokenizing the prompt, /tokenize) */
-#define SERVE_WORKERS 2
+/* the worker threads that run requests' handling (parsing, rendering and tokenizing the prompt, /tokenize): prompts
+   are prepared one at a time (the model's text calls share its error buffer) and /tokenize's calls one at a time,
+   so 4 leave two for the other requests while those two wait on each other */
+#define SERVE_WORKERS 4
 
 typedef struct conn conn;
 

@@ -106,9 +106,21 @@ static void task_unref(serve_task *t) {
   if (--t->refs == 0) task_free(t);
 }
 
+/* under the lock */
+static int full(const serve_sched *s) {
+  return s->stopping || s->n_waiting >= s->cfg.queue + (s->cfg.parallel - s->n_running);
+}
+
+int serve_sched_full(serve_sched *s) {
+  pthread_mutex_lock(&s->mu);
+  int f = full(s);
+  pthread_mutex_unlock(&s->mu);
+  return f;
+}
+
 int serve_sched_submit(serve_sched *s, serve_task *t) {
   pthread_mutex_lock(&s->mu);
-  if (s->stopping || s->n_waiting >= s->cfg.queue + (s->cfg.parallel - s->n_running)) {
+  if (full(s)) {
     pthread_mutex_unlock(&s->mu);
     return -1;
   }

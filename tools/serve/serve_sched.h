@@ -73,6 +73,8 @@ serve_task *serve_task_new(serve_request *req);
    one buffer), never the scheduler's lock, so a long prompt holds neither the running streams nor /health. A task
    submitted without it is prepared by the scheduler's next tick. */
 int serve_sched_prepare(serve_sched *s, serve_task *t);
+/* Whether a task submitted now would be refused (parallel + queue tasks already in, or the scheduler stopping). */
+int serve_sched_full(serve_sched *s);
 /* Queues it: 0, or -1 when parallel + queue tasks are already in (the answer is then 503; the task stays the
    caller's to release). */
 int serve_sched_submit(serve_sched *s, serve_task *t);
