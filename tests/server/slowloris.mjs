@@ -3,7 +3,8 @@
 // while a client on 127.0.0.1 streams a completion, asks /health and completes a request: /health answers within
 // 2 s throughout, the stream's events keep coming, the address gets no more than its --max-connections-per-ip, the
 // trickling connections are closed at --header-timeout (however often they send), and a body trickled past
-// --body-timeout is cut. tests/test_server_http.sh starts the server with --max-connections-per-ip 64
+// --body-timeout is cut, and a kept connection idle past --header-timeout (but within --timeout) still serves its
+// next request. tests/test_server_http.sh starts the server with --max-connections-per-ip 64
 // --header-timeout 3 --body-timeout 3.
 import net from "node:net";
 import { check, finish, port, post, rawExchange } from "./util.mjs";
@@ -99,6 +100,22 @@ check(gap <= 1000, `... no gap between its events over 1 s (${gap} ms)`);
   const r = await rawExchange(parts, { gapMs: 1000, timeoutMs: 15000 });
   const s = (Date.now() - b0) / 1000;
   check(r.closed && s < HEADER_TIMEOUT + 3, `--body-timeout 3: a trickled body cut after ${s.toFixed(1)} s`, { status: r.status, s });
+}
+// ---- a kept connection idle past --header-timeout (within --timeout) still serves its next request
+{
+  const sock = net.connect(port, "127.0.0.1");
+  let got = "";
+  sock.on("data", (d) => (got += d.toString("latin1")));
+  sock.on("error", () => {});
+  await new Promise((r) => sock.on("connect", r));
+  const req = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  sock.write(req);
+  await sleep(500);
+  await sleep((HEADER_TIMEOUT + 1) * 1000);
+  sock.write(req);
+  await sleep(500);
+  sock.destroy();
+  check((got.match(/HTTP\/1\.1 200/g) || []).length === 2, `a kept connection idle ${HEADER_TIMEOUT + 1.5} s: its next request 200`, got.slice(0, 100));
 }
 const h = await health();
 check(h.status === 200, "/health after all of it: 200");
