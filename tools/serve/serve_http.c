@@ -39,7 +39,8 @@ typedef struct conn conn;
 /* one TCP connection, for its deadlines: from libmicrohttpd's connection notifications to its close */
 typedef struct track {
   int fd;
-  double since;     /* when the current request's head began (the connection's start, or the last answer's end) */
+  double since;     /* when the current request's head began: the connection's accept, or, on a kept connection,
+                       --timeout after the last answer's end (idle until then: libmicrohttpd's idle timer's) */
   double head_done; /* 0 until the head is in; then when */
   int body_done;    /* the whole body is in */
   int cut;          /* shut down for a deadline */
