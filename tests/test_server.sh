@@ -59,16 +59,16 @@ check "... as OpenAI's error object" json "$TMP/models" 'j.error.type === "authe
 curl -s "${AUTH[@]}" -o "$TMP/models" "$URL/v1/models"
 check "curl /v1/models: the model" json "$TMP/models" 'j.object === "list" && j.data[0].id === "default"'
 # the warm-up's sessions were reset: its own prompt (serve_sched.c's warm_up) finds nothing cached
-curl -s "${AUTH[@]}" -o "$TMP/warm" "$URL/v1/completions" -d '{"prompt": "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the sun.", "max_tokens": 2, "temperature": 0}'
+curl -s "${AUTH[@]}" -o "$TMP/warm" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "The quick brown fox jumps over the lazy dog, and the dog sleeps on in the sun.", "max_tokens": 2, "temperature": 0}'
 check "the warm-up left no cached tokens behind" json "$TMP/warm" \
   'j.usage.prompt_tokens > 10 && j.usage.prompt_tokens_details.cached_tokens === 0'
 
 curl -s "${AUTH[@]}" -o "$TMP/chat" "$URL/v1/chat/completions" \
-  -d '{"model": "default", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0}'
+  "${JSON_CT[@]}" -d '{"model": "default", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0}'
 check "curl chat: a chat.completion of 6 tokens" json "$TMP/chat" \
   'j.object === "chat.completion" && j.choices[0].message.role === "assistant" && j.usage.completion_tokens === 6 && j.choices[0].finish_reason === "length"'
 curl -sN "${AUTH[@]}" -o "$TMP/chat.sse" -D "$TMP/chat.head" "$URL/v1/chat/completions" \
-  -d '{"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0, "stream": true}'
+  "${JSON_CT[@]}" -d '{"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0, "stream": true}'
 check "curl chat stream: text/event-stream" grep -qi "^content-type: text/event-stream" "$TMP/chat.head"
 check "curl chat stream: ends with data: [DONE]" test "$(tail -n 2 "$TMP/chat.sse" | head -n 1)" = "data: [DONE]"
 streamed=$(grep '^data: {' "$TMP/chat.sse" | sed 's/^data: //' | node -e '
@@ -78,14 +78,14 @@ streamed=$(grep '^data: {' "$TMP/chat.sse" | sed 's/^data: //' | node -e '
 whole=$(node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).choices[0].message.content)' "$TMP/chat")
 check "curl chat stream: the deltas make the whole reply" test "$streamed" = "$whole"
 curl -sN "${AUTH[@]}" -o "$TMP/comp.sse" "$URL/v1/completions" \
-  -d '{"prompt": "In the beginning", "max_tokens": 5, "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}}'
+  "${JSON_CT[@]}" -d '{"prompt": "In the beginning", "max_tokens": 5, "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}}'
 check "curl completions stream: text_completion chunks" grep -q '"object":"text_completion"' "$TMP/comp.sse"
 check "curl completions stream: the usage chunk" grep -q '"choices":\[\],"usage":{"prompt_tokens":5,"completion_tokens":5' "$TMP/comp.sse"
-curl -s "${AUTH[@]}" -o "$TMP/tok" "$URL/tokenize" -d '{"content": "In the beginning", "add_special": true}'
+curl -s "${AUTH[@]}" -o "$TMP/tok" "$URL/tokenize" "${JSON_CT[@]}" -d '{"content": "In the beginning", "add_special": true}'
 check "curl /tokenize: the ids wgllm tokenize gives" json "$TMP/tok" "j.tokens.join(',') === '$("$WGLLM" tokenize -m "$MODEL" "In the beginning")'"
-curl -s "${AUTH[@]}" -o "$TMP/detok" "$URL/detokenize" -d '{"tokens": [1147, 258, 1801, 1243]}'
+curl -s "${AUTH[@]}" -o "$TMP/detok" "$URL/detokenize" "${JSON_CT[@]}" -d '{"tokens": [1147, 258, 1801, 1243]}'
 check "curl /detokenize: the text" json "$TMP/detok" 'j.content === "In the beginning"'
-code=$(curl -s "${AUTH[@]}" -o "$TMP/bad" -w '%{http_code}' "$URL/v1/chat/completions" -d '{"messages": 5}')
+code=$(curl -s "${AUTH[@]}" -o "$TMP/bad" -w '%{http_code}' "$URL/v1/chat/completions" "${JSON_CT[@]}" -d '{"messages": 5}')
 check "curl: a bad request is 400 naming the field" sh -c "test $code = 400 && grep -q '\"param\":\"messages\"' '$TMP/bad'"
 
 export WGLLM_SERVE_PORT=$PORT WGLLM_SERVE_KEY=$KEY WGLLM_SERVE_PID=$MAIN_PID
@@ -100,10 +100,10 @@ start_server full -np 1 --queue 0 || exit 1
 check "--no-warmup: no warm-up" sh -c "! grep -q 'warmed up' '$TMP/full.err'"
 FULL=http://127.0.0.1:$SERVE_PORT
 FULL_PID=$SERVE_PID
-curl -sN -o "$TMP/long.sse" "$FULL/v1/completions" -d '{"prompt": "And God said", "max_tokens": 400, "ignore_eos": true, "stream": true}' &
+curl -sN -o "$TMP/long.sse" "$FULL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "And God said", "max_tokens": 400, "ignore_eos": true, "stream": true}' &
 CURL_PID=$!
 for _ in $(seq 1 100); do grep -q '^data: {' "$TMP/long.sse" 2>/dev/null && break; sleep 0.1; done
-code=$(curl -s -o "$TMP/busy" -w '%{http_code}' "$FULL/v1/completions" -d '{"prompt": "x", "max_tokens": 2}')
+code=$(curl -s -o "$TMP/busy" -w '%{http_code}' "$FULL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "x", "max_tokens": 2}')
 check "a full server: 503" test "$code" = 503
 check "... as OpenAI's error object" json "$TMP/busy" 'j.error.type === "unavailable_error" && /busy/.test(j.error.message)'
 kill "$CURL_PID" 2>/dev/null
@@ -118,7 +118,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 check "the client that left freed the session (its 400 tokens not generated)" test "$freed" = 1
-code=$(curl -s -o "$TMP/again" -w '%{http_code}' "$FULL/v1/completions" -d '{"prompt": "x", "max_tokens": 2}')
+code=$(curl -s -o "$TMP/again" -w '%{http_code}' "$FULL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "x", "max_tokens": 2}')
 check "the freed session serves the next request" test "$code" = 200
 stop_server "$FULL_PID"
 check "SIGTERM: the full server exits 0" test "$STOP_STATUS" = 0

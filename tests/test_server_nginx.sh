@@ -46,10 +46,10 @@ ok "nginx on port $PORT in front of instances on $PORT_A and $PORT_B"
 for i in $(seq 1 16); do
   if [ $((i % 2)) = 0 ]; then
     curl -sN -o "$TMP/r$i" -w '%{http_code}' "$URL/v1/completions" \
-      -d "{\"prompt\": \"In the beginning $i\", \"max_tokens\": 6, \"ignore_eos\": true, \"stream\": true, \"stream_options\": {\"include_usage\": true}}" >"$TMP/c$i" &
+      "${JSON_CT[@]}" -d "{\"prompt\": \"In the beginning $i\", \"max_tokens\": 6, \"ignore_eos\": true, \"stream\": true, \"stream_options\": {\"include_usage\": true}}" >"$TMP/c$i" &
   else
     curl -s -o "$TMP/r$i" -w '%{http_code}' "$URL/v1/chat/completions" \
-      -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello $i\"}], \"max_tokens\": 6, \"ignore_eos\": true}" >"$TMP/c$i" &
+      "${JSON_CT[@]}" -d "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello $i\"}], \"max_tokens\": 6, \"ignore_eos\": true}" >"$TMP/c$i" &
   fi
 done
 wait_all() { for j in $(jobs -p); do [ "$j" = "$NGINX_PID" ] || [[ " ${SERVER_PIDS[*]} " == *" $j "* ]] || wait "$j"; done; }
@@ -72,7 +72,7 @@ echo "(a refused $(grep -c "^wgllm serve: POST .* 503" "$TMP/a.err") of them as 
 LONG_PIDS=()
 for i in 1 2 3 4; do
   curl -sN -o /dev/null "http://127.0.0.1:$PORT_A/v1/completions" \
-    -d '{"prompt": "And God said", "max_tokens": 400, "ignore_eos": true, "stream": true}' &
+    "${JSON_CT[@]}" -d '{"prompt": "And God said", "max_tokens": 400, "ignore_eos": true, "stream": true}' &
   LONG_PIDS+=($!)
 done
 for _ in $(seq 1 200); do
@@ -82,7 +82,7 @@ for _ in $(seq 1 200); do
 done
 refused_before=$(grep -c "^wgllm serve: POST .* 503" "$TMP/a.err")
 for i in 1 2 3 4; do
-  curl -s -o "$TMP/f$i" -w '%{http_code}' "$URL/v1/completions" -d '{"prompt": "Let there be", "max_tokens": 3}' >"$TMP/fc$i"
+  curl -s -o "$TMP/f$i" -w '%{http_code}' "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "Let there be", "max_tokens": 3}' >"$TMP/fc$i"
 done
 failover=0
 for i in 1 2 3 4; do [ "$(cat "$TMP/fc$i")" = 200 ] && grep -q '"completion_tokens":3' "$TMP/f$i" && failover=$((failover + 1)); done
@@ -95,7 +95,7 @@ wait "${LONG_PIDS[@]}" 2>/dev/null
 # a stream through nginx arrives as it is generated: its first event well before its end
 node -e '
   const t0 = Date.now();
-  fetch(process.argv[1] + "/v1/completions", { method: "POST", body: JSON.stringify({ prompt: "And God said", max_tokens: 60, ignore_eos: true, stream: true }) })
+  fetch(process.argv[1] + "/v1/completions", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ prompt: "And God said", max_tokens: 60, ignore_eos: true, stream: true }) })
     .then(async (r) => {
       let first = 0, text = "";
       for await (const part of r.body) { if (!first) first = Date.now() - t0; text += Buffer.from(part).toString(); }

@@ -73,13 +73,13 @@ await expect("detokenize: tokens a string", 400, post("/detokenize", body({ toke
 await expect("Content-Length over the limit", 413, post(chat, "{}", { "Content-Length": "100000000000" }));
 {
   const big = Buffer.alloc(9 << 20, 0x20);
-  const head = `POST ${chat} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${process.env.WGLLM_SERVE_KEY || ""}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
+  const head = `POST ${chat} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAuthorization: Bearer ${process.env.WGLLM_SERVE_KEY || ""}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`;
   const chunked = Buffer.concat([Buffer.from(head), Buffer.from(big.length.toString(16) + "\r\n"), big, Buffer.from("\r\n0\r\n\r\n")]);
   await expect("a chunked body over the limit", 413, chunked, { opts: { timeoutMs: 60000 } });
 }
 // routes, methods, keys
-await expect("an unknown path", 404, `GET /v1/nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
-await expect("GET on a POST endpoint", 405, `GET ${chat} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+await expect("an unknown path", 404, `GET /v1/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
+await expect("GET on a POST endpoint", 405, `GET ${chat} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`);
 if (process.env.WGLLM_SERVE_KEY) {
   await expect("no API key", 401, post(chat, body({ messages: msg }), { Authorization: null }));
   await expect("a wrong API key", 401, post(chat, body({ messages: msg }), { Authorization: "Bearer nope" }));

@@ -29,6 +29,8 @@ need_node_server() {
   fi
 }
 MODEL="${WGLLM_SERVE_MODEL:-$ROOT/models/default}"
+# curl's -d sends application/x-www-form-urlencoded; the server's POSTs need JSON (415 otherwise)
+JSON_CT=(-H "Content-Type: application/json")
 FAILED=0
 SERVER_PIDS=()
 

@@ -17,13 +17,17 @@
 #include <time.h>
 #include <unistd.h>
 
+/* /tokenize with_pieces: the most tokens it answers (about 30 bytes and more each) */
+#define SERVE_MAX_PIECES 65536
+
 struct serve_handler {
   serve_handler_config cfg;
   serve_sched *sched;
   const wgllm_vocab *vocab;
   pthread_mutex_t vocab_mu;
   long long started;
-  atomic_int stopping; /* exchanges waiting on a task end their wait */
+  atomic_int stopping;      /* exchanges waiting on a task end their wait */
+  atomic_size_t body_bytes; /* the buffers of the bodies being received or parsed, in all (cfg.max_body_total) */
 };
 
 typedef enum route {
@@ -75,13 +79,15 @@ struct serve_exchange {
   serve_handler *h;
   route route;
   xstate state;
-  int step; /* X_WHOLE / X_FILE: 0 head (or file), 1 bytes, 2 end */
-  int too_large;
+  int step;        /* X_WHOLE / X_FILE: 0 head (or file), 1 bytes, 2 end */
+  int too_large;   /* 1: over max_body (413); 2: over max_body_total (503) */
+  size_t declared; /* Content-Length, when given and within max_body */
   char *body;
   size_t len, cap;
   int status;               /* the answer's, for the log line */
   char *json;               /* X_WHOLE's body */
   int www_auth;             /* X_WHOLE: a 401 names its scheme */
+  int close;                /* the answer closes the connection (bad framing, a body not read) */
   char method[8], url[201]; /* for the 404 of a file that is not there */
   char path[2048];          /* X_FILE */
   const char *type;         /* X_FILE's content type */
@@ -182,19 +188,95 @@ static int key_ok(serve_handler *h, const char *auth) {
   return diff == 0;
 }
 
-serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *url, const char *auth,
-                                   const char *content_length) {
+/* Whether a Content-Type value is application/json (parameters such as "; charset=utf-8" allowed). */
+static int media_is_json(const char *ct) {
+  if (!ct) return 0;
+  ct += strspn(ct, " \t");
+  if (strncasecmp(ct, "application/json", 16)) return 0;
+  char c = ct[16];
+  return c == 0 || c == ';' || c == ' ' || c == '\t';
+}
+
+/* The host of a Host value or an origin's authority ("name", "name:port", "[v6]", "[v6]:port"): its length from
+   v (brackets kept), or 0 when what follows it is not nothing or ":digits". */
+static size_t host_len(const char *v) {
+  size_t n = v[0] == '[' ? strcspn(v, "]") + 1 : strcspn(v, ":");
+  if (v[0] == '[' && v[n - 1] != ']') return 0;
+  if (v[n] == ':' && strspn(v + n + 1, "0123456789") == strlen(v + n + 1)) return n;
+  return v[n] ? 0 : n;
+}
+
+static int host_allowed(const serve_handler *h, const char *host) {
+  static const char *const loopback[] = {"localhost", "127.0.0.1", "[::1]"};
+  size_t n = host_len(host);
+  if (!n) return 0;
+  for (size_t i = 0; i < 3 + h->cfg.n_allowed_hosts; i++) {
+    const char *a = i < 3 ? loopback[i] : h->cfg.allowed_hosts[i - 3];
+    if (strlen(a) == n && !strncasecmp(a, host, n)) return 1;
+  }
+  return 0;
+}
+
+/* The request's own origin ("http://" + its Host), or one of allowed_origins (CORS's, when it comes). */
+static int origin_allowed(const serve_handler *h, const char *origin, const char *host) {
+  if (host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host)) return 1;
+  for (size_t i = 0; i < h->cfg.n_allowed_origins; i++)
+    if (!strcasecmp(origin, h->cfg.allowed_origins[i])) return 1;
+  return 0;
+}
+
+/* Transfer-Encoding's codings: 1 when they are exactly "chunked" (the one this server reads) */
+static int te_is_chunked(const char *te) {
+  te += strspn(te, " \t");
+  if (strncasecmp(te, "chunked", 7)) return 0;
+  te += 7;
+  return te[strspn(te, " \t")] == 0;
+}
+
+serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   serve_exchange *x = calloc(1, sizeof *x);
   if (!x) return NULL;
   x->h = h;
+  const char *method = hd->method, *url = hd->path, *content_length = hd->content_length;
   snprintf(x->method, sizeof x->method, "%s", method);
   snprintf(x->url, sizeof x->url, "%s", url);
-  int known = 0, post = !strcmp(method, "POST");
+  int known = 0, post = !strcmp(method, "POST"), post_route = 0;
   for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
     if (!strcmp(url, routes[i].path)) {
       known = 1;
+      post_route = routes[i].post;
       if (routes[i].post == post && (post || !strcmp(method, "GET") || !strcmp(method, "HEAD"))) x->route = routes[i].r;
     }
+  /* framing first: a request whose body's length is ambiguous cannot be answered on a kept connection */
+  if (hd->content_length_conflict) {
+    answer_fail(x, 400, "invalid_request_error", "bad_framing", "the request has Content-Length headers that disagree");
+    x->close = 1;
+    return x;
+  }
+  if (hd->transfer_encoding && content_length) {
+    answer_fail(x, 400, "invalid_request_error", "bad_framing",
+                "the request has both Content-Length and Transfer-Encoding");
+    x->close = 1;
+    return x;
+  }
+  if (hd->transfer_encoding && !te_is_chunked(hd->transfer_encoding)) {
+    answer_fail(x, 501, "invalid_request_error", "unsupported_transfer_encoding",
+                "Transfer-Encoding '%.100s' is not supported: only chunked", hd->transfer_encoding);
+    x->close = 1;
+    return x;
+  }
+  if (hd->checks_headers && h->cfg.check_host && hd->host && !host_allowed(h, hd->host)) {
+    answer_fail(x, 403, "permission_error", "host_not_allowed",
+                "Host '%.100s' is not allowed: this server listens on loopback and answers localhost, 127.0.0.1 and "
+                "[::1] (--allowed-hosts H1,H2 adds names)",
+                hd->host);
+    return x;
+  }
+  if (hd->checks_headers && hd->origin && !origin_allowed(h, hd->origin, hd->host)) {
+    answer_fail(x, 403, "permission_error", "origin_not_allowed",
+                "requests from Origin '%.100s' are not allowed: only this server's own origin", hd->origin);
+    return x;
+  }
   if (!known && h->cfg.web_dir && (!strcmp(method, "GET") || !strcmp(method, "HEAD")) &&
       web_file(x, h->cfg.web_dir, url))
     return x;
@@ -202,32 +284,66 @@ serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const c
     answer_fail(x, 404, "invalid_request_error", "not_found", "no endpoint %s %.200s", method, url);
   else if (!x->route)
     answer_fail(x, 405, "invalid_request_error", "method_not_allowed", "%s is not allowed on %.200s", method, url);
-  else if (x->route != ROUTE_HEALTH && !key_ok(h, auth))
+  else if (x->route != ROUTE_HEALTH && !key_ok(h, hd->authorization))
     answer_fail(x, 401, "authentication_error", "invalid_api_key",
                 "a valid API key is needed: the header 'Authorization: Bearer KEY'");
-  else if (content_length && strtoull(content_length, NULL, 10) > h->cfg.max_body)
+  else if (hd->checks_headers && post_route && !media_is_json(hd->content_type)) {
+    answer_fail(x, 415, "invalid_request_error", "unsupported_media_type",
+                "the request's Content-Type is %s%.100s%s; it must be application/json", hd->content_type ? "'" : "",
+                hd->content_type ? hd->content_type : "missing", hd->content_type ? "'" : "");
+    x->close = 1; /* its body is not read */
+  } else if (content_length && strtoull(content_length, NULL, 10) <= h->cfg.max_body)
+    x->declared = (size_t)strtoull(content_length, NULL, 10);
+  else if (content_length) {
     answer_fail(x, 413, "invalid_request_error", "request_too_large",
                 "the request body is %s bytes; this server takes at most %zu", content_length, h->cfg.max_body);
+    x->close = 1;
+  }
   return x;
 }
 
-int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY; }
+serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *url, const char *auth,
+                                   const char *content_length) {
+  serve_head hd = {.method = method, .path = url, .authorization = auth, .content_length = content_length};
+  return serve_exchange_begin(h, &hd);
+}
+
+int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY && !x->too_large; }
+
+/* the body's buffer freed, and its bytes taken off the bodies' total */
+static void body_free(serve_exchange *x) {
+  atomic_fetch_sub(&x->h->body_bytes, x->cap);
+  free(x->body);
+  x->body = NULL;
+  x->len = x->cap = 0;
+}
 
 int serve_exchange_body(serve_exchange *x, const void *data, size_t n) {
-  if (x->state != X_BODY || x->too_large || !n) return 0; /* discarded; answered 413 once it has all come */
-  if (x->len + n > x->h->cfg.max_body) {
+  if (x->state != X_BODY || x->too_large || !n) return 0; /* discarded; answered 413 */
+  serve_handler *h = x->h;
+  if (x->len + n > h->cfg.max_body) {
     x->too_large = 1;
-    free(x->body);
-    x->body = NULL;
-    x->len = x->cap = 0;
+    body_free(x);
     return 0;
   }
   if (x->len + n + 1 > x->cap) {
-    size_t cap = x->cap ? x->cap : 4096;
+    /* the size Content-Length declared at once (it is within max_body), else doubling */
+    size_t cap = x->cap ? x->cap : x->declared > x->len + n ? x->declared + 1 : 4096;
     while (cap < x->len + n + 1)
       cap *= 2;
+    if (cap > h->cfg.max_body + 1) cap = h->cfg.max_body + 1;
+    size_t total = atomic_fetch_add(&h->body_bytes, cap - x->cap) + (cap - x->cap);
+    if (h->cfg.max_body_total && total > h->cfg.max_body_total) {
+      atomic_fetch_sub(&h->body_bytes, cap - x->cap);
+      x->too_large = 2; /* the server's bodies in all: 503 */
+      body_free(x);
+      return 0;
+    }
     char *g = realloc(x->body, cap);
-    if (!g) return -1;
+    if (!g) {
+      atomic_fetch_sub(&h->body_bytes, cap - x->cap);
+      return -1;
+    }
     x->body = g;
     x->cap = cap;
   }
@@ -256,7 +372,9 @@ static void generate(serve_exchange *x) {
   serve_kind kind = x->route == ROUTE_CHAT ? SERVE_KIND_CHAT : SERVE_KIND_COMPLETION;
   serve_request req;
   serve_error e;
-  if (serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e)) {
+  int bad = serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e);
+  body_free(x); /* the request is in req: the body is not kept while the task waits and runs */
+  if (bad) {
     answer_error(x, &e);
     return;
   }
@@ -267,7 +385,13 @@ static void generate(serve_exchange *x) {
     answer_fail(x, 500, "server_error", NULL, "out of memory");
     return;
   }
-  if (serve_sched_submit(h->sched, x->task)) {
+  /* the prompt rendered and tokenized here, on the transport's worker, not on the scheduler's thread (a full
+     server answers 503 first, without that work; submit checks again) */
+  if (!serve_sched_full(h->sched) && serve_sched_prepare(h->sched, x->task)) {
+    answer_error(x, &x->task->err);
+    return;
+  }
+  if (serve_sched_full(h->sched) || serve_sched_submit(h->sched, x->task)) {
     uint32_t busy, idle, waiting;
     serve_sched_counts(h->sched, &busy, &idle, &waiting);
     answer_fail(x, 503, "unavailable_error", "server_busy",
@@ -280,20 +404,67 @@ static void generate(serve_exchange *x) {
   x->state = X_TASK;
 }
 
-/* a piece as JSON: its text when that is valid UTF-8, else its bytes (llama-server's form) */
-static cJSON *piece_json(const char *p, size_t n) {
-  if (serve_utf8_invalid_at(p, n) < 0 && !memchr(p, 0, n)) {
-    char *d = strndup(p, n);
-    cJSON *j = d ? cJSON_CreateString(d) : NULL;
-    free(d);
-    return j;
+/* a growing JSON text (the answer of /tokenize, written without a cJSON node per token) */
+typedef struct jbuf {
+  char *p;
+  size_t n, cap;
+  int oom;
+} jbuf;
+
+static void jb_put(jbuf *b, const char *s, size_t n) {
+  if (b->oom) return;
+  if (b->n + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + n + 1)
+      cap *= 2;
+    char *g = realloc(b->p, cap);
+    if (!g) {
+      b->oom = 1;
+      return;
+    }
+    b->p = g;
+    b->cap = cap;
   }
-  cJSON *a = cJSON_CreateArray();
-  for (size_t i = 0; a && i < n; i++)
-    cJSON_AddItemToArray(a, cJSON_CreateNumber((unsigned char)p[i]));
-  return a;
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
 }
 
+static void jb_printf(jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void jb_printf(jbuf *b, const char *fmt, ...) {
+  char t[64];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(t, sizeof t, fmt, ap);
+  va_end(ap);
+  if (n > 0) jb_put(b, t, (size_t)n < sizeof t ? (size_t)n : sizeof t - 1);
+}
+
+/* a piece as JSON: its text when that is valid UTF-8 (escaped), else its bytes (llama-server's form) */
+static void jb_piece(jbuf *b, const char *p, size_t n) {
+  if (serve_utf8_invalid_at(p, n) < 0 && !memchr(p, 0, n)) {
+    jb_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+      unsigned char c = (unsigned char)p[i];
+      if (c == '"' || c == '\\')
+        jb_printf(b, "\\%c", c);
+      else if (c < 0x20)
+        jb_printf(b, "\\u%04x", c);
+      else
+        jb_put(b, &p[i], 1);
+    }
+    jb_put(b, "\"", 1);
+    return;
+  }
+  jb_put(b, "[", 1);
+  for (size_t i = 0; i < n; i++)
+    jb_printf(b, "%s%u", i ? "," : "", (unsigned char)p[i]);
+  jb_put(b, "]", 1);
+}
+
+/* On the transport's worker (never the scheduler's thread); the vocabulary's calls one at a time (vocab_mu: its
+   error message is one buffer). The answer is written as text, a few bytes a token; with_pieces answers at most
+   SERVE_MAX_PIECES tokens (413 past it). */
 static void tokenize(serve_exchange *x) {
   serve_handler *h = x->h;
   serve_tokenize_request tr;
@@ -302,6 +473,7 @@ static void tokenize(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
+  body_free(x); /* not needed any more: a large one is freed before the ids and the answer are made */
   size_t n = 0;
   int32_t *ids = NULL;
   pthread_mutex_lock(&h->vocab_mu);
@@ -312,32 +484,47 @@ static void tokenize(serve_exchange *x) {
     st = wgllm_vocab_tokenize(h->vocab, tr.content, tr.content_len, tr.add_special, tr.parse_special, ids, n, &n);
   char msg[512];
   snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(h->vocab) : "");
-  cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "tokens");
-  for (size_t i = 0; !st && i < n; i++) {
+  pthread_mutex_unlock(&h->vocab_mu);
+  free(tr.content);
+  if (!st && tr.with_pieces && n > SERVE_MAX_PIECES) {
+    free(ids);
+    answer_fail(x, 413, "invalid_request_error", "request_too_large",
+                "the text is %zu tokens; with_pieces answers at most %d (without pieces the ids alone have no limit "
+                "but the body's)",
+                n, SERVE_MAX_PIECES);
+    return;
+  }
+  jbuf b = {0};
+  jb_put(&b, "{\"tokens\":[", 11);
+  for (size_t i = 0; !st && i < n && !b.oom; i++) {
     if (!tr.with_pieces) {
-      cJSON_AddItemToArray(arr, cJSON_CreateNumber(ids[i]));
+      jb_printf(&b, "%s%d", i ? "," : "", ids[i]);
       continue;
     }
-    char *text = NULL;
     size_t len = 0;
-    cJSON *it = cJSON_CreateObject();
-    cJSON_AddNumberToObject(it, "id", ids[i]);
-    if (wgllm_vocab_detokenize(h->vocab, &ids[i], 1, &text, &len) == WGLLM_OK) {
-      cJSON_AddItemToObject(it, "piece", piece_json(text, len));
-      wgllm_free(text);
+    const char *text = NULL;
+    char *dec = NULL;
+    pthread_mutex_lock(&h->vocab_mu);
+    if (wgllm_vocab_detokenize(h->vocab, &ids[i], 1, &dec, &len) == WGLLM_OK) text = dec;
+    pthread_mutex_unlock(&h->vocab_mu);
+    jb_printf(&b, "%s{\"id\":%d", i ? "," : "", ids[i]);
+    if (text) {
+      jb_put(&b, ",\"piece\":", 9);
+      jb_piece(&b, text, len);
     }
-    cJSON_AddItemToArray(arr, it);
+    jb_put(&b, "}", 1);
+    wgllm_free(dec);
   }
-  pthread_mutex_unlock(&h->vocab_mu);
+  jb_put(&b, "]}", 2);
   free(ids);
-  free(tr.content);
-  if (st) {
-    cJSON_Delete(o);
+  if (st || b.oom) {
+    free(b.p);
+    if (!st) st = WGLLM_ERR_OUT_OF_MEMORY, snprintf(msg, sizeof msg, "out of memory");
     answer_fail(x, st == WGLLM_ERR_OUT_OF_MEMORY ? 500 : 400,
                 st == WGLLM_ERR_OUT_OF_MEMORY ? "server_error" : "invalid_request_error", NULL, "%s", msg);
     return;
   }
-  answer(x, 200, print_json(o));
+  answer(x, 200, b.p);
 }
 
 static void detokenize(serve_exchange *x) {
@@ -345,7 +532,9 @@ static void detokenize(serve_exchange *x) {
   int32_t *ids;
   size_t n;
   serve_error e;
-  if (serve_parse_detokenize(x->body ? x->body : "", x->len, h->cfg.max_body, &ids, &n, &e)) {
+  int bad = serve_parse_detokenize(x->body ? x->body : "", x->len, h->cfg.max_body, &ids, &n, &e);
+  body_free(x);
+  if (bad) {
     answer_error(x, &e);
     return;
   }
@@ -404,9 +593,18 @@ static void models(serve_exchange *x) {
 
 void serve_exchange_run(serve_exchange *x) {
   if (x->state != X_BODY) return;
+  if (x->too_large == 2) {
+    answer_fail(x, 503, "unavailable_error", "server_busy",
+                "the server holds %zu bytes of request bodies being received, its limit (--max-body-total); try again "
+                "later",
+                x->h->cfg.max_body_total);
+    x->close = 1; /* the rest of it is not read */
+    return;
+  }
   if (x->too_large) {
     answer_fail(x, 413, "invalid_request_error", "request_too_large",
                 "the request body is over the %zu bytes this server takes", x->h->cfg.max_body);
+    x->close = 1; /* the rest of it is not read */
     return;
   }
   switch (x->route) {
@@ -437,6 +635,7 @@ static serve_out_kind out_head(serve_exchange *x, serve_out *o, int streamed) {
   o->kind = SERVE_OUT_HEAD;
   o->status = x->status;
   o->streamed = streamed;
+  o->close = x->close;
   if (streamed) {
     o->n_headers = 3;
     o->headers[0][0] = "Content-Type", o->headers[0][1] = "text/event-stream";
@@ -614,14 +813,28 @@ serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o) {
   return o->kind = SERVE_OUT_ABORT;
 }
 
+/* under the scheduler's lock: the task has something for the exchange */
+static int task_news(const serve_exchange *x) {
+  const serve_task *t = x->task;
+  return t->state == SERVE_TASK_DONE || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
+         (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent));
+}
+
+int serve_exchange_ready(serve_exchange *x) {
+  if (x->state == X_BODY) return 0;
+  if (!x->task || x->h->stopping || (x->state != X_TASK && x->state != X_STREAM)) return 1;
+  serve_sched_lock(x->h->sched);
+  int news = task_news(x);
+  serve_sched_unlock(x->h->sched);
+  return news;
+}
+
 void serve_exchange_wait(serve_exchange *x, int ms) {
   serve_task *t = x->task;
   if (!t || x->h->stopping || (x->state != X_TASK && x->state != X_STREAM)) return;
   serve_sched *s = x->h->sched;
   serve_sched_lock(s);
-  int news = t->state == SERVE_TASK_DONE || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
-             (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent));
-  if (!news) serve_sched_wait(s, t, ms);
+  if (!task_news(x)) serve_sched_wait(s, t, ms);
   serve_sched_unlock(s);
 }
 
@@ -644,7 +857,7 @@ void serve_exchange_tokens(serve_exchange *x, uint32_t *generated, uint32_t *bat
 void serve_exchange_free(serve_exchange *x) {
   if (!x) return;
   serve_sched_release(x->h->sched, x->task); /* a task not finished is cancelled */
-  free(x->body);
+  body_free(x);
   free(x->json);
   free(x->event);
   free(x);

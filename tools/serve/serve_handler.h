@@ -12,13 +12,23 @@
 #include <stdint.h>
 
 typedef struct serve_handler_config {
-  const char *api_key;  /* NULL: none; else every endpoint but /health needs "Authorization: Bearer KEY" */
-  size_t max_body;      /* bytes of a request body; more is 413 */
-  const char *model_id; /* the model's name in /v1/models and in answers */
+  const char *api_key;   /* NULL: none; else every endpoint but /health needs "Authorization: Bearer KEY" */
+  size_t max_body;       /* bytes of a request body; more is 413 */
+  size_t max_body_total; /* bytes of the bodies being received or parsed at once, in all; more is 503 (0: none) */
+  const char *model_id;  /* the model's name in /v1/models and in answers */
   serve_limits limits;
   /* NULL, or a directory whose files are answered to GET / HEAD on paths no endpoint has ("/" is its index.html),
      without the API key: the browser build's demo page (make web) */
   const char *web_dir;
+  /* DNS rebinding: when check_host is set (the server listens on loopback, or --allowed-hosts was given), a request
+     whose Host is not localhost, 127.0.0.1, [::1] or one of allowed_hosts (any port) is refused (403) */
+  int check_host;
+  const char *const *allowed_hosts;
+  size_t n_allowed_hosts;
+  /* Origins besides the request's own ("http://" + its Host) whose requests are served; a request with another
+     Origin is refused (403). Empty today: CORS (--cors ORIGINS) fills it and answers preflights. */
+  const char *const *allowed_origins;
+  size_t n_allowed_origins;
 } serve_handler_config;
 
 typedef struct serve_handler serve_handler;
@@ -57,22 +67,45 @@ typedef struct serve_out {
   size_t len;
   /* FILE */
   const char *path;
+  /* HEAD: close the connection after this answer (the request's framing is refused, or its body is not read) */
+  int close;
 } serve_out;
 
-/* A request whose head has come: method, path (without the query), the values of the Authorization and
-   Content-Length headers (NULL when absent). Route, key and declared size are checked here, so a refusal is
-   answered before any body is read (serve_exchange_wants_body says whether to read it). NULL when out of memory. */
+/* A request's head as the transport read it (a header absent: NULL). */
+typedef struct serve_head {
+  const char *method, *path; /* path without the query */
+  const char *authorization, *content_length;
+  /* framing, from every header of the request: Content-Length headers that disagree, and Transfer-Encoding's
+     value (its headers joined by ", ") */
+  int content_length_conflict;
+  const char *transfer_encoding;
+  /* the transport passes Host, Origin and Content-Type (checks_headers): they are checked (403, 415) */
+  int checks_headers;
+  const char *host, *origin, *content_type;
+} serve_head;
+
+/* A request whose head has come. Framing (400 for Content-Length headers that disagree or Content-Length with
+   Transfer-Encoding, 501 for a transfer coding other than chunked), Host and Origin (403), route, key, Content-Type
+   (415 for a POST that is not application/json) and declared size (413) are checked here, so a refusal is answered
+   before any body is read (serve_exchange_wants_body says whether to read it). NULL when out of memory. */
+serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *head);
+/* serve_exchange_begin with the method, path, Authorization and Content-Length alone (the Node server's
+   transport, whose HTTP parser refuses bad framing itself; Host, Origin and Content-Type are not checked). */
 serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *path, const char *authorization,
                                    const char *content_length);
 /* Whether the request's body is wanted (an endpoint taking one, not already refused). */
 int serve_exchange_wants_body(const serve_exchange *x);
-/* Bytes of the body as they come (past max_body they are dropped, and the answer is 413). -1: out of memory. */
+/* Bytes of the body as they come (past max_body they are dropped, and the answer is 413: serve_exchange_wants_body
+   turns 0 at once, so a transport may answer without reading the rest). -1: out of memory. */
 int serve_exchange_body(serve_exchange *x, const void *data, size_t n);
 /* The whole request is in: it is handled (parsed and handed to the scheduler, or answered). */
 void serve_exchange_run(serve_exchange *x);
 /* The next piece of the answer into *o; SERVE_OUT_WAIT while there is none yet (call again after the scheduler's
    next step, or after serve_exchange_wait). */
 serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o);
+/* Whether serve_exchange_next would give something other than SERVE_OUT_WAIT now (an event-loop transport wakes
+   the exchanges it parked when it turns 1). */
+int serve_exchange_ready(serve_exchange *x);
 /* Transports with a thread per connection: waits until the next piece may be ready or ms pass. */
 void serve_exchange_wait(serve_exchange *x, int ms);
 /* The file of SERVE_OUT_FILE could not be sent: the answer becomes a 404 (call serve_exchange_next again). */

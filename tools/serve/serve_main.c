@@ -63,12 +63,16 @@ int serve_command(int argc, char **argv) {
   if (a.sched.warm_up)
     fprintf(stderr, "wgllm serve: warmed up in %.2f s (sessions made and pipelines built; --no-warmup skips it)\n",
             (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9);
+  if (serve_http_is_loopback(a.host)) a.handler.check_host = 1; /* DNS rebinding: Host is checked */
   serve_handler *handler = serve_handler_new(&a.handler, sched, wgllm_model_vocab(m));
   serve_http_config hc = {0};
   hc.host = a.host;
   hc.port = (uint16_t)a.port;
   hc.idle_timeout_s = (unsigned)a.timeout;
+  hc.header_timeout_s = (unsigned)a.header_timeout;
+  hc.body_timeout_s = (unsigned)a.body_timeout;
   hc.max_connections = (unsigned)a.max_connections;
+  hc.max_connections_per_ip = (unsigned)a.max_connections_per_ip;
   hc.verbose = a.c.verbose;
   serve_http *http = NULL;
   if (!handler) snprintf(err, sizeof err, "out of memory");
@@ -80,6 +84,7 @@ int serve_command(int argc, char **argv) {
     serve_options_free(&a);
     return 1;
   }
+  serve_sched_set_notify(sched, serve_http_wake, http); /* new text wakes the connections that wait for it */
   char banner[1024];
   serve_options_banner(&a, m, serve_http_port(http), banner, sizeof banner);
   printf("wgllm serve: %s\n", banner);
@@ -87,7 +92,8 @@ int serve_command(int argc, char **argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   fprintf(stderr, "wgllm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  serve_http_stop(http);
+  serve_http_stop(http); /* ends every connection (the notify is only signalled meanwhile) */
+  serve_sched_set_notify(sched, NULL, NULL);
   serve_handler_free(handler);
   serve_sched_stop(sched);
   wgllm_model_free(m);

@@ -50,11 +50,46 @@ long serve_utf8_invalid_at(const char *s, size_t n) {
   return -1;
 }
 
+/* The JSON text's nesting depth and an upper bound of the values cJSON would make of it (one per array, object,
+   member or element: the containers plus the commas, plus one), in one pass that skips strings. Malformed text is
+   left to the parser. */
+static void json_shape(const char *s, size_t n, size_t *values, size_t *depth) {
+  size_t v = 1, d = 0, dmax = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (c == '"') {
+      for (i++; i < n && s[i] != '"'; i++)
+        if (s[i] == '\\') i++;
+    } else if (c == '[' || c == '{') {
+      v++;
+      if (++d > dmax) dmax = d;
+    } else if (c == ']' || c == '}') {
+      if (d) d--;
+    } else if (c == ',')
+      v++;
+  }
+  *values = v;
+  *depth = dmax;
+}
+
 /* The body as a JSON object; NULL with *err filled. */
 static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   long at = serve_utf8_invalid_at(body, len);
   if (at >= 0) {
     bad(err, NULL, "the request body is not valid UTF-8 (byte %ld of %zu)", at, len);
+    return NULL;
+  }
+  size_t values, depth;
+  json_shape(body, len, &values, &depth);
+  if (depth > SERVE_JSON_MAX_DEPTH) {
+    bad(err, NULL, "the request body's JSON nests %zu deep; at most %d levels are accepted", depth,
+        SERVE_JSON_MAX_DEPTH);
+    return NULL;
+  }
+  if (values > SERVE_JSON_MAX_VALUES) {
+    serve_fail(err, 413, "invalid_request_error", NULL, "request_too_large",
+               "the request body's JSON holds about %zu values; at most %d are accepted", values,
+               SERVE_JSON_MAX_VALUES);
     return NULL;
   }
   const char *end = NULL;

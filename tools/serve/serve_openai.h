@@ -6,6 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What a request body's JSON may hold, checked in one pass over its bytes before cJSON builds anything (a body of
+   --max-body bytes whose unknown field is a long array would otherwise cost some 30 times its size in nodes): the
+   depth of nested arrays and objects (more is 400), and the values in all (every number, string, member, array and
+   object; more is 413: at most some 20 MB of nodes). */
+#define SERVE_JSON_MAX_DEPTH 128
+#define SERVE_JSON_MAX_VALUES 262144
+
 typedef enum serve_kind { SERVE_KIND_CHAT = 0, SERVE_KIND_COMPLETION = 1 } serve_kind;
 
 /* What a request may ask for. */

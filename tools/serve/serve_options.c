@@ -24,7 +24,12 @@ enum {
   K_MAX_CONNECTIONS,
   K_TEMPLATE,
   K_NO_WARMUP,
-  K_WEB
+  K_WEB,
+  K_ALLOWED_HOSTS,
+  K_HEADER_TIMEOUT,
+  K_BODY_TIMEOUT,
+  K_MAX_PER_IP,
+  K_MAX_BODY_TOTAL
 };
 
 static const cli_opt serve_opts[] = {
@@ -43,21 +48,60 @@ static const cli_opt serve_opts[] = {
      "the model's id in /v1/models and answers (default: the file or directory name)"},
     {K_MAX_BODY, "--max-body", CLI_INT, "BYTES", 1024, 1 << 30, 0, CLI_CMD_SERVE,
      "largest request body; more is answered 413 (default 8388608)"},
+    {K_MAX_BODY_TOTAL, "--max-body-total", CLI_INT, "BYTES", 1024, 1LL << 40, 0, CLI_CMD_SERVE,
+     "request bodies being received or parsed at once, in all; more is answered 503 (default 268435456)"},
     {K_MAX_TOKENS, "-n --n-predict --max-tokens", CLI_INT, "N", 1, 1 << 24, 0, CLI_CMD_SERVE,
      "most tokens a request may generate, and chat's default (default: the context)"},
     {K_TIMEOUT, "--timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
      "close a connection idle this many seconds (default 60)"},
+    {K_HEADER_TIMEOUT, "--header-timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
+     "close a connection whose request head has not all come S seconds after it began (default 10)"},
+    {K_BODY_TIMEOUT, "--body-timeout", CLI_INT, "S", 1, 86400, 0, CLI_CMD_SERVE,
+     "close a connection whose request body has not all come S seconds after its head (default 60)"},
     {K_MAX_CONNECTIONS, "--max-connections", CLI_INT, "N", 1, 65536, 0, CLI_CMD_SERVE,
-     "connections open at once, each a thread (default 512)"},
+     "connections open at once; more are closed at accept (default 1024)"},
+    {K_MAX_PER_IP, "--max-connections-per-ip", CLI_INT, "N", 1, 65536, 0, CLI_CMD_SERVE,
+     "connections open at once from one address; more are closed at accept (default 128)"},
     {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
      "llama3, chatml, gemma, llama2 or none (default: the model's)"},
     {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
     {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
      "also serve DIR's files at / (make web's build-web: the demo page running the engine in the browser)"},
+    {K_ALLOWED_HOSTS, "--allowed-hosts", CLI_TEXT, "H1,H2", 0, 0, 0, CLI_CMD_SERVE,
+     "Host names answered besides localhost, 127.0.0.1 and [::1] (others are 403 while listening on loopback; "
+     "given, the check holds on any address)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
+
+/* --allowed-hosts H1,H2: the names, each without a port ("[::1]" with its brackets) */
+static int split_hosts(serve_options *a, const char *name, const char *text) {
+  free(a->hosts_text);
+  free(a->allowed_hosts);
+  a->n_allowed_hosts = 0;
+  a->hosts_text = strdup(text);
+  a->allowed_hosts = calloc(strlen(text) / 2 + 2, sizeof *a->allowed_hosts);
+  if (!a->hosts_text || !a->allowed_hosts) {
+    fprintf(stderr, "wgllm serve: out of memory\n");
+    return 2;
+  }
+  for (char *save = NULL, *t = strtok_r(a->hosts_text, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    t += strspn(t, " ");
+    t[strcspn(t, " ")] = 0;
+    if (!t[0]) continue;
+    if (strchr(t, '/') || (t[0] != '[' && strchr(t, ':'))) {
+      fprintf(stderr, "wgllm serve: %s: '%s' is not a host name (no scheme, path or port)\n", name, t);
+      return 2;
+    }
+    a->allowed_hosts[a->n_allowed_hosts++] = t;
+  }
+  if (!a->n_allowed_hosts) {
+    fprintf(stderr, "wgllm serve: %s: no host names\n", name);
+    return 2;
+  }
+  return 0;
+}
 
 static int on_opt(void *user, int key, const cli_value *v) {
   serve_options *a = user;
@@ -101,6 +145,18 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_MAX_CONNECTIONS:
     a->max_connections = v->i;
     return 0;
+  case K_HEADER_TIMEOUT:
+    a->header_timeout = v->i;
+    return 0;
+  case K_BODY_TIMEOUT:
+    a->body_timeout = v->i;
+    return 0;
+  case K_MAX_BODY_TOTAL:
+    a->max_body_total = v->i;
+    return 0;
+  case K_MAX_PER_IP:
+    a->max_connections_per_ip = v->i;
+    return 0;
   case K_TEMPLATE:
     a->c.chat_template = v->text;
     return 0;
@@ -110,6 +166,8 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_WEB:
     a->web = v->text;
     return 0;
+  case K_ALLOWED_HOSTS:
+    return split_hosts(a, v->name, v->text);
   }
   return 2;
 }
@@ -158,7 +216,11 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
   a->queue = 64;
   a->max_body = 8 << 20;
   a->timeout = 60;
-  a->max_connections = 512;
+  a->max_connections = 1024;
+  a->max_connections_per_ip = 128;
+  a->max_body_total = 256 << 20;
+  a->header_timeout = 10;
+  a->body_timeout = 60;
   char **ops;
   int n_ops;
   int rc = cli_parse("wgllm serve", CLI_CMD_SERVE, serve_tables, argc, argv, on_opt, a, &ops, &n_ops);
@@ -172,6 +234,11 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
   if (a->c.help) {
     usage(stdout);
     return 0;
+  }
+  if (a->max_body_total < a->max_body) {
+    fprintf(stderr, "wgllm serve: --max-body-total %lld is less than --max-body %lld\n", a->max_body_total,
+            a->max_body);
+    return 2;
   }
   if (a->api_key && a->api_key_file) {
     fprintf(stderr, "wgllm serve: give --api-key or --api-key-file, not both\n");
@@ -216,7 +283,11 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   memset(hc, 0, sizeof *hc);
   hc->api_key = a->api_key;
   hc->web_dir = a->web;
+  hc->allowed_hosts = (const char *const *)a->allowed_hosts;
+  hc->n_allowed_hosts = a->n_allowed_hosts;
+  hc->check_host = a->n_allowed_hosts > 0; /* the transport sets it too when it listens on loopback */
   hc->max_body = (size_t)a->max_body;
+  hc->max_body_total = (size_t)a->max_body_total;
   hc->model_id = a->model_id;
   hc->limits.max_tokens = a->max_tokens ? (uint32_t)a->max_tokens : ctx;
   hc->limits.max_stop = 4;
@@ -235,6 +306,10 @@ void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port,
 }
 
 void serve_options_free(serve_options *o) {
+  free(o->hosts_text);
+  free(o->allowed_hosts);
+  o->hosts_text = NULL;
+  o->allowed_hosts = NULL;
   free(o->key_owned);
   o->key_owned = NULL;
 }

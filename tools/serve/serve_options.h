@@ -11,8 +11,12 @@ typedef struct serve_options {
   cli_common c;
   const char *host, *api_key, *api_key_file, *alias, *web;
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
+  long long header_timeout, body_timeout, max_connections_per_ip, max_body_total;
   int no_warmup;
-  char *key_owned; /* --api-key-file's key */
+  char *key_owned;      /* --api-key-file's key */
+  char *hosts_text;     /* --allowed-hosts, cut into allowed_hosts */
+  char **allowed_hosts; /* n_allowed_hosts names */
+  size_t n_allowed_hosts;
   /* after serve_options_configure */
   uint32_t ctx;
   char model_id[256];

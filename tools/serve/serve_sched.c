@@ -1,9 +1,11 @@
-/* The scheduler of `wgllm serve`: the only caller of the model, session and job functions, on a thread of its own
-   (natively) or stepped by its caller's event loop (serve_sched_step: the Node server on the wasm build). Each tick it
-   frees the jobs of cancelled tasks, renders and tokenizes the prompts of new tasks (wgllm_chat_prompt,
-   wgllm_tokenize), starts waiting tasks on idle sessions (the one whose cache shares the longest prefix with the
-   prompt, else the least recently used; wgllm_job_start prefills and samples the first token), and steps every
-   running job by one token with one wgllm_jobs_step call, appending the text each emits to its task. */
+/* The scheduler of `wgllm serve`: the only caller of the session and job functions, on a thread of its own
+   (natively) or stepped by its caller's event loop (serve_sched_step: the Node server on the wasm build). A task's
+   prompt is rendered and tokenized before it is submitted, by serve_sched_prepare on the submitter's thread (the
+   model's text calls under text_mu, never the scheduler's lock), so a long prompt never holds a tick. Each tick it
+   frees the jobs of cancelled tasks, prepares the prompts of tasks submitted unprepared, starts waiting tasks on idle
+   sessions (the one whose cache shares the longest prefix with the prompt, else the least recently used;
+   wgllm_job_start prefills and samples the first token), and steps every running job by one token with one
+   wgllm_jobs_step call, appending the text each emits to its task. */
 #include "serve_sched.h"
 #include <errno.h>
 #include <stddef.h>
@@ -25,6 +27,9 @@ struct serve_sched {
   uint32_t n_vocab;
   sched_slot *slots;
   pthread_mutex_t mu;
+  /* the model's text calls (wgllm_chat_prompt, wgllm_tokenize), one at a time: they read the tokenizer and the
+     chat template (read-only after load) but write the model's error message. The scheduler never takes it. */
+  pthread_mutex_t text_mu;
   pthread_cond_t work; /* a task was submitted or cancelled, or the thread must stop */
   pthread_t thread;
   int thread_started, stopping, drained;
@@ -33,7 +38,22 @@ struct serve_sched {
   serve_task *waiting, *waiting_tail; /* submitted, not yet on a session (FIFO) */
   uint32_t n_waiting, n_running;
   uint64_t tick;
+  void (*notify)(void *user); /* serve_sched_set_notify's */
+  void *notify_user;
 };
+
+void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user) {
+  pthread_mutex_lock(&s->mu);
+  s->notify = fn;
+  s->notify_user = user;
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* under the lock: the task's readers are woken (its waiting thread, and the transport's notify) */
+static void task_changed(serve_sched *s, serve_task *t) {
+  pthread_cond_broadcast(&t->cv);
+  if (s->notify) s->notify(s->notify_user);
+}
 
 void serve_sched_lock(serve_sched *s) { pthread_mutex_lock(&s->mu); }
 void serve_sched_unlock(serve_sched *s) { pthread_mutex_unlock(&s->mu); }
@@ -86,9 +106,21 @@ static void task_unref(serve_task *t) {
   if (--t->refs == 0) task_free(t);
 }
 
+/* under the lock */
+static int full(const serve_sched *s) {
+  return s->stopping || s->n_waiting >= s->cfg.queue + (s->cfg.parallel - s->n_running);
+}
+
+int serve_sched_full(serve_sched *s) {
+  pthread_mutex_lock(&s->mu);
+  int f = full(s);
+  pthread_mutex_unlock(&s->mu);
+  return f;
+}
+
 int serve_sched_submit(serve_sched *s, serve_task *t) {
   pthread_mutex_lock(&s->mu);
-  if (s->stopping || s->n_waiting >= s->cfg.queue + (s->cfg.parallel - s->n_running)) {
+  if (full(s)) {
     pthread_mutex_unlock(&s->mu);
     return -1;
   }
@@ -120,9 +152,8 @@ void serve_sched_release(serve_sched *s, serve_task *t) {
 /* under the lock: the task ends (its scheduler reference goes) */
 static void task_finish(serve_sched *s, serve_task *t) {
   t->state = SERVE_TASK_DONE;
-  pthread_cond_broadcast(&t->cv);
+  task_changed(s, t);
   task_unref(t);
-  (void)s;
 }
 
 static void task_fail(serve_task *t, int status, const char *type, const char *code, const char *msg) {
@@ -154,16 +185,32 @@ static int on_text(const char *text, size_t len, void *user) {
       memcpy(t->out + t->out_len, text, len);
       t->out_len += len;
       t->out[t->out_len] = 0;
-      pthread_cond_broadcast(&t->cv);
+      task_changed(s, t);
     }
   }
   pthread_mutex_unlock(&s->mu);
   return stop;
 }
 
-/* The prompt's ids (the model's chat template, or the completion text / ids); runs unlocked (the task is not yet
-   visible to anyone but its HTTP thread, which only reads it under the lock). Returns 0, or fills t->err. */
+/* The prompt's ids (the model's chat template, or the completion text / ids), without the scheduler's lock (the
+   task is not yet visible to anyone but its HTTP side, which only reads it under the lock) and under text_mu (the
+   model's error message is one buffer). Returns 0, or fills t->err. */
+static int prepare_task_locked(serve_sched *s, serve_task *t);
 static int prepare_task(serve_sched *s, serve_task *t) {
+  pthread_mutex_lock(&s->text_mu);
+  int rc = prepare_task_locked(s, t);
+  pthread_mutex_unlock(&s->text_mu);
+  return rc;
+}
+
+int serve_sched_prepare(serve_sched *s, serve_task *t) {
+  int rc = prepare_task(s, t);
+  t->prepared = 1;
+  if (rc) t->failed = 1;
+  return rc;
+}
+
+static int prepare_task_locked(serve_sched *s, serve_task *t) {
   const serve_request *r = &t->req;
   wgllm_status st = WGLLM_OK;
   if (r->kind == SERVE_KIND_CHAT) {
@@ -326,7 +373,8 @@ static size_t tick(serve_sched *s) {
     else
       p = &(*p)->next;
   }
-  /* 2. prompts of new tasks, so a refused one is answered at once even when every session is busy (tasks
+  /* 2. prompts of new tasks not prepared by their submitter (serve_sched_prepare, which the request handler calls
+     first, off this thread), so a refused one is answered at once even when every session is busy (tasks
      submitted meanwhile join the end of the list, and are prepared in this pass or the next) */
   for (serve_task **p = &s->waiting; *p;) {
     serve_task *t = *p;
@@ -377,7 +425,7 @@ static size_t tick(serve_sched *s) {
       end_job(s, job_slot[i]);
     else if (t->state == SERVE_TASK_QUEUED && !wgllm_job_prefilling(jobs[i])) {
       t->state = SERVE_TASK_RUNNING; /* prefilled, its first token sampled */
-      pthread_cond_broadcast(&t->cv);
+      task_changed(s, t);
     }
   }
   return n;
@@ -499,6 +547,7 @@ int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sc
   wgllm_model_get_info(m, &info);
   s->n_vocab = info.n_vocab;
   pthread_mutex_init(&s->mu, NULL);
+  pthread_mutex_init(&s->text_mu, NULL);
   pthread_cond_init(&s->work, NULL);
   for (uint32_t i = 0; i < config->parallel; i++) {
     wgllm_status st = wgllm_session_create(m, &config->session, &s->slots[i].session);
@@ -542,6 +591,7 @@ void serve_sched_stop(serve_sched *s) {
   free(s->jobs);
   free(s->job_slot);
   pthread_cond_destroy(&s->work);
+  pthread_mutex_destroy(&s->text_mu);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

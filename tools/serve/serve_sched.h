@@ -1,5 +1,6 @@
-/* The scheduler of `wgllm serve`: it owns the model and a pool of sessions, and is the only caller of the model,
-   session and job functions of the API: on a thread of its own (natively), or stepped by the transport's event loop
+/* The scheduler of `wgllm serve`: it owns the model and a pool of sessions, and is the only caller of the session
+   and job functions of the API (the model's text calls, for prompts, run on the request handlers' threads through
+   serve_sched_prepare): on a thread of its own (natively), or stepped by the transport's event loop
    (serve_sched_step: the Node server, on the single-threaded wasm build). Request handlers (serve_handler.c) hand
    it tasks (a parsed request each) and read what it writes into them under its lock: the text generated so far,
    the state, the usage, an error. */
@@ -66,6 +67,14 @@ void serve_sched_stop(serve_sched *s);
 
 /* A task for the request (moved into it: *req is left empty); NULL when out of memory. */
 serve_task *serve_task_new(serve_request *req);
+/* Renders and tokenizes the task's prompt (the model's chat template, or the completion's text or ids) and checks it
+   against the context, on the calling thread, before serve_sched_submit: 0, or -1 with t->failed and t->err set
+   (answer it without submitting). The model's text calls take a mutex of their own (the model's error message is
+   one buffer), never the scheduler's lock, so a long prompt holds neither the running streams nor /health. A task
+   submitted without it is prepared by the scheduler's next tick. */
+int serve_sched_prepare(serve_sched *s, serve_task *t);
+/* Whether a task submitted now would be refused (parallel + queue tasks already in, or the scheduler stopping). */
+int serve_sched_full(serve_sched *s);
 /* Queues it: 0, or -1 when parallel + queue tasks are already in (the answer is then 503; the task stays the
    caller's to release). */
 int serve_sched_submit(serve_sched *s, serve_task *t);
@@ -77,6 +86,10 @@ void serve_sched_lock(serve_sched *s);
 void serve_sched_unlock(serve_sched *s);
 /* Under the lock: waits until the task changes or ms pass. */
 void serve_sched_wait(serve_sched *s, serve_task *t, int ms);
+
+/* fn(user) is called, under the scheduler's lock, whenever a task changes (new text, running, done): an event-loop
+   transport wakes the exchanges it has parked (fn must only signal, never take the scheduler's lock). NULL: none. */
+void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user);
 
 /* Counts for /health: sessions generating, idle, tasks waiting (under the lock or not). */
 void serve_sched_counts(serve_sched *s, uint32_t *busy, uint32_t *idle, uint32_t *waiting);

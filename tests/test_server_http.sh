@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# `wgllm serve`'s HTTP edge (issue 27, items 3 and 4), on loopback with the default model: request framing,
+# Content-Type, Host and Origin checks (tests/server/http_edge.mjs, raw sockets); slow and idle connections, a
+# slowloris of 600 connections from one address beside an honest client (tests/server/slowloris.mjs); amplifying
+# inputs: a 31.5 MB prompt beside a stream, JSON that would build far more than its bytes, /tokenize's pieces
+# (tests/server/amplify.mjs).
+# Usage: tests/test_server_http.sh BUILD_DIR  (ctest runs it from the repository root). Native server only.
+set -u
+BUILD="$(cd "${1:?usage: tests/test_server_http.sh BUILD_DIR}" && pwd)"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TMP=$(mktemp -d)
+. "$ROOT/tests/server/serve_lib.sh"
+trap 'cleanup_servers; rm -rf "$TMP"' EXIT
+need_tools curl node python3
+
+"${SERVE[@]}" -m "$MODEL" --port 0 --allowed-hosts 'a,http://x' 2>"$TMP/e1"
+check "--allowed-hosts with a URL is a usage error" sh -c "test $? = 2 && grep -q 'not a host name' '$TMP/e1'"
+
+echo "--- framing, Content-Type, Host, Origin"
+start_server edge -np 1 --max-body 4096 --allowed-hosts example.test || exit 1
+export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
+if node "$ROOT/tests/server/http_edge.mjs"; then ok "http_edge"; else bad "http_edge"; fi
+stop_server "$SERVE_PID"
+check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
+
+echo "--- slow and idle connections"
+start_server slow -np 2 --max-connections-per-ip 64 --header-timeout 3 --body-timeout 3 || exit 1
+export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
+if timeout 120 node "$ROOT/tests/server/slowloris.mjs"; then ok "slowloris"; else bad "slowloris"; fi
+stop_server "$SERVE_PID"
+check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
+
+echo "--- amplification: a 31.5 MB prompt beside a stream, JSON that builds more than its bytes, /tokenize's pieces"
+start_server amp -np 2 --max-body 33554432 --max-body-total 50000000 || exit 1
+export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
+if timeout 300 node "$ROOT/tests/server/amplify.mjs"; then ok "amplify"; else bad "amplify"; fi
+stop_server "$SERVE_PID"
+check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
+
+echo "test_server_http: $([ $FAILED = 0 ] && echo "all passed" || echo "$FAILED FAILED")"
+[ "$FAILED" = 0 ]
