@@ -388,7 +388,10 @@ static int load_model(const cli_common *c, gpu_context **gpu, llm_model **m) {
   st = llm_model_load(*gpu, c->model, &lo, m, &err);
   cli_progress_end(&g_load);
   if (st) {
-    fprintf(stderr, "wgllm bench: %s: %s (%s)\n", c->model, err.msg, wgllm_status_name(st));
+    /* the loaders name the file themselves; the path before the message only where they did not */
+    int named = !strncmp(err.msg, c->model, strlen(c->model));
+    fprintf(stderr, "wgllm bench: %s%s%s (%s)\n", named ? "" : c->model, named ? "" : ": ", err.msg,
+            wgllm_status_name(st));
     gpu_destroy(*gpu);
     return 1;
   }

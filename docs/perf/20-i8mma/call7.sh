@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 7 (H200), on call 6's machine (nothing carried): the table's Node columns on call 5's files: exact and
+# Device call 7 (H200), on call 5's machine (nothing carried; call 6 was not run, nor the x1b file made): the table's Node columns on call 5's files: exact and
 # fast (tensor cores), fast without subgroup matrices (Dawn's flags without the subgroup-matrix toggles); 8 sequences
 # batched. Writes $OUT/table.jsonl.
 set -u
