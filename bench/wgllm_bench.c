@@ -1,5 +1,6 @@
 /* `wgllm bench`: prefill and decode speed of a model file or a synthetic model of a real shape, after a
-   warm-up, as the median of several runs; dispatches and CPU encode time per token; memory; per-kernel GPU
+   warm-up, as the median of several runs; dispatches and CPU encode time per token, the CPU time of a prefill
+   (recording and submitting its passes: prefill_cpu_ms); memory; per-kernel GPU
    time with --profile (of a decode step and of the prompt's last prefill chunk, or of the batched step with
    --parallel); JSON with --json. --write-gguf writes the synthetic model as a GGUF file. (One prefill attention
    kernel against another: bench_kernels' attn_prefill, which forces each through op_attention_forced.) */
