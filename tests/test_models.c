@@ -473,6 +473,7 @@ static void config_numbers_checked(void) {
       {"llama_gqa", "num_key_value_heads", "-2", "num_key_value_heads is -2"},
       {"llama_gqa", "rms_norm_eps", "-1e-6", "rms_norm_eps -1e-06"},
       {"llama_gqa", "rms_norm_eps", "1e999", "rms_norm_eps is inf"},
+      {"llama_gqa", "rms_norm_eps", "0", "rms_norm_eps 0 (must be above 0"},
       {"llama_gqa", "rope_parameters", "{\"rope_type\": \"default\", \"rope_theta\": \"1e6\"}",
        "rope_theta is \"1e6\""},
       {"llama_gqa", "rope_parameters", "{\"rope_type\": \"default\", \"rope_theta\": 1e999}", "rope_theta is inf"},

@@ -214,6 +214,11 @@ static void test_st_generated(void) {
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "'w'", "too many");
   st = open_one("{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 8, &s);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "'w'", "dtype");
+  /* overlapping data ranges: refused naming both tensors, as the safetensors library does */
+  st = open_one("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                8, &s);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "overlapping", "'b'");
   st = open_one("{\"w\":3}", 8, &s);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "'w'", NULL);
   st = open_one("", 0, &s);
@@ -244,7 +249,16 @@ static void test_st_generated(void) {
   st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d/config.json"), "open", NULL);
   CHECK(s == NULL, "no store on failure");
+  /* a FIFO as config.json or model.safetensors: refused at once, not a hang (issue 27) */
+  CHECK(mkfifo(tpath("d/config.json"), 0600) == 0, "mkfifo config.json");
+  st = st_open_dir(tpath("d"), &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d/config.json"), "not a regular file", NULL);
+  unlink(tpath("d/config.json"));
   write_file(tpath("d/config.json"), cfg, strlen(cfg));
+  unlink(st_path);
+  CHECK(mkfifo(st_path, 0600) == 0, "mkfifo model.safetensors");
+  st = st_open_dir(tpath("d"), &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_IO, st_path, "not a regular file", NULL);
   unlink(st_path);
   st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d"), "model.safetensors", NULL);

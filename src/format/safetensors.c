@@ -113,6 +113,48 @@ static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e,
   return wt_store_add(s, &t, err);
 }
 
+typedef struct st_range {
+  uint64_t b, e;
+  const char *name;
+} st_range;
+
+static int range_cmp(const void *x, const void *y) {
+  const st_range *a = x, *b = y;
+  return a->b < b->b ? -1 : a->b > b->b ? 1 : a->e < b->e ? -1 : a->e > b->e;
+}
+
+/* Two tensors whose data ranges overlap are refused by name, as the safetensors library does (its
+   InvalidOffset); the entries were validated by add_entry. O(n log n). */
+static wgllm_status check_overlaps(const cJSON *h, const char *path, llm_err *err) {
+  size_t n = 0;
+  for (const cJSON *e = h->child; e; e = e->next)
+    n += strcmp(e->string, "__metadata__") != 0;
+  if (n < 2) return WGLLM_OK;
+  st_range *r = malloc(n * sizeof *r);
+  if (!r) return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+  size_t k = 0;
+  for (const cJSON *e = h->child; e; e = e->next) {
+    if (!strcmp(e->string, "__metadata__")) continue;
+    const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    r[k++] = (st_range){(uint64_t)cJSON_GetArrayItem(jo, 0)->valuedouble,
+                        (uint64_t)cJSON_GetArrayItem(jo, 1)->valuedouble, e->string};
+  }
+  qsort(r, n, sizeof *r, range_cmp);
+  wgllm_status st = WGLLM_OK;
+  size_t last = n; /* the non-empty range reaching furthest so far */
+  for (size_t i = 0; i < n && !st; i++) {
+    if (r[i].e == r[i].b) continue; /* an empty tensor holds no bytes */
+    if (last < n && r[i].b < r[last].e)
+      st = llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] have overlapping data_offsets", path,
+                       r[last].name, (unsigned long long)r[last].b, (unsigned long long)r[last].e, r[i].name,
+                       (unsigned long long)r[i].b, (unsigned long long)r[i].e);
+    if (last == n || r[i].e > r[last].e) last = i;
+  }
+  free(r);
+  return st;
+}
+
 /* Maps one .safetensors file into the store and adds its tensors. */
 static wgllm_status load_file(wt_store *s, const char *path, llm_err *err) {
   mapped_file *f;
@@ -148,6 +190,7 @@ static wgllm_status load_file(wt_store *s, const char *path, llm_err *err) {
   }
   for (const cJSON *e = h->child; e && !st; e = e->next)
     if (strcmp(e->string, "__metadata__") != 0) st = add_entry(s, f, e, 8 + n, err);
+  if (!st) st = check_overlaps(h, path, err);
   cJSON_Delete(h);
   return st;
 }
