@@ -249,6 +249,12 @@ static void test_st_generated(void) {
   st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d/config.json"), "open", NULL);
   CHECK(s == NULL, "no store on failure");
+  /* a config.json past its 16 MiB cap (a sparse file): refused naming the size and the cap, before parsing */
+  write_file(tpath("d/config.json"), cfg, strlen(cfg));
+  CHECK(truncate(tpath("d/config.json"), (16 << 20) + 1) == 0, "truncate config.json");
+  st = st_open_dir(tpath("d"), &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("d/config.json"), "16777217 bytes", "past the cap of 16777216");
+  unlink(tpath("d/config.json"));
   /* a FIFO as config.json or model.safetensors: refused at once, not a hang (issue 27) */
   CHECK(mkfifo(tpath("d/config.json"), 0600) == 0, "mkfifo config.json");
   st = st_open_dir(tpath("d"), &s, &err);

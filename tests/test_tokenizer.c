@@ -960,6 +960,20 @@ static void hf_bounded(void) {
     free(text);
     tok_free(t);
   }
+  /* a tokenizer.json past its 64 MiB cap (a sparse file): refused naming the size and the cap, before reading */
+  {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-big.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+    CHECK(f && truncate(path, (64 << 20) + 1) == 0, "cannot make %s", path);
+    t = NULL;
+    wgllm_status st = tok_load_hf(path, NULL, &t, &err);
+    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err.msg, "67108865 bytes") && strstr(err.msg, "cap of 67108864"),
+          "big tokenizer.json: %d, %s", (int)st, err.msg);
+    tok_free(t);
+    unlink(path);
+  }
   /* (?R)?a recurses forever on any text: refused at load, the pattern named */
   t = bounded_load(5, "null",
                    "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?R)?a\"}, \"behavior\": \"Isolated\", "

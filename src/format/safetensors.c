@@ -24,8 +24,9 @@ static wgllm_status join_path(char *out, const char *dir, const char *name, llm_
 static wgllm_status read_json_file(const char *path, cJSON **out, llm_err *err) {
   *out = NULL;
   mapped_file *f;
-  wgllm_status st = mf_open(path, &f, err);
+  wgllm_status st = mf_check_size(path, MF_CAP_CONFIG_JSON, err);
   if (st) return st;
+  if ((st = mf_open(path, &f, err))) return st;
   const char *text = (const char *)f->data, *end = NULL;
   cJSON *root = f->size ? cJSON_ParseWithLengthOpts(text, (size_t)f->size, &end, 0) : NULL;
   if (!root) {

@@ -579,6 +579,8 @@ static int32_t find_special(const tokenizer *t, const char *const *names, size_t
 static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   tokenizer *t = h->t;
   size_t len = 0;
+  wgllm_status cs = mf_check_size(cfg_path, MF_CAP_TOKENIZER_CONFIG_JSON, h->err);
+  if (cs) return cs;
   char *text = mf_read_text(cfg_path, &len);
   if (!text) {
     return llm_err_set(h->err, WGLLM_ERR_IO, "%s: cannot read tokenizer config", cfg_path);
@@ -639,6 +641,8 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
   }
   *out = NULL;
   size_t len = 0;
+  wgllm_status cs = mf_check_size(tokenizer_json, MF_CAP_TOKENIZER_JSON, err);
+  if (cs) return cs;
   char *text = mf_read_text(tokenizer_json, &len);
   if (!text) {
     return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot read tokenizer.json", tokenizer_json);
