@@ -249,6 +249,22 @@ static void test_st_generated(void) {
   st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d/config.json"), "open", NULL);
   CHECK(s == NULL, "no store on failure");
+  /* duplicate keys: the last wins, as in Python's json (and transformers), in nested objects too */
+  {
+    const char *dup = "{\"model_type\": \"x\", \"k\": 1, \"o\": {\"a\": 1, \"a\": 3}, \"k\": 2, "
+                      "\"model_type\": \"llama\"}";
+    write_file(tpath("d/config.json"), dup, strlen(dup));
+    open_one("{}", 0, &s);
+    const cJSON *c = s ? wt_config(s) : NULL;
+    const cJSON *k = c ? cJSON_GetObjectItemCaseSensitive(c, "k") : NULL;
+    const cJSON *a = c ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "o"), "a") : NULL;
+    const cJSON *mt = c ? cJSON_GetObjectItemCaseSensitive(c, "model_type") : NULL;
+    CHECK(k && k->valuedouble == 2 && a && a->valuedouble == 3 && cJSON_IsString(mt) &&
+              !strcmp(mt->valuestring, "llama") && cJSON_GetArraySize(c) == 3,
+          "duplicate config keys: the last must win");
+    wt_store_free(s);
+    s = NULL;
+  }
   /* a config.json past its 16 MiB cap (a sparse file): refused naming the size and the cap, before parsing */
   write_file(tpath("d/config.json"), cfg, strlen(cfg));
   CHECK(truncate(tpath("d/config.json"), (16 << 20) + 1) == 0, "truncate config.json");

@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "safetensors.h"
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,39 @@ static wgllm_status join_path(char *out, const char *dir, const char *name, llm_
 }
 
 /* Reads and parses a whole JSON file; the root must be an object. */
+typedef struct key_at {
+  cJSON *item;
+  size_t at;
+} key_at;
+
+static int key_at_cmp(const void *x, const void *y) {
+  const key_at *a = x, *b = y;
+  int c = strcmp(a->item->string, b->item->string);
+  return c ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+/* Duplicate keys resolved as Python's json (and so transformers) does: the last one wins. cJSON would return
+   the first; the earlier ones are deleted here, in every object, in O(n log n). false when out of memory. */
+static bool json_last_wins(cJSON *o) {
+  if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) return true;
+  size_t n = 0;
+  for (cJSON *c = o->child; c; c = c->next) {
+    if (!json_last_wins(c)) return false;
+    n++;
+  }
+  if (!cJSON_IsObject(o) || n < 2) return true;
+  key_at *v = malloc(n * sizeof *v);
+  if (!v) return false;
+  size_t i = 0;
+  for (cJSON *c = o->child; c; c = c->next, i++)
+    v[i] = (key_at){c, i};
+  qsort(v, n, sizeof *v, key_at_cmp);
+  for (i = 0; i + 1 < n; i++)
+    if (!strcmp(v[i].item->string, v[i + 1].item->string)) cJSON_Delete(cJSON_DetachItemViaPointer(o, v[i].item));
+  free(v);
+  return true;
+}
+
 static wgllm_status read_json_file(const char *path, cJSON **out, llm_err *err) {
   *out = NULL;
   mapped_file *f;
@@ -32,6 +66,10 @@ static wgllm_status read_json_file(const char *path, cJSON **out, llm_err *err) 
   if (!root) {
     unsigned long long at = f->size && end ? (unsigned long long)(end - text) : 0;
     st = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: invalid JSON near byte %llu", path, at);
+  } else if (!json_last_wins(root)) {
+    st = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+    cJSON_Delete(root);
+    root = NULL;
   } else if (!cJSON_IsObject(root)) {
     llm_err_set(err, WGLLM_ERR_FORMAT, "%s: top-level JSON value is not an object", path);
     cJSON_Delete(root);
