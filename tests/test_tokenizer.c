@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -884,6 +885,27 @@ static char *repeat_json(const char *head, const char *item, int n, const char *
   return s;
 }
 
+/* a model directory named x.json is a directory: its tokenizer.json is read (issue 27; it was taken for the
+   tokenizer file itself and reported as having no tokenizer.json) */
+static void dir_named_json(void) {
+  char dir[64], path[96];
+  llm_err err = {0};
+  snprintf(dir, sizeof dir, "/tmp/wgllm-test-tok-%d-x.json", (int)getpid());
+  CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}, \"added_tokens\": []}", f);
+    fclose(f);
+  }
+  tokenizer *t = NULL;
+  wgllm_status st = llm_load_tokenizer(dir, &t, NULL, &err);
+  CHECK(st == WGLLM_OK && t && tok_vocab_size(t) == 2, "directory %s: %d, %s", dir, (int)st, err.msg);
+  tok_free(t);
+  unlink(path);
+  rmdir(dir);
+}
+
 static void hf_bounded(void) {
   llm_err err = {0};
   /* 28 chained Replace a -> aa on "a" (40 s, 7 GB before): refused at the step that grows past the budget */
@@ -1602,6 +1624,7 @@ int main(void) {
   gguf_numeric_fields();
   hf_bad_ids();
   hf_bounded();
+  dir_named_json();
   size_t sl = 0, el = 0;
   /* TOK_STRINGS / TOK_EXPECTED point the golden test at other files (e.g. a differential fuzz set) */
   const char *spath = getenv("TOK_STRINGS") ? getenv("TOK_STRINGS") : "data/tokenizers/strings.json";
