@@ -371,8 +371,12 @@ static void multimodal_wrapper(const char *name, const char *outer_type) {
       snprintf(nm, sizeof nm, "%s", t->string);
     cJSON_AddItemToObject(nh, nm, cJSON_Duplicate(t, 1));
   }
-  cJSON_AddItemToObject(nh, "model.vision_tower.patch_embedding.weight",
-                        cJSON_Parse("{\"dtype\": \"BF16\", \"shape\": [1], \"data_offsets\": [0, 2]}"));
+  /* its 2 bytes after the others' data: overlapping ranges are refused, as the safetensors library does */
+  char vt[128];
+  uint64_t dn = n - 8 - hl;
+  snprintf(vt, sizeof vt, "{\"dtype\": \"BF16\", \"shape\": [1], \"data_offsets\": [%llu, %llu]}",
+           (unsigned long long)dn, (unsigned long long)dn + 2);
+  cJSON_AddItemToObject(nh, "model.vision_tower.patch_embedding.weight", cJSON_Parse(vt));
   cJSON_Delete(h);
   char *nhs = cJSON_PrintUnformatted(nh);
   cJSON_Delete(nh);
@@ -383,6 +387,7 @@ static void multimodal_wrapper(const char *name, const char *outer_type) {
     fwrite(&nl, 8, 1, f);
     fwrite(nhs, 1, nl, f);
     fwrite(st + 8 + hl, 1, n - 8 - hl, f);
+    fwrite("\0\0", 1, 2, f);
     fclose(f);
   }
   free(nhs);
@@ -473,6 +478,7 @@ static void config_numbers_checked(void) {
       {"llama_gqa", "num_key_value_heads", "-2", "num_key_value_heads is -2"},
       {"llama_gqa", "rms_norm_eps", "-1e-6", "rms_norm_eps -1e-06"},
       {"llama_gqa", "rms_norm_eps", "1e999", "rms_norm_eps is inf"},
+      {"llama_gqa", "rms_norm_eps", "0", "rms_norm_eps 0 (must be above 0"},
       {"llama_gqa", "rope_parameters", "{\"rope_type\": \"default\", \"rope_theta\": \"1e6\"}",
        "rope_theta is \"1e6\""},
       {"llama_gqa", "rope_parameters", "{\"rope_type\": \"default\", \"rope_theta\": 1e999}", "rope_theta is inf"},

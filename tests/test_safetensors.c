@@ -214,6 +214,11 @@ static void test_st_generated(void) {
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "'w'", "too many");
   st = open_one("{\"w\":{\"shape\":[1],\"data_offsets\":[0,4]}}", 8, &s);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "'w'", "dtype");
+  /* overlapping data ranges: refused naming both tensors, as the safetensors library does */
+  st = open_one("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                8, &s);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "overlapping", "'b'");
   st = open_one("{\"w\":3}", 8, &s);
   EXPECT_ERR(st, WGLLM_ERR_FORMAT, st_path, "'w'", NULL);
   st = open_one("", 0, &s);
@@ -244,7 +249,38 @@ static void test_st_generated(void) {
   st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d/config.json"), "open", NULL);
   CHECK(s == NULL, "no store on failure");
+  /* duplicate keys: the last wins, as in Python's json (and transformers), in nested objects too */
+  {
+    const char *dup = "{\"model_type\": \"x\", \"k\": 1, \"o\": {\"a\": 1, \"a\": 3}, \"k\": 2, "
+                      "\"model_type\": \"llama\"}";
+    write_file(tpath("d/config.json"), dup, strlen(dup));
+    open_one("{}", 0, &s);
+    const cJSON *c = s ? wt_config(s) : NULL;
+    const cJSON *k = c ? cJSON_GetObjectItemCaseSensitive(c, "k") : NULL;
+    const cJSON *a = c ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "o"), "a") : NULL;
+    const cJSON *mt = c ? cJSON_GetObjectItemCaseSensitive(c, "model_type") : NULL;
+    CHECK(k && k->valuedouble == 2 && a && a->valuedouble == 3 && cJSON_IsString(mt) &&
+              !strcmp(mt->valuestring, "llama") && cJSON_GetArraySize(c) == 3,
+          "duplicate config keys: the last must win");
+    wt_store_free(s);
+    s = NULL;
+  }
+  /* a config.json past its 16 MiB cap (a sparse file): refused naming the size and the cap, before parsing */
   write_file(tpath("d/config.json"), cfg, strlen(cfg));
+  CHECK(truncate(tpath("d/config.json"), (16 << 20) + 1) == 0, "truncate config.json");
+  st = st_open_dir(tpath("d"), &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("d/config.json"), "16777217 bytes", "past the cap of 16777216");
+  unlink(tpath("d/config.json"));
+  /* a FIFO as config.json or model.safetensors: refused at once, not a hang (issue 27) */
+  CHECK(mkfifo(tpath("d/config.json"), 0600) == 0, "mkfifo config.json");
+  st = st_open_dir(tpath("d"), &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d/config.json"), "not a regular file", NULL);
+  unlink(tpath("d/config.json"));
+  write_file(tpath("d/config.json"), cfg, strlen(cfg));
+  unlink(st_path);
+  CHECK(mkfifo(st_path, 0600) == 0, "mkfifo model.safetensors");
+  st = st_open_dir(tpath("d"), &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_IO, st_path, "not a regular file", NULL);
   unlink(st_path);
   st = st_open_dir(tpath("d"), &s, &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, tpath("d"), "model.safetensors", NULL);

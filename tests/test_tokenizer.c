@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -852,6 +853,158 @@ static void hf_bad_ids(void) {
   }
 }
 
+/* issue 27 item 2: the pipeline bounded. Hostile tokenizer.json files (written to /tmp) that once took tens of
+   seconds and gigabytes are refused fast with the step or the pattern named. */
+static tokenizer *bounded_load(int k, const char *norm, const char *pre, llm_err *err) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-bd%d.json", (int)getpid(), k);
+  FILE *f = fopen(path, "w");
+  CHECK(f != NULL, "cannot write %s", path);
+  if (!f) return NULL;
+  fprintf(f,
+          "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}, \"added_tokens\": [], "
+          "\"normalizer\": %s, \"pre_tokenizer\": %s}",
+          norm, pre);
+  fclose(f);
+  tokenizer *t = NULL;
+  wgllm_status st = tok_load_hf(path, NULL, &t, err);
+  unlink(path);
+  if (st != WGLLM_OK) return NULL;
+  return t;
+}
+
+static char *repeat_json(const char *head, const char *item, int n, const char *tail) {
+  size_t cap = strlen(head) + (size_t)n * (strlen(item) + 1) + strlen(tail) + 1;
+  char *s = malloc(cap);
+  strcpy(s, head);
+  for (int i = 0; i < n; i++) {
+    if (i) strcat(s, ",");
+    strcat(s, item);
+  }
+  strcat(s, tail);
+  return s;
+}
+
+/* a model directory named x.json is a directory: its tokenizer.json is read (issue 27; it was taken for the
+   tokenizer file itself and reported as having no tokenizer.json) */
+static void dir_named_json(void) {
+  char dir[64], path[96];
+  llm_err err = {0};
+  snprintf(dir, sizeof dir, "/tmp/wgllm-test-tok-%d-x.json", (int)getpid());
+  CHECK(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+  snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fputs("{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": []}, \"added_tokens\": []}", f);
+    fclose(f);
+  }
+  tokenizer *t = NULL;
+  wgllm_status st = llm_load_tokenizer(dir, &t, NULL, &err);
+  CHECK(st == WGLLM_OK && t && tok_vocab_size(t) == 2, "directory %s: %d, %s", dir, (int)st, err.msg);
+  tok_free(t);
+  unlink(path);
+  rmdir(dir);
+}
+
+static void hf_bounded(void) {
+  llm_err err = {0};
+  /* 28 chained Replace a -> aa on "a" (40 s, 7 GB before): refused at the step that grows past the budget */
+  char *norm = repeat_json("{\"type\": \"Sequence\", \"normalizers\": [",
+                           "{\"type\": \"Replace\", \"pattern\": {\"String\": \"a\"}, \"content\": \"aa\"}", 28, "]}");
+  tokenizer *t = bounded_load(0, norm, "null", &err);
+  free(norm);
+  CHECK(t != NULL, "28 Replace normalizers: load: %s", err.msg);
+  if (t) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    double t0 = now_s();
+    char text[2048];
+    memset(text, 'a', sizeof text - 1);
+    text[sizeof text - 1] = 0;
+    wgllm_status st = tok_encode(t, text, strlen(text), 0, 0, &ids, &n, &err);
+    double dt = now_s() - t0;
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "normalizer") && strstr(err.msg, "(Replace)") &&
+              strstr(err.msg, "past 16x") && dt < 2.0,
+          "28 Replace normalizers: %d, %.2f s, %s", (int)st, dt, err.msg);
+    free(ids);
+    tok_free(t);
+  }
+  /* 16 ByteLevel pre-tokenizers (15.8 GB before): each doubles non-ASCII text, the pipeline's 16x stops it */
+  char *pre = repeat_json("{\"type\": \"Sequence\", \"pretokenizers\": [",
+                          "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": false}", 16, "]}");
+  t = bounded_load(1, "null", pre, &err);
+  free(pre);
+  CHECK(t != NULL, "16 ByteLevel: load: %s", err.msg);
+  if (t) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    double t0 = now_s();
+    const char *text = "\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9";
+    wgllm_status st = tok_encode(t, text, strlen(text), 0, 0, &ids, &n, &err);
+    double dt = now_s() - t0;
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "pre-tokenizer") && strstr(err.msg, "(ByteLevel)") &&
+              strstr(err.msg, "16x") && dt < 2.0,
+          "16 ByteLevel: %d, %.2f s, %s", (int)st, dt, err.msg);
+    free(ids);
+    tok_free(t);
+  }
+  /* more chained steps than TOK_MAX_STEPS: refused at load naming the count */
+  norm = repeat_json("{\"type\": \"Sequence\", \"normalizers\": [", "{\"type\": \"NFC\"}", 65, "]}");
+  t = bounded_load(2, norm, "null", &err);
+  free(norm);
+  CHECK(!t && strstr(err.msg, "more than 64 normalizers"), "65 normalizers: %s", err.msg);
+  tok_free(t);
+  pre = repeat_json("{\"type\": \"Sequence\", \"pretokenizers\": [", "{\"type\": \"Digits\"}", 65, "]}");
+  t = bounded_load(3, "null", pre, &err);
+  free(pre);
+  CHECK(!t && strstr(err.msg, "more than 64 pre-tokenizers"), "65 pre-tokenizers: %s", err.msg);
+  tok_free(t);
+  /* a backtracking Split regex (6 s on 5 KB, minutes on 100 KB before): fails fast, the pattern named */
+  t = bounded_load(4, "null",
+                   "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"a{0,100}a{0,100}a{0,100}b|a\"}, "
+                   "\"behavior\": \"Isolated\", \"invert\": false}",
+                   &err);
+  CHECK(t != NULL, "backtracking Split: load: %s", err.msg);
+  if (t) {
+    size_t len = 100000;
+    char *text = malloc(len + 1);
+    memset(text, 'a', len);
+    text[len] = 0;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    double t0 = now_s();
+    wgllm_status st = tok_encode(t, text, len, 0, 0, &ids, &n, &err);
+    double dt = now_s() - t0;
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "a{0,100}a{0,100}a{0,100}b|a") && strstr(err.msg, "(Split)") &&
+              dt < 2.0,
+          "backtracking Split: %d, %.2f s, %s", (int)st, dt, err.msg);
+    free(ids);
+    free(text);
+    tok_free(t);
+  }
+  /* a tokenizer.json past its 64 MiB cap (a sparse file): refused naming the size and the cap, before reading */
+  {
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/wgllm-test-tok-%d-big.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    if (f) fclose(f);
+    CHECK(f && truncate(path, (64 << 20) + 1) == 0, "cannot make %s", path);
+    t = NULL;
+    wgllm_status st = tok_load_hf(path, NULL, &t, &err);
+    CHECK(st == WGLLM_ERR_FORMAT && !t && strstr(err.msg, "67108865 bytes") && strstr(err.msg, "cap of 67108864"),
+          "big tokenizer.json: %d, %s", (int)st, err.msg);
+    tok_free(t);
+    unlink(path);
+  }
+  /* (?R)?a recurses forever on any text: refused at load, the pattern named */
+  t = bounded_load(5, "null",
+                   "{\"type\": \"Split\", \"pattern\": {\"Regex\": \"(?R)?a\"}, \"behavior\": \"Isolated\", "
+                   "\"invert\": false}",
+                   &err);
+  CHECK(!t && strstr(err.msg, "(?R)?a") && strstr(err.msg, "sample"), "(?R)?a: %s", err.msg);
+  tok_free(t);
+}
+
 /* ---- "gemma4": llama.cpp's GGUF tokenizer for Gemma 4 (BPE by rank over raw UTF-8, spaces as U+2581, the
    text split by [^\n]+|[\n]+, a newline run that is a token kept whole, <0xXX> byte fallback, BOS forced) ---- */
 
@@ -1470,6 +1623,8 @@ int main(void) {
   gguf_bad_arrays();
   gguf_numeric_fields();
   hf_bad_ids();
+  hf_bounded();
+  dir_named_json();
   size_t sl = 0, el = 0;
   /* TOK_STRINGS / TOK_EXPECTED point the golden test at other files (e.g. a differential fuzz set) */
   const char *spath = getenv("TOK_STRINGS") ? getenv("TOK_STRINGS") : "data/tokenizers/strings.json";

@@ -216,3 +216,10 @@ wgllm_status mf_upload(gpu_context *gpu, gpu_buffer *b, uint64_t dst_offset, con
   }
   return WGLLM_OK;
 }
+
+wgllm_status mf_check_size(const char *path, uint64_t cap, llm_err *err) {
+  struct stat st;
+  if (stat(path, &st) != 0 || (uint64_t)st.st_size <= cap) return WGLLM_OK;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %llu bytes, past the cap of %llu bytes for this file (docs/LIMITS.md)",
+                     path, (unsigned long long)st.st_size, (unsigned long long)cap);
+}

@@ -13,7 +13,8 @@
 
 wgllm_status mf_open(const char *path, mapped_file **out, llm_err *err) {
   *out = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO (or a device) given as a model file must not hang the open; it is refused below */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
@@ -63,8 +64,20 @@ void mf_close(mapped_file *f) {
 }
 
 char *mf_read_text(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
+  /* opened without blocking and refused unless a regular file: a FIFO as config.json must not hang */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return NULL;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    errno = EINVAL;
+    return NULL;
+  }
+  FILE *f = fdopen(fd, "rb");
+  if (!f) {
+    close(fd);
+    return NULL;
+  }
   char *b = NULL;
   if (fseek(f, 0, SEEK_END) == 0) {
     long n = ftell(f);
@@ -83,7 +96,7 @@ char *mf_read_text(const char *path, size_t *len) {
 }
 
 wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, llm_err *err) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   }
@@ -117,4 +130,11 @@ wgllm_status mf_upload(gpu_context *gpu, gpu_buffer *b, uint64_t dst_offset, con
   }
   free(tmp);
   return s;
+}
+
+wgllm_status mf_check_size(const char *path, uint64_t cap, llm_err *err) {
+  struct stat st;
+  if (stat(path, &st) != 0 || (uint64_t)st.st_size <= cap) return WGLLM_OK;
+  return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %llu bytes, past the cap of %llu bytes for this file (docs/LIMITS.md)",
+                     path, (unsigned long long)st.st_size, (unsigned long long)cap);
 }

@@ -26,6 +26,16 @@ void mf_close(mapped_file *f);
 /* A small text file (config.json, tokenizer.json, a template) read whole into a NUL-terminated malloc'd buffer,
    its length in *len (may be NULL); NULL when it cannot be opened or read. */
 char *mf_read_text(const char *path, size_t *len);
+
+/* Size caps of the JSON files the engine reads (docs/LIMITS.md): far above any real file, so that a huge one is
+   refused by name before it is parsed (cJSON takes about 40x its input). */
+#define MF_CAP_CONFIG_JSON (16ull << 20)           /* config.json, model.safetensors.index.json */
+#define MF_CAP_TOKENIZER_JSON (64ull << 20)        /* tokenizer.json */
+#define MF_CAP_TOKENIZER_CONFIG_JSON (16ull << 20) /* tokenizer_config.json */
+
+/* WGLLM_ERR_FORMAT naming the file, its size and the cap when `path` is larger than `cap` bytes; a file that
+   cannot be stat'ed passes (its reader reports it) */
+wgllm_status mf_check_size(const char *path, uint64_t cap, llm_err *err);
 /* Bytes [offset, offset + n) of the file at path into dst: for data that is not resident. WGLLM_ERR_IO naming the
    path and the range on failure. */
 wgllm_status mf_read_range(const char *path, uint64_t offset, void *dst, uint64_t n, llm_err *err);

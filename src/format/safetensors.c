@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "safetensors.h"
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,16 +22,54 @@ static wgllm_status join_path(char *out, const char *dir, const char *name, llm_
 }
 
 /* Reads and parses a whole JSON file; the root must be an object. */
+typedef struct key_at {
+  cJSON *item;
+  size_t at;
+} key_at;
+
+static int key_at_cmp(const void *x, const void *y) {
+  const key_at *a = x, *b = y;
+  int c = strcmp(a->item->string, b->item->string);
+  return c ? c : (a->at > b->at) - (a->at < b->at);
+}
+
+/* Duplicate keys resolved as Python's json (and so transformers) does: the last one wins. cJSON would return
+   the first; the earlier ones are deleted here, in every object, in O(n log n). false when out of memory. */
+static bool json_last_wins(cJSON *o) {
+  if (!cJSON_IsObject(o) && !cJSON_IsArray(o)) return true;
+  size_t n = 0;
+  for (cJSON *c = o->child; c; c = c->next) {
+    if (!json_last_wins(c)) return false;
+    n++;
+  }
+  if (!cJSON_IsObject(o) || n < 2) return true;
+  key_at *v = malloc(n * sizeof *v);
+  if (!v) return false;
+  size_t i = 0;
+  for (cJSON *c = o->child; c; c = c->next, i++)
+    v[i] = (key_at){c, i};
+  qsort(v, n, sizeof *v, key_at_cmp);
+  for (i = 0; i + 1 < n; i++)
+    if (!strcmp(v[i].item->string, v[i + 1].item->string)) cJSON_Delete(cJSON_DetachItemViaPointer(o, v[i].item));
+  free(v);
+  return true;
+}
+
 static wgllm_status read_json_file(const char *path, cJSON **out, llm_err *err) {
   *out = NULL;
   mapped_file *f;
-  wgllm_status st = mf_open(path, &f, err);
+  wgllm_status st = mf_check_size(path, MF_CAP_CONFIG_JSON, err);
   if (st) return st;
+  if ((st = mf_open(path, &f, err))) return st;
   const char *text = (const char *)f->data, *end = NULL;
   cJSON *root = f->size ? cJSON_ParseWithLengthOpts(text, (size_t)f->size, &end, 0) : NULL;
   if (!root) {
     unsigned long long at = f->size && end ? (unsigned long long)(end - text) : 0;
     st = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: invalid JSON near byte %llu", path, at);
+  } else if (!json_last_wins(root)) {
+    st = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+    cJSON_Delete(root);
+    root = NULL;
   } else if (!cJSON_IsObject(root)) {
     llm_err_set(err, WGLLM_ERR_FORMAT, "%s: top-level JSON value is not an object", path);
     cJSON_Delete(root);
@@ -113,6 +152,48 @@ static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e,
   return wt_store_add(s, &t, err);
 }
 
+typedef struct st_range {
+  uint64_t b, e;
+  const char *name;
+} st_range;
+
+static int range_cmp(const void *x, const void *y) {
+  const st_range *a = x, *b = y;
+  return a->b < b->b ? -1 : a->b > b->b ? 1 : a->e < b->e ? -1 : a->e > b->e;
+}
+
+/* Two tensors whose data ranges overlap are refused by name, as the safetensors library does (its
+   InvalidOffset); the entries were validated by add_entry. O(n log n). */
+static wgllm_status check_overlaps(const cJSON *h, const char *path, llm_err *err) {
+  size_t n = 0;
+  for (const cJSON *e = h->child; e; e = e->next)
+    n += strcmp(e->string, "__metadata__") != 0;
+  if (n < 2) return WGLLM_OK;
+  st_range *r = malloc(n * sizeof *r);
+  if (!r) return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+  size_t k = 0;
+  for (const cJSON *e = h->child; e; e = e->next) {
+    if (!strcmp(e->string, "__metadata__")) continue;
+    const cJSON *jo = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    r[k++] = (st_range){(uint64_t)cJSON_GetArrayItem(jo, 0)->valuedouble,
+                        (uint64_t)cJSON_GetArrayItem(jo, 1)->valuedouble, e->string};
+  }
+  qsort(r, n, sizeof *r, range_cmp);
+  wgllm_status st = WGLLM_OK;
+  size_t last = n; /* the non-empty range reaching furthest so far */
+  for (size_t i = 0; i < n && !st; i++) {
+    if (r[i].e == r[i].b) continue; /* an empty tensor holds no bytes */
+    if (last < n && r[i].b < r[last].e)
+      st = llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "%s: tensors '%s' [%llu, %llu] and '%s' [%llu, %llu] have overlapping data_offsets", path,
+                       r[last].name, (unsigned long long)r[last].b, (unsigned long long)r[last].e, r[i].name,
+                       (unsigned long long)r[i].b, (unsigned long long)r[i].e);
+    if (last == n || r[i].e > r[last].e) last = i;
+  }
+  free(r);
+  return st;
+}
+
 /* Maps one .safetensors file into the store and adds its tensors. */
 static wgllm_status load_file(wt_store *s, const char *path, llm_err *err) {
   mapped_file *f;
@@ -148,6 +229,7 @@ static wgllm_status load_file(wt_store *s, const char *path, llm_err *err) {
   }
   for (const cJSON *e = h->child; e && !st; e = e->next)
     if (strcmp(e->string, "__metadata__") != 0) st = add_entry(s, f, e, 8 + n, err);
+  if (!st) st = check_overlaps(h, path, err);
   cJSON_Delete(h);
   return st;
 }

@@ -405,8 +405,8 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) 
   if (qs < 0 || (qs > 0 && qs < 1e-30)) { /* 0 leaves the default, as before; tiny values gave an infinite scale */
     return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: query_pre_attn_scalar %g (must be positive)", qs);
   }
-  if (!(eps >= 0 && eps < 1)) { /* a negative epsilon took the root of negative numbers */
-    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: rms_norm_eps %g (from 0 to below 1)", eps);
+  if (!(eps > 0 && eps < 1)) { /* a negative epsilon took the root of negative numbers, 0 divides by 0 on zeros */
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: rms_norm_eps %g (must be above 0 and below 1)", eps);
   }
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
   if (qs > 0) hp->attn_scale = (float)(1.0 / sqrt(qs));

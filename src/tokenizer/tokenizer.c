@@ -51,8 +51,10 @@ void tok_free(tokenizer *t) {
     free(t->norm[i].rep);
   }
   free(t->norm);
-  for (size_t i = 0; i < t->n_pre; i++)
+  for (size_t i = 0; i < t->n_pre; i++) {
     pcre2_code_free(t->pre[i].re);
+    free(t->pre[i].re_src);
+  }
   free(t->pre);
   for (size_t i = 0; i < t->n_dec; i++) {
     free(t->dec[i].pat);
@@ -117,6 +119,49 @@ bool tok_add_added(tokenizer *t, const char *s, size_t n, int32_t id, bool speci
 /* Oniguruma's Unicode \s is White_Space; PCRE2's UCP \s also takes U+180E, so spell the class out. */
 #define WS_CLASS "\\t-\\r\\x{20}\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}"
 
+void tok_regex_free(void *re) { pcre2_code_free(re); }
+
+void *tok_match_context(void) {
+  pcre2_match_context *mc = pcre2_match_context_create(NULL);
+  if (!mc) return NULL;
+  pcre2_set_match_limit(mc, TOK_RE_MATCH_LIMIT);
+  pcre2_set_depth_limit(mc, TOK_RE_DEPTH_LIMIT);
+  return mc;
+}
+
+/* a short sample every pattern is run over at load: one that errors on it (e.g. (?R)?a, recursing forever)
+   would fail every prompt, so it is refused at load */
+static const char RE_SAMPLE[] = "Hello, world! It's 2024: 3.14 caf\xc3\xa9 a  b\n\t\xe4\xb8\xad\xe6\x96\x87 aaaa";
+
+static bool regex_try(pcre2_code *re, const char *pattern, size_t len, llm_err *err) {
+  pcre2_match_context *mc = tok_match_context();
+  pcre2_match_data *md = pcre2_match_data_create(4, NULL);
+  int rc = 0;
+  if (mc && md) {
+    size_t n = sizeof RE_SAMPLE - 1, at = 0;
+    while (at <= n) {
+      rc = pcre2_match(re, (PCRE2_SPTR)RE_SAMPLE, n, at, 0, md, mc);
+      if (rc < 0) break;
+      PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+      if (ov[1] > ov[0]) {
+        at = ov[1];
+      } else {
+        at = ov[0] + 1;
+        while (at < n && ((uint8_t)RE_SAMPLE[at] & 0xC0) == 0x80)
+          at++;
+      }
+    }
+  }
+  pcre2_match_data_free(md);
+  pcre2_match_context_free(mc);
+  if (!mc || !md) return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "tokenizer: out of memory (regex test)"), false;
+  if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH) return true;
+  char msg[160];
+  pcre2_get_error_message(rc, (PCRE2_UCHAR *)msg, sizeof msg);
+  llm_err_set(err, WGLLM_ERR_FORMAT, "regex /%.*s/ fails on a short sample text: %s", (int)len, pattern, msg);
+  return false;
+}
+
 void *tok_compile_regex(const char *pattern, size_t len, bool literal, llm_err *err) {
   tok_buf b = {0};
   uint32_t opts = PCRE2_UTF | PCRE2_UCP;
@@ -177,6 +222,10 @@ void *tok_compile_regex(const char *pattern, size_t len, bool literal, llm_err *
                 (size_t)eo, msg);
   } else {
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* optional: falls back to the interpreter */
+    if (!regex_try(re, pattern, len, err)) {
+      pcre2_code_free(re);
+      re = NULL;
+    }
   }
   free(b.p);
   return re;
@@ -357,7 +406,9 @@ typedef struct enc_ctx {
   seg_vec segs, sub;
   tok_bpe_scratch bpe;
   pcre2_match_data *md;
-  size_t *mt; /* matches: triples (start, end, is_match) */
+  pcre2_match_context *mc; /* the TOK_RE_* limits */
+  size_t budget;           /* the most bytes the pipeline may make of the current segment */
+  size_t *mt;              /* matches: triples (start, end, is_match) */
   size_t n_mt, cap_mt;
   llm_err *err;
 } enc_ctx;
@@ -384,7 +435,7 @@ static uint32_t cp_before(const char *s, size_t pos, size_t *start) {
 }
 
 static bool is_word_char(const tokenizer *t, enc_ctx *c, const char *s, size_t n) {
-  return pcre2_match(t->word_re, (PCRE2_SPTR)s, n, 0, PCRE2_ANCHORED | PCRE2_NO_UTF_CHECK, c->md, NULL) >= 0;
+  return pcre2_match(t->word_re, (PCRE2_SPTR)s, n, 0, PCRE2_ANCHORED | PCRE2_NO_UTF_CHECK, c->md, c->mc) >= 0;
 }
 
 /* HF AddedVocabulary::find_matches: leftmost-longest matches of the added tokens, honoring
@@ -465,7 +516,28 @@ static bool replace_all(tok_buf *out, const char *s, size_t n, const char *pat, 
 }
 
 /* runs the normalizers; returns the normalized text in c->na or c->nb */
-static bool normalize(enc_ctx *c, const char *s, size_t n, const char **ns, size_t *nn) {
+static const char *norm_name(int kind) {
+  return kind == TOK_NORM_NFC ? "NFC" : kind == TOK_NORM_PREPEND ? "Prepend" : "Replace";
+}
+
+/* a step made `out` bytes of `in`: refused past TOK_STEP_GROWTH x or past the pipeline's budget */
+static bool grown(enc_ctx *c, const char *what, size_t k, const char *name, size_t in, size_t out) {
+  if (out > in * TOK_STEP_GROWTH + TOK_GROWTH_SLACK) {
+    llm_err_set(c->err, WGLLM_ERR_INVALID_ARG, "tokenizer: %s %zu (%s): the text grew past %dx (%zu -> %zu bytes)",
+                what, k, name, TOK_STEP_GROWTH, in, out);
+    return true;
+  }
+  if (out > c->budget) {
+    llm_err_set(c->err, WGLLM_ERR_INVALID_ARG,
+                "tokenizer: %s %zu (%s): the pipeline grew the text past %dx (%zu bytes, at most %zu)", what, k, name,
+                TOK_PIPE_GROWTH, out, c->budget);
+    return true;
+  }
+  return false;
+}
+
+/* runs the normalizers; returns the normalized text in c->na or c->nb; -1: a step grew it too much */
+static int normalize(enc_ctx *c, const char *s, size_t n, const char **ns, size_t *nn) {
   const tokenizer *t = c->t;
   const char *cur = s;
   size_t cn = n;
@@ -476,23 +548,39 @@ static bool normalize(enc_ctx *c, const char *s, size_t n, const char **ns, size
     o->n = 0;
     switch (m->kind) {
     case TOK_NORM_NFC:
-      if (!tok_nfc(cur, cn, o)) return false;
+      if (!tok_nfc(cur, cn, o)) return 0;
       break;
     case TOK_NORM_PREPEND:
       if (cn == 0) continue; /* HF prepends only to non-empty text */
-      if (!tok_buf_put(o, m->rep, m->rep_len) || !tok_buf_put(o, cur, cn)) return false;
+      if (!tok_buf_put(o, m->rep, m->rep_len) || !tok_buf_put(o, cur, cn)) return 0;
       break;
     case TOK_NORM_REPLACE:
-      if (!replace_all(o, cur, cn, m->pat, m->pat_len, m->rep, m->rep_len)) return false;
+      if (!replace_all(o, cur, cn, m->pat, m->pat_len, m->rep, m->rep_len)) return 0;
       break;
     }
+    if (grown(c, "normalizer", k, norm_name(m->kind), cn, o->n)) return -1;
     cur = o->p ? o->p : "";
     cn = o->n;
     which ^= 1;
   }
   *ns = cur;
   *nn = cn;
-  return true;
+  return 1;
+}
+
+static const char *pre_name(const tok_pre *p) {
+  if (!p) return "?";
+  switch (p->kind) {
+  case TOK_PRE_SPLIT:
+    return "Split";
+  case TOK_PRE_DIGITS:
+    return "Digits";
+  case TOK_PRE_BYTE_LEVEL:
+    return "ByteLevel";
+  case TOK_PRE_METASPACE:
+    return "Metaspace";
+  }
+  return "?";
 }
 
 static bool mt_push(enc_ctx *c, size_t s, size_t e, size_t m) {
@@ -510,16 +598,18 @@ static bool mt_push(enc_ctx *c, size_t s, size_t e, size_t m) {
 }
 
 /* HF Pattern::find_matches: alternating (gap, match) pieces covering s; -1 on a regex failure */
-static int find_matches(enc_ctx *c, const pcre2_code *re, const char *s, size_t n) {
+static int find_matches(enc_ctx *c, const tok_pre *p, const pcre2_code *re, const char *s, size_t n) {
   c->n_mt = 0;
   size_t prev = 0, at = 0;
   while (at <= n) {
-    int rc = pcre2_match(re, (PCRE2_SPTR)s, n, at, PCRE2_NO_UTF_CHECK, c->md, NULL);
+    int rc = pcre2_match(re, (PCRE2_SPTR)s, n, at, PCRE2_NO_UTF_CHECK, c->md, c->mc);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) {
       char msg[120];
       pcre2_get_error_message(rc, (PCRE2_UCHAR *)msg, sizeof msg);
-      llm_err_set(c->err, WGLLM_ERR_INTERNAL, "tokenizer: pre-tokenizer regex failed: %s", msg);
+      const char *src = p && p->re_src ? p->re_src : "(built-in)";
+      llm_err_set(c->err, WGLLM_ERR_INVALID_ARG, "tokenizer: pre-tokenizer %zu (%s) regex /%s/ failed at byte %zu: %s",
+                  p ? (size_t)(p - c->t->pre) : 0, pre_name(p), src, at, msg);
       return -1;
     }
     PCRE2_SIZE *ov = pcre2_get_ovector_pointer(c->md);
@@ -539,11 +629,11 @@ static int find_matches(enc_ctx *c, const pcre2_code *re, const char *s, size_t 
 }
 
 /* HF NormalizedString::split with a SplitDelimiterBehavior, on one piece; appends to out */
-static int split_piece(enc_ctx *c, const pcre2_code *re, int behavior, bool invert, const plist *in, size_t i,
-                       plist *out) {
+static int split_piece(enc_ctx *c, const tok_pre *p, const pcre2_code *re, int behavior, bool invert, const plist *in,
+                       size_t i, plist *out) {
   const char *s = in->buf.p + in->off[i];
   size_t n = in->len[i];
-  int r = find_matches(c, re, s, n);
+  int r = find_matches(c, p, re, s, n);
   if (r <= 0) return r;
   size_t base = in->off[i];
   size_t *m = c->mt, cnt = c->n_mt / 3;
@@ -629,7 +719,7 @@ static int pre_step(enc_ctx *c, const tok_pre *p, plist *in, plist *out) {
   case TOK_PRE_DIGITS: {
     if (!tok_buf_put(&out->buf, in->buf.p ? in->buf.p : "", in->buf.n)) return 0;
     for (size_t i = 0; i < in->n; i++) {
-      int r = split_piece(c, p->re, p->behavior, p->invert, in, i, out);
+      int r = split_piece(c, p, p->re, p->behavior, p->invert, in, i, out);
       if (r <= 0) return r;
     }
     return 1;
@@ -653,7 +743,7 @@ static int pre_step(enc_ctx *c, const tok_pre *p, plist *in, plist *out) {
           goto oom;
         }
         for (size_t i = 0; i < tmp.n; i++) {
-          int r = split_piece(c, p->re, TOK_SPLIT_ISOLATED, false, &tmp, i, &tmp2);
+          int r = split_piece(c, p, p->re, TOK_SPLIT_ISOLATED, false, &tmp, i, &tmp2);
           if (r <= 0) {
             plist_free(&tmp2);
             plist_free(&tmp);
@@ -716,7 +806,7 @@ static int pre_step(enc_ctx *c, const tok_pre *p, plist *in, plist *out) {
       return 0;
     }
     for (size_t i = 0; i < tmp.n; i++) {
-      int r = split_piece(c, p->re, TOK_SPLIT_MERGED_NEXT, false, &tmp, i, out);
+      int r = split_piece(c, p, p->re, TOK_SPLIT_MERGED_NEXT, false, &tmp, i, out);
       if (r <= 0) {
         plist_free(&tmp);
         return r;
@@ -737,8 +827,9 @@ static wgllm_status encode_text(enc_ctx *c, const char *s, size_t n, bool first)
   if (!tok_buf_put(&in->buf, s, n) || !plist_add(in, 0, n, first)) return WGLLM_ERR_OUT_OF_MEMORY;
   for (size_t k = 0; k < t->n_pre; k++) {
     int r = pre_step(c, &t->pre[k], in, out);
-    if (r < 0) return WGLLM_ERR_INTERNAL;
+    if (r < 0) return WGLLM_ERR_INVALID_ARG;
     if (r == 0) return WGLLM_ERR_OUT_OF_MEMORY;
+    if (grown(c, "pre-tokenizer", k, pre_name(&t->pre[k]), in->buf.n, out->buf.n)) return WGLLM_ERR_INVALID_ARG;
     plist *x = in;
     in = out;
     out = x;
@@ -767,7 +858,8 @@ wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int ad
   c.err = err;
   wgllm_status st = WGLLM_OK;
   c.md = pcre2_match_data_create(4, NULL);
-  if (!c.md) {
+  c.mc = tok_match_context();
+  if (!c.md || !c.mc) {
     st = OOM("match data");
     goto done;
   }
@@ -792,8 +884,12 @@ wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int ad
     }
     const char *ns;
     size_t nn;
-    if (!normalize(&c, text + g.start, g.end - g.start, &ns, &nn)) {
-      st = OOM("normalizer");
+    size_t gn = g.end - g.start;
+    c.budget =
+        gn > (SIZE_MAX - TOK_GROWTH_SLACK) / TOK_PIPE_GROWTH ? SIZE_MAX : gn * TOK_PIPE_GROWTH + TOK_GROWTH_SLACK;
+    int nr = normalize(&c, text + g.start, gn, &ns, &nn);
+    if (nr <= 0) {
+      st = nr < 0 ? WGLLM_ERR_INVALID_ARG : OOM("normalizer");
       goto done;
     }
     if (!t->has_norm_added) {
@@ -848,6 +944,7 @@ done:
   free(c.mt);
   tok_bpe_scratch_free(&c.bpe);
   pcre2_match_data_free(c.md);
+  pcre2_match_context_free(c.mc);
   return st;
 }
 

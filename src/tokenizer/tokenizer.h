@@ -127,6 +127,17 @@ enum { TOK_SPLIT_REMOVED, TOK_SPLIT_ISOLATED, TOK_SPLIT_MERGED_PREV, TOK_SPLIT_M
 enum { TOK_PREPEND_ALWAYS, TOK_PREPEND_FIRST, TOK_PREPEND_NEVER };
 enum { TOK_DEC_REPLACE, TOK_DEC_BYTE_FALLBACK, TOK_DEC_FUSE, TOK_DEC_STRIP, TOK_DEC_BYTE_LEVEL, TOK_DEC_METASPACE };
 
+/* Budgets of the pipeline (docs/LIMITS.md): at most TOK_MAX_STEPS normalizers and as many pre-tokenizers
+   (refused at load); each step may grow its text to TOK_STEP_GROWTH x its input + TOK_GROWTH_SLACK bytes, the
+   whole pipeline to TOK_PIPE_GROWTH x the segment + TOK_GROWTH_SLACK (refused at encode, naming the step); every
+   regex runs with PCRE2's match and depth limits below (a pathological pattern fails fast, naming it). */
+#define TOK_MAX_STEPS 64
+#define TOK_STEP_GROWTH 4
+#define TOK_PIPE_GROWTH 16
+#define TOK_GROWTH_SLACK 64
+#define TOK_RE_MATCH_LIMIT 10000u /* backtracking steps at one start position */
+#define TOK_RE_DEPTH_LIMIT 10000u /* nested backtracking frames (interpreter; JIT: its 32 KiB default stack) */
+
 typedef struct tok_norm {
   int kind;
   char *pat, *rep; /* Prepend: rep; Replace: pat -> rep */
@@ -135,7 +146,8 @@ typedef struct tok_norm {
 
 typedef struct tok_pre {
   int kind;
-  void *re; /* pcre2_code*: Split pattern (literal or regex), GPT-2 regex, Metaspace char, \p{N} */
+  void *re;     /* pcre2_code*: Split pattern (literal or regex), GPT-2 regex, Metaspace char, \p{N} */
+  char *re_src; /* the pattern as written (for errors); NULL for built-in ones */
   int behavior, invert;
   int add_prefix_space, use_regex; /* ByteLevel */
   char rep[8];                     /* Metaspace replacement (UTF-8) */
@@ -209,6 +221,9 @@ bool tok_add_added(tokenizer *t, const char *s, size_t n, int32_t id, bool speci
                    bool single_word, bool normalized);
 /* compiles a Split regex (HF/Oniguruma syntax, \s rewritten to Unicode White_Space) */
 void *tok_compile_regex(const char *pattern, size_t len, bool literal, llm_err *err);
+/* a match context with the TOK_RE_* limits (pcre2_match_context*), NULL when out of memory */
+void *tok_match_context(void);
+void tok_regex_free(void *re);
 /* sizes per-id tables, fills pieces/attrs, builds the tries, byte ids, EOG flags; call after all adds */
 wgllm_status tok_finish(tokenizer *t, const char *what, llm_err *err);
 /* tokenizer_bpe.c: maps, UTF-8, byte map, BPE */

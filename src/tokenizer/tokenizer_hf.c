@@ -224,6 +224,8 @@ static wgllm_status add_norm(hf_ctx *h, const cJSON *o, size_t *cap) {
     }
     return WGLLM_OK;
   }
+  if (t->n_norm >= TOK_MAX_STEPS)
+    return BAD("%s: more than %d normalizers (the limit, docs/LIMITS.md)", h->path, TOK_MAX_STEPS);
   tok_norm m = {0};
   if (!strcmp(ty, "NFC")) {
     m.kind = TOK_NORM_NFC;
@@ -281,6 +283,8 @@ static wgllm_status add_pre(hf_ctx *h, const cJSON *o, size_t *cap) {
     }
     return WGLLM_OK;
   }
+  if (t->n_pre >= TOK_MAX_STEPS)
+    return BAD("%s: more than %d pre-tokenizers (the limit, docs/LIMITS.md)", h->path, TOK_MAX_STEPS);
   tok_pre p = {0};
   if (!strcmp(ty, "Split")) {
     bool regex;
@@ -302,6 +306,11 @@ static wgllm_status add_pre(hf_ctx *h, const cJSON *o, size_t *cap) {
     p.invert = jbool(o, "invert", false);
     p.re = tok_compile_regex(pat, strlen(pat), !regex, h->err);
     if (!p.re) return llm_err_set(h->err, WGLLM_ERR_UNSUPPORTED, "%s: Split pattern: %s", h->path, llm_err_msg(h->err));
+    p.re_src = strdup(pat);
+    if (!p.re_src) {
+      tok_regex_free(p.re);
+      return NOMEM("pre-tokenizer");
+    }
   } else if (!strcmp(ty, "ByteLevel")) {
     p.kind = TOK_PRE_BYTE_LEVEL;
     p.add_prefix_space = jbool(o, "add_prefix_space", true);
@@ -337,7 +346,11 @@ static wgllm_status add_pre(hf_ctx *h, const cJSON *o, size_t *cap) {
                  h->path, ty);
   }
   tok_pre *q = grow(t->pre, cap, t->n_pre, sizeof *q);
-  if (!q) return NOMEM("pre-tokenizer");
+  if (!q) {
+    tok_regex_free(p.re);
+    free(p.re_src);
+    return NOMEM("pre-tokenizer");
+  }
   t->pre = q;
   t->pre[t->n_pre++] = p;
   return WGLLM_OK;
@@ -566,6 +579,8 @@ static int32_t find_special(const tokenizer *t, const char *const *names, size_t
 static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   tokenizer *t = h->t;
   size_t len = 0;
+  wgllm_status cs = mf_check_size(cfg_path, MF_CAP_TOKENIZER_CONFIG_JSON, h->err);
+  if (cs) return cs;
   char *text = mf_read_text(cfg_path, &len);
   if (!text) {
     return llm_err_set(h->err, WGLLM_ERR_IO, "%s: cannot read tokenizer config", cfg_path);
@@ -626,6 +641,8 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
   }
   *out = NULL;
   size_t len = 0;
+  wgllm_status cs = mf_check_size(tokenizer_json, MF_CAP_TOKENIZER_JSON, err);
+  if (cs) return cs;
   char *text = mf_read_text(tokenizer_json, &len);
   if (!text) {
     return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot read tokenizer.json", tokenizer_json);

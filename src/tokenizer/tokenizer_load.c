@@ -4,6 +4,7 @@
 #include "mapped_file.h"
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,7 +253,9 @@ wgllm_status llm_load_tokenizer_store(const char *path, const wt_store *st, toke
   size_t n = strlen(path);
   if (st && wt_store_format(st) == WT_FORMAT_GGUF) return load_gguf(path, st, out, chat_template, err);
   char tj[1024], tc[1024];
-  if (n > 5 && !strcmp(path + n - 5, ".json")) {
+  struct stat ps;
+  bool dir = stat(path, &ps) == 0 && S_ISDIR(ps.st_mode); /* a model directory named x.json is a directory */
+  if (n > 5 && !strcmp(path + n - 5, ".json") && !dir) {
     snprintf(tj, sizeof tj, "%s", path);
     const char *slash = strrchr(path, '/');
     int dl = slash ? (int)(slash - path) : 1;
