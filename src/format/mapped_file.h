@@ -28,10 +28,16 @@ void mf_close(mapped_file *f);
 char *mf_read_text(const char *path, size_t *len);
 
 /* Size caps of the JSON files the engine reads (docs/LIMITS.md): far above any real file, so that a huge one is
-   refused by name before it is parsed (cJSON takes about 40x its input). */
+   refused by name before it is read. */
 #define MF_CAP_CONFIG_JSON (16ull << 20)           /* config.json, model.safetensors.index.json */
 #define MF_CAP_TOKENIZER_JSON (64ull << 20)        /* tokenizer.json */
 #define MF_CAP_TOKENIZER_CONFIG_JSON (16ull << 20) /* tokenizer_config.json */
+/* The values (json_shape.h) each may hold, checked in one pass before cJSON builds a node of up to ~150 bytes for
+   each: so parsing costs at most some 150 MB (600 MB for tokenizer.json) whatever the file's shape. Real files hold
+   far fewer: a config.json under 100, an index one a tensor (DeepSeek-V3's ~92,000), Gemma 3's tokenizer_config.json
+   44,929 and its 33 MB tokenizer.json 1,858,256, the largest there is. Depth: JSON_FILE_MAX_DEPTH. */
+#define MF_VALUES_CONFIG_JSON 1000000u    /* config.json, model.safetensors.index.json, tokenizer_config.json */
+#define MF_VALUES_TOKENIZER_JSON 4000000u /* tokenizer.json */
 
 /* WGLLM_ERR_FORMAT naming the file, its size and the cap when `path` is larger than `cap` bytes; a file that
    cannot be stat'ed passes (its reader reports it) */

@@ -3,6 +3,7 @@
    data_offsets index from its start. */
 #define _POSIX_C_SOURCE 200809L
 #include "safetensors.h"
+#include "json_shape.h"
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -11,6 +12,9 @@
 #include <sys/stat.h>
 
 #define ST_MAX_HEADER (100ull << 20) /* the reference implementation refuses larger headers too */
+/* JSON values in a header (json_shape.h): about 8 a tensor, so 250,000 tensors in one file (a whole 235B MoE model
+   in one file would have ~36,000); cJSON's nodes for them take at most ~300 MB */
+#define ST_MAX_HEADER_VALUES 2000000u
 #define ST_PATH_MAX 4096
 
 static wgllm_status join_path(char *out, const char *dir, const char *name, llm_err *err) {
@@ -62,6 +66,12 @@ static wgllm_status read_json_file(const char *path, cJSON **out, llm_err *err) 
   if (st) return st;
   if ((st = mf_open(path, &f, err))) return st;
   const char *text = (const char *)f->data, *end = NULL;
+  char why[128];
+  if (json_shape_check(text, (size_t)f->size, MF_VALUES_CONFIG_JSON, JSON_FILE_MAX_DEPTH, why, sizeof why)) {
+    st = llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s (docs/LIMITS.md)", path, why);
+    mf_close(f);
+    return st;
+  }
   cJSON *root = f->size ? cJSON_ParseWithLengthOpts(text, (size_t)f->size, &end, 0) : NULL;
   if (!root) {
     unsigned long long at = f->size && end ? (unsigned long long)(end - text) : 0;
@@ -217,6 +227,10 @@ static wgllm_status load_file(wt_store *s, const char *path, llm_err *err) {
                        (unsigned long long)n, ST_MAX_HEADER);
   }
   const char *text = (const char *)f->data + 8, *end = NULL;
+  char why[128];
+  if (json_shape_check(text, (size_t)n, ST_MAX_HEADER_VALUES, JSON_FILE_MAX_DEPTH, why, sizeof why)) {
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: the header's %s (docs/LIMITS.md)", path, why);
+  }
   cJSON *h = n ? cJSON_ParseWithLengthOpts(text, (size_t)n, &end, 0) : NULL;
   if (!h) {
     return llm_err_set(err, WGLLM_ERR_FORMAT, "%s: invalid header JSON near byte %llu", path,

@@ -4,6 +4,7 @@
    Unicode tables. Anything else in a tokenizer.json is refused as WGLLM_ERR_UNSUPPORTED, naming the file
    and the type, rather than tokenized differently from HF. */
 #define WGLLM_TOKENIZER_INTERNAL
+#include "json_shape.h"
 #include "mapped_file.h"
 #include "tokenizer.h"
 #include <cjson/cJSON.h>
@@ -585,6 +586,12 @@ static wgllm_status load_config(hf_ctx *h, const char *cfg_path) {
   if (!text) {
     return llm_err_set(h->err, WGLLM_ERR_IO, "%s: cannot read tokenizer config", cfg_path);
   }
+  char why[128];
+  if (json_shape_check(text, len, MF_VALUES_CONFIG_JSON, JSON_FILE_MAX_DEPTH, why, sizeof why)) {
+    llm_err_set(h->err, WGLLM_ERR_FORMAT, "%s: %s (docs/LIMITS.md)", cfg_path, why);
+    free(text);
+    return WGLLM_ERR_FORMAT;
+  }
   cJSON *cfg = cJSON_ParseWithLength(text, len);
   if (!cfg) {
     const char *e = cJSON_GetErrorPtr();
@@ -650,6 +657,12 @@ wgllm_status tok_load_hf(const char *tokenizer_json, const char *tokenizer_confi
   size_t bad;
   if (!tok_utf8_validate(text, len, &bad)) { /* HF reads only UTF-8, and the decoders walk pieces as characters */
     llm_err_set(err, WGLLM_ERR_FORMAT, "%s: invalid UTF-8 at byte %zu", tokenizer_json, bad);
+    free(text);
+    return WGLLM_ERR_FORMAT;
+  }
+  char why[128];
+  if (json_shape_check(text, len, MF_VALUES_TOKENIZER_JSON, JSON_FILE_MAX_DEPTH, why, sizeof why)) {
+    llm_err_set(err, WGLLM_ERR_FORMAT, "%s: %s (docs/LIMITS.md)", tokenizer_json, why);
     free(text);
     return WGLLM_ERR_FORMAT;
   }

@@ -1,6 +1,7 @@
 /* Tokenizer loading for model files (see tokenizer_load.h). */
 #include "tokenizer_load.h"
 #include "gguf.h"
+#include "json_shape.h"
 #include "mapped_file.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -17,9 +18,15 @@ static int is_file(const char *p) {
 
 /* chat_template in tokenizer_config.json: a string, or a list of {name, template} (take "default") */
 static char *config_chat_template(const char *config_path) {
-  char *js = mf_read_text(config_path, NULL);
-  if (!js) return NULL;
-  cJSON *j = cJSON_Parse(js);
+  size_t len = 0;
+  char why[128], *js = mf_check_size(config_path, MF_CAP_TOKENIZER_CONFIG_JSON, NULL) ? NULL
+                                                                                    : mf_read_text(config_path, &len);
+  /* tok_load_hf has refused a file past these bounds already; checked again here, as every JSON text is */
+  if (!js || json_shape_check(js, len, MF_VALUES_CONFIG_JSON, JSON_FILE_MAX_DEPTH, why, sizeof why)) {
+    free(js);
+    return NULL;
+  }
+  cJSON *j = cJSON_ParseWithLength(js, len);
   free(js);
   char *out = NULL;
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "chat_template");

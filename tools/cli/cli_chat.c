@@ -3,6 +3,7 @@
    at the prompt leaves; /regen, /save FILE and /load FILE (the conversation as JSON messages, read with cJSON),
    /reset. */
 #include "cli.h"
+#include "json_shape.h"
 #include "wgllm.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -200,6 +201,9 @@ static void history_free(wgllm_message *msgs, size_t n) {
 /* Reads such an array, or an object with a "messages" array (other keys are ignored; in a message too). Roles
    must be system, user or assistant, strings valid UTF-8. *msgs and each role and content are malloc'd
    (history_free). Returns 0, or -1 with the reason in err. */
+/* JSON values a /load file may hold (checked before cJSON builds them): some 300,000 messages */
+#define CLI_HISTORY_MAX_VALUES 1000000u
+
 static int history_load(const char *path, wgllm_message **msgs, size_t *n, char *err, size_t errlen) {
   *msgs = NULL;
   *n = 0;
@@ -212,6 +216,12 @@ static int history_load(const char *path, wgllm_message **msgs, size_t *n, char 
   size_t first = strspn(text, " \t\r\n");
   if (text[first] != '[' && text[first] != '{') {
     snprintf(err, errlen, "byte %zu: expected an array of messages", first);
+    free(text);
+    return -1;
+  }
+  char why[128]; /* the pre-check of every JSON text (src/base/json_shape.h) */
+  if (json_shape_check(text, len, CLI_HISTORY_MAX_VALUES, JSON_FILE_MAX_DEPTH, why, sizeof why)) {
+    snprintf(err, errlen, "%s", why);
     free(text);
     return -1;
   }

@@ -2,6 +2,7 @@
    the JSON answers of `wgllm serve`, on cJSON. Pure functions: no model, no I/O, no globals (fuzzed by
    tests/fuzz/fuzz_http_request.c). */
 #include "serve_openai.h"
+#include "json_shape.h"
 #include "wgllm.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -50,28 +51,6 @@ long serve_utf8_invalid_at(const char *s, size_t n) {
   return -1;
 }
 
-/* The JSON text's nesting depth and an upper bound of the values cJSON would make of it (one per array, object,
-   member or element: the containers plus the commas, plus one), in one pass that skips strings. Malformed text is
-   left to the parser. */
-static void json_shape(const char *s, size_t n, size_t *values, size_t *depth) {
-  size_t v = 1, d = 0, dmax = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (c == '"') {
-      for (i++; i < n && s[i] != '"'; i++)
-        if (s[i] == '\\') i++;
-    } else if (c == '[' || c == '{') {
-      v++;
-      if (++d > dmax) dmax = d;
-    } else if (c == ']' || c == '}') {
-      if (d) d--;
-    } else if (c == ',')
-      v++;
-  }
-  *values = v;
-  *depth = dmax;
-}
-
 /* The body as a JSON object; NULL with *err filled. */
 static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   long at = serve_utf8_invalid_at(body, len);
@@ -79,17 +58,14 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
     bad(err, NULL, "the request body is not valid UTF-8 (byte %ld of %zu)", at, len);
     return NULL;
   }
-  size_t values, depth;
-  json_shape(body, len, &values, &depth);
-  if (depth > SERVE_JSON_MAX_DEPTH) {
-    bad(err, NULL, "the request body's JSON nests %zu deep; at most %d levels are accepted", depth,
-        SERVE_JSON_MAX_DEPTH);
+  char why[128]; /* the shared pre-check of every JSON text (src/base/json_shape.h) */
+  int shape = json_shape_check(body, len, SERVE_JSON_MAX_VALUES, SERVE_JSON_MAX_DEPTH, why, sizeof why);
+  if (shape == JSON_TOO_DEEP) {
+    bad(err, NULL, "the request body's %s", why);
     return NULL;
   }
-  if (values > SERVE_JSON_MAX_VALUES) {
-    serve_fail(err, 413, "invalid_request_error", NULL, "request_too_large",
-               "the request body's JSON holds about %zu values; at most %d are accepted", values,
-               SERVE_JSON_MAX_VALUES);
+  if (shape == JSON_TOO_MANY) {
+    serve_fail(err, 413, "invalid_request_error", NULL, "request_too_large", "the request body's %s", why);
     return NULL;
   }
   const char *end = NULL;
