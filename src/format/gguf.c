@@ -12,6 +12,14 @@
 #include <string.h>
 
 #define GGUF_MAX_DEPTH 8 /* nesting of arrays of arrays */
+/* What reading the metadata may cost (docs/LIMITS.md). Keys: real files hold 20-60; each costs some 250 bytes of
+   bookkeeping however short it is in the file (13 bytes at least), so their count is bounded, to ~16 MB in all. The
+   key/value section: its keys, strings and arrays are copied (string arrays: 8 bytes of offset an element, which
+   takes 8 bytes or more in the file), so it costs at most its own size; Gemma 3's vocabulary and merges, the largest
+   real metadata, take ~16 MB. */
+#define GGUF_MAX_KV 65536
+#define GGUF_MAX_META_BYTES (128ull << 20)
+#define GGUF_META_START 24 /* the key/value section's first byte: after magic, version and the two counts */
 
 typedef struct gguf_kv {
   char *key; /* owned, NUL-terminated */
@@ -170,6 +178,18 @@ static int fail_oom(parser *ps, const char *what) {
   return 0;
 }
 
+/* 1 when what is about to be copied, ending at byte end, stays within the key/value section's cap; else the error
+   names the key (its first 64 bytes) and the byte at, where its entry (or its array) starts */
+static int meta_within(parser *ps, const char *key, size_t key_len, uint64_t at, uint64_t end) {
+  if (end - GGUF_META_START <= GGUF_MAX_META_BYTES) return 1;
+  ps->st = llm_err_set(ps->r.err, WGLLM_ERR_FORMAT,
+                       "%s: metadata key '%.*s' (at byte %llu) runs to byte %llu, past the key/value section's cap of "
+                       "%llu bytes (GGUF_MAX_META_BYTES, docs/LIMITS.md)",
+                       ps->r.path, (int)(key_len < 64 ? key_len : 64), key, (unsigned long long)at,
+                       (unsigned long long)end, GGUF_MAX_META_BYTES);
+  return 0;
+}
+
 /* Reads an array body (elem type, count, elements). kv receives it when non-NULL (top level); nested arrays
    are walked to validate and skip them. */
 static int read_array(parser *ps, gguf_kv *kv, const char *key, int depth) {
@@ -196,6 +216,7 @@ static int read_array(parser *ps, gguf_kv *kv, const char *key, int depth) {
     kv->elem_type = (int)et;
     kv->n = n;
   }
+  if (kv && !meta_within(ps, key, strlen(key), at, r->pos + n * min_bytes)) return 0; /* before its copy */
   if (es > 0) {
     if (kv && n) {
       if (!(kv->arr = malloc((size_t)(n * (uint64_t)es)))) return fail_oom(ps, key);
@@ -270,6 +291,7 @@ static int read_kv(parser *ps, gguf_meta *m) {
   }
   gguf_kv *kv = &m->kv[m->n_kv];
   memset(kv, 0, sizeof *kv);
+  if (!meta_within(ps, (const char *)r->p + off, (size_t)len, at, off + len)) return 0;
   if (!(kv->key = dup_bytes(r->p + off, len))) return fail_oom(ps, "key");
   m->n_kv++; /* counted now so meta_free releases it on any later failure */
   int ix = index_key(m);
@@ -288,9 +310,11 @@ static int read_kv(parser *ps, gguf_meta *m) {
                 (unsigned long long)(r->pos - 4), kv->key, t);
     return fail_format(ps);
   }
-  if (t == GGUF_TYPE_ARRAY) return read_array(ps, kv, kv->key, 0);
+  if (t == GGUF_TYPE_ARRAY) /* its nested arrays are walked, not copied: the section's end is checked after */
+    return read_array(ps, kv, kv->key, 0) && meta_within(ps, kv->key, strlen(kv->key), at, r->pos);
   if (t == GGUF_TYPE_STRING) {
     if (!rd_str(r, &off, &len, "string value")) return fail_format(ps);
+    if (!meta_within(ps, kv->key, strlen(kv->key), at, off + len)) return 0;
     if (!(kv->str = dup_bytes(r->p + off, len))) return fail_oom(ps, kv->key);
     return 1;
   }
@@ -434,6 +458,11 @@ static wgllm_status parse(parser *ps, wt_store *s, mapped_file *f, gguf_meta *m)
                        "%s: truncated or corrupt at byte 8: %llu tensors and %llu keys cannot fit in a "
                        "%llu-byte file",
                        r->path, (unsigned long long)n_tensors, (unsigned long long)n_kv, (unsigned long long)r->size);
+  }
+  if (n_kv > GGUF_MAX_KV) {
+    return llm_err_set(r->err, WGLLM_ERR_FORMAT,
+                       "%s: %llu metadata keys (count at byte 16); at most %d are read (GGUF_MAX_KV, docs/LIMITS.md)",
+                       r->path, (unsigned long long)n_kv, GGUF_MAX_KV);
   }
   for (uint64_t i = 0; i < n_kv; i++)
     if (!read_kv(ps, m)) return ps->st;
