@@ -56,3 +56,10 @@ set_tests_properties(test_web PROPERTIES TIMEOUT 1500 SKIP_RETURN_CODE 77 RESOUR
 add_test(NAME test_node COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_node.sh ${CMAKE_BINARY_DIR}
   WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
 set_tests_properties(test_node PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 77 RESOURCE_LOCK wasm_build)
+# The resource bounds of issue 27 (tests/test_bounds.sh): each hostile input written into a temporary directory and
+# the real CLI run on it under tests/tools/bounded_run.c, which measures the wall time and the peak RSS (wait4) and
+# kills what runs too long; each row asserts the exit status, the message naming the problem and its bounds
+add_executable(bounded_run tests/tools/bounded_run.c)
+add_test(NAME test_bounds COMMAND bash ${CMAKE_SOURCE_DIR}/tests/test_bounds.sh ${CMAKE_BINARY_DIR}
+  WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+set_tests_properties(test_bounds PROPERTIES TIMEOUT 900)
