@@ -6,6 +6,7 @@
 #define _XOPEN_SOURCE 700
 #include "gguf.h"
 #include "harness.h"
+#include "json_shape.h"
 #include "loader_util.h"
 #include "safetensors.h"
 #include "tensor_store.h"
@@ -293,6 +294,100 @@ static void test_st_generated(void) {
   rmdir(st_path);
 }
 
+/* ---------------- JSON's shape before parsing (src/base/json_shape.h, issue 27) ---------------- */
+
+static size_t cjson_values(const cJSON *j, size_t depth, size_t *max_depth) {
+  size_t n = 1;
+  if ((cJSON_IsArray(j) || cJSON_IsObject(j)) && depth + 1 > *max_depth) *max_depth = depth + 1;
+  for (const cJSON *c = j->child; c; c = c->next)
+    n += cjson_values(c, depth + 1, max_depth);
+  return n;
+}
+
+/* s of n zeros in [], inside {"x": ...}: n + 2 values as json_shape counts them (n values, two containers) */
+static char *zeros_json(size_t n) {
+  char *b = malloc(2 * n + 16);
+  size_t k = (size_t)sprintf(b, "{\"x\":[");
+  for (size_t i = 0; i < n; i++)
+    k += (size_t)sprintf(b + k, i ? ",0" : "0");
+  strcpy(b + k, "]}");
+  return b;
+}
+
+static void test_json_shape(void) {
+  make_dir("d");
+  /* strings skipped with their escapes: brackets, commas and an escaped quote inside them count nothing */
+  const char *t = "{\"a,[\": [1, 2, {\"b\": \"x,]}[\\\"{\"}], \"c\\\\\": []}";
+  json_shape sh = json_shape_of(t, strlen(t));
+  size_t depth = 0;
+  cJSON *j = cJSON_Parse(t);
+  size_t values = j ? cjson_values(j, 0, &depth) : 0;
+  CHECK(j && sh.depth == 3 && depth == 3 && sh.values == 8 && values == 7,
+        "json_shape of %s: %zu values (cJSON %zu, an empty [] counted as one more), depth %zu (cJSON %zu)", t,
+        sh.values, values, sh.depth, depth);
+  cJSON_Delete(j);
+  /* on the real files: an upper bound of cJSON's values, the same depth */
+  const char *files[] = {"../models/default/config.json",  "../models/default/tokenizer.json",
+                         "../models/default/tokenizer_config.json", "data/models/gemma4_kv_shared/config.json",
+                         "../third_party/tokenizers/llama3/tokenizer.json",
+                         "../third_party/tokenizers/gemma3/tokenizer_config.json"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    size_t n = 0;
+    char *text = th_read_file(files[i], &n);
+    if (!text && i >= 4) continue; /* third_party/ is fetched by scripts/bootstrap.sh */
+    CHECK(text != NULL, "read %s", files[i]);
+    if (!text) continue;
+    sh = json_shape_of(text, n);
+    depth = 0;
+    j = cJSON_ParseWithLength(text, n);
+    values = j ? cjson_values(j, 0, &depth) : 0;
+    CHECK(j && sh.values >= values && sh.values <= values + values / 100 && sh.depth == depth,
+          "%s: json_shape %zu values, depth %zu; cJSON %zu, %zu", files[i], sh.values, sh.depth, values, depth);
+    cJSON_Delete(j);
+    free(text);
+  }
+  /* the safetensors header at its value cap is parsed (then refused for what it holds); one value more is refused
+     before parsing, naming the count and the cap */
+  wt_store *s = NULL;
+  const char *cfg = "{\"model_type\": \"llama\"}";
+  write_file(tpath("d/config.json"), cfg, strlen(cfg));
+  char *h = zeros_json(2000000 - 2);
+  wgllm_status st = open_one(h, 0, &s);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, "tensor 'x'", "not an object", NULL);
+  free(h);
+  h = zeros_json(2000000 - 1);
+  st = open_one(h, 0, &s);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("d/model.safetensors"),
+             "the header's JSON holds about 2000001 values; at most 2000000", NULL);
+  free(h);
+  /* config.json: 1,000,000 values, 64 levels */
+  h = zeros_json(1000000 - 1);
+  write_file(tpath("d/config.json"), h, strlen(h));
+  st = open_one("{}", 0, &s);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("d/config.json"), "JSON holds about 1000001 values; at most 1000000", NULL);
+  free(h);
+  char deep[200];
+  for (int levels = 64; levels <= 65; levels++) {
+    int k = sprintf(deep, "{\"model_type\": \"llama\", \"a\": ");
+    for (int i = 1; i < levels; i++)
+      deep[k++] = '[';
+    for (int i = 1; i < levels; i++)
+      deep[k++] = ']';
+    strcpy(deep + k, "}");
+    write_file(tpath("d/config.json"), deep, strlen(deep));
+    st = open_one("{}", 0, &s);
+    if (levels == 64) {
+      CHECK(st == WGLLM_OK, "config.json 64 deep: %s", err.msg);
+    } else {
+      EXPECT_ERR(st, WGLLM_ERR_FORMAT, tpath("d/config.json"), "JSON nests 65 deep; at most 64 levels", NULL);
+    }
+    wt_store_free(s);
+    s = NULL;
+  }
+  unlink(tpath("d/config.json"));
+  unlink(tpath("d/model.safetensors"));
+}
+
 /* Splits llama_gqa into two shards plus an index, checks it loads identically, then breaks it. */
 static void write_shard(const char *path, const wt_store *src, size_t from, size_t to, const char *extra) {
   size_t cap = 65536, hl = 0, dl = 0;
@@ -463,6 +558,7 @@ int main(void) {
   test_st_generated();
   test_st_sharded();
   test_st_truncated();
+  test_json_shape();
   lt_end();
   return th_finish("test_safetensors");
 }
