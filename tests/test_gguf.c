@@ -684,8 +684,59 @@ static void test_gguf_writer(void) {
   gguf_writer_free(NULL);
 }
 
+/* The metadata's bounds (issue 27, docs/LIMITS.md): files of nothing but key/values, written by hand (the writer
+   keeps keys in memory a few at a time: these are plain bytes). n u8 keys, or one string of len bytes, its bytes a
+   hole of the file (zeros, read as such). */
+static void write_meta_only(const char *path, uint64_t n_keys, uint64_t str_len) {
+  size_t cap = 24 + (size_t)n_keys * 20 + 64, k = 0;
+  uint8_t *b = calloc(1, cap);
+  memcpy(b, "GGUF", 4);
+  k = 4 + le(b + 4, 3, 4) + le(b + 8, 0, 8) + le(b + 16, str_len ? 1 : n_keys, 8);
+  for (uint64_t i = 0; i < n_keys && !str_len; i++) {
+    k += le(b + k, 7, 8);
+    k += (size_t)sprintf((char *)b + k, "k%06llu", (unsigned long long)i);
+    k += le(b + k, GGUF_TYPE_UINT8, 4);
+    b[k++] = 1;
+  }
+  if (str_len) {
+    k += le(b + k, 4, 8);
+    memcpy(b + k, "name", 4), k += 4;
+    k += le(b + k, GGUF_TYPE_STRING, 4) + le(b + k + 4, str_len, 8);
+  }
+  CHECK(write_file(path, b, k) && truncate(path, (off_t)(k + str_len)) == 0, "write %s", path);
+  free(b);
+}
+
+static void test_gguf_meta_bounds(void) {
+  wt_store *s = NULL;
+  const char *gp = tpath("meta.gguf");
+  write_meta_only(gp, 65536, 0);
+  wgllm_status st = gguf_open(gp, &s, &err);
+  CHECK(st == WGLLM_OK && gguf_key_type(s, "k065535") == GGUF_TYPE_UINT8, "65,536 keys: %s", err.msg);
+  wt_store_free(s);
+  s = NULL;
+  write_meta_only(gp, 65537, 0);
+  st = gguf_open(gp, &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, gp, "65537 metadata keys", "at most 65536");
+  /* the key/value section: 128 MiB from byte 24, the key's length and name, the type and the string's length
+     (8 + 4 + 4 + 8 bytes) before the string */
+  uint64_t at_cap = (128ull << 20) - 24;
+  write_meta_only(gp, 1, at_cap);
+  st = gguf_open(gp, &s, &err);
+  const char *v = st ? NULL : gguf_get_str(s, "name");
+  CHECK(st == WGLLM_OK && v && !v[0], "a string up to the section's cap: %s", err.msg);
+  wt_store_free(s);
+  s = NULL;
+  write_meta_only(gp, 1, at_cap + 1);
+  st = gguf_open(gp, &s, &err);
+  EXPECT_ERR(st, WGLLM_ERR_FORMAT, gp, "metadata key 'name' (at byte 24)", "cap of 134217728 bytes");
+  CHECK(s == NULL, "no store on failure");
+  unlink(gp);
+}
+
 int main(void) {
   if (!lt_begin("gguf")) return 1;
+  test_gguf_meta_bounds();
   test_gguf_model();
   test_gguf_generated();
   test_gguf_corrupt_model();
