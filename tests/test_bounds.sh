@@ -62,8 +62,7 @@ echo "--- the tokenizer pipeline (tokenizer.json of the bundled model with a hos
 $GEN tokenizer "$TMP/t_replace" replace28
 row "28 chained Replace a -> aa normalizers, text \"a\"" 2 200 1 'normalizer [0-9]+ \(Replace\).*past' \
   "$WGLLM" tokenize -m "$TMP/t_replace" a
-# 15.8 GB before: each ByteLevel doubles non-ASCII text, 2^16 times (old: 202 MB and 1.7 s for 100 "é", rc 0:
-# the exit status and the RSS; 1,000 here)
+# 15.8 GB before: each ByteLevel doubles non-ASCII text, 2^16 times (old: killed after 9 s at 628 MB)
 $GEN tokenizer "$TMP/t_bytelevel" bytelevel16
 python3 -c 'import sys; sys.stdout.write("\u00e9" * 1000)' > "$TMP/e1000"
 STDIN=$TMP/e1000 row "16 ByteLevel pre-tokenizers, text of 1,000 \"é\"" 2 200 1 'pre-tokenizer [0-9]+ \(ByteLevel\)' \
