@@ -56,6 +56,10 @@ model() {
   for f in models/default/*; do ln -s "$ROOT/$f" "$1/"; done
 }
 
+# what the bundled model gives, to compare with
+"$WGLLM" info -m models/default > "$TMP/info_default" 2>&1
+"$WGLLM" tokenize -m models/default "In the beginning" > "$TMP/ids_default" 2>&1
+
 echo "--- the tokenizer pipeline (tokenizer.json of the bundled model with a hostile step; wgllm tokenize)"
 # 40 s and 7 GB before: "a" doubled 28 times. Now refused at the step that takes the text past 16x
 # (old: killed after 9 s of wall time at 907 MB)
@@ -92,6 +96,11 @@ row "config.json of 100 MB" 5 600 1 'config.json: .*bytes.*cap' "$WGLLM" info -m
 $GEN zeros "$TMP/m_cfg/config.json" 15 '{"a":[' ']}'
 row "config.json of 15 MB of [0,0,...] (under the size cap)" 2 200 1 'config.json: JSON holds about [0-9]+ values' \
   "$WGLLM" info -m "$TMP/m_cfg"
+# the worst config.json still read: 16 MB, 500,000 values (the cap), each a member of two strings
+$GEN wide "$TMP/m_cfg/config.json" config.json 16 500000
+row "config.json of 16 MB at the value cap (read, the model described)" 2 200 0 'architecture: llama' \
+  "$WGLLM" info -m "$TMP/m_cfg"
+rm -rf "$TMP/m_cfg"
 # 3.7 GB before: a 90 MB header under the 100 MiB cap, [0,0,...], refused by the value count
 # (old: killed after 15 s at 2.7 GB)
 model "$TMP/m_st"
@@ -113,6 +122,11 @@ row "tokenizer.json of 100 MB" 5 600 1 'tokenizer.json: .*bytes.*cap' "$WGLLM" t
 $GEN zeros "$TMP/t_big/tokenizer.json" 60 '{"model":[' ']}'
 row "tokenizer.json of 60 MB of [0,0,...] (under the size cap)" 5 600 1 'tokenizer.json: JSON holds about [0-9]+ values' \
   "$WGLLM" tokenize -m "$TMP/t_big" a
+# the worst tokenizer.json still read: 60 MB, 3,000,000 values (the cap), the bundled model's tokenizer beside them
+$GEN wide "$TMP/t_big/tokenizer.json" tokenizer.json 60 3000000
+row "tokenizer.json of 60 MB at the value cap (read, text tokenized)" 5 600 0 . \
+  "$WGLLM" tokenize -m "$TMP/t_big" "In the beginning"
+check "  its ids are the bundled model's" cmp -s "$TMP/out" "$TMP/ids_default"
 rm -rf "$TMP/t_big"
 
 echo "--- GGUF files"
@@ -148,8 +162,6 @@ mkfifo "$TMP/m_fifo/model.safetensors"
 row "model.safetensors a FIFO" 2 200 1 'model.safetensors: not a regular file' "$WGLLM" info -m "$TMP/m_fifo"
 
 echo "--- what a file means (each compared with the bundled model's own)"
-"$WGLLM" info -m models/default > "$TMP/info_default" 2>&1
-"$WGLLM" tokenize -m models/default "In the beginning" > "$TMP/ids_default" 2>&1
 # cJSON took the first of two keys before (old: rms eps 0.25, the line compared)
 model "$TMP/m_dup"
 rm "$TMP/m_dup/config.json"

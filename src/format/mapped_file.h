@@ -32,12 +32,14 @@ char *mf_read_text(const char *path, size_t *len);
 #define MF_CAP_CONFIG_JSON (16ull << 20)           /* config.json, model.safetensors.index.json */
 #define MF_CAP_TOKENIZER_JSON (64ull << 20)        /* tokenizer.json */
 #define MF_CAP_TOKENIZER_CONFIG_JSON (16ull << 20) /* tokenizer_config.json */
-/* The values (json_shape.h) each may hold, checked in one pass before cJSON builds a node of up to ~150 bytes for
-   each: so parsing costs at most some 150 MB (600 MB for tokenizer.json) whatever the file's shape. Real files hold
-   far fewer: a config.json under 100, an index one a tensor (DeepSeek-V3's ~92,000), Gemma 3's tokenizer_config.json
-   44,929 and its 33 MB tokenizer.json 1,858,256, the largest there is. Depth: JSON_FILE_MAX_DEPTH. */
-#define MF_VALUES_CONFIG_JSON 1000000u    /* config.json, model.safetensors.index.json, tokenizer_config.json */
-#define MF_VALUES_TOKENIZER_JSON 4000000u /* tokenizer.json */
+/* The values (json_shape.h) each may hold, checked in one pass before cJSON builds a node and up to two strings,
+   ~150 bytes of heap, for each: so parsing costs at most ~75 MB (~450 MB for tokenizer.json; tests/test_bounds.sh
+   reads a file at each bound within 200 MB and 600 MB) whatever the file's shape. Real files hold far fewer: a
+   config.json under 100, an index one a tensor (DeepSeek-V3's about 92,000), Gemma 3's tokenizer_config.json 44,929
+   and its 33 MB tokenizer.json 1,858,256, the largest there is (a vocabulary of 262,144 and 514,906 merges: room
+   for one of ~420,000). Depth: JSON_FILE_MAX_DEPTH. */
+#define MF_VALUES_CONFIG_JSON 500000u     /* config.json, model.safetensors.index.json, tokenizer_config.json */
+#define MF_VALUES_TOKENIZER_JSON 3000000u /* tokenizer.json */
 
 /* WGLLM_ERR_FORMAT naming the file, its size and the cap when `path` is larger than `cap` bytes; a file that
    cannot be stat'ed passes (its reader reports it) */

@@ -7,6 +7,7 @@ Usage: python3 tests/tools/bounds_inputs.py KIND OUT [ARG]   (run from the repos
   st_zeros OUT MB          OUT: a safetensors file whose header is {"x":[0,0,...]} of about MB megabytes
   st_wide OUT MB VALUES    OUT: the default model.safetensors with a header of about MB megabytes that holds VALUES
                            JSON values: its tensors and a __metadata__ of short members and one long string
+  wide OUT FILE MB VALUES  OUT: models/default/FILE (a JSON object) with such a "junk" member
   st_overlap OUT           OUT: the default model.safetensors with two tensors of the same size at one data range
   config OUT KEY=JSON...   OUT: the default config.json with each KEY set to JSON (KEY+=JSON: the pair added
                            before the existing one, a duplicate key)
@@ -75,18 +76,40 @@ def st_zeros(out, mb):
         f.write(struct.pack("<Q", n))
 
 
+def shape_values(b):
+    """the values src/base/json_shape.c counts in JSON text b: 1 + arrays and objects + commas outside strings"""
+    n, i, in_str = 1, 0, False
+    while i < len(b):
+        c = b[i]
+        if in_str:
+            if c == 0x5C:  # a backslash: the escaped character is skipped
+                i += 1
+            elif c == 0x22:
+                in_str = False
+        elif c == 0x22:
+            in_str = True
+        elif c in b"[{,":
+            n += 1
+        i += 1
+    return n
+
+
+def json_wide(base, mb, values, member="junk"):
+    """the JSON object base (bytes) with a member (named member) {"a": "", "a": "", ..., "pad": "xxx..."} added: mb
+    megabytes in all holding `values` values as json_shape counts them, each member a node with two strings (the most
+    heap a value takes in cJSON)"""
+    head = base.rstrip()[:-1] + b',"' + member.encode() + b'":{'
+    members = values - shape_values(head + b'"pad":""}}')
+    pad = mb * 1000000 - len(head) - 7 * members - 12
+    return head + b'"a":"",' * members + b'"pad":"' + b"x" * max(pad, 0) + b'"}}'
+
+
 def st_wide(out, mb, values):
-    """the model's own tensors, then __metadata__ {"a":"", "a":"", ..., "pad": "xxx..."}: a header of mb megabytes
-    whose JSON holds `values` values as src/base/json_shape.c counts them (1 + containers + commas), the most the
-    loader still parses, each member a node with two strings (the most heap a value takes)"""
+    """the default model.safetensors with its header made json_wide (the member __metadata__, which the loader
+    skips): mb megabytes, `values` values"""
     header, body = read_st(os.path.join(DEFAULT, "model.safetensors"))
     header.pop("__metadata__", None)
-    tensors = json.dumps(header)[1:-1].encode()
-    fixed = b'{"__metadata__":{"pad":""},' + tensors + b"}"
-    members = values - (1 + sum(fixed.count(c) for c in (b"{", b"[", b",")))
-    meta = b'{"__metadata__":{' + b'"a":"",' * members + b'"pad":"'
-    pad = mb * 1000000 - len(meta) - len(tensors) - 8
-    write_st(out, meta + b"x" * max(pad, 0) + b'"},' + tensors + b"}", body)
+    write_st(out, json_wide(json.dumps(header).encode(), mb, values, "__metadata__"), body)
 
 
 def st_overlap(out):
@@ -193,6 +216,9 @@ def main():
         st_zeros(out, int(args[0]))
     elif kind == "st_wide":
         st_wide(out, int(args[0]), int(args[1]))
+    elif kind == "wide":
+        base = open(os.path.join(DEFAULT, args[0]), "rb").read()
+        open(out, "wb").write(json_wide(base, int(args[1]), int(args[2])))
     elif kind == "st_overlap":
         st_overlap(out)
     elif kind == "config":
