@@ -198,12 +198,12 @@ static void history_free(wgllm_message *msgs, size_t n) {
   free(msgs);
 }
 
-/* Reads such an array, or an object with a "messages" array (other keys are ignored; in a message too). Roles
-   must be system, user or assistant, strings valid UTF-8. *msgs and each role and content are malloc'd
-   (history_free). Returns 0, or -1 with the reason in err. */
-/* JSON values a /load file may hold (checked before cJSON builds them): some 300,000 messages */
+/* JSON values a /load file may hold (checked before cJSON builds them): some 300,000 messages. */
 #define CLI_HISTORY_MAX_VALUES 1000000u
 
+/* Reads an array of messages as history_save writes it, or an object with a "messages" array (other keys are ignored; in a message too). Roles
+   must be system, user or assistant, strings valid UTF-8. *msgs and each role and content are malloc'd
+   (history_free). Returns 0, or -1 with the reason in err. */
 static int history_load(const char *path, wgllm_message **msgs, size_t *n, char *err, size_t errlen) {
   *msgs = NULL;
   *n = 0;
