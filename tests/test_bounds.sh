@@ -7,7 +7,7 @@
 # (docs/LIMITS.md). Beside each row: what it cost before (the issue's figures, lavapipe machine) and which of its
 # checks the old behaviour fails ("old:" the figures of a build of 3 Dec 2026 06:45, before issue 27's fixes, run
 # under `ulimit -v 3000000`, and the check it failed). Prints one line a row with the figures measured.
-# Usage: tests/test_bounds.sh BUILD_DIR  (ctest runs it from the repository root; ~1 minute, ~700 MB of /tmp at most)
+# Usage: tests/test_bounds.sh BUILD_DIR  (ctest runs it from the repository root; ~35 s, ~100 MB of /tmp at a time)
 set -u
 BUILD="$(cd "${1:?usage: tests/test_bounds.sh BUILD_DIR}" && pwd)"
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
