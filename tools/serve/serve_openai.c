@@ -72,6 +72,33 @@ static void json_shape(const char *s, size_t n, size_t *values, size_t *depth) {
   *depth = dmax;
 }
 
+static int oom(serve_error *err) { return serve_fail(err, 500, "server_error", NULL, NULL, "out of memory"); }
+
+/* JSON text (valid UTF-8) with every "\u0000" escape inside a string written as the byte SERVE_NUL: a malloc'd
+   copy, *out_n its length. */
+static char *json_nul_escapes(const char *s, size_t n, size_t *out_n) {
+  char *o = malloc(n + 1);
+  if (!o) return NULL;
+  size_t k = 0;
+  int in_str = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (in_str && c == '\\' && i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) {
+      o[k++] = (char)SERVE_NUL;
+      i += 5;
+      continue;
+    }
+    o[k++] = c;
+    if (in_str && c == '\\' && i + 1 < n)
+      o[k++] = s[++i];
+    else if (c == '"')
+      in_str = !in_str;
+  }
+  o[k] = 0;
+  *out_n = k;
+  return o;
+}
+
 /* The body as a JSON object; NULL with *err filled. */
 static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   long at = serve_utf8_invalid_at(body, len);
@@ -92,11 +119,20 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
                SERVE_JSON_MAX_VALUES);
     return NULL;
   }
+  /* cJSON's strings end at a NUL: a "\u0000" escape is parsed as SERVE_NUL, a byte UTF-8 never holds, and the
+     strings read are unescaped with their length (take_string); the byte offsets said are the copy's */
+  char *nulled = json_nul_escapes(body, len, &len);
+  if (!nulled) {
+    oom(err);
+    return NULL;
+  }
+  body = nulled;
   const char *end = NULL;
   cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
   if (!j) {
     size_t off = end && end >= body ? (size_t)(end - body) : 0;
     bad(err, NULL, "the request body is not valid JSON (at byte %zu of %zu)", off, len);
+    free(nulled);
     return NULL;
   }
   const char *rest = end;
@@ -105,8 +141,10 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   if (rest && rest < body + len) {
     bad(err, NULL, "the request body has more after its JSON value (at byte %zu of %zu)", (size_t)(rest - body), len);
     cJSON_Delete(j);
+    free(nulled);
     return NULL;
   }
+  free(nulled);
   if (!cJSON_IsObject(j)) {
     bad(err, NULL, "the request body must be a JSON object");
     cJSON_Delete(j);
@@ -165,7 +203,15 @@ static char *dup_n(const char *s, size_t n) {
   return d;
 }
 
-static int oom(serve_error *err) { return serve_fail(err, 500, "server_error", NULL, NULL, "out of memory"); }
+/* A string value's bytes with its NULs (SERVE_NUL as parsed) back: malloc'd, NUL-terminated, *len its length. */
+static char *take_string(const cJSON *j, size_t *len) {
+  *len = strlen(j->valuestring);
+  char *d = dup_n(j->valuestring, *len);
+  for (size_t i = 0; d && i < *len; i++)
+    if ((unsigned char)d[i] == SERVE_NUL) d[i] = 0;
+  return d;
+}
+
 
 /* stop: a string or an array of strings, none empty */
 static int get_stop(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
@@ -177,15 +223,17 @@ static int get_stop(const cJSON *o, const serve_limits *lim, serve_request *r, s
   if (n > lim->max_stop) return bad(err, "stop", "'stop' has %zu strings; at most %u are accepted", n, lim->max_stop);
   if (!n) return 0;
   r->stop = calloc(n, sizeof *r->stop);
-  if (!r->stop) return oom(err);
+  r->stop_len = calloc(n, sizeof *r->stop_len);
+  if (!r->stop || !r->stop_len) return oom(err);
   const cJSON *it = cJSON_IsString(f) ? f : f->child;
   for (size_t i = 0; i < n; i++, it = it->next) {
     if (!cJSON_IsString(it)) return bad(err, "stop", "'stop' must be a string or an array of strings");
-    size_t l = strlen(it->valuestring);
+    size_t l = strlen(it->valuestring); /* NULs are SERVE_NUL here: one byte each, as they will be */
     if (!l) return bad(err, "stop", "'stop' holds an empty string");
     if (l > lim->max_stop_bytes)
       return bad(err, "stop", "a stop string is %zu bytes; at most %zu are accepted", l, lim->max_stop_bytes);
-    if (!(r->stop[r->n_stop++] = dup_n(it->valuestring, l))) return oom(err);
+    if (!(r->stop[r->n_stop] = take_string(it, &r->stop_len[r->n_stop]))) return oom(err);
+    r->n_stop++;
   }
   return 0;
 }
@@ -268,7 +316,7 @@ static int check_messages(const cJSON *msgs, cJSON *out_msgs, serve_error *err) 
   return 0;
 }
 
-static int chat_fields(const cJSON *o, serve_request *r, serve_error *err) {
+static int chat_fields(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
   cJSON *chat = cJSON_CreateObject(), *msgs = cJSON_CreateArray();
   if (!chat || !msgs) {
     cJSON_Delete(chat);
@@ -291,13 +339,30 @@ static int chat_fields(const cJSON *o, serve_request *r, serve_error *err) {
     else
       cJSON_AddItemToObject(chat, "chat_template_kwargs", cJSON_Duplicate(kw, 1));
   }
-  if (!rc) {
-    r->chat_json = cJSON_PrintUnformatted(chat);
-    if (!r->chat_json)
-      rc = oom(err);
-    else
-      r->chat_json_len = strlen(r->chat_json);
+  int parse_special = lim->parse_special;
+  if (!rc) rc = get_bool(o, "parse_special", &parse_special, err);
+  if (!rc && !cJSON_AddBoolToObject(chat, "parse_special", parse_special)) rc = oom(err);
+  char *printed = rc ? NULL : cJSON_PrintUnformatted(chat);
+  if (!rc && !printed) rc = oom(err);
+  if (!rc) { /* SERVE_NUL (only inside strings, as cJSON printed them) back to "\u0000" */
+    size_t n = strlen(printed), k = 0, nuls = 0;
+    for (size_t i = 0; i < n; i++)
+      nuls += (unsigned char)printed[i] == SERVE_NUL;
+    r->chat_json = malloc(n + 5 * nuls + 1);
+    if (!r->chat_json) rc = oom(err);
+    for (size_t i = 0; !rc && i < n; i++) {
+      if ((unsigned char)printed[i] == SERVE_NUL) {
+        memcpy(r->chat_json + k, "\\u0000", 6);
+        k += 6;
+      } else
+        r->chat_json[k++] = printed[i];
+    }
+    if (!rc) {
+      r->chat_json[k] = 0;
+      r->chat_json_len = k;
+    }
   }
+  cJSON_free(printed);
   cJSON_Delete(chat);
   return rc;
 }
@@ -311,8 +376,7 @@ static int completion_prompt(const cJSON *o, const serve_limits *lim, serve_requ
     p = p->child;
   }
   if (cJSON_IsString(p)) {
-    r->prompt_len = strlen(p->valuestring);
-    r->prompt = dup_n(p->valuestring, r->prompt_len);
+    r->prompt = take_string(p, &r->prompt_len);
     return r->prompt ? 0 : oom(err);
   }
   if (!cJSON_IsArray(p)) return bad(err, "prompt", "'prompt' must be a string or an array of token ids");
@@ -408,7 +472,7 @@ int serve_parse_request(serve_kind kind, const char *body, size_t len, const ser
   if (!rc && !(out->model = dup_n(model ? model->valuestring : "", model ? strlen(model->valuestring) : 0)))
     rc = oom(err);
   if (!rc) rc = refuse_unsupported(o, kind, err);
-  if (!rc) rc = kind == SERVE_KIND_CHAT ? chat_fields(o, out, err) : completion_prompt(o, lim, out, err);
+  if (!rc) rc = kind == SERVE_KIND_CHAT ? chat_fields(o, lim, out, err) : completion_prompt(o, lim, out, err);
   if (!rc) rc = sampling_fields(o, lim, out, err);
   cJSON_Delete(o);
   if (rc) serve_request_free(out);
@@ -423,6 +487,7 @@ void serve_request_free(serve_request *r) {
   for (size_t i = 0; i < r->n_stop; i++)
     free(r->stop[i]);
   free(r->stop);
+  free(r->stop_len);
   serve_kind k = r->kind;
   memset(r, 0, sizeof *r);
   r->kind = k;
@@ -440,8 +505,7 @@ int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *o
   if (!rc) rc = get_bool(o, "parse_special", &out->parse_special, err);
   if (!rc) rc = get_bool(o, "with_pieces", &out->with_pieces, err);
   if (!rc) {
-    out->content_len = strlen(c->valuestring);
-    if (!(out->content = dup_n(c->valuestring, out->content_len))) rc = oom(err);
+    if (!(out->content = take_string(c, &out->content_len))) rc = oom(err);
   }
   cJSON_Delete(o);
   return rc;
