@@ -342,27 +342,14 @@ static int chat_fields(const cJSON *o, const serve_limits *lim, serve_request *r
   int parse_special = lim->parse_special;
   if (!rc) rc = get_bool(o, "parse_special", &parse_special, err);
   if (!rc && !cJSON_AddBoolToObject(chat, "parse_special", parse_special)) rc = oom(err);
-  char *printed = rc ? NULL : cJSON_PrintUnformatted(chat);
-  if (!rc && !printed) rc = oom(err);
-  if (!rc) { /* SERVE_NUL (only inside strings, as cJSON printed them) back to "\u0000" */
-    size_t n = strlen(printed), k = 0, nuls = 0;
-    for (size_t i = 0; i < n; i++)
-      nuls += (unsigned char)printed[i] == SERVE_NUL;
-    r->chat_json = malloc(n + 5 * nuls + 1);
-    if (!r->chat_json) rc = oom(err);
-    for (size_t i = 0; !rc && i < n; i++) {
-      if ((unsigned char)printed[i] == SERVE_NUL) {
-        memcpy(r->chat_json + k, "\\u0000", 6);
-        k += 6;
-      } else
-        r->chat_json[k++] = printed[i];
-    }
-    if (!rc) {
-      r->chat_json[k] = 0;
-      r->chat_json_len = k;
-    }
+  if (!rc) { /* SERVE_NUL back to "\u0000" */
+    r->chat_json = serve_print_json(chat);
+    chat = NULL;
+    if (!r->chat_json)
+      rc = oom(err);
+    else
+      r->chat_json_len = strlen(r->chat_json);
   }
-  cJSON_free(printed);
   cJSON_Delete(chat);
   return rc;
 }
@@ -542,34 +529,38 @@ int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t
 }
 
 /* ---------- answers ---------- */
-static char *print_and_free(cJSON *j) {
+char *serve_print_json(cJSON *j) {
   char *s = j ? cJSON_PrintUnformatted(j) : NULL;
   cJSON_Delete(j);
-  return s;
+  if (!s) return NULL;
+  size_t n = strlen(s), nuls = 0, k = 0;
+  for (size_t i = 0; i < n; i++)
+    nuls += (unsigned char)s[i] == SERVE_NUL;
+  if (!nuls) return s;
+  char *o = malloc(n + 5 * nuls + 1);
+  for (size_t i = 0; o && i < n; i++)
+    if ((unsigned char)s[i] == SERVE_NUL) {
+      memcpy(o + k, "\\u0000", 6);
+      k += 6;
+    } else
+      o[k++] = s[i];
+  if (o) o[k] = 0;
+  cJSON_free(s);
+  return o;
 }
+static char *print_and_free(cJSON *j) { return serve_print_json(j); }
 
-/* cJSON strings end at a NUL: a NUL in the text (a model may emit U+0000) becomes U+FFFD, so nothing after it is
-   lost */
-static cJSON *string_n(const char *s, size_t n) {
-  size_t nul = 0;
-  for (size_t i = 0; s && i < n; i++)
-    nul += s[i] == 0;
-  char *d = malloc(n + 2 * nul + 1);
+cJSON *serve_string_n(const char *s, size_t n) {
+  char *d = malloc(n + 1);
   if (!d) return NULL;
-  size_t k = 0;
-  for (size_t i = 0; s && i < n; i++)
-    if (s[i])
-      d[k++] = s[i];
-    else {
-      d[k++] = (char)0xEF;
-      d[k++] = (char)0xBF;
-      d[k++] = (char)0xBD;
-    }
-  d[k] = 0;
+  for (size_t i = 0; i < n; i++)
+    d[i] = s[i] ? s[i] : (char)SERVE_NUL;
+  d[n] = 0;
   cJSON *j = cJSON_CreateString(d);
   free(d);
   return j;
 }
+static cJSON *string_n(const char *s, size_t n) { return serve_string_n(s, n); }
 
 char *serve_error_json(const serve_error *e) {
   cJSON *o = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(o, "error");

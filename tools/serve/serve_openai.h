@@ -97,6 +97,11 @@ int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t
 long serve_utf8_invalid_at(const char *s, size_t n);
 
 /* ---------- answers (malloc'd JSON text, NULL when out of memory) ---------- */
+typedef struct cJSON cJSON;
+/* A JSON string of s[0..n), NUL bytes kept (as SERVE_NUL until serve_print_json writes them "\u0000"). */
+cJSON *serve_string_n(const char *s, size_t n);
+/* j printed (unformatted), SERVE_NUL in its strings written "\u0000", and j deleted. */
+char *serve_print_json(cJSON *j);
 char *serve_error_json(const serve_error *e);
 
 typedef struct serve_usage {
