@@ -107,8 +107,9 @@ typedef struct wgllm_model_info {
 } wgllm_model_info;
 WGLLM_API wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info);
 
-/* Text to ids. add_special: BOS/EOS as the model's tokenizer adds them; special-token text (e.g.
-   "<|eot_id|>") becomes its token. *n_ids gets the count; when it exceeds cap, ids holds the first cap. */
+/* Text to ids: len bytes of UTF-8 (a NUL byte among them is tokenized as the byte it is). add_special: BOS/EOS as
+   the model's tokenizer adds them; special-token text (e.g. "<|eot_id|>") becomes its token. *n_ids gets the count;
+   when it exceeds cap, ids holds the first cap. */
 WGLLM_API wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids,
                                       size_t cap, size_t *n_ids);
 /* Ids to text (malloc'd, NUL-terminated; free with wgllm_free). An id outside the vocabulary is an error. */
