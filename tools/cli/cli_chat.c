@@ -197,6 +197,20 @@ static void history_free(wgllm_message *msgs, size_t n) {
   free(msgs);
 }
 
+/* The offset of the first "\u0000" escape inside a string of JSON text (a NUL byte, which cJSON's C strings would
+   cut the text at), or -1 when there is none. */
+static long json_nul_escape_at(const char *s, size_t n) {
+  int in_str = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (in_str && s[i] == '\\') {
+      if (i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) return (long)i;
+      i++;
+    } else if (s[i] == '"')
+      in_str = !in_str;
+  }
+  return -1;
+}
+
 /* Reads such an array, or an object with a "messages" array (other keys are ignored; in a message too). Roles
    must be system, user or assistant, strings valid UTF-8. *msgs and each role and content are malloc'd
    (history_free). Returns 0, or -1 with the reason in err. */
@@ -212,6 +226,12 @@ static int history_load(const char *path, wgllm_message **msgs, size_t *n, char 
   size_t first = strspn(text, " \t\r\n");
   if (text[first] != '[' && text[first] != '{') {
     snprintf(err, errlen, "byte %zu: expected an array of messages", first);
+    free(text);
+    return -1;
+  }
+  long nul = json_nul_escape_at(text, len);
+  if (nul >= 0) { /* refused, not cut there */
+    snprintf(err, errlen, "byte %ld: a string holds \\u0000 (a NUL byte), which a chat message here cannot carry", nul);
     free(text);
     return -1;
   }
