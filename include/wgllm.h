@@ -107,8 +107,9 @@ typedef struct wgllm_model_info {
 } wgllm_model_info;
 WGLLM_API wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info);
 
-/* Text to ids. add_special: BOS/EOS as the model's tokenizer adds them; special-token text (e.g.
-   "<|eot_id|>") becomes its token. *n_ids gets the count; when it exceeds cap, ids holds the first cap. */
+/* Text to ids: len bytes of UTF-8 (a NUL byte among them is tokenized as the byte it is). add_special: BOS/EOS as
+   the model's tokenizer adds them; special-token text (e.g. "<|eot_id|>") becomes its token. *n_ids gets the count;
+   when it exceeds cap, ids holds the first cap. */
 WGLLM_API wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids,
                                       size_t cap, size_t *n_ids);
 /* Ids to text (malloc'd, NUL-terminated; free with wgllm_free). An id outside the vocabulary is an error. */
@@ -234,6 +235,9 @@ typedef struct wgllm_generate_params {
      frequency_penalty * count + presence_penalty from its logit. Each in [-2, 2] (negative favours repeats),
      0: off (default 0). */
   float presence_penalty, frequency_penalty;
+  /* the lengths in bytes of stop[0..n_stop), NUL bytes then part of them; NULL (the default): each stop string
+     ends at its NUL */
+  const size_t *stop_len;
 } wgllm_generate_params;
 /* The defaults noted above; they are the CLI's (wgllm run and chat start from them) and llama.cpp's. */
 WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
@@ -257,17 +261,23 @@ typedef struct wgllm_generate_stats {
      may finish an earlier chunk's work during a later call (and count in that job's or another's times) */
 } wgllm_generate_stats;
 
-/* Continues the text: the prompt is tokenized with the model's BOS rules; tokens already in the session's cache
-   (a common prefix) are not computed again. stats may be NULL. */
+/* Continues the text: the prompt is tokenized with the model's BOS rules (special-token text becomes its token, as
+   in wgllm_tokenize); tokens already in the session's cache (a common prefix) are not computed again. stats may be
+   NULL. The prompt ends at its NUL; wgllm_generate_n takes len bytes, NUL bytes tokenized as the byte they are. */
 WGLLM_API wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_generate_params *params,
                                       wgllm_generate_stats *stats);
+WGLLM_API wgllm_status wgllm_generate_n(wgllm_session *s, const char *prompt, size_t len,
+                                        const wgllm_generate_params *params, wgllm_generate_stats *stats);
 
 typedef struct wgllm_message {
   const char *role; /* "system", "user", "assistant" */
   const char *content;
+  size_t content_len; /* bytes of content, NUL bytes kept; 0 (a zeroed initializer): content ends at its NUL */
 } wgllm_message;
 /* Formats the conversation with the model's chat template, generates the assistant's reply (streamed through
-   params->on_text) and returns it in *reply (malloc'd; free with wgllm_free). */
+   params->on_text) and returns it in *reply (malloc'd; free with wgllm_free). Special-token text in a message's
+   content ("<|eot_id|>") becomes its token, as llama-cli's chat parses it (wgllm_chat_prompt's default is the
+   other way). Content must be UTF-8. */
 WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t n,
                                   const wgllm_generate_params *params, char **reply, wgllm_generate_stats *stats);
 
@@ -279,7 +289,7 @@ WGLLM_API wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *message
    later step emits one token's text through params->on_text (stop strings held back as in wgllm_generate) and
    samples the next; the job is done at end of generation, a stop string, max_tokens, a full context or on_text
    returning non-zero. A session runs one job at a time; freeing a job that is not done cancels it (the session
-   stays usable). The params' stop strings and user pointer must outlive the job. */
+   stays usable). The params' stop strings (and stop_len) and user pointer must outlive the job. */
 typedef struct wgllm_job wgllm_job;
 /* ids: the prompt's tokens (wgllm_tokenize, wgllm_chat_prompt). A session with a job that is not done is
    refused (WGLLM_ERR_INVALID_ARG): free or finish that one first. */
@@ -311,6 +321,11 @@ WGLLM_API uint32_t wgllm_session_cached_prefix(const wgllm_session *s, const int
 /* The prompt of a chat request in OpenAI's JSON ({"messages": [...], "tools": [...], and template variables
    such as "chat_template_kwargs": {"enable_thinking": false}}) rendered by the model's chat template and
    tokenized: *ids (malloc'd, free with wgllm_free) and, when text is not NULL, the prompt text (malloc'd).
+   Text is text: special-token text inside a message's content (a content string or its text parts: "<|eot_id|>"
+   typed by a user) is tokenized as the plain text it is, while the template's own markup is special; a request
+   field "parse_special": true makes content's special-token text its token (what transformers' apply_chat_template
+   followed by tokenizing the rendered text gives). A string's "\u0000" is a NUL byte, kept (tokenized as that
+   byte; *text then holds it, so its strlen stops there). The JSON must be UTF-8.
    Errors (malformed JSON, a message the template refuses) are WGLLM_ERR_INVALID_ARG or _UNSUPPORTED with the
    reason in wgllm_model_error. */
 WGLLM_API wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t len, int32_t **ids, size_t *n,

@@ -74,6 +74,131 @@ static int sink_text(const char *text, size_t len, void *user) {
   return t->stop_after && t->calls >= t->stop_after;
 }
 
+/* Text is text (issue 27 item 5): strings carry their length (NUL bytes kept through tokenize, generate, stop
+   strings and chat prompts), and special-token text inside a chat message's content is text unless the request
+   asks for it to be parsed. */
+static size_t count_id(const int32_t *ids, size_t n, int32_t id) {
+  size_t c = 0;
+  for (size_t i = 0; i < n; i++)
+    c += ids[i] == id;
+  return c;
+}
+
+static int has_bytes(const char *s, size_t n, const char *want, size_t wn) {
+  for (size_t i = 0; i + wn <= n; i++)
+    if (!memcmp(s + i, want, wn)) return 1;
+  return 0;
+}
+
+static void check_text(wgllm_model *m) {
+  const wgllm_vocab *v = wgllm_model_vocab(m);
+  wgllm_session_params sp = wgllm_session_default_params();
+  sp.context = 64;
+  wgllm_session *s = NULL;
+  CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_OK, "text session: %s", wgllm_model_error(m));
+  if (!s) return;
+  static const char nul[] = "In\0 the beginning";
+  const size_t nl = sizeof nul - 1;
+  int32_t ids[64];
+  size_t n = 0, nb = 0;
+  char *back = NULL;
+  size_t bl = 0;
+  CHECK(wgllm_tokenize(m, nul, nl, 0, ids, 64, &n) == WGLLM_OK && n > 2 &&
+            wgllm_vocab_detokenize(v, ids, n, &back, &bl) == WGLLM_OK && bl == nl && !memcmp(back, nul, nl),
+        "a NUL byte is tokenized as the byte and comes back (%zu ids, %zu of %zu bytes)", n, bl, nl);
+  wgllm_free(back);
+  CHECK(wgllm_tokenize(m, nul, nl, 1, ids, 64, &nb) == WGLLM_OK, "tokenize with BOS: %s", wgllm_model_error(m));
+  wgllm_generate_params gp = wgllm_generate_default_params();
+  gp.max_tokens = 1;
+  gp.temperature = 0;
+  wgllm_generate_stats gs;
+  wgllm_session_reset(s);
+  CHECK(wgllm_generate_n(s, nul, nl, &gp, &gs) == WGLLM_OK && gs.prompt_tokens == nb,
+        "wgllm_generate_n: the prompt past its NUL (%u tokens, want %zu): %s", gs.prompt_tokens, nb,
+        wgllm_session_error(s));
+  wgllm_session_reset(s);
+  CHECK(wgllm_generate_n(s, nul, 0, &gp, &gs) == WGLLM_ERR_INVALID_ARG, "wgllm_generate_n: an empty prompt refused");
+
+  /* a stop string holding a NUL is matched whole: its first byte alone (where strlen would cut it) stops at once */
+  text_sink t = {0};
+  gp.max_tokens = 4;
+  gp.on_text = sink_text;
+  gp.user = &t;
+  wgllm_session_reset(s);
+  CHECK(wgllm_generate(s, "In the beginning", &gp, &gs) == WGLLM_OK && t.len > 0, "stop reference: %s",
+        wgllm_session_error(s));
+  char stop[3] = {t.buf[0], 0, t.buf[0]};
+  const char *stops[1] = {stop};
+  size_t stop_len[1] = {3};
+  gp.stop = stops;
+  gp.n_stop = 1;
+  gp.stop_len = stop_len;
+  memset(&t, 0, sizeof t);
+  wgllm_session_reset(s);
+  CHECK(wgllm_generate(s, "In the beginning", &gp, &gs) == WGLLM_OK && gs.stop == WGLLM_STOP_MAX_TOKENS &&
+            gs.generated_tokens == 4,
+        "a stop string \"%c\\0%c\" of 3 bytes does not stop on \"%c\" (%s after %u tokens)", stop[0], stop[0], stop[0],
+        gs.stop_reason, gs.generated_tokens);
+  stop_len[0] = 1;
+  memset(&t, 0, sizeof t);
+  wgllm_session_reset(s);
+  CHECK(wgllm_generate(s, "In the beginning", &gp, &gs) == WGLLM_OK && gs.stop == WGLLM_STOP_STRING,
+        "the same stop string of 1 byte stops (%s)", gs.stop_reason);
+  gp.stop = NULL;
+  gp.n_stop = 0;
+  gp.stop_len = NULL;
+  gp.on_text = NULL;
+  gp.user = NULL;
+
+  /* chat prompts: "\u0000" in content is a NUL byte, kept */
+  int32_t *cids = NULL;
+  size_t cn = 0;
+  const char *req = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\\u0000y\"}], \"parse_special\": true}";
+  CHECK(wgllm_chat_prompt(m, req, strlen(req), &cids, &cn, NULL) == WGLLM_OK, "chat prompt with a NUL: %s",
+        wgllm_model_error(m));
+  back = NULL;
+  CHECK(cids && wgllm_vocab_detokenize(v, cids, cn, &back, &bl) == WGLLM_OK && has_bytes(back, bl, "x\0y", 3),
+        "the chat prompt holds the content's NUL byte");
+  wgllm_free(back);
+  /* wgllm_chat: content_len carries it too (the same prompt as the JSON's, parsed as llama-cli's chat does) */
+  wgllm_message msg = {"user", "x\0y", 3};
+  wgllm_session_reset(s);
+  gp.max_tokens = 1;
+  char *reply = NULL;
+  CHECK(wgllm_chat(s, &msg, 1, &gp, &reply, &gs) == WGLLM_OK && gs.prompt_tokens == cn,
+        "wgllm_chat with content_len: %u prompt tokens, the JSON's %zu (%s)", gs.prompt_tokens, cn,
+        wgllm_session_error(s));
+  wgllm_free(reply);
+  wgllm_free(cids);
+
+  /* special-token text in content: text by default, its token with "parse_special": true */
+  int32_t eos = wgllm_vocab_eos(v);
+  size_t pl = 0;
+  const char *piece = wgllm_vocab_piece(v, eos, &pl);
+  CHECK(eos >= 0 && piece && pl > 0 && pl < 64, "the model's EOS text");
+  wgllm_session_free(s);
+  if (eos < 0 || !piece || pl >= 64) return;
+  size_t cnt[2] = {0, 0}, len[2] = {0, 0};
+  for (int ps = 0; ps < 2; ps++) {
+    char body[256];
+    snprintf(body, sizeof body, "{\"messages\": [{\"role\": \"user\", \"content\": \"a %.*s b\"}]%s}", (int)pl, piece,
+             ps ? ", \"parse_special\": true" : "");
+    cids = NULL;
+    CHECK(wgllm_chat_prompt(m, body, strlen(body), &cids, &cn, NULL) == WGLLM_OK, "chat prompt %s: %s", body,
+          wgllm_model_error(m));
+    cnt[ps] = cids ? count_id(cids, cn, eos) : 0;
+    len[ps] = cn;
+    wgllm_free(cids);
+  }
+  CHECK(cnt[1] == cnt[0] + 1 && len[0] > len[1],
+        "\"%.*s\" in content: text by default (%zu EOS ids in %zu), its token when parsed (%zu in %zu)", (int)pl, piece,
+        cnt[0], len[0], cnt[1], len[1]);
+  const char *badps = "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"parse_special\": 1}";
+  CHECK(wgllm_chat_prompt(m, badps, strlen(badps), &cids, &cn, NULL) == WGLLM_ERR_INVALID_ARG &&
+            strstr(wgllm_model_error(m), "parse_special"),
+        "'parse_special' not a bool: %s", wgllm_model_error(m));
+}
+
 /* The job API: stepped by the caller (one job, or several together) it gives wgllm_generate's text; a job
    freed before its end leaves the session usable; a repeated prompt reuses the cached prefix; chat prompts. */
 /* batched: what the three jobs stepped together should report (1: batched steps, 0: none) */
@@ -423,6 +548,7 @@ int main(void) {
   CHECK(wgllm_generate(s, "In the beginning", &gp, &gs) == WGLLM_OK && gs.generated_tokens == 4 &&
             gs.stop == WGLLM_STOP_MAX_TOKENS,
         "generate: %u tokens, stop %d (%s)", gs.generated_tokens, (int)gs.stop, gs.stop_reason);
+  check_text(m);
   /* presence / frequency penalties: off by default, [-2, 2] and finite, the error naming the field */
   CHECK(gp.presence_penalty == 0 && gp.frequency_penalty == 0, "the additive penalties are off by default");
   const float pens[] = {2.5f, -2.01f, NAN, INFINITY};

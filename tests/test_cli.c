@@ -518,6 +518,15 @@ static void chat_stdin(void) {
   CHECK(strstr(e, "role \"robot\" is not system, user or assistant"), "bad role: %s", e);
   free(o1);
   free(e);
+  /* a NUL byte (\u0000) in a message is refused naming its offset, never cut there */
+  f = fopen(save, "w");
+  fputs("[{\"role\": \"user\", \"content\": \"a\\\\u0000 is text\"}, {\"role\": \"user\", \"content\": \"x\\u0000y\"}]", f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "printf '/load %s\\n' | %s/wgllm chat -m %s -n 4", save, g_bin, GGUF);
+  sh(cmd, &o1, &e);
+  CHECK(strstr(e, "byte 80: a string holds \\u0000"), "a NUL in a loaded message: %s", e);
+  free(o1);
+  free(e);
   /* a line over 8191 bytes is one message (refused whole: more tokens than the context) */
   snprintf(cmd, sizeof cmd, "{ printf 'ab %%.0s' $(seq 3000); echo; } | %s/wgllm chat -m %s -n 4 -c 1024 --stats",
            g_bin, GGUF);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `wgllm serve` on loopback with the default model: its option errors; curl, streaming and not, on every endpoint;
 # the openai npm client (tests/server/openai_client.mjs); malformed and hostile requests (tests/server/hostile.mjs);
+# NUL bytes and special-token text in chat content (tests/server/text.mjs, also with --parse-special-in-content);
 # a full server answering 503 and freeing the session of a client that leaves; a clean stop on SIGTERM.
 # Usage: tests/test_server.sh BUILD_DIR  (ctest runs it from the repository root). WGLLM_SERVE_IMPL=node: the same
 # checks on the Node server (node/lib/serve.mjs; test_server_node), skipped (77) when its dependencies are missing.
@@ -94,6 +95,19 @@ if node "$ROOT/tests/server/openai_client.mjs"; then ok "openai client"; else ba
 echo "--- malformed and hostile requests"
 if node "$ROOT/tests/server/hostile.mjs"; then ok "hostile requests"; else bad "hostile requests"; fi
 check "the server is still running" kill -0 "$MAIN_PID"
+echo "--- text is text: NUL bytes kept, special-token text in chat content as text"
+export WGLLM_SERVE_MODEL="$MODEL"
+if node "$ROOT/tests/server/text.mjs"; then ok "text"; else bad "text"; fi
+
+# ---- --parse-special-in-content: special-token text in chat content becomes its token by default
+start_server special -np 1 --parse-special-in-content || exit 1
+if WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_KEY= WGLLM_SERVE_PARSE_SPECIAL=1 node "$ROOT/tests/server/text.mjs"; then
+  ok "text, --parse-special-in-content"
+else
+  bad "text, --parse-special-in-content"
+fi
+stop_server "$SERVE_PID"
+check "SIGTERM: the --parse-special-in-content server exits 0" test "$STOP_STATUS" = 0
 
 # ---- a full server: one session, no queue
 start_server full -np 1 --queue 0 || exit 1

@@ -273,6 +273,39 @@ static void special_behaviour(void) {
   enc(l3, "<|begin_of_text|>hi", 1, 0, &ids, &n);
   CHECK(!contains(ids, n, 128000), "llama3 parse_special=0 must not produce <|begin_of_text|>");
   free(ids);
+  /* tok_encode_marked: a special token's text starting at a flagged byte is text, the others special; the text
+     between two real special tokens is tokenized whole, as parse_special=0 would (one gap, not two); NUL bytes
+     are bytes (Llama 3's byte-level, Llama 2's <0x00>); tok_special_at finds special texts only (<think> is not) */
+  {
+    const char *mt = "a<|eot_id|>b<|eot_id|>";
+    uint8_t plain[22] = {0};
+    plain[1] = 1;
+    int32_t *want, *tail, *got = NULL;
+    size_t nw, nt, ng = 0;
+    enc(l3, "a<|eot_id|>b", 0, 0, &want, &nw);
+    enc(l3, "<|eot_id|>", 0, 1, &tail, &nt);
+    wgllm_status st = tok_encode_marked(l3, mt, strlen(mt), 0, 1, plain, &got, &ng, &err);
+    CHECK(st == WGLLM_OK && nt == 1 && ng == nw + 1 && !memcmp(got, want, nw * sizeof *got) && got[nw] == tail[0],
+          "tok_encode_marked: the flagged <|eot_id|> text, the other its token (%zu ids, want %zu + 1)", ng, nw);
+    free(want);
+    free(tail);
+    free(got);
+    CHECK(tok_special_at(l3, "<|eot_id|>x", 11) == 10 && tok_special_at(l3, "x<|eot_id|>", 11) == 0 &&
+              tok_special_at(l3, "<|eot_id", 8) == 0 && tok_special_at(q, "<think>", 7) == 0 &&
+              tok_special_at(q, "<|im_start|>", 12) == 12,
+          "tok_special_at");
+    const tokenizer *byte_tok[2] = {l3, l2};
+    for (int k = 0; k < 2; k++) {
+      got = NULL;
+      st = tok_encode(byte_tok[k], "a\0b", 3, 0, 0, &got, &ng, &err);
+      size_t dl = 0;
+      char *d = st ? NULL : decode_str(byte_tok[k], got, ng, 0, &dl);
+      CHECK(d && dl == 3 && !memcmp(d, "a\0b", 3), "%s: a NUL byte encoded and decoded back (%zu bytes)",
+            k ? "llama2" : "llama3", dl);
+      free(d);
+      free(got);
+    }
+  }
   /* BOS/EOS/EOG */
   CHECK(tok_bos(l3) == 128000 && tok_eos(l3) == 128001, "llama3 bos %d eos %d", tok_bos(l3), tok_eos(l3));
   CHECK(tok_is_eog(l3, 128009) && tok_is_eog(l3, 128001) && !tok_is_eog(l3, 128000), "llama3 eog");

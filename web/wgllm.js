@@ -128,7 +128,7 @@ class Wgllm {
     // every export that can reach a suspending import (the GPU's waits, file reads) goes through JSPI
     this.c = {};
     for (const name of ['wgllm_model_create', 'wgllm_model_free', 'wgllm_session_create', 'wgllm_session_free',
-      'wgllm_generate', 'wgllm_chat', 'wgllm_tokenize', 'wgllm_detokenize', 'wgllm_session_prefill',
+      'wgllm_generate', 'wgllm_generate_n', 'wgllm_chat', 'wgllm_tokenize', 'wgllm_detokenize', 'wgllm_session_prefill',
       'wgllm_session_decode', 'wgllm_vocab_load', 'wgllm_vocab_tokenize', 'wgllm_vocab_free', 'wgllm_describe_gpu',
       'wgllm_describe_file', 'wgllm_model_get_info']) this.c[name] = p(name);
     this.version = host.cstr(ex.wgllm_version());
@@ -317,10 +317,10 @@ class Model {
       this.stopping = false;
       const acc = { text: '' };
       const [gp, user] = this.genParams(options, acc);
-      const [cp] = this.wg.cstring(prompt);
+      const [cp, cn] = this.wg.cstring(prompt);
       const stats = ex.wgllm_web_stats();
       try {
-        const st = await this.wg.c.wgllm_generate(this.session, cp, gp, stats);
+        const st = await this.wg.c.wgllm_generate_n(this.session, cp, cn, gp, stats); // a NUL in the text is kept
         if (st) throw new WgllmError(st, this.wg.host.cstr(ex.wgllm_session_error(this.session)));
         return { text: acc.text, stats: this.readStats(stats) };
       } finally { ex.free(cp); ex.free(gp); ex.free(stats); this.wg.host.unregister(user); }
@@ -336,14 +336,16 @@ class Model {
       this.stopping = false;
       const acc = { text: '' };
       const [gp, user] = this.genParams(options, acc);
-      const arr = ex.malloc(8 * messages.length);
+      // wgllm_message on wasm32: role, content, content_len (its bytes: a NUL in the text is kept)
+      const arr = ex.malloc(12 * messages.length);
       const strs = [];
       for (let i = 0; i < messages.length; i++) {
-        const [r] = this.wg.cstring(messages[i].role), [c] = this.wg.cstring(messages[i].content);
+        const [r] = this.wg.cstring(messages[i].role), [c, cn] = this.wg.cstring(messages[i].content);
         strs.push(r, c);
         const d = new DataView(ex.memory.buffer);
-        d.setUint32(arr + 8 * i, r, true);
-        d.setUint32(arr + 8 * i + 4, c, true);
+        d.setUint32(arr + 12 * i, r, true);
+        d.setUint32(arr + 12 * i + 4, c, true);
+        d.setUint32(arr + 12 * i + 8, cn, true);
       }
       const reply = ex.malloc(4), stats = ex.wgllm_web_stats();
       try {

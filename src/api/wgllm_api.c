@@ -374,13 +374,18 @@ wgllm_status api_run_ids(wgllm_session *s, const int32_t *ids, size_t n, const w
 
 wgllm_status wgllm_generate(wgllm_session *s, const char *prompt, const wgllm_generate_params *params,
                             wgllm_generate_stats *stats) {
+  return wgllm_generate_n(s, prompt, prompt ? strlen(prompt) : 0, params, stats);
+}
+
+wgllm_status wgllm_generate_n(wgllm_session *s, const char *prompt, size_t len, const wgllm_generate_params *params,
+                              wgllm_generate_stats *stats) {
   if (!s || !prompt) return WGLLM_ERR_INVALID_ARG;
   llm_err_clear(&s->err);
-  if (!prompt[0]) return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: give some text to continue");
+  if (!len) return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: give some text to continue");
   if (!s->model->tok) return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
   int32_t *ids = NULL;
   size_t n = 0;
-  wgllm_status st = tok_encode(s->model->tok, prompt, strlen(prompt), 1, 1, &ids, &n, &s->err);
+  wgllm_status st = tok_encode(s->model->tok, prompt, len, 1, 1, &ids, &n, &s->err);
   if (!st) st = api_run_ids(s, ids, n, params, NULL, stats);
   free(ids);
   return st;

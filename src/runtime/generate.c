@@ -53,15 +53,20 @@ static int text_append(llm_gen_text *t, const char *s, size_t n) {
   return 1;
 }
 
+/* The length of stop string i: its stop_len, else up to its NUL. */
+static size_t stop_len(const llm_gen_params *gp, size_t i) {
+  return gp->stop_len ? gp->stop_len[i] : strlen(gp->stop[i]);
+}
+
 /* Finds a stop string in the unemitted text; returns its offset or -1. *safe = how far text may be emitted. */
 static long find_stop(const llm_gen_text *t, const llm_gen_params *gp, size_t *safe) {
   size_t maxlen = 0;
   for (size_t i = 0; i < gp->n_stop; i++)
-    if (strlen(gp->stop[i]) > maxlen) maxlen = strlen(gp->stop[i]);
+    if (stop_len(gp, i) > maxlen) maxlen = stop_len(gp, i);
   size_t from = t->emitted > maxlen ? t->emitted - maxlen : 0;
   long best = -1;
   for (size_t i = 0; i < gp->n_stop; i++) {
-    size_t sl = strlen(gp->stop[i]);
+    size_t sl = stop_len(gp, i);
     if (!sl) continue;
     for (size_t p = from; p + sl <= t->len; p++)
       if (!memcmp(t->buf + p, gp->stop[i], sl)) {
@@ -72,7 +77,7 @@ static long find_stop(const llm_gen_text *t, const llm_gen_params *gp, size_t *s
   /* hold back the longest tail that is a prefix of a stop string */
   size_t hold = 0;
   for (size_t i = 0; i < gp->n_stop; i++) {
-    size_t sl = strlen(gp->stop[i]);
+    size_t sl = stop_len(gp, i);
     for (size_t k = sl > 1 ? sl - 1 : 0; k > hold; k--)
       if (k <= t->len && !memcmp(t->buf + t->len - k, gp->stop[i], k)) {
         hold = k;

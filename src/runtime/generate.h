@@ -19,6 +19,7 @@ typedef struct llm_gen_params {
   uint32_t max_tokens;
   op_sample_params sampling; /* temperature <= 0: greedy */
   const char *const *stop;   /* stop strings (not emitted) */
+  const size_t *stop_len;    /* their lengths in bytes (NUL bytes kept); NULL: each is NUL-terminated */
   size_t n_stop;
   int ignore_eog; /* keep going past end-of-generation tokens */
   int pipeline;   /* decode steps kept in flight, 1..LLM_MAX_IN_FLIGHT (0: 2, measured best: PERF.md) */

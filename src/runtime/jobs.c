@@ -49,6 +49,7 @@ wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_
   gp->sampling.presence = p->presence_penalty;
   gp->sampling.frequency = p->frequency_penalty;
   gp->stop = p->stop;
+  gp->stop_len = p->stop_len;
   gp->n_stop = p->n_stop;
   gp->on_text = p->on_text;
   gp->user = p->user;

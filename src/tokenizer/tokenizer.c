@@ -439,8 +439,10 @@ static bool is_word_char(const tokenizer *t, enc_ctx *c, const char *s, size_t n
 }
 
 /* HF AddedVocabulary::find_matches: leftmost-longest matches of the added tokens, honoring
-   encode_special_tokens (our !parse_special), single_word, lstrip and rstrip. */
-static bool split_added(enc_ctx *c, const tok_trie *tr, const char *s, size_t n, bool parse_special, seg_vec *out) {
+   encode_special_tokens (our !parse_special), single_word, lstrip and rstrip;
+   plain (may be NULL): per byte of s, 1 where a special token's text starting there is plain text (tok_encode_marked). */
+static bool split_added(enc_ctx *c, const tok_trie *tr, const char *s, size_t n, bool parse_special,
+                        const uint8_t *plain, seg_vec *out) {
   const tokenizer *t = c->t;
   size_t start_offset = 0, pos = 0;
   out->n = 0;
@@ -464,7 +466,7 @@ static bool split_added(enc_ctx *c, const tok_trie *tr, const char *s, size_t n,
     const tok_added *a = &t->added[best];
     size_t st = pos, en = best_end;
     pos = best_end;
-    if (!parse_special && a->special) continue;
+    if (a->special && (!parse_special || (plain && plain[st]))) continue;
     if (a->single_word) {
       size_t cs;
       bool start_ok = st == 0 || (cp_before(s, st, &cs), !is_word_char(t, c, s + cs, st - cs));
@@ -842,6 +844,27 @@ static wgllm_status encode_text(enc_ctx *c, const char *s, size_t n, bool first)
 
 wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int add_special, int parse_special,
                         int32_t **ids, size_t *n_ids, llm_err *err) {
+  return tok_encode_marked(t, text, len, add_special, parse_special, NULL, ids, n_ids, err);
+}
+
+size_t tok_special_at(const tokenizer *t, const char *s, size_t n) {
+  size_t best = 0;
+  const tok_trie *tries[2] = {&t->trie_raw, &t->trie_norm}; /* the text as given (normalized tokens too: close) */
+  for (int i = 0; i < 2; i++) {
+    const tok_trie *tr = tries[i];
+    uint64_t node = 0;
+    for (size_t k = 0; k < n && tr->n_nodes > 1; k++) {
+      uint64_t child;
+      if (!tok_u64_get(&tr->edge, (node << 8) | (uint8_t)s[k], &child)) break;
+      node = child;
+      if (tr->term[node] >= 0 && t->added[tr->term[node]].special && k + 1 > best) best = k + 1;
+    }
+  }
+  return best;
+}
+
+wgllm_status tok_encode_marked(const tokenizer *t, const char *text, size_t len, int add_special, int parse_special,
+                               const uint8_t *plain, int32_t **ids, size_t *n_ids, llm_err *err) {
   if (!t || !ids || !n_ids || (!text && len)) {
     return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tok_encode: NULL argument");
   }
@@ -869,7 +892,7 @@ wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int ad
         st = OOM("ids");
         goto done;
       }
-  if (!split_added(&c, &t->trie_raw, text, len, parse_special != 0, &c.segs)) {
+  if (!split_added(&c, &t->trie_raw, text, len, parse_special != 0, plain, &c.segs)) {
     st = OOM("segments");
     goto done;
   }
@@ -901,7 +924,9 @@ wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int ad
         goto done;
       }
       memcpy(copy, ns, nn);
-      if (!split_added(&c, &t->trie_norm, copy, nn, parse_special != 0, &c.sub)) {
+      /* offsets moved with the normalization: a segment holding a plain byte matches no special token here */
+      int seg_parse = parse_special && !(plain && memchr(plain + g.start, 1, gn));
+      if (!split_added(&c, &t->trie_norm, copy, nn, seg_parse, NULL, &c.sub)) {
         free(copy);
         st = OOM("segments");
         goto done;

@@ -9,6 +9,7 @@
 #define WGLLM_TOKENIZER_H
 #include "llm_err.h"
 #include "wgllm.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,15 @@ void tok_free(tokenizer *t);
    recognized, as in HF). *ids is malloc'd (free it); *n_ids its length. */
 wgllm_status tok_encode(const tokenizer *t, const char *text, size_t len, int add_special, int parse_special,
                         int32_t **ids, size_t *n_ids, llm_err *err);
+/* As tok_encode, with plain (may be NULL): len flags, one a byte of text; a special token whose text starts at a
+   byte flagged 1 is tokenized as plain text there even with parse_special (the chat prompt's content: the
+   template's own markup stays special). */
+wgllm_status tok_encode_marked(const tokenizer *t, const char *text, size_t len, int add_special, int parse_special,
+                               const uint8_t *plain, int32_t **ids, size_t *n_ids, llm_err *err);
+/* true when s[0..n) is valid UTF-8; else false with *bad the offset of the first byte that is not */
+bool tok_utf8_validate(const char *s, size_t n, size_t *bad);
+/* The length of the longest special token's text that s[0..n) starts with; 0 when none does. */
+size_t tok_special_at(const tokenizer *t, const char *s, size_t n);
 /* Decodes ids to bytes (*text malloc'd and NUL-terminated, *len without the NUL). skip_special drops
    special tokens. An id outside the vocabulary is WGLLM_ERR_INVALID_ARG naming it and its position. */
 wgllm_status tok_decode(const tokenizer *t, const int32_t *ids, size_t n, int skip_special, char **text, size_t *len,
@@ -237,7 +247,6 @@ bool tok_u64_put(tok_u64map *m, uint64_t key, uint64_t val);
 bool tok_u64_get(const tok_u64map *m, uint64_t key, uint64_t *val);
 void tok_u64_free(tok_u64map *m);
 size_t tok_utf8_valid_prefix(const char *s, size_t n, size_t i); /* length of the valid char at s[i], 0 if none */
-bool tok_utf8_validate(const char *s, size_t n, size_t *bad);
 size_t tok_utf8_partial(const char *s, size_t n, size_t i, bool *may_complete);
 uint32_t tok_utf8_decode(const char *s, size_t *adv); /* s must hold a valid char */
 size_t tok_utf8_encode(uint32_t cp, char *out);

@@ -1,7 +1,7 @@
 /* Fuzz harness: the request bodies `wgllm serve` takes from the network, through its pure parsers
    (tools/serve/serve_openai.c). The first byte picks the endpoint (chat completions, completions, tokenize,
    detokenize), the rest is the body. An accepted request must hold what the scheduler relies on: max_tokens within
-   [1, the limit], sampling values in their ranges, at most the limit of non-empty stop strings, a completion prompt
+   [1, the limit], sampling values in their ranges, at most the limit of non-empty stop strings (NUL bytes kept: their lengths carried), a completion prompt
    as valid UTF-8 text or ids from 0 (never both), a chat JSON that parses back with a messages array; its answers
    (the completion object, a stream chunk) must be JSON that parses back. A refused one must come with a 4xx/5xx
    status and a message, and serve_error_json must give an error object. */
@@ -40,8 +40,8 @@ static void check_request(const serve_request *r, const serve_limits *lim) {
              "presence %g frequency %g", r->presence_penalty, r->frequency_penalty);
   FUZZ_CHECK(r->n_stop <= lim->max_stop, "%zu stop strings", r->n_stop);
   for (size_t i = 0; i < r->n_stop; i++) {
-    size_t n = strlen(r->stop[i]);
-    FUZZ_CHECK(n >= 1 && n <= lim->max_stop_bytes, "stop string %zu of %zu bytes", i, n);
+    size_t n = r->stop_len[i]; /* NUL bytes kept: stop[i] is stop_len[i] bytes */
+    FUZZ_CHECK(n >= 1 && n <= lim->max_stop_bytes && strlen(r->stop[i]) <= n, "stop string %zu of %zu bytes", i, n);
   }
   FUZZ_CHECK(r->model != NULL, "no model string");
   if (r->kind == SERVE_KIND_CHAT) {
@@ -96,7 +96,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 2: {
     serve_tokenize_request t;
     if (serve_parse_tokenize(body, len, &t, &e) == 0) {
-      FUZZ_CHECK(t.content && strlen(t.content) == t.content_len, "content length");
+      FUZZ_CHECK(t.content && strlen(t.content) <= t.content_len && !t.content[t.content_len], "content length");
       FUZZ_CHECK(serve_utf8_invalid_at(t.content, t.content_len) < 0, "content is not valid UTF-8");
       free(t.content);
     } else {

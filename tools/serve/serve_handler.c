@@ -561,11 +561,9 @@ static void detokenize(serve_exchange *x) {
     return;
   }
   cJSON *o = cJSON_CreateObject();
-  char *d = strndup(text, len);
-  cJSON_AddStringToObject(o, "content", d ? d : "");
-  free(d);
+  cJSON_AddItemToObject(o, "content", serve_string_n(text, len)); /* NUL bytes kept, as "\u0000" */
   wgllm_free(text);
-  answer(x, 200, print_json(o));
+  answer(x, 200, serve_print_json(o));
 }
 
 static void health(serve_exchange *x) {

@@ -51,6 +51,33 @@ long serve_utf8_invalid_at(const char *s, size_t n) {
   return -1;
 }
 
+static int oom(serve_error *err) { return serve_fail(err, 500, "server_error", NULL, NULL, "out of memory"); }
+
+/* JSON text (valid UTF-8) with every "\u0000" escape inside a string written as the byte SERVE_NUL: a malloc'd
+   copy, *out_n its length. */
+static char *json_nul_escapes(const char *s, size_t n, size_t *out_n) {
+  char *o = malloc(n + 1);
+  if (!o) return NULL;
+  size_t k = 0;
+  int in_str = 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = s[i];
+    if (in_str && c == '\\' && i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) {
+      o[k++] = (char)SERVE_NUL;
+      i += 5;
+      continue;
+    }
+    o[k++] = c;
+    if (in_str && c == '\\' && i + 1 < n)
+      o[k++] = s[++i];
+    else if (c == '"')
+      in_str = !in_str;
+  }
+  o[k] = 0;
+  *out_n = k;
+  return o;
+}
+
 /* The body as a JSON object; NULL with *err filled. */
 static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   long at = serve_utf8_invalid_at(body, len);
@@ -68,11 +95,20 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
     serve_fail(err, 413, "invalid_request_error", NULL, "request_too_large", "the request body's %s", why);
     return NULL;
   }
+  /* cJSON's strings end at a NUL: a "\u0000" escape is parsed as SERVE_NUL, a byte UTF-8 never holds, and the
+     strings read are unescaped with their length (take_string); the byte offsets said are the copy's */
+  char *nulled = json_nul_escapes(body, len, &len);
+  if (!nulled) {
+    oom(err);
+    return NULL;
+  }
+  body = nulled;
   const char *end = NULL;
   cJSON *j = cJSON_ParseWithLengthOpts(body, len, &end, 0);
   if (!j) {
     size_t off = end && end >= body ? (size_t)(end - body) : 0;
     bad(err, NULL, "the request body is not valid JSON (at byte %zu of %zu)", off, len);
+    free(nulled);
     return NULL;
   }
   const char *rest = end;
@@ -81,8 +117,10 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   if (rest && rest < body + len) {
     bad(err, NULL, "the request body has more after its JSON value (at byte %zu of %zu)", (size_t)(rest - body), len);
     cJSON_Delete(j);
+    free(nulled);
     return NULL;
   }
+  free(nulled);
   if (!cJSON_IsObject(j)) {
     bad(err, NULL, "the request body must be a JSON object");
     cJSON_Delete(j);
@@ -141,7 +179,14 @@ static char *dup_n(const char *s, size_t n) {
   return d;
 }
 
-static int oom(serve_error *err) { return serve_fail(err, 500, "server_error", NULL, NULL, "out of memory"); }
+/* A string value's bytes with its NULs (SERVE_NUL as parsed) back: malloc'd, NUL-terminated, *len its length. */
+static char *take_string(const cJSON *j, size_t *len) {
+  *len = strlen(j->valuestring);
+  char *d = dup_n(j->valuestring, *len);
+  for (size_t i = 0; d && i < *len; i++)
+    if ((unsigned char)d[i] == SERVE_NUL) d[i] = 0;
+  return d;
+}
 
 /* stop: a string or an array of strings, none empty */
 static int get_stop(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
@@ -153,15 +198,17 @@ static int get_stop(const cJSON *o, const serve_limits *lim, serve_request *r, s
   if (n > lim->max_stop) return bad(err, "stop", "'stop' has %zu strings; at most %u are accepted", n, lim->max_stop);
   if (!n) return 0;
   r->stop = calloc(n, sizeof *r->stop);
-  if (!r->stop) return oom(err);
+  r->stop_len = calloc(n, sizeof *r->stop_len);
+  if (!r->stop || !r->stop_len) return oom(err);
   const cJSON *it = cJSON_IsString(f) ? f : f->child;
   for (size_t i = 0; i < n; i++, it = it->next) {
     if (!cJSON_IsString(it)) return bad(err, "stop", "'stop' must be a string or an array of strings");
-    size_t l = strlen(it->valuestring);
+    size_t l = strlen(it->valuestring); /* NULs are SERVE_NUL here: one byte each, as they will be */
     if (!l) return bad(err, "stop", "'stop' holds an empty string");
     if (l > lim->max_stop_bytes)
       return bad(err, "stop", "a stop string is %zu bytes; at most %zu are accepted", l, lim->max_stop_bytes);
-    if (!(r->stop[r->n_stop++] = dup_n(it->valuestring, l))) return oom(err);
+    if (!(r->stop[r->n_stop] = take_string(it, &r->stop_len[r->n_stop]))) return oom(err);
+    r->n_stop++;
   }
   return 0;
 }
@@ -244,7 +291,7 @@ static int check_messages(const cJSON *msgs, cJSON *out_msgs, serve_error *err) 
   return 0;
 }
 
-static int chat_fields(const cJSON *o, serve_request *r, serve_error *err) {
+static int chat_fields(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
   cJSON *chat = cJSON_CreateObject(), *msgs = cJSON_CreateArray();
   if (!chat || !msgs) {
     cJSON_Delete(chat);
@@ -267,8 +314,12 @@ static int chat_fields(const cJSON *o, serve_request *r, serve_error *err) {
     else
       cJSON_AddItemToObject(chat, "chat_template_kwargs", cJSON_Duplicate(kw, 1));
   }
-  if (!rc) {
-    r->chat_json = cJSON_PrintUnformatted(chat);
+  int parse_special = lim->parse_special;
+  if (!rc) rc = get_bool(o, "parse_special", &parse_special, err);
+  if (!rc && !cJSON_AddBoolToObject(chat, "parse_special", parse_special)) rc = oom(err);
+  if (!rc) { /* SERVE_NUL back to "\u0000" */
+    r->chat_json = serve_print_json(chat);
+    chat = NULL;
     if (!r->chat_json)
       rc = oom(err);
     else
@@ -287,8 +338,7 @@ static int completion_prompt(const cJSON *o, const serve_limits *lim, serve_requ
     p = p->child;
   }
   if (cJSON_IsString(p)) {
-    r->prompt_len = strlen(p->valuestring);
-    r->prompt = dup_n(p->valuestring, r->prompt_len);
+    r->prompt = take_string(p, &r->prompt_len);
     return r->prompt ? 0 : oom(err);
   }
   if (!cJSON_IsArray(p)) return bad(err, "prompt", "'prompt' must be a string or an array of token ids");
@@ -384,7 +434,7 @@ int serve_parse_request(serve_kind kind, const char *body, size_t len, const ser
   if (!rc && !(out->model = dup_n(model ? model->valuestring : "", model ? strlen(model->valuestring) : 0)))
     rc = oom(err);
   if (!rc) rc = refuse_unsupported(o, kind, err);
-  if (!rc) rc = kind == SERVE_KIND_CHAT ? chat_fields(o, out, err) : completion_prompt(o, lim, out, err);
+  if (!rc) rc = kind == SERVE_KIND_CHAT ? chat_fields(o, lim, out, err) : completion_prompt(o, lim, out, err);
   if (!rc) rc = sampling_fields(o, lim, out, err);
   cJSON_Delete(o);
   if (rc) serve_request_free(out);
@@ -399,6 +449,7 @@ void serve_request_free(serve_request *r) {
   for (size_t i = 0; i < r->n_stop; i++)
     free(r->stop[i]);
   free(r->stop);
+  free(r->stop_len);
   serve_kind k = r->kind;
   memset(r, 0, sizeof *r);
   r->kind = k;
@@ -416,8 +467,7 @@ int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *o
   if (!rc) rc = get_bool(o, "parse_special", &out->parse_special, err);
   if (!rc) rc = get_bool(o, "with_pieces", &out->with_pieces, err);
   if (!rc) {
-    out->content_len = strlen(c->valuestring);
-    if (!(out->content = dup_n(c->valuestring, out->content_len))) rc = oom(err);
+    if (!(out->content = take_string(c, &out->content_len))) rc = oom(err);
   }
   cJSON_Delete(o);
   return rc;
@@ -454,34 +504,38 @@ int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t
 }
 
 /* ---------- answers ---------- */
-static char *print_and_free(cJSON *j) {
+char *serve_print_json(cJSON *j) {
   char *s = j ? cJSON_PrintUnformatted(j) : NULL;
   cJSON_Delete(j);
-  return s;
+  if (!s) return NULL;
+  size_t n = strlen(s), nuls = 0, k = 0;
+  for (size_t i = 0; i < n; i++)
+    nuls += (unsigned char)s[i] == SERVE_NUL;
+  if (!nuls) return s;
+  char *o = malloc(n + 5 * nuls + 1);
+  for (size_t i = 0; o && i < n; i++)
+    if ((unsigned char)s[i] == SERVE_NUL) {
+      memcpy(o + k, "\\u0000", 6);
+      k += 6;
+    } else
+      o[k++] = s[i];
+  if (o) o[k] = 0;
+  cJSON_free(s);
+  return o;
 }
+static char *print_and_free(cJSON *j) { return serve_print_json(j); }
 
-/* cJSON strings end at a NUL: a NUL in the text (a model may emit U+0000) becomes U+FFFD, so nothing after it is
-   lost */
-static cJSON *string_n(const char *s, size_t n) {
-  size_t nul = 0;
-  for (size_t i = 0; s && i < n; i++)
-    nul += s[i] == 0;
-  char *d = malloc(n + 2 * nul + 1);
+cJSON *serve_string_n(const char *s, size_t n) {
+  char *d = malloc(n + 1);
   if (!d) return NULL;
-  size_t k = 0;
-  for (size_t i = 0; s && i < n; i++)
-    if (s[i])
-      d[k++] = s[i];
-    else {
-      d[k++] = (char)0xEF;
-      d[k++] = (char)0xBF;
-      d[k++] = (char)0xBD;
-    }
-  d[k] = 0;
+  for (size_t i = 0; i < n; i++)
+    d[i] = s[i] ? s[i] : (char)SERVE_NUL;
+  d[n] = 0;
   cJSON *j = cJSON_CreateString(d);
   free(d);
   return j;
 }
+static cJSON *string_n(const char *s, size_t n) { return serve_string_n(s, n); }
 
 char *serve_error_json(const serve_error *e) {
   cJSON *o = cJSON_CreateObject(), *err = cJSON_AddObjectToObject(o, "error");

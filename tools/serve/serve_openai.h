@@ -13,6 +13,11 @@
 #define SERVE_JSON_MAX_DEPTH 128
 #define SERVE_JSON_MAX_VALUES 262144
 
+/* A string's "\u0000" as parsed (cJSON's strings end at a NUL): a byte UTF-8 never holds, turned back into the NUL
+   byte in every string the server reads (prompt, stop, /tokenize's content; "\u0000" again in chat_json), so that
+   NUL bytes are kept with their strings' lengths, never cut. */
+#define SERVE_NUL 0xFF
+
 typedef enum serve_kind { SERVE_KIND_CHAT = 0, SERVE_KIND_COMPLETION = 1 } serve_kind;
 
 /* What a request may ask for. */
@@ -21,6 +26,9 @@ typedef struct serve_limits {
   uint32_t max_stop;     /* stop strings a request may give (OpenAI: 4) */
   size_t max_stop_bytes; /* bytes of one stop string */
   size_t max_prompt_ids; /* token ids of a completion prompt given as ids */
+  /* chat: special-token text in messages' content becomes its token (--parse-special-in-content) unless a request
+     says "parse_special": false; 0 (the default): it is text unless the request says true */
+  int parse_special;
 } serve_limits;
 
 /* An error answer: HTTP status and OpenAI's {"error": {"message", "type", "param", "code"}}. */
@@ -40,9 +48,10 @@ int serve_fail(serve_error *e, int status, const char *type, const char *param, 
 typedef struct serve_request {
   serve_kind kind;
   char *model;     /* as given ("" when absent): the server has one model and answers with its own id */
-  char *chat_json; /* chat: {"messages": [...], "tools": [...], "chat_template_kwargs": {...}} for wgllm_chat_prompt */
+  /* chat: {"messages": [...], "tools": [...], "chat_template_kwargs": {...}, "parse_special": B} for wgllm_chat_prompt */
+  char *chat_json;
   size_t chat_json_len;
-  char *prompt; /* completion: the text (NULL when given as token ids) */
+  char *prompt; /* completion: the text, NUL bytes kept (NULL when given as token ids) */
   size_t prompt_len;
   int32_t *prompt_ids; /* completion: the prompt as token ids */
   size_t n_prompt_ids;
@@ -57,7 +66,8 @@ typedef struct serve_request {
   float frequency_penalty; /* [-2, 2], default 0 (off) */
   uint32_t seed;
   int seed_given; /* a seed other than -1 */
-  char **stop;    /* stop strings (a string or an array of them) */
+  char **stop;    /* stop strings (a string or an array of them), NUL bytes kept */
+  size_t *stop_len; /* their lengths */
   size_t n_stop;
   int stream;        /* server-sent events */
   int include_usage; /* stream_options.include_usage: a last chunk with usage */
@@ -87,6 +97,11 @@ int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t
 long serve_utf8_invalid_at(const char *s, size_t n);
 
 /* ---------- answers (malloc'd JSON text, NULL when out of memory) ---------- */
+typedef struct cJSON cJSON;
+/* A JSON string of s[0..n), NUL bytes kept (as SERVE_NUL until serve_print_json writes them "\u0000"). */
+cJSON *serve_string_n(const char *s, size_t n);
+/* j printed (unformatted), SERVE_NUL in its strings written "\u0000", and j deleted. */
+char *serve_print_json(cJSON *j);
 char *serve_error_json(const serve_error *e);
 
 typedef struct serve_usage {

@@ -29,6 +29,7 @@ enum {
   K_HEADER_TIMEOUT,
   K_BODY_TIMEOUT,
   K_MAX_PER_IP,
+  K_PARSE_SPECIAL_IN_CONTENT,
   K_MAX_BODY_TOTAL
 };
 
@@ -64,6 +65,9 @@ static const cli_opt serve_opts[] = {
      "connections open at once from one address; more are closed at accept (default 128)"},
     {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
      "llama3, chatml, gemma, llama2 or none (default: the model's)"},
+    {K_PARSE_SPECIAL_IN_CONTENT, "--parse-special-in-content", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
+     "chat: special-token text (\"<|eot_id|>\") in messages' content becomes its token (default: it is text; a "
+     "request's \"parse_special\" says either)"},
     {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
     {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
@@ -162,6 +166,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     return 0;
   case K_NO_WARMUP:
     a->no_warmup = 1;
+    return 0;
+  case K_PARSE_SPECIAL_IN_CONTENT:
+    a->parse_special_in_content = 1;
     return 0;
   case K_WEB:
     a->web = v->text;
@@ -293,6 +300,7 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   hc->limits.max_stop = 4;
   hc->limits.max_stop_bytes = 256;
   hc->limits.max_prompt_ids = ctx;
+  hc->limits.parse_special = a->parse_special_in_content;
   return 0;
 }
 

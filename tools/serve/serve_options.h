@@ -13,6 +13,7 @@ typedef struct serve_options {
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
   long long header_timeout, body_timeout, max_connections_per_ip, max_body_total;
   int no_warmup;
+  int parse_special_in_content; /* --parse-special-in-content */
   char *key_owned;      /* --api-key-file's key */
   char *hosts_text;     /* --allowed-hosts, cut into allowed_hosts */
   char **allowed_hosts; /* n_allowed_hosts names */

@@ -298,6 +298,7 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   gp.frequency_penalty = r->frequency_penalty;
   gp.seed = r->seed_given ? r->seed : random_seed();
   gp.stop = (const char *const *)r->stop;
+  gp.stop_len = r->stop_len;
   gp.n_stop = r->n_stop;
   gp.ignore_eos = r->ignore_eos;
   gp.on_text = on_text;
