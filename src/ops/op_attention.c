@@ -170,8 +170,9 @@ typedef struct attn_split_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, q_stride, q_off, window, max_chunks;
   float scale, softcap;
   uint32_t rot_dim, mode, max_pos, k_off, v_off, v_in_q;
+  uint32_t max_blocks, block, n_blocks, v_stride;
 } attn_split_params;
-_Static_assert(sizeof(attn_split_params) == 64,
+_Static_assert(sizeof(attn_split_params) == 80,
                "attn_split_params mirrors the Params block of kernels/attn_split.wgsl");
 typedef struct attn_reduce_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p;
@@ -179,9 +180,9 @@ typedef struct attn_reduce_params {
 _Static_assert(sizeof(attn_reduce_params) == 32,
                "attn_reduce_params mirrors the Params block of kernels/attn_reduce.wgsl");
 typedef struct attn_grid_params {
-  uint32_t n_kv_head, ctx, window, max_chunks;
+  uint32_t n_kv_head, ctx, window, max_chunks, n_seq, _a, _b, _c;
 } attn_grid_params;
-_Static_assert(sizeof(attn_grid_params) == 16, "attn_grid_params mirrors the Params block of kernels/attn_grid.wgsl");
+_Static_assert(sizeof(attn_grid_params) == 32, "attn_grid_params mirrors the Params block of kernels/attn_grid.wgsl");
 
 /* Chunk length and worst-case chunk count of a decode recording that serves positions < len: chunks of 32 to
    128 keys, short enough that a short context still gives about 128 workgroups (n_kv_head of them per chunk). */
@@ -228,8 +229,29 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (!force) force = &unforced;
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
-  if (a->n_tokens != 1)
+  const op_kv_pages *pg = a->pages;
+  uint32_t n_seq = pg ? a->n_tokens : 1;
+  if (!pg && a->n_tokens != 1)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u tokens (one expected)", a->n_tokens);
+  if (pg) {
+    if (!n_seq || n_seq > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u sequences", n_seq);
+    if (!pg->block || !pg->n_blocks || !pg->max_blocks || !pg->table.buf ||
+        (uint64_t)pg->max_blocks * pg->block < kv->ctx ||
+        (uint64_t)n_seq * pg->max_blocks * 4 > gpu_view_bytes(pg->table))
+      return op_fail(rec, WGLLM_ERR_INTERNAL,
+                     "attention_decode: a paged pool of %u blocks of %u slots, %u blocks a sequence for %u slots, "
+                     "table of %llu bytes for %u sequences",
+                     pg->n_blocks, pg->block, pg->max_blocks, kv->ctx, (unsigned long long)gpu_view_bytes(pg->table),
+                     n_seq);
+    /* every element index of the pool fits a u32, and the pool's buffers hold it */
+    uint64_t elems = (uint64_t)kv->n_kv_head * pg->n_blocks * pg->block * kv->head_dim;
+    uint64_t bytes = elems * (kv->f16 ? 2 : 4);
+    if (elems > UINT32_MAX - 3 || gpu_view_bytes(kcache) < bytes || gpu_view_bytes(vcache) < bytes)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: a pool of %llu bytes in K and V views of %llu and %llu",
+                     (unsigned long long)bytes, (unsigned long long)gpu_view_bytes(kcache),
+                     (unsigned long long)gpu_view_bytes(vcache));
+  }
   if (!op_attention_decode_supports(kv, a->n_head))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
                    a->n_head, kv->n_kv_head, kv->head_dim);
@@ -243,7 +265,7 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: context %u too long for the grid", kv->ctx);
   uint64_t partial_room = gpu_view_bytes(partial);
-  if ((uint64_t)mc * a->n_head * (kv->head_dim + 2) * 4 > partial_room)
+  if ((uint64_t)n_seq * mc * a->n_head * (kv->head_dim + 2) * 4 > partial_room)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: partial buffer too small for %u chunks", mc);
   /* the subgroup variant when a head's threads in attn_split (128 / n_rep rounded up to a power of two) are
      exactly one subgroup of a fixed size */
@@ -257,14 +279,17 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)", ro->rot_dim,
                    kv->head_dim);
-  /* [f16][subgroups][rope] */
-  static const char *const variants[2][2][2] = {
-      {{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32ROPE}, {V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGROPE}},
-      {{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16ROPE}, {V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGROPE}}};
-  const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL];
+  /* [f16][subgroups][rope][paged] */
+  static const char *const variants[2][2][2][2] = {
+      {{{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32PAGED}, {V_ATTN_SPLIT_F32ROPE, V_ATTN_SPLIT_F32ROPEPAGED}},
+       {{V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGPAGED}, {V_ATTN_SPLIT_F32SGROPE, V_ATTN_SPLIT_F32SGROPEPAGED}}},
+      {{{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16PAGED}, {V_ATTN_SPLIT_F16ROPE, V_ATTN_SPLIT_F16ROPEPAGED}},
+       {{V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGPAGED}, {V_ATTN_SPLIT_F16SGROPE, V_ATTN_SPLIT_F16SGROPEPAGED}}}};
+  const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL][pg != NULL];
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
-    attn_grid_params gp = {.n_kv_head = kv->n_kv_head, .ctx = kv->ctx, .window = a->window, .max_chunks = mc};
+    attn_grid_params gp = {
+        .n_kv_head = kv->n_kv_head, .ctx = kv->ctx, .window = a->window, .max_chunks = mc, .n_seq = n_seq};
     s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_GRID,
                                              .variant = V_ATTN_GRID_U32,
                                              .params = &gp,
@@ -291,21 +316,30 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                           .max_pos = ro ? ro->max_pos : 0,
                           .k_off = ro ? ro->k_off : 0,
                           .v_off = ro ? ro->v_off : 0,
-                          .v_in_q = ro && !ro->vsrc.buf};
-  /* with RoPE folded in, the pass also appends the token's K and V to the caches */
-  s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_SPLIT,
-                                           .variant = var,
-                                           .params = &sp,
-                                           .params_size = sizeof sp,
-                                           .consts = &cb,
-                                           .n_consts = 1,
-                                           .access = ro ? "rwwrwrr" : "rrrrw",
-                                           .bind = {q, kcache, vcache, pos, partial, ro ? ro->cs : (gpu_view){0},
-                                                    !ro            ? (gpu_view){0}
-                                                    : ro->vsrc.buf ? ro->vsrc
-                                                                   : q},
-                                           .grid = {kv->n_kv_head, mc},
-                                           .indirect = indirect});
+                          .v_in_q = ro && !ro->vsrc.buf,
+                          .max_blocks = pg ? pg->max_blocks : 0,
+                          .block = pg ? pg->block : 0,
+                          .n_blocks = pg ? pg->n_blocks : 0,
+                          .v_stride = pg ? pg->v_stride : 0};
+  /* with RoPE folded in, the pass also appends the token's K and V to the caches; a paged pass's block table
+     follows the bindings of its unpaged twin */
+  op_dispatch_args sd = {.kernel = K_ATTN_SPLIT,
+                         .variant = var,
+                         .params = &sp,
+                         .params_size = sizeof sp,
+                         .consts = &cb,
+                         .n_consts = 1,
+                         .access = ro ? (pg ? "rwwrwrrr" : "rwwrwrr") : (pg ? "rrrrwr" : "rrrrw"),
+                         .bind = {q, kcache, vcache, pos, partial},
+                         .grid = {kv->n_kv_head, mc, n_seq},
+                         .indirect = indirect};
+  int nb = 5;
+  if (ro) {
+    sd.bind[nb++] = ro->cs;
+    sd.bind[nb++] = ro->vsrc.buf ? ro->vsrc : q;
+  }
+  if (pg) sd.bind[nb++] = pg->table;
+  s = op_dispatch(rec, &sd);
   if (s) return s;
   attn_reduce_params rp = {.n_head = a->n_head,
                            .n_kv_head = kv->n_kv_head,
@@ -315,14 +349,14 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                            .max_chunks = mc,
                            .out_stride = a->out_stride};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_REDUCE,
-                                              .variant = V_ATTN_REDUCE_F32,
+                                              .variant = pg ? V_ATTN_REDUCE_PAGED : V_ATTN_REDUCE_F32,
                                               .params = &rp,
                                               .params_size = sizeof rp,
                                               .consts = &cb,
                                               .n_consts = 1,
                                               .access = "rrw",
                                               .bind = {partial, pos, out},
-                                              .grid = {a->n_head}});
+                                              .grid = {a->n_head, n_seq}});
 }
 
 /* ---- Prefill attention on subgroup matrices (kernels/attn_prefill_mma.wgsl; the fast precision) ---- */

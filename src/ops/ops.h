@@ -352,6 +352,7 @@ typedef struct op_attn_params {
   float scale, softcap;
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
   const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
+  const struct op_kv_pages *pages; /* decode: n_tokens sequences over a paged pool (NULL: one token, one cache) */
 } op_attn_params;
 /* Which attention kernel runs, forced: for tests and the kernel bench, never the math (op_attention_forced,
    op_attention_decode_forced; NULL or zeros leave the choice to the op, as op_attention does). */
@@ -369,6 +370,17 @@ typedef struct op_attn_rope {
   uint32_t rot_dim, max_pos, k_off, v_off;
   op_rope_mode mode;
 } op_attn_rope;
+/* A paged KV pool (the batched decode of many sequences): one layer's K and V caches are a pool of n_blocks
+   blocks of `block` slots, [n_kv_head][n_blocks * block][head_dim] each (op_kv_layout's f16 as for a cache);
+   sequence s's logical slot sl (< op_kv_layout.ctx, the slots one sequence may use: its ring under a window,
+   else its longest length) is in block table[s * max_blocks + sl / block], at sl % block. Block ids past the
+   pool are clamped into it on the GPU (never read outside it); a block may appear in several sequences' tables
+   (a shared prefix) and is then only read. */
+typedef struct op_kv_pages {
+  gpu_view table; /* [n_seq][max_blocks] u32 */
+  uint32_t max_blocks, block, n_blocks;
+  uint32_t v_stride; /* with rope folded in and vsrc set: sequence s's V heads at vsrc[s * v_stride + v_off] */
+} op_kv_pages;
 /* Prefill attention (n_tokens > 1, or any call of op_attention) takes, in this order, the first kernel that
    accepts the shape on the device:
    1. kernels/attn_prefill_gqa.wgsl, K and V tiles shared by `heads` query heads of one KV head x `tokens`
@@ -416,7 +428,11 @@ wgllm_status op_attention_mma(gpu_recorder *rec, const op_kv_layout *kv, const o
    it the grid depends on the position on the GPU: with indirect != NULL a one-thread kernel writes it into
    *indirect (3 x u32), else it is the worst case for max_len and extra workgroups exit at once.
    partial: op_attn_partial_bytes(). Accepts: head_dim % 4 == 0, n_rep = n_head / n_kv_head <= 16,
-   n_rep * head_dim <= 4096. */
+   n_rep * head_dim <= 4096.
+   With a->pages, one dispatch pair serves a->n_tokens sequences of one new token each over a paged pool: token
+   t's q at q[t * q_stride + q_off], its position pos[t], its output at out[t * out_stride]; with RoPE folded in,
+   its K at q[t * q_stride + k_off] and V at vsrc[t * pages->v_stride + v_off] (or q[t * q_stride + v_off]).
+   partial: n_tokens x op_attn_partial_bytes(); the indirect grid covers the longest sequence. */
 int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head);
 /* Bytes of partial results for any length bucket; chunk: 0 for the chosen chunk lengths, else a forced one. */
 uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t chunk);
