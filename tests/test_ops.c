@@ -3105,7 +3105,7 @@ static const struct {
   uint32_t H, KVH, D, window;
   float cap;
   uint32_t ctx, block, n_seq;
-} PD_SHAPES[] = {{8, 2, 64, 0, 0, 1024, 16, 5},  {4, 4, 32, 0, 0, 512, 32, 3},   {8, 1, 128, 100, 0, 128, 32, 4},
+} PD_SHAPES[] = {{8, 2, 64, 0, 0, 1024, 16, 5},   {4, 4, 32, 0, 0, 512, 32, 3},  {8, 1, 128, 100, 0, 128, 32, 4},
                  {6, 2, 16, 0, 30.0f, 300, 7, 4}, {32, 8, 32, 0, 0, 512, 64, 8}, {8, 2, 64, 0, 0, 256, 16, 64}};
 #define PD_MODES 4
 
@@ -3296,10 +3296,11 @@ static void cases_paged_decode(void) {
       for (size_t si = 0; si < sizeof PD_SHAPES / sizeof PD_SHAPES[0]; si++)
         for (int mode = 0; mode < PD_MODES; mode++) {
           if (rope && mode >= 2) continue; /* the grids are the same code with RoPE folded in */
-          tcase *c = add_case("paged_decode", run_paged_decode, "%s%s/H=%u/%u,D=%u,win=%u,cap=%g,ctx=%u,block=%u,seqs=%u/%s",
-                              f16 ? "f16kv" : "f32kv", rope ? ",rope" : "", PD_SHAPES[si].H, PD_SHAPES[si].KVH,
-                              PD_SHAPES[si].D, PD_SHAPES[si].window, PD_SHAPES[si].cap, PD_SHAPES[si].ctx,
-                              PD_SHAPES[si].block, PD_SHAPES[si].n_seq, modes[mode]);
+          tcase *c =
+              add_case("paged_decode", run_paged_decode, "%s%s/H=%u/%u,D=%u,win=%u,cap=%g,ctx=%u,block=%u,seqs=%u/%s",
+                       f16 ? "f16kv" : "f32kv", rope ? ",rope" : "", PD_SHAPES[si].H, PD_SHAPES[si].KVH,
+                       PD_SHAPES[si].D, PD_SHAPES[si].window, PD_SHAPES[si].cap, PD_SHAPES[si].ctx, PD_SHAPES[si].block,
+                       PD_SHAPES[si].n_seq, modes[mode]);
           c->u.pd.f16 = f16;
           c->u.pd.rope = rope;
           c->u.pd.si = si;

@@ -248,7 +248,8 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
     uint64_t elems = (uint64_t)kv->n_kv_head * pg->n_blocks * pg->block * kv->head_dim;
     uint64_t bytes = elems * (kv->f16 ? 2 : 4);
     if (elems > UINT32_MAX - 3 || gpu_view_bytes(kcache) < bytes || gpu_view_bytes(vcache) < bytes)
-      return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: a pool of %llu bytes in K and V views of %llu and %llu",
+      return op_fail(rec, WGLLM_ERR_INTERNAL,
+                     "attention_decode: a pool of %llu bytes in K and V views of %llu and %llu",
                      (unsigned long long)bytes, (unsigned long long)gpu_view_bytes(kcache),
                      (unsigned long long)gpu_view_bytes(vcache));
   }
