@@ -76,18 +76,7 @@ fn rope4(base: u32, d4: u32, at: u32) -> vec4<f32> {
 @group(0) @binding(6) var<storage, read> table: array<u32>;
 #endif
 #endif
-
-// The cache row of sequence s's logical slot sl (< ctx), and the rows a KV head spans
-#if PAGED
-fn row_of(s: u32, sl: u32) -> u32 {
-  let b = min(table[s * p.max_blocks + min(sl / p.block, p.max_blocks - 1u)], p.n_blocks - 1u);
-  return b * p.block + sl % p.block;
-}
-fn head_rows() -> u32 { return p.n_blocks * p.block; }
-#else
-fn row_of(s: u32, sl: u32) -> u32 { return sl; }
-fn head_rows() -> u32 { return p.ctx; }
-#endif
+#include "lib/kv_page.wgsli"
 
 override B: u32 = 128u;
 const WG = 128u;
@@ -104,7 +93,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let hd = p.head_dim;
   let hd4 = hd / 4u;
   let n_rep = p.n_head / p.n_kv_head;
-  let nr = head_rows();
+  let nr = kv_rows();
+  let tb = sq * p.max_blocks; // the sequence's block table (paged)
   let qo = p.q_off + sq * p.q_stride;
   let at = pos[sq];
   let last = kv_last(at);
@@ -120,7 +110,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   }
   // the new token's K and V go into the cache here, by the workgroup that reads that position
   if (last < j0 + B) {
-    let dst = (kvh * nr + row_of(sq, at % p.ctx)) * hd;
+    let dst = (kvh * nr + kv_row_of(tb, at % p.ctx)) * hd;
     for (var d4 = l; d4 < hd4; d4 += WG) {
       kstore4(dst + 4u * d4, rope4(sq * p.q_stride + p.k_off + kvh * hd, d4, rpos));
       let vb = select(sq * p.v_stride, sq * p.q_stride, p.v_in_q != 0u) + p.v_off + kvh * hd + 4u * d4;
@@ -146,7 +136,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     var s = -3.0e38;
     if (j >= first && j <= last) {
       let sl = kv_slot(s0 + i % B, p.ctx);
-      let kb = (kvh * nr + row_of(sq, sl)) * hd;
+      let kb = (kvh * nr + kv_row_of(tb, sl)) * hd;
       var dt = 0.0;
       for (var d4 = 0u; d4 < hd4; d4++) { dt += dot(qs[r * hd4 + d4], kload4(kb + 4u * d4)); }
       s = dt * p.scale;
@@ -211,7 +201,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     var a = vec4<f32>(0.0);
     var sv = s0;
     for (var j = 0u; j < nj; j++) {
-      a += ps[rr * B + j] * vload4(vb + row_of(sq, sv) * hd + 4u * d4);
+      a += ps[rr * B + j] * vload4(vb + kv_row_of(tb, sv) * hd + 4u * d4);
       sv += 1u;
       if (sv == p.ctx) { sv = 0u; }
     }

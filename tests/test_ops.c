@@ -3308,6 +3308,181 @@ static void cases_paged_decode(void) {
         }
 }
 
+/* ---------------------------------------------------------------- the one-sequence ops over a paged pool
+
+   The prefill attention kernels (the op's choice and each forced: the workgroup kernel, the untiled subgroup one,
+   the one-head tiled one), the KV append and RoPE + KV append, given a pool (op_kv_pages, the sequence at table
+   row 1 of 3, its blocks shuffled over the pool) against the same op on the sequence's own cache: the same
+   arithmetic, so outputs equal bit for bit, the pool gathered through the table equals the cache written, and
+   every row of the pool outside the sequence's blocks is unchanged. Linear caches and a ring passed twice. */
+static const struct {
+  uint32_t T, past, H, KVH, D, window, ctx, block;
+} PP_SHAPES[] = {{9, 40, 8, 2, 64, 0, 64, 16},
+                 {33, 100, 4, 4, 32, 0, 160, 7},
+                 {20, 300, 8, 1, 128, 100, 128, 32},
+                 {5, 0, 16, 4, 16, 0, 8, 4}};
+#define PP_MODES 6 /* 0-3 attention (op's choice, no-subgroups, untiled, ungrouped), 4 kv_write, 5 rope_kv */
+
+static case_result run_paged_prefill(const tcase *tc) {
+  int f16 = tc->u.pd.f16, mode = tc->u.pd.mode;
+  size_t si = tc->u.pd.si;
+  reseed(g_case);
+  uint32_t T = PP_SHAPES[si].T, past = PP_SHAPES[si].past, H = PP_SHAPES[si].H, KVH = PP_SHAPES[si].KVH,
+           D = PP_SHAPES[si].D, win = PP_SHAPES[si].window, ctx = PP_SHAPES[si].ctx, BS = PP_SHAPES[si].block;
+  uint32_t MB = (ctx + BS - 1) / BS, NB = 3 * MB + 2, rows = NB * BS, S = (H + 2 * KVH) * D, max_pos = 1024;
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
+  size_t nc = (size_t)KVH * ctx * D, np = (size_t)KVH * rows * D;
+  float *cache_k = rnd(nc, -1, 1), *cache_v = rnd(nc, -1, 1), *pool_k = rnd(np, -1, 1), *pool_v = rnd(np, -1, 1);
+  float *x = rnd((size_t)T * S, -1, 1);
+  uint32_t *perm = malloc(NB * 4), *table = malloc(3 * MB * 4), *pos = malloc(T * 4);
+  for (uint32_t i = 0; i < NB; i++)
+    perm[i] = i;
+  for (uint32_t i = NB - 1; i > 0; i--) {
+    uint32_t j = th_u32(&rng) % (i + 1), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  for (uint32_t i = 0; i < 3 * MB; i++)
+    table[i] = perm[i];
+  for (uint32_t t = 0; t < T; t++)
+    pos[t] = past + t;
+  /* the sequence's cache, as stored (f16 rounded), scattered into its blocks of the pool */
+  gbuf ck = cache_upload(cache_k, nc, f16, 1), cv = cache_upload(cache_v, nc, f16, 1);
+  for (uint32_t h = 0; h < KVH; h++)
+    for (uint32_t sl = 0; sl < ctx; sl++) {
+      size_t src = ((size_t)h * ctx + sl) * D,
+             dst = ((size_t)h * rows + (size_t)table[MB + sl / BS] * BS + sl % BS) * D;
+      memcpy(pool_k + dst, cache_k + src, D * 4);
+      memcpy(pool_v + dst, cache_v + src, D * 4);
+    }
+  gbuf pk = cache_upload(pool_k, np, f16, 1), pv = cache_upload(pool_v, np, f16, 1); /* pool_k/v: as stored */
+  gbuf gt = gb_in(table, 3 * MB * 4), gp = gb_in(pos, T * 4), x1 = gb_io(x, (size_t)T * S * 4),
+       x2 = gb_io(x, (size_t)T * S * 4), o1 = gb_out((size_t)T * H * D * 4), o2 = gb_out((size_t)T * H * D * 4);
+  op_kv_pages pg = {.table = gt.v, .max_blocks = MB, .block = BS, .n_blocks = NB, .seq = 1};
+  float inv[256], *tab = malloc((size_t)max_pos * D / 2 * 8);
+  for (uint32_t i = 0; i < D / 2; i++)
+    inv[i] = (float)pow(10000.0, -2.0 * i / D);
+  op_rope_table(tab, inv, D, max_pos, 1.0f);
+  gbuf gc = gb_in(tab, (size_t)max_pos * D / 2 * 8);
+  for (int way = 0; way < 2; way++) { /* 0: the sequence's cache, 1: the pool */
+    gpu_recorder *r = rec_new();
+    wgllm_status st;
+    gpu_view kc = way ? pk.v : ck.v, vc = way ? pv.v : cv.v, xx = way ? x2.v : x1.v;
+    if (mode < 4) {
+      op_attn_params ap = {.n_tokens = T,
+                           .n_head = H,
+                           .q_stride = S,
+                           .out_stride = H * D,
+                           .window = win,
+                           .scale = 1.0f / sqrtf((float)D),
+                           .pages = way ? &pg : NULL};
+      op_attn_kernel_opts force = {.no_subgroups = mode == 1, .untiled = mode == 2, .ungrouped = mode == 3};
+      st = op_attention_forced(r, &kv, &ap, &force, xx, kc, vc, gp.v, way ? o2.v : o1.v);
+    } else if (mode == 4) {
+      op_kv_write_params wp = {.n_tokens = T,
+                               .k_off = H * D,
+                               .k_stride = S,
+                               .v_off = (H + KVH) * D,
+                               .v_stride = S,
+                               .pages = way ? &pg : NULL};
+      st = op_kv_write(r, &kv, &wp, xx, xx, gp.v, kc, vc);
+    } else {
+      op_rope_kv_params rp = {.n_tokens = T,
+                              .n_head = H,
+                              .rot_dim = D,
+                              .max_pos = max_pos,
+                              .mode = OP_ROPE_HALF,
+                              .q_stride = S,
+                              .k_off = H * D,
+                              .k_stride = S,
+                              .v_off = (H + KVH) * D,
+                              .v_stride = S,
+                              .pages = way ? &pg : NULL};
+      st = op_rope_kv(r, &kv, &rp, xx, (gpu_view){0}, gp.v, gc.v, kc, vc);
+    }
+    CHECK(st == WGLLM_OK, "%s record (%s): %s", g_case, way ? "pool" : "cache", gpu_recorder_error(r));
+    if (way)
+      exec(r, NULL);
+    else
+      exec_aux(r);
+    gpu_recorder_free(r);
+  }
+  if (mode < 4) {
+    float *a = malloc((size_t)T * H * D * 4);
+    memcpy(a, gb_fetch(&o1), (size_t)T * H * D * 4);
+    cmp("out (pool vs cache)", gb_fetch(&o2), a, (size_t)T * H * D, 0, 0);
+    gb_guards(&o2, "out");
+    free(a);
+  } else { /* the pool through the table equals the cache; every other row as it was */
+    float *ek = malloc(np * 4), *ev = malloc(np * 4), *gk = malloc(nc * 4), *gv = malloc(nc * 4);
+    memcpy(ek, pool_k, np * 4);
+    memcpy(ev, pool_v, np * 4);
+    cache_values(gb_fetch(&ck), nc, f16, gk);
+    cache_values(gb_fetch(&cv), nc, f16, gv);
+    for (uint32_t h = 0; h < KVH; h++)
+      for (uint32_t sl = 0; sl < ctx; sl++) {
+        size_t src = ((size_t)h * ctx + sl) * D,
+               dst = ((size_t)h * rows + (size_t)table[MB + sl / BS] * BS + sl % BS) * D;
+        memcpy(ek + dst, gk + src, D * 4);
+        memcpy(ev + dst, gv + src, D * 4);
+      }
+    float *qk = malloc(np * 4), *qv = malloc(np * 4);
+    cache_values(gb_fetch(&pk), np, f16, qk);
+    cache_values(gb_fetch(&pv), np, f16, qv);
+    cmp("K pool", qk, ek, np, 0, 0);
+    cmp("V pool", qv, ev, np, 0, 0);
+    gb_guards(&pk, "K pool");
+    gb_guards(&pv, "V pool");
+    float *a = malloc((size_t)T * S * 4);
+    memcpy(a, gb_fetch(&x1), (size_t)T * S * 4);
+    cmp("x (pool vs cache)", gb_fetch(&x2), a, (size_t)T * S, 0, 0);
+    free(a);
+    free(ek);
+    free(ev);
+    free(gk);
+    free(gv);
+    free(qk);
+    free(qv);
+  }
+  gb_free(&ck);
+  gb_free(&cv);
+  gb_free(&pk);
+  gb_free(&pv);
+  gb_free(&gt);
+  gb_free(&gp);
+  gb_free(&x1);
+  gb_free(&x2);
+  gb_free(&o1);
+  gb_free(&o2);
+  gb_free(&gc);
+  free(cache_k);
+  free(cache_v);
+  free(pool_k);
+  free(pool_v);
+  free(x);
+  free(perm);
+  free(table);
+  free(pos);
+  free(tab);
+  return verdict();
+}
+
+static void cases_paged_prefill(void) {
+  static const char *const modes[PP_MODES] = {
+      "attention,op", "attention,no-subgroups", "attention,untiled", "attention,ungrouped", "kv_write", "rope_kv"};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t si = 0; si < sizeof PP_SHAPES / sizeof PP_SHAPES[0]; si++)
+      for (int mode = 0; mode < PP_MODES; mode++) {
+        tcase *c =
+            add_case("paged_prefill", run_paged_prefill, "%s/%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u,ctx=%u,block=%u",
+                     f16 ? "f16kv" : "f32kv", modes[mode], PP_SHAPES[si].T, PP_SHAPES[si].past, PP_SHAPES[si].H,
+                     PP_SHAPES[si].KVH, PP_SHAPES[si].D, PP_SHAPES[si].window, PP_SHAPES[si].ctx, PP_SHAPES[si].block);
+        c->u.pd.f16 = f16;
+        c->u.pd.si = si;
+        c->u.pd.mode = mode;
+      }
+}
+
 /* ---------------------------------------------------------------- RoPE + KV append in one dispatch
 
    Against ref_rope and a plain copy into the cache: both layouts, partial rotary, f32 and packed-f16 caches, V
@@ -3862,6 +4037,7 @@ static void build_cases(void) {
   cases_gemv();
   cases_flash_decode_rope();
   cases_paged_decode();
+  cases_paged_prefill();
   cases_rope_kv();
   cases_hostile();
 }

@@ -7,14 +7,15 @@
 
 typedef struct kv_write_params {
   uint32_t n_tokens, n_kv_head, head_dim, ctx, k_stride, k_off, v_stride, v_off;
+  uint32_t seq, max_blocks, block, n_blocks;
 } kv_write_params;
-_Static_assert(sizeof(kv_write_params) == 32, "kv_write_params mirrors the Params block of kernels/kv_write.wgsl");
+_Static_assert(sizeof(kv_write_params) == 48, "kv_write_params mirrors the Params block of kernels/kv_write.wgsl");
 typedef struct attn_gpu_params {
   uint32_t n_tokens, n_head, n_kv_head, head_dim, q_stride, q_off, out_stride, ctx, window;
   float scale, softcap;
-  uint32_t _p;
+  uint32_t seq, max_blocks, block, n_blocks, _q;
 } attn_gpu_params;
-_Static_assert(sizeof(attn_gpu_params) == 48, "attn_gpu_params mirrors the Params block of kernels/attention.wgsl");
+_Static_assert(sizeof(attn_gpu_params) == 64, "attn_gpu_params mirrors the Params block of kernels/attention.wgsl");
 
 /* the Params block of the prefill kernels (attention, attn_prefill*, attn_prefill_mma) */
 static attn_gpu_params attn_params_of(const op_kv_layout *kv, const op_attn_params *a) {
@@ -28,7 +29,31 @@ static attn_gpu_params attn_params_of(const op_kv_layout *kv, const op_attn_para
                            .ctx = kv->ctx,
                            .window = a->window,
                            .scale = a->scale,
-                           .softcap = a->softcap};
+                           .softcap = a->softcap,
+                           .seq = a->pages ? a->pages->seq : 0,
+                           .max_blocks = a->pages ? a->pages->max_blocks : 0,
+                           .block = a->pages ? a->pages->block : 0,
+                           .n_blocks = a->pages ? a->pages->n_blocks : 0};
+}
+
+wgllm_status op_check_pages(gpu_recorder *rec, const char *who, const op_kv_layout *kv, const op_kv_pages *pg,
+                            uint32_t n_seq, gpu_view kcache, gpu_view vcache) {
+  if (!pg->block || !pg->n_blocks || !pg->max_blocks || !pg->table.buf ||
+      (uint64_t)pg->max_blocks * pg->block < kv->ctx ||
+      (uint64_t)n_seq * pg->max_blocks * 4 > gpu_view_bytes(pg->table))
+    return op_fail(rec, WGLLM_ERR_INTERNAL,
+                   "%s: a paged pool of %u blocks of %u slots, %u blocks a sequence for %u slots, table of %llu bytes "
+                   "for %u sequences",
+                   who, pg->n_blocks, pg->block, pg->max_blocks, kv->ctx, (unsigned long long)gpu_view_bytes(pg->table),
+                   n_seq);
+  /* every element index of the pool fits a u32, and the pool's buffers hold it */
+  uint64_t elems = (uint64_t)kv->n_kv_head * pg->n_blocks * pg->block * kv->head_dim;
+  uint64_t bytes = elems * (kv->f16 ? 2 : 4);
+  if (elems > UINT32_MAX - 3 || gpu_view_bytes(kcache) < bytes || gpu_view_bytes(vcache) < bytes)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: a pool of %llu bytes in K and V views of %llu and %llu", who,
+                   (unsigned long long)bytes, (unsigned long long)gpu_view_bytes(kcache),
+                   (unsigned long long)gpu_view_bytes(vcache));
+  return WGLLM_OK;
 }
 
 static wgllm_status check_kv(gpu_recorder *rec, const op_kv_layout *kv) {
@@ -45,6 +70,8 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_
   if (s) return s;
   uint32_t n_tokens = q->n_tokens;
   if (!n_tokens) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv_write: no tokens");
+  const op_kv_pages *pg = q->pages;
+  if (pg && (s = op_check_pages(rec, "kv_write", kv, pg, pg->seq + 1, kcache, vcache))) return s;
   kv_write_params p = {.n_tokens = n_tokens,
                        .n_kv_head = kv->n_kv_head,
                        .head_dim = kv->head_dim,
@@ -52,13 +79,19 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_
                        .k_stride = q->k_stride,
                        .k_off = q->k_off,
                        .v_stride = q->v_stride,
-                       .v_off = q->v_off};
+                       .v_off = q->v_off,
+                       .seq = pg ? pg->seq : 0,
+                       .max_blocks = pg ? pg->max_blocks : 0,
+                       .block = pg ? pg->block : 0,
+                       .n_blocks = pg ? pg->n_blocks : 0};
+  static const char *const variants[2][2] = {{V_KV_WRITE_F32, V_KV_WRITE_F32PAGED},
+                                             {V_KV_WRITE_F16, V_KV_WRITE_F16PAGED}};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_KV_WRITE,
-                                              .variant = kv->f16 ? V_KV_WRITE_F16 : V_KV_WRITE_F32,
+                                              .variant = variants[kv->f16 != 0][pg != NULL],
                                               .params = &p,
                                               .params_size = sizeof p,
-                                              .access = "rrrww",
-                                              .bind = {k, v, pos, kcache, vcache},
+                                              .access = pg ? "rrrwwr" : "rrrww",
+                                              .bind = {k, v, pos, kcache, vcache, pg ? pg->table : (gpu_view){0}},
                                               .grid = {(kv->n_kv_head * kv->head_dim / 4 + 63) / 64, n_tokens}});
 }
 
@@ -109,6 +142,8 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: %u heads not a multiple of %u KV heads", a->n_head,
                    kv->n_kv_head);
   if (kv->head_dim > 512) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention: head_dim %u > 512", kv->head_dim);
+  const op_kv_pages *pg = a->pages;
+  if (pg && (s = op_check_pages(rec, "attention", kv, pg, pg->seq + 1, kcache, vcache))) return s;
   attn_gpu_params p = attn_params_of(kv, a);
   op_dispatch_args d = {.kernel = K_ATTENTION,
                         .variant = kv->f16 ? V_ATTENTION_F16 : V_ATTENTION_F32,
@@ -162,6 +197,26 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
     d.consts = c;
     d.n_consts = 4;
     d.grid[0] = (a->n_head + nsg - 1) / nsg;
+  }
+  if (pg) { /* the chosen kernel's paged twin, the block table after its bindings */
+    static const char *const twins[][3] = {
+        {K_ATTENTION, V_ATTENTION_F32, V_ATTENTION_F32PAGED},
+        {K_ATTENTION, V_ATTENTION_F16, V_ATTENTION_F16PAGED},
+        {K_ATTN_PREFILL, V_ATTN_PREFILL_F32, V_ATTN_PREFILL_F32PAGED},
+        {K_ATTN_PREFILL, V_ATTN_PREFILL_F16, V_ATTN_PREFILL_F16PAGED},
+        {K_ATTN_PREFILL_TILED, V_ATTN_PREFILL_TILED_F32, V_ATTN_PREFILL_TILED_F32PAGED},
+        {K_ATTN_PREFILL_TILED, V_ATTN_PREFILL_TILED_F16, V_ATTN_PREFILL_TILED_F16PAGED},
+        {K_ATTN_PREFILL_GQA, V_ATTN_PREFILL_GQA_F32, V_ATTN_PREFILL_GQA_F32PAGED},
+        {K_ATTN_PREFILL_GQA, V_ATTN_PREFILL_GQA_F16, V_ATTN_PREFILL_GQA_F16PAGED},
+    };
+    const char *twin = NULL;
+    for (size_t i = 0; i < sizeof twins / sizeof twins[0]; i++)
+      if (!strcmp(d.kernel, twins[i][0]) && !strcmp(d.variant, twins[i][1])) twin = twins[i][2];
+    if (!twin)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: kernel %s/%s has no paged twin", d.kernel, d.variant);
+    d.variant = twin;
+    d.access = "rrrrwr";
+    d.bind[5] = pg->table;
   }
   return op_dispatch(rec, &d);
 }
@@ -236,22 +291,7 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (pg) {
     if (!n_seq || n_seq > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
       return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u sequences", n_seq);
-    if (!pg->block || !pg->n_blocks || !pg->max_blocks || !pg->table.buf ||
-        (uint64_t)pg->max_blocks * pg->block < kv->ctx ||
-        (uint64_t)n_seq * pg->max_blocks * 4 > gpu_view_bytes(pg->table))
-      return op_fail(rec, WGLLM_ERR_INTERNAL,
-                     "attention_decode: a paged pool of %u blocks of %u slots, %u blocks a sequence for %u slots, "
-                     "table of %llu bytes for %u sequences",
-                     pg->n_blocks, pg->block, pg->max_blocks, kv->ctx, (unsigned long long)gpu_view_bytes(pg->table),
-                     n_seq);
-    /* every element index of the pool fits a u32, and the pool's buffers hold it */
-    uint64_t elems = (uint64_t)kv->n_kv_head * pg->n_blocks * pg->block * kv->head_dim;
-    uint64_t bytes = elems * (kv->f16 ? 2 : 4);
-    if (elems > UINT32_MAX - 3 || gpu_view_bytes(kcache) < bytes || gpu_view_bytes(vcache) < bytes)
-      return op_fail(rec, WGLLM_ERR_INTERNAL,
-                     "attention_decode: a pool of %llu bytes in K and V views of %llu and %llu",
-                     (unsigned long long)bytes, (unsigned long long)gpu_view_bytes(kcache),
-                     (unsigned long long)gpu_view_bytes(vcache));
+    if ((s = op_check_pages(rec, "attention_decode", kv, pg, n_seq, kcache, vcache))) return s;
   }
   if (!op_attention_decode_supports(kv, a->n_head))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
@@ -369,7 +409,7 @@ static uint32_t attn_mma_workgroup_bytes(uint32_t hd) {
 }
 
 int op_attention_mma_supports(const gpu_context *ctx, const op_kv_layout *kv, const op_attn_params *a) {
-  if (kv->head_dim != 64 && kv->head_dim != 128) return 0;
+  if (a->pages || (kv->head_dim != 64 && kv->head_dim != 128)) return 0; /* no paged twin */
   if (!kv->n_kv_head || !a->n_head || a->n_head % kv->n_kv_head || a->n_tokens < 2) return 0;
   /* a ring (a sliding window's cache) of fewer slots than a 32-key block could wrap twice in one block; a cache
      without a window is linear and never wraps */

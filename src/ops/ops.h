@@ -326,9 +326,27 @@ typedef struct op_kv_layout {
   uint32_t n_kv_head, head_dim, ctx;
   int f16; /* storage f16 as packed pairs in u32 (no shader-f16 needed), math f32 */
 } op_kv_layout;
+/* A paged KV pool (many sequences' caches in one; issue 28): one layer's K and V caches are a pool of n_blocks
+   blocks of `block` slots, [n_kv_head][n_blocks * block][head_dim] each (op_kv_layout's f16 as for a cache);
+   sequence s's logical slot sl (< op_kv_layout.ctx, the slots one sequence may use: its ring under a window,
+   else its longest length) is in block table[s * max_blocks + sl / block], at sl % block. Block ids past the
+   pool are clamped into it on the GPU (never read outside it); a block may appear in several sequences' tables
+   (a shared prefix) and is then only read. Every op that takes a cache takes a pool the same way (a `pages`
+   field of its parameters; NULL: one sequence's cache), except the subgroup-matrix prefill (op_attention_mma). */
+typedef struct op_kv_pages {
+  gpu_view table; /* [n_seq][max_blocks] u32 */
+  uint32_t max_blocks, block, n_blocks;
+  uint32_t seq;      /* the table row of the one-sequence ops (KV append, rope_kv, prefill attention) */
+  uint32_t v_stride; /* with rope folded in and vsrc set: sequence s's V heads at vsrc[s * v_stride + v_off] */
+} op_kv_pages;
+/* Checks a pool for the op named who: the table holds n_seq rows of max_blocks, the pool's blocks cover a
+   sequence's ctx slots, every element index fits a u32 and kcache / vcache hold the pool. */
+wgllm_status op_check_pages(gpu_recorder *rec, const char *who, const op_kv_layout *kv, const op_kv_pages *pg,
+                            uint32_t n_seq, gpu_view kcache, gpu_view vcache);
 /* Appends K and V of n_tokens new tokens at positions pos[t]: K of token t at k[t*k_stride + k_off + i], V likewise. */
 typedef struct op_kv_write_params {
   uint32_t n_tokens, k_off, k_stride, v_off, v_stride;
+  const op_kv_pages *pages; /* NULL: one sequence's cache; else the pool and its row pages->seq */
 } op_kv_write_params;
 wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_write_params *p, gpu_view k, gpu_view v,
                          gpu_view pos, gpu_view kcache, gpu_view vcache);
@@ -340,6 +358,7 @@ typedef struct op_rope_kv_params {
   uint32_t n_tokens, n_head, rot_dim, max_pos;
   op_rope_mode mode;
   uint32_t q_off, q_stride, k_off, k_stride, v_off, v_stride;
+  const op_kv_pages *pages; /* NULL: one sequence's cache; else the pool and its row pages->seq */
 } op_rope_kv_params;
 wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope_kv_params *rp, gpu_view x,
                         gpu_view vsrc, gpu_view pos, gpu_view cs, gpu_view kcache, gpu_view vcache);
@@ -352,7 +371,9 @@ typedef struct op_attn_params {
   float scale, softcap;
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
   const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
-  const struct op_kv_pages *pages; /* decode: n_tokens sequences over a paged pool (NULL: one token, one cache) */
+  /* a paged pool (NULL: one sequence's cache): decode, n_tokens sequences of one token each; prefill, the
+     sequence of table row pages->seq */
+  const op_kv_pages *pages;
 } op_attn_params;
 /* Which attention kernel runs, forced: for tests and the kernel bench, never the math (op_attention_forced,
    op_attention_decode_forced; NULL or zeros leave the choice to the op, as op_attention does). */
@@ -370,17 +391,6 @@ typedef struct op_attn_rope {
   uint32_t rot_dim, max_pos, k_off, v_off;
   op_rope_mode mode;
 } op_attn_rope;
-/* A paged KV pool (the batched decode of many sequences): one layer's K and V caches are a pool of n_blocks
-   blocks of `block` slots, [n_kv_head][n_blocks * block][head_dim] each (op_kv_layout's f16 as for a cache);
-   sequence s's logical slot sl (< op_kv_layout.ctx, the slots one sequence may use: its ring under a window,
-   else its longest length) is in block table[s * max_blocks + sl / block], at sl % block. Block ids past the
-   pool are clamped into it on the GPU (never read outside it); a block may appear in several sequences' tables
-   (a shared prefix) and is then only read. */
-typedef struct op_kv_pages {
-  gpu_view table; /* [n_seq][max_blocks] u32 */
-  uint32_t max_blocks, block, n_blocks;
-  uint32_t v_stride; /* with rope folded in and vsrc set: sequence s's V heads at vsrc[s * v_stride + v_off] */
-} op_kv_pages;
 /* Prefill attention (n_tokens > 1, or any call of op_attention) takes, in this order, the first kernel that
    accepts the shape on the device:
    1. kernels/attn_prefill_gqa.wgsl, K and V tiles shared by `heads` query heads of one KV head x `tokens`
