@@ -5,17 +5,25 @@
 // q: [n_tokens][q_stride] (head h at q_off + h*head_dim); caches: [n_kv_head][ctx][head_dim];
 // out: [n_tokens][out_stride] (head h at h*head_dim). head_dim <= 512, head_dim % 4 == 0. f16 caches are
 // packed pairs in u32 (see kv_write.wgsl).
+// Variants "paged": the caches are a paged pool (lib/kv_page.wgsli), the sequence's block table at row seq.
 //! variant f32: KV_F16=0
 //! variant f16: KV_F16=1
+//! variant f32paged: KV_F16=0 PAGED=1
+//! variant f16paged: KV_F16=1 PAGED=1
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
-                window: u32, scale: f32, softcap: f32, _p: u32 };
+                window: u32, scale: f32, softcap: f32, seq: u32,
+                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
 #include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
+#if PAGED
+@group(0) @binding(6) var<storage, read> table: array<u32>; // the pool's block tables; the sequence's at seq
+#endif
+#include "lib/kv_page.wgsli"
 
 const B = 128u;
 var<workgroup> qs: array<f32, 512>;
@@ -35,7 +43,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   for (var d = l; d < hd; d += B) { qs[d] = q[qb + d]; }
   let last = kv_last(pos[t]);
   let first = kv_first(last, p.ctx, p.window);
-  let kvbase = kvh * p.ctx * hd;
+  let kvbase = kvh * kv_rows() * hd;
+  let tb = p.seq * p.max_blocks;
   var m = -3.0e38;
   var lsum = 0.0;
   var acc4 = vec4<f32>(0.0);
@@ -47,7 +56,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     var s = -3.0e38;
     if (j <= last) {
       var dot = 0.0;
-      let kb = kvbase + sl * hd;
+      let kb = kvbase + kv_row_of(tb, sl) * hd;
       for (var d = 0u; d < hd; d += 4u) { dot += dot4(vec4<f32>(qs[d], qs[d + 1u], qs[d + 2u], qs[d + 3u]), kload4(kb + d)); }
       s = dot * p.scale;
       if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
@@ -78,7 +87,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       var a = acc4 * alpha;
       var sv = s0;
       for (var jj = 0u; jj < nj; jj++) {
-        a += ps[jj] * vload4(kvbase + sv * hd + 4u * l);
+        a += ps[jj] * vload4(kvbase + kv_row_of(tb, sv) * hd + 4u * l);
         sv += 1u;
         if (sv == p.ctx) { sv = 0u; }
       }

@@ -9,17 +9,25 @@
 // max(0, pos - window + 1)..pos, in slot j % ctx (a ring, or a linear cache). Layouts as attention.wgsl:
 // q [n_tokens][q_stride] (head h at q_off + h * head_dim), caches [n_kv_head][ctx][head_dim], out
 // [n_tokens][out_stride]; head_dim % 4 == 0, head_dim / 4 <= 16 * SGS and <= 128.
+// Variants "paged": the caches are a paged pool (lib/kv_page.wgsli), the sequence's block table at row seq.
 //! variant f32: KV_F16=0 requires=subgroups
 //! variant f16: KV_F16=1 requires=subgroups
+//! variant f32paged: KV_F16=0 PAGED=1 requires=subgroups
+//! variant f16paged: KV_F16=1 PAGED=1 requires=subgroups
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
-                window: u32, scale: f32, softcap: f32, _p: u32 };
+                window: u32, scale: f32, softcap: f32, seq: u32,
+                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
 #include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
+#if PAGED
+@group(0) @binding(6) var<storage, read> table: array<u32>; // the pool's block tables; the sequence's at seq
+#endif
+#include "lib/kv_page.wgsli"
 
 override SGS: u32 = 32u; // the device's (fixed) subgroup size
 override NSG: u32 = 4u;  // subgroups (heads) a workgroup
@@ -49,7 +57,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   if (li == 0u) { last_pos = kv_last(pos[t]); }
   let last = workgroupUniformLoad(&last_pos); // also the barrier after the q loads
   let first = kv_first(last, p.ctx, p.window);
-  let kvbase = kvh * p.ctx * hd;
+  let kvbase = kvh * kv_rows() * hd;
+  let tb = p.seq * p.max_blocks;
   var m = -3.0e38;
   var lsum = 0.0;
   var acc: array<vec4<f32>, 16>;
@@ -60,7 +69,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var s = -3.0e38;
     if (j <= last) {
       let sl = kv_slot(s0 + lane, p.ctx);
-      let kb = kvbase + sl * hd;
+      let kb = kvbase + kv_row_of(tb, sl) * hd;
       var dt = 0.0;
       for (var c = 0u; c < nc; c++) { dt += dot(qs[sg * 128u + c], kload4(kb + 4u * c)); }
       s = dt * p.scale;
@@ -80,14 +89,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       var sv = kv_slot(s0 + g, p.ctx);
       for (var jj = 0u; jj < nj; jj += GR) {
         let pb = subgroupShuffle(pj, jj + g); // 0 past the block's last key
-        if (jj + g < nj) { acc[0] += pb * vload4(kvbase + sv * hd + 4u * c); }
+        if (jj + g < nj) { acc[0] += pb * vload4(kvbase + kv_row_of(tb, sv) * hd + 4u * c); }
         sv = kv_slot(sv + GR, p.ctx);
       }
     } else {
       var sv = s0;
       for (var jj = 0u; jj < nj; jj++) {
         let pb = subgroupShuffle(pj, jj);
-        let vb = kvbase + sv * hd;
+        let vb = kvbase + kv_row_of(tb, sv) * hd;
         for (var i = 0u; i < NV; i++) {
           let c = lane + SGS * i;
           if (c < nc) { acc[i] += pb * vload4(vb + 4u * c); }

@@ -15,17 +15,25 @@
 // max(0, pos - window + 1)..pos, in slot j % ctx (a ring of ctx >= 128 >= SGS slots, or a linear cache). Layouts
 // as attention.wgsl; head_dim % 4 == 0, head_dim / 4 <= 16 * SGS, HG <= 8, HG * NV <= 16. The sizes (override
 // constants) come from op_attn_prefill_gqa_plan, which fits them to the device's workgroup memory.
+// Variants "paged": the caches are a paged pool (lib/kv_page.wgsli), the sequence's block table at row seq.
 //! variant f32: KV_F16=0 requires=subgroups
 //! variant f16: KV_F16=1 requires=subgroups
+//! variant f32paged: KV_F16=0 PAGED=1 requires=subgroups
+//! variant f16paged: KV_F16=1 PAGED=1 requires=subgroups
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
-                window: u32, scale: f32, softcap: f32, _p: u32 };
+                window: u32, scale: f32, softcap: f32, seq: u32,
+                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
 #include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
+#if PAGED
+@group(0) @binding(6) var<storage, read> table: array<u32>; // the pool's block tables; the sequence's at seq
+#endif
+#include "lib/kv_page.wgsli"
 
 override SGS: u32 = 32u;    // the device's (fixed) subgroup size: keys a block
 override NSG: u32 = 4u;     // tokens (subgroups) a workgroup
@@ -53,7 +61,7 @@ fn stage(li: u32, kvbase: u32, s0: u32, nj: u32, which: u32) {
     let sl = kv_slot(s0 + kr, p.ctx);
     var v = vec4<f32>(0.0);
     if (kr < nj) {
-      let at = kvbase + sl * p.head_dim + 4u * c;
+      let at = kvbase + kv_row_of(p.seq * p.max_blocks, sl) * p.head_dim + 4u * c;
       if (which == 0u) { v = kload4(at); } else { v = vload4(at); }
     }
     if (which == 2u) { vs[kr * ROWV + c] = v; } else { ks[kr * ROWV + c] = v; }
@@ -68,7 +76,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let t = min(wid.y * NSG + sg, p.n_tokens - 1u); // a subgroup past the last token repeats it, writes nothing
   let hd = p.head_dim;
   let nc = hd / 4u;
-  let kvbase = (h0 / (p.n_head / p.n_kv_head)) * p.ctx * hd;
+  let kvbase = (h0 / (p.n_head / p.n_kv_head)) * kv_rows() * hd;
   let qrow = sg * HG * nc;
   for (var x = lane; x < HG * nc; x += SGS) { // the HG heads' q are consecutive in the token's row
     let qb = t * p.q_stride + p.q_off + h0 * hd + 4u * x;

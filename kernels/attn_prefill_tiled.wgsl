@@ -6,17 +6,25 @@
 // the keys outside its own (causal, sliding window), whose probabilities are 0. V rows are read by each subgroup
 // for its own dims (the workgroup's subgroups read the same rows, from the cache's L1 lines). Layouts as
 // attention.wgsl; head_dim % 4 == 0, head_dim / 4 <= SGS <= 32.
+// Variants "paged": the caches are a paged pool (lib/kv_page.wgsli), the sequence's block table at row seq.
 //! variant f32: KV_F16=0 requires=subgroups
 //! variant f16: KV_F16=1 requires=subgroups
+//! variant f32paged: KV_F16=0 PAGED=1 requires=subgroups
+//! variant f16paged: KV_F16=1 PAGED=1 requires=subgroups
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
-                window: u32, scale: f32, softcap: f32, _p: u32 };
+                window: u32, scale: f32, softcap: f32, seq: u32,
+                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
 #include "lib/kv_range.wgsli"
 @group(0) @binding(4) var<storage, read> pos: array<u32>;
 @group(0) @binding(5) var<storage, read_write> out: array<f32>;
+#if PAGED
+@group(0) @binding(6) var<storage, read> table: array<u32>; // the pool's block tables; the sequence's at seq
+#endif
+#include "lib/kv_page.wgsli"
 
 override SGS: u32 = 32u; // the device's (fixed) subgroup size, at most 32
 override NSG: u32 = 8u;  // tokens (subgroups) a workgroup, at most 8
@@ -37,7 +45,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let t = min(wid.y * NSG + sg, p.n_tokens - 1u); // a subgroup past the last token repeats it, writes nothing
   let hd = p.head_dim;
   let nc = hd / 4u;
-  let kvbase = (h / (p.n_head / p.n_kv_head)) * p.ctx * hd;
+  let kvbase = (h / (p.n_head / p.n_kv_head)) * kv_rows() * hd;
+  let tb = p.seq * p.max_blocks;
   let qb = t * p.q_stride + p.q_off + h * hd;
   for (var c = lane; c < nc; c += SGS) {
     qs[sg * 32u + c] = vec4<f32>(q[qb + 4u * c], q[qb + 4u * c + 1u], q[qb + 4u * c + 2u], q[qb + 4u * c + 3u]);
@@ -78,7 +87,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       let kr = e / nc;
       let sl = kv_slot(s0 + kr, p.ctx);
       var v = vec4<f32>(0.0);
-      if (kr < nj) { v = kload4(kvbase + sl * hd + 4u * (e % nc)); }
+      if (kr < nj) { v = kload4(kvbase + kv_row_of(tb, sl) * hd + 4u * (e % nc)); }
       ks[kr * ROWV + e % nc] = v;
     }
     workgroupBarrier();
@@ -101,7 +110,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     var sv = kv_slot(s0 + g, p.ctx);
     for (var jj = 0u; jj < nj; jj += GR) {
       let pb = subgroupShuffle(pj, jj + g); // 0 for keys this token does not see
-      if (jj + g < nj && c < nc) { acc += pb * vload4(kvbase + sv * hd + 4u * c); }
+      if (jj + g < nj && c < nc) { acc += pb * vload4(kvbase + kv_row_of(tb, sv) * hd + 4u * c); }
       sv = kv_slot(sv + GR, p.ctx);
     }
     workgroupBarrier(); // the next block's keys overwrite ks

@@ -1,7 +1,9 @@
 // Flash-decoding, pass 2: combines the chunks of attn_split for each query head h:
 // out[h*hd + d] = sum_c e^(m_c - M) acc_c[d] / sum_c e^(m_c - M) l_c, M = max_c m_c, over the chunks that hold
-// keys (derived from pos[0], like pass 1).
-//! variant f32: X=0
+// keys (derived from pos[0], like pass 1). Variant "paged": workgroup (h, s) combines sequence s's chunks (its
+// partials' block, its pos[s]) into out[s*out_stride + h*hd + d].
+//! variant f32: PAGED=0
+//! variant paged: PAGED=1
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
                 window: u32, max_chunks: u32, out_stride: u32, _p: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
@@ -16,28 +18,34 @@ const WG = 128u;
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
   let h = wid.x;
+  let sq = wid.y; // the sequence (0 unless paged)
   let hd = p.head_dim;
   let n_rep = p.n_head / p.n_kv_head;
   let kvh = h / n_rep;
   let r = h % n_rep;
-  let last = kv_last(pos[0]);
+  let pb = sq * p.n_kv_head * p.max_chunks; // the sequence's block of partials, in chunks
+  let last = kv_last(pos[sq]);
   let first = kv_first(last, p.ctx, p.window);
   let n_chunks = min((last - (first / B) * B) / B + 1u, p.max_chunks); // never past the partials written
   var M = -3.0e38;
   for (var c = 0u; c < n_chunks; c++) {
-    M = max(M, partial[((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u) + hd]);
+    M = max(M, partial[((pb + kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u) + hd]);
   }
   var den = 0.0;
   for (var c = 0u; c < n_chunks; c++) {
-    let b = ((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
+    let b = ((pb + kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
     den += exp(partial[b + hd] - M) * partial[b + hd + 1u];
   }
   for (var d = lid.x; d < hd; d += WG) {
     var num = 0.0;
     for (var c = 0u; c < n_chunks; c++) {
-      let b = ((kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
+      let b = ((pb + kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
       num += exp(partial[b + hd] - M) * partial[b + d];
     }
+#if PAGED
+    out[sq * p.out_stride + h * hd + d] = num / den;
+#else
     out[h * hd + d] = num / den;
+#endif
   }
 }

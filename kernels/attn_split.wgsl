@@ -19,11 +19,20 @@
 // vsrc when v_in_q is 0 (after Qwen3's per-head norms q and k live in another buffer than v).
 //! axis f32: KV_F16=0 | f16: KV_F16=1
 //! axis -: SG=0 | sg: SG=1 requires=subgroups
+// Variants "paged" attend for n_seq sequences at once, one new token each (the batched decode step of many
+// sequences): workgroup (kvh, c, s) takes chunk c of sequence s, whose new token is at pos[s], its q at
+// q[s*q_stride + q_off ...] (with ROPE its K at s*q_stride + k_off and V at s*v_stride + v_off). The caches are a
+// pool shared by every sequence, [n_kv_head][n_blocks * block][head_dim]; a sequence's logical slot sl (< ctx, the
+// slots one sequence may use: its ring for a window, else its longest length) is in physical block
+// table[s*max_blocks + sl / block] at sl % block, the block ids clamped into the pool whatever the table holds.
+// partial gets one [n_kv_head][max_chunks][n_rep][head_dim + 2] block per sequence.
 //! axis -: ROPE=0 | rope: ROPE=1 KV_RW=1
+//! axis -: PAGED=0 | paged: PAGED=1
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
                 q_stride: u32, q_off: u32, window: u32, max_chunks: u32,
                 scale: f32, softcap: f32, rot_dim: u32, mode: u32,
-                max_pos: u32, k_off: u32, v_off: u32, v_in_q: u32 };
+                max_pos: u32, k_off: u32, v_off: u32, v_in_q: u32,
+                max_blocks: u32, block: u32, n_blocks: u32, v_stride: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
@@ -33,6 +42,9 @@ struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
 #if ROPE
 @group(0) @binding(6) var<storage, read> cs: array<vec2<f32>>;
 @group(0) @binding(7) var<storage, read> vsrc: array<f32>;
+#if PAGED
+@group(0) @binding(8) var<storage, read> table: array<u32>;
+#endif
 
 // Dims 4*d4 .. 4*d4+3 of the head at q[base], rotated for position at (half-split: pairs i, i + rot/2;
 // adjacent: 2i, 2i+1); dims past rot_dim as they are. The same products as rope_kv.wgsl.
@@ -59,7 +71,12 @@ fn rope4(base: u32, d4: u32, at: u32) -> vec4<f32> {
   let c1 = cs[at * half + d / 2u + 1u];
   return vec4<f32>(v.x * c0.x - v.y * c0.y, v.y * c0.x + v.x * c0.y, v.z * c1.x - v.w * c1.y, v.w * c1.x + v.z * c1.y);
 }
+#else
+#if PAGED
+@group(0) @binding(6) var<storage, read> table: array<u32>;
 #endif
+#endif
+#include "lib/kv_page.wgsli"
 
 override B: u32 = 128u;
 const WG = 128u;
@@ -72,26 +89,31 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let l = lid.x;
   let kvh = wid.x;
   let c = wid.y;
+  let sq = wid.z; // the sequence (0 unless paged)
   let hd = p.head_dim;
   let hd4 = hd / 4u;
   let n_rep = p.n_head / p.n_kv_head;
-  let last = kv_last(pos[0]);
+  let nr = kv_rows();
+  let tb = sq * p.max_blocks; // the sequence's block table (paged)
+  let qo = p.q_off + sq * p.q_stride;
+  let at = pos[sq];
+  let last = kv_last(at);
   let first = kv_first(last, p.ctx, p.window);
   let j0 = (first / B) * B + c * B; // chunks are aligned to B from the window's first block
   if (j0 > last || c >= p.max_chunks) { return; } // past the end (or the partials): nothing to do, never read
   let nj = min(B, last + 1u - j0);
   let s0 = j0 % p.ctx; // the chunk's first slot; its keys wrap at most once
 #if ROPE
-  let rpos = min(pos[0], p.max_pos - 1u);
+  let rpos = min(at, p.max_pos - 1u);
   for (var i = l; i < n_rep * hd4; i += WG) {
-    qs[i] = rope4(p.q_off + (kvh * n_rep + i / hd4) * hd, i % hd4, rpos);
+    qs[i] = rope4(qo + (kvh * n_rep + i / hd4) * hd, i % hd4, rpos);
   }
   // the new token's K and V go into the cache here, by the workgroup that reads that position
   if (last < j0 + B) {
-    let dst = (kvh * p.ctx + pos[0] % p.ctx) * hd;
+    let dst = (kvh * nr + kv_row_of(tb, at % p.ctx)) * hd;
     for (var d4 = l; d4 < hd4; d4 += WG) {
-      kstore4(dst + 4u * d4, rope4(p.k_off + kvh * hd, d4, rpos));
-      let vb = p.v_off + kvh * hd + 4u * d4;
+      kstore4(dst + 4u * d4, rope4(sq * p.q_stride + p.k_off + kvh * hd, d4, rpos));
+      let vb = select(sq * p.v_stride, sq * p.q_stride, p.v_in_q != 0u) + p.v_off + kvh * hd + 4u * d4;
       var v = vec4<f32>(vsrc[vb], vsrc[vb + 1u], vsrc[vb + 2u], vsrc[vb + 3u]);
       if (p.v_in_q != 0u) { v = vec4<f32>(q[vb], q[vb + 1u], q[vb + 2u], q[vb + 3u]); }
       vstore4(dst + 4u * d4, v);
@@ -102,7 +124,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   for (var i = l; i < n_rep * hd4; i += WG) {
     let r = i / hd4;
     let d4 = i % hd4;
-    let qb = p.q_off + (kvh * n_rep + r) * hd + 4u * d4;
+    let qb = qo + (kvh * n_rep + r) * hd + 4u * d4;
     qs[i] = vec4<f32>(q[qb], q[qb + 1u], q[qb + 2u], q[qb + 3u]);
   }
 #endif
@@ -114,7 +136,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     var s = -3.0e38;
     if (j >= first && j <= last) {
       let sl = kv_slot(s0 + i % B, p.ctx);
-      let kb = (kvh * p.ctx + sl) * hd;
+      let kb = (kvh * nr + kv_row_of(tb, sl)) * hd;
       var dt = 0.0;
       for (var d4 = 0u; d4 < hd4; d4++) { dt += dot(qs[r * hd4 + d4], kload4(kb + 4u * d4)); }
       s = dt * p.scale;
@@ -166,20 +188,20 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   }
   sm = red[l - t];
 #endif
-  let out_base = ((kvh * p.max_chunks + c) * n_rep) * (hd + 2u);
+  let out_base = (((sq * p.n_kv_head + kvh) * p.max_chunks + c) * n_rep) * (hd + 2u);
   if (t == 0u && r < n_rep) {
     partial[out_base + r * (hd + 2u) + hd] = m;
     partial[out_base + r * (hd + 2u) + hd + 1u] = sm;
   }
   // unnormalised outputs: one thread per (head, 4 dims) over the chunk's keys
-  let vb = kvh * p.ctx * hd;
+  let vb = kvh * nr * hd;
   for (var i = l; i < n_rep * hd4; i += WG) {
     let rr = i / hd4;
     let d4 = i % hd4;
     var a = vec4<f32>(0.0);
     var sv = s0;
     for (var j = 0u; j < nj; j++) {
-      a += ps[rr * B + j] * vload4(vb + sv * hd + 4u * d4);
+      a += ps[rr * B + j] * vload4(vb + kv_row_of(tb, sv) * hd + 4u * d4);
       sv += 1u;
       if (sv == p.ctx) { sv = 0u; }
     }

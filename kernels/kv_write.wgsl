@@ -4,10 +4,14 @@
 // needs no shader-f16: half the bytes, math stays f32. Positions come from a GPU buffer, so a recorded decode
 // step replays with new positions. Position ps lands in slot ps % ctx: a cache of ctx slots is a ring when the
 // layer's window is shorter than the context (the session only makes rings that hold every key a query sees).
+// Variants "paged": the caches are a paged pool (lib/kv_page.wgsli), the sequence's block table at row seq.
 //! variant f32: KV_F16=0
 //! variant f16: KV_F16=1
+//! variant f32paged: KV_F16=0 PAGED=1
+//! variant f16paged: KV_F16=1 PAGED=1
 struct Params { n_tokens: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
-                k_stride: u32, k_off: u32, v_stride: u32, v_off: u32 };
+                k_stride: u32, k_off: u32, v_stride: u32, v_off: u32,
+                seq: u32, max_blocks: u32, block: u32, n_blocks: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> ksrc: array<f32>;
 @group(0) @binding(2) var<storage, read> vsrc: array<f32>;
@@ -26,6 +30,10 @@ fn put(is_k: bool, e: u32, v: vec4<f32>) {
   if (is_k) { kc[e / 4u] = v; } else { vc[e / 4u] = v; }
 }
 #endif
+#if PAGED
+@group(0) @binding(6) var<storage, read> table: array<u32>;
+#endif
+#include "lib/kv_page.wgsli"
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3u) {
@@ -35,7 +43,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let ps = pos[t] % p.ctx;
   let h = i / p.head_dim;
   let d = i % p.head_dim;
-  let dst = (h * p.ctx + ps) * p.head_dim + d;
+  let dst = (h * kv_rows() + kv_row_of(p.seq * p.max_blocks, ps)) * p.head_dim + d;
   let kb = t * p.k_stride + p.k_off + i;
   let vb = t * p.v_stride + p.v_off + i;
   put(true, dst, vec4<f32>(ksrc[kb], ksrc[kb + 1u], ksrc[kb + 2u], ksrc[kb + 3u]));

@@ -4,12 +4,16 @@
 // A thread takes 4 elements of one head: two rotation pairs (half-split: i, i+rot/2; adjacent: 2i, 2i+1), or
 // 4 elements past rot_dim (partial rotary: copied as they are), so f16 caches are written as whole packed
 // u32 pairs. Needs head_dim % 4 == 0 and rot_dim % 4 == 0. cs: [max_pos][rot/2] (cos, sin).
+// Variants "paged": the caches are a paged pool (lib/kv_page.wgsli), the sequence's block table at row seq.
 //! variant f32: KV_F16=0
 //! variant f16: KV_F16=1
+//! variant f32paged: KV_F16=0 PAGED=1
+//! variant f16paged: KV_F16=1 PAGED=1
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 rot_dim: u32, mode: u32, max_pos: u32, ctx: u32,
                 q_off: u32, q_stride: u32, k_off: u32, k_stride: u32,
-                v_off: u32, v_stride: u32, v_in_x: u32, _p: u32 };
+                v_off: u32, v_stride: u32, v_in_x: u32, seq: u32,
+                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
 @group(0) @binding(2) var<storage, read> vsrc: array<f32>;
@@ -29,6 +33,11 @@ fn put2(is_k: bool, e: u32, a: f32, b: f32) {
   if (is_k) { kc[e] = a; kc[e + 1u] = b; } else { vc[e] = a; vc[e + 1u] = b; }
 }
 #endif
+
+#if PAGED
+@group(0) @binding(7) var<storage, read> table: array<u32>;
+#endif
+#include "lib/kv_page.wgsli"
 
 fn vload(i: u32) -> f32 {
   if (p.v_in_x != 0u) { return x[i]; }
@@ -73,7 +82,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
     }
     return;
   }
-  let dst = (h * p.ctx + pos[t] % p.ctx) * p.head_dim; // slot pos % ctx (a ring, see kv_write.wgsl)
+  // slot pos % ctx (a ring, see kv_write.wgsl)
+  let dst = (h * kv_rows() + kv_row_of(p.seq * p.max_blocks, pos[t] % p.ctx)) * p.head_dim;
   put2(true, dst + e0, v[0], v[1]);
   put2(true, dst + e2, v[2], v[3]);
   let vb = p.v_off + t * p.v_stride + h * p.head_dim;

@@ -329,6 +329,10 @@ struct tcase {
       size_t ci, li;
     } fdr;
     struct {
+      int f16, mode, rope;
+      size_t si;
+    } pd;
+    struct {
       int f16;
       size_t ci;
     } rkv;
@@ -3087,6 +3091,398 @@ static void cases_flash_decode_rope(void) {
       }
 }
 
+/* ---------------------------------------------------------------- flash-decoding over a paged pool
+
+   Many sequences' new tokens in one dispatch pair (op_kv_pages): a pool of blocks shared by all, each sequence
+   its own block table (blocks shuffled over the pool, the first blocks of sequence 1 shared with sequence 0's
+   as a common prefix would be, entries no slot of the sequence uses set to 0xffffffff), its own length (1, a
+   block edge, a chunk edge, the whole context, past a ring's end). Without RoPE: against the CPU reference on
+   each sequence's cache gathered from the pool. With RoPE folded in: against the single-sequence op (itself
+   checked against rope_kv + decode above) on each sequence's gathered cache, the out rows and the pool's
+   written rows equal, every other row of the pool unchanged. Modes: worst-case grid, indirect grid, the length
+   bucket of the longest sequence, the workgroup-memory reductions with chunks of 32. */
+static const struct {
+  uint32_t H, KVH, D, window;
+  float cap;
+  uint32_t ctx, block, n_seq;
+} PD_SHAPES[] = {{8, 2, 64, 0, 0, 1024, 16, 5},   {4, 4, 32, 0, 0, 512, 32, 3},  {8, 1, 128, 100, 0, 128, 32, 4},
+                 {6, 2, 16, 0, 30.0f, 300, 7, 4}, {32, 8, 32, 0, 0, 512, 64, 8}, {8, 2, 64, 0, 0, 256, 16, 64}};
+#define PD_MODES 4
+
+/* sequence s's position: lengths spread over the edges of blocks, chunks, the context and a ring */
+static uint32_t pd_pos(size_t si, uint32_t s) {
+  uint32_t ctx = PD_SHAPES[si].ctx, b = PD_SHAPES[si].block;
+  uint32_t L[] = {1, b, b + 1, 128, 129, ctx, ctx - 1, 33, 2 * b + 3};
+  uint32_t len = L[s % (sizeof L / sizeof L[0])];
+  if (PD_SHAPES[si].window && s % 3 == 2) len = ctx * 2 + 17 + s; /* a ring passed more than once */
+  if (!PD_SHAPES[si].window && len > ctx) len = ctx;
+  return len - 1;
+}
+
+static case_result run_paged_decode(const tcase *tc) {
+  int f16 = tc->u.pd.f16, mode = tc->u.pd.mode, rope = tc->u.pd.rope;
+  size_t si = tc->u.pd.si;
+  reseed(g_case);
+  uint32_t H = PD_SHAPES[si].H, KVH = PD_SHAPES[si].KVH, D = PD_SHAPES[si].D, ctx = PD_SHAPES[si].ctx,
+           BS = PD_SHAPES[si].block, NS = PD_SHAPES[si].n_seq, win = PD_SHAPES[si].window;
+  uint32_t MB = (ctx + BS - 1) / BS, NB = NS * MB + 3, rows = NB * BS, R = D, max_pos = 4096;
+  uint32_t S = rope ? (H + 2 * KVH) * D : H * D; /* a sequence's q row (with RoPE: q, k and v heads) */
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
+  size_t npool = (size_t)KVH * rows * D, nseq = (size_t)KVH * ctx * D;
+  float *kp = rnd(npool, -1, 1), *vp = rnd(npool, -1, 1), *q = rnd((size_t)NS * S, -1, 1);
+  gbuf gk = cache_upload(kp, npool, f16, rope), gv = cache_upload(vp, npool, f16, rope); /* kp, vp: as stored */
+  /* block tables: a shuffled pool; sequence 1 starts with sequence 0's first two blocks */
+  uint32_t *perm = malloc(NB * 4), *table = malloc((size_t)NS * MB * 4), *pos = malloc(NS * 4);
+  for (uint32_t i = 0; i < NB; i++)
+    perm[i] = i;
+  for (uint32_t i = NB - 1; i > 0; i--) {
+    uint32_t j = th_u32(&rng) % (i + 1), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  for (uint32_t s = 0; s < NS; s++) {
+    pos[s] = pd_pos(si, s);
+    uint32_t used = pos[s] + 1 >= ctx ? ctx : pos[s] + 1; /* slots the sequence holds */
+    for (uint32_t b = 0; b < MB; b++)
+      table[s * MB + b] = b * BS < used ? perm[s * MB + b] : 0xffffffffu;
+    if (s == 1 && !rope)
+      for (uint32_t b = 0; b < 2 && b * BS < used && b * BS < pos[0] + 1; b++)
+        table[s * MB + b] = table[b];
+  }
+  gbuf gt = gb_in(table, (size_t)NS * MB * 4), gp = gb_in(pos, NS * 4), gq = gb_in(q, (size_t)NS * S * 4),
+       gpart = gb_out((size_t)NS * op_attn_partial_bytes(&kv, H, 16)), gind = gb_out(16),
+       go = gb_out((size_t)NS * H * D * 4);
+  /* each sequence's cache gathered from the pool, [KVH][ctx][D] */
+  float *kc = malloc(nseq * 4 * NS), *vc = malloc(nseq * 4 * NS);
+  for (uint32_t s = 0; s < NS; s++)
+    for (uint32_t h = 0; h < KVH; h++)
+      for (uint32_t sl = 0; sl < ctx; sl++) {
+        uint32_t b = table[s * MB + sl / BS];
+        b = b < NB ? b : NB - 1;
+        size_t src = ((size_t)h * rows + (size_t)b * BS + sl % BS) * D, dst = s * nseq + ((size_t)h * ctx + sl) * D;
+        memcpy(kc + dst, kp + src, D * 4);
+        memcpy(vc + dst, vp + src, D * 4);
+      }
+  float inv[256], *tab = NULL;
+  for (uint32_t i = 0; i < R / 2; i++)
+    inv[i] = (float)pow(10000.0, -2.0 * i / R);
+  gbuf gc = {0};
+  if (rope) {
+    tab = malloc((size_t)max_pos * R / 2 * 8);
+    op_rope_table(tab, inv, R, max_pos, 1.0f);
+    gc = gb_in(tab, (size_t)max_pos * R / 2 * 8);
+  }
+  op_attn_rope ar = {.cs = gc.v, .rot_dim = R, .max_pos = max_pos, .k_off = H * D, .v_off = (H + KVH) * D};
+  op_attn_params ap = {.n_tokens = NS,
+                       .n_head = H,
+                       .q_stride = S,
+                       .out_stride = H * D,
+                       .window = win,
+                       .scale = 1.0f / sqrtf((float)D),
+                       .softcap = PD_SHAPES[si].cap,
+                       .rope = rope ? &ar : NULL};
+  uint32_t longest = 0;
+  for (uint32_t s = 0; s < NS; s++)
+    longest = pos[s] + 1 > longest ? pos[s] + 1 : longest;
+  if (mode == 2) ap.max_len = win ? 0 : fd_bucket(longest, ctx);
+  op_kv_pages pg = {.table = gt.v, .max_blocks = MB, .block = BS, .n_blocks = NB};
+  ap.pages = &pg;
+  op_attn_kernel_opts force = {.chunk = mode == 3 ? 32 : 0, .no_subgroups = mode == 3};
+  gpu_view ind = gind.v;
+  traffic(2.0 * KVH * (double)longest * NS * D * (f16 ? 2 : 4) + 8.0 * NS * H * D, 4.0 * H * longest * NS * D);
+  gpu_recorder *r = rec_new();
+  CHECK(op_attention_decode_forced(r, &kv, &ap, &force, gq.v, gk.v, gv.v, gp.v, gpart.v, mode == 1 ? &ind : NULL,
+                                   go.v) == WGLLM_OK,
+        "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  float *got = malloc((size_t)NS * H * D * 4);
+  memcpy(got, gb_fetch(&go), (size_t)NS * H * D * 4);
+  gb_guards(&go, "out");
+  gb_guards(&gpart, "partial");
+  gb_guards(&gind, "indirect args");
+  float *want = malloc(H * D * 4);
+  for (uint32_t s = 0; s < NS && !g_perf; s++) {
+    char part[64];
+    snprintf(part, sizeof part, "sequence %u (pos %u)", s, pos[s]);
+    if (!rope) { /* the reference reads a linear cache: key j of the ring at slot j % ctx, unrolled */
+      size_t lin = (size_t)pos[s] + 1;
+      float *kl = calloc((size_t)KVH * lin * D, 4), *vl = calloc((size_t)KVH * lin * D, 4);
+      for (uint32_t h = 0; h < KVH; h++)
+        for (size_t j = lin > ctx ? lin - ctx : 0; j < lin; j++) {
+          size_t src = s * nseq + ((size_t)h * ctx + j % ctx) * D;
+          memcpy(kl + ((size_t)h * lin + j) * D, kc + src, D * 4);
+          memcpy(vl + ((size_t)h * lin + j) * D, vc + src, D * 4);
+        }
+      ref_attention(q + (size_t)s * S, S, 0, kl, vl, &pos[s], want, H * D, 1, H, KVH, D, lin, win, ap.scale,
+                    ap.softcap);
+      free(kl);
+      free(vl);
+      cmp(part, got + (size_t)s * H * D, want, H * D, 2e-6, 2e-5);
+      continue;
+    }
+    /* the single-sequence op with RoPE folded in, on this sequence's gathered cache */
+    float *k1 = malloc(nseq * 4), *v1 = malloc(nseq * 4);
+    memcpy(k1, kc + s * nseq, nseq * 4);
+    memcpy(v1, vc + s * nseq, nseq * 4);
+    gbuf sk = cache_upload(k1, nseq, f16, 1), sv = cache_upload(v1, nseq, f16, 1), sq = gb_in(q + (size_t)s * S, S * 4),
+         sp = gb_in(&pos[s], 4), spart = gb_out(op_attn_partial_bytes(&kv, H, 16)), so = gb_out(H * D * 4);
+    op_attn_params a1 = ap;
+    a1.n_tokens = 1;
+    a1.pages = NULL;
+    a1.max_len = 0;
+    r = rec_new();
+    CHECK(op_attention_decode(r, &kv, &a1, sq.v, sk.v, sv.v, sp.v, spart.v, NULL, so.v) == WGLLM_OK,
+          "%s record the single sequence: %s", g_case, gpu_recorder_error(r));
+    exec_aux(r);
+    gpu_recorder_free(r);
+    cmp(part, got + (size_t)s * H * D, gb_fetch(&so), H * D, 1e-6, 1e-5);
+    cache_values(gb_fetch(&sk), nseq, f16, k1);
+    cache_values(gb_fetch(&sv), nseq, f16, v1);
+    /* the token's row, now in the single cache, goes into the expected pool */
+    uint32_t sl = pos[s] % ctx, b = table[s * MB + sl / BS];
+    for (uint32_t h = 0; h < KVH; h++) {
+      size_t src = ((size_t)h * ctx + sl) * D, dst = ((size_t)h * rows + (size_t)b * BS + sl % BS) * D;
+      memcpy(kp + dst, k1 + src, D * 4);
+      memcpy(vp + dst, v1 + src, D * 4);
+    }
+    gb_free(&sk);
+    gb_free(&sv);
+    gb_free(&sq);
+    gb_free(&sp);
+    gb_free(&spart);
+    gb_free(&so);
+    free(k1);
+    free(v1);
+  }
+  if (rope && !g_perf) { /* the pool: the new rows in their blocks, nothing else touched */
+    float *pk = malloc(npool * 4), *pv = malloc(npool * 4);
+    cache_values(gb_fetch(&gk), npool, f16, pk);
+    cache_values(gb_fetch(&gv), npool, f16, pv);
+    cmp("K pool", pk, kp, npool, 1e-6, 1e-5);
+    cmp("V pool", pv, vp, npool, 0, 0);
+    gb_guards(&gk, "K pool");
+    gb_guards(&gv, "V pool");
+    free(pk);
+    free(pv);
+  }
+  gb_free(&gk);
+  gb_free(&gv);
+  gb_free(&gt);
+  gb_free(&gp);
+  gb_free(&gq);
+  gb_free(&gpart);
+  gb_free(&gind);
+  gb_free(&go);
+  if (rope) gb_free(&gc);
+  free(tab);
+  free(kp);
+  free(vp);
+  free(q);
+  free(perm);
+  free(table);
+  free(pos);
+  free(kc);
+  free(vc);
+  free(got);
+  free(want);
+  return verdict();
+}
+
+static void cases_paged_decode(void) {
+  static const char *const modes[PD_MODES] = {"worst-grid", "indirect", "max_len", "no-subgroups,chunk=32"};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (int rope = 0; rope < 2; rope++)
+      for (size_t si = 0; si < sizeof PD_SHAPES / sizeof PD_SHAPES[0]; si++)
+        for (int mode = 0; mode < PD_MODES; mode++) {
+          if (rope && mode >= 2) continue; /* the grids are the same code with RoPE folded in */
+          tcase *c =
+              add_case("paged_decode", run_paged_decode, "%s%s/H=%u/%u,D=%u,win=%u,cap=%g,ctx=%u,block=%u,seqs=%u/%s",
+                       f16 ? "f16kv" : "f32kv", rope ? ",rope" : "", PD_SHAPES[si].H, PD_SHAPES[si].KVH,
+                       PD_SHAPES[si].D, PD_SHAPES[si].window, PD_SHAPES[si].cap, PD_SHAPES[si].ctx, PD_SHAPES[si].block,
+                       PD_SHAPES[si].n_seq, modes[mode]);
+          c->u.pd.f16 = f16;
+          c->u.pd.rope = rope;
+          c->u.pd.si = si;
+          c->u.pd.mode = mode;
+        }
+}
+
+/* ---------------------------------------------------------------- the one-sequence ops over a paged pool
+
+   The prefill attention kernels (the op's choice and each forced: the workgroup kernel, the untiled subgroup one,
+   the one-head tiled one), the KV append and RoPE + KV append, given a pool (op_kv_pages, the sequence at table
+   row 1 of 3, its blocks shuffled over the pool) against the same op on the sequence's own cache: the same
+   arithmetic, so outputs equal bit for bit, the pool gathered through the table equals the cache written, and
+   every row of the pool outside the sequence's blocks is unchanged. Linear caches and a ring passed twice. */
+static const struct {
+  uint32_t T, past, H, KVH, D, window, ctx, block;
+} PP_SHAPES[] = {{9, 40, 8, 2, 64, 0, 64, 16},
+                 {33, 100, 4, 4, 32, 0, 160, 7},
+                 {20, 300, 8, 1, 128, 100, 128, 32},
+                 {5, 0, 16, 4, 16, 0, 8, 4}};
+#define PP_MODES 6 /* 0-3 attention (op's choice, no-subgroups, untiled, ungrouped), 4 kv_write, 5 rope_kv */
+
+static case_result run_paged_prefill(const tcase *tc) {
+  int f16 = tc->u.pd.f16, mode = tc->u.pd.mode;
+  size_t si = tc->u.pd.si;
+  reseed(g_case);
+  uint32_t T = PP_SHAPES[si].T, past = PP_SHAPES[si].past, H = PP_SHAPES[si].H, KVH = PP_SHAPES[si].KVH,
+           D = PP_SHAPES[si].D, win = PP_SHAPES[si].window, ctx = PP_SHAPES[si].ctx, BS = PP_SHAPES[si].block;
+  uint32_t MB = (ctx + BS - 1) / BS, NB = 3 * MB + 2, rows = NB * BS, S = (H + 2 * KVH) * D, max_pos = 1024;
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = f16};
+  size_t nc = (size_t)KVH * ctx * D, np = (size_t)KVH * rows * D;
+  float *cache_k = rnd(nc, -1, 1), *cache_v = rnd(nc, -1, 1), *pool_k = rnd(np, -1, 1), *pool_v = rnd(np, -1, 1);
+  float *x = rnd((size_t)T * S, -1, 1);
+  uint32_t *perm = malloc(NB * 4), *table = malloc(3 * MB * 4), *pos = malloc(T * 4);
+  for (uint32_t i = 0; i < NB; i++)
+    perm[i] = i;
+  for (uint32_t i = NB - 1; i > 0; i--) {
+    uint32_t j = th_u32(&rng) % (i + 1), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  for (uint32_t i = 0; i < 3 * MB; i++)
+    table[i] = perm[i];
+  for (uint32_t t = 0; t < T; t++)
+    pos[t] = past + t;
+  /* the sequence's cache, as stored (f16 rounded), scattered into its blocks of the pool */
+  gbuf ck = cache_upload(cache_k, nc, f16, 1), cv = cache_upload(cache_v, nc, f16, 1);
+  for (uint32_t h = 0; h < KVH; h++)
+    for (uint32_t sl = 0; sl < ctx; sl++) {
+      size_t src = ((size_t)h * ctx + sl) * D,
+             dst = ((size_t)h * rows + (size_t)table[MB + sl / BS] * BS + sl % BS) * D;
+      memcpy(pool_k + dst, cache_k + src, D * 4);
+      memcpy(pool_v + dst, cache_v + src, D * 4);
+    }
+  gbuf pk = cache_upload(pool_k, np, f16, 1), pv = cache_upload(pool_v, np, f16, 1); /* pool_k/v: as stored */
+  gbuf gt = gb_in(table, 3 * MB * 4), gp = gb_in(pos, T * 4), x1 = gb_io(x, (size_t)T * S * 4),
+       x2 = gb_io(x, (size_t)T * S * 4), o1 = gb_out((size_t)T * H * D * 4), o2 = gb_out((size_t)T * H * D * 4);
+  op_kv_pages pg = {.table = gt.v, .max_blocks = MB, .block = BS, .n_blocks = NB, .seq = 1};
+  float inv[256], *tab = malloc((size_t)max_pos * D / 2 * 8);
+  for (uint32_t i = 0; i < D / 2; i++)
+    inv[i] = (float)pow(10000.0, -2.0 * i / D);
+  op_rope_table(tab, inv, D, max_pos, 1.0f);
+  gbuf gc = gb_in(tab, (size_t)max_pos * D / 2 * 8);
+  for (int way = 0; way < 2; way++) { /* 0: the sequence's cache, 1: the pool */
+    gpu_recorder *r = rec_new();
+    wgllm_status st;
+    gpu_view kc = way ? pk.v : ck.v, vc = way ? pv.v : cv.v, xx = way ? x2.v : x1.v;
+    if (mode < 4) {
+      op_attn_params ap = {.n_tokens = T,
+                           .n_head = H,
+                           .q_stride = S,
+                           .out_stride = H * D,
+                           .window = win,
+                           .scale = 1.0f / sqrtf((float)D),
+                           .pages = way ? &pg : NULL};
+      op_attn_kernel_opts force = {.no_subgroups = mode == 1, .untiled = mode == 2, .ungrouped = mode == 3};
+      st = op_attention_forced(r, &kv, &ap, &force, xx, kc, vc, gp.v, way ? o2.v : o1.v);
+    } else if (mode == 4) {
+      op_kv_write_params wp = {.n_tokens = T,
+                               .k_off = H * D,
+                               .k_stride = S,
+                               .v_off = (H + KVH) * D,
+                               .v_stride = S,
+                               .pages = way ? &pg : NULL};
+      st = op_kv_write(r, &kv, &wp, xx, xx, gp.v, kc, vc);
+    } else {
+      op_rope_kv_params rp = {.n_tokens = T,
+                              .n_head = H,
+                              .rot_dim = D,
+                              .max_pos = max_pos,
+                              .mode = OP_ROPE_HALF,
+                              .q_stride = S,
+                              .k_off = H * D,
+                              .k_stride = S,
+                              .v_off = (H + KVH) * D,
+                              .v_stride = S,
+                              .pages = way ? &pg : NULL};
+      st = op_rope_kv(r, &kv, &rp, xx, (gpu_view){0}, gp.v, gc.v, kc, vc);
+    }
+    CHECK(st == WGLLM_OK, "%s record (%s): %s", g_case, way ? "pool" : "cache", gpu_recorder_error(r));
+    if (way)
+      exec(r, NULL);
+    else
+      exec_aux(r);
+    gpu_recorder_free(r);
+  }
+  if (mode < 4) {
+    float *a = malloc((size_t)T * H * D * 4);
+    memcpy(a, gb_fetch(&o1), (size_t)T * H * D * 4);
+    cmp("out (pool vs cache)", gb_fetch(&o2), a, (size_t)T * H * D, 0, 0);
+    gb_guards(&o2, "out");
+    free(a);
+  } else { /* the pool through the table equals the cache; every other row as it was */
+    float *ek = malloc(np * 4), *ev = malloc(np * 4), *gk = malloc(nc * 4), *gv = malloc(nc * 4);
+    memcpy(ek, pool_k, np * 4);
+    memcpy(ev, pool_v, np * 4);
+    cache_values(gb_fetch(&ck), nc, f16, gk);
+    cache_values(gb_fetch(&cv), nc, f16, gv);
+    for (uint32_t h = 0; h < KVH; h++)
+      for (uint32_t sl = 0; sl < ctx; sl++) {
+        size_t src = ((size_t)h * ctx + sl) * D,
+               dst = ((size_t)h * rows + (size_t)table[MB + sl / BS] * BS + sl % BS) * D;
+        memcpy(ek + dst, gk + src, D * 4);
+        memcpy(ev + dst, gv + src, D * 4);
+      }
+    float *qk = malloc(np * 4), *qv = malloc(np * 4);
+    cache_values(gb_fetch(&pk), np, f16, qk);
+    cache_values(gb_fetch(&pv), np, f16, qv);
+    cmp("K pool", qk, ek, np, 0, 0);
+    cmp("V pool", qv, ev, np, 0, 0);
+    gb_guards(&pk, "K pool");
+    gb_guards(&pv, "V pool");
+    float *a = malloc((size_t)T * S * 4);
+    memcpy(a, gb_fetch(&x1), (size_t)T * S * 4);
+    cmp("x (pool vs cache)", gb_fetch(&x2), a, (size_t)T * S, 0, 0);
+    free(a);
+    free(ek);
+    free(ev);
+    free(gk);
+    free(gv);
+    free(qk);
+    free(qv);
+  }
+  gb_free(&ck);
+  gb_free(&cv);
+  gb_free(&pk);
+  gb_free(&pv);
+  gb_free(&gt);
+  gb_free(&gp);
+  gb_free(&x1);
+  gb_free(&x2);
+  gb_free(&o1);
+  gb_free(&o2);
+  gb_free(&gc);
+  free(cache_k);
+  free(cache_v);
+  free(pool_k);
+  free(pool_v);
+  free(x);
+  free(perm);
+  free(table);
+  free(pos);
+  free(tab);
+  return verdict();
+}
+
+static void cases_paged_prefill(void) {
+  static const char *const modes[PP_MODES] = {
+      "attention,op", "attention,no-subgroups", "attention,untiled", "attention,ungrouped", "kv_write", "rope_kv"};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t si = 0; si < sizeof PP_SHAPES / sizeof PP_SHAPES[0]; si++)
+      for (int mode = 0; mode < PP_MODES; mode++) {
+        tcase *c =
+            add_case("paged_prefill", run_paged_prefill, "%s/%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u,ctx=%u,block=%u",
+                     f16 ? "f16kv" : "f32kv", modes[mode], PP_SHAPES[si].T, PP_SHAPES[si].past, PP_SHAPES[si].H,
+                     PP_SHAPES[si].KVH, PP_SHAPES[si].D, PP_SHAPES[si].window, PP_SHAPES[si].ctx, PP_SHAPES[si].block);
+        c->u.pd.f16 = f16;
+        c->u.pd.si = si;
+        c->u.pd.mode = mode;
+      }
+}
+
 /* ---------------------------------------------------------------- RoPE + KV append in one dispatch
 
    Against ref_rope and a plain copy into the cache: both layouts, partial rotary, f32 and packed-f16 caches, V
@@ -3640,6 +4036,8 @@ static void build_cases(void) {
   cases_flash_decode();
   cases_gemv();
   cases_flash_decode_rope();
+  cases_paged_decode();
+  cases_paged_prefill();
   cases_rope_kv();
   cases_hostile();
 }

@@ -7,14 +7,15 @@
 
 typedef struct kv_write_params {
   uint32_t n_tokens, n_kv_head, head_dim, ctx, k_stride, k_off, v_stride, v_off;
+  uint32_t seq, max_blocks, block, n_blocks;
 } kv_write_params;
-_Static_assert(sizeof(kv_write_params) == 32, "kv_write_params mirrors the Params block of kernels/kv_write.wgsl");
+_Static_assert(sizeof(kv_write_params) == 48, "kv_write_params mirrors the Params block of kernels/kv_write.wgsl");
 typedef struct attn_gpu_params {
   uint32_t n_tokens, n_head, n_kv_head, head_dim, q_stride, q_off, out_stride, ctx, window;
   float scale, softcap;
-  uint32_t _p;
+  uint32_t seq, max_blocks, block, n_blocks, _q;
 } attn_gpu_params;
-_Static_assert(sizeof(attn_gpu_params) == 48, "attn_gpu_params mirrors the Params block of kernels/attention.wgsl");
+_Static_assert(sizeof(attn_gpu_params) == 64, "attn_gpu_params mirrors the Params block of kernels/attention.wgsl");
 
 /* the Params block of the prefill kernels (attention, attn_prefill*, attn_prefill_mma) */
 static attn_gpu_params attn_params_of(const op_kv_layout *kv, const op_attn_params *a) {
@@ -28,7 +29,31 @@ static attn_gpu_params attn_params_of(const op_kv_layout *kv, const op_attn_para
                            .ctx = kv->ctx,
                            .window = a->window,
                            .scale = a->scale,
-                           .softcap = a->softcap};
+                           .softcap = a->softcap,
+                           .seq = a->pages ? a->pages->seq : 0,
+                           .max_blocks = a->pages ? a->pages->max_blocks : 0,
+                           .block = a->pages ? a->pages->block : 0,
+                           .n_blocks = a->pages ? a->pages->n_blocks : 0};
+}
+
+wgllm_status op_check_pages(gpu_recorder *rec, const char *who, const op_kv_layout *kv, const op_kv_pages *pg,
+                            uint32_t n_seq, gpu_view kcache, gpu_view vcache) {
+  if (!pg->block || !pg->n_blocks || !pg->max_blocks || !pg->table.buf ||
+      (uint64_t)pg->max_blocks * pg->block < kv->ctx ||
+      (uint64_t)n_seq * pg->max_blocks * 4 > gpu_view_bytes(pg->table))
+    return op_fail(rec, WGLLM_ERR_INTERNAL,
+                   "%s: a paged pool of %u blocks of %u slots, %u blocks a sequence for %u slots, table of %llu bytes "
+                   "for %u sequences",
+                   who, pg->n_blocks, pg->block, pg->max_blocks, kv->ctx, (unsigned long long)gpu_view_bytes(pg->table),
+                   n_seq);
+  /* every element index of the pool fits a u32, and the pool's buffers hold it */
+  uint64_t elems = (uint64_t)kv->n_kv_head * pg->n_blocks * pg->block * kv->head_dim;
+  uint64_t bytes = elems * (kv->f16 ? 2 : 4);
+  if (elems > UINT32_MAX - 3 || gpu_view_bytes(kcache) < bytes || gpu_view_bytes(vcache) < bytes)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: a pool of %llu bytes in K and V views of %llu and %llu", who,
+                   (unsigned long long)bytes, (unsigned long long)gpu_view_bytes(kcache),
+                   (unsigned long long)gpu_view_bytes(vcache));
+  return WGLLM_OK;
 }
 
 static wgllm_status check_kv(gpu_recorder *rec, const op_kv_layout *kv) {
@@ -45,6 +70,8 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_
   if (s) return s;
   uint32_t n_tokens = q->n_tokens;
   if (!n_tokens) return op_fail(rec, WGLLM_ERR_INTERNAL, "kv_write: no tokens");
+  const op_kv_pages *pg = q->pages;
+  if (pg && (s = op_check_pages(rec, "kv_write", kv, pg, pg->seq + 1, kcache, vcache))) return s;
   kv_write_params p = {.n_tokens = n_tokens,
                        .n_kv_head = kv->n_kv_head,
                        .head_dim = kv->head_dim,
@@ -52,13 +79,19 @@ wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_
                        .k_stride = q->k_stride,
                        .k_off = q->k_off,
                        .v_stride = q->v_stride,
-                       .v_off = q->v_off};
+                       .v_off = q->v_off,
+                       .seq = pg ? pg->seq : 0,
+                       .max_blocks = pg ? pg->max_blocks : 0,
+                       .block = pg ? pg->block : 0,
+                       .n_blocks = pg ? pg->n_blocks : 0};
+  static const char *const variants[2][2] = {{V_KV_WRITE_F32, V_KV_WRITE_F32PAGED},
+                                             {V_KV_WRITE_F16, V_KV_WRITE_F16PAGED}};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_KV_WRITE,
-                                              .variant = kv->f16 ? V_KV_WRITE_F16 : V_KV_WRITE_F32,
+                                              .variant = variants[kv->f16 != 0][pg != NULL],
                                               .params = &p,
                                               .params_size = sizeof p,
-                                              .access = "rrrww",
-                                              .bind = {k, v, pos, kcache, vcache},
+                                              .access = pg ? "rrrwwr" : "rrrww",
+                                              .bind = {k, v, pos, kcache, vcache, pg ? pg->table : (gpu_view){0}},
                                               .grid = {(kv->n_kv_head * kv->head_dim / 4 + 63) / 64, n_tokens}});
 }
 
@@ -109,6 +142,8 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: %u heads not a multiple of %u KV heads", a->n_head,
                    kv->n_kv_head);
   if (kv->head_dim > 512) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention: head_dim %u > 512", kv->head_dim);
+  const op_kv_pages *pg = a->pages;
+  if (pg && (s = op_check_pages(rec, "attention", kv, pg, pg->seq + 1, kcache, vcache))) return s;
   attn_gpu_params p = attn_params_of(kv, a);
   op_dispatch_args d = {.kernel = K_ATTENTION,
                         .variant = kv->f16 ? V_ATTENTION_F16 : V_ATTENTION_F32,
@@ -163,6 +198,26 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
     d.n_consts = 4;
     d.grid[0] = (a->n_head + nsg - 1) / nsg;
   }
+  if (pg) { /* the chosen kernel's paged twin, the block table after its bindings */
+    static const char *const twins[][3] = {
+        {K_ATTENTION, V_ATTENTION_F32, V_ATTENTION_F32PAGED},
+        {K_ATTENTION, V_ATTENTION_F16, V_ATTENTION_F16PAGED},
+        {K_ATTN_PREFILL, V_ATTN_PREFILL_F32, V_ATTN_PREFILL_F32PAGED},
+        {K_ATTN_PREFILL, V_ATTN_PREFILL_F16, V_ATTN_PREFILL_F16PAGED},
+        {K_ATTN_PREFILL_TILED, V_ATTN_PREFILL_TILED_F32, V_ATTN_PREFILL_TILED_F32PAGED},
+        {K_ATTN_PREFILL_TILED, V_ATTN_PREFILL_TILED_F16, V_ATTN_PREFILL_TILED_F16PAGED},
+        {K_ATTN_PREFILL_GQA, V_ATTN_PREFILL_GQA_F32, V_ATTN_PREFILL_GQA_F32PAGED},
+        {K_ATTN_PREFILL_GQA, V_ATTN_PREFILL_GQA_F16, V_ATTN_PREFILL_GQA_F16PAGED},
+    };
+    const char *twin = NULL;
+    for (size_t i = 0; i < sizeof twins / sizeof twins[0]; i++)
+      if (!strcmp(d.kernel, twins[i][0]) && !strcmp(d.variant, twins[i][1])) twin = twins[i][2];
+    if (!twin)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: kernel %s/%s has no paged twin", d.kernel, d.variant);
+    d.variant = twin;
+    d.access = "rrrrwr";
+    d.bind[5] = pg->table;
+  }
   return op_dispatch(rec, &d);
 }
 
@@ -170,8 +225,9 @@ typedef struct attn_split_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, q_stride, q_off, window, max_chunks;
   float scale, softcap;
   uint32_t rot_dim, mode, max_pos, k_off, v_off, v_in_q;
+  uint32_t max_blocks, block, n_blocks, v_stride;
 } attn_split_params;
-_Static_assert(sizeof(attn_split_params) == 64,
+_Static_assert(sizeof(attn_split_params) == 80,
                "attn_split_params mirrors the Params block of kernels/attn_split.wgsl");
 typedef struct attn_reduce_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p;
@@ -179,9 +235,9 @@ typedef struct attn_reduce_params {
 _Static_assert(sizeof(attn_reduce_params) == 32,
                "attn_reduce_params mirrors the Params block of kernels/attn_reduce.wgsl");
 typedef struct attn_grid_params {
-  uint32_t n_kv_head, ctx, window, max_chunks;
+  uint32_t n_kv_head, ctx, window, max_chunks, n_seq, _a, _b, _c;
 } attn_grid_params;
-_Static_assert(sizeof(attn_grid_params) == 16, "attn_grid_params mirrors the Params block of kernels/attn_grid.wgsl");
+_Static_assert(sizeof(attn_grid_params) == 32, "attn_grid_params mirrors the Params block of kernels/attn_grid.wgsl");
 
 /* Chunk length and worst-case chunk count of a decode recording that serves positions < len: chunks of 32 to
    128 keys, short enough that a short context still gives about 128 workgroups (n_kv_head of them per chunk). */
@@ -228,8 +284,15 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (!force) force = &unforced;
   wgllm_status s = check_kv(rec, kv);
   if (s) return s;
-  if (a->n_tokens != 1)
+  const op_kv_pages *pg = a->pages;
+  uint32_t n_seq = pg ? a->n_tokens : 1;
+  if (!pg && a->n_tokens != 1)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u tokens (one expected)", a->n_tokens);
+  if (pg) {
+    if (!n_seq || n_seq > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: %u sequences", n_seq);
+    if ((s = op_check_pages(rec, "attention_decode", kv, pg, n_seq, kcache, vcache))) return s;
+  }
   if (!op_attention_decode_supports(kv, a->n_head))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: %u heads over %u KV heads of %u dims not supported",
                    a->n_head, kv->n_kv_head, kv->head_dim);
@@ -243,7 +306,7 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (mc > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "attention_decode: context %u too long for the grid", kv->ctx);
   uint64_t partial_room = gpu_view_bytes(partial);
-  if ((uint64_t)mc * a->n_head * (kv->head_dim + 2) * 4 > partial_room)
+  if ((uint64_t)n_seq * mc * a->n_head * (kv->head_dim + 2) * 4 > partial_room)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: partial buffer too small for %u chunks", mc);
   /* the subgroup variant when a head's threads in attn_split (128 / n_rep rounded up to a power of two) are
      exactly one subgroup of a fixed size */
@@ -257,14 +320,17 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)", ro->rot_dim,
                    kv->head_dim);
-  /* [f16][subgroups][rope] */
-  static const char *const variants[2][2][2] = {
-      {{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32ROPE}, {V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGROPE}},
-      {{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16ROPE}, {V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGROPE}}};
-  const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL];
+  /* [f16][subgroups][rope][paged] */
+  static const char *const variants[2][2][2][2] = {
+      {{{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32PAGED}, {V_ATTN_SPLIT_F32ROPE, V_ATTN_SPLIT_F32ROPEPAGED}},
+       {{V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGPAGED}, {V_ATTN_SPLIT_F32SGROPE, V_ATTN_SPLIT_F32SGROPEPAGED}}},
+      {{{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16PAGED}, {V_ATTN_SPLIT_F16ROPE, V_ATTN_SPLIT_F16ROPEPAGED}},
+       {{V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGPAGED}, {V_ATTN_SPLIT_F16SGROPE, V_ATTN_SPLIT_F16SGROPEPAGED}}}};
+  const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL][pg != NULL];
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
-    attn_grid_params gp = {.n_kv_head = kv->n_kv_head, .ctx = kv->ctx, .window = a->window, .max_chunks = mc};
+    attn_grid_params gp = {
+        .n_kv_head = kv->n_kv_head, .ctx = kv->ctx, .window = a->window, .max_chunks = mc, .n_seq = n_seq};
     s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_GRID,
                                              .variant = V_ATTN_GRID_U32,
                                              .params = &gp,
@@ -291,21 +357,30 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                           .max_pos = ro ? ro->max_pos : 0,
                           .k_off = ro ? ro->k_off : 0,
                           .v_off = ro ? ro->v_off : 0,
-                          .v_in_q = ro && !ro->vsrc.buf};
-  /* with RoPE folded in, the pass also appends the token's K and V to the caches */
-  s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_SPLIT,
-                                           .variant = var,
-                                           .params = &sp,
-                                           .params_size = sizeof sp,
-                                           .consts = &cb,
-                                           .n_consts = 1,
-                                           .access = ro ? "rwwrwrr" : "rrrrw",
-                                           .bind = {q, kcache, vcache, pos, partial, ro ? ro->cs : (gpu_view){0},
-                                                    !ro            ? (gpu_view){0}
-                                                    : ro->vsrc.buf ? ro->vsrc
-                                                                   : q},
-                                           .grid = {kv->n_kv_head, mc},
-                                           .indirect = indirect});
+                          .v_in_q = ro && !ro->vsrc.buf,
+                          .max_blocks = pg ? pg->max_blocks : 0,
+                          .block = pg ? pg->block : 0,
+                          .n_blocks = pg ? pg->n_blocks : 0,
+                          .v_stride = pg ? pg->v_stride : 0};
+  /* with RoPE folded in, the pass also appends the token's K and V to the caches; a paged pass's block table
+     follows the bindings of its unpaged twin */
+  op_dispatch_args sd = {.kernel = K_ATTN_SPLIT,
+                         .variant = var,
+                         .params = &sp,
+                         .params_size = sizeof sp,
+                         .consts = &cb,
+                         .n_consts = 1,
+                         .access = ro ? (pg ? "rwwrwrrr" : "rwwrwrr") : (pg ? "rrrrwr" : "rrrrw"),
+                         .bind = {q, kcache, vcache, pos, partial},
+                         .grid = {kv->n_kv_head, mc, n_seq},
+                         .indirect = indirect};
+  int nb = 5;
+  if (ro) {
+    sd.bind[nb++] = ro->cs;
+    sd.bind[nb++] = ro->vsrc.buf ? ro->vsrc : q;
+  }
+  if (pg) sd.bind[nb++] = pg->table;
+  s = op_dispatch(rec, &sd);
   if (s) return s;
   attn_reduce_params rp = {.n_head = a->n_head,
                            .n_kv_head = kv->n_kv_head,
@@ -315,14 +390,14 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                            .max_chunks = mc,
                            .out_stride = a->out_stride};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_REDUCE,
-                                              .variant = V_ATTN_REDUCE_F32,
+                                              .variant = pg ? V_ATTN_REDUCE_PAGED : V_ATTN_REDUCE_F32,
                                               .params = &rp,
                                               .params_size = sizeof rp,
                                               .consts = &cb,
                                               .n_consts = 1,
                                               .access = "rrw",
                                               .bind = {partial, pos, out},
-                                              .grid = {a->n_head}});
+                                              .grid = {a->n_head, n_seq}});
 }
 
 /* ---- Prefill attention on subgroup matrices (kernels/attn_prefill_mma.wgsl; the fast precision) ---- */
@@ -334,7 +409,7 @@ static uint32_t attn_mma_workgroup_bytes(uint32_t hd) {
 }
 
 int op_attention_mma_supports(const gpu_context *ctx, const op_kv_layout *kv, const op_attn_params *a) {
-  if (kv->head_dim != 64 && kv->head_dim != 128) return 0;
+  if (a->pages || (kv->head_dim != 64 && kv->head_dim != 128)) return 0; /* no paged twin */
   if (!kv->n_kv_head || !a->n_head || a->n_head % kv->n_kv_head || a->n_tokens < 2) return 0;
   /* a ring (a sliding window's cache) of fewer slots than a 32-key block could wrap twice in one block; a cache
      without a window is linear and never wraps */

@@ -43,9 +43,10 @@ void op_rope_table(float *cs, const float *inv_freq, uint32_t rot_dim, uint32_t 
 
 typedef struct rope_kv_gpu_params {
   uint32_t n_tokens, n_head, n_kv_head, head_dim, rot_dim, mode, max_pos, ctx;
-  uint32_t q_off, q_stride, k_off, k_stride, v_off, v_stride, v_in_x, _p;
+  uint32_t q_off, q_stride, k_off, k_stride, v_off, v_stride, v_in_x, seq;
+  uint32_t max_blocks, block, n_blocks, _q;
 } rope_kv_gpu_params;
-_Static_assert(sizeof(rope_kv_gpu_params) == 64, "rope_kv_gpu_params mirrors the Params block of kernels/rope_kv.wgsl");
+_Static_assert(sizeof(rope_kv_gpu_params) == 80, "rope_kv_gpu_params mirrors the Params block of kernels/rope_kv.wgsl");
 
 wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope_kv_params *rp, gpu_view x,
                         gpu_view vsrc, gpu_view pos, gpu_view cs, gpu_view kcache, gpu_view vcache) {
@@ -56,6 +57,9 @@ wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope
   if (kv->head_dim % 4 || rp->rot_dim % 4 || rp->rot_dim > kv->head_dim || !rp->n_tokens || rp->n_head % kv->n_kv_head)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "rope_kv: head_dim %u / rot_dim %u must be multiples of 4", kv->head_dim,
                    rp->rot_dim);
+  const op_kv_pages *pg = rp->pages;
+  wgllm_status s;
+  if (pg && (s = op_check_pages(rec, "rope_kv", kv, pg, pg->seq + 1, kcache, vcache))) return s;
   rope_kv_gpu_params p = {.n_tokens = rp->n_tokens,
                           .n_head = rp->n_head,
                           .n_kv_head = kv->n_kv_head,
@@ -70,14 +74,20 @@ wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope
                           .k_stride = rp->k_stride,
                           .v_off = rp->v_off,
                           .v_stride = rp->v_stride,
-                          .v_in_x = vsrc.buf ? 0u : 1u};
+                          .v_in_x = vsrc.buf ? 0u : 1u,
+                          .seq = pg ? pg->seq : 0,
+                          .max_blocks = pg ? pg->max_blocks : 0,
+                          .block = pg ? pg->block : 0,
+                          .n_blocks = pg ? pg->n_blocks : 0};
+  static const char *const variants[2][2] = {{V_ROPE_KV_F32, V_ROPE_KV_F32PAGED}, {V_ROPE_KV_F16, V_ROPE_KV_F16PAGED}};
   return op_dispatch(
-      rec, &(op_dispatch_args){.kernel = K_ROPE_KV,
-                               .variant = kv->f16 ? V_ROPE_KV_F16 : V_ROPE_KV_F32,
-                               .params = &p,
-                               .params_size = sizeof p,
-                               .access = "wrrrww",
-                               /* vsrc unused when V comes from x */
-                               .bind = {x, vsrc.buf ? vsrc : pos, pos, cs, kcache, vcache},
-                               .grid = {(kv->head_dim / 4 + 63) / 64, rp->n_head + kv->n_kv_head, rp->n_tokens}});
+      rec,
+      &(op_dispatch_args){.kernel = K_ROPE_KV,
+                          .variant = variants[kv->f16 != 0][pg != NULL],
+                          .params = &p,
+                          .params_size = sizeof p,
+                          .access = pg ? "wrrrwwr" : "wrrrww",
+                          /* vsrc unused when V comes from x */
+                          .bind = {x, vsrc.buf ? vsrc : pos, pos, cs, kcache, vcache, pg ? pg->table : (gpu_view){0}},
+                          .grid = {(kv->head_dim / 4 + 63) / 64, rp->n_head + kv->n_kv_head, rp->n_tokens}});
 }

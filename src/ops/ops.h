@@ -326,9 +326,27 @@ typedef struct op_kv_layout {
   uint32_t n_kv_head, head_dim, ctx;
   int f16; /* storage f16 as packed pairs in u32 (no shader-f16 needed), math f32 */
 } op_kv_layout;
+/* A paged KV pool (many sequences' caches in one; issue 28): one layer's K and V caches are a pool of n_blocks
+   blocks of `block` slots, [n_kv_head][n_blocks * block][head_dim] each (op_kv_layout's f16 as for a cache);
+   sequence s's logical slot sl (< op_kv_layout.ctx, the slots one sequence may use: its ring under a window,
+   else its longest length) is in block table[s * max_blocks + sl / block], at sl % block. Block ids past the
+   pool are clamped into it on the GPU (never read outside it); a block may appear in several sequences' tables
+   (a shared prefix) and is then only read. Every op that takes a cache takes a pool the same way (a `pages`
+   field of its parameters; NULL: one sequence's cache), except the subgroup-matrix prefill (op_attention_mma). */
+typedef struct op_kv_pages {
+  gpu_view table; /* [n_seq][max_blocks] u32 */
+  uint32_t max_blocks, block, n_blocks;
+  uint32_t seq;      /* the table row of the one-sequence ops (KV append, rope_kv, prefill attention) */
+  uint32_t v_stride; /* with rope folded in and vsrc set: sequence s's V heads at vsrc[s * v_stride + v_off] */
+} op_kv_pages;
+/* Checks a pool for the op named who: the table holds n_seq rows of max_blocks, the pool's blocks cover a
+   sequence's ctx slots, every element index fits a u32 and kcache / vcache hold the pool. */
+wgllm_status op_check_pages(gpu_recorder *rec, const char *who, const op_kv_layout *kv, const op_kv_pages *pg,
+                            uint32_t n_seq, gpu_view kcache, gpu_view vcache);
 /* Appends K and V of n_tokens new tokens at positions pos[t]: K of token t at k[t*k_stride + k_off + i], V likewise. */
 typedef struct op_kv_write_params {
   uint32_t n_tokens, k_off, k_stride, v_off, v_stride;
+  const op_kv_pages *pages; /* NULL: one sequence's cache; else the pool and its row pages->seq */
 } op_kv_write_params;
 wgllm_status op_kv_write(gpu_recorder *rec, const op_kv_layout *kv, const op_kv_write_params *p, gpu_view k, gpu_view v,
                          gpu_view pos, gpu_view kcache, gpu_view vcache);
@@ -340,6 +358,7 @@ typedef struct op_rope_kv_params {
   uint32_t n_tokens, n_head, rot_dim, max_pos;
   op_rope_mode mode;
   uint32_t q_off, q_stride, k_off, k_stride, v_off, v_stride;
+  const op_kv_pages *pages; /* NULL: one sequence's cache; else the pool and its row pages->seq */
 } op_rope_kv_params;
 wgllm_status op_rope_kv(gpu_recorder *rec, const op_kv_layout *kv, const op_rope_kv_params *rp, gpu_view x,
                         gpu_view vsrc, gpu_view pos, gpu_view cs, gpu_view kcache, gpu_view vcache);
@@ -352,6 +371,9 @@ typedef struct op_attn_params {
   float scale, softcap;
   uint32_t max_len; /* decode: the recording serves positions < max_len, a power of two (0: the whole cache) */
   const struct op_attn_rope *rope; /* decode: RoPE and the cache append done by the attention (NULL: done) */
+  /* a paged pool (NULL: one sequence's cache): decode, n_tokens sequences of one token each; prefill, the
+     sequence of table row pages->seq */
+  const op_kv_pages *pages;
 } op_attn_params;
 /* Which attention kernel runs, forced: for tests and the kernel bench, never the math (op_attention_forced,
    op_attention_decode_forced; NULL or zeros leave the choice to the op, as op_attention does). */
@@ -416,7 +438,11 @@ wgllm_status op_attention_mma(gpu_recorder *rec, const op_kv_layout *kv, const o
    it the grid depends on the position on the GPU: with indirect != NULL a one-thread kernel writes it into
    *indirect (3 x u32), else it is the worst case for max_len and extra workgroups exit at once.
    partial: op_attn_partial_bytes(). Accepts: head_dim % 4 == 0, n_rep = n_head / n_kv_head <= 16,
-   n_rep * head_dim <= 4096. */
+   n_rep * head_dim <= 4096.
+   With a->pages, one dispatch pair serves a->n_tokens sequences of one new token each over a paged pool: token
+   t's q at q[t * q_stride + q_off], its position pos[t], its output at out[t * out_stride]; with RoPE folded in,
+   its K at q[t * q_stride + k_off] and V at vsrc[t * pages->v_stride + v_off] (or q[t * q_stride + v_off]).
+   partial: n_tokens x op_attn_partial_bytes(); the indirect grid covers the longest sequence. */
 int op_attention_decode_supports(const op_kv_layout *kv, uint32_t n_head);
 /* Bytes of partial results for any length bucket; chunk: 0 for the chosen chunk lengths, else a forced one. */
 uint64_t op_attn_partial_bytes(const op_kv_layout *kv, uint32_t n_head, uint32_t chunk);
