@@ -33,9 +33,9 @@ typedef struct serve_handler_config {
 
 typedef struct serve_handler serve_handler;
 
-/* vocab: the model's (wgllm_model_vocab), used by the transport's threads for /tokenize and /detokenize, one call at
-   a time. The strings of cfg are the caller's, kept until serve_handler_free. NULL when out of memory. */
-serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched, const wgllm_vocab *vocab);
+/* The strings of cfg are the caller's, kept until serve_handler_free; /tokenize and /detokenize use the scheduler's
+   model's vocabulary (serve_sched_vocab_lock). NULL when out of memory. */
+serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched);
 /* Ends the waits of serve_exchange_wait (they then give SERVE_OUT_ABORT): the server stops. */
 void serve_handler_stopping(serve_handler *h);
 void serve_handler_free(serve_handler *h);

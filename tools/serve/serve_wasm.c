@@ -24,7 +24,7 @@ _Static_assert(offsetof(serve_out, n_headers) == 12 && offsetof(serve_out, heade
 
 static serve_options opts;
 static int parsed;
-static wgllm_model *model;
+static wgllm_model *model; /* as loaded, the scheduler's from then on: read by serve_banner only, before any request */
 static serve_sched *sched;
 static serve_handler *handler;
 static serve_out out;
@@ -63,15 +63,17 @@ EXPORT("serve_load") int wasm_serve_load(void) {
     char err[512];
     opts.sched.stop_requested = stop_requested;
     opts.sched.own_thread = 0;
-    if (serve_sched_start(model, &opts.sched, &sched, err, sizeof err)) {
+    if (serve_sched_start(model, &opts.sched, &sched, err, sizeof err)) { /* the model is freed */
+      model = NULL;
       fprintf(stderr, "wgllm serve: %s\n", err);
       rc = stop_asked ? 0 : 1;
-    } else if (!(handler = serve_handler_new(&opts.handler, sched, wgllm_model_vocab(model)))) {
+    } else if (!(handler = serve_handler_new(&opts.handler, sched))) {
       fprintf(stderr, "wgllm serve: out of memory\n");
       rc = 1;
     }
   }
   if (rc) {
+    if (sched) model = NULL; /* the scheduler's */
     serve_sched_stop(sched);
     sched = NULL;
     wgllm_model_free(model);
@@ -113,7 +115,15 @@ EXPORT("serve_tokens") const uint32_t *wasm_serve_tokens(serve_exchange *x) {
 }
 EXPORT("serve_free") void wasm_serve_free(serve_exchange *x) { serve_exchange_free(x); }
 
-/* One scheduler tick (a batched GPU step when jobs run): 1 while work remains, 0 when idle. */
+/* After a device loss that the scheduler could not recover from (the model not reloaded): the reason, else NULL.
+   The transport then exits non-zero. */
+static char lost_why[768];
+EXPORT("serve_fatal") const char *wasm_serve_fatal(void) {
+  return sched && serve_sched_unavailable(sched, lost_why, sizeof lost_why) == 2 ? lost_why : NULL;
+}
+
+/* One scheduler tick (a batched GPU step when jobs run; after a device loss, the model's reload): 1 while work
+   remains, 0 when idle. */
 EXPORT("serve_step") int wasm_serve_step(void) { return sched ? serve_sched_step(sched) : 0; }
 
 /* The server stops: exchanges still waiting abort, running jobs are cancelled, the sessions and model freed. */
@@ -123,8 +133,7 @@ EXPORT("serve_stop") void wasm_serve_stop(void) {
   sched = NULL;
   serve_handler_free(handler);
   handler = NULL;
-  wgllm_model_free(model);
-  model = NULL;
+  model = NULL; /* freed by serve_sched_stop (or, without a scheduler, after a failed load) */
   if (parsed) serve_options_free(&opts);
   parsed = 0;
 }
