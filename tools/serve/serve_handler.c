@@ -297,12 +297,6 @@ serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   return x;
 }
 
-serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *url, const char *auth,
-                                   const char *content_length) {
-  serve_head hd = {.method = method, .path = url, .authorization = auth, .content_length = content_length};
-  return serve_exchange_begin(h, &hd);
-}
-
 int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY && !x->too_large; }
 
 /* the body's buffer freed, and its bytes taken off the bodies' total */
@@ -462,6 +456,17 @@ static void jb_piece(jbuf *b, const char *p, size_t n) {
   jb_put(b, "]", 1);
 }
 
+/* The model's vocabulary (serve_sched_vocab_lock), or NULL with the answer a 503 naming the device loss */
+static const wgllm_vocab *vocab_lock(serve_exchange *x) {
+  const wgllm_vocab *v = serve_sched_vocab_lock(x->h->sched);
+  char why[768] = "the model is not loaded";
+  if (!v) {
+    serve_sched_unavailable(x->h->sched, why, sizeof why);
+    answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
+  }
+  return v;
+}
+
 /* On the transport's worker (never the scheduler's thread); the vocabulary's calls one at a time
    (serve_sched_vocab_lock: its error message is one buffer). The answer is written as text, a few bytes a token; with_pieces answers at most
    SERVE_MAX_PIECES tokens (413 past it). */
@@ -476,7 +481,11 @@ static void tokenize(serve_exchange *x) {
   body_free(x); /* not needed any more: a large one is freed before the ids and the answer are made */
   size_t n = 0;
   int32_t *ids = NULL;
-  const wgllm_vocab *v = serve_sched_vocab_lock(h->sched);
+  const wgllm_vocab *v = vocab_lock(x);
+  if (!v) {
+    free(tr.content);
+    return;
+  }
   wgllm_status st = wgllm_vocab_tokenize(v, tr.content, tr.content_len, tr.add_special, tr.parse_special, NULL, 0, &n);
   if (!st && !(ids = malloc((n ? n : 1) * sizeof *ids))) st = WGLLM_ERR_OUT_OF_MEMORY;
   if (!st) st = wgllm_vocab_tokenize(v, tr.content, tr.content_len, tr.add_special, tr.parse_special, ids, n, &n);
@@ -502,8 +511,9 @@ static void tokenize(serve_exchange *x) {
     size_t len = 0;
     const char *text = NULL;
     char *dec = NULL;
-    if (wgllm_vocab_detokenize(serve_sched_vocab_lock(h->sched), &ids[i], 1, &dec, &len) == WGLLM_OK) text = dec;
-    serve_sched_vocab_unlock(h->sched);
+    const wgllm_vocab *pv = serve_sched_vocab_lock(h->sched); /* NULL: the device lost meanwhile (no piece) */
+    if (pv && wgllm_vocab_detokenize(pv, &ids[i], 1, &dec, &len) == WGLLM_OK) text = dec;
+    if (pv) serve_sched_vocab_unlock(h->sched);
     jb_printf(&b, "%s{\"id\":%d", i ? "," : "", ids[i]);
     if (text) {
       jb_put(&b, ",\"piece\":", 9);
@@ -535,11 +545,16 @@ static void detokenize(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
-  size_t nv = wgllm_vocab_n_tokens(serve_sched_vocab_lock(h->sched));
-  serve_sched_vocab_unlock(h->sched);
+  const wgllm_vocab *v = vocab_lock(x);
+  if (!v) {
+    free(ids);
+    return;
+  }
+  size_t nv = wgllm_vocab_n_tokens(v);
   for (size_t i = 0; i < n; i++)
     if ((size_t)ids[i] >= nv) {
       int32_t bad_id = ids[i];
+      serve_sched_vocab_unlock(h->sched);
       free(ids);
       serve_fail(&e, 400, "invalid_request_error", "tokens", NULL, "token %zu is id %d, outside the vocabulary of %zu",
                  i, bad_id, nv);
@@ -548,7 +563,6 @@ static void detokenize(serve_exchange *x) {
     }
   char *text = NULL;
   size_t len = 0;
-  const wgllm_vocab *v = serve_sched_vocab_lock(h->sched);
   wgllm_status st = wgllm_vocab_detokenize(v, ids, n, &text, &len);
   char msg[512];
   snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(v) : "");

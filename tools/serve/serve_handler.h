@@ -89,10 +89,6 @@ typedef struct serve_head {
    (415 for a POST that is not application/json) and declared size (413) are checked here, so a refusal is answered
    before any body is read (serve_exchange_wants_body says whether to read it). NULL when out of memory. */
 serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *head);
-/* serve_exchange_begin with the method, path, Authorization and Content-Length alone (the Node server's
-   transport, whose HTTP parser refuses bad framing itself; Host, Origin and Content-Type are not checked). */
-serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *path, const char *authorization,
-                                   const char *content_length);
 /* Whether the request's body is wanted (an endpoint taking one, not already refused). */
 int serve_exchange_wants_body(const serve_exchange *x);
 /* Bytes of the body as they come (past max_body they are dropped, and the answer is 413: serve_exchange_wants_body

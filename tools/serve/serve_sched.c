@@ -517,8 +517,12 @@ int serve_sched_unavailable(serve_sched *s, char *msg, size_t len) {
 }
 
 const wgllm_vocab *serve_sched_vocab_lock(serve_sched *s) {
+  /* not while a reload holds vocab_mu: the wasm build's reload suspends holding it, and its mutexes cannot wait */
+  if (serve_sched_unavailable(s, NULL, 0)) return NULL;
   pthread_mutex_lock(&s->vocab_mu);
-  return wgllm_model_vocab(s->model);
+  if (s->model) return wgllm_model_vocab(s->model);
+  pthread_mutex_unlock(&s->vocab_mu); /* a reload that failed */
+  return NULL;
 }
 
 void serve_sched_vocab_unlock(serve_sched *s) { pthread_mutex_unlock(&s->vocab_mu); }

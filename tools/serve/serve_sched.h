@@ -104,7 +104,8 @@ void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user);
 int serve_sched_unavailable(serve_sched *s, char *msg, size_t len);
 
 /* The model's vocabulary for the transport's /tokenize and /detokenize, one caller at a time (its error message is
-   one buffer): held until serve_sched_vocab_unlock (a model reload waits for it). */
+   one buffer): held until serve_sched_vocab_unlock (a model reload waits for it). NULL, not held, while the
+   scheduler is unavailable (serve_sched_unavailable: the device lost). */
 const wgllm_vocab *serve_sched_vocab_lock(serve_sched *s);
 void serve_sched_vocab_unlock(serve_sched *s);
 

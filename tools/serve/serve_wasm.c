@@ -21,6 +21,7 @@ _Static_assert(offsetof(serve_out, kind) == 0 && offsetof(serve_out, status) == 
 _Static_assert(offsetof(serve_out, n_headers) == 12 && offsetof(serve_out, headers) == 16 &&
                    offsetof(serve_out, data) == 48 && offsetof(serve_out, len) == 52 && offsetof(serve_out, path) == 56,
                "serve_out's layout changed: update node/lib/serve.mjs");
+_Static_assert(offsetof(serve_out, close) == 60, "serve_out's layout changed: update node/lib/serve.mjs");
 
 static serve_options opts;
 static int parsed;
@@ -54,12 +55,14 @@ EXPORT("serve_web") const char *wasm_serve_web(void) { return opts.web; }
 EXPORT("serve_model") const char *wasm_serve_model(void) { return opts.c.model; }
 EXPORT("serve_warm_up") int wasm_serve_warm_up(void) { return !opts.no_warmup; }
 
-/* Loads the model, makes the sessions and warms them up (the scheduler without a thread). Returns 0, or the exit
-   status with the reason said on stderr (0 when serve_request_stop ended the warm-up). */
-EXPORT("serve_load") int wasm_serve_load(void) {
+/* Loads the model, makes the sessions and warms them up (the scheduler without a thread). loopback: --host resolves
+   to loopback addresses only (then Host is checked, as natively: DNS rebinding). Returns 0, or the exit status with
+   the reason said on stderr (0 when serve_request_stop ended the warm-up). */
+EXPORT("serve_load") int wasm_serve_load(int loopback) {
   int rc = serve_options_open(&opts, &model);
   if (!rc) rc = serve_options_configure(&opts, model);
   if (!rc) {
+    if (loopback) opts.handler.check_host = 1;
     char err[512];
     opts.sched.stop_requested = stop_requested;
     opts.sched.own_thread = 0;
@@ -91,10 +94,23 @@ EXPORT("serve_banner") const char *wasm_serve_banner(unsigned port) {
   return banner;
 }
 
+/* A request's head (a header absent: NULL; Transfer-Encoding's headers joined by ", "). Node's parser refuses
+   repeated Content-Length headers itself (the transport answers its 400), so there is no conflict to pass. Host,
+   Origin and Content-Type are checked as natively (403, 415). */
 EXPORT("serve_request")
 serve_exchange *wasm_serve_request(const char *method, const char *path, const char *authorization,
-                                   const char *content_length) {
-  return serve_exchange_new(handler, method, path, authorization, content_length);
+                                   const char *content_length, const char *transfer_encoding, const char *host,
+                                   const char *origin, const char *content_type) {
+  serve_head hd = {.method = method,
+                   .path = path,
+                   .authorization = authorization,
+                   .content_length = content_length,
+                   .transfer_encoding = transfer_encoding,
+                   .checks_headers = 1,
+                   .host = host,
+                   .origin = origin,
+                   .content_type = content_type};
+  return serve_exchange_begin(handler, &hd);
 }
 EXPORT("serve_wants_body") int wasm_serve_wants_body(serve_exchange *x) { return serve_exchange_wants_body(x); }
 EXPORT("serve_body") int wasm_serve_body(serve_exchange *x, const void *data, size_t n) {
