@@ -312,9 +312,10 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   wgllm_job *job = NULL;
   wgllm_status st = wgllm_job_start(s->slots[k].session, t->ids, t->n_ids, &t->gp, &job);
   pthread_mutex_lock(&s->mu);
-  if (st) {
+  if (st == WGLLM_ERR_DEVICE_LOST) { /* the task stays on its slot: device_lost fails it with the others */
+    if (!s->lost_msg[0]) snprintf(s->lost_msg, sizeof s->lost_msg, "%s", wgllm_session_error(s->slots[k].session));
+  } else if (st) {
     const char *msg = wgllm_session_error(s->slots[k].session);
-    if (st == WGLLM_ERR_DEVICE_LOST && !s->lost_msg[0]) snprintf(s->lost_msg, sizeof s->lost_msg, "%s", msg);
     if (st == WGLLM_ERR_INVALID_ARG)
       serve_fail(&t->err, 400, "invalid_request_error", NULL, NULL, "%s", msg);
     else
