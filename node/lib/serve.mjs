@@ -321,11 +321,11 @@ async function serve(argv, signals) {
       h['content-type']].map((v) => (v === undefined ? 0 : alloc(Buffer.isBuffer(v) ? v : Buffer.from(v, 'latin1'))));
     st.x = ex.serve_request(...strs);
     for (const p of strs) if (p) ex.free(p);
-    sockets.set(req.socket, st);
     if (!st.x) {
       res.destroy();
       return;
     }
+    sockets.set(req.socket, st);
     live.add(st);
     // the client has gone before its answer ended: its exchange goes (its task cancelled)
     res.on('close', () => { if (!st.finished) finish(st, res.writableFinished ? '' : ' (client closed)'); });

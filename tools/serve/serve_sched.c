@@ -5,7 +5,8 @@
    frees the jobs of cancelled tasks, prepares the prompts of tasks submitted unprepared, starts waiting tasks on idle
    sessions (the one whose cache shares the longest prefix with the prompt, else the least recently used;
    wgllm_job_start prefills and samples the first token), and steps every running job by one token with one
-   wgllm_jobs_step call, appending the text each emits to its task. */
+   wgllm_jobs_step call, appending the text each emits to its task. A step that finds the device lost fails every
+   task with it and makes the model and its sessions again (device_lost; docs/SERVING.md, "A lost device"). */
 #include "serve_sched.h"
 #include <errno.h>
 #include <stddef.h>
