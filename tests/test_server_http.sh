@@ -53,7 +53,7 @@ fi
 
 if part lost; then
   echo "--- a lost device (WGLLM_TEST_DEVICE_LOSS_STEP): the requests in flight fail, /health 503, the model reloaded"
-  WGLLM_TEST_DEVICE_LOSS_STEP=30 start_server lost -np 2 || exit 1
+  WARMUP=1 WGLLM_TEST_DEVICE_LOSS_STEP=30 start_server lost -np 2 || exit 1
   export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID WGLLM_SERVE_ERR="$TMP/lost.err"
   if DEVICE_LOSS_EXPECT=recover timeout 180 node "$ROOT/tests/server/device_loss.mjs"; then ok "device_loss (recovered)"; else
     bad "device_loss (recovered)"; tail -5 "$TMP/lost.err"; fi

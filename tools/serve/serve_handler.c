@@ -468,8 +468,8 @@ static const wgllm_vocab *vocab_lock(serve_exchange *x) {
 }
 
 /* On the transport's worker (never the scheduler's thread); the vocabulary's calls one at a time
-   (serve_sched_vocab_lock: its error message is one buffer). The answer is written as text, a few bytes a token; with_pieces answers at most
-   SERVE_MAX_PIECES tokens (413 past it). */
+   (serve_sched_vocab_lock: its error message is one buffer). The answer is written as text, a few bytes a token;
+   with_pieces answers at most SERVE_MAX_PIECES tokens (413 past it). */
 static void tokenize(serve_exchange *x) {
   serve_handler *h = x->h;
   serve_tokenize_request tr;

@@ -32,7 +32,7 @@ struct serve_sched {
      chat template (read-only after load) but write the model's error message. The scheduler never takes it. */
   pthread_mutex_t text_mu;
   pthread_mutex_t vocab_mu; /* the transport's vocabulary calls (serve_sched_vocab_lock) */
-  pthread_cond_t work; /* a task was submitted or cancelled, or the thread must stop */
+  pthread_cond_t work;      /* a task was submitted or cancelled, or the thread must stop */
   pthread_t thread;
   int thread_started, stopping, drained;
   wgllm_job **jobs; /* the batch of one tick, and the slot of each */
@@ -447,13 +447,9 @@ static size_t tick_jobs(serve_sched *s) {
 
 static int make_sessions(serve_sched *s, char *err, size_t errlen);
 
-/* under the lock, after a step saw the device lost (lost_msg): every task in fails with it, the sessions and the
-   model are freed, and the model is reopened with its sessions (cfg.reopen; the lock released meanwhile, text_mu and
-   vocab_mu held, so no prompt or vocabulary call sees a freed model). Until then new tasks are refused; when it
-   fails the scheduler stays unavailable and cfg.fatal is called. */
+/* under the lock, after a step saw the device lost (lost_msg): every task in fails with it, and new ones are
+   refused until the next tick has made the model again (reload) */
 static void device_lost(serve_sched *s) {
-  struct timespec t0, t1;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
   s->unavailable = 1;
   s->lost_msg[strcspn(s->lost_msg, "\n")] = 0; /* Dawn's message goes on with where in Dawn it was raised */
   snprintf(s->why, sizeof s->why, "the GPU device was lost (%s); the server is reloading the model", s->lost_msg);
@@ -468,6 +464,14 @@ static void device_lost(serve_sched *s) {
     task_fail(t, 503, "unavailable_error", "device_lost", s->why);
     task_finish(s, t);
   }
+}
+
+/* under the lock, the tick after device_lost: the sessions and the model are freed and the model is reopened with
+   its sessions (cfg.reopen; the lock released meanwhile, text_mu and vocab_mu held, so no prompt or vocabulary call
+   sees a freed model). When that fails the scheduler stays unavailable and cfg.fatal is called. */
+static void reload(serve_sched *s) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   pthread_mutex_unlock(&s->mu);
   pthread_mutex_lock(&s->text_mu);
   pthread_mutex_lock(&s->vocab_mu);
@@ -491,8 +495,8 @@ static void device_lost(serve_sched *s) {
     fprintf(stderr, "wgllm serve: the model and its sessions are made again after the device loss (%.2f s)\n", secs);
   } else {
     s->unavailable = 2;
-    snprintf(s->why, sizeof s->why, "the GPU device was lost (%s) and the model could not be reloaded: %s",
-             s->lost_msg, err);
+    snprintf(s->why, sizeof s->why, "the GPU device was lost (%s) and the model could not be reloaded: %s", s->lost_msg,
+             err);
     fprintf(stderr, "wgllm serve: %s\n", s->why);
   }
   s->lost_msg[0] = 0;
@@ -503,8 +507,13 @@ static void device_lost(serve_sched *s) {
   }
 }
 
-/* under the lock: a tick, then the reload when its step saw the device lost */
+/* under the lock: a tick, and the tasks failed when its step saw the device lost; the tick after that reloads (so
+   the failed tasks' answers go out first: the wasm build pumps them between steps) */
 static size_t tick(serve_sched *s) {
+  if (s->unavailable == 1) {
+    reload(s);
+    return 0;
+  }
   size_t n = tick_jobs(s);
   if (s->lost_msg[0]) device_lost(s);
   return n;
@@ -548,7 +557,7 @@ static void drain(serve_sched *s) {
 int serve_sched_step(serve_sched *s) {
   pthread_mutex_lock(&s->mu);
   if (!s->stopping && s->unavailable != 2) tick(s);
-  int more = !s->stopping && s->unavailable != 2 && (s->n_running > 0 || s->waiting != NULL);
+  int more = !s->stopping && (s->unavailable == 1 || (s->unavailable != 2 && (s->n_running > 0 || s->waiting != NULL)));
   pthread_mutex_unlock(&s->mu);
   return more;
 }
@@ -557,7 +566,8 @@ static void *sched_main(void *arg) {
   serve_sched *s = arg;
   pthread_mutex_lock(&s->mu);
   while (!s->stopping)
-    if ((s->unavailable == 2 || (!tick(s) && !s->waiting)) && !s->stopping) pthread_cond_wait(&s->work, &s->mu);
+    if ((s->unavailable == 2 || (!tick(s) && !s->waiting && s->unavailable != 1)) && !s->stopping)
+      pthread_cond_wait(&s->work, &s->mu);
   drain(s);
   pthread_mutex_unlock(&s->mu);
   return NULL;
