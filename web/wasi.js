@@ -207,7 +207,8 @@ export function createWasi(options = {}) {
       if (!f || !f.file) return E.BADF;
       for (let i = 0; i < n; i++) {
         const p = dv().getUint32(iovs + 8 * i, true), l = dv().getUint32(iovs + 8 * i + 4, true);
-        const b = await readRange(f.file, f.pos, l);
+        let b;
+        try { b = await readRange(f.file, f.pos, l); } catch (e) { return E.IO; } // the file gone or unreadable
         u8().set(b, p);
         f.pos += b.length;
         total += b.length;
@@ -222,7 +223,8 @@ export function createWasi(options = {}) {
       let total = 0, pos = Number(offset);
       for (let i = 0; i < n; i++) {
         const p = dv().getUint32(iovs + 8 * i, true), l = dv().getUint32(iovs + 8 * i + 4, true);
-        const b = await readRange(f.file, pos, l);
+        let b;
+        try { b = await readRange(f.file, pos, l); } catch (e) { return E.IO; } // the file gone or unreadable
         u8().set(b, p);
         pos += b.length;
         total += b.length;

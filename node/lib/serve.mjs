@@ -8,6 +8,7 @@
 //
 //   import { main } from './serve.mjs';
 //   process.exitCode = await main(['-m', 'models/default.gguf', '--port', '8080']);   // until SIGINT / SIGTERM
+import dns from 'node:dns/promises';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -19,7 +20,7 @@ import * as runner from './runner.mjs';
 
 // serve_out's kinds and layout (tools/serve/serve_handler.h; serve_wasm.c asserts the offsets)
 const OUT = { WAIT: 0, HEAD: 1, DATA: 2, FILE: 3, END: 4, ABORT: 5 };
-const OFF = { kind: 0, status: 4, streamed: 8, nHeaders: 12, headers: 16, data: 48, len: 52, path: 56 };
+const OFF = { kind: 0, status: 4, streamed: 8, nHeaders: 12, headers: 16, data: 48, len: 52, path: 56, close: 60 };
 const ERRNO_TEXT = { EADDRINUSE: 'Address already in use', EADDRNOTAVAIL: 'Cannot assign requested address',
   EACCES: 'Permission denied' };
 
@@ -90,6 +91,39 @@ function requestPath(url) {
   return nul >= 0 ? b.subarray(0, nul) : b;
 }
 
+// whether --host resolves to loopback addresses only (as serve_http_is_loopback: then Host is checked)
+async function isLoopback(host) {
+  try {
+    const all = await dns.lookup(host, { all: true });
+    return all.length > 0 && all.every((a) => (a.family === 4 ? a.address.startsWith('127.') : a.address === '::1'));
+  } catch (e) {
+    return false;
+  }
+}
+
+// The answer to a request Node's HTTP parser refused (the handler never saw it), as the native transport answers
+// the same framing: OpenAI's error object, the connection closed. Node refuses more than libmicrohttpd: two
+// Content-Length headers even when they agree, and Transfer-Encoding headers given twice.
+function framingError(err) {
+  const reason = String(err.reason || err.message || err.code);
+  let status = 400, type = 'invalid_request_error', code = 'bad_framing', message;
+  if (err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH') message = `the request's Content-Length headers are refused (${reason})`;
+  else if (err.code === 'HPE_INVALID_TRANSFER_ENCODING' && /Content-Length/.test(reason))
+    message = "Content-Length and Transfer-Encoding together are refused (request smuggling behind a proxy)";
+  else if (err.code === 'HPE_INVALID_TRANSFER_ENCODING') message = `the request's Transfer-Encoding is refused (${reason})`;
+  else if (err.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    code = 'request_header_fields_too_large';
+    message = 'the request head is over 32 KiB';
+  } else {
+    code = 'bad_request';
+    message = `the request is not valid HTTP/1.1 (${reason})`;
+  }
+  const body = JSON.stringify({ error: { message, type, param: null, code } });
+  return `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nContent-Type: application/json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
 // whether host:port can be bound now (as serve_http_check_port does natively): null, or the reason
 function checkPort(host, port) {
   if (!port) return Promise.resolve(null);
@@ -145,9 +179,10 @@ async function serve(argv, signals) {
     return 1;
   }
 
+  const loopback = await isLoopback(host);
   gpuRef.gpu = await createGpu();
   const t0 = performance.now();
-  const loaded = await w.load();
+  const loaded = await w.load(loopback ? 1 : 0);
   if (loaded) return loaded;
   if (signals.stopped()) { // the signal came after the warm-up's last check
     await w.stop();
@@ -161,6 +196,9 @@ async function serve(argv, signals) {
   // ---- the scheduler on the event loop: steps while work remains, the waiting exchanges pumped after each
   const live = new Set(); // exchanges not yet finished
   let stepping = null, stopping = false;
+  // the device lost and the model not reloaded (serve_fatal): the server stops and exits 1
+  let fatal = null, stopFatal = null;
+  const stopped = new Promise((resolve) => { stopFatal = resolve; signals.onStop(resolve); });
   const kick = () => {
     if (stepping || stopping) return;
     stepping = (async () => {
@@ -168,6 +206,12 @@ async function serve(argv, signals) {
         for (;;) {
           const more = await w.step();
           pumpAll();
+          const why = cstr(ex.serve_fatal());
+          if (why) {
+            fatal = why;
+            stopFatal();
+            break;
+          }
           if (!more || stopping) break;
           await new Promise((r) => setImmediate(r)); // the sockets' events between steps
         }
@@ -203,6 +247,8 @@ async function serve(argv, signals) {
     for (let i = 0; i < n; i++) {
       headers[cstr(d.getUint32(p + OFF.headers + 8 * i, true))] = cstr(d.getUint32(p + OFF.headers + 8 * i + 4, true));
     }
+    // close: the request's body is not read (refused framing, a body over --max-body): the connection closes after
+    if (d.getInt32(p + OFF.close, true)) headers.Connection = 'close';
     return { status: d.getInt32(p + OFF.status, true), streamed: d.getInt32(p + OFF.streamed, true), headers };
   };
   // sends what the exchange has; leaves it waiting for the scheduler's next step when it has nothing yet
@@ -217,6 +263,7 @@ async function serve(argv, signals) {
       }
       if (kind === OUT.HEAD) {
         st.head = readHead(p);
+        if (st.head.headers.Connection === 'close') st.closing = true;
         if (st.head.streamed) {
           st.res.writeHead(st.head.status, st.head.headers);
           st.res.flushHeaders();
@@ -267,24 +314,28 @@ async function serve(argv, signals) {
     const path = requestPath(req.url);
     const st = { x: 0, req, res, t0: performance.now(), waiting: false, finished: false, head: null,
       what: `${req.method.slice(0, 8)} ${path.toString('latin1').slice(0, 80)}` };
-    const strs = [alloc(req.method), alloc(path)];
-    const auth = req.headers.authorization, clen = req.headers['content-length'];
-    if (auth !== undefined) strs.push(alloc(Buffer.from(auth, 'latin1')));
-    if (clen !== undefined) strs.push(alloc(clen));
-    st.x = ex.serve_request(strs[0], strs[1], auth !== undefined ? strs[2] : 0,
-      clen !== undefined ? strs[strs.length - 1] : 0);
-    for (const p of strs) ex.free(p);
+    // the head as the native transport passes it: Host, Origin and Content-Type are checked there (403, 415), and
+    // Transfer-Encoding (501 for a coding other than chunked); header values are bytes (latin1)
+    const h = req.headers;
+    const strs = [req.method, path, h.authorization, h['content-length'], h['transfer-encoding'], h.host, h.origin,
+      h['content-type']].map((v) => (v === undefined ? 0 : alloc(Buffer.isBuffer(v) ? v : Buffer.from(v, 'latin1'))));
+    st.x = ex.serve_request(...strs);
+    for (const p of strs) if (p) ex.free(p);
     if (!st.x) {
       res.destroy();
       return;
     }
+    sockets.set(req.socket, st);
     live.add(st);
     // the client has gone before its answer ended: its exchange goes (its task cancelled)
     res.on('close', () => { if (!st.finished) finish(st, res.writableFinished ? '' : ' (client closed)'); });
     res.on('error', () => {}); // a write to a client that has gone: 'close' follows
     if (!ex.serve_wants_body(st.x)) {
       // answered without the body (404, 401, 413, a file...): a body the client sends is not waited for
-      if (req.headers['transfer-encoding'] || Number(clen) > 0) res.setHeader('Connection', 'close');
+      if (h['transfer-encoding'] || Number(h['content-length']) > 0) {
+        res.setHeader('Connection', 'close');
+        st.closing = true;
+      }
       req.resume();
       pump(st);
       return;
@@ -298,10 +349,14 @@ async function serve(argv, signals) {
       if (rc) {
         res.destroy();
         finish(st, ' (out of memory)');
+      } else if (!ex.serve_wants_body(st.x)) { // past --max-body (a chunked body): 413 now, the rest not waited for
+        req.pause();
+        ex.serve_run(st.x);
+        pump(st);
       }
     });
     req.on('end', () => {
-      if (st.finished) return;
+      if (st.finished || !ex.serve_wants_body(st.x)) return;
       ex.serve_run(st.x);
       pump(st);
       kick();
@@ -312,6 +367,19 @@ async function serve(argv, signals) {
   const server = http.createServer({ requestTimeout: 0, keepAliveTimeout: timeoutS * 1000, maxHeaderSize: 32 << 10 },
     onRequest);
   server.maxConnections = ex.serve_max_connections();
+  // a request Node's parser refused: answered as the native transport answers bad framing (a request whose head
+  // was handled and whose body then failed to parse: its exchange goes, and its answer, when not begun)
+  const sockets = new WeakMap(); // socket -> its latest request's st
+  server.on('clientError', (err, socket) => {
+    const st = sockets.get(socket);
+    // its answer is the connection's last (it says Connection: close), or under way: no second one
+    const answered = st && (st.closing || (!st.finished && st.res.headersSent));
+    if (st && !st.finished) finish(st, ' (bad framing)');
+    if (err.code === 'ECONNRESET' || !socket.writable) socket.destroy();
+    else if (answered) socket.end();
+    else socket.end(framingError(err));
+    setTimeout(() => socket.destroy(), 2000).unref();
+  });
   // the idle timeout: a connection that sends or reads nothing for --timeout seconds closes, but not while its
   // request waits for the model (that is not the client's idleness)
   server.setTimeout(timeoutS * 1000, (socket) => {
@@ -331,8 +399,8 @@ async function serve(argv, signals) {
   say(1, `wgllm serve: ${cstr(ex.serve_banner(server.address().port))}\n`);
 
   // ---- until SIGINT / SIGTERM
-  await new Promise((resolve) => signals.onStop(resolve));
-  say(2, `wgllm serve: ${signals.stopped()}: stopping\n`);
+  await stopped;
+  say(2, fatal ? `wgllm serve: exiting: ${fatal}\n` : `wgllm serve: ${signals.stopped()}: stopping\n`);
   stopping = true;
   server.close();
   server.closeAllConnections();
@@ -342,7 +410,7 @@ async function serve(argv, signals) {
   }
   if (stepping) await stepping;
   await w.stop();
-  return 0;
+  return fatal ? 1 : 0;
 }
 
 // run as a program: node node/lib/serve.mjs ARGS (what bin/wgllm.mjs's `serve` does)

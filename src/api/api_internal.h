@@ -24,6 +24,9 @@ struct wgllm_model {
   llm_err chat_err;
   llm_job_stepper stepper; /* wgllm_jobs_step's batched decode */
   llm_err err;             /* the last failure of a call on the handle */
+  /* for tests (WGLLM_TEST_DEVICE_LOSS_STEP, read at load): the device is lost at the model's lose_at_step-th call of
+     wgllm_job_step / wgllm_jobs_step (steps counts them); 0: never */
+  uint64_t steps, lose_at_step;
 };
 
 struct wgllm_session {

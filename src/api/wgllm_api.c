@@ -102,6 +102,20 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
     }
     go.wait_timeout_ms = (uint32_t)v;
   }
+  /* for tests only (docs/TESTING.md): WGLLM_TEST_DEVICE_LOSS_STEP=N loses the device at the Nth job step, as a
+     driver reset would (the server's device-loss handling is tested through it) */
+  const char *tl = getenv("WGLLM_TEST_DEVICE_LOSS_STEP");
+  if (tl && *tl) {
+    char *end;
+    unsigned long long v = strtoull(tl, &end, 10);
+    if (*end || v == 0) {
+      wgllm_model_free(m);
+      wt_store_free(store);
+      return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG,
+                         "WGLLM_TEST_DEVICE_LOSS_STEP \"%s\" is not a positive number of steps", tl);
+    }
+    m->lose_at_step = v;
+  }
   st = gpu_create(&go, &m->gpu, err);
   if (!st) st = llm_model_load_store(m->gpu, path, store, &lo, &m->m, err);
   wt_store_free(store);
@@ -295,8 +309,15 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
   return WGLLM_OK;
 }
 
+/* WGLLM_TEST_DEVICE_LOSS_STEP's loss, at the step it names */
+static void test_device_loss(wgllm_model *m) {
+  if (m->lose_at_step && ++m->steps == m->lose_at_step)
+    gpu_force_loss(m->gpu, "forced by WGLLM_TEST_DEVICE_LOSS_STEP (a test)");
+}
+
 wgllm_status wgllm_job_step(wgllm_job *j, int *done) {
   if (!j) return WGLLM_ERR_INVALID_ARG;
+  test_device_loss(j->session->model);
   llm_job_step(&j->job, done);
   return job_check(j);
 }
@@ -306,6 +327,7 @@ wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n) {
   for (size_t i = 0; i < n; i++)
     if (!jobs[i] || jobs[i]->session->model != jobs[0]->session->model) return WGLLM_ERR_INVALID_ARG;
   if (!n) return WGLLM_OK;
+  test_device_loss(jobs[0]->session->model);
   llm_job *on_stack[64], **js = n <= 64 ? on_stack : malloc(n * sizeof *js); /* the handles' runtime jobs */
   if (!js) return WGLLM_ERR_OUT_OF_MEMORY;
   for (size_t i = 0; i < n; i++)

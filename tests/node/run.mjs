@@ -155,6 +155,7 @@ if (!fs.existsSync(path.join(app, 'node_modules/wgllm/lib/serve.mjs'))) {
   if (port) {
     try {
       const r = await fetch(`http://127.0.0.1:${port}/v1/completions`, { method: 'POST',
+        headers: { 'Content-Type': 'application/json' }, // else text/plain: 415, as natively
         body: JSON.stringify({ prompt: 'In the beginning', max_tokens: 2, temperature: 0, ignore_eos: true }) });
       answer = { status: r.status, json: await r.json() };
     } catch (e) { answer = { error: String(e) }; }

@@ -5,7 +5,7 @@
    chunk per piece of text, then "data: [DONE]") read from the task as the scheduler writes it. The transport pulls
    each piece with serve_exchange_next; a transport whose client has gone frees the exchange, which cancels its task
    (its job and session freed). /tokenize and /detokenize run on the model's vocabulary (CPU, read-only; its error
-   message buffer is shared, so one call at a time under vocab_mu). */
+   message buffer is shared, so one call at a time: serve_sched_vocab_lock, which a model reload waits for). */
 #include "serve_handler.h"
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -23,8 +23,6 @@
 struct serve_handler {
   serve_handler_config cfg;
   serve_sched *sched;
-  const wgllm_vocab *vocab;
-  pthread_mutex_t vocab_mu;
   long long started;
   atomic_int stopping;      /* exchanges waiting on a task end their wait */
   atomic_size_t body_bytes; /* the buffers of the bodies being received or parsed, in all (cfg.max_body_total) */
@@ -100,14 +98,12 @@ struct serve_exchange {
   char *event; /* the stream's last event (its bytes handed out until the next call) */
 };
 
-serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched, const wgllm_vocab *vocab) {
+serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched) {
   serve_handler *h = calloc(1, sizeof *h);
   if (!h) return NULL;
   h->cfg = *cfg;
   h->sched = sched;
-  h->vocab = vocab;
   h->started = (long long)time(NULL);
-  pthread_mutex_init(&h->vocab_mu, NULL);
   return h;
 }
 
@@ -115,7 +111,6 @@ void serve_handler_stopping(serve_handler *h) { h->stopping = 1; }
 
 void serve_handler_free(serve_handler *h) {
   if (!h) return;
-  pthread_mutex_destroy(&h->vocab_mu);
   free(h);
 }
 
@@ -302,12 +297,6 @@ serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   return x;
 }
 
-serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *url, const char *auth,
-                                   const char *content_length) {
-  serve_head hd = {.method = method, .path = url, .authorization = auth, .content_length = content_length};
-  return serve_exchange_begin(h, &hd);
-}
-
 int serve_exchange_wants_body(const serve_exchange *x) { return x->state == X_BODY && !x->too_large; }
 
 /* the body's buffer freed, and its bytes taken off the bodies' total */
@@ -392,6 +381,11 @@ static void generate(serve_exchange *x) {
     return;
   }
   if (serve_sched_full(h->sched) || serve_sched_submit(h->sched, x->task)) {
+    char why[768];
+    if (serve_sched_unavailable(h->sched, why, sizeof why)) {
+      answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
+      return;
+    }
     uint32_t busy, idle, waiting;
     serve_sched_counts(h->sched, &busy, &idle, &waiting);
     answer_fail(x, 503, "unavailable_error", "server_busy",
@@ -462,9 +456,20 @@ static void jb_piece(jbuf *b, const char *p, size_t n) {
   jb_put(b, "]", 1);
 }
 
-/* On the transport's worker (never the scheduler's thread); the vocabulary's calls one at a time (vocab_mu: its
-   error message is one buffer). The answer is written as text, a few bytes a token; with_pieces answers at most
-   SERVE_MAX_PIECES tokens (413 past it). */
+/* The model's vocabulary (serve_sched_vocab_lock), or NULL with the answer a 503 naming the device loss */
+static const wgllm_vocab *vocab_lock(serve_exchange *x) {
+  const wgllm_vocab *v = serve_sched_vocab_lock(x->h->sched);
+  char why[768] = "the model is not loaded";
+  if (!v) {
+    serve_sched_unavailable(x->h->sched, why, sizeof why);
+    answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
+  }
+  return v;
+}
+
+/* On the transport's worker (never the scheduler's thread); the vocabulary's calls one at a time
+   (serve_sched_vocab_lock: its error message is one buffer). The answer is written as text, a few bytes a token;
+   with_pieces answers at most SERVE_MAX_PIECES tokens (413 past it). */
 static void tokenize(serve_exchange *x) {
   serve_handler *h = x->h;
   serve_tokenize_request tr;
@@ -476,15 +481,17 @@ static void tokenize(serve_exchange *x) {
   body_free(x); /* not needed any more: a large one is freed before the ids and the answer are made */
   size_t n = 0;
   int32_t *ids = NULL;
-  pthread_mutex_lock(&h->vocab_mu);
-  wgllm_status st =
-      wgllm_vocab_tokenize(h->vocab, tr.content, tr.content_len, tr.add_special, tr.parse_special, NULL, 0, &n);
+  const wgllm_vocab *v = vocab_lock(x);
+  if (!v) {
+    free(tr.content);
+    return;
+  }
+  wgllm_status st = wgllm_vocab_tokenize(v, tr.content, tr.content_len, tr.add_special, tr.parse_special, NULL, 0, &n);
   if (!st && !(ids = malloc((n ? n : 1) * sizeof *ids))) st = WGLLM_ERR_OUT_OF_MEMORY;
-  if (!st)
-    st = wgllm_vocab_tokenize(h->vocab, tr.content, tr.content_len, tr.add_special, tr.parse_special, ids, n, &n);
+  if (!st) st = wgllm_vocab_tokenize(v, tr.content, tr.content_len, tr.add_special, tr.parse_special, ids, n, &n);
   char msg[512];
-  snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(h->vocab) : "");
-  pthread_mutex_unlock(&h->vocab_mu);
+  snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(v) : "");
+  serve_sched_vocab_unlock(h->sched);
   free(tr.content);
   if (!st && tr.with_pieces && n > SERVE_MAX_PIECES) {
     free(ids);
@@ -504,9 +511,9 @@ static void tokenize(serve_exchange *x) {
     size_t len = 0;
     const char *text = NULL;
     char *dec = NULL;
-    pthread_mutex_lock(&h->vocab_mu);
-    if (wgllm_vocab_detokenize(h->vocab, &ids[i], 1, &dec, &len) == WGLLM_OK) text = dec;
-    pthread_mutex_unlock(&h->vocab_mu);
+    const wgllm_vocab *pv = serve_sched_vocab_lock(h->sched); /* NULL: the device lost meanwhile (no piece) */
+    if (pv && wgllm_vocab_detokenize(pv, &ids[i], 1, &dec, &len) == WGLLM_OK) text = dec;
+    if (pv) serve_sched_vocab_unlock(h->sched);
     jb_printf(&b, "%s{\"id\":%d", i ? "," : "", ids[i]);
     if (text) {
       jb_put(&b, ",\"piece\":", 9);
@@ -538,10 +545,16 @@ static void detokenize(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
-  size_t nv = wgllm_vocab_n_tokens(h->vocab);
+  const wgllm_vocab *v = vocab_lock(x);
+  if (!v) {
+    free(ids);
+    return;
+  }
+  size_t nv = wgllm_vocab_n_tokens(v);
   for (size_t i = 0; i < n; i++)
     if ((size_t)ids[i] >= nv) {
       int32_t bad_id = ids[i];
+      serve_sched_vocab_unlock(h->sched);
       free(ids);
       serve_fail(&e, 400, "invalid_request_error", "tokens", NULL, "token %zu is id %d, outside the vocabulary of %zu",
                  i, bad_id, nv);
@@ -550,11 +563,10 @@ static void detokenize(serve_exchange *x) {
     }
   char *text = NULL;
   size_t len = 0;
-  pthread_mutex_lock(&h->vocab_mu);
-  wgllm_status st = wgllm_vocab_detokenize(h->vocab, ids, n, &text, &len);
+  wgllm_status st = wgllm_vocab_detokenize(v, ids, n, &text, &len);
   char msg[512];
-  snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(h->vocab) : "");
-  pthread_mutex_unlock(&h->vocab_mu);
+  snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(v) : "");
+  serve_sched_vocab_unlock(h->sched);
   free(ids);
   if (st) {
     answer_fail(x, 400, "invalid_request_error", NULL, "%s", msg);
@@ -567,6 +579,12 @@ static void detokenize(serve_exchange *x) {
 }
 
 static void health(serve_exchange *x) {
+  char why[768];
+  int u = serve_sched_unavailable(x->h->sched, why, sizeof why);
+  if (u) { /* after a device loss: reloading (1), or failed for good (2: the server exits) */
+    answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
+    return;
+  }
   uint32_t busy, idle, waiting;
   serve_sched_counts(x->h->sched, &busy, &idle, &waiting);
   cJSON *o = cJSON_CreateObject();

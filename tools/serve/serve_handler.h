@@ -33,9 +33,9 @@ typedef struct serve_handler_config {
 
 typedef struct serve_handler serve_handler;
 
-/* vocab: the model's (wgllm_model_vocab), used by the transport's threads for /tokenize and /detokenize, one call at
-   a time. The strings of cfg are the caller's, kept until serve_handler_free. NULL when out of memory. */
-serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched, const wgllm_vocab *vocab);
+/* The strings of cfg are the caller's, kept until serve_handler_free; /tokenize and /detokenize use the scheduler's
+   model's vocabulary (serve_sched_vocab_lock). NULL when out of memory. */
+serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched);
 /* Ends the waits of serve_exchange_wait (they then give SERVE_OUT_ABORT): the server stops. */
 void serve_handler_stopping(serve_handler *h);
 void serve_handler_free(serve_handler *h);
@@ -89,10 +89,6 @@ typedef struct serve_head {
    (415 for a POST that is not application/json) and declared size (413) are checked here, so a refusal is answered
    before any body is read (serve_exchange_wants_body says whether to read it). NULL when out of memory. */
 serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *head);
-/* serve_exchange_begin with the method, path, Authorization and Content-Length alone (the Node server's
-   transport, whose HTTP parser refuses bad framing itself; Host, Origin and Content-Type are not checked). */
-serve_exchange *serve_exchange_new(serve_handler *h, const char *method, const char *path, const char *authorization,
-                                   const char *content_length);
 /* Whether the request's body is wanted (an endpoint taking one, not already refused). */
 int serve_exchange_wants_body(const serve_exchange *x);
 /* Bytes of the body as they come (past max_body they are dropped, and the answer is 413: serve_exchange_wants_body

@@ -1,7 +1,8 @@
 /* `wgllm serve`: an OpenAI-compatible HTTP server for one model. Parses the options (serve_options.c: the CLI's
    tables and parser), loads the model, starts the scheduler on its own thread (serve_sched.c: --parallel
    sessions), the request handler (serve_handler.c) and its libmicrohttpd transport (serve_http.c), prints the
-   address it listens on, and runs until SIGINT or SIGTERM. docs/SERVING.md describes it. */
+   address it listens on, and runs until SIGINT or SIGTERM, or until the device is lost and the model cannot be
+   reloaded (exit 1). docs/SERVING.md describes it. */
 #include "serve_main.h"
 #include "serve_http.h"
 #include "serve_options.h"
@@ -10,11 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* the warm-up's stop_requested: SIGINT or SIGTERM pending (they are blocked: sigwait takes them later) */
 static int stop_signal_pending(void) {
   sigset_t p;
   return !sigpending(&p) && (sigismember(&p, SIGINT) == 1 || sigismember(&p, SIGTERM) == 1);
+}
+
+/* the scheduler's fatal: the device was lost and the model could not be reloaded. SIGTERM to the process ends the
+   sigwait below, which then sees the scheduler unavailable for good and exits 1. */
+static void sched_fatal(void *user) {
+  (void)user;
+  kill(getpid(), SIGTERM);
 }
 
 int serve_command(int argc, char **argv) {
@@ -42,7 +51,8 @@ int serve_command(int argc, char **argv) {
   }
   a.sched.stop_requested = stop_signal_pending;
   a.sched.own_thread = 1;
-  char err[512];
+  a.sched.fatal = sched_fatal;
+  char err[768];
   if (serve_http_check_port(a.host, (uint16_t)a.port, err, sizeof err)) {
     fprintf(stderr, "wgllm serve: %s\n", err);
     wgllm_model_free(m);
@@ -52,10 +62,9 @@ int serve_command(int argc, char **argv) {
   serve_sched *sched = NULL;
   struct timespec w0, w1;
   clock_gettime(CLOCK_MONOTONIC, &w0);
-  if (serve_sched_start(m, &a.sched, &sched, err, sizeof err)) {
+  if (serve_sched_start(m, &a.sched, &sched, err, sizeof err)) { /* m is freed */
     int asked = stop_signal_pending(); /* SIGINT/SIGTERM ended the warm-up: a stop, as after sigwait below */
     fprintf(stderr, "wgllm serve: %s\n", err);
-    wgllm_model_free(m);
     serve_options_free(&a);
     return asked ? 0 : 1;
   }
@@ -64,7 +73,7 @@ int serve_command(int argc, char **argv) {
     fprintf(stderr, "wgllm serve: warmed up in %.2f s (sessions made and pipelines built; --no-warmup skips it)\n",
             (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9);
   if (serve_http_is_loopback(a.host)) a.handler.check_host = 1; /* DNS rebinding: Host is checked */
-  serve_handler *handler = serve_handler_new(&a.handler, sched, wgllm_model_vocab(m));
+  serve_handler *handler = serve_handler_new(&a.handler, sched);
   serve_http_config hc = {0};
   hc.host = a.host;
   hc.port = (uint16_t)a.port;
@@ -80,23 +89,25 @@ int serve_command(int argc, char **argv) {
     fprintf(stderr, "wgllm serve: %s\n", err);
     serve_handler_free(handler);
     serve_sched_stop(sched);
-    wgllm_model_free(m);
     serve_options_free(&a);
     return 1;
   }
   serve_sched_set_notify(sched, serve_http_wake, http); /* new text wakes the connections that wait for it */
   char banner[1024];
-  serve_options_banner(&a, m, serve_http_port(http), banner, sizeof banner);
+  serve_options_banner(&a, m, serve_http_port(http), banner, sizeof banner); /* m: the scheduler's, not yet reloaded */
   printf("wgllm serve: %s\n", banner);
   fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  fprintf(stderr, "wgllm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  int lost = serve_sched_unavailable(sched, err, sizeof err) == 2; /* sched_fatal's SIGTERM */
+  if (lost)
+    fprintf(stderr, "wgllm serve: exiting: %s\n", err);
+  else
+    fprintf(stderr, "wgllm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   serve_http_stop(http); /* ends every connection (the notify is only signalled meanwhile) */
   serve_sched_set_notify(sched, NULL, NULL);
   serve_handler_free(handler);
   serve_sched_stop(sched);
-  wgllm_model_free(m);
   serve_options_free(&a);
-  return 0;
+  return lost ? 1 : 0;
 }

@@ -263,6 +263,18 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
 
 int serve_options_open(serve_options *o, wgllm_model **m) { return cli_open(&o->c, 0, m, NULL, NULL, 0); }
 
+int serve_options_reopen(void *user, wgllm_model **m, char *err, size_t errlen) {
+  serve_options *o = user;
+  struct stat sb;
+  if (stat(o->c.model, &sb) != 0) {
+    snprintf(err, errlen, "-m %s: %s", o->c.model, strerror(errno));
+    return -1;
+  }
+  if (!serve_options_open(o, m)) return 0;
+  snprintf(err, errlen, "-m %s: %s", o->c.model, wgllm_last_error()[0] ? wgllm_last_error() : "it did not open");
+  return -1;
+}
+
 int serve_options_configure(serve_options *a, wgllm_model *m) {
   wgllm_model_info info;
   wgllm_model_get_info(m, &info);
@@ -282,6 +294,8 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   sc->session = cli_session_params(&a->c); /* --kv, --unfused, --attn-grid, -ub, --precision */
   sc->session.context = ctx;
   sc->warm_up = !a->no_warmup;
+  sc->reopen = serve_options_reopen; /* after a device loss */
+  sc->user = a;
   if (a->alias)
     snprintf(a->model_id, sizeof a->model_id, "%s", a->alias);
   else

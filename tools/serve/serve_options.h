@@ -34,6 +34,9 @@ int serve_options_open(serve_options *o, wgllm_model **m);
 /* After the model opened: the context, the model's id, o->sched and o->handler. Returns 0, or the exit status
    (2: --max-tokens past the context, said on stderr). */
 int serve_options_configure(serve_options *o, wgllm_model *m);
+/* The scheduler's reopen (serve_sched_config.reopen, user: the options): the model opened again as at the start,
+   after a device loss. 0, or -1 with the reason in err. */
+int serve_options_reopen(void *user, wgllm_model **m, char *err, size_t errlen);
 /* "listening on http://HOST:PORT (model ID, N sessions of C tokens, precision P, on ADAPTER)" */
 void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port, char *out, size_t cap);
 void serve_options_free(serve_options *o);

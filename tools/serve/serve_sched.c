@@ -5,7 +5,8 @@
    frees the jobs of cancelled tasks, prepares the prompts of tasks submitted unprepared, starts waiting tasks on idle
    sessions (the one whose cache shares the longest prefix with the prompt, else the least recently used;
    wgllm_job_start prefills and samples the first token), and steps every running job by one token with one
-   wgllm_jobs_step call, appending the text each emits to its task. */
+   wgllm_jobs_step call, appending the text each emits to its task. A step that finds the device lost fails every
+   task with it and makes the model and its sessions again (device_lost; docs/SERVING.md, "A lost device"). */
 #include "serve_sched.h"
 #include <errno.h>
 #include <stddef.h>
@@ -30,7 +31,8 @@ struct serve_sched {
   /* the model's text calls (wgllm_chat_prompt, wgllm_tokenize), one at a time: they read the tokenizer and the
      chat template (read-only after load) but write the model's error message. The scheduler never takes it. */
   pthread_mutex_t text_mu;
-  pthread_cond_t work; /* a task was submitted or cancelled, or the thread must stop */
+  pthread_mutex_t vocab_mu; /* the transport's vocabulary calls (serve_sched_vocab_lock) */
+  pthread_cond_t work;      /* a task was submitted or cancelled, or the thread must stop */
   pthread_t thread;
   int thread_started, stopping, drained;
   wgllm_job **jobs; /* the batch of one tick, and the slot of each */
@@ -38,6 +40,11 @@ struct serve_sched {
   serve_task *waiting, *waiting_tail; /* submitted, not yet on a session (FIFO) */
   uint32_t n_waiting, n_running;
   uint64_t tick;
+  /* a lost device: lost_msg is the engine's message, set by the step that saw it; unavailable 1 while the model is
+     reloaded, 2 for good (why says so) */
+  char lost_msg[256];
+  int unavailable;
+  char why[768];
   void (*notify)(void *user); /* serve_sched_set_notify's */
   void *notify_user;
 };
@@ -108,7 +115,7 @@ static void task_unref(serve_task *t) {
 
 /* under the lock */
 static int full(const serve_sched *s) {
-  return s->stopping || s->n_waiting >= s->cfg.queue + (s->cfg.parallel - s->n_running);
+  return s->stopping || s->unavailable || s->n_waiting >= s->cfg.queue + (s->cfg.parallel - s->n_running);
 }
 
 int serve_sched_full(serve_sched *s) {
@@ -307,7 +314,9 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   wgllm_job *job = NULL;
   wgllm_status st = wgllm_job_start(s->slots[k].session, t->ids, t->n_ids, &t->gp, &job);
   pthread_mutex_lock(&s->mu);
-  if (st) {
+  if (st == WGLLM_ERR_DEVICE_LOST) { /* the task stays on its slot: device_lost fails it with the others */
+    if (!s->lost_msg[0]) snprintf(s->lost_msg, sizeof s->lost_msg, "%s", wgllm_session_error(s->slots[k].session));
+  } else if (st) {
     const char *msg = wgllm_session_error(s->slots[k].session);
     if (st == WGLLM_ERR_INVALID_ARG)
       serve_fail(&t->err, 400, "invalid_request_error", NULL, NULL, "%s", msg);
@@ -362,7 +371,7 @@ static serve_task *unlink_waiting(serve_sched *s, serve_task **link) {
 
 /* under the lock: one tick (cancelled tasks ended, new prompts prepared, waiting tasks started, one token of every
    running job). Returns the number of jobs stepped. */
-static size_t tick(serve_sched *s) {
+static size_t tick_jobs(serve_sched *s) {
   wgllm_job **jobs = s->jobs;
   int *job_slot = s->job_slot;
   /* 1. cancelled tasks: their jobs freed, their sessions back */
@@ -395,7 +404,7 @@ static size_t tick(serve_sched *s) {
     p = &t->next;
   }
   /* 3. prepared tasks onto idle sessions, in order */
-  while (s->waiting && s->waiting->prepared && s->n_running < s->cfg.parallel && !s->stopping) {
+  while (s->waiting && s->waiting->prepared && s->n_running < s->cfg.parallel && !s->stopping && !s->lost_msg[0]) {
     serve_task *t = unlink_waiting(s, &s->waiting);
     if (t->cancelled) {
       task_finish(s, t);
@@ -409,6 +418,7 @@ static size_t tick(serve_sched *s) {
     start_task(s, t, k);
     pthread_mutex_lock(&s->mu);
   }
+  if (s->lost_msg[0]) return 0;
   /* 4. one token of every running job, in one call */
   size_t n = 0;
   for (uint32_t k = 0; k < s->cfg.parallel; k++)
@@ -418,8 +428,12 @@ static size_t tick(serve_sched *s) {
     }
   if (!n) return 0;
   pthread_mutex_unlock(&s->mu);
-  wgllm_jobs_step(jobs, n); /* a job that fails is done with its error: end_job reports it */
+  wgllm_status st = wgllm_jobs_step(jobs, n); /* a job that fails is done with its error: end_job reports it */
   pthread_mutex_lock(&s->mu);
+  if (st == WGLLM_ERR_DEVICE_LOST && !s->lost_msg[0])
+    for (size_t i = 0; i < n && !s->lost_msg[0]; i++)
+      snprintf(s->lost_msg, sizeof s->lost_msg, "%s", wgllm_job_error(jobs[i]));
+  if (s->lost_msg[0]) return n; /* every task fails with the loss (device_lost) */
   for (size_t i = 0; i < n; i++) {
     serve_task *t = s->slots[job_slot[i]].task;
     if (wgllm_job_done(jobs[i]))
@@ -431,6 +445,99 @@ static size_t tick(serve_sched *s) {
   }
   return n;
 }
+
+static int make_sessions(serve_sched *s, char *err, size_t errlen);
+
+/* under the lock, after a step saw the device lost (lost_msg): every task in fails with it, and new ones are
+   refused until the next tick has made the model again (reload) */
+static void device_lost(serve_sched *s) {
+  s->unavailable = 1;
+  s->lost_msg[strcspn(s->lost_msg, "\n")] = 0; /* Dawn's message goes on with where in Dawn it was raised */
+  snprintf(s->why, sizeof s->why, "the GPU device was lost (%s); the server is reloading the model", s->lost_msg);
+  fprintf(stderr, "wgllm serve: %s\n", s->why);
+  for (uint32_t k = 0; k < s->cfg.parallel; k++)
+    if (s->slots[k].task) {
+      task_fail(s->slots[k].task, 503, "unavailable_error", "device_lost", s->why);
+      end_job(s, (int)k);
+    }
+  while (s->waiting) {
+    serve_task *t = unlink_waiting(s, &s->waiting);
+    task_fail(t, 503, "unavailable_error", "device_lost", s->why);
+    task_finish(s, t);
+  }
+}
+
+/* under the lock, the tick after device_lost: the sessions and the model are freed and the model is reopened with
+   its sessions (cfg.reopen; the lock released meanwhile, text_mu and vocab_mu held, so no prompt or vocabulary call
+   sees a freed model). When that fails the scheduler stays unavailable and cfg.fatal is called. */
+static void reload(serve_sched *s) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pthread_mutex_unlock(&s->mu);
+  pthread_mutex_lock(&s->text_mu);
+  pthread_mutex_lock(&s->vocab_mu);
+  for (uint32_t i = 0; i < s->cfg.parallel; i++) {
+    wgllm_session_free(s->slots[i].session);
+    s->slots[i].session = NULL;
+    s->slots[i].last_used = 0;
+  }
+  wgllm_model_free(s->model);
+  s->model = NULL;
+  char err[512] = "the server has no way to reload it";
+  int rc = s->cfg.reopen ? s->cfg.reopen(s->cfg.user, &s->model, err, sizeof err) : -1;
+  if (!rc) rc = make_sessions(s, err, sizeof err);
+  pthread_mutex_unlock(&s->vocab_mu);
+  pthread_mutex_unlock(&s->text_mu);
+  pthread_mutex_lock(&s->mu);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  if (!rc) {
+    s->unavailable = 0;
+    fprintf(stderr, "wgllm serve: the model and its sessions are made again after the device loss (%.2f s)\n", secs);
+  } else {
+    s->unavailable = 2;
+    snprintf(s->why, sizeof s->why, "the GPU device was lost (%s) and the model could not be reloaded: %s", s->lost_msg,
+             err);
+    fprintf(stderr, "wgllm serve: %s\n", s->why);
+  }
+  s->lost_msg[0] = 0;
+  if (rc && s->cfg.fatal) {
+    pthread_mutex_unlock(&s->mu);
+    s->cfg.fatal(s->cfg.user);
+    pthread_mutex_lock(&s->mu);
+  }
+}
+
+/* under the lock: a tick, and the tasks failed when its step saw the device lost; the tick after that reloads (so
+   the failed tasks' answers go out first: the wasm build pumps them between steps) */
+static size_t tick(serve_sched *s) {
+  if (s->unavailable == 1) {
+    reload(s);
+    return 0;
+  }
+  size_t n = tick_jobs(s);
+  if (s->lost_msg[0]) device_lost(s);
+  return n;
+}
+
+int serve_sched_unavailable(serve_sched *s, char *msg, size_t len) {
+  pthread_mutex_lock(&s->mu);
+  int u = s->unavailable;
+  if (u && msg) snprintf(msg, len, "%s", s->why);
+  pthread_mutex_unlock(&s->mu);
+  return u;
+}
+
+const wgllm_vocab *serve_sched_vocab_lock(serve_sched *s) {
+  /* not while a reload holds vocab_mu: the wasm build's reload suspends holding it, and its mutexes cannot wait */
+  if (serve_sched_unavailable(s, NULL, 0)) return NULL;
+  pthread_mutex_lock(&s->vocab_mu);
+  if (s->model) return wgllm_model_vocab(s->model);
+  pthread_mutex_unlock(&s->vocab_mu); /* a reload that failed */
+  return NULL;
+}
+
+void serve_sched_vocab_unlock(serve_sched *s) { pthread_mutex_unlock(&s->vocab_mu); }
 
 /* under the lock, stopping: every task still in ends, failed */
 static void drain(serve_sched *s) {
@@ -450,8 +557,8 @@ static void drain(serve_sched *s) {
 
 int serve_sched_step(serve_sched *s) {
   pthread_mutex_lock(&s->mu);
-  if (!s->stopping) tick(s);
-  int more = !s->stopping && (s->n_running > 0 || s->waiting != NULL);
+  if (!s->stopping && s->unavailable != 2) tick(s);
+  int more = !s->stopping && (s->unavailable == 1 || (s->unavailable != 2 && (s->n_running > 0 || s->waiting != NULL)));
   pthread_mutex_unlock(&s->mu);
   return more;
 }
@@ -460,7 +567,8 @@ static void *sched_main(void *arg) {
   serve_sched *s = arg;
   pthread_mutex_lock(&s->mu);
   while (!s->stopping)
-    if (!tick(s) && !s->waiting && !s->stopping) pthread_cond_wait(&s->work, &s->mu);
+    if ((s->unavailable == 2 || (!tick(s) && !s->waiting && s->unavailable != 1)) && !s->stopping)
+      pthread_cond_wait(&s->work, &s->mu);
   drain(s);
   pthread_mutex_unlock(&s->mu);
   return NULL;
@@ -528,6 +636,22 @@ static int warm_up(serve_sched *s, char *err, size_t errlen) {
   return rc;
 }
 
+/* The sessions of s->model (at the start, and after a reload), warmed up if asked: 0, or -1 with the reason */
+static int make_sessions(serve_sched *s, char *err, size_t errlen) {
+  wgllm_model_info info;
+  wgllm_model_get_info(s->model, &info);
+  s->n_vocab = info.n_vocab;
+  for (uint32_t i = 0; i < s->cfg.parallel; i++) {
+    wgllm_status st = wgllm_session_create(s->model, &s->cfg.session, &s->slots[i].session);
+    if (st) {
+      snprintf(err, errlen, "session %u of %u (a context of %u tokens): %s (%s)", i + 1, s->cfg.parallel,
+               s->cfg.session.context, wgllm_last_error(), wgllm_status_name(st));
+      return -1;
+    }
+  }
+  return s->cfg.warm_up ? warm_up(s, err, errlen) : 0;
+}
+
 int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen) {
   *out = NULL;
   serve_sched *s = calloc(1, sizeof *s);
@@ -539,27 +663,17 @@ int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sc
       free(s->jobs);
     }
     free(s);
+    wgllm_model_free(m);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   s->model = m;
   s->cfg = *config;
-  wgllm_model_info info;
-  wgllm_model_get_info(m, &info);
-  s->n_vocab = info.n_vocab;
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->text_mu, NULL);
+  pthread_mutex_init(&s->vocab_mu, NULL);
   pthread_cond_init(&s->work, NULL);
-  for (uint32_t i = 0; i < config->parallel; i++) {
-    wgllm_status st = wgllm_session_create(m, &config->session, &s->slots[i].session);
-    if (st) {
-      snprintf(err, errlen, "session %u of %u (a context of %u tokens): %s (%s)", i + 1, config->parallel,
-               config->session.context, wgllm_last_error(), wgllm_status_name(st));
-      serve_sched_stop(s);
-      return -1;
-    }
-  }
-  if (config->warm_up && warm_up(s, err, errlen)) {
+  if (make_sessions(s, err, errlen)) {
     serve_sched_stop(s);
     return -1;
   }
@@ -588,10 +702,12 @@ void serve_sched_stop(serve_sched *s) {
   pthread_mutex_unlock(&s->mu);
   for (uint32_t i = 0; i < s->cfg.parallel; i++)
     wgllm_session_free(s->slots[i].session);
+  wgllm_model_free(s->model);
   free(s->slots);
   free(s->jobs);
   free(s->job_slot);
   pthread_cond_destroy(&s->work);
+  pthread_mutex_destroy(&s->vocab_mu);
   pthread_mutex_destroy(&s->text_mu);
   pthread_mutex_destroy(&s->mu);
   free(s);

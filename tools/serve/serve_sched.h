@@ -50,13 +50,21 @@ typedef struct serve_sched_config {
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
   int (*stop_requested)(void); /* NULL, or non-zero when the warm-up should end early (SIGINT pending) */
   int own_thread;              /* run on a thread of its own; 0: the caller calls serve_sched_step */
+  /* A lost device (WGLLM_ERR_DEVICE_LOST from a step): every task in fails (503 device_lost), new ones are refused
+     (serve_sched_unavailable), the sessions and the model are freed and reopen makes the model again (0, or -1
+     with the reason in err), its sessions made (and warmed up) as at the start. NULL, or a reopen that fails: the
+     scheduler stays unavailable for good and calls fatal (on its thread, without its lock; NULL: none), after
+     which the server should exit non-zero. */
+  int (*reopen)(void *user, wgllm_model **m, char *err, size_t errlen);
+  void (*fatal)(void *user);
+  void *user;
 } serve_sched_config;
 
 typedef struct serve_sched serve_sched;
 
 /* Creates the sessions (config->parallel of them, each config->session), warms them up if asked, and starts the
-   thread (config->own_thread). The model stays the caller's, to be freed after serve_sched_stop. Returns 0, or -1
-   with the reason in err. */
+   thread (config->own_thread). The model becomes the scheduler's (freed by serve_sched_stop, or here on a
+   failure; after a device loss it is replaced). Returns 0, or -1 with the reason in err. */
 int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sched **out, char *err, size_t errlen);
 /* Without a thread of its own: one tick (cancelled tasks ended, new prompts tokenized, waiting tasks started, which
    prefills them a chunk each, and one token of every running job in one batched step). Returns 1 while work remains
@@ -90,6 +98,16 @@ void serve_sched_wait(serve_sched *s, serve_task *t, int ms);
 /* fn(user) is called, under the scheduler's lock, whenever a task changes (new text, running, done): an event-loop
    transport wakes the exchanges it has parked (fn must only signal, never take the scheduler's lock). NULL: none. */
 void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user);
+
+/* 0 while the scheduler serves; after a device loss 1 while the model is being reloaded and 2 once it could not
+   be (for good), with the reason in msg (a sentence naming the loss). */
+int serve_sched_unavailable(serve_sched *s, char *msg, size_t len);
+
+/* The model's vocabulary for the transport's /tokenize and /detokenize, one caller at a time (its error message is
+   one buffer): held until serve_sched_vocab_unlock (a model reload waits for it). NULL, not held, while the
+   scheduler is unavailable (serve_sched_unavailable: the device lost). */
+const wgllm_vocab *serve_sched_vocab_lock(serve_sched *s);
+void serve_sched_vocab_unlock(serve_sched *s);
 
 /* Counts for /health: sessions generating, idle, tasks waiting (under the lock or not). */
 void serve_sched_counts(serve_sched *s, uint32_t *busy, uint32_t *idle, uint32_t *waiting);

@@ -21,10 +21,11 @@ _Static_assert(offsetof(serve_out, kind) == 0 && offsetof(serve_out, status) == 
 _Static_assert(offsetof(serve_out, n_headers) == 12 && offsetof(serve_out, headers) == 16 &&
                    offsetof(serve_out, data) == 48 && offsetof(serve_out, len) == 52 && offsetof(serve_out, path) == 56,
                "serve_out's layout changed: update node/lib/serve.mjs");
+_Static_assert(offsetof(serve_out, close) == 60, "serve_out's layout changed: update node/lib/serve.mjs");
 
 static serve_options opts;
 static int parsed;
-static wgllm_model *model;
+static wgllm_model *model; /* as loaded, the scheduler's from then on: read by serve_banner only, before any request */
 static serve_sched *sched;
 static serve_handler *handler;
 static serve_out out;
@@ -54,24 +55,28 @@ EXPORT("serve_web") const char *wasm_serve_web(void) { return opts.web; }
 EXPORT("serve_model") const char *wasm_serve_model(void) { return opts.c.model; }
 EXPORT("serve_warm_up") int wasm_serve_warm_up(void) { return !opts.no_warmup; }
 
-/* Loads the model, makes the sessions and warms them up (the scheduler without a thread). Returns 0, or the exit
-   status with the reason said on stderr (0 when serve_request_stop ended the warm-up). */
-EXPORT("serve_load") int wasm_serve_load(void) {
+/* Loads the model, makes the sessions and warms them up (the scheduler without a thread). loopback: --host resolves
+   to loopback addresses only (then Host is checked, as natively: DNS rebinding). Returns 0, or the exit status with
+   the reason said on stderr (0 when serve_request_stop ended the warm-up). */
+EXPORT("serve_load") int wasm_serve_load(int loopback) {
   int rc = serve_options_open(&opts, &model);
   if (!rc) rc = serve_options_configure(&opts, model);
   if (!rc) {
+    if (loopback) opts.handler.check_host = 1;
     char err[512];
     opts.sched.stop_requested = stop_requested;
     opts.sched.own_thread = 0;
-    if (serve_sched_start(model, &opts.sched, &sched, err, sizeof err)) {
+    if (serve_sched_start(model, &opts.sched, &sched, err, sizeof err)) { /* the model is freed */
+      model = NULL;
       fprintf(stderr, "wgllm serve: %s\n", err);
       rc = stop_asked ? 0 : 1;
-    } else if (!(handler = serve_handler_new(&opts.handler, sched, wgllm_model_vocab(model)))) {
+    } else if (!(handler = serve_handler_new(&opts.handler, sched))) {
       fprintf(stderr, "wgllm serve: out of memory\n");
       rc = 1;
     }
   }
   if (rc) {
+    if (sched) model = NULL; /* the scheduler's */
     serve_sched_stop(sched);
     sched = NULL;
     wgllm_model_free(model);
@@ -89,10 +94,23 @@ EXPORT("serve_banner") const char *wasm_serve_banner(unsigned port) {
   return banner;
 }
 
+/* A request's head (a header absent: NULL; Transfer-Encoding's headers joined by ", "). Node's parser refuses
+   repeated Content-Length headers itself (the transport answers its 400), so there is no conflict to pass. Host,
+   Origin and Content-Type are checked as natively (403, 415). */
 EXPORT("serve_request")
 serve_exchange *wasm_serve_request(const char *method, const char *path, const char *authorization,
-                                   const char *content_length) {
-  return serve_exchange_new(handler, method, path, authorization, content_length);
+                                   const char *content_length, const char *transfer_encoding, const char *host,
+                                   const char *origin, const char *content_type) {
+  serve_head hd = {.method = method,
+                   .path = path,
+                   .authorization = authorization,
+                   .content_length = content_length,
+                   .transfer_encoding = transfer_encoding,
+                   .checks_headers = 1,
+                   .host = host,
+                   .origin = origin,
+                   .content_type = content_type};
+  return serve_exchange_begin(handler, &hd);
 }
 EXPORT("serve_wants_body") int wasm_serve_wants_body(serve_exchange *x) { return serve_exchange_wants_body(x); }
 EXPORT("serve_body") int wasm_serve_body(serve_exchange *x, const void *data, size_t n) {
@@ -113,7 +131,15 @@ EXPORT("serve_tokens") const uint32_t *wasm_serve_tokens(serve_exchange *x) {
 }
 EXPORT("serve_free") void wasm_serve_free(serve_exchange *x) { serve_exchange_free(x); }
 
-/* One scheduler tick (a batched GPU step when jobs run): 1 while work remains, 0 when idle. */
+/* After a device loss that the scheduler could not recover from (the model not reloaded): the reason, else NULL.
+   The transport then exits non-zero. */
+static char lost_why[768];
+EXPORT("serve_fatal") const char *wasm_serve_fatal(void) {
+  return sched && serve_sched_unavailable(sched, lost_why, sizeof lost_why) == 2 ? lost_why : NULL;
+}
+
+/* One scheduler tick (a batched GPU step when jobs run; after a device loss, the model's reload): 1 while work
+   remains, 0 when idle. */
 EXPORT("serve_step") int wasm_serve_step(void) { return sched ? serve_sched_step(sched) : 0; }
 
 /* The server stops: exchanges still waiting abort, running jobs are cancelled, the sessions and model freed. */
@@ -123,8 +149,7 @@ EXPORT("serve_stop") void wasm_serve_stop(void) {
   sched = NULL;
   serve_handler_free(handler);
   handler = NULL;
-  wgllm_model_free(model);
-  model = NULL;
+  model = NULL; /* freed by serve_sched_stop (or, without a scheduler, after a failed load) */
   if (parsed) serve_options_free(&opts);
   parsed = 0;
 }
