@@ -13,6 +13,8 @@
    layers; the others' is 1024, llm_prefill_chunk), for each kernel of the op's order: the GPU time
    of one layer's attention over the whole prompt ("from K": the order started at K through op_attention_forced's
    op_attn_kernel_opts, so the first kernel from there that takes the shape ran).
+   --attn-paged times decode attention of 1 to 64 sequences (f16 KV): a split + reduce pair a sequence over its own
+   cache, as the batched decode runs it, against one pair for all over a paged pool (issue 28).
    --tokens 1,2,4,8 times the GEMV against that many tokens' x at once (the "_mt" variants of batched decode).
    --int8 adds the fast precision's decode GEMV beside each (op_gemv_fast: the GEMV of kernels/gemv_q8.wgsl
    quantizing x with its norm in its workgroups; the quantizer dispatch with the norm, then the GEMV; the GEMV alone
@@ -20,7 +22,8 @@
    plan, and with --sweep or --int8-sweep (the int8 layouts only) for other layouts, at every token count --tokens
    names.
    usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..]
-                        [--int8|--int8-sweep] [--attn] [--attn-prefill] [--reps N] [--toggles a,b] */
+                        [--int8|--int8-sweep] [--attn] [--attn-prefill] [--attn-paged] [--reps N]
+                        [--toggles a,b] */
 #include "gemv_probe.h"
 #include "gpu.h"
 #include "ops.h"
@@ -340,6 +343,75 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
     gpu_buffer_destroy(g, all[i]);
 }
 
+/* Decode attention of N sequences, one new token each at position L - 1, f16 KV (issue 28): one layer's step as
+   today's batched decode runs it (one split + reduce pair a sequence over its own cache of ctx slots) against one
+   pair for all N over a paged pool (op_kv_pages, blocks of 16 slots, the sequences' blocks interleaved over the
+   pool), for N = 1, 8, 32, 64 and L = 128, 512, 2048. Median GPU time of the layer's attention. */
+static void bench_attn_paged(gpu_context *g, const char *model, uint32_t H, uint32_t KVH, uint32_t D) {
+  const uint32_t ctx = 2048, block = 16, max_blocks = ctx / block;
+  static const uint32_t NS[] = {1, 8, 32, 64}, LS[] = {128, 512, 2048};
+  op_kv_layout kv = {.n_kv_head = KVH, .head_dim = D, .ctx = ctx, .f16 = 1};
+  uint64_t per_seq = (uint64_t)KVH * ctx * D * 2, part1 = op_attn_partial_bytes(&kv, H, 16);
+  gpu_buffer *kc = upload_random(g, per_seq * 64, 1), *vc = upload_random(g, per_seq * 64, 1),
+             *q = upload_random(g, (uint64_t)H * D * 4 * 64, 2), *out = upload_random(g, (uint64_t)H * D * 4 * 64, 2),
+             *part = upload_random(g, part1 * 64, 2), *posb = upload_random(g, 64 * 256, 2),
+             *table = upload_random(g, (uint64_t)64 * max_blocks * 4, 2);
+  uint32_t *tab = malloc((size_t)64 * max_blocks * 4);
+  for (uint32_t s = 0; s < 64; s++) /* block b of sequence s: pool block b * 64 + s (interleaved) */
+    for (uint32_t b = 0; b < max_blocks; b++)
+      tab[s * max_blocks + b] = b * 64 + s;
+  gpu_write(g, table, 0, tab, (uint64_t)64 * max_blocks * 4);
+  free(tab);
+  uint32_t align = g->limits.minStorageBufferOffsetAlignment;
+  for (size_t li = 0; li < 3; li++) {
+    uint32_t L = LS[li], pos[64 * 64];
+    for (uint32_t i = 0; i < 64 * 64; i++)
+      pos[i] = L - 1;
+    gpu_write(g, posb, 0, pos, 64 * 256);
+    for (size_t ni = 0; ni < 4; ni++) {
+      uint32_t N = NS[ni];
+      double t[2][5];
+      int ok = 1;
+      for (int way = 0; ok && way < 2; way++)
+        for (int run = 0; ok && run < 5; run++) {
+          gpu_recorder *r = gpu_recorder_create(g, 1);
+          op_attn_params ap = {.n_tokens = way ? N : 1,
+                               .n_head = H,
+                               .q_stride = H * D,
+                               .out_stride = H * D,
+                               .scale = 1.0f / sqrtf((float)D),
+                               .max_len = L < ctx ? L : 0};
+          if (way) { /* one pair for all N over the pool */
+            op_kv_pages pg = {
+                .table = gpu_whole(table), .max_blocks = max_blocks, .block = block, .n_blocks = 64 * max_blocks};
+            ap.pages = &pg;
+            ok = op_attention_decode(r, &kv, &ap, gpu_whole(q), gpu_whole(kc), gpu_whole(vc), gpu_whole(posb),
+                                     gpu_whole(part), NULL, gpu_whole(out)) == WGLLM_OK;
+          } else /* a pair a sequence over its own cache (a slice of the same buffers) */
+            for (uint32_t s = 0; ok && s < N; s++) {
+              gpu_view ks = {kc, s * per_seq, per_seq}, vs = {vc, s * per_seq, per_seq},
+                       qs = {q, (uint64_t)s * ((H * D * 4 + align - 1) / align * align), H * D * 4},
+                       ps = {posb, (uint64_t)s * 256, 4}, pt = {part, s * ((part1 + align - 1) / align * align), part1},
+                       os = {out, (uint64_t)s * ((H * D * 4 + align - 1) / align * align), H * D * 4};
+              ok = op_attention_decode(r, &kv, &ap, qs, ks, vs, ps, pt, NULL, os) == WGLLM_OK;
+            }
+          if (ok) ok = gpu_recorder_time(r, &t[way][run]) == WGLLM_OK;
+          if (!ok) fprintf(stderr, "  attention refused: %s\n", gpu_recorder_error(r));
+          gpu_recorder_free(r);
+        }
+      if (!ok) continue;
+      qsort(t[0], 5, sizeof t[0][0], cmp_d);
+      qsort(t[1], 5, sizeof t[1][0], cmp_d);
+      printf("attn_paged %-3s seqs %-3u len %-5u  per-sequence pairs %8.2f us  one paged pair %8.2f us  (%.2fx)\n",
+             model, N, L, t[0][2] / 1e3, t[1][2] / 1e3, t[0][2] / t[1][2]);
+      fflush(stdout);
+    }
+  }
+  gpu_buffer *all[] = {kc, vc, q, out, part, posb, table};
+  for (size_t i = 0; i < 7; i++)
+    gpu_buffer_destroy(g, all[i]);
+}
+
 /* One layer's prefill attention over a prompt of P tokens in chunks of 512 (chunk c: tokens c * 512.. at those
    positions, over the keys 0..their position in a linear f16 cache of P positions), for each kernel of
    op_attention's order (forced through op_attention_forced's op_attn_kernel_opts): median GPU time of the whole
@@ -414,7 +486,7 @@ static void bench_attn_prefill(gpu_context *g, const char *model, uint32_t H, ui
 
 int main(int argc, char **argv) {
   const char *models = "1b,8b", *types = "q4", *tokens = NULL;
-  int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0, attn_prefill = 0, int8 = 0;
+  int sweep = 0, reps = 64, probe = 0, attn = 0, gemm = 0, attn_prefill = 0, attn_paged = 0, int8 = 0;
   gpu_options go = {0};
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--shapes") && i + 1 < argc)
@@ -433,6 +505,8 @@ int main(int argc, char **argv) {
       gemm = 1;
     else if (!strcmp(argv[i], "--attn-prefill"))
       attn_prefill = 1;
+    else if (!strcmp(argv[i], "--attn-paged"))
+      attn_paged = 1;
     else if (!strcmp(argv[i], "--types") && i + 1 < argc)
       types = argv[++i];
     else if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
@@ -443,7 +517,7 @@ int main(int argc, char **argv) {
       go.enable_toggles = argv[++i];
     else {
       fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k,f16] [--sweep] [--probe] "
-                      "[--tokens 1,2,4,8] [--int8|--int8-sweep] [--attn] [--attn-prefill] [--gemm] "
+                      "[--tokens 1,2,4,8] [--int8|--int8-sweep] [--attn] [--attn-prefill] [--attn-paged] [--gemm] "
                       "[--reps N] [--toggles a,b]\n");
       return 2;
     }
@@ -482,6 +556,12 @@ int main(int argc, char **argv) {
   if (gemm) { /* the prefill GEMM alone, then done */
     if (strstr(models, "1b")) bench_gemm(g, "1b", types, reps);
     if (strstr(models, "8b")) bench_gemm(g, "8b", types, reps);
+    gpu_destroy(g);
+    return 0;
+  }
+  if (attn_paged) { /* decode attention of many sequences alone, then done */
+    if (strstr(models, "1b")) bench_attn_paged(g, "1b", 32, 8, 64);
+    if (strstr(models, "8b")) bench_attn_paged(g, "8b", 32, 8, 128);
     gpu_destroy(g);
     return 0;
   }
