@@ -529,6 +529,8 @@ static void on_rb_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2
 }
 
 gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots) {
+  llm_err e;
+  if (gpu_alloc_injected(ctx, "readback", bytes, &e)) return NULL;
   gpu_readback *rb = calloc(1, sizeof *rb);
   if (!rb) return NULL;
   rb->ctx = ctx;

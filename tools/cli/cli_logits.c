@@ -39,7 +39,8 @@ static void usage(FILE *f) {
   fprintf(f, "usage: wgllm logits -m PATH --prompt-ids 5,9,2 [--decode-ids 7,3] -o OUT.f32 [options]\n"
              "  PATH is a Hugging Face directory (config.json + safetensors) or a .gguf file (its tokenizer is not\n"
              "  loaded). OUT.f32 is float32 [T+N][vocab]: T prefill rows, then one row per decode step.\n"
-             "  The context is 4096 tokens unless -c N (not the model's trained length, as run and chat).\n");
+             "  The context is 4096 tokens unless -c N, whatever the model's trained length (run and chat take\n"
+             "  that length when it is shorter).\n");
   cli_print_options(f, CLI_CMD_LOGITS, logits_tables);
 }
 
