@@ -238,7 +238,8 @@ void gpu_recorder_free(gpu_recorder *rec);
 /* Readback ring: small mappable buffers so a step's result (a token id) can be copied out in the step's own
    command buffer and collected later, while the next step is already queued. */
 typedef struct gpu_readback gpu_readback;
-gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots);
+/* NULL on failure, err saying which allocation (label) failed and why */
+gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots, const char *label, llm_err *err);
 void gpu_readback_free(gpu_readback *rb);
 /* Runs the recording, then copies bytes of src into the next slot and starts mapping it. *slot: its index. */
 wgllm_status gpu_recorder_run_readback(gpu_recorder *rec, gpu_readback *rb, gpu_view src, int *slot);

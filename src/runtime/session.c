@@ -423,10 +423,8 @@ wgllm_status llm_session_step_submit(llm_session *s) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "the context of %u tokens is full", s->opt.ctx);
   }
   if (!s->readback) {
-    s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1);
-    if (!s->readback) {
-      return llm_err_set(&s->err, WGLLM_ERR_GPU, "creating the readback ring failed");
-    }
+    s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1, "token readback", &s->err);
+    if (!s->readback) return s->err.status;
   }
   gpu_recorder *step = llm_session_step(s, p);
   if (!step) return s->step_status;
