@@ -5,6 +5,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* a window layer keeps window + chunk slots (at least 128: the kernels' blocks of up to 128 keys wrap at most once),
+   every other layer the whole context */
+static uint32_t layer_slots(const llm_hparams *hp, uint32_t l, uint32_t ctx, uint32_t chunk) {
+  uint32_t w = llm_layer_window(hp, l), slots = ctx;
+  if (w && (uint64_t)w + chunk < ctx) {
+    slots = w + chunk < 128 ? 128 : w + chunk;
+    if (slots > ctx) slots = ctx;
+  }
+  return slots;
+}
+
+uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16) {
+  uint64_t n = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if (llm_layer_kv_source(hp, l) == l)
+      n += 2ull * layer_slots(hp, l, ctx, chunk) * llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+  return n;
+}
+
 wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
                                uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
   memset(kv, 0, sizeof *kv);
@@ -36,13 +55,7 @@ wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t
                        "layer %u: head_dim %u is not a multiple of 4, which the attention kernels need", l, hd);
       break;
     }
-    /* a window layer keeps window + chunk slots (at least 128: the kernels' blocks of up to 128 keys wrap at most
-       once) */
-    uint32_t w = llm_layer_window(hp, l), slots = ctx;
-    if (w && (uint64_t)w + chunk < ctx) {
-      slots = w + chunk < 128 ? 128 : w + chunk;
-      if (slots > ctx) slots = ctx;
-    }
+    uint32_t w = llm_layer_window(hp, l), slots = layer_slots(hp, l, ctx, chunk);
     if (slots < ctx && slots - w < kv->ring_slack) kv->ring_slack = slots - w;
     kv->layout[l] = (op_kv_layout){.n_kv_head = llm_layer_n_head_kv(hp, l), .head_dim = hd, .ctx = slots, .f16 = f16};
     if (src != l) { /* a KV-shared layer: its source came earlier */

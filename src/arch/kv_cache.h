@@ -27,6 +27,8 @@ typedef struct llm_kv_cache {
    layer's K over the largest buffer. Free with llm_kv_cache_free. */
 wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
                                uint64_t max_binding, llm_kv_cache *kv, llm_err *err);
+/* The bytes such a cache takes (K and V of the owning layers, rings their slots), without a device. */
+uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16);
 /* The plan, checked against gpu_memory_left, then allocated (buffers "kv_k layer L", "kv_v layer L"). */
 wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
                                  uint64_t max_binding, llm_kv_cache *kv, llm_err *err);

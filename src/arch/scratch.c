@@ -14,7 +14,7 @@ uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp) {
 }
 
 uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
-  uint32_t chunk = hp->window ? 512 : 1024, max = llm_prefill_chunk_max(gpu, hp);
+  uint32_t chunk = hp->window ? 512 : 1024, max = gpu ? llm_prefill_chunk_max(gpu, hp) : 65535;
   while (chunk > 16 && chunk > max)
     chunk /= 2;
   return chunk;

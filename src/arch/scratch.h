@@ -34,7 +34,7 @@ typedef struct llm_scratch {
 /* Tokens a prefill pass takes by default: 1024 (a 2048-token prompt of the 8B shape: time to first token 1.19 s
    against 1.21 with 512 on the H200; PERF.md), 512 for models with sliding-window layers (their ring caches
    keep window + chunk slots), halved while a token's widest activation times the chunk would exceed one
-   storage binding. */
+   storage binding (gpu NULL: no device to fit, the chunk before halving). */
 uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp);
 /* The most tokens a prefill pass can take on this device (every activation within one storage binding). */
 uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp);

@@ -192,8 +192,10 @@ const char *gpu_size_str(uint64_t b, char *buf, size_t n) {
     snprintf(buf, n, "%.2f GiB", (double)b / (1 << 30));
   else if (b >= (1ull << 20))
     snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
-  else
+  else if (b >= 1024)
     snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+  else
+    snprintf(buf, n, "%llu bytes", (unsigned long long)b);
   return buf;
 }
 
