@@ -966,6 +966,72 @@ static void long_trained_context(void) {
   free(e);
 }
 
+/* 1 when dir holds a file whose name starts with name.tmp. (a temporary file left behind) */
+static int tmp_left(const char *dir, const char *name) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "ls -a %s | grep -q '^%s\\.tmp\\.'", dir, name);
+  return system(cmd) == 0;
+}
+
+/* The files the CLI writes (logits -o, chat /save) go to a temporary name beside them (NAME.tmp.PID), renamed onto them
+   once whole. A write that fails part way, on a full disk (the temporary name made a link to /dev/full before the
+   shell execs wgllm, keeping its PID), leaves the file as it was and nothing beside it; one that succeeds replaces
+   it whole. */
+static void writes_whole(void) {
+  char dir[400], cmd[4000], ids[200] = "", *o, *e;
+  snprintf(dir, sizeof dir, "%s/whole", g_tmp);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && cd %s && echo old > out.f32 && echo '[]' > chat.json && printf '/save chat.json\\n' > in.txt",
+           dir, dir);
+  CHECK(system(cmd) == 0, "%s", cmd);
+  for (int i = 1; i <= 20; i++) /* 20 rows of 2048 logits: 160 KiB */
+    snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i > 1 ? "," : "", i);
+  char model[600], bin[600];
+  CHECK(realpath(DEFAULT, model) && realpath(g_bin, bin), "realpath");
+  snprintf(cmd, sizeof cmd, "cd %s && ln -s /dev/full out.f32.tmp.$$ && exec %s/wgllm logits -m %s --prompt-ids %s -o out.f32",
+           dir, bin, model, ids);
+  int rc = sh(cmd, &o, &e);
+  char path[600], *back;
+  snprintf(path, sizeof path, "%s/out.f32", dir);
+  back = th_read_file(path, NULL);
+  printf("  logits -o on a full disk        -> exit %d: %s", rc, e);
+  CHECK(rc == 1 && strstr(e, "cannot write out.f32: No space left on device (the file is left as it was)") && back &&
+            !strcmp(back, "old\n") && !tmp_left(dir, "out.f32"),
+        "logits -o on a full disk: exit %d, the file holds \"%.8s\", temporary file left %d: %s", rc,
+        back ? back : "(none)", tmp_left(dir, "out.f32"), e);
+  free(back);
+  free(o);
+  free(e);
+  size_t len = 0;
+  rc = wg(NULL, &e, "logits -m %s --prompt-ids %s -o %s", DEFAULT, ids, path);
+  back = th_read_file(path, &len);
+  CHECK(rc == 0 && back && len == 20 * 2048 * 4 && !tmp_left(dir, "out.f32"), "logits -o: exit %d, %zu bytes: %s", rc,
+        len, e);
+  free(back);
+  free(e);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && ln -s /dev/full chat.json.tmp.$$ && exec %s/wgllm chat -m %s -n 2 -sys 'Be brief.' < in.txt", dir,
+           bin, model);
+  rc = sh(cmd, &o, &e);
+  snprintf(path, sizeof path, "%s/chat.json", dir);
+  back = th_read_file(path, NULL);
+  const char *said = strstr(e, "wgllm chat: /save");
+  printf("  chat /save on a full disk       -> %s", said ? said : e);
+  CHECK(said && strstr(said, "/save chat.json: No space left on device (the file is left as it was)") && back &&
+            !strcmp(back, "[]\n") && !tmp_left(dir, "chat.json"),
+        "chat /save on a full disk: exit %d, the file holds \"%.8s\": %s", rc, back ? back : "(none)", e);
+  free(back);
+  free(o);
+  free(e);
+  snprintf(cmd, sizeof cmd, "cd %s && exec %s/wgllm chat -m %s -n 2 -sys 'Be brief.' < in.txt", dir, bin, model);
+  rc = sh(cmd, &o, &e);
+  back = th_read_file(path, NULL);
+  CHECK(rc == 0 && back && strstr(back, "Be brief.") && !tmp_left(dir, "chat.json"), "chat /save: exit %d: %s", rc, e);
+  free(back);
+  free(o);
+  free(e);
+}
+
 /* A model whose own chat template the interpreter cannot run still generates from text; chat names the construct
    and a named template overrides it */
 static void unrunnable_template(void) {
@@ -1002,6 +1068,7 @@ int main(void) {
   char *o1, *e;
 
   long_trained_context();
+  writes_whole();
   runs_and_defaults();
   parser();
   chat_stdin();
