@@ -267,6 +267,11 @@ static void alloc_failures(void) {
           (unsigned long long)k, wgllm_status_name(st), msg);
     if (k == 1 || k % 8 == 0)
       printf("  %s, allocation %-3llu -> %s: %s\n", where, (unsigned long long)k, wgllm_status_name(st), msg);
+    if (r.s) { /* the session that failed a generate generates again, the reference ids */
+      llm_session_reset(r.s);
+      CHECK(greedy(&r, &same) == WGLLM_OK && same, "alloc: the generate after a failed one at allocation %llu: %s",
+            (unsigned long long)k, r.s->err.msg);
+    }
     llm_session_free(r.s);
     r.s = NULL;
     gpu_pool_trim(r.gpu);

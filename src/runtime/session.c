@@ -359,10 +359,14 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   llm_err_clear(&s->err);
   if (s->in_flight) llm_session_step_drain(s); /* queued steps use the recordings freed below */
   wgllm_status st;
-  if (!s->sampler_state) {
+  if (!s->sampler_work) { /* made together: a failure frees the one made (a later call tries both again) */
     st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, &s->err);
     if (!st) st = gpu_buffer_create(s->gpu, op_sample_work_bytes(), "sampler_work", &s->sampler_work, &s->err);
-    if (st) return st;
+    if (st) {
+      gpu_buffer_destroy(s->gpu, s->sampler_state);
+      s->sampler_state = NULL;
+      return st;
+    }
   }
   if (!s->step_scratch.ids) {
     st = llm_scratch_acquire(s->gpu, &s->m->hp, 1, 1, &s->step_scratch, &s->err);
