@@ -64,13 +64,15 @@ static wgllm_status check_session_memory(llm_model *m, const llm_session_options
   wgllm_status st = llm_session_estimate(m, o, &e, err);
   if (st) return st;
   char a[32], b[32], c[32], d[32], why[320];
-  uint64_t bind = m->gpu->limits.maxStorageBufferBindingSize, rope = llm_rope_table_bytes(&m->hp, o->ctx, 0);
-  if (rope > bind) { /* one binding holds a whole table */
-    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
-                       "RoPE table: %u positions x %u = %s, over the storage binding limit of %s: a context of at "
-                       "most %llu fits",
-                       o->ctx, m->hp.rot_dim, gpu_size_str(rope, a, sizeof a), gpu_size_str(bind, b, sizeof b),
-                       (unsigned long long)(bind / (rope / o->ctx)));
+  uint64_t bind = m->gpu->limits.maxStorageBufferBindingSize;
+  for (int local = 0; local < 2; local++) { /* one binding holds a whole table */
+    uint64_t rope = llm_rope_table_bytes(&m->hp, o->ctx, local);
+    if (rope > bind)
+      return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                         "RoPE table%s: %u positions take %s, over the storage binding limit of %s: a context of at "
+                         "most %llu fits",
+                         local ? " (local layers)" : "", o->ctx, gpu_size_str(rope, a, sizeof a),
+                         gpu_size_str(bind, b, sizeof b), (unsigned long long)(bind / (rope / o->ctx)));
   }
   uint64_t left = gpu_memory_left(m->gpu, why, sizeof why);
   if (e.total <= left) return WGLLM_OK;
