@@ -1,15 +1,16 @@
 /* The CLI and the example program end to end: run (greedy determinism, seeds, llama-cli's command lines),
    the one option parser (--x=y, --x y, -- , unknown and ambiguous options, ranges, single-dash long names,
-   any number of stop strings), the defaults (random seed, repeat penalty 1, the model's trained context at most 4096, a config trained on
-   1,000,000 positions run in 4096 and refused with -c 1000000 past a memory budget before allocating),
-   chat over stdin (multi-line input, lines of any length, /regen, /save, /load, /reset), tokenize (--pieces,
-   standard input, --no-bos apart from --no-parse-special), on a pseudo-terminal: Ctrl-C in chat and run and the
-   progress lines (model load, long prompts, bench), and quiet when not a terminal; --precision on every command
+   any number of stop strings), the defaults (random seed, repeat penalty 1, the model's trained context at most 4096, a
+   config trained on 1,000,000 positions run in 4096 and refused with -c 1000000 past a memory budget before
+   allocating), chat over stdin (multi-line input, lines of any length, /regen, /save, /load, /reset), tokenize
+   (--pieces, standard input, --no-bos apart from --no-parse-special), on a pseudo-terminal: Ctrl-C in chat and run and
+   the progress lines (model load, long prompts, bench), and quiet when not a terminal; --precision on every command
    that makes a session (and the server's listening line); perplexity against sums computed here from `wgllm logits`
    and its refusals; `make run`'s output;
    the errors a user can cause (each a message and a non-zero exit, never a crash). */
 #include "harness.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <pty.h>
@@ -17,7 +18,6 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -926,12 +926,13 @@ static int wg_measured(const char *env, char *const args[], char **err, double *
 static void long_trained_context(void) {
   char d[400], cmd[2400], ctxarg[] = "1000000";
   snprintf(d, sizeof d, "%s/long", g_tmp);
-  snprintf(cmd, sizeof cmd,
-           "mkdir -p %s && for f in model.safetensors tokenizer.json tokenizer_config.json; do "
-           "ln -sf \"$(realpath ../models/default/$f)\" %s/$f; done && "
-           "sed 's/\"max_position_embeddings\": 512/\"max_position_embeddings\": 1000000/' ../models/default/config.json "
-           "> %s/config.json && grep -q '\"max_position_embeddings\": 1000000' %s/config.json",
-           d, d, d, d);
+  snprintf(
+      cmd, sizeof cmd,
+      "mkdir -p %s && for f in model.safetensors tokenizer.json tokenizer_config.json; do "
+      "ln -sf \"$(realpath ../models/default/$f)\" %s/$f; done && "
+      "sed 's/\"max_position_embeddings\": 512/\"max_position_embeddings\": 1000000/' ../models/default/config.json "
+      "> %s/config.json && grep -q '\"max_position_embeddings\": 1000000' %s/config.json",
+      d, d, d, d);
   CHECK(system(cmd) == 0, "long context: %s", cmd);
   char *e, *e0;
   double t, rss, t0, rss0;
@@ -989,16 +990,18 @@ static int tmp_left(const char *dir, const char *name) {
 static void writes_whole(void) {
   char dir[400], cmd[4000], ids[200] = "", *o, *e;
   snprintf(dir, sizeof dir, "%s/whole", g_tmp);
-  snprintf(cmd, sizeof cmd,
-           "mkdir -p %s && cd %s && echo old > out.f32 && echo '[]' > chat.json && printf '/save chat.json\\n' > in.txt",
-           dir, dir);
+  snprintf(
+      cmd, sizeof cmd,
+      "mkdir -p %s && cd %s && echo old > out.f32 && echo '[]' > chat.json && printf '/save chat.json\\n' > in.txt",
+      dir, dir);
   CHECK(system(cmd) == 0, "%s", cmd);
   for (int i = 1; i <= 20; i++) /* 20 rows of 2048 logits: 160 KiB */
     snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i > 1 ? "," : "", i);
   char model[600], bin[600];
   CHECK(realpath(DEFAULT, model) && realpath(g_bin, bin), "realpath");
-  snprintf(cmd, sizeof cmd, "cd %s && ln -s /dev/full out.f32.tmp.$$ && exec %s/wgllm logits -m %s --prompt-ids %s -o out.f32",
-           dir, bin, model, ids);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && ln -s /dev/full out.f32.tmp.$$ && exec %s/wgllm logits -m %s --prompt-ids %s -o out.f32", dir, bin,
+           model, ids);
   int rc = sh(cmd, &o, &e);
   char path[600], *back;
   snprintf(path, sizeof path, "%s/out.f32", dir);

@@ -224,7 +224,8 @@ static void alloc_failures(void) {
     }
     CHECK(st == WGLLM_ERR_OUT_OF_MEMORY && !m && names_allocation(err.msg, k), "alloc: load, allocation %llu: %s, %s",
           (unsigned long long)k, wgllm_status_name(st), err.msg);
-    if (k == 1 || k % 8 == 0) printf("  load, allocation %-3llu -> %s: %s\n", (unsigned long long)k, wgllm_status_name(st), err.msg);
+    if (k == 1 || k % 8 == 0)
+      printf("  load, allocation %-3llu -> %s: %s\n", (unsigned long long)k, wgllm_status_name(st), err.msg);
     llm_model_free(m);
     gpu_pool_trim(g);
     CHECK(g->bytes_live == bytes0 && g->buffers_live == bufs0,

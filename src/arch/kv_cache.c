@@ -20,7 +20,8 @@ uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk,
   uint64_t n = 0;
   for (uint32_t l = 0; l < hp->n_layer; l++)
     if (llm_layer_kv_source(hp, l) == l)
-      n += 2ull * layer_slots(hp, l, ctx, chunk) * llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+      n += 2ull * layer_slots(hp, l, ctx, chunk) * llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) *
+           (f16 ? 2 : 4);
   return n;
 }
 

@@ -102,7 +102,7 @@ typedef struct gpu_context {
   /* for tests: allocations (buffers and readback rings) counted from 0 when set; the one numbered alloc_fail_at
      (1-based) fails as out of memory, naming itself; 0: none fails */
   uint64_t alloc_count, alloc_fail_at;
-  uint64_t device_memory;          /* bytes of the adapter's device-local heaps; 0 when the library does not say */
+  uint64_t device_memory; /* bytes of the adapter's device-local heaps; 0 when the library does not say */
   uint32_t n_heaps;
 } gpu_context;
 

@@ -182,8 +182,9 @@ void gpu_inject_alloc_failure(gpu_context *ctx, uint64_t nth) {
 
 int gpu_alloc_injected(gpu_context *ctx, const char *what, uint64_t size, llm_err *err) {
   if (!ctx->alloc_fail_at || ++ctx->alloc_count != ctx->alloc_fail_at) return 0;
-  llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "allocating buffer \"%s\" of %llu bytes failed: injected failure of allocation %llu",
-              what ? what : "", (unsigned long long)size, (unsigned long long)ctx->alloc_count);
+  llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY,
+              "allocating buffer \"%s\" of %llu bytes failed: injected failure of allocation %llu", what ? what : "",
+              (unsigned long long)size, (unsigned long long)ctx->alloc_count);
   return 1;
 }
 
@@ -233,7 +234,8 @@ uint64_t gpu_memory_left(gpu_context *ctx, char *why, size_t why_len) {
     uint64_t l = host_available();
     if (l && l < left) {
       left = l;
-      snprintf(w, sizeof w, "the host has %s available (MemAvailable; %s is a CPU adapter, its buffers are host memory)",
+      snprintf(w, sizeof w,
+               "the host has %s available (MemAvailable; %s is a CPU adapter, its buffers are host memory)",
                gpu_size_str(l, a, sizeof a), ctx->adapter_name);
     }
   }

@@ -30,9 +30,11 @@ wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options 
     llm_mem_estimate e;
     char a[32], b[32], c[32], d[32], w[32];
     if (!llm_session_estimate(m, &o, &e, NULL)) {
-      snprintf(msg, sizeof msg, "session: %u positions, an estimated %s on the device (KV cache %s, RoPE tables %s, "
-               "scratch %s) beside the weights' %s", o.ctx, gpu_size_str(e.total, a, sizeof a),
-               gpu_size_str(e.kv, b, sizeof b), gpu_size_str(e.rope, c, sizeof c), gpu_size_str(e.scratch, d, sizeof d),
+      snprintf(msg, sizeof msg,
+               "session: %u positions, an estimated %s on the device (KV cache %s, RoPE tables %s, "
+               "scratch %s) beside the weights' %s",
+               o.ctx, gpu_size_str(e.total, a, sizeof a), gpu_size_str(e.kv, b, sizeof b),
+               gpu_size_str(e.rope, c, sizeof c), gpu_size_str(e.scratch, d, sizeof d),
                gpu_size_str(m->weight_bytes, w, sizeof w));
       log(0, msg);
     }
