@@ -163,9 +163,9 @@ typedef enum wgllm_precision {
 /* "default", "exact", "fast"; NULL for a value outside the enum */
 WGLLM_API const char *wgllm_precision_name(wgllm_precision p);
 typedef struct wgllm_session_params {
-  /* tokens; 0 (the default): the model's trained length (4096 where the model does not say), halved down to 4096
-     while a cache that long does not fit the device (a warning through wgllm_set_log's callback each time). More than
-     the trained length is allowed, with a warning there. */
+  /* tokens; 0 (the default): the model's trained length, at most 4096 (4096 where the model does not say). More
+     than the trained length is allowed, with a warning through wgllm_set_log's callback. A session whose memory
+     (KV cache, RoPE tables, scratch) the device cannot hold is refused before anything is allocated. */
   uint32_t context;
   wgllm_kv_type kv_type; /* WGLLM_KV_F32 (default) or WGLLM_KV_F16 */
   wgllm_decode_path decode_path;

@@ -1,14 +1,16 @@
 /* The CLI and the example program end to end: run (greedy determinism, seeds, llama-cli's command lines),
    the one option parser (--x=y, --x y, -- , unknown and ambiguous options, ranges, single-dash long names,
-   any number of stop strings), the defaults (random seed, repeat penalty 1, the model's trained context),
-   chat over stdin (multi-line input, lines of any length, /regen, /save, /load, /reset), tokenize (--pieces,
-   standard input, --no-bos apart from --no-parse-special), on a pseudo-terminal: Ctrl-C in chat and run and the
-   progress lines (model load, long prompts, bench), and quiet when not a terminal; --precision on every command
+   any number of stop strings), the defaults (random seed, repeat penalty 1, the model's trained context at most 4096, a
+   config trained on 1,000,000 positions run in 4096 and refused with -c 1000000 past a memory budget before
+   allocating), chat over stdin (multi-line input, lines of any length, /regen, /save, /load, /reset), tokenize
+   (--pieces, standard input, --no-bos apart from --no-parse-special), on a pseudo-terminal: Ctrl-C in chat and run and
+   the progress lines (model load, long prompts, bench), and quiet when not a terminal; --precision on every command
    that makes a session (and the server's listening line); perplexity against sums computed here from `wgllm logits`
    and its refusals; `make run`'s output;
    the errors a user can cause (each a message and a non-zero exit, never a crash). */
 #include "harness.h"
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <poll.h>
 #include <pty.h>
@@ -16,9 +18,16 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#else
+#define SANITIZED 0
+#endif
 
 static char g_bin[512], g_tmp[256];
 static const char *GGUF = "data/models/llama_q4_0_gguf/model.gguf";
@@ -281,7 +290,8 @@ static void runs_and_defaults(void) {
   free(o2);
   free(e);
 
-  /* the context: the model's trained length unless -c; more than it is warned about; logits keeps 4096 */
+  /* the context: the model's trained length (at most 4096: long_trained_context) unless -c; more than it is warned
+     about; logits keeps 4096 */
   wg(NULL, &e, "run -m %s -p 'In the' -n 2 -v", DEFAULT);
   CHECK(strstr(e, "context 512 tokens (the model's trained length)"), "default context: %s", e);
   CHECK(!strstr(e, "warning"), "a warning without -c: %s", e);
@@ -888,6 +898,164 @@ static void make_run(void) {
   free(e);
 }
 
+/* `env [ENV] wgllm ARGS...` (argv, no shell), stderr in *err; its wall time and peak resident memory (its own,
+   from wait4) in *secs and *rss_mb; returns the exit status */
+static int wg_measured(const char *env, char *const args[], char **err, double *secs, double *rss_mb) {
+  char exe[600], pe[300];
+  snprintf(exe, sizeof exe, "%s/wgllm", g_bin);
+  snprintf(pe, sizeof pe, "%s/err.txt", g_tmp);
+  char *argv[32] = {exe};
+  for (int i = 0; args[i] && i < 30; i++)
+    argv[i + 1] = args[i];
+  double t0 = now_s();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(pe, O_WRONLY | O_CREAT | O_TRUNC, 0644), nul = open("/dev/null", O_RDWR);
+    dup2(nul, 0);
+    dup2(nul, 1);
+    dup2(fd, 2);
+    if (env) putenv((char *)env);
+    execv(exe, argv);
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru = {0};
+  wait4(pid, &status, 0, &ru);
+  *secs = now_s() - t0;
+  *rss_mb = ru.ru_maxrss / 1024.0;
+  *err = th_read_file(pe, NULL);
+  if (!*err) *err = calloc(1, 1);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* A config trained on 1,000,000 positions (the default model otherwise): without -c the session takes 4096 (noted
+   under -v), in a couple of seconds and far less than the 4 GB the whole trained context's cache would take; -c
+   1000000 past a memory budget, or past a storage binding limit, is refused before anything is allocated, naming
+   the estimate (computed here from the config), the limit and what to pass. */
+static void long_trained_context(void) {
+  char d[400], cmd[2400], ctxarg[] = "1000000";
+  snprintf(d, sizeof d, "%s/long", g_tmp);
+  snprintf(
+      cmd, sizeof cmd,
+      "mkdir -p %s && for f in model.safetensors tokenizer.json tokenizer_config.json; do "
+      "ln -sf \"$(realpath ../models/default/$f)\" %s/$f; done && "
+      "sed 's/\"max_position_embeddings\": 512/\"max_position_embeddings\": 1000000/' ../models/default/config.json "
+      "> %s/config.json && grep -q '\"max_position_embeddings\": 1000000' %s/config.json",
+      d, d, d, d);
+  CHECK(system(cmd) == 0, "long context: %s", cmd);
+  char *e, *e0;
+  double t, rss, t0, rss0;
+  /* the same run on the default model (trained on 512) first: how long this machine takes now for a small run */
+  char *base[] = {"run", "-m", "../models/default", "-p", "In the", "-n", "2", "-s", "1", NULL};
+  wg_measured(NULL, base, &e0, &t0, &rss0);
+  free(e0);
+  char *plain[] = {"run", "-m", d, "-p", "In the", "-n", "2", "-s", "1", "-v", NULL};
+  int rc = wg_measured(NULL, plain, &e, &t, &rss);
+  printf("  trained on 1000000, no -c    -> exit %d in %.2f s, %.0f MB (the default model: %.2f s, %.0f MB)\n", rc, t,
+         rss, t0, rss0);
+  CHECK(rc == 0 && strstr(e, "context 4096 tokens (the default: the trained length, at most 4096)") &&
+            strstr(e, "context 4096 tokens by default (the model was trained on 1000000; set the context for more)") &&
+            !strstr(e, "warning"),
+        "a model trained on 1000000 positions, no -c: exit %d: %s", rc, e);
+  /* 2 s; on a machine loaded at the time (the small run took over 1.5 s) 0.5 s more than the small run; under
+     test-san's sanitizers (every host step several times slower) 2 s more than it. The whole trained context takes
+     a minute either way. */
+  CHECK(t <= 2.0 || (t0 > 1.5 && t <= t0 + 0.5) || (SANITIZED && t <= t0 + 2.0),
+        "no -c: %.2f s (the default model %.2f s)", t, t0);
+  /* 200 MB; a sanitized build (test-san: shadow memory, quarantine) at most 50 MB more than the small run */
+  CHECK(rss <= 200 || (SANITIZED && rss <= rss0 + 50), "no -c: %.0f MB resident (the default model %.0f MB)", rss,
+        rss0);
+  free(e);
+  /* the estimate: K and V of 4 layers x 4 KV heads x 32 x f32 for each of 1000000 positions */
+  char want[96], budget[] = "WGLLM_MEMORY_BUDGET=1G";
+  snprintf(want, sizeof want, "KV cache %.2f GiB f32", 2.0 * 4 * 1000000 * 4 * 32 * 4 / 1073741824.0);
+  char *big[] = {"run", "-m", d, "-p", "In the", "-n", "2", "-c", ctxarg, NULL};
+  rc = wg_measured(budget, big, &e, &t, &rss);
+  printf("  -c 1000000, budget 1G        -> exit %d in %.2f s, %.0f MB: %s", rc, t, rss, e);
+  CHECK(rc == 1 && strstr(e, "a session of 1000000 positions needs an estimated") && strstr(e, want) &&
+            strstr(e, "the memory budget WGLLM_MEMORY_BUDGET of 1.00 GiB") && strstr(e, "a context of at most") &&
+            strstr(e, "-c N (--ctx-size N) sets a smaller context"),
+        "-c 1000000 over a budget of 1G: exit %d: %s (want \"%s\")", rc, e, want);
+  CHECK(rss <= 200 || (SANITIZED && rss <= rss0 + 50), "-c 1000000 refused: %.0f MB resident (allocated first?)", rss);
+  free(e);
+  char *bind[] = {"run", "-m", d, "-p", "In the", "-n", "2", "-c", ctxarg, "--max-binding", "65536", NULL};
+  rc = wg_measured(NULL, bind, &e, &t, &rss);
+  printf("  -c 1000000, binding 64 KiB   -> exit %d: %s", rc, e);
+  CHECK(rc == 1 && strstr(e, "KV cache: layer 0 keeps 1000000 positions") &&
+            strstr(e, "over the storage binding limit of 64.0 KiB") && strstr(e, "-c N (--ctx-size N)") &&
+            (rss <= 200 || (SANITIZED && rss <= rss0 + 50)),
+        "-c 1000000 over a binding of 64 KiB: exit %d, %.0f MB: %s", rc, rss, e);
+  free(e);
+}
+
+/* 1 when dir holds a file whose name starts with name.tmp. (a temporary file left behind) */
+static int tmp_left(const char *dir, const char *name) {
+  char cmd[1200];
+  snprintf(cmd, sizeof cmd, "ls -a %s | grep -q '^%s\\.tmp\\.'", dir, name);
+  return system(cmd) == 0;
+}
+
+/* The files the CLI writes (logits -o, chat /save) go to a temporary name beside them (NAME.tmp.PID), renamed onto them
+   once whole. A write that fails part way, on a full disk (the temporary name made a link to /dev/full before the
+   shell execs wgllm, keeping its PID), leaves the file as it was and nothing beside it; one that succeeds replaces
+   it whole. */
+static void writes_whole(void) {
+  char dir[400], cmd[4000], ids[200] = "", *o, *e;
+  snprintf(dir, sizeof dir, "%s/whole", g_tmp);
+  snprintf(
+      cmd, sizeof cmd,
+      "mkdir -p %s && cd %s && echo old > out.f32 && echo '[]' > chat.json && printf '/save chat.json\\n' > in.txt",
+      dir, dir);
+  CHECK(system(cmd) == 0, "%s", cmd);
+  for (int i = 1; i <= 20; i++) /* 20 rows of 2048 logits: 160 KiB */
+    snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s%d", i > 1 ? "," : "", i);
+  char model[600], bin[600];
+  CHECK(realpath(DEFAULT, model) && realpath(g_bin, bin), "realpath");
+  snprintf(cmd, sizeof cmd,
+           "cd %s && ln -s /dev/full out.f32.tmp.$$ && exec %s/wgllm logits -m %s --prompt-ids %s -o out.f32", dir, bin,
+           model, ids);
+  int rc = sh(cmd, &o, &e);
+  char path[600], *back;
+  snprintf(path, sizeof path, "%s/out.f32", dir);
+  back = th_read_file(path, NULL);
+  printf("  logits -o on a full disk        -> exit %d: %s", rc, e);
+  CHECK(rc == 1 && strstr(e, "cannot write out.f32: No space left on device (the file is left as it was)") && back &&
+            !strcmp(back, "old\n") && !tmp_left(dir, "out.f32"),
+        "logits -o on a full disk: exit %d, the file holds \"%.8s\", temporary file left %d: %s", rc,
+        back ? back : "(none)", tmp_left(dir, "out.f32"), e);
+  free(back);
+  free(o);
+  free(e);
+  size_t len = 0;
+  rc = wg(NULL, &e, "logits -m %s --prompt-ids %s -o %s", DEFAULT, ids, path);
+  back = th_read_file(path, &len);
+  CHECK(rc == 0 && back && len == 20 * 2048 * 4 && !tmp_left(dir, "out.f32"), "logits -o: exit %d, %zu bytes: %s", rc,
+        len, e);
+  free(back);
+  free(e);
+  snprintf(cmd, sizeof cmd,
+           "cd %s && ln -s /dev/full chat.json.tmp.$$ && exec %s/wgllm chat -m %s -n 2 -sys 'Be brief.' < in.txt", dir,
+           bin, model);
+  rc = sh(cmd, &o, &e);
+  snprintf(path, sizeof path, "%s/chat.json", dir);
+  back = th_read_file(path, NULL);
+  const char *said = strstr(e, "wgllm chat: /save");
+  printf("  chat /save on a full disk       -> %s", said ? said : e);
+  CHECK(said && strstr(said, "/save chat.json: No space left on device (the file is left as it was)") && back &&
+            !strcmp(back, "[]\n") && !tmp_left(dir, "chat.json"),
+        "chat /save on a full disk: exit %d, the file holds \"%.8s\": %s", rc, back ? back : "(none)", e);
+  free(back);
+  free(o);
+  free(e);
+  snprintf(cmd, sizeof cmd, "cd %s && exec %s/wgllm chat -m %s -n 2 -sys 'Be brief.' < in.txt", dir, bin, model);
+  rc = sh(cmd, &o, &e);
+  back = th_read_file(path, NULL);
+  CHECK(rc == 0 && back && strstr(back, "Be brief.") && !tmp_left(dir, "chat.json"), "chat /save: exit %d: %s", rc, e);
+  free(back);
+  free(o);
+  free(e);
+}
+
 /* A model whose own chat template the interpreter cannot run still generates from text; chat names the construct
    and a named template overrides it */
 static void unrunnable_template(void) {
@@ -923,6 +1091,8 @@ int main(void) {
   if (system(cmd)) return 1;
   char *o1, *e;
 
+  long_trained_context();
+  writes_whole();
   runs_and_defaults();
   parser();
   chat_stdin();

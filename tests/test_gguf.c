@@ -652,6 +652,7 @@ static void test_gguf_writer(void) {
   uint8_t *back = th_read_file(tpath("w.gguf"), &len);
   CHECK(back && len == n && !memcmp(back, p, n), "path output == memory output");
   free(back);
+  size_t n_whole = n;
   FILE *f = fopen(tpath("w2.gguf"), "wb");
   CHECK(f && gguf_writer_finish_file(w, f, &err) == WGLLM_OK, "%s", err.msg);
   if (f) fclose(f);
@@ -677,6 +678,17 @@ static void test_gguf_writer(void) {
   fc.short_by = 0, fc.fail = WGLLM_ERR_OUT_OF_MEMORY;
   st = gguf_writer_finish_mem(w, &p, &n, &err);
   EXPECT_ERR(st, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory", "'t1'", NULL);
+  /* a write that fails part way (the fill callback, after the header) onto a file that exists: the file keeps what
+     it held and no temporary file stays beside it */
+  st = gguf_writer_finish_path(w, tpath("w.gguf"), &err);
+  EXPECT_ERR(st, WGLLM_ERR_OUT_OF_MEMORY, tpath("w.gguf"), "'t1'", NULL);
+  back = th_read_file(tpath("w.gguf"), &len);
+  CHECK(back && len == n_whole, "a failed write replaced the file it was to replace (%zu bytes, had %zu)",
+        back ? len : 0, n_whole);
+  free(back);
+  char left[600];
+  snprintf(left, sizeof left, "ls %s | grep -q 'w.gguf.tmp'", tmp_dir);
+  CHECK(system(left) != 0, "a failed write left its temporary file in %s", tmp_dir);
   fc.fail = WGLLM_OK;
   st = gguf_writer_finish_path(w, "/nonexistent/dir/w.gguf", &err);
   EXPECT_ERR(st, WGLLM_ERR_IO, "/nonexistent/dir/w.gguf", "cannot create", NULL);

@@ -3,7 +3,9 @@
    and the session then works again (after wgllm_session_reset's internal twin, and without it) with the same
    greedy tokens as before; a lost device fails fast with WGLLM_ERR_DEVICE_LOST, every later call too, and tears
    down cleanly, and a new context then works; a wait past the context's timeout counts the device as lost instead of
-   blocking forever. */
+   blocking forever; a buffer allocation that fails (the kth of a model load, of a session's creation and first
+   generation, for every k) fails that call as out of memory naming the buffer and its size, leaves no buffer behind,
+   and the next attempt works. */
 #include "generate.h"
 #include "harness.h"
 #include "ops.h"
@@ -190,11 +192,109 @@ static void wait_timeout(void) {
   gpu_destroy(g); /* a hung context: host memory freed, its GPU handles left to the process */
 }
 
+/* err's message names the injected allocation: "allocating buffer "LABEL" of N bytes failed: injected failure of
+   allocation k" (or the readback ring's), LABEL not empty */
+static int names_allocation(const char *msg, uint64_t k) {
+  char want[64];
+  snprintf(want, sizeof want, "injected failure of allocation %llu", (unsigned long long)k);
+  const char *q = strstr(msg, "allocating ");
+  const char *l = q ? strchr(q, '"') : NULL;
+  return q && l && l[1] != '"' && strstr(msg, " bytes") && strstr(msg, want);
+}
+
+/* For k = 1, 2, ...: the kth allocation of a model load fails, until a load takes fewer than k; then the same over a
+   session's creation and a greedy generation on a loaded model. Each failure: WGLLM_ERR_OUT_OF_MEMORY, a message
+   naming the allocation, and (the pool's free buffers dropped) as many buffers and bytes live as before the call. */
+static void alloc_failures(void) {
+  llm_err err = {0};
+  gpu_context *g = NULL;
+  CHECK(gpu_create(NULL, &g, &err) == WGLLM_OK, "alloc: %s", err.msg);
+  if (!g) return;
+  uint64_t bytes0 = g->bytes_live, bufs0 = g->buffers_live, k, n_load = 0, n_sess = 0;
+  for (k = 1; k < 10000; k++) {
+    llm_model *m = NULL;
+    gpu_inject_alloc_failure(g, k);
+    wgllm_status st = llm_model_load(g, "data/models/llama_gqa", NULL, &m, &err);
+    uint64_t made = g->alloc_count;
+    gpu_inject_alloc_failure(g, 0);
+    if (!st && made < k) { /* every allocation of a load failed once */
+      n_load = made;
+      llm_model_free(m);
+      break;
+    }
+    CHECK(st == WGLLM_ERR_OUT_OF_MEMORY && !m && names_allocation(err.msg, k), "alloc: load, allocation %llu: %s, %s",
+          (unsigned long long)k, wgllm_status_name(st), err.msg);
+    if (k == 1 || k % 8 == 0)
+      printf("  load, allocation %-3llu -> %s: %s\n", (unsigned long long)k, wgllm_status_name(st), err.msg);
+    llm_model_free(m);
+    gpu_pool_trim(g);
+    CHECK(g->bytes_live == bytes0 && g->buffers_live == bufs0,
+          "alloc: a load failed at allocation %llu left %llu buffers, %llu bytes", (unsigned long long)k,
+          (unsigned long long)(g->buffers_live - bufs0), (unsigned long long)(g->bytes_live - bytes0));
+  }
+  CHECK(n_load > 0, "alloc: the load never succeeded (%llu tries)", (unsigned long long)k);
+  printf("  a load makes %llu allocations: each failed once, leaving nothing\n", (unsigned long long)n_load);
+  gpu_destroy(g);
+
+  rig r; /* a context of its own, loaded normally; its first session and generate make what is made once */
+  if (!rig_open(&r)) return;
+  int same = 0;
+  CHECK(greedy(&r, &same) == WGLLM_OK && same, "alloc: the first generate");
+  llm_session_free(r.s);
+  r.s = NULL;
+  gpu_pool_trim(r.gpu);
+  bytes0 = r.gpu->bytes_live;
+  bufs0 = r.gpu->buffers_live;
+  llm_session_options so = {.ctx = 64};
+  for (k = 1; k < 10000; k++) {
+    gpu_inject_alloc_failure(r.gpu, k);
+    wgllm_status st = llm_session_create(r.m, &so, &r.s, &err);
+    const char *where = "session create", *msg = err.msg;
+    if (!st) {
+      where = "generate";
+      st = greedy(&r, &same);
+      msg = r.s->err.msg;
+    }
+    uint64_t made = r.gpu->alloc_count;
+    gpu_inject_alloc_failure(r.gpu, 0);
+    if (!st && made < k) {
+      CHECK(same, "alloc: the generate with no failure gives other tokens");
+      n_sess = made;
+      llm_session_free(r.s);
+      r.s = NULL;
+      break;
+    }
+    CHECK(st == WGLLM_ERR_OUT_OF_MEMORY && names_allocation(msg, k), "alloc: %s, allocation %llu: %s, %s", where,
+          (unsigned long long)k, wgllm_status_name(st), msg);
+    if (k == 1 || k % 8 == 0)
+      printf("  %s, allocation %-3llu -> %s: %s\n", where, (unsigned long long)k, wgllm_status_name(st), msg);
+    if (r.s) { /* the session that failed a generate generates again, the reference ids */
+      llm_session_reset(r.s);
+      CHECK(greedy(&r, &same) == WGLLM_OK && same, "alloc: the generate after a failed one at allocation %llu: %s",
+            (unsigned long long)k, r.s->err.msg);
+    }
+    llm_session_free(r.s);
+    r.s = NULL;
+    gpu_pool_trim(r.gpu);
+    CHECK(r.gpu->bytes_live == bytes0 && r.gpu->buffers_live == bufs0,
+          "alloc: a %s failed at allocation %llu left %llu buffers, %llu bytes", where, (unsigned long long)k,
+          (unsigned long long)(r.gpu->buffers_live - bufs0), (unsigned long long)(r.gpu->bytes_live - bytes0));
+  }
+  CHECK(n_sess > 0, "alloc: the session never succeeded (%llu tries)", (unsigned long long)k);
+  printf("  a session and its generate make %llu allocations: each failed once, leaving nothing\n",
+         (unsigned long long)n_sess);
+  /* and the same model then serves a session as before */
+  CHECK(llm_session_create(r.m, &so, &r.s, &err) == WGLLM_OK, "alloc: a session after the failures: %s", err.msg);
+  CHECK(r.s && greedy(&r, &same) == WGLLM_OK && same, "alloc: a generate after the failures");
+  rig_close(&r);
+}
+
 int main(void) {
   printf("GPU faults during generation (llama_gqa):\n");
   error_then_recovery(0);
   error_then_recovery(1);
   device_loss();
+  alloc_failures();
   LEAKS_EXPECTED_BEGIN();
   wait_timeout();
   LEAKS_EXPECTED_END();

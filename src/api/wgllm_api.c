@@ -183,7 +183,7 @@ wgllm_status wgllm_detokenize(wgllm_model *m, const int32_t *ids, size_t n, char
   return tok_decode(m->tok, ids, n, 0, text, &len, &m->err);
 }
 
-static void log_warning(const char *msg) { api_log(WGLLM_LOG_WARN, "%s", msg); }
+static void log_session(int warning, const char *msg) { api_log(warning ? WGLLM_LOG_WARN : WGLLM_LOG_INFO, "%s", msg); }
 
 wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out) {
   llm_err_clear(api_last_error());
@@ -211,12 +211,11 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   so.prefill_user = p.prefill_user;
   so.prefill_chunk = p.prefill_chunk;
   so.fast = p.precision == WGLLM_PRECISION_FAST || (p.precision == WGLLM_PRECISION_DEFAULT && WGLLM_DEFAULT_FAST);
-  wgllm_status st = llm_session_create_fitting(m->m, &so, &s->s, log_warning, api_last_error());
+  wgllm_status st = llm_session_create_fitting(m->m, &so, &s->s, log_session, api_last_error());
   if (st) {
     free(s);
     return st;
   }
-  llm_err_clear(api_last_error()); /* a context that did not fit, before a smaller one did */
   *out = s;
   return WGLLM_OK;
 }

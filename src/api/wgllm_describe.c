@@ -4,6 +4,7 @@
 #include "gguf.h"
 #include "gpu.h"
 #include "model.h"
+#include "session.h"
 #include "wgllm.h"
 #include <stdarg.h>
 #include <stdio.h>
@@ -110,6 +111,16 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
           hp.window, n_local, hp.n_layer, hp.inv_freq_local ? hp.rot_dim_local : hp.head_dim, hp.head_dim, n_shared,
           hp.ple_dim, hp.final_softcap);
     }
+    /* a session at the default context (the trained length, at most LLM_DEFAULT_CTX; a prefill pass of 512 or 1024
+       tokens): what llm_session_estimate counts, less the device's limits */
+    uint32_t ctx = hp.train_ctx && hp.train_ctx < LLM_DEFAULT_CTX ? hp.train_ctx : LLM_DEFAULT_CTX;
+    uint32_t chunk = llm_prefill_chunk(NULL, &hp);
+    char a[32], b[32], c[32], d[32];
+    put(&t, "session:      at a context of %u (the default): KV cache %s f32 (%s f16), RoPE tables %s, scratch %s\n",
+        ctx, gpu_size_str(llm_kv_cache_bytes(&hp, ctx, chunk, 0), a, sizeof a),
+        gpu_size_str(llm_kv_cache_bytes(&hp, ctx, chunk, 1), b, sizeof b),
+        gpu_size_str(llm_rope_table_bytes(&hp, ctx, 0) + llm_rope_table_bytes(&hp, ctx, 1), c, sizeof c),
+        gpu_size_str(llm_scratch_bytes(&hp, chunk, chunk) + llm_scratch_bytes(&hp, 1, 1), d, sizeof d));
     llm_hparams_free(&hp);
   }
   uint64_t bytes[WT_DTYPE_COUNT] = {0}, count[WT_DTYPE_COUNT] = {0}, total = 0;

@@ -5,19 +5,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "488.3 MiB", "64.0 KiB": a size for messages */
-static const char *size_str(uint64_t b, char *buf, size_t n) {
-  if (b >= (1ull << 30))
-    snprintf(buf, n, "%.2f GiB", (double)b / (1 << 30));
-  else if (b >= (1ull << 20))
-    snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
-  else
-    snprintf(buf, n, "%.1f KiB", (double)b / 1024);
-  return buf;
+/* a window layer keeps window + chunk slots (at least 128: the kernels' blocks of up to 128 keys wrap at most once),
+   every other layer the whole context */
+static uint32_t layer_slots(const llm_hparams *hp, uint32_t l, uint32_t ctx, uint32_t chunk) {
+  uint32_t w = llm_layer_window(hp, l), slots = ctx;
+  if (w && (uint64_t)w + chunk < ctx) {
+    slots = w + chunk < 128 ? 128 : w + chunk;
+    if (slots > ctx) slots = ctx;
+  }
+  return slots;
 }
 
-wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
-                                 uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
+uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16) {
+  uint64_t n = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if (llm_layer_kv_source(hp, l) == l)
+      n += 2ull * layer_slots(hp, l, ctx, chunk) * llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) *
+           (f16 ? 2 : 4);
+  return n;
+}
+
+wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                               uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
   memset(kv, 0, sizeof *kv);
   kv->n_layer = hp->n_layer;
   kv->ctx = ctx;
@@ -47,13 +56,7 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
                        "layer %u: head_dim %u is not a multiple of 4, which the attention kernels need", l, hd);
       break;
     }
-    /* a window layer keeps window + chunk slots (at least 128: the kernels' blocks of up to 128 keys wrap at most
-       once) */
-    uint32_t w = llm_layer_window(hp, l), slots = ctx;
-    if (w && (uint64_t)w + chunk < ctx) {
-      slots = w + chunk < 128 ? 128 : w + chunk;
-      if (slots > ctx) slots = ctx;
-    }
+    uint32_t w = llm_layer_window(hp, l), slots = layer_slots(hp, l, ctx, chunk);
     if (slots < ctx && slots - w < kv->ring_slack) kv->ring_slack = slots - w;
     kv->layout[l] = (op_kv_layout){.n_kv_head = llm_layer_n_head_kv(hp, l), .head_dim = hd, .ctx = slots, .f16 = f16};
     if (src != l) { /* a KV-shared layer: its source came earlier */
@@ -75,8 +78,8 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
           err, WGLLM_ERR_UNSUPPORTED,
           "KV cache: layer %u keeps %u positions x %u KV heads x %u x %s = %s for K (and as much for V); one "
           "KV head%s is over the storage binding limit of %s: a context of at most %llu fits%s",
-          l, slots, nkv, hd, f16 ? "f16" : "f32", size_str(per, a, sizeof a),
-          g ? "" : " (or a group whose offset meets the binding alignment)", size_str(max_bind, b, sizeof b),
+          l, slots, nkv, hd, f16 ? "f16" : "f32", gpu_size_str(per, a, sizeof a),
+          g ? "" : " (or a group whose offset meets the binding alignment)", gpu_size_str(max_bind, b, sizeof b),
           (unsigned long long)ctx_fits, f16 ? "" : " (twice that with an f16 cache)");
       break;
     }
@@ -84,29 +87,36 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
       char a[32], b[32];
       st = llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
                        "KV cache: layer %u needs %s for K, over the device's largest buffer of %s", l,
-                       size_str(per, a, sizeof a), size_str(gpu->limits.maxBufferSize, b, sizeof b));
+                       gpu_size_str(per, a, sizeof a), gpu_size_str(gpu->limits.maxBufferSize, b, sizeof b));
       break;
     }
     kv->group_heads[l] = g;
     kv->bytes += 2 * per;
   }
-  /* the whole cache against what the device has left (its memory less what this context holds), before any of
-     it is allocated */
-  uint64_t used = gpu->bytes_live < gpu->device_memory ? gpu->bytes_live : gpu->device_memory;
-  if (!st && gpu->device_memory && kv->bytes > gpu->device_memory - used) {
-    char a[32], b[32], c[32];
-    st = llm_err_set(
-        err, WGLLM_ERR_OUT_OF_MEMORY,
-        "KV cache: %u positions need %s, and %s has %s of its %s left (weights and other sessions hold the "
-        "rest)%s",
-        ctx, size_str(kv->bytes, a, sizeof a), gpu->adapter_name, size_str(gpu->device_memory - used, b, sizeof b),
-        size_str(gpu->device_memory, c, sizeof c), f16 ? "" : "; an f16 cache takes half");
+  if (st) llm_kv_cache_free(gpu, kv);
+  return st;
+}
+
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                                 uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
+  wgllm_status st = llm_kv_cache_plan(gpu, hp, ctx, chunk, f16, max_binding, kv, err);
+  if (st) return st;
+  /* the whole cache against what the device has left, before any of it is allocated */
+  char why[320];
+  uint64_t left = gpu_memory_left(gpu, why, sizeof why);
+  if (kv->bytes > left) {
+    char a[32];
+    st = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "KV cache: %u positions need %s, and %s%s", ctx,
+                     gpu_size_str(kv->bytes, a, sizeof a), why, f16 ? "" : "; an f16 cache takes half");
   }
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     if (llm_layer_kv_source(hp, l) != l) continue;
     uint64_t per = (uint64_t)kv->layout[l].n_kv_head * kv->layout[l].ctx * kv->layout[l].head_dim * (f16 ? 2 : 4);
-    st = gpu_buffer_create(gpu, per, "kv_k", &kv->k[l], err);
-    if (!st) st = gpu_buffer_create(gpu, per, "kv_v", &kv->v[l], err);
+    char name[32];
+    snprintf(name, sizeof name, "kv_k layer %u", l);
+    st = gpu_buffer_create(gpu, per, name, &kv->k[l], err);
+    snprintf(name, sizeof name, "kv_v layer %u", l);
+    if (!st) st = gpu_buffer_create(gpu, per, name, &kv->v[l], err);
   }
   if (st) llm_kv_cache_free(gpu, kv);
   return st;
@@ -122,6 +132,12 @@ void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv) {
   free(kv->k);
   free(kv->v);
   memset(kv, 0, sizeof *kv);
+}
+
+uint64_t llm_rope_table_bytes(const llm_hparams *hp, uint32_t max_pos, int local) {
+  uint32_t rot = local && hp->rot_dim_local ? hp->rot_dim_local : hp->rot_dim;
+  if (local && !hp->inv_freq_local) return 0;
+  return (uint64_t)max_pos * (rot / 2) * 2 * 4;
 }
 
 static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos,

@@ -22,7 +22,14 @@ typedef struct llm_kv_cache {
   uint32_t ring_slack; /* how far back a rewind may go and keep every key it needs (UINT32_MAX: no ring) */
   uint64_t bytes;      /* over the owning layers */
 } llm_kv_cache;
-/* max_binding: the largest storage binding (0: the device's limit) */
+/* The layout of a cache without its buffers (kv->bytes what they will take): refused naming the layer where one KV
+   head is over the storage binding limit (max_binding: the largest storage binding, 0: the device's limit) or a
+   layer's K over the largest buffer. Free with llm_kv_cache_free. */
+wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                               uint64_t max_binding, llm_kv_cache *kv, llm_err *err);
+/* The bytes such a cache takes (K and V of the owning layers, rings their slots), without a device. */
+uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16);
+/* The plan, checked against gpu_memory_left, then allocated (buffers "kv_k layer L", "kv_v layer L"). */
 wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
                                  uint64_t max_binding, llm_kv_cache *kv, llm_err *err);
 /* Group j of layer l's cache (l its owner): the layout of its KV heads, their K and V ranges, and the first KV
@@ -38,5 +45,7 @@ typedef struct llm_rope_tables {
 } llm_rope_tables;
 wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
                                     llm_err *err);
+/* The bytes of the global table (local 0) or the local one (local 1: 0 where the model has none) for max_pos. */
+uint64_t llm_rope_table_bytes(const llm_hparams *hp, uint32_t max_pos, int local);
 void llm_rope_tables_free(gpu_context *gpu, llm_rope_tables *t);
 #endif

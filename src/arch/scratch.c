@@ -14,24 +14,26 @@ uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp) {
 }
 
 uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
-  uint32_t chunk = hp->window ? 512 : 1024, max = llm_prefill_chunk_max(gpu, hp);
+  uint32_t chunk = hp->window ? 512 : 1024, max = gpu ? llm_prefill_chunk_max(gpu, hp) : 65535;
   while (chunk > 16 && chunk > max)
     chunk /= 2;
   return chunk;
 }
 
-wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
-                                 llm_scratch *s, llm_err *err) {
-  memset(s, 0, sizeof *s);
-  s->cap = cap;
-  s->logit_rows = logit_rows;
+/* The activation buffers of a scratch for cap tokens and logit_rows rows of logits: where each goes, its bytes
+   (0: not needed) and its name; one table for the allocation and the estimate. */
+enum { SCRATCH_BUFS = 15 };
+typedef struct scratch_want {
+  gpu_buffer **b;
+  uint64_t bytes;
+  const char *name;
+} scratch_want;
+
+static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_rows, llm_scratch *s,
+                          scratch_want want[SCRATCH_BUFS]) {
   uint64_t T = cap, qkv = llm_max_qkv_rows(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t F = llm_max_n_ff(hp), P = hp->ple_dim;
-  struct {
-    gpu_buffer **b;
-    uint64_t bytes;
-    const char *name;
-  } want[] = {
+  scratch_want w[SCRATCH_BUFS] = {
       {&s->ids, T * 4, "ids"},
       {&s->pos, T * 4, "pos"},
       {&s->x, T * hp->n_embd * 4, "x"},
@@ -48,7 +50,27 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
       {&s->ple_ctx, T * hp->n_layer * P * 4, "ple_ctx"},
       {&s->ple_h, T * P * 4, "ple_h"},
   };
-  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+  memcpy(want, w, sizeof w);
+}
+
+uint64_t llm_scratch_bytes(const llm_hparams *hp, uint32_t cap, uint32_t logit_rows) {
+  llm_scratch s;
+  scratch_want want[SCRATCH_BUFS];
+  scratch_table(hp, cap, logit_rows, &s, want);
+  uint64_t n = 0;
+  for (size_t i = 0; i < SCRATCH_BUFS; i++)
+    n += want[i].bytes;
+  return n;
+}
+
+wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
+                                 llm_scratch *s, llm_err *err) {
+  memset(s, 0, sizeof *s);
+  s->cap = cap;
+  s->logit_rows = logit_rows;
+  scratch_want want[SCRATCH_BUFS];
+  scratch_table(hp, cap, logit_rows, s, want);
+  for (size_t i = 0; i < SCRATCH_BUFS; i++) {
     if (!want[i].bytes) continue; /* no per-layer inputs */
     wgllm_status st = gpu_pool_acquire(gpu, want[i].bytes, want[i].name, want[i].b, err);
     if (st) {

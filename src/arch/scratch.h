@@ -34,12 +34,14 @@ typedef struct llm_scratch {
 /* Tokens a prefill pass takes by default: 1024 (a 2048-token prompt of the 8B shape: time to first token 1.19 s
    against 1.21 with 512 on the H200; PERF.md), 512 for models with sliding-window layers (their ring caches
    keep window + chunk slots), halved while a token's widest activation times the chunk would exceed one
-   storage binding. */
+   storage binding (gpu NULL: no device to fit, the chunk before halving). */
 uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp);
 /* The most tokens a prefill pass can take on this device (every activation within one storage binding). */
 uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp);
 wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32_t cap, uint32_t logit_rows,
                                  llm_scratch *s, llm_err *err);
+/* The bytes llm_scratch_acquire takes for cap tokens and logit_rows rows (before the pool's rounding). */
+uint64_t llm_scratch_bytes(const llm_hparams *hp, uint32_t cap, uint32_t logit_rows);
 /* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input, the scratch's
    tokens); without it llm_linear and the fused GEMVs run exact. A scratch of more tokens than a GEMV takes, on a
    device with subgroup matrices, also gets x16 and w16 (op_f16_bytes of the widest layer input and of the largest

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct bytes {
   uint8_t *p;
@@ -398,16 +399,22 @@ wgllm_status gguf_writer_finish_file(gguf_writer *w, FILE *f, llm_err *err) {
   return st;
 }
 
+/* written to PATH.tmp.PID beside it and renamed onto it once whole: a failed write leaves PATH as it was */
 wgllm_status gguf_writer_finish_path(gguf_writer *w, const char *path, llm_err *err) {
   if (w->st) return llm_err_set(err, w->st, "%s: %s", path, w->err);
-  FILE *f = fopen(path, "wb");
+  char tmp[4200];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: the path is too long", path);
+  FILE *f = fopen(tmp, "wb");
   if (!f) {
-    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    return llm_err_set(err, WGLLM_ERR_IO, "%s: cannot create: %s", tmp, strerror(errno));
   }
   wgllm_status st = gguf_writer_finish_file(w, f, err);
+  if (!st && fsync(fileno(f))) st = llm_err_set(err, WGLLM_ERR_IO, "write failed: %s", strerror(errno));
   if (fclose(f) && !st) st = llm_err_set(err, WGLLM_ERR_IO, "write failed: %s", strerror(errno));
+  if (!st && rename(tmp, path)) st = llm_err_set(err, WGLLM_ERR_IO, "renaming %s onto it: %s", tmp, strerror(errno));
   if (st) {
-    remove(path);
+    remove(tmp);
     llm_err_prefix(err, "%s", path);
   }
   return st;

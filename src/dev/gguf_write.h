@@ -63,6 +63,7 @@ void gguf_writer_set_fill(gguf_writer *w, gguf_fill_fn fill, void *user);
 /* *out is malloc'd (free it), *len its size */
 wgllm_status gguf_writer_finish_mem(gguf_writer *w, uint8_t **out, size_t *len, llm_err *err);
 wgllm_status gguf_writer_finish_file(gguf_writer *w, FILE *f, llm_err *err);
-/* creates or replaces path; a failed write removes it */
+/* creates or replaces path, through PATH.tmp.PID renamed onto it once whole: a failed write removes the temporary
+   file and leaves path as it was */
 wgllm_status gguf_writer_finish_path(gguf_writer *w, const char *path, llm_err *err);
 #endif

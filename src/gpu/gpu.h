@@ -95,7 +95,14 @@ typedef struct gpu_context {
   gpu_pipeline_cache *pipes;
   gpu_pool *pool;
   uint64_t bytes_live, bytes_peak; /* device bytes in buffers created through this layer */
-  uint64_t device_memory;          /* bytes of the adapter's device-local heaps; 0 when the library does not say */
+  uint64_t buffers_live;           /* and their count (pooled ones included) */
+  /* the most device bytes this context may hold (WGLLM_MEMORY_BUDGET, read by gpu_create: bytes, or with a K, M,
+     G or T suffix, powers of 1024); 0: no budget of its own (gpu_memory_left) */
+  uint64_t memory_budget;
+  /* for tests: allocations (buffers and readback rings) counted from 0 when set; the one numbered alloc_fail_at
+     (1-based) fails as out of memory, naming itself; 0: none fails */
+  uint64_t alloc_count, alloc_fail_at;
+  uint64_t device_memory; /* bytes of the adapter's device-local heaps; 0 when the library does not say */
   uint32_t n_heaps;
 } gpu_context;
 
@@ -109,6 +116,15 @@ wgllm_status gpu_lost(gpu_context *ctx, llm_err *err);
    raise) and ForceLoss (the device lost, as a driver reset would). */
 void gpu_inject_error(gpu_context *ctx, int out_of_memory, const char *msg);
 void gpu_force_loss(gpu_context *ctx, const char *msg);
+/* For tests: the nth allocation from now fails (gpu_context.alloc_fail_at); 0 stops failing. */
+void gpu_inject_alloc_failure(gpu_context *ctx, uint64_t nth);
+/* The device bytes this context may still allocate, the least of: the adapter's device-local heaps less what it
+   holds, memory_budget less what it holds, and on a CPU adapter (lavapipe, SwiftShader: its buffers are the host's
+   memory) the host's MemAvailable (/proc/meminfo). UINT64_MAX when none of them is known. `why` (may be NULL)
+   gets which one it is, in words with its numbers, for messages. */
+uint64_t gpu_memory_left(gpu_context *ctx, char *why, size_t why_len);
+/* "488.3 MiB", "1.50 GiB": a size for messages */
+const char *gpu_size_str(uint64_t bytes, char *buf, size_t n);
 /* Blocks until all submitted work has finished (or wait_timeout_ms passed: then the device counts as lost). */
 wgllm_status gpu_wait_idle(gpu_context *ctx, llm_err *err);
 const char *gpu_feature_list(const gpu_context *ctx, char *buf, size_t len);
@@ -148,6 +164,8 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
    quarantines it until that recording is freed. */
 wgllm_status gpu_pool_acquire(gpu_context *ctx, uint64_t size, const char *label, gpu_buffer **out, llm_err *err);
 void gpu_pool_release(gpu_context *ctx, gpu_buffer *b);
+/* Destroys the pool's free buffers (a test's leak count, or memory handed back). */
+void gpu_pool_trim(gpu_context *ctx);
 
 /* ---------- kernels and pipelines ---------- */
 enum { GPU_REQ_F16 = 1, GPU_REQ_SUBGROUPS = 2, GPU_REQ_SUBGROUP_MATRIX = 4 };
@@ -220,7 +238,8 @@ void gpu_recorder_free(gpu_recorder *rec);
 /* Readback ring: small mappable buffers so a step's result (a token id) can be copied out in the step's own
    command buffer and collected later, while the next step is already queued. */
 typedef struct gpu_readback gpu_readback;
-gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots);
+/* NULL on failure, err saying which allocation (label) failed and why */
+gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots, const char *label, llm_err *err);
 void gpu_readback_free(gpu_readback *rb);
 /* Runs the recording, then copies bytes of src into the next slot and starts mapping it. *slot: its index. */
 wgllm_status gpu_recorder_run_readback(gpu_recorder *rec, gpu_readback *rb, gpu_view src, int *slot);

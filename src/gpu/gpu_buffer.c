@@ -59,9 +59,10 @@ wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *labe
                        "buffer \"%s\" of %llu bytes exceeds the device's maxBufferSize %llu", label ? label : "",
                        (unsigned long long)size, (unsigned long long)ctx->limits.maxBufferSize);
   }
+  if (gpu_alloc_injected(ctx, label, size, err)) return WGLLM_ERR_OUT_OF_MEMORY;
   gpu_buffer *b = calloc(1, sizeof *b);
   if (!b) {
-    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for buffer \"%s\"", label ? label : "");
   }
   snprintf(b->label, sizeof b->label, "%s", label ? label : "");
   WGPUBufferDescriptor bd = {0};
@@ -81,6 +82,7 @@ wgllm_status gpu_buffer_create(gpu_context *ctx, uint64_t size, const char *labe
     return s ? s : WGLLM_ERR_OUT_OF_MEMORY;
   }
   b->size = size;
+  ctx->buffers_live++;
   ctx->bytes_live += size;
   if (ctx->bytes_live > ctx->bytes_peak) ctx->bytes_peak = ctx->bytes_live;
   *out = b;
@@ -94,6 +96,7 @@ void gpu_buffer_destroy(gpu_context *ctx, gpu_buffer *b) {
     return;
   }
   ctx->bytes_live -= b->size;
+  ctx->buffers_live--;
   wgpuBufferDestroy(b->handle);
   wgpuBufferRelease(b->handle);
   free(b);
@@ -172,6 +175,74 @@ wgllm_status gpu_read(gpu_context *ctx, gpu_buffer *b, uint64_t offset, void *ds
   return gpu_check(ctx, err);
 }
 
+void gpu_inject_alloc_failure(gpu_context *ctx, uint64_t nth) {
+  ctx->alloc_count = 0;
+  ctx->alloc_fail_at = nth;
+}
+
+int gpu_alloc_injected(gpu_context *ctx, const char *what, uint64_t size, llm_err *err) {
+  if (!ctx->alloc_fail_at || ++ctx->alloc_count != ctx->alloc_fail_at) return 0;
+  llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY,
+              "allocating buffer \"%s\" of %llu bytes failed: injected failure of allocation %llu", what ? what : "",
+              (unsigned long long)size, (unsigned long long)ctx->alloc_count);
+  return 1;
+}
+
+const char *gpu_size_str(uint64_t b, char *buf, size_t n) {
+  if (b >= (1ull << 30))
+    snprintf(buf, n, "%.2f GiB", (double)b / (1 << 30));
+  else if (b >= (1ull << 20))
+    snprintf(buf, n, "%.1f MiB", (double)b / (1 << 20));
+  else if (b >= 1024)
+    snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+  else
+    snprintf(buf, n, "%llu bytes", (unsigned long long)b);
+  return buf;
+}
+
+/* the host's MemAvailable in bytes; 0 where /proc/meminfo does not say (another system, the browser) */
+static uint64_t host_available(void) {
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  fclose(f);
+  return (uint64_t)kb * 1024;
+}
+
+uint64_t gpu_memory_left(gpu_context *ctx, char *why, size_t why_len) {
+  uint64_t left = UINT64_MAX, live = ctx->bytes_live;
+  char a[32], b[32], c[32], w[640] = "";
+  if (ctx->device_memory) {
+    left = ctx->device_memory > live ? ctx->device_memory - live : 0;
+    snprintf(w, sizeof w, "%s has %s of its %s device-local memory left (this context holds %s)", ctx->adapter_name,
+             gpu_size_str(left, a, sizeof a), gpu_size_str(ctx->device_memory, b, sizeof b),
+             gpu_size_str(live, c, sizeof c));
+  }
+  if (ctx->memory_budget) {
+    uint64_t l = ctx->memory_budget > live ? ctx->memory_budget - live : 0;
+    if (l < left) {
+      left = l;
+      snprintf(w, sizeof w, "the memory budget WGLLM_MEMORY_BUDGET of %s has %s left (this context holds %s)",
+               gpu_size_str(ctx->memory_budget, b, sizeof b), gpu_size_str(l, a, sizeof a),
+               gpu_size_str(live, c, sizeof c));
+    }
+  }
+  if (ctx->adapter_type && !strcmp(ctx->adapter_type, "CPU")) {
+    uint64_t l = host_available();
+    if (l && l < left) {
+      left = l;
+      snprintf(w, sizeof w,
+               "the host has %s available (MemAvailable; %s is a CPU adapter, its buffers are host memory)",
+               gpu_size_str(l, a, sizeof a), ctx->adapter_name);
+    }
+  }
+  if (why) snprintf(why, why_len, "%s", w[0] ? w : "no limit is known");
+  return left;
+}
+
 /* ---------- pool ---------- */
 struct gpu_pool {
   gpu_buffer **free_list;
@@ -185,6 +256,13 @@ void gpu_pool_destroy(gpu_context *ctx, gpu_pool *p) {
     gpu_buffer_destroy(ctx, p->free_list[i]);
   free(p->free_list);
   free(p);
+}
+
+void gpu_pool_trim(gpu_context *ctx) {
+  gpu_pool *p = ctx->pool;
+  for (size_t i = 0; i < p->n; i++)
+    gpu_buffer_destroy(ctx, p->free_list[i]);
+  p->n = 0;
 }
 
 /* size classes: multiples of 256 up to 64 KiB, then quarter-powers of two, so reuse wastes < 25% */

@@ -188,6 +188,22 @@ static int contains_ci(const char *hay, const char *needle) {
   return n == 0;
 }
 
+/* "4096", "512M", "1.5G": bytes (K, M, G, T powers of 1024); 0 on success, -1 when it is not a size above 0 */
+static int parse_budget(const char *v, uint64_t *out) {
+  char *end;
+  double x = strtod(v, &end);
+  static const char units[] = "KMGT";
+  if (*end) { /* a unit letter, then nothing, "B" or "iB" */
+    const char *u = end[0] & ~0x20 ? strchr(units, end[0] & ~0x20) : NULL, *rest = end + 1;
+    if (!u || (*rest && strcmp(rest, "B") && strcmp(rest, "iB"))) return -1;
+    for (long i = 0; i <= u - units; i++)
+      x *= 1024;
+  }
+  if (!(x >= 1) || x > 1.8e19) return -1;
+  *out = (uint64_t)x;
+  return 0;
+}
+
 wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, llm_err *err) {
   gpu_options o = {0};
   if (opt) o = *opt;
@@ -345,6 +361,13 @@ wgllm_status gpu_create(const gpu_options *opt, gpu_context **out, llm_err *err)
      construction (ARCHITECTURE.md, "Kernel bounds"; test_ops' hostile cases), and without the transform the exact
      prefill runs 6-10% faster and decode 3-6% on the H200 (PERF.md). WGLLM_DAWN_ROBUSTNESS=1 keeps it: read here
      rather than at each door so that a safety switch reaches every device the process creates. */
+  const char *mb = getenv("WGLLM_MEMORY_BUDGET");
+  if (mb && *mb && parse_budget(mb, &ctx->memory_budget)) {
+    llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                "WGLLM_MEMORY_BUDGET=%s: not a size (bytes, or a number with K, M, G or T: 512M, 1.5G)", mb);
+    gpu_destroy(ctx);
+    return WGLLM_ERR_INVALID_ARG;
+  }
   const char *re = getenv("WGLLM_DAWN_ROBUSTNESS");
   ctx->robust = o.robust || (re && *re && strcmp(re, "0") != 0);
   if (!ctx->robust) enabled[n_enabled++] = "disable_robustness";

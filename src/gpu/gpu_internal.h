@@ -14,4 +14,6 @@ void gpu_buffer_unpin(gpu_context *ctx, gpu_buffer *b);
 /* error scope helpers: push validation + OOM scopes, pop both and report the first error */
 void gpu_scope_push(gpu_context *ctx);
 wgllm_status gpu_scope_pop(gpu_context *ctx, llm_err *err);
+/* 1 (with err set, naming what and its size) when this allocation is the injected failure (alloc_fail_at) */
+int gpu_alloc_injected(gpu_context *ctx, const char *what, uint64_t size, llm_err *err);
 #endif

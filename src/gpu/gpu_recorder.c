@@ -528,23 +528,28 @@ static void on_rb_map(WGPUMapAsyncStatus s, WGPUStringView m, void *u1, void *u2
   ((rb_slot *)u1)->status = s == WGPUMapAsyncStatus_Success ? 1 : -1;
 }
 
-gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots) {
+gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots, const char *label, llm_err *err) {
+  if (gpu_alloc_injected(ctx, label, (uint64_t)slots * bytes, err)) return NULL;
   gpu_readback *rb = calloc(1, sizeof *rb);
-  if (!rb) return NULL;
+  if (!rb || !(rb->slots = calloc((size_t)slots, sizeof *rb->slots))) {
+    free(rb);
+    llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for the readback ring \"%s\"", label);
+    return NULL;
+  }
   rb->ctx = ctx;
   rb->bytes = (bytes + 3) & ~3u;
   rb->n = slots;
-  rb->slots = calloc((size_t)slots, sizeof *rb->slots);
-  if (!rb->slots) {
-    free(rb);
-    return NULL;
-  }
   for (int i = 0; i < slots; i++) {
     WGPUBufferDescriptor bd = {0};
     bd.size = rb->bytes;
     bd.usage = WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst;
+    gpu_scope_push(ctx);
     rb->slots[i].buf = wgpuDeviceCreateBuffer(ctx->device, &bd);
-    if (!rb->slots[i].buf) {
+    llm_err e2;
+    wgllm_status s = gpu_scope_pop(ctx, &e2);
+    if (s || !rb->slots[i].buf) {
+      llm_err_set(err, s ? s : WGLLM_ERR_OUT_OF_MEMORY, "allocating readback ring \"%s\" (%d x %u bytes) failed: %s",
+                  label, slots, rb->bytes, s ? e2.msg : "null handle");
       gpu_readback_free(rb);
       return NULL;
     }

@@ -299,9 +299,12 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
    (the model or the layer): single tensors as their kind says, groups (Q/K/V, their biases, gate/up) joined. */
 /* The bytes the weights will take on the GPU (the tensors the role table loads, as stored; q4 on load: 4.5 bits a
    weight of the 2-D f32 / f16 / bf16 ones, its least), against the device's memory before anything is allocated:
-   a model that cannot fit is refused here with the numbers, not at the first refused buffer. */
+   a model that cannot fit is refused here with the numbers, not at the first refused buffer. The limit is
+   gpu_memory_left's: the device's heaps, the memory budget, the host's available memory on a CPU adapter. */
 static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_hparams *hp, int q4, llm_err *err) {
-  if (!gpu->device_memory) return WGLLM_OK; /* the library gave no heap sizes */
+  char why[320];
+  uint64_t left = gpu_memory_left(gpu, why, sizeof why);
+  if (left == UINT64_MAX) return WGLLM_OK; /* nothing is known */
   size_t n;
   const llm_role *roles = llm_roles(&n);
   int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
@@ -317,11 +320,9 @@ static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_h
         int wide = t->dtype == WT_F32 || t->dtype == WT_F16 || t->dtype == WT_BF16;
         need += q4 && wide && t->n_dims == 2 ? (uint64_t)wt_numel(t) * 9 / 16 : t->nbytes;
       }
-  if (need <= gpu->device_memory) return WGLLM_OK;
-  return llm_err_set(
-      err, WGLLM_ERR_OUT_OF_MEMORY,
-      "the model's weights need %.1f MiB of GPU memory%s, and %s has %.1f MiB (device-local memory, all heaps)",
-      need / 1048576.0, q4 ? " as q4" : "", gpu->adapter_name, gpu->device_memory / 1048576.0);
+  if (need <= left) return WGLLM_OK;
+  return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "the model's weights need %.1f MiB of GPU memory%s, and %s",
+                     need / 1048576.0, q4 ? " as q4" : "", why);
 }
 
 static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {

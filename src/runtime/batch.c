@@ -27,9 +27,8 @@ wgllm_status llm_batch_create(llm_model *m, llm_batch **out, llm_err *err) {
   wgllm_status st = llm_scratch_acquire(b->gpu, &m->hp, LLM_BATCH_MAX, LLM_BATCH_MAX, &b->sc, err);
   if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_pos", &b->pos, err);
   if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_out", &b->out, err);
-  if (!st && !(b->rb = gpu_readback_create(b->gpu, (uint32_t)slots, 2))) {
-    st = llm_err_set(err, WGLLM_ERR_GPU, "creating the batch's readback failed");
-  }
+  if (!st && !(b->rb = gpu_readback_create(b->gpu, (uint32_t)slots, 2, "batch readback", err)))
+    st = err && err->status ? err->status : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) {
     llm_batch_free(b);
     return st;

@@ -7,34 +7,97 @@
 #include <time.h>
 
 wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options *opt, llm_session **out,
-                                        void (*warn)(const char *msg), llm_err *err) {
+                                        void (*log)(int warning, const char *msg), llm_err *err) {
   llm_session_options o = *opt;
   uint32_t trained = m->hp.train_ctx;
-  int from_model = !o.ctx;
   char msg[1400];
-  if (from_model) o.ctx = trained ? trained : LLM_DEFAULT_CTX;
-  if (!from_model && trained && o.ctx > trained && warn) {
+  if (!o.ctx) { /* the trained length, at most LLM_DEFAULT_CTX (a 128K cache is gigabytes few runs need) */
+    o.ctx = trained && trained < LLM_DEFAULT_CTX ? trained : LLM_DEFAULT_CTX;
+    if (trained > LLM_DEFAULT_CTX && log) {
+      snprintf(msg, sizeof msg, "context %u tokens by default (the model was trained on %u; set the context for more)",
+               o.ctx, trained);
+      log(0, msg);
+    }
+  } else if (trained && o.ctx > trained && log) {
     snprintf(msg, sizeof msg,
              "a context of %u tokens is more than the %u tokens the model was trained on; text past them is likely "
              "to be poor",
              o.ctx, trained);
-    warn(msg);
+    log(1, msg);
   }
-  for (;;) {
-    wgllm_status st = llm_session_create(m, &o, out, err);
-    /* the trained length of a large model may not fit the device: smaller, by halves */
-    if (!st || !from_model || o.ctx <= LLM_DEFAULT_CTX ||
-        (st != WGLLM_ERR_UNSUPPORTED && st != WGLLM_ERR_OUT_OF_MEMORY))
-      return st;
-    uint32_t smaller = o.ctx / 2 > LLM_DEFAULT_CTX ? o.ctx / 2 : LLM_DEFAULT_CTX;
-    if (warn) {
+  wgllm_status st = llm_session_create(m, &o, out, err);
+  if (!st && log) {
+    llm_mem_estimate e;
+    char a[32], b[32], c[32], d[32], w[32];
+    if (!llm_session_estimate(m, &o, &e, NULL)) {
       snprintf(msg, sizeof msg,
-               "a context of %u tokens (the model's trained length) does not fit: %s; trying %u (set the context)",
-               o.ctx, llm_err_msg(err), smaller);
-      warn(msg);
+               "session: %u positions, an estimated %s on the device (KV cache %s, RoPE tables %s, "
+               "scratch %s) beside the weights' %s",
+               o.ctx, gpu_size_str(e.total, a, sizeof a), gpu_size_str(e.kv, b, sizeof b),
+               gpu_size_str(e.rope, c, sizeof c), gpu_size_str(e.scratch, d, sizeof d),
+               gpu_size_str(m->weight_bytes, w, sizeof w));
+      log(0, msg);
     }
-    o.ctx = smaller;
   }
+  return st;
+}
+
+wgllm_status llm_session_estimate(llm_model *m, const llm_session_options *opt, llm_mem_estimate *e, llm_err *err) {
+  memset(e, 0, sizeof *e);
+  uint32_t ctx = opt->ctx ? opt->ctx : LLM_DEFAULT_CTX;
+  uint32_t chunk = opt->prefill_chunk ? opt->prefill_chunk : llm_prefill_chunk(m->gpu, &m->hp);
+  if (chunk > ctx) chunk = ctx;
+  llm_kv_cache kv;
+  wgllm_status st = llm_kv_cache_plan(m->gpu, &m->hp, ctx, chunk, opt->kv_f16, m->max_binding, &kv, err);
+  if (st) return st;
+  e->kv = kv.bytes;
+  llm_kv_cache_free(m->gpu, &kv);
+  e->rope = llm_rope_table_bytes(&m->hp, ctx, 0) + llm_rope_table_bytes(&m->hp, ctx, 1);
+  /* a prefill pass's activations (every row's logits at most) and the decode step's */
+  e->scratch = llm_scratch_bytes(&m->hp, chunk, chunk) + llm_scratch_bytes(&m->hp, 1, 1);
+  e->total = e->kv + e->rope + e->scratch;
+  return WGLLM_OK;
+}
+
+/* The estimate of a session of o->ctx positions against the device's limits and the memory it has left, before
+   anything is allocated: refused naming the estimate, the limit and the largest context that fits. */
+static wgllm_status check_session_memory(llm_model *m, const llm_session_options *o, llm_err *err) {
+  llm_mem_estimate e;
+  wgllm_status st = llm_session_estimate(m, o, &e, err);
+  if (st) return st;
+  char a[32], b[32], c[32], d[32], why[320];
+  uint64_t bind = m->gpu->limits.maxStorageBufferBindingSize;
+  for (int local = 0; local < 2; local++) { /* one binding holds a whole table */
+    uint64_t rope = llm_rope_table_bytes(&m->hp, o->ctx, local);
+    if (rope > bind)
+      return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                         "RoPE table%s: %u positions take %s, over the storage binding limit of %s: a context of at "
+                         "most %llu fits",
+                         local ? " (local layers)" : "", o->ctx, gpu_size_str(rope, a, sizeof a),
+                         gpu_size_str(bind, b, sizeof b), (unsigned long long)(bind / (rope / o->ctx)));
+  }
+  uint64_t left = gpu_memory_left(m->gpu, why, sizeof why);
+  if (e.total <= left) return WGLLM_OK;
+  /* the largest context that fits: the estimate grows with the context */
+  uint32_t lo = 0, hi = o->ctx;
+  while (lo + 1 < hi) {
+    llm_session_options t = *o;
+    llm_mem_estimate et;
+    t.ctx = lo + (hi - lo) / 2;
+    if (!llm_session_estimate(m, &t, &et, NULL) && et.total <= left)
+      lo = t.ctx;
+    else
+      hi = t.ctx;
+  }
+  char fits[96] = "";
+  if (lo) snprintf(fits, sizeof fits, "a context of at most %u fits", lo);
+  return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY,
+                     "a session of %u positions needs an estimated %s (KV cache %s %s, RoPE tables %s, scratch %s), "
+                     "and %s: %s%s",
+                     o->ctx, gpu_size_str(e.total, a, sizeof a), gpu_size_str(e.kv, b, sizeof b),
+                     o->kv_f16 ? "f16" : "f32", gpu_size_str(e.rope, c, sizeof c), gpu_size_str(e.scratch, d, sizeof d),
+                     why, lo ? fits : "not even a short context fits",
+                     lo && !o->kv_f16 ? " (about twice that with an f16 KV cache)" : "");
 }
 
 void llm_session_free(llm_session *s) {
@@ -97,9 +160,14 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   const llm_hparams *hp = &m->hp;
   /* f16 KV is stored as packed pairs in u32 words and widened with unpack2x16float: it needs no shader-f16,
      so it is available on every device (the H200 through this Dawn does not grant shader-f16) */
+  wgllm_status st = check_session_memory(m, &s->opt, err);
+  if (st) {
+    free(s);
+    return st;
+  }
   s->fed = malloc(s->opt.ctx * sizeof *s->fed);
-  wgllm_status st = s->fed ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
-  if (st) llm_err_set(err, st, "out of host memory");
+  st = s->fed ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
+  if (st) llm_err_set(err, st, "out of host memory for the context's %u token ids", s->opt.ctx);
   if (!st)
     st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, s->opt.kv_f16, m->max_binding, &s->kv, err);
   if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err);
@@ -295,10 +363,14 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   llm_err_clear(&s->err);
   if (s->in_flight) llm_session_step_drain(s); /* queued steps use the recordings freed below */
   wgllm_status st;
-  if (!s->sampler_state) {
+  if (!s->sampler_work) { /* made together: a failure frees the one made (a later call tries both again) */
     st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, &s->err);
     if (!st) st = gpu_buffer_create(s->gpu, op_sample_work_bytes(), "sampler_work", &s->sampler_work, &s->err);
-    if (st) return st;
+    if (st) {
+      gpu_buffer_destroy(s->gpu, s->sampler_state);
+      s->sampler_state = NULL;
+      return st;
+    }
   }
   if (!s->step_scratch.ids) {
     st = llm_scratch_acquire(s->gpu, &s->m->hp, 1, 1, &s->step_scratch, &s->err);
@@ -359,10 +431,8 @@ wgllm_status llm_session_step_submit(llm_session *s) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "the context of %u tokens is full", s->opt.ctx);
   }
   if (!s->readback) {
-    s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1);
-    if (!s->readback) {
-      return llm_err_set(&s->err, WGLLM_ERR_GPU, "creating the readback ring failed");
-    }
+    s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1, "token readback", &s->err);
+    if (!s->readback) return s->err.status;
   }
   gpu_recorder *step = llm_session_step(s, p);
   if (!step) return s->step_status;

@@ -55,15 +55,25 @@ typedef struct llm_session {
 } llm_session;
 
 wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, llm_err *err);
-/* The context a session gets where the model does not say how long it was trained for, and the least the fallback
-   below takes. */
+/* The context a session gets by default: the model's trained length, at most this (the server's default too). */
 #define LLM_DEFAULT_CTX 4096
-/* As llm_session_create, except that opt->ctx 0 asks for the model's trained length (LLM_DEFAULT_CTX where the
-   model does not give one) and, where that does not fit the device (out of memory, or more than a binding holds),
-   half as much at a time down to LLM_DEFAULT_CTX. Each step down, and a context asked for beyond the trained
-   length, is said through warn (may be NULL). */
+/* As llm_session_create, except that opt->ctx 0 asks for the model's trained length, at most LLM_DEFAULT_CTX (said
+   through log as a note where the model was trained on more). A context asked for beyond the trained length is
+   warned about through log (warning 1), and the session's memory estimate is noted (warning 0). log may be NULL. */
 wgllm_status llm_session_create_fitting(llm_model *m, const llm_session_options *opt, llm_session **out,
-                                        void (*warn)(const char *msg), llm_err *err);
+                                        void (*log)(int warning, const char *msg), llm_err *err);
+/* What a session will take on the device, estimated before anything is allocated (the weights are the model's,
+   m->weight_bytes, already allocated). llm_session_create checks it against the device's binding limits and
+   gpu_memory_left and refuses a session that does not fit, naming the estimate, the limit and the context that
+   fits. */
+typedef struct llm_mem_estimate {
+  uint64_t kv;      /* the KV cache at the context, its type, KV-shared layers and sliding-window rings */
+  uint64_t rope;    /* the RoPE cos/sin tables */
+  uint64_t scratch; /* a prefill pass's activations and the decode step's (fast precision's extras not counted) */
+  uint64_t total;
+} llm_mem_estimate;
+/* err may be NULL; fails only where the cache's layout is refused (llm_kv_cache_plan) */
+wgllm_status llm_session_estimate(llm_model *m, const llm_session_options *opt, llm_mem_estimate *e, llm_err *err);
 void llm_session_free(llm_session *s);
 /* Clears the cache position (the next prefill starts at 0). */
 void llm_session_reset(llm_session *s);

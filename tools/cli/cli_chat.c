@@ -169,7 +169,8 @@ static int put_json_string(FILE *f, const char *s) {
 
 /* One message a line; returns 0, or -1 with errno set. */
 static int history_save(const char *path, const wgllm_message *msgs, size_t n) {
-  FILE *f = fopen(path, "w");
+  cli_out o;
+  FILE *f = cli_out_open(&o, path); /* PATH.tmp.PID, renamed onto PATH once whole */
   if (!f) return -1;
   int bad = 0;
   fputs("[", f);
@@ -181,13 +182,7 @@ static int history_save(const char *path, const wgllm_message *msgs, size_t n) {
     fputs("}", f);
   }
   fputs(n ? "\n]\n" : "]\n", f);
-  int e = bad ? errno : 0;
-  bad |= ferror(f);
-  if (fclose(f) || bad) {
-    errno = e ? e : errno ? errno : EIO;
-    return -1;
-  }
-  return 0;
+  return cli_out_close(&o, bad);
 }
 
 static void history_free(wgllm_message *msgs, size_t n) {
@@ -350,7 +345,7 @@ static int command(chat *c, char *line) {
     else if (cmd[0] == 'l')
       load(c, arg);
     else if (history_save(arg, c->h.m, c->h.n))
-      fprintf(stderr, "wgllm chat: /save %s: %s\n", arg, strerror(errno));
+      fprintf(stderr, "wgllm chat: /save %s: %s (the file is left as it was)\n", arg, strerror(errno));
     else
       fprintf(stderr, "wgllm chat: saved %zu messages to %s\n", c->h.n, arg);
   } else {

@@ -1,6 +1,7 @@
 /* `wgllm logits`: the conformance interface. Rows 0..T-1 of the output come from one prefill over the
    prompt ids; row T+i from the decode step that fed decode-ids[i]. Output: little-endian f32 [T+N][vocab]. */
 #include "cli.h"
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,8 @@ static void usage(FILE *f) {
   fprintf(f, "usage: wgllm logits -m PATH --prompt-ids 5,9,2 [--decode-ids 7,3] -o OUT.f32 [options]\n"
              "  PATH is a Hugging Face directory (config.json + safetensors) or a .gguf file (its tokenizer is not\n"
              "  loaded). OUT.f32 is float32 [T+N][vocab]: T prefill rows, then one row per decode step.\n"
-             "  The context is 4096 tokens unless -c N (not the model's trained length, as run and chat).\n");
+             "  The context is 4096 tokens unless -c N, whatever the model's trained length (run and chat take\n"
+             "  that length when it is shorter).\n");
   cli_print_options(f, CLI_CMD_LOGITS, logits_tables);
 }
 
@@ -94,12 +96,13 @@ int cli_logits(int argc, char **argv) {
             wgllm_status_name(st));
     rc = 1;
   } else {
-    FILE *f = fopen(a.out, "wb");
-    if (!f || fwrite(logits, sizeof *logits, (size_t)(T + N) * V, f) != (size_t)(T + N) * V) {
-      fprintf(stderr, "wgllm logits: cannot write %s\n", a.out);
+    cli_out o; /* written to a temporary name beside it, renamed onto it once whole */
+    FILE *f = cli_out_open(&o, a.out);
+    int bad = !f || fwrite(logits, sizeof *logits, (size_t)(T + N) * V, f) != (size_t)(T + N) * V;
+    if (!f || cli_out_close(&o, bad)) {
+      fprintf(stderr, "wgllm logits: cannot write %s: %s (the file is left as it was)\n", a.out, strerror(errno));
       rc = 1;
     }
-    if (f && fclose(f)) rc = 1;
   }
   free(logits);
   free(pids);

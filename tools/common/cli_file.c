@@ -1,11 +1,12 @@
-/* File and text helpers of the command-line programs: a whole file (or standard input) into memory, and where a
-   string stops being valid UTF-8. */
+/* File and text helpers of the command-line programs: a whole file (or standard input) into memory, where a string
+   stops being valid UTF-8, and files written whole or not at all (a temporary name, then rename). */
 #include "cli_file.h"
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 long cli_utf8_invalid_at(const char *s) {
   const unsigned char *p = (const unsigned char *)s;
@@ -58,4 +59,30 @@ char *cli_read_file(const char *path, size_t *len) {
   buf[n] = 0;
   if (len) *len = n;
   return buf;
+}
+
+void *cli_out_open(cli_out *o, const char *path) {
+  o->path = path;
+  o->f = NULL;
+  if ((size_t)snprintf(o->tmp, sizeof o->tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof o->tmp) {
+    errno = ENAMETOOLONG;
+    return NULL;
+  }
+  o->f = fopen(o->tmp, "wb");
+  return o->f;
+}
+
+int cli_out_close(cli_out *o, int failed) {
+  if (!o->f) return -1;
+  int e = failed ? (errno ? errno : EIO) : 0;
+  if (!e && (ferror(o->f) || fflush(o->f) || fsync(fileno(o->f)))) e = errno ? errno : EIO;
+  if (fclose(o->f) && !e) e = errno ? errno : EIO;
+  o->f = NULL;
+  if (!e && rename(o->tmp, o->path)) e = errno;
+  if (e) {
+    remove(o->tmp);
+    errno = e;
+    return -1;
+  }
+  return 0;
 }

@@ -100,13 +100,16 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
   if (c->verbose) fprintf(stderr, "wgllm: loaded in %.2f s, trained context %u\n", cli_now() - t0, info.train_context);
   if (!s) return 0;
   wgllm_session_params sp = cli_session_params(c);
-  /* 0: the library's default, the model's trained length (falling back by halves where it does not fit; it warns
-     through on_log, as it does about a context beyond the trained length) */
+  /* 0: the library's default, the model's trained length at most 4096 (a note through on_log where it was trained
+     on more; it warns there about a context beyond the trained length) */
   sp.context = c->ctx ? c->ctx : default_ctx;
   sp.on_prefill = c->no_prefill_progress ? NULL : show_prefill; /* long prompts: progress on a terminal */
   st = wgllm_session_create(*m, &sp, s);
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
+    if (st == WGLLM_ERR_OUT_OF_MEMORY || st == WGLLM_ERR_UNSUPPORTED)
+      fprintf(stderr, "wgllm: -c N (--ctx-size N) sets a smaller context%s\n",
+              c->kv_f16 ? "" : "; --kv f16 halves the KV cache");
     wgllm_model_free(*m);
     *m = NULL;
     return 1;
@@ -116,7 +119,7 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
             c->ctx                                            ? ""
             : default_ctx                                     ? " (this command's default)"
             : info.train_context == wgllm_session_context(*s) ? " (the model's trained length)"
-                                                              : "",
+                                                              : " (the default: the trained length, at most 4096)",
             c->kv_f16 ? "f16" : "f32", wgllm_session_kv_bytes(*s) / 1e6, wgllm_precision_name(sp.precision));
   if (ctx) *ctx = wgllm_session_context(*s);
   return 0;

@@ -381,7 +381,7 @@ enum {
 const cli_opt cli_common_opts[] = {
     {'m', "-m --model", CLI_TEXT, "PATH", 0, 0, 0, CLI_CMD_ALL, "a Hugging Face directory or a .gguf file"},
     {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_GEN,
-     "context in tokens (default 0: the model's trained length)"},
+     "context in tokens (default 0: the model's trained length, at most 4096; -c N for more)"},
     {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_LOGITS, "context in tokens (default 0: 4096)"},
     {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_BENCH,
      "context in tokens (default 0: the prompt + the tokens generated + 8)"},
