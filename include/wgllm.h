@@ -325,7 +325,8 @@ WGLLM_API uint32_t wgllm_session_cached_prefix(const wgllm_session *s, const int
    typed by a user) is tokenized as the plain text it is, while the template's own markup is special; a request
    field "parse_special": true makes content's special-token text its token (what transformers' apply_chat_template
    followed by tokenizing the rendered text gives). A string's "\u0000" is a NUL byte, kept (tokenized as that
-   byte; *text then holds it, so its strlen stops there). The JSON must be UTF-8.
+   byte; *text then holds it, so its strlen stops there). The JSON must be UTF-8, of at most 262,144 values nested
+   at most 128 deep (checked before it is parsed, as the server's request bodies are: docs/LIMITS.md).
    Errors (malformed JSON, a message the template refuses) are WGLLM_ERR_INVALID_ARG or _UNSUPPORTED with the
    reason in wgllm_model_error. */
 WGLLM_API wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t len, int32_t **ids, size_t *n,

@@ -413,6 +413,29 @@ static void check_jobs(wgllm_model *m, const char *label, int batched) {
       CHECK(st != WGLLM_OK && !cids && wgllm_model_error(m)[0], "bad chat request %zu refused: %s", i,
             wgllm_model_error(m));
     }
+    /* the JSON's shape checked before it is parsed: 200 levels of nesting, 300,000 values */
+    size_t dn = 200, vn = 300000;
+    char *deep = malloc(dn * 2 + 128), *wide = malloc(vn * 2 + 128);
+    size_t k = (size_t)sprintf(deep, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\", \"a\": ");
+    for (size_t i = 0; i < dn; i++)
+      deep[k++] = '[';
+    for (size_t i = 0; i < dn; i++)
+      deep[k++] = ']';
+    k += (size_t)sprintf(deep + k, "}]}");
+    CHECK(wgllm_chat_prompt(m, deep, k, &cids, &cn, &text) == WGLLM_ERR_INVALID_ARG &&
+              strstr(wgllm_model_error(m), "deep"),
+          "a chat request nested 200 deep refused naming its depth: %s", wgllm_model_error(m));
+    k = (size_t)sprintf(wide, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"a\": [0");
+    for (size_t i = 1; i < vn; i++) {
+      wide[k++] = ',';
+      wide[k++] = '0';
+    }
+    k += (size_t)sprintf(wide + k, "]}");
+    CHECK(wgllm_chat_prompt(m, wide, k, &cids, &cn, &text) == WGLLM_ERR_INVALID_ARG &&
+              strstr(wgllm_model_error(m), "262144"),
+          "a chat request of 300,000 values refused naming the bound: %s", wgllm_model_error(m));
+    free(deep);
+    free(wide);
   }
   for (int i = 0; i < NJ; i++)
     wgllm_session_free(ss[i]);

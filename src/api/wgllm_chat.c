@@ -5,6 +5,7 @@
    that is to stay plain text. The rendered prompt is unescaped (NULs back, CHAT_PLAIN dropped and its next byte
    flagged) and tokenized with tok_encode_marked: the template's own special tokens parsed, the flagged ones text. */
 #include "api_internal.h"
+#include "json_shape.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,8 +75,8 @@ static char *json_nul_escapes(const char *s, size_t n, size_t *out_n) {
 }
 
 /* Renders q and tokenizes the prompt (see the top of the file); *text (may be NULL) gets the unescaped prompt. */
-static wgllm_status render_encode(const tokenizer *tok, const chat_renderer *chat, const chat_request *q,
-                                  int32_t **ids, size_t *n, char **text, llm_err *err) {
+static wgllm_status render_encode(const tokenizer *tok, const chat_renderer *chat, const chat_request *q, int32_t **ids,
+                                  size_t *n, char **text, llm_err *err) {
   char *r = NULL;
   wgllm_status st = chat_renderer_apply(chat, q, NULL, &r, err);
   if (st) {
@@ -151,6 +152,11 @@ wgllm_status wgllm_chat(wgllm_session *s, const wgllm_message *messages, size_t 
   return st;
 }
 
+/* The request JSON's bounds, checked before cJSON builds it: the server's (tools/serve/serve_openai.h), a request of
+   some 260,000 values (a long conversation with tools) nested 128 deep */
+#define API_CHAT_MAX_VALUES 262144
+#define API_CHAT_MAX_DEPTH 128
+
 wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t len, int32_t **ids, size_t *n,
                                char **text) {
   if (!m) return WGLLM_ERR_INVALID_ARG;
@@ -168,6 +174,9 @@ wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t 
   size_t bad, jn = 0;
   if (!tok_utf8_validate(request_json, len, &bad))
     return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "the request is not UTF-8 at byte %zu of %zu", bad, len);
+  char why[128]; /* the pre-check of every JSON text (src/base/json_shape.h), the server's bounds */
+  if (json_shape_check(request_json, len, API_CHAT_MAX_VALUES, API_CHAT_MAX_DEPTH, why, sizeof why))
+    return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "the request's %s", why);
   char *json = json_nul_escapes(request_json, len, &jn);
   if (!json) return llm_err_set(&m->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   cJSON *req = cJSON_ParseWithLength(json, jn);
