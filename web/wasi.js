@@ -21,7 +21,8 @@ export class WasiExit extends Error {
 // options: { args: [..], env: {K: V}, write(fd, text), mounts: { '/repo': 'http://host/' }, cwd: the directory
 // relative paths the program passes to JavaScript (not through WASI) are relative to, fs: a file-system backend
 // { stat(path) -> { dir: bool, size } | null, read(path, offset, length) -> Uint8Array, readdir(path) -> [names],
-// writeFile(path, bytes), mkdir(path), unlink(path), rmdir(path) } (synchronous; absolute paths), writeRaw(fd, bytes):
+// writeFile(path, bytes), mkdir(path), unlink(path), rmdir(path), rename(from, to) } (synchronous; absolute paths;
+// rename optional), writeRaw(fd, bytes):
 // standard output and error unbuffered in place of write's lines, readStdin(max) -> Uint8Array (empty at the end) }
 export function createWasi(options = {}) {
   let ex = null;
@@ -340,6 +341,34 @@ export function createWasi(options = {}) {
       files.delete(p);
       missing.add(p);
       if (f.hostPath && hostFs) { try { hostFs.unlink(f.hostPath); } catch (e) { /* never written */ } }
+      return E.SUCCESS;
+    }),
+    // rename(2) of a file (the CLI writes NAME.tmp.PID, then renames it onto NAME): in memory, and on the machine
+    // (the backend's rename, or its bytes written at the new path and the old one removed) when it is there
+    path_rename: new WebAssembly.Suspending(async (fd1, p1, l1, fd2, p2, l2) => {
+      const a = pathAt(fd1, p1, l1), b = pathAt(fd2, p2, l2);
+      if (a === null || b === null) return E.BADF;
+      await ensure(a);
+      await ensure(b);
+      const f = files.get(a);
+      if (!f) return isDir(a) ? E.NOSYS : E.NOENT; // directories are not renamed here
+      if (isDir(b)) return E.ISDIR;
+      if (a === b) return E.SUCCESS;
+      const onHost = (q) => hostFs && !mounts.some(([pre]) => q === pre || q.startsWith(pre + '/'));
+      if (f.hostPath && onHost(b)) {
+        if (!f.dirty) { // on the machine as it is: moved there
+          try {
+            if (hostFs.rename) hostFs.rename(f.hostPath, b);
+            else { hostFs.writeFile(b, await readRange(f, 0, f.size)); hostFs.unlink(f.hostPath); }
+          } catch (e) { return E.IO; }
+        }
+        f.hostPath = b; // a file still open is written at its new name when closed
+      }
+      files.delete(a);
+      missing.add(a);
+      files.set(b, f);
+      missing.delete(b);
+      for (const e of fds.values()) if (e.path === a) e.path = b;
       return E.SUCCESS;
     }),
     path_create_directory: new WebAssembly.Suspending(async (dirfd, ptr, len) => {

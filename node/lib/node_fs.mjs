@@ -27,6 +27,7 @@ export const nodeFs = {
   writeFile(p, bytes) { fs.writeFileSync(p, bytes); },
   mkdir(p) { fs.mkdirSync(p); },
   unlink(p) { fs.unlinkSync(p); },
+  rename(from, to) { fs.renameSync(from, to); },
   rmdir(p) { fs.rmdirSync(p); },
 };
 
