@@ -49,31 +49,6 @@ static int escape_messages(const tokenizer *tok, cJSON *msgs, int parse_special)
   return 0;
 }
 
-/* JSON text with every "\u0000" escape inside a string written as CHAT_NUL (cJSON's strings end at a NUL):
-   malloc'd copy, *out_n its length. */
-static char *json_nul_escapes(const char *s, size_t n, size_t *out_n) {
-  char *o = malloc(n + 1);
-  if (!o) return NULL;
-  size_t k = 0;
-  int in_str = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (in_str && c == '\\' && i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) {
-      o[k++] = (char)CHAT_NUL;
-      i += 5;
-      continue;
-    }
-    o[k++] = c;
-    if (in_str && c == '\\' && i + 1 < n)
-      o[k++] = s[++i];
-    else if (c == '"')
-      in_str = !in_str;
-  }
-  o[k] = 0;
-  *out_n = k;
-  return o;
-}
-
 /* Renders q and tokenizes the prompt (see the top of the file); *text (may be NULL) gets the unescaped prompt. */
 static wgllm_status render_encode(const tokenizer *tok, const chat_renderer *chat, const chat_request *q, int32_t **ids,
                                   size_t *n, char **text, llm_err *err) {
@@ -177,7 +152,7 @@ wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_json, size_t 
   char why[128]; /* the pre-check of every JSON text (src/base/json_shape.h), the server's bounds */
   if (json_shape_check(request_json, len, API_CHAT_MAX_VALUES, API_CHAT_MAX_DEPTH, why, sizeof why))
     return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "the request's %s", why);
-  char *json = json_nul_escapes(request_json, len, &jn);
+  char *json = json_mark_nul_escapes(request_json, len, CHAT_NUL, &jn);
   if (!json) return llm_err_set(&m->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   cJSON *req = cJSON_ParseWithLength(json, jn);
   free(json);

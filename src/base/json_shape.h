@@ -25,4 +25,11 @@ json_shape json_shape_of(const char *s, size_t n);
    values; at most 1000000 are accepted"; the caller puts what the text is in front. */
 enum { JSON_TOO_MANY = 1, JSON_TOO_DEEP = 2 };
 int json_shape_check(const char *s, size_t n, size_t max_values, size_t max_depth, char *msg, size_t cap);
+
+/* "\u0000" inside a JSON string is a NUL byte, where cJSON's C strings end. json_mark_nul_escapes returns a malloc'd
+   copy of s[0, n) (NUL-terminated, *out_n its length; NULL when out of memory) with each such escape written as
+   the byte mark (0xFF, which valid UTF-8 never holds), for a caller that reads its strings back with mark as NUL;
+   json_nul_escape_at gives the first one's offset, or -1. */
+char *json_mark_nul_escapes(const char *s, size_t n, unsigned char mark, size_t *out_n);
+long json_nul_escape_at(const char *s, size_t n);
 #endif

@@ -196,20 +196,6 @@ static void history_free(wgllm_message *msgs, size_t n) {
 /* JSON values a /load file may hold (checked before cJSON builds them): some 300,000 messages. */
 #define CLI_HISTORY_MAX_VALUES 1000000u
 
-/* The offset of the first "\u0000" escape inside a string of JSON text (a NUL byte, which cJSON's C strings would
-   cut the text at), or -1 when there is none. */
-static long json_nul_escape_at(const char *s, size_t n) {
-  int in_str = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (in_str && s[i] == '\\') {
-      if (i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) return (long)i;
-      i++;
-    } else if (s[i] == '"')
-      in_str = !in_str;
-  }
-  return -1;
-}
-
 /* Reads an array of messages as history_save writes it, or an object with a "messages" array (other keys are ignored;
    in a message too). Roles must be system, user or assistant, strings valid UTF-8. *msgs and each role and content are
    malloc'd (history_free). Returns 0, or -1 with the reason in err. */

@@ -53,31 +53,6 @@ long serve_utf8_invalid_at(const char *s, size_t n) {
 
 static int oom(serve_error *err) { return serve_fail(err, 500, "server_error", NULL, NULL, "out of memory"); }
 
-/* JSON text (valid UTF-8) with every "\u0000" escape inside a string written as the byte SERVE_NUL: a malloc'd
-   copy, *out_n its length. */
-static char *json_nul_escapes(const char *s, size_t n, size_t *out_n) {
-  char *o = malloc(n + 1);
-  if (!o) return NULL;
-  size_t k = 0;
-  int in_str = 0;
-  for (size_t i = 0; i < n; i++) {
-    char c = s[i];
-    if (in_str && c == '\\' && i + 5 < n && s[i + 1] == 'u' && !memcmp(s + i + 2, "0000", 4)) {
-      o[k++] = (char)SERVE_NUL;
-      i += 5;
-      continue;
-    }
-    o[k++] = c;
-    if (in_str && c == '\\' && i + 1 < n)
-      o[k++] = s[++i];
-    else if (c == '"')
-      in_str = !in_str;
-  }
-  o[k] = 0;
-  *out_n = k;
-  return o;
-}
-
 /* The body as a JSON object; NULL with *err filled. */
 static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   long at = serve_utf8_invalid_at(body, len);
@@ -97,7 +72,7 @@ static cJSON *parse_object(const char *body, size_t len, serve_error *err) {
   }
   /* cJSON's strings end at a NUL: a "\u0000" escape is parsed as SERVE_NUL, a byte UTF-8 never holds, and the
      strings read are unescaped with their length (take_string); the byte offsets said are the copy's */
-  char *nulled = json_nul_escapes(body, len, &len);
+  char *nulled = json_mark_nul_escapes(body, len, SERVE_NUL, &len);
   if (!nulled) {
     oom(err);
     return NULL;
