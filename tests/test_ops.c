@@ -3109,6 +3109,19 @@ static const struct {
                  {6, 2, 16, 0, 30.0f, 300, 7, 4}, {32, 8, 32, 0, 0, 512, 64, 8}, {8, 2, 64, 0, 0, 256, 16, 64}};
 #define PD_MODES 4
 
+/* 0 .. n-1 shuffled (Fisher-Yates on the case's seed): a pool's blocks in the order the tables take them */
+static uint32_t *shuffled(uint32_t n) {
+  uint32_t *perm = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++)
+    perm[i] = i;
+  for (uint32_t i = n - 1; i > 0; i--) {
+    uint32_t j = th_u32(&rng) % (i + 1), t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  return perm;
+}
+
 /* sequence s's position: lengths spread over the edges of blocks, chunks, the context and a ring */
 static uint32_t pd_pos(size_t si, uint32_t s) {
   uint32_t ctx = PD_SHAPES[si].ctx, b = PD_SHAPES[si].block;
@@ -3132,14 +3145,7 @@ static case_result run_paged_decode(const tcase *tc) {
   float *kp = rnd(npool, -1, 1), *vp = rnd(npool, -1, 1), *q = rnd((size_t)NS * S, -1, 1);
   gbuf gk = cache_upload(kp, npool, f16, rope), gv = cache_upload(vp, npool, f16, rope); /* kp, vp: as stored */
   /* block tables: a shuffled pool; sequence 1 starts with sequence 0's first two blocks */
-  uint32_t *perm = malloc(NB * 4), *table = malloc((size_t)NS * MB * 4), *pos = malloc(NS * 4);
-  for (uint32_t i = 0; i < NB; i++)
-    perm[i] = i;
-  for (uint32_t i = NB - 1; i > 0; i--) {
-    uint32_t j = th_u32(&rng) % (i + 1), t = perm[i];
-    perm[i] = perm[j];
-    perm[j] = t;
-  }
+  uint32_t *perm = shuffled(NB), *table = malloc((size_t)NS * MB * 4), *pos = malloc(NS * 4);
   for (uint32_t s = 0; s < NS; s++) {
     pos[s] = pd_pos(si, s);
     uint32_t used = pos[s] + 1 >= ctx ? ctx : pos[s] + 1; /* slots the sequence holds */
@@ -3334,14 +3340,7 @@ static case_result run_paged_prefill(const tcase *tc) {
   size_t nc = (size_t)KVH * ctx * D, np = (size_t)KVH * rows * D;
   float *cache_k = rnd(nc, -1, 1), *cache_v = rnd(nc, -1, 1), *pool_k = rnd(np, -1, 1), *pool_v = rnd(np, -1, 1);
   float *x = rnd((size_t)T * S, -1, 1);
-  uint32_t *perm = malloc(NB * 4), *table = malloc(3 * MB * 4), *pos = malloc(T * 4);
-  for (uint32_t i = 0; i < NB; i++)
-    perm[i] = i;
-  for (uint32_t i = NB - 1; i > 0; i--) {
-    uint32_t j = th_u32(&rng) % (i + 1), t = perm[i];
-    perm[i] = perm[j];
-    perm[j] = t;
-  }
+  uint32_t *perm = shuffled(NB), *table = malloc(3 * MB * 4), *pos = malloc(T * 4);
   for (uint32_t i = 0; i < 3 * MB; i++)
     table[i] = perm[i];
   for (uint32_t t = 0; t < T; t++)
