@@ -22,6 +22,7 @@ static double now_s(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
+static int g_kv_pool, g_batched_only; /* --kv-pool, --batched-only (--parallel) */
 static int g_sampled; /* --sampling default: temperature, top-k, top-p, min-p and penalty instead of greedy */
 static int g_fast;    /* the precision of the measurement at hand (--precision-list): int8 activations */
 
@@ -46,7 +47,8 @@ static void usage(FILE *f) {
          "       on one loaded model (fast: int8 activations in the quantized linear layers)\n"
          "  --prefill-runs N: timed prefills (default min(runs, 3)); decode runs rewind to the prompt\n"
          "  --sampled: sample with t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1\n"
-         "  --parallel N: N sessions (2..8) decode together, batched in one step and one after another\n"
+         "  --parallel N: N sessions (2..64) decode together, batched in one step and one after another\n"
+         "  --kv-pool: (--parallel) their caches on one paged KV pool; --batched-only: no one-after-another run\n"
          "       wgllm bench --synthetic NAME --write-gguf OUT.gguf [--vocab DIR]  (the Llama shapes)\n"
          "  --vocab DIR: embed DIR's tokenizer.json (+ tokenizer_config.json) as llama.cpp writes a Llama 3 GGUF\n"
          "       (e.g. third_party/tokenizers/llama3: the file then takes text, for wgllm run / serve)\n"
@@ -141,16 +143,20 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   llm_err err = {0};
   wgllm_status st;
   llm_session_options so = {0};
+  llm_kv_pool *pool = NULL;
   so.ctx = c->ctx ? c->ctx : P + G + 8;
   so.kv_f16 = kv_f16;
   so.unfused = c->unfused;
   so.attn_grid = (llm_attn_grid)c->attn_grid;
   so.prefill_chunk = c->prefill_chunk;
   so.fast = g_fast;
-  llm_session *s;
-  st = llm_session_create(m, &so, &s, &err);
+  llm_session *s = NULL;
+  st = g_kv_pool ? llm_kv_pool_create(m, so.ctx, so.ctx, kv_f16, &pool, &err) : WGLLM_OK;
+  so.pool = pool;
+  if (!st) st = llm_session_create(m, &so, &s, &err);
   if (st) {
     fprintf(stderr, "wgllm bench: %s\n", err.msg);
+    llm_kv_pool_free(pool);
     return 1;
   }
   if (P + G + 1 > so.ctx) {
@@ -213,6 +219,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   if (st) {
     fprintf(stderr, "wgllm bench: %s (%s)\n", s->err.msg, wgllm_status_name(st));
     llm_session_free(s);
+    llm_kv_pool_free(pool);
     return 1;
   }
   double pre_s = median(pre, (int)pre_runs), dec_s = median(dec, (int)runs), enc_us = median(enc, (int)runs);
@@ -264,6 +271,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   free(enc);
   free(pre_cpu);
   llm_session_free(s);
+  llm_kv_pool_free(pool);
   return st ? 1 : 0;
 }
 
@@ -277,6 +285,7 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
   llm_session *ss[LLM_BATCH_MAX] = {0};
   llm_batch *b = NULL;
   llm_session_options so = {0};
+  llm_kv_pool *pool = NULL;
   so.ctx = c->ctx ? c->ctx : P + G + 8;
   so.kv_f16 = kv_f16;
   so.attn_grid = (llm_attn_grid)c->attn_grid;
@@ -287,6 +296,10 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
       .temperature = 0.0f, .top_p = 1.0f, .min_p = 0.0f, .rep_penalty = 1.0f, .top_k = 0, .ring_cap = 0, .seed = 1};
   op_sample_params sampled = {
       .temperature = 0.8f, .top_p = 0.95f, .min_p = 0.05f, .rep_penalty = 1.1f, .top_k = 40, .ring_cap = 64, .seed = 1};
+  if (g_kv_pool) {
+    st = llm_kv_pool_create(m, N * so.ctx, so.ctx, kv_f16, &pool, &err);
+    so.pool = pool;
+  }
   for (uint32_t i = 0; !st && i < N; i++) {
     st = llm_session_create(m, &so, &ss[i], &err);
     for (uint32_t k = 0; !st && k < P; k++) /* a prompt of its own */
@@ -298,7 +311,7 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
   }
   if (!st) st = llm_batch_create(m, &b, &err);
   double t_mode[2] = {0, 0};
-  for (int mode = 0; !st && mode < 2; mode++) { /* 0 batched, 1 one after another */
+  for (int mode = 0; !st && mode < 2 - g_batched_only; mode++) { /* 0 batched, 1 one after another */
     double *t = calloc(runs, sizeof *t);
     for (uint32_t r = 0; !st && r <= runs; r++) { /* run 0 is the warm-up (and the recording) */
       for (uint32_t i = 0; i < N; i++)
@@ -332,24 +345,26 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
     fprintf(stderr, "wgllm bench: --parallel %u: %s (%s)\n", N, err.msg, wgllm_status_name(st));
   } else {
     static const char *const names[2] = {"batched", "one after another"};
-    for (int mode = 0; mode < 2; mode++) {
+    for (int mode = 0; mode < 2 - g_batched_only; mode++) {
       double agg = N * G / t_mode[mode];
       if (json)
         printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", "
                "\"context\": %u, \"parallel\": %u, \"mode\": \"%s\", \"gen_tokens\": %u, \"runs\": %u, "
                "\"sampling\": \"%s\", \"precision\": \"%s\", \"aggregate_tok_s\": %.1f, "
-               "\"per_session_tok_s\": %.2f, \"ms_per_step\": %.4f, \"batch_recordings\": %u}\n",
+               "\"per_session_tok_s\": %.2f, \"ms_per_step\": %.4f, \"batch_recordings\": %u, \"kv_pool\": %d}\n",
                gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, kv_f16 ? "f16" : "f32", P, N,
                names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", g_fast ? "fast" : "exact",
-               agg, agg / N, t_mode[mode] / G * 1e3, b->recordings);
+               agg, agg / N, t_mode[mode] / G * 1e3, b->recordings, g_kv_pool);
       else
-        printf("%u sessions at context %u, %s, %s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P,
-               names[mode], g_fast ? "fast" : "exact", agg, agg / N, t_mode[mode] / G * 1e3);
+        printf("%u sessions at context %u, %s, %s%s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P,
+               names[mode], g_fast ? "fast" : "exact", g_kv_pool ? ", KV pool" : "", agg, agg / N,
+               t_mode[mode] / G * 1e3);
     }
   }
   llm_batch_free(b);
   for (uint32_t i = 0; i < N; i++)
     llm_session_free(ss[i]);
+  llm_kv_pool_free(pool);
   free(ids);
   return st ? 1 : 0;
 }
@@ -414,6 +429,8 @@ enum {
   K_PROFILE,
   K_SAMPLED,
   K_PARALLEL,
+  K_KV_POOL,
+  K_BATCHED_ONLY,
   K_PRECISION_LIST
 };
 
@@ -438,6 +455,10 @@ static const cli_opt bench_opts[] = {
      "decode N sessions together, batched and one after another (aggregate tok/s)"},
     {K_PRECISION_LIST, "--precision-list", CLI_TEXT, "exact,fast", 0, 0, 0, CLI_CMD_BENCH,
      "the precisions to measure (default exact)"},
+    {K_KV_POOL, "--kv-pool", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH,
+     "--parallel: the sessions' caches on one paged KV pool of N x context tokens (one attention pair for all)"},
+    {K_BATCHED_ONLY, "--batched-only", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH,
+     "--parallel: the batched step only, not the sessions one after another"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 typedef struct bench_args {
@@ -506,6 +527,12 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_PARALLEL:
     a->parallel = (uint32_t)v->i;
+    break;
+  case K_KV_POOL:
+    g_kv_pool = 1;
+    break;
+  case K_BATCHED_ONLY:
+    g_batched_only = 1;
     break;
   case K_PRECISION_LIST:
     a->nfast = 0;

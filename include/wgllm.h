@@ -39,7 +39,9 @@ typedef enum wgllm_status {
   WGLLM_ERR_NO_ADAPTER = 6,    /* no WebGPU adapter / device could be created */
   WGLLM_ERR_GPU = 7,           /* a WebGPU validation or internal error */
   WGLLM_ERR_DEVICE_LOST = 8,   /* the device was lost; the handle must be recreated */
-  WGLLM_ERR_INTERNAL = 9       /* a bug in wgllm */
+  WGLLM_ERR_INTERNAL = 9,      /* a bug in wgllm */
+  WGLLM_ERR_KV_FULL = 10       /* the model's KV pool has no free block for a session's next tokens (nothing ran:
+                                  retry once other sessions shrink or end, or reset idle ones) */
 } wgllm_status;
 
 /* "MAJOR.MINOR.PATCH", from the macros above */
@@ -179,8 +181,44 @@ typedef struct wgllm_session_params {
      this many keys */
   uint32_t prefill_chunk;
   wgllm_precision precision; /* WGLLM_PRECISION_DEFAULT unless set */
+  /* 1: the cache draws its blocks from the model's KV pool (wgllm_model_kv_pool, made first): its kv_type is the
+     pool's, its context at most the pool's max_context (0: that), and it takes memory for the tokens it holds only */
+  int kv_pool;
 } wgllm_session_params;
 WGLLM_API wgllm_session_params wgllm_session_default_params(void);
+
+/* ---------- a paged KV pool: many sessions' caches in one (serving) ----------
+   The model's sessions made with kv_pool set keep their K and V in blocks of 16 tokens of one pool, taken as they
+   grow and given back as they shrink or end, so memory follows the tokens held, not each session's longest
+   context. Sessions whose prompts start with the same tokens share the blocks of that prefix (a system prompt,
+   a few-shot block): a job's prompt takes the longest prefix other sessions prefilled (wgllm_generate_stats'
+   cached_tokens counts it) and computes the rest. Blocks no session holds stay cached, least recently used given
+   back first. Layers of a sliding window shorter than max_context keep a ring of their own in each session.
+   wgllm_jobs_step on jobs whose sessions share the pool attends for all of them in one dispatch pair a layer and
+   length bucket, makes room under pressure (idle sessions' caches first, then the newest jobs are evicted and
+   later recomputed bit for bit: the text is the same) and makes a job wait rather than fail, except the oldest
+   when the pool cannot hold it alone (WGLLM_ERR_KV_FULL). A session stepped on its own gets WGLLM_ERR_KV_FULL
+   when no block is left. */
+typedef struct wgllm_kv_pool_params {
+  uint32_t tokens;      /* token slots in all (rounded up to blocks); 0: as many as `bytes` holds */
+  uint64_t bytes;       /* with tokens 0: the device memory it may take; 0 as well: 70% of what the device has
+                           left, at most 64 sessions of max_context and what one storage binding holds */
+  uint32_t max_context; /* the longest context of a session on it (0: the model's trained length, at most 4096) */
+  wgllm_kv_type kv_type;
+} wgllm_kv_pool_params;
+/* Makes (or remakes: refused while sessions are on it) the model's pool. Errors name the limit: device memory,
+   the storage binding (its largest pool), a model whose every layer is a window ring (nothing to pool). */
+WGLLM_API wgllm_status wgllm_model_kv_pool(wgllm_model *m, const wgllm_kv_pool_params *params);
+typedef struct wgllm_kv_pool_stats {
+  uint32_t block_tokens;     /* slots a block */
+  uint32_t blocks;           /* in all */
+  uint32_t available_blocks; /* free, and cached ones no session holds */
+  uint32_t cached_blocks;    /* of those, published prefixes kept for later prompts */
+  uint32_t max_context, sessions;
+  uint64_t bytes; /* on the device */
+} wgllm_kv_pool_stats;
+/* WGLLM_ERR_INVALID_ARG when the model has no pool. Not while another thread steps the model's sessions. */
+WGLLM_API wgllm_status wgllm_model_kv_pool_stats(const wgllm_model *m, wgllm_kv_pool_stats *stats);
 WGLLM_API wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *params, wgllm_session **out);
 WGLLM_API void wgllm_session_free(wgllm_session *s);
 WGLLM_API const char *wgllm_session_error(const wgllm_session *s);
@@ -257,6 +295,7 @@ typedef struct wgllm_generate_stats {
   wgllm_stop stop;
   const char *stop_reason; /* the same in words: "end of generation", "stop string", "token limit", ... */
   uint32_t batched_tokens; /* of the generated tokens, those decoded in a step batched with other sessions */
+  uint32_t preemptions;    /* times a KV pool under pressure evicted the job's cache (recomputed after) */
   /* prefill_seconds of a prompt prefilled a chunk a wgllm_jobs_step call is the time of those calls: the GPU
      may finish an earlier chunk's work during a later call (and count in that job's or another's times) */
 } wgllm_generate_stats;

@@ -23,6 +23,7 @@ struct wgllm_model {
   chat_renderer *chat; /* NULL when the model's own template does not parse: chat_err says why */
   llm_err chat_err;
   llm_job_stepper stepper; /* wgllm_jobs_step's batched decode */
+  llm_kv_pool *pool;       /* wgllm_model_kv_pool's, or NULL */
   llm_err err;             /* the last failure of a call on the handle */
   /* for tests (WGLLM_TEST_DEVICE_LOSS_STEP, read at load): the device is lost at the model's lose_at_step-th call of
      wgllm_job_step / wgllm_jobs_step (steps counts them); 0: never */

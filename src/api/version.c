@@ -31,6 +31,8 @@ const char *wgllm_status_name(wgllm_status s) {
     return "WGLLM_ERR_DEVICE_LOST";
   case WGLLM_ERR_INTERNAL:
     return "WGLLM_ERR_INTERNAL";
+  case WGLLM_ERR_KV_FULL:
+    return "WGLLM_ERR_KV_FULL";
   }
   return "WGLLM_ERR_UNKNOWN";
 }

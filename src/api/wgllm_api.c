@@ -17,6 +17,7 @@
 void wgllm_model_free(wgllm_model *m) {
   if (!m) return;
   llm_job_stepper_free(&m->stepper);
+  if (!llm_kv_pool_free(m->pool)) api_log(WGLLM_LOG_WARN, "wgllm_model_free: sessions still on the KV pool");
   llm_model_free(m->m);
   chat_renderer_free(m->chat);
   tok_free(m->tok);
@@ -205,6 +206,16 @@ wgllm_status wgllm_session_create(wgllm_model *m, const wgllm_session_params *pa
   llm_session_options so = {0};
   so.ctx = p.context;
   so.kv_f16 = p.kv_type == WGLLM_KV_F16;
+  if (p.kv_pool) {
+    if (!m->pool) {
+      free(s);
+      return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG,
+                         "wgllm_session_create: kv_pool is set and the model has no KV pool (wgllm_model_kv_pool)");
+    }
+    so.pool = m->pool;
+    so.kv_f16 = m->pool->g.f16;
+    if (!so.ctx) so.ctx = m->pool->g.max_ctx;
+  }
   so.unfused = p.decode_path == WGLLM_DECODE_UNFUSED;
   so.attn_grid = p.attn_grid == WGLLM_ATTN_GRID_INDIRECT ? LLM_ATTN_GRID_INDIRECT : LLM_ATTN_GRID_WORST;
   so.on_prefill = p.on_prefill;
@@ -356,6 +367,7 @@ void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats) {
   const llm_job *job = &j->job;
   stats->prompt_tokens = job->n_prompt;
   stats->cached_tokens = job->cached;
+  stats->preemptions = job->preemptions;
   stats->generated_tokens = job->g.res.n_generated;
   stats->prefill_seconds = job->g.res.prefill_s;
   stats->decode_seconds = job->g.res.decode_s;
@@ -410,4 +422,67 @@ wgllm_status wgllm_generate_n(wgllm_session *s, const char *prompt, size_t len, 
   if (!st) st = api_run_ids(s, ids, n, params, NULL, stats);
   free(ids);
   return st;
+}
+
+wgllm_status wgllm_model_kv_pool(wgllm_model *m, const wgllm_kv_pool_params *params) {
+  llm_err_clear(api_last_error());
+  if (!m || !params) return llm_err_set(api_last_error(), WGLLM_ERR_INVALID_ARG, "wgllm_model_kv_pool: NULL argument");
+  llm_err_clear(&m->err);
+  if ((unsigned)params->kv_type > WGLLM_KV_F16)
+    return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "wgllm_model_kv_pool: kv_type %d is not a wgllm_kv_type",
+                       (int)params->kv_type);
+  if (m->pool && m->pool->sessions)
+    return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG, "wgllm_model_kv_pool: %u sessions are on the model's pool",
+                       m->pool->sessions);
+  const llm_hparams *hp = &m->m->hp;
+  uint32_t ctx = params->max_context;
+  if (!ctx) ctx = hp->train_ctx && hp->train_ctx < LLM_DEFAULT_CTX ? hp->train_ctx : LLM_DEFAULT_CTX;
+  int f16 = params->kv_type == WGLLM_KV_F16;
+  uint32_t tokens = params->tokens;
+  if (!tokens) {
+    uint64_t bytes = params->bytes;
+    if (!bytes) {
+      char why[320];
+      bytes = gpu_memory_left(m->gpu, why, sizeof why) / 10 * 7;
+      /* at most 64 contexts, and what one layer's pool in one storage binding holds */
+      uint64_t cap = (uint64_t)ctx * 64, bind = m->gpu->limits.maxStorageBufferBindingSize;
+      if (m->m->max_binding && m->m->max_binding < bind) bind = m->m->max_binding;
+      for (uint32_t l = 0; l < hp->n_layer; l++) {
+        uint64_t per = (uint64_t)llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+        if (llm_layer_owns_kv(hp, l) && per && bind / per < cap) cap = bind / per / LLM_KV_BLOCK * LLM_KV_BLOCK;
+      }
+      uint32_t fit = llm_kv_pool_tokens_in(m->m, bytes, ctx, f16);
+      tokens = fit < cap ? fit : (uint32_t)cap;
+    } else
+      tokens = llm_kv_pool_tokens_in(m->m, bytes, ctx, f16);
+    if (!tokens)
+      return llm_err_set(&m->err, WGLLM_ERR_OUT_OF_MEMORY, "wgllm_model_kv_pool: %llu bytes hold no block",
+                         (unsigned long long)bytes);
+  }
+  llm_kv_pool *pool = NULL;
+  wgllm_status st = llm_kv_pool_create(m->m, tokens, ctx, f16, &pool, &m->err);
+  if (st) return st;
+  llm_job_stepper_free(&m->stepper); /* its step's table was made for the old pool */
+  llm_kv_pool_free(m->pool);
+  m->pool = pool;
+  char a[32];
+  api_log(WGLLM_LOG_INFO, "KV pool: %u tokens (%u blocks of %u) for sessions of up to %u positions, %s %s",
+          pool->g.n_blocks * pool->g.block, pool->g.n_blocks, pool->g.block, ctx, gpu_size_str(pool->g.bytes, a, sizeof a),
+          f16 ? "f16" : "f32");
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_model_kv_pool_stats(const wgllm_model *m, wgllm_kv_pool_stats *stats) {
+  if (!m || !stats) return WGLLM_ERR_INVALID_ARG;
+  memset(stats, 0, sizeof *stats);
+  if (!m->pool) return WGLLM_ERR_INVALID_ARG;
+  const llm_kv_pool *p = m->pool;
+  stats->block_tokens = p->g.block;
+  stats->blocks = p->g.n_blocks;
+  stats->available_blocks = kv_blocks_available(p->blocks);
+  stats->cached_blocks = kv_blocks_cached(p->blocks);
+  stats->max_context = p->g.max_ctx;
+  stats->sessions = p->sessions;
+  stats->bytes = p->g.bytes;
+  return WGLLM_OK;
 }

@@ -184,11 +184,16 @@ static wgllm_status attn_append(const llm_fwd *f, const attn_layer *L, const att
                             .k_off = g->k_off,
                             .k_stride = L->qk_stride,
                             .v_off = g->v_off,
-                            .v_stride = L->v_stride};
+                            .v_stride = L->v_stride,
+                            .pages = llm_kv_pages(f->kv, L->src)};
     return op_rope_kv(f->rec, &g->layout, &rp, V(L->qk), L->vsrc, V(f->s->pos), V(L->rope_cs), g->k, g->v);
   }
-  op_kv_write_params wp = {
-      .n_tokens = f->T, .k_off = g->k_off, .k_stride = L->qk_stride, .v_off = g->v_off, .v_stride = L->v_stride};
+  op_kv_write_params wp = {.n_tokens = f->T,
+                           .k_off = g->k_off,
+                           .k_stride = L->qk_stride,
+                           .v_off = g->v_off,
+                           .v_stride = L->v_stride,
+                           .pages = llm_kv_pages(f->kv, L->src)};
   return op_kv_write(f->rec, &g->layout, &wp, V(L->qk), V(L->vb), V(f->s->pos), g->k, g->v);
 }
 
@@ -203,7 +208,8 @@ static op_attn_params attn_params(const llm_fwd *f, const attn_layer *L, const a
                           .window = llm_layer_window(hp, L->l),
                           .scale = hp->attn_scale,
                           .softcap = 0.0f,
-                          .max_len = f->fo->max_len};
+                          .max_len = f->fo->max_len,
+                          .pages = llm_kv_pages(f->kv, L->src)};
 }
 
 /* Prefill (or one token without flash-decoding): RoPE of q and k with the cache append in one dispatch where the
@@ -218,7 +224,7 @@ static wgllm_status attention_prefill(const llm_fwd *f, const attn_layer *L, uin
     op_attn_params ap = attn_params(f, L, &g);
     gpu_view out = {.buf = f->s->attn, .offset = (uint64_t)g.q_off * 4}; /* its heads' columns of every token's row */
     if (st) break;
-    if (f->fo->fast && op_attention_mma_supports(op_ctx(f->rec), &g.layout, &ap)) /* tensor cores */
+    if (f->fo->fast && !ap.pages && op_attention_mma_supports(op_ctx(f->rec), &g.layout, &ap)) /* tensor cores */
       st = op_attention_mma(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, V(f->s->pos), out);
     else
       st = op_attention(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, V(f->s->pos), out);
@@ -255,10 +261,58 @@ static wgllm_status attention_decode(const llm_fwd *f, const attn_layer *L, uint
   return st;
 }
 
+/* Batched decode over one pool (a layer the pool holds): every token's RoPE, cache append and flash-decoding in
+   one dispatch pair a group of one length bucket over the step's block table, q of row i at q_off + i * qk_stride,
+   its output at row i of s->attn. */
+static wgllm_status attention_paged(const llm_fwd *f, const attn_layer *L) {
+  const llm_hparams *hp = &f->m->hp;
+  const llm_fwd_paged *pg = f->paged;
+  attn_group g;
+  attn_group_at(f->tokens[0].kv, L, 0, &g); /* a pooled layer: one group, q_off 0 */
+  if (!op_attention_decode_supports(&g.layout, g.n_head))
+    return op_fail(f->rec, WGLLM_ERR_UNSUPPORTED, "batched decode: layer %u's heads have no flash-decoding", L->l);
+  gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && pg->rope->local ? pg->rope->local : pg->rope->global;
+  wgllm_status st = WGLLM_OK;
+  for (uint32_t k = 0; !st && k < pg->n_groups; k++) {
+    const llm_fwd_paged_group *gr = &pg->groups[k];
+    op_kv_layout lay = g.layout;
+    lay.ctx = gr->ctx;
+    op_kv_pages pages = {.table = gr->table,
+                         .max_blocks = pg->max_blocks,
+                         .block = pg->block,
+                         .n_blocks = pg->n_blocks,
+                         .v_stride = L->v_stride};
+    /* the group's rows start at row0 of q's (and V's) buffer: offsets in the parameters, not binding offsets */
+    op_attn_rope ar = {.cs = V(rope_cs),
+                       .vsrc = L->vsrc,
+                       .rot_dim = L->rot_dim,
+                       .max_pos = pg->rope_max_pos,
+                       .k_off = gr->row0 * L->qk_stride + g.k_off,
+                       .v_off = gr->row0 * (L->vsrc.buf ? L->v_stride : L->qk_stride) + g.v_off,
+                       .mode = hp->rope_mode};
+    op_attn_params ap = {.n_tokens = gr->n,
+                         .n_head = g.n_head,
+                         .q_stride = L->qk_stride,
+                         .q_off = gr->row0 * L->qk_stride + g.q_off,
+                         .out_stride = L->q_width,
+                         .window = llm_layer_window(hp, L->l),
+                         .scale = hp->attn_scale,
+                         .softcap = 0.0f,
+                         .max_len = gr->max_len,
+                         .rope = &ar,
+                         .pages = &pages};
+    gpu_view out = {f->s->attn, (uint64_t)gr->row0 * L->q_width * 4, 0}; /* a binding offset: llm_batch_forward_ok */
+    st = op_attention_decode(f->rec, &lay, &ap, V(L->qk), g.k, g.v, gr->pos, gr->partial, NULL, out);
+  }
+  return st;
+}
+
 /* Batched decode: token i's RoPE, cache append and flash-decoding over its own session's cache (a dispatch set
-   a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn. */
+   a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn; the
+   layers of one pool that every token's cache is on, one pair for all (attention_paged). */
 static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
   const llm_hparams *hp = &f->m->hp;
+  if (f->paged && llm_kv_pages(f->tokens[0].kv, L->src)) return attention_paged(f, L);
   wgllm_status st = WGLLM_OK;
   for (uint32_t i = 0; !st && i < f->n_seq; i++) {
     const llm_fwd_token *tk = &f->tokens[i];
@@ -277,7 +331,8 @@ static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
                            .window = llm_layer_window(hp, L->l),
                            .scale = hp->attn_scale,
                            .softcap = 0.0f,
-                           .max_len = tk->max_len};
+                           .max_len = tk->max_len,
+                           .pages = llm_kv_pages(tk->kv, L->src)};
       op_attn_rope ar = {.cs = V(rope_cs),
                          .vsrc = L->vsrc,
                          .rot_dim = L->rot_dim,
@@ -396,7 +451,10 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
                                .eps = hp->norm_eps,
                                .w_offset = no};
     st = op_rms_norm_rows(rec, V(s->x), m->output_norm, V(s->xn), &last);
-    if (!st) st = llm_linear(f, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+    if (!st && !f->fo->fast && n_logits <= 4) /* a prefill's last token: the GEMV (its logits feed no other row) */
+      st = op_matvec(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+    else if (!st)
+      st = llm_linear(f, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
   }
   if (!st && hp->final_softcap > 0)
     st = op_softcap_inplace(rec, V(s->logits), n_logits * hp->n_vocab, hp->final_softcap);

@@ -18,6 +18,7 @@ typedef struct llm_fwd {
   const llm_fwd_token *tokens; /* batched decode: [n_seq] what each token's attention reads; NULL otherwise */
   uint32_t n_seq;              /* batched decode: the sessions' tokens, the first n_seq of the T rows (the rest
                                   pad the GEMVs to a token count of which a pipeline exists) */
+  const llm_fwd_paged *paged; /* batched decode over one pool: the step's table (NULL otherwise) */
 } llm_fwd;
 /* A linear layer y [M][N] = x [M][K] . W^T (+ bias): on int8 activations when the pass is fast and op_linear_fast's
    predicates take the weight (the integer-dot GEMV up to OP_GEMV_MAX_TOKENS rows, the GEMM above), else exact

@@ -40,12 +40,34 @@ typedef struct llm_fwd_token {
   uint32_t max_len; /* its session's length bucket (0: the whole cache) */
   llm_attn_grid attn_grid;
 } llm_fwd_token;
-/* Whether the model's T-token batched pass can be recorded on this device (the fused GEMV for T tokens, RoPE in
-   the attention, row offsets that are binding offsets); why not into why. */
+/* A batched decode whose sessions' caches share one paged pool (llm_kv_pool_gpu): each layer the pool holds runs
+   one flash-decoding pair for each group of tokens of one length bucket (the bucket sets the chunk length, so a
+   token's attention sums in the order it does alone), over the step's block table. */
+typedef struct llm_fwd_paged_group {
+  uint32_t row0, n;  /* rows [row0, row0 + n) of the step */
+  uint32_t ctx;      /* the longest context of its sessions */
+  uint32_t max_len;  /* their length bucket, as a decode step alone records it (0: the whole context) */
+  gpu_view pos;      /* [n] u32 positions (a binding offset of its own) */
+  gpu_view table;    /* [n][max_blocks] u32: row i the blocks of row row0 + i's session */
+  gpu_view partial;  /* n x its flash-decoding partial bytes */
+} llm_fwd_paged_group;
+typedef struct llm_fwd_paged {
+  uint32_t max_blocks, block, n_blocks; /* the table's row stride (u32), the pool's block and blocks */
+  const llm_rope_tables *rope;          /* tables covering every member's positions (below rope_max_pos) */
+  uint32_t rope_max_pos;
+  uint32_t n_groups;
+  llm_fwd_paged_group groups[24];
+} llm_fwd_paged;
+/* Whether the model's T-token batched pass can be recorded on this device (the fused GEMV for T tokens, or the
+   fast precision's GEMM past OP_GEMV_MAX_TOKENS, RoPE in the attention, row offsets that are binding offsets); why
+   not into why. */
 int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char *why, size_t whylen);
 /* Records it for n sessions' tokens in T >= n rows (rows n.. pad the projections, so that a few token counts
    serve every batch: each is a pipeline to compile): ids [T] in s->ids, logits [T][n_vocab] into s->logits,
-   rows n.. meaningless. */
+   rows n.. meaningless. paged: NULL, or the step's pool table when every token's cache is on one pool (its
+   pooled layers then take one attention pair for all; a pooled cache without it takes a pair a token). Up to
+   OP_GEMV_MAX_TOKENS rows, and in the exact precision up to OP_GEMV_MAX_BATCH, the projections are the fused
+   GEMV (bit for bit each token alone); more rows in the fast precision are the GEMM (op_linear_fast). */
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
-                                      uint32_t T, const llm_scratch *s, int fast);
+                                      uint32_t T, const llm_scratch *s, int fast, const llm_fwd_paged *paged);
 #endif

@@ -40,8 +40,8 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
     no = "a family without a forward pass";
   else if (!fam->batched_decode)
     no = fam->why_not_batched;
-  else if (T < 2 || T > OP_GEMV_MAX_TOKENS)
-    no = "a batch takes 2 to 8 tokens";
+  else if (T < 2 || T > OP_GEMV_MAX_BATCH)
+    no = "a batch takes 2 to 64 tokens";
   else if (!llm_fused_decode_ok(rec, m, T))
     no = "the projections have no fused GEMV for several tokens (weight storage or device)";
   else if (((uint64_t)hp->n_embd * 4) % align || ((uint64_t)hp->n_vocab * 4) % align)
@@ -59,7 +59,7 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
 }
 
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
-                                      uint32_t T, const llm_scratch *s, int fast) {
+                                      uint32_t T, const llm_scratch *s, int fast, const llm_fwd_paged *paged) {
   static const llm_forward_opts exact = {0}, fast_opts = {.fast = 1};
   const llm_forward_opts *defaults = fast ? &fast_opts : &exact;
   char why[160];
@@ -75,9 +75,10 @@ wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, con
                .s = s,
                .T = T,
                .fo = defaults,
-               .fused = 1,
+               .fused = !(fast && T > OP_GEMV_MAX_TOKENS), /* the GEMM past what a GEMV dispatch takes */
                .tokens = tokens,
-               .n_seq = n};
+               .n_seq = n,
+               .paged = paged};
   return family_of(m)->forward(&f, T);
 }
 

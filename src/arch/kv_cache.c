@@ -16,17 +16,28 @@ static uint32_t layer_slots(const llm_hparams *hp, uint32_t l, uint32_t ctx, uin
   return slots;
 }
 
-uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16) {
+/* the bytes of the layers not in pooled (NULL: every layer) */
+static uint64_t cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16, const uint8_t *pooled) {
   uint64_t n = 0;
   for (uint32_t l = 0; l < hp->n_layer; l++)
-    if (llm_layer_kv_source(hp, l) == l)
+    if (llm_layer_kv_source(hp, l) == l && !(pooled && pooled[l]))
       n += 2ull * layer_slots(hp, l, ctx, chunk) * llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) *
            (f16 ? 2 : 4);
   return n;
 }
 
-wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
-                               uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
+uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16) {
+  return cache_bytes(hp, ctx, chunk, f16, NULL);
+}
+
+uint64_t llm_kv_cache_bytes_pooled(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, const llm_kv_pool_gpu *pool) {
+  return cache_bytes(hp, ctx, chunk, pool->f16, pool->pooled);
+}
+
+/* llm_kv_cache_plan, with the layers of pooled (NULL: none) whole (never rings), bound as one group, their bytes
+   not counted: the pool's */
+static wgllm_status plan(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                         uint64_t max_binding, const uint8_t *pooled, llm_kv_cache *kv, llm_err *err) {
   memset(kv, 0, sizeof *kv);
   kv->n_layer = hp->n_layer;
   kv->ctx = ctx;
@@ -56,7 +67,8 @@ wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t
                        "layer %u: head_dim %u is not a multiple of 4, which the attention kernels need", l, hd);
       break;
     }
-    uint32_t w = llm_layer_window(hp, l), slots = layer_slots(hp, l, ctx, chunk);
+    int in_pool = pooled && pooled[src];
+    uint32_t w = llm_layer_window(hp, l), slots = in_pool ? ctx : layer_slots(hp, l, ctx, chunk);
     if (slots < ctx && slots - w < kv->ring_slack) kv->ring_slack = slots - w;
     kv->layout[l] = (op_kv_layout){.n_kv_head = llm_layer_n_head_kv(hp, l), .head_dim = hd, .ctx = slots, .f16 = f16};
     if (src != l) { /* a KV-shared layer: its source came earlier */
@@ -65,6 +77,10 @@ wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t
       continue;
     }
     uint32_t nkv = kv->layout[l].n_kv_head;
+    if (in_pool) { /* the pool's buffers, checked when it was made */
+      kv->group_heads[l] = nkv;
+      continue;
+    }
     uint64_t head = (uint64_t)slots * hd * (f16 ? 2 : 4), per = nkv * head;
     /* bound in groups of KV heads where the layer is over the binding limit: the most heads a binding that
        divides the heads and keeps the groups' K / V and attention-output offsets aligned */
@@ -97,10 +113,15 @@ wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t
   return st;
 }
 
-wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
-                                 uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
-  wgllm_status st = llm_kv_cache_plan(gpu, hp, ctx, chunk, f16, max_binding, kv, err);
-  if (st) return st;
+wgllm_status llm_kv_cache_plan(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                               uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
+  return plan(gpu, hp, ctx, chunk, f16, max_binding, NULL, kv, err);
+}
+
+/* Allocates the planned cache's own buffers (the layers the pool does not hold), checked against the memory left. */
+static wgllm_status allocate(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, int f16, llm_kv_cache *kv,
+                             llm_err *err) {
+  wgllm_status st = WGLLM_OK;
   /* the whole cache against what the device has left, before any of it is allocated */
   char why[320];
   uint64_t left = gpu_memory_left(gpu, why, sizeof why);
@@ -110,7 +131,7 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
                      gpu_size_str(kv->bytes, a, sizeof a), why, f16 ? "" : "; an f16 cache takes half");
   }
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
-    if (llm_layer_kv_source(hp, l) != l) continue;
+    if (llm_layer_kv_source(hp, l) != l || (kv->pooled && kv->pooled[l])) continue;
     uint64_t per = (uint64_t)kv->layout[l].n_kv_head * kv->layout[l].ctx * kv->layout[l].head_dim * (f16 ? 2 : 4);
     char name[32];
     snprintf(name, sizeof name, "kv_k layer %u", l);
@@ -122,8 +143,134 @@ wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32
   return st;
 }
 
+wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
+                                 uint64_t max_binding, llm_kv_cache *kv, llm_err *err) {
+  wgllm_status st = llm_kv_cache_plan(gpu, hp, ctx, chunk, f16, max_binding, kv, err);
+  return st ? st : allocate(gpu, hp, ctx, f16, kv, err);
+}
+
+wgllm_status llm_kv_cache_create_pooled(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk,
+                                        uint64_t max_binding, const llm_kv_pool_gpu *pool, gpu_view table,
+                                        llm_kv_cache *kv, llm_err *err) {
+  if (ctx > pool->max_ctx)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "a session of %u positions on a KV pool made for at most %u", ctx,
+                       pool->max_ctx);
+  wgllm_status st = plan(gpu, hp, ctx, chunk, pool->f16, max_binding, pool->pooled, kv, err);
+  if (st) return st;
+  kv->pooled = pool->pooled;
+  kv->pages = (op_kv_pages){
+      .table = table, .max_blocks = pool->max_blocks, .block = pool->block, .n_blocks = pool->n_blocks, .seq = 0};
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if (pool->pooled[l]) {
+      kv->k[l] = pool->k[l];
+      kv->v[l] = pool->v[l];
+    }
+  return allocate(gpu, hp, ctx, pool->f16, kv, err);
+}
+
+const op_kv_pages *llm_kv_pages(const llm_kv_cache *kv, uint32_t l) {
+  return kv->pooled && kv->pooled[l] ? &kv->pages : NULL; /* l: a source layer (pooled[] holds owning layers) */
+}
+
+/* whether the pool would hold layer l (an owning layer, not a ring at max_ctx) */
+static int pool_holds(const llm_hparams *hp, uint32_t l, uint32_t max_ctx, uint32_t chunk) {
+  return llm_layer_owns_kv(hp, l) && layer_slots(hp, l, max_ctx, chunk) == max_ctx;
+}
+
+uint64_t llm_kv_pool_bytes(const llm_hparams *hp, uint32_t max_ctx, uint32_t chunk, int f16, uint32_t block,
+                           uint32_t n_blocks) {
+  uint64_t n = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if (pool_holds(hp, l, max_ctx, chunk))
+      n += 2ull * n_blocks * block * llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4);
+  return n;
+}
+
+wgllm_status llm_kv_pool_gpu_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_ctx, uint32_t chunk, int f16,
+                                    uint64_t max_binding, uint32_t block, uint32_t n_blocks, llm_kv_pool_gpu *out,
+                                    llm_err *err) {
+  memset(out, 0, sizeof *out);
+  if (!block || !n_blocks || !max_ctx)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "KV pool: %u blocks of %u slots for %u positions", n_blocks, block,
+                       max_ctx);
+  uint64_t max_bind = gpu->limits.maxStorageBufferBindingSize;
+  if (max_binding && max_binding < max_bind) max_bind = max_binding;
+  out->n_layer = hp->n_layer;
+  out->block = block;
+  out->n_blocks = n_blocks;
+  out->max_ctx = max_ctx;
+  out->max_blocks = (max_ctx + block - 1) / block;
+  out->f16 = f16;
+  out->pooled = calloc(hp->n_layer, 1);
+  out->k = calloc(hp->n_layer, sizeof *out->k);
+  out->v = calloc(hp->n_layer, sizeof *out->v);
+  if (!out->pooled || !out->k || !out->v) {
+    llm_kv_pool_gpu_free(gpu, out);
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  wgllm_status st = WGLLM_OK;
+  uint32_t held = 0;
+  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
+    if (!pool_holds(hp, l, max_ctx, chunk)) continue;
+    uint32_t hd = llm_layer_head_dim(hp, l), nkv = llm_layer_n_head_kv(hp, l);
+    if (hd % 4) continue; /* refused by the session's plan with its reason */
+    uint64_t per_slot = (uint64_t)nkv * hd * (f16 ? 2 : 4), per = per_slot * n_blocks * block;
+    uint64_t elems = (uint64_t)nkv * n_blocks * block * hd;
+    if (per > max_bind || per > gpu->limits.maxBufferSize || elems > UINT32_MAX - 3) {
+      char a[32], b[32];
+      uint64_t lim = per > max_bind ? max_bind : gpu->limits.maxBufferSize;
+      uint64_t fits = lim / per_slot / block;
+      if (fits > (UINT32_MAX - 3) / ((uint64_t)nkv * hd * block)) fits = (UINT32_MAX - 3) / ((uint64_t)nkv * hd * block);
+      st = llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "KV pool: layer %u's K of %u blocks of %u slots x %u KV heads x %u x %s takes %s, over the "
+                       "device's %s of %s: at most %llu blocks (%llu tokens) fit",
+                       l, n_blocks, block, nkv, hd, f16 ? "f16" : "f32", gpu_size_str(per, a, sizeof a),
+                       per > max_bind ? "storage binding limit" : "largest buffer", gpu_size_str(lim, b, sizeof b),
+                       (unsigned long long)fits, (unsigned long long)fits * block);
+      break;
+    }
+    out->pooled[l] = 1;
+    out->bytes += 2 * per;
+    held++;
+  }
+  if (!st && !held)
+    st = llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                     "KV pool: the model has no layer a pool can hold (each is a sliding-window ring at %u positions)",
+                     max_ctx);
+  char why[320];
+  uint64_t left = st ? 0 : gpu_memory_left(gpu, why, sizeof why);
+  if (!st && out->bytes > left) {
+    char a[32];
+    st = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "KV pool: %u blocks of %u slots need %s, and %s", n_blocks, block,
+                     gpu_size_str(out->bytes, a, sizeof a), why);
+  }
+  for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
+    if (!out->pooled[l]) continue;
+    uint64_t per = (uint64_t)llm_layer_n_head_kv(hp, l) * llm_layer_head_dim(hp, l) * (f16 ? 2 : 4) * n_blocks * block;
+    char name[40];
+    snprintf(name, sizeof name, "kv_pool_k layer %u", l);
+    st = gpu_buffer_create(gpu, per, name, &out->k[l], err);
+    snprintf(name, sizeof name, "kv_pool_v layer %u", l);
+    if (!st) st = gpu_buffer_create(gpu, per, name, &out->v[l], err);
+  }
+  if (st) llm_kv_pool_gpu_free(gpu, out);
+  return st;
+}
+
+void llm_kv_pool_gpu_free(gpu_context *gpu, llm_kv_pool_gpu *p) {
+  for (uint32_t l = 0; l < p->n_layer; l++) {
+    if (p->k) gpu_buffer_destroy(gpu, p->k[l]);
+    if (p->v) gpu_buffer_destroy(gpu, p->v[l]);
+  }
+  free(p->pooled);
+  free(p->k);
+  free(p->v);
+  memset(p, 0, sizeof *p);
+}
+
 void llm_kv_cache_free(gpu_context *gpu, llm_kv_cache *kv) {
   for (uint32_t l = 0; l < kv->n_layer; l++) {
+    if (kv->pooled && kv->pooled[l]) continue; /* the pool's */
     if (kv->k) gpu_buffer_destroy(gpu, kv->k[l]);
     if (kv->v) gpu_buffer_destroy(gpu, kv->v[l]);
   }
@@ -178,6 +325,11 @@ uint32_t llm_kv_group(const llm_kv_cache *kv, uint32_t l, uint32_t j, op_kv_layo
   *layout = *all;
   layout->n_kv_head = g;
   *first_head = j * g;
+  if (kv->pooled && kv->pooled[l]) { /* one group: the whole pool */
+    *k = gpu_whole(kv->k[l]);
+    *v = gpu_whole(kv->v[l]);
+    return 1;
+  }
   *k = (gpu_view){.buf = kv->k[l], .offset = (uint64_t)j * g * head, .size = (uint64_t)g * head};
   *v = (gpu_view){.buf = kv->v[l], .offset = (uint64_t)j * g * head, .size = (uint64_t)g * head};
   return all->n_kv_head / g;

@@ -15,6 +15,10 @@
    runs a dispatch a group over the query heads that read it (llm_kv_group). */
 typedef struct llm_kv_cache {
   op_kv_layout *layout;  /* [n_layer]: layout[l].ctx is its slot count; a shared layer has its source's */
+  const uint8_t *pooled; /* [n_layer] or NULL: layer l's K/V live in a paged pool (llm_kv_pool_gpu): k[l] and v[l]
+                            are the pool's (borrowed, not freed here), read through pages (its layout[l].ctx the
+                            cache's positions, never a ring) */
+  op_kv_pages pages;     /* a pooled cache's: the pool's geometry and this cache's block table (row pages.seq) */
   uint32_t *group_heads; /* [n_layer]: KV heads a binding (layout[l].n_kv_head when the layer is one binding) */
   gpu_buffer **k, **v;   /* [n_layer] */
   uint32_t n_layer, ctx; /* ctx: positions the session serves */
@@ -32,6 +36,38 @@ uint64_t llm_kv_cache_bytes(const llm_hparams *hp, uint32_t ctx, uint32_t chunk,
 /* The plan, checked against gpu_memory_left, then allocated (buffers "kv_k layer L", "kv_v layer L"). */
 wgllm_status llm_kv_cache_create(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk, int f16,
                                  uint64_t max_binding, llm_kv_cache *kv, llm_err *err);
+/* A paged pool of KV blocks shared by many sessions' caches (issue 28): per layer that it holds, K and V
+   [n_kv][n_blocks * block][hd] (op_kv_pages). It holds every owning layer that is not a sliding-window ring at
+   max_ctx (the positions a session on it may have) and whose pool fits one storage binding; the others stay
+   each session's own (rings, KV heads bound in groups). Which block holds what is the runtime's (kv_blocks.h). */
+typedef struct llm_kv_pool_gpu {
+  uint32_t n_layer, block, n_blocks, max_ctx, max_blocks; /* max_blocks: ceil(max_ctx / block), a table row */
+  int f16;
+  uint8_t *pooled;     /* [n_layer] */
+  gpu_buffer **k, **v; /* [n_layer], NULL where not pooled */
+  uint64_t bytes;
+} llm_kv_pool_gpu;
+/* The bytes a pool of n_blocks blocks of `block` slots takes (every layer it would hold; see above). */
+uint64_t llm_kv_pool_bytes(const llm_hparams *hp, uint32_t max_ctx, uint32_t chunk, int f16, uint32_t block,
+                           uint32_t n_blocks);
+/* Allocates it (buffers "kv_pool_k layer L", "kv_pool_v layer L"), checked against gpu_memory_left; refused naming
+   the layer whose pool is over the binding or buffer limit and the blocks that fit, or a model none of whose layers
+   it would hold. */
+wgllm_status llm_kv_pool_gpu_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_ctx, uint32_t chunk, int f16,
+                                    uint64_t max_binding, uint32_t block, uint32_t n_blocks, llm_kv_pool_gpu *out,
+                                    llm_err *err);
+void llm_kv_pool_gpu_free(gpu_context *gpu, llm_kv_pool_gpu *p);
+/* A session's cache on the pool: its own buffers for the layers the pool does not hold (planned and allocated as
+   llm_kv_cache_create does), the pool's for the rest, and table as its block table (one row of pool->max_blocks
+   u32, row 0). kv->bytes counts its own buffers only. ctx <= pool->max_ctx, f16 the pool's. */
+wgllm_status llm_kv_cache_create_pooled(gpu_context *gpu, const llm_hparams *hp, uint32_t ctx, uint32_t chunk,
+                                        uint64_t max_binding, const llm_kv_pool_gpu *pool, gpu_view table,
+                                        llm_kv_cache *kv, llm_err *err);
+/* The bytes such a cache allocates of its own (the layers the pool does not hold). */
+uint64_t llm_kv_cache_bytes_pooled(const llm_hparams *hp, uint32_t ctx, uint32_t chunk, const llm_kv_pool_gpu *pool);
+/* Layer l's pages (of its source layer's cache) when the pool holds it, else NULL. */
+const op_kv_pages *llm_kv_pages(const llm_kv_cache *kv, uint32_t l);
+
 /* Group j of layer l's cache (l its owner): the layout of its KV heads, their K and V ranges, and the first KV
    head; returns the number of groups (1 when the layer is one binding). */
 uint32_t llm_kv_group(const llm_kv_cache *kv, uint32_t l, uint32_t j, op_kv_layout *layout, gpu_view *k, gpu_view *v,

@@ -95,7 +95,7 @@ static uint32_t gemv_max_tokens(op_wtype t) {
 }
 
 int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
-  if (M < 1 || M > OP_GEMV_MAX_TOKENS) return 0;
+  if (M < 1 || M > OP_GEMV_MAX_BATCH) return 0;
   if (!w->n_parts && !gemv_piece_ok(w->type, w->group, K)) return 0;
   for (uint32_t i = 0; i < w->n_parts; i++)
     if (!gemv_piece_ok(w->part[i].type, w->part[i].group, K)) return 0;
@@ -336,7 +336,6 @@ wgllm_status op_matmul(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_vi
 
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K) {
-  if (M <= 4) return op_matvec(rec, x, w, bias, y, M, N, K);
   return op_matmul(rec, x, w, bias, y, M, N, K);
 }
 

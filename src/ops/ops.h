@@ -168,8 +168,10 @@ typedef struct op_gemv_opts {
      glu_half with GLU); each weight step is read once for all of them (0 or 1: one token) */
   uint32_t n_tokens, y_stride;
 } op_gemv_opts;
-#define OP_GEMV_MAX_TOKENS 8
-/* M: tokens, 1..OP_GEMV_MAX_TOKENS (more than one needs 20 KiB of workgroup memory, and K * 4 x the tokens a
+#define OP_GEMV_MAX_TOKENS 8 /* tokens one dispatch of the several-token GEMV takes at most */
+#define OP_GEMV_MAX_BATCH 64 /* tokens op_gemv takes, in dispatches of at most OP_GEMV_MAX_TOKENS (each reads the
+                                weights again; every row's sums in the one-token order, so bit for bit each alone) */
+/* M: tokens, 1..OP_GEMV_MAX_BATCH (more than one needs 20 KiB of workgroup memory, and K * 4 x the tokens a
    dispatch takes a multiple of the binding alignment when M is more than that) */
 int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
 int op_gemv_fuses_glu(const op_weight *w);
@@ -184,7 +186,10 @@ wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view
    other devices get and bench_kernels times others; an invalid layout is refused (WGLLM_ERR_INTERNAL). */
 wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                              uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
-/* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf). Routes M <= 4 to the GEMV. */
+/* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf): the tiled GEMM for every M, so that a row's
+   sums do not depend on how many rows a prefill pass takes (a prompt's K and V are the same whether its prefix
+   was computed in the same pass, an earlier one, or by another sequence of a KV pool: prefix sharing and
+   preemption keep the exact precision's text bit for bit). One token's GEMV is op_matvec. */
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);
 /* The two routes, callable directly (tests check both on the same shapes). */

@@ -42,6 +42,9 @@ void llm_batch_free(llm_batch *b) {
   gpu_recorder_free(b->rec);
   gpu_readback_free(b->rb);
   gpu_buffer_destroy(b->gpu, b->pos);
+  gpu_buffer_destroy(b->gpu, b->pos_packed);
+  gpu_buffer_destroy(b->gpu, b->table);
+  gpu_buffer_destroy(b->gpu, b->attn_partial);
   gpu_buffer_destroy(b->gpu, b->out);
   llm_scratch_release(b->gpu, &b->sc);
   free(b);
@@ -55,6 +58,8 @@ static void drop_recording(llm_batch *b) {
 
 void llm_batch_forget(llm_batch *b, const llm_session *s) {
   if (!b) return;
+  for (uint32_t i = 0; i < LLM_BATCH_MAX; i++) /* a later session at the same address is another */
+    if (b->row_s[i] == s) b->row_s[i] = NULL;
   for (uint32_t i = 0; i < b->n_members; i++)
     if (b->members[i].s == s) {
       drop_recording(b);
@@ -79,13 +84,98 @@ int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n) {
   if (n < 2 || n > LLM_BATCH_MAX || (b->unsupported & rows_bit(n))) return 0;
   for (uint32_t i = 0; i < n; i++) {
     const llm_session *s = ss[i];
-    if (!s || s->m != b->m || !s->has_sampler || s->in_flight || s->opt.unfused || s->n_past + 1 >= s->opt.ctx)
+    if (!s || s->m != b->m || !s->has_sampler || s->in_flight || s->opt.unfused || s->evicted ||
+        s->n_past + 1 >= s->opt.ctx)
       return 0;
     if (s->opt.fast != ss[0]->opt.fast) return 0; /* one precision a batch */
     for (uint32_t j = 0; j < i; j++)
       if (ss[j] == s) return 0;
   }
   return 1;
+}
+
+/* Whether ss[0..n) are all on one pool (their pooled layers then attend in one pair for all). */
+static llm_kv_pool *one_pool(llm_session *const *ss, uint32_t n) {
+  for (uint32_t i = 1; i < n; i++)
+    if (ss[i]->opt.pool != ss[0]->opt.pool) return NULL;
+  return ss[0]->opt.pool;
+}
+
+#define ROW_WORDS 64 /* u32: table rows and groups' positions start on 256-byte binding offsets */
+
+/* The step's positions, table and flash-decoding scratch for pool p (made once; a model has one pool). */
+static wgllm_status paged_buffers(llm_batch *b, llm_kv_pool *p) {
+  if (b->pool == p) return WGLLM_OK;
+  if (b->pool)
+    return llm_err_set(&b->err, WGLLM_ERR_UNSUPPORTED, "batched decode: sessions of two KV pools of one model");
+  const llm_hparams *hp = &b->m->hp;
+  uint64_t partial = 0;
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    if (!p->g.pooled[l]) continue;
+    op_kv_layout lay = {.n_kv_head = llm_layer_n_head_kv(hp, l),
+                        .head_dim = llm_layer_head_dim(hp, l),
+                        .ctx = p->g.max_ctx,
+                        .f16 = p->g.f16};
+    uint64_t one = op_attn_partial_bytes(&lay, hp->n_head, 0);
+    if (one > partial) partial = one;
+  }
+  uint32_t words = (p->g.max_blocks + ROW_WORDS - 1) / ROW_WORDS * ROW_WORDS;
+  uint64_t partial_all = LLM_BATCH_MAX * partial + LLM_MAX_BUCKETS * 256ull;
+  wgllm_status st = gpu_buffer_create(b->gpu, (uint64_t)LLM_BATCH_MAX * words * 4, "batch_block_table", &b->table,
+                                      &b->err);
+  if (!st) st = gpu_buffer_create(b->gpu, partial_all, "batch_attn_partial", &b->attn_partial, &b->err);
+  if (!st)
+    st = gpu_buffer_create(b->gpu, LLM_MAX_BUCKETS * ROW_WORDS * 4, "batch_pos_packed", &b->pos_packed, &b->err);
+  if (st) {
+    gpu_buffer_destroy(b->gpu, b->table);
+    gpu_buffer_destroy(b->gpu, b->attn_partial);
+    b->table = b->attn_partial = NULL;
+    return st;
+  }
+  b->pool = p;
+  b->row_words = words;
+  b->partial_seq = partial;
+  memset((void *)b->row_s, 0, sizeof b->row_s);
+  return WGLLM_OK;
+}
+
+/* The paged step's groups for ss[0..n) (sorted by length bucket): a group per run of one bucket length. */
+static void paged_groups(llm_batch *b, llm_session *const *ss, uint32_t n, const llm_batch_member *now,
+                         llm_fwd_paged *pg) {
+  llm_kv_pool *pool = b->pool;
+  uint32_t widest = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (ss[i]->opt.ctx > ss[widest]->opt.ctx) widest = i;
+  *pg = (llm_fwd_paged){.max_blocks = b->row_words,
+                        .block = pool->g.block,
+                        .n_blocks = pool->g.n_blocks,
+                        .rope = &ss[widest]->rope,
+                        .rope_max_pos = ss[widest]->opt.ctx};
+  uint64_t part_off = 0;
+  b->n_groups = 0;
+  for (uint32_t i = 0; i < n;) {
+    uint32_t len = llm_bucket_len(ss[i], now[i].bucket), j = i, ctx = 0;
+    while (j < n && llm_bucket_len(ss[j], now[j].bucket) == len) {
+      if (ss[j]->opt.ctx > ctx) ctx = ss[j]->opt.ctx;
+      j++;
+    }
+    /* the bucket as a step alone records it: len, or the whole context where len is the session's context */
+    uint32_t k = pg->n_groups++;
+    uint64_t part = (j - i) * b->partial_seq;
+    pg->groups[k] = (llm_fwd_paged_group){
+        .row0 = i,
+        .n = j - i,
+        .ctx = ctx,
+        .max_len = len >= ctx ? 0 : len,
+        .pos = {b->pos_packed, (uint64_t)k * ROW_WORDS * 4, (uint64_t)(j - i) * 4},
+        .table = {b->table, (uint64_t)i * b->row_words * 4, (uint64_t)(j - i) * b->row_words * 4},
+        .partial = {b->attn_partial, part_off, part}};
+    part_off += (part + 255) / 256 * 256;
+    b->group_row0[k] = i;
+    i = j;
+  }
+  b->n_groups = pg->n_groups;
+  b->group_row0[b->n_groups] = n;
 }
 
 /* Records the step for ss[0..n) as members: the batched forward, then each session's sampler on its row. */
@@ -95,6 +185,10 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   llm_fwd_token tk[LLM_BATCH_MAX];
   wgllm_status st = WGLLM_OK;
   if (ss[0]->opt.fast) st = llm_scratch_add_fast(b->gpu, hp, &b->sc, &b->err);
+  llm_kv_pool *pool = st ? NULL : one_pool(ss, n);
+  llm_fwd_paged paged;
+  if (pool) st = paged_buffers(b, pool);
+  if (pool && !st) paged_groups(b, ss, n, now, &paged);
   if (st) snprintf(b->why, sizeof b->why, "%s", b->err.msg);
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];
@@ -120,7 +214,7 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
     b->unsupported |= rows_bit(n);
     return WGLLM_ERR_UNSUPPORTED;
   }
-  st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc, ss[0]->opt.fast);
+  st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc, ss[0]->opt.fast, pool ? &paged : NULL);
   uint64_t row = (uint64_t)hp->n_vocab * 4;
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];
@@ -141,29 +235,63 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   return WGLLM_OK;
 }
 
-wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens) {
+wgllm_status llm_batch_step(llm_batch *b, llm_session *const *in, uint32_t n, int32_t *tokens) {
   llm_err_clear(&b->err);
-  if (!llm_batch_accepts(b, ss, n)) {
+  if (!llm_batch_accepts(b, in, n)) {
     int no = n >= 2 && n <= LLM_BATCH_MAX && (b->unsupported & rows_bit(n));
     llm_err_set(&b->err, WGLLM_ERR_INVALID_ARG, "batched decode: %.900s",
                 no ? b->why : "these sessions cannot step together (sampler, queued steps or context)");
     return no ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_INVALID_ARG;
   }
+  /* the rows: the sessions sorted by their bucket's length (stable), row k is in[order[k]] */
+  uint32_t order[LLM_BATCH_MAX], len[LLM_BATCH_MAX];
+  llm_session *ss[LLM_BATCH_MAX];
   llm_batch_member now[LLM_BATCH_MAX];
   memset(now, 0, sizeof now);
-  for (uint32_t i = 0; i < n; i++)
-    now[i] = (llm_batch_member){ss[i], ss[i]->step_gen, llm_bucket_of(ss[i], ss[i]->n_past)};
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t bucket = llm_bucket_of(in[i], in[i]->n_past), l = llm_bucket_len(in[i], bucket), k = i;
+    for (; k > 0 && len[k - 1] > l; k--) {
+      order[k] = order[k - 1];
+      len[k] = len[k - 1];
+      now[k] = now[k - 1];
+    }
+    order[k] = i;
+    len[k] = l;
+    now[k] = (llm_batch_member){in[i], in[i]->step_gen, bucket};
+  }
+  for (uint32_t k = 0; k < n; k++)
+    ss[k] = in[order[k]];
   wgllm_status st = WGLLM_OK;
+  /* a slot for each token on a pool first: a full pool stops the step before anything is recorded or runs */
+  for (uint32_t i = 0; !st && i < n; i++) {
+    st = llm_session_reserve(ss[i], ss[i]->n_past + 1);
+    if (st) llm_err_set(&b->err, st, "%s", ss[i]->err.msg);
+  }
+  if (st) return st;
   if (!b->rec || n != b->n_members || memcmp(now, b->members, n * sizeof now[0])) st = record(b, ss, n, now);
   if (st) return st;
-  uint32_t ids[LLM_BATCH_MAX] = {0}, pos[LLM_BATCH_MAX * SLOT_WORDS]; /* padding rows: token 0 */
-  memset(pos, 0, sizeof pos);
+  uint32_t pos[LLM_BATCH_MAX * SLOT_WORDS], ids[LLM_BATCH_MAX] = {0}; /* padding rows: token 0 */
+  memset(pos, 0, (size_t)n * SLOT_WORDS * 4);
   for (uint32_t i = 0; i < n; i++) {
     ids[i] = (uint32_t)ss[i]->last_sampled;
     pos[i * SLOT_WORDS] = ss[i]->n_past;
   }
   gpu_write(b->gpu, b->sc.ids, 0, ids, llm_batch_rows(n) * 4);
   gpu_write(b->gpu, b->pos, 0, pos, (uint64_t)n * SLOT_WORDS * 4);
+  if (b->pool && one_pool(ss, n) == b->pool) {
+    uint32_t packed[LLM_MAX_BUCKETS * ROW_WORDS];
+    for (uint32_t k = 0; k < b->n_groups; k++) /* group k's positions at k * ROW_WORDS */
+      for (uint32_t i = b->group_row0[k]; i < b->group_row0[k + 1]; i++)
+        packed[k * ROW_WORDS + i - b->group_row0[k]] = ss[i]->n_past;
+    gpu_write(b->gpu, b->pos_packed, 0, packed, (uint64_t)b->n_groups * ROW_WORDS * 4);
+    for (uint32_t i = 0; i < n; i++) /* the rows whose session or blocks changed */
+      if (b->row_s[i] != ss[i] || b->row_gen[i] != ss[i]->seq_gen) {
+        gpu_write(b->gpu, b->table, (uint64_t)i * b->row_words * 4, ss[i]->seq.blocks,
+                  (uint64_t)ss[i]->seq.n_blocks * 4);
+        b->row_s[i] = ss[i];
+        b->row_gen[i] = ss[i]->seq_gen;
+      }
+  }
   int slot;
   st = gpu_recorder_run_readback(b->rec, b->rb, gpu_whole(b->out), &slot);
   if (st) {
@@ -181,10 +309,10 @@ wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, in
   }
   for (uint32_t i = 0; i < n; i++) {
     llm_session *s = ss[i];
-    s->fed[s->n_past++] = s->last_sampled; /* the step fed the previous token */
+    llm_session_fed_decoded(s, s->last_sampled); /* the step fed the previous token */
     s->last_sampled = (int32_t)mine[i * SLOT_WORDS];
     s->ids_stale = 1;
-    tokens[i] = s->last_sampled;
+    tokens[order[i]] = s->last_sampled;
   }
   return WGLLM_OK;
 }

@@ -1,15 +1,19 @@
 /* Batched decode across sessions: one recorded step feeds the last sampled token of each of up to
-   LLM_BATCH_MAX sessions of one model through one forward pass (each weight read once for all of them: the
-   fused GEMV with several tokens), each token attending over its own session's cache, then each session's
-   sampler picks its next token; one readback brings every id back. A server's concurrent requests decode this
-   way instead of one session after another. The recording is kept while the same sessions (in the same order,
-   with the same length buckets and samplers) step together, and recorded again when they change. */
+   LLM_BATCH_MAX sessions of one model through one forward pass (each weight read once for every 8 of them: the
+   fused GEMV with several tokens; the fast precision's GEMM past 8), each token attending over its own session's
+   cache, then each session's sampler picks its next token; one readback brings every id back. Sessions on one KV
+   pool (kv_pool.h) attend in one dispatch pair a layer for all of them, over the step's block table (row i: the
+   i-th session's blocks, written before each step where they changed). A server's concurrent requests decode
+   this way instead of one session after another. The rows are the sessions sorted by length bucket (each
+   bucket's tokens one attention pair, with the chunk length a step alone gives them: the text is bit for bit
+   each session's alone). The recording is kept while the same sessions (with the same length buckets and
+   samplers) step together, and recorded again when they change. */
 #ifndef WGLLM_BATCH_H
 #define WGLLM_BATCH_H
 #include "llm_err.h"
 #include "session.h"
 
-#define LLM_BATCH_MAX 8
+#define LLM_BATCH_MAX 64
 
 typedef struct llm_batch_member {
   llm_session *s;
@@ -22,6 +26,17 @@ typedef struct llm_batch {
   gpu_context *gpu;
   llm_scratch sc;    /* activations of LLM_BATCH_MAX tokens; sc.ids [n] written each step */
   gpu_buffer *pos;   /* [LLM_BATCH_MAX][64] u32: token i's position at i * 64 (a binding offset) */
+  /* sessions on one pool: the step's rows sorted by length bucket, a group of rows a bucket, each group's
+     positions, table rows and flash-decoding scratch at binding offsets; made for that pool on first use */
+  llm_kv_pool *pool;
+  gpu_buffer *pos_packed;   /* [LLM_MAX_BUCKETS][64] u32: group k's positions at k * 64 */
+  gpu_buffer *table;        /* [LLM_BATCH_MAX][row_words] u32 */
+  gpu_buffer *attn_partial; /* each group's n x partial_seq bytes, at binding offsets */
+  uint32_t row_words;       /* the pool's blocks a sequence, rounded up to 64 words */
+  uint64_t partial_seq;     /* one sequence's flash-decoding partials at the pool's longest context */
+  uint32_t n_groups, group_row0[LLM_MAX_BUCKETS + 1]; /* the recorded step's groups: rows [row0[k], row0[k + 1]) */
+  const llm_session *row_s[LLM_BATCH_MAX]; /* what table row i holds: that session's blocks at its seq_gen */
+  uint32_t row_gen[LLM_BATCH_MAX];
   gpu_buffer *out;   /* [LLM_BATCH_MAX][64] u32: token i's sampled id at i * 64 */
   gpu_readback *rb;  /* of out */
   gpu_recorder *rec; /* the step for members[0..n_members) */
@@ -34,8 +49,8 @@ typedef struct llm_batch {
   llm_err err; /* the last failure: status and message */
 } llm_batch;
 
-/* The rows a batch of n sessions runs in: 2, 4 or 8 (the rows past n pad the projections, so three token counts,
-   three sets of pipelines, serve every batch: on lavapipe a pipeline takes seconds to compile) */
+/* The rows a batch of n sessions runs in: 2, 4, 8, 16, 32 or 64 (the rows past n pad the projections, so six token
+   counts, six sets of pipelines, serve every batch: on lavapipe a pipeline takes seconds to compile) */
 uint32_t llm_batch_rows(uint32_t n);
 wgllm_status llm_batch_create(llm_model *m, llm_batch **out, llm_err *err);
 void llm_batch_free(llm_batch *b); /* NULL is a no-op */
@@ -51,6 +66,7 @@ int llm_batch_refuses(const llm_batch *b, uint32_t n);
    positions, fed tokens and last sampled ids advance as llm_session_step_collect does). A step that cannot be
    recorded (a shape the batched pass does not take, a pipeline that does not build, memory) is
    WGLLM_ERR_UNSUPPORTED with its row count's bit of b->unsupported set: nothing ran, and the caller steps the
-   sessions one after another. */
+   sessions one after another. Sessions on a pool reserve their next slot first: WGLLM_ERR_KV_FULL when the pool
+   has no block for one of them (nothing ran; the caller frees blocks, or steps fewer). */
 wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens);
 #endif

@@ -1,6 +1,7 @@
 /* Jobs: generations stepped by the caller (jobs.h), the public generation parameters checked and converted, and
    the step policy for several jobs of one model: batched decode where it works, pipelined steps elsewhere. */
 #include "jobs.h"
+#include "kv_blocks.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+static uint64_t job_order; /* llm_job.order: jobs started so far, of every model */
 
 static uint32_t random_seed(void) {
   uint32_t x = 0;
@@ -70,11 +73,21 @@ wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, con
                          ids[i], nv);
   j->s = s;
   j->n_prompt = (uint32_t)n;
+  j->order = __atomic_add_fetch(&job_order, 1, __ATOMIC_RELAXED);
   /* keep the cached prefix, but always recompute at least the last prompt token (its logits are needed) */
   uint32_t keep = llm_session_common_prefix(s, ids, (uint32_t)n);
   if (keep >= n) keep = (uint32_t)n - 1;
   if (s->in_flight) llm_session_step_drain(s); /* an earlier generation may have left steps queued */
-  j->cached = keep = llm_session_rewind(s, keep);
+  keep = llm_session_rewind(s, keep);
+  llm_kv_pool *pool = s->opt.pool;
+  if (pool) { /* a longer prefix that sessions on the pool prefilled: taken instead of the session's own */
+    llm_session_touch(s);
+    if (kv_blocks_published_prefix(pool->blocks, ids, (uint32_t)n - 1) > keep) {
+      llm_session_reset(s);
+      keep = llm_session_adopt_prefix(s, ids, (uint32_t)n);
+    }
+  }
+  j->cached = keep;
   /* the penalties look back over the whole prompt, cached prefix included, so a cache hit samples the same */
   llm_gen_params p = *gp;
   p.recent = ids;
@@ -89,6 +102,10 @@ wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, con
 }
 
 wgllm_status llm_job_step(llm_job *j, int *done) {
+  if (j->s->evicted && !j->g.done) { /* preempted by another call: recomputed first */
+    wgllm_status st = llm_session_restore(j->s);
+    if (st) llm_gen_fail(&j->g, st);
+  }
   if (j->g.prefilling) llm_gen_prefill(&j->g, 0); /* the whole prompt, then its first token's text */
   if (!j->g.done) {
     llm_gen_accept(&j->g, 1);
@@ -110,16 +127,106 @@ static int in_batch(llm_job *const *batch, uint32_t n, const llm_job *j) {
    does not batch, or batches of this many failed to record) keeps its pipeline as llm_job_step does: up to two
    steps queued, so the GPU runs the next step while the CPU collects this one (one served client, H200: 574 tok/s a
    stream one step at a time, 792 so; PERF.md). A queued step keeps its job out of the next call's batch, once. */
+/* Blocks job j takes from its pool this call: its prompt's next chunk, or its next token and the steps it may
+   queue. */
+static uint32_t job_need(const llm_job *j) {
+  const llm_session *s = j->s;
+  if (s->evicted) return llm_session_restore_blocks(s) + 1;
+  if (j->g.prefilling) {
+    uint32_t left = j->g.res.n_prompt - j->g.prefilled, chunk = s->opt.prefill_chunk;
+    return llm_session_blocks_for(s, s->n_past + (left < chunk ? left : chunk));
+  }
+  return llm_session_blocks_for(s, s->n_past + (uint32_t)s->in_flight + 1 + LLM_MAX_IN_FLIGHT);
+}
+
+/* Evicts sessions on the pool with no job in this call (stamp) and nothing queued, least recently started first,
+   until `want` blocks are available or none is left. */
+static void evict_idle(llm_kv_pool *pool, uint64_t stamp, uint32_t want) {
+  for (llm_session *o = pool->first; o && want > kv_blocks_available(pool->blocks); o = o->pool_next)
+    if (o->stamp != stamp && !o->in_flight && o->seq.n_blocks) llm_session_evict(o);
+}
+
+/* The pool's side of a call (see jobs.h): which jobs wait, which sessions are evicted, which jobs are restored. */
+static void pool_pressure(llm_job *const *jobs, size_t n) {
+  static uint64_t calls;
+  llm_kv_pool *pool = NULL;
+  uint64_t stamp = __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+  for (size_t i = 0; i < n; i++) {
+    jobs[i]->waits = 0;
+    jobs[i]->s->stamp = stamp;
+    if (!jobs[i]->g.done && jobs[i]->s->opt.pool) pool = jobs[i]->s->opt.pool;
+  }
+  if (!pool) return;
+  /* the jobs on it, oldest first */
+  llm_job *by_age[LLM_BATCH_MAX * 4];
+  size_t m = 0;
+  for (size_t i = 0; i < n && m < sizeof by_age / sizeof by_age[0]; i++) {
+    llm_job *j = jobs[i];
+    if (j->g.done || j->s->opt.pool != pool) continue;
+    size_t k = m++;
+    for (; k > 0 && by_age[k - 1]->order > j->order; k--)
+      by_age[k] = by_age[k - 1];
+    by_age[k] = j;
+  }
+  kv_blocks *pb = pool->blocks;
+  uint32_t used = 0;
+  int blocked = 0; /* a running job waits: no evicted one comes back before it */
+  for (size_t k = 0; k < m; k++) {
+    llm_job *j = by_age[k];
+    if (j->s->evicted) continue;
+    uint32_t need = job_need(j);
+    /* idle sessions first, least recently started first; then the newest jobs */
+    evict_idle(pool, stamp, used + need);
+    for (size_t v = m; v-- > k + 1 && used + need > kv_blocks_available(pb);) {
+      llm_job *victim = by_age[v];
+      if (victim->s->evicted || victim->s->in_flight) continue;
+      llm_session_evict(victim->s);
+      victim->preemptions++;
+    }
+    if (used + need <= kv_blocks_available(pb)) {
+      used += need;
+    } else if (k == 0 && !blocked) { /* the oldest, alone with its blocks: the pool cannot hold it */
+      llm_err_set(&j->s->err, WGLLM_ERR_KV_FULL,
+                  "the KV pool of %u blocks of %u tokens cannot hold this sequence's next tokens (%u blocks more, %u "
+                  "available)",
+                  kv_blocks_total(pb), kv_blocks_block(pb), need, kv_blocks_available(pb));
+      llm_gen_fail(&j->g, WGLLM_ERR_KV_FULL);
+    } else {
+      j->waits = blocked = 1;
+    }
+  }
+  for (size_t k = 0; k < m; k++) { /* evicted jobs back, oldest first, while there is room */
+    llm_job *j = by_age[k];
+    if (j->g.done || !j->s->evicted) continue;
+    uint32_t need = job_need(j);
+    if (!blocked) evict_idle(pool, stamp, used + need);
+    if (blocked || used + need > kv_blocks_available(pb)) {
+      j->waits = blocked = 1;
+      continue;
+    }
+    wgllm_status st = llm_session_restore(j->s);
+    if (st == WGLLM_ERR_KV_FULL) {
+      j->waits = blocked = 1;
+    } else if (st) {
+      llm_gen_fail(&j->g, st);
+    } else {
+      used += job_need(j);
+      j->waits = 1; /* it steps from the next call */
+    }
+  }
+}
+
 wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
+  pool_pressure(jobs, n);
   size_t n_decoding = 0;
   for (size_t i = 0; i < n; i++)
-    n_decoding += !jobs[i]->g.done && !jobs[i]->g.prefilling;
+    n_decoding += !jobs[i]->g.done && !jobs[i]->g.prefilling && !jobs[i]->waits;
   int pipeline = n_decoding == 1 || stepper->no_batch ||
                  (stepper->batch && llm_batch_refuses(stepper->batch, (uint32_t)n_decoding));
   for (size_t i = 0; i < n; i++) {
     llm_job *j = jobs[i];
     j->decodes = 0;
-    if (j->g.done) continue;
+    if (j->g.done || j->waits) continue;
     if (j->g.prefilling)
       llm_gen_prefill(&j->g, j->s->opt.prefill_chunk);
     else {

@@ -23,6 +23,11 @@ typedef struct llm_job {
   uint32_t n_prompt, cached; /* the prompt's tokens, of which the cache already held the first `cached` */
   uint32_t batched;          /* tokens that came from batched steps */
   int decodes;               /* llm_jobs_step: this call decodes its next token (it took one, and is not prefilling) */
+  /* on a KV pool: when it started (older jobs keep their blocks under pressure), whether this call leaves it
+     waiting for blocks, and how often it was evicted (preempted) and recomputed */
+  uint64_t order;
+  int waits;
+  uint32_t preemptions;
 } llm_job;
 
 /* Checks the public generation parameters and converts them (err says which one is out of range). A seed of
@@ -39,7 +44,11 @@ wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, con
    Returns j->g.st. */
 wgllm_status llm_job_step(llm_job *j, int *done);
 /* One step of each of jobs[0..n), all of stepper's model: see the comment in jobs.c. Returns the first job's
-   failure (each job's own is in its g.st). */
+   failure (each job's own is in its g.st). On a KV pool, the blocks this call needs are found first: sessions
+   without a job in the call give theirs back first (least recently started first), then the newest jobs are
+   evicted (preempted) while an older one needs room; an evicted job is recomputed (bit for bit: llm_session_evict)
+   once the older ones have room, oldest first. A job that waits produces nothing this call; the oldest job never
+   waits for a newer one, and fails (WGLLM_ERR_KV_FULL) only when the pool cannot hold it alone. */
 wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_t n);
 /* The generated text, handed to the caller (free() it); the job keeps none. */
 char *llm_job_take_text(llm_job *j);

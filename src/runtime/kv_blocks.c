@@ -106,6 +106,7 @@ uint32_t kv_blocks_block(const kv_blocks *p) { return p->block; }
 uint32_t kv_blocks_total(const kv_blocks *p) { return p->n; }
 uint32_t kv_blocks_available(const kv_blocks *p) { return p->n_free + p->n_cached; }
 uint32_t kv_blocks_cached(const kv_blocks *p) { return p->n_cached; }
+uint32_t kv_blocks_ref(const kv_blocks *p, uint32_t b) { return b < p->n ? p->ref[b] : 0; }
 
 static void lru_remove(kv_blocks *p, uint32_t b) {
   uint32_t pr = p->lru_prev[b], nx = p->lru_next[b];
@@ -245,6 +246,19 @@ uint32_t kv_seq_adopt(kv_blocks *p, kv_seq *s, const int32_t *tokens, uint32_t m
   }
   s->n_tokens = s->n_blocks * p->block;
   return s->n_tokens;
+}
+
+uint32_t kv_blocks_published_prefix(const kv_blocks *p, const int32_t *tokens, uint32_t max_tokens) {
+  uint64_t h = 0;
+  uint32_t parent = KV_NO_BLOCK, i = 0;
+  for (; i < max_tokens / p->block; i++) {
+    const int32_t *t = tokens + (size_t)i * p->block;
+    h = chain_hash(p, h, t);
+    uint32_t b = find_published(p, h, parent, t);
+    if (b == KV_NO_BLOCK) break;
+    parent = b;
+  }
+  return i * p->block;
 }
 
 void kv_seq_publish(kv_blocks *p, kv_seq *s, const int32_t *tokens, uint32_t n) {

@@ -41,6 +41,7 @@ uint32_t kv_blocks_total(const kv_blocks *p);
 /* blocks a reservation can take now: free ones and cached ones no sequence holds */
 uint32_t kv_blocks_available(const kv_blocks *p);
 uint32_t kv_blocks_cached(const kv_blocks *p); /* published blocks no sequence holds (evictable) */
+uint32_t kv_blocks_ref(const kv_blocks *p, uint32_t b); /* sequences holding block b */
 
 /* Blocks kv_seq_reserve(s, n) would take from the pool (new blocks, and one for a copy-on-write). */
 uint32_t kv_seq_blocks_needed(const kv_blocks *p, const kv_seq *s, uint32_t n);
@@ -54,6 +55,8 @@ wgllm_status kv_seq_reserve(kv_blocks *p, kv_seq *s, uint32_t n, kv_copy *cow, l
    (max_tokens <= n: a caller that must compute at least one token's logits passes n - 1). Returns the tokens
    covered (a multiple of the block; s->n_tokens becomes that). Tokens compared, not only hashes. */
 uint32_t kv_seq_adopt(kv_blocks *p, kv_seq *s, const int32_t *tokens, uint32_t max_tokens);
+/* How many tokens kv_seq_adopt would take for tokens[0 .. max_tokens) now (nothing taken). */
+uint32_t kv_blocks_published_prefix(const kv_blocks *p, const int32_t *tokens, uint32_t max_tokens);
 /* Publishes the full blocks of tokens[0 .. n) (n <= s->n_tokens; the tokens whose K and V the sequence's
    blocks now hold): each not yet published is registered for later sequences to adopt. A block whose chain is
    already published by another block stays private (its twin serves adopters). */

@@ -47,11 +47,15 @@ wgllm_status llm_session_estimate(llm_model *m, const llm_session_options *opt, 
   uint32_t ctx = opt->ctx ? opt->ctx : LLM_DEFAULT_CTX;
   uint32_t chunk = opt->prefill_chunk ? opt->prefill_chunk : llm_prefill_chunk(m->gpu, &m->hp);
   if (chunk > ctx) chunk = ctx;
-  llm_kv_cache kv;
-  wgllm_status st = llm_kv_cache_plan(m->gpu, &m->hp, ctx, chunk, opt->kv_f16, m->max_binding, &kv, err);
-  if (st) return st;
-  e->kv = kv.bytes;
-  llm_kv_cache_free(m->gpu, &kv);
+  if (opt->pool) { /* its own layers only: the pool's memory is the pool's */
+    e->kv = llm_kv_cache_bytes_pooled(&m->hp, ctx, chunk, &opt->pool->g);
+  } else {
+    llm_kv_cache kv;
+    wgllm_status st = llm_kv_cache_plan(m->gpu, &m->hp, ctx, chunk, opt->kv_f16, m->max_binding, &kv, err);
+    if (st) return st;
+    e->kv = kv.bytes;
+    llm_kv_cache_free(m->gpu, &kv);
+  }
   e->rope = llm_rope_table_bytes(&m->hp, ctx, 0) + llm_rope_table_bytes(&m->hp, ctx, 1);
   /* a prefill pass's activations (every row's logits at most) and the decode step's */
   e->scratch = llm_scratch_bytes(&m->hp, chunk, chunk) + llm_scratch_bytes(&m->hp, 1, 1);
@@ -104,27 +108,116 @@ void llm_session_free(llm_session *s) {
   if (!s) return;
   if (s->in_flight) llm_session_step_drain(s);
   gpu_readback_free(s->readback);
-  for (uint32_t b = 0; b < LLM_MAX_BUCKETS; b++)
+  for (uint32_t b = 0; b < LLM_MAX_BUCKETS; b++) {
     gpu_recorder_free(s->steps[b]);
+    gpu_recorder_free(s->plain[b]);
+  }
   llm_scratch_release(s->gpu, &s->step_scratch);
   gpu_buffer_destroy(s->gpu, s->sampler_state);
   gpu_buffer_destroy(s->gpu, s->sampler_work);
   llm_kv_cache_free(s->gpu, &s->kv);
+  if (s->opt.pool) {
+    llm_kv_pool *p = s->opt.pool;
+    kv_seq_release(p->blocks, &s->seq);
+    p->sessions--;
+    *(s->pool_prev ? &s->pool_prev->pool_next : &p->first) = s->pool_next;
+    *(s->pool_next ? &s->pool_next->pool_prev : &p->last) = s->pool_prev;
+  }
+  gpu_buffer_destroy(s->gpu, s->table);
   llm_rope_tables_free(s->gpu, &s->rope);
   free(s->fed);
+  free(s->decoded);
   free(s);
 }
 
-void llm_session_reset(llm_session *s) { s->n_past = s->kv_hi = 0; }
+/* On a pool: the blocks past the first n tokens go back (published ones to the pool's cache) */
+static void pool_truncate(llm_session *s, uint32_t n) {
+  if (!s->opt.pool) return;
+  if (n >= s->seq.n_tokens) return;
+  kv_seq_truncate(s->opt.pool->blocks, &s->seq, n);
+  if (s->table_n > s->seq.n_blocks) s->table_n = s->seq.n_blocks;
+  s->seq_gen++;
+}
+
+void llm_session_reset(llm_session *s) {
+  s->n_past = s->kv_hi = s->lead = s->evicted = 0;
+  pool_truncate(s, 0);
+}
+
+void llm_session_touch(llm_session *s) {
+  llm_kv_pool *p = s->opt.pool;
+  if (!p || p->last == s) return;
+  *(s->pool_prev ? &s->pool_prev->pool_next : &p->first) = s->pool_next;
+  s->pool_next->pool_prev = s->pool_prev; /* not the last: it has a next */
+  s->pool_prev = p->last;
+  s->pool_next = NULL;
+  p->last->pool_next = s;
+  p->last = s;
+}
+
+uint32_t llm_session_blocks_for(const llm_session *s, uint32_t upto) {
+  if (!s->opt.pool || upto <= s->seq.n_tokens) return 0;
+  return kv_seq_blocks_needed(s->opt.pool->blocks, &s->seq, upto - s->seq.n_tokens);
+}
+
+void llm_session_fed_decoded(llm_session *s, int32_t token) {
+  s->fed[s->n_past] = token;
+  s->decoded[s->n_past++] = 1;
+}
+
+wgllm_status llm_session_reserve(llm_session *s, uint32_t upto) {
+  llm_kv_pool *p = s->opt.pool;
+  if (!p || upto <= s->seq.n_tokens) return WGLLM_OK;
+  kv_copy cow;
+  llm_err e = {0};
+  wgllm_status st = kv_seq_reserve(p->blocks, &s->seq, upto - s->seq.n_tokens, &cow, &e);
+  if (st == WGLLM_ERR_OUT_OF_MEMORY && kv_seq_blocks_needed(p->blocks, &s->seq, upto - s->seq.n_tokens) >
+                                           kv_blocks_available(p->blocks))
+    return llm_err_set(&s->err, WGLLM_ERR_KV_FULL, "KV pool full: %s", e.msg);
+  if (st) return llm_err_set(&s->err, st, "%s", e.msg);
+  uint32_t from = s->table_n;
+  if (cow.src != KV_NO_BLOCK) { /* never: a rewind stops at a block another sequence shares (llm_session_rewind) */
+    return llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "KV pool: a shared block %u to copy into %u", cow.src, cow.dst);
+  }
+  if (s->seq.n_blocks > from)
+    gpu_write(s->gpu, s->table, (uint64_t)from * 4, s->seq.blocks + from, (uint64_t)(s->seq.n_blocks - from) * 4);
+  s->table_n = s->seq.n_blocks;
+  s->seq_gen++;
+  return WGLLM_OK;
+}
+
+uint32_t llm_session_adopt_prefix(llm_session *s, const int32_t *ids, uint32_t n) {
+  llm_kv_pool *p = s->opt.pool;
+  if (!p || s->n_past || s->seq.n_tokens || n < 2) return 0;
+  uint32_t got = kv_seq_adopt(p->blocks, &s->seq, ids, n - 1);
+  if (!got) return 0;
+  gpu_write(s->gpu, s->table, 0, s->seq.blocks, (uint64_t)s->seq.n_blocks * 4);
+  s->table_n = s->seq.n_blocks;
+  s->seq_gen++;
+  memcpy(s->fed, ids, (size_t)got * sizeof *ids);
+  memset(s->decoded, 0, got);
+  s->n_past = s->kv_hi = s->lead = got;
+  return got;
+}
 
 uint32_t llm_session_rewind(llm_session *s, uint32_t n) {
+  if (s->evicted) { /* its cache is gone: nothing of it is kept */
+    llm_session_reset(s);
+    return 0;
+  }
   if (n >= s->n_past) return s->n_past;
   if (s->n_past > s->kv_hi) s->kv_hi = s->n_past;
   /* a sliding-window ring holds the last slots positions written: going back further than its slack would
      read keys that later tokens overwrote, so the whole cache goes (the next prefill recomputes it) */
   if (s->kv_hi - n > s->kv.ring_slack) n = 0;
+  /* on a pool, a block another sequence shares is only read: keep its whole blocks, recompute the rest */
+  if (s->opt.pool && n % LLM_KV_BLOCK && n < s->seq.n_tokens &&
+      kv_blocks_ref(s->opt.pool->blocks, s->seq.blocks[n / LLM_KV_BLOCK]) > 1)
+    n -= n % LLM_KV_BLOCK;
   s->n_past = n;
   if (n == 0) s->kv_hi = 0;
+  if (s->lead > n) s->lead = n;
+  pool_truncate(s, n);
   return n;
 }
 
@@ -158,6 +251,16 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
     return WGLLM_ERR_INVALID_ARG;
   }
   const llm_hparams *hp = &m->hp;
+  llm_kv_pool *pl = s->opt.pool;
+  if (pl && (pl->m != m || s->opt.ctx > pl->g.max_ctx || !s->opt.kv_f16 != !pl->g.f16)) {
+    llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                "a session of %u positions with an %s cache on a KV pool %sfor sessions of at most %u positions with "
+                "%s caches",
+                s->opt.ctx, s->opt.kv_f16 ? "f16" : "f32", pl->m != m ? "of another model, " : "", pl->g.max_ctx,
+                pl->g.f16 ? "f16" : "f32");
+    free(s);
+    return WGLLM_ERR_INVALID_ARG;
+  }
   /* f16 KV is stored as packed pairs in u32 words and widened with unpack2x16float: it needs no shader-f16,
      so it is available on every device (the H200 through this Dawn does not grant shader-f16) */
   wgllm_status st = check_session_memory(m, &s->opt, err);
@@ -166,9 +269,20 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
     return st;
   }
   s->fed = malloc(s->opt.ctx * sizeof *s->fed);
-  st = s->fed ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
+  s->decoded = malloc(s->opt.ctx);
+  st = s->fed && s->decoded ? WGLLM_OK : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) llm_err_set(err, st, "out of host memory for the context's %u token ids", s->opt.ctx);
-  if (!st)
+  llm_kv_pool *pool = s->opt.pool;
+  if (!st && pool) {
+    pool->sessions++; /* from here llm_session_free gives it back */
+    s->pool_prev = pool->last;
+    *(pool->last ? &pool->last->pool_next : &pool->first) = s;
+    pool->last = s;
+    st = gpu_buffer_create(s->gpu, (uint64_t)pool->g.max_blocks * 4, "kv_block_table", &s->table, err);
+    if (!st)
+      st = llm_kv_cache_create_pooled(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, m->max_binding, &pool->g,
+                                      gpu_whole(s->table), &s->kv, err);
+  } else if (!st)
     st = llm_kv_cache_create(s->gpu, hp, s->opt.ctx, s->opt.prefill_chunk, s->opt.kv_f16, m->max_binding, &s->kv, err);
   if (!st) st = llm_rope_tables_create(s->gpu, hp, s->opt.ctx, &s->rope, err);
   if (st) {
@@ -222,7 +336,11 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
   if (T == 0) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "empty prompt: nothing to prefill");
   }
+  if (s->evicted) {
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "prefill: the session is evicted (restore or reset it)");
+  }
   wgllm_status st = check_ids(s, ids, T);
+  if (!st) st = llm_session_reserve(s, s->n_past + T);
   if (st) return st;
   const llm_hparams *hp = &s->m->hp;
   uint32_t chunk = s->opt.prefill_chunk < T ? s->opt.prefill_chunk : T;
@@ -278,13 +396,18 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
       st = gpu_read(s->gpu, sc.logits, 0, dst, (uint64_t)n_logits * hp->n_vocab * 4, &s->err);
     }
     if (!st) {
-      memcpy(s->fed + s->n_past, ids + done, (size_t)n * sizeof *ids);
+      if (s->fed + s->n_past != ids + done) memcpy(s->fed + s->n_past, ids + done, (size_t)n * sizeof *ids);
+      memset(s->decoded + s->n_past, 0, n);
+      if (s->lead == s->n_past) s->lead += n;
       s->n_past += n;
     }
     if (!st && s->opt.on_prefill) s->opt.on_prefill(done + n, T, s->opt.prefill_user);
   }
   free(pos);
   llm_scratch_release(s->gpu, &sc);
+  /* a pool's later sessions may take the prompt's full blocks (prefilled tokens only: a decoded token's K and V come
+     from the decode path's kernels, whose sums may round differently, so they are not offered as a prompt's) */
+  if (s->opt.pool) kv_seq_publish(s->opt.pool->blocks, &s->seq, s->fed, s->lead);
   return st;
 }
 
@@ -297,6 +420,8 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
                        "llm_session_decode: a sampler is set; use llm_session_step_sample");
   }
+  st = llm_session_reserve(s, s->n_past + 1);
+  if (st) return st;
   gpu_recorder *step = llm_session_step(s, s->n_past);
   if (!step) return s->step_status;
   uint32_t u = (uint32_t)id, p = s->n_past;
@@ -308,14 +433,15 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
     return llm_err_set(&s->err, st, "decode step: %s", gpu_recorder_error(step));
   }
   if (logits) st = gpu_read(s->gpu, s->step_scratch.logits, 0, logits, (uint64_t)hp->n_vocab * 4, &s->err);
-  if (!st) s->fed[s->n_past++] = id;
+  if (!st) llm_session_fed_decoded(s, id);
   return st;
 }
 
-/* Records bucket b's decode step once (forward + optional sampler); afterwards only GPU-side values change. */
-static wgllm_status ensure_step(llm_session *s, uint32_t b) {
+/* Records bucket b's decode step into *out once (the forward pass, then the sampler when one is set and `sample`);
+   afterwards only GPU-side values change. */
+static wgllm_status record_step(llm_session *s, uint32_t b, int sample, gpu_recorder **out) {
   s->step_status = WGLLM_OK;
-  if (s->steps[b]) return WGLLM_OK;
+  if (*out) return WGLLM_OK;
   const llm_hparams *hp = &s->m->hp;
   wgllm_status st;
   if (!s->step_scratch.ids) {
@@ -337,7 +463,7 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
                          .attn_grid = s->opt.attn_grid,
                          .fast = s->opt.fast};
   st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &s->step_scratch, 1, 1, &fo);
-  if (!st && s->has_sampler)
+  if (!st && sample && s->has_sampler)
     st = op_sample(rec, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
                    gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
   if (st) {
@@ -345,7 +471,71 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) {
     gpu_recorder_free(rec);
     return s->step_status = st;
   }
-  s->steps[b] = rec;
+  *out = rec;
+  return WGLLM_OK;
+}
+
+static wgllm_status ensure_step(llm_session *s, uint32_t b) { return record_step(s, b, 1, &s->steps[b]); }
+
+wgllm_status llm_session_evict(llm_session *s) {
+  if (!s->opt.pool || s->evicted) return WGLLM_OK;
+  wgllm_status st = s->in_flight ? llm_session_step_drain(s) : WGLLM_OK;
+  s->evicted = s->n_past ? s->n_past : UINT32_MAX; /* UINT32_MAX: evicted with nothing to recompute */
+  s->n_past = s->kv_hi = 0;
+  pool_truncate(s, 0);
+  return st;
+}
+
+uint32_t llm_session_restore_blocks(const llm_session *s) {
+  if (!s->evicted || s->evicted == UINT32_MAX) return 0;
+  return (s->evicted + s->opt.pool->g.block - 1) / s->opt.pool->g.block;
+}
+
+wgllm_status llm_session_restore(llm_session *s) {
+  if (!s->evicted) return WGLLM_OK;
+  llm_err_clear(&s->err);
+  uint32_t n = s->evicted == UINT32_MAX ? 0 : s->evicted, lead = s->lead < n ? s->lead : n;
+  kv_blocks *pb = s->opt.pool->blocks;
+  /* its own published prefix back from the pool's cache (a prefill's blocks: the bits it computed), then room for
+     the rest */
+  uint32_t got = lead ? kv_seq_adopt(pb, &s->seq, s->fed, lead) : 0;
+  if (got) gpu_write(s->gpu, s->table, 0, s->seq.blocks, (uint64_t)s->seq.n_blocks * 4);
+  s->table_n = s->seq.n_blocks;
+  s->seq_gen++;
+  wgllm_status st = llm_session_reserve(s, n);
+  if (st) {
+    pool_truncate(s, 0);
+    return st;
+  }
+  s->evicted = 0;
+  s->n_past = s->kv_hi = got;
+  /* the rest, run by run as it was computed */
+  while (!st && s->n_past < n) {
+    uint32_t i = s->n_past, j = i;
+    while (j < n && s->decoded[j] == s->decoded[i])
+      j++;
+    if (!s->decoded[i]) {
+      st = prefill(s, s->fed + i, j - i, NULL, 0, 0);
+      continue;
+    }
+    for (; !st && i < j; i++) {
+      uint32_t b = llm_bucket_of(s, i);
+      st = record_step(s, b, 0, &s->plain[b]);
+      if (st) break;
+      uint32_t u = (uint32_t)s->fed[i];
+      gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
+      gpu_write(s->gpu, s->step_scratch.pos, 0, &i, 4);
+      st = gpu_recorder_run(s->plain[b]);
+      if (st) llm_err_set(&s->err, st, "recomputing an evicted cache: %s", gpu_recorder_error(s->plain[b]));
+      if (!st) s->n_past++;
+    }
+  }
+  if (st) { /* a failure (device, memory) leaves an empty cache: the next prefill starts over */
+    llm_session_reset(s);
+    return st;
+  }
+  s->kv_hi = n;
+  s->ids_stale = 1; /* the step's input id was overwritten: the next step writes last_sampled again */
   return WGLLM_OK;
 }
 
@@ -422,6 +612,9 @@ wgllm_status llm_session_step_submit(llm_session *s) {
   if (!s->has_sampler) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_submit: no sampler set");
   }
+  if (s->evicted) {
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_submit: the session is evicted (restore it)");
+  }
   if (s->in_flight >= LLM_MAX_IN_FLIGHT) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_submit: %d steps already queued",
                        s->in_flight);
@@ -434,6 +627,8 @@ wgllm_status llm_session_step_submit(llm_session *s) {
     s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1, "token readback", &s->err);
     if (!s->readback) return s->err.status;
   }
+  wgllm_status st = llm_session_reserve(s, p + 1);
+  if (st) return st;
   gpu_recorder *step = llm_session_step(s, p);
   if (!step) return s->step_status;
   gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
@@ -444,7 +639,7 @@ wgllm_status llm_session_step_submit(llm_session *s) {
   }
   int slot;
   s->last_step = step;
-  wgllm_status st = gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
+  st = gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
   if (st) {
     return llm_err_set(&s->err, st, "decode step: %s", gpu_recorder_error(step));
   }
@@ -464,7 +659,7 @@ wgllm_status llm_session_step_collect(llm_session *s, int32_t *token) {
                      s->m->hp.n_vocab);
   }
   if (st) return st;
-  s->fed[s->n_past++] = s->last_sampled; /* the step fed the previous token */
+  llm_session_fed_decoded(s, s->last_sampled); /* the step fed the previous token */
   s->last_sampled = (int32_t)t;
   *token = (int32_t)t;
   return WGLLM_OK;
@@ -482,6 +677,7 @@ wgllm_status llm_session_step_drain(llm_session *s) {
   uint32_t u = (uint32_t)s->last_sampled;
   if (s->step_scratch.ids) gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
   s->ids_stale = 0;
+  pool_truncate(s, s->n_past); /* the dropped steps' reservations */
   return st;
 }
 

@@ -3,6 +3,7 @@
 #ifndef WGLLM_SESSION_H
 #define WGLLM_SESSION_H
 #include "decoder.h"
+#include "kv_pool.h"
 #include "llm_err.h"
 #include "model.h"
 
@@ -16,6 +17,10 @@ typedef struct llm_session_options {
   /* called after each prefill pass with the tokens done and the total of the call */
   void (*on_prefill)(uint32_t done, uint32_t total, void *user);
   void *prefill_user;
+  /* NULL: the session's own cache; else the pool its cache draws blocks from (kv_pool.h: ctx at most its max_ctx,
+     kv_f16 its type), a block table of its own, blocks reserved before each write (WGLLM_ERR_KV_FULL when the
+     pool has none left: nothing ran) */
+  llm_kv_pool *pool;
 } llm_session_options;
 
 #define LLM_MAX_BUCKETS 24
@@ -26,10 +31,20 @@ typedef struct llm_session {
   gpu_context *gpu;
   llm_session_options opt;
   llm_kv_cache kv;
+  kv_seq seq;         /* on a pool: the blocks its cache holds (seq.n_tokens >= n_past: reserved ahead of steps) */
+  gpu_buffer *table;  /* on a pool: its block table [pool max_blocks] u32 */
+  uint32_t table_n;   /* entries of table written since the blocks last changed */
+  uint32_t seq_gen;   /* bumped whenever seq's blocks change (a batch's copy of its table row notices) */
   llm_rope_tables rope; /* [ctx][rot/2] cos/sin (global layers, and local ones when their base differs) */
   uint32_t n_past;
   uint32_t kv_hi;       /* the most tokens the cache held since the last reset (what a ring's slots hold) */
   int32_t *fed;         /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
+  uint8_t *decoded;     /* [ctx] 1 where fed[i]'s K and V came from a decode step, 0 from a prefill */
+  uint32_t lead;        /* fed[0..lead) all came from prefills (what a pool may offer other sessions) */
+  uint32_t evicted;     /* llm_session_evict: the tokens to recompute (0: not evicted) */
+  struct llm_session *pool_prev, *pool_next; /* on a pool: its list of sessions */
+  uint64_t stamp;       /* llm_jobs_step's: the call that last stepped a job on it */
+  gpu_recorder *plain[LLM_MAX_BUCKETS]; /* the decode step without the sampler (a restore's replay) */
   int32_t last_sampled; /* sitting in the step's input id, not yet fed */
   /* the recorded decode step (kept), one per length bucket: steps[b] serves positions < llm_bucket_len(s, b)
      (256 doubling up to the context), so attention launches a grid sized for the bucket, not the whole cache;
@@ -82,6 +97,30 @@ void llm_session_reset(llm_session *s);
 uint32_t llm_session_rewind(llm_session *s, uint32_t n);
 /* How many leading ids equal the tokens already in the cache. */
 uint32_t llm_session_common_prefix(const llm_session *s, const int32_t *ids, uint32_t n);
+/* On a pool: reserves blocks for positions below upto (WGLLM_ERR_KV_FULL, nothing changed, when the pool has too
+   few) and writes the new entries of its block table (queue-ordered before the next submit). Without: WGLLM_OK. */
+wgllm_status llm_session_reserve(llm_session *s, uint32_t upto);
+/* On a pool, for an empty cache: takes the published blocks of the longest prefix of ids[0..n-1) (the last token
+   is always computed: its logits are needed) that sessions on the pool prefilled before, instead of computing
+   them; returns the tokens taken (a multiple of the block; the session's position). 0 off a pool. */
+uint32_t llm_session_adopt_prefix(llm_session *s, const int32_t *ids, uint32_t n);
+/* Preemption on a pool: evict gives back every block the session holds (its published ones stay in the pool's
+   cache, where a restore may take them back) and keeps its tokens; it cannot step until restore, which recomputes
+   its cache: the runs its prefills computed by a prefill again, the tokens decode steps fed through the decode step
+   without the sampler, so K and V are the bits they were and the text goes on as if never evicted (the sampler's
+   state is the GPU's, untouched). Steps queued when evicted are dropped (call it with none queued to keep a sampled
+   generation's draws). restore: WGLLM_ERR_KV_FULL, still evicted, when the pool cannot hold it yet. Off a pool or
+   not evicted: nothing to do. */
+wgllm_status llm_session_evict(llm_session *s);
+wgllm_status llm_session_restore(llm_session *s);
+/* Blocks a restore of s needs now (0 when not evicted). */
+uint32_t llm_session_restore_blocks(const llm_session *s);
+/* Blocks reserving positions below upto would take from the pool now (0 off a pool). */
+uint32_t llm_session_blocks_for(const llm_session *s, uint32_t upto);
+/* On a pool: moves s to the back of the pool's list (the most recently started: evicted last). */
+void llm_session_touch(llm_session *s);
+/* The step fed `token` at n_past through a decode step (batched or not): the bookkeeping after it. */
+void llm_session_fed_decoded(llm_session *s, int32_t token);
 /* Feeds T prompt tokens. logits: [T][n_vocab] when all_rows, else [n_vocab] for the last token; may be NULL. */
 wgllm_status llm_session_prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows);
 /* Feeds one token through the recorded step; logits [n_vocab] (may be NULL). Not with a sampler set. */
