@@ -451,7 +451,10 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
                                .eps = hp->norm_eps,
                                .w_offset = no};
     st = op_rms_norm_rows(rec, V(s->x), m->output_norm, V(s->xn), &last);
-    if (!st && !f->fo->fast && n_logits <= 4) /* a prefill's last token: the GEMV (its logits feed no other row) */
+    /* a prefill's last rows (their logits feed no other row): the GEMV, unless the fast precision's integer-dot
+       GEMV takes the weight */
+    int q8 = f->fo->fast && f->s->xq && op_gemv_q8_supports(op_ctx(rec), &m->output, n_logits, D, NULL);
+    if (!st && n_logits <= 4 && !q8)
       st = op_matvec(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
     else if (!st)
       st = llm_linear(f, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);

@@ -58,16 +58,14 @@ typedef struct llm_fwd_paged {
   uint32_t n_groups;
   llm_fwd_paged_group groups[24];
 } llm_fwd_paged;
-/* Whether the model's T-token batched pass can be recorded on this device (the fused GEMV for T tokens, or the
-   fast precision's GEMM past OP_GEMV_MAX_TOKENS, RoPE in the attention, row offsets that are binding offsets); why
-   not into why. */
+/* Whether the model's T-token batched pass can be recorded on this device (the fused GEMV for T tokens, RoPE in
+   the attention, row offsets that are binding offsets); why not into why. */
 int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char *why, size_t whylen);
 /* Records it for n sessions' tokens in T >= n rows (rows n.. pad the projections, so that a few token counts
    serve every batch: each is a pipeline to compile): ids [T] in s->ids, logits [T][n_vocab] into s->logits,
    rows n.. meaningless. paged: NULL, or the step's pool table when every token's cache is on one pool (its
-   pooled layers then take one attention pair for all; a pooled cache without it takes a pair a token). Up to
-   OP_GEMV_MAX_TOKENS rows, and in the exact precision up to OP_GEMV_MAX_BATCH, the projections are the fused
-   GEMV (bit for bit each token alone); more rows in the fast precision are the GEMM (op_linear_fast). */
+   pooled layers then take one attention pair for all; a pooled cache without it takes a pair a token). The
+   projections are the fused GEMV, OP_GEMV_MAX_TOKENS rows a dispatch (bit for bit each token alone). */
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
                                       uint32_t T, const llm_scratch *s, int fast, const llm_fwd_paged *paged);
 #endif

@@ -75,7 +75,7 @@ wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, con
                .s = s,
                .T = T,
                .fo = defaults,
-               .fused = !(fast && T > OP_GEMV_MAX_TOKENS), /* the GEMM past what a GEMV dispatch takes */
+               .fused = 1,
                .tokens = tokens,
                .n_seq = n,
                .paged = paged};

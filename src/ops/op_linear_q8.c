@@ -407,6 +407,27 @@ wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, co
   int perm = 0;
   /* a plan that only chose the quantization is not one for the exact kernel */
   const op_gemv_plan *exact_plan = plan && plan->tk ? plan : NULL;
+  if (T > OP_GEMV_MAX_TOKENS && T <= OP_GEMV_MAX_BATCH &&
+      op_gemv_q8_supports(op_ctx(rec), w, OP_GEMV_MAX_TOKENS, K, &perm)) {
+    /* more tokens than a dispatch takes: OP_GEMV_MAX_TOKENS at a time, each its own rows of x and y (quantized
+       into xq in turn: the dispatches run in order), each reading the weights again (the small-M GEMM's work is
+       op_matmul_q8's, which takes few workgroups at so few rows: PERF.md) */
+    uint32_t ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
+    uint64_t align = op_ctx(rec)->limits.minStorageBufferOffsetAlignment ? op_ctx(rec)->limits.minStorageBufferOffsetAlignment : 256;
+    wgllm_status s = WGLLM_OK;
+    for (uint32_t t0 = 0; !s && t0 < T; t0 += OP_GEMV_MAX_TOKENS) {
+      uint64_t xo = (uint64_t)t0 * K * 4, yo = (uint64_t)t0 * ys * 4;
+      if (xo % align || yo % align)
+        return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
+                       "gemv_fast: token %u's rows (K=%u, y stride %u) do not start on a binding offset", t0, K, ys);
+      op_gemv_opts oc = *o;
+      oc.n_tokens = T - t0 < OP_GEMV_MAX_TOKENS ? T - t0 : OP_GEMV_MAX_TOKENS;
+      oc.y_stride = ys;
+      s = op_gemv_fast_planned(rec, (gpu_view){x.buf, x.offset + xo, 0}, xq, w, bias,
+                               (gpu_view){y.buf, y.offset + yo, 0}, N, K, &oc, plan);
+    }
+    return s;
+  }
   if (!op_gemv_q8_supports(op_ctx(rec), w, T, K, &perm))
     return op_gemv_planned(rec, x, w, bias, y, N, K, o, exact_plan);
   /* the kernel quantizes x itself (one dispatch) where that fits its workgroup memory and costs less than the

@@ -1,6 +1,6 @@
 /* Batched decode across sessions: one recorded step feeds the last sampled token of each of up to
    LLM_BATCH_MAX sessions of one model through one forward pass (each weight read once for every 8 of them: the
-   fused GEMV with several tokens; the fast precision's GEMM past 8), each token attending over its own session's
+   fused GEMV with several tokens, 8 tokens a dispatch), each token attending over its own session's
    cache, then each session's sampler picks its next token; one readback brings every id back. Sessions on one KV
    pool (kv_pool.h) attend in one dispatch pair a layer for all of them, over the step's block table (row i: the
    i-th session's blocks, written before each step where they changed). A server's concurrent requests decode
