@@ -448,6 +448,108 @@ static size_t argmax(const float *v, size_t n) {
   return b;
 }
 
+/* The KV pool through the public API: sessions with kv_pool set, jobs sharing a system prompt's prefix, joining at
+   different calls of wgllm_jobs_step, each giving the text it gives alone on a session of its own, later prompts
+   taking the shared prefix from the pool (cached_tokens); the pool's statistics; the refusals (no pool, a remake
+   while sessions are on it, an unknown kv_type). */
+static void check_kv_pool(wgllm_model *m) {
+  enum { NJ = 5 };
+  const char *system = "In the beginning God created the heaven and the earth. And the earth was without form, and "
+                       "void; and darkness was upon the face of the deep. ";
+  const char *tails[NJ] = {"And God said", "And the evening", "Let there be light", "And God saw", "Let the waters"};
+  wgllm_session_params sp = wgllm_session_default_params();
+  sp.context = 256;
+  sp.kv_pool = 1;
+  wgllm_session *ss[NJ] = {0};
+  CHECK(wgllm_session_create(m, &sp, &ss[0]) == WGLLM_ERR_INVALID_ARG && strstr(wgllm_last_error(), "no KV pool"),
+        "kv_pool without a pool is refused: %s", wgllm_last_error());
+  wgllm_kv_pool_params pp = {.tokens = NJ * 256, .max_context = 256, .kv_type = WGLLM_KV_F16};
+  pp.kv_type = (wgllm_kv_type)7;
+  CHECK(wgllm_model_kv_pool(m, &pp) == WGLLM_ERR_INVALID_ARG, "an unknown kv_type is refused");
+  pp.kv_type = WGLLM_KV_F16;
+  CHECK(wgllm_model_kv_pool(m, &pp) == WGLLM_OK, "pool: %s", wgllm_model_error(m));
+  wgllm_kv_pool_stats st0;
+  CHECK(wgllm_model_kv_pool_stats(m, &st0) == WGLLM_OK && st0.blocks * st0.block_tokens >= NJ * 256 &&
+            st0.available_blocks == st0.blocks && st0.max_context == 256 && st0.bytes > 0,
+        "pool stats: %u blocks of %u, %u available", st0.blocks, st0.block_tokens, st0.available_blocks);
+  int32_t ids[NJ][128];
+  size_t nids[NJ];
+  static text_sink want[NJ], got[NJ];
+  memset(want, 0, sizeof want);
+  memset(got, 0, sizeof got);
+  wgllm_generate_params gps[NJ];
+  for (int i = 0; i < NJ; i++) {
+    char prompt[512];
+    snprintf(prompt, sizeof prompt, "%s%s", system, tails[i]);
+    CHECK(wgllm_tokenize(m, prompt, strlen(prompt), 1, ids[i], 128, &nids[i]) == WGLLM_OK && nids[i] < 128,
+          "tokenize %d", i);
+    gps[i] = wgllm_generate_default_params();
+    gps[i].max_tokens = 10 + 4 * i;
+    gps[i].seed = 300 + i;
+    gps[i].temperature = i % 2 ? 0.9f : 0.0f;
+    gps[i].ignore_eos = 1;
+    gps[i].on_text = sink_text;
+  }
+  /* alone, each on a session with its own f16 cache */
+  wgllm_session_params own = sp;
+  own.kv_pool = 0;
+  own.kv_type = WGLLM_KV_F16;
+  for (int i = 0; i < NJ; i++) {
+    wgllm_session *s = NULL;
+    wgllm_job *j = NULL;
+    CHECK(wgllm_session_create(m, &own, &s) == WGLLM_OK, "own session: %s", wgllm_last_error());
+    gps[i].user = &want[i];
+    int done = 0;
+    if (s && wgllm_job_start(s, ids[i], nids[i], &gps[i], &j) == WGLLM_OK)
+      while (!done && wgllm_job_step(j, &done) == WGLLM_OK) {
+      }
+    wgllm_job_free(j);
+    wgllm_session_free(s);
+  }
+  /* together on the pool: job i starts at call 2 i, so later prompts find the system prompt's blocks */
+  for (int i = 0; i < NJ; i++)
+    CHECK(wgllm_session_create(m, &sp, &ss[i]) == WGLLM_OK, "pool session %d: %s", i, wgllm_last_error());
+  CHECK(wgllm_model_kv_pool(m, &pp) == WGLLM_ERR_INVALID_ARG && strstr(wgllm_model_error(m), "sessions"),
+        "a remake while sessions are on the pool is refused: %s", wgllm_model_error(m));
+  wgllm_job *jobs[NJ] = {0};
+  int started = 0;
+  for (int call = 0; call < 300; call++) {
+    if (started < NJ && call == 2 * started) {
+      gps[started].user = &got[started];
+      CHECK(wgllm_job_start(ss[started], ids[started], nids[started], &gps[started], &jobs[started]) == WGLLM_OK,
+            "pool job %d: %s", started, wgllm_session_error(ss[started]));
+      started++;
+    }
+    CHECK(wgllm_jobs_step(jobs, (size_t)started) == WGLLM_OK, "pool jobs step");
+    int all = started == NJ;
+    for (int i = 0; i < started; i++)
+      all = all && wgllm_job_done(jobs[i]);
+    if (all) break;
+  }
+  uint32_t cached = 0, batched = 0;
+  for (int i = 0; i < NJ; i++) {
+    wgllm_generate_stats js;
+    wgllm_job_stats(jobs[i], &js);
+    CHECK(wgllm_job_done(jobs[i]) && !strcmp(got[i].buf, want[i].buf) && got[i].len == want[i].len,
+          "pool job %d gives its text alone (\"%s\" vs \"%s\")", i, got[i].buf, want[i].buf);
+    if (i > 0) cached += js.cached_tokens;
+    batched += js.batched_tokens;
+    wgllm_job_free(jobs[i]);
+  }
+  CHECK(cached >= 16 * (NJ - 1), "later prompts took the system prompt's blocks from the pool (%u tokens)", cached);
+  CHECK(batched > 0, "pool jobs were batched (%u tokens)", batched);
+  wgllm_kv_pool_stats st1;
+  CHECK(wgllm_model_kv_pool_stats(m, &st1) == WGLLM_OK && st1.sessions == NJ && st1.available_blocks < st1.blocks,
+        "the sessions hold their blocks (%u of %u available)", st1.available_blocks, st1.blocks);
+  for (int i = 0; i < NJ; i++)
+    wgllm_session_free(ss[i]);
+  CHECK(wgllm_model_kv_pool_stats(m, &st1) == WGLLM_OK && st1.available_blocks == st1.blocks && st1.sessions == 0 &&
+            st1.cached_blocks > 0,
+        "every block back after the sessions, the published prompts' cached (%u of %u, %u cached)",
+        st1.available_blocks, st1.blocks, st1.cached_blocks);
+  CHECK(!strcmp(wgllm_status_name(WGLLM_ERR_KV_FULL), "WGLLM_ERR_KV_FULL"), "WGLLM_ERR_KV_FULL has its name");
+}
+
 int main(void) {
   /* vocabulary alone */
   wgllm_vocab *v;
@@ -666,6 +768,7 @@ int main(void) {
     mp.no_batch = nb;
     CHECK(wgllm_model_create(MODEL, &mp, &m) == WGLLM_OK, "q4 model: %s", wgllm_last_error());
     if (m) check_jobs(m, nb ? "q4, no_batch" : "q4, batched", !nb);
+    if (m && !nb) check_kv_pool(m);
     wgllm_model_free(m);
   }
 

@@ -1,9 +1,10 @@
 /* Sessions on a paged KV pool (runtime/kv_pool.h) on the transformers fixtures: jobs joining and leaving a batch at
-   any step, with shared prompt prefixes (blocks taken from other sessions' prefills) and under a pool too small for
-   all of them (the newest jobs evicted and recomputed), each give the ids they give alone on a cache of their own,
-   bit for bit, sampled with a seed; the oldest job fails with WGLLM_ERR_KV_FULL only when the pool cannot hold it
-   alone; and the pool's accounting holds through 10,000 random reservations, rewinds, evictions, prefix adoptions
-   and resets of many sessions (kv_blocks_check over every session's table), every block back when they end. */
+   any step, with shared prompt prefixes (blocks taken from other sessions' prefills), prompts that start in one
+   call prefilled together in one pass, and under a pool too small for all of them (the newest jobs evicted and
+   recomputed), each give the ids they give alone on a cache of their own, bit for bit, sampled with a seed; the
+   oldest job fails with WGLLM_ERR_KV_FULL only when the pool cannot hold it alone; and the pool's accounting holds
+   through 10,000 random reservations, rewinds, evictions, prefix adoptions and resets of many sessions
+   (kv_blocks_check over every session's table), every block back when they end. */
 #include "jobs.h"
 #include "harness.h"
 #include <stdlib.h>
@@ -101,7 +102,7 @@ static uint32_t run_pooled(llm_model *m, const llm_session_options *so0, const j
     st = llm_session_create(m, &so, &ss[i], &err);
     CHECK(st == WGLLM_OK, "%s: session %u: %s", what, i, err.msg);
   }
-  uint32_t preempted = 0, batched = 0;
+  uint32_t preempted = 0, batched = 0, together = 0;
   *cached = 0;
   for (uint32_t call = 0; !st && call < 400; call++) {
     llm_job *active[NJ];
@@ -130,10 +131,12 @@ static uint32_t run_pooled(llm_model *m, const llm_session_options *so0, const j
           first, pl[i].max_tokens);
     preempted += j->preemptions;
     batched += j->batched;
+    together += j->prefilled_together;
     *cached += j->cached;
     llm_job_release(j);
   }
   CHECK(batched > 0, "%s: tokens came from batched steps (%u)", what, batched);
+  CHECK(together > 0, "%s: prompts were prefilled together (%u tokens)", what, together);
   const kv_seq *seqs[NJ];
   for (uint32_t i = 0; i < NJ; i++)
     seqs[i] = &ss[i]->seq;

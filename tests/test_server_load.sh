@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Load test of `wgllm serve` (docs/TESTING.md records its figures): the default model with 8 sessions, and
-# tests/server/load.mjs's 16 concurrent streaming openai clients x 8 requests x 8 tokens; every request must
-# complete with its token count and text, and the server's memory stay flat.
+# Load test of `wgllm serve` (docs/TESTING.md records its figures): the default model with 16 sessions on its KV
+# pool, and tests/server/load.mjs's 32 concurrent streaming openai clients x 8 requests x 8 tokens (half of them
+# queued at any time); every request must complete with its token count and text, and the server's memory stay flat.
+# Then a pool of two contexts under 16 sessions: 16 clients whose requests wait for blocks and are evicted and
+# recomputed, each still with its text.
 # Usage: tests/test_server_load.sh BUILD_DIR  (CLIENTS, REQUESTS, MAX_TOKENS, PARALLEL override the sizes; SERVE_ARGS
 # adds server options, e.g. "--weights q4" or "--weights q4 --no-batch")
 set -u
@@ -19,14 +21,25 @@ if grep -q '^WGLLM_ASAN:BOOL=ON' "$BUILD/CMakeCache.txt" 2>/dev/null; then
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}quarantine_size_mb=8:thread_local_quarantine_size_kb=64"
 fi
 # shellcheck disable=SC2086 # SERVE_ARGS: options, split on spaces
-start_server load -np "${PARALLEL:-8}" ${SERVE_ARGS:-} || exit 1
+start_server load -np "${PARALLEL:-16}" ${SERVE_ARGS:-} || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
-node "$ROOT/tests/server/load.mjs"
+CLIENTS=${CLIENTS:-32} node "$ROOT/tests/server/load.mjs"
 rc=$?
 stop_server "$SERVE_PID"
 if [ "$STOP_STATUS" != 0 ]; then
   echo "FAILED: the server exited $STOP_STATUS on SIGTERM"
   tail -n 20 "$TMP/load.err"
+  rc=1
+fi
+[ -n "${SERVE_ARGS:-}" ] && exit $rc # the pressure run is the default configuration's
+# a pool of 1,024 tokens (two contexts of the default model's 512) under 16 sessions of 64-token requests (about 1,400 tokens at once)
+start_server pressure -np 16 --kv-pool 1024 || exit 1
+export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
+CLIENTS=16 REQUESTS=2 MAX_TOKENS=64 node "$ROOT/tests/server/load.mjs" || rc=1
+stop_server "$SERVE_PID"
+if [ "$STOP_STATUS" != 0 ]; then
+  echo "FAILED: the pressure server exited $STOP_STATUS on SIGTERM"
+  tail -n 20 "$TMP/pressure.err"
   rc=1
 fi
 exit $rc

@@ -349,6 +349,55 @@ static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
   return st;
 }
 
+/* Batched prefill: each session's rows (row0 .. row0 + n) through RoPE with the cache append and attention over its
+   own cache, a dispatch set a session and group of KV heads, its rows' offsets in the kernels' parameters (q, k and
+   v rows of qk_stride / v_stride), its output rows at a binding offset (llm_prefill_batch_ok). */
+static wgllm_status attention_prefill_batch(const llm_fwd *f, const attn_layer *L) {
+  const llm_hparams *hp = &f->m->hp;
+  wgllm_status st = WGLLM_OK;
+  for (uint32_t k = 0; !st && k < f->n_seqs; k++) {
+    const llm_fwd_seq *sq = &f->seqs[k];
+    gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && sq->rope->local ? sq->rope->local : sq->rope->global;
+    const op_kv_pages *pages = llm_kv_pages(sq->kv, L->src);
+    attn_group g;
+    uint32_t n_groups = attn_group_at(sq->kv, L, 0, &g);
+    uint32_t q_row = sq->row0 * L->qk_stride, v_row = sq->row0 * L->v_stride;
+    for (uint32_t j = 0; !st && j < n_groups; j++) {
+      attn_group_at(sq->kv, L, j, &g);
+      op_rope_kv_params rp = {.n_tokens = sq->n,
+                              .n_head = g.n_head,
+                              .rot_dim = L->rot_dim,
+                              .max_pos = sq->kv->ctx,
+                              .mode = hp->rope_mode,
+                              .q_off = q_row + g.q_off,
+                              .q_stride = L->qk_stride,
+                              .k_off = q_row + g.k_off,
+                              .k_stride = L->qk_stride,
+                              .v_off = (L->vsrc.buf ? v_row : q_row) + g.v_off,
+                              .v_stride = L->vsrc.buf ? L->v_stride : L->qk_stride,
+                              .pages = pages};
+      st = op_rope_kv(f->rec, &g.layout, &rp, V(L->qk), L->vsrc, sq->pos, V(rope_cs), g.k, g.v);
+      op_attn_params ap = {.n_tokens = sq->n,
+                           .n_head = g.n_head,
+                           .q_stride = L->qk_stride,
+                           .q_off = q_row + g.q_off,
+                           .out_stride = L->q_width,
+                           .window = llm_layer_window(hp, L->l),
+                           .scale = hp->attn_scale,
+                           .softcap = 0.0f,
+                           .max_len = 0,
+                           .pages = pages};
+      gpu_view out = {f->s->attn, ((uint64_t)sq->row0 * L->q_width + g.q_off) * 4, 0};
+      if (st) break;
+      if (f->fo->fast && !pages && op_attention_mma_supports(op_ctx(f->rec), &g.layout, &ap))
+        st = op_attention_mma(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, sq->pos, out);
+      else
+        st = op_attention(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, sq->pos, out);
+    }
+  }
+  return st;
+}
+
 /* The shared second half: output projection and the residual add (through Gemma's post-attention norm). */
 static wgllm_status attn_output(const llm_fwd *f, const attn_layer *L) {
   gpu_recorder *rec = f->rec;
@@ -380,6 +429,8 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   wgllm_status st = attn_project(f, l, &L);
   if (!st && f->tokens) {
     st = attention_batched(f, &L);
+  } else if (!st && f->seqs) {
+    st = attention_prefill_batch(f, &L);
   } else if (!st) {
     /* flash-decoding for one token where the group's heads fit it, the prefill kernels otherwise */
     attn_group g0;
@@ -443,6 +494,21 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
       op_gemv_supports(op_ctx(rec), &m->output, n_logits, D, &sg)) {
     op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = n_logits};
     st = llm_gemv(f, V(s->x), &m->output, none, V(s->logits), hp->n_vocab, D, &o);
+  } else if (f->seqs) { /* each session's last row, gathered (an f32 table of the T rows), then as a prefill's */
+    op_weight rows = {.type = OP_W_F32, .data = V(s->x)};
+    st = op_embedding(rec, f->last_rows, &rows, V(s->proj), n_logits, D, T, 1.0f);
+    op_rms_norm_params last = {.n = D,
+                               .rows = n_logits,
+                               .in = {.off = 0, .stride = D},
+                               .out = {.off = 0, .stride = D},
+                               .eps = hp->norm_eps,
+                               .w_offset = no};
+    if (!st) st = op_rms_norm_rows(rec, V(s->proj), m->output_norm, V(s->xn), &last);
+    int q8 = f->fo->fast && f->s->xq && op_gemv_q8_supports(op_ctx(rec), &m->output, n_logits, D, NULL);
+    if (!st && !q8) /* the GEMV, as each row alone takes it (the several-token GEMV sums each row as one does) */
+      st = op_matvec(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
+    else if (!st)
+      st = llm_linear(f, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
   } else {
     op_rms_norm_params last = {.n = D,
                                .rows = n_logits,

@@ -19,6 +19,9 @@ typedef struct llm_fwd {
   uint32_t n_seq;              /* batched decode: the sessions' tokens, the first n_seq of the T rows (the rest
                                   pad the GEMVs to a token count of which a pipeline exists) */
   const llm_fwd_paged *paged; /* batched decode over one pool: the step's table (NULL otherwise) */
+  const llm_fwd_seq *seqs;    /* batched prefill: [n_seqs] the sessions whose rows the pass holds (NULL otherwise) */
+  uint32_t n_seqs;
+  gpu_view last_rows;         /* batched prefill: [n_seqs] u32, each session's last row */
 } llm_fwd;
 /* A linear layer y [M][N] = x [M][K] . W^T (+ bias): on int8 activations when the pass is fast and op_linear_fast's
    predicates take the weight (the integer-dot GEMV up to OP_GEMV_MAX_TOKENS rows, the GEMM above), else exact

@@ -20,6 +20,8 @@ typedef struct llm_forward_opts {
   llm_attn_grid attn_grid; /* flash-decoding's grid */
   int fast; /* linear layers of block-quantized weights on int8 activations (op_linear_fast, op_gemv_fast), where
                the scratch has its xq (llm_scratch_add_fast) */
+  int prefill; /* a prompt's pass: the prefill kernels even for one token, never the fused decode path, so that a
+                  prompt row's K and V do not depend on how passes cut the prompt (batched prefill, prefix sharing) */
 } llm_forward_opts;
 
 /* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the
@@ -68,4 +70,19 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
    projections are the fused GEMV, OP_GEMV_MAX_TOKENS rows a dispatch (bit for bit each token alone). */
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
                                       uint32_t T, const llm_scratch *s, int fast, const llm_fwd_paged *paged);
+/* Batched prefill: the next prompt tokens of several sessions in one pass, their rows one after another (session
+   k's n rows from row0): the linear layers over all the rows (each row's sums as a pass of its own gives them: the
+   GEMM for every row count, op_linear), RoPE, the cache append and attention a session at a time over its own cache
+   (its positions at a binding of their own), and the LM head over each session's last row only (gathered by
+   last_rows [n_seqs] u32 row indices into s->proj). Logits [n_seqs][n_vocab] into s->logits. */
+typedef struct llm_fwd_seq {
+  const llm_kv_cache *kv;
+  const llm_rope_tables *rope;
+  uint32_t row0, n;
+  gpu_view pos; /* [n] u32 */
+} llm_fwd_seq;
+/* Whether the model's batched prefill can be recorded (the batched decode's family and row-offset conditions). */
+int llm_prefill_batch_ok(gpu_recorder *rec, const llm_model *m, char *why, size_t whylen);
+wgllm_status llm_encode_prefill_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_seq *seqs, uint32_t n_seqs,
+                                      uint32_t T, gpu_view last_rows, const llm_scratch *s, int fast);
 #endif

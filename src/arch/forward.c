@@ -99,6 +99,51 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
                .s = s,
                .T = T,
                .fo = fo,
-               .fused = T == 1 && !fo->unfused && llm_fused_decode_ok(rec, m, 1)};
+               .fused = T == 1 && !fo->unfused && !fo->prefill && llm_fused_decode_ok(rec, m, 1)};
   return fam->forward(&f, n_logits);
+}
+
+int llm_prefill_batch_ok(gpu_recorder *rec, const llm_model *m, char *why, size_t whylen) {
+  const llm_hparams *hp = &m->hp;
+  uint64_t align = op_ctx(rec)->limits.minStorageBufferOffsetAlignment;
+  if (!align) align = 256;
+  const char *no = NULL;
+  const arch_family *fam = family_of(m);
+  if (!fam)
+    no = "a family without a forward pass";
+  else if (!fam->batched_decode)
+    no = fam->why_not_batched;
+  for (uint32_t l = 0; !no && l < hp->n_layer; l++) {
+    if (((uint64_t)llm_layer_q_width(hp, l) * 4) % align)
+      no = "a token's row of the attention output does not start on a binding offset";
+    else if (llm_layer_rot_dim(hp, l) % 4)
+      no = "a rotary dimension that is not a multiple of 4 (RoPE is not done with the cache append)";
+    else if (!llm_layer_owns_kv(hp, l))
+      no = "KV-shared layers";
+  }
+  if (no) snprintf(why, whylen, "%s", no);
+  return !no;
+}
+
+wgllm_status llm_encode_prefill_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_seq *seqs, uint32_t n_seqs,
+                                      uint32_t T, gpu_view last_rows, const llm_scratch *s, int fast) {
+  static const llm_forward_opts exact = {.prefill = 1}, fast_opts = {.fast = 1, .prefill = 1};
+  char why[160];
+  if (!llm_prefill_batch_ok(rec, m, why, sizeof why))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "batched prefill: %s", why);
+  if (!n_seqs || T > s->cap || n_seqs > s->logit_rows || seqs[n_seqs - 1].row0 + seqs[n_seqs - 1].n != T)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "batched prefill: %u sessions in %u rows over scratch %u/%u", n_seqs, T,
+                   s->cap, s->logit_rows);
+  llm_fwd f = {.rec = rec,
+               .m = m,
+               .kv = seqs[0].kv,
+               .rope = seqs[0].rope,
+               .s = s,
+               .T = T,
+               .fo = fast ? &fast_opts : &exact,
+               .fused = 0,
+               .seqs = seqs,
+               .n_seqs = n_seqs,
+               .last_rows = last_rows};
+  return family_of(m)->forward(&f, n_seqs);
 }

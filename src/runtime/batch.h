@@ -69,4 +69,14 @@ int llm_batch_refuses(const llm_batch *b, uint32_t n);
    sessions one after another. Sessions on a pool reserve their next slot first: WGLLM_ERR_KV_FULL when the pool
    has no block for one of them (nothing ran; the caller frees blocks, or steps fewer). */
 wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens);
+/* Batched prefill (prefill_batch.c): the next ids[i][0..counts[i]) of each of ss[0..n) (n <= LLM_BATCH_MAX
+   sessions of one model and precision, none evicted, each at most its context) in one forward pass, the rows of all
+   of them one GEMM (decoder.h's llm_encode_prefill_batch): a server's new prompts prefilled together instead of one
+   after another. Where sample[i], the chunk ends that session's prompt: its sampler (set) picks the first token into
+   tokens[i] and its step's input, as llm_session_prefill_sample does. Each session's K and V are the bits a prefill
+   of its own gives them (in the exact precision). Sessions on a pool reserve their rows' blocks first:
+   WGLLM_ERR_KV_FULL, nothing run, when the pool cannot hold them; a model the pass does not take is
+   WGLLM_ERR_UNSUPPORTED (prefill them one by one). err: the reason. */
+wgllm_status llm_prefill_batch(llm_session *const *ss, const int32_t *const *ids, const uint32_t *counts, uint32_t n,
+                               const int *sample, int32_t *tokens, llm_err *err);
 #endif

@@ -136,21 +136,28 @@ wgllm_status llm_gen_prefill(llm_gen *g, uint32_t max) {
   double t0 = now_s();
   wgllm_status st = n < left ? llm_session_prefill(s, g->pending + g->prefilled, n, NULL, 0)
                              : llm_session_prefill_sample(s, g->pending + g->prefilled, n, &g->token);
-  g->res.prefill_s += now_s() - t0;
-  g->prefilled += n;
   if (st) {
+    g->prefilled += n;
+    g->res.prefill_s += now_s() - t0;
     g->st = st;
     llm_gen_finish(g);
     return st;
   }
+  llm_gen_prefilled(g, n, g->token, now_s() - t0);
+  return WGLLM_OK;
+}
+
+void llm_gen_prefilled(llm_gen *g, uint32_t n, int32_t token, double seconds) {
+  g->res.prefill_s += seconds;
+  g->prefilled += n;
   if (g->prefilled == g->res.n_prompt) { /* the first token is sampled */
+    g->token = token;
     g->prefilling = 0;
     g->started = 1;
     g->t1 = now_s();
     free(g->pending);
     g->pending = NULL;
   }
-  return WGLLM_OK;
 }
 
 wgllm_status llm_gen_begin(llm_gen *g, llm_session *s, const tokenizer *tok, const int32_t *prompt, uint32_t n_prompt,

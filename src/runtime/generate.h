@@ -85,6 +85,9 @@ wgllm_status llm_gen_prefill(llm_gen *g, uint32_t max);
 wgllm_status llm_gen_accept(llm_gen *g, int queue);
 wgllm_status llm_gen_collect(llm_gen *g);
 void llm_gen_take(llm_gen *g, int32_t token);
+/* A caller prefilled the next n tokens of the pending prompt itself (a batched prefill over several sessions, in
+   `seconds`), sampling `token` when they ended it. */
+void llm_gen_prefilled(llm_gen *g, uint32_t n, int32_t token, double seconds);
 void llm_gen_fail(llm_gen *g, wgllm_status st); /* message already in g->s->err */
 void llm_gen_finish(llm_gen *g);
 /* Frees what the generation holds; a generation not done is stopped first (LLM_STOP_CALLBACK). */

@@ -12,6 +12,12 @@
 
 static uint64_t job_order; /* llm_job.order: jobs started so far, of every model */
 
+static double now_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
 static uint32_t random_seed(void) {
   uint32_t x = 0;
   if (getentropy(&x, sizeof x) != 0) { /* no entropy source: the clock's nanoseconds */
@@ -216,6 +222,57 @@ static void pool_pressure(llm_job *const *jobs, size_t n) {
   }
 }
 
+/* The prefilling jobs' next chunks in one batched prefill (batch.h) where two or more prefill: in the order given,
+   each its next chunk's tokens while the pass has room (the first job's prefill_chunk rows in all; a job the pass
+   has no room for waits for the next call). Returns 1 when it took care of the prefilling jobs (they ran, or
+   failed), 0 when they prefill one by one (fewer than two, no batching, or a model the pass does not take). */
+static int prefill_together(llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
+  llm_job *pj[LLM_BATCH_MAX];
+  llm_session *ps[LLM_BATCH_MAX];
+  const int32_t *pids[LLM_BATCH_MAX];
+  uint32_t counts[LLM_BATCH_MAX];
+  int sample[LLM_BATCH_MAX];
+  int32_t tokens[LLM_BATCH_MAX];
+  uint32_t np = 0, room = 0, waiting = 0;
+  for (size_t i = 0; i < n; i++) {
+    llm_job *j = jobs[i];
+    if (j->g.done || j->waits || !j->g.prefilling) continue;
+    if (!np) room = j->s->opt.prefill_chunk;
+    uint32_t left = j->g.res.n_prompt - j->g.prefilled, take = left < room ? left : room;
+    if (np == LLM_BATCH_MAX || !take || j->s->opt.fast != jobs[0]->s->opt.fast) {
+      waiting++;
+      continue;
+    }
+    pj[np] = j;
+    ps[np] = j->s;
+    pids[np] = j->g.pending + j->g.prefilled;
+    counts[np] = take;
+    sample[np] = take == left;
+    tokens[np] = 0;
+    room -= take;
+    np++;
+  }
+  if (np + waiting < 2 || stepper->no_batch || stepper->no_prefill_batch) return 0;
+  llm_err err = {0};
+  double t0 = now_seconds();
+  wgllm_status st = llm_prefill_batch(ps, pids, counts, np, sample, tokens, &err);
+  if (st == WGLLM_ERR_UNSUPPORTED) {
+    stepper->no_prefill_batch = 1;
+    return 0;
+  }
+  double dt = now_seconds() - t0;
+  for (uint32_t k = 0; k < np; k++) {
+    if (st) {
+      llm_err_set(&ps[k]->err, st, "%s", err.msg);
+      llm_gen_fail(&pj[k]->g, st);
+    } else {
+      llm_gen_prefilled(&pj[k]->g, counts[k], tokens[k], dt);
+      if (np > 1) pj[k]->prefilled_together += counts[k];
+    }
+  }
+  return 1;
+}
+
 wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
   pool_pressure(jobs, n);
   size_t n_decoding = 0;
@@ -223,13 +280,14 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
     n_decoding += !jobs[i]->g.done && !jobs[i]->g.prefilling && !jobs[i]->waits;
   int pipeline = n_decoding == 1 || stepper->no_batch ||
                  (stepper->batch && llm_batch_refuses(stepper->batch, (uint32_t)n_decoding));
+  int batched_prefill = prefill_together(stepper, jobs, n);
   for (size_t i = 0; i < n; i++) {
     llm_job *j = jobs[i];
     j->decodes = 0;
     if (j->g.done || j->waits) continue;
-    if (j->g.prefilling)
-      llm_gen_prefill(&j->g, j->s->opt.prefill_chunk);
-    else {
+    if (j->g.prefilling) {
+      if (!batched_prefill) llm_gen_prefill(&j->g, j->s->opt.prefill_chunk);
+    } else {
       llm_gen_accept(&j->g, pipeline);
       j->decodes = !j->g.done;
     }

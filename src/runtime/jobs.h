@@ -15,6 +15,7 @@ typedef struct llm_job_stepper {
   llm_model *m;
   llm_batch *batch;
   int no_batch; /* asked for, or the batch could not be made */
+  int no_prefill_batch; /* the model's batched prefill cannot be recorded (prompts prefill one job at a time) */
 } llm_job_stepper;
 
 typedef struct llm_job {
@@ -22,6 +23,7 @@ typedef struct llm_job {
   llm_gen g;                 /* its generation: g.st is the first failure, its message in s->err */
   uint32_t n_prompt, cached; /* the prompt's tokens, of which the cache already held the first `cached` */
   uint32_t batched;          /* tokens that came from batched steps */
+  uint32_t prefilled_together; /* prompt tokens prefilled in a pass with other jobs' (llm_prefill_batch) */
   int decodes;               /* llm_jobs_step: this call decodes its next token (it took one, and is not prefilling) */
   /* on a KV pool: when it started (older jobs keep their blocks under pressure), whether this call leaves it
      waiting for blocks, and how often it was evicted (preempted) and recomputed */

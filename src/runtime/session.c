@@ -379,7 +379,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
       llm_err_set(&s->err, st, "out of host memory");
       break;
     }
-    llm_forward_opts pfo = {.attn_grid = LLM_ATTN_GRID_WORST, .fast = s->opt.fast};
+    llm_forward_opts pfo = {.attn_grid = LLM_ATTN_GRID_WORST, .fast = s->opt.fast, .prefill = 1};
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits, &pfo);
@@ -395,21 +395,25 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
       float *dst = all_rows ? logits + (uint64_t)done * hp->n_vocab : logits;
       st = gpu_read(s->gpu, sc.logits, 0, dst, (uint64_t)n_logits * hp->n_vocab * 4, &s->err);
     }
-    if (!st) {
-      if (s->fed + s->n_past != ids + done) memcpy(s->fed + s->n_past, ids + done, (size_t)n * sizeof *ids);
-      memset(s->decoded + s->n_past, 0, n);
-      if (s->lead == s->n_past) s->lead += n;
-      s->n_past += n;
-    }
+    if (!st) llm_session_prefilled(s, ids + done, n);
     if (!st && s->opt.on_prefill) s->opt.on_prefill(done + n, T, s->opt.prefill_user);
   }
   free(pos);
   llm_scratch_release(s->gpu, &sc);
+  return st;
+}
+
+void llm_session_prefilled(llm_session *s, const int32_t *ids, uint32_t n) {
+  if (s->fed + s->n_past != ids) memcpy(s->fed + s->n_past, ids, (size_t)n * sizeof *ids);
+  memset(s->decoded + s->n_past, 0, n);
+  if (s->lead == s->n_past) s->lead += n;
+  s->n_past += n;
   /* a pool's later sessions may take the prompt's full blocks (prefilled tokens only: a decoded token's K and V come
      from the decode path's kernels, whose sums may round differently, so they are not offered as a prompt's) */
   if (s->opt.pool) kv_seq_publish(s->opt.pool->blocks, &s->seq, s->fed, s->lead);
-  return st;
 }
+
+wgllm_status llm_session_check_ids(llm_session *s, const int32_t *ids, uint32_t T) { return check_ids(s, ids, T); }
 
 wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits) {
   llm_err_clear(&s->err);

@@ -119,6 +119,11 @@ uint32_t llm_session_restore_blocks(const llm_session *s);
 uint32_t llm_session_blocks_for(const llm_session *s, uint32_t upto);
 /* On a pool: moves s to the back of the pool's list (the most recently started: evicted last). */
 void llm_session_touch(llm_session *s);
+/* A prefill pass fed ids[0..n) at n_past: the bookkeeping after it (the tokens, their provenance, the pool's
+   published prompt blocks). */
+void llm_session_prefilled(llm_session *s, const int32_t *ids, uint32_t n);
+/* WGLLM_ERR_INVALID_ARG (in s->err) for an id outside the vocabulary or T tokens past the context. */
+wgllm_status llm_session_check_ids(llm_session *s, const int32_t *ids, uint32_t T);
 /* The step fed `token` at n_past through a decode step (batched or not): the bookkeeping after it. */
 void llm_session_fed_decoded(llm_session *s, int32_t token);
 /* Feeds T prompt tokens. logits: [T][n_vocab] when all_rows, else [n_vocab] for the last token; may be NULL. */

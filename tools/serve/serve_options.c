@@ -30,7 +30,8 @@ enum {
   K_BODY_TIMEOUT,
   K_MAX_PER_IP,
   K_PARSE_SPECIAL_IN_CONTENT,
-  K_MAX_BODY_TOTAL
+  K_MAX_BODY_TOTAL,
+  K_KV_POOL
 };
 
 static const cli_opt serve_opts[] = {
@@ -68,6 +69,9 @@ static const cli_opt serve_opts[] = {
     {K_PARSE_SPECIAL_IN_CONTENT, "--parse-special-in-content", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "chat: special-token text (\"<|eot_id|>\") in messages' content becomes its token (default: it is text; a "
      "request's \"parse_special\" says either)"},
+    {K_KV_POOL, "--kv-pool", CLI_TEXT, "TOKENS|NMiB|NGiB|off", 0, 0, 0, CLI_CMD_SERVE,
+     "the sessions' KV caches in one paged pool of this size, blocks taken as requests grow, prompt prefixes shared "
+     "(default: every session's whole context, at most 70% of the device memory left; off: a cache a session)"},
     {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
     {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
@@ -167,6 +171,28 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_NO_WARMUP:
     a->no_warmup = 1;
     return 0;
+  case K_KV_POOL: {
+    char *end = NULL;
+    if (!strcmp(v->text, "off")) {
+      a->kv_pool_off = 1;
+      return 0;
+    }
+    errno = 0;
+    unsigned long long n = strtoull(v->text, &end, 10);
+    int mib = end && !strcmp(end, "MiB"), gib = end && !strcmp(end, "GiB");
+    if (errno || end == v->text || v->text[0] == '-' || !n || (*end && !mib && !gib) || n > (1ull << 40)) {
+      fprintf(stderr, "wgllm serve: %s %s: expected a number of tokens, NMiB, NGiB or off\n", v->name, v->text);
+      return 2;
+    }
+    a->kv_pool_off = 0;
+    a->kv_pool_tokens = mib || gib ? 0 : n;
+    a->kv_pool_bytes = mib ? n << 20 : gib ? n << 30 : 0;
+    if (a->kv_pool_tokens > UINT32_MAX / 2) {
+      fprintf(stderr, "wgllm serve: %s %s: at most %u tokens\n", v->name, v->text, UINT32_MAX / 2);
+      return 2;
+    }
+    return 0;
+  }
   case K_PARSE_SPECIAL_IN_CONTENT:
     a->parse_special_in_content = 1;
     return 0;
@@ -294,6 +320,21 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   sc->session = cli_session_params(&a->c); /* --kv, --unfused, --attn-grid, -ub, --precision */
   sc->session.context = ctx;
   sc->warm_up = !a->no_warmup;
+  if (!a->kv_pool_off) {
+    sc->use_pool = 1;
+    sc->session.kv_pool = 1;
+    sc->pool.tokens = (uint32_t)a->kv_pool_tokens;
+    sc->pool.bytes = a->kv_pool_bytes;
+    sc->pool.max_context = ctx;
+    sc->pool.kv_type = sc->session.kv_type;
+    uint64_t all = (uint64_t)ctx * sc->parallel; /* every session's whole context */
+    sc->pool_tokens_default = all > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)all;
+    if (a->kv_pool_tokens && a->kv_pool_tokens < ctx) {
+      fprintf(stderr, "wgllm serve: --kv-pool %llu holds less than one context (%u tokens; -c N)\n",
+              a->kv_pool_tokens, ctx);
+      return 2;
+    }
+  }
   sc->reopen = serve_options_reopen; /* after a device loss */
   sc->user = a;
   if (a->alias)
@@ -322,8 +363,12 @@ void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port,
   wgllm_model_info info;
   wgllm_model_get_info(m, &info);
   int ipv6 = strchr(o->host, ':') != NULL;
-  snprintf(out, cap, "listening on http://%s%s%s:%u (model %s, %u sessions of %u tokens, precision %s, on %s)",
-           ipv6 ? "[" : "", o->host, ipv6 ? "]" : "", port, o->model_id, o->sched.parallel, o->ctx,
+  char pool[96] = "";
+  wgllm_kv_pool_stats ps;
+  if (o->sched.use_pool && !wgllm_model_kv_pool_stats(m, &ps))
+    snprintf(pool, sizeof pool, ", a KV pool of %u tokens", ps.blocks * ps.block_tokens);
+  snprintf(out, cap, "listening on http://%s%s%s:%u (model %s, %u sessions of %u tokens%s, precision %s, on %s)",
+           ipv6 ? "[" : "", o->host, ipv6 ? "]" : "", port, o->model_id, o->sched.parallel, o->ctx, pool,
            wgllm_precision_name(o->sched.session.precision), info.adapter);
 }
 

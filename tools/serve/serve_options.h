@@ -14,6 +14,8 @@ typedef struct serve_options {
   long long header_timeout, body_timeout, max_connections_per_ip, max_body_total;
   int no_warmup;
   int parse_special_in_content; /* --parse-special-in-content */
+  int kv_pool_off;              /* --kv-pool off: each session its own cache */
+  unsigned long long kv_pool_tokens, kv_pool_bytes; /* --kv-pool N or N{MiB,GiB} (0: the default) */
   char *key_owned;      /* --api-key-file's key */
   char *hosts_text;     /* --allowed-hosts, cut into allowed_hosts */
   char **allowed_hosts; /* n_allowed_hosts names */

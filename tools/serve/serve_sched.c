@@ -290,6 +290,25 @@ static int pick_slot(serve_sched *s, const serve_task *t) {
   return best;
 }
 
+/* under the lock: whether the pool has the blocks task t's prompt needs, one more for each running job (its next
+   tokens), giving back idle sessions' caches (least recently used first) to make them; 1 when it has */
+static int pool_admits(serve_sched *s, const serve_task *t) {
+  wgllm_kv_pool_stats ps;
+  if (wgllm_model_kv_pool_stats(s->model, &ps)) return 1;
+  uint32_t need = (uint32_t)((t->n_ids + ps.block_tokens) / ps.block_tokens) + s->n_running;
+  while (ps.available_blocks < need) {
+    int lru = -1;
+    for (uint32_t i = 0; i < s->cfg.parallel; i++)
+      if (!s->slots[i].task && wgllm_session_n_past(s->slots[i].session) &&
+          (lru < 0 || s->slots[i].last_used < s->slots[lru].last_used))
+        lru = (int)i;
+    if (lru < 0) return 0;
+    wgllm_session_reset(s->slots[lru].session); /* its published prompt blocks stay cached in the pool */
+    wgllm_model_kv_pool_stats(s->model, &ps);
+  }
+  return 1;
+}
+
 /* Prefills the task on slot k and samples its first token (unlocked: the GPU works). */
 static void start_task(serve_sched *s, serve_task *t, int k) {
   const serve_request *r = &t->req;
@@ -405,12 +424,13 @@ static size_t tick_jobs(serve_sched *s) {
   }
   /* 3. prepared tasks onto idle sessions, in order */
   while (s->waiting && s->waiting->prepared && s->n_running < s->cfg.parallel && !s->stopping && !s->lost_msg[0]) {
-    serve_task *t = unlink_waiting(s, &s->waiting);
-    if (t->cancelled) {
-      task_finish(s, t);
+    if (s->waiting->cancelled) {
+      task_finish(s, unlink_waiting(s, &s->waiting));
       continue;
     }
-    int k = pick_slot(s, t);
+    if (s->cfg.use_pool && !pool_admits(s, s->waiting)) break; /* it waits for blocks (FIFO: those behind too) */
+    int k = pick_slot(s, s->waiting);
+    serve_task *t = unlink_waiting(s, &s->waiting);
     s->slots[k].task = t;
     t->session = k;
     s->n_running++;
@@ -590,6 +610,9 @@ static int warm_up(serve_sched *s, char *err, size_t errlen) {
   wgllm_status st = wgllm_tokenize(s->model, text, sizeof text - 1, 1, ids, 256, &n);
   if (!st && n > 256) n = 256;
   if (!st && n + 4 > ctx) n = ctx / 2; /* a tiny context: a shorter prompt */
+  wgllm_kv_pool_stats ps; /* on a pool, less than a block: the warm-up leaves no prompt in its prefix cache */
+  if (!st && s->cfg.use_pool && !wgllm_model_kv_pool_stats(s->model, &ps) && n >= ps.block_tokens)
+    n = ps.block_tokens - 1;
   if (st || !n) {
     snprintf(err, errlen, "warm-up: tokenizing its prompt failed: %s", wgllm_model_error(s->model));
     return -1;
@@ -641,6 +664,26 @@ static int make_sessions(serve_sched *s, char *err, size_t errlen) {
   wgllm_model_info info;
   wgllm_model_get_info(s->model, &info);
   s->n_vocab = info.n_vocab;
+  if (s->cfg.use_pool) { /* the pool first: the sessions draw from it */
+    wgllm_kv_pool_params pp = s->cfg.pool;
+    int dflt = !pp.tokens && !pp.bytes;
+    if (dflt) pp.tokens = s->cfg.pool_tokens_default;
+    wgllm_status st = wgllm_model_kv_pool(s->model, &pp);
+    if (st && dflt && st != WGLLM_ERR_INVALID_ARG) { /* that much does not fit: what the device holds */
+      pp.tokens = 0;
+      st = wgllm_model_kv_pool(s->model, &pp);
+    }
+    wgllm_kv_pool_stats ps;
+    if (!st && !wgllm_model_kv_pool_stats(s->model, &ps) && ps.blocks * ps.block_tokens < pp.max_context) {
+      snprintf(err, errlen, "the KV pool holds %u tokens, less than one context of %u (--kv-pool, -c)",
+               ps.blocks * ps.block_tokens, pp.max_context);
+      return -1;
+    }
+    if (st) {
+      snprintf(err, errlen, "the KV pool: %s (%s)", wgllm_model_error(s->model), wgllm_status_name(st));
+      return -1;
+    }
+  }
   for (uint32_t i = 0; i < s->cfg.parallel; i++) {
     wgllm_status st = wgllm_session_create(s->model, &s->cfg.session, &s->slots[i].session);
     if (st) {

@@ -45,6 +45,12 @@ typedef struct serve_task {
 
 typedef struct serve_sched_config {
   uint32_t parallel; /* sessions, so requests generating at once */
+  /* use_pool: the sessions' caches in one paged KV pool (wgllm_model_kv_pool, made with every model the scheduler
+     opens; pool.tokens 0: pool_tokens_default, or what the device holds when that does not fit): admission waits
+     for the blocks a prompt needs, idle sessions' caches given back first */
+  int use_pool;
+  wgllm_kv_pool_params pool;
+  uint32_t pool_tokens_default;
   uint32_t queue;    /* requests that may wait for a session beyond those; more are refused (503) */
   wgllm_session_params session;
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
