@@ -117,8 +117,9 @@ FULL_PID=$SERVE_PID
 curl -sN -o "$TMP/long.sse" "$FULL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "And God said", "max_tokens": 400, "ignore_eos": true, "stream": true}' &
 CURL_PID=$!
 for _ in $(seq 1 100); do grep -q '^data: {' "$TMP/long.sse" 2>/dev/null && break; sleep 0.1; done
-code=$(curl -s -o "$TMP/busy" -w '%{http_code}' "$FULL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "x", "max_tokens": 2}')
+code=$(curl -s -D "$TMP/busy.head" -o "$TMP/busy" -w '%{http_code}' "$FULL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "x", "max_tokens": 2}')
 check "a full server: 503" test "$code" = 503
+check "... with Retry-After" grep -qi '^retry-after: 1' "$TMP/busy.head"
 check "... as OpenAI's error object" json "$TMP/busy" 'j.error.type === "unavailable_error" && /busy/.test(j.error.message)'
 kill "$CURL_PID" 2>/dev/null
 wait "$CURL_PID" 2>/dev/null

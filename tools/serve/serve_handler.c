@@ -664,6 +664,10 @@ static serve_out_kind out_head(serve_exchange *x, serve_out *o, int streamed) {
       o->headers[1][0] = "WWW-Authenticate", o->headers[1][1] = "Bearer";
       o->n_headers = 2;
     }
+    if (x->status == 503) { /* busy, stopping or reloading after a lost device: a client may come back */
+      o->headers[o->n_headers][0] = "Retry-After", o->headers[o->n_headers][1] = "1";
+      o->n_headers++;
+    }
   }
   return o->kind;
 }
