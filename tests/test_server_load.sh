@@ -2,7 +2,7 @@
 # Load test of `wgllm serve` (docs/TESTING.md records its figures): the default model with 16 sessions on its KV
 # pool, and tests/server/load.mjs's 32 concurrent streaming openai clients x 8 requests x 8 tokens (half of them
 # queued at any time); every request must complete with its token count and text, and the server's memory stay flat.
-# Then a pool of two contexts under 16 sessions: 16 clients whose requests wait for blocks and are evicted and
+# Then a pool of one context under 8 sessions: 8 clients whose requests wait for blocks and are evicted and
 # recomputed, each still with its text.
 # Usage: tests/test_server_load.sh BUILD_DIR  (CLIENTS, REQUESTS, MAX_TOKENS, PARALLEL override the sizes; SERVE_ARGS
 # adds server options, e.g. "--weights q4" or "--weights q4 --no-batch")
@@ -32,10 +32,11 @@ if [ "$STOP_STATUS" != 0 ]; then
   rc=1
 fi
 [ -n "${SERVE_ARGS:-}" ] && exit $rc # the pressure run is the default configuration's
-# a pool of 1,024 tokens (two contexts of the default model's 512) under 16 sessions of 64-token requests (about 1,400 tokens at once)
-start_server pressure -np 16 --kv-pool 1024 || exit 1
+# a pool of 512 tokens (one context of the default model) under 8 sessions of 64-token requests (about 700 tokens
+# at once)
+start_server pressure -np 8 --kv-pool 512 || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
-CLIENTS=16 REQUESTS=2 MAX_TOKENS=64 node "$ROOT/tests/server/load.mjs" || rc=1
+CLIENTS=8 REQUESTS=2 MAX_TOKENS=64 node "$ROOT/tests/server/load.mjs" || rc=1
 stop_server "$SERVE_PID"
 if [ "$STOP_STATUS" != 0 ]; then
   echo "FAILED: the pressure server exited $STOP_STATUS on SIGTERM"

@@ -145,6 +145,16 @@ static uint32_t job_need(const llm_job *j) {
   return llm_session_blocks_for(s, s->n_past + (uint32_t)s->in_flight + 1 + LLM_MAX_IN_FLIGHT);
 }
 
+/* Brings a job's queued steps in, their tokens accepted as the steps of a call would (text emitted, stops seen),
+   so that its session has none queued and can be evicted without dropping draws of its sampler. */
+static void settle(llm_job *j) {
+  while (j->s->in_flight && !j->g.done && !j->g.st) {
+    llm_gen_accept(&j->g, 0);
+    if (!j->g.done) llm_gen_collect(&j->g);
+  }
+  if (j->g.done) j->s->stamp = 0; /* no job of this call runs on it now: its cache may go (evict_idle) */
+}
+
 /* Evicts sessions on the pool with no job in this call (stamp) and nothing queued, least recently started first,
    until `want` blocks are available or none is left. */
 static void evict_idle(llm_kv_pool *pool, uint64_t stamp, uint32_t want) {
@@ -185,10 +195,13 @@ static void pool_pressure(llm_job *const *jobs, size_t n) {
     evict_idle(pool, stamp, used + need);
     for (size_t v = m; v-- > k + 1 && used + need > kv_blocks_available(pb);) {
       llm_job *victim = by_age[v];
-      if (victim->s->evicted || victim->s->in_flight) continue;
+      if (victim->s->evicted) continue;
+      settle(victim);
+      if (victim->g.done) continue; /* it ended there: its blocks are the idle sessions' now */
       llm_session_evict(victim->s);
       victim->preemptions++;
     }
+    evict_idle(pool, stamp, used + need); /* the sessions of jobs that ended while settling */
     if (used + need <= kv_blocks_available(pb)) {
       used += need;
     } else if (k == 0 && !blocked) { /* the oldest, alone with its blocks: the pool cannot hold it */
