@@ -340,10 +340,13 @@ WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
 /* Steps every job of jobs[0..n) that is not done by one token, or, for a job still prefilling, one chunk of its
    prompt (the last chunk samples its first token, whose text the next call emits). The jobs' sessions must
    belong to one model.
-   Up to 8 of them decode in one batched forward pass (each weight read once for all; the text is the same as
-   stepped alone), where the model's weights and shapes allow (Llama-family models with the fused decode
+   Up to 64 of them decode in one batched forward pass (each weight read once for every 8 of them; the text is the
+   same as stepped alone), where the model's weights and shapes allow (Llama-family models with the fused decode
    GEMV's weight storages: q4gsw, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K); the rest run one session after another, queued
-   together. A job that fails is done with its error (wgllm_job_error); the others go on. Returns the first
+   together. Jobs still prefilling take their next chunks in one pass together (up to one prefill chunk's tokens
+   in all, oldest first; the others wait for the next call). Sessions on the model's KV pool attend in one dispatch
+   pair a layer and length bucket, and under pressure on the pool a job may wait or be evicted and recomputed (see
+   "a paged KV pool" above). A job that fails is done with its error (wgllm_job_error); the others go on. Returns the first
    failure's status. */
 WGLLM_API wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n);
 WGLLM_API int wgllm_job_done(const wgllm_job *j);
