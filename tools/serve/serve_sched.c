@@ -679,7 +679,12 @@ static int make_sessions(serve_sched *s, char *err, size_t errlen) {
                ps.blocks * ps.block_tokens, pp.max_context);
       return -1;
     }
-    if (st) {
+    if (st == WGLLM_ERR_UNSUPPORTED && dflt) { /* nothing it could hold (every layer a window ring): own caches */
+      fprintf(stderr, "wgllm serve: no KV pool (%s); each session keeps a cache of its own\n",
+              wgllm_model_error(s->model));
+      s->cfg.use_pool = 0;
+      s->cfg.session.kv_pool = 0;
+    } else if (st) {
       snprintf(err, errlen, "the KV pool: %s (%s)", wgllm_model_error(s->model), wgllm_status_name(st));
       return -1;
     }
