@@ -30,7 +30,7 @@ set_tests_properties(test_ops_robust PROPERTIES TIMEOUT 900 ENVIRONMENT "WGLLM_D
 # The fuzz harnesses' replay tests (and, with WGLLM_FUZZ, the libFuzzer programs): tests/fuzz/fuzz.cmake
 include(${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz.cmake)
 # `wgllm serve` on loopback (tools/serve/; needs node, curl, nginx and the openai client from scripts/bootstrap.sh):
-# curl, the openai client and hostile requests; 16 streaming clients x 8 requests; two instances behind nginx; the
+# curl, the openai client and hostile requests; 24 streaming clients x 4 requests and a KV pool under pressure; two instances behind nginx; the
 # HTTP edge (framing, Content-Type, Host, Origin, slow and idle connections, a lost device); a hostile soak beside
 # honest streams
 foreach(t test_server test_server_load test_server_nginx test_server_http test_server_soak)

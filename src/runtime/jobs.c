@@ -142,7 +142,8 @@ static uint32_t job_need(const llm_job *j) {
     uint32_t left = j->g.res.n_prompt - j->g.prefilled, chunk = s->opt.prefill_chunk;
     return llm_session_blocks_for(s, s->n_past + (left < chunk ? left : chunk));
   }
-  return llm_session_blocks_for(s, s->n_past + (uint32_t)s->in_flight + 1 + LLM_MAX_IN_FLIGHT);
+  uint32_t upto = s->n_past + (uint32_t)s->in_flight + 1 + LLM_MAX_IN_FLIGHT;
+  return llm_session_blocks_for(s, upto < s->opt.ctx ? upto : s->opt.ctx); /* steps never go past the context */
 }
 
 /* Brings a job's queued steps in, their tokens accepted as the steps of a call would (text emitted, stops seen),
@@ -214,10 +215,15 @@ static void pool_pressure(llm_job *const *jobs, size_t n) {
       j->waits = blocked = 1;
     }
   }
-  for (size_t k = 0; k < m; k++) { /* evicted jobs back, oldest first, while there is room */
+  /* evicted jobs back, oldest first, while there is room for them and a block more for each running job (restored
+     into a pool that the running jobs fill at their next token, a job would be evicted again at once) */
+  uint32_t running = 0;
+  for (size_t k = 0; k < m; k++)
+    running += !by_age[k]->g.done && !by_age[k]->s->evicted && !by_age[k]->waits;
+  for (size_t k = 0; k < m; k++) {
     llm_job *j = by_age[k];
     if (j->g.done || !j->s->evicted) continue;
-    uint32_t need = job_need(j);
+    uint32_t need = job_need(j) + running;
     if (!blocked) evict_idle(pool, stamp, used + need);
     if (blocked || used + need > kv_blocks_available(pb)) {
       j->waits = blocked = 1;
@@ -230,6 +236,7 @@ static void pool_pressure(llm_job *const *jobs, size_t n) {
       llm_gen_fail(&j->g, st);
     } else {
       used += job_need(j);
+      running++;
       j->waits = 1; /* it steps from the next call */
     }
   }
