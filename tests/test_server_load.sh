@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Load test of `wgllm serve` (docs/TESTING.md records its figures): the default model with 16 sessions on its KV
-# pool, and tests/server/load.mjs's 24 concurrent streaming openai clients x 4 requests x 8 tokens (a third of them
+# pool, and tests/server/load.mjs's 20 concurrent streaming openai clients x 3 requests x 8 tokens (a fifth of them
 # queued at any time); every request must complete with its token count and text, and the server's memory stay flat.
 # Then a pool of one context under 8 sessions: 8 clients whose requests wait for blocks and are evicted and
 # recomputed, each still with its text.
@@ -23,7 +23,7 @@ fi
 # shellcheck disable=SC2086 # SERVE_ARGS: options, split on spaces
 start_server load -np "${PARALLEL:-16}" ${SERVE_ARGS:-} || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
-CLIENTS=${CLIENTS:-24} REQUESTS=${REQUESTS:-4} node "$ROOT/tests/server/load.mjs"
+CLIENTS=${CLIENTS:-20} REQUESTS=${REQUESTS:-3} node "$ROOT/tests/server/load.mjs"
 rc=$?
 stop_server "$SERVE_PID"
 if [ "$STOP_STATUS" != 0 ]; then
@@ -32,11 +32,11 @@ if [ "$STOP_STATUS" != 0 ]; then
   rc=1
 fi
 [ -n "${SERVE_ARGS:-}" ] && exit $rc # the pressure run is the default configuration's
-# a pool of 512 tokens (one context of the default model) under 8 sessions of 64-token requests (about 700 tokens
+# a pool of 512 tokens (one context of the default model) under 8 sessions of 48-token requests (about 550 tokens
 # at once)
 start_server pressure -np 8 --kv-pool 512 || exit 1
 export WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_PID=$SERVE_PID
-CLIENTS=8 REQUESTS=2 MAX_TOKENS=64 node "$ROOT/tests/server/load.mjs" || rc=1
+CLIENTS=8 REQUESTS=2 MAX_TOKENS=48 node "$ROOT/tests/server/load.mjs" || rc=1
 stop_server "$SERVE_PID"
 if [ "$STOP_STATUS" != 0 ]; then
   echo "FAILED: the pressure server exited $STOP_STATUS on SIGTERM"
