@@ -11,8 +11,13 @@
 // stages X's TM x 8 words and W's 128 x 8 words in workgroup memory word-major (a word's rows, then a vec4 of
 // padding, so the words a thread stores and the vec4s it reads fall in different banks), and the blocks' factors;
 // the next step's words are fetched into registers while this one is multiplied. Thread (tx, ty) keeps the RM x 8
-// outputs of rows 4 ty.. (and 64 + 4 ty.. when RM = 8) and columns 4 tx.., 64 + 4 tx..: per word it reads RM / 4
-// vec4s of X and two of W for 8 RM dot4I8Packed into i32 sums, which become f32 once a block (or a half).
+// outputs of rows 4 ty.. (and 64 + 4 ty.. when RM = 8; rows RM ty.. when RM is 1 or 2, the 16- and 32-row tiles
+// of batched decode) and columns 4 tx.., 64 + 4 tx..: per word it reads RM / 4 vec4s of X (RM words when RM < 4)
+// and two of W for 8 RM dot4I8Packed into i32 sums, which become f32 once a block (or a half).
+//
+// Split K (k_split > 1, the small-M GEMM of batched decode, op_gemv_fast past 8 tokens): workgroup z of the grid's
+// third dimension walks blocks [z nkb / k_split, (z + 1) nkb / k_split) only and writes its raw sums (no bias) to
+// y[z part_stride + m y_stride + n_off + n]; kernels/matmul_q8_sum.wgsl adds the slices up with the epilogue.
 //! variant q4: WQ4=1
 //! variant q8: WQ8=1
 //! variant q4_1: WBLK=1 WQ4_1=1
@@ -23,7 +28,7 @@
 //! variant q6k: WBLK=1 WQ6_K=1
 //! variant iq4nl: WBLK=1 WIQ4_NL=1
 //! variant iq4xs: WBLK=1 WIQ4_XS=1
-struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, _p0: u32, _p1: u32 };
+struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, k_split: u32, part_stride: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> xq: array<u32>;       // [M][K/4]
 @group(0) @binding(2) var<storage, read> xds: array<vec2<f32>>; // [M][K/32]: d_x, d_x * sum x_q
@@ -33,7 +38,7 @@ struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
 
-override RM: u32 = 4u;   // rows a thread: 4 (64-row tiles) or 8 (128-row tiles)
+override RM: u32 = 4u;   // rows a thread: 1, 2, 4 or 8 (16-, 32-, 64-, 128-row tiles)
 override TM: u32 = 16u * RM;
 override XROW: u32 = 4u * RM + 1u; // vec4s a word of the X tile: TM rows + one of padding
 // how a block's i32 sums become f32: false, a conversion instruction; true, adding them to the bits of 1.5 * 2^23
@@ -49,6 +54,12 @@ var<workgroup> wmn: array<vec4<f32>, 32>; // [32]: the columns' c
 fn to_f32(v: vec4<i32>) -> vec4<f32> {
   if (CVT_ADD) { return bitcast<vec4<f32>>(v + vec4<i32>(0x4B400000)) - vec4<f32>(12582912.0); }
   return vec4<f32>(v);
+}
+
+// the tile row of thread row ty's i-th row
+fn tile_row(ty: u32, i: u32) -> u32 {
+  if (RM < 4u) { return RM * ty + i; }
+  return 64u * (i / 4u) + 4u * ty + i % 4u;
 }
 
 // thread li's X word i of block kb: row li / 8 + 32 i, word li % 8 (0 past the last row)
@@ -70,14 +81,20 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   var acc: array<vec4<f32>, 16>; // [RM][2 column halves]
   for (var i = 0u; i < 2u * RM; i++) { acc[i] = vec4<f32>(0.0); }
   let nkb = p.K / 32u;
+  let ks = max(p.k_split, 1u);
+  let kb0 = wid.z * nkb / ks;
+  let kb1 = (wid.z + 1u) * nkb / ks;
+  let XI = (RM + 1u) / 2u; // X words a thread stages: rows li / 8 + 32 i below TM
   var px: array<u32, 4>;
-  for (var i = 0u; i < RM / 2u; i++) { px[i] = load_x(m0, 0u, li, i); }
-  var pw = wq(wrow, 0u, wh);
-  for (var kb = 0u; kb < nkb; kb++) {
+  for (var i = 0u; i < XI; i++) { px[i] = load_x(m0, kb0, li, i); }
+  var pw = wq(wrow, kb0, wh);
+  for (var kb = kb0; kb < kb1; kb++) {
     // stage this block: X words, W words, the factors
     let xr = li / 8u;
     let xw = li % 8u;
-    for (var i = 0u; i < RM / 2u; i++) { xs[xw * XROW + 8u * i + xr / 4u][xr % 4u] = px[i]; }
+    for (var i = 0u; i < XI; i++) {
+      if (xr + 32u * i < TM) { xs[xw * XROW + 8u * i + xr / 4u][xr % 4u] = px[i]; }
+    }
     for (var j = 0u; j < 4u; j++) { ws[(4u * wh + j) * WROW + wn / 4u][wn % 4u] = pw[j]; }
     if (li < TM) {
       xf[li] = select(vec2<f32>(0.0), xds[min(m0 + li, p.M - 1u) * nkb + kb], m0 + li < p.M);
@@ -88,8 +105,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       if (WMIN) { wmn[wn / 4u][wn % 4u] = f.y; }
     }
     workgroupBarrier();
-    if (kb + 1u < nkb) {
-      for (var i = 0u; i < RM / 2u; i++) { px[i] = load_x(m0, kb + 1u, li, i); }
+    if (kb + 1u < kb1) {
+      for (var i = 0u; i < XI; i++) { px[i] = load_x(m0, kb + 1u, li, i); }
       pw = wq(wrow, kb + 1u, wh);
     }
     var si: array<vec4<i32>, 16>; // [RM][2]
@@ -97,6 +114,16 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     for (var kw = 0u; kw < 8u; kw++) {
       let b0 = ws[kw * WROW + tx];
       let b1 = ws[kw * WROW + 16u + tx];
+      if (RM < 4u) { // rows RM ty..: a word each
+        for (var i = 0u; i < RM; i++) {
+          let r = RM * ty + i;
+          let a = xs[kw * XROW + r / 4u][r % 4u];
+          si[2u * i] += vec4<i32>(dot4I8Packed(a, b0.x), dot4I8Packed(a, b0.y), dot4I8Packed(a, b0.z),
+                                  dot4I8Packed(a, b0.w));
+          si[2u * i + 1u] += vec4<i32>(dot4I8Packed(a, b1.x), dot4I8Packed(a, b1.y), dot4I8Packed(a, b1.z),
+                                       dot4I8Packed(a, b1.w));
+        }
+      }
       for (var q = 0u; q < RM / 4u; q++) {
         let a = xs[kw * XROW + 16u * q + ty];
         for (var i = 0u; i < 4u; i++) {
@@ -109,7 +136,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       }
       if (WHALF && kw == 3u) { // the first half's scales, then the second's
         for (var i = 0u; i < RM; i++) {
-          let d = xf[64u * (i / 4u) + 4u * ty + i % 4u].x;
+          let d = xf[tile_row(ty, i)].x;
           acc[2u * i] += to_f32(si[2u * i]) * (d * wsc[tx]);
           acc[2u * i + 1u] += to_f32(si[2u * i + 1u]) * (d * wsc[16u + tx]);
           si[2u * i] = vec4<i32>(0);
@@ -119,7 +146,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     let sh = select(0u, 32u, WHALF);
     for (var i = 0u; i < RM; i++) {
-      let f = xf[64u * (i / 4u) + 4u * ty + i % 4u];
+      let f = xf[tile_row(ty, i)];
       acc[2u * i] += to_f32(si[2u * i]) * (f.x * wsc[sh + tx]);
       acc[2u * i + 1u] += to_f32(si[2u * i + 1u]) * (f.x * wsc[sh + 16u + tx]);
       if (WMIN) {
@@ -129,16 +156,17 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     workgroupBarrier();
   }
+  let yz = select(0u, wid.z * p.part_stride, ks > 1u); // a K slice's partial sums
   for (var i = 0u; i < RM; i++) {
-    let gm = m0 + 64u * (i / 4u) + 4u * ty + i % 4u;
+    let gm = m0 + tile_row(ty, i);
     if (gm >= p.M) { continue; }
     for (var jh = 0u; jh < 2u; jh++) {
       for (var j = 0u; j < 4u; j++) {
         let gn = n0 + 64u * jh + 4u * tx + j;
         if (gn >= p.N) { continue; }
         var v = acc[2u * i + jh][j];
-        if (p.has_bias != 0u) { v += bias[p.n_off + gn]; }
-        y[gm * p.y_stride + p.n_off + gn] = v;
+        if (p.has_bias != 0u && ks == 1u) { v += bias[p.n_off + gn]; }
+        y[yz + gm * p.y_stride + p.n_off + gn] = v;
       }
     }
   }

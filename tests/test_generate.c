@@ -227,6 +227,80 @@ static void batched_case(const char *name, uint32_t G) {
   llm_model_free(m);
 }
 
+/* Batched decode in the fast precision past 8 rows (the small-M GEMM, op_gemv_fast with the batch's partial sums)
+   against each session's own fast step (the int8 GEMV), on a q4gsw fixture: NS sessions prefilled with prompts of
+   their own, one greedy step alone each (its logits and id kept), then the same sessions reset, prefilled again
+   and stepped together in one batch of NS rows. A row's sums are in another order than the GEMV's, so its logits
+   are compared within 1e-4 relative L2 (a wrong tile, slice or epilogue is off by O(1)), its id where the alone
+   logits' top two are 0.05 apart. */
+static void batched_fast_case(const char *name, uint32_t NS) {
+  char p[300];
+  llm_err err = {0};
+  snprintf(p, sizeof p, "data/models/%s", name);
+  llm_load_options lo = {0};
+  CHECK(llm_parse_weight_policy("q4", &lo.weights, &err) == WGLLM_OK, "%s", err.msg);
+  llm_model *m = NULL;
+  wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, &err);
+  CHECK(st == WGLLM_OK, "batched fast %s: load: %s", name, err.msg);
+  if (st) return;
+  uint32_t V = m->hp.n_vocab;
+  llm_session *ss[LLM_BATCH_MAX] = {0};
+  llm_session_options so = {.ctx = 128, .prefill_chunk = 16, .fast = 1};
+  llm_batch *b = NULL;
+  st = llm_batch_create(m, &b, &err);
+  CHECK(st == WGLLM_OK, "batch: %s", err.msg);
+  float *alone = malloc((size_t)NS * V * 4), *together = malloc((size_t)NS * V * 4);
+  int32_t first[LLM_BATCH_MAX], want[LLM_BATCH_MAX], got[LLM_BATCH_MAX], prompt[LLM_BATCH_MAX][10];
+  op_sample_params greedy = {.temperature = 0.0f, .top_p = 1.0f, .rep_penalty = 1.0f, .ring_cap = 32};
+  for (uint32_t i = 0; !st && i < NS; i++) {
+    for (int k = 0; k < 10; k++)
+      prompt[i][k] = (int32_t)((k * 53 + i * 29 + 3) % V);
+    st = llm_session_create(m, &so, &ss[i], &err);
+    CHECK(st == WGLLM_OK, "session: %s", err.msg);
+    if (!st) st = llm_session_set_sampler(ss[i], &greedy, prompt[i], 10);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 10, &first[i]);
+    if (!st) st = llm_session_step_sample(ss[i], &want[i]);
+    if (!st) th_download(ss[i]->step_scratch.logits, alone + (size_t)i * V, (size_t)V * 4);
+    CHECK(st == WGLLM_OK, "%s alone %u: %s", name, i, ss[i] ? ss[i]->err.msg : err.msg);
+  }
+  for (uint32_t i = 0; !st && i < NS; i++) {
+    int32_t again = -1;
+    llm_session_reset(ss[i]);
+    st = llm_session_set_sampler(ss[i], &greedy, prompt[i], 10);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 10, &again);
+    CHECK(st == WGLLM_OK && again == first[i], "%s: session %u's prefill again gives %d (first %d)", name, i, again,
+          first[i]);
+  }
+  if (!st) {
+    st = llm_batch_step(b, ss, NS, got);
+    CHECK(st == WGLLM_OK, "%s: batch step of %u: %s", name, NS, b->err.msg);
+  }
+  if (!st) {
+    CHECK(b->sc.part != NULL, "%s: the batch has the small-M GEMM's partial sums", name);
+    th_download(b->sc.logits, together, (size_t)NS * V * 4);
+    for (uint32_t i = 0; i < NS; i++) {
+      const float *a = alone + (size_t)i * V, *t = together + (size_t)i * V;
+      double d2 = 0, n2 = 0, top = -1e30, second = -1e30;
+      for (uint32_t v = 0; v < V; v++) {
+        d2 += ((double)t[v] - a[v]) * ((double)t[v] - a[v]);
+        n2 += (double)a[v] * a[v];
+        if (a[v] > top) second = top, top = a[v];
+        else if (a[v] > second) second = a[v];
+      }
+      double rel = sqrt(d2 / (n2 > 0 ? n2 : 1));
+      CHECK(rel <= 1e-4, "%s: row %u of %u batched fast: logits %.3g relative L2 from its own step", name, i, NS, rel);
+      if (top - second >= 0.05)
+        CHECK(got[i] == want[i], "%s: row %u batched fast picks %d, alone %d", name, i, got[i], want[i]);
+    }
+  }
+  llm_batch_free(b);
+  for (uint32_t i = 0; i < NS; i++)
+    llm_session_free(ss[i]);
+  free(alone);
+  free(together);
+  llm_model_free(m);
+}
+
 int main(void) {
   th_gpu();
   chunked_prefill();
@@ -238,6 +312,8 @@ int main(void) {
   greedy_case("qwen2", "data/models/qwen2", 3);
   batched_case("qwen3", 40);   /* per-head q/k norms, GQA */
   batched_case("gemma3", 150); /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
+  batched_fast_case("qwen3", 12); /* the small-M GEMM's 16-row tiles */
+  batched_fast_case("llama_gqa", 33); /* its 64-row tiles */
   th_gpu_done();
   return th_finish("test_generate");
 }

@@ -2679,11 +2679,23 @@ static case_result run_gemv_q8(const tcase *c) {
   op_gemv_opts o = {0};
   int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4, perm = -1;
   float off = mode == 2 ? 1.0f : 0.0f;
-  VERIFY(op_gemv_q8_supports(ctx, &ow, (uint32_t)T, (uint32_t)K, &perm), "%s: the predicate refuses it", g_case);
-  VERIFY(perm == (wt == OP_W_Q4), "%s: words evens first %d", g_case, perm);
+  int small = T > OP_GEMV_MAX_TOKENS; /* the small-M GEMM: its own predicate, words in order, partial sums */
+  if (small) {
+    VERIFY(op_q8_small_supports(ctx, &ow, (uint32_t)T, (uint32_t)K, glu), "%s: the small-M predicate refuses it",
+           g_case);
+    perm = 0;
+  } else {
+    VERIFY(op_gemv_q8_supports(ctx, &ow, (uint32_t)T, (uint32_t)K, &perm), "%s: the predicate refuses it", g_case);
+    VERIFY(perm == (wt == OP_W_Q4), "%s: words evens first %d", g_case, perm);
+  }
   size_t qbytes = (size_t)op_q8_act_bytes(ctx, (uint32_t)T, (uint32_t)K);
-  gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4), gq = gb_out(qbytes);
+  gbuf gx = gb_in(x, T * K * 4), gg = gb_in(g, K * 4), gb = gb_in(b, rows * 4), gq = gb_out(qbytes), gp = {0};
   gemv_mode_opts(&o, mode, N, T, YS, gg.v);
+  if (small) { /* room for 4 slices (the op's most) or the plan's */
+    size_t slices = plan->mm_split > 4 ? plan->mm_split : 4;
+    gp = gb_out(slices * T * rows * 4);
+    o.part = gp.v;
+  }
   gbuf gy = o.accumulate ? gb_io(y0, T * YS * 4) : gb_out(T * YS * 4);
   traffic(weight_bytes(wt, rows, K, group) + 4.0 * T * (K * (has_norm ? 2 : 1) + N * (o.accumulate ? 2 : 1)),
           2.0 * T * rows * K);
@@ -2744,7 +2756,7 @@ static case_result run_gemv_q8(const tcase *c) {
        an element within 1e-3 of a rounding tie may land a step away: each such element may move an output by
        d * |w| (slack, through the GLU's product where there is one) */
     float *tie = calloc(T * K, 4), *slack = calloc(T * rows, 4);
-    if (plan->q8_quant != 2)
+    if (plan->q8_quant != 2 && !small)
       for (size_t e = 0; e < T * K; e++) {
         float dd = rd[e / 32], tv = dd > 0 ? fabsf(xn[e]) / dd : 0;
         if (fabsf(tv - truncf(tv) - 0.5f) < 1e-3f) tie[e] = dd;
@@ -2815,14 +2827,19 @@ static case_result run_gemv_q8(const tcase *c) {
       CHECK(bad == 0, "%s: %zu of %zu outputs beyond the quantization bound", g_case, bad, T * N);
     }
   }
+  if (small && !g_perf) /* the small-M GEMM ran: its first slice of partial sums written whole */
+    CHECK(unpoisoned(gb_fetch(&gp), 0, T * rows) == T * rows, "%s: the partial sums not written: not the small-M GEMM",
+          g_case);
   gb_guards(&gq, "xq");
   gb_guards(&gy, "y");
+  gb_guards(&gp, "part");
   free_weight(wb);
   gb_free(&gx);
   gb_free(&gg);
   gb_free(&gb);
   gb_free(&gq);
   gb_free(&gy);
+  gb_free(&gp);
   free(w);
   free(x);
   free(g);
@@ -2874,6 +2891,26 @@ static case_result run_gemv_q8_predicate(const tcase *tc) {
   VERIFY(p.r * 2 * 8 <= 32 && p.r * 8 <= p.tk, "GLU, 8 tokens: the sums fit (r=%u)", p.r);
   p = op_gemv_q8_choose_plan(&c, OP_W_Q4, 4096, 14336, 0, 8);
   VERIFY(p.tk == 64 && p.r * 8 <= p.tk, "8B down, 8 tokens: 64 lanes (%u, r=%u)", p.tk, p.r);
+  /* the small-M GEMM past 8 tokens */
+  VERIFY(!op_q8_small_supports(&c, &q4, 8, 4096, 0) && op_q8_small_supports(&c, &q4, 9, 4096, 0) &&
+             op_q8_small_supports(&c, &q4, 64, 4096, 1) && !op_q8_small_supports(&c, &q4, 65, 4096, 0),
+         "small-M GEMM: 9..64 tokens");
+  VERIFY(!op_q8_small_supports(&c, &q2k, 32, 4096, 0) && !op_q8_small_supports(&c, &q4, 32, 4096 + 16, 0),
+         "small-M GEMM: Q2_K and K not a multiple of 32 refused");
+  mixed.part[0].type = OP_W_Q4;
+  VERIFY(op_q8_small_supports(&c, &mixed, 32, 4096, 0) && !op_q8_small_supports(&c, &mixed, 32, 4096, 1),
+         "small-M GEMM: q4gsw and q8 parts taken (words in order), GLU in parts refused");
+  op_q8_small_plan sp = op_q8_small_choose(32, 4096, 4096, op_q8_small_part_bytes(64, 28672));
+  VERIFY(sp.rm == 2 && sp.split == 16, "8B O projection, 32 tokens: 32-row tiles, K in 16 (%u, %u)", sp.rm, sp.split);
+  sp = op_q8_small_choose(16, 28672, 4096, op_q8_small_part_bytes(64, 28672));
+  VERIFY(sp.rm == 1 && sp.split == 5, "8B gate/up, 16 tokens: 16-row tiles, K in 5 (%u, %u)", sp.rm, sp.split);
+  sp = op_q8_small_choose(64, 4096, 14336, op_q8_small_part_bytes(64, 28672));
+  VERIFY(sp.rm == 4 && sp.split == 28, "8B down, 64 tokens: 64-row tiles, K in 28 by the room (%u, %u)", sp.rm,
+         sp.split);
+  sp = op_q8_small_choose(64, 128256, 4096, 64ull * 128256 * 4 - 1);
+  VERIFY(sp.split == 0, "no room for one slice: none (%u)", sp.split);
+  sp = op_q8_small_choose(20, 64, 128, op_q8_small_part_bytes(20, 64));
+  VERIFY(sp.split == 1, "K of 4 blocks: one slice (%u)", sp.split);
   c.has_subgroups = 0;
   p = op_gemv_q8_choose_plan(&c, OP_W_Q4, 4096, 256, 0, 1);
   VERIFY(!p.tuned && p.tk * p.tr <= 64 && p.tk <= 8, "no subgroups, K of 8 blocks: plain, 8 lanes (%u x %u)", p.tk,
@@ -2942,6 +2979,41 @@ static void cases_gemv_q8(void) {
     c->u.gemv.mode = q4[i].mode;
     c->u.gemv.group = q4[i].group;
     c->u.gemv.plan = *p;
+  }
+  /* the small-M GEMM past 8 tokens: every storage (a ragged shape, residual and bias), q4gsw in every mode and
+     tile, K slices from one to ragged ones */
+  for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+    int k256 = types[t] == OP_W_Q4_K || types[t] == OP_W_Q5_K || types[t] == OP_W_Q6_K || types[t] == OP_W_IQ4_XS;
+    tcase *c = add_case("gemv_q8", run_gemv_q8, "%s/N=%u,K=%u/tokens=%u/plan=small,default/%s", op_wtype_name(types[t]),
+                        131u, k256 ? 768u : 320u, 13u, GEMV_MODES[2]);
+    c->u.gemv.wt = types[t];
+    c->u.gemv.N = 131;
+    c->u.gemv.K = k256 ? 768 : 320;
+    c->u.gemv.nt = 13;
+    c->u.gemv.mode = 2;
+    c->u.gemv.plan.q8_quant = 2;
+  }
+  static const struct {
+    uint32_t N, K, nt, group;
+    int mode;
+    uint32_t rm, split;
+  } sm[] = {
+      {300, 1024, 9, 32, 0, 0, 0},   {257, 512, 16, 64, 1, 1, 3},  {200, 1024, 17, 32, 3, 2, 7},
+      {129, 2048, 32, 128, 2, 2, 1}, {96, 1024, 33, 32, 4, 4, 5},   {300, 512, 64, 32, 4, 0, 0},
+      {64, 4096, 40, 32, 2, 1, 64},  {513, 256, 24, 32, 3, 4, 2},
+  };
+  for (size_t i = 0; i < sizeof sm / sizeof sm[0]; i++) {
+    tcase *c = add_case("gemv_q8", run_gemv_q8, "q4gsw-g%u/N=%u,K=%u/tokens=%u/plan=small,rm%u,split%u/%s", sm[i].group,
+                        sm[i].N, sm[i].K, sm[i].nt, sm[i].rm, sm[i].split, GEMV_MODES[sm[i].mode]);
+    c->u.gemv.wt = OP_W_Q4;
+    c->u.gemv.N = sm[i].N;
+    c->u.gemv.K = sm[i].K;
+    c->u.gemv.nt = sm[i].nt;
+    c->u.gemv.mode = sm[i].mode;
+    c->u.gemv.group = sm[i].group;
+    c->u.gemv.plan.q8_quant = 2;
+    c->u.gemv.plan.mm_rm = sm[i].rm;
+    c->u.gemv.plan.mm_split = sm[i].split;
   }
   add_case("gemv_q8", run_gemv_q8_predicate, "predicate");
 }

@@ -24,10 +24,15 @@ wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_vi
 }
 
 /* The fused decode GEMV of one token or a batch: on int8 activations when the pass is fast (op_gemv_fast: the
-   quantizer takes the norm, the integer-dot GEMV the rest, or the exact GEMV as a whole), else exact. */
+   quantizer takes the norm, the integer-dot GEMV the rest, or past 8 tokens the small-M GEMM where the scratch has
+   its partial sums, or the exact GEMV as a whole), else exact. */
 static wgllm_status llm_gemv(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                              uint32_t K, const op_gemv_opts *o) {
-  if (f->fo->fast && f->s->xq) return op_gemv_fast(f->rec, x, V(f->s->xq), w, bias, y, N, K, o);
+  if (f->fo->fast && f->s->xq) {
+    op_gemv_opts fo = *o;
+    if (f->s->part) fo.part = V(f->s->part); /* past 8 tokens, the small-M GEMM */
+    return op_gemv_fast(f->rec, x, V(f->s->xq), w, bias, y, N, K, &fo);
+  }
   return op_gemv(f->rec, x, w, bias, y, N, K, o);
 }
 

@@ -106,6 +106,17 @@ wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_s
   return WGLLM_OK;
 }
 
+void llm_scratch_add_small_gemm(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s) {
+  if (s->part || s->cap <= OP_GEMV_MAX_TOKENS || s->cap > OP_GEMV_MAX_BATCH) return;
+  uint64_t n = 2ull * llm_max_n_ff(hp), b;
+  if (llm_max_qkv_rows(hp) > n) n = llm_max_qkv_rows(hp);
+  if (hp->n_embd > n) n = hp->n_embd;
+  b = op_q8_small_part_bytes(s->cap, (uint32_t)n);
+  if ((uint64_t)s->cap * hp->n_vocab * 4 > b) b = (uint64_t)s->cap * hp->n_vocab * 4;
+  if (b > gpu->limits.maxStorageBufferBindingSize) b = gpu->limits.maxStorageBufferBindingSize;
+  if (gpu_pool_acquire(gpu, b, "part", &s->part, NULL)) s->part = NULL; /* refused: the GEMV */
+}
+
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
                                     llm_err *err) {
   wgllm_status st = WGLLM_OK;
@@ -122,7 +133,8 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,         &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
                         &s->proj,   &s->gu,           &s->h,         &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
-                        &s->logits, &s->attn_partial, &s->attn_args, &s->xq,  &s->x16,     &s->w16};
+                        &s->logits, &s->attn_partial, &s->attn_args, &s->xq,  &s->x16,     &s->w16,
+                        &s->part};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;

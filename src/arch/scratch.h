@@ -27,6 +27,7 @@ typedef struct llm_scratch {
   gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision only: llm_scratch_add_fast) */
   gpu_buffer *x16, *w16;    /* a layer input and a weight as f16 for the tensor cores (fast prefill scratch where
                                subgroup matrices exist; NULL elsewhere) */
+  gpu_buffer *part;         /* the small-M GEMM's partial sums (fast batched decode: llm_scratch_add_small_gemm) */
   gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
 } llm_scratch;
@@ -48,6 +49,10 @@ uint64_t llm_scratch_bytes(const llm_hparams *hp, uint32_t cap, uint32_t logit_r
    projection, within one storage binding) for the f16-operand GEMM; a projection larger than w16 dequantizes in
    the GEMM's tiles instead (op_linear_fast). */
 wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, llm_err *err);
+/* Adds the fast batched decode's room for the small-M GEMM's partial sums (op_q8_small_part_bytes of the scratch's
+   tokens and the widest projection, and one slice of the LM head's), when the scratch takes more tokens than one
+   GEMV dispatch; optional: where it is refused the projections stay on the GEMV. */
+void llm_scratch_add_small_gemm(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s);
 /* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
                                     llm_err *err);

@@ -15,7 +15,7 @@ typedef struct quant_params {
 _Static_assert(sizeof(quant_params) == 32, "quant_params mirrors the Params block of kernels/quantize_q8.wgsl");
 
 typedef struct q8mm_params {
-  uint32_t M, N, K, has_bias, y_stride, n_off, _p0, _p1;
+  uint32_t M, N, K, has_bias, y_stride, n_off, k_split, part_stride;
 } q8mm_params;
 _Static_assert(sizeof(q8mm_params) == 32, "q8mm_params mirrors the Params block of kernels/matmul_q8.wgsl");
 
@@ -54,9 +54,9 @@ wgllm_status op_quantize_q8(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t
 
 wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uint32_t M, uint32_t K,
                                  const op_q8_rows_opts *o) {
-  if (!M || M > OP_GEMV_MAX_TOKENS || !K || K % 32)
+  if (!M || M > OP_GEMV_MAX_BATCH || !K || K % 32)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8 rows: M=%u K=%u (M 1..%d, K a multiple of 32)", M, K,
-                   OP_GEMV_MAX_TOKENS);
+                   OP_GEMV_MAX_BATCH);
   if (xq.size && xq.size < op_q8_act_bytes(op_ctx(rec), M, K))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "quantize_q8 rows: %llu bytes for M=%u K=%u", (unsigned long long)xq.size,
                    M, K);
@@ -128,14 +128,24 @@ int op_matmul_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M
   return 1;
 }
 
+/* One dispatch over a piece's N rows; k_split > 1: K in that many slices (the grid's z), each writing its raw sums
+   part_stride elements after the previous one's (y is then the partial sums, bias unused) */
 static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wtype type, uint32_t group, gpu_view data,
                                gpu_view scales, gpu_view bias, gpu_view y, uint32_t M, uint32_t N, uint32_t K,
-                               uint32_t y_stride, uint32_t n_off, const op_q8mm_plan *pl) {
+                               uint32_t y_stride, uint32_t n_off, const op_q8mm_plan *pl, uint32_t k_split,
+                               uint32_t part_stride) {
   uint32_t tm = 16 * pl->rm;
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = (N + 127) / 128, gy = (M + tm - 1) / tm;
-  if (gx > maxg || gy > maxg)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: grid %ux%u over the device limit", gx, gy);
-  q8mm_params p = {.M = M, .N = N, .K = K, .has_bias = bias.buf ? 1u : 0u, .y_stride = y_stride, .n_off = n_off};
+  if (gx > maxg || gy > maxg || k_split > maxg)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: grid %ux%ux%u over the device limit", gx, gy, k_split);
+  q8mm_params p = {.M = M,
+                   .N = N,
+                   .K = K,
+                   .has_bias = bias.buf ? 1u : 0u,
+                   .y_stride = y_stride,
+                   .n_off = n_off,
+                   .k_split = k_split,
+                   .part_stride = part_stride};
   gpu_constant c[3] = {{"RM", (double)pl->rm}, {"CVT_ADD", pl->cvt_add ? 1.0 : 0.0}, {"G", (double)group}};
   int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
   return op_dispatch(
@@ -148,7 +158,7 @@ static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wt
                                .access = has_scales ? "rrrrwr" : "rrrrw",
                                /* bias unused when has_bias = 0, but the binding must exist */
                                .bind = {q, ds, data, bias.buf ? bias : q, y, has_scales ? scales : (gpu_view){0}},
-                               .grid = {gx, gy}});
+                               .grid = {gx, gy, k_split}});
 }
 
 wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
@@ -169,7 +179,7 @@ wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *
   wgllm_status s = WGLLM_OK;
   if (!w->n_parts) {
     s = op_check_weight(rec, "matmul_q8", w, N, K);
-    return s ? s : q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, M, N, K, N, 0, &pl);
+    return s ? s : q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, bias, y, M, N, K, N, 0, &pl, 1, 0);
   }
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
@@ -179,7 +189,8 @@ wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *
       return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8: no integer-dot kernel for part %u (%s)", i,
                      op_wtype_name(pt->type));
     s = op_check_weight(rec, "matmul_q8", &pw, pt->rows, K);
-    if (!s) s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0, &pl);
+    if (!s)
+      s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, bias, y, M, pt->rows, K, N, n0, &pl, 1, 0);
     n0 += pt->rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8: parts of %u rows for N=%u", n0, N);
@@ -394,6 +405,97 @@ int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32
   return wq_bytes(sg, M, K) <= ctx->limits.maxComputeWorkgroupStorageSize;
 }
 
+/* ---- The small-M GEMM of batched decode: split-K kernels/matmul_q8.wgsl, then kernels/matmul_q8_sum.wgsl ---- */
+
+typedef struct q8sum_params {
+  uint32_t M, N, S, part_stride, glu_half, act, has_bias, accumulate, y_stride, _p0, _p1, _p2;
+} q8sum_params;
+_Static_assert(sizeof(q8sum_params) == 48, "q8sum_params mirrors the Params block of kernels/matmul_q8_sum.wgsl");
+
+int op_q8_small_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int glu) {
+  (void)ctx;
+  if (M <= OP_GEMV_MAX_TOKENS || M > OP_GEMV_MAX_BATCH || K % 32 || (glu && w->n_parts)) return 0;
+  for (uint32_t i = 0; i < (w->n_parts ? w->n_parts : 1); i++)
+    if (!q8mm_piece_ok(w->n_parts ? w->part[i].type : w->type, w->n_parts ? w->part[i].group : w->group)) return 0;
+  return 1;
+}
+
+uint64_t op_q8_small_part_bytes(uint32_t M, uint32_t N) { return 4ull * M * N * 4; }
+
+op_q8_small_plan op_q8_small_choose(uint32_t M, uint32_t N, uint32_t K, uint64_t part_bytes) {
+  op_q8_small_plan p = {M <= 16 ? 1u : M <= 32 ? 2u : 4u, 0};
+  uint64_t tiles = (uint64_t)((N + 127) / 128) * ((M + 16 * p.rm - 1) / (16 * p.rm));
+  uint64_t want = (1024 + tiles - 1) / tiles, most = K / 32 / 8, room = part_bytes / ((uint64_t)M * N * 4);
+  if (most < 1) most = 1;
+  if (want > most) want = most;
+  if (want > room) want = room;
+  if (want > 64) want = 64;
+  p.split = (uint32_t)want;
+  return p;
+}
+
+static wgllm_status q8_small(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                             uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan) {
+  uint32_t T = o->n_tokens, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
+  op_q8_small_plan pl = op_q8_small_choose(T, N, K, gpu_view_bytes(o->part));
+  if (plan && plan->mm_rm) pl.rm = plan->mm_rm;
+  if (plan && plan->mm_split) pl.split = plan->mm_split;
+  if (pl.rm != 1 && pl.rm != 2 && pl.rm != 4)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_q8_small: %u rows a thread (1, 2 or 4)", pl.rm);
+  if (!pl.split || (uint64_t)pl.split * T * N * 4 > gpu_view_bytes(o->part) || pl.split > K / 32)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_q8_small: %u K slices of %u x %u in %llu bytes (K=%u)", pl.split, T,
+                   N, (unsigned long long)gpu_view_bytes(o->part), K);
+  if (o->glu_half && (N != 2 * o->glu_half || w->n_parts))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_q8_small: GLU over %u rows with %u gate rows in %u parts", N,
+                   o->glu_half, w->n_parts);
+  op_q8_rows_opts qo = {o->norm_w, o->eps, o->norm_offset, 0};
+  wgllm_status s = op_quantize_q8_rows(rec, x, xq, T, K, &qo);
+  if (s) return s;
+  gpu_view q, ds;
+  op_q8_act_views(rec, xq, T, K, &q, &ds);
+  op_q8mm_plan mp = {pl.rm, 1};
+  uint32_t stride = T * N;
+  if (!w->n_parts) {
+    s = op_check_weight(rec, "gemm_q8_small", w, N, K);
+    if (!s)
+      s = q8mm_piece(rec, q, ds, w->type, w->group, w->data, w->scales, (gpu_view){0}, o->part, T, N, K, N, 0, &mp,
+                     pl.split, stride);
+  } else {
+    uint32_t n0 = 0;
+    for (uint32_t i = 0; !s && i < w->n_parts; i++) {
+      const struct op_weight_part *pt = &w->part[i];
+      op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
+      s = op_check_weight(rec, "gemm_q8_small", &pw, pt->rows, K);
+      if (!s)
+        s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, (gpu_view){0}, o->part, T, pt->rows, K,
+                       N, n0, &mp, pl.split, stride);
+      n0 += pt->rows;
+    }
+    if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_q8_small: parts of %u rows for N=%u", n0, N);
+  }
+  if (s) return s;
+  uint32_t n_out = o->glu_half ? o->glu_half : N;
+  q8sum_params p = {.M = T,
+                    .N = N,
+                    .S = pl.split,
+                    .part_stride = stride,
+                    .glu_half = o->glu_half,
+                    .act = (uint32_t)o->act,
+                    .has_bias = bias.buf ? 1u : 0u,
+                    .accumulate = o->accumulate ? 1u : 0u,
+                    .y_stride = ys};
+  gpu_view pv = {o->part.buf, o->part.offset, (uint64_t)pl.split * stride * 4};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8_SUM,
+                                              .variant = V_MATMUL_Q8_SUM_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrw",
+                                              /* bias unused when has_bias = 0, but the binding must exist */
+                                              .bind = {pv, bias.buf ? bias : pv,
+                                                       {y.buf, y.offset, ((uint64_t)(T - 1) * ys + n_out) * 4}},
+                                              .grid = {(n_out + 255) / 256, T}});
+}
+
 wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                           uint32_t N, uint32_t K, const op_gemv_opts *o) {
   return op_gemv_fast_planned(rec, x, xq, w, bias, y, N, K, o, NULL);
@@ -407,6 +509,9 @@ wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, co
   int perm = 0;
   /* a plan that only chose the quantization is not one for the exact kernel */
   const op_gemv_plan *exact_plan = plan && plan->tk ? plan : NULL;
+  if (o->part.buf && xq.buf && op_q8_small_supports(op_ctx(rec), w, T, K, o->glu_half != 0) &&
+      (op_q8_small_choose(T, N, K, gpu_view_bytes(o->part)).split || (plan && plan->mm_split)))
+    return q8_small(rec, x, xq, w, bias, y, N, K, o, plan);
   if (T > OP_GEMV_MAX_TOKENS && T <= OP_GEMV_MAX_BATCH &&
       op_gemv_q8_supports(op_ctx(rec), w, OP_GEMV_MAX_TOKENS, K, &perm)) {
     /* more tokens than a dispatch takes: OP_GEMV_MAX_TOKENS at a time, each its own rows of x and y (quantized

@@ -157,6 +157,9 @@ typedef struct op_gemv_plan {
   /* the int8 GEMV's quantization (op_gemv_fast): 0 the op's choice, 1 in the kernel's workgroup ("_wq"), 2 a
      quantizer dispatch first */
   uint32_t q8_quant;
+  /* op_gemv_fast's small-M GEMM (past OP_GEMV_MAX_TOKENS tokens): rows a thread (1, 2 or 4: 16-, 32-, 64-row
+     tiles) and K slices; 0: the op's choice (op_q8_small_choose) */
+  uint32_t mm_rm, mm_split;
 } op_gemv_plan;
 typedef struct op_gemv_opts {
   gpu_view norm_w; /* [K] f32 or none */
@@ -167,6 +170,9 @@ typedef struct op_gemv_opts {
   /* several tokens (batched decode of several sessions): x [n_tokens][K], y rows y_stride apart (0: N, or
      glu_half with GLU); each weight step is read once for all of them (0 or 1: one token) */
   uint32_t n_tokens, y_stride;
+  /* op_gemv_fast past OP_GEMV_MAX_TOKENS tokens: room for the small-M GEMM's partial sums (op_q8_small_part_bytes);
+     none: the GEMV, OP_GEMV_MAX_TOKENS tokens a dispatch. The exact op_gemv ignores it. */
+  gpu_view part;
 } op_gemv_opts;
 #define OP_GEMV_MAX_TOKENS 8 /* tokens one dispatch of the several-token GEMV takes at most */
 #define OP_GEMV_MAX_BATCH 64 /* tokens op_gemv takes, in dispatches of at most OP_GEMV_MAX_TOKENS (each reads the
@@ -313,6 +319,23 @@ wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight 
 wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
                                   gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K);
+/* The small-M integer-dot GEMM of batched decode: op_gemv_fast on OP_GEMV_MAX_TOKENS + 1 .. OP_GEMV_MAX_BATCH tokens
+   with o->part set quantizes every token's x once (op_quantize_q8_rows, the norm included, words in order), runs
+   kernels/matmul_q8.wgsl in 16-, 32- or 64-row tiles with K split over the grid's z so that a 4096-wide projection
+   still fills the GPU (the partial sums into o->part), and kernels/matmul_q8_sum.wgsl adds the slices up with the
+   GEMV's epilogue (bias, GLU, residual add, y stride). The weights are read once for all the tokens (the GEMV reads
+   them once for every 8), and a row's sums are not in the one-token order (the fast precision's batched rows are
+   not bit for bit each alone; the exact precision's are). op_q8_small_supports: the storages op_matmul_q8 takes, K
+   a multiple of 32, the tokens in that range, one piece for GLU. op_q8_small_choose: rows a thread by the tokens
+   (16 or fewer: 1; 32: 2; else 4) and K slices until about 1024 workgroups, each slice at least 8 blocks of 32,
+   within part_bytes (0 slices: part_bytes too small, the GEMV runs). op_q8_small_part_bytes: room for up to 4
+   slices of M tokens of N columns (N the widest projection's rows, gate and up together). */
+int op_q8_small_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int glu);
+typedef struct op_q8_small_plan {
+  uint32_t rm, split;
+} op_q8_small_plan;
+op_q8_small_plan op_q8_small_choose(uint32_t M, uint32_t N, uint32_t K, uint64_t part_bytes);
+uint64_t op_q8_small_part_bytes(uint32_t M, uint32_t N);
 
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,

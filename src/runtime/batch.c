@@ -185,6 +185,7 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   llm_fwd_token tk[LLM_BATCH_MAX];
   wgllm_status st = WGLLM_OK;
   if (ss[0]->opt.fast) st = llm_scratch_add_fast(b->gpu, hp, &b->sc, &b->err);
+  if (ss[0]->opt.fast && !st) llm_scratch_add_small_gemm(b->gpu, hp, &b->sc);
   llm_kv_pool *pool = st ? NULL : one_pool(ss, n);
   llm_fwd_paged paged;
   if (pool) st = paged_buffers(b, pool);
