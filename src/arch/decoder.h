@@ -67,7 +67,8 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
    serve every batch: each is a pipeline to compile): ids [T] in s->ids, logits [T][n_vocab] into s->logits,
    rows n.. meaningless. paged: NULL, or the step's pool table when every token's cache is on one pool (its
    pooled layers then take one attention pair for all; a pooled cache without it takes a pair a token). The
-   projections are the fused GEMV, OP_GEMV_MAX_TOKENS rows a dispatch (bit for bit each token alone). */
+   projections are the fused GEMV, OP_GEMV_MAX_TOKENS rows a dispatch (bit for bit each token alone), or in the fast
+   precision past that many rows the small-M GEMM where s has its partial sums (s->part; op_gemv_fast). */
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
                                       uint32_t T, const llm_scratch *s, int fast, const llm_fwd_paged *paged);
 /* Batched prefill: the next prompt tokens of several sessions in one pass, their rows one after another (session

@@ -1,9 +1,10 @@
 /* The fast precision's linear layers: activations quantized to int8 blocks on the GPU (kernels/quantize_q8.wgsl)
    and multiplied with packed int8 dot products by a block-quantized weight in its own storage: the GEMM of prefill
-   (kernels/matmul_q8.wgsl, op_matmul_q8) and the GEMV of decode, one to eight tokens (kernels/gemv_q8.wgsl,
-   op_gemv_q8, its quantizer carrying the projection's RMSNorm). The predicates op_matmul_q8_supports and
-   op_gemv_q8_supports name what the kernels take; op_linear_fast and op_gemv_fast run them or, as a whole, the
-   exact op_linear / op_gemv. */
+   (kernels/matmul_q8.wgsl, op_matmul_q8), the GEMV of decode, one to eight tokens (kernels/gemv_q8.wgsl,
+   op_gemv_q8, its quantizer carrying the projection's RMSNorm), and the small-M GEMM of batched decode past eight
+   (the same matmul_q8 in 16-64-row tiles with K split, then kernels/matmul_q8_sum.wgsl). The predicates
+   op_matmul_q8_supports, op_gemv_q8_supports and op_q8_small_supports name what the kernels take; op_linear_fast
+   and op_gemv_fast run them or, as a whole, the exact op_linear / op_gemv. */
 #include "ops.h"
 #include <stdio.h>
 
@@ -515,8 +516,8 @@ wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, co
   if (T > OP_GEMV_MAX_TOKENS && T <= OP_GEMV_MAX_BATCH &&
       op_gemv_q8_supports(op_ctx(rec), w, OP_GEMV_MAX_TOKENS, K, &perm)) {
     /* more tokens than a dispatch takes: OP_GEMV_MAX_TOKENS at a time, each its own rows of x and y (quantized
-       into xq in turn: the dispatches run in order), each reading the weights again (the small-M GEMM's work is
-       op_matmul_q8's, which takes few workgroups at so few rows: PERF.md) */
+       into xq in turn: the dispatches run in order), each reading the weights again (without o->part: the small-M
+       GEMM above reads them once) */
     uint32_t ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
     uint64_t align = op_ctx(rec)->limits.minStorageBufferOffsetAlignment ? op_ctx(rec)->limits.minStorageBufferOffsetAlignment : 256;
     wgllm_status s = WGLLM_OK;
