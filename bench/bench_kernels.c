@@ -20,7 +20,8 @@
    quantizing x with its norm in its workgroups; the quantizer dispatch with the norm, then the GEMV; the GEMV alone
    on activations quantized once), for its default
    plan, and with --sweep or --int8-sweep (the int8 layouts only) for other layouts, at every token count --tokens
-   names.
+   names; past 8 tokens (up to 64) the small-M GEMM of batched fast decode in the op's tile and K slices against
+   the GEMV 8 tokens a dispatch, and with --int8-sweep each tile (16, 32, 64 rows) with 1-16 slices.
    usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..]
                         [--int8|--int8-sweep] [--attn] [--attn-prefill] [--attn-paged] [--reps N]
                         [--toggles a,b] */
@@ -177,9 +178,10 @@ static const op_gemv_plan Q8SWEEP[] = {
 };
 
 /* Median GPU ns a dispatch pair of the fast precision's GEMV (the quantizer, then the integer-dot GEMV; alone: the
-   GEMV only, on activations quantized once before) for g_tokens tokens. < 0 when refused. */
+   GEMV only, on activations quantized once before) for g_tokens tokens; past 8 tokens with part set, the small-M
+   GEMM (quantizer, split-K GEMM, slice sum) in plan's mm_rm / mm_split (0: the op's). < 0 when refused. */
 static double time_gemv_q8(gpu_context *g, const shape *s, op_weight *ws, int copies, gpu_view x, gpu_view nw,
-                           gpu_view y, gpu_view xq, const op_gemv_plan *plan, int alone, int reps) {
+                           gpu_view y, gpu_view xq, gpu_view part, const op_gemv_plan *plan, int alone, int reps) {
   op_gemv_plan none = {0};
   if (!plan) plan = &none;
   double t[5];
@@ -193,6 +195,7 @@ static double time_gemv_q8(gpu_context *g, const shape *s, op_weight *ws, int co
     o.accumulate = s->acc;
     o.glu_half = s->glu ? s->n_out : 0;
     o.n_tokens = g_tokens;
+    o.part = part;
     wgllm_status st = WGLLM_OK;
     uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
     for (int i = 0; !st && i < reps; i++)
@@ -607,9 +610,9 @@ int main(int argc, char **argv) {
         ws[c].data = gpu_whole(bufs[2 * c]);
         if (sbytes) ws[c].scales = gpu_whole(bufs[2 * c + 1]);
       }
-      gpu_buffer *xb = upload_random(g, (uint64_t)s->K * 4 * OP_GEMV_MAX_TOKENS, 2),
+      gpu_buffer *xb = upload_random(g, (uint64_t)s->K * 4 * OP_GEMV_MAX_BATCH, 2),
                  *nb = upload_random(g, (uint64_t)s->K * 4, 2),
-                 *yb = upload_random(g, (uint64_t)s->n_out * 4 * OP_GEMV_MAX_TOKENS, 2);
+                 *yb = upload_random(g, (uint64_t)s->n_out * 4 * OP_GEMV_MAX_BATCH, 2);
       /* bytes a dispatch must move: weights, scales, x (+ norm weights), y (read too when accumulating) */
       double bytes = (double)total + s->K * 4.0 * (s->norm ? 2 : 1) + s->n_out * 4.0 * (s->acc ? 2 : 1);
       op_gemv_plan def = op_gemv_choose_plan(g, wt, s->n_out, s->K, G, s->glu);
@@ -670,12 +673,52 @@ int main(int argc, char **argv) {
         uint32_t nt = (uint32_t)strtoul(tp, NULL, 10);
         tp = strchr(tp, ',');
         tp = tp ? tp + 1 : NULL;
-        if (nt < 1 || nt > OP_GEMV_MAX_TOKENS) continue;
+        if (nt < 1 || nt > OP_GEMV_MAX_BATCH) continue;
         g_tokens = nt;
         gpu_buffer *qb = NULL;
         if (gpu_buffer_create(g, op_q8_act_bytes(g, nt, s->K), "bench_xq", &qb, &err)) {
           fprintf(stderr, "bench_kernels: %s\n", err.msg);
           break;
+        }
+        if (nt > OP_GEMV_MAX_TOKENS) { /* the small-M GEMM against the GEMV 8 tokens a dispatch */
+          uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
+          uint64_t pb = 16ull * nt * N * 4;
+          if (pb > g->limits.maxStorageBufferBindingSize) pb = g->limits.maxStorageBufferBindingSize;
+          gpu_buffer *part = NULL;
+          if (gpu_buffer_create(g, pb, "bench_part", &part, &err)) {
+            fprintf(stderr, "bench_kernels: %s\n", err.msg);
+            gpu_buffer_destroy(g, qb);
+            break;
+          }
+          double ops = 2.0 * nt * N * s->K;
+          op_q8_small_plan dp = op_q8_small_choose(nt, N, s->K, op_q8_small_part_bytes(OP_GEMV_MAX_BATCH, N));
+          op_gemv_plan mine = {0};
+          mine.mm_rm = dp.rm;
+          mine.mm_split = dp.split;
+          double tg = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
+                                   (gpu_view){0}, NULL, 0, reps);
+          double tm = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
+                                   gpu_whole(part), &mine, 0, reps);
+          printf("     %-8s int8 tokens %u  GEMV 8 a dispatch %8.2f us  small-M GEMM rm=%u split=%-2u %8.2f us  %6.2f T "
+                 "int8 ops/s\n",
+                 s->name, nt, tg / 1e3, dp.rm, dp.split, tm / 1e3, tm > 0 ? ops / tm / 1e3 : 0.0);
+          static const uint32_t RMS[] = {1, 2, 4}, SPLITS[] = {1, 2, 4, 8, 16};
+          for (size_t a = 0; (sweep || int8 == 2) && a < 3; a++)
+            for (size_t b2 = 0; b2 < 5; b2++) {
+              op_gemv_plan sp = {0};
+              sp.mm_rm = RMS[a];
+              sp.mm_split = SPLITS[b2];
+              if ((uint64_t)sp.mm_split * nt * N * 4 > pb || sp.mm_split > s->K / 32) continue;
+              double t = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
+                                      gpu_whole(part), &sp, 0, reps);
+              if (t < 0) continue;
+              printf("     %-8s int8 tokens %u sweep   small-M rm=%u split=%-2u %8.2f us  %6.2f T int8 ops/s\n", s->name,
+                     nt, sp.mm_rm, sp.mm_split, t / 1e3, ops / t / 1e3);
+            }
+          gpu_buffer_destroy(g, part);
+          gpu_buffer_destroy(g, qb);
+          g_tokens = 1;
+          continue;
         }
         { /* quantized once, for the GEMV alone */
           gpu_recorder *r = gpu_recorder_create(g, 0);
@@ -690,13 +733,14 @@ int main(int argc, char **argv) {
         viaq.q8_quant = 2;
         inwg.q8_quant = 1;
         double tf =
-            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &viaq, 0, reps);
+            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), (gpu_view){0}, &viaq, 0, reps);
         double tw = op_gemv_q8_quantizes_in_workgroup(g, nt, s->K)
                         ? time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
-                                       &inwg, 0, reps)
+                                       (gpu_view){0}, &inwg, 0, reps)
                         : -1;
         double ta =
-            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), NULL, 1, reps);
+            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), (gpu_view){0}, NULL,
+                         1, reps);
         printf(
             "     %-8s int8 tokens %u default tk=%-3u tr=%-2u r=%-2u  quantizing in the GEMV %8.2f us  quantizer+gemv "
             "%8.2f us  gemv alone %8.2f us  %7.1f GB/s of weights (in the GEMV)\n",
@@ -706,7 +750,8 @@ int main(int argc, char **argv) {
           while (sp.r > 1 && ((s->glu ? 2 : 1) * sp.r * nt > 32 || sp.r * nt > sp.tk))
             sp.r /= 2;
           double t =
-              time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), &sp, 1, reps);
+              time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), (gpu_view){0}, &sp,
+                           1, reps);
           if (t < 0) continue;
           printf("     %-8s int8 tokens %u sweep   tk=%-3u tr=%-2u r=%-2u  gemv alone %8.2f us  %7.1f GB/s\n", s->name,
                  nt, sp.tk, sp.tr, sp.r, t / 1e3, total / t);
