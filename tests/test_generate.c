@@ -129,21 +129,28 @@ static void chunked_prefill(void) {
   llm_model_free(m);
 }
 
+/* The fixture data/models/NAME with q4gsw weights (the fused GEMV's storage); NULL on failure (checked). */
+static llm_model *load_q4(const char *what, const char *name, llm_err *err) {
+  char p[300];
+  snprintf(p, sizeof p, "data/models/%s", name);
+  llm_load_options lo = {0};
+  CHECK(llm_parse_weight_policy("q4", &lo.weights, err) == WGLLM_OK, "%s", err->msg);
+  llm_model *m = NULL;
+  wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, err);
+  CHECK(st == WGLLM_OK, "%s %s: load: %s", what, name, err->msg);
+  return st ? NULL : m;
+}
+
 /* Batched decode on a fixture with q4gsw weights (the fused GEMV's storage): 3 sessions with prompts of their own,
    sampled (temperature 0.9, a seed each, a repetition penalty), decoded alone for G tokens as the reference, then
    together through llm_batch_step, with the third joining late and the first leaving early (so the members, and
    the row count, change); every session's ids must equal its reference. ctx and chunk make window layers rings
    (Gemma 3's 8-key windows: 128 slots), and G passes the ring's length. */
 static void batched_case(const char *name, uint32_t G) {
-  char p[300];
   llm_err err = {0};
-  snprintf(p, sizeof p, "data/models/%s", name);
-  llm_load_options lo = {0};
-  CHECK(llm_parse_weight_policy("q4", &lo.weights, &err) == WGLLM_OK, "%s", err.msg);
-  llm_model *m = NULL;
-  wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, &err);
-  CHECK(st == WGLLM_OK, "batched %s: load: %s", name, err.msg);
-  if (st) return;
+  llm_model *m = load_q4("batched", name, &err);
+  if (!m) return;
+  wgllm_status st = WGLLM_OK;
   enum { NS = 3 };
   llm_session *ss[NS] = {0};
   int32_t prompt[NS][12], *want[NS], *got[NS];
@@ -249,15 +256,10 @@ static double rel_l2(const float *got, const float *want, uint32_t n) {
 }
 
 static void batched_fast_case(const char *name, uint32_t NS) {
-  char p[300];
   llm_err err = {0};
-  snprintf(p, sizeof p, "data/models/%s", name);
-  llm_load_options lo = {0};
-  CHECK(llm_parse_weight_policy("q4", &lo.weights, &err) == WGLLM_OK, "%s", err.msg);
-  llm_model *m = NULL;
-  wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, &err);
-  CHECK(st == WGLLM_OK, "batched fast %s: load: %s", name, err.msg);
-  if (st) return;
+  llm_model *m = load_q4("batched fast", name, &err);
+  if (!m) return;
+  wgllm_status st = WGLLM_OK;
   uint32_t V = m->hp.n_vocab;
   llm_session *ss[LLM_BATCH_MAX] = {0};
   llm_batch *b = NULL;
