@@ -279,7 +279,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
    requests do: in one batched step for all (llm_batch), and one session after another with every step queued
    before any is collected (what jobs do without batching); the aggregate and per-session rates of both. */
 static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P,
-                          uint32_t G, uint32_t runs, uint32_t N, int kv_f16, int json, int profile) {
+                          uint32_t G, uint32_t runs, uint32_t N, int kv_f16, int json, int profile, int depth) {
   llm_err err = {0};
   wgllm_status st = WGLLM_OK;
   llm_session *ss[LLM_BATCH_MAX] = {0};
@@ -319,9 +319,12 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
       double t0 = now_s();
       int32_t toks[LLM_BATCH_MAX];
       for (uint32_t g = 0; !st && g < G; g++) {
-        if (mode == 0) {
-          st = llm_batch_step(b, ss, N, toks);
+        if (mode == 0) { /* depth 2: the next step queued (its ids from this one, on the GPU) before this is collected */
+          if (g == 0 || depth < 2) st = llm_batch_submit(b, ss, N);
+          if (!st && depth >= 2 && g + 1 < G) st = llm_batch_submit(b, ss, N);
+          if (!st) st = llm_batch_collect(b, toks, NULL);
           if (st) err = b->err;
+          if (st) llm_batch_drain(b, NULL);
         } else {
           for (uint32_t i = 0; !st && i < N; i++)
             st = llm_session_step_submit(ss[i]);
@@ -351,10 +354,11 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
         printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"kv_dtype\": \"%s\", "
                "\"context\": %u, \"parallel\": %u, \"mode\": \"%s\", \"gen_tokens\": %u, \"runs\": %u, "
                "\"sampling\": \"%s\", \"precision\": \"%s\", \"aggregate_tok_s\": %.1f, "
-               "\"per_session_tok_s\": %.2f, \"ms_per_step\": %.4f, \"batch_recordings\": %u, \"kv_pool\": %d}\n",
+               "\"per_session_tok_s\": %.2f, \"ms_per_step\": %.4f, \"batch_recordings\": %u, \"kv_pool\": %d, "
+               "\"steps_in_flight\": %d}\n",
                gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, kv_f16 ? "f16" : "f32", P, N,
                names[mode], G, runs, g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", g_fast ? "fast" : "exact",
-               agg, agg / N, t_mode[mode] / G * 1e3, b->recordings, g_kv_pool);
+               agg, agg / N, t_mode[mode] / G * 1e3, b->recordings, g_kv_pool, mode == 0 && depth >= 2 ? 2 : 1);
       else
         printf("%u sessions at context %u, %s, %s%s: %.1f tok/s in all, %.2f tok/s each, %.3f ms a step\n", N, P,
                names[mode], g_fast ? "fast" : "exact", g_kv_pool ? ", KV pool" : "", agg, agg / N,
@@ -444,7 +448,7 @@ static const cli_opt bench_opts[] = {
     {K_GEN, "--gen", CLI_INT, "G", 1, 1 << 24, 0, CLI_CMD_BENCH, "tokens decoded a run (default 64)"},
     {K_RUNS, "--runs", CLI_INT, "R", 1, 1 << 20, 0, CLI_CMD_BENCH, "timed decode runs (default 5)"},
     {K_GROUP, "--group", CLI_CHOICE, "32|64|128", 0, 0, 0, CLI_CMD_BENCH, "q4 group of a synthetic model"},
-    {K_PIPELINE, "--pipeline", CLI_INT, "D", 1, LLM_MAX_IN_FLIGHT, 0, CLI_CMD_BENCH, "decode steps in flight"},
+    {K_PIPELINE, "--pipeline", CLI_INT, "D", 1, LLM_MAX_IN_FLIGHT, 0, CLI_CMD_BENCH, "decode steps in flight (--parallel: batched steps, 1 or 2; default 2)"},
     {K_PREFILL_RUNS, "--prefill-runs", CLI_INT, "N", 1, 1 << 20, 0, CLI_CMD_BENCH,
      "timed prefills (default min(runs, 3))"},
     {K_JSON, "--json", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "one JSON line a result"},
@@ -640,7 +644,7 @@ int main(int argc, char **argv) {
     g_fast = a.fasts[fi];
     for (int ki = 0; !rc && ki < nkv; ki++)
       for (uint32_t pi = 0; !rc && pi < nP; pi++)
-        rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile)
+        rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile, depth)
                         : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
                                     prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
   }

@@ -235,6 +235,115 @@ static void batched_case(const char *name, uint32_t G) {
   llm_model_free(m);
 }
 
+/* Two batched steps in flight (llm_batch_submit before the step before is collected: its ids fed on the GPU), on
+   a q4gsw fixture, sampled as batched_case: 3 sessions decoded alone for G tokens as the reference, then together
+   with the next step always queued before the last is collected; session 2 joins at step 5 (its id from the CPU,
+   the others' from the GPU), session 0's tokens from G - 9 on are dropped when collected (a generation that ended:
+   the step queued after it is dropped too, and its session stays where its last kept token left it); sessions 1
+   and 2 finish alone once fewer than two are left. Every kept id must equal the reference. */
+static void pipelined_case(const char *name, uint32_t G) {
+  llm_err err = {0};
+  llm_model *m = load_q4("pipelined", name, &err);
+  if (!m) return;
+  wgllm_status st = WGLLM_OK;
+  enum { NS = 3 };
+  llm_session *ss[NS] = {0};
+  int32_t prompt[NS][12], *want[NS], *got[NS];
+  llm_session_options so = {.ctx = 512, .prefill_chunk = 16};
+  llm_batch *b = NULL;
+  st = llm_batch_create(m, &b, &err);
+  CHECK(st == WGLLM_OK, "batch: %s", err.msg);
+  op_sample_params sp[NS];
+  for (int i = 0; !st && i < NS; i++) {
+    want[i] = calloc(G + 1, sizeof *want[i]);
+    got[i] = calloc(G + 1, sizeof *got[i]);
+    for (int k = 0; k < 12; k++)
+      prompt[i][k] = (int32_t)((k * 41 + i * 103 + 3) % m->hp.n_vocab);
+    sp[i] = (op_sample_params){
+        .temperature = 0.9f, .top_p = 0.95f, .rep_penalty = 1.2f, .ring_cap = 32, .seed = 11u + (uint32_t)i};
+    st = llm_session_create(m, &so, &ss[i], &err);
+    CHECK(st == WGLLM_OK, "session: %s", err.msg);
+  }
+  for (int i = 0; !st && i < NS; i++) { /* alone */
+    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &want[i][0]);
+    for (uint32_t g = 1; !st && g <= G; g++)
+      st = llm_session_step_sample(ss[i], &want[i][g]);
+    CHECK(st == WGLLM_OK, "%s alone %d: %s", name, i, ss[i]->err.msg);
+  }
+  for (int i = 0; !st && i < NS; i++) {
+    llm_session_reset(ss[i]);
+    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &got[i][0]);
+  }
+  uint32_t at[NS] = {0}, planned[NS] = {0}, idx[LLM_BATCH_IN_FLIGHT][NS], nidx[LLM_BATCH_IN_FLIGHT], nf = 0;
+  uint32_t most = 0, dropped = 0;
+  int stop0 = 0;
+  for (uint32_t step = 0; !st; step++) {
+    llm_session *mem[NS];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < NS; i++)
+      if (planned[i] < G && (i != 2 || step >= 5) && (i != 0 || !stop0)) {
+        mem[n] = ss[i];
+        idx[nf][n++] = i;
+      }
+    if (n >= 2) {
+      st = llm_batch_submit(b, mem, n);
+      CHECK(st == WGLLM_OK, "%s submit at step %u of %u: %s", name, step, n, b->err.msg);
+      for (uint32_t k = 0; k < n; k++)
+        planned[idx[nf][k]]++;
+      nidx[nf++] = n;
+      if (b->n_flight > most) most = b->n_flight;
+    }
+    if (!st && nf && (nf == LLM_BATCH_IN_FLIGHT || n < 2)) { /* the oldest collected */
+      int32_t tok[NS];
+      int keep[NS];
+      for (uint32_t k = 0; k < nidx[0]; k++)
+        keep[k] = idx[0][k] != 0 || at[0] + 1 < G - 9;
+      st = llm_batch_collect(b, tok, keep);
+      CHECK(st == WGLLM_OK, "%s collect: %s", name, b->err.msg);
+      for (uint32_t k = 0; !st && k < nidx[0]; k++) {
+        uint32_t i = idx[0][k];
+        if (tok[k] < 0) {
+          dropped++;
+          stop0 = 1;
+          planned[i]--;
+        } else
+          got[i][++at[i]] = tok[k];
+      }
+      memmove(idx[0], idx[1], sizeof idx[0]);
+      nidx[0] = nidx[1];
+      nf--;
+    }
+    if (n < 2 && !nf) break;
+  }
+  CHECK(most == 2 && dropped == 2, "%s: two steps were in flight (at most %u) and two of session 0's dropped (%u)",
+        name, most, dropped);
+  CHECK(ss[0]->n_past == 12 + at[0] && at[0] == G - 10 && ss[0]->batch_queued == 0,
+        "%s: the dropped session stays after its last kept token (%u tokens in its cache, %u kept, %d queued)", name,
+        ss[0]->n_past, at[0], ss[0]->batch_queued);
+  for (int i = 1; !st && i < NS; i++) /* 1 and 2 finish alone */
+    while (!st && at[i] < G) {
+      st = llm_session_step_sample(ss[i], &got[i][at[i] + 1]);
+      at[i]++;
+      CHECK(st == WGLLM_OK, "%s step alone: %s", name, ss[i]->err.msg);
+    }
+  for (int i = 0; i < NS; i++) {
+    uint32_t first = G + 1;
+    for (uint32_t g = 0; g <= at[i] && first > G; g++)
+      if (got[i][g] != want[i][g]) first = g;
+    CHECK(first > G, "%s: session %d pipelined gives its own ids (first difference at token %u of %u)", name, i,
+          first, at[i]);
+  }
+  llm_batch_free(b);
+  for (int i = 0; i < NS; i++) {
+    llm_session_free(ss[i]);
+    free(want[i]);
+    free(got[i]);
+  }
+  llm_model_free(m);
+}
+
 /* Batched decode in the fast precision past 8 rows (the small-M GEMM, op_gemv_fast with the batch's partial sums)
    against each session's own step, on a q4gsw fixture: NS sessions prefilled with prompts of their own and one
    greedy step alone each, in the exact and in the fast precision (the int8 GEMV), their logits kept; then the fast
@@ -347,6 +456,7 @@ int main(void) {
   greedy_case("llama_gqa", "data/models/llama_gqa", 1);
   greedy_case("qwen2", "data/models/qwen2", 3);
   batched_case("qwen3", 40);   /* per-head q/k norms, GQA */
+  pipelined_case("qwen3", 40);
   batched_case("gemma3", 150); /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
   batched_fast_case("qwen3", 12); /* the small-M GEMM's 16-row tiles */
   batched_fast_case("llama_gqa", 33); /* its 64-row tiles */

@@ -1,5 +1,5 @@
 /* Sessions on a paged KV pool (runtime/kv_pool.h) on the transformers fixtures: jobs joining and leaving a batch at
-   any step, with shared prompt prefixes (blocks taken from other sessions' prefills), prompts that start in one
+   any step (each batched step queued behind the one in flight, its ids fed on the GPU), with shared prompt prefixes (blocks taken from other sessions' prefills), prompts that start in one
    call prefilled together in one pass, and under a pool too small for all of them (the newest jobs evicted and
    recomputed), each give the ids they give alone on a cache of their own, bit for bit, sampled with a seed; the
    oldest job fails with WGLLM_ERR_KV_FULL only when the pool cannot hold it alone; and the pool's accounting holds
@@ -138,6 +138,8 @@ static uint32_t run_pooled(llm_model *m, const llm_session_options *so0, const j
   if (batches) {
     CHECK(batched > 0, "%s: tokens came from batched steps (%u)", what, batched);
     CHECK(together > 0, "%s: prompts were prefilled together (%u tokens)", what, together);
+    CHECK(stepper.overlapped > 0, "%s: batched steps were queued behind the one in flight (%u)", what,
+          stepper.overlapped);
   }
   const kv_seq *seqs[NJ];
   for (uint32_t i = 0; i < NJ; i++)

@@ -254,6 +254,9 @@ struct tcase {
       float v;
     } fill;
     struct {
+      uint32_t n, rows, slots;
+    } step_ids;
+    struct {
       int mul; /* run_binary: mul; run_inplace: 0 add, 1 mul, 2 add-scale, 3 softcap */
       uint32_t n, nb;
       float c;
@@ -389,6 +392,61 @@ static void cases_fill(void) {
       c->u.fill.n = sizes[si];
       c->u.fill.v = values[vi];
     }
+}
+
+/* ---------------------------------------------------------------- step_ids */
+
+/* A batched step's input ids: rows given by the CPU (top bit set) and rows read from the previous step's sampled ids
+   at a 64-word stride, the padding rows zeroed; out-of-range slots clamp to the last. */
+static case_result run_step_ids(const tcase *c) {
+  uint32_t n = c->u.step_ids.n, rows = c->u.step_ids.rows, slots = c->u.step_ids.slots, stride = 64;
+  uint32_t *src = malloc((n + 1) * 4), *prev = malloc((size_t)slots * stride * 4), *want = malloc(rows * 4);
+  for (size_t i = 0; i < (size_t)slots * stride; i++)
+    prev[i] = th_u32(&rng) & 0x7fffffffu;
+  for (uint32_t i = 0; i < rows; i++) {
+    want[i] = 0;
+    if (i >= n) continue;
+    uint32_t r = th_u32(&rng);
+    if (r & 1) { /* known on the CPU */
+      src[i] = 0x80000000u | (r >> 2);
+      want[i] = r >> 2;
+    } else { /* the previous step's row, now and then one past the last slot (clamped) */
+      uint32_t slot = (r >> 1) % (slots + 1);
+      src[i] = slot;
+      want[i] = prev[(slot < slots ? slot : slots - 1) * stride];
+    }
+  }
+  gbuf gs = gb_in(src, (n ? n : 1) * 4), gp = gb_in(prev, (size_t)slots * stride * 4), go = gb_out(rows * 4);
+  traffic(4.0 * (2 * n + rows), 0);
+  gpu_recorder *r = rec_new();
+  CHECK(op_step_ids(r, gs.v, gp.v, stride, slots, go.v, n, rows) == WGLLM_OK, "%s record: %s", g_case,
+        gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  const uint32_t *got = gb_fetch(&go);
+  uint32_t bad = 0, at = 0;
+  for (uint32_t i = 0; i < rows && !g_perf; i++)
+    if (got[i] != want[i] && !bad++) at = i;
+  CHECK(bad == 0, "%s: %u of %u ids wrong, the first row %u: got %u, want %u", g_case, bad, rows, at, got[at],
+        want[at]);
+  gb_guards(&go, "ids");
+  gb_free(&gs);
+  gb_free(&gp);
+  gb_free(&go);
+  free(src);
+  free(prev);
+  free(want);
+  return verdict();
+}
+
+static void cases_step_ids(void) {
+  static const uint32_t shapes[][3] = {{1, 2, 1}, {2, 2, 2}, {3, 4, 3}, {12, 16, 16}, {33, 64, 64}, {64, 64, 64}};
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    tcase *c = add_case("step_ids", run_step_ids, "n=%u,rows=%u,slots=%u", shapes[k][0], shapes[k][1], shapes[k][2]);
+    c->u.step_ids.n = shapes[k][0];
+    c->u.step_ids.rows = shapes[k][1];
+    c->u.step_ids.slots = shapes[k][2];
+  }
 }
 
 /* ---------------------------------------------------------------- add / mul / add_inplace */
@@ -4087,6 +4145,7 @@ static void cases_hostile(void) {
 
 static void build_cases(void) {
   cases_fill();
+  cases_step_ids();
   cases_binary();
   cases_rms_norm();
   cases_rope();

@@ -238,8 +238,15 @@ void wgllm_session_free(wgllm_session *s) {
   free(s);
 }
 
+/* A batched step in flight holds the session's next token: collected before the session is fed, rewound or reset. */
+static void settle(wgllm_session *s) {
+  if (s->s->batch_queued) llm_job_stepper_settle(&s->model->stepper, NULL);
+}
+
 void wgllm_session_reset(wgllm_session *s) {
-  if (s) llm_session_reset(s->s);
+  if (!s) return;
+  settle(s);
+  llm_session_reset(s->s);
 }
 
 uint32_t wgllm_session_n_past(const wgllm_session *s) { return s ? s->s->n_past : 0; }
@@ -249,7 +256,9 @@ uint32_t wgllm_session_context(const wgllm_session *s) { return s ? s->s->opt.ct
 uint64_t wgllm_session_kv_bytes(const wgllm_session *s) { return s ? s->s->kv.bytes : 0; }
 
 void wgllm_session_rewind(wgllm_session *s, uint32_t n) {
-  if (s) llm_session_rewind(s->s, n);
+  if (!s) return;
+  settle(s);
+  llm_session_rewind(s->s, n);
 }
 
 wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t n, float *logits, int all_rows) {
@@ -257,6 +266,7 @@ wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *ids, size_t 
   llm_err_clear(&s->err);
   if (!ids || !n || n > UINT32_MAX)
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "wgllm_session_prefill: %s", ids ? "no tokens" : "ids is NULL");
+  settle(s);
   if (s->s->has_sampler) llm_session_step_drain(s->s); /* generation may have left steps queued */
   wgllm_status st = llm_session_prefill(s->s, ids, (uint32_t)n, logits, all_rows);
   if (st) llm_err_set(&s->err, st, "%s", s->s->err.msg);
@@ -306,6 +316,7 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
   if (s->job && !s->job->job.g.done)
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
                        "wgllm_job_start: the session has a job that is not done (free it or run it to its end first)");
+  settle(s);
   wgllm_job *j = calloc(1, sizeof *j);
   if (!j) return llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   j->session = s;

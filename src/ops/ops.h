@@ -90,6 +90,12 @@ wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits);
 wgllm_status op_fill_f32(gpu_recorder *rec, gpu_view out, uint32_t n, float value);
 
+/* The input ids of a batched decode step: ids[i] = src[i] & 0x7fffffff where src[i]'s top bit is set, else
+   prev[src[i] * stride] (the id the step before sampled for that row, still on the GPU; src[i] clamped to slots - 1);
+   0 for n <= i < rows.   src: [n] u32; prev: [slots][stride] u32; ids: [rows] u32 */
+wgllm_status op_step_ids(gpu_recorder *rec, gpu_view src, gpu_view prev, uint32_t stride, uint32_t slots, gpu_view ids,
+                         uint32_t n, uint32_t rows);
+
 /* out = a + b / a * b with b broadcast when nb divides n.   a, out: [n]; b: [nb] */
 wgllm_status op_add(gpu_recorder *rec, gpu_view a, gpu_view b, gpu_view out, uint32_t n, uint32_t nb);
 /* a += b (the residual stream).   a: [n], b: [nb] */

@@ -27,6 +27,7 @@ wgllm_status llm_batch_create(llm_model *m, llm_batch **out, llm_err *err) {
   wgllm_status st = llm_scratch_acquire(b->gpu, &m->hp, LLM_BATCH_MAX, LLM_BATCH_MAX, &b->sc, err);
   if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_pos", &b->pos, err);
   if (!st) st = gpu_buffer_create(b->gpu, slots, "batch_out", &b->out, err);
+  if (!st) st = gpu_buffer_create(b->gpu, LLM_BATCH_MAX * 4, "batch_src", &b->src, err);
   if (!st && !(b->rb = gpu_readback_create(b->gpu, (uint32_t)slots, 2, "batch readback", err)))
     st = err && err->status ? err->status : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) {
@@ -39,6 +40,7 @@ wgllm_status llm_batch_create(llm_model *m, llm_batch **out, llm_err *err) {
 
 void llm_batch_free(llm_batch *b) {
   if (!b) return;
+  llm_batch_drain(b, NULL);
   gpu_recorder_free(b->rec);
   gpu_readback_free(b->rb);
   gpu_buffer_destroy(b->gpu, b->pos);
@@ -46,6 +48,7 @@ void llm_batch_free(llm_batch *b) {
   gpu_buffer_destroy(b->gpu, b->table);
   gpu_buffer_destroy(b->gpu, b->attn_partial);
   gpu_buffer_destroy(b->gpu, b->out);
+  gpu_buffer_destroy(b->gpu, b->src);
   llm_scratch_release(b->gpu, &b->sc);
   free(b);
 }
@@ -56,8 +59,16 @@ static void drop_recording(llm_batch *b) {
   b->n_members = 0;
 }
 
+int llm_batch_has(const llm_batch *b, const llm_session *s) {
+  for (uint32_t k = 0; b && k < b->n_flight; k++)
+    for (uint32_t i = 0; i < b->flight[k].n; i++)
+      if (b->flight[k].ss[i] == s) return 1;
+  return 0;
+}
+
 void llm_batch_forget(llm_batch *b, const llm_session *s) {
   if (!b) return;
+  if (llm_batch_has(b, s)) llm_batch_drain(b, s);
   for (uint32_t i = 0; i < LLM_BATCH_MAX; i++) /* a later session at the same address is another */
     if (b->row_s[i] == s) b->row_s[i] = NULL;
   for (uint32_t i = 0; i < b->n_members; i++)
@@ -80,13 +91,23 @@ int llm_batch_refuses(const llm_batch *b, uint32_t n) {
   return n >= 2 && (b->unsupported & rows_bit(n));
 }
 
+/* The row of s in the newest step in flight, or -1. */
+static int newest_row(const llm_batch *b, const llm_session *s) {
+  if (!b->n_flight) return -1;
+  const llm_batch_flight *f = &b->flight[b->n_flight - 1];
+  for (uint32_t i = 0; i < f->n; i++)
+    if (f->ss[i] == s) return f->dropped[i] ? -1 : (int)f->row[i];
+  return -1;
+}
+
 int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n) {
-  if (n < 2 || n > LLM_BATCH_MAX || (b->unsupported & rows_bit(n))) return 0;
+  if (n < 2 || n > LLM_BATCH_MAX || (b->unsupported & rows_bit(n)) || b->n_flight >= LLM_BATCH_IN_FLIGHT) return 0;
   for (uint32_t i = 0; i < n; i++) {
     const llm_session *s = ss[i];
     if (!s || s->m != b->m || !s->has_sampler || s->in_flight || s->opt.unfused || s->evicted ||
-        s->n_past + 1 >= s->opt.ctx)
+        s->n_past + (uint32_t)s->batch_queued + 1 >= s->opt.ctx)
       return 0;
+    if (s->batch_queued && (s->batch_queued > 1 || newest_row(b, s) < 0)) return 0;
     if (s->opt.fast != ss[0]->opt.fast) return 0; /* one precision a batch */
     for (uint32_t j = 0; j < i; j++)
       if (ss[j] == s) return 0;
@@ -215,7 +236,11 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
     b->unsupported |= rows_bit(n);
     return WGLLM_ERR_UNSUPPORTED;
   }
-  st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc, ss[0]->opt.fast, pool ? &paged : NULL);
+  /* the rows' input ids first: given by the CPU, or sampled by the step before (still on the GPU) */
+  st = op_step_ids(rec, (gpu_view){b->src, 0, (uint64_t)n * 4}, gpu_whole(b->out), SLOT_WORDS, LLM_BATCH_MAX,
+                   (gpu_view){b->sc.ids, 0, (uint64_t)llm_batch_rows(n) * 4}, n, llm_batch_rows(n));
+  if (!st)
+    st = llm_encode_forward_batch(rec, b->m, tk, n, llm_batch_rows(n), &b->sc, ss[0]->opt.fast, pool ? &paged : NULL);
   uint64_t row = (uint64_t)hp->n_vocab * 4;
   for (uint32_t i = 0; !st && i < n; i++) {
     llm_session *s = ss[i];
@@ -236,7 +261,7 @@ static wgllm_status record(llm_batch *b, llm_session *const *ss, uint32_t n, con
   return WGLLM_OK;
 }
 
-wgllm_status llm_batch_step(llm_batch *b, llm_session *const *in, uint32_t n, int32_t *tokens) {
+wgllm_status llm_batch_submit(llm_batch *b, llm_session *const *in, uint32_t n) {
   llm_err_clear(&b->err);
   if (!llm_batch_accepts(b, in, n)) {
     int no = n >= 2 && n <= LLM_BATCH_MAX && (b->unsupported & rows_bit(n));
@@ -244,20 +269,24 @@ wgllm_status llm_batch_step(llm_batch *b, llm_session *const *in, uint32_t n, in
                 no ? b->why : "these sessions cannot step together (sampler, queued steps or context)");
     return no ? WGLLM_ERR_UNSUPPORTED : WGLLM_ERR_INVALID_ARG;
   }
-  /* the rows: the sessions sorted by their bucket's length (stable), row k is in[order[k]] */
-  uint32_t order[LLM_BATCH_MAX], len[LLM_BATCH_MAX];
+  /* the rows: the sessions sorted by their bucket's length (stable), row k is in[order[k]]; a session of the step
+     in flight is one position further on */
+  uint32_t order[LLM_BATCH_MAX], len[LLM_BATCH_MAX], at[LLM_BATCH_MAX];
   llm_session *ss[LLM_BATCH_MAX];
   llm_batch_member now[LLM_BATCH_MAX];
   memset(now, 0, sizeof now);
   for (uint32_t i = 0; i < n; i++) {
-    uint32_t bucket = llm_bucket_of(in[i], in[i]->n_past), l = llm_bucket_len(in[i], bucket), k = i;
+    uint32_t p = in[i]->n_past + (uint32_t)in[i]->batch_queued;
+    uint32_t bucket = llm_bucket_of(in[i], p), l = llm_bucket_len(in[i], bucket), k = i;
     for (; k > 0 && len[k - 1] > l; k--) {
       order[k] = order[k - 1];
       len[k] = len[k - 1];
+      at[k] = at[k - 1];
       now[k] = now[k - 1];
     }
     order[k] = i;
     len[k] = l;
+    at[k] = p;
     now[k] = (llm_batch_member){in[i], in[i]->step_gen, bucket};
   }
   for (uint32_t k = 0; k < n; k++)
@@ -265,25 +294,27 @@ wgllm_status llm_batch_step(llm_batch *b, llm_session *const *in, uint32_t n, in
   wgllm_status st = WGLLM_OK;
   /* a slot for each token on a pool first: a full pool stops the step before anything is recorded or runs */
   for (uint32_t i = 0; !st && i < n; i++) {
-    st = llm_session_reserve(ss[i], ss[i]->n_past + 1);
+    st = llm_session_reserve(ss[i], at[i] + 1);
     if (st) llm_err_set(&b->err, st, "%s", ss[i]->err.msg);
   }
   if (st) return st;
   if (!b->rec || n != b->n_members || memcmp(now, b->members, n * sizeof now[0])) st = record(b, ss, n, now);
   if (st) return st;
-  uint32_t pos[LLM_BATCH_MAX * SLOT_WORDS], ids[LLM_BATCH_MAX] = {0}; /* padding rows: token 0 */
+  uint32_t pos[LLM_BATCH_MAX * SLOT_WORDS], src[LLM_BATCH_MAX];
   memset(pos, 0, (size_t)n * SLOT_WORDS * 4);
   for (uint32_t i = 0; i < n; i++) {
-    ids[i] = (uint32_t)ss[i]->last_sampled;
-    pos[i * SLOT_WORDS] = ss[i]->n_past;
+    int r = ss[i]->batch_queued ? newest_row(b, ss[i]) : -1;
+    src[i] = r >= 0 ? (uint32_t)r : 0x80000000u | (uint32_t)ss[i]->last_sampled;
+    pos[i * SLOT_WORDS] = at[i];
   }
-  gpu_write(b->gpu, b->sc.ids, 0, ids, llm_batch_rows(n) * 4);
+  /* queue-ordered writes: the step in flight has read its own already */
+  gpu_write(b->gpu, b->src, 0, src, (uint64_t)n * 4);
   gpu_write(b->gpu, b->pos, 0, pos, (uint64_t)n * SLOT_WORDS * 4);
   if (b->pool && one_pool(ss, n) == b->pool) {
     uint32_t packed[LLM_MAX_BUCKETS * ROW_WORDS];
     for (uint32_t k = 0; k < b->n_groups; k++) /* group k's positions at k * ROW_WORDS */
       for (uint32_t i = b->group_row0[k]; i < b->group_row0[k + 1]; i++)
-        packed[k * ROW_WORDS + i - b->group_row0[k]] = ss[i]->n_past;
+        packed[k * ROW_WORDS + i - b->group_row0[k]] = at[i];
     gpu_write(b->gpu, b->pos_packed, 0, packed, (uint64_t)b->n_groups * ROW_WORDS * 4);
     for (uint32_t i = 0; i < n; i++) /* the rows whose session or blocks changed */
       if (b->row_s[i] != ss[i] || b->row_gen[i] != ss[i]->seq_gen) {
@@ -293,27 +324,85 @@ wgllm_status llm_batch_step(llm_batch *b, llm_session *const *in, uint32_t n, in
         b->row_gen[i] = ss[i]->seq_gen;
       }
   }
-  int slot;
-  st = gpu_recorder_run_readback(b->rec, b->rb, gpu_whole(b->out), &slot);
+  llm_batch_flight *f = &b->flight[b->n_flight];
+  st = gpu_recorder_run_readback(b->rec, b->rb, gpu_whole(b->out), &f->slot);
   if (st) {
     return llm_err_set(&b->err, st, "batched decode step: %s", gpu_recorder_error(b->rec));
   }
-  uint32_t mine[LLM_BATCH_MAX * SLOT_WORDS];
-  st = gpu_readback_wait(b->rb, slot, mine, &b->err);
-  if (st) return st;
-  for (uint32_t i = 0; i < n; i++) {
-    uint32_t t = mine[i * SLOT_WORDS];
-    if (t >= b->m->hp.n_vocab) {
-      return llm_err_set(&b->err, WGLLM_ERR_INTERNAL, "sampler returned token %u outside the vocabulary of %u", t,
-                         b->m->hp.n_vocab);
-    }
+  f->n = n;
+  for (uint32_t k = 0; k < n; k++) {
+    f->ss[order[k]] = ss[k];
+    f->row[order[k]] = k;
+    f->dropped[order[k]] = 0;
+    ss[k]->batch_queued++;
   }
-  for (uint32_t i = 0; i < n; i++) {
-    llm_session *s = ss[i];
+  b->n_flight++;
+  return WGLLM_OK;
+}
+
+/* Takes the oldest step in flight off the list: its sessions' counts come down. */
+static void pop_flight(llm_batch *b) {
+  llm_batch_flight *f = &b->flight[0];
+  for (uint32_t i = 0; i < f->n; i++)
+    f->ss[i]->batch_queued--;
+  memmove(b->flight, b->flight + 1, (size_t)(--b->n_flight) * sizeof b->flight[0]);
+}
+
+wgllm_status llm_batch_collect(llm_batch *b, int32_t *tokens, const int *keep) {
+  if (!b->n_flight) return llm_err_set(&b->err, WGLLM_ERR_INVALID_ARG, "batched decode: no step in flight");
+  const llm_batch_flight f0 = b->flight[0], *f = &f0;
+  uint32_t mine[LLM_BATCH_MAX * SLOT_WORDS];
+  wgllm_status st = gpu_readback_wait(b->rb, f->slot, mine, &b->err);
+  for (uint32_t i = 0; !st && i < f->n; i++) {
+    uint32_t t = mine[f->row[i] * SLOT_WORDS];
+    if (t >= b->m->hp.n_vocab)
+      st = llm_err_set(&b->err, WGLLM_ERR_INTERNAL, "sampler returned token %u outside the vocabulary of %u", t,
+                       b->m->hp.n_vocab);
+  }
+  if (st) { /* every step in flight goes: their sessions stay where they were collected last */
+    llm_err first = b->err;
+    for (int waited = 1;; waited = 0) {
+      llm_batch_flight g = b->flight[0];
+      if (!waited) gpu_readback_wait(b->rb, g.slot, mine, &b->err);
+      pop_flight(b);
+      for (uint32_t i = 0; i < g.n; i++)
+        if (!g.ss[i]->batch_queued) llm_session_step_drain(g.ss[i]); /* reservations back, the id rewritten */
+      if (!b->n_flight) break;
+    }
+    b->err = first;
+    return st;
+  }
+  pop_flight(b);
+  for (uint32_t i = 0; i < f->n; i++) {
+    llm_session *s = f->ss[i];
+    int32_t t = (int32_t)mine[f->row[i] * SLOT_WORDS];
+    if (tokens) tokens[i] = t;
+    if (f->dropped[i] || (keep && !keep[i])) {
+      if (tokens) tokens[i] = -1;
+      for (uint32_t k = 0; k < b->n_flight; k++) /* a later step fed this token: its own goes too */
+        for (uint32_t j = 0; j < b->flight[k].n; j++)
+          if (b->flight[k].ss[j] == s) b->flight[k].dropped[j] = 1;
+      if (!s->batch_queued) llm_session_step_drain(s); /* its reservations back, its step's id rewritten */
+      continue;
+    }
     llm_session_fed_decoded(s, s->last_sampled); /* the step fed the previous token */
-    s->last_sampled = (int32_t)mine[i * SLOT_WORDS];
+    s->last_sampled = t;
     s->ids_stale = 1;
-    tokens[order[i]] = s->last_sampled;
   }
   return WGLLM_OK;
+}
+
+void llm_batch_drain(llm_batch *b, const llm_session *drop) {
+  while (b && b->n_flight) {
+    int keep[LLM_BATCH_MAX];
+    for (uint32_t i = 0; i < b->flight[0].n; i++)
+      keep[i] = b->flight[0].ss[i] != drop;
+    llm_batch_collect(b, NULL, keep);
+  }
+}
+
+wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens) {
+  if (b->n_flight) return llm_err_set(&b->err, WGLLM_ERR_INVALID_ARG, "batched decode: a step is in flight");
+  wgllm_status st = llm_batch_submit(b, ss, n);
+  return st ? st : llm_batch_collect(b, tokens, NULL);
 }

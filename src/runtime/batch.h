@@ -1,7 +1,10 @@
 /* Batched decode across sessions: one recorded step feeds the last sampled token of each of up to
-   LLM_BATCH_MAX sessions of one model through one forward pass (each weight read once for every 8 of them: the
-   fused GEMV with several tokens, 8 tokens a dispatch), each token attending over its own session's
-   cache, then each session's sampler picks its next token; one readback brings every id back. Sessions on one KV
+   LLM_BATCH_MAX sessions of one model through one forward pass (each weight read once for the step: the fused
+   GEMV for up to 8 rows, the small-M GEMM past them in the fast precision), each token attending over its own
+   session's cache, then each session's sampler picks its next token; one readback brings every id back. A step
+   can be queued behind the one in flight (llm_batch_submit twice, then llm_batch_collect): its first dispatch
+   takes each row's id from the CPU or from the ids the step before sampled (op_step_ids), so the GPU never waits
+   for the CPU between steps. Sessions on one KV
    pool (kv_pool.h) attend in one dispatch pair a layer for all of them, over the step's block table (row i: the
    i-th session's blocks, written before each step where they changed). A server's concurrent requests decode
    this way instead of one session after another. The rows are the sessions sorted by length bucket (each
@@ -21,6 +24,17 @@ typedef struct llm_batch_member {
   uint32_t bucket; /* its length bucket when recorded */
 } llm_batch_member;
 
+/* A step submitted and not yet collected: its sessions in the caller's order, and their rows. */
+typedef struct llm_batch_flight {
+  llm_session *ss[LLM_BATCH_MAX]; /* the caller's order */
+  uint32_t row[LLM_BATCH_MAX];    /* ss[i]'s row (the rows are sorted by length bucket) */
+  uint32_t n;
+  uint8_t dropped[LLM_BATCH_MAX]; /* ss[i]'s token is dropped: an earlier step dropped the one this one fed */
+  int slot;                       /* its readback slot */
+} llm_batch_flight;
+
+#define LLM_BATCH_IN_FLIGHT 2
+
 typedef struct llm_batch {
   llm_model *m;
   gpu_context *gpu;
@@ -38,7 +52,10 @@ typedef struct llm_batch {
   const llm_session *row_s[LLM_BATCH_MAX]; /* what table row i holds: that session's blocks at its seq_gen */
   uint32_t row_gen[LLM_BATCH_MAX];
   gpu_buffer *out;   /* [LLM_BATCH_MAX][64] u32: token i's sampled id at i * 64 */
-  gpu_readback *rb;  /* of out */
+  gpu_buffer *src;   /* [LLM_BATCH_MAX] u32: where row i's input id comes from (op_step_ids), written each step */
+  gpu_readback *rb;  /* of out, a slot a step in flight */
+  llm_batch_flight flight[LLM_BATCH_IN_FLIGHT]; /* the steps submitted and not collected, oldest first */
+  uint32_t n_flight;
   gpu_recorder *rec; /* the step for members[0..n_members) */
   llm_batch_member members[LLM_BATCH_MAX];
   uint32_t n_members;
@@ -54,20 +71,36 @@ typedef struct llm_batch {
 uint32_t llm_batch_rows(uint32_t n);
 wgllm_status llm_batch_create(llm_model *m, llm_batch **out, llm_err *err);
 void llm_batch_free(llm_batch *b); /* NULL is a no-op */
-/* Drops the recording if it uses s (call before freeing s). */
+/* Drops the recording if it uses s, after collecting the steps in flight (dropping s's tokens; call before freeing
+   s). */
 void llm_batch_forget(llm_batch *b, const llm_session *s);
-/* Whether ss[0..n) can step together: 2..LLM_BATCH_MAX sessions of the batch's model, each with a sampler set,
-   nothing queued and room for one more token, and a model the batched pass takes (else why is set). */
+/* Whether ss[0..n) can step together now: 2..LLM_BATCH_MAX sessions of the batch's model, each with a sampler set,
+   no step of its own queued, no batched step in flight but the newest (whose sessions may step again: their ids
+   come from it on the GPU) and room for one more token; fewer than LLM_BATCH_IN_FLIGHT steps in flight; and a
+   row count whose recording has not failed. */
 int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n);
 /* Whether batches of n sessions (n >= 2; more than LLM_BATCH_MAX: LLM_BATCH_MAX of them) are known not to work on
    this model or device (their recording failed once), so such sessions step one after another. */
 int llm_batch_refuses(const llm_batch *b, uint32_t n);
-/* One step for every session: feeds its last sampled token, samples the next into tokens[i] (the sessions'
-   positions, fed tokens and last sampled ids advance as llm_session_step_collect does). A step that cannot be
-   recorded (a shape the batched pass does not take, a pipeline that does not build, memory) is
+/* Queues one step for every session of ss[0..n): it feeds the session's last sampled token, or, for a session of
+   the step in flight, the token that step samples, read on the GPU (op_step_ids), so the GPU runs this step while
+   the CPU collects that one (two steps in flight); each session's sampler then picks its next token. A queued step
+   counts in s->batch_queued: the session's n_past and last_sampled advance when it is collected. A step that cannot
+   be recorded (a shape the batched pass does not take, a pipeline that does not build, memory) is
    WGLLM_ERR_UNSUPPORTED with its row count's bit of b->unsupported set: nothing ran, and the caller steps the
    sessions one after another. Sessions on a pool reserve their next slot first: WGLLM_ERR_KV_FULL when the pool
    has no block for one of them (nothing ran; the caller frees blocks, or steps fewer). */
+wgllm_status llm_batch_submit(llm_batch *b, llm_session *const *ss, uint32_t n);
+/* Waits for the oldest step in flight: tokens[i] (may be NULL) is the token of its submit's ss[i], and each
+   session advances as llm_session_step_collect does, except where keep (may be NULL) has keep[i] == 0: that
+   token is dropped, the session does not advance and its reservation goes back (a generation that ended while the
+   step ran); a later step in flight of a dropped session is dropped too. A failure drops every step in flight. */
+wgllm_status llm_batch_collect(llm_batch *b, int32_t *tokens, const int *keep);
+/* Collects every step in flight, keeping every token except those of `drop` (may be NULL). */
+void llm_batch_drain(llm_batch *b, const llm_session *drop);
+/* Whether s has a row in a step in flight. */
+int llm_batch_has(const llm_batch *b, const llm_session *s);
+/* llm_batch_submit, then llm_batch_collect of that step (nothing else in flight). */
 wgllm_status llm_batch_step(llm_batch *b, llm_session *const *ss, uint32_t n, int32_t *tokens);
 /* Batched prefill (prefill_batch.c): the next ids[i][0..counts[i]) of each of ss[0..n) (n <= LLM_BATCH_MAX
    sessions of one model and precision, none evicted, each at most its context) in one forward pass, the rows of all

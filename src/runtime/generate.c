@@ -152,6 +152,7 @@ void llm_gen_prefilled(llm_gen *g, uint32_t n, int32_t token, double seconds) {
   g->prefilled += n;
   if (g->prefilled == g->res.n_prompt) { /* the first token is sampled */
     g->token = token;
+    g->has_token = 1;
     g->prefilling = 0;
     g->started = 1;
     g->t1 = now_s();
@@ -176,10 +177,11 @@ static int emit(llm_gen *g, size_t upto) {
 }
 
 wgllm_status llm_gen_accept(llm_gen *g, int queue) {
-  if (g->done || g->st || g->prefilling) return g->st;
+  if (g->done || g->st || g->prefilling || !g->has_token) return g->st;
   llm_session *s = g->s;
   const llm_gen_params *gp = &g->gp;
   int32_t token = g->token;
+  g->has_token = 0;
   if (g->tok && !gp->ignore_eog && tok_is_eog(g->tok, token)) {
     g->res.stop = LLM_STOP_EOG;
     llm_gen_finish(g);
@@ -245,12 +247,16 @@ wgllm_status llm_gen_collect(llm_gen *g) {
     g->queued++;
   }
   if (!g->st) g->st = llm_session_step_collect(g->s, &g->token);
+  if (!g->st) g->has_token = 1;
   if (g->st) llm_gen_finish(g);
   return g->st;
 }
 
 void llm_gen_take(llm_gen *g, int32_t token) {
-  if (!g->done && !g->st) g->token = token;
+  if (!g->done && !g->st) {
+    g->token = token;
+    g->has_token = 1;
+  }
 }
 
 void llm_gen_fail(llm_gen *g, wgllm_status st) {

@@ -56,7 +56,8 @@ typedef struct llm_gen_text {
    take, or the failure with fail. finish (called by accept and collect when the generation ends or fails, and by
    free) drops queued steps and flushes the text. begin_deferred leaves the prompt to prefill, which prefill then
    does up to max tokens a call (0: all), the last call sampling the first token (a server interleaves a long
-   prompt's chunks with the other generations' steps); accept and collect do nothing while it prefills. */
+   prompt's chunks with the other generations' steps); accept and collect do nothing while it prefills, and accept
+   nothing until a token came (has_token: a batched step still in flight has not handed one over). */
 typedef struct llm_gen {
   llm_session *s;
   const tokenizer *tok;
@@ -64,7 +65,8 @@ typedef struct llm_gen {
   llm_gen_result res; /* stop, counts, times, tokens (text: in `text`) */
   tok_stream *ts;
   llm_gen_text text;
-  int32_t token;      /* sampled, not yet accepted */
+  int32_t token;      /* sampled; not yet accepted while has_token */
+  int has_token;      /* token holds a token accept has not taken yet (accept without one does nothing) */
   int32_t *pending;   /* the prompt while it is prefilled (begin_deferred) */
   uint32_t prefilled; /* of its tokens */
   int prefilling;

@@ -107,7 +107,42 @@ wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, con
   return st;
 }
 
+/* The batched step in flight's jobs: each still going accepts the token it holds (the one that step fed), then takes
+   the step's token; one that ended, failed or runs on `drop` drops it. */
+static void collect_flying(llm_job_stepper *stepper, const llm_session *drop) {
+  uint32_t n = stepper->n_flying;
+  if (!n) return;
+  llm_job *fj[LLM_BATCH_MAX];
+  int keep[LLM_BATCH_MAX];
+  int32_t tokens[LLM_BATCH_MAX];
+  memcpy(fj, stepper->flying, n * sizeof *fj);
+  stepper->n_flying = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    llm_job *j = fj[k];
+    j->flying = NULL;
+    if (j->s != drop) llm_gen_accept(&j->g, 0);
+    keep[k] = j->s != drop && !j->g.done && !j->g.st;
+  }
+  wgllm_status st = llm_batch_collect(stepper->batch, tokens, keep);
+  for (uint32_t k = 0; k < n; k++) {
+    if (!keep[k]) continue;
+    if (st) {
+      llm_err_set(&fj[k]->s->err, st, "%s", stepper->batch->err.msg);
+      llm_gen_fail(&fj[k]->g, st);
+    } else {
+      llm_gen_take(&fj[k]->g, tokens[k]);
+      fj[k]->batched++;
+    }
+  }
+}
+
+void llm_job_stepper_settle(llm_job_stepper *stepper, const llm_session *drop) {
+  collect_flying(stepper, drop);
+  llm_batch_drain(stepper->batch, drop); /* none: every step in flight is the stepper's */
+}
+
 wgllm_status llm_job_step(llm_job *j, int *done) {
+  if (j->flying) llm_job_stepper_settle(j->flying, NULL);
   if (j->s->evicted && !j->g.done) { /* preempted by another call: recomputed first */
     wgllm_status st = llm_session_restore(j->s);
     if (st) llm_gen_fail(&j->g, st);
@@ -127,12 +162,6 @@ static int in_batch(llm_job *const *batch, uint32_t n, const llm_job *j) {
   return 0;
 }
 
-/* A job still prefilling takes one chunk of its prompt this call (its last samples its first token), so a long
-   prompt holds the others' steps for a chunk at a time; the others take their token and step below, their next
-   steps all queued before any is waited for. A job that cannot be batched this call (it decodes alone, the model
-   does not batch, or batches of this many failed to record) keeps its pipeline as llm_job_step does: up to two
-   steps queued, so the GPU runs the next step while the CPU collects this one (one served client, H200: 574 tok/s a
-   stream one step at a time, 792 so; PERF.md). A queued step keeps its job out of the next call's batch, once. */
 /* Blocks job j takes from its pool this call: its prompt's next chunk, or its next token and the steps it may
    queue. */
 static uint32_t job_need(const llm_job *j) {
@@ -142,13 +171,14 @@ static uint32_t job_need(const llm_job *j) {
     uint32_t left = j->g.res.n_prompt - j->g.prefilled, chunk = s->opt.prefill_chunk;
     return llm_session_blocks_for(s, s->n_past + (left < chunk ? left : chunk));
   }
-  uint32_t upto = s->n_past + (uint32_t)s->in_flight + 1 + LLM_MAX_IN_FLIGHT;
+  uint32_t upto = s->n_past + (uint32_t)s->in_flight + (uint32_t)s->batch_queued + 1 + LLM_MAX_IN_FLIGHT;
   return llm_session_blocks_for(s, upto < s->opt.ctx ? upto : s->opt.ctx); /* steps never go past the context */
 }
 
 /* Brings a job's queued steps in, their tokens accepted as the steps of a call would (text emitted, stops seen),
    so that its session has none queued and can be evicted without dropping draws of its sampler. */
 static void settle(llm_job *j) {
+  if (j->flying) llm_job_stepper_settle(j->flying, NULL);
   while (j->s->in_flight && !j->g.done && !j->g.st) {
     llm_gen_accept(&j->g, 0);
     if (!j->g.done) llm_gen_collect(&j->g);
@@ -160,7 +190,7 @@ static void settle(llm_job *j) {
    until `want` blocks are available or none is left. */
 static void evict_idle(llm_kv_pool *pool, uint64_t stamp, uint32_t want) {
   for (llm_session *o = pool->first; o && want > kv_blocks_available(pool->blocks); o = o->pool_next)
-    if (o->stamp != stamp && !o->in_flight && o->seq.n_blocks) llm_session_evict(o);
+    if (o->stamp != stamp && !o->in_flight && !o->batch_queued && o->seq.n_blocks) llm_session_evict(o);
 }
 
 /* The pool's side of a call (see jobs.h): which jobs wait, which sessions are evicted, which jobs are restored. */
@@ -293,13 +323,48 @@ static int prefill_together(llm_job_stepper *stepper, llm_job *const *jobs, size
   return 1;
 }
 
+/* Whether every job of the step in flight is among jobs[0..n). */
+static int flying_all_in(const llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
+  for (uint32_t k = 0; k < stepper->n_flying; k++) {
+    size_t i = 0;
+    while (i < n && jobs[i] != stepper->flying[k])
+      i++;
+    if (i == n) return 0;
+  }
+  return 1;
+}
+
+/* Whether a job of the step in flight still needs the token after it: the one in flight will not end it by the
+   token limit or the context. */
+static int needs_next(const llm_job *j) {
+  const llm_session *s = j->s;
+  return j->g.res.n_generated + 1 < j->g.max_tokens && s->n_past + (uint32_t)s->batch_queued + 1 < s->opt.ctx;
+}
+
+/* A job still prefilling takes one chunk of its prompt this call (its last samples its first token), so a long
+   prompt holds the others' steps for a chunk at a time; the others accept their token and step below. The jobs that
+   decode together take one batched step, queued behind the batched step the last call left in flight (the jobs of
+   both get their ids from it on the GPU; a job that joins gets its id from the CPU); then that step is collected
+   (its jobs take their tokens: the one each accepts next call) and this one is left in flight, so the GPU runs it
+   while the caller does its work between calls and the next call queues the step after it (two batched steps in
+   flight). A job of the step in flight joins the next only while the token in flight cannot end it by the token
+   limit or the context; one that ended otherwise (an end-of-generation token, a stop string) drops the token the
+   next step sampled for it. A job that joined gets no token in its first call (its step is still in flight). The
+   step in flight is collected first when a call does not step all of its jobs, or steps them one by one. A job
+   that cannot be batched this call (it decodes alone, the model does not batch, or batches of this many failed to
+   record) keeps its pipeline as llm_job_step does: up to two steps queued, so the GPU runs the next step while the
+   CPU collects this one (one served client, H200: 574 tok/s a stream one step at a time, 792 so; PERF.md). A queued
+   step keeps its job out of the next call's batch, once. */
 wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
+  /* the step in flight is collected up front when one of its jobs is not stepped by this call */
+  if (stepper->n_flying && !flying_all_in(stepper, jobs, n)) collect_flying(stepper, NULL);
   pool_pressure(jobs, n);
   size_t n_decoding = 0;
   for (size_t i = 0; i < n; i++)
     n_decoding += !jobs[i]->g.done && !jobs[i]->g.prefilling && !jobs[i]->waits;
   int pipeline = n_decoding == 1 || stepper->no_batch ||
                  (stepper->batch && llm_batch_refuses(stepper->batch, (uint32_t)n_decoding));
+  if (pipeline) collect_flying(stepper, NULL); /* the jobs step one by one from here */
   int batched_prefill = prefill_together(stepper, jobs, n);
   for (size_t i = 0; i < n; i++) {
     llm_job *j = jobs[i];
@@ -312,48 +377,56 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
       j->decodes = !j->g.done;
     }
   }
-  /* up to LLM_BATCH_MAX jobs with nothing queued decode in one batched step */
+  /* up to LLM_BATCH_MAX jobs with nothing queued of their own decode in one batched step: queued behind the step in
+     flight (which feeds its jobs' ids on the GPU), then that one is collected, and this one left in flight */
+  llm_job *qj[LLM_BATCH_MAX]; /* the step in flight's jobs: they take its tokens this call */
+  uint32_t nq = stepper->n_flying;
+  memcpy(qj, stepper->flying, nq * sizeof *qj);
   llm_session *bs[LLM_BATCH_MAX];
   llm_job *bj[LLM_BATCH_MAX];
   uint32_t nb = 0;
-  for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++)
-    if (jobs[i]->decodes && !jobs[i]->s->in_flight) {
-      bj[nb] = jobs[i];
-      bs[nb++] = jobs[i]->s;
+  for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++) {
+    llm_job *j = jobs[i];
+    if (j->decodes && !j->s->in_flight && !j->g.st && (!j->flying || needs_next(j))) {
+      bj[nb] = j;
+      bs[nb++] = j->s;
     }
+  }
   if (nb >= 2 && !stepper->no_batch && !stepper->batch) {
     if (llm_batch_create(stepper->m, &stepper->batch, NULL)) stepper->no_batch = 1; /* one by one, then */
   }
   uint32_t n_batched = 0; /* bj[0..n_batched) took the batched step */
   if (nb >= 2 && !stepper->no_batch && llm_batch_accepts(stepper->batch, bs, nb)) {
-    int32_t tokens[LLM_BATCH_MAX];
-    wgllm_status st = llm_batch_step(stepper->batch, bs, nb, tokens);
+    wgllm_status st = llm_batch_submit(stepper->batch, bs, nb);
+    if (!st && nq) stepper->overlapped++;
     if (st != WGLLM_ERR_UNSUPPORTED) { /* unsupported: the model cannot batch; one after another */
       n_batched = nb;
-      for (uint32_t k = 0; k < nb; k++) {
-        if (st) {
-          llm_err_set(&bs[k]->err, st, "%s", stepper->batch->err.msg);
-          llm_gen_fail(&bj[k]->g, st);
-        } else {
-          llm_gen_take(&bj[k]->g, tokens[k]);
-          bj[k]->batched++;
-        }
+      for (uint32_t k = 0; st && k < nb; k++) {
+        llm_err_set(&bs[k]->err, st, "%s", stepper->batch->err.msg);
+        llm_gen_fail(&bj[k]->g, st);
       }
+      if (st) n_batched = 0;
     }
   }
   for (size_t i = 0; i < n; i++) { /* the others: queue a step for each that has none, then collect */
     llm_job *j = jobs[i];
-    if (!j->decodes || in_batch(bj, n_batched, j) || j->s->in_flight) continue;
+    if (!j->decodes || in_batch(bj, n_batched, j) || in_batch(qj, nq, j) || j->s->in_flight || j->g.done) continue;
     wgllm_status st = llm_session_step_submit(j->s);
     if (st)
       llm_gen_fail(&j->g, st);
     else
       j->g.queued++;
   }
+  collect_flying(stepper, NULL); /* the step before this one: its jobs take their tokens */
+  for (uint32_t k = 0; k < n_batched; k++) {
+    bj[k]->flying = stepper;
+    stepper->flying[k] = bj[k];
+  }
+  stepper->n_flying = n_batched;
   wgllm_status first = WGLLM_OK;
   for (size_t i = 0; i < n; i++) {
     llm_job *j = jobs[i];
-    if (j->decodes && !in_batch(bj, n_batched, j) && !j->g.done) llm_gen_collect(&j->g);
+    if (j->decodes && !in_batch(bj, n_batched, j) && !in_batch(qj, nq, j) && !j->g.done) llm_gen_collect(&j->g);
     if (j->g.st && !first) first = j->g.st;
   }
   return first;
@@ -367,13 +440,18 @@ char *llm_job_take_text(llm_job *j) {
 }
 
 void llm_job_release(llm_job *j) {
+  if (j->flying) llm_job_stepper_settle(j->flying, j->s); /* its token in flight is dropped */
   if (j->s) llm_gen_free(&j->g);
   memset(j, 0, sizeof *j);
 }
 
-void llm_job_stepper_forget(llm_job_stepper *stepper, const llm_session *s) { llm_batch_forget(stepper->batch, s); }
+void llm_job_stepper_forget(llm_job_stepper *stepper, const llm_session *s) {
+  llm_job_stepper_settle(stepper, s);
+  llm_batch_forget(stepper->batch, s);
+}
 
 void llm_job_stepper_free(llm_job_stepper *stepper) {
+  llm_job_stepper_settle(stepper, NULL);
   llm_batch_free(stepper->batch);
   stepper->batch = NULL;
 }

@@ -16,6 +16,11 @@ typedef struct llm_job_stepper {
   llm_batch *batch;
   int no_batch; /* asked for, or the batch could not be made */
   int no_prefill_batch; /* the model's batched prefill cannot be recorded (prompts prefill one job at a time) */
+  /* the jobs of the batched step left in flight by the last call (its submit's order): it runs while the caller
+     does its work between calls; the next call queues the step after it before collecting it */
+  struct llm_job *flying[LLM_BATCH_MAX];
+  uint32_t n_flying;
+  uint32_t overlapped; /* batched steps queued behind one in flight (tests read it) */
 } llm_job_stepper;
 
 typedef struct llm_job {
@@ -25,6 +30,7 @@ typedef struct llm_job {
   uint32_t batched;          /* tokens that came from batched steps */
   uint32_t prefilled_together; /* prompt tokens prefilled in a pass with other jobs' (llm_prefill_batch) */
   int decodes;               /* llm_jobs_step: this call decodes its next token (it took one, and is not prefilling) */
+  llm_job_stepper *flying;   /* the stepper whose batched step in flight holds this job's next token, or NULL */
   /* on a KV pool: when it started (older jobs keep their blocks under pressure), whether this call leaves it
      waiting for blocks, and how often it was evicted (preempted) and recomputed */
   uint64_t order;
@@ -57,7 +63,11 @@ char *llm_job_take_text(llm_job *j);
 /* Frees what the job holds (a job not done is stopped first); j itself belongs to the caller. */
 void llm_job_release(llm_job *j);
 
-/* Drops the batched step's recording if it uses s (call before freeing s). */
+/* Collects the batched step in flight: its jobs accept the token they hold, then take the step's (a job whose
+   session is `drop`, or that ended, drops it). Anything that feeds, rewinds or frees a session of a job in flight
+   (j->flying, s->batch_queued) settles first. */
+void llm_job_stepper_settle(llm_job_stepper *stepper, const llm_session *drop);
+/* Settles (dropping s's token) and drops the batched step's recording if it uses s (call before freeing s). */
 void llm_job_stepper_forget(llm_job_stepper *stepper, const llm_session *s);
 void llm_job_stepper_free(llm_job_stepper *stepper); /* what it holds; the struct is the caller's */
 #endif

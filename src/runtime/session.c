@@ -293,7 +293,17 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
   return WGLLM_OK;
 }
 
+/* A batched step in flight (batch.h) holds the session's next token: nothing else may feed it until it is collected
+   (its owner settles it first: jobs.h). */
+static wgllm_status check_no_batch(llm_session *s, const char *who) {
+  if (!s->batch_queued) return WGLLM_OK;
+  return llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "%s: %d batched steps of this session are in flight (collect them first)",
+                     who, s->batch_queued);
+}
+
 static wgllm_status check_ids(llm_session *s, const int32_t *ids, uint32_t T) {
+  wgllm_status b = check_no_batch(s, "feeding tokens");
+  if (b) return b;
   for (uint32_t i = 0; i < T; i++)
     if (ids[i] < 0 || (uint32_t)ids[i] >= s->m->hp.n_vocab) {
       return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "token id %d at index %u is out of range (vocabulary of %u)",
@@ -483,6 +493,7 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) { return record_step
 
 wgllm_status llm_session_evict(llm_session *s) {
   if (!s->opt.pool || s->evicted) return WGLLM_OK;
+  if (check_no_batch(s, "evicting")) return s->err.status;
   wgllm_status st = s->in_flight ? llm_session_step_drain(s) : WGLLM_OK;
   s->evicted = s->n_past ? s->n_past : UINT32_MAX; /* UINT32_MAX: evicted with nothing to recompute */
   s->n_past = s->kv_hi = 0;
@@ -619,6 +630,7 @@ wgllm_status llm_session_step_submit(llm_session *s) {
   if (s->evicted) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_submit: the session is evicted (restore it)");
   }
+  if (check_no_batch(s, "llm_session_step_submit")) return s->err.status;
   if (s->in_flight >= LLM_MAX_IN_FLIGHT) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_submit: %d steps already queued",
                        s->in_flight);

@@ -63,6 +63,7 @@ typedef struct llm_session {
   int ids_stale;            /* a batched step sampled last_sampled: the step's input id must be written again */
   gpu_readback *readback;   /* token ids of queued steps */
   int in_flight;            /* steps queued but not collected */
+  int batch_queued;         /* batched steps (batch.h) queued with it and not collected: its n_past lags by these */
   double prefill_cpu_us;    /* the last prefill's CPU time recording and submitting its passes (the GPU starts each
                                pass at its submit): what the host costs a prefill */
   int slots[4];             /* their readback slots, oldest first */
