@@ -20,8 +20,9 @@
    quantizing x with its norm in its workgroups; the quantizer dispatch with the norm, then the GEMV; the GEMV alone
    on activations quantized once), for its default
    plan, and with --sweep or --int8-sweep (the int8 layouts only) for other layouts, at every token count --tokens
-   names; past 8 tokens (up to 64) the small-M GEMM of batched fast decode in the op's tile and K slices against
-   the GEMV 8 tokens a dispatch, and with --int8-sweep each tile (16, 32, 64 rows) with 1-16 slices.
+   names; past 8 tokens (up to 64; from 4 with --int8-sweep) the small-M GEMM of batched fast decode in the op's
+   tile and K slices against the GEMV 8 tokens a dispatch, and with --int8-sweep each tile (16, 32, 64 rows) with
+   1-16 slices.
    usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..]
                         [--int8|--int8-sweep] [--attn] [--attn-prefill] [--attn-paged] [--reps N]
                         [--toggles a,b] */
@@ -680,7 +681,8 @@ int main(int argc, char **argv) {
           fprintf(stderr, "bench_kernels: %s\n", err.msg);
           break;
         }
-        if (nt > OP_GEMV_MAX_TOKENS) { /* the small-M GEMM against the GEMV 8 tokens a dispatch */
+        /* the small-M GEMM against the GEMV 8 tokens a dispatch (from 4 tokens with --int8-sweep) */
+        if (nt > OP_GEMV_MAX_TOKENS || ((sweep || int8 == 2) && nt >= OP_Q8_SMALL_MIN)) {
           uint32_t N = s->glu ? 2 * s->n_out : s->n_out;
           uint64_t pb = 16ull * nt * N * 4;
           if (pb > g->limits.maxStorageBufferBindingSize) pb = g->limits.maxStorageBufferBindingSize;

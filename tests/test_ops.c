@@ -2737,7 +2737,9 @@ static case_result run_gemv_q8(const tcase *c) {
   op_gemv_opts o = {0};
   int has_norm = mode >= 1 && mode <= 3, has_bias = mode == 2 || mode == 4, perm = -1;
   float off = mode == 2 ? 1.0f : 0.0f;
-  int small = T > OP_GEMV_MAX_TOKENS; /* the small-M GEMM: its own predicate, words in order, partial sums */
+  /* the small-M GEMM (past 8 tokens, or forced by the plan's slices): its own predicate, words in order, partial
+     sums */
+  int small = T > OP_GEMV_MAX_TOKENS || plan->mm_split;
   if (small) {
     VERIFY(op_q8_small_supports(ctx, &ow, (uint32_t)T, (uint32_t)K, glu), "%s: the small-M predicate refuses it",
            g_case);
@@ -2950,25 +2952,34 @@ static case_result run_gemv_q8_predicate(const tcase *tc) {
   p = op_gemv_q8_choose_plan(&c, OP_W_Q4, 4096, 14336, 0, 8);
   VERIFY(p.tk == 64 && p.r * 8 <= p.tk, "8B down, 8 tokens: 64 lanes (%u, r=%u)", p.tk, p.r);
   /* the small-M GEMM past 8 tokens */
-  VERIFY(!op_q8_small_supports(&c, &q4, 8, 4096, 0) && op_q8_small_supports(&c, &q4, 9, 4096, 0) &&
+  VERIFY(!op_q8_small_supports(&c, &q4, 3, 4096, 0) && op_q8_small_supports(&c, &q4, 4, 4096, 0) &&
              op_q8_small_supports(&c, &q4, 64, 4096, 1) && !op_q8_small_supports(&c, &q4, 65, 4096, 0),
-         "small-M GEMM: 9..64 tokens");
+         "small-M GEMM: 4..64 tokens");
+  VERIFY(op_q8_small_choose(OP_Q8_SMALL_FROM - 1, 4096, 4096, op_q8_small_part_bytes(64, 28672)).split == 0 &&
+             op_q8_small_choose(OP_Q8_SMALL_FROM, 4096, 4096, op_q8_small_part_bytes(64, 28672)).split > 0,
+         "small-M GEMM: chosen from %u tokens", OP_Q8_SMALL_FROM);
   VERIFY(!op_q8_small_supports(&c, &q2k, 32, 4096, 0) && !op_q8_small_supports(&c, &q4, 32, 4096 + 16, 0),
          "small-M GEMM: Q2_K and K not a multiple of 32 refused");
   mixed.part[0].type = OP_W_Q4;
   VERIFY(op_q8_small_supports(&c, &mixed, 32, 4096, 0) && !op_q8_small_supports(&c, &mixed, 32, 4096, 1),
          "small-M GEMM: q4gsw and q8 parts taken (words in order), GLU in parts refused");
   op_q8_small_plan sp = op_q8_small_choose(32, 4096, 4096, op_q8_small_part_bytes(64, 28672));
-  VERIFY(sp.rm == 2 && sp.split == 16, "8B O projection, 32 tokens: 32-row tiles, K in 16 (%u, %u)", sp.rm, sp.split);
-  sp = op_q8_small_choose(16, 28672, 4096, op_q8_small_part_bytes(64, 28672));
-  VERIFY(sp.rm == 1 && sp.split == 5, "8B gate/up, 16 tokens: 16-row tiles, K in 5 (%u, %u)", sp.rm, sp.split);
-  sp = op_q8_small_choose(64, 4096, 14336, op_q8_small_part_bytes(64, 28672));
-  VERIFY(sp.rm == 4 && sp.split == 28, "8B down, 64 tokens: 64-row tiles, K in 28 by the room (%u, %u)", sp.rm,
+  VERIFY(sp.rm == 2 && sp.split == 8, "8B O projection, 32 tokens: 32-row tiles, K in 8 of 16 blocks (%u, %u)", sp.rm,
          sp.split);
+  sp = op_q8_small_choose(16, 28672, 4096, op_q8_small_part_bytes(64, 28672));
+  VERIFY(sp.rm == 1 && sp.split == 4, "8B gate/up, 16 tokens: 16-row tiles, K in 4 (%u, %u)", sp.rm, sp.split);
+  sp = op_q8_small_choose(64, 4096, 14336, op_q8_small_part_bytes(64, 28672));
+  VERIFY(sp.rm == 2 && sp.split == 12, "8B down, 64 tokens: 32-row tiles, K in 12 (%u, %u)", sp.rm, sp.split);
+  sp = op_q8_small_choose(64, 4096, 14336, op_q8_small_part_bytes(64, 4096) / 2);
+  VERIFY(sp.split == 2, "8B down, 64 tokens, room for 2 slices: 2 (%u)", sp.split);
+  sp = op_q8_small_choose(32, 128256, 4096, 32ull * 128256 * 4);
+  VERIFY(sp.split == 1, "8B LM head, 32 tokens: one slice (%u)", sp.split);
   sp = op_q8_small_choose(64, 128256, 4096, 64ull * 128256 * 4 - 1);
   VERIFY(sp.split == 0, "no room for one slice: none (%u)", sp.split);
   sp = op_q8_small_choose(20, 64, 128, op_q8_small_part_bytes(20, 64));
-  VERIFY(sp.split == 1, "K of 4 blocks: one slice (%u)", sp.split);
+  VERIFY(sp.split == 4, "K of 4 blocks: a slice a block (%u)", sp.split);
+  sp = op_q8_small_choose(16, 3072, 2048, op_q8_small_part_bytes(64, 16384));
+  VERIFY(sp.rm == 1 && sp.split == 8, "1B QKV, 16 tokens: K of 64 blocks in 8 (%u, %u)", sp.rm, sp.split);
   c.has_subgroups = 0;
   p = op_gemv_q8_choose_plan(&c, OP_W_Q4, 4096, 256, 0, 1);
   VERIFY(!p.tuned && p.tk * p.tr <= 64 && p.tk <= 8, "no subgroups, K of 8 blocks: plain, 8 lanes (%u x %u)", p.tk,
@@ -3058,7 +3069,8 @@ static void cases_gemv_q8(void) {
   } sm[] = {
       {300, 1024, 9, 32, 0, 0, 0},   {257, 512, 16, 64, 1, 1, 3},  {200, 1024, 17, 32, 3, 2, 7},
       {129, 2048, 32, 128, 2, 2, 1}, {96, 1024, 33, 32, 4, 4, 5},   {300, 512, 64, 32, 4, 0, 0},
-      {64, 4096, 40, 32, 2, 1, 64},  {513, 256, 24, 32, 3, 4, 2},
+      {64, 4096, 40, 32, 2, 1, 64},  {513, 256, 24, 32, 3, 4, 2},  {300, 1024, 4, 32, 0, 1, 2},
+      {257, 512, 8, 64, 3, 1, 3},
   };
   for (size_t i = 0; i < sizeof sm / sizeof sm[0]; i++) {
     tcase *c = add_case("gemv_q8", run_gemv_q8, "q4gsw-g%u/N=%u,K=%u/tokens=%u/plan=small,rm%u,split%u/%s", sm[i].group,

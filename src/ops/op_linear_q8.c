@@ -415,7 +415,7 @@ _Static_assert(sizeof(q8sum_params) == 48, "q8sum_params mirrors the Params bloc
 
 int op_q8_small_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int glu) {
   (void)ctx;
-  if (M <= OP_GEMV_MAX_TOKENS || M > OP_GEMV_MAX_BATCH || K % 32 || (glu && w->n_parts)) return 0;
+  if (M < OP_Q8_SMALL_MIN || M > OP_GEMV_MAX_BATCH || K % 32 || (glu && w->n_parts)) return 0;
   for (uint32_t i = 0; i < (w->n_parts ? w->n_parts : 1); i++)
     if (!q8mm_piece_ok(w->n_parts ? w->part[i].type : w->type, w->n_parts ? w->part[i].group : w->group)) return 0;
   return 1;
@@ -424,13 +424,19 @@ int op_q8_small_supports(const gpu_context *ctx, const op_weight *w, uint32_t M,
 uint64_t op_q8_small_part_bytes(uint32_t M, uint32_t N) { return 4ull * M * N * 4; }
 
 op_q8_small_plan op_q8_small_choose(uint32_t M, uint32_t N, uint32_t K, uint64_t part_bytes) {
-  op_q8_small_plan p = {M <= 16 ? 1u : M <= 32 ? 2u : 4u, 0};
+  /* the H200's sweep (docs/perf/24-inflight): 32-row tiles beat 64-row ones at 64 tokens on every projection; the
+     best slices keep about 256-1024 workgroups, slices of 16 blocks where K has 128 or more (the 8B's) and up to 8
+     slices where it has fewer (the 1B's 64 blocks: 8 slices of 8) */
+  op_q8_small_plan p = {M <= 16 ? 1u : 2u, 0};
+  if (M < OP_Q8_SMALL_FROM) return p;
   uint64_t tiles = (uint64_t)((N + 127) / 128) * ((M + 16 * p.rm - 1) / (16 * p.rm));
-  uint64_t want = (1024 + tiles - 1) / tiles, most = K / 32 / 8, room = part_bytes / ((uint64_t)M * N * 4);
+  uint64_t blocks = K / 32, most = blocks / 16 > 8 ? blocks / 16 : 8, room = part_bytes / ((uint64_t)M * N * 4);
+  uint64_t want = (768 + tiles - 1) / tiles;
+  if (most > blocks) most = blocks;
   if (most < 1) most = 1;
   if (want > most) want = most;
   if (want > room) want = room;
-  if (want > 64) want = 64;
+  if (want > 16) want = 16;
   p.split = (uint32_t)want;
   return p;
 }

@@ -325,17 +325,20 @@ wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight 
 wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
                                   gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K);
-/* The small-M integer-dot GEMM of batched decode: op_gemv_fast on OP_GEMV_MAX_TOKENS + 1 .. OP_GEMV_MAX_BATCH tokens
-   with o->part set quantizes every token's x once (op_quantize_q8_rows, the norm included, words in order), runs
+/* The small-M integer-dot GEMM of batched decode: op_gemv_fast on OP_Q8_SMALL_FROM .. OP_GEMV_MAX_BATCH tokens
+   (down to OP_Q8_SMALL_MIN with a plan's mm_split: the bench's sweep) with o->part set quantizes every token's x once (op_quantize_q8_rows, the norm included, words in order), runs
    kernels/matmul_q8.wgsl in 16-, 32- or 64-row tiles with K split over the grid's z so that a 4096-wide projection
    still fills the GPU (the partial sums into o->part), and kernels/matmul_q8_sum.wgsl adds the slices up with the
    GEMV's epilogue (bias, GLU, residual add, y stride). The weights are read once for all the tokens (the GEMV reads
    them once for every 8), and a row's sums are not in the one-token order (the fast precision's batched rows are
    not bit for bit each alone; the exact precision's are). op_q8_small_supports: the storages op_matmul_q8 takes, K
    a multiple of 32, the tokens in that range, one piece for GLU. op_q8_small_choose: rows a thread by the tokens
-   (16 or fewer: 1; 32: 2; else 4) and K slices until about 1024 workgroups, each slice at least 8 blocks of 32,
-   within part_bytes (0 slices: part_bytes too small, the GEMV runs). op_q8_small_part_bytes: room for up to 4
-   slices of M tokens of N columns (N the widest projection's rows, gate and up together). */
+   (16 or fewer: 1; else 2) and K slices until about 768 workgroups, each slice at least 16 blocks of 32 (or up to 8
+   slices where K has fewer than 128 blocks), at most 16 slices, within part_bytes (0 slices: fewer than OP_Q8_SMALL_FROM tokens, or part_bytes too small: the GEMV runs).
+   op_q8_small_part_bytes: room for up to 4 slices of M tokens of N columns (N the widest projection's rows, gate
+   and up together). */
+#define OP_Q8_SMALL_MIN 4  /* the fewest tokens the small-M GEMM takes */
+#define OP_Q8_SMALL_FROM 9 /* the fewest it is chosen for (fewer: the GEMV, measured faster, docs/perf/24-inflight) */
 int op_q8_small_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int glu);
 typedef struct op_q8_small_plan {
   uint32_t rm, split;
