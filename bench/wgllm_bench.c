@@ -11,6 +11,7 @@
 #include "model.h"
 #include "model_synthetic.h"
 #include "session.h"
+#include "speculate.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +276,129 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   return st ? 1 : 0;
 }
 
+/* --spec K: speculative decoding (speculate.h) on one session whose prompt is a 16-token phrase repeated to P tokens:
+   plain decode of G tokens (two steps in flight) as the reference; for each k = 1..K the generation whose every step
+   verifies the next k tokens of the reference (all accepted: the speed at full acceptance, and the verify step's
+   cost); then prompt lookup with up to K drafts (the acceptance the model's text gives). Each speculative run's
+   tokens are checked against the reference. Medians of `runs` runs after a warm-up. */
+static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P,
+                      uint32_t G, uint32_t runs, int kv_f16, int json, uint32_t K) {
+  llm_err err = {0};
+  llm_session_options so = {0};
+  so.ctx = c->ctx ? c->ctx : P + G + K + 8;
+  so.kv_f16 = kv_f16;
+  so.attn_grid = (llm_attn_grid)c->attn_grid;
+  so.prefill_chunk = c->prefill_chunk;
+  so.fast = g_fast;
+  llm_session *s = NULL;
+  llm_spec *sp = NULL;
+  int32_t *ids = malloc(P * sizeof *ids), *ref = malloc((G + 1) * sizeof *ref), *got = malloc((G + K + 2) * 4);
+  double *t = calloc(runs, sizeof *t);
+  for (uint32_t i = 0; i < P; i++)
+    ids[i] = (int32_t)(((i % 16) * 2654435761u + 7) % m->hp.n_vocab);
+  op_sample_params greedy = {.top_p = 1.0f, .rep_penalty = 1.0f, .seed = 1};
+  op_sample_params sampled = {
+      .temperature = 0.8f, .top_p = 0.95f, .min_p = 0.05f, .rep_penalty = 1.1f, .top_k = 40, .ring_cap = 64, .seed = 1};
+  const op_sample_params *sps = g_sampled ? &sampled : &greedy;
+  wgllm_status st = llm_session_create(m, &so, &s, &err);
+  if (!st && P + G + K + 1 > so.ctx) st = llm_err_set(&err, WGLLM_ERR_INVALID_ARG, "--ctx is too small");
+#define RESTART()                                                                                                      \
+  do {                                                                                                                 \
+    llm_session_reset(s);                                                                                              \
+    st = llm_session_set_sampler(s, sps, ids, P);                                                                      \
+    if (!st) st = llm_session_prefill_sample(s, ids, P, &ref[0]);                                                      \
+    if (st) err = s->err;                                                                                              \
+  } while (0)
+  if (!st) {
+    RESTART();
+    if (!st) st = llm_spec_create(s, K, &sp, &err);
+  }
+  /* plain: two steps in flight */
+  double plain = 0;
+  for (uint32_t r = 0; !st && r <= runs; r++) {
+    RESTART();
+    double t0 = now_s();
+    uint32_t queued = 0;
+    for (uint32_t g = 1; !st && g <= G; g++) {
+      for (; !st && s->in_flight < 2 && queued < G; queued++)
+        st = llm_session_step_submit(s);
+      if (!st) st = llm_session_step_collect(s, &ref[g]);
+      if (st) err = s->err;
+    }
+    if (r) t[r - 1] = now_s() - t0;
+  }
+  if (!st) plain = median(t, (int)runs) / G;
+  if (!st && json)
+    printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"precision\": \"%s\", \"sampling\": \"%s\", "
+           "\"context\": %u, \"gen_tokens\": %u, \"mode\": \"plain\", \"tok_s\": %.1f, \"ms_per_step\": %.4f}\n",
+           gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, g_fast ? "fast" : "exact",
+           g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, 1.0 / plain, plain * 1e3);
+  else if (!st)
+    printf("plain decode, %u tokens at context %u: %.3f ms a token (%.1f tok/s)\n", G, P, plain * 1e3, 1.0 / plain);
+  /* k drafts from the reference, or prompt lookup (k = 0 here: up to K) */
+  for (uint32_t k = 1; !st && k <= K + 1; k++) {
+    int lookup = k == K + 1;
+    uint32_t steps = 0, drafted = 0, accepted = 0, same = 1;
+    for (uint32_t r = 0; !st && r <= runs; r++) {
+      RESTART();
+      steps = drafted = accepted = 0;
+      same = 1;
+      double t0 = now_s();
+      for (uint32_t at = 1; !st && at <= G;) { /* ref[0..at) known */
+        uint32_t room = llm_spec_room(sp), want = lookup ? K : k, n = 0;
+        if (want > room) want = room;
+        if (want > G - at) want = G - at;
+        int32_t d[LLM_SPEC_MAX];
+        uint32_t nd = !want ? 0 : lookup ? llm_spec_rows_drafts(llm_spec_propose(sp, want, d)) : want;
+        if (!lookup) memcpy(d, ref + at, nd * sizeof *d);
+        if (nd) {
+          st = llm_spec_verify(sp, d, nd, got, &n);
+          if (st) err = sp->err;
+          steps++;
+          drafted += nd;
+          accepted += n - 1;
+        } else {
+          st = llm_session_step_sample(s, got);
+          if (st) err = s->err;
+          n = 1;
+        }
+        for (uint32_t i = 0; !st && i < n && at + i <= G; i++)
+          same &= got[i] == ref[at + i];
+        at += n;
+      }
+      if (r) t[r - 1] = now_s() - t0;
+    }
+    if (st) break;
+    double per = median(t, (int)runs) / G, step_ms = steps ? median(t, (int)runs) / steps * 1e3 : 0;
+    if (json)
+      printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"precision\": \"%s\", \"sampling\": "
+             "\"%s\", \"context\": %u, \"gen_tokens\": %u, \"mode\": \"%s\", \"drafts\": %u, \"tok_s\": %.1f, "
+             "\"speedup\": %.3f, \"verify_steps\": %u, \"drafted\": %u, \"accepted\": %u, \"acceptance\": %.4f, "
+             "\"tokens_per_step\": %.3f, \"ms_per_verify_step\": %.4f, \"verify_over_plain_step\": %.3f, "
+             "\"same_tokens\": %s}\n",
+             gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, g_fast ? "fast" : "exact",
+             g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, lookup ? "lookup" : "reference drafts",
+             lookup ? K : k, 1.0 / per, plain / per, steps, drafted, accepted,
+             drafted ? (double)accepted / drafted : 0.0, steps ? (double)(accepted + steps) / steps : 0.0, step_ms,
+             step_ms / (plain * 1e3), same ? "true" : "false");
+    else
+      printf("%s, %u drafts: %.1f tok/s (%.2fx plain), %u verify steps of %.3f ms (%.2fx a plain step), %u of %u "
+             "drafts accepted, %.2f tokens a step, tokens %s\n",
+             lookup ? "prompt lookup" : "the reference's drafts", lookup ? K : k, 1.0 / per, plain / per, steps,
+             step_ms, step_ms / (plain * 1e3), accepted, drafted, steps ? (double)(accepted + steps) / steps : 0.0,
+             same ? "the plain run's" : "DIFFERENT from the plain run's");
+  }
+#undef RESTART
+  if (st) fprintf(stderr, "wgllm bench: --spec %u: %s (%s)\n", K, err.msg, wgllm_status_name(st));
+  llm_spec_free(sp);
+  llm_session_free(s);
+  free(ids);
+  free(ref);
+  free(got);
+  free(t);
+  return st ? 1 : 0;
+}
+
 /* --parallel N: N sessions of P-token prompts decoding G tokens each, all together, as a server's concurrent
    requests do: in one batched step for all (llm_batch), and one session after another with every step queued
    before any is collected (what jobs do without batching); the aggregate and per-session rates of both. */
@@ -319,7 +443,8 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
       double t0 = now_s();
       int32_t toks[LLM_BATCH_MAX];
       for (uint32_t g = 0; !st && g < G; g++) {
-        if (mode == 0) { /* depth 2: the next step queued (its ids from this one, on the GPU) before this is collected */
+        if (mode ==
+            0) { /* depth 2: the next step queued (its ids from this one, on the GPU) before this is collected */
           if (g == 0 || depth < 2) st = llm_batch_submit(b, ss, N);
           if (!st && depth >= 2 && g + 1 < G) st = llm_batch_submit(b, ss, N);
           if (!st) st = llm_batch_collect(b, toks, NULL);
@@ -433,6 +558,7 @@ enum {
   K_PROFILE,
   K_SAMPLED,
   K_PARALLEL,
+  K_SPEC,
   K_KV_POOL,
   K_BATCHED_ONLY,
   K_PRECISION_LIST
@@ -448,13 +574,16 @@ static const cli_opt bench_opts[] = {
     {K_GEN, "--gen", CLI_INT, "G", 1, 1 << 24, 0, CLI_CMD_BENCH, "tokens decoded a run (default 64)"},
     {K_RUNS, "--runs", CLI_INT, "R", 1, 1 << 20, 0, CLI_CMD_BENCH, "timed decode runs (default 5)"},
     {K_GROUP, "--group", CLI_CHOICE, "32|64|128", 0, 0, 0, CLI_CMD_BENCH, "q4 group of a synthetic model"},
-    {K_PIPELINE, "--pipeline", CLI_INT, "D", 1, LLM_MAX_IN_FLIGHT, 0, CLI_CMD_BENCH, "decode steps in flight (--parallel: batched steps, 1 or 2; default 2)"},
+    {K_PIPELINE, "--pipeline", CLI_INT, "D", 1, LLM_MAX_IN_FLIGHT, 0, CLI_CMD_BENCH,
+     "decode steps in flight (--parallel: batched steps, 1 or 2; default 2)"},
     {K_PREFILL_RUNS, "--prefill-runs", CLI_INT, "N", 1, 1 << 20, 0, CLI_CMD_BENCH,
      "timed prefills (default min(runs, 3))"},
     {K_JSON, "--json", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "one JSON line a result"},
     {K_PROFILE, "--profile", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH,
      "per-kernel GPU time: decode step, last prefill chunk"},
     {K_SAMPLED, "--sampled", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "sample instead of greedy"},
+    {K_SPEC, "--spec", CLI_INT, "K", 1, LLM_SPEC_MAX, 0, CLI_CMD_BENCH,
+     "speculative decoding: verify steps of 1..K drafts from the plain run, and prompt lookup, against plain decode"},
     {K_PARALLEL, "--parallel", CLI_INT, "N", 2, LLM_BATCH_MAX, 0, CLI_CMD_BENCH,
      "decode N sessions together, batched and one after another (aggregate tok/s)"},
     {K_PRECISION_LIST, "--precision-list", CLI_TEXT, "exact,fast", 0, 0, 0, CLI_CMD_BENCH,
@@ -471,7 +600,7 @@ typedef struct bench_args {
   uint32_t Ps[8], nP, G, runs, group, prefill_runs;
   int kvs[2], nkv, depth, json, profile;
   int fasts[2], nfast;
-  uint32_t parallel;
+  uint32_t parallel, spec;
 } bench_args;
 
 static int on_opt(void *user, int key, const cli_value *v) {
@@ -531,6 +660,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_PARALLEL:
     a->parallel = (uint32_t)v->i;
+    break;
+  case K_SPEC:
+    a->spec = (uint32_t)v->i;
     break;
   case K_KV_POOL:
     g_kv_pool = 1;
@@ -644,9 +776,11 @@ int main(int argc, char **argv) {
     g_fast = a.fasts[fi];
     for (int ki = 0; !rc && ki < nkv; ki++)
       for (uint32_t pi = 0; !rc && pi < nP; pi++)
-        rc = a.parallel ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile, depth)
-                        : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
-                                    prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
+        rc = a.spec ? bench_spec(&c, gpu, m, synthetic, Ps[pi], G, runs, kvs[ki], json, a.spec)
+             : a.parallel
+                 ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile, depth)
+                 : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
+                             prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
   }
   llm_model_free(m);
   gpu_destroy(gpu);

@@ -276,7 +276,15 @@ typedef struct wgllm_generate_params {
   /* the lengths in bytes of stop[0..n_stop), NUL bytes then part of them; NULL (the default): each stop string
      ends at its NUL */
   const size_t *stop_len;
+  /* speculative decoding with prompt lookup: each step proposes up to this many tokens (1..WGLLM_SPEC_MAX) that
+     continue the latest earlier occurrence of the text's last few tokens (in the prompt or the reply), and one
+     forward pass checks them all; the text is the one decoding gives without it (token for token in the exact
+     precision, with every sampler setting and seed). Pays where replies repeat their input (extraction, editing,
+     summaries, code). 0: off (the default). A job with it steps alone (wgllm_jobs_step does not batch it); a model
+     without the batched decode pass (Gemma 4) refuses it at wgllm_job_start. */
+  uint32_t spec_lookup;
 } wgllm_generate_params;
+#define WGLLM_SPEC_MAX 15
 /* The defaults noted above; they are the CLI's (wgllm run and chat start from them) and llama.cpp's. */
 WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
 
@@ -298,6 +306,9 @@ typedef struct wgllm_generate_stats {
   uint32_t preemptions;    /* times a KV pool under pressure evicted the job's cache (recomputed after) */
   /* prefill_seconds of a prompt prefilled a chunk a wgllm_jobs_step call is the time of those calls: the GPU
      may finish an earlier chunk's work during a later call (and count in that job's or another's times) */
+  /* speculative decoding (spec_lookup): verify steps, the tokens they checked, those accepted (each step also gives
+     one token of its own: generated tokens per step = (accepted + steps) / steps where every token came from one) */
+  uint32_t spec_steps, spec_drafted, spec_accepted;
 } wgllm_generate_stats;
 
 /* Continues the text: the prompt is tokenized with the model's BOS rules (special-token text becomes its token, as

@@ -214,6 +214,31 @@ static void runs_and_defaults(void) {
   }
   free(o1);
 
+  /* speculative decoding with prompt lookup: the text of the run without it, greedy and sampled with a penalty;
+     its summary line with --stats; --draft-max only with it, and in range */
+  const char *spec_runs[] = {"run -m %s -p 'a b c a b c a b c a b' -n 40 --temp 0 --stats",
+                             "run -m %s -p 'a b c a b c a b c a b' -n 40 --temp 0.8 -s 5 --repeat-penalty 1.1 --stats"};
+  for (int i = 0; i < 2; i++) {
+    char cmd[300];
+    CHECK(wg(&o1, &e, spec_runs[i], GGUF) == 0, "%s: %s", spec_runs[i], e);
+    free(e);
+    snprintf(cmd, sizeof cmd, "%s --spec-lookup --draft-max 5", spec_runs[i]);
+    int rc = wg(&o2, &e, cmd, GGUF);
+    CHECK(rc == 0 && !strcmp(o1, o2) && strstr(e, "[speculation: "), "%s: the text without it ('%s' vs '%s'): %s", cmd,
+          o2, o1, e);
+    free(o1);
+    free(o2);
+    free(e);
+  }
+  CHECK(wg(&o1, &e, "run -m %s -p 'a b' -n 4 --draft-max 4", GGUF) == 2 && strstr(e, "--spec-lookup"),
+        "--draft-max without --spec-lookup: a usage error naming it (%s)", e);
+  free(o1);
+  free(e);
+  CHECK(wg(&o1, &e, "run -m %s -p 'a b' -n 4 --spec-lookup --draft-max 16", GGUF) == 2,
+        "--draft-max past 15: a usage error (%s)", e);
+  free(o1);
+  free(e);
+
   /* llama-cli's command line from the issue, as written */
   int rc = wg(&o1, &e, "run -m %s -p \"Hello\" -n 32 -c 512 -s 7 --temp 0.7 --top-k 40 --repeat-penalty 1.0 --stats",
               DEFAULT);
@@ -530,7 +555,8 @@ static void chat_stdin(void) {
   free(e);
   /* a NUL byte (\u0000) in a message is refused naming its offset, never cut there */
   f = fopen(save, "w");
-  fputs("[{\"role\": \"user\", \"content\": \"a\\\\u0000 is text\"}, {\"role\": \"user\", \"content\": \"x\\u0000y\"}]", f);
+  fputs("[{\"role\": \"user\", \"content\": \"a\\\\u0000 is text\"}, {\"role\": \"user\", \"content\": \"x\\u0000y\"}]",
+        f);
   fclose(f);
   snprintf(cmd, sizeof cmd, "printf '/load %s\\n' | %s/wgllm chat -m %s -n 4", save, g_bin, GGUF);
   sh(cmd, &o1, &e);

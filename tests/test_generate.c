@@ -6,6 +6,7 @@
 #include "batch.h"
 #include "generate.h"
 #include "harness.h"
+#include "kv_pool.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
@@ -332,8 +333,8 @@ static void pipelined_case(const char *name, uint32_t G) {
     uint32_t first = G + 1;
     for (uint32_t g = 0; g <= at[i] && first > G; g++)
       if (got[i][g] != want[i][g]) first = g;
-    CHECK(first > G, "%s: session %d pipelined gives its own ids (first difference at token %u of %u)", name, i,
-          first, at[i]);
+    CHECK(first > G, "%s: session %d pipelined gives its own ids (first difference at token %u of %u)", name, i, first,
+          at[i]);
   }
   llm_batch_free(b);
   for (int i = 0; i < NS; i++) {
@@ -341,6 +342,116 @@ static void pipelined_case(const char *name, uint32_t G) {
     free(want[i]);
     free(got[i]);
   }
+  llm_model_free(m);
+}
+
+/* Prompt lookup (llm_spec_lookup): the latest earlier occurrence of the last 3, then 2, then 1 tokens, the tokens
+   after it up to k and up to the end. */
+static void spec_lookup_case(void) {
+  int32_t d[8];
+  const int32_t a[] = {5, 6, 7, 8, 9, 1, 5, 6, 7, 2, 3, 5, 6, 7};
+  uint32_t n = llm_spec_lookup(a, 14, 4, d); /* "5 6 7" last seen at 6: then 2 3 5 6 */
+  CHECK(n == 4 && d[0] == 2 && d[1] == 3 && d[2] == 5 && d[3] == 6, "lookup: the latest 3-gram's continuation (%u)", n);
+  const int32_t b[] = {1, 2, 3, 9, 4, 2, 3};
+  n = llm_spec_lookup(b, 7, 8, d); /* no "4 2 3" before; "2 3" at 1: then 9 4 2 3 */
+  CHECK(n == 4 && d[0] == 9 && d[3] == 3, "lookup: a 2-gram, up to the end (%u)", n);
+  const int32_t c[] = {1, 2, 3, 4};
+  CHECK(llm_spec_lookup(c, 4, 8, d) == 0, "lookup: nothing repeats, no drafts");
+  const int32_t e[] = {7, 1, 7};
+  n = llm_spec_lookup(e, 3, 2, d);
+  CHECK(n == 2 && d[0] == 1 && d[1] == 7, "lookup: a 1-gram (%u)", n);
+  CHECK(llm_spec_lookup(e, 1, 2, d) == 0, "lookup: one token, no drafts");
+  static const uint32_t proposed[] = {0, 1, 2, 3, 6, 7, 8, 14, 15}, taken[] = {0, 1, 1, 3, 3, 7, 7, 7, 15};
+  for (int i = 0; i < 9; i++)
+    CHECK(llm_spec_rows_drafts(proposed[i]) == taken[i], "of %u proposed drafts, %u taken (%u)", proposed[i], taken[i],
+          llm_spec_rows_drafts(proposed[i]));
+}
+
+/* Speculative decoding (speculate.h) on a q4gsw fixture, greedy and sampled (temperature 0.9, top-p 0.95, a
+   repetition penalty over 32 tokens, a seed), exact precision, on the session's own cache and on a KV pool: a
+   generation with prompt lookup gives the tokens of one without it; then the verify step directly with drafts from
+   the reference (its continuation, one draft wrong: the two before it accepted, the row's own token given for the
+   wrong one), whole correct runs (all accepted), and plain steps after: every token the reference's. */
+static void spec_case(const char *name, uint32_t G) {
+  llm_err err = {0};
+  llm_model *m = load_q4("spec", name, &err);
+  if (!m) return;
+  for (int pooled = 0; pooled < 2; pooled++)
+    for (int sampled = 0; sampled < 2; sampled++) {
+      llm_kv_pool *pool = NULL;
+      llm_session_options so = {.ctx = 256, .prefill_chunk = 16};
+      if (pooled) {
+        CHECK(llm_kv_pool_create(m, 512, 256, 0, &pool, &err) == WGLLM_OK, "%s: pool: %s", name, err.msg);
+        so.pool = pool;
+      }
+      llm_session *s = NULL;
+      wgllm_status st = llm_session_create(m, &so, &s, &err);
+      CHECK(st == WGLLM_OK, "%s: session: %s", name, err.msg);
+      int32_t prompt[24];
+      for (int i = 0; i < 24; i++) /* a phrase said three times: lookup finds drafts in it */
+        prompt[i] = (int32_t)(((i % 8) * 131 + 17) % m->hp.n_vocab);
+      llm_gen_params gp = {.max_tokens = G, .pipeline = 1};
+      gp.sampling =
+          sampled
+              ? (op_sample_params){.temperature = 0.9f, .top_p = 0.95f, .rep_penalty = 1.2f, .ring_cap = 32, .seed = 99}
+              : (op_sample_params){.top_p = 1.0f, .rep_penalty = 1.0f};
+      llm_gen_result ref = {0}, got = {0};
+      if (!st) st = llm_generate(s, NULL, prompt, 24, &gp, &ref);
+      CHECK(st == WGLLM_OK && ref.n_generated == G, "%s: plain: %s", name, s ? s->err.msg : "");
+      char what[64];
+      snprintf(what, sizeof what, "%s%s%s", name, sampled ? " sampled" : " greedy", pooled ? " pooled" : "");
+      /* a generation with prompt lookup */
+      llm_session_reset(s);
+      gp.spec_lookup = 7;
+      if (!st) st = llm_generate(s, NULL, prompt, 24, &gp, &got);
+      CHECK(st == WGLLM_OK && got.n_generated == G, "%s: with lookup: %s", what, s->err.msg);
+      uint32_t first = G;
+      for (uint32_t i = 0; !st && i < G && first == G; i++)
+        if (got.tokens[i] != ref.tokens[i]) first = i;
+      CHECK(first == G, "%s: lookup gives the tokens without it (first difference at %u of %u)", what, first, G);
+      CHECK(got.spec_steps > 0, "%s: lookup proposed drafts (%u steps, %u of %u accepted)", what, got.spec_steps,
+            got.spec_accepted, got.spec_drafted);
+      CHECK(s->n_past == 24 + G - 1, "%s: the cache as plain decoding leaves it (%u tokens)", what, s->n_past);
+      /* the verify step with drafts from the reference: t[0] from the prefill, t[i] what step i samples */
+      const int32_t *t = ref.tokens;
+      llm_spec *sp = NULL;
+      llm_session_reset(s);
+      gp.spec_lookup = 0;
+      int32_t t0 = -1, out[LLM_SPEC_MAX + 1];
+      if (!st) st = llm_session_set_sampler(s, &gp.sampling, prompt, 24);
+      if (!st) st = llm_session_prefill_sample(s, prompt, 24, &t0);
+      if (!st) st = llm_spec_create(s, 7, &sp, &err);
+      CHECK(st == WGLLM_OK && t0 == t[0], "%s: verifier: %s", what, err.msg);
+      uint32_t at = 1, n = 0; /* t[0..at) known */
+      if (!st) {              /* drafts t1 t2 X t4: two accepted, then the row's own t3 */
+        int32_t d[4] = {t[1], t[2], (t[3] + 1) % (int32_t)m->hp.n_vocab, t[4]};
+        st = llm_spec_verify(sp, d, 4, out, &n);
+        CHECK(st == WGLLM_OK && n == 3 && out[0] == t[1] && out[1] == t[2] && out[2] == t[3],
+              "%s: one wrong draft: two accepted and the row's own token (%u tokens: %d %d %d; want %d %d %d): %s",
+              what, n, out[0], out[1], out[2], t[1], t[2], t[3], sp->err.msg);
+        at = 4;
+      }
+      for (int r = 0; !st && r < 2; r++) { /* whole runs right: all accepted, then the next */
+        st = llm_spec_verify(sp, t + at, 7, out, &n);
+        CHECK(st == WGLLM_OK && n == 8 && !memcmp(out, t + at, 8 * sizeof *out), "%s: 7 right drafts: all taken (%u)",
+              what, n);
+        at += 8;
+      }
+      CHECK(!st && s->n_past == 24 + at - 1 && s->last_sampled == t[at - 1],
+            "%s: the session after the steps (%u tokens, last %d)", what, s->n_past, s->last_sampled);
+      for (; !st && at < G; at++) { /* plain steps pick up */
+        int32_t x = -1;
+        st = llm_session_step_sample(s, &x);
+        CHECK(st == WGLLM_OK && x == t[at], "%s: plain step %u after the verify steps: %d, want %d", what, at, x,
+              t[at]);
+        if (x != t[at]) break;
+      }
+      llm_spec_free(sp);
+      llm_gen_result_free(&ref);
+      llm_gen_result_free(&got);
+      llm_session_free(s);
+      if (pool) CHECK(llm_kv_pool_free(pool), "%s: pool freed", what);
+    }
   llm_model_free(m);
 }
 
@@ -428,14 +539,16 @@ static void batched_fast_case(const char *name, uint32_t NS) {
       close += to_alone <= 1e-4;
       double top = -1e30, second = -1e30;
       for (uint32_t v = 0; v < V; v++) {
-        if (a[v] > top) second = top, top = a[v];
-        else if (a[v] > second) second = a[v];
+        if (a[v] > top)
+          second = top, top = a[v];
+        else if (a[v] > second)
+          second = a[v];
       }
       if (top - second >= 0.05 && to_alone <= 1e-4)
         CHECK(got[i] == want[i], "%s: row %u batched fast picks %d, alone %d", name, i, got[i], want[i]);
     }
-    CHECK(close * 4 >= NS * 3, "%s: %u of %u batched fast rows within 1e-4 relative L2 of their fast step alone",
-          name, close, NS);
+    CHECK(close * 4 >= NS * 3, "%s: %u of %u batched fast rows within 1e-4 relative L2 of their fast step alone", name,
+          close, NS);
   }
   llm_batch_free(b);
   for (uint32_t i = 0; i < NS; i++)
@@ -455,10 +568,13 @@ int main(void) {
   /* the same results with no pipelining and with the deepest queue */
   greedy_case("llama_gqa", "data/models/llama_gqa", 1);
   greedy_case("qwen2", "data/models/qwen2", 3);
-  batched_case("qwen3", 40);   /* per-head q/k norms, GQA */
+  batched_case("qwen3", 40); /* per-head q/k norms, GQA */
   pipelined_case("qwen3", 40);
-  batched_case("gemma3", 150); /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
-  batched_fast_case("qwen3", 12); /* the small-M GEMM's 16-row tiles */
+  spec_lookup_case();
+  spec_case("qwen3", 40);
+  spec_case("gemma3", 40);            /* window layers as rings (their slack past the window) */
+  batched_case("gemma3", 150);        /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
+  batched_fast_case("qwen3", 12);     /* the small-M GEMM's 16-row tiles */
   batched_fast_case("llama_gqa", 33); /* its 64-row tiles */
   th_gpu_done();
   return th_finish("test_generate");

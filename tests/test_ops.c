@@ -257,6 +257,9 @@ struct tcase {
       uint32_t n, rows, slots;
     } step_ids;
     struct {
+      uint32_t k, words, a; /* spec_accept: a drafts made to match; copy: words */
+    } spec;
+    struct {
       int mul; /* run_binary: mul; run_inplace: 0 add, 1 mul, 2 add-scale, 3 softcap */
       uint32_t n, nb;
       float c;
@@ -446,6 +449,96 @@ static void cases_step_ids(void) {
     c->u.step_ids.n = shapes[k][0];
     c->u.step_ids.rows = shapes[k][1];
     c->u.step_ids.slots = shapes[k][2];
+  }
+}
+
+/* ---------------------------------------------------------------- copy_u32, spec_accept */
+
+static case_result run_copy_u32(const tcase *c) {
+  uint32_t n = c->u.spec.words;
+  uint32_t *src = malloc(n * 4);
+  for (uint32_t i = 0; i < n; i++)
+    src[i] = th_u32(&rng);
+  gbuf gs = gb_in(src, n * 4), go = gb_out(n * 4);
+  traffic(8.0 * n, 0);
+  gpu_recorder *r = rec_new();
+  CHECK(op_copy_u32(r, gs.v, go.v, n) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  const uint32_t *got = gb_fetch(&go);
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < n && !g_perf; i++)
+    bad += got[i] != src[i];
+  CHECK(bad == 0, "%s: %u of %u words differ", g_case, bad, n);
+  gb_guards(&go, "dst");
+  gb_free(&gs);
+  gb_free(&go);
+  free(src);
+  return verdict();
+}
+
+/* A verify step's verdict: rows' sampled ids at a 64-word stride whose first a match the drafts (the next one
+   differs, unless a = k), random snapshots; the count, the tokens, the state restored from snapshot a and the next
+   input id against the CPU; the outputs' guards. */
+static case_result run_spec_accept(const tcase *c) {
+  uint32_t k = c->u.spec.k, words = c->u.spec.words, a = c->u.spec.a, stride = 64, ss = (words + 63) / 64 * 64;
+  uint32_t *ids = malloc((k + 1) * 4), *sampled = malloc((size_t)(k + 1) * stride * 4),
+           *snap = malloc((size_t)(k + 1) * ss * 4), want[OP_SPEC_MAX + 2];
+  for (size_t i = 0; i < (size_t)(k + 1) * stride; i++)
+    sampled[i] = th_u32(&rng) % 1000;
+  for (size_t i = 0; i < (size_t)(k + 1) * ss; i++) /* rows ss words apart (a binding offset each) */
+    snap[i] = th_u32(&rng);
+  ids[0] = th_u32(&rng) % 1000;
+  for (uint32_t i = 0; i < k; i++) /* draft i + 1 matches row i's pick for i < a, then differs */
+    ids[i + 1] = i < a ? sampled[i * stride] : (sampled[i * stride] + 1 + th_u32(&rng) % 7) % 1000;
+  want[0] = a;
+  for (uint32_t i = 0; i <= k; i++)
+    want[1 + i] = sampled[i * stride];
+  gbuf gi = gb_in(ids, (k + 1) * 4), gsm = gb_in(sampled, (size_t)(k + 1) * stride * 4),
+       gsn = gb_in(snap, (size_t)(k + 1) * ss * 4), gr = gb_out((k + 2) * 4), gst = gb_out(words * 4), gn = gb_out(4);
+  traffic(4.0 * (2 * k + 4 + 2 * words), 0);
+  gpu_recorder *r = rec_new();
+  CHECK(op_spec_accept(r, k, gi.v, gsm.v, stride, gsn.v, words, ss, gr.v, gst.v, gn.v) == WGLLM_OK, "%s record: %s",
+        g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    const uint32_t *res = gb_fetch(&gr), *st = gb_fetch(&gst), *nx = gb_fetch(&gn);
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < k + 2; i++)
+      bad += res[i] != want[i];
+    CHECK(bad == 0, "%s: %u of %u result words wrong (count %u, want %u)", g_case, bad, k + 2, res[0], a);
+    bad = 0;
+    for (uint32_t j = 0; j < words; j++)
+      bad += st[j] != snap[(size_t)a * ss + j];
+    CHECK(bad == 0, "%s: %u of %u state words are not snapshot %u's", g_case, bad, words, a);
+    CHECK(nx[0] == sampled[a * stride], "%s: next id %u, want row %u's %u", g_case, nx[0], a, sampled[a * stride]);
+  }
+  gb_guards(&gr, "result");
+  gb_guards(&gst, "state");
+  gb_guards(&gn, "next");
+  gbuf *all[] = {&gi, &gsm, &gsn, &gr, &gst, &gn};
+  for (size_t i = 0; i < 6; i++)
+    gb_free(all[i]);
+  free(ids);
+  free(sampled);
+  free(snap);
+  return verdict();
+}
+
+static void cases_spec(void) {
+  static const uint32_t words[] = {1, 260, 1000};
+  for (size_t i = 0; i < 3; i++) {
+    tcase *c = add_case("copy_u32", run_copy_u32, "n=%u", words[i]);
+    c->u.spec.words = words[i];
+  }
+  static const uint32_t ka[][3] = {{0, 0, 260}, {1, 0, 260}, {1, 1, 260},  {4, 2, 260},
+                                   {4, 4, 7},   {7, 0, 300}, {15, 9, 260}, {63, 63, 5}};
+  for (size_t i = 0; i < sizeof ka / sizeof ka[0]; i++) {
+    tcase *c = add_case("spec_accept", run_spec_accept, "k=%u,a=%u,words=%u", ka[i][0], ka[i][1], ka[i][2]);
+    c->u.spec.k = ka[i][0];
+    c->u.spec.a = ka[i][1];
+    c->u.spec.words = ka[i][2];
   }
 }
 
@@ -3067,9 +3160,9 @@ static void cases_gemv_q8(void) {
     int mode;
     uint32_t rm, split;
   } sm[] = {
-      {300, 1024, 9, 32, 0, 0, 0},   {257, 512, 16, 64, 1, 1, 3},  {200, 1024, 17, 32, 3, 2, 7},
-      {129, 2048, 32, 128, 2, 2, 1}, {96, 1024, 33, 32, 4, 4, 5},   {300, 512, 64, 32, 4, 0, 0},
-      {64, 4096, 40, 32, 2, 1, 64},  {513, 256, 24, 32, 3, 4, 2},  {300, 1024, 4, 32, 0, 1, 2},
+      {300, 1024, 9, 32, 0, 0, 0},   {257, 512, 16, 64, 1, 1, 3}, {200, 1024, 17, 32, 3, 2, 7},
+      {129, 2048, 32, 128, 2, 2, 1}, {96, 1024, 33, 32, 4, 4, 5}, {300, 512, 64, 32, 4, 0, 0},
+      {64, 4096, 40, 32, 2, 1, 64},  {513, 256, 24, 32, 3, 4, 2}, {300, 1024, 4, 32, 0, 1, 2},
       {257, 512, 8, 64, 3, 1, 3},
   };
   for (size_t i = 0; i < sizeof sm / sizeof sm[0]; i++) {
@@ -4158,6 +4251,7 @@ static void cases_hostile(void) {
 static void build_cases(void) {
   cases_fill();
   cases_step_ids();
+  cases_spec();
   cases_binary();
   cases_rms_norm();
   cases_rope();

@@ -385,6 +385,9 @@ void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats) {
   stats->stop = public_stop(job->g.res.stop);
   stats->stop_reason = llm_stop_reason_name(job->g.res.stop);
   stats->batched_tokens = job->batched;
+  stats->spec_steps = job->g.res.spec_steps;
+  stats->spec_drafted = job->g.res.spec_drafted;
+  stats->spec_accepted = job->g.res.spec_accepted;
 }
 
 const char *wgllm_job_error(const wgllm_job *j) { return j ? j->err.msg : ""; }

@@ -90,6 +90,19 @@ wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits);
 wgllm_status op_fill_f32(gpu_recorder *rec, gpu_view out, uint32_t n, float value);
 
+/* dst[i] = src[i] for i < n (32-bit words).   src, dst: [n] */
+wgllm_status op_copy_u32(gpu_recorder *rec, gpu_view src, gpu_view dst, uint32_t n);
+/* The verdict of a speculative verify step whose rows 0..k fed ids[0..k] (the last token, then k drafts) and whose
+   row i's sampler picked sampled[i * stride], its state after row i saved in snap[i * snap_stride ..]: a = the
+   drafts accepted (the leading i < k with sampled[i * stride] == ids[i + 1]); result[0] = a, result[1 + i] =
+   sampled[i * stride] (i <= k: the first a + 1 are the output); state = snap[a]'s words; next[0] = sampled[a *
+   stride]. ids: [k + 1] u32; sampled: [k + 1][stride]; snap: [k + 1][snap_stride]; result: [k + 2];
+   state: [words]; next: [1] */
+#define OP_SPEC_MAX 63
+wgllm_status op_spec_accept(gpu_recorder *rec, uint32_t k, gpu_view ids, gpu_view sampled, uint32_t stride,
+                            gpu_view snap, uint32_t words, uint32_t snap_stride, gpu_view result, gpu_view state,
+                            gpu_view next);
+
 /* The input ids of a batched decode step: ids[i] = src[i] & 0x7fffffff where src[i]'s top bit is set, else
    prev[src[i] * stride] (the id the step before sampled for that row, still on the GPU; src[i] clamped to slots - 1);
    0 for n <= i < rows.   src: [n] u32; prev: [slots][stride] u32; ids: [rows] u32 */

@@ -126,8 +126,19 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
   g->depth = gp->pipeline ? gp->pipeline : 2;
   if (g->depth < 1) g->depth = 1;
   if (g->depth > LLM_MAX_IN_FLIGHT) g->depth = LLM_MAX_IN_FLIGHT;
+  if (gp->spec_lookup) { /* a verify step waits for its verdict: the drafts come from the text so far */
+    llm_err e = {0};
+    st = llm_spec_create(s, gp->spec_lookup < LLM_SPEC_MAX ? gp->spec_lookup : LLM_SPEC_MAX, &g->spec, &e);
+    if (st) {
+      llm_err_set(&s->err, st, "%s", e.msg);
+      return g->st = st;
+    }
+  }
   return WGLLM_OK;
 }
+
+/* The session's position as plain decoding would have it: a verify step fed the tokens not taken yet too. */
+static uint32_t gen_n_past(const llm_gen *g) { return g->s->n_past - (g->spec_n - g->spec_at); }
 
 wgllm_status llm_gen_prefill(llm_gen *g, uint32_t max) {
   if (!g->prefilling || g->done || g->st) return g->st;
@@ -221,7 +232,7 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
     llm_gen_finish(g);
     return g->st;
   }
-  if (s->n_past + 1 >= s->opt.ctx) {
+  if (gen_n_past(g) + 1 >= s->opt.ctx) {
     g->res.stop = LLM_STOP_CONTEXT;
     llm_gen_finish(g);
     return g->st;
@@ -229,7 +240,8 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   /* queue steps up to the pipeline depth, never past the token limit or the context */
   wgllm_status st = WGLLM_OK;
   while (!st && queue && s->in_flight < g->depth && g->res.n_generated + (uint32_t)s->in_flight < g->max_tokens &&
-         s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx) {
+         s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx &&
+         (!g->spec || (uint32_t)s->in_flight < g->spec_skip)) { /* speculation: its resting steps only */
     st = llm_session_step_submit(s);
     g->queued++;
   }
@@ -240,14 +252,57 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   return g->st;
 }
 
+/* Speculation's next token: one the last verify step gave, or a new verify step's first where lookup finds drafts
+   (within the token limit: a step gives at most k + 1 tokens); 0 when it has none (a plain step then). A verify
+   step that accepts nothing costs more than the plain step it replaces (docs/PERF.md, "Speculative decoding"), so
+   after one lookup rests for 1, 2, 4 .. 64 plain steps (queued as without speculation: llm_gen_accept), doubling
+   while its steps keep failing. */
+static int spec_next(llm_gen *g) {
+  if (g->spec_at < g->spec_n) {
+    g->token = g->spec_toks[g->spec_at++];
+    g->has_token = 1;
+    return 1;
+  }
+  if (g->spec_skip) return 0;
+  uint32_t k = llm_spec_room(g->spec), left = g->max_tokens - g->res.n_generated;
+  if (k + 1 > left) k = left ? left - 1 : 0;
+  int32_t drafts[LLM_SPEC_MAX];
+  uint32_t nd = k ? llm_spec_propose(g->spec, k, drafts) : 0;
+  if (!nd) return 0;
+  nd = llm_spec_rows_drafts(nd);
+  uint32_t n = 0;
+  g->st = llm_spec_verify(g->spec, drafts, nd, g->spec_toks, &n);
+  if (g->st) {
+    llm_err_set(&g->s->err, g->st, "%s", g->spec->err.msg);
+    llm_gen_finish(g);
+    return 1;
+  }
+  g->res.spec_steps++;
+  g->res.spec_drafted += nd;
+  g->res.spec_accepted += n - 1;
+  if (n == 1) { /* nothing accepted: rest */
+    g->spec_backoff = g->spec_backoff ? (g->spec_backoff < 64 ? 2 * g->spec_backoff : 64) : 1;
+    g->spec_skip = g->spec_backoff;
+  } else {
+    g->spec_backoff = 0;
+  }
+  g->spec_n = n;
+  g->spec_at = 1;
+  g->token = g->spec_toks[0];
+  g->has_token = 1;
+  return 1;
+}
+
 wgllm_status llm_gen_collect(llm_gen *g) {
   if (g->done || g->st || g->prefilling) return g->st;
+  if (g->spec && !g->s->in_flight && spec_next(g)) return g->st;
   if (!g->s->in_flight) { /* accepted without queueing: one step now */
     g->st = llm_session_step_submit(g->s);
     g->queued++;
   }
   if (!g->st) g->st = llm_session_step_collect(g->s, &g->token);
   if (!g->st) g->has_token = 1;
+  if (g->spec_skip) g->spec_skip--;
   if (g->st) llm_gen_finish(g);
   return g->st;
 }
@@ -269,6 +324,12 @@ void llm_gen_finish(llm_gen *g) {
   if (g->done) return;
   g->done = 1;
   llm_session *s = g->s;
+  if (g->spec_n > g->spec_at) { /* a verify step's tokens past the end: the cache as plain decoding leaves it */
+    llm_session_rewind(s, gen_n_past(g));
+    s->last_sampled = g->token;
+    llm_session_step_drain(s); /* the input id rewritten, the reservations back */
+    g->spec_n = g->spec_at = 0;
+  }
   if (g->started && s->in_flight) {
     llm_err keep = s->err;
     wgllm_status d = llm_session_step_drain(s);
@@ -298,6 +359,7 @@ void llm_gen_free(llm_gen *g) {
     g->res.stop = LLM_STOP_CALLBACK;
     llm_gen_finish(g);
   }
+  llm_spec_free(g->spec);
   free(g->res.tokens);
   free(g->text.buf);
   free(g->pending);

@@ -4,6 +4,7 @@
 #ifndef WGLLM_GENERATE_H
 #define WGLLM_GENERATE_H
 #include "session.h"
+#include "speculate.h"
 #include "tokenizer.h"
 
 typedef enum llm_stop_reason {
@@ -30,12 +31,16 @@ typedef struct llm_gen_params {
      then the prompt), read when the generation begins; NULL: the prompt */
   const int32_t *recent;
   uint32_t n_recent;
+  /* speculative decoding with prompt lookup (speculate.h): at most this many drafts a verify step, up to
+     LLM_SPEC_MAX (0: off); the same tokens as without it, in the exact precision */
+  uint32_t spec_lookup;
 } llm_gen_params;
 
 typedef struct llm_gen_result {
   llm_stop_reason stop;
   uint32_t n_prompt, n_generated;
   double prefill_s, decode_s; /* wall time */
+  uint32_t spec_steps, spec_drafted, spec_accepted; /* speculation: verify steps, drafts they took, accepted */
   int32_t *tokens;            /* [n_generated], malloc'd; free with free() */
   char *text;                 /* the generated text (stop string cut), NUL-terminated, malloc'd */
   size_t text_len;
@@ -65,6 +70,10 @@ typedef struct llm_gen {
   llm_gen_result res; /* stop, counts, times, tokens (text: in `text`) */
   tok_stream *ts;
   llm_gen_text text;
+  llm_spec *spec;     /* speculative decoding (gp.spec_lookup), or NULL */
+  int32_t spec_toks[LLM_SPEC_MAX + 1]; /* the last verify step's tokens: [spec_at, spec_n) not taken yet */
+  uint32_t spec_n, spec_at;
+  uint32_t spec_skip, spec_backoff; /* plain steps before lookup is tried again, after a step accepted nothing */
   int32_t token;      /* sampled; not yet accepted while has_token */
   int has_token;      /* token holds a token accept has not taken yet (accept without one does nothing) */
   int32_t *pending;   /* the prompt while it is prefilled (begin_deferred) */

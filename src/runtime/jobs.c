@@ -63,6 +63,10 @@ wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_
   gp->on_text = p->on_text;
   gp->user = p->user;
   gp->ignore_eog = p->ignore_eos;
+  if (p->spec_lookup > WGLLM_SPEC_MAX)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "spec_lookup is %u drafts a step; at most %u", p->spec_lookup,
+                       WGLLM_SPEC_MAX);
+  gp->spec_lookup = p->spec_lookup;
   return WGLLM_OK;
 }
 
@@ -387,7 +391,7 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
   uint32_t nb = 0;
   for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++) {
     llm_job *j = jobs[i];
-    if (j->decodes && !j->s->in_flight && !j->g.st && (!j->flying || needs_next(j))) {
+    if (j->decodes && !j->s->in_flight && !j->g.st && !j->g.spec && (!j->flying || needs_next(j))) {
       bj[nb] = j;
       bs[nb++] = j->s;
     }
@@ -410,7 +414,9 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
   }
   for (size_t i = 0; i < n; i++) { /* the others: queue a step for each that has none, then collect */
     llm_job *j = jobs[i];
-    if (!j->decodes || in_batch(bj, n_batched, j) || in_batch(qj, nq, j) || j->s->in_flight || j->g.done) continue;
+    if (!j->decodes || in_batch(bj, n_batched, j) || in_batch(qj, nq, j) || j->s->in_flight || j->g.done ||
+        j->g.spec) /* speculation steps in its collect */
+      continue;
     wgllm_status st = llm_session_step_submit(j->s);
     if (st)
       llm_gen_fail(&j->g, st);

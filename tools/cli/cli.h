@@ -24,6 +24,8 @@ typedef struct cli_gen {
   long long n_predict;      /* -n (-1: until the context is full) */
   int seed_given;           /* -s other than -1; else a random seed */
   int stats, ignore_eos, no_display_prompt, conversation, single_turn;
+  int spec_lookup;    /* --spec-lookup */
+  uint32_t draft_max; /* --draft-max N (0: not given) */
   char *owned[4]; /* what -f, -sysf and the operands read or joined */
 } cli_gen;
 /* wgllm chat, or wgllm run -cnv, with the parsed options; returns the exit status */

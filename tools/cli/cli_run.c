@@ -30,7 +30,9 @@ enum {
   K_CNV,
   K_NO_CNV,
   K_SINGLE_TURN,
-  K_NO_DISPLAY_PROMPT
+  K_NO_DISPLAY_PROMPT,
+  K_SPEC_LOOKUP,
+  K_DRAFT_MAX
 };
 
 static const cli_opt gen_opts[] = {
@@ -62,6 +64,10 @@ static const cli_opt gen_opts[] = {
     {K_IGNORE_EOS, "--ignore-eos", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
      "keep generating past end-of-generation tokens"},
     {K_STATS, "--stats", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN, "a summary line (tokens, times, stop reason) on stderr"},
+    {K_SPEC_LOOKUP, "--spec-lookup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
+     "speculative decoding with prompt lookup: drafts from the text so far, checked in one pass (same text)"},
+    {K_DRAFT_MAX, "--draft-max --draft --draft-n", CLI_INT, "N", 1, WGLLM_SPEC_MAX, 0, CLI_CMD_GEN,
+     "drafts a speculative step at most (default 7: eight rows, one pass of the weights)"},
     {K_NO_DISPLAY_PROMPT, "--no-display-prompt", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_RUN,
      "run: print the continuation only, not the prompt"},
     {K_CNV, "-cnv --conversation", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN, "run: chat instead (as wgllm chat)"},
@@ -147,6 +153,12 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_STATS:
     g->stats = 1;
+    break;
+  case K_SPEC_LOOKUP:
+    g->spec_lookup = 1;
+    break;
+  case K_DRAFT_MAX:
+    g->draft_max = (uint32_t)v->i;
     break;
   case K_NO_DISPLAY_PROMPT:
     g->no_display_prompt = 1;
@@ -286,6 +298,11 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
   g->gp.stop = g->stop;
   g->gp.n_stop = g->n_stop;
   g->gp.ignore_eos = g->ignore_eos;
+  if (g->draft_max && !g->spec_lookup) {
+    fprintf(stderr, "%s: --draft-max sets the drafts of --spec-lookup, which is not given\n", prog);
+    return 2;
+  }
+  g->gp.spec_lookup = g->spec_lookup ? (g->draft_max ? g->draft_max : 7) : 0;
   return 0;
 }
 
@@ -300,6 +317,11 @@ void cli_print_stats(const wgllm_generate_stats *st, const char *adapter) {
           st->prompt_tokens, st->cached_tokens, st->prefill_seconds, st->generated_tokens, st->decode_seconds,
           st->decode_seconds > 0 ? st->generated_tokens / st->decode_seconds : 0.0, st->stop_reason,
           adapter ? ", on " : "", adapter ? adapter : "");
+  if (st->spec_steps)
+    fprintf(stderr, "[speculation: %u verify steps, %u of %u drafts accepted (%.1f%%), %.2f tokens a step]\n",
+            st->spec_steps, st->spec_accepted, st->spec_drafted,
+            st->spec_drafted ? 100.0 * st->spec_accepted / st->spec_drafted : 0.0,
+            (double)(st->spec_accepted + st->spec_steps) / st->spec_steps);
 }
 
 volatile sig_atomic_t cli_busy;

@@ -1,0 +1,231 @@
+/* Speculative decoding (speculate.h): the verify step of k drafts as a batched decode of one session in k + 1
+   rows, its verdict on the GPU, the session's bookkeeping after it, and prompt lookup. */
+#include "speculate.h"
+#include "batch.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROW_WORDS 64                         /* u32 between rows' positions and ids: 256 bytes, a binding offset */
+#define STATE_WORDS (4 + OP_SAMPLE_RING_MAX) /* the sampler's state */
+#define SNAP_WORDS 320                       /* a saved state's stride: a binding offset */
+
+/* the parts of sp->io for R rows */
+static uint64_t pos_off(uint32_t R) {
+  (void)R;
+  return 0;
+}
+static uint64_t out_off(uint32_t R) { return (uint64_t)R * ROW_WORDS * 4; }
+static uint64_t snap_off(uint32_t R) { return 2ull * R * ROW_WORDS * 4; }
+static uint64_t io_bytes(uint32_t R) { return snap_off(R) + (uint64_t)R * SNAP_WORDS * 4; }
+
+int llm_spec_supported(llm_session *s, char *why, size_t whylen) {
+  if (!s->has_sampler) {
+    snprintf(why, whylen, "no sampler is set");
+    return 0;
+  }
+  gpu_recorder *rec = gpu_recorder_create(s->gpu, 0);
+  if (!rec) {
+    snprintf(why, whylen, "out of host memory");
+    return 0;
+  }
+  int ok = llm_batch_forward_ok(rec, s->m, llm_batch_rows(2), why, whylen);
+  gpu_recorder_free(rec);
+  return ok;
+}
+
+void llm_spec_free(llm_spec *sp) {
+  if (!sp) return;
+  for (uint32_t k = 0; k <= LLM_SPEC_MAX; k++)
+    gpu_recorder_free(sp->rec[k]);
+  gpu_readback_free(sp->rb);
+  gpu_buffer_destroy(sp->s->gpu, sp->io);
+  gpu_buffer_destroy(sp->s->gpu, sp->res);
+  llm_scratch_release(sp->s->gpu, &sp->sc);
+  free(sp->hist);
+  free(sp);
+}
+
+wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, llm_spec **out, llm_err *err) {
+  *out = NULL;
+  char why[256];
+  if (k_max < 1 || k_max > LLM_SPEC_MAX)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "speculative decoding: %u drafts a step (1 to %u)", k_max,
+                       LLM_SPEC_MAX);
+  if (!llm_spec_supported(s, why, sizeof why))
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "speculative decoding needs the batched decode pass: %s", why);
+  llm_spec *sp = calloc(1, sizeof *sp);
+  if (!sp || !(sp->hist = malloc(((size_t)s->opt.ctx + 1) * sizeof *sp->hist))) {
+    free(sp);
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  sp->s = s;
+  sp->k_max = k_max;
+  const llm_hparams *hp = &s->m->hp;
+  uint32_t R = llm_batch_rows(k_max + 1);
+  wgllm_status st = llm_scratch_acquire(s->gpu, hp, R, R, &sp->sc, err);
+  if (!st && s->opt.fast) st = llm_scratch_add_fast(s->gpu, hp, &sp->sc, err);
+  if (!st) st = gpu_buffer_create(s->gpu, io_bytes(R), "spec_io", &sp->io, err);
+  if (!st) st = gpu_buffer_create(s->gpu, (LLM_SPEC_MAX + 2) * 4, "spec_result", &sp->res, err);
+  if (!st && !(sp->rb = gpu_readback_create(s->gpu, (LLM_SPEC_MAX + 2) * 4, 1, "spec readback", err)))
+    st = err && err->status ? err->status : WGLLM_ERR_OUT_OF_MEMORY;
+  if (st) {
+    llm_spec_free(sp);
+    return st;
+  }
+  *out = sp;
+  return WGLLM_OK;
+}
+
+uint32_t llm_spec_room(const llm_spec *sp) {
+  const llm_session *s = sp->s;
+  uint64_t k = sp->k_max;
+  if (s->n_past + 1 >= s->opt.ctx) return 0;
+  if (k > s->opt.ctx - 1 - s->n_past) k = s->opt.ctx - 1 - s->n_past; /* rows n_past .. n_past + k */
+  if (k > s->kv.ring_slack) k = s->kv.ring_slack;
+  return (uint32_t)k;
+}
+
+/* Records the verify step of k drafts for rows at s->n_past + i in their length buckets. */
+static wgllm_status record(llm_spec *sp, uint32_t k, const uint8_t *bucket) {
+  llm_session *s = sp->s;
+  const llm_hparams *hp = &s->m->hp;
+  gpu_recorder_free(sp->rec[k]);
+  sp->rec[k] = NULL;
+  uint32_t R = k + 1, R_io = llm_batch_rows(sp->k_max + 1); /* k + 1 rows, none padding: a GEMV's tokens cost */
+  llm_fwd_token tk[LLM_SPEC_MAX + 1];
+  for (uint32_t i = 0; i <= k; i++) {
+    uint32_t len = llm_bucket_len(s, bucket[i]);
+    tk[i] = (llm_fwd_token){&s->kv,
+                            &s->rope,
+                            {sp->io, pos_off(R_io) + (uint64_t)i * ROW_WORDS * 4, 4},
+                            s->step_scratch.attn_partial,
+                            s->step_scratch.attn_args,
+                            len >= s->opt.ctx ? 0 : len,
+                            s->opt.attn_grid};
+  }
+  gpu_recorder *rec = gpu_recorder_create(s->gpu, 1);
+  if (!rec) return llm_err_set(&sp->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  /* a token at a time over its own session's cache (no pool table: rows of one sequence must see each other's
+     keys, which one paged dispatch for all would not order) */
+  wgllm_status st = llm_encode_forward_batch(rec, s->m, tk, k + 1, R, &sp->sc, s->opt.fast, NULL);
+  uint64_t row = (uint64_t)hp->n_vocab * 4;
+  for (uint32_t i = 0; !st && i <= k; i++) {
+    st = op_sample(rec, &s->sampler, (gpu_view){sp->sc.logits, i * row, row}, gpu_whole(s->sampler_state),
+                   (gpu_view){sp->io, out_off(R_io) + (uint64_t)i * ROW_WORDS * 4, 4}, gpu_whole(s->sampler_work),
+                   hp->n_vocab);
+    if (!st)
+      st = op_copy_u32(rec, gpu_whole(s->sampler_state),
+                       (gpu_view){sp->io, snap_off(R_io) + (uint64_t)i * SNAP_WORDS * 4, STATE_WORDS * 4}, STATE_WORDS);
+  }
+  if (!st)
+    st = op_spec_accept(rec, k, (gpu_view){sp->sc.ids, 0, (k + 1ull) * 4},
+                        (gpu_view){sp->io, out_off(R_io), (uint64_t)(k + 1) * ROW_WORDS * 4}, ROW_WORDS,
+                        (gpu_view){sp->io, snap_off(R_io), (uint64_t)(k + 1) * SNAP_WORDS * 4}, STATE_WORDS, SNAP_WORDS,
+                        (gpu_view){sp->res, 0, (k + 2ull) * 4}, gpu_whole(s->sampler_state),
+                        (gpu_view){s->step_scratch.ids, 0, 4});
+  if (st) {
+    llm_err_set(&sp->err, st, "recording the verify step of %u drafts: %s", k, gpu_recorder_error(rec));
+    gpu_recorder_free(rec);
+    return st;
+  }
+  sp->rec[k] = rec;
+  sp->rec_gen[k] = s->step_gen;
+  memcpy(sp->rec_bucket[k], bucket, k + 1);
+  return WGLLM_OK;
+}
+
+wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, int32_t *out, uint32_t *n_out) {
+  llm_session *s = sp->s;
+  const llm_hparams *hp = &s->m->hp;
+  llm_err_clear(&sp->err);
+  *n_out = 0;
+  if (k < 1 || k > llm_spec_room(sp))
+    return llm_err_set(&sp->err, WGLLM_ERR_INVALID_ARG, "verify: %u drafts (room for %u)", k, llm_spec_room(sp));
+  if (!s->has_sampler || s->in_flight || s->batch_queued || s->evicted)
+    return llm_err_set(&sp->err, WGLLM_ERR_INVALID_ARG,
+                       "verify: the session has no sampler, steps queued or no cache (evicted)");
+  for (uint32_t i = 0; i < k; i++)
+    if (drafts[i] < 0 || (uint32_t)drafts[i] >= hp->n_vocab)
+      return llm_err_set(&sp->err, WGLLM_ERR_INVALID_ARG, "verify: draft %u is id %d, outside the vocabulary of %u", i,
+                         drafts[i], hp->n_vocab);
+  uint32_t n = s->n_past;
+  wgllm_status st = llm_session_reserve(s, n + k + 1);
+  if (st) return llm_err_set(&sp->err, st, "%s", s->err.msg);
+  uint8_t bucket[LLM_SPEC_MAX + 1];
+  for (uint32_t i = 0; i <= k; i++)
+    bucket[i] = (uint8_t)llm_bucket_of(s, n + i);
+  if (!sp->rec[k] || sp->rec_gen[k] != s->step_gen || memcmp(sp->rec_bucket[k], bucket, k + 1)) {
+    st = record(sp, k, bucket);
+    if (st) return st;
+  }
+  uint32_t R_io = llm_batch_rows(sp->k_max + 1);
+  uint32_t ids[LLM_SPEC_MAX + 1] = {0}, pos[(LLM_SPEC_MAX + 1) * ROW_WORDS] = {0};
+  ids[0] = (uint32_t)s->last_sampled;
+  for (uint32_t i = 0; i < k; i++)
+    ids[1 + i] = (uint32_t)drafts[i];
+  for (uint32_t i = 0; i <= k; i++)
+    pos[i * ROW_WORDS] = n + i;
+  gpu_write(s->gpu, sp->sc.ids, 0, ids, (k + 1ull) * 4);
+  gpu_write(s->gpu, sp->io, pos_off(R_io), pos, (uint64_t)(k + 1) * ROW_WORDS * 4);
+  int slot;
+  st = gpu_recorder_run_readback(sp->rec[k], sp->rb, (gpu_view){sp->res, 0, (k + 2ull) * 4}, &slot);
+  uint32_t res[LLM_SPEC_MAX + 2] = {0};
+  if (!st)
+    st = gpu_readback_wait(sp->rb, slot, res, &sp->err);
+  else
+    llm_err_set(&sp->err, st, "verify step: %s", gpu_recorder_error(sp->rec[k]));
+  uint32_t a = res[0];
+  if (!st && a > k) st = llm_err_set(&sp->err, WGLLM_ERR_INTERNAL, "verify: %u drafts accepted of %u", a, k);
+  for (uint32_t i = 0; !st && i <= a; i++)
+    if (res[1 + i] >= hp->n_vocab)
+      st = llm_err_set(&sp->err, WGLLM_ERR_INTERNAL, "sampler returned token %u outside the vocabulary of %u",
+                       res[1 + i], hp->n_vocab);
+  if (st) {
+    llm_session_step_drain(s); /* the reservations back, the step's input id rewritten */
+    return st;
+  }
+  /* rows 0..a fed the last token and the accepted drafts; rows past them wrote keys a later step rewrites */
+  if (n + k + 1 > s->kv_hi) s->kv_hi = n + k + 1;
+  llm_session_fed_decoded(s, s->last_sampled);
+  for (uint32_t i = 0; i < a; i++)
+    llm_session_fed_decoded(s, drafts[i]);
+  for (uint32_t i = 0; i <= a; i++)
+    out[i] = (int32_t)res[1 + i];
+  s->last_sampled = out[a];
+  llm_session_step_drain(s); /* the reservations past n_past back (the id: op_spec_accept wrote the same) */
+  *n_out = a + 1;
+  sp->steps++;
+  sp->drafted += k;
+  sp->accepted += a;
+  return WGLLM_OK;
+}
+
+uint32_t llm_spec_rows_drafts(uint32_t n) {
+  uint32_t rows = 2;
+  while (rows * 2 <= n + 1)
+    rows *= 2;
+  return n ? rows - 1 : 0;
+}
+
+uint32_t llm_spec_lookup(const int32_t *hist, uint32_t n, uint32_t k, int32_t *drafts) {
+  for (uint32_t g = LLM_SPEC_NGRAM; g >= 1; g--) {
+    if (n < g + 1) continue;
+    const int32_t *tail = hist + n - g;
+    for (uint32_t j = n - g; j-- > 0;) { /* the latest earlier occurrence first */
+      if (memcmp(hist + j, tail, g * sizeof *hist)) continue;
+      uint32_t c = 0;
+      for (; c < k && j + g + c < n; c++)
+        drafts[c] = hist[j + g + c];
+      if (c) return c;
+    }
+  }
+  return 0;
+}
+
+uint32_t llm_spec_propose(llm_spec *sp, uint32_t k, int32_t *drafts) {
+  const llm_session *s = sp->s;
+  memcpy(sp->hist, s->fed, (size_t)s->n_past * sizeof *sp->hist);
+  sp->hist[s->n_past] = s->last_sampled;
+  return llm_spec_lookup(sp->hist, s->n_past + 1, k, drafts);
+}

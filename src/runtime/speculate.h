@@ -1,0 +1,60 @@
+/* Speculative decoding (issue 29): drafts proposed cheaply and checked in one forward pass of the model.
+   The verify step of k drafts is a batched decode of one session in k + 1 rows (decoder.h's
+   llm_encode_forward_batch): row 0 feeds the session's last sampled token at n_past, row i the draft d_i at
+   n_past + i, each row's token attending over the cache the rows before it appended (a token at a time, the
+   kernels of a single step: in the exact precision each row's logits are bit for bit the step's that would feed
+   the same tokens one after another). Each row's sampler then draws with the session's sampler state as the rows
+   before it left it (kernels/copy_u32.wgsl saves it after each row), and op_spec_accept finds on the GPU how many
+   drafts those draws confirm (a: draft i + 1 equals what row i drew), puts back the state row a left, and feeds
+   row a's token to the next step. The output is the a + 1 tokens rows 0..a drew: the tokens plain decoding draws
+   with the same sampler and seed, for every sampler setting (a draft is a proposal of probability one, so
+   accepting it when the row's own draw equals it is the rejection rule's min(1, p/q) = p, and a rejected row's
+   draw is a draw from p without the draft: the rule's residual). The cache keeps rows 0..a (positions past them are
+   rewritten later; a ring needs k slots of slack past its window: llm_kv_cache.ring_slack); the CPU reads back
+   the count and the tokens only. A recording a draft count (for the rows' length buckets), kept.
+   Proposer: prompt lookup (llm_spec_lookup), the continuation of the latest earlier occurrence of the text's last
+   n-gram (3, 2, then 1 tokens), in the prompt and the generated text. */
+#ifndef WGLLM_SPECULATE_H
+#define WGLLM_SPECULATE_H
+#include "session.h"
+
+#define LLM_SPEC_MAX 15  /* drafts a verify step takes at most (16 rows; wgllm.h's WGLLM_SPEC_MAX) */
+#define LLM_SPEC_NGRAM 3 /* the longest n-gram prompt lookup matches */
+
+typedef struct llm_spec {
+  llm_session *s;
+  uint32_t k_max;
+  llm_scratch sc;   /* k_max + 1 rows of activations (padded to llm_batch_rows) and their logits */
+  gpu_buffer *io;   /* [rows][64] u32 positions | [rows][64] sampled ids | [rows][320] sampler states */
+  gpu_buffer *res;  /* [k_max + 2] u32: the verdict (the count, then the rows' tokens) */
+  gpu_readback *rb; /* of res */
+  gpu_recorder *rec[LLM_SPEC_MAX + 1];                    /* the verify step of k drafts */
+  uint32_t rec_gen[LLM_SPEC_MAX + 1];                     /* the session's step_gen when recorded */
+  uint8_t rec_bucket[LLM_SPEC_MAX + 1][LLM_SPEC_MAX + 1]; /* and each row's length bucket */
+  int32_t *hist;                                          /* [ctx + 1] the text so far, for lookup */
+  uint64_t steps, drafted, accepted;                      /* verify steps, drafts they took, drafts accepted */
+  llm_err err;
+} llm_spec;
+
+/* Whether s can verify drafts: the model's batched pass records on this device, a sampler is set. why: the reason
+   when not. */
+int llm_spec_supported(llm_session *s, char *why, size_t whylen);
+/* A verifier of up to k_max (1..LLM_SPEC_MAX) drafts a step for s (which outlives it). */
+wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, llm_spec **out, llm_err *err);
+void llm_spec_free(llm_spec *sp); /* NULL is a no-op */
+/* The most drafts a step of s can take now: k_max, within the context (rows up to n_past + k) and a ring's slack. */
+uint32_t llm_spec_room(const llm_spec *sp);
+/* One verify step of drafts[0..k) (1 <= k <= llm_spec_room, each in the vocabulary) after s's last sampled token:
+   out[0..*n_out) the tokens it gives (the accepted drafts then the next token: 1..k + 1 of them, out has room for
+   k + 1); the session advances past the accepted drafts (n_past by *n_out, last_sampled the last of out, its
+   step's input id written on the GPU), its reservations past them given back. Nothing queued on s. */
+wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, int32_t *out, uint32_t *n_out);
+/* The drafts a step takes of n proposed: 1, 3, 7 or 15 (2, 4, 8 or 16 rows, the batched decode's row counts), the
+   most not above n, so that a generation compiles at most four sets of verify pipelines. */
+uint32_t llm_spec_rows_drafts(uint32_t n);
+/* Prompt lookup over hist[0..n): the tokens after the latest earlier occurrence of its last LLM_SPEC_NGRAM (then
+   fewer, down to 1) tokens, at most k of them into drafts; returns how many (0: no match). */
+uint32_t llm_spec_lookup(const int32_t *hist, uint32_t n, uint32_t k, int32_t *drafts);
+/* The lookup over s's text (its fed tokens and its last sampled one), at most k drafts. */
+uint32_t llm_spec_propose(llm_spec *sp, uint32_t k, int32_t *drafts);
+#endif
