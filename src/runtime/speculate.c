@@ -20,8 +20,9 @@ static uint64_t snap_off(uint32_t R) { return 2ull * R * ROW_WORDS * 4; }
 static uint64_t io_bytes(uint32_t R) { return snap_off(R) + (uint64_t)R * SNAP_WORDS * 4; }
 
 int llm_spec_supported(llm_session *s, char *why, size_t whylen) {
-  if (!s->has_sampler) {
-    snprintf(why, whylen, "no sampler is set");
+  if (!s->has_sampler || s->opt.unfused) { /* unfused: the verify step's rows would not be its steps bit for bit */
+    snprintf(why, whylen, "%s",
+             s->opt.unfused ? "the unfused decode path (the verify step runs the fused one)" : "no sampler is set");
     return 0;
   }
   gpu_recorder *rec = gpu_recorder_create(s->gpu, 0);

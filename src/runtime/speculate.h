@@ -36,8 +36,8 @@ typedef struct llm_spec {
   llm_err err;
 } llm_spec;
 
-/* Whether s can verify drafts: the model's batched pass records on this device, a sampler is set. why: the reason
-   when not. */
+/* Whether s can verify drafts: the model's batched pass records on this device, a sampler is set, the session
+   decodes on the fused path (the batched pass's). why: the reason when not. */
 int llm_spec_supported(llm_session *s, char *why, size_t whylen);
 /* A verifier of up to k_max (1..LLM_SPEC_MAX) drafts a step for s (which outlives it). */
 wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, llm_spec **out, llm_err *err);
