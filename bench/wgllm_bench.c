@@ -276,6 +276,16 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
   return st ? 1 : 0;
 }
 
+/* --spec: s from an empty cache, the sampler set, the prompt prefilled and its first token into *first. */
+static wgllm_status spec_restart(llm_session *s, const op_sample_params *sp, const int32_t *ids, uint32_t P,
+                                 int32_t *first, llm_err *err) {
+  llm_session_reset(s);
+  wgllm_status st = llm_session_set_sampler(s, sp, ids, P);
+  if (!st) st = llm_session_prefill_sample(s, ids, P, first);
+  if (st) *err = s->err;
+  return st;
+}
+
 /* --spec K: speculative decoding (speculate.h) on one session whose prompt is a 16-token phrase repeated to P tokens:
    plain decode of G tokens (two steps in flight) as the reference; for each k = 1..K the generation whose every step
    verifies the next k tokens of the reference (all accepted: the speed at full acceptance, and the verify step's
@@ -302,21 +312,14 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
   const op_sample_params *sps = g_sampled ? &sampled : &greedy;
   wgllm_status st = llm_session_create(m, &so, &s, &err);
   if (!st && P + G + K + 1 > so.ctx) st = llm_err_set(&err, WGLLM_ERR_INVALID_ARG, "--ctx is too small");
-#define RESTART()                                                                                                      \
-  do {                                                                                                                 \
-    llm_session_reset(s);                                                                                              \
-    st = llm_session_set_sampler(s, sps, ids, P);                                                                      \
-    if (!st) st = llm_session_prefill_sample(s, ids, P, &ref[0]);                                                      \
-    if (st) err = s->err;                                                                                              \
-  } while (0)
   if (!st) {
-    RESTART();
+    st = spec_restart(s, sps, ids, P, &ref[0], &err);
     if (!st) st = llm_spec_create(s, K, &sp, &err);
   }
   /* plain: two steps in flight */
   double plain = 0;
   for (uint32_t r = 0; !st && r <= runs; r++) {
-    RESTART();
+    st = spec_restart(s, sps, ids, P, &ref[0], &err);
     double t0 = now_s();
     uint32_t queued = 0;
     for (uint32_t g = 1; !st && g <= G; g++) {
@@ -340,7 +343,7 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
     int lookup = k == K + 1;
     uint32_t steps = 0, drafted = 0, accepted = 0, same = 1;
     for (uint32_t r = 0; !st && r <= runs; r++) {
-      RESTART();
+      st = spec_restart(s, sps, ids, P, &ref[0], &err);
       steps = drafted = accepted = 0;
       same = 1;
       double t0 = now_s();
@@ -388,7 +391,6 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
              step_ms, step_ms / (plain * 1e3), accepted, drafted, steps ? (double)(accepted + steps) / steps : 0.0,
              same ? "the plain run's" : "DIFFERENT from the plain run's");
   }
-#undef RESTART
   if (st) fprintf(stderr, "wgllm bench: --spec %u: %s (%s)\n", K, err.msg, wgllm_status_name(st));
   llm_spec_free(sp);
   llm_session_free(s);

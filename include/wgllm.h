@@ -281,7 +281,8 @@ typedef struct wgllm_generate_params {
      forward pass checks them all; the text is the one decoding gives without it (token for token in the exact
      precision, with every sampler setting and seed). Pays where replies repeat their input (extraction, editing,
      summaries, code). 0: off (the default). A job with it steps alone (wgllm_jobs_step does not batch it); a model
-     without the batched decode pass (Gemma 4) refuses it at wgllm_job_start. */
+     without the batched decode pass (Gemma 4, float weights) or a session on the unfused decode path refuses it at
+     wgllm_job_start, naming why. */
   uint32_t spec_lookup;
 } wgllm_generate_params;
 #define WGLLM_SPEC_MAX 15
@@ -351,10 +352,13 @@ WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
 /* Steps every job of jobs[0..n) that is not done by one token, or, for a job still prefilling, one chunk of its
    prompt (the last chunk samples its first token, whose text the next call emits). The jobs' sessions must
    belong to one model.
-   Up to 64 of them decode in one batched forward pass (each weight read once for every 8 of them; the text is the
-   same as stepped alone), where the model's weights and shapes allow (Llama-family models with the fused decode
-   GEMV's weight storages: q4gsw, Q4_0, Q8_0, Q4_K, Q5_K, Q6_K); the rest run one session after another, queued
-   together. Jobs still prefilling take their next chunks in one pass together (up to one prefill chunk's tokens
+   Up to 64 of them decode in one batched forward pass (each weight read once for every 8 of them, and in the fast
+   precision past 8 once for all; in the exact precision the text is the same as stepped alone), where the model's
+   weights and shapes allow (Llama-family models with the fused decode GEMV's weight storages: q4gsw, Q4_0, Q8_0,
+   Q4_K, Q5_K, Q6_K); the rest, and jobs with spec_lookup, run one session after another, queued together. The
+   batched step is left running when the call returns (the next call queues its successor behind it, then takes
+   its tokens), so the GPU works while the caller does; the other calls on those jobs and sessions collect it
+   first. Jobs still prefilling take their next chunks in one pass together (up to one prefill chunk's tokens
    in all, oldest first; the others wait for the next call). Sessions on the model's KV pool attend in one dispatch
    pair a layer and length bucket, and under pressure on the pool a job may wait or be evicted and recomputed (see
    "a paged KV pool" above). A job that fails is done with its error (wgllm_job_error); the others go on. Returns the first

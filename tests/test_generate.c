@@ -142,6 +142,14 @@ static llm_model *load_q4(const char *what, const char *name, llm_err *err) {
   return st ? NULL : m;
 }
 
+/* s from an empty cache: sampler sp, the prompt prefilled, its first token into *first. */
+static wgllm_status start_sampled(llm_session *s, const op_sample_params *sp, const int32_t *prompt, uint32_t n,
+                                  int32_t *first) {
+  llm_session_reset(s);
+  wgllm_status st = llm_session_set_sampler(s, sp, prompt, n);
+  return st ? st : llm_session_prefill_sample(s, prompt, n, first);
+}
+
 /* Batched decode on a fixture with q4gsw weights (the fused GEMV's storage): 3 sessions with prompts of their own,
    sampled (temperature 0.9, a seed each, a repetition penalty), decoded alone for G tokens as the reference, then
    together through llm_batch_step, with the third joining late and the first leaving early (so the members, and
@@ -178,17 +186,14 @@ static void batched_case(const char *name, uint32_t G) {
                                .seed = 7u + (uint32_t)i};
   /* alone */
   for (int i = 0; !st && i < NS; i++) {
-    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
-    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &want[i][0]);
+    st = start_sampled(ss[i], &sp[i], prompt[i], 12, &want[i][0]);
     for (uint32_t g = 1; !st && g <= G; g++)
       st = llm_session_step_sample(ss[i], &want[i][g]);
     CHECK(st == WGLLM_OK, "%s alone %d: %s", name, i, ss[i]->err.msg);
   }
   /* together: session 2 joins at step 5, session 0 leaves 10 steps early (then 1 and 2 go on as two) */
   for (int i = 0; !st && i < NS; i++) {
-    llm_session_reset(ss[i]);
-    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
-    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &got[i][0]);
+    st = start_sampled(ss[i], &sp[i], prompt[i], 12, &got[i][0]);
   }
   uint32_t at[NS] = {0, 0, 0};
   for (uint32_t step = 0; !st && step < G + 5; step++) {
@@ -266,16 +271,13 @@ static void pipelined_case(const char *name, uint32_t G) {
     CHECK(st == WGLLM_OK, "session: %s", err.msg);
   }
   for (int i = 0; !st && i < NS; i++) { /* alone */
-    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
-    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &want[i][0]);
+    st = start_sampled(ss[i], &sp[i], prompt[i], 12, &want[i][0]);
     for (uint32_t g = 1; !st && g <= G; g++)
       st = llm_session_step_sample(ss[i], &want[i][g]);
     CHECK(st == WGLLM_OK, "%s alone %d: %s", name, i, ss[i]->err.msg);
   }
   for (int i = 0; !st && i < NS; i++) {
-    llm_session_reset(ss[i]);
-    st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 12);
-    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 12, &got[i][0]);
+    st = start_sampled(ss[i], &sp[i], prompt[i], 12, &got[i][0]);
   }
   uint32_t at[NS] = {0}, planned[NS] = {0}, idx[LLM_BATCH_IN_FLIGHT][NS], nidx[LLM_BATCH_IN_FLIGHT], nf = 0;
   uint32_t most = 0, dropped = 0;
@@ -415,11 +417,8 @@ static void spec_case(const char *name, uint32_t G) {
       /* the verify step with drafts from the reference: t[0] from the prefill, t[i] what step i samples */
       const int32_t *t = ref.tokens;
       llm_spec *sp = NULL;
-      llm_session_reset(s);
-      gp.spec_lookup = 0;
       int32_t t0 = -1, out[LLM_SPEC_MAX + 1];
-      if (!st) st = llm_session_set_sampler(s, &gp.sampling, prompt, 24);
-      if (!st) st = llm_session_prefill_sample(s, prompt, 24, &t0);
+      if (!st) st = start_sampled(s, &gp.sampling, prompt, 24, &t0);
       if (!st) st = llm_spec_create(s, 7, &sp, &err);
       CHECK(st == WGLLM_OK && t0 == t[0], "%s: verifier: %s", what, err.msg);
       uint32_t at = 1, n = 0; /* t[0..at) known */

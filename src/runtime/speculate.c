@@ -10,11 +10,7 @@
 #define STATE_WORDS (4 + OP_SAMPLE_RING_MAX) /* the sampler's state */
 #define SNAP_WORDS 320                       /* a saved state's stride: a binding offset */
 
-/* the parts of sp->io for R rows */
-static uint64_t pos_off(uint32_t R) {
-  (void)R;
-  return 0;
-}
+/* the parts of sp->io for R rows: positions from 0, then the rows' sampled ids, then the saved sampler states */
 static uint64_t out_off(uint32_t R) { return (uint64_t)R * ROW_WORDS * 4; }
 static uint64_t snap_off(uint32_t R) { return 2ull * R * ROW_WORDS * 4; }
 static uint64_t io_bytes(uint32_t R) { return snap_off(R) + (uint64_t)R * SNAP_WORDS * 4; }
@@ -99,7 +95,7 @@ static wgllm_status record(llm_spec *sp, uint32_t k, const uint8_t *bucket) {
     uint32_t len = llm_bucket_len(s, bucket[i]);
     tk[i] = (llm_fwd_token){&s->kv,
                             &s->rope,
-                            {sp->io, pos_off(R_io) + (uint64_t)i * ROW_WORDS * 4, 4},
+                            {sp->io, (uint64_t)i * ROW_WORDS * 4, 4},
                             s->step_scratch.attn_partial,
                             s->step_scratch.attn_args,
                             len >= s->opt.ctx ? 0 : len,
@@ -160,7 +156,6 @@ wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, in
     st = record(sp, k, bucket);
     if (st) return st;
   }
-  uint32_t R_io = llm_batch_rows(sp->k_max + 1);
   uint32_t ids[LLM_SPEC_MAX + 1] = {0}, pos[(LLM_SPEC_MAX + 1) * ROW_WORDS] = {0};
   ids[0] = (uint32_t)s->last_sampled;
   for (uint32_t i = 0; i < k; i++)
@@ -168,7 +163,7 @@ wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, in
   for (uint32_t i = 0; i <= k; i++)
     pos[i * ROW_WORDS] = n + i;
   gpu_write(s->gpu, sp->sc.ids, 0, ids, (k + 1ull) * 4);
-  gpu_write(s->gpu, sp->io, pos_off(R_io), pos, (uint64_t)(k + 1) * ROW_WORDS * 4);
+  gpu_write(s->gpu, sp->io, 0, pos, (uint64_t)(k + 1) * ROW_WORDS * 4);
   int slot;
   st = gpu_recorder_run_readback(sp->rec[k], sp->rb, (gpu_view){sp->res, 0, (k + 2ull) * 4}, &slot);
   uint32_t res[LLM_SPEC_MAX + 2] = {0};
