@@ -26,6 +26,7 @@ static double now_s(void) {
 static int g_kv_pool, g_batched_only; /* --kv-pool, --batched-only (--parallel) */
 static int g_sampled; /* --sampling default: temperature, top-k, top-p, min-p and penalty instead of greedy */
 static int g_fast;    /* the precision of the measurement at hand (--precision-list): int8 activations */
+static llm_model *g_draft; /* --draft-model / --draft-synthetic: --spec's draft model, on the same device */
 
 static int cmp_d(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -300,7 +301,7 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
   so.attn_grid = (llm_attn_grid)c->attn_grid;
   so.prefill_chunk = c->prefill_chunk;
   so.fast = g_fast;
-  llm_session *s = NULL;
+  llm_session *s = NULL, *ds = NULL;
   llm_spec *sp = NULL;
   int32_t *ids = malloc(P * sizeof *ids), *ref = malloc((G + 1) * sizeof *ref), *got = malloc((G + K + 2) * 4);
   double *t = calloc(runs, sizeof *t);
@@ -314,7 +315,8 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
   if (!st && P + G + K + 1 > so.ctx) st = llm_err_set(&err, WGLLM_ERR_INVALID_ARG, "--ctx is too small");
   if (!st) {
     st = spec_restart(s, sps, ids, P, &ref[0], &err);
-    if (!st) st = llm_spec_create(s, K, &sp, &err);
+    if (!st && g_draft) st = llm_session_create(g_draft, &so, &ds, &err);
+    if (!st) st = llm_spec_create(s, K, 1, ds, &sp, &err);
   }
   /* plain: two steps in flight */
   double plain = 0;
@@ -338,22 +340,33 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
            g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, 1.0 / plain, plain * 1e3);
   else if (!st)
     printf("plain decode, %u tokens at context %u: %.3f ms a token (%.1f tok/s)\n", G, P, plain * 1e3, 1.0 / plain);
-  /* k drafts from the reference, or prompt lookup (k = 0 here: up to K) */
-  for (uint32_t k = 1; !st && k <= K + 1; k++) {
-    int lookup = k == K + 1;
+  /* k drafts from the reference, then prompt lookup (k = K + 1 here: up to K), then the draft model (K + 2) */
+  double *td = calloc(runs, sizeof *td);
+  for (uint32_t k = 1; !st && k <= K + 1 + (ds != NULL); k++) {
+    int lookup = k == K + 1, drafting = k == K + 2;
+    sp->lookup = lookup;
+    sp->draft = drafting ? ds : NULL;
     uint32_t steps = 0, drafted = 0, accepted = 0, same = 1;
     for (uint32_t r = 0; !st && r <= runs; r++) {
       st = spec_restart(s, sps, ids, P, &ref[0], &err);
+      if (!st && ds) llm_session_reset(ds); /* the draft model prefills the prompt at its first step */
       steps = drafted = accepted = 0;
       same = 1;
-      double t0 = now_s();
+      double t0 = now_s(), draft_s = 0;
       for (uint32_t at = 1; !st && at <= G;) { /* ref[0..at) known */
-        uint32_t room = llm_spec_room(sp), want = lookup ? K : k, n = 0;
+        uint32_t room = llm_spec_room(sp), want = lookup || drafting ? K : k, n = 0;
         if (want > room) want = room;
         if (want > G - at) want = G - at;
         int32_t d[LLM_SPEC_MAX];
-        uint32_t nd = !want ? 0 : lookup ? llm_spec_rows_drafts(llm_spec_propose(sp, want, d)) : want;
-        if (!lookup) memcpy(d, ref + at, nd * sizeof *d);
+        double td0 = now_s();
+        uint32_t nd = !want ? 0 : lookup || drafting ? llm_spec_rows_drafts(llm_spec_propose(sp, want, d)) : want;
+        draft_s += now_s() - td0;
+        if (sp->err.status) {
+          st = sp->err.status;
+          err = sp->err;
+          break;
+        }
+        if (!lookup && !drafting) memcpy(d, ref + at, nd * sizeof *d);
         if (nd) {
           st = llm_spec_verify(sp, d, nd, got, &n);
           if (st) err = sp->err;
@@ -369,31 +382,38 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
           same &= got[i] == ref[at + i];
         at += n;
       }
-      if (r) t[r - 1] = now_s() - t0;
+      if (r) {
+        t[r - 1] = now_s() - t0;
+        td[r - 1] = draft_s;
+      }
     }
     if (st) break;
     double per = median(t, (int)runs) / G, step_ms = steps ? median(t, (int)runs) / steps * 1e3 : 0;
+    double draft_ms = steps ? median(td, (int)runs) / steps * 1e3 : 0; /* proposing, a verify step's share */
+    const char *mode = drafting ? "draft model" : lookup ? "lookup" : "reference drafts";
     if (json)
       printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"precision\": \"%s\", \"sampling\": "
              "\"%s\", \"context\": %u, \"gen_tokens\": %u, \"mode\": \"%s\", \"drafts\": %u, \"tok_s\": %.1f, "
              "\"speedup\": %.3f, \"verify_steps\": %u, \"drafted\": %u, \"accepted\": %u, \"acceptance\": %.4f, "
              "\"tokens_per_step\": %.3f, \"ms_per_verify_step\": %.4f, \"verify_over_plain_step\": %.3f, "
-             "\"same_tokens\": %s}\n",
+             "\"ms_proposing_per_step\": %.4f, \"same_tokens\": %s}\n",
              gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, g_fast ? "fast" : "exact",
-             g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, lookup ? "lookup" : "reference drafts",
-             lookup ? K : k, 1.0 / per, plain / per, steps, drafted, accepted,
-             drafted ? (double)accepted / drafted : 0.0, steps ? (double)(accepted + steps) / steps : 0.0, step_ms,
-             step_ms / (plain * 1e3), same ? "true" : "false");
+             g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, mode, k > K ? K : k, 1.0 / per,
+             plain / per, steps, drafted, accepted, drafted ? (double)accepted / drafted : 0.0,
+             steps ? (double)(accepted + steps) / steps : 0.0, step_ms, step_ms / (plain * 1e3), draft_ms,
+             same ? "true" : "false");
     else
-      printf("%s, %u drafts: %.1f tok/s (%.2fx plain), %u verify steps of %.3f ms (%.2fx a plain step), %u of %u "
-             "drafts accepted, %.2f tokens a step, tokens %s\n",
-             lookup ? "prompt lookup" : "the reference's drafts", lookup ? K : k, 1.0 / per, plain / per, steps,
-             step_ms, step_ms / (plain * 1e3), accepted, drafted, steps ? (double)(accepted + steps) / steps : 0.0,
+      printf("%s, %u drafts: %.1f tok/s (%.2fx plain), %u steps of %.3f ms (%.2fx a plain step; proposing %.3f ms "
+             "of it), %u of %u drafts accepted, %.2f tokens a step, tokens %s\n",
+             mode, k > K ? K : k, 1.0 / per, plain / per, steps, step_ms, step_ms / (plain * 1e3), draft_ms, accepted,
+             drafted, steps ? (double)(accepted + steps) / steps : 0.0,
              same ? "the plain run's" : "DIFFERENT from the plain run's");
   }
+  free(td);
   if (st) fprintf(stderr, "wgllm bench: --spec %u: %s (%s)\n", K, err.msg, wgllm_status_name(st));
   llm_spec_free(sp);
   llm_session_free(s);
+  llm_session_free(ds);
   free(ids);
   free(ref);
   free(got);
@@ -547,6 +567,8 @@ static int load_model(const cli_common *c, gpu_context **gpu, llm_model **m) {
 
 enum {
   K_SYNTHETIC = 1024,
+  K_DRAFT_MODEL,
+  K_DRAFT_SYNTHETIC,
   K_WRITE_GGUF,
   K_VOCAB,
   K_PROMPT,
@@ -586,6 +608,10 @@ static const cli_opt bench_opts[] = {
     {K_SAMPLED, "--sampled", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "sample instead of greedy"},
     {K_SPEC, "--spec", CLI_INT, "K", 1, LLM_SPEC_MAX, 0, CLI_CMD_BENCH,
      "speculative decoding: verify steps of 1..K drafts from the plain run, and prompt lookup, against plain decode"},
+    {K_DRAFT_MODEL, "-md --draft-model", CLI_TEXT, "PATH", 0, 0, 0, CLI_CMD_BENCH,
+     "--spec: also speculate with this draft model (its greedy drafts; the same vocabulary)"},
+    {K_DRAFT_SYNTHETIC, "--draft-synthetic", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_BENCH,
+     "--spec: the draft model a synthetic model of this shape (random weights: its drafts' cost, not acceptance)"},
     {K_PARALLEL, "--parallel", CLI_INT, "N", 2, LLM_BATCH_MAX, 0, CLI_CMD_BENCH,
      "decode N sessions together, batched and one after another (aggregate tok/s)"},
     {K_PRECISION_LIST, "--precision-list", CLI_TEXT, "exact,fast", 0, 0, 0, CLI_CMD_BENCH,
@@ -603,6 +629,7 @@ typedef struct bench_args {
   int kvs[2], nkv, depth, json, profile;
   int fasts[2], nfast;
   uint32_t parallel, spec;
+  const char *draft_model, *draft_synthetic;
 } bench_args;
 
 static int on_opt(void *user, int key, const cli_value *v) {
@@ -665,6 +692,12 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_SPEC:
     a->spec = (uint32_t)v->i;
+    break;
+  case K_DRAFT_MODEL:
+    a->draft_model = v->text;
+    break;
+  case K_DRAFT_SYNTHETIC:
+    a->draft_synthetic = v->text;
     break;
   case K_KV_POOL:
     g_kv_pool = 1;
@@ -768,6 +801,23 @@ int main(int argc, char **argv) {
     }
   } else if (load_model(&c, &gpu, &m))
     return 1;
+  if ((a.draft_model || a.draft_synthetic) && (!a.spec || (a.draft_model && a.draft_synthetic))) {
+    fprintf(stderr, "wgllm bench: a draft model (one of -md, --draft-synthetic) is for --spec K\n");
+    st = WGLLM_ERR_INVALID_ARG;
+  } else if (a.draft_synthetic) {
+    st = llm_model_synthetic(gpu, a.draft_synthetic, group, &g_draft, &err);
+  } else if (a.draft_model) {
+    llm_load_options lo = {0};
+    st = llm_parse_weight_policy(c.weights, &lo.weights, &err);
+    if (!st) st = llm_model_load(gpu, a.draft_model, &lo, &g_draft, &err);
+  } else
+    st = WGLLM_OK;
+  if (st) {
+    if (err.msg[0]) fprintf(stderr, "wgllm bench: the draft model: %s (%s)\n", err.msg, wgllm_status_name(st));
+    llm_model_free(m);
+    gpu_destroy(gpu);
+    return st == WGLLM_ERR_INVALID_ARG ? 2 : 1;
+  }
   if (!nkv) {
     kvs[0] = c.kv_f16;
     nkv = 1;
@@ -784,6 +834,7 @@ int main(int argc, char **argv) {
                  : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
                              prefill_runs ? prefill_runs : (runs < 3 ? runs : 3), depth, kvs[ki], json, profile);
   }
+  llm_model_free(g_draft);
   llm_model_free(m);
   gpu_destroy(gpu);
   return rc;

@@ -108,6 +108,15 @@ typedef struct wgllm_model_info {
   int32_t bos, eos;
 } wgllm_model_info;
 WGLLM_API wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info);
+/* Whether draft can propose tokens for m (wgllm_generate_params.draft_model): both have a tokenizer of the same
+   kind and the same tokens (the text of every id both have, the special ones among them, BOS and EOS; their
+   vocabularies may differ in size by at most 128 padding ids, as llama.cpp allows; drafts past m's vocabulary end a
+   proposal). WGLLM_ERR_INVALID_ARG otherwise, the first difference in wgllm_model_error(m). */
+WGLLM_API wgllm_status wgllm_model_check_draft(wgllm_model *m, const wgllm_model *draft);
+/* Whether m's generations can speculate (spec_lookup, draft_model): its batched decode pass records on this device
+   (quantized weights, not Gemma 4). WGLLM_ERR_UNSUPPORTED otherwise, the reason in wgllm_model_error(m); a session
+   on the unfused decode path refuses it too. */
+WGLLM_API wgllm_status wgllm_model_can_speculate(wgllm_model *m);
 
 /* Text to ids: len bytes of UTF-8 (a NUL byte among them is tokenized as the byte it is). add_special: BOS/EOS as
    the model's tokenizer adds them; special-token text (e.g. "<|eot_id|>") becomes its token. *n_ids gets the count;
@@ -280,10 +289,21 @@ typedef struct wgllm_generate_params {
      continue the latest earlier occurrence of the text's last few tokens (in the prompt or the reply), and one
      forward pass checks them all; the text is the one decoding gives without it (token for token in the exact
      precision, with every sampler setting and seed). Pays where replies repeat their input (extraction, editing,
-     summaries, code). 0: off (the default). A job with it steps alone (wgllm_jobs_step does not batch it); a model
-     without the batched decode pass (Gemma 4, float weights) or a session on the unfused decode path refuses it at
+     summaries, code). 0: off (the default). A job with it runs its verify steps while it is the only one decoding
+     in a wgllm_jobs_step call and takes the batched step among several (speculation trades arithmetic, which a
+     batch already uses, for fewer steps); a model without the batched decode pass (Gemma 4, float weights) or a session on the unfused decode path refuses it at
      wgllm_job_start, naming why. */
   uint32_t spec_lookup;
+  /* speculative decoding with a draft model: a smaller model of the same vocabulary (wgllm_model_check_draft, which
+     wgllm_job_start runs) proposes draft_max tokens a step (1..WGLLM_SPEC_MAX; 0: 7) by its own greedy decoding, and
+     one forward pass of this model checks them; the text is the one decoding gives without it, as with
+     spec_lookup (with both, lookup proposes first and the draft model where lookup finds nothing). The session keeps
+     a session of the draft model (its own cache, the session's context and precision) while it lives: the draft
+     model must outlive it. How many drafts a step takes adapts (more after a step accepted all, fewer after one
+     accepted under half). NULL: off (the default). As with spec_lookup, a job with it steps alone while it is the
+     only one decoding in a wgllm_jobs_step call, and takes the batched step among several. */
+  wgllm_model *draft_model;
+  uint32_t draft_max;
 } wgllm_generate_params;
 #define WGLLM_SPEC_MAX 15
 /* The defaults noted above; they are the CLI's (wgllm run and chat start from them) and llama.cpp's. */

@@ -419,7 +419,7 @@ static void spec_case(const char *name, uint32_t G) {
       llm_spec *sp = NULL;
       int32_t t0 = -1, out[LLM_SPEC_MAX + 1];
       if (!st) st = start_sampled(s, &gp.sampling, prompt, 24, &t0);
-      if (!st) st = llm_spec_create(s, 7, &sp, &err);
+      if (!st) st = llm_spec_create(s, 7, 1, NULL, &sp, &err);
       CHECK(st == WGLLM_OK && t0 == t[0], "%s: verifier: %s", what, err.msg);
       uint32_t at = 1, n = 0; /* t[0..at) known */
       if (!st) {              /* drafts t1 t2 X t4: two accepted, then the row's own t3 */
@@ -451,6 +451,76 @@ static void spec_case(const char *name, uint32_t G) {
       llm_session_free(s);
       if (pool) CHECK(llm_kv_pool_free(pool), "%s: pool freed", what);
     }
+  llm_model_free(m);
+}
+
+/* Speculative decoding with a draft model (llm_spec_draft) on a q4gsw qwen3 target, greedy and sampled (as
+   spec_case), exact: drafts from a second copy of the target (greedy: every draft accepted, the drafts a step
+   growing past 7), from gemma3 (its window layers as rings, rewound after each rejection) and from llama_gqa (another
+   model of the same vocabulary: most drafts rejected), and with prompt lookup first. Each generation gives the
+   tokens of plain decoding and leaves the cache as it does; a second generation continuing the first (the draft's
+   cache brought along from the common prefix) too. */
+static void draft_case(void) {
+  llm_err err = {0};
+  llm_model *m = load_q4("draft", "qwen3", &err);
+  const char *drafts[] = {"qwen3", "gemma3", "llama_gqa"};
+  enum { G = 40, P = 24 };
+  for (int di = 0; m && di < 3; di++) {
+    llm_model *dm = load_q4("draft model", drafts[di], &err);
+    if (!dm) break;
+    llm_session_options so = {.ctx = 256, .prefill_chunk = 16};
+    llm_session *s = NULL, *ds = NULL;
+    wgllm_status st = llm_session_create(m, &so, &s, &err);
+    if (!st) st = llm_session_create(dm, &so, &ds, &err);
+    CHECK(st == WGLLM_OK, "draft %s: sessions: %s", drafts[di], err.msg);
+    for (int mode = 0; !st && mode < 3; mode++) { /* greedy, sampled, sampled with lookup first */
+      int32_t prompt[P];
+      for (int i = 0; i < P; i++)
+        prompt[i] = (int32_t)(((i % 8) * 131 + 17 + di) % m->hp.n_vocab);
+      llm_gen_params gp = {.max_tokens = G, .pipeline = 1};
+      gp.sampling =
+          mode ? (op_sample_params){.temperature = 0.9f, .top_p = 0.95f, .rep_penalty = 1.2f, .ring_cap = 32, .seed = 7}
+               : (op_sample_params){.top_p = 1.0f, .rep_penalty = 1.0f};
+      char what[80];
+      snprintf(what, sizeof what, "draft %s, %s", drafts[di], mode == 0 ? "greedy" : mode == 1 ? "sampled" : "lookup");
+      llm_gen_result ref[2] = {{0}}, got[2] = {{0}};
+      int32_t more[3] = {5, 6, 7};
+      llm_session_reset(s);
+      for (int turn = 0; !st && turn < 2; turn++) /* the reference: plain, a second turn continuing the first */
+        st = turn ? llm_generate(s, NULL, more, 3, &gp, &ref[1]) : llm_generate(s, NULL, prompt, P, &gp, &ref[0]);
+      CHECK(st == WGLLM_OK, "%s: plain: %s", what, s->err.msg);
+      uint32_t n_plain = s->n_past;
+      llm_session_reset(s);
+      gp.draft = ds;
+      gp.draft_max = di == 0 ? 15 : 7;
+      gp.spec_lookup = mode == 2 ? 3 : 0;
+      for (int turn = 0; !st && turn < 2; turn++) {
+        st = turn ? llm_generate(s, NULL, more, 3, &gp, &got[1]) : llm_generate(s, NULL, prompt, P, &gp, &got[0]);
+        CHECK(st == WGLLM_OK && got[turn].n_generated == G, "%s turn %d: %s", what, turn, s->err.msg);
+        uint32_t first = G;
+        for (uint32_t i = 0; !st && i < G && first == G; i++)
+          if (got[turn].tokens[i] != ref[turn].tokens[i]) first = i;
+        CHECK(first == G, "%s turn %d: the draft model gives the tokens without it (first difference at %u of %u)",
+              what, turn, first, G);
+        CHECK(got[turn].spec_steps > 0, "%s turn %d: drafts were verified (%u steps, %u of %u accepted)", what, turn,
+              got[turn].spec_steps, got[turn].spec_accepted, got[turn].spec_drafted);
+        if (di == 0 && mode == 0) /* the target's own greedy tokens: all accepted, 3, 7 then 15 a step: 5 steps */
+          CHECK(got[turn].spec_accepted == got[turn].spec_drafted && got[turn].spec_steps <= 5,
+                "%s turn %d: the target's copy: every draft accepted, the count grown past 7 (%u of %u in %u steps; "
+                "7 a step would take 6)", what, turn, got[turn].spec_accepted, got[turn].spec_drafted,
+                got[turn].spec_steps);
+      }
+      CHECK(st || s->n_past == n_plain, "%s: the cache as plain decoding leaves it (%u tokens, plain %u)", what,
+            s->n_past, n_plain);
+      for (int turn = 0; turn < 2; turn++) {
+        llm_gen_result_free(&ref[turn]);
+        llm_gen_result_free(&got[turn]);
+      }
+    }
+    llm_session_free(ds);
+    llm_session_free(s);
+    llm_model_free(dm);
+  }
   llm_model_free(m);
 }
 
@@ -572,6 +642,7 @@ int main(void) {
   spec_lookup_case();
   spec_case("qwen3", 40);
   spec_case("gemma3", 40);            /* window layers as rings (their slack past the window) */
+  draft_case();
   batched_case("gemma3", 150);        /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
   batched_fast_case("qwen3", 12);     /* the small-M GEMM's 16-row tiles */
   batched_fast_case("llama_gqa", 33); /* its 64-row tiles */

@@ -33,6 +33,10 @@ struct wgllm_model {
 struct wgllm_session {
   wgllm_model *model;
   llm_session *s;
+  /* speculative decoding's draft model (wgllm_generate_params.draft_model): a session of it following this one's
+     text (made by the first job that asks for it, replaced when a job names another model), or NULL */
+  llm_session *draft;
+  const wgllm_model *draft_model;
   struct wgllm_job *job; /* the job that last started on it (one not done keeps others off it) */
   llm_err err;           /* the last failure of a call on the handle */
 };

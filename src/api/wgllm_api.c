@@ -161,6 +161,32 @@ wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_info *info) 
   return WGLLM_OK;
 }
 
+wgllm_status wgllm_model_check_draft(wgllm_model *m, const wgllm_model *draft) {
+  if (!m || !draft) return WGLLM_ERR_INVALID_ARG;
+  llm_err_clear(&m->err);
+  char why[200];
+  if (!m->tok || !draft->tok)
+    return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG,
+                       "the draft model cannot propose tokens: %s was loaded without its tokenizer",
+                       m->tok ? "the draft model" : "the model");
+  if (!tok_same(m->tok, draft->tok, why, sizeof why))
+    return llm_err_set(&m->err, WGLLM_ERR_INVALID_ARG,
+                       "the draft model's tokenizer is not the model's (%s): it cannot propose tokens for it", why);
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_model_can_speculate(wgllm_model *m) {
+  if (!m) return WGLLM_ERR_INVALID_ARG;
+  llm_err_clear(&m->err);
+  char why[200];
+  gpu_recorder *rec = gpu_recorder_create(m->gpu, 0);
+  if (!rec) return llm_err_set(&m->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  int ok = llm_batch_forward_ok(rec, m->m, llm_batch_rows(2), why, sizeof why);
+  gpu_recorder_free(rec);
+  return ok ? WGLLM_OK
+            : llm_err_set(&m->err, WGLLM_ERR_UNSUPPORTED, "speculative decoding needs the batched decode pass: %s", why);
+}
+
 const char api_no_tokenizer[] = "the model was loaded without its tokenizer (no_tokenizer)";
 
 wgllm_status wgllm_tokenize(wgllm_model *m, const char *text, size_t len, int add_special, int32_t *ids, size_t cap,
@@ -235,6 +261,7 @@ void wgllm_session_free(wgllm_session *s) {
   if (!s) return;
   llm_job_stepper_forget(&s->model->stepper, s->s); /* its recording reads this session's buffers */
   llm_session_free(s->s);
+  llm_session_free(s->draft);
   free(s);
 }
 
@@ -303,6 +330,23 @@ static wgllm_status job_check(wgllm_job *j) {
   return st;
 }
 
+/* s's session of the draft model dm (checked against s's model, made on first use, with s's context, KV type and
+   precision, its own cache): kept while jobs name the same draft model. */
+static wgllm_status draft_session(wgllm_session *s, wgllm_model *dm) {
+  if (s->draft && s->draft_model == dm) return WGLLM_OK;
+  llm_session_free(s->draft);
+  s->draft = NULL;
+  s->draft_model = NULL;
+  wgllm_status st = wgllm_model_check_draft(s->model, dm);
+  if (st) return llm_err_set(&s->err, st, "%s", s->model->err.msg);
+  llm_session_options so = {.ctx = s->s->opt.ctx, .kv_f16 = s->s->opt.kv_f16, .fast = s->s->opt.fast};
+  llm_err e = {0};
+  st = llm_session_create(dm->m, &so, &s->draft, &e);
+  if (st) return llm_err_set(&s->err, st, "the draft model's session: %s", e.msg);
+  s->draft_model = dm;
+  return WGLLM_OK;
+}
+
 wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, const wgllm_generate_params *params,
                              wgllm_job **out) {
   if (!s || !out) return WGLLM_ERR_INVALID_ARG;
@@ -317,6 +361,11 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
                        "wgllm_job_start: the session has a job that is not done (free it or run it to its end first)");
   settle(s);
+  if (p.draft_model) {
+    st = draft_session(s, p.draft_model);
+    if (st) return st;
+    gp.draft = s->draft;
+  }
   wgllm_job *j = calloc(1, sizeof *j);
   if (!j) return llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
   j->session = s;

@@ -126,9 +126,13 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
   g->depth = gp->pipeline ? gp->pipeline : 2;
   if (g->depth < 1) g->depth = 1;
   if (g->depth > LLM_MAX_IN_FLIGHT) g->depth = LLM_MAX_IN_FLIGHT;
-  if (gp->spec_lookup) { /* a verify step waits for its verdict: the drafts come from the text so far */
+  if (gp->spec_lookup || gp->draft) { /* a verify step waits for its verdict: the drafts come from the text so far */
     llm_err e = {0};
-    st = llm_spec_create(s, gp->spec_lookup < LLM_SPEC_MAX ? gp->spec_lookup : LLM_SPEC_MAX, &g->spec, &e);
+    uint32_t k = gp->spec_lookup, kd = gp->draft ? (gp->draft_max ? gp->draft_max : 7) : 0;
+    if (kd > k) k = kd;
+    if (k > LLM_SPEC_MAX) k = LLM_SPEC_MAX;
+    g->spec_k = llm_spec_rows_drafts(k < 3 ? k : 3); /* grown while steps accept all they take: spec_next */
+    st = llm_spec_create(s, k, gp->spec_lookup != 0, gp->draft, &g->spec, &e);
     if (st) {
       llm_err_set(&s->err, st, "%s", e.msg);
       return g->st = st;
@@ -241,7 +245,7 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   wgllm_status st = WGLLM_OK;
   while (!st && queue && s->in_flight < g->depth && g->res.n_generated + (uint32_t)s->in_flight < g->max_tokens &&
          s->n_past + (uint32_t)s->in_flight + 1 < s->opt.ctx &&
-         (!g->spec || (uint32_t)s->in_flight < g->spec_skip)) { /* speculation: its resting steps only */
+         (!g->spec || g->spec_pause || (uint32_t)s->in_flight < g->spec_skip)) { /* speculation: resting steps */
     st = llm_session_step_submit(s);
     g->queued++;
   }
@@ -252,22 +256,30 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   return g->st;
 }
 
-/* Speculation's next token: one the last verify step gave, or a new verify step's first where lookup finds drafts
-   (within the token limit: a step gives at most k + 1 tokens); 0 when it has none (a plain step then). A verify
-   step that accepts nothing costs more than the plain step it replaces (docs/PERF.md, "Speculative decoding"), so
-   after one lookup rests for 1, 2, 4 .. 64 plain steps (queued as without speculation: llm_gen_accept), doubling
-   while its steps keep failing. */
+/* Speculation's next token: one the last verify step gave, or a new verify step's first where a proposer has drafts
+   (within the token limit: a step gives at most k + 1 tokens); 0 when it has none (a plain step then). The drafts a
+   step asks for adapt (spec_k, one of a verify step's counts 1, 3, 7, 15, up to k_max; 3 at first): the next count
+   up after a step accepted all it took, the next down after one accepted fewer than half. A verify step that accepts nothing costs more than
+   the plain step it replaces (docs/PERF.md, "Speculative decoding"), so after one the proposers rest for 1, 2, 4 .. 64
+   plain steps (queued as without speculation: llm_gen_accept), doubling while their steps keep failing. */
 static int spec_next(llm_gen *g) {
   if (g->spec_at < g->spec_n) {
     g->token = g->spec_toks[g->spec_at++];
     g->has_token = 1;
     return 1;
   }
-  if (g->spec_skip) return 0;
+  if (g->spec_skip || g->spec_pause) return 0;
   uint32_t k = llm_spec_room(g->spec), left = g->max_tokens - g->res.n_generated;
   if (k + 1 > left) k = left ? left - 1 : 0;
+  if (k > g->spec_k) k = g->spec_k;
   int32_t drafts[LLM_SPEC_MAX];
   uint32_t nd = k ? llm_spec_propose(g->spec, k, drafts) : 0;
+  if (!nd && g->spec->err.status) {
+    g->st = g->spec->err.status;
+    llm_err_set(&g->s->err, g->st, "%s", g->spec->err.msg);
+    llm_gen_finish(g);
+    return 1;
+  }
   if (!nd) return 0;
   nd = llm_spec_rows_drafts(nd);
   uint32_t n = 0;
@@ -280,7 +292,12 @@ static int spec_next(llm_gen *g) {
   g->res.spec_steps++;
   g->res.spec_drafted += nd;
   g->res.spec_accepted += n - 1;
-  if (n == 1) { /* nothing accepted: rest */
+  uint32_t a = n - 1, top = llm_spec_rows_drafts(g->spec->k_max);
+  if (a == nd && g->spec_k < top)
+    g->spec_k = 2 * g->spec_k + 1;
+  else if (2 * a < nd && g->spec_k > 1)
+    g->spec_k = (g->spec_k - 1) / 2;
+  if (!a) { /* nothing accepted: rest */
     g->spec_backoff = g->spec_backoff ? (g->spec_backoff < 64 ? 2 * g->spec_backoff : 64) : 1;
     g->spec_skip = g->spec_backoff;
   } else {

@@ -31,9 +31,12 @@ typedef struct llm_gen_params {
      then the prompt), read when the generation begins; NULL: the prompt */
   const int32_t *recent;
   uint32_t n_recent;
-  /* speculative decoding with prompt lookup (speculate.h): at most this many drafts a verify step, up to
-     LLM_SPEC_MAX (0: off); the same tokens as without it, in the exact precision */
+  /* speculative decoding (speculate.h), the same tokens as without it in the exact precision: prompt lookup, at most
+     spec_lookup drafts a verify step (0: off); a draft model's session (NULL: none), at most draft_max drafts a
+     step (0: 7). Either at most LLM_SPEC_MAX. */
   uint32_t spec_lookup;
+  llm_session *draft;
+  uint32_t draft_max;
 } llm_gen_params;
 
 typedef struct llm_gen_result {
@@ -74,6 +77,8 @@ typedef struct llm_gen {
   int32_t spec_toks[LLM_SPEC_MAX + 1]; /* the last verify step's tokens: [spec_at, spec_n) not taken yet */
   uint32_t spec_n, spec_at;
   uint32_t spec_skip, spec_backoff; /* plain steps before lookup is tried again, after a step accepted nothing */
+  uint32_t spec_k;                  /* drafts the next verify step asks for (adaptive: spec_next) */
+  int spec_pause;                   /* a caller batching this generation with others: no verify steps meanwhile */
   int32_t token;      /* sampled; not yet accepted while has_token */
   int has_token;      /* token holds a token accept has not taken yet (accept without one does nothing) */
   int32_t *pending;   /* the prompt while it is prefilled (begin_deferred) */

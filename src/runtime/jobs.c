@@ -63,10 +63,12 @@ wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_
   gp->on_text = p->on_text;
   gp->user = p->user;
   gp->ignore_eog = p->ignore_eos;
-  if (p->spec_lookup > WGLLM_SPEC_MAX)
-    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "spec_lookup is %u drafts a step; at most %u", p->spec_lookup,
-                       WGLLM_SPEC_MAX);
+  if (p->spec_lookup > WGLLM_SPEC_MAX || p->draft_max > WGLLM_SPEC_MAX)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "%s is %u drafts a step; at most %u",
+                       p->spec_lookup > WGLLM_SPEC_MAX ? "spec_lookup" : "draft_max",
+                       p->spec_lookup > WGLLM_SPEC_MAX ? p->spec_lookup : p->draft_max, WGLLM_SPEC_MAX);
   gp->spec_lookup = p->spec_lookup;
+  gp->draft_max = p->draft_max; /* the draft model's session: the caller's (the API's session holds it) */
   return WGLLM_OK;
 }
 
@@ -152,6 +154,7 @@ wgllm_status llm_job_step(llm_job *j, int *done) {
     if (st) llm_gen_fail(&j->g, st);
   }
   if (j->g.prefilling) llm_gen_prefill(&j->g, 0); /* the whole prompt, then its first token's text */
+  j->g.spec_pause = 0; /* alone: it speculates if it was asked to */
   if (!j->g.done) {
     llm_gen_accept(&j->g, 1);
     llm_gen_collect(&j->g);
@@ -327,6 +330,12 @@ static int prefill_together(llm_job_stepper *stepper, llm_job *const *jobs, size
   return 1;
 }
 
+/* Whether the job runs its own verify steps this call: it speculates and decodes alone, or still has tokens of its
+   last verify step to give (a speculating job among other decoding ones takes the batched step: spec_pause). */
+static int speculates(const llm_job *j) {
+  return j->g.spec && (!j->g.spec_pause || j->g.spec_at < j->g.spec_n);
+}
+
 /* Whether every job of the step in flight is among jobs[0..n). */
 static int flying_all_in(const llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
   for (uint32_t k = 0; k < stepper->n_flying; k++) {
@@ -366,6 +375,8 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
   size_t n_decoding = 0;
   for (size_t i = 0; i < n; i++)
     n_decoding += !jobs[i]->g.done && !jobs[i]->g.prefilling && !jobs[i]->waits;
+  for (size_t i = 0; i < n; i++)
+    jobs[i]->g.spec_pause = n_decoding > 1; /* several decode: the batched step serves them better than speculation */
   int pipeline = n_decoding == 1 || stepper->no_batch ||
                  (stepper->batch && llm_batch_refuses(stepper->batch, (uint32_t)n_decoding));
   if (pipeline) collect_flying(stepper, NULL); /* the jobs step one by one from here */
@@ -391,7 +402,7 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
   uint32_t nb = 0;
   for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++) {
     llm_job *j = jobs[i];
-    if (j->decodes && !j->s->in_flight && !j->g.st && !j->g.spec && (!j->flying || needs_next(j))) {
+    if (j->decodes && !j->s->in_flight && !j->g.st && !speculates(j) && (!j->flying || needs_next(j))) {
       bj[nb] = j;
       bs[nb++] = j->s;
     }
@@ -415,7 +426,7 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
   for (size_t i = 0; i < n; i++) { /* the others: queue a step for each that has none, then collect */
     llm_job *j = jobs[i];
     if (!j->decodes || in_batch(bj, n_batched, j) || in_batch(qj, nq, j) || j->s->in_flight || j->g.done ||
-        j->g.spec) /* speculation steps in its collect */
+        speculates(j)) /* speculation steps in its collect */
       continue;
     wgllm_status st = llm_session_step_submit(j->s);
     if (st)

@@ -43,7 +43,8 @@ void llm_spec_free(llm_spec *sp) {
   free(sp);
 }
 
-wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, llm_spec **out, llm_err *err) {
+wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, int lookup, llm_session *draft, llm_spec **out,
+                             llm_err *err) {
   *out = NULL;
   char why[256];
   if (k_max < 1 || k_max > LLM_SPEC_MAX)
@@ -51,6 +52,13 @@ wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, llm_spec **out, llm
                        LLM_SPEC_MAX);
   if (!llm_spec_supported(s, why, sizeof why))
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "speculative decoding needs the batched decode pass: %s", why);
+  if (draft && (draft->in_flight || draft->batch_queued || draft->opt.pool))
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "speculative decoding: the draft session is busy or on a KV pool");
+  if (draft) { /* greedy drafts: the draft model's most likely tokens */
+    op_sample_params greedy = {.top_p = 1.0f, .rep_penalty = 1.0f};
+    wgllm_status st = llm_session_set_sampler(draft, &greedy, NULL, 0);
+    if (st) return llm_err_set(err, st, "the draft model's session: %s", draft->err.msg);
+  }
   llm_spec *sp = calloc(1, sizeof *sp);
   if (!sp || !(sp->hist = malloc(((size_t)s->opt.ctx + 1) * sizeof *sp->hist))) {
     free(sp);
@@ -58,6 +66,8 @@ wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, llm_spec **out, llm
   }
   sp->s = s;
   sp->k_max = k_max;
+  sp->lookup = lookup;
+  sp->draft = draft;
   const llm_hparams *hp = &s->m->hp;
   uint32_t R = llm_batch_rows(k_max + 1);
   wgllm_status st = llm_scratch_acquire(s->gpu, hp, R, R, &sp->sc, err);
@@ -219,9 +229,57 @@ uint32_t llm_spec_lookup(const int32_t *hist, uint32_t n, uint32_t k, int32_t *d
   return 0;
 }
 
+/* The draft session brought to s's text: the common prefix of their caches kept (all of it, after a verify step
+   that rejected a draft: the draft fed the accepted ones), s's other fed tokens prefilled, s's last sampled token
+   its next step's input. A ring rewound past its slack keeps nothing (llm_session_rewind): all is prefilled. */
+static wgllm_status draft_sync(llm_spec *sp) {
+  llm_session *d = sp->draft, *s = sp->s;
+  if (d->in_flight) llm_session_step_drain(d);
+  uint32_t c = llm_session_common_prefix(d, s->fed, s->n_past);
+  if (c < d->n_past) c = llm_session_rewind(d, c);
+  wgllm_status st = c < s->n_past ? llm_session_prefill(d, s->fed + c, s->n_past - c, NULL, 0) : WGLLM_OK;
+  if (st) return llm_err_set(&sp->err, st, "the draft model's prefill: %s", d->err.msg);
+  d->last_sampled = s->last_sampled;
+  llm_session_step_drain(d); /* writes it into the step's input */
+  return WGLLM_OK;
+}
+
+uint32_t llm_spec_draft(llm_spec *sp, uint32_t k, int32_t *drafts) {
+  llm_session *d = sp->draft;
+  llm_err_clear(&sp->err);
+  if (!d || !k) return 0;
+  wgllm_status st = draft_sync(sp);
+  if (st) return 0;
+  if (d->n_past + 1 >= d->opt.ctx) return 0;
+  if (k > d->opt.ctx - 1 - d->n_past) k = d->opt.ctx - 1 - d->n_past; /* the draft's context may be shorter */
+  uint32_t n = 0, queued = 0, nv = sp->s->m->hp.n_vocab;
+  while (!st && n < k) { /* up to LLM_MAX_IN_FLIGHT steps queued: the GPU feeds each its input */
+    while (!st && queued < k && d->in_flight < LLM_MAX_IN_FLIGHT) {
+      st = llm_session_step_submit(d);
+      queued++;
+    }
+    int32_t t = -1;
+    if (!st) st = llm_session_step_collect(d, &t);
+    if (st || t < 0 || (uint32_t)t >= nv) break; /* an id s does not have ends the drafts */
+    drafts[n++] = t;
+  }
+  if (d->in_flight) llm_session_step_drain(d);
+  if (st) {
+    llm_err_set(&sp->err, st, "the draft model's step: %s", d->err.msg);
+    return 0;
+  }
+  return n;
+}
+
 uint32_t llm_spec_propose(llm_spec *sp, uint32_t k, int32_t *drafts) {
   const llm_session *s = sp->s;
-  memcpy(sp->hist, s->fed, (size_t)s->n_past * sizeof *sp->hist);
-  sp->hist[s->n_past] = s->last_sampled;
-  return llm_spec_lookup(sp->hist, s->n_past + 1, k, drafts);
+  llm_err_clear(&sp->err);
+  uint32_t n = 0;
+  if (sp->lookup) {
+    memcpy(sp->hist, s->fed, (size_t)s->n_past * sizeof *sp->hist);
+    sp->hist[s->n_past] = s->last_sampled;
+    n = llm_spec_lookup(sp->hist, s->n_past + 1, k, drafts);
+  }
+  if (!n && sp->draft) n = llm_spec_draft(sp, llm_spec_rows_drafts(k), drafts);
+  return n;
 }

@@ -12,8 +12,12 @@
    draw is a draw from p without the draft: the rule's residual). The cache keeps rows 0..a (positions past them are
    rewritten later; a ring needs k slots of slack past its window: llm_kv_cache.ring_slack); the CPU reads back
    the count and the tokens only. A recording a draft count (for the rows' length buckets), kept.
-   Proposer: prompt lookup (llm_spec_lookup), the continuation of the latest earlier occurrence of the text's last
-   n-gram (3, 2, then 1 tokens), in the prompt and the generated text. */
+   Proposers: prompt lookup (llm_spec_lookup), the continuation of the latest earlier occurrence of the text's last
+   n-gram (3, 2, then 1 tokens), in the prompt and the generated text; and a draft model (llm_spec_draft): a session
+   of a smaller model of the same vocabulary, brought to the text (the common prefix of the two caches kept, the rest
+   prefilled) and stepped greedily k times, its steps queued as plain decoding queues them. Greedy drafts are
+   proposals of probability one, so the rule above holds for them too. With both, lookup proposes first and the
+   draft model where lookup finds nothing. */
 #ifndef WGLLM_SPECULATE_H
 #define WGLLM_SPECULATE_H
 #include "session.h"
@@ -32,6 +36,8 @@ typedef struct llm_spec {
   uint32_t rec_gen[LLM_SPEC_MAX + 1];                     /* the session's step_gen when recorded */
   uint8_t rec_bucket[LLM_SPEC_MAX + 1][LLM_SPEC_MAX + 1]; /* and each row's length bucket */
   int32_t *hist;                                          /* [ctx + 1] the text so far, for lookup */
+  int lookup;                                             /* prompt lookup proposes */
+  llm_session *draft; /* the draft model's session (the caller's, greedy sampler set by create), or NULL */
   uint64_t steps, drafted, accepted;                      /* verify steps, drafts they took, drafts accepted */
   llm_err err;
 } llm_spec;
@@ -39,8 +45,11 @@ typedef struct llm_spec {
 /* Whether s can verify drafts: the model's batched pass records on this device, a sampler is set, the session
    decodes on the fused path (the batched pass's). why: the reason when not. */
 int llm_spec_supported(llm_session *s, char *why, size_t whylen);
-/* A verifier of up to k_max (1..LLM_SPEC_MAX) drafts a step for s (which outlives it). */
-wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, llm_spec **out, llm_err *err);
+/* A verifier of up to k_max (1..LLM_SPEC_MAX) drafts a step for s (which outlives it), proposing with prompt lookup
+   (lookup non-zero) and/or the draft model's session draft (NULL: none; it outlives the verifier and is used by
+   nothing else meanwhile: its cache follows s's text, its sampler is set greedy here). */
+wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, int lookup, llm_session *draft, llm_spec **out,
+                             llm_err *err);
 void llm_spec_free(llm_spec *sp); /* NULL is a no-op */
 /* The most drafts a step of s can take now: k_max, within the context (rows up to n_past + k) and a ring's slack. */
 uint32_t llm_spec_room(const llm_spec *sp);
@@ -55,6 +64,11 @@ uint32_t llm_spec_rows_drafts(uint32_t n);
 /* Prompt lookup over hist[0..n): the tokens after the latest earlier occurrence of its last LLM_SPEC_NGRAM (then
    fewer, down to 1) tokens, at most k of them into drafts; returns how many (0: no match). */
 uint32_t llm_spec_lookup(const int32_t *hist, uint32_t n, uint32_t k, int32_t *drafts);
-/* The lookup over s's text (its fed tokens and its last sampled one), at most k drafts. */
+/* The draft model's k greedy tokens after s's text (its fed tokens and its last sampled one) into drafts; returns
+   how many (fewer than k where the draft model gives an id outside s's vocabulary: the drafts end before it). A
+   failure (0 returned) is in sp->err. */
+uint32_t llm_spec_draft(llm_spec *sp, uint32_t k, int32_t *drafts);
+/* The proposal for s's text, at most k drafts: the lookup's where it finds some, else the draft model's (k rounded
+   down to a verify step's count first: llm_spec_rows_drafts). 0: none, or a failure (sp->err.status set). */
 uint32_t llm_spec_propose(llm_spec *sp, uint32_t k, int32_t *drafts);
 #endif

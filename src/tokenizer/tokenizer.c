@@ -1788,6 +1788,35 @@ const char *tok_piece(const tokenizer *t, int32_t id, size_t *len) {
   return t->arena.p + t->piece_off[id];
 }
 
+int tok_same(const tokenizer *a, const tokenizer *b, char *why, size_t whylen) {
+  size_t n = a->n_vocab < b->n_vocab ? a->n_vocab : b->n_vocab, d = a->n_vocab - n + b->n_vocab - n;
+  if (a->model != b->model || a->gguf_spm != b->gguf_spm) {
+    snprintf(why, whylen, "the tokenizers are of different kinds");
+    return 0;
+  }
+  if (d > TOK_SAME_PAD) {
+    snprintf(why, whylen, "the vocabularies hold %zu and %zu tokens (at most %d apart)", a->n_vocab, b->n_vocab,
+             TOK_SAME_PAD);
+    return 0;
+  }
+  if (a->bos != b->bos || a->eos != b->eos) {
+    snprintf(why, whylen, "BOS is %d and %d, EOS %d and %d", a->bos, b->bos, a->eos, b->eos);
+    return 0;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int32_t id = (int32_t)i;
+    size_t la = 0, lb = 0;
+    const char *pa = tok_piece(a, id, &la), *pb = tok_piece(b, id, &lb);
+    if (!pa != !pb || la != lb || (la && memcmp(pa, pb, la)) || tok_is_special(a, id) != tok_is_special(b, id)) {
+      snprintf(why, whylen, "token %d is \"%.*s\"%s in one and \"%.*s\"%s in the other", id, (int)(la < 40 ? la : 40),
+               pa ? pa : "", tok_is_special(a, id) ? " (special)" : "", (int)(lb < 40 ? lb : 40), pb ? pb : "",
+               tok_is_special(b, id) ? " (special)" : "");
+      return 0;
+    }
+  }
+  return 1;
+}
+
 int32_t tok_find(const tokenizer *t, const char *piece) {
   if (!t || !piece) return -1;
   size_t n = strlen(piece);

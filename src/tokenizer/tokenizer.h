@@ -92,6 +92,11 @@ int tok_is_special(const tokenizer *t, int32_t id);
 const char *tok_piece(const tokenizer *t, int32_t id, size_t *len);
 /* id of a piece (added tokens first, then the model vocabulary); -1 when absent */
 int32_t tok_find(const tokenizer *t, const char *piece);
+/* Whether b encodes and decodes as a does (a draft model's tokenizer against its target's): the same kind of
+   model, BOS and EOS, and for every id both have the same piece and special flag; the sizes may differ by at most
+   TOK_SAME_PAD ids (padding). 0: why gets the first difference. */
+#define TOK_SAME_PAD 128
+int tok_same(const tokenizer *a, const tokenizer *b, char *why, size_t whylen);
 
 #ifdef WGLLM_TOKENIZER_INTERNAL
 /* ---- Internal: shared by tokenizer.c (core), tokenizer_bpe.c (maps, UTF-8, BPE) and tokenizer_hf.c

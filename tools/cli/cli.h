@@ -26,6 +26,8 @@ typedef struct cli_gen {
   int stats, ignore_eos, no_display_prompt, conversation, single_turn;
   int spec_lookup;    /* --spec-lookup */
   uint32_t draft_max; /* --draft-max N (0: not given) */
+  const char *draft_path; /* -md PATH */
+  wgllm_model *draft;     /* loaded from it (cli_gen_open_draft), freed by cli_gen_free */
   char *owned[4]; /* what -f, -sysf and the operands read or joined */
 } cli_gen;
 /* wgllm chat, or wgllm run -cnv, with the parsed options; returns the exit status */
@@ -37,6 +39,8 @@ void cli_print_stats(const wgllm_generate_stats *st, const char *adapter);
    printed, or the exit status of a usage error. The seed is random unless -s S. */
 int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g);
 void cli_gen_free(cli_gen *g);
+/* -md PATH: loads the draft model for m into g (gp.draft_model); 0, or the exit status after saying why */
+int cli_gen_open_draft(cli_gen *g, wgllm_model *m);
 /* -v: the seed and the sampling settings on stderr */
 void cli_verbose_sampling(const cli_gen *g);
 /* Ctrl-C while cli_busy (a load, a reply): sets cli_interrupted, which stops it; a second one, or one while not

@@ -361,6 +361,10 @@ int cli_chat_main(cli_gen *g) {
   c.g = g;
   uint32_t ctx;
   int rc = cli_open(&g->c, 0, &c.m, &c.s, &ctx, 0);
+  if (!rc && (rc = cli_gen_open_draft(g, c.m))) {
+    wgllm_session_free(c.s);
+    wgllm_model_free(c.m);
+  }
   cli_busy = 0; /* from here Ctrl-C stops a reply in progress, or leaves */
   if (rc) return rc;
   g->gp.max_tokens = g->n_predict < 0 || g->n_predict > ctx ? ctx : (uint32_t)g->n_predict;

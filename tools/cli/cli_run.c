@@ -32,7 +32,8 @@ enum {
   K_SINGLE_TURN,
   K_NO_DISPLAY_PROMPT,
   K_SPEC_LOOKUP,
-  K_DRAFT_MAX
+  K_DRAFT_MAX,
+  K_MODEL_DRAFT
 };
 
 static const cli_opt gen_opts[] = {
@@ -66,6 +67,9 @@ static const cli_opt gen_opts[] = {
     {K_STATS, "--stats", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN, "a summary line (tokens, times, stop reason) on stderr"},
     {K_SPEC_LOOKUP, "--spec-lookup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
      "speculative decoding with prompt lookup: drafts from the text so far, checked in one pass (same text)"},
+    {K_MODEL_DRAFT, "-md --model-draft", CLI_TEXT, "PATH", 0, 0, 0, CLI_CMD_GEN,
+     "speculative decoding with a draft model of the same tokenizer (a smaller one: its greedy tokens are checked "
+     "in one pass; same text)"},
     {K_DRAFT_MAX, "--draft-max --draft --draft-n", CLI_INT, "N", 1, WGLLM_SPEC_MAX, 0, CLI_CMD_GEN,
      "drafts a speculative step at most (default 7: eight rows, one pass of the weights)"},
     {K_NO_DISPLAY_PROMPT, "--no-display-prompt", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_RUN,
@@ -159,6 +163,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_DRAFT_MAX:
     g->draft_max = (uint32_t)v->i;
+    break;
+  case K_MODEL_DRAFT:
+    g->draft_path = v->text;
     break;
   case K_NO_DISPLAY_PROMPT:
     g->no_display_prompt = 1;
@@ -298,15 +305,24 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
   g->gp.stop = g->stop;
   g->gp.n_stop = g->n_stop;
   g->gp.ignore_eos = g->ignore_eos;
-  if (g->draft_max && !g->spec_lookup) {
-    fprintf(stderr, "%s: --draft-max sets the drafts of --spec-lookup, which is not given\n", prog);
+  if (g->draft_max && !g->spec_lookup && !g->draft_path) {
+    fprintf(stderr, "%s: --draft-max sets the drafts of --spec-lookup or -md, neither of which is given\n", prog);
     return 2;
   }
   g->gp.spec_lookup = g->spec_lookup ? (g->draft_max ? g->draft_max : 7) : 0;
+  g->gp.draft_max = g->draft_max; /* the draft model's (0: 7), set by cli_gen_open_draft */
   return 0;
 }
 
+int cli_gen_open_draft(cli_gen *g, wgllm_model *m) {
+  if (!g->draft_path) return 0;
+  int rc = cli_open_draft(&g->c, g->draft_path, m, &g->draft);
+  g->gp.draft_model = g->draft;
+  return rc;
+}
+
 void cli_gen_free(cli_gen *g) {
+  wgllm_model_free(g->draft); /* after the sessions, which hold sessions of it */
   free(g->stop);
   for (int i = 0; i < 4; i++)
     free(g->owned[i]);
@@ -409,6 +425,10 @@ int cli_run(int argc, char **argv) {
   wgllm_session *s;
   uint32_t ctx;
   rc = cli_open(&g.c, 0, &m, &s, &ctx, 0);
+  if (!rc && (rc = cli_gen_open_draft(&g, m))) {
+    wgllm_session_free(s);
+    wgllm_model_free(m);
+  }
   if (rc) {
     cli_gen_free(&g);
     return rc;

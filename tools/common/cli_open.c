@@ -56,6 +56,49 @@ wgllm_session_params cli_session_params(const cli_common *c) {
   return sp;
 }
 
+/* Loads path with the common options (progress on a terminal); prints why not and returns the exit status. */
+static int load_model(const cli_common *c, const char *path, int no_tokenizer, wgllm_model **m) {
+  wgllm_model_params mp = wgllm_model_default_params();
+  if (cli_parse_weights(c->weights, &mp)) return 2;
+  mp.adapter = c->adapter;
+  mp.disable_f16 = c->no_f16;
+  mp.no_tokenizer = no_tokenizer;
+  mp.chat_template = c->chat_template;
+  mp.max_binding_bytes = c->max_binding;
+  mp.no_batch = c->no_batch;
+  mp.progress = show_load;
+  cli_progress_begin(&g_load);
+  wgllm_status st = wgllm_model_create(path, &mp, m);
+  cli_progress_end(&g_load);
+  if (st) {
+    if (cli_interrupted) {
+      fprintf(stderr, "wgllm: interrupted\n");
+      return 130;
+    }
+    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
+    return st == WGLLM_ERR_INVALID_ARG ? 2 : 1;
+  }
+  return 0;
+}
+
+int cli_open_draft(const cli_common *c, const char *path, wgllm_model *m, wgllm_model **draft) {
+  *draft = NULL;
+  struct stat sb;
+  if (stat(path, &sb) != 0) {
+    fprintf(stderr, "wgllm: -md %s: %s\n", path, strerror(errno));
+    return 2;
+  }
+  int rc = load_model(c, path, 0, draft);
+  if (rc) return rc;
+  if (wgllm_model_check_draft(m, *draft)) {
+    fprintf(stderr, "wgllm: -md %s: %s\n", path, wgllm_model_error(m));
+    wgllm_model_free(*draft);
+    *draft = NULL;
+    return 2;
+  }
+  return 0;
+}
+
 int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
              int no_tokenizer) {
   *m = NULL;
@@ -74,27 +117,9 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
       fprintf(stderr, "wgllm: %s is accepted for llama.cpp compatibility and ignored (every op runs on the GPU)\n",
               c->ignored[i]);
   wgllm_set_log(on_log, (void *)c);
-  wgllm_model_params mp = wgllm_model_default_params();
-  if (cli_parse_weights(c->weights, &mp)) return 2;
-  mp.adapter = c->adapter;
-  mp.disable_f16 = c->no_f16;
-  mp.no_tokenizer = no_tokenizer;
-  mp.chat_template = c->chat_template;
-  mp.max_binding_bytes = c->max_binding;
-  mp.no_batch = c->no_batch;
-  mp.progress = show_load;
-  cli_progress_begin(&g_load);
   double t0 = cli_now();
-  wgllm_status st = wgllm_model_create(c->model, &mp, m);
-  cli_progress_end(&g_load);
-  if (st) {
-    if (cli_interrupted) {
-      fprintf(stderr, "wgllm: interrupted\n");
-      return 130;
-    }
-    fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
-    return st == WGLLM_ERR_INVALID_ARG ? 2 : 1;
-  }
+  int rc = load_model(c, c->model, no_tokenizer, m);
+  if (rc) return rc;
   wgllm_model_info info;
   wgllm_model_get_info(*m, &info);
   if (c->verbose) fprintf(stderr, "wgllm: loaded in %.2f s, trained context %u\n", cli_now() - t0, info.train_context);
@@ -104,7 +129,7 @@ int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_s
      on more; it warns there about a context beyond the trained length) */
   sp.context = c->ctx ? c->ctx : default_ctx;
   sp.on_prefill = c->no_prefill_progress ? NULL : show_prefill; /* long prompts: progress on a terminal */
-  st = wgllm_session_create(*m, &sp, s);
+  wgllm_status st = wgllm_session_create(*m, &sp, s);
   if (st) {
     fprintf(stderr, "wgllm: %s (%s)\n", wgllm_last_error(), wgllm_status_name(st));
     if (st == WGLLM_ERR_OUT_OF_MEMORY || st == WGLLM_ERR_UNSUPPORTED)

@@ -18,6 +18,9 @@ extern volatile sig_atomic_t cli_interrupted;
    and returns non-zero on failure (130 when interrupted). */
 int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
              int no_tokenizer);
+/* Loads the draft model at path (-md) with the common options and checks that it can propose tokens for m
+   (wgllm_model_check_draft); prints why not and returns the exit status, else 0 with *draft set. */
+int cli_open_draft(const cli_common *c, const char *path, wgllm_model *m, wgllm_model **draft);
 /* Session parameters with the common options applied (-ub, --kv, --unfused, --attn-grid, --precision); the
    context and the prefill callback are the caller's. */
 wgllm_session_params cli_session_params(const cli_common *c);

@@ -378,6 +378,10 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
     break;
   }
   if (get_bool(o, "ignore_eos", &r->ignore_eos, err)) return -1;
+  if ((g = get_int(o, "speculative.n_max", 0, WGLLM_SPEC_MAX, &i, err)) < 0) return -1;
+  if (g) r->spec_n_max = (int)i;
+  if (get_bool(o, "speculative.lookup", &r->spec_lookup, err)) return -1;
+  if (get_bool(o, "speculative.draft", &r->spec_draft, err)) return -1;
   if (get_bool(o, "stream", &r->stream, err)) return -1;
   const cJSON *so = field(o, "stream_options");
   if (so) {
@@ -400,6 +404,7 @@ int serve_parse_request(serve_kind kind, const char *body, size_t len, const ser
   out->min_p = 0.05f;
   out->repeat_penalty = 1.0f;
   out->repeat_last_n = 64;
+  out->spec_n_max = out->spec_lookup = out->spec_draft = -1;
   out->max_tokens = kind == SERVE_KIND_CHAT ? lim->max_tokens : (lim->max_tokens < 16 ? lim->max_tokens : 16);
   cJSON *o = parse_object(body, len, err);
   if (!o) return -1;
@@ -538,6 +543,11 @@ static cJSON *usage_json(const serve_usage *u) {
   cJSON_AddNumberToObject(o, "total_tokens", (double)u->prompt_tokens + u->completion_tokens);
   cJSON *d = cJSON_AddObjectToObject(o, "prompt_tokens_details");
   if (d) cJSON_AddNumberToObject(d, "cached_tokens", u->cached_tokens);
+  if (u->accepted_drafts + u->rejected_drafts) {
+    cJSON *c = cJSON_AddObjectToObject(o, "completion_tokens_details");
+    if (c) cJSON_AddNumberToObject(c, "accepted_prediction_tokens", u->accepted_drafts);
+    if (c) cJSON_AddNumberToObject(c, "rejected_prediction_tokens", u->rejected_drafts);
+  }
   return o;
 }
 

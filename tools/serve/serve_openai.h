@@ -72,6 +72,10 @@ typedef struct serve_request {
   int stream;        /* server-sent events */
   int include_usage; /* stream_options.include_usage: a last chunk with usage */
   int ignore_eos;    /* llama-server's extension: generate past end-of-generation tokens */
+  /* speculative decoding (-1 each: the server's default): "speculative.n_max" (llama-server's: drafts a step at
+     most, 0..15, 0: none), "speculative.lookup" and "speculative.draft" (wgllm's: prompt lookup, the server's draft
+     model) */
+  int spec_n_max, spec_lookup, spec_draft;
 } serve_request;
 
 /* Parses a POST body of /v1/chat/completions (kind CHAT) or /v1/completions (COMPLETION) into *out. The body must
@@ -106,6 +110,9 @@ char *serve_error_json(const serve_error *e);
 
 typedef struct serve_usage {
   uint32_t prompt_tokens, completion_tokens, cached_tokens;
+  /* speculative decoding's drafts, accepted and rejected (OpenAI's completion_tokens_details names; written where
+     drafts were checked) */
+  uint32_t accepted_drafts, rejected_drafts;
 } serve_usage;
 
 /* The id, creation time and model every answer of one request carries. */

@@ -31,7 +31,10 @@ enum {
   K_MAX_PER_IP,
   K_PARSE_SPECIAL_IN_CONTENT,
   K_MAX_BODY_TOTAL,
-  K_KV_POOL
+  K_KV_POOL,
+  K_MODEL_DRAFT,
+  K_SPEC_LOOKUP,
+  K_DRAFT_MAX
 };
 
 static const cli_opt serve_opts[] = {
@@ -72,6 +75,13 @@ static const cli_opt serve_opts[] = {
     {K_KV_POOL, "--kv-pool", CLI_TEXT, "TOKENS|NMiB|NGiB|off", 0, 0, 0, CLI_CMD_SERVE,
      "the sessions' KV caches in one paged pool of this size, blocks taken as requests grow, prompt prefixes shared "
      "(default: every session's whole context, at most 70% of the device memory left; off: a cache a session)"},
+    {K_MODEL_DRAFT, "-md --model-draft", CLI_TEXT, "PATH", 0, 0, 0, CLI_CMD_SERVE,
+     "speculative decoding with this draft model (same tokenizer), loaded once; requests use it unless they say "
+     "\"speculative.draft\": false (it runs while one request decodes; several share the batched step)"},
+    {K_SPEC_LOOKUP, "--spec-lookup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
+     "speculative decoding with prompt lookup by default (a request's \"speculative.lookup\" says either)"},
+    {K_DRAFT_MAX, "--draft-max --draft --draft-n", CLI_INT, "N", 1, 15, 0, CLI_CMD_SERVE,
+     "drafts a speculative step at most by default (default 7; a request's \"speculative.n_max\", 0 for none)"},
     {K_NO_WARMUP, "--no-warmup", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "listen at once, without first building the GPU pipelines (the first requests then wait for them)"},
     {K_WEB, "--web", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
@@ -121,6 +131,15 @@ static int on_opt(void *user, int key, const cli_value *v) {
     return 0;
   case K_PORT:
     a->port = v->i;
+    return 0;
+  case K_MODEL_DRAFT:
+    a->draft_path = v->text;
+    return 0;
+  case K_SPEC_LOOKUP:
+    a->spec_lookup = 1;
+    return 0;
+  case K_DRAFT_MAX:
+    a->draft_max = v->i;
     return 0;
   case K_PARALLEL:
     a->parallel = v->i;
@@ -287,7 +306,23 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
   return -1;
 }
 
-int serve_options_open(serve_options *o, wgllm_model **m) { return cli_open(&o->c, 0, m, NULL, NULL, 0); }
+int serve_options_open(serve_options *o, wgllm_model **m) {
+  wgllm_model_free(o->draft); /* a reopen's: its sessions were freed with the model's */
+  o->draft = NULL;
+  int rc = cli_open(&o->c, 0, m, NULL, NULL, 0);
+  if (!rc && o->draft_path) rc = cli_open_draft(&o->c, o->draft_path, *m, &o->draft);
+  if (!rc && (o->draft || o->spec_lookup) && wgllm_model_can_speculate(*m)) {
+    fprintf(stderr, "wgllm serve: %s: %s\n", o->draft ? "-md" : "--spec-lookup", wgllm_model_error(*m));
+    rc = 2;
+  }
+  if (rc) {
+    wgllm_model_free(o->draft);
+    o->draft = NULL;
+    wgllm_model_free(*m);
+    *m = NULL;
+  }
+  return rc;
+}
 
 int serve_options_reopen(void *user, wgllm_model **m, char *err, size_t errlen) {
   serve_options *o = user;
@@ -320,6 +355,9 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   sc->session = cli_session_params(&a->c); /* --kv, --unfused, --attn-grid, -ub, --precision */
   sc->session.context = ctx;
   sc->warm_up = !a->no_warmup;
+  sc->draft = &a->draft;
+  sc->spec_lookup = a->spec_lookup;
+  sc->draft_max = (uint32_t)a->draft_max;
   if (!a->kv_pool_off) {
     sc->use_pool = 1;
     sc->session.kv_pool = 1;
@@ -373,6 +411,8 @@ void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port,
 }
 
 void serve_options_free(serve_options *o) {
+  wgllm_model_free(o->draft); /* after the scheduler, whose sessions hold sessions of it */
+  o->draft = NULL;
   free(o->hosts_text);
   free(o->allowed_hosts);
   o->hosts_text = NULL;

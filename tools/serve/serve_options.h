@@ -16,6 +16,10 @@ typedef struct serve_options {
   int parse_special_in_content; /* --parse-special-in-content */
   int kv_pool_off;              /* --kv-pool off: each session its own cache */
   unsigned long long kv_pool_tokens, kv_pool_bytes; /* --kv-pool N or N{MiB,GiB} (0: the default) */
+  const char *draft_path; /* -md PATH: the draft model */
+  int spec_lookup;        /* --spec-lookup: requests speculate with prompt lookup by default */
+  long long draft_max;    /* --draft-max N (0: not given) */
+  wgllm_model *draft;     /* opened from draft_path by serve_options_open (and again by its reopen), freed by _free */
   char *key_owned;      /* --api-key-file's key */
   char *hosts_text;     /* --allowed-hosts, cut into allowed_hosts */
   char **allowed_hosts; /* n_allowed_hosts names */
@@ -31,7 +35,9 @@ typedef struct serve_options {
    checked (--web a directory, --api-key-file read). Returns -1 to go on, else the exit status: 0 after --help
    (printed on stdout), 2 after a usage error (said on stderr). */
 int serve_options_parse(int argc, char **argv, serve_options *o);
-/* Opens the model (-m and the common options; NULL's status is the exit status, the reason said). */
+/* Opens the model (-m and the common options) and the draft model (-md, checked against it; o->draft), and checks
+   that a default of speculation (-md, --spec-lookup) is one the model can run; returns the exit status (0: open),
+   the reason said. */
 int serve_options_open(serve_options *o, wgllm_model **m);
 /* After the model opened: the context, the model's id, o->sched and o->handler. Returns 0, or the exit status
    (2: --max-tokens past the context, said on stderr). */

@@ -329,15 +329,26 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   gp.ignore_eos = r->ignore_eos;
   gp.on_text = on_text;
   gp.user = t;
+  /* speculation: the request's fields, else the server's defaults */
+  wgllm_model *draft = s->cfg.draft ? *s->cfg.draft : NULL;
+  uint32_t n_max = r->spec_n_max >= 0 ? (uint32_t)r->spec_n_max : s->cfg.draft_max ? s->cfg.draft_max : 7;
+  int lookup = r->spec_lookup >= 0 ? r->spec_lookup : s->cfg.spec_lookup;
+  int drafts = r->spec_draft >= 0 ? r->spec_draft : draft != NULL;
+  gp.spec_lookup = lookup ? n_max : 0;
+  gp.draft_model = drafts && n_max ? draft : NULL;
+  gp.draft_max = n_max;
   t->gp = gp;
   wgllm_job *job = NULL;
-  wgllm_status st = wgllm_job_start(s->slots[k].session, t->ids, t->n_ids, &t->gp, &job);
+  int no_draft = drafts && n_max && !draft; /* asked for, and the server has none */
+  wgllm_status st =
+      no_draft ? WGLLM_ERR_INVALID_ARG : wgllm_job_start(s->slots[k].session, t->ids, t->n_ids, &t->gp, &job);
   pthread_mutex_lock(&s->mu);
   if (st == WGLLM_ERR_DEVICE_LOST) { /* the task stays on its slot: device_lost fails it with the others */
     if (!s->lost_msg[0]) snprintf(s->lost_msg, sizeof s->lost_msg, "%s", wgllm_session_error(s->slots[k].session));
   } else if (st) {
-    const char *msg = wgllm_session_error(s->slots[k].session);
-    if (st == WGLLM_ERR_INVALID_ARG)
+    const char *msg = no_draft ? "\"speculative.draft\": this server has no draft model (wgllm serve -md PATH)"
+                               : wgllm_session_error(s->slots[k].session);
+    if (st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED) /* UNSUPPORTED: speculation on this model */
       serve_fail(&t->err, 400, "invalid_request_error", NULL, NULL, "%s", msg);
     else
       serve_fail(&t->err, 500, "server_error", NULL, NULL, "the generation failed: %s (%s)", msg,
@@ -363,6 +374,8 @@ static void end_job(serve_sched *s, int k) {
     t->usage.prompt_tokens = st.prompt_tokens;
     t->usage.cached_tokens = st.cached_tokens;
     t->usage.completion_tokens = st.generated_tokens;
+    t->usage.accepted_drafts = st.spec_accepted;
+    t->usage.rejected_drafts = st.spec_drafted - st.spec_accepted;
     t->batched_tokens = st.batched_tokens;
     t->finish_reason = st.stop == WGLLM_STOP_MAX_TOKENS || st.stop == WGLLM_STOP_CONTEXT ? "length" : "stop";
     const char *e = wgllm_job_error(job);

@@ -54,6 +54,12 @@ typedef struct serve_sched_config {
   uint32_t queue;    /* requests that may wait for a session beyond those; more are refused (503) */
   wgllm_session_params session;
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
+  /* speculative decoding, a request's default (its "speculative.*" fields say otherwise): the draft model (where
+     *draft is not NULL; its holder's, replaced by reopen, outliving the scheduler), prompt lookup, drafts a step
+     at most (0: 7) */
+  wgllm_model *const *draft;
+  int spec_lookup;
+  uint32_t draft_max;
   int (*stop_requested)(void); /* NULL, or non-zero when the warm-up should end early (SIGINT pending) */
   int own_thread;              /* run on a thread of its own; 0: the caller calls serve_sched_step */
   /* A lost device (WGLLM_ERR_DEVICE_LOST from a step): every task in fails (503 device_lost), new ones are refused
