@@ -293,7 +293,7 @@ static wgllm_status spec_restart(llm_session *s, const op_sample_params *sp, con
    cost); then prompt lookup with up to K drafts (the acceptance the model's text gives). Each speculative run's
    tokens are checked against the reference. Medians of `runs` runs after a warm-up. */
 static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const char *synthetic, uint32_t P,
-                      uint32_t G, uint32_t runs, int kv_f16, int json, uint32_t K) {
+                      uint32_t G, uint32_t runs, int kv_f16, int json, uint32_t K, int profile) {
   llm_err err = {0};
   llm_session_options so = {0};
   so.ctx = c->ctx ? c->ctx : P + G + K + 8;
@@ -333,6 +333,11 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
     if (r) t[r - 1] = now_s() - t0;
   }
   if (!st) plain = median(t, (int)runs) / G;
+  gpu_recorder *plain_step = st ? NULL : llm_session_step(s, s->n_past);
+  double gpu_ns = 0;
+  if (profile && plain_step && !gpu_recorder_time(plain_step, &gpu_ns)) /* the GPU's share of a step, alone */
+    fprintf(json ? stderr : stdout, "plain step alone on the GPU: %.3f ms\n", gpu_ns / 1e6);
+  if (profile && plain_step) st = print_profile(plain_step, "the plain decode step", json);
   if (!st && json)
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"precision\": \"%s\", \"sampling\": \"%s\", "
            "\"context\": %u, \"gen_tokens\": %u, \"mode\": \"plain\", \"tok_s\": %.1f, \"ms_per_step\": %.4f}\n",
@@ -388,6 +393,12 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
       }
     }
     if (st) break;
+    if (profile && !lookup && !drafting && sp->rec[k]) { /* the verify step of k drafts: its GPU time, its kernels */
+      if (!gpu_recorder_time(sp->rec[k], &gpu_ns))
+        fprintf(json ? stderr : stdout, "verify step of %u drafts alone on the GPU: %.3f ms\n", k, gpu_ns / 1e6);
+      if (k == K || k == 1 || k == 4) st = print_profile(sp->rec[k], "the verify step", json);
+      if (st) break;
+    }
     double per = median(t, (int)runs) / G, step_ms = steps ? median(t, (int)runs) / steps * 1e3 : 0;
     double draft_ms = steps ? median(td, (int)runs) / steps * 1e3 : 0; /* proposing, a verify step's share */
     const char *mode = drafting ? "draft model" : lookup ? "lookup" : "reference drafts";
@@ -828,7 +839,7 @@ int main(int argc, char **argv) {
     g_fast = a.fasts[fi];
     for (int ki = 0; !rc && ki < nkv; ki++)
       for (uint32_t pi = 0; !rc && pi < nP; pi++)
-        rc = a.spec ? bench_spec(&c, gpu, m, synthetic, Ps[pi], G, runs, kvs[ki], json, a.spec)
+        rc = a.spec ? bench_spec(&c, gpu, m, synthetic, Ps[pi], G, runs, kvs[ki], json, a.spec, profile)
              : a.parallel
                  ? bench_parallel(&c, gpu, m, synthetic, Ps[pi], G, runs, a.parallel, kvs[ki], json, profile, depth)
                  : bench_one(&c, gpu, m, synthetic, Ps[pi], G, runs,
