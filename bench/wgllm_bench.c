@@ -356,6 +356,7 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
       st = spec_restart(s, sps, ids, P, &ref[0], &err);
       if (!st && ds) llm_session_reset(ds); /* the draft model prefills the prompt at its first step */
       steps = drafted = accepted = 0;
+      sp->pre_used = 0;
       same = 1;
       double t0 = now_s(), draft_s = 0;
       for (uint32_t at = 1; !st && at <= G;) { /* ref[0..at) known */
@@ -407,17 +408,17 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
              "\"%s\", \"context\": %u, \"gen_tokens\": %u, \"mode\": \"%s\", \"drafts\": %u, \"tok_s\": %.1f, "
              "\"speedup\": %.3f, \"verify_steps\": %u, \"drafted\": %u, \"accepted\": %u, \"acceptance\": %.4f, "
              "\"tokens_per_step\": %.3f, \"ms_per_verify_step\": %.4f, \"verify_over_plain_step\": %.3f, "
-             "\"ms_proposing_per_step\": %.4f, \"same_tokens\": %s}\n",
+             "\"ms_proposing_per_step\": %.4f, \"prepared_ahead\": %llu, \"same_tokens\": %s}\n",
              gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, g_fast ? "fast" : "exact",
              g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, mode, k > K ? K : k, 1.0 / per,
              plain / per, steps, drafted, accepted, drafted ? (double)accepted / drafted : 0.0,
              steps ? (double)(accepted + steps) / steps : 0.0, step_ms, step_ms / (plain * 1e3), draft_ms,
-             same ? "true" : "false");
+             (unsigned long long)sp->pre_used, same ? "true" : "false");
     else
       printf("%s, %u drafts: %.1f tok/s (%.2fx plain), %u steps of %.3f ms (%.2fx a plain step; proposing %.3f ms "
-             "of it), %u of %u drafts accepted, %.2f tokens a step, tokens %s\n",
-             mode, k > K ? K : k, 1.0 / per, plain / per, steps, step_ms, step_ms / (plain * 1e3), draft_ms, accepted,
-             drafted, steps ? (double)(accepted + steps) / steps : 0.0,
+             "of it; %llu encoded ahead), %u of %u drafts accepted, %.2f tokens a step, tokens %s\n",
+             mode, k > K ? K : k, 1.0 / per, plain / per, steps, step_ms, step_ms / (plain * 1e3), draft_ms,
+             (unsigned long long)sp->pre_used, accepted, drafted, steps ? (double)(accepted + steps) / steps : 0.0,
              same ? "the plain run's" : "DIFFERENT from the plain run's");
   }
   free(td);

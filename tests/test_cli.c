@@ -182,6 +182,15 @@ static int pty_finish(pty_proc *p, double secs) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+/* the last "[speculation: N verify steps, A of D drafts accepted" line of s: 1 with *steps, *acc and *drafts set, 0
+   when there is none */
+static int spec_line(const char *s, long *steps, long *acc, long *drafts) {
+  const char *p = NULL;
+  for (const char *q = s; (q = strstr(q, "[speculation: ")); q++)
+    p = q;
+  return p && sscanf(p, "[speculation: %ld verify steps, %ld of %ld drafts accepted", steps, acc, drafts) == 3;
+}
+
 /* a number before `what` in s ("120 generated"), or -1 */
 static long number_before(const char *s, const char *what) {
   const char *p = strstr(s, what);
@@ -230,8 +239,9 @@ static void runs_and_defaults(void) {
     free(o2);
     free(e);
   }
-  CHECK(wg(&o1, &e, "run -m %s -p 'a b' -n 4 --draft-max 4", GGUF) == 2 && strstr(e, "--spec-lookup"),
-        "--draft-max without --spec-lookup: a usage error naming it (%s)", e);
+  CHECK(wg(&o1, &e, "run -m %s -p 'a b' -n 4 --draft-max 4", GGUF) == 2 &&
+            strstr(e, "--draft-max sets the drafts of --spec-lookup or -md, neither of which is given"),
+        "--draft-max without --spec-lookup or -md: a usage error naming both (%s)", e);
   free(o1);
   free(e);
   CHECK(wg(&o1, &e, "run -m %s -p 'a b' -n 4 --spec-lookup --draft-max 16", GGUF) == 2,
@@ -339,6 +349,82 @@ static void runs_and_defaults(void) {
   CHECK(rc == 0 && strstr(e, "-t 8 is accepted for llama.cpp compatibility and ignored") && strstr(e, "-ngl 99"),
         "-t: %s", e);
   free(e);
+}
+
+/* speculative decoding with a draft model (-md): the default model as its own draft (q4 weights: the verify step is
+   the batched decode pass) gives the text of the run without it, greedy and sampled with a seed and a repetition
+   penalty, in run and over two chat turns; --stats says how the drafts went (greedy, every draft accepted);
+   --draft-max with -md alone bounds the drafts a step; a draft model of another tokenizer, f32 weights refused */
+static void draft_model(void) {
+  static const char *runs[] = {
+      "run -m %s --weights q4 -p 'In the beginning' -n 32 --temp 0 --stats",
+      "run -m %s --weights q4 -p 'In the beginning' -n 32 --temp 0.8 -s 5 --repeat-penalty 1.2 --stats"};
+  char *greedy = NULL, *o1, *o2, *e1, *e2, cmd[1200];
+  long steps, acc, drafts;
+  for (int i = 0; i < 2; i++) {
+    int rc = wg(&o1, &e1, runs[i], DEFAULT);
+    CHECK(rc == 0 && strlen(o1) > 20 && !strstr(e1, "[speculation: "), "%s: exit %d: %s", runs[i], rc, e1);
+    snprintf(cmd, sizeof cmd, "%s -md %s", runs[i], DEFAULT);
+    rc = wg(&o2, &e2, cmd, DEFAULT);
+    CHECK(rc == 0 && !strcmp(o1, o2) && number_before(e1, "generated") == number_before(e2, "generated"),
+          "%s: exit %d, the text without it? ('%s' vs '%s'): %s", cmd, rc, o2, o1, e2);
+    int spec = spec_line(e2, &steps, &acc, &drafts);
+    CHECK(spec && steps > 0 && drafts > 0 && acc <= drafts, "%s: --stats shows the speculation: %s", cmd, e2);
+    if (i == 0) {
+      CHECK(spec && acc == drafts, "greedy with the model as its own draft accepts every draft: %s", e2);
+      greedy = o1;
+    } else {
+      printf("  -md sampled: %ld of %ld drafts accepted in %ld steps\n", acc, drafts, steps);
+      free(o1);
+    }
+    free(o2);
+    free(e1);
+    free(e2);
+  }
+  /* --draft-max with -md alone: at most 3 drafts a step, the same text */
+  snprintf(cmd, sizeof cmd, "%s --draft-max 3 -md %s", runs[0], DEFAULT);
+  int rc = wg(&o1, &e1, cmd, DEFAULT);
+  int spec = spec_line(e1, &steps, &acc, &drafts);
+  CHECK(rc == 0 && greedy && !strcmp(o1, greedy) && spec && drafts > 0 && drafts <= 3 * steps && acc == drafts,
+        "%s: exit %d, the greedy text with at most 3 drafts a step ('%s' vs '%s'): %s", cmd, rc, o1, greedy, e1);
+  free(o1);
+  free(e1);
+  free(greedy);
+  CHECK(wg(&o1, &e1, "run -m %s --weights q4 -p 'a b' -n 4 -md %s --draft-max 16", DEFAULT, DEFAULT) == 2 &&
+            strstr(e1, "--draft-max 16"),
+        "-md --draft-max 16: a usage error (%s)", e1);
+  free(o1);
+  free(e1);
+  /* another tokenizer (gemma3's): exit 2, saying so; f32 weights: no batched decode pass to verify drafts with */
+  const char *gemma = "data/models/gemma3_gguf/model.gguf";
+  rc = wg(&o1, &e1, "run -m %s --weights q4 -p 'a b' -n 4 -md %s", DEFAULT, gemma);
+  char want[200];
+  snprintf(want, sizeof want, "wgllm: -md %s: the draft model's tokenizer is not the model's (", gemma);
+  CHECK(rc == 2 && !*o1 && strstr(e1, want) && strstr(e1, "): it cannot propose tokens for it"),
+        "-md of another tokenizer: exit %d, stdout '%s': %s", rc, o1, e1);
+  free(o1);
+  free(e1);
+  rc = wg(&o1, &e1, "run -m %s -p 'a b' -n 4 -md %s", DEFAULT, DEFAULT);
+  CHECK(rc == 1 && strstr(e1, "speculative decoding needs the batched decode pass"), "-md on f32 weights: exit %d: %s",
+        rc, e1);
+  free(o1);
+  free(e1);
+  /* chat: two turns over stdin (the draft's session kept from one to the next), the replies of the chat without it */
+  int rcs[2];
+  for (int i = 0; i < 2; i++) {
+    snprintf(cmd, sizeof cmd,
+             "printf 'hello\\nmore\\n' | %s/wgllm chat -m %s --weights q4 -n 24 --temp 0 --ignore-eos --stats%s%s",
+             g_bin, DEFAULT, i ? " -md " : "", i ? DEFAULT : "");
+    rcs[i] = sh(cmd, i ? &o2 : &o1, i ? &e2 : &e1);
+  }
+  rc = rcs[0] ? rcs[0] : rcs[1];
+  CHECK(rc == 0 && strlen(o1) > 20 && !strcmp(o1, o2) && count(e2, "generated") == 2 &&
+            count(e2, "[speculation: ") == 2 && !strstr(e1, "[speculation: "),
+        "chat -md: exit %d, the replies without it? ('%s' vs '%s'): %s", rc, o2, o1, e2);
+  free(o1);
+  free(o2);
+  free(e1);
+  free(e2);
 }
 
 static void parser(void) {
@@ -1120,6 +1206,7 @@ int main(void) {
   long_trained_context();
   writes_whole();
   runs_and_defaults();
+  draft_model();
   parser();
   chat_stdin();
   tokenize();

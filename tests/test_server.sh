@@ -25,6 +25,13 @@ check "serve without -m is a usage error" test $? = 2
 check "--parallel 0 is a usage error" test $? = 2
 "${SERVE[@]}" --help >"$TMP/help"
 check "serve --help lists --parallel with its range" grep -q -- "--parallel N.*\[1..256\]" "$TMP/help"
+# speculation on a model that cannot verify drafts (f32 weights: no batched decode pass): exit 2 before listening
+for opt in --spec-lookup "-md $MODEL"; do
+  # shellcheck disable=SC2086 # (-md PATH: two words)
+  timeout 120 "${SERVE[@]}" -m "$MODEL" --port "$(free_port)" --no-warmup $opt >/dev/null 2>"$TMP/e7"
+  check "${opt%% *} on f32 weights: exit 2" test $? = 2
+  check "... saying it needs the batched decode pass" grep -q "^wgllm serve: ${opt%% *}: .*batched decode pass" "$TMP/e7"
+done
 
 KEY=test-key-$$
 WARMUP=1 start_server main --api-key "$KEY" -np 4 || exit 1
@@ -88,6 +95,11 @@ curl -s "${AUTH[@]}" -o "$TMP/detok" "$URL/detokenize" "${JSON_CT[@]}" -d '{"tok
 check "curl /detokenize: the text" json "$TMP/detok" 'j.content === "In the beginning"'
 code=$(curl -s "${AUTH[@]}" -o "$TMP/bad" -w '%{http_code}' "$URL/v1/chat/completions" "${JSON_CT[@]}" -d '{"messages": 5}')
 check "curl: a bad request is 400 naming the field" sh -c "test $code = 400 && grep -q '\"param\":\"messages\"' '$TMP/bad'"
+code=$(curl -s "${AUTH[@]}" -o "$TMP/nodraft" -w '%{http_code}' "$URL/v1/completions" "${JSON_CT[@]}" \
+  -d '{"prompt": "x", "max_tokens": 2, "speculative.draft": true}')
+check "curl: \"speculative.draft\": true without -md is 400" test "$code" = 400
+check "... saying the server has no draft model" json "$TMP/nodraft" \
+  'j.error.type === "invalid_request_error" && /has no draft model/.test(j.error.message)'
 
 export WGLLM_SERVE_PORT=$PORT WGLLM_SERVE_KEY=$KEY WGLLM_SERVE_PID=$MAIN_PID
 echo "--- the openai client"
@@ -137,6 +149,39 @@ code=$(curl -s -o "$TMP/again" -w '%{http_code}' "$FULL/v1/completions" "${JSON_
 check "the freed session serves the next request" test "$code" = 200
 stop_server "$FULL_PID"
 check "SIGTERM: the full server exits 0" test "$STOP_STATUS" = 0
+
+# ---- speculative decoding with a draft model: the default model on q4 weights (the verify step is the batched decode
+# pass) as its own draft; a request's text is the one without speculation ("speculative.n_max": 0), greedy and sampled
+start_server draft -np 1 --weights q4 -md "$MODEL" || exit 1
+DRAFT=http://127.0.0.1:$SERVE_PORT
+# completion_text FILE: the text of a /v1/completions answer
+completion_text() { node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).choices[0].text)' "$1"; }
+for req in '"temperature": 0' '"temperature": 0.8, "seed": 5, "repeat_penalty": 1.2'; do
+  body='"prompt": "In the beginning", "max_tokens": 24, "ignore_eos": true, '"$req"
+  curl -s -o "$TMP/spec" "$DRAFT/v1/completions" "${JSON_CT[@]}" -d "{$body}"
+  curl -s -o "$TMP/nospec" "$DRAFT/v1/completions" "${JSON_CT[@]}" -d "{$body, \"speculative.n_max\": 0}"
+  completion_text "$TMP/spec" >"$TMP/spec.txt"
+  completion_text "$TMP/nospec" >"$TMP/nospec.txt"
+  if test -s "$TMP/nospec.txt" && cmp -s "$TMP/spec.txt" "$TMP/nospec.txt"; then
+    ok "-md, $req: the text without speculation (\"speculative.n_max\": 0)"
+  else
+    bad "-md, $req: the text without speculation (\"speculative.n_max\": 0): $(cat "$TMP/spec") vs $(cat "$TMP/nospec")"
+  fi
+  check "... usage: 24 tokens, the drafts accepted and rejected" json "$TMP/spec" \
+    'j.usage.completion_tokens === 24 && j.usage.completion_tokens_details.accepted_prediction_tokens > 0 &&
+     j.usage.completion_tokens_details.rejected_prediction_tokens >= 0'
+  check "... without: no drafts in the usage" json "$TMP/nospec" \
+    'j.usage.completion_tokens === 24 && j.usage.completion_tokens_details === undefined'
+  case $req in
+  *seed*) ;;
+  *) check "... greedy, its own draft: none rejected" json "$TMP/spec" 'j.usage.completion_tokens_details?.rejected_prediction_tokens === 0' ;;
+  esac
+done
+code=$(curl -s -o "$TMP/nmax" -w '%{http_code}' "$DRAFT/v1/completions" "${JSON_CT[@]}" \
+  -d '{"prompt": "x", "max_tokens": 2, "speculative.n_max": 99}')
+check "\"speculative.n_max\": 99 is 400 naming it" sh -c "test $code = 400 && grep -q '\"param\":\"speculative.n_max\"' '$TMP/nmax'"
+stop_server "$SERVE_PID"
+check "SIGTERM: the draft server exits 0" test "$STOP_STATUS" = 0
 
 # ---- --web DIR: the browser demo's files at / (no key needed for them), the API as before
 "${SERVE[@]}" -m "$MODEL" --port 0 --web "$TMP/no-such-dir" 2>"$TMP/e6"

@@ -245,6 +245,19 @@ void gpu_readback_free(gpu_readback *rb);
 wgllm_status gpu_recorder_run_readback(gpu_recorder *rec, gpu_readback *rb, gpu_view src, int *slot);
 /* Waits for slot's mapping, copies its bytes to dst and frees the slot. */
 wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, llm_err *err);
+/* A kept recording's replay and its readback copy encoded ahead into a command buffer (prepare), submitted later
+   (submit): the CPU encodes it while the GPU still works on what was submitted before, and queue writes made in
+   between (its inputs) are ordered before it, as for gpu_recorder_run_readback. The slot it copies into is taken
+   at prepare; drop releases a prepared run that is not submitted. The recording must outlive it. */
+typedef struct gpu_prepared {
+  gpu_recorder *rec; /* NULL: nothing prepared */
+  gpu_readback *rb;
+  WGPUCommandBuffer cb;
+  int slot;
+} gpu_prepared;
+wgllm_status gpu_recorder_prepare_readback(gpu_recorder *rec, gpu_readback *rb, gpu_view src, gpu_prepared *p);
+wgllm_status gpu_prepared_submit(gpu_prepared *p, int *slot);
+void gpu_prepared_drop(gpu_prepared *p); /* nothing prepared: a no-op */
 
 /* Per-record GPU time in nanoseconds (one pass per record with timestamp writes); needs timestamp-query.
    out_ns has gpu_recorder_count() entries. */

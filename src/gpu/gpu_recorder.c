@@ -511,7 +511,7 @@ void gpu_recorder_free(gpu_recorder *r) {
 typedef struct rb_slot {
   WGPUBuffer buf;
   WGPUFuture future;
-  int busy;
+  int busy; /* 1: a copy and its mapping queued; 2: taken by a prepared run not yet submitted */
   int status; /* 1 mapped, -1 failed */
 } rb_slot;
 
@@ -560,18 +560,15 @@ gpu_readback *gpu_readback_create(gpu_context *ctx, uint32_t bytes, int slots, c
 void gpu_readback_free(gpu_readback *rb) {
   if (!rb) return;
   for (int i = 0; i < rb->n; i++) {
-    if (rb->slots[i].busy) gpu_wait_future(rb->ctx, rb->slots[i].future);
+    if (rb->slots[i].busy == 1) gpu_wait_future(rb->ctx, rb->slots[i].future);
     if (rb->slots[i].buf) wgpuBufferRelease(rb->slots[i].buf);
   }
   free(rb->slots);
   free(rb);
 }
 
-wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_view src, int *slot) {
-  rb_slot *sl = &rb->slots[rb->next];
-  if (sl->busy) return fail(r, WGLLM_ERR_INTERNAL, "readback ring full: collect results before queueing more");
-  wgllm_status s = submit(r, src, sl->buf, rb->bytes);
-  if (s) return s;
+/* Starts mapping slot sl of rb after the submit that copies into it. */
+static void map_slot(gpu_readback *rb, rb_slot *sl) {
   WGPUBufferMapCallbackInfo mi = {0};
   mi.mode = WGPUCallbackMode_WaitAnyOnly;
   mi.callback = on_rb_map;
@@ -579,6 +576,55 @@ wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_vi
   sl->status = 0;
   sl->future = wgpuBufferMapAsync(sl->buf, WGPUMapMode_Read, 0, rb->bytes, mi);
   sl->busy = 1;
+}
+
+wgllm_status gpu_recorder_prepare_readback(gpu_recorder *r, gpu_readback *rb, gpu_view src, gpu_prepared *p) {
+  memset(p, 0, sizeof *p);
+  if (!r->keep) return fail(r, WGLLM_ERR_INTERNAL, "only a kept recording can be prepared ahead");
+  rb_slot *sl = &rb->slots[rb->next];
+  if (sl->busy) return WGLLM_ERR_INTERNAL; /* no slot free: nothing prepared (the recording stays usable) */
+  WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(r->ctx->device, NULL);
+  wgllm_status s = gpu_recorder_encode(r, enc);
+  if (!s) {
+    wgpuCommandEncoderCopyBufferToBuffer(enc, src.buf->handle, src.offset, sl->buf, 0, rb->bytes);
+    p->cb = wgpuCommandEncoderFinish(enc, NULL);
+  }
+  wgpuCommandEncoderRelease(enc);
+  if (s) return s;
+  sl->busy = 2;
+  p->rec = r;
+  p->rb = rb;
+  p->slot = rb->next;
+  rb->next = (rb->next + 1) % rb->n;
+  return WGLLM_OK;
+}
+
+wgllm_status gpu_prepared_submit(gpu_prepared *p, int *slot) {
+  gpu_recorder *r = p->rec;
+  if (!r) return WGLLM_ERR_INTERNAL;
+  wgpuQueueSubmit(r->ctx->queue, 1, &p->cb);
+  wgpuCommandBufferRelease(p->cb);
+  map_slot(p->rb, &p->rb->slots[p->slot]);
+  *slot = p->slot;
+  memset(p, 0, sizeof *p);
+  llm_err e;
+  wgllm_status s = gpu_check(r->ctx, &e);
+  return s ? fail(r, s, e.msg) : WGLLM_OK;
+}
+
+void gpu_prepared_drop(gpu_prepared *p) {
+  if (!p->rec) return;
+  wgpuCommandBufferRelease(p->cb);
+  p->rb->slots[p->slot].busy = 0;
+  memset(p, 0, sizeof *p);
+}
+
+wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_view src, int *slot) {
+  rb_slot *sl = &rb->slots[rb->next];
+  if (sl->busy) return fail(r, WGLLM_ERR_INTERNAL, "readback ring full: collect results before queueing more");
+  wgllm_status s = submit(r, src, sl->buf, rb->bytes);
+  if (s) return s;
+  map_slot(rb, sl);
   *slot = rb->next;
   rb->next = (rb->next + 1) % rb->n;
   return WGLLM_OK;
@@ -586,7 +632,7 @@ wgllm_status gpu_recorder_run_readback(gpu_recorder *r, gpu_readback *rb, gpu_vi
 
 wgllm_status gpu_readback_wait(gpu_readback *rb, int slot, void *dst, llm_err *err) {
   rb_slot *sl = &rb->slots[slot];
-  if (!sl->busy) {
+  if (sl->busy != 1) {
     return llm_err_set(err, WGLLM_ERR_INTERNAL, "readback slot %d has nothing queued", slot);
   }
   gpu_wait_future(rb->ctx, sl->future);

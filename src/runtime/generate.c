@@ -283,6 +283,7 @@ static int spec_next(llm_gen *g) {
   if (!nd) return 0;
   nd = llm_spec_rows_drafts(nd);
   uint32_t n = 0;
+  g->spec->next_k = g->spec_k; /* the next step's guess, encoded while this one runs */
   g->st = llm_spec_verify(g->spec, drafts, nd, g->spec_toks, &n);
   if (g->st) {
     llm_err_set(&g->s->err, g->st, "%s", g->spec->err.msg);

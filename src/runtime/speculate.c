@@ -33,6 +33,7 @@ int llm_spec_supported(llm_session *s, char *why, size_t whylen) {
 
 void llm_spec_free(llm_spec *sp) {
   if (!sp) return;
+  gpu_prepared_drop(&sp->pre);
   for (uint32_t k = 0; k <= LLM_SPEC_MAX; k++)
     gpu_recorder_free(sp->rec[k]);
   gpu_readback_free(sp->rb);
@@ -74,7 +75,7 @@ wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, int lookup, llm_ses
   if (!st && s->opt.fast) st = llm_scratch_add_fast(s->gpu, hp, &sp->sc, err);
   if (!st) st = gpu_buffer_create(s->gpu, io_bytes(R), "spec_io", &sp->io, err);
   if (!st) st = gpu_buffer_create(s->gpu, (LLM_SPEC_MAX + 2) * 4, "spec_result", &sp->res, err);
-  if (!st && !(sp->rb = gpu_readback_create(s->gpu, (LLM_SPEC_MAX + 2) * 4, 1, "spec readback", err)))
+  if (!st && !(sp->rb = gpu_readback_create(s->gpu, (LLM_SPEC_MAX + 2) * 4, 2, "spec readback", err)))
     st = err && err->status ? err->status : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) {
     llm_spec_free(sp);
@@ -97,6 +98,7 @@ uint32_t llm_spec_room(const llm_spec *sp) {
 static wgllm_status record(llm_spec *sp, uint32_t k, const uint8_t *bucket) {
   llm_session *s = sp->s;
   const llm_hparams *hp = &s->m->hp;
+  if (sp->pre.rec && sp->pre.rec == sp->rec[k]) gpu_prepared_drop(&sp->pre); /* it replays the recording freed */
   gpu_recorder_free(sp->rec[k]);
   sp->rec[k] = NULL;
   uint32_t R = k + 1, R_io = llm_batch_rows(sp->k_max + 1); /* k + 1 rows, none padding: a GEMV's tokens cost */
@@ -142,6 +144,22 @@ static wgllm_status record(llm_spec *sp, uint32_t k, const uint8_t *bucket) {
   return WGLLM_OK;
 }
 
+/* While the step of k drafts runs: the next step encoded ahead, for next_k drafts (k when not set) at the buckets
+   its rows have where this step accepts all (its recording as it is: none is made here, since a recording freed
+   now might be the one running). */
+static void prepare_next(llm_spec *sp, uint32_t k) {
+  llm_session *s = sp->s;
+  uint32_t nk = sp->next_k ? sp->next_k : k, n = s->n_past + k + 1;
+  if (nk > sp->k_max || n + nk + 1 > s->opt.ctx || !sp->rec[nk] || sp->rec_gen[nk] != s->step_gen) return;
+  for (uint32_t i = 0; i <= nk; i++)
+    if (sp->rec_bucket[nk][i] != llm_bucket_of(s, n + i)) return;
+  uint32_t R_res = nk + 2;
+  if (gpu_recorder_prepare_readback(sp->rec[nk], sp->rb, (gpu_view){sp->res, 0, R_res * 4ull}, &sp->pre)) return;
+  sp->pre_k = nk;
+  memcpy(sp->pre_bucket, sp->rec_bucket[nk], nk + 1);
+  sp->prepared++;
+}
+
 wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, int32_t *out, uint32_t *n_out) {
   llm_session *s = sp->s;
   const llm_hparams *hp = &s->m->hp;
@@ -166,6 +184,8 @@ wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, in
     st = record(sp, k, bucket);
     if (st) return st;
   }
+  int use_pre = sp->pre.rec == sp->rec[k] && sp->pre_k == k && !memcmp(sp->pre_bucket, bucket, k + 1);
+  if (!use_pre) gpu_prepared_drop(&sp->pre);
   uint32_t ids[LLM_SPEC_MAX + 1] = {0}, pos[(LLM_SPEC_MAX + 1) * ROW_WORDS] = {0};
   ids[0] = (uint32_t)s->last_sampled;
   for (uint32_t i = 0; i < k; i++)
@@ -175,7 +195,12 @@ wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, in
   gpu_write(s->gpu, sp->sc.ids, 0, ids, (k + 1ull) * 4);
   gpu_write(s->gpu, sp->io, 0, pos, (uint64_t)(k + 1) * ROW_WORDS * 4);
   int slot;
-  st = gpu_recorder_run_readback(sp->rec[k], sp->rb, (gpu_view){sp->res, 0, (k + 2ull) * 4}, &slot);
+  if (use_pre) {
+    st = gpu_prepared_submit(&sp->pre, &slot);
+    sp->pre_used++;
+  } else
+    st = gpu_recorder_run_readback(sp->rec[k], sp->rb, (gpu_view){sp->res, 0, (k + 2ull) * 4}, &slot);
+  if (!st) prepare_next(sp, k);
   uint32_t res[LLM_SPEC_MAX + 2] = {0};
   if (!st)
     st = gpu_readback_wait(sp->rb, slot, res, &sp->err);

@@ -11,7 +11,9 @@
    accepting it when the row's own draw equals it is the rejection rule's min(1, p/q) = p, and a rejected row's
    draw is a draw from p without the draft: the rule's residual). The cache keeps rows 0..a (positions past them are
    rewritten later; a ring needs k slots of slack past its window: llm_kv_cache.ring_slack); the CPU reads back
-   the count and the tokens only. A recording a draft count (for the rows' length buckets), kept.
+   the count and the tokens only. A recording a draft count (for the rows' length buckets), kept; while a step runs
+   the next one is encoded ahead (the CPU's encoding of a step's few hundred dispatches then overlaps the GPU's
+   work, as plain decoding's two steps in flight overlap it).
    Proposers: prompt lookup (llm_spec_lookup), the continuation of the latest earlier occurrence of the text's last
    n-gram (3, 2, then 1 tokens), in the prompt and the generated text; and a draft model (llm_spec_draft): a session
    of a smaller model of the same vocabulary, brought to the text (the common prefix of the two caches kept, the rest
@@ -31,7 +33,14 @@ typedef struct llm_spec {
   llm_scratch sc;   /* k_max + 1 rows of activations (padded to llm_batch_rows) and their logits */
   gpu_buffer *io;   /* [rows][64] u32 positions | [rows][64] sampled ids | [rows][320] sampler states */
   gpu_buffer *res;  /* [k_max + 2] u32: the verdict (the count, then the rows' tokens) */
-  gpu_readback *rb; /* of res */
+  gpu_readback *rb; /* of res, two slots: a step's and the next one's prepared ahead */
+  /* the next verify step encoded while this one runs (gpu_prepared): for next_k drafts (the caller's guess, 0: the
+     same as this step's) at the rows' buckets after this step accepts all; used when the next step matches, else
+     dropped and encoded then */
+  gpu_prepared pre;
+  uint32_t pre_k, next_k;
+  uint8_t pre_bucket[LLM_SPEC_MAX + 1];
+  uint64_t prepared, pre_used; /* steps prepared ahead, of them submitted */
   gpu_recorder *rec[LLM_SPEC_MAX + 1];                    /* the verify step of k drafts */
   uint32_t rec_gen[LLM_SPEC_MAX + 1];                     /* the session's step_gen when recorded */
   uint8_t rec_bucket[LLM_SPEC_MAX + 1][LLM_SPEC_MAX + 1]; /* and each row's length bucket */
