@@ -270,6 +270,10 @@ static void check_jobs(wgllm_model *m, const char *label, int batched) {
       gps[i].temperature = i == 0 ? 0.0f : 0.9f;
       gps[i].on_text = sink_text;
       gps[i].user = &got[i];
+      if (batched) { /* speculating jobs take the batched step while others decode, and speculate alone */
+        gps[i].spec_lookup = 3;
+        if (i == NJ - 1) gps[i].draft_model = m; /* the model as its own draft: the last job ends alone */
+      }
     }
     int started = 0, rounds = 0;
     for (; rounds < 200; rounds++) {
@@ -293,6 +297,9 @@ static void check_jobs(wgllm_model *m, const char *label, int batched) {
       /* every job but the first's first steps (alone) and the last's last steps (the others done) is batched */
       CHECK(batched ? js.batched_tokens >= 5 : js.batched_tokens == 0, "%s: job %d had %u of %u tokens batched", label,
             i, js.batched_tokens, js.generated_tokens);
+      if (batched && i == NJ - 1) /* its last tokens alone: verify steps with its drafts */
+        CHECK(js.spec_steps > 0 && js.spec_accepted > 0, "%s: job %d speculated once alone (%u steps, %u of %u accepted)",
+              label, i, js.spec_steps, js.spec_accepted, js.spec_drafted);
       wgllm_job_free(jobs[i]);
     }
     wgllm_job *mixed[2] = {NULL, NULL};

@@ -524,6 +524,135 @@ static void draft_case(void) {
   llm_model_free(m);
 }
 
+/* Pearson's statistic of count[0..n) (draws in all) against probabilities p[0..n): bins whose expected count is at
+   least 5, the rest merged into one bin (counted where its expectation is at least 1; the draws in it otherwise
+   returned through *stray). *dof: bins - 1. */
+static double chi_square(const uint32_t *count, const double *p, uint32_t n, uint32_t draws, uint32_t *dof,
+                         uint32_t *stray) {
+  double stat = 0, rest_e = 0;
+  uint32_t rest_c = 0, bins = 0;
+  for (uint32_t v = 0; v < n; v++) {
+    double e = p[v] * draws;
+    if (e >= 5) {
+      stat += (count[v] - e) * (count[v] - e) / e;
+      bins++;
+    } else {
+      rest_e += e;
+      rest_c += count[v];
+    }
+  }
+  *stray = 0;
+  if (rest_e >= 1) {
+    stat += (rest_c - rest_e) * (rest_c - rest_e) / rest_e;
+    bins++;
+  } else
+    *stray = rest_c;
+  *dof = bins ? bins - 1 : 0;
+  return stat;
+}
+
+/* The chi-square bound a correct sampler exceeds with probability 0.001 (Wilson-Hilferty). */
+static double chi_square_bound(uint32_t dof) {
+  double v = dof ? dof : 1, a = 2.0 / (9.0 * v), z = 3.090;
+  return v * pow(1.0 - a + z * sqrt(a), 3.0);
+}
+
+/* softmax(logits / temperature) in double */
+static void softmax_t(const float *logits, uint32_t n, double temperature, double *p) {
+  double mx = -INFINITY, sum = 0;
+  for (uint32_t v = 0; v < n; v++)
+    if (logits[v] > mx) mx = logits[v];
+  for (uint32_t v = 0; v < n; v++)
+    sum += p[v] = exp((logits[v] - mx) / temperature);
+  for (uint32_t v = 0; v < n; v++)
+    p[v] /= sum;
+}
+
+/* Sampled speculation keeps the model's distribution: 10,000 verify steps of one draft d (the likeliest token) from
+   one position of a q4gsw qwen3 session (rewound each time, the sampler's random stream going on), temperature 0.3,
+   no other filter. Row 0's draws against softmax(logits / 0.3) of the prefill's row for that position, and row 1's
+   draws where row 0 drew d (the draft accepted) against the next position's: each statistic under the bound a
+   correct sampler exceeds with probability 0.001. The same draws against the other row's distribution must exceed
+   it (the test can tell distributions apart). */
+static void spec_chi_square_case(void) {
+  enum { P = 12, N = 10000 };
+  const double temp = 0.3;
+  llm_err err = {0};
+  llm_model *m = load_q4("chi-square", "qwen3", &err);
+  if (!m) return;
+  uint32_t V = m->hp.n_vocab;
+  llm_session_options so = {.ctx = 64};
+  llm_session *s = NULL, *r = NULL;
+  llm_spec *sp = NULL;
+  wgllm_status st = llm_session_create(m, &so, &s, &err);
+  if (!st) st = llm_session_create(m, &so, &r, &err);
+  int32_t ids[P + 2];
+  for (int i = 0; i < P; i++)
+    ids[i] = (int32_t)((i * 37 + 11) % V);
+  op_sample_params smp = {.temperature = (float)temp, .top_p = 1.0f, .rep_penalty = 1.0f, .seed = 2024};
+  int32_t t0 = -1;
+  if (!st) st = start_sampled(s, &smp, ids, P, &t0);
+  if (!st) st = llm_spec_create(s, 1, 0, NULL, &sp, &err);
+  CHECK(st == WGLLM_OK, "chi-square: sessions: %s %s", err.msg, s ? s->err.msg : "");
+  float *lg = malloc((size_t)(P + 2) * V * sizeof *lg);
+  double *p0 = malloc(V * sizeof *p0), *p1 = malloc(V * sizeof *p1);
+  uint32_t *c0 = calloc(V, sizeof *c0), *c1 = calloc(V, sizeof *c1), n1 = 0;
+  int32_t d = 0;
+  if (!st) { /* the logits of t0's row, its likeliest token d, then those of d's row */
+    ids[P] = t0;
+    st = llm_session_prefill(r, ids, P + 1, lg, 1);
+    for (uint32_t v = 1; v < V; v++)
+      if (lg[(size_t)P * V + v] > lg[(size_t)P * V + d]) d = (int32_t)v;
+    ids[P + 1] = d;
+    llm_session_reset(r);
+    if (!st) st = llm_session_prefill(r, ids, P + 2, lg, 1);
+    CHECK(st == WGLLM_OK, "chi-square: reference logits: %s", r->err.msg);
+  }
+  for (uint32_t i = 0; !st && i < N; i++) {
+    llm_session_rewind(s, P);
+    s->last_sampled = t0;
+    int32_t out[2];
+    uint32_t n = 0;
+    st = llm_spec_verify(sp, &d, 1, out, &n);
+    if (st || n < 1 || (n == 2) != (out[0] == d)) { /* checked once, not 10,000 times */
+      CHECK(0, "chi-square: verify %u: %s (%u tokens)", i, sp->err.msg, n);
+      break;
+    }
+    c0[out[0]]++;
+    if (n == 2) {
+      c1[out[1]]++;
+      n1++;
+    }
+  }
+  if (!st) {
+    softmax_t(lg + (size_t)P * V, V, temp, p0);
+    softmax_t(lg + (size_t)(P + 1) * V, V, temp, p1);
+    uint32_t dof0, dof1, stray0, stray1, dofx, strayx;
+    double x0 = chi_square(c0, p0, V, N, &dof0, &stray0), x1 = chi_square(c1, p1, V, n1, &dof1, &stray1);
+    double b0 = chi_square_bound(dof0), b1 = chi_square_bound(dof1);
+    CHECK(x0 < b0 && stray0 <= 5, "chi-square: row 0's %u draws: %.1f on %u degrees of freedom (bound %.1f), %u stray",
+          N, x0, dof0, b0, stray0);
+    CHECK(n1 >= 1000 && x1 < b1 && stray1 <= 5,
+          "chi-square: row 1's %u draws after the draft was accepted: %.1f on %u degrees of freedom (bound %.1f), %u "
+          "stray", n1, x1, dof1, b1, stray1);
+    double xx = chi_square(c0, p1, V, N, &dofx, &strayx); /* the wrong row's distribution */
+    CHECK(xx > chi_square_bound(dofx) || strayx > 5,
+          "chi-square: row 0's draws against row 1's distribution are told apart (%.1f, bound %.1f)", xx,
+          chi_square_bound(dofx));
+    printf("  qwen3            sampled speculation: row 0 chi2 %.1f (dof %u, bound %.1f), row 1 %.1f over %u draws "
+           "(dof %u, bound %.1f)\n", x0, dof0, b0, x1, n1, dof1, b1);
+  }
+  free(lg);
+  free(p0);
+  free(p1);
+  free(c0);
+  free(c1);
+  llm_spec_free(sp);
+  llm_session_free(r);
+  llm_session_free(s);
+  llm_model_free(m);
+}
+
 /* Batched decode in the fast precision past 8 rows (the small-M GEMM, op_gemv_fast with the batch's partial sums)
    against each session's own step, on a q4gsw fixture: NS sessions prefilled with prompts of their own and one
    greedy step alone each, in the exact and in the fast precision (the int8 GEMV), their logits kept; then the fast
@@ -643,6 +772,7 @@ int main(void) {
   spec_case("qwen3", 40);
   spec_case("gemma3", 40);            /* window layers as rings (their slack past the window) */
   draft_case();
+  spec_chi_square_case();
   batched_case("gemma3", 150);        /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
   batched_fast_case("qwen3", 12);     /* the small-M GEMM's 16-row tiles */
   batched_fast_case("llama_gqa", 33); /* its 64-row tiles */
