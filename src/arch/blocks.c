@@ -312,13 +312,56 @@ static wgllm_status attention_paged(const llm_fwd *f, const attn_layer *L) {
   return st;
 }
 
+/* Speculation's verify rows (llm_fwd_paged.one_seq): the rows of one session, over its own cache seen as a pool of
+   one block, one flash-decoding pair a group of one length bucket, twice (the first appends the rows' K and V).
+   Returns 1 (nothing recorded) for a layer it does not take: caches in several binding groups, or on a pool. */
+static int attention_rows(const llm_fwd *f, const attn_layer *L, wgllm_status *st) {
+  const llm_hparams *hp = &f->m->hp;
+  const llm_fwd_paged *pg = f->paged;
+  const llm_fwd_token *tk = &f->tokens[0];
+  attn_group g;
+  if (attn_group_at(tk->kv, L, 0, &g) != 1 || llm_kv_pages(tk->kv, L->src) ||
+      !op_attention_decode_supports(&g.layout, g.n_head))
+    return 1;
+  gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && tk->rope->local ? tk->rope->local : tk->rope->global;
+  *st = WGLLM_OK;
+  for (uint32_t k = 0; !*st && k < pg->n_groups; k++) {
+    const llm_fwd_paged_group *gr = &pg->groups[k];
+    op_kv_pages pages = {.table = gr->table, .max_blocks = 1, .block = g.layout.ctx, .n_blocks = 1,
+                         .v_stride = L->v_stride};
+    op_attn_rope ar = {.cs = V(rope_cs),
+                       .vsrc = L->vsrc,
+                       .rot_dim = L->rot_dim,
+                       .max_pos = tk->kv->ctx,
+                       .k_off = gr->row0 * L->qk_stride + g.k_off,
+                       .v_off = gr->row0 * (L->vsrc.buf ? L->v_stride : L->qk_stride) + g.v_off,
+                       .mode = hp->rope_mode};
+    op_attn_params ap = {.n_tokens = gr->n,
+                         .n_head = g.n_head,
+                         .q_stride = L->qk_stride,
+                         .q_off = gr->row0 * L->qk_stride + g.q_off,
+                         .out_stride = L->q_width,
+                         .window = llm_layer_window(hp, L->l),
+                         .scale = hp->attn_scale,
+                         .softcap = 0.0f,
+                         .max_len = gr->max_len,
+                         .rope = &ar,
+                         .pages = &pages};
+    gpu_view out = {f->s->attn, (uint64_t)gr->row0 * L->q_width * 4, 0}; /* a binding offset: llm_batch_forward_ok */
+    for (int pass = 0; !*st && pass < 2; pass++)
+      *st = op_attention_decode(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, gr->pos, gr->partial, NULL, out);
+  }
+  return 0;
+}
+
 /* Batched decode: token i's RoPE, cache append and flash-decoding over its own session's cache (a dispatch set
    a token and a group of KV heads), q of row i at q_off + i * qk_stride, its output at row i of s->attn; the
    layers of one pool that every token's cache is on, one pair for all (attention_paged). */
 static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
   const llm_hparams *hp = &f->m->hp;
-  if (f->paged && llm_kv_pages(f->tokens[0].kv, L->src)) return attention_paged(f, L);
   wgllm_status st = WGLLM_OK;
+  if (f->paged && f->paged->one_seq && !attention_rows(f, L, &st)) return st;
+  if (f->paged && !f->paged->one_seq && llm_kv_pages(f->tokens[0].kv, L->src)) return attention_paged(f, L);
   for (uint32_t i = 0; !st && i < f->n_seq; i++) {
     const llm_fwd_token *tk = &f->tokens[i];
     gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && tk->rope->local ? tk->rope->local : tk->rope->global;

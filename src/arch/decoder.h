@@ -54,6 +54,12 @@ typedef struct llm_fwd_paged_group {
   gpu_view partial;  /* n x its flash-decoding partial bytes */
 } llm_fwd_paged_group;
 typedef struct llm_fwd_paged {
+  /* one_seq: the tokens are consecutive rows of one session over its own cache (speculation's verify step): each
+     layer's whole cache is one block (block and n_blocks unused), every table row [0]; each group's attention pair
+     runs twice, the first appending every row's K and V (its scores read keys other rows may not have written yet,
+     and the second rewrites every partial), so that each row reads the keys of the rows before it. A layer with
+     its cache in several binding groups, or on a pool, takes a pair a row. */
+  int one_seq;
   uint32_t max_blocks, block, n_blocks; /* the table's row stride (u32), the pool's block and blocks */
   const llm_rope_tables *rope;          /* tables covering every member's positions (below rope_max_pos) */
   uint32_t rope_max_pos;

@@ -10,10 +10,24 @@
 #define STATE_WORDS (4 + OP_SAMPLE_RING_MAX) /* the sampler's state */
 #define SNAP_WORDS 320                       /* a saved state's stride: a binding offset */
 
-/* the parts of sp->io for R rows: positions from 0, then the rows' sampled ids, then the saved sampler states */
-static uint64_t out_off(uint32_t R) { return (uint64_t)R * ROW_WORDS * 4; }
-static uint64_t snap_off(uint32_t R) { return 2ull * R * ROW_WORDS * 4; }
-static uint64_t io_bytes(uint32_t R) { return snap_off(R) + (uint64_t)R * SNAP_WORDS * 4; }
+/* the parts of sp->io for R rows: the rows' positions from 0, then each length-bucket group's positions (one
+   attention pair a group: llm_fwd_paged.one_seq; both written in one queue write a step), then the rows' sampled
+   ids, then the saved sampler states, then a zero block table of R rows */
+static uint64_t gpos_off(uint32_t R) { return (uint64_t)R * ROW_WORDS * 4; }
+static uint64_t out_off(uint32_t R) { return 2ull * R * ROW_WORDS * 4; }
+static uint64_t snap_off(uint32_t R) { return 3ull * R * ROW_WORDS * 4; }
+static uint64_t table_off(uint32_t R) { return snap_off(R) + (uint64_t)R * SNAP_WORDS * 4; }
+static uint64_t io_bytes(uint32_t R) { return table_off(R) + (uint64_t)R * ROW_WORDS * 4; }
+static uint64_t partial_row(const llm_session *s) { return (s->step_scratch.attn_partial->size + 255) & ~255ull; }
+
+/* The rows' groups of one length bucket (consecutive rows: their buckets never decrease): first[g], their count. */
+static uint32_t bucket_groups(const uint8_t *bucket, uint32_t rows, uint32_t *first) {
+  uint32_t ng = 0;
+  for (uint32_t i = 0; i < rows; i++)
+    if (!i || bucket[i] != bucket[i - 1]) first[ng++] = i;
+  first[ng] = rows;
+  return ng;
+}
 
 int llm_spec_supported(llm_session *s, char *why, size_t whylen) {
   if (!s->has_sampler || s->opt.unfused) { /* unfused: the verify step's rows would not be its steps bit for bit */
@@ -40,6 +54,7 @@ void llm_spec_free(llm_spec *sp) {
   gpu_buffer_destroy(sp->s->gpu, sp->io);
   gpu_buffer_destroy(sp->s->gpu, sp->res);
   llm_scratch_release(sp->s->gpu, &sp->sc);
+  gpu_buffer_destroy(sp->s->gpu, sp->partial);
   free(sp->hist);
   free(sp);
 }
@@ -74,6 +89,11 @@ wgllm_status llm_spec_create(llm_session *s, uint32_t k_max, int lookup, llm_ses
   wgllm_status st = llm_scratch_acquire(s->gpu, hp, R, R, &sp->sc, err);
   if (!st && s->opt.fast) st = llm_scratch_add_fast(s->gpu, hp, &sp->sc, err);
   if (!st) st = gpu_buffer_create(s->gpu, io_bytes(R), "spec_io", &sp->io, err);
+  if (!st) st = gpu_buffer_create(s->gpu, R * partial_row(s), "spec_attn_partial", &sp->partial, err);
+  if (!st) { /* the block table of the rows' attention: every row the cache's one block */
+    uint32_t zero[LLM_SPEC_MAX + 1] = {0};
+    gpu_write(s->gpu, sp->io, table_off(R), zero, (uint64_t)R * 4);
+  }
   if (!st) st = gpu_buffer_create(s->gpu, (LLM_SPEC_MAX + 2) * 4, "spec_result", &sp->res, err);
   if (!st && !(sp->rb = gpu_readback_create(s->gpu, (LLM_SPEC_MAX + 2) * 4, 2, "spec readback", err)))
     st = err && err->status ? err->status : WGLLM_ERR_OUT_OF_MEMORY;
@@ -115,9 +135,23 @@ static wgllm_status record(llm_spec *sp, uint32_t k, const uint8_t *bucket) {
   }
   gpu_recorder *rec = gpu_recorder_create(s->gpu, 1);
   if (!rec) return llm_err_set(&sp->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
-  /* a token at a time over its own session's cache (no pool table: rows of one sequence must see each other's
-     keys, which one paged dispatch for all would not order) */
-  wgllm_status st = llm_encode_forward_batch(rec, s->m, tk, k + 1, R, &sp->sc, s->opt.fast, NULL);
+  /* attention: the rows of a length bucket in one pair (twice: the first appends every row's K and V, so that each
+     row then reads the keys of the rows before it) over the session's own cache; a layer on a pool or in several
+     binding groups a row at a time over its cache (llm_fwd_paged.one_seq) */
+  llm_fwd_paged pg = {.one_seq = 1, .rope = &s->rope, .rope_max_pos = s->opt.ctx};
+  uint32_t first[LLM_SPEC_MAX + 2];
+  pg.n_groups = bucket_groups(bucket, k + 1, first);
+  for (uint32_t g = 0; g < pg.n_groups; g++) {
+    uint32_t n = first[g + 1] - first[g], len = llm_bucket_len(s, bucket[first[g]]);
+    pg.groups[g] = (llm_fwd_paged_group){.row0 = first[g],
+                                         .n = n,
+                                         .ctx = s->opt.ctx,
+                                         .max_len = len >= s->opt.ctx ? 0 : len,
+                                         .pos = {sp->io, gpos_off(R_io) + (uint64_t)g * ROW_WORDS * 4, n * 4ull},
+                                         .table = {sp->io, table_off(R_io), n * 4ull},
+                                         .partial = {sp->partial, first[g] * partial_row(s), n * partial_row(s)}};
+  }
+  wgllm_status st = llm_encode_forward_batch(rec, s->m, tk, k + 1, R, &sp->sc, s->opt.fast, &pg);
   uint64_t row = (uint64_t)hp->n_vocab * 4;
   for (uint32_t i = 0; !st && i <= k; i++) {
     st = op_sample(rec, &s->sampler, (gpu_view){sp->sc.logits, i * row, row}, gpu_whole(s->sampler_state),
@@ -186,14 +220,20 @@ wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, in
   }
   int use_pre = sp->pre.rec == sp->rec[k] && sp->pre_k == k && !memcmp(sp->pre_bucket, bucket, k + 1);
   if (!use_pre) gpu_prepared_drop(&sp->pre);
-  uint32_t ids[LLM_SPEC_MAX + 1] = {0}, pos[(LLM_SPEC_MAX + 1) * ROW_WORDS] = {0};
+  uint32_t ids[LLM_SPEC_MAX + 1] = {0};
   ids[0] = (uint32_t)s->last_sampled;
   for (uint32_t i = 0; i < k; i++)
     ids[1 + i] = (uint32_t)drafts[i];
+  gpu_write(s->gpu, sp->sc.ids, 0, ids, (k + 1ull) * 4);
+  /* each row's position (a binding of its own), then each length-bucket group's (contiguous): one write */
+  uint32_t R_io = llm_batch_rows(sp->k_max + 1), first[LLM_SPEC_MAX + 2], ng = bucket_groups(bucket, k + 1, first);
+  uint32_t pos[2 * (LLM_SPEC_MAX + 1) * ROW_WORDS] = {0}; /* R_io <= LLM_SPEC_MAX + 1 rows */
   for (uint32_t i = 0; i <= k; i++)
     pos[i * ROW_WORDS] = n + i;
-  gpu_write(s->gpu, sp->sc.ids, 0, ids, (k + 1ull) * 4);
-  gpu_write(s->gpu, sp->io, 0, pos, (uint64_t)(k + 1) * ROW_WORDS * 4);
+  for (uint32_t g = 0; g < ng; g++)
+    for (uint32_t i = first[g]; i < first[g + 1]; i++)
+      pos[R_io * ROW_WORDS + g * ROW_WORDS + i - first[g]] = n + i;
+  gpu_write(s->gpu, sp->io, 0, pos, gpos_off(R_io) + (uint64_t)ng * ROW_WORDS * 4);
   int slot;
   if (use_pre) {
     st = gpu_prepared_submit(&sp->pre, &slot);

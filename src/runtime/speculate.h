@@ -31,7 +31,9 @@ typedef struct llm_spec {
   llm_session *s;
   uint32_t k_max;
   llm_scratch sc;   /* k_max + 1 rows of activations (padded to llm_batch_rows) and their logits */
-  gpu_buffer *io;   /* [rows][64] u32 positions | [rows][64] sampled ids | [rows][320] sampler states */
+  gpu_buffer *io; /* [rows][64] u32 positions | [rows][64] sampled ids | [rows][320] sampler states | [groups][64]
+                     the length-bucket groups' positions | [rows] zero block table */
+  gpu_buffer *partial; /* [rows] flash-decoding partials (256-byte aligned rows): the rows' attention at once */
   gpu_buffer *res;  /* [k_max + 2] u32: the verdict (the count, then the rows' tokens) */
   gpu_readback *rb; /* of res, two slots: a step's and the next one's prepared ahead */
   /* the next verify step encoded while this one runs (gpu_prepared): for next_k drafts (the caller's guess, 0: the
