@@ -1,9 +1,10 @@
 /* Speculative decoding (issue 29): drafts proposed cheaply and checked in one forward pass of the model.
    The verify step of k drafts is a batched decode of one session in k + 1 rows (decoder.h's
    llm_encode_forward_batch): row 0 feeds the session's last sampled token at n_past, row i the draft d_i at
-   n_past + i, each row's token attending over the cache the rows before it appended (a token at a time, the
-   kernels of a single step: in the exact precision each row's logits are bit for bit the step's that would feed
-   the same tokens one after another). Each row's sampler then draws with the session's sampler state as the rows
+   n_past + i, each row's token attending over the cache the rows before it appended (one flash-decoding pair a
+   length bucket for the rows, run twice so that the first appends every row's K and V: llm_fwd_paged.one_seq; each
+   row sums as a single step does, so in the exact precision each row's logits are bit for bit the step's that
+   would feed the same tokens one after another). Each row's sampler then draws with the session's sampler state as the rows
    before it left it (kernels/copy_u32.wgsl saves it after each row), and op_spec_accept finds on the GPU how many
    drafts those draws confirm (a: draft i + 1 equals what row i drew), puts back the state row a left, and feeds
    row a's token to the next step. The output is the a + 1 tokens rows 0..a drew: the tokens plain decoding draws
