@@ -404,9 +404,14 @@ static void draft_model(void) {
         "-md of another tokenizer: exit %d, stdout '%s': %s", rc, o1, e1);
   free(o1);
   free(e1);
-  rc = wg(&o1, &e1, "run -m %s -p 'a b' -n 4 -md %s", DEFAULT, DEFAULT);
-  CHECK(rc == 1 && strstr(e1, "speculative decoding needs the batched decode pass"), "-md on f32 weights: exit %d: %s",
-        rc, e1);
+  rc = wg(&o1, &e1, "run -m %s -p 'a b' -n 4 -md %s", DEFAULT, DEFAULT); /* refused before any text */
+  CHECK(rc == 2 && !*o1 && strstr(e1, "wgllm: -md: speculative decoding needs the batched decode pass"),
+        "-md on f32 weights: exit %d, stdout '%s': %s", rc, o1, e1);
+  free(o1);
+  free(e1);
+  rc = wg(&o1, &e1, "run -m %s -p 'a b' -n 4 --spec-lookup", DEFAULT);
+  CHECK(rc == 2 && !*o1 && strstr(e1, "wgllm: --spec-lookup: speculative decoding needs the batched decode pass"),
+        "--spec-lookup on f32 weights: exit %d, stdout '%s': %s", rc, o1, e1);
   free(o1);
   free(e1);
   /* chat: two turns over stdin (the draft's session kept from one to the next), the replies of the chat without it */

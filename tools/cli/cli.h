@@ -39,7 +39,9 @@ void cli_print_stats(const wgllm_generate_stats *st, const char *adapter);
    printed, or the exit status of a usage error. The seed is random unless -s S. */
 int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g);
 void cli_gen_free(cli_gen *g);
-/* -md PATH: loads the draft model for m into g (gp.draft_model); 0, or the exit status after saying why */
+/* -md PATH: loads the draft model for m into g (gp.draft_model); with it or --spec-lookup, checks that m can
+   speculate (wgllm_model_can_speculate: exit 2 naming why, before any text); 0, or the exit status after saying
+   why */
 int cli_gen_open_draft(cli_gen *g, wgllm_model *m);
 /* -v: the seed and the sampling settings on stderr */
 void cli_verbose_sampling(const cli_gen *g);

@@ -315,6 +315,10 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
 }
 
 int cli_gen_open_draft(cli_gen *g, wgllm_model *m) {
+  if ((g->draft_path || g->spec_lookup) && wgllm_model_can_speculate(m)) { /* said before any text */
+    fprintf(stderr, "wgllm: %s: %s\n", g->draft_path ? "-md" : "--spec-lookup", wgllm_model_error(m));
+    return 2;
+  }
   if (!g->draft_path) return 0;
   int rc = cli_open_draft(&g->c, g->draft_path, m, &g->draft);
   g->gp.draft_model = g->draft;
