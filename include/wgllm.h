@@ -375,7 +375,8 @@ WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
    Up to 64 of them decode in one batched forward pass (each weight read once for every 8 of them, and in the fast
    precision past 8 once for all; in the exact precision the text is the same as stepped alone), where the model's
    weights and shapes allow (Llama-family models with the fused decode GEMV's weight storages: q4gsw, Q4_0, Q8_0,
-   Q4_K, Q5_K, Q6_K); the rest, and jobs with spec_lookup, run one session after another, queued together. The
+   Q4_K, Q5_K, Q6_K); the rest run one session after another, queued together (a job with spec_lookup or
+   draft_model runs its verify steps while it is the only one decoding, and takes the batched step among others). The
    batched step is left running when the call returns (the next call queues its successor behind it, then takes
    its tokens), so the GPU works while the caller does; the other calls on those jobs and sessions collect it
    first. Jobs still prefilling take their next chunks in one pass together (up to one prefill chunk's tokens

@@ -266,9 +266,37 @@ static wgllm_status attention_decode(const llm_fwd *f, const attn_layer *L, uint
   return st;
 }
 
+/* One flash-decoding pair (RoPE and the cache append folded in) for group gr's rows over pages: q of row i at
+   q_off + i * qk_stride (the group's rows from row0: offsets in the parameters, not binding offsets), its output at
+   row i of s->attn from row0 (a binding offset: llm_batch_forward_ok). */
+static wgllm_status paged_pair(const llm_fwd *f, const attn_layer *L, const attn_group *g, const op_kv_layout *lay,
+                               const op_kv_pages *pages, const llm_fwd_paged_group *gr, gpu_buffer *rope_cs,
+                               uint32_t max_pos) {
+  const llm_hparams *hp = &f->m->hp;
+  op_attn_rope ar = {.cs = V(rope_cs),
+                     .vsrc = L->vsrc,
+                     .rot_dim = L->rot_dim,
+                     .max_pos = max_pos,
+                     .k_off = gr->row0 * L->qk_stride + g->k_off,
+                     .v_off = gr->row0 * (L->vsrc.buf ? L->v_stride : L->qk_stride) + g->v_off,
+                     .mode = hp->rope_mode};
+  op_attn_params ap = {.n_tokens = gr->n,
+                       .n_head = g->n_head,
+                       .q_stride = L->qk_stride,
+                       .q_off = gr->row0 * L->qk_stride + g->q_off,
+                       .out_stride = L->q_width,
+                       .window = llm_layer_window(hp, L->l),
+                       .scale = hp->attn_scale,
+                       .softcap = 0.0f,
+                       .max_len = gr->max_len,
+                       .rope = &ar,
+                       .pages = pages};
+  gpu_view out = {f->s->attn, (uint64_t)gr->row0 * L->q_width * 4, 0};
+  return op_attention_decode(f->rec, lay, &ap, V(L->qk), g->k, g->v, gr->pos, gr->partial, NULL, out);
+}
+
 /* Batched decode over one pool (a layer the pool holds): every token's RoPE, cache append and flash-decoding in
-   one dispatch pair a group of one length bucket over the step's block table, q of row i at q_off + i * qk_stride,
-   its output at row i of s->attn. */
+   one dispatch pair a group of one length bucket over the step's block table. */
 static wgllm_status attention_paged(const llm_fwd *f, const attn_layer *L) {
   const llm_hparams *hp = &f->m->hp;
   const llm_fwd_paged *pg = f->paged;
@@ -287,27 +315,7 @@ static wgllm_status attention_paged(const llm_fwd *f, const attn_layer *L) {
                          .block = pg->block,
                          .n_blocks = pg->n_blocks,
                          .v_stride = L->v_stride};
-    /* the group's rows start at row0 of q's (and V's) buffer: offsets in the parameters, not binding offsets */
-    op_attn_rope ar = {.cs = V(rope_cs),
-                       .vsrc = L->vsrc,
-                       .rot_dim = L->rot_dim,
-                       .max_pos = pg->rope_max_pos,
-                       .k_off = gr->row0 * L->qk_stride + g.k_off,
-                       .v_off = gr->row0 * (L->vsrc.buf ? L->v_stride : L->qk_stride) + g.v_off,
-                       .mode = hp->rope_mode};
-    op_attn_params ap = {.n_tokens = gr->n,
-                         .n_head = g.n_head,
-                         .q_stride = L->qk_stride,
-                         .q_off = gr->row0 * L->qk_stride + g.q_off,
-                         .out_stride = L->q_width,
-                         .window = llm_layer_window(hp, L->l),
-                         .scale = hp->attn_scale,
-                         .softcap = 0.0f,
-                         .max_len = gr->max_len,
-                         .rope = &ar,
-                         .pages = &pages};
-    gpu_view out = {f->s->attn, (uint64_t)gr->row0 * L->q_width * 4, 0}; /* a binding offset: llm_batch_forward_ok */
-    st = op_attention_decode(f->rec, &lay, &ap, V(L->qk), g.k, g.v, gr->pos, gr->partial, NULL, out);
+    st = paged_pair(f, L, &g, &lay, &pages, gr, rope_cs, pg->rope_max_pos);
   }
   return st;
 }
@@ -326,30 +334,10 @@ static int attention_rows(const llm_fwd *f, const attn_layer *L, wgllm_status *s
   gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && tk->rope->local ? tk->rope->local : tk->rope->global;
   *st = WGLLM_OK;
   for (uint32_t k = 0; !*st && k < pg->n_groups; k++) {
-    const llm_fwd_paged_group *gr = &pg->groups[k];
-    op_kv_pages pages = {.table = gr->table, .max_blocks = 1, .block = g.layout.ctx, .n_blocks = 1,
+    op_kv_pages pages = {.table = pg->groups[k].table, .max_blocks = 1, .block = g.layout.ctx, .n_blocks = 1,
                          .v_stride = L->v_stride};
-    op_attn_rope ar = {.cs = V(rope_cs),
-                       .vsrc = L->vsrc,
-                       .rot_dim = L->rot_dim,
-                       .max_pos = tk->kv->ctx,
-                       .k_off = gr->row0 * L->qk_stride + g.k_off,
-                       .v_off = gr->row0 * (L->vsrc.buf ? L->v_stride : L->qk_stride) + g.v_off,
-                       .mode = hp->rope_mode};
-    op_attn_params ap = {.n_tokens = gr->n,
-                         .n_head = g.n_head,
-                         .q_stride = L->qk_stride,
-                         .q_off = gr->row0 * L->qk_stride + g.q_off,
-                         .out_stride = L->q_width,
-                         .window = llm_layer_window(hp, L->l),
-                         .scale = hp->attn_scale,
-                         .softcap = 0.0f,
-                         .max_len = gr->max_len,
-                         .rope = &ar,
-                         .pages = &pages};
-    gpu_view out = {f->s->attn, (uint64_t)gr->row0 * L->q_width * 4, 0}; /* a binding offset: llm_batch_forward_ok */
     for (int pass = 0; !*st && pass < 2; pass++)
-      *st = op_attention_decode(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, gr->pos, gr->partial, NULL, out);
+      *st = paged_pair(f, L, &g, &g.layout, &pages, &pg->groups[k], rope_cs, tk->kv->ctx);
   }
   return 0;
 }

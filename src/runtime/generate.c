@@ -285,6 +285,11 @@ static int spec_next(llm_gen *g) {
   uint32_t n = 0;
   g->spec->next_k = g->spec_k; /* the next step's guess, encoded while this one runs */
   g->st = llm_spec_verify(g->spec, drafts, nd, g->spec_toks, &n);
+  if (g->st == WGLLM_ERR_KV_FULL) { /* the pool has no room for the rows (nothing ran): a plain step, then rest */
+    g->st = WGLLM_OK;
+    g->spec_skip = g->spec_backoff = g->spec_backoff ? (g->spec_backoff < 64 ? 2 * g->spec_backoff : 64) : 1;
+    return 0;
+  }
   if (g->st) {
     llm_err_set(&g->s->err, g->st, "%s", g->spec->err.msg);
     llm_gen_finish(g);

@@ -68,7 +68,8 @@ uint32_t llm_spec_room(const llm_spec *sp);
 /* One verify step of drafts[0..k) (1 <= k <= llm_spec_room, each in the vocabulary) after s's last sampled token:
    out[0..*n_out) the tokens it gives (the accepted drafts then the next token: 1..k + 1 of them, out has room for
    k + 1); the session advances past the accepted drafts (n_past by *n_out, last_sampled the last of out, its
-   step's input id written on the GPU), its reservations past them given back. Nothing queued on s. */
+   step's input id written on the GPU), its reservations past them given back. Nothing queued on s. On a KV pool
+   without room for the k + 1 rows: WGLLM_ERR_KV_FULL with nothing run (the generation takes a plain step). */
 wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, int32_t *out, uint32_t *n_out);
 /* The drafts a step takes of n proposed: 1, 3, 7 or 15 (2, 4, 8 or 16 rows, the batched decode's row counts), the
    most not above n, so that a generation compiles at most four sets of verify pipelines. */
