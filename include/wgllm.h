@@ -114,8 +114,8 @@ WGLLM_API wgllm_status wgllm_model_get_info(const wgllm_model *m, wgllm_model_in
    proposal). WGLLM_ERR_INVALID_ARG otherwise, the first difference in wgllm_model_error(m). */
 WGLLM_API wgllm_status wgllm_model_check_draft(wgllm_model *m, const wgllm_model *draft);
 /* Whether m's generations can speculate (spec_lookup, draft_model): its batched decode pass records on this device
-   (quantized weights, not Gemma 4). WGLLM_ERR_UNSUPPORTED otherwise, the reason in wgllm_model_error(m); a session
-   on the unfused decode path refuses it too. */
+   (every family and weight storage, where its rows start on binding offsets). WGLLM_ERR_UNSUPPORTED otherwise, the
+   reason in wgllm_model_error(m); a session on the unfused decode path refuses it too. */
 WGLLM_API wgllm_status wgllm_model_can_speculate(wgllm_model *m);
 
 /* Text to ids: len bytes of UTF-8 (a NUL byte among them is tokenized as the byte it is). add_special: BOS/EOS as
@@ -291,8 +291,8 @@ typedef struct wgllm_generate_params {
      precision, with every sampler setting and seed). Pays where replies repeat their input (extraction, editing,
      summaries, code). 0: off (the default). A job with it runs its verify steps while it is the only one decoding
      in a wgllm_jobs_step call and takes the batched step among several (speculation trades arithmetic, which a
-     batch already uses, for fewer steps); a model without the batched decode pass (Gemma 4, float weights) or a session on the unfused decode path refuses it at
-     wgllm_job_start, naming why. */
+     batch already uses, for fewer steps); a model whose batched decode pass does not record on the device
+     (wgllm_model_can_speculate) or a session on the unfused decode path refuses it at wgllm_job_start, naming why. */
   uint32_t spec_lookup;
   /* speculative decoding with a draft model: a smaller model of the same vocabulary (wgllm_model_check_draft, which
      wgllm_job_start runs) proposes draft_max tokens a step (1..WGLLM_SPEC_MAX; 0: 7) by its own greedy decoding, and
@@ -382,8 +382,8 @@ WGLLM_API wgllm_status wgllm_job_step(wgllm_job *j, int *done);
    first. Jobs still prefilling take their next chunks in one pass together (up to one prefill chunk's tokens
    in all, oldest first; the others wait for the next call). Sessions on the model's KV pool attend in one dispatch
    pair a layer and length bucket, and under pressure on the pool a job may wait or be evicted and recomputed (see
-   "a paged KV pool" above). A job that fails is done with its error (wgllm_job_error); the others go on. Returns the first
-   failure's status. */
+   "a paged KV pool" above). A job that fails is done with its error (wgllm_job_error); the others go on. Returns the
+   first failure's status. */
 WGLLM_API wgllm_status wgllm_jobs_step(wgllm_job *const *jobs, size_t n);
 WGLLM_API int wgllm_job_done(const wgllm_job *j);
 /* 1 while the job's prompt is still being prefilled (no token sampled yet; wgllm_jobs_step takes a chunk a call) */

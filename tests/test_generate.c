@@ -131,16 +131,19 @@ static void chunked_prefill(void) {
 }
 
 /* The fixture data/models/NAME with q4gsw weights (the fused GEMV's storage); NULL on failure (checked). */
-static llm_model *load_q4(const char *what, const char *name, llm_err *err) {
+/* A fixture with its weights as policy says ("q4": q4gsw, the fused GEMV's storage; NULL: as stored). */
+static llm_model *load_as(const char *what, const char *name, const char *policy, llm_err *err) {
   char p[300];
   snprintf(p, sizeof p, "data/models/%s", name);
   llm_load_options lo = {0};
-  CHECK(llm_parse_weight_policy("q4", &lo.weights, err) == WGLLM_OK, "%s", err->msg);
+  if (policy) CHECK(llm_parse_weight_policy(policy, &lo.weights, err) == WGLLM_OK, "%s", err->msg);
   llm_model *m = NULL;
   wgllm_status st = llm_model_load(th_gpu(), p, &lo, &m, err);
   CHECK(st == WGLLM_OK, "%s %s: load: %s", what, name, err->msg);
   return st ? NULL : m;
 }
+
+static llm_model *load_q4(const char *what, const char *name, llm_err *err) { return load_as(what, name, "q4", err); }
 
 /* s from an empty cache: sampler sp, the prompt prefilled, its first token into *first. */
 static wgllm_status start_sampled(llm_session *s, const op_sample_params *sp, const int32_t *prompt, uint32_t n,
@@ -155,9 +158,9 @@ static wgllm_status start_sampled(llm_session *s, const op_sample_params *sp, co
    together through llm_batch_step, with the third joining late and the first leaving early (so the members, and
    the row count, change); every session's ids must equal its reference. ctx and chunk make window layers rings
    (Gemma 3's 8-key windows: 128 slots), and G passes the ring's length. */
-static void batched_case(const char *name, uint32_t G) {
+static void batched_case(const char *name, const char *policy, uint32_t G) {
   llm_err err = {0};
-  llm_model *m = load_q4("batched", name, &err);
+  llm_model *m = load_as("batched", name, policy, &err);
   if (!m) return;
   wgllm_status st = WGLLM_OK;
   enum { NS = 3 };
@@ -374,9 +377,9 @@ static void spec_lookup_case(void) {
    generation with prompt lookup gives the tokens of one without it; then the verify step directly with drafts from
    the reference (its continuation, one draft wrong: the two before it accepted, the row's own token given for the
    wrong one), whole correct runs (all accepted), and plain steps after: every token the reference's. */
-static void spec_case(const char *name, uint32_t G) {
+static void spec_case(const char *name, const char *policy, uint32_t G) {
   llm_err err = {0};
-  llm_model *m = load_q4("spec", name, &err);
+  llm_model *m = load_as("spec", name, policy, &err);
   if (!m) return;
   for (int pooled = 0; pooled < 2; pooled++)
     for (int sampled = 0; sampled < 2; sampled++) {
@@ -454,6 +457,65 @@ static void spec_case(const char *name, uint32_t G) {
   llm_model_free(m);
 }
 
+/* Speculation on every fixture as stored (each family, f32 / bf16 / GGUF Q4_0 / Q6_K / K-quant weights, Gemma 4's
+   KV-shared layers and per-layer inputs, window rings), greedy: a generation with prompt lookup, and one with the
+   model as its own draft (every draft accepted: 3, 7 then 15 a step), each give the tokens of plain decoding. */
+static void spec_every_model_case(void) {
+  static const char *const names[] = {"llama_gqa",
+                                      "llama_mha_bf16",
+                                      "qwen2",
+                                      "qwen3",
+                                      "gemma3",
+                                      "gemma4_kv_shared",
+                                      "gemma4_k_eq_v",
+                                      "gemma3_gguf/model.gguf",
+                                      "gemma4_kv_shared_gguf/model.gguf",
+                                      "gemma4_k_eq_v_gguf/model.gguf",
+                                      "llama_q4_0_gguf/model.gguf",
+                                      "llama_q4_0_q6k_gguf/model.gguf",
+                                      "llama_q4km_gguf/model.gguf",
+                                      "llama_kquants_gguf/model.gguf"};
+  enum { G = 40, P = 24 };
+  for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
+    llm_err err = {0};
+    llm_model *m = load_as("spec every model", names[k], NULL, &err);
+    if (!m) continue;
+    llm_session_options so = {.ctx = 256, .prefill_chunk = 16};
+    llm_session *s = NULL, *ds = NULL;
+    wgllm_status st = llm_session_create(m, &so, &s, &err);
+    if (!st) st = llm_session_create(m, &so, &ds, &err);
+    CHECK(st == WGLLM_OK, "%s: sessions: %s", names[k], err.msg);
+    int32_t prompt[P];
+    for (int i = 0; i < P; i++) /* a phrase said three times: lookup finds drafts in it */
+      prompt[i] = (int32_t)(((i % 8) * 131 + 17) % m->hp.n_vocab);
+    llm_gen_params gp = {.max_tokens = G, .pipeline = 1};
+    gp.sampling = (op_sample_params){.top_p = 1.0f, .rep_penalty = 1.0f};
+    llm_gen_result ref = {0};
+    if (!st) st = llm_generate(s, NULL, prompt, P, &gp, &ref);
+    CHECK(st == WGLLM_OK && ref.n_generated == G, "%s: plain: %s", names[k], s ? s->err.msg : "");
+    for (int mode = 0; !st && mode < 2; mode++) { /* lookup; the model as its own draft */
+      llm_gen_result got = {0};
+      llm_session_reset(s);
+      gp.spec_lookup = mode ? 0 : 7;
+      gp.draft = mode ? ds : NULL;
+      gp.draft_max = mode ? 15 : 0;
+      st = llm_generate(s, NULL, prompt, P, &gp, &got);
+      CHECK(st == WGLLM_OK && got.n_generated == G, "%s, %s: %s", names[k], mode ? "draft" : "lookup", s->err.msg);
+      uint32_t first = G;
+      for (uint32_t i = 0; !st && i < G && first == G; i++)
+        if (got.tokens[i] != ref.tokens[i]) first = i;
+      CHECK(first == G && got.spec_steps > 0 && (!mode || got.spec_accepted == got.spec_drafted),
+            "%s, %s: the tokens without it (first difference at %u of %u; %u steps, %u of %u drafts accepted)",
+            names[k], mode ? "its own draft" : "lookup", first, G, got.spec_steps, got.spec_accepted, got.spec_drafted);
+      llm_gen_result_free(&got);
+    }
+    llm_gen_result_free(&ref);
+    llm_session_free(ds);
+    llm_session_free(s);
+    llm_model_free(m);
+  }
+}
+
 /* Speculative decoding with a draft model (llm_spec_draft) on a q4gsw qwen3 target, greedy and sampled (as
    spec_case), exact: drafts from a second copy of the target (greedy: every draft accepted, the drafts a step
    growing past 7), from gemma3 (its window layers as rings, rewound after each rejection) and from llama_gqa (another
@@ -507,8 +569,8 @@ static void draft_case(void) {
         if (di == 0 && mode == 0) /* the target's own greedy tokens: all accepted, 3, 7 then 15 a step: 5 steps */
           CHECK(got[turn].spec_accepted == got[turn].spec_drafted && got[turn].spec_steps <= 5,
                 "%s turn %d: the target's copy: every draft accepted, the count grown past 7 (%u of %u in %u steps; "
-                "7 a step would take 6)", what, turn, got[turn].spec_accepted, got[turn].spec_drafted,
-                got[turn].spec_steps);
+                "7 a step would take 6)",
+                what, turn, got[turn].spec_accepted, got[turn].spec_drafted, got[turn].spec_steps);
       }
       CHECK(st || s->n_past == n_plain, "%s: the cache as plain decoding leaves it (%u tokens, plain %u)", what,
             s->n_past, n_plain);
@@ -634,13 +696,15 @@ static void spec_chi_square_case(void) {
           N, x0, dof0, b0, stray0);
     CHECK(n1 >= 1000 && x1 < b1 && stray1 <= 5,
           "chi-square: row 1's %u draws after the draft was accepted: %.1f on %u degrees of freedom (bound %.1f), %u "
-          "stray", n1, x1, dof1, b1, stray1);
+          "stray",
+          n1, x1, dof1, b1, stray1);
     double xx = chi_square(c0, p1, V, N, &dofx, &strayx); /* the wrong row's distribution */
     CHECK(xx > chi_square_bound(dofx) || strayx > 5,
           "chi-square: row 0's draws against row 1's distribution are told apart (%.1f, bound %.1f)", xx,
           chi_square_bound(dofx));
     printf("  qwen3            sampled speculation: row 0 chi2 %.1f (dof %u, bound %.1f), row 1 %.1f over %u draws "
-           "(dof %u, bound %.1f)\n", x0, dof0, b0, x1, n1, dof1, b1);
+           "(dof %u, bound %.1f)\n",
+           x0, dof0, b0, x1, n1, dof1, b1);
   }
   free(lg);
   free(p0);
@@ -766,14 +830,20 @@ int main(void) {
   /* the same results with no pipelining and with the deepest queue */
   greedy_case("llama_gqa", "data/models/llama_gqa", 1);
   greedy_case("qwen2", "data/models/qwen2", 3);
-  batched_case("qwen3", 40); /* per-head q/k norms, GQA */
+  batched_case("qwen3", "q4", 40);            /* per-head q/k norms, GQA */
+  batched_case("gemma4_kv_shared", "q4", 40); /* per-layer inputs, KV-shared layers, rings */
+  batched_case("llama_mha_bf16", NULL, 40);   /* float weights: the unfused projections, a GEMM of the rows */
   pipelined_case("qwen3", 40);
   spec_lookup_case();
-  spec_case("qwen3", 40);
-  spec_case("gemma3", 40);            /* window layers as rings (their slack past the window) */
+  spec_case("qwen3", "q4", 40);
+  spec_case("gemma3", "q4", 40);           /* window layers as rings (their slack past the window) */
+  spec_case("gemma4_kv_shared", "q4", 40); /* per-layer inputs, KV-shared layers reading the rows' keys, rings */
+  spec_case("gemma4_kv_shared", NULL, 40); /* and with bf16 weights */
+  spec_case("llama_gqa", NULL, 40);        /* f32 weights: the unfused projections */
   draft_case();
+  spec_every_model_case();
   spec_chi_square_case();
-  batched_case("gemma3", 150);        /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
+  batched_case("gemma3", "q4", 150);  /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
   batched_fast_case("qwen3", 12);     /* the small-M GEMM's 16-row tiles */
   batched_fast_case("llama_gqa", 33); /* its 64-row tiles */
   th_gpu_done();

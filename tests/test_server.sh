@@ -25,13 +25,6 @@ check "serve without -m is a usage error" test $? = 2
 check "--parallel 0 is a usage error" test $? = 2
 "${SERVE[@]}" --help >"$TMP/help"
 check "serve --help lists --parallel with its range" grep -q -- "--parallel N.*\[1..256\]" "$TMP/help"
-# speculation on a model that cannot verify drafts (f32 weights: no batched decode pass): exit 2 before listening
-for opt in --spec-lookup "-md $MODEL"; do
-  # shellcheck disable=SC2086 # (-md PATH: two words)
-  timeout 120 "${SERVE[@]}" -m "$MODEL" --port "$(free_port)" --no-warmup $opt >/dev/null 2>"$TMP/e7"
-  check "${opt%% *} on f32 weights: exit 2" test $? = 2
-  check "... saying it needs the batched decode pass" grep -q "^wgllm serve: ${opt%% *}: .*batched decode pass" "$TMP/e7"
-done
 
 KEY=test-key-$$
 WARMUP=1 start_server main --api-key "$KEY" -np 4 || exit 1
@@ -95,6 +88,18 @@ curl -s "${AUTH[@]}" -o "$TMP/detok" "$URL/detokenize" "${JSON_CT[@]}" -d '{"tok
 check "curl /detokenize: the text" json "$TMP/detok" 'j.content === "In the beginning"'
 code=$(curl -s "${AUTH[@]}" -o "$TMP/bad" -w '%{http_code}' "$URL/v1/chat/completions" "${JSON_CT[@]}" -d '{"messages": 5}')
 check "curl: a bad request is 400 naming the field" sh -c "test $code = 400 && grep -q '\"param\":\"messages\"' '$TMP/bad'"
+# completion_text FILE: the text of a /v1/completions answer
+completion_text() { node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).choices[0].text)' "$1"; }
+# prompt lookup on the f32 weights as stored (the verify step's projections a GEMM of its rows): the text without it
+body='"prompt": "And God said, Let there be light", "max_tokens": 24, "ignore_eos": true, "temperature": 0'
+curl -s "${AUTH[@]}" -o "$TMP/look" "$URL/v1/completions" "${JSON_CT[@]}" -d "{$body, \"speculative.lookup\": true}"
+curl -s "${AUTH[@]}" -o "$TMP/nolook" "$URL/v1/completions" "${JSON_CT[@]}" -d "{$body}"
+completion_text "$TMP/look" >"$TMP/look.txt"
+completion_text "$TMP/nolook" >"$TMP/nolook.txt"
+check "curl: \"speculative.lookup\" on f32 weights gives the text without it" \
+  sh -c "test -s '$TMP/nolook.txt' && cmp -s '$TMP/look.txt' '$TMP/nolook.txt'"
+check "... and its usage counts the drafts" json "$TMP/look" \
+  'j.usage.completion_tokens === 24 && j.usage.completion_tokens_details.accepted_prediction_tokens >= 0'
 code=$(curl -s "${AUTH[@]}" -o "$TMP/nodraft" -w '%{http_code}' "$URL/v1/completions" "${JSON_CT[@]}" \
   -d '{"prompt": "x", "max_tokens": 2, "speculative.draft": true}')
 check "curl: \"speculative.draft\": true without -md is 400" test "$code" = 400
@@ -154,8 +159,6 @@ check "SIGTERM: the full server exits 0" test "$STOP_STATUS" = 0
 # pass) as its own draft; a request's text is the one without speculation ("speculative.n_max": 0), greedy and sampled
 start_server draft -np 1 --weights q4 -md "$MODEL" || exit 1
 DRAFT=http://127.0.0.1:$SERVE_PORT
-# completion_text FILE: the text of a /v1/completions answer
-completion_text() { node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).choices[0].text)' "$1"; }
 for req in '"temperature": 0' '"temperature": 0.8, "seed": 5, "repeat_penalty": 1.2'; do
   body='"prompt": "In the beginning", "max_tokens": 24, "ignore_eos": true, '"$req"
   curl -s -o "$TMP/spec" "$DRAFT/v1/completions" "${JSON_CT[@]}" -d "{$body}"

@@ -7,8 +7,9 @@
    path fuses further: the norms ride in the projections, the residual adds in the output and down
    projections, the GLU in the gate/up projection (when gate and up are one piece), and attention is
    flash-decoding, whose first pass also applies RoPE and appends to the KV cache. A batched decode (f->tokens:
-   one token each of several sessions) is that fused path with T tokens a GEMV, and token by token RoPE, cache
-   append and flash-decoding over each token's own session's cache. */
+   one token each of several sessions) is a step's path with T rows (the fused path with T tokens a GEMV, or for
+   other weights the GEMM over the rows), and token by token RoPE, cache append and flash-decoding over each token's
+   own session's cache (a KV-shared layer: q rotated apart, the source layer's cache read). */
 #include "blocks.h"
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
@@ -175,6 +176,22 @@ static wgllm_status attn_rope_apart(const llm_fwd *f, const attn_layer *L) {
   return st;
 }
 
+/* RoPE of q alone for rows [row0, row0 + n) at positions pos [n] (a KV-shared layer of a batched pass: its source
+   layer wrote the cache; the one-token path's attn_rope_apart, row by row the same). */
+static wgllm_status attn_rope_q_rows(const llm_fwd *f, const attn_layer *L, uint32_t row0, uint32_t n, gpu_view pos,
+                                     gpu_buffer *rope_cs, uint32_t max_pos) {
+  const llm_hparams *hp = &f->m->hp;
+  op_rope_params rq = {.n_tokens = n,
+                       .n_heads = hp->n_head,
+                       .head_dim = L->head_dim,
+                       .rot_dim = L->rot_dim,
+                       .x_off = row0 * L->qk_stride,
+                       .token_stride = L->qk_stride,
+                       .mode = hp->rope_mode,
+                       .max_pos = max_pos};
+  return op_rope(f->rec, V(L->qk), pos, V(rope_cs), &rq);
+}
+
 /* An owning layer's cache append of a group's KV heads: with RoPE of q and k in the same dispatch (rope_kv), or
    a plain write of k and v already rotated. */
 static wgllm_status attn_append(const llm_fwd *f, const attn_layer *L, const attn_group *g, int rope_kv) {
@@ -266,9 +283,10 @@ static wgllm_status attention_decode(const llm_fwd *f, const attn_layer *L, uint
   return st;
 }
 
-/* One flash-decoding pair (RoPE and the cache append folded in) for group gr's rows over pages: q of row i at
-   q_off + i * qk_stride (the group's rows from row0: offsets in the parameters, not binding offsets), its output at
-   row i of s->attn from row0 (a binding offset: llm_batch_forward_ok). */
+/* One flash-decoding pair for group gr's rows over pages (in an owning layer with RoPE and the cache append folded
+   in; a KV-shared layer's q is rotated before it: attn_rope_q_rows): q of row i at q_off + i * qk_stride (the
+   group's rows from row0: offsets in the parameters, not binding offsets), its output at row i of s->attn from row0
+   (a binding offset: llm_batch_forward_ok). */
 static wgllm_status paged_pair(const llm_fwd *f, const attn_layer *L, const attn_group *g, const op_kv_layout *lay,
                                const op_kv_pages *pages, const llm_fwd_paged_group *gr, gpu_buffer *rope_cs,
                                uint32_t max_pos) {
@@ -289,7 +307,7 @@ static wgllm_status paged_pair(const llm_fwd *f, const attn_layer *L, const attn
                        .scale = hp->attn_scale,
                        .softcap = 0.0f,
                        .max_len = gr->max_len,
-                       .rope = &ar,
+                       .rope = L->owns_kv ? &ar : NULL,
                        .pages = pages};
   gpu_view out = {f->s->attn, (uint64_t)gr->row0 * L->q_width * 4, 0};
   return op_attention_decode(f->rec, lay, &ap, V(L->qk), g->k, g->v, gr->pos, gr->partial, NULL, out);
@@ -315,14 +333,16 @@ static wgllm_status attention_paged(const llm_fwd *f, const attn_layer *L) {
                          .block = pg->block,
                          .n_blocks = pg->n_blocks,
                          .v_stride = L->v_stride};
-    st = paged_pair(f, L, &g, &lay, &pages, gr, rope_cs, pg->rope_max_pos);
+    if (!L->owns_kv) st = attn_rope_q_rows(f, L, gr->row0, gr->n, gr->pos, rope_cs, pg->rope_max_pos);
+    if (!st) st = paged_pair(f, L, &g, &lay, &pages, gr, rope_cs, pg->rope_max_pos);
   }
   return st;
 }
 
 /* Speculation's verify rows (llm_fwd_paged.one_seq): the rows of one session, over its own cache seen as a pool of
-   one block, one flash-decoding pair a group of one length bucket, twice (the first appends the rows' K and V).
-   Returns 1 (nothing recorded) for a layer it does not take: caches in several binding groups, or on a pool. */
+   one block, one flash-decoding pair a group of one length bucket, twice in an owning layer (the first appends the
+   rows' K and V), once in a KV-shared layer (its source layer appended them; q rotated first). Returns 1 (nothing
+   recorded) for a layer it does not take: caches in several binding groups, or on a pool. */
 static int attention_rows(const llm_fwd *f, const attn_layer *L, wgllm_status *st) {
   const llm_hparams *hp = &f->m->hp;
   const llm_fwd_paged *pg = f->paged;
@@ -334,10 +354,12 @@ static int attention_rows(const llm_fwd *f, const attn_layer *L, wgllm_status *s
   gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && tk->rope->local ? tk->rope->local : tk->rope->global;
   *st = WGLLM_OK;
   for (uint32_t k = 0; !*st && k < pg->n_groups; k++) {
-    op_kv_pages pages = {.table = pg->groups[k].table, .max_blocks = 1, .block = g.layout.ctx, .n_blocks = 1,
-                         .v_stride = L->v_stride};
-    for (int pass = 0; !*st && pass < 2; pass++)
-      *st = paged_pair(f, L, &g, &g.layout, &pages, &pg->groups[k], rope_cs, tk->kv->ctx);
+    const llm_fwd_paged_group *gr = &pg->groups[k];
+    op_kv_pages pages = {
+        .table = gr->table, .max_blocks = 1, .block = g.layout.ctx, .n_blocks = 1, .v_stride = L->v_stride};
+    if (!L->owns_kv) *st = attn_rope_q_rows(f, L, gr->row0, gr->n, gr->pos, rope_cs, tk->kv->ctx);
+    for (int pass = L->owns_kv ? 0 : 1; !*st && pass < 2; pass++)
+      *st = paged_pair(f, L, &g, &g.layout, &pages, gr, rope_cs, tk->kv->ctx);
   }
   return 0;
 }
@@ -355,6 +377,7 @@ static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
     gpu_buffer *rope_cs = llm_layer_rope_local(hp, L->l) && tk->rope->local ? tk->rope->local : tk->rope->global;
     attn_group g;
     uint32_t n_groups = attn_group_at(tk->kv, L, 0, &g);
+    if (!L->owns_kv) st = attn_rope_q_rows(f, L, i, 1, tk->pos, rope_cs, tk->kv->ctx);
     for (uint32_t j = 0; !st && j < n_groups; j++) {
       attn_group_at(tk->kv, L, j, &g);
       if (!op_attention_decode_supports(&g.layout, g.n_head))
@@ -376,7 +399,7 @@ static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
                          .k_off = i * L->qk_stride + g.k_off,
                          .v_off = i * L->v_stride + g.v_off,
                          .mode = hp->rope_mode};
-      ap.rope = &ar;
+      if (L->owns_kv) ap.rope = &ar;
       gpu_view args = V(tk->attn_args), out = {.buf = f->s->attn, .offset = ((uint64_t)i * L->q_width + g.q_off) * 4};
       st = op_attention_decode(f->rec, &g.layout, &ap, V(L->qk), g.k, g.v, tk->pos, V(tk->attn_partial),
                                tk->attn_grid == LLM_ATTN_GRID_INDIRECT ? &args : NULL, out);
@@ -553,10 +576,10 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
                                .eps = hp->norm_eps,
                                .w_offset = no};
     st = op_rms_norm_rows(rec, V(s->x), m->output_norm, V(s->xn), &last);
-    /* a prefill's last rows (their logits feed no other row): the GEMV, unless the fast precision's integer-dot
-       GEMV takes the weight */
+    /* a prefill's last rows (their logits feed no other row), or the rows of a batched decode without the fused
+       path: the GEMV, unless the fast precision's integer-dot GEMV takes the weight */
     int q8 = f->fo->fast && f->s->xq && op_gemv_q8_supports(op_ctx(rec), &m->output, n_logits, D, NULL);
-    if (!st && n_logits <= 4 && !q8)
+    if (!st && (n_logits <= 4 || f->tokens) && !q8) /* a batched decode's rows: each as its step alone sums it */
       st = op_matvec(rec, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);
     else if (!st)
       st = llm_linear(f, V(s->xn), &m->output, none, V(s->logits), n_logits, hp->n_vocab, D);

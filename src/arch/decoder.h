@@ -18,8 +18,8 @@ typedef struct llm_forward_opts {
   uint32_t max_len;        /* a decode step (T = 1) serves positions below it: a power of two, or 0 for the cache */
   int unfused;             /* one token through the plain per-op path, not the fused kernels (comparisons) */
   llm_attn_grid attn_grid; /* flash-decoding's grid */
-  int fast; /* linear layers of block-quantized weights on int8 activations (op_linear_fast, op_gemv_fast), where
-               the scratch has its xq (llm_scratch_add_fast) */
+  int fast;    /* linear layers of block-quantized weights on int8 activations (op_linear_fast, op_gemv_fast), where
+                  the scratch has its xq (llm_scratch_add_fast) */
   int prefill; /* a prompt's pass: the prefill kernels even for one token, never the fused decode path, so that a
                   prompt row's K and V do not depend on how passes cut the prompt (batched prefill, prefix sharing) */
 } llm_forward_opts;
@@ -30,9 +30,11 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
                                 const llm_rope_tables *rope, const llm_scratch *s, uint32_t T, uint32_t n_logits,
                                 const llm_forward_opts *fo);
 
-/* Batched decode: T tokens of T different sessions in one pass. Everything but attention is the fused decode
-   path with T tokens a GEMV (each weight read once for all); token i's RoPE, cache append and flash-decoding
-   read what its own session holds. */
+/* Batched decode: T tokens of T different sessions in one pass. Everything but attention is the session's own
+   step's path with T rows: the fused decode path with T tokens a GEMV where the weights have it, else the norms and
+   the tiled GEMM over the rows (float weights: each row's sums in the order of a one-row pass); each weight read
+   once for all. Token i's RoPE, cache append and flash-decoding read what its own session holds (a KV-shared layer
+   rotates q alone and reads its source layer's cache). */
 typedef struct llm_fwd_token {
   const llm_kv_cache *kv;
   const llm_rope_tables *rope;
@@ -46,12 +48,12 @@ typedef struct llm_fwd_token {
    one flash-decoding pair for each group of tokens of one length bucket (the bucket sets the chunk length, so a
    token's attention sums in the order it does alone), over the step's block table. */
 typedef struct llm_fwd_paged_group {
-  uint32_t row0, n;  /* rows [row0, row0 + n) of the step */
-  uint32_t ctx;      /* the longest context of its sessions */
-  uint32_t max_len;  /* their length bucket, as a decode step alone records it (0: the whole context) */
-  gpu_view pos;      /* [n] u32 positions (a binding offset of its own) */
-  gpu_view table;    /* [n][max_blocks] u32: row i the blocks of row row0 + i's session */
-  gpu_view partial;  /* n x its flash-decoding partial bytes */
+  uint32_t row0, n; /* rows [row0, row0 + n) of the step */
+  uint32_t ctx;     /* the longest context of its sessions */
+  uint32_t max_len; /* their length bucket, as a decode step alone records it (0: the whole context) */
+  gpu_view pos;     /* [n] u32 positions (a binding offset of its own) */
+  gpu_view table;   /* [n][max_blocks] u32: row i the blocks of row row0 + i's session */
+  gpu_view partial; /* n x its flash-decoding partial bytes */
 } llm_fwd_paged_group;
 typedef struct llm_fwd_paged {
   /* one_seq: the tokens are consecutive rows of one session over its own cache (speculation's verify step): each
@@ -66,15 +68,16 @@ typedef struct llm_fwd_paged {
   uint32_t n_groups;
   llm_fwd_paged_group groups[24];
 } llm_fwd_paged;
-/* Whether the model's T-token batched pass can be recorded on this device (the fused GEMV for T tokens, RoPE in
-   the attention, row offsets that are binding offsets); why not into why. */
+/* Whether the model's T-token batched pass can be recorded on this device (where a token has the fused GEMV, T
+   tokens have it too; RoPE in the attention; row offsets that are binding offsets); why not into why. */
 int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char *why, size_t whylen);
 /* Records it for n sessions' tokens in T >= n rows (rows n.. pad the projections, so that a few token counts
    serve every batch: each is a pipeline to compile): ids [T] in s->ids, logits [T][n_vocab] into s->logits,
    rows n.. meaningless. paged: NULL, or the step's pool table when every token's cache is on one pool (its
    pooled layers then take one attention pair for all; a pooled cache without it takes a pair a token). The
    projections are the fused GEMV, OP_GEMV_MAX_TOKENS rows a dispatch (bit for bit each token alone), or in the fast
-   precision past that many rows the small-M GEMM where s has its partial sums (s->part; op_gemv_fast). */
+   precision past that many rows the small-M GEMM where s has its partial sums (s->part; op_gemv_fast); for weights
+   without the fused GEMV, op_linear over the rows and the LM head's op_matvec (bit for bit each token alone). */
 wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, const llm_fwd_token *tokens, uint32_t n,
                                       uint32_t T, const llm_scratch *s, int fast, const llm_fwd_paged *paged);
 /* Batched prefill: the next prompt tokens of several sessions in one pass, their rows one after another (session

@@ -1,5 +1,5 @@
 /* The family dispatch: a row per architecture family with its forward function and what it can do (the batched
-   decode of several sessions), read instead of testing the family's name; the checks a pass needs before it is
+   prefill of several sessions), read instead of testing the family's name; the checks a pass needs before it is
    recorded (batched decode) and the entry points of decoder.h. */
 #include "blocks.h"
 #include <stdio.h>
@@ -8,19 +8,19 @@
 typedef struct arch_family {
   llm_arch arch;
   wgllm_status (*forward)(const llm_fwd *f, uint32_t n_logits);
-  int batched_decode;          /* llm_encode_forward_batch can record it */
-  const char *why_not_batched; /* and if not, why */
+  int batched_prefill;                 /* llm_encode_prefill_batch can record it */
+  const char *why_not_batched_prefill; /* and if not, why */
 } arch_family;
 
 static const arch_family FAMILIES[] = {
-    {.arch = LLM_ARCH_LLAMA, .forward = llm_forward_llama, .batched_decode = 1},
-    {.arch = LLM_ARCH_QWEN2, .forward = llm_forward_llama, .batched_decode = 1},
-    {.arch = LLM_ARCH_QWEN3, .forward = llm_forward_llama, .batched_decode = 1},
-    {.arch = LLM_ARCH_GEMMA3, .forward = llm_forward_llama, .batched_decode = 1},
+    {.arch = LLM_ARCH_LLAMA, .forward = llm_forward_llama, .batched_prefill = 1},
+    {.arch = LLM_ARCH_QWEN2, .forward = llm_forward_llama, .batched_prefill = 1},
+    {.arch = LLM_ARCH_QWEN3, .forward = llm_forward_llama, .batched_prefill = 1},
+    {.arch = LLM_ARCH_GEMMA3, .forward = llm_forward_llama, .batched_prefill = 1},
     {.arch = LLM_ARCH_GEMMA4,
      .forward = llm_forward_gemma4,
-     .batched_decode = 0,
-     .why_not_batched = "Gemma 4's per-layer inputs have no batched path"},
+     .batched_prefill = 0,
+     .why_not_batched_prefill = "Gemma 4's batched prefill is not built (its KV-shared layers would append)"},
 };
 
 /* The model's row; NULL for a family without one (a row missing here, not a model to run as another). */
@@ -38,12 +38,10 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
   const arch_family *fam = family_of(m);
   if (!fam)
     no = "a family without a forward pass";
-  else if (!fam->batched_decode)
-    no = fam->why_not_batched;
   else if (T < 2 || T > OP_GEMV_MAX_BATCH)
     no = "a batch takes 2 to 64 tokens";
-  else if (!llm_fused_decode_ok(rec, m, T))
-    no = "the projections have no fused GEMV for several tokens (weight storage or device)";
+  else if (llm_fused_decode_ok(rec, m, 1) && !llm_fused_decode_ok(rec, m, T))
+    no = "the projections have a fused GEMV for one token and not for several (weight storage or device)";
   else if (((uint64_t)hp->n_embd * 4) % align || ((uint64_t)hp->n_vocab * 4) % align)
     no = "a token's row of the residual stream or of the logits does not start on a binding offset";
   for (uint32_t l = 0; !no && l < hp->n_layer; l++) {
@@ -51,8 +49,6 @@ int llm_batch_forward_ok(gpu_recorder *rec, const llm_model *m, uint32_t T, char
       no = "a token's row of the attention output does not start on a binding offset";
     else if (llm_layer_rot_dim(hp, l) % 4)
       no = "a rotary dimension that is not a multiple of 4 (RoPE is not folded into the attention)";
-    else if (!llm_layer_owns_kv(hp, l))
-      no = "KV-shared layers";
   }
   if (no) snprintf(why, whylen, "%s", no);
   return !no;
@@ -75,7 +71,7 @@ wgllm_status llm_encode_forward_batch(gpu_recorder *rec, const llm_model *m, con
                .s = s,
                .T = T,
                .fo = defaults,
-               .fused = 1,
+               .fused = llm_fused_decode_ok(rec, m, 1), /* as the session's own step: its rows are its steps */
                .tokens = tokens,
                .n_seq = n,
                .paged = paged};
@@ -111,8 +107,8 @@ int llm_prefill_batch_ok(gpu_recorder *rec, const llm_model *m, char *why, size_
   const arch_family *fam = family_of(m);
   if (!fam)
     no = "a family without a forward pass";
-  else if (!fam->batched_decode)
-    no = fam->why_not_batched;
+  else if (!fam->batched_prefill)
+    no = fam->why_not_batched_prefill;
   for (uint32_t l = 0; !no && l < hp->n_layer; l++) {
     if (((uint64_t)llm_layer_q_width(hp, l) * 4) % align)
       no = "a token's row of the attention output does not start on a binding offset";

@@ -1,15 +1,14 @@
 /* Batched decode across sessions: one recorded step feeds the last sampled token of each of up to
    LLM_BATCH_MAX sessions of one model through one forward pass (each weight read once for the step: the fused
-   GEMV for up to 8 rows, the small-M GEMM past them in the fast precision), each token attending over its own
-   session's cache, then each session's sampler picks its next token; one readback brings every id back. A step
-   can be queued behind the one in flight (llm_batch_submit twice, then llm_batch_collect): its first dispatch
-   takes each row's id from the CPU or from the ids the step before sampled (op_step_ids), so the GPU never waits
-   for the CPU between steps. Sessions on one KV
-   pool (kv_pool.h) attend in one dispatch pair a layer for all of them, over the step's block table (row i: the
-   i-th session's blocks, written before each step where they changed). A server's concurrent requests decode
-   this way instead of one session after another. The rows are the sessions sorted by length bucket (each
-   bucket's tokens one attention pair, with the chunk length a step alone gives them: the text is bit for bit
-   each session's alone). The recording is kept while the same sessions (with the same length buckets and
+   GEMV for up to 8 rows, the small-M GEMM past them in the fast precision; float weights the tiled GEMM), each token
+   attending over its own session's cache, then each session's sampler picks its next token; one readback brings every
+   id back. A step can be queued behind the one in flight (llm_batch_submit twice, then llm_batch_collect): its first
+   dispatch takes each row's id from the CPU or from the ids the step before sampled (op_step_ids), so the GPU never
+   waits for the CPU between steps. Sessions on one KV pool (kv_pool.h) attend in one dispatch pair a layer for all of
+   them, over the step's block table (row i: the i-th session's blocks, written before each step where they changed). A
+   server's concurrent requests decode this way instead of one session after another. The rows are the sessions sorted
+   by length bucket (each bucket's tokens one attention pair, with the chunk length a step alone gives them: the text is
+   bit for bit each session's alone). The recording is kept while the same sessions (with the same length buckets and
    samplers) step together, and recorded again when they change. */
 #ifndef WGLLM_BATCH_H
 #define WGLLM_BATCH_H
@@ -38,8 +37,8 @@ typedef struct llm_batch_flight {
 typedef struct llm_batch {
   llm_model *m;
   gpu_context *gpu;
-  llm_scratch sc;    /* activations of LLM_BATCH_MAX tokens; sc.ids [n] written each step */
-  gpu_buffer *pos;   /* [LLM_BATCH_MAX][64] u32: token i's position at i * 64 (a binding offset) */
+  llm_scratch sc;  /* activations of LLM_BATCH_MAX tokens; sc.ids [n] written each step */
+  gpu_buffer *pos; /* [LLM_BATCH_MAX][64] u32: token i's position at i * 64 (a binding offset) */
   /* sessions on one pool: the step's rows sorted by length bucket, a group of rows a bucket, each group's
      positions, table rows and flash-decoding scratch at binding offsets; made for that pool on first use */
   llm_kv_pool *pool;
@@ -49,11 +48,11 @@ typedef struct llm_batch {
   uint32_t row_words;       /* the pool's blocks a sequence, rounded up to 64 words */
   uint64_t partial_seq;     /* one sequence's flash-decoding partials at the pool's longest context */
   uint32_t n_groups, group_row0[LLM_MAX_BUCKETS + 1]; /* the recorded step's groups: rows [row0[k], row0[k + 1]) */
-  const llm_session *row_s[LLM_BATCH_MAX]; /* what table row i holds: that session's blocks at its seq_gen */
+  const llm_session *row_s[LLM_BATCH_MAX];            /* what table row i holds: that session's blocks at its seq_gen */
   uint32_t row_gen[LLM_BATCH_MAX];
-  gpu_buffer *out;   /* [LLM_BATCH_MAX][64] u32: token i's sampled id at i * 64 */
-  gpu_buffer *src;   /* [LLM_BATCH_MAX] u32: where row i's input id comes from (op_step_ids), written each step */
-  gpu_readback *rb;  /* of out, a slot a step in flight */
+  gpu_buffer *out;  /* [LLM_BATCH_MAX][64] u32: token i's sampled id at i * 64 */
+  gpu_buffer *src;  /* [LLM_BATCH_MAX] u32: where row i's input id comes from (op_step_ids), written each step */
+  gpu_readback *rb; /* of out, a slot a step in flight */
   llm_batch_flight flight[LLM_BATCH_IN_FLIGHT]; /* the steps submitted and not collected, oldest first */
   uint32_t n_flight;
   gpu_recorder *rec; /* the step for members[0..n_members) */

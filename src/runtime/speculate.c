@@ -32,7 +32,8 @@ static uint32_t bucket_groups(const uint8_t *bucket, uint32_t rows, uint32_t *fi
 int llm_spec_supported(llm_session *s, char *why, size_t whylen) {
   if (!s->has_sampler || s->opt.unfused) { /* unfused: the verify step's rows would not be its steps bit for bit */
     snprintf(why, whylen, "%s",
-             s->opt.unfused ? "the unfused decode path (the verify step runs the fused one)" : "no sampler is set");
+             s->opt.unfused ? "the unfused comparison path (the verify step folds RoPE into the attention)"
+                            : "no sampler is set");
     return 0;
   }
   gpu_recorder *rec = gpu_recorder_create(s->gpu, 0);

@@ -4,8 +4,8 @@
    n_past + i, each row's token attending over the cache the rows before it appended (one flash-decoding pair a
    length bucket for the rows, run twice so that the first appends every row's K and V: llm_fwd_paged.one_seq; each
    row sums as a single step does, so in the exact precision each row's logits are bit for bit the step's that
-   would feed the same tokens one after another). Each row's sampler then draws with the session's sampler state as the rows
-   before it left it (kernels/copy_u32.wgsl saves it after each row), and op_spec_accept finds on the GPU how many
+   would feed the same tokens one after another). Each row's sampler then draws with the session's sampler state as the
+   rows before it left it (kernels/copy_u32.wgsl saves it after each row), and op_spec_accept finds on the GPU how many
    drafts those draws confirm (a: draft i + 1 equals what row i drew), puts back the state row a left, and feeds
    row a's token to the next step. The output is the a + 1 tokens rows 0..a drew: the tokens plain decoding draws
    with the same sampler and seed, for every sampler setting (a draft is a proposal of probability one, so
@@ -31,31 +31,32 @@
 typedef struct llm_spec {
   llm_session *s;
   uint32_t k_max;
-  llm_scratch sc;   /* k_max + 1 rows of activations (padded to llm_batch_rows) and their logits */
-  gpu_buffer *io; /* [rows][64] u32 positions | [rows][64] sampled ids | [rows][320] sampler states | [groups][64]
-                     the length-bucket groups' positions | [rows] zero block table */
+  llm_scratch sc;      /* k_max + 1 rows of activations (padded to llm_batch_rows) and their logits */
+  gpu_buffer *io;      /* [rows][64] u32 positions | [rows][64] sampled ids | [rows][320] sampler states | [groups][64]
+                          the length-bucket groups' positions | [rows] zero block table */
   gpu_buffer *partial; /* [rows] flash-decoding partials (256-byte aligned rows): the rows' attention at once */
-  gpu_buffer *res;  /* [k_max + 2] u32: the verdict (the count, then the rows' tokens) */
-  gpu_readback *rb; /* of res, two slots: a step's and the next one's prepared ahead */
+  gpu_buffer *res;     /* [k_max + 2] u32: the verdict (the count, then the rows' tokens) */
+  gpu_readback *rb;    /* of res, two slots: a step's and the next one's prepared ahead */
   /* the next verify step encoded while this one runs (gpu_prepared): for next_k drafts (the caller's guess, 0: the
      same as this step's) at the rows' buckets after this step accepts all; used when the next step matches, else
      dropped and encoded then */
   gpu_prepared pre;
   uint32_t pre_k, next_k;
   uint8_t pre_bucket[LLM_SPEC_MAX + 1];
-  uint64_t prepared, pre_used; /* steps prepared ahead, of them submitted */
+  uint64_t prepared, pre_used;                            /* steps prepared ahead, of them submitted */
   gpu_recorder *rec[LLM_SPEC_MAX + 1];                    /* the verify step of k drafts */
   uint32_t rec_gen[LLM_SPEC_MAX + 1];                     /* the session's step_gen when recorded */
   uint8_t rec_bucket[LLM_SPEC_MAX + 1][LLM_SPEC_MAX + 1]; /* and each row's length bucket */
   int32_t *hist;                                          /* [ctx + 1] the text so far, for lookup */
   int lookup;                                             /* prompt lookup proposes */
   llm_session *draft; /* the draft model's session (the caller's, greedy sampler set by create), or NULL */
-  uint64_t steps, drafted, accepted;                      /* verify steps, drafts they took, drafts accepted */
+  uint64_t steps, drafted, accepted; /* verify steps, drafts they took, drafts accepted */
   llm_err err;
 } llm_spec;
 
 /* Whether s can verify drafts: the model's batched pass records on this device, a sampler is set, the session
-   decodes on the fused path (the batched pass's). why: the reason when not. */
+   does not decode on the unfused comparison path (opt.unfused: the batched pass folds RoPE into the attention). why:
+   the reason when not. */
 int llm_spec_supported(llm_session *s, char *why, size_t whylen);
 /* A verifier of up to k_max (1..LLM_SPEC_MAX) drafts a step for s (which outlives it), proposing with prompt lookup
    (lookup non-zero) and/or the draft model's session draft (NULL: none; it outlives the verifier and is used by
