@@ -86,6 +86,10 @@ typedef struct wgllm_model_params {
   uint32_t gpu_timeout_ms;
   /* wgllm_jobs_step steps its jobs one session after another instead of in one batched pass (comparisons) */
   int no_batch;
+  /* a Jinja chat template (transformers' form, as a tokenizer_config.json holds it) run instead of the model's own
+     (llama.cpp's --chat-template-file); NULL: the model's. chat_template (a name) still wins over it. One that does
+     not parse fails wgllm_model_create naming why. */
+  const char *chat_template_text;
 } wgllm_model_params;
 WGLLM_API wgllm_model_params wgllm_model_default_params(void);
 

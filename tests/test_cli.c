@@ -438,6 +438,78 @@ static void draft_model(void) {
   free(e2);
 }
 
+/* llama-cli's habits: command lines from its docs, with -fa (ignored), -ngl, -t, --jinja, -hf (refused: no
+   downloads) and --chat-template-file; -fa is never read as -f a, even beside a file named "a". */
+static void llama_cli_lines(void) {
+  char *o1, *o2, *e1, *e2, path[512], cmd[1024];
+  int rc = wg(&o1, &e1, "run -m %s -p 'In the beginning' -n 8 --temp 0", DEFAULT);
+  CHECK(rc == 0 && strlen(o1) > 16, "run: exit %d: %s", rc, e1);
+  snprintf(path, sizeof path, "a"); /* a file named "a" where the command runs */
+  FILE *fa = fopen(path, "w");
+  if (fa) {
+    fputs("not the prompt", fa);
+    fclose(fa);
+  }
+  static const char *const lines[] = {"run -m %s -p 'In the beginning' -n 8 --temp 0 -fa on",
+                                      "run -m %s -fa off -ngl 99 -t 8 -c 512 -n 8 --temp 0 -p 'In the beginning'",
+                                      "run -m %s --flash-attn auto --jinja -n 8 --temp 0 -p 'In the beginning'",
+                                      "run -m %s -fa=on -n 8 --temp 0 --prompt 'In the beginning'"};
+  for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+    rc = wg(&o2, &e2, lines[i], DEFAULT);
+    CHECK(rc == 0 && !strcmp(o1, o2), "'%s': exit %d, the text without the ignored options? ('%s' vs '%s'): %s",
+          lines[i], rc, o2, o1, e2);
+    free(o2);
+    free(e2);
+  }
+  remove(path);
+  free(o1);
+  free(e1);
+  rc = wg(&o1, &e1, "run -m %s -fa sometimes -p x -n 2", DEFAULT);
+  CHECK(rc == 2 && strstr(e1, "-fa sometimes: expected one of on|off|auto"), "-fa sometimes: exit %d: %s", rc, e1);
+  free(o1);
+  free(e1);
+  rc = wg(&o1, &e1, "run -hf ggml-org/gemma-3-1b-it-GGUF -p x");
+  CHECK(rc == 2 && !*o1 && strstr(e1, "-hf ggml-org/gemma-3-1b-it-GGUF: wgllm does not download models") &&
+            strstr(e1, "-m PATH"),
+        "-hf: exit %d, saying to pass a file: %s", rc, e1);
+  free(o1);
+  free(e1);
+  /* --chat-template-file: the file's Jinja runs instead of the model's; two templates of one text reply alike */
+  static const char *const templates[] = {"In the beginning", "{{ 'In the ' + 'beginning' }}", "And God said",
+                                          "{%% if %%}"};
+  char *reply[4] = {0};
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s/t%d.jinja", g_tmp, i);
+    FILE *f = fopen(path, "w");
+    if (f) {
+      fprintf(f, templates[i], 0);
+      fclose(f);
+    }
+    snprintf(cmd, sizeof cmd, "chat -m %%s --chat-template-file %s -p hi -n 8 --temp 0 -no-cnv", path);
+    rc = wg(&reply[i], &e1, cmd, DEFAULT);
+    if (i < 3)
+      CHECK(rc == 0 && strlen(reply[i]) > 8, "--chat-template-file '%s': exit %d: %s", templates[i], rc, e1);
+    else
+      CHECK(rc == 1 && strstr(e1, "the chat template given") && strstr(e1, "expected an expression"),
+            "--chat-template-file of a template that does not parse: exit %d naming why: %s", rc, e1);
+    free(e1);
+  }
+  rc = wg(&o2, &e2, "chat -m %s -p hi -n 8 --temp 0 -no-cnv", DEFAULT);
+  CHECK(rc == 0 && reply[0] && reply[1] && reply[2] && !strcmp(reply[0], reply[1]) && strcmp(reply[0], reply[2]) &&
+            strcmp(reply[0], o2),
+        "--chat-template-file: one text, one reply ('%s' = '%s'); another text ('%s') and the model's own ('%s') "
+        "differ",
+        reply[0], reply[1], reply[2], o2);
+  for (int i = 0; i < 4; i++)
+    free(reply[i]);
+  free(o2);
+  free(e2);
+  rc = wg(&o1, &e1, "chat -m %s --chat-template-file %s/none.jinja -p hi -n 2 -no-cnv", DEFAULT, g_tmp);
+  CHECK(rc == 2 && strstr(e1, "none.jinja: No such file"), "--chat-template-file of no file: exit %d: %s", rc, e1);
+  free(o1);
+  free(e1);
+}
+
 static void parser(void) {
   char *o1, *o2, *e;
   /* -- ends the options: a text starting with '-' */
@@ -1218,6 +1290,7 @@ int main(void) {
   writes_whole();
   runs_and_defaults();
   draft_model();
+  llama_cli_lines();
   parser();
   chat_stdin();
   tokenize();

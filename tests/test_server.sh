@@ -27,7 +27,7 @@ check "--parallel 0 is a usage error" test $? = 2
 check "serve --help lists --parallel with its range" grep -q -- "--parallel N.*\[1..256\]" "$TMP/help"
 
 KEY=test-key-$$
-WARMUP=1 start_server main --api-key "$KEY" -np 4 || exit 1
+WARMUP=1 start_server main --api-key "$KEY" -np 4 --cors http://app.example || exit 1
 PORT=$SERVE_PORT
 MAIN_PID=$SERVE_PID
 ok "listening on port $PORT"
@@ -64,6 +64,36 @@ curl -s "${AUTH[@]}" -o "$TMP/warm" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"
 check "the warm-up left no cached tokens behind" json "$TMP/warm" \
   'j.usage.prompt_tokens > 10 && j.usage.prompt_tokens_details.cached_tokens === 0'
 
+# operations: /props, /slots, /metrics (llama-server's), CORS (--cors) with its preflight
+curl -s "${AUTH[@]}" -o "$TMP/props" "$URL/props"
+check "curl /props: the model, its context, 4 slots, the defaults" json "$TMP/props" \
+  'j.model_alias === "default" && j.n_ctx === 512 && j.total_slots === 4 && j.default_generation_settings.params.top_k === 40'
+curl -s "${AUTH[@]}" -o "$TMP/slots" "$URL/slots"
+check "curl /slots: 4 idle slots" json "$TMP/slots" 'j.length === 4 && j.every((s, i) => s.id === i && s.state === "idle" && !s.is_processing)'
+curl -s -i -X OPTIONS -H "Origin: http://app.example" -H "Access-Control-Request-Method: POST" \
+  -H "Access-Control-Request-Headers: authorization, content-type" -o "$TMP/pre" "$URL/v1/chat/completions"
+check "CORS: a preflight from an origin of --cors is 204 without the key" grep -q "^HTTP/1.1 204" "$TMP/pre"
+check "... allowing that origin, POST and the Authorization header" sh -c \
+  "grep -qi '^Access-Control-Allow-Origin: http://app.example' '$TMP/pre' && grep -qi '^Access-Control-Allow-Methods: .*POST' '$TMP/pre' && grep -qi '^Access-Control-Allow-Headers: .*Authorization' '$TMP/pre'"
+curl -s -i "${AUTH[@]}" -H "Origin: http://app.example" -o "$TMP/cors" "$URL/v1/models"
+check "... and its request answered with Access-Control-Allow-Origin" sh -c \
+  "grep -q '^HTTP/1.1 200' '$TMP/cors' && grep -qi '^Access-Control-Allow-Origin: http://app.example' '$TMP/cors'"
+code=$(curl -s -o "$TMP/evil" -w '%{http_code}' "${AUTH[@]}" -H "Origin: http://evil.example" -X OPTIONS "$URL/v1/models")
+check "... another origin's preflight: 403" test "$code" = 403
+# the request: an unknown model 404s; max_tokens past what is left is clamped ("length"); top_k -1 is off
+code=$(curl -s "${AUTH[@]}" -o "$TMP/nomodel" -w '%{http_code}' "$URL/v1/chat/completions" "${JSON_CT[@]}" \
+  -d '{"model": "gpt-4o", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 2}')
+check "curl: model gpt-4o is 404 model_not_found" sh -c "test $code = 404 && grep -q '\"code\":\"model_not_found\"' '$TMP/nomodel'"
+long=$(printf 'and the %.0s' $(seq 250))
+curl -s "${AUTH[@]}" -o "$TMP/longtok" "$URL/tokenize" "${JSON_CT[@]}" -d "{\"content\": \"$long\", \"add_special\": true}"
+curl -s "${AUTH[@]}" -o "$TMP/clamp" "$URL/v1/completions" "${JSON_CT[@]}" \
+  -d "{\"prompt\": \"$long\", \"max_tokens\": 100000, \"ignore_eos\": true, \"temperature\": 0, \"top_k\": -1}"
+n_long=$(node -e 'process.stdout.write(String(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).tokens.length))' "$TMP/longtok")
+check "curl: max_tokens 100000 on a context of 512 (top_k -1): the rest of the context, finish_reason length" json "$TMP/clamp" \
+  "j.usage.prompt_tokens === $n_long && j.usage.completion_tokens === 512 - $n_long && j.choices[0].finish_reason === 'length'"
+curl -s "${AUTH[@]}" -o "$TMP/metrics" "$URL/metrics"
+check "curl /metrics: Prometheus counters of the requests served" sh -c \
+  "grep -q '^# TYPE wgllm:tokens_predicted_total counter' '$TMP/metrics' && grep -Eq '^wgllm:tokens_predicted_total [1-9][0-9]*' '$TMP/metrics' && grep -Eq '^wgllm:requests_total [1-9]' '$TMP/metrics' && grep -q '^wgllm:kv_cache_usage_ratio ' '$TMP/metrics'"
 curl -s "${AUTH[@]}" -o "$TMP/chat" "$URL/v1/chat/completions" \
   "${JSON_CT[@]}" -d '{"model": "default", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0}'
 check "curl chat: a chat.completion of 6 tokens" json "$TMP/chat" \

@@ -20,7 +20,7 @@ import * as runner from './runner.mjs';
 
 // serve_out's kinds and layout (tools/serve/serve_handler.h; serve_wasm.c asserts the offsets)
 const OUT = { WAIT: 0, HEAD: 1, DATA: 2, FILE: 3, END: 4, ABORT: 5 };
-const OFF = { kind: 0, status: 4, streamed: 8, nHeaders: 12, headers: 16, data: 48, len: 52, path: 56, close: 60 };
+const OFF = { kind: 0, status: 4, streamed: 8, nHeaders: 12, headers: 16, data: 80, len: 84, path: 88, close: 92 };
 const ERRNO_TEXT = { EADDRINUSE: 'Address already in use', EADDRNOTAVAIL: 'Cannot assign requested address',
   EACCES: 'Permission denied' };
 

@@ -70,8 +70,23 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
   m->vocab.tok = m->tok;
   /* the model's own template runs as it is; one that does not parse makes every chat call fail with why (the model
      still loads: generation from text and ids does not use it; a named template overrides it) */
+  if (!st && p.chat_template_text && !p.chat_template) { /* the caller's template instead of the model's */
+    free(jinja);
+    if (!(jinja = strdup(p.chat_template_text))) st = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (st) {
+      wt_store_free(store);
+      wgllm_model_free(m);
+      return st;
+    }
+  }
   st = chat_renderer_create(p.chat_template, jinja, m->tok, &m->chat, err);
   free(jinja);
+  if (st && st != WGLLM_ERR_OUT_OF_MEMORY && p.chat_template_text && !p.chat_template) { /* the caller's: refused */
+    wt_store_free(store);
+    wgllm_model_free(m);
+    llm_err_prefix(err, "the chat template given (chat_template_text)");
+    return st;
+  }
   if (st == WGLLM_ERR_OUT_OF_MEMORY) {
     wt_store_free(store);
     wgllm_model_free(m);
@@ -184,7 +199,8 @@ wgllm_status wgllm_model_can_speculate(wgllm_model *m) {
   int ok = llm_batch_forward_ok(rec, m->m, llm_batch_rows(2), why, sizeof why);
   gpu_recorder_free(rec);
   return ok ? WGLLM_OK
-            : llm_err_set(&m->err, WGLLM_ERR_UNSUPPORTED, "speculative decoding needs the batched decode pass: %s", why);
+            : llm_err_set(&m->err, WGLLM_ERR_UNSUPPORTED, "speculative decoding needs the batched decode pass: %s",
+                          why);
 }
 
 const char api_no_tokenizer[] = "the model was loaded without its tokenizer (no_tokenizer)";
@@ -530,8 +546,8 @@ wgllm_status wgllm_model_kv_pool(wgllm_model *m, const wgllm_kv_pool_params *par
   m->pool = pool;
   char a[32];
   api_log(WGLLM_LOG_INFO, "KV pool: %u tokens (%u blocks of %u) for sessions of up to %u positions, %s %s",
-          pool->g.n_blocks * pool->g.block, pool->g.n_blocks, pool->g.block, ctx, gpu_size_str(pool->g.bytes, a, sizeof a),
-          f16 ? "f16" : "f32");
+          pool->g.n_blocks * pool->g.block, pool->g.n_blocks, pool->g.block, ctx,
+          gpu_size_str(pool->g.bytes, a, sizeof a), f16 ? "f16" : "f32");
   return WGLLM_OK;
 }
 

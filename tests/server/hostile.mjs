@@ -35,7 +35,7 @@ await expect("max_tokens a string", 400, post(chat, body({ messages: msg, max_to
 await expect("max_tokens negative", 400, post(chat, body({ messages: msg, max_tokens: -5 })), { param: "max_tokens" });
 await expect("max_tokens 0", 400, post(comp, body({ prompt: "x", max_tokens: 0 })), { param: "max_tokens" });
 await expect("max_tokens fractional", 400, post(comp, body({ prompt: "x", max_tokens: 2.5 })), { param: "max_tokens" });
-await expect("max_tokens over the limit", 400, post(comp, body({ prompt: "x", max_tokens: 1e12 })), { param: "max_tokens" });
+await expect("max_tokens past 1e18", 400, post(comp, body({ prompt: "x", max_tokens: 1e19 })), { param: "max_tokens" });
 await expect("max_completion_tokens negative", 400, post(chat, body({ messages: msg, max_completion_tokens: -1 })), { param: "max_completion_tokens" });
 await expect("temperature over 2", 400, post(chat, body({ messages: msg, temperature: 7 })), { param: "temperature" });
 await expect("temperature a string", 400, post(chat, body({ messages: msg, temperature: "hot" })), { param: "temperature" });
@@ -43,7 +43,9 @@ await expect("temperature 1e-40 (a denormal float)", 400, post(chat, body({ mess
 await expect("repeat_penalty 1e-82 (0 as a float)", 400, post(comp, body({ prompt: "x", repeat_penalty: 1e-82 })), { param: "repeat_penalty" });
 await expect("repeat_penalty 0", 400, post(comp, body({ prompt: "x", repeat_penalty: 0 })), { param: "repeat_penalty" });
 await expect("top_p negative", 400, post(chat, body({ messages: msg, top_p: -0.5 })), { param: "top_p" });
-await expect("top_k negative", 400, post(chat, body({ messages: msg, top_k: -1 })), { param: "top_k" });
+await expect("top_k a string", 400, post(chat, body({ messages: msg, top_k: "all" })), { param: "top_k" });
+await expect("top_k fractional", 400, post(chat, body({ messages: msg, top_k: 2.5 })), { param: "top_k" });
+await expect("a model not served", 404, post(chat, body({ model: "gpt-4o", messages: msg })), { param: "model" });
 await expect("stream a string", 400, post(chat, body({ messages: msg, stream: "yes" })), { param: "stream" });
 await expect("stop a number", 400, post(comp, body({ prompt: "x", stop: 3 })), { param: "stop" });
 await expect("five stop strings", 400, post(comp, body({ prompt: "x", stop: ["a", "b", "c", "d", "e"] })), { param: "stop" });

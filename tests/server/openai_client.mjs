@@ -99,6 +99,12 @@ try {
 } catch (e) {
   check(e instanceof OpenAI.BadRequestError && e.param === "messages", "empty messages: BadRequestError, param messages", { status: e.status, param: e.param });
 }
+try {
+  await client.chat.completions.create({ model: "gpt-4o", messages, max_tokens: 2 });
+  check(false, "a model the server does not serve is refused");
+} catch (e) {
+  check(e instanceof OpenAI.NotFoundError && e.status === 404 && e.code === "model_not_found", "model gpt-4o: NotFoundError, model_not_found", { status: e.status, code: e.code });
+}
 if (apiKey) {
   const wrong = new OpenAI({ baseURL, apiKey: apiKey + "x", maxRetries: 0 });
   try {

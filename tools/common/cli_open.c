@@ -1,9 +1,11 @@
 /* Opening a model and a session through the public API with the common options, for the command-line programs:
    load and prompt progress on a terminal, the library's log on stderr, readable errors, the context's choice. */
 #include "cli_open.h"
+#include "cli_file.h"
 #include "cli_progress.h"
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -67,9 +69,16 @@ static int load_model(const cli_common *c, const char *path, int no_tokenizer, w
   mp.max_binding_bytes = c->max_binding;
   mp.no_batch = c->no_batch;
   mp.progress = show_load;
+  char *template_text = NULL; /* --chat-template-file */
+  if (c->chat_template_file && !(template_text = cli_read_file(c->chat_template_file, NULL))) {
+    fprintf(stderr, "wgllm: --chat-template-file %s: %s\n", c->chat_template_file, strerror(errno));
+    return 2;
+  }
+  mp.chat_template_text = template_text;
   cli_progress_begin(&g_load);
   wgllm_status st = wgllm_model_create(path, &mp, m);
   cli_progress_end(&g_load);
+  free(template_text);
   if (st) {
     if (cli_interrupted) {
       fprintf(stderr, "wgllm: interrupted\n");

@@ -375,7 +375,11 @@ enum {
   K_TOGGLES,
   K_NGL,
   K_NO_BATCH,
-  K_PRECISION
+  K_PRECISION,
+  K_FLASH_ATTN,
+  K_HF,
+  K_JINJA,
+  K_TEMPLATE_FILE
 };
 
 const cli_opt cli_common_opts[] = {
@@ -413,6 +417,14 @@ const cli_opt cli_common_opts[] = {
      "accepted for llama.cpp compatibility, ignored (all runs on the GPU)"},
     {K_NGL, "-ngl --n-gpu-layers --gpu-layers", CLI_INT, "N", -1, 1 << 20, 0, CLI_CMD_GEN | CLI_CMD_PERPLEXITY,
      "accepted for llama.cpp compatibility, ignored (all layers on the GPU)"},
+    {K_FLASH_ATTN, "-fa --flash-attn", CLI_CHOICE, "on|off|auto", 0, 0, 0, CLI_CMD_MODEL,
+     "accepted for llama.cpp compatibility, ignored (attention is always the fused flash kernels)"},
+    {K_HF, "-hf -hfr --hf-repo", CLI_TEXT, "REPO", 0, 0, 0, CLI_CMD_MODEL,
+     "refused: wgllm does not download models; pass the downloaded file or directory with -m"},
+    {K_JINJA, "--jinja", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN | CLI_CMD_SERVE,
+     "accepted for llama.cpp compatibility (the model's Jinja chat template always runs)"},
+    {K_TEMPLATE_FILE, "--chat-template-file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_GEN | CLI_CMD_SERVE,
+     "a Jinja chat template to run instead of the model's (as tokenizer_config.json's chat_template)"},
     {'v', "-v --verbose", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_ALL,
      "more on stderr: the model, the GPU, the context, the seed"},
     {'h', "-h --help", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_ALL, "this help"},
@@ -464,8 +476,20 @@ int cli_common_set(cli_common *c, int key, const cli_value *v) {
     c->precision = by_choice[v->choice];
     return 0;
   }
+  case K_HF:
+    fprintf(stderr,
+            "wgllm: %s %s: wgllm does not download models; download the file (a .gguf, or a Hugging Face directory "
+            "with config.json, *.safetensors and tokenizer.json) and pass it with -m PATH\n",
+            v->name, v->text);
+    return 2;
+  case K_JINJA:
+    return 0;
+  case K_TEMPLATE_FILE:
+    c->chat_template_file = v->text;
+    return 0;
   case 't':
   case K_NGL:
+  case K_FLASH_ATTN:
     if (c->n_ignored < 4) snprintf(c->ignored[c->n_ignored++], sizeof c->ignored[0], "%s %s", v->name, v->text);
     return 0;
   case 'v':

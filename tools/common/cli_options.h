@@ -68,29 +68,31 @@ void cli_print_options(FILE *f, unsigned cmd, const cli_opt *const *tables);
 
 /* ---------- options every model command shares ---------- */
 typedef struct cli_common {
-  const char *model;         /* -m PATH */
-  const char *weights;       /* --weights native|q4[:G] */
-  const char *adapter;       /* --adapter NAME */
-  int kv_f16;                /* --kv f16 */
-  int no_f16;                /* --no-f16: do not request shader-f16 */
-  uint32_t ctx;              /* -c N (0: the command's default) */
-  uint32_t prefill_chunk;    /* -ub N: tokens a prefill pass (0: the engine's choice) */
-  const char *toggles;       /* --dawn-toggles a,b: Dawn device toggles (for measurements; wgllm-bench) */
-  int unfused;               /* --unfused: decode through the plain per-op path (comparisons) */
-  int attn_grid;             /* --attn-grid worst|indirect (1: indirect) */
-  const char *chat_template; /* --chat-template NAME */
-  uint64_t max_binding;      /* --max-binding BYTES: split weights over it (0: the device's limit) */
-  int no_batch;              /* --no-batch (serve): running requests decoded one after another, not batched */
-  wgllm_precision precision; /* --precision default|exact|fast (not bench) */
-  int no_prefill_progress;   /* cli_open's sessions show no "prompt: N/M tokens" line (the command shows its own) */
-  int verbose;               /* -v */
-  int help;                  /* -h: the command prints its usage */
-  char ignored[4][40];       /* -t / -ngl as given: accepted for llama.cpp compatibility, noted with -v */
+  const char *model;              /* -m PATH */
+  const char *weights;            /* --weights native|q4[:G] */
+  const char *adapter;            /* --adapter NAME */
+  int kv_f16;                     /* --kv f16 */
+  int no_f16;                     /* --no-f16: do not request shader-f16 */
+  uint32_t ctx;                   /* -c N (0: the command's default) */
+  uint32_t prefill_chunk;         /* -ub N: tokens a prefill pass (0: the engine's choice) */
+  const char *toggles;            /* --dawn-toggles a,b: Dawn device toggles (for measurements; wgllm-bench) */
+  int unfused;                    /* --unfused: decode through the plain per-op path (comparisons) */
+  int attn_grid;                  /* --attn-grid worst|indirect (1: indirect) */
+  const char *chat_template;      /* --chat-template NAME */
+  const char *chat_template_file; /* --chat-template-file FILE: read when the model is opened */
+  uint64_t max_binding;           /* --max-binding BYTES: split weights over it (0: the device's limit) */
+  int no_batch;                   /* --no-batch (serve): running requests decoded one after another, not batched */
+  wgllm_precision precision;      /* --precision default|exact|fast (not bench) */
+  int no_prefill_progress; /* cli_open's sessions show no "prompt: N/M tokens" line (the command shows its own) */
+  int verbose;             /* -v */
+  int help;                /* -h: the command prints its usage */
+  char ignored[4][40];     /* -t / -ngl / -fa as given: accepted for llama.cpp compatibility, noted with -v */
   int n_ignored;
 } cli_common;
 
 /* The options above (wgllm_cli_common_opts: -m, --weights, --kv, -c, -ub, --adapter, --no-f16, --unfused,
-   --attn-grid, --max-binding, --precision (not bench), --dawn-toggles (bench only), -t, -ngl, -v, -h), and their
+   --attn-grid, --max-binding, --precision (not bench), --dawn-toggles (bench only), -t, -ngl, -fa (ignored), -hf
+   (refused: no downloads), --jinja (accepted), --chat-template-file, -v, -h), and their
    handler: returns 1 when the key is not one of them, else 0 or an exit status. */
 extern const cli_opt cli_common_opts[];
 int cli_common_set(cli_common *c, int key, const cli_value *v);

@@ -35,7 +35,10 @@ typedef enum route {
   ROUTE_CHAT,
   ROUTE_COMPLETIONS,
   ROUTE_TOKENIZE,
-  ROUTE_DETOKENIZE
+  ROUTE_DETOKENIZE,
+  ROUTE_PROPS,
+  ROUTE_SLOTS,
+  ROUTE_METRICS
 } route;
 
 static const struct {
@@ -51,7 +54,10 @@ static const struct {
               {"/v1/completions", ROUTE_COMPLETIONS, 1},
               {"/completions", ROUTE_COMPLETIONS, 1},
               {"/tokenize", ROUTE_TOKENIZE, 1},
-              {"/detokenize", ROUTE_DETOKENIZE, 1}};
+              {"/detokenize", ROUTE_DETOKENIZE, 1},
+              {"/props", ROUTE_PROPS, 0},
+              {"/slots", ROUTE_SLOTS, 0},
+              {"/metrics", ROUTE_METRICS, 0}};
 
 /* where an exchange is */
 typedef enum xstate {
@@ -85,6 +91,9 @@ struct serve_exchange {
   int status;               /* the answer's, for the log line */
   char *json;               /* X_WHOLE's body */
   int www_auth;             /* X_WHOLE: a 401 names its scheme */
+  const char *content_type; /* X_WHOLE: NULL for application/json */
+  int preflight;            /* X_WHOLE: the answer to a CORS preflight (OPTIONS) */
+  char cors_origin[256];    /* a cross-origin request's Origin that --cors allows: echoed in the answer */
   int close;                /* the answer closes the connection (bad framing, a body not read) */
   char method[8], url[201]; /* for the 404 of a file that is not there */
   char path[2048];          /* X_FILE */
@@ -212,11 +221,15 @@ static int host_allowed(const serve_handler *h, const char *host) {
   return 0;
 }
 
-/* The request's own origin ("http://" + its Host), or one of allowed_origins (CORS's, when it comes). */
+static int own_origin(const char *origin, const char *host) {
+  return host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host);
+}
+
+/* The request's own origin ("http://" + its Host), or one of allowed_origins (--cors; "*" is any). */
 static int origin_allowed(const serve_handler *h, const char *origin, const char *host) {
-  if (host && !strncasecmp(origin, "http://", 7) && !strcasecmp(origin + 7, host)) return 1;
+  if (own_origin(origin, host)) return 1;
   for (size_t i = 0; i < h->cfg.n_allowed_origins; i++)
-    if (!strcasecmp(origin, h->cfg.allowed_origins[i])) return 1;
+    if (!strcmp(h->cfg.allowed_origins[i], "*") || !strcasecmp(origin, h->cfg.allowed_origins[i])) return 1;
   return 0;
 }
 
@@ -269,7 +282,16 @@ serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   }
   if (hd->checks_headers && hd->origin && !origin_allowed(h, hd->origin, hd->host)) {
     answer_fail(x, 403, "permission_error", "origin_not_allowed",
-                "requests from Origin '%.100s' are not allowed: only this server's own origin", hd->origin);
+                "requests from Origin '%.100s' are not allowed: only this server's own origin%s", hd->origin,
+                h->cfg.n_allowed_origins ? " and those of --cors" : " (--cors ORIGINS allows others)");
+    return x;
+  }
+  if (hd->checks_headers && hd->origin && !own_origin(hd->origin, hd->host) &&
+      strlen(hd->origin) < sizeof x->cors_origin)
+    snprintf(x->cors_origin, sizeof x->cors_origin, "%s", hd->origin); /* allowed by --cors: said in the answer */
+  if (!strcmp(method, "OPTIONS") && (known || h->cfg.web_dir)) {       /* a preflight, answered before any key */
+    answer(x, 204, strdup(""));
+    x->preflight = 1;
     return x;
   }
   if (!known && h->cfg.web_dir && (!strcmp(method, "GET") || !strcmp(method, "HEAD")) &&
@@ -364,6 +386,14 @@ static void generate(serve_exchange *x) {
   int bad = serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e);
   body_free(x); /* the request is in req: the body is not kept while the task waits and runs */
   if (bad) {
+    answer_error(x, &e);
+    return;
+  }
+  if (req.model[0] && strcmp(req.model, h->cfg.model_id)) { /* vLLM's and OpenAI's 404 for a model not served */
+    serve_fail(&e, 404, "invalid_request_error", "model", "model_not_found",
+               "the model '%.200s' does not exist: this server serves '%s' (GET /v1/models)", req.model,
+               h->cfg.model_id);
+    serve_request_free(&req);
     answer_error(x, &e);
     return;
   }
@@ -607,6 +637,114 @@ static void models(serve_exchange *x) {
   answer(x, 200, print_json(o));
 }
 
+static const char kDefaultsBody[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"\"}]}";
+
+/* llama-server's /props: the model, the context, the sessions, a request's defaults */
+static void props(serve_exchange *x) {
+  const serve_handler_config *c = &x->h->cfg;
+  serve_sched_metrics m;
+  serve_sched_get_metrics(x->h->sched, &m);
+  cJSON *o = cJSON_CreateObject(), *d = cJSON_CreateObject(), *p = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "model_alias", c->model_id);
+  cJSON_AddNumberToObject(o, "n_ctx", m.context);
+  cJSON_AddNumberToObject(o, "total_slots", m.parallel);
+  cJSON_AddStringToObject(o, "build_info", wgllm_version());
+  cJSON_AddItemToObject(o, "default_generation_settings", d);
+  cJSON_AddNumberToObject(d, "n_ctx", m.context);
+  cJSON_AddItemToObject(d, "params", p);
+  serve_request def; /* the defaults serve_parse_request gives a request that sets nothing */
+  serve_error e;
+  if (!serve_parse_request(SERVE_KIND_CHAT, kDefaultsBody, strlen(kDefaultsBody), &c->limits, &def, &e)) {
+    cJSON_AddNumberToObject(p, "temperature", def.temperature);
+    cJSON_AddNumberToObject(p, "top_k", def.top_k);
+    cJSON_AddNumberToObject(p, "top_p", def.top_p);
+    cJSON_AddNumberToObject(p, "min_p", def.min_p);
+    cJSON_AddNumberToObject(p, "repeat_penalty", def.repeat_penalty);
+    cJSON_AddNumberToObject(p, "repeat_last_n", def.repeat_last_n);
+    cJSON_AddNumberToObject(p, "n_predict", def.max_tokens);
+    serve_request_free(&def);
+  }
+  answer(x, 200, print_json(o));
+}
+
+/* llama-server's /slots: a session each, idle or processing */
+static void slots(serve_exchange *x) {
+  serve_sched_metrics m;
+  serve_sched_get_metrics(x->h->sched, &m);
+  serve_slot_info *info = calloc(m.parallel ? m.parallel : 1, sizeof *info);
+  uint32_t n = info ? serve_sched_slots(x->h->sched, info, m.parallel) : 0;
+  cJSON *a = cJSON_CreateArray();
+  for (uint32_t k = 0; info && a && k < n; k++) {
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "id", k);
+    cJSON_AddNumberToObject(s, "n_ctx", m.context);
+    cJSON_AddBoolToObject(s, "is_processing", info[k].processing);
+    cJSON_AddStringToObject(s, "state",
+                            !info[k].processing  ? "idle"
+                            : info[k].prefilling ? "prefilling"
+                                                 : "generating");
+    if (info[k].processing) {
+      cJSON_AddNumberToObject(s, "n_prompt_tokens", info[k].prompt_tokens);
+      cJSON_AddNumberToObject(s, "text_bytes", (double)info[k].text_bytes);
+    }
+    cJSON_AddItemToArray(a, s);
+  }
+  free(info);
+  answer(x, 200, info || !m.parallel ? print_json(a) : (cJSON_Delete(a), NULL));
+}
+
+/* Prometheus' text format: counters since the start, gauges now */
+static void metrics(serve_exchange *x) {
+  serve_sched_metrics m;
+  serve_sched_get_metrics(x->h->sched, &m);
+  jbuf b = {0};
+  char t[512];
+  struct {
+    const char *name, *type, *help;
+    double v;
+  } rows[] = {
+      {"requests_total", "counter", "requests answered whole", (double)m.requests_ok},
+      {"requests_failed_total", "counter", "requests that ended with an error", (double)m.requests_failed},
+      {"requests_cancelled_total", "counter", "requests whose client went away", (double)m.requests_cancelled},
+      {"prompt_tokens_total", "counter", "prompt tokens of the requests ended", (double)m.prompt_tokens},
+      {"prompt_tokens_cached_total", "counter", "of them, taken from the cache", (double)m.cached_tokens},
+      {"tokens_predicted_total", "counter", "tokens generated by the requests ended", (double)m.completion_tokens},
+      {"tokens_batched_total", "counter", "of them, decoded in a step batched with other requests",
+       (double)m.batched_tokens},
+      {"draft_tokens_accepted_total", "counter", "speculative drafts accepted", (double)m.accepted_drafts},
+      {"draft_tokens_rejected_total", "counter", "speculative drafts rejected", (double)m.rejected_drafts},
+      {"steps_total", "counter", "scheduler steps (prefill chunks and one token of every running request)",
+       (double)m.steps},
+      {"step_seconds_total", "counter", "time in those steps", m.step_seconds},
+      {"step_last_ms", "gauge", "the latest step's time", m.last_step_ms},
+      {"requests_processing", "gauge", "requests on a session", m.busy},
+      {"requests_deferred", "gauge", "requests waiting for a session", m.waiting},
+      {"slots_idle", "gauge", "sessions without a request", m.idle},
+      {"n_ctx", "gauge", "a session's context in tokens", m.context},
+  };
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    int n = snprintf(t, sizeof t, "# HELP wgllm:%s %s\n# TYPE wgllm:%s %s\nwgllm:%s %.17g\n", rows[i].name,
+                     rows[i].help, rows[i].name, rows[i].type, rows[i].name, rows[i].v);
+    jb_put(&b, t, (size_t)n);
+  }
+  if (m.has_pool) {
+    double used = m.pool_blocks ? 1.0 - (double)m.pool_available / m.pool_blocks : 0.0;
+    int n = snprintf(t, sizeof t,
+                     "# HELP wgllm:kv_cache_usage_ratio blocks of the KV pool held by sessions\n"
+                     "# TYPE wgllm:kv_cache_usage_ratio gauge\nwgllm:kv_cache_usage_ratio %.6f\n"
+                     "# HELP wgllm:kv_cache_tokens tokens the KV pool holds\n"
+                     "# TYPE wgllm:kv_cache_tokens gauge\nwgllm:kv_cache_tokens %llu\n",
+                     used, (unsigned long long)m.pool_blocks * m.pool_block_tokens);
+    jb_put(&b, t, (size_t)n);
+  }
+  if (b.oom) {
+    free(b.p);
+    b.p = NULL;
+  }
+  answer(x, 200, b.p ? b.p : NULL);
+  x->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
 void serve_exchange_run(serve_exchange *x) {
   if (x->state != X_BODY) return;
   if (x->too_large == 2) {
@@ -640,6 +778,15 @@ void serve_exchange_run(serve_exchange *x) {
   case ROUTE_DETOKENIZE:
     detokenize(x);
     return;
+  case ROUTE_PROPS:
+    props(x);
+    return;
+  case ROUTE_SLOTS:
+    slots(x);
+    return;
+  case ROUTE_METRICS:
+    metrics(x);
+    return;
   case ROUTE_NONE:
     break;
   }
@@ -657,9 +804,9 @@ static serve_out_kind out_head(serve_exchange *x, serve_out *o, int streamed) {
     o->headers[0][0] = "Content-Type", o->headers[0][1] = "text/event-stream";
     o->headers[1][0] = "Cache-Control", o->headers[1][1] = "no-cache";
     o->headers[2][0] = "X-Accel-Buffering", o->headers[2][1] = "no"; /* nginx: pass events on as they come */
-  } else {
+  } else if (x->status != 204) {
     o->n_headers = 1;
-    o->headers[0][0] = "Content-Type", o->headers[0][1] = "application/json";
+    o->headers[0][0] = "Content-Type", o->headers[0][1] = x->content_type ? x->content_type : "application/json";
     if (x->www_auth) {
       o->headers[1][0] = "WWW-Authenticate", o->headers[1][1] = "Bearer";
       o->n_headers = 2;
@@ -668,6 +815,19 @@ static serve_out_kind out_head(serve_exchange *x, serve_out *o, int streamed) {
       o->headers[o->n_headers][0] = "Retry-After", o->headers[o->n_headers][1] = "1";
       o->n_headers++;
     }
+  }
+  if (x->cors_origin[0]) { /* CORS (--cors): the origin allowed, and for a preflight what it may send */
+    o->headers[o->n_headers][0] = "Access-Control-Allow-Origin", o->headers[o->n_headers++][1] = x->cors_origin;
+    o->headers[o->n_headers][0] = "Vary", o->headers[o->n_headers++][1] = "Origin";
+    if (x->preflight) {
+      o->headers[o->n_headers][0] = "Access-Control-Allow-Methods",
+      o->headers[o->n_headers++][1] = "GET, POST, OPTIONS";
+      o->headers[o->n_headers][0] = "Access-Control-Allow-Headers",
+      o->headers[o->n_headers++][1] = "Authorization, Content-Type";
+      o->headers[o->n_headers][0] = "Access-Control-Max-Age", o->headers[o->n_headers++][1] = "600";
+    }
+  } else if (x->preflight) {
+    o->headers[o->n_headers][0] = "Allow", o->headers[o->n_headers++][1] = "GET, POST, OPTIONS";
   }
   return o->kind;
 }

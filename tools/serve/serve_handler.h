@@ -25,8 +25,9 @@ typedef struct serve_handler_config {
   int check_host;
   const char *const *allowed_hosts;
   size_t n_allowed_hosts;
-  /* Origins besides the request's own ("http://" + its Host) whose requests are served; a request with another
-     Origin is refused (403). Empty today: CORS (--cors ORIGINS) fills it and answers preflights. */
+  /* Origins besides the request's own ("http://" + its Host) whose requests are served (--cors; "*": any), their
+     answers carrying Access-Control-Allow-Origin, their preflights (OPTIONS) answered 204 before any key check; a
+     request with another Origin is refused (403). */
   const char *const *allowed_origins;
   size_t n_allowed_origins;
 } serve_handler_config;
@@ -53,7 +54,7 @@ typedef enum serve_out_kind {
   SERVE_OUT_ABORT     /* the answer cannot go on (out of memory, the server stops): close the connection */
 } serve_out_kind;
 
-#define SERVE_OUT_MAX_HEADERS 4
+#define SERVE_OUT_MAX_HEADERS 8
 
 typedef struct serve_out {
   serve_out_kind kind;

@@ -348,8 +348,9 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
   if (g) r->top_p = (float)x;
   if ((g = get_number(o, "min_p", 0, 1, 0, &x, err)) < 0) return -1;
   if (g) r->min_p = (float)x;
-  if ((g = get_int(o, "top_k", 0, 2147483647.0, &i, err)) < 0) return -1;
-  if (g) r->top_k = (uint32_t)i;
+  /* top_k 0 or below is off (vLLM's -1, llama-server's 0) */
+  if ((g = get_int(o, "top_k", -2147483648.0, 2147483647.0, &i, err)) < 0) return -1;
+  if (g) r->top_k = i > 0 ? (uint32_t)i : 0;
   if ((g = get_number(o, "repeat_penalty", WGLLM_SAMPLING_SCALE_MIN, 100, 0, &x, err)) < 0) return -1;
   if (g) r->repeat_penalty = (float)x;
   if ((g = get_int(o, "repeat_last_n", -1, 256, &i, err)) < 0) return -1;
@@ -371,10 +372,9 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
     if ((g = get_int(o, names[k], -1e18, 1e18, &i, err)) < 0) return -1;
     if (!g) continue;
     if (i < 1) return bad(err, names[k], "'%s' is %lld; it must be at least 1", names[k], i);
-    if (i > lim->max_tokens)
-      return bad(err, names[k], "'%s' is %lld; this server generates at most %u tokens a request", names[k], i,
-                 lim->max_tokens);
-    r->max_tokens = (uint32_t)i;
+    /* more than the server's limit is clamped to it (the answer then ends with finish_reason "length", as one
+       that fills the context does) */
+    r->max_tokens = i > lim->max_tokens ? lim->max_tokens : (uint32_t)i;
     break;
   }
   if (get_bool(o, "ignore_eos", &r->ignore_eos, err)) return -1;

@@ -22,7 +22,7 @@ typedef enum serve_kind { SERVE_KIND_CHAT = 0, SERVE_KIND_COMPLETION = 1 } serve
 
 /* What a request may ask for. */
 typedef struct serve_limits {
-  uint32_t max_tokens;   /* the largest max_tokens accepted; also chat's default when none is given */
+  uint32_t max_tokens;   /* a request's max_tokens at most (more is clamped to it); chat's default when none is given */
   uint32_t max_stop;     /* stop strings a request may give (OpenAI: 4) */
   size_t max_stop_bytes; /* bytes of one stop string */
   size_t max_prompt_ids; /* token ids of a completion prompt given as ids */

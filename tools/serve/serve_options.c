@@ -34,7 +34,8 @@ enum {
   K_KV_POOL,
   K_MODEL_DRAFT,
   K_SPEC_LOOKUP,
-  K_DRAFT_MAX
+  K_DRAFT_MAX,
+  K_CORS
 };
 
 static const cli_opt serve_opts[] = {
@@ -89,6 +90,9 @@ static const cli_opt serve_opts[] = {
     {K_ALLOWED_HOSTS, "--allowed-hosts", CLI_TEXT, "H1,H2", 0, 0, 0, CLI_CMD_SERVE,
      "Host names answered besides localhost, 127.0.0.1 and [::1] (others are 403 while listening on loopback; "
      "given, the check holds on any address)"},
+    {K_CORS, "--cors", CLI_TEXT, "ORIGINS", 0, 0, 0, CLI_CMD_SERVE,
+     "web pages of these origins (scheme://host[:port], comma-separated; * for any) may call the API from a browser: "
+     "preflights answered, Access-Control-Allow-Origin given (default: only the server's own origin)"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
 
 static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
@@ -116,6 +120,35 @@ static int split_hosts(serve_options *a, const char *name, const char *text) {
   }
   if (!a->n_allowed_hosts) {
     fprintf(stderr, "wgllm serve: %s: no host names\n", name);
+    return 2;
+  }
+  return 0;
+}
+
+/* --cors O1,O2: origins as a browser sends them (scheme://host[:port], no path), or * */
+static int split_origins(serve_options *a, const char *name, const char *text) {
+  free(a->origins_text);
+  free(a->allowed_origins);
+  a->n_allowed_origins = 0;
+  a->origins_text = strdup(text);
+  a->allowed_origins = calloc(strlen(text) / 2 + 2, sizeof *a->allowed_origins);
+  if (!a->origins_text || !a->allowed_origins) {
+    fprintf(stderr, "wgllm serve: out of memory\n");
+    return 2;
+  }
+  for (char *save = NULL, *t = strtok_r(a->origins_text, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    t += strspn(t, " ");
+    t[strcspn(t, " ")] = 0;
+    if (!t[0]) continue;
+    const char *host = strstr(t, "://");
+    if (strcmp(t, "*") && (!host || host == t || !host[3] || strchr(host + 3, '/'))) {
+      fprintf(stderr, "wgllm serve: %s: '%s' is not an origin (scheme://host[:port], no path; or *)\n", name, t);
+      return 2;
+    }
+    a->allowed_origins[a->n_allowed_origins++] = t;
+  }
+  if (!a->n_allowed_origins) {
+    fprintf(stderr, "wgllm serve: %s: no origins\n", name);
     return 2;
   }
   return 0;
@@ -220,6 +253,8 @@ static int on_opt(void *user, int key, const cli_value *v) {
     return 0;
   case K_ALLOWED_HOSTS:
     return split_hosts(a, v->name, v->text);
+  case K_CORS:
+    return split_origins(a, v->name, v->text);
   }
   return 2;
 }
@@ -227,7 +262,8 @@ static int on_opt(void *user, int key, const cli_value *v) {
 static void usage(FILE *f) {
   fprintf(f, "usage: wgllm serve -m PATH [--host 127.0.0.1] [--port 8080] [--parallel N] [-c N] [--api-key KEY]\n"
              "  An OpenAI-compatible server: POST /v1/chat/completions, /v1/completions (streaming or not),\n"
-             "  /tokenize, /detokenize; GET /v1/models, /health; with --web DIR, DIR's files (the browser demo page).\n"
+             "  /tokenize, /detokenize; GET /v1/models, /health, /props, /slots, /metrics; with --web DIR, DIR's files "
+             "(the browser demo page).\n"
              "  Runs until SIGINT or SIGTERM. docs/SERVING.md\n");
   cli_print_options(f, CLI_CMD_SERVE, serve_tables);
 }
@@ -368,8 +404,8 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
     uint64_t all = (uint64_t)ctx * sc->parallel; /* every session's whole context */
     sc->pool_tokens_default = all > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)all;
     if (a->kv_pool_tokens && a->kv_pool_tokens < ctx) {
-      fprintf(stderr, "wgllm serve: --kv-pool %llu holds less than one context (%u tokens; -c N)\n",
-              a->kv_pool_tokens, ctx);
+      fprintf(stderr, "wgllm serve: --kv-pool %llu holds less than one context (%u tokens; -c N)\n", a->kv_pool_tokens,
+              ctx);
       return 2;
     }
   }
@@ -386,6 +422,8 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   hc->allowed_hosts = (const char *const *)a->allowed_hosts;
   hc->n_allowed_hosts = a->n_allowed_hosts;
   hc->check_host = a->n_allowed_hosts > 0; /* the transport sets it too when it listens on loopback */
+  hc->allowed_origins = (const char *const *)a->allowed_origins;
+  hc->n_allowed_origins = a->n_allowed_origins;
   hc->max_body = (size_t)a->max_body;
   hc->max_body_total = (size_t)a->max_body_total;
   hc->model_id = a->model_id;
@@ -417,6 +455,10 @@ void serve_options_free(serve_options *o) {
   free(o->allowed_hosts);
   o->hosts_text = NULL;
   o->allowed_hosts = NULL;
+  free(o->origins_text);
+  free(o->allowed_origins);
+  o->origins_text = NULL;
+  o->allowed_origins = NULL;
   free(o->key_owned);
   o->key_owned = NULL;
 }

@@ -13,17 +13,20 @@ typedef struct serve_options {
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
   long long header_timeout, body_timeout, max_connections_per_ip, max_body_total;
   int no_warmup;
-  int parse_special_in_content; /* --parse-special-in-content */
-  int kv_pool_off;              /* --kv-pool off: each session its own cache */
+  int parse_special_in_content;                     /* --parse-special-in-content */
+  int kv_pool_off;                                  /* --kv-pool off: each session its own cache */
   unsigned long long kv_pool_tokens, kv_pool_bytes; /* --kv-pool N or N{MiB,GiB} (0: the default) */
-  const char *draft_path; /* -md PATH: the draft model */
-  int spec_lookup;        /* --spec-lookup: requests speculate with prompt lookup by default */
-  long long draft_max;    /* --draft-max N (0: not given) */
-  wgllm_model *draft;     /* opened from draft_path by serve_options_open (and again by its reopen), freed by _free */
+  const char *draft_path;                           /* -md PATH: the draft model */
+  int spec_lookup;      /* --spec-lookup: requests speculate with prompt lookup by default */
+  long long draft_max;  /* --draft-max N (0: not given) */
+  wgllm_model *draft;   /* opened from draft_path by serve_options_open (and again by its reopen), freed by _free */
   char *key_owned;      /* --api-key-file's key */
   char *hosts_text;     /* --allowed-hosts, cut into allowed_hosts */
   char **allowed_hosts; /* n_allowed_hosts names */
   size_t n_allowed_hosts;
+  char *origins_text;     /* --cors, cut into allowed_origins */
+  char **allowed_origins; /* n_allowed_origins origins, or "*" */
+  size_t n_allowed_origins;
   /* after serve_options_configure */
   uint32_t ctx;
   char model_id[256];

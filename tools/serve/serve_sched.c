@@ -47,6 +47,7 @@ struct serve_sched {
   char why[768];
   void (*notify)(void *user); /* serve_sched_set_notify's */
   void *notify_user;
+  serve_sched_metrics met; /* totals and the pool's snapshot (serve_sched_get_metrics) */
 };
 
 void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user) {
@@ -75,6 +76,33 @@ void serve_sched_wait(serve_sched *s, serve_task *t, int ms) {
     until.tv_nsec -= 1000000000L;
   }
   pthread_cond_timedwait(&t->cv, &s->mu, &until);
+}
+
+void serve_sched_get_metrics(serve_sched *s, serve_sched_metrics *m) {
+  pthread_mutex_lock(&s->mu);
+  *m = s->met;
+  m->busy = s->n_running;
+  m->idle = s->cfg.parallel - s->n_running;
+  m->waiting = s->n_waiting;
+  m->parallel = s->cfg.parallel;
+  m->context = s->cfg.session.context;
+  pthread_mutex_unlock(&s->mu);
+}
+
+uint32_t serve_sched_slots(serve_sched *s, serve_slot_info *info, uint32_t cap) {
+  pthread_mutex_lock(&s->mu);
+  uint32_t n = s->cfg.parallel < cap ? s->cfg.parallel : cap;
+  for (uint32_t k = 0; k < n; k++) {
+    const serve_task *t = s->slots[k].task;
+    info[k] = (serve_slot_info){.processing = t != NULL};
+    if (t) {
+      info[k].prefilling = t->state == SERVE_TASK_QUEUED;
+      info[k].prompt_tokens = (uint32_t)t->n_ids;
+      info[k].text_bytes = t->out_len;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return n;
 }
 
 void serve_sched_counts(serve_sched *s, uint32_t *busy, uint32_t *idle, uint32_t *waiting) {
@@ -158,6 +186,19 @@ void serve_sched_release(serve_sched *s, serve_task *t) {
 
 /* under the lock: the task ends (its scheduler reference goes) */
 static void task_finish(serve_sched *s, serve_task *t) {
+  serve_sched_metrics *m = &s->met;
+  if (t->cancelled)
+    m->requests_cancelled++;
+  else if (t->failed)
+    m->requests_failed++;
+  else
+    m->requests_ok++;
+  m->prompt_tokens += t->usage.prompt_tokens;
+  m->cached_tokens += t->usage.cached_tokens;
+  m->completion_tokens += t->usage.completion_tokens;
+  m->batched_tokens += t->batched_tokens;
+  m->accepted_drafts += t->usage.accepted_drafts;
+  m->rejected_drafts += t->usage.rejected_drafts;
   t->state = SERVE_TASK_DONE;
   task_changed(s, t);
   task_unref(t);
@@ -461,8 +502,24 @@ static size_t tick_jobs(serve_sched *s) {
     }
   if (!n) return 0;
   pthread_mutex_unlock(&s->mu);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   wgllm_status st = wgllm_jobs_step(jobs, n); /* a job that fails is done with its error: end_job reports it */
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  wgllm_kv_pool_stats ps;
+  int pooled = s->cfg.use_pool && st != WGLLM_ERR_DEVICE_LOST && !wgllm_model_kv_pool_stats(s->model, &ps);
   pthread_mutex_lock(&s->mu);
+  double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  s->met.steps++;
+  s->met.step_seconds += secs;
+  s->met.last_step_ms = secs * 1e3;
+  s->met.has_pool = pooled;
+  if (pooled) {
+    s->met.pool_blocks = ps.blocks;
+    s->met.pool_available = ps.available_blocks;
+    s->met.pool_cached = ps.cached_blocks;
+    s->met.pool_block_tokens = ps.block_tokens;
+  }
   if (st == WGLLM_ERR_DEVICE_LOST && !s->lost_msg[0])
     for (size_t i = 0; i < n && !s->lost_msg[0]; i++)
       snprintf(s->lost_msg, sizeof s->lost_msg, "%s", wgllm_job_error(jobs[i]));

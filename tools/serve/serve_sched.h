@@ -51,7 +51,7 @@ typedef struct serve_sched_config {
   int use_pool;
   wgllm_kv_pool_params pool;
   uint32_t pool_tokens_default;
-  uint32_t queue;    /* requests that may wait for a session beyond those; more are refused (503) */
+  uint32_t queue; /* requests that may wait for a session beyond those; more are refused (503) */
   wgllm_session_params session;
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
   /* speculative decoding, a request's default (its "speculative.*" fields say otherwise): the draft model (where
@@ -123,4 +123,29 @@ void serve_sched_vocab_unlock(serve_sched *s);
 
 /* Counts for /health: sessions generating, idle, tasks waiting (under the lock or not). */
 void serve_sched_counts(serve_sched *s, uint32_t *busy, uint32_t *idle, uint32_t *waiting);
+
+/* What /metrics and /slots report: totals since the start, and the state now (a copy taken under the lock). */
+typedef struct serve_sched_metrics {
+  uint64_t requests_ok, requests_failed; /* tasks ended: answered, failed (cancelled ones among neither) */
+  uint64_t requests_cancelled;
+  uint64_t prompt_tokens, cached_tokens, completion_tokens, batched_tokens; /* of the tasks ended */
+  uint64_t accepted_drafts, rejected_drafts;
+  uint64_t steps;      /* wgllm_jobs_step calls */
+  double step_seconds; /* in them, in all */
+  double last_step_ms; /* the latest one's */
+  uint32_t busy, idle, waiting, parallel, context;
+  int has_pool; /* the sessions' caches on a KV pool: its blocks (snapshot after the latest tick) */
+  uint32_t pool_blocks, pool_available, pool_cached, pool_block_tokens;
+} serve_sched_metrics;
+void serve_sched_get_metrics(serve_sched *s, serve_sched_metrics *m);
+
+/* A session's state for /slots. */
+typedef struct serve_slot_info {
+  int processing;         /* a task on it */
+  int prefilling;         /* its prompt not yet prefilled (no token sampled) */
+  uint32_t prompt_tokens; /* the task's prompt */
+  size_t text_bytes;      /* the text it has generated so far */
+} serve_slot_info;
+/* info [cfg.parallel] filled; returns how many. */
+uint32_t serve_sched_slots(serve_sched *s, serve_slot_info *info, uint32_t cap);
 #endif

@@ -19,9 +19,9 @@
 _Static_assert(offsetof(serve_out, kind) == 0 && offsetof(serve_out, status) == 4 && offsetof(serve_out, streamed) == 8,
                "serve_out's layout changed: update node/lib/serve.mjs");
 _Static_assert(offsetof(serve_out, n_headers) == 12 && offsetof(serve_out, headers) == 16 &&
-                   offsetof(serve_out, data) == 48 && offsetof(serve_out, len) == 52 && offsetof(serve_out, path) == 56,
+                   offsetof(serve_out, data) == 80 && offsetof(serve_out, len) == 84 && offsetof(serve_out, path) == 88,
                "serve_out's layout changed: update node/lib/serve.mjs");
-_Static_assert(offsetof(serve_out, close) == 60, "serve_out's layout changed: update node/lib/serve.mjs");
+_Static_assert(offsetof(serve_out, close) == 92, "serve_out's layout changed: update node/lib/serve.mjs");
 
 static serve_options opts;
 static int parsed;
