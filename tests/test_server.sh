@@ -50,6 +50,8 @@ URL="http://127.0.0.1:$PORT"
 AUTH=(-H "Authorization: Bearer $KEY")
 # json FILE EXPR: evaluates EXPR on the parsed JSON (as j) with node; true is success
 json() { node -e 'const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.exit(eval(process.argv[2]) ? 0 : 1)' "$1" "$2"; }
+# completion_text FILE: the text of a /v1/completions answer
+completion_text() { node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).choices[0].text)' "$1"; }
 
 code=$(curl -s -o "$TMP/health" -w '%{http_code}' "$URL/health")
 check "curl /health: 200 without a key" test "$code" = 200
@@ -91,6 +93,15 @@ curl -s "${AUTH[@]}" -o "$TMP/clamp" "$URL/v1/completions" "${JSON_CT[@]}" \
 n_long=$(node -e 'process.stdout.write(String(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).tokens.length))' "$TMP/longtok")
 check "curl: max_tokens 100000 on a context of 512 (top_k -1): the rest of the context, finish_reason length" json "$TMP/clamp" \
   "j.usage.prompt_tokens === $n_long && j.usage.completion_tokens === 512 - $n_long && j.choices[0].finish_reason === 'length'"
+# echo (completions): the prompt's text, then the completion's (whole, and streamed; a prompt of ids: their text)
+curl -s "${AUTH[@]}" -o "$TMP/noecho" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0}'
+curl -s "${AUTH[@]}" -o "$TMP/echo" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0, "echo": true}'
+check "curl: echo gives the prompt, then the completion" test "$(completion_text "$TMP/echo")" = "In the beginning$(completion_text "$TMP/noecho")"
+curl -sN "${AUTH[@]}" -o "$TMP/echo.sse" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0, "echo": true, "stream": true}'
+echoed=$(grep '^data: {' "$TMP/echo.sse" | sed 's/^data: //' | node -e 'let s = ""; for (const l of require("fs").readFileSync(0, "utf8").split("\n")) if (l) s += JSON.parse(l).choices[0]?.text || ""; process.stdout.write(s)')
+check "... streamed: the same text" test "$echoed" = "$(completion_text "$TMP/echo")"
+curl -s "${AUTH[@]}" -o "$TMP/echoids" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": [1147, 258, 1801, 1243], "max_tokens": 2, "echo": true}'
+check "... a prompt of ids: their text first" json "$TMP/echoids" 'j.choices[0].text.startsWith("In the beginning") && j.usage.completion_tokens === 2'
 curl -s "${AUTH[@]}" -o "$TMP/metrics" "$URL/metrics"
 check "curl /metrics: Prometheus counters of the requests served" sh -c \
   "grep -q '^# TYPE wgllm:tokens_predicted_total counter' '$TMP/metrics' && grep -Eq '^wgllm:tokens_predicted_total [1-9][0-9]*' '$TMP/metrics' && grep -Eq '^wgllm:requests_total [1-9]' '$TMP/metrics' && grep -q '^wgllm:kv_cache_usage_ratio ' '$TMP/metrics'"
@@ -118,8 +129,6 @@ curl -s "${AUTH[@]}" -o "$TMP/detok" "$URL/detokenize" "${JSON_CT[@]}" -d '{"tok
 check "curl /detokenize: the text" json "$TMP/detok" 'j.content === "In the beginning"'
 code=$(curl -s "${AUTH[@]}" -o "$TMP/bad" -w '%{http_code}' "$URL/v1/chat/completions" "${JSON_CT[@]}" -d '{"messages": 5}')
 check "curl: a bad request is 400 naming the field" sh -c "test $code = 400 && grep -q '\"param\":\"messages\"' '$TMP/bad'"
-# completion_text FILE: the text of a /v1/completions answer
-completion_text() { node -e 'process.stdout.write(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).choices[0].text)' "$1"; }
 # prompt lookup on the f32 weights as stored (the verify step's projections a GEMM of its rows): the text without it
 body='"prompt": "And God said, Let there be light", "max_tokens": 24, "ignore_eos": true, "temperature": 0'
 curl -s "${AUTH[@]}" -o "$TMP/look" "$URL/v1/completions" "${JSON_CT[@]}" -d "{$body, \"speculative.lookup\": true}"

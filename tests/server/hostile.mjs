@@ -55,6 +55,9 @@ await expect("frequency_penalty over 2", 400, post(chat, body({ messages: msg, f
 await expect("presence_penalty under -2", 400, post(comp, body({ prompt: "x", presence_penalty: -3 })), { param: "presence_penalty" });
 await expect("presence_penalty a string", 400, post(chat, body({ messages: msg, presence_penalty: "0.5" })), { param: "presence_penalty" });
 await expect("logprobs", 400, post(chat, body({ messages: msg, logprobs: true })), { param: "logprobs" });
+await expect("a GBNF grammar (not ignored)", 400, post(comp, body({ prompt: "x", grammar: "root ::= \"a\"" })), { param: "grammar" });
+await expect("llama-server's json_schema", 400, post(chat, body({ messages: msg, json_schema: { type: "object" } })), { param: "json_schema" });
+await expect("echo a string", 400, post(comp, body({ prompt: "x", echo: "yes" })), { param: "echo" });
 await expect("prompt missing", 400, post(comp, body({ max_tokens: 2 })), { param: "prompt" });
 await expect("prompt ids out of the vocabulary", 400, post(comp, body({ prompt: [1, 2, 99999999] })), { param: "prompt" });
 await expect("prompt ids negative", 400, post(comp, body({ prompt: [1, -2] })), { param: "prompt" });

@@ -209,10 +209,18 @@ static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err)
     if (!t || !cJSON_IsString(t) || strcmp(t->valuestring, "text"))
       return bad(err, "response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
   }
+  /* llama-server's and vLLM's fields that would change the output: refused rather than ignored (a request that asks
+     for a grammar must not get free text) */
+  static const char *const not_here[] = {"grammar",       "json_schema",      "guided_json",     "guided_regex",
+                                         "guided_choice", "guided_grammar",   "mirostat",        "typical_p",
+                                         "tfs_z",         "dry_multiplier",   "xtc_probability", "n_probs",
+                                         "samplers",      "logit_bias_tokens"};
+  for (size_t i = 0; i < sizeof not_here / sizeof not_here[0]; i++) {
+    f = field(o, not_here[i]);
+    if (f && !(cJSON_IsNumber(f) && f->valuedouble == 0) && !cJSON_IsFalse(f))
+      return bad(err, not_here[i], "'%s' is not supported by this server", not_here[i]);
+  }
   if (kind == SERVE_KIND_COMPLETION) {
-    int echo = 0;
-    if (get_bool(o, "echo", &echo, err)) return -1;
-    if (echo) return bad(err, "echo", "'echo' is not supported");
     f = field(o, "suffix");
     if (f && !(cJSON_IsString(f) && !f->valuestring[0])) return bad(err, "suffix", "'suffix' is not supported");
   }
@@ -378,6 +386,7 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
     break;
   }
   if (get_bool(o, "ignore_eos", &r->ignore_eos, err)) return -1;
+  if (r->kind == SERVE_KIND_COMPLETION && get_bool(o, "echo", &r->echo, err)) return -1;
   if ((g = get_int(o, "speculative.n_max", 0, WGLLM_SPEC_MAX, &i, err)) < 0) return -1;
   if (g) r->spec_n_max = (int)i;
   if (get_bool(o, "speculative.lookup", &r->spec_lookup, err)) return -1;

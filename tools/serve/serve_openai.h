@@ -47,8 +47,9 @@ int serve_fail(serve_error *e, int status, const char *type, const char *param, 
 /* A chat completion or completion request, every field checked and defaulted. */
 typedef struct serve_request {
   serve_kind kind;
-  char *model;     /* as given ("" when absent): the server has one model and answers with its own id */
-  /* chat: {"messages": [...], "tools": [...], "chat_template_kwargs": {...}, "parse_special": B} for wgllm_chat_prompt */
+  char *model; /* as given ("" when absent): the server has one model and answers with its own id */
+  /* chat: {"messages": [...], "tools": [...], "chat_template_kwargs": {...}, "parse_special": B} for wgllm_chat_prompt
+   */
   char *chat_json;
   size_t chat_json_len;
   char *prompt; /* completion: the text, NUL bytes kept (NULL when given as token ids) */
@@ -65,13 +66,14 @@ typedef struct serve_request {
   float presence_penalty;  /* [-2, 2], default 0 (off); OpenAI's, over the same window */
   float frequency_penalty; /* [-2, 2], default 0 (off) */
   uint32_t seed;
-  int seed_given; /* a seed other than -1 */
-  char **stop;    /* stop strings (a string or an array of them), NUL bytes kept */
+  int seed_given;   /* a seed other than -1 */
+  char **stop;      /* stop strings (a string or an array of them), NUL bytes kept */
   size_t *stop_len; /* their lengths */
   size_t n_stop;
   int stream;        /* server-sent events */
   int include_usage; /* stream_options.include_usage: a last chunk with usage */
   int ignore_eos;    /* llama-server's extension: generate past end-of-generation tokens */
+  int echo;          /* completions: the answer's text starts with the prompt's */
   /* speculative decoding (-1 each: the server's default): "speculative.n_max" (llama-server's: drafts a step at
      most, 0..15, 0: none), "speculative.lookup" and "speculative.draft" (wgllm's: prompt lookup, the server's draft
      model) */

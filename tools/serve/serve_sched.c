@@ -307,6 +307,28 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
                       "the prompt is %zu tokens; this server's context holds %u (the prompt and at least one token "
                       "to generate)",
                       t->n_ids, ctx);
+  if (r->echo) { /* completions' echo: the prompt's text starts the answer (ids: their text) */
+    char *text = NULL;
+    size_t len = r->prompt_len;
+    if (r->prompt_ids && wgllm_detokenize(s->model, t->ids, t->n_ids, &text))
+      return serve_fail(&t->err, 400, "invalid_request_error", "prompt", NULL, "the prompt's ids: %s",
+                        wgllm_model_error(s->model));
+    if (text) len = strlen(text);
+    const char *src = r->prompt_ids ? text : r->prompt;
+    char *out = malloc(len + 1);
+    if (out) {
+      memcpy(out, src, len);
+      out[len] = 0;
+    }
+    wgllm_free(text);
+    if (!out) return serve_fail(&t->err, 500, "server_error", NULL, NULL, "out of memory");
+    pthread_mutex_lock(&s->mu);
+    free(t->out);
+    t->out = out;
+    t->out_len = len;
+    t->out_cap = len + 1;
+    pthread_mutex_unlock(&s->mu);
+  }
   return 0;
 }
 
