@@ -148,6 +148,13 @@ check "... saying the server has no draft model" json "$TMP/nodraft" \
 export WGLLM_SERVE_PORT=$PORT WGLLM_SERVE_KEY=$KEY WGLLM_SERVE_PID=$MAIN_PID
 echo "--- the openai client"
 if node "$ROOT/tests/server/openai_client.mjs"; then ok "openai client"; else bad "openai client"; fi
+if [ "$SERVE_IMPL" = native ]; then
+  echo "--- the chat page at / in headless Chromium"
+  if node "$ROOT/tests/server/chat_page.mjs"; then ok "chat page"; else bad "chat page"; fi
+else
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$URL/")
+  check "the Node server has no chat page: GET / is 404" test "$code" = 404
+fi
 echo "--- malformed and hostile requests"
 if node "$ROOT/tests/server/hostile.mjs"; then ok "hostile requests"; else bad "hostile requests"; fi
 check "the server is still running" kill -0 "$MAIN_PID"

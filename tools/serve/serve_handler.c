@@ -297,6 +297,17 @@ serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   if (!known && h->cfg.web_dir && (!strcmp(method, "GET") || !strcmp(method, "HEAD")) &&
       web_file(x, h->cfg.web_dir, url))
     return x;
+  if (!known && !h->cfg.web_dir && h->cfg.chat_page && (!strcmp(url, "/") || !strcmp(url, "/index.html")) &&
+      (!strcmp(method, "GET") || !strcmp(method, "HEAD"))) { /* the chat page, without the key (it asks for it) */
+    char *page = malloc(h->cfg.chat_page_len + 1);
+    if (page) {
+      memcpy(page, h->cfg.chat_page, h->cfg.chat_page_len);
+      page[h->cfg.chat_page_len] = 0;
+    }
+    answer(x, 200, page);
+    x->content_type = "text/html; charset=utf-8";
+    return x;
+  }
   if (!known)
     answer_fail(x, 404, "invalid_request_error", "not_found", "no endpoint %s %.200s", method, url);
   else if (!x->route)

@@ -30,6 +30,10 @@ typedef struct serve_handler_config {
      request with another Origin is refused (403). */
   const char *const *allowed_origins;
   size_t n_allowed_origins;
+  /* NULL, or the chat page answered to GET / HEAD of / without the key, where no web_dir is given (the native
+     server's web/chat/index.html; the Node server has none) */
+  const char *chat_page;
+  size_t chat_page_len;
 } serve_handler_config;
 
 typedef struct serve_handler serve_handler;

@@ -13,6 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+/* the chat page at / (web/chat/index.html as tools/embed_file.cmake writes it) */
+extern const unsigned char serve_chat_page[];
+extern const size_t serve_chat_page_len;
+
 /* the warm-up's stop_requested: SIGINT or SIGTERM pending (they are blocked: sigwait takes them later) */
 static int stop_signal_pending(void) {
   sigset_t p;
@@ -73,6 +77,8 @@ int serve_command(int argc, char **argv) {
     fprintf(stderr, "wgllm serve: warmed up in %.2f s (sessions made and pipelines built; --no-warmup skips it)\n",
             (double)(w1.tv_sec - w0.tv_sec) + (double)(w1.tv_nsec - w0.tv_nsec) * 1e-9);
   if (serve_http_is_loopback(a.host)) a.handler.check_host = 1; /* DNS rebinding: Host is checked */
+  a.handler.chat_page = (const char *)serve_chat_page;          /* web/chat/index.html, embedded by the build */
+  a.handler.chat_page_len = serve_chat_page_len;
   serve_handler *handler = serve_handler_new(&a.handler, sched);
   serve_http_config hc = {0};
   hc.host = a.host;
