@@ -504,6 +504,28 @@ static void llama_cli_lines(void) {
     free(reply[i]);
   free(o2);
   free(e2);
+  /* context shift: five messages through a context of 64 tokens, the oldest turns dropped (said); without it the
+     prompts past the context fail */
+  static const char five[] =
+      "printf 'In the beginning God created the heaven and the earth\\nAnd the earth was without "
+      "form, and void\\nAnd darkness was upon the face of the deep\\nAnd the Spirit of God "
+      "moved upon the face of the waters\\nAnd God said, Let there be light\\n' | %s/wgllm chat "
+      "-m %s -c 64 -n 8 --temp 0 --ignore-eos%s";
+  for (int shift = 1; shift >= 0; shift--) {
+    snprintf(cmd, sizeof cmd, five, g_bin, DEFAULT, shift ? "" : " --no-context-shift");
+    rc = sh(cmd, &o1, &e1);
+    if (shift)
+      CHECK(rc == 0 && count(o1, "> ") == 6 &&
+                strstr(e1, "[context: the 2 oldest messages dropped to fit the context "
+                           "of 64 tokens") &&
+                !strstr(e1, "the context only"),
+            "chat past its context: the oldest turns dropped, every message answered (exit %d): %s", rc, e1);
+    else
+      CHECK(rc == 0 && strstr(e1, "the context only 64") && !strstr(e1, "[context:"),
+            "--no-context-shift: the prompts past the context fail, saying so (exit %d): %s", rc, e1);
+    free(o1);
+    free(e1);
+  }
   rc = wg(&o1, &e1, "chat -m %s --chat-template-file %s/none.jinja -p hi -n 2 -no-cnv", DEFAULT, g_tmp);
   CHECK(rc == 2 && strstr(e1, "none.jinja: No such file"), "--chat-template-file of no file: exit %d: %s", rc, e1);
   free(o1);

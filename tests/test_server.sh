@@ -102,6 +102,15 @@ echoed=$(grep '^data: {' "$TMP/echo.sse" | sed 's/^data: //' | node -e 'let s = 
 check "... streamed: the same text" test "$echoed" = "$(completion_text "$TMP/echo")"
 curl -s "${AUTH[@]}" -o "$TMP/echoids" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": [1147, 258, 1801, 1243], "max_tokens": 2, "echo": true}'
 check "... a prompt of ids: their text first" json "$TMP/echoids" 'j.choices[0].text.startsWith("In the beginning") && j.usage.completion_tokens === 2'
+# context shift: a chat of some 1,300 tokens on a context of 512 loses its oldest turns (the system message kept)
+node -e 'const turn = "and the ".repeat(50); const m = [{ role: "system", content: "Be brief." }];
+  for (let i = 0; i < 6; i++) m.push({ role: "user", content: turn + i }, { role: "assistant", content: turn });
+  m.push({ role: "user", content: "In the beginning" });
+  process.stdout.write(JSON.stringify({ messages: m, max_tokens: 4, temperature: 0 }))' >"$TMP/long.json"
+code=$(curl -s "${AUTH[@]}" -o "$TMP/shift" -w '%{http_code}' "$URL/v1/chat/completions" "${JSON_CT[@]}" -d @"$TMP/long.json")
+check "context shift: a chat past the context answered, its oldest messages dropped" sh -c "test $code = 200"
+check "... counted in the usage, the prompt within the context" json "$TMP/shift" \
+    'j.usage.prompt_tokens_details.dropped_messages >= 2 && j.usage.prompt_tokens_details.dropped_messages % 2 === 0 && j.usage.prompt_tokens + 4 <= 512 && j.usage.completion_tokens === 4'
 curl -s "${AUTH[@]}" -o "$TMP/metrics" "$URL/metrics"
 check "curl /metrics: Prometheus counters of the requests served" sh -c \
   "grep -q '^# TYPE wgllm:tokens_predicted_total counter' '$TMP/metrics' && grep -Eq '^wgllm:tokens_predicted_total [1-9][0-9]*' '$TMP/metrics' && grep -Eq '^wgllm:requests_total [1-9]' '$TMP/metrics' && grep -q '^wgllm:kv_cache_usage_ratio ' '$TMP/metrics'"
@@ -163,7 +172,10 @@ export WGLLM_SERVE_MODEL="$MODEL"
 if node "$ROOT/tests/server/text.mjs"; then ok "text"; else bad "text"; fi
 
 # ---- --parse-special-in-content: special-token text in chat content becomes its token by default
-start_server special -np 1 --parse-special-in-content || exit 1
+start_server special -np 1 --parse-special-in-content --no-context-shift || exit 1
+code=$(curl -s -o "$TMP/noshift" -w '%{http_code}' "http://127.0.0.1:$SERVE_PORT/v1/chat/completions" "${JSON_CT[@]}" -d @"$TMP/long.json")
+check "--no-context-shift: the chat past the context is 400 context_length_exceeded" sh -c \
+  "test $code = 400 && grep -q '\"code\":\"context_length_exceeded\"' '$TMP/noshift'"
 if WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_KEY= WGLLM_SERVE_PARSE_SPECIAL=1 node "$ROOT/tests/server/text.mjs"; then
   ok "text, --parse-special-in-content"
 else

@@ -24,11 +24,12 @@ typedef struct cli_gen {
   long long n_predict;      /* -n (-1: until the context is full) */
   int seed_given;           /* -s other than -1; else a random seed */
   int stats, ignore_eos, no_display_prompt, conversation, single_turn;
-  int spec_lookup;    /* --spec-lookup */
-  uint32_t draft_max; /* --draft-max N (0: not given) */
+  int no_context_shift;   /* --no-context-shift: chat keeps every message (a conversation past the context fails) */
+  int spec_lookup;        /* --spec-lookup */
+  uint32_t draft_max;     /* --draft-max N (0: not given) */
   const char *draft_path; /* -md PATH */
   wgllm_model *draft;     /* loaded from it (cli_gen_open_draft), freed by cli_gen_free */
-  char *owned[4]; /* what -f, -sysf and the operands read or joined */
+  char *owned[4];         /* what -f, -sysf and the operands read or joined */
 } cli_gen;
 /* wgllm chat, or wgllm run -cnv, with the parsed options; returns the exit status */
 int cli_chat_main(cli_gen *g);

@@ -46,6 +46,7 @@ typedef struct chat {
   cli_gen *g;
   wgllm_model *m;
   wgllm_session *s;
+  uint32_t ctx;
   history h;
   uint32_t base_seed, turn; /* reply k samples with seed base + k: /regen gives another reply */
 } chat;
@@ -57,6 +58,56 @@ static int stream_out(const char *text, size_t len, void *user) {
   return cli_interrupted != 0; /* Ctrl-C: the reply stops here */
 }
 
+/* The tokens of the conversation's prompt as wgllm_chat renders it (special-token text in content parsed), or 0
+   when it cannot be rendered (wgllm_chat then says why). */
+static size_t prompt_tokens(chat *c) {
+  cJSON *o = cJSON_CreateObject(), *a = cJSON_AddArrayToObject(o, "messages");
+  for (size_t i = 0; a && i < c->h.n; i++) {
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "role", c->h.m[i].role);
+    cJSON_AddStringToObject(m, "content", c->h.m[i].content);
+    cJSON_AddItemToArray(a, m);
+  }
+  cJSON_AddBoolToObject(o, "parse_special", 1);
+  char *json = o ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  int32_t *ids = NULL;
+  size_t n = 0;
+  if (!json || wgllm_chat_prompt(c->m, json, strlen(json), &ids, &n, NULL)) n = 0;
+  wgllm_free(ids);
+  cJSON_free(json);
+  return n;
+}
+
+/* Context shift, as llama.cpp's chat keeps going past its context: while the conversation leaves less than a
+   quarter of the context (or -n tokens, if fewer) for the reply, its oldest turn after the fixed system message goes
+   (a user message and the replies after it); the last user message always stays. Says what went on stderr. */
+static void fit_context(chat *c) {
+  if (c->g->no_context_shift) return;
+  uint32_t room = c->ctx / 4;
+  if (c->g->gp.max_tokens < room) room = c->g->gp.max_tokens;
+  size_t dropped = 0, n;
+  history *h = &c->h;
+  while ((n = prompt_tokens(c)) && n + room > c->ctx) {
+    size_t first = h->n_fixed, end = first + 1;
+    while (end < h->n && strcmp(h->m[end].role, "user"))
+      end++;
+    if (end >= h->n) break; /* the last user message alone: wgllm_chat says it is too long */
+    for (size_t i = first; i < end; i++) {
+      free((void *)h->m[i].role);
+      free((void *)h->m[i].content);
+    }
+    memmove(h->m + first, h->m + end, (h->n - end) * sizeof *h->m);
+    h->n -= end - first;
+    dropped += end - first;
+  }
+  if (dropped)
+    fprintf(stderr,
+            "[context: the %zu oldest message%s dropped to fit the context of %u tokens (--no-context-shift "
+            "keeps them)]\n",
+            dropped, dropped == 1 ? "" : "s", c->ctx);
+}
+
 /* Generates the assistant's reply to the history and appends it (an interrupted reply as far as it got).
    Returns 0, 1 for an error the chat survives (the history is as it was), -1 for one it does not. */
 static int reply(chat *c) {
@@ -64,6 +115,7 @@ static int reply(chat *c) {
   gp.seed = c->base_seed + c->turn++;
   if (gp.seed == WGLLM_SEED_RANDOM) gp.seed = 0; /* a seed still, not the API's "random" */
   gp.on_text = stream_out;
+  fit_context(c);
   if (isatty(2) && c->h.n) { /* the new message's size, for the progress line of a long one */
     const char *last = c->h.m[c->h.n - 1].content;
     size_t n = 0;
@@ -367,6 +419,7 @@ int cli_chat_main(cli_gen *g) {
   }
   cli_busy = 0; /* from here Ctrl-C stops a reply in progress, or leaves */
   if (rc) return rc;
+  c.ctx = ctx;
   g->gp.max_tokens = g->n_predict < 0 || g->n_predict > ctx ? ctx : (uint32_t)g->n_predict;
   c.base_seed = g->gp.seed;
   if (g->c.verbose) cli_verbose_sampling(g);

@@ -30,6 +30,7 @@ enum {
   K_CNV,
   K_NO_CNV,
   K_SINGLE_TURN,
+  K_NO_CONTEXT_SHIFT,
   K_NO_DISPLAY_PROMPT,
   K_SPEC_LOOKUP,
   K_DRAFT_MAX,
@@ -82,6 +83,8 @@ static const cli_opt gen_opts[] = {
      "chat: the system message from FILE"},
     {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_GEN,
      "chat: llama3, chatml, gemma, llama2 or none (default: the model's)"},
+    {K_NO_CONTEXT_SHIFT, "--no-context-shift", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
+     "chat: a conversation past the context is an error (default: its oldest messages after the system message go)"},
     {K_SINGLE_TURN, "-st --single-turn", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
      "chat: answer one message (-p or the first line) and leave"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
@@ -193,6 +196,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_SINGLE_TURN:
     g->single_turn = 1;
     ps->chat_only = 1;
+    break;
+  case K_NO_CONTEXT_SHIFT:
+    g->no_context_shift = 1;
     break;
   default:
     return 2;

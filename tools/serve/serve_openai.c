@@ -552,6 +552,7 @@ static cJSON *usage_json(const serve_usage *u) {
   cJSON_AddNumberToObject(o, "total_tokens", (double)u->prompt_tokens + u->completion_tokens);
   cJSON *d = cJSON_AddObjectToObject(o, "prompt_tokens_details");
   if (d) cJSON_AddNumberToObject(d, "cached_tokens", u->cached_tokens);
+  if (d && u->dropped_messages) cJSON_AddNumberToObject(d, "dropped_messages", u->dropped_messages);
   if (u->accepted_drafts + u->rejected_drafts) {
     cJSON *c = cJSON_AddObjectToObject(o, "completion_tokens_details");
     if (c) cJSON_AddNumberToObject(c, "accepted_prediction_tokens", u->accepted_drafts);

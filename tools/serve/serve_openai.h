@@ -115,6 +115,7 @@ typedef struct serve_usage {
   /* speculative decoding's drafts, accepted and rejected (OpenAI's completion_tokens_details names; written where
      drafts were checked) */
   uint32_t accepted_drafts, rejected_drafts;
+  uint32_t dropped_messages; /* a chat's oldest messages the context shift left out (prompt_tokens_details) */
 } serve_usage;
 
 /* The id, creation time and model every answer of one request carries. */

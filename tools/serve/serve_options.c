@@ -35,7 +35,8 @@ enum {
   K_MODEL_DRAFT,
   K_SPEC_LOOKUP,
   K_DRAFT_MAX,
-  K_CORS
+  K_CORS,
+  K_NO_CONTEXT_SHIFT
 };
 
 static const cli_opt serve_opts[] = {
@@ -90,6 +91,8 @@ static const cli_opt serve_opts[] = {
     {K_ALLOWED_HOSTS, "--allowed-hosts", CLI_TEXT, "H1,H2", 0, 0, 0, CLI_CMD_SERVE,
      "Host names answered besides localhost, 127.0.0.1 and [::1] (others are 403 while listening on loopback; "
      "given, the check holds on any address)"},
+    {K_NO_CONTEXT_SHIFT, "--no-context-shift", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
+     "a chat past the context is 400 (default: its oldest messages after the system ones are dropped to fit)"},
     {K_CORS, "--cors", CLI_TEXT, "ORIGINS", 0, 0, 0, CLI_CMD_SERVE,
      "web pages of these origins (scheme://host[:port], comma-separated; * for any) may call the API from a browser: "
      "preflights answered, Access-Control-Allow-Origin given (default: only the server's own origin)"},
@@ -222,6 +225,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     return 0;
   case K_NO_WARMUP:
     a->no_warmup = 1;
+    return 0;
+  case K_NO_CONTEXT_SHIFT:
+    a->no_context_shift = 1;
     return 0;
   case K_KV_POOL: {
     char *end = NULL;
@@ -391,6 +397,7 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   sc->session = cli_session_params(&a->c); /* --kv, --unfused, --attn-grid, -ub, --precision */
   sc->session.context = ctx;
   sc->warm_up = !a->no_warmup;
+  sc->context_shift = !a->no_context_shift;
   sc->draft = &a->draft;
   sc->spec_lookup = a->spec_lookup;
   sc->draft_max = (uint32_t)a->draft_max;

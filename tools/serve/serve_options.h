@@ -13,6 +13,7 @@ typedef struct serve_options {
   long long port, parallel, queue, max_body, max_tokens, timeout, max_connections;
   long long header_timeout, body_timeout, max_connections_per_ip, max_body_total;
   int no_warmup;
+  int no_context_shift;                             /* --no-context-shift */
   int parse_special_in_content;                     /* --parse-special-in-content */
   int kv_pool_off;                                  /* --kv-pool off: each session its own cache */
   unsigned long long kv_pool_tokens, kv_pool_bytes; /* --kv-pool N or N{MiB,GiB} (0: the default) */

@@ -8,6 +8,8 @@
    wgllm_jobs_step call, appending the text each emits to its task. A step that finds the device lost fails every
    task with it and makes the model and its sessions again (device_lost; docs/SERVING.md, "A lost device"). */
 #include "serve_sched.h"
+#include "json_shape.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -258,6 +260,50 @@ int serve_sched_prepare(serve_sched *s, serve_task *t) {
   return rc;
 }
 
+/* Context shift of a chat (cfg.context_shift): while its n prompt tokens leave less than room for the reply, its
+   oldest turn after the leading system messages goes (a user message and what follows it up to the next user
+   message) and the prompt is rendered again into *ids / *n; the last user message stays. The request's chat JSON is
+   replaced by what was rendered. Returns the messages dropped. */
+static size_t shift_chat(serve_sched *s, serve_task *t, uint32_t room, int32_t **ids, size_t *n) {
+  serve_request *r = &t->req;
+  uint32_t ctx = s->cfg.session.context;
+  if (*n + room <= ctx) return 0;
+  size_t len = 0, dropped = 0;
+  char *marked = json_mark_nul_escapes(r->chat_json, r->chat_json_len, SERVE_NUL, &len); /* "\u0000" kept */
+  cJSON *o = marked ? cJSON_ParseWithLength(marked, len) : NULL;
+  free(marked);
+  cJSON *msgs = o ? cJSON_GetObjectItemCaseSensitive(o, "messages") : NULL;
+  while (cJSON_IsArray(msgs) && *n + room > ctx) {
+    int first = 0, total = cJSON_GetArraySize(msgs);
+    while (first < total &&
+           !strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, first), "role")) ?: "", "system"))
+      first++;
+    int end = first + 1;
+    while (end < total &&
+           strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(msgs, end), "role")) ?: "", "user"))
+      end++;
+    if (end >= total) break; /* the last user message and its replies alone */
+    for (int k = first; k < end; k++)
+      cJSON_DeleteItemFromArray(msgs, first);
+    dropped += (size_t)(end - first);
+    char *json = serve_print_json(cJSON_Duplicate(o, 1));
+    int32_t *shorter = NULL;
+    size_t m = 0;
+    if (!json || wgllm_chat_prompt(s->model, json, strlen(json), &shorter, &m, NULL)) {
+      free(json);
+      break; /* rendered as it was: the context check says what is wrong */
+    }
+    wgllm_free(*ids);
+    *ids = shorter;
+    *n = m;
+    free(r->chat_json);
+    r->chat_json = json;
+    r->chat_json_len = strlen(json);
+  }
+  cJSON_Delete(o);
+  return dropped;
+}
+
 static int prepare_task_locked(serve_sched *s, serve_task *t) {
   const serve_request *r = &t->req;
   wgllm_status st = WGLLM_OK;
@@ -265,6 +311,9 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
     int32_t *ids = NULL;
     size_t n = 0;
     st = wgllm_chat_prompt(s->model, r->chat_json, r->chat_json_len, &ids, &n, NULL);
+    uint32_t room = s->cfg.session.context / 4;
+    if (r->max_tokens < room) room = r->max_tokens;
+    if (!st && s->cfg.context_shift) t->usage.dropped_messages = (uint32_t)shift_chat(s, t, room, &ids, &n);
     if (st) {
       char msg[512];
       snprintf(msg, sizeof msg, "the chat template: %s", wgllm_model_error(s->model));

@@ -54,6 +54,10 @@ typedef struct serve_sched_config {
   uint32_t queue; /* requests that may wait for a session beyond those; more are refused (503) */
   wgllm_session_params session;
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
+  /* a chat whose prompt leaves less than a quarter of the context (or its max_tokens, if fewer) for the reply loses
+     its oldest messages after the leading system ones, a user message and what follows it at a time, the last user
+     message kept (llama.cpp's context shift, for chat); 0: such a prompt past the context is 400 */
+  int context_shift;
   /* speculative decoding, a request's default (its "speculative.*" fields say otherwise): the draft model (where
      *draft is not NULL; its holder's, replaced by reopen, outliving the scheduler), prompt lookup, drafts a step
      at most (0: 7) */
