@@ -118,6 +118,8 @@ curl -s "${AUTH[@]}" -o "$TMP/chat" "$URL/v1/chat/completions" \
   "${JSON_CT[@]}" -d '{"model": "default", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0}'
 check "curl chat: a chat.completion of 6 tokens" json "$TMP/chat" \
   'j.object === "chat.completion" && j.choices[0].message.role === "assistant" && j.usage.completion_tokens === 6 && j.choices[0].finish_reason === "length"'
+check "... with llama-server's timings" json "$TMP/chat" \
+  'j.timings.predicted_n === 6 && j.timings.predicted_ms > 0 && j.timings.prompt_n + j.timings.cache_n === j.usage.prompt_tokens && j.timings.predicted_per_second > 0'
 curl -sN "${AUTH[@]}" -o "$TMP/chat.sse" -D "$TMP/chat.head" "$URL/v1/chat/completions" \
   "${JSON_CT[@]}" -d '{"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 6, "ignore_eos": true, "temperature": 0, "stream": true}'
 check "curl chat stream: text/event-stream" grep -qi "^content-type: text/event-stream" "$TMP/chat.head"
@@ -131,6 +133,7 @@ check "curl chat stream: the deltas make the whole reply" test "$streamed" = "$w
 curl -sN "${AUTH[@]}" -o "$TMP/comp.sse" "$URL/v1/completions" \
   "${JSON_CT[@]}" -d '{"prompt": "In the beginning", "max_tokens": 5, "ignore_eos": true, "stream": true, "stream_options": {"include_usage": true}}'
 check "curl completions stream: text_completion chunks" grep -q '"object":"text_completion"' "$TMP/comp.sse"
+check "... the finish_reason chunk and the usage chunk carry the timings" test "$(grep -c '"timings":{"prompt_n":' "$TMP/comp.sse")" = 2
 check "curl completions stream: the usage chunk" grep -q '"choices":\[\],"usage":{"prompt_tokens":5,"completion_tokens":5' "$TMP/comp.sse"
 curl -s "${AUTH[@]}" -o "$TMP/tok" "$URL/tokenize" "${JSON_CT[@]}" -d '{"content": "In the beginning", "add_special": true}'
 check "curl /tokenize: the ids wgllm tokenize gives" json "$TMP/tok" "j.tokens.join(',') === '$("$WGLLM" tokenize -m "$MODEL" "In the beginning")'"

@@ -1,10 +1,10 @@
 /* Fuzz harness: the request bodies `wgllm serve` takes from the network, through its pure parsers
    (tools/serve/serve_openai.c). The first byte picks the endpoint (chat completions, completions, tokenize,
    detokenize), the rest is the body. An accepted request must hold what the scheduler relies on: max_tokens within
-   [1, the limit], sampling values in their ranges, at most the limit of non-empty stop strings (NUL bytes kept: their lengths carried), a completion prompt
-   as valid UTF-8 text or ids from 0 (never both), a chat JSON that parses back with a messages array; its answers
-   (the completion object, a stream chunk) must be JSON that parses back. A refused one must come with a 4xx/5xx
-   status and a message, and serve_error_json must give an error object. */
+   [1, the limit], sampling values in their ranges, at most the limit of non-empty stop strings (NUL bytes kept: their
+   lengths carried), a completion prompt as valid UTF-8 text or ids from 0 (never both), a chat JSON that parses back
+   with a messages array; its answers (the completion object, a stream chunk) must be JSON that parses back. A refused
+   one must come with a 4xx/5xx status and a message, and serve_error_json must give an error object. */
 #include "fuzz_util.h"
 #include "serve_openai.h"
 #include "wgllm.h"
@@ -67,8 +67,8 @@ static void check_request(const serve_request *r, const serve_limits *lim) {
   serve_answer a = {r->kind, "cmpl-fuzz", 1, r->model};
   serve_usage u = {3, r->max_tokens, 1};
   check_json(serve_completion_json(&a, text, len, "stop", &u), "the completion");
-  check_json(serve_chunk_json(&a, text, len, 1, NULL, NULL, 1), "a chunk");
-  check_json(serve_chunk_json(&a, NULL, 0, 0, NULL, &u, 0), "the usage chunk");
+  check_json(serve_chunk_json(&a, text, len, 1, NULL, NULL, 1, NULL), "a chunk");
+  check_json(serve_chunk_json(&a, NULL, 0, 0, NULL, &u, 0, &u), "the usage chunk");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

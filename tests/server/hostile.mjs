@@ -57,6 +57,9 @@ await expect("presence_penalty a string", 400, post(chat, body({ messages: msg, 
 await expect("logprobs", 400, post(chat, body({ messages: msg, logprobs: true })), { param: "logprobs" });
 await expect("a GBNF grammar (not ignored)", 400, post(comp, body({ prompt: "x", grammar: "root ::= \"a\"" })), { param: "grammar" });
 await expect("llama-server's json_schema", 400, post(chat, body({ messages: msg, json_schema: { type: "object" } })), { param: "json_schema" });
+await expect("tool_choice required (tool calls are not parsed)", 400, post(chat, body({ messages: msg, tools: [], tool_choice: "required" })), { param: "tool_choice" });
+await expect("the deprecated functions", 400, post(chat, body({ messages: msg, functions: [{ name: "f" }] })), { param: "functions" });
+await expect("audio output", 400, post(chat, body({ messages: msg, modalities: ["text", "audio"] })), { param: "modalities" });
 await expect("echo a string", 400, post(comp, body({ prompt: "x", echo: "yes" })), { param: "echo" });
 await expect("prompt missing", 400, post(comp, body({ max_tokens: 2 })), { param: "prompt" });
 await expect("prompt ids out of the vocabulary", 400, post(comp, body({ prompt: [1, 2, 99999999] })), { param: "prompt" });

@@ -866,12 +866,12 @@ static int next_event(serve_exchange *x) {
   switch (x->phase) {
   case PHASE_ROLE:
     x->phase = PHASE_TEXT;
-    return set_event(x, serve_chunk_json(a, NULL, 0, 1, NULL, NULL, t->req.include_usage));
+    return set_event(x, serve_chunk_json(a, NULL, 0, 1, NULL, NULL, t->req.include_usage, NULL));
   case PHASE_TEXT: {
     serve_sched_lock(s);
     if (t->out_len > x->text_sent) {
       size_t n = t->out_len - x->text_sent;
-      char *json = serve_chunk_json(a, t->out + x->text_sent, n, 0, NULL, NULL, t->req.include_usage);
+      char *json = serve_chunk_json(a, t->out + x->text_sent, n, 0, NULL, NULL, t->req.include_usage, NULL);
       x->text_sent = t->out_len;
       serve_sched_unlock(s);
       return set_event(x, json);
@@ -883,6 +883,7 @@ static int next_event(serve_exchange *x) {
     int failed = t->failed;
     serve_error e = t->err;
     const char *finish = t->finish_reason;
+    serve_usage u = t->usage;
     serve_sched_unlock(s);
     if (failed) { /* OpenAI's clients raise an error event as an APIError */
       x->phase = PHASE_DONE;
@@ -890,14 +891,14 @@ static int next_event(serve_exchange *x) {
       return set_event(x, serve_error_json(&e));
     }
     x->phase = t->req.include_usage ? PHASE_USAGE : PHASE_DONE;
-    return set_event(x, serve_chunk_json(a, NULL, 0, 0, finish ? finish : "stop", NULL, t->req.include_usage));
+    return set_event(x, serve_chunk_json(a, NULL, 0, 0, finish ? finish : "stop", NULL, t->req.include_usage, &u));
   }
   case PHASE_USAGE: {
     x->phase = PHASE_DONE;
     serve_sched_lock(s);
     serve_usage u = t->usage;
     serve_sched_unlock(s);
-    return set_event(x, serve_chunk_json(a, NULL, 0, 0, NULL, &u, 0));
+    return set_event(x, serve_chunk_json(a, NULL, 0, 0, NULL, &u, 0, &u));
   }
   case PHASE_DONE:
     x->phase = PHASE_END;

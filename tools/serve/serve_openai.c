@@ -220,6 +220,23 @@ static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err)
     if (f && !(cJSON_IsNumber(f) && f->valuedouble == 0) && !cJSON_IsFalse(f))
       return bad(err, not_here[i], "'%s' is not supported by this server", not_here[i]);
   }
+  if (kind == SERVE_KIND_CHAT) { /* chat fields whose request the server cannot honour */
+    f = field(o, "tool_choice");
+    if (f && !(cJSON_IsString(f) && (!strcmp(f->valuestring, "auto") || !strcmp(f->valuestring, "none"))))
+      return bad(err, "tool_choice",
+                 "'tool_choice' other than \"auto\" or \"none\" is not supported: tool calls are not parsed "
+                 "from the reply");
+    static const char *const chat_not_here[] = {"functions", "function_call", "audio", "web_search_options"};
+    for (size_t i = 0; i < sizeof chat_not_here / sizeof chat_not_here[0]; i++)
+      if (field(o, chat_not_here[i]))
+        return bad(err, chat_not_here[i], "'%s' is not supported by this server", chat_not_here[i]);
+    f = field(o, "modalities");
+    if (f) {
+      int text_only = cJSON_IsArray(f) && cJSON_GetArraySize(f) == 1 && cJSON_IsString(f->child) &&
+                      !strcmp(f->child->valuestring, "text");
+      if (!text_only) return bad(err, "modalities", "'modalities' other than [\"text\"] is not supported");
+    }
+  }
   if (kind == SERVE_KIND_COMPLETION) {
     f = field(o, "suffix");
     if (f && !(cJSON_IsString(f) && !f->valuestring[0])) return bad(err, "suffix", "'suffix' is not supported");
@@ -561,6 +578,23 @@ static cJSON *usage_json(const serve_usage *u) {
   return o;
 }
 
+static cJSON *timings_json(const serve_usage *u) {
+  cJSON *o = cJSON_CreateObject();
+  uint32_t pn = u->prompt_tokens > u->cached_tokens ? u->prompt_tokens - u->cached_tokens : 0;
+  cJSON_AddNumberToObject(o, "prompt_n", pn);
+  cJSON_AddNumberToObject(o, "prompt_ms", u->prompt_ms);
+  cJSON_AddNumberToObject(o, "prompt_per_token_ms", pn ? u->prompt_ms / pn : 0.0);
+  cJSON_AddNumberToObject(o, "prompt_per_second", u->prompt_ms > 0 ? pn * 1e3 / u->prompt_ms : 0.0);
+  cJSON_AddNumberToObject(o, "predicted_n", u->completion_tokens);
+  cJSON_AddNumberToObject(o, "predicted_ms", u->predicted_ms);
+  cJSON_AddNumberToObject(o, "predicted_per_token_ms",
+                          u->completion_tokens ? u->predicted_ms / u->completion_tokens : 0.0);
+  cJSON_AddNumberToObject(o, "predicted_per_second",
+                          u->predicted_ms > 0 ? u->completion_tokens * 1e3 / u->predicted_ms : 0.0);
+  cJSON_AddNumberToObject(o, "cache_n", u->cached_tokens);
+  return o;
+}
+
 static cJSON *answer_head(const serve_answer *a, const char *object) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "id", a->id);
@@ -596,11 +630,12 @@ char *serve_completion_json(const serve_answer *a, const char *text, size_t len,
   cJSON_AddNullToObject(c, "logprobs");
   add_finish(c, finish_reason);
   cJSON_AddItemToObject(o, "usage", usage_json(u));
+  cJSON_AddItemToObject(o, "timings", timings_json(u));
   return print_and_free(o);
 }
 
 char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int with_role, const char *finish_reason,
-                       const serve_usage *usage, int with_usage_null) {
+                       const serve_usage *usage, int with_usage_null, const serve_usage *timings) {
   int chat = a->kind == SERVE_KIND_CHAT;
   cJSON *o = answer_head(a, chat ? "chat.completion.chunk" : "text_completion");
   cJSON *choices = cJSON_AddArrayToObject(o, "choices");
@@ -621,5 +656,6 @@ char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int 
   } else {
     cJSON_AddItemToObject(o, "usage", usage_json(usage));
   }
+  if (timings) cJSON_AddItemToObject(o, "timings", timings_json(timings));
   return print_and_free(o);
 }

@@ -115,7 +115,8 @@ typedef struct serve_usage {
   /* speculative decoding's drafts, accepted and rejected (OpenAI's completion_tokens_details names; written where
      drafts were checked) */
   uint32_t accepted_drafts, rejected_drafts;
-  uint32_t dropped_messages; /* a chat's oldest messages the context shift left out (prompt_tokens_details) */
+  uint32_t dropped_messages;      /* a chat's oldest messages the context shift left out (prompt_tokens_details) */
+  double prompt_ms, predicted_ms; /* the prefill's and the decode's time (llama-server's "timings") */
 } serve_usage;
 
 /* The id, creation time and model every answer of one request carries. */
@@ -126,12 +127,15 @@ typedef struct serve_answer {
   const char *model;
 } serve_answer;
 
-/* The whole (non-streamed) chat.completion or text_completion object. */
+/* The whole (non-streamed) chat.completion or text_completion object, with the usage and llama-server's "timings"
+   (prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_token_ms,
+   predicted_per_second, cache_n). */
 char *serve_completion_json(const serve_answer *a, const char *text, size_t len, const char *finish_reason,
                             const serve_usage *u);
 /* One stream chunk (chat.completion.chunk / text_completion): text (may be NULL) as the delta; role set in the
    first chat chunk; finish_reason NULL but in the last; usage: the include_usage chunk (no choices), else NULL
-   ("usage": null is written when with_usage_null). */
+   ("usage": null is written when with_usage_null); timings: NULL, or the "timings" the chunk carries (the last
+   text chunk's and the usage chunk's, as llama-server sends them). */
 char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int with_role, const char *finish_reason,
-                       const serve_usage *usage, int with_usage_null);
+                       const serve_usage *usage, int with_usage_null, const serve_usage *timings);
 #endif

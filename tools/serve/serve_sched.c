@@ -489,6 +489,8 @@ static void end_job(serve_sched *s, int k) {
     t->usage.accepted_drafts = st.spec_accepted;
     t->usage.rejected_drafts = st.spec_drafted - st.spec_accepted;
     t->batched_tokens = st.batched_tokens;
+    t->usage.prompt_ms = st.prefill_seconds * 1e3;
+    t->usage.predicted_ms = st.decode_seconds * 1e3;
     t->finish_reason = st.stop == WGLLM_STOP_MAX_TOKENS || st.stop == WGLLM_STOP_CONTEXT ? "length" : "stop";
     const char *e = wgllm_job_error(job);
     if (e[0] && !t->failed) task_fail(t, 500, "server_error", NULL, e);
