@@ -476,13 +476,13 @@ static void llama_cli_lines(void) {
   free(e1);
   /* --chat-template-file: the file's Jinja runs instead of the model's; two templates of one text reply alike */
   static const char *const templates[] = {"In the beginning", "{{ 'In the ' + 'beginning' }}", "And God said",
-                                          "{%% if %%}"};
+                                          "{% if %}"};
   char *reply[4] = {0};
   for (int i = 0; i < 4; i++) {
     snprintf(path, sizeof path, "%s/t%d.jinja", g_tmp, i);
     FILE *f = fopen(path, "w");
     if (f) {
-      fprintf(f, templates[i], 0);
+      fputs(templates[i], f);
       fclose(f);
     }
     snprintf(cmd, sizeof cmd, "chat -m %%s --chat-template-file %s -p hi -n 8 --temp 0 -no-cnv", path);

@@ -457,6 +457,51 @@ static void spec_case(const char *name, const char *policy, uint32_t G) {
   llm_model_free(m);
 }
 
+/* A verify step the KV pool has no room for: a pool of 48 tokens (3 blocks) under a 128-token context, a 24-token
+   prompt that repeats, and 40 tokens asked for, more than the pool holds. Plain decoding fills the pool and fails with
+   WGLLM_ERR_KV_FULL; with prompt lookup (7 drafts a step) a verify step whose rows pass the pool (nothing run) gives
+   way to plain steps, so the generation fails at the same token with the same tokens before it (rather than at the
+   first verify step the pool cannot take). */
+static void spec_kv_full_case(void) {
+  llm_err err = {0};
+  llm_model *m = load_q4("spec kv full", "qwen3", &err);
+  if (!m) return;
+  llm_kv_pool *pool = NULL;
+  wgllm_status st = llm_kv_pool_create(m, 48, 128, 0, &pool, &err);
+  CHECK(st == WGLLM_OK, "spec kv full: pool: %s", err.msg);
+  llm_session_options so = {.ctx = 128, .prefill_chunk = 16, .pool = pool};
+  llm_session *s = NULL;
+  if (!st) st = llm_session_create(m, &so, &s, &err);
+  CHECK(st == WGLLM_OK, "spec kv full: session: %s", err.msg);
+  enum { P = 24, G = 40 };
+  int32_t prompt[P];
+  for (int i = 0; i < P; i++)
+    prompt[i] = (int32_t)(((i % 8) * 131 + 17) % m->hp.n_vocab);
+  llm_gen_params gp = {.max_tokens = G, .pipeline = 1};
+  gp.sampling = (op_sample_params){.top_p = 1.0f, .rep_penalty = 1.0f};
+  llm_gen_result ref = {0}, got = {0};
+  wgllm_status plain = st ? st : llm_generate(s, NULL, prompt, P, &gp, &ref);
+  CHECK(plain == WGLLM_ERR_KV_FULL && ref.n_generated > 16 && ref.n_generated < G,
+        "spec kv full: plain decoding fills the pool (%s after %u tokens)", wgllm_status_name(plain), ref.n_generated);
+  if (!st) {
+    llm_session_reset(s);
+    gp.spec_lookup = 7;
+    wgllm_status spec = llm_generate(s, NULL, prompt, P, &gp, &got);
+    uint32_t first = got.n_generated;
+    for (uint32_t i = 0; i < got.n_generated && i < ref.n_generated && first == got.n_generated; i++)
+      if (got.tokens[i] != ref.tokens[i]) first = i;
+    CHECK(spec == plain && got.n_generated == ref.n_generated && first == got.n_generated && got.spec_steps > 0,
+          "spec kv full: with lookup the generation ends as plain decoding does (%s after %u tokens, plain %u; first "
+          "difference at %u; %u verify steps)",
+          wgllm_status_name(spec), got.n_generated, ref.n_generated, first, got.spec_steps);
+  }
+  llm_gen_result_free(&ref);
+  llm_gen_result_free(&got);
+  llm_session_free(s);
+  if (pool) CHECK(llm_kv_pool_free(pool), "spec kv full: pool freed");
+  llm_model_free(m);
+}
+
 /* Speculation on every fixture as stored (each family, f32 / bf16 / GGUF Q4_0 / Q6_K / K-quant weights, Gemma 4's
    KV-shared layers and per-layer inputs, window rings), greedy: a generation with prompt lookup, and one with the
    model as its own draft (every draft accepted: 3, 7 then 15 a step), each give the tokens of plain decoding. */
@@ -842,6 +887,7 @@ int main(void) {
   spec_case("llama_gqa", NULL, 40);        /* f32 weights: the unfused projections */
   draft_case();
   spec_every_model_case();
+  spec_kv_full_case();
   spec_chi_square_case();
   batched_case("gemma3", "q4", 150);  /* sandwich norms, GeGLU, window layers as 128-slot rings, local RoPE */
   batched_fast_case("qwen3", 12);     /* the small-M GEMM's 16-row tiles */

@@ -23,6 +23,9 @@ check "... saying the range" grep -q "expected a whole number from 0 to 65535" "
 check "serve without -m is a usage error" test $? = 2
 "${SERVE[@]}" -m "$MODEL" --port 0 --parallel 0 2>"$TMP/e3"
 check "--parallel 0 is a usage error" test $? = 2
+"${SERVE[@]}" -m "$MODEL" --port 0 --cors example.com 2>"$TMP/e6"
+check "--cors of a name that is not an origin is a usage error" test $? = 2
+check "... saying what an origin is" grep -q "'example.com' is not an origin (scheme://host\[:port\]" "$TMP/e6"
 "${SERVE[@]}" --help >"$TMP/help"
 check "serve --help lists --parallel with its range" grep -q -- "--parallel N.*\[1..256\]" "$TMP/help"
 
@@ -69,7 +72,7 @@ check "the warm-up left no cached tokens behind" json "$TMP/warm" \
 # operations: /props, /slots, /metrics (llama-server's), CORS (--cors) with its preflight
 curl -s "${AUTH[@]}" -o "$TMP/props" "$URL/props"
 check "curl /props: the model, its context, 4 slots, the defaults" json "$TMP/props" \
-  'j.model_alias === "default" && j.n_ctx === 512 && j.total_slots === 4 && j.default_generation_settings.params.top_k === 40'
+  'j.model_alias === "default" && j.n_ctx === 512 && j.total_slots === 4 && j.default_generation_settings.params.top_k === 40 && j.default_generation_settings.params.temperature === 0.8'
 curl -s "${AUTH[@]}" -o "$TMP/slots" "$URL/slots"
 check "curl /slots: 4 idle slots" json "$TMP/slots" 'j.length === 4 && j.every((s, i) => s.id === i && s.state === "idle" && !s.is_processing)'
 curl -s -i -X OPTIONS -H "Origin: http://app.example" -H "Access-Control-Request-Method: POST" \

@@ -32,7 +32,7 @@ static uint32_t bucket_groups(const uint8_t *bucket, uint32_t rows, uint32_t *fi
 int llm_spec_supported(llm_session *s, char *why, size_t whylen) {
   if (!s->has_sampler || s->opt.unfused) { /* unfused: the verify step's rows would not be its steps bit for bit */
     snprintf(why, whylen, "%s",
-             s->opt.unfused ? "the unfused comparison path (the verify step folds RoPE into the attention)"
+             s->opt.unfused ? "the unfused comparison path (its steps are not the verify step's rows bit for bit)"
                             : "no sampler is set");
     return 0;
   }

@@ -55,8 +55,8 @@ typedef struct llm_spec {
 } llm_spec;
 
 /* Whether s can verify drafts: the model's batched pass records on this device, a sampler is set, the session
-   does not decode on the unfused comparison path (opt.unfused: the batched pass folds RoPE into the attention). why:
-   the reason when not. */
+   does not decode on the unfused comparison path (opt.unfused: its steps, RoPE and the cache append dispatches of
+   their own, are not the verify step's rows bit for bit). why: the reason when not. */
 int llm_spec_supported(llm_session *s, char *why, size_t whylen);
 /* A verifier of up to k_max (1..LLM_SPEC_MAX) drafts a step for s (which outlives it), proposing with prompt lookup
    (lookup non-zero) and/or the draft model's session draft (NULL: none; it outlives the verifier and is used by

@@ -8,6 +8,7 @@
    message buffer is shared, so one call at a time: serve_sched_vocab_lock, which a model reload waits for). */
 #include "serve_handler.h"
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -648,7 +649,7 @@ static void models(serve_exchange *x) {
   answer(x, 200, print_json(o));
 }
 
-static const char kDefaultsBody[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"\"}]}";
+static const char defaults_body[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"\"}]}";
 
 /* llama-server's /props: the model, the context, the sessions, a request's defaults */
 static void props(serve_exchange *x) {
@@ -665,12 +666,13 @@ static void props(serve_exchange *x) {
   cJSON_AddItemToObject(d, "params", p);
   serve_request def; /* the defaults serve_parse_request gives a request that sets nothing */
   serve_error e;
-  if (!serve_parse_request(SERVE_KIND_CHAT, kDefaultsBody, strlen(kDefaultsBody), &c->limits, &def, &e)) {
-    cJSON_AddNumberToObject(p, "temperature", def.temperature);
+  if (!serve_parse_request(SERVE_KIND_CHAT, defaults_body, strlen(defaults_body), &c->limits, &def, &e)) {
+    /* the floats as written (0.8, not 0.800000011920929) */
+    cJSON_AddNumberToObject(p, "temperature", round(def.temperature * 1e6) / 1e6);
     cJSON_AddNumberToObject(p, "top_k", def.top_k);
-    cJSON_AddNumberToObject(p, "top_p", def.top_p);
-    cJSON_AddNumberToObject(p, "min_p", def.min_p);
-    cJSON_AddNumberToObject(p, "repeat_penalty", def.repeat_penalty);
+    cJSON_AddNumberToObject(p, "top_p", round(def.top_p * 1e6) / 1e6);
+    cJSON_AddNumberToObject(p, "min_p", round(def.min_p * 1e6) / 1e6);
+    cJSON_AddNumberToObject(p, "repeat_penalty", round(def.repeat_penalty * 1e6) / 1e6);
     cJSON_AddNumberToObject(p, "repeat_last_n", def.repeat_last_n);
     cJSON_AddNumberToObject(p, "n_predict", def.max_tokens);
     serve_request_free(&def);

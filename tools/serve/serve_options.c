@@ -100,61 +100,44 @@ static const cli_opt serve_opts[] = {
 
 static const cli_opt *const serve_tables[] = {serve_opts, cli_common_opts, NULL};
 
-/* --allowed-hosts H1,H2: the names, each without a port ("[::1]" with its brackets) */
-static int split_hosts(serve_options *a, const char *name, const char *text) {
-  free(a->hosts_text);
-  free(a->allowed_hosts);
-  a->n_allowed_hosts = 0;
-  a->hosts_text = strdup(text);
-  a->allowed_hosts = calloc(strlen(text) / 2 + 2, sizeof *a->allowed_hosts);
-  if (!a->hosts_text || !a->allowed_hosts) {
+/* A comma-separated list of option name's value into *buf (a copy, cut) and *items (*n of them, spaces around each
+   trimmed, empty ones skipped), each checked by ok (NULL: it is not one, saying what one is: `what`). Returns 0, or
+   2 after saying what is wrong. */
+static int split_list(const char *name, const char *text, int (*ok)(const char *item), const char *what, char **buf,
+                      char ***items, size_t *n) {
+  free(*buf);
+  free(*items);
+  *n = 0;
+  *buf = strdup(text);
+  *items = calloc(strlen(text) / 2 + 2, sizeof **items);
+  if (!*buf || !*items) {
     fprintf(stderr, "wgllm serve: out of memory\n");
     return 2;
   }
-  for (char *save = NULL, *t = strtok_r(a->hosts_text, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+  for (char *save = NULL, *t = strtok_r(*buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     t += strspn(t, " ");
     t[strcspn(t, " ")] = 0;
     if (!t[0]) continue;
-    if (strchr(t, '/') || (t[0] != '[' && strchr(t, ':'))) {
-      fprintf(stderr, "wgllm serve: %s: '%s' is not a host name (no scheme, path or port)\n", name, t);
+    if (!ok(t)) {
+      fprintf(stderr, "wgllm serve: %s: '%s' is not %s\n", name, t, what);
       return 2;
     }
-    a->allowed_hosts[a->n_allowed_hosts++] = t;
+    (*items)[(*n)++] = t;
   }
-  if (!a->n_allowed_hosts) {
-    fprintf(stderr, "wgllm serve: %s: no host names\n", name);
+  if (!*n) {
+    fprintf(stderr, "wgllm serve: %s: none given\n", name);
     return 2;
   }
   return 0;
 }
 
-/* --cors O1,O2: origins as a browser sends them (scheme://host[:port], no path), or * */
-static int split_origins(serve_options *a, const char *name, const char *text) {
-  free(a->origins_text);
-  free(a->allowed_origins);
-  a->n_allowed_origins = 0;
-  a->origins_text = strdup(text);
-  a->allowed_origins = calloc(strlen(text) / 2 + 2, sizeof *a->allowed_origins);
-  if (!a->origins_text || !a->allowed_origins) {
-    fprintf(stderr, "wgllm serve: out of memory\n");
-    return 2;
-  }
-  for (char *save = NULL, *t = strtok_r(a->origins_text, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    t += strspn(t, " ");
-    t[strcspn(t, " ")] = 0;
-    if (!t[0]) continue;
-    const char *host = strstr(t, "://");
-    if (strcmp(t, "*") && (!host || host == t || !host[3] || strchr(host + 3, '/'))) {
-      fprintf(stderr, "wgllm serve: %s: '%s' is not an origin (scheme://host[:port], no path; or *)\n", name, t);
-      return 2;
-    }
-    a->allowed_origins[a->n_allowed_origins++] = t;
-  }
-  if (!a->n_allowed_origins) {
-    fprintf(stderr, "wgllm serve: %s: no origins\n", name);
-    return 2;
-  }
-  return 0;
+/* --allowed-hosts: a name without scheme, path or port ("[::1]" with its brackets) */
+static int host_name(const char *t) { return !strchr(t, '/') && (t[0] == '[' || !strchr(t, ':')); }
+
+/* --cors: an origin as a browser sends it (scheme://host[:port], no path), or * */
+static int origin(const char *t) {
+  const char *host = strstr(t, "://");
+  return !strcmp(t, "*") || (host && host != t && host[3] && !strchr(host + 3, '/'));
 }
 
 static int on_opt(void *user, int key, const cli_value *v) {
@@ -258,9 +241,11 @@ static int on_opt(void *user, int key, const cli_value *v) {
     a->web = v->text;
     return 0;
   case K_ALLOWED_HOSTS:
-    return split_hosts(a, v->name, v->text);
+    return split_list(v->name, v->text, host_name, "a host name (no scheme, path or port)", &a->hosts_text,
+                      &a->allowed_hosts, &a->n_allowed_hosts);
   case K_CORS:
-    return split_origins(a, v->name, v->text);
+    return split_list(v->name, v->text, origin, "an origin (scheme://host[:port], no path; or *)", &a->origins_text,
+                      &a->allowed_origins, &a->n_allowed_origins);
   }
   return 2;
 }
