@@ -147,6 +147,10 @@ WGLLM_API int wgllm_vocab_is_special(const wgllm_vocab *v, int32_t id);
 /* The token's stored text (its piece as the tokenizer keeps it, e.g. "Ġthe"), *len bytes, not NUL-terminated;
    NULL for an id outside the vocabulary. */
 WGLLM_API const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t *len);
+/* The bytes token id adds in the middle of a text (its piece decoded: "Ġthe" is " the", a byte token its byte, which
+   may be part of a UTF-8 character), up to cap of them into out; returns how many it has (0 for an id outside the
+   vocabulary). */
+WGLLM_API size_t wgllm_vocab_token_bytes(const wgllm_vocab *v, int32_t id, char *out, size_t cap);
 /* As wgllm_tokenize / wgllm_detokenize, on a vocabulary. parse_special: special-token text becomes its token.
    Detokenizing: *len (may be NULL) gets the byte count (the text may hold a NUL byte if the ids spell one). */
 WGLLM_API wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
@@ -308,10 +312,77 @@ typedef struct wgllm_generate_params {
      only one decoding in a wgllm_jobs_step call, and takes the batched step among several. */
   wgllm_model *draft_model;
   uint32_t draft_max;
+  /* constrained decoding: the text is always a prefix of a sentence of this grammar (wgllm_grammar_create, for this
+     job's model), and ends (WGLLM_STOP_GRAMMAR) where nothing may follow it; end-of-generation tokens are drawn only
+     where the sentence may end. Each step's mask is computed on the CPU from the token before and applied to the
+     logits on the GPU, so the job keeps one step in flight, steps alone (never batched) and does not speculate.
+     A token limit can still cut the sentence short (WGLLM_STOP_MAX_TOKENS). NULL: off (the default). */
+  const struct wgllm_grammar *grammar;
+  /* OpenAI's logit_bias: logit_bias[k] added to token logit_bias_ids[k]'s logit before the draw (k < n_logit_bias;
+     ids distinct and in the vocabulary, biases finite; -100 all but bans a token). A job with a bias steps alone.
+     0: none (the default). */
+  const int32_t *logit_bias_ids;
+  const float *logit_bias;
+  size_t n_logit_bias;
+  /* OpenAI's logprobs: each generated token's log probability under the model (from its logits as the model gave
+     them: before temperature, penalties, the grammar and the bias), and at each step the top_logprobs most likely
+     tokens' (0..WGLLM_TOP_LOGPROBS_MAX), computed on the GPU beside the draw, only those values read back; read them
+     with wgllm_job_logprobs. A job with logprobs steps alone and does not speculate. 0: off (the default). */
+  int logprobs;
+  uint32_t top_logprobs;
+  /* special tokens' text kept in the generated text (llama-cli's --special): tool-call markers that are special
+     tokens ([TOOL_CALLS], <|python_tag|>) reach a reply parser this way; end-of-generation tokens still end it.
+     0: dropped (the default). */
+  int special;
 } wgllm_generate_params;
 #define WGLLM_SPEC_MAX 15
 /* The defaults noted above; they are the CLI's (wgllm run and chat start from them) and llama.cpp's. */
 WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
+
+/* ---------- chat replies: tool calls and reasoning ---------- */
+/* The format the model's chat template teaches its tool calls in: "llama3_json", "hermes" (Qwen), "mistral",
+   "gemma" (tool_code by prompt), "gemma4", or "none" (docs/CHAT_TEMPLATES.md, "Tools"). */
+WGLLM_API const char *wgllm_model_tool_format(const wgllm_model *m);
+typedef struct wgllm_reply_options {
+  int parse_tools;               /* tool calls in the model's format become tool_calls (0: all is content) */
+  const char *const *tool_names; /* the request's functions: a call naming another stays content (NULL: any) */
+  size_t n_tool_names;
+  int split_reasoning;           /* a leading <think>...</think> is reasoning_content, not content */
+  int thinking_open;             /* the prompt ended inside <think>: the reply starts as reasoning */
+  uint64_t id_seed;              /* 0: call ids "call_" + 24 random characters; else drawn from this seed */
+} wgllm_reply_options;
+/* A reply's text, whole or pushed piece by piece, into OpenAI's message fields. Each push and the finish give what
+   became final as JSON ({"content": ..., "reasoning_content": ..., "tool_calls": [{"index", "id", "type":
+   "function", "function": {"name", "arguments"}}]}, the non-empty ones; *json NULL when nothing did; free with
+   wgllm_free); text that may still start a call or a think tag is held back. Whatever the pieces, the deltas add up
+   to the whole text's parse. A malformed call, or one of a function not named, stays content as written. */
+typedef struct wgllm_reply_parser wgllm_reply_parser;
+WGLLM_API wgllm_status wgllm_reply_parser_create(const wgllm_model *m, const wgllm_reply_options *o,
+                                                 wgllm_reply_parser **out);
+WGLLM_API wgllm_status wgllm_reply_parser_push(wgllm_reply_parser *p, const char *text, size_t len, char **json);
+WGLLM_API wgllm_status wgllm_reply_parser_finish(wgllm_reply_parser *p, char **json);
+WGLLM_API void wgllm_reply_parser_free(wgllm_reply_parser *p); /* NULL is a no-op */
+/* tool_choice "required" (function_name NULL) or a named function: the GBNF of a reply that is one call, in the
+   model's format, of one of tools_json's functions ([{"type": "function", "function": {"name", "parameters"}}]),
+   its arguments valid under the function's parameters schema (*gbnf malloc'd; free with wgllm_free). Formats
+   whose calls are not JSON (gemma, gemma4) and none are WGLLM_ERR_UNSUPPORTED. */
+WGLLM_API wgllm_status wgllm_model_tool_call_grammar(wgllm_model *m, const char *tools_json, size_t len,
+                                                     const char *function_name, char **gbnf);
+
+/* Grammars for constrained decoding (wgllm_generate_params.grammar), compiled once for a model's vocabulary and
+   shared by any number of jobs of that model at once; free it after the jobs that use it, and before the model. */
+typedef struct wgllm_grammar wgllm_grammar;
+typedef enum wgllm_grammar_kind {
+  WGLLM_GRAMMAR_GBNF = 0,    /* llama.cpp's GBNF, rule "root" the sentence (docs/SERVING.md, "Structured output") */
+  WGLLM_GRAMMAR_JSON_SCHEMA, /* a JSON schema (OpenAI's strict structured outputs: what it does not support refused) */
+  WGLLM_GRAMMAR_JSON_OBJECT  /* any JSON object (OpenAI's json_object; text and len ignored) */
+} wgllm_grammar_kind;
+/* Errors name where: a GBNF line:column and what was expected, a schema keyword and its JSON pointer
+   (WGLLM_ERR_INVALID_ARG for a malformed grammar or schema, WGLLM_ERR_UNSUPPORTED for a valid one outside what is
+   supported); the message is in wgllm_last_error(). */
+WGLLM_API wgllm_status wgllm_grammar_create(wgllm_model *m, wgllm_grammar_kind kind, const char *text, size_t len,
+                                            wgllm_grammar **out);
+WGLLM_API void wgllm_grammar_free(wgllm_grammar *g); /* NULL is a no-op */
 
 typedef enum wgllm_stop {
   WGLLM_STOP_NONE = 0,
@@ -319,7 +390,8 @@ typedef enum wgllm_stop {
   WGLLM_STOP_STRING,            /* a stop string appeared in the text */
   WGLLM_STOP_MAX_TOKENS,
   WGLLM_STOP_CALLBACK, /* on_text asked to stop */
-  WGLLM_STOP_CONTEXT   /* the context is full */
+  WGLLM_STOP_CONTEXT,  /* the context is full */
+  WGLLM_STOP_GRAMMAR   /* the grammar's sentence is complete and nothing may follow it (wgllm_generate_params) */
 } wgllm_stop;
 
 typedef struct wgllm_generate_stats {
@@ -396,6 +468,19 @@ WGLLM_API int wgllm_job_prefilling(const wgllm_job *j);
 WGLLM_API const char *wgllm_job_text(const wgllm_job *j, size_t *len);
 WGLLM_API void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats);
 WGLLM_API const char *wgllm_job_error(const wgllm_job *j); /* "" when it has not failed */
+/* A generated token's logprobs (wgllm_generate_params.logprobs): the token and its log probability, and the n_top
+   most likely tokens of that step with theirs, most likely first (the lower id first on ties). */
+#define WGLLM_TOP_LOGPROBS_MAX 20
+typedef struct wgllm_token_logprobs {
+  int32_t token;
+  float logprob;
+  uint32_t n_top;
+  int32_t top_tokens[WGLLM_TOP_LOGPROBS_MAX];
+  float top_logprobs[WGLLM_TOP_LOGPROBS_MAX];
+} wgllm_token_logprobs;
+/* Copies the logprobs of generated tokens first, first + 1, ... (at most n; the tokens generated so far) into out;
+   returns how many it copied (0 when the job did not ask for logprobs). */
+WGLLM_API size_t wgllm_job_logprobs(const wgllm_job *j, size_t first, wgllm_token_logprobs *out, size_t n);
 WGLLM_API void wgllm_job_free(wgllm_job *j);               /* NULL is a no-op */
 /* How many leading ids of ids[0..n) the session's cache already holds (what a job on it would not recompute). */
 WGLLM_API uint32_t wgllm_session_cached_prefix(const wgllm_session *s, const int32_t *ids, size_t n);

@@ -421,6 +421,169 @@ static void check_fixtures(void) {
          files ? "transformers' apply_chat_template output" : "none yet: tools/refs/make_chat_refs.py makes them");
 }
 
+/* ---------- the named templates against the models' templates ---------- */
+/* Each named template is meant to write what its family's template writes; the cases where it does not, and why.
+   A case listed here must differ (else the table is stale); every other case must be equal, or fail where the
+   model's template fails. */
+typedef struct named_diff {
+  const char *cases; /* space-separated case names */
+  const char *why;
+} named_diff;
+
+static const struct named_fixture {
+  const char *fixture, *named;
+  int qwen_system; /* Qwen 2.5's default system message made explicit (the named chatml writes none) */
+  named_diff diff[6];
+} named_fixtures[] = {
+    {"llama3",
+     "llama3",
+     0,
+     {{"multi_turn_no_generation_prompt ends_with_assistant",
+       "Llama 3.0's template writes the assistant header even when add_generation_prompt is false"},
+      {"content_parts system_parts",
+       "the template prints a list content as Python's repr; the named templates join the text parts"},
+      {"whitespace", "the template trims every content; the plain named llama3 writes contents as given (its tool "
+                     "format trims, as Llama 3.2's does)"},
+      {"tools tools_no_system tool_call tool_call_arguments_string tool_call_then_answer two_tool_calls",
+       "Llama 3.0's template has no tool format (it drops the tools and writes a 'tool' role); the named llama3 "
+       "writes Llama 3.1/3.2's, compared with llama3.2.json"}}},
+    {"llama3.2",
+     "llama3",
+     0,
+     {{"system_user user_only multi_turn multi_turn_no_generation_prompt ends_with_assistant content_parts "
+       "system_parts unicode empty_content whitespace roles_not_alternating",
+       "Llama 3.2's template writes the Cutting Knowledge / Today Date system header in every prompt; the named "
+       "llama3 writes it with tools only (without tools it is Llama 3.0's format, compared with llama3.json)"}}},
+    {"qwen3",
+     "chatml",
+     0,
+     {{"content_parts system_parts", "Qwen 3's template fails on a list content; the named templates join the text "
+                                     "parts"},
+      {"ends_with_assistant", "Qwen 3 writes an empty <think> block before the last assistant message after the last "
+                              "user message; ChatML has no thinking"},
+      {"thinking_disabled thinking_disabled_multi_turn",
+       "enable_thinking false makes Qwen 3 open the reply with an empty <think> block; the named chatml does not "
+       "read enable_thinking"},
+      {"think_in_content reasoning_after_tool",
+       "Qwen 3 moves an assistant's reasoning (reasoning_content, or a <think> block in its content) into a think "
+       "block of its own; the named chatml writes the content as given"}}},
+    {"qwen2.5",
+     "chatml",
+     1,
+     {{"content_parts system_parts", "Qwen 2.5's template fails on a list content; the named templates join the text "
+                                     "parts"},
+      {"tool_call_arguments_string",
+       "Qwen 2.5 writes arguments given as a string as a JSON string (tojson); the named chatml writes them as given, "
+       "as Qwen 3 does (the object they hold)"}}},
+    {"gemma3",
+     "gemma",
+     0,
+     {{"content_parts whitespace", "Gemma 3's template trims contents (and each text part); the named gemma writes "
+                                   "them as given"},
+      {"roles_not_alternating", "Gemma 3's template refuses roles that do not alternate; the named gemma writes them"},
+      {"tools tools_no_system", "Gemma 3's template drops the tools; the named gemma describes them in the first turn "
+                                "(Gemma's function calling by prompt, docs/CHAT_TEMPLATES.md)"},
+      {"tool_call tool_call_arguments_string tool_call_then_answer two_tool_calls",
+       "Gemma 3's template refuses the tool role (roles must alternate); the named gemma writes calls as ```tool_code "
+       "and results as ```tool_output"}}},
+    {"llama2",
+     "llama2",
+     0,
+     {{"content_parts system_parts", "Llama 2's template fails on a list content; the named templates join the text "
+                                     "parts"},
+      {"whitespace",
+       "Llama 2's template strips the user and assistant contents; the named llama2 writes them as given"},
+      {"roles_not_alternating", "Llama 2's template refuses roles that do not alternate; the named llama2 writes them"},
+      {"tools tools_no_system",
+       "Llama 2's template drops the tools; the named llama2 refuses them (Llama 2 has no tool format, and a request "
+       "whose tools vanish is another request), saying to use the model's own template"}}},
+};
+
+/* Mistral v0.3 (tests/data/chat/mistral_v0.3.json) has no named template: the named llama2 is Llama 2's format
+   (<<SYS>>, spaces around [/INST]), not Mistral's, and writing Mistral's [AVAILABLE_TOOLS] / [TOOL_CALLS] /
+   [TOOL_RESULTS] into Llama 2's format would match neither model. Every tool case of that fixture is refused by
+   the named llama2 with a message pointing to the model's own template. */
+
+static int listed(const char *cases, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = cases; (p = strstr(p, name)); p += n)
+    if ((p == cases || p[-1] == ' ') && (p[n] == ' ' || !p[n])) return 1;
+  return 0;
+}
+
+static void check_named_fixtures(void) {
+  int equal = 0, differ = 0;
+  for (size_t f = 0; f < sizeof named_fixtures / sizeof *named_fixtures + 1; f++) {
+    int mistral = f == sizeof named_fixtures / sizeof *named_fixtures;
+    const struct named_fixture *nf = mistral ? NULL : &named_fixtures[f];
+    char path[256];
+    snprintf(path, sizeof path, "data/chat/%s.json", mistral ? "mistral_v0.3" : nf->fixture);
+    size_t n;
+    char *js = th_read_file(path, &n);
+    cJSON *fx = js ? cJSON_Parse(js) : NULL;
+    free(js);
+    chat_renderer *r = NULL;
+    llm_err err = {0};
+    wgllm_status st = chat_renderer_create(mistral ? "llama2" : nf->named, NULL, NULL, &r, &err);
+    CHECK(fx && !st, "%s: %s", path, fx ? err.msg : "no fixture");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(fx, "cases")) {
+      if (st) break;
+      const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name"));
+      const char *want = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "expected"));
+      const cJSON *vars = cJSON_GetObjectItemCaseSensitive(c, "vars");
+      cJSON *msgs = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(vars, "messages"), 1), *kw = cJSON_CreateObject();
+      const cJSON *tools = cJSON_GetObjectItemCaseSensitive(vars, "tools"), *it;
+      cJSON_ArrayForEach(it, vars) {
+        static const char *const not_kw[] = {"messages",  "tools",    "documents", "add_generation_prompt",
+                                             "bos_token", "eos_token"};
+        int k = 0;
+        while (k < 6 && strcmp(it->string, not_kw[k]))
+          k++;
+        if (k == 6) cJSON_AddItemReferenceToObject(kw, it->string, (cJSON *)it);
+      }
+      const char *role0 = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 0), "role"));
+      if (!mistral && nf->qwen_system && (!role0 || strcmp(role0, "system"))) {
+        cJSON *sys = cJSON_CreateObject();
+        cJSON_AddStringToObject(sys, "role", "system");
+        cJSON_AddStringToObject(sys, "content", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.");
+        cJSON_InsertItemInArray(msgs, 0, sys);
+      }
+      chat_request q = {msgs, cJSON_IsNull(tools) ? NULL : tools, kw,
+                        cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(vars, "add_generation_prompt"))};
+      char *out = NULL;
+      wgllm_status rs = chat_renderer_apply(r, &q, NULL, &out, &err);
+      int same = want ? rs == WGLLM_OK && !strcmp(out, want) : rs != WGLLM_OK;
+      const char *why = NULL;
+      for (int d = 0; !mistral && d < 6 && nf->diff[d].cases; d++)
+        if (listed(nf->diff[d].cases, name)) why = nf->diff[d].why;
+      if (mistral) {
+        int tool_case = cJSON_GetArraySize(tools) > 0 || strstr(name, "tool");
+        if (tool_case)
+          CHECK(rs == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "use the model's own chat template"),
+                "%s / %s: the named llama2 should refuse Mistral's tools: %s", path, name, rs ? err.msg : out);
+        differ++;
+      } else if (why) {
+        CHECK(!same, "%s / %s: listed as differing from the named %s (%s), but equal: update the table", path, name,
+              nf->named, why);
+        differ++;
+      } else {
+        CHECK(same, "%s / %s: the named %s template: %s\n  got  [%s]\n  want [%s]", path, name, nf->named,
+              rs ? err.msg : "differs", out ? out : "", want ? want : "(an error)");
+        equal++;
+      }
+      free(out);
+      cJSON_Delete(msgs);
+      cJSON_Delete(kw);
+    }
+    chat_renderer_free(r);
+    cJSON_Delete(fx);
+  }
+  printf("test_chat_template: named templates on the fixtures: %d cases as the model's template, %d differing by "
+         "design\n",
+         equal, differ);
+}
+
 /* ---------- the renderer and the template's way in ---------- */
 static const char *const qwen_like =
     "{%- if tools %}{{- '<|im_start|>system\\n# Tools' }}{%- for t in tools %}{{- '\\n' + t|tojson }}{%- endfor %}"
@@ -495,11 +658,58 @@ static void check_renderer(void) {
     CHECK(!st && !strcmp(out, "<|im_start|>user\nab<|im_end|>\n<|im_start|>assistant\n"), "named: %s",
           st ? err.msg : out);
     free(out);
-    out = apply(r, "[{\"role\": \"user\", \"content\": \"x\"}]", "[{\"type\": \"function\"}]", NULL, 1, &st, &err);
-    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "cannot render tools"), "named + tools: %s", err.msg);
+    /* tools: Qwen's format (check_named_fixtures compares it with the fixtures) */
+    out = apply(r, "[{\"role\": \"user\", \"content\": \"x\"}]",
+                "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]", NULL, 1, &st, &err);
+    CHECK(!st && strstr(out, "# Tools") && strstr(out, "\n{\"type\": \"function\", \"function\": {\"name\": \"f\"}}\n"),
+          "named + tools: %s", st ? err.msg : out);
     free(out);
-    out = apply(r, "[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": []}]", NULL, NULL, 1, &st, &err);
-    CHECK(st == WGLLM_ERR_UNSUPPORTED && strstr(err.msg, "tool calls"), "named + tool calls: %s", err.msg);
+    /* tool_calls empty or null: no calls */
+    out = apply(r,
+                "[{\"role\": \"assistant\", \"content\": \"a\", \"tool_calls\": []}, {\"role\": \"user\", "
+                "\"content\": \"b\", \"tool_calls\": null}]",
+                NULL, NULL, 0, &st, &err);
+    CHECK(!st && !strcmp(out, "<|im_start|>assistant\na<|im_end|>\n<|im_start|>user\nb<|im_end|>\n"),
+          "named + empty tool calls: %s", st ? err.msg : out);
+    free(out);
+    out = apply(r, "[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": {}}]", NULL, NULL, 1, &st, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "message 0: tool_calls must be a list"), "tool_calls {}: %s",
+          err.msg);
+    free(out);
+    out =
+        apply(r, "[{\"role\": \"assistant\", \"content\": \"\", \"tool_calls\": [{\"function\": {\"name\": \"f\"}}]}]",
+              NULL, NULL, 1, &st, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "message 0: tool call 0 (f) has no arguments"),
+          "a call without arguments: %s", err.msg);
+    free(out);
+  }
+  chat_renderer_free(r);
+  /* llama2 and none refuse tools and tool calls, naming the way out */
+  for (int k = 0; k < 2; k++) {
+    st = chat_renderer_create(k ? "none" : "llama2", NULL, NULL, &r, &err);
+    char *out =
+        apply(r, "[{\"role\": \"user\", \"content\": \"x\"}]", "[{\"type\": \"function\"}]", NULL, 1, &st, &err);
+    CHECK(st == WGLLM_ERR_UNSUPPORTED && !out && strstr(err.msg, "cannot render tools") &&
+              strstr(err.msg, "use the model's own chat template"),
+          "%s + tools: %s", k ? "none" : "llama2", err.msg);
+    out = apply(r, "[{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"tool\", \"content\": \"1\"}]", NULL, NULL,
+                1, &st, &err);
+    CHECK(st == WGLLM_ERR_UNSUPPORTED && !out && strstr(err.msg, "tool calls (message 1)"), "%s + tool result: %s",
+          k ? "none" : "llama2", err.msg);
+    chat_renderer_free(r);
+  }
+  /* the named gemma: a call's arguments must be keyword arguments */
+  st = chat_renderer_create("gemma", NULL, NULL, &r, &err);
+  if (!st) {
+    char *out = apply(r,
+                      "[{\"role\": \"user\", \"content\": \"x\"}, {\"role\": \"assistant\", \"content\": null, "
+                      "\"tool_calls\": [{\"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a b\\\": 1}\"}}]}]",
+                      NULL, NULL, 0, &st, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "message 1, tool call 0: argument \"a b\" of f"),
+          "gemma call with a key that is no identifier: %s", err.msg);
+    free(out);
+    out = apply(r, "[{\"role\": \"system\", \"content\": \"s\"}]", "[{\"type\": \"function\"}]", NULL, 1, &st, &err);
+    CHECK(st == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "first turn"), "gemma tools without a turn: %s", err.msg);
     free(out);
   }
   chat_renderer_free(r);
@@ -591,6 +801,7 @@ int main(int argc, char **argv) {
   check_cases();
   check_limits();
   check_fixtures();
+  check_named_fixtures();
   check_renderer();
   return th_finish("test_chat_template");
 }

@@ -5,6 +5,7 @@
    leaves of members. */
 #include "batch.h"
 #include "generate.h"
+#include "grammar.h"
 #include "harness.h"
 #include "kv_pool.h"
 #include <cjson/cJSON.h>
@@ -866,8 +867,144 @@ static void batched_fast_case(const char *name, uint32_t NS) {
   llm_model_free(m);
 }
 
+/* The logit filter and logprobs in the generation loop, against the CPU on the same logits (a second session's
+   decode steps, no sampler): a grammar over a made-up vocabulary (token i spells letters: "a".."z", then pairs; the
+   last id an end-of-generation token) and greedy decoding: each step's token is the argmax of the logits over the
+   tokens the grammar allows (a second matcher gives the mask), the text ends where the grammar must (LLM_STOP_GRAMMAR,
+   before the token limit: the grammar is bounded); a logit bias:
+   the argmax of logits + bias; logprobs: the drawn token's and the top 5's log-softmax of the unfiltered logits. */
+static void filter_case(const char *name) {
+  llm_err err = {0};
+  llm_model *m = load_as("filter", name, NULL, &err);
+  if (!m) return;
+  uint32_t V = m->hp.n_vocab;
+  char **bytes = calloc(V, sizeof *bytes);
+  uint32_t *lens = calloc(V, 4);
+  uint8_t *kinds = calloc(V, 1);
+  for (uint32_t i = 0; i < V; i++) {
+    bytes[i] = calloc(3, 1);
+    bytes[i][0] = (char)('a' + (i < 26 ? i : (i - 26) / 26 % 26));
+    if (i >= 26) bytes[i][1] = (char)('a' + (i - 26) % 26);
+    lens[i] = i < 26 ? 1 : 2;
+  }
+  kinds[V - 1] = GRAMMAR_TOK_EOG;
+  grammar_vocab *gv = grammar_vocab_create(V, (const char *const *)bytes, lens, kinds, &err);
+  CHECK(gv != NULL, "filter: vocabulary: %s", err.msg);
+  const char *gbnf = "root ::= [a-f]{1,5} \"z\" ([g-m] [n-t]){0,6} \"q\"";
+  grammar *g = NULL;
+  CHECK(grammar_from_gbnf(gbnf, strlen(gbnf), &g, &err) == WGLLM_OK, "filter: grammar: %s", err.msg);
+  grammar_cache *gc = gv && g ? grammar_cache_create(g, gv, 0, &err) : NULL;
+  llm_session *s = NULL, *ref = NULL;
+  llm_session_options so = {.ctx = 96};
+  CHECK(llm_session_create(m, &so, &s, &err) == WGLLM_OK && llm_session_create(m, &so, &ref, &err) == WGLLM_OK, "%s",
+        err.msg);
+  int32_t prompt[5] = {3, 17, 42, 99, 7};
+  int32_t bias_ids[3] = {5, 40, 77};
+  float bias[3] = {6.5f, -100.0f, 9.0f};
+  uint32_t words = (V + 31) / 32, *mask = malloc(words * 4);
+  float *logits = malloc((size_t)V * 4);
+  for (int mode = 0; gc && s && ref && mode < 2; mode++) { /* 0: the grammar and logprobs; 1: the bias */
+    llm_gen_params gp = {.max_tokens = 40,
+                         .sampling = {.temperature = 0, .top_p = 1, .rep_penalty = 1},
+                         .gcache = mode == 0 ? gc : NULL,
+                         .logprobs = mode == 0,
+                         .top_logprobs = 5,
+                         .bias_ids = mode ? bias_ids : NULL,
+                         .bias = mode ? bias : NULL,
+                         .n_bias = mode ? 3 : 0};
+    llm_gen_result r;
+    llm_session_reset(s);
+    wgllm_status st = llm_generate(s, NULL, prompt, 5, &gp, &r);
+    CHECK(st == WGLLM_OK, "filter %s mode %d: generate: %s", name, mode, s->err.msg);
+    if (st) continue;
+    /* the CPU's run: decode steps' logits, the mask or the bias, argmax */
+    grammar_matcher *gm = grammar_matcher_create(g, gv, &err);
+    llm_session_reset(ref);
+    st = llm_session_prefill(ref, prompt, 5, logits, 0);
+    uint32_t n = 0, bad_lp = 0, stop_ok = 0;
+    for (; !st && n < gp.max_tokens; n++) {
+      uint32_t allowed = mode == 0 ? grammar_matcher_mask(gm, mask) : V;
+      int32_t best = -1;
+      float bx = -INFINITY;
+      for (uint32_t i = 0; i < V; i++) {
+        if (mode == 0 && !(mask[i >> 5] >> (i & 31) & 1)) continue;
+        float x = logits[i];
+        for (int k = 0; mode && k < 3; k++)
+          if ((uint32_t)bias_ids[k] == i) x += bias[k];
+        if (best < 0 || x > bx) {
+          best = (int32_t)i;
+          bx = x;
+        }
+      }
+      CHECK(allowed > 0 && best >= 0, "filter %s: the grammar allows nothing at %u", name, n);
+      if (best < 0) break;
+      if (mode == 0 && n < r.n_generated) { /* logprobs of the unfiltered logits */
+        double mx = -INFINITY, sum = 0;
+        for (uint32_t i = 0; i < V; i++)
+          mx = logits[i] > mx ? logits[i] : mx;
+        for (uint32_t i = 0; i < V; i++)
+          sum += exp((double)logits[i] - mx);
+        double lse = mx + log(sum);
+        const uint32_t *w = r.logprobs[n];
+        float lp, top0;
+        memcpy(&lp, &w[1], 4);
+        memcpy(&top0, &w[4], 4);
+        int32_t amax = 0;
+        for (uint32_t i = 1; i < V; i++)
+          if (logits[i] > logits[amax]) amax = (int32_t)i;
+        if ((int32_t)w[0] != r.tokens[n] || fabs(lp - (logits[w[0]] - lse)) > 1e-4 || w[2] != 5 ||
+            (int32_t)w[3] != amax || fabs(top0 - (logits[amax] - lse)) > 1e-4)
+          bad_lp++;
+      }
+      if (n >= r.n_generated || r.tokens[n] != best) break;
+      if (mode == 0 && kinds[best] == GRAMMAR_TOK_EOG) break;
+      if (mode == 0) grammar_matcher_accept(gm, best);
+      if (mode == 0 && grammar_matcher_must_end(gm)) {
+        stop_ok = r.stop == LLM_STOP_GRAMMAR && n + 1 == r.n_generated;
+        n++;
+        break;
+      }
+      st = llm_session_decode(ref, best, logits);
+    }
+    CHECK(n == r.n_generated, "filter %s mode %d: GPU and CPU agree on %u of %u tokens", name, mode, n, r.n_generated);
+    if (mode == 0) {
+      CHECK(stop_ok, "filter %s: stop %s after %u tokens (want: the grammar's end)", name, llm_stop_reason_name(r.stop),
+            r.n_generated);
+      CHECK(bad_lp == 0, "filter %s: %u tokens' logprobs differ from the CPU's", name, bad_lp);
+      /* the text is a prefix of a sentence of the grammar */
+      grammar_matcher *chk = grammar_matcher_create(g, gv, &err);
+      uint32_t ok = 0;
+      for (uint32_t i = 0; i < r.n_generated; i++)
+        ok += grammar_matcher_accept(chk, r.tokens[i]);
+      CHECK(ok == r.n_generated, "filter %s: the text leaves the grammar at token %u", name, ok);
+      grammar_matcher_free(chk);
+      printf("  %-16s grammar (%u tokens, stop: %s) and logprobs: the CPU's argmax over the mask\n", name,
+             r.n_generated, llm_stop_reason_name(r.stop));
+    } else {
+      printf("  %-16s logit bias: the CPU's argmax of logits + bias (%u tokens)\n", name, r.n_generated);
+    }
+    grammar_matcher_free(gm);
+    llm_gen_result_free(&r);
+  }
+  free(mask);
+  free(logits);
+  llm_session_free(s);
+  llm_session_free(ref);
+  grammar_cache_free(gc);
+  grammar_free(g);
+  grammar_vocab_free(gv);
+  for (uint32_t i = 0; i < V; i++)
+    free(bytes[i]);
+  free(bytes);
+  free(lens);
+  free(kinds);
+  llm_model_free(m);
+}
+
 int main(void) {
   th_gpu();
+  filter_case("llama_gqa");
+  filter_case("qwen3");
   chunked_prefill();
   greedy_case("llama_gqa", "data/models/llama_gqa", 0);
   greedy_case("qwen2", "data/models/qwen2", 0);

@@ -8,7 +8,7 @@
 # Usage (from the repository root): tests/test_layers.sh [BUILD_DIR]   (ctest passes its build directory)
 set -u
 build_dir=${1:-}
-order=(base gpu ops format tokenizer chat model arch runtime api dev)
+order=(base gpu ops format tokenizer grammar chat model arch runtime api dev)
 rank() { local i; for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done; echo -1; }
 declare -A room_of
 for d in "${order[@]}"; do

@@ -260,6 +260,9 @@ struct tcase {
       uint32_t k, words, a; /* spec_accept: a drafts made to match; copy: words */
     } spec;
     struct {
+      uint32_t n, n_bias; /* logit_filter: the vocabulary; 0 bias pairs: the mask variant */
+    } lf;
+    struct {
       int mul; /* run_binary: mul; run_inplace: 0 add, 1 mul, 2 add-scale, 3 softcap */
       uint32_t n, nb;
       float c;
@@ -540,6 +543,116 @@ static void cases_spec(void) {
     c->u.spec.a = ka[i][1];
     c->u.spec.words = ka[i][2];
   }
+}
+
+/* ---------------------------------------------------------------- logit_filter */
+
+/* Constrained decoding's mask (about a third of the bits set, whole words clear and set, the tail word partial) or a
+   logit bias on distinct random ids, some past the vocabulary (skipped), in place on random logits. */
+static case_result run_logit_filter(const tcase *c) {
+  uint32_t n = c->u.lf.n, nb = c->u.lf.n_bias, words = (n + 31) / 32;
+  float *x = rnd(n, -8, 8), *want = malloc((size_t)n * 4);
+  uint32_t *mask = malloc((size_t)words * 4), *pairs = malloc((size_t)(nb ? nb : 1) * 8),
+           *ids = malloc((nb ? nb : 1) * 4);
+  float *bias = malloc((nb ? nb : 1) * 4);
+  for (uint32_t w = 0; w < words; w++) {
+    uint32_t r = th_u32(&rng);
+    mask[w] = w % 7 == 3 ? 0 : w % 7 == 5 ? ~0u : (r & th_u32(&rng)) | (th_u32(&rng) & 1);
+  }
+  for (uint32_t k = 0; k < nb; k++) {
+    /* distinct: spread over the vocabulary, every fifth (and all past n where n < n_bias) beyond it */
+    ids[k] = k % 5 == 4 || (nb > n && k >= n) ? n + k : nb > n ? k : (uint32_t)(((uint64_t)k * n) / nb);
+    bias[k] = k % 3 == 0 ? -100.0f : (float)(th_u32(&rng) % 2001) / 100.0f - 10.0f;
+    pairs[2 * k] = ids[k];
+    memcpy(&pairs[2 * k + 1], &bias[k], 4);
+  }
+  memcpy(want, x, (size_t)n * 4);
+  ref_logit_filter(want, n, nb ? NULL : mask, ids, bias, nb);
+  gbuf gx = gb_io(x, (size_t)n * 4), gm = nb ? gb_in(pairs, (size_t)nb * 8) : gb_in(mask, (size_t)words * 4);
+  traffic(nb ? 12.0 * nb : 8.0 * n + words * 4.0, 0);
+  gpu_recorder *r = rec_new();
+  wgllm_status st = nb ? op_logit_bias(r, gx.v, gm.v, n, nb) : op_logit_mask(r, gx.v, gm.v, n);
+  CHECK(st == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  const uint32_t *got = gb_fetch(&gx); /* bit for bit: -inf where masked */
+  uint32_t bad = 0, at = 0;
+  for (uint32_t i = 0; i < n && !g_perf; i++)
+    if (memcmp(&got[i], &want[i], 4) && !bad++) at = i;
+  CHECK(bad == 0, "%s: %u of %u logits wrong, the first %u: got %08x want %g", g_case, bad, n, at, got[at], want[at]);
+  gb_guards(&gx, "logits");
+  gb_free(&gx);
+  gb_free(&gm);
+  free(x);
+  free(want);
+  free(mask);
+  free(pairs);
+  free(ids);
+  free(bias);
+  return verdict();
+}
+
+/* A draw's log probabilities: random logits with ties planted among the largest (the lower id first), the drawn id
+   random (now and then past n: clamped); the drawn logprob and the top_n against the CPU's, the ids exactly. */
+static case_result run_logprobs(const tcase *c) {
+  uint32_t n = c->u.lf.n, top = c->u.lf.n_bias, words = 3 + 2 * OP_LOGPROBS_MAX;
+  float *x = rnd(n, -10, 10);
+  for (uint32_t k = 0; k < 6 && n > 2; k++) /* equal pairs, one of them near the top */
+    x[th_u32(&rng) % n] = x[th_u32(&rng) % n] = k ? x[th_u32(&rng) % n] : 11.0f;
+  uint32_t drawn = th_u32(&rng) % (n + n / 8 + 1), want_ids[OP_LOGPROBS_MAX];
+  float want_lp, want_lps[OP_LOGPROBS_MAX];
+  uint32_t want_n = ref_logprobs(x, n, drawn, top, &want_lp, want_ids, want_lps);
+  gbuf gx = gb_in(x, (size_t)n * 4), gi = gb_in(&drawn, 4), gw = gb_out(op_logprobs_work_bytes(n)),
+       go = gb_out((size_t)words * 4);
+  traffic(4.0 * n, 0);
+  gpu_recorder *r = rec_new();
+  CHECK(op_logprobs(r, gx.v, gi.v, gw.v, go.v, n, top) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    const uint32_t *o = gb_fetch(&go);
+    float lp;
+    memcpy(&lp, &o[1], 4);
+    CHECK(o[0] == (drawn < n ? drawn : n - 1), "%s: drawn id %u, want %u", g_case, o[0], drawn < n ? drawn : n - 1);
+    CHECK(fabsf(lp - want_lp) <= 1e-4f, "%s: drawn logprob %.7g, want %.7g", g_case, lp, want_lp);
+    CHECK(o[2] == want_n, "%s: %u pairs, want %u", g_case, o[2], want_n);
+    for (uint32_t k = 0; k < want_n && k < o[2]; k++) {
+      float v;
+      memcpy(&v, &o[4 + 2 * k], 4);
+      CHECK(o[3 + 2 * k] == want_ids[k] && fabsf(v - want_lps[k]) <= 1e-4f, "%s: top %u is (%u, %.7g), want (%u, %.7g)",
+            g_case, k, o[3 + 2 * k], v, want_ids[k], want_lps[k]);
+    }
+  }
+  gb_guards(&go, "out");
+  gb_guards(&gw, "work");
+  gb_free(&gx);
+  gb_free(&gi);
+  gb_free(&gw);
+  gb_free(&go);
+  free(x);
+  return verdict();
+}
+
+static void cases_logit_filter(void) {
+  static const uint32_t sizes[] = {1, 31, 33, 2048, 151936, 262144 + 17};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    tcase *c = add_case("logit_filter", run_logit_filter, "mask,n=%u", sizes[i]);
+    c->u.lf.n = sizes[i];
+    static const uint32_t nbs[] = {1, 7, 300};
+    for (size_t k = 0; k < 3; k++) {
+      c = add_case("logit_filter", run_logit_filter, "bias,n=%u,pairs=%u", sizes[i], nbs[k]);
+      c->u.lf.n = sizes[i];
+      c->u.lf.n_bias = nbs[k];
+    }
+  }
+  static const uint32_t lp_sizes[] = {1, 5, 4096, 4097, 151936, 262144 + 17};
+  static const uint32_t tops[] = {0, 1, 5, 20};
+  for (size_t i = 0; i < sizeof lp_sizes / sizeof lp_sizes[0]; i++)
+    for (size_t k = 0; k < 4; k++) {
+      tcase *c = add_case("logprobs", run_logprobs, "n=%u,top=%u", lp_sizes[i], tops[k]);
+      c->u.lf.n = lp_sizes[i];
+      c->u.lf.n_bias = tops[k];
+    }
 }
 
 /* ---------------------------------------------------------------- add / mul / add_inplace */
@@ -4252,6 +4365,7 @@ static void build_cases(void) {
   cases_fill();
   cases_step_ids();
   cases_spec();
+  cases_logit_filter();
   cases_binary();
   cases_rms_norm();
   cases_rope();

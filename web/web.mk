@@ -22,11 +22,11 @@ FEATURES := -DGPU_FEATURE_TIMESTAMP_QUERY=WGPUFeatureName_TimestampQuery -DGPU_F
 WFLAGS := $(TARGET) $(SJLJ) -O2 -g0 -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers \
   -D_WASI_EMULATED_SIGNAL -D_WASI_EMULATED_GETPID -D_WASI_EMULATED_PROCESS_CLOCKS -DWGLLM_BUILD -fvisibility=hidden $(FEATURES)
 # the engine's own include paths (CMakeLists.txt's WGLLM_SRC_DIRS), the single-threaded pthread.h, Dawn's webgpu.h
-INCS := -Iweb/include -Iinclude -Isrc -Isrc/base -Isrc/gpu -Isrc/ops -Isrc/format -Isrc/tokenizer -Isrc/chat -Isrc/model -Isrc/arch \
+INCS := -Iweb/include -Iinclude -Isrc -Isrc/base -Isrc/gpu -Isrc/ops -Isrc/format -Isrc/tokenizer -Isrc/grammar -Isrc/chat -Isrc/model -Isrc/arch \
   -Isrc/runtime -Isrc/api -Isrc/generated -Isrc/ref -Itests -Itools/common -Itools/cli -I$(WEB_BUILD)/generated -Ithird_party/dawn/include -I$(WEB_BUILD)/include \
   -I$(WEB_BUILD)/pcre2
 
-LIB_SRC := $(sort $(wildcard src/base/*.c src/gpu/*.c src/ops/*.c src/format/*.c src/tokenizer/*.c src/chat/*.c src/model/*.c src/arch/*.c \
+LIB_SRC := $(sort $(wildcard src/base/*.c src/gpu/*.c src/ops/*.c src/format/*.c src/tokenizer/*.c src/grammar/*.c src/chat/*.c src/model/*.c src/arch/*.c \
   src/runtime/*.c src/api/*.c))
 # the browser's seams: file access (src/format/mapped_file.c's mmap replaced by reads through WASI, which web/wasi.js
 # serves from File objects, URLs or ArrayBuffers) and the API glue

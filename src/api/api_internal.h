@@ -4,10 +4,13 @@
 #define WGLLM_API_INTERNAL_H
 #include "chat.h"
 #include "gpu.h"
+#include "grammar_tokens.h"
 #include "jobs.h"
 #include "model.h"
 #include "tokenizer.h"
+#include "tool_calls.h"
 #include "wgllm.h"
+#include <pthread.h>
 
 struct wgllm_vocab {
   tokenizer *tok;
@@ -24,10 +27,19 @@ struct wgllm_model {
   llm_err chat_err;
   llm_job_stepper stepper; /* wgllm_jobs_step's batched decode */
   llm_kv_pool *pool;       /* wgllm_model_kv_pool's, or NULL */
-  llm_err err;             /* the last failure of a call on the handle */
+  grammar_vocab *gvocab;   /* the vocabulary as grammars see it (made by the first wgllm_grammar_create), or NULL */
+  chat_tool_format tool_format; /* the format its chat template teaches tool calls in (wgllm_model_tool_format) */
+  pthread_mutex_t gvocab_lock;
+  llm_err err; /* the last failure of a call on the handle */
   /* for tests (WGLLM_TEST_DEVICE_LOSS_STEP, read at load): the device is lost at the model's lose_at_step-th call of
      wgllm_job_step / wgllm_jobs_step (steps counts them); 0: never */
   uint64_t steps, lose_at_step;
+};
+
+struct wgllm_grammar {
+  const wgllm_model *model; /* the model whose vocabulary it was made for */
+  grammar *g;
+  grammar_cache *cache; /* its masks over the model's vocabulary, shared by the jobs that use it */
 };
 
 struct wgllm_session {

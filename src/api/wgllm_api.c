@@ -19,6 +19,8 @@ void wgllm_model_free(wgllm_model *m) {
   llm_job_stepper_free(&m->stepper);
   if (!llm_kv_pool_free(m->pool)) api_log(WGLLM_LOG_WARN, "wgllm_model_free: sessions still on the KV pool");
   llm_model_free(m->m);
+  grammar_vocab_free(m->gvocab);
+  pthread_mutex_destroy(&m->gvocab_lock);
   chat_renderer_free(m->chat);
   tok_free(m->tok);
   gpu_destroy(m->gpu);
@@ -51,6 +53,7 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
                        "chat template \"%s\" is unknown (llama3, chatml, gemma, llama2, none)", p.chat_template);
   wgllm_model *m = calloc(1, sizeof *m);
   if (!m) return llm_err_set(api_last_error(), WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  pthread_mutex_init(&m->gvocab_lock, NULL);
   m->stepper.no_batch = p.no_batch;
   /* the model file is opened and parsed once, for its tokenizer (GGUF) and its weights */
   wt_store *store = NULL;
@@ -80,6 +83,11 @@ wgllm_status wgllm_model_create(const char *path, const wgllm_model_params *para
     }
   }
   st = chat_renderer_create(p.chat_template, jinja, m->tok, &m->chat, err);
+  if (!st) { /* the format of tool calls: the named template's, or what the model's own template teaches */
+    const char *rn = chat_renderer_name(m->chat);
+    int own = !strcmp(rn, "jinja");
+    m->tool_format = chat_tool_format_detect(own ? jinja : NULL, own ? -1 : chat_template_from_name(rn));
+  }
   free(jinja);
   if (st && st != WGLLM_ERR_OUT_OF_MEMORY && p.chat_template_text && !p.chat_template) { /* the caller's: refused */
     wt_store_free(store);
@@ -332,7 +340,8 @@ static wgllm_stop public_stop(llm_stop_reason r) {
   static const wgllm_stop stops[] = {
       [LLM_STOP_NONE] = WGLLM_STOP_NONE,         [LLM_STOP_EOG] = WGLLM_STOP_END_OF_GENERATION,
       [LLM_STOP_STRING] = WGLLM_STOP_STRING,     [LLM_STOP_MAX_TOKENS] = WGLLM_STOP_MAX_TOKENS,
-      [LLM_STOP_CALLBACK] = WGLLM_STOP_CALLBACK, [LLM_STOP_CONTEXT] = WGLLM_STOP_CONTEXT};
+      [LLM_STOP_CALLBACK] = WGLLM_STOP_CALLBACK, [LLM_STOP_CONTEXT] = WGLLM_STOP_CONTEXT,
+      [LLM_STOP_GRAMMAR] = WGLLM_STOP_GRAMMAR};
   return (unsigned)r < sizeof stops / sizeof stops[0] ? stops[r] : WGLLM_STOP_NONE;
 }
 
@@ -377,6 +386,11 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
                        "wgllm_job_start: the session has a job that is not done (free it or run it to its end first)");
   settle(s);
+  if (p.grammar) {
+    if (p.grammar->model != s->model)
+      return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "wgllm_job_start: the grammar was made for another model");
+    gp.gcache = p.grammar->cache;
+  }
   if (p.draft_model) {
     st = draft_session(s, p.draft_model);
     if (st) return st;
@@ -393,6 +407,26 @@ wgllm_status wgllm_job_start(wgllm_session *s, const int32_t *ids, size_t n, con
   s->job = j;
   *out = j;
   return WGLLM_OK;
+}
+
+_Static_assert(WGLLM_TOP_LOGPROBS_MAX == OP_LOGPROBS_MAX, "the API's top logprobs are op_logprobs'");
+
+size_t wgllm_job_logprobs(const wgllm_job *j, size_t first, wgllm_token_logprobs *out, size_t n) {
+  const llm_gen_result *r = j ? &j->job.g.res : NULL;
+  if (!r || !r->logprobs || !out || first >= r->n_generated) return 0;
+  size_t k = 0;
+  for (; k < n && first + k < r->n_generated; k++) {
+    const uint32_t *w = r->logprobs[first + k];
+    wgllm_token_logprobs *o = &out[k];
+    o->token = (int32_t)w[0];
+    memcpy(&o->logprob, &w[1], 4);
+    o->n_top = w[2] < WGLLM_TOP_LOGPROBS_MAX ? w[2] : WGLLM_TOP_LOGPROBS_MAX;
+    for (uint32_t q = 0; q < o->n_top; q++) {
+      o->top_tokens[q] = (int32_t)w[3 + 2 * q];
+      memcpy(&o->top_logprobs[q], &w[4 + 2 * q], 4);
+    }
+  }
+  return k;
 }
 
 /* WGLLM_TEST_DEVICE_LOSS_STEP's loss, at the step it names */

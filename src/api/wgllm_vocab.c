@@ -44,6 +44,10 @@ const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t *len) {
   return p;
 }
 
+size_t wgllm_vocab_token_bytes(const wgllm_vocab *v, int32_t id, char *out, size_t cap) {
+  return v && v->tok ? tok_token_bytes(v->tok, id, out, cap) : 0;
+}
+
 wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,
                                   int parse_special, int32_t *ids, size_t cap, size_t *n_ids) {
   if (!v || !text || !n_ids || (cap && !ids)) return WGLLM_ERR_INVALID_ARG;

@@ -90,6 +90,23 @@ wgllm_status op_check_weight(gpu_recorder *rec, const char *who, const op_weight
 wgllm_status op_fill(gpu_recorder *rec, gpu_view out, uint32_t n, uint32_t bits);
 wgllm_status op_fill_f32(gpu_recorder *rec, gpu_view out, uint32_t n, float value);
 
+/* Constrained decoding's mask, in place before the sampler: logits[i] = -inf where bit (i & 31) of mask[i >> 5] is
+   clear.   logits: [n] f32; mask: [ceil(n / 32)] u32 */
+wgllm_status op_logit_mask(gpu_recorder *rec, gpu_view logits, gpu_view mask, uint32_t n);
+/* A logit bias, in place: logits[pairs[2k]] += bitcast f32 pairs[2k + 1] for k < n_bias, ids >= n skipped; the ids
+   must be distinct (one invocation each).   logits: [n] f32; pairs: [n_bias][2] u32 */
+wgllm_status op_logit_bias(gpu_recorder *rec, gpu_view logits, gpu_view pairs, uint32_t n, uint32_t n_bias);
+
+/* The log probabilities of a draw from logits (the model's, before the sampler's filters): out[0] = ids[0] (clamped
+   to n - 1), out[1] = its logprob (f32 bits), out[2] = the pairs written (top_n, fewer for n < top_n), then
+   (id, logprob) for the top_n most likely tokens, most likely first, the lower id first on ties; a logprob is the
+   logit minus log-sum-exp over the n.   logits: [n] f32; ids: [1] u32; work: op_logprobs_work_bytes(n);
+   out: [3 + 2 * OP_LOGPROBS_MAX] u32 */
+#define OP_LOGPROBS_MAX 20
+uint64_t op_logprobs_work_bytes(uint32_t n);
+wgllm_status op_logprobs(gpu_recorder *rec, gpu_view logits, gpu_view ids, gpu_view work, gpu_view out, uint32_t n,
+                         uint32_t top_n);
+
 /* dst[i] = src[i] for i < n (32-bit words).   src, dst: [n] */
 wgllm_status op_copy_u32(gpu_recorder *rec, gpu_view src, gpu_view dst, uint32_t n);
 /* The verdict of a speculative verify step whose rows 0..k fed ids[0..k] (the last token, then k drafts) and whose

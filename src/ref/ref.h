@@ -23,6 +23,13 @@ void ref_rope_direct(float *x, const uint32_t *pos, const float *inv_freq, size_
                      size_t head_dim, size_t rot_dim, size_t token_stride, int mode);
 void ref_softmax(const float *x, float *out, size_t n, size_t rows, float scale);
 void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows);
+/* op_logit_mask / op_logit_bias in place: x[i] = -inf where mask's bit i is clear (mask may be NULL); then x[ids[k]] +=
+   bias[k] for k < n_bias with ids[k] < n */
+/* op_logprobs: lp_id = x[id] - logsumexp(x) (in double); the top_n (ids, lps) by value, lower ids first on ties;
+   returns the count written (min(top_n, n)) */
+uint32_t ref_logprobs(const float *x, size_t n, uint32_t id, uint32_t top_n, float *lp_id, uint32_t *top_ids,
+                      float *top_lps);
+void ref_logit_filter(float *x, size_t n, const uint32_t *mask, const uint32_t *ids, const float *bias, size_t n_bias);
 /* y[M][N] = x[M][K] . w[N][K]^T + bias (bias may be NULL); accumulates in double */
 /* The fast precision's activations (kernels/quantize_q8.wgsl): per block of 32 of each row of x [M][K], d = amax / 127,
    q = round-half-even(x * 127 / amax) in -127..127 (0 for a block of zeros), s = d * sum q. q [M][K], d and s

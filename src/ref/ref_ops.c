@@ -212,3 +212,34 @@ void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *k
     }
   free(s);
 }
+
+void ref_logit_filter(float *x, size_t n, const uint32_t *mask, const uint32_t *ids, const float *bias, size_t n_bias) {
+  for (size_t i = 0; mask && i < n; i++)
+    if (!(mask[i >> 5] >> (i & 31) & 1u)) x[i] = -INFINITY;
+  for (size_t k = 0; k < n_bias; k++)
+    if (ids[k] < n) x[ids[k]] += bias[k];
+}
+
+uint32_t ref_logprobs(const float *x, size_t n, uint32_t id, uint32_t top_n, float *lp_id, uint32_t *top_ids,
+                      float *top_lps) {
+  double m = -INFINITY, s = 0;
+  for (size_t i = 0; i < n; i++)
+    if (x[i] > m) m = x[i];
+  for (size_t i = 0; i < n; i++)
+    s += exp((double)x[i] - m);
+  double lse = m + log(s);
+  *lp_id = (float)((double)x[id < n ? id : n - 1] - lse);
+  uint32_t k = 0;
+  for (; k < top_n && k < n; k++) { /* selection: the best not yet taken (taken: an id listed before) */
+    long best = -1;
+    for (size_t i = 0; i < n; i++) {
+      int taken = 0;
+      for (uint32_t q = 0; q < k && !taken; q++)
+        taken = top_ids[q] == i;
+      if (!taken && (best < 0 || x[i] > x[best])) best = (long)i;
+    }
+    top_ids[k] = (uint32_t)best;
+    top_lps[k] = (float)((double)x[best] - lse);
+  }
+  return k;
+}

@@ -18,6 +18,8 @@ const char *llm_stop_reason_name(llm_stop_reason r) {
     return "stopped by callback";
   case LLM_STOP_CONTEXT:
     return "context full";
+  case LLM_STOP_GRAMMAR:
+    return "grammar complete";
   default:
     return "none";
   }
@@ -33,8 +35,10 @@ void llm_gen_result_free(llm_gen_result *r) {
   if (!r) return;
   free(r->tokens);
   free(r->text);
+  free(r->logprobs);
   r->tokens = NULL;
   r->text = NULL;
+  r->logprobs = NULL;
 }
 
 static int text_append(llm_gen_text *t, const char *s, size_t n) {
@@ -114,11 +118,30 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
     llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
     return g->st = WGLLM_ERR_OUT_OF_MEMORY;
   }
-  wgllm_status st = gp->recent ? llm_session_set_sampler(s, &gp->sampling, gp->recent, gp->n_recent)
-                               : llm_session_set_sampler(s, &gp->sampling, prompt, n_prompt);
+  llm_logit_filter filter = {
+      .masked = gp->gcache != NULL, .bias_ids = gp->bias_ids, .bias = gp->bias, .n_bias = gp->n_bias};
+  wgllm_status st = llm_session_set_filter(s, &filter);
+  if (st) return g->st = st;
+  if (gp->gcache) {
+    llm_err e = {0};
+    g->gm = grammar_matcher_create_shared(gp->gcache, &e);
+    g->mask = malloc(((size_t)s->m->hp.n_vocab + 31) / 32 * 4);
+    if (!g->gm || !g->mask) {
+      llm_err_set(&s->err, g->gm ? WGLLM_ERR_OUT_OF_MEMORY : e.status, "%s", g->gm ? "out of host memory" : e.msg);
+      return g->st = s->err.status;
+    }
+  }
+  st = llm_session_set_logprobs(s, gp->logprobs, gp->top_logprobs);
+  if (st) return g->st = st;
+  if (gp->logprobs && !(g->res.logprobs = malloc((size_t)g->max_tokens * sizeof *g->res.logprobs))) {
+    llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    return g->st = WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  st = gp->recent ? llm_session_set_sampler(s, &gp->sampling, gp->recent, gp->n_recent)
+                  : llm_session_set_sampler(s, &gp->sampling, prompt, n_prompt);
   if (st) return g->st = st;
   g->ts = tok ? tok_stream_create(tok) : NULL;
-  if (g->ts) tok_stream_skip_special(g->ts, 1);
+  if (g->ts) tok_stream_skip_special(g->ts, !gp->special);
   memcpy(g->pending, prompt, (size_t)n_prompt * sizeof *prompt);
   g->prefilling = 1;
   /* keep `depth` steps queued: the GPU feeds each sampled id to the next step itself, so the CPU only collects
@@ -126,7 +149,9 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
   g->depth = gp->pipeline ? gp->pipeline : 2;
   if (g->depth < 1) g->depth = 1;
   if (g->depth > LLM_MAX_IN_FLIGHT) g->depth = LLM_MAX_IN_FLIGHT;
-  if (gp->spec_lookup || gp->draft) { /* a verify step waits for its verdict: the drafts come from the text so far */
+  if (g->gm) g->depth = 1; /* each step's mask follows from the token before */
+  if (!llm_gen_solo(g) &&
+      (gp->spec_lookup || gp->draft)) { /* a verify step waits for its verdict: the drafts come from the text so far */
     llm_err e = {0};
     uint32_t k = gp->spec_lookup, kd = gp->draft ? (gp->draft_max ? gp->draft_max : 7) : 0;
     if (kd > k) k = kd;
@@ -144,10 +169,30 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
 /* The session's position as plain decoding would have it: a verify step fed the tokens not taken yet too. */
 static uint32_t gen_n_past(const llm_gen *g) { return g->s->n_past - (g->spec_n - g->spec_at); }
 
+int llm_gen_solo(const llm_gen *g) { return g->gm || g->gp.n_bias || g->gp.logprobs; }
+
+/* Constrained decoding: the grammar's mask for the next draw, written for the next sampled step (0, the
+   generation failed, when the grammar allows no token: a grammar the vocabulary cannot continue). */
+static int write_mask(llm_gen *g) {
+  if (!g->gm) return 1;
+  if (!grammar_matcher_mask(g->gm, g->mask)) {
+    llm_err_set(&g->s->err, WGLLM_ERR_INVALID_ARG,
+                "the grammar allows no token of the vocabulary after %u generated tokens (the text so far cannot "
+                "be continued with this model's tokens)",
+                g->res.n_generated);
+    g->st = WGLLM_ERR_INVALID_ARG;
+    llm_gen_finish(g);
+    return 0;
+  }
+  llm_session_write_mask(g->s, g->mask);
+  return 1;
+}
+
 wgllm_status llm_gen_prefill(llm_gen *g, uint32_t max) {
   if (!g->prefilling || g->done || g->st) return g->st;
   llm_session *s = g->s;
   uint32_t left = g->res.n_prompt - g->prefilled, n = max && max < left ? max : left;
+  if (n == left && !write_mask(g)) return g->st;
   double t0 = now_s();
   wgllm_status st = n < left ? llm_session_prefill(s, g->pending + g->prefilled, n, NULL, 0)
                              : llm_session_prefill_sample(s, g->pending + g->prefilled, n, &g->token);
@@ -158,6 +203,7 @@ wgllm_status llm_gen_prefill(llm_gen *g, uint32_t max) {
     llm_gen_finish(g);
     return st;
   }
+  if (g->gp.logprobs && n == left) memcpy(g->lp_next, s->lp_last, sizeof g->lp_next);
   llm_gen_prefilled(g, n, g->token, now_s() - t0);
   return WGLLM_OK;
 }
@@ -202,6 +248,13 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
     llm_gen_finish(g);
     return g->st;
   }
+  if (g->gm && !grammar_matcher_accept(g->gm, token)) { /* the mask allowed only what it accepts */
+    llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "the sampler drew token %d, which the grammar forbids", token);
+    g->st = WGLLM_ERR_INTERNAL;
+    llm_gen_finish(g);
+    return g->st;
+  }
+  if (g->res.logprobs) memcpy(g->res.logprobs[g->res.n_generated], g->lp_next, sizeof g->lp_next);
   g->res.tokens[g->res.n_generated++] = token;
   if (g->ts) {
     char piece[256];
@@ -241,6 +294,12 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
     llm_gen_finish(g);
     return g->st;
   }
+  if (g->gm && grammar_matcher_must_end(g->gm)) {
+    g->res.stop = LLM_STOP_GRAMMAR;
+    llm_gen_finish(g);
+    return g->st;
+  }
+  if (!s->in_flight && !write_mask(g)) return g->st; /* for the step queued below, or by collect */
   /* queue steps up to the pipeline depth, never past the token limit or the context */
   wgllm_status st = WGLLM_OK;
   while (!st && queue && s->in_flight < g->depth && g->res.n_generated + (uint32_t)s->in_flight < g->max_tokens &&
@@ -259,9 +318,10 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
 /* Speculation's next token: one the last verify step gave, or a new verify step's first where a proposer has drafts
    (within the token limit: a step gives at most k + 1 tokens); 0 when it has none (a plain step then). The drafts a
    step asks for adapt (spec_k, one of a verify step's counts 1, 3, 7, 15, up to k_max; 3 at first): the next count
-   up after a step accepted all it took, the next down after one accepted fewer than half. A verify step that accepts nothing costs more than
-   the plain step it replaces (docs/PERF.md, "Speculative decoding"), so after one the proposers rest for 1, 2, 4 .. 64
-   plain steps (queued as without speculation: llm_gen_accept), doubling while their steps keep failing. */
+   up after a step accepted all it took, the next down after one accepted fewer than half. A verify step that accepts
+   nothing costs more than the plain step it replaces (docs/PERF.md, "Speculative decoding"), so after one the proposers
+   rest for 1, 2, 4 .. 64 plain steps (queued as without speculation: llm_gen_accept), doubling while their steps keep
+   failing. */
 static int spec_next(llm_gen *g) {
   if (g->spec_at < g->spec_n) {
     g->token = g->spec_toks[g->spec_at++];
@@ -324,6 +384,7 @@ wgllm_status llm_gen_collect(llm_gen *g) {
     g->queued++;
   }
   if (!g->st) g->st = llm_session_step_collect(g->s, &g->token);
+  if (!g->st && g->gp.logprobs) memcpy(g->lp_next, g->s->lp_last, sizeof g->lp_next);
   if (!g->st) g->has_token = 1;
   if (g->spec_skip) g->spec_skip--;
   if (g->st) llm_gen_finish(g);
@@ -383,7 +444,10 @@ void llm_gen_free(llm_gen *g) {
     llm_gen_finish(g);
   }
   llm_spec_free(g->spec);
+  grammar_matcher_free(g->gm);
+  free(g->mask);
   free(g->res.tokens);
+  free(g->res.logprobs);
   free(g->text.buf);
   free(g->pending);
   memset(g, 0, sizeof *g);
@@ -402,6 +466,7 @@ wgllm_status llm_generate(llm_session *s, const tokenizer *tok, const int32_t *p
   res->text = g.text.buf;
   res->text_len = g.text.len;
   g.res.tokens = NULL;
+  g.res.logprobs = NULL;
   g.text.buf = NULL;
   llm_gen_free(&g);
   return g.st ? g.st : st;

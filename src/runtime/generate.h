@@ -3,6 +3,7 @@
    context. */
 #ifndef WGLLM_GENERATE_H
 #define WGLLM_GENERATE_H
+#include "grammar.h"
 #include "session.h"
 #include "speculate.h"
 #include "tokenizer.h"
@@ -13,7 +14,8 @@ typedef enum llm_stop_reason {
   LLM_STOP_STRING, /* a stop string appeared in the text */
   LLM_STOP_MAX_TOKENS,
   LLM_STOP_CALLBACK, /* the callback asked to stop */
-  LLM_STOP_CONTEXT   /* the context is full */
+  LLM_STOP_CONTEXT,  /* the context is full */
+  LLM_STOP_GRAMMAR   /* the grammar's sentence is complete and nothing may follow it */
 } llm_stop_reason;
 
 typedef struct llm_gen_params {
@@ -37,15 +39,31 @@ typedef struct llm_gen_params {
   uint32_t spec_lookup;
   llm_session *draft;
   uint32_t draft_max;
+  /* constrained decoding: every generated token keeps the text a prefix of a sentence of a grammar, the mask applied on
+     the GPU before each draw; end-of-generation tokens only where the sentence may end, and the generation stops where
+     nothing may follow. gcache: the grammar's masks over the tokenizer's vocabulary (grammar.h), shared with other
+     generations of it. One step in flight at a time (each mask follows from the token before) and no speculation. NULL:
+     off. */
+  grammar_cache *gcache;
+  /* a logit bias added before the draw: n_bias (id, bias) pairs, ids distinct. 0: none. */
+  const int32_t *bias_ids;
+  const float *bias;
+  uint32_t n_bias;
+  /* each token's logprobs record (llm_session_set_logprobs, top_logprobs of them), kept in res.logprobs; the
+     generation steps alone and does not speculate. 0: off. */
+  int logprobs;
+  uint32_t top_logprobs;
+  int special; /* special tokens' text kept in the text (end-of-generation tokens still end it) */
 } llm_gen_params;
 
 typedef struct llm_gen_result {
   llm_stop_reason stop;
   uint32_t n_prompt, n_generated;
-  double prefill_s, decode_s; /* wall time */
+  double prefill_s, decode_s;                       /* wall time */
   uint32_t spec_steps, spec_drafted, spec_accepted; /* speculation: verify steps, drafts they took, accepted */
-  int32_t *tokens;            /* [n_generated], malloc'd; free with free() */
-  char *text;                 /* the generated text (stop string cut), NUL-terminated, malloc'd */
+  int32_t *tokens;                                  /* [n_generated], malloc'd; free with free() */
+  uint32_t (*logprobs)[LLM_LP_WORDS]; /* gp.logprobs: [n_generated] op_logprobs records, malloc'd; else NULL */
+  char *text;                         /* the generated text (stop string cut), NUL-terminated, malloc'd */
   size_t text_len;
 } llm_gen_result;
 
@@ -73,12 +91,15 @@ typedef struct llm_gen {
   llm_gen_result res; /* stop, counts, times, tokens (text: in `text`) */
   tok_stream *ts;
   llm_gen_text text;
-  llm_spec *spec;     /* speculative decoding (gp.spec_lookup), or NULL */
+  llm_spec *spec;                      /* speculative decoding (gp.spec_lookup), or NULL */
   int32_t spec_toks[LLM_SPEC_MAX + 1]; /* the last verify step's tokens: [spec_at, spec_n) not taken yet */
   uint32_t spec_n, spec_at;
   uint32_t spec_skip, spec_backoff; /* plain steps before lookup is tried again, after a step accepted nothing */
   uint32_t spec_k;                  /* drafts the next verify step asks for (adaptive: spec_next) */
   int spec_pause;                   /* a caller batching this generation with others: no verify steps meanwhile */
+  uint32_t lp_next[LLM_LP_WORDS];   /* gp.logprobs: the record of `token` (read back with it) */
+  grammar_matcher *gm;              /* constrained decoding (gp.gcache): the text's state, and the next step's mask */
+  uint32_t *mask;
   int32_t token;      /* sampled; not yet accepted while has_token */
   int has_token;      /* token holds a token accept has not taken yet (accept without one does nothing) */
   int32_t *pending;   /* the prompt while it is prefilled (begin_deferred) */
@@ -105,6 +126,9 @@ void llm_gen_take(llm_gen *g, int32_t token);
    `seconds`), sampling `token` when they ended it. */
 void llm_gen_prefilled(llm_gen *g, uint32_t n, int32_t token, double seconds);
 void llm_gen_fail(llm_gen *g, wgllm_status st); /* message already in g->s->err */
+/* The generation must step alone (a grammar's mask, a logit bias, logprobs): never in a batched step or batched
+   prefill. */
+int llm_gen_solo(const llm_gen *g);
 void llm_gen_finish(llm_gen *g);
 /* Frees what the generation holds; a generation not done is stopped first (LLM_STOP_CALLBACK). */
 void llm_gen_free(llm_gen *g);

@@ -67,6 +67,27 @@ wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_
     return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "%s is %u drafts a step; at most %u",
                        p->spec_lookup > WGLLM_SPEC_MAX ? "spec_lookup" : "draft_max",
                        p->spec_lookup > WGLLM_SPEC_MAX ? p->spec_lookup : p->draft_max, WGLLM_SPEC_MAX);
+  if (p->n_logit_bias > LLM_MAX_LOGIT_BIAS)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "logit_bias: %zu tokens; at most %u", p->n_logit_bias,
+                       LLM_MAX_LOGIT_BIAS);
+  if (p->n_logit_bias && (!p->logit_bias_ids || !p->logit_bias))
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "logit_bias: %zu entries but no ids or biases", p->n_logit_bias);
+  for (size_t k = 0; k < p->n_logit_bias; k++) {
+    if (!isfinite(p->logit_bias[k]))
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "logit_bias: token %d's bias is not finite", p->logit_bias_ids[k]);
+    for (size_t q = 0; q < k; q++)
+      if (p->logit_bias_ids[q] == p->logit_bias_ids[k])
+        return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "logit_bias: token %d appears twice", p->logit_bias_ids[k]);
+  }
+  if (p->top_logprobs > WGLLM_TOP_LOGPROBS_MAX)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "top_logprobs is %u; at most %u", p->top_logprobs,
+                       WGLLM_TOP_LOGPROBS_MAX);
+  gp->logprobs = p->logprobs != 0;
+  gp->top_logprobs = p->logprobs ? p->top_logprobs : 0;
+  gp->special = p->special != 0;
+  gp->bias_ids = p->logit_bias_ids;
+  gp->bias = p->logit_bias;
+  gp->n_bias = (uint32_t)p->n_logit_bias;
   gp->spec_lookup = p->spec_lookup;
   gp->draft_max = p->draft_max; /* the draft model's session: the caller's (the API's session holds it) */
   return WGLLM_OK;
@@ -154,7 +175,7 @@ wgllm_status llm_job_step(llm_job *j, int *done) {
     if (st) llm_gen_fail(&j->g, st);
   }
   if (j->g.prefilling) llm_gen_prefill(&j->g, 0); /* the whole prompt, then its first token's text */
-  j->g.spec_pause = 0; /* alone: it speculates if it was asked to */
+  j->g.spec_pause = 0;                            /* alone: it speculates if it was asked to */
   if (!j->g.done) {
     llm_gen_accept(&j->g, 1);
     llm_gen_collect(&j->g);
@@ -293,7 +314,7 @@ static int prefill_together(llm_job_stepper *stepper, llm_job *const *jobs, size
   uint32_t np = 0, room = 0, waiting = 0;
   for (size_t i = 0; i < n; i++) {
     llm_job *j = jobs[i];
-    if (j->g.done || j->waits || !j->g.prefilling) continue;
+    if (j->g.done || j->waits || !j->g.prefilling || llm_gen_solo(&j->g)) continue; /* a solo job prefills alone */
     if (!np) room = j->s->opt.prefill_chunk;
     uint32_t left = j->g.res.n_prompt - j->g.prefilled, take = left < room ? left : room;
     if (np == LLM_BATCH_MAX || !take || j->s->opt.fast != jobs[0]->s->opt.fast) {
@@ -332,9 +353,7 @@ static int prefill_together(llm_job_stepper *stepper, llm_job *const *jobs, size
 
 /* Whether the job runs its own verify steps this call: it speculates and decodes alone, or still has tokens of its
    last verify step to give (a speculating job among other decoding ones takes the batched step: spec_pause). */
-static int speculates(const llm_job *j) {
-  return j->g.spec && (!j->g.spec_pause || j->g.spec_at < j->g.spec_n);
-}
+static int speculates(const llm_job *j) { return j->g.spec && (!j->g.spec_pause || j->g.spec_at < j->g.spec_n); }
 
 /* Whether every job of the step in flight is among jobs[0..n). */
 static int flying_all_in(const llm_job_stepper *stepper, llm_job *const *jobs, size_t n) {
@@ -386,7 +405,7 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
     j->decodes = 0;
     if (j->g.done || j->waits) continue;
     if (j->g.prefilling) {
-      if (!batched_prefill) llm_gen_prefill(&j->g, j->s->opt.prefill_chunk);
+      if (!batched_prefill || llm_gen_solo(&j->g)) llm_gen_prefill(&j->g, j->s->opt.prefill_chunk);
     } else {
       llm_gen_accept(&j->g, pipeline);
       j->decodes = !j->g.done;
@@ -402,7 +421,8 @@ wgllm_status llm_jobs_step(llm_job_stepper *stepper, llm_job *const *jobs, size_
   uint32_t nb = 0;
   for (size_t i = 0; i < n && nb < LLM_BATCH_MAX; i++) {
     llm_job *j = jobs[i];
-    if (j->decodes && !j->s->in_flight && !j->g.st && !speculates(j) && (!j->flying || needs_next(j))) {
+    if (j->decodes && !j->s->in_flight && !j->g.st && !speculates(j) && !llm_gen_solo(&j->g) &&
+        (!j->flying || needs_next(j))) {
       bj[nb] = j;
       bs[nb++] = j->s;
     }

@@ -38,6 +38,7 @@ typedef struct llm_job {
   uint32_t preemptions;
 } llm_job;
 
+#define LLM_MAX_LOGIT_BIAS 4096 /* entries of a logit bias */
 /* Checks the public generation parameters and converts them (err says which one is out of range). A seed of
    WGLLM_SEED_RANDOM is drawn here from the system's entropy. */
 wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_params *gp, llm_err *err);

@@ -1,6 +1,7 @@
 /* Sessions (see session.h): KV cache allocation, chunked prefill through one-shot recordings, and the decode
    step recorded once and replayed. */
 #include "session.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,12 @@ void llm_session_free(llm_session *s) {
   llm_scratch_release(s->gpu, &s->step_scratch);
   gpu_buffer_destroy(s->gpu, s->sampler_state);
   gpu_buffer_destroy(s->gpu, s->sampler_work);
+  gpu_buffer_destroy(s->gpu, s->logit_mask);
+  gpu_buffer_destroy(s->gpu, s->logit_bias);
+  gpu_buffer_destroy(s->gpu, s->lp_raw);
+  gpu_buffer_destroy(s->gpu, s->lp_work);
+  gpu_buffer_destroy(s->gpu, s->lp_out);
+  gpu_readback_free(s->lp_readback);
   llm_kv_cache_free(s->gpu, &s->kv);
   if (s->opt.pool) {
     llm_kv_pool *p = s->opt.pool;
@@ -171,8 +178,8 @@ wgllm_status llm_session_reserve(llm_session *s, uint32_t upto) {
   kv_copy cow;
   llm_err e = {0};
   wgllm_status st = kv_seq_reserve(p->blocks, &s->seq, upto - s->seq.n_tokens, &cow, &e);
-  if (st == WGLLM_ERR_OUT_OF_MEMORY && kv_seq_blocks_needed(p->blocks, &s->seq, upto - s->seq.n_tokens) >
-                                           kv_blocks_available(p->blocks))
+  if (st == WGLLM_ERR_OUT_OF_MEMORY &&
+      kv_seq_blocks_needed(p->blocks, &s->seq, upto - s->seq.n_tokens) > kv_blocks_available(p->blocks))
     return llm_err_set(&s->err, WGLLM_ERR_KV_FULL, "KV pool full: %s", e.msg);
   if (st) return llm_err_set(&s->err, st, "%s", e.msg);
   uint32_t from = s->table_n;
@@ -297,8 +304,8 @@ wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, ll
    (its owner settles it first: jobs.h). */
 static wgllm_status check_no_batch(llm_session *s, const char *who) {
   if (!s->batch_queued) return WGLLM_OK;
-  return llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "%s: %d batched steps of this session are in flight (collect them first)",
-                     who, s->batch_queued);
+  return llm_err_set(&s->err, WGLLM_ERR_INTERNAL,
+                     "%s: %d batched steps of this session are in flight (collect them first)", who, s->batch_queued);
 }
 
 static wgllm_status check_ids(llm_session *s, const int32_t *ids, uint32_t T) {
@@ -317,6 +324,22 @@ static wgllm_status check_ids(llm_session *s, const int32_t *ids, uint32_t T) {
 }
 
 static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows, int sample);
+/* before the sampler's draw: the logits kept for logprobs, then the logit filter (llm_session_set_filter) */
+static wgllm_status record_filter(llm_session *s, gpu_recorder *rec, gpu_view logits) {
+  uint32_t V = s->m->hp.n_vocab;
+  wgllm_status st = s->lp_on ? op_copy_u32(rec, logits, gpu_whole(s->lp_raw), V) : WGLLM_OK;
+  if (!st && s->masked) st = op_logit_mask(rec, logits, gpu_whole(s->logit_mask), V);
+  if (st) return st;
+  if (s->n_bias) st = op_logit_bias(rec, logits, gpu_whole(s->logit_bias), V, s->n_bias);
+  return st;
+}
+
+/* after the draw (its id in ids): the drawn token's and the top logprobs (llm_session_set_logprobs) */
+static wgllm_status record_logprobs(llm_session *s, gpu_recorder *rec, gpu_view ids) {
+  return s->lp_on ? op_logprobs(rec, gpu_whole(s->lp_raw), ids, gpu_whole(s->lp_work), gpu_whole(s->lp_out),
+                                s->m->hp.n_vocab, s->lp_top)
+                  : WGLLM_OK;
+}
 
 wgllm_status llm_session_prefill(llm_session *s, const int32_t *ids, uint32_t T, float *logits, int all_rows) {
   return prefill(s, ids, T, logits, all_rows, 0);
@@ -393,9 +416,11 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &sc, n, n_logits, &pfo);
+    if (!st && sample && done + n == T) st = record_filter(s, rec, gpu_whole(sc.logits));
     if (!st && sample && done + n == T) /* the first generated token lands in the step's input id */
       st = op_sample(rec, &s->sampler, gpu_whole(sc.logits), gpu_whole(s->sampler_state),
                      gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
+    if (!st && sample && done + n == T) st = record_logprobs(s, rec, gpu_whole(s->step_scratch.ids));
     if (!st) st = gpu_recorder_run(rec);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     s->prefill_cpu_us += (t1.tv_sec - t0.tv_sec) * 1e6 + (t1.tv_nsec - t0.tv_nsec) * 1e-3;
@@ -477,9 +502,11 @@ static wgllm_status record_step(llm_session *s, uint32_t b, int sample, gpu_reco
                          .attn_grid = s->opt.attn_grid,
                          .fast = s->opt.fast};
   st = llm_encode_forward(rec, s->m, &s->kv, &s->rope, &s->step_scratch, 1, 1, &fo);
+  if (!st && sample && s->has_sampler) st = record_filter(s, rec, gpu_whole(s->step_scratch.logits));
   if (!st && sample && s->has_sampler)
     st = op_sample(rec, &s->sampler, gpu_whole(s->step_scratch.logits), gpu_whole(s->sampler_state),
                    gpu_whole(s->step_scratch.ids), gpu_whole(s->sampler_work), hp->n_vocab);
+  if (!st && sample && s->has_sampler) st = record_logprobs(s, rec, gpu_whole(s->step_scratch.ids));
   if (st) {
     llm_err_set(&s->err, st, "recording the decode step: %s", gpu_recorder_error(rec));
     gpu_recorder_free(rec);
@@ -598,6 +625,76 @@ wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp,
   return ensure_step(s, llm_bucket_of(s, s->n_past));
 }
 
+wgllm_status llm_session_set_filter(llm_session *s, const llm_logit_filter *f) {
+  llm_err_clear(&s->err);
+  uint32_t V = s->m->hp.n_vocab, n_bias = f ? f->n_bias : 0;
+  int masked = f && f->masked;
+  for (uint32_t k = 0; k < n_bias; k++)
+    if (f->bias_ids[k] < 0 || (uint32_t)f->bias_ids[k] >= V || !isfinite(f->bias[k]))
+      return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
+                         "logit bias %u: token %d (bias %g) outside the vocabulary of %u", k, f->bias_ids[k],
+                         f->bias[k], V);
+  if (s->in_flight) llm_session_step_drain(s); /* queued steps use the recordings freed below */
+  wgllm_status st = WGLLM_OK;
+  if (masked && !s->logit_mask) {
+    st = gpu_buffer_create(s->gpu, (uint64_t)(V + 31) / 32 * 4, "logit_mask", &s->logit_mask, &s->err);
+    if (st) return st;
+  }
+  if (n_bias) { /* a buffer of this request's size: the recording binds it whole */
+    gpu_buffer_destroy(s->gpu, s->logit_bias);
+    s->logit_bias = NULL;
+    uint32_t *pairs = malloc((size_t)n_bias * 8);
+    if (!pairs) return llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    for (uint32_t k = 0; k < n_bias; k++) {
+      pairs[2 * k] = (uint32_t)f->bias_ids[k];
+      memcpy(&pairs[2 * k + 1], &f->bias[k], 4);
+    }
+    st = gpu_buffer_create(s->gpu, (uint64_t)n_bias * 8, "logit_bias", &s->logit_bias, &s->err);
+    if (!st) gpu_write(s->gpu, s->logit_bias, 0, pairs, (uint64_t)n_bias * 8);
+    free(pairs);
+    if (st) return st;
+  }
+  if (masked != s->masked || n_bias || s->n_bias) free_steps(s); /* a bias buffer is new each time */
+  s->masked = masked;
+  s->n_bias = n_bias;
+  return WGLLM_OK;
+}
+
+wgllm_status llm_session_set_logprobs(llm_session *s, int on, uint32_t top) {
+  llm_err_clear(&s->err);
+  if (top > OP_LOGPROBS_MAX)
+    return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "top_logprobs is %u; at most %u", top, OP_LOGPROBS_MAX);
+  on = on != 0;
+  if (!on) top = 0;
+  if (on == s->lp_on && top == s->lp_top) return WGLLM_OK;
+  if (s->in_flight) llm_session_step_drain(s); /* queued steps read back what the recordings freed below wrote */
+  uint32_t V = s->m->hp.n_vocab;
+  wgllm_status st = WGLLM_OK;
+  if (on && !s->lp_readback) { /* made together: a failure frees those made (a later call tries again) */
+    st = gpu_buffer_create(s->gpu, (uint64_t)V * 4, "logprobs logits", &s->lp_raw, &s->err);
+    if (!st) st = gpu_buffer_create(s->gpu, op_logprobs_work_bytes(V), "logprobs work", &s->lp_work, &s->err);
+    if (!st) st = gpu_buffer_create(s->gpu, LLM_LP_WORDS * 4, "logprobs", &s->lp_out, &s->err);
+    if (!st && !(s->lp_readback = gpu_readback_create(s->gpu, LLM_LP_WORDS * 4, LLM_MAX_IN_FLIGHT + 1,
+                                                      "logprobs readback", &s->err)))
+      st = s->err.status;
+    if (st) {
+      gpu_buffer_destroy(s->gpu, s->lp_raw);
+      gpu_buffer_destroy(s->gpu, s->lp_work);
+      gpu_buffer_destroy(s->gpu, s->lp_out);
+      s->lp_raw = s->lp_work = s->lp_out = NULL;
+      return st;
+    }
+  }
+  free_steps(s);
+  s->lp_on = on;
+  s->lp_top = top;
+  return WGLLM_OK;
+}
+
+void llm_session_write_mask(llm_session *s, const uint32_t *words) {
+  if (s->logit_mask) gpu_write(s->gpu, s->logit_mask, 0, words, (uint64_t)(s->m->hp.n_vocab + 31) / 32 * 4);
+}
+
 static wgllm_status read_token(llm_session *s, int32_t *token) {
   uint32_t t;
   wgllm_status st = gpu_read(s->gpu, s->step_scratch.ids, 0, &t, 4, &s->err);
@@ -615,6 +712,7 @@ wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint
   }
   wgllm_status st = prefill(s, ids, T, NULL, 0, 1);
   if (!st) st = read_token(s, token);
+  if (!st && s->lp_on) st = gpu_read(s->gpu, s->lp_out, 0, s->lp_last, sizeof s->lp_last, &s->err);
   if (!st) {
     s->last_sampled = *token;
     s->ids_stale = 0; /* the prefill's sampler wrote it into the step's input */
@@ -655,7 +753,8 @@ wgllm_status llm_session_step_submit(llm_session *s) {
   }
   int slot;
   s->last_step = step;
-  st = gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
+  st = s->lp_on ? gpu_recorder_run_readback(step, s->lp_readback, gpu_whole(s->lp_out), &slot)
+                : gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
   if (st) {
     return llm_err_set(&s->err, st, "decode step: %s", gpu_recorder_error(step));
   }
@@ -668,7 +767,9 @@ wgllm_status llm_session_step_collect(llm_session *s, int32_t *token) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "llm_session_step_collect: nothing queued");
   }
   uint32_t t = 0;
-  wgllm_status st = gpu_readback_wait(s->readback, s->slots[0], &t, &s->err);
+  wgllm_status st = s->lp_on ? gpu_readback_wait(s->lp_readback, s->slots[0], s->lp_last, &s->err)
+                             : gpu_readback_wait(s->readback, s->slots[0], &t, &s->err);
+  if (s->lp_on) t = s->lp_last[0];
   memmove(s->slots, s->slots + 1, (size_t)(--s->in_flight) * sizeof s->slots[0]);
   if (!st && t >= s->m->hp.n_vocab) {
     st = llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "sampler returned token %u outside the vocabulary of %u", t,
@@ -684,8 +785,8 @@ wgllm_status llm_session_step_collect(llm_session *s, int32_t *token) {
 wgllm_status llm_session_step_drain(llm_session *s) {
   wgllm_status st = WGLLM_OK;
   while (s->in_flight) {
-    uint32_t t;
-    wgllm_status w = gpu_readback_wait(s->readback, s->slots[0], &t, &s->err);
+    uint32_t t[LLM_LP_WORDS];
+    wgllm_status w = gpu_readback_wait(s->lp_on ? s->lp_readback : s->readback, s->slots[0], t, &s->err);
     if (w && !st) st = w;
     memmove(s->slots, s->slots + 1, (size_t)(--s->in_flight) * sizeof s->slots[0]);
   }

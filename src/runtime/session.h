@@ -24,6 +24,8 @@ typedef struct llm_session_options {
 } llm_session_options;
 
 #define LLM_MAX_BUCKETS 24
+/* a token's logprobs record (op_logprobs' output): id, its logprob's bits, the count, then (id, logprob) pairs */
+#define LLM_LP_WORDS (3 + 2 * OP_LOGPROBS_MAX)
 #define LLM_MIN_BUCKET 256
 
 typedef struct llm_session {
@@ -31,21 +33,21 @@ typedef struct llm_session {
   gpu_context *gpu;
   llm_session_options opt;
   llm_kv_cache kv;
-  kv_seq seq;         /* on a pool: the blocks its cache holds (seq.n_tokens >= n_past: reserved ahead of steps) */
-  gpu_buffer *table;  /* on a pool: its block table [pool max_blocks] u32 */
-  uint32_t table_n;   /* entries of table written since the blocks last changed */
-  uint32_t seq_gen;   /* bumped whenever seq's blocks change (a batch's copy of its table row notices) */
+  kv_seq seq;           /* on a pool: the blocks its cache holds (seq.n_tokens >= n_past: reserved ahead of steps) */
+  gpu_buffer *table;    /* on a pool: its block table [pool max_blocks] u32 */
+  uint32_t table_n;     /* entries of table written since the blocks last changed */
+  uint32_t seq_gen;     /* bumped whenever seq's blocks change (a batch's copy of its table row notices) */
   llm_rope_tables rope; /* [ctx][rot/2] cos/sin (global layers, and local ones when their base differs) */
   uint32_t n_past;
-  uint32_t kv_hi;       /* the most tokens the cache held since the last reset (what a ring's slots hold) */
-  int32_t *fed;         /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
-  uint8_t *decoded;     /* [ctx] 1 where fed[i]'s K and V came from a decode step, 0 from a prefill */
-  uint32_t lead;        /* fed[0..lead) all came from prefills (what a pool may offer other sessions) */
-  uint32_t evicted;     /* llm_session_evict: the tokens to recompute (0: not evicted) */
+  uint32_t kv_hi;   /* the most tokens the cache held since the last reset (what a ring's slots hold) */
+  int32_t *fed;     /* [ctx] the tokens in the cache, in order (for prefix reuse across turns) */
+  uint8_t *decoded; /* [ctx] 1 where fed[i]'s K and V came from a decode step, 0 from a prefill */
+  uint32_t lead;    /* fed[0..lead) all came from prefills (what a pool may offer other sessions) */
+  uint32_t evicted; /* llm_session_evict: the tokens to recompute (0: not evicted) */
   struct llm_session *pool_prev, *pool_next; /* on a pool: its list of sessions */
-  uint64_t stamp;       /* llm_jobs_step's: the call that last stepped a job on it */
-  gpu_recorder *plain[LLM_MAX_BUCKETS]; /* the decode step without the sampler (a restore's replay) */
-  int32_t last_sampled; /* sitting in the step's input id, not yet fed */
+  uint64_t stamp;                            /* llm_jobs_step's: the call that last stepped a job on it */
+  gpu_recorder *plain[LLM_MAX_BUCKETS];      /* the decode step without the sampler (a restore's replay) */
+  int32_t last_sampled;                      /* sitting in the step's input id, not yet fed */
   /* the recorded decode step (kept), one per length bucket: steps[b] serves positions < llm_bucket_len(s, b)
      (256 doubling up to the context), so attention launches a grid sized for the bucket, not the whole cache;
      each is the forward pass, then the sampler when one is set; recorded on first use */
@@ -58,6 +60,18 @@ typedef struct llm_session {
   gpu_buffer *sampler_work;  /* block maxima and candidates (op_sample_work_bytes) */
   int has_sampler;
   op_sample_params sampler;
+  /* the logit filter the sampler's steps apply first (llm_session_set_filter): a token mask written before each step
+     (logit_mask: [ceil(n_vocab / 32)] u32) and a logit bias (logit_bias: [n_bias][2] u32 pairs) */
+  int masked;
+  uint32_t n_bias;
+  gpu_buffer *logit_mask, *logit_bias;
+  /* logprobs (llm_session_set_logprobs): the logits copied before the filter and the sampler (lp_raw), the op's work,
+     its output (lp_out, read back with each token instead of the id alone), and the last token's record */
+  int lp_on;
+  uint32_t lp_top;
+  gpu_buffer *lp_raw, *lp_work, *lp_out;
+  gpu_readback *lp_readback;
+  uint32_t lp_last[LLM_LP_WORDS];
   uint32_t step_recordings; /* how many times a step was recorded (replays create nothing) */
   uint32_t step_gen;        /* bumped whenever the recorded steps are dropped (a batch's recording notices) */
   int ids_stale;            /* a batched step sampled last_sampled: the step's input id must be written again */
@@ -137,6 +151,25 @@ wgllm_status llm_session_decode(llm_session *s, int32_t id, float *logits);
    tokens for the repetition-penalty window (the prompt tail). */
 wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp, const int32_t *recent,
                                      uint32_t n_recent);
+/* The logit filter of the sampler's steps, applied before the draw (the steps are re-recorded when it changes):
+   masked, a token mask the caller writes before each step with llm_session_write_mask (constrained decoding: one
+   step in flight at a time, since each mask depends on the token before); a logit bias of n_bias (id, bias) pairs,
+   ids distinct and in the vocabulary. NULL: none. */
+typedef struct llm_logit_filter {
+  int masked;
+  const int32_t *bias_ids;
+  const float *bias;
+  uint32_t n_bias;
+} llm_logit_filter;
+wgllm_status llm_session_set_filter(llm_session *s, const llm_logit_filter *f);
+/* Logprobs of each sampled token (on: the drawn token's, and the top most likely, at most OP_LOGPROBS_MAX), computed
+   on the GPU from the model's logits before the filter and the sampler, read back with the token (lp_last: the
+   last token's record, after llm_session_prefill_sample and each llm_session_step_collect). Re-records the steps when
+   it changes. */
+wgllm_status llm_session_set_logprobs(llm_session *s, int on, uint32_t top);
+/* The mask the next sampled step applies: bit (id & 31) of words[id >> 5] set where id may be drawn
+   ([ceil(n_vocab / 32)] words; queue-ordered before the next submit). */
+void llm_session_write_mask(llm_session *s, const uint32_t *words);
 /* Prefills the prompt and samples the first token. */
 wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint32_t T, int32_t *token);
 /* Feeds the last sampled token and samples the next (queue one step and collect it). */

@@ -1344,6 +1344,22 @@ static bool stream_steps(const tokenizer *t, size_t k0, size_t k1, bool *fused, 
   return ok;
 }
 
+size_t tok_token_bytes(const tokenizer *t, int32_t id, char *out, size_t cap) {
+  if (!t || !piece_ok(t, id)) return 0;
+  tok_buf a = {0}, b = {0};
+  bool fused = false;
+  bool ok = tok_buf_put(&a, t->arena.p + t->piece_off[id], t->piece_len[id]);
+  if (ok) ok = stream_steps(t, 0, t->n_dec, &fused, false, &a, &b);
+  size_t lead = !t->has_decoder, n = ok ? lead + a.n : 0; /* no decoder: tokens joined with spaces */
+  if (n && out && cap) {
+    if (lead) out[0] = ' ';
+    if (cap > lead && a.n) memcpy(out + lead, a.p, a.n < cap - lead ? a.n : cap - lead);
+  }
+  free(a.p);
+  free(b.p);
+  return n;
+}
+
 /* the token's contribution to the byte stream, per decoder step (everything but a fused Strip) */
 static bool stream_token(tok_stream *s, int32_t id, tok_buf *o) {
   const tokenizer *t = s->t;

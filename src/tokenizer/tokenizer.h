@@ -90,6 +90,10 @@ int tok_is_eog(const tokenizer *t, int32_t id);
 int tok_is_special(const tokenizer *t, int32_t id);
 /* the token's stored string (byte-level/metaspace form, or the added token's content); NULL for a bad id */
 const char *tok_piece(const tokenizer *t, int32_t id, size_t *len);
+/* The bytes token id adds in the middle of a text (its piece through the decoders: the byte-level map, a byte-fallback
+   token's byte, U+2581 as a space; a special token its content): up to cap of them into out; returns how many it
+   has (0 for a bad id, or out of memory). */
+size_t tok_token_bytes(const tokenizer *t, int32_t id, char *out, size_t cap);
 /* id of a piece (added tokens first, then the model vocabulary); -1 when absent */
 int32_t tok_find(const tokenizer *t, const char *piece);
 /* Whether b encodes and decodes as a does (a draft model's tokenizer against its target's): the same kind of

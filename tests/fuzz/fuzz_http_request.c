@@ -66,9 +66,9 @@ static void check_request(const serve_request *r, const serve_limits *lim) {
   size_t len = r->prompt ? r->prompt_len : r->chat_json_len;
   serve_answer a = {r->kind, "cmpl-fuzz", 1, r->model};
   serve_usage u = {3, r->max_tokens, 1};
-  check_json(serve_completion_json(&a, text, len, "stop", &u), "the completion");
-  check_json(serve_chunk_json(&a, text, len, 1, NULL, NULL, 1, NULL), "a chunk");
-  check_json(serve_chunk_json(&a, NULL, 0, 0, NULL, &u, 0, &u), "the usage chunk");
+  check_json(serve_completion_json(&a, text, len, "stop", &u, NULL), "the completion");
+  check_json(serve_chunk_json(&a, text, len, 1, NULL, NULL, 1, NULL, NULL), "a chunk");
+  check_json(serve_chunk_json(&a, NULL, 0, 0, NULL, &u, 0, &u, NULL), "the usage chunk");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

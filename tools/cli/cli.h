@@ -29,6 +29,11 @@ typedef struct cli_gen {
   uint32_t draft_max;     /* --draft-max N (0: not given) */
   const char *draft_path; /* -md PATH */
   wgllm_model *draft;     /* loaded from it (cli_gen_open_draft), freed by cli_gen_free */
+  /* --grammar, --grammar-file, -j, -jf: the option given, the grammar's kind (wgllm_grammar_kind) and text, compiled
+     by cli_gen_open_draft into grammar (gp.grammar), freed by cli_gen_free */
+  const char *grammar_opt, *grammar_text;
+  int grammar_kind, grammar_is_file;
+  wgllm_grammar *grammar;
   char *owned[4];         /* what -f, -sysf and the operands read or joined */
 } cli_gen;
 /* wgllm chat, or wgllm run -cnv, with the parsed options; returns the exit status */
@@ -40,9 +45,9 @@ void cli_print_stats(const wgllm_generate_stats *st, const char *adapter);
    printed, or the exit status of a usage error. The seed is random unless -s S. */
 int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g);
 void cli_gen_free(cli_gen *g);
-/* -md PATH: loads the draft model for m into g (gp.draft_model); with it or --spec-lookup, checks that m can
-   speculate (wgllm_model_can_speculate: exit 2 naming why, before any text); 0, or the exit status after saying
-   why */
+/* The options that need the model: the grammar of --grammar/-j compiled for m (gp.grammar); -md PATH: loads the
+   draft model for m into g (gp.draft_model); with it or --spec-lookup, checks that m can speculate
+   (wgllm_model_can_speculate: exit 2 naming why, before any text). 0, or the exit status after saying why. */
 int cli_gen_open_draft(cli_gen *g, wgllm_model *m);
 /* -v: the seed and the sampling settings on stderr */
 void cli_verbose_sampling(const cli_gen *g);

@@ -34,7 +34,11 @@ enum {
   K_NO_DISPLAY_PROMPT,
   K_SPEC_LOOKUP,
   K_DRAFT_MAX,
-  K_MODEL_DRAFT
+  K_MODEL_DRAFT,
+  K_GRAMMAR,
+  K_GRAMMAR_FILE,
+  K_JSON_SCHEMA,
+  K_JSON_SCHEMA_FILE
 };
 
 static const cli_opt gen_opts[] = {
@@ -73,6 +77,12 @@ static const cli_opt gen_opts[] = {
      "in one pass; same text)"},
     {K_DRAFT_MAX, "--draft-max --draft --draft-n", CLI_INT, "N", 1, WGLLM_SPEC_MAX, 0, CLI_CMD_GEN,
      "drafts a speculative step at most (default 7: eight rows, one pass of the weights)"},
+    {K_GRAMMAR, "--grammar", CLI_TEXT, "GBNF", 0, 0, 0, CLI_CMD_GEN,
+     "constrain the text to this GBNF grammar (llama.cpp's syntax, rule root)"},
+    {K_GRAMMAR_FILE, "--grammar-file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_GEN, "the GBNF grammar from FILE"},
+    {K_JSON_SCHEMA, "-j --json-schema", CLI_TEXT, "SCHEMA", 0, 0, 0, CLI_CMD_GEN,
+     "constrain the text to JSON valid under this JSON schema ('{}': any JSON object)"},
+    {K_JSON_SCHEMA_FILE, "-jf --json-schema-file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_GEN, "the JSON schema from FILE"},
     {K_NO_DISPLAY_PROMPT, "--no-display-prompt", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_RUN,
      "run: print the continuation only, not the prompt"},
     {K_CNV, "-cnv --conversation", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN, "run: chat instead (as wgllm chat)"},
@@ -200,6 +210,19 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_NO_CONTEXT_SHIFT:
     g->no_context_shift = 1;
     break;
+  case K_GRAMMAR:
+  case K_GRAMMAR_FILE:
+  case K_JSON_SCHEMA:
+  case K_JSON_SCHEMA_FILE:
+    if (g->grammar_opt) {
+      fprintf(stderr, "%s: %s and %s both constrain the text; give one\n", ps->prog, g->grammar_opt, v->name);
+      return 2;
+    }
+    g->grammar_opt = v->name;
+    g->grammar_kind = key == K_GRAMMAR || key == K_GRAMMAR_FILE ? WGLLM_GRAMMAR_GBNF : WGLLM_GRAMMAR_JSON_SCHEMA;
+    g->grammar_text = v->text;
+    g->grammar_is_file = key == K_GRAMMAR_FILE || key == K_JSON_SCHEMA_FILE;
+    break;
   default:
     return 2;
   }
@@ -302,6 +325,8 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
   }
   if (ps.file && !(g->prompt = g->owned[1] = read_text(prog, "-f", ps.file))) return 2;
   if (ps.system_file && !(g->system = g->owned[2] = read_text(prog, "-sysf", ps.system_file))) return 2;
+  if (g->grammar_is_file && !(g->grammar_text = g->owned[3] = read_text(prog, g->grammar_opt, g->grammar_text)))
+    return 2;
   if (!g->c.model) {
     fprintf(stderr, "%s: -m PATH is required (see --help)\n", prog);
     return 2;
@@ -321,6 +346,15 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
 }
 
 int cli_gen_open_draft(cli_gen *g, wgllm_model *m) {
+  if (g->grammar_text) { /* compiled for m's vocabulary, before any text; a JSON schema of {} is any object */
+    int any = g->grammar_kind == WGLLM_GRAMMAR_JSON_SCHEMA && !strcmp(g->grammar_text, "{}");
+    wgllm_grammar_kind kind = any ? WGLLM_GRAMMAR_JSON_OBJECT : (wgllm_grammar_kind)g->grammar_kind;
+    if (wgllm_grammar_create(m, kind, g->grammar_text, strlen(g->grammar_text), &g->grammar)) {
+      fprintf(stderr, "wgllm: %s: %s\n", g->grammar_opt, wgllm_last_error());
+      return 2;
+    }
+    g->gp.grammar = g->grammar;
+  }
   if ((g->draft_path || g->spec_lookup) && wgllm_model_can_speculate(m)) { /* said before any text */
     fprintf(stderr, "wgllm: %s: %s\n", g->draft_path ? "-md" : "--spec-lookup", wgllm_model_error(m));
     return 2;
@@ -332,7 +366,8 @@ int cli_gen_open_draft(cli_gen *g, wgllm_model *m) {
 }
 
 void cli_gen_free(cli_gen *g) {
-  wgllm_model_free(g->draft); /* after the sessions, which hold sessions of it */
+  wgllm_grammar_free(g->grammar); /* before the model it was made for */
+  wgllm_model_free(g->draft);     /* after the sessions, which hold sessions of it */
   free(g->stop);
   for (int i = 0; i < 4; i++)
     free(g->owned[i]);

@@ -105,7 +105,10 @@ struct serve_exchange {
   char id[48];
   stream_phase phase;
   size_t text_sent;
-  char *event; /* the stream's last event (its bytes handed out until the next call) */
+  size_t lp_sent; /* logprobs entries sent */
+  int parsed_end; /* the reply parser's finish was sent */
+  int tool_calls; /* calls sent: the finish_reason is "tool_calls" */
+  char *event;    /* the stream's last event (its bytes handed out until the next call) */
 };
 
 serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched) {
@@ -661,6 +664,7 @@ static void props(serve_exchange *x) {
   cJSON_AddNumberToObject(o, "n_ctx", m.context);
   cJSON_AddNumberToObject(o, "total_slots", m.parallel);
   cJSON_AddStringToObject(o, "build_info", wgllm_version());
+  cJSON_AddStringToObject(o, "tool_format", serve_sched_tool_format(x->h->sched));
   cJSON_AddItemToObject(o, "default_generation_settings", d);
   cJSON_AddNumberToObject(d, "n_ctx", m.context);
   cJSON_AddItemToObject(d, "params", p);
@@ -861,6 +865,74 @@ static int set_event(serve_exchange *x, char *json) {
   return x->event ? 0 : -1;
 }
 
+/* under the lock: the task's logprobs entries [from, n_lp) as the choice's logprobs object (chat: {"content": [...]},
+   completions: {"tokens", "token_logprobs", "top_logprobs", "text_offset"}, offsets from *offset on), or NULL */
+static cJSON *logprobs_json(const serve_task *t, size_t from, size_t *offset) {
+  if (!t->req.logprobs || !t->lp_items) return NULL;
+  cJSON *o = cJSON_CreateObject();
+  if (t->req.kind == SERVE_KIND_CHAT) {
+    cJSON *content = cJSON_AddArrayToObject(o, "content");
+    for (size_t i = from; i < t->n_lp; i++)
+      cJSON_AddItemToArray(content, cJSON_Duplicate(cJSON_GetArrayItem(t->lp_items, (int)i), 1));
+    return o;
+  }
+  cJSON *toks = cJSON_AddArrayToObject(o, "tokens"), *lps = cJSON_AddArrayToObject(o, "token_logprobs"),
+        *tops = cJSON_AddArrayToObject(o, "top_logprobs"), *offs = cJSON_AddArrayToObject(o, "text_offset");
+  for (size_t i = from; i < t->n_lp; i++) {
+    const cJSON *e = cJSON_GetArrayItem(t->lp_items, (int)i), *tok = cJSON_GetObjectItemCaseSensitive(e, "token");
+    cJSON_AddItemToArray(toks, cJSON_Duplicate(tok, 1));
+    cJSON_AddItemToArray(lps, cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(e, "logprob"), 1));
+    cJSON *top = cJSON_CreateObject();
+    const cJSON *alt;
+    cJSON_ArrayForEach(alt, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs")) {
+      const cJSON *at = cJSON_GetObjectItemCaseSensitive(alt, "token");
+      if (!cJSON_GetObjectItemCaseSensitive(top, at->valuestring)) /* two ids of one text: the likelier */
+        cJSON_AddNumberToObject(top, at->valuestring, cJSON_GetObjectItemCaseSensitive(alt, "logprob")->valuedouble);
+    }
+    cJSON_AddItemToArray(tops, top);
+    cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)*offset));
+    *offset += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(e, "bytes"));
+  }
+  return o;
+}
+
+/* A reply parser's delta JSON (wgllm_reply_parser_push) into the chunk's content (*text, malloc'd) and extras */
+static void parse_delta(char *json, char **text, size_t *len, cJSON **delta, serve_extras *e) {
+  *delta = json ? cJSON_Parse(json) : NULL;
+  wgllm_free(json);
+  const cJSON *c = cJSON_GetObjectItemCaseSensitive(*delta, "content"),
+              *r = cJSON_GetObjectItemCaseSensitive(*delta, "reasoning_content");
+  *text = cJSON_IsString(c) ? c->valuestring : NULL;
+  *len = *text ? strlen(*text) : 0;
+  e->reasoning = cJSON_IsString(r) ? r->valuestring : NULL;
+  e->tool_calls = cJSON_GetObjectItemCaseSensitive(*delta, "tool_calls");
+}
+
+/* PHASE_TEXT with the task's new text (and logprobs) in hand, unlocked: a chunk, or 1 when the parser held it all */
+static int text_event(serve_exchange *x, const char *text, size_t n, cJSON *lp, int end) {
+  serve_task *t = x->task;
+  serve_extras e = {.logprobs = lp};
+  cJSON *delta = NULL;
+  const char *out = text;
+  size_t out_len = n;
+  if (t->parser) { /* the HTTP side alone uses it */
+    char *json = NULL, *ctext = NULL;
+    if (end)
+      wgllm_reply_parser_finish(t->parser, &json);
+    else if (n)
+      wgllm_reply_parser_push(t->parser, text, n, &json);
+    parse_delta(json, &ctext, &out_len, &delta, &e);
+    out = ctext;
+    x->tool_calls += e.tool_calls ? cJSON_GetArraySize(e.tool_calls) : 0;
+  }
+  int none = !out_len && !e.reasoning && !e.tool_calls && !lp;
+  char *chunk = none ? NULL : serve_chunk_json(&x->answer, out, out_len, 0, NULL, NULL, t->req.include_usage, NULL, &e);
+  cJSON_Delete(delta);
+  cJSON_Delete(lp);
+  if (none) return 1;
+  return set_event(x, chunk);
+}
+
 static int next_event(serve_exchange *x) {
   serve_sched *s = x->h->sched;
   serve_task *t = x->task;
@@ -868,19 +940,33 @@ static int next_event(serve_exchange *x) {
   switch (x->phase) {
   case PHASE_ROLE:
     x->phase = PHASE_TEXT;
-    return set_event(x, serve_chunk_json(a, NULL, 0, 1, NULL, NULL, t->req.include_usage, NULL));
+    return set_event(x, serve_chunk_json(a, NULL, 0, 1, NULL, NULL, t->req.include_usage, NULL, NULL));
   case PHASE_TEXT: {
     serve_sched_lock(s);
-    if (t->out_len > x->text_sent) {
-      size_t n = t->out_len - x->text_sent;
-      char *json = serve_chunk_json(a, t->out + x->text_sent, n, 0, NULL, NULL, t->req.include_usage, NULL);
+    while (t->out_len > x->text_sent || t->n_lp > x->lp_sent) {
+      size_t n = t->out_len - x->text_sent, off = 0;
+      char *text = malloc(n + 1);
+      if (text) memcpy(text, t->out + x->text_sent, n);
+      cJSON *lp = t->n_lp > x->lp_sent ? logprobs_json(t, x->lp_sent, &off) : NULL;
       x->text_sent = t->out_len;
+      x->lp_sent = t->n_lp;
       serve_sched_unlock(s);
-      return set_event(x, json);
+      if (!text) return -1;
+      int rc = text_event(x, text, n, lp, 0);
+      free(text);
+      if (rc != 1) return rc;
+      serve_sched_lock(s); /* the parser held it back: more may have come meanwhile */
     }
     if (t->state != SERVE_TASK_DONE) {
       serve_sched_unlock(s);
       return 1;
+    }
+    if (t->parser && !x->parsed_end && !t->failed) { /* what the parser held back, before the finish */
+      serve_sched_unlock(s);
+      x->parsed_end = 1;
+      int rc = text_event(x, NULL, 0, NULL, 1);
+      if (rc != 1) return rc;
+      serve_sched_lock(s);
     }
     int failed = t->failed;
     serve_error e = t->err;
@@ -893,14 +979,16 @@ static int next_event(serve_exchange *x) {
       return set_event(x, serve_error_json(&e));
     }
     x->phase = t->req.include_usage ? PHASE_USAGE : PHASE_DONE;
-    return set_event(x, serve_chunk_json(a, NULL, 0, 0, finish ? finish : "stop", NULL, t->req.include_usage, &u));
+    if (x->tool_calls && (!finish || !strcmp(finish, "stop"))) finish = "tool_calls";
+    return set_event(x,
+                     serve_chunk_json(a, NULL, 0, 0, finish ? finish : "stop", NULL, t->req.include_usage, &u, NULL));
   }
   case PHASE_USAGE: {
     x->phase = PHASE_DONE;
     serve_sched_lock(s);
     serve_usage u = t->usage;
     serve_sched_unlock(s);
-    return set_event(x, serve_chunk_json(a, NULL, 0, 0, NULL, &u, 0, &u));
+    return set_event(x, serve_chunk_json(a, NULL, 0, 0, NULL, &u, 0, &u, NULL));
   }
   case PHASE_DONE:
     x->phase = PHASE_END;
@@ -911,6 +999,60 @@ static int next_event(serve_exchange *x) {
     break;
   }
   return -1;
+}
+
+/* under the lock: a done task's whole answer: the reply parsed (content, reasoning_content, tool_calls; finish_reason
+   "tool_calls" where it called), its logprobs */
+static char *whole_answer(serve_exchange *x) {
+  serve_task *t = x->task;
+  size_t off = 0;
+  serve_extras e = {.logprobs = logprobs_json(t, 0, &off)};
+  const char *finish = t->finish_reason;
+  char *text = NULL, *json = NULL;
+  size_t len = 0;
+  cJSON *calls = NULL;
+  if (t->parser) { /* the deltas of the whole text and the finish, joined */
+    char *d1 = NULL, *d2 = NULL, *c1, *c2;
+    size_t l1, l2;
+    cJSON *j1, *j2;
+    serve_extras e1 = {0}, e2 = {0};
+    wgllm_reply_parser_push(t->parser, t->out ? t->out : "", t->out_len, &d1);
+    wgllm_reply_parser_finish(t->parser, &d2);
+    parse_delta(d1, &c1, &l1, &j1, &e1);
+    parse_delta(d2, &c2, &l2, &j2, &e2);
+    text = malloc(l1 + l2 + 1);
+    size_t rl = (e1.reasoning ? strlen(e1.reasoning) : 0) + (e2.reasoning ? strlen(e2.reasoning) : 0);
+    char *reasoning = rl ? malloc(rl + 1) : NULL;
+    if (text) {
+      memcpy(text, c1 ? c1 : "", l1);
+      memcpy(text + l1, c2 ? c2 : "", l2);
+      len = l1 + l2;
+    }
+    if (reasoning) {
+      snprintf(reasoning, rl + 1, "%s%s", e1.reasoning ? e1.reasoning : "", e2.reasoning ? e2.reasoning : "");
+      e.reasoning = reasoning;
+    }
+    if (e1.tool_calls || e2.tool_calls) {
+      calls = cJSON_CreateArray();
+      const cJSON *c;
+      cJSON_ArrayForEach(c, e1.tool_calls) cJSON_AddItemToArray(calls, cJSON_Duplicate(c, 1));
+      cJSON_ArrayForEach(c, e2.tool_calls) cJSON_AddItemToArray(calls, cJSON_Duplicate(c, 1));
+      for (cJSON *q = calls->child; q; q = q->next) /* a whole message's calls carry no index */
+        cJSON_DeleteItemFromObjectCaseSensitive(q, "index");
+      e.tool_calls = calls;
+      if (!finish || !strcmp(finish, "stop")) finish = "tool_calls";
+    }
+    if (text) json = serve_completion_json(&x->answer, text, len, finish, &t->usage, &e);
+    free(reasoning);
+    cJSON_Delete(j1);
+    cJSON_Delete(j2);
+  } else {
+    json = serve_completion_json(&x->answer, t->out ? t->out : "", t->out_len, finish, &t->usage, &e);
+  }
+  free(text);
+  cJSON_Delete(calls);
+  cJSON_Delete(e.logprobs);
+  return json;
 }
 
 /* X_TASK: the task has run far enough to answer (a stream: prefilled; else: done) */
@@ -930,8 +1072,7 @@ static serve_out_kind task_answer(serve_exchange *x, serve_out *o) {
   int failed = t->failed;
   serve_error te = t->err;
   char *json = NULL;
-  if (!failed && !x->stream)
-    json = serve_completion_json(&x->answer, t->out ? t->out : "", t->out_len, t->finish_reason, &t->usage);
+  if (!failed && !x->stream) json = whole_answer(x);
   serve_sched_unlock(s);
   if (failed)
     answer_error(x, &te);
@@ -1011,7 +1152,7 @@ serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o) {
 static int task_news(const serve_exchange *x) {
   const serve_task *t = x->task;
   return t->state == SERVE_TASK_DONE || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
-         (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent));
+         (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent || t->n_lp > x->lp_sent));
 }
 
 int serve_exchange_ready(serve_exchange *x) {

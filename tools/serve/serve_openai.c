@@ -195,37 +195,18 @@ static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err)
   if (n != 1) return bad(err, "n", "'n' is %lld; this server generates one choice a request (n = 1)", n);
   if (get_int(o, "best_of", 1, 1e9, &n, err) < 0) return -1;
   if (n != 1) return bad(err, "best_of", "'best_of' is %lld; only 1 is supported", n);
-  const cJSON *f = field(o, "logprobs");
-  if (f && !cJSON_IsFalse(f) && !(cJSON_IsNumber(f) && f->valuedouble == 0))
-    return bad(err, "logprobs", "'logprobs' is not supported");
-  long long tl = 0;
-  if (get_int(o, "top_logprobs", 0, 20, &tl, err) < 0) return -1;
-  if (tl) return bad(err, "top_logprobs", "'top_logprobs' is not supported");
-  f = field(o, "logit_bias");
-  if (f && !(cJSON_IsObject(f) && !f->child)) return bad(err, "logit_bias", "'logit_bias' is not supported");
-  f = field(o, "response_format");
-  if (f) {
-    const cJSON *t = cJSON_IsObject(f) ? field(f, "type") : NULL;
-    if (!t || !cJSON_IsString(t) || strcmp(t->valuestring, "text"))
-      return bad(err, "response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
-  }
+  const cJSON *f;
   /* llama-server's and vLLM's fields that would change the output: refused rather than ignored (a request that asks
-     for a grammar must not get free text) */
-  static const char *const not_here[] = {"grammar",       "json_schema",      "guided_json",     "guided_regex",
-                                         "guided_choice", "guided_grammar",   "mirostat",        "typical_p",
-                                         "tfs_z",         "dry_multiplier",   "xtc_probability", "n_probs",
-                                         "samplers",      "logit_bias_tokens"};
+     for a regex must not get free text) */
+  static const char *const not_here[] = {"guided_regex", "guided_choice", "guided_grammar",   "mirostat",
+                                         "typical_p",    "tfs_z",         "dry_multiplier",   "xtc_probability",
+                                         "n_probs",      "samplers",      "logit_bias_tokens"};
   for (size_t i = 0; i < sizeof not_here / sizeof not_here[0]; i++) {
     f = field(o, not_here[i]);
     if (f && !(cJSON_IsNumber(f) && f->valuedouble == 0) && !cJSON_IsFalse(f))
       return bad(err, not_here[i], "'%s' is not supported by this server", not_here[i]);
   }
   if (kind == SERVE_KIND_CHAT) { /* chat fields whose request the server cannot honour */
-    f = field(o, "tool_choice");
-    if (f && !(cJSON_IsString(f) && (!strcmp(f->valuestring, "auto") || !strcmp(f->valuestring, "none"))))
-      return bad(err, "tool_choice",
-                 "'tool_choice' other than \"auto\" or \"none\" is not supported: tool calls are not parsed "
-                 "from the reply");
     static const char *const chat_not_here[] = {"functions", "function_call", "audio", "web_search_options"};
     for (size_t i = 0; i < sizeof chat_not_here / sizeof chat_not_here[0]; i++)
       if (field(o, chat_not_here[i]))
@@ -291,6 +272,62 @@ static int check_messages(const cJSON *msgs, cJSON *out_msgs, serve_error *err) 
   return 0;
 }
 
+/* tools' function names, tool_choice, reasoning_format */
+static int tool_fields(const cJSON *o, const cJSON *tools, serve_request *r, serve_error *err) {
+  size_t n = tools ? (size_t)cJSON_GetArraySize(tools) : 0;
+  if (n) {
+    if (!(r->tools_json = cJSON_PrintUnformatted(tools)) || !(r->tool_names = calloc(n, sizeof *r->tool_names)))
+      return oom(err);
+    const cJSON *t;
+    cJSON_ArrayForEach(t, tools) {
+      const cJSON *fn = field(t, "function");
+      const cJSON *name = fn && cJSON_IsObject(fn) ? field(fn, "name") : field(t, "name");
+      if (!name || !cJSON_IsString(name) || !name->valuestring[0])
+        return bad(err, "tools",
+                   "tools[%zu] has no function name ({\"type\": \"function\", \"function\": "
+                   "{\"name\": ...}})",
+                   r->n_tools);
+      if (!(r->tool_names[r->n_tools++] = strdup(name->valuestring))) return oom(err);
+    }
+  }
+  const cJSON *f = field(o, "tool_choice");
+  if (f) {
+    if (cJSON_IsString(f) && !strcmp(f->valuestring, "auto")) {
+      r->tool_choice = SERVE_TOOLS_AUTO;
+    } else if (cJSON_IsString(f) && !strcmp(f->valuestring, "none")) {
+      r->tool_choice = SERVE_TOOLS_NONE;
+    } else if (cJSON_IsString(f) && !strcmp(f->valuestring, "required")) {
+      r->tool_choice = SERVE_TOOLS_REQUIRED;
+    } else if (cJSON_IsObject(f)) { /* {"type": "function", "function": {"name": N}} */
+      const cJSON *fn = field(f, "function"), *name = fn && cJSON_IsObject(fn) ? field(fn, "name") : NULL;
+      if (!name || !cJSON_IsString(name))
+        return bad(err, "tool_choice",
+                   "'tool_choice' object must be {\"type\": \"function\", \"function\": "
+                   "{\"name\": ...}}");
+      size_t k = 0;
+      while (k < r->n_tools && strcmp(r->tool_names[k], name->valuestring))
+        k++;
+      if (k == r->n_tools)
+        return bad(err, "tool_choice", "'tool_choice' names the function '%.64s', which is not among 'tools'",
+                   name->valuestring);
+      r->tool_choice = SERVE_TOOLS_NAMED;
+      if (!(r->tool_name = strdup(name->valuestring))) return oom(err);
+    } else {
+      return bad(err, "tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or a function");
+    }
+    if ((r->tool_choice == SERVE_TOOLS_REQUIRED || r->tool_choice == SERVE_TOOLS_NAMED) && !n)
+      return bad(err, "tool_choice", "'tool_choice' asks for a call but the request has no 'tools'");
+  }
+  f = field(o, "reasoning_format");
+  if (f) {
+    if (!cJSON_IsString(f) ||
+        (strcmp(f->valuestring, "none") && strcmp(f->valuestring, "deepseek") && strcmp(f->valuestring, "auto")))
+      return bad(err, "reasoning_format", "'reasoning_format' must be \"none\", \"auto\" or \"deepseek\"");
+    r->reasoning_inline = !strcmp(f->valuestring, "none");
+  }
+  return 0;
+}
+
 static int chat_fields(const cJSON *o, const serve_limits *lim, serve_request *r, serve_error *err) {
   cJSON *chat = cJSON_CreateObject(), *msgs = cJSON_CreateArray();
   if (!chat || !msgs) {
@@ -305,8 +342,10 @@ static int chat_fields(const cJSON *o, const serve_limits *lim, serve_request *r
     if (!cJSON_IsArray(tools)) rc = bad(err, "tools", "'tools' must be an array");
     for (const cJSON *t = rc ? NULL : tools->child; t && !rc; t = t->next)
       if (!cJSON_IsObject(t)) rc = bad(err, "tools", "each of 'tools' must be an object");
-    if (!rc) cJSON_AddItemToObject(chat, "tools", cJSON_Duplicate(tools, 1));
   }
+  if (!rc) rc = tool_fields(o, tools, r, err);
+  if (!rc && tools && cJSON_GetArraySize(tools) && r->tool_choice != SERVE_TOOLS_NONE)
+    cJSON_AddItemToObject(chat, "tools", cJSON_Duplicate(tools, 1)); /* "none": not offered */
   const cJSON *kw = field(o, "chat_template_kwargs");
   if (!rc && kw) {
     if (!cJSON_IsObject(kw))
@@ -420,6 +459,112 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
   return get_stop(o, lim, r, err);
 }
 
+/* A constraint's text: a string as given (GBNF), a schema object printed */
+static int set_constraint(serve_request *r, serve_constrain c, const char *param, const cJSON *v, serve_error *err) {
+  if (r->constrain)
+    return bad(err, param, "'%s' and '%s' both constrain the output; give one", r->constraint_param, param);
+  r->constrain = c;
+  r->constraint_param = param;
+  if (!v) return 0;
+  if (c == SERVE_CONSTRAIN_GBNF) {
+    if (!cJSON_IsString(v)) return bad(err, param, "'%s' must be a string (a GBNF grammar)", param);
+    if (!(r->constraint = take_string(v, &r->constraint_len))) return oom(err);
+    return 0;
+  }
+  if (cJSON_IsString(v)) { /* vLLM's guided_json may be the schema's text */
+    cJSON *parsed = cJSON_Parse(v->valuestring);
+    int ok = cJSON_IsObject(parsed);
+    cJSON_Delete(parsed);
+    if (!ok) return bad(err, param, "'%s' is a string that is not a JSON schema object", param);
+    if (!(r->constraint = take_string(v, &r->constraint_len))) return oom(err);
+    return 0;
+  }
+  if (!cJSON_IsObject(v)) return bad(err, param, "'%s' must be a JSON schema (an object)", param);
+  if (!(r->constraint = cJSON_PrintUnformatted(v))) return oom(err);
+  r->constraint_len = strlen(r->constraint);
+  return 0;
+}
+
+/* response_format, llama-server's grammar and json_schema, vLLM's guided_json; logit_bias */
+static int output_fields(const cJSON *o, serve_request *r, serve_error *err) {
+  const cJSON *f = field(o, "response_format");
+  if (f) {
+    const cJSON *t = cJSON_IsObject(f) ? field(f, "type") : NULL;
+    if (!t || !cJSON_IsString(t))
+      return bad(err, "response_format", "'response_format' must be an object with a 'type'");
+    if (!strcmp(t->valuestring, "json_object")) {
+      const cJSON *schema = field(f, "schema"); /* llama-server's: a schema beside json_object */
+      if (set_constraint(r, schema ? SERVE_CONSTRAIN_JSON_SCHEMA : SERVE_CONSTRAIN_JSON_OBJECT, "response_format",
+                         schema, err))
+        return -1;
+    } else if (!strcmp(t->valuestring, "json_schema")) {
+      const cJSON *js = field(f, "json_schema");
+      const cJSON *schema = js && cJSON_IsObject(js) ? field(js, "schema") : NULL;
+      if (!schema)
+        return bad(err, "response_format",
+                   "'response_format' json_schema needs {\"json_schema\": {\"schema\": {...}}}");
+      if (set_constraint(r, SERVE_CONSTRAIN_JSON_SCHEMA, "response_format", schema, err)) return -1;
+    } else if (strcmp(t->valuestring, "text")) {
+      return bad(err, "response_format",
+                 "'response_format' type is '%.40s'; expected \"text\", \"json_object\" or \"json_schema\"",
+                 t->valuestring);
+    }
+  }
+  static const struct {
+    const char *name;
+    serve_constrain c;
+  } fields[] = {{"grammar", SERVE_CONSTRAIN_GBNF},
+                {"json_schema", SERVE_CONSTRAIN_JSON_SCHEMA},
+                {"guided_json", SERVE_CONSTRAIN_JSON_SCHEMA}};
+  for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
+    f = field(o, fields[i].name);
+    if (f && !(cJSON_IsString(f) && !f->valuestring[0]) && set_constraint(r, fields[i].c, fields[i].name, f, err))
+      return -1;
+  }
+  f = field(o, "logprobs");
+  long long top = 0;
+  if (f && r->kind == SERVE_KIND_CHAT) { /* true / false, and top_logprobs 0..20 */
+    if (!cJSON_IsBool(f)) return bad(err, "logprobs", "'logprobs' must be true or false");
+    r->logprobs = cJSON_IsTrue(f);
+  } else if (f) { /* completions: an integer 0..5, the alternatives a token */
+    if (get_int(o, "logprobs", 0, 5, &top, err) < 0) return -1;
+    r->logprobs = 1;
+    r->top_logprobs = (uint32_t)top;
+  }
+  if (r->kind == SERVE_KIND_CHAT) {
+    int g = get_int(o, "top_logprobs", 0, 20, &top, err);
+    if (g < 0) return -1;
+    if (g && top && !r->logprobs) return bad(err, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    if (g) r->top_logprobs = (uint32_t)top;
+  }
+  f = field(o, "logit_bias");
+  if (f) {
+    if (!cJSON_IsObject(f)) return bad(err, "logit_bias", "'logit_bias' must be an object of token ids to biases");
+    size_t n = (size_t)cJSON_GetArraySize(f);
+    if (n > SERVE_MAX_LOGIT_BIAS)
+      return bad(err, "logit_bias", "'logit_bias' has %zu tokens; at most %d", n, SERVE_MAX_LOGIT_BIAS);
+    if (n) {
+      r->bias_ids = malloc(n * sizeof *r->bias_ids);
+      r->bias = malloc(n * sizeof *r->bias);
+      if (!r->bias_ids || !r->bias) return oom(err);
+    }
+    const cJSON *e;
+    cJSON_ArrayForEach(e, f) {
+      char *end = NULL;
+      long id = strtol(e->string, &end, 10);
+      if (!e->string[0] || *end || id < 0 || id > 2147483647L)
+        return bad(err, "logit_bias", "'logit_bias' key '%.40s' is not a token id", e->string);
+      if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < -100 || e->valuedouble > 100)
+        return bad(err, "logit_bias", "'logit_bias' of token %ld must be a number from -100 to 100", id);
+      for (size_t k = 0; k < r->n_bias; k++)
+        if (r->bias_ids[k] == (int32_t)id) return bad(err, "logit_bias", "'logit_bias' names token %ld twice", id);
+      r->bias_ids[r->n_bias] = (int32_t)id;
+      r->bias[r->n_bias++] = (float)e->valuedouble;
+    }
+  }
+  return 0;
+}
+
 int serve_parse_request(serve_kind kind, const char *body, size_t len, const serve_limits *lim, serve_request *out,
                         serve_error *err) {
   memset(out, 0, sizeof *out);
@@ -442,6 +587,7 @@ int serve_parse_request(serve_kind kind, const char *body, size_t len, const ser
   if (!rc) rc = refuse_unsupported(o, kind, err);
   if (!rc) rc = kind == SERVE_KIND_CHAT ? chat_fields(o, lim, out, err) : completion_prompt(o, lim, out, err);
   if (!rc) rc = sampling_fields(o, lim, out, err);
+  if (!rc) rc = output_fields(o, out, err);
   cJSON_Delete(o);
   if (rc) serve_request_free(out);
   return rc;
@@ -456,6 +602,14 @@ void serve_request_free(serve_request *r) {
     free(r->stop[i]);
   free(r->stop);
   free(r->stop_len);
+  free(r->constraint);
+  free(r->tools_json);
+  for (size_t i = 0; i < r->n_tools; i++)
+    free(r->tool_names[i]);
+  free(r->tool_names);
+  free(r->tool_name);
+  free(r->bias_ids);
+  free(r->bias);
   serve_kind k = r->kind;
   memset(r, 0, sizeof *r);
   r->kind = k;
@@ -613,7 +767,7 @@ static void add_finish(cJSON *choice, const char *finish_reason) {
 }
 
 char *serve_completion_json(const serve_answer *a, const char *text, size_t len, const char *finish_reason,
-                            const serve_usage *u) {
+                            const serve_usage *u, const serve_extras *x) {
   int chat = a->kind == SERVE_KIND_CHAT;
   cJSON *o = answer_head(a, chat ? "chat.completion" : "text_completion");
   cJSON *choices = cJSON_AddArrayToObject(o, "choices"), *c = cJSON_CreateObject();
@@ -622,12 +776,20 @@ char *serve_completion_json(const serve_answer *a, const char *text, size_t len,
   if (chat) {
     cJSON *m = cJSON_AddObjectToObject(c, "message");
     cJSON_AddStringToObject(m, "role", "assistant");
-    cJSON_AddItemToObject(m, "content", string_n(text, len));
+    if (!len && x && x->tool_calls)
+      cJSON_AddNullToObject(m, "content");
+    else
+      cJSON_AddItemToObject(m, "content", string_n(text, len));
+    if (x && x->reasoning) cJSON_AddStringToObject(m, "reasoning_content", x->reasoning);
+    if (x && x->tool_calls) cJSON_AddItemToObject(m, "tool_calls", cJSON_Duplicate(x->tool_calls, 1));
     cJSON_AddNullToObject(m, "refusal");
   } else {
     cJSON_AddItemToObject(c, "text", string_n(text, len));
   }
-  cJSON_AddNullToObject(c, "logprobs");
+  if (x && x->logprobs)
+    cJSON_AddItemToObject(c, "logprobs", cJSON_Duplicate(x->logprobs, 1));
+  else
+    cJSON_AddNullToObject(c, "logprobs");
   add_finish(c, finish_reason);
   cJSON_AddItemToObject(o, "usage", usage_json(u));
   cJSON_AddItemToObject(o, "timings", timings_json(u));
@@ -635,7 +797,8 @@ char *serve_completion_json(const serve_answer *a, const char *text, size_t len,
 }
 
 char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int with_role, const char *finish_reason,
-                       const serve_usage *usage, int with_usage_null, const serve_usage *timings) {
+                       const serve_usage *usage, int with_usage_null, const serve_usage *timings,
+                       const serve_extras *x) {
   int chat = a->kind == SERVE_KIND_CHAT;
   cJSON *o = answer_head(a, chat ? "chat.completion.chunk" : "text_completion");
   cJSON *choices = cJSON_AddArrayToObject(o, "choices");
@@ -647,10 +810,15 @@ char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int 
       cJSON *d = cJSON_AddObjectToObject(c, "delta");
       if (with_role) cJSON_AddStringToObject(d, "role", "assistant");
       if (text || with_role) cJSON_AddItemToObject(d, "content", string_n(text, len));
+      if (x && x->reasoning) cJSON_AddStringToObject(d, "reasoning_content", x->reasoning);
+      if (x && x->tool_calls) cJSON_AddItemToObject(d, "tool_calls", cJSON_Duplicate(x->tool_calls, 1));
     } else {
       cJSON_AddItemToObject(c, "text", string_n(text, len));
     }
-    cJSON_AddNullToObject(c, "logprobs");
+    if (x && x->logprobs)
+      cJSON_AddItemToObject(c, "logprobs", cJSON_Duplicate(x->logprobs, 1));
+    else
+      cJSON_AddNullToObject(c, "logprobs");
     add_finish(c, finish_reason);
     if (with_usage_null) cJSON_AddNullToObject(o, "usage");
   } else {

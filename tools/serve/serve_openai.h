@@ -44,6 +44,20 @@ typedef struct serve_error {
 int serve_fail(serve_error *e, int status, const char *type, const char *param, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+typedef enum serve_constrain {
+  SERVE_CONSTRAIN_NONE = 0,
+  SERVE_CONSTRAIN_GBNF,
+  SERVE_CONSTRAIN_JSON_SCHEMA,
+  SERVE_CONSTRAIN_JSON_OBJECT
+} serve_constrain;
+#define SERVE_MAX_LOGIT_BIAS 1024 /* entries of a request's logit_bias */
+typedef enum serve_tool_choice {
+  SERVE_TOOLS_AUTO = 0, /* calls parsed where the model makes them */
+  SERVE_TOOLS_NONE,     /* the tools are not offered: the reply is text */
+  SERVE_TOOLS_REQUIRED, /* the reply is one call (a grammar of the model's format over the tools) */
+  SERVE_TOOLS_NAMED     /* the reply is one call of tool_name */
+} serve_tool_choice;
+
 /* A chat completion or completion request, every field checked and defaulted. */
 typedef struct serve_request {
   serve_kind kind;
@@ -78,6 +92,29 @@ typedef struct serve_request {
      most, 0..15, 0: none), "speculative.lookup" and "speculative.draft" (wgllm's: prompt lookup, the server's draft
      model) */
   int spec_n_max, spec_lookup, spec_draft;
+  /* constrained decoding (docs/SERVING.md, "Structured output"): response_format {"type": "json_object"} (any
+     object, or llama-server's "schema" beside it), {"type": "json_schema", "json_schema": {"schema": ...}}, or
+     llama-server's "json_schema" (a schema) and "grammar" (GBNF) fields; constraint holds the schema's JSON text or
+     the grammar (malloc'd), constraint_param the field it came from (for errors) */
+  serve_constrain constrain;
+  char *constraint;
+  size_t constraint_len;
+  const char *constraint_param;
+  /* chat: tools (the array as given, for tool_choice's grammar) and the names of their functions (calls of others
+     stay content); tool_choice; tool_name: the named function of SERVE_TOOLS_NAMED */
+  char *tools_json;
+  char **tool_names;
+  size_t n_tools;
+  serve_tool_choice tool_choice;
+  char *tool_name;
+  int reasoning_inline; /* "reasoning_format": "none": a <think> block stays in content (else reasoning_content) */
+  /* logprobs: chat's "logprobs": true and "top_logprobs" (0..20), completions' "logprobs": N (0..5: the top N) */
+  int logprobs;
+  uint32_t top_logprobs;
+  /* logit_bias: {"id": bias} with bias in [-100, 100], ids distinct (checked against the vocabulary at start) */
+  int32_t *bias_ids;
+  float *bias;
+  size_t n_bias;
 } serve_request;
 
 /* Parses a POST body of /v1/chat/completions (kind CHAT) or /v1/completions (COMPLETION) into *out. The body must
@@ -127,15 +164,26 @@ typedef struct serve_answer {
   const char *model;
 } serve_answer;
 
-/* The whole (non-streamed) chat.completion or text_completion object, with the usage and llama-server's "timings"
+/* What a choice carries beside its text: a chat message's reasoning_content and tool_calls (the reply parser's), and
+   the choice's logprobs. Each NULL when absent. */
+typedef struct serve_extras {
+  const char *reasoning; /* NUL-terminated */
+  cJSON *tool_calls;     /* borrowed: an array of {index, id, type, function: {name, arguments}} */
+  cJSON *logprobs;       /* borrowed: the choice's logprobs object (chat's {"content": [...]}, completions' form) */
+} serve_extras;
+
+/* The whole (non-streamed) chat.completion or text_completion object (x: NULL or the extras; a chat message with
+   tool calls and no text has content null), with the usage and llama-server's "timings"
    (prompt_n, prompt_ms, prompt_per_token_ms, prompt_per_second, predicted_n, predicted_ms, predicted_per_token_ms,
    predicted_per_second, cache_n). */
 char *serve_completion_json(const serve_answer *a, const char *text, size_t len, const char *finish_reason,
-                            const serve_usage *u);
-/* One stream chunk (chat.completion.chunk / text_completion): text (may be NULL) as the delta; role set in the
+                            const serve_usage *u, const serve_extras *x);
+/* One stream chunk (chat.completion.chunk / text_completion): text (may be NULL) as the delta, with x's reasoning and
+   tool calls beside it (x may be NULL), x's logprobs in the choice; role set in the
    first chat chunk; finish_reason NULL but in the last; usage: the include_usage chunk (no choices), else NULL
    ("usage": null is written when with_usage_null); timings: NULL, or the "timings" the chunk carries (the last
    text chunk's and the usage chunk's, as llama-server sends them). */
 char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int with_role, const char *finish_reason,
-                       const serve_usage *usage, int with_usage_null, const serve_usage *timings);
+                       const serve_usage *usage, int with_usage_null, const serve_usage *timings,
+                       const serve_extras *x);
 #endif

@@ -28,6 +28,7 @@ struct serve_sched {
   wgllm_model *model;
   serve_sched_config cfg;
   uint32_t n_vocab;
+  int thinks; /* the model writes <think> blocks: chat replies are parsed for reasoning_content */
   sched_slot *slots;
   pthread_mutex_t mu;
   /* the model's text calls (wgllm_chat_prompt, wgllm_tokenize), one at a time: they read the tokenizer and the
@@ -51,6 +52,13 @@ struct serve_sched {
   void *notify_user;
   serve_sched_metrics met; /* totals and the pool's snapshot (serve_sched_get_metrics) */
 };
+
+const char *serve_sched_tool_format(serve_sched *s) {
+  pthread_mutex_lock(&s->mu); /* a reload replaces the model */
+  const char *f = wgllm_model_tool_format(s->model);
+  pthread_mutex_unlock(&s->mu);
+  return f;
+}
 
 void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user) {
   pthread_mutex_lock(&s->mu);
@@ -131,6 +139,9 @@ serve_task *serve_task_new(serve_request *req) {
 }
 
 static void task_free(serve_task *t) {
+  wgllm_grammar_free(t->grammar);
+  wgllm_reply_parser_free(t->parser);
+  cJSON_Delete(t->lp_items);
   serve_request_free(&t->req);
   free(t->out);
   free(t->ids);
@@ -304,6 +315,35 @@ static size_t shift_chat(serve_sched *s, serve_task *t, uint32_t room, int32_t *
   return dropped;
 }
 
+/* A chat's reply parser: calls in the model's format where tools are offered, a leading <think> block as
+   reasoning_content unless "reasoning_format": "none"; the reply starts as reasoning where the prompt ended in
+   <think> (a template that opens the block itself) */
+static int reply_parser(serve_sched *s, serve_task *t) {
+  const serve_request *r = &t->req;
+  int thinking_open = 0;
+  if (!r->reasoning_inline && t->n_ids) {
+    size_t k = t->n_ids < 4 ? t->n_ids : 4;
+    char *tail = NULL;
+    if (!wgllm_detokenize(s->model, t->ids + t->n_ids - k, k, &tail) && tail) {
+      size_t n = strlen(tail);
+      while (n && (tail[n - 1] == '\n' || tail[n - 1] == ' '))
+        n--;
+      thinking_open = n >= 7 && !memcmp(tail + n - 7, "<think>", 7);
+    }
+    wgllm_free(tail);
+  }
+  t->parse_tools = r->n_tools && r->tool_choice != SERVE_TOOLS_NONE;
+  if (!t->parse_tools && (r->reasoning_inline || !s->thinks)) return 0; /* the reply is content as generated */
+  wgllm_reply_options o = {.parse_tools = t->parse_tools,
+                           .tool_names = (const char *const *)r->tool_names,
+                           .n_tool_names = r->n_tools,
+                           .split_reasoning = !r->reasoning_inline,
+                           .thinking_open = thinking_open};
+  if (wgllm_reply_parser_create(s->model, &o, &t->parser))
+    return serve_fail(&t->err, 500, "server_error", NULL, NULL, "the reply parser: %s", wgllm_last_error());
+  return 0;
+}
+
 static int prepare_task_locked(serve_sched *s, serve_task *t) {
   const serve_request *r = &t->req;
   wgllm_status st = WGLLM_OK;
@@ -356,6 +396,34 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
                       "the prompt is %zu tokens; this server's context holds %u (the prompt and at least one token "
                       "to generate)",
                       t->n_ids, ctx);
+  if (r->kind == SERVE_KIND_CHAT && reply_parser(s, t)) return -1;
+  if (r->kind == SERVE_KIND_CHAT && (r->tool_choice == SERVE_TOOLS_REQUIRED || r->tool_choice == SERVE_TOOLS_NAMED)) {
+    if (r->constrain)
+      return serve_fail(&t->err, 400, "invalid_request_error", "tool_choice", NULL,
+                        "'tool_choice' asks for a call and '%s' constrains the reply too; give one",
+                        r->constraint_param);
+    char *gbnf = NULL;
+    st = wgllm_model_tool_call_grammar(s->model, r->tools_json, strlen(r->tools_json),
+                                       r->tool_choice == SERVE_TOOLS_NAMED ? r->tool_name : NULL, &gbnf);
+    if (!st) st = wgllm_grammar_create(s->model, WGLLM_GRAMMAR_GBNF, gbnf, strlen(gbnf), &t->grammar);
+    wgllm_free(gbnf);
+    if (st)
+      return serve_fail(&t->err, st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? 400 : 500,
+                        st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? "invalid_request_error"
+                                                                                   : "server_error",
+                        "tool_choice", NULL, "%s", wgllm_last_error());
+  }
+  if (r->constrain) { /* compiled here, on the submitter's thread: a bad grammar or schema is the request's 400 */
+    static const wgllm_grammar_kind kinds[] = {[SERVE_CONSTRAIN_GBNF] = WGLLM_GRAMMAR_GBNF,
+                                               [SERVE_CONSTRAIN_JSON_SCHEMA] = WGLLM_GRAMMAR_JSON_SCHEMA,
+                                               [SERVE_CONSTRAIN_JSON_OBJECT] = WGLLM_GRAMMAR_JSON_OBJECT};
+    st = wgllm_grammar_create(s->model, kinds[r->constrain], r->constraint, r->constraint_len, &t->grammar);
+    if (st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED)
+      return serve_fail(&t->err, 400, "invalid_request_error", r->constraint_param, NULL, "%s", wgllm_last_error());
+    if (st)
+      return serve_fail(&t->err, 500, "server_error", r->constraint_param, NULL, "compiling the constraint: %s",
+                        wgllm_last_error());
+  }
   if (r->echo) { /* completions' echo: the prompt's text starts the answer (ids: their text) */
     char *text = NULL;
     size_t len = r->prompt_len;
@@ -439,6 +507,13 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   gp.stop_len = r->stop_len;
   gp.n_stop = r->n_stop;
   gp.ignore_eos = r->ignore_eos;
+  gp.grammar = t->grammar;
+  gp.special = t->parse_tools; /* call markers that are special tokens ([TOOL_CALLS]) reach the parser */
+  gp.logprobs = r->logprobs;
+  gp.top_logprobs = r->top_logprobs;
+  gp.logit_bias_ids = r->bias_ids;
+  gp.logit_bias = r->bias;
+  gp.n_logit_bias = r->n_bias;
   gp.on_text = on_text;
   gp.user = t;
   /* speculation: the request's fields, else the server's defaults */
@@ -502,6 +577,53 @@ static void end_job(serve_sched *s, int k) {
   s->slots[k].last_used = ++s->tick;
   s->n_running--;
   task_finish(s, t);
+}
+
+/* a token's {token, logprob, bytes} (OpenAI's logprobs entry): its text as UTF-8 (a byte that is not: U+FFFD) */
+static cJSON *lp_entry(serve_sched *s, int32_t id, float lp) {
+  char buf[256];
+  size_t n = wgllm_vocab_token_bytes(wgllm_model_vocab(s->model), id, buf, sizeof buf);
+  if (n > sizeof buf) n = sizeof buf;
+  char text[3 * sizeof buf + 1];
+  size_t tl = 0;
+  cJSON *e = cJSON_CreateObject(), *bytes = cJSON_CreateArray();
+  for (size_t i = 0; i < n;) {
+    size_t k = i;
+    long bad = serve_utf8_invalid_at(buf + i, n - i);
+    size_t good = bad < 0 ? n - i : (size_t)bad;
+    memcpy(text + tl, buf + i, good);
+    tl += good;
+    i += good;
+    if (i < n) { /* one invalid byte */
+      memcpy(text + tl, "\xef\xbf\xbd", 3);
+      tl += 3;
+      i++;
+    }
+    for (; k < i; k++)
+      cJSON_AddItemToArray(bytes, cJSON_CreateNumber((unsigned char)buf[k]));
+  }
+  text[tl] = 0;
+  cJSON_AddStringToObject(e, "token", text);
+  cJSON_AddNumberToObject(e, "logprob", lp);
+  cJSON_AddItemToObject(e, "bytes", bytes);
+  return e;
+}
+
+/* under the lock: the job's logprobs of the tokens generated since the last call, onto the task's entries */
+static void collect_logprobs(serve_sched *s, serve_task *t, wgllm_job *job) {
+  if (!t->lp_items && !(t->lp_items = cJSON_CreateArray())) return;
+  wgllm_token_logprobs lp[8];
+  size_t got;
+  while ((got = wgllm_job_logprobs(job, t->n_lp, lp, 8)) > 0) {
+    for (size_t k = 0; k < got; k++) {
+      cJSON *e = lp_entry(s, lp[k].token, lp[k].logprob), *top = cJSON_AddArrayToObject(e, "top_logprobs");
+      for (uint32_t q = 0; q < lp[k].n_top; q++)
+        cJSON_AddItemToArray(top, lp_entry(s, lp[k].top_tokens[q], lp[k].top_logprobs[q]));
+      cJSON_AddItemToArray(t->lp_items, e);
+    }
+    t->n_lp += got;
+  }
+  task_changed(s, t);
 }
 
 /* under the lock: takes the task *link points at (s->waiting or a task's next) out of the waiting list */
@@ -599,6 +721,7 @@ static size_t tick_jobs(serve_sched *s) {
   if (s->lost_msg[0]) return n; /* every task fails with the loss (device_lost) */
   for (size_t i = 0; i < n; i++) {
     serve_task *t = s->slots[job_slot[i]].task;
+    if (t->req.logprobs) collect_logprobs(s, t, jobs[i]);
     if (wgllm_job_done(jobs[i]))
       end_job(s, job_slot[i]);
     else if (t->state == SERVE_TASK_QUEUED && !wgllm_job_prefilling(jobs[i])) {
@@ -807,6 +930,9 @@ static int make_sessions(serve_sched *s, char *err, size_t errlen) {
   wgllm_model_info info;
   wgllm_model_get_info(s->model, &info);
   s->n_vocab = info.n_vocab;
+  int32_t think[2];
+  size_t nt = 0; /* a model that thinks has "<think>" as one token (Qwen 3, DeepSeek R1) */
+  s->thinks = !wgllm_vocab_tokenize(wgllm_model_vocab(s->model), "<think>", 7, 0, 1, think, 2, &nt) && nt == 1;
   if (s->cfg.use_pool) { /* the pool first: the sessions draw from it */
     wgllm_kv_pool_params pp = s->cfg.pool;
     int dflt = !pp.tokens && !pp.bytes;

@@ -8,6 +8,7 @@
 #define WGLLM_SERVE_SCHED_H
 #include "serve_openai.h"
 #include "wgllm.h"
+#include <cjson/cJSON.h>
 #include <pthread.h>
 
 typedef enum serve_task_state {
@@ -39,6 +40,14 @@ typedef struct serve_task {
   int session;  /* index of its session while running, else -1 */
   wgllm_job *job;
   wgllm_generate_params gp;
+  wgllm_grammar *grammar; /* the request's constraint (or tool_choice's) compiled (serve_sched_prepare), or NULL */
+  /* chat: the reply's parser (tool calls, reasoning), made by serve_sched_prepare, used by the HTTP side alone */
+  wgllm_reply_parser *parser;
+  int parse_tools; /* calls are parsed (tools offered, tool_choice not "none") */
+  /* logprobs (req.logprobs): one entry a generated token so far, chat's form ({token, logprob, bytes,
+     top_logprobs}), appended by the scheduler after each step */
+  cJSON *lp_items;
+  size_t n_lp;
   struct serve_task *next;   /* in the scheduler's waiting list */
   struct serve_sched *sched; /* the scheduler it was submitted to (its on_text takes the lock) */
 } serve_task;
@@ -113,6 +122,8 @@ void serve_sched_wait(serve_sched *s, serve_task *t, int ms);
 
 /* fn(user) is called, under the scheduler's lock, whenever a task changes (new text, running, done): an event-loop
    transport wakes the exchanges it has parked (fn must only signal, never take the scheduler's lock). NULL: none. */
+/* The format the model's chat template teaches tool calls in (wgllm_model_tool_format; /props' "tool_format"). */
+const char *serve_sched_tool_format(serve_sched *s);
 void serve_sched_set_notify(serve_sched *s, void (*fn)(void *user), void *user);
 
 /* 0 while the scheduler serves; after a device loss 1 while the model is being reloaded and 2 once it could not

@@ -1,0 +1,85 @@
+// Tool calls through the openai npm client, on a server whose chat template (a family's real one, or a named one)
+// teaches the format WGLLM_TOOLS_FORMAT (/props' tool_format must say it): tool_choice "required" gives one call of
+// a given function with arguments valid under its parameters (finish_reason "tool_calls"), a named function that
+// one, streamed the same call as whole (greedy); the round trip (the call, the tool's result, the answer) renders
+// through the template; "none" and "auto" answer text; a format whose calls are not JSON refuses "required" (400).
+import { apiKey, baseURL, check, finish, loadOpenAI } from "./util.mjs";
+
+const want = process.env.WGLLM_TOOLS_FORMAT;
+const { OpenAI } = await loadOpenAI();
+const client = new OpenAI({ baseURL, apiKey: apiKey || "none", maxRetries: 0, timeout: 300000 });
+const model = (await client.models.list()).data[0].id;
+const props = await fetch(baseURL.replace(/\/v1$/, "/props"), { headers: apiKey ? { Authorization: `Bearer ${apiKey}` } : {} }).then((r) => r.json());
+check(props.tool_format === want, `/props: tool_format ${want}`, props.tool_format);
+
+const tools = [
+  { type: "function", function: { name: "get_weather", description: "The weather in a city",
+    parameters: { type: "object", properties: { city: { type: "string", maxLength: 12 }, unit: { type: "string", enum: ["celsius", "fahrenheit"] } }, required: ["city", "unit"] } } },
+  { type: "function", function: { name: "get_time", description: "The time in a zone",
+    parameters: { type: "object", properties: { zone: { type: "string", enum: ["UTC", "CET", "PST"] }, hour24: { type: "boolean" } }, required: ["zone"] } } },
+];
+const messages = [{ role: "system", content: "You call tools." }, { role: "user", content: "What is the weather in Paris?" }];
+const json = (s) => { try { return JSON.parse(s); } catch { return undefined; } };
+const validWeather = (a) => a && typeof a.city === "string" && [...a.city].length <= 12 && ["celsius", "fahrenheit"].includes(a.unit) && Object.keys(a).length === 2;
+const validTime = (a) => a && ["UTC", "CET", "PST"].includes(a.zone) && (a.hour24 === undefined || typeof a.hour24 === "boolean");
+
+if (want === "gemma" || want === "gemma4" || want === "none") {
+  try {
+    await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 8 });
+    check(false, `${want}: tool_choice required is refused`, "answered 200");
+  } catch (e) {
+    check(e.status === 400 && e.error?.param === "tool_choice", `${want}: tool_choice required is 400 naming tool_choice`, e.error);
+  }
+  const auto = await client.chat.completions.create({ model, messages, tools, max_tokens: 8, temperature: 0 });
+  check(typeof auto.choices[0].message.content === "string", `${want}: tool_choice auto answers (text)`, auto.choices[0]);
+  finish(`tools ${want}`);
+}
+
+// required: a call of one of the functions, valid arguments
+for (const seed of [1, 2, 3]) {
+  const r = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0.8, seed });
+  const c = r.choices[0], calls = c.message.tool_calls || [];
+  const a = json(calls[0]?.function.arguments);
+  const ok = calls.length === 1 && calls[0].type === "function" && typeof calls[0].id === "string" &&
+    (calls[0].function.name === "get_weather" ? validWeather(a) : calls[0].function.name === "get_time" && validTime(a));
+  check(ok && c.finish_reason === "tool_calls", `${want} required (seed ${seed}): one call, arguments valid, finish_reason tool_calls`, c);
+}
+
+// a named function
+const named = await client.chat.completions.create({ model, messages, tools, tool_choice: { type: "function", function: { name: "get_time" } }, max_tokens: 300, temperature: 0.8, seed: 4 });
+const nc = named.choices[0].message.tool_calls || [];
+check(nc.length === 1 && nc[0].function.name === "get_time" && validTime(json(nc[0].function.arguments)), `${want} named: a call of get_time`, named.choices[0]);
+
+// streamed: the same call as whole (greedy)
+const whole = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0 });
+const stream = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0, stream: true });
+const acc = [];
+let finishReason = null, text = "";
+for await (const chunk of stream) {
+  for (const ch of chunk.choices) {
+    if (ch.finish_reason) finishReason = ch.finish_reason;
+    if (ch.delta.content) text += ch.delta.content;
+    for (const d of ch.delta.tool_calls || []) {
+      const slot = (acc[d.index] ||= { id: "", name: "", arguments: "" });
+      if (d.id) slot.id = d.id;
+      if (d.function?.name) slot.name += d.function.name;
+      if (d.function?.arguments) slot.arguments += d.function.arguments;
+    }
+  }
+}
+const wc = whole.choices[0].message.tool_calls || [];
+check(acc.length === 1 && wc.length === 1 && acc[0].name === wc[0].function.name && acc[0].arguments === wc[0].function.arguments && finishReason === "tool_calls" && text === "",
+  `${want} streamed: the whole answer's call, in delta form`, { acc, whole: wc, finishReason, text });
+
+// the round trip: the call, the tool's result, the answer (rendered by the template)
+const call = wc[0];
+const follow = [...messages,
+  { role: "assistant", content: null, tool_calls: [{ id: call.id, type: "function", function: { name: call.function.name, arguments: call.function.arguments } }] },
+  { role: "tool", tool_call_id: call.id, content: JSON.stringify({ temperature: 21, sky: "clear" }) }];
+const answer = await client.chat.completions.create({ model, messages: follow, tools, tool_choice: "none", max_tokens: 12, temperature: 0, ignore_eos: true });
+check(typeof answer.choices[0].message.content === "string" && answer.choices[0].message.content.length > 0 && !answer.choices[0].message.tool_calls,
+  `${want} round trip: the tool's result renders and the answer is text`, answer.choices[0]);
+const auto = await client.chat.completions.create({ model, messages: follow, tools, max_tokens: 12, temperature: 0 });
+check(["stop", "length", "tool_calls"].includes(auto.choices[0].finish_reason), `${want} round trip with tool_choice auto: answered`, auto.choices[0]);
+
+finish(`tools ${want}`);
