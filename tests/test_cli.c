@@ -9,6 +9,7 @@
    and its refusals; `make run`'s output;
    the errors a user can cause (each a message and a non-zero exit, never a crash). */
 #include "harness.h"
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -1299,6 +1300,40 @@ static void unrunnable_template(void) {
   free(e);
 }
 
+/* --grammar, --grammar-file, -j, -jf: the text is a sentence of the grammar (the prompt echoed first), a JSON
+   schema's output parses and has its fields, closed before the token limit; errors exit 2 naming where */
+static void constrained(void) {
+  char *out = NULL, *err = NULL;
+  int rc = wg(&out, &err,
+              "run -m ../models/default -p 'Answer:' -n 20 -s 5 --temp 1 --no-display-prompt "
+              "--grammar 'root ::= \" The answer is \" (\"yes\" | \"no\") \".\"'");
+  CHECK(rc == 0 && (!strcmp(out, " The answer is yes.\n") || !strcmp(out, " The answer is no.\n")),
+        "--grammar: exit %d, text '%s' (%s)", rc, out, err);
+  free(out);
+  free(err);
+  char path[600];
+  snprintf(path, sizeof path, "%s/person.json", g_tmp);
+  FILE *f = fopen(path, "w");
+  fputs("{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\"}, \"age\": {\"type\": "
+        "\"integer\", \"minimum\": 0, \"maximum\": 150}}, \"required\": [\"name\", \"age\"]}\n",
+        f);
+  fclose(f);
+  rc = wg(&out, &err, "run -m ../models/default -p 'A person:' -n 48 -s 7 --temp 0.8 --no-display-prompt -jf %s", path);
+  cJSON *j = rc == 0 ? cJSON_Parse(out) : NULL;
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name"), *age = cJSON_GetObjectItemCaseSensitive(j, "age");
+  CHECK(cJSON_IsString(name) && cJSON_IsNumber(age) && age->valuedouble >= 0 && age->valuedouble <= 150 &&
+            age->valuedouble == (int)age->valuedouble && cJSON_GetArraySize(j) == 2,
+        "-jf: exit %d, the output is not the schema's object: '%s' (%s)", rc, out, err);
+  printf("  %-34s -> %s", "-jf person.json -n 48", out);
+  cJSON_Delete(j);
+  free(out);
+  free(err);
+  expect_fail("--grammar that does not parse", "run -m ../models/default -p x --grammar 'root ::= (\"a\"'", "gbnf 1:");
+  expect_fail("-j with pattern", "run -m ../models/default -p x -j '{\"type\": \"string\", \"pattern\": \"a+\"}'",
+              "/pattern");
+  expect_fail("--grammar and -j", "run -m ../models/default -p x --grammar 'root ::= \"a\"' -j '{}'", "give one");
+}
+
 int main(void) {
   const char *bin = getenv("WGLLM_BIN");
   snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "../build");
@@ -1321,6 +1356,7 @@ int main(void) {
   perplexity();
   make_run();
   unrunnable_template();
+  constrained();
 
   /* user errors */
   char a[1024];

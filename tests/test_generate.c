@@ -986,6 +986,41 @@ static void filter_case(const char *name) {
     grammar_matcher_free(gm);
     llm_gen_result_free(&r);
   }
+  /* closing in time: items repeat without end unless the text closes with "z", whose tokens a -100 bias keeps from
+     being drawn; 9 tokens at most: the text must still be a whole sentence at the limit (it is not, unguarded) */
+  const char *loop = "root ::= \"x\" ([a-f] \"y\")* \"z\"";
+  grammar *g2 = NULL;
+  CHECK(grammar_from_gbnf(loop, strlen(loop), &g2, &err) == WGLLM_OK, "filter: grammar: %s", err.msg);
+  grammar_cache *gc2 = g2 ? grammar_cache_create(g2, gv, 0, &err) : NULL;
+  int32_t zs[64];
+  float zb[64];
+  uint32_t nz = 0;
+  for (uint32_t i = 0; i < V && nz < 64; i++)
+    if (strchr(bytes[i], 'z')) zs[nz] = (int32_t)i, zb[nz++] = -100.0f;
+  for (uint32_t limit = 9; gc2 && s && limit <= 12; limit += 3) {
+    llm_gen_params gp = {.max_tokens = limit,
+                         .sampling = {.temperature = 0, .top_p = 1, .rep_penalty = 1},
+                         .gcache = gc2,
+                         .bias_ids = zs,
+                         .bias = zb,
+                         .n_bias = nz};
+    llm_gen_result r;
+    llm_session_reset(s);
+    wgllm_status st = llm_generate(s, NULL, prompt, 5, &gp, &r);
+    CHECK(st == WGLLM_OK, "filter %s closing: %s", name, s->err.msg);
+    grammar_matcher *chk = grammar_matcher_create(g2, gv, &err);
+    uint32_t ok = 0;
+    for (uint32_t i = 0; !st && i < r.n_generated; i++)
+      ok += grammar_matcher_accept(chk, r.tokens[i]);
+    CHECK(!st && ok == r.n_generated && grammar_matcher_can_end(chk) && r.grammar_closed,
+          "filter %s closing: %u tokens (limit %u, stop %s) not a whole sentence", name, r.n_generated, limit,
+          llm_stop_reason_name(r.stop));
+    printf("  %-16s closed in time: a whole sentence in %u tokens (limit %u)\n", name, r.n_generated, limit);
+    grammar_matcher_free(chk);
+    if (!st) llm_gen_result_free(&r);
+  }
+  grammar_cache_free(gc2);
+  grammar_free(g2);
   free(mask);
   free(logits);
   llm_session_free(s);

@@ -1162,6 +1162,8 @@ static void test_schema_errors(void) {
   schema_error("{\"$ref\":\"https://example.com/s.json\"}", U, L("'https://example.com/s.json'", "only references"));
   schema_error("{\"type\":\"string\",\"maxLength\":20000}", U, L("maxLength", "/maxLength"));
   schema_error("{\"allOf\":[{\"type\":\"string\"},{\"maxLength\":3}]}", U, L("allOf", "'type'", "/allOf/0"));
+  schema_error("{\"allOf\":[{\"properties\":{\"a\":{}},\"additionalProperties\":false},{\"properties\":{\"b\":{}}}]}",
+               U, L("/allOf", "schema 0", "'b'"));
   schema_error("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":\"#/$defs/Missing\"}}}", I,
                L("'#/$defs/Missing'", "/properties/a/$ref", "names nothing"));
   schema_error("{\"type\":5}", I, L("/type", "string or a non-empty list"));

@@ -34,9 +34,8 @@ wgllm_status wgllm_grammar_create(wgllm_model *m, wgllm_grammar_kind kind, const
   case WGLLM_GRAMMAR_JSON_SCHEMA: {
     cJSON *schema = cJSON_ParseWithLength(text, len);
     if (!schema) return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "json schema: not valid JSON");
-    st = grammar_from_json_schema(schema, &g, err);
+    st = grammar_from_json_schema(schema, &g, err); /* its messages begin "json schema" */
     cJSON_Delete(schema);
-    if (st) llm_err_prefix(err, "json schema");
     break;
   }
   case WGLLM_GRAMMAR_JSON_OBJECT:

@@ -679,11 +679,48 @@ void grammar_free(grammar *g) {
   for (uint32_t r = 0; g->names && r < g->n_rules; r++)
     free(g->names[r]);
   free(g->names), free(g->elems), free(g->alt_off), free(g->alts), free(g->classes), free(g->ranges);
-  free(g->chain_k), free(g->chain_next);
+  free(g->chain_k), free(g->chain_next), free(g->tail_min);
   free(g);
 }
 
 uint32_t grammar_n_rules(const grammar *g) { return g ? g->n_rules : 0; }
+
+static uint32_t utf8_len(uint32_t cp) { return cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4; }
+
+/* g->tail_min: each rule's shortest sentence to a fixed point (a rule starts GR_FAR; a pass over every alternative
+   from its end back lowers it; at most n_rules + 1 passes, as each settles one more rule), then the positions */
+static int tail_min(grammar *g) {
+  uint32_t *rmin = malloc((g->n_rules + 1) * sizeof *rmin);
+  g->tail_min = malloc((g->n_elems + 1) * sizeof *g->tail_min);
+  if (!rmin || !g->tail_min) {
+    free(rmin);
+    return -1;
+  }
+  for (uint32_t r = 0; r < g->n_rules; r++)
+    rmin[r] = GR_FAR;
+  for (int changed = 1; changed;) {
+    changed = 0;
+    for (uint32_t r = 0; r < g->n_rules; r++)
+      for (uint32_t a = g->alt_off[r]; a < g->alt_off[r + 1]; a++) {
+        uint32_t end = g->alts[a];
+        while (GE_KIND(g->elems[end]) != GE_END)
+          end++;
+        uint32_t t = 0;
+        g->tail_min[end] = 0;
+        for (uint32_t q = end; q-- > g->alts[a];) {
+          uint32_t e = g->elems[q],
+                   m = GE_KIND(e) == GE_CHAR
+                           ? utf8_len(g->classes[GE_VAL(e)].n ? g->ranges[2 * g->classes[GE_VAL(e)].off] : 0)
+                           : rmin[GE_VAL(e)];
+          t = t + m < GR_FAR ? t + m : GR_FAR;
+          g->tail_min[q] = t;
+        }
+        if (t < rmin[r]) rmin[r] = t, changed = 1;
+      }
+  }
+  free(rmin);
+  return 0;
+}
 
 static int build(gp *p, grammar **out) {
   grammar *g = calloc(1, sizeof *g);
@@ -731,6 +768,10 @@ static int build(gp *p, grammar **out) {
     for (uint32_t q = 0; q < c->n; q++)
       for (uint32_t x = g->ranges[2 * (c->off + q)]; x <= g->ranges[2 * (c->off + q) + 1] && x < 128; x++)
         c->ascii[x >> 5] |= 1u << (x & 31);
+  }
+  if (tail_min(g)) {
+    grammar_free(g);
+    return oom(p);
   }
   *out = g;
   return 0;

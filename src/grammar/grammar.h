@@ -130,6 +130,10 @@ int grammar_matcher_rollback(grammar_matcher *m, uint32_t n);
 int grammar_matcher_can_end(const grammar_matcher *m);
 /* complete and nothing may follow (only EOG tokens are allowed) */
 int grammar_matcher_must_end(const grammar_matcher *m);
+/* The fewest bytes that complete the sentence from here (0 where it may end now; UINT32_MAX after the end, in the
+   error state, or where no text completes it): a generation near its token limit draws only tokens that lower it,
+   so the text closes in time (each token lowers it by one byte at least, where single-byte tokens exist). */
+uint32_t grammar_matcher_min_bytes(const grammar_matcher *m);
 /* an EOG token was accepted */
 int grammar_matcher_ended(const grammar_matcher *m);
 /* mask: ceil(n_vocab / 32) u32 words, bit (id & 31) of word id >> 5 set where token id is allowed now. Returns the

@@ -37,7 +37,11 @@ struct grammar {
      such link) and the link below it; a state k links deep accepts the same tokens as one R links deep when both
      are at least the longest token (R), so mask keys name the link min(k, R) (grammar_cache_create) */
   uint32_t *chain_k, *chain_next; /* [n_rules] */
+  /* the fewest bytes that finish an alternative from each position (its element's, then the rest's: a character the
+     UTF-8 length of its class's smallest code point, a rule its shortest sentence), GR_FAR where none does */
+  uint32_t *tail_min; /* [n_elems] */
 };
+#define GR_FAR 0x3FFFFFFFu
 
 static inline bool gr_class_has(const grammar *g, uint32_t cls, uint32_t c) {
   const gr_class *k = &g->classes[cls];

@@ -58,11 +58,14 @@ typedef struct gm_dstate {
   uint32_t run[4];
   uint16_t run_depth;
   uint8_t run_done;
-  uint32_t visits; /* subtrees the walks met it at: its run is computed from GM_RUN_VISITS on */
+  uint8_t has_alive;
+  uint32_t alive[4]; /* the ASCII bytes 1..127 that keep it alive, once has_alive */
+  uint32_t visits;   /* subtrees the walks met it at: its run is computed from GM_RUN_VISITS on */
 } gm_dstate;
 #define RUN_FOREVER 0xFFFFu
 #define GM_SKIP_MIN 8    /* a subtree of fewer nodes is walked, not tested whole */
 #define GM_RUN_VISITS 32 /* a state's run is worth its 127 transitions when the walks meet it this often */
+#define GM_RUN_DEPTH 12  /* states a run follows: past them a run is taken to end (it may be longer) */
 
 struct grammar_matcher {
   const grammar *g;
@@ -455,6 +458,31 @@ int grammar_matcher_can_end(const grammar_matcher *m) {
   return 0;
 }
 
+/* the fewest bytes from node id (a stack: its position, then what its parents continue with) to the end */
+static uint32_t node_min(const grammar_matcher *m, uint32_t id) {
+  uint64_t t = 0;
+  for (; id >= 2; id = m->nodes[id].parent) {
+    uint32_t pos = m->nodes[id].pos;
+    if (pos >= POS_CUT) return GR_FAR;
+    t += m->g->tail_min[pos];
+  }
+  return id == NODE_EMPTY && t < GR_FAR ? (uint32_t)t : GR_FAR;
+}
+
+uint32_t grammar_matcher_min_bytes(const grammar_matcher *m) {
+  if (m->failed || m->ended) return UINT32_MAX;
+  uint32_t best = GR_FAR;
+  for (size_t i = 0; i < m->cur.n; i++) {
+    uint32_t id = m->cur.v[i], t;
+    if (m->part.need && id >= 2) /* a character begun: its missing bytes, then what follows it */
+      t = m->part.need + node_min(m, id) - m->g->tail_min[m->nodes[id].pos] + m->g->tail_min[m->nodes[id].pos + 1];
+    else
+      t = node_min(m, id);
+    if (t < best) best = t;
+  }
+  return best >= GR_FAR ? UINT32_MAX : best;
+}
+
 int grammar_matcher_must_end(const grammar_matcher *m) { return grammar_matcher_can_end(m) && m->cur.n == 1; }
 
 int grammar_matcher_ended(const grammar_matcher *m) { return m->ended; }
@@ -653,12 +681,17 @@ static uint32_t dfa_next(grammar_matcher *m, uint32_t d, uint8_t b) {
 
 /* the bytes 1..127 that keep state d alive (all its ASCII transitions made) into b; -1 in the error state */
 static int alive_bytes(grammar_matcher *m, uint32_t d, uint32_t b[4]) {
-  b[0] = b[1] = b[2] = b[3] = 0;
-  for (uint32_t c = 1; c < 128; c++) {
-    uint32_t t = dfa_next(m, d, (uint8_t)c);
-    if (t == UINT32_MAX) return -1;
-    if (t != DFA_DEAD) b[c >> 5] |= 1u << (c & 31);
+  if (!m->ds[d].has_alive) {
+    uint32_t a[4] = {0};
+    for (uint32_t c = 1; c < 128; c++) {
+      uint32_t t = dfa_next(m, d, (uint8_t)c);
+      if (t == UINT32_MAX) return -1;
+      if (t != DFA_DEAD) a[c >> 5] |= 1u << (c & 31);
+    }
+    memcpy(m->ds[d].alive, a, sizeof a);
+    m->ds[d].has_alive = 1;
   }
+  memcpy(b, m->ds[d].alive, 4 * sizeof *b);
   return 0;
 }
 
@@ -689,7 +722,7 @@ static int dfa_run(grammar_matcher *m, uint32_t d, int depth) {
     if (!(u[c >> 5] >> (c & 31) & 1)) continue;
     uint32_t t = m->ds[d].next[c], after = 1;       /* U is live after c: strings of 2 */
     if (t == d || m->ds[t].run_done == 1) continue; /* a loop */
-    if (depth < 256 && dfa_run(m, t, depth + 1)) return -1;
+    if (depth < GM_RUN_DEPTH && dfa_run(m, t, depth + 1)) return -1;
     if (m->ds[t].run_done == 2 && subset(u, m->ds[t].run)) after = m->ds[t].run_depth;
     if (after != RUN_FOREVER && 1 + after < run_depth) run_depth = 1 + after;
   }

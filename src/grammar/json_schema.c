@@ -587,7 +587,7 @@ static int alternatives(jctx *c, const cJSON *s, const char *ptr, const char *na
 }
 
 static int all_of(jctx *c, const cJSON *s, const char *ptr, const char *name, jb *out) {
-  const cJSON *l = js_get(s, "allOf"), *x;
+  const cJSON *l = js_get(s, "allOf");
   if (!cJSON_IsArray(l) || !cJSON_GetArraySize(l))
     return js_err(c, WGLLM_ERR_INVALID_ARG, "allOf at %s/allOf must be a non-empty list of schemas", ptr), -1;
   static const char *const alone[] = {"allOf", NULL};
@@ -633,8 +633,22 @@ static int all_of(jctx *c, const cJSON *s, const char *ptr, const char *name, jb
       rc = jobj_read(c, &o, d, pp, 1);
     free(pp);
   }
+  /* a schema that allows no property but its own must have them all (else no object fits both) */
+  for (i = -1; !rc && i < cJSON_GetArraySize(l); i++) {
+    const cJSON *d = i < 0 ? s : deref(c, cJSON_GetArrayItem(l, i));
+    char which[32];
+    if (i < 0)
+      snprintf(which, sizeof which, "the schema holding it");
+    else
+      snprintf(which, sizeof which, "schema %d", i);
+    for (uint32_t k = 0; !rc && cJSON_IsFalse(js_get(d, "additionalProperties")) && k < o.n; k++)
+      if (!js_get(js_get(d, "properties"), o.p[k].key))
+        rc = (js_err(c, WGLLM_ERR_UNSUPPORTED,
+                     "allOf at %s/allOf: %s allows no property but its own, and '%s' is another's", ptr, which,
+                     o.p[k].key),
+              -1);
+  }
   free(lp);
-  (void)x;
   if (!rc) rc = object_body(c, &o, name, out);
   jobj_free(&o);
   return rc;

@@ -171,11 +171,50 @@ static uint32_t gen_n_past(const llm_gen *g) { return g->s->n_past - (g->spec_n 
 
 int llm_gen_solo(const llm_gen *g) { return g->gm || g->gp.n_bias || g->gp.logprobs; }
 
+/* Near the token limit (or the context's end) only the tokens after which the sentence can still be completed in the
+   tokens left stay in the mask, so the text is a whole sentence when the limit comes: a token stays when the bytes
+   that complete the sentence after it (grammar_matcher_min_bytes) are at most the tokens left after it (a token
+   gives one byte at least, where single-byte tokens exist), and with nothing left to complete only
+   end-of-generation tokens stay. Checked from LLM_GRAMMAR_GUARD tokens before the last moment it could matter (a
+   token such as `,{` that opens one more object can raise the bytes left by more than it spends); n tokens allowed
+   before, the count after (the mask as it was where none would do). */
+#define LLM_GRAMMAR_GUARD 32
+static uint32_t close_in_time(llm_gen *g, uint32_t n) {
+  uint32_t left = g->max_tokens - g->res.n_generated, room = g->s->opt.ctx - gen_n_past(g);
+  if (room < left) left = room;
+  uint32_t d = grammar_matcher_min_bytes(g->gm);
+  if (d == UINT32_MAX || (uint64_t)left > (uint64_t)d + LLM_GRAMMAR_GUARD) return n;
+  uint32_t words = (g->s->m->hp.n_vocab + 31) / 32, kept = 0, cut = 0;
+  uint32_t *keep = calloc(words, 4);
+  if (!keep) return n;
+  for (uint32_t w = 0; w < words; w++)
+    for (uint32_t bits = g->mask[w]; bits; bits &= bits - 1) {
+      int32_t id = (int32_t)(w * 32 + (uint32_t)__builtin_ctz(bits));
+      int ok = grammar_matcher_accept(g->gm, id); /* an end-of-generation token ends the matcher */
+      if (ok) {
+        ok = grammar_matcher_ended(g->gm) ? d == 0 : grammar_matcher_min_bytes(g->gm) <= left - 1;
+        grammar_matcher_rollback(g->gm, 1);
+      }
+      if (ok)
+        keep[w] |= 1u << (id & 31), kept++;
+      else
+        cut++;
+    }
+  if (kept && cut) {
+    memcpy(g->mask, keep, (size_t)words * 4);
+    g->res.grammar_closed = 1;
+  }
+  free(keep);
+  return kept ? kept : n;
+}
+
 /* Constrained decoding: the grammar's mask for the next draw, written for the next sampled step (0, the
    generation failed, when the grammar allows no token: a grammar the vocabulary cannot continue). */
 static int write_mask(llm_gen *g) {
   if (!g->gm) return 1;
-  if (!grammar_matcher_mask(g->gm, g->mask)) {
+  uint32_t n = grammar_matcher_mask(g->gm, g->mask);
+  if (n) n = close_in_time(g, n);
+  if (!n) {
     llm_err_set(&g->s->err, WGLLM_ERR_INVALID_ARG,
                 "the grammar allows no token of the vocabulary after %u generated tokens (the text so far cannot "
                 "be continued with this model's tokens)",
@@ -251,6 +290,12 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   if (g->gm && !grammar_matcher_accept(g->gm, token)) { /* the mask allowed only what it accepts */
     llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "the sampler drew token %d, which the grammar forbids", token);
     g->st = WGLLM_ERR_INTERNAL;
+    llm_gen_finish(g);
+    return g->st;
+  }
+  if (g->gm &&
+      grammar_matcher_ended(g->gm)) { /* an end-of-generation token where the sentence may end (ignore_eog too) */
+    g->res.stop = LLM_STOP_EOG;
     llm_gen_finish(g);
     return g->st;
   }

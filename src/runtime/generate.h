@@ -61,6 +61,7 @@ typedef struct llm_gen_result {
   uint32_t n_prompt, n_generated;
   double prefill_s, decode_s;                       /* wall time */
   uint32_t spec_steps, spec_drafted, spec_accepted; /* speculation: verify steps, drafts they took, accepted */
+  int grammar_closed; /* a grammar's text was steered to its end as the token limit (or the context) neared */
   int32_t *tokens;                                  /* [n_generated], malloc'd; free with free() */
   uint32_t (*logprobs)[LLM_LP_WORDS]; /* gp.logprobs: [n_generated] op_logprobs records, malloc'd; else NULL */
   char *text;                         /* the generated text (stop string cut), NUL-terminated, malloc'd */

@@ -215,10 +215,14 @@ static int on_opt(void *user, int key, const cli_value *v) {
   case K_JSON_SCHEMA:
   case K_JSON_SCHEMA_FILE:
     if (g->grammar_opt) {
-      fprintf(stderr, "%s: %s and %s both constrain the text; give one\n", ps->prog, g->grammar_opt, v->name);
+      fprintf(stderr, "%s: %s and another of --grammar, --grammar-file, -j, -jf both constrain the text; give one\n",
+              ps->prog, g->grammar_opt);
       return 2;
     }
-    g->grammar_opt = v->name;
+    g->grammar_opt = key == K_GRAMMAR        ? "--grammar"
+                     : key == K_GRAMMAR_FILE ? "--grammar-file"
+                     : key == K_JSON_SCHEMA  ? "-j"
+                                             : "-jf";
     g->grammar_kind = key == K_GRAMMAR || key == K_GRAMMAR_FILE ? WGLLM_GRAMMAR_GBNF : WGLLM_GRAMMAR_JSON_SCHEMA;
     g->grammar_text = v->text;
     g->grammar_is_file = key == K_GRAMMAR_FILE || key == K_JSON_SCHEMA_FILE;

@@ -267,6 +267,22 @@ static int check_messages(const cJSON *msgs, cJSON *out_msgs, serve_error *err) 
     if (!copy) return oom(err);
     if (!strcmp(role->valuestring, "developer"))
       cJSON_ReplaceItemInObjectCaseSensitive(copy, "role", cJSON_CreateString("system"));
+    /* an assistant's calls as templates written for transformers take them (llama-server does the same): content
+       "" for null, and each call's arguments an object where OpenAI sends its JSON text */
+    if (!content || cJSON_IsNull(content)) {
+      cJSON_DeleteItemFromObjectCaseSensitive(copy, "content");
+      cJSON_AddStringToObject(copy, "content", "");
+    }
+    cJSON *call;
+    cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(copy, "tool_calls")) {
+      cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+      cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+      cJSON *obj = cJSON_IsString(args) ? cJSON_Parse(args->valuestring) : NULL;
+      if (cJSON_IsObject(obj))
+        cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", obj);
+      else
+        cJSON_Delete(obj);
+    }
     cJSON_AddItemToArray(out_msgs, copy);
   }
   return 0;
