@@ -856,7 +856,7 @@ static uint64_t splitmix(uint64_t *s) {
 
 static uint64_t random_seed(const void *where) {
   static atomic_uint_fast64_t counter;
-  uint64_t s = (uint64_t)time(NULL) * 0x100000001b3ull ^ (uint64_t)clock() ^ (uint64_t)(uintptr_t)where;
+  uint64_t s = (uint64_t)time(NULL) * 0x100000001b3ull ^ (uint64_t)(uintptr_t)where;
   s ^= (uint64_t)atomic_fetch_add(&counter, 1) * 0xd1b54a32d192ed03ull;
   struct timespec ts;
   if (timespec_get(&ts, TIME_UTC)) s ^= (uint64_t)ts.tv_nsec << 20 ^ (uint64_t)ts.tv_sec;
