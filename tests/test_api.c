@@ -558,6 +558,144 @@ static void check_kv_pool(wgllm_model *m) {
   CHECK(!strcmp(wgllm_status_name(WGLLM_ERR_KV_FULL), "WGLLM_ERR_KV_FULL"), "WGLLM_ERR_KV_FULL has its name");
 }
 
+/* on_text into a buffer */
+static int grab(const char *t, size_t len, void *user) {
+  char *b = user;
+  size_t have = strlen(b);
+  if (have + len < 4096) {
+    memcpy(b + have, t, len);
+    b[have + len] = 0;
+  }
+  return 0;
+}
+
+/* Constrained decoding, logprobs and the reply parser through the public API: a JSON schema's reply is its object,
+   ending with WGLLM_STOP_GRAMMAR or closed by the token limit; a GBNF reply is the sentence; a grammar that does not
+   parse or a schema keyword outside the support is refused naming where; a job's logprobs, one record a generated
+   token, its token the generated one, log probabilities at most 0 and the top ones in order; the reply parser turns
+   a Hermes call into a tool_calls delta (the default model has no template: the named chatml's format) */
+static void check_constrained(wgllm_model *m) {
+  wgllm_grammar *g = NULL;
+  CHECK(wgllm_grammar_create(m, WGLLM_GRAMMAR_GBNF, "root ::= (\"a\"", 14, &g) == WGLLM_ERR_INVALID_ARG && !g &&
+            strstr(wgllm_last_error(), "1:"),
+        "a GBNF that does not parse: %s", wgllm_last_error());
+  const char *pat = "{\"type\": \"string\", \"pattern\": \"a+\"}";
+  CHECK(wgllm_grammar_create(m, WGLLM_GRAMMAR_JSON_SCHEMA, pat, strlen(pat), &g) == WGLLM_ERR_UNSUPPORTED &&
+            strstr(wgllm_last_error(), "/pattern"),
+        "a schema's pattern: %s", wgllm_last_error());
+  const char *schema = "{\"type\": \"object\", \"properties\": {\"n\": {\"type\": \"integer\", \"minimum\": 0, "
+                       "\"maximum\": 9}, \"ok\": {\"type\": \"boolean\"}}, \"required\": [\"n\", \"ok\"]}";
+  CHECK(wgllm_grammar_create(m, WGLLM_GRAMMAR_JSON_SCHEMA, schema, strlen(schema), &g) == WGLLM_OK && g, "schema: %s",
+        wgllm_last_error());
+  wgllm_session_params sp = wgllm_session_default_params();
+  sp.context = 256;
+  wgllm_session *s = NULL;
+  CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_OK, "session: %s", wgllm_last_error());
+  char buf[4096] = "";
+  wgllm_generate_params gp = wgllm_generate_default_params();
+  gp.max_tokens = 40;
+  gp.seed = 11;
+  gp.grammar = g;
+  gp.logprobs = 1;
+  gp.top_logprobs = 3;
+  gp.on_text = grab;
+  gp.user = buf;
+  int32_t ids[16];
+  size_t n = 0;
+  wgllm_tokenize(m, "The answer:", 11, 1, ids, 16, &n);
+  wgllm_job *j = NULL;
+  CHECK(s && wgllm_job_start(s, ids, n, &gp, &j) == WGLLM_OK, "job: %s", wgllm_session_error(s));
+  int done = 0;
+  while (j && !done && wgllm_job_step(j, &done) == WGLLM_OK) {
+  }
+  wgllm_generate_stats st;
+  if (j) wgllm_job_stats(j, &st);
+  const char *json = strchr(buf, '{');
+  CHECK(j && json &&
+            (st.stop == WGLLM_STOP_GRAMMAR || st.stop == WGLLM_STOP_END_OF_GENERATION ||
+             st.stop == WGLLM_STOP_MAX_TOKENS) &&
+            strstr(json, "\"n\"") && strstr(json, "\"ok\"") && strrchr(json, '}'),
+        "the schema's object: '%s' (stop %s)", buf, j ? st.stop_reason : "-");
+  wgllm_token_logprobs lp[64];
+  size_t got = j ? wgllm_job_logprobs(j, 0, lp, 64) : 0;
+  int lp_ok = got == st.generated_tokens && got > 0;
+  for (size_t k = 0; lp_ok && k < got; k++) {
+    lp_ok = lp[k].logprob <= 0 && lp[k].n_top == 3 && lp[k].top_logprobs[0] >= lp[k].top_logprobs[1] &&
+            lp[k].top_logprobs[1] >= lp[k].top_logprobs[2] && lp[k].top_logprobs[0] <= 0;
+  }
+  CHECK(lp_ok, "logprobs: %zu records for %u tokens, each at most 0, the top 3 in order", got, st.generated_tokens);
+  CHECK(!j || wgllm_job_logprobs(j, got, lp, 4) == 0, "no logprobs past the tokens generated");
+  wgllm_job_free(j);
+  /* GBNF, and a reply parser */
+  wgllm_grammar *yn = NULL;
+  const char *gbnf = "root ::= \" The answer is \" (\"yes\" | \"no\") \".\"";
+  CHECK(wgllm_grammar_create(m, WGLLM_GRAMMAR_GBNF, gbnf, strlen(gbnf), &yn) == WGLLM_OK, "gbnf: %s",
+        wgllm_last_error());
+  buf[0] = 0;
+  gp = wgllm_generate_default_params();
+  gp.max_tokens = 20;
+  gp.seed = 3;
+  gp.grammar = yn;
+  gp.on_text = grab;
+  gp.user = buf;
+  CHECK(s && wgllm_generate(s, "Is it so?", &gp, &st) == WGLLM_OK &&
+            (!strcmp(buf, " The answer is yes.") || !strcmp(buf, " The answer is no.")) &&
+            st.stop == WGLLM_STOP_GRAMMAR,
+        "the GBNF's sentence: '%s'", buf);
+  wgllm_grammar_free(yn);
+  wgllm_session_free(s);
+  wgllm_grammar_free(g);
+  CHECK(!strcmp(wgllm_model_tool_format(m), "none") || !strcmp(wgllm_model_tool_format(m), "hermes"),
+        "the default model's tool format: %s", wgllm_model_tool_format(m));
+}
+
+static void check_reply_parser(void) {
+  wgllm_model_params mp = wgllm_model_default_params();
+  mp.chat_template = "chatml";
+  wgllm_model *m = NULL;
+  CHECK(wgllm_model_create(MODEL, &mp, &m) == WGLLM_OK, "model with chatml: %s", wgllm_last_error());
+  if (!m) return;
+  CHECK(!strcmp(wgllm_model_tool_format(m), "hermes"), "chatml's tool format: %s", wgllm_model_tool_format(m));
+  const char *names[] = {"get_weather"};
+  wgllm_reply_options o = {
+      .parse_tools = 1, .tool_names = names, .n_tool_names = 1, .split_reasoning = 1, .id_seed = 5};
+  wgllm_reply_parser *p = NULL;
+  CHECK(wgllm_reply_parser_create(m, &o, &p) == WGLLM_OK, "reply parser: %s", wgllm_last_error());
+  const char *reply = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
+                      "</tool_call>";
+  char all[2048] = "", content[256] = "";     /* the deltas, and their contents joined ({"content":"..."} ones) */
+  for (size_t i = 0; p && reply[i]; i += 5) { /* pieces of 5 bytes */
+    char *d = NULL;
+    size_t k = strlen(reply + i) < 5 ? strlen(reply + i) : 5;
+    CHECK(wgllm_reply_parser_push(p, reply + i, k, &d) == WGLLM_OK, "push");
+    if (d && strlen(all) + strlen(d) < sizeof all) strcat(all, d);
+    if (d && !strncmp(d, "{\"content\":\"", 12) && strlen(content) + strlen(d) < sizeof content)
+      strncat(content, d + 12, strlen(d) - 14); /* the text between {"content":" and "} */
+    wgllm_free(d);
+  }
+  char *d = NULL;
+  CHECK(p && wgllm_reply_parser_finish(p, &d) == WGLLM_OK, "finish");
+  if (d && strlen(all) + strlen(d) < sizeof all) strcat(all, d);
+  wgllm_free(d);
+  CHECK(!strcmp(content, "Let me check."), "the content deltas join to '%s'", content);
+  CHECK(strstr(all, "\"name\":\"get_weather\"") && strstr(all, "\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"") &&
+            !strstr(all, "tool_call>"),
+        "the deltas: %s", all);
+  wgllm_reply_parser_free(p);
+  char *gbnf = NULL;
+  const char *tools =
+      "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": "
+      "{\"type\": \"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}]";
+  CHECK(wgllm_model_tool_call_grammar(m, tools, strlen(tools), NULL, &gbnf) == WGLLM_OK && gbnf &&
+            strstr(gbnf, "<tool_call>"),
+        "tool_choice's grammar: %s", gbnf ? gbnf : wgllm_last_error());
+  wgllm_free(gbnf);
+  CHECK(wgllm_model_tool_call_grammar(m, tools, strlen(tools), "nope", &gbnf) == WGLLM_ERR_INVALID_ARG &&
+            strstr(wgllm_last_error(), "nope"),
+        "a function not among the tools: %s", wgllm_last_error());
+  wgllm_model_free(m);
+}
+
 int main(void) {
   /* vocabulary alone */
   wgllm_vocab *v;
@@ -759,6 +897,8 @@ int main(void) {
   }
   wgllm_session_free(s);
   check_jobs(m, "f32 weights", 1); /* no fused GEMV for f32: the batched pass's projections a GEMM of the rows */
+  check_constrained(m);
+  check_reply_parser();
   sp.kv_type = (wgllm_kv_type)7;
   CHECK(wgllm_session_create(m, &sp, &s) == WGLLM_ERR_INVALID_ARG && !s, "a kv_type outside the enum is refused");
   sp = wgllm_session_default_params();

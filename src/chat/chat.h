@@ -53,7 +53,9 @@ typedef struct chat_request {
 /* The prompt text (*out malloc'd; special tokens as text: encode with parse_special = 1 and add_special =
    chat_renderer_adds_bos). The model's template sees messages, tools (None when not given), documents (None),
    add_generation_prompt, bos_token, eos_token and the kwargs, as transformers passes them; kwargs may not set
-   the first four. A named template takes string (or text-part) contents only and refuses tools and tool calls.
+   the first four. A named template takes string (or text-part) contents only; llama3, chatml and gemma render
+   tools, tool calls and tool results in their family's tool format (docs/CHAT_TEMPLATES.md, "Tools"), llama2 and
+   none refuse them.
    lim NULL: jinja_default_limits(). Errors name what failed (raise_exception's message, the construct). */
 wgllm_status chat_renderer_apply(const chat_renderer *r, const chat_request *q, const jinja_limits *lim, char **out,
                                  llm_err *err);

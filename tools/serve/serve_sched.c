@@ -356,7 +356,7 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
     if (!st && s->cfg.context_shift) t->usage.dropped_messages = (uint32_t)shift_chat(s, t, room, &ids, &n);
     if (st) {
       char msg[512];
-      snprintf(msg, sizeof msg, "the chat template: %s", wgllm_model_error(s->model));
+      snprintf(msg, sizeof msg, "%s", wgllm_model_error(s->model)); /* "chat template: ..." */
       serve_fail(&t->err, st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? 400 : 500,
                  st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? "invalid_request_error" : "server_error",
                  "messages", NULL, "%s", msg);
