@@ -83,11 +83,13 @@ static int same_calls(const chat_tool_call *x, size_t nx, const chat_tool_call *
   return 1;
 }
 
-/* "call_" + 24 letters and digits, unique, indices 0, 1, ... */
-static int ids_ok(const chat_tool_call *c, size_t n) {
+/* "call_" + 24 letters and digits (Mistral's: 9 letters and digits, what its templates take), unique, indices 0, 1,
+   ... */
+static int ids_ok(chat_tool_format f, const chat_tool_call *c, size_t n) {
+  size_t head = f == CHAT_TOOLS_MISTRAL ? 0 : 5, len = head + (f == CHAT_TOOLS_MISTRAL ? 9 : 24);
   for (size_t i = 0; i < n; i++) {
-    if (c[i].index != (int)i || strlen(c[i].id) != 29 || strncmp(c[i].id, "call_", 5)) return 0;
-    for (int k = 5; k < 29; k++) {
+    if (c[i].index != (int)i || strlen(c[i].id) != len || strncmp(c[i].id, "call_", head)) return 0;
+    for (size_t k = head; k < len; k++) {
       char ch = c[i].id[k];
       if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9'))) return 0;
     }
@@ -115,7 +117,7 @@ static void check_streaming(const char *what, chat_tool_format f, const chat_rep
     stream(f, o, text, cuts, nc, &a);
     int ok = !a.bad && a.cn == whole->content_len && !memcmp(a.content, whole->content, a.cn) &&
              a.rn == whole->reasoning_len && !memcmp(a.reasoning, whole->reasoning, a.rn) &&
-             same_calls(a.calls, a.n_calls, whole->tool_calls, whole->n_tool_calls) && ids_ok(a.calls, a.n_calls);
+             same_calls(a.calls, a.n_calls, whole->tool_calls, whole->n_tool_calls) && ids_ok(f, a.calls, a.n_calls);
     CHECK(ok, "%s: streamed %s: content [%s] reasoning [%s] %zu calls%s%s, whole: [%s] [%s] %zu calls", what,
           k <= n ? "in two pieces" : "byte by byte", a.content, a.reasoning, a.n_calls, a.n_calls ? " first " : "",
           a.n_calls ? a.calls[0].arguments : "", whole->content, whole->reasoning, whole->n_tool_calls);
@@ -579,7 +581,7 @@ static void check_case(const pcase *c) {
   while (nwant < 3 && c->calls[nwant][0])
     nwant++;
   int ok = !strcmp(r.content, c->content) && r.content_len == strlen(c->content) &&
-           !strcmp(r.reasoning, c->reasoning) && r.n_tool_calls == nwant && ids_ok(r.tool_calls, r.n_tool_calls);
+           !strcmp(r.reasoning, c->reasoning) && r.n_tool_calls == nwant && ids_ok(c->f, r.tool_calls, r.n_tool_calls);
   for (size_t i = 0; ok && i < nwant; i++)
     ok = !strcmp(r.tool_calls[i].name, c->calls[i][0]) && !strcmp(r.tool_calls[i].arguments, c->calls[i][1]);
   CHECK(ok, "%s (%s): content [%s] want [%s], reasoning [%s] want [%s], %zu calls want %zu%s%s%s%s", c->name,
@@ -678,7 +680,8 @@ static void check_random(void) {
       stream((chat_tool_format)f, &o, text, cuts, nc, &a);
       int ok = !a.bad && a.cn == whole.content_len && !memcmp(a.content, whole.content, a.cn) &&
                !strcmp(a.reasoning, whole.reasoning) &&
-               same_calls(a.calls, a.n_calls, whole.tool_calls, whole.n_tool_calls) && ids_ok(a.calls, a.n_calls);
+               same_calls(a.calls, a.n_calls, whole.tool_calls, whole.n_tool_calls) &&
+               ids_ok((chat_tool_format)f, a.calls, a.n_calls);
       CHECK(ok,
             "random reply %d (%s, opts %u) [%s]: streamed content [%s] reasoning [%s] %zu calls, whole [%s] [%s] "
             "%zu calls",

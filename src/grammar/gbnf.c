@@ -226,7 +226,7 @@ static int cmp_range(const void *a, const void *b) {
 static int make_class(gp *p, int neg, uint32_t *id) {
   uint32_t *r = p->scratch.v;
   size_t n = p->scratch.n / 2, m = 0;
-  qsort(r, n, 2 * sizeof *r, cmp_range);
+  if (n) qsort(r, n, 2 * sizeof *r, cmp_range);
   for (size_t k = 0; k < n; k++) { /* merge overlapping and adjacent */
     if (m && r[2 * k] <= r[2 * (m - 1) + 1] + 1) {
       if (r[2 * k + 1] > r[2 * (m - 1) + 1]) r[2 * (m - 1) + 1] = r[2 * k + 1];
@@ -270,10 +270,10 @@ static int make_class(gp *p, int neg, uint32_t *id) {
   uint32_t s = h & (p->ccap - 1);
   for (; p->ctab[s]; s = (s + 1) & (p->ccap - 1)) {
     uint32_t k = p->ctab[s] - 1, o = p->cls_off.v[k], e = p->cls_off.v[k + 1];
-    if (e - o == m && !memcmp(p->ranges.v + 2 * o, r, 2 * m * sizeof *r)) return *id = k, 0;
+    if (e - o == m && (!m || !memcmp(p->ranges.v + 2 * o, r, 2 * m * sizeof *r))) return *id = k, 0;
   }
   if (!gr_u32_reserve(&p->ranges, 2 * m) || !gr_u32_push(&p->cls_off, 0)) return oom(p);
-  memcpy(p->ranges.v + p->ranges.n, r, 2 * m * sizeof *r);
+  if (m) memcpy(p->ranges.v + p->ranges.n, r, 2 * m * sizeof *r); /* m 0: an empty class, "[]" */
   p->ranges.n += 2 * m;
   p->cls_off.v[n_cls + 1] = (uint32_t)(p->ranges.n / 2);
   p->ctab[s] = n_cls + 1;
@@ -760,7 +760,7 @@ static int build(gp *p, grammar **out) {
     g->chain_next[r] = p->rules[r].chain_next;
   }
   g->alt_off[p->n_rules] = a;
-  memcpy(g->ranges, p->ranges.v, p->ranges.n * sizeof *g->ranges);
+  if (p->ranges.n) memcpy(g->ranges, p->ranges.v, p->ranges.n * sizeof *g->ranges);
   for (uint32_t k = 0; k < g->n_classes; k++) {
     gr_class *c = &g->classes[k];
     c->off = p->cls_off.v[k];

@@ -793,8 +793,42 @@ static const char *rule_for(jctx *c, const cJSON *s, const char *ptr, const char
   return rc ? NULL : name;
 }
 
+/* the length of the valid UTF-8 character at s (no overlong forms, surrogates or code points past U+10FFFF), 0 if
+   none */
+static size_t utf8_char(const unsigned char *s) {
+  if (s[0] < 0x80) return 1;
+  size_t n = s[0] >= 0xC2 && s[0] <= 0xDF ? 2 : s[0] >= 0xE0 && s[0] <= 0xEF ? 3 : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+  for (size_t i = 1; i < n; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  if (n == 3 && ((s[0] == 0xE0 && s[1] < 0xA0) || (s[0] == 0xED && s[1] >= 0xA0))) return 0;
+  if (n == 4 && ((s[0] == 0xF0 && s[1] < 0x90) || (s[0] == 0xF4 && s[1] >= 0x90))) return 0;
+  return n;
+}
+
+/* every key and string of the schema is UTF-8 (they become the grammar's text); NULL, or the first that is not */
+static const cJSON *bad_utf8(const cJSON *j, const char **what) {
+  for (; j; j = j->next) {
+    const char *ss[2] = {j->string, cJSON_IsString(j) ? j->valuestring : NULL};
+    for (int k = 0; k < 2; k++)
+      for (const unsigned char *p = (const unsigned char *)ss[k]; p && *p;) {
+        size_t n = utf8_char(p);
+        if (!n) {
+          *what = k ? "a string" : "a key";
+          return j;
+        }
+        p += n;
+      }
+    const cJSON *b = bad_utf8(j->child, what);
+    if (b) return b;
+  }
+  return NULL;
+}
+
 wgllm_status grammar_schema_to_gbnf(const cJSON *schema, char **gbnf_out, llm_err *err) {
   *gbnf_out = NULL;
+  const char *what = NULL;
+  if (schema && bad_utf8(schema, &what))
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "json schema: %s in it is not valid UTF-8", what);
   jctx c = {.root = schema, .err = err};
   if (!schema) return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "json schema: no schema");
   jb body = {0};
