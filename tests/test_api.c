@@ -663,10 +663,10 @@ static void check_reply_parser(void) {
   CHECK(wgllm_reply_parser_create(m, &o, &p) == WGLLM_OK, "reply parser: %s", wgllm_last_error());
   const char *reply = "Let me check.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n"
                       "</tool_call>";
-  char all[2048] = "", content[256] = "";     /* the deltas, and their contents joined ({"content":"..."} ones) */
-  for (size_t i = 0; p && reply[i]; i += 5) { /* pieces of 5 bytes */
+  char all[2048] = "", content[256] = ""; /* the deltas, and their contents joined ({"content":"..."} ones) */
+  for (size_t i = 0, len = strlen(reply); p && i < len; i += 5) { /* pieces of 5 bytes */
     char *d = NULL;
-    size_t k = strlen(reply + i) < 5 ? strlen(reply + i) : 5;
+    size_t k = len - i < 5 ? len - i : 5;
     CHECK(wgllm_reply_parser_push(p, reply + i, k, &d) == WGLLM_OK, "push");
     if (d && strlen(all) + strlen(d) < sizeof all) strcat(all, d);
     if (d && !strncmp(d, "{\"content\":\"", 12) && strlen(content) + strlen(d) < sizeof content)
