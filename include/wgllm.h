@@ -365,7 +365,7 @@ WGLLM_API void wgllm_reply_parser_free(wgllm_reply_parser *p); /* NULL is a no-o
 /* tool_choice "required" (function_name NULL) or a named function: the GBNF of a reply that is one call, in the
    model's format, of one of tools_json's functions ([{"type": "function", "function": {"name", "parameters"}}]),
    its arguments valid under the function's parameters schema (*gbnf malloc'd; free with wgllm_free). Formats
-   whose calls are not JSON (gemma, gemma4) and none are WGLLM_ERR_UNSUPPORTED. */
+   whose calls are not JSON (gemma, gemma4) and none, and parameters that use "$ref", are WGLLM_ERR_UNSUPPORTED. */
 WGLLM_API wgllm_status wgllm_model_tool_call_grammar(wgllm_model *m, const char *tools_json, size_t len,
                                                      const char *function_name, char **gbnf);
 

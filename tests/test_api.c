@@ -693,6 +693,11 @@ static void check_reply_parser(void) {
   CHECK(wgllm_model_tool_call_grammar(m, tools, strlen(tools), "nope", &gbnf) == WGLLM_ERR_INVALID_ARG &&
             strstr(wgllm_last_error(), "nope"),
         "a function not among the tools: %s", wgllm_last_error());
+  const char *reft = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": {\"$ref\": "
+                     "\"#/$defs/a\", \"$defs\": {\"a\": {\"type\": \"object\"}}}}}]";
+  CHECK(wgllm_model_tool_call_grammar(m, reft, strlen(reft), NULL, &gbnf) == WGLLM_ERR_UNSUPPORTED &&
+            strstr(wgllm_last_error(), "$ref"),
+        "parameters with a $ref: %s", wgllm_last_error());
   wgllm_model_free(m);
 }
 

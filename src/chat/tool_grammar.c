@@ -15,6 +15,14 @@ static const cJSON *tool_function(const cJSON *t) {
   return cJSON_IsObject(f) ? f : t;
 }
 
+/* whether j holds a "$ref" anywhere (a function's parameters nested in the calls' schema would resolve it against
+   that schema's root, not their own) */
+static int has_ref(const cJSON *j) {
+  for (const cJSON *c = j ? j->child : NULL; c; c = c->next)
+    if ((c->string && !strcmp(c->string, "$ref")) || has_ref(c)) return 1;
+  return 0;
+}
+
 /* {"anyOf": [{"type": "object", "properties": {"name": {"const": N}, ARGS: P}, "required": ["name", ARGS],
    "additionalProperties": false}, ...]} over the functions (only `only` where given) */
 static cJSON *calls_schema(const cJSON *tools, const char *only, const char *args_key, llm_err *err) {
@@ -31,6 +39,14 @@ static cJSON *calls_schema(const cJSON *tools, const char *only, const char *arg
     }
     i++;
     if (only && strcmp(only, name->valuestring)) continue;
+    if (has_ref(params)) {
+      cJSON_Delete(any);
+      llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                  "tool_choice: the parameters of function \"%s\" use $ref, which the call's grammar does not resolve "
+                  "(tool_choice \"auto\" takes them)",
+                  name->valuestring);
+      return NULL;
+    }
     cJSON *o = cJSON_CreateObject(), *props = cJSON_AddObjectToObject(o, "properties");
     cJSON_AddStringToObject(o, "type", "object");
     cJSON *n = cJSON_AddObjectToObject(props, "name");
@@ -90,8 +106,8 @@ wgllm_status chat_tool_call_gbnf(chat_tool_format f, const cJSON *tools, const c
   wgllm_status st = grammar_schema_to_gbnf(schema, &calls, err);
   cJSON_Delete(schema);
   if (st) return st;
-  /* the schema's rule "root" becomes "call", the reply's root the call in its markers: no other rule may name
-     root (a schema's "$ref": "#" inside a function's parameters would) */
+  /* the schema's rule "root" becomes "call", the reply's root the call in its markers (no rule names root: the
+     parameters hold no "$ref", refused above) */
   char *def = strncmp(calls, "root ::=", 8) ? strstr(calls, "\nroot ::=") : calls;
   size_t n = strlen(calls);
   char *g = def ? malloc(n + strlen(open) + strlen(close) + 64) : NULL;
