@@ -263,6 +263,10 @@ struct tcase {
       uint32_t n, n_bias; /* logit_filter: the vocabulary; 0 bias pairs: the mask variant */
     } lf;
     struct {
+      uint32_t D, rows, chunks;  /* rows split over chunks dispatches of op_pool_rows (the last takes the rest) */
+      int mode, normalize, zero; /* zero: every input 0 (the norm's floor: zeros out, no NaN) */
+    } pool;
+    struct {
       int mul; /* run_binary: mul; run_inplace: 0 add, 1 mul, 2 add-scale, 3 softcap */
       uint32_t n, nb;
       float c;
@@ -653,6 +657,67 @@ static void cases_logit_filter(void) {
       c->u.lf.n = lp_sizes[i];
       c->u.lf.n_bias = tops[k];
     }
+}
+
+/* ---------------------------------------------------------------- pool */
+
+/* Embedding pooling: random rows in chunks (a recording each, as a session's prefill chunks), each chunk its own
+   input buffer; the accumulator and the output poisoned (the first chunk must set the accumulator, the finish every
+   output element), against the CPU's pooling of all the rows at once. */
+static case_result run_pool(const tcase *c) {
+  uint32_t D = c->u.pool.D, rows = c->u.pool.rows, chunks = c->u.pool.chunks, per = (rows + chunks - 1) / chunks;
+  float *x = rnd((size_t)rows * D, -3, 3), *want = malloc((size_t)D * 4);
+  if (c->u.pool.zero) memset(x, 0, (size_t)rows * D * 4);
+  ref_pool(x, rows, D, c->u.pool.mode, c->u.pool.normalize, want);
+  gbuf ga = gb_out((size_t)D * 4), go = gb_out((size_t)D * 4);
+  traffic(4.0 * rows * D + 12.0 * D, (double)rows * D);
+  for (uint32_t r0 = 0, k = 0; r0 < rows; r0 += per, k++) {
+    uint32_t n = rows - r0 < per ? rows - r0 : per;
+    gbuf gx = gb_in(x + (size_t)r0 * D, (size_t)n * D * 4);
+    gpu_recorder *r = rec_new();
+    wgllm_status st = op_pool_rows(r, gx.v, ga.v, D, n, (op_pool_mode)c->u.pool.mode, k == 0);
+    if (!st && r0 + n == rows)
+      st = op_pool_finish(r, ga.v, go.v, D, c->u.pool.mode ? 1.0f : 1.0f / rows, c->u.pool.normalize);
+    CHECK(st == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+    exec(r, NULL);
+    gpu_recorder_free(r);
+    gb_free(&gx);
+  }
+  const float *got = gb_fetch(&go);
+  cmp("pooled", got, want, D, 2e-6, 1e-5);
+  gb_guards(&go, "out");
+  gb_guards(&ga, "acc");
+  gb_free(&ga);
+  gb_free(&go);
+  free(x);
+  free(want);
+  return verdict();
+}
+
+static void cases_pool(void) {
+  static const char *modes[] = {"mean", "last", "first"};
+  static const uint32_t shapes[][3] = {{1, 1, 1},    {7, 3, 1},    {96, 24, 1},   {96, 53, 4},
+                                       {257, 40, 3}, {1024, 5, 5}, {4096, 17, 2}, {2560, 300, 3}};
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    for (int mode = 0; mode < 3; mode++)
+      for (int norm = 0; norm < 2; norm++) {
+        tcase *c = add_case("pool", run_pool, "%s%s,D=%u,rows=%u,chunks=%u", modes[mode], norm ? "+norm" : "",
+                            shapes[i][0], shapes[i][1], shapes[i][2]);
+        c->u.pool.D = shapes[i][0];
+        c->u.pool.rows = shapes[i][1];
+        c->u.pool.chunks = shapes[i][2];
+        c->u.pool.mode = mode;
+        c->u.pool.normalize = norm;
+      }
+  for (int mode = 0; mode < 3; mode++) {
+    tcase *c = add_case("pool", run_pool, "%s+norm,zero,D=96,rows=4,chunks=2", modes[mode]);
+    c->u.pool.D = 96;
+    c->u.pool.rows = 4;
+    c->u.pool.chunks = 2;
+    c->u.pool.mode = mode;
+    c->u.pool.normalize = 1;
+    c->u.pool.zero = 1;
+  }
 }
 
 /* ---------------------------------------------------------------- add / mul / add_inplace */
@@ -4366,6 +4431,7 @@ static void build_cases(void) {
   cases_step_ids();
   cases_spec();
   cases_logit_filter();
+  cases_pool();
   cases_binary();
   cases_rms_norm();
   cases_rope();

@@ -107,6 +107,15 @@ uint64_t op_logprobs_work_bytes(uint32_t n);
 wgllm_status op_logprobs(gpu_recorder *rec, gpu_view logits, gpu_view ids, gpu_view work, gpu_view out, uint32_t n,
                          uint32_t top_n);
 
+/* Pooling of hidden states into one vector (embeddings), a prefill chunk at a time (kernels/pool.wgsl). op_pool_rows:
+   acc takes the chunk's rows x: MEAN adds their sum (first_chunk: sets it), LAST sets the last row, FIRST sets row 0
+   of the first chunk (later chunks leave it). op_pool_finish: out = acc * scale (MEAN: 1 / the tokens of all the
+   chunks), divided by its L2 norm (at least 1e-12) when normalize.   x: [rows][D] f32; acc: [D] f32; out: [D] f32 */
+typedef enum op_pool_mode { OP_POOL_MEAN = 0, OP_POOL_LAST = 1, OP_POOL_FIRST = 2 } op_pool_mode;
+wgllm_status op_pool_rows(gpu_recorder *rec, gpu_view x, gpu_view acc, uint32_t D, uint32_t rows, op_pool_mode mode,
+                          int first_chunk);
+wgllm_status op_pool_finish(gpu_recorder *rec, gpu_view acc, gpu_view out, uint32_t D, float scale, int normalize);
+
 /* dst[i] = src[i] for i < n (32-bit words).   src, dst: [n] */
 wgllm_status op_copy_u32(gpu_recorder *rec, gpu_view src, gpu_view dst, uint32_t n);
 /* The verdict of a speculative verify step whose rows 0..k fed ids[0..k] (the last token, then k drafts) and whose

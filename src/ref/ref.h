@@ -30,6 +30,9 @@ void ref_argmax(const float *x, uint32_t *out, size_t n, size_t rows);
 uint32_t ref_logprobs(const float *x, size_t n, uint32_t id, uint32_t top_n, float *lp_id, uint32_t *top_ids,
                       float *top_lps);
 void ref_logit_filter(float *x, size_t n, const uint32_t *mask, const uint32_t *ids, const float *bias, size_t n_bias);
+/* op_pool_rows + op_pool_finish over all the rows at once: mode 0 the mean of x's rows [rows][D], 1 the last row, 2
+   the first (in double), then divided by the L2 norm (at least 1e-12) when normalize.   out: [D] */
+void ref_pool(const float *x, size_t rows, size_t D, int mode, int normalize, float *out);
 /* y[M][N] = x[M][K] . w[N][K]^T + bias (bias may be NULL); accumulates in double */
 /* The fast precision's activations (kernels/quantize_q8.wgsl): per block of 32 of each row of x [M][K], d = amax / 127,
    q = round-half-even(x * 127 / amax) in -127..127 (0 for a block of zeros), s = d * sum q. q [M][K], d and s

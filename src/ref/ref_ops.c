@@ -243,3 +243,25 @@ uint32_t ref_logprobs(const float *x, size_t n, uint32_t id, uint32_t top_n, flo
   }
   return k;
 }
+
+void ref_pool(const float *x, size_t rows, size_t D, int mode, int normalize, float *out) {
+  double ss = 0;
+  double *v = malloc(D * sizeof *v);
+  for (size_t d = 0; d < D; d++) {
+    if (mode == 1)
+      v[d] = x[(rows - 1) * D + d];
+    else if (mode == 2)
+      v[d] = x[d];
+    else {
+      double s = 0;
+      for (size_t r = 0; r < rows; r++)
+        s += x[r * D + d];
+      v[d] = s / (double)rows;
+    }
+    ss += v[d] * v[d];
+  }
+  double norm = sqrt(ss) > 1e-12 ? sqrt(ss) : 1e-12;
+  for (size_t d = 0; d < D; d++)
+    out[d] = (float)(normalize ? v[d] / norm : v[d]);
+  free(v);
+}

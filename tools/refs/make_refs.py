@@ -242,6 +242,73 @@ def llama_kquants_gguf_case(name, plan=KQ_ALL, emb="Q4_K", out="Q6_K", file_type
               "Q5_K, Q6_K, Q4_1, Q5_0, Q5_1, IQ4_NL, IQ4_XS (random blocks, weights = their dequantized values); q/k rows "
               "permuted as llama.cpp writes them")
 
+def qwen3_embed_case(name):
+    """Qwen3-Embedding's layout: the weights of a Qwen3Model (tensor names without "model.", no lm_head, untied as
+    the 4B/8B models are), sentence-transformers' modules.json with last-token pooling (1_Pooling/config.json) and
+    a Normalize module; and the same weights as a qwen3 GGUF with qwen3.pooling_type 3 (last) beside it
+    (<name>_gguf/model.gguf, F32 tensors, a llama-style tokenizer). emb_ref.json holds, for inputs of several lengths,
+    the final norm's hidden states pooled by the last token and L2-normalised (the model's own pooling) and pooled by
+    the mean of every token, unnormalised, as transformers computes them (float32, CPU)."""
+    c = transformers.Qwen3Config(vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=32, max_position_embeddings=4096, rope_theta=1000000.0, tie_word_embeddings=False,
+        rms_norm_eps=1e-6)
+    m = transformers.Qwen3Model(c); perturb(m); m.eval()
+    d = os.path.join(A.out, name); os.makedirs(os.path.join(d, "1_Pooling"), exist_ok=True)
+    m.save_pretrained(d, safe_serialization=True)
+    for f in ("generation_config.json",):
+        if os.path.exists(os.path.join(d, f)): os.remove(os.path.join(d, f))
+    json.dump([{"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+               {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+               {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}],
+              open(os.path.join(d, "modules.json"), "w"), indent=1)
+    json.dump({"word_embedding_dimension": H, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": False,
+               "pooling_mode_max_tokens": False, "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_weightedmean_tokens": False,
+               "pooling_mode_lasttoken": True, "include_prompt": True}, open(os.path.join(d, "1_Pooling", "config.json"), "w"), indent=1)
+    m = transformers.Qwen3Model.from_pretrained(d, dtype=torch.float32).eval()   # RoPE buffers as a user's load makes them
+    g = torch.Generator().manual_seed(A.seed + 23)
+    inputs = []
+    for n in (1, 7, T, 53):   # 53: several prefill chunks of 16 (the test's), the mean over all of them
+        ids = torch.randint(3, V, (1, n), generator=g)
+        with torch.no_grad():
+            h = m(ids).last_hidden_state[0].float()   # [n][H], after the final norm
+        last = torch.nn.functional.normalize(h[-1], p=2, dim=0)
+        inputs.append({"ids": ids[0].tolist(), "last_normalized": last.tolist(), "mean": h.mean(0).tolist()})
+    ref = {"name": name, "arch": "Qwen3Model", "n_embd": H, "pooling": "last", "normalize": True, "inputs": inputs,
+           "transformers": transformers.__version__, "seed": A.seed,
+           "note": "Qwen3-Embedding layout (Qwen3Model weights, untied, no lm_head; sentence-transformers last-token pooling + "
+                   "Normalize); per input: last token L2-normalised, and the mean of every token unnormalised"}
+    json.dump(ref, open(os.path.join(d, "emb_ref.json"), "w"), indent=1)
+    # the GGUF form: llama.cpp's qwen3 names (NeoX RoPE: q/k rows as they are), F32, pooling_type 3 (last)
+    dg = os.path.join(A.out, name + "_gguf"); os.makedirs(dg, exist_ok=True)
+    sd = {k: v.detach().float().numpy() for k, v in m.state_dict().items()}
+    def f32(key): return sd[key].astype("<f4").tobytes()
+    ts = [("token_embd.weight", gw.GGML_F32, [H, V], f32("embed_tokens.weight")),
+          ("output_norm.weight", gw.GGML_F32, [H], f32("norm.weight"))]
+    names = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_norm": "attn_q_norm",
+             "self_attn.k_norm": "attn_k_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate",
+             "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+    for i in range(c.num_hidden_layers):
+        for hf, gg in names.items():
+            w = sd[f"layers.{i}.{hf}.weight"]
+            ts.append((f"blk.{i}.{gg}.weight", gw.GGML_F32, list(reversed(w.shape)), w.astype("<f4").tobytes()))
+    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)]
+    kv = {"general.architecture": ("str", "qwen3"), "general.name": ("str", name + "_gguf"), "general.alignment": ("u32", 32),
+          "general.file_type": ("u32", 0), "qwen3.context_length": ("u32", 4096), "qwen3.embedding_length": ("u32", H),
+          "qwen3.block_count": ("u32", c.num_hidden_layers), "qwen3.feed_forward_length": ("u32", I),
+          "qwen3.attention.head_count": ("u32", 4), "qwen3.attention.head_count_kv": ("u32", 2),
+          "qwen3.attention.key_length": ("u32", 32), "qwen3.attention.value_length": ("u32", 32),
+          "qwen3.rope.dimension_count": ("u32", 32), "qwen3.attention.layer_norm_rms_epsilon": ("f32", 1e-6),
+          "qwen3.rope.freq_base": ("f32", 1000000.0), "qwen3.pooling_type": ("u32", 3),
+          "tokenizer.ggml.model": ("str", "llama"), "tokenizer.ggml.tokens": (("arr", "str"), toks),
+          "tokenizer.ggml.scores": (("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
+          "tokenizer.ggml.token_type": (("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
+          "tokenizer.ggml.bos_token_id": ("u32", 1), "tokenizer.ggml.eos_token_id": ("u32", 2), "tokenizer.ggml.unknown_token_id": ("u32", 0)}
+    gw.write_gguf(os.path.join(dg, "model.gguf"), [(k, t, v) for k, (t, v) in kv.items()], ts)
+    ref["name"] = name + "_gguf"; ref["note"] = "the weights of ../" + name + " as a qwen3 GGUF (F32, qwen3.pooling_type 3: last)"
+    json.dump(ref, open(os.path.join(dg, "emb_ref.json"), "w"), indent=1)
+    print(f"{name}: {sum(p.numel() for p in m.parameters())} params, {len(inputs)} inputs of {[len(x['ids']) for x in inputs]} tokens")
+
 L3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
 CASES = {
     "llama_gqa": lambda: hf_case("llama_gqa", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
@@ -287,6 +354,7 @@ CASES = {
         "GGUF llama as llama.cpp's Q4_0 file type writes it: Q4_0 embedding and linears, Q6_K output (random blocks, "
         "weights = their dequantized values); q/k rows permuted as llama.cpp writes them"),
     "llama_q4_0_gguf": lambda: llama_gguf_case("llama_q4_0_gguf", 6, 2, 2, False, L3),
+    "qwen3_embed": lambda: qwen3_embed_case("qwen3_embed"),
 }
 for n in (A.only.split(",") if A.only else CASES):
     CASES[n]()
