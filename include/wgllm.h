@@ -334,6 +334,18 @@ typedef struct wgllm_generate_params {
      tokens ([TOOL_CALLS], <|python_tag|>) reach a reply parser this way; end-of-generation tokens still end it.
      0: dropped (the default). */
   int special;
+  /* context shift (llama.cpp's --context-shift and --keep): where the next token would not fit the session's
+     context, the first n_keep tokens stay, half of the tokens after them are dropped, and the rest is computed again
+     at its new positions (exactly what a fresh session computes from the tokens kept, at the cost of a prefill of
+     them), so the reply goes on past the context instead of stopping with WGLLM_STOP_CONTEXT; the text returned is
+     the text as generated (the penalties' window, stop strings and a grammar continue over it), only what the model
+     sees is shorter. n_keep: -1 the whole prompt (what the session's cache held before it, and the prompt), else that
+     many tokens and a leading BOS token (0: the BOS alone), at most the prompt and the context's tokens but two (a
+     keep near the context shifts at nearly every token). A shifting job steps on in a batch with the others; its
+     speculation (spec_lookup, draft_model) ends at its first shift. Counted in wgllm_generate_stats.context_shifts.
+     0: off (the default: the reply stops at the context's end). */
+  int context_shift;
+  int32_t n_keep;
 } wgllm_generate_params;
 #define WGLLM_SPEC_MAX 15
 /* The defaults noted above; they are the CLI's (wgllm run and chat start from them) and llama.cpp's. */
@@ -406,6 +418,7 @@ typedef struct wgllm_generate_stats {
   /* speculative decoding (spec_lookup): verify steps, the tokens they checked, those accepted (each step also gives
      one token of its own: generated tokens per step = (accepted + steps) / steps where every token came from one) */
   uint32_t spec_steps, spec_drafted, spec_accepted;
+  uint32_t context_shifts; /* times the context was shifted to go on (wgllm_generate_params.context_shift) */
 } wgllm_generate_stats;
 
 /* Continues the text: the prompt is tokenized with the model's BOS rules (special-token text becomes its token, as

@@ -487,6 +487,7 @@ void wgllm_job_stats(const wgllm_job *j, wgllm_generate_stats *stats) {
   stats->spec_steps = job->g.res.spec_steps;
   stats->spec_drafted = job->g.res.spec_drafted;
   stats->spec_accepted = job->g.res.spec_accepted;
+  stats->context_shifts = job->g.res.context_shifts;
 }
 
 const char *wgllm_job_error(const wgllm_job *j) { return j ? j->err.msg : ""; }

@@ -112,6 +112,7 @@ wgllm_status llm_gen_begin_deferred(llm_gen *g, llm_session *s, const tokenizer 
     return g->st = WGLLM_ERR_INVALID_ARG;
   }
   g->max_tokens = gp->max_tokens ? gp->max_tokens : 256;
+  g->prompt_end = s->n_past + n_prompt;
   g->res.tokens = malloc((size_t)g->max_tokens * sizeof *g->res.tokens);
   g->pending = malloc((size_t)n_prompt * sizeof *g->pending);
   if (!g->res.tokens || !g->pending) {
@@ -181,7 +182,7 @@ int llm_gen_solo(const llm_gen *g) { return g->gm || g->gp.n_bias || g->gp.logpr
 #define LLM_GRAMMAR_GUARD 32
 static uint32_t close_in_time(llm_gen *g, uint32_t n) {
   uint32_t left = g->max_tokens - g->res.n_generated, room = g->s->opt.ctx - gen_n_past(g);
-  if (room < left) left = room;
+  if (room < left && !g->gp.context_shift) left = room; /* a context shift makes room: only the token limit ends it */
   uint32_t d = grammar_matcher_min_bytes(g->gm);
   if (d == UINT32_MAX || (uint64_t)left > (uint64_t)d + LLM_GRAMMAR_GUARD) return n;
   uint32_t words = (g->s->m->hp.n_vocab + 31) / 32, kept = 0, cut = 0;
@@ -276,6 +277,66 @@ static int emit(llm_gen *g, size_t upto) {
   return stop;
 }
 
+/* Context shift (gp.context_shift), where the token to feed next (g->token, sampled, not yet fed) does not fit the
+   context: the cache's first `keep` tokens stay, half of the ones after them are dropped, and the tail after those is
+   prefilled again at its new positions: recomputation rather than llama.cpp's rotation of the cached keys, so it is
+   exactly what a fresh session computes from the kept tokens in every cache layout (a paged pool, sliding-window
+   rings, KV-shared layers, f16 KV) and costs a prefill of the tail. Where the rewind keeps less (a ring that no longer
+   holds the keys position `keep` needs, a pool block shared with another sequence) more is recomputed, from 0 at
+   worst. The sampler's state on the GPU (its penalty window over the text as generated), the step's input id and the
+   grammar's state stay as they are: only what the model sees changes. Called with nothing in flight (the steps queued
+   never reach the context's last position: llm_gen_accept, needs_next in jobs.c, llm_spec_room); a verify step's tokens
+   not taken yet are dropped (they followed the unshifted cache) and speculation ends (its history and a draft model's
+   cache hold the unshifted text). Returns 0 when the generation ended (a context too small to shift, a failure). */
+static int shift_context(llm_gen *g) {
+  llm_session *s = g->s;
+  if (s->in_flight || s->batch_queued) {
+    llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "context shift with %d steps in flight (%d batched)", s->in_flight,
+                s->batch_queued);
+    g->st = WGLLM_ERR_INTERNAL;
+    llm_gen_finish(g);
+    return 0;
+  }
+  uint32_t n = gen_n_past(g);
+  if (n < 2) { /* nothing to drop from: the context holds at most one token */
+    g->res.stop = LLM_STOP_CONTEXT;
+    llm_gen_finish(g);
+    return 0;
+  }
+  if (g->spec) {
+    g->spec_n = g->spec_at = 0;
+    llm_spec_free(g->spec);
+    g->spec = NULL;
+  }
+  int32_t bos = g->tok ? tok_bos(g->tok) : s->m->hp.bos;
+  uint32_t keep = g->prompt_end;
+  if (g->gp.n_keep >= 0 && (uint64_t)g->gp.n_keep + (bos >= 0 && s->fed[0] == bos) < keep)
+    keep = (uint32_t)g->gp.n_keep + (bos >= 0 && s->fed[0] == bos);
+  if (keep > n - 2) keep = n - 2;
+  uint32_t drop = (n - keep) / 2, total = n - drop;
+  int32_t *kept = malloc((size_t)total * sizeof *kept); /* out of s->fed, which the prefill below writes */
+  if (!kept) {
+    llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    g->st = WGLLM_ERR_OUT_OF_MEMORY;
+    llm_gen_finish(g);
+    return 0;
+  }
+  memcpy(kept, s->fed, (size_t)keep * sizeof *kept);
+  memcpy(kept + keep, s->fed + keep + drop, (size_t)(total - keep) * sizeof *kept);
+  uint32_t from = llm_session_rewind(s, keep);
+  wgllm_status st = llm_session_prefill(s, kept + from, total - from, NULL, 0);
+  free(kept);
+  if (st) {
+    g->st = st; /* the message is the prefill's, in s->err */
+    llm_gen_finish(g);
+    return 0;
+  }
+  s->last_sampled = g->token; /* the next step feeds it (a verify step may have left another id there) */
+  s->ids_stale = 1;
+  g->res.context_shifts++;
+  return 1;
+}
+
 wgllm_status llm_gen_accept(llm_gen *g, int queue) {
   if (g->done || g->st || g->prefilling || !g->has_token) return g->st;
   llm_session *s = g->s;
@@ -335,9 +396,12 @@ wgllm_status llm_gen_accept(llm_gen *g, int queue) {
     return g->st;
   }
   if (gen_n_past(g) + 1 >= s->opt.ctx) {
-    g->res.stop = LLM_STOP_CONTEXT;
-    llm_gen_finish(g);
-    return g->st;
+    if (!gp->context_shift) {
+      g->res.stop = LLM_STOP_CONTEXT;
+      llm_gen_finish(g);
+      return g->st;
+    }
+    if (!shift_context(g)) return g->st;
   }
   if (g->gm && grammar_matcher_must_end(g->gm)) {
     g->res.stop = LLM_STOP_GRAMMAR;

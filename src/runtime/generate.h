@@ -54,6 +54,15 @@ typedef struct llm_gen_params {
   int logprobs;
   uint32_t top_logprobs;
   int special; /* special tokens' text kept in the text (end-of-generation tokens still end it) */
+  /* context shift (llama.cpp's, by recomputation): where the next token would not fit the context, the first n_keep
+     tokens stay, half of the tokens after them are dropped, and the rest is computed again at its new positions
+     (llm_gen_accept); the model sees less, the text goes on as generated (the sampler's penalty window, stop strings
+     and a grammar continue over it). n_keep: -1 the whole prompt (the tokens the cache held when the generation
+     began and the prompt), else that many tokens and a leading BOS token, at most the prompt, and at most the
+     context's tokens but two (half of two is one to drop). Speculation ends at the first shift. 0: off (the
+     generation stops, LLM_STOP_CONTEXT). */
+  int context_shift;
+  int32_t n_keep;
 } llm_gen_params;
 
 typedef struct llm_gen_result {
@@ -61,8 +70,9 @@ typedef struct llm_gen_result {
   uint32_t n_prompt, n_generated;
   double prefill_s, decode_s;                       /* wall time */
   uint32_t spec_steps, spec_drafted, spec_accepted; /* speculation: verify steps, drafts they took, accepted */
-  int grammar_closed; /* a grammar's text was steered to its end as the token limit (or the context) neared */
-  int32_t *tokens;                                  /* [n_generated], malloc'd; free with free() */
+  int grammar_closed;      /* a grammar's text was steered to its end as the token limit (or the context) neared */
+  uint32_t context_shifts; /* times gp.context_shift dropped tokens from the cache to go on */
+  int32_t *tokens;         /* [n_generated], malloc'd; free with free() */
   uint32_t (*logprobs)[LLM_LP_WORDS]; /* gp.logprobs: [n_generated] op_logprobs records, malloc'd; else NULL */
   char *text;                         /* the generated text (stop string cut), NUL-terminated, malloc'd */
   size_t text_len;
@@ -107,9 +117,10 @@ typedef struct llm_gen {
   uint32_t prefilled; /* of its tokens */
   int prefilling;
   uint32_t max_tokens;
-  uint32_t queued; /* steps queued so far (a count; the token limit bounds queueing by n_generated + in flight) */
-  int depth;       /* steps kept in flight */
-  int started;     /* the prefill ran */
+  uint32_t prompt_end; /* tokens in the cache once the prompt is prefilled (gp.n_keep -1 keeps them) */
+  uint32_t queued;     /* steps queued so far (a count; the token limit bounds queueing by n_generated + in flight) */
+  int depth;           /* steps kept in flight */
+  int started;         /* the prefill ran */
   int done;
   wgllm_status st; /* the first failure (message in s->err) */
   double t1;       /* when decoding began */

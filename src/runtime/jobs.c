@@ -90,6 +90,11 @@ wgllm_status llm_gen_params_from_public(const wgllm_generate_params *p, llm_gen_
   gp->n_bias = (uint32_t)p->n_logit_bias;
   gp->spec_lookup = p->spec_lookup;
   gp->draft_max = p->draft_max; /* the draft model's session: the caller's (the API's session holds it) */
+  if (p->n_keep < -1)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "n_keep is %d; expected -1 (the whole prompt) or a count of tokens",
+                       p->n_keep);
+  gp->context_shift = p->context_shift != 0;
+  gp->n_keep = p->n_keep;
   return WGLLM_OK;
 }
 
