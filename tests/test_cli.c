@@ -345,6 +345,41 @@ static void runs_and_defaults(void) {
   rc = wg(NULL, &e, "run -m %s -p 'a b' -n -1 -c 40 --temp 0 --stats", GGUF);
   CHECK(rc == 0 && strstr(e, "context full"), "-n -1: %s", e);
   free(e);
+  /* context shift mid-reply: -n 100 on a context of 48 goes past the context (shifted, said with --stats), the text
+     starting with the one --no-context-shift stops with at the context's end; chat's replies too; --keep N and -1
+     keep that much, -2 is refused */
+  {
+    char *o_shift = NULL, *o_stop = NULL, *e_stop = NULL;
+    rc = wg(&o_shift, &e, "run -m %s -p 'In the beginning' -c 48 -n 100 --temp 0 --stats", DEFAULT);
+    int rc_stop = wg(&o_stop, &e_stop,
+                     "run -m %s -p 'In the beginning' -c 48 -n 100 --temp 0 --stats --no-context-shift", DEFAULT);
+    const char *said = strstr(e, "[context shifted ");
+    long shifts = said ? strtol(said + strlen("[context shifted "), NULL, 10) : 0;
+    CHECK(rc == 0 && strstr(e, "100 generated") && strstr(e, "stop: token limit") && shifts >= 2,
+          "run past its context: 100 tokens, shifted (exit %d): %s", rc, e);
+    CHECK(rc_stop == 0 && strstr(e_stop, "stop: context full") && !strstr(e_stop, "context shifted"),
+          "--no-context-shift: the reply stops at the context's end (exit %d): %s", rc_stop, e_stop);
+    CHECK(o_shift && o_stop && strlen(o_stop) > 40 && strlen(o_shift) > strlen(o_stop) &&
+              !strncmp(o_shift, o_stop, strlen(o_stop)),
+          "the shifted text starts with the text up to the context's end: '%s' / '%s'", o_shift ? o_shift : "",
+          o_stop ? o_stop : "");
+    printf("  run -c 48 -n 100: %ld context shifts; --no-context-shift stops at the context (%zu bytes, a prefix)\n",
+           shifts, o_stop ? strlen(o_stop) : 0);
+    free(o_shift);
+    free(o_stop);
+    free(e_stop);
+    free(e);
+    for (int k = 0; k < 2; k++) {
+      rc = wg(NULL, &e, "%s -m %s -p 'In the beginning' -c 48 -n 70 --temp 0 --ignore-eos --stats --keep %s",
+              k ? "chat -st" : "run", DEFAULT, k ? "6" : "-1");
+      CHECK(rc == 0 && strstr(e, "70 generated") && strstr(e, "[context shifted "), "%s --keep past the context: %s",
+            k ? "chat" : "run", e);
+      free(e);
+    }
+    rc = wg(NULL, &e, "run -m %s -p 'a b' -n 2 --keep -2", GGUF);
+    CHECK(rc == 2 && strstr(e, "--keep"), "--keep -2: exit %d: %s", rc, e);
+    free(e);
+  }
   /* -t and -ngl: accepted, ignored, said with -v */
   rc = wg(NULL, &e, "run -m %s -p 'a b' -n 2 -t 8 -ngl 99 -v", GGUF);
   CHECK(rc == 0 && strstr(e, "-t 8 is accepted for llama.cpp compatibility and ignored") && strstr(e, "-ngl 99"),

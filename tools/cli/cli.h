@@ -24,7 +24,8 @@ typedef struct cli_gen {
   long long n_predict;      /* -n (-1: until the context is full) */
   int seed_given;           /* -s other than -1; else a random seed */
   int stats, ignore_eos, no_display_prompt, conversation, single_turn;
-  int no_context_shift;   /* --no-context-shift: chat keeps every message (a conversation past the context fails) */
+  int no_context_shift;   /* --no-context-shift: a reply stops at the context's end, chat keeps every message (a
+                             conversation past the context fails); --keep N is gp.n_keep */
   int spec_lookup;        /* --spec-lookup */
   uint32_t draft_max;     /* --draft-max N (0: not given) */
   const char *draft_path; /* -md PATH */
@@ -34,8 +35,11 @@ typedef struct cli_gen {
   const char *grammar_opt, *grammar_text;
   int grammar_kind, grammar_is_file;
   wgllm_grammar *grammar;
-  char *owned[4];         /* what -f, -sysf and the operands read or joined */
+  char *owned[4]; /* what -f, -sysf and the operands read or joined */
 } cli_gen;
+/* Whether replies shift the context (gp.context_shift): on unless --no-context-shift, or -n -1 (a reply up to the
+   context's end). */
+int cli_context_shift(const cli_gen *g);
 /* wgllm chat, or wgllm run -cnv, with the parsed options; returns the exit status */
 int cli_chat_main(cli_gen *g);
 /* the summary line on stderr: "[5 prompt tokens (0 cached) in ..., 120 generated in ..., stop: ...]", with

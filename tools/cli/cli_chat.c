@@ -420,7 +420,8 @@ int cli_chat_main(cli_gen *g) {
   cli_busy = 0; /* from here Ctrl-C stops a reply in progress, or leaves */
   if (rc) return rc;
   c.ctx = ctx;
-  g->gp.max_tokens = g->n_predict < 0 || g->n_predict > ctx ? ctx : (uint32_t)g->n_predict;
+  g->gp.context_shift = cli_context_shift(g); /* then -n may go past the context */
+  g->gp.max_tokens = g->n_predict < 0 || (g->n_predict > ctx && !g->gp.context_shift) ? ctx : (uint32_t)g->n_predict;
   c.base_seed = g->gp.seed;
   if (g->c.verbose) cli_verbose_sampling(g);
   wgllm_model_info info;

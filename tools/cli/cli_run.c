@@ -31,6 +31,7 @@ enum {
   K_NO_CNV,
   K_SINGLE_TURN,
   K_NO_CONTEXT_SHIFT,
+  K_KEEP,
   K_NO_DISPLAY_PROMPT,
   K_SPEC_LOOKUP,
   K_DRAFT_MAX,
@@ -94,7 +95,11 @@ static const cli_opt gen_opts[] = {
     {K_TEMPLATE, "--chat-template --template", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_GEN,
      "chat: llama3, chatml, gemma, llama2 or none (default: the model's)"},
     {K_NO_CONTEXT_SHIFT, "--no-context-shift", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
-     "chat: a conversation past the context is an error (default: its oldest messages after the system message go)"},
+     "a reply that reaches the context's end stops there, and in chat a conversation past the context is an error "
+     "(default: the context shifts, keeping --keep tokens and dropping half of the rest, and chat's oldest messages "
+     "after the system message go)"},
+    {K_KEEP, "--keep", CLI_INT, "N", -1, 2147483647, 0, CLI_CMD_GEN,
+     "tokens of the prompt a context shift keeps (-1: all of it; default 0: the BOS token alone)"},
     {K_SINGLE_TURN, "-st --single-turn", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
      "chat: answer one message (-p or the first line) and leave"},
     {0, NULL, 0, NULL, 0, 0, 0, 0, NULL}};
@@ -209,6 +214,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     break;
   case K_NO_CONTEXT_SHIFT:
     g->no_context_shift = 1;
+    break;
+  case K_KEEP:
+    g->gp.n_keep = (int32_t)v->i;
     break;
   case K_GRAMMAR:
   case K_GRAMMAR_FILE:
@@ -382,12 +390,19 @@ void cli_print_stats(const wgllm_generate_stats *st, const char *adapter) {
           st->prompt_tokens, st->cached_tokens, st->prefill_seconds, st->generated_tokens, st->decode_seconds,
           st->decode_seconds > 0 ? st->generated_tokens / st->decode_seconds : 0.0, st->stop_reason,
           adapter ? ", on " : "", adapter ? adapter : "");
+  if (st->context_shifts)
+    fprintf(stderr, "[context shifted %u time%s to go past the context]\n", st->context_shifts,
+            st->context_shifts == 1 ? "" : "s");
   if (st->spec_steps)
     fprintf(stderr, "[speculation: %u verify steps, %u of %u drafts accepted (%.1f%%), %.2f tokens a step]\n",
             st->spec_steps, st->spec_accepted, st->spec_drafted,
             st->spec_drafted ? 100.0 * st->spec_accepted / st->spec_drafted : 0.0,
             (double)(st->spec_accepted + st->spec_steps) / st->spec_steps);
 }
+
+/* A reply past the context shifts it (llama-cli's --context-shift) unless --no-context-shift, or -n -1, which asks
+   for a reply up to the context's end. */
+int cli_context_shift(const cli_gen *g) { return !g->no_context_shift && g->n_predict >= 0; }
 
 volatile sig_atomic_t cli_busy;
 
@@ -482,7 +497,8 @@ int cli_run(int argc, char **argv) {
     cli_gen_free(&g);
     return rc;
   }
-  g.gp.max_tokens = g.n_predict < 0 || g.n_predict > ctx ? ctx : (uint32_t)g.n_predict;
+  g.gp.context_shift = cli_context_shift(&g); /* then -n may go past the context */
+  g.gp.max_tokens = g.n_predict < 0 || (g.n_predict > ctx && !g.gp.context_shift) ? ctx : (uint32_t)g.n_predict;
   if (g.c.verbose) cli_verbose_sampling(&g);
   run_out out = {g.prompt, 0, !g.no_display_prompt};
   g.gp.on_text = stream_out;
