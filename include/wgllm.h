@@ -517,6 +517,16 @@ WGLLM_API wgllm_status wgllm_chat_prompt(wgllm_model *m, const char *request_jso
    (or why it cannot run), tensors and bytes by type. Reads the file; needs no GPU. A file that opens but cannot
    run returns that status with *text set (the reason is in the text): free it in that case too. */
 WGLLM_API wgllm_status wgllm_describe_file(const char *path, char **text);
+/* What a model file is, read from the file alone (no GPU; a server lists models it has not loaded with it):
+   architecture (the file's own name, NUL-terminated, cut to fit), sizes, the trained context (0: not said) and the
+   bytes of its tensors in the file. Errors as wgllm_model_create's (the reason in wgllm_last_error()), a file that
+   opens but cannot run among them. */
+typedef struct wgllm_file_info {
+  char architecture[64];
+  uint32_t n_vocab, n_embd, n_layer, train_context;
+  uint64_t tensor_bytes;
+} wgllm_file_info;
+WGLLM_API wgllm_status wgllm_file_info_read(const char *path, wgllm_file_info *info);
 /* The adapter wgllm would use (adapter: part of its name, NULL: WGLLM_ADAPTER or the best), its backend,
    features, subgroup sizes, limits and the number of kernel variants, as text (malloc'd; free with wgllm_free). */
 WGLLM_API wgllm_status wgllm_describe_gpu(const char *adapter, int disable_f16, char **text);

@@ -1,5 +1,5 @@
-/* The public descriptions (include/wgllm.h): what a model file holds (read from the file alone) and what the
-   GPU wgllm would use offers, as text for `wgllm info`. */
+/* The public descriptions (include/wgllm.h): what a model file holds (read from the file alone: as text for
+   `wgllm info`, and its shape as numbers) and what the GPU wgllm would use offers. */
 #include "api_internal.h"
 #include "gguf.h"
 #include "gpu.h"
@@ -41,6 +41,29 @@ static void put(text *t, const char *fmt, ...) {
   memcpy(t->p + t->n, line, len);
   t->n += len;
   t->p[t->n] = 0;
+}
+
+wgllm_status wgllm_file_info_read(const char *path, wgllm_file_info *info) {
+  if (!path || !info) return WGLLM_ERR_INVALID_ARG;
+  memset(info, 0, sizeof *info);
+  llm_err err = {0};
+  wt_store *st;
+  wgllm_status s = llm_open_store(path, &st, &err);
+  if (s) return api_fail_at(s, path, &err);
+  llm_hparams hp;
+  s = llm_read_hparams(st, &hp, &err);
+  if (!s) {
+    snprintf(info->architecture, sizeof info->architecture, "%s", hp.arch_name);
+    info->n_vocab = hp.n_vocab;
+    info->n_embd = hp.n_embd;
+    info->n_layer = hp.n_layer;
+    info->train_context = hp.train_ctx;
+    for (size_t i = 0; i < wt_count(st); i++)
+      info->tensor_bytes += wt_at(st, i)->nbytes;
+    llm_hparams_free(&hp);
+  }
+  wt_store_free(st);
+  return s ? api_fail_at(s, path, &err) : WGLLM_OK;
 }
 
 static wgllm_status finish(text *t, char **out) {

@@ -58,6 +58,8 @@ wgllm_session_params cli_session_params(const cli_common *c) {
   return sp;
 }
 
+_Thread_local wgllm_status cli_open_status;
+
 /* Loads path with the common options (progress on a terminal); prints why not and returns the exit status. */
 static int load_model(const cli_common *c, const char *path, int no_tokenizer, wgllm_model **m) {
   wgllm_model_params mp = wgllm_model_default_params();
@@ -79,6 +81,7 @@ static int load_model(const cli_common *c, const char *path, int no_tokenizer, w
   wgllm_status st = wgllm_model_create(path, &mp, m);
   cli_progress_end(&g_load);
   free(template_text);
+  cli_open_status = st;
   if (st) {
     if (cli_interrupted) {
       fprintf(stderr, "wgllm: interrupted\n");

@@ -18,6 +18,9 @@ extern volatile sig_atomic_t cli_interrupted;
    and returns non-zero on failure (130 when interrupted). */
 int cli_open(const cli_common *c, uint32_t default_ctx, wgllm_model **m, wgllm_session **s, uint32_t *ctx,
              int no_tokenizer);
+/* The status of this thread's latest model load through cli_open (WGLLM_OK after one that loaded): a caller that
+   can free memory tells WGLLM_ERR_OUT_OF_MEMORY from the other failures by it. */
+extern _Thread_local wgllm_status cli_open_status;
 /* Loads the draft model at path (-md) with the common options and checks that it can propose tokens for m
    (wgllm_model_check_draft); prints why not and returns the exit status, else 0 with *draft set. */
 int cli_open_draft(const cli_common *c, const char *path, wgllm_model *m, wgllm_model **draft);

@@ -65,6 +65,7 @@ typedef enum xstate {
   X_BODY = 0, /* routed: collecting the body */
   X_WHOLE,    /* a whole answer (json): its head, its bytes, the end */
   X_FILE,     /* a file of web_dir (path): given to the transport, then the end */
+  X_LOADING,  /* its model is being loaded (serve_router): the request waits in pending */
   X_TASK,     /* handed to the scheduler: waiting for its prefill (a stream) or its end */
   X_STREAM,   /* server-sent events, phase by phase */
   X_END,      /* answered */
@@ -99,6 +100,10 @@ struct serve_exchange {
   char method[8], url[201]; /* for the 404 of a file that is not there */
   char path[2048];          /* X_FILE */
   const char *type;         /* X_FILE's content type */
+  serve_sched *sched;       /* the scheduler of the request's model (the handler's, or the router's) */
+  void *model_ref;          /* the router's hold on it, or NULL */
+  serve_request pending;    /* X_LOADING: the parsed request, handed to the scheduler once its model is loaded */
+  int pending_set;
   serve_task *task;
   int stream;
   serve_answer answer;
@@ -249,6 +254,7 @@ serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   serve_exchange *x = calloc(1, sizeof *x);
   if (!x) return NULL;
   x->h = h;
+  x->sched = h->sched;
   const char *method = hd->method, *url = hd->path, *content_length = hd->content_length;
   snprintf(x->method, sizeof x->method, "%s", method);
   snprintf(x->url, sizeof x->url, "%s", url);
@@ -393,6 +399,60 @@ static void make_id(serve_exchange *x, const char *prefix) {
     n += snprintf(x->id + n, sizeof x->id - (size_t)n, "%02x", r[i]);
 }
 
+/* The parsed request to the scheduler of its model (x->sched; id: the model's name in the answer). */
+static void submit(serve_exchange *x, serve_request *req, const char *id) {
+  serve_kind kind = req->kind;
+  x->stream = req->stream;
+  x->task = serve_task_new(req);
+  if (!x->task) {
+    serve_request_free(req);
+    answer_fail(x, 500, "server_error", NULL, "out of memory");
+    return;
+  }
+  /* the prompt rendered and tokenized here, on the transport's worker, not on the scheduler's thread (a full
+     server answers 503 first, without that work; submit checks again) */
+  if (!serve_sched_full(x->sched) && serve_sched_prepare(x->sched, x->task)) {
+    answer_error(x, &x->task->err);
+    return;
+  }
+  if (serve_sched_full(x->sched) || serve_sched_submit(x->sched, x->task)) {
+    char why[768];
+    if (serve_sched_unavailable(x->sched, why, sizeof why)) {
+      answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
+      return;
+    }
+    uint32_t busy, idle, waiting;
+    serve_sched_counts(x->sched, &busy, &idle, &waiting);
+    answer_fail(x, 503, "unavailable_error", "server_busy",
+                "the server is busy: %u requests are generating and %u waiting, its limit; try again later", busy,
+                waiting);
+    return;
+  }
+  make_id(x, kind == SERVE_KIND_CHAT ? "chatcmpl-" : "cmpl-");
+  x->answer = (serve_answer){kind, x->id, (long long)time(NULL), id};
+  x->state = X_TASK;
+}
+
+/* X_LOADING: the request's model is loaded (or failed to): the request goes on, or is answered */
+static void loaded(serve_exchange *x) {
+  const serve_router *r = &x->h->cfg.router;
+  serve_sched *sched = NULL;
+  const char *id = NULL;
+  const serve_limits *lim = NULL;
+  serve_error e;
+  int st = r->ready(r->user, x->model_ref, &sched, &id, &lim, &e);
+  if (st > 0) return; /* still loading */
+  x->pending_set = 0;
+  if (st < 0) {
+    serve_request_free(&x->pending);
+    answer_error(x, &e);
+    return;
+  }
+  x->sched = sched;
+  serve_request_fit(&x->pending, lim); /* max_tokens to the model's limit (its context) */
+  submit(x, &x->pending, id);
+}
+
 static void generate(serve_exchange *x) {
   serve_handler *h = x->h;
   serve_kind kind = x->route == ROUTE_CHAT ? SERVE_KIND_CHAT : SERVE_KIND_COMPLETION;
@@ -404,6 +464,18 @@ static void generate(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
+  if (h->cfg.router.acquire) { /* several models: the one it names, loaded first if it is not */
+    if (h->cfg.router.acquire(h->cfg.router.user, req.model, &x->model_ref, &e)) {
+      serve_request_free(&req);
+      answer_error(x, &e);
+      return;
+    }
+    x->pending = req;
+    x->pending_set = 1;
+    x->state = X_LOADING;
+    loaded(x);
+    return;
+  }
   if (req.model[0] && strcmp(req.model, h->cfg.model_id)) { /* vLLM's and OpenAI's 404 for a model not served */
     serve_fail(&e, 404, "invalid_request_error", "model", "model_not_found",
                "the model '%.200s' does not exist: this server serves '%s' (GET /v1/models)", req.model,
@@ -412,35 +484,7 @@ static void generate(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
-  x->stream = req.stream;
-  x->task = serve_task_new(&req);
-  if (!x->task) {
-    serve_request_free(&req);
-    answer_fail(x, 500, "server_error", NULL, "out of memory");
-    return;
-  }
-  /* the prompt rendered and tokenized here, on the transport's worker, not on the scheduler's thread (a full
-     server answers 503 first, without that work; submit checks again) */
-  if (!serve_sched_full(h->sched) && serve_sched_prepare(h->sched, x->task)) {
-    answer_error(x, &x->task->err);
-    return;
-  }
-  if (serve_sched_full(h->sched) || serve_sched_submit(h->sched, x->task)) {
-    char why[768];
-    if (serve_sched_unavailable(h->sched, why, sizeof why)) {
-      answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
-      return;
-    }
-    uint32_t busy, idle, waiting;
-    serve_sched_counts(h->sched, &busy, &idle, &waiting);
-    answer_fail(x, 503, "unavailable_error", "server_busy",
-                "the server is busy: %u requests are generating and %u waiting, its limit; try again later", busy,
-                waiting);
-    return;
-  }
-  make_id(x, kind == SERVE_KIND_CHAT ? "chatcmpl-" : "cmpl-");
-  x->answer = (serve_answer){kind, x->id, (long long)time(NULL), h->cfg.model_id};
-  x->state = X_TASK;
+  submit(x, &req, h->cfg.model_id);
 }
 
 /* a growing JSON text (the answer of /tokenize, written without a cJSON node per token) */
@@ -643,7 +687,13 @@ static void health(serve_exchange *x) {
 static void models(serve_exchange *x) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "object", "list");
-  cJSON *data = cJSON_AddArrayToObject(o, "data"), *m = cJSON_CreateObject();
+  cJSON *data = cJSON_AddArrayToObject(o, "data");
+  if (x->h->cfg.router.list) {
+    x->h->cfg.router.list(x->h->cfg.router.user, data);
+    answer(x, 200, print_json(o));
+    return;
+  }
+  cJSON *m = cJSON_CreateObject();
   cJSON_AddItemToArray(data, m);
   cJSON_AddStringToObject(m, "id", x->h->cfg.model_id);
   cJSON_AddStringToObject(m, "object", "model");
@@ -934,7 +984,7 @@ static int text_event(serve_exchange *x, const char *text, size_t n, cJSON *lp, 
 }
 
 static int next_event(serve_exchange *x) {
-  serve_sched *s = x->h->sched;
+  serve_sched *s = x->sched;
   serve_task *t = x->task;
   const serve_answer *a = &x->answer;
   switch (x->phase) {
@@ -1057,7 +1107,7 @@ static char *whole_answer(serve_exchange *x) {
 
 /* X_TASK: the task has run far enough to answer (a stream: prefilled; else: done) */
 static serve_out_kind task_answer(serve_exchange *x, serve_out *o) {
-  serve_sched *s = x->h->sched;
+  serve_sched *s = x->sched;
   serve_task *t = x->task;
   serve_sched_lock(s);
   int ready = t->state == SERVE_TASK_DONE || (x->stream && t->state == SERVE_TASK_RUNNING);
@@ -1117,6 +1167,14 @@ serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o) {
     }
     x->state = X_END;
     return o->kind = SERVE_OUT_END;
+  case X_LOADING:
+    loaded(x);
+    if (x->state != X_LOADING) return serve_exchange_next(x, o);
+    if (x->h->stopping) {
+      x->state = X_ABORT;
+      return o->kind = SERVE_OUT_ABORT;
+    }
+    return o->kind = SERVE_OUT_WAIT;
   case X_TASK:
     return task_answer(x, o);
   case X_STREAM: {
@@ -1157,17 +1215,30 @@ static int task_news(const serve_exchange *x) {
 
 int serve_exchange_ready(serve_exchange *x) {
   if (x->state == X_BODY) return 0;
+  if (x->state == X_LOADING) {
+    const serve_router *r = &x->h->cfg.router;
+    serve_sched *sched;
+    const char *id;
+    const serve_limits *lim;
+    serve_error e;
+    return x->h->stopping || r->ready(r->user, x->model_ref, &sched, &id, &lim, &e) <= 0;
+  }
   if (!x->task || x->h->stopping || (x->state != X_TASK && x->state != X_STREAM)) return 1;
-  serve_sched_lock(x->h->sched);
+  serve_sched_lock(x->sched);
   int news = task_news(x);
-  serve_sched_unlock(x->h->sched);
+  serve_sched_unlock(x->sched);
   return news;
 }
 
 void serve_exchange_wait(serve_exchange *x, int ms) {
+  if (x->state == X_LOADING && !serve_exchange_ready(x)) { /* a load ends with no signal to wait on: a short nap */
+    struct timespec ts = {0, (ms < 20 ? ms : 20) * 1000000L};
+    nanosleep(&ts, NULL);
+    return;
+  }
   serve_task *t = x->task;
   if (!t || x->h->stopping || (x->state != X_TASK && x->state != X_STREAM)) return;
-  serve_sched *s = x->h->sched;
+  serve_sched *s = x->sched;
   serve_sched_lock(s);
   if (!task_news(x)) serve_sched_wait(s, t, ms);
   serve_sched_unlock(s);
@@ -1183,15 +1254,17 @@ int serve_exchange_status(const serve_exchange *x) { return x->status; }
 void serve_exchange_tokens(serve_exchange *x, uint32_t *generated, uint32_t *batched) {
   *generated = *batched = 0;
   if (!x->task) return;
-  serve_sched_lock(x->h->sched);
+  serve_sched_lock(x->sched);
   *generated = x->task->usage.completion_tokens;
   *batched = x->task->batched_tokens;
-  serve_sched_unlock(x->h->sched);
+  serve_sched_unlock(x->sched);
 }
 
 void serve_exchange_free(serve_exchange *x) {
   if (!x) return;
-  serve_sched_release(x->h->sched, x->task); /* a task not finished is cancelled */
+  if (x->task) serve_sched_release(x->sched, x->task); /* a task not finished is cancelled */
+  if (x->model_ref) x->h->cfg.router.release(x->h->cfg.router.user, x->model_ref);
+  if (x->pending_set) serve_request_free(&x->pending);
   body_free(x);
   free(x->json);
   free(x->event);

@@ -11,11 +11,27 @@
 #include "serve_sched.h"
 #include <stdint.h>
 
+/* The models a handler serves where there are several (serve_models.c); acquire NULL: the one scheduler given to
+   serve_handler_new, named cfg.model_id. */
+typedef struct serve_router {
+  /* The model a request names (NULL or "": the default), held for the request until release (not unloaded
+     meanwhile; a load begun if it is not loaded): 0 with *ref set, or -1 with e filled (404 for a name not served). */
+  int (*acquire)(void *user, const char *name, void **ref, serve_error *e);
+  /* Where the held model is: 1 still loading (the notify is called when the load ends), 0 loaded (*sched, *id: its
+     name in answers, *lim: its requests' limits), -1 its load failed (e filled: 503, or 500 for a file that does not
+     load). */
+  int (*ready)(void *user, void *ref, serve_sched **sched, const char **id, const serve_limits **lim, serve_error *e);
+  void (*release)(void *user, void *ref);
+  void (*list)(void *user, cJSON *data); /* /v1/models: an object a model added to data (an array) */
+  void *user;
+} serve_router;
+
 typedef struct serve_handler_config {
   const char *api_key;   /* NULL: none; else every endpoint but /health needs "Authorization: Bearer KEY" */
   size_t max_body;       /* bytes of a request body; more is 413 */
   size_t max_body_total; /* bytes of the bodies being received or parsed at once, in all; more is 503 (0: none) */
-  const char *model_id;  /* the model's name in /v1/models and in answers */
+  const char *model_id;  /* the model's name in /v1/models and in answers (one model: router.acquire NULL) */
+  serve_router router;   /* several models: requests go to the scheduler of the model they name */
   serve_limits limits;
   /* NULL, or a directory whose files are answered to GET / HEAD on paths no endpoint has ("/" is its index.html),
      without the API key: the browser build's demo page (make web) */

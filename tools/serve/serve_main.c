@@ -1,10 +1,11 @@
-/* `wgllm serve`: an OpenAI-compatible HTTP server for one model. Parses the options (serve_options.c: the CLI's
-   tables and parser), loads the model, starts the scheduler on its own thread (serve_sched.c: --parallel
-   sessions), the request handler (serve_handler.c) and its libmicrohttpd transport (serve_http.c), prints the
-   address it listens on, and runs until SIGINT or SIGTERM, or until the device is lost and the model cannot be
-   reloaded (exit 1). docs/SERVING.md describes it. */
+/* `wgllm serve`: an OpenAI-compatible HTTP server for one model or several (serve_models.c). Parses the options
+   (serve_options.c: the CLI's tables and parser), loads the model, starts the scheduler on its own thread
+   (serve_sched.c: --parallel sessions), the request handler (serve_handler.c) and its libmicrohttpd transport
+   (serve_http.c), prints the address it listens on, and runs until SIGINT or SIGTERM, or until the device is lost and
+   the model cannot be reloaded (exit 1). docs/SERVING.md describes it. */
 #include "serve_main.h"
 #include "serve_http.h"
+#include "serve_models.h"
 #include "serve_options.h"
 #include <signal.h>
 #include <stdio.h>
@@ -79,6 +80,14 @@ int serve_command(int argc, char **argv) {
   if (serve_http_is_loopback(a.host)) a.handler.check_host = 1; /* DNS rebinding: Host is checked */
   a.handler.chat_page = (const char *)serve_chat_page;          /* web/chat/index.html, embedded by the build */
   a.handler.chat_page_len = serve_chat_page_len;
+  /* the models served (the default, loaded; -m's others and --models-dir's when a request names one) */
+  serve_models *models = serve_models_new(&a, sched, serve_models_bytes(m));
+  if (!models) { /* sched is stopped */
+    fprintf(stderr, "wgllm serve: out of memory\n");
+    serve_options_free(&a);
+    return 1;
+  }
+  a.handler.router = serve_models_router(models);
   serve_handler *handler = serve_handler_new(&a.handler, sched);
   serve_http_config hc = {0};
   hc.host = a.host;
@@ -94,11 +103,11 @@ int serve_command(int argc, char **argv) {
   if (!handler || serve_http_start(&hc, handler, &http, err, sizeof err)) {
     fprintf(stderr, "wgllm serve: %s\n", err);
     serve_handler_free(handler);
-    serve_sched_stop(sched);
+    serve_models_free(models);
     serve_options_free(&a);
     return 1;
   }
-  serve_sched_set_notify(sched, serve_http_wake, http); /* new text wakes the connections that wait for it */
+  serve_models_set_notify(models, serve_http_wake, http); /* new text, a model loaded: the waiting ones wake */
   char banner[1024];
   serve_options_banner(&a, m, serve_http_port(http), banner, sizeof banner); /* m: the scheduler's, not yet reloaded */
   printf("wgllm serve: %s\n", banner);
@@ -111,9 +120,9 @@ int serve_command(int argc, char **argv) {
   else
     fprintf(stderr, "wgllm serve: %s: stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   serve_http_stop(http); /* ends every connection (the notify is only signalled meanwhile) */
-  serve_sched_set_notify(sched, NULL, NULL);
+  serve_models_set_notify(models, NULL, NULL);
   serve_handler_free(handler);
-  serve_sched_stop(sched);
+  serve_models_free(models); /* every scheduler, the default's too */
   serve_options_free(&a);
   return lost ? 1 : 0;
 }

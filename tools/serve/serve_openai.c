@@ -455,6 +455,7 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
     /* more than the server's limit is clamped to it (the answer then ends with finish_reason "length", as one
        that fills the context does) */
     r->max_tokens = i > lim->max_tokens ? lim->max_tokens : (uint32_t)i;
+    r->max_tokens_given = 1;
     break;
   }
   if (get_bool(o, "ignore_eos", &r->ignore_eos, err)) return -1;
@@ -607,6 +608,11 @@ int serve_parse_request(serve_kind kind, const char *body, size_t len, const ser
   cJSON_Delete(o);
   if (rc) serve_request_free(out);
   return rc;
+}
+
+void serve_request_fit(serve_request *r, const serve_limits *lim) {
+  if (!r->max_tokens_given && r->kind == SERVE_KIND_CHAT) r->max_tokens = lim->max_tokens;
+  if (r->max_tokens > lim->max_tokens) r->max_tokens = lim->max_tokens;
 }
 
 void serve_request_free(serve_request *r) {

@@ -71,6 +71,7 @@ typedef struct serve_request {
   int32_t *prompt_ids; /* completion: the prompt as token ids */
   size_t n_prompt_ids;
   uint32_t max_tokens;     /* max_completion_tokens, else max_tokens, else the default (chat: limits, completion 16) */
+  int max_tokens_given;    /* one of them was given */
   float temperature;       /* [0, 2], default 0.8 (0: greedy) */
   float top_p;             /* [0, 1], default 0.95 */
   uint32_t top_k;          /* default 40 (0: off) */
@@ -124,6 +125,9 @@ typedef struct serve_request {
 int serve_parse_request(serve_kind kind, const char *body, size_t len, const serve_limits *lim, serve_request *out,
                         serve_error *err);
 void serve_request_free(serve_request *r); /* frees what the parse allocated; the struct may be parsed into again */
+/* A request parsed under a server's limits fitted to one model's (lim: its context): max_tokens clamped to its
+   limit, and a chat's default (none given) its limit. */
+void serve_request_fit(serve_request *r, const serve_limits *lim);
 
 /* POST /tokenize: {"content": "...", "add_special": false, "parse_special": true, "with_pieces": false}
    (llama-server's fields and defaults). content is malloc'd. */

@@ -4,6 +4,7 @@
 #include "serve_options.h"
 #include "cli_file.h"
 #include "cli_open.h"
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +37,10 @@ enum {
   K_SPEC_LOOKUP,
   K_DRAFT_MAX,
   K_CORS,
-  K_NO_CONTEXT_SHIFT
+  K_NO_CONTEXT_SHIFT,
+  K_MODELS_DIR,
+  K_MODELS_MAX,
+  K_MODELS_MEMORY
 };
 
 static const cli_opt serve_opts[] = {
@@ -52,7 +56,16 @@ static const cli_opt serve_opts[] = {
     {K_API_KEY_FILE, "--api-key-file", CLI_TEXT, "FILE", 0, 0, 0, CLI_CMD_SERVE,
      "the API key from FILE (its first line), kept out of the process list"},
     {K_ALIAS, "-a --alias", CLI_TEXT, "NAME", 0, 0, 0, CLI_CMD_SERVE,
-     "the model's id in /v1/models and answers (default: the file or directory name)"},
+     "the model's id in /v1/models and answers (default: the file or directory name); with -m given more than "
+     "once, the k-th --alias names the k-th model"},
+    {K_MODELS_DIR, "--models-dir", CLI_TEXT, "DIR", 0, 0, 0, CLI_CMD_SERVE,
+     "also serve every model in DIR (.gguf files, Hugging Face directories), named by file name without .gguf; "
+     "loaded when a request names one (without -m, the first by name is the default)"},
+    {K_MODELS_MAX, "--models-max", CLI_INT, "N", 1, 256, 0, CLI_CMD_SERVE,
+     "models loaded at once; loading another unloads the least recently used idle one (default 4)"},
+    {K_MODELS_MEMORY, "--models-memory", CLI_TEXT, "NMiB|NGiB", 0, 0, 0, CLI_CMD_SERVE,
+     "GPU memory the loaded models may take in all (weights and KV pools); loading past it unloads the least "
+     "recently used idle ones (default: no budget, but a load the device refuses still unloads one and retries)"},
     {K_MAX_BODY, "--max-body", CLI_INT, "BYTES", 1024, 1 << 30, 0, CLI_CMD_SERVE,
      "largest request body; more is answered 413 (default 8388608)"},
     {K_MAX_BODY_TOTAL, "--max-body-total", CLI_INT, "BYTES", 1024, 1LL << 40, 0, CLI_CMD_SERVE,
@@ -140,8 +153,24 @@ static int origin(const char *t) {
   return !strcmp(t, "*") || (host && host != t && host[3] && !strchr(host + 3, '/'));
 }
 
+/* appends text to a growing array of strings (they are argv's or a dirent's copy) */
+static int push(char ***list, size_t *n, char *text) {
+  char **nl = realloc(*list, (*n + 1) * sizeof *nl);
+  if (!nl) {
+    fprintf(stderr, "wgllm serve: out of memory\n");
+    return 2;
+  }
+  nl[(*n)++] = text;
+  *list = nl;
+  return 0;
+}
+
 static int on_opt(void *user, int key, const cli_value *v) {
   serve_options *a = user;
+  if (key == 'm') {
+    if (push(&a->model_paths, &a->n_models, (char *)v->text)) return 2;
+    a->n_cli_models = a->n_models;
+  }
   int r = cli_common_set(&a->c, key, v);
   if (r != 1) return r;
   switch (key) {
@@ -177,8 +206,30 @@ static int on_opt(void *user, int key, const cli_value *v) {
     a->api_key_file = v->text;
     return 0;
   case K_ALIAS:
+    if (!v->text[0]) {
+      fprintf(stderr, "wgllm serve: %s: the name is empty\n", v->name);
+      return 2;
+    }
     a->alias = v->text;
+    return push(&a->aliases, &a->n_aliases, (char *)v->text);
+  case K_MODELS_DIR:
+    a->models_dir = v->text;
     return 0;
+  case K_MODELS_MAX:
+    a->models_max = v->i;
+    return 0;
+  case K_MODELS_MEMORY: {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long n = strtoull(v->text, &end, 10);
+    int mib = end && !strcmp(end, "MiB"), gib = end && !strcmp(end, "GiB");
+    if (errno || end == v->text || v->text[0] == '-' || !n || (!mib && !gib) || n > (1ull << 30)) {
+      fprintf(stderr, "wgllm serve: %s %s: expected NMiB or NGiB\n", v->name, v->text);
+      return 2;
+    }
+    a->models_memory = mib ? n << 20 : n << 30;
+    return 0;
+  }
   case K_MAX_BODY:
     a->max_body = v->i;
     return 0;
@@ -272,6 +323,95 @@ static void model_id(const char *path, char *out, size_t cap) {
   snprintf(out, cap, "%.*s", (int)len, path + start);
 }
 
+static int by_name(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
+
+/* --models-dir's models: its .gguf files and the directories holding a config.json, by name */
+static int scan_models_dir(serve_options *a) {
+  DIR *d = opendir(a->models_dir);
+  if (!d) {
+    fprintf(stderr, "wgllm serve: --models-dir %s: %s\n", a->models_dir, strerror(errno));
+    return 2;
+  }
+  char **found = NULL;
+  size_t n = 0;
+  int rc = 0;
+  for (struct dirent *e; !rc && (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (e->d_name[0] == '.') continue;
+    char *path = malloc(strlen(a->models_dir) + len + 16);
+    if (!path) {
+      rc = push(&found, &n, NULL);
+      break;
+    }
+    sprintf(path, "%s/%s", a->models_dir, e->d_name);
+    struct stat st;
+    int keep = 0;
+    if (!stat(path, &st) && S_ISREG(st.st_mode) && len > 5 && !strcmp(e->d_name + len - 5, ".gguf")) keep = 1;
+    if (!keep && !stat(path, &st) && S_ISDIR(st.st_mode)) {
+      sprintf(path, "%s/%s/config.json", a->models_dir, e->d_name);
+      keep = !stat(path, &st) && S_ISREG(st.st_mode);
+      sprintf(path, "%s/%s", a->models_dir, e->d_name);
+    }
+    if (keep)
+      rc = push(&found, &n, path);
+    else
+      free(path);
+  }
+  closedir(d);
+  if (!rc && !n) {
+    fprintf(stderr, "wgllm serve: --models-dir %s: no .gguf file or Hugging Face directory (config.json) in it\n",
+            a->models_dir);
+    rc = 2;
+  }
+  if (n) qsort(found, n, sizeof *found, by_name);
+  for (size_t i = 0; i < n; i++)
+    if (rc || push(&a->model_paths, &a->n_models, found[i])) {
+      free(found[i]);
+      rc = 2;
+    }
+  free(found);
+  return rc;
+}
+
+/* The models served: -m's, then --models-dir's; their names (--alias in order, else the path's), distinct. */
+static int list_models(serve_options *a) {
+  if (a->models_dir && scan_models_dir(a)) return 2;
+  if (!a->n_models) return 0; /* opening says a model is needed */
+  if (a->n_aliases > a->n_cli_models && (a->n_aliases > 1 || a->n_cli_models)) {
+    fprintf(stderr, "wgllm serve: --alias is given %zu times for %zu models of -m (the k-th names the k-th)\n",
+            a->n_aliases, a->n_cli_models);
+    return 2;
+  }
+  if (!(a->model_names = calloc(a->n_models, sizeof *a->model_names))) {
+    fprintf(stderr, "wgllm serve: out of memory\n");
+    return 2;
+  }
+  for (size_t i = 0; i < a->n_models; i++) {
+    char name[256];
+    if (i < a->n_aliases)
+      snprintf(name, sizeof name, "%s", a->aliases[i]);
+    else
+      model_id(a->model_paths[i], name, sizeof name);
+    if (!(a->model_names[i] = strdup(name))) {
+      fprintf(stderr, "wgllm serve: out of memory\n");
+      return 2;
+    }
+    for (size_t k = 0; k < i; k++)
+      if (!strcmp(a->model_names[k], name)) {
+        fprintf(stderr, "wgllm serve: two models are named '%s' (%s and %s): name them with --alias\n", name,
+                a->model_paths[k], a->model_paths[i]);
+        return 2;
+      }
+  }
+  a->c.model = a->model_paths[0]; /* the default */
+  if (a->n_models > 1 && a->models_max < 2) {
+    fprintf(stderr, "wgllm serve: --models-max %lld leaves no room for a model besides the default (%zu are served)\n",
+            a->models_max, a->n_models);
+    return 2;
+  }
+  return 0;
+}
+
 static char *read_key_file(const char *path) {
   char *text = cli_read_file(path, NULL);
   if (!text) {
@@ -300,6 +440,7 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
   a->max_body_total = 256 << 20;
   a->header_timeout = 10;
   a->body_timeout = 60;
+  a->models_max = 4;
   char **ops;
   int n_ops;
   int rc = cli_parse("wgllm serve", CLI_CMD_SERVE, serve_tables, argc, argv, on_opt, a, &ops, &n_ops);
@@ -319,6 +460,7 @@ int serve_options_parse(int argc, char **argv, serve_options *a) {
             a->max_body);
     return 2;
   }
+  if (list_models(a)) return 2;
   if (a->api_key && a->api_key_file) {
     fprintf(stderr, "wgllm serve: give --api-key or --api-key-file, not both\n");
     return 2;
@@ -363,7 +505,8 @@ int serve_options_reopen(void *user, wgllm_model **m, char *err, size_t errlen) 
   return -1;
 }
 
-int serve_options_configure(serve_options *a, wgllm_model *m) {
+int serve_options_model_config(serve_options *a, wgllm_model *m, int is_default, serve_sched_config *sc,
+                               serve_limits *lim, uint32_t *ctx_out, char *err, size_t errlen) {
   wgllm_model_info info;
   wgllm_model_get_info(m, &info);
   uint32_t ctx = a->c.ctx ? a->c.ctx : info.train_context && info.train_context < 4096 ? info.train_context : 4096;
@@ -371,20 +514,19 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
     fprintf(stderr, "wgllm serve: warning: -c %u is more than the %u tokens the model was trained on\n", a->c.ctx,
             info.train_context);
   if (a->max_tokens > ctx) {
-    fprintf(stderr, "wgllm serve: --max-tokens %lld is more than the context (%u tokens; -c N)\n", a->max_tokens, ctx);
-    return 2;
+    snprintf(err, errlen, "--max-tokens %lld is more than the context (%u tokens; -c N)", a->max_tokens, ctx);
+    return -1;
   }
-  a->ctx = ctx;
-  serve_sched_config *sc = &a->sched;
+  *ctx_out = ctx;
   memset(sc, 0, sizeof *sc);
   sc->parallel = (uint32_t)a->parallel;
   sc->queue = (uint32_t)a->queue;
   sc->session = cli_session_params(&a->c); /* --kv, --unfused, --attn-grid, -ub, --precision */
   sc->session.context = ctx;
-  sc->warm_up = !a->no_warmup;
+  sc->warm_up = is_default && !a->no_warmup; /* a model loaded on a request's demand: that request waits anyway */
   sc->context_shift = !a->no_context_shift;
-  sc->draft = &a->draft;
-  sc->spec_lookup = a->spec_lookup;
+  sc->draft = is_default ? &a->draft : NULL;
+  sc->spec_lookup = a->spec_lookup && (is_default || !wgllm_model_can_speculate(m));
   sc->draft_max = (uint32_t)a->draft_max;
   if (!a->kv_pool_off) {
     sc->use_pool = 1;
@@ -396,17 +538,30 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
     uint64_t all = (uint64_t)ctx * sc->parallel; /* every session's whole context */
     sc->pool_tokens_default = all > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)all;
     if (a->kv_pool_tokens && a->kv_pool_tokens < ctx) {
-      fprintf(stderr, "wgllm serve: --kv-pool %llu holds less than one context (%u tokens; -c N)\n", a->kv_pool_tokens,
-              ctx);
-      return 2;
+      snprintf(err, errlen, "--kv-pool %llu holds less than one context (%u tokens; -c N)", a->kv_pool_tokens, ctx);
+      return -1;
     }
   }
-  sc->reopen = serve_options_reopen; /* after a device loss */
+  sc->reopen = serve_options_reopen; /* after a device loss (serve_models.c gives the others their own) */
   sc->user = a;
-  if (a->alias)
-    snprintf(a->model_id, sizeof a->model_id, "%s", a->alias);
-  else
-    model_id(a->c.model, a->model_id, sizeof a->model_id);
+  memset(lim, 0, sizeof *lim);
+  lim->max_tokens = a->max_tokens ? (uint32_t)a->max_tokens : ctx;
+  lim->max_stop = 4;
+  lim->max_stop_bytes = 256;
+  lim->max_prompt_ids = ctx;
+  lim->parse_special = a->parse_special_in_content;
+  return 0;
+}
+
+int serve_options_configure(serve_options *a, wgllm_model *m) {
+  char err[512];
+  serve_limits lim;
+  if (serve_options_model_config(a, m, 1, &a->sched, &lim, &a->ctx, err, sizeof err)) {
+    fprintf(stderr, "wgllm serve: %s\n", err);
+    return 2;
+  }
+  snprintf(a->model_id, sizeof a->model_id, "%s", a->n_models ? a->model_names[0] : "");
+  if (!a->n_models) model_id(a->c.model, a->model_id, sizeof a->model_id);
   serve_handler_config *hc = &a->handler;
   memset(hc, 0, sizeof *hc);
   hc->api_key = a->api_key;
@@ -419,11 +574,11 @@ int serve_options_configure(serve_options *a, wgllm_model *m) {
   hc->max_body = (size_t)a->max_body;
   hc->max_body_total = (size_t)a->max_body_total;
   hc->model_id = a->model_id;
-  hc->limits.max_tokens = a->max_tokens ? (uint32_t)a->max_tokens : ctx;
-  hc->limits.max_stop = 4;
-  hc->limits.max_stop_bytes = 256;
-  hc->limits.max_prompt_ids = ctx;
-  hc->limits.parse_special = a->parse_special_in_content;
+  hc->limits = a->limits = lim;
+  if (a->n_models > 1) { /* parsed before the model is known: the widest limits, fitted to the model's after */
+    hc->limits.max_tokens = a->max_tokens ? (uint32_t)a->max_tokens : 1u << 24;
+    hc->limits.max_prompt_ids = 1u << 20;
+  }
   return 0;
 }
 
@@ -441,6 +596,15 @@ void serve_options_banner(const serve_options *o, wgllm_model *m, unsigned port,
 }
 
 void serve_options_free(serve_options *o) {
+  for (size_t i = 0; i < o->n_models; i++) {
+    if (i >= o->n_cli_models) free(o->model_paths[i]);
+    if (o->model_names) free(o->model_names[i]);
+  }
+  free(o->model_paths);
+  free(o->model_names);
+  free(o->aliases);
+  o->model_paths = o->model_names = o->aliases = NULL;
+  o->n_models = o->n_aliases = 0;
   wgllm_model_free(o->draft); /* after the scheduler, whose sessions hold sessions of it */
   o->draft = NULL;
   free(o->hosts_text);

@@ -28,10 +28,20 @@ typedef struct serve_options {
   char *origins_text;     /* --cors, cut into allowed_origins */
   char **allowed_origins; /* n_allowed_origins origins, or "*" */
   size_t n_allowed_origins;
+  /* the models served (-m repeated, --models-dir): paths[0] the default (c.model), names their aliases (--alias in
+     -m's order, else the file or directory name without .gguf), n_models of them */
+  char **model_paths, **model_names;
+  size_t n_models, n_aliases;
+  size_t n_cli_models; /* of them, those -m gave (the paths after them, --models-dir's, and every name are owned) */
+  char **aliases;      /* --alias values given, in order */
+  const char *models_dir;
+  long long models_max;             /* --models-max: models loaded at once (default 4) */
+  unsigned long long models_memory; /* --models-memory: bytes of the loaded models on the GPU (0: no budget) */
   /* after serve_options_configure */
   uint32_t ctx;
   char model_id[256];
   serve_sched_config sched;
+  serve_limits limits; /* the default model's requests' (handler.limits are wider where several models are served) */
   serve_handler_config handler;
 } serve_options;
 
@@ -46,6 +56,11 @@ int serve_options_open(serve_options *o, wgllm_model **m);
 /* After the model opened: the context, the model's id, o->sched and o->handler. Returns 0, or the exit status
    (2: --max-tokens past the context, said on stderr). */
 int serve_options_configure(serve_options *o, wgllm_model *m);
+/* A model's scheduler configuration and limits under the options (the default model's with its draft; another's
+   without: -md is checked against the default model alone), its context in *ctx. 0, or -1 with the reason in err
+   (--max-tokens past the context, --kv-pool under one context). */
+int serve_options_model_config(serve_options *o, wgllm_model *m, int is_default, serve_sched_config *sc,
+                               serve_limits *lim, uint32_t *ctx, char *err, size_t errlen);
 /* The scheduler's reopen (serve_sched_config.reopen, user: the options): the model opened again as at the start,
    after a device loss. 0, or -1 with the reason in err. */
 int serve_options_reopen(void *user, wgllm_model **m, char *err, size_t errlen);

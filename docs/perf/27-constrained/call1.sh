@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device call 1 (H200) of docs/perf/27-constrained: constrained decoding's cost a token on the 8B shape, and the new
 # kernels' conformance there. Carry .gl, third_party/tokenizers/llama3 and build-pack/constrained.tar.xz (stripped
-# build-dev: wgllm, wgllm-bench, libwgllm.so.0, test_ops, test_generate, libwebgpu_wrapper.so). test_ops' logit filter
+# build-dev: wgllm, wgllm-bench, libwgllm.so.0, test_ops, test_generate, libwebgpu_wrapper.so, and
+# /lib/x86_64-linux-gnu/libmicrohttpd.so.12, which the device lacks). test_ops' logit filter
 # and logprobs cases and test_generate's verdicts; the synthetic Llama 8B (Q4_0 GGUF, Llama 3's tokenizer embedded)
 # through `wgllm run`: plain (two steps in flight), with a JSON schema (-jf) and with any object (-j '{}'), 256
 # tokens at temperature 0.8, seed 1, each run twice (the second warm: the pipelines made), --stats lines kept.
