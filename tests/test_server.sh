@@ -91,11 +91,13 @@ code=$(curl -s "${AUTH[@]}" -o "$TMP/nomodel" -w '%{http_code}' "$URL/v1/chat/co
 check "curl: model gpt-4o is 404 model_not_found" sh -c "test $code = 404 && grep -q '\"code\":\"model_not_found\"' '$TMP/nomodel'"
 long=$(printf 'and the %.0s' $(seq 250))
 curl -s "${AUTH[@]}" -o "$TMP/longtok" "$URL/tokenize" "${JSON_CT[@]}" -d "{\"content\": \"$long\", \"add_special\": true}"
-curl -s "${AUTH[@]}" -o "$TMP/clamp" "$URL/v1/completions" "${JSON_CT[@]}" \
-  -d "{\"prompt\": \"$long\", \"max_tokens\": 100000, \"ignore_eos\": true, \"temperature\": 0, \"top_k\": -1}"
+# context shift mid-reply: 40 tokens after a 502-token prompt go past the context of 512 (the --no-context-shift
+# server below stops at the context's end)
+curl -s "${AUTH[@]}" -o "$TMP/pastctx" "$URL/v1/completions" "${JSON_CT[@]}" \
+  -d "{\"prompt\": \"$long\", \"max_tokens\": 40, \"ignore_eos\": true, \"temperature\": 0, \"top_k\": -1}"
 n_long=$(node -e 'process.stdout.write(String(JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")).tokens.length))' "$TMP/longtok")
-check "curl: max_tokens 100000 on a context of 512 (top_k -1): the rest of the context, finish_reason length" json "$TMP/clamp" \
-  "j.usage.prompt_tokens === $n_long && j.usage.completion_tokens === 512 - $n_long && j.choices[0].finish_reason === 'length'"
+check "curl: max_tokens 40 after $n_long prompt tokens on a context of 512 (top_k -1): past the context (shifted)" json "$TMP/pastctx" \
+  "j.usage.prompt_tokens === $n_long && j.usage.completion_tokens === 40 && j.choices[0].finish_reason === 'length'"
 # echo (completions): the prompt's text, then the completion's (whole, and streamed; a prompt of ids: their text)
 curl -s "${AUTH[@]}" -o "$TMP/noecho" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0}'
 curl -s "${AUTH[@]}" -o "$TMP/echo" "$URL/v1/completions" "${JSON_CT[@]}" -d '{"prompt": "In the beginning", "max_tokens": 4, "temperature": 0, "echo": true}'
@@ -182,6 +184,11 @@ start_server special -np 1 --parse-special-in-content --no-context-shift || exit
 code=$(curl -s -o "$TMP/noshift" -w '%{http_code}' "http://127.0.0.1:$SERVE_PORT/v1/chat/completions" "${JSON_CT[@]}" -d @"$TMP/long.json")
 check "--no-context-shift: the chat past the context is 400 context_length_exceeded" sh -c \
   "test $code = 400 && grep -q '\"code\":\"context_length_exceeded\"' '$TMP/noshift'"
+curl -s -o "$TMP/clamp" "http://127.0.0.1:$SERVE_PORT/v1/completions" "${JSON_CT[@]}" \
+  -d "{\"prompt\": \"$long\", \"max_tokens\": 100000, \"ignore_eos\": true, \"temperature\": 0, \"top_k\": -1}"
+check "--no-context-shift: max_tokens 100000 on a context of 512 (top_k -1): the rest of the context, finish_reason length" \
+  json "$TMP/clamp" \
+  "j.usage.prompt_tokens === $n_long && j.usage.completion_tokens === 512 - $n_long && j.choices[0].finish_reason === 'length'"
 if WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_KEY= WGLLM_SERVE_PARSE_SPECIAL=1 node "$ROOT/tests/server/text.mjs"; then
   ok "text, --parse-special-in-content"
 else

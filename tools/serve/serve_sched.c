@@ -494,6 +494,8 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   const serve_request *r = &t->req;
   wgllm_generate_params gp = wgllm_generate_default_params();
   gp.max_tokens = r->max_tokens;
+  gp.context_shift = s->cfg.context_shift; /* a reply past the context goes on */
+  gp.n_keep = s->cfg.n_keep;
   gp.temperature = r->temperature;
   gp.top_k = r->top_k;
   gp.top_p = r->top_p;

@@ -65,8 +65,11 @@ typedef struct serve_sched_config {
   int warm_up; /* build the pipelines before the first request: a short generation on 1, 2, 4 and 8 sessions */
   /* a chat whose prompt leaves less than a quarter of the context (or its max_tokens, if fewer) for the reply loses
      its oldest messages after the leading system ones, a user message and what follows it at a time, the last user
-     message kept (llama.cpp's context shift, for chat); 0: such a prompt past the context is 400 */
+     message kept (llama.cpp's context shift, for chat); 0: such a prompt past the context is 400. And a reply that
+     reaches the context's end shifts it (wgllm_generate_params.context_shift, keeping n_keep tokens: -1 the whole
+     prompt, 0 the BOS alone) and goes on to its max_tokens; 0: it stops there (finish_reason "length") */
   int context_shift;
+  int32_t n_keep;
   /* speculative decoding, a request's default (its "speculative.*" fields say otherwise): the draft model (where
      *draft is not NULL; its holder's, replaced by reopen, outliving the scheduler), prompt lookup, drafts a step
      at most (0: 7) */
