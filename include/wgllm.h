@@ -260,6 +260,34 @@ WGLLM_API wgllm_status wgllm_session_prefill(wgllm_session *s, const int32_t *id
    or NULL. Not on a session that has generated (its step samples on the GPU): use a new session for that. */
 WGLLM_API wgllm_status wgllm_session_decode(wgllm_session *s, int32_t id, float *logits);
 
+/* ---------- embeddings ---------- */
+/* How an embedding pools the final hidden states (after the model's final norm; no LM head runs). */
+typedef enum wgllm_pooling {
+  WGLLM_POOLING_DEFAULT = 0, /* the model's own (wgllm_model_pooling); LAST where the model names none (a causal LM) */
+  WGLLM_POOLING_MEAN = 1,    /* the mean of every token's hidden state */
+  WGLLM_POOLING_LAST = 2,    /* the last token's (Qwen3-Embedding and other decoder embedders) */
+  WGLLM_POOLING_CLS = 3      /* the first token's */
+} wgllm_pooling;
+/* "default", "mean", "last", "cls"; NULL for a value outside the enum */
+WGLLM_API const char *wgllm_pooling_name(wgllm_pooling p);
+/* The pooling the model's file names: GGUF's {arch}.pooling_type (1 mean, 2 cls, 3 last), or a sentence-transformers
+   directory's modules.json and its Pooling module's config.json (pooling_mode_mean_tokens, _cls_token, _lasttoken);
+   WGLLM_POOLING_DEFAULT where it names none of those. *normalize (may be NULL): 1 where its embeddings are
+   L2-normalised (a sentence-transformers Normalize module; a GGUF that names a pooling, as llama.cpp normalises by
+   default), else 0. */
+WGLLM_API wgllm_pooling wgllm_model_pooling(const wgllm_model *m, int *normalize);
+/* The embedding of ids[0..n): the model's final hidden states of the n tokens (a prefill without the LM head, in
+   prefill_chunk passes), pooled on the GPU into out [n_embd] floats (wgllm_model_info.n_embd), then divided by their
+   L2 norm when normalize is 1 (0: not; -1: as the model says, wgllm_model_pooling). The tokens are the text's whole
+   input: the session's cache is emptied first, and emptied again after (wgllm_session_n_past is 0 when it returns,
+   whatever the outcome), so a session may embed between generations but keeps no cached prefix across it.
+   Errors (WGLLM_ERR_INVALID_ARG, nothing evaluated): no tokens, an id outside the vocabulary, more tokens than the
+   session's context, a session with a job that is not done, a pooling outside the enum; DEFAULT on a model whose file
+   names a pooling wgllm does not compute (none: per-token embeddings; rank: a reranker) is WGLLM_ERR_UNSUPPORTED.
+   A model without an LM head (an embedding model's weights, wgllm_session_prefill refuses it) embeds. */
+WGLLM_API wgllm_status wgllm_session_embed(wgllm_session *s, const int32_t *ids, size_t n, wgllm_pooling pooling,
+                                           int normalize, float *out);
+
 /* Receives generated text as it becomes final (whole UTF-8 characters); return non-zero to stop. */
 typedef int (*wgllm_stream_fn)(const char *text, size_t len, void *user);
 

@@ -549,6 +549,15 @@ wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits) {
   gpu_view none = {0};
   int sg;
   wgllm_status st;
+  if (f->fo->hidden) { /* an embedding: every row's final hidden state, pooled by the caller */
+    op_rms_norm_params all = {
+        .n = D, .rows = T, .in = {.stride = D}, .out = {.stride = D}, .eps = hp->norm_eps, .w_offset = no};
+    return op_rms_norm_rows(rec, V(s->x), m->output_norm, V(s->xn), &all);
+  }
+  if (hp->no_lm_head)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
+                   "the model has no LM head (no lm_head.weight and tie_word_embeddings false: an embedding model's "
+                   "weights); it can embed (wgllm_session_embed), not generate or give logits");
   if (f->fused && (n_logits == 1 || (f->tokens && n_logits == T)) &&
       op_gemv_supports(op_ctx(rec), &m->output, n_logits, D, &sg)) {
     op_gemv_opts o = {.norm_w = m->output_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = n_logits};

@@ -22,6 +22,8 @@ typedef struct llm_forward_opts {
                   the scratch has its xq (llm_scratch_add_fast) */
   int prefill; /* a prompt's pass: the prefill kernels even for one token, never the fused decode path, so that a
                   prompt row's K and V do not depend on how passes cut the prompt (batched prefill, prefix sharing) */
+  int hidden;  /* an embedding's pass (with prefill): the final norm of every row into scratch->xn [T][n_embd], no LM
+                  head (n_logits unused) */
 } llm_forward_opts;
 
 /* Records the forward pass of T tokens (ids and pos already in the scratch's input buffers) writing the

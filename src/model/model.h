@@ -36,6 +36,17 @@ const char *llm_family_names(int gguf, char *buf, size_t len);
 
 #define LLM_MAX_LAYERS 512
 
+/* How an embedding model pools its final hidden states: llama.cpp's pooling types (GGUF {arch}.pooling_type 0 none,
+   1 mean, 2 cls, 3 last, 4 rank) and sentence-transformers' pooling modes; 0 where the file says nothing. */
+typedef enum llm_pooling {
+  LLM_POOLING_UNSPECIFIED = 0,
+  LLM_POOLING_NONE,
+  LLM_POOLING_MEAN,
+  LLM_POOLING_CLS,
+  LLM_POOLING_LAST,
+  LLM_POOLING_RANK
+} llm_pooling;
+
 typedef struct llm_hparams {
   llm_arch arch;
   char arch_name[32]; /* as the file names it: "llama", "mistral", "qwen2", "qwen3", "gemma3_text" */
@@ -52,6 +63,13 @@ typedef struct llm_hparams {
   char rope_desc[160]; /* e.g. "llama3 factor 32" */
   uint32_t train_ctx;  /* max_position_embeddings / context_length */
   int32_t bos, eos;    /* -1 if unknown */
+  /* a base model's directory (Qwen3-Embedding's, saved from Qwen3Model): tensor names without the "model." prefix */
+  int hf_bare;
+  int no_lm_head; /* untied and no lm_head.weight (an embedding model's weights): it embeds, it cannot generate */
+  /* an embedding model's pooling (pooling.c; LLM_POOLING_UNSPECIFIED where the file names none) and whether its
+     embeddings are L2-normalised (a sentence-transformers Normalize module) */
+  llm_pooling pooling;
+  int pooling_normalize;
   /* Gemma 3 and 4 */
   float norm_offset;      /* RMSNorm weight offset: 1 for Gemma 3's (1 + w), else 0 */
   float embed_scale;      /* embeddings multiplied by this (sqrt(hidden) for Gemma), else 1 */
@@ -232,6 +250,12 @@ typedef struct llm_load_options {
 wgllm_status llm_open_store(const char *path, wt_store **out, llm_err *err);
 /* Reads hyperparameters (from config.json or GGUF metadata) and checks tensor shapes against them. */
 wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err);
+/* An embedding model's pooling into hp (pooling, pooling_normalize): GGUF {arch}.pooling_type, or in a Hugging Face
+   directory PATH sentence-transformers' modules.json with its Pooling module's config.json (pooling_mode_lasttoken,
+   _mean_tokens, _cls_token) and a Normalize module. Nothing said leaves LLM_POOLING_UNSPECIFIED; a malformed file or
+   a pooling wgllm does not compute (max, weighted mean) is an error naming it. */
+wgllm_status llm_read_pooling(const char *path, const wt_store *st, llm_hparams *hp, llm_err *err);
+const char *llm_pooling_name(llm_pooling p); /* "mean", "cls", "last", "none", "rank", "unspecified" */
 void llm_hparams_free(llm_hparams *hp);
 /* Loads weights to the GPU. On failure nothing stays allocated. */
 wgllm_status llm_model_load(gpu_context *gpu, const char *path, const llm_load_options *opt, llm_model **out,

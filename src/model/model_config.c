@@ -745,6 +745,11 @@ wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err)
       return llm_err_set(err, WGLLM_ERR_FORMAT, "no config.json");
     }
     s = hf_hparams(cfg, hp, err);
+    /* a base model saved alone (Qwen3-Embedding: Qwen3Model's weights): names without "model.", and where untied no
+       LM head (such a model embeds; generating with it fails naming the missing head) */
+    if (!s && !hp->hf_prefix[0] && !wt_find(st, "model.embed_tokens.weight") && wt_find(st, "embed_tokens.weight"))
+      hp->hf_bare = 1;
+    if (!s && !hp->tied_embeddings && !wt_find(st, "lm_head.weight") && hp->hf_bare) hp->no_lm_head = 1;
   }
   if (!s) s = hparams_usable(hp, err);
   if (!s) s = llm_check_shapes(st, hp, err);

@@ -618,7 +618,9 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
   m->gpu = gpu;
   snprintf(m->source, sizeof m->source, "%s", path);
   s = llm_read_hparams(st, &m->hp, err);
+  if (!s) s = llm_read_pooling(path, st, &m->hp, err);
   if (s) {
+    llm_hparams_free(&m->hp);
     free(m);
     return s;
   }

@@ -103,7 +103,7 @@ int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t l) {
 int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
   unsigned n = r->need;
   int own = !r->per_layer || llm_layer_owns_kv(hp, l);
-  if ((n & LLM_NEED_UNTIED) && hp->tied_embeddings) return 0;
+  if ((n & LLM_NEED_UNTIED) && (hp->tied_embeddings || hp->no_lm_head)) return 0;
   if ((n & LLM_NEED_PLAIN_NORMS) && hp->sandwich_norms) return 0;
   if ((n & LLM_NEED_SANDWICH) && !hp->sandwich_norms) return 0;
   if ((n & LLM_NEED_QKV_BIAS) && !hp->qkv_bias) return 0;
@@ -117,7 +117,7 @@ int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
 
 const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len) {
   const char *n = gguf ? r->gguf : r->hf;
-  const char *prefix = hp->hf_prefix[0] ? hp->hf_prefix : "model.";
+  const char *prefix = hp->hf_bare ? "" : hp->hf_prefix[0] ? hp->hf_prefix : "model.";
   if (!n)
     snprintf(buf, len, "(%s: no GGUF name)", r->role);
   else if (gguf && layer >= 0)
