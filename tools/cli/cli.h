@@ -67,6 +67,7 @@ int cli_run(int argc, char **argv);
 int cli_chat(int argc, char **argv);
 int cli_tokenize(int argc, char **argv);
 int cli_perplexity(int argc, char **argv);
+int cli_embed(int argc, char **argv);
 /* `wgllm bench ARGS`: runs wgllm-bench ARGS, the developer program beside this one (it works on the internal layers,
    which this program does not link): cli_bench.c execs it; in the wasm build web/cli_web.c asks the host to run
    wgllm-bench.wasm. self: this program's argv[0]. */

@@ -1,4 +1,4 @@
-/* wgllm command-line tool: dispatches subcommands (run, chat, tokenize, info, logits, perplexity, bench, serve)
+/* wgllm command-line tool: dispatches subcommands (run, chat, tokenize, info, logits, perplexity, embed, bench, serve)
    through one table of name, function and help line. Errors go to stderr with a non-zero exit: 2 for a usage error,
    1 for a failure, 130 after Ctrl-C. */
 #include "cli.h"
@@ -22,6 +22,7 @@ static int tokenize_command(int argc, char **argv, const char *self) { return cl
 static int info_command(int argc, char **argv, const char *self) { return cli_info(argc, argv); }
 static int logits_command(int argc, char **argv, const char *self) { return cli_logits(argc, argv); }
 static int perplexity_command(int argc, char **argv, const char *self) { return cli_perplexity(argc, argv); }
+static int embed_command(int argc, char **argv, const char *self) { return cli_embed(argc, argv); }
 static int serve_entry(int argc, char **argv, const char *self) { return serve_command(argc, argv); }
 
 typedef struct cli_command {
@@ -37,6 +38,7 @@ static const cli_command COMMANDS[] = {
     {"info", info_command, "adapter, features and limits (--gpu), or a model file's contents (-m PATH)"},
     {"logits", logits_command, "logits of prompt and decode ids, for conformance checks"},
     {"perplexity", perplexity_command, "perplexity over a text file, as llama-perplexity computes it"},
+    {"embed", embed_command, "embeddings of texts or ids (the model's pooling and normalisation), as llama-embedding"},
     {"bench", cli_bench, "prefill and decode speed (a model file or a synthetic model), --json, --profile"},
     {"serve", serve_entry, "an OpenAI-compatible HTTP server (chat completions, completions, streaming)"},
     {"version", version_command, "print the version"},

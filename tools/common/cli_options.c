@@ -393,6 +393,8 @@ const cli_opt cli_common_opts[] = {
      "context of each session in tokens (default 0: the trained length, at most 4096)"},
     {'c', "-c --ctx-size --ctx", CLI_INT, "N", 4, 1 << 24, 0, CLI_CMD_PERPLEXITY,
      "tokens a chunk (default 512, as llama-perplexity; at most the trained length)"},
+    {'c', "-c --ctx-size --ctx", CLI_INT, "N", 0, 1 << 24, 0, CLI_CMD_EMBED,
+     "context in tokens, the longest input (default 0: the model's trained length, at most 4096)"},
     {K_KV, "--kv", CLI_CHOICE, "f32|f16", 0, 0, 0, CLI_CMD_MODEL, "KV cache storage (default f32)"},
     {K_WEIGHTS, "--weights", CLI_TEXT, "native|q4[:G]", 0, 0, 0, CLI_CMD_MODEL,
      "as the file has them (default), or q4gsw made on load (G: 32, 64, 128)"},

@@ -18,11 +18,12 @@ enum {
   CLI_CMD_BENCH = 1u << 5,
   CLI_CMD_SERVE = 1u << 6,
   CLI_CMD_PERPLEXITY = 1u << 7,
+  CLI_CMD_EMBED = 1u << 8,
   CLI_CMD_GEN = CLI_CMD_RUN | CLI_CMD_CHAT,
   /* the commands that make sessions through the public API (wgllm-bench works on the internal layers) */
-  CLI_CMD_SESSION = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_SERVE | CLI_CMD_PERPLEXITY,
+  CLI_CMD_SESSION = CLI_CMD_RUN | CLI_CMD_CHAT | CLI_CMD_LOGITS | CLI_CMD_SERVE | CLI_CMD_PERPLEXITY | CLI_CMD_EMBED,
   CLI_CMD_MODEL = CLI_CMD_SESSION | CLI_CMD_BENCH, /* load weights */
-  CLI_CMD_ALL = 0xff
+  CLI_CMD_ALL = 0x1ff
 };
 
 /* What an option takes: nothing, text, an integer or a number within [lo, hi], or one of the choices in meta. */
