@@ -151,6 +151,11 @@ WGLLM_API const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t
    may be part of a UTF-8 character), up to cap of them into out; returns how many it has (0 for an id outside the
    vocabulary). */
 WGLLM_API size_t wgllm_vocab_token_bytes(const wgllm_vocab *v, int32_t id, char *out, size_t cap);
+/* A code model's fill-in-the-middle tokens (the prompt is prefix-marker, the text before, suffix-marker, the text
+   after, middle-marker; the model writes the middle): ids[0..3) the prefix, suffix and middle markers, each a token
+   of its own whose text is Qwen2.5-Coder's, StarCoder's, CodeLlama's or DeepSeek-Coder's marker. WGLLM_ERR_UNSUPPORTED where the vocabulary
+   has none (the reason in wgllm_vocab_error). */
+WGLLM_API wgllm_status wgllm_vocab_fim_tokens(const wgllm_vocab *v, int32_t ids[3]);
 /* As wgllm_tokenize / wgllm_detokenize, on a vocabulary. parse_special: special-token text becomes its token.
    Detokenizing: *len (may be NULL) gets the byte count (the text may hold a NUL byte if the ids spell one). */
 WGLLM_API wgllm_status wgllm_vocab_tokenize(const wgllm_vocab *v, const char *text, size_t len, int add_special,

@@ -729,7 +729,24 @@ int main(void) {
   int32_t bad = (int32_t)nt;
   CHECK(wgllm_vocab_detokenize(v, &bad, 1, &back, NULL) != WGLLM_OK && wgllm_vocab_error(v)[0],
         "an id out of range is refused with a message");
+  int32_t fim[3];
+  CHECK(wgllm_vocab_fim_tokens(v, fim) == WGLLM_ERR_UNSUPPORTED && strstr(wgllm_vocab_error(v), "fill-in-the-middle"),
+        "the default model has no fill-in-the-middle tokens, said: %s", wgllm_vocab_error(v));
   wgllm_vocab_free(v);
+  /* Qwen 3's tokenizer (scripts/fetch_tokenizers.sh) has Qwen2.5-Coder's markers */
+  wgllm_vocab *qv = NULL;
+  if (wgllm_vocab_load("../third_party/tokenizers/qwen3/tokenizer.json", &qv) == WGLLM_OK) {
+    const char *markers[3] = {"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"};
+    CHECK(wgllm_vocab_fim_tokens(qv, fim) == WGLLM_OK, "qwen3: fill-in-the-middle tokens: %s", wgllm_vocab_error(qv));
+    for (int k = 0; k < 3; k++) {
+      size_t ml = 0;
+      const char *piece = wgllm_vocab_piece(qv, fim[k], &ml);
+      CHECK(piece && ml == strlen(markers[k]) && !memcmp(piece, markers[k], ml), "qwen3: marker %d is %s (id %d)", k,
+            markers[k], fim[k]);
+    }
+    wgllm_vocab_free(qv);
+  } else
+    CHECK(0, "qwen3's tokenizer: %s (scripts/fetch_tokenizers.sh)", wgllm_last_error());
   CHECK(wgllm_vocab_load("/nonexistent/model", &v) != WGLLM_OK && !v && wgllm_last_error()[0],
         "a missing path is refused: %s", wgllm_last_error());
 

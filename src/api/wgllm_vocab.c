@@ -70,3 +70,46 @@ wgllm_status wgllm_vocab_detokenize(const wgllm_vocab *v, const int32_t *ids, si
   if (len) *len = l;
   return st;
 }
+
+/* the fill-in-the-middle markers of the code models' tokenizers: prefix, suffix, middle (Qwen2.5-Coder's, StarCoder's,
+   CodeLlama's, DeepSeek-Coder's) */
+static const char *const fim_markers[][3] = {{"<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>"},
+                                             {"<fim_prefix>", "<fim_suffix>", "<fim_middle>"},
+                                             {"\xe2\x96\x81<PRE>", "\xe2\x96\x81<SUF>", "\xe2\x96\x81<MID>"},
+                                             {"<PRE>", "<SUF>", "<MID>"},
+                                             {"<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "begin\xef\xbd\x9c>",
+                                              "<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "hole\xef\xbd\x9c>",
+                                              "<\xef\xbd\x9c"
+                                              "fim\xe2\x96\x81"
+                                              "end\xef\xbd\x9c>"}};
+
+/* the id of the token whose whole text is marker (an added token: Qwen's FIM markers are not flagged special), or -1 */
+static int32_t special_id(const wgllm_vocab *v, const char *marker) {
+  int32_t *t = NULL;
+  size_t n = 0;
+  llm_err err = {0};
+  int32_t id = -1;
+  if (!tok_encode(v->tok, marker, strlen(marker), 0, 1, &t, &n, &err) && n == 1) id = t[0];
+  free(t);
+  return id;
+}
+
+wgllm_status wgllm_vocab_fim_tokens(const wgllm_vocab *v, int32_t ids[3]) {
+  if (!v || !ids) return WGLLM_ERR_INVALID_ARG;
+  if (!v->tok) return llm_err_set(&((wgllm_vocab *)v)->err, WGLLM_ERR_INVALID_ARG, "%s", api_no_tokenizer);
+  for (size_t k = 0; k < sizeof fim_markers / sizeof fim_markers[0]; k++) {
+    int32_t pre = special_id(v, fim_markers[k][0]), suf = special_id(v, fim_markers[k][1]),
+            mid = special_id(v, fim_markers[k][2]);
+    if (pre >= 0 && suf >= 0 && mid >= 0) {
+      ids[0] = pre, ids[1] = suf, ids[2] = mid;
+      return WGLLM_OK;
+    }
+  }
+  return llm_err_set(&((wgllm_vocab *)v)->err, WGLLM_ERR_UNSUPPORTED,
+                     "the vocabulary has no fill-in-the-middle tokens (<|fim_prefix|> <|fim_suffix|> <|fim_middle|>, "
+                     "<fim_prefix> ..., CodeLlama's <PRE> <SUF> <MID> or DeepSeek-Coder's fim begin, hole, end)");
+}

@@ -88,10 +88,10 @@ check(longLeft && longChunks > 10, `concurrency: the short one (${shortDone} ms)
 
 // errors as the client's classes, with OpenAI's fields
 try {
-  await client.chat.completions.create({ model, messages, n: 2 });
-  check(false, "n = 2 is refused");
+  await client.chat.completions.create({ model, messages, n: 20 });
+  check(false, "n = 20 is refused");
 } catch (e) {
-  check(e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === "n", "n = 2: BadRequestError, param n", { status: e.status, param: e.param, message: e.message });
+  check(e instanceof OpenAI.BadRequestError && e.status === 400 && e.param === "n", "n = 20: BadRequestError, param n", { status: e.status, param: e.param, message: e.message });
 }
 try {
   await client.chat.completions.create({ model, messages: [], max_tokens: 4 });
@@ -114,6 +114,42 @@ if (apiKey) {
     check(e instanceof OpenAI.AuthenticationError && e.status === 401, "a wrong API key: AuthenticationError 401", { status: e.status });
   }
 }
+// n > 1: each choice its own sequence (seed + k where a seed is given), the prompt's tokens counted once
+const hot = { temperature: 1.5, top_k: 0, top_p: 1, min_p: 0, max_tokens: 12, ignore_eos: true };
+const three = await client.completions.create({ model, prompt: "And he said", n: 3, seed: 5, ...hot });
+const seed6 = await client.completions.create({ model, prompt: "And he said", seed: 6, ...hot });
+check(three.choices.length === 3 && three.choices.every((c, i) => c.index === i && c.finish_reason === "length"),
+  "completions n 3: three choices, indices 0..2", three.choices);
+check(three.choices[1].text === seed6.choices[0].text, "... choice 1 is seed 6's text (seed + its index)",
+  [three.choices[1].text, seed6.choices[0].text]);
+check(new Set(three.choices.map((c) => c.text)).size > 1, "... the choices differ at temperature 1.5");
+check(three.usage.completion_tokens === 36 && three.usage.prompt_tokens === seed6.usage.prompt_tokens &&
+  three.usage.total_tokens === 36 + three.usage.prompt_tokens, "... usage: the prompt once, the choices' tokens added", three.usage);
+const chat2 = await client.chat.completions.create({ model, messages, n: 2, max_tokens: 4, ...greedy });
+check(chat2.choices.length === 2 && chat2.choices[1].index === 1 && chat2.choices[0].message.content === chat2.choices[1].message.content,
+  "chat n 2 at temperature 0: two equal choices", chat2.choices);
+for (const [what, body, param] of [
+  ["n 2 with stream", { messages, n: 2, stream: true }, "n"],
+  ["n 17", { messages, n: 17 }, "n"],
+]) {
+  try {
+    await client.chat.completions.create({ model, ...body });
+    check(false, `${what} is refused`);
+  } catch (e) {
+    check(e.status === 400 && e.param === param, `${what}: 400 naming '${param}'`, { status: e.status, param: e.param, message: e.message });
+  }
+}
+// suffix (fill in the middle): the default model has no such tokens, which the 400 says
+try {
+  await client.completions.create({ model, prompt: "def f(", suffix: "    return x", max_tokens: 4 });
+  check(false, "suffix on a model without fill-in-the-middle tokens is refused");
+} catch (e) {
+  check(e.status === 400 && e.param === "suffix" && /fill-in-the-middle tokens/.test(e.message),
+    "suffix without fill-in-the-middle tokens: 400 naming 'suffix' and why", { status: e.status, message: e.message });
+}
+const emptySuffix = await client.completions.create({ model, prompt, suffix: "", max_tokens: 10, ignore_eos: true, ...greedy });
+check(emptySuffix.choices[0].text === comp.choices[0].text, "an empty suffix changes nothing");
+
 const idle = await waitIdle();
 check(idle.slots_processing === 0, "every session is idle at the end", idle);
 finish("openai_client");

@@ -105,6 +105,8 @@ struct serve_exchange {
   serve_request pending;    /* X_LOADING: the parsed request, handed to the scheduler once its model is loaded */
   int pending_set;
   serve_task *task;
+  serve_task **siblings; /* n > 1: the other choices' tasks (n_siblings; answered whole, with task's) */
+  uint32_t n_siblings;
   int stream;
   serve_answer answer;
   char id[48];
@@ -399,10 +401,49 @@ static void make_id(serve_exchange *x, const char *prefix) {
     n += snprintf(x->id + n, sizeof x->id - (size_t)n, "%02x", r[i]);
 }
 
-/* The parsed request to the scheduler of its model (x->sched; id: the model's name in the answer). */
-static void submit(serve_exchange *x, serve_request *req, const char *id) {
+/* n > 1: the other choices' tasks, each from the body parsed again (its own request, seed + k where one is given),
+   prepared; the body is let go of. 0, or -1 answered. */
+static int make_siblings(serve_exchange *x, const serve_request *req, const serve_limits *lim) {
+  uint32_t n = req->n_choices - 1;
+  if (!(x->siblings = calloc(n, sizeof *x->siblings))) {
+    answer_fail(x, 500, "server_error", NULL, "out of memory");
+    return -1;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    serve_request r;
+    serve_error e;
+    if (serve_parse_request(req->kind, x->body, x->len, &x->h->cfg.limits, &r, &e)) { /* parsed once already */
+      answer_error(x, &e);
+      return -1;
+    }
+    if (lim) serve_request_fit(&r, lim);
+    if (r.seed_given) r.seed += k + 1;
+    serve_task *t = serve_task_new(&r);
+    if (!t) {
+      serve_request_free(&r);
+      answer_fail(x, 500, "server_error", NULL, "out of memory");
+      return -1;
+    }
+    x->siblings[x->n_siblings++] = t;
+    if (serve_sched_prepare(x->sched, t)) {
+      answer_error(x, &t->err);
+      return -1;
+    }
+  }
+  body_free(x);
+  return 0;
+}
+
+/* The parsed request to the scheduler of its model (x->sched; id: the model's name in the answer; lim: the model's
+   limits where they are not the handler's, or NULL). */
+static void submit(serve_exchange *x, serve_request *req, const char *id, const serve_limits *lim) {
   serve_kind kind = req->kind;
   x->stream = req->stream;
+  if (req->n_choices > 1 && make_siblings(x, req, lim)) {
+    serve_request_free(req);
+    return;
+  }
+  body_free(x);
   x->task = serve_task_new(req);
   if (!x->task) {
     serve_request_free(req);
@@ -415,7 +456,10 @@ static void submit(serve_exchange *x, serve_request *req, const char *id) {
     answer_error(x, &x->task->err);
     return;
   }
-  if (serve_sched_full(x->sched) || serve_sched_submit(x->sched, x->task)) {
+  int full = serve_sched_full(x->sched) || serve_sched_submit(x->sched, x->task);
+  for (uint32_t k = 0; k < x->n_siblings && !full; k++) /* n > 1: every choice in, or none (they are released) */
+    full = serve_sched_full(x->sched) || serve_sched_submit(x->sched, x->siblings[k]);
+  if (full) {
     char why[768];
     if (serve_sched_unavailable(x->sched, why, sizeof why)) {
       answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
@@ -450,7 +494,7 @@ static void loaded(serve_exchange *x) {
   }
   x->sched = sched;
   serve_request_fit(&x->pending, lim); /* max_tokens to the model's limit (its context) */
-  submit(x, &x->pending, id);
+  submit(x, &x->pending, id, lim);
 }
 
 static void generate(serve_exchange *x) {
@@ -459,7 +503,9 @@ static void generate(serve_exchange *x) {
   serve_request req;
   serve_error e;
   int bad = serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e);
-  body_free(x); /* the request is in req: the body is not kept while the task waits and runs */
+  /* the request is in req: the body is not kept while the task waits and runs (n > 1: until the other choices'
+     requests are parsed from it, in submit) */
+  if (bad || req.n_choices < 2) body_free(x);
   if (bad) {
     answer_error(x, &e);
     return;
@@ -484,7 +530,7 @@ static void generate(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
-  submit(x, &req, h->cfg.model_id);
+  submit(x, &req, h->cfg.model_id, NULL);
 }
 
 /* a growing JSON text (the answer of /tokenize, written without a cJSON node per token) */
@@ -1053,8 +1099,7 @@ static int next_event(serve_exchange *x) {
 
 /* under the lock: a done task's whole answer: the reply parsed (content, reasoning_content, tool_calls; finish_reason
    "tool_calls" where it called), its logprobs */
-static char *whole_answer(serve_exchange *x) {
-  serve_task *t = x->task;
+static char *task_whole_answer(serve_exchange *x, serve_task *t) {
   size_t off = 0;
   serve_extras e = {.logprobs = logprobs_json(t, 0, &off)};
   const char *finish = t->finish_reason;
@@ -1105,12 +1150,64 @@ static char *whole_answer(serve_exchange *x) {
   return json;
 }
 
+/* under the scheduler's lock: the whole answer, n > 1's choices (each task's answer's choice, in order, its index
+   set) in one, the prompt's tokens counted once and the choices' completion tokens added */
+static char *whole_answer(serve_exchange *x) {
+  char *json = task_whole_answer(x, x->task);
+  if (!x->n_siblings || !json) return json;
+  cJSON *o = cJSON_Parse(json);
+  free(json);
+  cJSON *choices = cJSON_GetObjectItemCaseSensitive(o, "choices");
+  cJSON *usage = cJSON_GetObjectItemCaseSensitive(o, "usage");
+  double completion = 0;
+  for (uint32_t k = 0; o && choices && k < x->n_siblings; k++) {
+    char *sj = task_whole_answer(x, x->siblings[k]);
+    cJSON *so = sj ? cJSON_Parse(sj) : NULL;
+    free(sj);
+    cJSON *c = so ? cJSON_DetachItemFromArray(cJSON_GetObjectItemCaseSensitive(so, "choices"), 0) : NULL;
+    if (!c) {
+      cJSON_Delete(so);
+      cJSON_Delete(o);
+      return NULL;
+    }
+    cJSON_ReplaceItemInObjectCaseSensitive(c, "index", cJSON_CreateNumber(k + 1));
+    cJSON_AddItemToArray(choices, c);
+    completion += x->siblings[k]->usage.completion_tokens;
+    cJSON_Delete(so);
+  }
+  if (usage) {
+    cJSON *ct = cJSON_GetObjectItemCaseSensitive(usage, "completion_tokens");
+    cJSON *tt = cJSON_GetObjectItemCaseSensitive(usage, "total_tokens");
+    if (ct) cJSON_SetNumberValue(ct, ct->valuedouble + completion);
+    if (tt) cJSON_SetNumberValue(tt, tt->valuedouble + completion);
+  }
+  json = o ? cJSON_PrintUnformatted(o) : NULL;
+  cJSON_Delete(o);
+  return json;
+}
+
+/* under the scheduler's lock: every task of the exchange is done (n > 1: the other choices' too) */
+static int all_done(const serve_exchange *x) {
+  if (x->task->state != SERVE_TASK_DONE) return 0;
+  for (uint32_t k = 0; k < x->n_siblings; k++)
+    if (x->siblings[k]->state != SERVE_TASK_DONE) return 0;
+  return 1;
+}
+
+/* under the scheduler's lock: the first failed task of the exchange, or NULL */
+static const serve_task *failed_task(const serve_exchange *x) {
+  if (x->task->failed) return x->task;
+  for (uint32_t k = 0; k < x->n_siblings; k++)
+    if (x->siblings[k]->failed) return x->siblings[k];
+  return NULL;
+}
+
 /* X_TASK: the task has run far enough to answer (a stream: prefilled; else: done) */
 static serve_out_kind task_answer(serve_exchange *x, serve_out *o) {
   serve_sched *s = x->sched;
   serve_task *t = x->task;
   serve_sched_lock(s);
-  int ready = t->state == SERVE_TASK_DONE || (x->stream && t->state == SERVE_TASK_RUNNING);
+  int ready = all_done(x) || (x->stream && t->state == SERVE_TASK_RUNNING);
   if (!ready) {
     serve_sched_unlock(s);
     if (x->h->stopping) {
@@ -1119,8 +1216,9 @@ static serve_out_kind task_answer(serve_exchange *x, serve_out *o) {
     }
     return o->kind = SERVE_OUT_WAIT;
   }
-  int failed = t->failed;
-  serve_error te = t->err;
+  const serve_task *ft = failed_task(x);
+  int failed = ft != NULL;
+  serve_error te = failed ? ft->err : t->err;
   char *json = NULL;
   if (!failed && !x->stream) json = whole_answer(x);
   serve_sched_unlock(s);
@@ -1209,7 +1307,7 @@ serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o) {
 /* under the scheduler's lock: the task has something for the exchange */
 static int task_news(const serve_exchange *x) {
   const serve_task *t = x->task;
-  return t->state == SERVE_TASK_DONE || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
+  return all_done(x) || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
          (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent || t->n_lp > x->lp_sent));
 }
 
@@ -1263,6 +1361,9 @@ void serve_exchange_tokens(serve_exchange *x, uint32_t *generated, uint32_t *bat
 void serve_exchange_free(serve_exchange *x) {
   if (!x) return;
   if (x->task) serve_sched_release(x->sched, x->task); /* a task not finished is cancelled */
+  for (uint32_t k = 0; k < x->n_siblings; k++)
+    serve_sched_release(x->sched, x->siblings[k]);
+  free(x->siblings);
   if (x->model_ref) x->h->cfg.router.release(x->h->cfg.router.user, x->model_ref);
   if (x->pending_set) serve_request_free(&x->pending);
   body_free(x);

@@ -192,7 +192,12 @@ static int get_stop(const cJSON *o, const serve_limits *lim, serve_request *r, s
 static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err) {
   long long n = 1;
   if (get_int(o, "n", 1, 1e9, &n, err) < 0) return -1;
-  if (n != 1) return bad(err, "n", "'n' is %lld; this server generates one choice a request (n = 1)", n);
+  if (n > SERVE_MAX_CHOICES)
+    return bad(err, "n", "'n' is %lld; at most %d choices a request are generated", n, SERVE_MAX_CHOICES);
+  const cJSON *st = field(o, "stream");
+  if (n > 1 && cJSON_IsTrue(st))
+    return bad(err, "n", "'n' is %lld with 'stream': several choices are answered whole (stream: false)", n);
+  n = 1;
   if (get_int(o, "best_of", 1, 1e9, &n, err) < 0) return -1;
   if (n != 1) return bad(err, "best_of", "'best_of' is %lld; only 1 is supported", n);
   const cJSON *f;
@@ -217,10 +222,6 @@ static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err)
                       !strcmp(f->child->valuestring, "text");
       if (!text_only) return bad(err, "modalities", "'modalities' other than [\"text\"] is not supported");
     }
-  }
-  if (kind == SERVE_KIND_COMPLETION) {
-    f = field(o, "suffix");
-    if (f && !(cJSON_IsString(f) && !f->valuestring[0])) return bad(err, "suffix", "'suffix' is not supported");
   }
   return 0;
 }
@@ -458,8 +459,15 @@ static int sampling_fields(const cJSON *o, const serve_limits *lim, serve_reques
     r->max_tokens_given = 1;
     break;
   }
+  if ((g = get_int(o, "n", 1, SERVE_MAX_CHOICES, &i, err)) < 0) return -1;
+  r->n_choices = g ? (uint32_t)i : 1;
   if (get_bool(o, "ignore_eos", &r->ignore_eos, err)) return -1;
   if (r->kind == SERVE_KIND_COMPLETION && get_bool(o, "echo", &r->echo, err)) return -1;
+  const cJSON *suffix = r->kind == SERVE_KIND_COMPLETION ? field(o, "suffix") : NULL;
+  if (suffix && !cJSON_IsNull(suffix) && !cJSON_IsString(suffix))
+    return bad(err, "suffix", "'suffix' must be a string");
+  if (cJSON_IsString(suffix) && suffix->valuestring[0] && !(r->suffix = take_string(suffix, &r->suffix_len)))
+    return oom(err);
   if ((g = get_int(o, "speculative.n_max", 0, WGLLM_SPEC_MAX, &i, err)) < 0) return -1;
   if (g) r->spec_n_max = (int)i;
   if (get_bool(o, "speculative.lookup", &r->spec_lookup, err)) return -1;
@@ -619,6 +627,7 @@ void serve_request_free(serve_request *r) {
   free(r->model);
   free(r->chat_json);
   free(r->prompt);
+  free(r->suffix);
   free(r->prompt_ids);
   for (size_t i = 0; i < r->n_stop; i++)
     free(r->stop[i]);

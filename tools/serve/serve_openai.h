@@ -32,6 +32,9 @@ typedef struct serve_limits {
 } serve_limits;
 
 /* An error answer: HTTP status and OpenAI's {"error": {"message", "type", "param", "code"}}. */
+/* n: the most choices a request may ask for */
+#define SERVE_MAX_CHOICES 16
+
 typedef struct serve_error {
   int status;       /* 400, 401, 404, 413, 500, 503 */
   const char *type; /* "invalid_request_error", "authentication_error", "server_error", "unavailable_error" */
@@ -70,8 +73,11 @@ typedef struct serve_request {
   size_t prompt_len;
   int32_t *prompt_ids; /* completion: the prompt as token ids */
   size_t n_prompt_ids;
+  char *suffix; /* completion: the text after the one to write (fill in the middle), NULL when none or "" */
+  size_t suffix_len;
   uint32_t max_tokens;     /* max_completion_tokens, else max_tokens, else the default (chat: limits, completion 16) */
   int max_tokens_given;    /* one of them was given */
+  uint32_t n_choices;      /* n: 1..SERVE_MAX_CHOICES choices, each its own sequence (not with stream) */
   float temperature;       /* [0, 2], default 0.8 (0: greedy) */
   float top_p;             /* [0, 1], default 0.95 */
   uint32_t top_k;          /* default 40 (0: off) */

@@ -40,7 +40,8 @@ enum {
   K_NO_CONTEXT_SHIFT,
   K_MODELS_DIR,
   K_MODELS_MAX,
-  K_MODELS_MEMORY
+  K_MODELS_MEMORY,
+  K_KEEP
 };
 
 static const cli_opt serve_opts[] = {
@@ -106,6 +107,9 @@ static const cli_opt serve_opts[] = {
      "given, the check holds on any address)"},
     {K_NO_CONTEXT_SHIFT, "--no-context-shift", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_SERVE,
      "a chat past the context is 400 (default: its oldest messages after the system ones are dropped to fit)"},
+    {K_KEEP, "--keep", CLI_INT, "N", -1, 2147483647, 0, CLI_CMD_SERVE,
+     "a reply that reaches the context's end keeps the first N tokens of its prompt (-1: all of it; default 0: the "
+     "BOS alone), drops half of the rest and goes on (--no-context-shift: it stops there, finish_reason \"length\")"},
     {K_CORS, "--cors", CLI_TEXT, "ORIGINS", 0, 0, 0, CLI_CMD_SERVE,
      "web pages of these origins (scheme://host[:port], comma-separated; * for any) may call the API from a browser: "
      "preflights answered, Access-Control-Allow-Origin given (default: only the server's own origin)"},
@@ -262,6 +266,9 @@ static int on_opt(void *user, int key, const cli_value *v) {
     return 0;
   case K_NO_CONTEXT_SHIFT:
     a->no_context_shift = 1;
+    return 0;
+  case K_KEEP:
+    a->keep = (int32_t)v->i;
     return 0;
   case K_KV_POOL: {
     char *end = NULL;
@@ -525,6 +532,7 @@ int serve_options_model_config(serve_options *a, wgllm_model *m, int is_default,
   sc->session.context = ctx;
   sc->warm_up = is_default && !a->no_warmup; /* a model loaded on a request's demand: that request waits anyway */
   sc->context_shift = !a->no_context_shift;
+  sc->n_keep = a->keep;
   sc->draft = is_default ? &a->draft : NULL;
   sc->spec_lookup = a->spec_lookup && (is_default || !wgllm_model_can_speculate(m));
   sc->draft_max = (uint32_t)a->draft_max;

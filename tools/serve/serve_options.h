@@ -14,6 +14,7 @@ typedef struct serve_options {
   long long header_timeout, body_timeout, max_connections_per_ip, max_body_total;
   int no_warmup;
   int no_context_shift;                             /* --no-context-shift */
+  int32_t keep;                                     /* --keep N: a reply's context shift keeps N prompt tokens */
   int parse_special_in_content;                     /* --parse-special-in-content */
   int kv_pool_off;                                  /* --kv-pool off: each session its own cache */
   unsigned long long kv_pool_tokens, kv_pool_bytes; /* --kv-pool N or N{MiB,GiB} (0: the default) */

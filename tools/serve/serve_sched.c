@@ -271,6 +271,64 @@ int serve_sched_prepare(serve_sched *s, serve_task *t) {
   return rc;
 }
 
+/* The text's tokens (no BOS or EOS), appended to *ids (*n of them, room for cap; grown): 0, or -1 (t->err). */
+static int append_text(serve_sched *s, serve_task *t, const char *text, size_t len, int32_t **ids, size_t *n,
+                       size_t *cap) {
+  size_t k = 0;
+  wgllm_status st = wgllm_tokenize(s->model, text, len, 0, NULL, 0, &k);
+  if (!st && *n + k > *cap) {
+    int32_t *g = realloc(*ids, (*n + k) * sizeof **ids);
+    if (!g) return serve_fail(&t->err, 500, "server_error", NULL, NULL, "out of memory");
+    *ids = g;
+    *cap = *n + k;
+  }
+  if (!st) st = wgllm_tokenize(s->model, text, len, 0, *ids + *n, k, &k);
+  if (st) return serve_fail(&t->err, 400, "invalid_request_error", "suffix", NULL, "%s", wgllm_model_error(s->model));
+  *n += k;
+  return 0;
+}
+
+/* completions' suffix: the prompt becomes the model's fill-in-the-middle form, [BOS] <prefix> prompt <suffix> suffix
+   <middle> (the prompt's ids as given, or its text's tokens; the model writes what goes between), as llama-server's
+   /infill does; a model whose vocabulary has no such tokens is 400. t->ids holds the prompt's ids (with the BOS the
+   tokenizer adds, for a text). */
+static int fill_in_the_middle(serve_sched *s, serve_task *t) {
+  const serve_request *r = &t->req;
+  int32_t fim[3];
+  if (wgllm_vocab_fim_tokens(wgllm_model_vocab(s->model), fim))
+    return serve_fail(&t->err, 400, "invalid_request_error", "suffix", NULL,
+                      "'suffix' needs a code model's fill-in-the-middle tokens: %s",
+                      wgllm_vocab_error(wgllm_model_vocab(s->model)));
+  size_t n_bos = 0, n = 0, cap = t->n_ids + r->suffix_len + 8;
+  wgllm_tokenize(s->model, "", 0, 1, NULL, 0, &n_bos); /* what the tokenizer adds before a text (a BOS, or nothing) */
+  int32_t *ids = malloc(cap * sizeof *ids);
+  if (!ids) return serve_fail(&t->err, 500, "server_error", NULL, NULL, "out of memory");
+  size_t skip = r->prompt_ids ? 0 : n_bos; /* a text's ids start with what the tokenizer added */
+  if (n_bos) wgllm_tokenize(s->model, "", 0, 1, ids, 1, &n);
+  if (n > 1) n = 1;
+  ids[n++] = fim[0];
+  memcpy(ids + n, t->ids + skip, (t->n_ids - skip) * sizeof *ids);
+  n += t->n_ids - skip;
+  ids[n++] = fim[1];
+  if (append_text(s, t, r->suffix, r->suffix_len, &ids, &n, &cap)) {
+    free(ids);
+    return -1;
+  }
+  if (n + 1 > cap) {
+    int32_t *g = realloc(ids, (n + 1) * sizeof *ids);
+    if (!g) {
+      free(ids);
+      return serve_fail(&t->err, 500, "server_error", NULL, NULL, "out of memory");
+    }
+    ids = g;
+  }
+  ids[n++] = fim[2];
+  free(t->ids);
+  t->ids = ids;
+  t->n_ids = n;
+  return 0;
+}
+
 /* Context shift of a chat (cfg.context_shift): while its n prompt tokens leave less than room for the reply, its
    oldest turn after the leading system messages goes (a user message and what follows it up to the next user
    message) and the prompt is rendered again into *ids / *n; the last user message stays. The request's chat JSON is
@@ -387,6 +445,7 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
     t->n_ids = n;
   }
   if (!t->ids) return serve_fail(&t->err, 500, "server_error", NULL, NULL, "out of memory");
+  if (r->suffix && fill_in_the_middle(s, t)) return -1;
   uint32_t ctx = s->cfg.session.context;
   if (t->n_ids == 0)
     return serve_fail(&t->err, 400, "invalid_request_error", "prompt", NULL, "the prompt has no tokens");
