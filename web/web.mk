@@ -82,7 +82,7 @@ $(WEB_BUILD)/wgllm-bench.wasm: $(BENCH_OBJ) $(PROG_CORE) web/webgpu.imports
 # request handler and OpenAI parsing behind tools/serve/serve_wasm.c's exports; not serve_http.c / serve_main.c
 # (libmicrohttpd and threads: the native transport). A reactor without main: JavaScript calls the exports.
 SERVE_SRC := $(TOOLS_COMMON_SRC) tools/serve/serve_options.c tools/serve/serve_sched.c tools/serve/serve_handler.c \
-  tools/serve/serve_openai.c tools/serve/serve_wasm.c
+  tools/serve/serve_openai.c tools/serve/serve_embed.c tools/serve/serve_wasm.c
 SERVE_NO_MAIN := -Wl,--export=__main_void -Wl,--export=exit
 $(O)/tools/serve/%.o: WFLAGS += -Itools/serve
 $(WEB_BUILD)/wgllm-serve.wasm: $(patsubst %.c,$(O)/%.o,$(SERVE_SRC)) $(PROG_CORE) web/webgpu.imports

@@ -36,7 +36,7 @@ foreach(src ${FUZZ_HARNESSES})
     target_link_libraries(${p} PRIVATE wgllm_dev)
     set_target_properties(${p} PROPERTIES BUILD_RPATH "${CMAKE_BINARY_DIR};${DAWN_DIR}/lib")
     if(short STREQUAL "http_request") # the request parser of `wgllm serve`, a CLI source outside the library
-      target_sources(${p} PRIVATE ${CMAKE_SOURCE_DIR}/tools/serve/serve_openai.c)
+      target_sources(${p} PRIVATE ${CMAKE_SOURCE_DIR}/tools/serve/serve_openai.c ${CMAKE_SOURCE_DIR}/tools/serve/serve_embed.c)
       target_include_directories(${p} PRIVATE ${CMAKE_SOURCE_DIR}/tools/serve)
     endif()
   endforeach()

@@ -7,6 +7,7 @@
    (its job and session freed). /tokenize and /detokenize run on the model's vocabulary (CPU, read-only; its error
    message buffer is shared, so one call at a time: serve_sched_vocab_lock, which a model reload waits for). */
 #include "serve_handler.h"
+#include "serve_embed.h"
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdarg.h>
@@ -39,7 +40,8 @@ typedef enum route {
   ROUTE_DETOKENIZE,
   ROUTE_PROPS,
   ROUTE_SLOTS,
-  ROUTE_METRICS
+  ROUTE_METRICS,
+  ROUTE_EMBEDDINGS
 } route;
 
 static const struct {
@@ -58,7 +60,9 @@ static const struct {
               {"/detokenize", ROUTE_DETOKENIZE, 1},
               {"/props", ROUTE_PROPS, 0},
               {"/slots", ROUTE_SLOTS, 0},
-              {"/metrics", ROUTE_METRICS, 0}};
+              {"/metrics", ROUTE_METRICS, 0},
+              {"/v1/embeddings", ROUTE_EMBEDDINGS, 1},
+              {"/embeddings", ROUTE_EMBEDDINGS, 1}};
 
 /* where an exchange is */
 typedef enum xstate {
@@ -499,7 +503,9 @@ static void loaded(serve_exchange *x) {
 
 static void generate(serve_exchange *x) {
   serve_handler *h = x->h;
-  serve_kind kind = x->route == ROUTE_CHAT ? SERVE_KIND_CHAT : SERVE_KIND_COMPLETION;
+  serve_kind kind = x->route == ROUTE_CHAT         ? SERVE_KIND_CHAT
+                    : x->route == ROUTE_EMBEDDINGS ? SERVE_KIND_EMBEDDING
+                                                   : SERVE_KIND_COMPLETION;
   serve_request req;
   serve_error e;
   int bad = serve_parse_request(kind, x->body ? x->body : "", x->len, &h->cfg.limits, &req, &e);
@@ -883,6 +889,7 @@ void serve_exchange_run(serve_exchange *x) {
     return;
   case ROUTE_CHAT:
   case ROUTE_COMPLETIONS:
+  case ROUTE_EMBEDDINGS:
     generate(x);
     return;
   case ROUTE_TOKENIZE:
@@ -1100,6 +1107,7 @@ static int next_event(serve_exchange *x) {
 /* under the lock: a done task's whole answer: the reply parsed (content, reasoning_content, tool_calls; finish_reason
    "tool_calls" where it called), its logprobs */
 static char *task_whole_answer(serve_exchange *x, serve_task *t) {
+  if (t->req.kind == SERVE_KIND_EMBEDDING) return serve_embed_answer(t, x->answer.model);
   size_t off = 0;
   serve_extras e = {.logprobs = logprobs_json(t, 0, &off)};
   const char *finish = t->finish_reason;

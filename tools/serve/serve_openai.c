@@ -3,6 +3,7 @@
    tests/fuzz/fuzz_http_request.c). */
 #include "serve_openai.h"
 #include "json_shape.h"
+#include "serve_embed.h"
 #include "wgllm.h"
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -609,6 +610,12 @@ int serve_parse_request(serve_kind kind, const char *body, size_t len, const ser
   if (model && !cJSON_IsString(model)) rc = bad(err, "model", "'model' must be a string");
   if (!rc && !(out->model = dup_n(model ? model->valuestring : "", model ? strlen(model->valuestring) : 0)))
     rc = oom(err);
+  if (!rc && kind == SERVE_KIND_EMBEDDING) { /* POST /v1/embeddings: its own fields (serve_embed.c) */
+    rc = serve_embed_fields(o, lim, out, err);
+    cJSON_Delete(o);
+    if (rc) serve_request_free(out);
+    return rc;
+  }
   if (!rc) rc = refuse_unsupported(o, kind, err);
   if (!rc) rc = kind == SERVE_KIND_CHAT ? chat_fields(o, lim, out, err) : completion_prompt(o, lim, out, err);
   if (!rc) rc = sampling_fields(o, lim, out, err);
@@ -624,6 +631,8 @@ void serve_request_fit(serve_request *r, const serve_limits *lim) {
 }
 
 void serve_request_free(serve_request *r) {
+  serve_embed_free(r->embed);
+  r->embed = NULL;
   free(r->model);
   free(r->chat_json);
   free(r->prompt);

@@ -18,7 +18,7 @@
    NUL bytes are kept with their strings' lengths, never cut. */
 #define SERVE_NUL 0xFF
 
-typedef enum serve_kind { SERVE_KIND_CHAT = 0, SERVE_KIND_COMPLETION = 1 } serve_kind;
+typedef enum serve_kind { SERVE_KIND_CHAT = 0, SERVE_KIND_COMPLETION = 1, SERVE_KIND_EMBEDDING = 2 } serve_kind;
 
 /* What a request may ask for. */
 typedef struct serve_limits {
@@ -64,6 +64,8 @@ typedef enum serve_tool_choice {
 /* A chat completion or completion request, every field checked and defaulted. */
 typedef struct serve_request {
   serve_kind kind;
+  /* embeddings: the inputs and their vectors (serve_embed.h), else NULL */
+  struct serve_embed *embed;
   char *model; /* as given ("" when absent): the server has one model and answers with its own id */
   /* chat: {"messages": [...], "tools": [...], "chat_template_kwargs": {...}, "parse_special": B} for wgllm_chat_prompt
    */

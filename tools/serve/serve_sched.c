@@ -9,6 +9,7 @@
    task with it and makes the model and its sessions again (device_lost; docs/SERVING.md, "A lost device"). */
 #include "serve_sched.h"
 #include "json_shape.h"
+#include "serve_embed.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stddef.h>
@@ -405,6 +406,7 @@ static int reply_parser(serve_sched *s, serve_task *t) {
 static int prepare_task_locked(serve_sched *s, serve_task *t) {
   const serve_request *r = &t->req;
   wgllm_status st = WGLLM_OK;
+  if (r->kind == SERVE_KIND_EMBEDDING) return serve_embed_prepare(s->model, s->cfg.session.context, t);
   if (r->kind == SERVE_KIND_CHAT) {
     int32_t *ids = NULL;
     size_t n = 0;
@@ -551,6 +553,25 @@ static int pool_admits(serve_sched *s, const serve_task *t) {
 /* Prefills the task on slot k and samples its first token (unlocked: the GPU works). */
 static void start_task(serve_sched *s, serve_task *t, int k) {
   const serve_request *r = &t->req;
+  if (r->kind == SERVE_KIND_EMBEDDING) { /* every input embedded now, the session's cache emptied (serve_embed.c) */
+    serve_error e;
+    wgllm_status st = serve_embed_run(s->slots[k].session, t, &e);
+    pthread_mutex_lock(&s->mu);
+    if (st == WGLLM_ERR_DEVICE_LOST) { /* the task stays on its slot: device_lost fails it with the others */
+      if (!s->lost_msg[0]) snprintf(s->lost_msg, sizeof s->lost_msg, "%s", wgllm_session_error(s->slots[k].session));
+    } else {
+      if (st) {
+        t->err = e;
+        t->failed = 1;
+      }
+      s->slots[k].task = NULL;
+      s->slots[k].last_used = ++s->tick;
+      s->n_running--;
+      task_finish(s, t);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
   wgllm_generate_params gp = wgllm_generate_default_params();
   gp.max_tokens = r->max_tokens;
   gp.context_shift = s->cfg.context_shift; /* a reply past the context goes on */
