@@ -281,6 +281,10 @@ WGLLM_API const char *wgllm_pooling_name(wgllm_pooling p);
    L2-normalised (a sentence-transformers Normalize module; a GGUF that names a pooling, as llama.cpp normalises by
    default), else 0. */
 WGLLM_API wgllm_pooling wgllm_model_pooling(const wgllm_model *m, int *normalize);
+/* 1 where the model has an LM head (it generates and gives logits: its own, or the embedding table when tied), 0 for an
+   embedding model's weights without one (a Qwen3-Embedding directory of Qwen3Model's untied weights): such a model
+   embeds, and its generations and wgllm_session_prefill fail naming the missing head. */
+WGLLM_API int wgllm_model_has_lm_head(const wgllm_model *m);
 /* The embedding of ids[0..n): the model's final hidden states of the n tokens (a prefill without the LM head, in
    prefill_chunk passes), pooled on the GPU into out [n_embd] floats (wgllm_model_info.n_embd), then divided by their
    L2 norm when normalize is 1 (0: not; -1: as the model says, wgllm_model_pooling). The tokens are the text's whole

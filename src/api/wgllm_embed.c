@@ -32,6 +32,8 @@ wgllm_pooling wgllm_model_pooling(const wgllm_model *m, int *normalize) {
   }
 }
 
+int wgllm_model_has_lm_head(const wgllm_model *m) { return m && !m->m->hp.no_lm_head; }
+
 wgllm_status wgllm_session_embed(wgllm_session *s, const int32_t *ids, size_t n, wgllm_pooling pooling, int normalize,
                                  float *out) {
   if (!s) return WGLLM_ERR_INVALID_ARG;

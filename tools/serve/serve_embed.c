@@ -177,6 +177,19 @@ wgllm_status serve_embed_run(wgllm_session *s, serve_task *t, serve_error *err) 
   return WGLLM_OK;
 }
 
+int serve_embed_warm_up(wgllm_model *m, wgllm_session *s, char *err, size_t errlen) {
+  wgllm_model_info info;
+  wgllm_model_get_info(m, &info);
+  int32_t ids[8];
+  for (int i = 0; i < 8; i++)
+    ids[i] = (int32_t)(((uint32_t)i * 7919u + 3u) % info.n_vocab);
+  float *vec = malloc(info.n_embd * sizeof *vec);
+  wgllm_status st = vec ? wgllm_session_embed(s, ids, 8, WGLLM_POOLING_DEFAULT, -1, vec) : WGLLM_ERR_OUT_OF_MEMORY;
+  free(vec);
+  if (st) snprintf(err, errlen, "warm-up (an embedding): %s (%s)", wgllm_session_error(s), wgllm_status_name(st));
+  return st ? -1 : 0;
+}
+
 /* n floats as little-endian float32 bytes in base64 (OpenAI's encoding_format "base64") */
 static char *base64_floats(const float *v, size_t n) {
   static const char A[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

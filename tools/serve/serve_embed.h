@@ -37,6 +37,9 @@ int serve_embed_prepare(wgllm_model *m, uint32_t context, serve_task *t);
    after each), prompt tokens counted in t->usage. WGLLM_OK, or the failure with e filled (400 naming the input for
    what the engine refuses, 500 otherwise; WGLLM_ERR_DEVICE_LOST for the scheduler to handle). */
 wgllm_status serve_embed_run(wgllm_session *s, serve_task *t, serve_error *e);
+/* The warm-up of a model without an LM head (it cannot generate): one embedding on session s, which builds its
+   pipelines. 0, or -1 with the reason in err. */
+int serve_embed_warm_up(wgllm_model *m, wgllm_session *s, char *err, size_t errlen);
 /* The answer of a done task (malloc'd JSON; NULL when out of memory). */
 char *serve_embed_answer(const serve_task *t, const char *model);
 #endif

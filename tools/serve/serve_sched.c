@@ -407,6 +407,9 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
   const serve_request *r = &t->req;
   wgllm_status st = WGLLM_OK;
   if (r->kind == SERVE_KIND_EMBEDDING) return serve_embed_prepare(s->model, s->cfg.session.context, t);
+  if (!wgllm_model_has_lm_head(s->model))
+    return serve_fail(&t->err, 400, "invalid_request_error", NULL, NULL,
+                      "this model has no LM head (an embedding model's weights): it answers /v1/embeddings only");
   if (r->kind == SERVE_KIND_CHAT) {
     int32_t *ids = NULL;
     size_t n = 0;
@@ -955,6 +958,7 @@ static int warm_up(serve_sched *s, char *err, size_t errlen) {
   size_t n = 0;
   uint32_t ctx = s->cfg.session.context;
   if (ctx < 4) return 0;
+  if (!wgllm_model_has_lm_head(s->model)) return serve_embed_warm_up(s->model, s->slots[0].session, err, errlen);
   wgllm_status st = wgllm_tokenize(s->model, text, sizeof text - 1, 1, ids, 256, &n);
   if (!st && n > 256) n = 256;
   if (!st && n + 4 > ctx) n = ctx / 2; /* a tiny context: a shorter prompt */
