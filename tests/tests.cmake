@@ -30,7 +30,8 @@ set_tests_properties(test_ops_robust PROPERTIES TIMEOUT 900 ENVIRONMENT "WGLLM_D
 # The fuzz harnesses' replay tests (and, with WGLLM_FUZZ, the libFuzzer programs): tests/fuzz/fuzz.cmake
 include(${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz.cmake)
 # `wgllm serve` on loopback (tools/serve/; needs node, curl, nginx and the openai client from scripts/bootstrap.sh):
-# curl, the openai client and hostile requests; structured output and tool calls (test_server_tools); 20 streaming clients x 3 requests and a KV pool under pressure; two
+# curl, the openai client and hostile requests; structured output and tool calls (test_server_tools); /v1/embeddings
+# (test_server_embed); 20 streaming clients x 3 requests and a KV pool under pressure; two
 # instances behind nginx; the HTTP edge (framing, Content-Type, Host, Origin, slow and idle connections, a lost
 # device); a hostile soak beside honest streams. One at a time (RESOURCE_LOCK serve): the soak and the edge time
 # their streams' gaps against a baseline, which a load test beside them on the same CPUs would stretch.

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# POST /v1/embeddings of `wgllm serve` (tools/serve/serve_embed.c), through the openai npm client and raw requests
+# (tests/server/embeddings.mjs): on the default model (a context of 64: every input form, base64, batches, the
+# refusals and hostile bodies), then on the qwen3_embed fixture's GGUF (its pooling: the last token, L2-normalised;
+# the vectors transformers gave in tests/data/models/qwen3_embed_gguf/emb_ref.json).
+# Usage: tests/test_server_embed.sh BUILD_DIR (ctest runs it from the repository root).
+set -u
+BUILD="$(cd "${1:?usage: tests/test_server_embed.sh BUILD_DIR}" && pwd)"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+TMP=$(mktemp -d)
+. "$ROOT/tests/server/serve_lib.sh"
+trap 'cleanup_servers; rm -rf "$TMP"' EXIT
+need_tools node
+need_node_server
+
+start_server default -np 2 -c 64 || exit 1
+if WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_EMBED_CONTEXT=64 node "$ROOT/tests/server/embeddings.mjs"; then
+  ok "embeddings on the default model"
+else
+  bad "embeddings on the default model"
+fi
+stop_server "$SERVE_PID"
+check "SIGTERM: exit 0" test "$STOP_STATUS" = 0
+
+MODEL="$ROOT/tests/data/models/qwen3_embed_gguf/model.gguf"
+start_server fixture -np 1 -c 128 || exit 1
+if WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_EMBED_REF="$ROOT/tests/data/models/qwen3_embed_gguf/emb_ref.json" \
+  node "$ROOT/tests/server/embeddings.mjs"; then
+  ok "embeddings on the qwen3_embed GGUF: transformers' vectors"
+else
+  bad "embeddings on the qwen3_embed GGUF: transformers' vectors"
+fi
+stop_server "$SERVE_PID"
+echo "test_server_embed: $FAILED failed"
+[ "$FAILED" = 0 ]
