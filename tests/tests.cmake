@@ -35,7 +35,8 @@ include(${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz.cmake)
 # instances behind nginx; the HTTP edge (framing, Content-Type, Host, Origin, slow and idle connections, a lost
 # device); a hostile soak beside honest streams. One at a time (RESOURCE_LOCK serve): the soak and the edge time
 # their streams' gaps against a baseline, which a load test beside them on the same CPUs would stretch.
-foreach(t test_server test_server_tools test_server_models test_server_load test_server_nginx test_server_http test_server_soak)
+foreach(t test_server test_server_tools test_server_models test_server_load test_server_nginx test_server_http test_server_soak
+    test_server_embed)
   add_test(NAME ${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/${t}.sh ${CMAKE_BINARY_DIR}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${t} PROPERTIES TIMEOUT 900 RESOURCE_LOCK serve)
