@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BOUND 1e-4 /* relative L2 error of an embedding (float32 weights; test_models' logits take 1e-3) */
@@ -232,10 +233,59 @@ static void pooling_file(const char *modules, const char *pool_cfg, wgllm_status
   rmdir(dir);
 }
 
+/* `wgllm embed` (WGLLM_BIN, as ctest sets it; else ../build) on the GGUF fixture: each --ids input's line is the
+   vector transformers gave, within the bound (printed with 7 digits); a token past the vocabulary is exit 2 naming
+   the input */
+static void cli(void) {
+  const char *bin = getenv("WGLLM_BIN");
+  char *js = th_read_file("data/models/qwen3_embed_gguf/emb_ref.json", NULL);
+  if (!js) return;
+  cJSON *ref = cJSON_Parse(js);
+  free(js);
+  char cmd[8192];
+  int k =
+      snprintf(cmd, sizeof cmd, "%s/wgllm embed -m data/models/qwen3_embed_gguf/model.gguf", bin ? bin : "../build");
+  const cJSON *in;
+  cJSON_ArrayForEach(in, cJSON_GetObjectItem(ref, "inputs")) {
+    k += snprintf(cmd + k, sizeof cmd - (size_t)k, " --ids ");
+    const cJSON *id;
+    cJSON_ArrayForEach(id, cJSON_GetObjectItem(in, "ids")) k += snprintf(
+        cmd + k, sizeof cmd - (size_t)k, "%s%d", id == cJSON_GetObjectItem(in, "ids")->child ? "" : ",", id->valueint);
+  }
+  snprintf(cmd + k, sizeof cmd - (size_t)k, " 2>/dev/null");
+  FILE *p = popen(cmd, "r");
+  CHECK(p != NULL, "popen %s", cmd);
+  if (!p) return;
+  uint32_t D = (uint32_t)cJSON_GetObjectItem(ref, "n_embd")->valueint;
+  float *v = malloc(D * sizeof *v);
+  int lines = 0;
+  cJSON_ArrayForEach(in, cJSON_GetObjectItem(ref, "inputs")) {
+    uint32_t got = 0;
+    while (got < D && fscanf(p, "%f", &v[got]) == 1)
+      got++;
+    double e = got == D ? rel_l2(v, cJSON_GetObjectItem(in, "last_normalized"), D) : INFINITY;
+    CHECK(e <= BOUND, "wgllm embed: input %d: %u numbers, relative L2 error %.3g", lines, got, e);
+    lines++;
+  }
+  CHECK(pclose(p) == 0, "wgllm embed exited non-zero: %s", cmd);
+  snprintf(cmd, sizeof cmd, "%s/wgllm embed -m data/models/qwen3_embed_gguf/model.gguf --ids 5 --ids 5,320 2>&1",
+           bin ? bin : "../build");
+  p = popen(cmd, "r");
+  char out[1024] = "";
+  size_t n = p ? fread(out, 1, sizeof out - 1, p) : 0;
+  out[n] = 0;
+  int rc = p ? pclose(p) : -1;
+  CHECK(WIFEXITED(rc) && WEXITSTATUS(rc) == 2 && strstr(out, "input 1") && strstr(out, "320 at index 1"),
+        "wgllm embed with id 320: exit %d, %s", rc, out);
+  free(v);
+  cJSON_Delete(ref);
+}
+
 int main(void) {
   conformance("qwen3_embed", "data/models/qwen3_embed");
   conformance("qwen3_embed_gguf", "data/models/qwen3_embed_gguf/model.gguf");
   causal_default();
+  cli();
   const char *mods = "[{\"idx\": 0, \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},"
                      " {\"idx\": 1, \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"}]";
   pooling_file(mods, "{\"pooling_mode_mean_tokens\": true}", WGLLM_OK, NULL);
