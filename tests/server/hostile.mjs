@@ -52,7 +52,6 @@ await expect("five stop strings", 400, post(comp, body({ prompt: "x", stop: ["a"
 await expect("an empty stop string", 400, post(comp, body({ prompt: "x", stop: [""] })), { param: "stop" });
 await expect("n = 1000", 400, post(chat, body({ messages: msg, n: 1000 })), { param: "n" });
 await expect("n = 0", 400, post(chat, body({ messages: msg, n: 0 })), { param: "n" });
-await expect("n = 2 streamed", 400, post(chat, body({ messages: msg, n: 2, stream: true })), { param: "n" });
 await expect("suffix a number", 400, post(comp, body({ prompt: "x", suffix: 3 })), { param: "suffix" });
 await expect("frequency_penalty over 2", 400, post(chat, body({ messages: msg, frequency_penalty: 2.5 })), { param: "frequency_penalty" });
 await expect("presence_penalty under -2", 400, post(comp, body({ prompt: "x", presence_penalty: -3 })), { param: "presence_penalty" });

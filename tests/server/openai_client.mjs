@@ -128,9 +128,35 @@ check(three.usage.completion_tokens === 36 && three.usage.prompt_tokens === seed
 const chat2 = await client.chat.completions.create({ model, messages, n: 2, max_tokens: 4, ...greedy });
 check(chat2.choices.length === 2 && chat2.choices[1].index === 1 && chat2.choices[0].message.content === chat2.choices[1].message.content,
   "chat n 2 at temperature 0: two equal choices", chat2.choices);
+// n > 1 streamed: each choice's chunks carry its index; joined, each is the text the whole answer gives
+const sthree = await client.completions.create({ model, prompt: "And he said", n: 3, seed: 5, stream: true,
+  stream_options: { include_usage: true }, ...hot });
+const texts = ["", "", ""], finishes = [];
+let susage = null;
+for await (const c of sthree) {
+  if (c.usage) susage = c.usage;
+  for (const ch of c.choices) {
+    texts[ch.index] += ch.text;
+    if (ch.finish_reason) finishes.push(ch.index);
+  }
+}
+check(texts.every((t, i) => t === three.choices[i].text), "completions n 3 streamed: each choice's chunks joined are its whole text",
+  [texts, three.choices.map((c) => c.text)]);
+check(finishes.length === 3 && new Set(finishes).size === 3, "... one finish_reason a choice", finishes);
+check(susage && susage.completion_tokens === 36 && susage.prompt_tokens === three.usage.prompt_tokens,
+  "... the usage chunk: the prompt once, the choices' tokens added", susage);
+const schat = await client.chat.completions.create({ model, messages, n: 2, max_tokens: 4, stream: true, ...greedy });
+const ctexts = ["", ""], croles = [];
+for await (const c of schat)
+  for (const ch of c.choices) {
+    if (ch.delta.role) croles.push(ch.index);
+    ctexts[ch.index] += ch.delta.content ?? "";
+  }
+check(croles.join() === "0,1" && ctexts[0] === chat2.choices[0].message.content && ctexts[1] === chat2.choices[1].message.content,
+  "chat n 2 streamed: a role chunk a choice, each choice's text the whole answer's", [croles, ctexts]);
 for (const [what, body, param] of [
-  ["n 2 with stream", { messages, n: 2, stream: true }, "n"],
   ["n 17", { messages, n: 17 }, "n"],
+  ["n 0", { messages, n: 0 }, "n"],
 ]) {
   try {
     await client.chat.completions.create({ model, ...body });

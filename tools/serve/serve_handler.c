@@ -76,6 +76,18 @@ typedef enum xstate {
   X_ABORT     /* cannot go on */
 } xstate;
 
+/* a streamed choice: its task and what of it was sent */
+typedef struct stream_choice {
+  serve_task *t;
+  uint32_t index;
+  size_t text_sent;
+  size_t lp_sent; /* logprobs entries sent */
+  int parsed_end; /* the reply parser's finish was sent */
+  int tool_calls; /* calls sent: the finish_reason is "tool_calls" */
+  int role_sent;  /* chat: its first chunk (the assistant's role) */
+  int finished;   /* its finish_reason chunk (or the stream's error) was sent */
+} stream_choice;
+
 /* where a stream is: the events it writes in order */
 typedef enum stream_phase {
   PHASE_ROLE = 0, /* chat: the first chunk, the assistant's role */
@@ -115,11 +127,9 @@ struct serve_exchange {
   serve_answer answer;
   char id[48];
   stream_phase phase;
-  size_t text_sent;
-  size_t lp_sent; /* logprobs entries sent */
-  int parsed_end; /* the reply parser's finish was sent */
-  int tool_calls; /* calls sent: the finish_reason is "tool_calls" */
-  char *event;    /* the stream's last event (its bytes handed out until the next call) */
+  stream_choice *sc;  /* X_STREAM: a choice's stream a task (task's first, then the siblings'), n_sc of them */
+  uint32_t n_sc, cur; /* cur: the choice whose news the stream looks at first (round robin) */
+  char *event;        /* the stream's last event (its bytes handed out until the next call) */
 };
 
 serve_handler *serve_handler_new(const serve_handler_config *cfg, serve_sched *sched) {
@@ -1012,9 +1022,9 @@ static void parse_delta(char *json, char **text, size_t *len, cJSON **delta, ser
 }
 
 /* PHASE_TEXT with the task's new text (and logprobs) in hand, unlocked: a chunk, or 1 when the parser held it all */
-static int text_event(serve_exchange *x, const char *text, size_t n, cJSON *lp, int end) {
-  serve_task *t = x->task;
-  serve_extras e = {.logprobs = lp};
+static int text_event(serve_exchange *x, stream_choice *c, const char *text, size_t n, cJSON *lp, int end) {
+  serve_task *t = c->t;
+  serve_extras e = {.logprobs = lp, .index = c->index};
   cJSON *delta = NULL;
   const char *out = text;
   size_t out_len = n;
@@ -1026,7 +1036,7 @@ static int text_event(serve_exchange *x, const char *text, size_t n, cJSON *lp, 
       wgllm_reply_parser_push(t->parser, text, n, &json);
     parse_delta(json, &ctext, &out_len, &delta, &e);
     out = ctext;
-    x->tool_calls += e.tool_calls ? cJSON_GetArraySize(e.tool_calls) : 0;
+    c->tool_calls += e.tool_calls ? cJSON_GetArraySize(e.tool_calls) : 0;
   }
   int none = !out_len && !e.reasoning && !e.tool_calls && !lp;
   char *chunk = none ? NULL : serve_chunk_json(&x->answer, out, out_len, 0, NULL, NULL, t->req.include_usage, NULL, &e);
@@ -1036,61 +1046,106 @@ static int text_event(serve_exchange *x, const char *text, size_t n, cJSON *lp, 
   return set_event(x, chunk);
 }
 
-static int next_event(serve_exchange *x) {
+/* under the lock: the choice has something to send (text, logprobs, or its end) */
+static int choice_news(const stream_choice *c) {
+  return !c->finished && (c->t->out_len > c->text_sent || c->t->n_lp > c->lp_sent || c->t->state == SERVE_TASK_DONE);
+}
+
+/* The choice's next event: 0 set, 1 nothing now (its text held back by the parser, or nothing new), -1 out of memory.
+   The scheduler's lock is not held. */
+static int choice_event(serve_exchange *x, stream_choice *c) {
   serve_sched *s = x->sched;
-  serve_task *t = x->task;
+  serve_task *t = c->t;
+  serve_sched_lock(s);
+  while (t->out_len > c->text_sent || t->n_lp > c->lp_sent) {
+    size_t n = t->out_len - c->text_sent, off = 0;
+    char *text = malloc(n + 1);
+    if (text) memcpy(text, t->out + c->text_sent, n);
+    cJSON *lp = t->n_lp > c->lp_sent ? logprobs_json(t, c->lp_sent, &off) : NULL;
+    c->text_sent = t->out_len;
+    c->lp_sent = t->n_lp;
+    serve_sched_unlock(s);
+    if (!text) return -1;
+    int rc = text_event(x, c, text, n, lp, 0);
+    free(text);
+    if (rc != 1) return rc;
+    serve_sched_lock(s); /* the parser held it back: more may have come meanwhile */
+  }
+  if (t->state != SERVE_TASK_DONE) {
+    serve_sched_unlock(s);
+    return 1;
+  }
+  if (t->parser && !c->parsed_end && !t->failed) { /* what the parser held back, before the finish */
+    serve_sched_unlock(s);
+    c->parsed_end = 1;
+    int rc = text_event(x, c, NULL, 0, NULL, 1);
+    if (rc != 1) return rc;
+    serve_sched_lock(s);
+  }
+  int failed = t->failed;
+  serve_error e = t->err;
+  const char *finish = t->finish_reason;
+  serve_usage u = t->usage;
+  serve_sched_unlock(s);
+  c->finished = 1;
+  if (failed) { /* OpenAI's clients raise an error event as an APIError; the stream ends with it */
+    x->phase = PHASE_DONE;
+    x->status = e.status;
+    return set_event(x, serve_error_json(&e));
+  }
+  if (c->tool_calls && (!finish || !strcmp(finish, "stop"))) finish = "tool_calls";
+  serve_extras ex = {.index = c->index};
+  return set_event(
+      x, serve_chunk_json(&x->answer, NULL, 0, 0, finish ? finish : "stop", NULL, t->req.include_usage, &u, &ex));
+}
+
+/* the stream's usage: the prompt once (every choice's is the same), the choices' generated tokens added */
+static serve_usage stream_usage(serve_exchange *x) {
+  serve_sched_lock(x->sched);
+  serve_usage u = x->sc[0].t->usage;
+  for (uint32_t k = 1; k < x->n_sc; k++)
+    u.completion_tokens += x->sc[k].t->usage.completion_tokens;
+  serve_sched_unlock(x->sched);
+  return u;
+}
+
+static int next_event(serve_exchange *x) {
   const serve_answer *a = &x->answer;
   switch (x->phase) {
-  case PHASE_ROLE:
-    x->phase = PHASE_TEXT;
-    return set_event(x, serve_chunk_json(a, NULL, 0, 1, NULL, NULL, t->req.include_usage, NULL, NULL));
+  case PHASE_ROLE: { /* chat: each choice's first chunk, its role */
+    stream_choice *c = &x->sc[x->cur];
+    serve_extras ex = {.index = c->index};
+    c->role_sent = 1;
+    if (++x->cur == x->n_sc) {
+      x->cur = 0;
+      x->phase = PHASE_TEXT;
+    }
+    return set_event(x, serve_chunk_json(a, NULL, 0, 1, NULL, NULL, c->t->req.include_usage, NULL, &ex));
+  }
   case PHASE_TEXT: {
-    serve_sched_lock(s);
-    while (t->out_len > x->text_sent || t->n_lp > x->lp_sent) {
-      size_t n = t->out_len - x->text_sent, off = 0;
-      char *text = malloc(n + 1);
-      if (text) memcpy(text, t->out + x->text_sent, n);
-      cJSON *lp = t->n_lp > x->lp_sent ? logprobs_json(t, x->lp_sent, &off) : NULL;
-      x->text_sent = t->out_len;
-      x->lp_sent = t->n_lp;
-      serve_sched_unlock(s);
-      if (!text) return -1;
-      int rc = text_event(x, text, n, lp, 0);
-      free(text);
-      if (rc != 1) return rc;
-      serve_sched_lock(s); /* the parser held it back: more may have come meanwhile */
+    /* the choices in turn from cur: the first with news gives the event, the next one is looked at first after */
+    uint32_t finished = 0;
+    for (uint32_t i = 0; i < x->n_sc; i++) {
+      stream_choice *c = &x->sc[(x->cur + i) % x->n_sc];
+      finished += c->finished;
+      serve_sched_lock(x->sched);
+      int news = choice_news(c);
+      serve_sched_unlock(x->sched);
+      if (!news) continue;
+      int rc = choice_event(x, c);
+      if (rc != 1) {
+        x->cur = (uint32_t)((c - x->sc) + 1) % x->n_sc;
+        return rc;
+      }
+      finished += c->finished;
     }
-    if (t->state != SERVE_TASK_DONE) {
-      serve_sched_unlock(s);
-      return 1;
-    }
-    if (t->parser && !x->parsed_end && !t->failed) { /* what the parser held back, before the finish */
-      serve_sched_unlock(s);
-      x->parsed_end = 1;
-      int rc = text_event(x, NULL, 0, NULL, 1);
-      if (rc != 1) return rc;
-      serve_sched_lock(s);
-    }
-    int failed = t->failed;
-    serve_error e = t->err;
-    const char *finish = t->finish_reason;
-    serve_usage u = t->usage;
-    serve_sched_unlock(s);
-    if (failed) { /* OpenAI's clients raise an error event as an APIError */
-      x->phase = PHASE_DONE;
-      x->status = e.status;
-      return set_event(x, serve_error_json(&e));
-    }
-    x->phase = t->req.include_usage ? PHASE_USAGE : PHASE_DONE;
-    if (x->tool_calls && (!finish || !strcmp(finish, "stop"))) finish = "tool_calls";
-    return set_event(x,
-                     serve_chunk_json(a, NULL, 0, 0, finish ? finish : "stop", NULL, t->req.include_usage, &u, NULL));
+    if (finished < x->n_sc) return 1;
+    x->phase = x->sc[0].t->req.include_usage ? PHASE_USAGE : PHASE_DONE;
+    return next_event(x);
   }
   case PHASE_USAGE: {
     x->phase = PHASE_DONE;
-    serve_sched_lock(s);
-    serve_usage u = t->usage;
-    serve_sched_unlock(s);
+    serve_usage u = stream_usage(x);
     return set_event(x, serve_chunk_json(a, NULL, 0, 0, NULL, &u, 0, &u, NULL));
   }
   case PHASE_DONE:
@@ -1235,6 +1290,15 @@ static serve_out_kind task_answer(serve_exchange *x, serve_out *o) {
   else if (!x->stream)
     answer(x, 200, json);
   else {
+    x->n_sc = 1 + x->n_siblings;
+    if (!(x->sc = calloc(x->n_sc, sizeof *x->sc))) {
+      answer_fail(x, 500, "server_error", NULL, "out of memory");
+      return serve_exchange_next(x, o);
+    }
+    for (uint32_t k = 0; k < x->n_sc; k++) {
+      x->sc[k].t = k ? x->siblings[k - 1] : t;
+      x->sc[k].index = k;
+    }
     x->state = X_STREAM;
     x->status = 200;
     x->phase = x->answer.kind == SERVE_KIND_CHAT ? PHASE_ROLE : PHASE_TEXT;
@@ -1312,11 +1376,18 @@ serve_out_kind serve_exchange_next(serve_exchange *x, serve_out *o) {
   return o->kind = SERVE_OUT_ABORT;
 }
 
+/* under the scheduler's lock: a streamed choice has something to send */
+static int stream_news(const serve_exchange *x) {
+  for (uint32_t k = 0; k < x->n_sc; k++)
+    if (choice_news(&x->sc[k])) return 1;
+  return 0;
+}
+
 /* under the scheduler's lock: the task has something for the exchange */
 static int task_news(const serve_exchange *x) {
   const serve_task *t = x->task;
   return all_done(x) || (x->state == X_TASK && x->stream && t->state == SERVE_TASK_RUNNING) ||
-         (x->state == X_STREAM && (x->phase != PHASE_TEXT || t->out_len > x->text_sent || t->n_lp > x->lp_sent));
+         (x->state == X_STREAM && (x->phase != PHASE_TEXT || stream_news(x)));
 }
 
 int serve_exchange_ready(serve_exchange *x) {
@@ -1372,6 +1443,7 @@ void serve_exchange_free(serve_exchange *x) {
   for (uint32_t k = 0; k < x->n_siblings; k++)
     serve_sched_release(x->sched, x->siblings[k]);
   free(x->siblings);
+  free(x->sc);
   if (x->model_ref) x->h->cfg.router.release(x->h->cfg.router.user, x->model_ref);
   if (x->pending_set) serve_request_free(&x->pending);
   body_free(x);

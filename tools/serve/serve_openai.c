@@ -195,9 +195,6 @@ static int refuse_unsupported(const cJSON *o, serve_kind kind, serve_error *err)
   if (get_int(o, "n", 1, 1e9, &n, err) < 0) return -1;
   if (n > SERVE_MAX_CHOICES)
     return bad(err, "n", "'n' is %lld; at most %d choices a request are generated", n, SERVE_MAX_CHOICES);
-  const cJSON *st = field(o, "stream");
-  if (n > 1 && cJSON_IsTrue(st))
-    return bad(err, "n", "'n' is %lld with 'stream': several choices are answered whole (stream: false)", n);
   n = 1;
   if (get_int(o, "best_of", 1, 1e9, &n, err) < 0) return -1;
   if (n != 1) return bad(err, "best_of", "'best_of' is %lld; only 1 is supported", n);
@@ -845,7 +842,7 @@ char *serve_chunk_json(const serve_answer *a, const char *text, size_t len, int 
   if (!usage) {
     cJSON *c = cJSON_CreateObject();
     cJSON_AddItemToArray(choices, c);
-    cJSON_AddNumberToObject(c, "index", 0);
+    cJSON_AddNumberToObject(c, "index", x ? x->index : 0);
     if (chat) {
       cJSON *d = cJSON_AddObjectToObject(c, "delta");
       if (with_role) cJSON_AddStringToObject(d, "role", "assistant");

@@ -182,6 +182,7 @@ typedef struct serve_extras {
   const char *reasoning; /* NUL-terminated */
   cJSON *tool_calls;     /* borrowed: an array of {index, id, type, function: {name, arguments}} */
   cJSON *logprobs;       /* borrowed: the choice's logprobs object (chat's {"content": [...]}, completions' form) */
+  uint32_t index;        /* a stream chunk's choice (n > 1) */
 } serve_extras;
 
 /* The whole (non-streamed) chat.completion or text_completion object (x: NULL or the extras; a chat message with
