@@ -161,7 +161,7 @@ wgllm_status serve_embed_run(wgllm_session *s, serve_task *t, serve_error *err) 
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
   uint32_t tokens = 0;
-  for (size_t i = 0; i < e->n && !t->cancelled; i++) {
+  for (size_t i = 0; i < e->n; i++) {
     wgllm_status st = wgllm_session_embed(s, e->ids[i], e->n_ids[i], WGLLM_POOLING_DEFAULT, -1, e->vec + i * e->n_embd);
     if (st) {
       if (st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED)
