@@ -116,6 +116,18 @@ code=$(curl -s "${AUTH[@]}" -o "$TMP/shift" -w '%{http_code}' "$URL/v1/chat/comp
 check "context shift: a chat past the context answered, its oldest messages dropped" sh -c "test $code = 200"
 check "... counted in the usage, the prompt within the context" json "$TMP/shift" \
     'j.usage.prompt_tokens_details.dropped_messages >= 2 && j.usage.prompt_tokens_details.dropped_messages % 2 === 0 && j.usage.prompt_tokens + 4 <= 512 && j.usage.completion_tokens === 4'
+# the grammar cache: a schema given twice is compiled once (its masks with it), the text the same with the same seed
+SCHEMA_REQ='{"prompt": "A person:", "max_tokens": 40, "seed": 3, "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer"}}, "required": ["name", "age"], "additionalProperties": false}}}}'
+curl -s "${AUTH[@]}" -o "$TMP/g0" "$URL/metrics"
+curl -s "${AUTH[@]}" -o "$TMP/g1" "$URL/v1/completions" "${JSON_CT[@]}" -d "$SCHEMA_REQ"
+curl -s "${AUTH[@]}" -o "$TMP/g2" "$URL/v1/completions" "${JSON_CT[@]}" -d "$SCHEMA_REQ"
+curl -s "${AUTH[@]}" -o "$TMP/g3" "$URL/metrics"
+metric() { sed -n "s/^wgllm:$2 //p" "$1"; }
+check "a schema given twice: compiled once, reused once (/metrics)" test \
+  "$(($(metric "$TMP/g3" grammars_compiled_total) - $(metric "$TMP/g0" grammars_compiled_total))),$(($(metric "$TMP/g3" grammars_reused_total) - $(metric "$TMP/g0" grammars_reused_total)))" = "1,1"
+completion_text "$TMP/g1" >"$TMP/g1.txt"
+completion_text "$TMP/g2" >"$TMP/g2.txt"
+check "... the same text both times, JSON of the schema" sh -c "cmp -s '$TMP/g1.txt' '$TMP/g2.txt' && node -e 'const j = JSON.parse(require(\"fs\").readFileSync(process.argv[1], \"utf8\")); process.exit(typeof j.name === \"string\" && Number.isInteger(j.age) ? 0 : 1)' '$TMP/g1.txt'"
 curl -s "${AUTH[@]}" -o "$TMP/metrics" "$URL/metrics"
 check "curl /metrics: Prometheus counters of the requests served" sh -c \
   "grep -q '^# TYPE wgllm:tokens_predicted_total counter' '$TMP/metrics' && grep -Eq '^wgllm:tokens_predicted_total [1-9][0-9]*' '$TMP/metrics' && grep -Eq '^wgllm:requests_total [1-9]' '$TMP/metrics' && grep -q '^wgllm:kv_cache_usage_ratio ' '$TMP/metrics'"

@@ -12,6 +12,7 @@
 #include "serve_embed.h"
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,28 @@ typedef struct sched_slot {
   serve_task *task; /* running on it, or NULL when idle */
   uint64_t last_used;
 } sched_slot;
+
+/* A compiled constraint, shared by the requests that give the same text (and kind) and by the scheduler's cache;
+   freed when the last of them lets go (atomic: a task may be freed after its scheduler). Its masks are cached in
+   it (wgllm_grammar), so a schema requests repeat is compiled once and its masks computed once. */
+typedef struct shared_grammar {
+  wgllm_grammar *g;
+  atomic_int refs;
+  int kind;
+  char *key; /* the grammar's text (GBNF or JSON schema), key_len bytes */
+  size_t key_len;
+  uint64_t used; /* the cache's clock when a request last took it */
+} shared_grammar;
+
+/* compiled constraints kept for later requests (least recently used replaced) */
+#define SERVE_GRAMMAR_CACHE 32
+
+static void grammar_release(shared_grammar *sg) {
+  if (!sg || atomic_fetch_sub(&sg->refs, 1) != 1) return;
+  wgllm_grammar_free(sg->g);
+  free(sg->key);
+  free(sg);
+}
 
 struct serve_sched {
   wgllm_model *model;
@@ -51,8 +74,74 @@ struct serve_sched {
   char why[768];
   void (*notify)(void *user); /* serve_sched_set_notify's */
   void *notify_user;
-  serve_sched_metrics met; /* totals and the pool's snapshot (serve_sched_get_metrics) */
+  serve_sched_metrics met;    /* totals and the pool's snapshot (serve_sched_get_metrics) */
+  pthread_mutex_t grammar_mu; /* the grammar cache (prepare, on the submitters' threads) */
+  shared_grammar *grammars[SERVE_GRAMMAR_CACHE];
+  uint64_t grammar_clock;
+  uint64_t grammar_compiled, grammar_reused; /* under grammar_mu */
 };
+
+/* Drops the grammar cache's hold on every grammar (a model reload or the end: the grammars are the old model's). */
+static void grammar_cache_clear(serve_sched *s) {
+  pthread_mutex_lock(&s->grammar_mu);
+  for (int i = 0; i < SERVE_GRAMMAR_CACHE; i++) {
+    grammar_release(s->grammars[i]);
+    s->grammars[i] = NULL;
+  }
+  pthread_mutex_unlock(&s->grammar_mu);
+}
+
+/* The compiled grammar of (kind, text): the cache's, or compiled now and kept (the least recently used one given
+   up for it when the cache is full). The caller holds text_mu (the model's text calls). WGLLM_OK with *out (a
+   reference: grammar_release it), or the compile's status (the reason in wgllm_last_error()). */
+static wgllm_status grammar_get(serve_sched *s, wgllm_grammar_kind kind, const char *text, size_t len,
+                                shared_grammar **out) {
+  *out = NULL;
+  pthread_mutex_lock(&s->grammar_mu);
+  for (int i = 0; i < SERVE_GRAMMAR_CACHE; i++) {
+    shared_grammar *c = s->grammars[i];
+    if (c && c->kind == (int)kind && c->key_len == len && !memcmp(c->key, text, len)) {
+      atomic_fetch_add(&c->refs, 1);
+      c->used = ++s->grammar_clock;
+      s->grammar_reused++;
+      pthread_mutex_unlock(&s->grammar_mu);
+      *out = c;
+      return WGLLM_OK;
+    }
+  }
+  pthread_mutex_unlock(&s->grammar_mu);
+  shared_grammar *sg = calloc(1, sizeof *sg);
+  if (!sg || !(sg->key = malloc(len ? len : 1))) {
+    free(sg);
+    return WGLLM_ERR_OUT_OF_MEMORY;
+  }
+  memcpy(sg->key, text, len);
+  sg->key_len = len;
+  sg->kind = (int)kind;
+  wgllm_status st = wgllm_grammar_create(s->model, kind, text, len, &sg->g);
+  if (st) {
+    free(sg->key);
+    free(sg);
+    return st;
+  }
+  atomic_init(&sg->refs, 2); /* the caller's and the cache's */
+  pthread_mutex_lock(&s->grammar_mu);
+  int slot = 0;
+  for (int i = 0; i < SERVE_GRAMMAR_CACHE; i++) {
+    if (!s->grammars[i]) {
+      slot = i;
+      break;
+    }
+    if (s->grammars[i]->used < s->grammars[slot]->used) slot = i;
+  }
+  grammar_release(s->grammars[slot]);
+  s->grammars[slot] = sg;
+  sg->used = ++s->grammar_clock;
+  s->grammar_compiled++;
+  pthread_mutex_unlock(&s->grammar_mu);
+  *out = sg;
+  return WGLLM_OK;
+}
 
 const char *serve_sched_tool_format(serve_sched *s) {
   pthread_mutex_lock(&s->mu); /* a reload replaces the model */
@@ -98,6 +187,10 @@ void serve_sched_get_metrics(serve_sched *s, serve_sched_metrics *m) {
   m->parallel = s->cfg.parallel;
   m->context = s->cfg.session.context;
   pthread_mutex_unlock(&s->mu);
+  pthread_mutex_lock(&s->grammar_mu);
+  m->grammar_compiled = s->grammar_compiled;
+  m->grammar_reused = s->grammar_reused;
+  pthread_mutex_unlock(&s->grammar_mu);
 }
 
 uint32_t serve_sched_slots(serve_sched *s, serve_slot_info *info, uint32_t cap) {
@@ -140,7 +233,7 @@ serve_task *serve_task_new(serve_request *req) {
 }
 
 static void task_free(serve_task *t) {
-  wgllm_grammar_free(t->grammar);
+  grammar_release(t->grammar);
   wgllm_reply_parser_free(t->parser);
   cJSON_Delete(t->lp_items);
   serve_request_free(&t->req);
@@ -469,7 +562,7 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
     char *gbnf = NULL;
     st = wgllm_model_tool_call_grammar(s->model, r->tools_json, strlen(r->tools_json),
                                        r->tool_choice == SERVE_TOOLS_NAMED ? r->tool_name : NULL, &gbnf);
-    if (!st) st = wgllm_grammar_create(s->model, WGLLM_GRAMMAR_GBNF, gbnf, strlen(gbnf), &t->grammar);
+    if (!st) st = grammar_get(s, WGLLM_GRAMMAR_GBNF, gbnf, strlen(gbnf), &t->grammar);
     wgllm_free(gbnf);
     if (st)
       return serve_fail(&t->err, st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? 400 : 500,
@@ -481,7 +574,7 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
     static const wgllm_grammar_kind kinds[] = {[SERVE_CONSTRAIN_GBNF] = WGLLM_GRAMMAR_GBNF,
                                                [SERVE_CONSTRAIN_JSON_SCHEMA] = WGLLM_GRAMMAR_JSON_SCHEMA,
                                                [SERVE_CONSTRAIN_JSON_OBJECT] = WGLLM_GRAMMAR_JSON_OBJECT};
-    st = wgllm_grammar_create(s->model, kinds[r->constrain], r->constraint, r->constraint_len, &t->grammar);
+    st = grammar_get(s, kinds[r->constrain], r->constraint, r->constraint_len, &t->grammar);
     if (st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED)
       return serve_fail(&t->err, 400, "invalid_request_error", r->constraint_param, NULL, "%s", wgllm_last_error());
     if (st)
@@ -592,7 +685,7 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   gp.stop_len = r->stop_len;
   gp.n_stop = r->n_stop;
   gp.ignore_eos = r->ignore_eos;
-  gp.grammar = t->grammar;
+  gp.grammar = t->grammar ? t->grammar->g : NULL;
   gp.special = t->parse_tools; /* call markers that are special tokens ([TOOL_CALLS]) reach the parser */
   gp.logprobs = r->logprobs;
   gp.top_logprobs = r->top_logprobs;
@@ -852,6 +945,7 @@ static void reload(serve_sched *s) {
     s->slots[i].session = NULL;
     s->slots[i].last_used = 0;
   }
+  grammar_cache_clear(s); /* the old model's */
   wgllm_model_free(s->model);
   s->model = NULL;
   char err[512] = "the server has no way to reload it";
@@ -1074,6 +1168,7 @@ int serve_sched_start(wgllm_model *m, const serve_sched_config *config, serve_sc
   s->cfg = *config;
   pthread_mutex_init(&s->mu, NULL);
   pthread_mutex_init(&s->text_mu, NULL);
+  pthread_mutex_init(&s->grammar_mu, NULL);
   pthread_mutex_init(&s->vocab_mu, NULL);
   pthread_cond_init(&s->work, NULL);
   if (make_sessions(s, err, errlen)) {
@@ -1105,6 +1200,7 @@ void serve_sched_stop(serve_sched *s) {
   pthread_mutex_unlock(&s->mu);
   for (uint32_t i = 0; i < s->cfg.parallel; i++)
     wgllm_session_free(s->slots[i].session);
+  grammar_cache_clear(s);
   wgllm_model_free(s->model);
   free(s->slots);
   free(s->jobs);
@@ -1112,6 +1208,7 @@ void serve_sched_stop(serve_sched *s) {
   pthread_cond_destroy(&s->work);
   pthread_mutex_destroy(&s->vocab_mu);
   pthread_mutex_destroy(&s->text_mu);
+  pthread_mutex_destroy(&s->grammar_mu);
   pthread_mutex_destroy(&s->mu);
   free(s);
 }

@@ -40,7 +40,9 @@ typedef struct serve_task {
   int session;  /* index of its session while running, else -1 */
   wgllm_job *job;
   wgllm_generate_params gp;
-  wgllm_grammar *grammar; /* the request's constraint (or tool_choice's) compiled (serve_sched_prepare), or NULL */
+  /* the request's constraint (or tool_choice's) compiled (serve_sched_prepare), or NULL: shared with the requests
+     that gave the same one (the scheduler's grammar cache: the masks computed for one serve the others) */
+  struct shared_grammar *grammar;
   /* chat: the reply's parser (tool calls, reasoning), made by serve_sched_prepare, used by the HTTP side alone */
   wgllm_reply_parser *parser;
   int parse_tools; /* calls are parsed (tools offered, tool_choice not "none") */
@@ -148,9 +150,10 @@ typedef struct serve_sched_metrics {
   uint64_t requests_cancelled;
   uint64_t prompt_tokens, cached_tokens, completion_tokens, batched_tokens; /* of the tasks ended */
   uint64_t accepted_drafts, rejected_drafts;
-  uint64_t steps;      /* wgllm_jobs_step calls */
-  double step_seconds; /* in them, in all */
-  double last_step_ms; /* the latest one's */
+  uint64_t grammar_compiled, grammar_reused; /* constraints compiled, and taken from the grammar cache */
+  uint64_t steps;                            /* wgllm_jobs_step calls */
+  double step_seconds;                       /* in them, in all */
+  double last_step_ms;                       /* the latest one's */
   uint32_t busy, idle, waiting, parallel, context;
   int has_pool; /* the sessions' caches on a KV pool: its blocks (snapshot after the latest tick) */
   uint32_t pool_blocks, pool_available, pool_cached, pool_block_tokens;
