@@ -14,6 +14,10 @@ Each model lands in OUT_DIR/<name>/ with:
                                                       on top of the prompt's KV cache (teacher forcing)
 greedy_ids[i] is the argmax of row T-1+i, so an engine's greedy run can be compared too (watch the near ties:
 ref.json gives the smallest top-1 margin).
+The embedding case (--only qwen3_embed) writes no logits: OUT_DIR/qwen3_embed/ in Qwen3-Embedding's layout
+(Qwen3Model weights, modules.json, 1_Pooling/config.json, a Normalize module) and OUT_DIR/qwen3_embed_gguf/model.gguf,
+each with emb_ref.json: per input its ids, the last token's final hidden state L2-normalised and the mean of all of
+them unnormalised (tests/test_embed.c).
 """
 import argparse, json, math, os, sys
 import numpy as np, torch, transformers
