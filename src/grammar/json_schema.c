@@ -510,7 +510,7 @@ static const cJSON *listed(const jctx *c, const cJSON *s, int *single) {
 }
 
 static int lists_disjoint(const jctx *c, const cJSON *a, const cJSON *b) {
-  int sa, sb;
+  int sa = 0, sb = 0; /* set with la, lb (a compiler at -O3 cannot tell) */
   const cJSON *la = listed(c, a, &sa), *lb = listed(c, b, &sb);
   if (!la || !lb) return 0;
   for (const cJSON *x = la; x; x = sa ? NULL : x->next)
