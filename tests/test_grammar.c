@@ -5,7 +5,8 @@
    shared and tiny caches and two threads on one cache; JSON schemas: every schema of tests/data/grammar/schemas
    compiled, random documents walked out of its matcher and checked by a JSON schema validator written here,
    hand-written invalid documents refused, unsupported and malformed schemas refused naming keyword and pointer.
-   `test_grammar --bench` times masks over a synthetic 128K-token vocabulary along JSON documents, cold and warm. */
+   `test_grammar --bench` times masks over a synthetic 128K-token vocabulary along JSON documents, cold and warm, and
+   the guard near a token limit (grammar_matcher_mask_within against an accept a token). */
 #include "grammar.h"
 #include "harness.h"
 #include <cjson/cJSON.h>
@@ -467,13 +468,22 @@ static void walk_compare(const grammar *g, const tvocab *tv, grammar_cache *cach
     return;
   }
   uint32_t n = tv->n, words = (n + 31) / 32;
-  uint32_t *mask = malloc(words * 4), *ids = malloc(n * 4);
+  uint32_t *mask = malloc(words * 4), *ids = malloc(n * 4), *within = malloc(words * 4);
   for (int step = 0; step < steps; step++) {
+    /* a budget near the bytes left (where a generation's guard uses it), or any */
+    uint32_t d = grammar_matcher_min_bytes(m), budget = rnd(r, 4) ? (d < 8 ? 0 : d - 8) + rnd(r, 24) : rnd(r, 64);
+    uint32_t within_count = grammar_matcher_mask_within(m, within, budget), within_ref = 0, within_bad = 0;
     uint32_t count = grammar_matcher_mask(m, mask), ref_count = 0, n_ids = 0, bad = 0;
     for (uint32_t id = 0; id < n; id++) {
       grammar_matcher *c = grammar_matcher_clone(m, NULL);
       int ok = grammar_matcher_accept(c, (int32_t)id);
+      /* within the budget: the sentence's bytes left after the token (an EOG token: it ended, nothing left) */
+      int in = ok && (grammar_matcher_ended(c) || grammar_matcher_min_bytes(c) <= budget);
       grammar_matcher_free(c);
+      within_ref += in;
+      if (in != bit(within, id) && within_bad++ < 3)
+        CHECK(0, "%s step %d: token %u '%.*s' within %u bytes: mask %d, accept + min_bytes %d", what, step, id,
+              (int)tv->lens[id], tv->bytes[id], budget, bit(within, id), in);
       ref_count += ok;
       if (ok && tv->kinds[id] == GRAMMAR_TOK_TEXT) ids[n_ids++] = id;
       if (ok != bit(mask, id) && bad++ < 3)
@@ -481,6 +491,8 @@ static void walk_compare(const grammar *g, const tvocab *tv, grammar_cache *cach
               bit(mask, id), ok);
     }
     CHECK(count == ref_count, "%s step %d: mask counts %u, reference %u", what, step, count, ref_count);
+    CHECK(within_count == within_ref, "%s step %d: mask within %u bytes counts %u, reference %u", what, step, budget,
+          within_count, within_ref);
     masks_compared++;
     int can_end = grammar_matcher_can_end(m), eog_ok = 1;
     for (uint32_t id = 0; id < n; id++)
@@ -490,7 +502,7 @@ static void walk_compare(const grammar *g, const tvocab *tv, grammar_cache *cach
     uint32_t id = ids[rnd(r, n_ids)];
     CHECK(grammar_matcher_accept(m, (int32_t)id), "%s step %d: an allowed token refused", what, step);
   }
-  free(mask), free(ids);
+  free(mask), free(ids), free(within);
   grammar_matcher_free(m);
 }
 
@@ -1403,6 +1415,43 @@ static void bench_walk(grammar_cache *c, const tvocab *t, const int32_t *ids, ui
   grammar_matcher_free(m);
 }
 
+/* the guard of a generation near its token limit along doc: the mask narrowed to the tokens after which the
+   sentence ends within a budget (its bytes left + 8), by one bounded walk (st[0]) and, as generate.c did before, by
+   an accept, min_bytes and rollback of every allowed token (st[1]); both must agree */
+static void bench_guard(grammar_cache *c, const tvocab *t, const int32_t *ids, uint32_t n, bstat *st) {
+  grammar_matcher *m = grammar_matcher_create_shared(c, NULL);
+  uint32_t words = (t->n + 31) / 32, *mask = malloc(words * 4), *within = malloc(words * 4), *keep = malloc(words * 4);
+  uint32_t differ = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    grammar_matcher_mask(m, mask);
+    uint32_t budget = grammar_matcher_min_bytes(m) + 8;
+    double t0 = now_us();
+    grammar_matcher_mask_within(m, within, budget);
+    double t1 = now_us();
+    memset(keep, 0, words * 4);
+    for (uint32_t w = 0; w < words; w++)
+      for (uint32_t bits = mask[w]; bits; bits &= bits - 1) {
+        int32_t id = (int32_t)(w * 32 + (uint32_t)__builtin_ctz(bits));
+        if (!grammar_matcher_accept(m, id)) continue;
+        int ok = grammar_matcher_ended(m) || grammar_matcher_min_bytes(m) <= budget;
+        grammar_matcher_rollback(m, 1);
+        if (ok) keep[w] |= 1u << (id & 31);
+      }
+    double t2 = now_us();
+    differ += memcmp(keep, within, words * 4) != 0;
+    double d[2] = {t1 - t0, t2 - t1};
+    for (int k = 0; k < 2; k++) {
+      st[k].sum += d[k];
+      if (d[k] > st[k].max) st[k].max = d[k];
+      st[k].all[st[k].n++] = d[k];
+    }
+    CHECK(grammar_matcher_accept(m, ids[i]), "bench guard: token %u of the document refused", i);
+  }
+  CHECK(!differ, "bench guard: the bounded walk and the accept loop differ at %u of %u tokens", differ, n);
+  free(mask), free(within), free(keep);
+  grammar_matcher_free(m);
+}
+
 static void report(const char *what, bstat *s) {
   qsort(s->all, s->n, sizeof *s->all, cmp_double);
   printf("  %-34s %5u masks  mean %8.1f us  p50 %8.1f  p99 %8.1f  max %8.1f\n", what, s->n, s->sum / s->n,
@@ -1488,6 +1537,14 @@ static int bench(void) {
       report("document 2 after document 1", &st[1]);
       report("warm: document 1 again", &st[2]);
       report("warm: document 2 again", &st[3]);
+      bstat gst[2] = {{0}, {0}};
+      for (int k = 0; k < 2; k++)
+        gst[k].all = malloc(total * sizeof(double));
+      bench_guard(c, &t, ids[0], nid[0], gst);
+      report("guard (bytes left + 8): one walk", &gst[0]);
+      report("guard: an accept a token", &gst[1]);
+      for (int k = 0; k < 2; k++)
+        free(gst[k].all);
       grammar_cache_stats cs = grammar_cache_get_stats(c);
       printf("  cache: %llu exact hits, %llu cut hits, %llu walks, %zu entries, %.1f MiB\n",
              (unsigned long long)cs.exact_hits, (unsigned long long)cs.cut_hits, (unsigned long long)cs.walks,

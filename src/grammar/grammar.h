@@ -139,6 +139,12 @@ int grammar_matcher_ended(const grammar_matcher *m);
 /* mask: ceil(n_vocab / 32) u32 words, bit (id & 31) of word id >> 5 set where token id is allowed now. Returns the
    number of allowed tokens (0 after the end or in the error state). */
 uint32_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask);
+/* As grammar_matcher_mask, keeping only the tokens after which the sentence can still be completed in budget bytes
+   (grammar_matcher_min_bytes after the token <= budget; EOG tokens where the sentence may end): one walk of the
+   vocabulary's trie from the exact state (each state met keeps its fewest bytes left), never an accept a token, so
+   a generation near its token limit narrows a 128K-token mask in milliseconds. Not cached (the budget changes each
+   step). */
+uint32_t grammar_matcher_mask_within(grammar_matcher *m, uint32_t *mask, uint32_t budget);
 /* the error state's record (status WGLLM_OK when none): too many stacks, out of memory */
 const llm_err *grammar_matcher_error(const grammar_matcher *m);
 #endif

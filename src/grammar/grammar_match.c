@@ -58,9 +58,12 @@ typedef struct gm_dstate {
   uint32_t run[4];
   uint16_t run_depth;
   uint8_t run_done;
+  uint8_t run_self; /* every byte of run leads back to this state (a string's content): a run ends where it began */
   uint8_t has_alive;
   uint32_t alive[4]; /* the ASCII bytes 1..127 that keep it alive, once has_alive */
   uint32_t visits;   /* subtrees the walks met it at: its run is computed from GM_RUN_VISITS on */
+  uint32_t min;      /* its sentence's fewest bytes left (set_min), once has_min */
+  uint8_t has_min;
 } gm_dstate;
 #define RUN_FOREVER 0xFFFFu
 #define GM_SKIP_MIN 8    /* a subtree of fewer nodes is walked, not tested whole */
@@ -469,18 +472,24 @@ static uint32_t node_min(const grammar_matcher *m, uint32_t id) {
   return id == NODE_EMPTY && t < GR_FAR ? (uint32_t)t : GR_FAR;
 }
 
-uint32_t grammar_matcher_min_bytes(const grammar_matcher *m) {
-  if (m->failed || m->ended) return UINT32_MAX;
+/* the fewest bytes that complete the sentence from the state of stacks s (n of them) and partial character p
+   (UINT32_MAX where none does) */
+static uint32_t set_min(const grammar_matcher *m, const uint32_t *s, size_t n, const gm_part *p) {
   uint32_t best = GR_FAR;
-  for (size_t i = 0; i < m->cur.n; i++) {
-    uint32_t id = m->cur.v[i], t;
-    if (m->part.need && id >= 2) /* a character begun: its missing bytes, then what follows it */
-      t = m->part.need + node_min(m, id) - m->g->tail_min[m->nodes[id].pos] + m->g->tail_min[m->nodes[id].pos + 1];
+  for (size_t i = 0; i < n; i++) {
+    uint32_t id = s[i], t;
+    if (p->need && id >= 2) /* a character begun: its missing bytes, then what follows it */
+      t = p->need + node_min(m, id) - m->g->tail_min[m->nodes[id].pos] + m->g->tail_min[m->nodes[id].pos + 1];
     else
       t = node_min(m, id);
     if (t < best) best = t;
   }
   return best >= GR_FAR ? UINT32_MAX : best;
+}
+
+uint32_t grammar_matcher_min_bytes(const grammar_matcher *m) {
+  if (m->failed || m->ended) return UINT32_MAX;
+  return set_min(m, m->cur.v, m->cur.n, &m->part);
 }
 
 int grammar_matcher_must_end(const grammar_matcher *m) { return grammar_matcher_can_end(m) && m->cur.n == 1; }
@@ -729,18 +738,33 @@ static int dfa_run(grammar_matcher *m, uint32_t d, int depth) {
   gm_dstate *s = &m->ds[d];
   memcpy(s->run, u, sizeof u);
   s->run_depth = (uint16_t)run_depth;
+  s->run_self = 1;
+  for (uint32_t c = 1; c < 128; c++)
+    if ((u[c >> 5] >> (c & 31) & 1) && s->next[c] != d) s->run_self = 0;
   s->run_done = 2;
   return 0;
+}
+
+/* state d's fewest bytes to the sentence's end (set_min of its set), computed once */
+static uint32_t dfa_min(grammar_matcher *m, uint32_t d) {
+  gm_dstate *s = &m->ds[d];
+  if (!s->has_min) {
+    s->min = set_min(m, m->dsets.v + s->off, s->n, &s->part);
+    s->has_min = 1;
+  }
+  return s->min;
 }
 
 /* ---- masks ---- */
 
 /* the walk of the trie from state s (n ids, partial p): sets in mask the tokens the state accepts; with check
    (a cut state), appends the tokens under a path where the cut was open and that the state alone does not accept
-   (stops at GM_CHECK_MAX: returns 1); with targeted, walks only the subtrees that hold a node of m->targets.
-   0 done, 1 too many to check, -1 error state. */
+   (stops at GM_CHECK_MAX: returns 1); with targeted, walks only the subtrees that hold a node of m->targets; with a
+   budget (not UINT32_MAX), sets only the tokens after which the sentence can end within budget bytes (a subtree is
+   taken whole only where its bytes loop in one state: a string's content). 0 done, 1 too many to check, -1 error state.
+ */
 static int walk(grammar_matcher *m, const uint32_t *s, uint32_t n, gm_part p, uint32_t *mask, gr_u32 *check,
-                int targeted) {
+                int targeted, uint32_t budget) {
   const grammar_vocab *v = m->v;
   const uint32_t *tg = m->targets.v;
   size_t next_tg = 0, n_tg = m->targets.n; /* the walk meets nodes in preorder: the targets in turn */
@@ -781,15 +805,19 @@ static int walk(grammar_matcher *m, const uint32_t *s, uint32_t n, gm_part p, ui
       }
       continue;
     }
-    for (uint32_t k = tok_off[c]; k < tok_off[c + 1]; k++)
-      mask[toks[k] >> 5] |= 1u << (toks[k] & 31);
+    if (budget == UINT32_MAX || (tok_off[c] < tok_off[c + 1] && dfa_min(m, t) <= budget))
+      for (uint32_t k = tok_off[c]; k < tok_off[c + 1]; k++)
+        mask[toks[k] >> 5] |= 1u << (toks[k] & 31);
     if (size[c] == 1) continue;
     if (size[c] >= GM_SKIP_MIN && !(v->below[4 * c] & 1)) { /* all of the subtree live? */
       if (!m->ds[t].run_done && ++m->ds[t].visits >= GM_RUN_VISITS && dfa_run(m, t, 0)) return -1;
       const gm_dstate *ds = &m->ds[t];
-      if (ds->run_done == 2 && subset(v->below + 4 * c, ds->run) && v->depth[c] < 255 && v->depth[c] <= ds->run_depth) {
-        for (uint32_t k = tok_off[c + 1]; k < tok_off[c + size[c]]; k++)
-          mask[toks[k] >> 5] |= 1u << (toks[k] & 31);
+      if (ds->run_done == 2 && subset(v->below + 4 * c, ds->run) && v->depth[c] < 255 && v->depth[c] <= ds->run_depth &&
+          (budget == UINT32_MAX || ds->run_self)) {
+        /* with a budget, every token below ends in t itself (its run loops back to it): all in, or all out */
+        if (budget == UINT32_MAX || dfa_min(m, t) <= budget)
+          for (uint32_t k = tok_off[c + 1]; k < tok_off[c + size[c]]; k++)
+            mask[toks[k] >> 5] |= 1u << (toks[k] & 31);
         continue;
       }
     }
@@ -885,7 +913,7 @@ static int mask_by_cut(grammar_matcher *m, uint32_t *mask) {
     memset(mask, 0, m->words * sizeof *mask);
     m->check.n = 0;
     gr_cache_count_walk(m->cache);
-    int r = walk(m, cut->v, (uint32_t)cut->n, none, mask, &m->check, 0);
+    int r = walk(m, cut->v, (uint32_t)cut->n, none, mask, &m->check, 0, UINT32_MAX);
     if (r < 0) return -1;
     gr_cache_put(m->cache, GR_KEY_CUT, m->key.v, (uint32_t)m->key.n, r ? NULL : mask, 0, m->check.v,
                  r ? 0 : (uint32_t)m->check.n, r);
@@ -905,7 +933,7 @@ static int mask_by_cut(grammar_matcher *m, uint32_t *mask) {
     if (!((mask[check[i] >> 5] >> (check[i] & 31)) & 1)) m->targets.v[m->targets.n++] = m->v->tok_node[check[i]];
   free(check);
   if (sort_by(m, m->targets.v, (uint32_t)m->targets.n, cmp_id)) return -1;
-  if (m->targets.n && walk(m, m->cur.v, (uint32_t)m->cur.n, m->part, mask, NULL, 1) < 0) return -1;
+  if (m->targets.n && walk(m, m->cur.v, (uint32_t)m->cur.n, m->part, mask, NULL, 1, UINT32_MAX) < 0) return -1;
   return 1;
 }
 
@@ -920,7 +948,7 @@ uint32_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask) {
   if (!r) {
     memset(mask, 0, bytes);
     gr_cache_count_walk(m->cache);
-    if (walk(m, m->cur.v, (uint32_t)m->cur.n, m->part, mask, NULL, 0) < 0) return memset(mask, 0, bytes), 0;
+    if (walk(m, m->cur.v, (uint32_t)m->cur.n, m->part, mask, NULL, 0, UINT32_MAX) < 0) return memset(mask, 0, bytes), 0;
   }
   if (grammar_matcher_can_end(m))
     for (uint32_t i = 0; i < m->v->n_eog; i++)
@@ -929,4 +957,16 @@ uint32_t grammar_matcher_mask(grammar_matcher *m, uint32_t *mask) {
   if (!make_key(m, m->cur.v, (uint32_t)m->cur.n, &m->part))
     gr_cache_put(m->cache, GR_KEY_EXACT, m->key.v, (uint32_t)m->key.n, mask, count, NULL, 0, 0);
   return count;
+}
+
+uint32_t grammar_matcher_mask_within(grammar_matcher *m, uint32_t *mask, uint32_t budget) {
+  size_t bytes = m->words * sizeof *mask;
+  memset(mask, 0, bytes);
+  if (m->failed || m->ended) return 0;
+  gr_cache_count_walk(m->cache);
+  if (walk(m, m->cur.v, (uint32_t)m->cur.n, m->part, mask, NULL, 0, budget) < 0) return memset(mask, 0, bytes), 0;
+  if (grammar_matcher_can_end(m)) /* the end: no byte left, within any budget */
+    for (uint32_t i = 0; i < m->v->n_eog; i++)
+      mask[m->v->eog[i] >> 5] |= 1u << (m->v->eog[i] & 31);
+  return popcount_mask(mask, m->words);
 }
