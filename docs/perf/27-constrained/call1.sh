@@ -5,7 +5,8 @@
 # /lib/x86_64-linux-gnu/libmicrohttpd.so.12, which the device lacks). test_ops' logit filter
 # and logprobs cases and test_generate's verdicts; the synthetic Llama 8B (Q4_0 GGUF, Llama 3's tokenizer embedded)
 # through `wgllm run`: plain (two steps in flight), with a JSON schema (-jf) and with any object (-j '{}'), 256
-# tokens at temperature 0.8, seed 1, each run twice (the second warm: the pipelines made), --stats lines kept.
+# tokens at temperature 0.8, seed 1, each run twice (the second warm: the pipelines made), --stats lines kept; then
+# `wgllm serve` on it: two plain requests and one schema three times (the scheduler's grammar cache), their timings.
 set -u
 T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
@@ -39,6 +40,25 @@ for mode in schema object; do
   python3 -c "import json,sys; t=open(sys.argv[1]).read(); json.loads(t); print(sys.argv[1], 'parses:', len(t), 'bytes')" \
     "$OUT/text_${mode}_warm.txt" 2>&1 | tail -1
 done
+t "the server on the 8B: plain, then one schema three times (the grammar cache: compiled and masked once)"
+/tmp/b/wgllm serve -m /tmp/x8b.gguf --port 18080 -np 1 -c 2048 --kv f16 > "$OUT/serve.out" 2> "$OUT/serve.err" &
+SP=$!
+for i in $(seq 1 600); do grep -q "listening on" "$OUT/serve.out" 2>/dev/null && break; sleep 0.5; done
+python3 - "$SCHEMA" > "$OUT/serve_runs.txt" 2>&1 <<'PY'
+import json, sys, time, urllib.request
+schema = json.load(open(sys.argv[1]))
+def post(body):
+    req = urllib.request.Request("http://127.0.0.1:18080/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    t0 = time.time(); j = json.load(urllib.request.urlopen(req, timeout=300)); return j, time.time() - t0
+base = {"prompt": "Write the order as JSON.", "max_tokens": 256, "temperature": 0.8, "seed": 1}
+for name, extra in [("plain", {"ignore_eos": True}), ("plain", {"ignore_eos": True})] + [("schema", {"response_format": {"type": "json_schema", "json_schema": {"name": "o", "schema": schema}}})] * 3:
+    j, secs = post(dict(base, **extra)); tm = j.get("timings", {})
+    print(name, "tokens", j["usage"]["completion_tokens"], "decode tok/s %.1f" % tm.get("predicted_per_second", 0), "wall %.3f s" % secs, "finish", j["choices"][0]["finish_reason"])
+m = urllib.request.urlopen("http://127.0.0.1:18080/metrics").read().decode()
+print("\n".join(l for l in m.splitlines() if l.startswith("wgllm:grammars")))
+PY
+cat "$OUT/serve_runs.txt"
+kill $SP; wait $SP
 t "the default model: plain, schema"
 for mode in plain schema; do
   x=(--ignore-eos); [ $mode = schema ] && x=(-jf $SCHEMA)
