@@ -281,7 +281,25 @@ static void cli(void) {
   cJSON_Delete(ref);
 }
 
+/* wgllm_describe_file (wgllm info) says an embedding model's pooling, and that one without an LM head embeds only */
+static void describe(void) {
+  const char *paths[] = {"data/models/qwen3_embed", "data/models/qwen3_embed_gguf/model.gguf", "data/models/qwen3"};
+  const char *want[] = {"embeddings:   pooling last, L2-normalised; no LM head: it embeds only",
+                        "embeddings:   pooling last, L2-normalised\n", NULL};
+  for (int i = 0; i < 3; i++) {
+    char *text = NULL;
+    CHECK(wgllm_describe_file(paths[i], &text) == WGLLM_OK && text, "describe %s: %s", paths[i], wgllm_last_error());
+    if (!text) continue;
+    if (want[i])
+      CHECK(strstr(text, want[i]) != NULL, "describe %s says '%s':\n%s", paths[i], want[i], text);
+    else
+      CHECK(!strstr(text, "embeddings:"), "describe %s (a causal LM) says nothing of embeddings:\n%s", paths[i], text);
+    wgllm_free(text);
+  }
+}
+
 int main(void) {
+  describe();
   conformance("qwen3_embed", "data/models/qwen3_embed");
   conformance("qwen3_embed_gguf", "data/models/qwen3_embed_gguf/model.gguf");
   causal_default();

@@ -113,6 +113,13 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
         hp.rope_mode == OP_ROPE_HALF ? "half-split" : "adjacent pairs", hp.rot_dim, hp.train_ctx);
     put(&t, "tied embeddings %s, qkv bias %s, qk norm %s, bos %d, eos %d\n", hp.tied_embeddings ? "yes" : "no",
         hp.qkv_bias ? "yes" : "no", hp.qk_norm ? "yes" : "no", hp.bos, hp.eos);
+    llm_err perr = {0};
+    if (llm_read_pooling(path, st, &hp, &perr))
+      put(&t, "embeddings:   not computable: %s\n", perr.msg);
+    else if (hp.pooling != LLM_POOLING_UNSPECIFIED || hp.no_lm_head)
+      put(&t, "embeddings:   pooling %s%s%s\n", llm_pooling_name(hp.pooling),
+          hp.pooling_normalize ? ", L2-normalised" : "",
+          hp.no_lm_head ? "; no LM head: it embeds only (wgllm embed, /v1/embeddings)" : "");
     if (hp.arch == LLM_ARCH_GEMMA3) {
       uint32_t n_local = 0;
       for (uint32_t l = 0; l < hp.n_layer; l++)
