@@ -104,7 +104,7 @@ int llm_batch_accepts(llm_batch *b, llm_session *const *ss, uint32_t n) {
   if (n < 2 || n > LLM_BATCH_MAX || (b->unsupported & rows_bit(n)) || b->n_flight >= LLM_BATCH_IN_FLIGHT) return 0;
   for (uint32_t i = 0; i < n; i++) {
     const llm_session *s = ss[i];
-    if (!s || s->m != b->m || !s->has_sampler || s->in_flight || s->opt.unfused || s->evicted ||
+    if (!s || s->m != b->m || !s->has_sampler || llm_session_queued(s) || s->opt.unfused || s->evicted ||
         s->n_past + (uint32_t)s->batch_queued + 1 >= s->opt.ctx)
       return 0;
     if (s->batch_queued && (s->batch_queued > 1 || newest_row(b, s) < 0)) return 0;
@@ -142,11 +142,10 @@ static wgllm_status paged_buffers(llm_batch *b, llm_kv_pool *p) {
   }
   uint32_t words = (p->g.max_blocks + ROW_WORDS - 1) / ROW_WORDS * ROW_WORDS;
   uint64_t partial_all = LLM_BATCH_MAX * partial + LLM_MAX_BUCKETS * 256ull;
-  wgllm_status st = gpu_buffer_create(b->gpu, (uint64_t)LLM_BATCH_MAX * words * 4, "batch_block_table", &b->table,
-                                      &b->err);
+  wgllm_status st =
+      gpu_buffer_create(b->gpu, (uint64_t)LLM_BATCH_MAX * words * 4, "batch_block_table", &b->table, &b->err);
   if (!st) st = gpu_buffer_create(b->gpu, partial_all, "batch_attn_partial", &b->attn_partial, &b->err);
-  if (!st)
-    st = gpu_buffer_create(b->gpu, LLM_MAX_BUCKETS * ROW_WORDS * 4, "batch_pos_packed", &b->pos_packed, &b->err);
+  if (!st) st = gpu_buffer_create(b->gpu, LLM_MAX_BUCKETS * ROW_WORDS * 4, "batch_pos_packed", &b->pos_packed, &b->err);
   if (st) {
     gpu_buffer_destroy(b->gpu, b->table);
     gpu_buffer_destroy(b->gpu, b->attn_partial);
@@ -183,14 +182,14 @@ static void paged_groups(llm_batch *b, llm_session *const *ss, uint32_t n, const
     /* the bucket as a step alone records it: len, or the whole context where len is the session's context */
     uint32_t k = pg->n_groups++;
     uint64_t part = (j - i) * b->partial_seq;
-    pg->groups[k] = (llm_fwd_paged_group){
-        .row0 = i,
-        .n = j - i,
-        .ctx = ctx,
-        .max_len = len >= ctx ? 0 : len,
-        .pos = {b->pos_packed, (uint64_t)k * ROW_WORDS * 4, (uint64_t)(j - i) * 4},
-        .table = {b->table, (uint64_t)i * b->row_words * 4, (uint64_t)(j - i) * b->row_words * 4},
-        .partial = {b->attn_partial, part_off, part}};
+    pg->groups[k] =
+        (llm_fwd_paged_group){.row0 = i,
+                              .n = j - i,
+                              .ctx = ctx,
+                              .max_len = len >= ctx ? 0 : len,
+                              .pos = {b->pos_packed, (uint64_t)k * ROW_WORDS * 4, (uint64_t)(j - i) * 4},
+                              .table = {b->table, (uint64_t)i * b->row_words * 4, (uint64_t)(j - i) * b->row_words * 4},
+                              .partial = {b->attn_partial, part_off, part}};
     part_off += (part + 255) / 256 * 256;
     b->group_row0[k] = i;
     i = j;

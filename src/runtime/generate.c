@@ -280,6 +280,7 @@ static int emit(llm_gen *g, size_t upto) {
    cache hold the unshifted text). Returns 0 when the generation ended (a context too small to shift, a failure). */
 static int shift_context(llm_gen *g) {
   llm_session *s = g->s;
+  if (s->fwd_ahead && !s->in_flight) llm_session_step_drain(s); /* a forward pass ahead, at the old positions */
   if (s->in_flight || s->batch_queued) {
     llm_err_set(&s->err, WGLLM_ERR_INTERNAL, "context shift with %d steps in flight (%d batched)", s->in_flight,
                 s->batch_queued);
@@ -513,7 +514,7 @@ void llm_gen_finish(llm_gen *g) {
     llm_session_step_drain(s); /* the input id rewritten, the reservations back */
     g->spec_n = g->spec_at = 0;
   }
-  if (g->started && s->in_flight) {
+  if (g->started && llm_session_queued(s)) {
     llm_err keep = s->err;
     wgllm_status d = llm_session_step_drain(s);
     if (!g->st && d)

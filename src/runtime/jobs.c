@@ -115,7 +115,7 @@ wgllm_status llm_job_start(llm_job *j, llm_session *s, const tokenizer *tok, con
   /* keep the cached prefix, but always recompute at least the last prompt token (its logits are needed) */
   uint32_t keep = llm_session_common_prefix(s, ids, (uint32_t)n);
   if (keep >= n) keep = (uint32_t)n - 1;
-  if (s->in_flight) llm_session_step_drain(s); /* an earlier generation may have left steps queued */
+  if (llm_session_queued(s)) llm_session_step_drain(s); /* an earlier generation may have left steps queued */
   keep = llm_session_rewind(s, keep);
   llm_kv_pool *pool = s->opt.pool;
   if (pool) { /* a longer prefix that sessions on the pool prefilled: taken instead of the session's own */
@@ -223,7 +223,7 @@ static void settle(llm_job *j) {
    until `want` blocks are available or none is left. */
 static void evict_idle(llm_kv_pool *pool, uint64_t stamp, uint32_t want) {
   for (llm_session *o = pool->first; o && want > kv_blocks_available(pool->blocks); o = o->pool_next)
-    if (o->stamp != stamp && !o->in_flight && !o->batch_queued && o->seq.n_blocks) llm_session_evict(o);
+    if (o->stamp != stamp && !llm_session_queued(o) && !o->batch_queued && o->seq.n_blocks) llm_session_evict(o);
 }
 
 /* The pool's side of a call (see jobs.h): which jobs wait, which sessions are evicted, which jobs are restored. */

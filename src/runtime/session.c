@@ -107,12 +107,13 @@ static wgllm_status check_session_memory(llm_model *m, const llm_session_options
 
 void llm_session_free(llm_session *s) {
   if (!s) return;
-  if (s->in_flight) llm_session_step_drain(s);
+  if (llm_session_queued(s)) llm_session_step_drain(s);
   gpu_readback_free(s->readback);
   for (uint32_t b = 0; b < LLM_MAX_BUCKETS; b++) {
     gpu_recorder_free(s->steps[b]);
     gpu_recorder_free(s->plain[b]);
   }
+  gpu_recorder_free(s->sample_only);
   llm_scratch_release(s->gpu, &s->step_scratch);
   gpu_buffer_destroy(s->gpu, s->sampler_state);
   gpu_buffer_destroy(s->gpu, s->sampler_work);
@@ -147,6 +148,7 @@ static void pool_truncate(llm_session *s, uint32_t n) {
 }
 
 void llm_session_reset(llm_session *s) {
+  if (llm_session_queued(s)) llm_session_step_drain(s);
   s->n_past = s->kv_hi = s->lead = s->evicted = 0;
   pool_truncate(s, 0);
 }
@@ -372,6 +374,7 @@ static wgllm_status prefill(llm_session *s, const int32_t *ids, uint32_t T, floa
   if (s->evicted) {
     return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG, "prefill: the session is evicted (restore or reset it)");
   }
+  if (s->fwd_ahead && !s->in_flight) llm_session_step_drain(s); /* a generation's forward pass ahead, unused */
   wgllm_status st = check_ids(s, ids, T);
   if (!st) st = llm_session_reserve(s, s->n_past + T);
   if (st) return st;
@@ -521,7 +524,7 @@ static wgllm_status ensure_step(llm_session *s, uint32_t b) { return record_step
 wgllm_status llm_session_evict(llm_session *s) {
   if (!s->opt.pool || s->evicted) return WGLLM_OK;
   if (check_no_batch(s, "evicting")) return s->err.status;
-  wgllm_status st = s->in_flight ? llm_session_step_drain(s) : WGLLM_OK;
+  wgllm_status st = llm_session_queued(s) ? llm_session_step_drain(s) : WGLLM_OK;
   s->evicted = s->n_past ? s->n_past : UINT32_MAX; /* UINT32_MAX: evicted with nothing to recompute */
   s->n_past = s->kv_hi = 0;
   pool_truncate(s, 0);
@@ -587,13 +590,15 @@ static void free_steps(llm_session *s) {
     gpu_recorder_free(s->steps[b]);
     s->steps[b] = NULL;
   }
+  gpu_recorder_free(s->sample_only);
+  s->sample_only = NULL;
   s->last_step = NULL;
 }
 
 wgllm_status llm_session_set_sampler(llm_session *s, const op_sample_params *sp, const int32_t *recent,
                                      uint32_t n_recent) {
   llm_err_clear(&s->err);
-  if (s->in_flight) llm_session_step_drain(s); /* queued steps use the recordings freed below */
+  if (llm_session_queued(s)) llm_session_step_drain(s); /* queued steps use the recordings freed below */
   wgllm_status st;
   if (!s->sampler_work) { /* made together: a failure frees the one made (a later call tries both again) */
     st = gpu_buffer_create(s->gpu, (4 + OP_SAMPLE_RING_MAX) * 4, "sampler_state", &s->sampler_state, &s->err);
@@ -634,7 +639,7 @@ wgllm_status llm_session_set_filter(llm_session *s, const llm_logit_filter *f) {
       return llm_err_set(&s->err, WGLLM_ERR_INVALID_ARG,
                          "logit bias %u: token %d (bias %g) outside the vocabulary of %u", k, f->bias_ids[k],
                          f->bias[k], V);
-  if (s->in_flight) llm_session_step_drain(s); /* queued steps use the recordings freed below */
+  if (llm_session_queued(s)) llm_session_step_drain(s); /* queued steps use the recordings freed below */
   wgllm_status st = WGLLM_OK;
   if (masked && !s->logit_mask) {
     st = gpu_buffer_create(s->gpu, (uint64_t)(V + 31) / 32 * 4, "logit_mask", &s->logit_mask, &s->err);
@@ -667,7 +672,8 @@ wgllm_status llm_session_set_logprobs(llm_session *s, int on, uint32_t top) {
   on = on != 0;
   if (!on) top = 0;
   if (on == s->lp_on && top == s->lp_top) return WGLLM_OK;
-  if (s->in_flight) llm_session_step_drain(s); /* queued steps read back what the recordings freed below wrote */
+  if (llm_session_queued(s))
+    llm_session_step_drain(s); /* queued steps read back what the recordings freed below wrote */
   uint32_t V = s->m->hp.n_vocab;
   wgllm_status st = WGLLM_OK;
   if (on && !s->lp_readback) { /* made together: a failure frees those made (a later call tries again) */
@@ -720,6 +726,48 @@ wgllm_status llm_session_prefill_sample(llm_session *s, const int32_t *ids, uint
   return st;
 }
 
+/* The sampling pass alone over the step's logits (a masked session's: llm_session_step_submit), recorded once. */
+static wgllm_status ensure_sample_only(llm_session *s) {
+  if (s->sample_only) return WGLLM_OK;
+  gpu_recorder *rec = gpu_recorder_create(s->gpu, 1);
+  if (!rec) return llm_err_set(&s->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  s->step_recordings++;
+  gpu_view logits = gpu_whole(s->step_scratch.logits);
+  wgllm_status st = record_filter(s, rec, logits);
+  if (!st)
+    st = op_sample(rec, &s->sampler, logits, gpu_whole(s->sampler_state), gpu_whole(s->step_scratch.ids),
+                   gpu_whole(s->sampler_work), s->m->hp.n_vocab);
+  if (!st) st = record_logprobs(s, rec, gpu_whole(s->step_scratch.ids));
+  if (st) {
+    llm_err_set(&s->err, st, "recording the sampling pass: %s", gpu_recorder_error(rec));
+    gpu_recorder_free(rec);
+    return st;
+  }
+  s->sample_only = rec;
+  return WGLLM_OK;
+}
+
+/* The forward pass of the step at position p (its input id the one sampled last, on the GPU), without the sampler:
+   a masked session's, queued ahead of its mask (fwd_ahead). */
+static wgllm_status submit_forward(llm_session *s, uint32_t p) {
+  wgllm_status st = llm_session_reserve(s, p + 1);
+  if (st) return st;
+  uint32_t b = llm_bucket_of(s, p);
+  st = record_step(s, b, 0, &s->plain[b]);
+  if (st) return st;
+  gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
+  if (s->ids_stale) { /* the last token came from a batched step, which samples into its own buffer */
+    uint32_t u = (uint32_t)s->last_sampled;
+    gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
+    s->ids_stale = 0;
+  }
+  st = gpu_recorder_run(s->plain[b]);
+  if (st) return llm_err_set(&s->err, st, "decode step: %s", gpu_recorder_error(s->plain[b]));
+  s->last_step = s->plain[b];
+  s->fwd_ahead = 1;
+  return WGLLM_OK;
+}
+
 wgllm_status llm_session_step_submit(llm_session *s) {
   llm_err_clear(&s->err);
   if (!s->has_sampler) {
@@ -741,17 +789,26 @@ wgllm_status llm_session_step_submit(llm_session *s) {
     s->readback = gpu_readback_create(s->gpu, 4, LLM_MAX_IN_FLIGHT + 1, "token readback", &s->err);
     if (!s->readback) return s->err.status;
   }
-  wgllm_status st = llm_session_reserve(s, p + 1);
-  if (st) return st;
-  gpu_recorder *step = llm_session_step(s, p);
-  if (!step) return s->step_status;
-  gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
-  if (s->ids_stale) { /* the last token came from a batched step, which samples into its own buffer */
-    uint32_t u = (uint32_t)s->last_sampled;
-    gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
-    s->ids_stale = 0;
-  }
   int slot;
+  wgllm_status st;
+  gpu_recorder *step;
+  if (s->masked) { /* the forward pass (unless queued ahead), the sampling pass, the next forward pass ahead */
+    if (!s->fwd_ahead && (st = submit_forward(s, p))) return st;
+    if ((st = ensure_sample_only(s))) return st;
+    step = s->sample_only;
+  } else {
+    st = llm_session_reserve(s, p + 1);
+    if (st) return st;
+    step = llm_session_step(s, p);
+    if (!step) return s->step_status;
+    gpu_write(s->gpu, s->step_scratch.pos, 0, &p, 4); /* queue-ordered: each submit sees its own position */
+    if (s->ids_stale) { /* the last token came from a batched step, which samples into its own buffer */
+      uint32_t u = (uint32_t)s->last_sampled;
+      gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);
+      s->ids_stale = 0;
+    }
+  }
+  s->fwd_ahead = 0;
   s->last_step = step;
   st = s->lp_on ? gpu_recorder_run_readback(step, s->lp_readback, gpu_whole(s->lp_out), &slot)
                 : gpu_recorder_run_readback(step, s->readback, gpu_whole(s->step_scratch.ids), &slot);
@@ -759,6 +816,12 @@ wgllm_status llm_session_step_submit(llm_session *s) {
     return llm_err_set(&s->err, st, "decode step: %s", gpu_recorder_error(step));
   }
   s->slots[s->in_flight++] = slot;
+  /* the next step's forward pass now, while the CPU reads this token back and computes the next mask (dropped by
+     llm_session_step_drain where the generation ends here) */
+  if (s->masked && p + 2 <= s->opt.ctx && (st = submit_forward(s, p + 1))) {
+    llm_session_step_drain(s); /* this step's token is lost with it: the caller fails */
+    return st;
+  }
   return WGLLM_OK;
 }
 
@@ -790,6 +853,7 @@ wgllm_status llm_session_step_drain(llm_session *s) {
     if (w && !st) st = w;
     memmove(s->slots, s->slots + 1, (size_t)(--s->in_flight) * sizeof s->slots[0]);
   }
+  s->fwd_ahead = 0; /* a forward pass queued ahead: its cache row is past n_past, its reservation dropped below */
   /* the dropped steps advanced the GPU-side input id: put back the last collected token */
   uint32_t u = (uint32_t)s->last_sampled;
   if (s->step_scratch.ids) gpu_write(s->gpu, s->step_scratch.ids, 0, &u, 4);

@@ -77,11 +77,17 @@ typedef struct llm_session {
   int ids_stale;            /* a batched step sampled last_sampled: the step's input id must be written again */
   gpu_readback *readback;   /* token ids of queued steps */
   int in_flight;            /* steps queued but not collected */
-  int batch_queued;         /* batched steps (batch.h) queued with it and not collected: its n_past lags by these */
-  double prefill_cpu_us;    /* the last prefill's CPU time recording and submitting its passes (the GPU starts each
-                               pass at its submit): what the host costs a prefill */
-  int slots[4];             /* their readback slots, oldest first */
-  llm_err err;              /* the last failure: status and message */
+  /* a masked session (a grammar's: its next mask needs the token before) submits the next step's forward pass right
+     after a step's sampling pass, ahead of its mask (llm_session_step_submit), so the GPU computes it while the CPU
+     reads the token back and computes the mask; the sampling pass (sample_only: the filter, the sampler, logprobs)
+     follows the mask's write. fwd_ahead: that forward pass is queued (at position n_past + in_flight). */
+  int fwd_ahead;
+  gpu_recorder *sample_only;
+  int batch_queued;      /* batched steps (batch.h) queued with it and not collected: its n_past lags by these */
+  double prefill_cpu_us; /* the last prefill's CPU time recording and submitting its passes (the GPU starts each
+                            pass at its submit): what the host costs a prefill */
+  int slots[4];          /* their readback slots, oldest first */
+  llm_err err;           /* the last failure: status and message */
 } llm_session;
 
 wgllm_status llm_session_create(llm_model *m, const llm_session_options *opt, llm_session **out, llm_err *err);
@@ -186,4 +192,6 @@ gpu_recorder *llm_session_step(llm_session *s, uint32_t pos);
 wgllm_status llm_session_step_submit(llm_session *s);
 wgllm_status llm_session_step_collect(llm_session *s, int32_t *token);
 wgllm_status llm_session_step_drain(llm_session *s);
+/* Steps queued or a masked session's forward pass ahead (fwd_ahead): what llm_session_step_drain drops. */
+static inline int llm_session_queued(const llm_session *s) { return s->in_flight || s->fwd_ahead; }
 #endif

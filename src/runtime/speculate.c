@@ -202,7 +202,7 @@ wgllm_status llm_spec_verify(llm_spec *sp, const int32_t *drafts, uint32_t k, in
   *n_out = 0;
   if (k < 1 || k > llm_spec_room(sp))
     return llm_err_set(&sp->err, WGLLM_ERR_INVALID_ARG, "verify: %u drafts (room for %u)", k, llm_spec_room(sp));
-  if (!s->has_sampler || s->in_flight || s->batch_queued || s->evicted)
+  if (!s->has_sampler || llm_session_queued(s) || s->batch_queued || s->evicted)
     return llm_err_set(&sp->err, WGLLM_ERR_INVALID_ARG,
                        "verify: the session has no sampler, steps queued or no cache (evicted)");
   for (uint32_t i = 0; i < k; i++)
