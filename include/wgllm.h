@@ -352,7 +352,8 @@ typedef struct wgllm_generate_params {
   /* constrained decoding: the text is always a prefix of a sentence of this grammar (wgllm_grammar_create, for this
      job's model), and ends (WGLLM_STOP_GRAMMAR) where nothing may follow it; end-of-generation tokens are drawn only
      where the sentence may end. Each step's mask is computed on the CPU from the token before and applied to the
-     logits on the GPU, so the job keeps one step in flight, steps alone (never batched) and does not speculate.
+     logits on the GPU, so the job keeps one step in flight (the next step's forward pass is queued ahead of its mask,
+     the CPU's turn hidden behind it), steps alone (never batched) and does not speculate.
      A token limit can still cut the sentence short (WGLLM_STOP_MAX_TOKENS). NULL: off (the default). */
   const struct wgllm_grammar *grammar;
   /* OpenAI's logit_bias: logit_bias[k] added to token logit_bias_ids[k]'s logit before the draw (k < n_logit_bias;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 2 (H200) of docs/perf/27-constrained, call 1 again after the guard became one bounded walk (4a1529c): constrained decoding's cost a token on the 8B shape, and the new
+# Device call 2 (H200) of docs/perf/27-constrained, call 1 again after the guard became one bounded walk (4a1529c) and the forward pass went ahead of the mask: constrained decoding's cost a token on the 8B shape, and the new
 # kernels' conformance there. Carry .gl, third_party/tokenizers/llama3 and build-pack/constrained2.tar.xz (stripped
 # build-dev: wgllm, wgllm-bench, libwgllm.so.0, test_ops, test_generate, libwebgpu_wrapper.so, and
 # /lib/x86_64-linux-gnu/libmicrohttpd.so.12, which the device lacks). test_ops' logit filter
