@@ -100,7 +100,7 @@ static wgllm_status grammar_get(serve_sched *s, wgllm_grammar_kind kind, const c
   pthread_mutex_lock(&s->grammar_mu);
   for (int i = 0; i < SERVE_GRAMMAR_CACHE; i++) {
     shared_grammar *c = s->grammars[i];
-    if (c && c->kind == (int)kind && c->key_len == len && !memcmp(c->key, text, len)) {
+    if (c && c->kind == (int)kind && c->key_len == len && (!len || !memcmp(c->key, text, len))) {
       atomic_fetch_add(&c->refs, 1);
       c->used = ++s->grammar_clock;
       s->grammar_reused++;
@@ -115,7 +115,7 @@ static wgllm_status grammar_get(serve_sched *s, wgllm_grammar_kind kind, const c
     free(sg);
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
-  memcpy(sg->key, text, len);
+  if (len) memcpy(sg->key, text, len); /* json_object's text is NULL, len 0 */
   sg->key_len = len;
   sg->kind = (int)kind;
   wgllm_status st = wgllm_grammar_create(s->model, kind, text, len, &sg->g);
