@@ -12,7 +12,7 @@ T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
 for f in .gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-mkdir -p /tmp/b && tar -C /tmp/b -xJf build-pack/constrained.tar.xz
+mkdir -p /tmp/b && tar -C /tmp/b -xJf "${PACK:-build-pack/constrained.tar.xz}" # PACK: call2.sh's
 export LD_LIBRARY_PATH=/tmp/b
 t "test_ops logit_filter, logprobs"
 ( cd tests && timeout 120 /tmp/b/test_ops -f logit_filter -f logprobs > "$OUT/test_ops.txt" 2>&1; echo "rc=$?" >> "$OUT/test_ops.txt" )
