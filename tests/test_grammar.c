@@ -1192,6 +1192,20 @@ static void test_schema_errors(void) {
   schema_error("{\"properties\":[1]}", I, L("/properties", "must be an object"));
   schema_error("{\"type\":\"integer\",\"minimum\":10,\"maximum\":3}", I, L("no integer"));
   schema_error("{\"type\":\"array\",\"minItems\":4,\"maxItems\":2}", I, L("minItems"));
+  /* schemas that would have to contain themselves: the converter's text is compiled before it is returned (the
+     fuzzer found {"$ref":"#"} coming back as "root ::= root") */
+  schema_error("{\"$ref\":\"#\"}", I, L("the grammar made from the schema", "left recursion"));
+  schema_error("{\"anyOf\":[{\"$ref\":\"#\"},{\"type\":\"string\"}]}", I, L("left recursion"));
+  schema_error("{\"$defs\":{\"a\":{\"$ref\":\"#/$defs/b\"},\"b\":{\"$ref\":\"#/$defs/a\"}},\"$ref\":\"#/$defs/a\"}", I,
+               L("left recursion"));
+  {
+    cJSON *self = cJSON_Parse("{\"$ref\":\"#\"}");
+    char *t = (char *)1;
+    llm_err e = {0};
+    CHECK(grammar_schema_to_gbnf(self, &t, &e) == I && !t && strstr(e.msg, "left recursion"),
+          "the converter refuses {\"$ref\":\"#\"} with no text: %s", e.msg);
+    cJSON_Delete(self);
+  }
   schema_error("false", I, L("false", "the root"));
   /* annotations are ignored */
   cJSON *s = cJSON_Parse("{\"title\":\"x\",\"description\":\"y\",\"$schema\":\"https://json-schema.org/draft/2020-12/"

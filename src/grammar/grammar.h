@@ -71,7 +71,8 @@ typedef struct grammar grammar;
    for a malformed text. */
 wgllm_status grammar_from_gbnf(const char *text, size_t len, grammar **out, llm_err *err);
 /* A JSON schema (an object, or true) -> the GBNF text of the JSON values it accepts (malloc'd, NUL-terminated;
-   rule root), as described above. */
+   rule root), as described above; the text is compiled before it is returned, so a schema that would have to contain
+   itself ({"$ref": "#"}) is refused with the grammar's left-recursion message. */
 wgllm_status grammar_schema_to_gbnf(const struct cJSON *schema, char **gbnf_out, llm_err *err);
 wgllm_status grammar_from_json_schema(const struct cJSON *schema, grammar **out, llm_err *err);
 /* Any JSON object (OpenAI's response_format json_object). */

@@ -824,7 +824,8 @@ static const cJSON *bad_utf8(const cJSON *j, const char **what) {
   return NULL;
 }
 
-wgllm_status grammar_schema_to_gbnf(const cJSON *schema, char **gbnf_out, llm_err *err) {
+/* the schema's GBNF text, unchecked */
+static wgllm_status schema_text(const cJSON *schema, char **gbnf_out, llm_err *err) {
   *gbnf_out = NULL;
   const char *what = NULL;
   if (schema && bad_utf8(schema, &what))
@@ -846,13 +847,31 @@ wgllm_status grammar_schema_to_gbnf(const cJSON *schema, char **gbnf_out, llm_er
   return WGLLM_OK;
 }
 
+/* the schema's text compiled. A schema whose references come back to themselves before any character (a $ref to
+   "#" at the root, an anyOf whose first branch names its own schema) is refused here, by the grammar's
+   left-recursion check: such a value would have to contain itself. */
+static wgllm_status schema_compile(const cJSON *schema, char **text, grammar **out, llm_err *err) {
+  wgllm_status st = schema_text(schema, text, err);
+  if (!st) st = grammar_from_gbnf(*text, strlen(*text), out, err);
+  if (st && *text) {
+    llm_err_prefix(err, "json schema: the grammar made from the schema");
+    free(*text);
+    *text = NULL;
+  }
+  return st;
+}
+
+wgllm_status grammar_schema_to_gbnf(const cJSON *schema, char **gbnf_out, llm_err *err) {
+  grammar *g = NULL;
+  wgllm_status st = schema_compile(schema, gbnf_out, &g, err);
+  grammar_free(g);
+  return st;
+}
+
 wgllm_status grammar_from_json_schema(const cJSON *schema, grammar **out, llm_err *err) {
   *out = NULL;
-  char *text;
-  wgllm_status st = grammar_schema_to_gbnf(schema, &text, err);
-  if (st) return st;
-  st = grammar_from_gbnf(text, strlen(text), out, err);
-  if (st) llm_err_prefix(err, "json schema: the grammar made from the schema");
+  char *text = NULL;
+  wgllm_status st = schema_compile(schema, &text, out, err);
   free(text);
   return st;
 }
