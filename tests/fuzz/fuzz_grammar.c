@@ -152,7 +152,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FUZZ_CHECK(st ? err.msg[0] && !gbnf : gbnf != NULL, "the schema's conversion: status %d, '%s'", st, err.msg);
     /* the converter compiles its text: the one refusal that may come from there is a schema that would have to
        contain itself (left recursion); any other means the converter wrote bad GBNF */
-    FUZZ_CHECK(!st || !strstr(err.msg, "the grammar made from the schema") || strstr(err.msg, "left recursion"),
+    static const char compiled[] = "json schema: the grammar made from the schema: gbnf ";
+    FUZZ_CHECK(!st || strncmp(err.msg, compiled, sizeof compiled - 1) || strstr(err.msg, ": left recursion: rule "),
                "the converter's GBNF does not parse: %s", err.msg);
     if (!st) {
       llm_err e2 = {0};

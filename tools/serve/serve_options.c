@@ -4,6 +4,7 @@
 #include "serve_options.h"
 #include "cli_file.h"
 #include "cli_open.h"
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -169,6 +170,17 @@ static int push(char ***list, size_t *n, char *text) {
   return 0;
 }
 
+/* "N", "NMiB" or "NGiB" (N a positive decimal): *n and the shift of the unit (0, 20 or 30), -1 when malformed or
+   the amount passes 1 PiB */
+static int parse_amount(const char *t, unsigned long long *n) {
+  char *end = NULL;
+  errno = 0;
+  *n = strtoull(t, &end, 10);
+  int shift = !strcmp(end, "MiB") ? 20 : !strcmp(end, "GiB") ? 30 : *end ? -1 : 0;
+  if (errno || end == t || !isdigit((unsigned char)t[0]) || !*n || shift < 0 || *n > (1ull << 50) >> shift) return -1;
+  return shift;
+}
+
 static int on_opt(void *user, int key, const cli_value *v) {
   serve_options *a = user;
   if (key == 'm') {
@@ -223,15 +235,13 @@ static int on_opt(void *user, int key, const cli_value *v) {
     a->models_max = v->i;
     return 0;
   case K_MODELS_MEMORY: {
-    char *end = NULL;
-    errno = 0;
-    unsigned long long n = strtoull(v->text, &end, 10);
-    int mib = end && !strcmp(end, "MiB"), gib = end && !strcmp(end, "GiB");
-    if (errno || end == v->text || v->text[0] == '-' || !n || (!mib && !gib) || n > (1ull << 30)) {
-      fprintf(stderr, "wgllm serve: %s %s: expected NMiB or NGiB\n", v->name, v->text);
+    unsigned long long n;
+    int shift = parse_amount(v->text, &n);
+    if (shift != 20 && shift != 30) {
+      fprintf(stderr, "wgllm serve: %s %s: expected NMiB or NGiB (at most 1 PiB)\n", v->name, v->text);
       return 2;
     }
-    a->models_memory = mib ? n << 20 : n << 30;
+    a->models_memory = n << shift;
     return 0;
   }
   case K_MAX_BODY:
@@ -271,25 +281,21 @@ static int on_opt(void *user, int key, const cli_value *v) {
     a->keep = (int32_t)v->i;
     return 0;
   case K_KV_POOL: {
-    char *end = NULL;
     if (!strcmp(v->text, "off")) {
       a->kv_pool_off = 1;
       return 0;
     }
-    errno = 0;
-    unsigned long long n = strtoull(v->text, &end, 10);
-    int mib = end && !strcmp(end, "MiB"), gib = end && !strcmp(end, "GiB");
-    if (errno || end == v->text || v->text[0] == '-' || !n || (*end && !mib && !gib) || n > (1ull << 40)) {
-      fprintf(stderr, "wgllm serve: %s %s: expected a number of tokens, NMiB, NGiB or off\n", v->name, v->text);
+    unsigned long long n;
+    int shift = parse_amount(v->text, &n);
+    if (shift < 0 || (!shift && n > UINT32_MAX / 2)) {
+      fprintf(stderr,
+              "wgllm serve: %s %s: expected a number of tokens (at most %u), NMiB, NGiB (at most 1 PiB) or off\n",
+              v->name, v->text, UINT32_MAX / 2);
       return 2;
     }
     a->kv_pool_off = 0;
-    a->kv_pool_tokens = mib || gib ? 0 : n;
-    a->kv_pool_bytes = mib ? n << 20 : gib ? n << 30 : 0;
-    if (a->kv_pool_tokens > UINT32_MAX / 2) {
-      fprintf(stderr, "wgllm serve: %s %s: at most %u tokens\n", v->name, v->text, UINT32_MAX / 2);
-      return 2;
-    }
+    a->kv_pool_tokens = shift ? 0 : n;
+    a->kv_pool_bytes = shift ? n << shift : 0;
     return 0;
   }
   case K_PARSE_SPECIAL_IN_CONTENT:
