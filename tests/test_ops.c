@@ -349,6 +349,14 @@ struct tcase {
       int f16;
       size_t ci;
     } rkv;
+    struct moe_case {
+      uint32_t T, E, k, N, K;
+      int mode;  /* moe_route: op_moe_norm; moe_linear: op_moe_grouping */
+      int scale; /* moe_route: the per-expert scale; moe_linear: biases */
+      int pat;   /* moe_route: logits random, integer ties, all equal; moe_lists / moe_linear: MOE_PATS */
+      op_wtype wt;
+      int glu, act, x_pair; /* moe_combine: glu is the residual add */
+    } moe;
   } u;
 };
 
@@ -4424,6 +4432,411 @@ static void cases_hostile(void) {
         ->u.fd.mode = mode;
 }
 
+/* ---------------------------------------------------------------- mixture of experts
+
+   Router top-k, per-expert lists and indirect arguments, expert linear (three routes), combine: each against its
+   reference in src/ref/ref_moe.c. Routing patterns of the ids the lists and linear cases take (pat): 0 k distinct
+   random experts a token (what a router gives); 1 every token to the same k experts (all to one expert at k = 1;
+   the others get nothing); 2 skewed, the experts drawn from the first E / 8 + k only (many without pairs). */
+
+static const char *MOE_PATS[] = {"random", "same-k", "skewed"};
+static const char *MOE_ROUTES[] = {"pairs", "tiles", "per-expert"};
+static const char *MOE_ACTS[] = {"silu", "gelu_tanh", "swiglu_oai"};
+
+/* ids [T][k]: k distinct experts a token, drawn by pattern pat */
+static uint32_t *moe_ids(size_t T, size_t k, size_t E, int pat) {
+  uint32_t *ids = malloc(T * k * 4 + 4);
+  size_t pool = pat == 2 ? E / 8 + k : E;
+  if (pool > E) pool = E;
+  for (size_t t = 0; t < T; t++)
+    for (size_t j = 0; j < k; j++) {
+      uint32_t e;
+      int dup;
+      do {
+        e = pat == 1 ? (uint32_t)((3 + 5 * j) % E) : th_u32(&rng) % (uint32_t)pool;
+        dup = 0;
+        for (size_t i = 0; i < j; i++)
+          dup |= ids[t * k + i] == e;
+        if (pat == 1 && dup) e = (e + 1) % (uint32_t)E; /* E small: keep the set distinct */
+      } while (dup && pat != 1);
+      ids[t * k + j] = e;
+    }
+  return ids;
+}
+
+/* |got - want| <= tol[i] (and got finite) for every element */
+static void cmp_bound(const char *part, const float *got, const float *want, const double *tol, size_t n) {
+  if (g_perf) return;
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++) {
+    double d = fabs((double)got[i] - want[i]);
+    if (!(d <= tol[i]) || !isfinite(got[i])) {
+      if (bad < 4)
+        fprintf(stderr, "  %s %s[%zu] got %.9g want %.9g (tol %.3g)\n", g_case, part, i, got[i], want[i], tol[i]);
+      bad++;
+    }
+  }
+  CHECK(bad == 0, "%s %s: %zu of %zu out of tolerance", g_case, part, bad, n);
+}
+
+static case_result run_moe_route(const tcase *c) {
+  size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k;
+  int pat = c->u.moe.pat;
+  float *l = malloc(T * E * 4 + 4), *scale = rnd(E, 0.5f, 2.0f), *want = malloc(T * k * 4);
+  uint32_t *want_ids = malloc(T * k * 4);
+  for (size_t i = 0; i < T * E; i++) /* pat 1: integers in -2..2, many ties; 2: every logit equal */
+    l[i] = pat == 0 ? th_uniform(&rng, -4, 4) : pat == 1 ? (float)((int)(th_u32(&rng) % 5) - 2) : 0.75f;
+  gbuf gl = gb_in(l, T * E * 4), gs = gb_in(scale, E * 4), gi = gb_out(T * k * 4), gw = gb_out(T * k * 4);
+  traffic(4.0 * (T * E + 2 * T * k), 0);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_moe_route(r, gl.v, c->u.moe.scale ? gs.v : (gpu_view){0}, gi.v, gw.v, (uint32_t)T, (uint32_t)E,
+                                (uint32_t)k, (op_moe_norm)c->u.moe.mode);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  ref_moe_route(l, T, E, k, c->u.moe.mode, c->u.moe.scale ? scale : NULL, want_ids, want);
+  const uint32_t *got_ids = gb_fetch(&gi);
+  size_t bad = 0;
+  for (size_t i = 0; i < T * k && !g_perf; i++)
+    if (got_ids[i] != want_ids[i]) {
+      if (bad < 4) fprintf(stderr, "  %s ids[%zu] got %u want %u\n", g_case, i, got_ids[i], want_ids[i]);
+      bad++;
+    }
+  VERIFY(bad == 0, "%s: %zu of %zu ids differ", g_case, bad, T * k);
+  /* f32 softmax against double: WGSL's exp is within 3 + 2|x| ULP (|x| <= 8 here), sums of up to 256 terms */
+  cmp("weights", gb_fetch(&gw), want, T * k, 1e-7, 1e-5);
+  gb_guards(&gi, "ids");
+  gb_guards(&gw, "weights");
+  gb_free(&gl);
+  gb_free(&gs);
+  gb_free(&gi);
+  gb_free(&gw);
+  free(l);
+  free(scale);
+  free(want);
+  free(want_ids);
+  return verdict();
+}
+
+static case_result run_moe_lists(const tcase *c) {
+  size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k, np = T * k, N = c->u.moe.N;
+  uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat);
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
+  gbuf gi = gb_in(ids, np * 4), gl = gb_out((size_t)lay.words * 4), gind = gb_out(E * 12);
+  traffic(4.0 * (np + lay.words + 3 * E), 0);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_moe_lists(r, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
+  if (!s) s = op_moe_indirect(r, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  uint32_t *cnt = malloc(E * 4), *off = malloc((E + 1) * 4), *ent = malloc(np * 4);
+  ref_moe_lists(ids, T, k, E, cnt, off, ent);
+  const uint32_t *L = gb_fetch(&gl);
+  if (!g_perf) {
+    size_t bad = 0, tiles = 0, empty = 0;
+    for (size_t e = 0; e < E; e++) {
+      bad += L[lay.cnt + e] != cnt[e];
+      bad += L[lay.off + e] != off[e];
+      empty += cnt[e] == 0;
+    }
+    bad += L[lay.off + E] != off[E];
+    for (size_t i = 0; i < np; i++)
+      bad += L[lay.ent + i] != ent[i];
+    CHECK(bad == 0, "%s: %zu words of the counts, offsets and entries differ", g_case, bad);
+    /* the tile table: each expert's pairs in tiles of OP_MOE_TILE_M, experts in order; the rest unwritten */
+    bad = 0;
+    for (size_t e = 0; e < E; e++)
+      for (uint32_t r0 = off[e]; r0 < off[e + 1]; r0 += OP_MOE_TILE_M, tiles++)
+        bad += tiles >= lay.max_tiles || L[lay.tile + 2 * tiles] != e || L[lay.tile + 2 * tiles + 1] != r0;
+    CHECK(bad == 0 && L[0] == tiles, "%s: tile table: %zu tiles differ, %u tiles for %zu", g_case, bad, L[0], tiles);
+    CHECK(unpoisoned(L, lay.tile + 2 * tiles, 2 * (lay.max_tiles - tiles)) == 0,
+          "%s: tile slots past the table written", g_case);
+    /* indirect arguments: (ceil(N / TN), ceil(count / TM), 1), (1, 1, 1) without pairs, never 0 */
+    const uint32_t *ind = gb_fetch(&gind);
+    bad = 0;
+    for (size_t e = 0; e < E; e++) {
+      uint32_t want[3] = {cnt[e] ? (uint32_t)(N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N : 1,
+                          cnt[e] ? (cnt[e] + OP_MOE_TILE_M - 1) / OP_MOE_TILE_M : 1, 1};
+      for (int i = 0; i < 3; i++)
+        bad += ind[3 * e + i] != want[i];
+    }
+    CHECK(bad == 0, "%s: %zu indirect words differ", g_case, bad);
+    CHECK(c->u.moe.pat == 0 || empty > 0, "%s: the pattern left no expert without pairs", g_case);
+  }
+  gb_guards(&gl, "lists");
+  gb_guards(&gind, "indirect");
+  gb_free(&gi);
+  gb_free(&gl);
+  gb_free(&gind);
+  free(ids);
+  free(cnt);
+  free(off);
+  free(ent);
+  return verdict();
+}
+
+static case_result run_moe_linear(const tcase *c) {
+  size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k, np = T * k, N = c->u.moe.N, K = c->u.moe.K;
+  int glu = c->u.moe.glu, act = c->u.moe.act, x_pair = c->u.moe.x_pair, has_bias = c->u.moe.scale;
+  op_moe_grouping route = (op_moe_grouping)c->u.moe.mode;
+  size_t rows = glu ? 2 * N : N, xr = x_pair ? np : T;
+  const float alpha = 1.702f, limit = 7.0f;
+  uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat);
+  float *x = rnd(xr * K, -1, 1), *w = malloc(E * rows * K * 4 + 4), *b = rnd(E * rows, -0.5f, 0.5f);
+  gbuf wb[2];
+  op_weight ow = make_weight(c->u.moe.wt, E * rows, K, 32, w, wb);
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
+  gbuf gx = gb_in(x, xr * K * 4), gb = gb_in(b, E * rows * 4), gi = gb_in(ids, np * 4), gy = gb_out(np * N * 4);
+  gbuf gl = {0}, gind = {0};
+  op_moe_linear_params p = {.T = (uint32_t)T,
+                            .k = (uint32_t)k,
+                            .E = (uint32_t)E,
+                            .N = (uint32_t)N,
+                            .K = (uint32_t)K,
+                            .x_pair = x_pair,
+                            .glu = glu,
+                            .act = (op_moe_act)act,
+                            .alpha = alpha,
+                            .limit = limit,
+                            .route = route,
+                            .ids = gi.v};
+  if (route != OP_MOE_PAIRS) { /* the lists (and indirect arguments) the grouped routes read: not under test here */
+    gl = gb_out((size_t)lay.words * 4);
+    gind = gb_out(E * 12);
+    gpu_recorder *ra = gpu_recorder_create(th_gpu(), 0);
+    wgllm_status s = op_moe_lists(ra, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
+    if (!s && route == OP_MOE_PER_EXPERT)
+      s = op_moe_indirect(ra, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N);
+    CHECK(s == WGLLM_OK, "%s lists: %s", g_case, gpu_recorder_error(ra));
+    exec_aux(ra);
+    gpu_recorder_free(ra);
+    p.lists = gl.v;
+    p.indirect = gind.v;
+  }
+  traffic(weight_bytes(c->u.moe.wt, (double)E * rows, K, 32) + 4.0 * (xr * K + np * N), 2.0 * np * rows * K);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_moe_linear(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, &p);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    float *want = malloc(np * N * 4);
+    double *tol = malloc(np * N * sizeof *tol);
+    ref_moe_linear(x, x_pair, w, has_bias ? b : NULL, ids, T, k, E, N, K, glu, act, alpha, limit, want);
+    /* each row sum within 1e-6 + 4e-6 sum |x w| (compare_linear's bound); through the GLU, |d out| <= max|act'| x
+       that of the gate x |the up factor| + |act(g)| x that of the up row (max |act'| < 1.2 for all three) */
+    for (size_t q = 0; q < np; q++) {
+      size_t e = ids[q];
+      const float *xq = x + (x_pair ? q : q / k) * K;
+      for (size_t n = 0; n < N; n++) {
+        const float *wg = w + (e * rows + n) * K, *wu = w + (e * rows + N + n) * K;
+        double g = 0, u = 0, ag = 0, au = 0;
+        for (size_t kk = 0; kk < K; kk++) {
+          g += (double)xq[kk] * wg[kk];
+          ag += fabs((double)xq[kk] * wg[kk]);
+          if (glu) {
+            u += (double)xq[kk] * wu[kk];
+            au += fabs((double)xq[kk] * wu[kk]);
+          }
+        }
+        double tg = 1e-6 + 4e-6 * ag, tu = 1e-6 + 4e-6 * au;
+        if (!glu) {
+          tol[q * N + n] = tg;
+          continue;
+        }
+        if (has_bias) {
+          g += b[e * rows + n];
+          u += b[e * rows + N + n];
+        }
+        double uf = act == 2 ? fabs(u) + 1 + tu : fabs(u) + tu, af = fabs(ref_moe_act(act, g, 1.0, alpha, limit));
+        if (act == 2) af = fabs(ref_moe_act(act, g, 0.0, alpha, limit));
+        tol[q * N + n] = 1e-6 + 1.2 * tg * uf + (af + 1.2 * tg) * tu;
+      }
+    }
+    cmp_bound("y", gb_fetch(&gy), want, tol, np * N);
+    free(want);
+    free(tol);
+  }
+  gb_guards(&gy, "y");
+  gb_free(&gx);
+  gb_free(&gb);
+  gb_free(&gi);
+  gb_free(&gy);
+  gb_free(&gl);
+  gb_free(&gind);
+  free_weight(wb);
+  free(ids);
+  free(x);
+  free(w);
+  free(b);
+  return verdict();
+}
+
+static case_result run_moe_combine(const tcase *c) {
+  size_t T = c->u.moe.T, k = c->u.moe.k, D = c->u.moe.N;
+  int acc = c->u.moe.glu;
+  float *y = rnd(T * k * D, -2, 2), *wt = rnd(T * k, 0, 1), *res = rnd(T * D, -3, 3), *want = malloc(T * D * 4);
+  double *tol = malloc(T * D * sizeof *tol);
+  gbuf gy = gb_in(y, T * k * D * 4), gw = gb_in(wt, T * k * 4), go = acc ? gb_io(res, T * D * 4) : gb_out(T * D * 4);
+  traffic(4.0 * (T * k * D + T * k + (acc ? 2 : 1) * T * D), 0);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_moe_combine(r, gy.v, gw.v, go.v, (uint32_t)T, (uint32_t)k, (uint32_t)D, acc);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    memcpy(want, res, T * D * 4);
+    ref_moe_combine(y, wt, want, T, k, D, acc);
+    /* k + 1 f32 roundings of partial sums bounded by sum |w y| (+ |residual|) */
+    for (size_t t = 0; t < T; t++)
+      for (size_t n = 0; n < D; n++) {
+        double m = acc ? fabs(res[t * D + n]) : 0;
+        for (size_t j = 0; j < k; j++)
+          m += fabs((double)wt[t * k + j] * y[(t * k + j) * D + n]);
+        tol[t * D + n] = 1e-9 + (double)(k + 1) * 1.2e-7 * m;
+      }
+    cmp_bound("out", gb_fetch(&go), want, tol, T * D);
+  }
+  gb_guards(&go, "out");
+  gb_free(&gy);
+  gb_free(&gw);
+  gb_free(&go);
+  free(y);
+  free(wt);
+  free(res);
+  free(want);
+  free(tol);
+  return verdict();
+}
+
+/* refusals: too many experts, k past 8 or E, a weight in parts, a pairs grid over the device limit */
+static case_result run_moe_refuse(const tcase *c) {
+  (void)c;
+  gbuf g = gb_out(1 << 20), wb[2]; /* room for every buffer of the shapes below, so only the shape is refused */
+  float *deq = malloc(64 * 64 * 4);
+  op_weight ow = make_weight(OP_W_F32, 64, 64, 32, deq, wb);
+  gpu_view v = g.v, none = {0};
+  struct {
+    const char *what;
+    int which;
+  } cases[] = {{"E=257", 0}, {"k=9", 1}, {"k>E", 2}, {"parts", 3}, {"T*k over the grid", 4}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    gpu_recorder *r = gpu_recorder_create(th_gpu(), 0);
+    wgllm_status s = WGLLM_OK;
+    op_moe_linear_params p = {.T = 1, .k = 2, .E = 4, .N = 8, .K = 64, .ids = v};
+    switch (cases[i].which) {
+    case 0:
+      s = op_moe_route(r, v, none, v, v, 1, 257, 2, OP_MOE_SOFTMAX_NORM);
+      break;
+    case 1:
+      s = op_moe_lists(r, v, v, 1, 9, 32);
+      break;
+    case 2:
+      s = op_moe_route(r, v, none, v, v, 1, 4, 5, OP_MOE_TOPK_SOFTMAX);
+      break;
+    case 3:
+      ow.n_parts = 2;
+      s = op_moe_linear(r, v, &ow, none, v, &p);
+      ow.n_parts = 0;
+      break;
+    default:
+      p.T = 70000; /* 70000 pairs: a pairs grid past 65535 workgroups along y */
+      p.k = 1;
+      p.N = 1;
+      p.K = 1;
+      s = op_moe_linear(r, v, &ow, none, v, &p);
+      break;
+    }
+    VERIFY(s == WGLLM_ERR_UNSUPPORTED, "%s: %s accepted (status %d: %s)", g_case, cases[i].what, (int)s,
+           gpu_recorder_error(r));
+    gpu_recorder_free(r);
+  }
+  free_weight(wb);
+  free(deq);
+  gb_free(&g);
+  return verdict();
+}
+
+static void cases_moe(void) {
+  static const char *norms[] = {"softmax", "softmax_norm", "topk_softmax"};
+  static const uint32_t Es[] = {8, 32, 128, 256}, ks[] = {1, 2, 4, 8};
+  for (size_t ei = 0; ei < 4; ei++)
+    for (size_t ki = 0; ki < 4; ki++)
+      for (int mode = 0; mode < 3; mode++)
+        for (int pat = 0; pat < 3; pat++) {
+          int scale = mode == 1 && pat == 0; /* Gemma 4: softmax, renormalised, per-expert scale */
+          for (int sc = 0; sc <= scale; sc++) {
+            tcase *c = add_case("moe_route", run_moe_route, "%s%s/T=7,E=%u,k=%u/%s", norms[mode], sc ? "+scale" : "",
+                                Es[ei], ks[ki],
+                                pat == 0   ? "random"
+                                : pat == 1 ? "ties"
+                                           : "all-equal");
+            c->u.moe = (struct moe_case){.T = 7, .E = Es[ei], .k = ks[ki], .mode = mode, .scale = sc, .pat = pat};
+          }
+        }
+  for (int mode = 0; mode < 3; mode++)
+    for (uint32_t T = 1; T <= 512; T += 511)
+      for (int pat = 0; pat < 2; pat++) {
+        tcase *c = add_case("moe_route", run_moe_route, "%s%s/T=%u,E=128,k=8/%s", norms[mode],
+                            mode == 1 ? "+scale" : "", T, pat ? "ties" : "random");
+        c->u.moe = (struct moe_case){.T = T, .E = 128, .k = 8, .mode = mode, .scale = mode == 1, .pat = pat};
+      }
+  static const uint32_t ek[][2] = {{8, 1}, {8, 2}, {32, 4}, {128, 8}, {256, 8}};
+  static const uint32_t Ts[] = {1, 7, 100, 512};
+  for (size_t i = 0; i < 5; i++)
+    for (size_t ti = 0; ti < 4; ti++)
+      for (int pat = 0; pat < 3; pat++) {
+        tcase *c = add_case("moe_lists", run_moe_lists, "T=%u,E=%u,k=%u/%s", Ts[ti], ek[i][0], ek[i][1], MOE_PATS[pat]);
+        c->u.moe = (struct moe_case){.T = Ts[ti], .E = ek[i][0], .k = ek[i][1], .N = 100, .pat = pat};
+      }
+  /* the expert linear: T, k, E, N, K, glu, act, x_pair, bias, pattern; the families' shapes scaled down */
+  static const struct {
+    uint32_t T, k, E, N, K;
+    int glu, act, x_pair, bias, pat, big;
+  } lin[] = {
+      {3, 2, 8, 40, 256, 1, 0, 0, 0, 0, 0},     /* gate/up, SiLU (Qwen3-MoE, Mixtral) */
+      {1, 4, 32, 96, 256, 1, 2, 0, 1, 0, 0},    /* decode, gpt-oss: clamped SwiGLU, biases */
+      {5, 4, 16, 72, 256, 0, 0, 1, 1, 2, 0},    /* down on the pairs' rows, biases, skewed routing */
+      {9, 2, 8, 33, 256, 1, 1, 0, 0, 0, 0},     /* GELU-tanh (Gemma 4), N not a tile multiple */
+      {40, 1, 8, 64, 256, 1, 0, 0, 0, 1, 0},    /* every token to one expert */
+      {37, 8, 64, 48, 512, 1, 2, 0, 1, 1, 0},   /* eight experts of 64 take everything */
+      {512, 8, 128, 64, 256, 1, 0, 0, 0, 0, 1}, /* a prefill chunk of Qwen3-30B-A3B's routing */
+  };
+  static const op_wtype wts[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K};
+  for (size_t li = 0; li < sizeof lin / sizeof lin[0]; li++)
+    for (size_t wi = 0; wi < 6; wi++)
+      for (int route = 0; route < 3; route++) {
+        if (lin[li].big && wi != 0 && wi != 2) continue;
+        tcase *c = add_case("moe_linear", run_moe_linear, "%s/%s/T=%u,k=%u,E=%u,N=%u,K=%u,%s%s%s/%s",
+                            op_wtype_name(wts[wi]), MOE_ROUTES[route], lin[li].T, lin[li].k, lin[li].E, lin[li].N,
+                            lin[li].K, lin[li].glu ? MOE_ACTS[lin[li].act] : "plain", lin[li].x_pair ? ",x=pairs" : "",
+                            lin[li].bias ? ",bias" : "", MOE_PATS[lin[li].pat]);
+        c->u.moe = (struct moe_case){.T = lin[li].T,
+                                     .k = lin[li].k,
+                                     .E = lin[li].E,
+                                     .N = lin[li].N,
+                                     .K = lin[li].K,
+                                     .glu = lin[li].glu,
+                                     .act = lin[li].act,
+                                     .x_pair = lin[li].x_pair,
+                                     .scale = lin[li].bias,
+                                     .pat = lin[li].pat,
+                                     .mode = route,
+                                     .wt = wts[wi]};
+      }
+  static const uint32_t cT[] = {1, 5, 512}, ck[] = {1, 2, 8}, cD[] = {7, 2880};
+  for (size_t ti = 0; ti < 3; ti++)
+    for (size_t ki = 0; ki < 3; ki++)
+      for (size_t di = 0; di < 2; di++)
+        for (int acc = 0; acc < 2; acc++) {
+          tcase *c = add_case("moe_combine", run_moe_combine, "T=%u,k=%u,D=%u%s", cT[ti], ck[ki], cD[di],
+                              acc ? ",residual" : "");
+          c->u.moe = (struct moe_case){.T = cT[ti], .k = ck[ki], .N = cD[di], .glu = acc};
+        }
+  add_case("moe_refuse", run_moe_refuse, "shapes");
+}
+
 /* ---------------------------------------------------------------- driver */
 
 static void build_cases(void) {
@@ -4446,6 +4859,7 @@ static void build_cases(void) {
   cases_gemv_q8();
   cases_embedding();
   cases_glu();
+  cases_moe();
   cases_attention();
   cases_attention_mma();
   cases_attention_ring();

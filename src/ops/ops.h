@@ -385,6 +385,77 @@ typedef struct op_q8_small_plan {
 op_q8_small_plan op_q8_small_choose(uint32_t M, uint32_t N, uint32_t K, uint64_t part_bytes);
 uint64_t op_q8_small_part_bytes(uint32_t M, uint32_t N);
 
+/* Mixture of experts (src/ops/op_moe.c, kernels/moe_*.wgsl; docs/MOE.md shows a model step built from them). A token
+   t's k chosen experts are its slots j = 0..k-1; the pair q = t * k + j names (token, slot), and an expert's output
+   rows are kept in pair order, y [T * k][N], so that no scatter or gather copy is needed between the ops. */
+#define OP_MOE_MAX_EXPERTS 256
+#define OP_MOE_MAX_K 8
+/* Router top-k (kernels/moe_route.wgsl): per token the k largest logits, largest first, the lower expert index first
+   on ties (selected on the logits in every mode: softmax is monotonic), and their weights, m the largest logit:
+   OP_MOE_SOFTMAX: softmax over all E, the chosen probabilities (Qwen3-MoE with norm_topk_prob false);
+   OP_MOE_SOFTMAX_NORM: the same renormalised over the k (Qwen3-MoE norm_topk_prob, Mixtral, Gemma 4);
+   OP_MOE_TOPK_SOFTMAX: softmax over the k chosen logits (gpt-oss).
+   Then, with scale set, w *= scale[id] (Gemma 4's router per_expert_scale, applied after the renormalisation as
+   transformers' Gemma4TextRouter does; its input RMSNorm, scale and hidden_size^-0.5 and the projection are the
+   caller's: op_rms_norm and a linear make the logits). E <= OP_MOE_MAX_EXPERTS, 1 <= k <= min(E, OP_MOE_MAX_K).
+   logits: [T][E] f32; ids: [T][k] u32; weights: [T][k] f32; scale: [E] f32 or none */
+typedef enum op_moe_norm { OP_MOE_SOFTMAX = 0, OP_MOE_SOFTMAX_NORM = 1, OP_MOE_TOPK_SOFTMAX = 2 } op_moe_norm;
+wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gpu_view ids, gpu_view weights,
+                          uint32_t T, uint32_t E, uint32_t k, op_moe_norm norm);
+/* Per-expert lists of the pairs (kernels/moe_lists.wgsl, one workgroup): from ids [T][k] (ids past E - 1 count as
+   E - 1), the counts, their exclusive prefix sum, each expert's pairs in ascending order, and the table of row tiles
+   (OP_MOE_TILE_M pairs of one expert each) the grouped expert linear runs over, all in one u32 buffer `lists` of
+   op_moe_lists_words(T * k, E) words at the word offsets op_moe_lists_layout gives (sizes bounded by the worst case
+   T * k, whatever the routing). lists[0] is the tile count. */
+#define OP_MOE_TILE_M 16 /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
+typedef struct op_moe_lists_layout {
+  uint32_t cnt;  /* [E] pairs an expert */
+  uint32_t off;  /* [E + 1] where an expert's pairs start in ent; off[E] = T * k */
+  uint32_t ent;  /* [T * k] the pairs q = t * k + j, grouped by expert, ascending within one */
+  uint32_t tile; /* [max_tiles][2] a tile's expert and the index in ent of its first pair */
+  uint32_t max_tiles, words;
+} op_moe_lists_layout;
+op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E);
+uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E);
+wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E);
+/* Per-expert indirect dispatch arguments from the lists (kernels/moe_lists.wgsl "indirect"): indirect[e] =
+   (ceil(N / OP_MOE_TILE_N), ceil(count_e / OP_MOE_TILE_M), 1) for the grouped linear of N outputs, (1, 1, 1) for
+   an expert without pairs (never a zero grid: its workgroup exits). indirect: [E][3] u32 */
+#define OP_MOE_TILE_N 32
+wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirect, uint32_t T, uint32_t k, uint32_t E,
+                             uint32_t N);
+/* Expert linear on routed rows (kernels/moe_linear.wgsl): for each pair q = t * k + j routed to expert e,
+   y[q] = W[e] . x[r] (+ bias[e]), r = t (x_pair 0: the tokens' rows, the gate/up projection) or q (x_pair 1: the
+   pairs' rows, the down projection). With glu, W holds each expert's N gate rows then its N up rows (a GGUF file's
+   ffn_gate_exps and ffn_up_exps interleaved per expert at load) and y[q][n] = act(gate + bias, up + bias):
+   OP_MOE_ACT_SILU silu(g) u, OP_MOE_ACT_GELU_TANH gelu_tanh(g) u, OP_MOE_ACT_SWIGLU_OAI (gpt-oss)
+   (clamp(u, -limit, limit) + 1) * g' * sigmoid(alpha g'), g' = min(g, limit) (alpha 1.702, limit 7).
+   Routes: OP_MOE_PAIRS (decode) a GEMV per (pair, 8 outputs) in one dispatch, reading the experts from ids;
+   OP_MOE_TILES (prefill) one dispatch over the worst-case tile grid of the lists (workgroups past lists[0] exit),
+   each tile reading its expert's weights once for OP_MOE_TILE_M pairs; OP_MOE_PER_EXPERT the same tiles as E
+   dispatches, expert e's grid read from indirect[e] (op_moe_indirect for this N).
+   Weights: one piece (no row parts), any storage of op_weight (the whole [E][rows][K] tensor as one [E * rows][K]
+   weight: its rows, group and block checks are a [rows][K] weight's), element indices below 2^32.
+   x: [T][K] or [T * k][K] f32; w: [E][glu ? 2N : N][K]; bias: [E][glu ? 2N : N] f32 or none; y: [T * k][N] f32;
+   ids: [T][k] u32 (OP_MOE_PAIRS); lists: op_moe_lists' (the others); indirect: [E][3] u32 (OP_MOE_PER_EXPERT) */
+typedef enum op_moe_act { OP_MOE_ACT_SILU = 0, OP_MOE_ACT_GELU_TANH = 1, OP_MOE_ACT_SWIGLU_OAI = 2 } op_moe_act;
+typedef enum op_moe_grouping { OP_MOE_PAIRS = 0, OP_MOE_TILES = 1, OP_MOE_PER_EXPERT = 2 } op_moe_grouping;
+typedef struct op_moe_linear_params {
+  uint32_t T, k, E, N, K;
+  int x_pair;
+  int glu;
+  op_moe_act act;
+  float alpha, limit; /* OP_MOE_ACT_SWIGLU_OAI */
+  op_moe_grouping route;
+  gpu_view ids, lists, indirect;
+} op_moe_linear_params;
+wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
+                           const op_moe_linear_params *p);
+/* Weighted combine (kernels/moe_combine.wgsl): out[t] (+)= sum_j weights[t][j] * y[t * k + j], slots in order.
+   y: [T * k][D] f32; weights: [T][k] f32; out: [T][D] f32 (accumulate: the residual, added to) */
+wgllm_status op_moe_combine(gpu_recorder *rec, gpu_view y, gpu_view weights, gpu_view out, uint32_t T, uint32_t k,
+                            uint32_t D, int accumulate);
+
 /* Embedding gather. ids: [n_tokens] u32, table: [V][D] (any op_wtype), out: [n_tokens][D] */
 wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *table, gpu_view out, uint32_t n_tokens,
                           uint32_t D, uint32_t V, float scale);

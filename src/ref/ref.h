@@ -46,6 +46,23 @@ void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, 
 /* the same with u's rows strided by u_stride */
 void ref_glu_strided(const float *x, const float *u, float *out, size_t n, size_t rows, size_t stride, size_t g_off,
                      size_t u_stride, size_t u_off, int act);
+/* Mixture of experts (src/ref/ref_moe.c; the ops of src/ops/op_moe.c). ref_moe_route: per token of logits [T][E]
+   the k largest logits, largest first, the lower index first on ties, into ids [T][k]; weights [T][k] by mode
+   (op_moe_norm: 0 softmax over all E, 1 that renormalised over the k, 2 softmax over the k; in double), times
+   scale[id] when scale is set. ref_moe_lists: counts [E], offsets [E + 1] and each expert's pairs q = t * k + j in
+   ascending order, entries [T * k] (ids past E - 1 count as E - 1). ref_moe_act: the GLU of op_moe_act (0 SiLU, 1
+   GELU-tanh, 2 gpt-oss's clamped SwiGLU). ref_moe_linear: y [T * k][N] for each pair q with expert e = ids[q]:
+   W [E][rows][K] (rows 2N with glu: gate rows then up rows) times x's row q / k (x_pair 0) or q (x_pair 1), plus
+   bias [E][rows] (may be NULL), through ref_moe_act with glu; double sums. ref_moe_combine: out [T][D] = (out +)
+   sum_j w[t][j] y[t * k + j] (accumulate: out's values added). */
+void ref_moe_route(const float *logits, size_t T, size_t E, size_t k, int mode, const float *scale, uint32_t *ids,
+                   float *weights);
+void ref_moe_lists(const uint32_t *ids, size_t T, size_t k, size_t E, uint32_t *counts, uint32_t *offsets,
+                   uint32_t *entries);
+double ref_moe_act(int act, double g, double u, double alpha, double limit);
+void ref_moe_linear(const float *x, int x_pair, const float *w, const float *bias, const uint32_t *ids, size_t T,
+                    size_t k, size_t E, size_t N, size_t K, int glu, int act, float alpha, float limit, float *y);
+void ref_moe_combine(const float *y, const float *w, float *out, size_t T, size_t k, size_t D, int accumulate);
 /* Attention over caches [n_kv][ctx][D] of queries q[t*q_stride + q_off + h*D] at positions pos[t]. */
 void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc, const uint32_t *pos,
                    float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D, size_t ctx, uint32_t window,

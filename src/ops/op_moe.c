@@ -1,0 +1,219 @@
+/* Mixture-of-experts ops: the router's top-k (kernels/moe_route.wgsl), the per-expert pair lists and indirect
+   arguments (kernels/moe_lists.wgsl), the expert linear on routed rows with the gate/up GLU fused
+   (kernels/moe_linear.wgsl: a GEMV per pair for decode, tiles grouped by expert for prefill) and the weighted
+   combine (kernels/moe_combine.wgsl). docs/MOE.md shows how a model step strings them together. */
+#include "ops.h"
+#include <stdio.h>
+
+#define NONE 0xffffffffu
+
+typedef struct route_params {
+  uint32_t T, E, k, mode, has_scale, _p0, _p1, _p2;
+} route_params;
+_Static_assert(sizeof(route_params) == 32, "route_params mirrors the Params block of kernels/moe_route.wgsl");
+typedef struct lists_params {
+  uint32_t np, E, TM, gx, off_cnt, off_off, off_ent, off_tile;
+} lists_params;
+_Static_assert(sizeof(lists_params) == 32, "lists_params mirrors the Params block of kernels/moe_lists.wgsl");
+typedef struct linear_params {
+  uint32_t N, K, k, np, E, rows_w, glu, act, x_pair, has_bias;
+  float alpha, limit;
+  uint32_t expert, off_off, off_ent, off_tile;
+} linear_params;
+_Static_assert(sizeof(linear_params) == 64, "linear_params mirrors the Params block of kernels/moe_linear.wgsl");
+typedef struct combine_params {
+  uint32_t D, T, k, accumulate;
+} combine_params;
+_Static_assert(sizeof(combine_params) == 16, "combine_params mirrors the Params block of kernels/moe_combine.wgsl");
+
+/* the shapes every MoE op shares: E experts, k of them a token, T * k pairs */
+static wgllm_status check_shape(gpu_recorder *rec, const char *who, uint32_t T, uint32_t k, uint32_t E) {
+  if (!T || !k || !E) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape T=%u k=%u E=%u", who, T, k, E);
+  if (E > OP_MOE_MAX_EXPERTS)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u experts (at most %u)", who, E, OP_MOE_MAX_EXPERTS);
+  if (k > OP_MOE_MAX_K || k > E)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: top-%u of %u experts (k at most %u and E)", who, k, E,
+                   OP_MOE_MAX_K);
+  if ((uint64_t)T * k > 0x7fffffffu) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u pairs", who, T, k);
+  return WGLLM_OK;
+}
+
+static wgllm_status check_bytes(gpu_recorder *rec, const char *who, const char *what, gpu_view v, uint64_t bytes) {
+  if (!v.buf) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: no %s buffer", who, what);
+  if (gpu_view_bytes(v) < bytes)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: %s holds %llu bytes, %llu needed", who, what,
+                   (unsigned long long)gpu_view_bytes(v), (unsigned long long)bytes);
+  return WGLLM_OK;
+}
+
+wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gpu_view ids, gpu_view weights,
+                          uint32_t T, uint32_t E, uint32_t k, op_moe_norm norm) {
+  wgllm_status s = check_shape(rec, "moe_route", T, k, E);
+  if (!s && (unsigned)norm > OP_MOE_TOPK_SOFTMAX)
+    s = op_fail(rec, WGLLM_ERR_INTERNAL, "moe_route: normalisation %d unknown", (int)norm);
+  if (!s) s = check_bytes(rec, "moe_route", "logits", logits, (uint64_t)T * E * 4);
+  if (!s && scale.buf) s = check_bytes(rec, "moe_route", "scale", scale, (uint64_t)E * 4);
+  if (!s) s = check_bytes(rec, "moe_route", "ids", ids, (uint64_t)T * k * 4);
+  if (!s) s = check_bytes(rec, "moe_route", "weights", weights, (uint64_t)T * k * 4);
+  if (s) return s;
+  route_params p = {.T = T, .E = E, .k = k, .mode = (uint32_t)norm, .has_scale = scale.buf ? 1u : 0u};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_ROUTE,
+                                              .variant = V_MOE_ROUTE_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrww",
+                                              /* scale unread without has_scale, but the binding must exist */
+                                              .bind = {logits, scale.buf ? scale : logits, ids, weights},
+                                              .groups = T});
+}
+
+op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E) {
+  op_moe_lists_layout l;
+  l.cnt = 4;
+  l.off = l.cnt + E;
+  l.ent = l.off + E + 1;
+  l.tile = l.ent + n_pairs;
+  /* sum_e ceil(c_e / TM) <= floor(sum_e c_e / TM) + (experts with a partial tile, at most min(E, pairs)) */
+  l.max_tiles = n_pairs / OP_MOE_TILE_M + (E < n_pairs ? E : n_pairs);
+  l.words = l.tile + 2 * l.max_tiles;
+  return l;
+}
+
+uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E) { return op_moe_lists_layout_of(n_pairs, E).words; }
+
+static lists_params lists_params_of(uint32_t np, uint32_t E, uint32_t gx) {
+  op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
+  return (lists_params){.np = np,
+                        .E = E,
+                        .TM = OP_MOE_TILE_M,
+                        .gx = gx,
+                        .off_cnt = l.cnt,
+                        .off_off = l.off,
+                        .off_ent = l.ent,
+                        .off_tile = l.tile};
+}
+
+wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E) {
+  wgllm_status s = check_shape(rec, "moe_lists", T, k, E);
+  if (!s) s = check_bytes(rec, "moe_lists", "ids", ids, (uint64_t)T * k * 4);
+  if (!s) s = check_bytes(rec, "moe_lists", "lists", lists, op_moe_lists_words(T * k, E) * 4);
+  if (s) return s;
+  lists_params p = lists_params_of(T * k, E, 0);
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_LISTS,
+                                              .variant = V_MOE_LISTS_LISTS,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rw",
+                                              .bind = {ids, lists},
+                                              .groups = 1});
+}
+
+wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirect, uint32_t T, uint32_t k, uint32_t E,
+                             uint32_t N) {
+  wgllm_status s = check_shape(rec, "moe_indirect", T, k, E);
+  if (!s && !N) s = op_fail(rec, WGLLM_ERR_INTERNAL, "moe_indirect: N=0");
+  if (!s) s = check_bytes(rec, "moe_indirect", "lists", lists, op_moe_lists_words(T * k, E) * 4);
+  if (!s) s = check_bytes(rec, "moe_indirect", "indirect", indirect, (uint64_t)E * 12);
+  if (s) return s;
+  lists_params p = lists_params_of(T * k, E, (N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N);
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_LISTS,
+                                              .variant = V_MOE_LISTS_INDIRECT,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rw",
+                                              .bind = {lists, indirect},
+                                              .groups = (E + 255) / 256});
+}
+
+wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
+                           const op_moe_linear_params *mp) {
+  const char *who = "moe_linear";
+  uint32_t T = mp->T, k = mp->k, E = mp->E, N = mp->N, K = mp->K, np = T * k;
+  wgllm_status s = check_shape(rec, who, T, k, E);
+  if (s) return s;
+  if (!N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape N=%u K=%u", who, N, K);
+  if ((unsigned)mp->route > OP_MOE_PER_EXPERT || (mp->glu && (unsigned)mp->act > OP_MOE_ACT_SWIGLU_OAI))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: route %d / activation %d unknown", who, (int)mp->route, (int)mp->act);
+  if (w->n_parts)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: a weight in %u row parts (one piece only)", who, w->n_parts);
+  uint32_t rows_w = mp->glu ? 2 * N : N;
+  if ((uint64_t)E * rows_w * K > 0xffffffffull)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u x %u weight elements past a u32 index", who, E, rows_w, K);
+  if ((s = op_check_weight(rec, who, w, E * rows_w, K))) return s;
+  if ((s = check_bytes(rec, who, "x", x, (uint64_t)(mp->x_pair ? np : T) * K * 4))) return s;
+  if ((s = check_bytes(rec, who, "y", y, (uint64_t)np * N * 4))) return s;
+  if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * rows_w * 4))) return s;
+  op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
+  linear_params p = {.N = N,
+                     .K = K,
+                     .k = k,
+                     .np = np,
+                     .E = E,
+                     .rows_w = rows_w,
+                     .glu = mp->glu ? 1u : 0u,
+                     .act = mp->glu ? (uint32_t)mp->act : 0u,
+                     .x_pair = mp->x_pair ? 1u : 0u,
+                     .has_bias = bias.buf ? 1u : 0u,
+                     .alpha = mp->alpha,
+                     .limit = mp->limit,
+                     .expert = NONE,
+                     .off_off = l.off,
+                     .off_ent = l.ent,
+                     .off_tile = l.tile};
+  gpu_view route = mp->route == OP_MOE_PAIRS ? mp->ids : mp->lists;
+  if (mp->route == OP_MOE_PAIRS)
+    s = check_bytes(rec, who, "ids", route, (uint64_t)np * 4);
+  else
+    s = check_bytes(rec, who, "lists", route, (uint64_t)l.words * 4);
+  if (!s && mp->route == OP_MOE_PER_EXPERT) s = check_bytes(rec, who, "indirect", mp->indirect, (uint64_t)E * 12);
+  if (s) return s;
+  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
+  uint32_t gx = mp->route == OP_MOE_PAIRS ? (N + 7) / 8 : (N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N;
+  uint32_t gy = mp->route == OP_MOE_PAIRS ? np : l.max_tiles;
+  if (gx > maxg || gy > maxg)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit %u", who, gx, gy, maxg);
+  gpu_constant c[1];
+  int nc = 0;
+  if (w->type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)w->group};
+  char variant[48];
+  snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(w->type), mp->route == OP_MOE_PAIRS ? "" : "_tile");
+  int scales = w->type == OP_W_Q4 || w->type == OP_W_Q8;
+  op_dispatch_args a = {.kernel = K_MOE_LINEAR,
+                        .variant = variant,
+                        .params = &p,
+                        .params_size = sizeof p,
+                        .consts = nc ? c : NULL,
+                        .n_consts = nc,
+                        .access = scales ? "rrrrwr" : "rrrrw",
+                        /* bias unread without has_bias, but the binding must exist */
+                        .bind = {x, w->data, bias.buf ? bias : x, route, y, scales ? w->scales : (gpu_view){0}},
+                        .grid = {gx, gy}};
+  if (mp->route != OP_MOE_PER_EXPERT) return op_dispatch(rec, &a);
+  for (uint32_t e = 0; !s && e < E; e++) {
+    p.expert = e;
+    gpu_view ind = {mp->indirect.buf, mp->indirect.offset + (uint64_t)e * 12, 12};
+    a.indirect = &ind;
+    s = op_dispatch(rec, &a);
+  }
+  return s;
+}
+
+wgllm_status op_moe_combine(gpu_recorder *rec, gpu_view y, gpu_view weights, gpu_view out, uint32_t T, uint32_t k,
+                            uint32_t D, int accumulate) {
+  wgllm_status s = check_shape(rec, "moe_combine", T, k, k);
+  if (!s && !D) s = op_fail(rec, WGLLM_ERR_INTERNAL, "moe_combine: D=0");
+  if (!s && T > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+    s = op_fail(rec, WGLLM_ERR_UNSUPPORTED, "moe_combine: %u tokens exceed the grid limit", T);
+  if (!s) s = check_bytes(rec, "moe_combine", "y", y, (uint64_t)T * k * D * 4);
+  if (!s) s = check_bytes(rec, "moe_combine", "weights", weights, (uint64_t)T * k * 4);
+  if (!s) s = check_bytes(rec, "moe_combine", "out", out, (uint64_t)T * D * 4);
+  if (s) return s;
+  combine_params p = {.D = D, .T = T, .k = k, .accumulate = accumulate ? 1u : 0u};
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_COMBINE,
+                                              .variant = V_MOE_COMBINE_F32,
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .access = "rrw",
+                                              .bind = {y, weights, out},
+                                              .grid = {(D + 255) / 256, T}});
+}
