@@ -4758,6 +4758,102 @@ static case_result run_moe_refuse(const tcase *c) {
   return verdict();
 }
 
+/* A whole MoE block in one recording, as a model step strings the ops (docs/MOE.md): route, (lists, indirect,)
+   gate/up with the GLU, down with biases on the pairs' rows, combine into the residual; against the references
+   chained the same way on the same logits. The ids must match exactly; the block's output to a relative L2 error of
+   1e-5 (CONFORMANCE.md's measure; each op's own bound is checked by its cases above). */
+static case_result run_moe_block(const tcase *c) {
+  size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k, np = T * k, H = c->u.moe.K, I = c->u.moe.N;
+  op_moe_grouping route = (op_moe_grouping)c->u.moe.mode;
+  int act = c->u.moe.act;
+  op_moe_norm norm = act == 2 ? OP_MOE_TOPK_SOFTMAX : OP_MOE_SOFTMAX_NORM;
+  const float alpha = 1.702f, limit = 7.0f;
+  float *l = rnd(T * E, -3, 3), *x = rnd(T * H, -1, 1), *res = rnd(T * H, -1, 1);
+  float *wgu = malloc(E * 2 * I * H * 4 + 4), *wd = malloc(E * H * I * 4 + 4);
+  float *bgu = rnd(E * 2 * I, -0.2f, 0.2f), *bd = rnd(E * H, -0.2f, 0.2f);
+  gbuf wb1[2], wb2[2];
+  op_weight w1 = make_weight(c->u.moe.wt, E * 2 * I, H, 32, wgu, wb1),
+            w2 = make_weight(c->u.moe.wt, E * H, I, 32, wd, wb2);
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
+  gbuf gl = gb_in(l, T * E * 4), gx = gb_in(x, T * H * 4), go = gb_io(res, T * H * 4), gb1 = gb_in(bgu, E * 2 * I * 4),
+       gb2 = gb_in(bd, E * H * 4);
+  gbuf gids = gb_out(np * 4), gw = gb_out(np * 4), glists = gb_out((size_t)lay.words * 4), gind1 = gb_out(E * 12),
+       gind2 = gb_out(E * 12), gh = gb_out(np * I * 4), gy = gb_out(np * H * 4);
+  gpu_recorder *r = rec_new();
+  uint32_t T32 = (uint32_t)T, k32 = (uint32_t)k, E32 = (uint32_t)E;
+  wgllm_status s = op_moe_route(r, gl.v, (gpu_view){0}, gids.v, gw.v, T32, E32, k32, norm);
+  if (!s && route != OP_MOE_PAIRS) s = op_moe_lists(r, gids.v, glists.v, T32, k32, E32);
+  if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind1.v, T32, k32, E32, (uint32_t)I);
+  if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind2.v, T32, k32, E32, (uint32_t)H);
+  op_moe_linear_params p = {.T = T32,
+                            .k = k32,
+                            .E = E32,
+                            .N = (uint32_t)I,
+                            .K = (uint32_t)H,
+                            .glu = 1,
+                            .act = (op_moe_act)act,
+                            .alpha = alpha,
+                            .limit = limit,
+                            .route = route,
+                            .ids = gids.v,
+                            .lists = glists.v,
+                            .indirect = gind1.v};
+  if (!s) s = op_moe_linear(r, gx.v, &w1, gb1.v, gh.v, &p);
+  p.N = (uint32_t)H;
+  p.K = (uint32_t)I;
+  p.glu = 0;
+  p.x_pair = 1;
+  p.indirect = gind2.v;
+  if (!s) s = op_moe_linear(r, gh.v, &w2, gb2.v, gy.v, &p);
+  if (!s) s = op_moe_combine(r, gy.v, gw.v, go.v, T32, k32, (uint32_t)H, 1);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  traffic(weight_bytes(c->u.moe.wt, (double)E * 2 * I, H, 32) + weight_bytes(c->u.moe.wt, (double)E * H, I, 32), 0);
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    uint32_t *ids = malloc(np * 4);
+    float *wt = malloc(np * 4), *h = malloc(np * I * 4), *y = malloc(np * H * 4), *want = malloc(T * H * 4);
+    ref_moe_route(l, T, E, k, (int)norm, NULL, ids, wt);
+    ref_moe_linear(x, 0, wgu, bgu, ids, T, k, E, I, H, 1, act, alpha, limit, h);
+    ref_moe_linear(h, 1, wd, bd, ids, T, k, E, H, I, 0, 0, alpha, limit, y);
+    memcpy(want, res, T * H * 4);
+    ref_moe_combine(y, wt, want, T, k, H, 1);
+    const uint32_t *got_ids = gb_fetch(&gids);
+    CHECK(!memcmp(got_ids, ids, np * 4), "%s: the router's ids differ", g_case);
+    const float *got = gb_fetch(&go);
+    double d2 = 0, r2 = 0;
+    size_t nonfinite = 0;
+    for (size_t i = 0; i < T * H; i++) {
+      nonfinite += !isfinite(got[i]);
+      d2 += ((double)got[i] - want[i]) * ((double)got[i] - want[i]);
+      r2 += (double)want[i] * want[i];
+    }
+    CHECK(nonfinite == 0 && sqrt(d2 / r2) <= 1e-5, "%s: %zu non-finite, relative L2 error %.3g", g_case, nonfinite,
+          sqrt(d2 / r2));
+    free(ids);
+    free(wt);
+    free(h);
+    free(y);
+    free(want);
+  }
+  gb_guards(&go, "out");
+  gb_guards(&gy, "y");
+  gb_guards(&gh, "h");
+  gbuf *all[] = {&gl, &gx, &go, &gb1, &gb2, &gids, &gw, &glists, &gind1, &gind2, &gh, &gy};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    gb_free(all[i]);
+  free_weight(wb1);
+  free_weight(wb2);
+  free(l);
+  free(x);
+  free(res);
+  free(wgu);
+  free(wd);
+  free(bgu);
+  free(bd);
+  return verdict();
+}
+
 static void cases_moe(void) {
   static const char *norms[] = {"softmax", "softmax_norm", "topk_softmax"};
   static const uint32_t Es[] = {8, 32, 128, 256}, ks[] = {1, 2, 4, 8};
@@ -4835,6 +4931,25 @@ static void cases_moe(void) {
           c->u.moe = (struct moe_case){.T = cT[ti], .k = ck[ki], .N = cD[di], .glu = acc};
         }
   add_case("moe_refuse", run_moe_refuse, "shapes");
+  /* whole blocks: T, k, E, I (the experts' width), H; SiLU with Qwen3-MoE's routing, gpt-oss's SwiGLU with its own */
+  static const uint32_t blk[][5] = {{1, 8, 64, 256, 256}, {3, 4, 16, 256, 512}, {100, 8, 32, 256, 256}};
+  static const op_wtype bwt[] = {OP_W_F32, OP_W_Q4, OP_W_Q4_K};
+  for (size_t bi = 0; bi < 3; bi++)
+    for (size_t wi = 0; wi < 3; wi++)
+      for (int route = 0; route < 3; route++)
+        for (int act = 0; act <= 2; act += 2) {
+          tcase *c =
+              add_case("moe_block", run_moe_block, "%s/%s/%s/T=%u,k=%u,E=%u,I=%u,H=%u", op_wtype_name(bwt[wi]),
+                       MOE_ROUTES[route], MOE_ACTS[act], blk[bi][0], blk[bi][1], blk[bi][2], blk[bi][3], blk[bi][4]);
+          c->u.moe = (struct moe_case){.T = blk[bi][0],
+                                       .k = blk[bi][1],
+                                       .E = blk[bi][2],
+                                       .N = blk[bi][3],
+                                       .K = blk[bi][4],
+                                       .mode = route,
+                                       .act = act,
+                                       .wt = bwt[wi]};
+        }
 }
 
 /* ---------------------------------------------------------------- driver */
