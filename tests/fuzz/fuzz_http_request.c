@@ -1,11 +1,12 @@
 /* Fuzz harness: the request bodies `wgllm serve` takes from the network, through its pure parsers
-   (tools/serve/serve_openai.c). The first byte picks the endpoint (chat completions, completions, tokenize,
-   detokenize), the rest is the body. An accepted request must hold what the scheduler relies on: max_tokens within
-   [1, the limit], sampling values in their ranges, at most the limit of non-empty stop strings (NUL bytes kept: their
-   lengths carried), a completion prompt as valid UTF-8 text or ids from 0 (never both), a chat JSON that parses back
-   with a messages array; its answers (the completion object, a stream chunk) must be JSON that parses back. A refused
-   one must come with a 4xx/5xx status and a message, and serve_error_json must give an error object. */
+   (tools/serve/serve_openai.c, serve_embed.c). The first byte picks the endpoint (chat completions, completions,
+   tokenize, detokenize, embeddings), the rest is the body. An accepted request must hold what the scheduler relies on:
+   max_tokens within [1, the limit], sampling values in their ranges, at most the limit of non-empty stop strings (NUL
+   bytes kept: their lengths carried), a completion prompt as valid UTF-8 text or ids from 0 (never both), a chat JSON
+   that parses back with a messages array; its answers (the completion object, a stream chunk) must be JSON that parses
+   back. A refused one must come with a 4xx/5xx status and a message, and serve_error_json must give an error object. */
 #include "fuzz_util.h"
+#include "serve_embed.h"
 #include "serve_openai.h"
 #include "wgllm.h"
 #include <cjson/cJSON.h>
@@ -78,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   serve_limits lim = {.max_tokens = 512, .max_stop = 4, .max_stop_bytes = 256, .max_prompt_ids = 512};
   serve_error e;
   memset(&e, 0, sizeof e);
-  switch (data[0] % 4) {
+  switch (data[0] % 5) {
   case 0:
   case 1: {
     serve_request r;
@@ -98,6 +99,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (serve_parse_tokenize(body, len, &t, &e) == 0) {
       FUZZ_CHECK(t.content && strlen(t.content) <= t.content_len && !t.content[t.content_len], "content length");
       FUZZ_CHECK(serve_utf8_invalid_at(t.content, t.content_len) < 0, "content is not valid UTF-8");
+      FUZZ_CHECK(strlen(t.model) < sizeof t.model, "model");
       free(t.content);
     } else {
       check_refusal(&e);
@@ -108,7 +110,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   case 3: {
     int32_t *ids;
     size_t n;
-    if (serve_parse_detokenize(body, len, 4096, &ids, &n, &e) == 0) {
+    char model[SERVE_MODEL_NAME_MAX];
+    if (serve_parse_detokenize(body, len, 4096, &ids, &n, model, &e) == 0) {
       FUZZ_CHECK(n <= 4096 && (n == 0 || ids), "%zu ids", n);
       for (size_t i = 0; i < n; i++)
         FUZZ_CHECK(ids[i] >= 0, "id %zu is %d", i, ids[i]);
@@ -116,6 +119,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
       check_refusal(&e);
       FUZZ_CHECK(!ids, "a refusal left ids");
+    }
+    break;
+  }
+  case 4: { /* POST /v1/embeddings: every input text (valid UTF-8, its length carried) or ids from 0, 1 to 2048 */
+    serve_request r;
+    if (serve_parse_request(SERVE_KIND_EMBEDDING, body, len, &lim, &r, &e) == 0) {
+      const serve_embed *em = r.embed;
+      FUZZ_CHECK(r.model && em && em->n >= 1 && em->n <= SERVE_EMBED_MAX_INPUTS, "%zu inputs", em ? em->n : 0);
+      for (size_t i = 0; i < em->n; i++) {
+        FUZZ_CHECK((em->text[i] != NULL) != (em->ids[i] != NULL), "input %zu: text %p, ids %p", i, (void *)em->text[i],
+                   (void *)em->ids[i]);
+        if (em->text[i])
+          FUZZ_CHECK(serve_utf8_invalid_at(em->text[i], em->text_len[i]) < 0, "input %zu is not valid UTF-8", i);
+        for (size_t k = 0; em->ids[i] && k < em->n_ids[i]; k++)
+          FUZZ_CHECK(em->ids[i][k] >= 0, "input %zu id %zu is %d", i, k, em->ids[i][k]);
+      }
+      serve_request_free(&r);
+    } else {
+      fuzz_note("refused: %s", e.message);
+      check_refusal(&e);
+      FUZZ_CHECK(!r.model && !r.embed, "a refusal left allocations");
     }
     break;
   }

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,12 @@ struct serve_exchange {
   void *model_ref;          /* the router's hold on it, or NULL */
   serve_request pending;    /* X_LOADING: the parsed request, handed to the scheduler once its model is loaded */
   int pending_set;
+  serve_tokenize_request tok; /* X_LOADING on /tokenize: the parsed request (tok_set) */
+  int tok_set;
+  int32_t *detok_ids; /* X_LOADING on /detokenize: the ids (detok_n) */
+  size_t detok_n;
+  char model_query[SERVE_MODEL_NAME_MAX]; /* GET /props, /slots: the query's model=NAME ("": the default) */
+  int model_query_long;                   /* ... cut short: it was longer than any model's name */
   serve_task *task;
   serve_task **siblings; /* n > 1: the other choices' tasks (n_siblings; answered whole, with task's) */
   uint32_t n_siblings;
@@ -272,6 +279,10 @@ serve_exchange *serve_exchange_begin(serve_handler *h, const serve_head *hd) {
   x->h = h;
   x->sched = h->sched;
   const char *method = hd->method, *url = hd->path, *content_length = hd->content_length;
+  if (hd->model_query) {
+    snprintf(x->model_query, sizeof x->model_query, "%s", hd->model_query);
+    x->model_query_long = strlen(hd->model_query) >= sizeof x->model_query; /* names no model (404) */
+  }
   snprintf(x->method, sizeof x->method, "%s", method);
   snprintf(x->url, sizeof x->url, "%s", url);
   int known = 0, post = !strcmp(method, "POST"), post_route = 0;
@@ -491,6 +502,57 @@ static void submit(serve_exchange *x, serve_request *req, const char *id, const 
   x->state = X_TASK;
 }
 
+/* The model a request names (NULL or "": the default) for x->sched: 0 it is there (one model: x->sched is the
+   handler's), 1 it is being loaded (X_LOADING: loaded() goes on), -1 answered (404 for a name not served). */
+static int use_model(serve_exchange *x, const char *name) {
+  serve_handler *h = x->h;
+  serve_error e;
+  if (h->cfg.router.acquire) { /* several models: the one it names, loaded first if it is not */
+    if (h->cfg.router.acquire(h->cfg.router.user, name, &x->model_ref, &e)) {
+      answer_error(x, &e);
+      return -1;
+    }
+    x->state = X_LOADING;
+    return 1;
+  }
+  if (name && name[0] && strcmp(name, h->cfg.model_id)) { /* vLLM's and OpenAI's 404 for a model not served */
+    serve_fail(&e, 404, "invalid_request_error", "model", "model_not_found",
+               "the model '%.200s' does not exist: this server serves '%s' (GET /v1/models)", name, h->cfg.model_id);
+    answer_error(x, &e);
+    return -1;
+  }
+  x->sched = h->sched;
+  return 0;
+}
+
+static void tokenize_on(serve_exchange *x);
+static void detokenize_on(serve_exchange *x);
+static void props_on(serve_exchange *x, const char *id, const serve_limits *lim);
+static void slots_on(serve_exchange *x);
+
+/* The request goes on on x->sched, its model's (id: the model's name in answers; lim: its limits where they are not
+   the handler's, or NULL) */
+static void go_on(serve_exchange *x, const char *id, const serve_limits *lim) {
+  switch (x->route) {
+  case ROUTE_TOKENIZE:
+    tokenize_on(x);
+    return;
+  case ROUTE_DETOKENIZE:
+    detokenize_on(x);
+    return;
+  case ROUTE_PROPS:
+    props_on(x, id, lim);
+    return;
+  case ROUTE_SLOTS:
+    slots_on(x);
+    return;
+  default:
+    x->pending_set = 0;
+    if (lim) serve_request_fit(&x->pending, lim); /* max_tokens to the model's limit (its context) */
+    submit(x, &x->pending, id, lim);
+  }
+}
+
 /* X_LOADING: the request's model is loaded (or failed to): the request goes on, or is answered */
 static void loaded(serve_exchange *x) {
   const serve_router *r = &x->h->cfg.router;
@@ -500,15 +562,12 @@ static void loaded(serve_exchange *x) {
   serve_error e;
   int st = r->ready(r->user, x->model_ref, &sched, &id, &lim, &e);
   if (st > 0) return; /* still loading */
-  x->pending_set = 0;
   if (st < 0) {
-    serve_request_free(&x->pending);
-    answer_error(x, &e);
+    answer_error(x, &e); /* what it waited with is freed with the exchange */
     return;
   }
   x->sched = sched;
-  serve_request_fit(&x->pending, lim); /* max_tokens to the model's limit (its context) */
-  submit(x, &x->pending, id, lim);
+  go_on(x, id, lim);
 }
 
 static void generate(serve_exchange *x) {
@@ -526,27 +585,13 @@ static void generate(serve_exchange *x) {
     answer_error(x, &e);
     return;
   }
-  if (h->cfg.router.acquire) { /* several models: the one it names, loaded first if it is not */
-    if (h->cfg.router.acquire(h->cfg.router.user, req.model, &x->model_ref, &e)) {
-      serve_request_free(&req);
-      answer_error(x, &e);
-      return;
-    }
-    x->pending = req;
-    x->pending_set = 1;
-    x->state = X_LOADING;
+  x->pending = req;
+  x->pending_set = 1;
+  int rc = use_model(x, req.model);
+  if (rc > 0)
     loaded(x);
-    return;
-  }
-  if (req.model[0] && strcmp(req.model, h->cfg.model_id)) { /* vLLM's and OpenAI's 404 for a model not served */
-    serve_fail(&e, 404, "invalid_request_error", "model", "model_not_found",
-               "the model '%.200s' does not exist: this server serves '%s' (GET /v1/models)", req.model,
-               h->cfg.model_id);
-    serve_request_free(&req);
-    answer_error(x, &e);
-    return;
-  }
-  submit(x, &req, h->cfg.model_id, NULL);
+  else if (!rc)
+    go_on(x, h->cfg.model_id, NULL);
 }
 
 /* a growing JSON text (the answer of /tokenize, written without a cJSON node per token) */
@@ -577,12 +622,26 @@ static void jb_put(jbuf *b, const char *s, size_t n) {
 
 static void jb_printf(jbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void jb_printf(jbuf *b, const char *fmt, ...) {
-  char t[64];
+  char t[128];
   va_list ap;
   va_start(ap, fmt);
   int n = vsnprintf(t, sizeof t, fmt, ap);
   va_end(ap);
-  if (n > 0) jb_put(b, t, (size_t)n < sizeof t ? (size_t)n : sizeof t - 1);
+  if (n <= 0) return;
+  if ((size_t)n < sizeof t) {
+    jb_put(b, t, (size_t)n);
+    return;
+  }
+  char *big = malloc((size_t)n + 1); /* a longer text (a /metrics line with its help and label) */
+  if (!big) {
+    b->oom = 1;
+    return;
+  }
+  va_start(ap, fmt);
+  vsnprintf(big, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  jb_put(b, big, (size_t)n);
+  free(big);
 }
 
 /* a piece as JSON: its text when that is valid UTF-8 (escaped), else its bytes (llama-server's form) */
@@ -609,10 +668,10 @@ static void jb_piece(jbuf *b, const char *p, size_t n) {
 
 /* The model's vocabulary (serve_sched_vocab_lock), or NULL with the answer a 503 naming the device loss */
 static const wgllm_vocab *vocab_lock(serve_exchange *x) {
-  const wgllm_vocab *v = serve_sched_vocab_lock(x->h->sched);
+  const wgllm_vocab *v = serve_sched_vocab_lock(x->sched);
   char why[768] = "the model is not loaded";
   if (!v) {
-    serve_sched_unavailable(x->h->sched, why, sizeof why);
+    serve_sched_unavailable(x->sched, why, sizeof why);
     answer_fail(x, 503, "unavailable_error", "device_lost", "%s", why);
   }
   return v;
@@ -622,14 +681,24 @@ static const wgllm_vocab *vocab_lock(serve_exchange *x) {
    (serve_sched_vocab_lock: its error message is one buffer). The answer is written as text, a few bytes a token;
    with_pieces answers at most SERVE_MAX_PIECES tokens (413 past it). */
 static void tokenize(serve_exchange *x) {
-  serve_handler *h = x->h;
-  serve_tokenize_request tr;
   serve_error e;
-  if (serve_parse_tokenize(x->body ? x->body : "", x->len, &tr, &e)) {
+  if (serve_parse_tokenize(x->body ? x->body : "", x->len, &x->tok, &e)) {
     answer_error(x, &e);
     return;
   }
+  x->tok_set = 1;
   body_free(x); /* not needed any more: a large one is freed before the ids and the answer are made */
+  int rc = use_model(x, x->tok.model);
+  if (rc > 0)
+    loaded(x);
+  else if (!rc)
+    tokenize_on(x);
+}
+
+/* /tokenize on its model's vocabulary (x->sched) */
+static void tokenize_on(serve_exchange *x) {
+  serve_tokenize_request tr = x->tok;
+  x->tok_set = 0;
   size_t n = 0;
   int32_t *ids = NULL;
   const wgllm_vocab *v = vocab_lock(x);
@@ -642,7 +711,7 @@ static void tokenize(serve_exchange *x) {
   if (!st) st = wgllm_vocab_tokenize(v, tr.content, tr.content_len, tr.add_special, tr.parse_special, ids, n, &n);
   char msg[512];
   snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(v) : "");
-  serve_sched_vocab_unlock(h->sched);
+  serve_sched_vocab_unlock(x->sched);
   free(tr.content);
   if (!st && tr.with_pieces && n > SERVE_MAX_PIECES) {
     free(ids);
@@ -662,9 +731,9 @@ static void tokenize(serve_exchange *x) {
     size_t len = 0;
     const char *text = NULL;
     char *dec = NULL;
-    const wgllm_vocab *pv = serve_sched_vocab_lock(h->sched); /* NULL: the device lost meanwhile (no piece) */
+    const wgllm_vocab *pv = serve_sched_vocab_lock(x->sched); /* NULL: the device lost meanwhile (no piece) */
     if (pv && wgllm_vocab_detokenize(pv, &ids[i], 1, &dec, &len) == WGLLM_OK) text = dec;
-    if (pv) serve_sched_vocab_unlock(h->sched);
+    if (pv) serve_sched_vocab_unlock(x->sched);
     jb_printf(&b, "%s{\"id\":%d", i ? "," : "", ids[i]);
     if (text) {
       jb_put(&b, ",\"piece\":", 9);
@@ -686,16 +755,28 @@ static void tokenize(serve_exchange *x) {
 }
 
 static void detokenize(serve_exchange *x) {
-  serve_handler *h = x->h;
-  int32_t *ids;
-  size_t n;
   serve_error e;
-  int bad = serve_parse_detokenize(x->body ? x->body : "", x->len, h->cfg.max_body, &ids, &n, &e);
+  char model[SERVE_MODEL_NAME_MAX];
+  int bad =
+      serve_parse_detokenize(x->body ? x->body : "", x->len, x->h->cfg.max_body, &x->detok_ids, &x->detok_n, model, &e);
   body_free(x);
   if (bad) {
     answer_error(x, &e);
     return;
   }
+  int rc = use_model(x, model);
+  if (rc > 0)
+    loaded(x);
+  else if (!rc)
+    detokenize_on(x);
+}
+
+/* /detokenize on its model's vocabulary (x->sched) */
+static void detokenize_on(serve_exchange *x) {
+  serve_error e;
+  int32_t *ids = x->detok_ids;
+  size_t n = x->detok_n;
+  x->detok_ids = NULL;
   const wgllm_vocab *v = vocab_lock(x);
   if (!v) {
     free(ids);
@@ -705,7 +786,7 @@ static void detokenize(serve_exchange *x) {
   for (size_t i = 0; i < n; i++)
     if ((size_t)ids[i] >= nv) {
       int32_t bad_id = ids[i];
-      serve_sched_vocab_unlock(h->sched);
+      serve_sched_vocab_unlock(x->sched);
       free(ids);
       serve_fail(&e, 400, "invalid_request_error", "tokens", NULL, "token %zu is id %d, outside the vocabulary of %zu",
                  i, bad_id, nv);
@@ -717,7 +798,7 @@ static void detokenize(serve_exchange *x) {
   wgllm_status st = wgllm_vocab_detokenize(v, ids, n, &text, &len);
   char msg[512];
   snprintf(msg, sizeof msg, "%s", st ? wgllm_vocab_error(v) : "");
-  serve_sched_vocab_unlock(h->sched);
+  serve_sched_vocab_unlock(x->sched);
   free(ids);
   if (st) {
     answer_fail(x, 400, "invalid_request_error", NULL, "%s", msg);
@@ -766,23 +847,23 @@ static void models(serve_exchange *x) {
 
 static const char defaults_body[] = "{\"messages\":[{\"role\":\"user\",\"content\":\"\"}]}";
 
-/* llama-server's /props: the model, the context, the sessions, a request's defaults */
-static void props(serve_exchange *x) {
+/* llama-server's /props: the model (?model=NAME, else the default), the context, the sessions, a request's defaults */
+static void props_on(serve_exchange *x, const char *id, const serve_limits *lim) {
   const serve_handler_config *c = &x->h->cfg;
   serve_sched_metrics m;
-  serve_sched_get_metrics(x->h->sched, &m);
+  serve_sched_get_metrics(x->sched, &m);
   cJSON *o = cJSON_CreateObject(), *d = cJSON_CreateObject(), *p = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "model_alias", c->model_id);
+  cJSON_AddStringToObject(o, "model_alias", id);
   cJSON_AddNumberToObject(o, "n_ctx", m.context);
   cJSON_AddNumberToObject(o, "total_slots", m.parallel);
   cJSON_AddStringToObject(o, "build_info", wgllm_version());
-  cJSON_AddStringToObject(o, "tool_format", serve_sched_tool_format(x->h->sched));
+  cJSON_AddStringToObject(o, "tool_format", serve_sched_tool_format(x->sched));
   cJSON_AddItemToObject(o, "default_generation_settings", d);
   cJSON_AddNumberToObject(d, "n_ctx", m.context);
   cJSON_AddItemToObject(d, "params", p);
   serve_request def; /* the defaults serve_parse_request gives a request that sets nothing */
   serve_error e;
-  if (!serve_parse_request(SERVE_KIND_CHAT, defaults_body, strlen(defaults_body), &c->limits, &def, &e)) {
+  if (!serve_parse_request(SERVE_KIND_CHAT, defaults_body, strlen(defaults_body), lim ? lim : &c->limits, &def, &e)) {
     /* the floats as written (0.8, not 0.800000011920929) */
     cJSON_AddNumberToObject(p, "temperature", round(def.temperature * 1e6) / 1e6);
     cJSON_AddNumberToObject(p, "top_k", def.top_k);
@@ -796,12 +877,12 @@ static void props(serve_exchange *x) {
   answer(x, 200, print_json(o));
 }
 
-/* llama-server's /slots: a session each, idle or processing */
-static void slots(serve_exchange *x) {
+/* llama-server's /slots: a session each of the model (?model=NAME, else the default), idle or processing */
+static void slots_on(serve_exchange *x) {
   serve_sched_metrics m;
-  serve_sched_get_metrics(x->h->sched, &m);
+  serve_sched_get_metrics(x->sched, &m);
   serve_slot_info *info = calloc(m.parallel ? m.parallel : 1, sizeof *info);
-  uint32_t n = info ? serve_sched_slots(x->h->sched, info, m.parallel) : 0;
+  uint32_t n = info ? serve_sched_slots(x->sched, info, m.parallel) : 0;
   cJSON *a = cJSON_CreateArray();
   for (uint32_t k = 0; info && a && k < n; k++) {
     cJSON *s = cJSON_CreateObject();
@@ -822,54 +903,126 @@ static void slots(serve_exchange *x) {
   answer(x, 200, info || !m.parallel ? print_json(a) : (cJSON_Delete(a), NULL));
 }
 
-/* Prometheus' text format: counters since the start, gauges now */
-static void metrics(serve_exchange *x) {
+/* a Prometheus label set {model="NAME"} (backslash, quote and newline escaped), or "" for name NULL */
+static void prom_label(char *out, size_t cap, const char *name) {
+  size_t k = 0;
+  out[0] = 0;
+  if (!name) return;
+  k += (size_t)snprintf(out, cap, "{model=\"");
+  for (const char *p = name; *p && k + 4 < cap; p++) {
+    if (*p == '\\' || *p == '"')
+      out[k++] = '\\', out[k++] = *p;
+    else if (*p == '\n')
+      out[k++] = '\\', out[k++] = 'n';
+    else
+      out[k++] = *p;
+  }
+  snprintf(out + k, cap - k, "\"}");
+}
+
+/* /metrics' view of one model */
+typedef struct model_metrics {
+  char name[SERVE_MODEL_NAME_MAX];
   serve_sched_metrics m;
-  serve_sched_get_metrics(x->h->sched, &m);
+} model_metrics;
+typedef struct metrics_list {
+  model_metrics *a;
+  size_t n, cap;
+  int oom;
+} metrics_list;
+
+static void add_model_metrics(void *ud, serve_sched *s, const char *name) {
+  metrics_list *l = ud;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 8;
+    model_metrics *a = realloc(l->a, cap * sizeof *a);
+    if (!a) {
+      l->oom = 1;
+      return;
+    }
+    l->a = a, l->cap = cap;
+  }
+  snprintf(l->a[l->n].name, sizeof l->a[l->n].name, "%s", name);
+  serve_sched_get_metrics(s, &l->a[l->n++].m);
+}
+
+/* Prometheus' text format: counters since the start, gauges now; a server of several models gives a series for each
+   model loaded, labelled model="NAME" */
+static void metrics(serve_exchange *x) {
+  const serve_router *r = &x->h->cfg.router;
+  metrics_list l = {0};
+  if (r->each)
+    r->each(r->user, add_model_metrics, &l);
+  else
+    add_model_metrics(&l, x->h->sched, x->h->cfg.model_id);
+  if (l.oom) {
+    free(l.a);
+    answer_fail(x, 500, "server_error", NULL, "out of memory");
+    return;
+  }
   jbuf b = {0};
-  char t[512];
   struct {
     const char *name, *type, *help;
-    double v;
+    size_t at; /* the offset of its value in serve_sched_metrics */
+    int kind;  /* 0 uint64_t, 1 uint32_t, 2 double */
   } rows[] = {
-      {"requests_total", "counter", "requests answered whole", (double)m.requests_ok},
-      {"requests_failed_total", "counter", "requests that ended with an error", (double)m.requests_failed},
-      {"requests_cancelled_total", "counter", "requests whose client went away", (double)m.requests_cancelled},
-      {"prompt_tokens_total", "counter", "prompt tokens of the requests ended", (double)m.prompt_tokens},
-      {"prompt_tokens_cached_total", "counter", "of them, taken from the cache", (double)m.cached_tokens},
-      {"tokens_predicted_total", "counter", "tokens generated by the requests ended", (double)m.completion_tokens},
-      {"tokens_batched_total", "counter", "of them, decoded in a step batched with other requests",
-       (double)m.batched_tokens},
-      {"draft_tokens_accepted_total", "counter", "speculative drafts accepted", (double)m.accepted_drafts},
-      {"draft_tokens_rejected_total", "counter", "speculative drafts rejected", (double)m.rejected_drafts},
-      {"grammars_compiled_total", "counter", "constraints (grammars, schemas, tool_choice) compiled",
-       (double)m.grammar_compiled},
-      {"grammars_reused_total", "counter", "constraints taken from the cache of compiled ones (their masks with them)",
-       (double)m.grammar_reused},
-      {"steps_total", "counter", "scheduler steps (prefill chunks and one token of every running request)",
-       (double)m.steps},
-      {"step_seconds_total", "counter", "time in those steps", m.step_seconds},
-      {"step_last_ms", "gauge", "the latest step's time", m.last_step_ms},
-      {"requests_processing", "gauge", "requests on a session", m.busy},
-      {"requests_deferred", "gauge", "requests waiting for a session", m.waiting},
-      {"slots_idle", "gauge", "sessions without a request", m.idle},
-      {"n_ctx", "gauge", "a session's context in tokens", m.context},
+#define ROW(name, type, help, field, kind) {name, type, help, offsetof(serve_sched_metrics, field), kind}
+      ROW("requests_total", "counter", "requests answered whole", requests_ok, 0),
+      ROW("requests_failed_total", "counter", "requests that ended with an error", requests_failed, 0),
+      ROW("requests_cancelled_total", "counter", "requests whose client went away", requests_cancelled, 0),
+      ROW("prompt_tokens_total", "counter", "prompt tokens of the requests ended", prompt_tokens, 0),
+      ROW("prompt_tokens_cached_total", "counter", "of them, taken from the cache", cached_tokens, 0),
+      ROW("tokens_predicted_total", "counter", "tokens generated by the requests ended", completion_tokens, 0),
+      ROW("tokens_batched_total", "counter", "of them, decoded in a step batched with other requests", batched_tokens,
+          0),
+      ROW("draft_tokens_accepted_total", "counter", "speculative drafts accepted", accepted_drafts, 0),
+      ROW("draft_tokens_rejected_total", "counter", "speculative drafts rejected", rejected_drafts, 0),
+      ROW("grammars_compiled_total", "counter", "constraints (grammars, schemas, tool_choice) compiled",
+          grammar_compiled, 0),
+      ROW("grammars_reused_total", "counter",
+          "constraints taken from the cache of compiled ones (their masks with them)", grammar_reused, 0),
+      ROW("steps_total", "counter", "scheduler steps (prefill chunks and one token of every running request)", steps,
+          0),
+      ROW("step_seconds_total", "counter", "time in those steps", step_seconds, 2),
+      ROW("step_last_ms", "gauge", "the latest step's time", last_step_ms, 2),
+      ROW("requests_processing", "gauge", "requests on a session", busy, 1),
+      ROW("requests_deferred", "gauge", "requests waiting for a session", waiting, 1),
+      ROW("slots_idle", "gauge", "sessions without a request", idle, 1),
+      ROW("n_ctx", "gauge", "a session's context in tokens", context, 1),
+#undef ROW
   };
+  char label[SERVE_MODEL_NAME_MAX + 16];
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-    int n = snprintf(t, sizeof t, "# HELP wgllm:%s %s\n# TYPE wgllm:%s %s\nwgllm:%s %.17g\n", rows[i].name,
-                     rows[i].help, rows[i].name, rows[i].type, rows[i].name, rows[i].v);
-    jb_put(&b, t, (size_t)n);
+    jb_printf(&b, "# HELP wgllm:%s %s\n# TYPE wgllm:%s %s\n", rows[i].name, rows[i].help, rows[i].name, rows[i].type);
+    for (size_t k = 0; k < l.n; k++) {
+      const char *f = (const char *)&l.a[k].m + rows[i].at;
+      double v = rows[i].kind == 0   ? (double)*(const uint64_t *)f
+                 : rows[i].kind == 1 ? (double)*(const uint32_t *)f
+                                     : *(const double *)f;
+      prom_label(label, sizeof label, r->n_models > 1 ? l.a[k].name : NULL);
+      jb_printf(&b, "wgllm:%s%s %.17g\n", rows[i].name, label, v);
+    }
   }
-  if (m.has_pool) {
-    double used = m.pool_blocks ? 1.0 - (double)m.pool_available / m.pool_blocks : 0.0;
-    int n = snprintf(t, sizeof t,
-                     "# HELP wgllm:kv_cache_usage_ratio blocks of the KV pool held by sessions\n"
-                     "# TYPE wgllm:kv_cache_usage_ratio gauge\nwgllm:kv_cache_usage_ratio %.6f\n"
-                     "# HELP wgllm:kv_cache_tokens tokens the KV pool holds\n"
-                     "# TYPE wgllm:kv_cache_tokens gauge\nwgllm:kv_cache_tokens %llu\n",
-                     used, (unsigned long long)m.pool_blocks * m.pool_block_tokens);
-    jb_put(&b, t, (size_t)n);
+  for (int pass = 0; pass < 2; pass++) {
+    int head = 0;
+    for (size_t k = 0; k < l.n; k++) {
+      const serve_sched_metrics *m = &l.a[k].m;
+      if (!m->has_pool) continue;
+      if (!head++)
+        jb_printf(&b,
+                  pass ? "# HELP wgllm:kv_cache_tokens tokens the KV pool holds\n# TYPE wgllm:kv_cache_tokens gauge\n"
+                       : "# HELP wgllm:kv_cache_usage_ratio blocks of the KV pool held by sessions\n"
+                         "# TYPE wgllm:kv_cache_usage_ratio gauge\n");
+      prom_label(label, sizeof label, r->n_models > 1 ? l.a[k].name : NULL);
+      if (pass)
+        jb_printf(&b, "wgllm:kv_cache_tokens%s %llu\n", label,
+                  (unsigned long long)m->pool_blocks * m->pool_block_tokens);
+      else
+        jb_printf(&b, "wgllm:kv_cache_usage_ratio%s %.6f\n", label,
+                  m->pool_blocks ? 1.0 - (double)m->pool_available / m->pool_blocks : 0.0);
+    }
   }
+  free(l.a);
   if (b.oom) {
     free(b.p);
     b.p = NULL;
@@ -913,11 +1066,20 @@ void serve_exchange_run(serve_exchange *x) {
     detokenize(x);
     return;
   case ROUTE_PROPS:
-    props(x);
+  case ROUTE_SLOTS: {
+    if (x->model_query_long) {
+      answer_fail(x, 404, "invalid_request_error", "model_not_found",
+                  "the model '%.64s...' does not exist: no model served has a name that long (GET /v1/models)",
+                  x->model_query);
+      return;
+    }
+    int rc = use_model(x, x->model_query);
+    if (rc > 0)
+      loaded(x);
+    else if (!rc)
+      go_on(x, x->h->cfg.model_id, NULL);
     return;
-  case ROUTE_SLOTS:
-    slots(x);
-    return;
+  }
   case ROUTE_METRICS:
     metrics(x);
     return;
@@ -1450,6 +1612,8 @@ void serve_exchange_free(serve_exchange *x) {
   free(x->sc);
   if (x->model_ref) x->h->cfg.router.release(x->h->cfg.router.user, x->model_ref);
   if (x->pending_set) serve_request_free(&x->pending);
+  if (x->tok_set) free(x->tok.content);
+  free(x->detok_ids);
   body_free(x);
   free(x->json);
   free(x->event);

@@ -23,6 +23,9 @@ typedef struct serve_router {
   int (*ready)(void *user, void *ref, serve_sched **sched, const char **id, const serve_limits **lim, serve_error *e);
   void (*release)(void *user, void *ref);
   void (*list)(void *user, cJSON *data); /* /v1/models: an object a model added to data (an array) */
+  /* /metrics: fn called for each model loaded (its scheduler and name), which stays loaded meanwhile */
+  void (*each)(void *user, void (*fn)(void *ud, serve_sched *s, const char *name), void *ud);
+  size_t n_models; /* the models served, loaded or not: /metrics labels its series with the model's name past 1 */
   void *user;
 } serve_router;
 
@@ -95,6 +98,7 @@ typedef struct serve_out {
 /* A request's head as the transport read it (a header absent: NULL). */
 typedef struct serve_head {
   const char *method, *path; /* path without the query */
+  const char *model_query;   /* the query's model=NAME (GET /props, /slots), NULL when none */
   const char *authorization, *content_length;
   /* framing, from every header of the request: Content-Length headers that disagree, and Transfer-Encoding's
      value (its headers joined by ", ") */

@@ -393,6 +393,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *mc, const ch
     MHD_get_connection_values(mc, MHD_HEADER_KIND, scan_header, &hs);
     serve_head hd = {.method = method,
                      .path = url,
+                     .model_query = MHD_lookup_connection_value(mc, MHD_GET_ARGUMENT_KIND, "model"),
                      .authorization = MHD_lookup_connection_value(mc, MHD_HEADER_KIND, "Authorization"),
                      .content_length = hs.content_length,
                      .content_length_conflict = hs.content_length_conflict,

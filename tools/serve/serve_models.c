@@ -82,13 +82,13 @@ static model_entry *idle_victim(serve_models *r) {
   return v;
 }
 
-/* under the lock, which it lets go of while the scheduler stops: v unloaded */
-static void unload(serve_models *r, model_entry *v) {
+/* under the lock, which it lets go of while the scheduler stops: v unloaded (why: for the log) */
+static void unload(serve_models *r, model_entry *v, const char *why) {
   serve_sched *s = v->sched;
   v->sched = NULL;
   v->state = MODEL_UNLOADED;
   pthread_mutex_unlock(&r->mu);
-  fprintf(stderr, "wgllm serve: unloading '%s' (least recently used)\n", v->name);
+  fprintf(stderr, "wgllm serve: unloading '%s' (%s)\n", v->name, why);
   serve_sched_stop(s); /* its model with it */
   pthread_mutex_lock(&r->mu);
 }
@@ -116,7 +116,7 @@ static int make_room(serve_models *r, model_entry *e) {
                  r->o->models_memory ? ", --models-memory" : "");
       return -1;
     }
-    unload(r, v);
+    unload(r, v, "least recently used");
   }
 }
 
@@ -162,7 +162,7 @@ static void load(serve_models *r, model_entry *e) {
     }
     model_entry *v = oom ? idle_victim(r) : NULL;
     if (v) {
-      unload(r, v); /* the device's memory: one more idle model unloaded, and again */
+      unload(r, v, "least recently used"); /* the device's memory: one more idle model unloaded, and again */
       continue;
     }
     fprintf(stderr, "wgllm serve: loading '%s' failed: %s\n", e->name, err);
@@ -191,6 +191,12 @@ static void *loader_main(void *arg) {
   return NULL;
 }
 
+/* under the lock: e is loaded but its scheduler gave up on it (a device loss after which the model did not open
+   again): it answers every request 503 until it is unloaded */
+static int dead(const model_entry *e) {
+  return e->state == MODEL_LOADED && e->sched && serve_sched_unavailable(e->sched, NULL, 0) == 2;
+}
+
 static int acquire(void *user, const char *name, void **ref, serve_error *err) {
   serve_models *r = user;
   model_entry *e = NULL;
@@ -208,6 +214,9 @@ static int acquire(void *user, const char *name, void **ref, serve_error *err) {
   model_hold *h = malloc(sizeof *h);
   if (!h) return serve_fail(err, 500, "server_error", NULL, NULL, "out of memory");
   pthread_mutex_lock(&r->mu);
+  /* lost with the device and not reloaded: unloaded once no request holds it, and loaded again for this one (the
+     default's loss ends the server instead) */
+  if (!e->is_default && !e->refs && dead(e)) unload(r, e, "its device was lost and it did not reload");
   e->refs++;
   e->last_used = ++r->clock;
   if (e->state == MODEL_UNLOADED || e->state == MODEL_FAILED) {
@@ -272,9 +281,18 @@ static void list(void *user, cJSON *data) {
     }
     static const char *const states[] = {"unloaded", "loading", "loaded", "failed"};
     cJSON *status = cJSON_AddObjectToObject(m, "status");
-    cJSON_AddStringToObject(status, "value", states[e->state]);
+    cJSON_AddStringToObject(status, "value", dead(e) ? "failed" : states[e->state]);
     cJSON_AddBoolToObject(m, "default", e->is_default);
   }
+  pthread_mutex_unlock(&r->mu);
+}
+
+/* /metrics: each model loaded */
+static void each(void *user, void (*fn)(void *ud, serve_sched *s, const char *name), void *ud) {
+  serve_models *r = user;
+  pthread_mutex_lock(&r->mu);
+  for (size_t i = 0; i < r->n; i++)
+    if (r->e[i].state == MODEL_LOADED) fn(ud, r->e[i].sched, r->e[i].name);
   pthread_mutex_unlock(&r->mu);
 }
 
@@ -323,7 +341,9 @@ serve_models *serve_models_new(serve_options *o, serve_sched *default_sched, uin
   return r;
 }
 
-serve_router serve_models_router(serve_models *r) { return (serve_router){acquire, ready, release, list, r}; }
+serve_router serve_models_router(serve_models *r) {
+  return (serve_router){acquire, ready, release, list, each, r->n, r};
+}
 
 void serve_models_set_notify(serve_models *r, void (*fn)(void *user), void *user) {
   pthread_mutex_lock(&r->mu);

@@ -652,6 +652,20 @@ void serve_request_free(serve_request *r) {
   r->kind = k;
 }
 
+/* the optional "model" of /tokenize and /detokenize (a name of /v1/models: shorter than SERVE_MODEL_NAME_MAX) */
+static int get_model(const cJSON *o, char model[SERVE_MODEL_NAME_MAX], serve_error *err) {
+  const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "model");
+  model[0] = 0;
+  if (!m || cJSON_IsNull(m)) return 0;
+  if (!cJSON_IsString(m)) return bad(err, "model", "'model' must be a string");
+  if (strlen(m->valuestring) >= SERVE_MODEL_NAME_MAX)
+    return serve_fail(err, 404, "invalid_request_error", "model", "model_not_found",
+                      "the model '%.64s...' does not exist: no model served has a name that long (GET /v1/models)",
+                      m->valuestring);
+  snprintf(model, SERVE_MODEL_NAME_MAX, "%s", m->valuestring);
+  return 0;
+}
+
 int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *out, serve_error *err) {
   memset(out, 0, sizeof *out);
   out->parse_special = 1;
@@ -663,6 +677,7 @@ int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *o
   if (!rc) rc = get_bool(o, "add_special", &out->add_special, err);
   if (!rc) rc = get_bool(o, "parse_special", &out->parse_special, err);
   if (!rc) rc = get_bool(o, "with_pieces", &out->with_pieces, err);
+  if (!rc) rc = get_model(o, out->model, err);
   if (!rc) {
     if (!(out->content = take_string(c, &out->content_len))) rc = oom(err);
   }
@@ -670,15 +685,19 @@ int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *o
   return rc;
 }
 
-int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t **ids, size_t *n, serve_error *err) {
+int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t **ids, size_t *n,
+                           char model[SERVE_MODEL_NAME_MAX], serve_error *err) {
   *ids = NULL;
   *n = 0;
+  model[0] = 0;
   cJSON *o = parse_object(body, len, err);
   if (!o) return -1;
-  int rc = 0;
+  int rc = get_model(o, model, err);
   const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "tokens");
   size_t cnt = cJSON_IsArray(t) ? (size_t)cJSON_GetArraySize(t) : 0;
-  if (!cJSON_IsArray(t))
+  if (rc)
+    ;
+  else if (!cJSON_IsArray(t))
     rc = bad(err, "tokens", "'tokens' must be an array of token ids");
   else if (cnt > max_ids)
     rc = bad(err, "tokens", "'tokens' has %zu ids; at most %zu are accepted", cnt, max_ids);

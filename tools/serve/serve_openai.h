@@ -139,14 +139,18 @@ void serve_request_fit(serve_request *r, const serve_limits *lim);
 
 /* POST /tokenize: {"content": "...", "add_special": false, "parse_special": true, "with_pieces": false}
    (llama-server's fields and defaults). content is malloc'd. */
+#define SERVE_MODEL_NAME_MAX 256 /* bytes of a model's name in /tokenize and /detokenize, with its NUL */
 typedef struct serve_tokenize_request {
   char *content;
   size_t content_len;
   int add_special, parse_special, with_pieces;
+  char model[SERVE_MODEL_NAME_MAX]; /* "model": whose vocabulary ("" the default; a server of several models) */
 } serve_tokenize_request;
 int serve_parse_tokenize(const char *body, size_t len, serve_tokenize_request *out, serve_error *err);
-/* POST /detokenize: {"tokens": [ids]}; *ids malloc'd (NULL when none), each in [0, 2^31). */
-int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t **ids, size_t *n, serve_error *err);
+/* POST /detokenize: {"tokens": [ids], "model": name}; *ids malloc'd (NULL when none), each in [0, 2^31); model ""
+   when not given. */
+int serve_parse_detokenize(const char *body, size_t len, size_t max_ids, int32_t **ids, size_t *n,
+                           char model[SERVE_MODEL_NAME_MAX], serve_error *err);
 
 /* The offset of the first byte of s[0..n) that is not valid UTF-8, or -1 when all of it is. */
 long serve_utf8_invalid_at(const char *s, size_t n);
