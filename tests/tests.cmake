@@ -31,12 +31,12 @@ set_tests_properties(test_ops_robust PROPERTIES TIMEOUT 900 ENVIRONMENT "WGLLM_D
 include(${CMAKE_SOURCE_DIR}/tests/fuzz/fuzz.cmake)
 # `wgllm serve` on loopback (tools/serve/; needs node, curl, nginx and the openai client from scripts/bootstrap.sh):
 # curl, the openai client and hostile requests; structured output and tool calls (test_server_tools); /v1/embeddings
-# (test_server_embed); 20 streaming clients x 3 requests and a KV pool under pressure; two
+# (test_server_embed); suffix (fill in the middle) on a fixture with FIM tokens (test_server_fim); 20 streaming clients x 3 requests and a KV pool under pressure; two
 # instances behind nginx; the HTTP edge (framing, Content-Type, Host, Origin, slow and idle connections, a lost
 # device); a hostile soak beside honest streams. One at a time (RESOURCE_LOCK serve): the soak and the edge time
 # their streams' gaps against a baseline, which a load test beside them on the same CPUs would stretch.
 foreach(t test_server test_server_tools test_server_models test_server_load test_server_nginx test_server_http test_server_soak
-    test_server_embed)
+    test_server_embed test_server_fim)
   add_test(NAME ${t} COMMAND bash ${CMAKE_SOURCE_DIR}/tests/${t}.sh ${CMAKE_BINARY_DIR}
     WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
   set_tests_properties(${t} PROPERTIES TIMEOUT 900 RESOURCE_LOCK serve)
