@@ -313,6 +313,107 @@ def qwen3_embed_case(name):
     json.dump(ref, open(os.path.join(dg, "emb_ref.json"), "w"), indent=1)
     print(f"{name}: {sum(p.numel() for p in m.parameters())} params, {len(inputs)} inputs of {[len(x['ids']) for x in inputs]} tokens")
 
+
+def hub_experts(d):
+    """Transformers 5 keeps MoE experts fused ([E][2F][D] gate_up_proj, [E][D][F] down_proj); the checkpoints users
+    download (Qwen3-30B-A3B, Mixtral) have a tensor an expert (mlp.experts.E.gate_proj.weight [F][D], up_proj,
+    down_proj [D][F]; Mixtral's block_sparse_moe.experts.E.w1 / w3 / w2). Rewrites model.safetensors in the hub's
+    form when save_pretrained wrote the fused one (the fixture is what a download looks like); returns the form found."""
+    from safetensors.torch import load_file, save_file
+    f = os.path.join(d, "model.safetensors"); sd = load_file(f); out = {}; fused = False
+    for k, v in sd.items():
+        if k.endswith("experts.gate_up_proj") or k.endswith("experts.down_proj"):
+            fused = True; base = k.rsplit(".", 1)[0]; mixtral = ".block_sparse_moe." in k
+            for e in range(v.shape[0]):
+                if k.endswith("gate_up_proj"):
+                    F = v.shape[1] // 2
+                    out[f"{base}.{e}.{'w1' if mixtral else 'gate_proj'}.weight"] = v[e, :F].contiguous()
+                    out[f"{base}.{e}.{'w3' if mixtral else 'up_proj'}.weight"] = v[e, F:].contiguous()
+                else:
+                    out[f"{base}.{e}.{'w2' if mixtral else 'down_proj'}.weight"] = v[e].contiguous()
+        else: out[k] = v
+    if fused: save_file(out, f, metadata={"format": "pt"})
+    return "fused, rewritten per expert" if fused else "per expert as saved"
+
+def moe_case(name, model, note):
+    d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
+    model.save_pretrained(d, safe_serialization=True)
+    if os.path.exists(os.path.join(d, "generation_config.json")): os.remove(os.path.join(d, "generation_config.json"))
+    form = hub_experts(d)
+    reloaded = type(model).from_pretrained(d, dtype=torch.float32)
+    a = {k: v for k, v in model.float().state_dict().items()}; b = reloaded.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a), "the hub form does not load back to the same weights"
+    write_ref(d, name, reloaded, note + f"; experts {form}")
+    return reloaded
+
+def qwen3_moe_gguf(name, m):
+    """The weights of a Qwen3-MoE model as llama.cpp's converter names them (qwen3moe: blk.N.ffn_gate_inp [E][D], the
+    experts stacked per layer ffn_gate_exps / ffn_up_exps [E][F][D] and ffn_down_exps [E][D][F]), F32, with the
+    llama-style test tokenizer; llama.cpp's qwen3moe always renormalises the top-k weights (norm_topk_prob true)."""
+    c = m.config; dg = os.path.join(A.out, name); os.makedirs(dg, exist_ok=True)
+    sd = {k: v.detach().float().numpy() for k, v in m.state_dict().items()}
+    def t(gname, a): return (gname, gw.GGML_F32, list(reversed(a.shape)), np.ascontiguousarray(a).astype("<f4").tobytes())
+    ts = [t("token_embd.weight", sd["model.embed_tokens.weight"]), t("output_norm.weight", sd["model.norm.weight"])]
+    if "lm_head.weight" in sd and not c.tie_word_embeddings: ts.append(t("output.weight", sd["lm_head.weight"]))
+    names = {"input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "self_attn.q_norm": "attn_q_norm",
+             "self_attn.k_norm": "attn_k_norm", "self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+             "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output", "mlp.gate": "ffn_gate_inp"}
+    E = c.num_experts
+    for i in range(c.num_hidden_layers):
+        for hf, gg in names.items(): ts.append(t(f"blk.{i}.{gg}.weight", sd[f"model.layers.{i}.{hf}.weight"]))
+        ex = f"model.layers.{i}.mlp.experts"
+        if f"{ex}.gate_up_proj" in sd:
+            gu = sd[f"{ex}.gate_up_proj"]; F = gu.shape[1] // 2
+            gate, up, down = gu[:, :F], gu[:, F:], sd[f"{ex}.down_proj"]
+        else:
+            gate = np.stack([sd[f"{ex}.{e}.gate_proj.weight"] for e in range(E)])
+            up = np.stack([sd[f"{ex}.{e}.up_proj.weight"] for e in range(E)])
+            down = np.stack([sd[f"{ex}.{e}.down_proj.weight"] for e in range(E)])
+        ts += [t(f"blk.{i}.ffn_gate_exps.weight", gate), t(f"blk.{i}.ffn_up_exps.weight", up), t(f"blk.{i}.ffn_down_exps.weight", down)]
+    toks = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] + ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)]
+    A_ = "qwen3moe"
+    kv = {"general.architecture": ("str", A_), "general.name": ("str", name), "general.alignment": ("u32", 32),
+          "general.file_type": ("u32", 0), f"{A_}.context_length": ("u32", 4096), f"{A_}.embedding_length": ("u32", c.hidden_size),
+          f"{A_}.block_count": ("u32", c.num_hidden_layers), f"{A_}.feed_forward_length": ("u32", c.intermediate_size),
+          f"{A_}.expert_feed_forward_length": ("u32", c.moe_intermediate_size),
+          f"{A_}.expert_count": ("u32", E), f"{A_}.expert_used_count": ("u32", c.num_experts_per_tok),
+          f"{A_}.attention.head_count": ("u32", c.num_attention_heads), f"{A_}.attention.head_count_kv": ("u32", c.num_key_value_heads),
+          f"{A_}.attention.key_length": ("u32", c.head_dim), f"{A_}.attention.value_length": ("u32", c.head_dim),
+          f"{A_}.rope.dimension_count": ("u32", c.head_dim), f"{A_}.attention.layer_norm_rms_epsilon": ("f32", c.rms_norm_eps),
+          f"{A_}.rope.freq_base": ("f32", float(c.rope_parameters["rope_theta"] if getattr(c, "rope_parameters", None) else c.rope_theta)),
+          "tokenizer.ggml.model": ("str", "llama"), "tokenizer.ggml.tokens": (("arr", "str"), toks),
+          "tokenizer.ggml.scores": (("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
+          "tokenizer.ggml.token_type": (("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
+          "tokenizer.ggml.bos_token_id": ("u32", 1), "tokenizer.ggml.eos_token_id": ("u32", 2), "tokenizer.ggml.unknown_token_id": ("u32", 0)}
+    gw.write_gguf(os.path.join(dg, "model.gguf"), [(k, ty, v) for k, (ty, v) in kv.items()], ts)
+    src = os.path.join(A.out, name[:-5])
+    for f in ("ref.json", "logits.f32"):
+        b = open(os.path.join(src, f), "rb").read()
+        if f == "ref.json":
+            r = json.loads(b); r["name"] = name; r["note"] = f"the weights of ../{name[:-5]} as a qwen3moe GGUF (F32)"; b = json.dumps(r, indent=1).encode()
+        open(os.path.join(dg, f), "wb").write(b)
+
+def qwen3_moe_models():
+    """qwen3_moe: every layer sparse (as Qwen3-30B-A3B), 8 experts, top 4 renormalised (norm_topk_prob), its GGUF
+    beside it; qwen3_moe_mixed: layer 1 dense (mlp_only_layers), decoder_sparse_step 1, top 2 not renormalised."""
+    cfg = dict(vocab_size=V, hidden_size=H, intermediate_size=I, moe_intermediate_size=64, num_hidden_layers=3,
+               num_attention_heads=4, num_key_value_heads=2, head_dim=32, max_position_embeddings=4096, rope_theta=1000000.0,
+               tie_word_embeddings=False, rms_norm_eps=1e-6, num_experts=8)
+    m = moe_case("qwen3_moe", perturb_ret(transformers.Qwen3MoeForCausalLM(transformers.Qwen3MoeConfig(
+        **cfg, num_experts_per_tok=4, norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[]))),
+        "Qwen3-MoE: 8 experts of 64, top 4 renormalised, every layer sparse, q/k RMSNorm, untied")
+    qwen3_moe_gguf("qwen3_moe_gguf", m)
+    moe_case("qwen3_moe_mixed", perturb_ret(transformers.Qwen3MoeForCausalLM(transformers.Qwen3MoeConfig(
+        **cfg, num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[1]))),
+        "Qwen3-MoE: 8 experts, top 2 not renormalised, layer 1 a dense MLP of 192 (mlp_only_layers)")
+
+def mixtral_model():
+    moe_case("mixtral", perturb_ret(transformers.MixtralForCausalLM(transformers.MixtralConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        max_position_embeddings=4096, rope_theta=1000000.0, tie_word_embeddings=False, rms_norm_eps=1e-5,
+        num_local_experts=4, num_experts_per_tok=2, sliding_window=None))),
+        "Mixtral: 4 experts of 64, top 2 (softmax over the chosen two), GQA 4/2, untied")
+
 L3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
 CASES = {
     "llama_gqa": lambda: hf_case("llama_gqa", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
@@ -359,6 +460,8 @@ CASES = {
         "weights = their dequantized values); q/k rows permuted as llama.cpp writes them"),
     "llama_q4_0_gguf": lambda: llama_gguf_case("llama_q4_0_gguf", 6, 2, 2, False, L3),
     "qwen3_embed": lambda: qwen3_embed_case("qwen3_embed"),
+    "qwen3_moe": qwen3_moe_models,   # also writes qwen3_moe_gguf and qwen3_moe_mixed
+    "mixtral": mixtral_model,
 }
 for n in (A.only.split(",") if A.only else CASES):
     CASES[n]()
