@@ -402,10 +402,16 @@ typedef struct wgllm_reply_options {
   uint64_t id_seed;              /* 0: call ids "call_" + 24 random characters; else drawn from this seed */
 } wgllm_reply_options;
 /* A reply's text, whole or pushed piece by piece, into OpenAI's message fields. Each push and the finish give what
-   became final as JSON ({"content": ..., "reasoning_content": ..., "tool_calls": [{"index", "id", "type":
-   "function", "function": {"name", "arguments"}}]}, the non-empty ones; *json NULL when nothing did; free with
-   wgllm_free); text that may still start a call or a think tag is held back. Whatever the pieces, the deltas add up
-   to the whole text's parse. A malformed call, or one of a function not named, stays content as written. */
+   became final as JSON ({"content": ..., "reasoning_content": ..., "tool_calls": [...]}, the non-empty ones; *json
+   NULL when nothing did; free with wgllm_free); text that may still start a call or a think tag is held back.
+   tool_calls is in OpenAI's stream form: a call starts, once its header is complete (its marker, a known name and
+   the start of its arguments object), with {"index": i, "id": "call_...", "type": "function", "function": {"name":
+   ..., "arguments": ""}}, and its arguments follow as they are generated, as {"index": i, "function": {"arguments":
+   fragment}} (compact JSON: the whitespace between tokens dropped); a call's arguments are its fragments joined
+   (a call whose name follows its arguments comes at its end: the start and one fragment). Whatever the pieces, the
+   deltas add up to the whole text's parse. A call whose header is malformed, or that names a function not listed,
+   stays content as written; a started call stays a call, its arguments what was written (cut off by the end of the
+   reply, or ended by the first byte that is not JSON, which is content); docs/CHAT_TEMPLATES.md, "Tools". */
 typedef struct wgllm_reply_parser wgllm_reply_parser;
 WGLLM_API wgllm_status wgllm_reply_parser_create(const wgllm_model *m, const wgllm_reply_options *o,
                                                  wgllm_reply_parser **out);

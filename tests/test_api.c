@@ -678,9 +678,24 @@ static void check_reply_parser(void) {
   if (d && strlen(all) + strlen(d) < sizeof all) strcat(all, d);
   wgllm_free(d);
   CHECK(!strcmp(content, "Let me check."), "the content deltas join to '%s'", content);
-  CHECK(strstr(all, "\"name\":\"get_weather\"") && strstr(all, "\"arguments\":\"{\\\"city\\\":\\\"Paris\\\"}\"") &&
+  /* OpenAI's stream form: the call's start once (id, type, name, arguments ""), then its arguments in fragments
+     (the pieces of 5 bytes cut them), which join to the compact arguments */
+  const char *start = "\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"arguments\":\"\"}}",
+             *frag = "{\"index\":0,\"function\":{\"arguments\":\"";
+  const char *first_start = strstr(all, start), *first_frag = strstr(all, frag);
+  char args[256] = "";
+  int n_frags = 0;
+  for (const char *q = first_frag; q; q = strstr(q, frag), n_frags++) { /* each fragment's string, unescaped */
+    q += strlen(frag);
+    size_t l = strlen(args);
+    for (; *q && *q != '"' && l + 1 < sizeof args; q++)
+      args[l++] = *q == '\\' ? *++q : *q;
+    args[l] = 0;
+  }
+  CHECK(first_start && !strstr(first_start + 1, start) && strstr(all, "{\"index\":0,\"id\":\"call_") &&
+            first_frag > first_start && n_frags >= 2 && !strcmp(args, "{\"city\":\"Paris\"}") &&
             !strstr(all, "tool_call>"),
-        "the deltas: %s", all);
+        "the deltas (%d fragments joined to %s): %s", n_frags, args, all);
   wgllm_reply_parser_free(p);
   char *gbnf = NULL;
   const char *tools =

@@ -2,7 +2,10 @@
    one call, two calls, text around calls, nested arguments whose strings hold braces, quotes and unicode,
    malformed calls and unknown names kept as content, <think> blocks closed, left open at the end, absent, and
    opened by the prompt), each also streamed in every split into two pieces and in 1-byte pieces, the deltas
-   concatenated equal to the whole parse; the format detection from the fixtures' templates and the named
+   concatenated equal to the whole parse (each call's arguments its fragments joined); calls committed at their
+   header (cut off, broken, followed by wrapper text that does not match) and calls naming their function after the
+   arguments; the call events of replies pushed a token at a time (the start, then fragments as they come, a UTF-8
+   character held whole); the format detection from the fixtures' templates and the named
    templates; the call prefixes for tool_choice, completed and parsed back; Gemma's Python call lines; and the
    round trip: the assistant turn a model's own template (the fixtures of tests/data/chat) writes for a message with
    tool_calls, parsed, gives back the message's names and arguments, and so do the named templates. */
@@ -21,7 +24,8 @@ typedef struct acc {
   size_t cn, rn;
   chat_tool_call calls[16];
   size_t n_calls;
-  int bad; /* a push or finish failed, or more than 16 calls */
+  size_t fragments; /* call events received */
+  int bad;          /* a push or finish failed, more than 16 calls, or an event out of order */
 } acc;
 
 static void app(char **s, size_t *n, const char *t, size_t k) {
@@ -31,16 +35,29 @@ static void app(char **s, size_t *n, const char *t, size_t k) {
   (*s)[*n] = 0;
 }
 
+/* a call's first event (id and name) starts it, later ones add to its arguments; an event of a call not started, a
+   second start or a call started out of order is bad */
 static void acc_add(acc *a, const chat_reply_delta *d) {
   app(&a->content, &a->cn, d->content, d->content_len);
   app(&a->reasoning, &a->rn, d->reasoning, d->reasoning_len);
   for (size_t i = 0; i < d->n_tool_calls; i++) {
-    if (a->n_calls == 16) {
+    const chat_tool_call_delta *c = &d->tool_calls[i];
+    if (c->id) {
+      if (a->n_calls == 16 || c->index != (int)a->n_calls || !c->name) {
+        a->bad = 1;
+        return;
+      }
+      a->calls[a->n_calls++] = (chat_tool_call){c->index, strdup(c->id), strdup(c->name), strdup(c->arguments)};
+      a->fragments++;
+    } else if (c->index < 0 || (size_t)c->index >= a->n_calls || c->name || !c->arguments_len) {
       a->bad = 1;
       return;
+    } else {
+      chat_tool_call *t = &a->calls[c->index];
+      size_t have = strlen(t->arguments);
+      app(&t->arguments, &have, c->arguments, c->arguments_len);
+      a->fragments++;
     }
-    const chat_tool_call *c = &d->tool_calls[i];
-    a->calls[a->n_calls++] = (chat_tool_call){c->index, strdup(c->id), strdup(c->name), strdup(c->arguments)};
   }
 }
 
@@ -217,11 +234,44 @@ static const pcase pcases[] = {
      "",
      "",
      {{"get_weather", WEATHER}}},
+    /* committed at "parameters": { (the name came first), so the call object left open at the end is still a call
+       (it was content when calls were taken only whole) */
     {"l3_unterminated",
      L3,
      0,
      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}",
-     "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Paris\"}",
+     "",
+     "",
+     {{"get_weather", "{\"city\":\"Paris\"}"}}},
+    /* cut off inside the arguments (max_tokens): the arguments are what was written */
+    {"l3_cut_in_arguments",
+     L3,
+     0,
+     "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Pa",
+     "",
+     "",
+     {{"get_weather", "{\"city\":\"Pa"}}},
+    /* the name after the arguments: taken whole at the object's end */
+    {"l3_name_after_arguments",
+     L3,
+     0,
+     "{\"parameters\": {\"city\": \"Paris\", \"unit\": \"celsius\"}, \"name\": \"get_weather\"}",
+     "",
+     "",
+     {{"get_weather", WEATHER}}},
+    /* the first "name" is not a string: no commit at the arguments, and the whole object is not a call */
+    {"l3_name_not_string",
+     L3,
+     0,
+     "{\"name\": 5, \"name\": \"get_time\", \"parameters\": {}}",
+     "{\"name\": 5, \"name\": \"get_time\", \"parameters\": {}}",
+     "",
+     {{0}}},
+    {"l3_name_after_arguments_cut",
+     L3,
+     0,
+     "{\"parameters\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"",
+     "{\"parameters\": {\"city\": \"Paris\"}, \"name\": \"get_weather\"",
      "",
      {{0}}},
     {"l3_bad_json",
@@ -308,14 +358,46 @@ static const pcase pcases[] = {
      "",
      "",
      {{"get_weather", WEATHER}}},
+    /* the first call committed at its arguments' '{': its arguments end before the byte that is not JSON, and the
+       text from there on is read after the call (it was all content when calls were taken only whole) */
     {"he_bad_json_then_good",
      HE,
      0,
      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }}\n</tool_call>\n<tool_call>\n{\"name\": "
      "\"get_time\", \"arguments\": {}}\n</tool_call>",
-     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": }}\n</tool_call>",
+     "}}\n</tool_call>",
      "",
-     {{"get_time", "{}"}}},
+     {{"get_weather", "{\"city\":"}, {"get_time", "{}"}}},
+    /* bad JSON in the header, before the arguments: content as written, as before */
+    {"he_bad_header",
+     HE,
+     0,
+     "<tool_call>\n{\"name\": \"get_weather\" \"arguments\": {}}\n</tool_call>",
+     "<tool_call>\n{\"name\": \"get_weather\" \"arguments\": {}}\n</tool_call>",
+     "",
+     {{0}}},
+    {"he_cut_in_arguments",
+     HE,
+     0,
+     "Hi\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Pa{r",
+     "Hi",
+     "",
+     {{"get_weather", "{\"city\":\"Pa{r"}}},
+    {"he_name_after_arguments",
+     HE,
+     KNOWN,
+     "<tool_call>\n{\"arguments\": {\"city\": \"Paris\", \"unit\": \"celsius\"}, \"name\": "
+     "\"get_weather\"}\n</tool_call>",
+     "",
+     "",
+     {{"get_weather", WEATHER}}},
+    {"he_name_after_arguments_unknown",
+     HE,
+     KNOWN,
+     "<tool_call>\n{\"arguments\": {}, \"name\": \"rm_rf\"}\n</tool_call>",
+     "<tool_call>\n{\"arguments\": {}, \"name\": \"rm_rf\"}\n</tool_call>",
+     "",
+     {{0}}},
     {"he_no_name",
      HE,
      0,
@@ -344,13 +426,15 @@ static const pcase pcases[] = {
      "x\n<tool_call>\n{\"name\": \"get_weather\", \"argu",
      "",
      {{0}}},
+    /* the call committed: the wrapper text that does not follow (junk where </tool_call> should be) is read after
+       the call, as content (all of it was content when calls were taken only whole) */
     {"he_junk_after_object",
      HE,
      0,
      "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}} junk</tool_call>",
-     "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}} junk</tool_call>",
+     "junk</tool_call>",
      "",
-     {{0}}},
+     {{"get_time", "{}"}}},
     {"he_think_closed",
      HE,
      SPLIT,
@@ -413,22 +497,49 @@ static const pcase pcases[] = {
      "",
      "",
      {{"get_weather", NESTED_OUT}}},
+    /* committed at the arguments' '{': the ']' that breaks them ends the call and is content (was all content) */
     {"mi_bad_json",
      MI,
      0,
      "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {]",
-     "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": {]",
+     "]",
      "",
-     {{0}}},
+     {{"get_weather", "{"}}},
     {"mi_empty_list", MI, 0, "[TOOL_CALLS] []", "[TOOL_CALLS] []", "", {{0}}},
+    /* each object of the list commits on its own: get_time is a call, the list from the unknown function's object on
+       is content (the whole list was content when calls were taken only whole) */
     {"mi_unknown_name",
      MI,
      KNOWN,
      "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"rm_rf\", \"arguments\": {}}]",
-     "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}}, {\"name\": \"rm_rf\", \"arguments\": {}}]",
+     "{\"name\": \"rm_rf\", \"arguments\": {}}]",
+     "",
+     {{"get_time", "{}"}}},
+    {"mi_unknown_name_first",
+     MI,
+     KNOWN,
+     "[TOOL_CALLS] [{\"name\": \"rm_rf\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}]",
+     "[TOOL_CALLS] [{\"name\": \"rm_rf\", \"arguments\": {}}, {\"name\": \"get_time\", \"arguments\": {}}]",
      "",
      {{0}}},
-    {"mi_tekken_bad", MI, 0, "[TOOL_CALLS]get_time[ARGS]{oops}", "[TOOL_CALLS]get_time[ARGS]{oops}", "", {{0}}},
+    {"mi_list_item_not_object",
+     MI,
+     0,
+     "[TOOL_CALLS] [{\"name\": \"get_time\", \"arguments\": {}}, 5]",
+     "5]",
+     "",
+     {{"get_time", "{}"}}},
+    {"mi_list_name_after_arguments",
+     MI,
+     0,
+     "[TOOL_CALLS] [{\"arguments\": {}, \"name\": \"get_time\"}, {\"name\": \"get_weather\", \"arguments\": "
+     "{\"city\": \"Paris\", \"unit\": \"celsius\"}}]",
+     "",
+     "",
+     {{"get_time", "{}"}, {"get_weather", WEATHER}}},
+    /* tekken commits at [ARGS]{: "oops}" breaks the arguments and is content (was all content) */
+    {"mi_tekken_bad", MI, 0, "[TOOL_CALLS]get_time[ARGS]{oops}", "oops}", "", {{"get_time", "{"}}},
+    {"mi_tekken_unknown", MI, KNOWN, "[TOOL_CALLS]rm_rf[ARGS]{}", "[TOOL_CALLS]rm_rf[ARGS]{}", "", {{0}}},
     {"mi_think", MI, SPLIT, "<think>hm</think>[TOOL_CALLS]get_time[ARGS]{}", "", "hm", {{"get_time", "{}"}}},
     /* Gemma: ```tool_code blocks of Python calls */
     {"ge_plain",
@@ -732,16 +843,23 @@ static void check_hostile(void) {
   clock_t t0 = clock();
   chat_reply_stream *s = chat_reply_stream_create(HE, NULL);
   chat_reply_delta d;
-  size_t calls = 0, held_max = 0, out = 0;
+  size_t calls = 0, held_max = 0, out = 0, args = 0, args_behind = 0;
   for (size_t i = 0; i < n; i += 3) {
     chat_reply_stream_push(s, text + i, i + 3 <= n ? 3 : n - i, &d);
-    calls += d.n_tool_calls;
+    for (size_t k = 0; k < d.n_tool_calls; k++) {
+      calls += d.tool_calls[k].id != NULL;
+      args += d.tool_calls[k].arguments_len;
+    }
+    size_t want = i + 3 <= n ? i + 3 : n; /* inside the string: {"s":" and every x pushed are out */
+    if (want >= at && want <= at + big && args != 6 + (want - at)) args_behind++;
   }
   chat_reply_stream_finish(s, &d);
   calls += d.n_tool_calls;
   chat_reply_stream_free(s);
   double secs = (double)(clock() - t0) / CLOCKS_PER_SEC;
-  CHECK(calls == 1 && secs < 5, "a 400 kB call in 3-byte pieces: %zu calls in %.2f s", calls, secs);
+  CHECK(calls == 1 && args == big + 8 && !args_behind && secs < 5,
+        "a 400 kB call in 3-byte pieces: %zu calls, %zu argument bytes, %zu pushes behind, in %.2f s", calls, args,
+        args_behind, secs);
   memset(text, 'y', n);
   s = chat_reply_stream_create(HE, NULL);
   for (size_t i = 0; i < n; i += 3) {
@@ -774,6 +892,60 @@ static void check_hostile(void) {
   chat_reply_free(&a);
   chat_reply_free(&b);
   chat_reply_free(&c);
+}
+
+/* ---------- a call's events as its text arrives ---------- */
+/* pieces pushed in turn (NULL ends; the last "event" is the finish's): each delta's call events written as
+   "index:name:arguments" (name "-" on a later event), '|' between events, must equal want[k] */
+static void check_events(const char *what, chat_tool_format f, const char *const *pieces, const char *const *want) {
+  chat_reply_stream *s = chat_reply_stream_create(f, NULL);
+  chat_reply_delta d;
+  for (size_t k = 0;; k++) {
+    int fin = !pieces[k];
+    wgllm_status st =
+        fin ? chat_reply_stream_finish(s, &d) : chat_reply_stream_push(s, pieces[k], strlen(pieces[k]), &d);
+    char got[512] = "";
+    for (size_t i = 0; i < d.n_tool_calls; i++) {
+      const chat_tool_call_delta *c = &d.tool_calls[i];
+      size_t l = strlen(got);
+      snprintf(got + l, sizeof got - l, "%s%d:%s:%.*s", i ? "|" : "", c->index, c->id ? c->name : "-",
+               (int)c->arguments_len, c->arguments);
+    }
+    CHECK(!st && !strcmp(got, want[k]), "%s: delta %zu: [%s] want [%s]", what, k, got, want[k]);
+    if (fin) break;
+  }
+  chat_reply_stream_free(s);
+}
+
+static void check_fragments(void) {
+  /* committed at the arguments' '{': the start event with id and name, then the arguments as they come */
+  static const char *const he[] = {"<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ",
+                                   "{\"city\": ",
+                                   "\"Pa",
+                                   "ris\"",
+                                   ", \"n\": 1",
+                                   "2}}\n</tool",
+                                   "_call>",
+                                   NULL};
+  static const char *const he_want[] = {
+      "", "0:get_weather:{\"city\":", "0:-:\"Pa", "0:-:ris\"", "0:-:,\"n\":1", "0:-:2}", "", ""};
+  check_events("hermes fragments", HE, he, he_want);
+  /* two calls in one piece: the second's start after the first's rest */
+  static const char *const two[] = {"[TOOL_CALLS]a[ARGS]{\"x\": [1,", " 2]}[TOOL_CALLS]b[ARGS]{}", NULL};
+  static const char *const two_want[] = {"0:a:{\"x\":[1,", "0:-:2]}|1:b:{}", ""};
+  check_events("tekken fragments", MI, two, two_want);
+  /* a character cut between pieces is held back whole */
+  static const char *const u8[] = {"{\"name\": \"f\", \"parameters\": {\"s\": \"\xc3", "\xa9\"}}", NULL};
+  static const char *const u8_want[] = {"0:f:{\"s\":\"", "0:-:\xc3\xa9\"}", ""};
+  check_events("utf-8 fragments", L3, u8, u8_want);
+  /* the name after the arguments: nothing until the object ends, then the call whole */
+  static const char *const late[] = {"[TOOL_CALLS] [{\"arguments\": {\"a\": ", "1}, \"name\": \"f\"", "}]", NULL};
+  static const char *const late_want[] = {"", "", "0:f:{\"a\":1}", ""};
+  check_events("name after the arguments", MI, late, late_want);
+  /* cut off inside the arguments: nothing more at the finish */
+  static const char *const cut[] = {"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [", NULL};
+  static const char *const cut_want[] = {"0:f:{\"a\":[", ""};
+  check_events("cut off", HE, cut, cut_want);
 }
 
 /* ---------- detection ---------- */
@@ -1031,6 +1203,7 @@ int main(void) {
   check_cases();
   check_random();
   check_hostile();
+  check_fragments();
   check_detect();
   check_prefix();
   check_python_call();

@@ -56,7 +56,9 @@ wgllm_status wgllm_reply_parser_create(const wgllm_model *m, const wgllm_reply_o
   return WGLLM_OK;
 }
 
-/* a delta as JSON ({"content", "reasoning_content", "tool_calls"}, only the non-empty ones), or NULL for none */
+/* a delta as JSON ({"content", "reasoning_content", "tool_calls"}, only the non-empty ones), or NULL for none; the
+   calls in OpenAI's stream form: a call's first event as {"index", "id", "type": "function", "function": {"name",
+   "arguments": ""}}, each fragment of its arguments as {"index", "function": {"arguments"}} */
 static wgllm_status delta_json(wgllm_reply_parser *p, const chat_reply_delta *d, char **json) {
   *json = NULL;
   if (!d->content_len && !d->reasoning_len && !d->n_tool_calls) return WGLLM_OK;
@@ -66,12 +68,20 @@ static wgllm_status delta_json(wgllm_reply_parser *p, const chat_reply_delta *d,
   if (ok && d->reasoning_len) ok = cJSON_AddStringToObject(o, "reasoning_content", d->reasoning) != NULL;
   cJSON *calls = ok && d->n_tool_calls ? cJSON_AddArrayToObject(o, "tool_calls") : NULL;
   for (size_t i = 0; ok && i < d->n_tool_calls; i++) {
-    const chat_tool_call *c = &d->tool_calls[i];
-    cJSON *e = cJSON_CreateObject(), *fn = e ? cJSON_AddObjectToObject(e, "function") : NULL;
-    ok = e && fn && cJSON_AddNumberToObject(e, "index", c->index) && cJSON_AddStringToObject(e, "id", c->id) &&
-         cJSON_AddStringToObject(e, "type", "function") && cJSON_AddStringToObject(fn, "name", c->name) &&
-         cJSON_AddStringToObject(fn, "arguments", c->arguments);
-    if (e) cJSON_AddItemToArray(calls, e);
+    const chat_tool_call_delta *c = &d->tool_calls[i];
+    if (c->id) { /* the keys in OpenAI's order: index, id, type, function */
+      cJSON *e = cJSON_CreateObject(), *fn = NULL;
+      ok = e && cJSON_AddNumberToObject(e, "index", c->index) && cJSON_AddStringToObject(e, "id", c->id) &&
+           cJSON_AddStringToObject(e, "type", "function") && (fn = cJSON_AddObjectToObject(e, "function")) &&
+           cJSON_AddStringToObject(fn, "name", c->name) && cJSON_AddStringToObject(fn, "arguments", "");
+      if (e) cJSON_AddItemToArray(calls, e);
+    }
+    if (ok && c->arguments_len) {
+      cJSON *e = cJSON_CreateObject(), *fn = NULL;
+      ok = e && cJSON_AddNumberToObject(e, "index", c->index) && (fn = cJSON_AddObjectToObject(e, "function")) &&
+           cJSON_AddStringToObject(fn, "arguments", c->arguments);
+      if (e) cJSON_AddItemToArray(calls, e);
+    }
   }
   if (ok) *json = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);

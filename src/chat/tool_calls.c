@@ -1,8 +1,8 @@
 /* Tool calls in a model's reply (see tool_calls.h): the format from the template, the reply parser as one state
    machine over a pending buffer (the whole-text parse is the stream fed the text in one piece, so the two agree by
-   construction; the tests check every split), an incremental JSON validator (each byte read once, however the
-   text arrives), the converters of Gemma's Python calls and Gemma 4's call syntax to JSON, the call ids and the
-   call prefixes for tool_choice. */
+   construction; the tests check every split) in which a JSON call commits at its header and its arguments stream
+   out as they arrive, an incremental JSON validator (each byte read once, however the text arrives), the converters of
+   Gemma's Python calls and Gemma 4's call syntax to JSON, the call ids and the call prefixes for tool_choice. */
 #include "tool_calls.h"
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
@@ -97,147 +97,157 @@ typedef struct jscan {
 
 static void jscan_init(jscan *j) { memset(j, 0, sizeof *j); }
 
-/* Reads s[j->pos..n) (s: the value's first byte, which must be '{' or '['). JS_DONE: the value ends at j->pos. */
-static int jscan_run(jscan *j, const char *s, size_t n) {
-  if (j->pos == 0 && n && s[0] != '{' && s[0] != '[') return JS_BAD;
-  while (j->pos < n) {
-    char c = s[j->pos];
-    int closing = 0;
-    switch (j->st) {
-    case J_ARR_FIRST:
-      if (is_ws(c)) break;
-      if (c != ']') {
-        j->st = J_VALUE;
-        continue;
-      }
+/* Reads one more byte of the value (its first must be '{' or '['). JS_DONE: the value ends with c. */
+static int jscan_byte(jscan *j, char c) {
+  if (j->pos == 0 && c != '{' && c != '[') return JS_BAD;
+  int closing = 0;
+again:
+  switch (j->st) {
+  case J_ARR_FIRST:
+    if (is_ws(c)) break;
+    if (c != ']') {
+      j->st = J_VALUE;
+      goto again;
+    }
+    closing = 1;
+    break;
+  case J_AFTER: {
+    if (is_ws(c)) break;
+    char top = j->stack[j->depth - 1];
+    if (c == ',')
+      j->st = top == '{' ? J_OBJ_KEY : J_VALUE;
+    else if (c == (top == '{' ? '}' : ']'))
+      closing = 1;
+    else
+      return JS_BAD;
+    break;
+  }
+  case J_OBJ_FIRST:
+  case J_OBJ_KEY:
+    if (is_ws(c)) break;
+    if (c == '}' && j->st == J_OBJ_FIRST) {
       closing = 1;
       break;
-    case J_AFTER: {
-      if (is_ws(c)) break;
-      char top = j->stack[j->depth - 1];
-      if (c == ',')
-        j->st = top == '{' ? J_OBJ_KEY : J_VALUE;
-      else if (c == (top == '{' ? '}' : ']'))
-        closing = 1;
-      else
-        return JS_BAD;
-      break;
     }
-    case J_OBJ_FIRST:
-    case J_OBJ_KEY:
-      if (is_ws(c)) break;
-      if (c == '}' && j->st == J_OBJ_FIRST) {
-        closing = 1;
-        break;
-      }
-      if (c != '"') return JS_BAD;
+    if (c != '"') return JS_BAD;
+    j->st = J_STR;
+    j->in_key = 1;
+    break;
+  case J_COLON:
+    if (is_ws(c)) break;
+    if (c != ':') return JS_BAD;
+    j->st = J_VALUE;
+    break;
+  case J_VALUE:
+    if (is_ws(c)) break;
+    if (c == '{' || c == '[') {
+      if (j->depth >= JS_MAX_DEPTH) return JS_BAD;
+      j->stack[j->depth++] = c;
+      j->st = c == '{' ? J_OBJ_FIRST : J_ARR_FIRST;
+    } else if (c == '"') {
       j->st = J_STR;
-      j->in_key = 1;
+      j->in_key = 0;
+    } else if (c == '-' || is_digit(c)) {
+      j->st = J_NUM;
+      j->num = c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT;
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      j->st = J_LIT;
+      j->lit = c == 't' ? "rue" : c == 'f' ? "alse" : "ull";
+    } else
+      return JS_BAD;
+    break;
+  case J_STR:
+    if (c == '"')
+      j->st = j->in_key ? J_COLON : J_AFTER;
+    else if (c == '\\')
+      j->st = J_ESC;
+    else if ((unsigned char)c < 0x20)
+      return JS_BAD;
+    break;
+  case J_ESC:
+    if (c == 'u') {
+      j->st = J_HEX;
+      j->hex = 4;
+    } else if (c && strchr("\"\\/bfnrt", c))
+      j->st = J_STR;
+    else
+      return JS_BAD;
+    break;
+  case J_HEX:
+    if (!(is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return JS_BAD;
+    if (--j->hex == 0) j->st = J_STR;
+    break;
+  case J_NUM: {
+    int end = 0;
+    switch (j->num) {
+    case N_MINUS:
+      if (!is_digit(c)) return JS_BAD;
+      j->num = c == '0' ? N_ZERO : N_INT;
       break;
-    case J_COLON:
-      if (is_ws(c)) break;
-      if (c != ':') return JS_BAD;
-      j->st = J_VALUE;
+    case N_ZERO:
+    case N_INT:
+    case N_FRAC:
+      if (is_digit(c) && j->num != N_ZERO)
+        ;
+      else if (c == '.' && j->num != N_FRAC)
+        j->num = N_DOT;
+      else if (c == 'e' || c == 'E')
+        j->num = N_E;
+      else if (is_digit(c))
+        return JS_BAD; /* a leading zero */
+      else
+        end = 1;
       break;
-    case J_VALUE:
-      if (is_ws(c)) break;
-      if (c == '{' || c == '[') {
-        if (j->depth >= JS_MAX_DEPTH) return JS_BAD;
-        j->stack[j->depth++] = c;
-        j->st = c == '{' ? J_OBJ_FIRST : J_ARR_FIRST;
-      } else if (c == '"') {
-        j->st = J_STR;
-        j->in_key = 0;
-      } else if (c == '-' || is_digit(c)) {
-        j->st = J_NUM;
-        j->num = c == '-' ? N_MINUS : c == '0' ? N_ZERO : N_INT;
-      } else if (c == 't' || c == 'f' || c == 'n') {
-        j->st = J_LIT;
-        j->lit = c == 't' ? "rue" : c == 'f' ? "alse" : "ull";
-      } else
-        return JS_BAD;
+    case N_DOT:
+      if (!is_digit(c)) return JS_BAD;
+      j->num = N_FRAC;
       break;
-    case J_STR:
-      if (c == '"')
-        j->st = j->in_key ? J_COLON : J_AFTER;
-      else if (c == '\\')
-        j->st = J_ESC;
-      else if ((unsigned char)c < 0x20)
-        return JS_BAD;
-      break;
-    case J_ESC:
-      if (c == 'u') {
-        j->st = J_HEX;
-        j->hex = 4;
-      } else if (c && strchr("\"\\/bfnrt", c))
-        j->st = J_STR;
+    case N_E:
+      if (c == '+' || c == '-')
+        j->num = N_ESIGN;
+      else if (is_digit(c))
+        j->num = N_EXP;
       else
         return JS_BAD;
       break;
-    case J_HEX:
-      if (!(is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'))) return JS_BAD;
-      if (--j->hex == 0) j->st = J_STR;
+    case N_ESIGN:
+      if (!is_digit(c)) return JS_BAD;
+      j->num = N_EXP;
       break;
-    case J_NUM: {
-      int end = 0;
-      switch (j->num) {
-      case N_MINUS:
-        if (!is_digit(c)) return JS_BAD;
-        j->num = c == '0' ? N_ZERO : N_INT;
-        break;
-      case N_ZERO:
-      case N_INT:
-      case N_FRAC:
-        if (is_digit(c) && j->num != N_ZERO)
-          ;
-        else if (c == '.' && j->num != N_FRAC)
-          j->num = N_DOT;
-        else if (c == 'e' || c == 'E')
-          j->num = N_E;
-        else if (is_digit(c))
-          return JS_BAD; /* a leading zero */
-        else
-          end = 1;
-        break;
-      case N_DOT:
-        if (!is_digit(c)) return JS_BAD;
-        j->num = N_FRAC;
-        break;
-      case N_E:
-        if (c == '+' || c == '-')
-          j->num = N_ESIGN;
-        else if (is_digit(c))
-          j->num = N_EXP;
-        else
-          return JS_BAD;
-        break;
-      case N_ESIGN:
-        if (!is_digit(c)) return JS_BAD;
-        j->num = N_EXP;
-        break;
-      default: /* N_EXP */
-        if (!is_digit(c)) end = 1;
-        break;
-      }
-      if (end) { /* the number ended before c: read c after the value */
-        j->st = J_AFTER;
-        continue;
-      }
+    default: /* N_EXP */
+      if (!is_digit(c)) end = 1;
       break;
     }
-    default: /* J_LIT */
-      if (c != *j->lit) return JS_BAD;
-      if (!*++j->lit) j->st = J_AFTER;
-      break;
-    }
-    j->pos++;
-    if (closing) {
-      if (--j->depth == 0) return JS_DONE;
+    if (end) { /* the number ended before c: read c after the value */
       j->st = J_AFTER;
+      goto again;
     }
+    break;
+  }
+  default: /* J_LIT */
+    if (c != *j->lit) return JS_BAD;
+    if (!*++j->lit) j->st = J_AFTER;
+    break;
+  }
+  j->pos++;
+  if (closing) {
+    if (--j->depth == 0) return JS_DONE;
+    j->st = J_AFTER;
   }
   return JS_MORE;
 }
+
+/* Reads s[j->pos..n) (s: the value's first byte). JS_DONE: the value ends at j->pos. */
+static int jscan_run(jscan *j, const char *s, size_t n) {
+  while (j->pos < n) {
+    int r = jscan_byte(j, s[j->pos]);
+    if (r != JS_MORE) return r;
+  }
+  return JS_MORE;
+}
+
+/* inside a string (its closing quote included): whitespace there is text */
+static int jscan_in_string(const jscan *j) { return j->st == J_STR || j->st == J_ESC || j->st == J_HEX; }
 
 /* s[0..n) is exactly one object or list, maybe with whitespace around it */
 static int json_is_container(const char *s, size_t n) {
@@ -865,8 +875,19 @@ static uint64_t random_seed(const void *where) {
 }
 
 /* ---------- the stream ---------- */
-enum { S_START, S_REASON, S_CONTENT_START, S_L3_BEGIN, S_L3_OBJ, S_PLAIN, S_TEXT, S_CALL, S_AFTER_CALL };
+enum { S_START, S_REASON, S_CONTENT_START, S_L3_BEGIN, S_PLAIN, S_TEXT, S_CALL, S_JCALL, S_AFTER_CALL };
 enum { C_MORE, C_OK, C_FAIL };
+/* the phases of a JSON call (S_JCALL): its header up to the arguments' '{' (or the whole object, when the name
+   comes after the arguments); its arguments, streamed; the rest of the call object; between the objects of
+   Mistral's list; Hermes' closing tag */
+enum { JP_HEAD, JP_ARGS, JP_TAIL, JP_LIST, JP_CLOSE };
+
+/* a call event of the delta being built (chat_tool_call_delta, owning its strings) */
+typedef struct call_event {
+  int index;
+  char *id, *name; /* NULL but on the call's first event */
+  tb args;         /* the fragment */
+} call_event;
 
 struct chat_reply_stream {
   chat_tool_format f;
@@ -877,16 +898,26 @@ struct chat_reply_stream {
   int r_started, skip_ws; /* reasoning has begun; drop whitespace at the start of content (after </think>) */
   int seam;               /* a call just ended: the whitespace after it is dropped unless text follows it */
   size_t content_total;   /* content bytes given over the reply */
-  /* the call being read: offsets from head (nothing is consumed while a call is open) */
-  size_t body_off, js_off, js_end, scan; /* scan: where Gemma's searches resume */
-  size_t name_at, name_len;              /* Mistral's name[ARGS] */
-  int js_on, js_done, inq;               /* inq: Gemma 4's scan is inside <|"|>...<|"|> */
+  /* the call being read: offsets from head (nothing is consumed before a call commits) */
+  size_t body_off, scan; /* past the marker; where Gemma's searches resume */
+  int inq;               /* Gemma 4's scan is inside <|"|>...<|"|> */
   jscan js;
   found_list fl;
+  /* a JSON call (S_JCALL), read a byte at a time by js: offsets from head */
+  int jph;        /* JP_* */
+  int cd;         /* js's depth inside the call object: 1 (an object), 2 (in Mistral's list), 0 (tekken) */
+  size_t fed;     /* the next byte for js */
+  size_t obj_off; /* the call object's '{' (while its header is read) */
+  size_t key_s, key_e, val_s, name_s, name_e; /* the last key of the call object, its value, the "name" string */
+  int name_keyed, name_str, have_name;        /* the first "name" member's value began, is a string, was read */
+  int args_keyed;                             /* the first "arguments" / "parameters" member's value began */
+  int block_calls;                            /* calls committed from this marker (or Llama's object) */
   /* this delta */
   tb content, reasoning;
-  chat_tool_call *calls;
-  size_t n_calls, cap_calls;
+  call_event *ev;
+  size_t n_ev, cap_ev;
+  chat_tool_call_delta *out; /* ev as the delta gives it */
+  size_t cap_out;
   /* every id given so far, for uniqueness */
   char **ids;
   size_t n_ids, cap_ids;
@@ -940,13 +971,58 @@ static char *new_id(chat_reply_stream *st) {
 }
 
 static int name_allowed(const chat_reply_stream *st, const char *name) {
+  if (!name[0]) return 0;
   if (!st->o.tool_names) return 1;
   for (size_t i = 0; i < st->o.n_tool_names; i++)
     if (st->o.tool_names[i] && !strcmp(st->o.tool_names[i], name)) return 1;
   return 0;
 }
 
-/* the calls found are well-formed: commit them if every name is known (1), else drop them (0) */
+/* a new event in this delta (NULL when out of memory: st->oom set) */
+static call_event *event_add(chat_reply_stream *st, int index) {
+  if (st->n_ev == st->cap_ev) {
+    size_t nc = st->cap_ev ? st->cap_ev * 2 : 4;
+    call_event *nv = realloc(st->ev, nc * sizeof *nv);
+    if (!nv) {
+      st->oom = 1;
+      return NULL;
+    }
+    st->ev = nv;
+    st->cap_ev = nc;
+  }
+  call_event *e = &st->ev[st->n_ev++];
+  *e = (call_event){index, NULL, NULL, {0}};
+  return e;
+}
+
+/* A call committed: its first event, with id and name (takes name, malloc'd) and the arguments so far. 0 when out
+   of memory. */
+static int start_call(chat_reply_stream *st, char *name, const char *args, size_t n) {
+  char *id = name ? new_id(st) : NULL;
+  call_event *e = id ? event_add(st, st->next_index) : NULL;
+  if (!e) {
+    free(name);
+    free(id);
+    st->oom = 1;
+    return 0;
+  }
+  st->next_index++;
+  e->id = id;
+  e->name = name;
+  tb_put(&e->args, "", 0);
+  tb_put(&e->args, args, n);
+  return 1;
+}
+
+/* more of the last committed call's arguments: into its event of this delta (a new one when it has none) */
+static tb *args_out(chat_reply_stream *st) {
+  call_event *e = st->n_ev && st->ev[st->n_ev - 1].index == st->next_index - 1 ? &st->ev[st->n_ev - 1] : NULL;
+  if (!e && (e = event_add(st, st->next_index - 1))) tb_put(&e->args, "", 0);
+  return e ? &e->args : NULL;
+}
+
+/* the calls found whole (Gemma's, Gemma 4's, a JSON call naming its function after its arguments) are well-formed:
+   commit them if every name is known (1), else drop them (0) */
 static int commit_calls(chat_reply_stream *st) {
   found_list *l = &st->fl;
   if (l->oom) {
@@ -960,128 +1036,21 @@ static int commit_calls(chat_reply_stream *st) {
       return 0;
     }
   for (size_t i = 0; i < l->n; i++) {
-    if (st->n_calls == st->cap_calls) {
-      size_t nc = st->cap_calls ? st->cap_calls * 2 : 4;
-      chat_tool_call *nv = realloc(st->calls, nc * sizeof *nv);
-      if (!nv) {
-        st->oom = 1;
-        found_clear(l);
-        return 0;
-      }
-      st->calls = nv;
-      st->cap_calls = nc;
-    }
-    char *id = new_id(st);
-    if (!id) {
-      st->oom = 1;
+    char *name = l->v[i].name;
+    l->v[i].name = NULL;
+    if (!start_call(st, name, l->v[i].args, strlen(l->v[i].args))) {
       found_clear(l);
       return 0;
     }
-    st->calls[st->n_calls++] = (chat_tool_call){st->next_index++, id, l->v[i].name, l->v[i].args};
-    l->v[i].name = l->v[i].args = NULL;
   }
-  l->n = 0;
+  found_clear(l);
   return 1;
 }
 
-/* a JSON value that starts at st->js_off: resumes the validation; JS_DONE leaves its end in *end */
-static int json_at(chat_reply_stream *st, const char *p, size_t n, size_t *end) {
-  if (!st->js_on) {
-    jscan_init(&st->js);
-    st->js_on = 1;
-    st->js_done = 0;
-  }
-  if (!st->js_done) {
-    int r = jscan_run(&st->js, p + st->js_off, n - st->js_off);
-    if (r != JS_DONE) return r;
-    st->js_done = 1;
-    st->js_end = st->js_off + st->js.pos;
-  }
-  *end = st->js_end;
-  return JS_DONE;
-}
-
-/* Reads the call that starts at body_off (past the marker). C_OK: the calls are in st->fl and the call text
-   ends at *end. */
+/* Reads the Gemma or Gemma 4 call that starts at body_off (past the marker), whole. C_OK: the calls are in st->fl
+   and the call text ends at *end. */
 static int read_call(chat_reply_stream *st, const char *p, size_t n, int final, size_t *end) {
-  size_t i, e;
-  int r;
   switch (st->f) {
-  case CHAT_TOOLS_HERMES:
-    if (!st->js_on) {
-      i = skip_ws(p, st->body_off, n);
-      if (i == n) return C_MORE;
-      if (p[i] != '{') return C_FAIL;
-      st->js_off = i;
-    }
-    r = json_at(st, p, n, &e);
-    if (r != JS_DONE) return r == JS_BAD ? C_FAIL : C_MORE;
-    if (!st->fl.n && !call_from_object(p + st->js_off, e - st->js_off, &st->fl)) return C_FAIL;
-    i = skip_ws(p, e, n);
-    if (starts(p + i, n - i, "</tool_call>")) {
-      *end = i + 12;
-      return C_OK;
-    }
-    if (i == n && final) { /* the reply ended after the object: the closing tag is forgiven */
-      *end = i;
-      return C_OK;
-    }
-    return is_prefix(p + i, n - i, "</tool_call>") ? C_MORE : C_FAIL;
-  case CHAT_TOOLS_MISTRAL:
-    if (!st->js_on) {
-      i = skip_ws(p, st->body_off, n);
-      if (i == n) return C_MORE;
-      if (p[i] == '[') {
-        st->js_off = i;
-      } else { /* name[ARGS]{...}, maybe name[CALL_ID]id[ARGS]{...} */
-        size_t ns = i;
-        while (i < n && is_name(p[i]))
-          i++;
-        if (i == ns) return C_FAIL;
-        size_t ne = i;
-        if (i == n) return C_MORE;
-        if (starts(p + i, n - i, "[CALL_ID]")) {
-          i += 9;
-          while (i < n && is_name(p[i]))
-            i++;
-        } else if (is_prefix(p + i, n - i, "[CALL_ID]") && !is_prefix(p + i, n - i, "[ARGS]"))
-          return C_MORE;
-        if (!starts(p + i, n - i, "[ARGS]")) return is_prefix(p + i, n - i, "[ARGS]") ? C_MORE : C_FAIL;
-        i = skip_ws(p, i + 6, n);
-        if (i == n) return C_MORE;
-        if (p[i] != '{') return C_FAIL;
-        st->js_off = i;
-        st->name_at = ns;
-        st->name_len = ne - ns;
-      }
-    }
-    r = json_at(st, p, n, &e);
-    if (r != JS_DONE) return r == JS_BAD ? C_FAIL : C_MORE;
-    if (p[st->js_off] == '[') { /* [{"name": ..., "arguments": ...}, ...] */
-      const char *a = p + st->js_off;
-      size_t an = e - st->js_off, k = skip_ws(a, 1, an);
-      if (a[k] == ']') return C_FAIL;
-      while (k < an && a[k] != ']') {
-        size_t ve = json_skip(a, k, an);
-        if (!call_from_object(a + k, ve - k, &st->fl)) {
-          found_clear(&st->fl);
-          return C_FAIL;
-        }
-        k = skip_ws(a, ve, an);
-        if (a[k] == ',') k = skip_ws(a, k + 1, an);
-      }
-    } else {
-      int oom = 0;
-      char *args = args_from_json(p + st->js_off, e - st->js_off, &oom);
-      char *name = malloc(st->name_len + 1);
-      if (name) {
-        memcpy(name, p + st->name_at, st->name_len);
-        name[st->name_len] = 0;
-      }
-      found_add(&st->fl, name, args);
-    }
-    *end = e;
-    return C_OK;
   case CHAT_TOOLS_GEMMA: { /* ```tool_code ... ``` */
     if (st->body_off == n) return C_MORE;
     if (!is_ws(p[st->body_off])) return C_FAIL; /* ```tool_codes */
@@ -1128,10 +1097,266 @@ static int read_call(chat_reply_stream *st, const char *p, size_t n, int final, 
 }
 
 static void call_reset(chat_reply_stream *st) {
-  st->js_on = st->js_done = 0;
   st->scan = 0;
   st->inq = 0;
   found_clear(&st->fl);
+}
+
+/* ---------- JSON calls (LLAMA3_JSON, HERMES, MISTRAL), committed at their header and streamed ---------- */
+
+/* starts reading a JSON call at p[at] ('{', or Mistral's '['; tekken's name[ARGS] is read by jcall_begin) */
+static void jcall_setup(chat_reply_stream *st, size_t at, int cd, int phase) {
+  jscan_init(&st->js);
+  st->cd = cd;
+  st->jph = phase;
+  st->fed = st->obj_off = at;
+  st->name_keyed = st->name_str = st->have_name = st->args_keyed = 0;
+  st->block_calls = 0;
+  st->state = S_JCALL;
+}
+
+/* What is not a call: with no call committed from this block, the marker is content and the text after it is read
+   on (Llama: the rest of the reply is content); after one, the call has ended and the text from at is read after
+   it. Always 1 (a step). */
+static int jcall_fail(chat_reply_stream *st, size_t at) {
+  if (st->block_calls) {
+    consume(st, at);
+    st->state = S_AFTER_CALL;
+  } else if (st->f == CHAT_TOOLS_LLAMA3_JSON) {
+    st->state = S_PLAIN;
+  } else {
+    emit_content(st, PEND(st), st->body_off);
+    consume(st, st->body_off);
+    st->state = S_TEXT;
+  }
+  return 1;
+}
+
+/* the JSON string p[s..e) (quotes included) as written is key */
+static int key_is(const char *p, size_t s, size_t e, const char *key) {
+  size_t kl = strlen(key);
+  return e - s == kl + 2 && !memcmp(p + s + 1, key, kl);
+}
+
+/* the byte count of p[0..n) up to an incomplete UTF-8 character at its end (held back while more may come) */
+static size_t utf8_whole(const char *p, size_t n) {
+  size_t i = n, k = 0;
+  while (i > 0 && k < 3 && ((unsigned char)p[i - 1] & 0xc0) == 0x80) {
+    i--;
+    k++;
+  }
+  if (i == 0) return n;
+  unsigned char c = (unsigned char)p[i - 1];
+  size_t need = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+  return need > k + 1 ? i - 1 : n;
+}
+
+/* the call object's header, a byte at a time: commits the call at its arguments' '{' when "name" came before them
+   (a non-empty string naming a known function), else reads the object whole and commits it at its end */
+static int jcall_head(chat_reply_stream *st, const char *p, size_t n, int final) {
+  int cd = st->cd;
+  while (st->fed < n) {
+    size_t off = st->fed;
+    unsigned char pst = st->js.st, pkey = st->js.in_key;
+    int pd = st->js.depth, r = jscan_byte(&st->js, p[off]);
+    st->fed++;
+    if (r == JS_BAD) return jcall_fail(st, st->obj_off);
+    int d = st->js.depth, s = st->js.st;
+    if (pd == cd && d == cd) { /* the call object's keys and string values */
+      if (s == J_STR && pst != J_STR && pst != J_ESC && pst != J_HEX) {
+        if (st->js.in_key)
+          st->key_s = off;
+        else
+          st->val_s = off;
+      } else if (pst == J_STR && pkey && s == J_COLON)
+        st->key_e = off + 1;
+      else if (pst == J_STR && !pkey && s == J_AFTER && st->name_str && !st->have_name) { /* the name's string */
+        st->name_s = st->val_s;
+        st->name_e = off + 1;
+        st->have_name = 1;
+      }
+    }
+    if (pd == cd && pst == J_VALUE && (s != J_VALUE || d != pd)) { /* a member's value begins */
+      if (!st->name_keyed && key_is(p, st->key_s, st->key_e, "name")) {
+        st->name_keyed = 1;
+        st->name_str = p[off] == '"';
+      } else if (!st->args_keyed &&
+                 (key_is(p, st->key_s, st->key_e, "arguments") || key_is(p, st->key_s, st->key_e, "parameters"))) {
+        st->args_keyed = 1; /* an object after the name commits the call */
+        if (p[off] == '{' && st->have_name) {
+          char *name = json_string(p + st->name_s, st->name_e - st->name_s);
+          if (!name) { /* the string is valid: out of memory */
+            st->oom = 1;
+            return 0;
+          }
+          if (!name_allowed(st, name)) {
+            free(name);
+            return jcall_fail(st, st->obj_off);
+          }
+          if (!start_call(st, name, "{", 1)) return 0;
+          consume(st, off + 1);
+          st->fed = 0;
+          st->block_calls++;
+          st->jph = JP_ARGS;
+          return 1;
+        }
+      }
+    }
+    if (d == cd - 1) { /* the object ended before it could commit: a call whole, or not one */
+      size_t e = off + 1;
+      if (!call_from_object(p + st->obj_off, e - st->obj_off, &st->fl) || !commit_calls(st)) {
+        found_clear(&st->fl);
+        return st->oom ? 0 : jcall_fail(st, st->obj_off);
+      }
+      consume(st, e);
+      st->fed = 0;
+      st->block_calls++;
+      st->jph = cd == 2 ? JP_LIST : JP_CLOSE;
+      if (st->f == CHAT_TOOLS_LLAMA3_JSON) st->state = S_AFTER_CALL;
+      return 1;
+    }
+  }
+  return final ? jcall_fail(st, st->obj_off) : 0;
+}
+
+/* the committed call's arguments as they arrive, without the whitespace between tokens; they end where their braces
+   balance, before a byte that is not JSON (which is read after the call), or with the reply */
+static int jcall_args(chat_reply_stream *st, const char *p, size_t n, int final) {
+  size_t lim = final ? n : utf8_whole(p, n), i = 0;
+  tb *out = lim ? args_out(st) : NULL;
+  if (lim && !out) return 0;
+  for (; i < lim; i++) {
+    int in_str = jscan_in_string(&st->js), r = jscan_byte(&st->js, p[i]);
+    if (r == JS_BAD) { /* malformed: the call ends here */
+      consume(st, i);
+      st->state = S_AFTER_CALL;
+      return 1;
+    }
+    if (in_str || !is_ws(p[i])) tb_chr(out, p[i]);
+    if (st->js.depth == st->cd) { /* the arguments' closing brace */
+      consume(st, i + 1);
+      if (st->cd == 0)
+        st->state = S_AFTER_CALL;
+      else
+        st->jph = JP_TAIL;
+      return 1;
+    }
+  }
+  consume(st, lim);
+  if (final) st->state = S_AFTER_CALL; /* cut off: the arguments are what was written */
+  return lim > 0 || final;
+}
+
+/* One move over a JSON call (S_JCALL); 0 when it must wait for more text. */
+static int jcall_step(chat_reply_stream *st, const char *p, size_t n, int final) {
+  size_t i;
+  switch (st->jph) {
+  case JP_HEAD:
+    return jcall_head(st, p, n, final);
+  case JP_ARGS:
+    return jcall_args(st, p, n, final);
+  case JP_TAIL: /* the call object's other members (Mistral's "id") up to its '}': dropped */
+    for (i = 0; i < n; i++) {
+      int r = jscan_byte(&st->js, p[i]);
+      if (r == JS_BAD) { /* the object breaks: the call has ended, the text from here is read after it */
+        consume(st, i);
+        st->state = S_AFTER_CALL;
+        return 1;
+      }
+      if (st->js.depth == st->cd - 1) {
+        consume(st, i + 1);
+        st->jph = st->cd == 2 ? JP_LIST : JP_CLOSE;
+        if (st->f == CHAT_TOOLS_LLAMA3_JSON) st->state = S_AFTER_CALL;
+        return 1;
+      }
+    }
+    consume(st, n);
+    if (final) st->state = S_AFTER_CALL;
+    return 1;
+  case JP_LIST: /* Mistral's [...]: ',' and whitespace up to the next call object, or the ']' */
+    while (st->fed < n) {
+      size_t off = st->fed;
+      unsigned char pst = st->js.st;
+      int pd = st->js.depth, r = jscan_byte(&st->js, p[off]);
+      char c = p[off];
+      st->fed++;
+      if (r == JS_BAD) return jcall_fail(st, off);
+      if (pd == 1 && (pst == J_VALUE || pst == J_ARR_FIRST) && !is_ws(c) && c != ']') {
+        if (c != '{') return jcall_fail(st, off); /* an item that is not an object */
+        st->obj_off = off;
+        st->name_keyed = st->name_str = st->have_name = st->args_keyed = 0;
+        st->jph = JP_HEAD;
+        return 1;
+      }
+      if (r == JS_DONE) { /* the list's ']' (an empty list is not a call) */
+        if (!st->block_calls) return jcall_fail(st, 0);
+        consume(st, off + 1);
+        st->state = S_AFTER_CALL;
+        return 1;
+      }
+    }
+    if (st->block_calls) { /* after a call the list's punctuation is dropped as it comes */
+      consume(st, st->fed);
+      st->fed = 0;
+    }
+    return final ? jcall_fail(st, st->fed) : 0;
+  default: /* JP_CLOSE: Hermes' </tool_call> (forgiven at the very end); else the call ended at its object */
+    i = skip_ws(p, 0, n);
+    if (starts(p + i, n - i, "</tool_call>")) {
+      consume(st, i + 12);
+      st->state = S_AFTER_CALL;
+      return 1;
+    }
+    if (!final && (i == n || is_prefix(p + i, n - i, "</tool_call>"))) return 0;
+    st->state = S_AFTER_CALL;
+    return 1;
+  }
+}
+
+/* S_CALL for HERMES and MISTRAL: the text after the marker up to a call object, Mistral's list, or tekken's
+   name[CALL_ID]id[ARGS]{ (which commits the call) */
+static int jcall_begin(chat_reply_stream *st, const char *p, size_t n, int final) {
+  size_t i = skip_ws(p, st->body_off, n);
+  st->block_calls = 0;
+  if (i == n) return final ? jcall_fail(st, 0) : 0;
+  if (st->f == CHAT_TOOLS_HERMES || p[i] == '[') {
+    if (p[i] != '{' && p[i] != '[') return jcall_fail(st, 0);
+    int list = p[i] == '[';
+    jcall_setup(st, i, list ? 2 : 1, list ? JP_LIST : JP_HEAD);
+    return 1;
+  }
+  size_t ns = i; /* name[ARGS]{...}, maybe name[CALL_ID]id[ARGS]{...} */
+  while (i < n && is_name(p[i]))
+    i++;
+  if (i == ns) return jcall_fail(st, 0);
+  size_t ne = i;
+  if (i == n) return final ? jcall_fail(st, 0) : 0;
+  if (starts(p + i, n - i, "[CALL_ID]")) {
+    i += 9;
+    while (i < n && is_name(p[i]))
+      i++;
+  } else if (is_prefix(p + i, n - i, "[CALL_ID]") && !is_prefix(p + i, n - i, "[ARGS]"))
+    return final ? jcall_fail(st, 0) : 0;
+  if (!starts(p + i, n - i, "[ARGS]")) return !final && is_prefix(p + i, n - i, "[ARGS]") ? 0 : jcall_fail(st, 0);
+  i = skip_ws(p, i + 6, n);
+  if (i == n) return final ? jcall_fail(st, 0) : 0;
+  if (p[i] != '{') return jcall_fail(st, 0);
+  char *name = malloc(ne - ns + 1);
+  if (!name) {
+    st->oom = 1;
+    return 0;
+  }
+  memcpy(name, p + ns, ne - ns);
+  name[ne - ns] = 0;
+  if (!name_allowed(st, name)) {
+    free(name);
+    return jcall_fail(st, 0);
+  }
+  if (!start_call(st, name, "", 0)) return 0;
+  consume(st, i);
+  jcall_setup(st, 0, 0, JP_ARGS);
+  st->block_calls = 1;
+  return 1;
 }
 
 /* One move of the state machine over the pending text; 0 when it must wait for more text (or, at the end, when
@@ -1197,26 +1422,13 @@ static int step(chat_reply_stream *st, int final) {
         return 0;
     }
     if (i == n && !final) return 0;
-    if (i < n && p[i] == '{') {
-      st->js_off = i;
-      st->js_on = 0;
-      st->state = S_L3_OBJ;
-    } else
+    if (i < n && p[i] == '{')
+      jcall_setup(st, i, 1, JP_HEAD);
+    else
       st->state = S_PLAIN;
     return 1;
-  case S_L3_OBJ: {
-    int r = json_at(st, p, n, &e);
-    if (r == JS_MORE && !final) return 0;
-    st->js_on = 0;
-    if (r == JS_DONE && call_from_object(p + st->js_off, e - st->js_off, &st->fl) && commit_calls(st)) {
-      consume(st, e);
-      st->state = S_AFTER_CALL;
-    } else {
-      found_clear(&st->fl);
-      st->state = S_PLAIN;
-    }
-    return 1;
-  }
+  case S_JCALL:
+    return jcall_step(st, p, n, final);
   case S_PLAIN:
     emit_content(st, p, n);
     consume(st, n);
@@ -1269,10 +1481,12 @@ static int step(chat_reply_stream *st, int final) {
     return 1;
   }
   default: { /* S_CALL */
+    if (st->f == CHAT_TOOLS_HERMES || st->f == CHAT_TOOLS_MISTRAL) return jcall_begin(st, p, n, final);
     int r = read_call(st, p, n, final, &e);
     if (r == C_MORE && !final) return 0;
     int ok = r == C_OK && commit_calls(st);
     call_reset(st);
+    if (st->oom) return 0;
     if (ok) {
       consume(st, e);
       st->state = S_AFTER_CALL;
@@ -1287,12 +1501,12 @@ static int step(chat_reply_stream *st, int final) {
 }
 
 static void delta_reset(chat_reply_stream *st) {
-  for (size_t i = 0; i < st->n_calls; i++) {
-    free(st->calls[i].id);
-    free(st->calls[i].name);
-    free(st->calls[i].arguments);
+  for (size_t i = 0; i < st->n_ev; i++) {
+    free(st->ev[i].id);
+    free(st->ev[i].name);
+    free(st->ev[i].args.s);
   }
-  st->n_calls = 0;
+  st->n_ev = 0;
   st->content.len = st->reasoning.len = 0;
   if (st->content.s) st->content.s[0] = 0;
   if (st->reasoning.s) st->reasoning.s[0] = 0;
@@ -1300,17 +1514,33 @@ static void delta_reset(chat_reply_stream *st) {
 
 static wgllm_status delta_fill(chat_reply_stream *st, chat_reply_delta *d) {
   if (st->content.oom || st->reasoning.oom || st->buf.oom || st->fl.oom) st->oom = 1;
+  for (size_t i = 0; i < st->n_ev; i++)
+    if (st->ev[i].args.oom) st->oom = 1;
+  if (!st->oom && st->n_ev > st->cap_out) {
+    chat_tool_call_delta *nv = realloc(st->out, st->n_ev * sizeof *nv);
+    if (nv) {
+      st->out = nv;
+      st->cap_out = st->n_ev;
+    } else
+      st->oom = 1;
+  }
   if (st->oom) {
     delta_reset(st);
     *d = (chat_reply_delta){"", 0, "", 0, NULL, 0};
     return WGLLM_ERR_OUT_OF_MEMORY;
   }
+  size_t k = 0;
+  for (size_t i = 0; i < st->n_ev; i++) {
+    const call_event *e = &st->ev[i];
+    if (!e->id && !e->args.len) continue; /* only whitespace came */
+    st->out[k++] = (chat_tool_call_delta){e->index, e->id, e->name, e->args.s ? e->args.s : "", e->args.len};
+  }
   *d = (chat_reply_delta){st->content.s ? st->content.s : "",
                           st->content.len,
                           st->reasoning.s ? st->reasoning.s : "",
                           st->reasoning.len,
-                          st->calls,
-                          st->n_calls};
+                          k ? st->out : NULL,
+                          k};
   return WGLLM_OK;
 }
 
@@ -1367,7 +1597,8 @@ void chat_reply_stream_free(chat_reply_stream *st) {
   delta_reset(st);
   found_clear(&st->fl);
   free(st->fl.v);
-  free(st->calls);
+  free(st->ev);
+  free(st->out);
   for (size_t i = 0; i < st->n_ids; i++)
     free(st->ids[i]);
   free(st->ids);
@@ -1381,15 +1612,23 @@ void chat_reply_stream_free(chat_reply_stream *st) {
 static int gather(chat_reply *r, tb *content, tb *reasoning, const chat_reply_delta *d) {
   tb_put(content, d->content, d->content_len);
   tb_put(reasoning, d->reasoning, d->reasoning_len);
-  if (!d->n_tool_calls) return 1;
-  chat_tool_call *nv = realloc(r->tool_calls, (r->n_tool_calls + d->n_tool_calls) * sizeof *nv);
-  if (!nv) return 0;
-  r->tool_calls = nv;
   for (size_t i = 0; i < d->n_tool_calls; i++) {
-    const chat_tool_call *c = &d->tool_calls[i];
-    chat_tool_call t = {c->index, strdup(c->id), strdup(c->name), strdup(c->arguments)};
-    r->tool_calls[r->n_tool_calls++] = t;
-    if (!t.id || !t.name || !t.arguments) return 0;
+    const chat_tool_call_delta *c = &d->tool_calls[i];
+    if (c->id) { /* a call's first event */
+      chat_tool_call *nv = realloc(r->tool_calls, (r->n_tool_calls + 1) * sizeof *nv);
+      if (!nv) return 0;
+      r->tool_calls = nv;
+      chat_tool_call t = {c->index, strdup(c->id), strdup(c->name), strdup(c->arguments)};
+      r->tool_calls[r->n_tool_calls++] = t;
+      if (!t.id || !t.name || !t.arguments) return 0;
+    } else if ((size_t)c->index < r->n_tool_calls) { /* more of its arguments */
+      chat_tool_call *t = &r->tool_calls[c->index];
+      size_t have = strlen(t->arguments);
+      char *na = realloc(t->arguments, have + c->arguments_len + 1);
+      if (!na) return 0;
+      memcpy(na + have, c->arguments, c->arguments_len + 1);
+      t->arguments = na;
+    }
   }
   return 1;
 }

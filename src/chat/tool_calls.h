@@ -1,6 +1,7 @@
 /* OpenAI tool calls in a model's reply: which format a model was taught (from its chat template or the named
    template), the parser that turns a reply's text into content, reasoning (a leading <think> block) and tool calls
-   {id, name, arguments}, whole or streamed piece by piece with the same result, and the text that opens a call in
+   {id, name, arguments}, whole or streamed piece by piece with the same result (a call's arguments in fragments, as
+   OpenAI streams them), and the text that opens a call in
    each format (for tool_choice "required" or a named function). docs/CHAT_TEMPLATES.md, "Tools", describes the
    formats, the trimming and what a malformed call becomes. */
 #ifndef WGLLM_TOOL_CALLS_H
@@ -55,10 +56,12 @@ typedef struct chat_reply {
   size_t n_tool_calls;
 } chat_reply;
 
-/* Parses a whole reply (text, len bytes; o NULL: defaults, all zero). Never fails on the text: what is not a
-   well-formed call of a known name (bad JSON, an unknown function, an unterminated block) stays in content as
-   written. Fails only for memory (WGLLM_ERR_OUT_OF_MEMORY) or a NULL text with len > 0 (WGLLM_ERR_INVALID_ARG).
-   Free *out with chat_reply_free (also after a failure). */
+/* Parses a whole reply (text, len bytes; o NULL: defaults, all zero): the stream fed the text in one piece, each
+   call's arguments the concatenation of its fragments. Never fails on the text: a call whose header is not a
+   well-formed call of a known name (bad JSON, an unknown function, a block left open before its arguments) stays in
+   content as written; a call committed by its header keeps what its arguments were (docs/CHAT_TEMPLATES.md). Fails only
+   for memory (WGLLM_ERR_OUT_OF_MEMORY) or a NULL text with len > 0 (WGLLM_ERR_INVALID_ARG). Free *out with
+   chat_reply_free (also after a failure). */
 wgllm_status chat_reply_parse(chat_tool_format f, const char *text, size_t len, const chat_reply_opts *o,
                               chat_reply *out, llm_err *err);
 void chat_reply_free(chat_reply *r); /* frees the members and zeroes *r; NULL is a no-op */
@@ -66,16 +69,29 @@ void chat_reply_free(chat_reply *r); /* frees the members and zeroes *r; NULL is
 /* ---- streaming: pieces in, what became final out ---- */
 typedef struct chat_reply_stream chat_reply_stream;
 
+/* One event of a tool call in a delta, as OpenAI streams calls: a call's first event carries its id and name (and
+   maybe the first fragment of its arguments), the later ones more of its arguments. A call's arguments are the
+   concatenation of its events' fragments, in order. */
+typedef struct chat_tool_call_delta {
+  int index;             /* the call's index in the reply (0, 1, ...) */
+  const char *id;        /* the call's id on its first event, else NULL */
+  const char *name;      /* the function's name on the call's first event, else NULL */
+  const char *arguments; /* this event's fragment of the arguments (compact JSON text), NUL-terminated, maybe "" */
+  size_t arguments_len;
+} chat_tool_call_delta;
+
 /* What became final with one push or the finish. The members belong to the stream and stay valid until its next
    push, finish or free. Text that may still start a call marker or <think>/</think>, whitespace that may still
-   turn out to border a call or end the reasoning, and a call not yet complete are held back; the concatenation of
-   every delta's content (reasoning, calls) equals chat_reply_parse's on the whole text, whatever the pieces. */
+   turn out to border a call or end the reasoning, and a call whose header (marker, name, the start of its
+   arguments) is not yet complete are held back; a committed call's arguments come out as they arrive. The
+   concatenation of every delta's content (reasoning, each call's arguments) equals chat_reply_parse's on the whole
+   text, whatever the pieces. */
 typedef struct chat_reply_delta {
   const char *content; /* NUL-terminated, "" when nothing */
   size_t content_len;
   const char *reasoning;
   size_t reasoning_len;
-  const chat_tool_call *tool_calls; /* completed calls, each whole (index counts over the reply) */
+  const chat_tool_call_delta *tool_calls; /* call events in reply order (at most one per call in a delta) */
   size_t n_tool_calls;
 } chat_reply_delta;
 
@@ -84,8 +100,8 @@ chat_reply_stream *chat_reply_stream_create(chat_tool_format f, const chat_reply
 /* Adds piece (n bytes) of the reply. WGLLM_OK, or WGLLM_ERR_OUT_OF_MEMORY (the stream is then spent: every later
    call fails). d is always filled (empty on failure). */
 wgllm_status chat_reply_stream_push(chat_reply_stream *st, const char *piece, size_t n, chat_reply_delta *d);
-/* The reply ended: releases what was held back (a call left open at the end stays content). Later pushes fail
-   with WGLLM_ERR_INVALID_ARG. */
+/* The reply ended: releases what was held back (a call whose header never completed stays content; a committed
+   call cut off keeps the arguments written). Later pushes fail with WGLLM_ERR_INVALID_ARG. */
 wgllm_status chat_reply_stream_finish(chat_reply_stream *st, chat_reply_delta *d);
 void chat_reply_stream_free(chat_reply_stream *st); /* NULL is a no-op */
 

@@ -1,7 +1,8 @@
 // Tool calls through the openai npm client, on a server whose chat template (a family's real one, or a named one)
 // teaches the format WGLLM_TOOLS_FORMAT (/props' tool_format must say it): tool_choice "required" gives one call of
 // a given function with arguments valid under its parameters (finish_reason "tool_calls"), a named function that
-// one, streamed the same call as whole (greedy); the round trip (the call, the tool's result, the answer) renders
+// one, streamed the same call as whole (greedy), the call's start first and its arguments in several chunks after it
+// (OpenAI's delta form), also through the client's ChatCompletionStream; the round trip (the call, the tool's result, the answer) renders
 // through the template; "none" and "auto" answer text; a format whose calls are not JSON refuses "required" (400).
 import { apiKey, baseURL, check, finish, loadOpenAI } from "./util.mjs";
 
@@ -50,15 +51,18 @@ const named = await client.chat.completions.create({ model, messages, tools, too
 const nc = named.choices[0].message.tool_calls || [];
 check(nc.length === 1 && nc[0].function.name === "get_time" && validTime(json(nc[0].function.arguments)), `${want} named: a call of get_time`, named.choices[0]);
 
-// streamed: the same call as whole (greedy)
+// streamed: the same call as whole (greedy), in OpenAI's delta form: a chunk with the call's start (id, type, name,
+// arguments "") first, then the arguments in fragments, one tool_calls entry a chunk (the arguments of either
+// function are several tokens, so more than one chunk)
 const whole = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0 });
 const stream = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0, stream: true });
-const acc = [];
+const acc = [], entries = [];
 let finishReason = null, text = "";
 for await (const chunk of stream) {
   for (const ch of chunk.choices) {
     if (ch.finish_reason) finishReason = ch.finish_reason;
     if (ch.delta.content) text += ch.delta.content;
+    if (ch.delta.tool_calls) entries.push(ch.delta.tool_calls);
     for (const d of ch.delta.tool_calls || []) {
       const slot = (acc[d.index] ||= { id: "", name: "", arguments: "" });
       if (d.id) slot.id = d.id;
@@ -70,6 +74,19 @@ for await (const chunk of stream) {
 const wc = whole.choices[0].message.tool_calls || [];
 check(acc.length === 1 && wc.length === 1 && acc[0].name === wc[0].function.name && acc[0].arguments === wc[0].function.arguments && finishReason === "tool_calls" && text === "",
   `${want} streamed: the whole answer's call, in delta form`, { acc, whole: wc, finishReason, text });
+const [head, ...frags] = entries.map((e) => e[0]);
+check(entries.length > 1 && entries.every((e) => e.length === 1) &&
+    head.index === 0 && /^call_[A-Za-z0-9]{24}$|^[A-Za-z0-9]{9}$/.test(head.id) && head.type === "function" &&
+    head.function?.name === wc[0]?.function.name && head.function?.arguments === "" &&
+    frags.length > 1 && frags.every((f) => f.index === 0 && f.id === undefined && f.type === undefined &&
+      f.function?.name === undefined && typeof f.function?.arguments === "string" && f.function.arguments.length > 0),
+  `${want} streamed: the start chunk (id, type, name, arguments "") first, then ${frags.length} chunks of arguments`, entries);
+// the client's own accumulation (ChatCompletionStream joins the fragments) gives the whole answer's call
+const helper = await client.chat.completions.stream({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0 }).finalChatCompletion();
+const hc = helper.choices[0].message.tool_calls || [];
+check(hc.length === 1 && typeof hc[0].id === "string" && hc[0].id.length > 0 && hc[0].type === "function" && hc[0].function.name === wc[0]?.function.name &&
+    hc[0].function.arguments === wc[0]?.function.arguments && helper.choices[0].finish_reason === "tool_calls",
+  `${want} streamed through the client's ChatCompletionStream: the whole answer's call`, helper.choices[0]);
 
 // the round trip: the call, the tool's result, the answer (rendered by the template)
 const call = wc[0];

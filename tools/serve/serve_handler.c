@@ -1187,7 +1187,33 @@ static void parse_delta(char *json, char **text, size_t *len, cJSON **delta, ser
   e->tool_calls = cJSON_GetObjectItemCaseSensitive(*delta, "tool_calls");
 }
 
-/* PHASE_TEXT with the task's new text (and logprobs) in hand, unlocked: a chunk, or 1 when the parser held it all */
+/* the SSE event of json (taken) after x->event's: 0, or -1 when out of memory (x->event is then NULL) */
+static int add_event(serve_exchange *x, char *json) {
+  if (!json) {
+    free(x->event);
+    x->event = NULL;
+    return -1;
+  }
+  size_t have = x->event ? strlen(x->event) : 0, n = strlen(json);
+  char *ev = realloc(x->event, have + n + 9);
+  if (!ev) {
+    free(json);
+    free(x->event);
+    x->event = NULL;
+    return -1;
+  }
+  memcpy(ev + have, "data: ", 6);
+  memcpy(ev + have + 6, json, n);
+  memcpy(ev + have + 6 + n, "\n\n", 3);
+  x->event = ev;
+  free(json);
+  return 0;
+}
+
+/* PHASE_TEXT with the task's new text (and logprobs) in hand, unlocked: a chunk, or 1 when the parser held it all.
+   The parser's tool_calls entries (a call's start, the fragments of its arguments) go one a chunk, as OpenAI streams
+   them: the first chunk carries the text, reasoning and logprobs with the first entry, each further entry has its
+   own chunk (the events joined in x->event). */
 static int text_event(serve_exchange *x, stream_choice *c, const char *text, size_t n, cJSON *lp, int end) {
   serve_task *t = c->t;
   serve_extras e = {.logprobs = lp, .index = c->index};
@@ -1202,14 +1228,31 @@ static int text_event(serve_exchange *x, stream_choice *c, const char *text, siz
       wgllm_reply_parser_push(t->parser, text, n, &json);
     parse_delta(json, &ctext, &out_len, &delta, &e);
     out = ctext;
-    c->tool_calls += e.tool_calls ? cJSON_GetArraySize(e.tool_calls) : 0;
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, e.tool_calls) c->tool_calls += cJSON_HasObjectItem(entry, "id"); /* calls started */
   }
   int none = !out_len && !e.reasoning && !e.tool_calls && !lp;
-  char *chunk = none ? NULL : serve_chunk_json(&x->answer, out, out_len, 0, NULL, NULL, t->req.include_usage, NULL, &e);
+  int n_entries = e.tool_calls ? cJSON_GetArraySize(e.tool_calls) : 0, rc = 0;
+  cJSON *calls = e.tool_calls;
+  free(x->event);
+  x->event = NULL;
+  for (int k = 0; !none && !rc && k < (n_entries > 1 ? n_entries : 1); k++) {
+    serve_extras ek = e;
+    cJSON *one = NULL;
+    if (n_entries > 1) { /* the k-th entry alone */
+      one = cJSON_CreateArray();
+      if (one) cJSON_AddItemToArray(one, cJSON_Duplicate(cJSON_GetArrayItem(calls, k), 1));
+      ek.tool_calls = one;
+    }
+    if (k) ek.reasoning = NULL, ek.logprobs = NULL;
+    rc = add_event(x, one || n_entries <= 1 ? serve_chunk_json(&x->answer, k ? NULL : out, k ? 0 : out_len, 0, NULL,
+                                                               NULL, t->req.include_usage, NULL, &ek)
+                                            : NULL);
+    cJSON_Delete(one);
+  }
   cJSON_Delete(delta);
   cJSON_Delete(lp);
-  if (none) return 1;
-  return set_event(x, chunk);
+  return none ? 1 : rc;
 }
 
 /* under the lock: the choice has something to send (text, logprobs, or its end) */
@@ -1325,6 +1368,32 @@ static int next_event(serve_exchange *x) {
   return -1;
 }
 
+/* a parser's tool_calls entry into the whole message's calls: a call's start (it has an "id") is added, a fragment
+   {"index", "function": {"arguments"}} joins the arguments of the call of its index */
+static void whole_call_add(cJSON *calls, const cJSON *entry) {
+  if (cJSON_HasObjectItem(entry, "id")) {
+    cJSON_AddItemToArray(calls, cJSON_Duplicate(entry, 1));
+    return;
+  }
+  const cJSON *idx = cJSON_GetObjectItemCaseSensitive(entry, "index"),
+              *frag =
+                  cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(entry, "function"), "arguments");
+  cJSON *call = NULL, *q;
+  if (!cJSON_IsNumber(idx)) return;
+  for (q = calls->child; q; q = q->next) /* every start carries its index */
+    if (cJSON_GetObjectItemCaseSensitive(q, "index")->valuedouble == idx->valuedouble) call = q;
+  cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+  const cJSON *have = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+  if (!cJSON_IsString(have) || !cJSON_IsString(frag)) return;
+  size_t a = strlen(have->valuestring), b = strlen(frag->valuestring);
+  char *joined = malloc(a + b + 1);
+  if (!joined) return;
+  memcpy(joined, have->valuestring, a);
+  memcpy(joined + a, frag->valuestring, b + 1);
+  cJSON_ReplaceItemInObjectCaseSensitive(fn, "arguments", cJSON_CreateString(joined));
+  free(joined);
+}
+
 /* under the lock: a done task's whole answer: the reply parsed (content, reasoning_content, tool_calls; finish_reason
    "tool_calls" where it called), its logprobs */
 static char *task_whole_answer(serve_exchange *x, serve_task *t) {
@@ -1356,11 +1425,11 @@ static char *task_whole_answer(serve_exchange *x, serve_task *t) {
       snprintf(reasoning, rl + 1, "%s%s", e1.reasoning ? e1.reasoning : "", e2.reasoning ? e2.reasoning : "");
       e.reasoning = reasoning;
     }
-    if (e1.tool_calls || e2.tool_calls) {
+    if (e1.tool_calls || e2.tool_calls) { /* whole calls: each start with its fragments' arguments joined */
       calls = cJSON_CreateArray();
       const cJSON *c;
-      cJSON_ArrayForEach(c, e1.tool_calls) cJSON_AddItemToArray(calls, cJSON_Duplicate(c, 1));
-      cJSON_ArrayForEach(c, e2.tool_calls) cJSON_AddItemToArray(calls, cJSON_Duplicate(c, 1));
+      cJSON_ArrayForEach(c, e1.tool_calls) whole_call_add(calls, c);
+      cJSON_ArrayForEach(c, e2.tool_calls) whole_call_add(calls, c);
       for (cJSON *q = calls->child; q; q = q->next) /* a whole message's calls carry no index */
         cJSON_DeleteItemFromObjectCaseSensitive(q, "index");
       e.tool_calls = calls;

@@ -184,7 +184,9 @@ typedef struct serve_answer {
    the choice's logprobs. Each NULL when absent. */
 typedef struct serve_extras {
   const char *reasoning; /* NUL-terminated */
-  cJSON *tool_calls;     /* borrowed: an array of {index, id, type, function: {name, arguments}} */
+  cJSON *tool_calls;     /* borrowed: whole calls [{id, type, function: {name, arguments}}], or a chunk's entries
+                            (a call's start {index, id, type, function: {name, arguments: ""}}, a fragment {index,
+                            function: {arguments}}) */
   cJSON *logprobs;       /* borrowed: the choice's logprobs object (chat's {"content": [...]}, completions' form) */
   uint32_t index;        /* a stream chunk's choice (n > 1) */
 } serve_extras;
