@@ -4937,6 +4937,16 @@ static void cases_moe(void) {
       {512, 8, 128, 64, 256, 1, 0, 0, 0, 0, 1}, /* a prefill chunk of Qwen3-30B-A3B's routing */
   };
   static const op_wtype wts[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K};
+  /* every other storage's two variants (the decode GEMV and the tiles) on one shape */
+  static const op_wtype more[] = {OP_W_BF16, OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,  OP_W_Q2_K,
+                                  OP_W_Q3_K, OP_W_Q5_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  for (size_t wi = 0; wi < sizeof more / sizeof more[0]; wi++)
+    for (int route = 0; route < 2; route++) {
+      tcase *c = add_case("moe_linear", run_moe_linear, "%s/%s/T=3,k=2,E=8,N=40,K=256,silu,bias/random",
+                          op_wtype_name(more[wi]), MOE_ROUTES[route]);
+      c->u.moe = (struct moe_case){
+          .T = 3, .k = 2, .E = 8, .N = 40, .K = 256, .glu = 1, .scale = 1, .mode = route, .wt = more[wi]};
+    }
   /* weights in parts of whole experts (mixed storages: the case's, then q8, then Q6_K), every route */
   for (int wi = 0; wi < 2; wi++)
     for (int route = 0; route < 3; route++)
