@@ -1285,6 +1285,40 @@ static case_result run_linear(const tcase *c) {
   return verdict();
 }
 
+/* op_matvec_generic's rows are the same bits alone and together (a batched decode step's rows equal each session's
+   own step): M rows in one dispatch (workgroups of 8, 4, 2 rows and a ragged last) against each row alone */
+static case_result run_linear_rows(const tcase *c) {
+  size_t M = c->u.lin.M, N = c->u.lin.N, K = c->u.lin.K;
+  float *x = rnd(M * K, -1, 1), *w = malloc(N * K * 4 + 4), *b = rnd(N, -1, 1);
+  gbuf wb[2];
+  op_weight ow = make_weight(c->u.lin.wt, N, K, c->u.lin.group, w, wb);
+  gbuf gx = gb_in(x, M * K * 4), gb = gb_in(b, N * 4), all = gb_out(M * N * 4), one = gb_out(M * N * 4);
+  gpu_recorder *r = rec_new();
+  wgllm_status s = op_matvec_generic(r, gx.v, &ow, gb.v, all.v, (uint32_t)M, (uint32_t)N, (uint32_t)K);
+  for (size_t m = 0; !s && m < M; m++) {
+    gpu_view xm = {gx.v.buf, gx.v.offset + m * K * 4, K * 4}, ym = {one.v.buf, one.v.offset + m * N * 4, N * 4};
+    s = op_matvec_generic(r, xm, &ow, gb.v, ym, 1, (uint32_t)N, (uint32_t)K);
+  }
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  const float *ga = gb_fetch(&all), *go = gb_fetch(&one);
+  size_t differ = 0;
+  for (size_t i = 0; i < M * N; i++)
+    differ += memcmp(&ga[i], &go[i], 4) != 0;
+  CHECK(differ == 0, "%s: %zu of %zu outputs differ between the rows together and alone", g_case, differ, M * N);
+  gb_guards(&all, "y");
+  gb_free(&gx);
+  gb_free(&gb);
+  gb_free(&all);
+  gb_free(&one);
+  free_weight(wb);
+  free(x);
+  free(w);
+  free(b);
+  return verdict();
+}
+
 /* refusals: q4 with K not a multiple of the group, an unsupported group */
 static case_result run_linear_refuse(const tcase *c) {
   gbuf wb[2];
@@ -1399,7 +1433,7 @@ static void cases_linear(void) {
                               : wt == OP_W_Q4 || wt == OP_W_Q8 ? quant[i]
                                                                : dense[i];
           uint32_t group = wt == OP_W_Q4 ? groups[i % 3] : 32;
-          if ((route == 0 || route == 2) && s[0] > 8) continue; /* the GEMV route is for a few rows */
+          if ((route == 0 || route == 2) && s[0] > 67) continue; /* the GEMV route: a decode step's rows */
           if (route == 2 && wt != OP_W_Q4) continue;
           if (route == 3 && s[0] < 256) continue; /* the GEMM's 128-row tiles (the bench's alternative) */
           char ty[32];
@@ -1416,6 +1450,12 @@ static void cases_linear(void) {
           c->u.lin.group = group;
           c->u.lin.bias = has_bias;
         }
+  /* rows together and alone: K of whole blocks of every storage (256), rows not a multiple of 8 (a row of y on a
+   * binding offset) */
+  for (int wt = 0; wt < OP_W_COUNT; wt++) {
+    tcase *c = add_case("matvec", run_linear_rows, "rows/%s/M=13,N=64,K=512", op_wtype_name((op_wtype)wt));
+    c->u.lin = (__typeof__(c->u.lin)){.wt = (op_wtype)wt, .M = 13, .N = 64, .K = 512, .group = 32};
+  }
   add_case("matvec", run_linear_refuse, "refuse/q4gsw-g64,K=96")->u.refuse.which = 0;
   add_case("matvec", run_linear_refuse, "refuse/q4gsw-g16,K=64")->u.refuse.which = 1;
 }

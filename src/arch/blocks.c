@@ -16,7 +16,15 @@ static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
 
 wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                         uint32_t N, uint32_t K) {
-  if (f->fo->fast && f->s->xq) {
+  const gpu_context *ctx = op_ctx(f->rec);
+  /* a decode step's rows (one session's token, or a batched step's): the GEMV, whose rows sum alike alone and in a
+     batch, for weights the integer-dot kernels do not take; a prompt's rows the tiled GEMM, whose rows sum alike
+     however passes cut the prompt */
+  int decode = !f->fo->prefill && (f->tokens || f->T == 1);
+  int fast = f->fo->fast && f->s->xq;
+  if (decode && !(fast && (op_gemv_q8_supports(ctx, w, M, K, NULL) || op_matmul_q8_supports(ctx, w, M, K))))
+    return op_matvec_generic(f->rec, x, w, bias, y, M, N, K);
+  if (fast) {
     op_fast_scratch fs = {V(f->s->xq), f->s->x16 ? V(f->s->x16) : (gpu_view){0},
                           f->s->w16 ? V(f->s->w16) : (gpu_view){0}};
     return op_linear_fast(f->rec, x, &fs, w, bias, y, M, N, K);

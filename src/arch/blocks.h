@@ -24,8 +24,9 @@ typedef struct llm_fwd {
   gpu_view last_rows;         /* batched prefill: [n_seqs] u32, each session's last row */
 } llm_fwd;
 /* A linear layer y [M][N] = x [M][K] . W^T (+ bias): on int8 activations when the pass is fast and op_linear_fast's
-   predicates take the weight (the integer-dot GEMV up to OP_GEMV_MAX_TOKENS rows, the GEMM above), else exact
-   (op_linear). x's rows contiguous. */
+   predicates take the weight (the integer-dot GEMV up to OP_GEMV_MAX_TOKENS rows, the GEMM above), else exact: a
+   decode step's rows (T = 1 outside a prompt, or a batched decode) the GEMV (op_matvec_generic: each row the same
+   bits alone or in a batch), a prompt's the tiled GEMM (op_linear). x's rows contiguous. */
 wgllm_status llm_linear(const llm_fwd *f, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                         uint32_t N, uint32_t K);
 /* Whether every projection of the model takes the fused decode GEMV for T tokens (1 for a decode step). */

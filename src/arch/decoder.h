@@ -34,8 +34,8 @@ wgllm_status llm_encode_forward(gpu_recorder *rec, const llm_model *m, const llm
 
 /* Batched decode: T tokens of T different sessions in one pass. Everything but attention is the session's own
    step's path with T rows: the fused decode path with T tokens a GEMV where the weights have it, else the norms and
-   the tiled GEMM over the rows (float weights: each row's sums in the order of a one-row pass); each weight read
-   once for all. Token i's RoPE, cache append and flash-decoding read what its own session holds (a KV-shared layer
+   the GEMV over the rows (op_matvec_generic: each row's sums in the order of a one-row pass); each weight read
+   once for every 8 rows. Token i's RoPE, cache append and flash-decoding read what its own session holds (a KV-shared layer
    rotates q alone and reads its source layer's cache). */
 typedef struct llm_fwd_token {
   const llm_kv_cache *kv;

@@ -5,6 +5,7 @@
 #include "ops.h"
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct linear_params {
   uint32_t M, N, K, has_bias, y_stride, n_off, _p0, _p1;
@@ -24,7 +25,8 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, const ch
   gpu_constant c[2];
   int nc = 0;
   if (w->type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)w->group};
-  if (rm) c[nc++] = (gpu_constant){"RM", (double)rm}; /* the GEMM's rows a thread */
+  /* the GEMM's rows a thread (RM), or the GEMV's rows of x a workgroup (MB) */
+  if (rm) c[nc++] = (gpu_constant){strcmp(kernel, K_MATVEC) ? "RM" : "MB", (double)rm};
   char variant[48];
   snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(w->type), suffix);
   int scales = w->type == OP_W_Q4 || w->type == OP_W_Q8;
@@ -305,7 +307,9 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
 
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                                uint32_t N, uint32_t K) {
-  return linear(rec, K_MATVEC, "", x, w, bias, y, M, N, K, 8, M, 0);
+  /* each weight element read once for up to 8 rows; a row's sums the same whatever MB (kernels/matvec.wgsl) */
+  uint32_t mb = M >= 8 ? 8 : M >= 4 ? 4 : M >= 2 ? 2 : 1;
+  return linear(rec, K_MATVEC, "", x, w, bias, y, M, N, K, 8, (M + mb - 1) / mb, mb);
 }
 
 wgllm_status op_matvec(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,

@@ -240,7 +240,8 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
 /* Linear: y[M][N] = x[M][K] . W[N][K]^T (+ bias[N] when bias.buf): the tiled GEMM for every M, so that a row's
    sums do not depend on how many rows a prefill pass takes (a prompt's K and V are the same whether its prefix
    was computed in the same pass, an earlier one, or by another sequence of a KV pool: prefix sharing and
-   preemption keep the exact precision's text bit for bit). One token's GEMV is op_matvec. */
+   preemption keep the exact precision's text bit for bit). A decode step's GEMV is op_matvec (op_matvec_generic:
+   its rows sum alike whatever M, so a batched step's rows equal each session's own step). */
 wgllm_status op_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,
                        uint32_t N, uint32_t K);
 /* The two routes, callable directly (tests check both on the same shapes). */
