@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""A Qwen3-MoE model made at test time from a dense Qwen3 fixture (tests/data/models/qwen3), stdlib only (no numpy or
+torch): tests/test_moe.c's models.
+
+Every layer the config makes sparse (transformers' Qwen3MoeDecoderLayer: not in mlp_only_layers and
+(l + 1) % decoder_sparse_step == 0) gets a router (mlp.gate.weight [E][H], random) and E experts; the other layers
+keep the dense MLP. With --identical every expert is a copy of the layer's dense MLP and norm_topk_prob is true, so
+the chosen weights sum to 1 and the MoE FFN computes the dense MLP: the dense fixture's transformers logits hold
+(ref.json and logits.f32 are copied). Without it the experts are random (of --width rows), at the dense weights'
+scale.
+
+Forms (--form): "each", one tensor an expert as the hub's checkpoints have them
+(mlp.experts.{e}.gate_proj.weight [I][H], up_proj [I][H], down_proj [H][I]); "3d", transformers 5's fused experts
+(mlp.experts.gate_up_proj [E][2I][H], gate rows then up rows of each expert; mlp.experts.down_proj [E][H][I]);
+"gguf", llama.cpp's qwen3moe (blk.N.ffn_gate_inp [E][H], ffn_gate_exps / ffn_up_exps [E][I][H], ffn_down_exps
+[E][H][I], F32; model.gguf in OUT).
+
+Breakage for the bad-input tests: --drop NAME leaves a tensor out, --reshape NAME stores it with its first dimension
+one less (its data cut to fit); --set KEY=JSON overrides a config.json field (after the others).
+
+usage: make_moe_fixture.py SRC OUT [--form each|3d|gguf] [--experts E] [--k K] [--width I] [--identical]
+                           [--norm 0|1] [--sparse-step N] [--mlp-only 0,1] [--seed S] [--drop NAME] [--reshape NAME]
+                           [--set KEY=JSON]
+"""
+import argparse
+import array
+import json
+import os
+import random
+import shutil
+import struct
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "gguf"))
+
+
+def read_safetensors(path):
+    """name -> (dtype, shape, bytes), in file order"""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (hl,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + hl])
+    data = raw[8 + hl:]
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = t["data_offsets"]
+        out[name] = (t["dtype"], list(t["shape"]), data[a:b])
+    return out
+
+
+def write_safetensors(path, tensors):
+    header, blobs, off = {}, [], 0
+    for name, (dtype, shape, blob) in tensors.items():
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(blob)]}
+        blobs.append(blob)
+        off += len(blob)
+    hs = json.dumps(header, separators=(",", ":")).encode()
+    hs += b" " * ((8 - len(hs) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hs)))
+        f.write(hs)
+        for b in blobs:
+            f.write(b)
+
+
+def floats(blob):
+    a = array.array("f")
+    a.frombytes(blob)
+    return a
+
+
+def rms(blob):
+    a = floats(blob)
+    return (sum(x * x for x in a) / max(len(a), 1)) ** 0.5
+
+
+def randn(rng, n, scale):
+    return array.array("f", (rng.gauss(0.0, scale) for _ in range(n))).tobytes()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("src")
+    ap.add_argument("out")
+    ap.add_argument("--form", default="each", choices=["each", "3d", "gguf"])
+    ap.add_argument("--experts", type=int, default=4)
+    ap.add_argument("--k", type=int, default=2)
+    ap.add_argument("--width", type=int, default=0, help="an expert's rows (random experts; default the dense width)")
+    ap.add_argument("--identical", action="store_true")
+    ap.add_argument("--norm", type=int, default=None)
+    ap.add_argument("--sparse-step", type=int, default=1)
+    ap.add_argument("--mlp-only", default="")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--drop", action="append", default=[])
+    ap.add_argument("--reshape", action="append", default=[])
+    ap.add_argument("--set", action="append", default=[])
+    a = ap.parse_args()
+    rng = random.Random(a.seed)
+    with open(os.path.join(a.src, "config.json")) as f:
+        cfg = json.load(f)
+    src = read_safetensors(os.path.join(a.src, "model.safetensors"))
+    L, H, F = cfg["num_hidden_layers"], cfg["hidden_size"], cfg["intermediate_size"]
+    E, k = a.experts, a.k
+    I = F if a.identical else (a.width or F)
+    norm = bool(a.norm) if a.norm is not None else a.identical
+    mlp_only = [int(x) for x in a.mlp_only.split(",") if x != ""]
+    sparse = [l not in mlp_only and (l + 1) % a.sparse_step == 0 for l in range(L)]
+    cfg.update({"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], "num_experts": E,
+                "num_experts_per_tok": k, "moe_intermediate_size": I, "norm_topk_prob": norm,
+                "decoder_sparse_step": a.sparse_step, "mlp_only_layers": mlp_only, "output_router_logits": False,
+                "router_aux_loss_coef": 0.001})
+    for kv in a.set:
+        key, val = kv.split("=", 1)
+        cfg[key] = json.loads(val)
+    # (name, [shape], f32 bytes) in HF naming; the experts in the form asked for
+    out = {}
+    for name, (dtype, shape, blob) in src.items():
+        assert dtype == "F32", name
+        parts = name.split(".")
+        if len(parts) > 3 and parts[1] == "layers" and parts[3] == "mlp" and sparse[int(parts[2])]:
+            continue  # a sparse layer's dense MLP is replaced below
+        out[name] = (shape, blob)
+    for l in range(L):
+        if not sparse[l]:
+            continue
+        p = "model.layers.%d.mlp." % l
+        gate, up, down = (src[p + n + "_proj.weight"][2] for n in ("gate", "up", "down"))
+        scale = rms(gate)
+        out[p + "gate.weight"] = ([E, H], randn(rng, E * H, 1.0))
+        ex = []
+        for e in range(E):
+            if a.identical:
+                ex.append((gate, up, down))
+            else:
+                ex.append((randn(rng, I * H, scale), randn(rng, I * H, scale), randn(rng, H * I, scale)))
+        if a.form == "3d":
+            out[p + "experts.gate_up_proj"] = ([E, 2 * I, H], b"".join(g + u for g, u, _ in ex))
+            out[p + "experts.down_proj"] = ([E, H, I], b"".join(d for _, _, d in ex))
+        elif a.form == "each":
+            for e, (g, u, d) in enumerate(ex):
+                out[p + "experts.%d.gate_proj.weight" % e] = ([I, H], g)
+                out[p + "experts.%d.up_proj.weight" % e] = ([I, H], u)
+                out[p + "experts.%d.down_proj.weight" % e] = ([H, I], d)
+        else:  # stacked as llama.cpp's qwen3moe; renamed below
+            out[p + "experts.gate_exps"] = ([E, I, H], b"".join(g for g, _, _ in ex))
+            out[p + "experts.up_exps"] = ([E, I, H], b"".join(u for _, u, _ in ex))
+            out[p + "experts.down_exps"] = ([E, H, I], b"".join(d for _, _, d in ex))
+    os.makedirs(a.out, exist_ok=True)
+    for f in ("ref.json", "logits.f32"):
+        if a.identical and os.path.exists(os.path.join(a.src, f)):
+            shutil.copy(os.path.join(a.src, f), os.path.join(a.out, f))
+    if a.form == "gguf":
+        out = gguf_names(out)
+    for name in a.drop:
+        del out[name]
+    for name in a.reshape:
+        shape, blob = out[name]
+        shape = [shape[0] - 1] + shape[1:]
+        n = 4
+        for d in shape:
+            n *= d
+        out[name] = (shape, blob[:n])
+    if a.form == "gguf":
+        write_gguf(os.path.join(a.out, "model.gguf"), cfg, out, sparse)
+        return
+    with open(os.path.join(a.out, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    write_safetensors(os.path.join(a.out, "model.safetensors"),
+                      {n: ("F32", s, b) for n, (s, b) in out.items()})
+
+
+GGUF_NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
+              "self_attn.q_proj.weight": "attn_q.weight", "self_attn.k_proj.weight": "attn_k.weight",
+              "self_attn.v_proj.weight": "attn_v.weight", "self_attn.o_proj.weight": "attn_output.weight",
+              "self_attn.q_norm.weight": "attn_q_norm.weight", "self_attn.k_norm.weight": "attn_k_norm.weight",
+              "mlp.gate_proj.weight": "ffn_gate.weight", "mlp.up_proj.weight": "ffn_up.weight",
+              "mlp.down_proj.weight": "ffn_down.weight", "mlp.gate.weight": "ffn_gate_inp.weight",
+              "mlp.experts.gate_exps": "ffn_gate_exps.weight", "mlp.experts.up_exps": "ffn_up_exps.weight",
+              "mlp.experts.down_exps": "ffn_down_exps.weight"}
+
+
+def gguf_names(out):
+    g = {}
+    for name, v in out.items():
+        if name == "model.embed_tokens.weight":
+            g["token_embd.weight"] = v
+        elif name == "model.norm.weight":
+            g["output_norm.weight"] = v
+        elif name == "lm_head.weight":
+            g["output.weight"] = v
+        else:
+            parts = name.split(".")
+            g["blk.%s.%s" % (parts[2], GGUF_NAMES[".".join(parts[3:])])] = v
+    return g
+
+
+def write_gguf(path, cfg, tensors, sparse):
+    import gguf_writer as gw
+    assert all(sparse), "llama.cpp's qwen3moe makes every layer sparse"
+    a = "qwen3moe"
+    rope = cfg.get("rope_parameters") or {}
+    kv = [("general.architecture", "str", a), ("general.name", "str", "qwen3_moe test"),
+          (a + ".block_count", "u32", cfg["num_hidden_layers"]),
+          (a + ".context_length", "u32", cfg["max_position_embeddings"]),
+          (a + ".embedding_length", "u32", cfg["hidden_size"]),
+          (a + ".feed_forward_length", "u32", cfg["intermediate_size"]),
+          (a + ".attention.head_count", "u32", cfg["num_attention_heads"]),
+          (a + ".attention.head_count_kv", "u32", cfg["num_key_value_heads"]),
+          (a + ".attention.key_length", "u32", cfg["head_dim"]),
+          (a + ".attention.value_length", "u32", cfg["head_dim"]),
+          (a + ".rope.freq_base", "f32", float(rope.get("rope_theta", cfg.get("rope_theta", 10000.0)))),
+          (a + ".attention.layer_norm_rms_epsilon", "f32", float(cfg["rms_norm_eps"])),
+          (a + ".expert_count", "u32", cfg["num_experts"]),
+          (a + ".expert_used_count", "u32", cfg["num_experts_per_tok"]),
+          (a + ".expert_feed_forward_length", "u32", cfg["moe_intermediate_size"])]
+    ts = [(name, gw.GGML_F32, list(reversed(shape)), blob) for name, (shape, blob) in tensors.items()]
+    gw.write_gguf(path, kv, ts)
+
+
+if __name__ == "__main__":
+    main()
