@@ -54,8 +54,8 @@ static int logits(const char *model, const char *prompt, const char *decode, con
   char args[3000], out[300];
   snprintf(out, sizeof out, "%s/out.f32", g_tmp);
   unlink(out);
-  snprintf(args, sizeof args, "logits -m %s --prompt-ids %s %s%s -o %s %s", model, prompt, decode ? "--decode-ids " : "",
-           decode ? decode : "", out, extra);
+  snprintf(args, sizeof args, "logits -m %s --prompt-ids %s %s%s -o %s %s", model, prompt,
+           decode ? "--decode-ids " : "", decode ? decode : "", out, extra);
   int rc = run_cli(args);
   if (rc) {
     char *e = last_stderr();
@@ -309,7 +309,8 @@ static void bad_inputs(void) {
            "tensor model.layers.0.mlp.experts.2.down_proj.weight in");
   bad_case("3-D experts misshapen", "--form 3d --reshape model.layers.1.mlp.experts.gate_up_proj", "",
            "has shape [3, 384, 96], the config says [4, 384, 96]");
-  bad_case("router missing", "--drop model.layers.0.mlp.gate.weight", "", "missing tensor model.layers.0.mlp.gate.weight");
+  bad_case("router missing", "--drop model.layers.0.mlp.gate.weight", "",
+           "missing tensor model.layers.0.mlp.gate.weight");
   bad_case("GGUF experts missing", "--form gguf --drop blk.1.ffn_down_exps.weight", "",
            "missing tensor blk.1.ffn_down_exps.weight");
   bad_case("GGUF top 9", "--form gguf --experts 10 --set num_experts_per_tok=9", "", "qwen3moe.expert_used_count 9");
@@ -328,11 +329,11 @@ int main(void) {
   free(js);
   const cJSON *pr = cJSON_GetObjectItem(j, "prompt_ids"), *gr = cJSON_GetObjectItem(j, "greedy_ids"), *it;
   size_t n = 0;
-  cJSON_ArrayForEach(it, pr) n += (size_t)snprintf(g_prompt + n, sizeof g_prompt - n, "%s%d", n ? "," : "",
-                                                   (int)it->valuedouble);
+  cJSON_ArrayForEach(it, pr) n +=
+      (size_t)snprintf(g_prompt + n, sizeof g_prompt - n, "%s%d", n ? "," : "", (int)it->valuedouble);
   n = 0;
-  cJSON_ArrayForEach(it, gr) n += (size_t)snprintf(g_decode + n, sizeof g_decode - n, "%s%d", n ? "," : "",
-                                                   (int)it->valuedouble);
+  cJSON_ArrayForEach(it, gr) n +=
+      (size_t)snprintf(g_decode + n, sizeof g_decode - n, "%s%d", n ? "," : "", (int)it->valuedouble);
   g_T = cJSON_GetArraySize(pr);
   g_N = cJSON_GetArraySize(gr);
   cJSON_Delete(j);

@@ -129,7 +129,8 @@ def main():
         p = "model.layers.%d.mlp." % l
         gate, up, down = (src[p + n + "_proj.weight"][2] for n in ("gate", "up", "down"))
         scale = rms(gate)
-        out[p + "gate.weight"] = ([E, H], randn(rng, E * H, 1.0))
+        # logits of about unit spread on the normed hidden state: the top k's weights far from 0 and 1 alike
+        out[p + "gate.weight"] = ([E, H], randn(rng, E * H, H ** -0.5))
         ex = []
         for e in range(E):
             if a.identical:
