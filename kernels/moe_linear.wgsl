@@ -15,11 +15,15 @@
 //      expert == NONE, workgroup y is tile y of the tile table (grid y: the worst case max_tiles, the workgroups
 //      past L[0] exit); else it is tile y of that one expert's pairs (an indirect grid from op_moe_indirect, the
 //      workgroups past its pairs exit).
+// A weight in parts (over the binding limit, or of several storages) is split at expert boundaries: one dispatch a
+// part, W holding experts e_base .. e_base + e_count - 1 (their rows from element 0); pairs and tiles of other
+// experts are left to the other parts' dispatches (the bias stays whole, indexed by the expert).
 //! axis storage
 //! axis -: TILE=0 | _tile: TILE=1
 struct Params {
   N: u32, K: u32, k: u32, np: u32, E: u32, rows_w: u32, glu: u32, act: u32,
-  x_pair: u32, has_bias: u32, alpha: f32, limit: f32, expert: u32, off_off: u32, off_ent: u32, off_tile: u32
+  x_pair: u32, has_bias: u32, alpha: f32, limit: f32, expert: u32, off_off: u32, off_ent: u32, off_tile: u32,
+  e_base: u32, e_count: u32, _p0: u32, _p1: u32
 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -83,7 +87,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     tile = tl;
   }
   let tl = workgroupUniformLoad(&tile);
-  if (tl.w == 0u || n0 >= p.N) { return; }
+  if (tl.w == 0u || n0 >= p.N || tl.x < p.e_base || tl.x - p.e_base >= p.e_count) { return; }
   let e = tl.x;
   if (li < TM) {
     var q = NONE;
@@ -91,7 +95,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     rowq[li] = q;
   }
   let nw = select(1u, 2u, p.glu != 0u); // weight row sets staged: gate (and up)
-  let wbase = e * p.rows_w;
+  let wbase = (e - p.e_base) * p.rows_w;
   var acc: array<f32, 4>; // rows 2 rg and 2 rg + 1: gate, gate, up, up
   let col = li % TN;
   let rg = li / TN;
@@ -164,9 +168,10 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   var su = 0.0;
   var e = 0u;
   if (q < p.np) { e = min(route[q], p.E - 1u); }
-  if (n < p.N && q < p.np) {
-    let wg = (e * p.rows_w + n) * p.K;
-    let wu = (e * p.rows_w + p.N + n) * p.K;
+  let mine = q < p.np && e >= p.e_base && e - p.e_base < p.e_count; // the pair's expert is in this part
+  if (n < p.N && mine) {
+    let wg = ((e - p.e_base) * p.rows_w + n) * p.K;
+    let wu = ((e - p.e_base) * p.rows_w + p.N + n) * p.K;
     let xb = select(q / p.k, q, p.x_pair != 0u) * p.K;
 #if WBLK
     // block types: a lane takes 8 elements of one sub-block at a time (K is whole blocks)
@@ -192,6 +197,6 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     }
     workgroupBarrier();
   }
-  if (lane == 0u && n < p.N && q < p.np) { y[q * p.N + n] = finish(e, n, red[lid.x], redu[lid.x]); }
+  if (lane == 0u && n < p.N && mine) { y[q * p.N + n] = finish(e, n, red[lid.x], redu[lid.x]); }
 }
 #endif

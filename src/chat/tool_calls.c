@@ -1319,8 +1319,8 @@ static int jcall_begin(chat_reply_stream *st, const char *p, size_t n, int final
   size_t i = skip_ws(p, st->body_off, n);
   st->block_calls = 0;
   if (i == n) return final ? jcall_fail(st, 0) : 0;
-  if (st->f == CHAT_TOOLS_HERMES || p[i] == '[') {
-    if (p[i] != '{' && p[i] != '[') return jcall_fail(st, 0);
+  if (st->f == CHAT_TOOLS_HERMES || p[i] == '[') { /* Hermes: an object; Mistral: a list of them */
+    if (p[i] != (st->f == CHAT_TOOLS_HERMES ? '{' : '[')) return jcall_fail(st, 0);
     int list = p[i] == '[';
     jcall_setup(st, i, list ? 2 : 1, list ? JP_LIST : JP_HEAD);
     return 1;

@@ -19,12 +19,20 @@ typedef struct linear_params {
   uint32_t N, K, k, np, E, rows_w, glu, act, x_pair, has_bias;
   float alpha, limit;
   uint32_t expert, off_off, off_ent, off_tile;
+  uint32_t e_base, e_count, _p0, _p1;
 } linear_params;
-_Static_assert(sizeof(linear_params) == 64, "linear_params mirrors the Params block of kernels/moe_linear.wgsl");
+_Static_assert(sizeof(linear_params) == 80, "linear_params mirrors the Params block of kernels/moe_linear.wgsl");
 typedef struct combine_params {
   uint32_t D, T, k, accumulate;
 } combine_params;
 _Static_assert(sizeof(combine_params) == 16, "combine_params mirrors the Params block of kernels/moe_combine.wgsl");
+
+/* a piece of an expert weight: the whole tensor, or one of its parts (a range of whole experts) */
+typedef struct moe_piece {
+  op_wtype type;
+  gpu_view data, scales;
+  uint32_t group, e_count, e_base;
+} moe_piece;
 
 /* the shapes every MoE op shares: E experts, k of them a token, T * k pairs */
 static wgllm_status check_shape(gpu_recorder *rec, const char *who, uint32_t T, uint32_t k, uint32_t E) {
@@ -134,16 +142,36 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   if (!N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape N=%u K=%u", who, N, K);
   if ((unsigned)mp->route > OP_MOE_PER_EXPERT || (mp->glu && (unsigned)mp->act > OP_MOE_ACT_SWIGLU_OAI))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: route %d / activation %d unknown", who, (int)mp->route, (int)mp->act);
-  if (w->n_parts)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: a weight in %u row parts (one piece only)", who, w->n_parts);
   uint32_t rows_w = mp->glu ? 2 * N : N;
-  if ((uint64_t)E * rows_w * K > 0xffffffffull)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u x %u weight elements past a u32 index", who, E, rows_w, K);
-  if ((s = op_check_weight(rec, who, w, E * rows_w, K))) return s;
   if ((s = check_bytes(rec, who, "x", x, (uint64_t)(mp->x_pair ? np : T) * K * 4))) return s;
   if ((s = check_bytes(rec, who, "y", y, (uint64_t)np * N * 4))) return s;
   if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * rows_w * 4))) return s;
   op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
+  gpu_view route = mp->route == OP_MOE_PAIRS ? mp->ids : mp->lists;
+  if (mp->route == OP_MOE_PAIRS)
+    s = check_bytes(rec, who, "ids", route, (uint64_t)np * 4);
+  else
+    s = check_bytes(rec, who, "lists", route, (uint64_t)l.words * 4);
+  if (!s && mp->route == OP_MOE_PER_EXPERT) s = check_bytes(rec, who, "indirect", mp->indirect, (uint64_t)E * 12);
+  if (s) return s;
+  /* the pieces: the whole weight, or its parts, each a range of whole experts */
+  uint32_t n_pieces = w->n_parts ? w->n_parts : 1, e0 = 0;
+  moe_piece pc[OP_W_MAX_PARTS];
+  for (uint32_t i = 0; i < n_pieces; i++) {
+    pc[i] = w->n_parts ? (moe_piece){w->part[i].type,  w->part[i].data,          w->part[i].scales,
+                                     w->part[i].group, w->part[i].rows / rows_w, e0}
+                       : (moe_piece){w->type, w->data, w->scales, w->group, E, 0};
+    uint32_t rows = w->n_parts ? w->part[i].rows : E * rows_w;
+    if (!rows || rows % rows_w)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: part %u of %u rows is not whole experts of %u rows", who, i, rows,
+                     rows_w);
+    if ((uint64_t)rows * K > 0xffffffffull)
+      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u weight elements past a u32 index", who, rows, K);
+    op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
+    if ((s = op_check_weight(rec, who, &pw, rows, K))) return s;
+    e0 += pc[i].e_count;
+  }
+  if (e0 != E) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u experts for E=%u", who, e0, E);
   linear_params p = {.N = N,
                      .K = K,
                      .k = k,
@@ -160,40 +188,40 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
                      .off_off = l.off,
                      .off_ent = l.ent,
                      .off_tile = l.tile};
-  gpu_view route = mp->route == OP_MOE_PAIRS ? mp->ids : mp->lists;
-  if (mp->route == OP_MOE_PAIRS)
-    s = check_bytes(rec, who, "ids", route, (uint64_t)np * 4);
-  else
-    s = check_bytes(rec, who, "lists", route, (uint64_t)l.words * 4);
-  if (!s && mp->route == OP_MOE_PER_EXPERT) s = check_bytes(rec, who, "indirect", mp->indirect, (uint64_t)E * 12);
-  if (s) return s;
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
   uint32_t gx = mp->route == OP_MOE_PAIRS ? (N + 7) / 8 : (N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N;
   uint32_t gy = mp->route == OP_MOE_PAIRS ? np : l.max_tiles;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit %u", who, gx, gy, maxg);
-  gpu_constant c[1];
-  int nc = 0;
-  if (w->type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)w->group};
-  char variant[48];
-  snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(w->type), mp->route == OP_MOE_PAIRS ? "" : "_tile");
-  int scales = w->type == OP_W_Q4 || w->type == OP_W_Q8;
-  op_dispatch_args a = {.kernel = K_MOE_LINEAR,
-                        .variant = variant,
-                        .params = &p,
-                        .params_size = sizeof p,
-                        .consts = nc ? c : NULL,
-                        .n_consts = nc,
-                        .access = scales ? "rrrrwr" : "rrrrw",
-                        /* bias unread without has_bias, but the binding must exist */
-                        .bind = {x, w->data, bias.buf ? bias : x, route, y, scales ? w->scales : (gpu_view){0}},
-                        .grid = {gx, gy}};
-  if (mp->route != OP_MOE_PER_EXPERT) return op_dispatch(rec, &a);
-  for (uint32_t e = 0; !s && e < E; e++) {
-    p.expert = e;
-    gpu_view ind = {mp->indirect.buf, mp->indirect.offset + (uint64_t)e * 12, 12};
-    a.indirect = &ind;
-    s = op_dispatch(rec, &a);
+  for (uint32_t i = 0; !s && i < n_pieces; i++) {
+    gpu_constant c[1];
+    int nc = 0;
+    if (pc[i].type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)pc[i].group};
+    char variant[48];
+    snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(pc[i].type), mp->route == OP_MOE_PAIRS ? "" : "_tile");
+    int scales = pc[i].type == OP_W_Q4 || pc[i].type == OP_W_Q8;
+    p.e_base = pc[i].e_base;
+    p.e_count = pc[i].e_count;
+    op_dispatch_args a = {.kernel = K_MOE_LINEAR,
+                          .variant = variant,
+                          .params = &p,
+                          .params_size = sizeof p,
+                          .consts = nc ? c : NULL,
+                          .n_consts = nc,
+                          .access = scales ? "rrrrwr" : "rrrrw",
+                          /* bias unread without has_bias, but the binding must exist */
+                          .bind = {x, pc[i].data, bias.buf ? bias : x, route, y, scales ? pc[i].scales : (gpu_view){0}},
+                          .grid = {gx, gy}};
+    if (mp->route != OP_MOE_PER_EXPERT) {
+      s = op_dispatch(rec, &a);
+      continue;
+    }
+    for (uint32_t e = pc[i].e_base; !s && e < pc[i].e_base + pc[i].e_count; e++) {
+      p.expert = e;
+      gpu_view ind = {mp->indirect.buf, mp->indirect.offset + (uint64_t)e * 12, 12};
+      a.indirect = &ind;
+      s = op_dispatch(rec, &a);
+    }
   }
   return s;
 }

@@ -434,8 +434,9 @@ wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirec
    OP_MOE_TILES (prefill) one dispatch over the worst-case tile grid of the lists (workgroups past lists[0] exit),
    each tile reading its expert's weights once for OP_MOE_TILE_M pairs; OP_MOE_PER_EXPERT the same tiles as E
    dispatches, expert e's grid read from indirect[e] (op_moe_indirect for this N).
-   Weights: one piece (no row parts), any storage of op_weight (the whole [E][rows][K] tensor as one [E * rows][K]
-   weight: its rows, group and block checks are a [rows][K] weight's), element indices below 2^32.
+   Weights: any storage of op_weight, the whole [E][rows][K] tensor as one [E * rows][K] weight, or in row parts
+   of whole experts each (parts in expert order, each its own storage: one over the binding limit, or a file's mixed
+   types), a dispatch a part (E per-expert dispatches in all); element indices of a piece below 2^32.
    x: [T][K] or [T * k][K] f32; w: [E][glu ? 2N : N][K]; bias: [E][glu ? 2N : N] f32 or none; y: [T * k][N] f32;
    ids: [T][k] u32 (OP_MOE_PAIRS); lists: op_moe_lists' (the others); indirect: [E][3] u32 (OP_MOE_PER_EXPERT) */
 typedef enum op_moe_act { OP_MOE_ACT_SILU = 0, OP_MOE_ACT_GELU_TANH = 1, OP_MOE_ACT_SWIGLU_OAI = 2 } op_moe_act;
