@@ -148,6 +148,10 @@ static void identical_experts(void) {
       conformance(what, model, "--prefill-chunk 7", 1e-3, NULL, 0);
       conformance(what, model, "--weights q4 --unfused", 0.9, dense_q4, 1e-4);
     }
+    /* the experts over a (simulated) small binding limit: parts of whole experts (gate/up one expert a part, down
+       three), a dispatch a part; q4gsw: one expert's gate/up a part */
+    conformance(what, model, "--ctx 64 --max-binding 262144", 1e-3, NULL, 0);
+    conformance(what, model, "--weights q4 --ctx 64 --max-binding 32768", 0.9, dense_q4, 1e-4);
   }
   free(dense_q4);
   free(dense_f16);
@@ -314,8 +318,9 @@ static void bad_inputs(void) {
   bad_case("GGUF experts missing", "--form gguf --drop blk.1.ffn_down_exps.weight", "",
            "missing tensor blk.1.ffn_down_exps.weight");
   bad_case("GGUF top 9", "--form gguf --experts 10 --set num_experts_per_tok=9", "", "qwen3moe.expert_used_count 9");
-  /* the experts of a layer over one storage binding: op_moe_linear takes no parts yet */
-  bad_case("experts over one binding", "", "--ctx 64 --max-binding 65536", "over one storage binding of 65536 bytes");
+  /* one expert over a storage binding: the experts split by whole experts, never within one */
+  bad_case("an expert over one binding", "", "--ctx 64 --max-binding 65536",
+           "do not fit 32 storage bindings of 65536 bytes (whole experts a binding)");
 }
 
 int main(void) {

@@ -301,7 +301,9 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
    one [E][rows][K] weight in op_moe_linear's layout, in the storage load_matrix gives each piece (the file's, or q4
    on load). The pieces: a tensor an expert (a Hugging Face checkpoint), or one [E][rows][K] tensor a projection
    (GGUF, transformers 5) read as [E * rows][K]; a stacked tensor alone is the weight as it is, else the pieces'
-   row ranges are copied on the GPU into the weight (whole rows of whole blocks: no requantizing) and released. */
+   row ranges are copied on the GPU into the weight (whole rows of whole blocks: no requantizing) and released. A
+   weight over the storage binding limit is row parts of whole experts, a buffer each (op_moe_linear runs a part a
+   dispatch). */
 static wgllm_status load_experts(loader *L, uint32_t l, const llm_role *const *rs, int n_roles, int quantize,
                                  op_weight *out) {
   const llm_hparams *hp = &L->m->hp;
@@ -332,17 +334,25 @@ static wgllm_status load_experts(loader *L, uint32_t l, const llm_role *const *r
                         first, op_wtype_name(pc[0].type), name, op_wtype_name(pc[(size_t)r * n_t + i].type));
     }
   }
-  uint64_t db[2] = {0}, sb[2] = {0}, D = 0, S = 0;
+  /* an expert's bytes in the weight (data, scales), and the experts a binding holds: over the limit, the weight is
+     row parts of whole experts (op_moe_linear's parts), each its own buffers */
+  uint64_t db[2] = {0}, sb[2] = {0}, ed = 0, es = 0;
+  uint32_t per = E, n_parts = 1;
   if (!s) {
-    weight_bytes(&pc[0], (uint64_t)E * R, K, &D, &S);
-    if (D > L->max_binding || S > L->max_binding)
-      s = llm_err_set(L->err, WGLLM_ERR_UNSUPPORTED,
-                      "layer %u's experts (%s ...: %u experts of [%u][%u] in %s, %llu bytes) are over one storage "
-                      "binding of %llu bytes: the MoE expert linear does not take a weight in parts yet",
-                      l, first, E, R, K, op_wtype_name(pc[0].type), (unsigned long long)(D > S ? D : S),
-                      (unsigned long long)L->max_binding);
+    weight_bytes(&pc[0], R, K, &ed, &es);
+    uint64_t big = ed > es ? ed : es, fit = big ? L->max_binding / big : E;
+    if (fit < E) {
+      per = (uint32_t)fit;
+      n_parts = per ? (E + per - 1) / per : 0;
+      if (!per || n_parts > OP_W_MAX_PARTS)
+        s = llm_err_set(L->err, WGLLM_ERR_UNSUPPORTED,
+                        "layer %u's experts (%s ...: %u experts of [%u][%u] in %s, %llu bytes an expert) do not fit "
+                        "%d storage bindings of %llu bytes (whole experts a binding)",
+                        l, first, E, R, K, op_wtype_name(pc[0].type), (unsigned long long)big, OP_W_MAX_PARTS,
+                        (unsigned long long)L->max_binding);
+    }
   }
-  if (!s && n_roles == 1 && n_t == 1) { /* stacked in the file as the op reads it */
+  if (!s && n_roles == 1 && n_t == 1 && n_parts == 1) { /* stacked in the file as the op reads it */
     *out = pc[0];
     free(pc);
     return WGLLM_OK;
@@ -354,32 +364,43 @@ static wgllm_status load_experts(loader *L, uint32_t l, const llm_role *const *r
                       "layer %u's experts (%s): an expert's %u rows of %u are %llu bytes, not whole words", l, first,
                       rows[r], K, (unsigned long long)db[r]);
   }
-  gpu_buffer *d = NULL, *sc = NULL;
-  if (!s) s = llm_model_own_buffer(L->m, D, "experts", &d, L->err);
-  if (!s && S) s = llm_model_own_buffer(L->m, S, "experts_scales", &sc, L->err);
+  gpu_buffer *d[OP_W_MAX_PARTS] = {0}, *sc[OP_W_MAX_PARTS] = {0};
+  for (uint32_t i = 0; !s && i < n_parts; i++) {
+    uint32_t ne = i + 1 < n_parts ? per : E - per * (n_parts - 1);
+    s = llm_model_own_buffer(L->m, ed * ne, n_parts > 1 ? "experts_part" : "experts", &d[i], L->err);
+    if (!s && es) s = llm_model_own_buffer(L->m, es * ne, "experts_scales", &sc[i], L->err);
+  }
   if (!s) {
     WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(L->m->gpu->device, NULL);
-    uint64_t od = 0, os = 0;
-    for (uint32_t e = 0; e < E; e++)
+    for (uint32_t e = 0; e < E; e++) {
+      uint64_t od = (uint64_t)(e % per) * ed, os = (uint64_t)(e % per) * es;
       for (int r = 0; r < n_roles; r++) {
         const op_weight *p = &pc[(size_t)r * n_t + (n_t == 1 ? 0 : e)];
         uint64_t at = n_t == 1 ? e : 0; /* a stacked piece: expert e's rows */
         if (db[r])
-          wgpuCommandEncoderCopyBufferToBuffer(enc, p->data.buf->handle, p->data.offset + at * db[r], d->handle, od,
-                                               db[r]);
+          wgpuCommandEncoderCopyBufferToBuffer(enc, p->data.buf->handle, p->data.offset + at * db[r],
+                                               d[e / per]->handle, od, db[r]);
         if (sb[r])
-          wgpuCommandEncoderCopyBufferToBuffer(enc, p->scales.buf->handle, p->scales.offset + at * sb[r], sc->handle,
-                                               os, sb[r]);
+          wgpuCommandEncoderCopyBufferToBuffer(enc, p->scales.buf->handle, p->scales.offset + at * sb[r],
+                                               sc[e / per]->handle, os, sb[r]);
         od += db[r];
         os += sb[r];
       }
+    }
     WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
     wgpuQueueSubmit(L->m->gpu->queue, 1, &cb);
     wgpuCommandBufferRelease(cb);
     wgpuCommandEncoderRelease(enc);
     *out = pc[0];
-    out->data = gpu_whole(d);
-    out->scales = sc ? gpu_whole(sc) : (gpu_view){0};
+    out->data = gpu_whole(d[0]);
+    out->scales = sc[0] ? gpu_whole(sc[0]) : (gpu_view){0};
+    out->n_parts = n_parts > 1 ? n_parts : 0;
+    for (uint32_t i = 0; n_parts > 1 && i < n_parts; i++) {
+      uint32_t ne = i + 1 < n_parts ? per : E - per * (n_parts - 1);
+      out->part[i] = (struct op_weight_part){gpu_whole(d[i]), sc[i] ? gpu_whole(sc[i]) : (gpu_view){0}, ne * R,
+                                             pc[0].type, pc[0].group};
+    }
+    if (n_parts > 1) L->split++;
     for (size_t i = 0; i < (size_t)n_roles * n_t; i++) {
       release_owned(L->m, pc[i].data.buf);
       if (pc[i].scales.buf) release_owned(L->m, pc[i].scales.buf);
