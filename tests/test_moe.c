@@ -153,6 +153,11 @@ static void identical_experts(void) {
     conformance(what, model, "--ctx 64 --max-binding 262144", 1e-3, NULL, 0);
     conformance(what, model, "--weights q4 --ctx 64 --max-binding 32768", 0.9, dense_q4, 1e-4);
   }
+  /* a qwen3moe GGUF without feed_forward_length (no dense layer needs it) */
+  char model[400];
+  if (make_model("same_gguf_noff", "--form gguf --identical --drop-key qwen3moe.feed_forward_length", model,
+                 sizeof model))
+    conformance("qwen3_moe gguf, no ffn length", model, "", 2e-3, NULL, 0);
   free(dense_q4);
   free(dense_f16);
 }
@@ -317,6 +322,8 @@ static void bad_inputs(void) {
            "missing tensor model.layers.0.mlp.gate.weight");
   bad_case("GGUF experts missing", "--form gguf --drop blk.1.ffn_down_exps.weight", "",
            "missing tensor blk.1.ffn_down_exps.weight");
+  bad_case("GGUF no expert count", "--form gguf --drop-key qwen3moe.expert_count", "",
+           "GGUF: missing or invalid qwen3moe.expert_count");
   bad_case("GGUF top 9", "--form gguf --experts 10 --set num_experts_per_tok=9", "", "qwen3moe.expert_used_count 9");
   /* one expert over a storage binding: the experts split by whole experts, never within one */
   bad_case("an expert over one binding", "", "--ctx 64 --max-binding 65536",

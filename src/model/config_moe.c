@@ -99,7 +99,8 @@ wgllm_status llm_moe_gguf_hparams(const wt_store *st, const char *a, llm_hparams
   hp->moe_norm = 1; /* llama.cpp's qwen3moe always renormalises the chosen weights */
   if (!hp->lay && (s = llm_hparams_layers_init(hp, err))) return s;
   for (uint32_t l = 0; l < hp->n_layer; l++)
-    hp->lay[l].moe = 1; /* llama.cpp's qwen3moe: every layer sparse */
+    hp->lay[l].moe = 1;                   /* llama.cpp's qwen3moe: every layer sparse */
+  if (!hp->n_ff) hp->n_ff = hp->n_ff_exp; /* no dense layer: feed_forward_length may be absent */
   moe_layers_set(hp);
   return WGLLM_OK;
 }

@@ -604,8 +604,9 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
     missing = "block_count";
   else if (!gguf_u32(st, a, "attention.head_count", &hp->n_head))
     missing = "attention.head_count";
-  else if (!fam->read_gguf && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
-    missing = "feed_forward_length"; /* a family reader's (Gemma 4's may be per layer) */
+  else if (!fam->read_gguf && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff) && !fam->moe)
+    missing = "feed_forward_length"; /* a family reader's (Gemma 4's may be per layer); a MoE file's every layer is
+                                        sparse (config_moe.c gives its width) */
   if (missing) {
     return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: missing or invalid %s.%s", a, missing);
   }

@@ -16,7 +16,8 @@ Forms (--form): "each", one tensor an expert as the hub's checkpoints have them
 [E][H][I], F32; model.gguf in OUT).
 
 Breakage for the bad-input tests: --drop NAME leaves a tensor out, --reshape NAME stores it with its first dimension
-one less (its data cut to fit); --set KEY=JSON overrides a config.json field (after the others).
+one less (its data cut to fit); --set KEY=JSON overrides a config.json field (after the others; GGUF: the metadata
+written from it); --drop-key KEY leaves a GGUF metadata key out.
 
 usage: make_moe_fixture.py SRC OUT [--form each|3d|gguf] [--experts E] [--k K] [--width I] [--identical]
                            [--norm 0|1] [--sparse-step N] [--mlp-only 0,1] [--seed S] [--drop NAME] [--reshape NAME]
@@ -97,6 +98,7 @@ def main():
     ap.add_argument("--drop", action="append", default=[])
     ap.add_argument("--reshape", action="append", default=[])
     ap.add_argument("--set", action="append", default=[])
+    ap.add_argument("--drop-key", action="append", default=[], help="a GGUF metadata key left out")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     with open(os.path.join(a.src, "config.json")) as f:
@@ -165,7 +167,7 @@ def main():
             n *= d
         out[name] = (shape, blob[:n])
     if a.form == "gguf":
-        write_gguf(os.path.join(a.out, "model.gguf"), cfg, out, sparse)
+        write_gguf(os.path.join(a.out, "model.gguf"), cfg, out, sparse, a.drop_key)
         return
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
@@ -198,7 +200,7 @@ def gguf_names(out):
     return g
 
 
-def write_gguf(path, cfg, tensors, sparse):
+def write_gguf(path, cfg, tensors, sparse, drop_keys):
     import gguf_writer as gw
     assert all(sparse), "llama.cpp's qwen3moe makes every layer sparse"
     a = "qwen3moe"
@@ -217,6 +219,7 @@ def write_gguf(path, cfg, tensors, sparse):
           (a + ".expert_count", "u32", cfg["num_experts"]),
           (a + ".expert_used_count", "u32", cfg["num_experts_per_tok"]),
           (a + ".expert_feed_forward_length", "u32", cfg["moe_intermediate_size"])]
+    kv = [x for x in kv if x[0] not in drop_keys]
     ts = [(name, gw.GGML_F32, list(reversed(shape)), blob) for name, (shape, blob) in tensors.items()]
     gw.write_gguf(path, kv, ts)
 
