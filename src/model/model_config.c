@@ -69,10 +69,18 @@ int llm_has_moe(const llm_hparams *hp) {
 
 void llm_param_counts(const llm_hparams *hp, uint64_t *total, uint64_t *active) {
   uint64_t D = hp->n_embd, emb = (uint64_t)hp->n_vocab * D;
-  *total = *active = emb * (hp->tied_embeddings ? 1 : 2) + D;
+  *total = *active = emb * (hp->tied_embeddings || hp->no_lm_head ? 1 : 2) + D;
+  if (hp->ple_dim) { /* Gemma 4's per-layer embedding table, its projection and norm */
+    uint64_t all = (uint64_t)hp->n_layer * hp->ple_dim;
+    *total += (uint64_t)hp->ple_vocab * all + all * D + hp->ple_dim;
+    *active = *total;
+  }
   for (uint32_t l = 0; l < hp->n_layer; l++) {
     uint64_t hd = llm_layer_head_dim(hp, l), attn = D * llm_layer_qkv_rows(hp, l) + llm_layer_q_width(hp, l) * D;
-    attn += 2 * D + (hp->qk_norm ? 2 * hd : 0) + (hp->qkv_bias ? llm_layer_qkv_rows(hp, l) : 0);
+    attn +=
+        (hp->sandwich_norms ? 4 : 2) * D + (hp->qk_norm ? 2 * hd : 0) + (hp->qkv_bias ? llm_layer_qkv_rows(hp, l) : 0);
+    attn += hp->ple_dim ? 2 * (uint64_t)hp->ple_dim * D + D : 0; /* Gemma 4's per-layer input gate, projection, norm */
+    attn += hp->layer_scalar;
     *total += attn;
     *active += attn;
     if (llm_layer_is_moe(hp, l)) {
