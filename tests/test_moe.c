@@ -187,8 +187,9 @@ static void routes_agree(const char *what, const char *model, const char *extra)
   free(b);
 }
 
-/* Two sessions decoded together (llm_batch_step: the MoE block by pair over both rows) give each the tokens it
-   gets alone (sampled at temperature 0.9 with a seed and a repetition penalty, so any change of its logits shows). */
+/* Two sessions prefilled together (llm_prefill_batch: the experts in tiles over both prompts' rows) and decoded
+   together (llm_batch_step: the MoE block by pair over both rows) give each the tokens it gets alone (sampled at
+   temperature 0.9 with a seed and a repetition penalty, so any change of its logits shows). */
 static void batched(const char *what, const char *model, const char *policy) {
   llm_err err = {0};
   llm_load_options lo = {0};
@@ -218,10 +219,20 @@ static void batched(const char *what, const char *model, const char *policy) {
     for (int i = 0; !st && i < NS; i++) {
       llm_session_reset(ss[i]);
       st = llm_session_set_sampler(ss[i], &sp[i], prompt[i], 10);
-      if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 10, &out[i][0]);
+      if (!st && !pass) st = llm_session_prefill_sample(ss[i], prompt[i], 10, &out[i][0]);
       for (int g = 1; !pass && !st && g <= G; g++)
         st = llm_session_step_sample(ss[i], &out[i][g]);
       CHECK(st == WGLLM_OK, "%s alone %d: %s", what, i, ss[i]->err.msg);
+    }
+    if (pass && !st) { /* the prompts in one batched prefill pass (the experts in tiles over both sessions' rows) */
+      const int32_t *ids[NS] = {prompt[0], prompt[1]};
+      uint32_t counts[NS] = {10, 10};
+      int sample[NS] = {1, 1};
+      int32_t first[NS];
+      st = llm_prefill_batch(ss, ids, counts, NS, sample, first, &err);
+      CHECK(st == WGLLM_OK, "%s batched prefill: %s", what, err.msg);
+      for (int i = 0; i < NS; i++)
+        out[i][0] = first[i];
     }
     for (int g = 1; pass && !st && g <= G; g++) {
       int32_t tok[NS];
@@ -232,7 +243,7 @@ static void batched(const char *what, const char *model, const char *policy) {
     }
   }
   int same = !st && !memcmp(want, got, sizeof want);
-  printf("  %-26s %-18s 2 sessions batched: %s\n", what, policy ? policy : "native",
+  printf("  %-26s %-18s 2 sessions batched (prefill, decode): %s\n", what, policy ? policy : "native",
          same ? "each its own tokens" : "DIFFER");
   CHECK(same, "%s: a batched session's tokens differ from its own", what);
   llm_batch_free(b);
@@ -279,6 +290,63 @@ static void random_experts(void) {
     info_says("gguf", m3, "8, 8 used a token, 64 wide, on 2 of 2 layers; top-k weights renormalised");
     routes_agree("gguf, top 8 of 8", m3, "");
     batched("gguf, top 8 of 8", m3, NULL);
+  }
+}
+
+/* GGUF experts in ggml's Q8_0 and Q4_0 blocks (kept as q8, converted to q4gsw g32 at load, then interleaved per expert,
+   scales with them) against the same values as F32 tensors in a Hugging Face form: the same logits, prompt and decode
+   rows (the kernels read the same values in the same order; bound 1e-5) */
+static void quantized_gguf(void) {
+  printf("the experts' forms and GGUF's Q8_0 / Q4_0 blocks against the same values as F32:\n");
+  static const char *const q[2] = {"q8_0", "q4_0"}, *const hf_form[2] = {"3d", "each"};
+  for (int i = 0; i < 2; i++) {
+    char a[400], b[400], args[256], name[64];
+    /* random experts (of one seed: the same values in both forms), so that each expert's blocks and scales must land
+       in its own rows */
+    snprintf(args, sizeof args, "--form gguf --experts 6 --k 3 --width 64 --seed 9 --quant %s", q[i]);
+    snprintf(name, sizeof name, "%s_gguf", q[i]);
+    if (!make_model(name, args, a, sizeof a)) continue;
+    /* (renormalised, as llama.cpp's qwen3moe always is) */
+    snprintf(args, sizeof args, "--form %s --experts 6 --k 3 --width 64 --seed 9 --norm 1 --quant %s", hf_form[i],
+             q[i]);
+    snprintf(name, sizeof name, "%s_%s", q[i], hf_form[i]);
+    if (!make_model(name, args, b, sizeof b)) continue;
+    float *x = NULL, *y = NULL;
+    int nx, ny, tb;
+    if (logits(a, g_prompt, g_decode, "", &x, &nx) && logits(b, g_prompt, g_decode, "", &y, &ny)) {
+      double d = nx == ny ? worst_err(y, x, nx, &tb) : INFINITY;
+      double moved = worst_err(g_ref, x, nx, &tb); /* the experts matter */
+      printf("  %-26s GGUF vs %s F32 of its values: worst row %.3g (bound 1e-5); vs the dense model %.3g\n", q[i],
+             hf_form[i], d, moved);
+      CHECK(d <= 1e-5, "%s experts in GGUF blocks differ from their values as F32 by %.3g", q[i], d);
+      CHECK(moved > 0.05, "%s: random experts moved the logits by only %.3g from the dense model's", q[i], moved);
+    }
+    free(x);
+    free(y);
+  }
+  /* the same random experts in the three forms (each loaded its own way: pieces an expert, the 3-D tensors as they
+     are, GGUF's stacked gate and up interleaved): the same logits */
+  static const char *const forms[3] = {"each", "3d", "gguf"};
+  float *rows[3] = {0};
+  int nr[3] = {0};
+  for (int i = 0; i < 3; i++) {
+    char args[256], name[64], path[400];
+    snprintf(args, sizeof args, "--form %s --experts 6 --k 3 --width 64 --seed 9 --norm 1", forms[i]);
+    snprintf(name, sizeof name, "forms_%s", forms[i]);
+    if (make_model(name, args, path, sizeof path)) logits(path, g_prompt, g_decode, "", &rows[i], &nr[i]);
+  }
+  for (int i = 1; i < 3; i++) {
+    int tb;
+    double d = rows[0] && rows[i] && nr[0] == nr[i] ? worst_err(rows[0], rows[i], nr[0], &tb) : INFINITY;
+    printf("  random experts %-11s against each (F32): worst row %.3g (bound 1e-5)\n", forms[i], d);
+    CHECK(d <= 1e-5, "random experts as %s differ from the same experts a tensor each by %.3g", forms[i], d);
+  }
+  for (int i = 0; i < 3; i++)
+    free(rows[i]);
+  char m[400];
+  if (make_model("q4_0_rand", "--form gguf --quant q4_0 --experts 8 --k 3 --width 64 --seed 9", m, sizeof m)) {
+    routes_agree("gguf Q4_0, top 3 of 8", m, "");
+    batched("gguf Q4_0, top 3 of 8", m, NULL);
   }
 }
 
@@ -359,6 +427,7 @@ int main(void) {
   if (g_ref) {
     identical_experts();
     random_experts();
+    quantized_gguf();
     bad_inputs();
   }
   free(g_ref);

@@ -78,6 +78,32 @@ def rms(blob):
     return (sum(x * x for x in a) / max(len(a), 1)) ** 0.5
 
 
+def f16(x):
+    return struct.unpack("<e", struct.pack("<e", x))[0]
+
+
+def quantize(blob, cols, kind):
+    """ggml's Q8_0 or Q4_0 blocks of an f32 [rows][cols] blob (blocks of 32 along a row), and the f32 blob of the values
+    they hold. Any rounding gives a valid file: what the tests compare is the engine's reading of these blocks against
+    the same values given as F32."""
+    a = floats(blob)
+    q, deq = bytearray(), array.array("f")
+    for b0 in range(0, len(a), 32):
+        blk = a[b0:b0 + 32]
+        if kind == "q8_0":
+            d = f16(max(abs(x) for x in blk) / 127.0)
+            qs = [max(-128, min(127, round(x / d))) if d else 0 for x in blk]
+            q += struct.pack("<e", d) + struct.pack("<32b", *qs)
+            deq.extend(v * d for v in qs)
+        else:  # q4_0: d = (the signed largest) / -8, q in 0..15 holding value (q - 8) * d
+            m = max(blk, key=abs)
+            d = f16(m / -8.0)
+            qs = [max(0, min(15, int(x / d + 8.5))) if d else 8 for x in blk]
+            q += struct.pack("<e", d) + bytes(qs[j] | (qs[j + 16] << 4) for j in range(16))
+            deq.extend((v - 8) * d for v in qs)
+    return bytes(q), deq.tobytes()
+
+
 def randn(rng, n, scale):
     return array.array("f", (rng.gauss(0.0, scale) for _ in range(n))).tobytes()
 
@@ -99,6 +125,8 @@ def main():
     ap.add_argument("--reshape", action="append", default=[])
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--drop-key", action="append", default=[], help="a GGUF metadata key left out")
+    ap.add_argument("--quant", default="", choices=["", "q8_0", "q4_0"],
+                    help="the experts' values rounded to ggml's Q8_0 / Q4_0: stored so in GGUF, as F32 otherwise")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     with open(os.path.join(a.src, "config.json")) as f:
@@ -119,6 +147,7 @@ def main():
         cfg[key] = json.loads(val)
     # (name, [shape], f32 bytes) in HF naming; the experts in the form asked for
     out = {}
+    qblocks = {}  # (layer, expert) -> [gate, up, down] blocks of --quant
     for name, (dtype, shape, blob) in src.items():
         assert dtype == "F32", name
         parts = name.split(".")
@@ -139,6 +168,12 @@ def main():
                 ex.append((gate, up, down))
             else:
                 ex.append((randn(rng, I * H, scale), randn(rng, I * H, scale), randn(rng, H * I, scale)))
+        if a.quant:  # each expert's blocks (GGUF) and the values they hold (F32, every form)
+            cache = {}
+            for e, t in enumerate(ex):
+                qd = [cache.setdefault(id(b), quantize(b, H if i < 2 else I, a.quant)) for i, b in enumerate(t)]
+                qblocks[(l, e)] = [x[0] for x in qd]
+                ex[e] = tuple(x[1] for x in qd)
         if a.form == "3d":
             out[p + "experts.gate_up_proj"] = ([E, 2 * I, H], b"".join(g + u for g, u, _ in ex))
             out[p + "experts.down_proj"] = ([E, H, I], b"".join(d for _, _, d in ex))
@@ -157,10 +192,15 @@ def main():
             shutil.copy(os.path.join(a.src, f), os.path.join(a.out, f))
     if a.form == "gguf":
         out = gguf_names(out)
+        for l in range(L):  # the stacked experts in the blocks of --quant
+            for i, n in enumerate(("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")):
+                if (l, 0) in qblocks:
+                    shape, _ = out["blk.%d.%s.weight" % (l, n)]
+                    out["blk.%d.%s.weight" % (l, n)] = (shape, b"".join(qblocks[(l, e)][i] for e in range(E)), a.quant)
     for name in a.drop:
         del out[name]
     for name in a.reshape:
-        shape, blob = out[name]
+        shape, blob = out[name][:2]
         shape = [shape[0] - 1] + shape[1:]
         n = 4
         for d in shape:
@@ -220,7 +260,8 @@ def write_gguf(path, cfg, tensors, sparse, drop_keys):
           (a + ".expert_used_count", "u32", cfg["num_experts_per_tok"]),
           (a + ".expert_feed_forward_length", "u32", cfg["moe_intermediate_size"])]
     kv = [x for x in kv if x[0] not in drop_keys]
-    ts = [(name, gw.GGML_F32, list(reversed(shape)), blob) for name, (shape, blob) in tensors.items()]
+    types = {"": gw.GGML_F32, "q8_0": gw.GGML_Q8_0, "q4_0": gw.GGML_Q4_0}
+    ts = [(name, types[v[2] if len(v) > 2 else ""], list(reversed(v[0])), v[1]) for name, v in tensors.items()]
     gw.write_gguf(path, kv, ts)
 
 
