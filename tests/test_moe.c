@@ -296,8 +296,8 @@ static void random_experts(void) {
 /* GGUF experts in ggml's Q8_0 and Q4_0 blocks (kept as q8, converted to q4gsw g32 at load, then interleaved per expert,
    scales with them) against the same values as F32 tensors in a Hugging Face form: the same logits, prompt and decode
    rows (the kernels read the same values in the same order; bound 1e-5) */
-static void quantized_gguf(void) {
-  printf("the experts' forms and GGUF's Q8_0 / Q4_0 blocks against the same values as F32:\n");
+static void expert_storages(void) {
+  printf("the experts' forms and storages (GGUF's Q8_0 / Q4_0 blocks, BF16) against the same values as F32:\n");
   static const char *const q[2] = {"q8_0", "q4_0"}, *const hf_form[2] = {"3d", "each"};
   for (int i = 0; i < 2; i++) {
     char a[400], b[400], args[256], name[64];
@@ -343,6 +343,29 @@ static void quantized_gguf(void) {
   }
   for (int i = 0; i < 3; i++)
     free(rows[i]);
+  /* BF16 experts (the hub's checkpoints' storage: kept bf16 on the GPU) in every form, against their values as F32 */
+  static const char *const bf[4] = {"--form 3d --quant bf16", "--form each --quant bf16 --bf16-hf",
+                                    "--form 3d --quant bf16 --bf16-hf", "--form gguf --quant bf16"};
+  float *ref = NULL;
+  int nref = 0;
+  for (int i = 0; i < 4; i++) {
+    char args[256], name[64], path[400];
+    snprintf(args, sizeof args, "%s --experts 6 --k 3 --width 64 --seed 9 --norm 1", bf[i]);
+    snprintf(name, sizeof name, "bf16_%d", i);
+    float *x = NULL;
+    int nx = 0, tb;
+    if (!make_model(name, args, path, sizeof path) || !logits(path, g_prompt, g_decode, "", &x, &nx)) continue;
+    if (!i) {
+      ref = x;
+      nref = nx;
+      continue;
+    }
+    double d = ref && nx == nref ? worst_err(ref, x, nx, &tb) : INFINITY;
+    printf("  bf16 experts (%s): against F32 of their values: worst row %.3g (bound 1e-5)\n", bf[i], d);
+    CHECK(d <= 1e-5, "bf16 experts (%s) differ from their values as F32 by %.3g", bf[i], d);
+    free(x);
+  }
+  free(ref);
   char m[400];
   if (make_model("q4_0_rand", "--form gguf --quant q4_0 --experts 8 --k 3 --width 64 --seed 9", m, sizeof m)) {
     routes_agree("gguf Q4_0, top 3 of 8", m, "");
@@ -427,7 +450,7 @@ int main(void) {
   if (g_ref) {
     identical_experts();
     random_experts();
-    quantized_gguf();
+    expert_storages();
     bad_inputs();
   }
   free(g_ref);

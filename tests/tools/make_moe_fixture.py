@@ -88,6 +88,12 @@ def quantize(blob, cols, kind):
     the same values given as F32."""
     a = floats(blob)
     q, deq = bytearray(), array.array("f")
+    if kind == "bf16":  # round to nearest even on the top 16 bits
+        w = array.array("I")
+        w.frombytes(blob)
+        hi = array.array("H", (((x + 0x7FFF + ((x >> 16) & 1)) >> 16) & 0xFFFF for x in w))
+        deq = array.array("I", (h << 16 for h in hi))
+        return hi.tobytes(), deq.tobytes()
     for b0 in range(0, len(a), 32):
         blk = a[b0:b0 + 32]
         if kind == "q8_0":
@@ -125,8 +131,10 @@ def main():
     ap.add_argument("--reshape", action="append", default=[])
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("--drop-key", action="append", default=[], help="a GGUF metadata key left out")
-    ap.add_argument("--quant", default="", choices=["", "q8_0", "q4_0"],
-                    help="the experts' values rounded to ggml's Q8_0 / Q4_0: stored so in GGUF, as F32 otherwise")
+    ap.add_argument("--quant", default="", choices=["", "q8_0", "q4_0", "bf16"],
+                    help="the experts' values rounded to ggml's Q8_0 / Q4_0 or to bf16: stored so in GGUF, as F32 "
+                         "otherwise (bf16 with --bf16-hf: as BF16 tensors in the Hugging Face forms too)")
+    ap.add_argument("--bf16-hf", action="store_true")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     with open(os.path.join(a.src, "config.json")) as f:
@@ -174,14 +182,17 @@ def main():
                 qd = [cache.setdefault(id(b), quantize(b, H if i < 2 else I, a.quant)) for i, b in enumerate(t)]
                 qblocks[(l, e)] = [x[0] for x in qd]
                 ex[e] = tuple(x[1] for x in qd)
+        bf = a.quant == "bf16" and a.bf16_hf
+        hx = [qblocks[(l, e)] for e in range(E)] if bf else ex  # the tensors' bytes: bf16, or f32
+        k = ("bf16",) if bf else ()
         if a.form == "3d":
-            out[p + "experts.gate_up_proj"] = ([E, 2 * I, H], b"".join(g + u for g, u, _ in ex))
-            out[p + "experts.down_proj"] = ([E, H, I], b"".join(d for _, _, d in ex))
+            out[p + "experts.gate_up_proj"] = ([E, 2 * I, H], b"".join(g + u for g, u, _ in hx)) + k
+            out[p + "experts.down_proj"] = ([E, H, I], b"".join(d for _, _, d in hx)) + k
         elif a.form == "each":
-            for e, (g, u, d) in enumerate(ex):
-                out[p + "experts.%d.gate_proj.weight" % e] = ([I, H], g)
-                out[p + "experts.%d.up_proj.weight" % e] = ([I, H], u)
-                out[p + "experts.%d.down_proj.weight" % e] = ([H, I], d)
+            for e, (g, u, d) in enumerate(hx):
+                out[p + "experts.%d.gate_proj.weight" % e] = ([I, H], g) + k
+                out[p + "experts.%d.up_proj.weight" % e] = ([I, H], u) + k
+                out[p + "experts.%d.down_proj.weight" % e] = ([H, I], d) + k
         else:  # stacked as llama.cpp's qwen3moe; renamed below
             out[p + "experts.gate_exps"] = ([E, I, H], b"".join(g for g, _, _ in ex))
             out[p + "experts.up_exps"] = ([E, I, H], b"".join(u for _, u, _ in ex))
@@ -202,17 +213,17 @@ def main():
     for name in a.reshape:
         shape, blob = out[name][:2]
         shape = [shape[0] - 1] + shape[1:]
-        n = 4
+        n = 2 if len(out[name]) > 2 and out[name][2] == "bf16" else 4
         for d in shape:
             n *= d
-        out[name] = (shape, blob[:n])
+        out[name] = (shape, blob[:n]) + tuple(out[name][2:])
     if a.form == "gguf":
         write_gguf(os.path.join(a.out, "model.gguf"), cfg, out, sparse, a.drop_key)
         return
     with open(os.path.join(a.out, "config.json"), "w") as f:
         json.dump(cfg, f, indent=2)
     write_safetensors(os.path.join(a.out, "model.safetensors"),
-                      {n: ("F32", s, b) for n, (s, b) in out.items()})
+                      {n: ("BF16" if v[2:] == ("bf16",) else "F32", v[0], v[1]) for n, v in out.items()})
 
 
 GGUF_NAMES = {"input_layernorm.weight": "attn_norm.weight", "post_attention_layernorm.weight": "ffn_norm.weight",
@@ -260,7 +271,7 @@ def write_gguf(path, cfg, tensors, sparse, drop_keys):
           (a + ".expert_used_count", "u32", cfg["num_experts_per_tok"]),
           (a + ".expert_feed_forward_length", "u32", cfg["moe_intermediate_size"])]
     kv = [x for x in kv if x[0] not in drop_keys]
-    types = {"": gw.GGML_F32, "q8_0": gw.GGML_Q8_0, "q4_0": gw.GGML_Q4_0}
+    types = {"": gw.GGML_F32, "q8_0": gw.GGML_Q8_0, "q4_0": gw.GGML_Q4_0, "bf16": gw.GGML_BF16}
     ts = [(name, types[v[2] if len(v) > 2 else ""], list(reversed(v[0])), v[1]) for name, v in tensors.items()]
     gw.write_gguf(path, kv, ts)
 
