@@ -327,6 +327,25 @@ static void expert_storages(void) {
     free(x);
     free(y);
   }
+  /* gate in Q8_0 and up in Q4_0 (a mix of types within a layer's experts): two weights, the GLU apart */
+  {
+    char a[400], b[400];
+    float *x = NULL, *y = NULL;
+    int nx = 0, ny = 0, tb;
+    if (make_model("mixed_gguf", "--form gguf --experts 6 --k 3 --width 64 --seed 9 --quant q8_0 --quant-up q4_0", a,
+                   sizeof a) &&
+        make_model("mixed_each",
+                   "--form each --experts 6 --k 3 --width 64 --seed 9 --norm 1 --quant q8_0 --quant-up q4_0", b,
+                   sizeof b) &&
+        logits(a, g_prompt, g_decode, "", &x, &nx) && logits(b, g_prompt, g_decode, "", &y, &ny)) {
+      double d = nx == ny ? worst_err(y, x, nx, &tb) : INFINITY;
+      printf("  %-26s GGUF vs each F32 of its values: worst row %.3g (bound 1e-5)\n", "gate q8_0, up q4_0", d);
+      CHECK(d <= 1e-5, "gate Q8_0 / up Q4_0 experts differ from their values as F32 by %.3g", d);
+      routes_agree("gguf gate q8_0, up q4_0", a, "");
+    }
+    free(x);
+    free(y);
+  }
   /* the same random experts in the three forms (each loaded its own way: pieces an expert, the 3-D tensors as they
      are, GGUF's stacked gate and up interleaved): the same logits */
   static const char *const forms[3] = {"each", "3d", "gguf"};

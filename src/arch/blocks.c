@@ -579,7 +579,16 @@ wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {
   dn.K = I;
   dn.x_pair = 1;
   dn.glu = 0;
-  if (!st) st = op_moe_linear(rec, V(s->xn), &ly->exp_gate_up, none, V(s->moe_h), &gu); /* [T*k][I] */
+  if (!ly->exp_up.data.buf) {
+    if (!st) st = op_moe_linear(rec, V(s->xn), &ly->exp_gate_up, none, V(s->moe_h), &gu); /* [T*k][I] */
+  } else if (!st) { /* gate and up stored in different types: each its own linear into moe_y, the GLU apart */
+    uint64_t rows = (uint64_t)T * k * I * 4, up = llm_moe_up_offset(T, k, I);
+    gu.glu = 0;
+    st = op_moe_linear(rec, V(s->xn), &ly->exp_gate_up, none, (gpu_view){s->moe_y, 0, rows}, &gu);
+    if (!st) st = op_moe_linear(rec, V(s->xn), &ly->exp_up, none, (gpu_view){s->moe_y, up, rows}, &gu);
+    if (!st) st = op_glu(rec, V(s->moe_y), V(s->moe_y), V(s->moe_h), I, T * k, I, 0, (uint32_t)(up / 4), hp->act);
+    gu.glu = 1;
+  }
   if (!st) st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, none, V(s->moe_y), &dn); /* [T*k][D] */
   if (!st) st = op_moe_combine(rec, V(s->moe_y), V(s->moe_w), V(s->x), T, k, D, 1);
   return st;

@@ -10,7 +10,7 @@ uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp) {
   if (ple > per) per = ple;
   if (hp->n_embd > per) per = hp->n_embd;
   if (llm_has_moe(hp)) { /* a token's k pairs: their GLU outputs and their outputs */
-    uint64_t k = hp->n_expert_used, moe = k * (hp->n_embd > hp->n_ff_exp ? hp->n_embd : hp->n_ff_exp);
+    uint64_t k = hp->n_expert_used, moe = k * (hp->n_embd > 2 * hp->n_ff_exp ? hp->n_embd : 2 * hp->n_ff_exp);
     if (moe > per) per = moe;
   }
   uint64_t n = gpu->limits.maxStorageBufferBindingSize / (per * 4);
@@ -41,6 +41,9 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
   int moe = llm_has_moe(hp);
   uint64_t E = moe ? hp->n_expert : 0, k = moe ? hp->n_expert_used : 0;
   uint64_t lists = moe ? op_moe_lists_words(cap * hp->n_expert_used, hp->n_expert) * 4 : 0;
+  /* the experts' outputs; or first, where gate and up are apart, their two outputs */
+  uint64_t moe_y = T * k * hp->n_embd * 4, apart = moe ? llm_moe_up_offset(cap, (uint32_t)k, hp->n_ff_exp) * 2 : 0;
+  if (apart > moe_y) moe_y = apart;
   scratch_want w[SCRATCH_BUFS] = {
       {&s->ids, T * 4, "ids"},
       {&s->pos, T * 4, "pos"},
@@ -62,7 +65,7 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
       {&s->moe_w, T * k * 4, "moe_w"},
       {&s->moe_lists, lists, "moe_lists"},
       {&s->moe_h, T * k * hp->n_ff_exp * 4, "moe_h"},
-      {&s->moe_y, T * k * hp->n_embd * 4, "moe_y"},
+      {&s->moe_y, moe_y, "moe_y"},
   };
   memcpy(want, w, sizeof w);
 }

@@ -64,4 +64,9 @@ void llm_scratch_add_small_gemm(gpu_context *gpu, const llm_hparams *hp, llm_scr
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
                                     llm_err *err);
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
+/* Where the up rows' outputs start in moe_y (bytes, on a binding offset) when a layer's gate and up experts are apart:
+   after the gate's [T * k][I] f32. */
+static inline uint64_t llm_moe_up_offset(uint32_t T, uint32_t k, uint32_t I) {
+  return ((uint64_t)T * k * I * 4 + 255) & ~(uint64_t)255;
+}
 #endif

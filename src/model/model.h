@@ -186,7 +186,10 @@ typedef struct llm_layer {
   gpu_view scalar;    /* [1] layer_scalar */
   /* mixture of experts (the sparse layers; w_gate_up and w_down then unused) */
   op_weight router;      /* [n_expert][n_embd] mlp.gate, in the file's storage (routing is not quantized) */
-  op_weight exp_gate_up; /* [n_expert][2 * n_ff_exp][n_embd]: per expert its gate rows, then its up rows */
+  op_weight exp_gate_up; /* [n_expert][2 * n_ff_exp][n_embd]: per expert its gate rows, then its up rows; where the
+                            file stores gate and up in different types, the gate rows alone [n_expert][n_ff_exp]
+                            [n_embd] and the up rows in exp_up */
+  op_weight exp_up;      /* [n_expert][n_ff_exp][n_embd] the up rows kept apart (no data: one fused weight) */
   op_weight exp_down;    /* [n_expert][n_embd][n_ff_exp] */
 } llm_layer;
 

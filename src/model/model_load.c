@@ -410,6 +410,22 @@ static wgllm_status load_experts(loader *L, uint32_t l, const llm_role *const *r
   return s;
 }
 
+/* Whether a layer's expert gate and up tensors (their first, which the others must match) get one storage. */
+static int experts_share_storage(loader *L, uint32_t l, const llm_role *const *rs, int quantize) {
+  op_wtype type[2];
+  uint32_t group[2];
+  char name[128];
+  for (int r = 0; r < 2; r++) {
+    const wt_tensor *t = wt_find(L->st, llm_role_name_e(&L->m->hp, L->gguf, rs[r], (int)l, 0, name, sizeof name));
+    if (!t) return 1; /* load_experts names it */
+    wt_tensor tv = *t;
+    tv.n_dims = 2; /* storage_of reads the row length */
+    tv.shape[1] = t->shape[t->n_dims - 1];
+    storage_of(&tv, quantize, &type[r], &group[r]);
+  }
+  return type[0] == type[1] && group[0] == group[1];
+}
+
 /* The tensors of one pass over the role table (the file-level roles, or one layer's) into their slots in base
    (the model or the layer): single tensors as their kind says, groups (Q/K/V, their biases, gate/up) joined. */
 /* The bytes the weights will take on the GPU (the tensors the role table loads, as stored; q4 on load: 4.5 bits a
@@ -487,7 +503,14 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
       if (!s) s = split_rows(L, (op_weight *)slot, (uint32_t)t->shape[0], (uint32_t)t->shape[1], t->name);
     }
   }
-  if (!s && n_exp_gu) s = load_experts(L, l, exp_gu, n_exp_gu, quantize, (op_weight *)((char *)base + exp_gu[0]->slot));
+  if (!s && n_exp_gu == 2 && !experts_share_storage(L, l, exp_gu, quantize)) {
+    /* gate and up in different types (a GGUF mix): two weights, the GLU apart (llm_block_moe) */
+    llm_layer *ly = base;
+    s = load_experts(L, l, &exp_gu[0], 1, quantize, &ly->exp_gate_up);
+    if (!s) s = load_experts(L, l, &exp_gu[1], 1, quantize, &ly->exp_up);
+    if (!s) L->mixed++;
+  } else if (!s && n_exp_gu)
+    s = load_experts(L, l, exp_gu, n_exp_gu, quantize, (op_weight *)((char *)base + exp_gu[0]->slot));
   for (int g = 1; !s && g < 4; g++) {
     if (!groups[g].n) continue;
     char *slot = (char *)base + groups[g].slot;

@@ -135,6 +135,8 @@ def main():
                     help="the experts' values rounded to ggml's Q8_0 / Q4_0 or to bf16: stored so in GGUF, as F32 "
                          "otherwise (bf16 with --bf16-hf: as BF16 tensors in the Hugging Face forms too)")
     ap.add_argument("--bf16-hf", action="store_true")
+    ap.add_argument("--quant-up", default="", choices=["", "q8_0", "q4_0", "bf16"],
+                    help="the up experts' rounding instead of --quant's (gate and up of different types)")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     with open(os.path.join(a.src, "config.json")) as f:
@@ -179,7 +181,9 @@ def main():
         if a.quant:  # each expert's blocks (GGUF) and the values they hold (F32, every form)
             cache = {}
             for e, t in enumerate(ex):
-                qd = [cache.setdefault(id(b), quantize(b, H if i < 2 else I, a.quant)) for i, b in enumerate(t)]
+                kinds = [a.quant, a.quant_up or a.quant, a.quant]
+                qd = [cache.setdefault((id(b), kinds[i]), quantize(b, H if i < 2 else I, kinds[i]))
+                      for i, b in enumerate(t)]
                 qblocks[(l, e)] = [x[0] for x in qd]
                 ex[e] = tuple(x[1] for x in qd)
         bf = a.quant == "bf16" and a.bf16_hf
@@ -207,7 +211,8 @@ def main():
             for i, n in enumerate(("ffn_gate_exps", "ffn_up_exps", "ffn_down_exps")):
                 if (l, 0) in qblocks:
                     shape, _ = out["blk.%d.%s.weight" % (l, n)]
-                    out["blk.%d.%s.weight" % (l, n)] = (shape, b"".join(qblocks[(l, e)][i] for e in range(E)), a.quant)
+                    kind = a.quant_up if i == 1 and a.quant_up else a.quant
+                    out["blk.%d.%s.weight" % (l, n)] = (shape, b"".join(qblocks[(l, e)][i] for e in range(E)), kind)
     for name in a.drop:
         del out[name]
     for name in a.reshape:
