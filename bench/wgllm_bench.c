@@ -24,8 +24,8 @@ static double now_s(void) {
 }
 
 static int g_kv_pool, g_batched_only; /* --kv-pool, --batched-only (--parallel) */
-static int g_sampled; /* --sampling default: temperature, top-k, top-p, min-p and penalty instead of greedy */
-static int g_fast;    /* the precision of the measurement at hand (--precision-list): int8 activations */
+static int g_sampled;      /* --sampling default: temperature, top-k, top-p, min-p and penalty instead of greedy */
+static int g_fast;         /* the precision of the measurement at hand (--precision-list): int8 activations */
 static llm_model *g_draft; /* --draft-model / --draft-synthetic: --spec's draft model, on the same device */
 
 static int cmp_d(const void *a, const void *b) {
@@ -55,7 +55,8 @@ static void usage(FILE *f) {
          "  --vocab DIR: embed DIR's tokenizer.json (+ tokenizer_config.json) as llama.cpp writes a Llama 3 GGUF\n"
          "       (e.g. third_party/tokenizers/llama3: the file then takes text, for wgllm run / serve)\n"
          "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
-         "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), tiny, gemma4-tiny (tests)\n"
+         "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), qwen3-30b-a3b (Qwen3-MoE:\n"
+         "  128 experts, top 8), tiny, gemma4-tiny, qwen3-moe-tiny (tests)\n"
          "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
          "  read back per step; defaults: --prompt 128 --gen 64 --runs 5; progress on stderr when it is a terminal\n");
 }
@@ -410,8 +411,8 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
              "\"tokens_per_step\": %.3f, \"ms_per_verify_step\": %.4f, \"verify_over_plain_step\": %.3f, "
              "\"ms_proposing_per_step\": %.4f, \"prepared_ahead\": %llu, \"same_tokens\": %s}\n",
              gpu->adapter_name, synthetic ? synthetic : c->model, m->weights_desc, g_fast ? "fast" : "exact",
-             g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, mode, k > K ? K : k, 1.0 / per,
-             plain / per, steps, drafted, accepted, drafted ? (double)accepted / drafted : 0.0,
+             g_sampled ? "t0.8 k40 p0.95 minp0.05 rep1.1" : "greedy", P, G, mode, k > K ? K : k, 1.0 / per, plain / per,
+             steps, drafted, accepted, drafted ? (double)accepted / drafted : 0.0,
              steps ? (double)(accepted + steps) / steps : 0.0, step_ms, step_ms / (plain * 1e3), draft_ms,
              (unsigned long long)sp->pre_used, same ? "true" : "false");
     else

@@ -188,6 +188,55 @@ static void vocab_gguf(void) {
   CHECK(system(f) == 0, "%s", f);
 }
 
+/* The small Qwen3-MoE shape: it builds (its experts in parts of whole experts here, the binding limit lowered, as
+   Qwen3-30B-A3B's gate/up go over lavapipe's 128 MiB) and runs through the session: the decode steps (experts by
+   pair) give the logits a prefill of the same tokens (experts in tiles) gives. */
+static void qwen3_moe_tiny(gpu_context *gpu) {
+  llm_err err = {0};
+  llm_model *m = NULL;
+  uint64_t keep = gpu->limits.maxStorageBufferBindingSize;
+  gpu->limits.maxStorageBufferBindingSize = 16384; /* 2 experts' gate/up a part */
+  wgllm_status st = llm_model_synthetic(gpu, "qwen3-moe-tiny", 32, &m, &err);
+  gpu->limits.maxStorageBufferBindingSize = keep;
+  CHECK(st == WGLLM_OK, "qwen3-moe-tiny: %s", err.msg);
+  if (!m) return;
+  const llm_hparams *hp = &m->hp;
+  CHECK(hp->arch == LLM_ARCH_QWEN3_MOE && llm_layer_is_moe(hp, 0) && hp->n_expert == 8 && hp->n_expert_used == 2,
+        "qwen3-moe-tiny is not Qwen3-MoE shaped");
+  CHECK(m->layers[0].exp_gate_up.n_parts == 4, "qwen3-moe-tiny: gate/up in %u parts, want 4",
+        m->layers[0].exp_gate_up.n_parts);
+  enum { N = 12, DEC = 4 };
+  uint32_t V = hp->n_vocab;
+  int32_t ids[N];
+  for (uint32_t i = 0; i < N; i++)
+    ids[i] = (int32_t)((i * 2654435761u + 3) % V);
+  llm_session *s;
+  llm_session_options so = {.ctx = 32};
+  CHECK(llm_session_create(m, &so, &s, &err) == WGLLM_OK, "qwen3-moe-tiny session: %s", err.msg);
+  float *all = malloc((size_t)N * V * 4), *step = malloc((size_t)V * 4);
+  CHECK(llm_session_prefill(s, ids, N, all, 1) == WGLLM_OK, "qwen3-moe-tiny prefill: %s", s->err.msg);
+  llm_session_reset(s);
+  CHECK(llm_session_prefill(s, ids, N - DEC, step, 0) == WGLLM_OK, "qwen3-moe-tiny prefill: %s", s->err.msg);
+  double worst = 0;
+  for (uint32_t p = N - DEC; p < N; p++) {
+    CHECK(llm_session_decode(s, ids[p], step) == WGLLM_OK, "qwen3-moe-tiny decode at %u: %s", p, s->err.msg);
+    double num = 0, den = 0;
+    for (uint32_t v = 0; v < V; v++) {
+      double d = (double)step[v] - all[(size_t)p * V + v];
+      num += isfinite(step[v]) ? d * d : INFINITY;
+      den += (double)all[(size_t)p * V + v] * all[(size_t)p * V + v];
+    }
+    double e = den > 0 ? sqrt(num / den) : INFINITY;
+    if (!(e <= worst)) worst = e;
+  }
+  CHECK(worst < 1e-4, "qwen3-moe-tiny decode vs prefill logits: rel L2 %.3g", worst);
+  printf("synthetic qwen3-moe-tiny: decode vs prefill relative L2 %.3g (worst of %d steps)\n", worst, DEC);
+  free(all);
+  free(step);
+  llm_session_free(s);
+  llm_model_free(m);
+}
+
 int main(void) {
   vocab_gguf();
   gpu_context *gpu = th_gpu();
@@ -217,6 +266,7 @@ int main(void) {
   llm_model_free(b);
   unlink(path);
   gemma4_tiny(gpu);
+  qwen3_moe_tiny(gpu);
   th_gpu_done();
 
   /* the bench command and its JSON fields */

@@ -129,6 +129,23 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
           "on %u of %u layers\n",
           hp.norm_offset ? "(1+w)" : "(1+w stored)", hp.embed_scale, hp.attn_scale, hp.window, n_local, hp.n_layer);
     }
+    if (llm_has_moe(&hp)) {
+      uint32_t n_moe = 0;
+      for (uint32_t l = 0; l < hp.n_layer; l++)
+        n_moe += llm_layer_is_moe(&hp, l);
+      char dense[64] = "";
+      if (n_moe < hp.n_layer) snprintf(dense, sizeof dense, " (the others a dense MLP of %u)", hp.n_ff);
+      put(&t, "experts:      %u, %u used a token, %u wide, on %u of %u layers%s; top-k weights %s\n", hp.n_expert,
+          hp.n_expert_used, hp.n_ff_exp, n_moe, hp.n_layer, dense, hp.moe_norm ? "renormalised" : "the softmax's");
+    }
+    {
+      uint64_t total, active;
+      llm_param_counts(&hp, &total, &active);
+      if (total != active)
+        put(&t, "parameters:   %.4g M, %.4g M active a token\n", total / 1e6, active / 1e6);
+      else
+        put(&t, "parameters:   %.4g M\n", total / 1e6);
+    }
     if (hp.arch == LLM_ARCH_GEMMA4) {
       uint32_t n_local = 0, n_shared = 0;
       for (uint32_t l = 0; l < hp.n_layer; l++) {

@@ -1,6 +1,7 @@
 /* The forward pass of the Llama family (Llama 2/3.x, Mistral, Qwen2 with q/k/v biases, Qwen3 with per-head q/k
    norms) and of Gemma 3 (the same decoder with (1+w) norms, sandwich norms, GeGLU, scaled embeddings and
-   sliding windows on local layers with their own RoPE): embedding, per layer the attention and MLP blocks
+   sliding windows on local layers with their own RoPE), and Qwen3-MoE (Qwen3 with the mixture of experts on its
+   sparse layers): embedding, per layer the attention and MLP blocks
    (blocks.c), the LM head. */
 #include "blocks.h"
 
@@ -11,7 +12,7 @@ wgllm_status llm_forward_llama(const llm_fwd *f, uint32_t n_logits) {
                                  hp->n_vocab, hp->embed_scale);
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     st = llm_block_attention(f, l);
-    if (!st) st = llm_block_mlp(f, l);
+    if (!st) st = llm_layer_is_moe(hp, l) ? llm_block_moe(f, l) : llm_block_mlp(f, l);
     if (!st) st = gpu_recorder_flush(f->rec); /* a prefill pass: the GPU starts on this layer */
   }
   if (!st) st = llm_block_head(f, n_logits);

@@ -9,7 +9,8 @@
    flash-decoding, whose first pass also applies RoPE and appends to the KV cache. A batched decode (f->tokens:
    one token each of several sessions) is a step's path with T rows (the fused path with T tokens a GEMV, or for
    other weights the GEMM over the rows), and token by token RoPE, cache append and flash-decoding over each token's
-   own session's cache (a KV-shared layer: q rotated apart, the source layer's cache read). */
+   own session's cache (a KV-shared layer: q rotated apart, the source layer's cache read). A sparse layer's FFN is
+   the mixture of experts (llm_block_moe), the same on every path. */
 #include "blocks.h"
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
@@ -52,9 +53,12 @@ int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T) {
     const llm_layer *ly = &m->layers[l];
     uint32_t F = llm_layer_n_ff(hp, l);
     ok = op_gemv_supports(op_ctx(rec), &ly->wqkv, T, hp->n_embd, &sg) &&
-         op_gemv_supports(op_ctx(rec), &ly->wo, T, llm_layer_q_width(hp, l), &sg) &&
-         op_gemv_supports(op_ctx(rec), &ly->w_gate_up, T, hp->n_embd, &sg) &&
-         op_gemv_supports(op_ctx(rec), &ly->w_down, T, F, &sg);
+         op_gemv_supports(op_ctx(rec), &ly->wo, T, llm_layer_q_width(hp, l), &sg);
+    /* a sparse layer's FFN has no fused GEMV of its own: its block (llm_block_moe) runs on any pass, so only the
+       attention's projections decide */
+    if (ok && !llm_layer_is_moe(hp, l))
+      ok = op_gemv_supports(op_ctx(rec), &ly->w_gate_up, T, hp->n_embd, &sg) &&
+           op_gemv_supports(op_ctx(rec), &ly->w_down, T, F, &sg);
   }
   return ok;
 }
@@ -544,6 +548,57 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
     st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
   else if (!st)
     st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
+  return st;
+}
+
+/* The mixture-of-experts FFN of a sparse layer (docs/MOE.md, "A model step"): RMSNorm, the router's logits (a GEMV,
+   its weights in the file's storage), the top k and their weights, the experts' gate/up with the GLU fused, their
+   down projection, and the weighted sum of each token's k outputs added into the residual stream. A decode step
+   (one token, or a batch of sessions' tokens) reads the chosen experts by pair (OP_MOE_PAIRS: fixed grids, so the
+   recorded step replays as it is); a prompt's pass groups the pairs by expert into tiles (op_moe_lists, then
+   OP_MOE_TILES over the worst-case tile grid), each expert's weights read once a tile. */
+wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {
+  gpu_recorder *rec = f->rec;
+  const llm_hparams *hp = &f->m->hp;
+  const llm_scratch *s = f->s;
+  const llm_layer *ly = &f->m->layers[l];
+  uint32_t T = f->T, D = hp->n_embd, E = hp->n_expert, k = hp->n_expert_used, I = hp->n_ff_exp;
+  gpu_view none = {0};
+  int decode = f->tokens || (T == 1 && !f->fo->prefill);
+  wgllm_status st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, hp->norm_offset);
+  if (!st) st = op_matvec(rec, V(s->xn), &ly->router, none, V(s->moe_logits), T, E, D); /* [T][E] */
+  if (!st)
+    st = op_moe_route(rec, V(s->moe_logits), none, V(s->moe_ids), V(s->moe_w), T, E, k,
+                      hp->moe_norm ? OP_MOE_SOFTMAX_NORM : OP_MOE_SOFTMAX);
+  if (!st && !decode) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E);
+  op_moe_linear_params gu = {.T = T,
+                             .k = k,
+                             .E = E,
+                             .N = I,
+                             .K = D,
+                             .x_pair = 0,
+                             .glu = 1,
+                             .act = hp->act == OP_ACT_GELU_TANH ? OP_MOE_ACT_GELU_TANH : OP_MOE_ACT_SILU,
+                             .route = decode ? OP_MOE_PAIRS : OP_MOE_TILES,
+                             .ids = V(s->moe_ids),
+                             .lists = decode ? none : V(s->moe_lists)};
+  op_moe_linear_params dn = gu;
+  dn.N = D;
+  dn.K = I;
+  dn.x_pair = 1;
+  dn.glu = 0;
+  if (!ly->exp_up.data.buf) {
+    if (!st) st = op_moe_linear(rec, V(s->xn), &ly->exp_gate_up, none, V(s->moe_h), &gu); /* [T*k][I] */
+  } else if (!st) { /* gate and up stored in different types: each its own linear into moe_y, the GLU apart */
+    uint64_t rows = (uint64_t)T * k * I * 4, up = llm_moe_up_offset(T, k, I);
+    gu.glu = 0;
+    st = op_moe_linear(rec, V(s->xn), &ly->exp_gate_up, none, (gpu_view){s->moe_y, 0, rows}, &gu);
+    if (!st) st = op_moe_linear(rec, V(s->xn), &ly->exp_up, none, (gpu_view){s->moe_y, up, rows}, &gu);
+    if (!st) st = op_glu(rec, V(s->moe_y), V(s->moe_y), V(s->moe_h), I, T * k, I, 0, (uint32_t)(up / 4), hp->act);
+    gu.glu = 1;
+  }
+  if (!st) st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, none, V(s->moe_y), &dn); /* [T*k][D] */
+  if (!st) st = op_moe_combine(rec, V(s->moe_y), V(s->moe_w), V(s->x), T, k, D, 1);
   return st;
 }
 

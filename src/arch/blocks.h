@@ -18,10 +18,10 @@ typedef struct llm_fwd {
   const llm_fwd_token *tokens; /* batched decode: [n_seq] what each token's attention reads; NULL otherwise */
   uint32_t n_seq;              /* batched decode: the sessions' tokens, the first n_seq of the T rows (the rest
                                   pad the GEMVs to a token count of which a pipeline exists) */
-  const llm_fwd_paged *paged; /* batched decode over one pool: the step's table (NULL otherwise) */
-  const llm_fwd_seq *seqs;    /* batched prefill: [n_seqs] the sessions whose rows the pass holds (NULL otherwise) */
+  const llm_fwd_paged *paged;  /* batched decode over one pool: the step's table (NULL otherwise) */
+  const llm_fwd_seq *seqs;     /* batched prefill: [n_seqs] the sessions whose rows the pass holds (NULL otherwise) */
   uint32_t n_seqs;
-  gpu_view last_rows;         /* batched prefill: [n_seqs] u32, each session's last row */
+  gpu_view last_rows; /* batched prefill: [n_seqs] u32, each session's last row */
 } llm_fwd;
 /* A linear layer y [M][N] = x [M][K] . W^T (+ bias): on int8 activations when the pass is fast and op_linear_fast's
    predicates take the weight (the integer-dot GEMV up to OP_GEMV_MAX_TOKENS rows, the GEMM above), else exact: a
@@ -36,6 +36,9 @@ int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T);
 wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l);
 /* x += MLP(norm(x)) of layer l (gated, SiLU or GELU-tanh), with Gemma's post-MLP norm. */
 wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l);
+/* x += MoE(norm(x)) of sparse layer l: router, top k, the chosen experts' GLU and down projections, their weighted
+   sum (decode: by pair; a prompt's pass: by expert tiles). */
+wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l);
 /* Final norm of the last n_logits rows and the LM head into s->logits. */
 wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits);
 /* The families' forward passes (arch_llama.c, arch_gemma4.c): the rows of forward.c's table. */

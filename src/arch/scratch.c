@@ -9,6 +9,10 @@ uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp) {
   if (qkv > per) per = qkv;
   if (ple > per) per = ple;
   if (hp->n_embd > per) per = hp->n_embd;
+  if (llm_has_moe(hp)) { /* a token's k pairs: their GLU outputs and their outputs */
+    uint64_t k = hp->n_expert_used, moe = k * (hp->n_embd > 2 * hp->n_ff_exp ? hp->n_embd : 2 * hp->n_ff_exp);
+    if (moe > per) per = moe;
+  }
   uint64_t n = gpu->limits.maxStorageBufferBindingSize / (per * 4);
   return n > 65535 ? 65535 : (uint32_t)n; /* a pass's tokens are a grid dimension of the attention */
 }
@@ -22,7 +26,7 @@ uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
 
 /* The activation buffers of a scratch for cap tokens and logit_rows rows of logits: where each goes, its bytes
    (0: not needed) and its name; one table for the allocation and the estimate. */
-enum { SCRATCH_BUFS = 15 };
+enum { SCRATCH_BUFS = 21 };
 typedef struct scratch_want {
   gpu_buffer **b;
   uint64_t bytes;
@@ -33,6 +37,13 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
                           scratch_want want[SCRATCH_BUFS]) {
   uint64_t T = cap, qkv = llm_max_qkv_rows(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t F = llm_max_n_ff(hp), P = hp->ple_dim;
+  /* mixture of experts: E experts, k a token, each sized for the worst case (every token's k pairs) */
+  int moe = llm_has_moe(hp);
+  uint64_t E = moe ? hp->n_expert : 0, k = moe ? hp->n_expert_used : 0;
+  uint64_t lists = moe ? op_moe_lists_words(cap * hp->n_expert_used, hp->n_expert) * 4 : 0;
+  /* the experts' outputs; or first, where gate and up are apart, their two outputs */
+  uint64_t moe_y = T * k * hp->n_embd * 4, apart = moe ? llm_moe_up_offset(cap, (uint32_t)k, hp->n_ff_exp) * 2 : 0;
+  if (apart > moe_y) moe_y = apart;
   scratch_want w[SCRATCH_BUFS] = {
       {&s->ids, T * 4, "ids"},
       {&s->pos, T * 4, "pos"},
@@ -49,6 +60,12 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
       {&s->ple_tok, T * hp->n_layer * P * 4, "ple_tok"},
       {&s->ple_ctx, T * hp->n_layer * P * 4, "ple_ctx"},
       {&s->ple_h, T * P * 4, "ple_h"},
+      {&s->moe_logits, T * E * 4, "moe_logits"},
+      {&s->moe_ids, T * k * 4, "moe_ids"},
+      {&s->moe_w, T * k * 4, "moe_w"},
+      {&s->moe_lists, lists, "moe_lists"},
+      {&s->moe_h, T * k * hp->n_ff_exp * 4, "moe_h"},
+      {&s->moe_y, moe_y, "moe_y"},
   };
   memcpy(want, w, sizeof w);
 }
@@ -131,10 +148,11 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
 }
 
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
-  gpu_buffer **all[] = {&s->ids,    &s->pos,          &s->x,         &s->xn,  &s->qkv,     &s->qk2,     &s->attn,
-                        &s->proj,   &s->gu,           &s->h,         &s->ple, &s->ple_tok, &s->ple_ctx, &s->ple_h,
-                        &s->logits, &s->attn_partial, &s->attn_args, &s->xq,  &s->x16,     &s->w16,
-                        &s->part};
+  gpu_buffer **all[] = {
+      &s->ids,        &s->pos,          &s->x,         &s->xn,        &s->qkv,     &s->qk2,     &s->attn,
+      &s->proj,       &s->gu,           &s->h,         &s->ple,       &s->ple_tok, &s->ple_ctx, &s->ple_h,
+      &s->logits,     &s->attn_partial, &s->attn_args, &s->xq,        &s->x16,     &s->w16,     &s->part,
+      &s->moe_logits, &s->moe_ids,      &s->moe_w,     &s->moe_lists, &s->moe_h,   &s->moe_y};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;

@@ -7,23 +7,30 @@
 
 /* Activation buffers for up to cap tokens (from the pool, released by llm_scratch_release). */
 typedef struct llm_scratch {
-  uint32_t cap;             /* tokens */
-  uint32_t logit_rows;      /* rows of logits it can hold */
-  gpu_buffer *ids;          /* [cap] u32 token ids (input) */
-  gpu_buffer *pos;          /* [cap] u32 positions (input) */
-  gpu_buffer *x;            /* [cap][n_embd] residual stream */
-  gpu_buffer *xn;           /* [cap][n_embd] normed */
-  gpu_buffer *qkv;          /* [cap][q + 2*kv] fused projection output (widest layer) */
-  gpu_buffer *qk2;          /* [cap][q + 2*kv]: q | k | v after the per-head norms (Qwen3, Gemma) */
-  gpu_buffer *attn;         /* [cap][q] */
-  gpu_buffer *proj;         /* [cap][n_embd] */
-  gpu_buffer *gu;           /* [cap][2*n_ff] gate and up (widest layer) */
-  gpu_buffer *h;            /* [cap][n_ff] */
-  gpu_buffer *ple;          /* [cap][n_layer*ple_dim] Gemma 4's per-layer inputs (NULL without) */
-  gpu_buffer *ple_tok;      /* [cap][n_layer*ple_dim] their embedding-table part */
-  gpu_buffer *ple_ctx;      /* [cap][n_layer*ple_dim] their projection part */
-  gpu_buffer *ple_h;        /* [cap][ple_dim] a layer's gate */
-  gpu_buffer *logits;       /* [logit_rows][n_vocab] */
+  uint32_t cap;        /* tokens */
+  uint32_t logit_rows; /* rows of logits it can hold */
+  gpu_buffer *ids;     /* [cap] u32 token ids (input) */
+  gpu_buffer *pos;     /* [cap] u32 positions (input) */
+  gpu_buffer *x;       /* [cap][n_embd] residual stream */
+  gpu_buffer *xn;      /* [cap][n_embd] normed */
+  gpu_buffer *qkv;     /* [cap][q + 2*kv] fused projection output (widest layer) */
+  gpu_buffer *qk2;     /* [cap][q + 2*kv]: q | k | v after the per-head norms (Qwen3, Gemma) */
+  gpu_buffer *attn;    /* [cap][q] */
+  gpu_buffer *proj;    /* [cap][n_embd] */
+  gpu_buffer *gu;      /* [cap][2*n_ff] gate and up (widest layer) */
+  gpu_buffer *h;       /* [cap][n_ff] */
+  gpu_buffer *ple;     /* [cap][n_layer*ple_dim] Gemma 4's per-layer inputs (NULL without) */
+  gpu_buffer *ple_tok; /* [cap][n_layer*ple_dim] their embedding-table part */
+  gpu_buffer *ple_ctx; /* [cap][n_layer*ple_dim] their projection part */
+  gpu_buffer *ple_h;   /* [cap][ple_dim] a layer's gate */
+  gpu_buffer *logits;  /* [logit_rows][n_vocab] */
+  /* mixture of experts (NULL without sparse layers); k = n_expert_used, a pair q = t * k + j */
+  gpu_buffer *moe_logits;   /* [cap][n_expert] router logits */
+  gpu_buffer *moe_ids;      /* [cap][k] u32 chosen experts */
+  gpu_buffer *moe_w;        /* [cap][k] their weights */
+  gpu_buffer *moe_lists;    /* op_moe_lists_words(cap * k, n_expert) u32: the pairs by expert and the tile table */
+  gpu_buffer *moe_h;        /* [cap * k][n_ff_exp] an expert's GLU output per pair */
+  gpu_buffer *moe_y;        /* [cap * k][n_embd] an expert's output per pair */
   gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision only: llm_scratch_add_fast) */
   gpu_buffer *x16, *w16;    /* a layer input and a weight as f16 for the tensor cores (fast prefill scratch where
                                subgroup matrices exist; NULL elsewhere) */
@@ -57,4 +64,9 @@ void llm_scratch_add_small_gemm(gpu_context *gpu, const llm_hparams *hp, llm_scr
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
                                     llm_err *err);
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s);
+/* Where the up rows' outputs start in moe_y (bytes, on a binding offset) when a layer's gate and up experts are apart:
+   after the gate's [T * k][I] f32. */
+static inline uint64_t llm_moe_up_offset(uint32_t T, uint32_t k, uint32_t I) {
+  return ((uint64_t)T * k * I * 4 + 255) & ~(uint64_t)255;
+}
 #endif

@@ -49,8 +49,46 @@ static wgllm_status gemma4_hparams(const gemma4_shape *g, llm_hparams *hp, llm_e
   return s;
 }
 
+/* Qwen3-MoE shapes as Qwen3MoeConfig fields (every layer sparse, the top k renormalised), read through
+   config_moe.c as a config.json of them would be */
+typedef struct qwen3_moe_shape {
+  const char *name;
+  uint32_t vocab, embd, ff, layers, heads, kv_heads, head_dim, experts, k, expert_ff;
+} qwen3_moe_shape;
+
+static const qwen3_moe_shape QWEN3_MOE_SHAPES[] = {
+    /* Qwen3-30B-A3B */
+    {"qwen3-30b-a3b", 151936, 2048, 6144, 48, 32, 4, 128, 128, 8, 768},
+    /* small, for tests: 8 experts top 2 */
+    {"qwen3-moe-tiny", 512, 128, 256, 2, 4, 2, 32, 8, 2, 64},
+};
+
+static wgllm_status qwen3_moe_hparams(const qwen3_moe_shape *q, llm_hparams *hp, llm_err *err) {
+  char js[1024];
+  snprintf(js, sizeof js,
+           "{\"model_type\": \"qwen3_moe\", \"vocab_size\": %u, \"hidden_size\": %u, \"intermediate_size\": %u, "
+           "\"num_hidden_layers\": %u, \"num_attention_heads\": %u, \"num_key_value_heads\": %u, \"head_dim\": %u, "
+           "\"num_experts\": %u, \"num_experts_per_tok\": %u, \"moe_intermediate_size\": %u, "
+           "\"norm_topk_prob\": true, \"rope_theta\": 1000000.0, \"rms_norm_eps\": 1e-6, "
+           "\"max_position_embeddings\": 40960, \"tie_word_embeddings\": false}",
+           q->vocab, q->embd, q->ff, q->layers, q->heads, q->kv_heads, q->head_dim, q->experts, q->k, q->expert_ff);
+  cJSON *cfg = cJSON_Parse(js);
+  if (!cfg) {
+    return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  }
+  wgllm_status s = llm_hparams_from_json(cfg, hp, err);
+  cJSON_Delete(cfg);
+  return s;
+}
+
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *err) {
   memset(hp, 0, sizeof *hp);
+  for (size_t i = 0; i < sizeof QWEN3_MOE_SHAPES / sizeof QWEN3_MOE_SHAPES[0]; i++)
+    if (!strcmp(name, QWEN3_MOE_SHAPES[i].name)) {
+      wgllm_status s = qwen3_moe_hparams(&QWEN3_MOE_SHAPES[i], hp, err);
+      if (s) llm_hparams_free(hp);
+      return s;
+    }
   for (size_t i = 0; i < sizeof GEMMA4_SHAPES / sizeof GEMMA4_SHAPES[0]; i++)
     if (!strcmp(name, GEMMA4_SHAPES[i].name)) {
       wgllm_status s = gemma4_hparams(&GEMMA4_SHAPES[i], hp, err);
@@ -89,7 +127,8 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *e
     hp->tied_embeddings = 0;
   } else {
     return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
-                       "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny)",
+                       "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny, "
+                       "qwen3-30b-a3b, qwen3-moe-tiny)",
                        name);
   }
   hp->norm_eps = 1e-5f;
@@ -143,6 +182,7 @@ static void gen_q4(uint64_t id, uint64_t N, uint64_t K, uint32_t G, uint32_t *qs
 typedef struct synth_tensor {
   char name[64];
   uint64_t N, K; /* K = 0: a norm vector of N */
+  uint32_t E;    /* a layer's experts [E][N / E][K] (split by whole experts), 0: a plain weight */
   op_weight *w;
   gpu_view *v;
 } synth_tensor;
@@ -202,8 +242,8 @@ static size_t list_tensors(const llm_hparams *hp, llm_model *m, synth_parts *par
   return n;
 }
 
-/* Gemma 4: the tensors the role table (model_roles.c) says the hyperparameters have, in its order (the file-level
-   ones, then each layer's), under their Hugging Face names, and the weight of the weightless v norm. Vectors
+/* Gemma 4 and Qwen3-MoE: the tensors the role table (model_roles.c) says the hyperparameters have, in its order (the
+   file-level ones, then each layer's), under their Hugging Face names, and the weight of the weightless v norm. Vectors
    (norms, the layer scalars) are ones; linears and embedding tables q4gsw. */
 static size_t list_roles(const llm_hparams *hp, llm_model *m, synth_parts *parts, synth_tensor *t) {
   size_t n = 0, nr;
@@ -213,15 +253,22 @@ static size_t list_roles(const llm_hparams *hp, llm_model *m, synth_parts *parts
       for (size_t i = 0; i < nr; i++) {
         const llm_role *r = &roles[i];
         if (r->per_layer != pass || !llm_role_present(hp, r, l)) continue;
+        /* a layer's experts: one random [E * rows][K] weight a projection (gate and up one, rows 2I: random rows
+           need no interleaving), made in parts of whole experts over the binding limit (expert_parts) */
+        if (r->group == LLM_GROUP_EXP_GATE_UP && r->slot == roles[i - 1].slot && roles[i - 1].experts) continue;
         synth_tensor *x = &t[n++];
         llm_role_name(hp, 0, r, pass ? (int)l : -1, x->name, sizeof x->name);
         x->N = (uint64_t)llm_role_size(hp, r->d0, l);
+        x->E = r->experts ? hp->n_expert : 0;
+        if (x->E) x->N *= (uint64_t)hp->n_expert * (r->group == LLM_GROUP_EXP_GATE_UP ? 2 : 1);
         x->K = r->d1 == LLM_DIM_NONE ? 0 : (uint64_t)llm_role_size(hp, r->d1, l);
         x->w = NULL;
         x->v = NULL;
         if (!m) continue;
         char *base = pass ? (char *)&m->layers[l] : (char *)m;
-        if (r->group == LLM_GROUP_QKV || r->group == LLM_GROUP_GATE_UP)
+        if (x->E)
+          x->w = (op_weight *)(base + r->slot);
+        else if (r->group == LLM_GROUP_QKV || r->group == LLM_GROUP_GATE_UP)
           x->w = part(&parts[l], r->group == LLM_GROUP_GATE_UP, x->N);
         else if (r->group != LLM_GROUP_NONE) /* biases: no Gemma 4 has them (left NULL, refused at build) */
           continue;
@@ -239,6 +286,47 @@ static size_t list_roles(const llm_hparams *hp, llm_model *m, synth_parts *parts
     x->v = m ? &m->ones : NULL;
   }
   return n;
+}
+
+/* A layer's experts t [E][N / E][K] as q4gsw weight parts of whole experts, each at most max_binding bytes (one part
+   when it fits), random from tensor id's generator a part (id and the part's index). */
+static wgllm_status expert_parts(llm_model *m, const synth_tensor *t, size_t id, uint32_t group, uint64_t max_binding,
+                                 llm_err *err) {
+  uint64_t rows = t->N / t->E, K = t->K, per_expert = rows * K / 2;
+  uint32_t per = (uint32_t)(max_binding / per_expert), n_parts;
+  if (per > t->E) per = t->E;
+  n_parts = per ? (t->E + per - 1) / per : 0;
+  if (!per || n_parts > OP_W_MAX_PARTS)
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "synthetic %s: an expert of %llu bytes, bindings of %llu", t->name,
+                       (unsigned long long)per_expert, (unsigned long long)max_binding);
+  op_weight *w = t->w;
+  memset(w, 0, sizeof *w);
+  w->type = OP_W_Q4;
+  w->group = group;
+  wgllm_status s = WGLLM_OK;
+  for (uint32_t p = 0; !s && p < n_parts; p++) {
+    uint64_t N = (uint64_t)(p + 1 < n_parts ? per : t->E - per * (n_parts - 1)) * rows;
+    uint32_t *qs = malloc(N * K / 2);
+    uint16_t *sc = malloc(N * K / group * 2);
+    gpu_buffer *bq = NULL, *bs = NULL;
+    if (!qs || !sc) s = llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    if (!s) gen_q4(((uint64_t)id << 8) + p, N, K, group, qs, sc);
+    if (!s) s = llm_model_own_buffer(m, N * K / 2, t->name, &bq, err);
+    if (!s) s = llm_model_own_buffer(m, (N * K / group * 2 + 3) & ~3ull, t->name, &bs, err);
+    if (!s) {
+      gpu_write(m->gpu, bq, 0, qs, N * K / 2);
+      gpu_write(m->gpu, bs, 0, sc, N * K / group * 2);
+      w->part[p] = (struct op_weight_part){gpu_whole(bq), gpu_whole(bs), (uint32_t)N, OP_W_Q4, group};
+      s = gpu_wait_idle(m->gpu, err);
+    }
+    free(qs);
+    free(sc);
+  }
+  if (s) return s;
+  w->data = w->part[0].data;
+  w->scales = w->part[0].scales;
+  w->n_parts = n_parts > 1 ? n_parts : 0;
+  return WGLLM_OK;
 }
 
 wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, llm_err *err) {
@@ -261,7 +349,7 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
   m->layers = calloc(m->hp.n_layer, sizeof *m->layers);
   size_t n_roles;
   llm_roles(&n_roles);
-  int gemma4 = m->hp.arch == LLM_ARCH_GEMMA4;
+  int gemma4 = m->hp.arch != LLM_ARCH_LLAMA; /* the shapes whose tensors come from the role table */
   size_t cap = gemma4 ? (n_roles + 1) * ((size_t)m->hp.n_layer + 1) : 3 + 9 * (size_t)m->hp.n_layer;
   synth_tensor *t = calloc(cap, sizeof *t);
   synth_parts *parts = calloc(m->hp.n_layer, sizeof *parts);
@@ -300,6 +388,10 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
       free(ones);
       continue;
     }
+    if (t[i].E) {
+      s = expert_parts(m, &t[i], i, group, gpu->limits.maxStorageBufferBindingSize, err);
+      continue;
+    }
     uint64_t N = t[i].N, K = t[i].K;
     uint32_t *qs = malloc(N * K / 2);
     uint16_t *sc = malloc(N * K / group * 2);
@@ -334,7 +426,8 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
       m->layers[l].wqkv = pt->qkv[0];
     else
       s = llm_concat_rows(m, pt->qkv, pt->qkv_rows, pt->n_qkv, hp->n_embd, &m->layers[l].wqkv, err);
-    if (!s) s = llm_concat_rows(m, pt->gu, pt->gu_rows, pt->n_gu, hp->n_embd, &m->layers[l].w_gate_up, err);
+    if (!s && pt->n_gu) /* a sparse layer has none */
+      s = llm_concat_rows(m, pt->gu, pt->gu_rows, pt->n_gu, hp->n_embd, &m->layers[l].w_gate_up, err);
   }
   /* weights over the device's storage binding limit (the LM head of the 8B shape under 128 MiB) are split */
   uint64_t mb = gpu->limits.maxStorageBufferBindingSize;
@@ -346,8 +439,11 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
     uint32_t F = llm_layer_n_ff(hq, l);
     s = llm_split_weight(m, &ly->wqkv, llm_layer_qkv_rows(hq, l), hq->n_embd, mb, "attn_qkv", err);
     if (!s) s = llm_split_weight(m, &ly->wo, hq->n_embd, llm_layer_q_width(hq, l), mb, "attn_output", err);
-    if (!s) s = llm_split_weight(m, &ly->w_gate_up, 2 * F, hq->n_embd, mb, "ffn_gate_up", err);
-    if (!s) s = llm_split_weight(m, &ly->w_down, hq->n_embd, F, mb, "ffn_down", err);
+    if (!s && !llm_layer_is_moe(hq, l))
+      s = llm_split_weight(m, &ly->w_gate_up, 2 * F, hq->n_embd, mb, "ffn_gate_up", err);
+    if (!s && !llm_layer_is_moe(hq, l)) s = llm_split_weight(m, &ly->w_down, hq->n_embd, F, mb, "ffn_down", err);
+    if (!s && llm_layer_is_moe(hq, l))
+      s = llm_split_weight(m, &ly->router, hq->n_expert, hq->n_embd, mb, "router", err);
   }
   if (!s && m->hp.tied_embeddings) m->output = m->tok_embd;
   free(t);
@@ -408,9 +504,9 @@ wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, c
   wgllm_status s = llm_synthetic_hparams(name, &hp, err);
   if (s) return s;
   if (o && o->n_vocab) hp.n_vocab = o->n_vocab;
-  if (hp.arch != LLM_ARCH_LLAMA) { /* wgllm reads no Gemma 4 GGUF: a file of it would be a guess */
-    llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "gemma4 synthetic shapes have no GGUF form (\"%s\"; the Llama shapes have)",
-                name);
+  if (hp.arch != LLM_ARCH_LLAMA) { /* Gemma 4's and Qwen3-MoE's shapes are in-memory only */
+    llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                "the gemma4 and qwen3 MoE synthetic shapes have no GGUF form (\"%s\"; the Llama shapes have)", name);
     llm_hparams_free(&hp);
     return WGLLM_ERR_UNSUPPORTED;
   }

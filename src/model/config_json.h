@@ -33,4 +33,12 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err)
 /* Gemma 4 from GGUF metadata as llama.cpp's converter writes it (arch "gemma4"), after the common fields (hidden,
    layers, heads, vocabulary, eps, context, BOS/EOS) that model_config.c has read. */
 wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *arch, llm_hparams *hp, llm_err *err);
+/* Mixture of experts (config_moe.c), after the common fields and the per-layer table: Qwen3-MoE's num_experts,
+   num_experts_per_tok, moe_intermediate_size, norm_topk_prob, decoder_sparse_step and mlp_only_layers (the sparse
+   layers as transformers' Qwen3MoeDecoderLayer picks them); what changes the math and is not built is refused by
+   name. */
+wgllm_status llm_moe_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err);
+/* The same from GGUF metadata as llama.cpp writes qwen3moe: ARCH.expert_count, .expert_used_count,
+   .expert_feed_forward_length; every layer sparse and the top k renormalised (llama.cpp's qwen3moe graph). */
+wgllm_status llm_moe_gguf_hparams(const wt_store *st, const char *arch, llm_hparams *hp, llm_err *err);
 #endif

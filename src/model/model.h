@@ -8,7 +8,14 @@
 #include "tensor_store.h"
 #include <stdint.h>
 
-typedef enum llm_arch { LLM_ARCH_LLAMA = 0, LLM_ARCH_QWEN2, LLM_ARCH_QWEN3, LLM_ARCH_GEMMA3, LLM_ARCH_GEMMA4 } llm_arch;
+typedef enum llm_arch {
+  LLM_ARCH_LLAMA = 0,
+  LLM_ARCH_QWEN2,
+  LLM_ARCH_QWEN3,
+  LLM_ARCH_GEMMA3,
+  LLM_ARCH_GEMMA4,
+  LLM_ARCH_QWEN3_MOE
+} llm_arch;
 
 /* One architecture family (src/model/families.c): the names files give it and what it computes differently. */
 #define LLM_FAMILY_NAMES 4
@@ -24,6 +31,7 @@ typedef struct llm_family {
   int gguf_rope_adjacent;             /* llama.cpp's converter permuted q/k rows for adjacent-pair RoPE */
   int tied_by_default;                /* tie_word_embeddings when config.json does not say */
   op_act default_act;                 /* the activation when config.json names none */
+  int moe;                            /* mixture-of-experts FFN on the sparse layers (Qwen3-MoE: config_moe.c) */
   /* a family whose config differs much has its own readers, which take over after the common fields (Gemma 4:
      config_gemma4.c); NULL: the common readers go on */
   wgllm_status (*read_hf)(const struct cJSON *cfg, struct llm_hparams *hp, llm_err *err);
@@ -85,6 +93,13 @@ typedef struct llm_hparams {
   float final_softcap; /* logits = cap * tanh(logits / cap); 0: none */
   uint32_t ple_dim;    /* per-layer input embeddings: width per layer (hidden_size_per_layer_input), 0: none */
   uint32_t ple_vocab;  /* rows of the per-layer embedding table (vocab_size_per_layer_input) */
+  /* mixture of experts (Qwen3-MoE; config_moe.c): the sparse layers' FFN is n_expert experts of width n_ff_exp, of
+     which each token takes n_expert_used, weighted by the router's softmax (renormalised over the chosen with
+     moe_norm); which layers are sparse is hp->lay[l].moe */
+  uint32_t n_expert, n_expert_used, n_ff_exp;
+  int moe_norm;
+  int moe_hf_fused; /* a Hugging Face directory whose experts are 3-D (transformers 5's gate_up_proj [E][2I][H],
+                       down_proj [E][H][I]); 0: one tensor an expert, as the hub's checkpoints have them */
   /* per-layer facts; NULL when every layer is as the scalars above say (read them through llm_layer_*) */
   struct llm_layer_hp *lay; /* [n_layer] */
 } llm_hparams;
@@ -97,6 +112,7 @@ typedef struct llm_layer_hp {
   uint32_t kv_source; /* the layer whose cache it reads: itself, or an earlier one (KV sharing, Gemma 4) */
   uint8_t rope_local; /* RoPE from the local table (inv_freq_local) */
   uint8_t v_is_k;     /* no V projection: V is the K projection's output (attention_k_eq_v) */
+  uint8_t moe;        /* the FFN is the mixture of experts (hp->n_expert ...), not the dense MLP of width n_ff */
 } llm_layer_hp;
 
 /* Per-layer facts, as functions of the layer: the forward pass, the loader and the session ask these, never the
@@ -123,6 +139,8 @@ static inline uint32_t llm_layer_kv_source(const llm_hparams *hp, uint32_t l) {
 }
 static inline int llm_layer_owns_kv(const llm_hparams *hp, uint32_t l) { return llm_layer_kv_source(hp, l) == l; }
 static inline int llm_layer_v_is_k(const llm_hparams *hp, uint32_t l) { return hp->lay && hp->lay[l].v_is_k; }
+/* layer l's FFN is the mixture of experts */
+static inline int llm_layer_is_moe(const llm_hparams *hp, uint32_t l) { return hp->lay && hp->lay[l].moe; }
 /* widths of a layer's q, k (= v) and fused q|k|v rows */
 static inline uint32_t llm_layer_q_width(const llm_hparams *hp, uint32_t l) {
   return hp->n_head * llm_layer_head_dim(hp, l);
@@ -139,6 +157,10 @@ static inline uint32_t llm_layer_qkv_rows(const llm_hparams *hp, uint32_t l) {
 uint32_t llm_max_head_dim(const llm_hparams *hp);
 uint32_t llm_max_qkv_rows(const llm_hparams *hp);
 uint32_t llm_max_n_ff(const llm_hparams *hp);
+int llm_has_moe(const llm_hparams *hp); /* some layer is sparse */
+/* Parameters of the decoder's weights (embedding, every layer, LM head when untied): all of them, and those one token
+   computes with (the sparse layers' chosen experts only; the router counted) (wgllm info). */
+void llm_param_counts(const llm_hparams *hp, uint64_t *total, uint64_t *active);
 /* Fills hp->lay from the scalars (every layer alike, its own cache, no window): families then change rows. */
 wgllm_status llm_hparams_layers_init(llm_hparams *hp, llm_err *err);
 
@@ -162,6 +184,13 @@ typedef struct llm_layer {
   op_weight ple_proj; /* [n_embd][ple_dim] per_layer_projection */
   gpu_view ple_norm;  /* [n_embd] post_per_layer_input_norm */
   gpu_view scalar;    /* [1] layer_scalar */
+  /* mixture of experts (the sparse layers; w_gate_up and w_down then unused) */
+  op_weight router;      /* [n_expert][n_embd] mlp.gate, in the file's storage (routing is not quantized) */
+  op_weight exp_gate_up; /* [n_expert][2 * n_ff_exp][n_embd]: per expert its gate rows, then its up rows; where the
+                            file stores gate and up in different types, the gate rows alone [n_expert][n_ff_exp]
+                            [n_embd] and the up rows in exp_up */
+  op_weight exp_up;      /* [n_expert][n_ff_exp][n_embd] the up rows kept apart (no data: one fused weight) */
+  op_weight exp_down;    /* [n_expert][n_embd][n_ff_exp] */
 } llm_layer;
 
 typedef struct llm_model {
@@ -199,6 +228,9 @@ typedef enum llm_role_dim {
   LLM_DIM_PLE,       /* ple_dim */
   LLM_DIM_PLE_ALL,   /* n_layer * ple_dim */
   LLM_DIM_PLE_VOCAB, /* ple_vocab */
+  LLM_DIM_EXPERTS,   /* n_expert */
+  LLM_DIM_EXP_FF,    /* n_ff_exp */
+  LLM_DIM_EXP_FF2,   /* 2 * n_ff_exp (gate and up of one expert) */
 } llm_role_dim;
 /* what a role needs to be present (all bits must hold) */
 enum {
@@ -207,18 +239,32 @@ enum {
   LLM_NEED_SANDWICH = 1 << 2,
   LLM_NEED_QKV_BIAS = 1 << 3,
   LLM_NEED_QK_NORM = 1 << 4,
-  LLM_NEED_OWN_KV = 1 << 5, /* the layer computes its own K/V (not a KV-shared layer) */
-  LLM_NEED_OWN_V = 1 << 6,  /* ... and its own V projection (not attention_k_eq_v) */
-  LLM_NEED_PLE = 1 << 7,    /* per-layer inputs */
-  LLM_NEED_SCALAR = 1 << 8, /* layer_scalar */
+  LLM_NEED_OWN_KV = 1 << 5,   /* the layer computes its own K/V (not a KV-shared layer) */
+  LLM_NEED_OWN_V = 1 << 6,    /* ... and its own V projection (not attention_k_eq_v) */
+  LLM_NEED_PLE = 1 << 7,      /* per-layer inputs */
+  LLM_NEED_SCALAR = 1 << 8,   /* layer_scalar */
+  LLM_NEED_DENSE = 1 << 9,    /* the layer's FFN is the dense MLP */
+  LLM_NEED_MOE = 1 << 10,     /* the layer's FFN is the mixture of experts */
+  LLM_NEED_EXP_ONE = 1 << 11, /* ... with a tensor an expert (HF) or stacked per projection (GGUF) */
+  LLM_NEED_EXP_3D = 1 << 12,  /* ... with transformers 5's fused 3-D experts (HF) */
 };
 typedef enum llm_role_kind {
   LLM_ROLE_VEC,    /* any float dtype, to f32 (norms, biases, scalars) */
   LLM_ROLE_TABLE,  /* an embedding table: kept in its file storage (a gather reads a row a token) */
   LLM_ROLE_LINEAR, /* a projection: stored as the weight policy says */
+  LLM_ROLE_NATIVE, /* a projection kept in the file's storage (the router: its top-k is not to move with q4) */
 } llm_role_kind;
 /* Projections the decoder runs as one: their parts are concatenated by rows into one slot. */
-typedef enum llm_role_group { LLM_GROUP_NONE, LLM_GROUP_QKV, LLM_GROUP_BQKV, LLM_GROUP_GATE_UP } llm_role_group;
+typedef enum llm_role_group {
+  LLM_GROUP_NONE,
+  LLM_GROUP_QKV,
+  LLM_GROUP_BQKV,
+  LLM_GROUP_GATE_UP,
+  LLM_GROUP_EXP_GATE_UP /* experts' gate and up: interleaved per expert into one [E][2I][H] weight */
+} llm_role_group;
+/* How a role's tensor holds experts: none; one [d0][d1] tensor an expert in a Hugging Face directory (its name's "*"
+   the expert) and one [E][d0][d1] in GGUF (stacked); or [E][d0][d1] in every format. */
+typedef enum llm_role_experts { LLM_EXP_NONE, LLM_EXP_EACH, LLM_EXP_STACKED } llm_role_experts;
 typedef struct llm_role {
   const char *role, *hf, *gguf; /* per-layer names get the layer prefix; gguf NULL: not read from GGUF */
   int per_layer;
@@ -227,12 +273,18 @@ typedef struct llm_role {
   llm_role_kind kind;
   size_t slot; /* offsetof into llm_layer (per layer) or llm_model: an op_weight, or a gpu_view for VEC */
   llm_role_group group;
+  llm_role_experts experts;
 } llm_role;
 const llm_role *llm_roles(size_t *n);
 int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t layer);
 int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t layer);
 /* The file's name of a role for a layer (-1: a file-level role) in the store's naming, into buf. */
 const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len);
+/* The same for a role of one tensor an expert (LLM_EXP_EACH in a Hugging Face directory): expert e's name. */
+const char *llm_role_name_e(const llm_hparams *hp, int gguf, const llm_role *r, int layer, uint32_t e, char *buf,
+                            size_t len);
+/* How many tensors hold a role in this format (n_expert for LLM_EXP_EACH in a Hugging Face directory, else 1). */
+uint32_t llm_role_tensors(const llm_hparams *hp, int gguf, const llm_role *r);
 /* Checks every present role's tensor exists with its shape. */
 wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, llm_err *err);
 

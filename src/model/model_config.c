@@ -61,6 +61,39 @@ uint32_t llm_max_qkv_rows(const llm_hparams *hp) {
   }
   return m;
 }
+int llm_has_moe(const llm_hparams *hp) {
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    if (llm_layer_is_moe(hp, l)) return 1;
+  return 0;
+}
+
+void llm_param_counts(const llm_hparams *hp, uint64_t *total, uint64_t *active) {
+  uint64_t D = hp->n_embd, emb = (uint64_t)hp->n_vocab * D;
+  *total = *active = emb * (hp->tied_embeddings || hp->no_lm_head ? 1 : 2) + D;
+  if (hp->ple_dim) { /* Gemma 4's per-layer embedding table, its projection and norm */
+    uint64_t all = (uint64_t)hp->n_layer * hp->ple_dim;
+    *total += (uint64_t)hp->ple_vocab * all + all * D + hp->ple_dim;
+    *active = *total;
+  }
+  for (uint32_t l = 0; l < hp->n_layer; l++) {
+    uint64_t hd = llm_layer_head_dim(hp, l), attn = D * llm_layer_qkv_rows(hp, l) + llm_layer_q_width(hp, l) * D;
+    attn +=
+        (hp->sandwich_norms ? 4 : 2) * D + (hp->qk_norm ? 2 * hd : 0) + (hp->qkv_bias ? llm_layer_qkv_rows(hp, l) : 0);
+    attn += hp->ple_dim ? 2 * (uint64_t)hp->ple_dim * D + D : 0; /* Gemma 4's per-layer input gate, projection, norm */
+    attn += hp->layer_scalar;
+    *total += attn;
+    *active += attn;
+    if (llm_layer_is_moe(hp, l)) {
+      uint64_t expert = 3 * D * hp->n_ff_exp, router = (uint64_t)hp->n_expert * D;
+      *total += router + expert * hp->n_expert;
+      *active += router + expert * hp->n_expert_used;
+    } else {
+      *total += 3 * D * llm_layer_n_ff(hp, l);
+      *active += 3 * D * llm_layer_n_ff(hp, l);
+    }
+  }
+}
+
 uint32_t llm_max_n_ff(const llm_hparams *hp) {
   uint32_t m = 0;
   for (uint32_t l = 0; l < hp->n_layer; l++)
@@ -482,6 +515,7 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) 
     hp->lay[l].rope_local = local[l] && hp->inv_freq_local;
   }
   free(local);
+  if (!s && fam->moe) s = llm_moe_hparams(cfg, hp, err);
   return s;
 }
 
@@ -578,8 +612,9 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
     missing = "block_count";
   else if (!gguf_u32(st, a, "attention.head_count", &hp->n_head))
     missing = "attention.head_count";
-  else if (!fam->read_gguf && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff))
-    missing = "feed_forward_length"; /* a family reader's (Gemma 4's may be per layer) */
+  else if (!fam->read_gguf && !gguf_u32(st, a, "feed_forward_length", &hp->n_ff) && !fam->moe)
+    missing = "feed_forward_length"; /* a family reader's (Gemma 4's may be per layer); a MoE file's every layer is
+                                        sparse (config_moe.c gives its width) */
   if (missing) {
     return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: missing or invalid %s.%s", a, missing);
   }
@@ -701,6 +736,7 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
   if ((s = llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "GGUF: the RoPE parameters", err))) return s;
   s = llm_hparams_layers_init(hp, err);
   if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err);
+  if (!s && fam->moe) s = llm_moe_gguf_hparams(st, a, hp, err);
   return s;
 }
 
@@ -750,6 +786,18 @@ wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err)
     if (!s && !hp->hf_prefix[0] && !wt_find(st, "model.embed_tokens.weight") && wt_find(st, "embed_tokens.weight"))
       hp->hf_bare = 1;
     if (!s && !hp->tied_embeddings && !wt_find(st, "lm_head.weight") && hp->hf_bare) hp->no_lm_head = 1;
+    /* the experts as transformers 5 saves them (3-D, gate and up fused) when the first sparse layer has them so */
+    for (uint32_t l = 0; !s && l < hp->n_layer; l++)
+      if (llm_layer_is_moe(hp, l)) {
+        char name[160];
+        snprintf(name, sizeof name, "%slayers.%u.mlp.experts.gate_up_proj",
+                 hp->hf_bare        ? ""
+                 : hp->hf_prefix[0] ? hp->hf_prefix
+                                    : "model.",
+                 l);
+        hp->moe_hf_fused = wt_find(st, name) != NULL;
+        break;
+      }
   }
   if (!s) s = hparams_usable(hp, err);
   if (!s) s = llm_check_shapes(st, hp, err);

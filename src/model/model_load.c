@@ -228,6 +228,8 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
 }
 
 static wgllm_status split_rows(loader *L, op_weight *w, uint32_t N, uint32_t K, const char *name);
+static void weight_bytes(const op_weight *w, uint64_t N, uint64_t K, uint64_t *data, uint64_t *scales);
+static void release_owned(llm_model *m, gpu_buffer *b);
 
 /* Loads the parts of a projection the decoder runs as one (Q/K/V, gate/up) and concatenates their rows. When
    the file stores them differently (Q4_K and Q6_K in a Q4_K_M file), each run of consecutive parts in one
@@ -295,6 +297,135 @@ static wgllm_status load_fused(loader *L, const wt_tensor *const *t, int n, int 
   return WGLLM_OK;
 }
 
+/* A layer's experts of one projection (down), or of two interleaved per expert (gate then up, the GLU's layout), as
+   one [E][rows][K] weight in op_moe_linear's layout, in the storage load_matrix gives each piece (the file's, or q4
+   on load). The pieces: a tensor an expert (a Hugging Face checkpoint), or one [E][rows][K] tensor a projection
+   (GGUF, transformers 5) read as [E * rows][K]; a stacked tensor alone is the weight as it is, else the pieces'
+   row ranges are copied on the GPU into the weight (whole rows of whole blocks: no requantizing) and released. A
+   weight over the storage binding limit is row parts of whole experts, a buffer each (op_moe_linear runs a part a
+   dispatch). */
+static wgllm_status load_experts(loader *L, uint32_t l, const llm_role *const *rs, int n_roles, int quantize,
+                                 op_weight *out) {
+  const llm_hparams *hp = &L->m->hp;
+  uint32_t E = hp->n_expert, rows[2], R = 0, K = (uint32_t)llm_role_size(hp, rs[0]->d1, l);
+  uint32_t n_t = llm_role_tensors(hp, L->gguf, rs[0]);
+  op_weight *pc = calloc((size_t)n_roles * n_t, sizeof *pc); /* [n_roles][n_t] */
+  if (!pc) return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  char name[128], first[128] = "";
+  wgllm_status s = WGLLM_OK;
+  for (int r = 0; !s && r < n_roles; r++) {
+    rows[r] = (uint32_t)llm_role_size(hp, rs[r]->d0, l);
+    R += rows[r];
+    for (uint32_t i = 0; !s && i < n_t; i++) {
+      const wt_tensor *t = wt_find(L->st, llm_role_name_e(hp, L->gguf, rs[r], (int)l, i, name, sizeof name));
+      if (!t) { /* shapes were checked */
+        s = llm_err_set(L->err, WGLLM_ERR_FORMAT, "missing tensor %s", name);
+        break;
+      }
+      if (!first[0]) snprintf(first, sizeof first, "%s", name);
+      wt_tensor tv = *t; /* as a matrix: [rows][K], or the experts stacked [E * rows][K] */
+      tv.n_dims = 2;
+      tv.shape[0] = n_t == 1 ? (int64_t)E * rows[r] : rows[r];
+      tv.shape[1] = K;
+      s = load_matrix(L, &tv, quantize, &pc[(size_t)r * n_t + i]);
+      if (!s && (pc[(size_t)r * n_t + i].type != pc[0].type || pc[(size_t)r * n_t + i].group != pc[0].group))
+        s = llm_err_set(L->err, WGLLM_ERR_UNSUPPORTED,
+                        "layer %u's experts: %s is stored as %s and %s as %s (one storage a projection needed)", l,
+                        first, op_wtype_name(pc[0].type), name, op_wtype_name(pc[(size_t)r * n_t + i].type));
+    }
+  }
+  /* an expert's bytes in the weight (data, scales), and the experts a binding holds: over the limit, the weight is
+     row parts of whole experts (op_moe_linear's parts), each its own buffers */
+  uint64_t db[2] = {0}, sb[2] = {0}, ed = 0, es = 0;
+  uint32_t per = E, n_parts = 1;
+  if (!s) {
+    weight_bytes(&pc[0], R, K, &ed, &es);
+    uint64_t big = ed > es ? ed : es, fit = big ? L->max_binding / big : E;
+    if (fit < E) {
+      per = (uint32_t)fit;
+      n_parts = per ? (E + per - 1) / per : 0;
+      if (!per || n_parts > OP_W_MAX_PARTS)
+        s = llm_err_set(L->err, WGLLM_ERR_UNSUPPORTED,
+                        "layer %u's experts (%s ...: %u experts of [%u][%u] in %s, %llu bytes an expert) do not fit "
+                        "%d storage bindings of %llu bytes (whole experts a binding)",
+                        l, first, E, R, K, op_wtype_name(pc[0].type), (unsigned long long)big, OP_W_MAX_PARTS,
+                        (unsigned long long)L->max_binding);
+    }
+  }
+  if (!s && n_roles == 1 && n_t == 1 && n_parts == 1) { /* stacked in the file as the op reads it */
+    *out = pc[0];
+    free(pc);
+    return WGLLM_OK;
+  }
+  for (int r = 0; !s && r < n_roles; r++) {
+    weight_bytes(&pc[0], rows[r], K, &db[r], &sb[r]);
+    if ((db[r] & 3) || (sb[r] & 3))
+      s = llm_err_set(L->err, WGLLM_ERR_UNSUPPORTED,
+                      "layer %u's experts (%s): an expert's %u rows of %u are %llu bytes, not whole words", l, first,
+                      rows[r], K, (unsigned long long)db[r]);
+  }
+  gpu_buffer *d[OP_W_MAX_PARTS] = {0}, *sc[OP_W_MAX_PARTS] = {0};
+  for (uint32_t i = 0; !s && i < n_parts; i++) {
+    uint32_t ne = i + 1 < n_parts ? per : E - per * (n_parts - 1);
+    s = llm_model_own_buffer(L->m, ed * ne, n_parts > 1 ? "experts_part" : "experts", &d[i], L->err);
+    if (!s && es) s = llm_model_own_buffer(L->m, es * ne, "experts_scales", &sc[i], L->err);
+  }
+  if (!s) {
+    WGPUCommandEncoder enc = wgpuDeviceCreateCommandEncoder(L->m->gpu->device, NULL);
+    for (uint32_t e = 0; e < E; e++) {
+      uint64_t od = (uint64_t)(e % per) * ed, os = (uint64_t)(e % per) * es;
+      for (int r = 0; r < n_roles; r++) {
+        const op_weight *p = &pc[(size_t)r * n_t + (n_t == 1 ? 0 : e)];
+        uint64_t at = n_t == 1 ? e : 0; /* a stacked piece: expert e's rows */
+        if (db[r])
+          wgpuCommandEncoderCopyBufferToBuffer(enc, p->data.buf->handle, p->data.offset + at * db[r],
+                                               d[e / per]->handle, od, db[r]);
+        if (sb[r])
+          wgpuCommandEncoderCopyBufferToBuffer(enc, p->scales.buf->handle, p->scales.offset + at * sb[r],
+                                               sc[e / per]->handle, os, sb[r]);
+        od += db[r];
+        os += sb[r];
+      }
+    }
+    WGPUCommandBuffer cb = wgpuCommandEncoderFinish(enc, NULL);
+    wgpuQueueSubmit(L->m->gpu->queue, 1, &cb);
+    wgpuCommandBufferRelease(cb);
+    wgpuCommandEncoderRelease(enc);
+    *out = pc[0];
+    out->data = gpu_whole(d[0]);
+    out->scales = sc[0] ? gpu_whole(sc[0]) : (gpu_view){0};
+    out->n_parts = n_parts > 1 ? n_parts : 0;
+    for (uint32_t i = 0; n_parts > 1 && i < n_parts; i++) {
+      uint32_t ne = i + 1 < n_parts ? per : E - per * (n_parts - 1);
+      out->part[i] = (struct op_weight_part){gpu_whole(d[i]), sc[i] ? gpu_whole(sc[i]) : (gpu_view){0}, ne * R,
+                                             pc[0].type, pc[0].group};
+    }
+    if (n_parts > 1) L->split++;
+    for (size_t i = 0; i < (size_t)n_roles * n_t; i++) {
+      release_owned(L->m, pc[i].data.buf);
+      if (pc[i].scales.buf) release_owned(L->m, pc[i].scales.buf);
+    }
+  }
+  free(pc); /* on failure, pieces already loaded stay owned by the model and are freed with it */
+  return s;
+}
+
+/* Whether a layer's expert gate and up tensors (their first, which the others must match) get one storage. */
+static int experts_share_storage(loader *L, uint32_t l, const llm_role *const *rs, int quantize) {
+  op_wtype type[2];
+  uint32_t group[2];
+  char name[128];
+  for (int r = 0; r < 2; r++) {
+    const wt_tensor *t = wt_find(L->st, llm_role_name_e(&L->m->hp, L->gguf, rs[r], (int)l, 0, name, sizeof name));
+    if (!t) return 1; /* load_experts names it */
+    wt_tensor tv = *t;
+    tv.n_dims = 2; /* storage_of reads the row length */
+    tv.shape[1] = t->shape[t->n_dims - 1];
+    storage_of(&tv, quantize, &type[r], &group[r]);
+  }
+  return type[0] == type[1] && group[0] == group[1];
+}
+
 /* The tensors of one pass over the role table (the file-level roles, or one layer's) into their slots in base
    (the model or the layer): single tensors as their kind says, groups (Q/K/V, their biases, gate/up) joined. */
 /* The bytes the weights will take on the GPU (the tensors the role table loads, as stored; q4 on load: 4.5 bits a
@@ -315,10 +446,12 @@ static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_h
       for (size_t i = 0; i < n; i++) {
         const llm_role *r = &roles[i];
         if (r->per_layer != pass || !llm_role_present(hp, r, l)) continue;
-        const wt_tensor *t = wt_find(st, llm_role_name(hp, gguf, r, pass ? (int)l : -1, name, sizeof name));
-        if (!t) continue;
-        int wide = t->dtype == WT_F32 || t->dtype == WT_F16 || t->dtype == WT_BF16;
-        need += q4 && wide && t->n_dims == 2 ? (uint64_t)wt_numel(t) * 9 / 16 : t->nbytes;
+        for (uint32_t e = 0; e < llm_role_tensors(hp, gguf, r); e++) { /* the experts: each tensor */
+          const wt_tensor *t = wt_find(st, llm_role_name_e(hp, gguf, r, pass ? (int)l : -1, e, name, sizeof name));
+          if (!t) continue;
+          int wide = t->dtype == WT_F32 || t->dtype == WT_F16 || t->dtype == WT_BF16;
+          need += q4 && wide && t->n_dims >= 2 ? (uint64_t)wt_numel(t) * 9 / 16 : t->nbytes;
+        }
       }
   if (need <= left) return WGLLM_OK;
   return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "the model's weights need %.1f MiB of GPU memory%s, and %s",
@@ -339,9 +472,18 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
   uint32_t l = layer < 0 ? 0 : (uint32_t)layer;
   char name[128];
   wgllm_status s = WGLLM_OK;
+  const llm_role *exp_gu[2];
+  int n_exp_gu = 0;
   for (size_t i = 0; !s && i < n; i++) {
     const llm_role *r = &roles[i];
     if (r->per_layer != (layer >= 0) || !llm_role_present(hp, r, l)) continue;
+    if (r->experts != LLM_EXP_NONE) { /* a layer's experts: one weight a projection (gate and up: one) */
+      if (r->group == LLM_GROUP_EXP_GATE_UP && n_exp_gu < 2)
+        exp_gu[n_exp_gu++] = r;
+      else
+        s = load_experts(L, l, &r, 1, quantize, (op_weight *)((char *)base + r->slot));
+      continue;
+    }
     const wt_tensor *t = wt_find(L->st, llm_role_name(hp, L->gguf, r, layer, name, sizeof name));
     if (!t) { /* shapes were checked: only a mistake in the table gets here */
       return llm_err_set(L->err, WGLLM_ERR_FORMAT, "missing tensor %s", name);
@@ -357,10 +499,18 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
     } else if (r->kind == LLM_ROLE_VEC)
       s = load_f32(L, t, (gpu_view *)slot);
     else {
-      s = load_matrix(L, t, r->kind == LLM_ROLE_TABLE ? 0 : quantize, (op_weight *)slot);
+      s = load_matrix(L, t, r->kind == LLM_ROLE_LINEAR ? quantize : 0, (op_weight *)slot);
       if (!s) s = split_rows(L, (op_weight *)slot, (uint32_t)t->shape[0], (uint32_t)t->shape[1], t->name);
     }
   }
+  if (!s && n_exp_gu == 2 && !experts_share_storage(L, l, exp_gu, quantize)) {
+    /* gate and up in different types (a GGUF mix): two weights, the GLU apart (llm_block_moe) */
+    llm_layer *ly = base;
+    s = load_experts(L, l, &exp_gu[0], 1, quantize, &ly->exp_gate_up);
+    if (!s) s = load_experts(L, l, &exp_gu[1], 1, quantize, &ly->exp_up);
+    if (!s) L->mixed++;
+  } else if (!s && n_exp_gu)
+    s = load_experts(L, l, exp_gu, n_exp_gu, quantize, (op_weight *)((char *)base + exp_gu[0]->slot));
   for (int g = 1; !s && g < 4; g++) {
     if (!groups[g].n) continue;
     char *slot = (char *)base + groups[g].slot;

@@ -1,4 +1,4 @@
-/* The tensor roles of the decoders wgllm runs (Llama family, Qwen2/3, Gemma 3/4), one row each: the name in
+/* The tensor roles of the decoders wgllm runs (Llama family, Qwen2/3, Gemma 3/4, Qwen3-MoE), one row each: the name in
    each format, the shape in per-layer hyperparameters, when the tensor is present and where the loader puts
    it. The shape check below and the loader (model_load.c) walk this table; a new tensor is one row here. */
 #include "model.h"
@@ -41,12 +41,12 @@ static const llm_role ROLES[] = {
      LLM_NEED_SANDWICH, LLM_ROLE_VEC, LY(post_ffn_norm), LLM_GROUP_NONE},
     {"wo", "self_attn.o_proj.weight", "attn_output.weight", 1, LLM_DIM_EMBD, LLM_DIM_Q, 0, LLM_ROLE_LINEAR, LY(wo),
      LLM_GROUP_NONE},
-    {"gate", "mlp.gate_proj.weight", "ffn_gate.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, 0, LLM_ROLE_LINEAR, LY(w_gate_up),
-     LLM_GROUP_GATE_UP},
-    {"up", "mlp.up_proj.weight", "ffn_up.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, 0, LLM_ROLE_LINEAR, LY(w_gate_up),
-     LLM_GROUP_GATE_UP},
-    {"down", "mlp.down_proj.weight", "ffn_down.weight", 1, LLM_DIM_EMBD, LLM_DIM_FF, 0, LLM_ROLE_LINEAR, LY(w_down),
-     LLM_GROUP_NONE},
+    {"gate", "mlp.gate_proj.weight", "ffn_gate.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, LLM_NEED_DENSE, LLM_ROLE_LINEAR,
+     LY(w_gate_up), LLM_GROUP_GATE_UP},
+    {"up", "mlp.up_proj.weight", "ffn_up.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, LLM_NEED_DENSE, LLM_ROLE_LINEAR,
+     LY(w_gate_up), LLM_GROUP_GATE_UP},
+    {"down", "mlp.down_proj.weight", "ffn_down.weight", 1, LLM_DIM_EMBD, LLM_DIM_FF, LLM_NEED_DENSE, LLM_ROLE_LINEAR,
+     LY(w_down), LLM_GROUP_NONE},
     {"bq", "self_attn.q_proj.bias", "attn_q.bias", 1, LLM_DIM_Q, LLM_DIM_NONE, LLM_NEED_QKV_BIAS, LLM_ROLE_VEC,
      LY(bqkv), LLM_GROUP_BQKV},
     {"bk", "self_attn.k_proj.bias", "attn_k.bias", 1, LLM_DIM_KV, LLM_DIM_NONE, LLM_NEED_QKV_BIAS | LLM_NEED_OWN_KV,
@@ -66,6 +66,21 @@ static const llm_role ROLES[] = {
      LLM_ROLE_VEC, LY(ple_norm), LLM_GROUP_NONE},
     {"layer_scalar", "layer_scalar", "layer_output_scale.weight", 1, LLM_DIM_ONE, LLM_DIM_NONE, LLM_NEED_SCALAR,
      LLM_ROLE_VEC, LY(scalar), LLM_GROUP_NONE},
+    /* mixture of experts (Qwen3-MoE's sparse layers): the router, and the experts as the hub's checkpoints keep them
+       (a tensor an expert, "*" its index; GGUF: stacked [E][..] per projection) or as transformers 5 saves them
+       (3-D, gate and up fused); loaded into op_moe_linear's layout, one weight a projection a layer */
+    {"router", "mlp.gate.weight", "ffn_gate_inp.weight", 1, LLM_DIM_EXPERTS, LLM_DIM_EMBD, LLM_NEED_MOE,
+     LLM_ROLE_NATIVE, LY(router), LLM_GROUP_NONE},
+    {"exp_gate", "mlp.experts.*.gate_proj.weight", "ffn_gate_exps.weight", 1, LLM_DIM_EXP_FF, LLM_DIM_EMBD,
+     LLM_NEED_MOE | LLM_NEED_EXP_ONE, LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_EXP_GATE_UP, LLM_EXP_EACH},
+    {"exp_up", "mlp.experts.*.up_proj.weight", "ffn_up_exps.weight", 1, LLM_DIM_EXP_FF, LLM_DIM_EMBD,
+     LLM_NEED_MOE | LLM_NEED_EXP_ONE, LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_EXP_GATE_UP, LLM_EXP_EACH},
+    {"exp_down", "mlp.experts.*.down_proj.weight", "ffn_down_exps.weight", 1, LLM_DIM_EMBD, LLM_DIM_EXP_FF,
+     LLM_NEED_MOE | LLM_NEED_EXP_ONE, LLM_ROLE_LINEAR, LY(exp_down), LLM_GROUP_NONE, LLM_EXP_EACH},
+    {"exp_gate_up", "mlp.experts.gate_up_proj", NULL, 1, LLM_DIM_EXP_FF2, LLM_DIM_EMBD, LLM_NEED_MOE | LLM_NEED_EXP_3D,
+     LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_NONE, LLM_EXP_STACKED},
+    {"exp_down_3d", "mlp.experts.down_proj", NULL, 1, LLM_DIM_EMBD, LLM_DIM_EXP_FF, LLM_NEED_MOE | LLM_NEED_EXP_3D,
+     LLM_ROLE_LINEAR, LY(exp_down), LLM_GROUP_NONE, LLM_EXP_STACKED},
 };
 
 const llm_role *llm_roles(size_t *n) {
@@ -95,6 +110,12 @@ int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t l) {
     return (int64_t)hp->n_layer * hp->ple_dim;
   case LLM_DIM_PLE_VOCAB:
     return hp->ple_vocab;
+  case LLM_DIM_EXPERTS:
+    return hp->n_expert;
+  case LLM_DIM_EXP_FF:
+    return hp->n_ff_exp;
+  case LLM_DIM_EXP_FF2:
+    return 2 * (int64_t)hp->n_ff_exp;
   default:
     return 0;
   }
@@ -112,6 +133,11 @@ int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
   if ((n & LLM_NEED_OWN_V) && (!own || (r->per_layer && llm_layer_v_is_k(hp, l)))) return 0;
   if ((n & LLM_NEED_PLE) && !hp->ple_dim) return 0;
   if ((n & LLM_NEED_SCALAR) && !hp->layer_scalar) return 0;
+  int moe = r->per_layer && llm_layer_is_moe(hp, l);
+  if ((n & LLM_NEED_DENSE) && moe) return 0;
+  if ((n & LLM_NEED_MOE) && !moe) return 0;
+  if ((n & LLM_NEED_EXP_ONE) && hp->moe_hf_fused) return 0;
+  if ((n & LLM_NEED_EXP_3D) && !hp->moe_hf_fused) return 0;
   return 1;
 }
 
@@ -133,6 +159,31 @@ const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, in
   return buf;
 }
 
+const char *llm_role_name_e(const llm_hparams *hp, int gguf, const llm_role *r, int layer, uint32_t e, char *buf,
+                            size_t len) {
+  char tmp[128];
+  llm_role_name(hp, gguf, r, layer, tmp, sizeof tmp);
+  const char *star = gguf ? NULL : strchr(tmp, '*');
+  if (!star)
+    snprintf(buf, len, "%s", tmp);
+  else
+    snprintf(buf, len, "%.*s%u%s", (int)(star - tmp), tmp, e, star + 1);
+  return buf;
+}
+
+uint32_t llm_role_tensors(const llm_hparams *hp, int gguf, const llm_role *r) {
+  return r->experts == LLM_EXP_EACH && !gguf ? hp->n_expert : 1;
+}
+
+/* The shape a role's tensor must have: [d0][d1] (or [d0]), with the experts first where one tensor stacks them. */
+static int role_shape(const llm_hparams *hp, int gguf, const llm_role *r, uint32_t l, int64_t shape[3]) {
+  int n = 0;
+  if (r->experts == LLM_EXP_STACKED || (r->experts == LLM_EXP_EACH && gguf)) shape[n++] = hp->n_expert;
+  shape[n++] = llm_role_size(hp, r->d0, l);
+  if (r->d1 != LLM_DIM_NONE) shape[n++] = llm_role_size(hp, r->d1, l);
+  return n;
+}
+
 wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, llm_err *err) {
   int gguf = wt_store_format(st) == WT_FORMAT_GGUF;
   char name[128];
@@ -142,25 +193,23 @@ wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, llm_err
       for (size_t i = 0; i < sizeof ROLES / sizeof ROLES[0]; i++) {
         const llm_role *r = &ROLES[i];
         if (r->per_layer != pass || !llm_role_present(hp, r, l)) continue;
-        llm_role_name(hp, gguf, r, pass ? (int)l : -1, name, sizeof name);
-        const wt_tensor *t = wt_find(st, name);
-        if (!t) {
-          return llm_err_set(err, WGLLM_ERR_FORMAT, "missing tensor %s", name);
-        }
-        int64_t d0 = llm_role_size(hp, r->d0, l), d1 = llm_role_size(hp, r->d1, l);
-        int dims = r->d1 != LLM_DIM_NONE ? 2 : 1;
-        /* a scalar may be stored as [1] or with no dimensions */
-        int scalar_ok = r->d0 == LLM_DIM_ONE && t->n_dims == 0;
-        if (!scalar_ok && (t->n_dims != dims || t->shape[0] != d0 || (dims == 2 && t->shape[1] != d1))) {
-          char got[64] = "";
+        for (uint32_t e = 0; e < llm_role_tensors(hp, gguf, r); e++) {
+          llm_role_name_e(hp, gguf, r, pass ? (int)l : -1, e, name, sizeof name);
+          const wt_tensor *t = wt_find(st, name);
+          if (!t) return llm_err_set(err, WGLLM_ERR_FORMAT, "missing tensor %s", name);
+          int64_t want[3];
+          int dims = role_shape(hp, gguf, r, l, want), ok = t->n_dims == dims;
+          for (int k = 0; ok && k < dims; k++)
+            ok = t->shape[k] == want[k];
+          /* a scalar may be stored as [1] or with no dimensions */
+          if (ok || (r->d0 == LLM_DIM_ONE && t->n_dims == 0)) continue;
+          char got[64] = "", exp[64] = "";
           for (int k = 0; k < t->n_dims; k++)
             snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", k ? ", " : "", (long long)t->shape[k]);
-          if (dims == 2)
-            return llm_err_set(err, WGLLM_ERR_FORMAT, "tensor %s in %s has shape [%s], the config says [%lld, %lld]",
-                               name, t->file, got, (long long)d0, (long long)d1);
-          else
-            return llm_err_set(err, WGLLM_ERR_FORMAT, "tensor %s in %s has shape [%s], the config says [%lld]", name,
-                               t->file, got, (long long)d0);
+          for (int k = 0; k < dims; k++)
+            snprintf(exp + strlen(exp), sizeof exp - strlen(exp), "%s%lld", k ? ", " : "", (long long)want[k]);
+          return llm_err_set(err, WGLLM_ERR_FORMAT, "tensor %s in %s has shape [%s], the config says [%s]", name,
+                             t->file, got, exp);
         }
       }
   return WGLLM_OK;
