@@ -37,6 +37,19 @@ wgllm_status llm_moe_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
   hp->n_ff_exp = 768;
   hp->moe_norm = 0;
   wgllm_status s;
+  /* transformers 5 writes the count as num_local_experts (Qwen3MoeConfig's attribute map), the hub's files as
+     num_experts: either, the same when both */
+  uint32_t local = 0;
+  int has_local = cJSON_GetObjectItemCaseSensitive(cfg, "num_local_experts") != NULL;
+  if ((s = json_opt_u32(cfg, "num_local_experts", &local, err))) return s;
+  if (has_local) hp->n_expert = local;
+  if (has_local && cJSON_GetObjectItemCaseSensitive(cfg, "num_experts")) {
+    uint32_t n = 0;
+    if ((s = json_opt_u32(cfg, "num_experts", &n, err))) return s;
+    if (n != local)
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: num_experts %u and num_local_experts %u differ", n,
+                         local);
+  }
   if ((s = json_opt_u32(cfg, "num_experts", &hp->n_expert, err)) ||
       (s = json_opt_u32(cfg, "num_experts_per_tok", &hp->n_expert_used, err)) ||
       (s = json_opt_u32(cfg, "moe_intermediate_size", &hp->n_ff_exp, err)) ||
