@@ -609,6 +609,21 @@ static void bad_inputs(void) {
   copy_dir_with_config("data/models/qwen2", d, c);
   free(c);
   expect_error("Qwen's use_sliding_window", d, "", "use_sliding_window");
+  /* mixture of experts: a top k over the router kernel's limit, no experts, both counts given and different */
+  static const char *const moe_bad[][4] = {
+      {"mixtral", "num_experts_per_tok", "9", "num_experts_per_tok 9"},
+      {"mixtral", "num_local_experts", "0", "num_local_experts 0"},
+      {"qwen3_moe", "num_experts", "6", "num_experts 6 and num_local_experts 8 differ"}};
+  for (size_t i = 0; i < sizeof moe_bad / sizeof moe_bad[0]; i++) {
+    char from[200], what[120];
+    snprintf(from, sizeof from, "data/models/%s", moe_bad[i][0]);
+    snprintf(d, sizeof d, "%s/moe%zu", g_tmp, i);
+    snprintf(what, sizeof what, "%s %s %s", moe_bad[i][0], moe_bad[i][1], moe_bad[i][2]);
+    c = edit_config(from, moe_bad[i][1], moe_bad[i][2]);
+    copy_dir_with_config(from, d, c);
+    free(c);
+    expect_error(what, d, "", moe_bad[i][3]);
+  }
   /* sizes from the file are checked before anything is sized from them (issue 13): a head_dim of 2^30 and
      partial_rotary_factor -1 / 2 / 1e7 are refused by the early checks' messages (the late head_dim check and
      the "rotary dimension is 0" one say other words); token ids that are not integers in range (1e20 was an
@@ -745,10 +760,12 @@ static void gguf_tokenizer_matches(const char *name) {
    every layer sparse, experts a tensor each; qwen3_moe_gguf: its weights as llama.cpp's qwen3moe; qwen3_moe_mixed:
    top 2 not renormalised, a dense layer by mlp_only_layers), made with
    `python3 tools/refs/make_refs.py OUT --only qwen3_moe` (transformers 5.17 writes the expert count as
-   num_local_experts). */
+   num_local_experts). Mixtral: `--only mixtral` (4 experts of 64, top 2 of the softmax renormalised, every layer
+   sparse, its experts block_sparse_moe.experts.E.w1/w3/w2); mixtral_gguf: its weights as llama.cpp writes Mixtral,
+   a llama GGUF with an expert count (tests/tools/mixtral_gguf.py). */
 static void moe_fixtures(void) {
-  static const char *const names[3] = {"qwen3_moe", "qwen3_moe_gguf", "qwen3_moe_mixed"};
-  for (int i = 0; i < 3; i++) {
+  static const char *const names[5] = {"qwen3_moe", "qwen3_moe_gguf", "qwen3_moe_mixed", "mixtral", "mixtral_gguf"};
+  for (int i = 0; i < 5; i++) {
     double exact = strstr(names[i], "gguf") ? 2e-3 : 1e-3;
     conformance(names[i], "", exact);
     conformance(names[i], "--weights q4", 0.9);
@@ -961,7 +978,7 @@ int main(void) {
   }
   expect_error("a weight no binding split can hold", "data/models/llama_gqa", "--max-binding 1024",
                "does not fit 32 storage bindings");
-  printf("Qwen3-MoE (transformers fixtures):\n");
+  printf("Qwen3-MoE and Mixtral (transformers fixtures):\n");
   moe_fixtures();
   printf("bad inputs:\n");
   bad_inputs();

@@ -29,7 +29,28 @@ static void moe_layers_set(llm_hparams *hp) {
     if (hp->lay[l].moe) hp->lay[l].n_ff = hp->n_ff_exp; /* a sparse layer's FFN width is an expert's */
 }
 
+/* Mixtral: every layer sparse, num_local_experts experts of intermediate_size, the top num_experts_per_tok of the
+   router's softmax renormalised (MixtralConfig's defaults: 8, top 2). */
+static wgllm_status mixtral_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
+  hp->n_expert = 8;
+  hp->n_expert_used = 2;
+  hp->n_ff_exp = hp->n_ff;
+  hp->moe_norm = 1;
+  wgllm_status s;
+  if ((s = json_opt_u32(cfg, "num_local_experts", &hp->n_expert, err)) ||
+      (s = json_opt_u32(cfg, "num_experts_per_tok", &hp->n_expert_used, err)))
+    return s;
+  if ((s = moe_usable(hp, "config.json", "num_local_experts", "num_experts_per_tok", "intermediate_size", err)))
+    return s;
+  if (!hp->lay && (s = llm_hparams_layers_init(hp, err))) return s;
+  for (uint32_t l = 0; l < hp->n_layer; l++)
+    hp->lay[l].moe = 1;
+  moe_layers_set(hp);
+  return WGLLM_OK;
+}
+
 wgllm_status llm_moe_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
+  if (hp->arch == LLM_ARCH_MIXTRAL) return mixtral_hparams(cfg, hp, err);
   /* transformers' Qwen3MoeConfig defaults */
   uint32_t step = 1, shared = 0;
   hp->n_expert = 128;
@@ -40,10 +61,12 @@ wgllm_status llm_moe_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
   /* transformers 5 writes the count as num_local_experts (Qwen3MoeConfig's attribute map), the hub's files as
      num_experts: either, the same when both */
   uint32_t local = 0;
-  int has_local = cJSON_GetObjectItemCaseSensitive(cfg, "num_local_experts") != NULL;
+  const cJSON *lv = cJSON_GetObjectItemCaseSensitive(cfg, "num_local_experts"),
+              *nv = cJSON_GetObjectItemCaseSensitive(cfg, "num_experts");
+  int has_local = lv && !cJSON_IsNull(lv);
   if ((s = json_opt_u32(cfg, "num_local_experts", &local, err))) return s;
   if (has_local) hp->n_expert = local;
-  if (has_local && cJSON_GetObjectItemCaseSensitive(cfg, "num_experts")) {
+  if (has_local && nv && !cJSON_IsNull(nv)) {
     uint32_t n = 0;
     if ((s = json_opt_u32(cfg, "num_experts", &n, err))) return s;
     if (n != local)
@@ -97,6 +120,11 @@ wgllm_status llm_moe_gguf_hparams(const wt_store *st, const char *a, llm_hparams
   for (int i = 0; i < 3; i++) {
     snprintf(k[i], sizeof k[i], "%s.%s", a, keys[i]);
     uint64_t v;
+    /* llama.cpp's Mixtral (a llama GGUF) has no expert_feed_forward_length: its feed_forward_length is an expert's */
+    if (i == 2 && gguf_key_type(st, k[i]) < 0 && hp->n_ff) {
+      hp->n_ff_exp = hp->n_ff;
+      continue;
+    }
     if (gguf_key_type(st, k[i]) < 0 || !gguf_get_u64(st, k[i], &v) || v > 0xffffffffu)
       return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: missing or invalid %s", k[i]);
     *dst[i] = (uint32_t)v;
@@ -109,10 +137,10 @@ wgllm_status llm_moe_gguf_hparams(const wt_store *st, const char *a, llm_hparams
                        (unsigned long long)shared);
   wgllm_status s = moe_usable(hp, "GGUF", k[0], k[1], k[2], err);
   if (s) return s;
-  hp->moe_norm = 1; /* llama.cpp's qwen3moe always renormalises the chosen weights */
+  hp->moe_norm = 1; /* llama.cpp's qwen3moe and Mixtral always renormalise the chosen weights */
   if (!hp->lay && (s = llm_hparams_layers_init(hp, err))) return s;
   for (uint32_t l = 0; l < hp->n_layer; l++)
-    hp->lay[l].moe = 1;                   /* llama.cpp's qwen3moe: every layer sparse */
+    hp->lay[l].moe = 1;                   /* llama.cpp's qwen3moe and Mixtral: every layer sparse */
   if (!hp->n_ff) hp->n_ff = hp->n_ff_exp; /* no dense layer: feed_forward_length may be absent */
   moe_layers_set(hp);
   return WGLLM_OK;

@@ -13,6 +13,9 @@ static const llm_family FAMILIES[] = {
     {.arch = LLM_ARCH_QWEN3, .hf = {"qwen3"}, .gguf = {"qwen3"}, .qk_norm = 1},
     /* Qwen3 with a mixture of experts on its sparse layers (config_moe.c; llama.cpp's converter: qwen3moe) */
     {.arch = LLM_ARCH_QWEN3_MOE, .hf = {"qwen3_moe"}, .gguf = {"qwen3moe"}, .qk_norm = 1, .moe = 1},
+    /* Mistral with a mixture of experts on every layer (config_moe.c; its tensors block_sparse_moe.*, model_roles.c;
+       llama.cpp writes it as a llama GGUF with expert_count, model_config.c) */
+    {.arch = LLM_ARCH_MIXTRAL, .hf = {"mixtral"}, .moe = 1},
     {.arch = LLM_ARCH_GEMMA3, .hf = {"gemma3_text"}, .gguf = {"gemma3"}, .qk_norm = 1, .gemma = 1},
     /* Gemma 4's readers are their own (config_gemma4.c): per-layer head_dim, KV sharing, per-layer inputs */
     {.arch = LLM_ARCH_GEMMA4,

@@ -14,7 +14,8 @@ typedef enum llm_arch {
   LLM_ARCH_QWEN3,
   LLM_ARCH_GEMMA3,
   LLM_ARCH_GEMMA4,
-  LLM_ARCH_QWEN3_MOE
+  LLM_ARCH_QWEN3_MOE,
+  LLM_ARCH_MIXTRAL
 } llm_arch;
 
 /* One architecture family (src/model/families.c): the names files give it and what it computes differently. */

@@ -736,7 +736,10 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
   if ((s = llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "GGUF: the RoPE parameters", err))) return s;
   s = llm_hparams_layers_init(hp, err);
   if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err);
-  if (!s && fam->moe) s = llm_moe_gguf_hparams(st, a, hp, err);
+  /* llama.cpp writes Mixtral as a llama GGUF with an expert count */
+  uint32_t experts = 0;
+  if (!s && (fam->moe || (fam->arch == LLM_ARCH_LLAMA && gguf_u32(st, a, "expert_count", &experts) && experts)))
+    s = llm_moe_gguf_hparams(st, a, hp, err);
   return s;
 }
 

@@ -141,8 +141,20 @@ int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
   return 1;
 }
 
+/* Mixtral's Hugging Face names of the MoE roles (the rows give Qwen3-MoE's): the router and the experts a tensor each
+ */
+static const char *mixtral_name(const char *n) {
+  static const char *const map[][2] = {{"mlp.gate.weight", "block_sparse_moe.gate.weight"},
+                                       {"mlp.experts.*.gate_proj.weight", "block_sparse_moe.experts.*.w1.weight"},
+                                       {"mlp.experts.*.up_proj.weight", "block_sparse_moe.experts.*.w3.weight"},
+                                       {"mlp.experts.*.down_proj.weight", "block_sparse_moe.experts.*.w2.weight"}};
+  for (size_t i = 0; n && i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(n, map[i][0])) return map[i][1];
+  return n;
+}
+
 const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len) {
-  const char *n = gguf ? r->gguf : r->hf;
+  const char *n = gguf ? r->gguf : hp->arch == LLM_ARCH_MIXTRAL ? mixtral_name(r->hf) : r->hf;
   const char *prefix = hp->hf_bare ? "" : hp->hf_prefix[0] ? hp->hf_prefix : "model.";
   if (!n)
     snprintf(buf, len, "(%s: no GGUF name)", r->role);
