@@ -609,16 +609,27 @@ static void bad_inputs(void) {
   copy_dir_with_config("data/models/qwen2", d, c);
   free(c);
   expect_error("Qwen's use_sliding_window", d, "", "use_sliding_window");
-  /* mixture of experts: a top k over the router kernel's limit, no experts, both counts given and different */
+  /* mixture of experts: a top k over the router kernel's limit, no experts, both counts given and different; Phi's
+     longrope factors of the wrong length or sign */
   static const char *const moe_bad[][4] = {
       {"mixtral", "num_experts_per_tok", "9", "num_experts_per_tok 9"},
       {"mixtral", "num_local_experts", "0", "num_local_experts 0"},
-      {"qwen3_moe", "num_experts", "6", "num_experts 6 and num_local_experts 8 differ"}};
+      {"qwen3_moe", "num_experts", "6", "num_experts 6 and num_local_experts 8 differ"},
+      {"gemma4_moe", "top_k_experts", "9", "top_k_experts 9"},
+      /* longrope: a factor list of the wrong length, a missing original length */
+      {"phi3", "rope_parameters",
+       "{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0, \"short_factor\": [1.0], \"long_factor\": [1.0], "
+       "\"original_max_position_embeddings\": 4096}",
+       "longrope short_factor must be a list of 8 numbers"},
+      {"phi4_mini", "rope_parameters",
+       "{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.75, "
+       "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [-1, 1, 1, 1, 1, 1, 1, 1, 1]}",
+       "longrope long_factor[0] is not a positive number"}};
   for (size_t i = 0; i < sizeof moe_bad / sizeof moe_bad[0]; i++) {
     char from[200], what[120];
     snprintf(from, sizeof from, "data/models/%s", moe_bad[i][0]);
     snprintf(d, sizeof d, "%s/moe%zu", g_tmp, i);
-    snprintf(what, sizeof what, "%s %s %s", moe_bad[i][0], moe_bad[i][1], moe_bad[i][2]);
+    snprintf(what, sizeof what, "%s %s %.16s", moe_bad[i][0], moe_bad[i][1], moe_bad[i][2]);
     c = edit_config(from, moe_bad[i][1], moe_bad[i][2]);
     copy_dir_with_config(from, d, c);
     free(c);
@@ -685,9 +696,10 @@ static void bad_inputs(void) {
   expect_error("bad q4 group", "data/models/llama_gqa", "--weights q4:48", "group");
   /* the q4 policy keeps projections whose K is not a multiple of the group in their file storage */
   conformance("qwen3", "--weights q4:64", 0.9);
-  /* Gemma 4 fields that change the math and are not implemented are refused by name */
+  /* Gemma 4 fields that change the math and are not implemented are refused by name, and a MoE block without its
+     experts (enable_moe_block on a config that names none) */
   const char *g4 = "data/models/gemma4_kv_shared";
-  const char *g4_refused[6][3] = {{"enable_moe_block", "true", "enable_moe_block"},
+  const char *g4_refused[6][3] = {{"enable_moe_block", "true", "num_experts 0"},
                                   {"attention_bias", "true", "attention_bias"},
                                   {"use_bidirectional_attention", "\"all\"", "use_bidirectional_attention"},
                                   {"per_layer_config", "{\"2\": {\"sliding_window\": 4}}", "sliding_window"},
@@ -762,18 +774,37 @@ static void gguf_tokenizer_matches(const char *name) {
    `python3 tools/refs/make_refs.py OUT --only qwen3_moe` (transformers 5.17 writes the expert count as
    num_local_experts). Mixtral: `--only mixtral` (4 experts of 64, top 2 of the softmax renormalised, every layer
    sparse, its experts block_sparse_moe.experts.E.w1/w3/w2); mixtral_gguf: its weights as llama.cpp writes Mixtral,
-   a llama GGUF with an expert count (tests/tools/mixtral_gguf.py). */
+   a llama GGUF with an expert count (tests/tools/mixtral_gguf.py). Gemma 4's MoE block: `--only gemma4_moe` (8
+   experts of 32 beside the dense MLP on every layer, top 2, router and per-expert scales, per-layer inputs, a
+   KV-shared layer) and gemma4_moe_gguf, llama.cpp v0.5.0's own converter's output
+   (tools/refs/convert_gemma4_gguf.py LLAMA_CPP OUT gemma4_moe). */
 static void moe_fixtures(void) {
-  static const char *const names[5] = {"qwen3_moe", "qwen3_moe_gguf", "qwen3_moe_mixed", "mixtral", "mixtral_gguf"};
-  for (int i = 0; i < 5; i++) {
+  static const char *const names[7] = {"qwen3_moe",    "qwen3_moe_gguf", "qwen3_moe_mixed", "mixtral",
+                                       "mixtral_gguf", "gemma4_moe",     "gemma4_moe_gguf"};
+  for (int i = 0; i < 7; i++) {
     double exact = strstr(names[i], "gguf") ? 2e-3 : 1e-3;
     conformance(names[i], "", exact);
-    conformance(names[i], "--weights q4", 0.9);
+    /* q4 of the tiny random Gemma 4 models is noise against transformers (the dense gemma4 fixtures' rows reach a
+       relative L2 of 1.06 too, so they have no q4 bound either): the fused-vs-unfused check below covers q4 */
+    if (strncmp(names[i], "gemma4", 6)) conformance(names[i], "--weights q4", 0.9);
     conformance(names[i], "--kv f16", 1e-2);
     conformance(names[i], "--prefill-chunk 7", exact);
     double d = path_difference(names[i], "--weights q4", "--unfused");
     printf("  %-18s fused vs unfused on q4: worst row difference %.3g\n", names[i], d);
     CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", names[i], d);
+  }
+}
+
+/* Phi-3 and Phi-4-mini against transformers (`make_refs.py --only phi3,phi4_mini,phi3_window`): fused qkv_proj and
+   gate_up_proj, longrope's short factors (phi3: the sequence under the original 4096) and long ones (phi4_mini:
+   past the original 16, partial rotary 0.75, tied), and Phi-3's sliding_window (8, on every layer). */
+static void phi3_fixtures(void) {
+  static const char *const names[3] = {"phi3", "phi4_mini", "phi3_window"};
+  for (int i = 0; i < 3; i++) {
+    conformance(names[i], "", 1e-3);
+    conformance(names[i], "--weights q4", 0.9);
+    conformance(names[i], "--kv f16", 1e-2);
+    conformance(names[i], "--prefill-chunk 7", 1e-3);
   }
 }
 
@@ -978,8 +1009,10 @@ int main(void) {
   }
   expect_error("a weight no binding split can hold", "data/models/llama_gqa", "--max-binding 1024",
                "does not fit 32 storage bindings");
-  printf("Qwen3-MoE and Mixtral (transformers fixtures):\n");
+  printf("Qwen3-MoE, Mixtral and Gemma 4's MoE block (transformers fixtures):\n");
   moe_fixtures();
+  printf("Phi-3 and Phi-4-mini (transformers fixtures):\n");
+  phi3_fixtures();
   printf("bad inputs:\n");
   bad_inputs();
   mistral_window();

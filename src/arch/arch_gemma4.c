@@ -58,7 +58,7 @@ wgllm_status llm_forward_gemma4(const llm_fwd *f, uint32_t n_logits) {
   if (!st && hp->ple_dim) st = per_layer_inputs(f);
   for (uint32_t l = 0; !st && l < hp->n_layer; l++) {
     st = llm_block_attention(f, l);
-    if (!st) st = llm_block_mlp(f, l);
+    if (!st) st = llm_layer_is_moe(hp, l) ? llm_block_moe(f, l) : llm_block_mlp(f, l);
     if (!st) st = per_layer_input_block(f, l);
     if (!st) st = gpu_recorder_flush(f->rec); /* a prefill pass: the GPU starts on this layer */
   }

@@ -557,7 +557,10 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
    (one token, or a batch of sessions' tokens) reads the chosen experts by pair (OP_MOE_PAIRS: fixed grids, so the
    recorded step replays as it is); a prompt's pass groups the pairs by expert into tiles (op_moe_lists, then
    OP_MOE_TILES over the worst-case tile grid), each expert's weights read once a tile. */
-wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {
+/* The experts of layer l on xin [T][D] (the router's logits from rin [T][D]): route, the per-expert lists on a
+   prompt's pass, gate/up with the GLU, down, and the weighted sum into out [T][D] (added when accumulate). */
+static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_view xin, gpu_view scale, gpu_view out,
+                                int accumulate) {
   gpu_recorder *rec = f->rec;
   const llm_hparams *hp = &f->m->hp;
   const llm_scratch *s = f->s;
@@ -565,10 +568,9 @@ wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {
   uint32_t T = f->T, D = hp->n_embd, E = hp->n_expert, k = hp->n_expert_used, I = hp->n_ff_exp;
   gpu_view none = {0};
   int decode = f->tokens || (T == 1 && !f->fo->prefill);
-  wgllm_status st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, hp->norm_offset);
-  if (!st) st = op_matvec(rec, V(s->xn), &ly->router, none, V(s->moe_logits), T, E, D); /* [T][E] */
+  wgllm_status st = op_matvec(rec, rin, &ly->router, none, V(s->moe_logits), T, E, D); /* [T][E] */
   if (!st)
-    st = op_moe_route(rec, V(s->moe_logits), none, V(s->moe_ids), V(s->moe_w), T, E, k,
+    st = op_moe_route(rec, V(s->moe_logits), scale, V(s->moe_ids), V(s->moe_w), T, E, k,
                       hp->moe_norm ? OP_MOE_SOFTMAX_NORM : OP_MOE_SOFTMAX);
   if (!st && !decode) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E);
   op_moe_linear_params gu = {.T = T,
@@ -588,17 +590,53 @@ wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {
   dn.x_pair = 1;
   dn.glu = 0;
   if (!ly->exp_up.data.buf) {
-    if (!st) st = op_moe_linear(rec, V(s->xn), &ly->exp_gate_up, none, V(s->moe_h), &gu); /* [T*k][I] */
+    if (!st) st = op_moe_linear(rec, xin, &ly->exp_gate_up, none, V(s->moe_h), &gu); /* [T*k][I] */
   } else if (!st) { /* gate and up stored in different types: each its own linear into moe_y, the GLU apart */
     uint64_t rows = (uint64_t)T * k * I * 4, up = llm_moe_up_offset(T, k, I);
     gu.glu = 0;
-    st = op_moe_linear(rec, V(s->xn), &ly->exp_gate_up, none, (gpu_view){s->moe_y, 0, rows}, &gu);
-    if (!st) st = op_moe_linear(rec, V(s->xn), &ly->exp_up, none, (gpu_view){s->moe_y, up, rows}, &gu);
+    st = op_moe_linear(rec, xin, &ly->exp_gate_up, none, (gpu_view){s->moe_y, 0, rows}, &gu);
+    if (!st) st = op_moe_linear(rec, xin, &ly->exp_up, none, (gpu_view){s->moe_y, up, rows}, &gu);
     if (!st) st = op_glu(rec, V(s->moe_y), V(s->moe_y), V(s->moe_h), I, T * k, I, 0, (uint32_t)(up / 4), hp->act);
     gu.glu = 1;
   }
   if (!st) st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, none, V(s->moe_y), &dn); /* [T*k][D] */
-  if (!st) st = op_moe_combine(rec, V(s->moe_y), V(s->moe_w), V(s->x), T, k, D, 1);
+  if (!st) st = op_moe_combine(rec, V(s->moe_y), V(s->moe_w), out, T, k, D, accumulate);
+  return st;
+}
+
+wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {
+  const llm_hparams *hp = &f->m->hp;
+  const llm_scratch *s = f->s;
+  uint32_t T = f->T, D = hp->n_embd;
+  if (hp->moe_dense_too) return llm_block_moe_beside_dense(f, l);
+  wgllm_status st =
+      op_rms_norm(f->rec, V(s->x), f->m->layers[l].ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, hp->norm_offset);
+  return st ? st : moe_experts(f, l, V(s->xn), V(s->xn), (gpu_view){0}, V(s->x), 1);
+}
+
+wgllm_status llm_block_moe_beside_dense(const llm_fwd *f, uint32_t l) {
+  gpu_recorder *rec = f->rec;
+  const llm_hparams *hp = &f->m->hp;
+  const llm_scratch *s = f->s;
+  const llm_layer *ly = &f->m->layers[l];
+  uint32_t T = f->T, D = hp->n_embd, F = llm_layer_n_ff(hp, l);
+  const float no = hp->norm_offset, eps = hp->norm_eps;
+  gpu_view none = {0}, h2 = {s->moe_y, 0, (uint64_t)T * D * 4}; /* moe_y's first T rows, free after the combine */
+  /* the dense MLP, normed: xn [T][D] */
+  wgllm_status st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, eps, no);
+  if (!st) st = llm_linear(f, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
+  if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
+  if (!st) st = llm_linear(f, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+  if (!st) st = op_rms_norm(rec, V(s->proj), ly->post_dense_norm, V(s->xn), D, T, D, D, eps, no);
+  /* the router reads the residual stream through a weightless RMSNorm times router.scale * D^-1/2 (router_norm),
+     the experts through their own norm; each chosen expert's weight times its per_expert_scale */
+  if (!st) st = op_rms_norm(rec, V(s->x), ly->router_norm, V(s->proj), D, T, D, D, eps, 0.0f);
+  if (!st) st = op_rms_norm(rec, V(s->x), ly->exp_norm, V(s->moe_x), D, T, D, D, eps, no);
+  if (!st) st = moe_experts(f, l, V(s->proj), V(s->moe_x), ly->exp_scale, V(s->proj), 0);
+  if (!st) st = op_rms_norm(rec, V(s->proj), ly->post_exp_norm, h2, D, T, D, D, eps, no);
+  /* x += post_ffn_norm(dense + experts) */
+  if (!st) st = op_add_inplace(rec, V(s->xn), h2, T * D, T * D);
+  if (!st) st = op_rms_norm_add(rec, V(s->xn), ly->post_ffn_norm, V(s->x), D, T, eps, no);
   return st;
 }
 

@@ -39,6 +39,10 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l);
 /* x += MoE(norm(x)) of sparse layer l: router, top k, the chosen experts' GLU and down projections, their weighted
    sum (decode: by pair; a prompt's pass: by expert tiles). */
 wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l);
+/* Gemma 4's MoE block (hp->moe_dense_too; llm_block_moe calls it): x += post_ffn_norm(post_dense_norm(MLP(
+   ffn_norm(x))) + post_exp_norm(experts(exp_norm(x)))), the router on RMSNorm(x) * router.scale * D^-1/2, each
+   chosen expert's renormalised weight times its per_expert_scale (transformers' Gemma4TextDecoderLayer). */
+wgllm_status llm_block_moe_beside_dense(const llm_fwd *f, uint32_t l);
 /* Final norm of the last n_logits rows and the LM head into s->logits. */
 wgllm_status llm_block_head(const llm_fwd *f, uint32_t n_logits);
 /* The families' forward passes (arch_llama.c, arch_gemma4.c): the rows of forward.c's table. */

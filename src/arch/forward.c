@@ -20,6 +20,7 @@ static const arch_family FAMILIES[] = {
     /* the MoE block's ops take any number of rows: every path (batched decode by pair, batched prefill by tiles) */
     {.arch = LLM_ARCH_QWEN3_MOE, .forward = llm_forward_llama, .batched_prefill = 1},
     {.arch = LLM_ARCH_MIXTRAL, .forward = llm_forward_llama, .batched_prefill = 1},
+    {.arch = LLM_ARCH_PHI3, .forward = llm_forward_llama, .batched_prefill = 1},
     {.arch = LLM_ARCH_GEMMA4,
      .forward = llm_forward_gemma4,
      .batched_prefill = 0,

@@ -220,7 +220,8 @@ wgllm_status llm_kv_pool_gpu_create(gpu_context *gpu, const llm_hparams *hp, uin
       char a[32], b[32];
       uint64_t lim = per > max_bind ? max_bind : gpu->limits.maxBufferSize;
       uint64_t fits = lim / per_slot / block;
-      if (fits > (UINT32_MAX - 3) / ((uint64_t)nkv * hd * block)) fits = (UINT32_MAX - 3) / ((uint64_t)nkv * hd * block);
+      if (fits > (UINT32_MAX - 3) / ((uint64_t)nkv * hd * block))
+        fits = (UINT32_MAX - 3) / ((uint64_t)nkv * hd * block);
       st = llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
                        "KV pool: layer %u's K of %u blocks of %u slots x %u KV heads x %u x %s takes %s, over the "
                        "device's %s of %s: at most %llu blocks (%llu tokens) fit",
@@ -287,14 +288,14 @@ uint64_t llm_rope_table_bytes(const llm_hparams *hp, uint32_t max_pos, int local
   return (uint64_t)max_pos * (rot / 2) * 2 * 4;
 }
 
-static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos,
+static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t rot_dim, uint32_t max_pos, float scale,
                                gpu_buffer **out, llm_err *err) {
   uint64_t n = (uint64_t)max_pos * (rot_dim / 2) * 2;
   float *cs = malloc(n * sizeof *cs);
   if (!cs) {
     return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for the RoPE table");
   }
-  op_rope_table(cs, inv_freq, rot_dim, max_pos, 1.0f);
+  op_rope_table(cs, inv_freq, rot_dim, max_pos, scale);
   wgllm_status s = gpu_buffer_create(gpu, n * 4, "rope_cs", out, err);
   if (!s) gpu_write(gpu, *out, 0, cs, n * 4);
   free(cs);
@@ -304,9 +305,12 @@ static wgllm_status rope_table(gpu_context *gpu, const float *inv_freq, uint32_t
 wgllm_status llm_rope_tables_create(gpu_context *gpu, const llm_hparams *hp, uint32_t max_pos, llm_rope_tables *out,
                                     llm_err *err) {
   memset(out, 0, sizeof *out);
-  wgllm_status s = rope_table(gpu, hp->inv_freq, hp->rot_dim, max_pos, &out->global, err);
+  /* longrope: the long factors for a context past the original length, cos and sin times its attention factor */
+  const float *inv = hp->inv_freq_long && max_pos > hp->rope_orig_ctx ? hp->inv_freq_long : hp->inv_freq;
+  float scale = hp->rope_attn_factor > 0 ? hp->rope_attn_factor : 1.0f;
+  wgllm_status s = rope_table(gpu, inv, hp->rot_dim, max_pos, scale, &out->global, err);
   uint32_t rot_local = hp->rot_dim_local ? hp->rot_dim_local : hp->rot_dim;
-  if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, rot_local, max_pos, &out->local, err);
+  if (!s && hp->inv_freq_local) s = rope_table(gpu, hp->inv_freq_local, rot_local, max_pos, 1.0f, &out->local, err);
   if (s) llm_rope_tables_free(gpu, out);
   return s;
 }

@@ -26,7 +26,7 @@ uint32_t llm_prefill_chunk(const gpu_context *gpu, const llm_hparams *hp) {
 
 /* The activation buffers of a scratch for cap tokens and logit_rows rows of logits: where each goes, its bytes
    (0: not needed) and its name; one table for the allocation and the estimate. */
-enum { SCRATCH_BUFS = 21 };
+enum { SCRATCH_BUFS = 22 };
 typedef struct scratch_want {
   gpu_buffer **b;
   uint64_t bytes;
@@ -66,6 +66,7 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
       {&s->moe_lists, lists, "moe_lists"},
       {&s->moe_h, T * k * hp->n_ff_exp * 4, "moe_h"},
       {&s->moe_y, moe_y, "moe_y"},
+      {&s->moe_x, hp->moe_dense_too ? T * hp->n_embd * 4 : 0, "moe_x"},
   };
   memcpy(want, w, sizeof w);
 }
@@ -152,7 +153,7 @@ void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
       &s->ids,        &s->pos,          &s->x,         &s->xn,        &s->qkv,     &s->qk2,     &s->attn,
       &s->proj,       &s->gu,           &s->h,         &s->ple,       &s->ple_tok, &s->ple_ctx, &s->ple_h,
       &s->logits,     &s->attn_partial, &s->attn_args, &s->xq,        &s->x16,     &s->w16,     &s->part,
-      &s->moe_logits, &s->moe_ids,      &s->moe_w,     &s->moe_lists, &s->moe_h,   &s->moe_y};
+      &s->moe_logits, &s->moe_ids,      &s->moe_w,     &s->moe_lists, &s->moe_h,   &s->moe_y,   &s->moe_x};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;

@@ -31,6 +31,7 @@ typedef struct llm_scratch {
   gpu_buffer *moe_lists;    /* op_moe_lists_words(cap * k, n_expert) u32: the pairs by expert and the tile table */
   gpu_buffer *moe_h;        /* [cap * k][n_ff_exp] an expert's GLU output per pair */
   gpu_buffer *moe_y;        /* [cap * k][n_embd] an expert's output per pair */
+  gpu_buffer *moe_x;        /* [cap][n_embd] the experts' input beside a dense MLP (Gemma 4's MoE block; else NULL) */
   gpu_buffer *xq;           /* a layer input as int8 blocks (fast precision only: llm_scratch_add_fast) */
   gpu_buffer *x16, *w16;    /* a layer input and a weight as f16 for the tensor cores (fast prefill scratch where
                                subgroup matrices exist; NULL elsewhere) */

@@ -272,7 +272,7 @@ static size_t list_roles(const llm_hparams *hp, llm_model *m, synth_parts *parts
           x->w = part(&parts[l], r->group == LLM_GROUP_GATE_UP, x->N);
         else if (r->group != LLM_GROUP_NONE) /* biases: no Gemma 4 has them (left NULL, refused at build) */
           continue;
-        else if (r->kind == LLM_ROLE_VEC)
+        else if (r->kind == LLM_ROLE_VEC || r->kind == LLM_ROLE_VEC_RSQRT_D)
           x->v = (gpu_view *)(base + r->slot);
         else
           x->w = (op_weight *)(base + r->slot);

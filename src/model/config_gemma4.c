@@ -134,7 +134,7 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err)
   if (hp->n_layer == 0) {
     return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: num_hidden_layers is 0");
   }
-  static const char *const refused[] = {"enable_moe_block", "attention_bias"};
+  static const char *const refused[] = {"attention_bias"};
   for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
     if (is_true(cfg, refused[i])) {
       return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "config.json: %s true is not supported for Gemma 4", refused[i]);
@@ -268,6 +268,13 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err)
   /* the scalars name the widest layer (scratch, describe) */
   if (!s) hp->head_dim = llm_max_head_dim(hp);
   free(local);
+  if (!s && is_true(cfg, "enable_moe_block")) {
+    uint32_t e = 0, k = 0, w = 0;
+    if ((s = json_opt_u32(cfg, "num_experts", &e, err)) || (s = json_opt_u32(cfg, "top_k_experts", &k, err)) ||
+        (s = json_opt_u32(cfg, "moe_intermediate_size", &w, err)))
+      return s;
+    s = llm_moe_beside_dense(hp, e, k, w, "config.json", "num_experts", "top_k_experts", "moe_intermediate_size", err);
+  }
   return s;
 }
 
@@ -359,10 +366,6 @@ static wgllm_status g_rope(double theta, uint32_t n_rot, const wt_tensor *factor
 
 wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hparams *hp, llm_err *err) {
   char k[128];
-  uint32_t n_exp = 0;
-  if ((g_u32(st, a, "expert_count", &n_exp) && n_exp) || wt_find(st, "blk.0.ffn_gate_inp.weight")) {
-    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: Gemma 4 with experts (MoE, %u) is not supported", n_exp);
-  }
   if (wt_find(st, "blk.0.attn_qkv.weight") || wt_find(st, "blk.0.attn_q.bias")) {
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
                        "GGUF: Gemma 4 with a fused attn_qkv tensor or attention biases is not supported");
@@ -510,6 +513,20 @@ wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *a, llm_hpar
     }
   }
   if (!s) hp->head_dim = llm_max_head_dim(hp);
+  /* the MoE block beside the dense MLP (Gemma 4 26B-A4B): llama.cpp's expert_count, expert_used_count and
+     expert_feed_forward_length */
+  uint32_t n_exp = 0;
+  if (!s && ((g_u32(st, a, "expert_count", &n_exp) && n_exp) || wt_find(st, "blk.0.ffn_gate_inp.weight"))) {
+    uint32_t k = 0, w = 0;
+    char kk[128], kw[128], ke[128];
+    snprintf(ke, sizeof ke, "%s.expert_count", a);
+    snprintf(kk, sizeof kk, "%s.expert_used_count", a);
+    snprintf(kw, sizeof kw, "%s.expert_feed_forward_length", a);
+    if (!g_u32(st, a, "expert_used_count", &k) || !g_u32(st, a, "expert_feed_forward_length", &w) || !n_exp)
+      s = llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: Gemma 4 with experts needs %s, %s and %s", ke, kk, kw);
+    else
+      s = llm_moe_beside_dense(hp, n_exp, k, w, "GGUF", ke, kk, kw, err);
+  }
   free(swa);
   free(kv);
   free(ff);

@@ -38,6 +38,10 @@ wgllm_status llm_gemma4_gguf_hparams(const wt_store *st, const char *arch, llm_h
    layers as transformers' Qwen3MoeDecoderLayer picks them); what changes the math and is not built is refused by
    name. */
 wgllm_status llm_moe_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err);
+/* Gemma 4's MoE block (enable_moe_block): on every layer, n_expert experts of width beside the dense MLP (which keeps
+   its width), the top k renormalised; the keys name the fields in errors. */
+wgllm_status llm_moe_beside_dense(llm_hparams *hp, uint32_t n_expert, uint32_t k, uint32_t width, const char *where,
+                                  const char *n_key, const char *k_key, const char *w_key, llm_err *err);
 /* The same from GGUF metadata as llama.cpp writes qwen3moe: ARCH.expert_count, .expert_used_count,
    .expert_feed_forward_length; every layer sparse and the top k renormalised (llama.cpp's qwen3moe graph). */
 wgllm_status llm_moe_gguf_hparams(const wt_store *st, const char *arch, llm_hparams *hp, llm_err *err);

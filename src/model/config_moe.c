@@ -113,6 +113,21 @@ wgllm_status llm_moe_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
   return WGLLM_OK;
 }
 
+wgllm_status llm_moe_beside_dense(llm_hparams *hp, uint32_t n_expert, uint32_t k, uint32_t width, const char *where,
+                                  const char *n_key, const char *k_key, const char *w_key, llm_err *err) {
+  hp->n_expert = n_expert;
+  hp->n_expert_used = k;
+  hp->n_ff_exp = width;
+  hp->moe_norm = 1;      /* Gemma4TextRouter: the top k renormalised, then its per-expert scale */
+  hp->moe_dense_too = 1; /* every layer keeps its dense MLP (n_ff stays the dense width) */
+  hp->moe_hf_fused = 1;  /* its experts are 3-D in every format: gate_up_proj [E][2I][H], down_proj [E][H][I] */
+  wgllm_status s = moe_usable(hp, where, n_key, k_key, w_key, err);
+  if (!s && !hp->lay) s = llm_hparams_layers_init(hp, err);
+  for (uint32_t l = 0; !s && l < hp->n_layer; l++)
+    hp->lay[l].moe = 1;
+  return s;
+}
+
 wgllm_status llm_moe_gguf_hparams(const wt_store *st, const char *a, llm_hparams *hp, llm_err *err) {
   static const char *const keys[3] = {"expert_count", "expert_used_count", "expert_feed_forward_length"};
   uint32_t *dst[3] = {&hp->n_expert, &hp->n_expert_used, &hp->n_ff_exp};

@@ -15,7 +15,8 @@ typedef enum llm_arch {
   LLM_ARCH_GEMMA3,
   LLM_ARCH_GEMMA4,
   LLM_ARCH_QWEN3_MOE,
-  LLM_ARCH_MIXTRAL
+  LLM_ARCH_MIXTRAL,
+  LLM_ARCH_PHI3
 } llm_arch;
 
 /* One architecture family (src/model/families.c): the names files give it and what it computes differently. */
@@ -33,6 +34,7 @@ typedef struct llm_family {
   int tied_by_default;                /* tie_word_embeddings when config.json does not say */
   op_act default_act;                 /* the activation when config.json names none */
   int moe;                            /* mixture-of-experts FFN on the sparse layers (Qwen3-MoE: config_moe.c) */
+  int fused_proj; /* Q/K/V in one tensor (qkv_proj) and gate/up in one (gate_up_proj), as Phi-3 stores them */
   /* a family whose config differs much has its own readers, which take over after the common fields (Gemma 4:
      config_gemma4.c); NULL: the common readers go on */
   wgllm_status (*read_hf)(const struct cJSON *cfg, struct llm_hparams *hp, llm_err *err);
@@ -66,9 +68,13 @@ typedef struct llm_hparams {
   int tied_embeddings; /* lm head reads the embedding table */
   int qkv_bias;        /* Qwen2 */
   int qk_norm;         /* Qwen3: per-head RMSNorm of q and k */
+  int fused_proj;      /* Phi-3: the file holds Q/K/V as one tensor and gate/up as one (llm_family.fused_proj) */
   op_rope_mode rope_mode;
   uint32_t rot_dim;    /* rotated dims per head (partial rotary < head_dim) */
-  float *inv_freq;     /* [rot_dim/2], scaling and per-pair factors applied */
+  float *inv_freq;     /* [rot_dim/2], scaling and per-pair factors applied (longrope: the short factors) */
+  float *inv_freq_long;   /* [rot_dim/2] longrope's long factors: a context past rope_orig_ctx uses them; else NULL */
+  uint32_t rope_orig_ctx; /* longrope's original_max_position_embeddings */
+  float rope_attn_factor; /* cos and sin times this (longrope's attention factor); 0: 1 */
   char rope_desc[160]; /* e.g. "llama3 factor 32" */
   uint32_t train_ctx;  /* max_position_embeddings / context_length */
   int32_t bos, eos;    /* -1 if unknown */
@@ -99,6 +105,8 @@ typedef struct llm_hparams {
      moe_norm); which layers are sparse is hp->lay[l].moe */
   uint32_t n_expert, n_expert_used, n_ff_exp;
   int moe_norm;
+  int moe_dense_too; /* Gemma 4's MoE block: a sparse layer keeps its dense MLP beside the experts (their outputs
+                        normed and summed; llm_block_moe_beside_dense) */
   int moe_hf_fused; /* a Hugging Face directory whose experts are 3-D (transformers 5's gate_up_proj [E][2I][H],
                        down_proj [E][H][I]); 0: one tensor an expert, as the hub's checkpoints have them */
   /* per-layer facts; NULL when every layer is as the scalars above say (read them through llm_layer_*) */
@@ -192,6 +200,12 @@ typedef struct llm_layer {
                             [n_embd] and the up rows in exp_up */
   op_weight exp_up;      /* [n_expert][n_ff_exp][n_embd] the up rows kept apart (no data: one fused weight) */
   op_weight exp_down;    /* [n_expert][n_embd][n_ff_exp] */
+  /* Gemma 4's MoE block beside the dense MLP (ffn_norm, w_gate_up, w_down, post_ffn_norm stay the dense MLP's) */
+  gpu_view router_norm;     /* [n_embd] router.scale * n_embd^-1/2: the router's RMSNorm weight */
+  gpu_view exp_scale;       /* [n_expert] router.per_expert_scale: each chosen expert's weight times it */
+  gpu_view exp_norm;        /* [n_embd] pre_feedforward_layernorm_2: the experts' input norm */
+  gpu_view post_dense_norm; /* [n_embd] post_feedforward_layernorm_1: the dense MLP's output norm */
+  gpu_view post_exp_norm;   /* [n_embd] post_feedforward_layernorm_2: the experts' output norm */
 } llm_layer;
 
 typedef struct llm_model {
@@ -232,6 +246,8 @@ typedef enum llm_role_dim {
   LLM_DIM_EXPERTS,   /* n_expert */
   LLM_DIM_EXP_FF,    /* n_ff_exp */
   LLM_DIM_EXP_FF2,   /* 2 * n_ff_exp (gate and up of one expert) */
+  LLM_DIM_QKV,       /* q, k and v rows of one fused projection (Phi-3's qkv_proj) */
+  LLM_DIM_FF2,       /* 2 * the layer's n_ff (Phi-3's gate_up_proj) */
 } llm_role_dim;
 /* what a role needs to be present (all bits must hold) */
 enum {
@@ -247,10 +263,14 @@ enum {
   LLM_NEED_DENSE = 1 << 9,    /* the layer's FFN is the dense MLP */
   LLM_NEED_MOE = 1 << 10,     /* the layer's FFN is the mixture of experts */
   LLM_NEED_EXP_ONE = 1 << 11, /* ... with a tensor an expert (HF) or stacked per projection (GGUF) */
-  LLM_NEED_EXP_3D = 1 << 12,  /* ... with transformers 5's fused 3-D experts (HF) */
+  LLM_NEED_EXP_3D = 1 << 12,  /* ... with transformers 5's fused 3-D experts (HF; Gemma 4's in GGUF too) */
+  LLM_NEED_MOE_DENSE = 1 << 13, /* ... beside the dense MLP (Gemma 4's MoE block: its router scales and norms) */
+  LLM_NEED_SPLIT = 1 << 14,     /* Q, K, V (gate, up) each a tensor of its own */
+  LLM_NEED_FUSED = 1 << 15,     /* ... all in one tensor (hp->fused_proj: Phi-3) */
 };
 typedef enum llm_role_kind {
   LLM_ROLE_VEC,    /* any float dtype, to f32 (norms, biases, scalars) */
+  LLM_ROLE_VEC_RSQRT_D, /* the same times n_embd^-1/2 (Gemma 4's router scale with its hidden_size^-0.5) */
   LLM_ROLE_TABLE,  /* an embedding table: kept in its file storage (a gather reads a row a token) */
   LLM_ROLE_LINEAR, /* a projection: stored as the weight policy says */
   LLM_ROLE_NATIVE, /* a projection kept in the file's storage (the router: its top-k is not to move with q4) */

@@ -31,8 +31,9 @@ wgllm_status llm_open_store(const char *path, wt_store **out, llm_err *err) {
 void llm_hparams_free(llm_hparams *hp) {
   free(hp->inv_freq);
   free(hp->inv_freq_local);
+  free(hp->inv_freq_long);
   free(hp->lay);
-  hp->inv_freq = hp->inv_freq_local = NULL;
+  hp->inv_freq = hp->inv_freq_local = hp->inv_freq_long = NULL;
   hp->lay = NULL;
 }
 
@@ -254,6 +255,61 @@ static wgllm_status hf_rope(const cJSON *cfg, llm_hparams *hp, int local_layers,
   return s;
 }
 
+/* A longrope factor list of sc (short_factor or long_factor): rot_dim/2 positive numbers, into inv (theta^(-2i/d) /
+   factor[i], as transformers' _compute_longrope_parameters) */
+static wgllm_status longrope_factors(const cJSON *sc, const char *key, double theta, llm_hparams *hp, float *inv,
+                                     llm_err *err) {
+  const cJSON *a = cJSON_GetObjectItemCaseSensitive(sc, key);
+  uint32_t half = hp->rot_dim / 2;
+  if (!cJSON_IsArray(a) || (uint32_t)cJSON_GetArraySize(a) != half)
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: longrope %s must be a list of %u numbers (rotary dims / 2)",
+                       key, half);
+  uint32_t i = 0;
+  const cJSON *it;
+  cJSON_ArrayForEach(it, a) {
+    double f = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+    if (!(f > 0) || !isfinite(f))
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: longrope %s[%u] is not a positive number", key, i);
+    inv[i] = (float)(1.0 / (f * pow(theta, (double)(2 * i) / hp->rot_dim)));
+    i++;
+  }
+  return WGLLM_OK;
+}
+
+/* longrope (Phi-3, Phi-4-mini): short_factor and long_factor per pair, original_max_position_embeddings, and the
+   cos/sin scale attention_factor (default sqrt(1 + ln(factor) / ln(original)), factor = max_position_embeddings /
+   original when not given). The long factors serve a session whose context passes the original length (as
+   llama.cpp chooses; transformers switches per forward pass by the sequence so far, the same numbers up to that
+   length). */
+static wgllm_status longrope(const cJSON *cfg, const cJSON *sc, double theta, llm_hparams *hp, llm_err *err) {
+  double orig = NAN, factor = NAN, attn = NAN, max_pos = 4096;
+  wgllm_status s;
+  const cJSON *orig_at = cJSON_GetObjectItemCaseSensitive(sc, "original_max_position_embeddings") ? sc : cfg;
+  if ((s = json_opt_num(orig_at, "original_max_position_embeddings", &orig, err)) ||
+      (s = json_opt_num(sc, "factor", &factor, err)) || (s = json_opt_num(sc, "attention_factor", &attn, err)) ||
+      (s = json_opt_num(cfg, "max_position_embeddings", &max_pos, err)))
+    return s;
+  if (!(orig >= 1 && orig <= 16777216 && orig == (double)(uint32_t)orig))
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "config.json: longrope needs original_max_position_embeddings (a positive integer), not %g",
+                       orig);
+  if (isnan(factor)) factor = max_pos / orig;
+  if (isnan(attn)) attn = factor <= 1.0 ? 1.0 : sqrt(1.0 + log(factor) / log(orig));
+  if (!(attn > 0) || !isfinite(attn))
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: longrope attention_factor %g (positive and finite)", attn);
+  hp->inv_freq_long = malloc(hp->rot_dim / 2 * sizeof *hp->inv_freq_long);
+  if (!hp->inv_freq_long) return WGLLM_ERR_OUT_OF_MEMORY;
+  if ((s = longrope_factors(sc, "short_factor", theta, hp, hp->inv_freq, err)) ||
+      (s = longrope_factors(sc, "long_factor", theta, hp, hp->inv_freq_long, err)) ||
+      (s = llm_rope_table_check(hp->inv_freq_long, hp->rot_dim / 2, "config.json: the long RoPE factors", err)))
+    return s;
+  hp->rope_orig_ctx = (uint32_t)orig;
+  hp->rope_attn_factor = (float)attn;
+  snprintf(hp->rope_desc, sizeof hp->rope_desc, "longrope theta %g, long past %u tokens, attention factor %g", theta,
+           hp->rope_orig_ctx, attn);
+  return WGLLM_OK;
+}
+
 static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, llm_err *err) {
   /* transformers 5 keeps everything in rope_parameters; older configs use rope_theta + rope_scaling */
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
@@ -327,9 +383,11 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
     }
     llama3_scale(hp->inv_freq, hp->rot_dim / 2, factor, lo, hi, old);
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "llama3 theta %g factor %g", theta, factor);
+  } else if (!strcmp(type, "longrope")) {
+    if ((s = longrope(cfg, sc, theta, hp, err))) return s;
   } else {
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
-                       "config.json: rope type \"%s\" is not supported (default, linear, llama3)", type);
+                       "config.json: rope type \"%s\" is not supported (default, linear, llama3, longrope)", type);
   }
   hp->rope_mode = OP_ROPE_HALF; /* transformers' rotate_half layout */
   /* finite parameters can still overflow the f32 table (a llama3 factor of 1e-300 divided it into infinities) */
@@ -453,6 +511,7 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) 
   hp->tied_embeddings = tied;
   hp->qkv_bias = fam->qkv_bias || attn_bias;
   hp->qk_norm = fam->qk_norm;
+  hp->fused_proj = fam->fused_proj;
   hp->embed_scale = 1.0f;
   hp->act = OP_ACT_SILU;
   const cJSON *act = cJSON_GetObjectItemCaseSensitive(cfg, "hidden_act");
@@ -676,6 +735,7 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
   if ((s = gguf_opt_arch_u32(st, a, "rope.dimension_count", &hp->rot_dim, err))) return s;
   hp->qkv_bias = wt_find(st, "blk.0.attn_q.bias") != NULL;
   hp->qk_norm = fam->qk_norm;
+  hp->fused_proj = fam->fused_proj;
   hp->embed_scale = 1.0f;
   hp->act = OP_ACT_SILU;
   hp->attn_scale = 1.0f / sqrtf((float)hp->head_dim);
@@ -790,7 +850,7 @@ wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err)
       hp->hf_bare = 1;
     if (!s && !hp->tied_embeddings && !wt_find(st, "lm_head.weight") && hp->hf_bare) hp->no_lm_head = 1;
     /* the experts as transformers 5 saves them (3-D, gate and up fused) when the first sparse layer has them so */
-    for (uint32_t l = 0; !s && l < hp->n_layer; l++)
+    for (uint32_t l = 0; !s && !hp->moe_dense_too && l < hp->n_layer; l++)
       if (llm_layer_is_moe(hp, l)) {
         char name[160];
         snprintf(name, sizeof name, "%slayers.%u.mlp.experts.gate_up_proj",

@@ -6,6 +6,7 @@
    as row parts of one weight, each in its own storage. On any failure nothing stays allocated. */
 #include "model.h"
 #include "weight_convert.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,13 +61,15 @@ static wgllm_status upload_tensor(loader *L, const wt_tensor *t, gpu_view *out) 
 }
 
 /* Any float tensor as f32 on the GPU (norm weights, biases). */
-static wgllm_status load_f32(loader *L, const wt_tensor *t, gpu_view *out) {
+static wgllm_status load_f32(loader *L, const wt_tensor *t, float scale, gpu_view *out) {
   int64_t n = wt_numel(t);
   float *f = malloc((size_t)n * sizeof *f);
   if (!f) {
     return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", t->name);
   }
   wgllm_status s = wc_tensor_to_f32(t, f, L->err);
+  for (int64_t i = 0; !s && scale != 1.0f && i < n; i++)
+    f[i] *= scale;
   if (!s) s = upload(L, f, (uint64_t)n * 4, t->name, out);
   free(f);
   return s;
@@ -222,7 +225,7 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   /* any other float storage: widened to f32, exact */
   w->type = OP_W_F32;
   gpu_view v;
-  s = load_f32(L, t, &v);
+  s = load_f32(L, t, 1.0f, &v);
   w->data = v;
   return s;
 }
@@ -496,8 +499,8 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
       groups[g].rows[groups[g].n++] = (uint32_t)t->shape[0];
       groups[g].slot = r->slot;
       groups[g].K = t->n_dims == 2 ? (uint32_t)t->shape[1] : 0;
-    } else if (r->kind == LLM_ROLE_VEC)
-      s = load_f32(L, t, (gpu_view *)slot);
+    } else if (r->kind == LLM_ROLE_VEC || r->kind == LLM_ROLE_VEC_RSQRT_D)
+      s = load_f32(L, t, r->kind == LLM_ROLE_VEC_RSQRT_D ? 1.0f / sqrtf((float)hp->n_embd) : 1.0f, (gpu_view *)slot);
     else {
       s = load_matrix(L, t, r->kind == LLM_ROLE_LINEAR ? quantize : 0, (op_weight *)slot);
       if (!s) s = split_rows(L, (op_weight *)slot, (uint32_t)t->shape[0], (uint32_t)t->shape[1], t->name);
@@ -518,7 +521,7 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
       gpu_view parts[4];
       int done = 0;
       for (; !s && done < groups[g].n; done++)
-        s = load_f32(L, groups[g].t[done], &parts[done]);
+        s = load_f32(L, groups[g].t[done], 1.0f, &parts[done]);
       if (!s && groups[g].n == 1)
         *(gpu_view *)slot = parts[0];
       else if (!s)

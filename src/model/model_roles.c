@@ -29,22 +29,27 @@ static const llm_role ROLES[] = {
     /* Gemma's sandwich norms: its post_attention_layernorm follows attention, pre_feedforward precedes the MLP */
     {"pre_ffn_norm", "pre_feedforward_layernorm.weight", "ffn_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
      LLM_NEED_SANDWICH, LLM_ROLE_VEC, LY(ffn_norm), LLM_GROUP_NONE},
-    {"wq", "self_attn.q_proj.weight", "attn_q.weight", 1, LLM_DIM_Q, LLM_DIM_EMBD, 0, LLM_ROLE_LINEAR, LY(wqkv),
-     LLM_GROUP_QKV},
-    {"wk", "self_attn.k_proj.weight", "attn_k.weight", 1, LLM_DIM_KV, LLM_DIM_EMBD, LLM_NEED_OWN_KV, LLM_ROLE_LINEAR,
+    {"wq", "self_attn.q_proj.weight", "attn_q.weight", 1, LLM_DIM_Q, LLM_DIM_EMBD, LLM_NEED_SPLIT, LLM_ROLE_LINEAR,
      LY(wqkv), LLM_GROUP_QKV},
-    {"wv", "self_attn.v_proj.weight", "attn_v.weight", 1, LLM_DIM_KV, LLM_DIM_EMBD, LLM_NEED_OWN_V, LLM_ROLE_LINEAR,
-     LY(wqkv), LLM_GROUP_QKV},
+    {"wk", "self_attn.k_proj.weight", "attn_k.weight", 1, LLM_DIM_KV, LLM_DIM_EMBD, LLM_NEED_OWN_KV | LLM_NEED_SPLIT,
+     LLM_ROLE_LINEAR, LY(wqkv), LLM_GROUP_QKV},
+    {"wv", "self_attn.v_proj.weight", "attn_v.weight", 1, LLM_DIM_KV, LLM_DIM_EMBD, LLM_NEED_OWN_V | LLM_NEED_SPLIT,
+     LLM_ROLE_LINEAR, LY(wqkv), LLM_GROUP_QKV},
+    /* Phi-3: Q/K/V as one tensor, gate and up as one (the rows in the order the split ones concatenate to) */
+    {"wqkv", "self_attn.qkv_proj.weight", "attn_qkv.weight", 1, LLM_DIM_QKV, LLM_DIM_EMBD, LLM_NEED_FUSED,
+     LLM_ROLE_LINEAR, LY(wqkv), LLM_GROUP_NONE},
+    {"gate_up", "mlp.gate_up_proj.weight", "ffn_up.weight", 1, LLM_DIM_FF2, LLM_DIM_EMBD,
+     LLM_NEED_FUSED | LLM_NEED_DENSE, LLM_ROLE_LINEAR, LY(w_gate_up), LLM_GROUP_NONE},
     {"post_attn_norm", "post_attention_layernorm.weight", "post_attention_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
      LLM_NEED_SANDWICH, LLM_ROLE_VEC, LY(post_attn_norm), LLM_GROUP_NONE},
     {"post_ffn_norm", "post_feedforward_layernorm.weight", "post_ffw_norm.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
      LLM_NEED_SANDWICH, LLM_ROLE_VEC, LY(post_ffn_norm), LLM_GROUP_NONE},
     {"wo", "self_attn.o_proj.weight", "attn_output.weight", 1, LLM_DIM_EMBD, LLM_DIM_Q, 0, LLM_ROLE_LINEAR, LY(wo),
      LLM_GROUP_NONE},
-    {"gate", "mlp.gate_proj.weight", "ffn_gate.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, LLM_NEED_DENSE, LLM_ROLE_LINEAR,
-     LY(w_gate_up), LLM_GROUP_GATE_UP},
-    {"up", "mlp.up_proj.weight", "ffn_up.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, LLM_NEED_DENSE, LLM_ROLE_LINEAR,
-     LY(w_gate_up), LLM_GROUP_GATE_UP},
+    {"gate", "mlp.gate_proj.weight", "ffn_gate.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, LLM_NEED_DENSE | LLM_NEED_SPLIT,
+     LLM_ROLE_LINEAR, LY(w_gate_up), LLM_GROUP_GATE_UP},
+    {"up", "mlp.up_proj.weight", "ffn_up.weight", 1, LLM_DIM_FF, LLM_DIM_EMBD, LLM_NEED_DENSE | LLM_NEED_SPLIT,
+     LLM_ROLE_LINEAR, LY(w_gate_up), LLM_GROUP_GATE_UP},
     {"down", "mlp.down_proj.weight", "ffn_down.weight", 1, LLM_DIM_EMBD, LLM_DIM_FF, LLM_NEED_DENSE, LLM_ROLE_LINEAR,
      LY(w_down), LLM_GROUP_NONE},
     {"bq", "self_attn.q_proj.bias", "attn_q.bias", 1, LLM_DIM_Q, LLM_DIM_NONE, LLM_NEED_QKV_BIAS, LLM_ROLE_VEC,
@@ -77,10 +82,22 @@ static const llm_role ROLES[] = {
      LLM_NEED_MOE | LLM_NEED_EXP_ONE, LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_EXP_GATE_UP, LLM_EXP_EACH},
     {"exp_down", "mlp.experts.*.down_proj.weight", "ffn_down_exps.weight", 1, LLM_DIM_EMBD, LLM_DIM_EXP_FF,
      LLM_NEED_MOE | LLM_NEED_EXP_ONE, LLM_ROLE_LINEAR, LY(exp_down), LLM_GROUP_NONE, LLM_EXP_EACH},
-    {"exp_gate_up", "mlp.experts.gate_up_proj", NULL, 1, LLM_DIM_EXP_FF2, LLM_DIM_EMBD, LLM_NEED_MOE | LLM_NEED_EXP_3D,
-     LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_NONE, LLM_EXP_STACKED},
-    {"exp_down_3d", "mlp.experts.down_proj", NULL, 1, LLM_DIM_EMBD, LLM_DIM_EXP_FF, LLM_NEED_MOE | LLM_NEED_EXP_3D,
-     LLM_ROLE_LINEAR, LY(exp_down), LLM_GROUP_NONE, LLM_EXP_STACKED},
+    {"exp_gate_up", "mlp.experts.gate_up_proj", "ffn_gate_up_exps.weight", 1, LLM_DIM_EXP_FF2, LLM_DIM_EMBD,
+     LLM_NEED_MOE | LLM_NEED_EXP_3D, LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_NONE, LLM_EXP_STACKED},
+    {"exp_down_3d", "mlp.experts.down_proj", "ffn_down_exps.weight", 1, LLM_DIM_EMBD, LLM_DIM_EXP_FF,
+     LLM_NEED_MOE | LLM_NEED_EXP_3D, LLM_ROLE_LINEAR, LY(exp_down), LLM_GROUP_NONE, LLM_EXP_STACKED},
+    /* Gemma 4's MoE block beside the dense MLP: the router's input scale and per-expert scale, the experts' input
+       norm and the two branches' output norms (its router and experts are the rows above, renamed: gemma4_name) */
+    {"router_norm", "router.scale", "ffn_gate_inp.scale", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_MOE | LLM_NEED_MOE_DENSE, LLM_ROLE_VEC_RSQRT_D, LY(router_norm), LLM_GROUP_NONE},
+    {"exp_scale", "router.per_expert_scale", "ffn_down_exps.scale", 1, LLM_DIM_EXPERTS, LLM_DIM_NONE,
+     LLM_NEED_MOE | LLM_NEED_MOE_DENSE, LLM_ROLE_VEC, LY(exp_scale), LLM_GROUP_NONE},
+    {"exp_norm", "pre_feedforward_layernorm_2.weight", "pre_ffw_norm_2.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_MOE | LLM_NEED_MOE_DENSE, LLM_ROLE_VEC, LY(exp_norm), LLM_GROUP_NONE},
+    {"post_dense_norm", "post_feedforward_layernorm_1.weight", "post_ffw_norm_1.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_MOE | LLM_NEED_MOE_DENSE, LLM_ROLE_VEC, LY(post_dense_norm), LLM_GROUP_NONE},
+    {"post_exp_norm", "post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
+     LLM_NEED_MOE | LLM_NEED_MOE_DENSE, LLM_ROLE_VEC, LY(post_exp_norm), LLM_GROUP_NONE},
 };
 
 const llm_role *llm_roles(size_t *n) {
@@ -116,6 +133,10 @@ int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t l) {
     return hp->n_ff_exp;
   case LLM_DIM_EXP_FF2:
     return 2 * (int64_t)hp->n_ff_exp;
+  case LLM_DIM_QKV:
+    return llm_layer_q_width(hp, l) + 2 * (int64_t)llm_layer_kv_width(hp, l);
+  case LLM_DIM_FF2:
+    return 2 * (int64_t)llm_layer_n_ff(hp, l);
   default:
     return 0;
   }
@@ -134,7 +155,10 @@ int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
   if ((n & LLM_NEED_PLE) && !hp->ple_dim) return 0;
   if ((n & LLM_NEED_SCALAR) && !hp->layer_scalar) return 0;
   int moe = r->per_layer && llm_layer_is_moe(hp, l);
-  if ((n & LLM_NEED_DENSE) && moe) return 0;
+  if ((n & LLM_NEED_DENSE) && moe && !hp->moe_dense_too) return 0;
+  if ((n & LLM_NEED_MOE_DENSE) && !hp->moe_dense_too) return 0;
+  if ((n & LLM_NEED_SPLIT) && hp->fused_proj) return 0;
+  if ((n & LLM_NEED_FUSED) && !hp->fused_proj) return 0;
   if ((n & LLM_NEED_MOE) && !moe) return 0;
   if ((n & LLM_NEED_EXP_ONE) && hp->moe_hf_fused) return 0;
   if ((n & LLM_NEED_EXP_3D) && !hp->moe_hf_fused) return 0;
@@ -153,8 +177,21 @@ static const char *mixtral_name(const char *n) {
   return n;
 }
 
+/* Gemma 4's Hugging Face names of its router and experts (layers.N.router.proj, layers.N.experts.*) */
+static const char *gemma4_name(const char *n) {
+  static const char *const map[][2] = {{"mlp.gate.weight", "router.proj.weight"},
+                                       {"mlp.experts.gate_up_proj", "experts.gate_up_proj"},
+                                       {"mlp.experts.down_proj", "experts.down_proj"}};
+  for (size_t i = 0; n && i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(n, map[i][0])) return map[i][1];
+  return n;
+}
+
 const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len) {
-  const char *n = gguf ? r->gguf : hp->arch == LLM_ARCH_MIXTRAL ? mixtral_name(r->hf) : r->hf;
+  const char *n = gguf                           ? r->gguf
+                  : hp->arch == LLM_ARCH_MIXTRAL ? mixtral_name(r->hf)
+                  : hp->arch == LLM_ARCH_GEMMA4  ? gemma4_name(r->hf)
+                                                 : r->hf;
   const char *prefix = hp->hf_bare ? "" : hp->hf_prefix[0] ? hp->hf_prefix : "model.";
   if (!n)
     snprintf(buf, len, "(%s: no GGUF name)", r->role);

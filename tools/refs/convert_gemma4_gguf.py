@@ -11,7 +11,7 @@ and the `tokenizers` library's encodings of some texts are kept beside the GGUF 
 the GGUF "gemma4" tokenizer must reproduce. The reference logits are the HF fixture's (same weights: bf16 in,
 bf16 out). Run on the device (torch, transformers, tokenizers):
 
-  python3 convert_gemma4_gguf.py LLAMA_CPP_DIR OUT_DIR
+  python3 convert_gemma4_gguf.py LLAMA_CPP_DIR OUT_DIR [CASE,CASE]   (the HF fixtures' names; default all)
 """
 import json
 import os
@@ -22,7 +22,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODELS = os.path.join(HERE, "..", "..", "tests", "data", "models")
-CASES = [("gemma4_kv_shared", "gemma4_kv_shared_gguf"), ("gemma4_k_eq_v", "gemma4_k_eq_v_gguf")]
+CASES = [("gemma4_kv_shared", "gemma4_kv_shared_gguf"), ("gemma4_k_eq_v", "gemma4_k_eq_v_gguf"),
+         ("gemma4_moe", "gemma4_moe_gguf")]
 TEXTS = ["the cat sat on the mat", "  leading spaces and  double  spaces", "in the end\n\nand then\n\n\nit was",
          "\n\n\n\n", "one\ntwo\n", "Hello, World. Ünïcode and 日本 fall back to bytes", "ing thing singing",
          "trailing space ", "", "a\n \nb", "the\n\nthe  \n\n\n  the"]
@@ -74,8 +75,11 @@ def tiny_tokenizer(n_vocab):
 
 def main():
     llama, out = sys.argv[1], sys.argv[2]
+    only = sys.argv[3].split(",") if len(sys.argv) > 3 else None
     import tokenizers
     for src, name in CASES:
+        if only and src not in only:
+            continue
         sdir = os.path.join(MODELS, src)
         cfg = json.load(open(os.path.join(sdir, "config.json")))
         work = tempfile.mkdtemp()

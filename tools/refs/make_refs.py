@@ -73,6 +73,16 @@ def gemma4_scalars(m):
         for layer in m.model.layers: layer.layer_scalar.copy_(0.5 + torch.rand(1, generator=g))
     return m
 
+def gemma4_moe_scales(m):
+    """Gemma 4's router.scale near 1 and per_expert_scale in [0.5, 1.5] (perturb would make both ~0.1 * randn: a router
+    that cannot tell the experts apart), so that the routing and both scales show in the logits."""
+    g = torch.Generator().manual_seed(A.seed * 37)
+    with torch.no_grad():
+        for layer in m.model.layers:
+            layer.router.scale.copy_(1.0 + 0.2 * torch.randn(layer.router.scale.shape, generator=g))
+            layer.router.per_expert_scale.copy_(0.5 + torch.rand(layer.router.per_expert_scale.shape, generator=g))
+    return m
+
 def hf_case(name, model, note, dtype=torch.float32):
     d = os.path.join(A.out, name); os.makedirs(d, exist_ok=True)
     model = model.to(dtype); model.save_pretrained(d, safe_serialization=True)
@@ -414,6 +424,22 @@ def mixtral_model():
         num_local_experts=4, num_experts_per_tok=2, sliding_window=None))),
         "Mixtral: 4 experts of 64, top 2 (softmax over the chosen two), GQA 4/2, untied")
 
+def phi3_model(name, heads, kv_heads, partial, orig, max_pos, window, tied, note):
+    """Phi-3 / Phi-4-mini: qkv_proj and gate_up_proj fused, partial rotary, longrope with random short and long factors
+    (short in [1, 1.5], long in [1, 4]) and the attention factor its max_position_embeddings / original gives."""
+    hd = H // heads; half = int(hd * partial) // 2
+    g = torch.Generator().manual_seed(A.seed * 41 + heads)
+    short = [round(1.0 + 0.5 * float(x), 3) for x in torch.rand(half, generator=g)]
+    long = [round(1.0 + 3.0 * float(x), 3) for x in torch.rand(half, generator=g)]
+    rp = {"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": short, "long_factor": long,
+          "original_max_position_embeddings": orig}
+    if partial != 1.0: rp["partial_rotary_factor"] = partial
+    c = transformers.Phi3Config(vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=3, num_attention_heads=heads,
+        num_key_value_heads=kv_heads, max_position_embeddings=max_pos, original_max_position_embeddings=orig, rope_parameters=rp,
+        partial_rotary_factor=partial, sliding_window=window, tie_word_embeddings=tied, rms_norm_eps=1e-5, bos_token_id=1,
+        eos_token_id=2, pad_token_id=0)
+    hf_case(name, perturb_ret(transformers.Phi3ForCausalLM(c)), note)
+
 L3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
 CASES = {
     "llama_gqa": lambda: hf_case("llama_gqa", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
@@ -440,6 +466,13 @@ CASES = {
         sliding_window=8, max_position_embeddings=4096, vocab_size_per_layer_input=V, hidden_size_per_layer_input=16,
         layer_types=["sliding_attention", "sliding_attention", "full_attention"] * 2, num_kv_shared_layers=3, final_logit_softcapping=30.0))),
         "Gemma 4 text: last 3 layers reuse K/V of earlier layers (KV sharing), per-layer inputs, sliding window 8, proportional RoPE on full layers, softcap 30", torch.bfloat16),
+    "gemma4_moe": lambda: hf_case("gemma4_moe", gemma4_moe_scales(gemma4_scalars(perturb_ret(transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        global_head_dim=64, sliding_window=8, max_position_embeddings=4096, vocab_size_per_layer_input=V, hidden_size_per_layer_input=16,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"], num_kv_shared_layers=1,
+        enable_moe_block=True, num_experts=8, top_k_experts=2, moe_intermediate_size=32))))),
+        "Gemma 4 text with the MoE block: 8 experts of 32 beside the dense MLP on every layer, top 2 renormalised times per_expert_scale, "
+        "router scale, per-layer inputs, the last layer KV-shared, sliding window 8", torch.bfloat16),
     "gemma4_k_eq_v": lambda: hf_case("gemma4_k_eq_v", gemma4_scalars(perturb_ret(transformers.Gemma4ForCausalLM(transformers.Gemma4TextConfig(
         vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
         global_head_dim=64, num_global_key_value_heads=1, attention_k_eq_v=True, use_double_wide_mlp=True, tie_word_embeddings=False,
@@ -462,6 +495,15 @@ CASES = {
     "qwen3_embed": lambda: qwen3_embed_case("qwen3_embed"),
     "qwen3_moe": qwen3_moe_models,   # also writes qwen3_moe_gguf and qwen3_moe_mixed
     "mixtral": mixtral_model,
+    # the short factors (the sequence stays under the original 4096; attention factor sqrt(1 + ln 2 / ln 4096))
+    "phi3": lambda: phi3_model("phi3", 6, 2, 1.0, 4096, 8192, None, False,
+                               "Phi-3: fused qkv_proj and gate_up_proj, longrope short factors, GQA 6/2, untied"),
+    # the long factors (the prompt alone passes the original 16), partial rotary 0.75, tied
+    "phi4_mini": lambda: phi3_model("phi4_mini", 4, 2, 0.75, 16, 4096, None, True,
+                                    "Phi-4-mini: partial rotary 0.75, longrope long factors (original 16 tokens), tied"),
+    # a sliding window of 8 on every layer (Phi-3-mini's config names 2047)
+    "phi3_window": lambda: phi3_model("phi3_window", 6, 2, 1.0, 4096, 8192, 8, False,
+                                      "Phi-3 with sliding_window 8 (shorter than the sequence)"),
 }
 for n in (A.only.split(",") if A.only else CASES):
     CASES[n]()
