@@ -572,6 +572,9 @@ static void gguf_gemma4_bad(void) {
   expect_error("GGUF: infinite rope.freq_base", d, "", "llama.rope.freq_base (GGUF type 6) is not a finite number");
   gguf_patch(src, d, "gemma4.rope.freq_base", 'u', 0x7f800000u);
   expect_error("GGUF gemma4: infinite rope.freq_base", d, "", "must be finite numbers over 1");
+  /* phi3: longrope factors without their original length */
+  gguf_patch("data/models/phi3_gguf/model.gguf", d, "phi3.rope.scaling.original_context_length", 'u', 0);
+  expect_error("GGUF phi3: original_context_length 0", d, "", "longrope factors need");
 }
 
 static void bad_inputs(void) {
@@ -797,11 +800,14 @@ static void moe_fixtures(void) {
 
 /* Phi-3 and Phi-4-mini against transformers (`make_refs.py --only phi3,phi4_mini,phi3_window`): fused qkv_proj and
    gate_up_proj, longrope's short factors (phi3: the sequence under the original 4096) and long ones (phi4_mini:
-   past the original 16, partial rotary 0.75, tied), and Phi-3's sliding_window (8, on every layer). */
+   past the original 16, partial rotary 0.75, tied), and Phi-3's sliding_window (8, on every layer); each also as
+   llama.cpp writes phi3 GGUF (tests/tools/phi3_gguf.py: attn_qkv, ffn_up holding gate and up, the factors as
+   rope_factors_short / _long tensors, rope.scaling.attn_factor). */
 static void phi3_fixtures(void) {
-  static const char *const names[3] = {"phi3", "phi4_mini", "phi3_window"};
-  for (int i = 0; i < 3; i++) {
-    conformance(names[i], "", 1e-3);
+  static const char *const names[6] = {"phi3",      "phi4_mini",      "phi3_window",
+                                       "phi3_gguf", "phi4_mini_gguf", "phi3_window_gguf"};
+  for (int i = 0; i < 6; i++) {
+    conformance(names[i], "", strstr(names[i], "gguf") ? 2e-3 : 1e-3);
     conformance(names[i], "--weights q4", 0.9);
     conformance(names[i], "--kv f16", 1e-2);
     conformance(names[i], "--prefill-chunk 7", 1e-3);

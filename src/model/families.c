@@ -18,7 +18,7 @@ static const llm_family FAMILIES[] = {
     {.arch = LLM_ARCH_MIXTRAL, .hf = {"mixtral"}, .moe = 1},
     /* Phi-3 and Phi-4-mini: the Llama block with Q/K/V and gate/up each one tensor (model_roles.c), partial rotary
        and longrope (model_config.c) */
-    {.arch = LLM_ARCH_PHI3, .hf = {"phi3"}, .fused_proj = 1},
+    {.arch = LLM_ARCH_PHI3, .hf = {"phi3"}, .gguf = {"phi3"}, .fused_proj = 1},
     {.arch = LLM_ARCH_GEMMA3, .hf = {"gemma3_text"}, .gguf = {"gemma3"}, .qk_norm = 1, .gemma = 1},
     /* Gemma 4's readers are their own (config_gemma4.c): per-layer head_dim, KV sharing, per-layer inputs */
     {.arch = LLM_ARCH_GEMMA4,

@@ -651,6 +651,69 @@ static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *
   return WGLLM_OK;
 }
 
+/* A per-pair RoPE factor tensor (F32 [rot_dim/2], every value finite and positive): inv[i] = base[i] / factor[i] */
+static wgllm_status gguf_rope_factors(const wt_tensor *t, const llm_hparams *hp, const float *base, float *inv,
+                                      llm_err *err) {
+  if (t->dtype != WT_F32 || wt_numel(t) != hp->rot_dim / 2) {
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s must be F32 [%u] (is %s with %lld elements)", t->name,
+                       hp->rot_dim / 2, wt_dtype_name(t->dtype), (long long)wt_numel(t));
+  }
+  void *tmp = NULL;
+  const char *d = wt_tensor_bytes(t, &tmp, err);
+  if (!d) return WGLLM_ERR_IO;
+  wgllm_status s = WGLLM_OK;
+  for (uint32_t i = 0; !s && i < hp->rot_dim / 2; i++) {
+    float f;
+    memcpy(&f, d + 4 * i, 4);
+    if (!(f > 0) || !isfinite(f))
+      s = llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s[%u] = %g is not a finite positive number", t->name, i, f);
+    else
+      inv[i] = base[i] / f;
+  }
+  free(tmp);
+  return s;
+}
+
+/* Phi-3 as llama.cpp's converter writes it (phi3): longrope as the tensors rope_factors_short / rope_factors_long
+   with rope.scaling.original_context_length and rope.scaling.attn_factor, and attention.sliding_window on every
+   layer; Q/K/V fused in attn_qkv and gate/up in ffn_up (the roles' fused rows), NeoX RoPE. */
+static wgllm_status gguf_phi3(const wt_store *st, const char *a, llm_hparams *hp, llm_err *err) {
+  const wt_tensor *sf = wt_find(st, "rope_factors_short.weight"), *lf = wt_find(st, "rope_factors_long.weight");
+  wgllm_status s = WGLLM_OK;
+  char k[128];
+  if (!sf != !lf)
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: one of rope_factors_short / _long without the other");
+  if (sf) {
+    float *base = hp->inv_freq;
+    hp->inv_freq = malloc(hp->rot_dim / 2 * sizeof *hp->inv_freq);
+    hp->inv_freq_long = malloc(hp->rot_dim / 2 * sizeof *hp->inv_freq_long);
+    if (!hp->inv_freq || !hp->inv_freq_long) s = WGLLM_ERR_OUT_OF_MEMORY;
+    if (!s) s = gguf_rope_factors(sf, hp, base, hp->inv_freq, err);
+    if (!s) s = gguf_rope_factors(lf, hp, base, hp->inv_freq_long, err);
+    free(base);
+    if (s) return s;
+    snprintf(k, sizeof k, "%s.rope.scaling.original_context_length", a);
+    if (!gguf_u32(st, a, "rope.scaling.original_context_length", &hp->rope_orig_ctx) || !hp->rope_orig_ctx)
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: longrope factors need %s", k);
+    double attn = 1.0;
+    snprintf(k, sizeof k, "%s.rope.scaling.attn_factor", a);
+    if ((s = gguf_opt_f64(st, k, &attn, err))) return s;
+    if (!(attn > 0) || !isfinite(attn))
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: %s = %g (positive and finite)", k, attn);
+    hp->rope_attn_factor = (float)attn;
+    size_t n = strlen(hp->rope_desc);
+    snprintf(hp->rope_desc + n, sizeof hp->rope_desc - n, ", longrope: long past %u tokens, attention factor %g",
+             hp->rope_orig_ctx, attn);
+  }
+  uint32_t window = 0;
+  if (gguf_u32(st, a, "attention.sliding_window", &window) && window) {
+    hp->window = window;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+      hp->lay[l].window = window;
+  }
+  return WGLLM_OK;
+}
+
 static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *err) {
   const char *a = gguf_get_str(st, "general.architecture");
   if (!a) {
@@ -754,24 +817,7 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
   snprintf(hp->rope_desc, sizeof hp->rope_desc, "theta %g", theta);
   const wt_tensor *rf = wt_find(st, "rope_freqs.weight");
   if (rf) { /* per-pair frequency factors (llama3 scaling as llama.cpp stores it) */
-    if (rf->dtype != WT_F32 || wt_numel(rf) != hp->rot_dim / 2) {
-      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: rope_freqs.weight must be F32 [%u] (is %s with %lld elements)",
-                         hp->rot_dim / 2, wt_dtype_name(rf->dtype), (long long)wt_numel(rf));
-    }
-    void *tmp = NULL;
-    const char *rfd = wt_tensor_bytes(rf, &tmp, err);
-    if (!rfd) return WGLLM_ERR_IO;
-    for (uint32_t i = 0; i < hp->rot_dim / 2; i++) {
-      float f;
-      memcpy(&f, rfd + 4 * i, 4);
-      if (!(f > 0) || !isfinite(f)) {
-        llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: rope_freqs.weight[%u] = %g is not a finite positive number", i, f);
-        free(tmp);
-        return WGLLM_ERR_FORMAT;
-      }
-      hp->inv_freq[i] /= f;
-    }
-    free(tmp);
+    if ((s = gguf_rope_factors(rf, hp, hp->inv_freq, hp->inv_freq, err))) return s;
     strncat(hp->rope_desc, ", rope_freqs factors", sizeof hp->rope_desc - strlen(hp->rope_desc) - 1);
   }
   /* rope.scaling as llama.cpp's converter writes it: linear divides every frequency (of the global layers only in
@@ -796,6 +842,7 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
   if ((s = llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "GGUF: the RoPE parameters", err))) return s;
   s = llm_hparams_layers_init(hp, err);
   if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err);
+  if (!s && fam->arch == LLM_ARCH_PHI3) s = gguf_phi3(st, a, hp, err);
   /* llama.cpp writes Mixtral as a llama GGUF with an expert count */
   uint32_t experts = 0;
   if (!s && (fam->moe || (fam->arch == LLM_ARCH_LLAMA && gguf_u32(st, a, "expert_count", &experts) && experts)))
