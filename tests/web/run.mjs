@@ -23,8 +23,9 @@ const FLAGS = process.env.WGLLM_CHROMIUM_FLAGS ? process.env.WGLLM_CHROMIUM_FLAG
 // the op families and shapes test_ops runs in the browser (substrings of case names, test_ops --list): "mul/" takes
 // matmul of every storage too. Left out for SwiftShader's time (WGLLM_WEB_OPS runs them): the fused decode GEMV
 // ("plan=default": 109 cases pass in 193 s; its forced tuned plans need subgroups of 8 to 64, which SwiftShader's 4
-// are not, and the op refuses them: test_ops counts those as failures) and flash-decoding's 672 cases.
-const OPS = 'fill/,add/,mul/,rms_norm/,rope/,softmax/,argmax/,embedding/,glu/,rope_kv/,flash_decode_rope/,attention/,' +
+// are not, and the op refuses them: test_ops counts those as failures), flash-decoding's 672 cases and the MoE
+// router's ("softmax/n=": the softmax op's cases, not moe_route/softmax/...).
+const OPS = 'fill/,add/,mul/,rms_norm/,rope/,softmax/n=,argmax/,embedding/,glu/,rope_kv/,flash_decode_rope/,attention/,' +
   'attention_ring/';
 // "N checks, 0 failed" of a test program of the native build, run as ctest runs it: what the browser's run must say
 const nativeChecks = (name) => {
