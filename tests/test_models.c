@@ -814,6 +814,41 @@ static void phi3_fixtures(void) {
   }
 }
 
+/* `wgllm info`'s parameter count (4 significant digits) against the element count of every tensor in a Hugging Face
+   fixture's model.safetensors (each counted once: the LM head only where the file has one; Gemma's layer_scalar
+   buffers are in the file and in the count). */
+static void param_count_matches(const char *name) {
+  char p[300], args[400];
+  snprintf(p, sizeof p, "data/models/%s/model.safetensors", name);
+  size_t n = 0;
+  unsigned char *raw = (unsigned char *)th_read_file(p, &n);
+  uint64_t hl = 0;
+  for (int i = 0; raw && n >= 8 && i < 8; i++)
+    hl |= (uint64_t)raw[i] << (8 * i);
+  cJSON *h = raw && hl + 8 <= n ? cJSON_ParseWithLength((const char *)raw + 8, hl) : NULL;
+  double elems = 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, h) {
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(t, "shape"), *d;
+    if (!shape) continue; /* __metadata__ */
+    double e = 1;
+    cJSON_ArrayForEach(d, shape) e *= d->valuedouble;
+    elems += e;
+  }
+  snprintf(args, sizeof args, "info -m data/models/%s > %s/info.txt", name, g_tmp);
+  int rc = run_cli(args);
+  snprintf(p, sizeof p, "%s/info.txt", g_tmp);
+  char *out = th_read_file(p, NULL);
+  const char *at = out ? strstr(out, "parameters:") : NULL;
+  double m = at ? strtod(at + strlen("parameters:"), NULL) * 1e6 : -1;
+  printf("  %-18s parameters %.0f in the file, info says %.4g M\n", name, elems, m / 1e6);
+  CHECK(rc == 0 && elems > 0 && fabs(m - elems) <= 5e-4 * elems, "%s: info's parameters %.0f, the file's %.0f", name, m,
+        elems);
+  cJSON_Delete(h);
+  free(raw);
+  free(out);
+}
+
 int main(void) {
   const char *bin = getenv("WGLLM_BIN");
   snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "../build");
@@ -1019,6 +1054,12 @@ int main(void) {
   moe_fixtures();
   printf("Phi-3 and Phi-4-mini (transformers fixtures):\n");
   phi3_fixtures();
+  printf("parameter counts (wgllm info) against the files:\n");
+  static const char *const counted[] = {"llama_gqa",        "qwen2",         "qwen3",     "gemma3",
+                                        "gemma4_kv_shared", "gemma4_k_eq_v", "qwen3_moe", "qwen3_moe_mixed",
+                                        "mixtral",          "gemma4_moe",    "phi3",      "phi4_mini"};
+  for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++)
+    param_count_matches(counted[i]);
   printf("bad inputs:\n");
   bad_inputs();
   mistral_window();

@@ -88,6 +88,11 @@ void llm_param_counts(const llm_hparams *hp, uint64_t *total, uint64_t *active) 
       uint64_t expert = 3 * D * hp->n_ff_exp, router = (uint64_t)hp->n_expert * D;
       *total += router + expert * hp->n_expert;
       *active += router + expert * hp->n_expert_used;
+      if (hp->moe_dense_too) { /* Gemma 4: the dense MLP beside, the router's two scales, three more norms */
+        uint64_t dense = 3 * D * llm_layer_n_ff(hp, l) + D + hp->n_expert + 3 * D;
+        *total += dense;
+        *active += dense;
+      }
     } else {
       *total += 3 * D * llm_layer_n_ff(hp, l);
       *active += 3 * D * llm_layer_n_ff(hp, l);
