@@ -544,6 +544,60 @@ static void config_numbers_checked(void) {
   printf("  config.json numbers: %d of %zu bad fields refused by name\n", n, sizeof cases / sizeof cases[0]);
 }
 
+/* YaRN's frequencies and attention factor (qwen3's config, head_dim 32, theta 1e6, factor 4 from 4096) against the
+   values of transformers 5.17's _compute_yarn_parameters as written in modeling_rope_utils.py, evaluated in
+   Python's math (the correction range 3..8: pairs below 3 keep the original frequency, from 8 on a quarter of it);
+   then factor 1 runs as plain RoPE: the fixture's own transformers logits hold. No transformers fixture of a YaRN
+   model yet (make_refs.py --only qwen3_yarn on the GPU machine). */
+static void yarn_checked(void) {
+  static const double want[16] = {1,
+                                  0.421696503,
+                                  0.177827941,
+                                  0.0749894209,
+                                  0.0268793601,
+                                  0.00933465003,
+                                  0.00309287729,
+                                  0.000948549482,
+                                  0.00025,
+                                  0.000105424126,
+                                  4.44569853e-05,
+                                  1.87473552e-05,
+                                  7.90569415e-06,
+                                  3.33380358e-06,
+                                  1.40585331e-06,
+                                  5.92843426e-07};
+  char *js = edit_config("data/models/qwen3", "rope_parameters",
+                         "{\"rope_type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 4.0, "
+                         "\"original_max_position_embeddings\": 4096}");
+  cJSON *cfg = js ? cJSON_Parse(js) : NULL;
+  free(js);
+  llm_hparams hp;
+  llm_err err = {0};
+  wgllm_status s = llm_hparams_from_json(cfg, &hp, &err);
+  CHECK(s == WGLLM_OK && hp.rot_dim == 32, "yarn config: %s", err.msg);
+  double worst = 0;
+  for (int i = 0; s == WGLLM_OK && i < 16; i++) {
+    double d = fabs(hp.inv_freq[i] - want[i]) / want[i];
+    if (d > worst) worst = d;
+  }
+  printf("  yarn factor 4 from 4096: worst frequency relative error %.2g, attention factor %.9g (want 1.13862944)\n",
+         worst, s == WGLLM_OK ? hp.rope_attn_factor : 0.0f);
+  CHECK(s == WGLLM_OK && worst < 1e-6 && fabs(hp.rope_attn_factor - 1.13862944) < 1e-6, "yarn: frequencies %.2g off",
+        worst);
+  if (s == WGLLM_OK) llm_hparams_free(&hp);
+  cJSON_Delete(cfg);
+  char d[400];
+  snprintf(d, sizeof d, "%s/yarn1", g_tmp);
+  js = edit_config("data/models/qwen3", "rope_parameters",
+                   "{\"rope_type\": \"yarn\", \"rope_theta\": 1000000.0, \"factor\": 1.0, "
+                   "\"original_max_position_embeddings\": 4096}");
+  copy_dir_with_config("data/models/qwen3", d, js);
+  free(js);
+  g_model_override = d;
+  conformance("qwen3", "", 1e-3);
+  g_model_override = NULL;
+}
+
 static void gguf_gemma4_bad(void) {
   const char *src = "data/models/gemma4_kv_shared_gguf/model.gguf";
   char d[400];
@@ -1054,6 +1108,8 @@ int main(void) {
   moe_fixtures();
   printf("Phi-3 and Phi-4-mini (transformers fixtures):\n");
   phi3_fixtures();
+  printf("YaRN:\n");
+  yarn_checked();
   printf("parameter counts (wgllm info) against the files:\n");
   static const char *const counted[] = {"llama_gqa",        "qwen2",         "qwen3",     "gemma3",
                                         "gemma4_kv_shared", "gemma4_k_eq_v", "qwen3_moe", "qwen3_moe_mixed",

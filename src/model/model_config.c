@@ -315,6 +315,64 @@ static wgllm_status longrope(const cJSON *cfg, const cJSON *sc, double theta, ll
   return WGLLM_OK;
 }
 
+/* transformers' get_mscale: 0.1 * mscale * ln(scale) + 1 above a scale of 1 */
+static double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0; }
+
+/* YaRN as transformers' _compute_yarn_parameters: factor (or max_position_embeddings / original when null),
+   original_max_position_embeddings, beta_fast / beta_slow (32 / 1), truncate (true), the attention factor on cos and
+   sin (attention_factor, or get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim), or get_mscale(factor));
+   each pair's frequency between the interpolated (divided by factor) and the original one by the linear ramp over
+   the correction range. */
+static wgllm_status yarn(const cJSON *cfg, const cJSON *sc, double theta, llm_hparams *hp, llm_err *err) {
+  double factor = NAN, orig = NAN, attn = NAN, ms = NAN, ms_all = NAN, fast = 0, slow = 0, max_pos = 4096;
+  int truncate = 1;
+  wgllm_status s;
+  if ((s = json_opt_num(sc, "factor", &factor, err)) ||
+      (s = json_opt_num(sc, "original_max_position_embeddings", &orig, err)) ||
+      (s = json_opt_num(sc, "attention_factor", &attn, err)) || (s = json_opt_num(sc, "mscale", &ms, err)) ||
+      (s = json_opt_num(sc, "mscale_all_dim", &ms_all, err)) || (s = json_opt_num(sc, "beta_fast", &fast, err)) ||
+      (s = json_opt_num(sc, "beta_slow", &slow, err)) || (s = json_opt_bool(sc, "truncate", &truncate, err)) ||
+      (s = json_opt_num(cfg, "max_position_embeddings", &max_pos, err)))
+    return s;
+  if (!(orig >= 1) || !isfinite(orig))
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "config.json: yarn rope scaling needs original_max_position_embeddings (positive), not %g",
+                       orig);
+  if (isnan(factor)) factor = max_pos / orig;
+  if (!(factor > 0) || !isfinite(factor))
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: yarn rope scaling factor %g (finite and positive)", factor);
+  if (isnan(attn))
+    attn = !isnan(ms) && ms != 0 && !isnan(ms_all) && ms_all != 0
+               ? yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all)
+               : yarn_mscale(factor, 1.0);
+  if (fast == 0) fast = 32; /* transformers: `or 32`, `or 1` */
+  if (slow == 0) slow = 1;
+  if (!(attn > 0) || !isfinite(attn) || !(fast > 0) || !(slow > 0) || !isfinite(fast) || !isfinite(slow))
+    return llm_err_set(err, WGLLM_ERR_FORMAT,
+                       "config.json: yarn attention factor %g, beta_fast %g, beta_slow %g (finite and positive)", attn,
+                       fast, slow);
+  double dim = hp->rot_dim;
+  /* find_correction_dim: the dimension at which a wavelength makes num_rotations turns over the original length */
+  double low = dim * log(orig / (fast * 2 * M_PI)) / (2 * log(theta));
+  double high = dim * log(orig / (slow * 2 * M_PI)) / (2 * log(theta));
+  if (truncate) {
+    low = floor(low);
+    high = ceil(high);
+  }
+  if (low < 0) low = 0;
+  if (high > dim - 1) high = dim - 1;
+  if (low == high) high += 0.001; /* transformers' guard against a zero-width ramp */
+  for (uint32_t i = 0; i < hp->rot_dim / 2; i++) {
+    double pos = pow(theta, 2.0 * i / dim), ramp = (i - low) / (high - low);
+    double extrapolate = 1 - (ramp < 0 ? 0 : ramp > 1 ? 1 : ramp);
+    hp->inv_freq[i] = (float)(1.0 / (factor * pos) * (1 - extrapolate) + 1.0 / pos * extrapolate);
+  }
+  hp->rope_attn_factor = (float)attn;
+  snprintf(hp->rope_desc, sizeof hp->rope_desc, "yarn theta %g factor %g from %g, attention factor %g", theta, factor,
+           orig, attn);
+  return WGLLM_OK;
+}
+
 static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparams *hp, llm_err *err) {
   /* transformers 5 keeps everything in rope_parameters; older configs use rope_theta + rope_scaling */
   const cJSON *rs = cJSON_GetObjectItemCaseSensitive(cfg, "rope_scaling");
@@ -390,9 +448,12 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
     snprintf(hp->rope_desc, sizeof hp->rope_desc, "llama3 theta %g factor %g", theta, factor);
   } else if (!strcmp(type, "longrope")) {
     if ((s = longrope(cfg, sc, theta, hp, err))) return s;
+  } else if (!strcmp(type, "yarn")) {
+    if ((s = yarn(cfg, sc, theta, hp, err))) return s;
   } else {
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
-                       "config.json: rope type \"%s\" is not supported (default, linear, llama3, longrope)", type);
+                       "config.json: rope type \"%s\" is not supported (default, linear, llama3, longrope, yarn)",
+                       type);
   }
   hp->rope_mode = OP_ROPE_HALF; /* transformers' rotate_half layout */
   /* finite parameters can still overflow the f32 table (a llama3 factor of 1e-300 divided it into infinities) */

@@ -456,6 +456,13 @@ CASES = {
     "qwen3": lambda: hf_case("qwen3", (lambda m: (perturb(m), m)[1])(transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
         vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
         max_position_embeddings=4096, rope_theta=1000000.0, tie_word_embeddings=True, rms_norm_eps=1e-6))), "Qwen3: per-head q/k RMSNorm, head_dim independent of hidden"),
+    # YaRN (not yet made: no device time in the session that wrote it): factor 4 from an original 8 tokens, so the
+    # sequence is past it and the ramp's both ends show (test_models' yarn_checked has the frequencies meanwhile)
+    "qwen3_yarn": lambda: hf_case("qwen3_yarn", (lambda m: (perturb(m), m)[1])(transformers.Qwen3ForCausalLM(transformers.Qwen3Config(
+        vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
+        max_position_embeddings=4096, tie_word_embeddings=True, rms_norm_eps=1e-6,
+        rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "original_max_position_embeddings": 8}))),
+        "Qwen3 with YaRN rope scaling: factor 4 from 8 tokens, attention factor 0.1 ln 4 + 1"),
     "gemma3": lambda: hf_case("gemma3", (lambda m: (perturb(m, gemma_norm=True), m)[1])(transformers.Gemma3ForCausalLM(transformers.Gemma3TextConfig(
         vocab_size=V, hidden_size=H, intermediate_size=I, num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=32,
         sliding_window=8, max_position_embeddings=4096, query_pre_attn_scalar=32,
