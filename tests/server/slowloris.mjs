@@ -90,7 +90,10 @@ let gap = 0;
 for (let i = 1; i < st.times.length; i++) gap = Math.max(gap, st.times[i] - st.times[i - 1]);
 console.log(`the stream beside the slowloris: ${st.times.length} events, the longest gap ${gap} ms`);
 check(st.done && st.times.length > 100, "the stream beside the slowloris completed", { events: st.times.length, done: st.done });
-check(gap <= 1000, `... no gap between its events over 1 s (${gap} ms)`);
+// 1 s; a sanitized server (test-san: ASAN_OPTIONS is set, every host step several times slower, another test beside
+// it) 2 s: it once gave 1189 ms there. A loop the slow connections held would stall past their 3 s header timeout.
+const GAP_MS = process.env.ASAN_OPTIONS ? 2000 : 1000;
+check(gap <= GAP_MS, `... no gap between its events over ${GAP_MS / 1000} s (${gap} ms)`);
 
 // ---- --body-timeout: a body trickled a byte a second is cut
 {
