@@ -12,30 +12,45 @@ It made tests/data/models/mixtral_gguf from tests/data/models/mixtral:
 """
 import json
 import os
-import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "gguf"))
+sys.path.insert(0, HERE)
 import gguf_writer as gw  # noqa: E402
+import make_moe_fixture as moe_fixture  # noqa: E402
 
 
 def read_safetensors(path):
-    """name -> (shape, F32 bytes)"""
-    with open(path, "rb") as f:
-        raw = f.read()
-    (hl,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8:8 + hl])
-    data = raw[8 + hl:]
+    """name -> (shape, F32 bytes): make_moe_fixture.py's reader, F32 only"""
     out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        if t["dtype"] != "F32":
-            sys.exit("mixtral_gguf.py: %s is %s (F32 only)" % (name, t["dtype"]))
-        a, b = t["data_offsets"]
-        out[name] = (list(t["shape"]), data[a:b])
+    for name, (dtype, shape, blob) in moe_fixture.read_safetensors(path).items():
+        if dtype != "F32":
+            sys.exit("%s: %s is %s (F32 only)" % (os.path.basename(sys.argv[0]), name, dtype))
+        out[name] = (shape, blob)
     return out
+
+
+def test_vocab_kv(V):
+    """The llama-style test tokenizer of make_refs.py's GGUF fixtures as GGUF metadata: <unk> <s> </s>, 256 byte
+    tokens, then V - 259 pieces of one letter repeated (phi3_gguf.py's too)"""
+    toks = (["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] +
+            ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)])
+    return [("tokenizer.ggml.model", "str", "llama"), ("tokenizer.ggml.tokens", ("arr", "str"), toks),
+            ("tokenizer.ggml.scores", ("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
+            ("tokenizer.ggml.token_type", ("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
+            ("tokenizer.ggml.bos_token_id", "u32", 1), ("tokenizer.ggml.eos_token_id", "u32", 2),
+            ("tokenizer.ggml.unknown_token_id", "u32", 0)]
+
+
+def copy_reference(src, out, how):
+    """src's ref.json (named after out, its note saying how the GGUF was written) and logits.f32 beside the GGUF"""
+    ref = json.load(open(os.path.join(src, "ref.json")))
+    ref["name"] = os.path.basename(os.path.normpath(out))
+    ref["note"] = "the weights of ../%s as %s" % (os.path.basename(os.path.normpath(src)), how)
+    json.dump(ref, open(os.path.join(out, "ref.json"), "w"), indent=1)
+    with open(os.path.join(src, "logits.f32"), "rb") as f, open(os.path.join(out, "logits.f32"), "wb") as g:
+        g.write(f.read())
 
 
 def permuted(shape, blob, n_head):
@@ -77,8 +92,6 @@ def main():
             shape = parts[0][0]
             ts.append(("blk.%d.%s.weight" % (i, g), gw.GGML_F32, [shape[1], shape[0], E],
                        b"".join(b for _, b in parts)))
-    toks = (["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] +
-            ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)])
     rope = cfg.get("rope_parameters") or {}
     a = "llama"
     kv = [("general.architecture", "str", a), ("general.name", "str", "mixtral_gguf"), ("general.alignment", "u32", 32),
@@ -89,22 +102,11 @@ def main():
           (a + ".rope.dimension_count", "u32", H // nh),
           (a + ".rope.freq_base", "f32", float(rope.get("rope_theta", cfg.get("rope_theta", 1e6)))),
           (a + ".attention.layer_norm_rms_epsilon", "f32", float(cfg["rms_norm_eps"])),
-          (a + ".expert_count", "u32", E), (a + ".expert_used_count", "u32", cfg["num_experts_per_tok"]),
-          ("tokenizer.ggml.model", "str", "llama"), ("tokenizer.ggml.tokens", ("arr", "str"), toks),
-          ("tokenizer.ggml.scores", ("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
-          ("tokenizer.ggml.token_type", ("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
-          ("tokenizer.ggml.bos_token_id", "u32", 1), ("tokenizer.ggml.eos_token_id", "u32", 2),
-          ("tokenizer.ggml.unknown_token_id", "u32", 0)]
+          (a + ".expert_count", "u32", E), (a + ".expert_used_count", "u32", cfg["num_experts_per_tok"])]
+    kv += test_vocab_kv(V)
     os.makedirs(out, exist_ok=True)
     gw.write_gguf(os.path.join(out, "model.gguf"), kv, ts)
-    ref = json.load(open(os.path.join(src, "ref.json")))
-    ref["name"] = os.path.basename(os.path.normpath(out))
-    ref["note"] = "the weights of ../%s as llama.cpp writes Mixtral (a llama GGUF, F32; tests/tools/mixtral_gguf.py)" % (
-        os.path.basename(os.path.normpath(src)))
-    json.dump(ref, open(os.path.join(out, "ref.json"), "w"), indent=1)
-    with open(os.path.join(src, "logits.f32"), "rb") as f, open(os.path.join(out, "logits.f32"), "wb") as g:
-        g.write(f.read())
-
+    copy_reference(src, out, "llama.cpp writes Mixtral (a llama GGUF, F32; tests/tools/mixtral_gguf.py)")
 
 if __name__ == "__main__":
     main()

@@ -5,7 +5,7 @@ convert_hf_to_gguf.py writes phi3 (conversion/phi.py, Phi3MiniModel): general.ar
 int(partial_rotary_factor * hidden) // heads, the longrope factors as the tensors rope_factors_short.weight and
 rope_factors_long.weight, rope.scaling.original_context_length and rope.scaling.attn_factor (sqrt(1 + ln(scale) /
 ln(original)), scale = max_position_embeddings / original), attention.sliding_window when the config has one;
-everything F32, with the llama-style test tokenizer of tests/tools/mixtral_gguf.py. ref.json and logits.f32 are copied
+everything F32, with the llama-style test tokenizer of tests/tools/mixtral_gguf.py (its helpers). ref.json and logits.f32 are copied
 beside it: the same weights, the same transformers logits. Stdlib only.
 
 It made tests/data/models/phi3_gguf and phi4_mini_gguf:
@@ -21,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "gguf"))
 sys.path.insert(0, HERE)
 import gguf_writer as gw  # noqa: E402
-from mixtral_gguf import read_safetensors  # noqa: E402
+from mixtral_gguf import copy_reference, read_safetensors, test_vocab_kv  # noqa: E402
 
 
 def main():
@@ -58,8 +58,6 @@ def main():
                t("blk.%d.ffn_norm.weight" % i, p + "post_attention_layernorm.weight"),
                t("blk.%d.ffn_up.weight" % i, p + "mlp.gate_up_proj.weight"),
                t("blk.%d.ffn_down.weight" % i, p + "mlp.down_proj.weight")]
-    toks = (["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] +
-            ["\u2581" + chr(97 + j % 26) * (1 + j // 26) for j in range(V - 259)])
     a = "phi3"
     kv = [("general.architecture", "str", a), ("general.name", "str", os.path.basename(os.path.normpath(out))),
           ("general.alignment", "u32", 32), ("general.file_type", "u32", 0),
@@ -69,24 +67,12 @@ def main():
           (a + ".attention.head_count", "u32", nh), (a + ".attention.head_count_kv", "u32", nkv),
           (a + ".attention.layer_norm_rms_epsilon", "f32", float(cfg["rms_norm_eps"])),
           (a + ".rope.dimension_count", "u32", rope_dims), (a + ".rope.freq_base", "f32", float(rp["rope_theta"])),
-          (a + ".rope.scaling.attn_factor", "f32", attn_factor),
-          ("tokenizer.ggml.model", "str", "llama"), ("tokenizer.ggml.tokens", ("arr", "str"), toks),
-          ("tokenizer.ggml.scores", ("arr", "f32"), [0.0] * 259 + [-float(j) for j in range(V - 259)]),
-          ("tokenizer.ggml.token_type", ("arr", "i32"), [2, 3, 3] + [6] * 256 + [1] * (V - 259)),
-          ("tokenizer.ggml.bos_token_id", "u32", 1), ("tokenizer.ggml.eos_token_id", "u32", 2),
-          ("tokenizer.ggml.unknown_token_id", "u32", 0)]
+          (a + ".rope.scaling.attn_factor", "f32", attn_factor)] + test_vocab_kv(V)
     if cfg.get("sliding_window"):
         kv.append((a + ".attention.sliding_window", "u32", cfg["sliding_window"]))
     os.makedirs(out, exist_ok=True)
     gw.write_gguf(os.path.join(out, "model.gguf"), kv, ts)
-    ref = json.load(open(os.path.join(src, "ref.json")))
-    ref["name"] = os.path.basename(os.path.normpath(out))
-    ref["note"] = "the weights of ../%s as llama.cpp writes phi3 (F32; tests/tools/phi3_gguf.py)" % (
-        os.path.basename(os.path.normpath(src)))
-    json.dump(ref, open(os.path.join(out, "ref.json"), "w"), indent=1)
-    with open(os.path.join(src, "logits.f32"), "rb") as f, open(os.path.join(out, "logits.f32"), "wb") as g:
-        g.write(f.read())
-
+    copy_reference(src, out, "llama.cpp writes phi3 (F32; tests/tools/phi3_gguf.py)")
 
 if __name__ == "__main__":
     main()
