@@ -8,9 +8,9 @@
    projections, the GLU in the gate/up projection (when gate and up are one piece), and attention is
    flash-decoding, whose first pass also applies RoPE and appends to the KV cache. A batched decode (f->tokens:
    one token each of several sessions) is a step's path with T rows (the fused path with T tokens a GEMV, or for
-   other weights the GEMM over the rows), and token by token RoPE, cache append and flash-decoding over each token's
-   own session's cache (a KV-shared layer: q rotated apart, the source layer's cache read). A sparse layer's FFN is
-   the mixture of experts (llm_block_moe), the same on every path. */
+   other weights the plain GEMV over the rows, llm_linear), and token by token RoPE, cache append and flash-decoding
+   over each token's own session's cache (a KV-shared layer: q rotated apart, the source layer's cache read). A sparse
+   layer's FFN is the mixture of experts (llm_block_moe), the same on every path. */
 #include "blocks.h"
 
 static gpu_view V(gpu_buffer *b) { return gpu_whole(b); }
@@ -513,6 +513,20 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
   return attn_output(f, &L);
 }
 
+/* The MLP of layer l, unfused, into s->proj [T][D]: RMSNorm, gate/up projection, GLU, down projection */
+static wgllm_status mlp_to_proj(const llm_fwd *f, uint32_t l) {
+  const llm_hparams *hp = &f->m->hp;
+  const llm_scratch *s = f->s;
+  const llm_layer *ly = &f->m->layers[l];
+  uint32_t T = f->T, D = hp->n_embd, F = llm_layer_n_ff(hp, l);
+  gpu_view none = {0};
+  wgllm_status st = op_rms_norm(f->rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, hp->norm_offset);
+  if (!st) st = llm_linear(f, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
+  if (!st) st = op_glu(f->rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
+  if (!st) st = llm_linear(f, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+  return st;
+}
+
 wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
   gpu_recorder *rec = f->rec;
   const llm_hparams *hp = &f->m->hp;
@@ -540,10 +554,7 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
       st = llm_gemv(f, V(s->h), &ly->w_down, none, V(s->x), D, F, &oo);
     return st;
   }
-  st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
-  if (!st) st = llm_linear(f, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
-  if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
-  if (!st) st = llm_linear(f, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+  st = mlp_to_proj(f, l);
   if (!st && hp->sandwich_norms)
     st = op_rms_norm_add(rec, V(s->proj), ly->post_ffn_norm, V(s->x), D, T, hp->norm_eps, no);
   else if (!st)
@@ -619,14 +630,11 @@ wgllm_status llm_block_moe_beside_dense(const llm_fwd *f, uint32_t l) {
   const llm_hparams *hp = &f->m->hp;
   const llm_scratch *s = f->s;
   const llm_layer *ly = &f->m->layers[l];
-  uint32_t T = f->T, D = hp->n_embd, F = llm_layer_n_ff(hp, l);
+  uint32_t T = f->T, D = hp->n_embd;
   const float no = hp->norm_offset, eps = hp->norm_eps;
-  gpu_view none = {0}, h2 = {s->moe_y, 0, (uint64_t)T * D * 4}; /* moe_y's first T rows, free after the combine */
+  gpu_view h2 = {s->moe_y, 0, (uint64_t)T * D * 4}; /* moe_y's first T rows, free after the combine */
   /* the dense MLP, normed: xn [T][D] */
-  wgllm_status st = op_rms_norm(rec, V(s->x), ly->ffn_norm, V(s->xn), D, T, D, D, eps, no);
-  if (!st) st = llm_linear(f, V(s->xn), &ly->w_gate_up, none, V(s->gu), T, 2 * F, D);
-  if (!st) st = op_glu(rec, V(s->gu), V(s->gu), V(s->h), F, T, 2 * F, 0, F, hp->act);
-  if (!st) st = llm_linear(f, V(s->h), &ly->w_down, none, V(s->proj), T, D, F);
+  wgllm_status st = mlp_to_proj(f, l);
   if (!st) st = op_rms_norm(rec, V(s->proj), ly->post_dense_norm, V(s->xn), D, T, D, D, eps, no);
   /* the router reads the residual stream through a weightless RMSNorm times router.scale * D^-1/2 (router_norm),
      the experts through their own norm; each chosen expert's weight times its per_expert_scale */
