@@ -51,12 +51,13 @@ static void usage(FILE *f) {
          "  --sampled: sample with t 0.8, top-k 40, top-p 0.95, min-p 0.05, penalty 1.1\n"
          "  --parallel N: N sessions (2..64) decode together, batched in one step and one after another\n"
          "  --kv-pool: (--parallel) their caches on one paged KV pool; --batched-only: no one-after-another run\n"
-         "       wgllm bench --synthetic NAME --write-gguf OUT.gguf [--vocab DIR]  (the Llama shapes)\n"
+         "       wgllm bench --synthetic NAME --write-gguf OUT.gguf [--vocab DIR]  (the Llama shapes in Q4_0;\n"
+         "       the MoE shapes as llama.cpp's Q4_K_M types, random blocks)\n"
          "  --vocab DIR: embed DIR's tokenizer.json (+ tokenizer_config.json) as llama.cpp writes a Llama 3 GGUF\n"
          "       (e.g. third_party/tokenizers/llama3: the file then takes text, for wgllm run / serve)\n"
          "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
          "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), qwen3-30b-a3b (Qwen3-MoE:\n"
-         "  128 experts, top 8), tiny, gemma4-tiny, qwen3-moe-tiny (tests)\n"
+         "  128 experts, top 8), mixtral-8x7b (8 experts, top 2), tiny, gemma4-tiny, qwen3-moe-tiny (tests)\n"
          "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
          "  read back per step; defaults: --prompt 128 --gen 64 --runs 5; progress on stderr when it is a terminal\n");
 }

@@ -81,8 +81,26 @@ static wgllm_status qwen3_moe_hparams(const qwen3_moe_shape *q, llm_hparams *hp,
   return s;
 }
 
+/* Mixtral-8x7B as MixtralConfig fields (8 experts top 2 on every layer, no sliding window) */
+static wgllm_status mixtral_hparams(llm_hparams *hp, llm_err *err) {
+  cJSON *cfg = cJSON_Parse("{\"model_type\": \"mixtral\", \"vocab_size\": 32000, \"hidden_size\": 4096, "
+                           "\"intermediate_size\": 14336, \"num_hidden_layers\": 32, \"num_attention_heads\": 32, "
+                           "\"num_key_value_heads\": 8, \"num_local_experts\": 8, \"num_experts_per_tok\": 2, "
+                           "\"rope_theta\": 1000000.0, \"rms_norm_eps\": 1e-5, \"max_position_embeddings\": 32768, "
+                           "\"tie_word_embeddings\": false}");
+  if (!cfg) return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  wgllm_status s = llm_hparams_from_json(cfg, hp, err);
+  cJSON_Delete(cfg);
+  return s;
+}
+
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *err) {
   memset(hp, 0, sizeof *hp);
+  if (!strcmp(name, "mixtral-8x7b")) {
+    wgllm_status s = mixtral_hparams(hp, err);
+    if (s) llm_hparams_free(hp);
+    return s;
+  }
   for (size_t i = 0; i < sizeof QWEN3_MOE_SHAPES / sizeof QWEN3_MOE_SHAPES[0]; i++)
     if (!strcmp(name, QWEN3_MOE_SHAPES[i].name)) {
       wgllm_status s = qwen3_moe_hparams(&QWEN3_MOE_SHAPES[i], hp, err);
@@ -128,7 +146,7 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *e
   } else {
     return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
                        "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny, "
-                       "qwen3-30b-a3b, qwen3-moe-tiny)",
+                       "qwen3-30b-a3b, qwen3-moe-tiny, mixtral-8x7b)",
                        name);
   }
   hp->norm_eps = 1e-5f;
@@ -504,11 +522,13 @@ wgllm_status llm_synthetic_write_gguf_opts(const char *name, const char *path, c
   wgllm_status s = llm_synthetic_hparams(name, &hp, err);
   if (s) return s;
   if (o && o->n_vocab) hp.n_vocab = o->n_vocab;
-  if (hp.arch != LLM_ARCH_LLAMA) { /* Gemma 4's and Qwen3-MoE's shapes are in-memory only */
-    llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
-                "the gemma4 and qwen3 MoE synthetic shapes have no GGUF form (\"%s\"; the Llama shapes have)", name);
+  if (hp.arch != LLM_ARCH_LLAMA) { /* the MoE shapes in Q4_K_M's types (synthetic_gguf_roles.c); Gemma 4's none */
+    if (o && o->vocab_dir)
+      s = llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "synthetic %s: --vocab is for the Llama shapes' files", name);
+    else
+      s = llm_synthetic_write_roles_gguf(&hp, name, path, err);
     llm_hparams_free(&hp);
-    return WGLLM_ERR_UNSUPPORTED;
+    return s;
   }
   synth_tensor *t = calloc(3 + 9 * (size_t)hp.n_layer, sizeof *t);
   gguf_writer *w = gguf_writer_begin(3, 32);
