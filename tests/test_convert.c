@@ -131,8 +131,8 @@ static int q4_violations(const float *w, const float *deq, const uint16_t *sc, i
    quantization of them and ggml's dequantization (tools/quant/ggml_golden.c, llama.cpp's libggml-base.so);
    wgllm's to-f32 of the blocks must give the same floats, bit for bit. */
 static void test_ggml_golden(void) {
-  static const wt_dtype types[] = {WT_Q4_0, WT_Q8_0, WT_Q4_1, WT_Q5_0, WT_Q5_1,   WT_Q2_K,
-                                   WT_Q3_K, WT_Q4_K, WT_Q5_K, WT_Q6_K, WT_IQ4_NL, WT_IQ4_XS};
+  static const wt_dtype types[] = {WT_Q4_0, WT_Q8_0, WT_Q4_1, WT_Q5_0,   WT_Q5_1,   WT_Q2_K, WT_Q3_K,
+                                   WT_Q4_K, WT_Q5_K, WT_Q6_K, WT_IQ4_NL, WT_IQ4_XS, WT_MXFP4};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
     const wt_dtype_traits *tr = wt_traits(types[t]);
     char path[128];

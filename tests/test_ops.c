@@ -1094,12 +1094,13 @@ static void cases_softmax_argmax(void) {
 
 /* ggml's block types as GPU storages: the file dtype whose CPU dequantizer is the reference, the block, and the
    byte offsets of its f16 scale fields with the magnitudes random blocks get there (random bytes elsewhere), as
-   tools/gguf/ggml_blocks.py makes them. */
+   tools/gguf/ggml_blocks.py makes them; MXFP4's e8m0 exponent (byte 0) in 2^-9 .. 2^-5. */
 static const struct {
   op_wtype wt;
   wt_dtype dt;
   uint32_t qk, bytes, f16_at[2];
   float f16_mag[2]; /* 0: no second field */
+  int e8m0;         /* byte 0 an e8m0 exponent */
 } BLOCK_TYPES[] = {
     {OP_W_Q4_1, WT_Q4_1, 32, 20, {0, 2}, {0.1f / 8, -0.1f}},
     {OP_W_Q5_0, WT_Q5_0, 32, 22, {0, 0}, {0.1f / 8, 0}},
@@ -1111,6 +1112,7 @@ static const struct {
     {OP_W_Q6_K, WT_Q6_K, 256, 210, {208, 0}, {0.1f / 1000, 0}},
     {OP_W_IQ4_NL, WT_IQ4_NL, 32, 18, {0, 0}, {0.1f / 64, 0}},
     {OP_W_IQ4_XS, WT_IQ4_XS, 256, 136, {0, 0}, {0.1f / 1500, 0}},
+    {OP_W_MXFP4, WT_MXFP4, 32, 17, {0, 0}, {0, 0}, 1},
 };
 static int block_type(op_wtype t) {
   for (size_t i = 0; i < sizeof BLOCK_TYPES / sizeof BLOCK_TYPES[0]; i++)
@@ -1134,6 +1136,7 @@ static op_weight make_weight(op_wtype type, size_t N, size_t K, uint32_t group, 
       blk[i] = (uint8_t)th_u32(&rng);
     for (size_t b = 0; b < nb; b++)
       for (int f = 0; f < 2; f++) {
+        if (BLOCK_TYPES[bt].e8m0 && f == 0) blk[b * bb] = (uint8_t)(119 + th_u32(&rng) % 5);
         if (!BLOCK_TYPES[bt].f16_mag[f]) continue;
         uint16_t h = ref_f32_to_f16(BLOCK_TYPES[bt].f16_mag[f] * th_uniform(&rng, 0.5f, 1.5f));
         memcpy(blk + b * bb + BLOCK_TYPES[bt].f16_at[f], &h, 2);
@@ -4978,8 +4981,8 @@ static void cases_moe(void) {
   };
   static const op_wtype wts[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K};
   /* every other storage's two variants (the decode GEMV and the tiles) on one shape */
-  static const op_wtype more[] = {OP_W_BF16, OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,  OP_W_Q2_K,
-                                  OP_W_Q3_K, OP_W_Q5_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  static const op_wtype more[] = {OP_W_BF16, OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,   OP_W_Q2_K,
+                                  OP_W_Q3_K, OP_W_Q5_K, OP_W_IQ4_NL, OP_W_IQ4_XS, OP_W_MXFP4};
   for (size_t wi = 0; wi < sizeof more / sizeof more[0]; wi++)
     for (int route = 0; route < 2; route++) {
       tcase *c = add_case("moe_linear", run_moe_linear, "%s/%s/T=3,k=2,E=8,N=40,K=256,silu,bias/random",

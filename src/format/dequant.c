@@ -1,8 +1,8 @@
 /* CPU dequantization of ggml's other block types, as ggml-quants.c defines them (the golden vectors in
    tests/data/quant, made with llama.cpp's own libggml, are matched bit for bit by test_convert): Q4_1, Q5_0,
    Q5_1 (32-element blocks), the K-quants Q2_K..Q6_K (256-element super-blocks with 16- or 32-element sub-blocks
-   and 6- or 8-bit scales), IQ4_NL and IQ4_XS (4-bit indices into a non-linear table). Each to-f32 takes n
-   elements, a multiple of its block. */
+   and 6- or 8-bit scales), IQ4_NL and IQ4_XS (4-bit indices into a non-linear table), MXFP4 (e2m1 values times a
+   power of two). Each to-f32 takes n elements, a multiple of its block. */
 #include "weight_convert.h"
 #include <stdio.h>
 #include <string.h>
@@ -267,6 +267,30 @@ wgllm_status wc_iq4_xs_dequant(const void *src, float *dst, int64_t n, llm_err *
       }
       y += 32;
       qs += 16;
+    }
+  }
+  return st;
+}
+
+/* MXFP4 (17 bytes): e (e8m0), qs[16]; element j = 2^(e - 128) * grid[low nibble of qs[j]], j + 16 the high nibble
+   (ggml's kvalues_mxfp4: the e2m1 values doubled, hence e - 128 where OCP's scale is 2^(e - 127)) */
+static const int8_t MXFP4[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+float wc_e8m0_half(uint8_t e) { /* 2^(e - 128) exactly, as ggml's GGML_E8M0_TO_FP32_HALF (subnormal below e 2) */
+  uint32_t bits = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+wgllm_status wc_mxfp4_dequant(const void *src, float *dst, int64_t n, llm_err *err) {
+  wgllm_status st = blocks_ok("MXFP4", n, 32, err);
+  const uint8_t *b = src;
+  for (int64_t i = 0; !st && i < n / 32; i++, b += 17) {
+    float d = wc_e8m0_half(b[0]);
+    for (int j = 0; j < 16; j++) {
+      dst[i * 32 + j] = d * MXFP4[b[1 + j] & 0xf];
+      dst[i * 32 + j + 16] = d * MXFP4[b[1 + j] >> 4];
     }
   }
   return st;

@@ -37,6 +37,7 @@ static const wt_dtype_traits TRAITS[] = {
     [WT_Q6_K] = {"Q6_K", 256, 210, 1, 14, NULL, wc_q6_k_dequant},
     [WT_IQ4_NL] = {"IQ4_NL", 32, 18, 1, 20, NULL, wc_iq4_nl_dequant},
     [WT_IQ4_XS] = {"IQ4_XS", 256, 136, 1, 23, NULL, wc_iq4_xs_dequant},
+    [WT_MXFP4] = {"MXFP4", 32, 17, 1, 39, NULL, wc_mxfp4_dequant},
 };
 _Static_assert(sizeof TRAITS / sizeof TRAITS[0] == WT_DTYPE_COUNT, "one traits row per wt_dtype");
 

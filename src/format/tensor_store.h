@@ -27,6 +27,7 @@ typedef enum wt_dtype {
   WT_Q6_K,
   WT_IQ4_NL,
   WT_IQ4_XS,
+  WT_MXFP4, /* OCP microscaling FP4: 32 e2m1 values and one e8m0 exponent (gpt-oss's experts) */
   WT_DTYPE_COUNT
 } wt_dtype;
 

@@ -40,6 +40,9 @@ wgllm_status wc_q5_k_dequant(const void *src, float *dst, int64_t n, llm_err *er
 wgllm_status wc_q6_k_dequant(const void *src, float *dst, int64_t n, llm_err *err);
 wgllm_status wc_iq4_nl_dequant(const void *src, float *dst, int64_t n, llm_err *err);
 wgllm_status wc_iq4_xs_dequant(const void *src, float *dst, int64_t n, llm_err *err);
+wgllm_status wc_mxfp4_dequant(const void *src, float *dst, int64_t n, llm_err *err);
+/* 2^(e - 128) of an e8m0 exponent byte e, as ggml's MXFP4 blocks scale their doubled e2m1 grid */
+float wc_e8m0_half(uint8_t e);
 /* Any store dtype to f32; dst holds wt_numel(t) floats. Messages name the tensor. */
 wgllm_status wc_tensor_to_f32(const wt_tensor *t, float *dst, llm_err *err);
 

@@ -98,6 +98,8 @@ static op_wtype block_storage(wt_dtype d) {
     return OP_W_IQ4_NL;
   case WT_IQ4_XS:
     return OP_W_IQ4_XS;
+  case WT_MXFP4:
+    return OP_W_MXFP4;
   default:
     return OP_W_COUNT;
   }

@@ -32,6 +32,7 @@ static const struct {
     [OP_W_Q6_K] = {"q6k", "Q6_K", 256, 0, 256, 210, 212},
     [OP_W_IQ4_NL] = {"iq4nl", "IQ4_NL", 32, 0, 32, 18, 18},
     [OP_W_IQ4_XS] = {"iq4xs", "IQ4_XS", 256, 0, 256, 136, 136},
+    [OP_W_MXFP4] = {"mxfp4", "MXFP4", 32, 0, 32, 17, 17},
 };
 _Static_assert(sizeof WTYPES / sizeof WTYPES[0] == OP_W_COUNT, "one row per op_wtype");
 

@@ -28,6 +28,7 @@ typedef enum op_wtype {
   OP_W_Q6_K,
   OP_W_IQ4_NL,
   OP_W_IQ4_XS,
+  OP_W_MXFP4,
   OP_W_COUNT
 } op_wtype;
 #define OP_W_MAX_PARTS 32
