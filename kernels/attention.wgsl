@@ -6,6 +6,7 @@
 // out: [n_tokens][out_stride] (head h at h*head_dim). head_dim <= 512, head_dim % 4 == 0. f16 caches are
 // packed pairs in u32 (see kv_write.wgsl).
 // Variants "paged": the caches are a paged pool (lib/kv_page.wgsli), the sequence's block table at row seq.
+// With Params.sinks, each head's sink logit joins the softmax (lib/attn_sink.wgsli).
 //! variant f32: KV_F16=0
 //! variant f16: KV_F16=1
 //! variant f32paged: KV_F16=0 PAGED=1
@@ -13,7 +14,7 @@
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
                 window: u32, scale: f32, softcap: f32, seq: u32,
-                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
+                max_blocks: u32, block: u32, n_blocks: u32, sinks: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
@@ -24,6 +25,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 @group(0) @binding(6) var<storage, read> table: array<u32>; // the pool's block tables; the sequence's at seq
 #endif
 #include "lib/kv_page.wgsli"
+#include "lib/attn_sink.wgsli"
 
 const B = 128u;
 var<workgroup> qs: array<f32, 512>;
@@ -97,7 +99,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   }
   let ob = t * p.out_stride + h * hd + 4u * l;
   if (4u * l < hd) {
-    let r = acc4 / lsum;
+    let sn = sink_norm(h, m, lsum);
+    let r = acc4 * sn.x / sn.y;
     out[ob] = r.x;
     out[ob + 1u] = r.y;
     out[ob + 2u] = r.z;

@@ -17,7 +17,7 @@
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
                 window: u32, scale: f32, softcap: f32, seq: u32,
-                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
+                max_blocks: u32, block: u32, n_blocks: u32, sinks: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
@@ -28,6 +28,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 @group(0) @binding(6) var<storage, read> table: array<u32>; // the pool's block tables; the sequence's at seq
 #endif
 #include "lib/kv_page.wgsli"
+#include "lib/attn_sink.wgsli"
 
 override SGS: u32 = 32u; // the device's (fixed) subgroup size
 override NSG: u32 = 4u;  // subgroups (heads) a workgroup
@@ -110,11 +111,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     for (var o = nc; o < SGS; o *= 2u) { acc[0] += subgroupShuffleXor(acc[0], o); }
   }
   if (h < p.n_head) {
+    let sn = sink_norm(h, m, lsum);
     let ob = t * p.out_stride + h * hd;
     for (var i = 0u; i < NV; i++) {
       let c = lane + SGS * i;
       if (c < nc) {
-        let r = acc[i] / lsum;
+        let r = acc[i] * sn.x / sn.y;
         out[ob + 4u * c] = r.x;
         out[ob + 4u * c + 1u] = r.y;
         out[ob + 4u * c + 2u] = r.z;

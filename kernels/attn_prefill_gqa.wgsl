@@ -23,7 +23,7 @@
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
                 window: u32, scale: f32, softcap: f32, seq: u32,
-                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
+                max_blocks: u32, block: u32, n_blocks: u32, sinks: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
@@ -34,6 +34,7 @@ struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
 @group(0) @binding(6) var<storage, read> table: array<u32>; // the pool's block tables; the sequence's at seq
 #endif
 #include "lib/kv_page.wgsli"
+#include "lib/attn_sink.wgsli"
 
 override SGS: u32 = 32u;    // the device's (fixed) subgroup size: keys a block
 override NSG: u32 = 4u;     // tokens (subgroups) a workgroup
@@ -180,7 +181,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
         let c = lane + SGS * i;
         if (c < nc) {
           let ob = t * p.out_stride + (h0 + h) * hd + 4u * c;
-          let rr = acc[h * NV + i] / lsum[h];
+          let sn = sink_norm(h0 + h, m[h], lsum[h]);
+          let rr = acc[h * NV + i] * sn.x / sn.y;
           out[ob] = rr.x;
           out[ob + 1u] = rr.y;
           out[ob + 2u] = rr.z;

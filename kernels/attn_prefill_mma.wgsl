@@ -16,7 +16,7 @@
 struct Params { n_tokens: u32, n_head: u32, n_kv_head: u32, head_dim: u32,
                 q_stride: u32, q_off: u32, out_stride: u32, ctx: u32,
                 window: u32, scale: f32, softcap: f32, seq: u32,
-                max_blocks: u32, block: u32, n_blocks: u32, _q: u32 };
+                max_blocks: u32, block: u32, n_blocks: u32, sinks: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"

@@ -1,15 +1,17 @@
 // Flash-decoding, pass 2: combines the chunks of attn_split for each query head h:
 // out[h*hd + d] = sum_c e^(m_c - M) acc_c[d] / sum_c e^(m_c - M) l_c, M = max_c m_c, over the chunks that hold
 // keys (derived from pos[0], like pass 1). Variant "paged": workgroup (h, s) combines sequence s's chunks (its
-// partials' block, its pos[s]) into out[s*out_stride + h*hd + d].
+// partials' block, its pos[s]) into out[s*out_stride + h*hd + d]. With Params.sinks, head h's sink logit sinks[h]
+// joins the denominator (gpt-oss: den + e^(sink - M), both rescaled to max(M, sink)).
 //! variant f32: PAGED=0
 //! variant paged: PAGED=1
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
-                window: u32, max_chunks: u32, out_stride: u32, _p: u32 };
+                window: u32, max_chunks: u32, out_stride: u32, sinks: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> partial: array<f32>;
 @group(0) @binding(2) var<storage, read> pos: array<u32>;
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
+@group(0) @binding(4) var<storage, read> sinks: array<f32>;
 #include "lib/kv_range.wgsli"
 
 override B: u32 = 128u; // chunk length of attn_split
@@ -36,6 +38,12 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let b = ((pb + kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
     den += exp(partial[b + hd] - M) * partial[b + hd + 1u];
   }
+  var a = 1.0; // the factor on the numerators: 1 without sinks
+  if (p.sinks != 0u) {
+    let mx = max(M, sinks[h]);
+    a = exp(M - mx);
+    den = den * a + exp(sinks[h] - mx);
+  }
   for (var d = lid.x; d < hd; d += WG) {
     var num = 0.0;
     for (var c = 0u; c < n_chunks; c++) {
@@ -43,9 +51,9 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
       num += exp(partial[b + hd] - M) * partial[b + d];
     }
 #if PAGED
-    out[sq * p.out_stride + h * hd + d] = num / den;
+    out[sq * p.out_stride + h * hd + d] = num * a / den;
 #else
-    out[h * hd + d] = num / den;
+    out[h * hd + d] = num * a / den;
 #endif
   }
 }

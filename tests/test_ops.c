@@ -2341,7 +2341,7 @@ static case_result run_attention(const tcase *c) {
       vc[dst] = f16 ? ref_f16_to_f32(ref_f32_to_f16(kv_v)) : kv_v;
     }
   float *want = malloc(T * H * D * 4), *cgot = malloc(n * 4);
-  ref_attention(x, qkv, 0, kc, vc, pos, want, H * D, T, H, KVH, D, ctx, window, 1.0f / sqrtf((float)D), softcap);
+  ref_attention(x, qkv, 0, kc, vc, pos, want, H * D, T, H, KVH, D, ctx, window, 1.0f / sqrtf((float)D), softcap, NULL);
   cmp("out", gb_fetch(&go), want, T * H * D, 2e-6, 2e-5);
   gb_guards(&go, "out");
   /* the cache rows written on the GPU match (the whole caches: other rows unchanged) */
@@ -2431,7 +2431,7 @@ static case_result run_attention_mma(const tcase *c) {
     for (size_t i = 0; i < T * qkv; i++)
       x[i] = f16_round(x[i]);
     float *want = malloc(T * H * D * 4);
-    ref_attention(x, qkv, 0, kc, vc, pos, want, H * D, T, H, KVH, D, ctx, c->u.attn.window, ap.scale, ap.softcap);
+    ref_attention(x, qkv, 0, kc, vc, pos, want, H * D, T, H, KVH, D, ctx, c->u.attn.window, ap.scale, ap.softcap, NULL);
     cmp("out", gb_fetch(&go), want, T * H * D, 2e-3, 0);
     free(want);
   }
@@ -2445,6 +2445,78 @@ static case_result run_attention_mma(const tcase *c) {
   free(vc);
   free(x);
   free(pos);
+  return verdict();
+}
+
+/* attention/sinks/...: attention sinks (gpt-oss: a logit per head in the softmax's denominator, no value) through
+   every kernel that takes them: the op's prefill choice and each fallback (workgroup, untiled, one-head tiled), each
+   also on a paged pool (an identity block table), and flash-decoding (its worst-case grid, one sequence and the
+   paged batch of one); against ref_attention with the sinks, a sink far above and far below the scores included. */
+static case_result run_attention_sinks(const tcase *c) {
+  int f16 = c->u.attn.f16;
+  size_t T = c->u.attn.T, past = c->u.attn.past, H = c->u.attn.H, KVH = c->u.attn.KVH, D = c->u.attn.D;
+  uint32_t window = c->u.attn.window, BS = 16;
+  size_t ctx = (past + T + BS - 1) / BS * BS, n = KVH * ctx * D;
+  op_kv_layout kv = {.n_kv_head = (uint32_t)KVH, .head_dim = (uint32_t)D, .ctx = (uint32_t)ctx, .f16 = f16};
+  float *kc = rnd(n, -1, 1), *vc = rnd(n, -1, 1), *q = rnd(T * H * D, -1, 1), *sk = rnd(H, -1, 2);
+  sk[0] = 30.0f;                   /* far above every score: the outputs shrink towards 0 */
+  if (H > 1) sk[1] = -30.0f;       /* far below: as without a sink */
+  for (size_t i = 0; i < n; i++) { /* the values the cache holds */
+    kc[i] = f16 ? ref_f16_to_f32(ref_f32_to_f16(kc[i])) : kc[i];
+    vc[i] = f16 ? ref_f16_to_f32(ref_f32_to_f16(vc[i])) : vc[i];
+  }
+  uint32_t *pos = malloc(T * 4), *table = malloc(ctx / BS * 4);
+  for (size_t t = 0; t < T; t++)
+    pos[t] = (uint32_t)(past + t);
+  for (size_t b = 0; b < ctx / BS; b++)
+    table[b] = (uint32_t)b;
+  gbuf gk = cache_upload(kc, n, f16, 0), gv = cache_upload(vc, n, f16, 0), gq = gb_in(q, T * H * D * 4),
+       gp = gb_in(pos, T * 4), gs = gb_in(sk, H * 4), gt = gb_in(table, ctx / BS * 4),
+       gpart = gb_out(op_attn_partial_bytes(&kv, (uint32_t)H, 0));
+  float *want = malloc(T * H * D * 4);
+  ref_attention(q, H * D, 0, kc, vc, pos, want, H * D, T, H, KVH, D, ctx, window, 1.0f / sqrtf((float)D), 0.0f, sk);
+  op_kv_pages pg = {.table = gt.v, .max_blocks = (uint32_t)(ctx / BS), .block = BS, .n_blocks = (uint32_t)(ctx / BS)};
+  static const char *const routes[] = {"op's choice", "workgroup", "untiled", "ungrouped", "decode"};
+  for (int route = 0; route < 5; route++)
+    for (int paged = 0; paged < 2; paged++) {
+      if (route == 4 && (T != 1 || !op_attention_decode_supports(&kv, (uint32_t)H))) continue;
+      op_attn_params ap = {.n_tokens = (uint32_t)T,
+                           .n_head = (uint32_t)H,
+                           .q_stride = (uint32_t)(H * D),
+                           .out_stride = (uint32_t)(H * D),
+                           .window = window,
+                           .scale = 1.0f / sqrtf((float)D),
+                           .pages = paged ? &pg : NULL,
+                           .sinks = gs.v};
+      op_attn_kernel_opts force = {.no_subgroups = route == 1, .untiled = route == 2, .ungrouped = route == 3};
+      gbuf go = gb_out(T * H * D * 4);
+      gpu_recorder *r = rec_new();
+      wgllm_status st = route == 4 ? op_attention_decode(r, &kv, &ap, gq.v, gk.v, gv.v, gp.v, gpart.v, NULL, go.v)
+                                   : op_attention_forced(r, &kv, &ap, &force, gq.v, gk.v, gv.v, gp.v, go.v);
+      CHECK(st == WGLLM_OK, "%s record (%s%s): %s", g_case, routes[route], paged ? ", paged" : "",
+            gpu_recorder_error(r));
+      exec(r, NULL);
+      gpu_recorder_free(r);
+      char part[64];
+      snprintf(part, sizeof part, "out (%s%s)", routes[route], paged ? ", paged" : "");
+      cmp(part, gb_fetch(&go), want, T * H * D, 2e-6, 2e-5);
+      gb_guards(&go, part);
+      gb_free(&go);
+    }
+  gb_free(&gk);
+  gb_free(&gv);
+  gb_free(&gq);
+  gb_free(&gp);
+  gb_free(&gs);
+  gb_free(&gt);
+  gb_free(&gpart);
+  free(kc);
+  free(vc);
+  free(q);
+  free(sk);
+  free(pos);
+  free(table);
+  free(want);
   return verdict();
 }
 
@@ -2483,6 +2555,22 @@ static void cases_attention(void) {
                                     {10, 20, 16, 1, 32, 0, 0}, {6, 10, 2, 1, 512, 0, 0},  {12, 40, 4, 2, 64, 0, 300},
                                     {15, 26, 6, 2, 24, 7, 0},  {27, 3, 9, 3, 16, 0, 0},   {2, 0, 8, 2, 128, 0, 0},
                                     {70, 66, 4, 1, 64, 50, 0}, {25, 80, 14, 2, 256, 0, 0}};
+  /* sinks: T, past, H/KVH, D, window (gpt-oss: 64 heads over 8 of 64 dims, a window of 128) */
+  static const uint32_t sinks[][6] = {{1, 40, 8, 2, 64, 0},    {1, 200, 64, 8, 64, 128}, {9, 30, 8, 1, 64, 0},
+                                      {21, 50, 4, 2, 128, 16}, {3, 0, 6, 2, 32, 0},      {33, 140, 64, 8, 64, 128}};
+  for (int f16 = 0; f16 < 2; f16++)
+    for (size_t i = 0; i < sizeof sinks / sizeof sinks[0]; i++) {
+      const uint32_t *s = sinks[i];
+      tcase *c = add_case("attention", run_attention_sinks, "sinks/%s/T=%u,past=%u,H=%u/%u,D=%u,win=%u",
+                          f16 ? "f16kv" : "f32kv", s[0], s[1], s[2], s[3], s[4], s[5]);
+      c->u.attn.f16 = f16;
+      c->u.attn.T = s[0];
+      c->u.attn.past = s[1];
+      c->u.attn.H = s[2];
+      c->u.attn.KVH = s[3];
+      c->u.attn.D = s[4];
+      c->u.attn.window = s[5];
+    }
   static const int modes[] = {0, 4, 3};
   for (int mi = 0; mi < 3; mi++)
     for (int f16 = 0; f16 < 2; f16++)
@@ -2588,7 +2676,7 @@ static case_result run_attention_ring(const tcase *c) {
       vl[dst] = f16 ? ref_f16_to_f32(ref_f32_to_f16(v)) : v;
     }
   float *want = malloc(T * H * D * 4);
-  ref_attention(x, qkv, 0, kl, vl, pos, want, H * D, T, H, KVH, D, L, window, 1.0f / sqrtf((float)D), 0.0f);
+  ref_attention(x, qkv, 0, kl, vl, pos, want, H * D, T, H, KVH, D, L, window, 1.0f / sqrtf((float)D), 0.0f, NULL);
   cmp("out", gb_fetch(&go), want, T * H * D, 2e-6, 2e-5);
   gb_guards(&go, "out");
   gb_guards(&gk, "K cache");
@@ -2690,7 +2778,7 @@ static void fd_build(int f16, size_t si, size_t li) {
   fd.want = malloc(H * D * 4);
   fd.plain = malloc(H * D * 4);
   ref_attention(q, H * D, 0, kc, vc, &pos, fd.want, H * D, 1, H, KVH, D, ctx, FD_SHAPES[si].window,
-                1.0f / sqrtf((float)D), FD_SHAPES[si].cap);
+                1.0f / sqrtf((float)D), FD_SHAPES[si].cap, NULL);
   op_attn_params ap = {.n_tokens = 1,
                        .n_head = H,
                        .q_stride = H * D,
@@ -3685,8 +3773,8 @@ static case_result run_paged_decode(const tcase *tc) {
           memcpy(kl + ((size_t)h * lin + j) * D, kc + src, D * 4);
           memcpy(vl + ((size_t)h * lin + j) * D, vc + src, D * 4);
         }
-      ref_attention(q + (size_t)s * S, S, 0, kl, vl, &pos[s], want, H * D, 1, H, KVH, D, lin, win, ap.scale,
-                    ap.softcap);
+      ref_attention(q + (size_t)s * S, S, 0, kl, vl, &pos[s], want, H * D, 1, H, KVH, D, lin, win, ap.scale, ap.softcap,
+                    NULL);
       free(kl);
       free(vl);
       cmp(part, got + (size_t)s * H * D, want, H * D, 2e-6, 2e-5);

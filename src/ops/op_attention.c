@@ -13,7 +13,7 @@ _Static_assert(sizeof(kv_write_params) == 48, "kv_write_params mirrors the Param
 typedef struct attn_gpu_params {
   uint32_t n_tokens, n_head, n_kv_head, head_dim, q_stride, q_off, out_stride, ctx, window;
   float scale, softcap;
-  uint32_t seq, max_blocks, block, n_blocks, _q;
+  uint32_t seq, max_blocks, block, n_blocks, sinks;
 } attn_gpu_params;
 _Static_assert(sizeof(attn_gpu_params) == 64, "attn_gpu_params mirrors the Params block of kernels/attention.wgsl");
 
@@ -33,7 +33,8 @@ static attn_gpu_params attn_params_of(const op_kv_layout *kv, const op_attn_para
                            .seq = a->pages ? a->pages->seq : 0,
                            .max_blocks = a->pages ? a->pages->max_blocks : 0,
                            .block = a->pages ? a->pages->block : 0,
-                           .n_blocks = a->pages ? a->pages->n_blocks : 0};
+                           .n_blocks = a->pages ? a->pages->n_blocks : 0,
+                           .sinks = a->sinks.buf != NULL};
 }
 
 wgllm_status op_check_pages(gpu_recorder *rec, const char *who, const op_kv_layout *kv, const op_kv_pages *pg,
@@ -149,8 +150,8 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
                         .variant = kv->f16 ? V_ATTENTION_F16 : V_ATTENTION_F32,
                         .params = &p,
                         .params_size = sizeof p,
-                        .access = "rrrrw",
-                        .bind = {q, kcache, vcache, pos, out},
+                        .access = "rrrrwr",
+                        .bind = {q, kcache, vcache, pos, out, a->sinks.buf ? a->sinks : pos},
                         .grid = {a->n_head, a->n_tokens}};
   /* the first kernel of ops.h's order that accepts (force starts the order later) */
   const gpu_context *ctx = op_ctx(rec);
@@ -215,7 +216,8 @@ wgllm_status op_attention_forced(gpu_recorder *rec, const op_kv_layout *kv, cons
     if (!twin)
       return op_fail(rec, WGLLM_ERR_INTERNAL, "attention: kernel %s/%s has no paged twin", d.kernel, d.variant);
     d.variant = twin;
-    d.access = "rrrrwr";
+    d.access = "rrrrwrr"; /* the block table, then the sinks */
+    d.bind[6] = d.bind[5];
     d.bind[5] = pg->table;
   }
   return op_dispatch(rec, &d);
@@ -230,7 +232,7 @@ typedef struct attn_split_params {
 _Static_assert(sizeof(attn_split_params) == 80,
                "attn_split_params mirrors the Params block of kernels/attn_split.wgsl");
 typedef struct attn_reduce_params {
-  uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, _p;
+  uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, sinks;
 } attn_reduce_params;
 _Static_assert(sizeof(attn_reduce_params) == 32,
                "attn_reduce_params mirrors the Params block of kernels/attn_reduce.wgsl");
@@ -388,15 +390,16 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                            .ctx = kv->ctx,
                            .window = a->window,
                            .max_chunks = mc,
-                           .out_stride = a->out_stride};
+                           .out_stride = a->out_stride,
+                           .sinks = a->sinks.buf != NULL};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_REDUCE,
                                               .variant = pg ? V_ATTN_REDUCE_PAGED : V_ATTN_REDUCE_F32,
                                               .params = &rp,
                                               .params_size = sizeof rp,
                                               .consts = &cb,
                                               .n_consts = 1,
-                                              .access = "rrw",
-                                              .bind = {partial, pos, out},
+                                              .access = "rrwr",
+                                              .bind = {partial, pos, out, a->sinks.buf ? a->sinks : pos},
                                               .grid = {a->n_head, n_seq}});
 }
 
@@ -410,6 +413,7 @@ static uint32_t attn_mma_workgroup_bytes(uint32_t hd) {
 
 int op_attention_mma_supports(const gpu_context *ctx, const op_kv_layout *kv, const op_attn_params *a) {
   if (a->pages || (kv->head_dim != 64 && kv->head_dim != 128)) return 0; /* no paged twin */
+  if (a->sinks.buf) return 0;                                            /* no sinks */
   if (!kv->n_kv_head || !a->n_head || a->n_head % kv->n_kv_head || a->n_tokens < 2) return 0;
   /* a ring (a sliding window's cache) of fewer slots than a 32-key block could wrap twice in one block; a cache
      without a window is linear and never wraps */

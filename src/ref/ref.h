@@ -63,10 +63,11 @@ double ref_moe_act(int act, double g, double u, double alpha, double limit);
 void ref_moe_linear(const float *x, int x_pair, const float *w, const float *bias, const uint32_t *ids, size_t T,
                     size_t k, size_t E, size_t N, size_t K, int glu, int act, float alpha, float limit, float *y);
 void ref_moe_combine(const float *y, const float *w, float *out, size_t T, size_t k, size_t D, int accumulate);
-/* Attention over caches [n_kv][ctx][D] of queries q[t*q_stride + q_off + h*D] at positions pos[t]. */
+/* Attention over caches [n_kv][ctx][D] of queries q[t*q_stride + q_off + h*D] at positions pos[t]; sinks [H] (or
+   NULL): each head's sink logit in the softmax's denominator (gpt-oss), as transformers' eager_attention_forward. */
 void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc, const uint32_t *pos,
                    float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D, size_t ctx, uint32_t window,
-                   float scale, float softcap);
+                   float scale, float softcap, const float *sinks);
 /* The sampler's reference: same order and thresholds, double sums. ring: recent tokens (n_ring).
    draw: the counter value used for the RNG. Returns the token. logits are modified like the kernel does. */
 uint32_t ref_sample(float *logits, uint32_t V, float temp, uint32_t top_k, float top_p, float min_p, float rep_penalty,

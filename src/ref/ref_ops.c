@@ -182,7 +182,7 @@ void ref_glu(const float *x, const float *u, float *out, size_t n, size_t rows, 
 
 void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *kc, const float *vc, const uint32_t *pos,
                    float *out, size_t out_stride, size_t T, size_t H, size_t KVH, size_t D, size_t ctx, uint32_t window,
-                   float scale, float softcap) {
+                   float scale, float softcap, const float *sinks) {
   double *s = malloc(ctx * sizeof *s);
   for (size_t t = 0; t < T; t++)
     for (size_t h = 0; h < H; h++) {
@@ -199,10 +199,12 @@ void ref_attention(const float *q, size_t q_stride, size_t q_off, const float *k
         s[j] = dot;
         if (dot > m) m = dot;
       }
+      if (sinks && sinks[h] > m) m = sinks[h];
       for (size_t j = first; j <= last; j++) {
         s[j] = exp(s[j] - m);
         sum += s[j];
       }
+      if (sinks) sum += exp(sinks[h] - m);
       for (size_t d = 0; d < D; d++) {
         double a = 0;
         for (size_t j = first; j <= last; j++)
