@@ -1,8 +1,8 @@
 // Flash-decoding, pass 2: combines the chunks of attn_split for each query head h:
 // out[h*hd + d] = sum_c e^(m_c - M) acc_c[d] / sum_c e^(m_c - M) l_c, M = max_c m_c, over the chunks that hold
 // keys (derived from pos[0], like pass 1). Variant "paged": workgroup (h, s) combines sequence s's chunks (its
-// partials' block, its pos[s]) into out[s*out_stride + h*hd + d]. With Params.sinks, head h's sink logit sinks[h]
-// joins the denominator (gpt-oss: den + e^(sink - M), both rescaled to max(M, sink)).
+// partials' block, its pos[s]) into out[s*out_stride + h*hd + d]. With Params.sinks (1 + the first head's index in
+// sinks), head h's sink logit joins the denominator (gpt-oss: den + e^(sink - M), both rescaled to max(M, sink)).
 //! variant f32: PAGED=0
 //! variant paged: PAGED=1
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
@@ -40,9 +40,10 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   }
   var a = 1.0; // the factor on the numerators: 1 without sinks
   if (p.sinks != 0u) {
-    let mx = max(M, sinks[h]);
+    let sk = sinks[h + p.sinks - 1u];
+    let mx = max(M, sk);
     a = exp(M - mx);
-    den = den * a + exp(sinks[h] - mx);
+    den = den * a + exp(sk - mx);
   }
   for (var d = lid.x; d < hd; d += WG) {
     var num = 0.0;

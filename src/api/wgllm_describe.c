@@ -135,8 +135,18 @@ wgllm_status wgllm_describe_file(const char *path, char **out) {
         n_moe += llm_layer_is_moe(&hp, l);
       char dense[64] = "";
       if (n_moe < hp.n_layer) snprintf(dense, sizeof dense, " (the others a dense MLP of %u)", hp.n_ff);
+      static const char *const weights[3] = {"the softmax's", "renormalised", "the softmax of the top k"};
       put(&t, "experts:      %u, %u used a token, %u wide, on %u of %u layers%s; top-k weights %s\n", hp.n_expert,
-          hp.n_expert_used, hp.n_ff_exp, n_moe, hp.n_layer, dense, hp.moe_norm ? "renormalised" : "the softmax's");
+          hp.n_expert_used, hp.n_ff_exp, n_moe, hp.n_layer, dense, weights[hp.moe_norm % 3]);
+      if (hp.moe_oai_glu) {
+        uint32_t n_local = 0;
+        for (uint32_t l = 0; l < hp.n_layer; l++)
+          n_local += llm_layer_is_local(&hp, l);
+        put(&t,
+            "gpt-oss:      attention sinks, biased q/k/v/o, router and experts, clamped SwiGLU (alpha %g, limit %g), "
+            "sliding window %u on %u of %u layers\n",
+            hp.moe_glu_alpha, hp.moe_glu_limit, hp.window, n_local, hp.n_layer);
+      }
     }
     {
       uint64_t total, active;

@@ -1,7 +1,8 @@
 /* The forward pass of the Llama family (Llama 2/3.x, Mistral, Qwen2 with q/k/v biases, Qwen3 with per-head q/k
    norms) and of Gemma 3 (the same decoder with (1+w) norms, sandwich norms, GeGLU, scaled embeddings and
-   sliding windows on local layers with their own RoPE), and Qwen3-MoE (Qwen3 with the mixture of experts on its
-   sparse layers): embedding, per layer the attention and MLP blocks
+   sliding windows on local layers with their own RoPE), Qwen3-MoE (Qwen3 with the mixture of experts on its
+   sparse layers), Mixtral, Phi-3 and gpt-oss (biases on the attention's projections, sinks, sliding and full layers
+   alternating, biased experts with the clamped SwiGLU): embedding, per layer the attention and MLP blocks
    (blocks.c), the LM head. */
 #include "blocks.h"
 

@@ -231,6 +231,11 @@ static wgllm_status attn_append(const llm_fwd *f, const attn_layer *L, const att
   return op_kv_write(f->rec, &g->layout, &wp, V(L->qk), V(L->vb), V(f->s->pos), g->k, g->v);
 }
 
+/* Layer l's attention sinks (gpt-oss), or none */
+static gpu_view attn_sinks(const llm_fwd *f, const attn_layer *L) {
+  return f->m->hp.sinks ? f->m->layers[L->l].sinks : (gpu_view){0};
+}
+
 /* The attention's math for a group's query heads of T tokens (q rows of qk_stride, output rows of q_width). */
 static op_attn_params attn_params(const llm_fwd *f, const attn_layer *L, const attn_group *g) {
   const llm_hparams *hp = &f->m->hp;
@@ -242,6 +247,8 @@ static op_attn_params attn_params(const llm_fwd *f, const attn_layer *L, const a
                           .window = llm_layer_window(hp, L->l),
                           .scale = hp->attn_scale,
                           .softcap = 0.0f,
+                          .sinks = attn_sinks(f, L),
+                          .sink_head0 = g->q_off / L->head_dim,
                           .max_len = f->fo->max_len,
                           .pages = llm_kv_pages(f->kv, L->src)};
 }
@@ -318,6 +325,8 @@ static wgllm_status paged_pair(const llm_fwd *f, const attn_layer *L, const attn
                        .window = llm_layer_window(hp, L->l),
                        .scale = hp->attn_scale,
                        .softcap = 0.0f,
+                       .sinks = attn_sinks(f, L),
+                       .sink_head0 = g->q_off / L->head_dim,
                        .max_len = gr->max_len,
                        .rope = L->owns_kv ? &ar : NULL,
                        .pages = pages};
@@ -402,6 +411,8 @@ static wgllm_status attention_batched(const llm_fwd *f, const attn_layer *L) {
                            .window = llm_layer_window(hp, L->l),
                            .scale = hp->attn_scale,
                            .softcap = 0.0f,
+                           .sinks = attn_sinks(f, L),
+                           .sink_head0 = g.q_off / L->head_dim,
                            .max_len = tk->max_len,
                            .pages = llm_kv_pages(tk->kv, L->src)};
       op_attn_rope ar = {.cs = V(rope_cs),
@@ -456,6 +467,8 @@ static wgllm_status attention_prefill_batch(const llm_fwd *f, const attn_layer *
                            .window = llm_layer_window(hp, L->l),
                            .scale = hp->attn_scale,
                            .softcap = 0.0f,
+                           .sinks = attn_sinks(f, L),
+                           .sink_head0 = g.q_off / L->head_dim,
                            .max_len = 0,
                            .pages = pages};
       gpu_view out = {f->s->attn, ((uint64_t)sq->row0 * L->q_width + g.q_off) * 4, 0};
@@ -477,18 +490,18 @@ static wgllm_status attn_output(const llm_fwd *f, const attn_layer *L) {
   const llm_layer *ly = &f->m->layers[L->l];
   uint32_t T = f->T, D = hp->n_embd, nq = L->q_width;
   const float no = hp->norm_offset;
-  gpu_view none = {0};
+  gpu_view bo = hp->out_bias ? ly->bo : (gpu_view){0}; /* gpt-oss's output bias */
   wgllm_status st;
   if (f->fused) {
     op_gemv_opts oo = {.accumulate = 1, .n_tokens = T}, op = {.n_tokens = T};
     if (hp->sandwich_norms) {
-      st = llm_gemv(f, V(s->attn), &ly->wo, none, V(s->proj), D, nq, &op);
+      st = llm_gemv(f, V(s->attn), &ly->wo, bo, V(s->proj), D, nq, &op);
       if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
       return st;
     }
-    return llm_gemv(f, V(s->attn), &ly->wo, none, V(s->x), D, nq, &oo);
+    return llm_gemv(f, V(s->attn), &ly->wo, bo, V(s->x), D, nq, &oo);
   }
-  st = llm_linear(f, V(s->attn), &ly->wo, none, V(s->proj), T, D, nq);
+  st = llm_linear(f, V(s->attn), &ly->wo, bo, V(s->proj), T, D, nq);
   if (!st && hp->sandwich_norms)
     return op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
   if (!st) st = op_add_inplace(rec, V(s->x), V(s->proj), T * D, T * D);
@@ -579,10 +592,12 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   uint32_t T = f->T, D = hp->n_embd, E = hp->n_expert, k = hp->n_expert_used, I = hp->n_ff_exp;
   gpu_view none = {0};
   int decode = f->tokens || (T == 1 && !f->fo->prefill);
-  wgllm_status st = op_matvec(rec, rin, &ly->router, none, V(s->moe_logits), T, E, D); /* [T][E] */
+  /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
+  gpu_view rb = hp->moe_bias ? ly->router_bias : none, gub = hp->moe_bias ? ly->exp_gate_up_bias : none,
+           db = hp->moe_bias ? ly->exp_down_bias : none;
+  wgllm_status st = op_matvec(rec, rin, &ly->router, rb, V(s->moe_logits), T, E, D); /* [T][E] */
   if (!st)
-    st = op_moe_route(rec, V(s->moe_logits), scale, V(s->moe_ids), V(s->moe_w), T, E, k,
-                      hp->moe_norm ? OP_MOE_SOFTMAX_NORM : OP_MOE_SOFTMAX);
+    st = op_moe_route(rec, V(s->moe_logits), scale, V(s->moe_ids), V(s->moe_w), T, E, k, (op_moe_norm)hp->moe_norm);
   if (!st && !decode) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E);
   op_moe_linear_params gu = {.T = T,
                              .k = k,
@@ -591,7 +606,11 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
                              .K = D,
                              .x_pair = 0,
                              .glu = 1,
-                             .act = hp->act == OP_ACT_GELU_TANH ? OP_MOE_ACT_GELU_TANH : OP_MOE_ACT_SILU,
+                             .act = hp->moe_oai_glu               ? OP_MOE_ACT_SWIGLU_OAI
+                                    : hp->act == OP_ACT_GELU_TANH ? OP_MOE_ACT_GELU_TANH
+                                                                  : OP_MOE_ACT_SILU,
+                             .alpha = hp->moe_glu_alpha,
+                             .limit = hp->moe_glu_limit,
                              .route = decode ? OP_MOE_PAIRS : OP_MOE_TILES,
                              .ids = V(s->moe_ids),
                              .lists = decode ? none : V(s->moe_lists)};
@@ -601,7 +620,10 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   dn.x_pair = 1;
   dn.glu = 0;
   if (!ly->exp_up.data.buf) {
-    if (!st) st = op_moe_linear(rec, xin, &ly->exp_gate_up, none, V(s->moe_h), &gu); /* [T*k][I] */
+    if (!st) st = op_moe_linear(rec, xin, &ly->exp_gate_up, gub, V(s->moe_h), &gu); /* [T*k][I] */
+  } else if (!st && (hp->moe_oai_glu || hp->moe_bias)) {
+    st = op_fail(rec, WGLLM_ERR_UNSUPPORTED,
+                 "layer %u: experts' gate and up in different types with gpt-oss's biases and clamped SwiGLU", l);
   } else if (!st) { /* gate and up stored in different types: each its own linear into moe_y, the GLU apart */
     uint64_t rows = (uint64_t)T * k * I * 4, up = llm_moe_up_offset(T, k, I);
     gu.glu = 0;
@@ -610,7 +632,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
     if (!st) st = op_glu(rec, V(s->moe_y), V(s->moe_y), V(s->moe_h), I, T * k, I, 0, (uint32_t)(up / 4), hp->act);
     gu.glu = 1;
   }
-  if (!st) st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, none, V(s->moe_y), &dn); /* [T*k][D] */
+  if (!st) st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_y), &dn); /* [T*k][D] */
   if (!st) st = op_moe_combine(rec, V(s->moe_y), V(s->moe_w), out, T, k, D, accumulate);
   return st;
 }

@@ -21,6 +21,7 @@ static const arch_family FAMILIES[] = {
     {.arch = LLM_ARCH_QWEN3_MOE, .forward = llm_forward_llama, .batched_prefill = 1},
     {.arch = LLM_ARCH_MIXTRAL, .forward = llm_forward_llama, .batched_prefill = 1},
     {.arch = LLM_ARCH_PHI3, .forward = llm_forward_llama, .batched_prefill = 1},
+    {.arch = LLM_ARCH_GPT_OSS, .forward = llm_forward_llama, .batched_prefill = 1},
     {.arch = LLM_ARCH_GEMMA4,
      .forward = llm_forward_gemma4,
      .batched_prefill = 0,

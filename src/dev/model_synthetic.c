@@ -94,10 +94,36 @@ static wgllm_status mixtral_hparams(llm_hparams *hp, llm_err *err) {
   return s;
 }
 
+/* gpt-oss as GptOssConfig fields: gpt-oss-20b (32 experts top 4, sliding window 128 on every other layer, YaRN
+   factor 32 from 4096), and a small one for tests */
+static wgllm_status gpt_oss_hparams(const char *name, llm_hparams *hp, llm_err *err) {
+  int tiny = !strcmp(name, "gpt-oss-tiny");
+  char js[1024];
+  snprintf(js, sizeof js,
+           "{\"model_type\": \"gpt_oss\", \"vocab_size\": %u, \"hidden_size\": %u, \"intermediate_size\": %u, "
+           "\"num_hidden_layers\": %u, \"num_attention_heads\": %u, \"num_key_value_heads\": %u, \"head_dim\": %u, "
+           "\"num_local_experts\": %u, \"num_experts_per_tok\": %u, \"sliding_window\": %u, "
+           "\"rope_parameters\": {\"rope_type\": \"yarn\", \"rope_theta\": 150000.0, \"factor\": 32.0, "
+           "\"beta_fast\": 32.0, \"beta_slow\": 1.0, \"truncate\": false, \"original_max_position_embeddings\": 4096}, "
+           "\"rms_norm_eps\": 1e-5, \"max_position_embeddings\": 131072, \"tie_word_embeddings\": false}",
+           tiny ? 512 : 201088, tiny ? 128 : 2880, tiny ? 64 : 2880, tiny ? 2 : 24, tiny ? 4 : 64, tiny ? 2 : 8,
+           tiny ? 32 : 64, tiny ? 8 : 32, tiny ? 2 : 4, tiny ? 8 : 128);
+  cJSON *cfg = cJSON_Parse(js);
+  if (!cfg) return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+  wgllm_status s = llm_hparams_from_json(cfg, hp, err);
+  cJSON_Delete(cfg);
+  return s;
+}
+
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *err) {
   memset(hp, 0, sizeof *hp);
   if (!strcmp(name, "mixtral-8x7b")) {
     wgllm_status s = mixtral_hparams(hp, err);
+    if (s) llm_hparams_free(hp);
+    return s;
+  }
+  if (!strcmp(name, "gpt-oss-20b") || !strcmp(name, "gpt-oss-tiny")) {
+    wgllm_status s = gpt_oss_hparams(name, hp, err);
     if (s) llm_hparams_free(hp);
     return s;
   }
@@ -146,7 +172,7 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *e
   } else {
     return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
                        "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny, "
-                       "qwen3-30b-a3b, qwen3-moe-tiny, mixtral-8x7b)",
+                       "qwen3-30b-a3b, qwen3-moe-tiny, mixtral-8x7b, gpt-oss-20b, gpt-oss-tiny)",
                        name);
   }
   hp->norm_eps = 1e-5f;
@@ -358,6 +384,10 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
   }
   m->gpu = gpu;
   wgllm_status s = llm_synthetic_hparams(name, &m->hp, err);
+  if (!s && (m->hp.qkv_bias || m->hp.moe_bias || m->hp.sinks)) { /* biases and sinks have no synthetic values here */
+    llm_hparams_free(&m->hp);
+    s = llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "synthetic %s: no in-memory form; write it with --write-gguf", name);
+  }
   if (s) {
     free(m);
     return s;

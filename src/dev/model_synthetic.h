@@ -19,9 +19,11 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
 /* Writes the synthetic model (group 32) as GGUF v3 with Q4_0 linears and embedding, F32 norms (the Llama shapes; the
    MoE shapes as llm_synthetic_write_roles_gguf); a Gemma 4 shape has no GGUF form (WGLLM_ERR_UNSUPPORTED). */
 wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, llm_err *err);
-/* The MoE shapes (qwen3-30b-a3b, qwen3-moe-tiny, mixtral-8x7b) as GGUF (what llm_synthetic_write_gguf does for them):
-   llama.cpp's layout (qwen3moe; Mixtral as llama with expert_count), every tensor in the type llama.cpp's Q4_K_M gives
-   it, random blocks (synthetic_gguf_roles.c). Other role-table shapes: WGLLM_ERR_UNSUPPORTED. */
+/* The MoE shapes (qwen3-30b-a3b, qwen3-moe-tiny, mixtral-8x7b, gpt-oss-20b, gpt-oss-tiny) as GGUF (what
+   llm_synthetic_write_gguf does for them): llama.cpp's layout (qwen3moe; Mixtral as llama with expert_count; gpt-oss),
+   every tensor in the type llama.cpp's Q4_K_M gives it (gpt-oss: MXFP4 experts, Q8_0 otherwise), random blocks
+   (synthetic_gguf_roles.c). Other role-table shapes: WGLLM_ERR_UNSUPPORTED. The gpt-oss shapes have no in-memory
+   form (llm_model_synthetic refuses them: their biases and sinks). */
 wgllm_status llm_synthetic_write_roles_gguf(const llm_hparams *hp, const char *name, const char *path, llm_err *err);
 /* What llm_synthetic_write_gguf_opts adds. vocab_dir: a Hugging Face tokenizer directory (tokenizer.json, and
    tokenizer_config.json when there is one) whose tokenizer the file embeds (llm_synthetic_vocab_kv); NULL for none.

@@ -1,10 +1,11 @@
-/* The synthetic shapes whose tensors come from the role table (Qwen3-MoE, Mixtral) as GGUF files in llama.cpp's
-   layout, so wgllm and llama.cpp run identical weights of a real MoE shape (see model_synthetic.h). Each tensor is
-   stored in the type llama.cpp's Q4_K_M quantization gives it (llama-quant.cpp of v0.5.0: the LM head Q6_K; attn_v
+/* The synthetic shapes whose tensors come from the role table (Qwen3-MoE, Mixtral, gpt-oss) as GGUF files in
+   llama.cpp's layout, so wgllm and llama.cpp run identical weights of a real MoE shape (see model_synthetic.h). gpt-oss
+   is stored as its published MXFP4 files are (experts MXFP4, the other linears Q8_0); the others' each tensor in the
+   type llama.cpp's Q4_K_M quantization gives it (llama-quant.cpp of v0.5.0: the LM head Q6_K; attn_v
    and ffn_down of the layers use_more_bits picks Q6_K; with 8 experts attn_k and attn_v Q8_0 and attn_output Q5_K;
-   the router and the vectors F32; the rest Q4_K; Q8_0 where rows are no whole 256-element super-blocks), its blocks random bytes of bounded scale (a weight's spread is
-   about 0.02, so activations stay finite through the layers and the router picks varied experts). Only speed is
-   measured on these files: the numbers are no quantization of anything. */
+   the router and the vectors F32; the rest Q4_K; Q8_0 where rows are no whole 256-element super-blocks), its blocks
+   random bytes of bounded scale (a weight's spread is about 0.02, so activations stay finite through the layers and the
+   router picks varied experts). Only speed is measured on these files: the numbers are no quantization of anything. */
 #include "gguf_write.h"
 #include "model_synthetic.h"
 #include "weight_convert.h"
@@ -16,9 +17,11 @@
 /* llama.cpp's layer pick for the wider types of Q4_K_M */
 static int use_more_bits(int i, int n) { return i < n / 8 || i >= 7 * n / 8 || (i - n / 8) % 3 == 2; }
 
-/* the type a Q4_K_M file gives role r of layer l (rows of K elements) */
+/* the type a Q4_K_M file gives role r of layer l (rows of K elements); gpt-oss as its published MXFP4 files are:
+   the experts MXFP4, the other linears and the embedding Q8_0 */
 static wt_dtype q4_k_m_type(const llm_hparams *hp, const llm_role *r, int l, uint64_t K) {
-  if (r->d1 == LLM_DIM_NONE || r->kind == LLM_ROLE_NATIVE) return WT_F32; /* vectors, the router */
+  if (r->d1 == LLM_DIM_NONE || r->kind == LLM_ROLE_NATIVE || r->kind == LLM_ROLE_VEC) return WT_F32;
+  if (hp->arch == LLM_ARCH_GPT_OSS) return r->experts ? WT_MXFP4 : WT_Q8_0;
   if (K % 256) return WT_Q8_0; /* rows of no whole super-blocks (the tiny shapes): llama.cpp falls back likewise */
   if (!strcmp(r->role, "output")) return WT_Q6_K;
   int eight = hp->n_expert == 8, more = l >= 0 && use_more_bits(l, (int)hp->n_layer);
@@ -44,7 +47,7 @@ static uint64_t next(uint64_t *s) {
 
 /* n blocks of type t into out: random quants, scales so that a weight's spread is about 0.02 */
 static void random_blocks(wt_dtype t, uint64_t *s, uint8_t *out, size_t n) {
-  size_t bytes = (size_t)wt_nbytes(t, (int64_t)n * (t == WT_Q8_0 ? 32 : 256));
+  size_t bytes = (size_t)wt_nbytes(t, (int64_t)n * (t == WT_Q8_0 || t == WT_MXFP4 ? 32 : 256));
   for (size_t i = 0; i < bytes; i += 8) {
     uint64_t v = next(s);
     memcpy(out + i, &v, bytes - i < 8 ? bytes - i : 8);
@@ -56,6 +59,9 @@ static void random_blocks(wt_dtype t, uint64_t *s, uint8_t *out, size_t n) {
     case WT_Q8_0: /* d, qs[32] int8 (spread ~74) */
       d = wc_f32_to_f16(2.7e-4f * jitter);
       memcpy(out + b * 34, &d, 2);
+      break;
+    case WT_MXFP4: /* e, qs[16]: 2^(e - 128) times the doubled e2m1 grid (spread ~5.9): e 120, 2^-8 */
+      out[b * 17] = (uint8_t)(120 + (jitter > 1.0f));
       break;
     case WT_Q4_K: /* d, dmin, scales[12], qs[128]: every sub-block scale and min 32, so w = 32 d (q - 7.5) */
     case WT_Q5_K: /* the same with a fifth bit (qh[32] after the scales): w = 32 d (q - 15.5) */
@@ -85,8 +91,8 @@ static void random_blocks(wt_dtype t, uint64_t *s, uint8_t *out, size_t n) {
 
 static wgllm_status fill_roles(void *user, size_t i, gguf_sink *sink) {
   const roles_tensor *t = (const roles_tensor *)user + i;
-  if (t->type == WT_F32) { /* norms ones; the router small random */
-    int router = strstr(t->name, "ffn_gate_inp") != NULL;
+  if (t->type == WT_F32) { /* norms ones; the router, biases and sinks small random */
+    int router = strstr(t->name, "ffn_gate_inp") || strstr(t->name, ".bias") || strstr(t->name, "sinks");
     uint64_t s = 0x9E3779B97F4A7C15ull * (i + 1);
     float buf[256];
     wgllm_status st = WGLLM_OK;
@@ -98,7 +104,7 @@ static wgllm_status fill_roles(void *user, size_t i, gguf_sink *sink) {
     }
     return st;
   }
-  uint64_t per = t->type == WT_Q8_0 ? 32 : 256, n_blocks = t->elems / per, chunk = 4096;
+  uint64_t per = t->type == WT_Q8_0 || t->type == WT_MXFP4 ? 32 : 256, n_blocks = t->elems / per, chunk = 4096;
   size_t bsz = (size_t)wt_nbytes(t->type, (int64_t)per);
   uint8_t *buf = malloc(chunk * bsz);
   if (!buf) return WGLLM_ERR_OUT_OF_MEMORY;
@@ -113,9 +119,11 @@ static wgllm_status fill_roles(void *user, size_t i, gguf_sink *sink) {
   return st;
 }
 
-wgllm_status llm_synthetic_write_roles_gguf(const llm_hparams *hp, const char *name, const char *path,
-                                            llm_err *err) {
-  const char *arch = hp->arch == LLM_ARCH_QWEN3_MOE ? "qwen3moe" : hp->arch == LLM_ARCH_MIXTRAL ? "llama" : NULL;
+wgllm_status llm_synthetic_write_roles_gguf(const llm_hparams *hp, const char *name, const char *path, llm_err *err) {
+  const char *arch = hp->arch == LLM_ARCH_QWEN3_MOE ? "qwen3moe"
+                     : hp->arch == LLM_ARCH_MIXTRAL ? "llama"
+                     : hp->arch == LLM_ARCH_GPT_OSS ? "gpt-oss"
+                                                    : NULL;
   if (!arch)
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
                        "synthetic %s: no GGUF form (the Llama, Qwen3-MoE and Mixtral shapes have one)", name);
@@ -150,13 +158,22 @@ wgllm_status llm_synthetic_write_roles_gguf(const llm_hparams *hp, const char *n
   KV_U32("vocab_size", hp->n_vocab);
   KV_U32("expert_count", hp->n_expert);
   KV_U32("expert_used_count", hp->n_expert_used);
-  if (hp->arch == LLM_ARCH_QWEN3_MOE) KV_U32("expert_feed_forward_length", hp->n_ff_exp);
+  if (hp->arch != LLM_ARCH_MIXTRAL) KV_U32("expert_feed_forward_length", hp->n_ff_exp);
+  if (hp->window) KV_U32("attention.sliding_window", hp->window);
+  if (hp->arch == LLM_ARCH_GPT_OSS) { /* its YaRN: factor 32 from 4096 (the shapes' config) */
+    snprintf(k, sizeof k, "%s.rope.scaling.type", arch);
+    gguf_writer_kv_str(w, k, "yarn");
+    snprintf(k, sizeof k, "%s.rope.scaling.factor", arch);
+    gguf_writer_kv_f32(w, k, 32.0f);
+    KV_U32("rope.scaling.original_context_length", 4096);
+  }
 #undef KV_U32
   snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", arch);
   gguf_writer_kv_f32(w, k, hp->norm_eps);
-  /* the base of the shape's frequencies: inv_freq[1] = theta^(-2 / rot_dim) */
+  /* the base of the shape's frequencies: inv_freq[1] = theta^(-2 / rot_dim) (YaRN's highest pairs keep theirs) */
   snprintf(k, sizeof k, "%s.rope.freq_base", arch);
-  gguf_writer_kv_f32(w, k, (float)pow(1.0 / hp->inv_freq[1], hp->rot_dim / 2.0));
+  gguf_writer_kv_f32(w, k,
+                     hp->arch == LLM_ARCH_GPT_OSS ? 150000.0f : (float)pow(1.0 / hp->inv_freq[1], hp->rot_dim / 2.0));
   size_t n = 0;
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t l = 0; l < (pass ? hp->n_layer : 1); l++)

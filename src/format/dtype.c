@@ -14,6 +14,12 @@ static wgllm_status f16_to_f32(const void *src, float *dst, int64_t n, llm_err *
   wc_f16_to_f32_n(src, dst, (size_t)n);
   return WGLLM_OK;
 }
+static wgllm_status u8_to_f32(const void *src, float *dst, int64_t n, llm_err *err) {
+  (void)err;
+  for (int64_t i = 0; i < n; i++)
+    dst[i] = ((const uint8_t *)src)[i];
+  return WGLLM_OK;
+}
 static wgllm_status bf16_to_f32(const void *src, float *dst, int64_t n, llm_err *err) {
   (void)err;
   wc_bf16_to_f32_n(src, dst, (size_t)n);
@@ -38,6 +44,7 @@ static const wt_dtype_traits TRAITS[] = {
     [WT_IQ4_NL] = {"IQ4_NL", 32, 18, 1, 20, NULL, wc_iq4_nl_dequant},
     [WT_IQ4_XS] = {"IQ4_XS", 256, 136, 1, 23, NULL, wc_iq4_xs_dequant},
     [WT_MXFP4] = {"MXFP4", 32, 17, 1, 39, NULL, wc_mxfp4_dequant},
+    [WT_U8] = {"U8", 1, 1, 0, -1, "U8", u8_to_f32},
 };
 _Static_assert(sizeof TRAITS / sizeof TRAITS[0] == WT_DTYPE_COUNT, "one traits row per wt_dtype");
 

@@ -115,7 +115,7 @@ static wgllm_status add_entry(wt_store *s, const mapped_file *f, const cJSON *e,
   }
   wt_tensor t = {.name = (char *)name, .file = path, .shape = {1, 1, 1, 1}};
   if (!wt_dtype_from_safetensors(jd->valuestring, &t.dtype)) {
-    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (supported: F32, F16, BF16)", path,
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "%s: tensor '%s' has dtype %s (supported: F32, F16, BF16, U8)", path,
                        name, jd->valuestring);
   }
   int nd = cJSON_GetArraySize(js);

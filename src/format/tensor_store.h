@@ -28,6 +28,7 @@ typedef enum wt_dtype {
   WT_IQ4_NL,
   WT_IQ4_XS,
   WT_MXFP4, /* OCP microscaling FP4: 32 e2m1 values and one e8m0 exponent (gpt-oss's experts) */
+  WT_U8,    /* raw bytes (safetensors U8: gpt-oss's MXFP4 blocks and scales, which only their roles read) */
   WT_DTYPE_COUNT
 } wt_dtype;
 

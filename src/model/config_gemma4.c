@@ -209,7 +209,7 @@ wgllm_status llm_gemma4_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err)
   wgllm_status s = json_bos_eos(cfg, &hp->bos, &hp->eos, err);
   if (s) return s;
   uint8_t *local = NULL;
-  s = llm_json_layer_types(cfg, hp->n_layer, &local, err);
+  s = llm_json_layer_types(cfg, hp->n_layer, 6, &local, err);
   if (s) return s;
   local[hp->n_layer - 1] = 0; /* transformers forces the last layer to full attention */
   /* the layers: sliding ones as the scalars say, full ones with the global head_dim and KV heads */

@@ -23,9 +23,17 @@ wgllm_status json_bos_eos(const cJSON *cfg, int32_t *bos, int32_t *eos, llm_err 
 wgllm_status llm_rope_table_check(const float *inv, uint32_t half, const char *what, llm_err *err);
 /* inv_freq[i] = theta^(-2i/dim), i < dim/2 (f32, as transformers computes it); NULL when out of memory */
 float *default_inv_freq(double theta, uint32_t dim);
-/* Sliding (1) or full (0) per layer, from layer_types, else sliding_window_pattern (default 6): *local gets
-   [n_layer] flags, freed by the caller. */
-wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, llm_err *err);
+/* Sliding (1) or full (0) per layer, from layer_types, else sliding_window_pattern (default: pattern, the family's
+   transformers default, 6 for Gemma): *local gets [n_layer] flags, freed by the caller. */
+wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint32_t pattern, uint8_t **local,
+                                  llm_err *err);
+/* YaRN's frequencies into hp->inv_freq [rot_dim/2] (each pair's between the interpolated one, divided by factor, and
+   the original, by the linear ramp over the correction range of beta_fast / beta_slow turns in orig positions, its
+   ends floored / ceiled when truncate) and the attention factor on cos and sin, as transformers'
+   _compute_yarn_parameters; where names the source in errors. */
+wgllm_status llm_yarn(llm_hparams *hp, double theta, double factor, double orig, double fast, double slow, int truncate,
+                      double attn, const char *where, llm_err *err);
+double llm_yarn_mscale(double scale, double mscale); /* transformers' get_mscale */
 /* Hyperparameters from a config.json object alone (no tensors to check; the synthetic models use it). */
 wgllm_status llm_hparams_from_json(const cJSON *cfg, llm_hparams *hp, llm_err *err);
 /* Gemma 4 text (config_gemma4.c): everything after the common fields, per-layer table included. */
@@ -45,4 +53,8 @@ wgllm_status llm_moe_beside_dense(llm_hparams *hp, uint32_t n_expert, uint32_t k
 /* The same from GGUF metadata as llama.cpp writes qwen3moe: ARCH.expert_count, .expert_used_count,
    .expert_feed_forward_length; every layer sparse and the top k renormalised (llama.cpp's qwen3moe graph). */
 wgllm_status llm_moe_gguf_hparams(const wt_store *st, const char *arch, llm_hparams *hp, llm_err *err);
+/* gpt-oss from config.json (GptOssConfig: num_local_experts, num_experts_per_tok, intermediate_size the experts'
+   width, attention_bias, swiglu_alpha / swiglu_limit) or after llm_moe_gguf_hparams from GGUF (llama.cpp's fixed
+   alpha 1.702 and limit 7): every layer sparse, the top k softmaxed, biases, sinks, the clamped SwiGLU. */
+wgllm_status llm_gpt_oss_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err);
 #endif

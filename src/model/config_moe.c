@@ -1,9 +1,11 @@
-/* Mixture-of-experts hyperparameters (Qwen3-MoE) from config.json and GGUF metadata: the expert count, how many a
-   token takes, their width, the routing's renormalisation and which layers are sparse, into llm_hparams and the
-   per-layer table (hp->lay[l].moe). What would change the math and is not built (a shared expert, more experts or
-   a larger top k than the ops take) is refused by name. */
+/* Mixture-of-experts hyperparameters (Qwen3-MoE, Mixtral, gpt-oss, Gemma 4's block) from config.json and GGUF
+   metadata: the expert count, how many a token takes, their width, the routing's normalisation, gpt-oss's biases,
+   sinks and clamped SwiGLU, and which layers are sparse, into llm_hparams and the per-layer table (hp->lay[l].moe).
+   What would change the math and is not built (a shared expert, more experts or a larger top k than the ops take) is
+   refused by name. */
 #include "config_json.h"
 #include "gguf.h"
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -49,8 +51,43 @@ static wgllm_status mixtral_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *
   return WGLLM_OK;
 }
 
+wgllm_status llm_gpt_oss_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
+  wgllm_status s;
+  double alpha = 1.702, limit = 7.0; /* GptOssConfig's defaults, llama.cpp's constants */
+  if (cfg) {
+    int bias = 1; /* GptOssConfig's attention_bias default */
+    hp->n_expert = 128;
+    hp->n_expert_used = 4;
+    hp->n_ff_exp = hp->n_ff; /* intermediate_size is an expert's width */
+    if ((s = json_opt_u32(cfg, "num_local_experts", &hp->n_expert, err)) ||
+        (s = json_opt_u32(cfg, "num_experts_per_tok", &hp->n_expert_used, err)) ||
+        (s = json_opt_bool(cfg, "attention_bias", &bias, err)) ||
+        (s = json_opt_num(cfg, "swiglu_alpha", &alpha, err)) || (s = json_opt_num(cfg, "swiglu_limit", &limit, err)))
+      return s;
+    if (!(alpha > 0) || !isfinite(alpha) || !(limit > 0) || !isfinite(limit))
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: swiglu_alpha %g, swiglu_limit %g (finite, positive)",
+                         alpha, limit);
+    if ((s = moe_usable(hp, "config.json", "num_local_experts", "num_experts_per_tok", "intermediate_size", err)))
+      return s;
+    hp->qkv_bias = hp->out_bias = bias;
+    if (!hp->lay && (s = llm_hparams_layers_init(hp, err))) return s;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+      hp->lay[l].moe = 1;
+    moe_layers_set(hp);
+  } else /* GGUF: llama.cpp's gpt-oss graph reads q/k/v and output biases, always */
+    hp->qkv_bias = hp->out_bias = 1;
+  hp->moe_norm = OP_MOE_TOPK_SOFTMAX; /* GptOssTopKRouter: the top k of the biased logits, softmaxed */
+  hp->moe_oai_glu = 1;
+  hp->moe_glu_alpha = (float)alpha;
+  hp->moe_glu_limit = (float)limit;
+  hp->moe_bias = 1;
+  hp->sinks = 1;
+  return WGLLM_OK;
+}
+
 wgllm_status llm_moe_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) {
   if (hp->arch == LLM_ARCH_MIXTRAL) return mixtral_hparams(cfg, hp, err);
+  if (hp->arch == LLM_ARCH_GPT_OSS) return llm_gpt_oss_hparams(cfg, hp, err);
   /* transformers' Qwen3MoeConfig defaults */
   uint32_t step = 1, shared = 0;
   hp->n_expert = 128;

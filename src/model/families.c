@@ -19,6 +19,10 @@ static const llm_family FAMILIES[] = {
     /* Phi-3 and Phi-4-mini: the Llama block with Q/K/V and gate/up each one tensor (model_roles.c), partial rotary
        and longrope (model_config.c) */
     {.arch = LLM_ARCH_PHI3, .hf = {"phi3"}, .gguf = {"phi3"}, .fused_proj = 1},
+    /* gpt-oss: the Llama block with biases on every attention projection, attention sinks, alternating sliding and
+       full layers, and a mixture of experts with biases, the clamped SwiGLU and the top k softmaxed (config_moe.c);
+       its experts' Hugging Face forms (transposed 3-D, MXFP4 blocks) are role layouts (model_roles.c) */
+    {.arch = LLM_ARCH_GPT_OSS, .hf = {"gpt_oss"}, .gguf = {"gpt-oss"}, .moe = 1, .oai = 1, .window_pattern = 2},
     {.arch = LLM_ARCH_GEMMA3, .hf = {"gemma3_text"}, .gguf = {"gemma3"}, .qk_norm = 1, .gemma = 1},
     /* Gemma 4's readers are their own (config_gemma4.c): per-layer head_dim, KV sharing, per-layer inputs */
     {.arch = LLM_ARCH_GEMMA4,

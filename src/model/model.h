@@ -16,7 +16,8 @@ typedef enum llm_arch {
   LLM_ARCH_GEMMA4,
   LLM_ARCH_QWEN3_MOE,
   LLM_ARCH_MIXTRAL,
-  LLM_ARCH_PHI3
+  LLM_ARCH_PHI3,
+  LLM_ARCH_GPT_OSS
 } llm_arch;
 
 /* One architecture family (src/model/families.c): the names files give it and what it computes differently. */
@@ -35,6 +36,10 @@ typedef struct llm_family {
   op_act default_act;                 /* the activation when config.json names none */
   int moe;                            /* mixture-of-experts FFN on the sparse layers (Qwen3-MoE: config_moe.c) */
   int fused_proj; /* Q/K/V in one tensor (qkv_proj) and gate/up in one (gate_up_proj), as Phi-3 stores them */
+  int oai;        /* gpt-oss: attention sinks, an output-projection bias, biased router and experts, the clamped
+                     SwiGLU, the top k softmaxed (config_moe.c) */
+  uint32_t window_pattern; /* local layers from layer_types / the GGUF window, every window_pattern-th global (gpt-oss:
+                              2); 0: none beyond the common readers' */
   /* a family whose config differs much has its own readers, which take over after the common fields (Gemma 4:
      config_gemma4.c); NULL: the common readers go on */
   wgllm_status (*read_hf)(const struct cJSON *cfg, struct llm_hparams *hp, llm_err *err);
@@ -104,14 +109,25 @@ typedef struct llm_hparams {
      which each token takes n_expert_used, weighted by the router's softmax (renormalised over the chosen with
      moe_norm); which layers are sparse is hp->lay[l].moe */
   uint32_t n_expert, n_expert_used, n_ff_exp;
-  int moe_norm;
+  int moe_norm; /* op_moe_norm: OP_MOE_SOFTMAX, _SOFTMAX_NORM (the top k renormalised), _TOPK_SOFTMAX (gpt-oss) */
+  int moe_oai_glu;                /* the experts' GLU is gpt-oss's clamped SwiGLU (OP_MOE_ACT_SWIGLU_OAI) */
+  float moe_glu_alpha, moe_glu_limit; /* its sigmoid gain and clamp (swiglu_alpha 1.702, swiglu_limit 7) */
+  int moe_bias;                   /* the router and the experts' projections have biases (gpt-oss) */
+  int out_bias;                   /* the attention's output projection has a bias (gpt-oss) */
+  int sinks;                      /* attention sinks: a learned logit per head in the softmax (gpt-oss) */
   int moe_dense_too; /* Gemma 4's MoE block: a sparse layer keeps its dense MLP beside the experts (their outputs
                         normed and summed; llm_block_moe_beside_dense) */
-  int moe_hf_fused; /* a Hugging Face directory whose experts are 3-D (transformers 5's gate_up_proj [E][2I][H],
-                       down_proj [E][H][I]); 0: one tensor an expert, as the hub's checkpoints have them */
+  int moe_hf_fused; /* how a Hugging Face directory holds the experts (llm_moe_hf_form); GGUF: 0 */
   /* per-layer facts; NULL when every layer is as the scalars above say (read them through llm_layer_*) */
   struct llm_layer_hp *lay; /* [n_layer] */
 } llm_hparams;
+
+/* How a Hugging Face directory holds a layer's experts (hp->moe_hf_fused; detected from the first sparse layer's
+   tensors): a tensor an expert (the hub's Qwen3-MoE and Mixtral), 3-D as transformers 5 saves them (gate_up_proj
+   [E][2I][H], down_proj [E][H][I]), gpt-oss's transposed 3-D (gate_up_proj [E][H][2I] with gate and up interleaved,
+   down_proj [E][I][H]) or gpt-oss's MXFP4 blocks and scales (gate_up_proj_blocks [E][2I][H/32][16], rows
+   interleaved; down_proj_blocks [E][H][I/32][16]). */
+enum llm_moe_hf_form { LLM_MOE_HF_EACH = 0, LLM_MOE_HF_3D, LLM_MOE_HF_OAI, LLM_MOE_HF_OAI_MXFP4 };
 
 /* What one layer computes where layers differ (Gemma 3/4, Mistral's window): head_dim, KV heads, rotary dims
    and MLP width per layer, the window, which RoPE table, and whose KV cache it reads. */
@@ -206,6 +222,12 @@ typedef struct llm_layer {
   gpu_view exp_norm;        /* [n_embd] pre_feedforward_layernorm_2: the experts' input norm */
   gpu_view post_dense_norm; /* [n_embd] post_feedforward_layernorm_1: the dense MLP's output norm */
   gpu_view post_exp_norm;   /* [n_embd] post_feedforward_layernorm_2: the experts' output norm */
+  /* gpt-oss */
+  gpu_view bo;               /* [n_embd] the output projection's bias */
+  gpu_view sinks;            /* [n_head] attention sinks */
+  gpu_view router_bias;      /* [n_expert] */
+  gpu_view exp_gate_up_bias; /* [n_expert][2 * n_ff_exp]: per expert its gate biases, then its up biases */
+  gpu_view exp_down_bias;    /* [n_expert][n_embd] */
 } llm_layer;
 
 typedef struct llm_model {
@@ -248,6 +270,7 @@ typedef enum llm_role_dim {
   LLM_DIM_EXP_FF2,   /* 2 * n_ff_exp (gate and up of one expert) */
   LLM_DIM_QKV,       /* q, k and v rows of one fused projection (Phi-3's qkv_proj) */
   LLM_DIM_FF2,       /* 2 * the layer's n_ff (Phi-3's gate_up_proj) */
+  LLM_DIM_HEADS,     /* n_head (gpt-oss's sinks) */
 } llm_role_dim;
 /* what a role needs to be present (all bits must hold) */
 enum {
@@ -267,6 +290,12 @@ enum {
   LLM_NEED_MOE_DENSE = 1 << 13, /* ... beside the dense MLP (Gemma 4's MoE block: its router scales and norms) */
   LLM_NEED_SPLIT = 1 << 14,     /* Q, K, V (gate, up) each a tensor of its own */
   LLM_NEED_FUSED = 1 << 15,     /* ... all in one tensor (hp->fused_proj: Phi-3) */
+  LLM_NEED_EXP_OAI = 1 << 16,   /* gpt-oss's experts in a Hugging Face directory, in either form */
+  LLM_NEED_EXP_T = 1 << 17,     /* ... transposed 3-D (LLM_MOE_HF_OAI) */
+  LLM_NEED_EXP_MXFP4 = 1 << 18, /* ... MXFP4 blocks and scales (LLM_MOE_HF_OAI_MXFP4) */
+  LLM_NEED_MOE_BIAS = 1 << 19,  /* the router's and experts' biases (hp->moe_bias) */
+  LLM_NEED_OUT_BIAS = 1 << 20,  /* the output projection's bias (hp->out_bias) */
+  LLM_NEED_SINKS = 1 << 21,     /* attention sinks (hp->sinks) */
 };
 typedef enum llm_role_kind {
   LLM_ROLE_VEC,    /* any float dtype, to f32 (norms, biases, scalars) */
@@ -281,11 +310,25 @@ typedef enum llm_role_group {
   LLM_GROUP_QKV,
   LLM_GROUP_BQKV,
   LLM_GROUP_GATE_UP,
-  LLM_GROUP_EXP_GATE_UP /* experts' gate and up: interleaved per expert into one [E][2I][H] weight */
+  LLM_GROUP_EXP_GATE_UP, /* experts' gate and up: interleaved per expert into one [E][2I][H] weight */
+  LLM_GROUP_EXP_BIAS     /* experts' gate and up biases [E][I] each: into one [E][2I] (per expert gate, then up) */
 } llm_role_group;
 /* How a role's tensor holds experts: none; one [d0][d1] tensor an expert in a Hugging Face directory (its name's "*"
    the expert) and one [E][d0][d1] in GGUF (stacked); or [E][d0][d1] in every format. */
 typedef enum llm_role_experts { LLM_EXP_NONE, LLM_EXP_EACH, LLM_EXP_STACKED } llm_role_experts;
+/* How the file lays a role's tensor out against the [d0][d1] the loader makes of it (per expert where it holds
+   experts): as it is; transposed ([d1][d0]); transposed with its d0 rows in gate/up pairs (row 2i gate i, 2i + 1 up
+   i: made gate rows, then up rows); d1 in gate/up pairs (a bias vector [E][2I]); MXFP4 blocks [d0][d1/32][16] (OCP
+   nibble order: element 2j low, 2j + 1 high) with a sibling "_scales" [d0][d1/32] of e8m0 bytes ("_blocks" in the
+   name replaced), made ggml's MXFP4 blocks; the same with d0 rows in gate/up pairs (gpt-oss's checkpoints). */
+typedef enum llm_role_layout {
+  LLM_LAYOUT_PLAIN,
+  LLM_LAYOUT_T,
+  LLM_LAYOUT_T_PAIRS,
+  LLM_LAYOUT_PAIRS,
+  LLM_LAYOUT_MX,
+  LLM_LAYOUT_MX_PAIRS
+} llm_role_layout;
 typedef struct llm_role {
   const char *role, *hf, *gguf; /* per-layer names get the layer prefix; gguf NULL: not read from GGUF */
   int per_layer;
@@ -295,6 +338,7 @@ typedef struct llm_role {
   size_t slot; /* offsetof into llm_layer (per layer) or llm_model: an op_weight, or a gpu_view for VEC */
   llm_role_group group;
   llm_role_experts experts;
+  llm_role_layout layout;
 } llm_role;
 const llm_role *llm_roles(size_t *n);
 int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t layer);
@@ -304,6 +348,8 @@ const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, in
 /* The same for a role of one tensor an expert (LLM_EXP_EACH in a Hugging Face directory): expert e's name. */
 const char *llm_role_name_e(const llm_hparams *hp, int gguf, const llm_role *r, int layer, uint32_t e, char *buf,
                             size_t len);
+/* The name of the scales beside an MXFP4 role's blocks (LLM_LAYOUT_MX*): "_blocks" becomes "_scales". */
+const char *llm_role_scales_name(const char *blocks_name, char *buf, size_t len);
 /* How many tensors hold a role in this format (n_expert for LLM_EXP_EACH in a Hugging Face directory, else 1). */
 uint32_t llm_role_tensors(const llm_hparams *hp, int gguf, const llm_role *r);
 /* Checks every present role's tensor exists with its shape. */

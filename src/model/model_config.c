@@ -316,7 +316,7 @@ static wgllm_status longrope(const cJSON *cfg, const cJSON *sc, double theta, ll
 }
 
 /* transformers' get_mscale: 0.1 * mscale * ln(scale) + 1 above a scale of 1 */
-static double yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0; }
+double llm_yarn_mscale(double scale, double mscale) { return scale <= 1 ? 1.0 : 0.1 * mscale * log(scale) + 1.0; }
 
 /* YaRN as transformers' _compute_yarn_parameters: factor (or max_position_embeddings / original when null),
    original_max_position_embeddings, beta_fast / beta_slow (32 / 1), truncate (true), the attention factor on cos and
@@ -343,13 +343,18 @@ static wgllm_status yarn(const cJSON *cfg, const cJSON *sc, double theta, llm_hp
     return llm_err_set(err, WGLLM_ERR_FORMAT, "config.json: yarn rope scaling factor %g (finite and positive)", factor);
   if (isnan(attn))
     attn = !isnan(ms) && ms != 0 && !isnan(ms_all) && ms_all != 0
-               ? yarn_mscale(factor, ms) / yarn_mscale(factor, ms_all)
-               : yarn_mscale(factor, 1.0);
+               ? llm_yarn_mscale(factor, ms) / llm_yarn_mscale(factor, ms_all)
+               : llm_yarn_mscale(factor, 1.0);
   if (fast == 0) fast = 32; /* transformers: `or 32`, `or 1` */
   if (slow == 0) slow = 1;
+  return llm_yarn(hp, theta, factor, orig, fast, slow, truncate, attn, "config.json", err);
+}
+
+wgllm_status llm_yarn(llm_hparams *hp, double theta, double factor, double orig, double fast, double slow, int truncate,
+                      double attn, const char *where, llm_err *err) {
   if (!(attn > 0) || !isfinite(attn) || !(fast > 0) || !(slow > 0) || !isfinite(fast) || !isfinite(slow))
     return llm_err_set(err, WGLLM_ERR_FORMAT,
-                       "config.json: yarn attention factor %g, beta_fast %g, beta_slow %g (finite and positive)", attn,
+                       "%s: yarn attention factor %g, beta_fast %g, beta_slow %g (finite and positive)", where, attn,
                        fast, slow);
   double dim = hp->rot_dim;
   /* find_correction_dim: the dimension at which a wavelength makes num_rotations turns over the original length */
@@ -368,8 +373,8 @@ static wgllm_status yarn(const cJSON *cfg, const cJSON *sc, double theta, llm_hp
     hp->inv_freq[i] = (float)(1.0 / (factor * pos) * (1 - extrapolate) + 1.0 / pos * extrapolate);
   }
   hp->rope_attn_factor = (float)attn;
-  snprintf(hp->rope_desc, sizeof hp->rope_desc, "yarn theta %g factor %g from %g, attention factor %g", theta, factor,
-           orig, attn);
+  snprintf(hp->rope_desc, sizeof hp->rope_desc, "yarn theta %g factor %g from %g, attention factor %g%s", theta, factor,
+           orig, attn, truncate ? "" : ", untruncated");
   return WGLLM_OK;
 }
 
@@ -460,9 +465,8 @@ static wgllm_status hf_rope_params(const cJSON *cfg, const cJSON *rp, llm_hparam
   return llm_rope_table_check(hp->inv_freq, hp->rot_dim / 2, "config.json: the RoPE parameters", err);
 }
 
-wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint8_t **local, llm_err *err) {
+wgllm_status llm_json_layer_types(const cJSON *cfg, uint32_t n_layer, uint32_t pattern, uint8_t **local, llm_err *err) {
   const cJSON *lt = cJSON_GetObjectItemCaseSensitive(cfg, "layer_types");
-  uint32_t pattern = 6; /* transformers' default: five sliding layers, then a global one */
   *local = calloc(n_layer + 1u, 1);
   if (!*local) return WGLLM_ERR_OUT_OF_MEMORY;
   if (cJSON_IsArray(lt)) {
@@ -617,7 +621,10 @@ static wgllm_status hf_hparams(const cJSON *cfg, llm_hparams *hp, llm_err *err) 
       return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "config.json: %s is not supported for Gemma 3 yet", capped);
     }
     hp->window = window;
-    if (hp->window) s = llm_json_layer_types(cfg, hp->n_layer, &local, err);
+    if (hp->window) s = llm_json_layer_types(cfg, hp->n_layer, 6, &local, err);
+  } else if (fam->window_pattern) { /* gpt-oss: layer_types, by default sliding and full alternating */
+    hp->window = window;
+    if (hp->window) s = llm_json_layer_types(cfg, hp->n_layer, fam->window_pattern, &local, err);
   } else {
     /* Qwen2/3 name a sliding_window they apply only with use_sliding_window (and then below max_window_layers);
        Mistral v0.1 applies its sliding_window to every layer, as Gemma's local layers do */
@@ -715,6 +722,37 @@ static wgllm_status gguf_gemma3(const wt_store *st, const char *a, llm_hparams *
   size_t n = strlen(hp->rope_desc);
   snprintf(hp->rope_desc + n, sizeof hp->rope_desc - n, "; local: theta 10000");
   return WGLLM_OK;
+}
+
+/* YaRN from llama.cpp's keys: rope.scaling.factor and .original_context_length, .yarn_beta_fast / _slow (32 / 1
+   when absent), .yarn_attn_factor (1) times get_mscale(factor) on cos and sin, as llama.cpp's rope_yarn; its
+   .yarn_ext_factor other than 1 and a .yarn_log_multiplier (DeepSeek's) change the math and are refused. The
+   correction range is floored / ceiled as llama.cpp does, except for gpt-oss, whose reference implementation and
+   transformers' GptOssConfig (truncate false) keep it exact. */
+static wgllm_status gguf_yarn(const wt_store *st, const char *a, const llm_family *fam, double theta, llm_hparams *hp,
+                              llm_err *err) {
+  char k[6][128];
+  static const char *const keys[6] = {"factor",         "original_context_length", "yarn_beta_fast",
+                                      "yarn_beta_slow", "yarn_attn_factor",        "yarn_ext_factor"};
+  double v[6] = {NAN, NAN, 32, 1, 1, 1}, mul = 0;
+  wgllm_status s;
+  for (int i = 0; i < 6; i++) {
+    snprintf(k[i], sizeof k[i], "%s.rope.scaling.%s", a, keys[i]);
+    if ((s = gguf_opt_f64(st, k[i], &v[i], err))) return s;
+  }
+  char km[128];
+  snprintf(km, sizeof km, "%s.rope.scaling.yarn_log_multiplier", a);
+  if ((s = gguf_opt_f64(st, km, &mul, err))) return s;
+  if (mul != 0)
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: %s %g (DeepSeek's YaRN magnitude scaling) is not supported",
+                       km, mul);
+  if (v[5] != 1)
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: %s %g is not supported (1: YaRN as defined)", k[5], v[5]);
+  if (!(v[0] > 0) || !isfinite(v[0]) || !(v[1] >= 1) || !isfinite(v[1]))
+    return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: yarn rope scaling needs %s and %s (finite and positive)", k[0],
+                       k[1]);
+  return llm_yarn(hp, theta, v[0], v[1], v[2], v[3], fam->arch != LLM_ARCH_GPT_OSS, v[4] * llm_yarn_mscale(v[0], 1.0),
+                  "GGUF", err);
 }
 
 /* A per-pair RoPE factor tensor (F32 [rot_dim/2], every value finite and positive): inv[i] = base[i] / factor[i] */
@@ -887,12 +925,13 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
     strncat(hp->rope_desc, ", rope_freqs factors", sizeof hp->rope_desc - strlen(hp->rope_desc) - 1);
   }
   /* rope.scaling as llama.cpp's converter writes it: linear divides every frequency (of the global layers only in
-     Gemma 3); any other type changes the math in ways not implemented */
+     Gemma 3), yarn as gguf_yarn reads it; any other type changes the math in ways not implemented */
   snprintf(k, sizeof k, "%s.rope.scaling.type", a);
   const char *sc_type = gguf_get_str(st, k);
-  if (sc_type && strcmp(sc_type, "none") && strcmp(sc_type, "linear")) {
-    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: %s \"%s\" is not supported (none, linear)", k, sc_type);
+  if (sc_type && strcmp(sc_type, "none") && strcmp(sc_type, "linear") && strcmp(sc_type, "yarn")) {
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "GGUF: %s \"%s\" is not supported (none, linear, yarn)", k, sc_type);
   }
+  if (sc_type && !strcmp(sc_type, "yarn") && (s = gguf_yarn(st, a, fam, theta, hp, err))) return s;
   double factor = 1.0;
   snprintf(k, sizeof k, "%s.rope.scaling.factor", a);
   if (sc_type && !strcmp(sc_type, "linear")) {
@@ -909,10 +948,21 @@ static wgllm_status gguf_hparams(const wt_store *st, llm_hparams *hp, llm_err *e
   s = llm_hparams_layers_init(hp, err);
   if (!s && fam->gemma) s = gguf_gemma3(st, a, hp, err);
   if (!s && fam->arch == LLM_ARCH_PHI3) s = gguf_phi3(st, a, hp, err);
+  if (!s && fam->window_pattern) { /* gpt-oss: llama.cpp's sliding-window pattern, every other layer */
+    uint32_t window = 0;
+    if (!gguf_u32(st, a, "attention.sliding_window", &window) || !window) {
+      snprintf(k, sizeof k, "%s.attention.sliding_window", a);
+      return llm_err_set(err, WGLLM_ERR_FORMAT, "GGUF: missing %s", k);
+    }
+    hp->window = window;
+    for (uint32_t l = 0; l < hp->n_layer; l++)
+      hp->lay[l].window = (l + 1) % fam->window_pattern ? window : 0;
+  }
   /* llama.cpp writes Mixtral as a llama GGUF with an expert count */
   uint32_t experts = 0;
   if (!s && (fam->moe || (fam->arch == LLM_ARCH_LLAMA && gguf_u32(st, a, "expert_count", &experts) && experts)))
     s = llm_moe_gguf_hparams(st, a, hp, err);
+  if (!s && fam->oai) s = llm_gpt_oss_hparams(NULL, hp, err);
   return s;
 }
 
@@ -962,16 +1012,19 @@ wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err)
     if (!s && !hp->hf_prefix[0] && !wt_find(st, "model.embed_tokens.weight") && wt_find(st, "embed_tokens.weight"))
       hp->hf_bare = 1;
     if (!s && !hp->tied_embeddings && !wt_find(st, "lm_head.weight") && hp->hf_bare) hp->no_lm_head = 1;
-    /* the experts as transformers 5 saves them (3-D, gate and up fused) when the first sparse layer has them so */
+    /* the experts as transformers 5 saves them (3-D, gate and up fused) when the first sparse layer has them so;
+       gpt-oss's 3-D or MXFP4 blocks (llm_moe_hf_form) */
     for (uint32_t l = 0; !s && !hp->moe_dense_too && l < hp->n_layer; l++)
       if (llm_layer_is_moe(hp, l)) {
         char name[160];
-        snprintf(name, sizeof name, "%slayers.%u.mlp.experts.gate_up_proj",
-                 hp->hf_bare        ? ""
-                 : hp->hf_prefix[0] ? hp->hf_prefix
-                                    : "model.",
-                 l);
-        hp->moe_hf_fused = wt_find(st, name) != NULL;
+        const char *pre = hp->hf_bare ? "" : hp->hf_prefix[0] ? hp->hf_prefix : "model.";
+        snprintf(name, sizeof name, "%slayers.%u.mlp.experts.gate_up_proj", pre, l);
+        int fused = wt_find(st, name) != NULL;
+        snprintf(name, sizeof name, "%slayers.%u.mlp.experts.gate_up_proj_blocks", pre, l);
+        if (hp->arch == LLM_ARCH_GPT_OSS)
+          hp->moe_hf_fused = wt_find(st, name) ? LLM_MOE_HF_OAI_MXFP4 : LLM_MOE_HF_OAI;
+        else
+          hp->moe_hf_fused = fused ? LLM_MOE_HF_3D : LLM_MOE_HF_EACH;
         break;
       }
   }

@@ -75,6 +75,114 @@ static wgllm_status load_f32(loader *L, const wt_tensor *t, float scale, gpu_vie
   return s;
 }
 
+/* rows [E][2W] with gate and up interleaved (element 2i gate i, 2i + 1 up i) made [E][W gate][W up], in place */
+static void split_pairs(float *f, uint64_t rows, uint64_t width2, float *tmp) {
+  uint64_t w = width2 / 2;
+  for (uint64_t r = 0; r < rows; r++) {
+    float *row = f + r * width2;
+    for (uint64_t i = 0; i < w; i++) {
+      tmp[i] = row[2 * i];
+      tmp[w + i] = row[2 * i + 1];
+    }
+    memcpy(row, tmp, width2 * sizeof *f);
+  }
+}
+
+/* A vector role as f32 on the GPU in the layout the op reads: gpt-oss's gate_up_proj_bias [E][2I] with gate and up
+   interleaved (LLM_LAYOUT_PAIRS) made per expert its gate biases, then its up biases. */
+static wgllm_status load_vec(loader *L, const llm_role *r, const wt_tensor *t, float scale, gpu_view *out) {
+  if (r->layout != LLM_LAYOUT_PAIRS) return load_f32(L, t, scale, out);
+  int64_t n = wt_numel(t), w2 = t->shape[t->n_dims - 1];
+  float *f = malloc((size_t)n * sizeof *f), *tmp = malloc((size_t)w2 * sizeof *tmp);
+  wgllm_status s = f && tmp ? wc_tensor_to_f32(t, f, L->err)
+                            : llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", t->name);
+  if (!s) split_pairs(f, (uint64_t)(n / w2), (uint64_t)w2, tmp);
+  if (!s) s = upload(L, f, (uint64_t)n * 4, t->name, out);
+  free(f);
+  free(tmp);
+  return s;
+}
+
+/* GGUF's expert gate and up biases [E][I] each (LLM_GROUP_EXP_BIAS) as one [E][2I]: per expert gate, then up. */
+static wgllm_status load_exp_bias(loader *L, const wt_tensor *gate, const wt_tensor *up, gpu_view *out) {
+  int64_t n = wt_numel(gate), I = gate->shape[gate->n_dims - 1], E = n / I;
+  float *g = malloc((size_t)n * sizeof *g), *u = malloc((size_t)n * sizeof *u), *o = malloc((size_t)n * 2 * sizeof *o);
+  wgllm_status s = g && u && o ? wc_tensor_to_f32(gate, g, L->err)
+                               : llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", gate->name);
+  if (!s) s = wc_tensor_to_f32(up, u, L->err);
+  for (int64_t e = 0; !s && e < E; e++) {
+    memcpy(o + e * 2 * I, g + e * I, (size_t)I * sizeof *o);
+    memcpy(o + e * 2 * I + I, u + e * I, (size_t)I * sizeof *o);
+  }
+  if (!s) s = upload(L, o, (uint64_t)n * 8, gate->name, out);
+  free(g);
+  free(u);
+  free(o);
+  return s;
+}
+
+/* A stacked expert tensor of a non-plain layout (gpt-oss's Hugging Face forms) rewritten in host memory as the
+   [E][R][K] tensor load_matrix reads, into *out (its data in *buf, freed by the caller): transposed ([E][K][R]
+   elements of any plain type, LLM_LAYOUT_T), its rows' gate/up pairs split (_PAIRS: row 2i gate i, 2i + 1 up i,
+   made gate rows then up rows), or MXFP4 blocks [E][R][K/32][16] with their e8m0 scales [E][R][K/32] (LLM_LAYOUT_MX:
+   OCP's nibble order, element 2j low and 2j + 1 high in byte j) made ggml's 17-byte MXFP4 blocks (the exponent, then
+   element j low and j + 16 high in byte j). */
+static wgllm_status relaid_experts(loader *L, const llm_role *r, const wt_tensor *t, uint32_t E, uint32_t R, uint32_t K,
+                                   wt_tensor *out, void **buf) {
+  int pairs = r->layout == LLM_LAYOUT_T_PAIRS || r->layout == LLM_LAYOUT_MX_PAIRS;
+  int mx = r->layout == LLM_LAYOUT_MX || r->layout == LLM_LAYOUT_MX_PAIRS;
+  *out = *t;
+  out->n_dims = 2;
+  out->shape[0] = (int64_t)E * R;
+  out->shape[1] = K;
+  out->file = NULL;
+  *buf = NULL;
+  void *tmp = NULL, *tmp_s = NULL;
+  const uint8_t *src = wt_tensor_bytes(t, &tmp, L->err), *sc = NULL;
+  if (!src) return WGLLM_ERR_IO;
+  const wt_tensor *ts = NULL;
+  if (mx) {
+    char sn[128];
+    ts = wt_find(L->st, llm_role_scales_name(t->name, sn, sizeof sn)); /* checked with the shapes */
+    sc = ts ? wt_tensor_bytes(ts, &tmp_s, L->err) : NULL;
+    if (!sc) {
+      free(tmp);
+      return ts ? WGLLM_ERR_IO : llm_err_set(L->err, WGLLM_ERR_FORMAT, "missing tensor %s", sn);
+    }
+    out->dtype = WT_MXFP4;
+  }
+  uint64_t es = mx ? 0 : wt_traits(t->dtype)->block_bytes, nb = K / 32;
+  out->nbytes = mx ? (uint64_t)E * R * nb * 17 : (uint64_t)E * R * K * es;
+  uint8_t *o = malloc(out->nbytes);
+  if (!o) {
+    free(tmp);
+    free(tmp_s);
+    return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", t->name);
+  }
+  for (uint64_t e = 0; e < E; e++)
+    for (uint64_t row = 0; row < R; row++) {
+      uint64_t dst = pairs ? (row % 2 ? R / 2 + row / 2 : row / 2) : row; /* the source row's place */
+      if (mx) {
+        for (uint64_t b = 0; b < nb; b++) {
+          const uint8_t *q = src + ((e * R + row) * nb + b) * 16;
+          uint8_t *d = o + ((e * R + dst) * nb + b) * 17;
+          d[0] = sc[(e * R + row) * nb + b];
+          for (int j = 0; j < 16; j++) { /* elements j and j + 16: bytes j / 2 and 8 + j / 2 of the OCP block */
+            uint8_t lo = (uint8_t)(q[j / 2] >> (4 * (j % 2)) & 15), hi = (uint8_t)(q[8 + j / 2] >> (4 * (j % 2)) & 15);
+            d[1 + j] = (uint8_t)(lo | hi << 4);
+          }
+        }
+      } else
+        for (uint64_t k = 0; k < K; k++) /* file [E][K][R] */
+          memcpy(o + ((e * R + dst) * K + k) * es, src + ((e * K + k) * R + row) * es, es);
+    }
+  free(tmp);
+  free(tmp_s);
+  out->data = o;
+  *buf = o;
+  return WGLLM_OK;
+}
+
 /* The GPU storage of each of ggml's other block types (kept as the file has them). */
 static op_wtype block_storage(wt_dtype d) {
   switch (d) {
@@ -329,10 +437,13 @@ static wgllm_status load_experts(loader *L, uint32_t l, const llm_role *const *r
       }
       if (!first[0]) snprintf(first, sizeof first, "%s", name);
       wt_tensor tv = *t; /* as a matrix: [rows][K], or the experts stacked [E * rows][K] */
+      void *relaid = NULL;
       tv.n_dims = 2;
       tv.shape[0] = n_t == 1 ? (int64_t)E * rows[r] : rows[r];
       tv.shape[1] = K;
-      s = load_matrix(L, &tv, quantize, &pc[(size_t)r * n_t + i]);
+      if (rs[r]->layout != LLM_LAYOUT_PLAIN) s = relaid_experts(L, rs[r], t, E, rows[r], K, &tv, &relaid);
+      if (!s) s = load_matrix(L, &tv, quantize, &pc[(size_t)r * n_t + i]);
+      free(relaid);
       if (!s && (pc[(size_t)r * n_t + i].type != pc[0].type || pc[(size_t)r * n_t + i].group != pc[0].group))
         s = llm_err_set(L->err, WGLLM_ERR_UNSUPPORTED,
                         "layer %u's experts: %s is stored as %s and %s as %s (one storage a projection needed)", l,
@@ -473,7 +584,7 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
     int n;
     size_t slot;
     uint32_t K;
-  } groups[4] = {0};
+  } groups[LLM_GROUP_EXP_BIAS + 1] = {0};
   uint32_t l = layer < 0 ? 0 : (uint32_t)layer;
   char name[128];
   wgllm_status s = WGLLM_OK;
@@ -502,7 +613,7 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
       groups[g].slot = r->slot;
       groups[g].K = t->n_dims == 2 ? (uint32_t)t->shape[1] : 0;
     } else if (r->kind == LLM_ROLE_VEC || r->kind == LLM_ROLE_VEC_RSQRT_D)
-      s = load_f32(L, t, r->kind == LLM_ROLE_VEC_RSQRT_D ? 1.0f / sqrtf((float)hp->n_embd) : 1.0f, (gpu_view *)slot);
+      s = load_vec(L, r, t, r->kind == LLM_ROLE_VEC_RSQRT_D ? 1.0f / sqrtf((float)hp->n_embd) : 1.0f, (gpu_view *)slot);
     else {
       s = load_matrix(L, t, r->kind == LLM_ROLE_LINEAR ? quantize : 0, (op_weight *)slot);
       if (!s) s = split_rows(L, (op_weight *)slot, (uint32_t)t->shape[0], (uint32_t)t->shape[1], t->name);
@@ -516,10 +627,13 @@ static wgllm_status load_roles(loader *L, int layer, void *base, int quantize) {
     if (!s) L->mixed++;
   } else if (!s && n_exp_gu)
     s = load_experts(L, l, exp_gu, n_exp_gu, quantize, (op_weight *)((char *)base + exp_gu[0]->slot));
-  for (int g = 1; !s && g < 4; g++) {
+  for (int g = 1; !s && g <= LLM_GROUP_EXP_BIAS; g++) {
     if (!groups[g].n) continue;
     char *slot = (char *)base + groups[g].slot;
-    if (g == LLM_GROUP_BQKV) {
+    if (g == LLM_GROUP_EXP_BIAS) {
+      if (groups[g].n != 2) return llm_err_set(L->err, WGLLM_ERR_INTERNAL, "experts' biases: %d parts", groups[g].n);
+      s = load_exp_bias(L, groups[g].t[0], groups[g].t[1], (gpu_view *)slot);
+    } else if (g == LLM_GROUP_BQKV) {
       gpu_view parts[4];
       int done = 0;
       for (; !s && done < groups[g].n; done++)

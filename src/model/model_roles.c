@@ -98,6 +98,33 @@ static const llm_role ROLES[] = {
      LLM_NEED_MOE | LLM_NEED_MOE_DENSE, LLM_ROLE_VEC, LY(post_dense_norm), LLM_GROUP_NONE},
     {"post_exp_norm", "post_feedforward_layernorm_2.weight", "post_ffw_norm_2.weight", 1, LLM_DIM_EMBD, LLM_DIM_NONE,
      LLM_NEED_MOE | LLM_NEED_MOE_DENSE, LLM_ROLE_VEC, LY(post_exp_norm), LLM_GROUP_NONE},
+    /* gpt-oss: the output projection's bias, the sinks, the router's bias; its experts' biases (Hugging Face: gate and
+       up in one tensor, interleaved; GGUF: apart) and its experts in a Hugging Face directory, transposed 3-D or
+       MXFP4 blocks and scales (its GGUF experts are the stacked rows above, MXFP4 as a weight type) */
+    {"bo", "self_attn.o_proj.bias", "attn_output.bias", 1, LLM_DIM_EMBD, LLM_DIM_NONE, LLM_NEED_OUT_BIAS, LLM_ROLE_VEC,
+     LY(bo), LLM_GROUP_NONE},
+    {"sinks", "self_attn.sinks", "attn_sinks.weight", 1, LLM_DIM_HEADS, LLM_DIM_NONE, LLM_NEED_SINKS, LLM_ROLE_VEC,
+     LY(sinks), LLM_GROUP_NONE},
+    {"router_bias", "mlp.gate.bias", "ffn_gate_inp.bias", 1, LLM_DIM_EXPERTS, LLM_DIM_NONE,
+     LLM_NEED_MOE | LLM_NEED_MOE_BIAS, LLM_ROLE_VEC, LY(router_bias), LLM_GROUP_NONE},
+    {"exp_gate_up_bias", "mlp.experts.gate_up_proj_bias", NULL, 1, LLM_DIM_EXPERTS, LLM_DIM_EXP_FF2,
+     LLM_NEED_MOE | LLM_NEED_MOE_BIAS | LLM_NEED_EXP_OAI, LLM_ROLE_VEC, LY(exp_gate_up_bias), LLM_GROUP_NONE,
+     LLM_EXP_NONE, LLM_LAYOUT_PAIRS},
+    {"exp_gate_bias", NULL, "ffn_gate_exps.bias", 1, LLM_DIM_EXPERTS, LLM_DIM_EXP_FF,
+     LLM_NEED_MOE | LLM_NEED_MOE_BIAS | LLM_NEED_EXP_ONE, LLM_ROLE_VEC, LY(exp_gate_up_bias), LLM_GROUP_EXP_BIAS},
+    {"exp_up_bias", NULL, "ffn_up_exps.bias", 1, LLM_DIM_EXPERTS, LLM_DIM_EXP_FF,
+     LLM_NEED_MOE | LLM_NEED_MOE_BIAS | LLM_NEED_EXP_ONE, LLM_ROLE_VEC, LY(exp_gate_up_bias), LLM_GROUP_EXP_BIAS},
+    {"exp_down_bias", "mlp.experts.down_proj_bias", "ffn_down_exps.bias", 1, LLM_DIM_EXPERTS, LLM_DIM_EMBD,
+     LLM_NEED_MOE | LLM_NEED_MOE_BIAS, LLM_ROLE_VEC, LY(exp_down_bias), LLM_GROUP_NONE},
+    {"exp_gate_up_t", "mlp.experts.gate_up_proj", NULL, 1, LLM_DIM_EXP_FF2, LLM_DIM_EMBD, LLM_NEED_MOE | LLM_NEED_EXP_T,
+     LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_NONE, LLM_EXP_STACKED, LLM_LAYOUT_T_PAIRS},
+    {"exp_down_t", "mlp.experts.down_proj", NULL, 1, LLM_DIM_EMBD, LLM_DIM_EXP_FF, LLM_NEED_MOE | LLM_NEED_EXP_T,
+     LLM_ROLE_LINEAR, LY(exp_down), LLM_GROUP_NONE, LLM_EXP_STACKED, LLM_LAYOUT_T},
+    {"exp_gate_up_mx", "mlp.experts.gate_up_proj_blocks", NULL, 1, LLM_DIM_EXP_FF2, LLM_DIM_EMBD,
+     LLM_NEED_MOE | LLM_NEED_EXP_MXFP4, LLM_ROLE_LINEAR, LY(exp_gate_up), LLM_GROUP_NONE, LLM_EXP_STACKED,
+     LLM_LAYOUT_MX_PAIRS},
+    {"exp_down_mx", "mlp.experts.down_proj_blocks", NULL, 1, LLM_DIM_EMBD, LLM_DIM_EXP_FF,
+     LLM_NEED_MOE | LLM_NEED_EXP_MXFP4, LLM_ROLE_LINEAR, LY(exp_down), LLM_GROUP_NONE, LLM_EXP_STACKED, LLM_LAYOUT_MX},
 };
 
 const llm_role *llm_roles(size_t *n) {
@@ -137,6 +164,8 @@ int64_t llm_role_size(const llm_hparams *hp, llm_role_dim d, uint32_t l) {
     return llm_layer_q_width(hp, l) + 2 * (int64_t)llm_layer_kv_width(hp, l);
   case LLM_DIM_FF2:
     return 2 * (int64_t)llm_layer_n_ff(hp, l);
+  case LLM_DIM_HEADS:
+    return hp->n_head;
   default:
     return 0;
   }
@@ -160,8 +189,15 @@ int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
   if ((n & LLM_NEED_SPLIT) && hp->fused_proj) return 0;
   if ((n & LLM_NEED_FUSED) && !hp->fused_proj) return 0;
   if ((n & LLM_NEED_MOE) && !moe) return 0;
-  if ((n & LLM_NEED_EXP_ONE) && hp->moe_hf_fused) return 0;
-  if ((n & LLM_NEED_EXP_3D) && !hp->moe_hf_fused) return 0;
+  int form = hp->moe_hf_fused;
+  if ((n & LLM_NEED_EXP_ONE) && form != LLM_MOE_HF_EACH) return 0;
+  if ((n & LLM_NEED_EXP_3D) && form != LLM_MOE_HF_3D) return 0;
+  if ((n & LLM_NEED_EXP_OAI) && form != LLM_MOE_HF_OAI && form != LLM_MOE_HF_OAI_MXFP4) return 0;
+  if ((n & LLM_NEED_EXP_T) && form != LLM_MOE_HF_OAI) return 0;
+  if ((n & LLM_NEED_EXP_MXFP4) && form != LLM_MOE_HF_OAI_MXFP4) return 0;
+  if ((n & LLM_NEED_MOE_BIAS) && !hp->moe_bias) return 0;
+  if ((n & LLM_NEED_OUT_BIAS) && !hp->out_bias) return 0;
+  if ((n & LLM_NEED_SINKS) && !hp->sinks) return 0;
   return 1;
 }
 
@@ -187,8 +223,19 @@ static const char *gemma4_name(const char *n) {
   return n;
 }
 
+/* gpt-oss's names of the router (Hugging Face: mlp.router) and of the MLP's norm in llama.cpp's files
+   (post_attention_norm, the name its converter gives post_attention_layernorm for this architecture) */
+static const char *gpt_oss_name(const char *n, int gguf) {
+  static const char *const hf[][2] = {{"mlp.gate.weight", "mlp.router.weight"}, {"mlp.gate.bias", "mlp.router.bias"}};
+  if (gguf) return n && !strcmp(n, "ffn_norm.weight") ? "post_attention_norm.weight" : n;
+  for (size_t i = 0; n && i < sizeof hf / sizeof hf[0]; i++)
+    if (!strcmp(n, hf[i][0])) return hf[i][1];
+  return n;
+}
+
 const char *llm_role_name(const llm_hparams *hp, int gguf, const llm_role *r, int layer, char *buf, size_t len) {
-  const char *n = gguf                           ? r->gguf
+  const char *n = hp->arch == LLM_ARCH_GPT_OSS   ? gpt_oss_name(gguf ? r->gguf : r->hf, gguf)
+                  : gguf                         ? r->gguf
                   : hp->arch == LLM_ARCH_MIXTRAL ? mixtral_name(r->hf)
                   : hp->arch == LLM_ARCH_GEMMA4  ? gemma4_name(r->hf)
                                                  : r->hf;
@@ -224,13 +271,30 @@ uint32_t llm_role_tensors(const llm_hparams *hp, int gguf, const llm_role *r) {
   return r->experts == LLM_EXP_EACH && !gguf ? hp->n_expert : 1;
 }
 
-/* The shape a role's tensor must have: [d0][d1] (or [d0]), with the experts first where one tensor stacks them. */
-static int role_shape(const llm_hparams *hp, int gguf, const llm_role *r, uint32_t l, int64_t shape[3]) {
+/* The shape a role's tensor must have: [d0][d1] (or [d0]), with the experts first where one tensor stacks them, as
+   its layout stores them (transposed: [d1][d0]; MXFP4 blocks: [d0][d1 / 32][16]). */
+static int role_shape(const llm_hparams *hp, int gguf, const llm_role *r, uint32_t l, int64_t shape[4]) {
   int n = 0;
   if (r->experts == LLM_EXP_STACKED || (r->experts == LLM_EXP_EACH && gguf)) shape[n++] = hp->n_expert;
-  shape[n++] = llm_role_size(hp, r->d0, l);
-  if (r->d1 != LLM_DIM_NONE) shape[n++] = llm_role_size(hp, r->d1, l);
+  int64_t d0 = llm_role_size(hp, r->d0, l), d1 = r->d1 != LLM_DIM_NONE ? llm_role_size(hp, r->d1, l) : 0;
+  int t = r->layout == LLM_LAYOUT_T || r->layout == LLM_LAYOUT_T_PAIRS;
+  shape[n++] = t ? d1 : d0;
+  if (r->layout == LLM_LAYOUT_MX || r->layout == LLM_LAYOUT_MX_PAIRS) {
+    shape[n++] = d1 / 32;
+    shape[n++] = 16;
+  } else if (r->d1 != LLM_DIM_NONE)
+    shape[n++] = t ? d0 : d1;
   return n;
+}
+
+/* The name of an MXFP4 role's scales: its "_blocks" as "_scales" (gpt-oss's checkpoints), into buf. */
+const char *llm_role_scales_name(const char *blocks_name, char *buf, size_t len) {
+  const char *b = strstr(blocks_name, "_blocks");
+  if (!b)
+    snprintf(buf, len, "%s_scales", blocks_name);
+  else
+    snprintf(buf, len, "%.*s_scales%s", (int)(b - blocks_name), blocks_name, b + 7);
+  return buf;
 }
 
 wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, llm_err *err) {
@@ -246,10 +310,32 @@ wgllm_status llm_check_shapes(const wt_store *st, const llm_hparams *hp, llm_err
           llm_role_name_e(hp, gguf, r, pass ? (int)l : -1, e, name, sizeof name);
           const wt_tensor *t = wt_find(st, name);
           if (!t) return llm_err_set(err, WGLLM_ERR_FORMAT, "missing tensor %s", name);
-          int64_t want[3];
+          int64_t want[4];
           int dims = role_shape(hp, gguf, r, l, want), ok = t->n_dims == dims;
           for (int k = 0; ok && k < dims; k++)
             ok = t->shape[k] == want[k];
+          int mx = r->layout == LLM_LAYOUT_MX || r->layout == LLM_LAYOUT_MX_PAIRS;
+          if ((t->dtype == WT_U8) != mx) /* raw bytes are MXFP4's blocks and scales, nothing else */
+            return llm_err_set(err, WGLLM_ERR_FORMAT, "tensor %s in %s is %s, %s", name, t->file,
+                               wt_dtype_name(t->dtype),
+                               mx ? "not the bytes (U8) of MXFP4 blocks" : "not a number type");
+          if (mx && ok) {
+            /* the scales beside the blocks: [E][d0][d1 / 32] bytes, d1 whole blocks */
+            char sn[128];
+            const wt_tensor *ts = wt_find(st, llm_role_scales_name(name, sn, sizeof sn));
+            int64_t d1 = llm_role_size(hp, r->d1, l);
+            if (d1 % 32)
+              return llm_err_set(err, WGLLM_ERR_FORMAT, "tensor %s: rows of %lld are no whole MXFP4 blocks of 32", name,
+                                 (long long)d1);
+            if (!ts) return llm_err_set(err, WGLLM_ERR_FORMAT, "missing tensor %s (the scales of %s)", sn, name);
+            int sok = ts->dtype == WT_U8 && ts->n_dims == dims - 1;
+            for (int k = 0; sok && k < dims - 1; k++)
+              sok = ts->shape[k] == want[k];
+            if (!sok)
+              return llm_err_set(err, WGLLM_ERR_FORMAT,
+                                 "tensor %s in %s is not the U8 [%lld, %lld, %lld] scales of %s's MXFP4 blocks", sn,
+                                 ts->file, (long long)want[0], (long long)want[1], (long long)want[2], name);
+          }
           /* a scalar may be stored as [1] or with no dimensions */
           if (ok || (r->d0 == LLM_DIM_ONE && t->n_dims == 0)) continue;
           char got[64] = "", exp[64] = "";

@@ -34,7 +34,7 @@ static attn_gpu_params attn_params_of(const op_kv_layout *kv, const op_attn_para
                            .max_blocks = a->pages ? a->pages->max_blocks : 0,
                            .block = a->pages ? a->pages->block : 0,
                            .n_blocks = a->pages ? a->pages->n_blocks : 0,
-                           .sinks = a->sinks.buf != NULL};
+                           .sinks = a->sinks.buf ? 1 + a->sink_head0 : 0};
 }
 
 wgllm_status op_check_pages(gpu_recorder *rec, const char *who, const op_kv_layout *kv, const op_kv_pages *pg,
@@ -391,7 +391,7 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                            .window = a->window,
                            .max_chunks = mc,
                            .out_stride = a->out_stride,
-                           .sinks = a->sinks.buf != NULL};
+                           .sinks = a->sinks.buf ? 1 + a->sink_head0 : 0};
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_ATTN_REDUCE,
                                               .variant = pg ? V_ATTN_REDUCE_PAGED : V_ATTN_REDUCE_F32,
                                               .params = &rp,

@@ -524,9 +524,11 @@ typedef struct op_attn_params {
   /* a paged pool (NULL: one sequence's cache): decode, n_tokens sequences of one token each; prefill, the
      sequence of table row pages->seq */
   const op_kv_pages *pages;
-  /* [n_head] f32 attention sinks (gpt-oss): each head's logit that joins the softmax's denominator with no value;
-     none: no sinks. Every kernel but the subgroup-matrix prefill takes them (op_attention_mma_supports refuses). */
+  /* f32 attention sinks (gpt-oss): each head's logit that joins the softmax's denominator with no value, head h's at
+     sinks[sink_head0 + h] (a call for part of a layer's heads); none: no sinks. Every kernel but the subgroup-matrix
+     prefill takes them (op_attention_mma_supports refuses). */
   gpu_view sinks;
+  uint32_t sink_head0;
 } op_attn_params;
 /* Which attention kernel runs, forced: for tests and the kernel bench, never the math (op_attention_forced,
    op_attention_decode_forced; NULL or zeros leave the choice to the op, as op_attention does). */

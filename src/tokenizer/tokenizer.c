@@ -440,7 +440,8 @@ static bool is_word_char(const tokenizer *t, enc_ctx *c, const char *s, size_t n
 
 /* HF AddedVocabulary::find_matches: leftmost-longest matches of the added tokens, honoring
    encode_special_tokens (our !parse_special), single_word, lstrip and rstrip;
-   plain (may be NULL): per byte of s, 1 where a special token's text starting there is plain text (tok_encode_marked). */
+   plain (may be NULL): per byte of s, 1 where a special token's text starting there is plain text (tok_encode_marked).
+ */
 static bool split_added(enc_ctx *c, const tok_trie *tr, const char *s, size_t n, bool parse_special,
                         const uint8_t *plain, seg_vec *out) {
   const tokenizer *t = c->t;
@@ -1523,6 +1524,13 @@ static const char RE_TEKKEN[] =
     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+|"
     "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*|"
     "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+/* OpenAI's o200k (gpt-oss's o200k_harmony; llama.cpp's "gpt-4o"): Tekken's words with their contractions attached,
+   digits in threes */
+static const char RE_GPT4O[] = "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}"
+                               "]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+                               "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}"
+                               "]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+                               "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static const char RE_QWEN2[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
                                "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
@@ -1599,11 +1607,13 @@ wgllm_status tok_create(const char *type, const char *pre, size_t n_vocab, const
       re = RE_LLAMA3;
     else if (!strcmp(p, "tekken"))
       re = RE_TEKKEN, ignore_merges = true;
+    else if (!strcmp(p, "gpt-4o"))
+      re = RE_GPT4O;
     else {
       return llm_err_set(
           err, WGLLM_ERR_UNSUPPORTED,
           "tok_create: pre-tokenizer \"%s\" is not supported (default, gpt-2, llama-bpe, smaug-bpe, qwen2, "
-          "tekken)",
+          "tekken, gpt-4o)",
           p);
     }
   }

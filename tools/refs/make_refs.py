@@ -440,6 +440,78 @@ def phi3_model(name, heads, kv_heads, partial, orig, max_pos, window, tied, note
         eos_token_id=2, pad_token_id=0)
     hf_case(name, perturb_ret(transformers.Phi3ForCausalLM(c)), note)
 
+def mxfp4_round(w):
+    """w [..., R, K] (K whole blocks of 32) rounded to MXFP4 values: each block of 32 takes the e8m0 scale 2^(e - 127)
+    that brings its largest |w| to at most 6, each element the nearest e2m1 value (0, 0.5, 1, 1.5, 2, 3, 4, 6 and
+    their negatives) times it. Returns (the rounded float tensor, blocks uint8 [..., R, K/32, 16] in OCP's nibble
+    order (element 2j low, 2j + 1 high of byte j), scales uint8 [..., R, K/32] = e)."""
+    fp4 = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    b = w.float().reshape(*w.shape[:-1], w.shape[-1] // 32, 32)
+    e = torch.ceil(torch.log2(b.abs().amax(-1, keepdim=True).clamp(min=2.0 ** -100) / 6.0))
+    x = b / torch.exp2(e)
+    idx = (x.abs()[..., None] - fp4).abs().argmin(-1)
+    neg = (x < 0) & (idx > 0)
+    rounded = (fp4[idx] * torch.where(neg, -1.0, 1.0) * torch.exp2(e)).reshape(w.shape)
+    code = (idx + 8 * neg.long()).to(torch.uint8)
+    blocks = code[..., 0::2] | (code[..., 1::2] << 4)
+    return rounded, blocks.contiguous(), (e[..., 0] + 127).to(torch.uint8).contiguous()
+
+def gpt_oss_models():
+    """gpt-oss (GptOssForCausalLM): 4 layers sliding (window 8) and full alternating, attention sinks (spread 1), biases
+    on q/k/v/o, 4 experts of 64 top 2 softmaxed, biased router and experts, gate/up weights large enough that the
+    clamped SwiGLU's limit 7 cuts, YaRN factor 32 from 4096 untruncated (the correction range's ends not whole). The
+    experts are MXFP4 values, so three fixtures hold the same weights: gpt_oss (bf16 as unsloth's BF16 checkpoints:
+    gate_up_proj [E][H][2I] gate and up interleaved), gpt_oss_mxfp4 (the experts as openai's checkpoints have them,
+    *_blocks and *_scales with quantization_config mxfp4; logits copied) and, from that one,
+    tools/refs/convert_gpt_oss_gguf.py's gpt_oss_gguf."""
+    rp = {"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0,
+          "truncate": False, "original_max_position_embeddings": 4096}
+    c = transformers.GptOssConfig(vocab_size=V, hidden_size=H, intermediate_size=64, num_hidden_layers=4,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=32, sliding_window=8, num_local_experts=4,
+        num_experts_per_tok=2, max_position_embeddings=131072, rms_norm_eps=1e-5, tie_word_embeddings=False,
+        attention_bias=True, rope_parameters=rp, layer_types=["sliding_attention", "full_attention"] * 2)
+    m = perturb_ret(transformers.GptOssForCausalLM(c))
+    g = torch.Generator().manual_seed(A.seed * 43)
+    blocks = {}
+    with torch.no_grad():
+        for i, layer in enumerate(m.model.layers):
+            layer.self_attn.sinks.copy_(torch.randn(layer.self_attn.sinks.shape, generator=g))
+            ex = layer.mlp.experts
+            gu = 0.35 * torch.randn(ex.gate_up_proj.shape, generator=g)          # [E][H][2I]
+            r, bl, sc = mxfp4_round(gu.transpose(1, 2))                           # blocks along H: [E][2I][H]
+            ex.gate_up_proj.copy_(r.transpose(1, 2)); blocks[f"model.layers.{i}.mlp.experts.gate_up_proj"] = (bl, sc)
+            r, bl, sc = mxfp4_round(ex.down_proj.transpose(1, 2))                # [E][I][H] -> [E][H][I]
+            ex.down_proj.copy_(r.transpose(1, 2)); blocks[f"model.layers.{i}.mlp.experts.down_proj"] = (bl, sc)
+    hf_case("gpt_oss", m, "gpt-oss: 4 layers sliding (8) / full, sinks, q/k/v/o biases, 4 experts of 64 top 2 softmaxed, "
+            "biased router and experts, clamped SwiGLU (limit 7 reached), YaRN 32 from 4096 untruncated, experts MXFP4 "
+            "values", torch.bfloat16)
+    d = os.path.join(A.out, "gpt_oss"); dm = os.path.join(A.out, "gpt_oss_mxfp4"); os.makedirs(dm, exist_ok=True)
+    from safetensors.torch import load_file, save_file
+    sd = load_file(os.path.join(d, "model.safetensors")); out = {}
+    for k, v in sd.items():
+        if k in blocks:
+            bl, sc = blocks[k]
+            assert torch.equal(v.float(), (m.state_dict()[k]).float().to(v.dtype).float()), k
+            out[k + "_blocks"] = bl; out[k + "_scales"] = sc
+        else: out[k] = v
+    print("gpt_oss tensors:", {k: list(v.shape) for k, v in sd.items() if "layers.0." in k})
+    save_file(out, os.path.join(dm, "model.safetensors"), metadata={"format": "pt"})
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    cfg["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    json.dump(cfg, open(os.path.join(dm, "config.json"), "w"), indent=2)
+    ref = json.load(open(os.path.join(d, "ref.json"))); ref["name"] = "gpt_oss_mxfp4"
+    ref["note"] = "gpt_oss's weights with the experts as MXFP4 blocks and scales (openai's form); its logits"
+    json.dump(ref, open(os.path.join(dm, "ref.json"), "w"), indent=1)
+    import shutil; shutil.copy(os.path.join(d, "logits.f32"), dm)
+    try:  # transformers reads the blocks back to the same weights (where its MXFP4 path runs on this machine)
+        mm = transformers.GptOssForCausalLM.from_pretrained(dm, dtype=torch.float32)
+        a, b = m.float().state_dict(), mm.state_dict()
+        bad = [k for k in a if "experts" in k and not torch.equal(a[k].to(torch.bfloat16).float(), b[k].float())]
+        print("gpt_oss_mxfp4 read back by transformers:", "same experts" if not bad else f"differ: {bad[:3]}")
+    except Exception as ex:
+        print("gpt_oss_mxfp4: transformers did not load it here:", repr(ex)[:300])
+
 L3 = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 32}
 CASES = {
     "llama_gqa": lambda: hf_case("llama_gqa", (lambda m: (perturb(m), m)[1])(transformers.LlamaForCausalLM(transformers.LlamaConfig(
@@ -502,6 +574,7 @@ CASES = {
     "qwen3_embed": lambda: qwen3_embed_case("qwen3_embed"),
     "qwen3_moe": qwen3_moe_models,   # also writes qwen3_moe_gguf and qwen3_moe_mixed
     "mixtral": mixtral_model,
+    "gpt_oss": gpt_oss_models,   # also writes gpt_oss_mxfp4
     # the short factors (the sequence stays under the original 4096; attention factor sqrt(1 + ln 2 / ln 4096))
     "phi3": lambda: phi3_model("phi3", 6, 2, 1.0, 4096, 8192, None, False,
                                "Phi-3: fused qkv_proj and gate_up_proj, longrope short factors, GQA 6/2, untied"),
