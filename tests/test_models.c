@@ -852,6 +852,37 @@ static void moe_fixtures(void) {
   }
 }
 
+/* gpt-oss against transformers (`make_refs.py --only gpt_oss`: 4 layers sliding (8) and full alternating, sinks,
+   q/k/v/o biases, 4 experts of 64 top 2 softmaxed with biases, the clamped SwiGLU's limit reached, YaRN 32 from 4096
+   untruncated, experts of MXFP4 values): gpt_oss as unsloth's BF16 checkpoints keep it (gate_up_proj [E][H][2I], gate
+   and up interleaved), gpt_oss_mxfp4 as openai's (the experts' *_blocks / *_scales), gpt_oss_gguf what llama.cpp
+   v0.5.0's converter makes of that (tools/refs/convert_gpt_oss_gguf.py: MXFP4 experts, gpt-4o tokenizer), all three
+   the same weights and logits. */
+static void gpt_oss_fixtures(void) {
+  static const char *const names[3] = {"gpt_oss", "gpt_oss_mxfp4", "gpt_oss_gguf"};
+  for (int i = 0; i < 3; i++) {
+    double exact = strstr(names[i], "gguf") ? 2e-3 : 1e-3;
+    conformance(names[i], "", exact);
+    conformance(names[i], "--weights q4", 0.9);
+    conformance(names[i], "--kv f16", 1e-2);
+    conformance(names[i], "--prefill-chunk 7", exact);
+    double d = path_difference(names[i], "", "--unfused");
+    printf("  %-18s fused vs unfused: worst row difference %.3g\n", names[i], d);
+    CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", names[i], d);
+  }
+  gguf_tokenizer_matches("gpt_oss_gguf");
+  /* the GGUF carries gpt-oss's own chat template (harmony): a chat turn renders it and generates; the tokens of its
+     prompt are the template's (the rendered text, tokenized with specials: <|start|>, <|message|>, <|end|>) */
+  char args[600];
+  snprintf(args, sizeof args, "chat -m data/models/gpt_oss_gguf/model.gguf -p hi -n 6 --temp 0 -no-cnv --stats > %s/chat.txt",
+           g_tmp);
+  int rc = run_cli(args);
+  char *err = last_stderr();
+  CHECK(rc == 0, "gpt_oss_gguf: chat with its own template: exit %d: %s", rc, err);
+  printf("  %-18s chat with its harmony template: exit %d\n", "gpt_oss_gguf", rc);
+  free(err);
+}
+
 /* Phi-3 and Phi-4-mini against transformers (`make_refs.py --only phi3,phi4_mini,phi3_window`): fused qkv_proj and
    gate_up_proj, longrope's short factors (phi3: the sequence under the original 4096) and long ones (phi4_mini:
    past the original 16, partial rotary 0.75, tied), and Phi-3's sliding_window (8, on every layer); each also as
@@ -1108,12 +1139,17 @@ int main(void) {
   moe_fixtures();
   printf("Phi-3 and Phi-4-mini (transformers fixtures):\n");
   phi3_fixtures();
+  printf("gpt-oss (transformers fixtures):\n");
+  gpt_oss_fixtures();
   printf("YaRN:\n");
   yarn_checked();
+  conformance("qwen3_yarn", "", 1e-3); /* make_refs.py --only qwen3_yarn: factor 4 from 8 tokens */
+  conformance("qwen3_yarn", "--prefill-chunk 7", 1e-3);
   printf("parameter counts (wgllm info) against the files:\n");
   static const char *const counted[] = {"llama_gqa",        "qwen2",         "qwen3",     "gemma3",
                                         "gemma4_kv_shared", "gemma4_k_eq_v", "qwen3_moe", "qwen3_moe_mixed",
-                                        "mixtral",          "gemma4_moe",    "phi3",      "phi4_mini"};
+                                        "mixtral",          "gemma4_moe",    "phi3",      "phi4_mini",
+                                        "gpt_oss"}; /* gpt_oss_mxfp4's file holds bytes, not parameters */
   for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++)
     param_count_matches(counted[i]);
   printf("bad inputs:\n");

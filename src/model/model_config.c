@@ -82,10 +82,15 @@ void llm_param_counts(const llm_hparams *hp, uint64_t *total, uint64_t *active) 
         (hp->sandwich_norms ? 4 : 2) * D + (hp->qk_norm ? 2 * hd : 0) + (hp->qkv_bias ? llm_layer_qkv_rows(hp, l) : 0);
     attn += hp->ple_dim ? 2 * (uint64_t)hp->ple_dim * D + D : 0; /* Gemma 4's per-layer input gate, projection, norm */
     attn += hp->layer_scalar;
+    attn += (hp->out_bias ? D : 0) + (hp->sinks ? hp->n_head : 0); /* gpt-oss's output bias and sinks */
     *total += attn;
     *active += attn;
     if (llm_layer_is_moe(hp, l)) {
       uint64_t expert = 3 * D * hp->n_ff_exp, router = (uint64_t)hp->n_expert * D;
+      if (hp->moe_bias) { /* gpt-oss: the router's bias, each expert's gate, up and down biases */
+        router += hp->n_expert;
+        expert += 2 * (uint64_t)hp->n_ff_exp + D;
+      }
       *total += router + expert * hp->n_expert;
       *active += router + expert * hp->n_expert_used;
       if (hp->moe_dense_too) { /* Gemma 4: the dense MLP beside, the router's two scales, three more norms */

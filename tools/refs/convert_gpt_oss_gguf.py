@@ -7,7 +7,7 @@ split, biases and sinks, everything else --outtype bf16.
 
 The fixture has no tokenizer and the converter needs one of its vocabulary size: a small byte-level BPE is written
 here (GPT-2's byte alphabet, merges learned from a few sentences, gpt-oss's special tokens, o200k's pre-tokenizer
-regex). The converter identifies a BPE pre-tokenizer by hashing its encoding of a test text, which a made-up
+regex), with gpt-oss's own chat template (chat_templates/gpt-oss.jinja), so the file also chats as a real one does. The converter identifies a BPE pre-tokenizer by hashing its encoding of a test text, which a made-up
 vocabulary cannot match; it is told "gpt-4o" (the name it gives gpt-oss's o200k_harmony) by replacing its
 get_vocab_base_pre before it runs, nothing else. The `tokenizers` library's encodings of some texts are kept beside
 the GGUF (tokens.json) as the reference the GGUF tokenizer must reproduce. The reference logits are the HF fixture's
@@ -115,9 +115,11 @@ def main():
     for f in ("config.json", "model.safetensors"):
         shutil.copy(os.path.join(sdir, f), work)
     json.dump(tiny_tokenizer(cfg["vocab_size"]), open(os.path.join(work, "tokenizer.json"), "w"), ensure_ascii=False)
+    template = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat_templates", "gpt-oss.jinja")).read()
     json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<|startoftext|>",
                "eos_token": "<|return|>", "pad_token": "<|endoftext|>", "add_bos_token": False,
-               "add_eos_token": False}, open(os.path.join(work, "tokenizer_config.json"), "w"))
+               "add_eos_token": False, "chat_template": template},
+              open(os.path.join(work, "tokenizer_config.json"), "w"))
     odir = os.path.join(out, "gpt_oss_gguf")
     os.makedirs(odir, exist_ok=True)
     script = os.path.join(llama, "convert_hf_to_gguf.py")

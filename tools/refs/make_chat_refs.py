@@ -17,7 +17,8 @@ tokens wgllm passes; no target template reads others).
 
 Templates: llama3, qwen3, gemma3 from third_party/tokenizers/*/tokenizer_config.json (scripts/fetch_tokenizers.sh);
 llama2, mistral_v0.3, qwen2.5, llama3.2 from tools/refs/chat_templates/*.jinja, transcribed from memory (no network
-for the Hugging Face files): their fixtures say "transcribed": true."""
+for the Hugging Face files): their fixtures say "transcribed": true; gpt-oss (openai/gpt-oss-120b's harmony template)
+and phi-3.5 (microsoft/Phi-3.5-mini-instruct) copied from the llama.cpp v0.5.0 sources' models/templates/."""
 import argparse
 import copy
 import json
@@ -37,6 +38,10 @@ TEMPLATES = [
     ("qwen2.5", "tools/refs/chat_templates/qwen2.5.jinja", {"eos_token": "<|im_end|>"}, True),
     ("llama3.2", "tools/refs/chat_templates/llama3.2.jinja",
      {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}, True),
+    # copied, not transcribed: the models' own templates as llama.cpp v0.5.0 keeps them (its models/templates/)
+    ("gpt-oss", "tools/refs/chat_templates/gpt-oss.jinja", {"bos_token": "<|startoftext|>", "eos_token": "<|return|>"},
+     False),
+    ("phi-3.5", "tools/refs/chat_templates/phi-3.5.jinja", {"bos_token": "<s>", "eos_token": "<|endoftext|>"}, False),
 ]
 
 
