@@ -104,7 +104,8 @@ WGLLM_API const char *wgllm_model_error(const wgllm_model *m);
 
 typedef struct wgllm_model_info {
   const char *architecture; /* the file's own name: "llama", "mistral", "qwen2", "qwen3", "gemma3_text",
-                               "gemma4_text", "qwen3_moe" (GGUF: "qwen3moe"), ... */
+                               "gemma4_text", "qwen3_moe" (GGUF: "qwen3moe"), "mixtral", "phi3", "gpt_oss" (GGUF:
+                               "gpt-oss"), ... */
   uint32_t n_vocab, n_embd, n_layer, n_head, n_head_kv, head_dim, n_ff, train_context;
   uint64_t weight_bytes; /* on the GPU */
   const char *weights;   /* "native", "q4gsw g32", ... */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 2 (H200) of docs/perf/31-moe: the gpt-oss transformers fixtures (make_refs.py --only gpt_oss,qwen3_yarn)
+# Device call 2 (H200) of docs/perf/31-moe: the gpt-oss transformers fixtures (make_refs.py --only gpt_oss)
 # and the GGUF one from llama.cpp v0.5.0's converter (tools/refs/convert_gpt_oss_gguf.py), then test_models on the
 # GPU with them in place; the gpt-oss-20b shape (MXFP4 experts, Q8_0 otherwise) against llama.cpp on the same file.
 # Carry .gl, build-pack/moe2.tar.xz (stripped build-dev: wgllm, wgllm-bench, libwgllm.so.0, test_models, test_moe,
@@ -19,10 +19,11 @@ tag() { grep '^{' | sed "s/^{/{\"engine\": \"$1\", /" | tee -a "$J"; }
 ( /tmp/b/wgllm-bench --synthetic $M --write-gguf /tmp/$M.gguf > "$OUT/write.txt" 2>&1; echo done > /tmp/file.done ) &
 if [ -z "${SKIP_TESTS:-}" ]; then
   t "fixtures"
-  ( cd tools/refs && timeout 150 python3 make_refs.py /tmp/refs --only gpt_oss,qwen3_yarn &&
+  ( cd tools/refs && timeout 150 python3 make_refs.py /tmp/refs --only gpt_oss &&
     timeout 120 python3 convert_gpt_oss_gguf.py "$PWD/../../.llcpp" /tmp/refs /tmp/refs ) > "$OUT/refs.txt" 2>&1
   echo "rc=$?" >> "$OUT/refs.txt"; grep -v "^INFO\|^DEBUG" "$OUT/refs.txt" | tail -12
   tar -C /tmp/refs -czf "$OUT/refs.tgz" . 2>/dev/null
+  ( timeout 60 python3 tools/refs/make_chat_refs.py /tmp/chat && tar -C /tmp/chat -czf "$OUT/chat.tgz" . ) > "$OUT/chat.txt" 2>&1
   cp -r /tmp/refs/* tests/data/models/ 2>/dev/null
   for tst in test_models test_moe; do
     t "$tst"
