@@ -243,7 +243,7 @@ static const char STORAGE_AXIS[] =
     "f32: WF32=1 | f16: WF16=1 | q4: WQ4=1 | q8: WQ8=1 | bf16: WBF16=1 | q4_1: WQ4_1=1 WBLK=1 WBLK_GEN=1 | "
     "q5_0: WQ5_0=1 WBLK=1 WBLK_GEN=1 | q5_1: WQ5_1=1 WBLK=1 WBLK_GEN=1 | q2k: WQ2_K=1 WBLK=1 WBLK_GEN=1 | "
     "q3k: WQ3_K=1 WBLK=1 WBLK_GEN=1 | q4k: WQ4_K=1 WBLK=1 | q5k: WQ5_K=1 WBLK=1 | q6k: WQ6_K=1 WBLK=1 | "
-    "iq4nl: WIQ4_NL=1 WBLK=1 WBLK_GEN=1 | iq4xs: WIQ4_XS=1 WBLK=1 WBLK_GEN=1 | mxfp4: WMXFP4=1 WBLK=1 WBLK_GEN=1";
+    "iq4nl: WIQ4_NL=1 WBLK=1 WBLK_GEN=1 | iq4xs: WIQ4_XS=1 WBLK=1 WBLK_GEN=1 | mxfp4: WMXFP4=1 WBLK=1";
 
 #define MAXAXES 8
 #define MAXALT 16
