@@ -1,9 +1,10 @@
 // Mixture-of-experts router: the top-k experts of each token and their weights (src/ops/op_moe.c, op_moe_route).
 // logits [T][E] f32 (E <= 256: one thread an expert), ids [T][k] u32, w [T][k] f32, k <= 8; scale [E] f32 (used when
-// has_scale). A workgroup a token picks the k largest logits in k rounds of a (value, index) max over the workgroup,
-// the lower index first on ties (slot 0 the largest); the selection is on the logits in every mode (softmax is
-// monotonic, so it picks the experts transformers' torch.topk of the probabilities picks, up to its unspecified
-// order among equal values). Weights, m the largest logit:
+// has_scale). A workgroup a token ranks each expert by how many rank above it (the larger logit, the lower index
+// first on ties: a total order, so ranks are distinct) in one pass over the token's logits in workgroup memory;
+// the experts of rank below k take their slots (slot 0 the largest), with no rounds of reductions. The selection is
+// on the logits in every mode (softmax is monotonic, so it picks the experts transformers' torch.topk of the
+// probabilities picks, up to its unspecified order among equal values). Weights, m the largest logit:
 //   mode 0  softmax over all E, the chosen probabilities: exp(l_j - m) / sum_e exp(l_e - m)
 //   mode 1  the same renormalised over the k: p_j / sum_i p_i (Qwen3-MoE norm_topk_prob, Mixtral, Gemma 4)
 //   mode 2  softmax over the k chosen logits: exp(l_j - m) / sum_i exp(l_i - m) (gpt-oss)
@@ -18,7 +19,6 @@ struct Params { T: u32, E: u32, k: u32, mode: u32, has_scale: u32, _p0: u32, _p1
 
 const NONE = 0xffffffffu;
 var<workgroup> rv: array<f32, 256>;
-var<workgroup> ri: array<u32, 256>;
 var<workgroup> sel_v: array<f32, 8>;
 var<workgroup> sel_i: array<u32, 8>;
 
@@ -37,26 +37,19 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let e = lid.x;
   var lv = 0.0;
   if (e < p.E) { lv = logits[t * p.E + e]; }
-  var taken = e >= p.E;
-  for (var j = 0u; j < p.k; j++) {
-    rv[e] = lv;
-    ri[e] = select(e, NONE, taken);
-    workgroupBarrier();
-    for (var o = 128u; o > 0u; o >>= 1u) {
-      if (e < o && above(rv[e], ri[e], rv[e + o], ri[e + o])) {
-        rv[e] = rv[e + o];
-        ri[e] = ri[e + o];
-      }
-      workgroupBarrier();
+  rv[e] = lv;
+  workgroupBarrier();
+  if (e < p.E) {
+    var rank = 0u;
+    for (var i = 0u; i < p.E; i++) {
+      if (above(lv, e, rv[i], i)) { rank++; }
     }
-    let win = ri[0];
-    if (e == 0u) {
-      sel_v[j] = rv[0];
-      sel_i[j] = win;
+    if (rank < p.k) {
+      sel_v[rank] = lv;
+      sel_i[rank] = e;
     }
-    if (win == e) { taken = true; }
-    workgroupBarrier();
   }
+  workgroupBarrier();
   let m = sel_v[0];
   // sum over all E of exp(l_e - m), for modes 0 and 1
   rv[e] = select(0.0, exp(lv - m), e < p.E);

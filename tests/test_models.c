@@ -863,12 +863,14 @@ static void gpt_oss_fixtures(void) {
   for (int i = 0; i < 3; i++) {
     double exact = strstr(names[i], "gguf") ? 2e-3 : 1e-3;
     conformance(names[i], "", exact);
-    conformance(names[i], "--weights q4", 0.9);
     conformance(names[i], "--kv f16", 1e-2);
     conformance(names[i], "--prefill-chunk 7", exact);
-    double d = path_difference(names[i], "", "--unfused");
-    printf("  %-18s fused vs unfused: worst row difference %.3g\n", names[i], d);
-    CHECK(d < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g", names[i], d);
+    /* q4 of this tiny random model is noise against transformers (rows reach a relative L2 of 1.5 on the H100 and
+       here, as the dense Gemma 4 fixtures' do): the paths are checked against each other on q4 instead */
+    double d = path_difference(names[i], "", "--unfused"), dq = path_difference(names[i], "--weights q4", "--unfused");
+    printf("  %-18s fused vs unfused: worst row difference %.3g native, %.3g on q4\n", names[i], d, dq);
+    CHECK(d < 1e-4 && dq < 1e-4, "%s: the fused decode path differs from the unfused one by %.3g, on q4 %.3g", names[i],
+          d, dq);
   }
   gguf_tokenizer_matches("gpt_oss_gguf");
   /* the GGUF carries gpt-oss's own chat template (harmony): a chat turn renders it and generates; the tokens of its
