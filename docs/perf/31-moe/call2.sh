@@ -3,7 +3,8 @@
 # and the GGUF one from llama.cpp v0.5.0's converter (tools/refs/convert_gpt_oss_gguf.py), then test_models on the
 # GPU with them in place; the gpt-oss-20b shape (MXFP4 experts, Q8_0 otherwise) against llama.cpp on the same file.
 # Carry .gl, build-pack/moe2.tar.xz (stripped build-dev: wgllm, wgllm-bench, libwgllm.so.0, test_models, test_moe,
-# libmicrohttpd.so.12, libwebgpu_wrapper.so), bench/peers/llamacpp/dist (llcbench) and .llcpp (the converter).
+# libmicrohttpd.so.12, libwebgpu_wrapper.so, and llcpp/: llama.cpp v0.5.0's convert_hf_to_gguf.py, conversion/ and
+# gguf-py/ from the node-llama-cpp@3.22.1 bundle) and bench/peers/llamacpp/dist (llcbench).
 set -u
 T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
@@ -20,7 +21,7 @@ tag() { grep '^{' | sed "s/^{/{\"engine\": \"$1\", /" | tee -a "$J"; }
 if [ -z "${SKIP_TESTS:-}" ]; then
   t "fixtures"
   ( cd tools/refs && timeout 150 python3 make_refs.py /tmp/refs --only gpt_oss &&
-    timeout 120 python3 convert_gpt_oss_gguf.py "$PWD/../../.llcpp" /tmp/refs /tmp/refs ) > "$OUT/refs.txt" 2>&1
+    timeout 120 python3 convert_gpt_oss_gguf.py /tmp/b/llcpp /tmp/refs /tmp/refs ) > "$OUT/refs.txt" 2>&1
   echo "rc=$?" >> "$OUT/refs.txt"; grep -v "^INFO\|^DEBUG" "$OUT/refs.txt" | tail -12
   tar -C /tmp/refs -czf "$OUT/refs.tgz" . 2>/dev/null
   ( timeout 60 python3 tools/refs/make_chat_refs.py /tmp/chat && tar -C /tmp/chat -czf "$OUT/chat.tgz" . ) > "$OUT/chat.txt" 2>&1
