@@ -57,7 +57,8 @@ static void usage(FILE *f) {
          "       (e.g. third_party/tokenizers/llama3: the file then takes text, for wgllm run / serve)\n"
          "  synthetic NAME: llama-1b, llama-8b (Llama-3.2-1B, Llama-3.1-8B), gemma4 (Gemma 4 text, Gemma4TextConfig's\n"
          "  sizes, 10 KV-shared layers), gemma4-noshare (the same without KV sharing), qwen3-30b-a3b (Qwen3-MoE:\n"
-         "  128 experts, top 8), mixtral-8x7b (8 experts, top 2), tiny, gemma4-tiny, qwen3-moe-tiny (tests)\n"
+         "  128 experts, top 8), mixtral-8x7b (8 experts, top 2), gpt-oss-20b (MXFP4 experts; GGUF only), tiny,\n"
+         "  gemma4-tiny, qwen3-moe-tiny, qwen3-moe-kq, gpt-oss-tiny (tests)\n"
          "  decode is timed at a context of P tokens (the prompt), greedy sampling on the GPU, one token id\n"
          "  read back per step; defaults: --prompt 128 --gen 64 --runs 5; progress on stderr when it is a terminal\n");
 }

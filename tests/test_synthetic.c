@@ -1,7 +1,8 @@
 /* Synthetic benchmark models: the in-memory q4gsw model and the GGUF file written from the same generator
    compute the same logits (so other engines can be measured on identical weights), the small Gemma 4 shape runs
    (finite logits, decode as prefill, a KV cache of the owning layers only), and `wgllm bench` runs and reports
-   every JSON field; a synthetic GGUF with an embedded Hugging Face tokenizer encodes as that tokenizer.json. */
+   every JSON field; a synthetic GGUF with an embedded Hugging Face tokenizer encodes as that tokenizer.json; the MoE
+   shapes' GGUFs (Q4_K_M's types, gpt-oss's MXFP4) load and decode as they prefill. */
 #include "harness.h"
 #include "model_synthetic.h"
 #include "session.h"
@@ -237,6 +238,72 @@ static void qwen3_moe_tiny(gpu_context *gpu) {
   llm_model_free(m);
 }
 
+/* The MoE shapes' GGUF files (synthetic_gguf_roles.c, what the benches give both engines): each loads with the types
+   a Q4_K_M file (gpt-oss: its MXFP4 files) gives its tensors, and runs: finite logits, the decode steps (experts by
+   pair) equal to a prefill of the same tokens (experts in tiles). qwen3-moe-kq takes Q4_K and Q6_K experts,
+   gpt-oss-tiny MXFP4 ones with its biases and sinks. */
+static void moe_gguf_files(gpu_context *gpu) {
+  static const struct {
+    const char *name, *expert_tensor;
+    wt_dtype want;
+  } files[] = {{"qwen3-moe-kq", "blk.0.ffn_gate_exps.weight", WT_Q4_K},
+               {"qwen3-moe-kq", "blk.1.ffn_down_exps.weight", WT_Q6_K},
+               {"qwen3-moe-tiny", "blk.0.ffn_gate_exps.weight", WT_Q8_0},
+               {"gpt-oss-tiny", "blk.1.ffn_up_exps.weight", WT_MXFP4}};
+  for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+    char path[256];
+    llm_err err = {0};
+    snprintf(path, sizeof path, "/tmp/wgllm-synth-moe-%d.gguf", (int)getpid());
+    CHECK(llm_synthetic_write_gguf(files[f].name, path, &err) == WGLLM_OK, "%s: %s", files[f].name, err.msg);
+    wt_store *st = NULL;
+    CHECK(llm_open_store(path, &st, &err) == WGLLM_OK, "%s: %s", files[f].name, err.msg);
+    const wt_tensor *t = st ? wt_find(st, files[f].expert_tensor) : NULL;
+    CHECK(t && t->dtype == files[f].want, "%s: %s is %s, want %s", files[f].name, files[f].expert_tensor,
+          t ? wt_dtype_name(t->dtype) : "missing", wt_dtype_name(files[f].want));
+    wt_store_free(st);
+    llm_model *m = NULL;
+    CHECK(llm_model_load(gpu, path, NULL, &m, &err) == WGLLM_OK, "load %s: %s", files[f].name, err.msg);
+    unlink(path);
+    if (!m) continue;
+    enum { N = 14, DEC = 5 };
+    uint32_t V = m->hp.n_vocab;
+    int32_t ids[N];
+    for (uint32_t i = 0; i < N; i++)
+      ids[i] = (int32_t)((i * 2654435761u + 7) % V);
+    llm_session *s = NULL;
+    llm_session_options so = {.ctx = 32};
+    CHECK(llm_session_create(m, &so, &s, &err) == WGLLM_OK, "%s session: %s", files[f].name, err.msg);
+    float *all = malloc((size_t)N * V * 4), *step = malloc((size_t)V * 4);
+    double worst = 0;
+    int finite = 1;
+    if (s && llm_session_prefill(s, ids, N, all, 1) == WGLLM_OK) {
+      for (size_t i = 0; i < (size_t)N * V; i++)
+        finite &= isfinite(all[i]) != 0;
+      llm_session_reset(s);
+      CHECK(llm_session_prefill(s, ids, N - DEC, step, 0) == WGLLM_OK, "%s prefill: %s", files[f].name, s->err.msg);
+      for (uint32_t p = N - DEC; p < N; p++) {
+        CHECK(llm_session_decode(s, ids[p], step) == WGLLM_OK, "%s decode: %s", files[f].name, s->err.msg);
+        double num = 0, den = 0;
+        for (uint32_t v = 0; v < V; v++) {
+          double d = (double)step[v] - all[(size_t)p * V + v];
+          num += isfinite(step[v]) ? d * d : INFINITY;
+          den += (double)all[(size_t)p * V + v] * all[(size_t)p * V + v];
+        }
+        double e = den > 0 ? sqrt(num / den) : INFINITY;
+        if (!(e <= worst)) worst = e;
+      }
+    } else
+      CHECK(0, "%s prefill: %s", files[f].name, s ? s->err.msg : "no session");
+    CHECK(finite && worst < 1e-4, "%s: finite logits %d, decode vs prefill rel L2 %.3g", files[f].name, finite, worst);
+    printf("synthetic %s GGUF (%s %s): decode vs prefill relative L2 %.3g\n", files[f].name, files[f].expert_tensor,
+           wt_dtype_name(files[f].want), worst);
+    free(all);
+    free(step);
+    llm_session_free(s);
+    llm_model_free(m);
+  }
+}
+
 int main(void) {
   vocab_gguf();
   gpu_context *gpu = th_gpu();
@@ -267,6 +334,7 @@ int main(void) {
   unlink(path);
   gemma4_tiny(gpu);
   qwen3_moe_tiny(gpu);
+  moe_gguf_files(gpu);
   th_gpu_done();
 
   /* the bench command and its JSON fields */

@@ -61,6 +61,8 @@ static const qwen3_moe_shape QWEN3_MOE_SHAPES[] = {
     {"qwen3-30b-a3b", 151936, 2048, 6144, 48, 32, 4, 128, 128, 8, 768},
     /* small, for tests: 8 experts top 2 */
     {"qwen3-moe-tiny", 512, 128, 256, 2, 4, 2, 32, 8, 2, 64},
+    /* small with rows of whole 256-element super-blocks, so its GGUF takes Q4_K_M's K-quants (tests) */
+    {"qwen3-moe-kq", 512, 256, 512, 2, 4, 2, 64, 8, 2, 256},
 };
 
 static wgllm_status qwen3_moe_hparams(const qwen3_moe_shape *q, llm_hparams *hp, llm_err *err) {
@@ -172,7 +174,7 @@ wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *e
   } else {
     return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
                        "unknown synthetic model \"%s\" (llama-1b, llama-8b, tiny, gemma4, gemma4-noshare, gemma4-tiny, "
-                       "qwen3-30b-a3b, qwen3-moe-tiny, mixtral-8x7b, gpt-oss-20b, gpt-oss-tiny)",
+                       "qwen3-30b-a3b, qwen3-moe-tiny, qwen3-moe-kq, mixtral-8x7b, gpt-oss-20b, gpt-oss-tiny)",
                        name);
   }
   hp->norm_eps = 1e-5f;
