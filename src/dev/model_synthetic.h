@@ -11,7 +11,8 @@
 /* name: "llama-1b" or "llama-8b" (or "tiny" for tests); "gemma4" (Gemma4TextConfig's default sizes with the
    last 10 layers KV-shared), "gemma4-noshare" (the same, every layer with its own K/V) or "gemma4-tiny" (the
    same structure, small, for tests). group: 32, 64 or 128 (a Gemma 4 shape's rows must be whole groups:
-   gemma4-tiny takes 32 only); "qwen3-30b-a3b" (Qwen3-30B-A3B: 128 experts top 8 on every layer) or "qwen3-moe-tiny"
+   gemma4-tiny takes 32 only); "qwen3-30b-a3b" (Qwen3-30B-A3B: 128 experts top 8 on every layer), "qwen3-moe-kq" (small, rows of whole K-quant
+   super-blocks) or "qwen3-moe-tiny"
    (8 experts top 2, small, for tests), their experts in parts of whole experts over the binding limit. Every vector
    (norms, layer scalars) is ones. */
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *err);
@@ -19,7 +20,7 @@ wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t gr
 /* Writes the synthetic model (group 32) as GGUF v3 with Q4_0 linears and embedding, F32 norms (the Llama shapes; the
    MoE shapes as llm_synthetic_write_roles_gguf); a Gemma 4 shape has no GGUF form (WGLLM_ERR_UNSUPPORTED). */
 wgllm_status llm_synthetic_write_gguf(const char *name, const char *path, llm_err *err);
-/* The MoE shapes (qwen3-30b-a3b, qwen3-moe-tiny, mixtral-8x7b, gpt-oss-20b, gpt-oss-tiny) as GGUF (what
+/* The MoE shapes (qwen3-30b-a3b, qwen3-moe-tiny, qwen3-moe-kq, mixtral-8x7b, gpt-oss-20b, gpt-oss-tiny) as GGUF (what
    llm_synthetic_write_gguf does for them): llama.cpp's layout (qwen3moe; Mixtral as llama with expert_count; gpt-oss),
    every tensor in the type llama.cpp's Q4_K_M gives it (gpt-oss: MXFP4 experts, Q8_0 otherwise), random blocks
    (synthetic_gguf_roles.c). Other role-table shapes: WGLLM_ERR_UNSUPPORTED. The gpt-oss shapes have no in-memory
