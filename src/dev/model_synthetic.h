@@ -11,10 +11,9 @@
 /* name: "llama-1b" or "llama-8b" (or "tiny" for tests); "gemma4" (Gemma4TextConfig's default sizes with the
    last 10 layers KV-shared), "gemma4-noshare" (the same, every layer with its own K/V) or "gemma4-tiny" (the
    same structure, small, for tests). group: 32, 64 or 128 (a Gemma 4 shape's rows must be whole groups:
-   gemma4-tiny takes 32 only); "qwen3-30b-a3b" (Qwen3-30B-A3B: 128 experts top 8 on every layer), "qwen3-moe-kq" (small, rows of whole K-quant
-   super-blocks) or "qwen3-moe-tiny"
-   (8 experts top 2, small, for tests), their experts in parts of whole experts over the binding limit. Every vector
-   (norms, layer scalars) is ones. */
+   gemma4-tiny takes 32 only); "qwen3-30b-a3b" (Qwen3-30B-A3B: 128 experts top 8 on every layer), "qwen3-moe-tiny"
+   (8 experts top 2, small, for tests) or "qwen3-moe-kq" (the same with rows of whole K-quant super-blocks), their
+   experts in parts of whole experts over the binding limit. Every vector (norms, layer scalars) is ones. */
 wgllm_status llm_synthetic_hparams(const char *name, llm_hparams *hp, llm_err *err);
 wgllm_status llm_model_synthetic(gpu_context *gpu, const char *name, uint32_t group, llm_model **out, llm_err *err);
 /* Writes the synthetic model (group 32) as GGUF v3 with Q4_0 linears and embedding, F32 norms (the Llama shapes; the
