@@ -218,6 +218,29 @@ static void expect_error(const char *what, const char *model, const char *extra,
   free(e);
 }
 
+/* Copies a safetensors model directory with the first occurrence of `from` in its header renamed to `to` (the same
+   length, so every offset holds): a tensor renamed away, as if the file lacked it. */
+static void copy_with_renamed(const char *src, const char *dst, const char *from, const char *to) {
+  char p[600];
+  size_t n;
+  mkdir(dst, 0755);
+  snprintf(p, sizeof p, "%s/config.json", src);
+  char *cfg = th_read_file(p, &n);
+  snprintf(p, sizeof p, "%s/config.json", dst);
+  write_file(p, cfg, n);
+  free(cfg);
+  snprintf(p, sizeof p, "%s/model.safetensors", src);
+  char *st = th_read_file(p, &n);
+  char *at = NULL;
+  for (size_t i = 0; st && !at && i + strlen(from) <= n; i++)
+    if (!memcmp(st + i, from, strlen(from))) at = st + i;
+  CHECK(at && strlen(from) == strlen(to), "%s has no %s", p, from);
+  if (at) memcpy(at, to, strlen(to));
+  snprintf(p, sizeof p, "%s/model.safetensors", dst);
+  write_file(p, st, n);
+  free(st);
+}
+
 /* Copies a safetensors model directory, storing one tensor as F16 instead of F32 (mixed storages in one file). */
 static void copy_with_f16_tensor(const char *src, const char *dst, const char *tensor) {
   char p[600];
@@ -673,6 +696,10 @@ static void bad_inputs(void) {
       {"mixtral", "num_local_experts", "0", "num_local_experts 0"},
       {"qwen3_moe", "num_experts", "6", "num_experts 6 and num_local_experts 8 differ"},
       {"gemma4_moe", "top_k_experts", "9", "top_k_experts 9"},
+      /* gpt-oss: its SwiGLU's clamp and gain must be positive, its top k within the experts */
+      {"gpt_oss", "swiglu_limit", "-7", "swiglu_limit -7"},
+      {"gpt_oss", "swiglu_alpha", "0", "swiglu_alpha 0"},
+      {"gpt_oss", "num_experts_per_tok", "5", "num_experts_per_tok 5"},
       /* longrope: a factor list of the wrong length, a missing original length */
       {"phi3", "rope_parameters",
        "{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0, \"short_factor\": [1.0], \"long_factor\": [1.0], "
@@ -682,6 +709,12 @@ static void bad_inputs(void) {
        "{\"rope_type\": \"longrope\", \"rope_theta\": 10000.0, \"partial_rotary_factor\": 0.75, "
        "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [-1, 1, 1, 1, 1, 1, 1, 1, 1]}",
        "longrope long_factor[0] is not a positive number"}};
+  /* gpt-oss's MXFP4 blocks without their scales */
+  snprintf(d, sizeof d, "%s/mxfp4_scales", g_tmp);
+  copy_with_renamed("data/models/gpt_oss_mxfp4", d, "model.layers.0.mlp.experts.gate_up_proj_scales",
+                    "model.layers.0.mlp.experts.gate_up_proj_scalez");
+  expect_error("MXFP4 blocks without scales", d, "",
+               "missing tensor model.layers.0.mlp.experts.gate_up_proj_scales (the scales of");
   for (size_t i = 0; i < sizeof moe_bad / sizeof moe_bad[0]; i++) {
     char from[200], what[120];
     snprintf(from, sizeof from, "data/models/%s", moe_bad[i][0]);
@@ -876,8 +909,8 @@ static void gpt_oss_fixtures(void) {
   /* the GGUF carries gpt-oss's own chat template (harmony): a chat turn renders it and generates; the tokens of its
      prompt are the template's (the rendered text, tokenized with specials: <|start|>, <|message|>, <|end|>) */
   char args[600];
-  snprintf(args, sizeof args, "chat -m data/models/gpt_oss_gguf/model.gguf -p hi -n 6 --temp 0 -no-cnv --stats > %s/chat.txt",
-           g_tmp);
+  snprintf(args, sizeof args,
+           "chat -m data/models/gpt_oss_gguf/model.gguf -p hi -n 6 --temp 0 -no-cnv --stats > %s/chat.txt", g_tmp);
   int rc = run_cli(args);
   char *err = last_stderr();
   CHECK(rc == 0, "gpt_oss_gguf: chat with its own template: exit %d: %s", rc, err);
@@ -1148,10 +1181,10 @@ int main(void) {
   conformance("qwen3_yarn", "", 1e-3); /* make_refs.py --only qwen3_yarn: factor 4 from 8 tokens */
   conformance("qwen3_yarn", "--prefill-chunk 7", 1e-3);
   printf("parameter counts (wgllm info) against the files:\n");
-  static const char *const counted[] = {"llama_gqa",        "qwen2",         "qwen3",     "gemma3",
-                                        "gemma4_kv_shared", "gemma4_k_eq_v", "qwen3_moe", "qwen3_moe_mixed",
-                                        "mixtral",          "gemma4_moe",    "phi3",      "phi4_mini",
-                                        "gpt_oss"}; /* gpt_oss_mxfp4's file holds bytes, not parameters */
+  static const char *const
+      counted[] = {"llama_gqa",     "qwen2",     "qwen3",           "gemma3",  "gemma4_kv_shared",
+                   "gemma4_k_eq_v", "qwen3_moe", "qwen3_moe_mixed", "mixtral", "gemma4_moe",
+                   "phi3",          "phi4_mini", "gpt_oss"}; /* gpt_oss_mxfp4's file holds bytes, not parameters */
   for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++)
     param_count_matches(counted[i]);
   printf("bad inputs:\n");
