@@ -157,7 +157,8 @@ wgllm_status llm_moe_beside_dense(llm_hparams *hp, uint32_t n_expert, uint32_t k
   hp->n_ff_exp = width;
   hp->moe_norm = 1;      /* Gemma4TextRouter: the top k renormalised, then its per-expert scale */
   hp->moe_dense_too = 1; /* every layer keeps its dense MLP (n_ff stays the dense width) */
-  hp->moe_hf_fused = 1;  /* its experts are 3-D in every format: gate_up_proj [E][2I][H], down_proj [E][H][I] */
+  hp->moe_hf_form =
+      LLM_MOE_HF_3D; /* its experts are 3-D in every format: gate_up_proj [E][2I][H], down_proj [E][H][I] */
   wgllm_status s = moe_usable(hp, where, n_key, k_key, w_key, err);
   if (!s && !hp->lay) s = llm_hparams_layers_init(hp, err);
   for (uint32_t l = 0; !s && l < hp->n_layer; l++)

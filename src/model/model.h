@@ -117,12 +117,12 @@ typedef struct llm_hparams {
   int sinks;                      /* attention sinks: a learned logit per head in the softmax (gpt-oss) */
   int moe_dense_too; /* Gemma 4's MoE block: a sparse layer keeps its dense MLP beside the experts (their outputs
                         normed and summed; llm_block_moe_beside_dense) */
-  int moe_hf_fused; /* how a Hugging Face directory holds the experts (llm_moe_hf_form); GGUF: 0 */
+  int moe_hf_form; /* how a Hugging Face directory holds the experts (llm_moe_hf_form); GGUF: 0 */
   /* per-layer facts; NULL when every layer is as the scalars above say (read them through llm_layer_*) */
   struct llm_layer_hp *lay; /* [n_layer] */
 } llm_hparams;
 
-/* How a Hugging Face directory holds a layer's experts (hp->moe_hf_fused; detected from the first sparse layer's
+/* How a Hugging Face directory holds a layer's experts (hp->moe_hf_form; detected from the first sparse layer's
    tensors): a tensor an expert (the hub's Qwen3-MoE and Mixtral), 3-D as transformers 5 saves them (gate_up_proj
    [E][2I][H], down_proj [E][H][I]), gpt-oss's transposed 3-D (gate_up_proj [E][H][2I] with gate and up interleaved,
    down_proj [E][I][H]) or gpt-oss's MXFP4 blocks and scales (gate_up_proj_blocks [E][2I][H/32][16], rows

@@ -1027,9 +1027,9 @@ wgllm_status llm_read_hparams(const wt_store *st, llm_hparams *hp, llm_err *err)
         int fused = wt_find(st, name) != NULL;
         snprintf(name, sizeof name, "%slayers.%u.mlp.experts.gate_up_proj_blocks", pre, l);
         if (hp->arch == LLM_ARCH_GPT_OSS)
-          hp->moe_hf_fused = wt_find(st, name) ? LLM_MOE_HF_OAI_MXFP4 : LLM_MOE_HF_OAI;
+          hp->moe_hf_form = wt_find(st, name) ? LLM_MOE_HF_OAI_MXFP4 : LLM_MOE_HF_OAI;
         else
-          hp->moe_hf_fused = fused ? LLM_MOE_HF_3D : LLM_MOE_HF_EACH;
+          hp->moe_hf_form = fused ? LLM_MOE_HF_3D : LLM_MOE_HF_EACH;
         break;
       }
   }

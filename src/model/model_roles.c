@@ -189,7 +189,7 @@ int llm_role_present(const llm_hparams *hp, const llm_role *r, uint32_t l) {
   if ((n & LLM_NEED_SPLIT) && hp->fused_proj) return 0;
   if ((n & LLM_NEED_FUSED) && !hp->fused_proj) return 0;
   if ((n & LLM_NEED_MOE) && !moe) return 0;
-  int form = hp->moe_hf_fused;
+  int form = hp->moe_hf_form;
   if ((n & LLM_NEED_EXP_ONE) && form != LLM_MOE_HF_EACH) return 0;
   if ((n & LLM_NEED_EXP_3D) && form != LLM_MOE_HF_3D) return 0;
   if ((n & LLM_NEED_EXP_OAI) && form != LLM_MOE_HF_OAI && form != LLM_MOE_HF_OAI_MXFP4) return 0;
