@@ -1,5 +1,6 @@
 // Decode GEMV (one token), tuned for bandwidth and fused with its neighbours, for the weight storages decode
-// streams most: q4gsw, q8 (GGUF Q8_0) and ggml's Q4_K, Q5_K and Q6_K blocks (the K-quant mixes):
+// streams most: q4gsw, q8 (GGUF Q8_0), ggml's Q4_K, Q5_K and Q6_K blocks (the K-quant mixes) and MXFP4 (gpt-oss's
+// experts):
 //   y[n_off + n] (+)= s * sum_k W[n, k] * x'[k] (+ bias[n_off + n]),  x' = x * (norm_w + w_offset),
 //   s = 1/rms(x) when has_norm
 // so the RMSNorm before a projection, the residual add after it (accumulate) and the gated activation of the
@@ -27,22 +28,34 @@
 // Variant "_sg" reduces with subgroupAdd (fixed subgroup size SGS dividing TK, checked by the op's plan); when
 // TK == SGS a thread-row is one subgroup and needs no workgroup memory. The plain variant reduces through
 // workgroup memory (TK a power of two, TK * TR <= 128).
-//! axis q4: WQ4=1 | q8: WQ8=1 | q4k: WQ4_K=1 WKQ=1 | q5k: WQ5_K=1 WKQ=1 | q6k: WQ6_K=1
+//
+// Variants "_moe" are the expert GEMV of mixture-of-experts decode (op_gemv_experts): workgroup row y is pair q
+// of np routed (token, expert) pairs, its expert e = route[q] (ids [T][k]); its rows are expert e's, starting at
+// row (e - e_base) * rows_w of this piece of the stacked weight [E][rows_w][K], its x is row q / k of x [T][K]
+// (x_pair 0: gate/up) or row q of x [np][K] (x_pair 1: down), and it writes y [np][n_out], its bias [E][rows_w].
+// A pair whose expert lies in another piece (a weight in parts of whole experts) writes nothing. act 2 is
+// gpt-oss's clamped SwiGLU: (clamp(u, -limit, limit) + 1) * g' * sigmoid(alpha g'), g' = min(g, limit).
+//! axis q4: WQ4=1 RB=7 | q8: WQ8=1 RB=7 | q4k: WQ4_K=1 WKQ=1 RB=6 | q5k: WQ5_K=1 WKQ=1 RB=6 | q6k: WQ6_K=1 RB=6 | mxfp4: WMXFP4=1 RB=6
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: MT=0 | _mt: MT=1
+//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1
 // bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
 // left out, LEAVE_OUT 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales, 5 the
 // weight loads alone (src/dev/gemv_probe.c)
-//! variant q4_probe: WQ4=1 SG=0 MT=0 PROBE=1 dev=1
-//! variant q4_sg_probe: WQ4=1 SG=1 MT=0 PROBE=1 requires=subgroups dev=1
+//! variant q4_probe: WQ4=1 SG=0 MT=0 PROBE=1 RB=7 dev=1
+//! variant q4_sg_probe: WQ4=1 SG=1 MT=0 PROBE=1 RB=7 requires=subgroups dev=1
 struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
                 has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
-                act: u32, n_off: u32, y_stride: u32, _p2: u32 };
+                act: u32, n_off: u32, y_stride: u32, k: u32,
+                x_pair: u32, rows_w: u32, e_base: u32, e_count: u32,
+                E: u32, alpha: f32, limit: f32, _p0: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> norm_w: array<vec4<f32>>;
+#if MOE
+@group(0) @binding({{RB}}) var<storage, read> route: array<u32>; // after the scales where there are any
+#endif
 override G: u32 = 32u;   // q4gsw group size
 override R: u32 = 8u;    // rows per thread-row
 override TK: u32 = 128u; // threads along K in a thread-row
@@ -277,6 +290,43 @@ fn apply(u: u32) -> f32 {
 }
 #endif
 
+#if WMXFP4
+// MXFP4 (ggml's 17-byte blocks: e (e8m0), qs[16]; element j the low nibble of qs[j], j + 16 its high nibble; value
+// 2^(e - 128) * the doubled e2m1 grid). A step is one block; its bytes lie at any alignment, so the lane loads the
+// five words under them and shifts the 16 quant bytes into place. The grid is looked up in workgroup memory (16
+// entries in 16 banks: no conflicts), a load a weight, where decoding e2m1 arithmetically takes about 12
+// instructions a weight (counted).
+@group(0) @binding(2) var<storage, read> w: array<u32>;
+const STEP = 32u;
+const XV = 8u;
+const MULT = 1.0;
+const MXFP4 = array<f32, 16>(0.0, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 0.0, -1.0, -2.0, -3.0, -4.0, -6.0, -8.0, -12.0);
+var<workgroup> mxlut: array<f32, 16>;
+fn xidx(si: u32, j: u32) -> u32 { return 8u * si + j; }
+fn step_sums(u: u32) {}
+fn decode(n: u32, si: u32) {
+  let o = (n * (p.K / 32u) + si) * 17u;
+  let a = o >> 2u;
+  let s = o & 3u;
+  var wd: array<u32, 5>;
+  for (var j = 0u; j < 5u; j++) { wd[j] = w[a + j]; }
+  let x = (wd[0] >> (8u * s)) & 255u;
+  dc.x = bitcast<f32>(select((x - 1u) << 23u, 0x00200000u << x, x < 2u));
+  let r = 8u * s + 8u; // the quants start r bits into word 0 (r = 32: word 1)
+  for (var q = 0u; q < 4u; q++) {
+    let b = select((wd[q] >> r) | (wd[q + 1u] << (32u - r)), wd[q + 1u], s == 3u);
+    dw[q] = vec4<f32>(mxlut[b & 15u], mxlut[(b >> 8u) & 15u], mxlut[(b >> 16u) & 15u], mxlut[(b >> 24u) & 15u]);
+    dw[4u + q] = vec4<f32>(mxlut[(b >> 4u) & 15u], mxlut[(b >> 12u) & 15u], mxlut[(b >> 20u) & 15u],
+                           mxlut[b >> 28u]);
+  }
+}
+fn apply(u: u32) -> f32 {
+  var a = 0.0;
+  for (var k = 0u; k < 8u; k++) { a += dot(dw[k], xs[8u * u + k]); }
+  return dc.x * a;
+}
+#endif
+
 // token t's x of step si into slot u of xs (normed), its sums into xa; returns the step's sum of squares (for
 // the norm)
 fn load_x(u: u32, si: u32, t: u32) -> f32 {
@@ -295,10 +345,16 @@ fn load_x(u: u32, si: u32, t: u32) -> f32 {
   return ss;
 }
 
-fn act_fn(g: f32) -> f32 {
-  if (p.act == 0u) { return g / (1.0 + exp(-g)); }
-  let z = 0.7978845608028654 * (g + 0.044715 * g * g * g);
-  return g / (1.0 + exp(-2.0 * z));
+// the GLU's output from its gate g and up u: act 0 SiLU, 1 GELU-tanh, 2 gpt-oss's clamped SwiGLU
+fn glu_out(g: f32, u: f32) -> f32 {
+  if (p.act == 0u) { return g / (1.0 + exp(-g)) * u; }
+  if (p.act == 1u) {
+    let z = 0.7978845608028654 * (g + 0.044715 * g * g * g);
+    return g / (1.0 + exp(-2.0 * z)) * u;
+  }
+  let gc = min(g, p.limit);
+  let uc = clamp(u, -p.limit, p.limit);
+  return (uc + 1.0) * (gc / (1.0 + exp(-p.alpha * gc)));
 }
 
 @compute @workgroup_size(WG)
@@ -311,7 +367,23 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let kt = li % TK;
   let rt = li / TK;
   let n_out = select(p.N, p.glu_half, GLU);
+#if WMXFP4
+  if (li < 16u) { mxlut[li] = MXFP4[li]; }
+  workgroupBarrier();
+#endif
+#if MOE
+  // pair q's expert, its first row in this piece, its x row
+  let q = wid.y;
+  let e = min(route[q], p.E - 1u);
+  let inpart = e >= p.e_base && e - p.e_base < p.e_count;
+  let rbase = select(0u, (e - p.e_base) * p.rows_w, inpart);
+  let nb = wid.x * (TR * R) + rt * R; // first row of this thread-row
+  let xt = select(q / p.k, q, p.x_pair != 0u);
+#else
+  let rbase = 0u;
   let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
+  let xt = 0u;
+#endif
   let steps = p.K / STEP;
   var acc: array<f32, 32>; // [RR][NT]
   for (var r = 0u; r < RR * NT; r++) { acc[r] = 0.0; }
@@ -321,7 +393,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   for (var r = 0u; r < RR; r++) {
     var n = min(nb + (r % R), n_out - 1u);
     if (GLU && r >= R) { n += p.glu_half; }
-    rowb[r] = n;
+    rowb[r] = rbase + n;
   }
   var i = kt;
   // U steps at a time while they are all inside the row, then single steps
@@ -349,7 +421,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   // local memory: the one-token GEMV ran 10-30% slower on the small projections and the LM head; PERF.md)
   var ss1 = 0.0;
   for (; i + (U - 1u) * TK < steps; i += U * TK) {
-    for (var u = 0u; u < U; u++) { ss1 += load_x(u, i + u * TK, 0u); }
+    for (var u = 0u; u < U; u++) { ss1 += load_x(u, i + u * TK, xt); }
     for (var r = 0u; r < RR; r++) {
       for (var u = 0u; u < U; u++) {
         decode(rowb[r], i + u * TK);
@@ -358,7 +430,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
   }
   for (; i < steps; i += TK) {
-    ss1 += load_x(0u, i, 0u);
+    ss1 += load_x(0u, i, xt);
     for (var r = 0u; r < RR; r++) {
       decode(rowb[r], i);
       acc[r] += apply(0u);
@@ -426,17 +498,25 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
 #endif
   let n = nb + r0;
-  if (kt < R * NT && n < n_out) {
+#if MOE
+  let o = q * n_out + n;
+  let bo = e * p.rows_w + n;   // the gate row's bias (up: glu_half further)
+  let writes = inpart;
+#else
+  let o = tt * p.y_stride + p.n_off + n;
+  let bo = p.n_off + n;
+  let writes = true;
+#endif
+  if (kt < R * NT && n < n_out && writes) {
     var sc = MULT;
     if (p.has_norm != 0u) { sc *= inverseSqrt(tot_ss / f32(p.K) + p.eps); }
-    let o = tt * p.y_stride + p.n_off + n;
     var v = mine * sc;
     if (GLU) {
       var u = mine_up * sc;
-      if (p.has_bias != 0u) { v += bias[n]; u += bias[n + p.glu_half]; }
-      v = act_fn(v) * u;
+      if (p.has_bias != 0u) { v += bias[bo]; u += bias[bo + p.glu_half]; }
+      v = glu_out(v, u);
     } else if (p.has_bias != 0u) {
-      v += bias[p.n_off + n];
+      v += bias[bo];
     }
     if (p.accumulate != 0u) { v += y[o]; }
     y[o] = v;

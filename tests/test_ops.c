@@ -3062,7 +3062,7 @@ static void cases_gemv(void) {
       {65, 2304, {1, 64, 4, 2, 1}},
       {100, 2304, {0}},
   };
-  static const op_wtype types[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K};
+  static const op_wtype types[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_MXFP4};
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
     const gshape *shapes = types[ti] == OP_W_Q4 ? q4 : blk;
     size_t n = types[ti] == OP_W_Q4 ? sizeof q4 / sizeof q4[0] : sizeof blk / sizeof blk[0];
@@ -3096,7 +3096,7 @@ static void cases_gemv(void) {
   } mt[] = {
       {OP_W_Q4, 1003, 2048, 3, 2},  {OP_W_Q4, 1003, 1024, 8, 3},  {OP_W_Q4, 37, 96, 3, 3},
       {OP_W_Q8, 1003, 1024, 5, 3},  {OP_W_Q4_K, 512, 2048, 5, 2}, {OP_W_Q5_K, 37, 768, 2, 3},
-      {OP_W_Q6_K, 512, 2048, 8, 2},
+      {OP_W_Q6_K, 512, 2048, 8, 2}, {OP_W_MXFP4, 37, 160, 3, 3},
   };
   for (size_t i = 0; i < sizeof mt / sizeof mt[0]; i++) {
     tcase *c = add_case("gemv", run_gemv, "%s/N=%u,K=%u/tokens=%u/plan=default/%s", op_wtype_name(mt[i].wt), mt[i].N,
@@ -5067,10 +5067,10 @@ static void cases_moe(void) {
       {37, 8, 64, 48, 512, 1, 2, 0, 1, 1, 0},   /* eight experts of 64 take everything */
       {512, 8, 128, 64, 256, 1, 0, 0, 0, 0, 1}, /* a prefill chunk of Qwen3-30B-A3B's routing */
   };
-  static const op_wtype wts[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K};
+  static const op_wtype wts[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K, OP_W_MXFP4};
   /* every other storage's two variants (the decode GEMV and the tiles) on one shape */
-  static const op_wtype more[] = {OP_W_BF16, OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,   OP_W_Q2_K,
-                                  OP_W_Q3_K, OP_W_Q5_K, OP_W_IQ4_NL, OP_W_IQ4_XS, OP_W_MXFP4};
+  static const op_wtype more[] = {OP_W_BF16, OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,  OP_W_Q2_K,
+                                  OP_W_Q3_K, OP_W_Q5_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
   for (size_t wi = 0; wi < sizeof more / sizeof more[0]; wi++)
     for (int route = 0; route < 2; route++) {
       tcase *c = add_case("moe_linear", run_moe_linear, "%s/%s/T=3,k=2,E=8,N=40,K=256,silu,bias/random",
@@ -5078,6 +5078,26 @@ static void cases_moe(void) {
       c->u.moe = (struct moe_case){
           .T = 3, .k = 2, .E = 8, .N = 40, .K = 256, .glu = 1, .scale = 1, .mode = route, .wt = more[wi]};
     }
+  /* gpt-oss's rows of 32-element blocks that are no 256 multiple (K = 2880 there; 288 here, 9 steps: the tuned
+     layout with steps that do not divide evenly among its lanes) */
+  static const op_wtype k32[] = {OP_W_Q8, OP_W_MXFP4};
+  for (size_t wi = 0; wi < 2; wi++)
+    for (int route = 0; route < 2; route++)
+      for (int down = 0; down < 2; down++) {
+        tcase *c = add_case("moe_linear", run_moe_linear, "%s/%s/T=2,k=4,E=16,N=64,K=288,%s,bias",
+                            op_wtype_name(k32[wi]), MOE_ROUTES[route], down ? "plain,x=pairs" : "swiglu_oai");
+        c->u.moe = (struct moe_case){.T = 2,
+                                     .k = 4,
+                                     .E = 16,
+                                     .N = 64,
+                                     .K = 288,
+                                     .glu = !down,
+                                     .act = 2,
+                                     .x_pair = down,
+                                     .scale = 1,
+                                     .mode = route,
+                                     .wt = k32[wi]};
+      }
   /* weights in parts of whole experts (mixed storages: the case's, then q8, then Q6_K), every route */
   for (int wi = 0; wi < 2; wi++)
     for (int route = 0; route < 3; route++)
@@ -5099,7 +5119,7 @@ static void cases_moe(void) {
                                      .parts = 3};
       }
   for (size_t li = 0; li < sizeof lin / sizeof lin[0]; li++)
-    for (size_t wi = 0; wi < 6; wi++)
+    for (size_t wi = 0; wi < sizeof wts / sizeof wts[0]; wi++)
       for (int route = 0; route < 3; route++) {
         if (lin[li].big && wi != 0 && wi != 2) continue;
         tcase *c = add_case("moe_linear", run_moe_linear, "%s/%s/T=%u,k=%u,E=%u,N=%u,K=%u,%s%s%s/%s",

@@ -9,7 +9,9 @@
 typedef struct gemv_probe_params {
   uint32_t N, K, has_bias, accumulate, has_norm;
   float eps, w_offset;
-  uint32_t glu_half, act, n_off, y_stride, _pad;
+  uint32_t glu_half, act, n_off, y_stride, moe[6]; /* the expert variants' fields, unused here */
+  float alpha, limit;
+  uint32_t _pad;
 } gemv_probe_params;
 
 const char *dev_gemv_stage_name(dev_gemv_stage stage) {

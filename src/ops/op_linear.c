@@ -76,6 +76,7 @@ static uint32_t gemv_xv(op_wtype t) {
     return 2;
   case OP_W_Q4_K:
   case OP_W_Q5_K:
+  case OP_W_MXFP4:
     return 8;
   case OP_W_Q6_K:
     return 4;
@@ -87,7 +88,7 @@ static uint32_t gemv_xv(op_wtype t) {
 static int gemv_piece_ok(op_wtype t, uint32_t group, uint32_t K) {
   if (!gemv_xv(t)) return 0;
   if (t == OP_W_Q4) return (group == 32 || group == 64 || group == 128) && K % group == 0 && K % 32 == 0;
-  return K % (t == OP_W_Q8 ? 32u : 256u) == 0;
+  return K % (t == OP_W_Q8 || t == OP_W_MXFP4 ? 32u : 256u) == 0;
 }
 
 /* Tokens one "_mt" dispatch takes for a storage: NT x XV x-vec4s in the kernel's 32 slots, at most 8 */
@@ -146,7 +147,7 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
   if (fixed_sg && steps >= sgs && shape_ok && n_out >= 64 && ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
     p.tuned = 1;
     uint32_t one = sgs > 32 ? sgs : 32; /* one thread-row = one subgroup (32 lanes, or the subgroup if wider) */
-    if (type == OP_W_Q4_K || type == OP_W_Q5_K) { /* 32-element steps, one unrolled */
+    if (type == OP_W_Q4_K || type == OP_W_Q5_K || type == OP_W_MXFP4) { /* 32-element steps, one unrolled */
       if (glu)
         p.tk = one, p.tr = 8, p.r = 2, p.u = 2;
       else if (n_out >= 32768)
@@ -188,14 +189,18 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
 typedef struct gemv_params {
   uint32_t N, K, has_bias, accumulate, has_norm;
   float eps, w_offset;
-  uint32_t glu_half, act, n_off, y_stride, _p2;
+  uint32_t glu_half, act, n_off, y_stride, k, x_pair, rows_w, e_base, e_count, E;
+  float alpha, limit;
+  uint32_t _p0;
 } gemv_params;
-_Static_assert(sizeof(gemv_params) == 48, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
+_Static_assert(sizeof(gemv_params) == 80, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
-/* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off.. */
+/* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off..; with
+   moe, the expert GEMV over the pairs whose experts this piece holds (N: rows an expert, rows_w) */
 static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uint32_t group, gpu_view data,
                                gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K, uint32_t n_off,
-                               uint32_t nt, uint32_t y_stride, const op_gemv_opts *o, const op_gemv_plan *plan) {
+                               uint32_t nt, uint32_t y_stride, const op_gemv_opts *o, const op_gemv_plan *plan,
+                               const op_gemv_experts_args *moe, gpu_view route) {
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N, xv = gemv_xv(type);
@@ -232,6 +237,16 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                    .act = (uint32_t)o->act,
                    .n_off = n_off,
                    .y_stride = y_stride};
+  if (moe) {
+    p.k = moe->k;
+    p.x_pair = moe->x_pair ? 1u : 0u;
+    p.rows_w = N;
+    p.e_base = moe->e_base;
+    p.e_count = moe->e_count;
+    p.E = moe->E;
+    p.alpha = moe->alpha;
+    p.limit = moe->limit;
+  }
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
                        {"TK", (double)pl.tk},
@@ -241,19 +256,31 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt}};
   char variant[32];
-  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", nt > 1 ? "_mt" : "");
+  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "",
+           moe      ? "_moe"
+           : nt > 1 ? "_mt"
+                    : "");
   int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
-  uint32_t rows_per_wg = pl.tr * pl.r;
-  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_GEMV,
-                                              .variant = variant,
-                                              .params = &p,
-                                              .params_size = sizeof p,
-                                              .consts = c,
-                                              .n_consts = nt > 1 ? 8 : 7,
-                                              .access = has_scales ? "rrrwrr" : "rrrwr",
-                                              .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x,
-                                                       has_scales ? scales : (gpu_view){0}},
-                                              .groups = (out_rows + rows_per_wg - 1) / rows_per_wg});
+  uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
+  op_dispatch_args a = {
+      .kernel = K_GEMV,
+      .variant = variant,
+      .params = &p,
+      .params_size = sizeof p,
+      .consts = c,
+      .n_consts = nt > 1 ? 8 : 7,
+      .access = has_scales ? "rrrwrr" : "rrrwr",
+      .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x, has_scales ? scales : (gpu_view){0}},
+      .groups = groups};
+  if (moe) { /* the pairs' ids after the other bindings; a workgroup row a pair */
+    a.access = has_scales ? "rrrwrrr" : "rrrwrr";
+    a.bind[has_scales ? 6 : 5] = route;
+    a.groups = 0;
+    a.grid[0] = groups;
+    a.grid[1] = moe->np;
+    a.grid[2] = 1;
+  }
+  return op_dispatch(rec, &a);
 }
 
 wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
@@ -268,7 +295,7 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
   if (!o) o = &none;
   if (!op_gemv_supports(op_ctx(rec), w, o->n_tokens ? o->n_tokens : 1, K, &sg))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
-                   "gemv: needs q4gsw, q8, Q4_K, Q5_K or Q6_K weights of whole groups or blocks (%s, K=%u)",
+                   "gemv: needs q4gsw, q8, Q4_K, Q5_K, Q6_K or MXFP4 weights of whole groups or blocks (%s, K=%u)",
                    op_wtype_name(w->type), K);
   if (o->glu_half && N != 2 * o->glu_half)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU over %u rows with %u gate rows", N, o->glu_half);
@@ -297,12 +324,27 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
         return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
                        "gemv: token %u's rows (K=%u, y stride %u) do not start on a binding offset", t0, K, ys);
       gpu_view xt = {x.buf, x.offset + xo, 0}, yt = {y.buf, y.offset + yo, 0};
-      s = gemv_piece(rec, xt, pw.type, pw.group, pw.data, pw.scales, bias, yt, rows, K, n0, nt, ys, o, plan);
+      s = gemv_piece(rec, xt, pw.type, pw.group, pw.data, pw.scales, bias, yt, rows, K, n0, nt, ys, o, plan, NULL,
+                     (gpu_view){0});
     }
     n0 += rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: parts of %u rows for N=%u", n0, N);
   return s;
+}
+
+int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K) { return gemv_piece_ok(type, group, K); }
+
+wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *piece, gpu_view bias, gpu_view ids,
+                             gpu_view y, const op_gemv_experts_args *a) {
+  const gpu_context *ctx = op_ctx(rec);
+  if (!op_gemv_experts_supports(piece->type, piece->group, a->K))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
+  uint32_t rows_w = a->glu ? 2 * a->N : a->N, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
+  if (a->np > maxg) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv experts: %u pairs over the grid limit", a->np);
+  op_gemv_opts o = {.glu_half = a->glu ? a->N : 0, .act = (op_act)a->act};
+  return gemv_piece(rec, x, piece->type, piece->group, piece->data, piece->scales, bias, y, rows_w, a->K, 0, 1, 0, &o,
+                    NULL, a, ids);
 }
 
 wgllm_status op_matvec_generic(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,

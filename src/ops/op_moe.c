@@ -1,6 +1,7 @@
 /* Mixture-of-experts ops: the router's top-k (kernels/moe_route.wgsl), the per-expert pair lists and indirect
    arguments (kernels/moe_lists.wgsl), the expert linear on routed rows with the gate/up GLU fused
-   (kernels/moe_linear.wgsl: a GEMV per pair for decode, tiles grouped by expert for prefill) and the weighted
+   (decode: kernels/gemv.wgsl's expert variants for the storages it reads, kernels/moe_linear.wgsl's GEMV a pair for
+   the others; prefill: moe_linear's tiles grouped by expert) and the weighted
    combine (kernels/moe_combine.wgsl). docs/MOE.md shows how a model step strings them together. */
 #include "ops.h"
 #include <stdio.h>
@@ -194,6 +195,24 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit %u", who, gx, gy, maxg);
   for (uint32_t i = 0; !s && i < n_pieces; i++) {
+    if (mp->route == OP_MOE_PAIRS && op_gemv_experts_supports(pc[i].type, pc[i].group, K)) {
+      /* decode's pairs in the tuned GEMV's layouts (kernels/gemv.wgsl "_moe") */
+      op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
+      op_gemv_experts_args ga = {.N = N,
+                                 .K = K,
+                                 .np = np,
+                                 .k = k,
+                                 .E = E,
+                                 .e_base = pc[i].e_base,
+                                 .e_count = pc[i].e_count,
+                                 .glu = mp->glu,
+                                 .x_pair = mp->x_pair,
+                                 .act = (int)p.act,
+                                 .alpha = mp->alpha,
+                                 .limit = mp->limit};
+      s = op_gemv_experts(rec, x, &pw, bias, route, y, &ga);
+      continue;
+    }
     gpu_constant c[1];
     int nc = 0;
     if (pc[i].type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)pc[i].group};

@@ -221,8 +221,9 @@ typedef struct op_gemv_opts {
   gpu_view part;
 } op_gemv_opts;
 #define OP_GEMV_MAX_TOKENS 8 /* tokens one dispatch of the several-token GEMV takes at most */
-#define OP_GEMV_MAX_BATCH 64 /* tokens op_gemv takes, in dispatches of at most OP_GEMV_MAX_TOKENS (each reads the
-                                weights again; every row's sums in the one-token order, so bit for bit each alone) */
+#define OP_GEMV_MAX_BATCH                                                                                              \
+  64 /* tokens op_gemv takes, in dispatches of at most OP_GEMV_MAX_TOKENS (each reads the                              \
+        weights again; every row's sums in the one-token order, so bit for bit each alone) */
 /* M: tokens, 1..OP_GEMV_MAX_BATCH (more than one needs 20 KiB of workgroup memory, and K * 4 x the tokens a
    dispatch takes a multiple of the binding alignment when M is more than that) */
 int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
@@ -234,6 +235,19 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
                                  int glu);
 wgllm_status op_gemv(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
                      uint32_t K, const op_gemv_opts *o);
+/* The expert GEMV of mixture-of-experts decode (kernels/gemv.wgsl "_moe", op_moe_linear's pairs route): for each of
+   np pairs q routed to expert e = ids[q] within this piece (experts e_base .. e_base + e_count - 1, rows from its
+   element 0: a weight [e_count][rows_w][K], rows_w = 2N with glu: N gate rows then N up rows), y[q][n] = W[e][n] .
+   x[q / k or q (x_pair)] (+ bias[e][n]; the glu's act(gate, up) as op_moe_linear's). Pairs of other pieces' experts
+   are left alone. op_gemv_experts_supports: the storages and K the kernel takes (else op_moe_linear's own). */
+typedef struct op_gemv_experts_args {
+  uint32_t N, K, np, k, E, e_base, e_count;
+  int glu, x_pair, act; /* act: op_moe_act */
+  float alpha, limit;
+} op_gemv_experts_args;
+int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K);
+wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *piece, gpu_view bias, gpu_view ids,
+                             gpu_view y, const op_gemv_experts_args *a);
 /* op_gemv in the layout plan gives instead of op_gemv_choose_plan's (NULL: that one), so that tests run the layouts
    other devices get and bench_kernels times others; an invalid layout is refused (WGLLM_ERR_INTERNAL). */
 wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y, uint32_t N,
@@ -367,15 +381,16 @@ wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, co
                                   gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K);
 /* The small-M integer-dot GEMM of batched decode: op_gemv_fast on OP_Q8_SMALL_FROM .. OP_GEMV_MAX_BATCH tokens
-   (down to OP_Q8_SMALL_MIN with a plan's mm_split: the bench's sweep) with o->part set quantizes every token's x once (op_quantize_q8_rows, the norm included, words in order), runs
-   kernels/matmul_q8.wgsl in 16-, 32- or 64-row tiles with K split over the grid's z so that a 4096-wide projection
-   still fills the GPU (the partial sums into o->part), and kernels/matmul_q8_sum.wgsl adds the slices up with the
-   GEMV's epilogue (bias, GLU, residual add, y stride). The weights are read once for all the tokens (the GEMV reads
-   them once for every 8), and a row's sums are not in the one-token order (the fast precision's batched rows are
-   not bit for bit each alone; the exact precision's are). op_q8_small_supports: the storages op_matmul_q8 takes, K
-   a multiple of 32, the tokens in that range, one piece for GLU. op_q8_small_choose: rows a thread by the tokens
-   (16 or fewer: 1; else 2) and K slices until about 768 workgroups, each slice at least 16 blocks of 32 (or up to 8
-   slices where K has fewer than 128 blocks), at most 16 slices, within part_bytes (0 slices: fewer than OP_Q8_SMALL_FROM tokens, or part_bytes too small: the GEMV runs).
+   (down to OP_Q8_SMALL_MIN with a plan's mm_split: the bench's sweep) with o->part set quantizes every token's x once
+   (op_quantize_q8_rows, the norm included, words in order), runs kernels/matmul_q8.wgsl in 16-, 32- or 64-row tiles
+   with K split over the grid's z so that a 4096-wide projection still fills the GPU (the partial sums into o->part),
+   and kernels/matmul_q8_sum.wgsl adds the slices up with the GEMV's epilogue (bias, GLU, residual add, y stride). The
+   weights are read once for all the tokens (the GEMV reads them once for every 8), and a row's sums are not in the
+   one-token order (the fast precision's batched rows are not bit for bit each alone; the exact precision's are).
+   op_q8_small_supports: the storages op_matmul_q8 takes, K a multiple of 32, the tokens in that range, one piece for
+   GLU. op_q8_small_choose: rows a thread by the tokens (16 or fewer: 1; else 2) and K slices until about 768
+   workgroups, each slice at least 16 blocks of 32 (or up to 8 slices where K has fewer than 128 blocks), at most 16
+   slices, within part_bytes (0 slices: fewer than OP_Q8_SMALL_FROM tokens, or part_bytes too small: the GEMV runs).
    op_q8_small_part_bytes: room for up to 4 slices of M tokens of N columns (N the widest projection's rows, gate
    and up together). */
 #define OP_Q8_SMALL_MIN 4  /* the fewest tokens the small-M GEMM takes */
