@@ -5,12 +5,16 @@
    concatenated equal to the whole parse (each call's arguments its fragments joined); calls committed at their
    header (cut off, broken, followed by wrapper text that does not match) and calls naming their function after the
    arguments; the call events of replies pushed a token at a time (the start, then fragments as they come, a UTF-8
-   character held whole); the format detection from the fixtures' templates and the named
+   character held whole); harmony (gpt-oss): channels into reasoning and content whatever split_reasoning says,
+   calls with the recipient after or before the channel, with and without <|constrain|>, arguments as a JSON string,
+   a reply cut in a header or in the arguments, no markers left in content; the format detection from the fixtures'
+   templates and the named
    templates; the call prefixes for tool_choice, completed and parsed back; Gemma's Python call lines; and the
    round trip: the assistant turn a model's own template (the fixtures of tests/data/chat) writes for a message with
    tool_calls, parsed, gives back the message's names and arguments, and so do the named templates. */
 #include "chat.h"
 #include "harness.h"
+#include "tokenizer_load.h"
 #include "tool_calls.h"
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -163,6 +167,7 @@ typedef struct pcase {
 #define MI CHAT_TOOLS_MISTRAL
 #define GE CHAT_TOOLS_GEMMA
 #define G4 CHAT_TOOLS_GEMMA4
+#define HA CHAT_TOOLS_HARMONY
 #define NO CHAT_TOOLS_NONE
 #define WEATHER "{\"city\":\"Paris\",\"unit\":\"celsius\"}"
 /* nested arguments: strings with braces, brackets, quotes, escapes and unicode; numbers; literals */
@@ -673,6 +678,175 @@ static const pcase pcases[] = {
      "",
      {{0}}},
     {"g4_unterminated", G4, 0, "<|tool_call>call:get_time{", "<|tool_call>call:get_time{", "", {{0}}},
+    /* harmony (gpt-oss), as the parser gets it after a prompt ending in <|start|>assistant: analysis is reasoning
+       (split_reasoning or not), final and commentary without a recipient content, a message to=functions.NAME a
+       call; <|return|> and <|call|> end generation, so a reply usually comes without them */
+    {"ha_plain",
+     HA,
+     0,
+     "<|channel|>final<|message|>The capital of France is Paris.",
+     "The capital of France is Paris.",
+     "",
+     {{0}}},
+    {"ha_plain_no_markers", HA, 0, "Hello there.\n", "Hello there.\n", "", {{0}}},
+    {"ha_think",
+     HA,
+     0,
+     "<|channel|>analysis<|message|>User asks the capital. Easy.<|end|><|start|>assistant<|channel|>final<|message|>"
+     "Paris.<|return|>",
+     "Paris.",
+     "User asks the capital. Easy.",
+     {{0}}},
+    {"ha_think_split",
+     HA,
+     SPLIT,
+     "<|channel|>analysis<|message|> a \n b <|end|><|start|>assistant<|channel|>final<|message|> c ",
+     " c ",
+     " a \n b ",
+     {{0}}},
+    {"ha_think_cut", HA, 0, "<|channel|>analysis<|message|>Thinking about it", "", "Thinking about it", {{0}}},
+    {"ha_think_cut_in_header",
+     HA,
+     0,
+     "<|channel|>analysis<|message|>hmm<|end|><|start|>assistant<|channel|>fin",
+     "",
+     "hmm",
+     {{0}}},
+    {"ha_think_no_start",
+     HA,
+     0,
+     "<|channel|>analysis<|message|>think<|channel|>final<|message|>answer",
+     "answer",
+     "think",
+     {{0}}},
+    {"ha_one",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", \"unit\": "
+     "\"celsius\"}<|call|>",
+     "",
+     "",
+     {{"get_weather", WEATHER}}},
+    {"ha_one_after_analysis",
+     HA,
+     KNOWN,
+     "<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary "
+     "to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", \"unit\": \"celsius\"}",
+     "",
+     "Need the weather.",
+     {{"get_weather", WEATHER}}},
+    {"ha_one_recipient_first",
+     HA,
+     0,
+     " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\", \"unit\": \"celsius\"}"
+     "<|call|>",
+     "",
+     "",
+     {{"get_weather", WEATHER}}},
+    {"ha_one_start_recipient",
+     HA,
+     0,
+     "<|channel|>analysis<|message|>x<|end|><|start|>assistant to=functions.get_time<|channel|>commentary json"
+     "<|message|>{}<|call|>",
+     "",
+     "x",
+     {{"get_time", "{}"}}},
+    {"ha_one_no_constrain",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_time<|message|> {}",
+     "",
+     "",
+     {{"get_time", "{}"}}},
+    {"ha_one_preamble",
+     HA,
+     0,
+     "<|channel|>commentary<|message|>Let me check.<|end|><|start|>assistant<|channel|>commentary "
+     "to=functions.get_time <|constrain|>json<|message|>{\"zone\": \"UTC\"}<|call|>",
+     "Let me check.",
+     "",
+     {{"get_time", "{\"zone\":\"UTC\"}"}}},
+    {"ha_one_string_arguments",
+     HA,
+     0,
+     " to=functions.get_weather<|channel|>commentary json<|message|>\"{\\\"city\\\": \\\"Paris\\\", \\\"unit\\\": "
+     "\\\"celsius\\\"}\"<|call|>",
+     "",
+     "",
+     {{"get_weather", WEATHER}}},
+    {"ha_one_text_after",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_time<|message|>{} \n done<|call|>",
+     "done",
+     "",
+     {{"get_time", "{}"}}},
+    {"ha_two",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{}<|call|><|start|>assistant"
+     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Paris\", \"unit\": "
+     "\"celsius\"}<|call|>",
+     "",
+     "",
+     {{"get_time", "{}"}, {"get_weather", WEATHER}}},
+    {"ha_nested",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" NESTED_IN "<|call|>",
+     "",
+     "",
+     {{"get_weather", NESTED_OUT}}},
+    {"ha_unknown_name",
+     HA,
+     KNOWN,
+     "<|channel|>commentary to=functions.rm_rf <|constrain|>json<|message|>{\"path\": \"/\"}<|call|>",
+     "{\"path\": \"/\"}",
+     "",
+     {{0}}},
+    {"ha_unknown_name_analysis",
+     HA,
+     KNOWN,
+     "<|channel|>analysis to=browser.search code<|message|>{\"query\": \"x\"}<|call|>",
+     "",
+     "{\"query\": \"x\"}",
+     {{0}}},
+    {"ha_not_json",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_time<|message|>now please<|call|>",
+     "now please",
+     "",
+     {{0}}},
+    {"ha_bad_json",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_time<|message|>{\"zone\": oops}<|call|>",
+     "oops}",
+     "",
+     {{"get_time", "{\"zone\":"}}},
+    {"ha_cut_arguments",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Pa",
+     "",
+     "",
+     {{"get_weather", "{\"city\":\"Pa"}}},
+    {"ha_cut_after_message",
+     HA,
+     0,
+     "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>",
+     "",
+     "",
+     {{0}}},
+    {"ha_stray_ends", HA, 0, "<|end|><|message|>A<|return|>B<|start|>assistant<|message|>C", "ABC", "", {{0}}},
+    {"ha_stray_header_markers",
+     HA,
+     0,
+     "<|channel|>analysis<|message|>a<|message|>b<|constrain|>c<|end|><|message|><|message|>d",
+     "d",
+     "abc",
+     {{0}}},
     /* no format: everything is content; reasoning still splits */
     {"none_call_is_text",
      NO,
@@ -716,8 +890,8 @@ static void check_cases(void) {
     check_case(&pcases[i]);
   /* every format has every kind of case */
   static const char *const kinds[] = {"plain", "one", "two", "nested", "unknown_name", "think"};
-  static const char *const pre[] = {"l3_", "he_", "mi_", "ge_", "g4_"};
-  for (size_t p = 0; p < 5; p++)
+  static const char *const pre[] = {"l3_", "he_", "mi_", "ge_", "g4_", "ha_"};
+  for (size_t p = 0; p < 6; p++)
     for (size_t k = 0; k < 6; k++) {
       int found = 0;
       for (size_t i = 0; i < sizeof pcases / sizeof *pcases; i++)
@@ -771,11 +945,26 @@ static void check_random(void) {
                                      "<|tool_call>call:get_time{a:<|\"|>}<|\"|>}<tool_call|>",
                                      "\\",
                                      "\t",
-                                     "rm_rf"};
+                                     "rm_rf",
+                                     "<|channel|>",
+                                     "<|message|>",
+                                     "<|end|>",
+                                     "<|start|>assistant",
+                                     "<|call|>",
+                                     "<|return|>",
+                                     "<|constrain|>json",
+                                     "analysis",
+                                     "final",
+                                     "commentary to=functions.get_time ",
+                                     " to=functions.rm_rf",
+                                     "<|chan",
+                                     "<|channel|>analysis<|message|>",
+                                     "<|channel|>commentary to=functions.get_time<|message|>{\"a\": 1}<|call|>",
+                                     " to=functions.get_time<|channel|>commentary json<|message|>\"{}\""};
   static const char *const known[] = {"get_weather", "get_time"};
   th_rng rng = {42};
   int bad = 0;
-  for (int f = 0; f < 6; f++)
+  for (int f = 0; f <= (int)HA; f++)
     for (int t = 0; t < 400 && bad < 5; t++) {
       char text[2048] = "";
       int nf = 1 + (int)(th_u32(&rng) % 12);
@@ -885,6 +1074,27 @@ static void check_hostile(void) {
   chat_reply_stream_finish(s, &d);
   CHECK(chat_reply_stream_push(s, "x", 1, &d) == WGLLM_ERR_INVALID_ARG && d.content_len == 0, "push after finish");
   chat_reply_stream_free(s);
+  /* harmony: a header that does not reach <|message|> within 256 bytes is not one (its text content, its opening
+     marker dropped); a request without functions (an empty list of names) makes a message to one content */
+  char head[400] = "<|channel|>";
+  memset(head + 11, 'x', 300);
+  strcpy(head + 311, "<|message|>hi");
+  st = chat_reply_parse(CHAT_TOOLS_HARMONY, head, strlen(head), NULL, &r, &err);
+  head[311] = 0; /* the <|message|> astray in the body is dropped too */
+  CHECK(!st && r.content_len == 302 && !strncmp(r.content, head + 11, 300) && !strcmp(r.content + 300, "hi") &&
+            !r.reasoning[0],
+        "harmony: a 300-byte header: [%.20s...]", r.content);
+  strcpy(head + 311, "<|message|>hi");
+  check_streaming("harmony: a 300-byte header", CHAT_TOOLS_HARMONY, NULL, head, &r);
+  chat_reply_free(&r);
+  static const char *const no_names[] = {NULL};
+  chat_reply_opts none = {.tool_names = no_names, .n_tool_names = 0};
+  const char *call = "<|channel|>analysis<|message|>t<|end|><|start|>assistant<|channel|>commentary "
+                     "to=functions.get_time<|message|>{}<|call|>";
+  st = chat_reply_parse(CHAT_TOOLS_HARMONY, call, strlen(call), &none, &r, &err);
+  CHECK(!st && !strcmp(r.content, "{}") && !strcmp(r.reasoning, "t") && !r.n_tool_calls,
+        "harmony without functions: content [%s] reasoning [%s] %zu calls", r.content, r.reasoning, r.n_tool_calls);
+  chat_reply_free(&r);
   /* deterministic ids from a seed, different seeds differ */
   chat_reply_opts o1 = {.id_seed = 7}, o2 = {.id_seed = 8};
   const char *two = "<tool_call>{\"name\": \"a\", \"arguments\": {}}</tool_call><tool_call>{\"name\": \"b\", "
@@ -954,6 +1164,16 @@ static void check_fragments(void) {
   static const char *const cut[] = {"<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [", NULL};
   static const char *const cut_want[] = {"0:f:{\"a\":[", ""};
   check_events("cut off", HE, cut, cut_want);
+  /* harmony: committed at the body's '{' after a header naming a function; nothing of the markers comes out */
+  static const char *const ha[] = {"<|channel|>commentary to=functions.get_weather <|constrain|>json<|mess",
+                                   "age|>{\"city\": ",
+                                   "\"Pa",
+                                   "ris\"}",
+                                   "<|ca",
+                                   "ll|>",
+                                   NULL};
+  static const char *const ha_want[] = {"", "0:get_weather:{\"city\":", "0:-:\"Pa", "0:-:ris\"}", "", "", ""};
+  check_events("harmony fragments", HA, ha, ha_want);
 }
 
 /* ---------- detection ---------- */
@@ -976,7 +1196,7 @@ static void check_detect(void) {
   } fx[] = {{"llama3", NO}, /* Llama 3.0's template has no tools */
             {"llama3.2", L3},     {"qwen2.5", HE}, {"qwen3", HE},
             {"mistral_v0.3", MI}, {"gemma3", NO}, /* Gemma 3's own template ignores tools */
-            {"llama2", NO}};
+            {"llama2", NO},       {"gpt-oss", HA}, {"phi-3.5", NO}};
   for (size_t i = 0; i < sizeof fx / sizeof *fx; i++) {
     cJSON *j;
     char *t = read_fixture(fx[i].fixture, &j);
@@ -995,8 +1215,52 @@ static void check_detect(void) {
   CHECK(chat_tool_format_detect("{{ '<|tool_call>call:' + name }}<tool_call|>", -1) == G4, "Gemma 4");
   CHECK(chat_tool_format_detect("wrap calls in ```tool_code", -1) == GE, "tool_code");
   CHECK(chat_tool_format_detect("{{ '<|python_tag|>' }}", -1) == L3, "python_tag");
+  CHECK(chat_tool_format_detect("{{ '<|start|>assistant<|channel|>final<|message|>' }}", -1) == HA, "harmony");
+  CHECK(!strcmp(chat_tool_format_name(HA), "harmony"), "harmony's name");
   CHECK(!strcmp(chat_tool_format_name(G4), "gemma4") && !strcmp(chat_tool_format_name((chat_tool_format)99), "none"),
         "names");
+}
+
+/* ---------- a harmony model's files: the format, its end tokens, its reply as the parser gets it ---------- */
+/* tests/data/models/gpt_oss_gguf (gpt-oss's own template and special tokens over a small BPE; tok_* needs no GPU):
+   its template is harmony; <|return|> ends generation and <|end|> does not (the model goes on from analysis to
+   final); a reply's ids decoded with their special tokens (as the server decodes a harmony reply) parse into
+   reasoning and content, and decoded without them leave no channel to read */
+static void check_harmony_model(void) {
+  tokenizer *t = NULL;
+  char *tpl = NULL;
+  llm_err err = {0};
+  wgllm_status st = llm_load_tokenizer("data/models/gpt_oss_gguf/model.gguf", &t, &tpl, &err);
+  CHECK(!st, "gpt_oss_gguf's tokenizer: %s", err.msg);
+  if (st) return;
+  CHECK(chat_tool_format_detect(tpl, -1) == HA, "gpt_oss_gguf's template: %s",
+        chat_tool_format_name(chat_tool_format_detect(tpl, -1)));
+  int32_t end = tok_find(t, "<|end|>"), ret = tok_find(t, "<|return|>"), start = tok_find(t, "<|start|>");
+  CHECK(end >= 0 && ret >= 0 && !tok_is_eog(t, end) && tok_is_eog(t, ret) && !tok_is_eog(t, start),
+        "gpt_oss_gguf: <|end|> (%d) not an end of generation, <|return|> (%d) one", end, ret);
+  const char *reply = "<|channel|>analysis<|message|>the cat<|end|><|start|>assistant<|channel|>final<|message|>"
+                      "sat on the mat";
+  int32_t *ids = NULL;
+  size_t n = 0;
+  char *text = NULL, *plain = NULL;
+  size_t len = 0, plen = 0;
+  st = tok_encode(t, reply, strlen(reply), 0, 1, &ids, &n, &err);
+  if (!st) st = tok_decode(t, ids, n, 0, &text, &len, &err);
+  if (!st) st = tok_decode(t, ids, n, 1, &plain, &plen, &err);
+  CHECK(!st && len == strlen(reply) && !memcmp(text, reply, len), "gpt_oss_gguf: the reply decoded with specials: %s",
+        st ? err.msg : text);
+  chat_reply r;
+  if (!st && !chat_reply_parse(HA, text, len, NULL, &r, &err)) {
+    CHECK(!strcmp(r.reasoning, "the cat") && !strcmp(r.content, "sat on the mat"),
+          "gpt_oss_gguf: the decoded reply parsed: reasoning [%s] content [%s]", r.reasoning, r.content);
+    chat_reply_free(&r);
+  }
+  CHECK(plain && !strstr(plain, "<|"), "gpt_oss_gguf: without specials the markers are gone: [%s]", plain ? plain : "");
+  free(ids);
+  free(text);
+  free(plain);
+  free(tpl);
+  tok_free(t);
 }
 
 /* ---------- prefixes for tool_choice ---------- */
@@ -1012,6 +1276,8 @@ static void check_prefix(void) {
        "[TOOL_CALLS] [{\"name\": \"get_weather\", \"arguments\": ", "{\"city\": \"Paris\"}}]"},
       {GE, "```tool_code\n", "```tool_code\nget_weather(", "city=\"Paris\")\n```"},
       {G4, "<|tool_call>call:", "<|tool_call>call:get_weather{", "city:<|\"|>Paris<|\"|>}<tool_call|>"},
+      {HA, "<|channel|>commentary to=functions.",
+       "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>", "{\"city\": \"Paris\"}<|call|>"},
   };
   for (size_t i = 0; i < sizeof px / sizeof *px; i++) {
     char *a = NULL, *b = NULL;
@@ -1036,6 +1302,19 @@ static void check_prefix(void) {
   }
   char *o = NULL;
   llm_err err = {0};
+  { /* harmony's any-function prefix, the model writing the name, the rest of the header and the arguments */
+    const char *text = "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{\"zone\": \"UTC\"}";
+    chat_reply r;
+    CHECK(chat_tool_prefix(HA, NULL, &o, &err) == WGLLM_OK && !strncmp(text, o, strlen(o)), "harmony: [%s]",
+          o ? o : err.msg);
+    chat_reply_parse(HA, text, strlen(text), NULL, &r, &err);
+    CHECK(r.n_tool_calls == 1 && !strcmp(r.tool_calls[0].name, "get_time") &&
+              !strcmp(r.tool_calls[0].arguments, "{\"zone\":\"UTC\"}") && !r.content[0],
+          "harmony: any-function prefix + reply: %zu calls, content [%s]", r.n_tool_calls, r.content);
+    chat_reply_free(&r);
+    free(o);
+    o = NULL;
+  }
   CHECK(chat_tool_prefix(NO, NULL, &o, &err) == WGLLM_ERR_UNSUPPORTED && !o && strstr(err.msg, "none"), "NONE: %s",
         err.msg);
   CHECK(chat_tool_prefix(HE, "bad\"name", &o, &err) == WGLLM_ERR_INVALID_ARG && !o && strstr(err.msg, "bad\"name"),
@@ -1084,7 +1363,7 @@ static void check_python_call(void) {
 }
 
 /* ---------- round trip through the templates ---------- */
-static const char *const end_markers[] = {"<|eot_id|>", "<|im_end|>\n", "</s>", "<end_of_turn>\n"};
+static const char *const end_markers[] = {"<|eot_id|>", "<|im_end|>\n", "</s>", "<end_of_turn>\n", "<|call|>"};
 
 static char *render(chat_renderer *r, const cJSON *msgs, const cJSON *tools, const cJSON *kwargs, int agp,
                     llm_err *err) {
@@ -1124,7 +1403,7 @@ static int round_trip(const char *what, chat_renderer *r, chat_tool_format f, co
     CHECK(lb >= la && !memcmp(a, b, la), "%s: the prompt before the assistant turn is not a prefix", what);
     const char *reply = b + la;
     size_t rn = lb >= la ? lb - la : 0;
-    for (size_t e = 0; e < 4; e++) {
+    for (size_t e = 0; e < sizeof end_markers / sizeof *end_markers; e++) {
       size_t ml = strlen(end_markers[e]);
       if (rn >= ml && !memcmp(reply + rn - ml, end_markers[e], ml)) {
         rn -= ml;
@@ -1135,7 +1414,9 @@ static int round_trip(const char *what, chat_renderer *r, chat_tool_format f, co
     chat_reply pr;
     chat_reply_parse(f, reply, rn, &o, &pr, &err);
     const cJSON *calls = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, k), "tool_calls");
-    int nc = cJSON_GetArraySize(calls), ok = pr.n_tool_calls == (size_t)nc && !pr.content[0];
+    int nc = cJSON_GetArraySize(calls);
+    if (f == HA && nc > 1) nc = 1; /* gpt-oss's template writes a message's first call only */
+    int ok = pr.n_tool_calls == (size_t)nc && !pr.content[0];
     for (int i = 0; ok && i < nc; i++) {
       const cJSON *fn = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(calls, i), "function");
       const cJSON *args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
@@ -1164,28 +1445,29 @@ static int round_trip(const char *what, chat_renderer *r, chat_tool_format f, co
 static void check_round_trips(void) {
   /* the models' own templates: every fixture case with a tool call (the ones a template refuses, Llama 3.2's two
      calls in one message, are counted out) */
-  static const char *const own[] = {"llama3.2", "qwen2.5", "qwen3", "mistral_v0.3"};
+  static const char *const own[] = {"llama3.2", "qwen2.5", "qwen3", "mistral_v0.3", "gpt-oss"};
+  enum { N_OWN = sizeof own / sizeof *own };
   /* the named templates on the same conversations; Gemma's own template renders no calls (it refuses the tool
      role and ignores tool_calls), so its round trip is the named gemma template's */
   static const struct {
     const char *fixture, *named;
   } named[] = {{"llama3.2", "llama3"}, {"qwen3", "chatml"}, {"qwen2.5", "gemma"}};
   int checked = 0, refused = 0;
-  for (size_t i = 0; i < 4 + 3; i++) {
-    const char *name = i < 4 ? own[i] : named[i - 4].fixture;
+  for (size_t i = 0; i < N_OWN + 3; i++) {
+    const char *name = i < N_OWN ? own[i] : named[i - N_OWN].fixture;
     cJSON *fx;
     char *t = read_fixture(name, &fx);
     chat_renderer *r = NULL;
     llm_err err = {0};
-    wgllm_status st = chat_renderer_create(i < 4 ? NULL : named[i - 4].named, t, NULL, &r, &err);
+    wgllm_status st = chat_renderer_create(i < N_OWN ? NULL : named[i - N_OWN].named, t, NULL, &r, &err);
     CHECK(!st, "%s: %s", name, err.msg);
     chat_tool_format f =
-        chat_tool_format_detect(i < 4 ? t : NULL, i < 4 ? -1 : chat_template_from_name(named[i - 4].named));
+        chat_tool_format_detect(i < N_OWN ? t : NULL, i < N_OWN ? -1 : chat_template_from_name(named[i - N_OWN].named));
     const cJSON *c;
     cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(fx, "cases")) {
       if (st) break;
       char what[160];
-      snprintf(what, sizeof what, "%s (%s) / %s", name, i < 4 ? "own template" : named[i - 4].named,
+      snprintf(what, sizeof what, "%s (%s) / %s", name, i < N_OWN ? "own template" : named[i - N_OWN].named,
                cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "name")));
       const cJSON *vars = cJSON_GetObjectItemCaseSensitive(c, "vars");
       const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(vars, "messages");
@@ -1213,6 +1495,7 @@ int main(void) {
   check_hostile();
   check_fragments();
   check_detect();
+  check_harmony_model();
   check_prefix();
   check_python_call();
   check_round_trips();

@@ -47,7 +47,12 @@ wgllm_status wgllm_reply_parser_create(const wgllm_model *m, const wgllm_reply_o
                         .tool_names = (const char *const *)p->names,
                         .n_tool_names = p->n_names,
                         .id_seed = o->id_seed};
-  p->st = chat_reply_stream_create(o->parse_tools ? m->tool_format : CHAT_TOOLS_NONE, &ro);
+  /* harmony's channels are the reply's structure (analysis, final), read with or without tools; without them an
+     empty list of names makes a message to a function content */
+  static const char *const no_names[1] = {NULL};
+  int harmony = m->tool_format == CHAT_TOOLS_HARMONY;
+  if (harmony && !o->parse_tools) ro.tool_names = no_names;
+  p->st = chat_reply_stream_create(o->parse_tools || harmony ? m->tool_format : CHAT_TOOLS_NONE, &ro);
   if (!p->st) {
     free_parser(p);
     return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");

@@ -2,7 +2,8 @@
    machine over a pending buffer (the whole-text parse is the stream fed the text in one piece, so the two agree by
    construction; the tests check every split) in which a JSON call commits at its header and its arguments stream
    out as they arrive, an incremental JSON validator (each byte read once, however the text arrives), the converters of
-   Gemma's Python calls and Gemma 4's call syntax to JSON, the call ids and the call prefixes for tool_choice. */
+   Gemma's Python calls and Gemma 4's call syntax to JSON, harmony's messages (gpt-oss: a header naming the channel
+   and maybe a recipient, then the body up to an end marker), the call ids and the call prefixes for tool_choice. */
 #include "tool_calls.h"
 #include <cjson/cJSON.h>
 #include <stdatomic.h>
@@ -820,9 +821,10 @@ static int g4_call(const char *s, size_t n, found_list *l) {
 }
 
 /* ---------- formats ---------- */
-static const char *const format_names[] = {"none", "llama3_json", "hermes", "mistral", "gemma", "gemma4"};
+static const char *const format_names[] = {"none", "llama3_json", "hermes", "mistral", "gemma", "gemma4", "harmony"};
+#define N_FORMATS (sizeof format_names / sizeof *format_names)
 
-const char *chat_tool_format_name(chat_tool_format f) { return (unsigned)f < 6 ? format_names[f] : "none"; }
+const char *chat_tool_format_name(chat_tool_format f) { return (unsigned)f < N_FORMATS ? format_names[f] : "none"; }
 
 chat_tool_format chat_tool_format_detect(const char *t, int named) {
   if (named >= 0) /* chat.h's chat_template: none, llama3, chatml, gemma, llama2 */
@@ -831,6 +833,7 @@ chat_tool_format chat_tool_format_detect(const char *t, int named) {
            : named == 3 ? CHAT_TOOLS_GEMMA
                         : CHAT_TOOLS_NONE;
   if (!t) return CHAT_TOOLS_NONE;
+  if (strstr(t, "<|channel|>")) return CHAT_TOOLS_HARMONY;
   if (strstr(t, "<|tool_call>")) return CHAT_TOOLS_GEMMA4;
   if (strstr(t, "<tool_call>")) return CHAT_TOOLS_HERMES;
   if (strstr(t, "[TOOL_CALLS]")) return CHAT_TOOLS_MISTRAL;
@@ -876,6 +879,11 @@ static uint64_t random_seed(const void *where) {
 
 /* ---------- the stream ---------- */
 enum { S_START, S_REASON, S_CONTENT_START, S_L3_BEGIN, S_PLAIN, S_TEXT, S_CALL, S_JCALL, S_AFTER_CALL };
+/* harmony's states: a message's start (reply start, or after an end marker), its header up to <|message|>, its
+   body, a call's body before its arguments commit */
+enum { S_H_START = S_AFTER_CALL + 1, S_H_HEAD, S_H_BODY, S_H_CALL };
+/* where a harmony body goes */
+enum { H_CONTENT, H_REASONING };
 enum { C_MORE, C_OK, C_FAIL };
 /* the phases of a JSON call (S_JCALL): its header up to the arguments' '{' (or the whole object, when the name
    comes after the arguments); its arguments, streamed; the rest of the call object; between the objects of
@@ -912,6 +920,11 @@ struct chat_reply_stream {
   int name_keyed, name_str, have_name;        /* the first "name" member's value began, is a string, was read */
   int args_keyed;                             /* the first "arguments" / "parameters" member's value began */
   int block_calls;                            /* calls committed from this marker (or Llama's object) */
+  /* harmony: the message being read */
+  int h_role;   /* its header follows <|start|>: a role word ("assistant") opens it */
+  int h_dest;   /* H_CONTENT or H_REASONING: where its body goes */
+  int h_trim;   /* a call's arguments just ended: the whitespace after them is dropped */
+  char *h_name; /* the recipient's function (S_H_CALL), malloc'd */
   /* this delta */
   tb content, reasoning;
   call_event *ev;
@@ -1359,6 +1372,213 @@ static int jcall_begin(chat_reply_stream *st, const char *p, size_t n, int final
   return 1;
 }
 
+/* ---------- harmony (gpt-oss): messages of a header, <|message|> and a body ---------- */
+#define H_MSG "<|message|>"
+#define H_CHAN "<|channel|>"
+#define H_CONSTRAIN "<|constrain|>"
+#define H_HEAD_MAX 256 /* a header is <|channel|>NAME, maybe " to=RECIPIENT" and a content type: not longer */
+
+/* what ends a body (the message's end, a call's, the reply's, or the next message's start; the last two, markers
+   of a header, are dropped where they stray into a body); and a header */
+static const char *const h_body_ends[] = {"<|end|>", "<|return|>", "<|call|>", "<|start|>", H_CHAN, H_MSG, H_CONSTRAIN};
+static const char *const h_head_ends[] = {H_MSG, "<|end|>", "<|return|>", "<|call|>", "<|start|>"};
+#define H_NENDS 5      /* the ends of a body and of a header */
+#define H_NBODY_MARK 7 /* the ends of a body and the header's markers that stray into one */
+
+/* the first of the markers mk[0..H_NENDS) complete in p[0..n) (each starts with "<|" and holds no other): its
+   offset, or NPOS */
+static size_t find_any(const char *p, size_t n, const char *const *mk, size_t *which) {
+  size_t nm = mk == h_body_ends ? H_NBODY_MARK : H_NENDS;
+  for (size_t i = 0; i + 1 < n; i++)
+    if (p[i] == '<' && p[i + 1] == '|')
+      for (size_t k = 0; k < nm; k++)
+        if (starts(p + i, n - i, mk[k])) {
+          *which = k;
+          return i;
+        }
+  return NPOS;
+}
+
+/* where text at the end of p[0..n) that may still become one of the markers starts (n when none) */
+static size_t partial_any(const char *p, size_t n, const char *const *mk) {
+  size_t h = n, nm = mk == h_body_ends ? H_NBODY_MARK : H_NENDS;
+  for (size_t k = 0; k < nm; k++) {
+    size_t a = partial_at(p, n, mk[k]);
+    if (a < h) h = a;
+  }
+  return h;
+}
+
+/* a word of a header: up to whitespace or a marker */
+static size_t h_word(const char *p, size_t i, size_t m) {
+  while (i < m && !is_ws(p[i]) && p[i] != '<')
+    i++;
+  return i;
+}
+
+/* A message's header p[0..m) (the text before <|message|>): the analysis channel sends its body to reasoning, any
+   other (final, commentary, none) to content; a recipient (" to=functions.NAME", before or after the channel) makes
+   the body a call of NAME (S_H_CALL; a body that is not one goes by the channel). 0 when out of memory. */
+static int h_header(chat_reply_stream *st, const char *p, size_t m) {
+  size_t i = st->h_role ? h_word(p, 0, m) : 0; /* the role: "assistant" */
+  size_t c = find(p + i, m - i, H_CHAN), cs = 0, ce = 0, ts = 0, te = 0;
+  if (c != NPOS) {
+    cs = i + c + strlen(H_CHAN);
+    ce = h_word(p, cs, m);
+  }
+  for (size_t k = i; k + 3 <= m; k++)
+    if (!memcmp(p + k, "to=", 3) && (k == 0 || is_ws(p[k - 1]) || p[k - 1] == '>')) {
+      ts = k + 3;
+      te = h_word(p, ts, m);
+      break;
+    }
+  free(st->h_name);
+  st->h_name = NULL;
+  if (te > ts) {
+    if (te - ts > 10 && !memcmp(p + ts, "functions.", 10)) ts += 10;
+    if (!(st->h_name = malloc(te - ts + 1))) {
+      st->oom = 1;
+      return 0;
+    }
+    memcpy(st->h_name, p + ts, te - ts);
+    st->h_name[te - ts] = 0;
+    st->scan = 0;
+  }
+  st->h_dest = ce - cs == 8 && !memcmp(p + cs, "analysis", 8) ? H_REASONING : H_CONTENT;
+  st->state = st->h_name ? S_H_CALL : S_H_BODY;
+  return 1;
+}
+
+/* arguments given as one JSON string holding an object (what gpt-oss's template writes for string arguments):
+   the compact object (malloc'd), else NULL (*oom set when out of memory) */
+static char *h_string_args(const char *s, size_t n, int *oom) {
+  const char *end = NULL;
+  cJSON *v = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+  char *r = NULL;
+  if (cJSON_IsString(v) && end == s + n) {
+    const char *in = v->valuestring;
+    size_t il = strlen(in), i = skip_ws(in, 0, il);
+    if (i < il && in[i] == '{' && json_is_container(in, il)) {
+      tb out = {0};
+      json_minify(in, il, &out);
+      if (!(r = tb_take(&out))) *oom = 1;
+    }
+  }
+  cJSON_Delete(v);
+  return r;
+}
+
+/* One move over a harmony reply; 0 when it must wait for more text. */
+static int harmony_step(chat_reply_stream *st, const char *p, size_t n, int final) {
+  size_t e, h, k, i;
+  switch (st->state) {
+  case S_H_START: { /* a message starts: <|start|>ROLE..., a header, a stray end marker, or text without a header */
+    static const char *const open[] = {
+        "<|start|>", H_CHAN, H_CONSTRAIN, " to=", "to=", H_MSG, "<|end|>", "<|return|>", "<|call|>"};
+    for (k = 0; k < sizeof open / sizeof *open; k++)
+      if (starts(p, n, open[k])) {
+        if (k == 0 || k >= 5) consume(st, strlen(open[k])); /* <|start|>, <|message|>, an end: dropped */
+        st->h_role = k == 0;
+        st->h_dest = H_CONTENT;
+        st->state = k <= 4 ? S_H_HEAD : k == 5 ? S_H_BODY : S_H_START;
+        return 1;
+      }
+    if (!final)
+      for (k = 0; k < sizeof open / sizeof *open; k++)
+        if (is_prefix(p, n, open[k])) return 0;
+    st->h_dest = H_CONTENT; /* no header: content */
+    st->state = S_H_BODY;
+    return 1;
+  }
+  case S_H_HEAD: { /* up to <|message|>, within H_HEAD_MAX bytes */
+    size_t w = n < H_HEAD_MAX + strlen(H_MSG) ? n : H_HEAD_MAX + strlen(H_MSG);
+    e = find_any(p, w, h_head_ends, &k);
+    if (e != NPOS && e <= H_HEAD_MAX) {
+      if (k) { /* an end before <|message|>: the header had no body, dropped */
+        consume(st, e);
+        st->state = S_H_START;
+        return 1;
+      }
+      if (!h_header(st, p, e)) return 0;
+      consume(st, e + strlen(H_MSG));
+      return 1;
+    }
+    if (e != NPOS || n >= H_HEAD_MAX + strlen(H_MSG)) { /* not a header: content, without its opening marker */
+      consume(st, starts(p, n, H_CHAN) ? strlen(H_CHAN) : starts(p, n, H_CONSTRAIN) ? strlen(H_CONSTRAIN) : 0);
+      st->h_dest = H_CONTENT;
+      st->state = S_H_BODY;
+      return 1;
+    }
+    if (!final) return 0;
+    consume(st, n); /* the reply ended inside a header */
+    return 1;
+  }
+  case S_H_BODY: /* up to an end marker: content or reasoning as it comes */
+    if (st->h_trim) {
+      i = skip_ws(p, 0, n);
+      consume(st, i);
+      if (i == n) return 0;
+      st->h_trim = 0;
+      return 1;
+    }
+    e = find_any(p, n, h_body_ends, &k);
+    h = e != NPOS ? e : final ? n : partial_any(p, n, h_body_ends);
+    if (st->h_dest == H_REASONING)
+      tb_put(&st->reasoning, p, h);
+    else
+      emit_content(st, p, h);
+    consume(st, h);
+    if (e != NPOS && k >= H_NENDS) /* a header's marker astray: dropped, the body goes on */
+      consume(st, strlen(h_body_ends[k]));
+    else if (e != NPOS)
+      st->state = S_H_START; /* which reads the marker */
+    return h > 0 || e != NPOS;
+  default: { /* S_H_CALL: a message to a function: its body a JSON object (committed at its '{'), or a string */
+    i = skip_ws(p, 0, n);
+    if (i == n && !final) return 0;
+    int known = name_allowed(st, st->h_name);
+    if (i < n && p[i] == '{' && known) {
+      char *name = st->h_name;
+      st->h_name = NULL;
+      if (!start_call(st, name, "", 0)) return 0;
+      consume(st, i);
+      jcall_setup(st, 0, 0, JP_ARGS);
+      st->block_calls = 1;
+      return 1;
+    }
+    if (i < n && p[i] == '"' && known) { /* taken whole at the body's end */
+      size_t from = st->scan > i ? st->scan : i;
+      e = find_any(p + from, n - from, h_body_ends, &k);
+      if (e == NPOS && !final) {
+        st->scan = partial_any(p, n, h_body_ends);
+        return 0;
+      }
+      size_t end = e == NPOS ? n : from + e, te = end;
+      while (te > i && is_ws(p[te - 1]))
+        te--;
+      int oom = 0;
+      char *args = h_string_args(p + i, te - i, &oom);
+      if (oom) {
+        st->oom = 1;
+        return 0;
+      }
+      if (args) {
+        found_add(&st->fl, st->h_name, args);
+        st->h_name = NULL;
+        if (!commit_calls(st)) return 0; /* the name is known: only out of memory */
+        consume(st, end);
+        st->state = S_H_BODY;
+        return 1;
+      }
+    }
+    free(st->h_name); /* not a call: the body goes by its channel, as written */
+    st->h_name = NULL;
+    st->state = S_H_BODY;
+    return 1;
+  }
+  }
+}
+
 /* One move of the state machine over the pending text; 0 when it must wait for more text (or, at the end, when
    everything is consumed). */
 static int step(chat_reply_stream *st, int final) {
@@ -1367,6 +1587,10 @@ static int step(chat_reply_stream *st, int final) {
   if (n == 0) return 0;
   switch (st->state) {
   case S_START:
+    if (st->f == CHAT_TOOLS_HARMONY) { /* channels, not <think>: split whatever split_reasoning says */
+      st->state = S_H_START;
+      return 1;
+    }
     if (!st->o.split_reasoning) {
       st->state = S_CONTENT_START;
       return 1;
@@ -1429,11 +1653,21 @@ static int step(chat_reply_stream *st, int final) {
     return 1;
   case S_JCALL:
     return jcall_step(st, p, n, final);
+  case S_H_START:
+  case S_H_HEAD:
+  case S_H_BODY:
+  case S_H_CALL:
+    return harmony_step(st, p, n, final);
   case S_PLAIN:
     emit_content(st, p, n);
     consume(st, n);
     return 1;
-  case S_AFTER_CALL: /* Llama: the whitespace and ';' after a call are dropped */
+  case S_AFTER_CALL:                   /* Llama: the whitespace and ';' after a call are dropped */
+    if (st->f == CHAT_TOOLS_HARMONY) { /* the rest of the call's body goes by its channel, whitespace first dropped */
+      st->h_trim = 1;
+      st->state = S_H_BODY;
+      return 1;
+    }
     if (st->f != CHAT_TOOLS_LLAMA3_JSON) {
       st->seam = 1;
       st->state = S_TEXT;
@@ -1547,7 +1781,7 @@ static wgllm_status delta_fill(chat_reply_stream *st, chat_reply_delta *d) {
 chat_reply_stream *chat_reply_stream_create(chat_tool_format f, const chat_reply_opts *o) {
   chat_reply_stream *st = calloc(1, sizeof *st);
   if (!st) return NULL;
-  st->f = (unsigned)f < 6 ? f : CHAT_TOOLS_NONE;
+  st->f = (unsigned)f < N_FORMATS ? f : CHAT_TOOLS_NONE;
   if (o) st->o = *o;
   st->rng = st->o.id_seed ? st->o.id_seed : random_seed(st);
   return st;
@@ -1597,6 +1831,7 @@ void chat_reply_stream_free(chat_reply_stream *st) {
   delta_reset(st);
   found_clear(&st->fl);
   free(st->fl.v);
+  free(st->h_name);
   free(st->ev);
   free(st->out);
   for (size_t i = 0; i < st->n_ids; i++)
@@ -1678,7 +1913,7 @@ static int valid_name(const char *s, int python) {
 }
 
 wgllm_status chat_tool_prefix(chat_tool_format f, const char *name, char **out, llm_err *err) {
-  static const char *const open[6][3] = {
+  static const char *const open[N_FORMATS][3] = {
       /* any function, before the name, after the name */
       {NULL, NULL, NULL},
       {"{\"name\": \"", "{\"name\": \"", "\", \"parameters\": "},
@@ -1686,10 +1921,12 @@ wgllm_status chat_tool_prefix(chat_tool_format f, const char *name, char **out, 
       {"[TOOL_CALLS] [{\"name\": \"", "[TOOL_CALLS] [{\"name\": \"", "\", \"arguments\": "},
       {"```tool_code\n", "```tool_code\n", "("},
       {"<|tool_call>call:", "<|tool_call>call:", "{"},
+      /* harmony: the prompt ends with <|start|>assistant; the recipient after the channel, the JSON constraint */
+      {H_CHAN "commentary to=functions.", H_CHAN "commentary to=functions.", " " H_CONSTRAIN "json" H_MSG},
   };
   *out = NULL;
   llm_err_clear(err);
-  if ((unsigned)f >= 6 || !open[f][0])
+  if ((unsigned)f >= N_FORMATS || !open[f][0])
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED, "the tool-call format \"%s\" has no call to open",
                        chat_tool_format_name(f));
   if (name && !valid_name(name, f == CHAT_TOOLS_GEMMA))

@@ -1,9 +1,9 @@
 /* OpenAI tool calls in a model's reply: which format a model was taught (from its chat template or the named
    template), the parser that turns a reply's text into content, reasoning (a leading <think> block) and tool calls
-   {id, name, arguments}, whole or streamed piece by piece with the same result (a call's arguments in fragments, as
-   OpenAI streams them), and the text that opens a call in
-   each format (for tool_choice "required" or a named function). docs/CHAT_TEMPLATES.md, "Tools", describes the
-   formats, the trimming and what a malformed call becomes. */
+   {id, name, arguments} (gpt-oss's harmony: its channels into reasoning and content, its to=functions.NAME messages
+   into calls), whole or streamed piece by piece with the same result (a call's arguments in fragments, as OpenAI
+   streams them), and the text that opens a call in each format (for tool_choice "required" or a named function).
+   docs/CHAT_TEMPLATES.md, "Tools", describes the formats, the trimming and what a malformed call becomes. */
 #ifndef WGLLM_TOOL_CALLS_H
 #define WGLLM_TOOL_CALLS_H
 #include "llm_err.h"
@@ -17,21 +17,25 @@ typedef enum chat_tool_format {
   CHAT_TOOLS_MISTRAL,     /* Mistral: [TOOL_CALLS] [{"name": ..., "arguments": {...}}] or [TOOL_CALLS]name[ARGS]{...} */
   CHAT_TOOLS_GEMMA,       /* Gemma 1-3 by prompt: ```tool_code\nname(a=1, b="x")\n``` */
   CHAT_TOOLS_GEMMA4,      /* Gemma 4: <|tool_call>call:name{a:1,b:<|"|>x<|"|>}<tool_call|> */
+  /* gpt-oss's harmony: <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>final<|message|>...,
+     a call <|channel|>commentary to=functions.name <|constrain|>json<|message|>{...}<|call|> */
+  CHAT_TOOLS_HARMONY,
 } chat_tool_format;
 
-/* "none", "llama3_json", "hermes", "mistral", "gemma", "gemma4" */
+/* "none", "llama3_json", "hermes", "mistral", "gemma", "gemma4", "harmony" */
 const char *chat_tool_format_name(chat_tool_format f);
 
 /* The format a model writes its calls in. named: the chat_template enum value of the named template the renderer
    uses (a forced name, or a model without a template), which decides; -1 when the model's own Jinja template
-   renders the prompt: then from its text (jinja_template, may be NULL): <|tool_call> Gemma 4, <tool_call>
-   Hermes, [TOOL_CALLS] Mistral, <|python_tag|> or ipython / "parameters" beside <|start_header_id|> Llama 3,
-   tool_code Gemma; a template with none of them (Llama 3.0, Gemma 3's own) did not teach a format: NONE. Named:
+   renders the prompt: then from its text (jinja_template, may be NULL): <|channel|> harmony, <|tool_call> Gemma 4,
+   <tool_call> Hermes, [TOOL_CALLS] Mistral, <|python_tag|> or ipython / "parameters" beside <|start_header_id|> Llama
+   3, tool_code Gemma; a template with none of them (Llama 3.0, Gemma 3's own) did not teach a format: NONE. Named:
    llama3 LLAMA3_JSON, chatml HERMES, gemma GEMMA, llama2 and none NONE (they refuse tools). */
 chat_tool_format chat_tool_format_detect(const char *jinja_template, int named);
 
 typedef struct chat_reply_opts {
-  int split_reasoning; /* a leading <think>...</think> goes to reasoning, not content (Qwen 3, DeepSeek R1) */
+  int split_reasoning; /* a leading <think>...</think> goes to reasoning, not content (Qwen 3, DeepSeek R1); harmony's
+                          analysis channel is reasoning whatever this says (its markers are never content) */
   int thinking_open;   /* the prompt ended inside <think>: the reply starts in reasoning (needs split_reasoning) */
   /* the names of the request's functions: a call naming another stays content. NULL: any name is a call */
   const char *const *tool_names;
@@ -113,6 +117,9 @@ void chat_reply_stream_free(chat_reply_stream *st); /* NULL is a no-op */
      MISTRAL      [TOOL_CALLS] [{"name": "  [TOOL_CALLS] [{"name": "get_weather", "arguments":
      GEMMA        ```tool_code\n        ```tool_code\nget_weather(
      GEMMA4       <|tool_call>call:      <|tool_call>call:get_weather{
+     HARMONY      <|channel|>commentary to=functions.
+                  <|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>
+   (harmony's after a prompt that ends with <|start|>assistant, as gpt-oss's generation prompt does)
    A name must be 1-64 letters, digits, '_', '-' or '.' (Gemma: a Python identifier); NONE has no prefix
    (WGLLM_ERR_UNSUPPORTED). *out malloc'd. */
 wgllm_status chat_tool_prefix(chat_tool_format f, const char *function_name, char **out, llm_err *err);

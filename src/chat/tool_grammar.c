@@ -92,6 +92,11 @@ wgllm_status chat_tool_call_gbnf(chat_tool_format f, const cJSON *tools, const c
   case CHAT_TOOLS_MISTRAL:
     open = "\"[TOOL_CALLS] [\" ", close = " \"]\"";
     break;
+  case CHAT_TOOLS_HARMONY:
+    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
+                       "tool_choice \"required\" or a named function: a harmony call opens with special tokens "
+                       "(<|channel|>, <|message|>), which a grammar does not write; tool_choice \"auto\" reads its "
+                       "calls");
   default:
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
                        "tool_choice \"required\" or a named function: the %s tool format has no JSON call to "

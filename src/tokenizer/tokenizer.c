@@ -327,6 +327,11 @@ wgllm_status tok_finish(tokenizer *t, const char *what, llm_err *err) {
     int32_t id = tok_find(t, EOG_NAMES[i]);
     if (id >= 0 && (t->attr[id] & TOK_ATTR_SPECIAL)) t->attr[id] |= TOK_ATTR_EOG;
   }
+  /* harmony (gpt-oss): <|end|> ends a message, not the reply (after its analysis the model goes on with
+     <|start|>assistant and the final answer); <|return|> and <|call|> end it. Phi-3's <|end|> stays an end: its
+     vocabulary has no <|return|>. llama.cpp drops <|end|> the same way, even where it is the EOS. */
+  int32_t ret = tok_find(t, "<|return|>"), end = tok_find(t, "<|end|>");
+  if (ret >= 0 && (t->attr[ret] & TOK_ATTR_SPECIAL) && end >= 0) t->attr[end] &= (uint8_t)~TOK_ATTR_EOG;
   return WGLLM_OK;
 }
 

@@ -24,7 +24,31 @@ const json = (s) => { try { return JSON.parse(s); } catch { return undefined; } 
 const validWeather = (a) => a && typeof a.city === "string" && [...a.city].length <= 12 && ["celsius", "fahrenheit"].includes(a.unit) && Object.keys(a).length === 2;
 const validTime = (a) => a && ["UTC", "CET", "PST"].includes(a.zone) && (a.hour24 === undefined || typeof a.hour24 === "boolean");
 
-if (want === "gemma" || want === "gemma4" || want === "none") {
+if (want === "harmony") {
+  // gpt-oss's harmony (tests/data/models/gpt_oss_gguf: a random model with gpt-oss's template and special tokens):
+  // no marker reaches content or reasoning_content, greedy or sampled, whole or streamed; the reasoning of an
+  // assistant turn with a call goes back to the template (its "thinking": the prompt grows)
+  const markers = /<\|(channel|message|start|end|return|call|constrain)\|>/;
+  // the fixture's <|start|> <|end|> <|message|> <|channel|> (ids 315-318) drawn often, so the replies hold headers
+  const logit_bias = { 315: 4, 316: 4, 317: 4, 318: 4 };
+  for (const seed of [1, 2, 3]) {
+    const r = await client.chat.completions.create({ model, messages, tools, max_tokens: 48, temperature: 1, seed, logit_bias });
+    const m = r.choices[0].message;
+    check(!markers.test(m.content || "") && !markers.test(m.reasoning_content || ""), `harmony (seed ${seed}): no markers in content or reasoning`, m);
+  }
+  let streamed = "";
+  for await (const chunk of await client.chat.completions.create({ model, messages, tools, max_tokens: 48, temperature: 1, seed: 1, logit_bias, stream: true }))
+    for (const ch of chunk.choices) streamed += (ch.delta.content || "") + (ch.delta.reasoning_content || "");
+  check(!markers.test(streamed), "harmony streamed: no markers", streamed);
+  const call = { id: "call_1", type: "function", function: { name: "get_weather", arguments: JSON.stringify({ city: "Paris", unit: "celsius" }) } };
+  const turn = (extra) => [...messages, { role: "assistant", content: null, tool_calls: [call], ...extra },
+    { role: "tool", tool_call_id: "call_1", content: "21 C" }];
+  const plain = await client.chat.completions.create({ model, messages: turn({}), tools, max_tokens: 1, temperature: 0 });
+  const thought = await client.chat.completions.create({ model, messages: turn({ reasoning_content: "the user wants the weather" }), tools, max_tokens: 1, temperature: 0 });
+  check(thought.usage.prompt_tokens > plain.usage.prompt_tokens + 5, `harmony: the call's reasoning_content rendered back (${plain.usage.prompt_tokens} -> ${thought.usage.prompt_tokens} prompt tokens)`, thought.usage);
+}
+
+if (want === "gemma" || want === "gemma4" || want === "none" || want === "harmony") {
   try {
     await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 8 });
     check(false, `${want}: tool_choice required is refused`, "answered 200");

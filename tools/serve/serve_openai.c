@@ -272,6 +272,15 @@ static int check_messages(const cJSON *msgs, cJSON *out_msgs, serve_error *err) 
       cJSON_DeleteItemFromObjectCaseSensitive(copy, "content");
       cJSON_AddStringToObject(copy, "content", "");
     }
+    /* the reasoning of an assistant turn with calls, where gpt-oss's template reads it ("thinking": the analysis
+       written before the call; llama-server copies it so too); not beside content, which that template refuses */
+    const cJSON *rc = cJSON_GetObjectItemCaseSensitive(m, "reasoning_content");
+    if (is_assistant && cJSON_IsString(rc) && rc->valuestring[0] && cJSON_GetObjectItemCaseSensitive(m, "tool_calls") &&
+        !cJSON_GetObjectItemCaseSensitive(m, "thinking") && (!cJSON_IsString(content) || !content->valuestring[0]) &&
+        !cJSON_AddStringToObject(copy, "thinking", rc->valuestring)) {
+      cJSON_Delete(copy);
+      return oom(err);
+    }
     cJSON *call;
     cJSON_ArrayForEach(call, cJSON_GetObjectItemCaseSensitive(copy, "tool_calls")) {
       cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");

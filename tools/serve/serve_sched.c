@@ -52,7 +52,8 @@ struct serve_sched {
   wgllm_model *model;
   serve_sched_config cfg;
   uint32_t n_vocab;
-  int thinks; /* the model writes <think> blocks: chat replies are parsed for reasoning_content */
+  int thinks;  /* the model writes <think> blocks: chat replies are parsed for reasoning_content */
+  int harmony; /* the model's replies are harmony (gpt-oss): chat replies always parsed, special tokens kept */
   sched_slot *slots;
   pthread_mutex_t mu;
   /* the model's text calls (wgllm_chat_prompt, wgllm_tokenize), one at a time: they read the tokenizer and the
@@ -469,7 +470,8 @@ static size_t shift_chat(serve_sched *s, serve_task *t, uint32_t room, int32_t *
 
 /* A chat's reply parser: calls in the model's format where tools are offered, a leading <think> block as
    reasoning_content unless "reasoning_format": "none"; the reply starts as reasoning where the prompt ended in
-   <think> (a template that opens the block itself) */
+   <think> (a template that opens the block itself). A harmony reply is always parsed: its analysis channel is
+   reasoning_content, its final channel content, and none of its markers is content. */
 static int reply_parser(serve_sched *s, serve_task *t) {
   const serve_request *r = &t->req;
   int thinking_open = 0;
@@ -485,7 +487,9 @@ static int reply_parser(serve_sched *s, serve_task *t) {
     wgllm_free(tail);
   }
   t->parse_tools = r->n_tools && r->tool_choice != SERVE_TOOLS_NONE;
-  if (!t->parse_tools && (r->reasoning_inline || !s->thinks)) return 0; /* the reply is content as generated */
+  t->special = t->parse_tools || s->harmony;
+  if (!t->parse_tools && !s->harmony && (r->reasoning_inline || !s->thinks))
+    return 0; /* the reply is content as generated */
   wgllm_reply_options o = {.parse_tools = t->parse_tools,
                            .tool_names = (const char *const *)r->tool_names,
                            .n_tool_names = r->n_tools,
@@ -686,7 +690,8 @@ static void start_task(serve_sched *s, serve_task *t, int k) {
   gp.n_stop = r->n_stop;
   gp.ignore_eos = r->ignore_eos;
   gp.grammar = t->grammar ? t->grammar->g : NULL;
-  gp.special = t->parse_tools; /* call markers that are special tokens ([TOOL_CALLS]) reach the parser */
+  /* call markers that are special tokens ([TOOL_CALLS]) reach the parser, and so do harmony's (a chat's) */
+  gp.special = t->special;
   gp.logprobs = r->logprobs;
   gp.top_logprobs = r->top_logprobs;
   gp.logit_bias_ids = r->bias_ids;
@@ -1113,6 +1118,7 @@ static int make_sessions(serve_sched *s, char *err, size_t errlen) {
   int32_t think[2];
   size_t nt = 0; /* a model that thinks has "<think>" as one token (Qwen 3, DeepSeek R1) */
   s->thinks = !wgllm_vocab_tokenize(wgllm_model_vocab(s->model), "<think>", 7, 0, 1, think, 2, &nt) && nt == 1;
+  s->harmony = !strcmp(wgllm_model_tool_format(s->model), "harmony");
   if (s->cfg.use_pool) { /* the pool first: the sessions draw from it */
     wgllm_kv_pool_params pp = s->cfg.pool;
     int dflt = !pp.tokens && !pp.bytes;

@@ -46,6 +46,7 @@ typedef struct serve_task {
   /* chat: the reply's parser (tool calls, reasoning), made by serve_sched_prepare, used by the HTTP side alone */
   wgllm_reply_parser *parser;
   int parse_tools; /* calls are parsed (tools offered, tool_choice not "none") */
+  int special;     /* the reply's special tokens are text for its parser (call markers, harmony's channels) */
   /* logprobs (req.logprobs): one entry a generated token so far, chat's form ({token, logprob, bytes,
      top_logprobs}), appended by the scheduler after each step */
   cJSON *lp_items;
