@@ -1,6 +1,6 @@
 // Decode GEMV (one token), tuned for bandwidth and fused with its neighbours, for the weight storages decode
-// streams most: q4gsw, q8 (GGUF Q8_0), ggml's Q4_K, Q5_K and Q6_K blocks (the K-quant mixes) and MXFP4 (gpt-oss's
-// experts):
+// streams most: q4gsw, q8 (GGUF Q8_0), ggml's Q4_K, Q5_K and Q6_K blocks (the K-quant mixes), MXFP4 (gpt-oss's
+// experts) and f32 (the MoE routers files keep in f32, and small models):
 //   y[n_off + n] (+)= s * sum_k W[n, k] * x'[k] (+ bias[n_off + n]),  x' = x * (norm_w + w_offset),
 //   s = 1/rms(x) when has_norm
 // so the RMSNorm before a projection, the residual add after it (accumulate) and the gated activation of the
@@ -35,9 +35,14 @@
 // (x_pair 0: gate/up) or row q of x [np][K] (x_pair 1: down), and it writes y [np][n_out], its bias [E][rows_w].
 // A pair whose expert lies in another piece (a weight in parts of whole experts) writes nothing. act 2 is
 // gpt-oss's clamped SwiGLU: (clamp(u, -limit, limit) + 1) * g' * sigmoid(alpha g'), g' = min(g, limit).
-//! axis q4: WQ4=1 RB=7 | q8: WQ8=1 RB=7 | q4k: WQ4_K=1 WKQ=1 RB=6 | q5k: WQ5_K=1 WKQ=1 RB=6 | q6k: WQ6_K=1 RB=6 | mxfp4: WMXFP4=1 RB=6
+// Variants "_moer" route the pairs themselves (the gate/up of decode, instead of a router dispatch before them):
+// each workgroup ranks its token's experts from the router's logits [T][E] (lib/moe_topk.wgsli, as
+// kernels/moe_route.wgsl: mode route_mode) and takes its slot q % k; the first workgroup of each token writes the
+// token's ids and weights [T][k] for the down projection and the combine.
+// (RB, RB1, RB2: the bindings after the scales, where the storage has them)
+//! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=6 RB1=7 RB2=8 | f32: WF32=1 RB=6 RB1=7 RB2=8
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1
+//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1
 // bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
 // left out, LEAVE_OUT 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales, 5 the
 // weight loads alone (src/dev/gemv_probe.c)
@@ -47,14 +52,20 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
                 has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
                 act: u32, n_off: u32, y_stride: u32, k: u32,
                 x_pair: u32, rows_w: u32, e_base: u32, e_count: u32,
-                E: u32, alpha: f32, limit: f32, _p0: u32 };
+                E: u32, alpha: f32, limit: f32, route_mode: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> norm_w: array<vec4<f32>>;
 #if MOE
-@group(0) @binding({{RB}}) var<storage, read> route: array<u32>; // after the scales where there are any
+#if ROUTE
+@group(0) @binding({{RB}}) var<storage, read> logits: array<f32>;
+@group(0) @binding({{RB1}}) var<storage, read_write> route: array<u32>;
+@group(0) @binding({{RB2}}) var<storage, read_write> route_w: array<f32>;
+#else
+@group(0) @binding({{RB}}) var<storage, read> route: array<u32>;
+#endif
 #endif
 override G: u32 = 32u;   // q4gsw group size
 override R: u32 = 8u;    // rows per thread-row
@@ -70,6 +81,11 @@ override LEAVE_OUT: u32 = 0u; // the stage the "_probe" variants leave out (abov
 override GLU: bool = false;
 override RR: u32 = select(R, 2u * R, GLU);
 override WG: u32 = TK * TR;
+#if ROUTE
+override TOPK_WG: u32 = WG;
+fn topk_logit(t: u32, e: u32) -> f32 { return logits[t * p.E + e]; }
+#include "lib/moe_topk.wgsli"
+#endif
 
 #if MT
 override NT: u32 = 2u;   // tokens
@@ -290,6 +306,17 @@ fn apply(u: u32) -> f32 {
 }
 #endif
 
+#if WF32
+// f32 [N][K]: a step is one vec4 of a row, dotted as it is
+@group(0) @binding(2) var<storage, read> w: array<vec4<f32>>;
+const STEP = 4u;
+const XV = 1u;
+const MULT = 1.0;
+fn xidx(si: u32, j: u32) -> u32 { return si + j; }
+fn step_sums(u: u32) {}
+fn decode(n: u32, si: u32) { dw[0] = w[n * (p.K / 4u) + si]; }
+fn apply(u: u32) -> f32 { return dot(dw[0], xs[u]); }
+#endif
 #if WMXFP4
 // MXFP4 (ggml's 17-byte blocks: e (e8m0), qs[16]; element j the low nibble of qs[j], j + 16 its high nibble; value
 // 2^(e - 128) * the doubled e2m1 grid). A step is one block; its bytes lie at any alignment, so the lane loads the
@@ -374,7 +401,20 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #if MOE
   // pair q's expert, its first row in this piece, its x row
   let q = wid.y;
+#if ROUTE
+  let tq = q / p.k;
+  let s_all = topk_rank(tq, li, p.E, p.k);
+  let e = min(tk_si[q % p.k], p.E - 1u);
+  if (wid.x == 0u && q % p.k == 0u && li == 0u) {
+    let v = topk_weights(s_all, p.k, p.route_mode);
+    for (var j = 0u; j < p.k; j++) {
+      route[tq * p.k + j] = min(tk_si[j], p.E - 1u);
+      route_w[tq * p.k + j] = v[j];
+    }
+  }
+#else
   let e = min(route[q], p.E - 1u);
+#endif
   let inpart = e >= p.e_base && e - p.e_base < p.e_count;
   let rbase = select(0u, (e - p.e_base) * p.rows_w, inpart);
   let nb = wid.x * (TR * R) + rt * R; // first row of this thread-row

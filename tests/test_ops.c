@@ -357,6 +357,9 @@ struct tcase {
       op_wtype wt;
       int glu, act, x_pair; /* moe_combine: glu is the residual add */
       int parts;            /* moe_linear: the weight in this many parts of whole experts (0: as moe_weight decides) */
+      /* moe_linear, pairs in the GEMV: x RMS-normed in the kernel (fused); the pairs routed in the kernel from
+         logits with op_moe_norm self_route - 1 (0: ids given) */
+      int fused_norm, self_route;
     } moe;
   } u;
 };
@@ -893,11 +896,12 @@ static case_result run_rms_norm_in_off(const tcase *c) {
   return verdict();
 }
 
-/* grouped per-head norm: heads of 3 tokens inside rows of 100, into rows of 70 at offset 6 */
+/* grouped per-head norm: heads of 3 tokens inside rows of 100, into rows of 70 at offset 6; with w2_from
+   (c->u.rms.w_off) the heads from it on take a second weight (q heads, then k heads) */
 static case_result run_rms_norm_heads(const tcase *c) {
-  uint32_t T = 3, Hh = 4, D = 16, IS = 100, OS = 70;
-  float *x = rnd(T * IS, -2, 2), *w = rnd(D, -1, 1);
-  gbuf gx = gb_in(x, T * IS * 4), gw = gb_in(w, D * 4), go = gb_out(T * OS * 4);
+  uint32_t T = 3, Hh = 4, D = 16, IS = 100, OS = 70, w2_from = (uint32_t)c->u.rms.w_off;
+  float *x = rnd(T * IS, -2, 2), *w = rnd(D, -1, 1), *w2 = rnd(D, -1, 1);
+  gbuf gx = gb_in(x, T * IS * 4), gw = gb_in(w, D * 4), gw2 = gb_in(w2, D * 4), go = gb_out(T * OS * 4);
   traffic(4.0 * (2 * T * Hh * D + D), 4.0 * T * Hh * D);
   gpu_recorder *r = rec_new();
   op_rms_norm_params hq = {.n = D,
@@ -905,7 +909,9 @@ static case_result run_rms_norm_heads(const tcase *c) {
                            .in = {.off = 5, .stride = D, .group = Hh, .gstride = IS},
                            .out = {.off = 6, .stride = D, .group = Hh, .gstride = OS},
                            .eps = 1e-6f,
-                           .w_offset = 0.0f};
+                           .w_offset = 0.0f,
+                           .w2_from = w2_from,
+                           .w2 = gw2.v};
   CHECK(op_rms_norm_rows(r, gx.v, gw.v, go.v, &hq) == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -914,7 +920,7 @@ static case_result run_rms_norm_heads(const tcase *c) {
   for (uint32_t t = 0; t < T; t++) {
     for (uint32_t h = 0; h < Hh; h++) {
       float want[16];
-      ref_rms_norm(x + t * IS + 5 + h * D, w, want, D, 1, D, D, 1e-6f, 0.0f);
+      ref_rms_norm(x + t * IS + 5 + h * D, w2_from && h >= w2_from ? w2 : w, want, D, 1, D, D, 1e-6f, 0.0f);
       for (uint32_t d = 0; d < D; d++)
         if (!(fabsf(got[t * OS + 6 + h * D + d] - want[d]) <= 1e-5f)) bad++;
     }
@@ -925,9 +931,11 @@ static case_result run_rms_norm_heads(const tcase *c) {
   gb_guards(&go, "out");
   gb_free(&gx);
   gb_free(&gw);
+  gb_free(&gw2);
   gb_free(&go);
   free(x);
   free(w);
+  free(w2);
   return verdict();
 }
 
@@ -946,6 +954,8 @@ static void cases_rms_norm(void) {
     }
   add_case("rms_norm_rows", run_rms_norm_in_off, "n=96,rows=3,in_off=480");
   add_case("rms_norm_rows", run_rms_norm_heads, "heads,n=16,rows=12,group=4,in=5+100,out=6+70");
+  add_case("rms_norm_rows", run_rms_norm_heads, "heads,n=16,rows=12,group=4,in=5+100,out=6+70,w2_from=3")->u.rms.w_off =
+      3;
 }
 
 /* ---------------------------------------------------------------- RoPE */
@@ -3062,7 +3072,7 @@ static void cases_gemv(void) {
       {65, 2304, {1, 64, 4, 2, 1}},
       {100, 2304, {0}},
   };
-  static const op_wtype types[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_MXFP4};
+  static const op_wtype types[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_MXFP4, OP_W_F32};
   for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
     const gshape *shapes = types[ti] == OP_W_Q4 ? q4 : blk;
     size_t n = types[ti] == OP_W_Q4 ? sizeof q4 / sizeof q4[0] : sizeof blk / sizeof blk[0];
@@ -3096,7 +3106,7 @@ static void cases_gemv(void) {
   } mt[] = {
       {OP_W_Q4, 1003, 2048, 3, 2},  {OP_W_Q4, 1003, 1024, 8, 3},  {OP_W_Q4, 37, 96, 3, 3},
       {OP_W_Q8, 1003, 1024, 5, 3},  {OP_W_Q4_K, 512, 2048, 5, 2}, {OP_W_Q5_K, 37, 768, 2, 3},
-      {OP_W_Q6_K, 512, 2048, 8, 2}, {OP_W_MXFP4, 37, 160, 3, 3},
+      {OP_W_Q6_K, 512, 2048, 8, 2}, {OP_W_MXFP4, 37, 160, 3, 3},  {OP_W_F32, 67, 100, 5, 3},
   };
   for (size_t i = 0; i < sizeof mt / sizeof mt[0]; i++) {
     tcase *c = add_case("gemv", run_gemv, "%s/N=%u,K=%u/tokens=%u/plan=default/%s", op_wtype_name(mt[i].wt), mt[i].N,
@@ -4574,6 +4584,7 @@ static void cases_hostile(void) {
 static const char *MOE_PATS[] = {"random", "same-k", "skewed"};
 static const char *MOE_ROUTES[] = {"pairs", "tiles", "per-expert"};
 static const char *MOE_ACTS[] = {"silu", "gelu_tanh", "swiglu_oai"};
+static const char *MOE_NORMS[] = {"softmax", "softmax_norm", "topk_softmax"}; /* op_moe_norm */
 
 /* ids [T][k]: k distinct experts a token, drawn by pattern pat */
 static uint32_t *moe_ids(size_t T, size_t k, size_t E, int pat) {
@@ -4750,10 +4761,16 @@ static case_result run_moe_linear(const tcase *c) {
   const float alpha = 1.702f, limit = 7.0f;
   uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat);
   float *x = rnd(xr * K, -1, 1), *w = malloc(E * rows * K * 4 + 4), *b = rnd(E * rows, -0.5f, 0.5f);
+  /* the fused norm's weight and the kernel's routing: the reference ids and weights from the logits */
+  int self_route = c->u.moe.self_route, fused = c->u.moe.fused_norm;
+  float *nw = rnd(K, 0.5f, 1.5f), *lg = rnd(T * E, -3, 3), *rwant = malloc(np * 4);
+  if (self_route) ref_moe_route(lg, T, E, k, self_route - 1, NULL, ids, rwant);
+  gbuf gnw = gb_in(nw, K * 4), glg = gb_in(lg, T * E * 4), grw = gb_out(np * 4);
   gbuf wb[2 * MOE_MAX_PARTS];
   op_weight ow = moe_weight(c->u.moe.wt, E, rows, K, c->u.moe.parts, w, wb);
   op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
-  gbuf gx = gb_in(x, xr * K * 4), gb = gb_in(b, E * rows * 4), gi = gb_in(ids, np * 4), gy = gb_out(np * N * 4);
+  gbuf gx = gb_in(x, xr * K * 4), gb = gb_in(b, E * rows * 4), gy = gb_out(np * N * 4);
+  gbuf gi = self_route ? gb_out(np * 4) : gb_in(ids, np * 4);
   gbuf gl = {0}, gind = {0};
   op_moe_linear_params p = {.T = (uint32_t)T,
                             .k = (uint32_t)k,
@@ -4767,6 +4784,16 @@ static case_result run_moe_linear(const tcase *c) {
                             .limit = limit,
                             .route = route,
                             .ids = gi.v};
+  if (fused) {
+    p.norm_w = gnw.v;
+    p.eps = 1e-5f;
+    p.norm_offset = 0.25f;
+  }
+  if (self_route) {
+    p.route_logits = glg.v;
+    p.route_w = grw.v;
+    p.route_norm = (op_moe_norm)(self_route - 1);
+  }
   if (route != OP_MOE_PAIRS) { /* the lists (and indirect arguments) the grouped routes read: not under test here */
     gl = gb_out((size_t)lay.words * 4);
     gind = gb_out(E * 12);
@@ -4786,6 +4813,18 @@ static case_result run_moe_linear(const tcase *c) {
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
+  if (!g_perf && self_route) { /* the kernel's routing: op_moe_route's ids exactly, its weights within rounding */
+    const uint32_t *gid = gb_fetch(&gi);
+    const float *gw = gb_fetch(&grw);
+    size_t bad = 0;
+    for (size_t q = 0; q < np; q++)
+      if (gid[q] != ids[q] || !(fabsf(gw[q] - rwant[q]) <= 1e-6f + 1e-5f * fabsf(rwant[q]))) bad++;
+    CHECK(bad == 0, "%s: %zu of %zu pairs routed unlike the reference", g_case, bad, np);
+    gb_guards(&gi, "ids");
+    gb_guards(&grw, "route_w");
+  }
+  if (!g_perf && fused) /* the reference on x normed first (rows of the x the pairs read) */
+    ref_rms_norm(x, nw, x, K, xr, K, K, 1e-5f, 0.25f);
   if (!g_perf) {
     float *want = malloc(np * N * 4);
     double *tol = malloc(np * N * sizeof *tol);
@@ -4831,11 +4870,17 @@ static case_result run_moe_linear(const tcase *c) {
   gb_free(&gy);
   gb_free(&gl);
   gb_free(&gind);
+  gb_free(&gnw);
+  gb_free(&glg);
+  gb_free(&grw);
   moe_weight_free(wb);
   free(ids);
   free(x);
   free(w);
   free(b);
+  free(nw);
+  free(lg);
+  free(rwant);
   return verdict();
 }
 
@@ -5023,7 +5068,6 @@ static case_result run_moe_block(const tcase *c) {
 }
 
 static void cases_moe(void) {
-  static const char *norms[] = {"softmax", "softmax_norm", "topk_softmax"};
   static const uint32_t Es[] = {8, 32, 128, 256}, ks[] = {1, 2, 4, 8};
   for (size_t ei = 0; ei < 4; ei++)
     for (size_t ki = 0; ki < 4; ki++)
@@ -5031,8 +5075,8 @@ static void cases_moe(void) {
         for (int pat = 0; pat < 3; pat++) {
           int scale = mode == 1 && pat == 0; /* Gemma 4: softmax, renormalised, per-expert scale */
           for (int sc = 0; sc <= scale; sc++) {
-            tcase *c = add_case("moe_route", run_moe_route, "%s%s/T=7,E=%u,k=%u/%s", norms[mode], sc ? "+scale" : "",
-                                Es[ei], ks[ki],
+            tcase *c = add_case("moe_route", run_moe_route, "%s%s/T=7,E=%u,k=%u/%s", MOE_NORMS[mode],
+                                sc ? "+scale" : "", Es[ei], ks[ki],
                                 pat == 0   ? "random"
                                 : pat == 1 ? "ties"
                                            : "all-equal");
@@ -5042,7 +5086,7 @@ static void cases_moe(void) {
   for (int mode = 0; mode < 3; mode++)
     for (uint32_t T = 1; T <= 512; T += 511)
       for (int pat = 0; pat < 2; pat++) {
-        tcase *c = add_case("moe_route", run_moe_route, "%s%s/T=%u,E=128,k=8/%s", norms[mode],
+        tcase *c = add_case("moe_route", run_moe_route, "%s%s/T=%u,E=128,k=8/%s", MOE_NORMS[mode],
                             mode == 1 ? "+scale" : "", T, pat ? "ties" : "random");
         c->u.moe = (struct moe_case){.T = T, .E = 128, .k = 8, .mode = mode, .scale = mode == 1, .pat = pat};
       }
@@ -5098,6 +5142,42 @@ static void cases_moe(void) {
                                      .mode = route,
                                      .wt = k32[wi]};
       }
+  /* decode's gate/up in the GEMV with the MoE norm folded in, and routing its own pairs from the router's logits
+     (every normalisation; E = 40 over the general kernel's 128 threads), also over parts of mixed storages */
+  static const op_wtype fw[] = {OP_W_Q4, OP_W_Q4_K, OP_W_MXFP4, OP_W_F32};
+  for (size_t wi = 0; wi < 4; wi++)
+    for (int sr = 0; sr <= 3; sr++) {
+      tcase *c = add_case("moe_linear", run_moe_linear, "%s/pairs/T=3,k=4,E=40,N=64,K=256,swiglu_oai,bias,norm%s%s",
+                          op_wtype_name(fw[wi]), sr ? ",self-routed " : "", sr ? MOE_NORMS[sr - 1] : "");
+      c->u.moe = (struct moe_case){.T = 3,
+                                   .k = 4,
+                                   .E = 40,
+                                   .N = 64,
+                                   .K = 256,
+                                   .glu = 1,
+                                   .act = wi == 1 ? 0 : 2,
+                                   .scale = 1,
+                                   .mode = OP_MOE_PAIRS,
+                                   .wt = fw[wi],
+                                   .fused_norm = 1,
+                                   .self_route = sr};
+    }
+  {
+    tcase *c = add_case("moe_linear", run_moe_linear,
+                        "parts=3/q4gsw+q8+Q6_K/pairs/T=5,k=8,E=16,N=40,K=256,silu,norm,"
+                        "self-routed softmax_norm");
+    c->u.moe = (struct moe_case){.T = 5,
+                                 .k = 8,
+                                 .E = 16,
+                                 .N = 40,
+                                 .K = 256,
+                                 .glu = 1,
+                                 .mode = OP_MOE_PAIRS,
+                                 .wt = OP_W_Q4,
+                                 .parts = 3,
+                                 .fused_norm = 1,
+                                 .self_route = 2};
+  }
   /* weights in parts of whole experts (mixed storages: the case's, then q8, then Q6_K), every route */
   for (int wi = 0; wi < 2; wi++)
     for (int route = 0; route < 3; route++)

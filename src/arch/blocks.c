@@ -130,23 +130,17 @@ static wgllm_status attn_project(const llm_fwd *f, uint32_t l, attn_layer *L) {
   L->v_off = llm_layer_v_is_k(hp, l) ? nq : nq + nkv;
   if (!st && hp->qk_norm) {
     /* the heads of each token: in the fused QKV row (stride S) and out into q | k | v rows (stride S2) */
-    uint32_t S2 = L->owns_kv ? nq + 2 * nkv : nq;
+    /* the q heads and then (an owning layer) the k heads, which follow them in both rows, in one dispatch */
+    uint32_t S2 = L->owns_kv ? nq + 2 * nkv : nq, heads = hp->n_head + (L->owns_kv ? nkv_h : 0);
     op_rms_norm_params qn = {.n = hd,
-                             .rows = T * hp->n_head,
-                             .in = {.off = 0, .stride = hd, .group = hp->n_head, .gstride = S},
-                             .out = {.off = 0, .stride = hd, .group = hp->n_head, .gstride = S2},
+                             .rows = T * heads,
+                             .in = {.off = 0, .stride = hd, .group = heads, .gstride = S},
+                             .out = {.off = 0, .stride = hd, .group = heads, .gstride = S2},
                              .eps = hp->norm_eps,
-                             .w_offset = no};
+                             .w_offset = no,
+                             .w2_from = L->owns_kv ? hp->n_head : 0,
+                             .w2 = ly->k_norm};
     st = op_rms_norm_rows(rec, V(s->qkv), ly->q_norm, V(s->qk2), &qn);
-    if (!st && L->owns_kv) {
-      op_rms_norm_params kn = {.n = hd,
-                               .rows = T * nkv_h,
-                               .in = {.off = nq, .stride = hd, .group = nkv_h, .gstride = S},
-                               .out = {.off = nq, .stride = hd, .group = nkv_h, .gstride = S2},
-                               .eps = hp->norm_eps,
-                               .w_offset = no};
-      st = op_rms_norm_rows(rec, V(s->qkv), ly->k_norm, V(s->qk2), &kn);
-    }
     if (!st && L->owns_kv && hp->v_norm) { /* weightless: the weight is ones, offset 0 */
       op_rms_norm_params vn = {.n = hd,
                                .rows = T * nkv_h,
@@ -579,24 +573,38 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
    its weights in the file's storage), the top k and their weights, the experts' gate/up with the GLU fused, their
    down projection, and the weighted sum of each token's k outputs added into the residual stream. A decode step
    (one token, or a batch of sessions' tokens) reads the chosen experts by pair (OP_MOE_PAIRS: fixed grids, so the
-   recorded step replays as it is); a prompt's pass groups the pairs by expert into tiles (op_moe_lists, then
-   OP_MOE_TILES over the worst-case tile grid), each expert's weights read once a tile. */
+   recorded step replays as it is; the RMSNorm folded into the router's and the gate/up's GEMVs where both take it); a
+   prompt's pass groups the pairs by expert into tiles (op_moe_lists, then OP_MOE_TILES over the worst-case tile grid),
+   each expert's weights read once a tile. */
+/* A decode step's tokens (one, or a batch of sessions'): the experts read by pair */
+static int moe_decode(const llm_fwd *f) { return f->tokens || (f->T == 1 && !f->fo->prefill); }
+
 /* The experts of layer l on xin [T][D] (the router's logits from rin [T][D]): route, the per-expert lists on a
-   prompt's pass, gate/up with the GLU, down, and the weighted sum into out [T][D] (added when accumulate). */
+   prompt's pass, gate/up with the GLU, down, and the weighted sum into out [T][D] (added when accumulate). nrm: the
+   RMSNorm (its weight, eps, offset) the router's and the gate/up's GEMVs apply to rin and xin (decode, where
+   moe_fuses_norm), or NULL: both are normed already. */
 static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_view xin, gpu_view scale, gpu_view out,
-                                int accumulate) {
+                                int accumulate, const op_gemv_opts *nrm) {
   gpu_recorder *rec = f->rec;
   const llm_hparams *hp = &f->m->hp;
   const llm_scratch *s = f->s;
   const llm_layer *ly = &f->m->layers[l];
   uint32_t T = f->T, D = hp->n_embd, E = hp->n_expert, k = hp->n_expert_used, I = hp->n_ff_exp;
   gpu_view none = {0};
-  int decode = f->tokens || (T == 1 && !f->fo->prefill);
+  int decode = moe_decode(f);
   /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
   gpu_view rb = hp->moe_bias ? ly->router_bias : none, gub = hp->moe_bias ? ly->exp_gate_up_bias : none,
            db = hp->moe_bias ? ly->exp_down_bias : none;
-  wgllm_status st = op_matvec(rec, rin, &ly->router, rb, V(s->moe_logits), T, E, D); /* [T][E] */
-  if (!st)
+  wgllm_status st;
+  if (nrm) { /* [T][E], rin normed in the GEMV */
+    op_gemv_opts ro = *nrm;
+    ro.n_tokens = T;
+    st = op_gemv(rec, rin, &ly->router, rb, V(s->moe_logits), E, D, &ro);
+  } else
+    st = op_matvec(rec, rin, &ly->router, rb, V(s->moe_logits), T, E, D); /* [T][E] */
+  /* decode with the norm folded in: the gate/up's GEMV ranks its own pairs where it can (op_moe_linear_routes) */
+  int self_route = nrm && !scale.buf && op_moe_linear_routes(op_ctx(rec), &ly->exp_gate_up, D, E, k);
+  if (!st && !self_route)
     st = op_moe_route(rec, V(s->moe_logits), scale, V(s->moe_ids), V(s->moe_w), T, E, k, (op_moe_norm)hp->moe_norm);
   if (!st && !decode) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E);
   op_moe_linear_params gu = {.T = T,
@@ -614,7 +622,18 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
                              .route = decode ? OP_MOE_PAIRS : OP_MOE_TILES,
                              .ids = V(s->moe_ids),
                              .lists = decode ? none : V(s->moe_lists)};
+  if (nrm) {
+    gu.norm_w = nrm->norm_w;
+    gu.eps = nrm->eps;
+    gu.norm_offset = nrm->norm_offset;
+  }
+  if (self_route) {
+    gu.route_logits = V(s->moe_logits);
+    gu.route_w = V(s->moe_w);
+    gu.route_norm = (op_moe_norm)hp->moe_norm;
+  }
   op_moe_linear_params dn = gu;
+  dn.norm_w = dn.route_logits = dn.route_w = none;
   dn.N = D;
   dn.K = I;
   dn.x_pair = 1;
@@ -637,14 +656,31 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   return st;
 }
 
+/* Whether a decode step of layer l norms the experts' input inside the router's and the gate/up's GEMVs (both read
+   by the GEMV: the router's storage and every piece of the gate/up weight; gate and up in one weight) instead of
+   an RMSNorm dispatch before them. One token only: with 8 sessions' tokens a step, the folded norm and routing
+   measured slower on an H100 (gpt-oss-20b 450 -> 400 tok/s aggregate, docs/perf/31-moe calls 5-7), where each
+   pair's workgroups norm (and rank) again what one dispatch does once for all. */
+static int moe_fuses_norm(const llm_fwd *f, uint32_t l) {
+  const llm_layer *ly = &f->m->layers[l];
+  uint32_t D = f->m->hp.n_embd;
+  int sg;
+  return moe_decode(f) && f->T == 1 && !ly->exp_up.data.buf &&
+         op_gemv_supports(op_ctx(f->rec), &ly->router, f->T, D, &sg) && op_moe_linear_fuses_norm(&ly->exp_gate_up, D);
+}
+
 wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {
   const llm_hparams *hp = &f->m->hp;
   const llm_scratch *s = f->s;
   uint32_t T = f->T, D = hp->n_embd;
   if (hp->moe_dense_too) return llm_block_moe_beside_dense(f, l);
+  if (moe_fuses_norm(f, l)) {
+    op_gemv_opts nrm = {.norm_w = f->m->layers[l].ffn_norm, .eps = hp->norm_eps, .norm_offset = hp->norm_offset};
+    return moe_experts(f, l, V(s->x), V(s->x), (gpu_view){0}, V(s->x), 1, &nrm);
+  }
   wgllm_status st =
       op_rms_norm(f->rec, V(s->x), f->m->layers[l].ffn_norm, V(s->xn), D, T, D, D, hp->norm_eps, hp->norm_offset);
-  return st ? st : moe_experts(f, l, V(s->xn), V(s->xn), (gpu_view){0}, V(s->x), 1);
+  return st ? st : moe_experts(f, l, V(s->xn), V(s->xn), (gpu_view){0}, V(s->x), 1, NULL);
 }
 
 wgllm_status llm_block_moe_beside_dense(const llm_fwd *f, uint32_t l) {
@@ -662,7 +698,7 @@ wgllm_status llm_block_moe_beside_dense(const llm_fwd *f, uint32_t l) {
      the experts through their own norm; each chosen expert's weight times its per_expert_scale */
   if (!st) st = op_rms_norm(rec, V(s->x), ly->router_norm, V(s->proj), D, T, D, D, eps, 0.0f);
   if (!st) st = op_rms_norm(rec, V(s->x), ly->exp_norm, V(s->moe_x), D, T, D, D, eps, no);
-  if (!st) st = moe_experts(f, l, V(s->proj), V(s->moe_x), ly->exp_scale, V(s->proj), 0);
+  if (!st) st = moe_experts(f, l, V(s->proj), V(s->moe_x), ly->exp_scale, V(s->proj), 0, NULL);
   if (!st) st = op_rms_norm(rec, V(s->proj), ly->post_exp_norm, h2, D, T, D, D, eps, no);
   /* x += post_ffn_norm(dense + experts) */
   if (!st) st = op_add_inplace(rec, V(s->xn), h2, T * D, T * D);

@@ -71,6 +71,8 @@ static wgllm_status linear(gpu_recorder *rec, const char *kernel, const char *su
 /* The storages kernels/gemv.wgsl reads (its variants), with the x vec4s of one lane step (XV; XV * U <= 16) */
 static uint32_t gemv_xv(op_wtype t) {
   switch (t) {
+  case OP_W_F32:
+    return 1;
   case OP_W_Q4:
   case OP_W_Q8:
     return 2;
@@ -88,6 +90,7 @@ static uint32_t gemv_xv(op_wtype t) {
 static int gemv_piece_ok(op_wtype t, uint32_t group, uint32_t K) {
   if (!gemv_xv(t)) return 0;
   if (t == OP_W_Q4) return (group == 32 || group == 64 || group == 128) && K % group == 0 && K % 32 == 0;
+  if (t == OP_W_F32) return K % 4 == 0;
   return K % (t == OP_W_Q8 || t == OP_W_MXFP4 ? 32u : 256u) == 0;
 }
 
@@ -126,15 +129,16 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
 }
 
 /* The predicate of the specialised kernel: subgroups of one fixed size of 8..64 lanes (a thread-row is whole
-   subgroups), at least a step a lane of a subgroup along K (q4gsw: 8 nibbles a step, so K >= 256 with 32 lanes;
-   the block types: whole blocks), a q4gsw group of 32, 64 or 128, at least 64 output rows, and 256-thread
+   subgroups), steps along K for at least three quarters of a subgroup's lanes (q4gsw: 8 nibbles a step, so K >= 192
+   with 32 lanes; Q4_K: 32 elements a step, so Qwen3-30B-A3B's experts' down projection, K = 768, keeps 24 of 32
+   lanes busy; the block types: whole blocks), a q4gsw group of 32, 64 or 128, at least 64 output rows, and 256-thread
    workgroups. Everything else takes the general kernel, whole. The layouts are the fastest of bench_kernels
    --sweep on the H200 (PERF.md): 4 row sums a lane (2 with GLU, whose lanes keep gate and up); the MLP's gate/up
    rows and the wide LM head split K over one subgroup with several subgroups a workgroup; the narrower
    projections split K over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types
-   unroll less. Where K's steps do not divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304
-   and 256, Qwen's 3584, ...), the thread-row narrows, down to one subgroup, until they do or it is one subgroup
-   (the last lanes then take a step fewer). */
+   unroll less. MXFP4 (32-element steps) takes Q4_K's layouts and f32 q4gsw's, neither swept. Where K's steps do not
+   divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256, Qwen's 3584, ...), the thread-row
+   narrows, down to one subgroup, until they do or it is one subgroup (the last lanes then take a step fewer). */
 op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
                                  int glu) {
   op_gemv_plan p = {0};
@@ -144,7 +148,8 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
   int fixed_sg =
       ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max && sgs >= 8 && sgs <= 64 && (sgs & (sgs - 1)) == 0;
   int shape_ok = type == OP_W_Q4 ? (group == 32 || group == 64 || group == 128) : 1;
-  if (fixed_sg && steps >= sgs && shape_ok && n_out >= 64 && ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
+  if (fixed_sg && 4 * steps >= 3 * sgs && shape_ok && n_out >= 64 &&
+      ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
     p.tuned = 1;
     uint32_t one = sgs > 32 ? sgs : 32; /* one thread-row = one subgroup (32 lanes, or the subgroup if wider) */
     if (type == OP_W_Q4_K || type == OP_W_Q5_K || type == OP_W_MXFP4) { /* 32-element steps, one unrolled */
@@ -191,7 +196,7 @@ typedef struct gemv_params {
   float eps, w_offset;
   uint32_t glu_half, act, n_off, y_stride, k, x_pair, rows_w, e_base, e_count, E;
   float alpha, limit;
-  uint32_t _p0;
+  uint32_t route_mode;
 } gemv_params;
 _Static_assert(sizeof(gemv_params) == 80, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
@@ -246,6 +251,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     p.E = moe->E;
     p.alpha = moe->alpha;
     p.limit = moe->limit;
+    p.route_mode = (uint32_t)moe->route_mode;
   }
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
@@ -256,10 +262,8 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt}};
   char variant[32];
-  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "",
-           moe      ? "_moe"
-           : nt > 1 ? "_mt"
-                    : "");
+  const char *kind = !moe ? (nt > 1 ? "_mt" : "") : moe->logits.buf ? "_moer" : "_moe";
+  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", kind);
   int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
   uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
   op_dispatch_args a = {
@@ -272,9 +276,18 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
       .access = has_scales ? "rrrwrr" : "rrrwr",
       .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x, has_scales ? scales : (gpu_view){0}},
       .groups = groups};
-  if (moe) { /* the pairs' ids after the other bindings; a workgroup row a pair */
-    a.access = has_scales ? "rrrwrrr" : "rrrwrr";
-    a.bind[has_scales ? 6 : 5] = route;
+  if (moe) { /* the pairs' ids (or the logits, then ids and weights written) after the other bindings; a
+                workgroup row a pair */
+    int b = has_scales ? 6 : 5;
+    if (moe->logits.buf) {
+      a.access = has_scales ? "rrrwrrrww" : "rrrwrrww";
+      a.bind[b] = moe->logits;
+      a.bind[b + 1] = route;
+      a.bind[b + 2] = moe->weights;
+    } else {
+      a.access = has_scales ? "rrrwrrr" : "rrrwrr";
+      a.bind[b] = route;
+    }
     a.groups = 0;
     a.grid[0] = groups;
     a.grid[1] = moe->np;
@@ -342,7 +355,11 @@ wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *pie
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
   uint32_t rows_w = a->glu ? 2 * a->N : a->N, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
   if (a->np > maxg) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv experts: %u pairs over the grid limit", a->np);
-  op_gemv_opts o = {.glu_half = a->glu ? a->N : 0, .act = (op_act)a->act};
+  op_gemv_opts o = {.glu_half = a->glu ? a->N : 0,
+                    .act = (op_act)a->act,
+                    .norm_w = a->norm_w,
+                    .eps = a->eps,
+                    .norm_offset = a->norm_offset};
   return gemv_piece(rec, x, piece->type, piece->group, piece->data, piece->scales, bias, y, rows_w, a->K, 0, 1, 0, &o,
                     NULL, a, ids);
 }

@@ -134,6 +134,19 @@ wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirec
                                               .groups = (E + 255) / 256});
 }
 
+int op_moe_linear_fuses_norm(const op_weight *w, uint32_t K) {
+  if (!w->n_parts) return op_gemv_experts_supports(w->type, w->group, K);
+  for (uint32_t i = 0; i < w->n_parts; i++)
+    if (!op_gemv_experts_supports(w->part[i].type, w->part[i].group, K)) return 0;
+  return 1;
+}
+
+int op_moe_linear_routes(const gpu_context *ctx, const op_weight *w, uint32_t K, uint32_t E, uint32_t k) {
+  /* the GEMV's largest workgroup arrays (16.5 KiB: the general kernel's reduction) and the ranking's 1 KiB */
+  return op_moe_linear_fuses_norm(w, K) && E <= OP_MOE_MAX_EXPERTS && k >= 1 && k <= OP_MOE_MAX_K && k <= E &&
+         ctx->limits.maxComputeWorkgroupStorageSize >= 20480;
+}
+
 wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                            const op_moe_linear_params *mp) {
   const char *who = "moe_linear";
@@ -147,6 +160,16 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   if ((s = check_bytes(rec, who, "x", x, (uint64_t)(mp->x_pair ? np : T) * K * 4))) return s;
   if ((s = check_bytes(rec, who, "y", y, (uint64_t)np * N * 4))) return s;
   if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * rows_w * 4))) return s;
+  if (mp->norm_w.buf && (mp->route != OP_MOE_PAIRS || !op_moe_linear_fuses_norm(w, K)))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: a fused norm needs the pairs route in the GEMV", who);
+  if (mp->norm_w.buf && (s = check_bytes(rec, who, "norm_w", mp->norm_w, (uint64_t)K * 4))) return s;
+  if (mp->route_logits.buf) {
+    if (mp->route != OP_MOE_PAIRS || !op_moe_linear_routes(op_ctx(rec), w, K, E, k) ||
+        (unsigned)mp->route_norm > OP_MOE_TOPK_SOFTMAX)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: routing in the kernel needs the pairs route in the GEMV", who);
+    if ((s = check_bytes(rec, who, "route_logits", mp->route_logits, (uint64_t)T * E * 4))) return s;
+    if ((s = check_bytes(rec, who, "route_w", mp->route_w, (uint64_t)np * 4))) return s;
+  }
   op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
   gpu_view route = mp->route == OP_MOE_PAIRS ? mp->ids : mp->lists;
   if (mp->route == OP_MOE_PAIRS)
@@ -209,7 +232,13 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
                                  .x_pair = mp->x_pair,
                                  .act = (int)p.act,
                                  .alpha = mp->alpha,
-                                 .limit = mp->limit};
+                                 .limit = mp->limit,
+                                 .norm_w = mp->norm_w,
+                                 .eps = mp->eps,
+                                 .norm_offset = mp->norm_offset,
+                                 .logits = mp->route_logits,
+                                 .weights = mp->route_w,
+                                 .route_mode = (int)mp->route_norm};
       s = op_gemv_experts(rec, x, &pw, bias, route, y, &ga);
       continue;
     }

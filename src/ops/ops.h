@@ -163,6 +163,10 @@ typedef struct op_rms_norm_params {
   uint32_t n, rows;
   op_rows in, out;
   float eps, w_offset;
+  /* grouped rows only: the rows from w2_from on in each group take weight w2 instead (q heads then k heads of a
+     token, each with its own weight); 0: every row takes w */
+  uint32_t w2_from;
+  gpu_view w2;
 } op_rms_norm_params;
 wgllm_status op_rms_norm_rows(gpu_recorder *rec, gpu_view x, gpu_view w, gpu_view out, const op_rms_norm_params *p);
 
@@ -244,6 +248,12 @@ typedef struct op_gemv_experts_args {
   uint32_t N, K, np, k, E, e_base, e_count;
   int glu, x_pair, act; /* act: op_moe_act */
   float alpha, limit;
+  gpu_view norm_w; /* [K] or none: x RMS-normed in the kernel (as op_gemv_opts' norm) */
+  float eps, norm_offset;
+  /* the router's logits [T][E] (E <= OP_MOE_MAX_EXPERTS), or none: each workgroup ranks its token's experts itself
+     (route_mode: op_moe_norm) and ids [T][k] and weights [T][k] are written, not read (as op_moe_route's) */
+  gpu_view logits, weights;
+  int route_mode;
 } op_gemv_experts_args;
 int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K);
 wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *piece, gpu_view bias, gpu_view ids,
@@ -466,7 +476,22 @@ typedef struct op_moe_linear_params {
   float alpha, limit; /* OP_MOE_ACT_SWIGLU_OAI */
   op_moe_grouping route;
   gpu_view ids, lists, indirect;
+  /* OP_MOE_PAIRS only, where op_moe_linear_fuses_norm: x is RMS-normed in the kernel (x / rms(x) * (norm_w +
+     norm_offset), each pair's token row), so the norm before the experts needs no dispatch; none: x as it is */
+  gpu_view norm_w;
+  float eps, norm_offset;
+  /* OP_MOE_PAIRS only, where op_moe_linear_routes: the router's logits [T][E]; the kernel chooses each pair's expert
+     itself as op_moe_route would (route_norm) and writes ids and route_w [T][k] (the weights) for the down
+     projection and the combine, so the router's top-k needs no dispatch; none: ids are read */
+  gpu_view route_logits, route_w;
+  op_moe_norm route_norm;
 } op_moe_linear_params;
+/* Whether the pairs route of this expert weight runs in the GEMV (every piece a storage it reads, K whole steps),
+   which can norm its x (op_moe_linear_params.norm_w) */
+int op_moe_linear_fuses_norm(const op_weight *w, uint32_t K);
+/* ... and whether it can also route its pairs (route_logits): the GEMV, E and k within the router's bounds, and
+   room for the ranking beside the GEMV's workgroup arrays */
+int op_moe_linear_routes(const gpu_context *ctx, const op_weight *w, uint32_t K, uint32_t E, uint32_t k);
 wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                            const op_moe_linear_params *p);
 /* Weighted combine (kernels/moe_combine.wgsl): out[t] (+)= sum_j weights[t][j] * y[t * k + j], slots in order.
