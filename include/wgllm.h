@@ -155,8 +155,8 @@ WGLLM_API const char *wgllm_vocab_piece(const wgllm_vocab *v, int32_t id, size_t
 WGLLM_API size_t wgllm_vocab_token_bytes(const wgllm_vocab *v, int32_t id, char *out, size_t cap);
 /* A code model's fill-in-the-middle tokens (the prompt is prefix-marker, the text before, suffix-marker, the text
    after, middle-marker; the model writes the middle): ids[0..3) the prefix, suffix and middle markers, each a token
-   of its own whose text is Qwen2.5-Coder's, StarCoder's, CodeLlama's or DeepSeek-Coder's marker. WGLLM_ERR_UNSUPPORTED where the vocabulary
-   has none (the reason in wgllm_vocab_error). */
+   of its own whose text is Qwen2.5-Coder's, StarCoder's, CodeLlama's or DeepSeek-Coder's marker. WGLLM_ERR_UNSUPPORTED
+   where the vocabulary has none (the reason in wgllm_vocab_error). */
 WGLLM_API wgllm_status wgllm_vocab_fim_tokens(const wgllm_vocab *v, int32_t ids[3]);
 /* As wgllm_tokenize / wgllm_detokenize, on a vocabulary. parse_special: special-token text becomes its token.
    Detokenizing: *len (may be NULL) gets the byte count (the text may hold a NUL byte if the ids spell one). */
@@ -393,19 +393,25 @@ WGLLM_API wgllm_generate_params wgllm_generate_default_params(void);
 
 /* ---------- chat replies: tool calls and reasoning ---------- */
 /* The format the model's chat template teaches its tool calls in: "llama3_json", "hermes" (Qwen), "mistral",
-   "gemma" (tool_code by prompt), "gemma4", or "none" (docs/CHAT_TEMPLATES.md, "Tools"). */
+   "gemma" (tool_code by prompt), "gemma4", "harmony" (gpt-oss: the reply is messages on channels; generate with
+   special tokens kept, wgllm_generate_params.special, and read it with a reply parser), or "none"
+   (docs/CHAT_TEMPLATES.md, "Tools"). */
 WGLLM_API const char *wgllm_model_tool_format(const wgllm_model *m);
 typedef struct wgllm_reply_options {
-  int parse_tools;               /* tool calls in the model's format become tool_calls (0: all is content) */
+  int parse_tools; /* tool calls in the model's format become tool_calls (0: all is content; harmony: a message to a
+                      function is content, its markers dropped) */
   const char *const *tool_names; /* the request's functions: a call naming another stays content (NULL: any) */
   size_t n_tool_names;
-  int split_reasoning;           /* a leading <think>...</think> is reasoning_content, not content */
-  int thinking_open;             /* the prompt ended inside <think>: the reply starts as reasoning */
-  uint64_t id_seed;              /* 0: call ids "call_" + 24 random characters; else drawn from this seed */
+  int split_reasoning; /* a leading <think>...</think> is reasoning_content, not content (harmony: its analysis channel
+                          is reasoning_content whatever this says) */
+  int thinking_open;   /* the prompt ended inside <think>: the reply starts as reasoning */
+  uint64_t id_seed;    /* 0: call ids "call_" + 24 random characters; else drawn from this seed */
 } wgllm_reply_options;
-/* A reply's text, whole or pushed piece by piece, into OpenAI's message fields. Each push and the finish give what
-   became final as JSON ({"content": ..., "reasoning_content": ..., "tool_calls": [...]}, the non-empty ones; *json
-   NULL when nothing did; free with wgllm_free); text that may still start a call or a think tag is held back.
+/* A reply's text, whole or pushed piece by piece, into OpenAI's message fields (harmony's always parsed, tools or not:
+   its analysis reasoning_content, its final and other channels content, no marker ever content). Each push and the
+   finish give what became final as JSON ({"content": ..., "reasoning_content": ..., "tool_calls": [...]}, the
+   non-empty ones; *json NULL when nothing did; free with wgllm_free); text that may still start a call or a think
+   tag (a harmony marker) is held back.
    tool_calls is in OpenAI's stream form: a call starts, once its header is complete (its marker, a known name and
    the start of its arguments object), with {"index": i, "id": "call_...", "type": "function", "function": {"name":
    ..., "arguments": ""}}, and its arguments follow as they are generated, as {"index": i, "function": {"arguments":
@@ -422,10 +428,22 @@ WGLLM_API wgllm_status wgllm_reply_parser_finish(wgllm_reply_parser *p, char **j
 WGLLM_API void wgllm_reply_parser_free(wgllm_reply_parser *p); /* NULL is a no-op */
 /* tool_choice "required" (function_name NULL) or a named function: the GBNF of a reply that is one call, in the
    model's format, of one of tools_json's functions ([{"type": "function", "function": {"name", "parameters"}}]),
-   its arguments valid under the function's parameters schema (*gbnf malloc'd; free with wgllm_free). Formats
-   whose calls are not JSON (gemma, gemma4) and none, and parameters that use "$ref", are WGLLM_ERR_UNSUPPORTED. */
+   its arguments valid under the function's parameters schema (*gbnf malloc'd; free with wgllm_free). It constrains
+   what follows wgllm_model_tool_call_prefix's text. llama3_json, hermes, mistral: the whole call (its marker written
+   as text), parameters that use "$ref" refused; harmony: the arguments alone, after the prefix's header, of the
+   named function or the only tool ("required" with several tools refused: the header naming the function ends with
+   the special token <|message|>, which no grammar writes). gemma, gemma4 (calls that are not JSON) and none are
+   WGLLM_ERR_UNSUPPORTED. */
 WGLLM_API wgllm_status wgllm_model_tool_call_grammar(wgllm_model *m, const char *tools_json, size_t len,
                                                      const char *function_name, char **gbnf);
+/* The text a forced call opens with where the grammar cannot write it, for the same arguments: *prefix NULL where
+   wgllm_model_tool_call_grammar's grammar writes the whole call (llama3_json, hermes, mistral); harmony: the call's
+   header, "<|channel|>commentary to=functions.NAME <|constrain|>json<|message|>" (NAME the named function or the only
+   tool). The caller appends it to the prompt's tokens (tokenized with special-token text parsed, wgllm_tokenize),
+   generates under the grammar, and pushes it to the reply parser before the generated text. Errors (several tools
+   for "required", an unknown name) as the grammar's; *prefix malloc'd, free with wgllm_free. */
+WGLLM_API wgllm_status wgllm_model_tool_call_prefix(wgllm_model *m, const char *tools_json, size_t len,
+                                                    const char *function_name, char **prefix);
 
 /* Grammars for constrained decoding (wgllm_generate_params.grammar), compiled once for a model's vocabulary and
    shared by any number of jobs of that model at once; free it after the jobs that use it, and before the model. */
@@ -540,7 +558,7 @@ typedef struct wgllm_token_logprobs {
 /* Copies the logprobs of generated tokens first, first + 1, ... (at most n; the tokens generated so far) into out;
    returns how many it copied (0 when the job did not ask for logprobs). */
 WGLLM_API size_t wgllm_job_logprobs(const wgllm_job *j, size_t first, wgllm_token_logprobs *out, size_t n);
-WGLLM_API void wgllm_job_free(wgllm_job *j);               /* NULL is a no-op */
+WGLLM_API void wgllm_job_free(wgllm_job *j); /* NULL is a no-op */
 /* How many leading ids of ids[0..n) the session's cache already holds (what a job on it would not recompute). */
 WGLLM_API uint32_t wgllm_session_cached_prefix(const wgllm_session *s, const int32_t *ids, size_t n);
 

@@ -814,6 +814,66 @@ static void chat_stdin(void) {
   free(e);
 }
 
+/* the harmony markers a gpt-oss reply may hold, found in s (NULL: none) */
+static const char *harmony_marker(const char *s) {
+  static const char *const m[] = {"<|start|>",  "<|end|>",  "<|message|>",  "<|channel|>",
+                                  "<|return|>", "<|call|>", "<|constrain|>"};
+  for (size_t i = 0; s && i < sizeof m / sizeof *m; i++)
+    if (strstr(s, m[i])) return m[i];
+  return NULL;
+}
+
+/* chat on a harmony model (tests/data/models/gpt_oss_gguf: random weights, gpt-oss's template and tokenizer of 320
+   tokens). --logit-bias makes its markers <|start|> <|end|> <|message|> <|channel|> (ids 315-318) likely, so each
+   reply holds headers, bodies and stray markers (some 20 of its 64 tokens at these seeds); none of them reaches
+   stdout or the conversation /save writes, and each reply the history keeps is what was printed. The second turn
+   renders the first reply back through gpt-oss's template, which refuses content holding its channel markers. -v
+   streams the reasoning (analysis) to stderr, also without markers. --logit-bias's own refusals. */
+static void chat_harmony(void) {
+  const char *model = "data/models/gpt_oss_gguf/model.gguf", *bias = "-l 315+2 -l 316+2 -l 317+2 --logit-bias=318+2";
+  char *o, *e, cmd[4000], save[300];
+  snprintf(save, sizeof save, "%s/harmony.json", g_tmp);
+  for (int seed = 1; seed <= 3; seed++) {
+    snprintf(cmd, sizeof cmd, "printf 'hi\\nmore\\n/save %s\\n' | %s/wgllm chat -m %s -n 64 -s %d %s --stats", save,
+             g_bin, model, seed, bias);
+    int rc = sh(cmd, &o, &e);
+    CHECK(rc == 0 && count(e, "generated") == 2 && strstr(e, "saved 4 messages"),
+          "harmony chat (seed %d): exit %d, two replies, saved: %s", seed, rc, e);
+    CHECK(!harmony_marker(o), "harmony chat (seed %d): %s on stdout: %s", seed, harmony_marker(o), o);
+    char *j = th_read_file(save, NULL);
+    cJSON *conv = j ? cJSON_Parse(j) : NULL;
+    int replies = 0;
+    const cJSON *msg;
+    cJSON_ArrayForEach(msg, conv) {
+      const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(msg, "role"));
+      const char *content = cJSON_GetStringValue(cJSON_GetObjectItem(msg, "content"));
+      if (!role || !content || strcmp(role, "assistant")) continue;
+      replies++;
+      CHECK(!harmony_marker(content), "harmony chat (seed %d): %s in the saved reply: %s", seed,
+            harmony_marker(content), j);
+      CHECK(strstr(o, content) != NULL, "harmony chat (seed %d): the saved reply [%s] is not what was printed: %s",
+            seed, content, o);
+    }
+    CHECK(replies == 2, "harmony chat (seed %d): %d replies saved: %s", seed, replies, j ? j : "(none)");
+    printf("  harmony chat, seed %d: replies of %zu bytes printed, no marker\n", seed, strlen(o));
+    cJSON_Delete(conv);
+    free(j);
+    free(o);
+    free(e);
+  }
+  int rc = wg(&o, &e, "chat -m %s -n 64 -s 5 %s -p hi -st -v", model, bias);
+  CHECK(rc == 0 && !harmony_marker(o) && !harmony_marker(e), "harmony chat -v: exit %d, a marker (%s) out: %s %s", rc,
+        harmony_marker(o) ? harmony_marker(o) : harmony_marker(e), o, e);
+  free(o);
+  free(e);
+  char a[600];
+  snprintf(a, sizeof a, "run -m %s -p hi -l 999999+1", GGUF);
+  expect_fail("--logit-bias outside the vocabulary", a, "token 999999 is outside the vocabulary of");
+  expect_fail("--logit-bias without a sign", "run -m x -p hi -l 15", "expected TOKEN+BIAS or TOKEN-BIAS");
+  expect_fail("--logit-bias of no number", "run -m x -p hi -l 15+x", "the bias 'x' is not a finite number");
+  expect_fail("--logit-bias given twice", "run -m x -p hi -l 15+1 -l 15-2", "token 15 is given a bias twice");
+}
+
 static void tokenize(void) {
   char *o1, *o2, *e, cmd[2000];
   /* round trip */
@@ -1385,6 +1445,7 @@ int main(void) {
   llama_cli_lines();
   parser();
   chat_stdin();
+  chat_harmony();
   tokenize();
   terminal();
   precision();

@@ -6,7 +6,8 @@
 # (llama3_json), the real Qwen 3, Llama 3.2 and Mistral v0.3 templates of tests/data/chat/ (--chat-template-file) and
 # the named gemma (tool_code: "required" refused), and gpt-oss's harmony on tests/data/models/gpt_oss_gguf (a random
 # model with gpt-oss's template and special tokens: no marker in content or reasoning, the reasoning of a call sent
-# back to the template, "required" refused). The sanitized build (ASAN_OPTIONS set: some 3 times slower) runs
+# back to the template, forced calls through the call's header in the prompt: a named function and "required" with one
+# tool; "required" over two tools refused). The sanitized build (ASAN_OPTIONS set: some 3 times slower) runs
 # 6 of the schemas and two of the templates.
 # Usage: tests/test_server_tools.sh BUILD_DIR (ctest runs it from the repository root).
 set -u
@@ -48,7 +49,7 @@ for r in "${runs[@]}"; do
   fi
   stop_server "$SERVE_PID"
 done
-# gpt-oss's harmony: the replies' channels parsed on a model of its template and tokenizer
+# gpt-oss's harmony: the replies' channels parsed, and forced calls, on a model of its template and tokenizer
 MODEL="$ROOT/tests/data/models/gpt_oss_gguf/model.gguf" start_server tools_harmony -np 1 -c 2048 || exit 1
 echo "--- tool calls: gpt_oss_gguf (harmony)"
 if WGLLM_SERVE_PORT=$SERVE_PORT WGLLM_SERVE_KEY= WGLLM_TOOLS_FORMAT=harmony node "$ROOT/tests/server/tools.mjs"; then

@@ -1327,6 +1327,68 @@ static void check_prefix(void) {
   free(o);
 }
 
+/* ---------- tool_choice for harmony: the header in the prompt, the arguments under the grammar ---------- */
+static void check_forced_harmony(void) {
+  const char *two =
+      "[{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", \"parameters\": {\"type\": "
+      "\"object\", \"properties\": {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}, "
+      "{\"type\": \"function\", \"function\": {\"name\": \"get_time\", \"parameters\": {\"type\": "
+      "\"object\", \"properties\": {\"zone\": {\"enum\": [\"UTC\", \"CET\"]}}, \"required\": [\"zone\"]}}}]";
+  cJSON *tools = cJSON_Parse(two), *one = cJSON_Parse(two);
+  cJSON_DeleteItemFromArray(one, 1); /* get_weather alone */
+  llm_err err = {0};
+  char *p = NULL, *g = NULL;
+  /* a named function: its whole header, and a grammar of its arguments alone (no name, no marker) */
+  CHECK(chat_tool_call_prefix(HA, tools, "get_time", &p, &err) == WGLLM_OK && p &&
+            !strcmp(p, "<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>"),
+        "harmony named: the prefix [%s]", p ? p : err.msg);
+  CHECK(chat_tool_call_gbnf(HA, tools, "get_time", &g, &err) == WGLLM_OK && g && strstr(g, "root ::=") &&
+            strstr(g, "zone") && strstr(g, "UTC") && !strstr(g, "city") && !strstr(g, "get_time") && !strstr(g, "<|"),
+        "harmony named: the arguments' grammar: %s", g ? g : err.msg);
+  { /* the parser fed the prefix, then what the grammar lets the model write: one call, nothing else */
+    chat_reply_opts o = {.tool_names = (const char *const[]){"get_weather", "get_time"}, .n_tool_names = 2};
+    const char *gen = "{\"zone\": \"CET\"}";
+    size_t n = strlen(p ? p : "") + strlen(gen);
+    char *text = malloc(n + 1);
+    snprintf(text, n + 1, "%s%s", p ? p : "", gen);
+    chat_reply r;
+    chat_reply_parse(HA, text, n, &o, &r, &err);
+    CHECK(r.n_tool_calls == 1 && !strcmp(r.tool_calls[0].name, "get_time") &&
+              !strcmp(r.tool_calls[0].arguments, "{\"zone\":\"CET\"}") && !r.content[0] && !r.reasoning[0],
+          "harmony named: prefix + arguments parsed: %zu calls, content [%s]", r.n_tool_calls, r.content);
+    check_streaming("harmony: a forced call", HA, &o, text, &r);
+    chat_reply_free(&r);
+    free(text);
+  }
+  free(p);
+  free(g);
+  p = g = NULL;
+  /* "required" with one tool: that tool, as named */
+  CHECK(chat_tool_call_prefix(HA, one, NULL, &p, &err) == WGLLM_OK && p &&
+            !strcmp(p, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>"),
+        "harmony required, one tool: the prefix [%s]", p ? p : err.msg);
+  CHECK(chat_tool_call_gbnf(HA, one, NULL, &g, &err) == WGLLM_OK && g && strstr(g, "city"),
+        "harmony required, one tool: the grammar: %s", g ? g : err.msg);
+  free(p);
+  free(g);
+  p = g = NULL;
+  /* "required" over two tools: refused saying why; an unknown name named */
+  CHECK(chat_tool_call_prefix(HA, tools, NULL, &p, &err) == WGLLM_ERR_UNSUPPORTED && !p && strstr(err.msg, "2 tools") &&
+            strstr(err.msg, "<|message|>"),
+        "harmony required over two tools: %s", err.msg);
+  CHECK(chat_tool_call_gbnf(HA, tools, NULL, &g, &err) == WGLLM_ERR_UNSUPPORTED && !g && strstr(err.msg, "2 tools"),
+        "harmony required over two tools, the grammar: %s", err.msg);
+  CHECK(chat_tool_call_prefix(HA, tools, "nope", &p, &err) == WGLLM_ERR_INVALID_ARG && strstr(err.msg, "\"nope\""),
+        "harmony: an unknown function: %s", err.msg);
+  /* the JSON formats: no prefix (their grammar writes the whole call, marker and all) */
+  CHECK(chat_tool_call_prefix(HE, tools, NULL, &p, &err) == WGLLM_OK && !p, "hermes: no prefix");
+  CHECK(chat_tool_call_gbnf(HE, tools, NULL, &g, &err) == WGLLM_OK && g && strstr(g, "<tool_call>"),
+        "hermes: the whole call's grammar: %s", g ? g : err.msg);
+  free(g);
+  cJSON_Delete(tools);
+  cJSON_Delete(one);
+}
+
 /* ---------- Gemma's Python call lines ---------- */
 static void check_python_call(void) {
   char *o = NULL;
@@ -1497,6 +1559,7 @@ int main(void) {
   check_detect();
   check_harmony_model();
   check_prefix();
+  check_forced_harmony();
   check_python_call();
   check_round_trips();
   return th_finish("test_tool_calls");

@@ -1,6 +1,7 @@
 /* Chat replies (wgllm_reply_parser_*): a reply's text, whole or streamed, into OpenAI's message fields (content,
    reasoning_content, tool_calls) in the format the model's chat template taught it (src/chat/tool_calls.h); and
-   tool_choice's grammar (wgllm_model_tool_call_grammar). */
+   tool_choice's grammar and the call's opening text the prompt ends with (wgllm_model_tool_call_grammar,
+   wgllm_model_tool_call_prefix). */
 #include "api_internal.h"
 #include "tool_calls.h"
 #include <cjson/cJSON.h>
@@ -127,5 +128,22 @@ wgllm_status wgllm_model_tool_call_grammar(wgllm_model *m, const char *tools_jso
   cJSON_Delete(tools);
   if (st) return st;
   *gbnf = g; /* malloc'd: wgllm_free is free */
+  return WGLLM_OK;
+}
+
+wgllm_status wgllm_model_tool_call_prefix(wgllm_model *m, const char *tools_json, size_t len, const char *function_name,
+                                          char **prefix) {
+  llm_err *err = api_last_error();
+  llm_err_clear(err);
+  if (!m || !tools_json || !prefix)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "wgllm_model_tool_call_prefix: NULL argument");
+  *prefix = NULL;
+  cJSON *tools = cJSON_ParseWithLength(tools_json, len);
+  if (!tools) return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tools: not valid JSON");
+  char *p = NULL;
+  wgllm_status st = chat_tool_call_prefix(m->tool_format, tools, function_name, &p, err);
+  cJSON_Delete(tools);
+  if (st) return st;
+  *prefix = p; /* malloc'd or NULL: wgllm_free is free */
   return WGLLM_OK;
 }

@@ -109,15 +109,13 @@ wgllm_status chat_reply_stream_push(chat_reply_stream *st, const char *piece, si
 wgllm_status chat_reply_stream_finish(chat_reply_stream *st, chat_reply_delta *d);
 void chat_reply_stream_free(chat_reply_stream *st); /* NULL is a no-op */
 
-/* The text that opens a call in format f, for tool_choice: the server makes the reply begin with it (the prompt
-   ends with it, and the parser is fed it before the generated text). function_name NULL: any function (the text
-   up to the name); else the call to that function up to its arguments (the JSON ones end with ": ", a space):
-     LLAMA3_JSON  {"name": "            {"name": "get_weather", "parameters":
-     HERMES       <tool_call>\n{"name": "   <tool_call>\n{"name": "get_weather", "arguments":
-     MISTRAL      [TOOL_CALLS] [{"name": "  [TOOL_CALLS] [{"name": "get_weather", "arguments":
-     GEMMA        ```tool_code\n        ```tool_code\nget_weather(
-     GEMMA4       <|tool_call>call:      <|tool_call>call:get_weather{
-     HARMONY      <|channel|>commentary to=functions.
+/* The text that opens a call in format f, for tool_choice where a grammar cannot write it (harmony: the server ends
+   the prompt with it and feeds it to the parser before the generated text; chat_tool_call_prefix). function_name NULL:
+   any function (the text up to the name); else the call to that function up to its arguments (the JSON ones end with ":
+   ", a space): LLAMA3_JSON  {"name": "            {"name": "get_weather", "parameters": HERMES <tool_call>\n{"name": "
+   <tool_call>\n{"name": "get_weather", "arguments": MISTRAL      [TOOL_CALLS] [{"name": "  [TOOL_CALLS] [{"name":
+   "get_weather", "arguments": GEMMA        ```tool_code\n        ```tool_code\nget_weather( GEMMA4 <|tool_call>call:
+   <|tool_call>call:get_weather{ HARMONY      <|channel|>commentary to=functions.
                   <|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>
    (harmony's after a prompt that ends with <|start|>assistant, as gpt-oss's generation prompt does)
    A name must be 1-64 letters, digits, '_', '-' or '.' (Gemma: a Python identifier); NONE has no prefix
@@ -129,11 +127,20 @@ wgllm_status chat_tool_prefix(chat_tool_format f, const char *function_name, cha
    to the same JSON. The named gemma template writes assistant calls with it. A key that is not a Python
    identifier, or arguments that are not a JSON object, are WGLLM_ERR_INVALID_ARG. *out malloc'd. */
 wgllm_status chat_tool_python_call(const char *name, const char *arguments_json, char **out, llm_err *err);
-/* tool_choice "required" (function_name NULL) or a named function as GBNF (malloc'd): a reply that is one call in
-   format f (LLAMA3_JSON, HERMES or MISTRAL: JSON calls; the others WGLLM_ERR_UNSUPPORTED) of one of tools' functions
-   ([{"type": "function", "function": {"name", "parameters"}}]), its arguments valid under the function's
-   parameters schema (src/grammar's JSON schema support: what it refuses is refused, naming it). */
+/* tool_choice "required" (function_name NULL) or a named function as GBNF (malloc'd), of what the model writes
+   after chat_tool_call_prefix's text: a reply that is one call in format f (LLAMA3_JSON, HERMES or MISTRAL: the whole
+   JSON call, its marker as text) of one of tools' functions ([{"type": "function", "function": {"name",
+   "parameters"}}]), its arguments valid under the function's parameters schema (src/grammar's JSON schema support:
+   what it refuses is refused, naming it); HARMONY: the arguments object alone, of the named function or of the only
+   tool ("required" with several tools is WGLLM_ERR_UNSUPPORTED, saying why: the header that names the function ends
+   with the special token <|message|>, which no grammar writes). The others WGLLM_ERR_UNSUPPORTED. */
 struct cJSON;
 wgllm_status chat_tool_call_gbnf(chat_tool_format f, const struct cJSON *tools, const char *function_name, char **out,
                                  llm_err *err);
+/* The text the prompt ends with for chat_tool_call_gbnf's grammar to follow, fed to the reply parser before the
+   generated text: *out NULL for the JSON formats (their grammar writes the whole call); HARMONY: chat_tool_prefix of
+   the forced function (function_name, or the only tool), the call's header up to <|message|>, special-token text to
+   be tokenized with special tokens parsed. Errors as chat_tool_call_gbnf's for harmony. *out malloc'd. */
+wgllm_status chat_tool_call_prefix(chat_tool_format f, const struct cJSON *tools, const char *function_name, char **out,
+                                   llm_err *err);
 #endif

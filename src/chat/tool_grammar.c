@@ -1,7 +1,9 @@
 /* tool_choice "required" and a named function as a grammar (chat_tool_call_gbnf): the reply must be one call in the
    model's format, of one of the request's functions (or the named one), its arguments valid under the function's
    parameters schema. The call object is a JSON schema of its own ({"name": const, "arguments": parameters} for each
-   function, any of them) compiled by src/grammar, wrapped in the format's markers. */
+   function, any of them) compiled by src/grammar, wrapped in the format's markers. Harmony's call opens with special
+   tokens a grammar cannot write: the prompt ends with the call's header instead (chat_tool_call_prefix) and the
+   grammar is the arguments alone. */
 #include "grammar.h"
 #include "tool_calls.h"
 #include <cjson/cJSON.h>
@@ -78,6 +80,67 @@ static cJSON *calls_schema(const cJSON *tools, const char *only, const char *arg
   return s;
 }
 
+/* harmony: the one function a forced call may name: function_name if given (it must be among the tools), else the
+   only tool. Several tools and "required" are refused: the call's header names its function and ends with the
+   special token <|message|>, so the name would have to be drawn under a grammar that then writes <|message|>, which
+   no grammar writes (it allows no special token), and the header cannot go into the prompt without choosing the
+   function. On success *fn is that function's object (borrowed from tools). */
+static wgllm_status harmony_function(const cJSON *tools, const char *function_name, const cJSON **fn, llm_err *err) {
+  *fn = NULL;
+  if (!cJSON_IsArray(tools) || !cJSON_GetArraySize(tools))
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tool_choice other than \"auto\" or \"none\" needs tools");
+  const cJSON *t;
+  size_t i = 0;
+  cJSON_ArrayForEach(t, tools) {
+    const cJSON *f = tool_function(t), *name = cJSON_GetObjectItemCaseSensitive(f, "name");
+    if (!cJSON_IsString(name))
+      return llm_err_set(err, WGLLM_ERR_INVALID_ARG, "tools[%zu]: the function has no name", i);
+    i++;
+    if (!function_name || !strcmp(function_name, name->valuestring)) {
+      if (*fn && !function_name) /* a second tool */
+        return llm_err_set(
+            err, WGLLM_ERR_UNSUPPORTED,
+            "tool_choice \"required\" with %d tools: a harmony call names its function in a header that ends with "
+            "the special token <|message|>, which a grammar cannot write, so the choice among the functions cannot "
+            "be constrained; name the function (tool_choice {\"type\": \"function\", \"function\": {\"name\": ...}}), "
+            "offer one tool, or use \"auto\"",
+            cJSON_GetArraySize(tools));
+      if (!*fn) *fn = f;
+    }
+  }
+  if (!*fn)
+    return llm_err_set(err, WGLLM_ERR_INVALID_ARG,
+                       "tool_choice names the function \"%s\", which is not among the tools", function_name);
+  return WGLLM_OK;
+}
+
+/* harmony: the arguments of the forced call, the function's parameters as a schema of its own (its "$ref"s resolve
+   against its own root); none: any object */
+static wgllm_status harmony_arguments_gbnf(const cJSON *fn, char **out, llm_err *err) {
+  const cJSON *params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+  cJSON *any = NULL;
+  if (!cJSON_IsObject(params)) {
+    any = cJSON_CreateObject();
+    if (!any || !cJSON_AddStringToObject(any, "type", "object")) {
+      cJSON_Delete(any);
+      return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+  }
+  wgllm_status st = grammar_schema_to_gbnf(any ? any : params, out, err);
+  cJSON_Delete(any);
+  return st;
+}
+
+wgllm_status chat_tool_call_prefix(chat_tool_format f, const cJSON *tools, const char *function_name, char **out,
+                                   llm_err *err) {
+  *out = NULL;
+  if (f != CHAT_TOOLS_HARMONY) return WGLLM_OK; /* the grammar writes the whole call, or refuses */
+  const cJSON *fn;
+  wgllm_status st = harmony_function(tools, function_name, &fn, err);
+  if (st) return st;
+  return chat_tool_prefix(f, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(fn, "name")), out, err);
+}
+
 wgllm_status chat_tool_call_gbnf(chat_tool_format f, const cJSON *tools, const char *function_name, char **out,
                                  llm_err *err) {
   *out = NULL;
@@ -92,11 +155,11 @@ wgllm_status chat_tool_call_gbnf(chat_tool_format f, const cJSON *tools, const c
   case CHAT_TOOLS_MISTRAL:
     open = "\"[TOOL_CALLS] [\" ", close = " \"]\"";
     break;
-  case CHAT_TOOLS_HARMONY:
-    return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
-                       "tool_choice \"required\" or a named function: a harmony call opens with special tokens "
-                       "(<|channel|>, <|message|>), which a grammar does not write; tool_choice \"auto\" reads its "
-                       "calls");
+  case CHAT_TOOLS_HARMONY: { /* after chat_tool_call_prefix's header: the arguments */
+    const cJSON *fn;
+    wgllm_status st = harmony_function(tools, function_name, &fn, err);
+    return st ? st : harmony_arguments_gbnf(fn, out, err);
+  }
   default:
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
                        "tool_choice \"required\" or a named function: the %s tool format has no JSON call to "

@@ -4,6 +4,8 @@
 // one, streamed the same call as whole (greedy), the call's start first and its arguments in several chunks after it
 // (OpenAI's delta form), also through the client's ChatCompletionStream; the round trip (the call, the tool's result, the answer) renders
 // through the template; "none" and "auto" answer text; a format whose calls are not JSON refuses "required" (400).
+// Harmony (gpt-oss): its channels parsed (no marker in content or reasoning); its forced calls are a named function
+// or "required" with one tool (the prompt ends with the call's header), "required" over several tools is a 400.
 import { apiKey, baseURL, check, finish, loadOpenAI } from "./util.mjs";
 
 const want = process.env.WGLLM_TOOLS_FORMAT;
@@ -48,7 +50,21 @@ if (want === "harmony") {
   check(thought.usage.prompt_tokens > plain.usage.prompt_tokens + 5, `harmony: the call's reasoning_content rendered back (${plain.usage.prompt_tokens} -> ${thought.usage.prompt_tokens} prompt tokens)`, thought.usage);
 }
 
-if (want === "gemma" || want === "gemma4" || want === "none" || want === "harmony") {
+// harmony forces a call by ending the prompt with the call's header (up to its special token <|message|>, which no
+// grammar writes) and constraining the arguments: a named function, or "required" with one tool; "required" over
+// several tools is refused (400 naming tool_choice, saying why), and the checks below force get_weather alone
+const reqTools = want === "harmony" ? [tools[0]] : tools;
+if (want === "harmony") {
+  try {
+    await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 8 });
+    check(false, "harmony: tool_choice required over two tools is refused", "answered 200");
+  } catch (e) {
+    check(e.status === 400 && e.error?.param === "tool_choice" && /<\|message\|>/.test(e.error?.message || ""),
+      "harmony: tool_choice required over two tools is 400 naming tool_choice and the special token", e.error);
+  }
+}
+
+if (want === "gemma" || want === "gemma4" || want === "none") {
   try {
     await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 8 });
     check(false, `${want}: tool_choice required is refused`, "answered 200");
@@ -62,7 +78,7 @@ if (want === "gemma" || want === "gemma4" || want === "none" || want === "harmon
 
 // required: a call of one of the functions, valid arguments
 for (const seed of [1, 2]) {
-  const r = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0.8, seed });
+  const r = await client.chat.completions.create({ model, messages, tools: reqTools, tool_choice: "required", max_tokens: 300, temperature: 0.8, seed });
   const c = r.choices[0], calls = c.message.tool_calls || [];
   const a = json(calls[0]?.function.arguments);
   const ok = calls.length === 1 && calls[0].type === "function" && typeof calls[0].id === "string" &&
@@ -78,8 +94,8 @@ check(nc.length === 1 && nc[0].function.name === "get_time" && validTime(json(nc
 // streamed: the same call as whole (greedy), in OpenAI's delta form: a chunk with the call's start (id, type, name,
 // arguments "") first, then the arguments in fragments, one tool_calls entry a chunk (the arguments of either
 // function are several tokens, so more than one chunk)
-const whole = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0 });
-const stream = await client.chat.completions.create({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0, stream: true });
+const whole = await client.chat.completions.create({ model, messages, tools: reqTools, tool_choice: "required", max_tokens: 300, temperature: 0 });
+const stream = await client.chat.completions.create({ model, messages, tools: reqTools, tool_choice: "required", max_tokens: 300, temperature: 0, stream: true });
 const acc = [], entries = [];
 let finishReason = null, text = "";
 for await (const chunk of stream) {
@@ -106,7 +122,7 @@ check(entries.length > 1 && entries.every((e) => e.length === 1) &&
       f.function?.name === undefined && typeof f.function?.arguments === "string" && f.function.arguments.length > 0),
   `${want} streamed: the start chunk (id, type, name, arguments "") first, then ${frags.length} chunks of arguments`, entries);
 // the client's own accumulation (ChatCompletionStream joins the fragments) gives the whole answer's call
-const helper = await client.chat.completions.stream({ model, messages, tools, tool_choice: "required", max_tokens: 300, temperature: 0 }).finalChatCompletion();
+const helper = await client.chat.completions.stream({ model, messages, tools: reqTools, tool_choice: "required", max_tokens: 300, temperature: 0 }).finalChatCompletion();
 const hc = helper.choices[0].message.tool_calls || [];
 check(hc.length === 1 && typeof hc[0].id === "string" && hc[0].id.length > 0 && hc[0].type === "function" && hc[0].function.name === wc[0]?.function.name &&
     hc[0].function.arguments === wc[0]?.function.arguments && helper.choices[0].finish_reason === "tool_calls",

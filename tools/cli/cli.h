@@ -20,6 +20,9 @@ typedef struct cli_gen {
   const char *system; /* -sys TEXT or -sysf FILE */
   const char **stop;  /* --stop / -r, as many as given */
   size_t n_stop;
+  int32_t *bias_ids; /* -l / --logit-bias TOKEN(+|-)BIAS, as many as given (gp.logit_bias_ids, gp.logit_bias) */
+  float *bias;
+  size_t n_bias;
   wgllm_generate_params gp; /* the CLI's defaults (repeat penalty 1) and the options */
   long long n_predict;      /* -n (-1: until the context is full) */
   int seed_given;           /* -s other than -1; else a random seed */

@@ -1,7 +1,10 @@
 /* `wgllm chat` (and `wgllm run -cnv`): an interactive chat through the public C API. Messages of any length,
    a line ending in \ goes on on the next; Ctrl-C stops the reply in progress and returns to the prompt, Ctrl-C
    at the prompt leaves; /regen, /save FILE and /load FILE (the conversation as JSON messages, read with cJSON),
-   /reset. */
+   /reset. A model that answers in gpt-oss's harmony format (wgllm_model_tool_format "harmony") is generated with
+   its special tokens kept and read through the reply parser: its final answer is printed and kept in the
+   conversation, its analysis (reasoning) goes to stderr with -v and is not kept (gpt-oss's template drops the
+   analysis of earlier turns), and no marker (<|channel|>, <|message|>, ...) is printed or kept. */
 #include "cli.h"
 #include "json_shape.h"
 #include "wgllm.h"
@@ -49,10 +52,73 @@ typedef struct chat {
   uint32_t ctx;
   history h;
   uint32_t base_seed, turn; /* reply k samples with seed base + k: /regen gives another reply */
+  int harmony;              /* the model's replies are harmony messages: parsed, not printed as generated */
 } chat;
 
+/* A harmony reply on its way: the parser, the final answer so far (what the history keeps) and what was shown */
+typedef struct parsed_reply {
+  wgllm_reply_parser *p;
+  char *content;
+  size_t len, cap;
+  size_t reasoning_len;
+  int verbose;   /* -v: the reasoning goes to stderr as it arrives */
+  int in_reason; /* stderr is inside the "[reasoning]" block */
+  int oom;
+} parsed_reply;
+
+static int stream_out(const char *text, size_t len, void *user);
+
+/* One delta of the parser (JSON, taken): its content printed and kept, its reasoning on stderr with -v. A call's
+   events do not come: chat offers no tools, so a message to a function is content. */
+static void parsed_delta(parsed_reply *r, char *json) {
+  cJSON *d = json ? cJSON_Parse(json) : NULL;
+  if (json && !d) r->oom = 1;
+  wgllm_free(json);
+  const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "reasoning_content"));
+  const char *content = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(d, "content"));
+  if (reason) {
+    size_t n = strlen(reason);
+    r->reasoning_len += n;
+    if (r->verbose) {
+      if (!r->in_reason) fputs("[reasoning] ", stderr);
+      r->in_reason = 1;
+      fwrite(reason, 1, n, stderr);
+      fflush(stderr);
+    }
+  }
+  if (content) {
+    size_t n = strlen(content);
+    if (r->in_reason) fputc('\n', stderr); /* the reasoning's line ends before the answer */
+    r->in_reason = 0;
+    if (r->len + n + 1 > r->cap) {
+      size_t cap = (r->len + n + 1) * 2;
+      char *g = realloc(r->content, cap);
+      if (!g) {
+        r->oom = 1;
+        cJSON_Delete(d);
+        return;
+      }
+      r->content = g;
+      r->cap = cap;
+    }
+    memcpy(r->content + r->len, content, n + 1);
+    r->len += n;
+    stream_out(content, n, NULL);
+  }
+  cJSON_Delete(d);
+}
+
+/* on_text of a harmony reply: the generated text (special tokens kept) through the parser */
+static int stream_parsed(const char *text, size_t len, void *user) {
+  parsed_reply *r = user;
+  char *json = NULL;
+  if (wgllm_reply_parser_push(r->p, text, len, &json)) r->oom = 1;
+  parsed_delta(r, json);
+  return cli_interrupted != 0 || r->oom; /* Ctrl-C: the reply stops here */
+}
+
 static int stream_out(const char *text, size_t len, void *user) {
-  (void)user;
+  (void)user; /* NULL from parsed_delta */
   fwrite(text, 1, len, stdout);
   fflush(stdout);
   return cli_interrupted != 0; /* Ctrl-C: the reply stops here */
@@ -108,13 +174,25 @@ static void fit_context(chat *c) {
             dropped, dropped == 1 ? "" : "s", c->ctx);
 }
 
-/* Generates the assistant's reply to the history and appends it (an interrupted reply as far as it got).
-   Returns 0, 1 for an error the chat survives (the history is as it was), -1 for one it does not. */
+/* Generates the assistant's reply to the history and appends it (an interrupted reply as far as it got; a harmony
+   reply's final answer alone). Returns 0, 1 for an error the chat survives (the history is as it was), -1 for one it
+   does not. */
 static int reply(chat *c) {
   wgllm_generate_params gp = c->g->gp;
   gp.seed = c->base_seed + c->turn++;
   if (gp.seed == WGLLM_SEED_RANDOM) gp.seed = 0; /* a seed still, not the API's "random" */
   gp.on_text = stream_out;
+  parsed_reply pr = {.verbose = c->g->c.verbose};
+  if (c->harmony) { /* the channels' markers are special tokens: kept in the text for the parser */
+    wgllm_reply_options o = {0};
+    if (wgllm_reply_parser_create(c->m, &o, &pr.p)) {
+      fprintf(stderr, "wgllm chat: the reply parser: %s\n", wgllm_last_error());
+      return -1;
+    }
+    gp.special = 1;
+    gp.on_text = stream_parsed;
+    gp.user = &pr;
+  }
   fit_context(c);
   if (isatty(2) && c->h.n) { /* the new message's size, for the progress line of a long one */
     const char *last = c->h.m[c->h.n - 1].content;
@@ -130,17 +208,32 @@ static int reply(chat *c) {
   cli_busy = 0;
   int interrupted = cli_interrupted;
   cli_interrupted = 0;
+  if (pr.p) { /* what the parser held back (a marker's possible start, whitespace) */
+    char *json = NULL;
+    if (!r && wgllm_reply_parser_finish(pr.p, &json)) pr.oom = 1;
+    parsed_delta(&pr, json);
+    if (pr.in_reason) fputc('\n', stderr);
+    wgllm_reply_parser_free(pr.p);
+  }
   fputc('\n', stdout);
   fflush(stdout);
-  if (r) {
-    fprintf(stderr, "wgllm chat: %s (%s)%s\n", wgllm_session_error(c->s), wgllm_status_name(r),
-            r == WGLLM_ERR_INVALID_ARG ? "; /reset or /load to go on" : "");
+  if (r || pr.oom) {
+    if (r)
+      fprintf(stderr, "wgllm chat: %s (%s)%s\n", wgllm_session_error(c->s), wgllm_status_name(r),
+              r == WGLLM_ERR_INVALID_ARG ? "; /reset or /load to go on" : "");
+    else
+      fprintf(stderr, "wgllm chat: out of memory reading the reply\n");
+    wgllm_free(text);
+    free(pr.content);
     return r == WGLLM_ERR_INVALID_ARG ? 1 : -1;
   }
   if (interrupted && st.stop == WGLLM_STOP_CALLBACK) fprintf(stderr, "[interrupted]\n");
+  if (c->harmony && !pr.len && pr.reasoning_len && !pr.verbose)
+    fprintf(stderr, "[the reply is %zu bytes of reasoning and no answer (-v shows the reasoning)]\n", pr.reasoning_len);
   if (c->g->stats) cli_print_stats(&st, NULL);
-  int bad = push(&c->h, "assistant", text ? text : "");
+  int bad = push(&c->h, "assistant", c->harmony ? (pr.content ? pr.content : "") : text ? text : "");
   wgllm_free(text);
+  free(pr.content);
   if (bad) {
     fprintf(stderr, "wgllm chat: out of memory\n");
     return -1;
@@ -420,14 +513,16 @@ int cli_chat_main(cli_gen *g) {
   cli_busy = 0; /* from here Ctrl-C stops a reply in progress, or leaves */
   if (rc) return rc;
   c.ctx = ctx;
+  c.harmony = !strcmp(wgllm_model_tool_format(c.m), "harmony");
   g->gp.context_shift = cli_context_shift(g); /* then -n may go past the context */
   g->gp.max_tokens = g->n_predict < 0 || (g->n_predict > ctx && !g->gp.context_shift) ? ctx : (uint32_t)g->n_predict;
   c.base_seed = g->gp.seed;
   if (g->c.verbose) cli_verbose_sampling(g);
   wgllm_model_info info;
   wgllm_model_get_info(c.m, &info);
-  fprintf(stderr, "wgllm chat: %s on %s, template %s, context %u. /help lists the commands; Ctrl-C stops a reply.\n",
-          info.architecture, info.adapter, info.chat_template, ctx);
+  fprintf(stderr, "wgllm chat: %s on %s, template %s%s, context %u. /help lists the commands; Ctrl-C stops a reply.\n",
+          info.architecture, info.adapter, info.chat_template,
+          c.harmony ? " (harmony replies: the answer shown and kept; -v shows the reasoning)" : "", ctx);
   int status = 0;
   if (g->system && push(&c.h, "system", g->system)) status = -1;
   c.h.n_fixed = c.h.n;

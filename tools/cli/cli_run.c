@@ -2,9 +2,11 @@
    (llama-cli's names as the primary or alias spellings) are parsed here for both; `run -cnv` is chat. */
 #include "cli.h"
 #include "wgllm.h"
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,8 @@ enum {
   K_GRAMMAR,
   K_GRAMMAR_FILE,
   K_JSON_SCHEMA,
-  K_JSON_SCHEMA_FILE
+  K_JSON_SCHEMA_FILE,
+  K_LOGIT_BIAS
 };
 
 static const cli_opt gen_opts[] = {
@@ -68,6 +71,9 @@ static const cli_opt gen_opts[] = {
      "minus F x its count there (default 0: off)"},
     {K_STOP, "-r --reverse-prompt --stop", CLI_TEXT, "TEXT", 0, 0, 0, CLI_CMD_GEN,
      "stop where TEXT appears (not printed); any number of them"},
+    {'l', "-l --logit-bias", CLI_TEXT, "TOKEN(+|-)BIAS", 0, 0, 0, CLI_CMD_GEN,
+     "add BIAS to token id TOKEN's logit before each draw (llama-cli's form: 15043+1, 15043-1.5; -100 all but bans "
+     "it); any number of them"},
     {K_IGNORE_EOS, "--ignore-eos", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN,
      "keep generating past end-of-generation tokens"},
     {K_STATS, "--stats", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_GEN, "a summary line (tokens, times, stop reason) on stderr"},
@@ -112,6 +118,36 @@ typedef struct parse_state {
   int n_prompts; /* -p, -f, operands: one of them */
   int chat_only; /* -sys, -sysf, --chat-template or -st given (run needs -cnv for those) */
 } parse_state;
+
+/* -l TOKEN(+|-)BIAS (llama-cli's --logit-bias): a token id, its sign and a finite bias; a token given twice is
+   refused (the API takes distinct ids). The id's range is checked once the model is open (cli_gen_open_draft). */
+static int logit_bias(parse_state *ps, const cli_value *v) {
+  cli_gen *g = ps->g;
+  const char *t = v->text;
+  char *end;
+  errno = 0;
+  long id = strtol(t, &end, 10);
+  if (end == t || !isdigit((unsigned char)t[0]) || (*end != '+' && *end != '-') || errno || id > INT32_MAX) {
+    fprintf(stderr, "%s: %s %s: expected TOKEN+BIAS or TOKEN-BIAS (a token id, then the bias: 15043+1, 15043-1.5)\n",
+            ps->prog, v->name, t);
+    return 2;
+  }
+  const char *b = end + 1;
+  double bias = strtod(b, &end);
+  if (end == b || *end || !isfinite(bias) || !(isdigit((unsigned char)b[0]) || b[0] == '.')) {
+    fprintf(stderr, "%s: %s %s: the bias '%s' is not a finite number without a sign of its own\n", ps->prog, v->name, t,
+            b);
+    return 2;
+  }
+  for (size_t i = 0; i < g->n_bias; i++)
+    if (g->bias_ids[i] == (int32_t)id) {
+      fprintf(stderr, "%s: %s %s: token %ld is given a bias twice\n", ps->prog, v->name, t, id);
+      return 2;
+    }
+  g->bias_ids[g->n_bias] = (int32_t)id; /* room for every argument (cli_gen_parse) */
+  g->bias[g->n_bias++] = (float)(*(b - 1) == '-' ? -bias : bias);
+  return 0;
+}
 
 static int on_opt(void *user, int key, const cli_value *v) {
   parse_state *ps = user;
@@ -170,6 +206,8 @@ static int on_opt(void *user, int key, const cli_value *v) {
     }
     g->stop[g->n_stop++] = v->text; /* room for every argument (cli_gen_parse) */
     break;
+  case 'l':
+    return logit_bias(ps, v);
   case K_IGNORE_EOS:
     g->ignore_eos = 1;
     break;
@@ -289,7 +327,9 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
   g->gp = wgllm_generate_default_params();
   g->n_predict = g->gp.max_tokens;
   g->stop = malloc(((size_t)argc + 1) * sizeof *g->stop);
-  if (!g->stop) {
+  g->bias_ids = malloc(((size_t)argc + 1) * sizeof *g->bias_ids);
+  g->bias = malloc(((size_t)argc + 1) * sizeof *g->bias);
+  if (!g->stop || !g->bias_ids || !g->bias) {
     fprintf(stderr, "%s: out of memory\n", prog);
     return 1;
   }
@@ -348,6 +388,9 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
   g->gp.stop = g->stop;
   g->gp.n_stop = g->n_stop;
   g->gp.ignore_eos = g->ignore_eos;
+  g->gp.logit_bias_ids = g->bias_ids;
+  g->gp.logit_bias = g->bias;
+  g->gp.n_logit_bias = g->n_bias;
   if (g->draft_max && !g->spec_lookup && !g->draft_path) {
     fprintf(stderr, "%s: --draft-max sets the drafts of --spec-lookup or -md, neither of which is given\n", prog);
     return 2;
@@ -358,6 +401,14 @@ int cli_gen_parse(unsigned cmd, int argc, char **argv, cli_gen *g) {
 }
 
 int cli_gen_open_draft(cli_gen *g, wgllm_model *m) {
+  wgllm_model_info info;
+  wgllm_model_get_info(m, &info);
+  for (size_t i = 0; i < g->n_bias; i++) /* said before any text */
+    if ((uint32_t)g->bias_ids[i] >= info.n_vocab) {
+      fprintf(stderr, "wgllm: --logit-bias: token %d is outside the vocabulary of %u tokens\n", g->bias_ids[i],
+              info.n_vocab);
+      return 2;
+    }
   if (g->grammar_text) { /* compiled for m's vocabulary, before any text; a JSON schema of {} is any object */
     int any = g->grammar_kind == WGLLM_GRAMMAR_JSON_SCHEMA && !strcmp(g->grammar_text, "{}");
     wgllm_grammar_kind kind = any ? WGLLM_GRAMMAR_JSON_OBJECT : (wgllm_grammar_kind)g->grammar_kind;
@@ -381,6 +432,8 @@ void cli_gen_free(cli_gen *g) {
   wgllm_grammar_free(g->grammar); /* before the model it was made for */
   wgllm_model_free(g->draft);     /* after the sessions, which hold sessions of it */
   free(g->stop);
+  free(g->bias_ids);
+  free(g->bias);
   for (int i = 0; i < 4; i++)
     free(g->owned[i]);
 }

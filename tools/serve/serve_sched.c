@@ -500,6 +500,36 @@ static int reply_parser(serve_sched *s, serve_task *t) {
   return 0;
 }
 
+/* A forced call whose opening a grammar cannot write (harmony's header, up to its special token <|message|>;
+   wgllm_model_tool_call_prefix): the prompt ends with it (its special-token text parsed) and the reply parser reads
+   it before the generated text, which the grammar makes the call's arguments. The parser gives nothing for it (a
+   harmony header is held until its message's body starts): anything it gave would be lost, so that is an error. */
+static int call_prefix(serve_sched *s, serve_task *t, const char *prefix) {
+  size_t n = 0, len = strlen(prefix);
+  wgllm_status st = wgllm_tokenize(s->model, prefix, len, 0, NULL, 0, &n);
+  int32_t *ids = st ? NULL : realloc(t->ids, (t->n_ids + n) * sizeof *ids);
+  if (ids) {
+    t->ids = ids;
+    st = wgllm_tokenize(s->model, prefix, len, 0, ids + t->n_ids, n, &n);
+  }
+  if (st || !ids)
+    return serve_fail(&t->err, 500, "server_error", "tool_choice", NULL, "tokenizing the call's opening %s: %s", prefix,
+                      ids ? wgllm_model_error(s->model) : "out of memory");
+  t->n_ids += n;
+  if (t->n_ids >= s->cfg.session.context)
+    return serve_fail(&t->err, 400, "invalid_request_error", "messages", "context_length_exceeded",
+                      "the prompt and the call's opening (tool_choice) are %zu tokens; this server's context holds %u "
+                      "(the prompt and at least one token to generate)",
+                      t->n_ids, s->cfg.session.context);
+  char *json = NULL;
+  if (!t->parser || wgllm_reply_parser_push(t->parser, prefix, len, &json) || json) {
+    wgllm_free(json);
+    return serve_fail(&t->err, 500, "server_error", "tool_choice", NULL, "the reply parser %s the call's opening %s",
+                      t->parser ? "gave text for" : "is missing for", prefix);
+  }
+  return 0;
+}
+
 static int prepare_task_locked(serve_sched *s, serve_task *t) {
   const serve_request *r = &t->req;
   wgllm_status st = WGLLM_OK;
@@ -563,16 +593,22 @@ static int prepare_task_locked(serve_sched *s, serve_task *t) {
       return serve_fail(&t->err, 400, "invalid_request_error", "tool_choice", NULL,
                         "'tool_choice' asks for a call and '%s' constrains the reply too; give one",
                         r->constraint_param);
-    char *gbnf = NULL;
-    st = wgllm_model_tool_call_grammar(s->model, r->tools_json, strlen(r->tools_json),
-                                       r->tool_choice == SERVE_TOOLS_NAMED ? r->tool_name : NULL, &gbnf);
+    char *gbnf = NULL, *prefix = NULL;
+    const char *fn = r->tool_choice == SERVE_TOOLS_NAMED ? r->tool_name : NULL;
+    st = wgllm_model_tool_call_prefix(s->model, r->tools_json, strlen(r->tools_json), fn, &prefix);
+    if (!st) st = wgllm_model_tool_call_grammar(s->model, r->tools_json, strlen(r->tools_json), fn, &gbnf);
     if (!st) st = grammar_get(s, WGLLM_GRAMMAR_GBNF, gbnf, strlen(gbnf), &t->grammar);
     wgllm_free(gbnf);
-    if (st)
+    if (st) {
+      wgllm_free(prefix);
       return serve_fail(&t->err, st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? 400 : 500,
                         st == WGLLM_ERR_INVALID_ARG || st == WGLLM_ERR_UNSUPPORTED ? "invalid_request_error"
                                                                                    : "server_error",
                         "tool_choice", NULL, "%s", wgllm_last_error());
+    }
+    int rc = prefix ? call_prefix(s, t, prefix) : 0;
+    wgllm_free(prefix);
+    if (rc) return -1;
   }
   if (r->constrain) { /* compiled here, on the submitter's thread: a bad grammar or schema is the request's 400 */
     static const wgllm_grammar_kind kinds[] = {[SERVE_CONSTRAIN_GBNF] = WGLLM_GRAMMAR_GBNF,
