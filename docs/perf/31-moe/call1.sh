@@ -8,7 +8,7 @@ T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
 for f in .gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-mkdir -p /tmp/b /tmp/llc && tar -C /tmp/b -xJf build-pack/moe.tar.xz &&
+mkdir -p /tmp/b /tmp/llc && tar -C /tmp/b -xJf ${PACK:-build-pack/moe.tar.xz} &&
   tar -xJf bench/peers/llamacpp/dist/llcbench-linux-x64-vulkan.tar.xz -C /tmp/llc
 export LD_LIBRARY_PATH=/tmp/b
 L=$(dirname "$(find /tmp/llc -name llcbench -type f | head -1)")
@@ -34,9 +34,9 @@ t "wgllm decode 128 + prefill 512"
 timeout 200 /tmp/b/wgllm-bench -m /tmp/$M.gguf --prompt 128,512 --gen 32 --runs 3 --kv f16 --json 2>>"$OUT/errors.txt" | tag wgllm
 t "wgllm parallel 8"
 timeout 120 /tmp/b/wgllm-bench -m /tmp/$M.gguf --parallel 8 --prompt 128 --gen 32 --runs 3 --kv f16 --json --batched-only 2>>"$OUT/errors.txt" | tag wgllm
-t "wgllm profile"
-timeout 100 /tmp/b/wgllm-bench -m /tmp/$M.gguf --prompt 128 --gen 8 --runs 1 --kv f16 --profile > "$OUT/profile_$M.txt" 2>&1
-head -40 "$OUT/profile_$M.txt"
+[ -n "${SKIP_PROFILE:-}" ] || t "wgllm profile"
+[ -n "${SKIP_PROFILE:-}" ] || timeout 100 /tmp/b/wgllm-bench -m /tmp/$M.gguf --prompt 128 --gen 8 --runs 1 --kv f16 --profile > "$OUT/profile_$M.txt" 2>&1
+[ -n "${SKIP_PROFILE:-}" ] || head -40 "$OUT/profile_$M.txt"
 for P in 128 512; do
   t "llama.cpp prompt $P"
   timeout 150 $L/llcbench bench /tmp/$M.gguf --backend vulkan --ngl 99 --prompt $P --gen 32 --runs 3 --kv f16 --sample host 2>>"$OUT/errors.txt" | tag llama.cpp
