@@ -1,7 +1,7 @@
-/* Linear layers: the fused decode GEMV (kernels/gemv.wgsl: q4gsw, q8, Q4_K, Q5_K, Q6_K), the general GEMV
-   (kernels/matvec.wgsl) for the other storages and a few rows, the tiled GEMM (kernels/matmul.wgsl) for
-   prefill, and its tensor-core twin on subgroup matrices (kernels/matmul_mma.wgsl, the fast precision); the last
-   three read every weight storage. */
+/* Linear layers: the fused decode GEMV (kernels/gemv.wgsl: q4gsw, q8, Q4_K, Q5_K, Q6_K, MXFP4, f32; and the experts of
+   MoE decode), the general GEMV (kernels/matvec.wgsl) for the other storages and a few rows, the tiled GEMM
+   (kernels/matmul.wgsl) for prefill, and its tensor-core twin on subgroup matrices (kernels/matmul_mma.wgsl, the fast
+   precision); the last three read every weight storage. */
 #include "ops.h"
 #include <stdio.h>
 #include <stdlib.h>

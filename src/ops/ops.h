@@ -190,7 +190,7 @@ wgllm_status op_softmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n,
 /* Row argmax. x: [rows][n] f32, out: [rows] u32 */
 wgllm_status op_argmax(gpu_recorder *rec, gpu_view x, gpu_view out, uint32_t n, uint32_t rows);
 
-/* The fused decode GEMV (kernels/gemv.wgsl), for one token, on q4gsw, q8, Q4_K, Q5_K and Q6_K weights:
+/* The fused decode GEMV (kernels/gemv.wgsl), for one token, on q4gsw, q8, Q4_K, Q5_K, Q6_K, MXFP4 and f32 weights:
    y[n] (+)= s * W[n] . (x * (norm_w + norm_offset)) (+ bias), s = 1/rms(x) when norm_w is set;
    glu_half > 0: W holds gate rows then up rows (glu_half each), y[n] = act(gate_n) * up_n for n < glu_half.
    A weight in row parts (split over the binding limit, or projections of mixed types) runs a dispatch a part,
