@@ -4,7 +4,8 @@
    (a tensor an expert, transformers 5's 3-D, GGUF stacked), with native weights, --weights q4 (against the dense
    model's own q4 run) and --kv f16; with random experts the prompt's pass (experts in tiles) and the decode step (by
    pair) agree on the same token, a batched decode of two sessions gives each its own tokens, mlp_only_layers and
-   decoder_sparse_step pick the sparse layers; bad configs and tensors are refused naming the field or tensor. */
+   decoder_sparse_step pick the sparse layers; bad configs and tensors are refused naming the field or tensor. And a
+   Mixtral made from the bundled model (its tokenizer, Mistral's template) through run, chat and serve. */
 #include "batch.h"
 #include "harness.h"
 #include "model.h"
@@ -443,6 +444,53 @@ static void bad_inputs(void) {
            "do not fit 32 storage bindings of 65536 bytes (whole experts a binding)");
 }
 
+/* run, chat (the model's own template) and serve on a Mixtral made from the bundled model (models/default: a real
+   tokenizer) by tests/tools/make_mixtral_from_dense.py, its experts copies of each dense MLP: greedy text equal to
+   the dense model's, and the same reply from chat and from the server */
+static char *cli_out(const char *args) {
+  char cmd[1500], p[300];
+  snprintf(p, sizeof p, "%s/stdout.txt", g_tmp);
+  snprintf(cmd, sizeof cmd, "%s/wgllm %s >%s 2>%s/stderr.txt", g_bin, args, p, g_tmp);
+  int rc = sh(cmd);
+  char *s = th_read_file(p, NULL);
+  CHECK(rc == 0 && s, "wgllm %s failed (%d)", args, rc);
+  return s ? s : calloc(1, 1);
+}
+
+static void mixtral_end_to_end(void) {
+  char dir[300], cmd[1200], args[1200];
+  snprintf(dir, sizeof dir, "%s/mixtral_default", g_tmp);
+  snprintf(cmd, sizeof cmd, "python3 tools/make_mixtral_from_dense.py ../models/default %s --experts 4 --k 2", dir);
+  int rc = sh(cmd);
+  CHECK(rc == 0, "make_mixtral_from_dense.py failed (%d)", rc);
+  if (rc) return;
+  const char *prompt = "Once upon a time";
+  snprintf(args, sizeof args, "run -m ../models/default -p '%s' -n 24 --temp 0", prompt);
+  char *dense = cli_out(args);
+  snprintf(args, sizeof args, "run -m %s -p '%s' -n 24 --temp 0", dir, prompt);
+  char *moe = cli_out(args);
+  CHECK(strlen(moe) > strlen(prompt) && !strcmp(dense, moe), "mixtral run: '%s' against the dense model's '%s'", moe,
+        dense);
+  printf("  mixtral from the bundled model, run: %s\n", moe);
+  snprintf(args, sizeof args, "chat -m %s -n 16 -p 'Who made the sea?' -st --temp 0", dir);
+  char *chat = cli_out(args), *err = last_stderr();
+  CHECK(strstr(err, "mixtral") && strstr(err, "template jinja"), "mixtral chat: not the model's template: %s", err);
+  char out[300];
+  snprintf(out, sizeof out, "%s/serve.txt", g_tmp);
+  snprintf(cmd, sizeof cmd, "python3 tools/serve_chat_once.py %s/wgllm %s %d 'Who made the sea?' 16 >%s", g_bin, dir,
+           20000 + (int)(getpid() % 20000), out);
+  rc = sh(cmd);
+  char *served = th_read_file(out, NULL);
+  CHECK(rc == 0 && served && served[0] && strstr(chat, served), "mixtral serve (%d): '%s' not chat's reply '%s'", rc,
+        served ? served : "", chat);
+  printf("  mixtral chat and serve: '%s'\n", served ? served : "");
+  free(dense);
+  free(moe);
+  free(chat);
+  free(err);
+  free(served);
+}
+
 int main(void) {
   const char *bin = getenv("WGLLM_BIN");
   snprintf(g_bin, sizeof g_bin, "%s", bin ? bin : "../build");
@@ -475,6 +523,7 @@ int main(void) {
     expert_storages();
     bad_inputs();
   }
+  mixtral_end_to_end();
   free(g_ref);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
