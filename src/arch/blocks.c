@@ -664,9 +664,8 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
 static int moe_fuses_norm(const llm_fwd *f, uint32_t l) {
   const llm_layer *ly = &f->m->layers[l];
   uint32_t D = f->m->hp.n_embd;
-  int sg;
   return moe_decode(f) && f->T == 1 && !ly->exp_up.data.buf &&
-         op_gemv_supports(op_ctx(f->rec), &ly->router, f->T, D, &sg) && op_moe_linear_fuses_norm(&ly->exp_gate_up, D);
+         op_gemv_supports_router(op_ctx(f->rec), &ly->router, f->T, D) && op_moe_linear_fuses_norm(&ly->exp_gate_up, D);
 }
 
 wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {

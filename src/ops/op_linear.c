@@ -100,8 +100,14 @@ static uint32_t gemv_max_tokens(op_wtype t) {
   return xv ? (32 / xv < OP_GEMV_MAX_TOKENS ? 32 / xv : OP_GEMV_MAX_TOKENS) : 0;
 }
 
-int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
+/* op_gemv_supports' test, f32 weights taken only where f32 says (the MoE routers): dense f32 layers keep the general
+   kernels (the GEMV's f32 layouts are unswept for them, and every f32 model would build new pipelines) */
+static int gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups,
+                         int f32) {
   if (M < 1 || M > OP_GEMV_MAX_BATCH) return 0;
+  if (!f32 && !w->n_parts && w->type == OP_W_F32) return 0;
+  for (uint32_t i = 0; !f32 && i < w->n_parts; i++)
+    if (w->part[i].type == OP_W_F32) return 0;
   if (!w->n_parts && !gemv_piece_ok(w->type, w->group, K)) return 0;
   for (uint32_t i = 0; i < w->n_parts; i++)
     if (!gemv_piece_ok(w->part[i].type, w->part[i].group, K)) return 0;
@@ -117,6 +123,15 @@ int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uin
   }
   *use_subgroups = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   return 1;
+}
+
+int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups) {
+  return gemv_supports(ctx, w, M, K, use_subgroups, 0);
+}
+
+int op_gemv_supports_router(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K) {
+  int sg;
+  return gemv_supports(ctx, w, M, K, &sg, 1);
 }
 
 int op_gemv_fuses_glu(const op_weight *w) { return w->n_parts == 0; }
@@ -306,7 +321,7 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
   int sg;
   op_gemv_opts none = {0};
   if (!o) o = &none;
-  if (!op_gemv_supports(op_ctx(rec), w, o->n_tokens ? o->n_tokens : 1, K, &sg))
+  if (!gemv_supports(op_ctx(rec), w, o->n_tokens ? o->n_tokens : 1, K, &sg, 1))
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
                    "gemv: needs q4gsw, q8, Q4_K, Q5_K, Q6_K or MXFP4 weights of whole groups or blocks (%s, K=%u)",
                    op_wtype_name(w->type), K);

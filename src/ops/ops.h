@@ -231,6 +231,9 @@ typedef struct op_gemv_opts {
 /* M: tokens, 1..OP_GEMV_MAX_BATCH (more than one needs 20 KiB of workgroup memory, and K * 4 x the tokens a
    dispatch takes a multiple of the binding alignment when M is more than that) */
 int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *use_subgroups);
+/* The same for a MoE router, f32 weights too (op_gemv reads f32; op_gemv_supports leaves f32 to the general kernels of
+   dense layers) */
+int op_gemv_supports_router(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
 int op_gemv_fuses_glu(const op_weight *w);
 /* The predicate that picks the specialised kernel: it names the storage, the shapes (rows, K, group) and the
    device capabilities (subgroups of one fixed size, workgroup limits) the tuned layout accepts; any other case
