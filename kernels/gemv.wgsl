@@ -1,6 +1,6 @@
 // Decode GEMV (one token), tuned for bandwidth and fused with its neighbours, for the weight storages decode
 // streams most: q4gsw, q8 (GGUF Q8_0), ggml's Q4_K, Q5_K and Q6_K blocks (the K-quant mixes), MXFP4 (gpt-oss's
-// experts) and f32 (the MoE routers files keep in f32, and small models):
+// experts) and f32 (the MoE routers, which files keep in f32; dense f32 layers take kernels/matvec.wgsl):
 //   y[n_off + n] (+)= s * sum_k W[n, k] * x'[k] (+ bias[n_off + n]),  x' = x * (norm_w + w_offset),
 //   s = 1/rms(x) when has_norm
 // so the RMSNorm before a projection, the residual add after it (accumulate) and the gated activation of the

@@ -6,14 +6,15 @@
 # GGUF writers' output go to log.txt. Carry .gl, build-pack/moe4.tar.xz (as call 5's) and bench/peers/llamacpp/dist.
 set -u
 for f in .gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done; ldconfig
-mkdir -p /tmp/b && tar -C /tmp/b -xJf build-pack/moe4.tar.xz
+PACK=${PACK:-build-pack/moe4.tar.xz}
+mkdir -p /tmp/b && tar -C /tmp/b -xJf $PACK
 ( cd tests && LD_LIBRARY_PATH=/tmp/b timeout 150 /tmp/b/test_ops -f gemv/ -f moe_ > "$OUT/test_ops.txt" 2>&1
   echo "rc=$?" >> "$OUT/test_ops.txt" )
 grep -E "FAIL|cases:|checks|rc=" "$OUT/test_ops.txt" | tail -6 | tee -a "$OUT/log.txt"
 for M in gpt-oss-20b qwen3-30b-a3b mixtral-8x7b; do
   rm -f /tmp/file.done
   skip=; [ $M = mixtral-8x7b ] && skip=1
-  SKIP_PROFILE=$skip PACK=build-pack/moe4.tar.xz SKIP_TESTS=1 MODEL=$M bash docs/perf/31-moe/call1.sh
+  SKIP_PROFILE=$skip PACK=$PACK SKIP_TESTS=1 MODEL=$M bash docs/perf/31-moe/call1.sh
   rm -f /tmp/$M.gguf
   { echo "== info $M"; head -12 "$OUT/info_$M.txt"; cat "$OUT/write.txt"; } >> "$OUT/log.txt"
   mv "$OUT/info_$M.txt" "$OUT/write.txt" /tmp/ 2>/dev/null
