@@ -39,10 +39,15 @@
 // each workgroup ranks its token's experts from the router's logits [T][E] (lib/moe_topk.wgsli, as
 // kernels/moe_route.wgsl: mode route_mode) and takes its slot q % k; the first workgroup of each token writes the
 // token's ids and weights [T][k] for the down projection and the combine.
+// Variants "_moec" are the down projection and the combine in one (op_moe_down_combine): workgroup row y is token
+// t, and its rows run over the k pairs t * k + j as one row of k * K elements, pair j's expert e = route[q] (ids
+// [T][k]) giving the weight rows of its K and x [np][K] row q, scaled by the pair's weight route_w[q] ([T][k]) as it
+// is loaded (each step's sums are linear in x), so y [T][n_out] (+)= sum_j route_w[q] * (W[e] . x[q] + bias[e]).
+// The weight is one piece holding all E experts.
 // (RB, RB1, RB2: the bindings after the scales, where the storage has them)
 //! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=6 RB1=7 RB2=8 | f32: WF32=1 RB=6 RB1=7 RB2=8
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1
+//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1
 // bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
 // left out, LEAVE_OUT 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales, 5 the
 // weight loads alone (src/dev/gemv_probe.c)
@@ -65,6 +70,9 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
 @group(0) @binding({{RB2}}) var<storage, read_write> route_w: array<f32>;
 #else
 @group(0) @binding({{RB}}) var<storage, read> route: array<u32>;
+#if COMBINE
+@group(0) @binding({{RB1}}) var<storage, read> route_w: array<f32>;
+#endif
 #endif
 #endif
 override G: u32 = 32u;   // q4gsw group size
@@ -354,13 +362,13 @@ fn apply(u: u32) -> f32 {
 }
 #endif
 
-// token t's x of step si into slot u of xs (normed), its sums into xa; returns the step's sum of squares (for
-// the norm)
-fn load_x(u: u32, si: u32, t: u32) -> f32 {
+// token t's x of step si, times sc, into slot u of xs (normed), its sums into xa; returns the step's sum of squares
+// (for the norm)
+fn load_x(u: u32, si: u32, t: u32, sc: f32) -> f32 {
   var ss = 0.0;
   for (var j = 0u; j < XV; j++) {
     let xi = xidx(si, j);
-    var v = x[t * (p.K / 4u) + xi];
+    var v = x[t * (p.K / 4u) + xi] * sc;
 #if PROBE
     if (LEAVE_OUT == 2u || LEAVE_OUT == 5u) { v = vec4<f32>(f32(si)); }
 #endif
@@ -384,6 +392,20 @@ fn glu_out(g: f32, u: f32) -> f32 {
   return (uc + 1.0) * (gc / (1.0 + exp(-p.alpha * gc)));
 }
 
+#if COMBINE
+// pair q's expert (ids past E - 1 read as E - 1)
+fn pair_expert(q: u32) -> u32 { return min(route[q], p.E - 1u); }
+// the k pairs' biases of output row n of token tok, each times its pair's weight
+fn pair_bias(tok: u32, n: u32) -> f32 {
+  var b = 0.0;
+  for (var j = 0u; j < p.k; j++) {
+    let q = tok * p.k + j;
+    b += route_w[q] * bias[pair_expert(q) * p.rows_w + n];
+  }
+  return b;
+}
+#endif
+
 @compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u,
         @builtin(num_workgroups) nwg: vec3u
@@ -398,6 +420,13 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   if (li < 16u) { mxlut[li] = MXFP4[li]; }
   workgroupBarrier();
 #endif
+#if COMBINE
+  // token tok's k pairs, one after the other along the row (their experts' rows from step to step)
+  let tok = wid.y;
+  let rbase = 0u;
+  let nb = wid.x * (TR * R) + rt * R; // first row of this thread-row
+  let sp = p.K / STEP;                // steps a pair
+#else
 #if MOE
   // pair q's expert, its first row in this piece, its x row
   let q = wid.y;
@@ -424,7 +453,12 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
   let xt = 0u;
 #endif
+#endif
+#if COMBINE
+  let steps = p.k * sp;
+#else
   let steps = p.K / STEP;
+#endif
   var acc: array<f32, 32>; // [RR][NT]
   for (var r = 0u; r < RR * NT; r++) { acc[r] = 0.0; }
   var ss: array<f32, NTMAX>;
@@ -440,7 +474,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #if MT
   for (; i + (U - 1u) * TK < steps; i += U * TK) {
     for (var t = 0u; t < NT; t++) {
-      for (var u = 0u; u < U; u++) { ss[t] += load_x(t * U + u, i + u * TK, t); }
+      for (var u = 0u; u < U; u++) { ss[t] += load_x(t * U + u, i + u * TK, t, 1.0); }
     }
     for (var r = 0u; r < RR; r++) {
       for (var u = 0u; u < U; u++) {
@@ -450,10 +484,42 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
   }
   for (; i < steps; i += TK) {
-    for (var t = 0u; t < NT; t++) { ss[t] += load_x(t * U, i, t); }
+    for (var t = 0u; t < NT; t++) { ss[t] += load_x(t * U, i, t, 1.0); }
     for (var r = 0u; r < RR; r++) {
       decode(rowb[r], i);
       for (var t = 0u; t < NT; t++) { acc[r * NT + t] += apply(t * U); }
+    }
+  }
+#else
+#if COMBINE
+  // the k pairs' steps as one row: each unrolled step's pair j, the row offset of its expert and its step in the row
+  var ro: array<u32, 4>;
+  var si: array<u32, 4>;
+  for (; i + (U - 1u) * TK < steps; i += U * TK) {
+    for (var u = 0u; u < U; u++) {
+      let s = i + u * TK;
+      let j = s / sp;
+      let q = tok * p.k + j;
+      ro[u] = pair_expert(q) * p.rows_w;
+      si[u] = s - j * sp;
+      load_x(u, si[u], q, route_w[q]);
+    }
+    for (var r = 0u; r < RR; r++) {
+      for (var u = 0u; u < U; u++) {
+        decode(rowb[r] + ro[u], si[u]);
+        acc[r] += apply(u);
+      }
+    }
+  }
+  for (; i < steps; i += TK) {
+    let j = i / sp;
+    let q = tok * p.k + j;
+    let r0 = pair_expert(q) * p.rows_w;
+    let s0 = i - j * sp;
+    load_x(0u, s0, q, route_w[q]);
+    for (var r = 0u; r < RR; r++) {
+      decode(rowb[r] + r0, s0);
+      acc[r] += apply(0u);
     }
   }
 #else
@@ -461,7 +527,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   // local memory: the one-token GEMV ran 10-30% slower on the small projections and the LM head; PERF.md)
   var ss1 = 0.0;
   for (; i + (U - 1u) * TK < steps; i += U * TK) {
-    for (var u = 0u; u < U; u++) { ss1 += load_x(u, i + u * TK, xt); }
+    for (var u = 0u; u < U; u++) { ss1 += load_x(u, i + u * TK, xt, 1.0); }
     for (var r = 0u; r < RR; r++) {
       for (var u = 0u; u < U; u++) {
         decode(rowb[r], i + u * TK);
@@ -470,13 +536,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
   }
   for (; i < steps; i += TK) {
-    ss1 += load_x(0u, i, xt);
+    ss1 += load_x(0u, i, xt, 1.0);
     for (var r = 0u; r < RR; r++) {
       decode(rowb[r], i);
       acc[r] += apply(0u);
     }
   }
   ss[0] = ss1;
+#endif
 #endif
   // reduce the RR * NT sums and the NT ss over the TK threads of the thread-row; thread kt < R * NT ends with
   // row nb + kt % R of token kt / R
@@ -538,6 +605,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
 #endif
   let n = nb + r0;
+#if COMBINE
+  let o = tok * n_out + n;
+  let bo = 0u;
+  let writes = true;
+#else
 #if MOE
   let o = q * n_out + n;
   let bo = e * p.rows_w + n;   // the gate row's bias (up: glu_half further)
@@ -546,6 +618,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let o = tt * p.y_stride + p.n_off + n;
   let bo = p.n_off + n;
   let writes = true;
+#endif
 #endif
   if (kt < R * NT && n < n_out && writes) {
     var sc = MULT;
@@ -556,7 +629,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       if (p.has_bias != 0u) { v += bias[bo]; u += bias[bo + p.glu_half]; }
       v = glu_out(v, u);
     } else if (p.has_bias != 0u) {
+#if COMBINE
+      v += pair_bias(tok, n);
+#else
       v += bias[bo];
+#endif
     }
     if (p.accumulate != 0u) { v += y[o]; }
     y[o] = v;

@@ -4924,6 +4924,67 @@ static case_result run_moe_combine(const tcase *c) {
   return verdict();
 }
 
+/* The down projection and the combine in one GEMV (op_moe_down_combine) against ref_moe_linear's pair rows and
+   ref_moe_combine, onto a residual (glu: accumulate) or not; poisoned outputs and guard zones. The bound: each pair
+   row's (compare_linear's, with the bias) times its weight, plus the combine's k + 1 roundings. */
+static case_result run_moe_down_combine(const tcase *c) {
+  size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k, np = T * k, N = c->u.moe.N, K = c->u.moe.K;
+  int acc = c->u.moe.glu, has_bias = c->u.moe.scale;
+  uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat);
+  float *x = rnd(np * K, -1, 1), *w = malloc(E * N * K * 4 + 4), *b = rnd(E * N, -0.5f, 0.5f);
+  float *wt = rnd(np, 0, 1), *res = rnd(T * N, -3, 3);
+  gbuf wb[2 * MOE_MAX_PARTS];
+  op_weight ow = moe_weight(c->u.moe.wt, E, N, K, 0, w, wb);
+  gbuf gx = gb_in(x, np * K * 4), gb = gb_in(b, E * N * 4), gi = gb_in(ids, np * 4), gw = gb_in(wt, np * 4);
+  gbuf go = acc ? gb_io(res, T * N * 4) : gb_out(T * N * 4);
+  traffic(weight_bytes(c->u.moe.wt, (double)np * N, K, 32) + 4.0 * (np * K + (acc ? 2 : 1) * T * N), 2.0 * np * N * K);
+  gpu_recorder *r = rec_new();
+  CHECK(op_moe_down_combine_supports(&ow, (uint32_t)K), "%s: not taken", g_case);
+  wgllm_status s = op_moe_down_combine(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gi.v, gw.v, go.v, (uint32_t)T,
+                                       (uint32_t)k, (uint32_t)E, (uint32_t)N, (uint32_t)K, acc);
+  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
+  exec(r, NULL);
+  gpu_recorder_free(r);
+  if (!g_perf) {
+    float *y = malloc(np * N * 4), *want = malloc(T * N * 4);
+    double *tol = malloc(T * N * sizeof *tol);
+    ref_moe_linear(x, 1, w, has_bias ? b : NULL, ids, T, k, E, N, K, 0, 0, 0, 0, y);
+    memcpy(want, res, T * N * 4);
+    ref_moe_combine(y, wt, want, T, k, N, acc);
+    for (size_t t = 0; t < T; t++)
+      for (size_t n = 0; n < N; n++) {
+        double m = acc ? fabs(res[t * N + n]) : 0, row = 0;
+        for (size_t j = 0; j < k; j++) {
+          size_t q = t * k + j, e = ids[q] < E ? ids[q] : E - 1;
+          double ax = 0;
+          for (size_t kk = 0; kk < K; kk++)
+            ax += fabs((double)x[q * K + kk] * w[(e * N + n) * K + kk]);
+          row += wt[q] * (1e-6 + 4e-6 * ax);
+          m += fabs((double)wt[q] * y[q * N + n]);
+        }
+        tol[t * N + n] = 1e-9 + row + (double)(k + 1) * 1.2e-7 * m;
+      }
+    cmp_bound("out", gb_fetch(&go), want, tol, T * N);
+    free(y);
+    free(want);
+    free(tol);
+  }
+  gb_guards(&go, "out");
+  gb_free(&gx);
+  gb_free(&gb);
+  gb_free(&gi);
+  gb_free(&gw);
+  gb_free(&go);
+  moe_weight_free(wb);
+  free(ids);
+  free(x);
+  free(w);
+  free(b);
+  free(wt);
+  free(res);
+  return verdict();
+}
+
 /* refusals: too many experts, k past 8 or E, a weight part that is not whole experts, a pairs grid over the device
    limit */
 static case_result run_moe_refuse(const tcase *c) {
@@ -5222,6 +5283,33 @@ static void cases_moe(void) {
                                      .mode = route,
                                      .wt = wts[wi]};
       }
+  /* the down projection with the combine: every storage the GEMV reads; one token (decode) and a batch, k 1 to 8,
+     biases, a residual or none, the routing patterns */
+  static const struct {
+    uint32_t T, k, E, N, K;
+    int bias, acc, pat;
+  } dcs[] = {
+      {1, 8, 16, 72, 256, 0, 1, 0}, /* Qwen3-MoE's decode, scaled down */
+      {1, 4, 32, 96, 512, 1, 1, 0}, /* gpt-oss: biases */
+      {5, 2, 8, 40, 768, 0, 0, 2},  /* a batch, K of 24 32-element steps, no residual */
+      {3, 1, 4, 130, 256, 1, 1, 1}, /* one expert a token, rows past a workgroup's */
+  };
+  static const op_wtype dcw[] = {OP_W_F32, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_MXFP4};
+  for (size_t di = 0; di < sizeof dcs / sizeof dcs[0]; di++)
+    for (size_t wi = 0; wi < sizeof dcw / sizeof dcw[0]; wi++) {
+      tcase *c = add_case("moe_down_combine", run_moe_down_combine, "%s/T=%u,k=%u,E=%u,N=%u,K=%u%s%s/%s",
+                          op_wtype_name(dcw[wi]), dcs[di].T, dcs[di].k, dcs[di].E, dcs[di].N, dcs[di].K,
+                          dcs[di].bias ? ",bias" : "", dcs[di].acc ? ",residual" : "", MOE_PATS[dcs[di].pat]);
+      c->u.moe = (struct moe_case){.T = dcs[di].T,
+                                   .k = dcs[di].k,
+                                   .E = dcs[di].E,
+                                   .N = dcs[di].N,
+                                   .K = dcs[di].K,
+                                   .glu = dcs[di].acc,
+                                   .scale = dcs[di].bias,
+                                   .pat = dcs[di].pat,
+                                   .wt = dcw[wi]};
+    }
   static const uint32_t cT[] = {1, 5, 512}, ck[] = {1, 2, 8}, cD[] = {7, 2880};
   for (size_t ti = 0; ti < 3; ti++)
     for (size_t ki = 0; ki < 3; ki++)

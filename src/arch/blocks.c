@@ -573,7 +573,8 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
    its weights in the file's storage), the top k and their weights, the experts' gate/up with the GLU fused, their
    down projection, and the weighted sum of each token's k outputs added into the residual stream. A decode step
    (one token, or a batch of sessions' tokens) reads the chosen experts by pair (OP_MOE_PAIRS: fixed grids, so the
-   recorded step replays as it is; the RMSNorm folded into the router's and the gate/up's GEMVs where both take it); a
+   recorded step replays as it is; the RMSNorm folded into the router's and the gate/up's GEMVs where both take it, the
+   combine into the down projection's where it takes the weight: op_moe_down_combine); a
    prompt's pass groups the pairs by expert into tiles (op_moe_lists, then OP_MOE_TILES over the worst-case tile grid),
    each expert's weights read once a tile. */
 /* A decode step's tokens (one, or a batch of sessions'): the experts read by pair */
@@ -651,9 +652,13 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
     if (!st) st = op_glu(rec, V(s->moe_y), V(s->moe_y), V(s->moe_h), I, T * k, I, 0, (uint32_t)(up / 4), hp->act);
     gu.glu = 1;
   }
-  if (!st) st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_y), &dn); /* [T*k][D] */
-  if (!st) st = op_moe_combine(rec, V(s->moe_y), V(s->moe_w), out, T, k, D, accumulate);
-  return st;
+  if (st) return st;
+  /* decode: the down projection and the combine in one GEMV (a workgroup row a token over its k pairs) */
+  if (decode && op_moe_down_combine_supports(&ly->exp_down, I))
+    return op_moe_down_combine(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_ids), V(s->moe_w), out, T, k, E, D, I,
+                               accumulate);
+  st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_y), &dn); /* [T*k][D] */
+  return st ? st : op_moe_combine(rec, V(s->moe_y), V(s->moe_w), out, T, k, D, accumulate);
 }
 
 /* Whether a decode step of layer l norms the experts' input inside the router's and the gate/up's GEMVs (both read

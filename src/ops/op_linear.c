@@ -224,7 +224,14 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N, xv = gemv_xv(type);
-  op_gemv_plan pl = plan ? *plan : op_gemv_choose_plan(ctx, type, out_rows, K, group, o->glu_half != 0);
+  /* the combined down projection's row is its token's k pairs' rows one after the other */
+  int combine = moe && moe->combine_w.buf;
+  uint32_t row_k = combine ? K * moe->k : K, n_rows = combine ? moe->np / moe->k : moe ? moe->np : 1;
+  op_gemv_plan pl = plan ? *plan : op_gemv_choose_plan(ctx, type, out_rows, row_k, group, o->glu_half != 0);
+  /* fewer rows a workgroup while the grid would leave an H100's or H200's SMs under two workgroups each (the
+     combined down projection: a workgroup row a token, not a pair) */
+  while (combine && !plan && pl.r > 1 && (out_rows + pl.tr * pl.r - 1) / (pl.tr * pl.r) * n_rows < 256)
+    pl.r /= 2;
   uint32_t u = pl.u ? pl.u : 4;
   if (nt > 1) { /* NT tokens: the R * NT sums (twice with GLU) and NT * U x slots within 32 */
     while (pl.r > 1 && ((o->glu_half ? 2 : 1) * pl.r * nt > 32 || pl.r * nt > pl.tk))
@@ -258,6 +265,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                    .n_off = n_off,
                    .y_stride = y_stride};
   if (moe) {
+    p.accumulate = moe->accumulate ? 1u : 0u;
     p.k = moe->k;
     p.x_pair = moe->x_pair ? 1u : 0u;
     p.rows_w = N;
@@ -277,7 +285,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt}};
   char variant[32];
-  const char *kind = !moe ? (nt > 1 ? "_mt" : "") : moe->logits.buf ? "_moer" : "_moe";
+  const char *kind = !moe ? (nt > 1 ? "_mt" : "") : moe->logits.buf ? "_moer" : combine ? "_moec" : "_moe";
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", kind);
   int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
   uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
@@ -291,10 +299,14 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
       .access = has_scales ? "rrrwrr" : "rrrwr",
       .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x, has_scales ? scales : (gpu_view){0}},
       .groups = groups};
-  if (moe) { /* the pairs' ids (or the logits, then ids and weights written) after the other bindings; a
-                workgroup row a pair */
+  if (moe) { /* the pairs' ids (or the logits, then ids and weights written; or ids and weights read) after the
+                other bindings; a workgroup row a pair (a token: combined) */
     int b = has_scales ? 6 : 5;
-    if (moe->logits.buf) {
+    if (combine) {
+      a.access = has_scales ? "rrrwrrrr" : "rrrwrrr";
+      a.bind[b] = route;
+      a.bind[b + 1] = moe->combine_w;
+    } else if (moe->logits.buf) {
       a.access = has_scales ? "rrrwrrrww" : "rrrwrrww";
       a.bind[b] = moe->logits;
       a.bind[b + 1] = route;
@@ -305,7 +317,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     }
     a.groups = 0;
     a.grid[0] = groups;
-    a.grid[1] = moe->np;
+    a.grid[1] = n_rows;
     a.grid[2] = 1;
   }
   return op_dispatch(rec, &a);
@@ -370,6 +382,11 @@ wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *pie
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
   uint32_t rows_w = a->glu ? 2 * a->N : a->N, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
   if (a->np > maxg) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv experts: %u pairs over the grid limit", a->np);
+  if (a->combine_w.buf &&
+      (a->glu || !a->x_pair || a->logits.buf || !a->k || a->np % a->k || a->e_base || a->e_count != a->E))
+    return op_fail(rec, WGLLM_ERR_INTERNAL,
+                   "gemv experts: the combine takes a down projection of whole tokens' pairs "
+                   "over one piece of all experts");
   op_gemv_opts o = {.glu_half = a->glu ? a->N : 0,
                     .act = (op_act)a->act,
                     .norm_w = a->norm_w,

@@ -274,6 +274,43 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   return s;
 }
 
+int op_moe_down_combine_supports(const op_weight *w, uint32_t K) {
+  return !w->n_parts && op_gemv_experts_supports(w->type, w->group, K);
+}
+
+wgllm_status op_moe_down_combine(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view ids,
+                                 gpu_view weights, gpu_view out, uint32_t T, uint32_t k, uint32_t E, uint32_t N,
+                                 uint32_t K, int accumulate) {
+  const char *who = "moe_down_combine";
+  wgllm_status s = check_shape(rec, who, T, k, E);
+  if (s) return s;
+  if (!N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape N=%u K=%u", who, N, K);
+  if (!op_moe_down_combine_supports(w, K))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %s weights in %u parts with K=%u", who, op_wtype_name(w->type),
+                   w->n_parts, K);
+  if (T > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u tokens over the grid limit", who, T);
+  if ((uint64_t)E * N * K > 0xffffffffull)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u x %u weight elements past a u32 index", who, E, N, K);
+  if ((s = check_bytes(rec, who, "x", x, (uint64_t)T * k * K * 4))) return s;
+  if ((s = check_bytes(rec, who, "ids", ids, (uint64_t)T * k * 4))) return s;
+  if ((s = check_bytes(rec, who, "weights", weights, (uint64_t)T * k * 4))) return s;
+  if ((s = check_bytes(rec, who, "out", out, (uint64_t)T * N * 4))) return s;
+  if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * N * 4))) return s;
+  if ((s = op_check_weight(rec, who, w, E * N, K))) return s; /* E * N below 2^32: checked above */
+  op_gemv_experts_args ga = {.N = N,
+                             .K = K,
+                             .np = T * k,
+                             .k = k,
+                             .E = E,
+                             .e_base = 0,
+                             .e_count = E,
+                             .x_pair = 1,
+                             .combine_w = weights,
+                             .accumulate = accumulate};
+  return op_gemv_experts(rec, x, w, bias, ids, out, &ga);
+}
+
 wgllm_status op_moe_combine(gpu_recorder *rec, gpu_view y, gpu_view weights, gpu_view out, uint32_t T, uint32_t k,
                             uint32_t D, int accumulate) {
   wgllm_status s = check_shape(rec, "moe_combine", T, k, k);

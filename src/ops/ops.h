@@ -257,6 +257,11 @@ typedef struct op_gemv_experts_args {
      (route_mode: op_moe_norm) and ids [T][k] and weights [T][k] are written, not read (as op_moe_route's) */
   gpu_view logits, weights;
   int route_mode;
+  /* the pairs' weights [T][k], or none: with them y is [T][N] and gets sum_j weights[t][j] * pair t * k + j's row
+     (the combine, "_moec"; added to y's value with accumulate): a down projection (x_pair) over one piece of all E
+     experts */
+  gpu_view combine_w;
+  int accumulate;
 } op_gemv_experts_args;
 int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K);
 wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *piece, gpu_view bias, gpu_view ids,
@@ -497,6 +502,15 @@ int op_moe_linear_fuses_norm(const op_weight *w, uint32_t K);
 int op_moe_linear_routes(const gpu_context *ctx, const op_weight *w, uint32_t K, uint32_t E, uint32_t k);
 wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                            const op_moe_linear_params *p);
+/* The down projection and the combine of decode in one GEMV (kernels/gemv.wgsl "_moec"): for each token t,
+   out[t][n] (+)= sum_j weights[t][j] * (W[e][n] . x[t * k + j] + bias[e][n]), e = ids[t * k + j], so the experts'
+   rows need no buffer and the combine no dispatch. op_moe_down_combine_supports: the weight one piece (no parts) of a
+   storage the GEMV reads, K whole steps. x: [T * k][K] f32; w: [E][N][K]; bias: [E][N] f32 or none; ids, weights:
+   [T][k]; out: [T][N] f32 (accumulate: the residual, added to) */
+int op_moe_down_combine_supports(const op_weight *w, uint32_t K);
+wgllm_status op_moe_down_combine(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view ids,
+                                 gpu_view weights, gpu_view out, uint32_t T, uint32_t k, uint32_t E, uint32_t N,
+                                 uint32_t K, int accumulate);
 /* Weighted combine (kernels/moe_combine.wgsl): out[t] (+)= sum_j weights[t][j] * y[t * k + j], slots in order.
    y: [T * k][D] f32; weights: [T][k] f32; out: [T][D] f32 (accumulate: the residual, added to) */
 wgllm_status op_moe_combine(gpu_recorder *rec, gpu_view y, gpu_view weights, gpu_view out, uint32_t T, uint32_t k,
