@@ -17,6 +17,9 @@
 // chunk holds the token's own position rotates the token's K head, writes it and the V head to the caches,
 // and only then reads the chunk. cs: [max_pos][rot/2] (cos, sin); K at k_off, V at v_off of q's buffer, or of
 // vsrc when v_in_q is 0 (after Qwen3's per-head norms q and k live in another buffer than v).
+// Variants "ropeqkn" also do the per-head RMSNorms of q and k before RoPE (Qwen3's and Gemma 3's q_norm and k_norm,
+// weights qnw and knw [head_dim] + w_offset), so the decode step needs no norm dispatch either: every workgroup
+// norms its group's q heads as it loads them, the appending one the token's K head too (v as it is).
 //! axis f32: KV_F16=0 | f16: KV_F16=1
 //! axis -: SG=0 | sg: SG=1 requires=subgroups
 // Variants "paged" attend for n_seq sequences at once, one new token each (the batched decode step of many
@@ -26,13 +29,14 @@
 // slots one sequence may use: its ring for a window, else its longest length) is in physical block
 // table[s*max_blocks + sl / block] at sl % block, the block ids clamped into the pool whatever the table holds.
 // partial gets one [n_kv_head][max_chunks][n_rep][head_dim + 2] block per sequence.
-//! axis -: ROPE=0 | rope: ROPE=1 KV_RW=1
+//! axis -: ROPE=0 | rope: ROPE=1 KV_RW=1 | ropeqkn: ROPE=1 KV_RW=1 QKN=1
 //! axis -: PAGED=0 | paged: PAGED=1
 struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
                 q_stride: u32, q_off: u32, window: u32, max_chunks: u32,
                 scale: f32, softcap: f32, rot_dim: u32, mode: u32,
                 max_pos: u32, k_off: u32, v_off: u32, v_in_q: u32,
-                max_blocks: u32, block: u32, n_blocks: u32, v_stride: u32 };
+                max_blocks: u32, block: u32, n_blocks: u32, v_stride: u32,
+                eps: f32, w_offset: f32, pad0: u32, pad1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> q: array<f32>;
 #include "lib/kv_load.wgsli"
@@ -45,12 +49,32 @@ struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
 #if PAGED
 @group(0) @binding(8) var<storage, read> table: array<u32>;
 #endif
+#if QKN
+#if PAGED
+@group(0) @binding(9) var<storage, read> qnw: array<f32>;
+@group(0) @binding(10) var<storage, read> knw: array<f32>;
+#else
+@group(0) @binding(8) var<storage, read> qnw: array<f32>;
+@group(0) @binding(9) var<storage, read> knw: array<f32>;
+#endif
+const KSLOT = 16u;                    // hn's slot of the K head (q heads 0 .. n_rep - 1)
+var<workgroup> hn: array<f32, 17>;    // 1 / rms of each q head of the group and of the token's K head
+#endif
 
-// Dims 4*d4 .. 4*d4+3 of the head at q[base], rotated for position at (half-split: pairs i, i + rot/2;
-// adjacent: 2i, 2i+1); dims past rot_dim as they are. The same products as rope_kv.wgsl.
-fn rope4(base: u32, d4: u32, at: u32) -> vec4<f32> {
+// Element i of the head at q[base]: RMS-normed (QKN) as head slot h of hn, with the k norm's weight for KSLOT
+fn qe(base: u32, i: u32, h: u32) -> f32 {
+#if QKN
+  return q[base + i] * hn[h] * (select(qnw[i], knw[i], h == KSLOT) + p.w_offset);
+#else
+  return q[base + i];
+#endif
+}
+
+// Dims 4*d4 .. 4*d4+3 of the head at q[base] (its norm slot h), rotated for position at (half-split: pairs i,
+// i + rot/2; adjacent: 2i, 2i+1); dims past rot_dim as they are. The same products as rope_kv.wgsl.
+fn rope4(base: u32, d4: u32, at: u32, h: u32) -> vec4<f32> {
   let d = 4u * d4;
-  var v = vec4<f32>(q[base + d], q[base + d + 1u], q[base + d + 2u], q[base + d + 3u]);
+  var v = vec4<f32>(qe(base, d, h), qe(base, d + 1u, h), qe(base, d + 2u, h), qe(base, d + 3u, h));
   if (d >= p.rot_dim) { return v; }
   let half = p.rot_dim / 2u;
   if (p.mode == 0u) {
@@ -59,10 +83,10 @@ fn rope4(base: u32, d4: u32, at: u32) -> vec4<f32> {
       let dd = d + k;
       if (dd < half) {
         let c = cs[at * half + dd];
-        o[k] = v[k] * c.x - q[base + dd + half] * c.y;
+        o[k] = v[k] * c.x - qe(base, dd + half, h) * c.y;
       } else {
         let c = cs[at * half + dd - half];
-        o[k] = v[k] * c.x + q[base + dd - half] * c.y;
+        o[k] = v[k] * c.x + qe(base, dd - half, h) * c.y;
       }
     }
     return o;
@@ -104,15 +128,32 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let nj = min(B, last + 1u - j0);
   let s0 = j0 % p.ctx; // the chunk's first slot; its keys wrap at most once
 #if ROPE
+#if QKN
+  // each head's 1 / rms, the group's q heads and the token's K head (the last row): a vec4's squares a thread in
+  // ps, then one thread a head sums its hd4
+  for (var i = l; i < (n_rep + 1u) * hd4; i += WG) {
+    let h = i / hd4;
+    let b = select(qo + (kvh * n_rep + h) * hd, sq * p.q_stride + p.k_off + kvh * hd, h == n_rep) + 4u * (i % hd4);
+    let v = vec4<f32>(q[b], q[b + 1u], q[b + 2u], q[b + 3u]);
+    ps[i] = dot(v, v);
+  }
+  workgroupBarrier();
+  if (l <= n_rep) {
+    var ss = 0.0;
+    for (var d4 = 0u; d4 < hd4; d4++) { ss += ps[l * hd4 + d4]; }
+    hn[select(l, KSLOT, l == n_rep)] = inverseSqrt(ss / f32(hd) + p.eps);
+  }
+  workgroupBarrier();
+#endif
   let rpos = min(at, p.max_pos - 1u);
   for (var i = l; i < n_rep * hd4; i += WG) {
-    qs[i] = rope4(qo + (kvh * n_rep + i / hd4) * hd, i % hd4, rpos);
+    qs[i] = rope4(qo + (kvh * n_rep + i / hd4) * hd, i % hd4, rpos, i / hd4);
   }
   // the new token's K and V go into the cache here, by the workgroup that reads that position
   if (last < j0 + B) {
     let dst = (kvh * nr + kv_row_of(tb, at % p.ctx)) * hd;
     for (var d4 = l; d4 < hd4; d4 += WG) {
-      kstore4(dst + 4u * d4, rope4(sq * p.q_stride + p.k_off + kvh * hd, d4, rpos));
+      kstore4(dst + 4u * d4, rope4(sq * p.q_stride + p.k_off + kvh * hd, d4, rpos, 16u));
       let vb = select(sq * p.v_stride, sq * p.q_stride, p.v_in_q != 0u) + p.v_off + kvh * hd + 4u * d4;
       var v = vec4<f32>(vsrc[vb], vsrc[vb + 1u], vsrc[vb + 2u], vsrc[vb + 3u]);
       if (p.v_in_q != 0u) { v = vec4<f32>(q[vb], q[vb + 1u], q[vb + 2u], q[vb + 3u]); }

@@ -338,7 +338,7 @@ struct tcase {
       uint32_t group; /* run_gemv_q8: q4gsw's group (0: 32) */
     } gemv;
     struct {
-      int f16;
+      int f16, qkn; /* qkn: the per-head q/k norms folded in too (1: weight offset 0, 2: offset 1) */
       size_t ci, li;
     } fdr;
     struct {
@@ -3516,7 +3516,9 @@ static void cases_gemv_q8(void) {
 
    RoPE and the cache append folded into flash-decoding (op_attn_rope) against the two-dispatch path it replaces
    (rope_kv, then flash-decoding): the attention output and the cache row of the new token, both rope layouts,
-   partial rotary, V in its own buffer, f32 and f16 caches, a window, positions at chunk edges. */
+   partial rotary, V in its own buffer, f32 and f16 caches, a window, positions at chunk edges. With qkn the
+   per-head q and k norms are folded in too (op_attn_rope.q_norm / k_norm), the two-dispatch path taking q and k
+   normed by the CPU reference (ref_rms_norm) instead. */
 static const struct {
   uint32_t H, KVH, D, R, window;
   int mode, vsep;
@@ -3543,13 +3545,20 @@ static case_result run_flash_decode_rope(const tcase *tc) {
   op_rope_table(tab, inv, R, max_pos, 1.0f);
   size_t n = (size_t)KVH * ctx * D;
   float *x = rnd(S, -1, 1), *vs = rnd(S, -1, 1), *cache = rnd(n, -1, 1);
+  int qkn = tc->u.fdr.qkn;
+  float *qw = rnd(D, 0.5f, 1.5f), *kw = rnd(D, -0.5f, 0.5f), *xn = malloc(S * 4), w_off = qkn == 2 ? 1.0f : 0.0f;
+  memcpy(xn, x, S * 4);
+  if (qkn) { /* the reference path's q heads and k heads normed on the CPU */
+    ref_rms_norm(x, qw, xn, D, H, D, D, 1e-6f, w_off);
+    ref_rms_norm(x + H * D, kw, xn + H * D, D, KVH, D, D, 1e-6f, w_off);
+  }
   uint32_t pos = L - 1;
   gbuf gc = gb_in(tab, (size_t)max_pos * R / 2 * 8), gp = gb_in(&pos, 4), gvs = gb_in(vs, S * 4),
-       gpart = gb_out(op_attn_partial_bytes(&kv, H, 16));
+       gpart = gb_out(op_attn_partial_bytes(&kv, H, 16)), gqw = gb_in(qw, D * 4), gkw = gb_in(kw, D * 4);
   gbuf gx[2], gk[2], gv[2], go[2];
   traffic(2.0 * KVH * L * D * (f16 ? 2 : 4) + 4.0 * (S + H * D), 4.0 * H * L * D);
   for (int way = 0; way < 2; way++) { /* 0: rope_kv then decode, 1: folded (the op under test) */
-    gx[way] = gb_io(x, S * 4);
+    gx[way] = gb_io(way ? x : xn, S * 4);
     float *tmp = malloc(n * 4);
     memcpy(tmp, cache, n * 4);
     gk[way] = cache_upload(tmp, n, f16, 1);
@@ -3573,6 +3582,12 @@ static case_result run_flash_decode_rope(const tcase *tc) {
                        .k_off = H * D,
                        .v_off = (H + KVH) * D,
                        .mode = rmode};
+    if (qkn) {
+      ar.q_norm = gqw.v;
+      ar.k_norm = gkw.v;
+      ar.eps = 1e-6f;
+      ar.w_offset = w_off;
+    }
     if (way == 0) {
       op_rope_kv_params rp = {.n_tokens = 1,
                               .n_head = H,
@@ -3635,26 +3650,39 @@ static case_result run_flash_decode_rope(const tcase *tc) {
   gb_free(&gp);
   gb_free(&gvs);
   gb_free(&gpart);
+  gb_free(&gqw);
+  gb_free(&gkw);
   free(inv);
   free(tab);
   free(x);
+  free(xn);
+  free(qw);
+  free(kw);
   free(vs);
   free(cache);
   return verdict();
 }
 
 static void cases_flash_decode_rope(void) {
-  for (int f16 = 0; f16 < 2; f16++)
-    for (size_t c = 0; c < sizeof FDR_SHAPES / sizeof FDR_SHAPES[0]; c++)
-      for (size_t li = 0; li < sizeof FDR_LENS / sizeof FDR_LENS[0]; li++) {
-        tcase *t =
-            add_case("flash_decode_rope", run_flash_decode_rope, "%s/H=%u/%u,D=%u,rot=%u,%s,win=%u,vsep=%d/L=%u",
-                     f16 ? "f16kv" : "f32kv", FDR_SHAPES[c].H, FDR_SHAPES[c].KVH, FDR_SHAPES[c].D, FDR_SHAPES[c].R,
-                     rope_mode_name(FDR_SHAPES[c].mode), FDR_SHAPES[c].window, FDR_SHAPES[c].vsep, FDR_LENS[li]);
-        t->u.fdr.f16 = f16;
-        t->u.fdr.ci = c;
-        t->u.fdr.li = li;
-      }
+  for (int qkn = 0; qkn < 3; qkn++)
+    for (int f16 = 0; f16 < 2; f16++)
+      for (size_t c = 0; c < sizeof FDR_SHAPES / sizeof FDR_SHAPES[0]; c++)
+        for (size_t li = 0; li < sizeof FDR_LENS / sizeof FDR_LENS[0]; li++) {
+          /* the q/k norms: every shape at three lengths, each weight offset with one cache type */
+          if (qkn && (li % 2 || f16 != qkn - 1)) continue;
+          tcase *t =
+              add_case("flash_decode_rope", run_flash_decode_rope, "%s/H=%u/%u,D=%u,rot=%u,%s,win=%u,vsep=%d%s/L=%u",
+                       f16 ? "f16kv" : "f32kv", FDR_SHAPES[c].H, FDR_SHAPES[c].KVH, FDR_SHAPES[c].D, FDR_SHAPES[c].R,
+                       rope_mode_name(FDR_SHAPES[c].mode), FDR_SHAPES[c].window, FDR_SHAPES[c].vsep,
+                       qkn == 1   ? ",qk_norm"
+                       : qkn == 2 ? ",qk_norm+1"
+                                  : "",
+                       FDR_LENS[li]);
+          t->u.fdr.f16 = f16;
+          t->u.fdr.qkn = qkn;
+          t->u.fdr.ci = c;
+          t->u.fdr.li = li;
+        }
 }
 
 /* ---------------------------------------------------------------- flash-decoding over a paged pool

@@ -74,7 +74,8 @@ typedef struct attn_layer {
   gpu_buffer *rope_cs; /* the single-session paths' table (a batched token reads its own session's) */
   gpu_buffer *qk, *vb;
   uint32_t qk_stride, k_off, v_off, v_stride;
-  gpu_view vsrc; /* V from q's buffer (none) or from vb */
+  gpu_view vsrc;       /* V from q's buffer (none) or from vb */
+  int qk_norm_in_attn; /* the per-head q/k norms left to the flash-decoding pass (with its RoPE) */
 } attn_layer;
 
 /* One group of KV heads of the layer's (source's) cache: its layout and K/V ranges, the query heads that read it,
@@ -92,6 +93,15 @@ static uint32_t attn_group_at(const llm_kv_cache *kv, const attn_layer *L, uint3
   g->k_off = L->k_off + h0 * L->head_dim;
   g->v_off = L->v_off + h0 * L->head_dim;
   return n;
+}
+
+/* Whether one token's attention of the single-session path runs as flash-decoding (the group's heads fit it), not
+   the prefill kernels */
+static int attn_flash_decode(const llm_fwd *f, const attn_layer *L) {
+  attn_group g0;
+  if (f->tokens || f->seqs || f->T != 1 || !f->s->attn_partial) return 0;
+  attn_group_at(f->kv, L, 0, &g0);
+  return op_attention_decode_supports(&g0.layout, g0.n_head);
 }
 
 /* The shared first half: norm and fused Q/K/V projection (+ biases) into s->qkv [T][S] (q | k | v, q | k when
@@ -128,7 +138,10 @@ static wgllm_status attn_project(const llm_fwd *f, uint32_t l, attn_layer *L) {
   L->k_off = nq;
   L->qk_stride = L->v_stride = S;
   L->v_off = llm_layer_v_is_k(hp, l) ? nq : nq + nkv;
-  if (!st && hp->qk_norm) {
+  /* one token's flash-decoding with RoPE folded in (attention_decode) norms q and k itself where there is no v norm */
+  L->qk_norm_in_attn =
+      hp->qk_norm && !hp->v_norm && L->owns_kv && L->rot_dim % 4 == 0 && !f->fo->unfused && attn_flash_decode(f, L);
+  if (!st && hp->qk_norm && !L->qk_norm_in_attn) {
     /* the heads of each token: in the fused QKV row (stride S) and out into q | k | v rows (stride S2) */
     /* the q heads and then (an owning layer) the k heads, which follow them in both rows, in one dispatch */
     uint32_t S2 = L->owns_kv ? nq + 2 * nkv : nq, heads = hp->n_head + (L->owns_kv ? nkv_h : 0);
@@ -287,6 +300,13 @@ static wgllm_status attention_decode(const llm_fwd *f, const attn_layer *L, uint
                        .v_off = g.v_off,
                        .mode = f->m->hp.rope_mode};
     if (rope_in_attn) ap.rope = &ar;
+    if (rope_in_attn && L->qk_norm_in_attn) {
+      const llm_layer *ly = &f->m->layers[L->l];
+      ar.q_norm = ly->q_norm;
+      ar.k_norm = ly->k_norm;
+      ar.eps = f->m->hp.norm_eps;
+      ar.w_offset = f->m->hp.norm_offset;
+    }
     gpu_view out = {.buf = s->attn, .offset = (uint64_t)g.q_off * 4}, args = V(s->attn_args);
     int indirect = f->fo->attn_grid == LLM_ATTN_GRID_INDIRECT;
     if (!st)
@@ -513,8 +533,7 @@ wgllm_status llm_block_attention(const llm_fwd *f, uint32_t l) {
     /* flash-decoding for one token where the group's heads fit it, the prefill kernels otherwise */
     attn_group g0;
     uint32_t n_groups = attn_group_at(f->kv, &L, 0, &g0);
-    int decode = f->T == 1 && f->s->attn_partial && op_attention_decode_supports(&g0.layout, g0.n_head);
-    st = decode ? attention_decode(f, &L, n_groups) : attention_prefill(f, &L, n_groups);
+    st = attn_flash_decode(f, &L) ? attention_decode(f, &L, n_groups) : attention_prefill(f, &L, n_groups);
   }
   if (st) return st;
   return attn_output(f, &L);

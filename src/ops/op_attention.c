@@ -228,8 +228,10 @@ typedef struct attn_split_params {
   float scale, softcap;
   uint32_t rot_dim, mode, max_pos, k_off, v_off, v_in_q;
   uint32_t max_blocks, block, n_blocks, v_stride;
+  float eps, w_offset;
+  uint32_t pad0, pad1;
 } attn_split_params;
-_Static_assert(sizeof(attn_split_params) == 80,
+_Static_assert(sizeof(attn_split_params) == 96,
                "attn_split_params mirrors the Params block of kernels/attn_split.wgsl");
 typedef struct attn_reduce_params {
   uint32_t n_head, n_kv_head, head_dim, ctx, window, max_chunks, out_stride, sinks;
@@ -322,13 +324,24 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)", ro->rot_dim,
                    kv->head_dim);
-  /* [f16][subgroups][rope][paged] */
-  static const char *const variants[2][2][2][2] = {
-      {{{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32PAGED}, {V_ATTN_SPLIT_F32ROPE, V_ATTN_SPLIT_F32ROPEPAGED}},
-       {{V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGPAGED}, {V_ATTN_SPLIT_F32SGROPE, V_ATTN_SPLIT_F32SGROPEPAGED}}},
-      {{{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16PAGED}, {V_ATTN_SPLIT_F16ROPE, V_ATTN_SPLIT_F16ROPEPAGED}},
-       {{V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGPAGED}, {V_ATTN_SPLIT_F16SGROPE, V_ATTN_SPLIT_F16SGROPEPAGED}}}};
-  const char *var = variants[kv->f16 != 0][sg != 0][ro != NULL][pg != NULL];
+  int qkn = ro && ro->q_norm.buf;
+  if (qkn && (!ro->k_norm.buf || gpu_view_bytes(ro->q_norm) < (uint64_t)kv->head_dim * 4 ||
+              gpu_view_bytes(ro->k_norm) < (uint64_t)kv->head_dim * 4))
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: q and k norm weights of %u elements each", kv->head_dim);
+  /* [f16][subgroups][rope: none, rope, rope with the q/k norms][paged] */
+  static const char *const variants[2][2][3][2] = {{{{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32PAGED},
+                                                     {V_ATTN_SPLIT_F32ROPE, V_ATTN_SPLIT_F32ROPEPAGED},
+                                                     {V_ATTN_SPLIT_F32ROPEQKN, V_ATTN_SPLIT_F32ROPEQKNPAGED}},
+                                                    {{V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGPAGED},
+                                                     {V_ATTN_SPLIT_F32SGROPE, V_ATTN_SPLIT_F32SGROPEPAGED},
+                                                     {V_ATTN_SPLIT_F32SGROPEQKN, V_ATTN_SPLIT_F32SGROPEQKNPAGED}}},
+                                                   {{{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16PAGED},
+                                                     {V_ATTN_SPLIT_F16ROPE, V_ATTN_SPLIT_F16ROPEPAGED},
+                                                     {V_ATTN_SPLIT_F16ROPEQKN, V_ATTN_SPLIT_F16ROPEQKNPAGED}},
+                                                    {{V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGPAGED},
+                                                     {V_ATTN_SPLIT_F16SGROPE, V_ATTN_SPLIT_F16SGROPEPAGED},
+                                                     {V_ATTN_SPLIT_F16SGROPEQKN, V_ATTN_SPLIT_F16SGROPEQKNPAGED}}}};
+  const char *var = variants[kv->f16 != 0][sg != 0][qkn ? 2 : ro != NULL][pg != NULL];
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
     attn_grid_params gp = {
@@ -363,7 +376,9 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                           .max_blocks = pg ? pg->max_blocks : 0,
                           .block = pg ? pg->block : 0,
                           .n_blocks = pg ? pg->n_blocks : 0,
-                          .v_stride = pg ? pg->v_stride : 0};
+                          .v_stride = pg ? pg->v_stride : 0,
+                          .eps = qkn ? ro->eps : 0.0f,
+                          .w_offset = qkn ? ro->w_offset : 0.0f};
   /* with RoPE folded in, the pass also appends the token's K and V to the caches; a paged pass's block table
      follows the bindings of its unpaged twin */
   op_dispatch_args sd = {.kernel = K_ATTN_SPLIT,
@@ -372,7 +387,9 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                          .params_size = sizeof sp,
                          .consts = &cb,
                          .n_consts = 1,
-                         .access = ro ? (pg ? "rwwrwrrr" : "rwwrwrr") : (pg ? "rrrrwr" : "rrrrw"),
+                         .access = qkn  ? (pg ? "rwwrwrrrrr" : "rwwrwrrrr")
+                                   : ro ? (pg ? "rwwrwrrr" : "rwwrwrr")
+                                        : (pg ? "rrrrwr" : "rrrrw"),
                          .bind = {q, kcache, vcache, pos, partial},
                          .grid = {kv->n_kv_head, mc, n_seq},
                          .indirect = indirect};
@@ -382,6 +399,10 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
     sd.bind[nb++] = ro->vsrc.buf ? ro->vsrc : q;
   }
   if (pg) sd.bind[nb++] = pg->table;
+  if (qkn) {
+    sd.bind[nb++] = ro->q_norm;
+    sd.bind[nb++] = ro->k_norm;
+  }
   s = op_dispatch(rec, &sd);
   if (s) return s;
   attn_reduce_params rp = {.n_head = a->n_head,

@@ -602,6 +602,10 @@ typedef struct op_attn_rope {
   gpu_view cs, vsrc; /* cs: [max_pos][rot_dim/2] (cos, sin) */
   uint32_t rot_dim, max_pos, k_off, v_off;
   op_rope_mode mode;
+  /* the per-head RMSNorms of q and k before RoPE (Qwen3's, Gemma 3's: x / rms(x) * (w + w_offset) over each head),
+     [head_dim] f32 each, or none: q and k as they are */
+  gpu_view q_norm, k_norm;
+  float eps, w_offset;
 } op_attn_rope;
 /* Prefill attention (n_tokens > 1, or any call of op_attention) takes, in this order, the first kernel that
    accepts the shape on the device:
