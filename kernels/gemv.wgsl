@@ -432,7 +432,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let q = wid.y;
 #if ROUTE
   let tq = q / p.k;
-  let s_all = topk_rank(tq, li, p.E, p.k);
+  let s_all = topk_rank(tq, li, p.E, p.k, p.route_mode);
   let e = min(tk_si[q % p.k], p.E - 1u);
   if (wid.x == 0u && q % p.k == 0u && li == 0u) {
     let v = topk_weights(s_all, p.k, p.route_mode);

@@ -20,7 +20,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
         @builtin(num_workgroups) nwg: vec3u) {
   let t = wid.x + wid.y * nwg.x; // the token (the grid split over y past the per-dimension limit)
   if (t >= p.T) { return; }     // uniform: the whole workgroup
-  let s_all = topk_rank(t, lid.x, p.E, p.k);
+  let s_all = topk_rank(t, lid.x, p.E, p.k, p.mode);
   if (lid.x == 0u) {
     let v = topk_weights(s_all, p.k, p.mode);
     for (var j = 0u; j < p.k; j++) {

@@ -142,7 +142,7 @@ int op_moe_linear_fuses_norm(const op_weight *w, uint32_t K) {
 }
 
 int op_moe_linear_routes(const gpu_context *ctx, const op_weight *w, uint32_t K, uint32_t E, uint32_t k) {
-  /* the GEMV's largest workgroup arrays (16.5 KiB: the general kernel's reduction) and the ranking's 1 KiB */
+  /* the GEMV's largest workgroup arrays (16.5 KiB: the general kernel's reduction) and the ranking's 2.1 KiB */
   return op_moe_linear_fuses_norm(w, K) && E <= OP_MOE_MAX_EXPERTS && k >= 1 && k <= OP_MOE_MAX_K && k <= E &&
          ctx->limits.maxComputeWorkgroupStorageSize >= 20480;
 }
