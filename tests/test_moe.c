@@ -444,9 +444,11 @@ static void bad_inputs(void) {
            "do not fit 32 storage bindings of 65536 bytes (whole experts a binding)");
 }
 
-/* run, chat (the model's own template) and serve on a Mixtral made from the bundled model (models/default: a real
-   tokenizer) by tests/tools/make_mixtral_from_dense.py, its experts copies of each dense MLP: greedy text equal to
-   the dense model's, and the same reply from chat and from the server */
+/* run, chat (the model's own template) and serve on models of other families made from the bundled model
+   (models/default: a real tokenizer) by tests/tools/make_family_from_dense.py: Mixtral (its experts copies of each
+   dense MLP) and Phi-3 (the same weights fused) against the bundled model, Qwen3-MoE (experts copies of each MLP)
+   against a dense Qwen3 made alike; greedy text equal to the dense model's, chat through the family's own
+   template, and the same reply from the server as from chat */
 static char *cli_out(const char *args) {
   char cmd[1500], p[300];
   snprintf(p, sizeof p, "%s/stdout.txt", g_tmp);
@@ -457,35 +459,45 @@ static char *cli_out(const char *args) {
   return s ? s : calloc(1, 1);
 }
 
-static void mixtral_end_to_end(void) {
-  char dir[300], cmd[1200], args[1200];
-  snprintf(dir, sizeof dir, "%s/mixtral_default", g_tmp);
-  snprintf(cmd, sizeof cmd, "python3 tools/make_mixtral_from_dense.py ../models/default %s --experts 4 --k 2", dir);
+/* the family's model into g_tmp/<family>_default (path in dir); 0 on failure */
+static int make_family(const char *family, char *dir, size_t cap) {
+  char cmd[1200];
+  snprintf(dir, cap, "%s/%s_default", g_tmp, family);
+  snprintf(cmd, sizeof cmd,
+           "python3 tools/make_family_from_dense.py ../models/default %s --family %s --experts 4 --k 2", dir, family);
   int rc = sh(cmd);
-  CHECK(rc == 0, "make_mixtral_from_dense.py failed (%d)", rc);
-  if (rc) return;
+  CHECK(rc == 0, "make_family_from_dense.py --family %s failed (%d)", family, rc);
+  return rc == 0;
+}
+
+static void family_end_to_end(const char *family, const char *dense_family) {
+  char dir[300], dense_dir[300], cmd[1200], args[1200];
+  if (!make_family(family, dir, sizeof dir)) return;
+  snprintf(dense_dir, sizeof dense_dir, "../models/default");
+  if (dense_family && !make_family(dense_family, dense_dir, sizeof dense_dir)) return;
   const char *prompt = "Once upon a time";
-  snprintf(args, sizeof args, "run -m ../models/default -p '%s' -n 24 --temp 0", prompt);
+  snprintf(args, sizeof args, "run -m %s -p '%s' -n 24 --temp 0", dense_dir, prompt);
   char *dense = cli_out(args);
   snprintf(args, sizeof args, "run -m %s -p '%s' -n 24 --temp 0", dir, prompt);
-  char *moe = cli_out(args);
-  CHECK(strlen(moe) > strlen(prompt) && !strcmp(dense, moe), "mixtral run: '%s' against the dense model's '%s'", moe,
-        dense);
-  printf("  mixtral from the bundled model, run: %s\n", moe);
+  char *got = cli_out(args);
+  CHECK(strlen(got) > strlen(prompt) && !strcmp(dense, got), "%s run: '%s' against the dense %s's '%s'", family, got,
+        dense_family ? dense_family : "bundled model", dense);
+  printf("  %s from the bundled model, run: %s\n", family, got);
   snprintf(args, sizeof args, "chat -m %s -n 16 -p 'Who made the sea?' -st --temp 0", dir);
-  char *chat = cli_out(args), *err = last_stderr();
-  CHECK(strstr(err, "mixtral") && strstr(err, "template jinja"), "mixtral chat: not the model's template: %s", err);
+  char *chat = cli_out(args), *err = last_stderr(), want[64];
+  snprintf(want, sizeof want, "wgllm chat: %s on", family);
+  CHECK(strstr(err, want) && strstr(err, "template jinja"), "%s chat: not the model's template: %s", family, err);
   char out[300];
   snprintf(out, sizeof out, "%s/serve.txt", g_tmp);
   snprintf(cmd, sizeof cmd, "python3 tools/serve_chat_once.py %s/wgllm %s %d 'Who made the sea?' 16 >%s", g_bin, dir,
            20000 + (int)(getpid() % 20000), out);
-  rc = sh(cmd);
+  int rc = sh(cmd);
   char *served = th_read_file(out, NULL);
-  CHECK(rc == 0 && served && served[0] && strstr(chat, served), "mixtral serve (%d): '%s' not chat's reply '%s'", rc,
+  CHECK(rc == 0 && served && served[0] && strstr(chat, served), "%s serve (%d): '%s' not chat's reply '%s'", family, rc,
         served ? served : "", chat);
-  printf("  mixtral chat and serve: '%s'\n", served ? served : "");
+  printf("  %s chat and serve: '%s'\n", family, served ? served : "");
   free(dense);
-  free(moe);
+  free(got);
   free(chat);
   free(err);
   free(served);
@@ -523,7 +535,9 @@ int main(void) {
     expert_storages();
     bad_inputs();
   }
-  mixtral_end_to_end();
+  family_end_to_end("mixtral", NULL);
+  family_end_to_end("phi3", NULL);
+  family_end_to_end("qwen3_moe", "qwen3");
   free(g_ref);
   char cmd[300];
   snprintf(cmd, sizeof cmd, "rm -rf %s", g_tmp);
