@@ -4967,7 +4967,7 @@ static case_result run_moe_down_combine(const tcase *c) {
   gbuf go = acc ? gb_io(res, T * N * 4) : gb_out(T * N * 4);
   traffic(weight_bytes(c->u.moe.wt, (double)np * N, K, 32) + 4.0 * (np * K + (acc ? 2 : 1) * T * N), 2.0 * np * N * K);
   gpu_recorder *r = rec_new();
-  CHECK(op_moe_down_combine_supports(&ow, (uint32_t)K), "%s: not taken", g_case);
+  CHECK(op_moe_down_combine_supports(th_gpu(), &ow, (uint32_t)N, (uint32_t)K, (uint32_t)k), "%s: not taken", g_case);
   wgllm_status s = op_moe_down_combine(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gi.v, gw.v, go.v, (uint32_t)T,
                                        (uint32_t)k, (uint32_t)E, (uint32_t)N, (uint32_t)K, acc);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));

@@ -673,7 +673,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   }
   if (st) return st;
   /* decode: the down projection and the combine in one GEMV (a workgroup row a token over its k pairs) */
-  if (decode && op_moe_down_combine_supports(&ly->exp_down, I))
+  if (decode && op_moe_down_combine_supports(op_ctx(rec), &ly->exp_down, D, I, k))
     return op_moe_down_combine(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_ids), V(s->moe_w), out, T, k, E, D, I,
                                accumulate);
   st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_y), &dn); /* [T*k][D] */

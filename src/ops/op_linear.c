@@ -87,6 +87,8 @@ static uint32_t gemv_xv(op_wtype t) {
   }
 }
 
+uint32_t op_gemv_step(op_wtype t) { return 4 * gemv_xv(t); }
+
 static int gemv_piece_ok(op_wtype t, uint32_t group, uint32_t K) {
   if (!gemv_xv(t)) return 0;
   if (t == OP_W_Q4) return (group == 32 || group == 64 || group == 128) && K % group == 0 && K % 32 == 0;

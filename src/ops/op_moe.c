@@ -274,8 +274,14 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   return s;
 }
 
-int op_moe_down_combine_supports(const op_weight *w, uint32_t K) {
-  return !w->n_parts && op_gemv_experts_supports(w->type, w->group, K);
+int op_moe_down_combine_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t k) {
+  if (w->n_parts || !k || !op_gemv_experts_supports(w->type, w->group, K)) return 0;
+  /* a token's k pairs make one row of k * K: its steps a lane (the plan's) at most 8, where the H100 measured the
+     combined GEMV faster (Qwen3-30B-A3B: 192 Q4_K steps over 64 lanes, 3 each); gpt-oss-20b's 360 MXFP4 steps over 32
+     lanes (11 each) ran 56 us a layer against 40 for the pairs' GEMV and the combine (docs/perf/31-moe call 9) */
+  op_gemv_plan pl = op_gemv_choose_plan(ctx, w->type, N, k * K, w->group, 0);
+  uint32_t steps = k * K / (op_gemv_step(w->type) ? op_gemv_step(w->type) : 1);
+  return pl.tk && (steps + pl.tk - 1) / pl.tk <= 8;
 }
 
 wgllm_status op_moe_down_combine(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view ids,
@@ -285,9 +291,9 @@ wgllm_status op_moe_down_combine(gpu_recorder *rec, gpu_view x, const op_weight 
   wgllm_status s = check_shape(rec, who, T, k, E);
   if (s) return s;
   if (!N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape N=%u K=%u", who, N, K);
-  if (!op_moe_down_combine_supports(w, K))
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %s weights in %u parts with K=%u", who, op_wtype_name(w->type),
-                   w->n_parts, K);
+  if (!op_moe_down_combine_supports(op_ctx(rec), w, N, K, k))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %s weights in %u parts with K=%u, k=%u", who,
+                   op_wtype_name(w->type), w->n_parts, K, k);
   if (T > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u tokens over the grid limit", who, T);
   if ((uint64_t)E * N * K > 0xffffffffull)

@@ -235,6 +235,8 @@ int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uin
    dense layers) */
 int op_gemv_supports_router(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
 int op_gemv_fuses_glu(const op_weight *w);
+/* The elements of one lane step of the GEMV for a storage (0: not a GEMV storage) */
+uint32_t op_gemv_step(op_wtype t);
 /* The predicate that picks the specialised kernel: it names the storage, the shapes (rows, K, group) and the
    device capabilities (subgroups of one fixed size, workgroup limits) the tuned layout accepts; any other case
    takes the general kernel as a whole. n_out: output rows (gate rows with GLU). */
@@ -505,9 +507,10 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
 /* The down projection and the combine of decode in one GEMV (kernels/gemv.wgsl "_moec"): for each token t,
    out[t][n] (+)= sum_j weights[t][j] * (W[e][n] . x[t * k + j] + bias[e][n]), e = ids[t * k + j], so the experts'
    rows need no buffer and the combine no dispatch. op_moe_down_combine_supports: the weight one piece (no parts) of a
-   storage the GEMV reads, K whole steps. x: [T * k][K] f32; w: [E][N][K]; bias: [E][N] f32 or none; ids, weights:
-   [T][k]; out: [T][N] f32 (accumulate: the residual, added to) */
-int op_moe_down_combine_supports(const op_weight *w, uint32_t K);
+   storage the GEMV reads, K whole steps, and the token's row of k * K at most 8 steps a lane of the GEMV's plan
+   (longer rows ran slower than the pairs' GEMV and the combine apart). x: [T * k][K] f32; w: [E][N][K]; bias: [E][N]
+   f32 or none; ids, weights: [T][k]; out: [T][N] f32 (accumulate: the residual, added to) */
+int op_moe_down_combine_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t k);
 wgllm_status op_moe_down_combine(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view ids,
                                  gpu_view weights, gpu_view out, uint32_t T, uint32_t k, uint32_t E, uint32_t N,
                                  uint32_t K, int accumulate);
