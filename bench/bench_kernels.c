@@ -23,7 +23,7 @@
    names; past 8 tokens (up to 64; from 4 with --int8-sweep) the small-M GEMM of batched fast decode in the op's
    tile and K slices against the GEMV 8 tokens a dispatch, and with --int8-sweep each tile (16, 32, 64 rows) with
    1-16 slices.
-   usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..]
+   usage: bench_kernels [--shapes 1b,8b,tiny,goss,q3moe] [--types q4,q4k,...] [--sweep] [--probe] [--tokens T,..]
                         [--int8|--int8-sweep] [--attn] [--attn-prefill] [--attn-paged] [--reps N]
                         [--toggles a,b] */
 #include "gemv_probe.h"
@@ -41,12 +41,25 @@ typedef struct shape {
 } shape;
 
 static const shape SHAPES[] = {
-    {"1b", "qkv", 3072, 2048, 0, 1, 0},       {"1b", "o", 2048, 2048, 0, 0, 1},
-    {"1b", "gate_up", 8192, 2048, 1, 1, 0},   {"1b", "down", 2048, 8192, 0, 0, 1},
-    {"1b", "lm_head", 128256, 2048, 0, 1, 0}, {"8b", "qkv", 6144, 4096, 0, 1, 0},
-    {"8b", "o", 4096, 4096, 0, 0, 1},         {"8b", "gate_up", 14336, 4096, 1, 1, 0},
-    {"8b", "down", 4096, 14336, 0, 0, 1},     {"8b", "lm_head", 128256, 4096, 0, 1, 0},
-    {"tiny", "qkv", 384, 1024, 0, 1, 0},      {"tiny", "gate_up", 512, 1024, 1, 1, 0},
+    {"1b", "qkv", 3072, 2048, 0, 1, 0},
+    {"1b", "o", 2048, 2048, 0, 0, 1},
+    {"1b", "gate_up", 8192, 2048, 1, 1, 0},
+    {"1b", "down", 2048, 8192, 0, 0, 1},
+    {"1b", "lm_head", 128256, 2048, 0, 1, 0},
+    {"8b", "qkv", 6144, 4096, 0, 1, 0},
+    {"8b", "o", 4096, 4096, 0, 0, 1},
+    {"8b", "gate_up", 14336, 4096, 1, 1, 0},
+    {"8b", "down", 4096, 14336, 0, 0, 1},
+    {"8b", "lm_head", 128256, 4096, 0, 1, 0},
+    {"tiny", "qkv", 384, 1024, 0, 1, 0},
+    {"tiny", "gate_up", 512, 1024, 1, 1, 0},
+    /* the attention projections and LM heads of the MoE shapes (issue 31): K of 2880 and 2048 steps */
+    {"goss", "qkv", 5120, 2880, 0, 1, 0},
+    {"goss", "o", 2880, 4096, 0, 0, 1},
+    {"goss", "lm_head", 201088, 2880, 0, 1, 0},
+    {"q3moe", "qkv", 5120, 2048, 0, 1, 0},
+    {"q3moe", "o", 2048, 4096, 0, 0, 1},
+    {"q3moe", "lm_head", 151936, 2048, 0, 1, 0},
 };
 
 /* tuned, tk, tr, r, u */
@@ -520,9 +533,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--toggles") && i + 1 < argc)
       go.enable_toggles = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_kernels [--shapes 1b,8b,tiny] [--types q4,q8,q4k,q5k,q6k,f16] [--sweep] [--probe] "
-                      "[--tokens 1,2,4,8] [--int8|--int8-sweep] [--attn] [--attn-prefill] [--attn-paged] [--gemm] "
-                      "[--reps N] [--toggles a,b]\n");
+      fprintf(
+          stderr,
+          "usage: bench_kernels [--shapes 1b,8b,tiny,goss,q3moe] [--types q4,q8,q4k,q5k,q6k,f16] [--sweep] [--probe] "
+          "[--tokens 1,2,4,8] [--int8|--int8-sweep] [--attn] [--attn-prefill] [--attn-paged] [--gemm] "
+          "[--reps N] [--toggles a,b]\n");
       return 2;
     }
   }
@@ -701,9 +716,10 @@ int main(int argc, char **argv) {
                                    (gpu_view){0}, NULL, 0, reps);
           double tm = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
                                    gpu_whole(part), &mine, 0, reps);
-          printf("     %-8s int8 tokens %u  GEMV 8 a dispatch %8.2f us  small-M GEMM rm=%u split=%-2u %8.2f us  %6.2f T "
-                 "int8 ops/s\n",
-                 s->name, nt, tg / 1e3, dp.rm, dp.split, tm / 1e3, tm > 0 ? ops / tm / 1e3 : 0.0);
+          printf(
+              "     %-8s int8 tokens %u  GEMV 8 a dispatch %8.2f us  small-M GEMM rm=%u split=%-2u %8.2f us  %6.2f T "
+              "int8 ops/s\n",
+              s->name, nt, tg / 1e3, dp.rm, dp.split, tm / 1e3, tm > 0 ? ops / tm / 1e3 : 0.0);
           static const uint32_t RMS[] = {1, 2, 4}, SPLITS[] = {1, 2, 4, 8, 16};
           for (size_t a = 0; (sweep || int8 == 2) && a < 3; a++)
             for (size_t b2 = 0; b2 < 5; b2++) {
@@ -714,8 +730,8 @@ int main(int argc, char **argv) {
               double t = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
                                       gpu_whole(part), &sp, 0, reps);
               if (t < 0) continue;
-              printf("     %-8s int8 tokens %u sweep   small-M rm=%u split=%-2u %8.2f us  %6.2f T int8 ops/s\n", s->name,
-                     nt, sp.mm_rm, sp.mm_split, t / 1e3, ops / t / 1e3);
+              printf("     %-8s int8 tokens %u sweep   small-M rm=%u split=%-2u %8.2f us  %6.2f T int8 ops/s\n",
+                     s->name, nt, sp.mm_rm, sp.mm_split, t / 1e3, ops / t / 1e3);
             }
           gpu_buffer_destroy(g, part);
           gpu_buffer_destroy(g, qb);
@@ -734,15 +750,14 @@ int main(int argc, char **argv) {
         op_gemv_plan viaq = {0}, inwg = {0};
         viaq.q8_quant = 2;
         inwg.q8_quant = 1;
-        double tf =
-            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), (gpu_view){0}, &viaq, 0, reps);
+        double tf = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
+                                 (gpu_view){0}, &viaq, 0, reps);
         double tw = op_gemv_q8_quantizes_in_workgroup(g, nt, s->K)
                         ? time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
                                        (gpu_view){0}, &inwg, 0, reps)
                         : -1;
-        double ta =
-            time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), (gpu_view){0}, NULL,
-                         1, reps);
+        double ta = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
+                                 (gpu_view){0}, NULL, 1, reps);
         printf(
             "     %-8s int8 tokens %u default tk=%-3u tr=%-2u r=%-2u  quantizing in the GEMV %8.2f us  quantizer+gemv "
             "%8.2f us  gemv alone %8.2f us  %7.1f GB/s of weights (in the GEMV)\n",
@@ -751,9 +766,8 @@ int main(int argc, char **argv) {
           op_gemv_plan sp = Q8SWEEP[pi];
           while (sp.r > 1 && ((s->glu ? 2 : 1) * sp.r * nt > 32 || sp.r * nt > sp.tk))
             sp.r /= 2;
-          double t =
-              time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb), (gpu_view){0}, &sp,
-                           1, reps);
+          double t = time_gemv_q8(g, s, ws, copies, gpu_whole(xb), gpu_whole(nb), gpu_whole(yb), gpu_whole(qb),
+                                  (gpu_view){0}, &sp, 1, reps);
           if (t < 0) continue;
           printf("     %-8s int8 tokens %u sweep   tk=%-3u tr=%-2u r=%-2u  gemv alone %8.2f us  %7.1f GB/s\n", s->name,
                  nt, sp.tk, sp.tr, sp.r, t / 1e3, total / t);
