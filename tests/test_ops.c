@@ -3002,6 +3002,10 @@ static case_result run_gemv_predicate(const tcase *tc) {
          p.tk, p.tr);
   p = op_gemv_choose_plan(&c, OP_W_Q4, 2304, 2304, 32, 0); /* Gemma 4's hidden size: 288 steps */
   VERIFY(p.tuned && p.tk == 32, "Gemma 4 hidden 2304: tuned with 32 lanes (%d %u)", p.tuned, p.tk);
+  p = op_gemv_choose_plan(&c, OP_W_Q8, 5120, 2880, 32, 0); /* gpt-oss-20b's Q8_0 QKV: 360 steps */
+  VERIFY(p.tuned && p.tk == 128 && p.tr == 2, "q8 K 2880: 128 uneven lanes (%d %u/%u)", p.tuned, p.tk, p.tr);
+  p = op_gemv_choose_plan(&c, OP_W_Q8, 2304, 1152, 32, 0); /* 144 steps: under two a lane of 128, two of 64 */
+  VERIFY(p.tuned && p.tk == 64 && p.tr == 4, "q8 K 1152: narrowed to 64 lanes (%d %u/%u)", p.tuned, p.tk, p.tr);
   p = op_gemv_choose_plan(&c, OP_W_Q4, 2304, 256, 32, 0); /* its per-layer input projection */
   VERIFY(p.tuned && p.tk == 32, "K 256: tuned with 32 lanes (%d %u)", p.tuned, p.tk);
   VERIFY(!op_gemv_choose_plan(&c, OP_W_Q4, 2304, 128, 32, 0).tuned, "K 128 (16 steps for 32 lanes): general");

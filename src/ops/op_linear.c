@@ -155,7 +155,8 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
    projections split K over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types
    unroll less. MXFP4 (32-element steps) takes Q4_K's layouts and f32 q4gsw's, neither swept. Where K's steps do not
    divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256, Qwen's 3584, ...), the thread-row
-   narrows, down to one subgroup, until they do or it is one subgroup (the last lanes then take a step fewer). */
+   narrows, down to one subgroup, until they do or it is one subgroup (the last lanes then take a step fewer); q8 keeps
+   its lanes from two steps a lane on (gpt-oss's 2880: measured twice as fast). */
 op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
                                  int glu) {
   op_gemv_plan p = {0};
@@ -190,7 +191,11 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
     } else {
       p.tk = 128, p.tr = 2, p.r = 4, p.u = 4;
     }
-    while (p.tk > one && steps % p.tk) { /* lanes of even work, keeping the workgroup's threads */
+    /* narrower thread-rows (keeping the workgroup's threads) until the steps divide evenly; q8 only while a lane
+       would take under two steps: gpt-oss-20b's Q8_0 QKV (K 2880, 360 steps) took 12.3 us over 128 uneven lanes
+       against 25.5 narrowed to 32 (bench_kernels --shapes goss --sweep, H100, docs/perf/31-moe call 10); the other
+       storages' uneven lanes are unmeasured */
+    while (p.tk > one && steps % p.tk && (type != OP_W_Q8 || steps < 2 * p.tk)) {
       p.tk /= 2;
       p.tr *= 2;
     }
