@@ -380,17 +380,7 @@ fn load_x(u: u32, si: u32, t: u32, sc: f32) -> f32 {
   return ss;
 }
 
-// the GLU's output from its gate g and up u: act 0 SiLU, 1 GELU-tanh, 2 gpt-oss's clamped SwiGLU
-fn glu_out(g: f32, u: f32) -> f32 {
-  if (p.act == 0u) { return g / (1.0 + exp(-g)) * u; }
-  if (p.act == 1u) {
-    let z = 0.7978845608028654 * (g + 0.044715 * g * g * g);
-    return g / (1.0 + exp(-2.0 * z)) * u;
-  }
-  let gc = min(g, p.limit);
-  let uc = clamp(u, -p.limit, p.limit);
-  return (uc + 1.0) * (gc / (1.0 + exp(-p.alpha * gc)));
-}
+#include "lib/glu_act.wgsli"
 
 #if COMBINE
 // pair q's expert (ids past E - 1 read as E - 1)
@@ -627,7 +617,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     if (GLU) {
       var u = mine_up * sc;
       if (p.has_bias != 0u) { v += bias[bo]; u += bias[bo + p.glu_half]; }
-      v = glu_out(v, u);
+      v = glu_act(p.act, v, u, p.alpha, p.limit);
     } else if (p.has_bias != 0u) {
 #if COMBINE
       v += pair_bias(tok, n);

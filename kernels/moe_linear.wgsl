@@ -31,6 +31,7 @@ struct Params {
 #define SBIND 6
 #define WDOT8 1
 #include "lib/weight_load.wgsli"
+#include "lib/glu_act.wgsli"
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read> route: array<u32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
@@ -46,14 +47,7 @@ fn finish(e: u32, n: u32, g0: f32, u0: f32) -> f32 {
     if (p.glu != 0u) { u += bias[e * p.rows_w + p.N + n]; }
   }
   if (p.glu == 0u) { return g; }
-  if (p.act == 0u) { return g / (1.0 + exp(-g)) * u; }
-  if (p.act == 1u) {
-    let z = 0.7978845608028654 * (g + 0.044715 * g * g * g);
-    return g / (1.0 + exp(-2.0 * z)) * u;
-  }
-  let gc = min(g, p.limit);
-  let uc = clamp(u, -p.limit, p.limit);
-  return (uc + 1.0) * (gc / (1.0 + exp(-p.alpha * gc)));
+  return glu_act(p.act, g, u, p.alpha, p.limit);
 }
 
 #if TILE
