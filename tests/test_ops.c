@@ -5028,8 +5028,13 @@ static case_result run_moe_refuse(const tcase *c) {
   struct {
     const char *what;
     int which;
-  } cases[] = {
-      {"E=257", 0}, {"k=9", 1}, {"k>E", 2}, {"a part of 3 rows for experts of 8", 3}, {"T*k over the grid", 4}};
+  } cases[] = {{"E=257", 0},
+               {"k=9", 1},
+               {"k>E", 2},
+               {"a part of 3 rows for experts of 8", 3},
+               {"T*k over the grid", 4},
+               {"the combined down projection over a weight in parts", 5},
+               {"the combined down projection of 70000 tokens", 6}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     gpu_recorder *r = gpu_recorder_create(th_gpu(), 0);
     wgllm_status s = WGLLM_OK;
@@ -5049,6 +5054,16 @@ static case_result run_moe_refuse(const tcase *c) {
       ow.part[0] = (struct op_weight_part){.data = ow.data, .rows = 3, .type = OP_W_F32};
       s = op_moe_linear(r, v, &ow, none, v, &p);
       ow.n_parts = 0;
+      break;
+    case 5: /* 8 experts of 8 rows in parts of 4 experts each */
+      ow.n_parts = 2;
+      ow.part[0] = (struct op_weight_part){.data = ow.data, .rows = 32, .type = OP_W_F32};
+      ow.part[1] = (struct op_weight_part){.data = ow.data, .rows = 32, .type = OP_W_F32};
+      s = op_moe_down_combine(r, v, &ow, none, v, v, v, 1, 2, 8, 8, 64, 1);
+      ow.n_parts = 0;
+      break;
+    case 6: /* 70000 tokens: a grid past 65535 workgroups along y */
+      s = op_moe_down_combine(r, v, &ow, none, v, v, v, 70000, 1, 1, 1, 64, 0);
       break;
     default:
       p.T = 70000; /* 70000 pairs: a pairs grid past 65535 workgroups along y */
