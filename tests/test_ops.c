@@ -342,7 +342,7 @@ struct tcase {
       size_t ci, li;
     } fdr;
     struct {
-      int f16, mode, rope;
+      int f16, mode, rope; /* rope 2: with the q/k norms */
       size_t si;
     } pd;
     struct {
@@ -3731,7 +3731,7 @@ static uint32_t pd_pos(size_t si, uint32_t s) {
 }
 
 static case_result run_paged_decode(const tcase *tc) {
-  int f16 = tc->u.pd.f16, mode = tc->u.pd.mode, rope = tc->u.pd.rope;
+  int f16 = tc->u.pd.f16, mode = tc->u.pd.mode, rope = tc->u.pd.rope, qkn = rope == 2;
   size_t si = tc->u.pd.si;
   reseed(g_case);
   uint32_t H = PD_SHAPES[si].H, KVH = PD_SHAPES[si].KVH, D = PD_SHAPES[si].D, ctx = PD_SHAPES[si].ctx,
@@ -3777,6 +3777,16 @@ static case_result run_paged_decode(const tcase *tc) {
     gc = gb_in(tab, (size_t)max_pos * R / 2 * 8);
   }
   op_attn_rope ar = {.cs = gc.v, .rot_dim = R, .max_pos = max_pos, .k_off = H * D, .v_off = (H + KVH) * D};
+  /* rope 2: the per-head q/k norms folded in too (a server session's pool: the single-sequence op it is compared
+     with is checked against the CPU-normed path in flash_decode_rope) */
+  float *qw = rnd(D, 0.5f, 1.5f), *kw = rnd(D, -0.5f, 0.5f);
+  gbuf gqw = gb_in(qw, D * 4), gkw = gb_in(kw, D * 4);
+  if (qkn) {
+    ar.q_norm = gqw.v;
+    ar.k_norm = gkw.v;
+    ar.eps = 1e-6f;
+    ar.w_offset = si % 2 ? 1.0f : 0.0f;
+  }
   op_attn_params ap = {.n_tokens = NS,
                        .n_head = H,
                        .q_stride = S,
@@ -3878,6 +3888,10 @@ static case_result run_paged_decode(const tcase *tc) {
   gb_free(&gpart);
   gb_free(&gind);
   gb_free(&go);
+  gb_free(&gqw);
+  gb_free(&gkw);
+  free(qw);
+  free(kw);
   if (rope) gb_free(&gc);
   free(tab);
   free(kp);
@@ -3896,15 +3910,19 @@ static case_result run_paged_decode(const tcase *tc) {
 static void cases_paged_decode(void) {
   static const char *const modes[PD_MODES] = {"worst-grid", "indirect", "max_len", "no-subgroups,chunk=32"};
   for (int f16 = 0; f16 < 2; f16++)
-    for (int rope = 0; rope < 2; rope++)
+    for (int rope = 0; rope < 3; rope++)
       for (size_t si = 0; si < sizeof PD_SHAPES / sizeof PD_SHAPES[0]; si++)
         for (int mode = 0; mode < PD_MODES; mode++) {
           if (rope && mode >= 2) continue; /* the grids are the same code with RoPE folded in */
+          if (rope == 2 && mode) continue; /* and with the q/k norms: the worst-case grid */
           tcase *c =
               add_case("paged_decode", run_paged_decode, "%s%s/H=%u/%u,D=%u,win=%u,cap=%g,ctx=%u,block=%u,seqs=%u/%s",
-                       f16 ? "f16kv" : "f32kv", rope ? ",rope" : "", PD_SHAPES[si].H, PD_SHAPES[si].KVH,
-                       PD_SHAPES[si].D, PD_SHAPES[si].window, PD_SHAPES[si].cap, PD_SHAPES[si].ctx, PD_SHAPES[si].block,
-                       PD_SHAPES[si].n_seq, modes[mode]);
+                       f16 ? "f16kv" : "f32kv",
+                       rope == 2 ? ",rope,qk_norm"
+                       : rope    ? ",rope"
+                                 : "",
+                       PD_SHAPES[si].H, PD_SHAPES[si].KVH, PD_SHAPES[si].D, PD_SHAPES[si].window, PD_SHAPES[si].cap,
+                       PD_SHAPES[si].ctx, PD_SHAPES[si].block, PD_SHAPES[si].n_seq, modes[mode]);
           c->u.pd.f16 = f16;
           c->u.pd.rope = rope;
           c->u.pd.si = si;

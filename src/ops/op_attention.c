@@ -328,23 +328,19 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   if (qkn && (!ro->k_norm.buf || gpu_view_bytes(ro->q_norm) < (uint64_t)kv->head_dim * 4 ||
               gpu_view_bytes(ro->k_norm) < (uint64_t)kv->head_dim * 4))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: q and k norm weights of %u elements each", kv->head_dim);
-  /* the norms ride in one sequence's pass only (the batched step of a pool norms its rows apart): kernelgen's axes
-     make the paged "ropeqkn" variants too, but nothing runs or tests them */
-  if (qkn && pg)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: the q/k norms are folded into one sequence's pass only");
   /* [f16][subgroups][rope: none, rope, rope with the q/k norms][paged] */
   static const char *const variants[2][2][3][2] = {{{{V_ATTN_SPLIT_F32, V_ATTN_SPLIT_F32PAGED},
                                                      {V_ATTN_SPLIT_F32ROPE, V_ATTN_SPLIT_F32ROPEPAGED},
-                                                     {V_ATTN_SPLIT_F32ROPEQKN, NULL}},
+                                                     {V_ATTN_SPLIT_F32ROPEQKN, V_ATTN_SPLIT_F32ROPEQKNPAGED}},
                                                     {{V_ATTN_SPLIT_F32SG, V_ATTN_SPLIT_F32SGPAGED},
                                                      {V_ATTN_SPLIT_F32SGROPE, V_ATTN_SPLIT_F32SGROPEPAGED},
-                                                     {V_ATTN_SPLIT_F32SGROPEQKN, NULL}}},
+                                                     {V_ATTN_SPLIT_F32SGROPEQKN, V_ATTN_SPLIT_F32SGROPEQKNPAGED}}},
                                                    {{{V_ATTN_SPLIT_F16, V_ATTN_SPLIT_F16PAGED},
                                                      {V_ATTN_SPLIT_F16ROPE, V_ATTN_SPLIT_F16ROPEPAGED},
-                                                     {V_ATTN_SPLIT_F16ROPEQKN, NULL}},
+                                                     {V_ATTN_SPLIT_F16ROPEQKN, V_ATTN_SPLIT_F16ROPEQKNPAGED}},
                                                     {{V_ATTN_SPLIT_F16SG, V_ATTN_SPLIT_F16SGPAGED},
                                                      {V_ATTN_SPLIT_F16SGROPE, V_ATTN_SPLIT_F16SGROPEPAGED},
-                                                     {V_ATTN_SPLIT_F16SGROPEQKN, NULL}}}};
+                                                     {V_ATTN_SPLIT_F16SGROPEQKN, V_ATTN_SPLIT_F16SGROPEQKNPAGED}}}};
   const char *var = variants[kv->f16 != 0][sg != 0][qkn ? 2 : ro != NULL][pg != NULL];
   gpu_constant cb = {"B", (double)B};
   if (indirect) {
@@ -391,7 +387,7 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                          .params_size = sizeof sp,
                          .consts = &cb,
                          .n_consts = 1,
-                         .access = qkn  ? "rwwrwrrrr"
+                         .access = qkn  ? (pg ? "rwwrwrrrrr" : "rwwrwrrrr")
                                    : ro ? (pg ? "rwwrwrrr" : "rwwrwrr")
                                         : (pg ? "rrrrwr" : "rrrrw"),
                          .bind = {q, kcache, vcache, pos, partial},
