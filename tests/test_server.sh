@@ -40,13 +40,23 @@ check "... after its warm-up" grep -q "^wgllm serve: warmed up in [0-9.]* s" "$T
 check "a port in use: exit 1" test $? = 1
 check "... saying it cannot listen" grep -q "cannot listen on 127.0.0.1 port $PORT" "$TMP/e4"
 check "... before warming up" sh -c "! grep -q 'warmed up' '$TMP/e4'"
-# SIGINT while it loads or warms up (8 sessions: seconds on lavapipe): it stops after the current step, exit 0
-"${SERVE[@]}" -m "$MODEL" --port 0 -np 8 >/dev/null 2>"$TMP/e5" &
-INT_PID=$!
-sleep 0.5
-kill -INT "$INT_PID"
-wait "$INT_PID"
-check "SIGINT during the warm-up: exit 0" test $? = 0
+# SIGINT while it loads or warms up (8 sessions: seconds on lavapipe): it stops after the current step, exit 0. A
+# signal that comes before the process's runtime takes it (Node still starting on a loaded machine: killed by it,
+# 130, nothing said; CI on 682b4f6's local run) is sent again to a new server a little later.
+for delay in 0.5 1 2; do
+  "${SERVE[@]}" -m "$MODEL" --port 0 -np 8 >/dev/null 2>"$TMP/e5" &
+  INT_PID=$!
+  sleep $delay
+  kill -INT "$INT_PID"
+  (sleep 120 && kill -KILL "$INT_PID") >/dev/null 2>&1 & # a signal lost would leave it serving: killed (137) after 120 s
+  WATCH_PID=$!
+  wait "$INT_PID"
+  INT_STATUS=$?
+  kill "$WATCH_PID" 2>/dev/null
+  [ "$INT_STATUS" = 130 ] && [ ! -s "$TMP/e5" ] || break
+  echo "  (SIGINT after $delay s came before the server could take it: again, later)"
+done
+check "SIGINT during the warm-up: exit 0" test "$INT_STATUS" = 0
 check "... stopped during the warm-up" grep -q "stopped during the warm-up" "$TMP/e5"
 
 URL="http://127.0.0.1:$PORT"
