@@ -1,5 +1,5 @@
 /* Kernel benchmark (developer tool, not part of the public API): GPU time and achieved bandwidth of the fused
-   decode GEMV (kernels/gemv.wgsl) in each storage --types names (q4 = q4gsw g32, q8, q4k, q5k, q6k; random
+   decode GEMV (kernels/gemv.wgsl) in each storage --types names (q4 = q4gsw g32, q8, q4k, q5k, q6k, mxfp4; random
    bytes) on the projections of real model shapes, for the plan the predicate picks and for a sweep of
    other thread layouts. Each timing is one pass of `reps` dependent dispatches (as a decode step runs them),
    cycling through enough copies of the weights that they do not sit in the L2 cache.
@@ -57,6 +57,8 @@ static const shape SHAPES[] = {
     {"goss", "qkv", 5120, 2880, 0, 1, 0},
     {"goss", "o", 2880, 4096, 0, 0, 1},
     {"goss", "lm_head", 201088, 2880, 0, 1, 0},
+    {"goss", "exp_gu", 2880, 2880, 1, 1, 0}, /* one expert's gate/up and down (--types mxfp4: as a dense GEMV) */
+    {"goss", "exp_down", 2880, 2880, 0, 0, 0},
     {"q3moe", "qkv", 5120, 2048, 0, 1, 0},
     {"q3moe", "o", 2048, 4096, 0, 0, 1},
     {"q3moe", "lm_head", 151936, 2048, 0, 1, 0},
@@ -597,7 +599,8 @@ int main(int argc, char **argv) {
   static const struct {
     const char *name;
     op_wtype t;
-  } TYPES[] = {{"q4", OP_W_Q4}, {"q8", OP_W_Q8}, {"q4k", OP_W_Q4_K}, {"q5k", OP_W_Q5_K}, {"q6k", OP_W_Q6_K}};
+  } TYPES[] = {{"q4", OP_W_Q4},    {"q8", OP_W_Q8},    {"q4k", OP_W_Q4_K},
+               {"q5k", OP_W_Q5_K}, {"q6k", OP_W_Q6_K}, {"mxfp4", OP_W_MXFP4}};
   int warm = 0;
   for (size_t ti = 0; ti < sizeof TYPES / sizeof TYPES[0]; ti++)
     for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++) {
@@ -611,7 +614,9 @@ int main(int argc, char **argv) {
       uint32_t N = s->glu ? 2 * s->n_out : s->n_out, G = 32;
       uint64_t elems = (uint64_t)N * s->K;
       uint64_t wbytes = wt == OP_W_Q4 ? elems / 2 : wt == OP_W_Q8 ? elems : op_blocks_gpu_bytes(wt, elems);
-      uint64_t sbytes = wt == OP_W_Q4 ? elems / G * 2 : wt == OP_W_Q8 ? elems / 32 * 2 : 0;
+      uint64_t sbytes = wt == OP_W_Q4   ? elems / G * 2
+                        : wt == OP_W_Q8 ? elems / 32 * 2
+                                        : op_blocks_gpu_scale_bytes(wt, elems); /* MXFP4's exponents */
       uint64_t total = wbytes + sbytes;
       int copies = (int)((256ull << 20) / total) + 1; /* > 5x the 50 MB L2 of an H200 */
       if (!strcmp(s->model, "tiny")) copies = 1;

@@ -50,7 +50,7 @@
 // are the tile's pairs (the last repeated past its end, its sums dropped), each slot's x row that of "_moe", so the
 // expert's weights are read once for all of them. Workgroups past L[0] exit.
 // (RB, RB1, RB2: the bindings after the scales, where the storage has them)
-//! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=6 RB1=7 RB2=8 | f32: WF32=1 RB=6 RB1=7 RB2=8
+//! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=7 RB1=8 RB2=9 | f32: WF32=1 RB=6 RB1=7 RB2=8
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
 //! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1 | _moet: MT=1 MOE=1 TILES=1
 // bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
@@ -340,12 +340,14 @@ fn decode(n: u32, si: u32) { dw[0] = w[n * (p.K / 4u) + si]; }
 fn apply(u: u32) -> f32 { return dot(dw[0], xs[u]); }
 #endif
 #if WMXFP4
-// MXFP4 (ggml's 17-byte blocks: e (e8m0), qs[16]; element j the low nibble of qs[j], j + 16 its high nibble; value
-// 2^(e - 128) * the doubled e2m1 grid). A step is one block; its bytes lie at any alignment, so the lane loads the
-// five words under them and shifts the 16 quant bytes into place. The grid is looked up in workgroup memory (16
-// entries in 16 banks: no conflicts), a load a weight, where decoding e2m1 arithmetically takes about 12
+// MXFP4 (gpt-oss's experts), split on the GPU (op_blocks_to_gpu): block b's 16 quant bytes a vec4 of the data
+// [N][K/32] (element j the low nibble of byte j, j + 16 its high nibble), its exponent (e8m0) byte b of the scales
+// [N][K/32]; value 2^(e - 128) * the doubled e2m1 grid. A step is one block: one aligned vec4 and a byte. (ggml's
+// 17-byte blocks as the file has them took five unaligned word loads a block.) The grid is looked up in workgroup
+// memory (16 entries in 16 banks: no conflicts), a load a weight, where decoding e2m1 arithmetically takes about 12
 // instructions a weight (counted).
-@group(0) @binding(2) var<storage, read> w: array<u32>;
+@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+@group(0) @binding(6) var<storage, read> wscale: array<u32>;
 const STEP = 32u;
 const XV = 8u;
 const MULT = 1.0;
@@ -354,18 +356,14 @@ var<workgroup> mxlut: array<f32, 16>;
 fn xidx(si: u32, j: u32) -> u32 { return 8u * si + j; }
 fn step_sums(u: u32) {}
 fn decode(n: u32, si: u32) {
-  let o = (n * (p.K / 32u) + si) * 17u;
-  let a = o >> 2u;
-  let s = o & 3u;
-  var wd: array<u32, 5>;
-  for (var j = 0u; j < 5u; j++) { wd[j] = w[a + j]; }
-  let x = (wd[0] >> (8u * s)) & 255u;
+  let bi = n * (p.K / 32u) + si;
+  let q = w[bi];
+  let x = (wscale[bi >> 2u] >> (8u * (bi & 3u))) & 255u;
   dc.x = bitcast<f32>(select((x - 1u) << 23u, 0x00200000u << x, x < 2u));
-  let r = 8u * s + 8u; // the quants start r bits into word 0 (r = 32: word 1)
-  for (var q = 0u; q < 4u; q++) {
-    let b = select((wd[q] >> r) | (wd[q + 1u] << (32u - r)), wd[q + 1u], s == 3u);
-    dw[q] = vec4<f32>(mxlut[b & 15u], mxlut[(b >> 8u) & 15u], mxlut[(b >> 16u) & 15u], mxlut[(b >> 24u) & 15u]);
-    dw[4u + q] = vec4<f32>(mxlut[(b >> 4u) & 15u], mxlut[(b >> 12u) & 15u], mxlut[(b >> 20u) & 15u],
+  for (var k = 0u; k < 4u; k++) {
+    let b = q[k];
+    dw[k] = vec4<f32>(mxlut[b & 15u], mxlut[(b >> 8u) & 15u], mxlut[(b >> 16u) & 15u], mxlut[(b >> 24u) & 15u]);
+    dw[4u + k] = vec4<f32>(mxlut[(b >> 4u) & 15u], mxlut[(b >> 12u) & 15u], mxlut[(b >> 20u) & 15u],
                            mxlut[b >> 28u]);
   }
 }

@@ -1157,11 +1157,13 @@ static op_weight make_weight(op_wtype type, size_t N, size_t K, uint32_t group, 
     llm_err err = {0};
     CHECK(wt_traits(BLOCK_TYPES[bt].dt)->to_f32(blk, deq, (int64_t)(N * K), &err) == WGLLM_OK, "%s: %s", g_case,
           err.msg);
-    size_t gbytes = (size_t)op_blocks_gpu_bytes(type, N * K);
-    uint8_t *gpu = malloc(gbytes + 4);
-    op_blocks_to_gpu(type, blk, N * K, gpu);
+    size_t gbytes = (size_t)op_blocks_gpu_bytes(type, N * K), sbytes = (size_t)op_blocks_gpu_scale_bytes(type, N * K);
+    uint8_t *gpu = malloc(gbytes + 4), *gsc = sbytes ? calloc(sbytes + 4, 1) : NULL;
+    op_blocks_to_gpu(type, blk, N * K, gpu, gsc);
     bufs[0] = gb_in(gpu, (gbytes + 3) & ~(size_t)3);
+    if (gsc) bufs[1] = gb_in(gsc, (sbytes + 3) & ~(size_t)3);
     free(gpu);
+    free(gsc);
     free(blk);
   } else if (type == OP_W_F32) {
     th_fill(&rng, deq, N * K, -1, 1);
@@ -1238,7 +1240,8 @@ static double weight_bytes(op_wtype t, double N, double K, uint32_t group) {
   case OP_W_Q8:
     return N * K + 2 * N * K / 32;
   default:
-    if (block_type(t) >= 0) return (double)op_blocks_gpu_bytes(t, (uint64_t)(N * K));
+    if (block_type(t) >= 0)
+      return (double)(op_blocks_gpu_bytes(t, (uint64_t)(N * K)) + op_blocks_gpu_scale_bytes(t, (uint64_t)(N * K)));
     return N * K + 2 * N * K / 32;
   }
 }
@@ -5368,9 +5371,9 @@ static void cases_moe(void) {
                                      .wt = wts[wi]};
       }
   /* batched decode's GEMV over tiles of one expert's pairs (kernels/gemv.wgsl "_moet"): every storage the GEMV reads,
-     tiles of 2 to the storage's most tokens on the first shape (its most on the others), gate/up (SiLU; gpt-oss's SwiGLU with biases) and down on the pairs'
-     rows, 8 sessions of Qwen3-MoE's and Mixtral's routing scaled down, every token to one expert (tiles full), and
-     weights in parts of mixed storages */
+     tiles of 2 to the storage's most tokens on the first shape (its most on the others), gate/up (SiLU; gpt-oss's
+     SwiGLU with biases) and down on the pairs' rows, 8 sessions of Qwen3-MoE's and Mixtral's routing scaled down, every
+     token to one expert (tiles full), and weights in parts of mixed storages */
   static const struct {
     uint32_t T, k, E, N, K;
     int glu, act, x_pair, bias, pat;

@@ -75,7 +75,7 @@ static wgllm_status piece(gpu_recorder *rec, gpu_view q, gpu_view ds, const op_w
   }
   gemm_i8_params p = {.M = M, .N = N, .K = K, .has_bias = bias.buf ? 1u : 0u, .y_stride = y_stride, .n_off = n_off};
   gpu_constant c = {"G", (double)pw->group};
-  int has_scales = pw->type == OP_W_Q4 || pw->type == OP_W_Q8;
+  int has_scales = op_wtype_has_scales(pw->type);
   gpu_dispatch_desc d = {.kernel = src->kernel,
                          .variant = src->variant,
                          .source = src,

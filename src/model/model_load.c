@@ -285,9 +285,10 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
   }
   if (block_storage(t->dtype) != OP_W_COUNT) { /* ggml's other block types: the kernels read the file's blocks */
     w->type = block_storage(t->dtype);
-    uint64_t gb = op_blocks_gpu_bytes(w->type, (uint64_t)(N * K));
-    if (gb == t->nbytes) return upload_tensor(L, t, &w->data);
-    uint8_t *g = malloc(gb);
+    uint64_t gb = op_blocks_gpu_bytes(w->type, (uint64_t)(N * K)),
+             sb = op_blocks_gpu_scale_bytes(w->type, (uint64_t)(N * K)); /* MXFP4: its exponents apart */
+    if (gb == t->nbytes && !sb) return upload_tensor(L, t, &w->data);
+    uint8_t *g = malloc(gb + ((sb + 3) & ~3ull));
     if (!g) {
       return llm_err_set(L->err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory for %s", t->name);
     }
@@ -297,9 +298,11 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
       free(g);
       return WGLLM_ERR_IO;
     }
-    op_blocks_to_gpu(w->type, src, (uint64_t)(N * K), g);
+    memset(g + gb, 0, (sb + 3) & ~3ull);
+    op_blocks_to_gpu(w->type, src, (uint64_t)(N * K), g, sb ? g + gb : NULL);
     free(tmp);
     s = upload(L, g, gb, t->name, &w->data);
+    if (!s && sb) s = upload(L, g + gb, (sb + 3) & ~3ull, t->name, &w->scales);
     free(g);
     return s;
   }
@@ -673,8 +676,8 @@ static void weight_bytes(const op_weight *w, uint64_t N, uint64_t K, uint64_t *d
     *data = N * K;
     *scales = N * K / 32 * 2;
     break;
-  default: /* a block type: the file's blocks on the GPU's stride */
-    *scales = 0;
+  default: /* a block type: the file's blocks on the GPU's stride (MXFP4: its exponents in the scales) */
+    *scales = op_blocks_gpu_scale_bytes(w->type, N * K);
     *data = op_blocks_gpu_bytes(w->type, N * K);
     break;
   }
@@ -778,21 +781,26 @@ wgllm_status llm_concat_vecs(llm_model *m, gpu_view *parts, const uint32_t *lens
 }
 
 /* A [N][K] weight whose data or scales exceed one storage binding: its rows copied (on the GPU) into parts of at
-   most max_binding bytes each, every part its own buffers, the whole released. Rows a part are even, so every
-   copy is whole words. */
+   most max_binding bytes each, every part its own buffers, the whole released. Rows a part are a multiple of a unit
+   of two rows (four where two rows' bytes are not whole words: MXFP4's exponents, a byte a block), so every copy is
+   whole words. */
 wgllm_status llm_split_weight(llm_model *m, op_weight *w, uint32_t N, uint32_t K, uint64_t max_binding,
                               const char *name, llm_err *err) {
-  uint64_t rd, rs;
+  uint64_t rd, rs, unit = 2;
   weight_bytes(w, 2, K, &rd, &rs); /* two rows */
+  if ((rd | rs) & 3) {
+    unit = 4;
+    weight_bytes(w, 4, K, &rd, &rs);
+  }
   if (w->n_parts || (w->data.buf->size <= max_binding && (!w->scales.buf || w->scales.buf->size <= max_binding)))
     return WGLLM_OK;
-  uint64_t pairs = max_binding / (rd > rs ? rd : rs);
-  if (pairs == 0 || (N + 2 * pairs - 1) / (2 * pairs) > OP_W_MAX_PARTS) {
+  uint64_t units = max_binding / (rd > rs ? rd : rs);
+  if (units == 0 || (N + unit * units - 1) / (unit * units) > OP_W_MAX_PARTS) {
     return llm_err_set(err, WGLLM_ERR_UNSUPPORTED,
                        "tensor %s: [%u][%u] in %s does not fit %d storage bindings of %llu bytes", name, N, K,
                        op_wtype_name(w->type), OP_W_MAX_PARTS, (unsigned long long)max_binding);
   }
-  uint32_t rows = (uint32_t)(2 * pairs), n_parts = (N + rows - 1) / rows;
+  uint32_t rows = (uint32_t)(unit * units), n_parts = (N + rows - 1) / rows;
   op_weight out = *w;
   out.n_parts = n_parts;
   wgllm_status s = WGLLM_OK;

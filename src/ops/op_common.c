@@ -10,11 +10,12 @@ gpu_context *op_ctx(const gpu_recorder *rec) { return gpu_recorder_context(rec);
 /* The GPU storages of a weight, one row each (indexed by op_wtype): the kernel variant that reads it (the names
    of kernelgen's `//! axis storage`), its name, and what a [N][K] weight of it must satisfy; for ggml's block
    types the block's elements, its bytes in the file and its stride on the GPU (Q6_K's 210-byte blocks padded
-   to 212, so the kernels read every field as whole words). */
+   to 212, so the kernels read every field as whole words; MXFP4's 17-byte blocks split into their 16 bytes of
+   quants, a vec4 on the GPU, and their exponent byte in the scales). */
 static const struct {
   const char *variant, *name;
   uint32_t k_multiple; /* K must be a multiple of it (0: the q4gsw group) */
-  int has_scales;
+  int has_scales;      /* a second buffer: q4gsw's and q8's f16 scales, MXFP4's e8m0 exponents (a byte a block) */
   uint32_t qk, file_bytes, gpu_bytes; /* block types only */
 } WTYPES[] = {
     [OP_W_F32] = {"f32", "f32", 1, 0, 0, 0, 0},
@@ -32,7 +33,7 @@ static const struct {
     [OP_W_Q6_K] = {"q6k", "Q6_K", 256, 0, 256, 210, 212},
     [OP_W_IQ4_NL] = {"iq4nl", "IQ4_NL", 32, 0, 32, 18, 18},
     [OP_W_IQ4_XS] = {"iq4xs", "IQ4_XS", 256, 0, 256, 136, 136},
-    [OP_W_MXFP4] = {"mxfp4", "MXFP4", 32, 0, 32, 17, 17},
+    [OP_W_MXFP4] = {"mxfp4", "MXFP4", 32, 1, 32, 17, 16},
 };
 _Static_assert(sizeof WTYPES / sizeof WTYPES[0] == OP_W_COUNT, "one row per op_wtype");
 
@@ -41,15 +42,29 @@ const char *op_wtype_name(op_wtype t) { return (unsigned)t < OP_W_COUNT ? WTYPES
 
 int op_wtype_is_block(op_wtype t) { return (unsigned)t < OP_W_COUNT && WTYPES[t].qk; }
 
+int op_wtype_has_scales(op_wtype t) { return (unsigned)t < OP_W_COUNT && WTYPES[t].has_scales; }
+
 uint64_t op_blocks_gpu_bytes(op_wtype t, uint64_t elements) {
   if (!op_wtype_is_block(t)) return 0;
   return elements / WTYPES[t].qk * WTYPES[t].gpu_bytes;
 }
 
-void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst) {
+uint64_t op_blocks_gpu_scale_bytes(op_wtype t, uint64_t elements) {
+  return op_wtype_is_block(t) && WTYPES[t].has_scales ? elements / WTYPES[t].qk : 0;
+}
+
+void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst, void *dst_scales) {
   uint64_t nb = elements / WTYPES[t].qk, fb = WTYPES[t].file_bytes, gb = WTYPES[t].gpu_bytes;
   const uint8_t *s = src;
   uint8_t *d = dst;
+  if (t == OP_W_MXFP4) { /* the exponent byte apart, the 16 quant bytes as they are */
+    uint8_t *e = dst_scales;
+    for (uint64_t b = 0; b < nb; b++) {
+      e[b] = s[b * fb];
+      memcpy(d + b * gb, s + b * fb + 1, gb);
+    }
+    return;
+  }
   if (fb == gb) {
     memcpy(d, s, nb * fb);
     return;

@@ -20,7 +20,7 @@ wgllm_status op_embedding(gpu_recorder *rec, gpu_view ids, const op_weight *tabl
     uint32_t rows = table->n_parts ? table->part[k].rows : V;
     embedding_params p = {.n_tokens = n_tokens, .D = D, .V = V, .scale = scale, .v0 = v0, .rows = rows};
     gpu_constant c = {"G", (double)table->group};
-    int scales = table->type == OP_W_Q4 || table->type == OP_W_Q8;
+    int scales = op_wtype_has_scales(table->type);
     s = op_dispatch(rec, &(op_dispatch_args){.kernel = K_EMBEDDING,
                                              .variant = op_wtype_variant(table->type),
                                              .params = &p,

@@ -30,7 +30,7 @@ static wgllm_status dequant_piece(gpu_recorder *rec, const op_weight *w, gpu_vie
   uint64_t threads = (uint64_t)rows_total * (K / 8);
   if (threads / 256 >= UINT32_MAX)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "dequant_f16: %u rows of %u too many", rows_total, K);
-  int scaled = w->type == OP_W_Q4 || w->type == OP_W_Q8;
+  int scaled = op_wtype_has_scales(w->type);
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_DEQUANT_F16,
                                               .variant = op_wtype_variant(w->type),
                                               .params = &p,

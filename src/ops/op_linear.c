@@ -29,7 +29,7 @@ static wgllm_status linear_piece(gpu_recorder *rec, const char *kernel, const ch
   if (rm) c[nc++] = (gpu_constant){strcmp(kernel, K_MATVEC) ? "RM" : "MB", (double)rm};
   char variant[48];
   snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(w->type), suffix);
-  int scales = w->type == OP_W_Q4 || w->type == OP_W_Q8;
+  int scales = op_wtype_has_scales(w->type);
   return op_dispatch(rec, &(op_dispatch_args){.kernel = kernel,
                                               .variant = variant,
                                               .params = &p,
@@ -304,7 +304,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                      : combine         ? "_moec"
                                        : "_moe";
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", kind);
-  int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
+  int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
   op_dispatch_args a = {
       .kernel = K_GEMV,

@@ -148,7 +148,7 @@ static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wt
                    .k_split = k_split,
                    .part_stride = part_stride};
   gpu_constant c[3] = {{"RM", (double)pl->rm}, {"CVT_ADD", pl->cvt_add ? 1.0 : 0.0}, {"G", (double)group}};
-  int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
+  int has_scales = op_wtype_has_scales(type);
   return op_dispatch(
       rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8,
                                .variant = q8mm_variant(type),
@@ -340,7 +340,7 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
   }
   char variant[32];
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", wq ? "_wq" : "");
-  int has_scales = type == OP_W_Q4 || type == OP_W_Q8;
+  int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r;
   return op_dispatch(
       rec, &(op_dispatch_args){.kernel = K_GEMV_Q8,
@@ -474,8 +474,8 @@ static wgllm_status q8_small(gpu_recorder *rec, gpu_view x, gpu_view xq, const o
       op_weight pw = {pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
       s = op_check_weight(rec, "gemm_q8_small", &pw, pt->rows, K);
       if (!s)
-        s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, (gpu_view){0}, o->part, T, pt->rows, K,
-                       N, n0, &mp, pl.split, stride);
+        s = q8mm_piece(rec, q, ds, pt->type, pt->group, pt->data, pt->scales, (gpu_view){0}, o->part, T, pt->rows, K, N,
+                       n0, &mp, pl.split, stride);
       n0 += pt->rows;
     }
     if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemm_q8_small: parts of %u rows for N=%u", n0, N);
@@ -492,15 +492,16 @@ static wgllm_status q8_small(gpu_recorder *rec, gpu_view x, gpu_view xq, const o
                     .accumulate = o->accumulate ? 1u : 0u,
                     .y_stride = ys};
   gpu_view pv = {o->part.buf, o->part.offset, (uint64_t)pl.split * stride * 4};
-  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8_SUM,
-                                              .variant = V_MATMUL_Q8_SUM_F32,
-                                              .params = &p,
-                                              .params_size = sizeof p,
-                                              .access = "rrw",
-                                              /* bias unused when has_bias = 0, but the binding must exist */
-                                              .bind = {pv, bias.buf ? bias : pv,
-                                                       {y.buf, y.offset, ((uint64_t)(T - 1) * ys + n_out) * 4}},
-                                              .grid = {(n_out + 255) / 256, T}});
+  return op_dispatch(
+      rec,
+      &(op_dispatch_args){.kernel = K_MATMUL_Q8_SUM,
+                          .variant = V_MATMUL_Q8_SUM_F32,
+                          .params = &p,
+                          .params_size = sizeof p,
+                          .access = "rrw",
+                          /* bias unused when has_bias = 0, but the binding must exist */
+                          .bind = {pv, bias.buf ? bias : pv, {y.buf, y.offset, ((uint64_t)(T - 1) * ys + n_out) * 4}},
+                          .grid = {(n_out + 255) / 256, T}});
 }
 
 wgllm_status op_gemv_fast(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
@@ -525,7 +526,8 @@ wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, co
        into xq in turn: the dispatches run in order), each reading the weights again (without o->part: the small-M
        GEMM above reads them once) */
     uint32_t ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
-    uint64_t align = op_ctx(rec)->limits.minStorageBufferOffsetAlignment ? op_ctx(rec)->limits.minStorageBufferOffsetAlignment : 256;
+    uint64_t align =
+        op_ctx(rec)->limits.minStorageBufferOffsetAlignment ? op_ctx(rec)->limits.minStorageBufferOffsetAlignment : 256;
     wgllm_status s = WGLLM_OK;
     for (uint32_t t0 = 0; !s && t0 < T; t0 += OP_GEMV_MAX_TOKENS) {
       uint64_t xo = (uint64_t)t0 * K * 4, yo = (uint64_t)t0 * ys * 4;

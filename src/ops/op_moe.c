@@ -266,7 +266,7 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
     if (pc[i].type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)pc[i].group};
     char variant[48];
     snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(pc[i].type), mp->route == OP_MOE_PAIRS ? "" : "_tile");
-    int scales = pc[i].type == OP_W_Q4 || pc[i].type == OP_W_Q8;
+    int scales = op_wtype_has_scales(pc[i].type);
     p.e_base = pc[i].e_base;
     p.e_count = pc[i].e_count;
     op_dispatch_args a = {.kernel = K_MOE_LINEAR,

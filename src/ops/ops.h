@@ -35,7 +35,7 @@ typedef enum op_wtype {
 typedef struct op_weight {
   op_wtype type;
   gpu_view data;
-  gpu_view scales; /* Q4 / Q8 only */
+  gpu_view scales; /* Q4 / Q8 / MXFP4 only (op_wtype_has_scales) */
   uint32_t group;  /* Q4: 32, 64 or 128 */
   /* a weight in row parts, each in its own buffers and bound alone (the linear and embedding ops run a dispatch a
      part): one larger than a storage binding, or projections run as one whose parts have different storages
@@ -50,12 +50,17 @@ typedef struct op_weight {
 } op_weight;
 const char *op_wtype_variant(op_wtype t);
 const char *op_wtype_name(op_wtype t);
+/* Whether a storage has a second buffer beside its data (op_weight's scales): q4gsw, q8, MXFP4. */
+int op_wtype_has_scales(op_wtype t);
 /* ggml's block types on the GPU: the blocks as the file has them, on the GPU's block stride (Q6_K padded from
-   210 to 212 bytes, zeros after each block). op_blocks_gpu_bytes: the bytes of `elements` (whole blocks);
-   op_blocks_to_gpu writes them from the file's blocks. */
+   210 to 212 bytes, zeros after each block), but MXFP4, split: its blocks' 16 quant bytes in the data (a vec4 a
+   block), their exponent bytes in the scales ([blocks] u8). op_blocks_gpu_bytes: the data bytes of `elements`
+   (whole blocks); op_blocks_gpu_scale_bytes: the scale bytes (0: the storage has none); op_blocks_to_gpu writes
+   them from the file's blocks (dst_scales: NULL where the storage has none). */
 int op_wtype_is_block(op_wtype t);
 uint64_t op_blocks_gpu_bytes(op_wtype t, uint64_t elements);
-void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst);
+uint64_t op_blocks_gpu_scale_bytes(op_wtype t, uint64_t elements);
+void op_blocks_to_gpu(op_wtype t, const void *src, uint64_t elements, void *dst, void *dst_scales);
 
 /* Splits a 1-D count of workgroups into a grid that fits the device's per-dimension limit. */
 void op_grid_1d(const gpu_recorder *rec, uint32_t groups, uint32_t grid[3]);
