@@ -44,15 +44,10 @@
 // [T][k]) giving the weight rows of its K and x [np][K] row q, scaled by the pair's weight route_w[q] ([T][k]) as it
 // is loaded (each step's sums are linear in x), so y [T][n_out] (+)= sum_j route_w[q] * (W[e] . x[q] + bias[e]).
 // The weight is one piece holding all E experts.
-// Variants "_moet" are batched decode's expert GEMV grouped by expert (op_moe_linear's OP_MOE_TILES with tile_m):
-// workgroup row y is tile y of the lists L (kernels/moe_lists.wgsl, made with TM = NT: L[0] tiles, tile i's expert
-// and first entry at off_tile + 2i, the entries at off_ent, an expert's end at off_off + e + 1); its NT token slots
-// are the tile's pairs (the last repeated past its end, its sums dropped), each slot's x row that of "_moe", so the
-// expert's weights are read once for all of them. Workgroups past L[0] exit.
 // (RB, RB1, RB2: the bindings after the scales, where the storage has them)
 //! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=7 RB1=8 RB2=9 | f32: WF32=1 RB=6 RB1=7 RB2=8
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1 | _moet: MT=1 MOE=1 TILES=1
+//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1
 // bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
 // left out, LEAVE_OUT 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales, 5 the
 // weight loads alone (src/dev/gemv_probe.c)
@@ -62,8 +57,7 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
                 has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
                 act: u32, n_off: u32, y_stride: u32, k: u32,
                 x_pair: u32, rows_w: u32, e_base: u32, e_count: u32,
-                E: u32, alpha: f32, limit: f32, route_mode: u32,
-                off_off: u32, off_ent: u32, off_tile: u32, pad: u32 };
+                E: u32, alpha: f32, limit: f32, route_mode: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
@@ -105,14 +99,6 @@ fn topk_logit(t: u32, e: u32) -> f32 { return logits[t * p.E + e]; }
 override NT: u32 = 2u;   // tokens
 const NTMAX = 8u;
 const XSLOTS = 32u;
-#if TILES
-var<workgroup> mtile: vec4<u32>;       // this workgroup's tile: expert, first entry, pairs (0: past the tiles)
-var<private> tq: array<u32, NTMAX>;    // the tile's pairs in its token slots (the last repeated past its end)
-var<private> tx: array<u32, NTMAX>;    // their x rows
-fn xrow(t: u32) -> u32 { return tx[t]; }
-#else
-fn xrow(t: u32) -> u32 { return t; }
-#endif
 #else
 const NT = 1u;
 const NTMAX = 1u;
@@ -429,28 +415,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let nb = wid.x * (TR * R) + rt * R; // first row of this thread-row
   let sp = p.K / STEP;                // steps a pair
 #else
-#if TILES
-  // tile wid.y: its expert and pairs (one uniform value for the whole workgroup, so the exit is uniform)
-  if (li == 0u) {
-    var tl = vec4<u32>(0u);
-    if (wid.y < route[0]) {
-      let te = min(route[p.off_tile + 2u * wid.y], p.E - 1u);
-      let r0 = route[p.off_tile + 2u * wid.y + 1u];
-      tl = vec4<u32>(te, r0, min(NT, route[p.off_off + te + 1u] - r0), 0u);
-    }
-    mtile = tl;
-  }
-  let tl = workgroupUniformLoad(&mtile);
-  let e = tl.x;
-  if (tl.z == 0u || e < p.e_base || e - p.e_base >= p.e_count) { return; }
-  for (var t = 0u; t < NT; t++) {
-    let qt = route[p.off_ent + tl.y + min(t, tl.z - 1u)];
-    tq[t] = qt;
-    tx[t] = select(qt / p.k, qt, p.x_pair != 0u);
-  }
-  let rbase = (e - p.e_base) * p.rows_w;
-  let nb = wid.x * (TR * R) + rt * R; // first row of this thread-row
-#else
 #if MOE
   // pair q's expert, its first row in this piece, its x row
   let q = wid.y;
@@ -478,7 +442,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let xt = 0u;
 #endif
 #endif
-#endif
 #if COMBINE
   let steps = p.k * sp;
 #else
@@ -499,7 +462,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #if MT
   for (; i + (U - 1u) * TK < steps; i += U * TK) {
     for (var t = 0u; t < NT; t++) {
-      for (var u = 0u; u < U; u++) { ss[t] += load_x(t * U + u, i + u * TK, xrow(t), 1.0); }
+      for (var u = 0u; u < U; u++) { ss[t] += load_x(t * U + u, i + u * TK, t, 1.0); }
     }
     for (var r = 0u; r < RR; r++) {
       for (var u = 0u; u < U; u++) {
@@ -509,7 +472,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
   }
   for (; i < steps; i += TK) {
-    for (var t = 0u; t < NT; t++) { ss[t] += load_x(t * U, i, xrow(t), 1.0); }
+    for (var t = 0u; t < NT; t++) { ss[t] += load_x(t * U, i, t, 1.0); }
     for (var r = 0u; r < RR; r++) {
       decode(rowb[r], i);
       for (var t = 0u; t < NT; t++) { acc[r * NT + t] += apply(t * U); }
@@ -635,11 +598,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let bo = 0u;
   let writes = true;
 #else
-#if TILES
-  let o = tq[min(tt, NT - 1u)] * n_out + n;
-  let bo = e * p.rows_w + n;   // the gate row's bias (up: glu_half further)
-  let writes = tt < tl.z;      // the tile's pairs, not the repeated slots
-#else
 #if MOE
   let o = q * n_out + n;
   let bo = e * p.rows_w + n;   // the gate row's bias (up: glu_half further)
@@ -648,7 +606,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let o = tt * p.y_stride + p.n_off + n;
   let bo = p.n_off + n;
   let writes = true;
-#endif
 #endif
 #endif
   if (kt < R * NT && n < n_out && writes) {

@@ -360,9 +360,6 @@ struct tcase {
       /* moe_linear, pairs in the GEMV: x RMS-normed in the kernel (fused); the pairs routed in the kernel from
          logits with op_moe_norm self_route - 1 (0: ids given) */
       int fused_norm, self_route;
-      /* moe_lists: pairs a tile (0: OP_MOE_TILE_M); moe_linear, OP_MOE_TILES: the GEMV's tiles of this many pairs
-         (0: kernels/moe_linear.wgsl's) */
-      uint32_t tile_m;
     } moe;
   } u;
 };
@@ -4756,15 +4753,12 @@ static case_result run_moe_route(const tcase *c) {
 
 static case_result run_moe_lists(const tcase *c) {
   size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k, np = T * k, N = c->u.moe.N;
-  uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat), tm = c->u.moe.tile_m ? c->u.moe.tile_m : OP_MOE_TILE_M;
-  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E, tm);
-  size_t words = (size_t)op_moe_lists_words((uint32_t)np, (uint32_t)E);
-  CHECK(lay.words <= words, "%s: a layout of %u words past op_moe_lists_words' %zu", g_case, lay.words, words);
-  gbuf gi = gb_in(ids, np * 4), gl = gb_out(words * 4), gind = gb_out(E * 12);
+  uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat);
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
+  gbuf gi = gb_in(ids, np * 4), gl = gb_out((size_t)lay.words * 4), gind = gb_out(E * 12);
   traffic(4.0 * (np + lay.words + 3 * E), 0);
   gpu_recorder *r = rec_new();
-  wgllm_status s = op_moe_lists(r, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, tm);
-  /* the indirect arguments read lists of OP_MOE_TILE_M (their counts and offsets: any tm's) */
+  wgllm_status s = op_moe_lists(r, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
   if (!s) s = op_moe_indirect(r, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
@@ -4783,13 +4777,13 @@ static case_result run_moe_lists(const tcase *c) {
     for (size_t i = 0; i < np; i++)
       bad += L[lay.ent + i] != ent[i];
     CHECK(bad == 0, "%s: %zu words of the counts, offsets and entries differ", g_case, bad);
-    /* the tile table: each expert's pairs in tiles of tm, experts in order; the rest unwritten */
+    /* the tile table: each expert's pairs in tiles of OP_MOE_TILE_M, experts in order; the rest unwritten */
     bad = 0;
     for (size_t e = 0; e < E; e++)
-      for (uint32_t r0 = off[e]; r0 < off[e + 1]; r0 += tm, tiles++)
+      for (uint32_t r0 = off[e]; r0 < off[e + 1]; r0 += OP_MOE_TILE_M, tiles++)
         bad += tiles >= lay.max_tiles || L[lay.tile + 2 * tiles] != e || L[lay.tile + 2 * tiles + 1] != r0;
     CHECK(bad == 0 && L[0] == tiles, "%s: tile table: %zu tiles differ, %u tiles for %zu", g_case, bad, L[0], tiles);
-    CHECK(unpoisoned(L, lay.tile + 2 * tiles, words - lay.tile - 2 * tiles) == 0,
+    CHECK(unpoisoned(L, lay.tile + 2 * tiles, 2 * (lay.max_tiles - tiles)) == 0,
           "%s: tile slots past the table written", g_case);
     /* indirect arguments: (ceil(N / TN), ceil(count / TM), 1), (1, 1, 1) without pairs, never 0 */
     const uint32_t *ind = gb_fetch(&gind);
@@ -4830,7 +4824,7 @@ static case_result run_moe_linear(const tcase *c) {
   gbuf gnw = gb_in(nw, K * 4), glg = gb_in(lg, T * E * 4), grw = gb_out(np * 4);
   gbuf wb[2 * MOE_MAX_PARTS];
   op_weight ow = moe_weight(c->u.moe.wt, E, rows, K, c->u.moe.parts, w, wb);
-  uint32_t tm = c->u.moe.tile_m;
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
   gbuf gx = gb_in(x, xr * K * 4), gb = gb_in(b, E * rows * 4), gy = gb_out(np * N * 4);
   gbuf gi = self_route ? gb_out(np * 4) : gb_in(ids, np * 4);
   gbuf gl = {0}, gind = {0};
@@ -4845,7 +4839,6 @@ static case_result run_moe_linear(const tcase *c) {
                             .alpha = alpha,
                             .limit = limit,
                             .route = route,
-                            .tile_m = tm,
                             .ids = gi.v};
   if (fused) {
     p.norm_w = gnw.v;
@@ -4858,10 +4851,10 @@ static case_result run_moe_linear(const tcase *c) {
     p.route_norm = (op_moe_norm)(self_route - 1);
   }
   if (route != OP_MOE_PAIRS) { /* the lists (and indirect arguments) the grouped routes read: not under test here */
-    gl = gb_out((size_t)op_moe_lists_words((uint32_t)np, (uint32_t)E) * 4);
+    gl = gb_out((size_t)lay.words * 4);
     gind = gb_out(E * 12);
     gpu_recorder *ra = gpu_recorder_create(th_gpu(), 0);
-    wgllm_status s = op_moe_lists(ra, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, tm ? tm : OP_MOE_TILE_M);
+    wgllm_status s = op_moe_lists(ra, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
     if (!s && route == OP_MOE_PER_EXPERT)
       s = op_moe_indirect(ra, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N);
     CHECK(s == WGLLM_OK, "%s lists: %s", g_case, gpu_recorder_error(ra));
@@ -5072,7 +5065,7 @@ static case_result run_moe_refuse(const tcase *c) {
       s = op_moe_route(r, v, none, v, v, 1, 257, 2, OP_MOE_SOFTMAX_NORM);
       break;
     case 1:
-      s = op_moe_lists(r, v, v, 1, 9, 32, OP_MOE_TILE_M);
+      s = op_moe_lists(r, v, v, 1, 9, 32);
       break;
     case 2:
       s = op_moe_route(r, v, none, v, v, 1, 4, 5, OP_MOE_TOPK_SOFTMAX);
@@ -5126,16 +5119,15 @@ static case_result run_moe_block(const tcase *c) {
   float *bgu = rnd(E * 2 * I, -0.2f, 0.2f), *bd = rnd(E * H, -0.2f, 0.2f);
   gbuf wb1[2 * MOE_MAX_PARTS], wb2[2 * MOE_MAX_PARTS];
   op_weight w1 = moe_weight(c->u.moe.wt, E, 2 * I, H, 0, wgu, wb1), w2 = moe_weight(c->u.moe.wt, E, H, I, 0, wd, wb2);
-  uint32_t tm = c->u.moe.tile_m;
-  size_t words = (size_t)op_moe_lists_words((uint32_t)np, (uint32_t)E);
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
   gbuf gl = gb_in(l, T * E * 4), gx = gb_in(x, T * H * 4), go = gb_io(res, T * H * 4), gb1 = gb_in(bgu, E * 2 * I * 4),
        gb2 = gb_in(bd, E * H * 4);
-  gbuf gids = gb_out(np * 4), gw = gb_out(np * 4), glists = gb_out(words * 4), gind1 = gb_out(E * 12),
+  gbuf gids = gb_out(np * 4), gw = gb_out(np * 4), glists = gb_out((size_t)lay.words * 4), gind1 = gb_out(E * 12),
        gind2 = gb_out(E * 12), gh = gb_out(np * I * 4), gy = gb_out(np * H * 4);
   gpu_recorder *r = rec_new();
   uint32_t T32 = (uint32_t)T, k32 = (uint32_t)k, E32 = (uint32_t)E;
   wgllm_status s = op_moe_route(r, gl.v, (gpu_view){0}, gids.v, gw.v, T32, E32, k32, norm);
-  if (!s && route != OP_MOE_PAIRS) s = op_moe_lists(r, gids.v, glists.v, T32, k32, E32, tm ? tm : OP_MOE_TILE_M);
+  if (!s && route != OP_MOE_PAIRS) s = op_moe_lists(r, gids.v, glists.v, T32, k32, E32);
   if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind1.v, T32, k32, E32, (uint32_t)I);
   if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind2.v, T32, k32, E32, (uint32_t)H);
   op_moe_linear_params p = {.T = T32,
@@ -5148,7 +5140,6 @@ static case_result run_moe_block(const tcase *c) {
                             .alpha = alpha,
                             .limit = limit,
                             .route = route,
-                            .tile_m = tm,
                             .ids = gids.v,
                             .lists = glists.v,
                             .indirect = gind1.v};
@@ -5238,16 +5229,6 @@ static void cases_moe(void) {
       for (int pat = 0; pat < 3; pat++) {
         tcase *c = add_case("moe_lists", run_moe_lists, "T=%u,E=%u,k=%u/%s", Ts[ti], ek[i][0], ek[i][1], MOE_PATS[pat]);
         c->u.moe = (struct moe_case){.T = Ts[ti], .E = ek[i][0], .k = ek[i][1], .N = 100, .pat = pat};
-      }
-  /* the lists in the GEMV's smaller tiles (batched decode: op_moe_gemv_tile_m) */
-  static const uint32_t tms[] = {2, 4, 8};
-  for (size_t i = 1; i < 4; i++)
-    for (size_t ti = 0; ti < 3; ti++)
-      for (int pat = 0; pat < 3; pat += 2) {
-        tcase *c = add_case("moe_lists", run_moe_lists, "T=%u,E=%u,k=%u,tm=%u/%s", Ts[ti], ek[i][0], ek[i][1], tms[ti],
-                            MOE_PATS[pat]);
-        c->u.moe =
-            (struct moe_case){.T = Ts[ti], .E = ek[i][0], .k = ek[i][1], .N = 100, .pat = pat, .tile_m = tms[ti]};
       }
   /* the expert linear: T, k, E, N, K, glu, act, x_pair, bias, pattern; the families' shapes scaled down */
   static const struct {
@@ -5370,58 +5351,6 @@ static void cases_moe(void) {
                                      .mode = route,
                                      .wt = wts[wi]};
       }
-  /* batched decode's GEMV over tiles of one expert's pairs (kernels/gemv.wgsl "_moet"): every storage the GEMV reads,
-     tiles of 2 to the storage's most tokens on the first shape (its most on the others), gate/up (SiLU; gpt-oss's
-     SwiGLU with biases) and down on the pairs' rows, 8 sessions of Qwen3-MoE's and Mixtral's routing scaled down, every
-     token to one expert (tiles full), and weights in parts of mixed storages */
-  static const struct {
-    uint32_t T, k, E, N, K;
-    int glu, act, x_pair, bias, pat;
-  } gt[] = {
-      {8, 8, 64, 40, 256, 1, 0, 0, 0, 0}, /* Qwen3-MoE: 64 pairs over 64 experts */
-      {8, 2, 8, 72, 512, 1, 2, 0, 1, 0},  /* Mixtral's routing, gpt-oss's activation and biases */
-      {8, 2, 8, 64, 256, 0, 0, 1, 1, 2},  /* down on the pairs' rows, skewed */
-      {13, 1, 8, 33, 256, 1, 0, 0, 0, 1}, /* every token to one expert: full tiles, N past a workgroup's rows */
-  };
-  static const op_wtype gtw[] = {OP_W_F32, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_MXFP4};
-  for (size_t gi = 0; gi < sizeof gt / sizeof gt[0]; gi++)
-    for (size_t wi = 0; wi < sizeof gtw / sizeof gtw[0]; wi++)
-      for (uint32_t tm = gi ? op_gemv_max_tokens(gtw[wi]) : 2; tm <= op_gemv_max_tokens(gtw[wi]); tm *= 2) {
-        tcase *c = add_case("moe_linear", run_moe_linear, "%s/gemv-tiles,tm=%u/T=%u,k=%u,E=%u,N=%u,K=%u,%s%s%s/%s",
-                            op_wtype_name(gtw[wi]), tm, gt[gi].T, gt[gi].k, gt[gi].E, gt[gi].N, gt[gi].K,
-                            gt[gi].glu ? MOE_ACTS[gt[gi].act] : "plain", gt[gi].x_pair ? ",x=pairs" : "",
-                            gt[gi].bias ? ",bias" : "", MOE_PATS[gt[gi].pat]);
-        c->u.moe = (struct moe_case){.T = gt[gi].T,
-                                     .k = gt[gi].k,
-                                     .E = gt[gi].E,
-                                     .N = gt[gi].N,
-                                     .K = gt[gi].K,
-                                     .glu = gt[gi].glu,
-                                     .act = gt[gi].act,
-                                     .x_pair = gt[gi].x_pair,
-                                     .scale = gt[gi].bias,
-                                     .pat = gt[gi].pat,
-                                     .mode = OP_MOE_TILES,
-                                     .wt = gtw[wi],
-                                     .tile_m = tm};
-      }
-  for (int down = 0; down < 2; down++) {
-    tcase *c = add_case("moe_linear", run_moe_linear, "parts=3/q4gsw+q8+Q6_K/gemv-tiles,tm=4/T=6,k=4,E=16,%s",
-                        down ? "N=72,K=256,plain,x=pairs,bias" : "N=40,K=256,swiglu_oai,bias");
-    c->u.moe = (struct moe_case){.T = 6,
-                                 .k = 4,
-                                 .E = 16,
-                                 .N = down ? 72 : 40,
-                                 .K = 256,
-                                 .glu = !down,
-                                 .act = 2,
-                                 .x_pair = down,
-                                 .scale = 1,
-                                 .mode = OP_MOE_TILES,
-                                 .wt = OP_W_Q4,
-                                 .parts = 3,
-                                 .tile_m = 4};
-  }
   /* the down projection with the combine: every storage the GEMV reads; one token (decode) and a batch, k 1 to 8,
      biases, a residual or none, the routing patterns */
   static const struct {
@@ -5515,27 +5444,6 @@ static void cases_moe(void) {
                                        .act = act,
                                        .wt = bwt[wi]};
         }
-  /* batched decode's block: the GEMV over tiles (op_moe_gemv_tile_m's choice for the shape) */
-  static const uint32_t bblk[][5] = {{8, 8, 64, 256, 256}, {8, 2, 8, 256, 512}};
-  for (size_t bi = 0; bi < 2; bi++)
-    for (size_t wi = 0; wi < 3; wi++)
-      for (int act = 0; act <= 2; act += 2) {
-        op_weight probe = {.type = bwt[wi], .group = 32};
-        uint32_t tm =
-            op_moe_gemv_tile_m(&probe, &probe, bblk[bi][4], bblk[bi][3], bblk[bi][0] * bblk[bi][1], bblk[bi][2]);
-        tcase *c = add_case("moe_block", run_moe_block, "%s/gemv-tiles,tm=%u/%s/T=%u,k=%u,E=%u,I=%u,H=%u",
-                            op_wtype_name(bwt[wi]), tm, MOE_ACTS[act], bblk[bi][0], bblk[bi][1], bblk[bi][2],
-                            bblk[bi][3], bblk[bi][4]);
-        c->u.moe = (struct moe_case){.T = bblk[bi][0],
-                                     .k = bblk[bi][1],
-                                     .E = bblk[bi][2],
-                                     .N = bblk[bi][3],
-                                     .K = bblk[bi][4],
-                                     .mode = OP_MOE_TILES,
-                                     .act = act,
-                                     .wt = bwt[wi],
-                                     .tile_m = tm};
-      }
 }
 
 /* ---------------------------------------------------------------- driver */

@@ -590,14 +590,13 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
 
 /* The mixture-of-experts FFN of a sparse layer (docs/MOE.md, "A model step"): RMSNorm, the router's logits (a GEMV,
    its weights in the file's storage), the top k and their weights, the experts' gate/up with the GLU fused, their
-   down projection, and the weighted sum of each token's k outputs added into the residual stream. A one-token decode
-   step reads the chosen experts by pair (OP_MOE_PAIRS: fixed grids, so the recorded step replays as it is; the
-   RMSNorm folded into the router's and the gate/up's GEMVs where both take it, the combine into the down
-   projection's where it takes the weight: op_moe_down_combine). A batch of sessions' tokens groups the pairs by
-   expert into tiles of the GEMV's tokens (op_moe_lists, then OP_MOE_TILES with tile_m: the GEMV over the worst-case
-   tile grid), and a prompt's pass into the expert tiles of kernels/moe_linear.wgsl; each expert's weights are read
-   once a tile. */
-/* A decode step's tokens (one, or a batch of sessions'): the experts read by the GEMV (by pair, or grouped in tiles) */
+   down projection, and the weighted sum of each token's k outputs added into the residual stream. A decode step
+   (one token, or a batch of sessions' tokens) reads the chosen experts by pair (OP_MOE_PAIRS: fixed grids, so the
+   recorded step replays as it is; the RMSNorm folded into the router's and the gate/up's GEMVs where both take it, the
+   combine into the down projection's where it takes the weight: op_moe_down_combine); a
+   prompt's pass groups the pairs by expert into tiles (op_moe_lists, then OP_MOE_TILES over the worst-case tile grid),
+   each expert's weights read once a tile. */
+/* A decode step's tokens (one, or a batch of sessions'): the experts read by pair */
 static int moe_decode(const llm_fwd *f) { return f->tokens || (f->T == 1 && !f->fo->prefill); }
 
 /* The experts of layer l on xin [T][D] (the router's logits from rin [T][D]): route, the per-expert lists on a
@@ -627,12 +626,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   int self_route = nrm && !scale.buf && op_moe_linear_routes(op_ctx(rec), &ly->exp_gate_up, D, E, k);
   if (!st && !self_route)
     st = op_moe_route(rec, V(s->moe_logits), scale, V(s->moe_ids), V(s->moe_w), T, E, k, (op_moe_norm)hp->moe_norm);
-  /* several tokens of a decode step (a batch of sessions): the pairs grouped by expert into tiles of the GEMV's tokens,
-     so an expert chosen by several sessions is read once (op_moe_gemv_tile_m: 0 where the GEMV cannot take them) */
-  uint32_t tm =
-      decode && T > 1 && !ly->exp_up.data.buf ? op_moe_gemv_tile_m(&ly->exp_gate_up, &ly->exp_down, D, I, T * k, E) : 0;
-  int by_pair = decode && !tm;
-  if (!st && !by_pair) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E, tm ? tm : OP_MOE_TILE_M);
+  if (!st && !decode) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E);
   op_moe_linear_params gu = {.T = T,
                              .k = k,
                              .E = E,
@@ -645,10 +639,9 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
                                                                   : OP_MOE_ACT_SILU,
                              .alpha = hp->moe_glu_alpha,
                              .limit = hp->moe_glu_limit,
-                             .route = by_pair ? OP_MOE_PAIRS : OP_MOE_TILES,
-                             .tile_m = tm,
+                             .route = decode ? OP_MOE_PAIRS : OP_MOE_TILES,
                              .ids = V(s->moe_ids),
-                             .lists = by_pair ? none : V(s->moe_lists)};
+                             .lists = decode ? none : V(s->moe_lists)};
   if (nrm) {
     gu.norm_w = nrm->norm_w;
     gu.eps = nrm->eps;
@@ -679,8 +672,8 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
     gu.glu = 1;
   }
   if (st) return st;
-  /* decode by pair: the down projection and the combine in one GEMV (a workgroup row a token over its k pairs) */
-  if (by_pair && op_moe_down_combine_supports(op_ctx(rec), &ly->exp_down, D, I, k))
+  /* decode: the down projection and the combine in one GEMV (a workgroup row a token over its k pairs) */
+  if (decode && op_moe_down_combine_supports(op_ctx(rec), &ly->exp_down, D, I, k))
     return op_moe_down_combine(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_ids), V(s->moe_w), out, T, k, E, D, I,
                                accumulate);
   st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_y), &dn); /* [T*k][D] */

@@ -97,7 +97,7 @@ static int gemv_piece_ok(op_wtype t, uint32_t group, uint32_t K) {
 }
 
 /* Tokens one "_mt" dispatch takes for a storage: NT x XV x-vec4s in the kernel's 32 slots, at most 8 */
-uint32_t op_gemv_max_tokens(op_wtype t) {
+static uint32_t gemv_max_tokens(op_wtype t) {
   uint32_t xv = gemv_xv(t);
   return xv ? (32 / xv < OP_GEMV_MAX_TOKENS ? 32 / xv : OP_GEMV_MAX_TOKENS) : 0;
 }
@@ -118,9 +118,9 @@ static int gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M,
        a new dispatch at x row t0, which must be a binding offset */
     uint64_t align = ctx->limits.minStorageBufferOffsetAlignment ? ctx->limits.minStorageBufferOffsetAlignment : 256;
     if (ctx->limits.maxComputeWorkgroupStorageSize < 20480) return 0;
-    uint32_t most = w->n_parts ? OP_GEMV_MAX_TOKENS : op_gemv_max_tokens(w->type);
+    uint32_t most = w->n_parts ? OP_GEMV_MAX_TOKENS : gemv_max_tokens(w->type);
     for (uint32_t i = 0; i < w->n_parts; i++)
-      if (op_gemv_max_tokens(w->part[i].type) < most) most = op_gemv_max_tokens(w->part[i].type);
+      if (gemv_max_tokens(w->part[i].type) < most) most = gemv_max_tokens(w->part[i].type);
     if (M > most && ((uint64_t)K * 4 * most) % align) return 0;
   }
   *use_subgroups = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
@@ -218,9 +218,9 @@ typedef struct gemv_params {
   float eps, w_offset;
   uint32_t glu_half, act, n_off, y_stride, k, x_pair, rows_w, e_base, e_count, E;
   float alpha, limit;
-  uint32_t route_mode, off_off, off_ent, off_tile, pad_;
+  uint32_t route_mode;
 } gemv_params;
-_Static_assert(sizeof(gemv_params) == 96, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
+_Static_assert(sizeof(gemv_params) == 80, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
 /* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off..; with
    moe, the expert GEMV over the pairs whose experts this piece holds (N: rows an expert, rows_w) */
@@ -232,11 +232,8 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N, xv = gemv_xv(type);
   /* the combined down projection's row is its token's k pairs' rows one after the other */
-  int combine = moe && moe->combine_w.buf, tiles = moe && moe->tile_m;
-  op_moe_lists_layout lay = op_moe_lists_layout_of(moe ? moe->np : 1, moe ? moe->E : 1, tiles ? moe->tile_m : 1);
-  uint32_t row_k = combine ? K * moe->k : K;
-  uint32_t n_rows = combine ? moe->np / moe->k : tiles ? lay.max_tiles : moe ? moe->np : 1;
-  if (tiles) nt = moe->tile_m; /* a tile's pairs are the several-token GEMV's tokens */
+  int combine = moe && moe->combine_w.buf;
+  uint32_t row_k = combine ? K * moe->k : K, n_rows = combine ? moe->np / moe->k : moe ? moe->np : 1;
   op_gemv_plan pl = plan ? *plan : op_gemv_choose_plan(ctx, type, out_rows, row_k, group, o->glu_half != 0);
   /* fewer rows a workgroup while the grid would leave an H100's or H200's SMs under two workgroups each (the
      combined down projection: a workgroup row a token, not a pair) */
@@ -285,9 +282,6 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     p.alpha = moe->alpha;
     p.limit = moe->limit;
     p.route_mode = (uint32_t)moe->route_mode;
-    p.off_off = lay.off;
-    p.off_ent = lay.ent;
-    p.off_tile = lay.tile;
   }
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
@@ -298,11 +292,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt}};
   char variant[32];
-  const char *kind = !moe              ? (nt > 1 ? "_mt" : "")
-                     : tiles           ? "_moet"
-                     : moe->logits.buf ? "_moer"
-                     : combine         ? "_moec"
-                                       : "_moe";
+  const char *kind = !moe ? (nt > 1 ? "_mt" : "") : moe->logits.buf ? "_moer" : combine ? "_moec" : "_moe";
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", kind);
   int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
@@ -373,7 +363,7 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
     }
     s = op_check_weight(rec, "gemv", &pw, rows, K);
     /* the tokens in dispatches of at most what one takes, each from its x and y rows on */
-    uint32_t most = T > 1 ? op_gemv_max_tokens(pw.type) : 1;
+    uint32_t most = T > 1 ? gemv_max_tokens(pw.type) : 1;
     for (uint32_t t0 = 0; !s && t0 < T; t0 += most) {
       uint32_t nt = T - t0 < most ? T - t0 : most;
       uint64_t xo = (uint64_t)t0 * K * 4, yo = (uint64_t)t0 * ys * 4;
@@ -399,12 +389,6 @@ wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *pie
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
   uint32_t rows_w = a->glu ? 2 * a->N : a->N, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
   if (a->np > maxg) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv experts: %u pairs over the grid limit", a->np);
-  if (a->tile_m &&
-      (a->combine_w.buf || a->logits.buf || a->norm_w.buf || a->tile_m < OP_MOE_TILE_M_MIN ||
-       a->tile_m > op_gemv_max_tokens(piece->type) || op_moe_lists_layout_of(a->np, a->E, a->tile_m).max_tiles > maxg))
-    return op_fail(rec, WGLLM_ERR_INTERNAL,
-                   "gemv experts: tiles of %u pairs (%s takes %u..%u) with neither a combine, routing nor a norm",
-                   a->tile_m, op_wtype_name(piece->type), OP_MOE_TILE_M_MIN, op_gemv_max_tokens(piece->type));
   if (a->combine_w.buf &&
       (a->glu || !a->x_pair || a->logits.buf || !a->k || a->np % a->k || a->e_base || a->e_count != a->E))
     return op_fail(rec, WGLLM_ERR_INTERNAL,

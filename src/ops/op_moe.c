@@ -76,38 +76,38 @@ wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gp
                                               .groups = T});
 }
 
-op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E, uint32_t tm) {
+op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E) {
   op_moe_lists_layout l;
-  if (tm < 1) tm = 1;
   l.cnt = 4;
   l.off = l.cnt + E;
   l.ent = l.off + E + 1;
   l.tile = l.ent + n_pairs;
   /* sum_e ceil(c_e / TM) <= floor(sum_e c_e / TM) + (experts with a partial tile, at most min(E, pairs)) */
-  l.max_tiles = n_pairs / tm + (E < n_pairs ? E : n_pairs);
+  l.max_tiles = n_pairs / OP_MOE_TILE_M + (E < n_pairs ? E : n_pairs);
   l.words = l.tile + 2 * l.max_tiles;
   return l;
 }
 
-uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E) {
-  return op_moe_lists_layout_of(n_pairs, E, OP_MOE_TILE_M_MIN).words;
+uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E) { return op_moe_lists_layout_of(n_pairs, E).words; }
+
+static lists_params lists_params_of(uint32_t np, uint32_t E, uint32_t gx) {
+  op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
+  return (lists_params){.np = np,
+                        .E = E,
+                        .TM = OP_MOE_TILE_M,
+                        .gx = gx,
+                        .off_cnt = l.cnt,
+                        .off_off = l.off,
+                        .off_ent = l.ent,
+                        .off_tile = l.tile};
 }
 
-static lists_params lists_params_of(uint32_t np, uint32_t E, uint32_t gx, uint32_t tm) {
-  op_moe_lists_layout l = op_moe_lists_layout_of(np, E, tm);
-  return (lists_params){
-      .np = np, .E = E, .TM = tm, .gx = gx, .off_cnt = l.cnt, .off_off = l.off, .off_ent = l.ent, .off_tile = l.tile};
-}
-
-wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E,
-                          uint32_t tm) {
+wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E) {
   wgllm_status s = check_shape(rec, "moe_lists", T, k, E);
-  if (!s && (tm < OP_MOE_TILE_M_MIN || tm > OP_MOE_TILE_M))
-    s = op_fail(rec, WGLLM_ERR_INTERNAL, "moe_lists: %u pairs a tile (%d..%d)", tm, OP_MOE_TILE_M_MIN, OP_MOE_TILE_M);
   if (!s) s = check_bytes(rec, "moe_lists", "ids", ids, (uint64_t)T * k * 4);
   if (!s) s = check_bytes(rec, "moe_lists", "lists", lists, op_moe_lists_words(T * k, E) * 4);
   if (s) return s;
-  lists_params p = lists_params_of(T * k, E, 0, tm);
+  lists_params p = lists_params_of(T * k, E, 0);
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_LISTS,
                                               .variant = V_MOE_LISTS_LISTS,
                                               .params = &p,
@@ -124,7 +124,7 @@ wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirec
   if (!s) s = check_bytes(rec, "moe_indirect", "lists", lists, op_moe_lists_words(T * k, E) * 4);
   if (!s) s = check_bytes(rec, "moe_indirect", "indirect", indirect, (uint64_t)E * 12);
   if (s) return s;
-  lists_params p = lists_params_of(T * k, E, (N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N, OP_MOE_TILE_M);
+  lists_params p = lists_params_of(T * k, E, (N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N);
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_LISTS,
                                               .variant = V_MOE_LISTS_INDIRECT,
                                               .params = &p,
@@ -170,24 +170,7 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
     if ((s = check_bytes(rec, who, "route_logits", mp->route_logits, (uint64_t)T * E * 4))) return s;
     if ((s = check_bytes(rec, who, "route_w", mp->route_w, (uint64_t)np * 4))) return s;
   }
-  /* the GEMV's tiles: every piece read by the GEMV, tile_m pairs a tile within what one dispatch takes */
-  int gemv_tiles = mp->route == OP_MOE_TILES && mp->tile_m;
-  if (gemv_tiles) {
-    uint32_t most = OP_GEMV_MAX_TOKENS;
-    for (uint32_t i = 0; i < (w->n_parts ? w->n_parts : 1); i++) {
-      op_wtype t = w->n_parts ? w->part[i].type : w->type;
-      uint32_t g = w->n_parts ? w->part[i].group : w->group;
-      if (!op_gemv_experts_supports(t, g, K)) most = 0;
-      if (op_gemv_max_tokens(t) < most) most = op_gemv_max_tokens(t);
-    }
-    if (mp->tile_m < OP_MOE_TILE_M_MIN || mp->tile_m > most)
-      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: GEMV tiles of %u pairs (these storages take %u..%u)", who,
-                     mp->tile_m, OP_MOE_TILE_M_MIN, most);
-  }
-  op_moe_lists_layout l = op_moe_lists_layout_of(np, E,
-                                                 gemv_tiles                  ? mp->tile_m
-                                                 : mp->route == OP_MOE_PAIRS ? 1
-                                                                             : OP_MOE_TILE_M);
+  op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
   gpu_view route = mp->route == OP_MOE_PAIRS ? mp->ids : mp->lists;
   if (mp->route == OP_MOE_PAIRS)
     s = check_bytes(rec, who, "ids", route, (uint64_t)np * 4);
@@ -235,9 +218,8 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit %u", who, gx, gy, maxg);
   for (uint32_t i = 0; !s && i < n_pieces; i++) {
-    if ((mp->route == OP_MOE_PAIRS && op_gemv_experts_supports(pc[i].type, pc[i].group, K)) || gemv_tiles) {
-      /* decode's pairs in the tuned GEMV's layouts (kernels/gemv.wgsl "_moe"), or batched decode's tiles of one
-         expert's pairs as the several-token GEMV's tokens ("_moet") */
+    if (mp->route == OP_MOE_PAIRS && op_gemv_experts_supports(pc[i].type, pc[i].group, K)) {
+      /* decode's pairs in the tuned GEMV's layouts (kernels/gemv.wgsl "_moe") */
       op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
       op_gemv_experts_args ga = {.N = N,
                                  .K = K,
@@ -256,8 +238,7 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
                                  .norm_offset = mp->norm_offset,
                                  .logits = mp->route_logits,
                                  .weights = mp->route_w,
-                                 .route_mode = (int)mp->route_norm,
-                                 .tile_m = gemv_tiles ? mp->tile_m : 0};
+                                 .route_mode = (int)mp->route_norm};
       s = op_gemv_experts(rec, x, &pw, bias, route, y, &ga);
       continue;
     }
@@ -291,25 +272,6 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
     }
   }
   return s;
-}
-
-uint32_t op_moe_gemv_tile_m(const op_weight *gate_up, const op_weight *down, uint32_t D, uint32_t I, uint32_t np,
-                            uint32_t E) {
-  const op_weight *ws[2] = {gate_up, down};
-  uint32_t K[2] = {D, I}, most = OP_GEMV_MAX_TOKENS;
-  for (int j = 0; j < 2; j++)
-    for (uint32_t i = 0; i < (ws[j]->n_parts ? ws[j]->n_parts : 1); i++) {
-      op_wtype t = ws[j]->n_parts ? ws[j]->part[i].type : ws[j]->type;
-      uint32_t g = ws[j]->n_parts ? ws[j]->part[i].group : ws[j]->group;
-      if (!op_gemv_experts_supports(t, g, K[j])) return 0;
-      if (op_gemv_max_tokens(t) < most) most = op_gemv_max_tokens(t);
-    }
-  /* twice the pairs an expert gets on average (Qwen3-30B-A3B's 64 pairs of 8 sessions over 128 experts: 2; Mixtral's
-     16 over 8: 4), so that most experts' pairs are one tile without many empty token slots */
-  uint32_t want = E ? (2 * np + E - 1) / E : 1, tm = OP_MOE_TILE_M_MIN;
-  while (tm < want && tm * 2 <= most)
-    tm *= 2;
-  return tm <= most ? tm : 0;
 }
 
 int op_moe_down_combine_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t k) {

@@ -269,14 +269,8 @@ typedef struct op_gemv_experts_args {
      experts */
   gpu_view combine_w;
   int accumulate;
-  /* tiles of the lists (ids is op_moe_lists' of tile_m for np pairs over E): a workgroup row a tile of one expert's
-     pairs, its x rows the GEMV's tile_m tokens ("_moet"); 0: ids [T][k], a workgroup row a pair */
-  uint32_t tile_m;
 } op_gemv_experts_args;
 int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K);
-/* The tokens one dispatch of the several-token GEMV takes for a storage (its x slots; at most OP_GEMV_MAX_TOKENS),
-   0 for a storage it does not read */
-uint32_t op_gemv_max_tokens(op_wtype type);
 wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *piece, gpu_view bias, gpu_view ids,
                              gpu_view y, const op_gemv_experts_args *a);
 /* op_gemv in the layout plan gives instead of op_gemv_choose_plan's (NULL: that one), so that tests run the layouts
@@ -452,12 +446,10 @@ wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gp
                           uint32_t T, uint32_t E, uint32_t k, op_moe_norm norm);
 /* Per-expert lists of the pairs (kernels/moe_lists.wgsl, one workgroup): from ids [T][k] (ids past E - 1 count as
    E - 1), the counts, their exclusive prefix sum, each expert's pairs in ascending order, and the table of row tiles
-   (tm pairs of one expert each, an expert's last tile the rest) the grouped expert linear runs over, all in one u32
-   buffer `lists` of op_moe_lists_words(T * k, E) words at the word offsets op_moe_lists_layout_of gives (sizes
-   bounded by the worst case T * k, whatever the routing). lists[0] is the tile count. tm: OP_MOE_TILE_M for the
-   tiles of kernels/moe_linear.wgsl, or the GEMV's tokens a tile (op_moe_gemv_tile_m), OP_MOE_TILE_M_MIN .. */
-#define OP_MOE_TILE_M 16    /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
-#define OP_MOE_TILE_M_MIN 2 /* the fewest pairs a tile (the most tiles op_moe_lists_words makes room for) */
+   (OP_MOE_TILE_M pairs of one expert each) the grouped expert linear runs over, all in one u32 buffer `lists` of
+   op_moe_lists_words(T * k, E) words at the word offsets op_moe_lists_layout gives (sizes bounded by the worst case
+   T * k, whatever the routing). lists[0] is the tile count. */
+#define OP_MOE_TILE_M 16 /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
 typedef struct op_moe_lists_layout {
   uint32_t cnt;  /* [E] pairs an expert */
   uint32_t off;  /* [E + 1] where an expert's pairs start in ent; off[E] = T * k */
@@ -465,10 +457,9 @@ typedef struct op_moe_lists_layout {
   uint32_t tile; /* [max_tiles][2] a tile's expert and the index in ent of its first pair */
   uint32_t max_tiles, words;
 } op_moe_lists_layout;
-op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E, uint32_t tm);
+op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E);
 uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E);
-wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E,
-                          uint32_t tm);
+wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E);
 /* Per-expert indirect dispatch arguments from the lists (kernels/moe_lists.wgsl "indirect"): indirect[e] =
    (ceil(N / OP_MOE_TILE_N), ceil(count_e / OP_MOE_TILE_M), 1) for the grouped linear of N outputs, (1, 1, 1) for
    an expert without pairs (never a zero grid: its workgroup exits). indirect: [E][3] u32 */
@@ -483,10 +474,8 @@ wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirec
    (clamp(u, -limit, limit) + 1) * g' * sigmoid(alpha g'), g' = min(g, limit) (alpha 1.702, limit 7).
    Routes: OP_MOE_PAIRS (decode) a GEMV per (pair, 8 outputs) in one dispatch, reading the experts from ids;
    OP_MOE_TILES (prefill) one dispatch over the worst-case tile grid of the lists (workgroups past lists[0] exit),
-   each tile reading its expert's weights once for its pairs: with tile_m 0 the tiles of kernels/moe_linear.wgsl
-   (lists of OP_MOE_TILE_M), else the GEMV's (kernels/gemv.wgsl "_moet": a tile's tile_m pairs as the several-token
-   GEMV's tokens; lists of tile_m; batched decode, op_moe_gemv_tile_m); OP_MOE_PER_EXPERT the tiles of
-   OP_MOE_TILE_M as E dispatches, expert e's grid read from indirect[e] (op_moe_indirect for this N).
+   each tile reading its expert's weights once for OP_MOE_TILE_M pairs; OP_MOE_PER_EXPERT the same tiles as E
+   dispatches, expert e's grid read from indirect[e] (op_moe_indirect for this N).
    Weights: any storage of op_weight, the whole [E][rows][K] tensor as one [E * rows][K] weight, or in row parts
    of whole experts each (parts in expert order, each its own storage: one over the binding limit, or a file's mixed
    types), a dispatch a part (E per-expert dispatches in all); element indices of a piece below 2^32.
@@ -501,7 +490,6 @@ typedef struct op_moe_linear_params {
   op_moe_act act;
   float alpha, limit; /* OP_MOE_ACT_SWIGLU_OAI */
   op_moe_grouping route;
-  uint32_t tile_m; /* OP_MOE_TILES: 0, or the GEMV's pairs a tile (the lists' tm) */
   gpu_view ids, lists, indirect;
   /* OP_MOE_PAIRS only, where op_moe_linear_fuses_norm: x is RMS-normed in the kernel (x / rms(x) * (norm_w +
      norm_offset), each pair's token row), so the norm before the experts needs no dispatch; none: x as it is */
@@ -519,12 +507,6 @@ int op_moe_linear_fuses_norm(const op_weight *w, uint32_t K);
 /* ... and whether it can also route its pairs (route_logits): the GEMV, E and k within the router's bounds, and
    room for the ranking beside the GEMV's workgroup arrays */
 int op_moe_linear_routes(const gpu_context *ctx, const op_weight *w, uint32_t K, uint32_t E, uint32_t k);
-/* The pairs a tile of the GEMV's grouped route for np = T * k pairs over E experts (op_moe_linear_params.tile_m),
-   both weights of the step (gate/up, down) read by the GEMV in every piece, or 0 where it cannot take them: a power of
-   two from OP_MOE_TILE_M_MIN, at least twice the pairs an expert gets on average, at most the tokens the GEMV
-   takes at once for each storage */
-uint32_t op_moe_gemv_tile_m(const op_weight *gate_up, const op_weight *down, uint32_t D, uint32_t I, uint32_t np,
-                            uint32_t E);
 wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                            const op_moe_linear_params *p);
 /* The down projection and the combine of decode in one GEMV (kernels/gemv.wgsl "_moec"): for each token t,
