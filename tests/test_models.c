@@ -253,8 +253,13 @@ static void copy_with_f16_tensor(const char *src, const char *dst, const char *t
   free(cfg);
   snprintf(p, sizeof p, "%s/model.safetensors", src);
   uint8_t *st = th_read_file(p, &n);
-  uint64_t hl;
-  memcpy(&hl, st, 8);
+  uint64_t hl = 0;
+  if (st && n >= 8) memcpy(&hl, st, 8);
+  CHECK(st && n >= 8 && hl <= n - 8, "%s with %s in F16: cannot read %s", src, tensor, p);
+  if (!st || n < 8 || hl > n - 8) {
+    free(st);
+    return;
+  }
   char *hjs = malloc(hl + 1);
   memcpy(hjs, st + 8, hl);
   hjs[hl] = 0;
@@ -361,8 +366,11 @@ static void multimodal_wrapper(const char *name, const char *outer_type) {
   mkdir(d, 0755);
   snprintf(p, sizeof p, "data/models/%s/config.json", name);
   char *js = th_read_file(p, NULL);
-  cJSON *inner = cJSON_Parse(js), *outer = cJSON_CreateObject();
+  cJSON *inner = js ? cJSON_Parse(js) : NULL;
   free(js);
+  CHECK(inner != NULL, "%s as a %s multimodal checkpoint: cannot read %s", name, outer_type, p);
+  if (!inner) return;
+  cJSON *outer = cJSON_CreateObject();
   cJSON_AddStringToObject(outer, "model_type", outer_type);
   cJSON *tie = cJSON_DetachItemFromObject(inner, "tie_word_embeddings");
   if (tie) cJSON_AddItemToObject(outer, "tie_word_embeddings", tie);
@@ -378,8 +386,13 @@ static void multimodal_wrapper(const char *name, const char *outer_type) {
   size_t n;
   snprintf(p, sizeof p, "data/models/%s/model.safetensors", name);
   uint8_t *st = th_read_file(p, &n);
-  uint64_t hl;
-  memcpy(&hl, st, 8);
+  uint64_t hl = 0;
+  if (st && n >= 8) memcpy(&hl, st, 8);
+  CHECK(st && n >= 8 && hl <= n - 8, "%s as a %s multimodal checkpoint: cannot read %s", name, outer_type, p);
+  if (!st || n < 8 || hl > n - 8) {
+    free(st);
+    return;
+  }
   char *hjs = malloc(hl + 1);
   memcpy(hjs, st + 8, hl);
   hjs[hl] = 0;
