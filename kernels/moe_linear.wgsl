@@ -9,9 +9,9 @@
 // Two routes:
 //   "" (the pairs route, decode): a workgroup computes 8 outputs n of one pair (grid ceil(N / 8) x np), its expert
 //      read from route = ids [T][k]; 8 groups of 32 lanes stride over K, as kernels/matvec.wgsl.
-//   "_tile" (grouped, prefill): a workgroup computes a tile of TM = 16 pairs of one expert x 32 outputs n (both
-//      the gate and up rows with glu), walking K in steps of 32 staged in workgroup memory, so each expert's weight
-//      is read once for every 16 of its pairs. route = the lists of op_moe_lists (kernels/moe_lists.wgsl): with
+//   "_tile" (grouped, prefill): a workgroup computes a tile of TM = 64 pairs of one expert x 128 outputs n (64 with
+//      glu: their gate and up rows), the dense prefill GEMM's tile (below), so each expert's weight is read once for
+//      every 64 of its pairs. route = the lists of op_moe_lists (kernels/moe_lists.wgsl): with
 //      expert == NONE, workgroup y is tile y of the tile table (grid y: the worst case max_tiles, the workgroups
 //      past L[0] exit); else it is tile y of that one expert's pairs (an indirect grid from op_moe_indirect, the
 //      workgroups past its pairs exit).
@@ -51,19 +51,66 @@ fn finish(e: u32, n: u32, g0: f32, u0: f32) -> f32 {
 }
 
 #if TILE
-const TM = 16u;
-const TN = 32u;
-const KC = 32u;
-const ROW = 33u; // a staged row of KC values and one of padding (fewer bank conflicts)
-var<workgroup> xs: array<f32, 528>;  // [TM][ROW]
-var<workgroup> ws: array<f32, 2112>; // [2 * TN][ROW]: gate rows, then up rows
-var<workgroup> rowq: array<u32, 16>; // the tile's pairs (NONE past its end)
-var<workgroup> tile: vec4<u32>;      // expert, first entry, entries end, valid
+// The tile GEMM of kernels/matmul.wgsl (the prefill GEMM of the dense layers, measured there) on one expert's pairs:
+// a workgroup of 256 threads (16 x 16) owns TM = 64 pairs (rows m, gathered through the lists) by TN = 128 weight rows
+// (columns: 128 outputs, or with glu 64 outputs' gate rows then their up rows, so each thread holds the gate and up
+// sums of its outputs) and walks K in steps of 16, staging X[TM][16] and W[128][16] (dequantized once) K-major with a
+// vec4 of padding a row, the next step's values fetched into registers while a step is multiplied; each thread
+// accumulates 4 x 8 outputs: rows ty*4.., columns tx*4.. and 64 + tx*4.., so a step costs it 3 vec4 loads of
+// workgroup memory for 32 FMAs.
+const TM = 64u;
+const TN = 128u;
+const TK = 16u;
+const ROW4 = 33u;                         // vec4s a K row of a staged tile: 128 values + one vec4 of padding
+var<workgroup> xs: array<vec4<f32>, 528>; // [TK][ROW4]: X[pair 4q + c][k0 + kk] at xs[kk * ROW4 + q][c] (q < 16)
+var<workgroup> ws: array<vec4<f32>, 528>; // [TK][ROW4]: W[column 4q + c][k0 + kk] likewise
+var<workgroup> rowx: array<u32, 64>;      // the x row of each of the tile's pairs (NONE past its end)
+var<workgroup> tile: vec4<u32>;           // expert, first entry, entries end, valid
+
+// element l of the [TM][TK] X tile of step k0 (pair l / TK, column l % TK), 0 past the tile's pairs or K
+fn load_x(k0: u32, l: u32) -> f32 {
+  let r = rowx[l / TK];
+  let gk = k0 + l % TK;
+  return select(0.0, x[select(0u, r, r != NONE) * p.K + gk], r != NONE && gk < p.K);
+}
+// the weight row (within the piece) of tile column c, and whether its output exists
+fn w_row(wbase: u32, n0: u32, c: u32) -> vec2<u32> {
+  if (p.glu != 0u) {
+    let n = n0 + c % 64u;
+    return vec2<u32>(wbase + (c / 64u) * p.N + n, select(0u, 1u, n < p.N));
+  }
+  let n = n0 + c;
+  return vec2<u32>(wbase + n, select(0u, 1u, n < p.N));
+}
+#if WBLK
+// block types: 8 consecutive elements of column li / 2 (elements (li % 2) * 8 ..) with one wload8 (K is whole blocks)
+fn w_col(li: u32, i: u32) -> u32 { return li / 2u; }
+fn w_k(li: u32, i: u32) -> u32 { return (li % 2u) * 8u + i; }
+fn load_w(wbase: u32, n0: u32, k0: u32, li: u32) -> array<f32, 8> {
+  let wr = w_row(wbase, n0, li / 2u);
+  var v: array<f32, 8>;
+  if (wr.y != 0u) { v = wload8(wr.x * p.K + k0 + (li % 2u) * 8u); }
+  return v;
+}
+#else
+// the other storages: element l = li + 256 i of the tile, column l / TK and k l % TK, so 16 threads share a row's 16
+// consecutive elements
+fn w_col(li: u32, i: u32) -> u32 { return (li + 256u * i) / TK; }
+fn w_k(li: u32, i: u32) -> u32 { return (li + 256u * i) % TK; }
+fn load_w(wbase: u32, n0: u32, k0: u32, li: u32) -> array<f32, 8> {
+  var v: array<f32, 8>;
+  for (var i = 0u; i < 8u; i++) {
+    let wr = w_row(wbase, n0, w_col(li, i));
+    let gk = k0 + w_k(li, i);
+    v[i] = select(0.0, wload(wr.x * p.K + gk), wr.y != 0u && gk < p.K);
+  }
+  return v;
+}
+#endif
 
 @compute @workgroup_size(256)
-fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
-  let li = lid.x;
-  let n0 = wid.x * TN;
+fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
+  let n0 = wid.x * select(TN, TN / 2u, p.glu != 0u); // first output
   if (li == 0u) {
     var tl = vec4<u32>(0u, 0u, 0u, 0u);
     if (p.expert == NONE) {
@@ -84,68 +131,63 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   if (tl.w == 0u || n0 >= p.N || tl.x < p.e_base || tl.x - p.e_base >= p.e_count) { return; }
   let e = tl.x;
   if (li < TM) {
-    var q = NONE;
-    if (tl.y + li < tl.z) { q = min(route[p.off_ent + tl.y + li], p.np - 1u); }
-    rowq[li] = q;
+    var r = NONE;
+    if (tl.y + li < tl.z) {
+      let q = min(route[p.off_ent + tl.y + li], p.np - 1u);
+      r = select(q / p.k, q, p.x_pair != 0u);
+    }
+    rowx[li] = r;
   }
-  let nw = select(1u, 2u, p.glu != 0u); // weight row sets staged: gate (and up)
-  let wbase = (e - p.e_base) * p.rows_w;
-  var acc: array<f32, 4>; // rows 2 rg and 2 rg + 1: gate, gate, up, up
-  let col = li % TN;
-  let rg = li / TN;
   workgroupBarrier();
-  for (var k0 = 0u; k0 < p.K; k0 += KC) {
-    for (var i = li; i < TM * KC; i += 256u) {
-      let r = i / KC;
-      let kk = i % KC;
-      let q = rowq[r];
-      var v = 0.0;
-      if (q != NONE && k0 + kk < p.K) {
-        let xr = select(q / p.k, q, p.x_pair != 0u);
-        v = x[xr * p.K + k0 + kk];
-      }
-      xs[r * ROW + kk] = v;
+  let wbase = (e - p.e_base) * p.rows_w;
+  let tx = li % 16u; // column direction
+  let ty = li / 16u; // pair direction
+  var acc: array<vec4<f32>, 8>; // [4][2]: pair ty * 4 + i, column half jh -> columns jh * 64 + tx * 4 + 0..3
+  for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
+  var px: array<f32, 4>; // X elements li + 256 i of the tile
+  var pw = load_w(wbase, n0, 0u, li);
+  for (var i = 0u; i < 4u; i++) { px[i] = load_x(0u, li + 256u * i); }
+  for (var k0 = 0u; k0 < p.K; k0 += TK) {
+    for (var i = 0u; i < 4u; i++) {
+      let l = li + 256u * i;
+      xs[(l % TK) * ROW4 + (l / TK) / 4u][(l / TK) % 4u] = px[i];
     }
-#if WBLK
-    // 8 consecutive elements of one row a thread (K is whole blocks, so a multiple of 32)
-    for (var i = li; i < nw * TN * 4u; i += 256u) {
-      let c = i / 4u;
-      let kk = (i % 4u) * 8u;
-      let nn = n0 + c % TN;
-      var v: array<f32, 8>;
-      if (nn < p.N) { v = wload8((wbase + (c / TN) * p.N + nn) * p.K + k0 + kk); }
-      for (var j = 0u; j < 8u; j++) { ws[c * ROW + kk + j] = v[j]; }
+    for (var i = 0u; i < 8u; i++) {
+      let c = w_col(li, i);
+      ws[w_k(li, i) * ROW4 + c / 4u][c % 4u] = pw[i];
     }
-#else
-    for (var i = li; i < nw * TN * KC; i += 256u) {
-      let c = i / KC;
-      let kk = i % KC;
-      let nn = n0 + c % TN;
-      var v = 0.0;
-      if (nn < p.N && k0 + kk < p.K) { v = wload((wbase + (c / TN) * p.N + nn) * p.K + k0 + kk); }
-      ws[c * ROW + kk] = v;
-    }
-#endif
     workgroupBarrier();
-    for (var kk = 0u; kk < KC; kk++) {
-      let x0 = xs[(2u * rg) * ROW + kk];
-      let x1 = xs[(2u * rg + 1u) * ROW + kk];
-      let wg = ws[col * ROW + kk];
-      acc[0] += x0 * wg;
-      acc[1] += x1 * wg;
-      if (p.glu != 0u) {
-        let wu = ws[(TN + col) * ROW + kk];
-        acc[2] += x0 * wu;
-        acc[3] += x1 * wu;
+    if (k0 + TK < p.K) {
+      for (var i = 0u; i < 4u; i++) { px[i] = load_x(k0 + TK, li + 256u * i); }
+      pw = load_w(wbase, n0, k0 + TK, li);
+    }
+    for (var kk = 0u; kk < TK; kk++) {
+      let r = kk * ROW4;
+      let b0 = ws[r + tx];
+      let b1 = ws[r + 16u + tx];
+      let a0 = xs[r + ty];
+      for (var i = 0u; i < 4u; i++) {
+        acc[2u * i] += a0[i] * b0;
+        acc[2u * i + 1u] += a0[i] * b1;
       }
     }
     workgroupBarrier();
   }
-  let n = n0 + col;
-  if (n >= p.N) { return; }
-  for (var r = 0u; r < 2u; r++) {
-    let q = rowq[2u * rg + r];
-    if (q != NONE) { y[q * p.N + n] = finish(e, n, acc[r], acc[2u + r]); }
+  for (var i = 0u; i < 4u; i++) {
+    let m = ty * 4u + i;
+    if (tl.y + m >= tl.z) { continue; }
+    let q = min(route[p.off_ent + tl.y + m], p.np - 1u);
+    for (var j = 0u; j < 4u; j++) {
+      if (p.glu != 0u) { // gate in the first half of the columns, up in the second
+        let n = n0 + tx * 4u + j;
+        if (n < p.N) { y[q * p.N + n] = finish(e, n, acc[2u * i][j], acc[2u * i + 1u][j]); }
+      } else {
+        for (var jh = 0u; jh < 2u; jh++) {
+          let n = n0 + jh * 64u + tx * 4u + j;
+          if (n < p.N) { y[q * p.N + n] = finish(e, n, acc[2u * i + jh][j], 0.0); }
+        }
+      }
+    }
   }
 }
 #else

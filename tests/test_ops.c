@@ -4759,7 +4759,7 @@ static case_result run_moe_lists(const tcase *c) {
   traffic(4.0 * (np + lay.words + 3 * E), 0);
   gpu_recorder *r = rec_new();
   wgllm_status s = op_moe_lists(r, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
-  if (!s) s = op_moe_indirect(r, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N);
+  if (!s) s = op_moe_indirect(r, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N, c->u.moe.glu);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -4785,11 +4785,12 @@ static case_result run_moe_lists(const tcase *c) {
     CHECK(bad == 0 && L[0] == tiles, "%s: tile table: %zu tiles differ, %u tiles for %zu", g_case, bad, L[0], tiles);
     CHECK(unpoisoned(L, lay.tile + 2 * tiles, 2 * (lay.max_tiles - tiles)) == 0,
           "%s: tile slots past the table written", g_case);
-    /* indirect arguments: (ceil(N / TN), ceil(count / TM), 1), (1, 1, 1) without pairs, never 0 */
+    /* indirect arguments: (tiles across N, ceil(count / TM), 1), (1, 1, 1) without pairs, never 0 */
     const uint32_t *ind = gb_fetch(&gind);
     bad = 0;
     for (size_t e = 0; e < E; e++) {
-      uint32_t want[3] = {cnt[e] ? (uint32_t)(N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N : 1,
+      uint32_t per = c->u.moe.glu ? OP_MOE_TILE_N / 2 : OP_MOE_TILE_N;
+      uint32_t want[3] = {cnt[e] ? (uint32_t)(N + per - 1) / per : 1,
                           cnt[e] ? (cnt[e] + OP_MOE_TILE_M - 1) / OP_MOE_TILE_M : 1, 1};
       for (int i = 0; i < 3; i++)
         bad += ind[3 * e + i] != want[i];
@@ -4856,7 +4857,7 @@ static case_result run_moe_linear(const tcase *c) {
     gpu_recorder *ra = gpu_recorder_create(th_gpu(), 0);
     wgllm_status s = op_moe_lists(ra, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
     if (!s && route == OP_MOE_PER_EXPERT)
-      s = op_moe_indirect(ra, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N);
+      s = op_moe_indirect(ra, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N, c->u.moe.glu);
     CHECK(s == WGLLM_OK, "%s lists: %s", g_case, gpu_recorder_error(ra));
     exec_aux(ra);
     gpu_recorder_free(ra);
@@ -5128,8 +5129,8 @@ static case_result run_moe_block(const tcase *c) {
   uint32_t T32 = (uint32_t)T, k32 = (uint32_t)k, E32 = (uint32_t)E;
   wgllm_status s = op_moe_route(r, gl.v, (gpu_view){0}, gids.v, gw.v, T32, E32, k32, norm);
   if (!s && route != OP_MOE_PAIRS) s = op_moe_lists(r, gids.v, glists.v, T32, k32, E32);
-  if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind1.v, T32, k32, E32, (uint32_t)I);
-  if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind2.v, T32, k32, E32, (uint32_t)H);
+  if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind1.v, T32, k32, E32, (uint32_t)I, 1);
+  if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind2.v, T32, k32, E32, (uint32_t)H, 0);
   op_moe_linear_params p = {.T = T32,
                             .k = k32,
                             .E = E32,
@@ -5242,6 +5243,8 @@ static void cases_moe(void) {
       {40, 1, 8, 64, 256, 1, 0, 0, 0, 1, 0},    /* every token to one expert */
       {37, 8, 64, 48, 512, 1, 2, 0, 1, 1, 0},   /* eight experts of 64 take everything */
       {512, 8, 128, 64, 256, 1, 0, 0, 0, 0, 1}, /* a prefill chunk of Qwen3-30B-A3B's routing */
+      {150, 1, 4, 200, 256, 0, 0, 1, 1, 1, 0},  /* tiles: three of one expert's (64, 64, 22 pairs), two across N */
+      {140, 2, 4, 136, 256, 1, 0, 0, 0, 0, 0},  /* tiles: about two an expert, three across N with the GLU */
   };
   static const op_wtype wts[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K, OP_W_MXFP4};
   /* every other storage's two variants (the decode GEMV and the tiles) on one shape */

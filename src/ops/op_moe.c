@@ -117,14 +117,19 @@ wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint3
                                               .groups = 1});
 }
 
+uint32_t op_moe_tile_cols(uint32_t N, int glu) {
+  uint32_t per = glu ? OP_MOE_TILE_N / 2 : OP_MOE_TILE_N;
+  return (N + per - 1) / per;
+}
+
 wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirect, uint32_t T, uint32_t k, uint32_t E,
-                             uint32_t N) {
+                             uint32_t N, int glu) {
   wgllm_status s = check_shape(rec, "moe_indirect", T, k, E);
   if (!s && !N) s = op_fail(rec, WGLLM_ERR_INTERNAL, "moe_indirect: N=0");
   if (!s) s = check_bytes(rec, "moe_indirect", "lists", lists, op_moe_lists_words(T * k, E) * 4);
   if (!s) s = check_bytes(rec, "moe_indirect", "indirect", indirect, (uint64_t)E * 12);
   if (s) return s;
-  lists_params p = lists_params_of(T * k, E, (N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N);
+  lists_params p = lists_params_of(T * k, E, op_moe_tile_cols(N, glu));
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_LISTS,
                                               .variant = V_MOE_LISTS_INDIRECT,
                                               .params = &p,
@@ -213,7 +218,7 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
                      .off_ent = l.ent,
                      .off_tile = l.tile};
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension;
-  uint32_t gx = mp->route == OP_MOE_PAIRS ? (N + 7) / 8 : (N + OP_MOE_TILE_N - 1) / OP_MOE_TILE_N;
+  uint32_t gx = mp->route == OP_MOE_PAIRS ? (N + 7) / 8 : op_moe_tile_cols(N, mp->glu);
   uint32_t gy = mp->route == OP_MOE_PAIRS ? np : l.max_tiles;
   if (gx > maxg || gy > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: grid %ux%u over the device limit %u", who, gx, gy, maxg);

@@ -449,7 +449,7 @@ wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gp
    (OP_MOE_TILE_M pairs of one expert each) the grouped expert linear runs over, all in one u32 buffer `lists` of
    op_moe_lists_words(T * k, E) words at the word offsets op_moe_lists_layout gives (sizes bounded by the worst case
    T * k, whatever the routing). lists[0] is the tile count. */
-#define OP_MOE_TILE_M 16 /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
+#define OP_MOE_TILE_M 64 /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
 typedef struct op_moe_lists_layout {
   uint32_t cnt;  /* [E] pairs an expert */
   uint32_t off;  /* [E + 1] where an expert's pairs start in ent; off[E] = T * k */
@@ -461,11 +461,12 @@ op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E);
 uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E);
 wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E);
 /* Per-expert indirect dispatch arguments from the lists (kernels/moe_lists.wgsl "indirect"): indirect[e] =
-   (ceil(N / OP_MOE_TILE_N), ceil(count_e / OP_MOE_TILE_M), 1) for the grouped linear of N outputs, (1, 1, 1) for
+   (op_moe_tile_cols(N, glu), ceil(count_e / OP_MOE_TILE_M), 1) for the grouped linear of N outputs, (1, 1, 1) for
    an expert without pairs (never a zero grid: its workgroup exits). indirect: [E][3] u32 */
-#define OP_MOE_TILE_N 32
+#define OP_MOE_TILE_N 128 /* weight rows a tile of the grouped expert linear: 128 outputs, or 64 with the GLU */
+uint32_t op_moe_tile_cols(uint32_t N, int glu); /* the tiles across N outputs */
 wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirect, uint32_t T, uint32_t k, uint32_t E,
-                             uint32_t N);
+                             uint32_t N, int glu);
 /* Expert linear on routed rows (kernels/moe_linear.wgsl): for each pair q = t * k + j routed to expert e,
    y[q] = W[e] . x[r] (+ bias[e]), r = t (x_pair 0: the tokens' rows, the gate/up projection) or q (x_pair 1: the
    pairs' rows, the down projection). With glu, W holds each expert's N gate rows then its N up rows (a GGUF file's
