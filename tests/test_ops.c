@@ -5243,7 +5243,7 @@ static void cases_moe(void) {
       {40, 1, 8, 64, 256, 1, 0, 0, 0, 1, 0},    /* every token to one expert */
       {37, 8, 64, 48, 512, 1, 2, 0, 1, 1, 0},   /* eight experts of 64 take everything */
       {512, 8, 128, 64, 256, 1, 0, 0, 0, 0, 1}, /* a prefill chunk of Qwen3-30B-A3B's routing */
-      {150, 1, 4, 200, 256, 0, 0, 1, 1, 1, 0},  /* tiles: three of one expert's (64, 64, 22 pairs), two across N */
+      {150, 1, 4, 200, 256, 0, 0, 1, 1, 1, 1},  /* tiles: three of one expert's (64, 64, 22 pairs), two across N */
       {140, 2, 4, 136, 256, 1, 0, 0, 0, 0, 0},  /* tiles: about two an expert, three across N with the GLU */
   };
   static const op_wtype wts[] = {OP_W_F32, OP_W_F16, OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K, OP_W_MXFP4};
