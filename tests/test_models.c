@@ -200,6 +200,12 @@ static void copy_dir_with_config(const char *src, const char *dst, const char *c
   snprintf(p, sizeof p, "%s/model.safetensors", src);
   size_t n;
   char *st = th_read_file(p, &n);
+  CHECK(st && config_text, "copying %s to %s: %s", src, dst,
+        st ? "no config.json to write" : "cannot read its weights");
+  if (!st || !config_text) { /* a fixture missing: the checks on the copy then fail as missing files */
+    free(st);
+    return;
+  }
   snprintf(p, sizeof p, "%s/model.safetensors", dst);
   write_file(p, st, n);
   free(st);
@@ -241,6 +247,25 @@ static void copy_with_renamed(const char *src, const char *dst, const char *from
   free(st);
 }
 
+/* A safetensors file read whole (*n bytes) with its JSON header parsed (*hl its length); NULL (the failure counted,
+   naming what) where it cannot be read */
+static uint8_t *read_safetensors(const char *path, size_t *n, uint64_t *hl, cJSON **header, const char *what) {
+  uint8_t *st = th_read_file(path, n);
+  *hl = 0;
+  if (st && *n >= 8) memcpy(hl, st, 8);
+  CHECK(st && *n >= 8 && *hl <= *n - 8, "%s: cannot read %s", what, path);
+  if (!st || *n < 8 || *hl > *n - 8) {
+    free(st);
+    return NULL;
+  }
+  char *hjs = malloc(*hl + 1);
+  memcpy(hjs, st + 8, *hl);
+  hjs[*hl] = 0;
+  *header = cJSON_Parse(hjs);
+  free(hjs);
+  return st;
+}
+
 /* Copies a safetensors model directory, storing one tensor as F16 instead of F32 (mixed storages in one file). */
 static void copy_with_f16_tensor(const char *src, const char *dst, const char *tensor) {
   char p[600];
@@ -252,19 +277,10 @@ static void copy_with_f16_tensor(const char *src, const char *dst, const char *t
   write_file(p, cfg, n);
   free(cfg);
   snprintf(p, sizeof p, "%s/model.safetensors", src);
-  uint8_t *st = th_read_file(p, &n);
-  uint64_t hl = 0;
-  if (st && n >= 8) memcpy(&hl, st, 8);
-  CHECK(st && n >= 8 && hl <= n - 8, "%s with %s in F16: cannot read %s", src, tensor, p);
-  if (!st || n < 8 || hl > n - 8) {
-    free(st);
-    return;
-  }
-  char *hjs = malloc(hl + 1);
-  memcpy(hjs, st + 8, hl);
-  hjs[hl] = 0;
-  cJSON *h = cJSON_Parse(hjs);
-  free(hjs);
+  uint64_t hl;
+  cJSON *h;
+  uint8_t *st = read_safetensors(p, &n, &hl, &h, tensor);
+  if (!st) return;
   const uint8_t *data = st + 8 + hl;
   uint8_t *out = malloc(n), *o = out;
   cJSON *t;
@@ -385,19 +401,11 @@ static void multimodal_wrapper(const char *name, const char *outer_type) {
      tensor that must be ignored */
   size_t n;
   snprintf(p, sizeof p, "data/models/%s/model.safetensors", name);
-  uint8_t *st = th_read_file(p, &n);
-  uint64_t hl = 0;
-  if (st && n >= 8) memcpy(&hl, st, 8);
-  CHECK(st && n >= 8 && hl <= n - 8, "%s as a %s multimodal checkpoint: cannot read %s", name, outer_type, p);
-  if (!st || n < 8 || hl > n - 8) {
-    free(st);
-    return;
-  }
-  char *hjs = malloc(hl + 1);
-  memcpy(hjs, st + 8, hl);
-  hjs[hl] = 0;
-  cJSON *h = cJSON_Parse(hjs), *nh = cJSON_CreateObject();
-  free(hjs);
+  uint64_t hl;
+  cJSON *h;
+  uint8_t *st = read_safetensors(p, &n, &hl, &h, name);
+  if (!st) return;
+  cJSON *nh = cJSON_CreateObject();
   cJSON *t;
   cJSON_ArrayForEach(t, h) {
     char nm[300];

@@ -283,7 +283,8 @@ static wgllm_status load_matrix(loader *L, const wt_tensor *t, int quantize, op_
     w->group = 32;
     return s;
   }
-  if (block_storage(t->dtype) != OP_W_COUNT) { /* ggml's other block types: the kernels read the file's blocks */
+  if (block_storage(t->dtype) != OP_W_COUNT) { /* ggml's other block types: the kernels read the file's blocks
+                                                  (Q6_K padded, MXFP4 split: op_blocks_to_gpu) */
     w->type = block_storage(t->dtype);
     uint64_t gb = op_blocks_gpu_bytes(w->type, (uint64_t)(N * K)),
              sb = op_blocks_gpu_scale_bytes(w->type, (uint64_t)(N * K)); /* MXFP4: its exponents apart */
