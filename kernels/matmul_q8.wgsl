@@ -18,6 +18,15 @@
 // Split K (k_split > 1, the small-M GEMM of batched decode, op_gemv_fast past 8 tokens): workgroup z of the grid's
 // third dimension walks blocks [z nkb / k_split, (z + 1) nkb / k_split) only and writes its raw sums (no bias) to
 // y[z part_stride + m y_stride + n_off + n]; kernels/matmul_q8_sum.wgsl adds the slices up with the epilogue.
+//
+// The experts' tiles of prefill (variants "_moe", MOE: op_moe_linear_q8, src/ops/op_moe.c; the f32 twin is
+// kernels/moe_linear.wgsl "_tile", whose Params and lists this reads): the rows are op_moe_lists' pairs, a tile of
+// TM = 64 (RM 4) pairs of one expert e a workgroup (workgroup y: tile y of the tile table at route[off_tile]; those
+// past route[0] exit), each pair's x row gathered through the lists (x_pair 0: its token's row of xq [T][K/4], 1: its
+// own of xq [T * k][K/4]); W [E][rows_w][K] is expert e's rows from row (e - e_base) rows_w (a piece of experts
+// e_base .. e_base + e_count - 1; tiles of other experts exit). Columns: 128 outputs n, or with glu 64 outputs' gate
+// rows then their up rows, so each thread holds the gate and up sums of its outputs; out y[q][n] for pair q,
+// bias [E][rows_w] and the GLU (lib/glu_act.wgsli) applied as kernels/moe_linear.wgsl's finish does.
 //! variant q4: WQ4=1
 //! variant q8: WQ8=1
 //! variant q4_1: WBLK=1 WQ4_1=1
@@ -28,15 +37,38 @@
 //! variant q6k: WBLK=1 WQ6_K=1
 //! variant iq4nl: WBLK=1 WIQ4_NL=1
 //! variant iq4xs: WBLK=1 WIQ4_XS=1
-struct Params { M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, k_split: u32, part_stride: u32 };
+//! variant q4_moe: WQ4=1 MOE=1
+//! variant q8_moe: WQ8=1 MOE=1
+//! variant q4_1_moe: WBLK=1 WQ4_1=1 MOE=1
+//! variant q5_0_moe: WBLK=1 WQ5_0=1 MOE=1
+//! variant q5_1_moe: WBLK=1 WQ5_1=1 MOE=1
+//! variant q4k_moe: WBLK=1 WQ4_K=1 MOE=1
+//! variant q5k_moe: WBLK=1 WQ5_K=1 MOE=1
+//! variant q6k_moe: WBLK=1 WQ6_K=1 MOE=1
+//! variant iq4nl_moe: WBLK=1 WIQ4_NL=1 MOE=1
+//! variant iq4xs_moe: WBLK=1 WIQ4_XS=1 MOE=1
+// M: X's rows (MOE: xq's, T or T * k); the fields from k on are MOE's (kernels/moe_linear.wgsl's of the same names)
+struct Params {
+  M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, k_split: u32, part_stride: u32,
+  k: u32, np: u32, E: u32, rows_w: u32, glu: u32, act: u32, x_pair: u32, e_base: u32,
+  e_count: u32, off_off: u32, off_ent: u32, off_tile: u32, alpha: f32, limit: f32, _p0: u32, _p1: u32
+};
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> xq: array<u32>;       // [M][K/4]
 @group(0) @binding(2) var<storage, read> xds: array<vec2<f32>>; // [M][K/32]: d_x, d_x * sum x_q
 #define WBIND 3
+#if MOE
+#define SBIND 7
+#else
 #define SBIND 6
+#endif
 #include "lib/weight_int8.wgsli"
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
+#if MOE
+@group(0) @binding(6) var<storage, read> route: array<u32>; // op_moe_lists' lists (the scales after it)
+#include "lib/glu_act.wgsli"
+#endif
 
 override RM: u32 = 4u;   // rows a thread: 1, 2, 4 or 8 (16-, 32-, 64-, 128-row tiles)
 override TM: u32 = 16u * RM;
@@ -62,22 +94,91 @@ fn tile_row(ty: u32, i: u32) -> u32 {
   return 64u * (i / 4u) + 4u * ty + i % 4u;
 }
 
+#if MOE
+const NONE = 0xffffffffu;
+var<workgroup> rowx: array<u32, 64>; // the xq row of each of the tile's pairs (NONE past its end)
+var<workgroup> tile: vec4<u32>;      // expert, first entry, entries end, valid
+
+// thread li's X word i of block kb: the row of tile pair li / 8 + 32 i, word li % 8 (0 past the tile's pairs)
+fn load_x(m0: u32, kb: u32, li: u32, i: u32) -> u32 {
+  let r = rowx[li / 8u + 32u * i];
+  return select(0u, xq[min(r, p.M - 1u) * (p.K / 4u) + 8u * kb + li % 8u], r != NONE);
+}
+// the factors (d_x, d_x * sum x_q) of block kb of tile pair li
+fn load_xf(m0: u32, kb: u32, li: u32) -> vec2<f32> {
+  let r = rowx[li];
+  return select(vec2<f32>(0.0), xds[min(r, p.M - 1u) * (p.K / 32u) + kb], r != NONE);
+}
+// the weight row (within the piece) of tile column c, and whether its output exists: with glu, the gate row of
+// output n0 + c % 64 for c < 64, its up row after
+fn w_row(wbase: u32, n0: u32, c: u32) -> vec2<u32> {
+  if (p.glu != 0u) {
+    let n = n0 + c % 64u;
+    return vec2<u32>(wbase + (c / 64u) * p.N + min(n, p.N - 1u), select(0u, 1u, n < p.N));
+  }
+  let n = n0 + c;
+  return vec2<u32>(wbase + min(n, p.N - 1u), select(0u, 1u, n < p.N));
+}
+// the output of gate row sum g and up row sum u of expert e's output n (bias added here)
+fn finish(e: u32, n: u32, g0: f32, u0: f32) -> f32 {
+  var g = g0;
+  var u = u0;
+  if (p.has_bias != 0u) {
+    g += bias[e * p.rows_w + n];
+    if (p.glu != 0u) { u += bias[e * p.rows_w + p.N + n]; }
+  }
+  if (p.glu == 0u) { return g; }
+  return glu_act(p.act, g, u, p.alpha, p.limit);
+}
+#else
 // thread li's X word i of block kb: row li / 8 + 32 i, word li % 8 (0 past the last row)
 fn load_x(m0: u32, kb: u32, li: u32, i: u32) -> u32 {
   let r = m0 + li / 8u + 32u * i;
   return select(0u, xq[min(r, p.M - 1u) * (p.K / 4u) + 8u * kb + li % 8u], r < p.M);
 }
+#endif
 
 @compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: vec3u) {
+#if MOE
+  let m0 = 0u;
+  let n0 = wid.x * select(128u, 64u, p.glu != 0u); // first output
+  if (li == 0u) {
+    var tl = vec4<u32>(0u, 0u, 0u, 0u);
+    if (wid.y < route[0]) {
+      let e = min(route[p.off_tile + 2u * wid.y], p.E - 1u);
+      let r0 = route[p.off_tile + 2u * wid.y + 1u];
+      tl = vec4<u32>(e, r0, min(r0 + TM, route[p.off_off + e + 1u]), 1u);
+    }
+    tile = tl;
+  }
+  let tl = workgroupUniformLoad(&tile);
+  if (tl.w == 0u || n0 >= p.N || tl.x < p.e_base || tl.x - p.e_base >= p.e_count) { return; }
+  if (li < TM) {
+    var r = NONE;
+    if (tl.y + li < tl.z) {
+      let q = min(route[p.off_ent + tl.y + li], p.np - 1u);
+      r = select(q / p.k, q, p.x_pair != 0u);
+    }
+    rowx[li] = r;
+  }
+  workgroupBarrier();
+#else
   let m0 = wid.y * TM;
   let n0 = wid.x * 128u;
+#endif
   let tx = li % 16u; // n direction
   let ty = li / 16u; // m direction: rows 4 ty.. (and 64 + 4 ty.. when RM = 8)
   let wn = li / 2u;  // the W column this thread stages, and its half block
   let wh = li % 2u;
+#if MOE
+  let wr = w_row((tl.x - p.e_base) * p.rows_w, n0, wn); // columns past the outputs read a row of the expert, factors 0
+  let wrow = wr.x;
+  let wlive = wr.y != 0u;
+#else
   let wrow = min(n0 + wn, p.N - 1u); // rows past the end read the last one, their factors 0
   let wlive = n0 + wn < p.N;
+#endif
   var acc: array<vec4<f32>, 16>; // [RM][2 column halves]
   for (var i = 0u; i < 2u * RM; i++) { acc[i] = vec4<f32>(0.0); }
   let nkb = p.K / 32u;
@@ -97,7 +198,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     for (var j = 0u; j < 4u; j++) { ws[(4u * wh + j) * WROW + wn / 4u][wn % 4u] = pw[j]; }
     if (li < TM) {
+#if MOE
+      xf[li] = load_xf(m0, kb, li);
+#else
       xf[li] = select(vec2<f32>(0.0), xds[min(m0 + li, p.M - 1u) * nkb + kb], m0 + li < p.M);
+#endif
     }
     if (WHALF || wh == 0u) {
       let f = select(vec2<f32>(0.0), wfac(wrow, kb, wh), wlive);
@@ -156,6 +261,24 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     workgroupBarrier();
   }
+#if MOE
+  for (var i = 0u; i < RM; i++) {
+    let m = tile_row(ty, i);
+    if (tl.y + m >= tl.z) { continue; }
+    let q = min(route[p.off_ent + tl.y + m], p.np - 1u);
+    for (var j = 0u; j < 4u; j++) {
+      if (p.glu != 0u) { // gate in the first half of the columns, up in the second
+        let n = n0 + 4u * tx + j;
+        if (n < p.N) { y[q * p.N + n] = finish(tl.x, n, acc[2u * i][j], acc[2u * i + 1u][j]); }
+      } else {
+        for (var jh = 0u; jh < 2u; jh++) {
+          let n = n0 + 64u * jh + 4u * tx + j;
+          if (n < p.N) { y[q * p.N + n] = finish(tl.x, n, acc[2u * i + jh][j], 0.0); }
+        }
+      }
+    }
+  }
+#else
   let yz = select(0u, wid.z * p.part_stride, ks > 1u); // a K slice's partial sums
   for (var i = 0u; i < RM; i++) {
     let gm = m0 + tile_row(ty, i);
@@ -170,4 +293,5 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       }
     }
   }
+#endif
 }

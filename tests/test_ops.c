@@ -360,6 +360,7 @@ struct tcase {
       /* moe_linear, pairs in the GEMV: x RMS-normed in the kernel (fused); the pairs routed in the kernel from
          logits with op_moe_norm self_route - 1 (0: ids given) */
       int fused_norm, self_route;
+      int q8; /* moe_linear: the fast precision's integer-dot tiles (op_moe_linear_q8 on op_quantize_q8's x) */
     } moe;
   } u;
 };
@@ -4828,7 +4829,8 @@ static case_result run_moe_linear(const tcase *c) {
   op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
   gbuf gx = gb_in(x, xr * K * 4), gb = gb_in(b, E * rows * 4), gy = gb_out(np * N * 4);
   gbuf gi = self_route ? gb_out(np * 4) : gb_in(ids, np * 4);
-  gbuf gl = {0}, gind = {0};
+  gbuf gl = {0}, gind = {0}, gq = {0};
+  int q8 = c->u.moe.q8;
   op_moe_linear_params p = {.T = (uint32_t)T,
                             .k = (uint32_t)k,
                             .E = (uint32_t)E,
@@ -4866,10 +4868,26 @@ static case_result run_moe_linear(const tcase *c) {
   }
   traffic(weight_bytes(c->u.moe.wt, (double)E * rows, K, 32) + 4.0 * (xr * K + np * N), 2.0 * np * rows * K);
   gpu_recorder *r = rec_new();
-  wgllm_status s = op_moe_linear(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, &p);
+  wgllm_status s;
+  if (q8) { /* x quantized in the same recording, then the integer-dot tiles */
+    VERIFY(op_moe_linear_q8_supports(th_gpu(), &ow, (uint32_t)K, route), "%s: the predicate refuses it", g_case);
+    gq = gb_out((size_t)op_q8_act_bytes(th_gpu(), (uint32_t)xr, (uint32_t)K));
+    s = op_quantize_q8(r, gx.v, gq.v, (uint32_t)xr, (uint32_t)K);
+    if (!s) s = op_moe_linear_q8(r, gq.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, &p);
+  } else
+    s = op_moe_linear(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, &p);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
+  if (!g_perf && q8) { /* the reference on the activations the GPU quantized (op_quantize_q8's own test checks them) */
+    const uint8_t *body = gb_fetch(&gq);
+    size_t align =
+        th_gpu()->limits.minStorageBufferOffsetAlignment ? th_gpu()->limits.minStorageBufferOffsetAlignment : 256;
+    const int8_t *q = (const int8_t *)body;
+    const float *ds = (const float *)(body + (xr * K + align - 1) / align * align);
+    for (size_t i = 0; i < xr * K; i++)
+      x[i] = (float)q[i] * ds[2 * (i / 32)];
+  }
   if (!g_perf && self_route) { /* the kernel's routing: op_moe_route's ids exactly, its weights within rounding */
     const uint32_t *gid = gb_fetch(&gi);
     const float *gw = gb_fetch(&grw);
@@ -4927,6 +4945,7 @@ static case_result run_moe_linear(const tcase *c) {
   gb_free(&gy);
   gb_free(&gl);
   gb_free(&gind);
+  gb_free(&gq);
   gb_free(&gnw);
   gb_free(&glg);
   gb_free(&grw);
@@ -5040,7 +5059,8 @@ static case_result run_moe_down_combine(const tcase *c) {
 }
 
 /* refusals: too many experts, k past 8 or E, a weight part that is not whole experts, a pairs grid over the device
-   limit */
+   limit; the integer-dot tiles on a storage they do not read (f32, MXFP4) or on the pairs route, by the predicate
+   and by op_moe_linear_q8 */
 static case_result run_moe_refuse(const tcase *c) {
   (void)c;
   gbuf g = gb_out(1 << 20), wb[2]; /* room for every buffer of the shapes below, so only the shape is refused */
@@ -5056,7 +5076,10 @@ static case_result run_moe_refuse(const tcase *c) {
                {"a part of 3 rows for experts of 8", 3},
                {"T*k over the grid", 4},
                {"the combined down projection over a weight in parts", 5},
-               {"the combined down projection of 70000 tokens", 6}};
+               {"the combined down projection of 70000 tokens", 6},
+               {"integer-dot tiles of f32 weights", 7},
+               {"integer-dot tiles of MXFP4 weights", 8},
+               {"integer-dot tiles on the pairs route", 9}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     gpu_recorder *r = gpu_recorder_create(th_gpu(), 0);
     wgllm_status s = WGLLM_OK;
@@ -5087,6 +5110,19 @@ static case_result run_moe_refuse(const tcase *c) {
     case 6: /* 70000 tokens: a grid past 65535 workgroups along y */
       s = op_moe_down_combine(r, v, &ow, none, v, v, v, 70000, 1, 1, 1, 64, 0);
       break;
+    case 7:
+    case 8:
+    case 9: {
+      op_weight qw = ow;
+      if (cases[i].which == 8) qw.type = OP_W_MXFP4;
+      if (cases[i].which == 9) qw.type = OP_W_Q8;
+      p.route = cases[i].which == 9 ? OP_MOE_PAIRS : OP_MOE_TILES;
+      p.lists = v;
+      VERIFY(!op_moe_linear_q8_supports(th_gpu(), &qw, p.K, p.route), "%s: the predicate accepts %s", g_case,
+             cases[i].what);
+      s = op_moe_linear_q8(r, v, &qw, none, v, &p);
+      break;
+    }
     default:
       p.T = 70000; /* 70000 pairs: a pairs grid past 65535 workgroups along y */
       p.k = 1;
@@ -5354,6 +5390,70 @@ static void cases_moe(void) {
                                      .mode = route,
                                      .wt = wts[wi]};
       }
+  /* the fast precision's integer-dot tiles (route "tiles_q8": op_quantize_q8, then op_moe_linear_q8): every storage
+     they read on one shape, the tile shapes above on three, weights in parts of mixed storages, rows of 32-element
+     blocks that are no 256 multiple; the storages without integer-dot tiles refused in moe_refuse */
+  static const op_wtype q8w[] = {OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,
+                                 OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  for (size_t wi = 0; wi < sizeof q8w / sizeof q8w[0]; wi++) {
+    tcase *c = add_case("moe_linear", run_moe_linear, "%s/tiles_q8/T=3,k=2,E=8,N=40,K=256,silu,bias/random",
+                        op_wtype_name(q8w[wi]));
+    c->u.moe = (struct moe_case){
+        .T = 3, .k = 2, .E = 8, .N = 40, .K = 256, .glu = 1, .scale = 1, .mode = OP_MOE_TILES, .wt = q8w[wi], .q8 = 1};
+  }
+  static const op_wtype q8t[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K};
+  for (size_t li = 2; li < sizeof lin / sizeof lin[0]; li++)
+    for (size_t wi = 0; wi < sizeof q8t / sizeof q8t[0]; wi++) {
+      if (lin[li].big && wi != 0) continue;
+      tcase *c = add_case("moe_linear", run_moe_linear, "%s/tiles_q8/T=%u,k=%u,E=%u,N=%u,K=%u,%s%s%s/%s",
+                          op_wtype_name(q8t[wi]), lin[li].T, lin[li].k, lin[li].E, lin[li].N, lin[li].K,
+                          lin[li].glu ? MOE_ACTS[lin[li].act] : "plain", lin[li].x_pair ? ",x=pairs" : "",
+                          lin[li].bias ? ",bias" : "", MOE_PATS[lin[li].pat]);
+      c->u.moe = (struct moe_case){.T = lin[li].T,
+                                   .k = lin[li].k,
+                                   .E = lin[li].E,
+                                   .N = lin[li].N,
+                                   .K = lin[li].K,
+                                   .glu = lin[li].glu,
+                                   .act = lin[li].act,
+                                   .x_pair = lin[li].x_pair,
+                                   .scale = lin[li].bias,
+                                   .pat = lin[li].pat,
+                                   .mode = OP_MOE_TILES,
+                                   .wt = q8t[wi],
+                                   .q8 = 1};
+    }
+  for (int down = 0; down < 2; down++) {
+    tcase *c = add_case("moe_linear", run_moe_linear, "parts=3/q4gsw+q8+Q6_K/tiles_q8/T=5,k=4,E=16,%s",
+                        down ? "N=72,K=256,plain,x=pairs,bias" : "N=40,K=256,swiglu_oai,bias");
+    c->u.moe = (struct moe_case){.T = 5,
+                                 .k = 4,
+                                 .E = 16,
+                                 .N = down ? 72 : 40,
+                                 .K = 256,
+                                 .glu = !down,
+                                 .act = 2,
+                                 .x_pair = down,
+                                 .scale = 1,
+                                 .mode = OP_MOE_TILES,
+                                 .wt = OP_W_Q4,
+                                 .parts = 3,
+                                 .q8 = 1};
+    c = add_case("moe_linear", run_moe_linear, "q8/tiles_q8/T=2,k=4,E=16,N=64,K=288,%s,bias",
+                 down ? "plain,x=pairs" : "swiglu_oai");
+    c->u.moe = (struct moe_case){.T = 2,
+                                 .k = 4,
+                                 .E = 16,
+                                 .N = 64,
+                                 .K = 288,
+                                 .glu = !down,
+                                 .act = 2,
+                                 .x_pair = down,
+                                 .scale = 1,
+                                 .mode = OP_MOE_TILES,
+                                 .wt = OP_W_Q8,
+                                 .q8 = 1};
+  }
   /* the down projection with the combine: every storage the GEMV reads; one token (decode) and a batch, k 1 to 8,
      biases, a residual or none, the routing patterns */
   static const struct {
@@ -5426,6 +5526,20 @@ static void cases_moe(void) {
                                        .glu = 1,
                                        .act = fam[fi].act,
                                        .wt = pw[wi]};
+          if (route != OP_MOE_TILES) continue;
+          /* the fast precision's integer-dot tiles on the same shape */
+          c = add_case("perf_moe", run_moe_linear, "gate_up/%s/%s/tiles_q8/T=%u", fam[fi].name, op_wtype_name(pw[wi]),
+                       T);
+          c->u.moe = (struct moe_case){.T = T,
+                                       .k = fam[fi].k,
+                                       .E = fam[fi].E,
+                                       .N = fam[fi].I,
+                                       .K = fam[fi].H,
+                                       .mode = route,
+                                       .glu = 1,
+                                       .act = fam[fi].act,
+                                       .wt = pw[wi],
+                                       .q8 = 1};
         }
       }
   /* whole blocks: T, k, E, I (the experts' width), H; SiLU with Qwen3-MoE's routing, gpt-oss's SwiGLU with its own */

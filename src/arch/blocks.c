@@ -599,6 +599,20 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
 /* A decode step's tokens (one, or a batch of sessions'): the experts read by pair */
 static int moe_decode(const llm_fwd *f) { return f->tokens || (f->T == 1 && !f->fo->prefill); }
 
+/* One expert linear (op_moe_linear) on x of x_rows rows: in the fast precision a prompt's pass takes the integer-dot
+   tiles where every piece of w is a storage they read (x quantized into the scratch's xq, op_moe_linear_q8), else
+   (decode, other storages, exact) the op as it is. */
+static wgllm_status moe_linear(const llm_fwd *f, gpu_view x, uint32_t x_rows, const op_weight *w, gpu_view bias,
+                               gpu_view y, const op_moe_linear_params *p) {
+  gpu_recorder *rec = f->rec;
+  if (f->fo->fast && f->s->xq && op_moe_linear_q8_supports(op_ctx(rec), w, p->K, p->route)) {
+    /* xq holds a pass's x_rows rows of K (llm_scratch_add_fast sizes it for the experts' rows too) */
+    wgllm_status st = op_quantize_q8(rec, x, V(f->s->xq), x_rows, p->K);
+    return st ? st : op_moe_linear_q8(rec, V(f->s->xq), w, bias, y, p);
+  }
+  return op_moe_linear(rec, x, w, bias, y, p);
+}
+
 /* The experts of layer l on xin [T][D] (the router's logits from rin [T][D]): route, the per-expert lists on a
    prompt's pass, gate/up with the GLU, down, and the weighted sum into out [T][D] (added when accumulate). nrm: the
    RMSNorm (its weight, eps, offset) the router's and the gate/up's GEMVs apply to rin and xin (decode, where
@@ -659,15 +673,15 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   dn.x_pair = 1;
   dn.glu = 0;
   if (!ly->exp_up.data.buf) {
-    if (!st) st = op_moe_linear(rec, xin, &ly->exp_gate_up, gub, V(s->moe_h), &gu); /* [T*k][I] */
+    if (!st) st = moe_linear(f, xin, T, &ly->exp_gate_up, gub, V(s->moe_h), &gu); /* [T*k][I] */
   } else if (!st && (hp->moe_oai_glu || hp->moe_bias)) {
     st = op_fail(rec, WGLLM_ERR_UNSUPPORTED,
                  "layer %u: experts' gate and up in different types with gpt-oss's biases and clamped SwiGLU", l);
   } else if (!st) { /* gate and up stored in different types: each its own linear into moe_y, the GLU apart */
     uint64_t rows = (uint64_t)T * k * I * 4, up = llm_moe_up_offset(T, k, I);
     gu.glu = 0;
-    st = op_moe_linear(rec, xin, &ly->exp_gate_up, none, (gpu_view){s->moe_y, 0, rows}, &gu);
-    if (!st) st = op_moe_linear(rec, xin, &ly->exp_up, none, (gpu_view){s->moe_y, up, rows}, &gu);
+    st = moe_linear(f, xin, T, &ly->exp_gate_up, none, (gpu_view){s->moe_y, 0, rows}, &gu);
+    if (!st) st = moe_linear(f, xin, T, &ly->exp_up, none, (gpu_view){s->moe_y, up, rows}, &gu);
     if (!st) st = op_glu(rec, V(s->moe_y), V(s->moe_y), V(s->moe_h), I, T * k, I, 0, (uint32_t)(up / 4), hp->act);
     gu.glu = 1;
   }
@@ -676,7 +690,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   if (decode && op_moe_down_combine_supports(op_ctx(rec), &ly->exp_down, D, I, k))
     return op_moe_down_combine(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_ids), V(s->moe_w), out, T, k, E, D, I,
                                accumulate);
-  st = op_moe_linear(rec, V(s->moe_h), &ly->exp_down, db, V(s->moe_y), &dn); /* [T*k][D] */
+  st = moe_linear(f, V(s->moe_h), T * k, &ly->exp_down, db, V(s->moe_y), &dn); /* [T*k][D] */
   return st ? st : op_moe_combine(rec, V(s->moe_y), V(s->moe_w), out, T, k, D, accumulate);
 }
 

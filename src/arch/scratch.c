@@ -101,11 +101,17 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
 
 wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, llm_err *err) {
   if (s->xq) return WGLLM_OK;
-  /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output */
+  /* the widest input of a multi-token linear layer: the hidden state, the MLP's, the attention's output (and below,
+     the experts' rows) */
   uint64_t F = llm_max_n_ff(hp), q = (uint64_t)hp->n_head * llm_max_head_dim(hp);
   uint64_t kmax = hp->n_embd > F ? hp->n_embd : F;
   kmax = ((kmax > q ? kmax : q) + 31) / 32 * 32;
-  wgllm_status st = gpu_pool_acquire(gpu, op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax), "xq", &s->xq, err);
+  uint64_t xq = op_q8_act_bytes(gpu, s->cap, (uint32_t)kmax);
+  if (llm_has_moe(hp)) { /* the experts' down projection on a pass's T * k pair rows of the experts' width */
+    uint64_t b = op_q8_act_bytes(gpu, s->cap * hp->n_expert_used, (hp->n_ff_exp + 31) / 32 * 32);
+    if (b > xq) xq = b;
+  }
+  wgllm_status st = gpu_pool_acquire(gpu, xq, "xq", &s->xq, err);
   if (st || s->cap < OP_F16_MIN_ROWS || !op_gemm_f16_supports(gpu, s->cap, 256, 32)) return st;
   /* the largest projection: fused q|k|v, output, gate|up, down */
   uint32_t E = hp->n_embd, Fw = (uint32_t)F;

@@ -52,10 +52,10 @@ wgllm_status llm_scratch_acquire(gpu_context *gpu, const llm_hparams *hp, uint32
 /* The bytes llm_scratch_acquire takes for cap tokens and logit_rows rows (before the pool's rounding). */
 uint64_t llm_scratch_bytes(const llm_hparams *hp, uint32_t cap, uint32_t logit_rows);
 /* Adds the fast precision's int8 activation buffer (op_q8_act_bytes for the widest layer input, the scratch's
-   tokens); without it llm_linear and the fused GEMVs run exact. A scratch of more tokens than a GEMV takes, on a
-   device with subgroup matrices, also gets x16 and w16 (op_f16_bytes of the widest layer input and of the largest
-   projection, within one storage binding) for the f16-operand GEMM; a projection larger than w16 dequantizes in
-   the GEMM's tiles instead (op_linear_fast). */
+   tokens, or a MoE model's T * k pair rows of the experts' width if more); without it llm_linear and the fused GEMVs
+   run exact. A scratch of more tokens than a GEMV takes, on a device with subgroup matrices, also gets x16 and w16
+   (op_f16_bytes of the widest layer input and of the largest projection, within one storage binding) for the
+   f16-operand GEMM; a projection larger than w16 dequantizes in the GEMM's tiles instead (op_linear_fast). */
 wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s, llm_err *err);
 /* Adds the fast batched decode's room for the small-M GEMM's partial sums (op_q8_small_part_bytes of the scratch's
    tokens and the widest projection, and one slice of the LM head's), when the scratch takes more tokens than one

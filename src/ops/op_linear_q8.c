@@ -17,8 +17,12 @@ _Static_assert(sizeof(quant_params) == 32, "quant_params mirrors the Params bloc
 
 typedef struct q8mm_params {
   uint32_t M, N, K, has_bias, y_stride, n_off, k_split, part_stride;
+  /* the experts' tiles ("_moe") only */
+  uint32_t k, np, E, rows_w, glu, act, x_pair, e_base, e_count, off_off, off_ent, off_tile;
+  float alpha, limit;
+  uint32_t _p0, _p1;
 } q8mm_params;
-_Static_assert(sizeof(q8mm_params) == 32, "q8mm_params mirrors the Params block of kernels/matmul_q8.wgsl");
+_Static_assert(sizeof(q8mm_params) == 96, "q8mm_params mirrors the Params block of kernels/matmul_q8.wgsl");
 
 /* the two parts of an activation buffer: q [M][K/4] u32 from the view's start, ds [M][K/32] vec2 after it (its
    offset rounded up to the binding alignment) */
@@ -87,36 +91,37 @@ wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uin
    conversion 1-3% slower everywhere: PERF.md, "Precision") */
 op_q8mm_plan op_q8mm_default_plan(void) { return (op_q8mm_plan){4, 1}; }
 
-/* the storages kernels/matmul_q8.wgsl reads (its variants); Q2_K, Q3_K and the float types have none */
-static const char *q8mm_variant(op_wtype t) {
+/* the storages kernels/matmul_q8.wgsl reads (its variants; moe: the experts' tiles); Q2_K, Q3_K, MXFP4 and the
+   float types have none */
+static const char *q8mm_variant(op_wtype t, int moe) {
   switch (t) {
   case OP_W_Q4:
-    return V_MATMUL_Q8_Q4;
+    return moe ? V_MATMUL_Q8_Q4_MOE : V_MATMUL_Q8_Q4;
   case OP_W_Q8:
-    return V_MATMUL_Q8_Q8;
+    return moe ? V_MATMUL_Q8_Q8_MOE : V_MATMUL_Q8_Q8;
   case OP_W_Q4_1:
-    return V_MATMUL_Q8_Q4_1;
+    return moe ? V_MATMUL_Q8_Q4_1_MOE : V_MATMUL_Q8_Q4_1;
   case OP_W_Q5_0:
-    return V_MATMUL_Q8_Q5_0;
+    return moe ? V_MATMUL_Q8_Q5_0_MOE : V_MATMUL_Q8_Q5_0;
   case OP_W_Q5_1:
-    return V_MATMUL_Q8_Q5_1;
+    return moe ? V_MATMUL_Q8_Q5_1_MOE : V_MATMUL_Q8_Q5_1;
   case OP_W_Q4_K:
-    return V_MATMUL_Q8_Q4K;
+    return moe ? V_MATMUL_Q8_Q4K_MOE : V_MATMUL_Q8_Q4K;
   case OP_W_Q5_K:
-    return V_MATMUL_Q8_Q5K;
+    return moe ? V_MATMUL_Q8_Q5K_MOE : V_MATMUL_Q8_Q5K;
   case OP_W_Q6_K:
-    return V_MATMUL_Q8_Q6K;
+    return moe ? V_MATMUL_Q8_Q6K_MOE : V_MATMUL_Q8_Q6K;
   case OP_W_IQ4_NL:
-    return V_MATMUL_Q8_IQ4NL;
+    return moe ? V_MATMUL_Q8_IQ4NL_MOE : V_MATMUL_Q8_IQ4NL;
   case OP_W_IQ4_XS:
-    return V_MATMUL_Q8_IQ4XS;
+    return moe ? V_MATMUL_Q8_IQ4XS_MOE : V_MATMUL_Q8_IQ4XS;
   default:
     return NULL;
   }
 }
 
 static int q8mm_piece_ok(op_wtype t, uint32_t group) {
-  if (!q8mm_variant(t)) return 0;
+  if (!q8mm_variant(t, 0)) return 0;
   return t != OP_W_Q4 || group == 32 || group == 64 || group == 128;
 }
 
@@ -151,7 +156,7 @@ static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wt
   int has_scales = op_wtype_has_scales(type);
   return op_dispatch(
       rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8,
-                               .variant = q8mm_variant(type),
+                               .variant = q8mm_variant(type, 0),
                                .params = &p,
                                .params_size = sizeof p,
                                .consts = c,
@@ -160,6 +165,61 @@ static wgllm_status q8mm_piece(gpu_recorder *rec, gpu_view q, gpu_view ds, op_wt
                                /* bias unused when has_bias = 0, but the binding must exist */
                                .bind = {q, ds, data, bias.buf ? bias : q, y, has_scales ? scales : (gpu_view){0}},
                                .grid = {gx, gy, k_split}});
+}
+
+wgllm_status op_matmul_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight *piece, gpu_view bias, gpu_view lists,
+                                  gpu_view y, const op_q8_experts_args *a) {
+  uint32_t rows_w = a->glu ? 2 * a->N : a->N, M = a->xq_rows;
+  if (!M || !a->N || !a->K || a->K % 32 || !a->np || !a->k || !a->E || !a->e_count || a->e_base + a->e_count > a->E)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "matmul_q8 experts: shape M=%u N=%u K=%u np=%u k=%u E=%u experts %u+%u", M,
+                   a->N, a->K, a->np, a->k, a->E, a->e_base, a->e_count);
+  if (piece->n_parts || !q8mm_piece_ok(piece->type, piece->group))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8 experts: no integer-dot kernel for %s weights",
+                   op_wtype_name(piece->type));
+  wgllm_status s = op_check_weight(rec, "matmul_q8 experts", piece, a->e_count * rows_w, a->K);
+  if (s) return s;
+  op_moe_lists_layout l = op_moe_lists_layout_of(a->np, a->E);
+  uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = op_moe_tile_cols(a->N, a->glu);
+  if (gx > maxg || l.max_tiles > maxg)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8 experts: grid %ux%u over the device limit %u", gx,
+                   l.max_tiles, maxg);
+  gpu_view q, ds;
+  op_q8_act_views(rec, xq, M, a->K, &q, &ds);
+  q8mm_params p = {.M = M,
+                   .N = a->N,
+                   .K = a->K,
+                   .has_bias = bias.buf ? 1u : 0u,
+                   .k_split = 1,
+                   .k = a->k,
+                   .np = a->np,
+                   .E = a->E,
+                   .rows_w = rows_w,
+                   .glu = a->glu ? 1u : 0u,
+                   .act = a->glu ? (uint32_t)a->act : 0u,
+                   .x_pair = a->x_pair ? 1u : 0u,
+                   .e_base = a->e_base,
+                   .e_count = a->e_count,
+                   .off_off = l.off,
+                   .off_ent = l.ent,
+                   .off_tile = l.tile,
+                   .alpha = a->alpha,
+                   .limit = a->limit};
+  /* 64-row tiles (RM 4): the lists' tiles of OP_MOE_TILE_M pairs */
+  op_q8mm_plan pl = op_q8mm_default_plan();
+  gpu_constant c[3] = {{"RM", 4.0}, {"CVT_ADD", pl.cvt_add ? 1.0 : 0.0}, {"G", (double)piece->group}};
+  int has_scales = op_wtype_has_scales(piece->type);
+  return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8,
+                                              .variant = q8mm_variant(piece->type, 1),
+                                              .params = &p,
+                                              .params_size = sizeof p,
+                                              .consts = c,
+                                              .n_consts = piece->type == OP_W_Q4 ? 3 : 2,
+                                              .access = has_scales ? "rrrrwrr" : "rrrrwr",
+                                              /* bias unread without has_bias, but the binding must exist; the
+                                                 lists at binding 6, the scales after them */
+                                              .bind = {q, ds, piece->data, bias.buf ? bias : q, y, lists,
+                                                       has_scales ? piece->scales : (gpu_view){0}},
+                                              .grid = {gx, l.max_tiles}});
 }
 
 wgllm_status op_matmul_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y, uint32_t M,

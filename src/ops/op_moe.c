@@ -279,6 +279,65 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   return s;
 }
 
+int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t K, op_moe_grouping route) {
+  /* op_matmul_q8's storages for every piece (its predicate's row count: a tile is many pairs) */
+  return route == OP_MOE_TILES && op_matmul_q8_supports(ctx, w, OP_Q8_MIN_ROWS, K);
+}
+
+wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                              const op_moe_linear_params *mp) {
+  const char *who = "moe_linear_q8";
+  uint32_t T = mp->T, k = mp->k, E = mp->E, N = mp->N, K = mp->K, np = T * k;
+  wgllm_status s = check_shape(rec, who, T, k, E);
+  if (s) return s;
+  if (!N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape N=%u K=%u", who, N, K);
+  if (mp->glu && (unsigned)mp->act > OP_MOE_ACT_SWIGLU_OAI)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: activation %d unknown", who, (int)mp->act);
+  if (mp->norm_w.buf || mp->route_logits.buf)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: a fused norm or routing is the pairs route's", who);
+  if (!op_moe_linear_q8_supports(op_ctx(rec), w, K, mp->route))
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: no integer-dot tiles for %s weights (%u parts), K=%u, route %d",
+                   who, op_wtype_name(w->type), w->n_parts, K, (int)mp->route);
+  uint32_t rows_w = mp->glu ? 2 * N : N, xr = mp->x_pair ? np : T;
+  if ((s = check_bytes(rec, who, "xq", xq, op_q8_act_bytes(op_ctx(rec), xr, K)))) return s;
+  if ((s = check_bytes(rec, who, "y", y, (uint64_t)np * N * 4))) return s;
+  if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * rows_w * 4))) return s;
+  if ((s = check_bytes(rec, who, "lists", mp->lists, op_moe_lists_words(np, E) * 4))) return s;
+  op_q8_experts_args a = {.xq_rows = xr,
+                          .N = N,
+                          .K = K,
+                          .np = np,
+                          .k = k,
+                          .E = E,
+                          .glu = mp->glu,
+                          .x_pair = mp->x_pair,
+                          .act = (int)mp->act,
+                          .alpha = mp->alpha,
+                          .limit = mp->limit};
+  /* the pieces: the whole weight, or its parts, each a range of whole experts */
+  uint32_t n_pieces = w->n_parts ? w->n_parts : 1;
+  for (uint32_t i = 0; !s && i < n_pieces; i++) {
+    op_weight pw = w->n_parts ? (op_weight){.type = w->part[i].type,
+                                            .data = w->part[i].data,
+                                            .scales = w->part[i].scales,
+                                            .group = w->part[i].group}
+                              : (op_weight){.type = w->type, .data = w->data, .scales = w->scales, .group = w->group};
+    uint32_t rows = w->n_parts ? w->part[i].rows : E * rows_w;
+    if (!rows || rows % rows_w)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: part %u of %u rows is not whole experts of %u rows", who, i, rows,
+                     rows_w);
+    if ((uint64_t)rows * K > 0xffffffffull)
+      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u weight elements past a u32 index", who, rows, K);
+    a.e_count = rows / rows_w;
+    if (a.e_base + a.e_count > E) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of more than %u experts", who, E);
+    s = op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
+    a.e_base += a.e_count;
+  }
+  if (!s && a.e_base != E)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u experts for E=%u", who, a.e_base, E);
+  return s;
+}
+
 int op_moe_down_combine_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t k) {
   if (w->n_parts || !k || !op_gemv_experts_supports(w->type, w->group, K)) return 0;
   /* a token's k pairs make one row of k * K: its steps a lane (the plan's) at most 8, where the H100 measured the

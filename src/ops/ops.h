@@ -365,6 +365,17 @@ typedef struct op_q8mm_plan {
 op_q8mm_plan op_q8mm_default_plan(void);
 wgllm_status op_matmul_q8_plan(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                                uint32_t M, uint32_t N, uint32_t K, const op_q8mm_plan *plan);
+/* The same GEMM on the experts' tiles of a prompt's pass (kernels/matmul_q8.wgsl "_moe", op_moe_linear_q8's work):
+   one piece of an expert weight (experts e_base .. e_base + e_count - 1, [e_count][rows_w][K] from its element 0,
+   a storage op_matmul_q8 takes), the tile table of op_moe_lists in lists, xq of xq_rows rows (T, or T * k with
+   x_pair); y [np][N] as op_moe_linear's OP_MOE_TILES writes it (bias [E][rows_w], the GLU). */
+typedef struct op_q8_experts_args {
+  uint32_t xq_rows, N, K, np, k, E, e_base, e_count;
+  int glu, x_pair, act; /* act: op_moe_act */
+  float alpha, limit;
+} op_q8_experts_args;
+wgllm_status op_matmul_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight *piece, gpu_view bias, gpu_view lists,
+                                  gpu_view y, const op_q8_experts_args *a);
 /* The fast precision's scratch: xq (op_q8_act_bytes) and, where subgroup matrices exist, x16 and w16 for the
    f16-operand GEMM (op_f16_bytes of the widest x and the largest weight; unset views: not used) */
 typedef struct op_fast_scratch {
@@ -510,6 +521,13 @@ int op_moe_linear_fuses_norm(const op_weight *w, uint32_t K);
 int op_moe_linear_routes(const gpu_context *ctx, const op_weight *w, uint32_t K, uint32_t E, uint32_t k);
 wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                            const op_moe_linear_params *p);
+/* The fast precision's experts of a prompt's pass (OP_MOE_TILES only): op_moe_linear on xq, x quantized to int8
+   blocks by op_quantize_q8 (T rows, or T * k with x_pair; K a multiple of 32), every piece through
+   op_matmul_q8_experts. op_moe_linear_q8_supports: the route, K and every piece's storage it takes; the caller runs
+   the exact op_moe_linear otherwise, as a whole. */
+int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t K, op_moe_grouping route);
+wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
+                              const op_moe_linear_params *p);
 /* The down projection and the combine of decode in one GEMV (kernels/gemv.wgsl "_moec"): for each token t,
    out[t][n] (+)= sum_j weights[t][j] * (W[e][n] . x[t * k + j] + bias[e][n]), e = ids[t * k + j], so the experts'
    rows need no buffer and the combine no dispatch. op_moe_down_combine_supports: the weight one piece (no parts) of a
