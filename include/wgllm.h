@@ -176,11 +176,11 @@ typedef enum wgllm_decode_path { WGLLM_DECODE_FUSED = 0, WGLLM_DECODE_UNFUSED = 
 /* How flash-decoding sizes its grid: the worst case of the length bucket (default, faster) or GPU-written
    indirect arguments (for comparison). */
 typedef enum wgllm_attn_grid { WGLLM_ATTN_GRID_WORST = 0, WGLLM_ATTN_GRID_INDIRECT = 1 } wgllm_attn_grid;
-/* How the linear layers of block-quantized weights (Q4_0, Q8_0, K-quants, q4gsw, ...) multiply, in prefill and in
-   decode (one session or a batch): EXACT: f32 activations times the weights' own values, f32 arithmetic (bit for
-   bit what earlier versions computed); FAST: activations quantized on the GPU to int8 in blocks of 32 (a scale
-   each), packed int8 dot products (dot4I8Packed), f32 sums of the blocks (what llama.cpp's MMQ / MMVQ kernels
-   do). Float weights are always exact. DEFAULT resolves to the measured choice (docs/PERF.md, "Precision"). */
+/* How the linear layers of block-quantized weights (Q4_0, Q8_0, K-quants, q4gsw, MXFP4, ...) multiply, in prefill and
+   in decode (one session or a batch): EXACT: f32 activations times the weights' own values, f32 arithmetic (bit for bit
+   what earlier versions computed); FAST: activations quantized on the GPU to int8 in blocks of 32 (a scale each),
+   packed int8 dot products (dot4I8Packed), f32 sums of the blocks (what llama.cpp's MMQ / MMVQ kernels do). Float
+   weights are always exact. DEFAULT resolves to the measured choice (docs/PERF.md, "Precision"). */
 typedef enum wgllm_precision {
   WGLLM_PRECISION_DEFAULT = 0,
   WGLLM_PRECISION_EXACT = 1,

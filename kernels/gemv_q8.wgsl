@@ -25,7 +25,7 @@
 // others bind x_q and its factors): each workgroup normalizes and quantizes all of them into workgroup memory (WQB
 // blocks, 40 bytes each) before its rows, as kernels/quantize_q8.wgsl's row variant does (lib/quant_int8.wgsli),
 // which costs a few microseconds of arithmetic spread over the GPU instead of a dependent dispatch.
-//! axis q4: WQ4P=1 | q8: WQ8=1 | q4_1: WBLK=1 WQ4_1=1 | q5_0: WBLK=1 WQ5_0=1 | q5_1: WBLK=1 WQ5_1=1 | q4k: WBLK=1 WQ4_K=1 | q5k: WBLK=1 WQ5_K=1 | q6k: WBLK=1 WQ6_K=1 | iq4nl: WBLK=1 WIQ4_NL=1 | iq4xs: WBLK=1 WIQ4_XS=1
+//! axis q4: WQ4P=1 | q8: WQ8=1 | q4_1: WBLK=1 WQ4_1=1 | q5_0: WBLK=1 WQ5_0=1 | q5_1: WBLK=1 WQ5_1=1 | q4k: WBLK=1 WQ4_K=1 | q5k: WBLK=1 WQ5_K=1 | q6k: WBLK=1 WQ6_K=1 | iq4nl: WBLK=1 WIQ4_NL=1 | iq4xs: WBLK=1 WIQ4_XS=1 | mxfp4: WBLK=1 WMXFP4=1
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
 //! axis -: WQ=0 | _wq: WQ=1
 struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32, glu_half: u32, act: u32, n_off: u32, y_stride: u32,

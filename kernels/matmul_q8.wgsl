@@ -37,6 +37,7 @@
 //! variant q6k: WBLK=1 WQ6_K=1
 //! variant iq4nl: WBLK=1 WIQ4_NL=1
 //! variant iq4xs: WBLK=1 WIQ4_XS=1
+//! variant mxfp4: WBLK=1 WMXFP4=1
 //! variant q4_moe: WQ4=1 MOE=1
 //! variant q8_moe: WQ8=1 MOE=1
 //! variant q4_1_moe: WBLK=1 WQ4_1=1 MOE=1
@@ -47,6 +48,7 @@
 //! variant q6k_moe: WBLK=1 WQ6_K=1 MOE=1
 //! variant iq4nl_moe: WBLK=1 WIQ4_NL=1 MOE=1
 //! variant iq4xs_moe: WBLK=1 WIQ4_XS=1 MOE=1
+//! variant mxfp4_moe: WBLK=1 WMXFP4=1 MOE=1
 // M: X's rows (MOE: xq's, T or T * k); the fields from k on are MOE's (kernels/moe_linear.wgsl's of the same names)
 struct Params {
   M: u32, N: u32, K: u32, has_bias: u32, y_stride: u32, n_off: u32, k_split: u32, part_stride: u32,

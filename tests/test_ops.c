@@ -1660,9 +1660,9 @@ static case_result run_gemm_i8_refuse(const tcase *c) {
 }
 
 static void cases_linear_q8(void) {
-  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q4,   OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1,   OP_W_Q5_0,
-                                   OP_W_Q5_1, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
-  static const uint32_t groups[] = {32, 64, 128, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q4,   OP_W_Q4,   OP_W_Q8,     OP_W_Q4_1,   OP_W_Q5_0, OP_W_Q5_1,
+                                   OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS, OP_W_MXFP4};
+  static const uint32_t groups[] = {32, 64, 128, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
   /* M, N, K: ragged tiles in M and N, one and several K steps; K-quants take whole 256-element blocks */
   static const uint32_t s32[][3] = {{5, 7, 128}, {67, 129, 384}, {130, 260, 256}};
   static const uint32_t s256[][3] = {{5, 7, 256}, {67, 129, 512}, {130, 260, 256}};
@@ -1703,11 +1703,11 @@ static void cases_linear_q8(void) {
       c->u.lin.bias = 1;
       c->u.lin.route = route;
     }
-  /* gemm_i8/...: the tensor-core GEMM on int8 operands under the same checks, every storage it takes (not Q6_K),
-     where the device offers i8 subgroup matrices */
+  /* gemm_i8/...: the tensor-core GEMM on int8 operands under the same checks, every storage it takes (not Q6_K or
+     MXFP4), where the device offers i8 subgroup matrices */
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
     for (size_t i = 0; i < 3; i++) {
-      if (types[t] == OP_W_Q6_K) continue;
+      if (types[t] == OP_W_Q6_K || types[t] == OP_W_MXFP4) continue;
       int kq = types[t] == OP_W_Q4_K || types[t] == OP_W_Q5_K || types[t] == OP_W_IQ4_XS;
       const uint32_t *sh = kq ? s256[i] : s32[i];
       if (types[t] == OP_W_Q4 && sh[2] % groups[t]) continue;
@@ -3421,8 +3421,8 @@ static case_result run_gemv_q8_predicate(const tcase *tc) {
 }
 
 static void cases_gemv_q8(void) {
-  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,
-                                   OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  static const op_wtype types[] = {OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1,   OP_W_Q5_0,   OP_W_Q5_1, OP_W_Q4_K,
+                                   OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS, OP_W_MXFP4};
   for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
     int k256 = types[t] == OP_W_Q4_K || types[t] == OP_W_Q5_K || types[t] == OP_W_Q6_K || types[t] == OP_W_IQ4_XS;
     /* N, K, tokens, mode: a ragged few rows with everything in the epilogue, GLU over several lanes' blocks,
@@ -5059,7 +5059,7 @@ static case_result run_moe_down_combine(const tcase *c) {
 }
 
 /* refusals: too many experts, k past 8 or E, a weight part that is not whole experts, a pairs grid over the device
-   limit; the integer-dot tiles on a storage they do not read (f32, MXFP4) or on the pairs route, by the predicate
+   limit; the integer-dot tiles on a storage they do not read (f32, Q2_K) or on the pairs route, by the predicate
    and by op_moe_linear_q8 */
 static case_result run_moe_refuse(const tcase *c) {
   (void)c;
@@ -5078,7 +5078,7 @@ static case_result run_moe_refuse(const tcase *c) {
                {"the combined down projection over a weight in parts", 5},
                {"the combined down projection of 70000 tokens", 6},
                {"integer-dot tiles of f32 weights", 7},
-               {"integer-dot tiles of MXFP4 weights", 8},
+               {"integer-dot tiles of Q2_K weights", 8},
                {"integer-dot tiles on the pairs route", 9}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     gpu_recorder *r = gpu_recorder_create(th_gpu(), 0);
@@ -5114,7 +5114,7 @@ static case_result run_moe_refuse(const tcase *c) {
     case 8:
     case 9: {
       op_weight qw = ow;
-      if (cases[i].which == 8) qw.type = OP_W_MXFP4;
+      if (cases[i].which == 8) qw.type = OP_W_Q2_K;
       if (cases[i].which == 9) qw.type = OP_W_Q8;
       p.route = cases[i].which == 9 ? OP_MOE_PAIRS : OP_MOE_TILES;
       p.lists = v;
@@ -5393,15 +5393,15 @@ static void cases_moe(void) {
   /* the fast precision's integer-dot tiles (route "tiles_q8": op_quantize_q8, then op_moe_linear_q8): every storage
      they read on one shape, the tile shapes above on three, weights in parts of mixed storages, rows of 32-element
      blocks that are no 256 multiple; the storages without integer-dot tiles refused in moe_refuse */
-  static const op_wtype q8w[] = {OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1, OP_W_Q5_0,   OP_W_Q5_1,
-                                 OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS};
+  static const op_wtype q8w[] = {OP_W_Q4,   OP_W_Q8,   OP_W_Q4_1,   OP_W_Q5_0,   OP_W_Q5_1, OP_W_Q4_K,
+                                 OP_W_Q5_K, OP_W_Q6_K, OP_W_IQ4_NL, OP_W_IQ4_XS, OP_W_MXFP4};
   for (size_t wi = 0; wi < sizeof q8w / sizeof q8w[0]; wi++) {
     tcase *c = add_case("moe_linear", run_moe_linear, "%s/tiles_q8/T=3,k=2,E=8,N=40,K=256,silu,bias/random",
                         op_wtype_name(q8w[wi]));
     c->u.moe = (struct moe_case){
         .T = 3, .k = 2, .E = 8, .N = 40, .K = 256, .glu = 1, .scale = 1, .mode = OP_MOE_TILES, .wt = q8w[wi], .q8 = 1};
   }
-  static const op_wtype q8t[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K};
+  static const op_wtype q8t[] = {OP_W_Q4, OP_W_Q8, OP_W_Q4_K, OP_W_Q6_K, OP_W_MXFP4};
   for (size_t li = 2; li < sizeof lin / sizeof lin[0]; li++)
     for (size_t wi = 0; wi < sizeof q8t / sizeof q8t[0]; wi++) {
       if (lin[li].big && wi != 0) continue;
@@ -5439,7 +5439,7 @@ static void cases_moe(void) {
                                  .wt = OP_W_Q4,
                                  .parts = 3,
                                  .q8 = 1};
-    c = add_case("moe_linear", run_moe_linear, "q8/tiles_q8/T=2,k=4,E=16,N=64,K=288,%s,bias",
+    c = add_case("moe_linear", run_moe_linear, "%s/tiles_q8/T=2,k=4,E=16,N=64,K=288,%s,bias", op_wtype_name(OP_W_MXFP4),
                  down ? "plain,x=pairs" : "swiglu_oai");
     c->u.moe = (struct moe_case){.T = 2,
                                  .k = 4,
@@ -5451,7 +5451,7 @@ static void cases_moe(void) {
                                  .x_pair = down,
                                  .scale = 1,
                                  .mode = OP_MOE_TILES,
-                                 .wt = OP_W_Q8,
+                                 .wt = OP_W_MXFP4,
                                  .q8 = 1};
   }
   /* the down projection with the combine: every storage the GEMV reads; one token (decode) and a batch, k 1 to 8,

@@ -91,8 +91,8 @@ wgllm_status op_quantize_q8_rows(gpu_recorder *rec, gpu_view x, gpu_view xq, uin
    conversion 1-3% slower everywhere: PERF.md, "Precision") */
 op_q8mm_plan op_q8mm_default_plan(void) { return (op_q8mm_plan){4, 1}; }
 
-/* the storages kernels/matmul_q8.wgsl reads (its variants; moe: the experts' tiles); Q2_K, Q3_K, MXFP4 and the
-   float types have none */
+/* the storages kernels/matmul_q8.wgsl reads (its variants; moe: the experts' tiles); Q2_K, Q3_K and the float types
+   have none */
 static const char *q8mm_variant(op_wtype t, int moe) {
   switch (t) {
   case OP_W_Q4:
@@ -115,6 +115,8 @@ static const char *q8mm_variant(op_wtype t, int moe) {
     return moe ? V_MATMUL_Q8_IQ4NL_MOE : V_MATMUL_Q8_IQ4NL;
   case OP_W_IQ4_XS:
     return moe ? V_MATMUL_Q8_IQ4XS_MOE : V_MATMUL_Q8_IQ4XS;
+  case OP_W_MXFP4:
+    return moe ? V_MATMUL_Q8_MXFP4_MOE : V_MATMUL_Q8_MXFP4;
   default:
     return NULL;
   }

@@ -340,7 +340,7 @@ wgllm_status op_gemm_f16_variant(gpu_recorder *rec, gpu_view x16, gpu_view w16, 
    xq: an activation buffer of op_q8_act_bytes: x [M][K] f32 (rows contiguous, K a multiple of 32) quantized by
    op_quantize_q8 into int8 blocks of 32 (q [M][K/4] u32, then, at the next binding offset, [M][K/32] of
    (d, d * sum q)); op_matmul_q8 multiplies them by a block-quantized weight in its own storage (q4gsw, q8, Q4_1,
-   Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
+   Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4; not Q2_K, Q3_K or float weights). op_matmul_q8_supports is the
    predicate: M >= OP_Q8_MIN_ROWS (fewer rows: a GEMV's work), K a multiple of 32, every part of the weight
    of those storages. op_linear_fast runs the integer-dot GEMV below (op_gemv_q8) for up to OP_GEMV_MAX_TOKENS rows,
    and for more the tensor cores: on f16 operands (op_convert_f16, op_dequant_f16, op_gemm_f16) from
