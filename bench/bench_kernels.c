@@ -1,8 +1,9 @@
 /* Kernel benchmark (developer tool, not part of the public API): GPU time and achieved bandwidth of the fused
    decode GEMV (kernels/gemv.wgsl) in each storage --types names (q4 = q4gsw g32, q8, q4k, q5k, q6k, mxfp4; random
-   bytes) on the projections of real model shapes, for the plan the predicate picks and for a sweep of
-   other thread layouts. Each timing is one pass of `reps` dependent dispatches (as a decode step runs them),
-   cycling through enough copies of the weights that they do not sit in the L2 cache.
+   bytes, MXFP4's exponents in 118..133 as real weights': random ones (up to 2^127) varied up to 5x between repeats of
+   one plan on an H100, docs/perf/31-moe call 12) on the projections of real model shapes, for the plan the predicate
+   picks and for a sweep of other thread layouts. Each timing is one pass of `reps` dependent dispatches (as a decode
+   step runs them), cycling through enough copies of the weights that they do not sit in the L2 cache.
    --probe times the default plan of q4gsw with one stage left out (no nibble decode, no x loads, no scale loads),
    to see which stage limits it (src/dev/gemv_probe.c: the kernel's developer variants, in wgllm_dev).
    --gemm times the prefill GEMM instead (op_matmul_rows: 64- and 128-row tiles, M = 128..2048 tokens).
@@ -130,6 +131,10 @@ static gpu_buffer *upload_random(gpu_context *g, uint64_t bytes, int kind) {
       uint32_t a = 0x2000 | (next_u32() & 0x7ff) | ((next_u32() & 1) << 15);
       uint32_t b = 0x2000 | (next_u32() & 0x7ff) | ((next_u32() & 1) << 15);
       h[i] = a | b << 16;
+    } else if (kind == 3) { /* four MXFP4 exponents (e8m0 bytes) in 118..133: scales 2^-10..2^5, as real weights' */
+      h[i] = 0;
+      for (int j = 0; j < 4; j++)
+        h[i] |= (118u + (next_u32() & 15u)) << (8 * j);
     } else {
       float f = (float)(next_u32() % 2001) / 1000.0f - 1.0f;
       memcpy(&h[i], &f, 4);
@@ -625,7 +630,7 @@ int main(int argc, char **argv) {
       gpu_buffer **bufs = calloc((size_t)copies * 2, sizeof *bufs);
       for (int c = 0; c < copies; c++) {
         bufs[2 * c] = upload_random(g, wbytes, 0);
-        if (sbytes) bufs[2 * c + 1] = upload_random(g, (sbytes + 3) & ~3ull, 1);
+        if (sbytes) bufs[2 * c + 1] = upload_random(g, (sbytes + 3) & ~3ull, wt == OP_W_MXFP4 ? 3 : 1);
         ws[c].type = wt;
         ws[c].group = G;
         ws[c].data = gpu_whole(bufs[2 * c]);
