@@ -934,7 +934,8 @@ static jv get_path(jctx *c, jv x, jv attr) {
     int64_t v = 0;
     for (size_t k = 0; k < part.n && digits; k++) {
       digits = part.s[k] >= '0' && part.s[k] <= '9';
-      v = v * 10 + (part.s[k] - '0');
+      /* Python's int has no bound: a part past int64 saturates, an index past any list (Jinja: undefined) */
+      v = v > (INT64_MAX - 9) / 10 ? INT64_MAX : v * 10 + (part.s[k] - '0');
     }
     if (x.kind == JV_UNDEF) fail_undef(c, x, "an attribute was read");
     x = jb_getitem(c, x, digits ? jv_int(v) : part);
