@@ -151,6 +151,7 @@ static int cmp_double(const void *a, const void *b) {
 /* path_difference, and the median row's difference into *median (a path whose worst row is a routing flip, say) */
 static double path_difference_median(const char *name, const char *extra, const char *other, double *median) {
   fixture f;
+  if (median) *median = INFINITY;
   if (!load_fixture(name, &f)) return INFINITY;
   int tb;
   char out[300], keep[300];

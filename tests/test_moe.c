@@ -127,10 +127,31 @@ static void conformance(const char *what, const char *model, const char *extra, 
   free(got);
 }
 
+/* Whether `wgllm info --gpu` lists subgroup matrices among the device's features */
+static int device_has_subgroup_matrix(void) {
+  char cmd[1200], path[300];
+  snprintf(path, sizeof path, "%s/gpu.txt", g_tmp);
+  snprintf(cmd, sizeof cmd, "%s/wgllm info --gpu > %s 2>&1", g_bin, path);
+  if (sh(cmd)) return 0;
+  char *t = th_read_file(path, NULL), *f = t ? strstr(t, "features:") : NULL, *e = f ? strchr(f, '\n') : NULL;
+  if (e) *e = 0;
+  int yes = f && strstr(f, "subgroup-matrix") != NULL;
+  free(t);
+  return yes;
+}
+
 /* The prompt's rows of the MoE model against the dense model's, both run with extra: for the fast precision, whose
    experts' tiles quantize each pair's row (the dense MLP's row, every expert a copy of it) to the int8 blocks the
-   dense MLP's GEMM takes, so the two differ by the summation order and the top-k weights' sum only */
+   dense MLP's GEMM takes, so the two differ by the summation order and the top-k weights' sum only. Not where the
+   device has subgroup matrices: there the dense prompt's layers of 9 to 255 rows take the tensor cores on f16
+   operands (op_linear_fast), the experts still int8. */
 static void prompt_like_dense(const char *what, const char *model, const char *extra, double bound) {
+  if (device_has_subgroup_matrix()) {
+    printf("  %-26s %-18s prompt rows vs the dense model's: not compared (subgroup matrices: the dense MLP's GEMM "
+           "takes f16 operands)\n",
+           what, extra);
+    return;
+  }
   float *dense = NULL, *got = NULL;
   int nd = 0, n = 0, tb;
   if (logits("data/models/qwen3", g_prompt, NULL, extra, &dense, &nd) &&

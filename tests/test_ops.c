@@ -4885,8 +4885,13 @@ static case_result run_moe_linear(const tcase *c) {
         th_gpu()->limits.minStorageBufferOffsetAlignment ? th_gpu()->limits.minStorageBufferOffsetAlignment : 256;
     const int8_t *q = (const int8_t *)body;
     const float *ds = (const float *)(body + (xr * K + align - 1) / align * align);
-    for (size_t i = 0; i < xr * K; i++)
-      x[i] = (float)q[i] * ds[2 * (i / 32)];
+    size_t far = 0; /* each within half a step of the original (so a quantizer gone wrong cannot hide here) */
+    for (size_t i = 0; i < xr * K; i++) {
+      float d = ds[2 * (i / 32)], v = (float)q[i] * d;
+      if (!(fabsf(v - x[i]) <= 0.501f * d + 1e-7f)) far++;
+      x[i] = v;
+    }
+    CHECK(far == 0, "%s: %zu quantized activations more than half a step from x", g_case, far);
   }
   if (!g_perf && self_route) { /* the kernel's routing: op_moe_route's ids exactly, its weights within rounding */
     const uint32_t *gid = gb_fetch(&gi);
@@ -5439,20 +5444,23 @@ static void cases_moe(void) {
                                  .wt = OP_W_Q4,
                                  .parts = 3,
                                  .q8 = 1};
-    c = add_case("moe_linear", run_moe_linear, "%s/tiles_q8/T=2,k=4,E=16,N=64,K=288,%s,bias", op_wtype_name(OP_W_MXFP4),
-                 down ? "plain,x=pairs" : "swiglu_oai");
-    c->u.moe = (struct moe_case){.T = 2,
-                                 .k = 4,
-                                 .E = 16,
-                                 .N = 64,
-                                 .K = 288,
-                                 .glu = !down,
-                                 .act = 2,
-                                 .x_pair = down,
-                                 .scale = 1,
-                                 .mode = OP_MOE_TILES,
-                                 .wt = OP_W_MXFP4,
-                                 .q8 = 1};
+    for (int wi = 0; wi < 2; wi++) { /* 9 blocks a row: K of 32-blocks no multiple of 256 */
+      op_wtype t = wi ? OP_W_MXFP4 : OP_W_Q8;
+      c = add_case("moe_linear", run_moe_linear, "%s/tiles_q8/T=2,k=4,E=16,N=64,K=288,%s,bias", op_wtype_name(t),
+                   down ? "plain,x=pairs" : "swiglu_oai");
+      c->u.moe = (struct moe_case){.T = 2,
+                                   .k = 4,
+                                   .E = 16,
+                                   .N = 64,
+                                   .K = 288,
+                                   .glu = !down,
+                                   .act = 2,
+                                   .x_pair = down,
+                                   .scale = 1,
+                                   .mode = OP_MOE_TILES,
+                                   .wt = t,
+                                   .q8 = 1};
+    }
   }
   /* the down projection with the combine: every storage the GEMV reads; one token (decode) and a batch, k 1 to 8,
      biases, a residual or none, the routing patterns */
