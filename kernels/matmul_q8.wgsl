@@ -26,7 +26,7 @@
 // own of xq [T * k][K/4]); W [E][rows_w][K] is expert e's rows from row (e - e_base) rows_w (a piece of experts
 // e_base .. e_base + e_count - 1; tiles of other experts exit). Columns: 128 outputs n, or with glu 64 outputs' gate
 // rows then their up rows, so each thread holds the gate and up sums of its outputs; out y[q][n] for pair q,
-// bias [E][rows_w] and the GLU (lib/glu_act.wgsli) applied as kernels/moe_linear.wgsl's finish does.
+// bias [E][rows_w] and the GLU applied by lib/moe_tile_out.wgsli (kernels/moe_linear.wgsl shares it).
 //! variant q4: WQ4=1
 //! variant q8: WQ8=1
 //! variant q4_1: WBLK=1 WQ4_1=1
@@ -111,27 +111,7 @@ fn load_xf(m0: u32, kb: u32, li: u32) -> vec2<f32> {
   let r = rowx[li];
   return select(vec2<f32>(0.0), xds[min(r, p.M - 1u) * (p.K / 32u) + kb], r != NONE);
 }
-// the weight row (within the piece) of tile column c, and whether its output exists: with glu, the gate row of
-// output n0 + c % 64 for c < 64, its up row after
-fn w_row(wbase: u32, n0: u32, c: u32) -> vec2<u32> {
-  if (p.glu != 0u) {
-    let n = n0 + c % 64u;
-    return vec2<u32>(wbase + (c / 64u) * p.N + min(n, p.N - 1u), select(0u, 1u, n < p.N));
-  }
-  let n = n0 + c;
-  return vec2<u32>(wbase + min(n, p.N - 1u), select(0u, 1u, n < p.N));
-}
-// the output of gate row sum g and up row sum u of expert e's output n (bias added here)
-fn finish(e: u32, n: u32, g0: f32, u0: f32) -> f32 {
-  var g = g0;
-  var u = u0;
-  if (p.has_bias != 0u) {
-    g += bias[e * p.rows_w + n];
-    if (p.glu != 0u) { u += bias[e * p.rows_w + p.N + n]; }
-  }
-  if (p.glu == 0u) { return g; }
-  return glu_act(p.act, g, u, p.alpha, p.limit);
-}
+#include "lib/moe_tile_out.wgsli"
 #else
 // thread li's X word i of block kb: row li / 8 + 32 i, word li % 8 (0 past the last row)
 fn load_x(m0: u32, kb: u32, li: u32, i: u32) -> u32 {

@@ -38,17 +38,7 @@ struct Params {
 
 const NONE = 0xffffffffu;
 
-// the output of gate row sum g and up row sum u of expert e's column n (bias added here)
-fn finish(e: u32, n: u32, g0: f32, u0: f32) -> f32 {
-  var g = g0;
-  var u = u0;
-  if (p.has_bias != 0u) {
-    g += bias[e * p.rows_w + n];
-    if (p.glu != 0u) { u += bias[e * p.rows_w + p.N + n]; }
-  }
-  if (p.glu == 0u) { return g; }
-  return glu_act(p.act, g, u, p.alpha, p.limit);
-}
+#include "lib/moe_tile_out.wgsli"
 
 #if TILE
 // The tile GEMM of kernels/matmul.wgsl (the prefill GEMM of the dense layers, measured there) on one expert's pairs:
@@ -72,15 +62,6 @@ fn load_x(k0: u32, l: u32) -> f32 {
   let r = rowx[l / TK];
   let gk = k0 + l % TK;
   return select(0.0, x[select(0u, r, r != NONE) * p.K + gk], r != NONE && gk < p.K);
-}
-// the weight row (within the piece) of tile column c, and whether its output exists
-fn w_row(wbase: u32, n0: u32, c: u32) -> vec2<u32> {
-  if (p.glu != 0u) {
-    let n = n0 + c % 64u;
-    return vec2<u32>(wbase + (c / 64u) * p.N + n, select(0u, 1u, n < p.N));
-  }
-  let n = n0 + c;
-  return vec2<u32>(wbase + n, select(0u, 1u, n < p.N));
 }
 #if WBLK
 // block types: 8 consecutive elements of column li / 2 (elements (li % 2) * 8 ..) with one wload8 (K is whole blocks)

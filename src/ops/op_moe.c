@@ -55,6 +55,31 @@ static wgllm_status check_bytes(gpu_recorder *rec, const char *who, const char *
   return WGLLM_OK;
 }
 
+/* The pieces of an expert weight [E][rows_w][K] into pc (*n of them): the whole weight, or its parts in expert order,
+   each checked to be whole experts within u32 indices, in a storage op_check_weight takes, E experts in all */
+static wgllm_status moe_pieces(gpu_recorder *rec, const char *who, const op_weight *w, uint32_t E, uint32_t rows_w,
+                               uint32_t K, moe_piece pc[OP_W_MAX_PARTS], uint32_t *n) {
+  uint32_t n_pieces = w->n_parts ? w->n_parts : 1, e0 = 0;
+  for (uint32_t i = 0; i < n_pieces; i++) {
+    pc[i] = w->n_parts ? (moe_piece){w->part[i].type,  w->part[i].data,          w->part[i].scales,
+                                     w->part[i].group, w->part[i].rows / rows_w, e0}
+                       : (moe_piece){w->type, w->data, w->scales, w->group, E, 0};
+    uint32_t rows = w->n_parts ? w->part[i].rows : E * rows_w;
+    if (!rows || rows % rows_w)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: part %u of %u rows is not whole experts of %u rows", who, i, rows,
+                     rows_w);
+    if ((uint64_t)rows * K > 0xffffffffull)
+      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u weight elements past a u32 index", who, rows, K);
+    op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
+    wgllm_status s = op_check_weight(rec, who, &pw, rows, K);
+    if (s) return s;
+    e0 += pc[i].e_count;
+  }
+  if (e0 != E) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u experts for E=%u", who, e0, E);
+  *n = n_pieces;
+  return WGLLM_OK;
+}
+
 wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gpu_view ids, gpu_view weights,
                           uint32_t T, uint32_t E, uint32_t k, op_moe_norm norm) {
   wgllm_status s = check_shape(rec, "moe_route", T, k, E);
@@ -183,24 +208,9 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
     s = check_bytes(rec, who, "lists", route, (uint64_t)l.words * 4);
   if (!s && mp->route == OP_MOE_PER_EXPERT) s = check_bytes(rec, who, "indirect", mp->indirect, (uint64_t)E * 12);
   if (s) return s;
-  /* the pieces: the whole weight, or its parts, each a range of whole experts */
-  uint32_t n_pieces = w->n_parts ? w->n_parts : 1, e0 = 0;
   moe_piece pc[OP_W_MAX_PARTS];
-  for (uint32_t i = 0; i < n_pieces; i++) {
-    pc[i] = w->n_parts ? (moe_piece){w->part[i].type,  w->part[i].data,          w->part[i].scales,
-                                     w->part[i].group, w->part[i].rows / rows_w, e0}
-                       : (moe_piece){w->type, w->data, w->scales, w->group, E, 0};
-    uint32_t rows = w->n_parts ? w->part[i].rows : E * rows_w;
-    if (!rows || rows % rows_w)
-      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: part %u of %u rows is not whole experts of %u rows", who, i, rows,
-                     rows_w);
-    if ((uint64_t)rows * K > 0xffffffffull)
-      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u weight elements past a u32 index", who, rows, K);
-    op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
-    if ((s = op_check_weight(rec, who, &pw, rows, K))) return s;
-    e0 += pc[i].e_count;
-  }
-  if (e0 != E) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u experts for E=%u", who, e0, E);
+  uint32_t n_pieces = 0;
+  if ((s = moe_pieces(rec, who, w, E, rows_w, K, pc, &n_pieces))) return s;
   linear_params p = {.N = N,
                      .K = K,
                      .k = k,
@@ -314,27 +324,15 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
                           .act = (int)mp->act,
                           .alpha = mp->alpha,
                           .limit = mp->limit};
-  /* the pieces: the whole weight, or its parts, each a range of whole experts */
-  uint32_t n_pieces = w->n_parts ? w->n_parts : 1;
+  moe_piece pc[OP_W_MAX_PARTS];
+  uint32_t n_pieces = 0;
+  if ((s = moe_pieces(rec, who, w, E, rows_w, K, pc, &n_pieces))) return s;
   for (uint32_t i = 0; !s && i < n_pieces; i++) {
-    op_weight pw = w->n_parts ? (op_weight){.type = w->part[i].type,
-                                            .data = w->part[i].data,
-                                            .scales = w->part[i].scales,
-                                            .group = w->part[i].group}
-                              : (op_weight){.type = w->type, .data = w->data, .scales = w->scales, .group = w->group};
-    uint32_t rows = w->n_parts ? w->part[i].rows : E * rows_w;
-    if (!rows || rows % rows_w)
-      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: part %u of %u rows is not whole experts of %u rows", who, i, rows,
-                     rows_w);
-    if ((uint64_t)rows * K > 0xffffffffull)
-      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u x %u weight elements past a u32 index", who, rows, K);
-    a.e_count = rows / rows_w;
-    if (a.e_base + a.e_count > E) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of more than %u experts", who, E);
+    op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
+    a.e_base = pc[i].e_base;
+    a.e_count = pc[i].e_count;
     s = op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
-    a.e_base += a.e_count;
   }
-  if (!s && a.e_base != E)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: parts of %u experts for E=%u", who, a.e_base, E);
   return s;
 }
 
