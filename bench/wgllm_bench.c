@@ -66,17 +66,39 @@ static void usage(FILE *f) {
 typedef struct prof_row {
   char name[48];
   double ns;
+  double in_stream_ns; /* the step's one-pass time less its time without this kernel (--profile on a replayed step) */
   int count;
 } prof_row;
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* the median of PROFILE_REPS one-pass timings of step, every record named skip left out (NULL: none) */
+#define PROFILE_REPS 7
+static wgllm_status time_without(gpu_recorder *step, const char *skip, double *out_ns) {
+  double t[PROFILE_REPS];
+  for (int r = 0; r < PROFILE_REPS; r++) {
+    wgllm_status st = gpu_recorder_time_without(step, skip, &t[r]);
+    if (st) return st;
+  }
+  qsort(t, PROFILE_REPS, sizeof t[0], cmp_double);
+  *out_ns = t[PROFILE_REPS / 2];
+  return WGLLM_OK;
+}
+
 /* --profile: the per-kernel GPU time of a recorded step, each dispatch in its own pass, summed by kernel name
-   (to stderr under --json, so the JSON lines stay parseable) */
-static wgllm_status print_profile(gpu_recorder *step, const char *what, int json) {
+   (to stderr under --json, so the JSON lines stay parseable). in_stream (a replayable step): also each kernel's
+   in-stream cost, the step run as one pass less the step run without that kernel's dispatches (medians of
+   PROFILE_REPS), which counts its barriers and overlap as a replayed step has them; a pass of its own overstates
+   small dispatches (a floor of about 10 us each on an H100). */
+static wgllm_status print_profile(gpu_recorder *step, const char *what, int json, int in_stream) {
   size_t n = gpu_recorder_count(step);
   double *ns = calloc(n, sizeof *ns);
   prof_row *rows = calloc(n, sizeof *rows);
   size_t nr = 0;
-  double total = 0;
+  double total = 0, whole = 0;
   wgllm_status st = ns && rows ? gpu_recorder_profile(step, ns) : WGLLM_ERR_OUT_OF_MEMORY;
   if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", ns && rows ? gpu_recorder_error(step) : "out of memory");
   for (size_t i = 0; !st && i < n; i++) {
@@ -89,12 +111,27 @@ static wgllm_status print_profile(gpu_recorder *step, const char *what, int json
     rows[j].count++;
     total += ns[i];
   }
+  if (!st && in_stream) {
+    st = time_without(step, NULL, &whole);
+    for (size_t j = 0; !st && j < nr; j++) {
+      double without = 0;
+      st = time_without(step, rows[j].name, &without);
+      rows[j].in_stream_ns = whole - without;
+    }
+    if (st) fprintf(stderr, "wgllm bench: --profile: %s\n", gpu_recorder_error(step));
+  }
+  FILE *o = json ? stderr : stdout;
   if (!st) {
-    fprintf(json ? stderr : stdout, "per-kernel GPU time of %s (each dispatch in its own pass): %.3f ms\n", what,
-            total / 1e6);
-    for (size_t j = 0; j < nr; j++)
-      fprintf(json ? stderr : stdout, "  %-24s %4d x  %9.1f us  %5.1f%%\n", rows[j].name, rows[j].count,
-              rows[j].ns / 1e3, 100 * rows[j].ns / total);
+    fprintf(o, "per-kernel GPU time of %s (each dispatch in its own pass): %.3f ms", what, total / 1e6);
+    if (in_stream) fprintf(o, "; in-stream (one pass, %.3f ms, less the pass without the kernel)", whole / 1e6);
+    fprintf(o, "\n");
+    for (size_t j = 0; j < nr; j++) {
+      fprintf(o, "  %-24s %4d x  %9.1f us  %5.1f%%", rows[j].name, rows[j].count, rows[j].ns / 1e3,
+              100 * rows[j].ns / total);
+      if (in_stream)
+        fprintf(o, "  in-stream %9.1f us  %5.1f%%", rows[j].in_stream_ns / 1e3, 100 * rows[j].in_stream_ns / whole);
+      fprintf(o, "\n");
+    }
   }
   free(ns);
   free(rows);
@@ -134,7 +171,7 @@ static wgllm_status profile_prefill_chunk(llm_session *s, uint32_t P, int json) 
   if (!st) {
     char what[96];
     snprintf(what, sizeof what, "the prefill chunk of tokens %u..%u", P - C, P - 1);
-    st = print_profile(rec, what, json);
+    st = print_profile(rec, what, json, 0);
   }
   if (rec) gpu_recorder_free(rec);
   free(pos);
@@ -268,7 +305,7 @@ static int bench_one(const cli_common *c, gpu_context *gpu, llm_model *m, const 
     printf("memory: weights %.1f MB, KV %.1f MB, GPU peak %.1f MB\n", m->weight_bytes / 1e6, s->kv.bytes / 1e6,
            gpu->bytes_peak / 1e6);
   }
-  if (!st && profile) st = print_profile(step, "one decode step", json);
+  if (!st && profile) st = print_profile(step, "one decode step", json, 1);
   if (!st && profile) st = profile_prefill_chunk(s, P, json);
   free(ids);
   free(pre);
@@ -340,7 +377,7 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
   double gpu_ns = 0;
   if (profile && plain_step && !gpu_recorder_time(plain_step, &gpu_ns)) /* the GPU's share of a step, alone */
     fprintf(json ? stderr : stdout, "plain step alone on the GPU: %.3f ms\n", gpu_ns / 1e6);
-  if (profile && plain_step) st = print_profile(plain_step, "the plain decode step", json);
+  if (profile && plain_step) st = print_profile(plain_step, "the plain decode step", json, 1);
   if (!st && json)
     printf("{\"adapter\": \"%s\", \"model\": \"%s\", \"weights\": \"%s\", \"precision\": \"%s\", \"sampling\": \"%s\", "
            "\"context\": %u, \"gen_tokens\": %u, \"mode\": \"plain\", \"tok_s\": %.1f, \"ms_per_step\": %.4f}\n",
@@ -400,7 +437,7 @@ static int bench_spec(const cli_common *c, gpu_context *gpu, llm_model *m, const
     if (profile && !lookup && !drafting && sp->rec[k]) { /* the verify step of k drafts: its GPU time, its kernels */
       if (!gpu_recorder_time(sp->rec[k], &gpu_ns))
         fprintf(json ? stderr : stdout, "verify step of %u drafts alone on the GPU: %.3f ms\n", k, gpu_ns / 1e6);
-      if (k == K || k == 1 || k == 4) st = print_profile(sp->rec[k], "the verify step", json);
+      if (k == K || k == 1 || k == 4) st = print_profile(sp->rec[k], "the verify step", json, 1);
       if (st) break;
     }
     double per = median(t, (int)runs) / G, step_ms = steps ? median(t, (int)runs) / steps * 1e3 : 0;
@@ -503,7 +540,7 @@ static int bench_parallel(const cli_common *c, gpu_context *gpu, llm_model *m, c
     if (!st && mode == 0 && profile && b->rec) {
       char what[64];
       snprintf(what, sizeof what, "one batched step of %u sessions", N);
-      st = print_profile(b->rec, what, json);
+      st = print_profile(b->rec, what, json, 1);
     }
   }
   if (st) {

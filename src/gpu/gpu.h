@@ -266,5 +266,9 @@ const char *gpu_recorder_record_name(const gpu_recorder *rec, size_t i);
 /* GPU time of the whole recording run once as one pass (timestamps at its start and end), in nanoseconds:
    dependent dispatches with their barriers, as a replayed step runs. Needs timestamp-query. */
 wgllm_status gpu_recorder_time(gpu_recorder *rec, double *out_ns);
+/* The same with every record named skip left out (the rest as recorded, one pass): a step's time minus this is the
+   in-stream cost of skip's dispatches, barriers and overlap included (what its own pass in the profile overstates).
+   The skipped dispatches' outputs keep what an earlier run wrote: for timing only. */
+wgllm_status gpu_recorder_time_without(gpu_recorder *rec, const char *skip, double *out_ns);
 
 #endif

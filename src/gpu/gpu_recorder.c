@@ -444,7 +444,9 @@ static wgllm_status read_span(gpu_recorder *r, WGPUBuffer rb, double *out_ns) {
   return t ? WGLLM_OK : fail(r, WGLLM_ERR_GPU, "timestamp results unavailable (device lost?)");
 }
 
-wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
+wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) { return gpu_recorder_time_without(r, NULL, out_ns); }
+
+wgllm_status gpu_recorder_time_without(gpu_recorder *r, const char *skip, double *out_ns) {
   gpu_context *ctx = r->ctx;
   if (!ctx->has_timestamps) return fail(r, WGLLM_ERR_UNSUPPORTED, "timing needs timestamp-query, not granted");
   if (r->runs && !r->keep) return fail(r, WGLLM_ERR_INTERNAL, "a one-shot recording was run twice");
@@ -471,7 +473,7 @@ wgllm_status gpu_recorder_time(gpu_recorder *r, double *out_ns) {
   pd.timestampWrites = &tw;
   WGPUComputePassEncoder cp = wgpuCommandEncoderBeginComputePass(enc, &pd);
   for (size_t i = 0; i < r->n; i++)
-    encode_one(cp, &r->recs[i]);
+    if (!skip || strcmp(r->recs[i].name, skip)) encode_one(cp, &r->recs[i]);
   wgpuComputePassEncoderEnd(cp);
   wgpuComputePassEncoderRelease(cp);
   wgpuCommandEncoderResolveQuerySet(enc, qs, 0, 2, res, 0);
@@ -511,7 +513,7 @@ void gpu_recorder_free(gpu_recorder *r) {
 typedef struct rb_slot {
   WGPUBuffer buf;
   WGPUFuture future;
-  int busy; /* 1: a copy and its mapping queued; 2: taken by a prepared run not yet submitted */
+  int busy;   /* 1: a copy and its mapping queued; 2: taken by a prepared run not yet submitted */
   int status; /* 1 mapped, -1 failed */
 } rb_slot;
 
