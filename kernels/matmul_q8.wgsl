@@ -244,22 +244,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     workgroupBarrier();
   }
 #if MOE
-  for (var i = 0u; i < RM; i++) {
-    let m = tile_row(ty, i);
-    if (tl.y + m >= tl.z) { continue; }
-    let q = min(route[p.off_ent + tl.y + m], p.np - 1u);
-    for (var j = 0u; j < 4u; j++) {
-      if (p.glu != 0u) { // gate in the first half of the columns, up in the second
-        let n = n0 + 4u * tx + j;
-        if (n < p.N) { y[q * p.N + n] = finish(tl.x, n, acc[2u * i][j], acc[2u * i + 1u][j]); }
-      } else {
-        for (var jh = 0u; jh < 2u; jh++) {
-          let n = n0 + 64u * jh + 4u * tx + j;
-          if (n < p.N) { y[q * p.N + n] = finish(tl.x, n, acc[2u * i + jh][j], 0.0); }
-        }
-      }
-    }
-  }
+  // RM 4 (op_matmul_q8_experts): constant indices only (lib/moe_tile_out.wgsli, store_pair)
+  store_pair(tl, n0, tx, tile_row(ty, 0u), acc[0], acc[1]);
+  store_pair(tl, n0, tx, tile_row(ty, 1u), acc[2], acc[3]);
+  store_pair(tl, n0, tx, tile_row(ty, 2u), acc[4], acc[5]);
+  store_pair(tl, n0, tx, tile_row(ty, 3u), acc[6], acc[7]);
 #else
   let yz = select(0u, wid.z * p.part_stride, ks > 1u); // a K slice's partial sums
   for (var i = 0u; i < RM; i++) {

@@ -123,8 +123,15 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let wbase = (e - p.e_base) * p.rows_w;
   let tx = li % 16u; // column direction
   let ty = li / 16u; // pair direction
-  var acc: array<vec4<f32>, 8>; // [4][2]: pair ty * 4 + i, column half jh -> columns jh * 64 + tx * 4 + 0..3
-  for (var i = 0u; i < 8u; i++) { acc[i] = vec4<f32>(0.0); }
+  // the 4 x 8 sums in named registers (s[2i + h]: pair ty * 4 + i, column half h; see store_pair)
+  var s0 = vec4<f32>(0.0);
+  var s1 = vec4<f32>(0.0);
+  var s2 = vec4<f32>(0.0);
+  var s3 = vec4<f32>(0.0);
+  var s4 = vec4<f32>(0.0);
+  var s5 = vec4<f32>(0.0);
+  var s6 = vec4<f32>(0.0);
+  var s7 = vec4<f32>(0.0);
   var px: array<f32, 4>; // X elements li + 256 i of the tile
   var pw = load_w(wbase, n0, 0u, li);
   for (var i = 0u; i < 4u; i++) { px[i] = load_x(0u, li + 256u * i); }
@@ -146,30 +153,22 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       let r = kk * ROW4;
       let b0 = ws[r + tx];
       let b1 = ws[r + 16u + tx];
-      let a0 = xs[r + ty];
-      for (var i = 0u; i < 4u; i++) {
-        acc[2u * i] += a0[i] * b0;
-        acc[2u * i + 1u] += a0[i] * b1;
-      }
+      let a = xs[r + ty];
+      s0 += a.x * b0;
+      s1 += a.x * b1;
+      s2 += a.y * b0;
+      s3 += a.y * b1;
+      s4 += a.z * b0;
+      s5 += a.z * b1;
+      s6 += a.w * b0;
+      s7 += a.w * b1;
     }
     workgroupBarrier();
   }
-  for (var i = 0u; i < 4u; i++) {
-    let m = ty * 4u + i;
-    if (tl.y + m >= tl.z) { continue; }
-    let q = min(route[p.off_ent + tl.y + m], p.np - 1u);
-    for (var j = 0u; j < 4u; j++) {
-      if (p.glu != 0u) { // gate in the first half of the columns, up in the second
-        let n = n0 + tx * 4u + j;
-        if (n < p.N) { y[q * p.N + n] = finish(e, n, acc[2u * i][j], acc[2u * i + 1u][j]); }
-      } else {
-        for (var jh = 0u; jh < 2u; jh++) {
-          let n = n0 + jh * 64u + tx * 4u + j;
-          if (n < p.N) { y[q * p.N + n] = finish(e, n, acc[2u * i + jh][j], 0.0); }
-        }
-      }
-    }
-  }
+  store_pair(tl, n0, tx, ty * 4u, s0, s1);
+  store_pair(tl, n0, tx, ty * 4u + 1u, s2, s3);
+  store_pair(tl, n0, tx, ty * 4u + 2u, s4, s5);
+  store_pair(tl, n0, tx, ty * 4u + 3u, s6, s7);
 }
 #else
 var<workgroup> red: array<f32, 256>;
