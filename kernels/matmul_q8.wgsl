@@ -244,13 +244,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     workgroupBarrier();
   }
 #if MOE
-  // RM 1, 2 or 4 (op_matmul_q8_experts, the lists' tiles): constant indices only (lib/moe_tile_out.wgsli, store_pair)
+  // RM 4 (op_matmul_q8_experts): constant indices only (lib/moe_tile_out.wgsli, store_pair)
   store_pair(tl, n0, tx, tile_row(ty, 0u), acc[0], acc[1]);
-  if (RM >= 2u) { store_pair(tl, n0, tx, tile_row(ty, 1u), acc[2], acc[3]); }
-  if (RM >= 4u) {
-    store_pair(tl, n0, tx, tile_row(ty, 2u), acc[4], acc[5]);
-    store_pair(tl, n0, tx, tile_row(ty, 3u), acc[6], acc[7]);
-  }
+  store_pair(tl, n0, tx, tile_row(ty, 1u), acc[2], acc[3]);
+  store_pair(tl, n0, tx, tile_row(ty, 2u), acc[4], acc[5]);
+  store_pair(tl, n0, tx, tile_row(ty, 3u), acc[6], acc[7]);
 #else
   let yz = select(0u, wid.z * p.part_stride, ks > 1u); // a K slice's partial sums
   for (var i = 0u; i < RM; i++) {

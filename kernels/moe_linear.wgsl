@@ -9,10 +9,9 @@
 // Two routes:
 //   "" (the pairs route, decode): a workgroup computes 8 outputs n of one pair (grid ceil(N / 8) x np), its expert
 //      read from route = ids [T][k]; 8 groups of 32 lanes stride over K, as kernels/matvec.wgsl.
-//   "_tile" (grouped, prefill): a workgroup computes a tile of TM = 16, 32 or 64 pairs of one expert (the lists'
-//      op_moe_tile_m) x 128 outputs n (64 with glu: their gate and up rows), the dense prefill GEMM's tile (below), so
-//      each expert's weight is read once for every TM of its pairs. route = the lists of op_moe_lists
-//      (kernels/moe_lists.wgsl): with
+//   "_tile" (grouped, prefill): a workgroup computes a tile of TM = 64 pairs of one expert x 128 outputs n (64 with
+//      glu: their gate and up rows), the dense prefill GEMM's tile (below), so each expert's weight is read once for
+//      every 64 of its pairs. route = the lists of op_moe_lists (kernels/moe_lists.wgsl): with
 //      expert == NONE, workgroup y is tile y of the tile table (grid y: the worst case max_tiles, the workgroups
 //      past L[0] exit); else it is tile y of that one expert's pairs (an indirect grid from op_moe_indirect, the
 //      workgroups past its pairs exit).
@@ -43,18 +42,17 @@ const NONE = 0xffffffffu;
 
 #if TILE
 // The tile GEMM of kernels/matmul.wgsl (the prefill GEMM of the dense layers, measured there) on one expert's pairs:
-// a workgroup of 256 threads (16 x 16) owns TM = 16 RM pairs (rows m, gathered through the lists; RM 1, 2 or 4 as
-// op_moe_tile_m chose the lists' tiles) by TN = 128 weight rows (columns: 128 outputs, or with glu 64 outputs' gate
-// rows then their up rows, so each thread holds the gate and up sums of its outputs) and walks K in steps of 16,
-// staging X[TM][16] and W[128][16] (dequantized once) K-major with a vec4 of padding a row, the next step's values
-// fetched into registers while a step is multiplied; each thread accumulates RM x 8 outputs: rows ty*RM..,
-// columns tx*4.. and 64 + tx*4.., so a step costs it 2 vec4 loads of workgroup memory and one of X for 8 RM FMAs.
-override RM: u32 = 4u; // pairs a thread: 1, 2 or 4
-override TM: u32 = 16u * RM;
+// a workgroup of 256 threads (16 x 16) owns TM = 64 pairs (rows m, gathered through the lists) by TN = 128 weight rows
+// (columns: 128 outputs, or with glu 64 outputs' gate rows then their up rows, so each thread holds the gate and up
+// sums of its outputs) and walks K in steps of 16, staging X[TM][16] and W[128][16] (dequantized once) K-major with a
+// vec4 of padding a row, the next step's values fetched into registers while a step is multiplied; each thread
+// accumulates 4 x 8 outputs: rows ty*4.., columns tx*4.. and 64 + tx*4.., so a step costs it 3 vec4 loads of
+// workgroup memory for 32 FMAs.
+const TM = 64u;
 const TN = 128u;
 const TK = 16u;
 const ROW4 = 33u;                         // vec4s a K row of a staged tile: 128 values + one vec4 of padding
-var<workgroup> xs: array<vec4<f32>, 528>; // [TK][ROW4]: X[pair 4q + c][k0 + kk] at xs[kk * ROW4 + q][c] (q < TM/4)
+var<workgroup> xs: array<vec4<f32>, 528>; // [TK][ROW4]: X[pair 4q + c][k0 + kk] at xs[kk * ROW4 + q][c] (q < 16)
 var<workgroup> ws: array<vec4<f32>, 528>; // [TK][ROW4]: W[column 4q + c][k0 + kk] likewise
 var<workgroup> rowx: array<u32, 64>;      // the x row of each of the tile's pairs (NONE past its end)
 var<workgroup> tile: vec4<u32>;           // expert, first entry, entries end, valid
@@ -125,7 +123,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let wbase = (e - p.e_base) * p.rows_w;
   let tx = li % 16u; // column direction
   let ty = li / 16u; // pair direction
-  // the RM x 8 sums in named registers (s[2i + h]: pair ty * RM + i, column half h; see store_pair)
+  // the 4 x 8 sums in named registers (s[2i + h]: pair ty * 4 + i, column half h; see store_pair)
   var s0 = vec4<f32>(0.0);
   var s1 = vec4<f32>(0.0);
   var s2 = vec4<f32>(0.0);
@@ -134,11 +132,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   var s5 = vec4<f32>(0.0);
   var s6 = vec4<f32>(0.0);
   var s7 = vec4<f32>(0.0);
-  var px: array<f32, 4>; // X elements li + 256 i of the tile (i < RM)
+  var px: array<f32, 4>; // X elements li + 256 i of the tile
   var pw = load_w(wbase, n0, 0u, li);
-  for (var i = 0u; i < RM; i++) { px[i] = load_x(0u, li + 256u * i); }
+  for (var i = 0u; i < 4u; i++) { px[i] = load_x(0u, li + 256u * i); }
   for (var k0 = 0u; k0 < p.K; k0 += TK) {
-    for (var i = 0u; i < RM; i++) {
+    for (var i = 0u; i < 4u; i++) {
       let l = li + 256u * i;
       xs[(l % TK) * ROW4 + (l / TK) / 4u][(l / TK) % 4u] = px[i];
     }
@@ -148,46 +146,29 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     workgroupBarrier();
     if (k0 + TK < p.K) {
-      for (var i = 0u; i < RM; i++) { px[i] = load_x(k0 + TK, li + 256u * i); }
+      for (var i = 0u; i < 4u; i++) { px[i] = load_x(k0 + TK, li + 256u * i); }
       pw = load_w(wbase, n0, k0 + TK, li);
     }
     for (var kk = 0u; kk < TK; kk++) {
       let r = kk * ROW4;
       let b0 = ws[r + tx];
       let b1 = ws[r + 16u + tx];
-      if (RM == 4u) { // pairs 4 ty .. 4 ty + 3: one vec4 of the X tile
-        let a = xs[r + ty];
-        s0 += a.x * b0;
-        s1 += a.x * b1;
-        s2 += a.y * b0;
-        s3 += a.y * b1;
-        s4 += a.z * b0;
-        s5 += a.z * b1;
-        s6 += a.w * b0;
-        s7 += a.w * b1;
-      } else if (RM == 2u) { // pairs 2 ty, 2 ty + 1: half a vec4
-        let a = xs[r + ty / 2u];
-        let o = (ty % 2u) * 2u;
-        let a0 = a[o];
-        let a1 = a[o + 1u];
-        s0 += a0 * b0;
-        s1 += a0 * b1;
-        s2 += a1 * b0;
-        s3 += a1 * b1;
-      } else { // pair ty
-        let a0 = xs[r + ty / 4u][ty % 4u];
-        s0 += a0 * b0;
-        s1 += a0 * b1;
-      }
+      let a = xs[r + ty];
+      s0 += a.x * b0;
+      s1 += a.x * b1;
+      s2 += a.y * b0;
+      s3 += a.y * b1;
+      s4 += a.z * b0;
+      s5 += a.z * b1;
+      s6 += a.w * b0;
+      s7 += a.w * b1;
     }
     workgroupBarrier();
   }
-  store_pair(tl, n0, tx, ty * RM, s0, s1);
-  if (RM >= 2u) { store_pair(tl, n0, tx, ty * RM + 1u, s2, s3); }
-  if (RM == 4u) {
-    store_pair(tl, n0, tx, ty * RM + 2u, s4, s5);
-    store_pair(tl, n0, tx, ty * RM + 3u, s6, s7);
-  }
+  store_pair(tl, n0, tx, ty * 4u, s0, s1);
+  store_pair(tl, n0, tx, ty * 4u + 1u, s2, s3);
+  store_pair(tl, n0, tx, ty * 4u + 2u, s4, s5);
+  store_pair(tl, n0, tx, ty * 4u + 3u, s6, s7);
 }
 #else
 var<workgroup> red: array<f32, 256>;

@@ -206,10 +206,10 @@ wgllm_status op_matmul_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weigh
                    .off_tile = l.tile,
                    .alpha = a->alpha,
                    .limit = a->limit};
-  /* the lists' tiles of l.tm pairs: RM 1, 2 or 4 (the kernel's rowx holds 64) */
-  _Static_assert(OP_MOE_TILE_M_MAX == 64, "matmul_q8's experts' tiles are at most 64 pairs (RM 4)");
+  /* 64-row tiles (RM 4): the lists' tiles of OP_MOE_TILE_M pairs (the kernel's rowx holds 64) */
+  _Static_assert(OP_MOE_TILE_M == 64, "matmul_q8's experts' tiles are 64 pairs (RM 4)");
   op_q8mm_plan pl = op_q8mm_default_plan();
-  gpu_constant c[3] = {{"RM", (double)(l.tm / 16)}, {"CVT_ADD", pl.cvt_add ? 1.0 : 0.0}, {"G", (double)piece->group}};
+  gpu_constant c[3] = {{"RM", 4.0}, {"CVT_ADD", pl.cvt_add ? 1.0 : 0.0}, {"G", (double)piece->group}};
   int has_scales = op_wtype_has_scales(piece->type);
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MATMUL_Q8,
                                               .variant = q8mm_variant(piece->type, 1),

@@ -101,22 +101,15 @@ wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gp
                                               .groups = T});
 }
 
-uint32_t op_moe_tile_m(uint32_t n_pairs, uint32_t E) {
-  uint64_t avg = E ? ((uint64_t)n_pairs + E - 1) / E : n_pairs;
-  return avg <= 16 ? 16 : avg <= 32 ? 32 : OP_MOE_TILE_M_MAX;
-}
-
 op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E) {
   op_moe_lists_layout l;
   l.cnt = 4;
   l.off = l.cnt + E;
   l.ent = l.off + E + 1;
   l.tile = l.ent + n_pairs;
-  l.tm = op_moe_tile_m(n_pairs, E);
   /* sum_e ceil(c_e / TM) <= floor(sum_e c_e / TM) + (experts with a partial tile, at most min(E, pairs)) */
-  uint32_t partial = E < n_pairs ? E : n_pairs;
-  l.max_tiles = n_pairs / l.tm + partial;
-  l.words = l.tile + 2 * (n_pairs / 16 + partial);
+  l.max_tiles = n_pairs / OP_MOE_TILE_M + (E < n_pairs ? E : n_pairs);
+  l.words = l.tile + 2 * l.max_tiles;
   return l;
 }
 
@@ -124,8 +117,14 @@ uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E) { return op_moe_lists_
 
 static lists_params lists_params_of(uint32_t np, uint32_t E, uint32_t gx) {
   op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
-  return (lists_params){
-      .np = np, .E = E, .TM = l.tm, .gx = gx, .off_cnt = l.cnt, .off_off = l.off, .off_ent = l.ent, .off_tile = l.tile};
+  return (lists_params){.np = np,
+                        .E = E,
+                        .TM = OP_MOE_TILE_M,
+                        .gx = gx,
+                        .off_cnt = l.cnt,
+                        .off_off = l.off,
+                        .off_ent = l.ent,
+                        .off_tile = l.tile};
 }
 
 wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E) {
@@ -258,10 +257,9 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
       s = op_gemv_experts(rec, x, &pw, bias, route, y, &ga);
       continue;
     }
-    gpu_constant c[2];
+    gpu_constant c[1];
     int nc = 0;
     if (pc[i].type == OP_W_Q4) c[nc++] = (gpu_constant){"G", (double)pc[i].group};
-    if (mp->route != OP_MOE_PAIRS) c[nc++] = (gpu_constant){"RM", (double)(l.tm / 16)}; /* the tile's pairs a thread */
     char variant[48];
     snprintf(variant, sizeof variant, "%s%s", op_wtype_variant(pc[i].type), mp->route == OP_MOE_PAIRS ? "" : "_tile");
     int scales = op_wtype_has_scales(pc[i].type);

@@ -457,30 +457,23 @@ wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gp
                           uint32_t T, uint32_t E, uint32_t k, op_moe_norm norm);
 /* Per-expert lists of the pairs (kernels/moe_lists.wgsl, one workgroup): from ids [T][k] (ids past E - 1 count as
    E - 1), the counts, their exclusive prefix sum, each expert's pairs in ascending order, and the table of row tiles
-   (op_moe_tile_m(T * k, E) pairs of one expert each) the grouped expert linear runs over, all in one u32 buffer
-   `lists` of op_moe_lists_words(T * k, E) words at the word offsets op_moe_lists_layout gives (sizes bounded by the
-   worst case T * k, whatever the routing; the words grow with T * k). lists[0] is the tile count. */
-#define OP_MOE_TILE_M_MAX 64 /* the most pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile")   \
-                              */
-/* The pairs a tile of T * k = n_pairs pairs over E experts: 16, 32 or 64, the least not below the pairs an expert
-   gets on average (a tile's rows past its expert's pairs are computed and dropped: 64-pair tiles of Qwen3-30B-A3B's
-   128 experts at 128 tokens, 8 pairs each on average, would be 7/8 waste) */
-uint32_t op_moe_tile_m(uint32_t n_pairs, uint32_t E);
+   (OP_MOE_TILE_M pairs of one expert each) the grouped expert linear runs over, all in one u32 buffer `lists` of
+   op_moe_lists_words(T * k, E) words at the word offsets op_moe_lists_layout gives (sizes bounded by the worst case
+   T * k, whatever the routing). lists[0] is the tile count. */
+#define OP_MOE_TILE_M 64 /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
 typedef struct op_moe_lists_layout {
-  uint32_t cnt;       /* [E] pairs an expert */
-  uint32_t off;       /* [E + 1] where an expert's pairs start in ent; off[E] = T * k */
-  uint32_t ent;       /* [T * k] the pairs q = t * k + j, grouped by expert, ascending within one */
-  uint32_t tile;      /* [max_tiles][2] a tile's expert and the index in ent of its first pair */
-  uint32_t tm;        /* op_moe_tile_m */
-  uint32_t max_tiles; /* sum_e ceil(count_e / tm) at most, the grid of the tiles' dispatch */
-  uint32_t words;     /* the buffer, for the tiles of 16 pairs whatever tm (so it grows with n_pairs) */
+  uint32_t cnt;  /* [E] pairs an expert */
+  uint32_t off;  /* [E + 1] where an expert's pairs start in ent; off[E] = T * k */
+  uint32_t ent;  /* [T * k] the pairs q = t * k + j, grouped by expert, ascending within one */
+  uint32_t tile; /* [max_tiles][2] a tile's expert and the index in ent of its first pair */
+  uint32_t max_tiles, words;
 } op_moe_lists_layout;
 op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E);
 uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E);
 wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E);
 /* Per-expert indirect dispatch arguments from the lists (kernels/moe_lists.wgsl "indirect"): indirect[e] =
-   (op_moe_tile_cols(N, glu), ceil(count_e / op_moe_tile_m(T * k, E)), 1) for the grouped linear of N outputs, (1, 1, 1)
-   for an expert without pairs (never a zero grid: its workgroup exits). indirect: [E][3] u32 */
+   (op_moe_tile_cols(N, glu), ceil(count_e / OP_MOE_TILE_M), 1) for the grouped linear of N outputs, (1, 1, 1) for
+   an expert without pairs (never a zero grid: its workgroup exits). indirect: [E][3] u32 */
 #define OP_MOE_TILE_N 128 /* weight rows a tile of the grouped expert linear: 128 outputs, or 64 with the GLU */
 uint32_t op_moe_tile_cols(uint32_t N, int glu); /* the tiles across N outputs */
 wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirect, uint32_t T, uint32_t k, uint32_t E,
@@ -493,7 +486,7 @@ wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirec
    (clamp(u, -limit, limit) + 1) * g' * sigmoid(alpha g'), g' = min(g, limit) (alpha 1.702, limit 7).
    Routes: OP_MOE_PAIRS (decode) a GEMV per (pair, 8 outputs) in one dispatch, reading the experts from ids;
    OP_MOE_TILES (prefill) one dispatch over the worst-case tile grid of the lists (workgroups past lists[0] exit),
-   each tile reading its expert's weights once for op_moe_tile_m(T * k, E) pairs; OP_MOE_PER_EXPERT the same tiles as E
+   each tile reading its expert's weights once for OP_MOE_TILE_M pairs; OP_MOE_PER_EXPERT the same tiles as E
    dispatches, expert e's grid read from indirect[e] (op_moe_indirect for this N).
    Weights: any storage of op_weight, the whole [E][rows][K] tensor as one [E * rows][K] weight, or in row parts
    of whole experts each (parts in expert order, each its own storage: one over the binding limit, or a file's mixed
