@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Device call 14 of docs/perf/31-moe (written 2026-12-06, not yet run): the prefill expert tiles rewritten as the dense
+# Device call 14 of docs/perf/31-moe (2026-12-06, run on an H100 with pack moe14 = 143a4a4): the prefill expert tiles rewritten as the dense
 # prefill GEMM's tile (kernels/moe_linear.wgsl "_tile": 64 pairs x 128 weight rows, 4 x 8 outputs a thread in
 # registers) against the scalar tile before it, prefill 128 and 512 on the three shapes with llama.cpp beside, after
 # test_ops' tile and per-expert cases and the MoE blocks on the GPU; and (added with 2f279e4 / 11a12b0) the fast
 # precision's integer-dot expert tiles (op_moe_linear_q8, MXFP4 among them): test_ops' tiles_q8 and MXFP4 int8 cases
-# and moe14's prefill in both precisions. Packs (build-pack/, ignored by git; stripped
+# and moe14's prefill in both precisions; (added with 143a4a4) moe14's decode at 128 with --profile's in-stream
+# column (each kernel's cost as the step less the step without it), routing's share of a decode step. Packs (build-pack/, ignored by git; stripped
 # Release builds, the moe13 recipe of call13.sh): moe13.tar.xz from 2002566 (the scalar tiles), moe14.tar.xz from the
 # commit that rewrote them (wgllm-bench, test_ops, libwgllm.so.0, Dawn). Carry .gl, build-pack/moe13.tar.xz,
 # build-pack/moe14.tar.xz and bench/peers/llamacpp/dist.
@@ -33,6 +34,9 @@ for M in gpt-oss-20b qwen3-30b-a3b mixtral-8x7b; do
     LD_LIBRARY_PATH=/tmp/$e timeout 100 /tmp/$e/wgllm-bench -m /tmp/$M.gguf --prompt 128,512 --gen 8 --runs 3 --kv f16 \
       --precision-list $P --json 2>>"$OUT/errors.txt" | tag "wgllm-$e"
   done
+  t "b14 decode at 128 with the in-stream profile (routing's share)"
+  LD_LIBRARY_PATH=/tmp/b14 timeout 60 /tmp/b14/wgllm-bench -m /tmp/$M.gguf --prompt 128 --gen 32 --runs 3 --kv f16 \
+    --profile > "$OUT/profile128_$M.txt" 2>&1
   t "b14 profile of prefill 512"
   LD_LIBRARY_PATH=/tmp/b14 timeout 60 /tmp/b14/wgllm-bench -m /tmp/$M.gguf --prompt 512 --gen 4 --runs 1 --kv f16 \
     --profile >> "$OUT/profiles.txt" 2>&1
