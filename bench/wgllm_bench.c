@@ -2,8 +2,9 @@
    warm-up, as the median of several runs; dispatches and CPU encode time per token, the CPU time of a prefill
    (recording and submitting its passes: prefill_cpu_ms); memory; per-kernel GPU
    time with --profile (of a decode step and of the prompt's last prefill chunk, or of the batched step with
-   --parallel); JSON with --json. --write-gguf writes the synthetic model as a GGUF file. (One prefill attention
-   kernel against another: bench_kernels' attn_prefill, which forces each through op_attention_forced.) */
+   --parallel; for the replayed steps also each kernel's in-stream cost); JSON with --json. --write-gguf writes the
+   synthetic model as a GGUF file. (One prefill attention kernel against another: bench_kernels' attn_prefill, which
+   forces each through op_attention_forced.) */
 #include "batch.h"
 #include "cli_options.h"
 #include "cli_progress.h"
@@ -656,7 +657,7 @@ static const cli_opt bench_opts[] = {
      "timed prefills (default min(runs, 3))"},
     {K_JSON, "--json", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "one JSON line a result"},
     {K_PROFILE, "--profile", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH,
-     "per-kernel GPU time: decode step, last prefill chunk"},
+     "per-kernel GPU time: decode step (also in-stream), last prefill chunk"},
     {K_SAMPLED, "--sampled", CLI_FLAG, NULL, 0, 0, 0, CLI_CMD_BENCH, "sample instead of greedy"},
     {K_SPEC, "--spec", CLI_INT, "K", 1, LLM_SPEC_MAX, 0, CLI_CMD_BENCH,
      "speculative decoding: verify steps of 1..K drafts from the plain run, and prompt lookup, against plain decode"},
