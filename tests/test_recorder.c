@@ -1,7 +1,7 @@
 /* Recorder, pool and platform tests: replay of a kept recording with per-step values read from GPU
    buffers, quarantine of pinned buffers, indirect dispatch, zero-grid refusal, pipeline cache reuse,
-   error capture (a bad binding becomes a status, not an abort) and out-of-range allocation refusal; every kernel
-   variant compiles, the developer ones (wgllm_dev) too. */
+   error capture (a bad binding becomes a status, not an abort) and out-of-range allocation refusal, timing with a
+   kernel left out; every kernel variant compiles, the developer ones (wgllm_dev) too. */
 #include "dev_kernels.h"
 #include "harness.h"
 #include "ops.h"
@@ -106,6 +106,48 @@ static void test_flush(void) {
     gpu_buffer_destroy(ctx, b);
     gpu_buffer_destroy(ctx, c);
   }
+}
+
+/* gpu_recorder_time_without (wgllm bench --profile's in-stream column): the records of the named kernel are left out
+   of the timed pass and the rest run as recorded; NULL or a name no record has leaves out nothing */
+static void test_time_without(void) {
+  gpu_context *ctx = th_gpu();
+  if (!ctx->has_timestamps) return;
+  enum { N = 1024 };
+  float ones[N], got[N];
+  for (int i = 0; i < N; i++)
+    ones[i] = 1.5f;
+  gpu_buffer *a = th_poisoned(N * 4), *b = th_upload(ones, sizeof ones), *c = th_poisoned(N * 4);
+  gpu_recorder *r = gpu_recorder_create(ctx, 1);
+  CHECK(op_fill_f32(r, gpu_whole(a), N, 2.0f) == WGLLM_OK, "fill");
+  CHECK(op_add(r, gpu_whole(b), gpu_whole(b), gpu_whole(c), N, N) == WGLLM_OK, "add");
+  char fill_name[64];
+  snprintf(fill_name, sizeof fill_name, "%s", gpu_recorder_record_name(r, 0));
+  CHECK(strcmp(fill_name, gpu_recorder_record_name(r, 1)) != 0, "fill and add share the name %s", fill_name);
+  double ns = -1;
+  CHECK(gpu_recorder_time_without(r, fill_name, &ns) == WGLLM_OK && ns >= 0, "timed without %s: %s", fill_name,
+        gpu_recorder_error(r));
+  uint32_t words[N];
+  th_download(a, words, sizeof words);
+  int written = 0;
+  for (int i = 0; i < N; i++)
+    written += words[i] != 0x7fc00000u;
+  CHECK(written == 0, "the left-out fill wrote %d of %d words", written, N);
+  th_download(c, got, sizeof got);
+  int bad = 0;
+  for (int i = 0; i < N; i++)
+    bad += got[i] != 3.0f;
+  CHECK(bad == 0, "the add beside the left-out fill: %d of %d wrong (c[0] %g want 3)", bad, N, got[0]);
+  CHECK(gpu_recorder_time_without(r, "no_such_kernel/f32", &ns) == WGLLM_OK, "timed without an unknown name");
+  th_download(a, got, sizeof got);
+  bad = 0;
+  for (int i = 0; i < N; i++)
+    bad += got[i] != 2.0f;
+  CHECK(bad == 0, "nothing left out: the fill %d of %d wrong (a[0] %g want 2)", bad, N, got[0]);
+  gpu_recorder_free(r);
+  gpu_buffer_destroy(ctx, a);
+  gpu_buffer_destroy(ctx, b);
+  gpu_buffer_destroy(ctx, c);
 }
 
 static void test_quarantine(void) {
@@ -296,6 +338,7 @@ int main(void) {
   th_gpu();
   test_replay();
   test_flush();
+  test_time_without();
   test_quarantine();
   test_indirect_and_refusals();
   test_pipeline_cache();
