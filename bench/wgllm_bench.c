@@ -93,7 +93,8 @@ static wgllm_status time_without(gpu_recorder *step, const char *skip, double *o
    (to stderr under --json, so the JSON lines stay parseable). in_stream (a replayable step): also each kernel's
    in-stream cost, the step run as one pass less the step run without that kernel's dispatches (medians of
    PROFILE_REPS), which counts its barriers and overlap as a replayed step has them; a pass of its own overstates
-   small dispatches (a floor of about 10 us each on an H100). */
+   small dispatches (a floor of about 10 us each on an H100). The difference of two timings: a few us either way,
+   negative ones included, is noise. */
 static wgllm_status print_profile(gpu_recorder *step, const char *what, int json, int in_stream) {
   size_t n = gpu_recorder_count(step);
   double *ns = calloc(n, sizeof *ns);
