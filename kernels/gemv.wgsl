@@ -48,10 +48,12 @@
 // src/arch/router_fold.c): the router's logits are linear in the residual h = x + Wo a after the attention's output
 // projection, so with R' = router (.) (norm_w + w_offset) (the MoE norm's weight folded into its columns) and
 // M = R' Wo, R' h = M a + R' x. "_xcp" (the QKV projection, which reads x before the output projection changes it):
-// the first workgroup also copies x [K] to xc. "_rtr" (the output projection, on a): past its rr_g0 workgroups of
-// rows, each thread-row sums one router row e of rw ([E][K] M, then from float rr_roff [E][rr_d] R') over a and the copy of x at
-// rbuf[xc_off..], into rbuf[e]: the router's logits before the norm's 1 / rms(h), which the gate/up's "_moer" applies
-// (route_scaled) once it has summed h's squares. The router needs no dispatch of its own.
+// its workgroups also copy x [K] to xc, a vec4 a thread (the first few). "_rtr" (the output projection, on a): its first rr_g0
+// workgroups each sum one router row e of rw ([E][K] M, then from float rr_roff [E][rr_d] R') over a and the copy of x
+// at rbuf[xc_off..], into rbuf[e], before the projection's rows (placed first, so they are not the dispatch's tail):
+// the router's logits before the norm's 1 / rms(h), which the gate/up's "_moer" applies (route_scaled: the token's
+// first workgroup sums h's squares for its weights; the ranking is the same without the positive factor). The router
+// needs no dispatch of its own.
 // (RB, RB1, RB2: the bindings after the scales, where the storage has them)
 //! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=7 RB1=8 RB2=9 | f32: WF32=1 RB=6 RB1=7 RB2=8
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
@@ -397,33 +399,46 @@ fn load_x(u: u32, si: u32, t: u32, sc: f32) -> f32 {
 
 #include "lib/glu_act.wgsli"
 
-#if RROWS
-// router row e = j * TR + rt (rt this thread's thread-row): M[e] . a + R'[e] . x into rbuf[e], the thread-row's TK
-// threads each a stride of its vec4s, summed through workgroup memory
-fn router_rows(j: u32, li: u32) {
-  let kt = li % TK;
-  let rt = li / TK;
-  let e = j * TR + rt;
-  let ka = p.K / 4u;
-  let kd = p.rr_d / 4u;
-  let xo = p.xc_off;
-  var a = 0.0;
-  if (e < p.E) {
-    let m0 = e * ka;
-    let r0 = p.rr_roff / 4u + e * kd;
-    for (var i = kt; i < ka; i += TK) { a += dot(rw[m0 + i], x[i]); }
-    for (var i = kt; i < kd; i += TK) {
-      let c = xo + 4u * i;
-      a += dot(rw[r0 + i], vec4<f32>(rbuf[c], rbuf[c + 1u], rbuf[c + 2u], rbuf[c + 3u]));
-    }
-  }
+// the sum of a over the workgroup's WG threads (any WG), returned to all; red is free again when it returns
+fn wg_sum(a: f32, li: u32) -> f32 {
   red[li] = a;
   workgroupBarrier();
-  for (var s = TK / 2u; s > 0u; s >>= 1u) {
-    if (kt < s) { red[li] += red[li + s]; }
+  var s = 1u;
+  while (s < WG) { s *= 2u; }
+  for (s = s / 2u; s > 0u; s >>= 1u) {
+    if (li < s && li + s < WG) { red[li] += red[li + s]; }
     workgroupBarrier();
   }
-  if (kt == 0u && e < p.E) { rbuf[e] = red[li]; }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+
+#if RROWS
+// router row e: M[e] . a + R'[e] . x into rbuf[e], the workgroup's threads each a stride of its vec4s
+fn router_row(e: u32, li: u32) {
+  let ka = p.K / 4u;
+  let kd = p.rr_d / 4u;
+  let r0 = p.rr_roff / 4u + e * kd;
+  var a = 0.0;
+  for (var i = li; i < ka; i += WG) { a += dot(rw[e * ka + i], x[i]); }
+  for (var i = li; i < kd; i += WG) {
+    let c = p.xc_off + 4u * i;
+    a += dot(rw[r0 + i], vec4<f32>(rbuf[c], rbuf[c + 1u], rbuf[c + 2u], rbuf[c + 3u]));
+  }
+  let t = wg_sum(a, li);
+  if (li == 0u) { rbuf[e] = t; }
+}
+#endif
+#if ROUTE
+// 1 / rms of token t's x (the weights' factor with route_scaled), summed by the workgroup
+fn token_rms_inv(t: u32, li: u32) -> f32 {
+  var ss = 0.0;
+  for (var i = li; i < p.K / 4u; i += WG) {
+    let v = x[t * (p.K / 4u) + i];
+    ss += dot(v, v);
+  }
+  return inverseSqrt(wg_sum(ss, li) / f32(p.K) + p.eps);
 }
 #endif
 
@@ -467,9 +482,19 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let q = wid.y;
 #if ROUTE
   let tq = q / p.k;
-  // the ranking (the same with or without route_scaled's positive factor); the weights at the end
   let s_all = topk_rank(tq, li, p.E, p.k, p.route_mode);
   let e = min(tk_si[q % p.k], p.E - 1u);
+  if (wid.x == 0u && q % p.k == 0u) { // uniform: the token's first workgroup writes its ids and weights
+    var rs = 1.0;
+    if (p.route_scaled != 0u) { rs = token_rms_inv(tq, li); }
+    if (li == 0u) {
+      let v = topk_weights(s_all, p.k, p.route_mode, rs);
+      for (var j = 0u; j < p.k; j++) {
+        route[tq * p.k + j] = min(tk_si[j], p.E - 1u);
+        route_w[tq * p.k + j] = v[j];
+      }
+    }
+  }
 #else
   let e = min(route[q], p.E - 1u);
 #endif
@@ -479,18 +504,19 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let xt = select(q / p.k, q, p.x_pair != 0u);
 #else
   let rbase = 0u;
-  let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
   let xt = 0u;
 #if RROWS
-  if (wid.x + wid.y * nwg.x >= p.rr_g0) { // uniform: the whole workgroup
-    router_rows(wid.x + wid.y * nwg.x - p.rr_g0, li);
+  let gflat = wid.x + wid.y * nwg.x;
+  if (gflat < p.rr_g0) { // uniform: the whole workgroup, one router row
+    router_row(gflat, li);
     return;
   }
+  let nb = (gflat - p.rr_g0) * (TR * R) + rt * R; // first row of this thread-row
+#else
+  let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
 #endif
 #if XCOPY
-  if (wid.x == 0u && wid.y == 0u) {
-    for (var i = li; i < p.K / 4u; i += WG) { xc[i] = x[i]; }
-  }
+  for (var ci = (wid.x + wid.y * nwg.x) * WG + li; ci < p.K / 4u; ci += nwg.x * nwg.y * WG) { xc[ci] = x[ci]; }
 #endif
 #endif
 #endif
@@ -645,19 +671,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
 #endif
   let n = nb + r0;
-#if ROUTE
-  // the token's ids and weights, once (thread 0 holds the token's sum of squares): route_scaled weighs the logits
-  // times the norm's 1 / rms(x) (the router's rows summed unnormed beside the output projection)
-  if (wid.x == 0u && q % p.k == 0u && li == 0u) {
-    var rs = 1.0;
-    if (p.route_scaled != 0u) { rs = inverseSqrt(tot_ss / f32(p.K) + p.eps); }
-    let v = topk_weights(s_all, p.k, p.route_mode, rs);
-    for (var j = 0u; j < p.k; j++) {
-      route[tq * p.k + j] = min(tk_si[j], p.E - 1u);
-      route_w[tq * p.k + j] = v[j];
-    }
-  }
-#endif
 #if COMBINE
   let o = tok * n_out + n;
   let bo = 0u;

@@ -319,16 +319,16 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
   if (xcopy) {
     a.access = has_scales ? "rrrwrrw" : "rrrwrw";
     a.bind[b] = o->x_copy;
-  } else if (rrows) { /* ceil(E / TR) workgroups of the router's rows after the output rows' */
+  } else if (rrows) { /* a workgroup a router row, before the output rows' */
     p.E = o->rr_n;
-    p.rr_g0 = groups;
+    p.rr_g0 = o->rr_n;
     p.rr_d = o->rr_d;
     p.xc_off = o->rr_xoff;
     p.rr_roff = o->rr_roff;
     a.access = has_scales ? "rrrwrrrw" : "rrrwrrw";
     a.bind[b] = o->rr_w;
     a.bind[b + 1] = o->rr_buf;
-    a.groups = groups + (o->rr_n + pl.tr - 1) / pl.tr;
+    a.groups = groups + o->rr_n;
   }
   if (moe) { /* the pairs' ids (or the logits, then ids and weights written; or ids and weights read) after the
                 other bindings; a workgroup row a pair (a token: combined) */
