@@ -44,20 +44,10 @@
 // [T][k]) giving the weight rows of its K and x [np][K] row q, scaled by the pair's weight route_w[q] ([T][k]) as it
 // is loaded (each step's sums are linear in x), so y [T][n_out] (+)= sum_j route_w[q] * (W[e] . x[q] + bias[e]).
 // The weight is one piece holding all E experts.
-// Variants "_xcp" and "_rtr" carry a sparse layer's router in one token's decode (op_gemv_opts' x_copy and rr_*;
-// src/arch/router_fold.c): the router's logits are linear in the residual h = x + Wo a after the attention's output
-// projection, so with R' = router (.) (norm_w + w_offset) (the MoE norm's weight folded into its columns) and
-// M = R' Wo, R' h = M a + R' x. "_xcp" (the QKV projection, which reads x before the output projection changes it):
-// its workgroups also copy x [K] to xc, a vec4 a thread (the first few). "_rtr" (the output projection, on a): its first rr_g0
-// workgroups each sum one router row e of rw ([E][K] M, then from float rr_roff [E][rr_d] R') over a and the copy of x
-// at rbuf[xc_off..], into rbuf[e], before the projection's rows (placed first, so they are not the dispatch's tail):
-// the router's logits before the norm's 1 / rms(h), which the gate/up's "_moer" applies (route_scaled: the token's
-// first workgroup sums h's squares for its weights; the ranking is the same without the positive factor). The router
-// needs no dispatch of its own.
 // (RB, RB1, RB2: the bindings after the scales, where the storage has them)
 //! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=7 RB1=8 RB2=9 | f32: WF32=1 RB=6 RB1=7 RB2=8
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1 | _xcp: MT=0 MOE=0 XCOPY=1 | _rtr: MT=0 MOE=0 RROWS=1
+//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1
 // bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
 // left out, LEAVE_OUT 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales, 5 the
 // weight loads alone (src/dev/gemv_probe.c)
@@ -67,9 +57,7 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
                 has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
                 act: u32, n_off: u32, y_stride: u32, k: u32,
                 x_pair: u32, rows_w: u32, e_base: u32, e_count: u32,
-                E: u32, alpha: f32, limit: f32, route_mode: u32,
-                route_scaled: u32, rr_g0: u32, rr_d: u32, xc_off: u32,
-                rr_roff: u32, _p0: u32, _p1: u32, _p2: u32 };
+                E: u32, alpha: f32, limit: f32, route_mode: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
@@ -86,13 +74,6 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
 @group(0) @binding({{RB1}}) var<storage, read> route_w: array<f32>;
 #endif
 #endif
-#endif
-#if XCOPY
-@group(0) @binding({{RB}}) var<storage, read_write> xc: array<vec4<f32>>;
-#endif
-#if RROWS
-@group(0) @binding({{RB}}) var<storage, read> rw: array<vec4<f32>>;
-@group(0) @binding({{RB1}}) var<storage, read_write> rbuf: array<f32>;
 #endif
 override G: u32 = 32u;   // q4gsw group size
 override R: u32 = 8u;    // rows per thread-row
@@ -399,49 +380,6 @@ fn load_x(u: u32, si: u32, t: u32, sc: f32) -> f32 {
 
 #include "lib/glu_act.wgsli"
 
-// the sum of a over the workgroup's WG threads (any WG), returned to all; red is free again when it returns
-fn wg_sum(a: f32, li: u32) -> f32 {
-  red[li] = a;
-  workgroupBarrier();
-  var s = 1u;
-  while (s < WG) { s *= 2u; }
-  for (s = s / 2u; s > 0u; s >>= 1u) {
-    if (li < s && li + s < WG) { red[li] += red[li + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
-#if RROWS
-// router row e: M[e] . a + R'[e] . x into rbuf[e], the workgroup's threads each a stride of its vec4s
-fn router_row(e: u32, li: u32) {
-  let ka = p.K / 4u;
-  let kd = p.rr_d / 4u;
-  let r0 = p.rr_roff / 4u + e * kd;
-  var a = 0.0;
-  for (var i = li; i < ka; i += WG) { a += dot(rw[e * ka + i], x[i]); }
-  for (var i = li; i < kd; i += WG) {
-    let c = p.xc_off + 4u * i;
-    a += dot(rw[r0 + i], vec4<f32>(rbuf[c], rbuf[c + 1u], rbuf[c + 2u], rbuf[c + 3u]));
-  }
-  let t = wg_sum(a, li);
-  if (li == 0u) { rbuf[e] = t; }
-}
-#endif
-#if ROUTE
-// 1 / rms of token t's x (the weights' factor with route_scaled), summed by the workgroup
-fn token_rms_inv(t: u32, li: u32) -> f32 {
-  var ss = 0.0;
-  for (var i = li; i < p.K / 4u; i += WG) {
-    let v = x[t * (p.K / 4u) + i];
-    ss += dot(v, v);
-  }
-  return inverseSqrt(wg_sum(ss, li) / f32(p.K) + p.eps);
-}
-#endif
-
 #if COMBINE
 // pair q's expert (ids past E - 1 read as E - 1)
 fn pair_expert(q: u32) -> u32 { return min(route[q], p.E - 1u); }
@@ -484,15 +422,11 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let tq = q / p.k;
   let s_all = topk_rank(tq, li, p.E, p.k, p.route_mode);
   let e = min(tk_si[q % p.k], p.E - 1u);
-  if (wid.x == 0u && q % p.k == 0u) { // uniform: the token's first workgroup writes its ids and weights
-    var rs = 1.0;
-    if (p.route_scaled != 0u) { rs = token_rms_inv(tq, li); }
-    if (li == 0u) {
-      let v = topk_weights(s_all, p.k, p.route_mode, rs);
-      for (var j = 0u; j < p.k; j++) {
-        route[tq * p.k + j] = min(tk_si[j], p.E - 1u);
-        route_w[tq * p.k + j] = v[j];
-      }
+  if (wid.x == 0u && q % p.k == 0u && li == 0u) {
+    let v = topk_weights(s_all, p.k, p.route_mode);
+    for (var j = 0u; j < p.k; j++) {
+      route[tq * p.k + j] = min(tk_si[j], p.E - 1u);
+      route_w[tq * p.k + j] = v[j];
     }
   }
 #else
@@ -504,20 +438,8 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let xt = select(q / p.k, q, p.x_pair != 0u);
 #else
   let rbase = 0u;
-  let xt = 0u;
-#if RROWS
-  let gflat = wid.x + wid.y * nwg.x;
-  if (gflat < p.rr_g0) { // uniform: the whole workgroup, one router row
-    router_row(gflat, li);
-    return;
-  }
-  let nb = (gflat - p.rr_g0) * (TR * R) + rt * R; // first row of this thread-row
-#else
   let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
-#endif
-#if XCOPY
-  for (var ci = (wid.x + wid.y * nwg.x) * WG + li; ci < p.K / 4u; ci += nwg.x * nwg.y * WG) { xc[ci] = x[ci]; }
-#endif
+  let xt = 0u;
 #endif
 #endif
 #if COMBINE

@@ -22,7 +22,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   if (t >= p.T) { return; }     // uniform: the whole workgroup
   let s_all = topk_rank(t, lid.x, p.E, p.k, p.mode);
   if (lid.x == 0u) {
-    let v = topk_weights(s_all, p.k, p.mode, 1.0);
+    let v = topk_weights(s_all, p.k, p.mode);
     for (var j = 0u; j < p.k; j++) {
       let id = min(tk_si[j], p.E - 1u);
       var r = v[j];

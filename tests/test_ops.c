@@ -336,7 +336,6 @@ struct tcase {
       int mode;
       uint32_t nt;    /* tokens (0: 1) */
       uint32_t group; /* run_gemv_q8: q4gsw's group (0: 32) */
-      uint32_t rr_e;  /* run_gemv_router: the router's rows */
     } gemv;
     struct {
       int f16, qkn; /* qkn: the per-head q/k norms folded in too (1: weight offset 0, 2: offset 1) */
@@ -361,7 +360,6 @@ struct tcase {
       /* moe_linear, pairs in the GEMV: x RMS-normed in the kernel (fused); the pairs routed in the kernel from
          logits with op_moe_norm self_route - 1 (0: ids given) */
       int fused_norm, self_route;
-      int route_scaled; /* moe_linear, self-routed: the logits unnormed, the weights from them times the norm's 1/rms */
       int q8; /* moe_linear: the fast precision's integer-dot tiles (op_moe_linear_q8 on op_quantize_q8's x) */
     } moe;
   } u;
@@ -3037,8 +3035,6 @@ static case_result run_gemv_predicate(const tcase *tc) {
   return verdict();
 }
 
-static case_result run_gemv_router(const tcase *c); /* beside the MoE cases, whose helpers it uses */
-
 static void cases_gemv(void) {
   typedef struct {
     uint32_t N, K;
@@ -3133,34 +3129,6 @@ static void cases_gemv(void) {
     c->u.gemv.nt = mt[i].nt;
   }
   add_case("gemv_plan", run_gemv_predicate, "predicate");
-  /* the folded router: the output projection's storages of Qwen3-30B-A3B's and Mixtral's Q4_K_M files (Q4_K, Q5_K),
-     q4gsw and q8; expert counts that are and are not a multiple of the thread-rows; the op's plan and a general one */
-  static const struct {
-    op_wtype wt;
-    uint32_t D, Q, E;
-    op_gemv_plan plan;
-  } rr[] = {
-      {OP_W_Q4_K, 256, 512, 40, {0}},
-      {OP_W_Q5_K, 256, 512, 8, {0}},
-      {OP_W_Q4, 256, 512, 128, {0}},
-      {OP_W_Q8, 320, 256, 40, {0}},
-      {OP_W_Q4_K, 256, 512, 40, {0, 32, 4, 4, 2}},
-  };
-  for (size_t i = 0; i < sizeof rr / sizeof rr[0]; i++) {
-    const op_gemv_plan *p = &rr[i].plan;
-    char plan[64];
-    if (p->tk)
-      snprintf(plan, sizeof plan, "%s:%u/%u/%u/%u", p->tuned ? "tuned" : "general", p->tk, p->tr, p->r, p->u);
-    else
-      snprintf(plan, sizeof plan, "default");
-    tcase *c = add_case("gemv_router", run_gemv_router, "%s/D=%u,Q=%u,E=%u/plan=%s", op_wtype_name(rr[i].wt), rr[i].D,
-                        rr[i].Q, rr[i].E, plan);
-    c->u.gemv.wt = rr[i].wt;
-    c->u.gemv.N = rr[i].D;
-    c->u.gemv.K = rr[i].Q;
-    c->u.gemv.rr_e = rr[i].E;
-    c->u.gemv.plan = *p;
-  }
 }
 
 /* ---------------------------------------------------------------- the fast precision's decode GEMV
@@ -4843,100 +4811,6 @@ static case_result run_moe_lists(const tcase *c) {
   return verdict();
 }
 
-/* gemv_router/TYPE/...: the router of a sparse layer folded into one token's attention projections (op_gemv_opts'
-   x_copy and rr_*; kernels/gemv.wgsl "_xcp" and "_rtr"; src/model/router_fold.c). In one recording as a decode step
-   runs them: the QKV-like GEMV (S rows on x [D], the norm folded) also copies x into the router's buffer at float
-   xoff, then the output-like GEMV (D rows on a [Q], added into the residual) also sums the router's E rows, M [E][Q]
-   over a and from float roff R' [E][D] over the copy, into the buffer's first E floats. Checked: both projections
-   as run_gemv checks them, the copy bit for bit, the sums against a double reference within 1e-6 + 4e-6 sum |terms|
-   (compare_linear's bound), and the floats between the sums and the copy, and the tail, still poisoned. */
-static case_result run_gemv_router(const tcase *c) {
-  size_t D = c->u.gemv.N, Q = c->u.gemv.K, E = c->u.gemv.rr_e, S = 3 * 64;
-  const op_gemv_plan *plan = c->u.gemv.plan.tk ? &c->u.gemv.plan : NULL;
-  gpu_context *ctx = th_gpu();
-  if (plan && plan->tuned && !(ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max))
-    return not_supported("the tuned kernel needs subgroups of one fixed size");
-  size_t xoff = (E + 63) / 64 * 64, roff = (E * Q + 63) / 64 * 64, rbytes = (xoff + D) * 4;
-  op_wtype wt = c->u.gemv.wt;
-  float *wq = malloc(S * D * 4), *wo = malloc(D * Q * 4), *x = rnd(D, -2, 2), *g = rnd(D, 0.5f, 1.5f);
-  float *a = rnd(Q, -1, 1), *y0 = rnd(D, -1, 1), *rw = rnd(roff + E * D, -0.5f, 0.5f);
-  gbuf wqb[2], wob[2];
-  op_weight owq = make_weight(wt, S, D, 32, wq, wqb), owo = make_weight(wt, D, Q, 32, wo, wob);
-  gbuf gx = gb_in(x, D * 4), gg = gb_in(g, D * 4), ga = gb_in(a, Q * 4), grw = gb_in(rw, (roff + E * D) * 4);
-  gbuf gqkv = gb_out(S * 4), gy = gb_io(y0, D * 4), gr = gb_out(rbytes);
-  op_gemv_opts oq = {.norm_w = gg.v, .eps = 1e-5f, .x_copy = {gr.buf, gr.v.offset + xoff * 4, D * 4}};
-  op_gemv_opts oo = {.accumulate = 1,
-                     .rr_w = grw.v,
-                     .rr_buf = gr.v,
-                     .rr_n = (uint32_t)E,
-                     .rr_d = (uint32_t)D,
-                     .rr_xoff = (uint32_t)xoff,
-                     .rr_roff = (uint32_t)roff};
-  traffic(weight_bytes(wt, S, D, 32) + weight_bytes(wt, D, Q, 32) + 4.0 * (E * (Q + D) + 3 * D + Q + S),
-          2.0 * (S * D + D * Q + E * (Q + D)));
-  gpu_recorder *r = rec_new();
-  wgllm_status s = op_gemv(r, gx.v, &owq, (gpu_view){0}, gqkv.v, (uint32_t)S, (uint32_t)D, &oq);
-  if (!s) s = op_gemv_planned(r, ga.v, &owo, (gpu_view){0}, gy.v, (uint32_t)D, (uint32_t)Q, &oo, plan);
-  CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
-  exec(r, NULL);
-  gpu_recorder_free(r);
-  if (!g_perf) {
-    float *xn = malloc(D * 4), *want_q = malloc(S * 4), *lin = malloc(D * 4), *want_y = malloc(D * 4);
-    ref_rms_norm(x, g, xn, D, 1, D, D, 1e-5f, 0.0f);
-    ref_linear(xn, wq, NULL, want_q, 1, S, D);
-    cmp("qkv", gb_fetch(&gqkv), want_q, S, 2e-5 * sqrt((double)D), 1e-4);
-    ref_linear(a, wo, NULL, lin, 1, D, Q);
-    for (size_t i = 0; i < D; i++)
-      want_y[i] = lin[i] + y0[i];
-    cmp("y", gb_fetch(&gy), want_y, D, 2e-5 * sqrt((double)Q), 1e-4);
-    const float *got = gb_fetch(&gr);
-    float *want = malloc(E * 4);
-    double *tol = malloc(E * sizeof *tol);
-    for (size_t e = 0; e < E; e++) {
-      double sum = 0, mag = 0;
-      for (size_t q = 0; q < Q; q++) {
-        sum += (double)rw[e * Q + q] * a[q];
-        mag += fabs((double)rw[e * Q + q] * a[q]);
-      }
-      for (size_t j = 0; j < D; j++) {
-        sum += (double)rw[roff + e * D + j] * x[j];
-        mag += fabs((double)rw[roff + e * D + j] * x[j]);
-      }
-      want[e] = (float)sum;
-      tol[e] = 1e-6 + 4e-6 * mag;
-    }
-    cmp_bound("router sums", got, want, tol, E);
-    CHECK(memcmp(got + xoff, x, D * 4) == 0, "%s: the copy of x differs from x", g_case);
-    CHECK(unpoisoned(got, E, xoff - E) == 0, "%s: floats between the sums and the copy written", g_case);
-    free(xn);
-    free(want_q);
-    free(lin);
-    free(want_y);
-    free(want);
-    free(tol);
-  }
-  gb_guards(&gqkv, "qkv");
-  gb_guards(&gy, "y");
-  gb_guards(&gr, "router buffer");
-  free_weight(wqb);
-  free_weight(wob);
-  gb_free(&gx);
-  gb_free(&gg);
-  gb_free(&ga);
-  gb_free(&grw);
-  gb_free(&gqkv);
-  gb_free(&gy);
-  gb_free(&gr);
-  free(wq);
-  free(wo);
-  free(x);
-  free(g);
-  free(a);
-  free(y0);
-  free(rw);
-  return verdict();
-}
-
 static case_result run_moe_linear(const tcase *c) {
   size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k, np = T * k, N = c->u.moe.N, K = c->u.moe.K;
   int glu = c->u.moe.glu, act = c->u.moe.act, x_pair = c->u.moe.x_pair, has_bias = c->u.moe.scale;
@@ -4948,20 +4822,7 @@ static case_result run_moe_linear(const tcase *c) {
   /* the fused norm's weight and the kernel's routing: the reference ids and weights from the logits */
   int self_route = c->u.moe.self_route, fused = c->u.moe.fused_norm;
   float *nw = rnd(K, 0.5f, 1.5f), *lg = rnd(T * E, -3, 3), *rwant = malloc(np * 4);
-  if (self_route && c->u.moe.route_scaled) { /* the reference ranks the logits times each token's 1 / rms(x) */
-    float *ls = malloc(T * E * 4);
-    for (size_t t = 0; t < T; t++) {
-      double ss = 0;
-      for (size_t kk = 0; kk < K; kk++)
-        ss += (double)x[t * K + kk] * x[t * K + kk];
-      float sc = (float)(1.0 / sqrt(ss / (double)K + 1e-5));
-      for (size_t e = 0; e < E; e++)
-        ls[t * E + e] = lg[t * E + e] * sc;
-    }
-    ref_moe_route(ls, T, E, k, self_route - 1, NULL, ids, rwant);
-    free(ls);
-  } else if (self_route)
-    ref_moe_route(lg, T, E, k, self_route - 1, NULL, ids, rwant);
+  if (self_route) ref_moe_route(lg, T, E, k, self_route - 1, NULL, ids, rwant);
   gbuf gnw = gb_in(nw, K * 4), glg = gb_in(lg, T * E * 4), grw = gb_out(np * 4);
   gbuf wb[2 * MOE_MAX_PARTS];
   op_weight ow = moe_weight(c->u.moe.wt, E, rows, K, c->u.moe.parts, w, wb);
@@ -4991,7 +4852,6 @@ static case_result run_moe_linear(const tcase *c) {
     p.route_logits = glg.v;
     p.route_w = grw.v;
     p.route_norm = (op_moe_norm)(self_route - 1);
-    p.route_scaled = c->u.moe.route_scaled;
   }
   if (route != OP_MOE_PAIRS) { /* the lists (and indirect arguments) the grouped routes read: not under test here */
     gl = gb_out((size_t)lay.words * 4);
@@ -5477,27 +5337,6 @@ static void cases_moe(void) {
                                    .wt = fw[wi],
                                    .fused_norm = 1,
                                    .self_route = sr};
-    }
-  /* the same routing from the folded router's unnormed logits (route_scaled: the weights take the norm's 1 / rms), in
-     the two modes that weigh the chosen k alone */
-  for (size_t wi = 0; wi < 4; wi++)
-    for (int sr = 2; sr <= 3; sr++) {
-      tcase *c = add_case("moe_linear", run_moe_linear,
-                          "%s/pairs/T=3,k=4,E=40,N=64,K=256,swiglu_oai,bias,norm,self-routed unnormed %s",
-                          op_wtype_name(fw[wi]), MOE_NORMS[sr - 1]);
-      c->u.moe = (struct moe_case){.T = 3,
-                                   .k = 4,
-                                   .E = 40,
-                                   .N = 64,
-                                   .K = 256,
-                                   .glu = 1,
-                                   .act = wi == 1 ? 0 : 2,
-                                   .scale = 1,
-                                   .mode = OP_MOE_PAIRS,
-                                   .wt = fw[wi],
-                                   .fused_norm = 1,
-                                   .self_route = sr,
-                                   .route_scaled = 1};
     }
   {
     tcase *c = add_case("moe_linear", run_moe_linear,

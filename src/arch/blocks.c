@@ -46,21 +46,6 @@ static wgllm_status llm_gemv(const llm_fwd *f, gpu_view x, const op_weight *w, g
   return op_gemv(f->rec, x, w, bias, y, N, K, o);
 }
 
-static int moe_fuses_norm(const llm_fwd *f, uint32_t l);
-
-/* Whether one token's step of layer l runs its router folded into the attention's projections (docs/MOE.md, "The
-   folded router"; src/model/router_fold.c): the QKV's GEMV copies x, the output projection's sums the router's rows
-   beside its own into moe_logits, and the gate/up ranks them with the norm's 1 / rms; no router dispatch. The exact
-   fused GEMVs only (the fast precision's integer-dot GEMV takes neither), the output projection in one piece, and the
-   gate/up routing its own pairs with the norm folded in. */
-static int router_folded(const llm_fwd *f, uint32_t l) {
-  const llm_hparams *hp = &f->m->hp;
-  const llm_layer *ly = &f->m->layers[l];
-  return ly->router_fold.buf && f->fused && !f->fo->fast && !f->fo->unfused && !ly->wo.n_parts &&
-         moe_fuses_norm(f, l) &&
-         op_moe_linear_routes(op_ctx(f->rec), &ly->exp_gate_up, hp->n_embd, hp->n_expert, hp->n_expert_used);
-}
-
 int llm_fused_decode_ok(gpu_recorder *rec, const llm_model *m, uint32_t T) {
   const llm_hparams *hp = &m->hp;
   int sg, ok = 1;
@@ -144,8 +129,6 @@ static wgllm_status attn_project(const llm_fwd *f, uint32_t l, attn_layer *L) {
   wgllm_status st;
   if (f->fused) {
     op_gemv_opts o = {.norm_w = ly->attn_norm, .eps = hp->norm_eps, .norm_offset = no, .n_tokens = T};
-    if (router_folded(f, l)) /* x before the output projection adds to it, for the router's rows there */
-      o.x_copy = (gpu_view){s->moe_logits, llm_router_fold_xoff(hp) * 4ull, D * 4ull};
     st = llm_gemv(f, V(s->x), &ly->wqkv, bqkv, V(s->qkv), S, D, &o);
   } else {
     st = op_rms_norm(rec, V(s->x), ly->attn_norm, V(s->xn), D, T, D, D, hp->norm_eps, no);
@@ -530,14 +513,6 @@ static wgllm_status attn_output(const llm_fwd *f, const attn_layer *L) {
       if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
       return st;
     }
-    if (router_folded(f, L->l)) { /* the router's rows beside: moe_logits [E] (router_folded) */
-      oo.rr_w = ly->router_fold;
-      oo.rr_buf = V(s->moe_logits);
-      oo.rr_n = hp->n_expert;
-      oo.rr_d = D;
-      oo.rr_xoff = llm_router_fold_xoff(hp);
-      oo.rr_roff = (uint32_t)llm_router_fold_roff(hp->n_expert, nq);
-    }
     return llm_gemv(f, V(s->attn), &ly->wo, bo, V(s->x), D, nq, &oo);
   }
   st = llm_linear(f, V(s->attn), &ly->wo, bo, V(s->proj), T, D, nq);
@@ -654,13 +629,12 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
   gpu_view rb = hp->moe_bias ? ly->router_bias : none, gub = hp->moe_bias ? ly->exp_gate_up_bias : none,
            db = hp->moe_bias ? ly->exp_down_bias : none;
-  wgllm_status st = WGLLM_OK;
-  int folded = nrm && router_folded(f, l); /* the logits summed beside the output projection, unnormed */
-  if (nrm && !folded) {                    /* [T][E], rin normed in the GEMV */
+  wgllm_status st;
+  if (nrm) { /* [T][E], rin normed in the GEMV */
     op_gemv_opts ro = *nrm;
     ro.n_tokens = T;
     st = op_gemv(rec, rin, &ly->router, rb, V(s->moe_logits), E, D, &ro);
-  } else if (!nrm)
+  } else
     st = op_matvec(rec, rin, &ly->router, rb, V(s->moe_logits), T, E, D); /* [T][E] */
   /* decode with the norm folded in: the gate/up's GEMV ranks its own pairs where it can (op_moe_linear_routes) */
   int self_route = nrm && !scale.buf && op_moe_linear_routes(op_ctx(rec), &ly->exp_gate_up, D, E, k);
@@ -691,7 +665,6 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
     gu.route_logits = V(s->moe_logits);
     gu.route_w = V(s->moe_w);
     gu.route_norm = (op_moe_norm)hp->moe_norm;
-    gu.route_scaled = folded;
   }
   op_moe_linear_params dn = gu;
   dn.norm_w = dn.route_logits = dn.route_w = none;

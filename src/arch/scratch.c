@@ -44,9 +44,6 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
   /* the experts' outputs; or first, where gate and up are apart, their two outputs */
   uint64_t moe_y = T * k * hp->n_embd * 4, apart = moe ? llm_moe_up_offset(cap, (uint32_t)k, hp->n_ff_exp) * 2 : 0;
   if (apart > moe_y) moe_y = apart;
-  /* the router's logits; one token's folded router (llm_router_fold_xoff) keeps its x copy after its E sums */
-  uint64_t logits_moe = T * E * 4, folded = moe ? ((uint64_t)llm_router_fold_xoff(hp) + hp->n_embd) * 4 : 0;
-  if (folded > logits_moe) logits_moe = folded;
   scratch_want w[SCRATCH_BUFS] = {
       {&s->ids, T * 4, "ids"},
       {&s->pos, T * 4, "pos"},
@@ -63,7 +60,7 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
       {&s->ple_tok, T * hp->n_layer * P * 4, "ple_tok"},
       {&s->ple_ctx, T * hp->n_layer * P * 4, "ple_ctx"},
       {&s->ple_h, T * P * 4, "ple_h"},
-      {&s->moe_logits, logits_moe, "moe_logits"},
+      {&s->moe_logits, T * E * 4, "moe_logits"},
       {&s->moe_ids, T * k * 4, "moe_ids"},
       {&s->moe_w, T * k * 4, "moe_w"},
       {&s->moe_lists, lists, "moe_lists"},

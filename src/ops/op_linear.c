@@ -218,9 +218,9 @@ typedef struct gemv_params {
   float eps, w_offset;
   uint32_t glu_half, act, n_off, y_stride, k, x_pair, rows_w, e_base, e_count, E;
   float alpha, limit;
-  uint32_t route_mode, route_scaled, rr_g0, rr_d, xc_off, rr_roff, _p[3];
+  uint32_t route_mode;
 } gemv_params;
-_Static_assert(sizeof(gemv_params) == 112, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
+_Static_assert(sizeof(gemv_params) == 80, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
 /* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off..; with
    moe, the expert GEMV over the pairs whose experts this piece holds (N: rows an expert, rows_w) */
@@ -282,10 +282,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     p.alpha = moe->alpha;
     p.limit = moe->limit;
     p.route_mode = (uint32_t)moe->route_mode;
-    p.route_scaled = moe->route_scaled ? 1u : 0u;
   }
-  /* the folded router (one token, one piece): the QKV's copy of x, or the router's rows past the output rows */
-  int xcopy = !moe && nt == 1 && o->x_copy.buf, rrows = !moe && nt == 1 && o->rr_w.buf;
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
                        {"TK", (double)pl.tk},
@@ -295,13 +292,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt}};
   char variant[32];
-  const char *kind = !moe              ? (nt > 1  ? "_mt"
-                                          : xcopy ? "_xcp"
-                                          : rrows ? "_rtr"
-                                                  : "")
-                     : moe->logits.buf ? "_moer"
-                     : combine         ? "_moec"
-                                       : "_moe";
+  const char *kind = !moe ? (nt > 1 ? "_mt" : "") : moe->logits.buf ? "_moer" : combine ? "_moec" : "_moe";
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", kind);
   int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
@@ -315,23 +306,9 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
       .access = has_scales ? "rrrwrr" : "rrrwr",
       .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x, has_scales ? scales : (gpu_view){0}},
       .groups = groups};
-  int b = has_scales ? 6 : 5;
-  if (xcopy) {
-    a.access = has_scales ? "rrrwrrw" : "rrrwrw";
-    a.bind[b] = o->x_copy;
-  } else if (rrows) { /* a workgroup a router row, before the output rows' */
-    p.E = o->rr_n;
-    p.rr_g0 = o->rr_n;
-    p.rr_d = o->rr_d;
-    p.xc_off = o->rr_xoff;
-    p.rr_roff = o->rr_roff;
-    a.access = has_scales ? "rrrwrrrw" : "rrrwrrw";
-    a.bind[b] = o->rr_w;
-    a.bind[b + 1] = o->rr_buf;
-    a.groups = groups + o->rr_n;
-  }
   if (moe) { /* the pairs' ids (or the logits, then ids and weights written; or ids and weights read) after the
                 other bindings; a workgroup row a pair (a token: combined) */
+    int b = has_scales ? 6 : 5;
     if (combine) {
       a.access = has_scales ? "rrrwrrrr" : "rrrwrrr";
       a.bind[b] = route;
@@ -372,19 +349,6 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
   if (o->glu_half && !op_gemv_fuses_glu(w))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU needs the gate and up rows in one piece (%u parts)", w->n_parts);
   uint32_t T = o->n_tokens ? o->n_tokens : 1, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
-  if ((o->x_copy.buf || o->rr_w.buf) && T != 1)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: the folded router's copy and rows take one token (%u)", T);
-  if (o->rr_w.buf && (w->n_parts || o->glu_half || !o->rr_n || o->rr_d % 4 || o->rr_xoff % 4 || o->rr_roff % 4 ||
-                      o->rr_roff < (uint64_t)o->rr_n * K))
-    return op_fail(rec, WGLLM_ERR_INTERNAL,
-                   "gemv: the router's rows need a weight of one piece, no GLU, and "
-                   "offsets of whole vec4s past the [E][K] rows");
-  uint64_t rr_need = ((uint64_t)o->rr_roff + (uint64_t)o->rr_n * o->rr_d) * 4;
-  if (o->rr_w.buf && (gpu_view_bytes(o->rr_w) < rr_need ||
-                      gpu_view_bytes(o->rr_buf) < ((uint64_t)o->rr_xoff + o->rr_d) * 4 || o->rr_xoff < o->rr_n))
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: the router's rows or their buffer are smaller than their shapes");
-  if (o->x_copy.buf && gpu_view_bytes(o->x_copy) < (uint64_t)K * 4)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: x's copy holds under K=%u floats", K);
   uint64_t align = op_ctx(rec)->limits.minStorageBufferOffsetAlignment;
   if (!align) align = 256;
   wgllm_status s = WGLLM_OK;
@@ -392,8 +356,6 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
   for (uint32_t i = 0; !s && i < (w->n_parts ? w->n_parts : 1); i++) {
     op_weight pw = *w;
     uint32_t rows = N;
-    op_gemv_opts oi = *o; /* x copied by the first piece's dispatch only */
-    if (i) oi.x_copy = (gpu_view){0};
     if (w->n_parts) {
       const struct op_weight_part *pt = &w->part[i];
       pw = (op_weight){pt->type, pt->data, pt->scales, pt->group, 0, {{{0}}}};
@@ -409,7 +371,7 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
         return op_fail(rec, WGLLM_ERR_UNSUPPORTED,
                        "gemv: token %u's rows (K=%u, y stride %u) do not start on a binding offset", t0, K, ys);
       gpu_view xt = {x.buf, x.offset + xo, 0}, yt = {y.buf, y.offset + yo, 0};
-      s = gemv_piece(rec, xt, pw.type, pw.group, pw.data, pw.scales, bias, yt, rows, K, n0, nt, ys, &oi, plan, NULL,
+      s = gemv_piece(rec, xt, pw.type, pw.group, pw.data, pw.scales, bias, yt, rows, K, n0, nt, ys, o, plan, NULL,
                      (gpu_view){0});
     }
     n0 += rows;

@@ -197,9 +197,6 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
     if (mp->route != OP_MOE_PAIRS || !op_moe_linear_routes(op_ctx(rec), w, K, E, k) ||
         (unsigned)mp->route_norm > OP_MOE_TOPK_SOFTMAX)
       return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: routing in the kernel needs the pairs route in the GEMV", who);
-    if (mp->route_scaled && (!mp->norm_w.buf || mp->route_norm == OP_MOE_SOFTMAX))
-      return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: unnormed logits need the fused norm and a mode weighing the k only",
-                     who);
     if ((s = check_bytes(rec, who, "route_logits", mp->route_logits, (uint64_t)T * E * 4))) return s;
     if ((s = check_bytes(rec, who, "route_w", mp->route_w, (uint64_t)np * 4))) return s;
   }
@@ -256,8 +253,7 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
                                  .norm_offset = mp->norm_offset,
                                  .logits = mp->route_logits,
                                  .weights = mp->route_w,
-                                 .route_mode = (int)mp->route_norm,
-                                 .route_scaled = mp->route_scaled};
+                                 .route_mode = (int)mp->route_norm};
       s = op_gemv_experts(rec, x, &pw, bias, route, y, &ga);
       continue;
     }

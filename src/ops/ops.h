@@ -228,14 +228,6 @@ typedef struct op_gemv_opts {
   /* op_gemv_fast past OP_GEMV_MAX_TOKENS tokens: room for the small-M GEMM's partial sums (op_q8_small_part_bytes);
      none: the GEMV, OP_GEMV_MAX_TOKENS tokens a dispatch. The exact op_gemv ignores it. */
   gpu_view part;
-  /* a sparse layer's router folded into one token's attention projections (kernels/gemv.wgsl "_xcp", "_rtr";
-     src/arch/router_fold.c), the exact op_gemv of one token only: x_copy: the first workgroup of the weight's first
-     piece also copies x [K] there (the QKV projection). rr_w: the output projection also sums the router's rr_n rows
-     of rr_w (f32 [rr_n][K], then from float rr_roff [rr_n][rr_d]) over x and over the copy at float rr_xoff of rr_buf,
-     into rr_buf[0 .. rr_n) (the logits before the MoE norm's 1 / rms); a weight of one piece. Offsets in floats,
-     multiples of 4. */
-  gpu_view x_copy, rr_w, rr_buf;
-  uint32_t rr_n, rr_d, rr_xoff, rr_roff;
 } op_gemv_opts;
 #define OP_GEMV_MAX_TOKENS 8 /* tokens one dispatch of the several-token GEMV takes at most */
 #define OP_GEMV_MAX_BATCH                                                                                              \
@@ -272,8 +264,6 @@ typedef struct op_gemv_experts_args {
      (route_mode: op_moe_norm) and ids [T][k] and weights [T][k] are written, not read (as op_moe_route's) */
   gpu_view logits, weights;
   int route_mode;
-  int route_scaled; /* the logits are the router's before the norm's 1 / rms(x): the weights take it (norm_w set;
-                       route_mode 1 or 2, whose weights need only the chosen logits) */
   /* the pairs' weights [T][k], or none: with them y is [T][N] and gets sum_j weights[t][j] * pair t * k + j's row
      (the combine, "_moec"; added to y's value with accumulate): a down projection (x_pair) over one piece of all E
      experts */
@@ -522,7 +512,6 @@ typedef struct op_moe_linear_params {
      projection and the combine, so the router's top-k needs no dispatch; none: ids are read */
   gpu_view route_logits, route_w;
   op_moe_norm route_norm;
-  int route_scaled; /* route_logits unnormed (the folded router's, beside the output projection): op_gemv_experts' */
 } op_moe_linear_params;
 /* Whether the pairs route of this expert weight runs in the GEMV (every piece a storage it reads, K whole steps),
    which can norm its x (op_moe_linear_params.norm_w) */
