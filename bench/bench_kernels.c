@@ -600,6 +600,7 @@ int main(int argc, char **argv) {
   if (attn) {
     if (strstr(models, "1b")) bench_attn(g, "1b", 32, 8, 64, reps);
     if (strstr(models, "8b")) bench_attn(g, "8b", 32, 8, 128, reps);
+    if (strstr(models, "q3moe")) bench_attn(g, "q3moe", 32, 4, 128, reps); /* Qwen3-30B-A3B: 8 heads a KV head */
   }
   static const struct {
     const char *name;

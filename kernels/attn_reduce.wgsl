@@ -17,6 +17,18 @@ struct Params { n_head: u32, n_kv_head: u32, head_dim: u32, ctx: u32,
 override B: u32 = 128u; // chunk length of attn_split
 const WG = 128u;
 
+// The start of chunk c's record (acc[hd], m, l) for one query head, c clamped to the last chunk written
+fn rec(cb: u32, c: u32, n_chunks: u32) -> u32 {
+  return (cb + min(c, n_chunks - 1u) * (p.n_head / p.n_kv_head)) * (p.head_dim + 2u);
+}
+
+// Chunk c's (l, acc[d]) weighed by e^(m_c - M); 0 for an index past the last chunk
+fn term(cb: u32, c: u32, n_chunks: u32, d: u32, M: f32) -> vec2<f32> {
+  let b = rec(cb, c, n_chunks);
+  let w = select(0.0, exp(partial[b + p.head_dim] - M), c < n_chunks);
+  return w * vec2<f32>(partial[b + p.head_dim + 1u], partial[b + d]);
+}
+
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
   let h = wid.x;
@@ -29,28 +41,32 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let last = kv_last(pos[sq]);
   let first = kv_first(last, p.ctx, p.window);
   let n_chunks = min((last - (first / B) * B) / B + 1u, p.max_chunks); // never past the partials written
+  let cb = (pb + kvh * p.max_chunks) * n_rep + r; // chunk c's record is at (cb + c * n_rep) * (hd + 2)
+  // four chunks' loads in flight at a time (a short context's reduce is a chain of dependent loads); a chunk index
+  // past the last reads the last one again, which leaves the max as it is and gets weight 0 below
   var M = -3.0e38;
-  for (var c = 0u; c < n_chunks; c++) {
-    M = max(M, partial[((pb + kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u) + hd]);
-  }
-  var den = 0.0;
-  for (var c = 0u; c < n_chunks; c++) {
-    let b = ((pb + kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
-    den += exp(partial[b + hd] - M) * partial[b + hd + 1u];
+  for (var c = 0u; c < n_chunks; c += 4u) {
+    let m0 = partial[rec(cb, c, n_chunks) + hd];
+    let m1 = partial[rec(cb, c + 1u, n_chunks) + hd];
+    let m2 = partial[rec(cb, c + 2u, n_chunks) + hd];
+    let m3 = partial[rec(cb, c + 3u, n_chunks) + hd];
+    M = max(M, max(max(m0, m1), max(m2, m3)));
   }
   var a = 1.0; // the factor on the numerators: 1 without sinks
+  var sk = 0.0;
   if (p.sinks != 0u) {
-    let sk = sinks[h + p.sinks - 1u];
-    let mx = max(M, sk);
-    a = exp(M - mx);
-    den = den * a + exp(sk - mx);
+    sk = sinks[h + p.sinks - 1u];
+    a = exp(M - max(M, sk));
   }
   for (var d = lid.x; d < hd; d += WG) {
-    var num = 0.0;
-    for (var c = 0u; c < n_chunks; c++) {
-      let b = ((pb + kvh * p.max_chunks + c) * n_rep + r) * (hd + 2u);
-      num += exp(partial[b + hd] - M) * partial[b + d];
+    var dn = vec2<f32>(0.0); // (den, num)
+    for (var c = 0u; c < n_chunks; c += 4u) {
+      dn += term(cb, c, n_chunks, d, M) + term(cb, c + 1u, n_chunks, d, M) + term(cb, c + 2u, n_chunks, d, M) +
+            term(cb, c + 3u, n_chunks, d, M);
     }
+    var den = dn.x;
+    let num = dn.y;
+    if (p.sinks != 0u) { den = den * a + exp(sk - max(M, sk)); }
 #if PAGED
     out[sq * p.out_stride + h * hd + d] = num * a / den;
 #else

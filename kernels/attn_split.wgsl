@@ -7,7 +7,8 @@
 // The chunk length B (32, 64 or 128) is chosen per bucket so that short contexts still spread over many
 // workgroups. Phases: scores of every (head, key) pair; max and sum per head by NP = 128 / n_rep_pow2 threads
 // each (a few workgroup barriers in all, not a reduction tree per head); outputs with one thread per
-// (head, 4 dims), each running over the chunk's keys (no reduction).
+// (head, 4 dims), each running over the chunk's keys (no reduction). A workgroup's time at short contexts is its
+// threads' chains of dependent cache loads, so the score and output loops keep eight loads in flight at a time.
 // partial: [n_kv_head][max_chunks][n_rep][head_dim + 2] (acc..., m, l). head_dim % 4 == 0,
 // n_rep <= 16, n_rep * head_dim <= 4096.
 // Variants "sg": the max and sum of a head are one subgroupMax / subgroupAdd when a head's NP threads are
@@ -108,6 +109,39 @@ var<workgroup> qs: array<vec4<f32>, 1024>; // [n_rep][head_dim / 4]
 var<workgroup> ps: array<f32, 2048>;       // [n_rep][B] scores, then probabilities (n_rep * B <= 2048)
 var<workgroup> red: array<f32, 128>;       // [n_rep_pow2][NP] partial max / sum
 
+// q_r . k for the group's q head at qs[qb] and the key at cache element kb: eight of the key's loads in flight at a
+// time rather than one (a decode workgroup's time is mostly its threads' chains of dependent cache loads)
+fn qk_dot(qb: u32, kb: u32, hd4: u32) -> f32 {
+  var a = vec4<f32>(0.0);
+  var a1 = vec4<f32>(0.0);
+  var d4 = 0u;
+  while (d4 + 8u <= hd4) {
+    let e = kb + 4u * d4;
+    let k0 = kload4(e);
+    let k1 = kload4(e + 4u);
+    let k2 = kload4(e + 8u);
+    let k3 = kload4(e + 12u);
+    let k4 = kload4(e + 16u);
+    let k5 = kload4(e + 20u);
+    let k6 = kload4(e + 24u);
+    let k7 = kload4(e + 28u);
+    let q = qb + d4;
+    a += qs[q] * k0 + qs[q + 1u] * k1 + qs[q + 2u] * k2 + qs[q + 3u] * k3;
+    a1 += qs[q + 4u] * k4 + qs[q + 5u] * k5 + qs[q + 6u] * k6 + qs[q + 7u] * k7;
+    d4 += 8u;
+  }
+  while (d4 < hd4) {
+    a += qs[qb + d4] * kload4(kb + 4u * d4);
+    d4 += 1u;
+  }
+  return dot(a + a1, vec4<f32>(1.0));
+}
+
+// The cache row (times hd) of the chunk's key jj from its first slot s0, the chunk's last key (nj - 1) for jj past it
+fn v_row(tb: u32, s0: u32, jj: u32, nj: u32, hd: u32) -> u32 {
+  return kv_row_of(tb, kv_slot(s0 + min(jj, nj - 1u), p.ctx)) * hd;
+}
+
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
   let l = lid.x;
@@ -177,10 +211,7 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     var s = -3.0e38;
     if (j >= first && j <= last) {
       let sl = kv_slot(s0 + i % B, p.ctx);
-      let kb = (kvh * nr + kv_row_of(tb, sl)) * hd;
-      var dt = 0.0;
-      for (var d4 = 0u; d4 < hd4; d4++) { dt += dot(qs[r * hd4 + d4], kload4(kb + 4u * d4)); }
-      s = dt * p.scale;
+      s = qk_dot(r * hd4, (kvh * nr + kv_row_of(tb, sl)) * hd, hd4) * p.scale;
       if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
     }
     ps[i] = s;
@@ -234,18 +265,30 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     partial[out_base + r * (hd + 2u) + hd] = m;
     partial[out_base + r * (hd + 2u) + hd + 1u] = sm;
   }
-  // unnormalised outputs: one thread per (head, 4 dims) over the chunk's keys
+  // unnormalised outputs: one thread per (head, 4 dims) over the chunk's keys, eight keys' V loads in flight at a
+  // time; keys from nj to the next multiple of 8 (< B, since B is a multiple of 8) read the chunk's last key, whose
+  // probability there is 0 (ps was zeroed past nj above)
   let vb = kvh * nr * hd;
   for (var i = l; i < n_rep * hd4; i += WG) {
     let rr = i / hd4;
     let d4 = i % hd4;
+    let pb = rr * B;
+    let e = vb + 4u * d4;
     var a = vec4<f32>(0.0);
-    var sv = s0;
-    for (var j = 0u; j < nj; j++) {
-      a += ps[rr * B + j] * vload4(vb + kv_row_of(tb, sv) * hd + 4u * d4);
-      sv += 1u;
-      if (sv == p.ctx) { sv = 0u; }
+    var a1 = vec4<f32>(0.0);
+    for (var j = 0u; j < nj; j += 8u) {
+      let v0 = vload4(e + v_row(tb, s0, j, nj, hd));
+      let v1 = vload4(e + v_row(tb, s0, j + 1u, nj, hd));
+      let v2 = vload4(e + v_row(tb, s0, j + 2u, nj, hd));
+      let v3 = vload4(e + v_row(tb, s0, j + 3u, nj, hd));
+      let v4 = vload4(e + v_row(tb, s0, j + 4u, nj, hd));
+      let v5 = vload4(e + v_row(tb, s0, j + 5u, nj, hd));
+      let v6 = vload4(e + v_row(tb, s0, j + 6u, nj, hd));
+      let v7 = vload4(e + v_row(tb, s0, j + 7u, nj, hd));
+      a += ps[pb + j] * v0 + ps[pb + j + 1u] * v1 + ps[pb + j + 2u] * v2 + ps[pb + j + 3u] * v3;
+      a1 += ps[pb + j + 4u] * v4 + ps[pb + j + 5u] * v5 + ps[pb + j + 6u] * v6 + ps[pb + j + 7u] * v7;
     }
+    a += a1;
     let ob = out_base + rr * (hd + 2u) + 4u * d4;
     partial[ob] = a.x;
     partial[ob + 1u] = a.y;
