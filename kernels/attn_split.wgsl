@@ -71,14 +71,31 @@ fn qe(base: u32, i: u32, h: u32) -> f32 {
 #endif
 }
 
+// Elements d .. d + 3 of the head at q[base], as qe
+fn qe4(base: u32, d: u32, h: u32) -> vec4<f32> {
+  return vec4<f32>(qe(base, d, h), qe(base, d + 1u, h), qe(base, d + 2u, h), qe(base, d + 3u, h));
+}
+
 // Dims 4*d4 .. 4*d4+3 of the head at q[base] (its norm slot h), rotated for position at (half-split: pairs i,
 // i + rot/2; adjacent: 2i, 2i+1); dims past rot_dim as they are. The same products as rope_kv.wgsl.
 fn rope4(base: u32, d4: u32, at: u32, h: u32) -> vec4<f32> {
   let d = 4u * d4;
-  var v = vec4<f32>(qe(base, d, h), qe(base, d + 1u, h), qe(base, d + 2u, h), qe(base, d + 3u, h));
+  let v = qe4(base, d, h);
   if (d >= p.rot_dim) { return v; }
   let half = p.rot_dim / 2u;
-  if (p.mode == 0u) {
+  if (p.mode == 0u && half % 4u == 0u) {
+    // half-split with the halves in whole vec4s: the partner vec4 and the four angles loaded at once, no branch
+    // around a load (a chain of them was much of this pass's time)
+    let lo = d < half;
+    let pv = qe4(base, select(d - half, d + half, lo), h);
+    let cb = at * half + select(d - half, d, lo);
+    let c0 = cs[cb];
+    let c1 = cs[cb + 1u];
+    let c2 = cs[cb + 2u];
+    let c3 = cs[cb + 3u];
+    return v * vec4<f32>(c0.x, c1.x, c2.x, c3.x) + select(pv, -pv, lo) * vec4<f32>(c0.y, c1.y, c2.y, c3.y);
+  }
+  if (p.mode == 0u) { // a vec4 may straddle the halves (rot_dim / 2 of 4k + 2)
     var o = v;
     for (var k = 0u; k < 4u; k++) {
       let dd = d + k;
@@ -108,6 +125,11 @@ const WG = 128u;
 var<workgroup> qs: array<vec4<f32>, 1024>; // [n_rep][head_dim / 4]
 var<workgroup> ps: array<f32, 2048>;       // [n_rep][B] scores, then probabilities (n_rep * B <= 2048)
 var<workgroup> red: array<f32, 128>;       // [n_rep_pow2][NP] partial max / sum
+#if ROPE
+const KN = 128u;                           // the widest head (in vec4s) kn and vn take
+var<workgroup> kn: array<kv4, 128>;        // the token's K head (rotated) and V head as the caches hold them,
+var<workgroup> vn: array<kv4, 128>;        // for the workgroup that appends them
+#endif
 
 // q_r . k for the group's q head at qs[qb] and the key at cache element kb: eight of the key's loads in flight at a
 // time rather than one (a decode workgroup's time is mostly its threads' chains of dependent cache loads)
@@ -137,10 +159,22 @@ fn qk_dot(qb: u32, kb: u32, hd4: u32) -> f32 {
   return dot(a + a1, vec4<f32>(1.0));
 }
 
-// The cache row (times hd) of the chunk's key jj from its first slot s0, the chunk's last key (nj - 1) for jj past it
-fn v_row(tb: u32, s0: u32, jj: u32, nj: u32, hd: u32) -> u32 {
-  return kv_row_of(tb, kv_slot(s0 + min(jj, nj - 1u), p.ctx)) * hd;
+// The cache row (times hd) of the chunk's key jj from its first slot s0, key nc - 1 for jj past it
+fn v_row(tb: u32, s0: u32, jj: u32, nc: u32, hd: u32) -> u32 {
+  return kv_row_of(tb, kv_slot(s0 + min(jj, nc - 1u), p.ctx)) * hd;
 }
+
+// Key jj's probability in ps from pb, 0 from nc on
+fn pw(pb: u32, jj: u32, nc: u32) -> f32 { return select(0.0, ps[pb + jj], jj < nc); }
+#if ROPE
+
+// q_r . k for the token's own key, from kn
+fn own_dot(qb: u32, hd4: u32) -> f32 {
+  var a = vec4<f32>(0.0);
+  for (var d4 = 0u; d4 < hd4; d4++) { a += qs[qb + d4] * kv_unpack4(kn[d4]); }
+  return dot(a, vec4<f32>(1.0));
+}
+#endif
 
 @compute @workgroup_size(128)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
@@ -183,19 +217,28 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   for (var i = l; i < n_rep * hd4; i += WG) {
     qs[i] = rope4(qo + (kvh * n_rep + i / hd4) * hd, i % hd4, rpos, i / hd4);
   }
-  // the new token's K and V go into the cache here, by the workgroup that reads that position
+  // the new token's K and V go into the cache here, by the workgroup that reads that position; that workgroup
+  // takes them from kn / vn below (no storage barrier, and no read-back, between its threads), or from the caches
+  // after a storage barrier when a head is too wide for kn / vn
+  let own = last < j0 + B && hd4 <= KN;
   if (last < j0 + B) {
     let dst = (kvh * nr + kv_row_of(tb, at % p.ctx)) * hd;
     for (var d4 = l; d4 < hd4; d4 += WG) {
-      kstore4(dst + 4u * d4, rope4(sq * p.q_stride + p.k_off + kvh * hd, d4, rpos, 16u));
+      let k = rope4(sq * p.q_stride + p.k_off + kvh * hd, d4, rpos, 16u);
+      kstore4(dst + 4u * d4, k);
       let vb = select(sq * p.v_stride, sq * p.q_stride, p.v_in_q != 0u) + p.v_off + kvh * hd + 4u * d4;
       var v = vec4<f32>(vsrc[vb], vsrc[vb + 1u], vsrc[vb + 2u], vsrc[vb + 3u]);
       if (p.v_in_q != 0u) { v = vec4<f32>(q[vb], q[vb + 1u], q[vb + 2u], q[vb + 3u]); }
       vstore4(dst + 4u * d4, v);
+      if (own) {
+        kn[d4] = kv_pack4(k);
+        vn[d4] = kv_pack4(v);
+      }
     }
   }
-  storageBarrier();
+  if (hd4 > KN) { storageBarrier(); }
 #else
+  let own = false;
   for (var i = l; i < n_rep * hd4; i += WG) {
     let r = i / hd4;
     let d4 = i % hd4;
@@ -211,7 +254,15 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     var s = -3.0e38;
     if (j >= first && j <= last) {
       let sl = kv_slot(s0 + i % B, p.ctx);
+#if ROPE
+      if (own && j == last) {
+        s = own_dot(r * hd4, hd4) * p.scale;
+      } else {
+        s = qk_dot(r * hd4, (kvh * nr + kv_row_of(tb, sl)) * hd, hd4) * p.scale;
+      }
+#else
       s = qk_dot(r * hd4, (kvh * nr + kv_row_of(tb, sl)) * hd, hd4) * p.scale;
+#endif
       if (p.softcap > 0.0) { s = p.softcap * tanh(s / p.softcap); }
     }
     ps[i] = s;
@@ -266,8 +317,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     partial[out_base + r * (hd + 2u) + hd + 1u] = sm;
   }
   // unnormalised outputs: one thread per (head, 4 dims) over the chunk's keys, eight keys' V loads in flight at a
-  // time; keys from nj to the next multiple of 8 (< B, since B is a multiple of 8) read the chunk's last key, whose
-  // probability there is 0 (ps was zeroed past nj above)
+  // time; keys from nc (the keys read from the cache: all nj, or all but the token's own, last, from vn) to the next
+  // multiple of 8 (< B, since B is a multiple of 8) read key nc - 1 again with weight 0
   let vb = kvh * nr * hd;
   for (var i = l; i < n_rep * hd4; i += WG) {
     let rr = i / hd4;
@@ -276,19 +327,23 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
     let e = vb + 4u * d4;
     var a = vec4<f32>(0.0);
     var a1 = vec4<f32>(0.0);
-    for (var j = 0u; j < nj; j += 8u) {
-      let v0 = vload4(e + v_row(tb, s0, j, nj, hd));
-      let v1 = vload4(e + v_row(tb, s0, j + 1u, nj, hd));
-      let v2 = vload4(e + v_row(tb, s0, j + 2u, nj, hd));
-      let v3 = vload4(e + v_row(tb, s0, j + 3u, nj, hd));
-      let v4 = vload4(e + v_row(tb, s0, j + 4u, nj, hd));
-      let v5 = vload4(e + v_row(tb, s0, j + 5u, nj, hd));
-      let v6 = vload4(e + v_row(tb, s0, j + 6u, nj, hd));
-      let v7 = vload4(e + v_row(tb, s0, j + 7u, nj, hd));
-      a += ps[pb + j] * v0 + ps[pb + j + 1u] * v1 + ps[pb + j + 2u] * v2 + ps[pb + j + 3u] * v3;
-      a1 += ps[pb + j + 4u] * v4 + ps[pb + j + 5u] * v5 + ps[pb + j + 6u] * v6 + ps[pb + j + 7u] * v7;
+    let nc = select(nj, nj - 1u, own);
+    for (var j = 0u; j < nc; j += 8u) {
+      let v0 = vload4(e + v_row(tb, s0, j, nc, hd));
+      let v1 = vload4(e + v_row(tb, s0, j + 1u, nc, hd));
+      let v2 = vload4(e + v_row(tb, s0, j + 2u, nc, hd));
+      let v3 = vload4(e + v_row(tb, s0, j + 3u, nc, hd));
+      let v4 = vload4(e + v_row(tb, s0, j + 4u, nc, hd));
+      let v5 = vload4(e + v_row(tb, s0, j + 5u, nc, hd));
+      let v6 = vload4(e + v_row(tb, s0, j + 6u, nc, hd));
+      let v7 = vload4(e + v_row(tb, s0, j + 7u, nc, hd));
+      a += pw(pb, j, nc) * v0 + pw(pb, j + 1u, nc) * v1 + pw(pb, j + 2u, nc) * v2 + pw(pb, j + 3u, nc) * v3;
+      a1 += pw(pb, j + 4u, nc) * v4 + pw(pb, j + 5u, nc) * v5 + pw(pb, j + 6u, nc) * v6 + pw(pb, j + 7u, nc) * v7;
     }
     a += a1;
+#if ROPE
+    if (own) { a += ps[pb + nj - 1u] * kv_unpack4(vn[d4]); }
+#endif
     let ob = out_base + rr * (hd + 2u) + 4u * d4;
     partial[ob] = a.x;
     partial[ob + 1u] = a.y;
