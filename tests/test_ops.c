@@ -3535,7 +3535,8 @@ static const struct {
                   {8, 1, 128, 128, 100, 1, 0},
                   {32, 8, 32, 32, 0, 0, 1},
                   {4, 4, 16, 8, 0, 0, 0},
-                  {4, 2, 16, 12, 0, 0, 0}}; /* half-split halves of 6: a vec4 straddles them */
+                  /* half-split halves of 6: a vec4 straddles them */
+                  {4, 2, 16, 12, 0, 0, 0}};
 static const uint32_t FDR_LENS[] = {1, 32, 33, 129, 300};
 
 static case_result run_flash_decode_rope(const tcase *tc) {
