@@ -42,8 +42,8 @@ fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: ve
   let first = kv_first(last, p.ctx, p.window);
   let n_chunks = min((last - (first / B) * B) / B + 1u, p.max_chunks); // never past the partials written
   let cb = (pb + kvh * p.max_chunks) * n_rep + r; // chunk c's record is at (cb + c * n_rep) * (hd + 2)
-  // four chunks' loads in flight at a time (a short context's reduce is a chain of dependent loads); a chunk index
-  // past the last reads the last one again, which leaves the max as it is and gets weight 0 below
+  // four chunks' loads in flight at a time; a chunk index past the last reads the last one again, which leaves the
+  // max as it is and gets weight 0 below
   var M = -3.0e38;
   for (var c = 0u; c < n_chunks; c += 4u) {
     let m0 = partial[rec(cb, c, n_chunks) + hd];

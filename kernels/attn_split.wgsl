@@ -7,8 +7,9 @@
 // The chunk length B (32, 64 or 128) is chosen per bucket so that short contexts still spread over many
 // workgroups. Phases: scores of every (head, key) pair; max and sum per head by NP = 128 / n_rep_pow2 threads
 // each (a few workgroup barriers in all, not a reduction tree per head); outputs with one thread per
-// (head, 4 dims), each running over the chunk's keys (no reduction). A workgroup's time at short contexts is its
-// threads' chains of dependent cache loads, so the score and output loops keep eight loads in flight at a time.
+// (head, 4 dims), each running over the chunk's keys (no reduction). The score and output loops keep eight cache
+// loads in flight a thread rather than one (1-11% off the split + reduce pair on an H100, PERF.md: the loads were
+// not most of the pass's time).
 // partial: [n_kv_head][max_chunks][n_rep][head_dim + 2] (acc..., m, l). head_dim % 4 == 0,
 // n_rep <= 16, n_rep * head_dim <= 4096.
 // Variants "sg": the max and sum of a head are one subgroupMax / subgroupAdd when a head's NP threads are
@@ -85,7 +86,7 @@ fn rope4(base: u32, d4: u32, at: u32, h: u32) -> vec4<f32> {
   let half = p.rot_dim / 2u;
   if (p.mode == 0u && half % 4u == 0u) {
     // half-split with the halves in whole vec4s: the partner vec4 and the four angles loaded at once, no branch
-    // around a load (a chain of them was much of this pass's time)
+    // around a load
     let lo = d < half;
     let pv = qe4(base, select(d - half, d + half, lo), h);
     let cb = at * half + select(d - half, d, lo);
@@ -131,8 +132,8 @@ var<workgroup> kn: array<kv4, 128>;        // the token's K head (rotated) and V
 var<workgroup> vn: array<kv4, 128>;        // for the workgroup that appends them
 #endif
 
-// q_r . k for the group's q head at qs[qb] and the key at cache element kb: eight of the key's loads in flight at a
-// time rather than one (a decode workgroup's time is mostly its threads' chains of dependent cache loads)
+// q_r . k for the group's q head at qs[qb] and the key at cache element kb, eight of the key's loads in flight at a
+// time
 fn qk_dot(qb: u32, kb: u32, hd4: u32) -> f32 {
   var a = vec4<f32>(0.0);
   var a1 = vec4<f32>(0.0);
