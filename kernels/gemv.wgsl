@@ -8,8 +8,8 @@
 // n_off places the rows of one part of a weight kept in parts (each part its own dispatch).
 //
 // Threads: a workgroup of TK * TR threads owns TR * R rows. The TK threads of a thread-row split each row into
-// steps that lie side by side in memory (q4gsw: a u32 word, 8 nibbles; q8: 8 bytes; Q4_K / Q5_K: 16 bytes of
-// quants, 32 elements; Q6_K: 16 elements), so a subgroup's loads are contiguous. Each lane keeps R row sums
+// steps that lie side by side in memory (q4gsw and MXFP4: a u32 word, 8 nibbles; q8: 8 bytes; Q4_K / Q5_K: 16
+// bytes of quants, 32 elements; Q6_K: 16 elements), so a subgroup's loads are contiguous. Each lane keeps R row sums
 // (2R with GLU: gate and up), so its slice of x (XV vec4s a step) is loaded once for R rows, and U steps are
 // unrolled so that U * R loads are in flight. Rows past the end are read clamped to the last row and dropped,
 // so the loads have no branch around them. (A q4gsw lane reading a whole 16-byte group, 4 words, a step
@@ -326,41 +326,36 @@ fn decode(n: u32, si: u32) { dw[0] = w[n * (p.K / 4u) + si]; }
 fn apply(u: u32) -> f32 { return dot(dw[0], xs[u]); }
 #endif
 #if WMXFP4
-// MXFP4 (gpt-oss's experts), split on the GPU (op_blocks_to_gpu): block b's 16 quant bytes a vec4 of the data
-// [N][K/32] (element j the low nibble of byte j, j + 16 its high nibble), its exponent (e8m0) byte b of the scales
-// [N][K/32]; value 2^(e - 128) * the doubled e2m1 grid. A step is one block: one aligned vec4 and a byte. (ggml's
-// 17-byte blocks as the file has them took five unaligned word loads a block.) The e2m1 codes are widened two at a
-// time through an f16 pair (lib/e2m1.wgsli: shifts, masks and an unpack; values times 2^-14, the grid's factor
-// applied to the step's sum). (A workgroup-memory table, a load a weight, held the GEMV at 821 GB/s on the 8B's LM
-// head shape against Q4_K's 1,717; PERF.md.)
-@group(0) @binding(2) var<storage, read> w: array<vec4<u32>>;
+// MXFP4 (gpt-oss's experts), split on the GPU (op_blocks_to_gpu): block b's 16 quant bytes four words of the data
+// [N][K/8] (element j the low nibble of byte j, j + 16 its high nibble), its exponent (e8m0) byte b of the scales
+// [N][K/32]; value 2^(e - 128) * the doubled e2m1 grid. A step is one word, word c = step % 4 of block step / 4:
+// elements 4c..4c + 3 (low nibbles, x vec4 8b + c) and 16 + 4c.. (high, x vec4 8b + 4 + c), so the four lanes of a
+// block read 64 bytes of its x side by side. (A block a lane, one vec4 and 8 x vec4s at a 128-byte stride between
+// lanes, held the GEMV at 821-939 GB/s on the 8B's LM head shape against Q4_K's 1,717: its x loads touched a cache
+// line a lane; PERF.md.) The e2m1 codes are widened two at a time through an f16 pair (lib/e2m1.wgsli: values times
+// 2^-14, the grid's factor applied to the step's sum), not looked up in a table (a load a weight).
+@group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(6) var<storage, read> wscale: array<u32>;
-const STEP = 32u;
-const XV = 8u;
+const STEP = 8u;
+const XV = 2u;
 const MULT = 1.0;
 #include "lib/e2m1.wgsli"
-fn xidx(si: u32, j: u32) -> u32 { return 8u * si + j; }
+fn xidx(si: u32, j: u32) -> u32 { return 8u * (si / 4u) + si % 4u + 4u * j; }
 fn step_sums(u: u32) {}
 fn decode(n: u32, si: u32) {
-  let bi = n * (p.K / 32u) + si;
-  let q = w[bi];
-  let x = (wscale[bi >> 2u] >> (8u * (bi & 3u))) & 255u;
-  dc.x = bitcast<f32>(select((x - 1u) << 23u, 0x00200000u << x, x < 2u));
-  for (var k = 0u; k < 4u; k++) {
-    let b = q[k];                 // bytes 4k..4k + 3: elements 4k.. (low nibbles) and 16 + 4k.. (high)
-    let l0 = e2m1_pair(b);        // elements 4k, 4k + 2
-    let l1 = e2m1_pair(b >> 8u);  // 4k + 1, 4k + 3
-    let h0 = e2m1_pair(b >> 4u);  // 16 + 4k, 16 + 4k + 2
-    let h1 = e2m1_pair(b >> 12u); // 16 + 4k + 1, 16 + 4k + 3
-    dw[k] = vec4<f32>(l0.x, l1.x, l0.y, l1.y);
-    dw[4u + k] = vec4<f32>(h0.x, h1.x, h0.y, h1.y);
-  }
+  let wi = n * (p.K / 8u) + si;
+  let b = w[wi]; // bytes 4c..4c + 3 of block wi / 4
+  let bi = wi / 4u;
+  let e = (wscale[bi >> 2u] >> (8u * (bi & 3u))) & 255u;
+  dc.x = bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u));
+  let l0 = e2m1_pair(b);        // elements 4c, 4c + 2
+  let l1 = e2m1_pair(b >> 8u);  // 4c + 1, 4c + 3
+  let h0 = e2m1_pair(b >> 4u);  // 16 + 4c, 16 + 4c + 2
+  let h1 = e2m1_pair(b >> 12u); // 16 + 4c + 1, 16 + 4c + 3
+  dw[0] = vec4<f32>(l0.x, l1.x, l0.y, l1.y);
+  dw[1] = vec4<f32>(h0.x, h1.x, h0.y, h1.y);
 }
-fn apply(u: u32) -> f32 {
-  var a = 0.0;
-  for (var k = 0u; k < 8u; k++) { a += dot(dw[k], xs[8u * u + k]); }
-  return dc.x * (a * E2M1_GRID);
-}
+fn apply(u: u32) -> f32 { return dc.x * ((dot(dw[0], xs[2u * u]) + dot(dw[1], xs[2u * u + 1u])) * E2M1_GRID); }
 #endif
 
 // token t's x of step si, times sc, into slot u of xs (normed), its sums into xa; returns the step's sum of squares

@@ -75,10 +75,10 @@ static uint32_t gemv_xv(op_wtype t) {
     return 1;
   case OP_W_Q4:
   case OP_W_Q8:
+  case OP_W_MXFP4:
     return 2;
   case OP_W_Q4_K:
   case OP_W_Q5_K:
-  case OP_W_MXFP4:
     return 8;
   case OP_W_Q6_K:
     return 4;
@@ -153,7 +153,7 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
    --sweep on the H200 (PERF.md): 4 row sums a lane (2 with GLU, whose lanes keep gate and up); the MLP's gate/up
    rows and the wide LM head split K over one subgroup with several subgroups a workgroup; the narrower
    projections split K over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types
-   unroll less. MXFP4 (32-element steps) takes Q4_K's layouts and f32 q4gsw's, neither swept. Where K's steps do not
+   unroll less. MXFP4 (a word a step, as q4gsw) and f32 take q4gsw's layouts, unswept. Where K's steps do not
    divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256, Qwen's 3584, ...), the thread-row
    narrows, down to one subgroup, until they do or it is one subgroup (the last lanes then take a step fewer); q8 keeps
    its lanes from two steps a lane on (gpt-oss's 2880: measured twice as fast). */
@@ -170,7 +170,7 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
       ctx->limits.maxComputeInvocationsPerWorkgroup >= 256) {
     p.tuned = 1;
     uint32_t one = sgs > 32 ? sgs : 32; /* one thread-row = one subgroup (32 lanes, or the subgroup if wider) */
-    if (type == OP_W_Q4_K || type == OP_W_Q5_K || type == OP_W_MXFP4) { /* 32-element steps, one unrolled */
+    if (type == OP_W_Q4_K || type == OP_W_Q5_K) { /* 32-element steps, one unrolled */
       if (glu)
         p.tk = one, p.tr = 8, p.r = 2, p.u = 2;
       else if (n_out >= 32768)
@@ -193,9 +193,11 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
     }
     /* narrower thread-rows (keeping the workgroup's threads) until the steps divide evenly; q8 only while a lane
        would take under two steps: gpt-oss-20b's Q8_0 QKV (K 2880, 360 steps) took 12.3 us over 128 uneven lanes
-       against 25.5 narrowed to 32 (bench_kernels --shapes goss --sweep, H100, docs/perf/31-moe call 10); the other
+       against 25.5 narrowed to 32 (bench_kernels --shapes goss --sweep, H100, docs/perf/31-moe call 10). MXFP4's
+       steps are q8's length and gpt-oss's K the same, so it keeps its lanes alike (unmeasured apart); the other
        storages' uneven lanes are unmeasured */
-    while (p.tk > one && steps % p.tk && (type != OP_W_Q8 || steps < 2 * p.tk)) {
+    int keep_lanes = type == OP_W_Q8 || type == OP_W_MXFP4;
+    while (p.tk > one && steps % p.tk && (!keep_lanes || steps < 2 * p.tk)) {
       p.tk /= 2;
       p.tr *= 2;
     }
