@@ -153,10 +153,13 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
    --sweep on the H200 (PERF.md): 4 row sums a lane (2 with GLU, whose lanes keep gate and up); the MLP's gate/up
    rows and the wide LM head split K over one subgroup with several subgroups a workgroup; the narrower
    projections split K over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types
-   unroll less. MXFP4 (a word a step, as q4gsw) and f32 take q4gsw's layouts, unswept. Where K's steps do not
-   divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256, Qwen's 3584, ...), the thread-row
-   narrows, down to one subgroup, until they do or it is one subgroup (the last lanes then take a step fewer); q8 keeps
-   its lanes from two steps a lane on (gpt-oss's 2880: measured twice as fast). */
+   unroll less. MXFP4 (a word a step, as q4gsw) takes q4gsw's layouts but 128 lanes for its GLU rows and one
+   thread-row for the others below the LM head's width: measured in gpt-oss's MoE step (docs/perf/31-moe calls 22-23;
+   a dense MXFP4 gate/up as wide as the 8B's, which no model has, swept slower so); f32 takes q4gsw's, unswept.
+   Where K's steps do not divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256, Qwen's
+   3584, ...), the thread-row narrows, down to one subgroup, until they do or it is one subgroup (the last lanes then
+   take a step fewer); q8 and MXFP4 keep their lanes from two steps a lane on (gpt-oss's 2880: q8 measured twice as
+   fast). */
 op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
                                  int glu) {
   op_gemv_plan p = {0};
@@ -184,6 +187,10 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
         p.tk = one, p.tr = 4, p.r = 4, p.u = 1;
       else
         p.tk = 128, p.tr = 2, p.r = 4, p.u = 1;
+    } else if (type == OP_W_MXFP4 && n_out < 32768) {
+      /* gpt-oss's experts: 128 lanes along K (2.8 of K=2880's 360 steps a lane), 2 thread-rows with GLU, one
+         without: its decode step 3,264 -> 2,854 us (docs/perf/31-moe call 23, from call 22's sweep) */
+      p.tk = 128, p.tr = glu ? 2 : 1, p.r = 4, p.u = 4;
     } else if (glu) {
       p.tk = one, p.tr = 8, p.r = 2, p.u = 4;
     } else if (n_out >= 32768) {
@@ -194,8 +201,8 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
     /* narrower thread-rows (keeping the workgroup's threads) until the steps divide evenly; q8 only while a lane
        would take under two steps: gpt-oss-20b's Q8_0 QKV (K 2880, 360 steps) took 12.3 us over 128 uneven lanes
        against 25.5 narrowed to 32 (bench_kernels --shapes goss --sweep, H100, docs/perf/31-moe call 10). MXFP4's
-       steps are q8's length and gpt-oss's K the same, so it keeps its lanes alike (unmeasured apart); the other
-       storages' uneven lanes are unmeasured */
+       steps are q8's length and gpt-oss's K the same, so it keeps its lanes alike (its 128 lanes measured in call
+       23, above); the other storages' uneven lanes are unmeasured */
     int keep_lanes = type == OP_W_Q8 || type == OP_W_MXFP4;
     while (p.tk > one && steps % p.tk && (!keep_lanes || steps < 2 * p.tk)) {
       p.tk /= 2;
