@@ -331,9 +331,10 @@ fn apply(u: u32) -> f32 { return dot(dw[0], xs[u]); }
 // [N][K/32]; value 2^(e - 128) * the doubled e2m1 grid. A step is one word, word c = step % 4 of block step / 4:
 // elements 4c..4c + 3 (low nibbles, x vec4 8b + c) and 16 + 4c.. (high, x vec4 8b + 4 + c), so the four lanes of a
 // block read 64 bytes of its x side by side. (A block a lane, one vec4 and 8 x vec4s at a 128-byte stride between
-// lanes, held the GEMV at 821-939 GB/s on the 8B's LM head shape against Q4_K's 1,717: its x loads touched a cache
-// line a lane; PERF.md.) The e2m1 codes are widened two at a time through an f16 pair (lib/e2m1.wgsli: values times
-// 2^-14, the grid's factor applied to the step's sum), not looked up in a table (a load a weight).
+// lanes, held the GEMV at 821-939 GB/s on the 8B's LM head shape against Q4_K's 1,717; its x loads touched a cache
+// line a lane, the reading that led here, not a counter's; PERF.md.) The e2m1 codes are widened two at a time through
+// an f16 pair (lib/e2m1.wgsli: the grid's values times 2^-14 as normal f16s, the factor applied to the step's sum),
+// not looked up in a table (a load a weight).
 @group(0) @binding(2) var<storage, read> w: array<u32>;
 @group(0) @binding(6) var<storage, read> wscale: array<u32>;
 const STEP = 8u;
@@ -348,10 +349,11 @@ fn decode(n: u32, si: u32) {
   let bi = wi / 4u;
   let e = (wscale[bi >> 2u] >> (8u * (bi & 3u))) & 255u;
   dc.x = bitcast<f32>(select((e - 1u) << 23u, 0x00200000u << e, e < 2u));
-  let l0 = e2m1_pair(b);        // elements 4c, 4c + 2
-  let l1 = e2m1_pair(b >> 8u);  // 4c + 1, 4c + 3
-  let h0 = e2m1_pair(b >> 4u);  // 16 + 4c, 16 + 4c + 2
-  let h1 = e2m1_pair(b >> 12u); // 16 + 4c + 1, 16 + 4c + 3
+  let f = e2m1_fields(b);
+  let l0 = e2m1_pair(f, b);                // elements 4c, 4c + 2
+  let l1 = e2m1_pair(f >> 8u, b >> 8u);    // 4c + 1, 4c + 3
+  let h0 = e2m1_pair(f >> 4u, b >> 4u);    // 16 + 4c, 16 + 4c + 2
+  let h1 = e2m1_pair(f >> 12u, b >> 12u);  // 16 + 4c + 1, 16 + 4c + 3
   dw[0] = vec4<f32>(l0.x, l1.x, l0.y, l1.y);
   dw[1] = vec4<f32>(h0.x, h1.x, h0.y, h1.y);
 }

@@ -5300,8 +5300,8 @@ static void cases_moe(void) {
       c->u.moe = (struct moe_case){
           .T = 3, .k = 2, .E = 8, .N = 40, .K = 256, .glu = 1, .scale = 1, .mode = route, .wt = more[wi]};
     }
-  /* gpt-oss's rows of 32-element blocks that are no 256 multiple (K = 2880 there; 288 here, 9 steps: the tuned
-     layout with steps that do not divide evenly among its lanes) */
+  /* gpt-oss's rows of 32-element blocks that are no 256 multiple (K = 2880 there; 288 here, 36 steps of 8 elements
+     for both storages: the tuned layout with steps that do not divide evenly among its lanes) */
   static const op_wtype k32[] = {OP_W_Q8, OP_W_MXFP4};
   for (size_t wi = 0; wi < 2; wi++)
     for (int route = 0; route < 2; route++)

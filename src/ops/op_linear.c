@@ -153,12 +153,12 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
    --sweep on the H200 (PERF.md): 4 row sums a lane (2 with GLU, whose lanes keep gate and up); the MLP's gate/up
    rows and the wide LM head split K over one subgroup with several subgroups a workgroup; the narrower
    projections split K over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types
-   unroll less. MXFP4 (a word a step, as q4gsw) takes q4gsw's layouts but 128 lanes for its GLU rows and one
-   thread-row for the others below the LM head's width: measured in gpt-oss's MoE step (docs/perf/31-moe calls 22-23;
-   a dense MXFP4 gate/up as wide as the 8B's, which no model has, swept slower so); f32 takes q4gsw's, unswept.
-   Where K's steps do not divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256, Qwen's
-   3584, ...), the thread-row narrows, down to one subgroup, until they do or it is one subgroup (the last lanes then
-   take a step fewer); q8 and MXFP4 keep their lanes from two steps a lane on (gpt-oss's 2880: q8 measured twice as
+   unroll less. MXFP4 (a word a step, as q4gsw) takes q4gsw's layouts but 128 lanes for its GLU rows (4 rows a lane,
+   8 sums) and one thread-row for the others below the LM head's width: measured in gpt-oss's MoE step (docs/perf/31-moe
+   calls 22-23; a dense MXFP4 gate/up as wide as the 8B's, which no model has, swept slower so); f32 takes q4gsw's,
+   unswept. Where K's steps do not divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256,
+   Qwen's 3584, ...), the thread-row narrows, down to one subgroup, until they do or it is one subgroup (the last lanes
+   then take a step fewer); q8 and MXFP4 keep their lanes from two steps a lane on (gpt-oss's 2880: q8 measured twice as
    fast). */
 op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
                                  int glu) {

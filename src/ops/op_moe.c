@@ -339,8 +339,9 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
 int op_moe_down_combine_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t k) {
   if (w->n_parts || !k || !op_gemv_experts_supports(w->type, w->group, K)) return 0;
   /* a token's k pairs make one row of k * K: its steps a lane (the plan's) at most 8, where the H100 measured the
-     combined GEMV faster (Qwen3-30B-A3B: 192 Q4_K steps over 64 lanes, 3 each); gpt-oss-20b's 360 MXFP4 steps over 32
-     lanes (11 each) ran 56 us a layer against 40 for the pairs' GEMV and the combine (docs/perf/31-moe call 9) */
+     combined GEMV faster (Qwen3-30B-A3B: 192 Q4_K steps over 64 lanes, 3 each); gpt-oss-20b's row (4 x 2880, 360 MXFP4
+     blocks over 32 lanes then) ran 56 us a layer against 40 for the pairs' GEMV and the combine (docs/perf/31-moe call
+     9); its 1,440 word steps now are 12 a lane over 128, still refused */
   op_gemv_plan pl = op_gemv_choose_plan(ctx, w->type, N, k * K, w->group, 0);
   uint32_t steps = k * K / (op_gemv_step(w->type) ? op_gemv_step(w->type) : 1);
   return pl.tk && (steps + pl.tk - 1) / pl.tk <= 8;
