@@ -18,7 +18,8 @@
 // rotated as it is loaded (every workgroup rotates its group's heads, which is cheap), and the workgroup whose
 // chunk holds the token's own position rotates the token's K head and writes it and the V head to the caches,
 // keeping both in workgroup memory (kn, vn: the cache's form) for its own score and output of that key, so that no
-// thread reads back what another wrote (heads over 512 wide read them back after a storage barrier). cs: [max_pos][rot/2] (cos, sin); K at k_off, V at v_off of q's buffer, or of
+// thread reads back what another wrote (heads over 512 wide read them back after a storage barrier).
+// cs: [max_pos][rot/2] (cos, sin); K at k_off, V at v_off of q's buffer, or of
 // vsrc when v_in_q is 0 (after Qwen3's per-head norms q and k live in another buffer than v).
 // Variants "ropeqkn" also do the per-head RMSNorms of q and k before RoPE (Qwen3's and Gemma 3's q_norm and k_norm,
 // weights qnw and knw [head_dim] + w_offset), so the decode step needs no norm dispatch either: every workgroup
