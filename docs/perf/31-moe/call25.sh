@@ -25,12 +25,12 @@
 #     over its rows into exact i32 limbs (lib/route_fx.wgsli), the gate/up (_moerf) ranks them; its test_ops
 #     (4a6027c) runs the 15 `beside` cases.
 # Carry .gl, build-pack/{moe27,var26,fixtures,models,tok}.tar.xz (tok: third_party/tokenizers/{qwen3,gemma3}/
-# tokenizer_config.json, which test_moe's fixture scripts read) and bench/peers/llamacpp/dist. What would pass 540 s
-# is skipped (the call is given 600 s).
+# tokenizer_config.json, which test_moe's fixture scripts read) and bench/peers/llamacpp/dist. What would pass LIMIT s
+# (default 540) is skipped (the call is given 600 s).
 set -u
 T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
-left() { [ $(( SECONDS - T0 + $1 )) -lt 540 ] || { t "skipped: $2"; false; }; }
+left() { [ $(( SECONDS - T0 + $1 )) -lt ${LIMIT:-540} ] || { t "skipped: $2"; false; }; }
 for f in .gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 mkdir -p /tmp/b /tmp/llc tests/data
