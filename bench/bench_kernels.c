@@ -329,7 +329,7 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
       bucket *= 2;
     gpu_write(g, posb, 0, &pos, 4);
     for (size_t ci = 0; ci < 5; ci++)
-      for (int nosg = 0; nosg < 2; nosg++) {
+      for (int way = 0; way < 3; way++) { /* subgroups where they fit, workgroup memory, 128 threads a split */
         double t[5];
         int ok = 1;
         for (int run = 0; ok && run < 5; run++) {
@@ -343,7 +343,7 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
                                .scale = 1.0f / sqrtf((float)D),
                                .softcap = 0.0f,
                                .max_len = bucket < ctx ? bucket : 0};
-          op_attn_kernel_opts force = {.chunk = chunks[ci], .no_subgroups = nosg};
+          op_attn_kernel_opts force = {.chunk = chunks[ci], .no_subgroups = way == 1, .narrow_split = way == 2};
           for (int i = 0; ok && i < reps; i++)
             ok = op_attention_decode_forced(r, &kv, &ap, &force, gpu_whole(q), gpu_whole(kc), gpu_whole(vc),
                                             gpu_whole(posb), gpu_whole(part), NULL, gpu_whole(out)) == WGLLM_OK;
@@ -359,7 +359,10 @@ static void bench_attn(gpu_context *g, const char *model, uint32_t H, uint32_t K
                              : chunks[ci] == 64 ? "64"
                                                 : "128")
                           : "auto",
-               nosg ? "workgroup" : "subgroups?", t[2] / reps / 1e3);
+               way == 1   ? "workgroup"
+               : way == 2 ? "narrow"
+                          : "subgroups?",
+               t[2] / reps / 1e3);
       }
   }
   gpu_buffer *all[] = {kc, vc, q, out, part, posb};

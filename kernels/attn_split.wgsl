@@ -5,11 +5,13 @@
 // least 128 slots holding the window, or a linear cache with every j < ctx). Chunks past the end exit at once (the
 // grid is the worst case of the recording's length bucket) or are never launched (indirect grid).
 // The chunk length B (32, 64 or 128) is chosen per bucket so that short contexts still spread over many
-// workgroups. Phases: scores of every (head, key) pair; max and sum per head by NP = 128 / n_rep_pow2 threads
+// workgroups. Phases: scores of every (head, key) pair; max and sum per head by NP = WG / n_rep_pow2 threads
 // each (a few workgroup barriers in all, not a reduction tree per head); outputs with one thread per
 // (head, 4 dims), each running over the chunk's keys (no reduction). The score and output loops keep eight cache
 // loads in flight a thread rather than one (1-11% off the split + reduce pair on an H100, PERF.md: the loads were
-// not most of the pass's time).
+// not most of the pass's time). WG, the workgroup's threads, is 256 where a phase has 256 or more items (n_rep * B
+// scores or n_rep * head_dim / 4 outputs: Qwen3's 8 heads a group, 32 keys a chunk), else 128: a short context's
+// few workgroups each take one round a phase instead of two, and the pass's time is its longest workgroup's.
 // partial: [n_kv_head][max_chunks][n_rep][head_dim + 2] (acc..., m, l). head_dim % 4 == 0,
 // n_rep <= 16, n_rep * head_dim <= 4096.
 // Variants "sg": the max and sum of a head are one subgroupMax / subgroupAdd when a head's NP threads are
@@ -124,10 +126,10 @@ fn rope4(base: u32, d4: u32, at: u32, h: u32) -> vec4<f32> {
 #include "lib/kv_page.wgsli"
 
 override B: u32 = 128u;
-const WG = 128u;
+override WG: u32 = 128u;                   // threads a workgroup: 128 or 256 (the op picks)
 var<workgroup> qs: array<vec4<f32>, 1024>; // [n_rep][head_dim / 4]
 var<workgroup> ps: array<f32, 2048>;       // [n_rep][B] scores, then probabilities (n_rep * B <= 2048)
-var<workgroup> red: array<f32, 128>;       // [n_rep_pow2][NP] partial max / sum
+var<workgroup> red: array<f32, 256>;       // [n_rep_pow2][NP] partial max / sum
 #if ROPE
 const KN = 128u;                           // the widest head (in vec4s) kn and vn take
 var<workgroup> kn: array<kv4, 128>;        // the token's K head (rotated) and V head as the caches hold them,
@@ -179,7 +181,7 @@ fn own_dot(qb: u32, hd4: u32) -> f32 {
 }
 #endif
 
-@compute @workgroup_size(128)
+@compute @workgroup_size(WG)
 fn main(@builtin(local_invocation_id) lid: vec3u, @builtin(workgroup_id) wid: vec3u) {
   let l = lid.x;
   let kvh = wid.x;

@@ -312,14 +312,19 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
   uint64_t partial_room = gpu_view_bytes(partial);
   if ((uint64_t)n_seq * mc * a->n_head * (kv->head_dim + 2) * 4 > partial_room)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: partial buffer too small for %u chunks", mc);
-  /* the subgroup variant when a head's threads in attn_split (128 / n_rep rounded up to a power of two) are
-     exactly one subgroup of a fixed size */
+  /* attn_split's threads: 256 where a phase has that many items (the group's scores or its outputs' vec4s), so
+     that each takes one round, else 128; the subgroup variant when a head's threads (WG / n_rep rounded up to a
+     power of two) are exactly one subgroup of a fixed size */
   const gpu_context *ctx = op_ctx(rec);
   uint32_t n_rep = a->n_head / kv->n_kv_head, rp2 = 1;
   while (rp2 < n_rep)
     rp2 *= 2;
+  uint32_t wg = (n_rep * B >= 256 || n_rep * kv->head_dim / 4 >= 256) &&
+                        ctx->limits.maxComputeInvocationsPerWorkgroup >= 256 && !force->narrow_split
+                    ? 256
+                    : 128;
   int sg = !force->no_subgroups && ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max &&
-           ctx->subgroup_min == 128 / rp2;
+           ctx->subgroup_min == wg / rp2;
   const op_attn_rope *ro = a->rope;
   if (ro && (ro->rot_dim % 4 || ro->rot_dim > kv->head_dim || !ro->max_pos || !ro->cs.buf))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "attention_decode: RoPE of %u dims (a multiple of 4 up to %u)", ro->rot_dim,
@@ -342,7 +347,7 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                                                      {V_ATTN_SPLIT_F16SGROPE, V_ATTN_SPLIT_F16SGROPEPAGED},
                                                      {V_ATTN_SPLIT_F16SGROPEQKN, V_ATTN_SPLIT_F16SGROPEQKNPAGED}}}};
   const char *var = variants[kv->f16 != 0][sg != 0][qkn ? 2 : ro != NULL][pg != NULL];
-  gpu_constant cb = {"B", (double)B};
+  gpu_constant cb = {"B", (double)B}, cbw[2] = {{"B", (double)B}, {"WG", (double)wg}};
   if (indirect) {
     attn_grid_params gp = {
         .n_kv_head = kv->n_kv_head, .ctx = kv->ctx, .window = a->window, .max_chunks = mc, .n_seq = n_seq};
@@ -385,8 +390,8 @@ wgllm_status op_attention_decode_forced(gpu_recorder *rec, const op_kv_layout *k
                          .variant = var,
                          .params = &sp,
                          .params_size = sizeof sp,
-                         .consts = &cb,
-                         .n_consts = 1,
+                         .consts = cbw,
+                         .n_consts = 2,
                          .access = qkn  ? (pg ? "rwwrwrrrrr" : "rwwrwrrrr")
                                    : ro ? (pg ? "rwwrwrrr" : "rwwrwrr")
                                         : (pg ? "rrrrwr" : "rrrrw"),

@@ -138,6 +138,14 @@ int op_gemv_supports_router(const gpu_context *ctx, const op_weight *w, uint32_t
 
 int op_gemv_fuses_glu(const op_weight *w) { return w->n_parts == 0; }
 
+int op_gemv_rto_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t E) {
+  int sg;
+  if (w->n_parts || !N || !E || E > OP_MOE_MAX_EXPERTS || !gemv_supports(ctx, w, 1, K, &sg, 0)) return 0;
+  op_gemv_plan pl = op_gemv_choose_plan(ctx, w->type, N, K, w->group, 0);
+  uint32_t rows = pl.tr * pl.r;
+  return pl.tk && rows && rows <= 512 && (N + rows - 1) / rows <= 1024;
+}
+
 static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
   uint32_t p = 1;
   while (p * 2 <= v && p * 2 <= cap)
@@ -227,9 +235,11 @@ typedef struct gemv_params {
   float eps, w_offset;
   uint32_t glu_half, act, n_off, y_stride, k, x_pair, rows_w, e_base, e_count, E;
   float alpha, limit;
-  uint32_t route_mode;
+  uint32_t route_mode, rslot, zslot;
+  float r_offset;
+  uint32_t pad0;
 } gemv_params;
-_Static_assert(sizeof(gemv_params) == 80, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
+_Static_assert(sizeof(gemv_params) == 96, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
 /* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off..; with
    moe, the expert GEMV over the pairs whose experts this piece holds (N: rows an expert, rows_w) */
@@ -291,6 +301,26 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     p.alpha = moe->alpha;
     p.limit = moe->limit;
     p.route_mode = (uint32_t)moe->route_mode;
+    p.rslot = moe->route_slot;
+  }
+  int rto = !moe && o->rto_limbs.buf;
+  if (rto) {
+    if (nt != 1 || n_off || o->glu_half || pl.tr * pl.r > 512 ||
+        (out_rows + pl.tr * pl.r - 1) / (pl.tr * pl.r) > 1024 || !o->rto_E || o->rto_E > OP_MOE_MAX_EXPERTS ||
+        !o->rto_norm_w.buf || !o->rto_router.buf ||
+        (o->rto_clear < o->rto_slot + 3 * o->rto_E && o->rto_slot < o->rto_clear + 3 * o->rto_E))
+      return op_fail(rec, WGLLM_ERR_INTERNAL,
+                     "gemv: the router beside needs one token, one piece, at most 512 rows and 1024 workgroups, "
+                     "E of 1..%u and a cleared slot apart from its own (N=%u, E=%u, slots %u and %u)",
+                     OP_MOE_MAX_EXPERTS, N, o->rto_E, o->rto_slot, o->rto_clear);
+    uint64_t top = (uint64_t)(o->rto_slot > o->rto_clear ? o->rto_slot : o->rto_clear) + 3ull * o->rto_E;
+    if (gpu_view_bytes(o->rto_limbs) < top * 4 || gpu_view_bytes(o->rto_router) < (uint64_t)o->rto_E * N * 4 ||
+        gpu_view_bytes(o->rto_norm_w) < (uint64_t)N * 4)
+      return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: the router beside: limbs, router or norm weight too small");
+    p.E = o->rto_E;
+    p.rslot = o->rto_slot;
+    p.zslot = o->rto_clear;
+    p.r_offset = o->rto_norm_offset;
   }
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
@@ -301,7 +331,13 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt}};
   char variant[32];
-  const char *kind = !moe ? (nt > 1 ? "_mt" : "") : moe->logits.buf ? "_moer" : combine ? "_moec" : "_moe";
+  const char *kind = !moe                   ? (nt > 1 ? "_mt"
+                                               : rto  ? "_rto"
+                                                      : "")
+                     : moe->route_limbs.buf ? "_moerf"
+                     : moe->logits.buf      ? "_moer"
+                     : combine              ? "_moec"
+                                            : "_moe";
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", kind);
   int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
@@ -315,6 +351,13 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
       .access = has_scales ? "rrrwrr" : "rrrwr",
       .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x, has_scales ? scales : (gpu_view){0}},
       .groups = groups};
+  if (rto) { /* the router, the norm's weight and the limbs after the other bindings */
+    int b = has_scales ? 6 : 5;
+    a.access = has_scales ? "rrrwrrrrw" : "rrrwrrrw";
+    a.bind[b] = o->rto_router;
+    a.bind[b + 1] = o->rto_norm_w;
+    a.bind[b + 2] = o->rto_limbs;
+  }
   if (moe) { /* the pairs' ids (or the logits, then ids and weights written; or ids and weights read) after the
                 other bindings; a workgroup row a pair (a token: combined) */
     int b = has_scales ? 6 : 5;
@@ -322,9 +365,9 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
       a.access = has_scales ? "rrrwrrrr" : "rrrwrrr";
       a.bind[b] = route;
       a.bind[b + 1] = moe->combine_w;
-    } else if (moe->logits.buf) {
+    } else if (moe->logits.buf || moe->route_limbs.buf) {
       a.access = has_scales ? "rrrwrrrww" : "rrrwrrww";
-      a.bind[b] = moe->logits;
+      a.bind[b] = moe->route_limbs.buf ? moe->route_limbs : moe->logits;
       a.bind[b + 1] = route;
       a.bind[b + 2] = moe->weights;
     } else {
@@ -398,8 +441,14 @@ wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *pie
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
   uint32_t rows_w = a->glu ? 2 * a->N : a->N, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
   if (a->np > maxg) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv experts: %u pairs over the grid limit", a->np);
-  if (a->combine_w.buf &&
-      (a->glu || !a->x_pair || a->logits.buf || !a->k || a->np % a->k || a->e_base || a->e_count != a->E))
+  if (a->route_limbs.buf && (a->logits.buf || a->combine_w.buf || !a->norm_w.buf || a->np != a->k || a->x_pair ||
+                             (a->route_mode != OP_MOE_SOFTMAX_NORM && a->route_mode != OP_MOE_TOPK_SOFTMAX)))
+    return op_fail(rec, WGLLM_ERR_INTERNAL,
+                   "gemv experts: ranking the limbs takes one token's gate/up pairs with their norm "
+                   "(route mode 1 or 2, not %d)",
+                   a->route_mode);
+  if (a->combine_w.buf && (a->glu || !a->x_pair || a->logits.buf || a->route_limbs.buf || !a->k || a->np % a->k ||
+                           a->e_base || a->e_count != a->E))
     return op_fail(rec, WGLLM_ERR_INTERNAL,
                    "gemv experts: the combine takes a down projection of whole tokens' pairs "
                    "over one piece of all experts");
