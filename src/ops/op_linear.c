@@ -398,6 +398,9 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
                    op_wtype_name(w->type), K);
   if (o->glu_half && N != 2 * o->glu_half)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU over %u rows with %u gate rows", N, o->glu_half);
+  if (o->rto_limbs.buf && w->n_parts)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: the router beside needs the weight in one piece (%u parts)",
+                   w->n_parts);
   if (o->glu_half && !op_gemv_fuses_glu(w))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU needs the gate and up rows in one piece (%u parts)", w->n_parts);
   uint32_t T = o->n_tokens ? o->n_tokens : 1, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);

@@ -12,11 +12,11 @@
 #   rA, rB: the f32 GEMV (the routers only) gets a branch of its own before the GLU one, rA `p.tk = 128, p.tr = 2,
 #     p.r = 1, p.u = 4;` (Qwen3's 128 router rows on 64 workgroups, from 16), rB `p.tk = 256, p.tr = 1, p.r = 1,
 #     p.u = 2;` (128 workgroups): the router took 382.8 us of Qwen3's 4,386 us step in-stream (call 19).
-#   aW (the working tree on efed18f, uncommitted when written): attn_split on 256 threads where a phase has 256
+#   aW (b73c4b2's attention change alone on efed18f): attn_split on 256 threads where a phase has 256
 #     items or more (Qwen3's 8 q heads a KV head x 32 keys a chunk; gpt-oss's too): attention took 1,149 us of
 #     Qwen3's 4,386 us step in-stream (call 19), its split 19.4 us a layer; its bench_kernels has a `narrow` row
 #     (128 threads) beside the default for the split + reduce alone.
-#   aF (the working tree again, later): aW plus the router beside the output projection (gemv.wgsl "_rto" and
+#   aF (b73c4b2): aW plus the router beside the output projection (gemv.wgsl "_rto" and
 #     "_moerf", rebuilt from MOE.md's description of the lost branch fold3): no router dispatch in Qwen3's step.
 # Carry .gl, build-pack/{main28,var28,fixtures,models,tok}.tar.xz and bench/peers/llamacpp/dist. What would pass
 # LIMIT s (default 540) is skipped.
