@@ -1,5 +1,6 @@
-/* The activation scratch (scratch.h): buffers sized for the widest layer, the fast precision's int8 activations
-   and flash-decoding's partial results, and the prefill chunk the device's binding limit allows. */
+/* The activation scratch (scratch.h): buffers sized for the widest layer, the fast precision's int8 activations,
+   flash-decoding's partial results and the MoE routers' limbs (decode), and the prefill chunk the device's binding
+   limit allows. */
 #include "scratch.h"
 #include <stdlib.h>
 #include <string.h>

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# NOT RUN and superseded by call27.sh (2026-12-07): its f3 and aS builds came from branches fold3 and attn16, which
+# did not survive their session; the router beside the output projection is on main since b73c4b2.
 # Device call 25 of docs/perf/31-moe (written 2026-12-06/07): main's changed kernels on the GPU (the e2m1 decode as
 # normal f16s, 9d5642d, and the MXFP4 layouts of 0b52f1a had run only on lavapipe; test_moe's family fixtures had not
 # run on a GPU), then Qwen3-30B-A3B decode at 128 with eight one-change builds beside main (pack moe27 = 9d5642d: the
