@@ -18,6 +18,8 @@
 #     (128 threads) beside the default for the split + reduce alone.
 #   aF (b73c4b2): aW plus the router beside the output projection (gemv.wgsl "_rto" and
 #     "_moerf", rebuilt from MOE.md's description of the lost branch fold3): no router dispatch in Qwen3's step.
+# The tests run aF's own test_ops / test_moe / test_models (main 692236a = b73c4b2 + b1a232a's host-side refusal:
+# aF's folder holds that build of wgllm-bench and the three tests), so the GPU runs the `beside` cases too.
 # Carry .gl, build-pack/{main28,var28,fixtures,models,tok}.tar.xz and bench/peers/llamacpp/dist. What would pass
 # LIMIT s (default 540) is skipped.
 set -u
@@ -55,18 +57,23 @@ llc() {
 dec b q3; llc q3; dec b goss; llc goss; dec aW goss
 for v in aF aW rA rB b aF; do dec $v q3; done
 t "test_ops MXFP4, GEMV and MoE cases"
-( cd tests && WGLLM_BIN=/tmp/b timeout 90 /tmp/b/test_ops -f MXFP4 -f gemv -f moe_ > /tmp/test_ops.txt 2>&1;
+( cd tests && WGLLM_BIN=/tmp/b timeout 90 /tmp/var/aF/test_ops -f MXFP4 -f gemv -f moe_ > /tmp/test_ops.txt 2>&1;
   echo "rc=$?" >> /tmp/test_ops.txt )
 grep -E "^FAIL" /tmp/test_ops.txt | head -20 | tee -a "$OUT/log.txt"; tail -3 /tmp/test_ops.txt | tee -a "$OUT/log.txt"
 t "test_moe"
-( cd tests && WGLLM_BIN=/tmp/b timeout 100 /tmp/b/test_moe > /tmp/test_moe.txt 2>&1; echo "rc=$?" >> /tmp/test_moe.txt )
+( cd tests && WGLLM_BIN=/tmp/b timeout 100 /tmp/var/aF/test_moe > /tmp/test_moe.txt 2>&1; echo "rc=$?" >> /tmp/test_moe.txt )
 grep -E "^FAIL|checks|rc=" /tmp/test_moe.txt | tail -8 | tee -a "$OUT/log.txt"
 cp /tmp/test_moe.txt "$OUT/test_moe.txt"
 if nvidia-smi -L | grep -q H200 && left 130 "test_models"; then
 t "test_models"
-( cd tests && WGLLM_BIN=/tmp/b timeout 150 /tmp/b/test_models > /tmp/test_models.txt 2>&1;
+( cd tests && WGLLM_BIN=/tmp/b timeout 150 /tmp/var/aF/test_models > /tmp/test_models.txt 2>&1;
   echo "rc=$?" >> /tmp/test_models.txt )
 grep -E "^FAIL|checks|rc=" /tmp/test_models.txt | tail -6 | tee -a "$OUT/log.txt"
+fi
+if left 60 "test_ops flash_decode"; then
+t "test_ops flash_decode (the 256-thread split and the narrow modes)"
+( cd tests && timeout 60 /tmp/var/aF/test_ops -f flash_decode > /tmp/test_fd.txt 2>&1; echo "rc=$?" >> /tmp/test_fd.txt )
+grep -E "^FAIL" /tmp/test_fd.txt | head -10 | tee -a "$OUT/log.txt"; tail -3 /tmp/test_fd.txt | tee -a "$OUT/log.txt"
 fi
 for v in qA qC qD qB; do dec $v q3; done
 for v in aF b; do
