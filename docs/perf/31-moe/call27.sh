@@ -54,8 +54,14 @@ llc() {
   timeout 45 $L/llcbench bench /tmp/$1.gguf --backend vulkan --ngl 99 --prompt 128 --gen 32 --runs 3 --kv f16 \
     --sample host 2>>"$OUT/errors.txt" | tag llama.cpp
 }
-dec b q3; llc q3; dec b goss; llc goss; dec aW goss
-for v in aF aW rA rB b aF; do dec $v q3; done
+# In the order of what issue 31 needs most, in case the call is cut: main (aF) and llama.cpp on both targets, b
+# beside them, main's profile, the tests on the GPU, then the one-change builds.
+dec aF q3; llc q3; dec b q3; dec aF goss; llc goss; dec b goss
+if left 40 "aF profile"; then
+  t "aF profile"
+  timeout 40 /tmp/var/aF/wgllm-bench -m /tmp/q3.gguf --prompt 128 --gen 32 --runs 3 --kv f16 --profile 2>&1 |
+    sed -n 1,24p > "$OUT/profile_aF.txt"
+fi
 t "test_ops MXFP4, GEMV and MoE cases"
 ( cd tests && WGLLM_BIN=/tmp/b timeout 90 /tmp/var/aF/test_ops -f MXFP4 -f gemv -f moe_ > /tmp/test_ops.txt 2>&1;
   echo "rc=$?" >> /tmp/test_ops.txt )
@@ -70,19 +76,19 @@ t "test_models"
   echo "rc=$?" >> /tmp/test_models.txt )
 grep -E "^FAIL|checks|rc=" /tmp/test_models.txt | tail -6 | tee -a "$OUT/log.txt"
 fi
+for v in aW rA rB aF b; do dec $v q3; done
+dec aW goss
 if left 60 "test_ops flash_decode"; then
 t "test_ops flash_decode (the 256-thread split and the narrow modes)"
 ( cd tests && timeout 60 /tmp/var/aF/test_ops -f flash_decode > /tmp/test_fd.txt 2>&1; echo "rc=$?" >> /tmp/test_fd.txt )
 grep -E "^FAIL" /tmp/test_fd.txt | head -10 | tee -a "$OUT/log.txt"; tail -3 /tmp/test_fd.txt | tee -a "$OUT/log.txt"
 fi
 for v in qA qC qD qB; do dec $v q3; done
-for v in aF b; do
-  if left 40 "$v profile"; then
-    t "$v profile"
-    timeout 40 /tmp/var/$v/wgllm-bench -m /tmp/q3.gguf --prompt 128 --gen 32 --runs 3 --kv f16 --profile 2>&1 |
-      sed -n 1,24p > "$OUT/profile_$v.txt"
-  fi
-done
+if left 40 "b profile"; then
+  t "b profile"
+  timeout 40 /tmp/var/b/wgllm-bench -m /tmp/q3.gguf --prompt 128 --gen 32 --runs 3 --kv f16 --profile 2>&1 |
+    sed -n 1,24p > "$OUT/profile_b.txt"
+fi
 rm -f /tmp/q3.gguf /tmp/goss.gguf
 if left 60 "bench_kernels --attn"; then
   t "bench_kernels --attn (aW: auto, workgroup, narrow)"
