@@ -66,6 +66,7 @@ t "test_ops MXFP4, GEMV and MoE cases"
 ( cd tests && WGLLM_BIN=/tmp/b timeout 90 /tmp/var/aF/test_ops -f MXFP4 -f gemv -f moe_ > /tmp/test_ops.txt 2>&1;
   echo "rc=$?" >> /tmp/test_ops.txt )
 grep -E "^FAIL" /tmp/test_ops.txt | head -20 | tee -a "$OUT/log.txt"; tail -3 /tmp/test_ops.txt | tee -a "$OUT/log.txt"
+cp /tmp/test_ops.txt "$OUT/test_ops.txt"
 t "test_moe"
 ( cd tests && WGLLM_BIN=/tmp/b timeout 100 /tmp/var/aF/test_moe > /tmp/test_moe.txt 2>&1; echo "rc=$?" >> /tmp/test_moe.txt )
 grep -E "^FAIL|checks|rc=" /tmp/test_moe.txt | tail -8 | tee -a "$OUT/log.txt"
