@@ -44,16 +44,10 @@
 // [T][k]) giving the weight rows of its K and x [np][K] row q, scaled by the pair's weight route_w[q] ([T][k]) as it
 // is loaded (each step's sums are linear in x), so y [T][n_out] (+)= sum_j route_w[q] * (W[e] . x[q] + bias[e]).
 // The weight is one piece holding all E experts.
-// Variants "_rto" and "_moerf" take the next MoE block's router out of its own dispatch (Qwen3-MoE, Mixtral:
-// op_gemv_opts' rto_*): "_rto" is the one-token output projection writing h (accumulate), and each workgroup then
-// sums router[e] . (h * (norm_w + offset)) over its own rows of h for every expert e and adds it into the layer's
-// slot of limbs (lib/route_fx.wgsli: exact integer adds, so the total is the same in any order); its first
-// workgroup clears the next sparse layer's slot. "_moerf" is "_moer" ranking those sums (the logits but for the
-// norm's 1 / rms, a positive factor) and weighing the chosen with the 1 / rms of its own x, which is h.
 // (RB, RB1, RB2: the bindings after the scales, where the storage has them)
 //! axis q4: WQ4=1 RB=7 RB1=8 RB2=9 | q8: WQ8=1 RB=7 RB1=8 RB2=9 | q4k: WQ4_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q5k: WQ5_K=1 WKQ=1 RB=6 RB1=7 RB2=8 | q6k: WQ6_K=1 RB=6 RB1=7 RB2=8 | mxfp4: WMXFP4=1 RB=7 RB1=8 RB2=9 | f32: WF32=1 RB=6 RB1=7 RB2=8
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1 | _rto: MT=0 MOE=0 RTO=1 | _moerf: MT=0 MOE=1 ROUTE=1 RFX=1
+//! axis -: MT=0 MOE=0 | _mt: MT=1 MOE=0 | _moe: MT=0 MOE=1 | _moer: MT=0 MOE=1 ROUTE=1 | _moec: MT=0 MOE=1 COMBINE=1
 // bench_kernels --probe only (dev=1: in wgllm_dev's table, not the library's): q4gsw for one token with a stage
 // left out, LEAVE_OUT 1 no nibble decode, 2 no x loads, 3 no scale loads, 4 neither decode nor scales, 5 the
 // weight loads alone (src/dev/gemv_probe.c)
@@ -63,28 +57,15 @@ struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32,
                 has_norm: u32, eps: f32, w_offset: f32, glu_half: u32,
                 act: u32, n_off: u32, y_stride: u32, k: u32,
                 x_pair: u32, rows_w: u32, e_base: u32, e_count: u32,
-                E: u32, alpha: f32, limit: f32, route_mode: u32,
-                rslot: u32, zslot: u32, r_offset: f32, pad0: u32 };
+                E: u32, alpha: f32, limit: f32, route_mode: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
 @group(0) @binding(5) var<storage, read> norm_w: array<vec4<f32>>;
-#if RTO
-@group(0) @binding({{RB}}) var<storage, read> rw: array<f32>;                  // the next MoE's router [E][N]
-@group(0) @binding({{RB1}}) var<storage, read> mnw: array<f32>;                // its norm's weight [N]
-@group(0) @binding({{RB2}}) var<storage, read_write> racc: array<atomic<i32>>; // limbs [layers][E][3]
-var<workgroup> rto_h: array<f32, 512>; // the workgroup's rows of h times the norm's weight (TR * R <= 512)
-#include "lib/route_fx.wgsli"
-#endif
 #if MOE
 #if ROUTE
-#if RFX
-@group(0) @binding({{RB}}) var<storage, read> limbs: array<i32>; // the limbs "_rto" summed, [layers][E][3]
-#include "lib/route_fx.wgsli"
-#else
 @group(0) @binding({{RB}}) var<storage, read> logits: array<f32>;
-#endif
 @group(0) @binding({{RB1}}) var<storage, read_write> route: array<u32>;
 @group(0) @binding({{RB2}}) var<storage, read_write> route_w: array<f32>;
 #else
@@ -110,15 +91,7 @@ override RR: u32 = select(R, 2u * R, GLU);
 override WG: u32 = TK * TR;
 #if ROUTE
 override TOPK_WG: u32 = WG;
-#if RFX
-// the one token's sum for expert e from the limbs at rslot: its logit times rms(x) (ranked alike, weighed below)
-fn topk_logit(t: u32, e: u32) -> f32 {
-  let b = p.rslot + 3u * e;
-  return fx_value(vec3<i32>(limbs[b], limbs[b + 1u], limbs[b + 2u]));
-}
-#else
 fn topk_logit(t: u32, e: u32) -> f32 { return logits[t * p.E + e]; }
-#endif
 #include "lib/moe_topk.wgsli"
 #endif
 
@@ -445,7 +418,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let tq = q / p.k;
   let s_all = topk_rank(tq, li, p.E, p.k, p.route_mode);
   let e = min(tk_si[q % p.k], p.E - 1u);
-#ifnot RFX
   if (wid.x == 0u && q % p.k == 0u && li == 0u) {
     let v = topk_weights(s_all, p.k, p.route_mode);
     for (var j = 0u; j < p.k; j++) {
@@ -453,7 +425,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       route_w[tq * p.k + j] = v[j];
     }
   }
-#endif
 #else
   let e = min(route[q], p.E - 1u);
 #endif
@@ -633,7 +604,6 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let writes = true;
 #endif
 #endif
-  var hv = 0.0; // "_rto": the written row of h times the MoE norm's weight
   if (kt < R * NT && n < n_out && writes) {
     var sc = MULT;
     if (p.has_norm != 0u) { sc *= inverseSqrt(tot_ss / f32(p.K) + p.eps); }
@@ -651,40 +621,5 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     }
     if (p.accumulate != 0u) { v += y[o]; }
     y[o] = v;
-#if RTO
-    hv = v * (mnw[n] + p.r_offset);
-#endif
   }
-#if RFX
-  // the token's ids and weights, by the thread that holds the sum of x's squares: the logits are rs times the
-  // ranked sums
-  if (wid.x == 0u && q % p.k == 0u && li == 0u) {
-    let v = topk_weights_scaled(p.k, inverseSqrt(tot_ss / f32(p.K) + p.eps));
-    for (var j = 0u; j < p.k; j++) {
-      route[tq * p.k + j] = min(tk_si[j], p.E - 1u);
-      route_w[tq * p.k + j] = v[j];
-    }
-  }
-#endif
-#if RTO
-  // each expert's router row over this workgroup's rows of h (times the norm's weight; rows past the end are 0),
-  // added into the layer's limbs; the first workgroup clears the next sparse layer's slot
-  if (kt < R) { rto_h[rt * R + kt] = hv; }
-  workgroupBarrier();
-  let rows = TR * R;
-  let row0 = (wid.x + wid.y * nwg.x) * rows;
-  for (var ex = li; ex < p.E; ex += WG) {
-    let rb = ex * p.N;
-    var s = 0.0;
-    for (var j = 0u; j < rows; j++) { s += rw[rb + min(row0 + j, p.N - 1u)] * rto_h[j]; }
-    let l = fx_limbs(s);
-    let b = p.rslot + 3u * ex;
-    if (l.x != 0) { atomicAdd(&racc[b], l.x); }
-    if (l.y != 0) { atomicAdd(&racc[b + 1u], l.y); }
-    if (l.z != 0) { atomicAdd(&racc[b + 2u], l.z); }
-  }
-  if (wid.x == 0u && wid.y == 0u) {
-    for (var i = li; i < 3u * p.E; i += WG) { atomicStore(&racc[p.zslot + i], 0); }
-  }
-#endif
 }

@@ -336,7 +336,6 @@ struct tcase {
       int mode;
       uint32_t nt;    /* tokens (0: 1) */
       uint32_t group; /* run_gemv_q8: q4gsw's group (0: 32) */
-      uint32_t E;     /* run_gemv_beside: the router's experts */
     } gemv;
     struct {
       int f16, qkn; /* qkn: the per-head q/k norms folded in too (1: weight offset 0, 2: offset 1) */
@@ -361,8 +360,7 @@ struct tcase {
       /* moe_linear, pairs in the GEMV: x RMS-normed in the kernel (fused); the pairs routed in the kernel from
          logits with op_moe_norm self_route - 1 (0: ids given) */
       int fused_norm, self_route;
-      int q8;     /* moe_linear: the fast precision's integer-dot tiles (op_moe_linear_q8 on op_quantize_q8's x) */
-      int beside; /* moe_linear, self-routed: from limbs an output projection summed (route_limbs), not logits */
+      int q8; /* moe_linear: the fast precision's integer-dot tiles (op_moe_linear_q8 on op_quantize_q8's x) */
     } moe;
   } u;
 };
@@ -2993,137 +2991,6 @@ static case_result run_gemv(const tcase *c) {
   return verdict();
 }
 
-/* lib/route_fx.wgsli's limbs of s on the host: round(|s| 2^36) in three 20-bit limbs, each signed like s */
-static void fx_limbs(float s, int32_t *l) {
-  double a = fabs((double)s);
-  if (a > 16777215.0) a = 16777215.0;
-  int64_t v = llround(a * 68719476736.0);
-  int32_t sg = s < 0 ? -1 : 1;
-  l[0] = sg * (int32_t)(v & 0xfffff);
-  l[1] = sg * (int32_t)((v >> 20) & 0xfffff);
-  l[2] = sg * (int32_t)(v >> 40);
-}
-
-/* the value of a sum of limbs */
-static double fx_value(const int32_t *l) { return l[2] * 16.0 + l[1] / 65536.0 + l[0] / 68719476736.0; }
-
-/* The output projection with the next MoE block's router summed beside it (gemv "_rto", op_gemv_opts' rto_*): y, the
-   residual it adds into, as the plain GEMV's; slot 0 of the limbs (started from random limbs, so adds that overwrote
-   would show) gains the router's rows over the GPU's own y times the norm's weight (+ offset), in doubles, within
-   1e-6 + 2e-6 sum |terms| + N 2^-36 (each workgroup's rounding to the limbs' step); slot 1 (the next sparse layer's)
-   is cleared; slot 2 and the guards are untouched. */
-static case_result run_gemv_beside(const tcase *c) {
-  size_t N = c->u.gemv.N, K = c->u.gemv.K, E = c->u.gemv.E;
-  const op_gemv_plan *plan = c->u.gemv.plan.tk ? &c->u.gemv.plan : NULL;
-  gpu_context *ctx = th_gpu();
-  if (plan && plan->tuned && !(ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max))
-    return not_supported("the tuned kernel needs subgroups of one fixed size");
-  if (plan && plan->tuned && (plan->tk % ctx->subgroup_min || plan->tk * plan->tr / ctx->subgroup_min > 32))
-    return not_supported("a layout of %u x %u threads is not whole subgroups of %u, at most 32", plan->tk, plan->tr,
-                         ctx->subgroup_min);
-  float off = c->u.gemv.mode ? 1.0f : 0.0f;
-  float *w = malloc(N * K * 4), *x = rnd(K, -2, 2), *y0 = rnd(N, -1, 1), *rw = rnd(E * N, -0.5f, 0.5f),
-        *mw = rnd(N, -0.5f, 0.5f);
-  int32_t *limbs = malloc(9 * E * 4);
-  for (size_t i = 0; i < 9 * E; i++)
-    limbs[i] = (int32_t)(th_u32(&rng) % 2000001u) - 1000000;
-  gbuf wb[2];
-  op_weight ow = make_weight(c->u.gemv.wt, N, K, 32, w, wb);
-  if (!plan)
-    VERIFY(op_gemv_rto_supports(ctx, &ow, (uint32_t)N, (uint32_t)K, (uint32_t)E), "%s: the predicate refuses it",
-           g_case);
-  gbuf gx = gb_in(x, K * 4), gy = gb_io(y0, N * 4), grw = gb_in(rw, E * N * 4), gmw = gb_in(mw, N * 4),
-       gl = gb_io(limbs, 9 * E * 4);
-  op_gemv_opts o = {.accumulate = 1,
-                    .rto_router = grw.v,
-                    .rto_norm_w = gmw.v,
-                    .rto_limbs = gl.v,
-                    .rto_E = (uint32_t)E,
-                    .rto_slot = 0,
-                    .rto_clear = (uint32_t)(3 * E),
-                    .rto_norm_offset = off};
-  traffic(weight_bytes(c->u.gemv.wt, N, K, 32) + 4.0 * (K + 2 * N + E * N + N), 2.0 * N * K + 2.0 * E * N);
-  gpu_recorder *r = rec_new();
-  CHECK(op_gemv_planned(r, gx.v, &ow, (gpu_view){0}, gy.v, (uint32_t)N, (uint32_t)K, &o, plan) == WGLLM_OK,
-        "%s record: %s", g_case, gpu_recorder_error(r));
-  exec(r, NULL);
-  gpu_recorder_free(r);
-  if (!g_perf) {
-    float *lin = malloc(N * 4), *want = malloc(N * 4);
-    ref_linear(x, w, NULL, lin, 1, N, K);
-    for (size_t i = 0; i < N; i++)
-      want[i] = lin[i] + y0[i];
-    const float *got = gb_fetch(&gy);
-    cmp("y", got, want, N, 2e-5 * sqrt((double)K), 1e-4);
-    const int32_t *L = gb_fetch(&gl);
-    size_t bad = 0, cleared = 0, touched = 0;
-    double worst = 0;
-    for (size_t e = 0; e < E; e++) {
-      double sum = 0, mag = 0;
-      for (size_t n = 0; n < N; n++) {
-        double t = (double)rw[e * N + n] * got[n] * ((double)mw[n] + off);
-        sum += t;
-        mag += fabs(t);
-      }
-      double d = fabs(fx_value(L + 3 * e) - fx_value(limbs + 3 * e) - sum), tol = 1e-6 + 2e-6 * mag + N * 0x1p-36;
-      if (!(d <= tol)) bad++;
-      if (d / tol > worst) worst = d / tol;
-    }
-    for (size_t i = 3 * E; i < 6 * E; i++)
-      cleared += L[i] != 0;
-    for (size_t i = 6 * E; i < 9 * E; i++)
-      touched += L[i] != limbs[i];
-    CHECK(bad == 0, "%s: %zu of %zu logits' sums off (worst %.3g of the bound)", g_case, bad, E, worst);
-    CHECK(cleared == 0, "%s: %zu words of the next layer's slot not cleared", g_case, cleared);
-    CHECK(touched == 0, "%s: %zu words of another slot written", g_case, touched);
-    free(lin);
-    free(want);
-  }
-  gb_guards(&gy, "y");
-  gb_guards(&gl, "limbs");
-  free_weight(wb);
-  gb_free(&gx);
-  gb_free(&gy);
-  gb_free(&grw);
-  gb_free(&gmw);
-  gb_free(&gl);
-  free(w);
-  free(x);
-  free(y0);
-  free(rw);
-  free(mw);
-  free(limbs);
-  return verdict();
-}
-
-static void cases_gemv_beside(void) {
-  static const op_wtype types[] = {OP_W_Q4, OP_W_Q4_K, OP_W_Q5_K, OP_W_Q6_K, OP_W_Q8};
-  static const struct {
-    uint32_t N, K, E;
-    op_gemv_plan plan;
-  } shapes[] = {{256, 512, 8, {0}},
-                {320, 256, 128, {0}},
-                {200, 1024, 256, {0}},
-                {512, 256, 40, {0, 32, 4, 4, 2}},
-                {512, 512, 128, {1, 32, 8, 4, 1}}};
-  for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
-      const op_gemv_plan *pl = &shapes[si].plan;
-      char how[48] = "chosen";
-      if (pl->tk)
-        snprintf(how, sizeof how, "%s tk=%u tr=%u r=%u u=%u", pl->tuned ? "tuned" : "general", pl->tk, pl->tr, pl->r,
-                 pl->u);
-      tcase *c = add_case("gemv_beside", run_gemv_beside, "%s/N=%u,K=%u,E=%u,offset=%d,%s", op_wtype_name(types[ti]),
-                          shapes[si].N, shapes[si].K, shapes[si].E, (int)((ti + si) % 2), how);
-      c->u.gemv.wt = types[ti];
-      c->u.gemv.N = shapes[si].N;
-      c->u.gemv.K = shapes[si].K;
-      c->u.gemv.plan = *pl;
-      c->u.gemv.mode = (int)((ti + si) % 2);
-      c->u.gemv.E = shapes[si].E;
-    }
-}
-
 /* The GEMV predicate on both sides (host code only): the specialised kernel for exactly the shapes and devices it
    names, the general one (whole) for anything else. */
 static case_result run_gemv_predicate(const tcase *tc) {
@@ -4961,25 +4828,8 @@ static case_result run_moe_linear(const tcase *c) {
   /* the fused norm's weight and the kernel's routing: the reference ids and weights from the logits */
   int self_route = c->u.moe.self_route, fused = c->u.moe.fused_norm;
   float *nw = rnd(K, 0.5f, 1.5f), *lg = rnd(T * E, -3, 3), *rwant = malloc(np * 4);
-  /* beside: the router's sums the output projection left in limbs (slot 1 of 3, the others random), each the logit
-     but for the norm's 1 / rms (x's, of the one token): the reference routes their values times it */
-  int beside = c->u.moe.beside;
-  uint32_t slot = (uint32_t)(3 * E);
-  int32_t *limbs = malloc(9 * E * 4);
-  for (size_t i = 0; i < 9 * E; i++)
-    limbs[i] = (int32_t)(th_u32(&rng) % 2000001u) - 1000000;
-  if (beside) {
-    double ss = 0;
-    for (size_t i = 0; i < K; i++)
-      ss += (double)x[i] * x[i];
-    float rs = (float)(1.0 / sqrt(ss / (double)K + 1e-5));
-    for (size_t e = 0; e < E; e++) {
-      fx_limbs(lg[e], limbs + slot + 3 * e);
-      lg[e] = (float)(fx_value(limbs + slot + 3 * e) * rs);
-    }
-  }
   if (self_route) ref_moe_route(lg, T, E, k, self_route - 1, NULL, ids, rwant);
-  gbuf gnw = gb_in(nw, K * 4), glg = gb_in(lg, T * E * 4), grw = gb_out(np * 4), glb = gb_in(limbs, 9 * E * 4);
+  gbuf gnw = gb_in(nw, K * 4), glg = gb_in(lg, T * E * 4), grw = gb_out(np * 4);
   gbuf wb[2 * MOE_MAX_PARTS];
   op_weight ow = moe_weight(c->u.moe.wt, E, rows, K, c->u.moe.parts, w, wb);
   op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
@@ -5005,9 +4855,7 @@ static case_result run_moe_linear(const tcase *c) {
     p.norm_offset = 0.25f;
   }
   if (self_route) {
-    p.route_logits = beside ? (gpu_view){0} : glg.v;
-    p.route_limbs = beside ? glb.v : (gpu_view){0};
-    p.route_slot = slot;
+    p.route_logits = glg.v;
     p.route_w = grw.v;
     p.route_norm = (op_moe_norm)(self_route - 1);
   }
@@ -5111,7 +4959,6 @@ static case_result run_moe_linear(const tcase *c) {
   gb_free(&gq);
   gb_free(&gnw);
   gb_free(&glg);
-  gb_free(&glb);
   gb_free(&grw);
   moe_weight_free(wb);
   free(ids);
@@ -5120,7 +4967,6 @@ static case_result run_moe_linear(const tcase *c) {
   free(b);
   free(nw);
   free(lg);
-  free(limbs);
   free(rwant);
   return verdict();
 }
@@ -5498,26 +5344,6 @@ static void cases_moe(void) {
                                    .fused_norm = 1,
                                    .self_route = sr};
     }
-  /* the same ranking the router's sums an output projection left in limbs (gemv "_rto"; one token, the weights
-     over the chosen only) */
-  static const op_wtype bw[] = {OP_W_Q4, OP_W_Q4_K, OP_W_MXFP4, OP_W_Q8};
-  for (size_t wi = 0; wi < 4; wi++)
-    for (int sr = 2; sr <= 3; sr++) {
-      uint32_t E = wi == 1 ? 128 : 40, k = wi == 1 ? 8 : 4;
-      tcase *c = add_case("moe_linear", run_moe_linear, "%s/pairs/T=1,k=%u,E=%u,N=64,K=256,silu,norm,beside %s",
-                          op_wtype_name(bw[wi]), k, E, MOE_NORMS[sr - 1]);
-      c->u.moe = (struct moe_case){.T = 1,
-                                   .k = k,
-                                   .E = E,
-                                   .N = 64,
-                                   .K = 256,
-                                   .glu = 1,
-                                   .mode = OP_MOE_PAIRS,
-                                   .wt = bw[wi],
-                                   .fused_norm = 1,
-                                   .self_route = sr,
-                                   .beside = 1};
-    }
   {
     tcase *c = add_case("moe_linear", run_moe_linear,
                         "parts=3/q4gsw+q8+Q6_K/pairs/T=5,k=8,E=16,N=40,K=256,silu,norm,"
@@ -5779,7 +5605,6 @@ static void build_cases(void) {
   cases_attention_ring();
   cases_flash_decode();
   cases_gemv();
-  cases_gemv_beside();
   cases_flash_decode_rope();
   cases_paged_decode();
   cases_paged_prefill();

@@ -496,15 +496,7 @@ static wgllm_status attention_prefill_batch(const llm_fwd *f, const attn_layer *
   return st;
 }
 
-static int router_beside(const llm_fwd *f, uint32_t l);
-static uint32_t next_moe_layer(const llm_hparams *hp, uint32_t l);
-
-/* The word of layer l's slot in the decode scratch's moe_rlimbs [n_layer][E][3] */
-static uint32_t rlimbs_slot(const llm_hparams *hp, uint32_t l) { return l * hp->n_expert * 3; }
-
-/* The shared second half: output projection and the residual add (through Gemma's post-attention norm); where the
-   layer's router runs beside it (router_beside), the projection also sums the router's logits into the layer's
-   limbs. */
+/* The shared second half: output projection and the residual add (through Gemma's post-attention norm). */
 static wgllm_status attn_output(const llm_fwd *f, const attn_layer *L) {
   gpu_recorder *rec = f->rec;
   const llm_hparams *hp = &f->m->hp;
@@ -520,15 +512,6 @@ static wgllm_status attn_output(const llm_fwd *f, const attn_layer *L) {
       st = llm_gemv(f, V(s->attn), &ly->wo, bo, V(s->proj), D, nq, &op);
       if (!st) st = op_rms_norm_add(rec, V(s->proj), ly->post_attn_norm, V(s->x), D, T, hp->norm_eps, no);
       return st;
-    }
-    if (router_beside(f, L->l)) {
-      oo.rto_router = ly->router.data;
-      oo.rto_norm_w = ly->ffn_norm;
-      oo.rto_norm_offset = no;
-      oo.rto_limbs = V(s->moe_rlimbs);
-      oo.rto_E = hp->n_expert;
-      oo.rto_slot = rlimbs_slot(hp, L->l);
-      oo.rto_clear = rlimbs_slot(hp, next_moe_layer(hp, L->l));
     }
     return llm_gemv(f, V(s->attn), &ly->wo, bo, V(s->x), D, nq, &oo);
   }
@@ -646,11 +629,8 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
   gpu_view rb = hp->moe_bias ? ly->router_bias : none, gub = hp->moe_bias ? ly->exp_gate_up_bias : none,
            db = hp->moe_bias ? ly->exp_down_bias : none;
-  wgllm_status st = WGLLM_OK;
-  int beside = nrm && !scale.buf && router_beside(f, l);
-  if (beside) {
-    /* no router dispatch: the output projection summed the logits (but for the norm's 1 / rms) into the limbs */
-  } else if (nrm) { /* [T][E], rin normed in the GEMV */
+  wgllm_status st;
+  if (nrm) { /* [T][E], rin normed in the GEMV */
     op_gemv_opts ro = *nrm;
     ro.n_tokens = T;
     st = op_gemv(rec, rin, &ly->router, rb, V(s->moe_logits), E, D, &ro);
@@ -682,14 +662,12 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
     gu.norm_offset = nrm->norm_offset;
   }
   if (self_route) {
-    gu.route_logits = beside ? none : V(s->moe_logits);
-    gu.route_limbs = beside ? V(s->moe_rlimbs) : none;
-    gu.route_slot = beside ? rlimbs_slot(hp, l) : 0;
+    gu.route_logits = V(s->moe_logits);
     gu.route_w = V(s->moe_w);
     gu.route_norm = (op_moe_norm)hp->moe_norm;
   }
   op_moe_linear_params dn = gu;
-  dn.norm_w = dn.route_logits = dn.route_w = dn.route_limbs = none;
+  dn.norm_w = dn.route_logits = dn.route_w = none;
   dn.N = D;
   dn.K = I;
   dn.x_pair = 1;
@@ -726,36 +704,6 @@ static int moe_fuses_norm(const llm_fwd *f, uint32_t l) {
   uint32_t D = f->m->hp.n_embd;
   return moe_decode(f) && f->T == 1 && !ly->exp_up.data.buf &&
          op_gemv_supports_router(op_ctx(f->rec), &ly->router, f->T, D) && op_moe_linear_fuses_norm(&ly->exp_gate_up, D);
-}
-
-/* The next sparse layer after l, wrapping to the first (l itself where it is the only one) */
-static uint32_t next_moe_layer(const llm_hparams *hp, uint32_t l) {
-  for (uint32_t i = 1; i <= hp->n_layer; i++)
-    if (llm_layer_is_moe(hp, (l + i) % hp->n_layer)) return (l + i) % hp->n_layer;
-  return l;
-}
-
-/* Whether sparse layer l's router is summed beside its attention's output projection (op_gemv_opts' rto_*: each
-   workgroup of the projection adds its rows' share of every logit into the layer's limbs) and its gate/up ranks those
-   sums, so the router takes no dispatch: a one-token exact step whose MoE folds its norm and ranks its own pairs
-   (moe_fuses_norm, op_moe_linear_routes), an unbiased f32 router of one piece, weights over the chosen only
-   (Qwen3-MoE's norm_topk_prob, Mixtral; not a softmax over all E), the projection writing the residual (no sandwich
-   norm, not Gemma 4's block beside a dense MLP) in one piece the GEMV takes (op_gemv_rto_supports), and two sparse
-   layers at least: each projection clears the next sparse layer's slot, the last the first's for the next step (the
-   decode scratch zeroes them when it takes them). Mixed with the dispatch it replaces nowhere: the same predicate
-   decides both sides. */
-static int router_beside(const llm_fwd *f, uint32_t l) {
-  const llm_hparams *hp = &f->m->hp;
-  const llm_layer *ly = &f->m->layers[l];
-  uint32_t D = hp->n_embd;
-  if (!llm_layer_is_moe(hp, l) || hp->moe_dense_too || hp->moe_bias || hp->sandwich_norms || !f->fused || f->fo->fast ||
-      !f->s->moe_rlimbs || next_moe_layer(hp, l) == l)
-    return 0;
-  if (hp->moe_norm != OP_MOE_SOFTMAX_NORM && hp->moe_norm != OP_MOE_TOPK_SOFTMAX) return 0;
-  if (ly->router.type != OP_W_F32 || ly->router.n_parts || !moe_fuses_norm(f, l) ||
-      !op_moe_linear_routes(op_ctx(f->rec), &ly->exp_gate_up, D, hp->n_expert, hp->n_expert_used))
-    return 0;
-  return op_gemv_rto_supports(op_ctx(f->rec), &ly->wo, D, llm_layer_q_width(hp, l), hp->n_expert);
 }
 
 wgllm_status llm_block_moe(const llm_fwd *f, uint32_t l) {

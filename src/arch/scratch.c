@@ -1,8 +1,6 @@
-/* The activation scratch (scratch.h): buffers sized for the widest layer, the fast precision's int8 activations,
-   flash-decoding's partial results and the MoE routers' limbs (decode), and the prefill chunk the device's binding
-   limit allows. */
+/* The activation scratch (scratch.h): buffers sized for the widest layer, the fast precision's int8 activations
+   and flash-decoding's partial results, and the prefill chunk the device's binding limit allows. */
 #include "scratch.h"
-#include <stdlib.h>
 #include <string.h>
 
 uint32_t llm_prefill_chunk_max(const gpu_context *gpu, const llm_hparams *hp) {
@@ -153,23 +151,15 @@ wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, con
   }
   if (!s->attn_partial) st = gpu_pool_acquire(gpu, partial, "attn_partial", &s->attn_partial, err);
   if (!st && !s->attn_args) st = gpu_pool_acquire(gpu, 16, "attn_args", &s->attn_args, err);
-  if (!st && !s->moe_rlimbs && llm_has_moe(hp)) {
-    uint64_t n = (uint64_t)hp->n_layer * hp->n_expert * 3 * 4;
-    void *zero = calloc(1, n);
-    if (!zero) return llm_err_set(err, WGLLM_ERR_OUT_OF_MEMORY, "out of host memory");
-    st = gpu_pool_acquire(gpu, n, "moe_rlimbs", &s->moe_rlimbs, err);
-    if (!st) st = gpu_write(gpu, s->moe_rlimbs, 0, zero, n);
-    free(zero);
-  }
   return st;
 }
 
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s) {
   gpu_buffer **all[] = {
-      &s->ids,       &s->pos,   &s->x,     &s->xn,      &s->qkv,       &s->qk2,        &s->attn,    &s->proj,
-      &s->gu,        &s->h,     &s->ple,   &s->ple_tok, &s->ple_ctx,   &s->ple_h,      &s->logits,  &s->attn_partial,
-      &s->attn_args, &s->xq,    &s->x16,   &s->w16,     &s->part,      &s->moe_logits, &s->moe_ids, &s->moe_w,
-      &s->moe_lists, &s->moe_h, &s->moe_y, &s->moe_x,   &s->moe_rlimbs};
+      &s->ids,        &s->pos,          &s->x,         &s->xn,        &s->qkv,     &s->qk2,     &s->attn,
+      &s->proj,       &s->gu,           &s->h,         &s->ple,       &s->ple_tok, &s->ple_ctx, &s->ple_h,
+      &s->logits,     &s->attn_partial, &s->attn_args, &s->xq,        &s->x16,     &s->w16,     &s->part,
+      &s->moe_logits, &s->moe_ids,      &s->moe_w,     &s->moe_lists, &s->moe_h,   &s->moe_y,   &s->moe_x};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
     if (*all[i]) gpu_pool_release(gpu, *all[i]);
     *all[i] = NULL;

@@ -38,8 +38,6 @@ typedef struct llm_scratch {
   gpu_buffer *part;         /* the small-M GEMM's partial sums (fast batched decode: llm_scratch_add_small_gemm) */
   gpu_buffer *attn_partial; /* flash-decoding chunks (decode scratch only) */
   gpu_buffer *attn_args;    /* [3] u32 indirect grid of the chunk pass */
-  gpu_buffer *moe_rlimbs;   /* [n_layer][n_expert][3] i32: each sparse layer's router logits summed beside its output
-                               projection (decode scratch of a MoE model only; zeroed when taken) */
 } llm_scratch;
 
 /* Tokens a prefill pass takes by default: 1024 (a 2048-token prompt of the 8B shape: time to first token 1.19 s
@@ -63,8 +61,7 @@ wgllm_status llm_scratch_add_fast(gpu_context *gpu, const llm_hparams *hp, llm_s
    tokens and the widest projection, and one slice of the LM head's), when the scratch takes more tokens than one
    GEMV dispatch; optional: where it is refused the projections stay on the GEMV. */
 void llm_scratch_add_small_gemm(gpu_context *gpu, const llm_hparams *hp, llm_scratch *s);
-/* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer; for a MoE model also
-   moe_rlimbs, zeroed. */
+/* Adds the flash-decoding buffers for a cache (decode scratch): room for its largest layer. */
 wgllm_status llm_scratch_add_decode(gpu_context *gpu, const llm_hparams *hp, const llm_kv_cache *kv, llm_scratch *s,
                                     llm_err *err);
 void llm_scratch_release(gpu_context *gpu, llm_scratch *s);

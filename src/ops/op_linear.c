@@ -138,14 +138,6 @@ int op_gemv_supports_router(const gpu_context *ctx, const op_weight *w, uint32_t
 
 int op_gemv_fuses_glu(const op_weight *w) { return w->n_parts == 0; }
 
-int op_gemv_rto_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t E) {
-  int sg;
-  if (w->n_parts || !N || !E || E > OP_MOE_MAX_EXPERTS || !gemv_supports(ctx, w, 1, K, &sg, 0)) return 0;
-  op_gemv_plan pl = op_gemv_choose_plan(ctx, w->type, N, K, w->group, 0);
-  uint32_t rows = pl.tr * pl.r;
-  return pl.tk && rows && rows <= 512 && (N + rows - 1) / rows <= 1024;
-}
-
 static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
   uint32_t p = 1;
   while (p * 2 <= v && p * 2 <= cap)
@@ -163,11 +155,11 @@ static uint32_t pow2_at_most(uint32_t v, uint32_t cap) {
    projections split K over 128 lanes (64 for Q4_K / Q5_K, whose steps are 4 times longer); the block types
    unroll less. MXFP4 (a word a step, as q4gsw) takes q4gsw's layouts but 128 lanes for its GLU rows (4 rows a lane,
    8 sums) and one thread-row for the others below the LM head's width: measured in gpt-oss's MoE step (docs/perf/31-moe
-   calls 22-23; a dense MXFP4 gate/up as wide as the 8B's, which no model has, swept slower so); f32 takes q4gsw's,
-   unswept. Where K's steps do not divide evenly among those lanes (K not a multiple of 1024: Gemma's 2304 and 256,
-   Qwen's 3584, ...), the thread-row narrows, down to one subgroup, until they do or it is one subgroup (the last lanes
-   then take a step fewer); q8 and MXFP4 keep their lanes from two steps a lane on (gpt-oss's 2880: q8 measured twice as
-   fast). */
+   calls 22-23; a dense MXFP4 gate/up as wide as the 8B's, which no model has, swept slower so); f32 (the routers) one
+   row a workgroup on 256 lanes, f32 with GLU q4gsw's layouts, unswept. Where K's steps do not divide evenly among those
+   lanes (K not a multiple of 1024: Gemma's 2304 and 256, Qwen's 3584, ...), the thread-row narrows, down to one
+   subgroup, until they do or it is one subgroup (the last lanes then take a step fewer); q8 and MXFP4 keep their lanes
+   from two steps a lane on (gpt-oss's 2880: q8 measured twice as fast). */
 op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t n_out, uint32_t K, uint32_t group,
                                  int glu) {
   op_gemv_plan p = {0};
@@ -199,6 +191,11 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
       /* gpt-oss's experts: 128 lanes along K (2.8 of K=2880's 360 steps a lane), 2 thread-rows with GLU, one
          without: its decode step 3,264 -> 2,854 us (docs/perf/31-moe call 23, from call 22's sweep) */
       p.tk = 128, p.tr = glu ? 2 : 1, p.r = 4, p.u = 4;
+    } else if (type == OP_W_F32 && !glu) {
+      /* the MoE routers (the f32 GEMVs models have): 256 lanes along K, one row a workgroup, so that Qwen3-30B-A3B's
+         128 router rows take 128 workgroups, not 16: its decode at 128 233.1 / 234.2 -> 243.6 tok/s (docs/perf/31-moe
+         call 27, H100; 64 workgroups gave 241.2) */
+      p.tk = 256, p.tr = 1, p.r = 1, p.u = 2;
     } else if (glu) {
       p.tk = one, p.tr = 8, p.r = 2, p.u = 4;
     } else if (n_out >= 32768) {
@@ -235,11 +232,9 @@ typedef struct gemv_params {
   float eps, w_offset;
   uint32_t glu_half, act, n_off, y_stride, k, x_pair, rows_w, e_base, e_count, E;
   float alpha, limit;
-  uint32_t route_mode, rslot, zslot;
-  float r_offset;
-  uint32_t pad0;
+  uint32_t route_mode;
 } gemv_params;
-_Static_assert(sizeof(gemv_params) == 96, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
+_Static_assert(sizeof(gemv_params) == 80, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
 
 /* One dispatch of the GEMV over the N rows of one piece (the whole weight or one part), landing at n_off..; with
    moe, the expert GEMV over the pairs whose experts this piece holds (N: rows an expert, rows_w) */
@@ -301,26 +296,6 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
     p.alpha = moe->alpha;
     p.limit = moe->limit;
     p.route_mode = (uint32_t)moe->route_mode;
-    p.rslot = moe->route_slot;
-  }
-  int rto = !moe && o->rto_limbs.buf;
-  if (rto) {
-    if (nt != 1 || n_off || o->glu_half || pl.tr * pl.r > 512 ||
-        (out_rows + pl.tr * pl.r - 1) / (pl.tr * pl.r) > 1024 || !o->rto_E || o->rto_E > OP_MOE_MAX_EXPERTS ||
-        !o->rto_norm_w.buf || !o->rto_router.buf ||
-        (o->rto_clear < o->rto_slot + 3 * o->rto_E && o->rto_slot < o->rto_clear + 3 * o->rto_E))
-      return op_fail(rec, WGLLM_ERR_INTERNAL,
-                     "gemv: the router beside needs one token, one piece, at most 512 rows and 1024 workgroups, "
-                     "E of 1..%u and a cleared slot apart from its own (N=%u, E=%u, slots %u and %u)",
-                     OP_MOE_MAX_EXPERTS, N, o->rto_E, o->rto_slot, o->rto_clear);
-    uint64_t top = (uint64_t)(o->rto_slot > o->rto_clear ? o->rto_slot : o->rto_clear) + 3ull * o->rto_E;
-    if (gpu_view_bytes(o->rto_limbs) < top * 4 || gpu_view_bytes(o->rto_router) < (uint64_t)o->rto_E * N * 4 ||
-        gpu_view_bytes(o->rto_norm_w) < (uint64_t)N * 4)
-      return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: the router beside: limbs, router or norm weight too small");
-    p.E = o->rto_E;
-    p.rslot = o->rto_slot;
-    p.zslot = o->rto_clear;
-    p.r_offset = o->rto_norm_offset;
   }
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
                        {"R", (double)pl.r},
@@ -331,13 +306,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                        {"SGS", (double)(pl.tuned ? ctx->subgroup_min : 32)},
                        {"NT", (double)nt}};
   char variant[32];
-  const char *kind = !moe                   ? (nt > 1 ? "_mt"
-                                               : rto  ? "_rto"
-                                                      : "")
-                     : moe->route_limbs.buf ? "_moerf"
-                     : moe->logits.buf      ? "_moer"
-                     : combine              ? "_moec"
-                                            : "_moe";
+  const char *kind = !moe ? (nt > 1 ? "_mt" : "") : moe->logits.buf ? "_moer" : combine ? "_moec" : "_moe";
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", kind);
   int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r, groups = (out_rows + rows_per_wg - 1) / rows_per_wg;
@@ -351,13 +320,6 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
       .access = has_scales ? "rrrwrr" : "rrrwr",
       .bind = {x, data, bias.buf ? bias : x, y, o->norm_w.buf ? o->norm_w : x, has_scales ? scales : (gpu_view){0}},
       .groups = groups};
-  if (rto) { /* the router, the norm's weight and the limbs after the other bindings */
-    int b = has_scales ? 6 : 5;
-    a.access = has_scales ? "rrrwrrrrw" : "rrrwrrrw";
-    a.bind[b] = o->rto_router;
-    a.bind[b + 1] = o->rto_norm_w;
-    a.bind[b + 2] = o->rto_limbs;
-  }
   if (moe) { /* the pairs' ids (or the logits, then ids and weights written; or ids and weights read) after the
                 other bindings; a workgroup row a pair (a token: combined) */
     int b = has_scales ? 6 : 5;
@@ -365,9 +327,9 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
       a.access = has_scales ? "rrrwrrrr" : "rrrwrrr";
       a.bind[b] = route;
       a.bind[b + 1] = moe->combine_w;
-    } else if (moe->logits.buf || moe->route_limbs.buf) {
+    } else if (moe->logits.buf) {
       a.access = has_scales ? "rrrwrrrww" : "rrrwrrww";
-      a.bind[b] = moe->route_limbs.buf ? moe->route_limbs : moe->logits;
+      a.bind[b] = moe->logits;
       a.bind[b + 1] = route;
       a.bind[b + 2] = moe->weights;
     } else {
@@ -398,9 +360,6 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
                    op_wtype_name(w->type), K);
   if (o->glu_half && N != 2 * o->glu_half)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU over %u rows with %u gate rows", N, o->glu_half);
-  if (o->rto_limbs.buf && w->n_parts)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: the router beside needs the weight in one piece (%u parts)",
-                   w->n_parts);
   if (o->glu_half && !op_gemv_fuses_glu(w))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv: GLU needs the gate and up rows in one piece (%u parts)", w->n_parts);
   uint32_t T = o->n_tokens ? o->n_tokens : 1, ys = o->y_stride ? o->y_stride : (o->glu_half ? o->glu_half : N);
@@ -444,14 +403,8 @@ wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *pie
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
   uint32_t rows_w = a->glu ? 2 * a->N : a->N, maxg = ctx->limits.maxComputeWorkgroupsPerDimension;
   if (a->np > maxg) return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv experts: %u pairs over the grid limit", a->np);
-  if (a->route_limbs.buf && (a->logits.buf || a->combine_w.buf || !a->norm_w.buf || a->np != a->k || a->x_pair ||
-                             (a->route_mode != OP_MOE_SOFTMAX_NORM && a->route_mode != OP_MOE_TOPK_SOFTMAX)))
-    return op_fail(rec, WGLLM_ERR_INTERNAL,
-                   "gemv experts: ranking the limbs takes one token's gate/up pairs with their norm "
-                   "(route mode 1 or 2, not %d)",
-                   a->route_mode);
-  if (a->combine_w.buf && (a->glu || !a->x_pair || a->logits.buf || a->route_limbs.buf || !a->k || a->np % a->k ||
-                           a->e_base || a->e_count != a->E))
+  if (a->combine_w.buf &&
+      (a->glu || !a->x_pair || a->logits.buf || !a->k || a->np % a->k || a->e_base || a->e_count != a->E))
     return op_fail(rec, WGLLM_ERR_INTERNAL,
                    "gemv experts: the combine takes a down projection of whole tokens' pairs "
                    "over one piece of all experts");

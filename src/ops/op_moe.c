@@ -200,18 +200,6 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
     if ((s = check_bytes(rec, who, "route_logits", mp->route_logits, (uint64_t)T * E * 4))) return s;
     if ((s = check_bytes(rec, who, "route_w", mp->route_w, (uint64_t)np * 4))) return s;
   }
-  if (mp->route_limbs.buf) {
-    if (mp->route_logits.buf || T != 1 || !mp->norm_w.buf || mp->route != OP_MOE_PAIRS ||
-        !op_moe_linear_routes(op_ctx(rec), w, K, E, k) ||
-        (mp->route_norm != OP_MOE_SOFTMAX_NORM && mp->route_norm != OP_MOE_TOPK_SOFTMAX))
-      return op_fail(rec, WGLLM_ERR_INTERNAL,
-                     "%s: ranking the router's limbs needs one token, its norm, the pairs route in the GEMV and "
-                     "route mode 1 or 2",
-                     who);
-    if ((s = check_bytes(rec, who, "route_limbs", mp->route_limbs, ((uint64_t)mp->route_slot + 3ull * E) * 4)))
-      return s;
-    if ((s = check_bytes(rec, who, "route_w", mp->route_w, (uint64_t)np * 4))) return s;
-  }
   op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
   gpu_view route = mp->route == OP_MOE_PAIRS ? mp->ids : mp->lists;
   if (mp->route == OP_MOE_PAIRS)
@@ -265,9 +253,7 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
                                  .norm_offset = mp->norm_offset,
                                  .logits = mp->route_logits,
                                  .weights = mp->route_w,
-                                 .route_mode = (int)mp->route_norm,
-                                 .route_limbs = mp->route_limbs,
-                                 .route_slot = mp->route_slot};
+                                 .route_mode = (int)mp->route_norm};
       s = op_gemv_experts(rec, x, &pw, bias, route, y, &ga);
       continue;
     }

@@ -228,14 +228,6 @@ typedef struct op_gemv_opts {
   /* op_gemv_fast past OP_GEMV_MAX_TOKENS tokens: room for the small-M GEMM's partial sums (op_q8_small_part_bytes);
      none: the GEMV, OP_GEMV_MAX_TOKENS tokens a dispatch. The exact op_gemv ignores it. */
   gpu_view part;
-  /* the next MoE block's router summed beside this projection (kernels/gemv.wgsl "_rto", op_gemv_rto_supports): one
-     token, y is h (accumulate); rto_router [E][N] f32, rto_norm_w [N] the MoE norm's weight (+ rto_norm_offset);
-     each workgroup adds sum over its rows of router[e][n] * h[n] * (norm_w[n] + offset) into the i32 limbs
-     rto_limbs at word rto_slot + 3e (lib/route_fx.wgsli) and words rto_clear .. rto_clear + 3E - 1 are cleared
-     (the next sparse layer's slot, which must not overlap this one); rto_limbs.buf NULL: the plain GEMV */
-  gpu_view rto_router, rto_norm_w, rto_limbs;
-  uint32_t rto_E, rto_slot, rto_clear;
-  float rto_norm_offset;
 } op_gemv_opts;
 #define OP_GEMV_MAX_TOKENS 8 /* tokens one dispatch of the several-token GEMV takes at most */
 #define OP_GEMV_MAX_BATCH                                                                                              \
@@ -248,9 +240,6 @@ int op_gemv_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uin
    dense layers) */
 int op_gemv_supports_router(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K);
 int op_gemv_fuses_glu(const op_weight *w);
-/* Whether op_gemv sums a router of E experts beside this projection (rto_*): one token, the weight in one piece of a
-   storage the GEMV reads, E up to OP_MOE_MAX_EXPERTS, at most 512 rows and 1024 workgroups (the limbs' headroom) */
-int op_gemv_rto_supports(const gpu_context *ctx, const op_weight *w, uint32_t N, uint32_t K, uint32_t E);
 /* The elements of one lane step of the GEMV for a storage (0: not a GEMV storage) */
 uint32_t op_gemv_step(op_wtype t);
 /* The predicate that picks the specialised kernel: it names the storage, the shapes (rows, K, group) and the
@@ -275,10 +264,6 @@ typedef struct op_gemv_experts_args {
      (route_mode: op_moe_norm) and ids [T][k] and weights [T][k] are written, not read (as op_moe_route's) */
   gpu_view logits, weights;
   int route_mode;
-  /* instead of logits: the sums an "_rto" projection added into the limbs at word route_slot of route_limbs (one
-     token; route_mode 1 or 2), ranked as they are and weighed with 1 / rms(x) ("_moerf"; needs norm_w) */
-  gpu_view route_limbs;
-  uint32_t route_slot;
   /* the pairs' weights [T][k], or none: with them y is [T][N] and gets sum_j weights[t][j] * pair t * k + j's row
      (the combine, "_moec"; added to y's value with accumulate): a down projection (x_pair) over one piece of all E
      experts */
@@ -527,10 +512,6 @@ typedef struct op_moe_linear_params {
      projection and the combine, so the router's top-k needs no dispatch; none: ids are read */
   gpu_view route_logits, route_w;
   op_moe_norm route_norm;
-  /* instead of route_logits (T = 1, norm_w set, route_norm softmax-norm or top-k-softmax): the router's sums an
-     output projection added beside itself (op_gemv_opts' rto_*) at word route_slot of route_limbs */
-  gpu_view route_limbs;
-  uint32_t route_slot;
 } op_moe_linear_params;
 /* Whether the pairs route of this expert weight runs in the GEMV (every piece a storage it reads, K whole steps),
    which can norm its x (op_moe_linear_params.norm_w) */
