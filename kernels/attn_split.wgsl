@@ -11,7 +11,8 @@
 // loads in flight a thread rather than one (1-11% off the split + reduce pair on an H100, PERF.md: the loads were
 // not most of the pass's time). WG, the workgroup's threads, is 256 where a phase has 256 or more items (n_rep * B
 // scores or n_rep * head_dim / 4 outputs: Qwen3's 8 heads a group, 32 keys a chunk), else 128: a short context's
-// few workgroups each take one round a phase instead of two, and the pass's time is its longest workgroup's.
+// few workgroups each take one round a phase instead of two, and the pass's time is its longest workgroup's
+// (Qwen3-30B-A3B's decode at 128 233.1 / 234.2 -> 240.4 tok/s, gpt-oss-20b's 352.5 -> 356.6: H100, PERF.md call 27).
 // partial: [n_kv_head][max_chunks][n_rep][head_dim + 2] (acc..., m, l). head_dim % 4 == 0,
 // n_rep <= 16, n_rep * head_dim <= 4096.
 // Variants "sg": the max and sum of a head are one subgroupMax / subgroupAdd when a head's NP threads are
