@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # Device call 28 of docs/perf/31-moe (written 2026-12-07): issue 31's speed table on one call -- Qwen3-30B-A3B,
-# gpt-oss-20b and Mixtral-8x7B shapes written as GGUF, each run by wgllm (build $W, default aF: main 692236a) and by
+# gpt-oss-20b and Mixtral-8x7B shapes written as GGUF, each run by wgllm (build $W of var28, default m: main 7c57900
+# from build-pack/m29.tar.xz) and by
 # llama.cpp on the same file: decode at context 128, prefill 512 (wgllm: exact and fast), 8 sequences batched, and
-# wgllm's in-stream profile of the decode step (routing's share). Needs the packs of call27.sh (main28 for Dawn,
-# var28 for the builds): carry .gl, build-pack/main28.tar.xz, var28.tar.xz and bench/peers/llamacpp/dist. What would
+# wgllm's in-stream profile of the decode step (routing's share). Needs main28 (Dawn) and m29 (main's build), or var28
+# for another W: carry .gl, build-pack/main28.tar.xz, m29.tar.xz (var28.tar.xz) and bench/peers/llamacpp/dist. What would
 # pass LIMIT s (default 570) is skipped; the shapes run in the order of the issue's targets.
 set -u
 T0=$SECONDS
-W=${W:-aF}
+W=${W:-m}
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
 left() { [ $(( SECONDS - T0 + $1 )) -lt ${LIMIT:-570} ] || { t "skipped: $2"; false; }; }
 for f in .gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done; ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 mkdir -p /tmp/b /tmp/var /tmp/llc
-tar -C /tmp/b -xJf build-pack/main28.tar.xz ./libwebgpu_wrapper.so && tar -C /tmp/var -xJf build-pack/var28.tar.xz ./$W
+tar -C /tmp/b -xJf build-pack/main28.tar.xz ./libwebgpu_wrapper.so
+if [ $W = m ]; then mkdir -p /tmp/var/m && tar -C /tmp/var/m -xJf build-pack/m29.tar.xz
+else tar -C /tmp/var -xJf build-pack/var28.tar.xz ./$W; fi
 tar -xJf bench/peers/llamacpp/dist/llcbench-linux-x64-vulkan.tar.xz -C /tmp/llc
 L=$(dirname "$(find /tmp/llc -name llcbench -type f | head -1)")
 export LD_LIBRARY_PATH=/tmp/b

@@ -2,7 +2,7 @@
 # Device call 29 of docs/perf/31-moe (2026-12-07): main after call 27 (7c57900: the router beside reverted, attn_split
 # on 256 threads, the routers' f32 GEMV on 128 workgroups) against efed18f (b, call 27's baseline) and llama.cpp,
 # Qwen3-30B-A3B decode at 128, and test_ops' f32 GEMV and expert cases on the GPU. Packs: build-pack/m29.tar.xz
-# (7c57900's wgllm-bench and test_ops), main28.tar.xz (efed18f's wgllm-bench, Dawn). Carry .gl, both packs and
+# (7c57900's wgllm, libwgllm.so.0, libmicrohttpd.so.12, wgllm-bench, test_ops, test_moe, test_models, bench_kernels), main28.tar.xz (efed18f's wgllm-bench, Dawn). Carry .gl, both packs and
 # bench/peers/llamacpp/dist.
 set -u
 T0=$SECONDS
