@@ -192,9 +192,10 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
          without: its decode step 3,264 -> 2,854 us (docs/perf/31-moe call 23, from call 22's sweep) */
       p.tk = 128, p.tr = glu ? 2 : 1, p.r = 4, p.u = 4;
     } else if (type == OP_W_F32 && !glu) {
-      /* the MoE routers (the f32 GEMVs models have): 256 lanes along K, one row a workgroup, so that Qwen3-30B-A3B's
-         128 router rows take 128 workgroups, not 16: its decode at 128 233.1 / 234.2 -> 243.6 tok/s (docs/perf/31-moe
-         call 27, H100; 64 workgroups gave 241.2) */
+      /* the MoE routers (dense f32 layers keep the general kernels, gemv_supports; f32 experts' down projections,
+         which downloaded models do not have, take it too): 256 lanes along K, one row a workgroup, so that
+         Qwen3-30B-A3B's 128 router rows take 128 workgroups, not 16: its decode at 128 233.1 / 234.2 -> 243.6 tok/s
+         (docs/perf/31-moe call 27, H100; 64 workgroups gave 241.2) */
       p.tk = 256, p.tr = 1, p.r = 1, p.u = 2;
     } else if (glu) {
       p.tk = one, p.tr = 8, p.r = 2, p.u = 4;
