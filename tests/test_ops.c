@@ -5263,6 +5263,18 @@ static void cases_moe(void) {
             c->u.moe = (struct moe_case){.T = 7, .E = Es[ei], .k = ks[ki], .mode = mode, .scale = sc, .pat = pat};
           }
         }
+  /* expert counts that are no multiple of four (the ranking's last word partial) */
+  static const uint32_t odd_E[] = {6, 61, 250};
+  for (size_t ei = 0; ei < 3; ei++)
+    for (int mode = 0; mode < 3; mode++)
+      for (int pat = 0; pat < 3; pat++) {
+        uint32_t k = ei ? 8 : 4;
+        tcase *c = add_case("moe_route", run_moe_route, "%s/T=7,E=%u,k=%u/%s", MOE_NORMS[mode], odd_E[ei], k,
+                            pat == 0   ? "random"
+                            : pat == 1 ? "ties"
+                                       : "all-equal");
+        c->u.moe = (struct moe_case){.T = 7, .E = odd_E[ei], .k = k, .mode = mode, .pat = pat};
+      }
   for (int mode = 0; mode < 3; mode++)
     for (uint32_t T = 1; T <= 512; T += 511)
       for (int pat = 0; pat < 2; pat++) {
@@ -5344,6 +5356,21 @@ static void cases_moe(void) {
                                    .fused_norm = 1,
                                    .self_route = sr};
     }
+  for (int sr = 1; sr <= 3; sr++) { /* self-routed over 37 experts: the ranking's last word partial */
+    tcase *c = add_case("moe_linear", run_moe_linear, "Q4_K/pairs/T=3,k=4,E=37,N=64,K=256,silu,norm,self-routed %s",
+                        MOE_NORMS[sr - 1]);
+    c->u.moe = (struct moe_case){.T = 3,
+                                 .k = 4,
+                                 .E = 37,
+                                 .N = 64,
+                                 .K = 256,
+                                 .glu = 1,
+                                 .scale = 1,
+                                 .mode = OP_MOE_PAIRS,
+                                 .wt = OP_W_Q4_K,
+                                 .fused_norm = 1,
+                                 .self_route = sr};
+  }
   {
     tcase *c = add_case("moe_linear", run_moe_linear,
                         "parts=3/q4gsw+q8+Q6_K/pairs/T=5,k=8,E=16,N=40,K=256,silu,norm,"
