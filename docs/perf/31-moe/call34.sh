@@ -4,7 +4,8 @@
 # test_models, bench_kernels) against the count before it (m29: 7c57900) and the build that does not rank (nr of
 # var31.tar.xz, wrong results, timing only), decode at 128 of Qwen3-30B-A3B (m34's profile too), gpt-oss-20b and
 # Mixtral-8x7B with llama.cpp beside; then m34's test_ops routing / self-routed / expert cases and test_moe on the
-# GPU. Carry .gl, build-pack/{main28,m29,m34,var31,fixtures,models,tok}.tar.xz and bench/peers/llamacpp/dist (move
+# GPU, and bench_kernels' exact against int8 decode GEMVs on Q4_K / Q5_K / Q6_K / Q8_0 projection shapes (the fast
+# precision's Qwen3 decode, PERF.md call 31). Carry .gl, build-pack/{main28,m29,m34,var31,fixtures,models,tok}.tar.xz and bench/peers/llamacpp/dist (move
 # models/ and tests/data/models out of the tree for the upload). What would pass LIMIT s (default 560) is skipped.
 set -u
 T0=$SECONDS
@@ -58,5 +59,9 @@ if left 90 "test_moe"; then
   ( cd tests && WGLLM_BIN=/tmp/var/m timeout 80 /tmp/var/m/test_moe > /tmp/test_moe.txt 2>&1; echo "rc=$?" >> /tmp/test_moe.txt )
   grep -E "^FAIL" /tmp/test_moe.txt | head -10 | tee -a "$OUT/log.txt"; grep -E "checks|rc=" /tmp/test_moe.txt | tail -2 | tee -a "$OUT/log.txt"
   cp /tmp/test_moe.txt "$OUT/test_moe.txt"
+fi
+if left 60 "bench_kernels --int8"; then
+  t "bench_kernels --int8: exact and int8 decode GEMVs on Qwen3's and the 8B's (Mixtral's) projection shapes"
+  timeout 55 /tmp/var/m/bench_kernels --shapes q3moe,8b --types q4k,q5k,q6k,q8 --int8 > "$OUT/int8.txt" 2>&1
 fi
 t end
