@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device call 34 of docs/perf/31-moe (written 2026-12-07, not run yet): the ranking that counts four logits a word
-# (bd94c3a, pack build-pack/m34.tar.xz: its wgllm, libwgllm.so.0, libmicrohttpd.so.12, wgllm-bench, test_ops, test_moe,
+# (6524f5c, pack build-pack/m34.tar.xz: its wgllm, libwgllm.so.0, libmicrohttpd.so.12, wgllm-bench, test_ops, test_moe,
 # test_models, bench_kernels) against the count before it (m29: 7c57900) and the build that does not rank (nr of
 # var31.tar.xz, wrong results, timing only), decode at 128 of Qwen3-30B-A3B (m34's profile too), gpt-oss-20b and
 # Mixtral-8x7B with llama.cpp beside; then m34's test_ops routing / self-routed / expert cases and test_moe on the
