@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Device call 35 of docs/perf/31-moe (written 2026-12-07): issue 31's speed table with main's build (pack m34: 222474c,
-# the ranking that counts four logits a word), as call 28 ran it -- Qwen3-30B-A3B, gpt-oss-20b and Mixtral-8x7B written
-# as GGUF, each run by wgllm and by llama.cpp on the same file: decode at context 128, prefill 512 (wgllm: exact and
-# fast), 8 sequences batched -- plus, on Qwen3, m34's in-stream profile, the count before it (m29: 7c57900) and the build that does not rank (nr
-# of var31, wrong results, timing only) at decode 128; after Qwen3, m34's test_moe (every MoE family's fixtures
-# through its CLI) and test_ops' routing, self-routed and expert cases on the GPU. Carry
-# .gl, build-pack and bench/peers/llamacpp/dist; move models/ and tests/data/models out of the tree for the upload (the
-# packs hold them). What would pass LIMIT s (default 570) is skipped.
+# Device call 35 of docs/perf/31-moe (written 2026-12-07): issue 31's speed table with main's build (pack m34:
+# 222474c, the ranking that counts four logits a word), as call 28 ran it -- Qwen3-30B-A3B, gpt-oss-20b and
+# Mixtral-8x7B written as GGUF, each run by wgllm and by llama.cpp on the same file: decode at context 128, prefill
+# 512 (wgllm: exact and fast), 8 sequences batched -- plus, on Qwen3, m34's in-stream profile, the count before it
+# (m29: 7c57900) and the build that does not rank (nr of var31, wrong results, timing only) at decode 128; after
+# Qwen3, m34's test_moe (every MoE family's fixtures through its CLI) and test_ops' routing, self-routed and expert
+# cases on the GPU. Carry .gl, build-pack and bench/peers/llamacpp/dist; move models/ and tests/data/models out of the
+# tree for the upload (the packs hold them). What would pass LIMIT s (default 570) is skipped.
 set -u
 T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
