@@ -25,11 +25,20 @@
 // others bind x_q and its factors): each workgroup normalizes and quantizes all of them into workgroup memory (WQB
 // blocks, 40 bytes each) before its rows, as kernels/quantize_q8.wgsl's row variant does (lib/quant_int8.wgsli),
 // which costs a few microseconds of arithmetic spread over the GPU instead of a dependent dispatch.
+//
+// Variant "_moe" is the experts' gate/up of mixture-of-experts decode in the fast precision (op_gemv_q8_experts, as
+// kernels/gemv.wgsl's "_moe" is the exact one): one token a workgroup row, workgroup row y pair q of np routed
+// (token, expert) pairs, its expert e = route[q] (ids [T][k], read at binding 6 before the scales), its rows expert
+// e's from row (e - e_base) rows_w of this piece of the stacked weight [E][rows_w][K], its x row q / k of x_q [T]
+// (x_pair 0) or q of [np] (x_pair 1); y [np][n_out], bias [E][rows_w], the GLU by lib/glu_act.wgsli (act 2: gpt-oss's
+// clamped SwiGLU with alpha and limit). A pair whose expert lies in another piece writes nothing.
 //! axis q4: WQ4P=1 | q8: WQ8=1 | q4_1: WBLK=1 WQ4_1=1 | q5_0: WBLK=1 WQ5_0=1 | q5_1: WBLK=1 WQ5_1=1 | q4k: WBLK=1 WQ4_K=1 | q5k: WBLK=1 WQ5_K=1 | q6k: WBLK=1 WQ6_K=1 | iq4nl: WBLK=1 WIQ4_NL=1 | iq4xs: WBLK=1 WIQ4_XS=1 | mxfp4: WBLK=1 WMXFP4=1
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: WQ=0 | _wq: WQ=1
+//! axis -: WQ=0 MOE=0 | _wq: WQ=1 MOE=0 | _moe: WQ=0 MOE=1
+// the fields from k on are "_moe"'s (kernels/gemv.wgsl's of the same names)
 struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32, glu_half: u32, act: u32, n_off: u32, y_stride: u32,
-                has_norm: u32, eps: f32, w_offset: f32, _p0: u32 };
+                has_norm: u32, eps: f32, w_offset: f32, k: u32, x_pair: u32, rows_w: u32, e_base: u32, e_count: u32,
+                E: u32, alpha: f32, limit: f32, _p0: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 #if WQ
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;      // [NT][K]
@@ -45,10 +54,18 @@ var<workgroup> winv: array<f32, 8>;        // [NT]: 1 / rms(x)
 @group(0) @binding(2) var<storage, read> xds: array<vec2<f32>>; // [NT][K/32]: d_x, d_x * sum x_q
 #endif
 #define WBIND 3
+#if MOE
+#define SBIND 7
+#else
 #define SBIND 6
+#endif
 #include "lib/weight_int8.wgsli"
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
+#if MOE
+@group(0) @binding(6) var<storage, read> route: array<u32>; // the pairs' experts, ids [T][k] (the scales after it)
+#include "lib/glu_act.wgsli"
+#endif
 
 override R: u32 = 4u;    // rows a thread-row
 override TK: u32 = 32u;  // lanes along K in a thread-row
@@ -70,7 +87,7 @@ var<private> xf: array<vec2<f32>, 8>;  // [NT]: its (d_x, d_x * sum x_q)
 #if WQ4P
 // q4gsw: nibbles [N][K/8] (element k at bits 4 (k % 8) of word k / 8), f16 scales [N][K/G], value (q - 8) * scale
 @group(0) @binding(3) var<storage, read> w: array<vec4<u32>>;
-@group(0) @binding(6) var<storage, read> wscale: array<u32>;
+@group(0) @binding({{SBIND}}) var<storage, read> wscale: array<u32>;
 override G: u32 = 32u;
 const PERM = true; // x's words evens first
 // row n's block kb dotted with each token's x, added to acc[a0 + t]
@@ -130,15 +147,27 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let kt = li % TK;
   let rt = li / TK;
   let n_out = select(p.N, p.glu_half, GLU);
-  let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
   let nkb = p.K / 32u;
+#if MOE
+  // pair q's expert, its first row in this piece, its x row
+  let q = wid.y;
+  let e = min(route[q], p.E - 1u);
+  let inpart = e >= p.e_base && e - p.e_base < p.e_count;
+  let rbase = select(0u, (e - p.e_base) * p.rows_w, inpart);
+  let xt = select(q / p.k, q, p.x_pair != 0u);
+  let nb = wid.x * (TR * R) + rt * R; // first row of this thread-row
+#else
+  let rbase = 0u;
+  let xt = 0u;
+  let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
+#endif
   var acc: array<f32, 32>; // [RR][NT]
   for (var r = 0u; r < RR * NT; r++) { acc[r] = 0.0; }
   var rowb: array<u32, 32>; // the row of each sum
   for (var r = 0u; r < RR; r++) {
     var n = min(nb + (r % R), n_out - 1u);
     if (GLU && r >= R) { n += p.glu_half; }
-    rowb[r] = n;
+    rowb[r] = rbase + n;
   }
 #if WQ
   // every token's x into workgroup memory as int8 blocks: 1 / rms per token (has_norm), then a block a thread
@@ -199,9 +228,9 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       xw[2u * t + 1u] = wxq[2u * (t * nkb + kb) + 1u];
       xf[t] = wxf[t * nkb + kb];
 #else
-      xw[2u * t] = xq[2u * (t * nkb + kb)];
-      xw[2u * t + 1u] = xq[2u * (t * nkb + kb) + 1u];
-      xf[t] = xds[t * nkb + kb];
+      xw[2u * t] = xq[2u * ((xt + t) * nkb + kb)];
+      xw[2u * t + 1u] = xq[2u * ((xt + t) * nkb + kb) + 1u];
+      xf[t] = xds[(xt + t) * nkb + kb];
 #endif
     }
     for (var r = 0u; r < RR; r++) { block_dot(rowb[r], kb, &acc, r * NT); }
@@ -253,6 +282,22 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   }
 #endif
   let n = nb + r0;
+#if MOE
+  if (kt < R * NT && n < n_out && inpart) {
+    let o = q * n_out + n;
+    let bo = e * p.rows_w + n; // the gate row's bias (up: glu_half further)
+    var v = mine;
+    if (GLU) {
+      var u = mine_up;
+      if (p.has_bias != 0u) { v += bias[bo]; u += bias[bo + p.glu_half]; }
+      v = glu_act(p.act, v, u, p.alpha, p.limit);
+    } else if (p.has_bias != 0u) {
+      v += bias[bo];
+    }
+    if (p.accumulate != 0u) { v += y[o]; }
+    y[o] = v;
+  }
+#else
   if (kt < R * NT && n < n_out) {
     let o = tt * p.y_stride + p.n_off + n;
     var v = mine;
@@ -266,4 +311,5 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
     if (p.accumulate != 0u) { v += y[o]; }
     y[o] = v;
   }
+#endif
 }

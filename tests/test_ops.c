@@ -360,7 +360,8 @@ struct tcase {
       /* moe_linear, pairs in the GEMV: x RMS-normed in the kernel (fused); the pairs routed in the kernel from
          logits with op_moe_norm self_route - 1 (0: ids given) */
       int fused_norm, self_route;
-      int q8; /* moe_linear: the fast precision's integer-dot tiles (op_moe_linear_q8 on op_quantize_q8's x) */
+      int q8; /* moe_linear: the fast precision's integer-dot tiles or pairs' GEMV (op_moe_linear_q8 on x quantized
+                 by op_quantize_q8, or op_quantize_q8_rows in the layout op_gemv_q8_supports asks for) */
     } moe;
   } u;
 };
@@ -4835,7 +4836,7 @@ static case_result run_moe_linear(const tcase *c) {
   op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
   gbuf gx = gb_in(x, xr * K * 4), gb = gb_in(b, E * rows * 4), gy = gb_out(np * N * 4);
   gbuf gi = self_route ? gb_out(np * 4) : gb_in(ids, np * 4);
-  gbuf gl = {0}, gind = {0}, gq = {0};
+  gbuf gl = {0}, gind = {0}, gq = {0}, gqk = {0};
   int q8 = c->u.moe.q8;
   op_moe_linear_params p = {.T = (uint32_t)T,
                             .k = (uint32_t)k,
@@ -4875,11 +4876,20 @@ static case_result run_moe_linear(const tcase *c) {
   traffic(weight_bytes(c->u.moe.wt, (double)E * rows, K, 32) + 4.0 * (xr * K + np * N), 2.0 * np * rows * K);
   gpu_recorder *r = rec_new();
   wgllm_status s;
-  if (q8) { /* x quantized in the same recording, then the integer-dot tiles */
+  if (q8) { /* x quantized in the same recording, then the integer-dot tiles or the pairs' GEMV */
     VERIFY(op_moe_linear_q8_supports(th_gpu(), &ow, (uint32_t)K, route), "%s: the predicate refuses it", g_case);
     gq = gb_out((size_t)op_q8_act_bytes(th_gpu(), (uint32_t)xr, (uint32_t)K));
     s = op_quantize_q8(r, gx.v, gq.v, (uint32_t)xr, (uint32_t)K);
-    if (!s) s = op_moe_linear_q8(r, gq.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, &p);
+    gpu_view xk = gq.v;
+    if (route == OP_MOE_PAIRS) { /* the kernel's x in the GEMV's layout (q4gsw: words evens first); gq, the same
+                                    values in order, is the reference's */
+      op_q8_rows_opts qo = {0};
+      VERIFY(op_gemv_q8_supports(th_gpu(), &ow, 1, (uint32_t)K, &qo.perm), "%s: the GEMV refuses it", g_case);
+      gqk = gb_out((size_t)op_q8_act_bytes(th_gpu(), (uint32_t)xr, (uint32_t)K));
+      xk = gqk.v;
+      if (!s) s = op_quantize_q8_rows(r, gx.v, gqk.v, (uint32_t)xr, (uint32_t)K, &qo);
+    }
+    if (!s) s = op_moe_linear_q8(r, xk, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, &p);
   } else
     s = op_moe_linear(r, gx.v, &ow, has_bias ? gb.v : (gpu_view){0}, gy.v, &p);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
@@ -4957,6 +4967,7 @@ static case_result run_moe_linear(const tcase *c) {
   gb_free(&gl);
   gb_free(&gind);
   gb_free(&gq);
+  gb_free(&gqk);
   gb_free(&gnw);
   gb_free(&glg);
   gb_free(&grw);
@@ -5090,7 +5101,7 @@ static case_result run_moe_refuse(const tcase *c) {
                {"the combined down projection of 70000 tokens", 6},
                {"integer-dot tiles of f32 weights", 7},
                {"integer-dot tiles of Q2_K weights", 8},
-               {"integer-dot tiles on the pairs route", 9}};
+               {"the integer-dot pairs' GEMV of Q2_K weights", 9}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     gpu_recorder *r = gpu_recorder_create(th_gpu(), 0);
     wgllm_status s = WGLLM_OK;
@@ -5126,7 +5137,7 @@ static case_result run_moe_refuse(const tcase *c) {
     case 9: {
       op_weight qw = ow;
       if (cases[i].which == 8) qw.type = OP_W_Q2_K;
-      if (cases[i].which == 9) qw.type = OP_W_Q8;
+      if (cases[i].which == 9) qw.type = OP_W_Q2_K;
       p.route = cases[i].which == 9 ? OP_MOE_PAIRS : OP_MOE_TILES;
       p.lists = v;
       VERIFY(!op_moe_linear_q8_supports(th_gpu(), &qw, p.K, p.route), "%s: the predicate accepts %s", g_case,
@@ -5461,6 +5472,70 @@ static void cases_moe(void) {
                                    .wt = q8t[wi],
                                    .q8 = 1};
     }
+  /* decode's gate/up in the fast precision (route "pairs_q8": the integer-dot GEMV a pair, op_gemv_q8_experts): every
+     storage it reads on one shape; the linear shapes of a batched or one-token step (down projections too, which the
+     model keeps exact) on three; a weight in parts; rows of 32-element blocks that are no 256 multiple */
+  for (size_t wi = 0; wi < sizeof q8w / sizeof q8w[0]; wi++) {
+    tcase *c = add_case("moe_linear", run_moe_linear, "%s/pairs_q8/T=3,k=2,E=8,N=40,K=256,silu,bias/random",
+                        op_wtype_name(q8w[wi]));
+    c->u.moe = (struct moe_case){
+        .T = 3, .k = 2, .E = 8, .N = 40, .K = 256, .glu = 1, .scale = 1, .mode = OP_MOE_PAIRS, .wt = q8w[wi], .q8 = 1};
+  }
+  static const op_wtype q8p[] = {OP_W_Q4, OP_W_Q4_K, OP_W_MXFP4};
+  for (size_t li = 1; li < 6; li++)
+    for (size_t wi = 0; wi < sizeof q8p / sizeof q8p[0]; wi++) {
+      tcase *c = add_case("moe_linear", run_moe_linear, "%s/pairs_q8/T=%u,k=%u,E=%u,N=%u,K=%u,%s%s%s/%s",
+                          op_wtype_name(q8p[wi]), lin[li].T, lin[li].k, lin[li].E, lin[li].N, lin[li].K,
+                          lin[li].glu ? MOE_ACTS[lin[li].act] : "plain", lin[li].x_pair ? ",x=pairs" : "",
+                          lin[li].bias ? ",bias" : "", MOE_PATS[lin[li].pat]);
+      c->u.moe = (struct moe_case){.T = lin[li].T,
+                                   .k = lin[li].k,
+                                   .E = lin[li].E,
+                                   .N = lin[li].N,
+                                   .K = lin[li].K,
+                                   .glu = lin[li].glu,
+                                   .act = lin[li].act,
+                                   .x_pair = lin[li].x_pair,
+                                   .scale = lin[li].bias,
+                                   .pat = lin[li].pat,
+                                   .mode = OP_MOE_PAIRS,
+                                   .wt = q8p[wi],
+                                   .q8 = 1};
+    }
+  for (int down = 0; down < 2; down++) {
+    tcase *c = add_case("moe_linear", run_moe_linear, "parts=3/Q4_K+q8+Q6_K/pairs_q8/T=5,k=4,E=16,%s",
+                        down ? "N=72,K=256,plain,x=pairs,bias" : "N=40,K=256,swiglu_oai,bias");
+    c->u.moe = (struct moe_case){.T = 5,
+                                 .k = 4,
+                                 .E = 16,
+                                 .N = down ? 72 : 40,
+                                 .K = 256,
+                                 .glu = !down,
+                                 .act = 2,
+                                 .x_pair = down,
+                                 .scale = 1,
+                                 .mode = OP_MOE_PAIRS,
+                                 .wt = OP_W_Q4_K,
+                                 .parts = 3,
+                                 .q8 = 1};
+    for (int wi = 0; wi < 2; wi++) {
+      op_wtype t = wi ? OP_W_MXFP4 : OP_W_Q8;
+      c = add_case("moe_linear", run_moe_linear, "%s/pairs_q8/T=2,k=4,E=16,N=64,K=288,%s,bias", op_wtype_name(t),
+                   down ? "plain,x=pairs" : "swiglu_oai");
+      c->u.moe = (struct moe_case){.T = 2,
+                                   .k = 4,
+                                   .E = 16,
+                                   .N = 64,
+                                   .K = 288,
+                                   .glu = !down,
+                                   .act = 2,
+                                   .x_pair = down,
+                                   .scale = 1,
+                                   .mode = OP_MOE_PAIRS,
+                                   .wt = t,
+                                   .q8 = 1};
+    }
+  }
   for (int down = 0; down < 2; down++) {
     tcase *c = add_case("moe_linear", run_moe_linear, "parts=3/q4gsw+q8+Q6_K/tiles_q8/T=5,k=4,E=16,%s",
                         down ? "N=72,K=256,plain,x=pairs,bias" : "N=40,K=256,swiglu_oai,bias");

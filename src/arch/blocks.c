@@ -605,7 +605,8 @@ static int moe_decode(const llm_fwd *f) { return f->tokens || (f->T == 1 && !f->
 static wgllm_status moe_linear(const llm_fwd *f, gpu_view x, uint32_t x_rows, const op_weight *w, gpu_view bias,
                                gpu_view y, const op_moe_linear_params *p) {
   gpu_recorder *rec = f->rec;
-  if (f->fo->fast && f->s->xq && op_moe_linear_q8_supports(op_ctx(rec), w, p->K, p->route)) {
+  if (f->fo->fast && f->s->xq && p->route == OP_MOE_TILES &&
+      op_moe_linear_q8_supports(op_ctx(rec), w, p->K, p->route)) {
     /* xq holds a pass's x_rows rows of K (llm_scratch_add_fast sizes it for the experts' rows too) */
     wgllm_status st = op_quantize_q8(rec, x, V(f->s->xq), x_rows, p->K);
     return st ? st : op_moe_linear_q8(rec, V(f->s->xq), w, bias, y, p);
@@ -626,6 +627,11 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   uint32_t T = f->T, D = hp->n_embd, E = hp->n_expert, k = hp->n_expert_used, I = hp->n_ff_exp;
   gpu_view none = {0};
   int decode = moe_decode(f);
+  /* decode in the fast precision: the gate/up on the integer-dot GEMV (op_gemv_q8_experts) where it reads every
+     piece, x quantized (and normed) by the quantizer, the pairs routed by op_moe_route; the down projection stays
+     exact (its quantizer's dispatch cost more than the integer dots saved: docs/MOE.md) */
+  int q8_gu = decode && f->fo->fast && s->xq && !ly->exp_up.data.buf &&
+              op_moe_linear_q8_supports(op_ctx(rec), &ly->exp_gate_up, D, OP_MOE_PAIRS);
   /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
   gpu_view rb = hp->moe_bias ? ly->router_bias : none, gub = hp->moe_bias ? ly->exp_gate_up_bias : none,
            db = hp->moe_bias ? ly->exp_down_bias : none;
@@ -637,7 +643,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   } else
     st = op_matvec(rec, rin, &ly->router, rb, V(s->moe_logits), T, E, D); /* [T][E] */
   /* decode with the norm folded in: the gate/up's GEMV ranks its own pairs where it can (op_moe_linear_routes) */
-  int self_route = nrm && !scale.buf && op_moe_linear_routes(op_ctx(rec), &ly->exp_gate_up, D, E, k);
+  int self_route = nrm && !scale.buf && !q8_gu && op_moe_linear_routes(op_ctx(rec), &ly->exp_gate_up, D, E, k);
   if (!st && !self_route)
     st = op_moe_route(rec, V(s->moe_logits), scale, V(s->moe_ids), V(s->moe_w), T, E, k, (op_moe_norm)hp->moe_norm);
   if (!st && !decode) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E);
@@ -672,7 +678,15 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   dn.K = I;
   dn.x_pair = 1;
   dn.glu = 0;
-  if (!ly->exp_up.data.buf) {
+  if (q8_gu) { /* [T][D] -> x_q (normed where nrm says), then [T*k][I] */
+    op_q8_rows_opts qo = {
+        .norm_w = nrm ? nrm->norm_w : none, .eps = nrm ? nrm->eps : 0.0f, .norm_offset = nrm ? nrm->norm_offset : 0.0f};
+    op_gemv_q8_supports(op_ctx(rec), &ly->exp_gate_up, 1, D, &qo.perm);
+    op_moe_linear_params g8 = gu;
+    g8.norm_w = none;
+    if (!st) st = op_quantize_q8_rows(rec, xin, V(s->xq), T, D, &qo);
+    if (!st) st = op_moe_linear_q8(rec, V(s->xq), &ly->exp_gate_up, gub, V(s->moe_h), &g8);
+  } else if (!ly->exp_up.data.buf) {
     if (!st) st = moe_linear(f, xin, T, &ly->exp_gate_up, gub, V(s->moe_h), &gu); /* [T*k][I] */
   } else if (!st && (hp->moe_oai_glu || hp->moe_bias)) {
     st = op_fail(rec, WGLLM_ERR_UNSUPPORTED,

@@ -286,9 +286,11 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch
 typedef struct gemv_q8_params {
   uint32_t N, K, has_bias, accumulate, glu_half, act, n_off, y_stride, has_norm;
   float eps, w_offset;
+  uint32_t k, x_pair, rows_w, e_base, e_count, E; /* the experts' ("_moe") */
+  float alpha, limit;
   uint32_t _p0;
 } gemv_q8_params;
-_Static_assert(sizeof(gemv_q8_params) == 48, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
+_Static_assert(sizeof(gemv_q8_params) == 80, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
 
 int op_gemv_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *perm) {
   (void)ctx;
@@ -358,7 +360,7 @@ static uint64_t wq_bytes(int sg, uint32_t nt, uint32_t K) {
 static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_view b, op_wtype type, uint32_t group,
                                   gpu_view data, gpu_view scales, gpu_view bias, gpu_view y, uint32_t N, uint32_t K,
                                   uint32_t n_off, uint32_t nt, uint32_t y_stride, const op_gemv_opts *o,
-                                  const op_gemv_plan *plan) {
+                                  const op_gemv_plan *plan, const op_gemv_experts_args *moe, gpu_view ids) {
   const gpu_context *ctx = op_ctx(rec);
   int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N;
@@ -384,6 +386,16 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
                       .has_norm = wq && o->norm_w.buf ? 1u : 0u,
                       .eps = o->eps,
                       .w_offset = o->norm_offset};
+  if (moe) {
+    p.k = moe->k;
+    p.x_pair = moe->x_pair ? 1u : 0u;
+    p.rows_w = N;
+    p.e_base = moe->e_base;
+    p.e_count = moe->e_count;
+    p.E = moe->E;
+    p.alpha = moe->alpha;
+    p.limit = moe->limit;
+  }
   uint32_t nb = nt * (K / 32);
   gpu_constant c[9] = {{"R", (double)pl.r},
                        {"TK", (double)pl.tk},
@@ -402,9 +414,23 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
     cc[nc++] = c[i];
   }
   char variant[32];
-  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "", wq ? "_wq" : "");
+  snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "",
+           moe  ? "_moe"
+           : wq ? "_wq"
+                : "");
   int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r;
+  if (moe) /* a workgroup row a pair; the ids at binding 6, the scales after them */
+    return op_dispatch(
+        rec, &(op_dispatch_args){.kernel = K_GEMV_Q8,
+                                 .variant = variant,
+                                 .params = &p,
+                                 .params_size = sizeof p,
+                                 .consts = cc,
+                                 .n_consts = nc,
+                                 .access = has_scales ? "rrrrwrr" : "rrrrwr",
+                                 .bind = {a, b, data, bias.buf ? bias : a, y, ids, has_scales ? scales : (gpu_view){0}},
+                                 .grid = {(out_rows + rows_per_wg - 1) / rows_per_wg, moe->np, 1}});
   return op_dispatch(
       rec, &(op_dispatch_args){.kernel = K_GEMV_Q8,
                                .variant = variant,
@@ -432,7 +458,8 @@ static wgllm_status gemv_q8_run(gpu_recorder *rec, int wq, gpu_view a, gpu_view 
   if (!w->n_parts) {
     s = op_check_weight(rec, "gemv_q8", w, N, K);
     return s ? s
-             : gemv_q8_piece(rec, wq, a, b, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, T, ys, o, plan);
+             : gemv_q8_piece(rec, wq, a, b, w->type, w->group, w->data, w->scales, bias, y, N, K, 0, T, ys, o, plan,
+                             NULL, (gpu_view){0});
   }
   uint32_t n0 = 0;
   for (uint32_t i = 0; !s && i < w->n_parts; i++) {
@@ -441,7 +468,7 @@ static wgllm_status gemv_q8_run(gpu_recorder *rec, int wq, gpu_view a, gpu_view 
     s = op_check_weight(rec, "gemv_q8", &pw, pt->rows, K);
     if (!s)
       s = gemv_q8_piece(rec, wq, a, b, pt->type, pt->group, pt->data, pt->scales, bias, y, pt->rows, K, n0, T, ys, o,
-                        plan);
+                        plan, NULL, (gpu_view){0});
     n0 += pt->rows;
   }
   if (!s && n0 != N) return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8: parts of %u rows for N=%u", n0, N);
@@ -462,6 +489,25 @@ wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight 
   gpu_view q, ds;
   op_q8_act_views(rec, xq, o->n_tokens ? o->n_tokens : 1, K, &q, &ds);
   return gemv_q8_run(rec, 0, q, ds, w, bias, y, N, K, o, plan);
+}
+
+wgllm_status op_gemv_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight *piece, gpu_view bias, gpu_view ids,
+                                gpu_view y, const op_gemv_experts_args *a) {
+  const gpu_context *ctx = op_ctx(rec);
+  if (!op_gemv_q8_supports(ctx, piece, 1, a->K, NULL) || piece->n_parts)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
+  if (a->np > ctx->limits.maxComputeWorkgroupsPerDimension)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q8 experts: %u pairs over the grid limit", a->np);
+  if (a->norm_w.buf || a->logits.buf || a->combine_w.buf || !a->k || a->np % a->k)
+    return op_fail(rec, WGLLM_ERR_INTERNAL,
+                   "gemv_q8 experts: the norm is the quantizer's, the routing and the combine the exact GEMV's "
+                   "(%u pairs of %u)",
+                   a->np, a->k);
+  op_gemv_opts o = {.glu_half = a->glu ? a->N : 0, .act = (op_act)a->act};
+  gpu_view q, ds;
+  op_q8_act_views(rec, xq, a->x_pair ? a->np : a->np / a->k, a->K, &q, &ds);
+  return gemv_q8_piece(rec, 0, q, ds, piece->type, piece->group, piece->data, piece->scales, bias, y,
+                       a->glu ? 2 * a->N : a->N, a->K, 0, 1, 0, &o, NULL, a, ids);
 }
 
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K) {

@@ -290,7 +290,9 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
 }
 
 int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t K, op_moe_grouping route) {
-  /* op_matmul_q8's storages for every piece (its predicate's row count: a tile is many pairs) */
+  /* tiles: op_matmul_q8's storages for every piece (its predicate's row count: a tile is many pairs); pairs: the
+     integer-dot GEMV's, one token a pair */
+  if (route == OP_MOE_PAIRS) return op_gemv_q8_supports(ctx, w, 1, K, NULL);
   return route == OP_MOE_TILES && op_matmul_q8_supports(ctx, w, OP_Q8_MIN_ROWS, K);
 }
 
@@ -312,6 +314,31 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
   if ((s = check_bytes(rec, who, "xq", xq, op_q8_act_bytes(op_ctx(rec), xr, K)))) return s;
   if ((s = check_bytes(rec, who, "y", y, (uint64_t)np * N * 4))) return s;
   if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * rows_w * 4))) return s;
+  if (mp->route == OP_MOE_PAIRS) { /* decode: a pair a workgroup row of the integer-dot GEMV */
+    if ((s = check_bytes(rec, who, "ids", mp->ids, (uint64_t)np * 4))) return s;
+    if (np > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u pairs over the grid limit", who, np);
+    op_gemv_experts_args g = {.N = N,
+                              .K = K,
+                              .np = np,
+                              .k = k,
+                              .E = E,
+                              .glu = mp->glu,
+                              .x_pair = mp->x_pair,
+                              .act = (int)mp->act,
+                              .alpha = mp->alpha,
+                              .limit = mp->limit};
+    moe_piece pc[OP_W_MAX_PARTS];
+    uint32_t n_pieces = 0;
+    if ((s = moe_pieces(rec, who, w, E, rows_w, K, pc, &n_pieces))) return s;
+    for (uint32_t i = 0; !s && i < n_pieces; i++) {
+      op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
+      g.e_base = pc[i].e_base;
+      g.e_count = pc[i].e_count;
+      s = op_gemv_q8_experts(rec, xq, &pw, bias, mp->ids, y, &g);
+    }
+    return s;
+  }
   if ((s = check_bytes(rec, who, "lists", mp->lists, op_moe_lists_words(np, E) * 4))) return s;
   op_q8_experts_args a = {.xq_rows = xr,
                           .N = N,

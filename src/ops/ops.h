@@ -416,6 +416,12 @@ wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight 
 wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
                                   gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K);
+/* The integer-dot GEMV over mixture-of-experts pairs (kernels/gemv_q8.wgsl "_moe"; op_moe_linear_q8's decode route):
+   op_gemv_experts' shape and pairs (a: N, K, np, k, E, e_base, e_count, glu, x_pair, act, alpha, limit; no norm,
+   routing or combine) on xq, x_q of np / k token rows (x_pair 0) or np pair rows (1), and one piece of a weight of
+   a storage op_gemv_q8_supports takes: y [np][N] = act(W[ids[q]] . x + bias[ids[q]]) for the pairs of the piece. */
+wgllm_status op_gemv_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight *piece, gpu_view bias, gpu_view ids,
+                                gpu_view y, const op_gemv_experts_args *a);
 /* The small-M integer-dot GEMM of batched decode: op_gemv_fast on OP_Q8_SMALL_FROM .. OP_GEMV_MAX_BATCH tokens
    (down to OP_Q8_SMALL_MIN with a plan's mm_split: the bench's sweep) with o->part set quantizes every token's x once
    (op_quantize_q8_rows, the norm included, words in order), runs kernels/matmul_q8.wgsl in 16-, 32- or 64-row tiles
@@ -521,10 +527,12 @@ int op_moe_linear_fuses_norm(const op_weight *w, uint32_t K);
 int op_moe_linear_routes(const gpu_context *ctx, const op_weight *w, uint32_t K, uint32_t E, uint32_t k);
 wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gpu_view bias, gpu_view y,
                            const op_moe_linear_params *p);
-/* The fast precision's experts of a prompt's pass (OP_MOE_TILES only): op_moe_linear on xq, x quantized to int8
-   blocks by op_quantize_q8 (T rows, or T * k with x_pair; K a multiple of 32), every piece through
-   op_matmul_q8_experts. op_moe_linear_q8_supports: the route, K and every piece's storage it takes; the caller runs
-   the exact op_moe_linear otherwise, as a whole. */
+/* The fast precision's experts: op_moe_linear on xq, x quantized to int8 blocks (T rows, or T * k with x_pair; K a
+   multiple of 32), every piece through op_matmul_q8_experts (OP_MOE_TILES, a prompt's pass: x by op_quantize_q8) or
+   op_gemv_q8_experts (OP_MOE_PAIRS, decode: x by op_quantize_q8_rows, with each 8 elements' words evens first where
+   op_gemv_q8_supports says so for w); no fused norm or routing (the quantizer norms, op_moe_route routes).
+   op_moe_linear_q8_supports: the route, K and every piece's storage it takes; the caller runs the exact
+   op_moe_linear otherwise, as a whole. */
 int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t K, op_moe_grouping route);
 wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                               const op_moe_linear_params *p);
