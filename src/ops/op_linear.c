@@ -231,8 +231,8 @@ op_gemv_plan op_gemv_choose_plan(const gpu_context *ctx, op_wtype type, uint32_t
 typedef struct gemv_params {
   uint32_t N, K, has_bias, accumulate, has_norm;
   float eps, w_offset;
-  uint32_t glu_half, act, n_off, y_stride, k, x_pair, rows_w, e_base, e_count, E;
-  float alpha, limit;
+  uint32_t glu_half, act, n_off, y_stride;
+  op_gemv_experts_fields moe; /* k .. limit */
   uint32_t route_mode;
 } gemv_params;
 _Static_assert(sizeof(gemv_params) == 80, "gemv_params mirrors the Params block of kernels/gemv.wgsl");
@@ -288,14 +288,7 @@ static wgllm_status gemv_piece(gpu_recorder *rec, gpu_view x, op_wtype type, uin
                    .y_stride = y_stride};
   if (moe) {
     p.accumulate = moe->accumulate ? 1u : 0u;
-    p.k = moe->k;
-    p.x_pair = moe->x_pair ? 1u : 0u;
-    p.rows_w = N;
-    p.e_base = moe->e_base;
-    p.e_count = moe->e_count;
-    p.E = moe->E;
-    p.alpha = moe->alpha;
-    p.limit = moe->limit;
+    p.moe = op_gemv_experts_fields_of(moe, N);
     p.route_mode = (uint32_t)moe->route_mode;
   }
   gpu_constant c[8] = {{"G", (double)(type == OP_W_Q4 ? group : 32)},
@@ -396,6 +389,17 @@ wgllm_status op_gemv_planned(gpu_recorder *rec, gpu_view x, const op_weight *w, 
 }
 
 int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K) { return gemv_piece_ok(type, group, K); }
+
+op_gemv_experts_fields op_gemv_experts_fields_of(const op_gemv_experts_args *a, uint32_t rows_w) {
+  return (op_gemv_experts_fields){.k = a->k,
+                                  .x_pair = a->x_pair ? 1u : 0u,
+                                  .rows_w = rows_w,
+                                  .e_base = a->e_base,
+                                  .e_count = a->e_count,
+                                  .E = a->E,
+                                  .alpha = a->alpha,
+                                  .limit = a->limit};
+}
 
 wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *piece, gpu_view bias, gpu_view ids,
                              gpu_view y, const op_gemv_experts_args *a) {

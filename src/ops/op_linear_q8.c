@@ -286,8 +286,7 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch
 typedef struct gemv_q8_params {
   uint32_t N, K, has_bias, accumulate, glu_half, act, n_off, y_stride, has_norm;
   float eps, w_offset;
-  uint32_t k, x_pair, rows_w, e_base, e_count, E; /* the experts' ("_moe") */
-  float alpha, limit;
+  op_gemv_experts_fields moe; /* the experts' ("_moe") */
   uint32_t _p0;
 } gemv_q8_params;
 _Static_assert(sizeof(gemv_q8_params) == 80, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
@@ -386,16 +385,7 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
                       .has_norm = wq && o->norm_w.buf ? 1u : 0u,
                       .eps = o->eps,
                       .w_offset = o->norm_offset};
-  if (moe) {
-    p.k = moe->k;
-    p.x_pair = moe->x_pair ? 1u : 0u;
-    p.rows_w = N;
-    p.e_base = moe->e_base;
-    p.e_count = moe->e_count;
-    p.E = moe->E;
-    p.alpha = moe->alpha;
-    p.limit = moe->limit;
-  }
+  if (moe) p.moe = op_gemv_experts_fields_of(moe, N);
   uint32_t nb = nt * (K / 32);
   gpu_constant c[9] = {{"R", (double)pl.r},
                        {"TK", (double)pl.tk},

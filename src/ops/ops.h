@@ -271,6 +271,13 @@ typedef struct op_gemv_experts_args {
   int accumulate;
 } op_gemv_experts_args;
 int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K);
+/* The expert GEMVs' uniform fields (kernels/gemv.wgsl's and gemv_q8.wgsl's Params from k to limit, in that order):
+   a's pairs and piece, rows_w weight rows an expert */
+typedef struct op_gemv_experts_fields {
+  uint32_t k, x_pair, rows_w, e_base, e_count, E;
+  float alpha, limit;
+} op_gemv_experts_fields;
+op_gemv_experts_fields op_gemv_experts_fields_of(const op_gemv_experts_args *a, uint32_t rows_w);
 wgllm_status op_gemv_experts(gpu_recorder *rec, gpu_view x, const op_weight *piece, gpu_view bias, gpu_view ids,
                              gpu_view y, const op_gemv_experts_args *a);
 /* op_gemv in the layout plan gives instead of op_gemv_choose_plan's (NULL: that one), so that tests run the layouts
