@@ -629,7 +629,8 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   int decode = moe_decode(f);
   /* decode in the fast precision: the gate/up on the integer-dot GEMV (op_gemv_q8_experts) where it reads every
      piece, x quantized (and normed) by the quantizer, the pairs routed by op_moe_route; the down projection stays
-     exact (its quantizer's dispatch cost more than the integer dots saved: docs/MOE.md) */
+     exact (on the 8B's down shape the int8 GEMV with its quantizer's dispatch measured slower than the exact one;
+     the down on int8 in the step is built, not measured: docs/MOE.md) */
   int q8_gu = decode && f->fo->fast && s->xq && !ly->exp_up.data.buf &&
               op_moe_linear_q8_supports(op_ctx(rec), &ly->exp_gate_up, D, OP_MOE_PAIRS);
   /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
