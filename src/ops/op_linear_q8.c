@@ -410,28 +410,26 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
                 : "");
   int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r;
-  if (moe) /* a workgroup row a pair; the ids at binding 6, the scales after them */
-    return op_dispatch(
-        rec, &(op_dispatch_args){.kernel = K_GEMV_Q8,
-                                 .variant = variant,
-                                 .params = &p,
-                                 .params_size = sizeof p,
-                                 .consts = cc,
-                                 .n_consts = nc,
-                                 .access = has_scales ? "rrrrwrr" : "rrrrwr",
-                                 .bind = {a, b, data, bias.buf ? bias : a, y, ids, has_scales ? scales : (gpu_view){0}},
-                                 .grid = {(out_rows + rows_per_wg - 1) / rows_per_wg, moe->np, 1}});
-  return op_dispatch(
-      rec, &(op_dispatch_args){.kernel = K_GEMV_Q8,
-                               .variant = variant,
-                               .params = &p,
-                               .params_size = sizeof p,
-                               .consts = cc,
-                               .n_consts = nc,
-                               .access = has_scales ? "rrrrwr" : "rrrrw",
-                               /* bias unused when has_bias = 0, but the binding must exist */
-                               .bind = {a, b, data, bias.buf ? bias : a, y, has_scales ? scales : (gpu_view){0}},
-                               .groups = (out_rows + rows_per_wg - 1) / rows_per_wg});
+  op_dispatch_args d = {.kernel = K_GEMV_Q8,
+                        .variant = variant,
+                        .params = &p,
+                        .params_size = sizeof p,
+                        .consts = cc,
+                        .n_consts = nc,
+                        .access = has_scales ? "rrrrwr" : "rrrrw",
+                        /* bias unused when has_bias = 0, but the binding must exist */
+                        .bind = {a, b, data, bias.buf ? bias : a, y, has_scales ? scales : (gpu_view){0}},
+                        .groups = (out_rows + rows_per_wg - 1) / rows_per_wg};
+  if (moe) { /* a workgroup row a pair; the ids at binding 6, the scales after them */
+    d.access = has_scales ? "rrrrwrr" : "rrrrwr";
+    d.bind[5] = ids;
+    d.bind[6] = has_scales ? scales : (gpu_view){0};
+    d.groups = 0;
+    d.grid[0] = (out_rows + rows_per_wg - 1) / rows_per_wg;
+    d.grid[1] = moe->np;
+    d.grid[2] = 1;
+  }
+  return op_dispatch(rec, &d);
 }
 
 /* the pieces of w, each its dispatch (a, b as gemv_q8_piece takes them) */

@@ -314,32 +314,11 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
   if ((s = check_bytes(rec, who, "xq", xq, op_q8_act_bytes(op_ctx(rec), xr, K)))) return s;
   if ((s = check_bytes(rec, who, "y", y, (uint64_t)np * N * 4))) return s;
   if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * rows_w * 4))) return s;
-  if (mp->route == OP_MOE_PAIRS) { /* decode: a pair a workgroup row of the integer-dot GEMV */
-    if ((s = check_bytes(rec, who, "ids", mp->ids, (uint64_t)np * 4))) return s;
-    if (np > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
-      return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u pairs over the grid limit", who, np);
-    op_gemv_experts_args g = {.N = N,
-                              .K = K,
-                              .np = np,
-                              .k = k,
-                              .E = E,
-                              .glu = mp->glu,
-                              .x_pair = mp->x_pair,
-                              .act = (int)mp->act,
-                              .alpha = mp->alpha,
-                              .limit = mp->limit};
-    moe_piece pc[OP_W_MAX_PARTS];
-    uint32_t n_pieces = 0;
-    if ((s = moe_pieces(rec, who, w, E, rows_w, K, pc, &n_pieces))) return s;
-    for (uint32_t i = 0; !s && i < n_pieces; i++) {
-      op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
-      g.e_base = pc[i].e_base;
-      g.e_count = pc[i].e_count;
-      s = op_gemv_q8_experts(rec, xq, &pw, bias, mp->ids, y, &g);
-    }
-    return s;
-  }
-  if ((s = check_bytes(rec, who, "lists", mp->lists, op_moe_lists_words(np, E) * 4))) return s;
+  int pairs = mp->route == OP_MOE_PAIRS; /* decode: a pair a workgroup row of the integer-dot GEMV */
+  if (pairs && (s = check_bytes(rec, who, "ids", mp->ids, (uint64_t)np * 4))) return s;
+  if (pairs && np > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u pairs over the grid limit", who, np);
+  if (!pairs && (s = check_bytes(rec, who, "lists", mp->lists, op_moe_lists_words(np, E) * 4))) return s;
   op_q8_experts_args a = {.xq_rows = xr,
                           .N = N,
                           .K = K,
@@ -351,14 +330,25 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
                           .act = (int)mp->act,
                           .alpha = mp->alpha,
                           .limit = mp->limit};
+  op_gemv_experts_args g = {.N = N,
+                            .K = K,
+                            .np = np,
+                            .k = k,
+                            .E = E,
+                            .glu = mp->glu,
+                            .x_pair = mp->x_pair,
+                            .act = (int)mp->act,
+                            .alpha = mp->alpha,
+                            .limit = mp->limit};
   moe_piece pc[OP_W_MAX_PARTS];
   uint32_t n_pieces = 0;
   if ((s = moe_pieces(rec, who, w, E, rows_w, K, pc, &n_pieces))) return s;
   for (uint32_t i = 0; !s && i < n_pieces; i++) {
     op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
-    a.e_base = pc[i].e_base;
-    a.e_count = pc[i].e_count;
-    s = op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
+    a.e_base = g.e_base = pc[i].e_base;
+    a.e_count = g.e_count = pc[i].e_count;
+    s = pairs ? op_gemv_q8_experts(rec, xq, &pw, bias, mp->ids, y, &g)
+              : op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
   }
   return s;
 }
