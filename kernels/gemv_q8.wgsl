@@ -32,13 +32,18 @@
 // e's from row (e - e_base) rows_w of this piece of the stacked weight [E][rows_w][K], its x row q / k of x_q [T]
 // (x_pair 0) or q of [np] (x_pair 1); y [np][n_out], bias [E][rows_w], the GLU by lib/glu_act.wgsli (act 2: gpt-oss's
 // clamped SwiGLU with alpha and limit). A pair whose expert lies in another piece writes nothing.
+//
+// Variant "_moeg" is the same over groups of a batched step's pairs (op_moe_linear_q8's OP_MOE_GROUPS): workgroup
+// row y reads group y of the lists' table (kernels/moe_lists.wgsl with groups of NT pairs of one expert; binding 6
+// the lists, rows past their group count exit), its expert's weights once for its up to NT pairs, each pair's x row
+// and output row as "_moe" has them (rows past the group's pairs repeat its last and write nothing).
 //! axis q4: WQ4P=1 | q8: WQ8=1 | q4_1: WBLK=1 WQ4_1=1 | q5_0: WBLK=1 WQ5_0=1 | q5_1: WBLK=1 WQ5_1=1 | q4k: WBLK=1 WQ4_K=1 | q5k: WBLK=1 WQ5_K=1 | q6k: WBLK=1 WQ6_K=1 | iq4nl: WBLK=1 WIQ4_NL=1 | iq4xs: WBLK=1 WIQ4_XS=1 | mxfp4: WBLK=1 WMXFP4=1
 //! axis -: SG=0 | _sg: SG=1 requires=subgroups
-//! axis -: WQ=0 MOE=0 | _wq: WQ=1 MOE=0 | _moe: WQ=0 MOE=1
-// the fields from k on are "_moe"'s (kernels/gemv.wgsl's of the same names)
+//! axis -: WQ=0 MOE=0 | _wq: WQ=1 MOE=0 | _moe: WQ=0 MOE=1 | _moeg: WQ=0 MOE=1 MG=1
+// the fields from k to limit are "_moe"'s (kernels/gemv.wgsl's of the same names), the lists' word offsets "_moeg"'s
 struct Params { N: u32, K: u32, has_bias: u32, accumulate: u32, glu_half: u32, act: u32, n_off: u32, y_stride: u32,
                 has_norm: u32, eps: f32, w_offset: f32, k: u32, x_pair: u32, rows_w: u32, e_base: u32, e_count: u32,
-                E: u32, alpha: f32, limit: f32, _p0: u32 };
+                E: u32, alpha: f32, limit: f32, off_off: u32, off_ent: u32, off_tile: u32, _p0: u32, _p1: u32 };
 @group(0) @binding(0) var<uniform> p: Params;
 #if WQ
 @group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;      // [NT][K]
@@ -63,8 +68,12 @@ var<workgroup> winv: array<f32, 8>;        // [NT]: 1 / rms(x)
 @group(0) @binding(4) var<storage, read> bias: array<f32>;
 @group(0) @binding(5) var<storage, read_write> y: array<f32>;
 #if MOE
-@group(0) @binding(6) var<storage, read> route: array<u32>; // the pairs' experts, ids [T][k] (the scales after it)
+// the pairs' experts, ids [T][k] ("_moeg": the lists, op_moe_lists' words); the scales after it
+@group(0) @binding(6) var<storage, read> route: array<u32>;
 #include "lib/glu_act.wgsli"
+#endif
+#if MG
+var<workgroup> live: u32; // this group exists and its expert is in this piece
 #endif
 
 override R: u32 = 4u;    // rows a thread-row
@@ -148,6 +157,30 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let rt = li / TK;
   let n_out = select(p.N, p.glu_half, GLU);
   let nkb = p.K / 32u;
+#if MG
+  // group g's expert, its first entry in the lists and its pairs (up to NT), their x rows
+  let g = wid.y;
+  if (li == 0u) {
+    var on = 0u;
+    if (g < route[0]) {
+      let ge = min(route[p.off_tile + 2u * g], p.E - 1u);
+      on = select(0u, 1u, ge >= p.e_base && ge - p.e_base < p.e_count);
+    }
+    live = on;
+  }
+  if (workgroupUniformLoad(&live) == 0u) { return; }
+  let e = min(route[p.off_tile + 2u * g], p.E - 1u);
+  let rbase = (e - p.e_base) * p.rows_w;
+  let first = route[p.off_tile + 2u * g + 1u];
+  let cnt = min(NT, route[p.off_off + e + 1u] - first);
+  var pq: array<u32, 8>; // [NT] the group's pairs, the last repeated past cnt
+  var xr: array<u32, 8>; // [NT] their x rows
+  for (var t = 0u; t < NT; t++) {
+    pq[t] = route[p.off_ent + first + min(t, cnt - 1u)];
+    xr[t] = select(pq[t] / p.k, pq[t], p.x_pair != 0u);
+  }
+  let nb = wid.x * (TR * R) + rt * R; // first row of this thread-row
+#else
 #if MOE
   // pair q's expert, its first row in this piece, its x row
   let q = wid.y;
@@ -160,6 +193,7 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
   let rbase = 0u;
   let xt = 0u;
   let nb = (wid.x + wid.y * nwg.x) * (TR * R) + rt * R; // first row of this thread-row
+#endif
 #endif
   var acc: array<f32, 32>; // [RR][NT]
   for (var r = 0u; r < RR * NT; r++) { acc[r] = 0.0; }
@@ -228,9 +262,14 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
       xw[2u * t + 1u] = wxq[2u * (t * nkb + kb) + 1u];
       xf[t] = wxf[t * nkb + kb];
 #else
-      xw[2u * t] = xq[2u * ((xt + t) * nkb + kb)];
-      xw[2u * t + 1u] = xq[2u * ((xt + t) * nkb + kb) + 1u];
-      xf[t] = xds[(xt + t) * nkb + kb];
+#if MG
+      let xrow = xr[t];
+#else
+      let xrow = xt + t;
+#endif
+      xw[2u * t] = xq[2u * (xrow * nkb + kb)];
+      xw[2u * t + 1u] = xq[2u * (xrow * nkb + kb) + 1u];
+      xf[t] = xds[xrow * nkb + kb];
 #endif
     }
     for (var r = 0u; r < RR; r++) { block_dot(rowb[r], kb, &acc, r * NT); }
@@ -283,8 +322,13 @@ fn main(@builtin(local_invocation_index) li: u32, @builtin(workgroup_id) wid: ve
 #endif
   let n = nb + r0;
 #if MOE
+#if MG
+  if (kt < R * NT && n < n_out && tt < cnt) {
+    let o = pq[tt] * n_out + n;
+#else
   if (kt < R * NT && n < n_out && inpart) {
     let o = q * n_out + n;
+#endif
     let bo = e * p.rows_w + n; // the gate row's bias (up: glu_half further)
     var v = mine;
     if (GLU) {

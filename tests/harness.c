@@ -115,6 +115,38 @@ int th_run(gpu_recorder *rec) {
   return 0;
 }
 
+double th_rel_l2(const float *got, const float *want, size_t n) {
+  double d2 = 0, n2 = 0;
+  for (size_t v = 0; v < n; v++) {
+    d2 += ((double)got[v] - want[v]) * ((double)got[v] - want[v]);
+    n2 += (double)want[v] * want[v];
+  }
+  return sqrt(d2 / (n2 > 0 ? n2 : 1));
+}
+
+th_batched_rows th_check_batched_rows(const char *what, uint32_t NS, uint32_t V, const float *together,
+                                      const float *alone, const float *exact, int *near) {
+  th_batched_rows r = {0};
+  for (uint32_t i = 0; i < NS; i++) {
+    double d = th_rel_l2(alone + (size_t)i * V, exact + (size_t)i * V, V);
+    if (d > r.worst_alone) r.worst_alone = d;
+  }
+  for (uint32_t i = 0; i < NS; i++) {
+    const float *t = together + (size_t)i * V;
+    double to_exact = th_rel_l2(t, exact + (size_t)i * V, V), to_alone = th_rel_l2(t, alone + (size_t)i * V, V);
+    if (to_exact > r.worst) r.worst = to_exact;
+    if (to_alone > r.farthest) r.farthest = to_alone;
+    r.close += to_alone <= 1e-4;
+    if (near) near[i] = to_alone <= 1e-4;
+    CHECK(to_exact <= 2 * r.worst_alone + 1e-4,
+          "%s: row %u of %u batched fast: %.3g relative L2 from its exact logits (the fast steps alone: at most %.3g)",
+          what, i, NS, to_exact, r.worst_alone);
+  }
+  CHECK(r.close * 4 >= NS * 3, "%s: %u of %u batched fast rows within 1e-4 relative L2 of their fast step alone", what,
+        r.close, NS);
+  return r;
+}
+
 size_t th_compare(const char *what, const float *got, const float *want, size_t n, double atol, double rtol) {
   size_t bad = 0;
   double worst = 0;

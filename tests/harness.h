@@ -27,6 +27,21 @@ float th_uniform(th_rng *r, float lo, float hi); /* never all zeros: a continuou
 void th_fill(th_rng *r, float *x, size_t n, float lo, float hi);
 /* reads a whole file; returns NULL on failure */
 void *th_read_file(const char *path, size_t *len);
+/* sqrt(sum (got - want)^2 / sum want^2) over n values */
+double th_rel_l2(const float *got, const float *want, size_t n);
+/* Batched decode's rows in the fast precision against each row's own step (test_generate, test_moe): NS rows of V
+   logits each, together (the batch's), alone (each session's step by itself) and exact (the exact precision's on the
+   same inputs). A batched row's sums run in another order than its step alone and its activations may be quantized
+   by another kernel (a rounding tie then lands a step away), so it checks that each batched row is as close to its
+   exact logits as the steps alone are (within twice the worst alone row's relative L2, + 1e-4) and that most rows (at
+   least three quarters) are within 1e-4 of their step alone, which a wrong row, tile or expert (O(1) in the rows it
+   touches) does not meet. near: [NS], each row within 1e-4 of alone (NULL: not wanted). */
+typedef struct th_batched_rows {
+  double worst_alone, worst, farthest; /* alone from exact, batched from exact, batched from alone: the worst rows */
+  uint32_t close;                      /* rows within 1e-4 of alone */
+} th_batched_rows;
+th_batched_rows th_check_batched_rows(const char *what, uint32_t NS, uint32_t V, const float *together,
+                                      const float *alone, const float *exact, int *near);
 #endif
 
 /* ---- GPU helpers (tests that touch the GPU) ---- */

@@ -233,17 +233,25 @@ static void routes_agree(const char *what, const char *model, const char *extra)
   free(b);
 }
 
-/* Two sessions prefilled together (llm_prefill_batch: the experts in tiles over both prompts' rows) and decoded
-   together (llm_batch_step: the MoE block by pair over both rows) give each the tokens it gets alone (sampled at
-   temperature 0.9 with a seed and a repetition penalty, so any change of its logits shows). */
-static void batched(const char *what, const char *model, const char *policy) {
+/* model loaded with the weight policy (NULL: native), or NULL (the failure checked) */
+static llm_model *load_with(const char *what, const char *model, const char *policy) {
   llm_err err = {0};
   llm_load_options lo = {0};
   if (policy) CHECK(llm_parse_weight_policy(policy, &lo.weights, &err) == WGLLM_OK, "%s", err.msg);
   llm_model *m = NULL;
   wgllm_status st = llm_model_load(th_gpu(), model, &lo, &m, &err);
   CHECK(st == WGLLM_OK, "%s: load: %s", what, err.msg);
-  if (st) return;
+  return st ? NULL : m;
+}
+
+/* Two sessions prefilled together (llm_prefill_batch: the experts in tiles over both prompts' rows) and decoded
+   together (llm_batch_step: the MoE block by pair over both rows) give each the tokens it gets alone (sampled at
+   temperature 0.9 with a seed and a repetition penalty, so any change of its logits shows). */
+static void batched(const char *what, const char *model, const char *policy) {
+  llm_err err = {0};
+  llm_model *m = load_with(what, model, policy);
+  if (!m) return;
+  wgllm_status st = WGLLM_OK;
   enum { NS = 2, G = 12 };
   llm_session *ss[NS] = {0};
   int32_t prompt[NS][10], want[NS][G + 1], got[NS][G + 1];
@@ -298,6 +306,85 @@ static void batched(const char *what, const char *model, const char *policy) {
   llm_model_free(m);
 }
 
+/* Batched decode in the fast precision with enough pairs an expert that the step groups the gate/up's pairs by
+   expert (op_moe_group_m > 0: the integer-dot GEMV a group of pairs) against each session's own step (one token:
+   the pairs' GEMV): NS sessions with prompts of their own, one greedy step alone each in the fast precision and the
+   exact one on the same tokens, their logits kept; then the fast sessions reset, prefilled again and stepped
+   together. A group sums each pair's rows as the pairs' GEMV does, but the batch's other projections take the
+   several-token GEMV (sums in another order, activations quantized by the quantizer where the one-token GEMV may
+   quantize them itself: a rounding tie then lands a step away). So th_check_batched_rows: each batched row as close
+   to its exact logits as the fast steps alone are, most rows within 1e-4 of their fast step alone, which a wrong
+   group, pair, row or expert (O(1) in the rows it touches) does not meet. */
+static void batched_fast(const char *what, const char *model, const char *policy, uint32_t NS) {
+  llm_err err = {0};
+  llm_model *m = load_with(what, model, policy);
+  if (!m) return;
+  wgllm_status st = WGLLM_OK;
+  uint32_t gm = op_moe_group_m(NS * m->hp.n_expert_used, m->hp.n_expert), V = m->hp.n_vocab;
+  int q8 = 0; /* the integer-dot GEMV reads the experts (blocks.c's condition for the groups) */
+  for (uint32_t l = 0; l < m->hp.n_layer; l++)
+    if (llm_layer_is_moe(&m->hp, l))
+      q8 = !m->layers[l].exp_up.data.buf &&
+           op_moe_linear_q8_supports(th_gpu(), &m->layers[l].exp_gate_up, m->hp.n_embd, OP_MOE_GROUPS);
+  CHECK(gm > 0 && q8, "%s: %u sessions of top %u of %u experts are not grouped (%u a group, integer-dot GEMV %d)", what,
+        NS, m->hp.n_expert_used, m->hp.n_expert, gm, q8);
+  llm_session *ss[LLM_BATCH_MAX] = {0};
+  llm_batch *b = NULL;
+  st = llm_batch_create(m, &b, &err);
+  CHECK(st == WGLLM_OK, "%s batch: %s", what, err.msg);
+  size_t bytes = (size_t)NS * V * 4;
+  float *exact = malloc(bytes), *alone = malloc(bytes), *together = malloc(bytes);
+  int32_t first[LLM_BATCH_MAX], step[LLM_BATCH_MAX], got[LLM_BATCH_MAX], prompt[LLM_BATCH_MAX][10];
+  op_sample_params greedy = {.temperature = 0.0f, .top_p = 1.0f, .rep_penalty = 1.0f, .ring_cap = 32};
+  /* alone: fast (sampled, kept for the batch), then exact on the same tokens (the prompt, then the fast step's
+     input: the first token the fast prefill sampled) */
+  for (uint32_t i = 0; !st && i < NS; i++) {
+    for (int k = 0; k < 10; k++)
+      prompt[i][k] = (int32_t)((k * 53 + i * 29 + 3) % V);
+    llm_session_options so = {.ctx = 128, .fast = 1};
+    st = llm_session_create(m, &so, &ss[i], &err);
+    CHECK(st == WGLLM_OK, "%s session: %s", what, err.msg);
+    if (!st) st = llm_session_set_sampler(ss[i], &greedy, prompt[i], 10);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 10, &first[i]);
+    if (!st) st = llm_session_step_sample(ss[i], &step[i]);
+    if (!st) th_download(ss[i]->step_scratch.logits, alone + (size_t)i * V, (size_t)V * 4);
+    CHECK(st == WGLLM_OK, "%s alone %u: %s", what, i, ss[i] ? ss[i]->err.msg : err.msg);
+    llm_session *ex = NULL;
+    so.fast = 0;
+    if (!st) st = llm_session_create(m, &so, &ex, &err);
+    if (!st) st = llm_session_prefill(ex, prompt[i], 10, NULL, 0);
+    if (!st) st = llm_session_decode(ex, first[i], exact + (size_t)i * V);
+    CHECK(st == WGLLM_OK, "%s exact %u: %s", what, i, ex ? ex->err.msg : err.msg);
+    llm_session_free(ex);
+  }
+  for (uint32_t i = 0; !st && i < NS; i++) {
+    int32_t again = -1;
+    llm_session_reset(ss[i]);
+    st = llm_session_set_sampler(ss[i], &greedy, prompt[i], 10);
+    if (!st) st = llm_session_prefill_sample(ss[i], prompt[i], 10, &again);
+    CHECK(st == WGLLM_OK && again == first[i], "%s: session %u's prefill again gives %d (first %d)", what, i, again,
+          first[i]);
+  }
+  if (!st) {
+    st = llm_batch_step(b, ss, NS, got);
+    CHECK(st == WGLLM_OK, "%s: batch step of %u: %s", what, NS, b->err.msg);
+  }
+  if (!st) {
+    th_download(b->sc.logits, together, bytes);
+    th_batched_rows r = th_check_batched_rows(what, NS, V, together, alone, exact, NULL);
+    printf("  %-26s %-18s %u sessions batched fast, groups of %u: rows %.2g from exact at most (alone %.2g), %u of "
+           "%u within 1e-4 of alone (the farthest %.2g)\n",
+           what, policy ? policy : "native", NS, gm, r.worst, r.worst_alone, r.close, NS, r.farthest);
+  }
+  llm_batch_free(b);
+  for (uint32_t i = 0; i < NS; i++)
+    llm_session_free(ss[i]);
+  free(exact);
+  free(alone);
+  free(together);
+  llm_model_free(m);
+}
+
 /* wgllm info names the experts and the sparse layers */
 static void info_says(const char *what, const char *model, const char *needle) {
   char args[600];
@@ -336,6 +423,7 @@ static void random_experts(void) {
     info_says("gguf", m3, "8, 8 used a token, 64 wide, on 2 of 2 layers; top-k weights renormalised");
     routes_agree("gguf, top 8 of 8", m3, "");
     batched("gguf, top 8 of 8", m3, NULL);
+    batched_fast("gguf, top 8 of 8", m3, "q4", 8);
   }
 }
 
@@ -614,6 +702,11 @@ int main(void) {
     expert_storages();
     bad_inputs();
   }
+  /* the families' fixtures batched in the fast precision: Mixtral's routing, gpt-oss's MXFP4 experts with biases
+     and its clamped SwiGLU, Qwen3-MoE's */
+  batched_fast("mixtral fixture", "data/models/mixtral", "q4", 4);
+  batched_fast("gpt_oss_mxfp4 fixture", "data/models/gpt_oss_mxfp4", NULL, 8);
+  batched_fast("qwen3_moe fixture", "data/models/qwen3_moe", "q4", 8);
   family_end_to_end("mixtral", NULL);
   family_end_to_end("phi3", NULL);
   family_end_to_end("qwen3_moe", "qwen3");

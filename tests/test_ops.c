@@ -360,8 +360,9 @@ struct tcase {
       /* moe_linear, pairs in the GEMV: x RMS-normed in the kernel (fused); the pairs routed in the kernel from
          logits with op_moe_norm self_route - 1 (0: ids given) */
       int fused_norm, self_route;
-      int q8; /* moe_linear: the fast precision's integer-dot tiles or pairs' GEMV (op_moe_linear_q8 on x quantized
-                 by op_quantize_q8, or op_quantize_q8_rows in the layout op_gemv_q8_supports asks for) */
+      int q8;      /* moe_linear: the fast precision's integer-dot tiles or pairs' GEMV (op_moe_linear_q8 on x quantized
+                      by op_quantize_q8, or op_quantize_q8_rows in the layout op_gemv_q8_supports asks for) */
+      uint32_t tm; /* moe_lists: pairs a tile (0: OP_MOE_TILE_M); moe_linear, OP_MOE_GROUPS: pairs a group */
     } moe;
   } u;
 };
@@ -4646,7 +4647,7 @@ static void cases_hostile(void) {
    the others get nothing); 2 skewed, the experts drawn from the first E / 8 + k only (many without pairs). */
 
 static const char *MOE_PATS[] = {"random", "same-k", "skewed"};
-static const char *MOE_ROUTES[] = {"pairs", "tiles", "per-expert"};
+static const char *MOE_ROUTES[] = {"pairs", "tiles", "per-expert", "groups"};
 static const char *MOE_ACTS[] = {"silu", "gelu_tanh", "swiglu_oai"};
 static const char *MOE_NORMS[] = {"softmax", "softmax_norm", "topk_softmax"}; /* op_moe_norm */
 
@@ -4761,13 +4762,15 @@ static case_result run_moe_route(const tcase *c) {
 
 static case_result run_moe_lists(const tcase *c) {
   size_t T = c->u.moe.T, E = c->u.moe.E, k = c->u.moe.k, np = T * k, N = c->u.moe.N;
-  uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat);
-  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
+  uint32_t *ids = moe_ids(T, k, E, c->u.moe.pat), tm = c->u.moe.tm ? c->u.moe.tm : OP_MOE_TILE_M;
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E, tm);
   gbuf gi = gb_in(ids, np * 4), gl = gb_out((size_t)lay.words * 4), gind = gb_out(E * 12);
   traffic(4.0 * (np + lay.words + 3 * E), 0);
   gpu_recorder *r = rec_new();
-  wgllm_status s = op_moe_lists(r, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
-  if (!s) s = op_moe_indirect(r, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N, c->u.moe.glu);
+  wgllm_status s = op_moe_lists(r, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, tm);
+  /* the indirect arguments read lists of a prompt's tiles */
+  if (!s && tm == OP_MOE_TILE_M)
+    s = op_moe_indirect(r, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N, c->u.moe.glu);
   CHECK(s == WGLLM_OK, "%s record: %s", g_case, gpu_recorder_error(r));
   exec(r, NULL);
   gpu_recorder_free(r);
@@ -4785,10 +4788,10 @@ static case_result run_moe_lists(const tcase *c) {
     for (size_t i = 0; i < np; i++)
       bad += L[lay.ent + i] != ent[i];
     CHECK(bad == 0, "%s: %zu words of the counts, offsets and entries differ", g_case, bad);
-    /* the tile table: each expert's pairs in tiles of OP_MOE_TILE_M, experts in order; the rest unwritten */
+    /* the tile table: each expert's pairs in tiles of tm, experts in order; the rest unwritten */
     bad = 0;
     for (size_t e = 0; e < E; e++)
-      for (uint32_t r0 = off[e]; r0 < off[e + 1]; r0 += OP_MOE_TILE_M, tiles++)
+      for (uint32_t r0 = off[e]; r0 < off[e + 1]; r0 += tm, tiles++)
         bad += tiles >= lay.max_tiles || L[lay.tile + 2 * tiles] != e || L[lay.tile + 2 * tiles + 1] != r0;
     CHECK(bad == 0 && L[0] == tiles, "%s: tile table: %zu tiles differ, %u tiles for %zu", g_case, bad, L[0], tiles);
     CHECK(unpoisoned(L, lay.tile + 2 * tiles, 2 * (lay.max_tiles - tiles)) == 0,
@@ -4796,7 +4799,7 @@ static case_result run_moe_lists(const tcase *c) {
     /* indirect arguments: (tiles across N, ceil(count / TM), 1), (1, 1, 1) without pairs, never 0 */
     const uint32_t *ind = gb_fetch(&gind);
     bad = 0;
-    for (size_t e = 0; e < E; e++) {
+    for (size_t e = 0; e < E && tm == OP_MOE_TILE_M; e++) {
       uint32_t per = c->u.moe.glu ? OP_MOE_TILE_N / 2 : OP_MOE_TILE_N;
       uint32_t want[3] = {cnt[e] ? (uint32_t)(N + per - 1) / per : 1,
                           cnt[e] ? (cnt[e] + OP_MOE_TILE_M - 1) / OP_MOE_TILE_M : 1, 1};
@@ -4833,7 +4836,8 @@ static case_result run_moe_linear(const tcase *c) {
   gbuf gnw = gb_in(nw, K * 4), glg = gb_in(lg, T * E * 4), grw = gb_out(np * 4);
   gbuf wb[2 * MOE_MAX_PARTS];
   op_weight ow = moe_weight(c->u.moe.wt, E, rows, K, c->u.moe.parts, w, wb);
-  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
+  uint32_t tm = route == OP_MOE_GROUPS ? c->u.moe.tm : OP_MOE_TILE_M;
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E, tm);
   gbuf gx = gb_in(x, xr * K * 4), gb = gb_in(b, E * rows * 4), gy = gb_out(np * N * 4);
   gbuf gi = self_route ? gb_out(np * 4) : gb_in(ids, np * 4);
   gbuf gl = {0}, gind = {0}, gq = {0}, gqk = {0};
@@ -4849,6 +4853,7 @@ static case_result run_moe_linear(const tcase *c) {
                             .alpha = alpha,
                             .limit = limit,
                             .route = route,
+                            .group_m = route == OP_MOE_GROUPS ? tm : 0,
                             .ids = gi.v};
   if (fused) {
     p.norm_w = gnw.v;
@@ -4864,7 +4869,7 @@ static case_result run_moe_linear(const tcase *c) {
     gl = gb_out((size_t)lay.words * 4);
     gind = gb_out(E * 12);
     gpu_recorder *ra = gpu_recorder_create(th_gpu(), 0);
-    wgllm_status s = op_moe_lists(ra, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E);
+    wgllm_status s = op_moe_lists(ra, gi.v, gl.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, tm);
     if (!s && route == OP_MOE_PER_EXPERT)
       s = op_moe_indirect(ra, gl.v, gind.v, (uint32_t)T, (uint32_t)k, (uint32_t)E, (uint32_t)N, c->u.moe.glu);
     CHECK(s == WGLLM_OK, "%s lists: %s", g_case, gpu_recorder_error(ra));
@@ -4881,8 +4886,9 @@ static case_result run_moe_linear(const tcase *c) {
     gq = gb_out((size_t)op_q8_act_bytes(th_gpu(), (uint32_t)xr, (uint32_t)K));
     s = op_quantize_q8(r, gx.v, gq.v, (uint32_t)xr, (uint32_t)K);
     gpu_view xk = gq.v;
-    if (route == OP_MOE_PAIRS) { /* the kernel's x in the GEMV's layout (q4gsw: words evens first); gq, the same
-                                    values in order, is the reference's */
+    if (route == OP_MOE_PAIRS || route == OP_MOE_GROUPS) { /* the kernel's x in the GEMV's layout (q4gsw: words
+                                                              evens first); gq, the same values in order, is the
+                                                              reference's */
       op_q8_rows_opts qo = {0};
       VERIFY(op_gemv_q8_supports(th_gpu(), &ow, 1, (uint32_t)K, &qo.perm), "%s: the GEMV refuses it", g_case);
       gqk = gb_out((size_t)op_q8_act_bytes(th_gpu(), (uint32_t)xr, (uint32_t)K));
@@ -5101,7 +5107,11 @@ static case_result run_moe_refuse(const tcase *c) {
                {"the combined down projection of 70000 tokens", 6},
                {"integer-dot tiles of f32 weights", 7},
                {"integer-dot tiles of Q2_K weights", 8},
-               {"the integer-dot pairs' GEMV of Q2_K weights", 9}};
+               {"the integer-dot pairs' GEMV of Q2_K weights", 9},
+               {"the integer-dot groups' GEMV of Q2_K weights", 10},
+               {"the groups route in the exact op", 11},
+               {"groups of 3 pairs", 12},
+               {"lists in tiles of 0 pairs", 13}};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     gpu_recorder *r = gpu_recorder_create(th_gpu(), 0);
     wgllm_status s = WGLLM_OK;
@@ -5111,7 +5121,7 @@ static case_result run_moe_refuse(const tcase *c) {
       s = op_moe_route(r, v, none, v, v, 1, 257, 2, OP_MOE_SOFTMAX_NORM);
       break;
     case 1:
-      s = op_moe_lists(r, v, v, 1, 9, 32);
+      s = op_moe_lists(r, v, v, 1, 9, 32, OP_MOE_TILE_M);
       break;
     case 2:
       s = op_moe_route(r, v, none, v, v, 1, 4, 5, OP_MOE_TOPK_SOFTMAX);
@@ -5134,17 +5144,37 @@ static case_result run_moe_refuse(const tcase *c) {
       break;
     case 7:
     case 8:
-    case 9: {
+    case 9:
+    case 10: {
       op_weight qw = ow;
-      if (cases[i].which == 8) qw.type = OP_W_Q2_K;
-      if (cases[i].which == 9) qw.type = OP_W_Q2_K;
-      p.route = cases[i].which == 9 ? OP_MOE_PAIRS : OP_MOE_TILES;
+      if (cases[i].which >= 8) qw.type = OP_W_Q2_K;
+      p.route = cases[i].which == 9 ? OP_MOE_PAIRS : cases[i].which == 10 ? OP_MOE_GROUPS : OP_MOE_TILES;
+      p.group_m = 2;
       p.lists = v;
       VERIFY(!op_moe_linear_q8_supports(th_gpu(), &qw, p.K, p.route), "%s: the predicate accepts %s", g_case,
              cases[i].what);
       s = op_moe_linear_q8(r, v, &qw, none, v, &p);
       break;
     }
+    case 11:
+      p.route = OP_MOE_GROUPS;
+      p.group_m = 2;
+      p.lists = v;
+      s = op_moe_linear(r, v, &ow, none, v, &p);
+      break;
+    case 12: {
+      op_weight qw = ow;
+      qw.type = OP_W_Q8;
+      p.route = OP_MOE_GROUPS;
+      p.group_m = 3;
+      p.lists = v;
+      VERIFY(op_moe_linear_q8_supports(th_gpu(), &qw, p.K, p.route), "%s: q8 weights refused", g_case);
+      s = op_moe_linear_q8(r, v, &qw, none, v, &p);
+      break;
+    }
+    case 13:
+      s = op_moe_lists(r, v, v, 1, 2, 8, 0);
+      break;
     default:
       p.T = 70000; /* 70000 pairs: a pairs grid past 65535 workgroups along y */
       p.k = 1;
@@ -5153,8 +5183,9 @@ static case_result run_moe_refuse(const tcase *c) {
       s = op_moe_linear(r, v, &ow, none, v, &p);
       break;
     }
-    VERIFY(s == (cases[i].which == 3 ? WGLLM_ERR_INTERNAL : WGLLM_ERR_UNSUPPORTED), "%s: %s accepted (status %d: %s)",
-           g_case, cases[i].what, (int)s, gpu_recorder_error(r));
+    int internal = cases[i].which == 3 || cases[i].which >= 11; /* the caller's mistakes, not the model's */
+    VERIFY(s == (internal ? WGLLM_ERR_INTERNAL : WGLLM_ERR_UNSUPPORTED), "%s: %s accepted (status %d: %s)", g_case,
+           cases[i].what, (int)s, gpu_recorder_error(r));
     gpu_recorder_free(r);
   }
   free_weight(wb);
@@ -5178,7 +5209,7 @@ static case_result run_moe_block(const tcase *c) {
   float *bgu = rnd(E * 2 * I, -0.2f, 0.2f), *bd = rnd(E * H, -0.2f, 0.2f);
   gbuf wb1[2 * MOE_MAX_PARTS], wb2[2 * MOE_MAX_PARTS];
   op_weight w1 = moe_weight(c->u.moe.wt, E, 2 * I, H, 0, wgu, wb1), w2 = moe_weight(c->u.moe.wt, E, H, I, 0, wd, wb2);
-  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E);
+  op_moe_lists_layout lay = op_moe_lists_layout_of((uint32_t)np, (uint32_t)E, OP_MOE_TILE_M);
   gbuf gl = gb_in(l, T * E * 4), gx = gb_in(x, T * H * 4), go = gb_io(res, T * H * 4), gb1 = gb_in(bgu, E * 2 * I * 4),
        gb2 = gb_in(bd, E * H * 4);
   gbuf gids = gb_out(np * 4), gw = gb_out(np * 4), glists = gb_out((size_t)lay.words * 4), gind1 = gb_out(E * 12),
@@ -5186,7 +5217,7 @@ static case_result run_moe_block(const tcase *c) {
   gpu_recorder *r = rec_new();
   uint32_t T32 = (uint32_t)T, k32 = (uint32_t)k, E32 = (uint32_t)E;
   wgllm_status s = op_moe_route(r, gl.v, (gpu_view){0}, gids.v, gw.v, T32, E32, k32, norm);
-  if (!s && route != OP_MOE_PAIRS) s = op_moe_lists(r, gids.v, glists.v, T32, k32, E32);
+  if (!s && route != OP_MOE_PAIRS) s = op_moe_lists(r, gids.v, glists.v, T32, k32, E32, OP_MOE_TILE_M);
   if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind1.v, T32, k32, E32, (uint32_t)I, 1);
   if (!s && route == OP_MOE_PER_EXPERT) s = op_moe_indirect(r, glists.v, gind2.v, T32, k32, E32, (uint32_t)H, 0);
   op_moe_linear_params p = {.T = T32,
@@ -5300,6 +5331,15 @@ static void cases_moe(void) {
       for (int pat = 0; pat < 3; pat++) {
         tcase *c = add_case("moe_lists", run_moe_lists, "T=%u,E=%u,k=%u/%s", Ts[ti], ek[i][0], ek[i][1], MOE_PATS[pat]);
         c->u.moe = (struct moe_case){.T = Ts[ti], .E = ek[i][0], .k = ek[i][1], .N = 100, .pat = pat};
+      }
+  /* batched decode's groups of 2, 4 and 8 pairs (up to 64 sessions) */
+  for (uint32_t tm = 2; tm <= 8; tm *= 2)
+    for (size_t i = 0; i < 5; i++)
+      for (int pat = 0; pat < 3; pat++) {
+        uint32_t T = i % 2 ? 64 : 8;
+        tcase *c = add_case("moe_lists", run_moe_lists, "groups=%u/T=%u,E=%u,k=%u/%s", tm, T, ek[i][0], ek[i][1],
+                            MOE_PATS[pat]);
+        c->u.moe = (struct moe_case){.T = T, .E = ek[i][0], .k = ek[i][1], .N = 100, .pat = pat, .tm = tm};
       }
   /* the expert linear: T, k, E, N, K, glu, act, x_pair, bias, pattern; the families' shapes scaled down */
   static const struct {
@@ -5534,6 +5574,94 @@ static void cases_moe(void) {
                                    .mode = OP_MOE_PAIRS,
                                    .wt = t,
                                    .q8 = 1};
+    }
+  }
+  /* batched decode's groups in the fast precision (route "groups_q8": the integer-dot GEMV a group of up to tm pairs
+     of one expert, op_moe_lists in groups of tm): every storage it reads on one shape; each group size on a batch of
+     Mixtral's routing, a down projection with skewed routing, gpt-oss's activation and biases, 64 sessions of
+     Qwen3-MoE's routing and every token to one expert (full groups), on three storages; weights in parts of mixed
+     storages; rows of 32-element blocks that are no 256 multiple */
+  for (size_t wi = 0; wi < sizeof q8w / sizeof q8w[0]; wi++) {
+    tcase *c = add_case("moe_linear", run_moe_linear, "%s/groups_q8=4/T=8,k=2,E=4,N=40,K=256,silu,bias/random",
+                        op_wtype_name(q8w[wi]));
+    c->u.moe = (struct moe_case){.T = 8,
+                                 .k = 2,
+                                 .E = 4,
+                                 .N = 40,
+                                 .K = 256,
+                                 .glu = 1,
+                                 .scale = 1,
+                                 .mode = OP_MOE_GROUPS,
+                                 .wt = q8w[wi],
+                                 .q8 = 1,
+                                 .tm = 4};
+  }
+  static const struct {
+    uint32_t T, k, E, N, K;
+    int glu, act, x_pair, bias, pat;
+  } grp[] = {
+      {8, 2, 8, 40, 256, 1, 0, 0, 0, 0},    /* Mixtral's 8 sessions */
+      {16, 4, 16, 72, 256, 0, 0, 1, 1, 2},  /* down on the pairs' rows, skewed */
+      {32, 4, 32, 96, 256, 1, 2, 0, 1, 0},  /* gpt-oss's 32 sessions */
+      {64, 8, 128, 48, 256, 1, 0, 0, 0, 0}, /* Qwen3-MoE's 64 sessions */
+      {40, 1, 8, 64, 256, 1, 1, 0, 0, 1},   /* every token to one expert */
+  };
+  for (uint32_t tm = 2; tm <= 8; tm *= 2)
+    for (size_t gi = 0; gi < sizeof grp / sizeof grp[0]; gi++)
+      for (size_t wi = 0; wi < sizeof q8p / sizeof q8p[0]; wi++) {
+        tcase *c = add_case("moe_linear", run_moe_linear, "%s/groups_q8=%u/T=%u,k=%u,E=%u,N=%u,K=%u,%s%s%s/%s",
+                            op_wtype_name(q8p[wi]), tm, grp[gi].T, grp[gi].k, grp[gi].E, grp[gi].N, grp[gi].K,
+                            grp[gi].glu ? MOE_ACTS[grp[gi].act] : "plain", grp[gi].x_pair ? ",x=pairs" : "",
+                            grp[gi].bias ? ",bias" : "", MOE_PATS[grp[gi].pat]);
+        c->u.moe = (struct moe_case){.T = grp[gi].T,
+                                     .k = grp[gi].k,
+                                     .E = grp[gi].E,
+                                     .N = grp[gi].N,
+                                     .K = grp[gi].K,
+                                     .glu = grp[gi].glu,
+                                     .act = grp[gi].act,
+                                     .x_pair = grp[gi].x_pair,
+                                     .scale = grp[gi].bias,
+                                     .pat = grp[gi].pat,
+                                     .mode = OP_MOE_GROUPS,
+                                     .wt = q8p[wi],
+                                     .q8 = 1,
+                                     .tm = tm};
+      }
+  for (int down = 0; down < 2; down++) {
+    tcase *c = add_case("moe_linear", run_moe_linear, "parts=3/Q4_K+q8+Q6_K/groups_q8=4/T=8,k=4,E=16,%s",
+                        down ? "N=72,K=256,plain,x=pairs,bias" : "N=40,K=256,swiglu_oai,bias");
+    c->u.moe = (struct moe_case){.T = 8,
+                                 .k = 4,
+                                 .E = 16,
+                                 .N = down ? 72 : 40,
+                                 .K = 256,
+                                 .glu = !down,
+                                 .act = 2,
+                                 .x_pair = down,
+                                 .scale = 1,
+                                 .mode = OP_MOE_GROUPS,
+                                 .wt = OP_W_Q4_K,
+                                 .parts = 3,
+                                 .q8 = 1,
+                                 .tm = 4};
+    for (int wi = 0; wi < 2; wi++) {
+      op_wtype t = wi ? OP_W_MXFP4 : OP_W_Q8;
+      c = add_case("moe_linear", run_moe_linear, "%s/groups_q8=2/T=6,k=4,E=8,N=64,K=288,%s,bias", op_wtype_name(t),
+                   down ? "plain,x=pairs" : "swiglu_oai");
+      c->u.moe = (struct moe_case){.T = 6,
+                                   .k = 4,
+                                   .E = 8,
+                                   .N = 64,
+                                   .K = 288,
+                                   .glu = !down,
+                                   .act = 2,
+                                   .x_pair = down,
+                                   .scale = 1,
+                                   .mode = OP_MOE_GROUPS,
+                                   .wt = t,
+                                   .q8 = 1,
+                                   .tm = 2};
     }
   }
   for (int down = 0; down < 2; down++) {

@@ -593,10 +593,11 @@ wgllm_status llm_block_mlp(const llm_fwd *f, uint32_t l) {
    down projection, and the weighted sum of each token's k outputs added into the residual stream. A decode step
    (one token, or a batch of sessions' tokens) reads the chosen experts by pair (OP_MOE_PAIRS: fixed grids, so the
    recorded step replays as it is; the RMSNorm folded into the router's and the gate/up's GEMVs where both take it, the
-   combine into the down projection's where it takes the weight: op_moe_down_combine); a
-   prompt's pass groups the pairs by expert into tiles (op_moe_lists, then OP_MOE_TILES over the worst-case tile grid),
-   each expert's weights read once a tile. */
-/* A decode step's tokens (one, or a batch of sessions'): the experts read by pair */
+   combine into the down projection's where it takes the weight: op_moe_down_combine), but for a batch of sessions
+   in the fast precision with enough pairs an expert, which groups them by expert (op_moe_lists in groups of up to 8
+   pairs, OP_MOE_GROUPS over the worst-case group grid); a prompt's pass groups the pairs by expert into tiles
+   (op_moe_lists, then OP_MOE_TILES over the worst-case tile grid), each expert's weights read once a tile. */
+/* A decode step's tokens (one, or a batch of sessions'): the experts read by pair or group */
 static int moe_decode(const llm_fwd *f) { return f->tokens || (f->T == 1 && !f->fo->prefill); }
 
 /* One expert linear (op_moe_linear) on x of x_rows rows: in the fast precision a prompt's pass takes the integer-dot
@@ -633,6 +634,11 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
      the down on int8 in the step is built, not measured: docs/MOE.md) */
   int q8_gu = decode && f->fo->fast && s->xq && !ly->exp_up.data.buf &&
               op_moe_linear_q8_supports(op_ctx(rec), &ly->exp_gate_up, D, OP_MOE_PAIRS);
+  /* a batch of sessions with enough pairs an expert (op_moe_group_m): the gate/up's pairs grouped by expert
+     (op_moe_lists in groups of gm), each group's expert read once by the integer-dot GEMV; the down projection as
+     above (its grouped int8 route, with the rows quantized and the combine apart, is the one-change build gd of
+     docs/perf/31-moe/mkvars40.sh: not measured yet) */
+  uint32_t gm = q8_gu && T > 1 ? op_moe_group_m(T * k, E) : 0;
   /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
   gpu_view rb = hp->moe_bias ? ly->router_bias : none, gub = hp->moe_bias ? ly->exp_gate_up_bias : none,
            db = hp->moe_bias ? ly->exp_down_bias : none;
@@ -647,7 +653,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   int self_route = nrm && !scale.buf && !q8_gu && op_moe_linear_routes(op_ctx(rec), &ly->exp_gate_up, D, E, k);
   if (!st && !self_route)
     st = op_moe_route(rec, V(s->moe_logits), scale, V(s->moe_ids), V(s->moe_w), T, E, k, (op_moe_norm)hp->moe_norm);
-  if (!st && !decode) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E);
+  if (!st && (!decode || gm)) st = op_moe_lists(rec, V(s->moe_ids), V(s->moe_lists), T, k, E, gm ? gm : OP_MOE_TILE_M);
   op_moe_linear_params gu = {.T = T,
                              .k = k,
                              .E = E,
@@ -660,9 +666,12 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
                                                                   : OP_MOE_ACT_SILU,
                              .alpha = hp->moe_glu_alpha,
                              .limit = hp->moe_glu_limit,
-                             .route = decode ? OP_MOE_PAIRS : OP_MOE_TILES,
+                             .route = gm       ? OP_MOE_GROUPS
+                                      : decode ? OP_MOE_PAIRS
+                                               : OP_MOE_TILES,
+                             .group_m = gm,
                              .ids = V(s->moe_ids),
-                             .lists = decode ? none : V(s->moe_lists)};
+                             .lists = decode && !gm ? none : V(s->moe_lists)};
   if (nrm) {
     gu.norm_w = nrm->norm_w;
     gu.eps = nrm->eps;
@@ -679,6 +688,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
   dn.K = I;
   dn.x_pair = 1;
   dn.glu = 0;
+  dn.route = decode ? OP_MOE_PAIRS : OP_MOE_TILES;
   if (q8_gu) { /* [T][D] -> x_q (normed where nrm says), then [T*k][I] */
     op_q8_rows_opts qo = {
         .norm_w = nrm ? nrm->norm_w : none, .eps = nrm ? nrm->eps : 0.0f, .norm_offset = nrm ? nrm->norm_offset : 0.0f};

@@ -40,7 +40,8 @@ static void scratch_table(const llm_hparams *hp, uint32_t cap, uint32_t logit_ro
   /* mixture of experts: E experts, k a token, each sized for the worst case (every token's k pairs) */
   int moe = llm_has_moe(hp);
   uint64_t E = moe ? hp->n_expert : 0, k = moe ? hp->n_expert_used : 0;
-  uint64_t lists = moe ? op_moe_lists_words(cap * hp->n_expert_used, hp->n_expert) * 4 : 0;
+  /* the lists in a prompt's tiles or batched decode's smallest groups (the more tiles, the more words) */
+  uint64_t lists = moe ? op_moe_lists_words(cap * hp->n_expert_used, hp->n_expert, OP_MOE_GROUP_MIN) * 4 : 0;
   /* the experts' outputs; or first, where gate and up are apart, their two outputs */
   uint64_t moe_y = T * k * hp->n_embd * 4, apart = moe ? llm_moe_up_offset(cap, (uint32_t)k, hp->n_ff_exp) * 2 : 0;
   if (apart > moe_y) moe_y = apart;

@@ -180,7 +180,7 @@ wgllm_status op_matmul_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weigh
                    op_wtype_name(piece->type));
   wgllm_status s = op_check_weight(rec, "matmul_q8 experts", piece, a->e_count * rows_w, a->K);
   if (s) return s;
-  op_moe_lists_layout l = op_moe_lists_layout_of(a->np, a->E);
+  op_moe_lists_layout l = op_moe_lists_layout_of(a->np, a->E, OP_MOE_TILE_M);
   uint32_t maxg = op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension, gx = op_moe_tile_cols(a->N, a->glu);
   if (gx > maxg || l.max_tiles > maxg)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "matmul_q8 experts: grid %ux%u over the device limit %u", gx,
@@ -286,10 +286,10 @@ wgllm_status op_linear_fast(gpu_recorder *rec, gpu_view x, const op_fast_scratch
 typedef struct gemv_q8_params {
   uint32_t N, K, has_bias, accumulate, glu_half, act, n_off, y_stride, has_norm;
   float eps, w_offset;
-  op_gemv_experts_fields moe; /* the experts' ("_moe") */
-  uint32_t _p0;
+  op_gemv_experts_fields moe;                    /* the experts' ("_moe") */
+  uint32_t off_off, off_ent, off_tile, _p0, _p1; /* the lists' sections ("_moeg") */
 } gemv_q8_params;
-_Static_assert(sizeof(gemv_q8_params) == 80, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
+_Static_assert(sizeof(gemv_q8_params) == 96, "gemv_q8_params mirrors the Params block of kernels/gemv_q8.wgsl");
 
 int op_gemv_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t M, uint32_t K, int *perm) {
   (void)ctx;
@@ -385,7 +385,14 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
                       .has_norm = wq && o->norm_w.buf ? 1u : 0u,
                       .eps = o->eps,
                       .w_offset = o->norm_offset};
+  op_moe_lists_layout lay = {0};
   if (moe) p.moe = op_gemv_experts_fields_of(moe, N);
+  if (moe && moe->group_m) {
+    lay = op_moe_lists_layout_of(moe->np, moe->E, moe->group_m);
+    p.off_off = lay.off;
+    p.off_ent = lay.ent;
+    p.off_tile = lay.tile;
+  }
   uint32_t nb = nt * (K / 32);
   gpu_constant c[9] = {{"R", (double)pl.r},
                        {"TK", (double)pl.tk},
@@ -405,9 +412,10 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
   }
   char variant[32];
   snprintf(variant, sizeof variant, "%s%s%s", op_wtype_variant(type), pl.tuned ? "_sg" : "",
-           moe  ? "_moe"
-           : wq ? "_wq"
-                : "");
+           moe && moe->group_m ? "_moeg"
+           : moe               ? "_moe"
+           : wq                ? "_wq"
+                               : "");
   int has_scales = op_wtype_has_scales(type);
   uint32_t rows_per_wg = pl.tr * pl.r;
   op_dispatch_args d = {.kernel = K_GEMV_Q8,
@@ -420,13 +428,14 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
                         /* bias unused when has_bias = 0, but the binding must exist */
                         .bind = {a, b, data, bias.buf ? bias : a, y, has_scales ? scales : (gpu_view){0}},
                         .groups = (out_rows + rows_per_wg - 1) / rows_per_wg};
-  if (moe) { /* a workgroup row a pair; the ids at binding 6, the scales after them */
+  if (moe) { /* a workgroup row a pair (or a group: the lists' worst case); the ids (or lists) at binding 6, the
+                scales after them */
     d.access = has_scales ? "rrrrwrr" : "rrrrwr";
     d.bind[5] = ids;
     d.bind[6] = has_scales ? scales : (gpu_view){0};
     d.groups = 0;
     d.grid[0] = (out_rows + rows_per_wg - 1) / rows_per_wg;
-    d.grid[1] = moe->np;
+    d.grid[1] = moe->group_m ? lay.max_tiles : moe->np;
     d.grid[2] = 1;
   }
   return op_dispatch(rec, &d);
@@ -482,10 +491,14 @@ wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight 
 wgllm_status op_gemv_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight *piece, gpu_view bias, gpu_view ids,
                                 gpu_view y, const op_gemv_experts_args *a) {
   const gpu_context *ctx = op_ctx(rec);
-  if (!op_gemv_q8_supports(ctx, piece, 1, a->K, NULL) || piece->n_parts)
-    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 experts: %s weights with K=%u", op_wtype_name(piece->type), a->K);
-  if (a->np > ctx->limits.maxComputeWorkgroupsPerDimension)
-    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q8 experts: %u pairs over the grid limit", a->np);
+  uint32_t nt = a->group_m ? a->group_m : 1;
+  if (!op_gemv_q8_supports(ctx, piece, nt, a->K, NULL) || piece->n_parts)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 experts: %s weights with K=%u, %u pairs a row",
+                   op_wtype_name(piece->type), a->K, nt);
+  uint32_t rows = a->group_m ? op_moe_lists_layout_of(a->np, a->E, a->group_m).max_tiles : a->np;
+  if (rows > ctx->limits.maxComputeWorkgroupsPerDimension)
+    return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q8 experts: %u %s over the grid limit", rows,
+                   a->group_m ? "groups" : "pairs");
   if (a->norm_w.buf || a->logits.buf || a->combine_w.buf || !a->k || a->np % a->k)
     return op_fail(rec, WGLLM_ERR_INTERNAL,
                    "gemv_q8 experts: the norm is the quantizer's, the routing and the combine the exact GEMV's "
@@ -495,7 +508,7 @@ wgllm_status op_gemv_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight 
   gpu_view q, ds;
   op_q8_act_views(rec, xq, a->x_pair ? a->np : a->np / a->k, a->K, &q, &ds);
   return gemv_q8_piece(rec, 0, q, ds, piece->type, piece->group, piece->data, piece->scales, bias, y,
-                       a->glu ? 2 * a->N : a->N, a->K, 0, 1, 0, &o, NULL, a, ids);
+                       a->glu ? 2 * a->N : a->N, a->K, 0, nt, 0, &o, NULL, a, ids);
 }
 
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K) {

@@ -101,38 +101,36 @@ wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gp
                                               .groups = T});
 }
 
-op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E) {
+op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E, uint32_t tm) {
   op_moe_lists_layout l;
   l.cnt = 4;
   l.off = l.cnt + E;
   l.ent = l.off + E + 1;
   l.tile = l.ent + n_pairs;
   /* sum_e ceil(c_e / TM) <= floor(sum_e c_e / TM) + (experts with a partial tile, at most min(E, pairs)) */
-  l.max_tiles = n_pairs / OP_MOE_TILE_M + (E < n_pairs ? E : n_pairs);
+  l.max_tiles = (tm ? n_pairs / tm : n_pairs) + (E < n_pairs ? E : n_pairs);
   l.words = l.tile + 2 * l.max_tiles;
   return l;
 }
 
-uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E) { return op_moe_lists_layout_of(n_pairs, E).words; }
-
-static lists_params lists_params_of(uint32_t np, uint32_t E, uint32_t gx) {
-  op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
-  return (lists_params){.np = np,
-                        .E = E,
-                        .TM = OP_MOE_TILE_M,
-                        .gx = gx,
-                        .off_cnt = l.cnt,
-                        .off_off = l.off,
-                        .off_ent = l.ent,
-                        .off_tile = l.tile};
+uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E, uint32_t tm) {
+  return op_moe_lists_layout_of(n_pairs, E, tm).words;
 }
 
-wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E) {
+static lists_params lists_params_of(uint32_t np, uint32_t E, uint32_t gx, uint32_t tm) {
+  op_moe_lists_layout l = op_moe_lists_layout_of(np, E, tm);
+  return (lists_params){
+      .np = np, .E = E, .TM = tm, .gx = gx, .off_cnt = l.cnt, .off_off = l.off, .off_ent = l.ent, .off_tile = l.tile};
+}
+
+wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E,
+                          uint32_t tm) {
   wgllm_status s = check_shape(rec, "moe_lists", T, k, E);
+  if (!s && (tm < 1 || tm > OP_MOE_TILE_M)) s = op_fail(rec, WGLLM_ERR_INTERNAL, "moe_lists: tiles of %u pairs", tm);
   if (!s) s = check_bytes(rec, "moe_lists", "ids", ids, (uint64_t)T * k * 4);
-  if (!s) s = check_bytes(rec, "moe_lists", "lists", lists, op_moe_lists_words(T * k, E) * 4);
+  if (!s) s = check_bytes(rec, "moe_lists", "lists", lists, op_moe_lists_words(T * k, E, tm) * 4);
   if (s) return s;
-  lists_params p = lists_params_of(T * k, E, 0);
+  lists_params p = lists_params_of(T * k, E, 0, tm);
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_LISTS,
                                               .variant = V_MOE_LISTS_LISTS,
                                               .params = &p,
@@ -151,10 +149,10 @@ wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirec
                              uint32_t N, int glu) {
   wgllm_status s = check_shape(rec, "moe_indirect", T, k, E);
   if (!s && !N) s = op_fail(rec, WGLLM_ERR_INTERNAL, "moe_indirect: N=0");
-  if (!s) s = check_bytes(rec, "moe_indirect", "lists", lists, op_moe_lists_words(T * k, E) * 4);
+  if (!s) s = check_bytes(rec, "moe_indirect", "lists", lists, op_moe_lists_words(T * k, E, OP_MOE_TILE_M) * 4);
   if (!s) s = check_bytes(rec, "moe_indirect", "indirect", indirect, (uint64_t)E * 12);
   if (s) return s;
-  lists_params p = lists_params_of(T * k, E, op_moe_tile_cols(N, glu));
+  lists_params p = lists_params_of(T * k, E, op_moe_tile_cols(N, glu), OP_MOE_TILE_M);
   return op_dispatch(rec, &(op_dispatch_args){.kernel = K_MOE_LISTS,
                                               .variant = V_MOE_LISTS_INDIRECT,
                                               .params = &p,
@@ -184,6 +182,8 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
   wgllm_status s = check_shape(rec, who, T, k, E);
   if (s) return s;
   if (!N || !K) return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: empty shape N=%u K=%u", who, N, K);
+  if (mp->route == OP_MOE_GROUPS)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: the groups route is the integer-dot GEMV's (op_moe_linear_q8)", who);
   if ((unsigned)mp->route > OP_MOE_PER_EXPERT || (mp->glu && (unsigned)mp->act > OP_MOE_ACT_SWIGLU_OAI))
     return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: route %d / activation %d unknown", who, (int)mp->route, (int)mp->act);
   uint32_t rows_w = mp->glu ? 2 * N : N;
@@ -200,7 +200,7 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
     if ((s = check_bytes(rec, who, "route_logits", mp->route_logits, (uint64_t)T * E * 4))) return s;
     if ((s = check_bytes(rec, who, "route_w", mp->route_w, (uint64_t)np * 4))) return s;
   }
-  op_moe_lists_layout l = op_moe_lists_layout_of(np, E);
+  op_moe_lists_layout l = op_moe_lists_layout_of(np, E, OP_MOE_TILE_M);
   gpu_view route = mp->route == OP_MOE_PAIRS ? mp->ids : mp->lists;
   if (mp->route == OP_MOE_PAIRS)
     s = check_bytes(rec, who, "ids", route, (uint64_t)np * 4);
@@ -290,10 +290,20 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
 }
 
 int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t K, op_moe_grouping route) {
-  /* tiles: op_matmul_q8's storages for every piece (its predicate's row count: a tile is many pairs); pairs: the
-     integer-dot GEMV's, one token a pair */
+  /* tiles: op_matmul_q8's storages for every piece (its predicate's row count: a tile is many pairs); pairs and
+     groups: the integer-dot GEMV's, one token a pair, up to OP_GEMV_MAX_TOKENS a group */
   if (route == OP_MOE_PAIRS) return op_gemv_q8_supports(ctx, w, 1, K, NULL);
+  if (route == OP_MOE_GROUPS) return op_gemv_q8_supports(ctx, w, OP_GEMV_MAX_TOKENS, K, NULL);
   return route == OP_MOE_TILES && op_matmul_q8_supports(ctx, w, OP_Q8_MIN_ROWS, K);
+}
+
+uint32_t op_moe_group_m(uint32_t n_pairs, uint32_t E) {
+  /* the pairs an expert on average, rounded down to a power of two, at most the GEMV's tokens */
+  uint32_t a = E ? n_pairs / E : 0, m = OP_MOE_GROUP_MIN;
+  if (a < OP_MOE_GROUP_MIN) return 0;
+  while (m * 2 <= a && m * 2 <= OP_GEMV_MAX_TOKENS)
+    m *= 2;
+  return m;
 }
 
 wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
@@ -314,11 +324,15 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
   if ((s = check_bytes(rec, who, "xq", xq, op_q8_act_bytes(op_ctx(rec), xr, K)))) return s;
   if ((s = check_bytes(rec, who, "y", y, (uint64_t)np * N * 4))) return s;
   if (bias.buf && (s = check_bytes(rec, who, "bias", bias, (uint64_t)E * rows_w * 4))) return s;
-  int pairs = mp->route == OP_MOE_PAIRS; /* decode: a pair a workgroup row of the integer-dot GEMV */
+  /* decode: a pair (or a group of pairs) a workgroup row of the integer-dot GEMV */
+  int pairs = mp->route == OP_MOE_PAIRS, groups = mp->route == OP_MOE_GROUPS;
+  uint32_t tm = groups ? mp->group_m : OP_MOE_TILE_M;
+  if (groups && tm != 2 && tm != 4 && tm != 8)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "%s: groups of %u pairs (2, 4 or 8)", who, tm);
   if (pairs && (s = check_bytes(rec, who, "ids", mp->ids, (uint64_t)np * 4))) return s;
   if (pairs && np > op_ctx(rec)->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "%s: %u pairs over the grid limit", who, np);
-  if (!pairs && (s = check_bytes(rec, who, "lists", mp->lists, op_moe_lists_words(np, E) * 4))) return s;
+  if (!pairs && (s = check_bytes(rec, who, "lists", mp->lists, op_moe_lists_words(np, E, tm) * 4))) return s;
   op_q8_experts_args a = {.xq_rows = xr,
                           .N = N,
                           .K = K,
@@ -339,7 +353,8 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
                             .x_pair = mp->x_pair,
                             .act = (int)mp->act,
                             .alpha = mp->alpha,
-                            .limit = mp->limit};
+                            .limit = mp->limit,
+                            .group_m = groups ? tm : 0};
   moe_piece pc[OP_W_MAX_PARTS];
   uint32_t n_pieces = 0;
   if ((s = moe_pieces(rec, who, w, E, rows_w, K, pc, &n_pieces))) return s;
@@ -347,8 +362,9 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
     op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
     a.e_base = g.e_base = pc[i].e_base;
     a.e_count = g.e_count = pc[i].e_count;
-    s = pairs ? op_gemv_q8_experts(rec, xq, &pw, bias, mp->ids, y, &g)
-              : op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
+    s = pairs    ? op_gemv_q8_experts(rec, xq, &pw, bias, mp->ids, y, &g)
+        : groups ? op_gemv_q8_experts(rec, xq, &pw, bias, mp->lists, y, &g)
+                 : op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
   }
   return s;
 }

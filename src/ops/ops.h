@@ -269,6 +269,9 @@ typedef struct op_gemv_experts_args {
      experts */
   gpu_view combine_w;
   int accumulate;
+  /* op_gemv_q8_experts only: 0, ids are the pairs' experts; else the pairs in groups of group_m (2, 4 or 8) of one
+     expert each and ids is op_moe_lists' buffer made with that group size (OP_MOE_GROUPS) */
+  uint32_t group_m;
 } op_gemv_experts_args;
 int op_gemv_experts_supports(op_wtype type, uint32_t group, uint32_t K);
 /* The expert GEMVs' uniform fields (kernels/gemv.wgsl's and gemv_q8.wgsl's Params from k to limit, in that order):
@@ -426,7 +429,9 @@ int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32
 /* The integer-dot GEMV over mixture-of-experts pairs (kernels/gemv_q8.wgsl "_moe"; op_moe_linear_q8's decode route):
    op_gemv_experts' shape and pairs (a: N, K, np, k, E, e_base, e_count, glu, x_pair, act, alpha, limit; no norm,
    routing or combine) on xq, x_q of np / k token rows (x_pair 0) or np pair rows (1), and one piece of a weight of
-   a storage op_gemv_q8_supports takes: y [np][N] = act(W[ids[q]] . x + bias[ids[q]]) for the pairs of the piece. */
+   a storage op_gemv_q8_supports takes: y [np][N] = act(W[ids[q]] . x + bias[ids[q]]) for the pairs of the piece.
+   With a->group_m ("_moeg", OP_MOE_GROUPS), ids is the lists of op_moe_lists in groups of that many pairs and a
+   workgroup row reads one group's expert once for all its pairs, over the lists' worst-case group count. */
 wgllm_status op_gemv_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight *piece, gpu_view bias, gpu_view ids,
                                 gpu_view y, const op_gemv_experts_args *a);
 /* The small-M integer-dot GEMM of batched decode: op_gemv_fast on OP_Q8_SMALL_FROM .. OP_GEMV_MAX_BATCH tokens
@@ -470,10 +475,12 @@ wgllm_status op_moe_route(gpu_recorder *rec, gpu_view logits, gpu_view scale, gp
                           uint32_t T, uint32_t E, uint32_t k, op_moe_norm norm);
 /* Per-expert lists of the pairs (kernels/moe_lists.wgsl, one workgroup): from ids [T][k] (ids past E - 1 count as
    E - 1), the counts, their exclusive prefix sum, each expert's pairs in ascending order, and the table of row tiles
-   (OP_MOE_TILE_M pairs of one expert each) the grouped expert linear runs over, all in one u32 buffer `lists` of
-   op_moe_lists_words(T * k, E) words at the word offsets op_moe_lists_layout gives (sizes bounded by the worst case
-   T * k, whatever the routing). lists[0] is the tile count. */
-#define OP_MOE_TILE_M 64 /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
+   (tm pairs of one expert each) the grouped expert linear runs over, all in one u32 buffer `lists` of
+   op_moe_lists_words(T * k, E, tm) words at the word offsets op_moe_lists_layout gives (sizes bounded by the worst
+   case T * k, whatever the routing). lists[0] is the tile count. tm: OP_MOE_TILE_M for a prompt's tiles (and
+   op_moe_indirect), a group size of op_moe_group_m for batched decode's groups. */
+#define OP_MOE_TILE_M 64   /* pairs a tile of the grouped expert linear (kernels/moe_linear.wgsl "_tile") */
+#define OP_MOE_GROUP_MIN 2 /* the smallest group of batched decode's grouped GEMV (op_moe_group_m) */
 typedef struct op_moe_lists_layout {
   uint32_t cnt;  /* [E] pairs an expert */
   uint32_t off;  /* [E + 1] where an expert's pairs start in ent; off[E] = T * k */
@@ -481,9 +488,10 @@ typedef struct op_moe_lists_layout {
   uint32_t tile; /* [max_tiles][2] a tile's expert and the index in ent of its first pair */
   uint32_t max_tiles, words;
 } op_moe_lists_layout;
-op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E);
-uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E);
-wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E);
+op_moe_lists_layout op_moe_lists_layout_of(uint32_t n_pairs, uint32_t E, uint32_t tm);
+uint64_t op_moe_lists_words(uint32_t n_pairs, uint32_t E, uint32_t tm);
+wgllm_status op_moe_lists(gpu_recorder *rec, gpu_view ids, gpu_view lists, uint32_t T, uint32_t k, uint32_t E,
+                          uint32_t tm);
 /* Per-expert indirect dispatch arguments from the lists (kernels/moe_lists.wgsl "indirect"): indirect[e] =
    (op_moe_tile_cols(N, glu), ceil(count_e / OP_MOE_TILE_M), 1) for the grouped linear of N outputs, (1, 1, 1) for
    an expert without pairs (never a zero grid: its workgroup exits). indirect: [E][3] u32 */
@@ -500,14 +508,21 @@ wgllm_status op_moe_indirect(gpu_recorder *rec, gpu_view lists, gpu_view indirec
    Routes: OP_MOE_PAIRS (decode) a GEMV per (pair, 8 outputs) in one dispatch, reading the experts from ids;
    OP_MOE_TILES (prefill) one dispatch over the worst-case tile grid of the lists (workgroups past lists[0] exit),
    each tile reading its expert's weights once for OP_MOE_TILE_M pairs; OP_MOE_PER_EXPERT the same tiles as E
-   dispatches, expert e's grid read from indirect[e] (op_moe_indirect for this N).
+   dispatches, expert e's grid read from indirect[e] (op_moe_indirect for this N); OP_MOE_GROUPS (batched decode,
+   op_moe_linear_q8 only) the integer-dot GEMV over groups of group_m pairs of one expert (lists made with that
+   group size), each group reading its expert's weights once.
    Weights: any storage of op_weight, the whole [E][rows][K] tensor as one [E * rows][K] weight, or in row parts
    of whole experts each (parts in expert order, each its own storage: one over the binding limit, or a file's mixed
    types), a dispatch a part (E per-expert dispatches in all); element indices of a piece below 2^32.
    x: [T][K] or [T * k][K] f32; w: [E][glu ? 2N : N][K]; bias: [E][glu ? 2N : N] f32 or none; y: [T * k][N] f32;
    ids: [T][k] u32 (OP_MOE_PAIRS); lists: op_moe_lists' (the others); indirect: [E][3] u32 (OP_MOE_PER_EXPERT) */
 typedef enum op_moe_act { OP_MOE_ACT_SILU = 0, OP_MOE_ACT_GELU_TANH = 1, OP_MOE_ACT_SWIGLU_OAI = 2 } op_moe_act;
-typedef enum op_moe_grouping { OP_MOE_PAIRS = 0, OP_MOE_TILES = 1, OP_MOE_PER_EXPERT = 2 } op_moe_grouping;
+typedef enum op_moe_grouping {
+  OP_MOE_PAIRS = 0,
+  OP_MOE_TILES = 1,
+  OP_MOE_PER_EXPERT = 2,
+  OP_MOE_GROUPS = 3
+} op_moe_grouping;
 typedef struct op_moe_linear_params {
   uint32_t T, k, E, N, K;
   int x_pair;
@@ -515,6 +530,7 @@ typedef struct op_moe_linear_params {
   op_moe_act act;
   float alpha, limit; /* OP_MOE_ACT_SWIGLU_OAI */
   op_moe_grouping route;
+  uint32_t group_m; /* OP_MOE_GROUPS: pairs a group (2, 4 or 8; the lists made with it) */
   gpu_view ids, lists, indirect;
   /* OP_MOE_PAIRS only, where op_moe_linear_fuses_norm: x is RMS-normed in the kernel (x / rms(x) * (norm_w +
      norm_offset), each pair's token row), so the norm before the experts needs no dispatch; none: x as it is */
@@ -536,11 +552,14 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
                            const op_moe_linear_params *p);
 /* The fast precision's experts: op_moe_linear on xq, x quantized to int8 blocks (T rows, or T * k with x_pair; K a
    multiple of 32), every piece through op_matmul_q8_experts (OP_MOE_TILES, a prompt's pass: x by op_quantize_q8) or
-   op_gemv_q8_experts (OP_MOE_PAIRS, decode: x by op_quantize_q8_rows, with each 8 elements' words evens first where
-   op_gemv_q8_supports says so for w); no fused norm or routing (the quantizer norms, op_moe_route routes).
-   op_moe_linear_q8_supports: the route, K and every piece's storage it takes; the caller runs the exact
-   op_moe_linear otherwise, as a whole. */
+   op_gemv_q8_experts (OP_MOE_PAIRS and OP_MOE_GROUPS, decode: x by op_quantize_q8_rows, with each 8 elements' words
+   evens first where op_gemv_q8_supports says so for w); no fused norm or routing (the quantizer norms, op_moe_route
+   routes). op_moe_linear_q8_supports: the route, K and every piece's storage it takes; the caller runs the exact
+   op_moe_linear otherwise, as a whole. op_moe_group_m: the group size of OP_MOE_GROUPS for a batched step of
+   n_pairs pairs over E experts, 0 where grouping does not pay (fewer than OP_MOE_GROUP_MIN pairs an expert on
+   average: each pair's GEMV reads its expert once anyway) */
 int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t K, op_moe_grouping route);
+uint32_t op_moe_group_m(uint32_t n_pairs, uint32_t E);
 wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                               const op_moe_linear_params *p);
 /* The down projection and the combine of decode in one GEMV (kernels/gemv.wgsl "_moec"): for each token t,
