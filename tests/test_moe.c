@@ -320,12 +320,13 @@ static void batched_fast(const char *what, const char *model, const char *policy
   llm_model *m = load_with(what, model, policy);
   if (!m) return;
   wgllm_status st = WGLLM_OK;
-  uint32_t gm = op_moe_group_m(NS * m->hp.n_expert_used, m->hp.n_expert), V = m->hp.n_vocab;
-  int q8 = 0; /* the integer-dot GEMV reads the experts (blocks.c's condition for the groups) */
+  uint32_t gm = op_moe_group_m(th_gpu(), m->hp.n_ff_exp, m->hp.n_embd, 1, NS * m->hp.n_expert_used, m->hp.n_expert),
+           V = m->hp.n_vocab;
+  int q8 = 1; /* the integer-dot GEMV reads every sparse layer's experts (blocks.c's condition for the groups) */
   for (uint32_t l = 0; l < m->hp.n_layer; l++)
     if (llm_layer_is_moe(&m->hp, l))
-      q8 = !m->layers[l].exp_up.data.buf &&
-           op_moe_linear_q8_supports(th_gpu(), &m->layers[l].exp_gate_up, m->hp.n_embd, OP_MOE_GROUPS);
+      q8 &= !m->layers[l].exp_up.data.buf &&
+            op_moe_linear_q8_supports(th_gpu(), &m->layers[l].exp_gate_up, m->hp.n_embd, OP_MOE_GROUPS);
   CHECK(gm > 0 && q8, "%s: %u sessions of top %u of %u experts are not grouped (%u a group, integer-dot GEMV %d)", what,
         NS, m->hp.n_expert_used, m->hp.n_expert, gm, q8);
   llm_session *ss[LLM_BATCH_MAX] = {0};

@@ -5112,6 +5112,8 @@ static case_result run_moe_refuse(const tcase *c) {
                {"the groups route in the exact op", 11},
                {"groups of 3 pairs", 12},
                {"lists in tiles of 0 pairs", 13}};
+  /* the refusals of the groups' own guards name them (the status alone is another check's too) */
+  static const char *needle[] = {[11] = "groups route", [12] = "groups of 3", [13] = "tiles of 0"};
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     gpu_recorder *r = gpu_recorder_create(th_gpu(), 0);
     wgllm_status s = WGLLM_OK;
@@ -5163,13 +5165,16 @@ static case_result run_moe_refuse(const tcase *c) {
       s = op_moe_linear(r, v, &ow, none, v, &p);
       break;
     case 12: {
-      op_weight qw = ow;
-      qw.type = OP_W_Q8;
+      gbuf qb[2];
+      float *qd = malloc(4 * 8 * 64 * 4);
+      op_weight qw = make_weight(OP_W_Q8, 4 * 8, 64, 32, qd, qb); /* E 4 x N 8 rows of K 64 */
       p.route = OP_MOE_GROUPS;
       p.group_m = 3;
       p.lists = v;
       VERIFY(op_moe_linear_q8_supports(th_gpu(), &qw, p.K, p.route), "%s: q8 weights refused", g_case);
       s = op_moe_linear_q8(r, v, &qw, none, v, &p);
+      free_weight(qb);
+      free(qd);
       break;
     }
     case 13:
@@ -5186,11 +5191,38 @@ static case_result run_moe_refuse(const tcase *c) {
     int internal = cases[i].which == 3 || cases[i].which >= 11; /* the caller's mistakes, not the model's */
     VERIFY(s == (internal ? WGLLM_ERR_INTERNAL : WGLLM_ERR_UNSUPPORTED), "%s: %s accepted (status %d: %s)", g_case,
            cases[i].what, (int)s, gpu_recorder_error(r));
+    int w = cases[i].which;
+    VERIFY(w < 11 || strstr(gpu_recorder_error(r), needle[w]), "%s: %s refused for another reason: %s", g_case,
+           cases[i].what, gpu_recorder_error(r));
     gpu_recorder_free(r);
   }
   free_weight(wb);
   free(deq);
   gb_free(&g);
+  return verdict();
+}
+
+/* op_moe_group_m: the pairs an expert on average rounded down to a power of two, 2 to 8, none under 2, and a size the
+   GEMV's layout takes on this device (with WGLLM_TEST_NO_SUBGROUPS: K's blocks bound it) */
+static case_result run_moe_group_m(const tcase *c) {
+  (void)c;
+  static const struct {
+    uint32_t np, E, want;
+  } rule[] = {{16, 8, 2},  {15, 8, 0},  {31, 8, 2},   {32, 8, 4},   {64, 8, 8},    {512, 8, 8},
+              {32, 32, 0}, {64, 32, 2}, {128, 32, 4}, {64, 128, 0}, {256, 128, 2}, {512, 128, 4}};
+  const gpu_context *ctx = th_gpu();
+  for (size_t i = 0; i < sizeof rule / sizeof rule[0]; i++) {
+    uint32_t m = op_moe_group_m(ctx, 768, 2048, 1, rule[i].np, rule[i].E), want = rule[i].want;
+    while (want && !op_gemv_q8_fits(ctx, 768, 2048, 1, want))
+      want = want / 2 >= OP_MOE_GROUP_MIN ? want / 2 : 0;
+    VERIFY(m == want, "%s: %u pairs over %u experts: groups of %u, want %u", g_case, rule[i].np, rule[i].E, m, want);
+  }
+  /* every size it picks runs, whatever K: down to one block of 32 a row */
+  for (uint32_t K = 32; K <= 4096; K *= 2)
+    for (uint32_t np = 2; np <= 512; np *= 2) {
+      uint32_t m = op_moe_group_m(ctx, 64, K, 0, np, 1);
+      VERIFY(!m || op_gemv_q8_fits(ctx, 64, K, 0, m), "%s: K=%u: groups of %u the GEMV does not take", g_case, K, m);
+    }
   return verdict();
 }
 
@@ -5735,6 +5767,7 @@ static void cases_moe(void) {
           c->u.moe = (struct moe_case){.T = cT[ti], .k = ck[ki], .N = cD[di], .glu = acc};
         }
   add_case("moe_refuse", run_moe_refuse, "shapes");
+  add_case("moe_group_m", run_moe_group_m, "rule");
   /* perf_moe/...: the families' real shapes for --perf on a real GPU (test_ops --perf -f perf_moe; named apart from -f
      moe_); like gemm_perf, left out of a run without filters (their references take minutes). Qwen3-30B-A3B: H 2048, I
      768, E 128, k 8; gpt-oss-20b: H 2880, I 2880, E 32, k 4; a decode step (T 1) and a prefill chunk (T 512). */

@@ -638,7 +638,7 @@ static wgllm_status moe_experts(const llm_fwd *f, uint32_t l, gpu_view rin, gpu_
      (op_moe_lists in groups of gm), each group's expert read once by the integer-dot GEMV; the down projection as
      above (its grouped int8 route, with the rows quantized and the combine apart, is the one-change build gd of
      docs/perf/31-moe/mkvars40.sh: not measured yet) */
-  uint32_t gm = q8_gu && T > 1 ? op_moe_group_m(T * k, E) : 0;
+  uint32_t gm = q8_gu && T > 1 ? op_moe_group_m(op_ctx(rec), I, D, 1, T * k, E) : 0;
   /* gpt-oss: a biased router, biased experts and the clamped SwiGLU */
   gpu_view rb = hp->moe_bias ? ly->router_bias : none, gub = hp->moe_bias ? ly->exp_gate_up_bias : none,
            db = hp->moe_bias ? ly->exp_down_bias : none;

@@ -28,7 +28,8 @@ typedef struct llm_scratch {
   gpu_buffer *moe_logits;   /* [cap][n_expert] router logits */
   gpu_buffer *moe_ids;      /* [cap][k] u32 chosen experts */
   gpu_buffer *moe_w;        /* [cap][k] their weights */
-  gpu_buffer *moe_lists;    /* op_moe_lists_words(cap * k, n_expert) u32: the pairs by expert and the tile table */
+  gpu_buffer *moe_lists;    /* op_moe_lists_words(cap * k, n_expert, OP_MOE_GROUP_MIN) u32: the pairs by expert and
+                               the tile table (a prompt's tiles or batched decode's groups) */
   gpu_buffer *moe_h;        /* [cap * k][n_ff_exp] an expert's GLU output per pair */
   gpu_buffer *moe_y;        /* [cap * k][n_embd] an expert's output per pair */
   gpu_buffer *moe_x;        /* [cap][n_embd] the experts' input beside a dense MLP (Gemma 4's MoE block; else NULL) */

@@ -349,6 +349,22 @@ op_gemv_plan op_gemv_q8_choose_plan(const gpu_context *ctx, op_wtype type, uint3
   return p;
 }
 
+/* whether plan pl runs nt tokens on this device (the kernel's sums, lanes and workgroup bounds) */
+static int gemv_q8_plan_ok(const gpu_context *ctx, const op_gemv_plan *pl, int glu, uint32_t nt) {
+  int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
+  uint32_t wg = pl->tk * pl->tr, rr = glu ? 2 * pl->r : pl->r;
+  int ok = pl->tk && pl->tr && pl->r && (pl->tk & (pl->tk - 1)) == 0 && rr * nt <= 32 && pl->r * nt <= pl->tk &&
+           wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
+  if (ok && pl->tuned) ok = sg && pl->tk % ctx->subgroup_min == 0 && wg / ctx->subgroup_min <= 32;
+  if (ok && !pl->tuned) ok = wg <= 64 && (pl->tr & (pl->tr - 1)) == 0;
+  return ok;
+}
+
+int op_gemv_q8_fits(const gpu_context *ctx, uint32_t n_out, uint32_t K, int glu, uint32_t nt) {
+  op_gemv_plan pl = op_gemv_q8_choose_plan(ctx, OP_W_Q8, n_out, K, glu, nt);
+  return nt >= 1 && nt <= OP_GEMV_MAX_TOKENS && K % 32 == 0 && gemv_q8_plan_ok(ctx, &pl, glu, nt);
+}
+
 /* workgroup memory of the "_wq" variant for nt tokens of K: its x_q and factors, 1 / rms, the reduction array */
 static uint64_t wq_bytes(int sg, uint32_t nt, uint32_t K) {
   return (uint64_t)nt * (K / 32) * 40 + 32 + (sg ? 4096 : 8192);
@@ -361,14 +377,9 @@ static wgllm_status gemv_q8_piece(gpu_recorder *rec, int wq, gpu_view a, gpu_vie
                                   uint32_t n_off, uint32_t nt, uint32_t y_stride, const op_gemv_opts *o,
                                   const op_gemv_plan *plan, const op_gemv_experts_args *moe, gpu_view ids) {
   const gpu_context *ctx = op_ctx(rec);
-  int sg = ctx->has_subgroups && ctx->subgroup_min == ctx->subgroup_max;
   uint32_t out_rows = o->glu_half ? o->glu_half : N;
   op_gemv_plan pl = plan && plan->tk ? *plan : op_gemv_q8_choose_plan(ctx, type, out_rows, K, o->glu_half != 0, nt);
-  uint32_t wg = pl.tk * pl.tr, rr = o->glu_half ? 2 * pl.r : pl.r;
-  int ok = pl.tk && pl.tr && pl.r && (pl.tk & (pl.tk - 1)) == 0 && rr * nt <= 32 && pl.r * nt <= pl.tk &&
-           wg <= ctx->limits.maxComputeInvocationsPerWorkgroup;
-  if (ok && pl.tuned) ok = sg && pl.tk % ctx->subgroup_min == 0 && wg / ctx->subgroup_min <= 32;
-  if (ok && !pl.tuned) ok = wg <= 64 && (pl.tr & (pl.tr - 1)) == 0;
+  int ok = gemv_q8_plan_ok(ctx, &pl, o->glu_half != 0, nt);
   if (ok && wq) ok = wq_bytes(pl.tuned, nt, K) <= ctx->limits.maxComputeWorkgroupStorageSize;
   if (!ok)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 %s: plan %s tk=%u tr=%u r=%u for %u tokens%s not valid here",
@@ -495,10 +506,15 @@ wgllm_status op_gemv_q8_experts(gpu_recorder *rec, gpu_view xq, const op_weight 
   if (!op_gemv_q8_supports(ctx, piece, nt, a->K, NULL) || piece->n_parts)
     return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 experts: %s weights with K=%u, %u pairs a row",
                    op_wtype_name(piece->type), a->K, nt);
-  uint32_t rows = a->group_m ? op_moe_lists_layout_of(a->np, a->E, a->group_m).max_tiles : a->np;
+  op_moe_lists_layout lay = op_moe_lists_layout_of(a->np, a->E, a->group_m);
+  uint32_t rows = a->group_m ? lay.max_tiles : a->np;
   if (rows > ctx->limits.maxComputeWorkgroupsPerDimension)
     return op_fail(rec, WGLLM_ERR_UNSUPPORTED, "gemv_q8 experts: %u %s over the grid limit", rows,
                    a->group_m ? "groups" : "pairs");
+  uint64_t want = a->group_m ? (uint64_t)lay.words * 4 : (uint64_t)a->np * 4;
+  if (gpu_view_bytes(ids) < want)
+    return op_fail(rec, WGLLM_ERR_INTERNAL, "gemv_q8 experts: %s of %llu bytes, %llu wanted",
+                   a->group_m ? "lists" : "ids", (unsigned long long)gpu_view_bytes(ids), (unsigned long long)want);
   if (a->norm_w.buf || a->logits.buf || a->combine_w.buf || !a->k || a->np % a->k)
     return op_fail(rec, WGLLM_ERR_INTERNAL,
                    "gemv_q8 experts: the norm is the quantizer's, the routing and the combine the exact GEMV's "

@@ -297,13 +297,16 @@ int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32
   return route == OP_MOE_TILES && op_matmul_q8_supports(ctx, w, OP_Q8_MIN_ROWS, K);
 }
 
-uint32_t op_moe_group_m(uint32_t n_pairs, uint32_t E) {
-  /* the pairs an expert on average, rounded down to a power of two, at most the GEMV's tokens */
+uint32_t op_moe_group_m(const gpu_context *ctx, uint32_t N, uint32_t K, int glu, uint32_t n_pairs, uint32_t E) {
+  /* the pairs an expert on average, rounded down to a power of two, at most the GEMV's tokens and what its layout
+     takes */
   uint32_t a = E ? n_pairs / E : 0, m = OP_MOE_GROUP_MIN;
   if (a < OP_MOE_GROUP_MIN) return 0;
   while (m * 2 <= a && m * 2 <= OP_GEMV_MAX_TOKENS)
     m *= 2;
-  return m;
+  while (m >= OP_MOE_GROUP_MIN && !op_gemv_q8_fits(ctx, N, K, glu, m))
+    m /= 2;
+  return m >= OP_MOE_GROUP_MIN ? m : 0;
 }
 
 wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,

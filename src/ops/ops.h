@@ -426,6 +426,10 @@ wgllm_status op_gemv_q8_planned(gpu_recorder *rec, gpu_view xq, const op_weight 
 wgllm_status op_gemv_fast_planned(gpu_recorder *rec, gpu_view x, gpu_view xq, const op_weight *w, gpu_view bias,
                                   gpu_view y, uint32_t N, uint32_t K, const op_gemv_opts *o, const op_gemv_plan *plan);
 int op_gemv_q8_quantizes_in_workgroup(const gpu_context *ctx, uint32_t M, uint32_t K);
+/* whether the integer-dot GEMV's layout for n_out rows of K (op_gemv_q8_choose_plan) takes nt tokens a dispatch on
+   this device (the lanes along K bound the rows times tokens a thread-row sums: a device without subgroups of one
+   size has as many lanes as K has blocks, up to 32) */
+int op_gemv_q8_fits(const gpu_context *ctx, uint32_t n_out, uint32_t K, int glu, uint32_t nt);
 /* The integer-dot GEMV over mixture-of-experts pairs (kernels/gemv_q8.wgsl "_moe"; op_moe_linear_q8's decode route):
    op_gemv_experts' shape and pairs (a: N, K, np, k, E, e_base, e_count, glu, x_pair, act, alpha, limit; no norm,
    routing or combine) on xq, x_q of np / k token rows (x_pair 0) or np pair rows (1), and one piece of a weight of
@@ -556,10 +560,11 @@ wgllm_status op_moe_linear(gpu_recorder *rec, gpu_view x, const op_weight *w, gp
    evens first where op_gemv_q8_supports says so for w); no fused norm or routing (the quantizer norms, op_moe_route
    routes). op_moe_linear_q8_supports: the route, K and every piece's storage it takes; the caller runs the exact
    op_moe_linear otherwise, as a whole. op_moe_group_m: the group size of OP_MOE_GROUPS for a batched step of
-   n_pairs pairs over E experts, 0 where grouping does not pay (fewer than OP_MOE_GROUP_MIN pairs an expert on
-   average: each pair's GEMV reads its expert once anyway) */
+   n_pairs pairs over E experts into N outputs of K (the GLU's N gate rows with glu), 0 where grouping does not pay
+   (fewer than OP_MOE_GROUP_MIN pairs an expert on average: each pair's GEMV reads its expert once anyway) or the
+   GEMV takes no group of two on this device (op_gemv_q8_fits; a larger group than it takes is halved) */
 int op_moe_linear_q8_supports(const gpu_context *ctx, const op_weight *w, uint32_t K, op_moe_grouping route);
-uint32_t op_moe_group_m(uint32_t n_pairs, uint32_t E);
+uint32_t op_moe_group_m(const gpu_context *ctx, uint32_t N, uint32_t K, int glu, uint32_t n_pairs, uint32_t E);
 wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w, gpu_view bias, gpu_view y,
                               const op_moe_linear_params *p);
 /* The down projection and the combine of decode in one GEMV (kernels/gemv.wgsl "_moec"): for each token t,

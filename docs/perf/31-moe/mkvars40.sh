@@ -13,7 +13,7 @@ cp $F /tmp/var40_blocks.c
 python3 - "$F" <<'PY'
 import sys
 f=sys.argv[1]; s=open(f).read()
-a="""  uint32_t gm = q8_gu && T > 1 ? op_moe_group_m(T * k, E) : 0;"""
+a="""  uint32_t gm = q8_gu && T > 1 ? op_moe_group_m(op_ctx(rec), I, D, 1, T * k, E) : 0;"""
 b=a+"""
   int q8_dn = gm && op_moe_linear_q8_supports(op_ctx(rec), &ly->exp_down, I, OP_MOE_GROUPS);"""
 assert s.count(a)==1; s=s.replace(a,b)
