@@ -365,9 +365,8 @@ wgllm_status op_moe_linear_q8(gpu_recorder *rec, gpu_view xq, const op_weight *w
     op_weight pw = {.type = pc[i].type, .data = pc[i].data, .scales = pc[i].scales, .group = pc[i].group};
     a.e_base = g.e_base = pc[i].e_base;
     a.e_count = g.e_count = pc[i].e_count;
-    s = pairs    ? op_gemv_q8_experts(rec, xq, &pw, bias, mp->ids, y, &g)
-        : groups ? op_gemv_q8_experts(rec, xq, &pw, bias, mp->lists, y, &g)
-                 : op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
+    s = pairs || groups ? op_gemv_q8_experts(rec, xq, &pw, bias, pairs ? mp->ids : mp->lists, y, &g)
+                        : op_matmul_q8_experts(rec, xq, &pw, bias, mp->lists, y, &a);
   }
   return s;
 }
