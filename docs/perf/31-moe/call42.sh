@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Device call 42 of docs/perf/31-moe (written 2026-12-07 for the session of 2026-12-07/08): call 40's runs on a fresh
+# pack. Builds (build-pack/var42.tar.xz, mkvars42.sh, all from main at 08c81c3): g, main (batched decode's gate/up
+# pairs grouped by expert in the fast precision, OP_MOE_GROUPS, groups of 2/4/8 by op_moe_group_m); g0, the same with
+# no groups (each pair its own integer-dot GEMV, as var39's q8); gd, the down projection grouped too. Mixtral-8x7B at
+# 8 sequences (groups of 2) and 32 (8); Qwen3-30B-A3B (2) and gpt-oss-20b (4) at 32; all --precision-list fast;
+# llama.cpp at 32 sequences beside (never run before). Carry .gl, build-pack and bench/peers/llamacpp/dist (models/ and
+# tests/data/models moved out of the tree for the upload). What would pass LIMIT s (default 570) is skipped.
+set -u
+T0=$SECONDS
+t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
+left() { [ $(( SECONDS - T0 + $1 )) -lt ${LIMIT:-570} ] || { t "skipped: $2"; false; }; }
+for f in .gl/*.deb; do dpkg -x "$f" / 2>/dev/null; done; ldconfig
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+mkdir -p /tmp/var /tmp/llc
+tar -C /tmp/var -xJf build-pack/var42.tar.xz
+tar -xJf bench/peers/llamacpp/dist/llcbench-linux-x64-vulkan.tar.xz -C /tmp/llc
+L=$(dirname "$(find /tmp/llc -name llcbench -type f | head -1)")
+nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee -a "$OUT/log.txt"
+tag() { grep '^{' | sed "s/^{/{\"engine\": \"$1\", \"shape\": \"$M\", /" | tee -a "$OUT/results.jsonl"; }
+wg() { # seconds build label args...
+  left $1 "$2 $M $3" || return; t "$2 $M $3"; local s=$1 w=$2; shift 3
+  LD_LIBRARY_PATH=/tmp/var timeout $s /tmp/var/$w/wgllm-bench -m /tmp/$M.gguf --runs 3 --kv f16 --json "$@" \
+    2>>"$OUT/errors.txt" | tag "wgllm-$w"
+}
+llc() { # seconds label args...
+  left $1 "llama.cpp $M $2" || return; t "llama.cpp $M $2"; local s=$1; shift 2
+  timeout $s $L/llcbench bench /tmp/$M.gguf --backend vulkan --ngl 99 --runs 3 --kv f16 --sample host "$@" \
+    2>>"$OUT/errors.txt" | tag llama.cpp
+}
+write() { left 60 "$M" || return; t "write $M"
+  LD_LIBRARY_PATH=/tmp/var /tmp/var/g/wgllm-bench --synthetic $M --write-gguf /tmp/$M.gguf > /dev/null \
+    2>>"$OUT/errors.txt"; }
+P8="--parallel 8 --prompt 128 --gen 32 --batched-only --precision-list fast"
+P32="--parallel 32 --prompt 128 --gen 16 --batched-only --precision-list fast"
+M=mixtral-8x7b; if write; then
+  for w in g0 g gd; do wg 50 $w "parallel 8 fast" $P8; done
+  for w in g0 g; do wg 70 $w "parallel 32 fast" $P32; done
+  llc 70 "parallel 32" --parallel 32 --prompt 128 --gen 16
+  rm -f /tmp/$M.gguf; fi
+M=qwen3-30b-a3b; if write; then
+  for w in g0 g; do wg 45 $w "parallel 32 fast" $P32; done
+  llc 50 "parallel 32" --parallel 32 --prompt 128 --gen 16
+  rm -f /tmp/$M.gguf; fi
+M=gpt-oss-20b; if write; then
+  for w in g0 g; do wg 45 $w "parallel 32 fast" $P32; done
+  llc 50 "parallel 32" --parallel 32 --prompt 128 --gen 16
+  rm -f /tmp/$M.gguf; fi
+t end
