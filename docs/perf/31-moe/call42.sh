@@ -7,7 +7,7 @@
 # llama.cpp at 32 sequences beside (never run before); then, as time is left, test_ops' groups, pairs and lists cases
 # and test_moe (pack m42, with fixtures / models / tok: see call43.sh) on the GPU. Carry .gl, build-pack and
 # bench/peers/llamacpp/dist (models/ and tests/data/models moved out of the tree for the upload). What would pass
-# LIMIT s (default 570) is skipped.
+# LIMIT s (default 570) is skipped; NOLLC=1 skips llama.cpp and gd (a short call: g0 against g only).
 set -u
 T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
@@ -25,7 +25,8 @@ wg() { # seconds build label args...
   LD_LIBRARY_PATH=/tmp/var timeout $s /tmp/var/$w/wgllm-bench -m /tmp/$M.gguf --runs 3 --kv f16 --json "$@" \
     2>>"$OUT/errors.txt" | tag "wgllm-$w"
 }
-llc() { # seconds label args...
+llc() { # seconds label args... (NOLLC=1: none)
+  [ -z "${NOLLC:-}" ] || return 0
   left $1 "llama.cpp $M $2" || return; t "llama.cpp $M $2"; local s=$1; shift 2
   timeout $s $L/llcbench bench /tmp/$M.gguf --backend vulkan --ngl 99 --runs 3 --kv f16 --sample host "$@" \
     2>>"$OUT/errors.txt" | tag llama.cpp
@@ -39,7 +40,7 @@ M=mixtral-8x7b; if write; then
   for w in g0 g; do wg 50 $w "parallel 8 fast" $P8; done
   for w in g0 g; do wg 60 $w "parallel 32 fast" $P32; done
   llc 50 "parallel 32" --parallel 32 --prompt 128 --gen 16
-  wg 50 gd "parallel 8 fast" $P8
+  [ -n "${NOLLC:-}" ] || wg 50 gd "parallel 8 fast" $P8
   rm -f /tmp/$M.gguf; fi
 M=gpt-oss-20b; if write; then
   for w in g0 g; do wg 40 $w "parallel 32 fast" $P32; done
