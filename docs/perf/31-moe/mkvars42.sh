@@ -7,13 +7,16 @@
 #   gd   the down projection grouped too (its rows quantized, the groups' integer-dot GEMV, the combine apart)
 #   q8d  one-token decode's down projection on the integer-dot GEMV where the combine is apart (Mixtral, gpt-oss)
 #   nq   the fast precision's experts exact in decode (q8_gu off: main before a7921b7's integer-dot gate/up)
+#   lut  MXFP4's int8 bytes from the 16-entry table again (kernels/lib/weight_int8.wgsli mx_bytes as before 2026-12-08)
 set -e
 cd "$(dirname "$0")/../../.."
 F=src/arch/blocks.c
+KW=kernels/lib/weight_int8.wgsli
 O=/tmp/var42
 rm -rf $O && mkdir -p $O
 cp $F /tmp/var42_blocks.c
-restore() { cp /tmp/var42_blocks.c $F; }
+cp $KW /tmp/var42_wi8.wgsli
+restore() { cp /tmp/var42_blocks.c $F; cp /tmp/var42_wi8.wgsli $KW; }
 trap restore EXIT
 build() { # NAME: build wgllm_bench from the tree as it is into $O/NAME
   cmake --build build-rel -j2 --target wgllm_bench > /tmp/var42_$1.log 2>&1 || { tail -20 /tmp/var42_$1.log; exit 1; }
@@ -21,9 +24,12 @@ build() { # NAME: build wgllm_bench from the tree as it is into $O/NAME
 }
 edit() { # NAME: main's blocks.c with the edit NAME, built
   restore
-  python3 - "$F" "$1" <<'PY'
-import sys
-f, name = sys.argv[1], sys.argv[2]; s = open(f).read()
+  python3 - "$F" "$1" "$KW" <<'PY'
+import re, sys
+f, name, kw = sys.argv[1], sys.argv[2], sys.argv[3]
+if name == "lut":
+    f = kw
+s = open(f).read()
 def rep(a, b):
     global s
     assert s.count(a) == 1, (name, a)
@@ -56,17 +62,26 @@ elif name == "q8d":
     if (!st) st = op_moe_linear_q8(rec, V(s->xq), &ly->exp_down, db, V(s->moe_y), &dn);
   } else
 """ + a)
+elif name == "lut":
+    a = s[s.index("fn mx_bytes(nib: u32) -> u32 {"):s.index("fn wq(n: u32, kb: u32, h: u32)", s.index("fn mx_bytes"))]
+    rep(a, """const MXFP4I8 = array<u32, 16>(0x00u, 0x01u, 0x02u, 0x03u, 0x04u, 0x06u, 0x08u, 0x0Cu, 0x00u, 0xFFu, 0xFEu, 0xFDu,
+                               0xFCu, 0xFAu, 0xF8u, 0xF4u);
+fn mx_bytes(nib: u32) -> u32 {
+  return MXFP4I8[nib & 15u] | (MXFP4I8[(nib >> 8u) & 15u] << 8u) | (MXFP4I8[(nib >> 16u) & 15u] << 16u) |
+         (MXFP4I8[nib >> 24u] << 24u);
+}
+""")
 else:
     raise SystemExit("unknown build " + name)
 open(f, "w").write(s)
 PY
-  git diff -U0 $F > /tmp/var42_$1.diff || true
+  git diff -U0 $F $KW > /tmp/var42_$1.diff || true
   build $1
 }
 build g
 cmake --build build-rel -j2 --target test_ops > /tmp/var42_t.log 2>&1 || { tail -20 /tmp/var42_t.log; exit 1; }
 cp build-rel/test_ops $O/g/ && strip $O/g/test_ops
-for v in g0 gd q8d nq; do edit $v; done
+for v in g0 gd q8d nq lut; do edit $v; done
 restore
 cmake --build build-rel -j2 --target wgllm_bench > /dev/null
 cp third_party/dawn/lib/libwebgpu_wrapper.so $O/ 2>/dev/null || cp "$(find third_party/dawn -name libwebgpu_wrapper.so | head -1)" $O/
