@@ -7,7 +7,7 @@
 # llama.cpp at 32 sequences beside (never run before); then, as time is left, test_ops' groups, pairs and lists cases
 # and test_moe (pack m42, with fixtures / models / tok: see call43.sh) on the GPU. Carry .gl, build-pack and
 # bench/peers/llamacpp/dist (models/ and tests/data/models moved out of the tree for the upload). What would pass
-# LIMIT s (default 570) is skipped; NOLLC=1 skips llama.cpp and gd (a short call: g0 against g only).
+# LIMIT s (default 570) is skipped; NOLLC=1 skips llama.cpp and gd (a short call: g0 against g only), NOMIX=1 Mixtral.
 set -u
 T0=$SECONDS
 t() { echo "== $(( SECONDS - T0 )) s: $*" | tee -a "$OUT/log.txt"; }
@@ -36,7 +36,7 @@ write() { left 60 "$M" || return; t "write $M"
     2>>"$OUT/errors.txt"; }
 P8="--parallel 8 --prompt 128 --gen 32 --batched-only --precision-list fast"
 P32="--parallel 32 --prompt 128 --gen 16 --batched-only --precision-list fast"
-M=mixtral-8x7b; if write; then
+M=mixtral-8x7b; if [ -z "${NOMIX:-}" ] && write; then
   for w in g0 g; do wg 50 $w "parallel 8 fast" $P8; done
   for w in g0 g; do wg 60 $w "parallel 32 fast" $P32; done
   llc 50 "parallel 32" --parallel 32 --prompt 128 --gen 16
